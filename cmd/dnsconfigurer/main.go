@@ -1,0 +1,74 @@
+// Command dnsconfigurer is the single binary of the project; each part of the
+// DNS chain is a subcommand (see `dnsconfigurer help`).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the command ran and the answer is "no" (or the service failed)
+	exitUsage = 2 // bad flags or unreadable input
+)
+
+// command is one subcommand. run gets the arguments after the subcommand's
+// name and returns the process exit code.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// commands is filled by each subcommand's file from init, so that every
+// subcommand lives in its own file and they do not edit a shared switch.
+var commands = map[string]command{}
+
+func register(name string, c command) {
+	if _, dup := commands[name]; dup {
+		panic("dnsconfigurer: subcommand registered twice: " + name)
+	}
+	commands[name] = c
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "dnsconfigurer: unknown subcommand %q (see `dnsconfigurer help`)\n", args[0])
+		return exitUsage
+	}
+	return c.run(ctx, args[1:], stdin, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: dnsconfigurer <subcommand> [flags]\n\nsubcommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun `dnsconfigurer <subcommand> -h` for its flags.")
+}

@@ -1,0 +1,165 @@
+package hostresolv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// MaxFileSize is the most kubelet reads of a resolv.conf (utilio.ReadAtMost).
+const MaxFileSize = 10 << 20
+
+// ErrTooLarge reports a resolv.conf larger than MaxFileSize.
+var ErrTooLarge = errors.New("hostresolv: file larger than 10 MiB")
+
+// ErrEmptyNameserver reports a "nameserver" line without an address. kubelet
+// words it "nameserver list is empty".
+var ErrEmptyNameserver = errors.New("nameserver list is empty")
+
+// Config is a parsed resolv.conf: the three things a pod's resolver config is
+// made of. Slices are never nil after Parse.
+type Config struct {
+	Nameservers []string `json:"nameservers"`
+	Searches    []string `json:"searches"`
+	Options     []string `json:"options"`
+}
+
+// ParseError is a problem on one line of a resolv.conf. Parsing goes on past
+// it so that every problem is reported, as kubelet aggregates them.
+type ParseError struct {
+	Line int
+	Err  error
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Parse reads a resolv.conf with kubelet's rules. On a line-level problem it
+// returns the config parsed so far together with an error joining every
+// ParseError; callers that follow kubelet treat any error as fatal.
+func Parse(r io.Reader) (Config, error) {
+	data, err := readAtMost(r, MaxFileSize)
+	if err != nil {
+		return Config{}, err
+	}
+	return ParseBytes(data)
+}
+
+// ParseBytes is Parse on a buffer already read. It does not apply the size cap.
+func ParseBytes(data []byte) (Config, error) {
+	cfg := Config{Nameservers: []string{}, Searches: []string{}, Options: []string{}}
+	var errs []error
+	line := 0
+	for len(data) > 0 {
+		line++
+		var raw []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			raw, data = data[:i], data[i+1:]
+		} else {
+			raw, data = data, nil
+		}
+		text := strings.TrimSpace(string(raw))
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		fields := strings.Fields(text)
+		switch fields[0] {
+		case "nameserver":
+			if len(fields) < 2 {
+				errs = append(errs, &ParseError{Line: line, Err: ErrEmptyNameserver})
+				continue
+			}
+			cfg.Nameservers = append(cfg.Nameservers, fields[1])
+		case "search":
+			cfg.Searches = cfg.Searches[:0:0]
+			for _, s := range fields[1:] {
+				if s == "." {
+					continue
+				}
+				cfg.Searches = append(cfg.Searches, strings.TrimSuffix(s, "."))
+			}
+		case "options":
+			cfg.Options = MergeOptions(cfg.Options, fields[1:])
+		}
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// ParseFile opens and parses path. Errors name the file.
+func ParseFile(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, err
+	}
+	defer f.Close()
+	cfg, err := Parse(f)
+	if err != nil {
+		return cfg, fmt.Errorf("parse %q: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// OptionName is the part of a resolver option before the first ':'.
+func OptionName(opt string) string {
+	if i := strings.IndexByte(opt, ':'); i >= 0 {
+		return opt[:i]
+	}
+	return opt
+}
+
+// MergeOptions adds opts to base with kubelet's override-by-name rule and a
+// stable order: an option whose name is already present replaces it in place,
+// a new name is appended. base is not modified.
+func MergeOptions(base, opts []string) []string {
+	out := make([]string, len(base), len(base)+len(opts))
+	copy(out, base)
+next:
+	for _, o := range opts {
+		name := OptionName(o)
+		for i, have := range out {
+			if OptionName(have) == name {
+				out[i] = o
+				continue next
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// Format renders cfg the way containerd writes a sandbox resolv.conf: a
+// search line, one nameserver line per server, an options line; empty parts
+// are omitted.
+func Format(cfg Config) string {
+	var b strings.Builder
+	if len(cfg.Searches) > 0 {
+		b.WriteString("search ")
+		b.WriteString(strings.Join(cfg.Searches, " "))
+		b.WriteByte('\n')
+	}
+	for _, ns := range cfg.Nameservers {
+		b.WriteString("nameserver ")
+		b.WriteString(ns)
+		b.WriteByte('\n')
+	}
+	if len(cfg.Options) > 0 {
+		b.WriteString("options ")
+		b.WriteString(strings.Join(cfg.Options, " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func readAtMost(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, ErrTooLarge
+	}
+	return data, nil
+}
