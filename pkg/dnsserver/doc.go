@@ -1,0 +1,37 @@
+// Package dnsserver is the wire layer of the cluster DNS server: a miekg/dns
+// Handler that answers the cluster zone (Kubernetes DNS-Based Service
+// Discovery 1.1.0) from a store.Snapshot, a Forwarder for every other name,
+// a Server that serves UDP and TCP on each listen address, and the
+// Prometheus metrics and /healthz, /readyz, /metrics endpoints.
+//
+// The core is Handler.Resolve(ctx, question) → Result{Rcode, Answer, Ns,
+// Extra}: it answers without touching the wire, so that server-side search
+// expansion (autopath) can call it per suffix. ServeDNS wraps it with the
+// message-level rules: FORMERR for a query without exactly one question,
+// NOTIMP for opcodes other than QUERY, BADVERS for EDNS versions other than
+// 0, REFUSED for classes other than IN (and ANY), EDNS0 (the server
+// advertises 1232 bytes) and truncation to 512 bytes without EDNS0, the
+// client's EDNS0 size with it, 64 KiB over TCP, with the TC bit set when
+// records were left out.
+//
+// Answers:
+//
+//   - names in the zone come from the snapshot, compiled once per snapshot
+//     into ready-made records (a query only does a map lookup on the
+//     lowercase name); the question's case is echoed in the answer owners;
+//   - a name that does not exist is NXDOMAIN, a name that exists (including
+//     an empty non-terminal) without the asked type is NOERROR with no
+//     answer; both carry the zone SOA in the authority section, its minimum
+//     TTL equal to the record TTL;
+//   - before the first full sync every zone and reverse name is SERVFAIL;
+//   - ExternalName Services answer with their CNAME followed by the target's
+//     records: looked up in the snapshot when the target is in the zone,
+//     asked upstream otherwise;
+//   - reverse names (in-addr.arpa, ip6.arpa) of ClusterIPs and endpoints are
+//     answered from the snapshot; other reverse names are forwarded, as
+//     CoreDNS's default "fallthrough in-addr.arpa ip6.arpa";
+//   - every other name is forwarded to the upstreams (REFUSED without any).
+//     The Forwarder never sends to the server's own listen addresses.
+//
+// Only this package (and cmd) imports miekg/dns.
+package dnsserver

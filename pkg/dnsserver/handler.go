@@ -1,0 +1,424 @@
+package dnsserver
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+)
+
+// Records is what the handler reads: the current snapshot of the record
+// store, nil until the first full sync. *store.Store implements it.
+type Records interface {
+	Snapshot() *store.Snapshot
+}
+
+// Exchanger sends a query upstream and returns the reply. *Forwarder
+// implements it.
+type Exchanger interface {
+	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
+}
+
+// Result is the outcome of resolving one question, before it is put on the
+// wire. Its record slices are shared with the server's compiled zone and
+// with other answers: callers must not modify the records, and appending
+// copies (the slices are clipped).
+type Result struct {
+	Rcode         int
+	Answer        []dns.RR
+	Ns            []dns.RR
+	Extra         []dns.RR
+	Authoritative bool
+	// Forwarded is true when the answer came from an upstream server.
+	Forwarded bool
+}
+
+// Handler answers queries for the cluster zone from Records and forwards
+// the others. It implements dns.Handler.
+type Handler struct {
+	zoneName string
+	records  Records
+	fwd      Exchanger
+	log      *slog.Logger
+	metrics  *Metrics
+
+	mu  sync.Mutex
+	cur atomic.Pointer[zone]
+}
+
+var _ dns.Handler = (*Handler)(nil)
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithForwarder sets where names outside the cluster zone and unknown
+// reverse names go. Without it they are answered REFUSED (and unknown
+// reverse names NXDOMAIN).
+func WithForwarder(e Exchanger) Option { return func(h *Handler) { h.fwd = e } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// WithMetrics sets the metrics the handler records into.
+func WithMetrics(m *Metrics) Option { return func(h *Handler) { h.metrics = m } }
+
+// NewHandler returns a Handler for the cluster zone (e.g. "cluster.local")
+// reading records from r.
+func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
+	h := &Handler{zoneName: lowerFQDN(zoneName), records: r}
+	for _, o := range opts {
+		o(h)
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	return h
+}
+
+// maxChase bounds CNAME chains followed inside the zone.
+const maxChase = 8
+
+// ednsSize is the UDP payload size the server advertises (the DNS flag day
+// 2020 value).
+const ednsSize = 1232
+
+// lowerFQDN returns name in lowercase with a trailing dot, without
+// allocating when it already is.
+func lowerFQDN(name string) string {
+	clean := len(name) > 0 && name[len(name)-1] == '.'
+	if clean {
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; 'A' <= c && c <= 'Z' {
+				clean = false
+				break
+			}
+		}
+	}
+	if clean {
+		return name
+	}
+	name = strings.ToLower(name)
+	if !strings.HasSuffix(name, ".") {
+		name += "."
+	}
+	return name
+}
+
+// Synced reports whether the records have had their first full sync.
+func (h *Handler) Synced() bool { return h.records.Snapshot() != nil }
+
+// zone returns the compiled zone of the current snapshot, compiling it on
+// first use.
+func (h *Handler) zone() *zone {
+	snap := h.records.Snapshot()
+	if snap == nil {
+		return nil
+	}
+	if z := h.cur.Load(); z != nil && z.snap == snap {
+		return z
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if z := h.cur.Load(); z != nil && z.snap == snap {
+		return z
+	}
+	z := compile(snap)
+	h.cur.Store(z)
+	return z
+}
+
+// Warm compiles the current snapshot now, so that the first query after a
+// publish does not pay for it.
+func (h *Handler) Warm() { h.zone() }
+
+// Resolve answers one question without writing to the wire: from the cluster
+// zone, from the reverse records of the store, or from upstream. It is the
+// core the wire handler wraps (and what autopath calls per search suffix).
+func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
+	if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
+		return Result{Rcode: dns.RcodeRefused}
+	}
+	lname := lowerFQDN(q.Name)
+	if inZone(lname, h.zoneName) {
+		z := h.zone()
+		if z == nil {
+			return Result{Rcode: dns.RcodeServerFailure}
+		}
+		return echo(h.answer(ctx, z, q.Qtype, lname, 0), q.Name, lname)
+	}
+	if reverseZone(lname) != "" {
+		z := h.zone()
+		if z == nil {
+			return Result{Rcode: dns.RcodeServerFailure}
+		}
+		if _, ok := z.names[lname]; ok || h.fwd == nil {
+			return echo(h.answer(ctx, z, q.Qtype, lname, 0), q.Name, lname)
+		}
+	}
+	return h.forwardQuestion(ctx, q)
+}
+
+// local reports whether the question is answered by this server rather than
+// forwarded.
+func (h *Handler) local(q dns.Question) bool {
+	if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
+		return true
+	}
+	lname := lowerFQDN(q.Name)
+	if inZone(lname, h.zoneName) {
+		return true
+	}
+	if reverseZone(lname) != "" {
+		z := h.zone()
+		if z == nil || h.fwd == nil {
+			return true
+		}
+		_, ok := z.names[lname]
+		return ok
+	}
+	return h.fwd == nil
+}
+
+// echo gives the records owned by the question name the question's case.
+func echo(r Result, qname, lname string) Result {
+	if qname == lname {
+		return r
+	}
+	out := make([]dns.RR, len(r.Answer))
+	for i, rr := range r.Answer {
+		if rr.Header().Name == lname {
+			rr = dns.Copy(rr)
+			rr.Header().Name = qname
+		}
+		out[i] = rr
+	}
+	r.Answer = out
+	return r
+}
+
+func (z *zone) negative(name string) []dns.RR {
+	if rz := reverseZone(name); rz != "" {
+		return []dns.RR{soaRR(rz, z.name, z.ttl, z.snap.Serial)}
+	}
+	return z.soa
+}
+
+func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, lname string, depth int) Result {
+	rn, ok := z.names[lname]
+	if !ok {
+		if r, ok := h.insecurePod(z, qtype, lname); ok {
+			return r
+		}
+		return Result{Rcode: dns.RcodeNameError, Ns: z.negative(lname), Authoritative: true}
+	}
+	if rn.target != "" && qtype != dns.TypeCNAME {
+		return h.chase(ctx, z, qtype, rn, depth)
+	}
+	var ans, extra []dns.RR
+	switch qtype {
+	case dns.TypeA:
+		ans = rn.a
+	case dns.TypeAAAA:
+		ans = rn.aaaa
+	case dns.TypeSRV:
+		ans, extra = rn.srv, rn.srvExtra
+	case dns.TypePTR:
+		ans = rn.ptr
+	case dns.TypeTXT:
+		ans = rn.txt
+	case dns.TypeCNAME:
+		ans = rn.cname
+	case dns.TypeSOA:
+		ans = rn.soa
+	case dns.TypeNS:
+		ans = rn.ns
+	case dns.TypeANY:
+		for _, s := range [][]dns.RR{rn.soa, rn.ns, rn.a, rn.aaaa, rn.srv, rn.ptr, rn.txt, rn.cname} {
+			ans = append(ans, s...)
+		}
+	}
+	if len(ans) == 0 {
+		return Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true}
+	}
+	return Result{Rcode: dns.RcodeSuccess, Answer: ans, Extra: extra, Authoritative: true}
+}
+
+// chase answers for an ExternalName: the CNAME, then the target's records,
+// followed inside the zone or asked upstream.
+func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, rn *rrNode, depth int) Result {
+	cname := rn.cname
+	if inZone(rn.target, z.name) {
+		if depth >= maxChase {
+			return Result{Rcode: dns.RcodeServerFailure}
+		}
+		r := h.answer(ctx, z, qtype, rn.target, depth+1)
+		if r.Rcode == dns.RcodeServerFailure {
+			return r
+		}
+		r.Answer = append(cname, r.Answer...)
+		return r
+	}
+	if h.fwd == nil {
+		return Result{Rcode: dns.RcodeSuccess, Answer: cname, Authoritative: true}
+	}
+	r := h.forwardQuestion(ctx, dns.Question{Name: rn.target, Qtype: qtype, Qclass: dns.ClassINET})
+	if r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused {
+		// The client can still chase the CNAME itself.
+		return Result{Rcode: dns.RcodeSuccess, Answer: cname, Authoritative: true}
+	}
+	r.Answer = append(cname, r.Answer...)
+	return r
+}
+
+// insecurePod answers <dashed-ip>.<ns>.pod.<zone> in the insecure pod mode:
+// any well-formed IP in an exposed namespace.
+func (h *Handler) insecurePod(z *zone, qtype uint16, lname string) (Result, bool) {
+	if z.snap.Options.Pods != store.PodsInsecure {
+		return Result{}, false
+	}
+	suffix := ".pod." + z.name
+	if !strings.HasSuffix(lname, suffix) {
+		return Result{}, false
+	}
+	rest := lname[:len(lname)-len(suffix)]
+	i := strings.IndexByte(rest, '.')
+	if i <= 0 || strings.IndexByte(rest[i+1:], '.') >= 0 {
+		return Result{}, false
+	}
+	if !z.snap.NamespaceExposed(rest[i+1:]) {
+		return Result{}, false
+	}
+	ip, ok := store.ParseDashedIP(rest[:i])
+	if !ok {
+		return Result{}, false
+	}
+	if (qtype == dns.TypeA && ip.Is4()) || (qtype == dns.TypeAAAA && ip.Is6()) || qtype == dns.TypeANY {
+		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{addrRR(lname, ip, z.ttl)}, Authoritative: true}, true
+	}
+	return Result{Rcode: dns.RcodeSuccess, Ns: z.soa, Authoritative: true}, true
+}
+
+func (h *Handler) forwardQuestion(ctx context.Context, q dns.Question) Result {
+	if h.fwd == nil {
+		return Result{Rcode: dns.RcodeRefused}
+	}
+	m := new(dns.Msg)
+	m.Id = dns.Id()
+	m.RecursionDesired = true
+	m.Question = []dns.Question{q}
+	m.SetEdns0(ednsSize, false)
+	r, err := h.fwd.Exchange(ctx, m)
+	if err != nil {
+		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
+		return Result{Rcode: dns.RcodeServerFailure}
+	}
+	return Result{Rcode: r.Rcode, Answer: clip(r.Answer), Ns: clip(r.Ns), Extra: clip(withoutOPT(r.Extra)), Forwarded: true}
+}
+
+func withoutOPT(rrs []dns.RR) []dns.RR {
+	for i, rr := range rrs {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			out := make([]dns.RR, 0, len(rrs)-1)
+			out = append(out, rrs[:i]...)
+			for _, rr := range rrs[i+1:] {
+				if rr.Header().Rrtype != dns.TypeOPT {
+					out = append(out, rr)
+				}
+			}
+			return out
+		}
+	}
+	return rrs
+}
+
+// ServeDNS implements dns.Handler.
+func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	start := time.Now()
+	ctx := context.Background()
+	_, tcp := w.RemoteAddr().(*net.TCPAddr)
+	m := h.respond(ctx, req, tcp)
+	if err := w.WriteMsg(m); err != nil {
+		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
+	}
+	var qtype uint16
+	if len(req.Question) > 0 {
+		qtype = req.Question[0].Qtype
+	}
+	h.metrics.observe(qtype, m.Rcode, time.Since(start))
+}
+
+// respond builds the reply to req: the message that goes on the wire,
+// truncated to what the client can receive.
+func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.RecursionAvailable = h.fwd != nil
+	opt := req.IsEdns0()
+	size := dns.MinMsgSize
+	if opt != nil {
+		if s := int(opt.UDPSize()); s > size {
+			size = s
+		}
+	}
+	if tcp {
+		size = dns.MaxMsgSize
+	}
+	switch {
+	case len(req.Question) != 1:
+		m.Rcode = dns.RcodeFormatError
+	case req.Opcode != dns.OpcodeQuery:
+		m.Rcode = dns.RcodeNotImplemented
+	case opt != nil && opt.Version() != 0:
+		m.Rcode = dns.RcodeBadVers
+	case !h.local(req.Question[0]):
+		if r, ok := h.forwardMsg(ctx, req); ok {
+			m = r
+		} else {
+			m.Rcode = dns.RcodeServerFailure
+		}
+	default:
+		r := h.Resolve(ctx, req.Question[0])
+		m.Rcode = r.Rcode
+		m.Authoritative = r.Authoritative
+		m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
+	}
+	if opt != nil {
+		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		o.SetUDPSize(ednsSize)
+		o.SetDo(opt.Do())
+		m.Extra = append(m.Extra, o)
+	}
+	m.Truncate(size)
+	return m
+}
+
+// forwardMsg relays the client's query upstream as it is (keeping its EDNS0
+// options and DO bit) and returns the reply, ready for our OPT.
+func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, bool) {
+	if h.fwd == nil {
+		return nil, false
+	}
+	up := req.Copy()
+	up.Id = dns.Id()
+	if up.IsEdns0() == nil {
+		up.SetEdns0(ednsSize, false)
+	}
+	r, err := h.fwd.Exchange(ctx, up)
+	if err != nil {
+		q := req.Question[0]
+		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
+		return nil, false
+	}
+	r.Id = req.Id
+	r.Question = req.Question
+	r.Extra = withoutOPT(r.Extra)
+	r.Compress = true
+	return r, true
+}

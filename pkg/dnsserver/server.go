@@ -1,0 +1,172 @@
+package dnsserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// readBuffer is the largest UDP query read; longer datagrams are cut and
+// then rejected as malformed.
+const readBuffer = 4096
+
+// Server serves a dns.Handler over UDP and TCP on each of its addresses.
+type Server struct {
+	// Listen are the addresses, "ip:port"; each is served over UDP and TCP.
+	// Port 0 picks one free port used by both transports.
+	Listen []string
+	// Handler answers the queries.
+	Handler dns.Handler
+	// Logger (default: discard).
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	servers []*dns.Server
+	addrs   []string
+}
+
+// Start binds every address and starts serving in the background. It fails
+// (and releases what it bound) when any address cannot be bound.
+func (s *Server) Start(ctx context.Context) error {
+	if len(s.Listen) == 0 {
+		return errors.New("dnsserver: no listen address")
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	var servers []*dns.Server
+	var addrs []string
+	fail := func(err error) error {
+		for _, srv := range servers {
+			if srv.PacketConn != nil {
+				srv.PacketConn.Close()
+			}
+			if srv.Listener != nil {
+				srv.Listener.Close()
+			}
+		}
+		return err
+	}
+	for _, a := range s.Listen {
+		pc, ln, err := bindPair(ctx, a)
+		if err != nil {
+			return fail(fmt.Errorf("listen %q: %w", a, err))
+		}
+		servers = append(servers,
+			&dns.Server{PacketConn: pc, Handler: s.Handler, UDPSize: readBuffer},
+			&dns.Server{Listener: ln, Handler: s.Handler, ReadTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second }})
+		addrs = append(addrs, pc.LocalAddr().String())
+	}
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		srv.NotifyStartedFunc = wg.Done
+		go func() {
+			if err := srv.ActivateAndServe(); err != nil {
+				s.Logger.Error("dns server stopped", "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	s.mu.Lock()
+	s.servers, s.addrs = servers, addrs
+	s.mu.Unlock()
+	return nil
+}
+
+// Addrs returns the bound addresses (UDP and TCP share each), in the order of
+// Listen, after Start.
+func (s *Server) Addrs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.addrs...)
+}
+
+// Shutdown stops every listener and waits for the in-flight queries, bounded
+// by ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	servers := s.servers
+	s.servers = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.ShutdownContext(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run starts the server and serves until ctx is done, then shuts down
+// within five seconds.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return s.Shutdown(sctx)
+}
+
+// bindPair binds UDP and TCP on the same address; with port 0 it retries
+// until both transports get the same free port.
+func bindPair(ctx context.Context, addr string) (net.PacketConn, net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	var lc net.ListenConfig
+	var lastErr error
+	for range 20 {
+		pc, err := lc.ListenPacket(ctx, "udp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		p := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
+		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, p))
+		if err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		lastErr = err
+		if port != "0" {
+			break
+		}
+	}
+	return nil, nil, lastErr
+}
+
+// Ready is what /readyz asks.
+type Ready interface {
+	Synced() bool
+}
+
+// NewHTTPHandler serves /metrics from g, /healthz (always ok while the
+// process serves) and /readyz (ok only after the first full sync).
+func NewHTTPHandler(g prometheus.Gatherer, ready Ready) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Synced() {
+			http.Error(w, "not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}

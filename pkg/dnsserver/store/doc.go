@@ -1,0 +1,28 @@
+// Package store is the pure record store of the cluster DNS server.
+//
+// It holds slim records (Service, EndpointSlice, Pod, Namespace) converted by
+// the feed from Kubernetes objects, and builds from them an immutable
+// Snapshot: a name index keyed by the lowercase fully qualified name (with the
+// trailing dot) whose nodes carry typed record data (addresses, SRV, CNAME,
+// PTR, TXT). A Store swaps its current Snapshot atomically on Publish, so a
+// reader that loaded a Snapshot never sees a half-applied update.
+//
+// The record layout follows the Kubernetes DNS-Based Service Discovery
+// specification 1.1.0 plus what CoreDNS's kubernetes plugin serves:
+//
+//   - <svc>.<ns>.svc.<zone>: ClusterIPs (every entry of clusterIPs), or the
+//     ready endpoint addresses of a headless Service, or a CNAME for an
+//     ExternalName Service;
+//   - _<port>._<proto>.<svc>.<ns>.svc.<zone>: SRV for named ports only;
+//   - <host>.<svc>.<ns>.svc.<zone>: endpoint records of headless Services,
+//     <host> being the endpoint hostname, else (with EndpointPodNames) the
+//     pod name, else the dashed IP (10-1-2-3, fd00--1);
+//   - PTR for ClusterIPs and for ready endpoints (in-addr.arpa, ip6.arpa);
+//   - <dashed-ip>.<ns>.pod.<zone> for pods in the verified mode (the
+//     insecure mode is answered by the wire layer without the store);
+//   - dns-version.<zone> TXT "1.1.0".
+//
+// Every ancestor of a name inside the zone exists as an empty non-terminal.
+//
+// This package must not import miekg/dns, client-go, k8s.io/api or a logger.
+package store

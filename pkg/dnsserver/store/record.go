@@ -1,0 +1,148 @@
+package store
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// ServiceType is how a Service is published in DNS.
+type ServiceType uint8
+
+// The Service types the store knows.
+const (
+	// ClusterIP Services answer with their clusterIPs.
+	ClusterIP ServiceType = iota
+	// Headless Services (clusterIP None) answer with their endpoint addresses.
+	Headless
+	// ExternalName Services answer with a CNAME.
+	ExternalName
+)
+
+// Port is a Service or EndpointSlice port. Protocol is lowercase ("tcp",
+// "udp", "sctp"); Name is empty for an unnamed port.
+type Port struct {
+	Name     string
+	Protocol string
+	Port     uint16
+}
+
+// Service is the slim form of a core/v1 Service.
+type Service struct {
+	Namespace string
+	Name      string
+	Type      ServiceType
+	// ClusterIPs are every entry of spec.clusterIPs (dual-stack), unmapped.
+	ClusterIPs []netip.Addr
+	// ExternalName is the target of an ExternalName Service, a lowercase
+	// fully qualified name with the trailing dot.
+	ExternalName string
+	Ports        []Port
+	// PublishNotReadyAddresses serves endpoints that are not ready.
+	PublishNotReadyAddresses bool
+}
+
+// Endpoint is one endpoint of an EndpointSlice.
+type Endpoint struct {
+	Addresses []netip.Addr
+	Hostname  string
+	// PodName is targetRef.name when the target is a Pod.
+	PodName string
+	// Ready is the ready condition, true when the condition is absent.
+	Ready bool
+}
+
+// EndpointSlice is the slim form of a discovery/v1 EndpointSlice.
+type EndpointSlice struct {
+	Namespace string
+	Name      string
+	// Service is the kubernetes.io/service-name label.
+	Service   string
+	Ports     []Port
+	Endpoints []Endpoint
+}
+
+// Pod is the slim form of a core/v1 Pod: only what pod records need.
+type Pod struct {
+	Namespace string
+	Name      string
+	IPs       []netip.Addr
+}
+
+// Namespace is the slim form of a core/v1 Namespace.
+type Namespace struct {
+	Name string
+}
+
+// Objects is a whole data set, as loaded from manifests.
+type Objects struct {
+	Services       []Service
+	EndpointSlices []EndpointSlice
+	Pods           []Pod
+	Namespaces     []Namespace
+}
+
+// DashedIP is the label a pod or an endpoint without a hostname gets:
+// 10-1-2-3 for IPv4, the compressed IPv6 form with ':' replaced by '-'
+// (fd00--1) for IPv6.
+func DashedIP(a netip.Addr) string {
+	a = a.Unmap()
+	if a.Is4() {
+		b := a.As4()
+		var buf [15]byte
+		out := strconv.AppendUint(buf[:0], uint64(b[0]), 10)
+		for _, x := range b[1:] {
+			out = append(out, '-')
+			out = strconv.AppendUint(out, uint64(x), 10)
+		}
+		return string(out)
+	}
+	return strings.ReplaceAll(a.WithZone("").String(), ":", "-")
+}
+
+// ParseDashedIP is the inverse of DashedIP. A label with exactly three dashes
+// and no "--" is IPv4, anything else is tried as IPv6.
+func ParseDashedIP(label string) (netip.Addr, bool) {
+	if strings.Count(label, "-") == 3 && !strings.Contains(label, "--") {
+		a, err := netip.ParseAddr(strings.ReplaceAll(label, "-", "."))
+		if err != nil || !a.Is4() {
+			return netip.Addr{}, false
+		}
+		return a, true
+	}
+	if !strings.Contains(label, "-") {
+		return netip.Addr{}, false
+	}
+	a, err := netip.ParseAddr(strings.ReplaceAll(label, "-", ":"))
+	if err != nil || !a.Is6() || a.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return a, true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// ReverseName is the PTR owner name of an address: d.c.b.a.in-addr.arpa. for
+// IPv4 and the 32-nibble form under ip6.arpa. for IPv6.
+func ReverseName(a netip.Addr) string {
+	a = a.Unmap()
+	if a.Is4() {
+		b := a.As4()
+		var buf [32]byte
+		out := buf[:0]
+		for i := 3; i >= 0; i-- {
+			out = strconv.AppendUint(out, uint64(b[i]), 10)
+			out = append(out, '.')
+		}
+		out = append(out, "in-addr.arpa."...)
+		return string(out)
+	}
+	b := a.As16()
+	var buf [74]byte
+	out := buf[:0]
+	for i := 15; i >= 0; i-- {
+		out = append(out, hexDigits[b[i]&0xf], '.', hexDigits[b[i]>>4], '.')
+	}
+	out = append(out, "ip6.arpa."...)
+	return string(out)
+}

@@ -1,0 +1,576 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// PodMode is how pod records (<dashed-ip>.<ns>.pod.<zone>) are answered, as
+// CoreDNS's "pods" option.
+type PodMode uint8
+
+// The pod modes.
+const (
+	// PodsDisabled answers no pod records (NXDOMAIN).
+	PodsDisabled PodMode = iota
+	// PodsInsecure answers any well-formed dashed IP in an exposed namespace
+	// without checking that such a pod exists (kube-dns behaviour).
+	PodsInsecure
+	// PodsVerified answers only IPs of pods that exist in that namespace.
+	PodsVerified
+)
+
+// ParsePodMode parses "disabled", "insecure" or "verified".
+func ParsePodMode(s string) (PodMode, error) {
+	switch s {
+	case "disabled":
+		return PodsDisabled, nil
+	case "insecure":
+		return PodsInsecure, nil
+	case "verified":
+		return PodsVerified, nil
+	}
+	return 0, fmt.Errorf("pods mode %q: want disabled, insecure or verified", s)
+}
+
+func (m PodMode) String() string {
+	switch m {
+	case PodsInsecure:
+		return "insecure"
+	case PodsVerified:
+		return "verified"
+	}
+	return "disabled"
+}
+
+// VersionTTL is the TTL of dns-version.<zone>, as CoreDNS.
+const VersionTTL = 28800
+
+// SchemaVersion is the version of the specification served.
+const SchemaVersion = "1.1.0"
+
+// MaxTTL is the largest --ttl accepted (CoreDNS's bound).
+const MaxTTL = 3600
+
+// Options shape what a Snapshot holds. They are the CoreDNS-parity options.
+type Options struct {
+	// Zone is the cluster domain, e.g. "cluster.local" (case and a trailing
+	// dot do not matter).
+	Zone string
+	// TTL of every record but dns-version, and the SOA minimum.
+	TTL uint32
+	// Pods is the pod record mode.
+	Pods PodMode
+	// Namespaces, when not empty, are the only namespaces served.
+	Namespaces []string
+	// IgnoreEmptyService makes Services without a ready endpoint NXDOMAIN.
+	IgnoreEmptyService bool
+	// EndpointPodNames names endpoints without a hostname after their pod.
+	EndpointPodNames bool
+	// NoEndpoints serves no endpoint records: headless Services and endpoint
+	// names are NXDOMAIN.
+	NoEndpoints bool
+}
+
+// ErrBadOptions is wrapped by New for invalid Options.
+var ErrBadOptions = errors.New("store: bad options")
+
+// Store holds the slim records and publishes Snapshots. Its methods are safe
+// for concurrent use. Mutations take effect for readers at the next Publish.
+type Store struct {
+	opts    Options
+	zone    string // lowercase, trailing dot
+	exposed map[string]struct{}
+
+	mu         sync.Mutex
+	services   map[nsName]Service
+	slices     map[nsName]EndpointSlice
+	pods       map[nsName]Pod
+	namespaces map[string]struct{}
+	serial     uint32
+
+	snap atomic.Pointer[Snapshot]
+}
+
+type nsName struct{ ns, name string }
+
+// New returns an empty Store. Snapshot returns nil until the first Publish,
+// which is how the wire layer knows the first sync has not happened.
+func New(opts Options) (*Store, error) {
+	zone := strings.ToLower(strings.TrimSuffix(opts.Zone, "."))
+	if zone == "" || strings.HasPrefix(zone, ".") || strings.Contains(zone, "..") {
+		return nil, fmt.Errorf("%w: zone %q", ErrBadOptions, opts.Zone)
+	}
+	if opts.TTL > MaxTTL {
+		return nil, fmt.Errorf("%w: ttl %d above %d", ErrBadOptions, opts.TTL, MaxTTL)
+	}
+	s := &Store{
+		opts:       opts,
+		zone:       zone + ".",
+		services:   map[nsName]Service{},
+		slices:     map[nsName]EndpointSlice{},
+		pods:       map[nsName]Pod{},
+		namespaces: map[string]struct{}{},
+	}
+	if len(opts.Namespaces) > 0 {
+		s.exposed = map[string]struct{}{}
+		for _, n := range opts.Namespaces {
+			s.exposed[strings.ToLower(n)] = struct{}{}
+		}
+	}
+	return s, nil
+}
+
+// Options returns the options the Store was made with.
+func (s *Store) Options() Options { return s.opts }
+
+// Zone returns the lowercase cluster zone with its trailing dot.
+func (s *Store) Zone() string { return s.zone }
+
+// SetService adds or replaces a Service.
+func (s *Store) SetService(v Service) {
+	s.mu.Lock()
+	s.services[nsName{v.Namespace, v.Name}] = v
+	s.mu.Unlock()
+}
+
+// DeleteService removes a Service.
+func (s *Store) DeleteService(ns, name string) {
+	s.mu.Lock()
+	delete(s.services, nsName{ns, name})
+	s.mu.Unlock()
+}
+
+// SetEndpointSlice adds or replaces an EndpointSlice.
+func (s *Store) SetEndpointSlice(v EndpointSlice) {
+	s.mu.Lock()
+	s.slices[nsName{v.Namespace, v.Name}] = v
+	s.mu.Unlock()
+}
+
+// DeleteEndpointSlice removes an EndpointSlice.
+func (s *Store) DeleteEndpointSlice(ns, name string) {
+	s.mu.Lock()
+	delete(s.slices, nsName{ns, name})
+	s.mu.Unlock()
+}
+
+// SetPod adds or replaces a Pod.
+func (s *Store) SetPod(v Pod) {
+	s.mu.Lock()
+	s.pods[nsName{v.Namespace, v.Name}] = v
+	s.mu.Unlock()
+}
+
+// DeletePod removes a Pod.
+func (s *Store) DeletePod(ns, name string) {
+	s.mu.Lock()
+	delete(s.pods, nsName{ns, name})
+	s.mu.Unlock()
+}
+
+// SetNamespace adds a Namespace.
+func (s *Store) SetNamespace(v Namespace) {
+	s.mu.Lock()
+	s.namespaces[v.Name] = struct{}{}
+	s.mu.Unlock()
+}
+
+// DeleteNamespace removes a Namespace (not the objects in it).
+func (s *Store) DeleteNamespace(name string) {
+	s.mu.Lock()
+	delete(s.namespaces, name)
+	s.mu.Unlock()
+}
+
+// Replace swaps the whole data set, as a manifest reload does.
+func (s *Store) Replace(o Objects) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.services = make(map[nsName]Service, len(o.Services))
+	for _, v := range o.Services {
+		s.services[nsName{v.Namespace, v.Name}] = v
+	}
+	s.slices = make(map[nsName]EndpointSlice, len(o.EndpointSlices))
+	for _, v := range o.EndpointSlices {
+		s.slices[nsName{v.Namespace, v.Name}] = v
+	}
+	s.pods = make(map[nsName]Pod, len(o.Pods))
+	for _, v := range o.Pods {
+		s.pods[nsName{v.Namespace, v.Name}] = v
+	}
+	s.namespaces = make(map[string]struct{}, len(o.Namespaces))
+	for _, v := range o.Namespaces {
+		s.namespaces[v.Name] = struct{}{}
+	}
+}
+
+// Snapshot returns the current Snapshot, nil before the first Publish.
+func (s *Store) Snapshot() *Snapshot { return s.snap.Load() }
+
+// Publish builds a Snapshot of the current records and swaps it in.
+func (s *Store) Publish() *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	serial := uint32(time.Now().Unix())
+	if serial <= s.serial {
+		serial = s.serial + 1
+	}
+	s.serial = serial
+	snap := s.build(serial)
+	s.snap.Store(snap)
+	return snap
+}
+
+// SRV is the data of one SRV record.
+type SRV struct {
+	Priority uint16
+	Weight   uint16
+	Port     uint16
+	// Target is a lowercase fully qualified name inside the zone.
+	Target string
+}
+
+// Node is one name of a Snapshot. A Node without data is an empty
+// non-terminal: the name exists (NOERROR, no answer) but holds no records.
+type Node struct {
+	A     []netip.Addr
+	AAAA  []netip.Addr
+	SRV   []SRV
+	CNAME string
+	PTR   []string
+	TXT   []string
+	// TTL of the node's records.
+	TTL uint32
+}
+
+// Counts are the sizes of a Snapshot, for metrics.
+type Counts struct {
+	Services       int
+	EndpointSlices int
+	Endpoints      int
+	Pods           int
+	Namespaces     int
+	Names          int
+}
+
+// Snapshot is an immutable view of the records. Callers must not modify it or
+// anything reachable from it.
+type Snapshot struct {
+	// Zone is the lowercase cluster zone with its trailing dot.
+	Zone string
+	// Options the snapshot was built with.
+	Options Options
+	// Serial is the SOA serial: it grows with every Publish.
+	Serial uint32
+	Counts Counts
+
+	names      map[string]*Node
+	namespaces map[string]struct{}
+	exposed    map[string]struct{}
+}
+
+// Lookup returns the node of a lowercase fully qualified name (with the
+// trailing dot).
+func (s *Snapshot) Lookup(name string) (*Node, bool) {
+	n, ok := s.names[name]
+	return n, ok
+}
+
+// NamespaceExposed reports whether the namespace filter lets ns through.
+func (s *Snapshot) NamespaceExposed(ns string) bool {
+	if s.exposed == nil {
+		return true
+	}
+	_, ok := s.exposed[ns]
+	return ok
+}
+
+// HasNamespace reports whether ns is known (a Namespace object or any object
+// in it) and exposed.
+func (s *Snapshot) HasNamespace(ns string) bool {
+	_, ok := s.namespaces[ns]
+	return ok
+}
+
+// Names calls f for every name of the snapshot, in no particular order.
+func (s *Snapshot) Names(f func(name string, n *Node)) {
+	for k, v := range s.names {
+		f(k, v)
+	}
+}
+
+type builder struct {
+	zone  string
+	ttl   uint32
+	names map[string]*Node
+}
+
+// node returns the node of name, creating it and, for names inside the zone,
+// every missing ancestor down to the zone as empty non-terminals.
+func (b *builder) node(name string) *Node {
+	if n, ok := b.names[name]; ok {
+		return n
+	}
+	n := &Node{TTL: b.ttl}
+	b.names[name] = n
+	if strings.HasSuffix(name, "."+b.zone) {
+		rest := name
+		for {
+			i := strings.IndexByte(rest, '.')
+			rest = rest[i+1:]
+			if rest == b.zone {
+				break
+			}
+			if _, ok := b.names[rest]; ok {
+				break
+			}
+			b.names[rest] = &Node{TTL: b.ttl}
+		}
+	}
+	return n
+}
+
+func addAddr(n *Node, a netip.Addr) {
+	a = a.Unmap()
+	if a.Is4() {
+		if !slices.Contains(n.A, a) {
+			n.A = append(n.A, a)
+		}
+		return
+	}
+	if !slices.Contains(n.AAAA, a) {
+		n.AAAA = append(n.AAAA, a)
+	}
+}
+
+func addPTR(n *Node, target string) {
+	if !slices.Contains(n.PTR, target) {
+		n.PTR = append(n.PTR, target)
+	}
+}
+
+// served is an endpoint address published under a Service.
+type served struct {
+	addr  netip.Addr
+	label string
+}
+
+// build makes a Snapshot. s.mu is held.
+func (s *Store) build(serial uint32) *Snapshot {
+	opts := s.opts
+	b := &builder{zone: s.zone, ttl: opts.TTL, names: make(map[string]*Node, 4*len(s.services)+2*len(s.pods)+16)}
+	snap := &Snapshot{
+		Zone:       s.zone,
+		Options:    opts,
+		Serial:     serial,
+		namespaces: map[string]struct{}{},
+		exposed:    s.exposed,
+	}
+	expose := func(ns string) bool {
+		if snap.NamespaceExposed(ns) {
+			snap.namespaces[ns] = struct{}{}
+			return true
+		}
+		return false
+	}
+	for ns := range s.namespaces {
+		expose(strings.ToLower(ns))
+	}
+
+	// The apex and the fixed names.
+	b.names[s.zone] = &Node{TTL: opts.TTL}
+	b.node("dns-version." + s.zone).TXT = []string{SchemaVersion}
+	b.names["dns-version."+s.zone].TTL = VersionTTL
+	b.node("svc." + s.zone)
+	b.node("pod." + s.zone)
+
+	// Endpoint slices grouped by Service.
+	bySvc := map[nsName][]*EndpointSlice{}
+	if !opts.NoEndpoints {
+		keys := make([]nsName, 0, len(s.slices))
+		for k := range s.slices {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b nsName) int {
+			if c := strings.Compare(a.ns, b.ns); c != 0 {
+				return c
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		for _, k := range keys {
+			sl := s.slices[k]
+			if sl.Service == "" {
+				continue
+			}
+			sk := nsName{sl.Namespace, sl.Service}
+			bySvc[sk] = append(bySvc[sk], &sl)
+			snap.Counts.EndpointSlices++
+		}
+	}
+
+	for _, svc := range s.services {
+		ns := strings.ToLower(svc.Namespace)
+		name := strings.ToLower(svc.Name)
+		if !expose(ns) {
+			continue
+		}
+		if svc.Type == Headless && opts.NoEndpoints {
+			continue
+		}
+		base := name + "." + ns + ".svc." + s.zone
+		if svc.Type == ExternalName {
+			b.node(ns + ".svc." + s.zone)
+			b.node(base).CNAME = svc.ExternalName
+			snap.Counts.Services++
+			continue
+		}
+
+		// Collect the endpoints served under this Service, deduplicated.
+		var eps []served
+		type srvKey struct {
+			name, proto string
+			port        uint16
+			target      string
+		}
+		var srvs []srvKey
+		for _, sl := range bySvc[nsName{svc.Namespace, svc.Name}] {
+			for _, ep := range sl.Endpoints {
+				if !ep.Ready && !svc.PublishNotReadyAddresses {
+					continue
+				}
+				for _, a := range ep.Addresses {
+					a = a.Unmap()
+					label := endpointLabel(ep, a, opts.EndpointPodNames)
+					e := served{addr: a, label: label}
+					if !slices.Contains(eps, e) {
+						eps = append(eps, e)
+					}
+					if svc.Type != Headless {
+						continue
+					}
+					for _, p := range sl.Ports {
+						if p.Name == "" || p.Protocol == "" {
+							continue
+						}
+						k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, label + "." + base}
+						if !slices.Contains(srvs, k) {
+							srvs = append(srvs, k)
+						}
+					}
+				}
+			}
+		}
+		if opts.IgnoreEmptyService && len(eps) == 0 {
+			continue
+		}
+		snap.Counts.Services++
+		snap.Counts.Endpoints += len(eps)
+		b.node(ns + ".svc." + s.zone)
+		svcNode := b.node(base)
+
+		switch svc.Type {
+		case ClusterIP:
+			for _, ip := range svc.ClusterIPs {
+				addAddr(svcNode, ip)
+				addPTR(b.node(ReverseName(ip)), base)
+			}
+			for _, p := range svc.Ports {
+				if p.Name == "" || p.Protocol == "" {
+					continue
+				}
+				n := b.node("_" + strings.ToLower(p.Name) + "._" + p.Protocol + "." + base)
+				n.SRV = append(n.SRV, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
+			}
+		case Headless:
+			for _, e := range eps {
+				addAddr(svcNode, e.addr)
+			}
+			groups := map[string][]SRV{}
+			var order []string
+			for _, k := range srvs {
+				owner := "_" + k.name + "._" + k.proto + "." + base
+				if _, ok := groups[owner]; !ok {
+					order = append(order, owner)
+				}
+				groups[owner] = append(groups[owner], SRV{Port: k.port, Target: k.target})
+			}
+			for _, owner := range order {
+				g := groups[owner]
+				w := uint16(100 / len(g))
+				if w == 0 {
+					w = 1
+				}
+				for i := range g {
+					g[i].Weight = w
+				}
+				slices.SortFunc(g, func(a, b SRV) int {
+					if c := strings.Compare(a.Target, b.Target); c != 0 {
+						return c
+					}
+					return int(a.Port) - int(b.Port)
+				})
+				n := b.node(owner)
+				n.SRV = append(n.SRV, g...)
+			}
+		}
+		// Endpoint names and PTRs, for every Service with endpoints (as
+		// CoreDNS does).
+		for _, e := range eps {
+			host := e.label + "." + base
+			addAddr(b.node(host), e.addr)
+			addPTR(b.node(ReverseName(e.addr)), host)
+		}
+	}
+
+	if opts.Pods == PodsVerified {
+		for _, p := range s.pods {
+			ns := strings.ToLower(p.Namespace)
+			if !expose(ns) {
+				continue
+			}
+			snap.Counts.Pods++
+			for _, ip := range p.IPs {
+				addAddr(b.node(DashedIP(ip)+"."+ns+".pod."+s.zone), ip)
+			}
+		}
+	} else {
+		for _, p := range s.pods {
+			expose(strings.ToLower(p.Namespace))
+		}
+	}
+	for ns := range snap.namespaces {
+		b.node(ns + ".svc." + s.zone)
+		if opts.Pods != PodsDisabled {
+			b.node(ns + ".pod." + s.zone)
+		}
+	}
+	for _, n := range b.names {
+		slices.SortFunc(n.A, netip.Addr.Compare)
+		slices.SortFunc(n.AAAA, netip.Addr.Compare)
+		slices.Sort(n.PTR)
+	}
+	snap.names = b.names
+	snap.Counts.Namespaces = len(snap.namespaces)
+	snap.Counts.Names = len(b.names)
+	return snap
+}
+
+// maxLabel is the longest DNS label.
+const maxLabel = 63
+
+func endpointLabel(ep Endpoint, a netip.Addr, podNames bool) string {
+	if ep.Hostname != "" && len(ep.Hostname) <= maxLabel {
+		return strings.ToLower(ep.Hostname)
+	}
+	if podNames && ep.PodName != "" && len(ep.PodName) <= maxLabel {
+		return strings.ToLower(ep.PodName)
+	}
+	return DashedIP(a)
+}
