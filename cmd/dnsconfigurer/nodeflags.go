@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// nodeFlags are the node settings shared by render and validate.
+type nodeFlags struct {
+	clusterDNS    string
+	clusterDomain string
+	resolvConf    string
+	nodeOS        string
+	nodeLocalDNS  string
+	nodeIPs       string
+}
+
+func (n *nodeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&n.clusterDNS, "cluster-dns", "10.96.0.10", "kubelet clusterDNS: comma-separated IPs (\"\" for none)")
+	fs.StringVar(&n.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
+	fs.StringVar(&n.resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file (\"\" switches it off)")
+	fs.StringVar(&n.nodeOS, "node-os", "linux", "node OS: linux or windows")
+	fs.StringVar(&n.nodeLocalDNS, "node-local-dns", "", "node-local DNS address(es) for ClusterFirstWithAutopath pods (default: the cluster DNS)")
+	fs.StringVar(&n.nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (n *nodeFlags) engine() (*policy.Engine, error) {
+	return policy.New(policy.Node{
+		ClusterDNS:    splitList(n.clusterDNS),
+		ClusterDomain: n.clusterDomain,
+		NodeLocalDNS:  splitList(n.nodeLocalDNS),
+		NodeIPs:       splitList(n.nodeIPs),
+		OS:            n.nodeOS,
+	})
+}
+
+// loadHost reads the node resolver config as kubelet's getHostDNSConfig does
+// for the node OS. Problems are returned in Host.Err, because kubelet turns
+// them into a failure of every pod rather than of its own start-up.
+func loadHost(path, nodeOS string) policy.Host {
+	if path == "" {
+		return policy.Host{Disabled: true}
+	}
+	if nodeOS == "windows" {
+		st, err := os.Stat(path)
+		switch {
+		case err == nil && st.Mode().IsRegular():
+		case path == "Host":
+			return policy.Host{Err: errors.New(`resolvConf "Host" reads the Windows network settings (GetNetworkParams and the Tcpip SearchList registry values), which cannot be read here; pass the path of a file holding the node's nameservers and search suffixes instead`)}
+		default:
+			return policy.Host{Err: fmt.Errorf(`Unexpected resolver config value: %q. Expected "", "Host", or a path to an existing resolv.conf file.`, path)}
+		}
+	}
+	cfg, err := hostresolv.ParseFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return policy.Host{Err: err}
+		}
+		return policy.Host{Err: fmt.Errorf("resolv.conf %q: %w", path, err)}
+	}
+	return policy.Host{Nameservers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+func init() {
+	register("render", command{summary: "print the resolv.conf a pod gets on a node", run: runRender})
+}
+
+// renderJSON is the -o json contract of render.
+type renderJSON struct {
+	Nameservers []string      `json:"nameservers"`
+	Searches    []string      `json:"searches"`
+	Options     []string      `json:"options"`
+	Hostname    string        `json:"hostname"`
+	FQDN        string        `json:"fqdn"`
+	Warnings    []warningJSON `json:"warnings"`
+}
+
+type warningJSON struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var node nodeFlags
+	node.register(fs)
+	file := fs.String("f", "", "pod manifest (YAML or JSON), - for stdin")
+	out := fs.String("o", "resolv.conf", "output: resolv.conf or json")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f POD.yaml [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "render: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *out != "resolv.conf" && *out != "json" {
+		fmt.Fprintf(stderr, "render: -o %q: must be resolv.conf or json\n", *out)
+		return exitUsage
+	}
+	eng, err := node.engine()
+	if err != nil {
+		fmt.Fprintf(stderr, "render: --node-os: %v\n", err)
+		return exitUsage
+	}
+	pod, err := readPod(*file, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "render: %v\n", err)
+		return exitUsage
+	}
+	res, err := eng.Compute(podspec.Input(pod), loadHost(node.resolvConf, node.nodeOS))
+	warnings := append(append([]policy.Warning(nil), eng.Warnings()...), res.Warnings...)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "Warning: %s: %s\n", w.Reason, w.Message)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "render: kubelet would fail the sandbox of pod %q: %v\n", pod.Namespace+"/"+pod.Name, err)
+		return exitFail
+	}
+	if *out == "json" {
+		j := renderJSON{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options,
+			Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}}
+		for _, w := range warnings {
+			j.Warnings = append(j.Warnings, warningJSON{Reason: w.Reason, Message: w.Message})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(j); err != nil {
+			fmt.Fprintf(stderr, "render: %v\n", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	io.WriteString(stdout, hostresolv.Format(hostresolv.Config{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options}))
+	return exitOK
+}

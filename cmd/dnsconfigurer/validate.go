@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+func init() {
+	register("validate", command{summary: "check a pod as the API server would (--strict: and as the node would)", run: runValidate})
+}
+
+type validateJSON struct {
+	Allowed  bool                `json:"allowed"`
+	Errors   []policy.FieldError `json:"errors"`
+	Warnings []string            `json:"warnings"`
+}
+
+func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var node nodeFlags
+	node.register(fs)
+	file := fs.String("f", "", "pod manifest (YAML or JSON), - for stdin")
+	strict := fs.Bool("strict", false, "also reject what the node would fail or trim later")
+	out := fs.String("o", "text", "output: text or json")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer validate -f POD.yaml [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "validate: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *out != "text" && *out != "json" {
+		fmt.Fprintf(stderr, "validate: -o %q: must be text or json\n", *out)
+		return exitUsage
+	}
+	pod, err := readPod(*file, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "validate: %v\n", err)
+		return exitUsage
+	}
+	in := podspec.Input(pod)
+	var v policy.Validation
+	if *strict {
+		eng, err := node.engine()
+		if err != nil {
+			fmt.Fprintf(stderr, "validate: --node-os: %v\n", err)
+			return exitUsage
+		}
+		host := loadHost(node.resolvConf, node.nodeOS)
+		if host.Err != nil {
+			fmt.Fprintf(stderr, "validate: --resolv-conf: %v\n", host.Err)
+			return exitUsage
+		}
+		v = eng.ValidateNode(in, host)
+		v.Errors = append(v.Errors, v.Trims...)
+	} else {
+		v = policy.ValidateAPI(in)
+	}
+	if *out == "json" {
+		j := validateJSON{Allowed: len(v.Errors) == 0, Errors: v.Errors, Warnings: v.Warnings}
+		if j.Errors == nil {
+			j.Errors = []policy.FieldError{}
+		}
+		if j.Warnings == nil {
+			j.Warnings = []string{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(j)
+	} else {
+		for _, w := range v.Warnings {
+			fmt.Fprintf(stderr, "Warning: %s\n", w)
+		}
+		for _, e := range v.Errors {
+			fmt.Fprintf(stdout, "%s: %s\n", e.Field, e.Message)
+		}
+	}
+	if len(v.Errors) > 0 {
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,8 @@
+// Package fqdn derives a pod's hostname, domain and kernel nodename exactly as
+// kubelet v1.36 does (GeneratePodHostNameAndDomain, GetNodenameForKernel), and
+// holds the RFC 1123 name checks the API server applies to those fields.
+//
+// It is pure: standard library only, no client-go, gRPC, DNS library or
+// logger. Everything kubelet only logs (a truncated hostname) is returned as a
+// value for the caller to report.
+package fqdn

@@ -1,0 +1,16 @@
+// Package policy is dnsconfigurer's pod DNS engine: from a pod's DNS fields,
+// the node's DNS settings and the node's resolver config it computes the
+// pod's nameservers, search list, options, hostname and FQDN with kubelet
+// v1.36's exact semantics (pkg/kubelet/network/dns), plus the
+// ClusterFirstWithAutopath policy of the KEP "DNS Autopath in PodSpec", and it
+// validates the same fields as the API server does.
+//
+// The package is pure: it imports the standard library and pkg/fqdn only; no
+// client-go, gRPC, DNS library, k8s.io/api or logger. Everything kubelet would
+// log or emit as an Event is returned as a Warning value; adapters (the CRI
+// shim, the webhook, the render command) decide how to report them.
+//
+// Where kubelet's output is random (options built from a Go map), the engine
+// is stable: base options keep their order, an override replaces the value in
+// place, new names are appended in pod order.
+package policy

@@ -1,0 +1,159 @@
+package policy
+
+// Policy is a pod's spec.dnsPolicy, or the autopath policy selected by
+// annotation.
+type Policy string
+
+// The dnsPolicy values of the Pod API, and dnsconfigurer's autopath policy.
+const (
+	ClusterFirstWithHostNet Policy = "ClusterFirstWithHostNet"
+	ClusterFirst            Policy = "ClusterFirst"
+	Default                 Policy = "Default"
+	None                    Policy = "None"
+
+	// ClusterFirstWithAutopath is selected by AnnotationDNSPolicy on a pod
+	// whose dnsPolicy is ClusterFirst (or ClusterFirstWithHostNet): the API
+	// server rejects unknown dnsPolicy values.
+	ClusterFirstWithAutopath Policy = "ClusterFirstWithAutopath"
+)
+
+// AnnotationDNSPolicy selects ClusterFirstWithAutopath.
+const AnnotationDNSPolicy = "dnsconfigurer.io/dns-policy"
+
+// AutopathZone is the suffix of the autopath search path
+// "search.<namespace>.<clusterDomain>.ap.k8s.io".
+const AutopathZone = "ap.k8s.io"
+
+// Limits kubelet applies to the merged config (pkg/apis/core/validation).
+const (
+	MaxNameservers     = 3
+	MaxSearchPaths     = 32
+	MaxSearchListChars = 2048
+	MaxSearchLength    = 253
+)
+
+// Option is one entry of spec.dnsConfig.options. A nil Value and an empty
+// Value both render as the bare name, as in kubelet.
+type Option struct {
+	Name  string
+	Value *string
+}
+
+// DNSConfig is spec.dnsConfig.
+type DNSConfig struct {
+	Nameservers []string
+	Searches    []string
+	Options     []Option
+}
+
+// Input is everything about a pod the engine reads. Adapters build it from a
+// v1.Pod (pkg/podspec) or a CRI PodSandboxConfig (pkg/cri).
+type Input struct {
+	Name      string
+	Namespace string
+	UID       string
+
+	Policy Policy // spec.dnsPolicy as written; "" is treated as kubelet treats an unknown value
+	// PolicyAnnotation is the value of AnnotationDNSPolicy, "" when absent.
+	PolicyAnnotation string
+	HostNetwork      bool
+	DNSConfig        *DNSConfig // nil and an empty non-nil config differ, as in kubelet
+
+	Hostname          string
+	Subdomain         string
+	HostnameOverride  *string
+	SetHostnameAsFQDN bool
+}
+
+// Node is the node's DNS settings: kubelet's clusterDNS, clusterDomain and the
+// node IPs, plus dnsconfigurer's node-local DNS address and the node OS.
+type Node struct {
+	// ClusterDNS are kubelet's clusterDNS entries, parsed as kubelet does
+	// (leading zeros read as decimal); unparsable entries are skipped with a
+	// warning.
+	ClusterDNS    []string
+	ClusterDomain string
+	// NodeLocalDNS, when set, is the nameserver of autopath pods instead of
+	// ClusterDNS.
+	NodeLocalDNS []string
+	// NodeIPs decide the loopback nameserver of host-type pods when the
+	// resolver config is switched off ("" resolvConf).
+	NodeIPs []string
+	// OS is "linux" (the default when empty) or "windows".
+	OS string
+}
+
+// Host is the node's resolver config (kubelet's resolvConf file).
+type Host struct {
+	// Disabled is kubelet's resolvConf "": host-type pods get a loopback
+	// nameserver per node IP and the search list ".".
+	Disabled    bool
+	Nameservers []string
+	Searches    []string
+	Options     []string
+	// Err is a resolver config that could not be read or parsed. kubelet
+	// fails every pod's sandbox on it, whatever the policy.
+	Err error
+}
+
+// Type is how the engine built the base config.
+type Type string
+
+// The base config types.
+const (
+	TypeNone     Type = "none"
+	TypeCluster  Type = "cluster"
+	TypeHost     Type = "host"
+	TypeAutopath Type = "autopath"
+)
+
+// Result is a pod's resolver config and names.
+type Result struct {
+	Nameservers []string
+	Searches    []string
+	Options     []string
+	// Hostname is the sandbox hostname (the FQDN with setHostnameAsFQDN);
+	// empty for hostNetwork pods, which keep the node's.
+	Hostname string
+	// FQDN is "<hostname>.<subdomain>.<namespace>.svc.<clusterDomain>", empty
+	// without a subdomain and for hostNetwork pods.
+	FQDN string
+	// Type is the base the config was built from, after fallbacks.
+	Type Type
+	// Warnings are what kubelet would log or emit as Events, in order.
+	Warnings []Warning
+}
+
+// Warning reasons. The first three are kubelet's Event reasons.
+const (
+	ReasonDNSConfigForming  = "DNSConfigForming"
+	ReasonMissingClusterDNS = "MissingClusterDNS"
+	ReasonInvalidClusterDNS = "InvalidClusterDNS"
+
+	ReasonInvalidDNSPolicy          = "InvalidDNSPolicy"
+	ReasonClusterFirstOnHostNetwork = "ClusterFirstOnHostNetwork"
+	ReasonHostnameTruncated         = "HostnameTruncated"
+	ReasonAutopathIgnored           = "AutopathIgnored"
+	ReasonWindowsOptionsIgnored     = "WindowsOptionsIgnored"
+)
+
+// Limit names carried by Warning.Limit.
+const (
+	LimitNameservers = "nameservers"
+	LimitSearches    = "searches"
+)
+
+// Warning is something kubelet tolerates but reports. Reason and Message are
+// what kubelet's Event or log line says; Limit and Omitted describe a
+// trimming so that callers can reject instead of trim.
+type Warning struct {
+	Reason  string
+	Message string
+	// Limit is LimitNameservers or LimitSearches for a DNSConfigForming
+	// trimming, empty otherwise.
+	Limit string
+	// Omitted are the entries the trimming removed, in order.
+	Omitted []string
+	// Before is how many entries there were before the trimming.
+	Before int
+}

@@ -1,0 +1,238 @@
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/fqdn"
+)
+
+// FieldError is one violation, with the field path in the API server's form.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (e FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// Validation is the outcome of validating a pod.
+type Validation struct {
+	Errors   []FieldError
+	Warnings []string
+	// Trims are the node-level predictions of what kubelet would silently
+	// trim (ValidateNode only). validate --strict counts them as errors; the
+	// webhook returns them as warnings unless configured to deny.
+	Trims []FieldError
+}
+
+// Allowed reports that there are no errors.
+func (v Validation) Allowed() bool { return len(v.Errors) == 0 }
+
+func (v *Validation) add(field, format string, args ...any) {
+	v.Errors = append(v.Errors, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *Validation) trim(field, format string, args ...any) {
+	v.Trims = append(v.Trims, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+var supportedPolicies = []Policy{ClusterFirstWithHostNet, ClusterFirst, Default, None}
+
+// ValidateAPI checks the pod's naming and DNS fields as the Kubernetes API
+// server (v1.36) does on create, after defaulting: dnsPolicy, dnsConfig,
+// hostname, subdomain, hostnameOverride, and the pod name and namespace. It
+// reports every violation, and the API server's warnings.
+func ValidateAPI(in Input) Validation {
+	var v Validation
+	switch {
+	case in.Name == "":
+		v.add("metadata.name", "Required value: name or generateName is required")
+	default:
+		if msgs := fqdn.Subdomain(in.Name); len(msgs) > 0 {
+			v.add("metadata.name", "Invalid value: %q: %s", in.Name, strings.Join(msgs, "; "))
+		} else if in.Hostname == "" && in.HostnameOverride == nil {
+			if msgs := fqdn.Label(in.Name); len(msgs) > 0 {
+				v.Warnings = append(v.Warnings, fmt.Sprintf("metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [%s]", strings.Join(msgs, ", ")))
+			}
+		}
+	}
+	if in.Namespace != "" {
+		if msgs := fqdn.Label(in.Namespace); len(msgs) > 0 {
+			v.add("metadata.namespace", "Invalid value: %q: %s", in.Namespace, strings.Join(msgs, "; "))
+		}
+	}
+	validatePolicy(in.Policy, &v)
+	validateDNSConfig(in.Policy, in.DNSConfig, &v)
+	if in.Hostname != "" {
+		if msgs := fqdn.Label(in.Hostname); len(msgs) > 0 {
+			v.add("spec.hostname", "Invalid value: %q: %s", in.Hostname, strings.Join(msgs, "; "))
+		}
+	}
+	if in.Subdomain != "" {
+		if msgs := fqdn.Label(in.Subdomain); len(msgs) > 0 {
+			v.add("spec.subdomain", "Invalid value: %q: %s", in.Subdomain, strings.Join(msgs, "; "))
+		}
+	}
+	if in.HostnameOverride != nil {
+		h := *in.HostnameOverride
+		if in.SetHostnameAsFQDN {
+			v.add("spec.hostnameOverride", "Invalid value: %q: may not be specified when setHostnameAsFQDN is true", h)
+		}
+		if in.HostNetwork {
+			v.add("spec.hostnameOverride", "Invalid value: %q: may not be specified when hostNetwork is true", h)
+		}
+		if len(h) > fqdn.MaxKernelHostname {
+			v.add("spec.hostnameOverride", "Too long: may not be more than 64 bytes")
+		}
+		if msgs := fqdn.Subdomain(h); len(msgs) > 0 {
+			v.add("spec.hostnameOverride", "Invalid value: %q: %s", h, strings.Join(msgs, "; "))
+		}
+	}
+	return v
+}
+
+func validatePolicy(p Policy, v *Validation) {
+	for _, s := range supportedPolicies {
+		if p == s {
+			return
+		}
+	}
+	if p == "" {
+		v.add("spec.dnsPolicy", "Required value")
+		return
+	}
+	v.add("spec.dnsPolicy", `Unsupported value: %q: supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"`, string(p))
+}
+
+// validateDNSConfig is validatePodDNSConfig, in its order and with its
+// early returns.
+func validateDNSConfig(p Policy, c *DNSConfig, v *Validation) {
+	if p == None {
+		if c == nil {
+			v.add("spec.dnsConfig", "Required value: must provide `dnsConfig` when `dnsPolicy` is None")
+			return
+		}
+		if len(c.Nameservers) == 0 {
+			v.add("spec.dnsConfig.nameservers", "Required value: must provide at least one DNS nameserver when `dnsPolicy` is None")
+			return
+		}
+	}
+	if c == nil {
+		return
+	}
+	if len(c.Nameservers) > MaxNameservers {
+		v.add("spec.dnsConfig.nameservers", "Invalid value: %s: must not have more than %d nameservers", quoteList(c.Nameservers), MaxNameservers)
+	}
+	for i, ns := range c.Nameservers {
+		field := fmt.Sprintf("spec.dnsConfig.nameservers[%d]", i)
+		msg, warn := checkIP(ns)
+		if msg != "" {
+			v.add(field, "Invalid value: %q: %s", ns, msg)
+		}
+		if warn != "" {
+			v.Warnings = append(v.Warnings, field+": "+warn)
+		}
+	}
+	if len(c.Searches) > MaxSearchPaths {
+		v.add("spec.dnsConfig.searches", "Invalid value: %s: must not have more than %d search paths", quoteList(c.Searches), MaxSearchPaths)
+	}
+	if n := joinedLen(c.Searches); n > MaxSearchListChars {
+		v.add("spec.dnsConfig.searches", "Invalid value: %s: must not have more than %d characters (including spaces) in the search list", quoteList(c.Searches), MaxSearchListChars)
+	}
+	for i, s := range c.Searches {
+		if checked, msgs := fqdn.SearchDomain(s); len(msgs) > 0 {
+			v.add(fmt.Sprintf("spec.dnsConfig.searches[%d]", i), "Invalid value: %q: %s", checked, strings.Join(msgs, "; "))
+		}
+	}
+	for i, o := range c.Options {
+		if o.Name == "" {
+			v.add(fmt.Sprintf("spec.dnsConfig.options[%d]", i), "Required value: must not be empty")
+		}
+	}
+}
+
+// checkIP is IsValidIPForLegacyField with StrictIPCIDRValidation, plus the
+// API server's warnings for non-canonical spellings.
+func checkIP(s string) (msg, warning string) {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		sloppy := ParseIPSloppy(s)
+		if sloppy == nil || strings.Contains(s, "%") {
+			return "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)", ""
+		}
+		canon := sloppy.String()
+		return "must not have leading 0s", fmt.Sprintf("non-standard IP address %q is invalid: use %q", s, canon)
+	}
+	if ip.Zone() != "" {
+		return "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)", ""
+	}
+	if ip.Is4In6() {
+		return "must not be an IPv4-mapped IPv6 address", fmt.Sprintf("non-standard IP address %q is invalid: use %q", s, ip.Unmap().String())
+	}
+	if ip.Is6() && ip.String() != s {
+		return "", fmt.Sprintf("IPv6 address %q should be in RFC 5952 canonical format (%q)", s, ip.String())
+	}
+	return "", ""
+}
+
+func quoteList(s []string) string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return "[" + strings.Join(q, ",") + "]"
+}
+
+// ValidateNode adds to ValidateAPI the checks that pass the API server but
+// fail or silently change on the node (validate --strict, the webhook): a
+// setHostnameAsFQDN FQDN over 64 characters, a merged search list or
+// nameserver list over kubelet's limits, and an autopath annotation the pod's
+// policy cannot use. host is the node resolver config assumed for the
+// prediction.
+func (e *Engine) ValidateNode(in Input, host Host) Validation {
+	v := ValidateAPI(in)
+	annField := "metadata.annotations[" + AnnotationDNSPolicy + "]"
+	switch in.PolicyAnnotation {
+	case "", string(ClusterFirstWithAutopath):
+		if in.PolicyAnnotation != "" {
+			if msg := autopathUnusable(in); msg != "" {
+				v.add(annField, "Invalid value: %q: %s", in.PolicyAnnotation, strings.TrimPrefix(msg, "annotation "+AnnotationDNSPolicy+": "))
+			}
+		}
+	default:
+		v.add(annField, "Unsupported value: %q: supported values: %q", in.PolicyAnnotation, string(ClusterFirstWithAutopath))
+	}
+	if !v.Allowed() {
+		// The node prediction assumes an API-valid pod.
+		return v
+	}
+	r, err := e.Compute(in, host)
+	if err != nil {
+		if tl, ok := err.(*fqdn.TooLongError); ok {
+			v.add("spec.setHostnameAsFQDN", "Invalid value: true: the pod's FQDN %q is %d characters and the kernel hostname holds at most %d, so the node cannot start the pod; shorten spec.hostname (or the pod name), spec.subdomain or the namespace by %d characters, or set setHostnameAsFQDN to false",
+				tl.FQDN, len(tl.FQDN), fqdn.MaxKernelHostname, len(tl.FQDN)-fqdn.MaxKernelHostname)
+		} else {
+			v.add("spec", "Invalid value: the node cannot start the pod: %v", err)
+		}
+		return v
+	}
+	for _, w := range r.Warnings {
+		switch w.Limit {
+		case LimitNameservers:
+			v.trim("spec.dnsConfig.nameservers", "Invalid value: %s: after merging with the node's DNS the pod has %d nameservers and the node keeps only the first %d, dropping %s; remove %d nameserver(s) from spec.dnsConfig.nameservers",
+				quoteList(append(append([]string(nil), r.Nameservers...), w.Omitted...)), w.Before, MaxNameservers, quoteList(w.Omitted), len(w.Omitted))
+		case LimitSearches:
+			v.trim("spec.dnsConfig.searches", "Invalid value: %s: after merging with the node's DNS the search list has %d entries and the node keeps %d (limits: %d entries, %d characters, %d characters per entry), dropping %s",
+				quoteList(searchesOf(in)), w.Before, len(r.Searches), MaxSearchPaths, MaxSearchListChars, MaxSearchLength, quoteList(w.Omitted))
+		}
+	}
+	return v
+}
+
+func searchesOf(in Input) []string {
+	if in.DNSConfig == nil {
+		return nil
+	}
+	return in.DNSConfig.Searches
+}
