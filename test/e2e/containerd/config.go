@@ -1,0 +1,139 @@
+package containerd
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// paths are the per-harness locations rendered into containerd's config.
+type paths struct {
+	root, state, socket, runcRoot, opt string
+	cniConfDir, cniBinDir, ipamDir     string
+}
+
+// containerdConfig renders a config file in the version 2 schema, the one
+// containerd 1.6 and 1.7 (Debian bookworm ships 1.6.20) read; containerd
+// 2.x reads it too and migrates it in memory.
+func containerdConfig(p paths) string {
+	q := strconv.Quote
+	var b strings.Builder
+	fmt.Fprintf(&b, "version = 2\nroot = %s\nstate = %s\n", q(p.root), q(p.state))
+	// Snapshotters that cannot work here only log noise at start.
+	b.WriteString(`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]` + "\n\n")
+	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", q(p.socket))
+	fmt.Fprintf(&b, "[ttrpc]\n  address = %s\n\n", q(p.socket+".ttrpc"))
+	b.WriteString("[debug]\n  address = \"\"\n\n[metrics]\n  address = \"\"\n\n")
+	fmt.Fprintf(&b, "[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %s\n\n", q(p.opt))
+	fmt.Fprintf(&b, `[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %s
+  # The machine lacks CAP_SYS_RESOURCE: containers may not get a lower
+  # oom_score_adj than containerd itself.
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  # Pod network namespaces are bind-mounted under the state dir, not in the
+  # host's /var/run/netns.
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  max_container_log_line_size = 16384
+
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %s
+    conf_dir = %s
+    max_conf_num = 1
+
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = %s
+        SystemdCgroup = false
+`, q(PauseImage), q(p.cniBinDir), q(p.cniConfDir), q(p.runcRoot))
+	return b.String()
+}
+
+// Network settings of the pod network inside the harness's namespace.
+const (
+	// BridgeName is the Linux bridge the CNI bridge plugin attaches pods to.
+	BridgeName = "dnscfg0"
+	// cniNetworkName names the CNI network (and host-local's state dir).
+	cniNetworkName = "dnscfg-e2e"
+)
+
+var (
+	// PodSubnet is the pod network. It exists only inside the harness's
+	// network namespace, which has no link to anywhere else.
+	PodSubnet = netip.MustParsePrefix("10.233.0.0/24")
+	// BridgeAddr is the address the harness gives the bridge, so that
+	// servers started in the namespace (h.Command, h.Do) can listen on an
+	// address the pods reach on-link.
+	BridgeAddr = netip.MustParseAddr("10.233.0.1")
+)
+
+// cniConfList renders the bridge network: host-local IPAM on PodSubnet, no
+// gateway on the bridge from the plugin (the harness sets BridgeAddr
+// itself), no masquerade, and routes only for the extra prefixes asked for.
+func cniConfList(ipamDir string, routes []netip.Prefix) ([]byte, error) {
+	type route struct {
+		Dst string `json:"dst"`
+		GW  string `json:"gw,omitempty"`
+	}
+	type rangeT struct {
+		Subnet     string `json:"subnet"`
+		RangeStart string `json:"rangeStart"`
+		RangeEnd   string `json:"rangeEnd"`
+		Gateway    string `json:"gateway"`
+	}
+	type ipam struct {
+		Type    string     `json:"type"`
+		DataDir string     `json:"dataDir"`
+		Ranges  [][]rangeT `json:"ranges"`
+		Routes  []route    `json:"routes,omitempty"`
+	}
+	type plugin struct {
+		Type        string `json:"type"`
+		Bridge      string `json:"bridge"`
+		IsGateway   bool   `json:"isGateway"`
+		IsDefaultGW bool   `json:"isDefaultGateway"`
+		IPMasq      bool   `json:"ipMasq"`
+		HairpinMode bool   `json:"hairpinMode"`
+		IPAM        ipam   `json:"ipam"`
+	}
+	var rs []route
+	for _, r := range routes {
+		rs = append(rs, route{Dst: r.Masked().String(), GW: BridgeAddr.String()})
+	}
+	conf := struct {
+		CNIVersion string   `json:"cniVersion"`
+		Name       string   `json:"name"`
+		Plugins    []plugin `json:"plugins"`
+	}{
+		CNIVersion: "1.0.0",
+		Name:       cniNetworkName,
+		Plugins: []plugin{{
+			Type:        "bridge",
+			Bridge:      BridgeName,
+			HairpinMode: true,
+			IPAM: ipam{
+				Type:    "host-local",
+				DataDir: ipamDir,
+				Ranges: [][]rangeT{{{
+					Subnet:     PodSubnet.String(),
+					RangeStart: "10.233.0.10",
+					RangeEnd:   "10.233.0.250",
+					Gateway:    BridgeAddr.String(),
+				}}},
+				Routes: rs,
+			},
+		}},
+	}
+	return json.MarshalIndent(conf, "", "  ")
+}

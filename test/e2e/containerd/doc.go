@@ -1,0 +1,28 @@
+// Package containerd runs a real containerd, with its CRI plugin, runc and
+// a CNI bridge, for end-to-end tests of dnsconfigurer's CRI shim and of the
+// full chain. Nothing is mocked and nothing is pulled: the pause and test
+// images are built from test/e2e/images and packed as OCI tarballs here.
+//
+// Start(t, Options{}) creates a network namespace "dnscfg-e2e-<random>"
+// holding only loopback and the pod bridge (dnscfg0, BridgeAddr on
+// PodSubnet, no masquerade, no default route), so nothing a test runs can
+// leave the machine. containerd runs in it with its own config (schema
+// version 2, which Debian bookworm's containerd 1.6 reads), root, state and
+// socket under a temporary directory, in a private mount namespace and a
+// PID namespace of which it is PID 1; Close, registered with t.Cleanup,
+// removes the sandboxes through the CRI, stops containerd, and so every
+// shim, container and mount, then deletes the cgroups, the network
+// namespace and the directory.
+//
+// Client is a small CRI v1 client: RunPod from a PodSpec (name, namespace,
+// UID, host network, hostname, DNS config, annotations), StartContainer of
+// TestImage with testbin arguments, Exec, Logs, ResolvConf, Hostname and
+// stop/remove. Dial gives one for any endpoint, such as a shim in front of
+// the harness's containerd.
+//
+// Tests skip when not run as root on Linux or when containerd, runc, ctr,
+// the CNI plugins or iproute2 are missing; test/e2e/setup.sh installs them
+// from Debian's packages.
+//
+// This package is test infrastructure: only tests import it.
+package containerd

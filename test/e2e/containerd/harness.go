@@ -1,0 +1,602 @@
+package containerd
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Image references of the images every harness imports.
+const (
+	PauseImage = "dnsconfigurer.test/pause:e2e"
+	TestImage  = "dnsconfigurer.test/testbin:e2e"
+	// TestBinary is where the test binary sits in TestImage.
+	TestBinary = "/testbin"
+	// CRINamespace is the containerd namespace the CRI plugin uses.
+	CRINamespace = "k8s.io"
+)
+
+// cniBinDirs are searched in order for the bridge, host-local and loopback
+// plugins (Debian installs them in /usr/lib/cni).
+var cniBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
+
+// Options tune a harness. The zero value is a working setup.
+type Options struct {
+	// Routes are extra prefixes that pods route via BridgeAddr, for
+	// example a Service CIDR whose addresses a server started in the
+	// namespace holds. The default is none: pods reach PodSubnet only.
+	Routes []netip.Prefix
+	// HostResolvConf, when set, is what containerd sees as the host's
+	// /etc/resolv.conf: it copies it for sandboxes without a DNS config and
+	// for host-network sandboxes. It is written to h.HostResolvConf and
+	// bind-mounted over /etc/resolv.conf in containerd's private mount
+	// namespace; rewrite that file in place (not by rename) to change it.
+	// Empty means the machine's own /etc/resolv.conf.
+	HostResolvConf string
+	// LogLevel is containerd's log level; the default is "info".
+	LogLevel string
+	// StartTimeout bounds the start; the default is 60s.
+	StartTimeout time.Duration
+}
+
+// Harness is a running containerd with the CRI plugin, runc and a CNI
+// bridge, all inside a network namespace of its own. Start returns it;
+// Close (registered with t.Cleanup) tears everything down.
+type Harness struct {
+	// Dir is the harness's temporary directory (config, root, state,
+	// socket, pod logs, containerd.log).
+	Dir string
+	// Socket is containerd's gRPC socket path; Endpoint is the same as a
+	// "unix://" URL, as kubelet's --container-runtime-endpoint takes it.
+	Socket   string
+	Endpoint string
+	// NetNS is the network namespace's name ("dnscfg-e2e-<random>") and
+	// NetNSPath its bind mount (/run/netns/<name>).
+	NetNS     string
+	NetNSPath string
+	// LogRoot holds the pods' log directories.
+	LogRoot string
+	// CgroupParent is the cgroup under which clients from Client and Dial
+	// put sandboxes, so Close can find whatever is left.
+	CgroupParent string
+	// HostResolvConf is the path of the file from Options.HostResolvConf,
+	// or "" when the machine's /etc/resolv.conf is used.
+	HostResolvConf string
+	// Versions of the binaries in use, as they print them.
+	ContainerdVersion, RuncVersion string
+	// Started is how long Start took.
+	Started time.Duration
+
+	t       testing.TB
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has been waited for
+	logFile *os.File
+	cniBin  string
+
+	closeOnce sync.Once
+	clients   []*Client
+	mu        sync.Mutex
+}
+
+// Require skips t unless the machine can run a harness: root, Linux, and
+// containerd, containerd-shim-runc-v2, ctr, runc, ip, nsenter, unshare and
+// the CNI plugins installed. It returns the CNI plugin directory.
+func Require(t testing.TB) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("containerd e2e: needs linux")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("containerd e2e: needs root (run as root after test/e2e/setup.sh)")
+	}
+	var missing []string
+	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "nsenter", "unshare", "mount"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	cniBin := ""
+	for _, d := range cniBinDirs {
+		if isExec(filepath.Join(d, "bridge")) && isExec(filepath.Join(d, "host-local")) && isExec(filepath.Join(d, "loopback")) {
+			cniBin = d
+			break
+		}
+	}
+	if cniBin == "" {
+		missing = append(missing, "CNI plugins (bridge, host-local, loopback)")
+	}
+	if len(missing) > 0 {
+		t.Skipf("containerd e2e: missing %s; run test/e2e/setup.sh", strings.Join(missing, ", "))
+	}
+	return cniBin
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// Start creates a network namespace, starts containerd in it with a
+// config, root, state and socket of its own under a temporary directory,
+// imports the pause and test images, and waits until the CRI plugin
+// reports the runtime and the network ready. It skips t when the machine
+// lacks what it needs (see Require) and fails t on any other error.
+func Start(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	cniBin := Require(t)
+	begin := time.Now()
+	if opts.LogLevel == "" {
+		opts.LogLevel = "info"
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
+	defer cancel()
+
+	images, err := buildImages(ctx)
+	if err != nil {
+		t.Fatalf("containerd e2e: %v", err)
+	}
+
+	// A short directory name: socket paths must fit in 108 bytes.
+	dir, err := os.MkdirTemp("", "dnscfg-e2e-")
+	if err != nil {
+		t.Fatalf("containerd e2e: %v", err)
+	}
+	suffix := strings.TrimPrefix(filepath.Base(dir), "dnscfg-e2e-")
+	id := randomHex(4)
+	h := &Harness{
+		t:            t,
+		Dir:          dir,
+		Socket:       filepath.Join(dir, "containerd.sock"),
+		NetNS:        "dnscfg-e2e-" + id,
+		NetNSPath:    filepath.Join("/run/netns", "dnscfg-e2e-"+id),
+		LogRoot:      filepath.Join(dir, "pods"),
+		CgroupParent: "/dnscfg-e2e-" + id + "-" + suffix,
+		cniBin:       cniBin,
+		exited:       make(chan struct{}),
+	}
+	h.Endpoint = "unix://" + h.Socket
+	t.Cleanup(h.Close)
+	if err := h.start(ctx, opts, images); err != nil {
+		t.Fatalf("containerd e2e: %v%s", err, h.logTail(40))
+	}
+	h.Started = time.Since(begin)
+	return h
+}
+
+func (h *Harness) start(ctx context.Context, opts Options, images map[string][]byte) error {
+	p := paths{
+		root:       filepath.Join(h.Dir, "root"),
+		state:      filepath.Join(h.Dir, "state"),
+		socket:     h.Socket,
+		runcRoot:   filepath.Join(h.Dir, "runc"),
+		opt:        filepath.Join(h.Dir, "opt"),
+		cniConfDir: filepath.Join(h.Dir, "cni", "net.d"),
+		cniBinDir:  h.cniBin,
+		ipamDir:    filepath.Join(h.Dir, "cni", "ipam"),
+	}
+	for _, d := range []string{p.root, p.state, p.runcRoot, p.opt, p.cniConfDir, p.ipamDir, filepath.Join(h.Dir, "cni", "cache"), h.LogRoot, filepath.Join(h.Dir, "run"), filepath.Join(h.Dir, "images")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	config := filepath.Join(h.Dir, "config.toml")
+	if err := os.WriteFile(config, []byte(containerdConfig(p)), 0o644); err != nil {
+		return err
+	}
+	cni, err := cniConfList(p.ipamDir, opts.Routes)
+	if err != nil {
+		return fmt.Errorf("render cni config: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(p.cniConfDir, "10-dnscfg-e2e.conflist"), cni, 0o644); err != nil {
+		return err
+	}
+	if opts.HostResolvConf != "" {
+		h.HostResolvConf = filepath.Join(h.Dir, "host-resolv.conf")
+		if err := os.WriteFile(h.HostResolvConf, []byte(opts.HostResolvConf), 0o644); err != nil {
+			return err
+		}
+	}
+
+	if err := h.setupNetNS(ctx); err != nil {
+		return err
+	}
+	if h.ContainerdVersion, err = output(ctx, "containerd", "--version"); err != nil {
+		return err
+	}
+	if v, err := output(ctx, "runc", "--version"); err == nil {
+		h.RuncVersion, _, _ = strings.Cut(v, "\n")
+	} else {
+		return err
+	}
+
+	// containerd must see the machine's cgroup mounts, which `ip netns
+	// exec` hides (it remounts /sys), so the namespace is joined with
+	// nsenter instead. unshare gives containerd a private mount namespace
+	// (its overlay, shm and netns mounts never reach the host and vanish
+	// with it) and a PID namespace of which it is PID 1 (when it exits the
+	// kernel kills every shim and container it left). Inside, the shims'
+	// socket directory /run/containerd is a bind mount of Dir/run, and
+	// libcni's result cache /var/lib/cni one of Dir/cni/cache.
+	const script = `set -e
+mkdir -p /run/containerd
+mount --bind "$1/run" /run/containerd
+mkdir -p /var/lib/cni
+mount --bind "$1/cni/cache" /var/lib/cni
+if [ -n "$2" ]; then mount --bind "$2" /etc/resolv.conf; fi
+exec containerd --config "$1/config.toml" --log-level "$3"
+`
+	h.logFile, err = os.Create(filepath.Join(h.Dir, "containerd.log"))
+	if err != nil {
+		return err
+	}
+	h.cmd = exec.Command("nsenter", "--net="+h.NetNSPath, "--",
+		"unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--kill-child",
+		"--", "/bin/sh", "-c", script, "sh", h.Dir, h.HostResolvConf, opts.LogLevel)
+	h.cmd.Stdout, h.cmd.Stderr = h.logFile, h.logFile
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := h.cmd.Start(); err != nil {
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	go func() {
+		_ = h.cmd.Wait()
+		close(h.exited)
+	}()
+
+	c, err := Dial(h.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := h.waitReady(ctx, c); err != nil {
+		return err
+	}
+	for ref, tarball := range images {
+		file := filepath.Join(h.Dir, "images", strings.NewReplacer("/", "_", ":", "_").Replace(ref)+".tar")
+		if err := os.WriteFile(file, tarball, 0o644); err != nil {
+			return err
+		}
+		if _, err := output(ctx, "ctr", "--address", h.Socket, "--namespace", CRINamespace, "images", "import", file); err != nil {
+			return fmt.Errorf("import %q: %w", ref, err)
+		}
+	}
+	// The CRI plugin learns of imported images from containerd's events;
+	// wait until it knows both.
+	for ref := range images {
+		if err := poll(ctx, func() (bool, error) {
+			resp, err := c.Images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+			return err == nil && resp.GetImage() != nil, nil
+		}); err != nil {
+			return fmt.Errorf("wait for image %q in the CRI plugin: %w", ref, err)
+		}
+	}
+	return nil
+}
+
+// setupNetNS creates the namespace with loopback up and the pod bridge up
+// with BridgeAddr, so that test servers have an address pods reach. The
+// namespace has no other link: nothing in it can reach the machine's
+// network or beyond.
+func (h *Harness) setupNetNS(ctx context.Context) error {
+	if _, err := output(ctx, "ip", "netns", "add", h.NetNS); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"link", "add", BridgeName, "type", "bridge"},
+		{"addr", "add", BridgeAddr.String() + "/" + fmt.Sprint(PodSubnet.Bits()), "dev", BridgeName},
+		{"link", "set", BridgeName, "up"},
+	} {
+		if _, err := output(ctx, "ip", append([]string{"-n", h.NetNS}, args...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitReady polls the CRI Status until the runtime and the network are
+// ready, or containerd exits.
+func (h *Harness) waitReady(ctx context.Context, c *Client) error {
+	var last string
+	err := poll(ctx, func() (bool, error) {
+		select {
+		case <-h.exited:
+			return false, fmt.Errorf("containerd exited: %v", h.cmd.ProcessState)
+		default:
+		}
+		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		resp, err := c.Runtime.Status(callCtx, &runtimeapi.StatusRequest{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for _, cond := range resp.GetStatus().GetConditions() {
+			if (cond.Type == runtimeapi.RuntimeReady || cond.Type == runtimeapi.NetworkReady) && cond.Status {
+				ready++
+			} else if !cond.Status {
+				last = fmt.Sprintf("%s: %s %s", cond.Type, cond.Reason, cond.Message)
+			}
+		}
+		return ready == 2, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the CRI plugin (last: %s): %w", last, err)
+	}
+	return nil
+}
+
+// Client returns a CRI client connected to this containerd, closed by
+// Close.
+func (h *Harness) Client() *Client {
+	return h.Dial(h.Endpoint)
+}
+
+// Dial returns a CRI client for endpoint (a socket path or unix:// URL,
+// for example a shim in front of this containerd) that logs pods under
+// h.LogRoot and puts sandboxes under h.CgroupParent. Close closes it.
+func (h *Harness) Dial(endpoint string) *Client {
+	h.t.Helper()
+	c, err := Dial(endpoint)
+	if err != nil {
+		h.t.Fatalf("containerd e2e: %v", err)
+	}
+	c.LogRoot, c.CgroupParent = h.LogRoot, h.CgroupParent
+	h.mu.Lock()
+	h.clients = append(h.clients, c)
+	h.mu.Unlock()
+	return c
+}
+
+// Command returns a command that runs name in the harness's network
+// namespace (and otherwise in the caller's namespaces), for servers the
+// pods should reach, for example one listening on BridgeAddr.
+func (h *Harness) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + h.NetNSPath, "--", name}, args...)...)
+}
+
+// Do runs fn on an OS thread switched into the harness's network
+// namespace. Sockets fn opens stay in that namespace after it returns, so a
+// test can serve in-process on BridgeAddr. The thread is discarded after.
+func (h *Harness) Do(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the goroutine's exit ends the thread, so no other
+		// goroutine runs in the namespace.
+		runtime.LockOSThread()
+		f, err := os.Open(h.NetNSPath)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer f.Close()
+		if _, _, e := syscall.RawSyscall(sysSetns, f.Fd(), syscall.CLONE_NEWNET, 0); e != 0 {
+			errc <- fmt.Errorf("setns %q: %w", h.NetNSPath, e)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// ContainerdLog returns containerd's log so far.
+func (h *Harness) ContainerdLog() string {
+	b, _ := os.ReadFile(filepath.Join(h.Dir, "containerd.log"))
+	return string(b)
+}
+
+func (h *Harness) logTail(n int) string {
+	lines := strings.Split(strings.TrimRight(h.ContainerdLog(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return ""
+	}
+	return "\ncontainerd.log (tail):\n" + strings.Join(lines, "\n")
+}
+
+// Close removes every sandbox through the CRI, stops containerd (SIGTERM,
+// then SIGKILL to its process group after 10s), removes the cgroups left
+// under CgroupParent, deletes the network namespace and the temporary
+// directory. It is safe to call more than once; t.Cleanup calls it.
+func (h *Harness) Close() {
+	h.closeOnce.Do(func() {
+		var errs []error
+		h.mu.Lock()
+		for _, c := range h.clients {
+			c.Close()
+		}
+		h.mu.Unlock()
+		if h.cmd != nil && h.cmd.Process != nil {
+			errs = append(errs, h.removeSandboxes())
+			errs = append(errs, h.stopContainerd())
+		}
+		if h.logFile != nil {
+			h.logFile.Close()
+		}
+		errs = append(errs, removeCgroups(h.CgroupParent))
+		if _, err := os.Stat(h.NetNSPath); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := output(ctx, "ip", "netns", "del", h.NetNS)
+			cancel()
+			errs = append(errs, err)
+		}
+		if h.t.Failed() {
+			h.t.Logf("containerd e2e: harness %s%s", h.NetNS, h.logTail(60))
+		}
+		errs = append(errs, removeAll(h.Dir))
+		if err := errors.Join(errs...); err != nil {
+			h.t.Errorf("containerd e2e: cleanup: %v", err)
+		}
+	})
+}
+
+// removeSandboxes stops and removes every pod sandbox, which stops and
+// removes their containers and releases their CNI addresses.
+func (h *Harness) removeSandboxes() error {
+	select {
+	case <-h.exited:
+		return nil
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Dial(h.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	resp, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	var errs []error
+	for _, sb := range resp.GetItems() {
+		errs = append(errs, c.RemovePod(ctx, sb.Id))
+	}
+	return errors.Join(errs...)
+}
+
+// stopContainerd signals containerd's process group and waits. containerd
+// is PID 1 of its PID namespace, so its exit takes every shim and
+// container with it, and the last of them takes the private mount
+// namespace and its mounts.
+func (h *Harness) stopContainerd() error {
+	pgid := h.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-h.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	select {
+	case <-h.exited:
+		return fmt.Errorf("containerd did not stop on SIGTERM within 10s; killed")
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("containerd process group %d did not exit after SIGKILL", pgid)
+	}
+}
+
+// removeCgroups removes the cgroup directory parent, and everything under
+// it, from every cgroup hierarchy mounted under /sys/fs/cgroup, killing any
+// process still in it first.
+func removeCgroups(parent string) error {
+	if parent == "" {
+		return nil
+	}
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	roots = append(roots, "/sys/fs/cgroup")
+	var errs []error
+	for _, root := range roots {
+		top := filepath.Join(root, parent)
+		if _, err := os.Stat(top); err != nil {
+			continue
+		}
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		// Deepest first: a cgroup goes only once it has no children.
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if procs, err := os.ReadFile(filepath.Join(dirs[i], "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(procs)) {
+					var pid int
+					if _, err := fmt.Sscan(f, &pid); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			err := poll(context.Background(), func() (bool, error) {
+				err := syscall.Rmdir(dirs[i])
+				return err == nil || errors.Is(err, syscall.ENOENT), nil
+			}, 5*time.Second)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("remove cgroup %q: %w", dirs[i], err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeAll removes dir, retrying briefly: a mount namespace's mounts may
+// outlive its last process for a moment.
+func removeAll(dir string) error {
+	var last error
+	err := poll(context.Background(), func() (bool, error) {
+		last = os.RemoveAll(dir)
+		return last == nil, nil
+	}, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("remove %q: %w (%v)", dir, err, last)
+	}
+	return nil
+}
+
+// poll calls cond every 20ms (backing off to 200ms) until it returns true
+// or an error, ctx ends, or the optional timeout passes.
+func poll(ctx context.Context, cond func() (bool, error), timeout ...time.Duration) error {
+	if len(timeout) > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout[0])
+		defer cancel()
+	}
+	delay := 20 * time.Millisecond
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		if delay < 200*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// output runs a command and returns its trimmed stdout, or an error with
+// its stderr.
+func output(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
