@@ -1,0 +1,116 @@
+package hostresolv
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    Config
+		wantErr error
+	}{
+		{name: "empty file", in: "", want: Config{Nameservers: []string{}, Searches: []string{}, Options: []string{}}},
+		{name: "typical", in: "nameserver 10.0.0.1\nnameserver 10.0.0.2\nsearch a.example b.example\noptions ndots:2 rotate\n",
+			want: Config{Nameservers: []string{"10.0.0.1", "10.0.0.2"}, Searches: []string{"a.example", "b.example"}, Options: []string{"ndots:2", "rotate"}}},
+		{name: "last search line wins, an empty one clears", in: "search a b\nsearch c\n", want: Config{Nameservers: []string{}, Searches: []string{"c"}, Options: []string{}}},
+		{name: "empty search clears", in: "search a b\nsearch\n", want: Config{Nameservers: []string{}, Searches: []string{}, Options: []string{}}},
+		{name: "trailing dot trimmed once, lone dot dropped", in: "search a. b.. . c\n", want: Config{Nameservers: []string{}, Searches: []string{"a", "b.", "c"}, Options: []string{}}},
+		{name: "comments: only leading #; ; is not special; inline words kept", in: "# c\n  # indented\n; nameserver 1.1.1.1\nnameserver 10.0.0.1 # dns\nsearch a # office\n",
+			want: Config{Nameservers: []string{"10.0.0.1"}, Searches: []string{"a", "#", "office"}, Options: []string{}}},
+		{name: "keywords are case-sensitive, domain/sortlist/unknown ignored", in: "Nameserver 1.1.1.1\ndomain corp\nsortlist 1.2.3.4\nlookup file\nnameserver\tnot-an-ip\n",
+			want: Config{Nameservers: []string{"not-an-ip"}, Searches: []string{}, Options: []string{}}},
+		{name: "options accumulate and override by name in place", in: "options ndots:1 timeout:2\noptions attempts:3 ndots:4\n",
+			want: Config{Nameservers: []string{}, Searches: []string{}, Options: []string{"ndots:4", "timeout:2", "attempts:3"}}},
+		{name: "CRLF and spaces", in: "nameserver 10.0.0.1\r\n   search  x.example  \r\n", want: Config{Nameservers: []string{"10.0.0.1"}, Searches: []string{"x.example"}, Options: []string{}}},
+		{name: "bare nameserver is an error naming the line", in: "nameserver 10.0.0.1\nnameserver\n", wantErr: ErrEmptyNameserver,
+			want: Config{Nameservers: []string{"10.0.0.1"}, Searches: []string{}, Options: []string{}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse(strings.NewReader(tc.in))
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr != nil {
+				var pe *ParseError
+				if !errors.As(err, &pe) || pe.Line != 2 || !strings.Contains(err.Error(), "line 2: nameserver list is empty") {
+					t.Errorf("err = %v, want a ParseError on line 2", err)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v\nwant %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseSizeCap(t *testing.T) {
+	ok := strings.Repeat("#", MaxFileSize)
+	if _, err := Parse(strings.NewReader(ok)); err != nil {
+		t.Errorf("10 MiB file: %v", err)
+	}
+	if _, err := Parse(strings.NewReader(ok + "\n")); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("10 MiB + 1: err = %v", err)
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "resolv.conf")
+	if _, err := ParseFile(p); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	os.WriteFile(p, []byte("nameserver\n"), 0o644)
+	if _, err := ParseFile(p); err == nil || !strings.Contains(err.Error(), p) {
+		t.Errorf("err = %v, want it to name the file", err)
+	}
+}
+
+func TestFormatRoundTrip(t *testing.T) {
+	cfg := Config{Nameservers: []string{"10.96.0.10", "fd00::a"}, Searches: []string{"ns.svc.cluster.local", "svc.cluster.local"}, Options: []string{"ndots:5", "edns0"}}
+	text := Format(cfg)
+	want := "search ns.svc.cluster.local svc.cluster.local\nnameserver 10.96.0.10\nnameserver fd00::a\noptions ndots:5 edns0\n"
+	if text != want {
+		t.Fatalf("Format = %q, want %q", text, want)
+	}
+	back, err := Parse(strings.NewReader(text))
+	if err != nil || !reflect.DeepEqual(back, cfg) {
+		t.Errorf("round trip = %#v, %v", back, err)
+	}
+	if got := Format(Config{}); got != "" {
+		t.Errorf("empty config renders %q", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"", "nameserver 1.1.1.1\nsearch a b.\noptions ndots:5\n", "nameserver\n", "search . a..\n#x\n", "options a:b:c a\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseBytes(data)
+		if cfg.Nameservers == nil || cfg.Searches == nil || cfg.Options == nil {
+			t.Fatalf("nil slice in %#v", cfg)
+		}
+		if err != nil {
+			return
+		}
+		// What Format writes parses back to the same config when every
+		// value is a single field without a leading '#'.
+		for _, v := range append(append(append([]string{}, cfg.Nameservers...), cfg.Searches...), cfg.Options...) {
+			if strings.HasPrefix(v, "#") || v == "" || strings.HasSuffix(v, ".") {
+				return
+			}
+		}
+		back, err := ParseBytes([]byte(Format(cfg)))
+		if err != nil || !reflect.DeepEqual(back, cfg) {
+			t.Fatalf("round trip of %q: %#v, %v; want %#v", data, back, err, cfg)
+		}
+	})
+}
