@@ -85,6 +85,7 @@ type Harness struct {
 	t       testing.TB
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has been waited for
+	release chan struct{} // closed by Close to unlock the forking thread
 	logFile *os.File
 	cniBin  string
 
@@ -154,6 +155,7 @@ func Start(t testing.TB, opts Options) *Harness {
 		t.Fatalf("containerd e2e: %v", err)
 	}
 
+	sweepStale(t)
 	// A short directory name: socket paths must fit in 108 bytes.
 	dir, err := os.MkdirTemp("", "dnscfg-e2e-")
 	if err != nil {
@@ -174,6 +176,10 @@ func Start(t testing.TB, opts Options) *Harness {
 	}
 	h.Endpoint = "unix://" + h.Socket
 	t.Cleanup(h.Close)
+	owner := fmt.Sprintf("%d %s %s\n", os.Getpid(), h.NetNS, h.CgroupParent)
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner), 0o644); err != nil {
+		t.Fatalf("containerd e2e: %v", err)
+	}
 	if err := h.start(ctx, opts, images); err != nil {
 		t.Fatalf("containerd e2e: %v%s", err, h.logTail(40))
 	}
@@ -251,8 +257,21 @@ exec containerd --config "$1/config.toml" --log-level "$3"
 		"unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--kill-child",
 		"--", "/bin/sh", "-c", script, "sh", h.Dir, h.HostResolvConf, opts.LogLevel)
 	h.cmd.Stdout, h.cmd.Stderr = h.logFile, h.logFile
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := h.cmd.Start(); err != nil {
+	// Should the test process die without cleaning up (a go test timeout
+	// exits at once), the kernel kills unshare, which kills containerd, and
+	// the next Start sweeps the rest (see sweepStale). The death signal
+	// follows the thread that forked, so that thread stays locked to a
+	// goroutine until Close.
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	h.release = make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		started <- h.cmd.Start()
+		<-h.release
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("start containerd: %w", err)
 	}
 	go func() {
@@ -397,6 +416,15 @@ func (h *Harness) Do(fn func() error) error {
 	return <-errc
 }
 
+// AddAddress adds an address to the loopback interface of the harness's
+// network namespace, for a server that pods reach through Options.Routes
+// (a cluster DNS Service IP such as 10.96.0.10/32, or a node-local
+// link-local address).
+func (h *Harness) AddAddress(ctx context.Context, p netip.Prefix) error {
+	_, err := output(ctx, "ip", "-n", h.NetNS, "addr", "add", p.String(), "dev", "lo")
+	return err
+}
+
 // ContainerdLog returns containerd's log so far.
 func (h *Harness) ContainerdLog() string {
 	b, _ := os.ReadFile(filepath.Join(h.Dir, "containerd.log"))
@@ -430,6 +458,9 @@ func (h *Harness) Close() {
 			errs = append(errs, h.removeSandboxes())
 			errs = append(errs, h.stopContainerd())
 		}
+		if h.release != nil {
+			close(h.release)
+		}
 		if h.logFile != nil {
 			h.logFile.Close()
 		}
@@ -448,6 +479,47 @@ func (h *Harness) Close() {
 			h.t.Errorf("containerd e2e: cleanup: %v", err)
 		}
 	})
+}
+
+// ownerFile, in a harness's directory, holds "PID NETNS CGROUP-PARENT" of
+// the test process that owns it.
+const ownerFile = "owner"
+
+// sweepStale removes what harnesses of test processes that died without
+// cleaning up left behind: their network namespaces, cgroups and
+// directories. Their containerd died with them (see start).
+func sweepStale(t testing.TB) {
+	owners, _ := filepath.Glob(filepath.Join(os.TempDir(), "dnscfg-e2e-*", ownerFile))
+	for _, o := range owners {
+		b, err := os.ReadFile(o)
+		if err != nil {
+			continue
+		}
+		var pid int
+		var netns, cgroup string
+		if _, err := fmt.Sscan(string(b), &pid, &netns, &cgroup); err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue // owner alive
+		}
+		dir := filepath.Dir(o)
+		t.Logf("containerd e2e: sweeping harness %s left by dead process %d", dir, pid)
+		var errs []error
+		errs = append(errs, removeCgroups(cgroup))
+		if strings.HasPrefix(netns, "dnscfg-e2e-") {
+			if _, err := os.Stat(filepath.Join("/run/netns", netns)); err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := output(ctx, "ip", "netns", "del", netns)
+				cancel()
+				errs = append(errs, err)
+			}
+		}
+		errs = append(errs, removeAll(dir))
+		if err := errors.Join(errs...); err != nil {
+			t.Logf("containerd e2e: sweep %s: %v", dir, err)
+		}
+	}
 }
 
 // removeSandboxes stops and removes every pod sandbox, which stops and
