@@ -140,9 +140,9 @@ func (s *stubDNS) answer(q []byte) ([]byte, bool) {
 
 	resp := append([]byte(nil), q[:off+4]...)
 	flags := uint16(0x8400) | binary.BigEndian.Uint16(q[2:4])&0x0100 // QR, AA, copy RD
-	binary.BigEndian.PutUint16(resp[6:8], 0)                          // ANCOUNT
-	binary.BigEndian.PutUint16(resp[8:10], 0)                         // NSCOUNT
-	binary.BigEndian.PutUint16(resp[10:12], 0)                        // ARCOUNT
+	binary.BigEndian.PutUint16(resp[6:8], 0)                         // ANCOUNT
+	binary.BigEndian.PutUint16(resp[8:10], 0)                        // NSCOUNT
+	binary.BigEndian.PutUint16(resp[10:12], 0)                       // ARCOUNT
 	addr, ok := s.answers[name]
 	switch {
 	case !ok:
