@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -70,10 +69,7 @@ func loadHost(path, nodeOS string) policy.Host {
 	}
 	cfg, err := hostresolv.ParseFile(path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return policy.Host{Err: err}
-		}
-		return policy.Host{Err: fmt.Errorf("resolv.conf %q: %w", path, err)}
+		return policy.Host{Err: err}
 	}
 	return policy.Host{Nameservers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}
 }

@@ -93,7 +93,7 @@ func (e *Engine) AutopathSearch(ns string) string {
 }
 
 // ErrHostConfig wraps Host.Err in Compute's error.
-var ErrHostConfig = errors.New("policy: node resolver config unusable")
+var ErrHostConfig = errors.New("node resolver config unusable")
 
 // Compute returns the pod's resolver config and names. The error is what
 // would make kubelet fail the pod's sandbox: an unusable node resolver

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// run calls the binary's dispatcher in-process.
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = dispatch(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestGolden renders and validates every pod under testdata/pods with a set
+// of node settings and compares exit code, stdout and stderr with
+// testdata/golden/<case>.golden.
+func TestGolden(t *testing.T) {
+	node := []string{"--resolv-conf", "testdata/node-resolv.conf"}
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"render-clusterfirst", append([]string{"render", "-f", "testdata/pods/clusterfirst.yaml"}, node...)},
+		{"render-clusterfirst-json", append([]string{"render", "-f", "testdata/pods/clusterfirst.json", "-o", "json"}, node...)},
+		{"render-clusterfirst-dualstack", append([]string{"render", "-f", "testdata/pods/clusterfirst.yaml", "--cluster-dns", "10.96.0.10,fd00:0:0::000a", "--cluster-domain", "k8s.example"}, node...)},
+		{"render-clusterfirst-no-cluster-dns", append([]string{"render", "-f", "testdata/pods/clusterfirst.yaml", "--cluster-dns", "", "-o", "json"}, node...)},
+		{"render-default", append([]string{"render", "-f", "testdata/pods/default.yaml", "-o", "json"}, node...)},
+		{"render-default-resolvconf-off", []string{"render", "-f", "testdata/pods/default.yaml", "--resolv-conf", "", "--node-ip", "192.0.2.10,2001:db8::10"}},
+		{"render-default-systemd-stub", []string{"render", "-f", "testdata/pods/default.yaml", "--resolv-conf", "testdata/stub-resolv.conf"}},
+		{"render-hostnet-clusterfirst", append([]string{"render", "-f", "testdata/pods/hostnet-clusterfirst.yaml", "-o", "json"}, node...)},
+		{"render-hostnet-withhostnet", append([]string{"render", "-f", "testdata/pods/hostnet-withhostnet.yaml", "-o", "json"}, node...)},
+		{"render-none", append([]string{"render", "-f", "testdata/pods/none.yaml"}, node...)},
+		{"render-merge", append([]string{"render", "-f", "testdata/pods/merge.yaml", "-o", "json"}, node...)},
+		{"render-autopath", append([]string{"render", "-f", "testdata/pods/autopath.yaml", "-o", "json"}, node...)},
+		{"render-autopath-node-local", append([]string{"render", "-f", "testdata/pods/autopath.yaml", "--node-local-dns", "169.254.20.10"}, node...)},
+		{"render-many-searches", append([]string{"render", "-f", "testdata/pods/many-searches.yaml"}, node...)},
+		{"render-windows", append([]string{"render", "-f", "testdata/pods/clusterfirst.yaml", "--node-os", "windows"}, node...)},
+		{"render-windows-bad-resolvconf", []string{"render", "-f", "testdata/pods/clusterfirst.yaml", "--node-os", "windows", "--resolv-conf", "C:\\nope"}},
+		{"render-bad-policy", append([]string{"render", "-f", "testdata/pods/bad-policy.yaml"}, node...)},
+		{"render-fqdn-fits", append([]string{"render", "-f", "testdata/pods/fqdn-too-long.yaml", "-o", "json"}, node...)},
+		{"render-fqdn-too-long", append([]string{"render", "-f", "testdata/pods/fqdn-too-long.yaml", "--cluster-domain", "cluster-domain.example"}, node...)},
+		{"render-broken-resolvconf", []string{"render", "-f", "testdata/pods/none.yaml", "--resolv-conf", "testdata/broken-resolv.conf"}},
+		{"render-missing-resolvconf", []string{"render", "-f", "testdata/pods/clusterfirst.yaml", "--resolv-conf", "testdata/does-not-exist"}},
+		{"render-not-a-pod", []string{"render", "-f", "testdata/pods/not-a-pod.yaml"}},
+		{"render-unknown-field", []string{"render", "-f", "testdata/pods/unknown-field.yaml"}},
+		{"render-malformed", []string{"render", "-f", "testdata/pods/malformed.yaml"}},
+		{"render-missing-file", []string{"render", "-f", "testdata/pods/nope.yaml"}},
+		{"render-bad-output", []string{"render", "-f", "testdata/pods/clusterfirst.yaml", "-o", "yaml"}},
+		{"validate-ok", []string{"validate", "-f", "testdata/pods/merge.yaml"}},
+		{"validate-bad", []string{"validate", "-f", "testdata/pods/bad-policy.yaml"}},
+		{"validate-bad-json", []string{"validate", "-f", "testdata/pods/bad-policy.yaml", "-o", "json"}},
+		{"validate-strict-merge", append([]string{"validate", "--strict", "-f", "testdata/pods/merge.yaml"}, node...)},
+		{"validate-strict-fqdn", append([]string{"validate", "--strict", "-f", "testdata/pods/fqdn-too-long.yaml", "--cluster-domain", "cluster-domain.example", "-o", "json"}, node...)},
+		{"validate-strict-autopath-ok", append([]string{"validate", "--strict", "-f", "testdata/pods/autopath.yaml", "-o", "json"}, node...)},
+		{"validate-strict-many-searches", append([]string{"validate", "--strict", "-f", "testdata/pods/many-searches.yaml"}, node...)},
+		{"validate-not-a-pod", []string{"validate", "-f", "testdata/pods/not-a-pod.yaml"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, "", tc.args...)
+			got := fmt.Sprintf("$ dnsconfigurer %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(tc.args, " "), code, stdout, stderr)
+			path := filepath.Join("testdata", "golden", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
+			}
+		})
+	}
+}
+
+func TestRenderStdinAndExitCodes(t *testing.T) {
+	pod, err := os.ReadFile("testdata/pods/clusterfirst.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ := run(t, string(pod), "render", "-f", "-", "--resolv-conf", "", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var j map[string]any
+	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"nameservers", "searches", "options", "warnings"} {
+		if _, ok := j[k].([]any); !ok {
+			t.Errorf("%s is %T, want an array", k, j[k])
+		}
+	}
+	if code, _, _ := run(t, "", "render"); code != exitUsage {
+		t.Errorf("render without -f: exit %d", code)
+	}
+	if code, _, _ := run(t, "", "nope"); code != exitUsage {
+		t.Errorf("unknown subcommand: exit %d", code)
+	}
+}
+
+// FuzzRender feeds arbitrary manifests to render: it must never panic, and
+// must exit 0, 1 or 2 with something on stdout or stderr.
+func FuzzRender(f *testing.F) {
+	entries, _ := filepath.Glob("testdata/pods/*")
+	for _, e := range entries {
+		b, _ := os.ReadFile(e)
+		f.Add(b)
+	}
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nspec:\n  dnsConfig:\n    options: [{}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var out, errb bytes.Buffer
+		code := dispatch(context.Background(), []string{"render", "-f", "-", "--resolv-conf", "", "-o", "json"}, bytes.NewReader(data), &out, &errb)
+		switch code {
+		case exitOK:
+			var j renderJSON
+			if err := json.Unmarshal(out.Bytes(), &j); err != nil {
+				t.Fatalf("exit 0 with bad json %q: %v", out.String(), err)
+			}
+		case exitFail, exitUsage:
+			if errb.Len() == 0 {
+				t.Fatalf("exit %d without a message", code)
+			}
+			if strings.Contains(errb.String(), "goroutine ") {
+				t.Fatalf("stack trace in %q", errb.String())
+			}
+		default:
+			t.Fatalf("exit %d", code)
+		}
+	})
+}

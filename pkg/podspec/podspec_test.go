@@ -1,0 +1,80 @@
+package podspec
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string
+	}{
+		{name: "yaml", in: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n"},
+		{name: "json", in: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}`},
+		{name: "leading separator and comments", in: "# pod\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n---\n# trailing\n"},
+		{name: "empty", in: "\n# nothing\n", wantErr: "pod manifest is empty"},
+		{name: "two documents", in: "apiVersion: v1\nkind: Pod\n---\napiVersion: v1\nkind: Pod\n", wantErr: "has 2 documents"},
+		{name: "wrong kind", in: "apiVersion: v1\nkind: Service\n", wantErr: `kind "Service"; a v1 Pod is expected`},
+		{name: "wrong group", in: "apiVersion: apps/v1\nkind: Pod\n", wantErr: `apiVersion "apps/v1"`},
+		{name: "unknown field named", in: "apiVersion: v1\nkind: Pod\nspec:\n  dnsPolicyy: None\n", wantErr: `unknown field "dnsPolicyy"`},
+		{name: "wrong type named", in: "apiVersion: v1\nkind: Pod\nspec:\n  hostNetwork: yes please\n", wantErr: "hostNetwork"},
+		{name: "not yaml", in: "{{{", wantErr: "not valid YAML or JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, err := Decode(strings.NewReader(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("error spans lines: %q", err)
+				}
+				return
+			}
+			if err != nil || pod.Name != "a" {
+				t.Fatalf("pod %v err %v", pod, err)
+			}
+		})
+	}
+	if _, err := Decode(strings.NewReader(strings.Repeat(" ", MaxManifestSize+1))); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized manifest: %v", err)
+	}
+}
+
+func TestDefaultAndInput(t *testing.T) {
+	pod, err := DecodeBytes([]byte(`
+apiVersion: v1
+kind: Pod
+metadata:
+  generateName: job-
+  uid: u-1
+  annotations: {dnsconfigurer.io/dns-policy: ClusterFirstWithAutopath}
+spec:
+  hostNetwork: true
+  hostname: h
+  subdomain: s
+  setHostnameAsFQDN: true
+  dnsConfig:
+    nameservers: [1.1.1.1]
+    searches: [a.example]
+    options: [{name: ndots, value: "2"}, {name: edns0}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	Default(pod)
+	two := "2"
+	want := policy.Input{Name: "job-xxxxx", Namespace: "default", UID: "u-1", Policy: policy.ClusterFirst,
+		PolicyAnnotation: "ClusterFirstWithAutopath", HostNetwork: true, Hostname: "h", Subdomain: "s", SetHostnameAsFQDN: true,
+		DNSConfig: &policy.DNSConfig{Nameservers: []string{"1.1.1.1"}, Searches: []string{"a.example"},
+			Options: []policy.Option{{Name: "ndots", Value: &two}, {Name: "edns0"}}}}
+	if got := Input(pod); !reflect.DeepEqual(got, want) {
+		t.Errorf("Input = %+v\nwant %+v", got, want)
+	}
+}
