@@ -58,8 +58,10 @@ type PodSpec struct {
 	UID       string // random when empty
 	Attempt   uint32
 	// HostNetwork puts the sandbox in containerd's network namespace (the
-	// harness's), as kubelet does for hostNetwork pods. Leave Hostname
-	// empty then: runc fails to set a hostname in the shared UTS namespace.
+	// harness's: loopback and the bridge with BridgeAddr), as kubelet does
+	// for hostNetwork pods. Leave Hostname empty then: with containerd 1.6
+	// and runc 1.1 RunPodSandbox fails with "unable to set hostname without
+	// a private UTS namespace"; the pod gets the machine's hostname.
 	HostNetwork bool
 	Hostname    string
 	DNS         *runtimeapi.DNSConfig
