@@ -1,0 +1,184 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// Sources of a pod's facts, as the metric and log label them.
+const (
+	sourceAPIServer = "apiserver"
+	sourceSandbox   = "sandbox"
+	sourceNone      = "none"
+)
+
+// rewrite returns the request to forward: req with its DNS config (and
+// hostname) replaced, or req unchanged when the shim has nothing to do or
+// fails open. A non-nil error is the status RunPodSandbox fails with.
+func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (fwd *runtimeapi.RunPodSandboxRequest, err error) {
+	source := sourceNone
+	defer func() {
+		if r := recover(); r != nil {
+			fwd, err = s.failed(req, source, "panic", fmt.Errorf("panic: %v", r))
+		}
+	}()
+	cfg := req.GetConfig()
+	name, namespace, uid, err := podIdentity(cfg)
+	if err != nil {
+		return s.failed(req, source, "bad_request", err)
+	}
+	log := s.log.With("pod", namespace+"/"+name, "uid", uid)
+	host := HostFromSnapshot(s.host.Current())
+
+	var in policy.Input
+	found := false
+	if s.pods != nil {
+		lctx, cancel := context.WithTimeout(ctx, s.lookupTimeout)
+		in, found = s.pods.Pod(lctx, uid)
+		cancel()
+		if found {
+			s.m.lookups.WithLabelValues("hit").Inc()
+			source = sourceAPIServer
+		} else {
+			s.m.lookups.WithLabelValues("miss").Inc()
+			log.Warn("pod not in the API server cache; using the sandbox config", "waited", s.lookupTimeout.String())
+		}
+	}
+	if !found {
+		in, err = FromSandbox(cfg, s.eng, host)
+		if errors.Is(err, errNoDNSConfig) {
+			s.m.sandboxes.WithLabelValues(sourceNone, "skipped").Inc()
+			log.Debug("sandbox config has no dns_config (not from kubelet); forwarded unchanged")
+			return req, nil
+		}
+		if err != nil {
+			return s.failed(req, source, "bad_request", err)
+		}
+		source = sourceSandbox
+	}
+	log = log.With("source", source)
+
+	res, err := s.eng.Compute(in, host)
+	if err != nil {
+		reason := "compute"
+		if errors.Is(err, policy.ErrHostConfig) {
+			reason = "host_config"
+		}
+		return s.failed(req, source, reason, fmt.Errorf("pod %q (uid %s): %w", namespace+"/"+name, uid, err))
+	}
+
+	var over []policy.Warning
+	for _, w := range res.Warnings {
+		if w.Limit != "" {
+			over = append(over, w)
+		}
+	}
+	if len(over) > 0 && s.limits == LimitsReject {
+		for _, w := range over {
+			s.m.limits.WithLabelValues(w.Limit, "rejected").Inc()
+		}
+		s.m.sandboxes.WithLabelValues(source, "rejected").Inc()
+		msg := rejectMessage(namespace, name, uid, over)
+		log.Warn("sandbox rejected: DNS limits exceeded", "error", msg)
+		return nil, status.Error(codes.InvalidArgument, msg)
+	}
+	for _, w := range res.Warnings {
+		level := slog.LevelInfo
+		if w.Limit != "" {
+			level = slog.LevelWarn
+			s.m.limits.WithLabelValues(w.Limit, "trimmed").Inc()
+			if s.events != nil {
+				s.events.Warning(PodRef{Namespace: namespace, Name: name, UID: uid}, w.Reason, w.Message)
+			}
+		}
+		log.Log(ctx, level, "pod DNS warning", "reason", w.Reason, "message", w.Message)
+	}
+
+	dns := &runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: res.Options}
+	hostname := cfg.GetHostname()
+	if source == sourceAPIServer && !hostNetwork(cfg) && res.Hostname != "" {
+		hostname = res.Hostname
+	}
+	if sameDNS(cfg.GetDnsConfig(), dns) && hostname == cfg.GetHostname() {
+		s.m.sandboxes.WithLabelValues(source, "unchanged").Inc()
+		log.Debug("sandbox DNS unchanged", "type", string(res.Type))
+		return req, nil
+	}
+	log.Info("sandbox DNS rewritten", "type", string(res.Type),
+		"nameservers", strings.Join(res.Nameservers, " "), "searches", strings.Join(res.Searches, " "),
+		"options", strings.Join(res.Options, " "), "hostname", hostname)
+	cfg.DnsConfig = dns
+	cfg.Hostname = hostname
+	s.m.sandboxes.WithLabelValues(source, "rewritten").Inc()
+	return req, nil
+}
+
+// failed applies the failure policy to an internal error.
+func (s *Server) failed(req *runtimeapi.RunPodSandboxRequest, source, reason string, err error) (*runtimeapi.RunPodSandboxRequest, error) {
+	s.m.rewriteErrors.WithLabelValues(reason).Inc()
+	if s.failure == FailClosed {
+		s.m.sandboxes.WithLabelValues(source, "failed_closed").Inc()
+		s.log.Error("cannot compute sandbox DNS; failing the sandbox (failure policy closed)", "reason", reason, "error", err)
+		code := codes.Internal
+		var bad *badRequestError
+		switch {
+		case errors.As(err, &bad):
+			code = codes.InvalidArgument
+		case errors.Is(err, policy.ErrHostConfig):
+			code = codes.FailedPrecondition
+		}
+		return nil, status.Errorf(code, "dnsconfigurer: cannot compute the sandbox DNS config (failure policy closed): %v", err)
+	}
+	s.m.sandboxes.WithLabelValues(source, "failed_open").Inc()
+	s.log.Error("cannot compute sandbox DNS; forwarding kubelet's request unchanged (failure policy open)", "reason", reason, "error", err)
+	return req, nil
+}
+
+// rejectMessage names the limit, the pod and the offending values.
+func rejectMessage(namespace, name, uid string, over []policy.Warning) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dnsconfigurer: pod %q (uid %s) exceeds the DNS limits (limits mode reject):", namespace+"/"+name, uid)
+	for i, w := range over {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		switch w.Limit {
+		case policy.LimitNameservers:
+			fmt.Fprintf(&b, " %d nameservers, at most %d allowed; over the limit: %s", w.Before, policy.MaxNameservers, strings.Join(w.Omitted, " "))
+		case policy.LimitSearches:
+			fmt.Fprintf(&b, " %d search paths, at most %d entries of at most %d characters and %d characters in all; over the limit: %s",
+				w.Before, policy.MaxSearchPaths, policy.MaxSearchLength, policy.MaxSearchListChars, strings.Join(w.Omitted, " "))
+		default:
+			fmt.Fprintf(&b, " %s: %s", w.Limit, w.Message)
+		}
+	}
+	return b.String()
+}
+
+func sameDNS(a, b *runtimeapi.DNSConfig) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return equal(a.Servers, b.Servers) && equal(a.Searches, b.Searches) && equal(a.Options, b.Options)
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
