@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
+)
+
+func init() {
+	register("webhook", command{summary: "validating admission webhook: reject at admission the pods the node would fail or trim", run: runWebhook})
+}
+
+// webhookFlags are the flags of `dnsconfigurer webhook`; each one set on the
+// command line replaces the config file's field.
+type webhookFlags struct {
+	config        string
+	listen        string
+	certFile      string
+	keyFile       string
+	clusterDomain string
+	clusterDNS    string
+	trims         string
+}
+
+func (f *webhookFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.config, "config", "", "WebhookConfiguration file (YAML or JSON, apiVersion "+v1alpha1.GroupVersion+")")
+	fs.StringVar(&f.listen, "listen", v1alpha1.DefaultWebhookListen, "HTTPS listen address (config: listen)")
+	fs.StringVar(&f.certFile, "tls-cert-file", "", "serving certificate, PEM, re-read on change (config: tlsCertFile)")
+	fs.StringVar(&f.keyFile, "tls-private-key-file", "", "serving private key, PEM, re-read on change (config: tlsPrivateKeyFile)")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (config: cluster.clusterDomain)")
+	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated IPs (config: cluster.clusterDNS)")
+	fs.StringVar(&f.trims, "trims", v1alpha1.TrimsWarn, "what kubelet would only trim: warn or deny (config: trims)")
+}
+
+// webhookConfig reads the config file, if any, and applies the flags that
+// were set.
+func (f *webhookFlags) webhookConfig(fs *flag.FlagSet) (*v1alpha1.WebhookConfiguration, error) {
+	cfg := &v1alpha1.WebhookConfiguration{}
+	if f.config != "" {
+		if err := loadConfig(f.config, v1alpha1.WebhookKind, cfg); err != nil {
+			return nil, err
+		}
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "listen":
+			cfg.Listen = f.listen
+		case "tls-cert-file":
+			cfg.TLSCertFile = f.certFile
+		case "tls-private-key-file":
+			cfg.TLSPrivateKeyFile = f.keyFile
+		case "cluster-domain":
+			cfg.Cluster.ClusterDomain = f.clusterDomain
+		case "cluster-dns":
+			cfg.Cluster.ClusterDNS = splitList(f.clusterDNS)
+		case "trims":
+			cfg.Trims = f.trims
+		}
+	})
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.TLSCertFile == "" || cfg.TLSPrivateKeyFile == "" {
+		return nil, fmt.Errorf("--tls-cert-file and --tls-private-key-file (or tlsCertFile and tlsPrivateKeyFile) are required: the webhook serves HTTPS only")
+	}
+	return cfg, nil
+}
+
+// webhookReviewer builds the policy engines of the config's node pools.
+func webhookReviewer(cfg *v1alpha1.WebhookConfiguration) (*webhook.Reviewer, []policy.Warning, error) {
+	var warnings []policy.Warning
+	pool := func(name string, sel map[string]string, nodeOS string, nodeLocal []string, res v1alpha1.NodeResolver) (webhook.Pool, error) {
+		eng, err := policy.New(policy.Node{
+			ClusterDNS:    cfg.Cluster.ClusterDNS,
+			ClusterDomain: cfg.Cluster.ClusterDomain,
+			NodeLocalDNS:  nodeLocal,
+			OS:            nodeOS,
+		})
+		if err != nil {
+			return webhook.Pool{}, err
+		}
+		warnings = append(warnings, eng.Warnings()...)
+		host, err := assumedHost(res)
+		if err != nil {
+			return webhook.Pool{}, err
+		}
+		return webhook.Pool{Name: name, NodeSelector: sel, Engine: eng, Host: host}, nil
+	}
+	r := &webhook.Reviewer{DenyTrims: cfg.Trims == v1alpha1.TrimsDeny}
+	var err error
+	if r.Default, err = pool("", nil, cfg.Cluster.NodeOS, cfg.Cluster.NodeLocalDNS, cfg.NodeResolver); err != nil {
+		return nil, nil, err
+	}
+	for i, p := range cfg.NodePools {
+		nodeOS, nodeLocal, res := cfg.Cluster.NodeOS, cfg.Cluster.NodeLocalDNS, cfg.NodeResolver
+		if p.NodeOS != "" {
+			nodeOS = p.NodeOS
+		}
+		if p.NodeLocalDNS != nil {
+			nodeLocal = p.NodeLocalDNS
+		}
+		if p.NodeResolver != nil {
+			res = *p.NodeResolver
+		}
+		wp, err := pool(p.Name, p.NodeSelector, nodeOS, nodeLocal, res)
+		if err != nil {
+			return nil, nil, fmt.Errorf("nodePools[%d]: %w", i, err)
+		}
+		r.Pools = append(r.Pools, wp)
+	}
+	return r, warnings, nil
+}
+
+// assumedHost turns a NodeResolver into what kubelet would read from such a
+// resolv.conf, by writing and parsing it with kubelet's rules (trailing dots
+// trimmed, a lone "." dropped, options merged by name).
+func assumedHost(res v1alpha1.NodeResolver) (policy.Host, error) {
+	if res.Disabled {
+		return policy.Host{Disabled: true}, nil
+	}
+	text := hostresolv.Format(hostresolv.Config{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options})
+	cfg, err := hostresolv.ParseBytes([]byte(text))
+	if err != nil {
+		return policy.Host{}, fmt.Errorf("nodeResolver: %w", err)
+	}
+	return policy.Host{Nameservers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}, nil
+}
+
+func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f webhookFlags
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer webhook --tls-cert-file F --tls-private-key-file F [--config F] [--listen ADDR] [--cluster-domain D] [--cluster-dns IP[,IP]] [--trims warn|deny]")
+		fmt.Fprintln(stderr, "\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE), GET /healthz and GET /metrics over HTTPS.")
+		fmt.Fprintln(stderr, "Flags given on the command line replace the config file's fields.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "webhook: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	cfg, err := f.webhookConfig(fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "webhook: %v\n", err)
+		return exitUsage
+	}
+	reviewer, warnings, err := webhookReviewer(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "webhook: %v\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	for _, w := range warnings {
+		log.Warn("node settings", "reason", w.Reason, "msg", w.Message)
+	}
+	if len(cfg.Cluster.ClusterDNS) == 0 {
+		log.Warn("no cluster DNS configured: ClusterFirst pods are checked as kubelet without clusterDNS treats them (as Default)")
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	read, write := cfg.Timeouts()
+	srv, err := webhook.New(reviewer, cfg.TLSCertFile, cfg.TLSPrivateKeyFile,
+		webhook.WithLogger(log),
+		webhook.WithRegistry(reg),
+		webhook.WithMetricsHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})),
+		webhook.WithMaxRequestBytes(cfg.MaxRequestBytes),
+		webhook.WithTimeouts(read, write),
+	)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFail
+	}
+	log.Info("starting", "listen", cfg.Listen, "clusterDNS", cfg.Cluster.ClusterDNS, "clusterDomain", cfg.Cluster.ClusterDomain,
+		"nodePools", len(cfg.NodePools), "trims", cfg.Trims, "maxRequestBytes", strconv.FormatInt(cfg.MaxRequestBytes, 10))
+	if err := srv.ListenAndServe(ctx, cfg.Listen); err != nil {
+		log.Error("stopped", "err", err)
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,31 @@
+// Package webhook is dnsconfigurer's validating admission webhook: it moves
+// to `kubectl apply` the pod DNS failures that the API server accepts and the
+// node then hits (a setHostnameAsFQDN FQDN over 64 characters, an autopath
+// annotation the pod cannot use) or silently works around (a merged search
+// list or nameserver list over kubelet's limits).
+//
+// The decisions are pkg/policy's, the engine of `dnsconfigurer validate
+// --strict`: Engine.ValidateNode with the node settings the webhook is
+// configured to assume, per node pool (Reviewer). Errors deny the pod with
+// one status cause per violation, carrying its field path; trims are
+// AdmissionResponse warnings, or denials when the Reviewer says so.
+//
+// Server serves admission.k8s.io/v1 AdmissionReviews for Pods on
+// POST /validate and a liveness answer on GET /healthz, over HTTPS only (TLS
+// 1.2 or later), with a request body cap and read and write timeouts. The
+// certificate and key are re-read when their files change (fsnotify on their
+// directories, which also sees a Secret volume's symlink swap); each new TLS
+// handshake takes the latest good pair, so established connections are not
+// dropped, and a pair that does not load is logged and leaves the previous
+// one in place.
+//
+// HTTP errors: 405 for a method other than POST on /validate, 415 for a body
+// that is not application/json, 413 for a body over the cap, 400 with the
+// reason for anything that is not a well-formed AdmissionReview with a
+// request. An AdmissionReview for anything but a Pod CREATE is allowed with a
+// warning saying that nothing was checked.
+//
+// The package imports k8s.io/api types but not client-go: it never calls the
+// API server. Logging is an injected *slog.Logger and metrics go to an
+// injected prometheus.Registerer (see metrics.go for the list).
+package webhook

@@ -1,0 +1,308 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// Pool is the DNS settings of a group of nodes: the engine built from
+// kubelet's settings there and the resolver config assumed in their
+// resolv.conf.
+type Pool struct {
+	// Name names the pool in messages; "" for the nodes outside every pool.
+	Name string
+	// NodeSelector are the labels of the pool's nodes. A pod belongs to the
+	// pool when its spec.nodeSelector holds all of them with equal values.
+	NodeSelector map[string]string
+	Engine       *policy.Engine
+	Host         policy.Host
+}
+
+func (p *Pool) matches(sel map[string]string) bool {
+	for k, v := range p.NodeSelector {
+		if got, ok := sel[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Reviewer decides the admission of pods. Its fields must not change after
+// the first Review; it is then safe for concurrent use.
+type Reviewer struct {
+	// Default is used for pods that belong to no pool. Its Engine is
+	// required.
+	Default Pool
+	// Pools replace Default for the pods that belong to them; a pod in
+	// several pools must pass each.
+	Pools []Pool
+	// DenyTrims denies the pods that kubelet would only trim, instead of
+	// allowing them with warnings.
+	DenyTrims bool
+}
+
+// Outcome is how a review ended, as counted by
+// dnsconfigurer_webhook_reviews_total.
+type Outcome string
+
+// The outcomes of a review.
+const (
+	OutcomeAllowed Outcome = "allowed" // no problem found
+	OutcomeWarned  Outcome = "warned"  // allowed with warnings
+	OutcomeDenied  Outcome = "denied"
+	OutcomeSkipped Outcome = "skipped" // not a Pod CREATE: allowed unchecked, with a warning
+)
+
+// Violation is one problem found, as reported to the API server.
+type Violation struct {
+	policy.FieldError
+	// Deny is true when the violation denies the pod, false for a warning.
+	Deny bool
+}
+
+// BadRequestError is a request the webhook cannot answer with an
+// AdmissionResponse: the HTTP handler returns it as a 400 with its text.
+type BadRequestError struct{ Reason string }
+
+func (e *BadRequestError) Error() string { return e.Reason }
+
+func badRequest(format string, args ...any) error {
+	return &BadRequestError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// WarningPrefix starts every warning the webhook returns, so that a user
+// reading kubectl's "Warning:" lines knows where they come from.
+const WarningPrefix = "dnsconfigurer: "
+
+// maxWarningRunes is the length from which the API server may truncate a
+// warning (k8s.io/apiserver endpoints/filters/warning.go: 256 runes per item
+// once all warnings pass 4096).
+const maxWarningRunes = 256
+
+// Review decides one AdmissionRequest. It returns a *BadRequestError for a
+// request that cannot be decided (no uid, a Pod CREATE without a decodable
+// object); any other request gets a response, with its UID.
+func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, Outcome, []Violation, error) {
+	if req == nil {
+		return nil, "", nil, badRequest("the AdmissionReview has no request")
+	}
+	if req.UID == "" {
+		return nil, "", nil, badRequest("request.uid is empty")
+	}
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	if req.Kind.Group != "" || req.Kind.Version != "v1" || req.Kind.Kind != "Pod" || req.Resource.Resource != "pods" || req.SubResource != "" {
+		what := req.Kind.Kind
+		if req.Kind.Group != "" {
+			what += "." + req.Kind.Group
+		}
+		res := req.Resource.Resource
+		if req.SubResource != "" {
+			res += "/" + req.SubResource
+		}
+		resp.Warnings = []string{fmt.Sprintf("%sa %s (resource %q) is not a Pod, so its DNS settings were not checked; the webhook's rules should select only pods", WarningPrefix, what, res)}
+		return resp, OutcomeSkipped, nil, nil
+	}
+	if req.Operation != admissionv1.Create {
+		resp.Warnings = []string{fmt.Sprintf("%soperation %s is not checked, only CREATE; the webhook's rules should select only CREATE", WarningPrefix, req.Operation)}
+		return resp, OutcomeSkipped, nil, nil
+	}
+	if len(req.Object.Raw) == 0 {
+		return nil, "", nil, badRequest("request.object is empty for a Pod CREATE")
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return nil, "", nil, badRequest("request.object is not a JSON Pod: %s", oneLine(err))
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if pod.Name == "" {
+		pod.Name = req.Name
+	}
+	podspec.Default(&pod)
+	errs, trims := r.check(podspec.Input(&pod), pod.Spec.NodeSelector)
+
+	var vs []Violation
+	for _, e := range errs {
+		vs = append(vs, Violation{FieldError: e, Deny: true})
+	}
+	for _, t := range trims {
+		vs = append(vs, Violation{FieldError: t, Deny: r.DenyTrims})
+	}
+	var deny []policy.FieldError
+	for _, v := range vs {
+		if v.Deny {
+			deny = append(deny, v.FieldError)
+		} else {
+			resp.Warnings = append(resp.Warnings, warning(v.FieldError))
+		}
+	}
+	switch {
+	case len(deny) > 0:
+		resp.Allowed = false
+		resp.Result = denial(pod.Name, deny)
+		return resp, OutcomeDenied, vs, nil
+	case len(resp.Warnings) > 0:
+		return resp, OutcomeWarned, vs, nil
+	}
+	return resp, OutcomeAllowed, nil, nil
+}
+
+// check runs the engine for every pool the pod belongs to (Default when
+// none) and merges the results: a problem every pool reports is listed once
+// as is, any other one names its pool. The API server's own warnings are
+// dropped: it has already sent them to the client, since validating webhooks
+// run after its validation.
+func (r *Reviewer) check(in policy.Input, nodeSelector map[string]string) (errs, trims []policy.FieldError) {
+	var pools []*Pool
+	for i := range r.Pools {
+		if r.Pools[i].matches(nodeSelector) {
+			pools = append(pools, &r.Pools[i])
+		}
+	}
+	if len(pools) == 0 {
+		pools = []*Pool{&r.Default}
+	}
+	if len(pools) == 1 {
+		v := pools[0].Engine.ValidateNode(in, pools[0].Host)
+		return v.Errors, v.Trims
+	}
+	results := make([]policy.Validation, len(pools))
+	for i, p := range pools {
+		results[i] = p.Engine.ValidateNode(in, p.Host)
+	}
+	merge := func(get func(policy.Validation) []policy.FieldError) []policy.FieldError {
+		var out []policy.FieldError
+		seen := map[policy.FieldError]bool{}
+		for i, res := range results {
+			for _, e := range get(res) {
+				if seen[e] {
+					continue
+				}
+				all := true
+				for _, other := range results {
+					if !containsError(get(other), e) {
+						all = false
+						break
+					}
+				}
+				if all {
+					seen[e] = true
+					out = append(out, e)
+					continue
+				}
+				out = append(out, policy.FieldError{Field: e.Field,
+					Message: fmt.Sprintf("%s (on node pool %q)", e.Message, pools[i].Name)})
+			}
+		}
+		return out
+	}
+	return merge(func(v policy.Validation) []policy.FieldError { return v.Errors }),
+		merge(func(v policy.Validation) []policy.FieldError { return v.Trims })
+}
+
+func containsError(list []policy.FieldError, e policy.FieldError) bool {
+	for _, x := range list {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// denial is the status of a denied pod in the API server's own form for
+// invalid objects (422, reason Invalid, one cause per field error), so that
+// kubectl prints "The Pod "x" is invalid:" and one line per violation. The
+// API server prefixes the message with the webhook's name.
+func denial(name string, errs []policy.FieldError) *metav1.Status {
+	causes := make([]metav1.StatusCause, len(errs))
+	texts := make([]string, len(errs))
+	for i, e := range errs {
+		causes[i] = metav1.StatusCause{Type: causeType(e.Message), Message: e.Message, Field: e.Field}
+		texts[i] = e.Error()
+	}
+	msg := texts[0]
+	if len(texts) > 1 {
+		msg = "[" + strings.Join(texts, ", ") + "]"
+	}
+	return &metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    422,
+		Reason:  metav1.StatusReasonInvalid,
+		Message: fmt.Sprintf("Pod %q is invalid: %s", name, msg),
+		Details: &metav1.StatusDetails{Name: name, Kind: "Pod", Causes: causes},
+	}
+}
+
+// causeType maps the API server's message prefixes (field.ErrorType) to the
+// cause type it would report.
+func causeType(msg string) metav1.CauseType {
+	for _, t := range []struct {
+		prefix string
+		typ    metav1.CauseType
+	}{
+		{"Unsupported value", metav1.CauseTypeFieldValueNotSupported},
+		{"Required value", metav1.CauseTypeFieldValueRequired},
+		{"Too long", metav1.CauseTypeTooLong},
+		{"Forbidden", metav1.CauseTypeForbidden},
+		{"Duplicate value", metav1.CauseTypeFieldValueDuplicate},
+	} {
+		if strings.HasPrefix(msg, t.prefix) {
+			return t.typ
+		}
+	}
+	return metav1.CauseTypeFieldValueInvalid
+}
+
+// quotedList matches the lists the engine quotes: ["a","b"].
+var quotedList = regexp.MustCompile(`\[("[^"\]]*"(,"[^"\]]*")*)?\]`)
+
+// warning renders a trim as one line. The API server may cut warnings past
+// 256 runes, so long ones have their lists shortened, the echo of the pod's
+// own list first, then the others.
+func warning(e policy.FieldError) string {
+	w := WarningPrefix + e.Error()
+	for round := 0; round < 2 && utf8.RuneCountInString(w) > maxWarningRunes; round++ {
+		n := 0
+		w = quotedList.ReplaceAllStringFunc(w, func(list string) string {
+			n++
+			if round == 0 && n > 1 {
+				return list
+			}
+			return shortenList(list, 2)
+		})
+	}
+	return strings.Join(strings.Fields(w), " ")
+}
+
+// shortenList keeps the first keep entries of a quoted list.
+func shortenList(list string, keep int) string {
+	inner := strings.TrimSuffix(strings.TrimPrefix(list, "["), "]")
+	if inner == "" {
+		return list
+	}
+	items := strings.Split(inner, ",")
+	if len(items) <= keep {
+		return list
+	}
+	return fmt.Sprintf("[%s,... %d more]", strings.Join(items[:keep], ","), len(items)-keep)
+}
+
+func oneLine(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

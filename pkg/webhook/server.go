@@ -1,0 +1,183 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of the server's options.
+const (
+	DefaultMaxRequestBytes = 6 << 20
+	DefaultReadTimeout     = 10 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
+	DefaultIdleTimeout     = 90 * time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+type options struct {
+	log             *slog.Logger
+	reg             prometheus.Registerer
+	metrics         http.Handler
+	maxBytes        int64
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
+	idleTimeout     time.Duration
+	shutdownTimeout time.Duration
+	debounce        time.Duration
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithRegistry registers the server's metrics on r (default: none).
+func WithRegistry(r prometheus.Registerer) Option { return func(o *options) { o.reg = r } }
+
+// WithMetricsHandler serves h on /metrics (default: no /metrics).
+func WithMetricsHandler(h http.Handler) Option { return func(o *options) { o.metrics = h } }
+
+// WithMaxRequestBytes caps a request body (default DefaultMaxRequestBytes).
+func WithMaxRequestBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
+
+// WithTimeouts sets the time allowed to read a request, headers included,
+// and to write its response (defaults DefaultReadTimeout and
+// DefaultWriteTimeout). Zero keeps the default.
+func WithTimeouts(read, write time.Duration) Option {
+	return func(o *options) {
+		if read > 0 {
+			o.readTimeout = read
+		}
+		if write > 0 {
+			o.writeTimeout = write
+		}
+	}
+}
+
+// WithShutdownTimeout bounds the wait for requests in flight when Serve's
+// context is done (default DefaultShutdownTimeout).
+func WithShutdownTimeout(d time.Duration) Option { return func(o *options) { o.shutdownTimeout = d } }
+
+// WithReloadDebounce sets how long the certificate files must be quiet
+// before they are re-read (default 100ms), so that the certificate and the
+// key of one rotation are read together.
+func WithReloadDebounce(d time.Duration) Option { return func(o *options) { o.debounce = d } }
+
+// Server is the webhook's HTTPS server.
+type Server struct {
+	o     options
+	m     *metrics
+	certs *certReloader
+	h     *handler
+}
+
+// New checks reviewer, loads the serving certificate and key and registers
+// the metrics. It fails when the pair does not load: the webhook must not
+// start without a certificate.
+func New(reviewer *Reviewer, certFile, keyFile string, opts ...Option) (*Server, error) {
+	o := options{log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxRequestBytes,
+		readTimeout: DefaultReadTimeout, writeTimeout: DefaultWriteTimeout, idleTimeout: DefaultIdleTimeout,
+		shutdownTimeout: DefaultShutdownTimeout, debounce: 100 * time.Millisecond}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.log = o.log.With("component", "webhook")
+	if reviewer == nil || reviewer.Default.Engine == nil {
+		return nil, errors.New("webhook: the reviewer needs a default pool engine")
+	}
+	for i, p := range reviewer.Pools {
+		if p.Engine == nil {
+			return nil, fmt.Errorf("webhook: node pool %q has no engine", reviewer.Pools[i].Name)
+		}
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("webhook: a certificate file and a key file are required")
+	}
+	m, err := newMetrics(o.reg)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: register metrics: %w", err)
+	}
+	certs, err := newCertReloader(certFile, keyFile, o.debounce, o.log, m)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
+	}
+	h := &handler{reviewer: reviewer, maxBytes: o.maxBytes, log: o.log, m: m, metrics: o.metrics}
+	return &Server{o: o, m: m, certs: certs, h: h}, nil
+}
+
+// ListenAndServe listens on addr and calls Serve.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("webhook: listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves HTTPS on ln until ctx is done, then shuts down gracefully
+// within the shutdown timeout; it returns nil after a clean shutdown caused
+// by ctx. The certificate watch is set up before the first connection is
+// accepted. ln is closed when Serve returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	fsw, err := s.certs.watch()
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("webhook: %w", err)
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		s.certs.run(watchCtx, fsw)
+	}()
+	defer func() {
+		stopWatch()
+		<-watchDone
+	}()
+
+	srv := &http.Server{
+		Handler: s.h,
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: s.certs.GetCertificate,
+		},
+		ReadHeaderTimeout: s.o.readTimeout,
+		ReadTimeout:       s.o.readTimeout,
+		WriteTimeout:      s.o.writeTimeout,
+		IdleTimeout:       s.o.idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.o.log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	s.o.log.Info("serving admission reviews", "addr", ln.Addr().String(), "path", PathValidate)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("webhook: serve: %w", err)
+	case <-ctx.Done():
+	}
+	err = s.shutdown(srv)
+	<-serveErr
+	s.o.log.Info("stopped serving admission reviews")
+	return err
+}
+
+func (s *Server) shutdown(srv *http.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("webhook: shutdown: %w", err)
+	}
+	return nil
+}
