@@ -1,0 +1,294 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// NewClient returns a clientset from a kubeconfig file, or from the
+// in-cluster config when kubeconfig is empty.
+func NewClient(kubeconfig string) (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
+		}
+	}
+	cfg.UserAgent = "dnsconfigurer-serve"
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
+}
+
+// Cluster feeds the store from client-go informers on Services,
+// EndpointSlices (unless NoEndpoints), Namespaces and, when Pods is set,
+// Pods. The informers keep stripped objects (only the fields DNS needs) and
+// the store gets slim records; the store is published after the first full
+// sync and then at most once per Debounce while changes arrive.
+type Cluster struct {
+	Client      kubernetes.Interface
+	Store       Publisher
+	Logger      *slog.Logger
+	Pods        bool
+	NoEndpoints bool
+	// Debounce is the coalescing window of publishes (default 100ms).
+	Debounce time.Duration
+	// Resync is the informers' resync period (default 0: none).
+	Resync time.Duration
+}
+
+// Run starts the informers, publishes after the first sync and keeps the
+// store current until ctx is done. It returns ctx's error if ctx ends before
+// the first sync, nil on a later cancel.
+func (c *Cluster) Run(ctx context.Context) error {
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	debounce := c.Debounce
+	if debounce <= 0 {
+		debounce = 100 * time.Millisecond
+	}
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	factory := informers.NewSharedInformerFactory(c.Client, c.Resync)
+	defer factory.Shutdown()
+
+	handler := func(set func(obj any), del func(obj any)) cache.ResourceEventHandler {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { set(obj); notify() },
+			UpdateFunc: func(_, obj any) { set(obj); notify() },
+			DeleteFunc: func(obj any) {
+				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				del(obj)
+				notify()
+			},
+		}
+	}
+	var synced []cache.InformerSynced
+	add := func(inf cache.SharedIndexInformer, transform cache.TransformFunc, h cache.ResourceEventHandler) error {
+		if err := inf.SetTransform(transform); err != nil {
+			return fmt.Errorf("set transform: %w", err)
+		}
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			return fmt.Errorf("add event handler: %w", err)
+		}
+		synced = append(synced, reg.HasSynced)
+		return nil
+	}
+
+	if err := add(factory.Core().V1().Services().Informer(), stripService, handler(
+		func(obj any) {
+			s, ok := obj.(*corev1.Service)
+			if !ok {
+				return
+			}
+			v, err := ToService(s)
+			if err != nil {
+				log.WarnContext(ctx, "skipping service", "err", err)
+				c.Store.DeleteService(namespaceOf(s.ObjectMeta), s.Name)
+				return
+			}
+			c.Store.SetService(v)
+		},
+		func(obj any) {
+			if m, ok := obj.(metav1.Object); ok {
+				c.Store.DeleteService(nsOf(m), m.GetName())
+			}
+		})); err != nil {
+		return fmt.Errorf("services informer: %w", err)
+	}
+	if !c.NoEndpoints {
+		if err := add(factory.Discovery().V1().EndpointSlices().Informer(), stripEndpointSlice, handler(
+			func(obj any) {
+				s, ok := obj.(*discoveryv1.EndpointSlice)
+				if !ok {
+					return
+				}
+				v, err := ToEndpointSlice(s)
+				if err != nil {
+					log.WarnContext(ctx, "skipping endpointslice", "err", err)
+					c.Store.DeleteEndpointSlice(namespaceOf(s.ObjectMeta), s.Name)
+					return
+				}
+				c.Store.SetEndpointSlice(v)
+			},
+			func(obj any) {
+				if m, ok := obj.(metav1.Object); ok {
+					c.Store.DeleteEndpointSlice(nsOf(m), m.GetName())
+				}
+			})); err != nil {
+			return fmt.Errorf("endpointslices informer: %w", err)
+		}
+	}
+	if err := add(factory.Core().V1().Namespaces().Informer(), stripNamespace, handler(
+		func(obj any) {
+			if m, ok := obj.(metav1.Object); ok {
+				c.Store.SetNamespace(storeNamespace(m.GetName()))
+			}
+		},
+		func(obj any) {
+			if m, ok := obj.(metav1.Object); ok {
+				c.Store.DeleteNamespace(m.GetName())
+			}
+		})); err != nil {
+		return fmt.Errorf("namespaces informer: %w", err)
+	}
+	if c.Pods {
+		if err := add(factory.Core().V1().Pods().Informer(), stripPod, handler(
+			func(obj any) {
+				p, ok := obj.(*corev1.Pod)
+				if !ok {
+					return
+				}
+				v, keep, err := ToPod(p)
+				if err != nil {
+					log.WarnContext(ctx, "skipping pod", "err", err)
+				}
+				if err != nil || !keep {
+					c.Store.DeletePod(namespaceOf(p.ObjectMeta), p.Name)
+					return
+				}
+				c.Store.SetPod(v)
+			},
+			func(obj any) {
+				if m, ok := obj.(metav1.Object); ok {
+					c.Store.DeletePod(nsOf(m), m.GetName())
+				}
+			})); err != nil {
+			return fmt.Errorf("pods informer: %w", err)
+		}
+	}
+
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("wait for informer sync: %w", ctx.Err())
+	}
+	// Drain the notifications of the initial list: the publish covers them.
+	select {
+	case <-changed:
+	default:
+	}
+	c.Store.Publish()
+	log.InfoContext(ctx, "kubernetes records synced")
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	pending := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			if !pending {
+				pending = true
+				timer.Reset(debounce)
+			}
+		case <-timer.C:
+			pending = false
+			c.Store.Publish()
+		}
+	}
+}
+
+func nsOf(m metav1.Object) string {
+	if m.GetNamespace() == "" {
+		return metav1.NamespaceDefault
+	}
+	return m.GetNamespace()
+}
+
+func slimMeta(m metav1.ObjectMeta, keepLabel string) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
+	if v, ok := m.Labels[keepLabel]; ok && keepLabel != "" {
+		out.Labels = map[string]string{keepLabel: v}
+	}
+	return out
+}
+
+// The transforms keep only what DNS reads, so the informer caches do not
+// hold full API objects (managed fields, annotations, pod specs...).
+
+func stripService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Service{
+		ObjectMeta: slimMeta(s.ObjectMeta, ""),
+		Spec: corev1.ServiceSpec{
+			Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP, ClusterIPs: s.Spec.ClusterIPs,
+			ExternalName: s.Spec.ExternalName, Ports: s.Spec.Ports,
+			PublishNotReadyAddresses: s.Spec.PublishNotReadyAddresses,
+		},
+	}, nil
+}
+
+func stripEndpointSlice(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &discoveryv1.EndpointSlice{
+		ObjectMeta:  slimMeta(s.ObjectMeta, serviceNameLabel),
+		AddressType: s.AddressType,
+		Ports:       s.Ports,
+		Endpoints:   make([]discoveryv1.Endpoint, len(s.Endpoints)),
+	}
+	for i, e := range s.Endpoints {
+		out.Endpoints[i] = discoveryv1.Endpoint{Addresses: e.Addresses, Hostname: e.Hostname,
+			Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready}}
+		if e.TargetRef != nil {
+			out.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: e.TargetRef.Kind, Name: e.TargetRef.Name}
+		}
+	}
+	return out, nil
+}
+
+func stripPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: slimMeta(p.ObjectMeta, ""),
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
+	}, nil
+}
+
+func stripNamespace(obj any) (any, error) {
+	n, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Namespace{ObjectMeta: slimMeta(n.ObjectMeta, "")}, nil
+}
