@@ -129,7 +129,7 @@ func NewForwarder(source UpstreamSource, listen []string, timeout time.Duration,
 		tcp: &dns.Client{Net: "tcp", Timeout: timeout},
 	}
 	for _, l := range listen {
-		ap, err := parseAddrPort(l)
+		ap, err := ParseAddrPort(l)
 		if err != nil {
 			return nil, fmt.Errorf("listen address %q: %w", l, err)
 		}
@@ -138,8 +138,8 @@ func NewForwarder(source UpstreamSource, listen []string, timeout time.Duration,
 	return f, nil
 }
 
-// parseAddrPort parses "ip", "ip:port" or "[ip]:port" (port 53 by default).
-func parseAddrPort(s string) (netip.AddrPort, error) {
+// ParseAddrPort parses "ip", "ip:port" or "[ip]:port" (port 53 by default).
+func ParseAddrPort(s string) (netip.AddrPort, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
 		return netip.AddrPortFrom(a.Unmap(), 53), nil
 	}
@@ -181,7 +181,7 @@ func (f *Forwarder) isSelf(up netip.AddrPort) bool {
 func (f *Forwarder) Upstreams() []string {
 	var out []string
 	for _, u := range f.source.Upstreams() {
-		ap, err := parseAddrPort(u)
+		ap, err := ParseAddrPort(u)
 		if err != nil || f.isSelf(ap) {
 			continue
 		}

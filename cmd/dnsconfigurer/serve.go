@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/klog/v2"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+)
+
+func init() {
+	register("serve", command{summary: "run the cluster DNS server (Kubernetes DNS spec 1.1.0)", run: runServe})
+}
+
+// listFlag is a repeatable flag that also takes comma-separated values.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+type serveFlags struct {
+	listen             listFlag
+	clusterDomain      string
+	objects            string
+	kubeconfig         string
+	pods               string
+	ttl                uint
+	upstream           listFlag
+	upstreamResolvConf string
+	metricsListen      string
+	namespaces         listFlag
+	ignoreEmptyService bool
+	endpointPodNames   bool
+	noEndpoints        bool
+	logLevel           string
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
+	f := &serveFlags{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer serve --listen ADDR [--listen ADDR...] [--cluster-domain cluster.local]\n"+
+			"    [--objects PATH | --kubeconfig PATH] [--pods verified|insecure|disabled] [--ttl N]\n"+
+			"    [--upstream ADDR[,ADDR...] | --upstream-resolv-conf PATH] [--metrics-listen ADDR]\n\nflags:")
+		fs.PrintDefaults()
+	}
+	fs.Var(&f.listen, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster `zone`")
+	fs.StringVar(&f.objects, "objects", "", "serve the Services, EndpointSlices, Pods and Namespaces of this manifest file or directory (watched)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig (default with neither: the in-cluster config)")
+	fs.StringVar(&f.pods, "pods", "disabled", "pod records <a-b-c-d>.<ns>.pod.<zone>: verified, insecure or disabled")
+	fs.UintVar(&f.ttl, "ttl", 5, "TTL of the records and of negative answers, 0-3600")
+	fs.Var(&f.upstream, "upstream", "forward names outside the cluster zone to these `ADDR`s (ip or ip:port); repeatable or comma-separated")
+	fs.StringVar(&f.upstreamResolvConf, "upstream-resolv-conf", "", "forward to the nameservers of this resolv.conf (re-read on change)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR`")
+	fs.Var(&f.namespaces, "namespaces", "only serve these namespaces (comma-separated or repeated)")
+	fs.BoolVar(&f.ignoreEmptyService, "ignore-empty-service", false, "answer NXDOMAIN for Services without a ready endpoint")
+	fs.BoolVar(&f.endpointPodNames, "endpoint-pod-names", false, "name endpoints without a hostname after their pod instead of their dashed IP")
+	fs.BoolVar(&f.noEndpoints, "no-endpoints", false, "serve no endpoint records (headless Services and endpoint names are NXDOMAIN)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if len(f.listen) == 0 {
+		return nil, errors.New("--listen is required")
+	}
+	for _, l := range f.listen {
+		if _, _, err := net.SplitHostPort(l); err != nil {
+			return nil, fmt.Errorf("--listen %q: %w", l, err)
+		}
+	}
+	if f.objects != "" && f.kubeconfig != "" {
+		return nil, errors.New("--objects and --kubeconfig are exclusive")
+	}
+	if len(f.upstream) > 0 && f.upstreamResolvConf != "" {
+		return nil, errors.New("--upstream and --upstream-resolv-conf are exclusive")
+	}
+	if f.ttl > store.MaxTTL {
+		return nil, fmt.Errorf("--ttl %d: above %d", f.ttl, store.MaxTTL)
+	}
+	return f, nil
+}
+
+func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
+	f, err := parseServeFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
+		return exitUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "dnsconfigurer serve: --log-level %q: %v\n", f.logLevel, err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "dnsserver")
+	podMode, err := store.ParsePodMode(f.pods)
+	if err != nil {
+		fmt.Fprintf(stderr, "dnsconfigurer serve: --pods: %v\n", err)
+		return exitUsage
+	}
+	st, err := store.New(store.Options{
+		Zone: f.clusterDomain, TTL: uint32(f.ttl), Pods: podMode, Namespaces: f.namespaces,
+		IgnoreEmptyService: f.ignoreEmptyService, EndpointPodNames: f.endpointPodNames, NoEndpoints: f.noEndpoints,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "dnsconfigurer serve: --cluster-domain %q: %v\n", f.clusterDomain, err)
+		return exitUsage
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := dnsserver.NewMetrics(reg, st)
+	if err != nil {
+		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
+		return exitFail
+	}
+
+	var source dnsserver.UpstreamSource
+	switch {
+	case len(f.upstream) > 0:
+		source = dnsserver.StaticUpstreams(f.upstream)
+	case f.upstreamResolvConf != "":
+		src, err := dnsserver.NewResolvConfUpstreams(f.upstreamResolvConf)
+		if err != nil {
+			fmt.Fprintf(stderr, "dnsconfigurer serve: --upstream-resolv-conf: %v\n", err)
+			return exitUsage
+		}
+		source = src
+	}
+	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithMetrics(metrics)}
+	if source != nil {
+		fwd, err := dnsserver.NewForwarder(source, f.listen, 2*time.Second, metrics)
+		if err != nil {
+			fmt.Fprintf(stderr, "dnsconfigurer serve: --upstream: %v\n", err)
+			return exitUsage
+		}
+		for _, u := range source.Upstreams() {
+			if _, err := dnsserver.ParseAddrPort(u); err != nil {
+				fmt.Fprintf(stderr, "dnsconfigurer serve: upstream %q: %v\n", u, err)
+				return exitUsage
+			}
+		}
+		if len(fwd.Upstreams()) == 0 {
+			log.Warn("no usable upstream: every upstream is one of the listen addresses", "upstreams", source.Upstreams())
+		}
+		opts = append(opts, dnsserver.WithForwarder(fwd))
+	}
+	handler := dnsserver.NewHandler(f.clusterDomain, st, opts...)
+
+	// The feed.
+	var run func(context.Context) error
+	if f.objects != "" {
+		m := &feed.Manifests{Path: f.objects, Store: st, Logger: log}
+		if err := m.Load(); err != nil {
+			fmt.Fprintf(stderr, "dnsconfigurer serve: --objects: %v\n", err)
+			return exitUsage
+		}
+		run = m.Run
+	} else {
+		klog.SetSlogLogger(log.With("component", "client-go"))
+		client, err := feed.NewClient(f.kubeconfig)
+		if err != nil {
+			fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
+			return exitUsage
+		}
+		c := &feed.Cluster{Client: client, Store: st, Logger: log,
+			Pods: podMode == store.PodsVerified, NoEndpoints: f.noEndpoints}
+		run = c.Run
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv := &dnsserver.Server{Listen: f.listen, Handler: handler, Logger: log}
+	if err := srv.Start(ctx); err != nil {
+		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
+		return exitFail
+	}
+	handler.Warm()
+	log.Info("serving DNS", "listen", srv.Addrs(), "zone", st.Zone(), "pods", podMode.String(), "ttl", f.ttl)
+
+	var wg sync.WaitGroup
+	var httpSrv *http.Server
+	if f.metricsListen != "" {
+		ln, err := net.Listen("tcp", f.metricsListen)
+		if err != nil {
+			fmt.Fprintf(stderr, "dnsconfigurer serve: --metrics-listen %q: %v\n", f.metricsListen, err)
+			_ = srv.Shutdown(context.WithoutCancel(ctx))
+			return exitFail
+		}
+		httpSrv = &http.Server{Handler: dnsserver.NewHTTPHandler(reg, handler), ReadHeaderTimeout: 5 * time.Second}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
+		log.Info("serving metrics", "listen", ln.Addr().String())
+	}
+
+	code := exitOK
+	feedDone := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(feedDone)
+		if err := run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("record feed stopped", "err", err)
+			code = exitFail
+			cancel()
+		}
+	}()
+	<-ctx.Done()
+	<-feedDone
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("dns shutdown", "err", err)
+	}
+	if httpSrv != nil {
+		_ = httpSrv.Shutdown(sctx)
+	}
+	wg.Wait()
+	return code
+}
