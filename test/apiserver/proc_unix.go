@@ -1,0 +1,26 @@
+//go:build unix
+
+package apiserver
+
+import (
+	"errors"
+	"syscall"
+)
+
+// terminate asks the process group led by pid to shut down.
+func terminate(pid int) error {
+	return signalGroup(pid, syscall.SIGTERM)
+}
+
+// kill kills the process group led by pid.
+func kill(pid int) error {
+	return signalGroup(pid, syscall.SIGKILL)
+}
+
+func signalGroup(pid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
