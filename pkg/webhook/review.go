@@ -85,10 +85,15 @@ func badRequest(format string, args ...any) error {
 // reading kubectl's "Warning:" lines knows where they come from.
 const WarningPrefix = "dnsconfigurer: "
 
-// maxWarningRunes is the length from which the API server may truncate a
-// warning (k8s.io/apiserver endpoints/filters/warning.go: 256 runes per item
-// once all warnings pass 4096).
-const maxWarningRunes = 256
+// The API server cuts every warning to 256 runes once the warnings of a
+// response pass 4096 (k8s.io/apiserver endpoints/filters/warning.go). The
+// webhook returns at most a few warnings, so it keeps each one under
+// maxWarningRunes by shortening the lists it quotes, and so never reaches
+// that budget.
+const (
+	shortWarningRunes = 256
+	maxWarningRunes   = 512
+)
 
 // Review decides one AdmissionRequest. It returns a *BadRequestError for a
 // request that cannot be decided (no uid, a Pod CREATE without a decodable
@@ -268,32 +273,36 @@ func causeType(msg string) metav1.CauseType {
 // quotedList matches the lists the engine quotes: ["a","b"].
 var quotedList = regexp.MustCompile(`\[("[^"\]]*"(,"[^"\]]*")*)?\]`)
 
-// warning renders a trim as one line. The API server may cut warnings past
-// 256 runes, so long ones have their lists shortened, the echo of the pod's
-// own list first, then the others.
+// warning renders a trim as one line. A warning longer than
+// shortWarningRunes has the echo of the pod's own list (the first list)
+// shortened; one still longer than maxWarningRunes has every list shortened.
 func warning(e policy.FieldError) string {
-	w := WarningPrefix + e.Error()
-	for round := 0; round < 2 && utf8.RuneCountInString(w) > maxWarningRunes; round++ {
+	w := strings.Join(strings.Fields(WarningPrefix+e.Error()), " ")
+	for round, limit := range []int{shortWarningRunes, maxWarningRunes} {
+		if utf8.RuneCountInString(w) <= limit {
+			break
+		}
 		n := 0
 		w = quotedList.ReplaceAllStringFunc(w, func(list string) string {
 			n++
 			if round == 0 && n > 1 {
 				return list
 			}
-			return shortenList(list, 2)
+			return shortenList(list, 3)
 		})
 	}
-	return strings.Join(strings.Fields(w), " ")
+	return w
 }
 
-// shortenList keeps the first keep entries of a quoted list.
+// shortenList keeps the first keep entries of a quoted list of more than
+// keep+1 entries.
 func shortenList(list string, keep int) string {
 	inner := strings.TrimSuffix(strings.TrimPrefix(list, "["), "]")
 	if inner == "" {
 		return list
 	}
 	items := strings.Split(inner, ",")
-	if len(items) <= keep {
+	if len(items) <= keep+1 {
 		return list
 	}
 	return fmt.Sprintf("[%s,... %d more]", strings.Join(items[:keep], ","), len(items)-keep)

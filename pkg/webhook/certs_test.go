@@ -1,0 +1,191 @@
+package webhook
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// get fetches /healthz and reports the serial of the certificate the
+// connection was set up with and whether the connection was reused.
+func get(t *testing.T, c *http.Client, url string) (serial int64, reused bool) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url+PathHealthz, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+	}))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil {
+		t.Fatalf("healthz: %d %+v", resp.StatusCode, resp.TLS)
+	}
+	return resp.TLS.PeerCertificates[0].SerialNumber.Int64(), reused
+}
+
+// freshSerial is the serial a new connection sees.
+func freshSerial(t *testing.T, ts *testServer) int64 {
+	t.Helper()
+	c := ts.client(t)
+	c.Transport.(*http.Transport).DisableKeepAlives = true
+	s, _ := get(t, c, ts.url)
+	return s
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCertRotation: a new pair is served to new connections, an open
+// keep-alive connection goes on with the old one, and a bad pair is logged
+// and leaves the last good one in use.
+func TestCertRotation(t *testing.T) {
+	ts := startServer(t, testReviewer(t))
+	first := freshSerial(t, ts)
+
+	// A keep-alive connection, and a request in flight across the
+	// rotation: its body is half sent.
+	kept := ts.client(t)
+	if s, _ := get(t, kept, ts.url); s != first {
+		t.Fatalf("serial %d, want %d", s, first)
+	}
+	body := podReview(t, pod("web-0"))
+	pr, pw := io.Pipe()
+	type result struct {
+		code   int
+		serial int64
+		err    error
+	}
+	inflight := make(chan result, 1)
+	go func() {
+		resp, err := ts.client(t).Post(ts.url+PathValidate, "application/json", pr)
+		if err != nil {
+			inflight <- result{err: err}
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		inflight <- result{code: resp.StatusCode, serial: resp.TLS.PeerCertificates[0].SerialNumber.Int64()}
+	}()
+	if _, err := pw.Write(body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+
+	// Rotate: key first, then certificate, both by rename.
+	certPEM, keyPEM, second := ts.ca.issue(t)
+	writeAtomic(t, ts.keyFile, keyPEM)
+	writeAtomic(t, ts.certFile, certPEM)
+	waitFor(t, "the new certificate on new connections", func() bool { return freshSerial(t, ts) == second })
+	if got := counterValue(ts.srv.m.reloads.WithLabelValues("ok")); got < 1 {
+		t.Errorf("cert_reloads_total{result=ok} = %v", got)
+	}
+
+	// The in-flight request completes on its connection.
+	if _, err := pw.Write(body[len(body)/2:]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if r := <-inflight; r.err != nil || r.code != 200 || r.serial != first {
+		t.Errorf("in-flight request: %+v, want 200 over the first certificate (%d)", r, first)
+	}
+
+	// The kept connection was not dropped: it is reused, with the old
+	// certificate, and still answers reviews.
+	s, reused := get(t, kept, ts.url)
+	if !reused || s != first {
+		t.Errorf("kept connection: reused=%v serial=%d, want reused with serial %d", reused, s, first)
+	}
+	code, review, raw := post(t, kept, ts.url, podReview(t, pod("web-0")))
+	if code != 200 || !review.Response.Allowed {
+		t.Errorf("review on the kept connection: %d %s", code, raw)
+	}
+
+	// A broken certificate file: logged, counted, the second pair stays.
+	writeAtomic(t, ts.certFile, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"))
+	waitFor(t, "the failed reload", func() bool { return counterValue(ts.srv.m.reloads.WithLabelValues("error")) >= 1 })
+	if s := freshSerial(t, ts); s != second {
+		t.Errorf("after a broken certificate: serial %d, want %d", s, second)
+	}
+	if !strings.Contains(ts.logs.String(), "serving certificate not reloaded; keeping the previous one") {
+		t.Errorf("the failed reload was not logged:\n%s", ts.logs.String())
+	}
+
+	// A certificate that does not match the key: the same.
+	otherCert, _, _ := ts.ca.issue(t)
+	before := counterValue(ts.srv.m.reloads.WithLabelValues("error"))
+	writeAtomic(t, ts.certFile, otherCert)
+	waitFor(t, "the failed reload", func() bool { return counterValue(ts.srv.m.reloads.WithLabelValues("error")) > before })
+	if s := freshSerial(t, ts); s != second {
+		t.Errorf("after a mismatched pair: serial %d, want %d", s, second)
+	}
+
+	// In place writes (no rename) of a good pair are seen too.
+	certPEM, keyPEM, third := ts.ca.issue(t)
+	if err := os.WriteFile(ts.keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ts.certFile, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the third certificate", func() bool { return freshSerial(t, ts) == third })
+	if s, reused := get(t, kept, ts.url); !reused || s != first {
+		t.Errorf("kept connection after two rotations: reused=%v serial=%d", reused, s)
+	}
+}
+
+// TestNewBadCert: the server does not start without a good pair.
+func TestNewBadCert(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t)
+	certPEM, _, _ := ca.issue(t)
+	_, keyPEM, _ := ca.issue(t)
+	cert, key := dir+"/tls.crt", dir+"/tls.key"
+	writeAtomic(t, cert, certPEM)
+	writeAtomic(t, key, keyPEM)
+	for _, tc := range []struct{ name, cert, key, want string }{
+		{"mismatch", cert, key, "private key does not match public key"},
+		{"missing", dir + "/nope.crt", key, "read certificate"},
+		{"empty names", "", "", "a certificate file and a key file are required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(testReviewer(t), tc.cert, tc.key)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := New(&Reviewer{}, cert, key); err == nil {
+		t.Errorf("New without an engine: no error")
+	}
+}
+
+// TestCertReloadUnrelatedChange: other files changing in the directory cause
+// no reload.
+func TestCertReloadUnrelatedChange(t *testing.T) {
+	ts := startServer(t, testReviewer(t))
+	// Touch the directory with an unrelated file: no reload is counted.
+	if err := os.WriteFile(ts.certFile+".unrelated", []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // several debounce periods
+	if got := counterValue(ts.srv.m.reloads.WithLabelValues("ok")) + counterValue(ts.srv.m.reloads.WithLabelValues("error")); got != 0 {
+		t.Errorf("reloads after an unrelated change: %v", got)
+	}
+}

@@ -1,0 +1,309 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// testCA is a certificate authority made for one test.
+type testCA struct {
+	cert   *x509.Certificate
+	key    *ecdsa.PrivateKey
+	pem    []byte
+	serial atomic.Int64
+}
+
+func newTestCA(t testing.TB) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "dnsconfigurer test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	ca.serial.Store(1)
+	return ca
+}
+
+func (ca *testCA) pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
+}
+
+// issue makes a serving certificate for 127.0.0.1, ::1 and localhost; it
+// returns the PEM pair and the serial number.
+func (ca *testCA) issue(t testing.TB) (certPEM, keyPEM []byte, serial int64) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial = ca.serial.Add(1)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: "dnsconfigurer-webhook"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", "dnsconfigurer-webhook.dnsconfigurer.svc"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), serial
+}
+
+// writeAtomic replaces path's content by a rename, as cert-manager and the
+// kubelet's Secret volumes do.
+func writeAtomic(t testing.TB, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testServer is a Server running on 127.0.0.1 for one test.
+type testServer struct {
+	srv      *Server
+	url      string
+	ca       *testCA
+	certFile string
+	keyFile  string
+	reg      *prometheus.Registry
+	logs     *syncBuffer
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  chan struct{}
+	buf bytes.Buffer
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{mu: make(chan struct{}, 1)} }
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu <- struct{}{}
+	defer func() { <-b.mu }()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu <- struct{}{}
+	defer func() { <-b.mu }()
+	return b.buf.String()
+}
+
+// testNode is the node every test pool assumes unless it says otherwise.
+var testNode = policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}
+
+var testHost = policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: []string{"ec2.internal"}, Options: []string{"ndots:2"}}
+
+func testReviewer(t testing.TB) *Reviewer {
+	t.Helper()
+	return &Reviewer{Default: testPool(t, "", nil, testNode, testHost)}
+}
+
+func testPool(t testing.TB, name string, sel map[string]string, node policy.Node, host policy.Host) Pool {
+	t.Helper()
+	eng, err := policy.New(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Pool{Name: name, NodeSelector: sel, Engine: eng, Host: host}
+}
+
+func startServer(t testing.TB, r *Reviewer, opts ...Option) *testServer {
+	t.Helper()
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	ts := &testServer{ca: ca, certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
+		reg: prometheus.NewRegistry(), logs: newSyncBuffer()}
+	certPEM, keyPEM, _ := ca.issue(t)
+	writeAtomic(t, ts.certFile, certPEM)
+	writeAtomic(t, ts.keyFile, keyPEM)
+	opts = append([]Option{WithLogger(slog.New(slog.NewTextHandler(ts.logs, nil))), WithRegistry(ts.reg), WithReloadDebounce(10 * time.Millisecond)}, opts...)
+	srv, err := New(r, ts.certFile, ts.keyFile, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv = srv
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.url = "https://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Errorf("Serve did not return after its context was cancelled")
+		}
+	})
+	return ts
+}
+
+// client returns an HTTPS client that trusts the test CA, with its own
+// connection pool.
+func (ts *testServer) client(t testing.TB) *http.Client {
+	t.Helper()
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: ts.ca.pool(), MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: true,
+		MaxIdleConns:      10,
+		IdleConnTimeout:   30 * time.Second,
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// review builds the AdmissionReview the API server sends for a pod CREATE.
+func podReview(t testing.TB, pod *corev1.Pod) []byte {
+	t.Helper()
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reviewJSON(t, &admissionv1.AdmissionRequest{
+		UID:       types.UID("5bdc1a0b-5ad0-4c83-a8a4-1f2b3c4d5e6f"),
+		Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Name:      pod.Name,
+		Namespace: pod.Namespace,
+		Operation: admissionv1.Create,
+		Object:    runtime.RawExtension{Raw: raw},
+	})
+}
+
+func reviewJSON(t testing.TB, req *admissionv1.AdmissionRequest) []byte {
+	t.Helper()
+	data, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// post sends body to /validate and returns the status, the decoded review
+// (when 200) and the raw body.
+func post(t testing.TB, c *http.Client, url string, body []byte) (int, *admissionv1.AdmissionReview, string) {
+	t.Helper()
+	resp, err := c.Post(url+PathValidate, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil, string(data)
+	}
+	var out admissionv1.AdmissionReview
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("decode response %s: %v", data, err)
+	}
+	return resp.StatusCode, &out, string(data)
+}
+
+// pod is a minimal pod after the API server's defaulting.
+func pod(name string, mod ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			DNSPolicy:  corev1.DNSClusterFirst,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1.0"}},
+		},
+	}
+	for _, m := range mod {
+		m(p)
+	}
+	return p
+}
+
+func manySearches(n int) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf("team-%02d.corp.example.com", i)
+	}
+	return s
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
