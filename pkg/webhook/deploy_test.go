@@ -1,0 +1,399 @@
+package webhook
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+const deployDir = "../../deploy/webhook"
+
+// The cert-manager v1 fields the manifests use; decoding into these
+// strictly catches a misspelt or misplaced field.
+type cmIssuer struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		SelfSigned *struct{} `json:"selfSigned,omitempty"`
+		CA         *struct {
+			SecretName string `json:"secretName"`
+		} `json:"ca,omitempty"`
+	} `json:"spec"`
+}
+
+type cmCertificate struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		IsCA        bool     `json:"isCA,omitempty"`
+		CommonName  string   `json:"commonName,omitempty"`
+		SecretName  string   `json:"secretName"`
+		DNSNames    []string `json:"dnsNames,omitempty"`
+		Duration    string   `json:"duration,omitempty"`
+		RenewBefore string   `json:"renewBefore,omitempty"`
+		Usages      []string `json:"usages,omitempty"`
+		PrivateKey  struct {
+			Algorithm      string `json:"algorithm"`
+			Size           int    `json:"size"`
+			RotationPolicy string `json:"rotationPolicy,omitempty"`
+		} `json:"privateKey"`
+		IssuerRef struct {
+			Name  string `json:"name"`
+			Kind  string `json:"kind"`
+			Group string `json:"group"`
+		} `json:"issuerRef"`
+	} `json:"spec"`
+}
+
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Labels     []struct {
+		Pairs            map[string]string `json:"pairs"`
+		IncludeSelectors bool              `json:"includeSelectors"`
+	} `json:"labels"`
+	Images []struct {
+		Name   string `json:"name"`
+		NewTag string `json:"newTag"`
+	} `json:"images"`
+}
+
+// manifests holds the decoded objects of deploy/webhook.
+type manifests struct {
+	namespaces      []corev1.Namespace
+	serviceAccounts []corev1.ServiceAccount
+	configMaps      []corev1.ConfigMap
+	services        []corev1.Service
+	deployments     []appsv1.Deployment
+	pdbs            []policyv1.PodDisruptionBudget
+	webhooks        []admissionregistrationv1.ValidatingWebhookConfiguration
+	issuers         []cmIssuer
+	certificates    []cmCertificate
+}
+
+func decodeStrict[T any](t *testing.T, where string, doc []byte, list *[]T) {
+	t.Helper()
+	var v T
+	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	*list = append(*list, v)
+}
+
+func loadManifests(t *testing.T) (manifests, kustomization) {
+	t.Helper()
+	var k kustomization
+	data, err := os.ReadFile(filepath.Join(deployDir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+		t.Errorf("kustomization.yaml: apiVersion %q kind %q", k.APIVersion, k.Kind)
+	}
+	files, err := filepath.Glob(filepath.Join(deployDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" {
+			want = append(want, b)
+		}
+	}
+	got := slices.Sorted(slices.Values(k.Resources))
+	if !slices.Equal(got, want) {
+		t.Errorf("kustomization resources %q, want every manifest of the directory %q", got, want)
+	}
+
+	var m manifests
+	for _, name := range k.Resources {
+		data, err := os.ReadFile(filepath.Join(deployDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range bytes.Split(data, []byte("\n---\n")) {
+			where := fmt.Sprintf("%s document %d", name, i+1)
+			var head struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+			}
+			if err := yaml.Unmarshal(doc, &head); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			switch head.APIVersion + " " + head.Kind {
+			case "v1 Namespace":
+				decodeStrict(t, where, doc, &m.namespaces)
+			case "v1 ServiceAccount":
+				decodeStrict(t, where, doc, &m.serviceAccounts)
+			case "v1 ConfigMap":
+				decodeStrict(t, where, doc, &m.configMaps)
+			case "v1 Service":
+				decodeStrict(t, where, doc, &m.services)
+			case "apps/v1 Deployment":
+				decodeStrict(t, where, doc, &m.deployments)
+			case "policy/v1 PodDisruptionBudget":
+				decodeStrict(t, where, doc, &m.pdbs)
+			case "admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration":
+				decodeStrict(t, where, doc, &m.webhooks)
+			case "cert-manager.io/v1 Issuer":
+				decodeStrict(t, where, doc, &m.issuers)
+			case "cert-manager.io/v1 Certificate":
+				decodeStrict(t, where, doc, &m.certificates)
+			default:
+				t.Fatalf("%s: unexpected apiVersion %q kind %q", where, head.APIVersion, head.Kind)
+			}
+		}
+	}
+	return m, k
+}
+
+func one[T any](t *testing.T, what string, list []T) *T {
+	t.Helper()
+	if len(list) != 1 {
+		t.Fatalf("%d %s, want 1", len(list), what)
+	}
+	return &list[0]
+}
+
+// TestDeployManifests decodes deploy/webhook strictly and checks that its
+// objects fit together and with the webhook: names, ports, labels, files and
+// the config file.
+func TestDeployManifests(t *testing.T) {
+	m, _ := loadManifests(t)
+	ns := one(t, "namespaces", m.namespaces).Name
+	vwc := one(t, "ValidatingWebhookConfigurations", m.webhooks)
+	svc := one(t, "Services", m.services)
+	dep := one(t, "Deployments", m.deployments)
+	cm := one(t, "ConfigMaps", m.configMaps)
+	sa := one(t, "ServiceAccounts", m.serviceAccounts)
+	pdb := one(t, "PodDisruptionBudgets", m.pdbs)
+	for _, o := range []struct{ kind, ns string }{{"Service", svc.Namespace}, {"Deployment", dep.Namespace},
+		{"ConfigMap", cm.Namespace}, {"ServiceAccount", sa.Namespace}, {"PodDisruptionBudget", pdb.Namespace}} {
+		if o.ns != ns {
+			t.Errorf("%s in namespace %q, want %q", o.kind, o.ns, ns)
+		}
+	}
+
+	// The webhook registration.
+	if len(vwc.Webhooks) != 1 {
+		t.Fatalf("%d webhooks, want 1", len(vwc.Webhooks))
+	}
+	wh := vwc.Webhooks[0]
+	if !slices.Equal(wh.AdmissionReviewVersions, []string{"v1"}) {
+		t.Errorf("admissionReviewVersions %q, want [v1]", wh.AdmissionReviewVersions)
+	}
+	if wh.SideEffects == nil || *wh.SideEffects != admissionregistrationv1.SideEffectClassNone {
+		t.Errorf("sideEffects %v, want None", wh.SideEffects)
+	}
+	if wh.FailurePolicy == nil {
+		t.Errorf("failurePolicy not set")
+	}
+	if wh.TimeoutSeconds == nil || *wh.TimeoutSeconds < 1 || *wh.TimeoutSeconds > 30 {
+		t.Errorf("timeoutSeconds %v, want 1..30", wh.TimeoutSeconds)
+	}
+	if len(wh.Rules) != 1 {
+		t.Fatalf("%d rules, want 1", len(wh.Rules))
+	}
+	r := wh.Rules[0]
+	if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.APIVersions, []string{"v1"}) ||
+		!slices.Equal(r.Resources, []string{"pods"}) || !slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+		t.Errorf("rule %+v, want core v1 pods CREATE", r)
+	}
+	sel, err := metav1LabelSelector(wh)
+	if err != nil {
+		t.Fatalf("namespaceSelector: %v", err)
+	}
+	for name, want := range map[string]bool{"kube-system": false, ns: false, "default": true, "team-a": true} {
+		if got := sel.Matches(labels.Set{"kubernetes.io/metadata.name": name}); got != want {
+			t.Errorf("namespaceSelector matches namespace %q: %v, want %v", name, got, want)
+		}
+	}
+	ref := wh.ClientConfig.Service
+	if ref == nil || wh.ClientConfig.URL != nil {
+		t.Fatalf("clientConfig %+v, want a service reference", wh.ClientConfig)
+	}
+	if ref.Name != svc.Name || ref.Namespace != svc.Namespace || ref.Path == nil || *ref.Path != PathValidate {
+		t.Errorf("clientConfig.service %+v, want %s/%s path %s", ref, svc.Namespace, svc.Name, PathValidate)
+	}
+	port := int32(443)
+	if ref.Port != nil {
+		port = *ref.Port
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != port {
+		t.Fatalf("service ports %+v, want one port %d", svc.Spec.Ports, port)
+	}
+
+	// The Service and the PodDisruptionBudget select the Deployment's pods.
+	tmpl := dep.Spec.Template
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(tmpl.Labels)) {
+		t.Errorf("service selector %v does not select the pod template %v", svc.Spec.Selector, tmpl.Labels)
+	}
+	if ps, err := labelSelector(pdb.Spec.Selector); err != nil || !ps.Matches(labels.Set(tmpl.Labels)) {
+		t.Errorf("PodDisruptionBudget selector does not select the pod template (%v)", err)
+	}
+	if ds, err := labelSelector(dep.Spec.Selector); err != nil || !ds.Matches(labels.Set(tmpl.Labels)) {
+		t.Errorf("Deployment selector does not select its template (%v)", err)
+	}
+	if tmpl.Spec.ServiceAccountName != sa.Name {
+		t.Errorf("serviceAccountName %q, want %q", tmpl.Spec.ServiceAccountName, sa.Name)
+	}
+
+	// The container.
+	if len(tmpl.Spec.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(tmpl.Spec.Containers))
+	}
+	c := tmpl.Spec.Containers[0]
+	var containerPort int32
+	for _, p := range c.Ports {
+		if p.Name == svc.Spec.Ports[0].TargetPort.StrVal {
+			containerPort = p.ContainerPort
+		}
+	}
+	if containerPort == 0 {
+		t.Errorf("service targetPort %v is not a container port name", svc.Spec.Ports[0].TargetPort)
+	}
+	for name, probe := range map[string]*corev1.Probe{"readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != PathHealthz || probe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("%s %+v, want HTTPS GET %s", name, probe, PathHealthz)
+		}
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources %+v, want cpu and memory requests and a memory limit", c.Resources)
+	}
+	psc, csc := tmpl.Spec.SecurityContext, c.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
+		t.Errorf("pod securityContext %+v, want runAsNonRoot with a non-zero runAsUser", psc)
+	}
+	if csc == nil || csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation || csc.ReadOnlyRootFilesystem == nil ||
+		!*csc.ReadOnlyRootFilesystem || csc.Capabilities == nil || !slices.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("container securityContext %+v, want no privilege escalation, a read-only root and no capabilities", csc)
+	}
+
+	// Volumes: the config from the ConfigMap, the TLS pair from the
+	// certificate's Secret.
+	mounts := map[string]string{} // volume -> mount path
+	for _, vm := range c.VolumeMounts {
+		mounts[vm.Name] = vm.MountPath
+	}
+	var configMount, tlsMount, tlsSecret string
+	for _, v := range tmpl.Spec.Volumes {
+		switch {
+		case v.ConfigMap != nil:
+			if v.ConfigMap.Name != cm.Name {
+				t.Errorf("volume %q uses ConfigMap %q, want %q", v.Name, v.ConfigMap.Name, cm.Name)
+			}
+			configMount = mounts[v.Name]
+		case v.Secret != nil:
+			tlsMount, tlsSecret = mounts[v.Name], v.Secret.SecretName
+		}
+	}
+	var configFile string
+	for _, a := range c.Args {
+		if f, ok := strings.CutPrefix(a, "--config="); ok {
+			configFile = f
+		}
+	}
+	if len(c.Args) == 0 || c.Args[0] != "webhook" || configFile == "" {
+		t.Fatalf("args %q, want webhook --config=FILE", c.Args)
+	}
+	key, ok := strings.CutPrefix(configFile, configMount+"/")
+	if configMount == "" || !ok {
+		t.Fatalf("--config=%s is not in the ConfigMap mount %q", configFile, configMount)
+	}
+	raw, ok := cm.Data[key]
+	if !ok {
+		t.Fatalf("ConfigMap has no key %q", key)
+	}
+
+	// The config file is a valid WebhookConfiguration matching the rest.
+	var cfg v1alpha1.WebhookConfiguration
+	if err := yaml.UnmarshalStrict([]byte(raw), &cfg); err != nil {
+		t.Fatalf("config.yaml: %v", err)
+	}
+	if err := cfg.CheckKind(v1alpha1.WebhookKind); err != nil {
+		t.Fatalf("config.yaml: %v", err)
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config.yaml: %v", err)
+	}
+	if path.Dir(cfg.TLSCertFile) != tlsMount || path.Dir(cfg.TLSPrivateKeyFile) != tlsMount {
+		t.Errorf("config TLS files %s, %s are not in the Secret mount %q", cfg.TLSCertFile, cfg.TLSPrivateKeyFile, tlsMount)
+	}
+	if _, p, ok := strings.Cut(cfg.Listen, ":"); !ok || p != strconv.Itoa(int(containerPort)) {
+		t.Errorf("config listen %q, want port %d", cfg.Listen, containerPort)
+	}
+
+	// cert-manager: the serving certificate goes to the mounted Secret, is
+	// valid for the Service, and is the one the caBundle comes from.
+	var serving *cmCertificate
+	for i := range m.certificates {
+		if m.certificates[i].Spec.SecretName == tlsSecret {
+			serving = &m.certificates[i]
+		}
+	}
+	if serving == nil {
+		t.Fatalf("no Certificate writes the Secret %q", tlsSecret)
+	}
+	if want := svc.Name + "." + svc.Namespace + ".svc"; !slices.Contains(serving.Spec.DNSNames, want) {
+		t.Errorf("certificate dnsNames %q lack %q", serving.Spec.DNSNames, want)
+	}
+	if got, want := vwc.Annotations["cert-manager.io/inject-ca-from"], serving.Metadata.Namespace+"/"+serving.Metadata.Name; got != want {
+		t.Errorf("inject-ca-from %q, want %q", got, want)
+	}
+	issuers := map[string]cmIssuer{}
+	for _, is := range m.issuers {
+		issuers[is.Metadata.Name] = is
+	}
+	for _, cert := range m.certificates {
+		is, ok := issuers[cert.Spec.IssuerRef.Name]
+		if !ok || cert.Spec.IssuerRef.Kind != "Issuer" || is.Metadata.Namespace != cert.Metadata.Namespace {
+			t.Errorf("certificate %s: issuer %+v is not an Issuer of the manifests", cert.Metadata.Name, cert.Spec.IssuerRef)
+		}
+		if cert.Metadata.Namespace != ns {
+			t.Errorf("certificate %s in namespace %q", cert.Metadata.Name, cert.Metadata.Namespace)
+		}
+	}
+}
+
+func metav1LabelSelector(wh admissionregistrationv1.ValidatingWebhook) (labels.Selector, error) {
+	if wh.NamespaceSelector == nil {
+		return labels.Everything(), nil
+	}
+	return labelSelector(wh.NamespaceSelector)
+}
+
+func labelSelector(sel *metav1.LabelSelector) (labels.Selector, error) {
+	if sel == nil {
+		return nil, fmt.Errorf("no selector")
+	}
+	return metav1.LabelSelectorAsSelector(sel)
+}
