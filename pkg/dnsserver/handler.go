@@ -419,6 +419,7 @@ func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, bool)
 	r.Id = req.Id
 	r.Question = req.Question
 	r.Extra = withoutOPT(r.Extra)
+	r.RecursionAvailable = true
 	r.Compress = true
 	return r, true
 }

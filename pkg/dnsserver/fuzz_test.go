@@ -1,0 +1,225 @@
+package dnsserver
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+)
+
+// fuzzRecords is a small store: a ClusterIP Service, a headless one with a
+// hostname endpoint, and an in-zone ExternalName chain.
+func fuzzStore(tb testing.TB) *store.Store {
+	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5, Pods: store.PodsInsecure})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ip := func(s string) []netip.Addr { return []netip.Addr{netip.MustParseAddr(s)} }
+	st.SetService(store.Service{Namespace: "ns", Name: "web", Type: store.ClusterIP, ClusterIPs: ip("10.0.0.1"),
+		Ports: []store.Port{{Name: "http", Protocol: "tcp", Port: 80}}})
+	st.SetService(store.Service{Namespace: "ns", Name: "hl", Type: store.Headless})
+	st.SetEndpointSlice(store.EndpointSlice{Namespace: "ns", Name: "hl-1", Service: "hl",
+		Ports:     []store.Port{{Name: "http", Protocol: "tcp", Port: 80}},
+		Endpoints: []store.Endpoint{{Addresses: ip("10.1.0.1"), Hostname: "a", Ready: true}, {Addresses: ip("fd00::1"), Ready: true}}})
+	st.SetService(store.Service{Namespace: "ns", Name: "loop1", Type: store.ExternalName, ExternalName: "loop2.ns.svc.cluster.local."})
+	st.SetService(store.Service{Namespace: "ns", Name: "loop2", Type: store.ExternalName, ExternalName: "loop1.ns.svc.cluster.local."})
+	st.Publish()
+	return st
+}
+
+// fakeWriter is a dns.ResponseWriter that keeps the reply.
+type fakeWriter struct {
+	tcp bool
+	msg *dns.Msg
+}
+
+func (w *fakeWriter) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
+func (w *fakeWriter) RemoteAddr() net.Addr {
+	if w.tcp {
+		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4000}
+	}
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4000}
+}
+func (w *fakeWriter) WriteMsg(m *dns.Msg) error   { w.msg = m; _, err := m.Pack(); return err }
+func (w *fakeWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *fakeWriter) Close() error                { return nil }
+func (w *fakeWriter) TsigStatus() error           { return nil }
+func (w *fakeWriter) TsigTimersOnly(bool)         {}
+func (w *fakeWriter) Hijack()                     {}
+
+func seed(name string, qtype uint16, edns bool) []byte {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	if edns {
+		m.SetEdns0(4096, true)
+	}
+	b, _ := m.Pack()
+	return b
+}
+
+// FuzzHandler feeds arbitrary datagrams through the same path as the server:
+// unpack, then ServeDNS. It must never panic, and every reply must pack, fit
+// the client's size over UDP and answer the question that was asked.
+func FuzzHandler(f *testing.F) {
+	for _, s := range [][]byte{
+		seed("web.ns.svc.cluster.local.", dns.TypeA, false),
+		seed("WEB.ns.svc.cluster.local.", dns.TypeSRV, true),
+		seed("_http._tcp.hl.ns.svc.cluster.local.", dns.TypeSRV, false),
+		seed("loop1.ns.svc.cluster.local.", dns.TypeA, false),
+		seed("10-1-2-3.ns.pod.cluster.local.", dns.TypeA, false),
+		seed("fd00--1.ns.pod.cluster.local.", dns.TypeAAAA, true),
+		seed("1.0.0.10.in-addr.arpa.", dns.TypePTR, false),
+		seed("cluster.local.", dns.TypeANY, true),
+		seed("example.org.", dns.TypeA, false),
+		{0, 1, 2},
+	} {
+		f.Add(s, false)
+	}
+	h := NewHandler("cluster.local", fuzzStore(f))
+	f.Fuzz(func(t *testing.T, data []byte, tcp bool) {
+		req := new(dns.Msg)
+		if err := req.Unpack(data); err != nil {
+			return // the server drops or FORMERRs these before the handler
+		}
+		w := &fakeWriter{tcp: tcp}
+		h.ServeDNS(w, req)
+		if w.msg == nil {
+			t.Fatal("no reply")
+		}
+		b, err := w.msg.Pack()
+		if err != nil {
+			t.Fatalf("reply does not pack: %v", err)
+		}
+		if !tcp {
+			limit := dns.MinMsgSize
+			if o := req.IsEdns0(); o != nil && int(o.UDPSize()) > limit {
+				limit = int(o.UDPSize())
+			}
+			if len(b) > limit {
+				t.Fatalf("udp reply %d bytes > %d", len(b), limit)
+			}
+		}
+		if w.msg.Id != req.Id || !w.msg.Response {
+			t.Fatalf("reply id/qr wrong")
+		}
+	})
+}
+
+// TestBadDatagrams sends malformed packets to a live server and checks that
+// it keeps answering correctly.
+func TestBadDatagrams(t *testing.T) {
+	h := NewHandler("cluster.local", fuzzStore(t))
+	srv := &Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	addr := srv.Addrs()[0]
+
+	good := seed("web.ns.svc.cluster.local.", dns.TypeA, false)
+	multi := new(dns.Msg)
+	multi.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+	multi.Question = append(multi.Question, dns.Question{Name: "hl.ns.svc.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET})
+	multiB, _ := multi.Pack()
+	chaos := new(dns.Msg)
+	chaos.SetQuestion("version.bind.", dns.TypeTXT)
+	chaos.Question[0].Qclass = dns.ClassCHAOS
+	chaosB, _ := chaos.Pack()
+	unknownClass := new(dns.Msg)
+	unknownClass.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+	unknownClass.Question[0].Qclass = 77
+	unknownB, _ := unknownClass.Pack()
+	badvers := new(dns.Msg)
+	badvers.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+	badvers.SetEdns0(1232, false)
+	badvers.IsEdns0().SetVersion(1)
+	badversB, _ := badvers.Pack()
+	oversized := make([]byte, 9000)
+	copy(oversized, good)
+	garbage := []byte("\x13\x37 this is not a DNS message at all, just text\n")
+
+	cases := []struct {
+		name  string
+		data  []byte
+		rcode int // -1: no reply expected (dropped)
+	}{
+		{"empty", []byte{}, -1},
+		{"header only truncated", good[:5], -1},
+		{"truncated question", good[:len(good)-3], dns.RcodeFormatError},
+		{"garbage", garbage, -2},
+		{"oversized", oversized, -2},
+		{"multi-question", multiB, dns.RcodeFormatError},
+		{"chaos class", chaosB, dns.RcodeRefused},
+		{"unknown class", unknownB, dns.RcodeRefused},
+		{"edns version 1", badversB, dns.RcodeBadVers},
+		{"response bit set", func() []byte { b := append([]byte(nil), good...); b[2] |= 0x80; return b }(), -1},
+	}
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	buf := make([]byte, 65535)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := conn.Write(tc.data); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			n, err := conn.Read(buf)
+			switch {
+			case tc.rcode == -1 && err == nil:
+				t.Fatalf("got a %d-byte reply to a packet that should be dropped", n)
+			case tc.rcode == -1 || (tc.rcode == -2 && err != nil):
+				return
+			case err != nil:
+				t.Fatalf("no reply: %v", err)
+			}
+			r := new(dns.Msg)
+			if err := r.Unpack(buf[:n]); err != nil {
+				t.Fatalf("reply does not unpack: %v", err)
+			}
+			if tc.rcode >= 0 && r.Rcode != tc.rcode {
+				t.Fatalf("rcode %s, want %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode])
+			}
+		})
+		// After every bad packet, a good query still gets the right answer
+		// over UDP and TCP.
+		for _, network := range []string{"udp", "tcp"} {
+			m := new(dns.Msg)
+			m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+			r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr)
+			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.0.0.1" {
+				t.Fatalf("after %s over %s: %v %v", tc.name, network, r, err)
+			}
+		}
+	}
+	// Garbage over TCP: the connection is dropped, the server keeps serving.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write([]byte{0x00, 0x05, 1, 2, 3, 4, 5})
+	_, _ = c.Write([]byte{0xff, 0xff})
+	c.Close()
+	m := new(dns.Msg)
+	m.SetQuestion("hl.ns.svc.cluster.local.", dns.TypeA)
+	r, _, err := (&dns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(m, addr)
+	if err != nil || len(r.Answer) != 1 {
+		t.Fatalf("tcp after garbage: %v %v", r, err)
+	}
+}
+
+// TestChaseLoop checks that an ExternalName loop inside the zone ends.
+func TestChaseLoop(t *testing.T) {
+	h := NewHandler("cluster.local", fuzzStore(t))
+	r := h.Resolve(context.Background(), dns.Question{Name: "loop1.ns.svc.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET})
+	if r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("loop: rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+}
