@@ -60,7 +60,9 @@ func NewPodInformer(client kubernetes.Interface, node string, log *slog.Logger) 
 		},
 	}
 	p := &PodInformer{log: log.With("component", "cri", "node", node), changed: make(chan struct{})}
-	p.informer = cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{uidIndex: func(obj any) ([]string, error) {
+	// The wrapper lets the reflector use watch-list only where the client
+	// supports it (the fake clientset of tests does not).
+	p.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{}, 0, cache.Indexers{uidIndex: func(obj any) ([]string, error) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
 			return nil, nil

@@ -1,0 +1,331 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+func sandboxConfig(name, namespace, uid string, hostNet bool, dns *runtimeapi.DNSConfig) *runtimeapi.PodSandboxConfig {
+	mode := runtimeapi.NamespaceMode_POD
+	if hostNet {
+		mode = runtimeapi.NamespaceMode_NODE
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:  &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
+		DnsConfig: dns,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: mode}}},
+	}
+}
+
+func strp(s string) *string { return &s }
+
+// kubeletConfig is the sandbox config kubelet sends for pod: kubelet's DNS
+// (the engine without the autopath annotation, which kubelet does not
+// know), its hostname, and the pod's annotations.
+func kubeletConfig(t *testing.T, eng *policy.Engine, host policy.Host, pod policy.Input) *runtimeapi.PodSandboxConfig {
+	t.Helper()
+	k := pod
+	k.PolicyAnnotation = ""
+	res, err := eng.Compute(k, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandboxConfig(pod.Name, pod.Namespace, pod.UID, pod.HostNetwork,
+		&runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: res.Options})
+	cfg.Hostname = res.Hostname
+	if pod.PolicyAnnotation != "" {
+		cfg.Annotations = map[string]string{policy.AnnotationDNSPolicy: pod.PolicyAnnotation, "other": "x"}
+	}
+	return cfg
+}
+
+var podCases = []struct {
+	name string
+	pod  policy.Input
+}{
+	{"cluster first", policy.Input{Policy: policy.ClusterFirst}},
+	{"cluster first with dnsConfig", policy.Input{Policy: policy.ClusterFirst, DNSConfig: &policy.DNSConfig{
+		Nameservers: []string{"1.1.1.1"}, Searches: []string{"a.example", "corp.example"},
+		Options: []policy.Option{{Name: "ndots", Value: strp("2")}, {Name: "edns0"}}}}},
+	{"autopath", policy.Input{Policy: policy.ClusterFirst, PolicyAnnotation: string(policy.ClusterFirstWithAutopath)}},
+	{"autopath with dnsConfig", policy.Input{Policy: policy.ClusterFirst, PolicyAnnotation: string(policy.ClusterFirstWithAutopath),
+		DNSConfig: &policy.DNSConfig{Nameservers: []string{"1.1.1.1"}, Searches: []string{"a.example"}, Options: []policy.Option{{Name: "timeout", Value: strp("1")}}}}},
+	{"default", policy.Input{Policy: policy.Default}},
+	{"default with dnsConfig", policy.Input{Policy: policy.Default, DNSConfig: &policy.DNSConfig{Searches: []string{"b.example"}, Options: []policy.Option{{Name: "ndots", Value: strp("1")}}}}},
+	{"none", policy.Input{Policy: policy.None, DNSConfig: &policy.DNSConfig{Nameservers: []string{"8.8.8.8"}, Searches: []string{"c.example"}}}},
+	{"host network cluster first", policy.Input{Policy: policy.ClusterFirst, HostNetwork: true}},
+	{"host network autopath", policy.Input{Policy: policy.ClusterFirstWithHostNet, HostNetwork: true, PolicyAnnotation: string(policy.ClusterFirstWithAutopath)}},
+	{"host network with hostnet policy", policy.Input{Policy: policy.ClusterFirstWithHostNet, HostNetwork: true}},
+	{"fqdn hostname", policy.Input{Policy: policy.ClusterFirst, Hostname: "web-0", Subdomain: "web", SetHostnameAsFQDN: true}},
+}
+
+// TestRunPodSandboxDNS runs every policy through the shim, once with the
+// pod from the API server and once from the sandbox config alone, and
+// checks the runtime gets what the engine computes for the pod.
+func TestRunPodSandboxDNS(t *testing.T) {
+	host := hostSnap([]string{"192.0.2.53", "192.0.2.54"}, []string{"corp.example"}, []string{"timeout:2"})
+	eng, err := policy.New(testNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phost := HostFromSnapshot(host.Current())
+	lookup := fakeLookup{}
+	for i, tc := range podCases {
+		tc.pod.Name, tc.pod.Namespace, tc.pod.UID = "pod-"+string(rune('a'+i)), "team", "uid-"+tc.name
+		lookup[tc.pod.UID] = tc.pod
+		podCases[i] = tc
+	}
+	for _, source := range []string{sourceAPIServer, sourceSandbox} {
+		var opts []Option
+		if source == sourceAPIServer {
+			opts = append(opts, WithPodLookup(lookup))
+		}
+		e := newEnv(t, host, opts...)
+		for _, tc := range podCases {
+			t.Run(source+"/"+tc.name, func(t *testing.T) {
+				want, err := eng.Compute(tc.pod, phost)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := kubeletConfig(t, eng, phost, tc.pod)
+				kubeletHostname := cfg.Hostname
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				resp, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: "runc"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(resp.PodSandboxId, "sandbox-") {
+					t.Errorf("PodSandboxId = %q", resp.PodSandboxId)
+				}
+				got := e.rt.sandbox(-1)
+				wantDNS := &runtimeapi.DNSConfig{Servers: want.Nameservers, Searches: want.Searches, Options: want.Options}
+				if !proto.Equal(got.DnsConfig, wantDNS) {
+					t.Errorf("runtime got dns %v\nwant %v", got.DnsConfig, wantDNS)
+				}
+				if got.Hostname != want.Hostname || got.Hostname != kubeletHostname {
+					t.Errorf("runtime got hostname %q, engine %q, kubelet %q", got.Hostname, want.Hostname, kubeletHostname)
+				}
+				if tc.pod.HostNetwork && got.Hostname != "" {
+					t.Errorf("host-network sandbox got hostname %q", got.Hostname)
+				}
+				if !proto.Equal(got.Metadata, cfg.Metadata) || got.Annotations[policy.AnnotationDNSPolicy] != tc.pod.PolicyAnnotation {
+					t.Errorf("runtime got metadata %v annotations %v", got.Metadata, got.Annotations)
+				}
+			})
+		}
+	}
+}
+
+func TestRunPodSandboxHostnameFromAPI(t *testing.T) {
+	pod := policy.Input{Name: "db-0", Namespace: "team", UID: "u1", Policy: policy.ClusterFirst, Hostname: "db-0", Subdomain: "db", SetHostnameAsFQDN: true}
+	hostNet := policy.Input{Name: "agent", Namespace: "team", UID: "u2", Policy: policy.ClusterFirstWithHostNet, HostNetwork: true}
+	e := newEnv(t, nil, WithPodLookup(fakeLookup{"u1": pod, "u2": hostNet}))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cfg := sandboxConfig("db-0", "team", "u1", false, &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}})
+	cfg.Hostname = "stale"
+	if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.rt.sandbox(-1).Hostname; got != "db-0.db.team.svc.cluster.local" {
+		t.Errorf("hostname = %q, want the FQDN", got)
+	}
+	cfg = sandboxConfig("agent", "team", "u2", true, &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}})
+	if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.rt.sandbox(-1).Hostname; got != "" {
+		t.Errorf("host-network hostname = %q, want none", got)
+	}
+}
+
+// overLimit is a pod whose merged config has 4 nameservers and 34 searches.
+func overLimit() policy.Input {
+	in := policy.Input{Name: "big", Namespace: "team", UID: "u-big", Policy: policy.ClusterFirst,
+		DNSConfig: &policy.DNSConfig{Nameservers: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}}}
+	for i := range 30 {
+		in.DNSConfig.Searches = append(in.DNSConfig.Searches, "s"+string(rune('a'+i%26))+strings.Repeat("x", i)+".example")
+	}
+	return in
+}
+
+func TestLimits(t *testing.T) {
+	pod := overLimit()
+	cfg := func() *runtimeapi.PodSandboxConfig {
+		return sandboxConfig(pod.Name, pod.Namespace, pod.UID, false, &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}})
+	}
+	t.Run("trim", func(t *testing.T) {
+		events := &fakeEvents{}
+		reg := prometheus.NewRegistry()
+		e := newEnv(t, nil, WithPodLookup(fakeLookup{pod.UID: pod}), WithEvents(events), WithRegistry(reg))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg()}); err != nil {
+			t.Fatal(err)
+		}
+		got := e.rt.sandbox(-1).DnsConfig
+		if want := []string{"10.96.0.10", "10.0.0.1", "10.0.0.2"}; !equal(got.Servers, want) {
+			t.Errorf("servers = %q, want %q", got.Servers, want)
+		}
+		if len(got.Searches) != policy.MaxSearchPaths {
+			t.Errorf("%d searches, want %d", len(got.Searches), policy.MaxSearchPaths)
+		}
+		ev := events.all()
+		if len(ev) != 2 || !strings.HasPrefix(ev[0], "team/big DNSConfigForming: Nameserver limits were exceeded") ||
+			!strings.HasPrefix(ev[1], "team/big DNSConfigForming: Search Line limits were exceeded") {
+			t.Errorf("events = %q", ev)
+		}
+		s := e.shim.m
+		if n := counterValue(s.limits.WithLabelValues("nameservers", "trimmed")); n != 1 {
+			t.Errorf("limit_exceeded_total{nameservers,trimmed} = %v", n)
+		}
+		if n := counterValue(s.sandboxes.WithLabelValues("apiserver", "rewritten")); n != 1 {
+			t.Errorf("sandboxes_total{apiserver,rewritten} = %v", n)
+		}
+		if n := gatherCount(t, reg, "dnsconfigurer_cri_calls_total"); n == 0 {
+			t.Errorf("dnsconfigurer_cri_calls_total: no series")
+		}
+	})
+	t.Run("reject", func(t *testing.T) {
+		events := &fakeEvents{}
+		e := newEnv(t, nil, WithPodLookup(fakeLookup{pod.UID: pod}), WithEvents(events), WithLimits(LimitsReject))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg()})
+		st := status.Convert(err)
+		if st.Code() != codes.InvalidArgument {
+			t.Fatalf("RunPodSandbox = %v, want InvalidArgument", err)
+		}
+		for _, want := range []string{`pod "team/big" (uid u-big)`, "4 nameservers, at most 3 allowed; over the limit: 10.0.0.3", "34 search paths", "over the limit: scxxxxxxxxxxxxxxxxxxxxxxxxxxxx.example sdxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.example"} {
+			if !strings.Contains(st.Message(), want) {
+				t.Errorf("message %q lacks %q", st.Message(), want)
+			}
+		}
+		if e.rt.sandbox(-1) != nil {
+			t.Error("the runtime got a rejected sandbox")
+		}
+		if ev := events.all(); len(ev) != 0 {
+			t.Errorf("events on reject = %q", ev)
+		}
+	})
+}
+
+func TestFailurePolicy(t *testing.T) {
+	broken := &fakeHost{snap: hostresolv.Snapshot{Path: "/etc/resolv.conf", Err: errors.New("nameserver list is empty")}}
+	kubelet := &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"team.svc.cluster.local"}, Options: []string{"ndots:5"}}
+	tests := []struct {
+		name     string
+		host     HostConfig
+		cfg      *runtimeapi.PodSandboxConfig
+		policy   FailurePolicy
+		wantCode codes.Code
+		wantMsg  string
+		reason   string
+	}{
+		{"host config open", broken, sandboxConfig("p", "team", "u", false, kubelet), FailOpen, codes.OK, "", "host_config"},
+		{"host config closed", broken, sandboxConfig("p", "team", "u", false, kubelet), FailClosed, codes.FailedPrecondition, "nameserver list is empty", "host_config"},
+		{"no config open", nil, nil, FailOpen, codes.OK, "", "bad_request"},
+		{"no config closed", nil, nil, FailClosed, codes.InvalidArgument, "RunPodSandboxRequest.config: missing", "bad_request"},
+		{"no uid closed", nil, sandboxConfig("p", "team", "", false, kubelet), FailClosed, codes.InvalidArgument, "RunPodSandboxRequest.config.metadata.uid: empty", "bad_request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tt.host, WithFailurePolicy(tt.policy))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: proto.Clone(tt.cfg).(*runtimeapi.PodSandboxConfig)})
+			st := status.Convert(err)
+			if st.Code() != tt.wantCode || !strings.Contains(st.Message(), tt.wantMsg) {
+				t.Fatalf("RunPodSandbox = %v, want %v containing %q", err, tt.wantCode, tt.wantMsg)
+			}
+			if tt.wantCode == codes.OK {
+				if got := e.rt.sandbox(-1); !proto.Equal(got, tt.cfg) && !(tt.cfg == nil && proto.Equal(got, &runtimeapi.PodSandboxConfig{})) && got != nil {
+					t.Errorf("runtime got %v, want kubelet's config unchanged", got)
+				}
+			} else if e.rt.sandbox(-1) != nil {
+				t.Error("the runtime got a sandbox failed closed")
+			}
+			if n := counterValue(e.shim.m.rewriteErrors.WithLabelValues(tt.reason)); n != 1 {
+				t.Errorf("rewrite_errors_total{%s} = %v, want 1", tt.reason, n)
+			}
+		})
+	}
+}
+
+func TestNoDNSConfigForwardedUnchanged(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cfg := sandboxConfig("crictl", "default", "u", false, nil)
+	cfg.Hostname = "crictl"
+	if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.rt.sandbox(-1); !proto.Equal(got, cfg) {
+		t.Errorf("runtime got %v, want %v", got, cfg)
+	}
+}
+
+func TestHostFromSnapshot(t *testing.T) {
+	bad := errors.New("broken")
+	tests := []struct {
+		name string
+		in   hostresolv.Snapshot
+		want policy.Host
+	}{
+		{"config", hostresolv.Snapshot{Config: hostresolv.Config{Nameservers: []string{"1.2.3.4"}, Searches: []string{"a"}, Options: []string{"x"}}},
+			policy.Host{Nameservers: []string{"1.2.3.4"}, Searches: []string{"a"}, Options: []string{"x"}}},
+		{"disabled", hostresolv.Snapshot{Disabled: true}, policy.Host{Disabled: true}},
+		{"last good with a problem", hostresolv.Snapshot{Config: hostresolv.Config{Nameservers: []string{"1.2.3.4"}}, Problem: bad},
+			policy.Host{Nameservers: []string{"1.2.3.4"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := HostFromSnapshot(tt.in)
+			if got.Disabled != tt.want.Disabled || got.Err != nil || !equal(got.Nameservers, tt.want.Nameservers) || !equal(got.Searches, tt.want.Searches) || !equal(got.Options, tt.want.Options) {
+				t.Errorf("HostFromSnapshot = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	got := HostFromSnapshot(hostresolv.Snapshot{Path: "/r", Err: bad})
+	if !errors.Is(got.Err, bad) || got.Err.Error() != "/r: broken" {
+		t.Errorf("HostFromSnapshot(err) = %+v", got)
+	}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
+
+func gatherCount(t *testing.T, reg *prometheus.Registry, name string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}
