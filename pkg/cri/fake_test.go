@@ -106,14 +106,14 @@ func testContainer(i int) *runtimeapi.Container {
 	id := fmt.Sprintf("%064x", i)
 	return &runtimeapi.Container{
 		Id: id, PodSandboxId: fmt.Sprintf("%064x", i/2),
-		Metadata:     &runtimeapi.ContainerMetadata{Name: fmt.Sprintf("container-%d", i), Attempt: 1},
-		Image:        &runtimeapi.ImageSpec{Image: "registry.example/app:1.0"},
-		ImageRef:     "sha256:" + id,
-		State:        runtimeapi.ContainerState_CONTAINER_RUNNING,
-		CreatedAt:    time.Now().UnixNano(),
-		Labels:       map[string]string{"io.kubernetes.container.name": "app", "io.kubernetes.pod.name": fmt.Sprintf("pod-%d", i/2), "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": id[:36]},
-		Annotations:  map[string]string{"io.kubernetes.container.hash": "abcdef", "io.kubernetes.container.restartCount": "0", "io.kubernetes.container.terminationMessagePath": "/dev/termination-log"},
-		ImageId:      "sha256:" + id,
+		Metadata:    &runtimeapi.ContainerMetadata{Name: fmt.Sprintf("container-%d", i), Attempt: 1},
+		Image:       &runtimeapi.ImageSpec{Image: "registry.example/app:1.0"},
+		ImageRef:    "sha256:" + id,
+		State:       runtimeapi.ContainerState_CONTAINER_RUNNING,
+		CreatedAt:   time.Now().UnixNano(),
+		Labels:      map[string]string{"io.kubernetes.container.name": "app", "io.kubernetes.pod.name": fmt.Sprintf("pod-%d", i/2), "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": id[:36]},
+		Annotations: map[string]string{"io.kubernetes.container.hash": "abcdef", "io.kubernetes.container.restartCount": "0", "io.kubernetes.container.terminationMessagePath": "/dev/termination-log"},
+		ImageId:     "sha256:" + id,
 	}
 }
 
