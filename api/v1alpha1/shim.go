@@ -1,0 +1,174 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// ShimKind is the kind of the CRI shim's config file.
+const ShimKind = "ShimConfiguration"
+
+// Shim defaults.
+const (
+	DefaultShimListen          = "/run/dnsconfigurer/cri.sock"
+	DefaultShimRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
+	DefaultPodLookupTimeout    = "2s"
+)
+
+// Limits and failure policy values of the shim.
+const (
+	LimitsTrim         = "trim"
+	LimitsReject       = "reject"
+	FailurePolicyOpen  = "open"
+	FailurePolicyClose = "closed"
+)
+
+// ShimConfiguration is the config file of `dnsconfigurer shim`; flags
+// override it:
+//
+//	apiVersion: dnsconfigurer.io/v1alpha1
+//	kind: ShimConfiguration
+//	clusterDNS: [10.96.0.10]
+//	clusterDomain: cluster.local
+//	resolvConf: /etc/resolv.conf
+//	nodeLocalDNS: [169.254.20.10]
+//	listen: /run/dnsconfigurer/cri.sock
+//	runtimeEndpoint: unix:///run/containerd/containerd.sock
+//	nodeName: node-1          # with an API server
+//	kubeconfig: ""            # "" and in a pod: in-cluster config
+//	limits: trim
+//	failurePolicy: open
+//	metricsListen: 127.0.0.1:9310
+type ShimConfiguration struct {
+	TypeMeta `json:",inline"`
+	// NodeDNS is what kubelet's clusterDNS, clusterDomain and resolvConf
+	// say, plus the node-local DNS address and the node OS.
+	NodeDNS `json:",inline"`
+
+	// NodeIPs decide the loopback nameserver of host-type pods when
+	// resolvConf is "" (kubelet's node IPs).
+	NodeIPs []string `json:"nodeIPs,omitempty"`
+	// ResolvConfMode is "last-good" (default: a broken file keeps the last
+	// good copy) or "strict" (kubelet's behaviour: pods fail while it is
+	// broken).
+	ResolvConfMode string `json:"resolvConfMode,omitempty"`
+
+	// Listen is the shim's unix socket, kubelet's
+	// --container-runtime-endpoint (default /run/dnsconfigurer/cri.sock).
+	Listen string `json:"listen,omitempty"`
+	// RuntimeEndpoint is containerd's socket (default
+	// unix:///run/containerd/containerd.sock).
+	RuntimeEndpoint string `json:"runtimeEndpoint,omitempty"`
+
+	// Kubeconfig is the API server's kubeconfig; "" uses the in-cluster
+	// config when running in a pod, and no API server otherwise.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// NodeName is this node's name, required with an API server (the pod
+	// informer watches spec.nodeName=<nodeName>).
+	NodeName string `json:"nodeName,omitempty"`
+	// PodLookupTimeout is how long RunPodSandbox waits for a pod the
+	// informer has not seen yet, as a Go duration (default "2s").
+	PodLookupTimeout string `json:"podLookupTimeout,omitempty"`
+
+	// Limits is "trim" (default: kubelet's behaviour, with an Event) or
+	// "reject" (RunPodSandbox fails with InvalidArgument).
+	Limits string `json:"limits,omitempty"`
+	// FailurePolicy is "open" (default: on an internal error kubelet's
+	// request is forwarded unchanged) or "closed" (the sandbox fails).
+	FailurePolicy string `json:"failurePolicy,omitempty"`
+
+	// MetricsListen is the HTTP address of /metrics, /healthz and
+	// /readyz; "" (default) serves none.
+	MetricsListen string `json:"metricsListen,omitempty"`
+}
+
+// SetDefaults fills unset fields.
+func (c *ShimConfiguration) SetDefaults() {
+	c.NodeDNS.SetDefaults()
+	if c.ResolvConfMode == "" {
+		c.ResolvConfMode = "last-good"
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultShimListen
+	}
+	if c.RuntimeEndpoint == "" {
+		c.RuntimeEndpoint = DefaultShimRuntimeEndpoint
+	}
+	if c.PodLookupTimeout == "" {
+		c.PodLookupTimeout = DefaultPodLookupTimeout
+	}
+	if c.Limits == "" {
+		c.Limits = LimitsTrim
+	}
+	if c.FailurePolicy == "" {
+		c.FailurePolicy = FailurePolicyOpen
+	}
+}
+
+// Validate reports the first invalid field by name.
+func (c *ShimConfiguration) Validate() error {
+	if err := c.NodeDNS.Validate(""); err != nil {
+		return err
+	}
+	for i, ip := range c.NodeIPs {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return fmt.Errorf("nodeIPs[%d]: %q is not an IP address", i, ip)
+		}
+	}
+	switch c.ResolvConfMode {
+	case "last-good", "strict":
+	default:
+		return fmt.Errorf("resolvConfMode: %q must be \"last-good\" or \"strict\"", c.ResolvConfMode)
+	}
+	if err := socketPath(c.Listen); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if err := socketPath(c.RuntimeEndpoint); err != nil {
+		return fmt.Errorf("runtimeEndpoint: %w", err)
+	}
+	if strings.TrimPrefix(c.Listen, "unix://") == strings.TrimPrefix(c.RuntimeEndpoint, "unix://") {
+		return fmt.Errorf("listen: %q is the runtime endpoint itself", c.Listen)
+	}
+	if d, err := time.ParseDuration(c.PodLookupTimeout); err != nil || d < 0 || d > time.Minute {
+		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 1m", c.PodLookupTimeout)
+	}
+	switch c.Limits {
+	case LimitsTrim, LimitsReject:
+	default:
+		return fmt.Errorf("limits: %q must be %q or %q", c.Limits, LimitsTrim, LimitsReject)
+	}
+	switch c.FailurePolicy {
+	case FailurePolicyOpen, FailurePolicyClose:
+	default:
+		return fmt.Errorf("failurePolicy: %q must be %q or %q", c.FailurePolicy, FailurePolicyOpen, FailurePolicyClose)
+	}
+	if c.NodeName != "" && (len(c.NodeName) > 253 || strings.ContainsAny(c.NodeName, " /\t")) {
+		return fmt.Errorf("nodeName: %q is not a node name", c.NodeName)
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return fmt.Errorf("metricsListen: %q is not host:port", c.MetricsListen)
+		}
+	}
+	return nil
+}
+
+// socketPath accepts an absolute path or a unix:// URL of one.
+func socketPath(s string) error {
+	p := s
+	if rest, ok := strings.CutPrefix(s, "unix://"); ok {
+		p = rest
+	} else if strings.Contains(s, "://") {
+		return fmt.Errorf("%q: only unix sockets are supported", s)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%q: want an absolute socket path or unix:///path", s)
+	}
+	if len(p) > 107 {
+		return fmt.Errorf("%q: a unix socket path is at most 107 bytes", s)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestShimConfiguration(t *testing.T) {
+	var def ShimConfiguration
+	def.SetDefaults()
+	if err := def.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if def.Listen != DefaultShimListen || def.RuntimeEndpoint != DefaultShimRuntimeEndpoint || def.Limits != "trim" ||
+		def.FailurePolicy != "open" || def.ClusterDomain != "cluster.local" || *def.ResolvConf != "/etc/resolv.conf" || def.ResolvConfMode != "last-good" {
+		t.Errorf("defaults = %+v", def)
+	}
+	tests := []struct {
+		name    string
+		mutate  func(*ShimConfiguration)
+		wantErr string
+	}{
+		{"ok", func(c *ShimConfiguration) { c.ClusterDNS = []string{"10.96.0.10"}; c.MetricsListen = "127.0.0.1:9310" }, ""},
+		{"cluster dns", func(c *ShimConfiguration) { c.ClusterDNS = []string{"x"} }, "clusterDNS[0]"},
+		{"node ip", func(c *ShimConfiguration) { c.NodeIPs = []string{"1.2.3.4", "nope"} }, "nodeIPs[1]"},
+		{"mode", func(c *ShimConfiguration) { c.ResolvConfMode = "lax" }, "resolvConfMode"},
+		{"listen relative", func(c *ShimConfiguration) { c.Listen = "shim.sock" }, "listen:"},
+		{"listen tcp", func(c *ShimConfiguration) { c.Listen = "tcp://0:1" }, "listen:"},
+		{"runtime", func(c *ShimConfiguration) { c.RuntimeEndpoint = "npipe:////./pipe/x" }, "runtimeEndpoint:"},
+		{"same socket", func(c *ShimConfiguration) { c.Listen = "/run/containerd/containerd.sock" }, "listen:"},
+		{"long path", func(c *ShimConfiguration) { c.Listen = "/" + strings.Repeat("x", 120) }, "listen:"},
+		{"timeout", func(c *ShimConfiguration) { c.PodLookupTimeout = "soon" }, "podLookupTimeout"},
+		{"limits", func(c *ShimConfiguration) { c.Limits = "cut" }, "limits:"},
+		{"failure", func(c *ShimConfiguration) { c.FailurePolicy = "maybe" }, "failurePolicy:"},
+		{"node name", func(c *ShimConfiguration) { c.NodeName = "a b" }, "nodeName:"},
+		{"metrics", func(c *ShimConfiguration) { c.MetricsListen = "9310" }, "metricsListen:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c ShimConfiguration
+			tt.mutate(&c)
+			c.SetDefaults()
+			err := c.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Errorf("Validate = %v, want an error starting %q", err, tt.wantErr)
+			}
+		})
+	}
+}
