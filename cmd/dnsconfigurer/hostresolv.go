@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+)
+
+func init() {
+	register("hostresolv", command{summary: "print the node resolver config pods get (--watch: every change)", run: runHostresolv})
+}
+
+// snapshotJSON is one line of `hostresolv` output.
+type snapshotJSON struct {
+	Path            string   `json:"path"`
+	Disabled        bool     `json:"disabled,omitempty"`
+	Generation      uint64   `json:"generation"`
+	Hash            string   `json:"hash"`
+	Nameservers     []string `json:"nameservers"`
+	Searches        []string `json:"searches"`
+	Options         []string `json:"options"`
+	DroppedLoopback []string `json:"droppedLoopback,omitempty"`
+	Problem         string   `json:"problem,omitempty"`
+	Error           string   `json:"error,omitempty"`
+}
+
+func toJSON(s hostresolv.Snapshot) snapshotJSON {
+	j := snapshotJSON{Path: s.Path, Disabled: s.Disabled, Generation: s.Generation, Hash: s.Hash,
+		Nameservers: s.Config.Nameservers, Searches: s.Config.Searches, Options: s.Config.Options, DroppedLoopback: s.DroppedLoopback}
+	if j.Nameservers == nil {
+		j.Nameservers = []string{}
+	}
+	if j.Searches == nil {
+		j.Searches = []string{}
+	}
+	if j.Options == nil {
+		j.Options = []string{}
+	}
+	if s.Problem != nil {
+		j.Problem = s.Problem.Error()
+	}
+	if s.Err != nil {
+		j.Error = s.Err.Error()
+	}
+	return j
+}
+
+func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("hostresolv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("resolv-conf", hostresolv.DefaultPath, `node resolver file; "auto" follows systemd-resolved, "" is kubelet's resolvConf switched off`)
+	watch := fs.Bool("watch", false, "keep running and print every change as one JSON line")
+	mode := fs.String("mode", "last-good", "last-good (keep the last good config while the file is broken) or strict (kubelet)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer hostresolv [--resolv-conf PATH|auto] [--watch] [--mode last-good|strict]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	m, err := hostresolv.ParseMode(*mode)
+	if err != nil {
+		fmt.Fprintf(stderr, "hostresolv: --mode: %v\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := hostresolv.Watch(wctx, *path, hostresolv.WithMode(m), hostresolv.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(stderr, "hostresolv: %v\n", err)
+		return exitFail
+	}
+	enc := json.NewEncoder(stdout)
+	if !*watch {
+		s := w.Current()
+		enc.Encode(toJSON(s))
+		if s.Err != nil {
+			return exitFail
+		}
+		return exitOK
+	}
+	ch, unsub := w.Subscribe()
+	defer unsub()
+	for s := range ch {
+		if err := enc.Encode(toJSON(s)); err != nil {
+			return exitFail
+		}
+	}
+	return exitOK
+}

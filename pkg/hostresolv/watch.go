@@ -1,0 +1,511 @@
+package hostresolv
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Auto is the resolvConf value that reads /etc/resolv.conf and switches to
+// systemd-resolved's upstream file when the former holds only loopback stubs.
+const Auto = "auto"
+
+// Default file locations.
+const (
+	DefaultPath     = "/etc/resolv.conf"
+	SystemdResolved = "/run/systemd/resolve/resolv.conf"
+)
+
+// Mode says what a broken file does to the served config.
+type Mode int
+
+const (
+	// LastGood (the default) keeps serving the last good config while the
+	// file is unreadable, unparsable or loses all its nameservers.
+	LastGood Mode = iota
+	// Strict is kubelet's behaviour: the broken file is what pods get, so
+	// Snapshot.Err is set and pods fail.
+	Strict
+)
+
+// ParseMode reads "last-good" or "strict".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "last-good", "":
+		return LastGood, nil
+	case "strict":
+		return Strict, nil
+	}
+	return 0, fmt.Errorf("mode %q: must be \"last-good\" or \"strict\"", s)
+}
+
+func (m Mode) String() string {
+	if m == Strict {
+		return "strict"
+	}
+	return "last-good"
+}
+
+// Snapshot is one immutable state of the node resolver config. Never modify
+// its slices.
+type Snapshot struct {
+	// Path is the file the config was read from: the watched path, or
+	// systemd-resolved's file when Auto switched to it.
+	Path string
+	// Disabled is kubelet's resolvConf "": no file.
+	Disabled bool
+	// Config is what pods get: the last good config with loopback
+	// nameservers removed (a loopback stub cannot answer inside a pod's
+	// network namespace).
+	Config Config
+	// Raw is the last good config as parsed, loopback nameservers included
+	// (the cluster DNS server filters its own listen addresses from it).
+	Raw Config
+	// DroppedLoopback are the nameservers removed from Config.
+	DroppedLoopback []string
+	// Generation counts published snapshots, starting at 1.
+	Generation uint64
+	// Hash is the hex SHA-256 of the last good file's path and content.
+	Hash string
+	// Problem is the latest problem with the file, also while the last good
+	// config is still served; nil when the file is fine.
+	Problem error
+	// Err is set when there is no usable config: in Strict mode while the
+	// file is broken, or when no good file was ever read. Pods fail on it,
+	// as kubelet fails them.
+	Err error
+	// Time is when the snapshot was published.
+	Time time.Time
+}
+
+type options struct {
+	log      *slog.Logger
+	reg      prometheus.Registerer
+	mode     Mode
+	debounce time.Duration
+	maxWait  time.Duration
+	resync   time.Duration
+	primary  string // the file Auto starts from
+	resolved string // systemd-resolved's upstream file
+}
+
+// Option configures Watch.
+type Option func(*options)
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithRegistry registers the watcher's metrics (default: none).
+func WithRegistry(r prometheus.Registerer) Option { return func(o *options) { o.reg = r } }
+
+// WithMode sets LastGood (default) or Strict.
+func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
+
+// WithDebounce sets how long the file must be quiet before it is re-read
+// (default 10ms) and the longest a burst of changes can delay a read
+// (default 100ms).
+func WithDebounce(quiet, maxWait time.Duration) Option {
+	return func(o *options) { o.debounce, o.maxWait = quiet, maxWait }
+}
+
+// WithResync sets a periodic re-read that catches changes no filesystem
+// event reports, e.g. a bind-mounted file (default 30s; 0 disables).
+func WithResync(d time.Duration) Option { return func(o *options) { o.resync = d } }
+
+// WithAutoPaths sets the files Auto uses (defaults DefaultPath and
+// SystemdResolved).
+func WithAutoPaths(primary, resolved string) Option {
+	return func(o *options) { o.primary, o.resolved = primary, resolved }
+}
+
+// Watcher keeps a parsed, validated copy of the node resolver config and
+// publishes a Snapshot whenever it changes.
+type Watcher struct {
+	path    string // as given: a file, Auto or ""
+	o       options
+	m       *metrics
+	fsw     *fsnotify.Watcher
+	dirs    map[string]bool // directories watched
+	names   map[string]bool // base names whose events matter
+	switched bool           // Auto is on systemd-resolved's file
+
+	mu   sync.Mutex
+	cur  Snapshot
+	subs map[chan Snapshot]struct{}
+	done chan struct{}
+}
+
+// Watch reads path and keeps watching it until ctx is done. path "" is
+// kubelet's resolvConf switched off (a Disabled snapshot, nothing watched);
+// Auto follows DefaultPath and systemd-resolved's file. The first snapshot is
+// ready when Watch returns; a missing or broken file at start is not an
+// error of Watch but of the snapshot. Watch fails only when the watch itself
+// cannot be set up.
+func Watch(ctx context.Context, path string, opts ...Option) (*Watcher, error) {
+	w := &Watcher{path: path, subs: map[chan Snapshot]struct{}{}, done: make(chan struct{}),
+		dirs: map[string]bool{}, names: map[string]bool{}}
+	w.o = options{log: slog.New(slog.DiscardHandler), debounce: 10 * time.Millisecond, maxWait: 100 * time.Millisecond,
+		resync: 30 * time.Second, primary: DefaultPath, resolved: SystemdResolved}
+	for _, opt := range opts {
+		opt(&w.o)
+	}
+	w.o.log = w.o.log.With("component", "hostresolv")
+	m, err := newMetrics(w.o.reg)
+	if err != nil {
+		return nil, err
+	}
+	w.m = m
+	if path == "" {
+		w.publish(Snapshot{Disabled: true})
+		close(w.done)
+		return w, nil
+	}
+	w.fsw, err = fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", path, err)
+	}
+	if err := w.rewatch(); err != nil {
+		w.fsw.Close()
+		return nil, err
+	}
+	w.reload(true)
+	go w.run(ctx)
+	return w, nil
+}
+
+// Current returns the latest snapshot.
+func (w *Watcher) Current() Snapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cur
+}
+
+// Done is closed when the watcher has stopped.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
+
+// Subscribe returns a channel that receives the current snapshot at once and
+// then every new one. A slow subscriber only misses intermediate snapshots:
+// the channel always ends on the latest. The channel is closed when the
+// watcher stops or cancel is called.
+func (w *Watcher) Subscribe() (<-chan Snapshot, func()) {
+	ch := make(chan Snapshot, 1)
+	w.mu.Lock()
+	ch <- w.cur
+	select {
+	case <-w.done:
+		close(ch)
+		w.mu.Unlock()
+		return ch, func() {}
+	default:
+	}
+	w.subs[ch] = struct{}{}
+	w.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			w.mu.Lock()
+			if _, ok := w.subs[ch]; ok {
+				delete(w.subs, ch)
+				close(ch)
+			}
+			w.mu.Unlock()
+		})
+	}
+}
+
+func (w *Watcher) run(ctx context.Context) {
+	defer func() {
+		w.fsw.Close()
+		w.mu.Lock()
+		close(w.done)
+		for ch := range w.subs {
+			close(ch)
+		}
+		w.subs = nil
+		w.mu.Unlock()
+	}()
+	var (
+		quiet   = time.NewTimer(0)
+		confirm = time.NewTimer(0)
+		pending bool
+		first   time.Time
+		tick    <-chan time.Time
+	)
+	<-quiet.C
+	<-confirm.C
+	defer confirm.Stop()
+	// A problem is confirmed by a second read before it is published: an
+	// in-place writer truncates the file before writing it, and a read in
+	// between sees an empty file for a moment.
+	check := func(final bool) {
+		if err := w.rewatch(); err != nil {
+			w.o.log.Warn("cannot watch", "path", w.path, "err", err)
+		}
+		if !w.reload(final) {
+			confirm.Reset(2 * w.o.debounce)
+		}
+	}
+	if w.o.resync > 0 {
+		t := time.NewTicker(w.o.resync)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			quiet.Stop()
+			return
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return
+			}
+			if !w.names[filepath.Base(ev.Name)] {
+				continue
+			}
+			now := time.Now()
+			if !pending {
+				pending, first = true, now
+			}
+			d := w.o.debounce
+			if rest := w.o.maxWait - now.Sub(first); rest < d {
+				d = max(rest, 0)
+			}
+			confirm.Stop()
+			quiet.Reset(d)
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return
+			}
+			w.o.log.Warn("file watch error; re-reading", "path", w.path, "err", err)
+			w.m.errors.WithLabelValues("watch").Inc()
+			pending = false
+			check(true)
+		case <-quiet.C:
+			pending = false
+			check(false)
+		case <-confirm.C:
+			check(true)
+		case <-tick:
+			check(false)
+		}
+	}
+}
+
+// files are the paths the config may come from.
+func (w *Watcher) files() []string {
+	if w.path == Auto {
+		return []string{w.o.primary, w.o.resolved}
+	}
+	return []string{w.path}
+}
+
+// rewatch watches the directory of every file and of every hop of its
+// symlink chain, so renames over the file, re-pointed links and changes of
+// the link target are all seen.
+func (w *Watcher) rewatch() error {
+	dirs := map[string]bool{}
+	names := map[string]bool{}
+	for _, f := range w.files() {
+		p := f
+		for hop := 0; hop < 16; hop++ {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return fmt.Errorf("watch %q: %w", f, err)
+			}
+			dirs[filepath.Dir(abs)] = true
+			names[filepath.Base(abs)] = true
+			target, err := os.Readlink(abs)
+			if err != nil {
+				break
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(abs), target)
+			}
+			p = target
+		}
+	}
+	var firstErr error
+	for d := range dirs {
+		if w.dirs[d] {
+			continue
+		}
+		if err := w.fsw.Add(d); err != nil {
+			if errors.Is(err, fs.ErrNotExist) && w.path == Auto && d != filepath.Dir(w.o.primary) {
+				continue // systemd-resolved is not running here
+			}
+			if firstErr == nil {
+				firstErr = fmt.Errorf("watch directory %q: %w", d, err)
+			}
+			continue
+		}
+		w.dirs[d] = true
+	}
+	for d := range w.dirs {
+		if !dirs[d] {
+			w.fsw.Remove(d)
+			delete(w.dirs, d)
+		}
+	}
+	w.names = names
+	return firstErr
+}
+
+// reload reads the file and publishes a snapshot when something changed. A
+// new problem is published only when final is set; otherwise reload returns
+// false so that the caller reads again shortly to confirm it.
+func (w *Watcher) reload(final bool) bool {
+	path := w.path
+	if path == Auto {
+		path = w.autoPath()
+	}
+	data, err := os.ReadFile(path)
+	var cfg Config
+	if err == nil && len(data) > MaxFileSize {
+		err = ErrTooLarge
+	}
+	if err == nil {
+		cfg, err = ParseBytes(data)
+		if err != nil {
+			err = fmt.Errorf("parse %q: %w", path, err)
+		}
+	}
+	cur := w.Current()
+	if err == nil && len(cfg.Nameservers) == 0 && len(cur.Raw.Nameservers) > 0 && w.o.mode == LastGood {
+		err = fmt.Errorf("%q has no nameserver line any more (it had %d); keeping the last good config", path, len(cur.Raw.Nameservers))
+	}
+	if err != nil {
+		if cur.Problem != nil && cur.Problem.Error() == err.Error() {
+			return true
+		}
+		if !final {
+			return false
+		}
+		w.m.reloads.WithLabelValues("error").Inc()
+		w.m.errors.WithLabelValues("file").Inc()
+		next := cur
+		next.Problem = err
+		switch {
+		case w.o.mode == Strict:
+			next.Path, next.Config, next.Raw, next.DroppedLoopback, next.Hash, next.Err = path, Config{}, Config{}, nil, "", err
+		case cur.Generation == 0 || cur.Err != nil:
+			next.Path, next.Err = path, err
+		default:
+			w.o.log.Warn("resolver file is broken; pods keep the last good config", "path", path, "err", err, "generation", cur.Generation)
+		}
+		if next.Err != nil {
+			w.o.log.Error("resolver file is broken and there is no good config to serve", "path", path, "err", err)
+		}
+		w.publish(next)
+		return true
+	}
+	sum := sha256.Sum256(append([]byte(path+"\x00"), data...))
+	hash := hex.EncodeToString(sum[:])
+	if hash == cur.Hash && cur.Problem == nil && cur.Generation > 0 {
+		w.m.reloads.WithLabelValues("unchanged").Inc()
+		return true
+	}
+	w.m.reloads.WithLabelValues("ok").Inc()
+	next := Snapshot{Path: path, Raw: cfg, Hash: hash}
+	next.Config, next.DroppedLoopback = dropLoopback(cfg)
+	if len(next.DroppedLoopback) > 0 {
+		w.o.log.Warn("loopback nameservers are not handed to pods", "path", path, "dropped", next.DroppedLoopback)
+	}
+	if cur.Problem != nil {
+		w.o.log.Info("resolver file is good again", "path", path)
+	}
+	w.publish(next)
+	return true
+}
+
+// autoPath picks systemd-resolved's file when the primary file holds only
+// loopback stubs and the other file exists, and says so when it switches.
+func (w *Watcher) autoPath() string {
+	cfg, err := ParseFile(w.o.primary)
+	use := false
+	if err == nil && len(cfg.Nameservers) > 0 {
+		use = true
+		for _, ns := range cfg.Nameservers {
+			if !IsLoopback(ns) {
+				use = false
+				break
+			}
+		}
+	}
+	if use {
+		if _, err := os.Stat(w.o.resolved); err != nil {
+			use = false
+		}
+	}
+	if use != w.switched {
+		w.switched = use
+		if use {
+			w.o.log.Info("only loopback stub nameservers; using systemd-resolved's upstream file", "path", w.o.primary, "using", w.o.resolved)
+		} else {
+			w.o.log.Info("using the resolver file again", "path", w.o.primary)
+		}
+	}
+	if use {
+		return w.o.resolved
+	}
+	return w.o.primary
+}
+
+func (w *Watcher) publish(s Snapshot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s.Generation = w.cur.Generation + 1
+	s.Time = time.Now()
+	w.cur = s
+	w.m.generation.Set(float64(s.Generation))
+	if s.Err != nil || s.Problem != nil {
+		w.m.healthy.Set(0)
+	} else {
+		w.m.healthy.Set(1)
+	}
+	for ch := range w.subs {
+		select {
+		case <-ch: // drop the unread older snapshot
+		default:
+		}
+		ch <- s
+	}
+}
+
+// IsLoopback reports a nameserver on the loopback network (127.0.0.0/8,
+// ::1), such as systemd-resolved's 127.0.0.53 stub.
+func IsLoopback(ns string) bool {
+	a, err := netip.ParseAddr(ns)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+func dropLoopback(cfg Config) (Config, []string) {
+	var dropped []string
+	for _, ns := range cfg.Nameservers {
+		if IsLoopback(ns) {
+			dropped = append(dropped, ns)
+		}
+	}
+	if dropped == nil {
+		return cfg, nil
+	}
+	out := cfg
+	out.Nameservers = make([]string, 0, len(cfg.Nameservers)-len(dropped))
+	for _, ns := range cfg.Nameservers {
+		if !IsLoopback(ns) {
+			out.Nameservers = append(out.Nameservers, ns)
+		}
+	}
+	return out, dropped
+}
