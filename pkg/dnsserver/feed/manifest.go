@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
@@ -232,10 +234,13 @@ func decodeJSON(js []byte, objs *store.Objects) error {
 }
 
 func strictJSON(js []byte, v any, tm typeMeta) error {
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// Case-sensitive and strict, as the API server decodes.
+	strict, err := kjson.UnmarshalStrict(js, v)
+	if err != nil {
 		return fmt.Errorf("decode %s (%s): %w", tm.Kind, tm.APIVersion, err)
+	}
+	if len(strict) > 0 {
+		return fmt.Errorf("decode %s (%s): %w", tm.Kind, tm.APIVersion, errors.Join(strict...))
 	}
 	return nil
 }
