@@ -457,3 +457,6 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	}
 	return out, nil
 }
+
+// RuntimeReady reports whether the runtime connection is up.
+func (s *Server) RuntimeReady() bool { return s.conn.GetState() == connectivity.Ready }

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+func init() {
+	register("shim", command{summary: "CRI shim in front of containerd: rewrites each pod sandbox's DNS", run: runShim})
+}
+
+func parseShimFlags(args []string, stderr io.Writer) (*v1alpha1.ShimConfiguration, string, error) {
+	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		config, logLevel                              string
+		clusterDNS, nodeLocalDNS, nodeIPs, resolvConf string
+		clusterDomain, resolvMode, listen, runtimeEP  string
+		kubeconfig, nodeName, lookupTimeout, limits   string
+		failurePolicy, metricsListen                  string
+	)
+	fs.StringVar(&config, "config", "", "ShimConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
+	fs.StringVar(&listen, "listen", v1alpha1.DefaultShimListen, "the shim's unix socket `PATH`, kubelet's --container-runtime-endpoint")
+	fs.StringVar(&runtimeEP, "runtime-endpoint", v1alpha1.DefaultShimRuntimeEndpoint, "containerd's CRI socket (path or unix:// URL)")
+	fs.StringVar(&clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
+	fs.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
+	fs.StringVar(&resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file, \"auto\" (systemd-resolved aware) or \"\" (off)")
+	fs.StringVar(&resolvMode, "resolv-conf-mode", "last-good", "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
+	fs.StringVar(&nodeLocalDNS, "node-local-dns", "", "node-local DNS `IP`s for ClusterFirstWithAutopath pods (default: the cluster DNS)")
+	fs.StringVar(&nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "API server kubeconfig `PATH` (default: the in-cluster config when in a pod, else no API server)")
+	fs.StringVar(&nodeName, "node-name", "", "this node's name (required with an API server; default $NODE_NAME)")
+	fs.StringVar(&lookupTimeout, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout, "how long a sandbox waits for a pod the informer has not seen")
+	fs.StringVar(&limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
+	fs.StringVar(&failurePolicy, "failure-policy", v1alpha1.FailurePolicyOpen, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
+	fs.StringVar(&metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer shim --listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n"+
+			"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH]\n"+
+			"    [--kubeconfig PATH] [--node-name NAME] [--limits trim|reject] [--failure-policy open|closed]\n"+
+			"    [--metrics-listen ADDR]\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, "", err
+	}
+	if fs.NArg() > 0 {
+		return nil, "", fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	cfg := &v1alpha1.ShimConfiguration{}
+	if config != "" {
+		if err := loadConfig(config, v1alpha1.ShimKind, cfg); err != nil {
+			return nil, "", err
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	apply := func(name string, fn func()) {
+		if set[name] || config == "" {
+			fn()
+		}
+	}
+	apply("listen", func() { cfg.Listen = listen })
+	apply("runtime-endpoint", func() { cfg.RuntimeEndpoint = runtimeEP })
+	apply("cluster-dns", func() { cfg.ClusterDNS = splitList(clusterDNS) })
+	apply("cluster-domain", func() { cfg.ClusterDomain = clusterDomain })
+	apply("resolv-conf", func() { cfg.ResolvConf = &resolvConf })
+	apply("resolv-conf-mode", func() { cfg.ResolvConfMode = resolvMode })
+	apply("node-local-dns", func() { cfg.NodeLocalDNS = splitList(nodeLocalDNS) })
+	apply("node-ip", func() { cfg.NodeIPs = splitList(nodeIPs) })
+	apply("kubeconfig", func() { cfg.Kubeconfig = kubeconfig })
+	apply("node-name", func() { cfg.NodeName = nodeName })
+	apply("pod-lookup-timeout", func() { cfg.PodLookupTimeout = lookupTimeout })
+	apply("limits", func() { cfg.Limits = limits })
+	apply("failure-policy", func() { cfg.FailurePolicy = failurePolicy })
+	apply("metrics-listen", func() { cfg.MetricsListen = metricsListen })
+	if cfg.NodeName == "" {
+		cfg.NodeName = os.Getenv("NODE_NAME")
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		if config != "" {
+			return nil, "", fmt.Errorf("config %q with flags: %w", config, err)
+		}
+		return nil, "", flagError(err)
+	}
+	return cfg, logLevel, nil
+}
+
+// flagError names the flag of a config field in a validation error.
+func flagError(err error) error {
+	msg := err.Error()
+	for field, flagName := range map[string]string{
+		"clusterDNS": "cluster-dns", "clusterDomain": "cluster-domain", "nodeLocalDNS": "node-local-dns",
+		"nodeIPs": "node-ip", "resolvConfMode": "resolv-conf-mode", "listen": "listen", "runtimeEndpoint": "runtime-endpoint",
+		"podLookupTimeout": "pod-lookup-timeout", "limits": "limits", "failurePolicy": "failure-policy",
+		"nodeName": "node-name", "metricsListen": "metrics-listen",
+	} {
+		if strings.HasPrefix(msg, field+":") || strings.HasPrefix(msg, field+"[") {
+			return fmt.Errorf("--%s (%s", flagName, strings.Replace(msg, ":", "):", 1))
+		}
+	}
+	return err
+}
+
+// kubeClient returns the API server client the config asks for, or nil.
+func kubeClient(cfg *v1alpha1.ShimConfiguration) (kubernetes.Interface, error) {
+	var rc *rest.Config
+	var err error
+	switch {
+	case cfg.Kubeconfig != "":
+		if rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("--kubeconfig %q: %w", cfg.Kubeconfig, err)
+		}
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		if rc, err = rest.InClusterConfig(); err != nil {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+	default:
+		return nil, nil
+	}
+	rc.UserAgent = "dnsconfigurer-shim"
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
+}
+
+func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
+	cfg, logLevel, err := parseShimFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dnsconfigurer shim: %v\n", err)
+		return exitUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		fmt.Fprintf(stderr, "dnsconfigurer shim: --log-level %q: %v\n", logLevel, err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "dnsconfigurer shim: "+format+"\n", a...)
+		return code
+	}
+
+	eng, err := policy.New(policy.Node{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
+		NodeLocalDNS: cfg.NodeLocalDNS, NodeIPs: cfg.NodeIPs, OS: cfg.NodeOS})
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	for _, w := range eng.Warnings() {
+		log.Warn("node DNS settings", "reason", w.Reason, "message", w.Message)
+	}
+	if len(eng.ClusterDNS()) == 0 {
+		log.Warn("no cluster DNS configured (--cluster-dns): ClusterFirst pods fall back to the node's resolver config, as kubelet does")
+	}
+	mode, err := hostresolv.ParseMode(cfg.ResolvConfMode)
+	if err != nil {
+		return fail(exitUsage, "--resolv-conf-mode: %v", err)
+	}
+	client, err := kubeClient(cfg)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	if client != nil && cfg.NodeName == "" {
+		return fail(exitUsage, "--node-name (or $NODE_NAME) is required with an API server")
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	watcher, err := hostresolv.Watch(ctx, *cfg.ResolvConf, hostresolv.WithMode(mode), hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
+	if err != nil {
+		return fail(exitFail, "--resolv-conf: %v", err)
+	}
+	if s := watcher.Current(); s.Err != nil {
+		log.Warn("node resolver config unusable: sandboxes fail (or pass unchanged with failure policy open) until it is fixed", "path", s.Path, "err", s.Err)
+	}
+
+	lookupTimeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
+	opts := []cri.Option{cri.WithLogger(log), cri.WithRegistry(reg), cri.WithLimits(cri.Limits(cfg.Limits)),
+		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout)}
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	var informer *cri.PodInformer
+	if client != nil {
+		klog.SetSlogLogger(log.With("component", "client-go"))
+		if informer, err = cri.NewPodInformer(client, cfg.NodeName, log); err != nil {
+			return fail(exitFail, "%v", err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); informer.Run(ctx) }()
+		rec, stop := cri.NewEventRecorder(client, cfg.NodeName)
+		defer stop()
+		opts = append(opts, cri.WithPodLookup(informer), cri.WithEvents(rec))
+	}
+	srv, err := cri.New(cfg.RuntimeEndpoint, eng, watcher, opts...)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	defer srv.Close()
+	l, err := cri.Listen(cfg.Listen)
+	if err != nil {
+		return fail(exitFail, "--listen: %v", err)
+	}
+
+	if cfg.MetricsListen != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			l.Close()
+			return fail(exitFail, "--metrics-listen %q: %v", cfg.MetricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			switch {
+			case !srv.RuntimeReady():
+				http.Error(w, "runtime not connected", http.StatusServiceUnavailable)
+			case informer != nil && !informer.HasSynced():
+				http.Error(w, "pod informer not synced", http.StatusServiceUnavailable)
+			default:
+				io.WriteString(w, "ok\n")
+			}
+		})
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer scancel()
+			_ = hs.Shutdown(sctx)
+		}()
+		log.Info("serving metrics", "listen", ln.Addr().String())
+	}
+	if err := srv.Serve(ctx, l); err != nil {
+		return fail(exitFail, "%v", err)
+	}
+	return exitOK
+}
