@@ -1,0 +1,498 @@
+// Command dns is the benchmark harness of the cluster DNS server
+// (`dnsconfigurer serve`). It writes manifests for 10,000 ClusterIP
+// Services in 100 namespaces plus 100 headless Services with 20 endpoints
+// each, starts the server on them and, in the same run, a minimal miekg/dns
+// responder answering from a fixed map (the ceiling for this machine), and
+// drives both with a closed-loop UDP load generator on loopback:
+//
+//	(a) A queries for existing Services;
+//	(b) the ndots:5 search-miss mix: each lookup of "svc.ns" as a pod in
+//	    another namespace sends three in-zone NXDOMAIN expansions then the
+//	    hit (75% NXDOMAIN);
+//	(c) SRV queries, half ClusterIP (1 record), half headless (20 records
+//	    and 20 additional addresses, EDNS0 1232).
+//
+// It prints queries per second, p50/p99 latency, the responder's CPU time per
+// answered query (utime+stime from /proc/<pid>/stat, since the load
+// generator shares the cores), its RSS (/proc/<pid>/status), and the ratio of
+// the server's QPS to the ceiling's.
+//
+// Run: go run ./test/bench/dns [-duration 5s] [-c 16] [-bin path/to/dnsconfigurer]
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+const (
+	zone        = "cluster.local."
+	namespaces  = 100
+	perNS       = 100 // ClusterIP Services per namespace: 10,000 in all
+	headless    = 100
+	endpointsHL = 20
+)
+
+func svcName(i int) (name, ns string) {
+	return fmt.Sprintf("svc-%d", i%perNS), fmt.Sprintf("ns-%d", i/perNS)
+}
+func clusterIP(i int) string { return fmt.Sprintf("10.96.%d.%d", i/250, i%250+1) }
+func hlName(j int) (name, ns string) {
+	return fmt.Sprintf("hl-%d", j), fmt.Sprintf("ns-%d", j%namespaces)
+}
+func endpointIP(j, k int) string { return fmt.Sprintf("10.200.%d.%d", j, k+1) }
+
+func main() {
+	mode := flag.String("mode", "bench", "bench, or ceiling (internal: run the ceiling responder)")
+	listen := flag.String("listen", "", "ceiling mode: address to serve")
+	duration := flag.Duration("duration", 5*time.Second, "measurement time per case and target")
+	warmup := flag.Duration("warmup", 500*time.Millisecond, "warm-up time before each measurement")
+	conc := flag.Int("c", 16, "queries in flight (one UDP socket each)")
+	bin := flag.String("bin", "", "dnsconfigurer binary (default: go build ./cmd/dnsconfigurer)")
+	cases := flag.String("cases", "a,b,c", "cases to run")
+	flag.Parse()
+	if *mode == "ceiling" {
+		if err := runCeiling(*listen); err != nil {
+			fmt.Fprintln(os.Stderr, "ceiling:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := bench(*bin, *duration, *warmup, *conc, strings.Split(*cases, ",")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// writeManifests writes the benchmark objects into dir.
+func writeManifests(dir string) error {
+	var b strings.Builder
+	for n := range namespaces {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns-%d}\n", n)
+	}
+	for i := range namespaces * perNS {
+		name, ns := svcName(i)
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\nspec:\n  clusterIP: %s\n  ports: [{name: http, port: 80, protocol: TCP}]\n",
+			name, ns, clusterIP(i))
+	}
+	for j := range headless {
+		name, ns := hlName(j)
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\nspec:\n  clusterIP: None\n  ports: [{name: http, port: 80, protocol: TCP}]\n", name, ns)
+		fmt.Fprintf(&b, "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: %s-1\n  namespace: %s\n  labels: {kubernetes.io/service-name: %s}\naddressType: IPv4\nports: [{name: http, port: 80, protocol: TCP}]\nendpoints:\n", name, ns, name)
+		for k := range endpointsHL {
+			fmt.Fprintf(&b, "- addresses: [%s]\n  conditions: {ready: true}\n", endpointIP(j, k))
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(b.String()), 0o644)
+}
+
+// query is one prepared query and the rcode it must get.
+type query struct {
+	wire  []byte
+	rcode int
+}
+
+func pack(name string, qtype uint16, edns uint16) []byte {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	if edns > 0 {
+		m.SetEdns0(edns, false)
+	}
+	b, err := m.Pack()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// workload returns the query sequence of a case. Workers walk it from
+// different offsets.
+func workload(c string) []query {
+	r := rand.New(rand.NewPCG(1, 2))
+	var qs []query
+	switch c {
+	case "a":
+		for range 20000 {
+			name, ns := svcName(r.IntN(namespaces * perNS))
+			qs = append(qs, query{pack(name+"."+ns+".svc."+zone, dns.TypeA, 0), dns.RcodeSuccess})
+		}
+	case "b":
+		for range 5000 {
+			name, ns := svcName(r.IntN(namespaces * perNS))
+			own := fmt.Sprintf("ns-%d", r.IntN(namespaces))
+			short := name + "." + ns
+			for _, suffix := range []string{own + ".svc." + zone, "svc." + zone, zone} {
+				qs = append(qs, query{pack(short+"."+suffix, dns.TypeA, 0), dns.RcodeNameError})
+			}
+			qs = append(qs, query{pack(short+".svc."+zone, dns.TypeA, 0), dns.RcodeSuccess})
+		}
+	case "c":
+		for i := range 20000 {
+			var name, ns string
+			if i%2 == 0 {
+				name, ns = svcName(r.IntN(namespaces * perNS))
+			} else {
+				name, ns = hlName(r.IntN(headless))
+			}
+			qs = append(qs, query{pack("_http._tcp."+name+"."+ns+".svc."+zone, dns.TypeSRV, 1232), dns.RcodeSuccess})
+		}
+	}
+	return qs
+}
+
+// ceilingTable is the fixed map of the ceiling responder: the same names
+// and answer sizes as the server's.
+type ceilingKey struct {
+	name  string
+	qtype uint16
+}
+
+type ceilingEntry struct{ answer, extra []dns.RR }
+
+func ceilingTable() map[ceilingKey]ceilingEntry {
+	t := map[ceilingKey]ceilingEntry{}
+	hdr := func(name string, t uint16) dns.RR_Header {
+		return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: 5}
+	}
+	for i := range namespaces * perNS {
+		name, ns := svcName(i)
+		fq := name + "." + ns + ".svc." + zone
+		a := &dns.A{Hdr: hdr(fq, dns.TypeA), A: net.ParseIP(clusterIP(i)).To4()}
+		t[ceilingKey{fq, dns.TypeA}] = ceilingEntry{answer: []dns.RR{a}}
+		srv := &dns.SRV{Hdr: hdr("_http._tcp."+fq, dns.TypeSRV), Weight: 100, Port: 80, Target: fq}
+		t[ceilingKey{"_http._tcp." + fq, dns.TypeSRV}] = ceilingEntry{answer: []dns.RR{srv}, extra: []dns.RR{a}}
+	}
+	for j := range headless {
+		name, ns := hlName(j)
+		fq := name + "." + ns + ".svc." + zone
+		var e ceilingEntry
+		for k := range endpointsHL {
+			ip := endpointIP(j, k)
+			target := strings.ReplaceAll(ip, ".", "-") + "." + fq
+			e.answer = append(e.answer, &dns.SRV{Hdr: hdr("_http._tcp."+fq, dns.TypeSRV), Weight: 5, Port: 80, Target: target})
+			e.extra = append(e.extra, &dns.A{Hdr: hdr(target, dns.TypeA), A: net.ParseIP(ip).To4()})
+		}
+		t[ceilingKey{"_http._tcp." + fq, dns.TypeSRV}] = e
+	}
+	return t
+}
+
+// runCeiling serves the fixed map: the least a miekg/dns server can do.
+func runCeiling(addr string) error {
+	table := ceilingTable()
+	soa := []dns.RR{&dns.SOA{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 5},
+		Ns: "ns.dns." + zone, Mbox: "hostmaster." + zone, Serial: 1, Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: 5}}
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Authoritative = true
+		if len(r.Question) == 1 {
+			q := r.Question[0]
+			if e, ok := table[ceilingKey{q.Name, q.Qtype}]; ok {
+				m.Answer, m.Extra = e.answer, e.extra
+			} else {
+				m.Rcode = dns.RcodeNameError
+				m.Ns = soa
+			}
+		}
+		if o := r.IsEdns0(); o != nil {
+			m.Extra = append(m.Extra[:len(m.Extra):len(m.Extra)], &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT, Class: 1232}})
+		}
+		_ = w.WriteMsg(m)
+	})
+	srv := &dns.Server{Addr: addr, Net: "udp", Handler: h, UDPSize: 4096}
+	return srv.ListenAndServe()
+}
+
+// freePort returns a port free for UDP and TCP on 127.0.0.1.
+func freePort() (string, error) {
+	for range 20 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := pc.LocalAddr().String()
+		ln, err := net.Listen("tcp", addr)
+		pc.Close()
+		if err == nil {
+			ln.Close()
+			return addr, nil
+		}
+	}
+	return "", errors.New("no free port")
+}
+
+// waitAnswer polls addr until name resolves with NOERROR.
+func waitAnswer(addr, name string, qtype uint16, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
+	for {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		r, _, err := c.Exchange(m, addr)
+		if err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer %s within %v (last: %v)", addr, name, limit, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procStat is a process's CPU time (clock ticks) and memory.
+type procStat struct {
+	ticks  uint64
+	rssKiB uint64
+	hwmKiB uint64
+}
+
+func readProc(pid int) (procStat, error) {
+	var s procStat
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// Fields after the ")" of comm: state is field 3; utime 14, stime 15.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return s, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	s.ticks = ut + st
+	st2, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(string(st2), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			s.rssKiB = v
+		case "VmHWM:":
+			s.hwmKiB = v
+		}
+	}
+	return s, nil
+}
+
+// clockTick is USER_HZ, 100 on Linux.
+const clockTick = 100
+
+type result struct {
+	qps      float64
+	p50, p99 time.Duration
+	cpuUS    float64
+	rssMiB   float64
+	hwmMiB   float64
+	errors   int64
+	answered int64
+}
+
+// load drives addr with the workload for d after a warm-up and measures.
+func load(addr string, pid int, qs []query, conc int, warm, d time.Duration) (result, error) {
+	var res result
+	var stop atomic.Bool
+	var measuring atomic.Bool
+	var answered, errs atomic.Int64
+	lat := make([][]time.Duration, conc)
+	var wg sync.WaitGroup
+	for w := range conc {
+		conn, err := net.Dial("udp", addr)
+		if err != nil {
+			return res, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			buf := make([]byte, 65535)
+			out := make([]byte, 0, 512)
+			i := w * len(qs) / conc
+			id := uint16(w << 10)
+			for !stop.Load() {
+				q := qs[i%len(qs)]
+				i++
+				id++
+				out = append(out[:0], q.wire...)
+				out[0], out[1] = byte(id>>8), byte(id)
+				start := time.Now()
+				if _, err := conn.Write(out); err != nil {
+					errs.Add(1)
+					continue
+				}
+				_ = conn.SetReadDeadline(start.Add(time.Second))
+				for {
+					n, err := conn.Read(buf)
+					if err != nil {
+						errs.Add(1)
+						break
+					}
+					if n < 12 || buf[0] != byte(id>>8) || buf[1] != byte(id) {
+						continue // a late reply to an earlier query
+					}
+					if int(buf[3]&0x0f) != q.rcode {
+						errs.Add(1)
+					}
+					if measuring.Load() {
+						answered.Add(1)
+						lat[w] = append(lat[w], time.Since(start))
+					}
+					break
+				}
+			}
+		}()
+	}
+	time.Sleep(warm)
+	before, err := readProc(pid)
+	if err != nil {
+		return res, err
+	}
+	measuring.Store(true)
+	t0 := time.Now()
+	time.Sleep(d)
+	measuring.Store(false)
+	elapsed := time.Since(t0)
+	after, err := readProc(pid)
+	if err != nil {
+		return res, err
+	}
+	stop.Store(true)
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	res.answered = answered.Load()
+	res.errors = errs.Load()
+	res.qps = float64(res.answered) / elapsed.Seconds()
+	if len(all) > 0 {
+		res.p50 = all[len(all)/2]
+		res.p99 = all[len(all)*99/100]
+	}
+	if res.answered > 0 {
+		res.cpuUS = float64(after.ticks-before.ticks) / clockTick * 1e6 / float64(res.answered)
+	}
+	res.rssMiB = float64(after.rssKiB) / 1024
+	res.hwmMiB = float64(after.hwmKiB) / 1024
+	return res, nil
+}
+
+func start(name string, args ...string) (*exec.Cmd, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout = os.Stderr
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return cmd, nil
+}
+
+func bench(bin string, d, warm time.Duration, conc int, cases []string) error {
+	tmp, err := os.MkdirTemp("", "dnsbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if bin == "" {
+		bin = filepath.Join(tmp, "dnsconfigurer")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/dnsconfigurer")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build ./cmd/dnsconfigurer (run from the module root, or pass -bin): %w", err)
+		}
+	}
+	objects := filepath.Join(tmp, "objects")
+	if err := os.Mkdir(objects, 0o755); err != nil {
+		return err
+	}
+	if err := writeManifests(objects); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	ceilAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	ceil, err := start(self, "-mode", "ceiling", "-listen", ceilAddr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ceil.Process.Kill(); _ = ceil.Wait() }()
+
+	srvAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	srv, err := start(bin, "serve", "--listen", srvAddr, "--objects", objects, "--ttl", "5", "--log-level", "warn")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
+
+	probe := "svc-0.ns-0.svc." + zone
+	if err := waitAnswer(ceilAddr, probe, dns.TypeA, 30*time.Second); err != nil {
+		return fmt.Errorf("ceiling: %w", err)
+	}
+	if err := waitAnswer(srvAddr, probe, dns.TypeA, 60*time.Second); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	idle, _ := readProc(srv.Process.Pid)
+	fmt.Printf("server ready in %v with %d Services in %d namespaces + %d headless x %d endpoints; idle RSS %.1f MiB\n",
+		time.Since(t0).Round(time.Millisecond), namespaces*perNS, namespaces, headless, endpointsHL, float64(idle.rssKiB)/1024)
+	fmt.Printf("load: %d UDP sockets in flight, %v per measurement (+%v warm-up), GOMAXPROCS of this process %s\n\n",
+		conc, d, warm, os.Getenv("GOMAXPROCS"))
+	fmt.Printf("%-4s %-8s %10s %9s %9s %10s %8s %8s %7s %6s\n", "case", "target", "qps", "p50", "p99", "cpu_us/q", "rss_MiB", "hwm_MiB", "errors", "ratio")
+	for _, c := range cases {
+		qs := workload(strings.TrimSpace(c))
+		if len(qs) == 0 {
+			return fmt.Errorf("unknown case %q", c)
+		}
+		ce, err := load(ceilAddr, ceil.Process.Pid, qs, conc, warm, d)
+		if err != nil {
+			return err
+		}
+		sv, err := load(srvAddr, srv.Process.Pid, qs, conc, warm, d)
+		if err != nil {
+			return err
+		}
+		for _, row := range []struct {
+			name string
+			r    result
+		}{{"ceiling", ce}, {"server", sv}} {
+			ratio := ""
+			if row.name == "server" && ce.qps > 0 {
+				ratio = fmt.Sprintf("%.2f", row.r.qps/ce.qps)
+			}
+			fmt.Printf("%-4s %-8s %10.0f %9v %9v %10.1f %8.1f %8.1f %7d %6s\n", c, row.name, row.r.qps,
+				row.r.p50.Round(time.Microsecond), row.r.p99.Round(time.Microsecond), row.r.cpuUS, row.r.rssMiB, row.r.hwmMiB, row.r.errors, ratio)
+		}
+	}
+	return nil
+}
