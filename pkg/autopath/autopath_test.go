@@ -1,0 +1,86 @@
+package autopath
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		qname, zone string
+		want        Name
+		ok          bool
+	}{
+		{"web.search.shop.cluster.local.ap.k8s.io.", "cluster.local", Name{"web.", "shop"}, true},
+		{"WWW.Example.COM.search.Shop.Cluster.Local.AP.K8S.IO.", "cluster.local.", Name{"WWW.Example.COM.", "shop"}, true},
+		{"a.search.search.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{"a.search.", "ns"}, true},
+		{"search.search.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{"search.", "ns"}, true},
+		{"_http._tcp.web.search.ns.k8s.example.ap.k8s.io.", "k8s.example", Name{"_http._tcp.web.", "ns"}, true},
+		// not autopath names
+		{"search.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{}, false},      // no base
+		{"web.find.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{}, false},    // no "search" label
+		{"web.search.ns.other.zone.ap.k8s.io.", "cluster.local", Name{}, false},     // another zone
+		{"web.search.ns.cluster.local.", "cluster.local", Name{}, false},            // no suffix
+		{"web.search.ns.xcluster.local.ap.k8s.io.", "cluster.local", Name{}, false}, // zone must be whole labels
+		{"ap.k8s.io.", "cluster.local", Name{}, false},
+		{"web.search.ns.cluster.local.ap.k8s.io.", "", Name{}, false},
+		// never expand a name that already carries the suffix
+		{"x.search.ns.cluster.local.ap.k8s.io.search.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.qname, func(t *testing.T) {
+			got, ok := Parse(tc.qname, tc.zone)
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("Parse = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestOption(t *testing.T) {
+	v := OptionValue("shop", "cluster.local", []string{"corp.example.", "cluster.local", ""})
+	if v != "shop.svc.cluster.local,svc.cluster.local,cluster.local,corp.example" {
+		t.Fatalf("OptionValue = %q", v)
+	}
+	list, err := ParseOption([]byte(v))
+	if err != nil || !reflect.DeepEqual(list, []string{"shop.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"}) {
+		t.Fatalf("ParseOption = %v, %v", list, err)
+	}
+	many := strings.TrimSuffix(strings.Repeat("a.example,", 32), ",")
+	if l, err := ParseOption([]byte(many)); err != nil || len(l) != 32 {
+		t.Errorf("32 entries: %v", err)
+	}
+	if _, err := ParseOption([]byte(many + ",b.example")); !errors.Is(err, ErrOptionTooMany) {
+		t.Errorf("33 entries: %v", err)
+	}
+	long := strings.Repeat("x", 63) + "." + strings.Repeat("y", 63) // 127 characters
+	last := strings.Repeat("x", 63) + "." + strings.Repeat("y", 62) + ".a" // 128
+	fits := strings.Repeat(long+",", 15) + last
+	if len(fits) != 2048 {
+		t.Fatalf("fixture is %d", len(fits))
+	}
+	if l, err := ParseOption([]byte(fits)); err != nil || len(l) != 16 {
+		t.Errorf("2048 characters: %d entries, %v", len(l), err)
+	}
+	if _, err := ParseOption([]byte(fits + "z")); !errors.Is(err, ErrOptionTooLong) {
+		t.Errorf("2049 characters: %v", err)
+	}
+	for _, bad := range []string{"a..b", ",a", "a b", "a\x00", strings.Repeat("q", 64) + ".example", "ok.example,bad!"} {
+		if _, err := ParseOption([]byte(bad)); err == nil {
+			t.Errorf("ParseOption(%q) accepted", bad)
+		}
+	}
+	if l, err := ParseOption(nil); err != nil || l != nil {
+		t.Errorf("empty option: %v %v", l, err)
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	got := Candidates("web.", []string{"shop.svc.cluster.local", "svc.cluster.local.", "x.ap.k8s.io"})
+	want := []string{"web.shop.svc.cluster.local.", "web.svc.cluster.local.", "web."}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Candidates = %v", got)
+	}
+}

@@ -1,0 +1,15 @@
+// Package autopath is the pure core of server-side search expansion (KEP "DNS
+// Autopath in PodSpec"): it parses autopath query names
+// "<name>.search.<namespace>.<clusterDomain>.ap.k8s.io." from the right,
+// builds and validates the EDNS0 option that carries a pod's search list, and
+// lists the names to try in order.
+//
+// A ClusterFirstWithAutopath pod has the single search path
+// "search.<ns>.<clusterDomain>.ap.k8s.io" and ndots:5, so its stub resolver
+// sends one query per lookup; the node-local stage adds the option with the
+// full search list, and the cluster DNS server tries "<name>.<search>" for
+// each entry and finally "<name>." itself, answering with the first result
+// that is not NXDOMAIN behind a CNAME from the asked name.
+//
+// Standard library only: no DNS library, so the rules are testable alone.
+package autopath
