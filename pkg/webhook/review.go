@@ -274,29 +274,42 @@ func causeType(msg string) metav1.CauseType {
 var quotedList = regexp.MustCompile(`\[("[^"\]]*"(,"[^"\]]*")*)?\]`)
 
 // warning renders a trim as one line. A warning longer than
-// shortWarningRunes has the echo of the pod's own list (the first list)
-// shortened; one still longer than maxWarningRunes has every list shortened.
+// shortWarningRunes has the echo of the pod's own list (the first list) cut
+// to three entries; one still longer than maxWarningRunes has every list cut
+// to one entry, and is then cut at maxWarningRunes.
 func warning(e policy.FieldError) string {
-	w := strings.Join(strings.Fields(WarningPrefix+e.Error()), " ")
-	for round, limit := range []int{shortWarningRunes, maxWarningRunes} {
-		if utf8.RuneCountInString(w) <= limit {
+	full := strings.Join(strings.Fields(WarningPrefix+e.Error()), " ")
+	render := func(keepFirst, keepOthers int) string {
+		n := 0
+		return quotedList.ReplaceAllStringFunc(full, func(list string) string {
+			if n++; n == 1 {
+				return shortenList(list, keepFirst)
+			}
+			return shortenList(list, keepOthers)
+		})
+	}
+	w := full
+	for _, keep := range [][2]int{{3, -1}, {1, 1}} {
+		if utf8.RuneCountInString(w) <= shortWarningRunes {
 			break
 		}
-		n := 0
-		w = quotedList.ReplaceAllStringFunc(w, func(list string) string {
-			n++
-			if round == 0 && n > 1 {
-				return list
-			}
-			return shortenList(list, 3)
-		})
+		if keep[0] == 1 && utf8.RuneCountInString(w) <= maxWarningRunes {
+			break
+		}
+		w = render(keep[0], keep[1])
+	}
+	if r := []rune(w); len(r) > maxWarningRunes {
+		w = string(r[:maxWarningRunes-3]) + "..."
 	}
 	return w
 }
 
 // shortenList keeps the first keep entries of a quoted list of more than
-// keep+1 entries.
+// keep+1 entries; a negative keep keeps them all.
 func shortenList(list string, keep int) string {
+	if keep < 0 {
+		return list
+	}
 	inner := strings.TrimSuffix(strings.TrimPrefix(list, "["), "]")
 	if inner == "" {
 		return list
