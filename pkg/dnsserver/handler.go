@@ -223,26 +223,12 @@ func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, lname strin
 	}
 	var ans, extra []dns.RR
 	switch qtype {
-	case dns.TypeA:
-		ans = rn.a
-	case dns.TypeAAAA:
-		ans = rn.aaaa
-	case dns.TypeSRV:
-		ans, extra = rn.srv, rn.srvExtra
-	case dns.TypePTR:
-		ans = rn.ptr
-	case dns.TypeTXT:
-		ans = rn.txt
-	case dns.TypeCNAME:
-		ans = rn.cname
-	case dns.TypeSOA:
-		ans = rn.soa
-	case dns.TypeNS:
-		ans = rn.ns
 	case dns.TypeANY:
-		for _, s := range [][]dns.RR{rn.soa, rn.ns, rn.a, rn.aaaa, rn.srv, rn.ptr, rn.txt, rn.cname} {
-			ans = append(ans, s...)
-		}
+		ans = clip(rn.rrs)
+	case dns.TypeSRV:
+		ans, extra = rn.of(dns.TypeSRV), rn.extra
+	default:
+		ans = rn.of(qtype)
 	}
 	if len(ans) == 0 {
 		return Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true}
@@ -252,8 +238,8 @@ func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, lname strin
 
 // chase answers for an ExternalName: the CNAME, then the target's records,
 // followed inside the zone or asked upstream.
-func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, rn *rrNode, depth int) Result {
-	cname := rn.cname
+func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, rn rrNode, depth int) Result {
+	cname := rn.of(dns.TypeCNAME)
 	if inZone(rn.target, z.name) {
 		if depth >= maxChase {
 			return Result{Rcode: dns.RcodeServerFailure}

@@ -17,20 +17,33 @@ type zone struct {
 	snap  *store.Snapshot
 	name  string // lowercase, trailing dot
 	ttl   uint32
-	names map[string]*rrNode
+	names map[string]rrNode
 	soa   []dns.RR // the zone SOA, for the authority section of negatives
-	apex  *rrNode
 }
 
-// rrNode holds the records of one name, each slice clipped so that an
-// append copies.
+// rrNode holds the records of one name, grouped by type, and the additional
+// records of its SRV answer. It is kept small (one name of a 10,000-Service
+// cluster costs a map slot and these 64 bytes) because a cluster has tens of
+// thousands of names.
 type rrNode struct {
-	a, aaaa, srv, srvExtra, ptr, txt, cname, soa, ns []dns.RR
-	// target is the CNAME target (lowercase fqdn).
-	target string
+	rrs    []dns.RR
+	extra  []dns.RR
+	target string // the CNAME target (lowercase fqdn), "" without a CNAME
 }
 
-func clip(rrs []dns.RR) []dns.RR { return rrs[:len(rrs):len(rrs)] }
+// of returns the records of type t: a clipped subslice, so that an append
+// copies.
+func (n *rrNode) of(t uint16) []dns.RR {
+	i := 0
+	for i < len(n.rrs) && n.rrs[i].Header().Rrtype != t {
+		i++
+	}
+	j := i
+	for j < len(n.rrs) && n.rrs[j].Header().Rrtype == t {
+		j++
+	}
+	return n.rrs[i:j:j]
+}
 
 // nsName is the name server of the zone in its SOA and NS records, as
 // CoreDNS.
@@ -59,61 +72,71 @@ func addrRR(owner string, a netip.Addr, ttl uint32) dns.RR {
 }
 
 func compile(snap *store.Snapshot) *zone {
-	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, names: make(map[string]*rrNode, snap.Counts.Names)}
+	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, names: make(map[string]rrNode, snap.Counts.Names)}
 	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
 	snap.Names(func(name string, n *store.Node) {
-		rn := &rrNode{target: n.CNAME}
-		for _, a := range n.A {
-			rn.a = append(rn.a, addrRR(name, a, n.TTL))
-		}
-		for _, a := range n.AAAA {
-			rn.aaaa = append(rn.aaaa, addrRR(name, a, n.TTL))
-		}
-		for _, p := range n.PTR {
-			rn.ptr = append(rn.ptr, &dns.PTR{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: n.TTL}, Ptr: p})
-		}
+		rn := rrNode{target: n.CNAME}
+		size := len(n.A) + len(n.AAAA) + len(n.PTR) + len(n.SRV)
 		if len(n.TXT) > 0 {
-			rn.txt = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: n.TTL}, Txt: n.TXT}}
+			size++
 		}
 		if n.CNAME != "" {
-			rn.cname = []dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: n.TTL}, Target: n.CNAME}}
+			size++
+		}
+		if size > 0 {
+			rn.rrs = make([]dns.RR, 0, size)
+		}
+		for _, a := range n.A {
+			rn.rrs = append(rn.rrs, addrRR(name, a, n.TTL))
+		}
+		for _, a := range n.AAAA {
+			rn.rrs = append(rn.rrs, addrRR(name, a, n.TTL))
+		}
+		for _, p := range n.PTR {
+			rn.rrs = append(rn.rrs, &dns.PTR{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: n.TTL}, Ptr: p})
+		}
+		if len(n.TXT) > 0 {
+			rn.rrs = append(rn.rrs, &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: n.TTL}, Txt: n.TXT})
+		}
+		if n.CNAME != "" {
+			rn.rrs = append(rn.rrs, &dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: n.TTL}, Target: n.CNAME})
 		}
 		for _, s := range n.SRV {
-			rn.srv = append(rn.srv, &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: n.TTL},
+			rn.rrs = append(rn.rrs, &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: n.TTL},
 				Priority: s.Priority, Weight: s.Weight, Port: s.Port, Target: s.Target})
 		}
 		if name == z.name {
-			rn.soa = z.soa
-			rn.ns = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: z.ttl}, Ns: nsName(z.name)}}
-			z.apex = rn
+			rn.rrs = append(rn.rrs, z.soa[0],
+				&dns.NS{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: z.ttl}, Ns: nsName(z.name)})
 		}
 		z.names[name] = rn
 	})
 	// Additional section of SRV answers: the addresses of the targets, once
 	// each.
-	for _, rn := range z.names {
-		if len(rn.srv) == 0 {
+	for name, rn := range z.names {
+		srv := rn.of(dns.TypeSRV)
+		if len(srv) == 0 {
 			continue
 		}
-		seen := make(map[string]struct{}, len(rn.srv))
-		for _, r := range rn.srv {
+		seen := make(map[string]struct{}, len(srv))
+		for _, r := range srv {
 			t := r.(*dns.SRV).Target
 			if _, dup := seen[t]; dup {
 				continue
 			}
 			seen[t] = struct{}{}
 			if tn, ok := z.names[t]; ok {
-				rn.srvExtra = append(rn.srvExtra, tn.a...)
-				rn.srvExtra = append(rn.srvExtra, tn.aaaa...)
+				rn.extra = append(rn.extra, tn.of(dns.TypeA)...)
+				rn.extra = append(rn.extra, tn.of(dns.TypeAAAA)...)
 			}
 		}
-	}
-	for _, rn := range z.names {
-		rn.a, rn.aaaa, rn.srv, rn.srvExtra = clip(rn.a), clip(rn.aaaa), clip(rn.srv), clip(rn.srvExtra)
-		rn.ptr, rn.txt, rn.cname = clip(rn.ptr), clip(rn.txt), clip(rn.cname)
+		rn.extra = clip(rn.extra)
+		z.names[name] = rn
 	}
 	return z
 }
+
+func clip(rrs []dns.RR) []dns.RR { return rrs[:len(rrs):len(rrs)] }
 
 // inZone reports whether the lowercase fqdn name is the zone or below it.
 func inZone(name, zone string) bool {

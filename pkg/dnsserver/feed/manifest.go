@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -275,6 +276,8 @@ type Manifests struct {
 	// OnReload, when set, is called after every reload attempt with its
 	// error (nil on success).
 	OnReload func(error)
+
+	loaded bool
 }
 
 // Load reads the manifests once and publishes them. Run calls it first.
@@ -285,11 +288,13 @@ func (m *Manifests) Load() error {
 	}
 	m.Store.Replace(objs)
 	m.Store.Publish()
+	m.loaded = true
 	return nil
 }
 
-// Run loads the manifests and watches them until ctx is done. It returns an
-// error when the first load fails or the watch cannot be set up.
+// Run loads the manifests (unless Load already did) and watches them until
+// ctx is done. It returns an error when the first load fails or the watch
+// cannot be set up.
 func (m *Manifests) Run(ctx context.Context) error {
 	log := m.Logger
 	if log == nil {
@@ -315,8 +320,10 @@ func (m *Manifests) Run(ctx context.Context) error {
 	if err := w.Add(dir); err != nil {
 		return fmt.Errorf("watch %q: %w", dir, err)
 	}
-	if err := m.Load(); err != nil {
-		return err
+	if !m.loaded {
+		if err := m.Load(); err != nil {
+			return err
+		}
 	}
 	log.InfoContext(ctx, "manifests loaded", "path", m.Path)
 	timer := time.NewTimer(time.Hour)
@@ -341,6 +348,9 @@ func (m *Manifests) Run(ctx context.Context) error {
 			log.WarnContext(ctx, "manifest watch error", "path", m.Path, "err", err)
 		case <-timer.C:
 			err := m.Load()
+			// Loading makes garbage several times the size of the records;
+			// give it back rather than keep it as RSS.
+			debug.FreeOSMemory()
 			if err != nil {
 				log.ErrorContext(ctx, "manifest reload failed, serving the previous records", "path", m.Path, "err", err)
 			} else {

@@ -310,31 +310,51 @@ type builder struct {
 	zone  string
 	ttl   uint32
 	names map[string]*Node
+	// ent is the one Node shared by every empty non-terminal.
+	ent *Node
 }
 
-// node returns the node of name, creating it and, for names inside the zone,
-// every missing ancestor down to the zone as empty non-terminals.
+// node returns the node of name for adding data, creating it and, for names
+// inside the zone, every missing ancestor down to the zone as empty
+// non-terminals.
 func (b *builder) node(name string) *Node {
-	if n, ok := b.names[name]; ok {
+	n, ok := b.names[name]
+	if ok && n != b.ent {
 		return n
 	}
-	n := &Node{TTL: b.ttl}
+	n = &Node{TTL: b.ttl}
 	b.names[name] = n
-	if strings.HasSuffix(name, "."+b.zone) {
-		rest := name
-		for {
-			i := strings.IndexByte(rest, '.')
-			rest = rest[i+1:]
-			if rest == b.zone {
-				break
-			}
-			if _, ok := b.names[rest]; ok {
-				break
-			}
-			b.names[rest] = &Node{TTL: b.ttl}
-		}
+	if !ok {
+		b.ancestors(name)
 	}
 	return n
+}
+
+// ensure makes name exist, as an empty non-terminal when it is new.
+func (b *builder) ensure(name string) {
+	if _, ok := b.names[name]; ok {
+		return
+	}
+	b.names[name] = b.ent
+	b.ancestors(name)
+}
+
+func (b *builder) ancestors(name string) {
+	if !strings.HasSuffix(name, "."+b.zone) {
+		return
+	}
+	rest := name
+	for {
+		i := strings.IndexByte(rest, '.')
+		rest = rest[i+1:]
+		if rest == b.zone {
+			return
+		}
+		if _, ok := b.names[rest]; ok {
+			return
+		}
+		b.names[rest] = b.ent
+	}
 }
 
 func addAddr(n *Node, a netip.Addr) {
@@ -365,7 +385,7 @@ type served struct {
 // build makes a Snapshot. s.mu is held.
 func (s *Store) build(serial uint32) *Snapshot {
 	opts := s.opts
-	b := &builder{zone: s.zone, ttl: opts.TTL, names: make(map[string]*Node, 4*len(s.services)+2*len(s.pods)+16)}
+	b := &builder{zone: s.zone, ttl: opts.TTL, names: make(map[string]*Node, 4*len(s.services)+2*len(s.pods)+16), ent: &Node{TTL: opts.TTL}}
 	snap := &Snapshot{
 		Zone:       s.zone,
 		Options:    opts,
@@ -388,8 +408,8 @@ func (s *Store) build(serial uint32) *Snapshot {
 	b.names[s.zone] = &Node{TTL: opts.TTL}
 	b.node("dns-version." + s.zone).TXT = []string{SchemaVersion}
 	b.names["dns-version."+s.zone].TTL = VersionTTL
-	b.node("svc." + s.zone)
-	b.node("pod." + s.zone)
+	b.ensure("svc." + s.zone)
+	b.ensure("pod." + s.zone)
 
 	// Endpoint slices grouped by Service.
 	bySvc := map[nsName][]*EndpointSlice{}
@@ -426,7 +446,7 @@ func (s *Store) build(serial uint32) *Snapshot {
 		}
 		base := name + "." + ns + ".svc." + s.zone
 		if svc.Type == ExternalName {
-			b.node(ns + ".svc." + s.zone)
+			b.ensure(ns + ".svc." + s.zone)
 			b.node(base).CNAME = svc.ExternalName
 			snap.Counts.Services++
 			continue
@@ -472,7 +492,7 @@ func (s *Store) build(serial uint32) *Snapshot {
 		}
 		snap.Counts.Services++
 		snap.Counts.Endpoints += len(eps)
-		b.node(ns + ".svc." + s.zone)
+		b.ensure(ns + ".svc." + s.zone)
 		svcNode := b.node(base)
 
 		switch svc.Type {
@@ -546,12 +566,15 @@ func (s *Store) build(serial uint32) *Snapshot {
 		}
 	}
 	for ns := range snap.namespaces {
-		b.node(ns + ".svc." + s.zone)
+		b.ensure(ns + ".svc." + s.zone)
 		if opts.Pods != PodsDisabled {
-			b.node(ns + ".pod." + s.zone)
+			b.ensure(ns + ".pod." + s.zone)
 		}
 	}
 	for _, n := range b.names {
+		if n == b.ent {
+			continue
+		}
 		slices.SortFunc(n.A, netip.Addr.Compare)
 		slices.SortFunc(n.AAAA, netip.Addr.Compare)
 		slices.Sort(n.PTR)

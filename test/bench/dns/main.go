@@ -6,9 +6,8 @@
 // drives both with a closed-loop UDP load generator on loopback:
 //
 //	(a) A queries for existing Services;
-//	(b) the ndots:5 search-miss mix: each lookup of "svc.ns" as a pod in
-//	    another namespace sends three in-zone NXDOMAIN expansions then the
-//	    hit (75% NXDOMAIN);
+//	(b) the ndots:5 search-miss mix: a pod resolving "svc.ns" (one miss,
+//	    one hit) and an external name (three in-zone misses), 80% NXDOMAIN;
 //	(c) SRV queries, half ClusterIP (1 record), half headless (20 records
 //	    and 20 additional addresses, EDNS0 1232).
 //
@@ -131,14 +130,20 @@ func workload(c string) []query {
 			qs = append(qs, query{pack(name+"."+ns+".svc."+zone, dns.TypeA, 0), dns.RcodeSuccess})
 		}
 	case "b":
-		for range 5000 {
+		// A pod in namespace own resolves "svc.ns" (first search suffix
+		// misses, the second hits) and an external name (every in-zone
+		// suffix misses; the final absolute query leaves the zone and is
+		// not part of this case): 4 NXDOMAIN for 1 answer.
+		for i := range 5000 {
 			name, ns := svcName(r.IntN(namespaces * perNS))
 			own := fmt.Sprintf("ns-%d", r.IntN(namespaces))
 			short := name + "." + ns
-			for _, suffix := range []string{own + ".svc." + zone, "svc." + zone, zone} {
-				qs = append(qs, query{pack(short+"."+suffix, dns.TypeA, 0), dns.RcodeNameError})
-			}
+			qs = append(qs, query{pack(short+"."+own+".svc."+zone, dns.TypeA, 0), dns.RcodeNameError})
 			qs = append(qs, query{pack(short+".svc."+zone, dns.TypeA, 0), dns.RcodeSuccess})
+			ext := fmt.Sprintf("api-%d.example.com.", i%50)
+			for _, suffix := range []string{own + ".svc." + zone, "svc." + zone, zone} {
+				qs = append(qs, query{pack(strings.TrimSuffix(ext, ".")+"."+suffix, dns.TypeA, 0), dns.RcodeNameError})
+			}
 		}
 	case "c":
 		for i := range 20000 {
