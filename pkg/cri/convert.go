@@ -88,7 +88,13 @@ func hostNetwork(cfg *runtimeapi.PodSandboxConfig) bool {
 //     kubelet's config as the pod's dnsConfig.
 //
 // kubelet's sandbox hostname is kept (HostnameOverride), because the pod's
-// hostname fields are not in the config. host is the shim's resolver
+// hostname fields are not in the config.
+//
+// The recovery has one blind spot: a pod search or nameserver equal to a
+// cluster or host entry was deduplicated away by kubelet, so it cannot be
+// told apart. For ClusterFirst this changes nothing (the engine would
+// deduplicate it again); an autopath pod loses that entry. The API server
+// path has no such gap. host is the shim's resolver
 // config, used to tell the host searches from the pod's.
 func FromSandbox(cfg *runtimeapi.PodSandboxConfig, eng *policy.Engine, host policy.Host) (policy.Input, error) {
 	name, namespace, uid, err := podIdentity(cfg)

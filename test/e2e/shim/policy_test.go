@@ -1,0 +1,206 @@
+package shim_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+func strp(s string) *string { return &s }
+func boolp(b bool) *bool    { return &b }
+
+const autopath = string(policy.ClusterFirstWithAutopath)
+
+// testPods are one pod per dnsPolicy, autopath and hostNetwork included.
+func testPods() []*corev1.Pod {
+	pod := func(name string, dnsPolicy corev1.DNSPolicy, mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", len(name)*1000+int(name[0]))),
+				Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+			Spec: corev1.PodSpec{NodeName: "node-1", DNSPolicy: dnsPolicy, Containers: []corev1.Container{{Name: "main", Image: containerd.TestImage}}},
+		}
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	withConfig := func(p *corev1.Pod) {
+		p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.233.0.53"}, Searches: []string{"extra.test"},
+			Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: strp("2")}, {Name: "edns0"}}}
+	}
+	annotate := func(p *corev1.Pod) { p.Annotations[policy.AnnotationDNSPolicy] = autopath }
+	return []*corev1.Pod{
+		pod("cluster-first", corev1.DNSClusterFirst, func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "web-0", "web" }),
+		pod("cluster-first-config", corev1.DNSClusterFirst, withConfig),
+		pod("autopath", corev1.DNSClusterFirst, annotate),
+		pod("autopath-config", corev1.DNSClusterFirst, func(p *corev1.Pod) { annotate(p); withConfig(p) }),
+		pod("default", corev1.DNSDefault, nil),
+		pod("default-config", corev1.DNSDefault, withConfig),
+		pod("none", corev1.DNSNone, func(p *corev1.Pod) {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.233.0.9"}, Searches: []string{"only.test"}}
+		}),
+		pod("fqdn", corev1.DNSClusterFirst, func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "db-0", "db", boolp(true)
+		}),
+		pod("hostnet-with-hostnet", corev1.DNSClusterFirstWithHostNet, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+		pod("hostnet-cluster-first", corev1.DNSClusterFirst, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+		pod("hostnet-autopath", corev1.DNSClusterFirstWithHostNet, func(p *corev1.Pod) { p.Spec.HostNetwork = true; annotate(p) }),
+	}
+}
+
+// kubeletView is the pod as kubelet sees it: kubelet does not know the
+// autopath annotation, so its DNS is render's without it.
+func kubeletView(pod *corev1.Pod) *corev1.Pod {
+	k := pod.DeepCopy()
+	delete(k.Annotations, policy.AnnotationDNSPolicy)
+	return k
+}
+
+// sandboxSpec is the sandbox config kubelet sends for pod, with kubelet's
+// DNS and hostname; annotations are the pod's (kubelet copies them) unless
+// dropAnnotations.
+func sandboxSpec(t *testing.T, pod *corev1.Pod, dropAnnotations bool) containerd.PodSpec {
+	k := render(t, kubeletView(pod))
+	spec := containerd.PodSpec{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), HostNetwork: pod.Spec.HostNetwork,
+		Hostname: k.Hostname, DNS: k.dns()}
+	if !dropAnnotations {
+		spec.Annotations = pod.Annotations
+	}
+	return spec
+}
+
+// TestPolicies runs a pod of each dnsPolicy through the shim and checks
+// that the container's /etc/resolv.conf and hostname are what `dnsconfigurer
+// render` gives for the pod. The binary shim has no API server and reads
+// the sandbox config; the in-process shim gets the pods from an informer
+// (a fake clientset) and is sent sandbox configs without the pod
+// annotations, so autopath can only come from the API server.
+func TestPolicies(t *testing.T) {
+	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	pods := testPods()
+	machine, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	bin := startShim(t, h)
+	api := startInProcessShim(t, ctx, h, pods)
+	for _, via := range []struct {
+		name   string
+		socket string
+		api    bool
+	}{{"binary", bin.Socket, false}, {"apiserver", api, true}} {
+		c := h.Dial(via.socket)
+		for _, pod := range pods {
+			t.Run(via.name+"/"+pod.Name, func(t *testing.T) {
+				want := render(t, pod)
+				spec := sandboxSpec(t, pod, via.api)
+				if !via.api {
+					// Another UID than the informer's pods, so nothing could
+					// come from elsewhere.
+					spec.UID = spec.UID[:len(spec.UID)-2] + "b1"
+				}
+				sb, err := c.RunPod(ctx, spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.RemovePod(context.WithoutCancel(ctx), sb.ID)
+				ctr, err := c.StartContainer(ctx, sb, "main")
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.ResolvConf(ctx, ctr.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wantResolv := containerd.ResolvConfFor(want.dns()); got != wantResolv {
+					t.Errorf("/etc/resolv.conf =\n%s\nwant (render)\n%s", got, wantResolv)
+				}
+				host, err := c.Hostname(ctx, ctr.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantHost := want.Hostname
+				if pod.Spec.HostNetwork {
+					wantHost = machine
+				}
+				if host != wantHost {
+					t.Errorf("hostname = %q, want %q", host, wantHost)
+				}
+				if strings.Contains(pod.Name, "autopath") && !pod.Spec.HostNetwork || pod.Name == "hostnet-autopath" {
+					if !strings.Contains(got, "search.team.cluster.local.ap.k8s.io") {
+						t.Errorf("autopath pod without the autopath search: %q", got)
+					}
+				}
+			})
+		}
+	}
+	if v := bin.metric(t, `dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"}`); v != "3" {
+		t.Errorf("binary shim: rewritten sandboxes = %q, want 3 (the autopath pods)", v)
+	}
+	if v := bin.metric(t, `dnsconfigurer_cri_rewrite_errors_total{reason="compute"}`); v != "" {
+		t.Errorf("binary shim: rewrite errors %q", v)
+	}
+}
+
+// startInProcessShim serves pkg/cri in front of h with a pod informer on a
+// fake clientset holding pods, and returns its socket.
+func startInProcessShim(t *testing.T, ctx context.Context, h *containerd.Harness, pods []*corev1.Pod) string {
+	t.Helper()
+	dir := t.TempDir()
+	resolv := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolv, []byte(hostResolv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	log := slog.New(slog.DiscardHandler)
+	w, err := hostresolv.Watch(ctx, resolv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := policy.New(policy.Node{ClusterDNS: []string{clusterDNS}, ClusterDomain: clusterDomain, NodeLocalDNS: []string{nodeLocalDNS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset()
+	for _, p := range pods {
+		if _, err := client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inf, err := cri.NewPodInformer(client, "node-1", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := cri.New(h.Endpoint, eng, w, cri.WithLogger(log), cri.WithPodLookup(inf), cri.WithLookupTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "shim.sock")
+	l, err := cri.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 2)
+	go func() { inf.Run(ctx); done <- struct{}{} }()
+	go func() { _ = srv.Serve(ctx, l); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	return sock
+}
