@@ -1,0 +1,309 @@
+// Package webhook_test runs dnsconfigurer's admission webhook behind a real
+// kube-apiserver (test/apiserver): the webhook is registered by URL with a
+// caBundle, pods are created through the API, and the tests assert what a
+// client sees: the denial as a StatusError with one cause per violation, and
+// the trims as Warning headers. They skip when the kube-apiserver and etcd
+// binaries are absent (see test/testbin/build.sh).
+package webhook_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+)
+
+var controlPlane *apiserver.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(apiserver.RunTests(m, &controlPlane))
+}
+
+const webhookName = "pods.dns.dnsconfigurer.io"
+
+// warnings collects the Warning headers of a client's responses.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeader(code int, agent, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+var _ rest.WarningHandler = (*warnings)(nil)
+
+// take returns the warnings collected since the last take.
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.list
+	w.list = nil
+	return l
+}
+
+// serveWebhook runs the webhook on 127.0.0.1 with a certificate from a CA
+// made here and returns its /validate URL and the CA bundle.
+func serveWebhook(t *testing.T, r *webhook.Reviewer) (url string, caBundle []byte) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webhook test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "dnsconfigurer-webhook"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := webhook.New(r, certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("webhook Serve: %v", err)
+		}
+	})
+	return "https://" + ln.Addr().String() + webhook.PathValidate, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+}
+
+// register adds a ValidatingWebhookConfiguration that sends the pod
+// CREATEs of namespace ns to url, and waits until the API server uses it.
+func register(t *testing.T, client kubernetes.Interface, ns, url string, caBundle []byte) {
+	t.Helper()
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	timeout := int32(5)
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "dnsconfigurer-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    webhookName,
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
+			AdmissionReviewVersions: []string{"v1"},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			TimeoutSeconds:          &timeout,
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{ns}}}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+					Resources: []string{"pods"}, Scope: ptr(admissionregistrationv1.NamespacedScope)},
+			}},
+		}},
+	}
+	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ValidatingWebhookConfiguration: %v", err)
+	}
+	t.Cleanup(func() {
+		err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
+		if err != nil {
+			t.Errorf("delete ValidatingWebhookConfiguration: %v", err)
+		}
+	})
+	// The API server picks the configuration up from a watch: probe with a
+	// dry-run create (the webhook has no side effects) until it denies.
+	probe := pod("probe", fqdnTooLong)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := client.CoreV1().Pods(ns).Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), webhookName) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server did not start calling the webhook: last dry-run create: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func pod(name string, mod ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1.0"}}},
+	}
+	for _, m := range mod {
+		m(p)
+	}
+	return p
+}
+
+// fqdnTooLong gives the pod an FQDN of 69 characters in namespace
+// "default"; test namespaces are longer, which only adds to it.
+func fqdnTooLong(p *corev1.Pod) {
+	p.Spec.Hostname = "a-rather-long-hostname"
+	p.Spec.Subdomain = "a-long-subdomain"
+	p.Spec.SetHostnameAsFQDN = ptr(true)
+}
+
+func TestAdmissionThroughAPIServer(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	other := cp.Namespace(t)
+
+	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, caBundle := serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng,
+		Host: policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: []string{"corp.example"}}}})
+	register(t, cp.Client(), ns, url, caBundle)
+
+	var got warnings
+	cfg := cp.Config()
+	cfg.WarningHandler = &got
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(t *testing.T, namespace string, p *corev1.Pod) (*corev1.Pod, []string, error) {
+		t.Helper()
+		got.take()
+		created, err := client.CoreV1().Pods(namespace).Create(t.Context(), p, metav1.CreateOptions{})
+		return created, got.take(), err
+	}
+	dnsWarnings := func(ws []string) []string {
+		var out []string
+		for _, w := range ws {
+			if strings.HasPrefix(w, webhook.WarningPrefix) {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+
+	t.Run("denied with one cause per violation", func(t *testing.T) {
+		cases := []struct {
+			name   string
+			pod    *corev1.Pod
+			fields []string
+			text   string
+		}{
+			{"fqdn too long", pod("web-0", fqdnTooLong), []string{"spec.setHostnameAsFQDN"},
+				`admission webhook "` + webhookName + `" denied the request: Pod "web-0" is invalid: spec.setHostnameAsFQDN: Invalid value: true: the pod's FQDN "a-rather-long-hostname.a-long-subdomain.` + ns + `.svc.cluster.local" is`},
+			{"generateName", pod("", fqdnTooLong, func(p *corev1.Pod) { p.GenerateName = "web-" }), []string{"spec.setHostnameAsFQDN"},
+				"shorten spec.hostname (or the pod name), spec.subdomain or the namespace by"},
+			{"autopath on Default", pod("web-1", func(p *corev1.Pod) {
+				p.Annotations = map[string]string{policy.AnnotationDNSPolicy: string(policy.ClusterFirstWithAutopath)}
+				p.Spec.DNSPolicy = corev1.DNSDefault
+			}), []string{"metadata.annotations[dnsconfigurer.io/dns-policy]"}, `Invalid value: "ClusterFirstWithAutopath"`},
+			{"unknown autopath value", pod("web-2", func(p *corev1.Pod) {
+				p.Annotations = map[string]string{policy.AnnotationDNSPolicy: "Autopath"}
+			}), []string{"metadata.annotations[dnsconfigurer.io/dns-policy]"}, `Unsupported value: "Autopath"`},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				_, _, err := create(t, ns, tc.pod)
+				var se *apierrors.StatusError
+				if !errors.As(err, &se) {
+					t.Fatalf("create: %v, want a StatusError from the webhook", err)
+				}
+				if !apierrors.IsInvalid(err) {
+					t.Errorf("reason %q code %d, want Invalid 422", se.ErrStatus.Reason, se.ErrStatus.Code)
+				}
+				if !strings.Contains(err.Error(), tc.text) {
+					t.Errorf("error %q, want it to contain %q", err.Error(), tc.text)
+				}
+				d := se.ErrStatus.Details
+				if d == nil || d.Kind != "Pod" {
+					t.Fatalf("details %+v", d)
+				}
+				var fields []string
+				for _, c := range d.Causes {
+					fields = append(fields, c.Field)
+				}
+				if strings.Join(fields, ",") != strings.Join(tc.fields, ",") {
+					t.Errorf("cause fields %q, want %q", fields, tc.fields)
+				}
+			})
+		}
+	})
+
+	t.Run("allowed with a warning", func(t *testing.T) {
+		p := pod("web-3", func(p *corev1.Pod) {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "8.8.8.8", "9.9.9.9"}}
+		})
+		created, ws, err := create(t, ns, p)
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		if created.Name != "web-3" {
+			t.Errorf("created %q", created.Name)
+		}
+		ws = dnsWarnings(ws)
+		want := `dnsconfigurer: spec.dnsConfig.nameservers: Invalid value: ["10.96.0.10","1.1.1.1","8.8.8.8","9.9.9.9"]: after merging with the node's DNS the pod has 4 nameservers and the node keeps only the first 3, dropping ["9.9.9.9"]`
+		if len(ws) != 1 || !strings.HasPrefix(ws[0], want) {
+			t.Errorf("warnings %q, want one starting %q", ws, want)
+		}
+	})
+
+	t.Run("allowed", func(t *testing.T) {
+		p := pod("web-4", func(p *corev1.Pod) {
+			p.Spec.Hostname = "web-4"
+			p.Spec.Subdomain = "web"
+			p.Spec.SetHostnameAsFQDN = ptr(true)
+		})
+		if _, ws, err := create(t, ns, p); err != nil || len(dnsWarnings(ws)) != 0 {
+			t.Errorf("create: %v, warnings %q", err, ws)
+		}
+	})
+
+	t.Run("namespace not selected", func(t *testing.T) {
+		if _, ws, err := create(t, other, pod("web-0", fqdnTooLong)); err != nil || len(dnsWarnings(ws)) != 0 {
+			t.Errorf("create in %s: %v, warnings %q", other, err, ws)
+		}
+	})
+}
