@@ -34,8 +34,10 @@ func fuzzStore(tb testing.TB) *store.Store {
 
 // fakeWriter is a dns.ResponseWriter that keeps the reply.
 type fakeWriter struct {
-	tcp bool
-	msg *dns.Msg
+	tcp  bool
+	msg  *dns.Msg
+	wire []byte
+	err  error
 }
 
 func (w *fakeWriter) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
@@ -45,12 +47,17 @@ func (w *fakeWriter) RemoteAddr() net.Addr {
 	}
 	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4000}
 }
-func (w *fakeWriter) WriteMsg(m *dns.Msg) error   { w.msg = m; _, err := m.Pack(); return err }
-func (w *fakeWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *fakeWriter) Close() error                { return nil }
-func (w *fakeWriter) TsigStatus() error           { return nil }
-func (w *fakeWriter) TsigTimersOnly(bool)         {}
-func (w *fakeWriter) Hijack()                     {}
+func (w *fakeWriter) WriteMsg(m *dns.Msg) error { w.msg = m; _, err := m.Pack(); return err }
+func (w *fakeWriter) Write(b []byte) (int, error) {
+	w.wire = append([]byte(nil), b...)
+	w.msg = new(dns.Msg)
+	w.err = w.msg.Unpack(b)
+	return len(b), nil
+}
+func (w *fakeWriter) Close() error        { return nil }
+func (w *fakeWriter) TsigStatus() error   { return nil }
+func (w *fakeWriter) TsigTimersOnly(bool) {}
+func (w *fakeWriter) Hijack()             {}
 
 func seed(name string, qtype uint16, edns bool) []byte {
 	m := new(dns.Msg)
@@ -91,9 +98,16 @@ func FuzzHandler(f *testing.F) {
 		if w.msg == nil {
 			t.Fatal("no reply")
 		}
-		b, err := w.msg.Pack()
-		if err != nil {
-			t.Fatalf("reply does not pack: %v", err)
+		if w.err != nil {
+			t.Fatalf("reply does not unpack: %v", w.err)
+		}
+		b := w.wire
+		// The second answer may come from the wire cache: it must be the
+		// same bytes.
+		w2 := &fakeWriter{tcp: tcp}
+		h.ServeDNS(w2, req)
+		if string(w2.wire) != string(b) {
+			t.Fatalf("cached reply differs:\n%v\n%v", w.msg, w2.msg)
 		}
 		if !tcp {
 			limit := dns.MinMsgSize

@@ -324,25 +324,73 @@ func withoutOPT(rrs []dns.RR) []dns.RR {
 	return rrs
 }
 
-// ServeDNS implements dns.Handler.
+// ServeDNS implements dns.Handler. Replies answered from the zone are
+// cached in packed form per compiled zone (see wireCache), so a repeated
+// question costs a map lookup, a copy and a write.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	start := time.Now()
-	ctx := context.Background()
 	_, tcp := w.RemoteAddr().(*net.TCPAddr)
-	m := h.respond(ctx, req, tcp)
-	if err := w.WriteMsg(m); err != nil {
-		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
-	}
 	var qtype uint16
 	if len(req.Question) > 0 {
 		qtype = req.Question[0].Qtype
 	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+
+	key, cacheable := cacheKeyOf(req, tcp)
+	var z *zone
+	if cacheable {
+		z = h.zone()
+		if z != nil {
+			if e, ok := z.wire.get(key); ok {
+				b := append((*bp)[:0], e.wire...)
+				b[0], b[1] = byte(req.Id>>8), byte(req.Id)
+				if req.RecursionDesired {
+					b[2] |= 0x01
+				}
+				if req.CheckingDisabled {
+					b[3] |= 0x10
+				}
+				*bp = b
+				h.write(w, b)
+				h.metrics.observe(qtype, e.rcode, time.Since(start))
+				return
+			}
+		}
+	}
+	m, local := h.respond(context.Background(), req, tcp)
+	b, err := m.PackBuffer((*bp)[:cap(*bp)])
+	if err != nil {
+		h.log.Debug("pack reply", "err", err)
+		m = new(dns.Msg)
+		m.SetRcode(req, dns.RcodeServerFailure)
+		if b, err = m.PackBuffer((*bp)[:cap(*bp)]); err != nil {
+			return
+		}
+	}
+	*bp = b
+	h.write(w, b)
+	if cacheable && local && z != nil && z == h.cur.Load() && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
+		// The cached form has RD and CD clear; they are set per request.
+		c := append([]byte(nil), b...)
+		c[2] &^= 0x01
+		c[3] &^= 0x10
+		z.wire.put(key, wireEntry{wire: c, rcode: m.Rcode})
+	}
 	h.metrics.observe(qtype, m.Rcode, time.Since(start))
 }
 
+func (h *Handler) write(w dns.ResponseWriter, b []byte) {
+	if _, err := w.Write(b); err != nil {
+		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
+	}
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // respond builds the reply to req: the message that goes on the wire,
 // truncated to what the client can receive.
-func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
+func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool) {
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
@@ -371,6 +419,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg 
 		}
 	default:
 		r := h.Resolve(ctx, req.Question[0])
+		local = !r.Forwarded
 		m.Rcode = r.Rcode
 		m.Authoritative = r.Authoritative
 		m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
@@ -382,7 +431,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg 
 		m.Extra = append(m.Extra, o)
 	}
 	m.Truncate(size)
-	return m
+	return m, local
 }
 
 // forwardMsg relays the client's query upstream as it is (keeping its EDNS0

@@ -19,6 +19,7 @@ type zone struct {
 	ttl   uint32
 	names map[string]rrNode
 	soa   []dns.RR // the zone SOA, for the authority section of negatives
+	wire  wireCache
 }
 
 // rrNode holds the records of one name, grouped by type, and the additional

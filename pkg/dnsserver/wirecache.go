@@ -1,0 +1,80 @@
+package dnsserver
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/miekg/dns"
+)
+
+// wireCacheBytes bounds the packed replies cached per compiled zone.
+const wireCacheBytes = 4 << 20
+
+// cacheKey is everything of a request that shapes the reply besides its ID
+// and the RD and CD bits (patched per request): the question as sent (case
+// included, since it is echoed), whether the reply carries an OPT and its DO
+// bit, and the size the reply was truncated to.
+type cacheKey struct {
+	name   string
+	qtype  uint16
+	qclass uint16
+	edns   bool
+	do     bool
+	limit  uint16
+}
+
+type wireEntry struct {
+	wire  []byte
+	rcode int
+}
+
+// wireCache holds packed replies for one compiled zone; a new snapshot
+// compiles a new zone with an empty cache, so entries never outlive the data
+// they were made from. It stops growing at wireCacheBytes.
+type wireCache struct {
+	m    sync.Map // cacheKey → wireEntry
+	size atomic.Int64
+}
+
+func (c *wireCache) get(k cacheKey) (wireEntry, bool) {
+	v, ok := c.m.Load(k)
+	if !ok {
+		return wireEntry{}, false
+	}
+	return v.(wireEntry), true
+}
+
+func (c *wireCache) put(k cacheKey, e wireEntry) {
+	cost := int64(len(e.wire) + len(k.name) + 96)
+	if c.size.Add(cost) > wireCacheBytes {
+		c.size.Add(-cost)
+		return
+	}
+	if _, loaded := c.m.LoadOrStore(k, e); loaded {
+		c.size.Add(-cost)
+	}
+}
+
+// cacheKeyOf returns the cache key of a request, and false for requests
+// whose reply is not cacheable (not exactly one question, not a plain query,
+// EDNS versions other than 0).
+func cacheKeyOf(req *dns.Msg, tcp bool) (cacheKey, bool) {
+	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery || req.Response {
+		return cacheKey{}, false
+	}
+	q := req.Question[0]
+	k := cacheKey{name: q.Name, qtype: q.Qtype, qclass: q.Qclass, limit: dns.MinMsgSize}
+	if opt := req.IsEdns0(); opt != nil {
+		if opt.Version() != 0 {
+			return cacheKey{}, false
+		}
+		k.edns, k.do = true, opt.Do()
+		if s := opt.UDPSize(); s > k.limit {
+			k.limit = s
+		}
+	}
+	if tcp {
+		k.limit = dns.MaxMsgSize
+	}
+	return k, true
+}
