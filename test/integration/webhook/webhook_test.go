@@ -15,6 +15,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -25,10 +26,14 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -247,6 +252,7 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				_, _, err := create(t, ns, tc.pod)
+				t.Logf("client sees: %v", err)
 				var se *apierrors.StatusError
 				if !errors.As(err, &se) {
 					t.Fatalf("create: %v, want a StatusError from the webhook", err)
@@ -283,6 +289,7 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 		if created.Name != "web-3" {
 			t.Errorf("created %q", created.Name)
 		}
+		t.Logf("client sees warnings: %q", ws)
 		ws = dnsWarnings(ws)
 		want := `dnsconfigurer: spec.dnsConfig.nameservers: Invalid value: ["10.96.0.10","1.1.1.1","8.8.8.8","9.9.9.9"]: after merging with the node's DNS the pod has 4 nameservers and the node keeps only the first 3, dropping ["9.9.9.9"]`
 		if len(ws) != 1 || !strings.HasPrefix(ws[0], want) {
@@ -301,9 +308,111 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("API server warnings not repeated", func(t *testing.T) {
+		_, ws, err := create(t, ns, pod("web.5"))
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		if len(ws) != 1 || !strings.HasPrefix(ws[0], "metadata.name: this is used in the Pod's hostname") {
+			t.Errorf("warnings %q, want the API server's one about the dotted name, once", ws)
+		}
+	})
+
 	t.Run("namespace not selected", func(t *testing.T) {
 		if _, ws, err := create(t, other, pod("web-0", fqdnTooLong)); err != nil || len(dnsWarnings(ws)) != 0 {
 			t.Errorf("create in %s: %v, warnings %q", other, err, ws)
 		}
 	})
+}
+
+// TestTrimsDenied: with trims denied, what kubelet would trim is refused
+// like a hard failure.
+func TestTrimsDenied(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, caBundle := serveWebhook(t, &webhook.Reviewer{DenyTrims: true, Default: webhook.Pool{Engine: eng,
+		Host: policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: []string{"corp.example"}}}})
+	register(t, cp.Client(), ns, url, caBundle)
+	searches := make([]string, 29)
+	for i := range searches {
+		searches[i] = fmt.Sprintf("team-%02d.corp.example", i)
+	}
+	p := pod("web-0", func(p *corev1.Pod) { p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: searches} })
+	_, err = cp.Client().CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{})
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) || !apierrors.IsInvalid(err) || se.ErrStatus.Details == nil || len(se.ErrStatus.Details.Causes) != 1 ||
+		se.ErrStatus.Details.Causes[0].Field != "spec.dnsConfig.searches" ||
+		!strings.Contains(err.Error(), "the search list has 33 entries and the node keeps 32") {
+		t.Fatalf("create: %v, want a denial on spec.dnsConfig.searches", err)
+	}
+	t.Logf("client sees: %v", err)
+}
+
+// TestDeployManifestsAccepted creates the Kubernetes objects of
+// deploy/webhook with a server-side dry run (the Namespace for real), so
+// that the API server's own validation checks them. The cert-manager
+// objects need its CRDs and are left out.
+func TestDeployManifestsAccepted(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	c := cp.Client()
+	files, err := filepath.Glob("../../../deploy/webhook/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("manifests: %v %q", err, files)
+	}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	var objs []runtime.Object
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			if strings.Contains(doc, "apiVersion: cert-manager.io/") {
+				continue
+			}
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			objs = append(objs, obj)
+		}
+	}
+	// The Namespace first, for real: dry-run objects in it need it.
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Namespace); ok {
+			if _, err := c.CoreV1().Namespaces().Create(t.Context(), n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("namespace %s: %v", n.Name, err)
+			}
+		}
+	}
+	ctx := t.Context()
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Namespace:
+		case *corev1.ServiceAccount:
+			_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, dry)
+		case *corev1.ConfigMap:
+			_, err = c.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, dry)
+		case *corev1.Service:
+			_, err = c.CoreV1().Services(o.Namespace).Create(ctx, o, dry)
+		case *appsv1.Deployment:
+			_, err = c.AppsV1().Deployments(o.Namespace).Create(ctx, o, dry)
+		case *policyv1.PodDisruptionBudget:
+			_, err = c.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, dry)
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			_, err = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, o, dry)
+		default:
+			t.Fatalf("unexpected object %T", o)
+		}
+		if err != nil {
+			t.Errorf("dry-run create %T: %v", o, err)
+		}
+	}
 }
