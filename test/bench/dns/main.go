@@ -58,11 +58,12 @@ func endpointIP(j, k int) string { return fmt.Sprintf("10.200.%d.%d", j, k+1) }
 func main() {
 	mode := flag.String("mode", "bench", "bench, or ceiling (internal: run the ceiling responder)")
 	listen := flag.String("listen", "", "ceiling mode: address to serve")
-	duration := flag.Duration("duration", 5*time.Second, "measurement time per case and target")
-	warmup := flag.Duration("warmup", 500*time.Millisecond, "warm-up time before each measurement")
+	duration := flag.Duration("duration", 8*time.Second, "measurement time per case and target")
+	warmup := flag.Duration("warmup", 300*time.Millisecond, "warm-up time before each round")
 	conc := flag.Int("c", 16, "queries in flight (one UDP socket each)")
 	bin := flag.String("bin", "", "dnsconfigurer binary (default: go build ./cmd/dnsconfigurer)")
 	cases := flag.String("cases", "a,b,c", "cases to run")
+	rounds := flag.Int("rounds", 4, "alternating rounds per case (the duration is split between them)")
 	flag.Parse()
 	if *mode == "ceiling" {
 		if err := runCeiling(*listen); err != nil {
@@ -71,7 +72,7 @@ func main() {
 		}
 		return
 	}
-	if err := bench(*bin, *duration, *warmup, *conc, strings.Split(*cases, ",")); err != nil {
+	if err := bench(*bin, *duration, *warmup, *conc, *rounds, strings.Split(*cases, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -301,6 +302,14 @@ func readProc(pid int) (procStat, error) {
 	return s, nil
 }
 
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
 // clockTick is USER_HZ, 100 on Linux.
 const clockTick = 100
 
@@ -312,6 +321,28 @@ type result struct {
 	hwmMiB   float64
 	errors   int64
 	answered int64
+
+	elapsed time.Duration
+	ticks   uint64
+	lats    []time.Duration
+}
+
+// merge adds a round to r and recomputes the derived numbers.
+func (r *result) merge(o result) {
+	r.answered += o.answered
+	r.errors += o.errors
+	r.elapsed += o.elapsed
+	r.ticks += o.ticks
+	r.lats = append(r.lats, o.lats...)
+	r.rssMiB, r.hwmMiB = o.rssMiB, o.hwmMiB
+	slices.Sort(r.lats)
+	if n := len(r.lats); n > 0 {
+		r.p50, r.p99 = r.lats[n/2], r.lats[n*99/100]
+	}
+	r.qps = float64(r.answered) / r.elapsed.Seconds()
+	if r.answered > 0 {
+		r.cpuUS = float64(r.ticks) / clockTick * 1e6 / float64(r.answered)
+	}
 }
 
 // load drives addr with the workload for d after a warm-up and measures.
@@ -384,21 +415,13 @@ func load(addr string, pid int, qs []query, conc int, warm, d time.Duration) (re
 	}
 	stop.Store(true)
 	wg.Wait()
-	var all []time.Duration
 	for _, l := range lat {
-		all = append(all, l...)
+		res.lats = append(res.lats, l...)
 	}
-	slices.Sort(all)
 	res.answered = answered.Load()
 	res.errors = errs.Load()
-	res.qps = float64(res.answered) / elapsed.Seconds()
-	if len(all) > 0 {
-		res.p50 = all[len(all)/2]
-		res.p99 = all[len(all)*99/100]
-	}
-	if res.answered > 0 {
-		res.cpuUS = float64(after.ticks-before.ticks) / clockTick * 1e6 / float64(res.answered)
-	}
+	res.elapsed = elapsed
+	res.ticks = after.ticks - before.ticks
 	res.rssMiB = float64(after.rssKiB) / 1024
 	res.hwmMiB = float64(after.hwmKiB) / 1024
 	return res, nil
@@ -414,7 +437,10 @@ func start(name string, args ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-func bench(bin string, d, warm time.Duration, conc int, cases []string) error {
+func bench(bin string, d, warm time.Duration, conc, rounds int, cases []string) error {
+	if rounds < 1 {
+		rounds = 1
+	}
 	tmp, err := os.MkdirTemp("", "dnsbench")
 	if err != nil {
 		return err
@@ -471,21 +497,27 @@ func bench(bin string, d, warm time.Duration, conc int, cases []string) error {
 	idle, _ := readProc(srv.Process.Pid)
 	fmt.Printf("server ready in %v with %d Services in %d namespaces + %d headless x %d endpoints; idle RSS %.1f MiB\n",
 		time.Since(t0).Round(time.Millisecond), namespaces*perNS, namespaces, headless, endpointsHL, float64(idle.rssKiB)/1024)
-	fmt.Printf("load: %d UDP sockets in flight, %v per measurement (+%v warm-up), GOMAXPROCS of this process %s\n\n",
-		conc, d, warm, os.Getenv("GOMAXPROCS"))
+	fmt.Printf("load: %d UDP sockets in flight, %v per case and target in %d alternating rounds (+%v warm-up each); load average %s\n\n",
+		conc, d, rounds, warm, loadavg())
 	fmt.Printf("%-4s %-8s %10s %9s %9s %10s %8s %8s %7s %6s\n", "case", "target", "qps", "p50", "p99", "cpu_us/q", "rss_MiB", "hwm_MiB", "errors", "ratio")
 	for _, c := range cases {
 		qs := workload(strings.TrimSpace(c))
 		if len(qs) == 0 {
 			return fmt.Errorf("unknown case %q", c)
 		}
-		ce, err := load(ceilAddr, ceil.Process.Pid, qs, conc, warm, d)
-		if err != nil {
-			return err
-		}
-		sv, err := load(srvAddr, srv.Process.Pid, qs, conc, warm, d)
-		if err != nil {
-			return err
+		// Alternate short rounds of both targets so that load from other
+		// processes on the machine hits both alike.
+		var ce, sv result
+		for range rounds {
+			r, err := load(ceilAddr, ceil.Process.Pid, qs, conc, warm, d/time.Duration(rounds))
+			if err != nil {
+				return err
+			}
+			ce.merge(r)
+			if r, err = load(srvAddr, srv.Process.Pid, qs, conc, warm, d/time.Duration(rounds)); err != nil {
+				return err
+			}
+			sv.merge(r)
 		}
 		for _, row := range []struct {
 			name string
