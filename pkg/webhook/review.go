@@ -11,6 +11,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -125,8 +126,8 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 	if len(req.Object.Raw) == 0 {
 		return nil, "", nil, badRequest("request.object is empty for a Pod CREATE")
 	}
-	var pod corev1.Pod
-	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+	pod, err := decodePod(req.Object.Raw)
+	if err != nil {
 		return nil, "", nil, badRequest("request.object is not a JSON Pod: %s", oneLine(err))
 	}
 	if pod.Namespace == "" {
@@ -135,8 +136,8 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 	if pod.Name == "" {
 		pod.Name = req.Name
 	}
-	podspec.Default(&pod)
-	errs, trims := r.check(podspec.Input(&pod), pod.Spec.NodeSelector)
+	podspec.Default(pod)
+	errs, trims := r.check(podspec.Input(pod), pod.Spec.NodeSelector)
 
 	var vs []Violation
 	for _, e := range errs {
@@ -162,6 +163,46 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		return resp, OutcomeWarned, vs, nil
 	}
 	return resp, OutcomeAllowed, nil, nil
+}
+
+// slimPod is the part of a Pod the review reads. Decoding only these fields
+// skips the containers, volumes and status, which are most of a pod's JSON
+// and of the decoding time. The tags are corev1.Pod's.
+type slimPod struct {
+	Metadata struct {
+		Name         string            `json:"name"`
+		GenerateName string            `json:"generateName"`
+		Namespace    string            `json:"namespace"`
+		UID          types.UID         `json:"uid"`
+		Annotations  map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		DNSPolicy         corev1.DNSPolicy     `json:"dnsPolicy"`
+		DNSConfig         *corev1.PodDNSConfig `json:"dnsConfig"`
+		HostNetwork       bool                 `json:"hostNetwork"`
+		Hostname          string               `json:"hostname"`
+		Subdomain         string               `json:"subdomain"`
+		HostnameOverride  *string              `json:"hostnameOverride"`
+		SetHostnameAsFQDN *bool                `json:"setHostnameAsFQDN"`
+		NodeSelector      map[string]string    `json:"nodeSelector"`
+	} `json:"spec"`
+}
+
+// decodePod decodes the fields of a Pod that podspec.Input and the node
+// pool choice read.
+func decodePod(raw []byte) (*corev1.Pod, error) {
+	var s slimPod
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	m, sp := s.Metadata, s.Spec
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace,
+			UID: m.UID, Annotations: m.Annotations},
+		Spec: corev1.PodSpec{DNSPolicy: sp.DNSPolicy, DNSConfig: sp.DNSConfig, HostNetwork: sp.HostNetwork,
+			Hostname: sp.Hostname, Subdomain: sp.Subdomain, HostnameOverride: sp.HostnameOverride,
+			SetHostnameAsFQDN: sp.SetHostnameAsFQDN, NodeSelector: sp.NodeSelector},
+	}, nil
 }
 
 // check runs the engine for every pool the pod belongs to (Default when

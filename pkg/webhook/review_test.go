@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -51,6 +53,47 @@ func TestWarningLength(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecodePod: the slim decoding gives the engine the same input as a
+// full corev1.Pod decoding, for pods that set every field it reads.
+func TestDecodePod(t *testing.T) {
+	full := pod("web-0", fqdnTooLong, func(p *corev1.Pod) {
+		p.GenerateName = "web-"
+		p.UID = "0c5e1a2b-0000-4000-8000-000000000001"
+		p.Annotations = map[string]string{policy.AnnotationDNSPolicy: string(policy.ClusterFirstWithAutopath), "other": "x"}
+		p.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		p.Spec.HostNetwork = true
+		p.Spec.HostnameOverride = ptr("override")
+		p.Spec.NodeSelector = map[string]string{"pool": "a"}
+		p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}, Searches: []string{"a.example"},
+			Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr("2")}, {Name: "edns0"}}}
+	})
+	for _, p := range []*corev1.Pod{full, typicalPod(), pod("x")} {
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want corev1.Pod
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodePod(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(podspec.Input(got), podspec.Input(&want)) || !reflect.DeepEqual(got.Spec.NodeSelector, want.Spec.NodeSelector) {
+			t.Errorf("slim decoding of %s:\n got %+v\nwant %+v", p.Name, podspec.Input(got), podspec.Input(&want))
+		}
+	}
+	// Every field of policy.Input is set by the full pod above, so a field
+	// added to podspec.Input shows up here until decodePod reads it.
+	in := reflect.ValueOf(podspec.Input(full))
+	for i := range in.NumField() {
+		if in.Field(i).IsZero() {
+			t.Errorf("policy.Input.%s is not covered by this test's pod", in.Type().Field(i).Name)
+		}
 	}
 }
 
