@@ -1,0 +1,115 @@
+package shim_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+// BenchmarkShimOverhead measures, in one run against one containerd, each
+// call made directly and through the shim binary, alternating the two so
+// that drift hits both alike, and reports the medians and what the shim
+// adds: Version, ListContainers with 200 containers known, and
+// RunPodSandbox (with an autopath rewrite, no API server lookup).
+//
+//	go test -run '^$' -bench ShimOverhead -benchtime 1x ./test/e2e/shim/
+func BenchmarkShimOverhead(b *testing.B) {
+	h := containerd.Start(b, containerd.Options{HostResolvConf: hostResolv})
+	s := startShim(b, h, "--log-level", "warn")
+	direct, shim := h.Client(), h.Dial(s.Socket)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	// 200 containers in 10 sandboxes (created, not started: ListContainers
+	// lists them all the same).
+	for p := range 10 {
+		pod, err := direct.RunPod(ctx, containerd.PodSpec{Name: fmt.Sprintf("bench-%d", p), Hostname: fmt.Sprintf("bench-%d", p)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range 20 {
+			if _, err := direct.CreateContainer(ctx, pod, fmt.Sprintf("c%d", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	list, err := direct.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil || len(list.Containers) != 200 {
+		b.Fatalf("ListContainers = %d, %v", len(list.GetContainers()), err)
+	}
+
+	dns := &runtimeapi.DNSConfig{Servers: []string{clusterDNS},
+		Searches: []string{"team.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.test", "corp.test"}, Options: []string{"ndots:5"}}
+	n := 0
+	runPod := func(c *containerd.Client) (time.Duration, error) {
+		n++
+		cfg := c.SandboxConfig(containerd.PodSpec{Name: fmt.Sprintf("run-%d", n), Namespace: "team", Hostname: fmt.Sprintf("run-%d", n), DNS: dns,
+			Annotations: map[string]string{"dnsconfigurer.io/dns-policy": autopath}})
+		begin := time.Now()
+		pod, err := c.RunPodConfig(ctx, cfg)
+		d := time.Since(begin)
+		if err != nil {
+			return 0, err
+		}
+		return d, direct.RemovePod(ctx, pod.ID)
+	}
+	timed := func(f func(*containerd.Client) error) func(*containerd.Client) (time.Duration, error) {
+		return func(c *containerd.Client) (time.Duration, error) {
+			begin := time.Now()
+			err := f(c)
+			return time.Since(begin), err
+		}
+	}
+	calls := []struct {
+		name    string
+		samples int
+		do      func(*containerd.Client) (time.Duration, error)
+	}{
+		{"Version", 2000, timed(func(c *containerd.Client) error {
+			_, err := c.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
+			return err
+		})},
+		{"ListContainers200", 500, timed(func(c *containerd.Client) error {
+			_, err := c.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+			return err
+		})},
+		{"RunPodSandbox", 20, runPod},
+	}
+	for b.Loop() {
+		for _, call := range calls {
+			var viaDirect, viaShim []time.Duration
+			for range call.samples {
+				for _, via := range []*containerd.Client{direct, shim} {
+					d, err := call.do(via)
+					if err != nil {
+						b.Fatalf("%s: %v", call.name, err)
+					}
+					if via == direct {
+						viaDirect = append(viaDirect, d)
+					} else {
+						viaShim = append(viaShim, d)
+					}
+				}
+			}
+			pd, ps := p50(viaDirect), p50(viaShim)
+			added := ps - pd
+			b.Logf("%-18s p50 direct %9v  via shim %9v  added %9v (%+.1f%%)  [%d samples each]", call.name,
+				pd.Round(time.Microsecond), ps.Round(time.Microsecond), added.Round(time.Microsecond), 100*float64(added)/float64(pd), call.samples)
+			b.ReportMetric(float64(pd.Microseconds()), call.name+"-direct-p50-µs")
+			b.ReportMetric(float64(ps.Microseconds()), call.name+"-shim-p50-µs")
+			b.ReportMetric(100*float64(added)/float64(pd), call.name+"-added-%")
+		}
+	}
+}
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
