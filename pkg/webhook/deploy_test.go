@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -396,4 +397,23 @@ func labelSelector(sel *metav1.LabelSelector) (labels.Selector, error) {
 		return nil, fmt.Errorf("no selector")
 	}
 	return metav1.LabelSelectorAsSelector(sel)
+}
+
+// TestDeployKustomize builds deploy/webhook with kubectl's kustomize, when
+// kubectl is installed, and checks that every manifest comes out.
+func TestDeployKustomize(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed")
+	}
+	out, err := exec.CommandContext(t.Context(), kubectl, "kustomize", deployDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v\n%s", err, out)
+	}
+	m, _ := loadManifests(t)
+	want := len(m.namespaces) + len(m.serviceAccounts) + len(m.configMaps) + len(m.services) + len(m.deployments) +
+		len(m.pdbs) + len(m.webhooks) + len(m.issuers) + len(m.certificates)
+	if got := bytes.Count(append([]byte("\n"), out...), []byte("\nkind: ")); got != want {
+		t.Errorf("kustomize emitted %d objects, want %d:\n%s", got, want, out)
+	}
 }
