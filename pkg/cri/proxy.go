@@ -28,6 +28,13 @@ import (
 // and containerd's limit (16 MiB).
 const MaxMsgSize = 16 << 20
 
+// Flow-control windows and I/O buffers of both of the shim's connections.
+const (
+	windowSize     = 4 << 20
+	connWindowSize = 16 << 20
+	bufferSize     = 256 << 10
+)
+
 // runPodSandboxMethod is the one method the shim decodes.
 const runPodSandboxMethod = runtimeapi.RuntimeService_RunPodSandbox_FullMethodName
 
@@ -166,6 +173,13 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 			MinConnectTimeout: 5 * time.Second,
 		}),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(c), grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)),
+		// A local socket: large windows and buffers let a big response
+		// (ListContainers, ListImages) through without flow-control
+		// round trips.
+		grpc.WithInitialWindowSize(windowSize),
+		grpc.WithInitialConnWindowSize(connWindowSize),
+		grpc.WithReadBufferSize(bufferSize),
+		grpc.WithWriteBufferSize(bufferSize),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("cri: runtime endpoint %q: %w", endpoint, err)
@@ -188,6 +202,10 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 		grpc.UnknownServiceHandler(s.forward),
 		grpc.MaxRecvMsgSize(MaxMsgSize),
 		grpc.MaxSendMsgSize(MaxMsgSize),
+		grpc.InitialWindowSize(windowSize),
+		grpc.InitialConnWindowSize(connWindowSize),
+		grpc.ReadBufferSize(bufferSize),
+		grpc.WriteBufferSize(bufferSize),
 	)
 	s.srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "runtime.v1.RuntimeService",
