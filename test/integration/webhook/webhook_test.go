@@ -19,6 +19,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -318,6 +319,39 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl", func(t *testing.T) {
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			t.Skip("kubectl not installed")
+		}
+		run := func(manifest string) (string, error) { return kubectlCreate(t, kubectl, cp, ns, manifest) }
+		out, err := run(`apiVersion: v1
+kind: Pod
+metadata: {name: kubectl-0}
+spec:
+  hostname: a-rather-long-hostname
+  subdomain: a-long-subdomain
+  setHostnameAsFQDN: true
+  containers: [{name: app, image: registry.example/app:1.0}]
+`)
+		t.Logf("kubectl create, denied:\n%s", out)
+		if err == nil || !strings.Contains(out, `The Pod "kubectl-0" is invalid: spec.setHostnameAsFQDN: Invalid value: true: the pod's FQDN "a-rather-long-hostname.a-long-subdomain.`+ns) {
+			t.Errorf("kubectl create: %v, output:\n%s", err, out)
+		}
+		out, err = run(`apiVersion: v1
+kind: Pod
+metadata: {name: kubectl-1}
+spec:
+  dnsConfig: {nameservers: [1.1.1.1, 8.8.8.8, 9.9.9.9]}
+  containers: [{name: app, image: registry.example/app:1.0}]
+`)
+		t.Logf("kubectl create, warned:\n%s", out)
+		if err != nil || !strings.Contains(out, `Warning: dnsconfigurer: spec.dnsConfig.nameservers: Invalid value: ["10.96.0.10","1.1.1.1","8.8.8.8","9.9.9.9"]: after merging`) ||
+			!strings.Contains(out, "pod/kubectl-1 created") {
+			t.Errorf("kubectl create: %v, output:\n%s", err, out)
+		}
+	})
+
 	t.Run("namespace not selected", func(t *testing.T) {
 		if _, ws, err := create(t, other, pod("web-0", fqdnTooLong)); err != nil || len(dnsWarnings(ws)) != 0 {
 			t.Errorf("create in %s: %v, warnings %q", other, err, ws)
@@ -350,6 +384,36 @@ func TestTrimsDenied(t *testing.T) {
 		t.Fatalf("create: %v, want a denial on spec.dnsConfig.searches", err)
 	}
 	t.Logf("client sees: %v", err)
+
+	// Two trims, two causes: kubectl lists them one per line.
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed")
+	}
+	out, err := kubectlCreate(t, kubectl, cp, ns, `apiVersion: v1
+kind: Pod
+metadata: {name: kubectl-0}
+spec:
+  dnsConfig:
+    nameservers: [1.1.1.1, 8.8.8.8, 9.9.9.9]
+    searches: [`+strings.Join(searches, ", ")+`]
+  containers: [{name: app, image: registry.example/app:1.0}]
+`)
+	t.Logf("kubectl create, denied twice:\n%s", out)
+	if err == nil || !strings.Contains(out, `The Pod "kubectl-0" is invalid: `+"\n"+`* spec.dnsConfig.nameservers: Invalid value: ["10.96.0.10","1.1.1.1","8.8.8.8","9.9.9.9"]: after merging`) ||
+		!strings.Contains(out, "\n* spec.dnsConfig.searches: Invalid value: [") {
+		t.Errorf("kubectl create: %v, output:\n%s", err, out)
+	}
+}
+
+// kubectlCreate runs kubectl create -f - in ns and returns its combined
+// output.
+func kubectlCreate(t *testing.T, kubectl string, cp *apiserver.ControlPlane, ns, manifest string) (string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", cp.Kubeconfig(), "-n", ns, "create", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // TestDeployManifestsAccepted creates the Kubernetes objects of
