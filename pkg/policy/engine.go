@@ -280,20 +280,25 @@ func (e *Engine) clusterSearches(ns string, hostSearches []string, extra int) []
 }
 
 // omitDuplicates keeps the first of equal strings (exact, case-sensitive),
-// in place.
+// in place. Up to 64 entries (every list that can fit kubelet's limits) it
+// compares 64-bit hashes kept on the stack before strings, so it neither
+// allocates nor compares every pair of strings byte by byte.
 func omitDuplicates(s []string) []string {
 	if len(s) < 2 {
 		return s
 	}
 	out := s[:0]
 	if len(s) <= 64 {
+		var hs [64]uint64
 	outer:
 		for _, v := range s {
-			for _, have := range out {
-				if have == v {
+			h := fnv1a(v)
+			for j, have := range out {
+				if hs[j] == h && have == v {
 					continue outer
 				}
 			}
+			hs[len(out)] = h
 			out = append(out, v)
 		}
 		return out
@@ -307,6 +312,15 @@ func omitDuplicates(s []string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+func fnv1a(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // mergeOptions is kubelet's mergeDNSOptions with a stable order. Every

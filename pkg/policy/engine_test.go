@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -351,5 +352,23 @@ func TestResultDoesNotAliasEngine(t *testing.T) {
 	r3, _ := e.Compute(Input{Name: "p", Policy: Default, DNSConfig: &DNSConfig{}}, h)
 	if len(r3.Nameservers) != 1 || h.Nameservers[1] != "192.0.2.1" {
 		t.Fatalf("host config changed by dedup: %v", h.Nameservers)
+	}
+}
+
+func TestOmitDuplicates(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 64, 65, 200} {
+		var in, want []string
+		for i := 0; i < n; i++ {
+			v := fmt.Sprintf("d%d.example", i%(n/2+1))
+			in = append(in, v)
+			if i <= n/2 {
+				want = append(want, v)
+			}
+		}
+		in = append(in, "Case.example", "case.example")
+		want = append(want, "Case.example", "case.example")
+		if got := omitDuplicates(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("n=%d: got %d entries, want %d", n, len(got), len(want))
+		}
 	}
 }
