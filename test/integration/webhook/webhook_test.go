@@ -480,3 +480,57 @@ func TestDeployManifestsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployWebhookConfiguration registers deploy/webhook's
+// ValidatingWebhookConfiguration as it is, but for the client config (a URL
+// instead of the in-cluster Service), and checks which namespaces it covers.
+func TestDeployWebhookConfiguration(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	c := cp.Client()
+	data, err := os.ReadFile("../../../deploy/webhook/validatingwebhookconfiguration.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vwc := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, caBundle := serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: policy.Host{Nameservers: []string{"10.0.0.2"}}}})
+	vwc.Name += "-deploy-test"
+	vwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
+	if _, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete: %v", err)
+		}
+	})
+	own := "dnsconfigurer"
+	if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := c.CoreV1().Pods(ns).Create(t.Context(), pod("probe", fqdnTooLong), dry)
+		if err != nil && strings.Contains(err.Error(), vwc.Webhooks[0].Name) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server did not start calling the webhook: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, skipped := range []string{"kube-system", own} {
+		if _, err := c.CoreV1().Pods(skipped).Create(t.Context(), pod("probe", fqdnTooLong), dry); err != nil {
+			t.Errorf("pod in %s: %v; the webhook must not be called there", skipped, err)
+		}
+	}
+}
