@@ -1,0 +1,251 @@
+package nodelocal
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"go.uber.org/goleak"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// upstream is a fake cluster DNS on 127.0.0.1 that records what it gets.
+type upstream struct {
+	addr    string
+	queries atomic.Int32
+	delay   atomic.Int64 // nanoseconds
+	mu      sync.Mutex
+	options []string // autopath option values seen, "" when absent
+	answer  func(q dns.Question, r *dns.Msg)
+}
+
+func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *upstream {
+	t.Helper()
+	u := &upstream{answer: answer}
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		u.queries.Add(1)
+		time.Sleep(time.Duration(u.delay.Load()))
+		opt := ""
+		if o := req.IsEdns0(); o != nil {
+			for _, e := range o.Option {
+				if l, ok := e.(*dns.EDNS0_LOCAL); ok && l.Code == 65001 {
+					opt = string(l.Data)
+				}
+			}
+		}
+		u.mu.Lock()
+		u.options = append(u.options, opt)
+		u.mu.Unlock()
+		r := new(dns.Msg)
+		r.SetReply(req)
+		u.answer(req.Question[0], r)
+		if o := req.IsEdns0(); o != nil {
+			r.SetEdns0(4096, false)
+			// echo the option back, as a careless server might
+			r.IsEdns0().Option = o.Option
+		}
+		w.WriteMsg(r)
+	})
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	u.addr = srv.Addrs()[0]
+	return u
+}
+
+func startNodeLocal(t *testing.T, up *upstream, cfg Config) (*Handler, string) {
+	t.Helper()
+	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up.addr}, nil, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(fwd, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return h, srv.Addrs()[0]
+}
+
+func ask(t *testing.T, addr, netw, name string, qtype uint16, edns bool, opts ...dns.EDNS0) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	if edns || len(opts) > 0 {
+		m.SetEdns0(1232, false)
+		m.IsEdns0().Option = opts
+	}
+	c := &dns.Client{Net: netw, Timeout: 3 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", netw, name, err)
+	}
+	return r
+}
+
+func answerA(ttl uint32) func(q dns.Question, r *dns.Msg) {
+	return func(q dns.Question, r *dns.Msg) {
+		switch q.Name {
+		case "nx.example.":
+			r.Rcode = dns.RcodeNameError
+			r.Ns = []dns.RR{&dns.SOA{Hdr: dns.RR_Header{Name: "example.", Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 60},
+				Ns: "ns.example.", Mbox: "h.example.", Minttl: 2}}
+		case "fail.example.":
+			r.Rcode = dns.RcodeServerFailure
+		case "big.example.":
+			for i := 0; i < 60; i++ {
+				r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl},
+					A: net.IPv4(10, 0, byte(i/256), byte(i%256))})
+			}
+		default:
+			r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: net.IPv4(192, 0, 2, 1)}}
+		}
+	}
+}
+
+func TestCache(t *testing.T) {
+	up := startUpstream(t, answerA(300))
+	h, addr := startNodeLocal(t, up, Config{MaxTTL: 30 * time.Second})
+
+	r := ask(t, addr, "udp", "web.example.", dns.TypeA, false)
+	if len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 30 {
+		t.Fatalf("first answer %v (TTL must be capped at 30)", r.Answer)
+	}
+	r = ask(t, addr, "udp", "WEB.Example.", dns.TypeA, false)
+	if len(r.Answer) != 1 || r.Answer[0].Header().Name != "WEB.Example." || r.Question[0].Name != "WEB.Example." {
+		t.Fatalf("cached answer must echo the asker's case: %v", r)
+	}
+	if n := up.queries.Load(); n != 1 {
+		t.Fatalf("upstream got %d queries, want 1", n)
+	}
+	// Negative answers are cached with the SOA minimum; SERVFAIL never.
+	for i := 0; i < 3; i++ {
+		if r := ask(t, addr, "tcp", "nx.example.", dns.TypeA, false); r.Rcode != dns.RcodeNameError || len(r.Ns) != 1 {
+			t.Fatalf("nx: %v", r)
+		}
+		if r := ask(t, addr, "udp", "fail.example.", dns.TypeA, false); r.Rcode != dns.RcodeServerFailure {
+			t.Fatalf("fail: %v", r)
+		}
+	}
+	if n := up.queries.Load(); n != 1+1+3 {
+		t.Fatalf("upstream got %d queries, want 5 (1 web, 1 nx, 3 fail)", n)
+	}
+	if h.Len() != 2 {
+		t.Errorf("cache holds %d", h.Len())
+	}
+}
+
+func TestCacheExpiry(t *testing.T) {
+	up := startUpstream(t, answerA(1))
+	_, addr := startNodeLocal(t, up, Config{})
+	ask(t, addr, "udp", "short.example.", dns.TypeA, false)
+	ask(t, addr, "udp", "short.example.", dns.TypeA, false)
+	if up.queries.Load() != 1 {
+		t.Fatal("second query not cached")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for up.queries.Load() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("entry never expired")
+		}
+		time.Sleep(100 * time.Millisecond)
+		ask(t, addr, "udp", "short.example.", dns.TypeA, false)
+	}
+}
+
+func TestCoalescing(t *testing.T) {
+	up := startUpstream(t, answerA(30))
+	up.delay.Store(int64(200 * time.Millisecond))
+	_, addr := startNodeLocal(t, up, Config{})
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := ask(t, addr, "udp", "slow.example.", dns.TypeA, false); len(r.Answer) != 1 {
+				t.Errorf("answer %v", r)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := up.queries.Load(); n != 1 {
+		t.Fatalf("upstream got %d queries for 20 identical in-flight ones", n)
+	}
+}
+
+func TestAutopathOption(t *testing.T) {
+	up := startUpstream(t, answerA(30))
+	_, addr := startNodeLocal(t, up, Config{ClusterDomain: "cluster.local", HostSearches: func() []string { return []string{"corp.example"} }})
+	forged := &dns.EDNS0_LOCAL{Code: 65001, Data: []byte("kube-system.svc.cluster.local")}
+	r := ask(t, addr, "udp", "web.search.shop.cluster.local.ap.k8s.io.", dns.TypeA, true, forged)
+	if opt := r.IsEdns0(); opt == nil || len(opt.Option) != 0 {
+		t.Fatalf("reply must carry an OPT without the option: %v", r)
+	}
+	ask(t, addr, "tcp", "plain.example.", dns.TypeA, false, forged)
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	want := []string{"shop.svc.cluster.local,svc.cluster.local,cluster.local,corp.example", ""}
+	if fmt.Sprint(up.options) != fmt.Sprint(want) {
+		t.Fatalf("options upstream saw %q, want %q", up.options, want)
+	}
+}
+
+func TestTruncation(t *testing.T) {
+	up := startUpstream(t, answerA(30))
+	_, addr := startNodeLocal(t, up, Config{})
+	r := ask(t, addr, "udp", "big.example.", dns.TypeA, false)
+	if !r.Truncated || len(r.Answer) >= 60 {
+		t.Fatalf("512-byte client must get TC: tc=%v answers=%d", r.Truncated, len(r.Answer))
+	}
+	r = ask(t, addr, "tcp", "big.example.", dns.TypeA, false)
+	if r.Truncated || len(r.Answer) != 60 {
+		t.Fatalf("tcp: tc=%v answers=%d", r.Truncated, len(r.Answer))
+	}
+}
+
+func TestBadQueries(t *testing.T) {
+	up := startUpstream(t, answerA(30))
+	h, _ := startNodeLocal(t, up, Config{})
+	none := new(dns.Msg)
+	if r := h.Answer(context.Background(), none, false); r.Rcode != dns.RcodeFormatError {
+		t.Errorf("no question: %v", r.Rcode)
+	}
+	two := new(dns.Msg)
+	two.Question = []dns.Question{{Name: "a.", Qtype: 1, Qclass: 1}, {Name: "b.", Qtype: 1, Qclass: 1}}
+	if r := h.Answer(context.Background(), two, false); r.Rcode != dns.RcodeFormatError {
+		t.Errorf("two questions: %v", r.Rcode)
+	}
+	v1 := new(dns.Msg)
+	v1.SetQuestion("a.", dns.TypeA)
+	v1.SetEdns0(1232, false)
+	v1.IsEdns0().SetVersion(1)
+	if r := h.Answer(context.Background(), v1, false); r.Rcode != dns.RcodeBadVers {
+		t.Errorf("edns version 1: %v", r.Rcode)
+	}
+	dead, _ := New(deadUpstream{}, Config{})
+	q := new(dns.Msg)
+	q.SetQuestion("a.", dns.TypeA)
+	if r := dead.Answer(context.Background(), q, false); r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("dead upstream: %v", r.Rcode)
+	}
+}
+
+type deadUpstream struct{}
+
+func (deadUpstream) Exchange(context.Context, *dns.Msg) (*dns.Msg, error) {
+	return nil, fmt.Errorf("connection refused")
+}
