@@ -109,6 +109,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	return f, nil
 }
 
+// gcPercent is the GOGC of serve unless the GOGC variable is set.
+const gcPercent = 25
+
 func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
 	f, err := parseServeFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -124,9 +127,10 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		return exitUsage
 	}
 	if os.Getenv("GOGC") == "" {
-		// The live heap is mostly the long-lived record index; a lower GC
-		// target keeps RSS near it for a little more GC CPU.
-		debug.SetGCPercent(50)
+		// The live heap is mostly the long-lived record index and a query
+		// makes little garbage (replies come from the packed-reply cache):
+		// a low GC target keeps RSS near the live heap for little GC CPU.
+		debug.SetGCPercent(gcPercent)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "dnsserver")
 	podMode, err := store.ParsePodMode(f.pods)
@@ -206,15 +210,17 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// With manifests the records are loaded: compile them now, then give
+	// the loading garbage and the start-up pages of the binary back to the
+	// OS rather than carry them as RSS.
+	handler.Warm()
+	debug.FreeOSMemory()
+	releaseStartupPages()
 	srv := &dnsserver.Server{Listen: f.listen, Handler: handler, Logger: log}
 	if err := srv.Start(ctx); err != nil {
 		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
 		return exitFail
 	}
-	handler.Warm()
-	// Loading the records made garbage several times their size: return it
-	// to the OS now rather than carry it as RSS.
-	debug.FreeOSMemory()
 	log.Info("serving DNS", "listen", srv.Addrs(), "zone", st.Zone(), "pods", podMode.String(), "ttl", f.ttl)
 
 	var wg sync.WaitGroup

@@ -30,28 +30,68 @@ type wireEntry struct {
 
 // wireCache holds packed replies for one compiled zone; a new snapshot
 // compiles a new zone with an empty cache, so entries never outlive the data
-// they were made from. It stops growing at wireCacheBytes.
+// they were made from. It keeps two generations of at most half of
+// wireCacheBytes each: when the current one is full it becomes the previous
+// one (the older is dropped), and a hit in the previous generation is moved
+// to the current one, so the replies in use stay while a flood of one-off
+// names (random NXDOMAIN) only churns the generations.
 type wireCache struct {
+	mu  sync.Mutex // serialises rotations
+	gen atomic.Pointer[wireGens]
+}
+
+type wireGens struct{ cur, prev *wireGen }
+
+type wireGen struct {
 	m    sync.Map // cacheKey → wireEntry
 	size atomic.Int64
 }
 
+func (c *wireCache) gens() *wireGens {
+	if g := c.gen.Load(); g != nil {
+		return g
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.gen.Load(); g != nil {
+		return g
+	}
+	g := &wireGens{cur: &wireGen{}}
+	c.gen.Store(g)
+	return g
+}
+
 func (c *wireCache) get(k cacheKey) (wireEntry, bool) {
-	v, ok := c.m.Load(k)
+	g := c.gens()
+	if v, ok := g.cur.m.Load(k); ok {
+		return v.(wireEntry), true
+	}
+	if g.prev == nil {
+		return wireEntry{}, false
+	}
+	v, ok := g.prev.m.Load(k)
 	if !ok {
 		return wireEntry{}, false
 	}
-	return v.(wireEntry), true
+	e := v.(wireEntry)
+	c.put(k, e)
+	return e, true
 }
 
 func (c *wireCache) put(k cacheKey, e wireEntry) {
 	cost := int64(len(e.wire) + len(k.name) + 96)
-	if c.size.Add(cost) > wireCacheBytes {
-		c.size.Add(-cost)
-		return
+	g := c.gens()
+	if g.cur.size.Add(cost) > wireCacheBytes/2 {
+		c.mu.Lock()
+		if c.gen.Load() == g {
+			c.gen.Store(&wireGens{cur: &wireGen{}, prev: g.cur})
+		}
+		c.mu.Unlock()
+		g = c.gen.Load()
+		g.cur.size.Add(cost)
 	}
-	if _, loaded := c.m.LoadOrStore(k, e); loaded {
-		c.size.Add(-cost)
+	if _, loaded := g.cur.m.LoadOrStore(k, e); loaded {
+		g.cur.size.Add(-cost)
 	}
 }
 

@@ -262,9 +262,11 @@ func waitAnswer(addr, name string, qtype uint16, limit time.Duration) error {
 
 // procStat is a process's CPU time (clock ticks) and memory.
 type procStat struct {
-	ticks  uint64
-	rssKiB uint64
-	hwmKiB uint64
+	ticks   uint64
+	rssKiB  uint64
+	hwmKiB  uint64
+	anonKiB uint64
+	fileKiB uint64
 }
 
 func readProc(pid int) (procStat, error) {
@@ -297,6 +299,10 @@ func readProc(pid int) (procStat, error) {
 			s.rssKiB = v
 		case "VmHWM:":
 			s.hwmKiB = v
+		case "RssAnon:":
+			s.anonKiB = v
+		case "RssFile:":
+			s.fileKiB = v
 		}
 	}
 	return s, nil
@@ -319,6 +325,7 @@ type result struct {
 	cpuUS    float64
 	rssMiB   float64
 	hwmMiB   float64
+	anonMiB  float64
 	errors   int64
 	answered int64
 
@@ -334,7 +341,7 @@ func (r *result) merge(o result) {
 	r.elapsed += o.elapsed
 	r.ticks += o.ticks
 	r.lats = append(r.lats, o.lats...)
-	r.rssMiB, r.hwmMiB = o.rssMiB, o.hwmMiB
+	r.rssMiB, r.hwmMiB, r.anonMiB = o.rssMiB, o.hwmMiB, o.anonMiB
 	slices.Sort(r.lats)
 	if n := len(r.lats); n > 0 {
 		r.p50, r.p99 = r.lats[n/2], r.lats[n*99/100]
@@ -424,6 +431,7 @@ func load(addr string, pid int, qs []query, conc int, warm, d time.Duration) (re
 	res.ticks = after.ticks - before.ticks
 	res.rssMiB = float64(after.rssKiB) / 1024
 	res.hwmMiB = float64(after.hwmKiB) / 1024
+	res.anonMiB = float64(after.anonKiB) / 1024
 	return res, nil
 }
 
@@ -495,11 +503,12 @@ func bench(bin string, d, warm time.Duration, conc, rounds int, cases []string) 
 		return fmt.Errorf("server: %w", err)
 	}
 	idle, _ := readProc(srv.Process.Pid)
-	fmt.Printf("server ready in %v with %d Services in %d namespaces + %d headless x %d endpoints; idle RSS %.1f MiB\n",
-		time.Since(t0).Round(time.Millisecond), namespaces*perNS, namespaces, headless, endpointsHL, float64(idle.rssKiB)/1024)
+	fmt.Printf("server ready in %v with %d Services in %d namespaces + %d headless x %d endpoints; idle RSS %.1f MiB (anon %.1f, file %.1f)\n",
+		time.Since(t0).Round(time.Millisecond), namespaces*perNS, namespaces, headless, endpointsHL,
+		float64(idle.rssKiB)/1024, float64(idle.anonKiB)/1024, float64(idle.fileKiB)/1024)
 	fmt.Printf("load: %d UDP sockets in flight, %v per case and target in %d alternating rounds (+%v warm-up each); load average %s\n\n",
 		conc, d, rounds, warm, loadavg())
-	fmt.Printf("%-4s %-8s %10s %9s %9s %10s %8s %8s %7s %6s\n", "case", "target", "qps", "p50", "p99", "cpu_us/q", "rss_MiB", "hwm_MiB", "errors", "ratio")
+	fmt.Printf("%-4s %-8s %10s %9s %9s %10s %8s %8s %8s %7s %6s\n", "case", "target", "qps", "p50", "p99", "cpu_us/q", "rss_MiB", "anon_MiB", "hwm_MiB", "errors", "ratio")
 	for _, c := range cases {
 		qs := workload(strings.TrimSpace(c))
 		if len(qs) == 0 {
@@ -527,8 +536,8 @@ func bench(bin string, d, warm time.Duration, conc, rounds int, cases []string) 
 			if row.name == "server" && ce.qps > 0 {
 				ratio = fmt.Sprintf("%.2f", row.r.qps/ce.qps)
 			}
-			fmt.Printf("%-4s %-8s %10.0f %9v %9v %10.1f %8.1f %8.1f %7d %6s\n", c, row.name, row.r.qps,
-				row.r.p50.Round(time.Microsecond), row.r.p99.Round(time.Microsecond), row.r.cpuUS, row.r.rssMiB, row.r.hwmMiB, row.r.errors, ratio)
+			fmt.Printf("%-4s %-8s %10.0f %9v %9v %10.1f %8.1f %8.1f %8.1f %7d %6s\n", c, row.name, row.r.qps,
+				row.r.p50.Round(time.Microsecond), row.r.p99.Round(time.Microsecond), row.r.cpuUS, row.r.rssMiB, row.r.anonMiB, row.r.hwmMiB, row.r.errors, ratio)
 		}
 	}
 	return nil
