@@ -16,7 +16,10 @@ const WebhookKind = "WebhookConfiguration"
 // entries or 2048 characters, after the merge with the node's DNS).
 const (
 	TrimsWarn = "warn" // allow, with one AdmissionResponse warning per trim
-	TrimsDeny = "deny" // deny, like a hard failure
+	// TrimsDeny denies like a hard failure, except a trim the pod cannot
+	// avoid (it sets no entries of that kind; the node's settings alone pass
+	// the limit), which stays a warning.
+	TrimsDeny = "deny"
 )
 
 // Webhook defaults.

@@ -49,7 +49,10 @@ type Reviewer struct {
 	// several pools must pass each.
 	Pools []Pool
 	// DenyTrims denies the pods that kubelet would only trim, instead of
-	// allowing them with warnings.
+	// allowing them with warnings. A trim the pod cannot avoid, because it
+	// sets no nameservers (or no search domains) of its own and the node's
+	// settings alone pass the limit, stays a warning: denying it would
+	// refuse every such pod on those nodes.
 	DenyTrims bool
 }
 
@@ -144,7 +147,7 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		vs = append(vs, Violation{FieldError: e, Deny: true})
 	}
 	for _, t := range trims {
-		vs = append(vs, Violation{FieldError: t, Deny: r.DenyTrims})
+		vs = append(vs, Violation{FieldError: t, Deny: r.DenyTrims && podSets(pod.Spec.DNSConfig, t.Field)})
 	}
 	var deny []policy.FieldError
 	for _, v := range vs {
@@ -163,6 +166,22 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		return resp, OutcomeWarned, vs, nil
 	}
 	return resp, OutcomeAllowed, nil, nil
+}
+
+// podSets reports whether the pod's own dnsConfig has entries in the list a
+// trim is reported on. kubelet appends the pod's entries after the node's
+// and trims from the end, so they are what a trim drops first.
+func podSets(c *corev1.PodDNSConfig, field string) bool {
+	if c == nil {
+		return false
+	}
+	switch field {
+	case "spec.dnsConfig.nameservers":
+		return len(c.Nameservers) > 0
+	case "spec.dnsConfig.searches":
+		return len(c.Searches) > 0
+	}
+	return true
 }
 
 // slimPod is the part of a Pod the review reads. Decoding only these fields

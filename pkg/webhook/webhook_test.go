@@ -38,6 +38,10 @@ func TestValidate(t *testing.T) {
 	warnReviewer := testReviewer(t)
 	denyReviewer := testReviewer(t)
 	denyReviewer.DenyTrims = true
+	denyPoolReviewer := testReviewer(t)
+	denyPoolReviewer.DenyTrims = true
+	denyPoolReviewer.Pools = []Pool{testPool(t, "legacy", map[string]string{"pool": "legacy"}, testNode,
+		policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: manySearches(30)})}
 	poolReviewer := testReviewer(t)
 	poolReviewer.Pools = []Pool{
 		testPool(t, "legacy", map[string]string{"pool": "legacy"}, testNode,
@@ -109,6 +113,13 @@ func TestValidate(t *testing.T) {
 		{name: "node pool by nodeSelector", reviewer: poolReviewer, pod: pod("web-0", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"pool": "legacy", "zone": "a"}
 		}), want: want{allowed: true, warnings: []string{`dnsconfigurer: spec.dnsConfig.searches: Invalid value: []: after merging with the node's DNS the search list has 33 entries`}}},
+		{name: "trims deny, but only the node's domains are dropped", reviewer: denyPoolReviewer, pod: pod("web-0", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"pool": "legacy"}
+		}), want: want{allowed: true, warnings: []string{`the search list has 33 entries and the node keeps 32`}}},
+		{name: "trims deny, the pod's own domain dropped", reviewer: denyPoolReviewer, pod: pod("web-0", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"pool": "legacy"}
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"mine.example"}}
+		}), want: want{fields: []string{"spec.dnsConfig.searches"}, message: `dropping ["team-29.corp.example.com","mine.example"]`}},
 		{name: "outside every node pool", reviewer: poolReviewer, pod: pod("web-0", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"pool": "other"}
 		}), want: want{allowed: true}},
@@ -120,7 +131,7 @@ func TestValidate(t *testing.T) {
 		}), want: want{fields: []string{"spec.setHostnameAsFQDN"}}},
 	}
 	servers := map[*Reviewer]*testServer{}
-	for _, r := range []*Reviewer{warnReviewer, denyReviewer, poolReviewer} {
+	for _, r := range []*Reviewer{warnReviewer, denyReviewer, poolReviewer, denyPoolReviewer} {
 		servers[r] = startServer(t, r)
 	}
 	for _, tc := range cases {
