@@ -117,8 +117,14 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 	h.respond(w, review, resp)
 	h.m.review(outcome, vs, time.Since(start))
 	if outcome == OutcomeDenied {
+		fields := make([]string, 0, len(vs))
+		for _, v := range vs {
+			if v.Deny {
+				fields = append(fields, v.Field)
+			}
+		}
 		h.log.Info("pod denied", "uid", review.Request.UID, "namespace", review.Request.Namespace,
-			"pod", review.Request.Name, "violations", len(vs))
+			"pod", review.Request.Name, "fields", fields)
 	}
 }
 

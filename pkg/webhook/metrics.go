@@ -21,7 +21,8 @@ const (
 //   - dnsconfigurer_webhook_violations_total{field,action}: problems found,
 //     by field path without indexes and action deny or warn
 //   - dnsconfigurer_webhook_review_duration_seconds: time from the request
-//     to the response written, for /validate (histogram)
+//     to the response written, for /validate requests that got an
+//     AdmissionResponse (histogram)
 //   - dnsconfigurer_webhook_cert_reloads_total{result}: certificate loads
 //     after a file change: ok or error (the previous pair stays in use)
 //   - dnsconfigurer_webhook_cert_not_after_timestamp_seconds: expiry of the
@@ -53,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"field", "action"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "review_duration_seconds",
-			Help:    "Time to answer a /validate request, from the handler's start to the response written.",
+			Help:    "Time to answer a /validate request with an AdmissionResponse, from the handler's start to the response written.",
 			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5},
 		}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
