@@ -114,7 +114,8 @@ func Start(ctx context.Context, opts ...Option) (_ *ControlPlane, retErr error) 
 	for _, o := range opts {
 		o(&cp.opts)
 	}
-	cp.dir, err = os.MkdirTemp("", "dnsconfigurer-apiserver-")
+	sweepStale()
+	cp.dir, err = os.MkdirTemp("", dirPattern)
 	if err != nil {
 		return nil, fmt.Errorf("create control plane directory: %w", err)
 	}
@@ -125,6 +126,10 @@ func Start(ctx context.Context, opts ...Option) (_ *ControlPlane, retErr error) 
 		}
 	}()
 
+	owner := []byte(strconv.Itoa(os.Getpid()) + "\n")
+	if err := os.WriteFile(filepath.Join(cp.dir, ownerFile), owner, 0o600); err != nil {
+		return nil, fmt.Errorf("write owner file: %w", err)
+	}
 	if cp.pki, err = newPKI(cp.dir); err != nil {
 		return nil, err
 	}
@@ -265,6 +270,9 @@ func (cp *ControlPlane) apiServerArgs() []string {
 		"--service-account-key-file=" + cp.pki.saPubFile,
 		"--service-account-signing-key-file=" + cp.pki.saKeyFile,
 		"--allow-privileged=true",
+		// On SIGTERM, wait for short requests only and then give watches
+		// 2s instead of --request-timeout's 60s, so StopAPIServer is quick.
+		"--shutdown-send-retry-after=true",
 		"--profiling=false",
 	}
 	return append(args, cp.opts.args...)

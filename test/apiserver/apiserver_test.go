@@ -147,16 +147,18 @@ func TestRestartAPIServer(t *testing.T) {
 		t.Fatal("informer did not sync")
 	}
 
+	start := time.Now()
 	if err := cp.StopAPIServer(); err != nil {
 		t.Fatalf("stop apiserver: %v", err)
 	}
+	t.Logf("kube-apiserver stopped in %v", time.Since(start).Round(time.Millisecond))
 	if _, err := client.CoreV1().ConfigMaps(ns).Get(ctx, "before", metav1.GetOptions{}); err == nil {
 		t.Error("get succeeded while the API server was stopped")
 	}
 	if _, ok, _ := informer.GetStore().GetByKey(ns + "/before"); !ok {
 		t.Error("informer lost its cache while the API server was stopped")
 	}
-	start := time.Now()
+	start = time.Now()
 	if err := cp.StartAPIServer(ctx); err != nil {
 		t.Fatalf("start apiserver: %v", err)
 	}

@@ -36,8 +36,9 @@
 // for tests of clients that must ride out an API server outage.
 //
 // Everything listens on 127.0.0.1 only. Child processes run in their own
-// process group, are killed when the test binary dies (Linux), and their
-// temporary directory is removed by Close.
+// process group and are killed when the test binary dies (Linux). Close
+// removes the temporary directory; one left behind by a test binary that
+// died (a panic, a go test -timeout) is removed by the next Start.
 //
 // This package is test support: only _test.go files and other test helpers
 // may import it.

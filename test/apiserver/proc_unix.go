@@ -24,3 +24,9 @@ func signalGroup(pid int, sig syscall.Signal) error {
 	}
 	return err
 }
+
+// alive reports whether a process with this pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
