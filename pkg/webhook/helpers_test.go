@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -300,10 +299,13 @@ func manySearches(n int) []string {
 	return s
 }
 
+// counterValue reads a counter through a registry of its own.
 func counterValue(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		panic(err)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 1 || len(mfs[0].GetMetric()) != 1 {
+		panic(fmt.Sprintf("gather counter: %v %v", err, mfs))
 	}
-	return m.GetCounter().GetValue()
+	return mfs[0].GetMetric()[0].GetCounter().GetValue()
 }
