@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"regexp"
 	"strings"
@@ -156,8 +157,8 @@ func (w *WebhookConfiguration) Validate() error {
 	if err := w.Cluster.Validate("cluster."); err != nil {
 		return err
 	}
-	if w.Listen == "" {
-		return fmt.Errorf("listen: required")
+	if _, port, err := net.SplitHostPort(w.Listen); err != nil || port == "" {
+		return fmt.Errorf("listen: %q is not an address such as \":8443\" or \"127.0.0.1:8443\"", w.Listen)
 	}
 	if (w.TLSCertFile == "") != (w.TLSPrivateKeyFile == "") {
 		return fmt.Errorf("tlsCertFile and tlsPrivateKeyFile: give both or neither")

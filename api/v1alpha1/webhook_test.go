@@ -49,6 +49,8 @@ func TestWebhookValidate(t *testing.T) {
 		{"empty resolvConf", func(w *WebhookConfiguration) { w.Cluster.ResolvConf = str("") }, "cluster.resolvConf"},
 		{"cluster DNS", func(w *WebhookConfiguration) { w.Cluster.ClusterDNS = []string{"10.96.0.300"} }, `cluster.clusterDNS[0]: "10.96.0.300" is not an IP address`},
 		{"node OS", func(w *WebhookConfiguration) { w.Cluster.NodeOS = "plan9" }, "cluster.nodeOS"},
+		{"listen", func(w *WebhookConfiguration) { w.Listen = "8443" }, `listen: "8443" is not an address`},
+		{"listen without port", func(w *WebhookConfiguration) { w.Listen = "127.0.0.1:" }, `listen: "127.0.0.1:"`},
 		{"one TLS file", func(w *WebhookConfiguration) { w.TLSCertFile = "/tls.crt" }, "tlsCertFile and tlsPrivateKeyFile: give both or neither"},
 		{"tiny body cap", func(w *WebhookConfiguration) { w.MaxRequestBytes = 100 }, "maxRequestBytes: 100 is too small"},
 		{"bad timeout", func(w *WebhookConfiguration) { w.ReadTimeout = "10" }, `readTimeout: "10" is not a positive duration`},
