@@ -16,9 +16,13 @@
 //
 // Answers:
 //
-//   - names in the zone come from the snapshot, compiled once per snapshot
-//     into ready-made records (a query only does a map lookup on the
-//     lowercase name); the question's case is echoed in the answer owners;
+//   - names in the zone come from the snapshot (one map lookup on the
+//     lowercase name); the question's case is echoed in the answer owners.
+//     Replies made from the zone are cached packed, per snapshot, keyed by
+//     the question as asked, EDNS0 presence, DO bit and size limit; a cache
+//     hit patches the ID and the RD and CD bits and writes the bytes. The
+//     cache is bounded (4 MiB in two generations) and dropped with its
+//     snapshot, so it never serves stale data;
 //   - a name that does not exist is NXDOMAIN, a name that exists (including
 //     an empty non-terminal) without the asked type is NOERROR with no
 //     answer; both carry the zone SOA in the authority section, its minimum

@@ -27,9 +27,8 @@ type Exchanger interface {
 }
 
 // Result is the outcome of resolving one question, before it is put on the
-// wire. Its record slices are shared with the server's compiled zone and
-// with other answers: callers must not modify the records, and appending
-// copies (the slices are clipped).
+// wire. Callers must not modify the records (some, like the zone SOA, are
+// shared); appending to the slices copies (they are clipped).
 type Result struct {
 	Rcode         int
 	Answer        []dns.RR
@@ -114,8 +113,8 @@ func lowerFQDN(name string) string {
 // Synced reports whether the records have had their first full sync.
 func (h *Handler) Synced() bool { return h.records.Snapshot() != nil }
 
-// zone returns the compiled zone of the current snapshot, compiling it on
-// first use.
+// zone returns the zone view of the current snapshot, making it on first
+// use (a new snapshot starts with an empty reply cache).
 func (h *Handler) zone() *zone {
 	snap := h.records.Snapshot()
 	if snap == nil {
@@ -134,8 +133,7 @@ func (h *Handler) zone() *zone {
 	return z
 }
 
-// Warm compiles the current snapshot now, so that the first query after a
-// publish does not pay for it.
+// Warm makes the zone view of the current snapshot now.
 func (h *Handler) Warm() { h.zone() }
 
 // Resolve answers one question without writing to the wire: from the cluster
@@ -151,15 +149,15 @@ func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
 		if z == nil {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
-		return echo(h.answer(ctx, z, q.Qtype, lname, 0), q.Name, lname)
+		return h.answer(ctx, z, q.Qtype, q.Name, lname, 0)
 	}
 	if reverseZone(lname) != "" {
 		z := h.zone()
 		if z == nil {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
-		if _, ok := z.names[lname]; ok || h.fwd == nil {
-			return echo(h.answer(ctx, z, q.Qtype, lname, 0), q.Name, lname)
+		if _, ok := z.snap.Lookup(lname); ok || h.fwd == nil {
+			return h.answer(ctx, z, q.Qtype, q.Name, lname, 0)
 		}
 	}
 	return h.forwardQuestion(ctx, q)
@@ -180,27 +178,10 @@ func (h *Handler) local(q dns.Question) bool {
 		if z == nil || h.fwd == nil {
 			return true
 		}
-		_, ok := z.names[lname]
+		_, ok := z.snap.Lookup(lname)
 		return ok
 	}
 	return h.fwd == nil
-}
-
-// echo gives the records owned by the question name the question's case.
-func echo(r Result, qname, lname string) Result {
-	if qname == lname {
-		return r
-	}
-	out := make([]dns.RR, len(r.Answer))
-	for i, rr := range r.Answer {
-		if rr.Header().Name == lname {
-			rr = dns.Copy(rr)
-			rr.Header().Name = qname
-		}
-		out[i] = rr
-	}
-	r.Answer = out
-	return r
 }
 
 func (z *zone) negative(name string) []dns.RR {
@@ -210,62 +191,59 @@ func (z *zone) negative(name string) []dns.RR {
 	return z.soa
 }
 
-func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, lname string, depth int) Result {
-	rn, ok := z.names[lname]
+// answer answers from the zone. owner is the name as asked (its case is
+// echoed), lname its lowercase form.
+func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lname string, depth int) Result {
+	n, ok := z.snap.Lookup(lname)
 	if !ok {
-		if r, ok := h.insecurePod(z, qtype, lname); ok {
+		if r, ok := h.insecurePod(z, qtype, owner, lname); ok {
 			return r
 		}
 		return Result{Rcode: dns.RcodeNameError, Ns: z.negative(lname), Authoritative: true}
 	}
-	if rn.target != "" && qtype != dns.TypeCNAME {
-		return h.chase(ctx, z, qtype, rn, depth)
+	if n.CNAME != "" && qtype != dns.TypeCNAME && qtype != dns.TypeANY {
+		return h.chase(ctx, z, qtype, cnameRR(owner, n.CNAME, n.TTL), n.CNAME, depth)
 	}
-	var ans, extra []dns.RR
-	switch qtype {
-	case dns.TypeANY:
-		ans = clip(rn.rrs)
-	case dns.TypeSRV:
-		ans, extra = rn.of(dns.TypeSRV), rn.extra
-	default:
-		ans = rn.of(qtype)
-	}
+	ans := z.records(owner, lname, n, qtype)
 	if len(ans) == 0 {
 		return Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true}
 	}
-	return Result{Rcode: dns.RcodeSuccess, Answer: ans, Extra: extra, Authoritative: true}
+	var extra []dns.RR
+	if qtype == dns.TypeSRV {
+		extra = z.srvExtra(n.SRV)
+	}
+	return Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Extra: clip(extra), Authoritative: true}
 }
 
 // chase answers for an ExternalName: the CNAME, then the target's records,
 // followed inside the zone or asked upstream.
-func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, rn rrNode, depth int) Result {
-	cname := rn.of(dns.TypeCNAME)
-	if inZone(rn.target, z.name) {
+func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, cname dns.RR, target string, depth int) Result {
+	if inZone(target, z.name) {
 		if depth >= maxChase {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
-		r := h.answer(ctx, z, qtype, rn.target, depth+1)
+		r := h.answer(ctx, z, qtype, target, target, depth+1)
 		if r.Rcode == dns.RcodeServerFailure {
 			return r
 		}
-		r.Answer = append(cname, r.Answer...)
+		r.Answer = append([]dns.RR{cname}, r.Answer...)
 		return r
 	}
 	if h.fwd == nil {
-		return Result{Rcode: dns.RcodeSuccess, Answer: cname, Authoritative: true}
+		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{cname}, Authoritative: true}
 	}
-	r := h.forwardQuestion(ctx, dns.Question{Name: rn.target, Qtype: qtype, Qclass: dns.ClassINET})
+	r := h.forwardQuestion(ctx, dns.Question{Name: target, Qtype: qtype, Qclass: dns.ClassINET})
 	if r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused {
 		// The client can still chase the CNAME itself.
-		return Result{Rcode: dns.RcodeSuccess, Answer: cname, Authoritative: true}
+		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{cname}, Authoritative: true}
 	}
-	r.Answer = append(cname, r.Answer...)
+	r.Answer = append([]dns.RR{cname}, r.Answer...)
 	return r
 }
 
 // insecurePod answers <dashed-ip>.<ns>.pod.<zone> in the insecure pod mode:
 // any well-formed IP in an exposed namespace.
-func (h *Handler) insecurePod(z *zone, qtype uint16, lname string) (Result, bool) {
+func (h *Handler) insecurePod(z *zone, qtype uint16, owner, lname string) (Result, bool) {
 	if z.snap.Options.Pods != store.PodsInsecure {
 		return Result{}, false
 	}
@@ -286,7 +264,7 @@ func (h *Handler) insecurePod(z *zone, qtype uint16, lname string) (Result, bool
 		return Result{}, false
 	}
 	if (qtype == dns.TypeA && ip.Is4()) || (qtype == dns.TypeAAAA && ip.Is6()) || qtype == dns.TypeANY {
-		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{addrRR(lname, ip, z.ttl)}, Authoritative: true}, true
+		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{addrRR(owner, ip, z.ttl)}, Authoritative: true}, true
 	}
 	return Result{Rcode: dns.RcodeSuccess, Ns: z.soa, Authoritative: true}, true
 }

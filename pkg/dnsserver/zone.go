@@ -10,40 +10,16 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
 
-// zone is a store.Snapshot compiled into ready-made resource records, so
-// that the query path only looks a name up and slices prebuilt records. The
-// records are shared by every answer and must never be modified.
+// zone is the view of one store.Snapshot the handler answers from: the
+// snapshot, the zone SOA, and the cache of packed replies made from this
+// snapshot (see wireCache). Records are built from the snapshot's nodes when
+// a reply is not cached, so the server holds the record data once.
 type zone struct {
-	snap  *store.Snapshot
-	name  string // lowercase, trailing dot
-	ttl   uint32
-	names map[string]rrNode
-	soa   []dns.RR // the zone SOA, for the authority section of negatives
-	wire  wireCache
-}
-
-// rrNode holds the records of one name, grouped by type, and the additional
-// records of its SRV answer. It is kept small (one name of a 10,000-Service
-// cluster costs a map slot and these 64 bytes) because a cluster has tens of
-// thousands of names.
-type rrNode struct {
-	rrs    []dns.RR
-	extra  []dns.RR
-	target string // the CNAME target (lowercase fqdn), "" without a CNAME
-}
-
-// of returns the records of type t: a clipped subslice, so that an append
-// copies.
-func (n *rrNode) of(t uint16) []dns.RR {
-	i := 0
-	for i < len(n.rrs) && n.rrs[i].Header().Rrtype != t {
-		i++
-	}
-	j := i
-	for j < len(n.rrs) && n.rrs[j].Header().Rrtype == t {
-		j++
-	}
-	return n.rrs[i:j:j]
+	snap *store.Snapshot
+	name string // lowercase, trailing dot
+	ttl  uint32
+	soa  []dns.RR // the zone SOA, for the authority section of negatives
+	wire wireCache
 }
 
 // nsName is the name server of the zone in its SOA and NS records, as
@@ -72,68 +48,135 @@ func addrRR(owner string, a netip.Addr, ttl uint32) dns.RR {
 	return &dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: net.IP(b[:])}
 }
 
-func compile(snap *store.Snapshot) *zone {
-	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, names: make(map[string]rrNode, snap.Counts.Names)}
-	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
-	snap.Names(func(name string, n *store.Node) {
-		rn := rrNode{target: n.CNAME}
-		size := len(n.A) + len(n.AAAA) + len(n.PTR) + len(n.SRV)
-		if len(n.TXT) > 0 {
-			size++
+// appendA appends A records for addrs with one allocation for the records
+// and one for the addresses.
+func appendA(rrs []dns.RR, owner string, addrs []netip.Addr, ttl uint32) []dns.RR {
+	if len(addrs) == 0 {
+		return rrs
+	}
+	recs := make([]dns.A, len(addrs))
+	ips := make([]byte, 4*len(addrs))
+	for i, a := range addrs {
+		b := a.As4()
+		ip := ips[4*i : 4*i+4 : 4*i+4]
+		copy(ip, b[:])
+		recs[i] = dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+		rrs = append(rrs, &recs[i])
+	}
+	return rrs
+}
+
+// appendAAAA is appendA for IPv6.
+func appendAAAA(rrs []dns.RR, owner string, addrs []netip.Addr, ttl uint32) []dns.RR {
+	if len(addrs) == 0 {
+		return rrs
+	}
+	recs := make([]dns.AAAA, len(addrs))
+	ips := make([]byte, 16*len(addrs))
+	for i, a := range addrs {
+		b := a.As16()
+		ip := ips[16*i : 16*i+16 : 16*i+16]
+		copy(ip, b[:])
+		recs[i] = dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+		rrs = append(rrs, &recs[i])
+	}
+	return rrs
+}
+
+func appendSRV(rrs []dns.RR, owner string, srvs []store.SRV, ttl uint32) []dns.RR {
+	if len(srvs) == 0 {
+		return rrs
+	}
+	recs := make([]dns.SRV, len(srvs))
+	for i, s := range srvs {
+		recs[i] = dns.SRV{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
+			Priority: s.Priority, Weight: s.Weight, Port: s.Port, Target: s.Target}
+		rrs = append(rrs, &recs[i])
+	}
+	return rrs
+}
+
+func appendPTR(rrs []dns.RR, owner string, ptrs []string, ttl uint32) []dns.RR {
+	for _, p := range ptrs {
+		rrs = append(rrs, &dns.PTR{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: ttl}, Ptr: p})
+	}
+	return rrs
+}
+
+func appendTXT(rrs []dns.RR, owner string, txt []string, ttl uint32) []dns.RR {
+	if len(txt) == 0 {
+		return rrs
+	}
+	return append(rrs, &dns.TXT{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: txt})
+}
+
+func cnameRR(owner, target string, ttl uint32) dns.RR {
+	return &dns.CNAME{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: target}
+}
+
+// records builds the records of type t (or all of them for ANY) of node n,
+// owned by owner (the question name as asked, so its case is echoed).
+func (z *zone) records(owner, lname string, n *store.Node, t uint16) []dns.RR {
+	var rrs []dns.RR
+	apex := lname == z.name
+	all := t == dns.TypeANY
+	if all || t == dns.TypeSOA {
+		if apex {
+			soa := *z.soa[0].(*dns.SOA)
+			soa.Hdr.Name = owner
+			rrs = append(rrs, &soa)
 		}
-		if n.CNAME != "" {
-			size++
+	}
+	if (all || t == dns.TypeNS) && apex {
+		rrs = append(rrs, &dns.NS{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: z.ttl}, Ns: nsName(z.name)})
+	}
+	if all || t == dns.TypeA {
+		rrs = appendA(rrs, owner, n.A, n.TTL)
+	}
+	if all || t == dns.TypeAAAA {
+		rrs = appendAAAA(rrs, owner, n.AAAA, n.TTL)
+	}
+	if all || t == dns.TypeSRV {
+		rrs = appendSRV(rrs, owner, n.SRV, n.TTL)
+	}
+	if all || t == dns.TypePTR {
+		rrs = appendPTR(rrs, owner, n.PTR, n.TTL)
+	}
+	if all || t == dns.TypeTXT {
+		rrs = appendTXT(rrs, owner, n.TXT, n.TTL)
+	}
+	if (all || t == dns.TypeCNAME) && n.CNAME != "" {
+		rrs = append(rrs, cnameRR(owner, n.CNAME, n.TTL))
+	}
+	return rrs
+}
+
+// srvExtra is the additional section of an SRV answer: the addresses of the
+// targets, once each.
+func (z *zone) srvExtra(srvs []store.SRV) []dns.RR {
+	var extra []dns.RR
+	for i, s := range srvs {
+		dup := false
+		for _, p := range srvs[:i] {
+			if p.Target == s.Target {
+				dup = true
+				break
+			}
 		}
-		if size > 0 {
-			rn.rrs = make([]dns.RR, 0, size)
-		}
-		for _, a := range n.A {
-			rn.rrs = append(rn.rrs, addrRR(name, a, n.TTL))
-		}
-		for _, a := range n.AAAA {
-			rn.rrs = append(rn.rrs, addrRR(name, a, n.TTL))
-		}
-		for _, p := range n.PTR {
-			rn.rrs = append(rn.rrs, &dns.PTR{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: n.TTL}, Ptr: p})
-		}
-		if len(n.TXT) > 0 {
-			rn.rrs = append(rn.rrs, &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: n.TTL}, Txt: n.TXT})
-		}
-		if n.CNAME != "" {
-			rn.rrs = append(rn.rrs, &dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: n.TTL}, Target: n.CNAME})
-		}
-		for _, s := range n.SRV {
-			rn.rrs = append(rn.rrs, &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: n.TTL},
-				Priority: s.Priority, Weight: s.Weight, Port: s.Port, Target: s.Target})
-		}
-		if name == z.name {
-			rn.rrs = append(rn.rrs, z.soa[0],
-				&dns.NS{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: z.ttl}, Ns: nsName(z.name)})
-		}
-		z.names[name] = rn
-	})
-	// Additional section of SRV answers: the addresses of the targets, once
-	// each.
-	for name, rn := range z.names {
-		srv := rn.of(dns.TypeSRV)
-		if len(srv) == 0 {
+		if dup {
 			continue
 		}
-		seen := make(map[string]struct{}, len(srv))
-		for _, r := range srv {
-			t := r.(*dns.SRV).Target
-			if _, dup := seen[t]; dup {
-				continue
-			}
-			seen[t] = struct{}{}
-			if tn, ok := z.names[t]; ok {
-				rn.extra = append(rn.extra, tn.of(dns.TypeA)...)
-				rn.extra = append(rn.extra, tn.of(dns.TypeAAAA)...)
-			}
+		if tn, ok := z.snap.Lookup(s.Target); ok {
+			extra = appendA(extra, s.Target, tn.A, tn.TTL)
+			extra = appendAAAA(extra, s.Target, tn.AAAA, tn.TTL)
 		}
-		rn.extra = clip(rn.extra)
-		z.names[name] = rn
 	}
+	return extra
+}
+
+func compile(snap *store.Snapshot) *zone {
+	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL}
+	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
 	return z
 }
 
