@@ -110,7 +110,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 }
 
 // gcPercent is the GOGC of serve unless the GOGC variable is set.
-const gcPercent = 25
+const gcPercent = 50
 
 func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
 	f, err := parseServeFlags(args, stderr)
