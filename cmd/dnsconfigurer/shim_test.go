@@ -34,6 +34,11 @@ func TestShimFlags(t *testing.T) {
 		t.Errorf("config with flags = %+v", cfg)
 	}
 
+	example, _, err := parseShimFlags([]string{"--config", "../../deploy/shim/shim.yaml"}, io.Discard)
+	if err != nil || example.Listen != "/run/dnsconfigurer/cri.sock" || *example.ResolvConf != "auto" {
+		t.Errorf("deploy/shim/shim.yaml = %+v, %v", example, err)
+	}
+
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ShimConfiguration\nfailurePolicy: maybe\n"), 0o644)
 	unknown := filepath.Join(dir, "unknown.yaml")
