@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// serveLog is a goroutine-safe writer for the command's stderr.
+type serveLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *serveLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *serveLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestServeFlags(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no listen", []string{"--objects", dir}, exitUsage, "--listen is required"},
+		{"bad listen", []string{"--listen", "127.0.0.1", "--objects", dir}, exitUsage, `--listen "127.0.0.1"`},
+		{"objects and kubeconfig", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--kubeconfig", "x"}, exitUsage, "exclusive"},
+		{"upstream and resolv.conf", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "1.1.1.1", "--upstream-resolv-conf", "/x"}, exitUsage, "exclusive"},
+		{"bad pods", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--pods", "maybe"}, exitUsage, `pods mode "maybe"`},
+		{"ttl too big", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--ttl", "4000"}, exitUsage, "--ttl 4000"},
+		{"bad domain", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--cluster-domain", ".."}, exitUsage, "--cluster-domain"},
+		{"bad upstream", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "dns.google"}, exitUsage, `upstream "dns.google"`},
+		{"missing resolv.conf", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream-resolv-conf", filepath.Join(dir, "nope")}, exitUsage, "nope"},
+		{"missing objects", []string{"--listen", "127.0.0.1:0", "--objects", filepath.Join(dir, "nope")}, exitUsage, "--objects"},
+		{"stray argument", []string{"--listen", "127.0.0.1:0", "extra"}, exitUsage, `unexpected argument "extra"`},
+		{"help", []string{"-h"}, exitOK, "--upstream-resolv-conf"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr serveLog
+			code := runServe(context.Background(), tc.args, nil, io.Discard, &stderr)
+			if code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
+				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr.String(), tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+func TestServeBadManifestNamesFileAndDocument(t *testing.T) {
+	dir := t.TempDir()
+	bad := "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {clusterIP: 10.0.0.300}\n"
+	if err := os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr serveLog
+	code := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--objects", dir}, nil, io.Discard, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "svc.yaml") || !strings.Contains(stderr.String(), "document 2") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+var addrRe = regexp.MustCompile(`msg="serving DNS".*listen=\[([0-9.:]+)\]`)
+var metricsRe = regexp.MustCompile(`msg="serving metrics".*listen=([0-9.:]+)`)
+
+// TestServeRuns starts the command on the example manifests, queries it over
+// UDP and TCP, checks /readyz and /metrics, and stops it with the context.
+func TestServeRuns(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr serveLog
+	done := make(chan int, 1)
+	args := []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--pods", "insecure",
+		"--ttl", "7", "--metrics-listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}
+	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
+
+	var addr, metrics string
+	deadline := time.Now().Add(20 * time.Second)
+	for addr == "" || metrics == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start: %s", stderr.String())
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+		if m := metricsRe.FindStringSubmatch(stderr.String()); m != nil {
+			metrics = m[1]
+		}
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		m := new(dns.Msg)
+		m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
+		r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr)
+		if err != nil || len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 7 {
+			t.Fatalf("%s: %v %v", network, r, err)
+		}
+		m.SetQuestion("10-9-9-9.prod.pod.cluster.local.", dns.TypeA)
+		if r, _, err = (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {
+			t.Fatalf("%s insecure pod: %v %v", network, r, err)
+		}
+	}
+	resp, err := http.Get("http://" + metrics + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `dnsconfigurer_dnsserver_requests_total{rcode="NOERROR",type="A"} 4`) {
+		t.Errorf("/metrics lacks the request count:\n%s", body)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d after cancel: %s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after cancel")
+	}
+}
