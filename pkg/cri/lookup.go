@@ -27,6 +27,15 @@ type PodLookup interface {
 
 const uidIndex = "uid"
 
+// Annotations kubelet sets on static pods and their mirror pods
+// (pkg/kubelet/types). A static pod's UID is its config hash; its mirror pod
+// in the API server has a UID of its own and carries the hash in
+// configMirrorAnnotation, so the informer indexes that too.
+const (
+	configMirrorAnnotation = "kubernetes.io/config.mirror"
+	configSourceAnnotation = "kubernetes.io/config.source"
+)
+
 // PodInformer is a PodLookup fed by an informer on the pods bound to one
 // node (spec.nodeName=<node>). Pods are slimmed to their DNS fields before
 // they are stored.
@@ -67,7 +76,11 @@ func NewPodInformer(client kubernetes.Interface, node string, log *slog.Logger) 
 		if !ok {
 			return nil, nil
 		}
-		return []string{string(pod.UID)}, nil
+		keys := []string{string(pod.UID)}
+		if hash := pod.Annotations[configMirrorAnnotation]; hash != "" && hash != string(pod.UID) {
+			keys = append(keys, hash)
+		}
+		return keys, nil
 	}})
 	if err := p.informer.SetTransform(slimPod); err != nil {
 		return nil, fmt.Errorf("cri: pod informer: %w", err)
@@ -110,8 +123,13 @@ func slimPod(obj any) (any, error) {
 			SetHostnameAsFQDN: pod.Spec.SetHostnameAsFQDN,
 		},
 	}
-	if v, ok := pod.Annotations[policy.AnnotationDNSPolicy]; ok {
-		slim.Annotations = map[string]string{policy.AnnotationDNSPolicy: v}
+	for _, key := range []string{policy.AnnotationDNSPolicy, configMirrorAnnotation} {
+		if v, ok := pod.Annotations[key]; ok {
+			if slim.Annotations == nil {
+				slim.Annotations = map[string]string{}
+			}
+			slim.Annotations[key] = v
+		}
 	}
 	return slim, nil
 }
@@ -125,9 +143,9 @@ func (p *PodInformer) Run(ctx context.Context) {
 // HasSynced reports whether the first list has been stored.
 func (p *PodInformer) HasSynced() bool { return p.informer.HasSynced() }
 
-// Pod returns the pod with uid, waiting until ctx is done for one not seen
-// yet (kubelet may create the sandbox before the shim's watch delivers the
-// pod).
+// Pod returns the pod with uid (or the mirror pod of the static pod with
+// uid), waiting until ctx is done for one not seen yet (kubelet may create
+// the sandbox before the shim's watch delivers the pod).
 func (p *PodInformer) Pod(ctx context.Context, uid string) (policy.Input, bool) {
 	for {
 		p.mu.Lock()
@@ -153,5 +171,7 @@ func (p *PodInformer) get(uid string) (policy.Input, bool) {
 	if !ok {
 		return policy.Input{}, false
 	}
-	return podspec.Input(pod), true
+	in := podspec.Input(pod)
+	in.UID = uid // a static pod's, not its mirror's
+	return in, true
 }

@@ -88,6 +88,18 @@ func TestPodInformer(t *testing.T) {
 	if ok || time.Since(begin) > 2*time.Second {
 		t.Errorf("unknown pod: found %v after %v", ok, time.Since(begin))
 	}
+	// A static pod is found by its own UID through its mirror pod.
+	mirror := testPod("etcd-node-1", "uid-mirror", "node-1")
+	mirror.Annotations[configMirrorAnnotation] = "static-hash"
+	if _, err := client.CoreV1().Pods("team").Create(ctx, mirror, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lctx, lcancel = context.WithTimeout(ctx, 5*time.Second)
+	in, ok = p.Pod(lctx, "static-hash")
+	lcancel()
+	if !ok || in.Name != "etcd-node-1" || in.UID != "static-hash" {
+		t.Errorf("static pod lookup = %+v, %v", in, ok)
+	}
 	if _, err := NewPodInformer(client, "", nil); err == nil {
 		t.Error("NewPodInformer without a node succeeded")
 	}

@@ -42,7 +42,13 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 	var in policy.Input
 	found := false
 	if s.pods != nil {
-		lctx, cancel := context.WithTimeout(ctx, s.lookupTimeout)
+		wait := s.lookupTimeout
+		if src := cfg.GetAnnotations()[configSourceAnnotation]; src != "" && src != "api" {
+			// A static pod: its mirror pod may come later, or never; do not
+			// hold the sandbox for it.
+			wait = 0
+		}
+		lctx, cancel := context.WithTimeout(ctx, wait)
 		in, found = s.pods.Pod(lctx, uid)
 		cancel()
 		if found {
@@ -50,7 +56,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 			source = sourceAPIServer
 		} else {
 			s.m.lookups.WithLabelValues("miss").Inc()
-			log.Warn("pod not in the API server cache; using the sandbox config", "waited", s.lookupTimeout.String())
+			log.Warn("pod not in the API server cache; using the sandbox config", "waited", wait.String())
 		}
 	}
 	if !found {

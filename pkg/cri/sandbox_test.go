@@ -329,3 +329,35 @@ func gatherCount(t *testing.T, reg *prometheus.Registry, name string) int {
 	}
 	return 0
 }
+
+// blockingLookup knows no pod and waits for its context.
+type blockingLookup struct{}
+
+func (blockingLookup) Pod(ctx context.Context, _ string) (policy.Input, bool) {
+	<-ctx.Done()
+	return policy.Input{}, false
+}
+
+func TestLookupWait(t *testing.T) {
+	e := newEnv(t, nil, WithPodLookup(blockingLookup{}), WithLookupTimeout(300*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dns := &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"kube-system.svc.cluster.local", "svc.cluster.local", "cluster.local"}, Options: []string{"ndots:5"}}
+	for _, tt := range []struct {
+		source   string
+		min, max time.Duration
+	}{{"api", 300 * time.Millisecond, 3 * time.Second}, {"file", 0, 200 * time.Millisecond}} {
+		cfg := sandboxConfig("etcd", "kube-system", "hash-"+tt.source, false, proto.Clone(dns).(*runtimeapi.DNSConfig))
+		cfg.Annotations = map[string]string{configSourceAnnotation: tt.source}
+		begin := time.Now()
+		if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(begin); d < tt.min || d > tt.max {
+			t.Errorf("config.source %s: RunPodSandbox took %v, want %v..%v", tt.source, d, tt.min, tt.max)
+		}
+	}
+	if n := counterValue(e.shim.m.lookups.WithLabelValues("miss")); n != 2 {
+		t.Errorf("lookup misses = %v, want 2", n)
+	}
+}
