@@ -10,10 +10,15 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
+
+// TestMain fails the run if a test leaves goroutines behind (servers not
+// shut down, forwarder exchanges still running).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type int64Counter struct{ n atomic.Int64 }
 
