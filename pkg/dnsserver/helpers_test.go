@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -92,3 +93,7 @@ func TestHTTPEndpoints(t *testing.T) {
 		t.Errorf("/metrics = %d %q", code, body)
 	}
 }
+
+type netipAddr = netip.Addr
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
