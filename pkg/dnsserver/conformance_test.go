@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -659,5 +660,42 @@ func TestWireCacheFollowsRequestsAndSnapshots(t *testing.T) {
 	r := ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 0)
 	if got := rrStrings(r.Answer); !slices.Equal(got, []string{"web.prod.svc.cluster.local. 5 IN A 10.96.7.7"}) {
 		t.Fatalf("after publish: %v", got)
+	}
+}
+
+// flakyUpstream fails until ok is set, then answers A 192.0.2.9.
+type flakyUpstream struct{ ok atomic.Bool }
+
+func (f *flakyUpstream) Exchange(_ context.Context, m *dns.Msg) (*dns.Msg, error) {
+	if !f.ok.Load() {
+		return nil, fmt.Errorf("upstream down")
+	}
+	r := new(dns.Msg)
+	r.SetReply(m)
+	rr, _ := dns.NewRR(m.Question[0].Name + " 60 IN A 192.0.2.9")
+	r.Answer = []dns.RR{rr}
+	return r, nil
+}
+
+// TestExternalNameUpstreamFailureIsNotCached: while the upstream is down an
+// outside ExternalName answers its CNAME alone; once it is back, the full
+// answer is served (nothing of the failure was cached).
+func TestExternalNameUpstreamFailureIsNotCached(t *testing.T) {
+	up := &flakyUpstream{}
+	e := start(t, store.Options{TTL: 5}, fixture, dnsserver.WithForwarder(up))
+	r := ask(t, "udp", e.addr, "ext.prod.svc.cluster.local.", dns.TypeA, 0)
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("upstream down: %v", r)
+	}
+	if r := ask(t, "udp", e.addr, "example.org.", dns.TypeA, 0); r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("outside name with the upstream down: %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+	up.ok.Store(true)
+	r = ask(t, "udp", e.addr, "ext.prod.svc.cluster.local.", dns.TypeA, 0)
+	if len(r.Answer) != 2 {
+		t.Fatalf("upstream back: %v", r.Answer)
+	}
+	if r := ask(t, "udp", e.addr, "example.org.", dns.TypeA, 0); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("outside name with the upstream back: %v", r)
 	}
 }

@@ -35,7 +35,9 @@ type Result struct {
 	Ns            []dns.RR
 	Extra         []dns.RR
 	Authoritative bool
-	// Forwarded is true when the answer came from an upstream server.
+	// Forwarded is true when the answer came from an upstream server, in
+	// whole or in part (an ExternalName outside the zone), or when asking
+	// one failed: such answers are not cached.
 	Forwarded bool
 }
 
@@ -235,9 +237,10 @@ func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, cname dns.RR
 	r := h.forwardQuestion(ctx, dns.Question{Name: target, Qtype: qtype, Qclass: dns.ClassINET})
 	if r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused {
 		// The client can still chase the CNAME itself.
-		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{cname}, Authoritative: true}
+		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{cname}, Authoritative: true, Forwarded: true}
 	}
 	r.Answer = append([]dns.RR{cname}, r.Answer...)
+	r.Forwarded = true
 	return r
 }
 
@@ -281,7 +284,7 @@ func (h *Handler) forwardQuestion(ctx context.Context, q dns.Question) Result {
 	r, err := h.fwd.Exchange(ctx, m)
 	if err != nil {
 		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
-		return Result{Rcode: dns.RcodeServerFailure}
+		return Result{Rcode: dns.RcodeServerFailure, Forwarded: true}
 	}
 	return Result{Rcode: r.Rcode, Answer: clip(r.Answer), Ns: clip(r.Ns), Extra: clip(withoutOPT(r.Extra)), Forwarded: true}
 }
