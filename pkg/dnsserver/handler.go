@@ -130,7 +130,7 @@ func (h *Handler) zone() *zone {
 	if z := h.cur.Load(); z != nil && z.snap == snap {
 		return z
 	}
-	z := compile(snap)
+	z := newZone(snap)
 	h.cur.Store(z)
 	return z
 }
@@ -306,7 +306,7 @@ func withoutOPT(rrs []dns.RR) []dns.RR {
 }
 
 // ServeDNS implements dns.Handler. Replies answered from the zone are
-// cached in packed form per compiled zone (see wireCache), so a repeated
+// cached in packed form per snapshot (see wireCache), so a repeated
 // question costs a map lookup, a copy and a write.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	start := time.Now()

@@ -7,7 +7,7 @@ import (
 	"github.com/miekg/dns"
 )
 
-// wireCacheBytes bounds the packed replies cached per compiled zone.
+// wireCacheBytes bounds the packed replies cached per snapshot.
 const wireCacheBytes = 4 << 20
 
 // cacheKey is everything of a request that shapes the reply besides its ID
@@ -28,8 +28,8 @@ type wireEntry struct {
 	rcode int
 }
 
-// wireCache holds packed replies for one compiled zone; a new snapshot
-// compiles a new zone with an empty cache, so entries never outlive the data
+// wireCache holds packed replies for one snapshot's zone; a new snapshot
+// gets a new zone with an empty cache, so entries never outlive the data
 // they were made from. It keeps two generations of at most half of
 // wireCacheBytes each: when the current one is full it becomes the previous
 // one (the older is dropped), and a hit in the previous generation is moved

@@ -174,7 +174,7 @@ func (z *zone) srvExtra(srvs []store.SRV) []dns.RR {
 	return extra
 }
 
-func compile(snap *store.Snapshot) *zone {
+func newZone(snap *store.Snapshot) *zone {
 	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL}
 	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
 	return z
