@@ -77,6 +77,7 @@ type shimProc struct {
 	Socket  string
 	Metrics string
 	cmd     *exec.Cmd
+	exited  chan struct{}
 	log     *bytes.Buffer
 	mu      *sync.Mutex
 }
@@ -90,6 +91,13 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+// Kill kills the shim with SIGKILL, leaving its socket behind, and waits
+// for it to exit.
+func (s *shimProc) Kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.exited
 }
 
 func (s *shimProc) Log() string {
@@ -106,6 +114,13 @@ func startShim(t testing.TB, h *containerd.Harness, extra ...string) *shimProc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return startShimIn(t, h, dir, extra...)
+}
+
+// startShimIn is startShim with the socket and resolver file in dir.
+func startShimIn(t testing.TB, h *containerd.Harness, dir string, extra ...string) *shimProc {
+	t.Helper()
 	resolv := filepath.Join(dir, "resolv.conf")
 	if err := os.WriteFile(resolv, []byte(hostResolv), 0o644); err != nil {
 		t.Fatal(err)
@@ -125,6 +140,7 @@ func startShim(t testing.TB, h *containerd.Harness, extra ...string) *shimProc {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
+	s.exited = exited
 	go func() { _ = s.cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)
@@ -137,7 +153,6 @@ func startShim(t testing.TB, h *containerd.Harness, extra ...string) *shimProc {
 		if t.Failed() {
 			t.Logf("shim log:\n%s", s.Log())
 		}
-		os.RemoveAll(dir)
 	})
 	c, err := containerd.Dial(s.Socket)
 	if err != nil {
