@@ -22,6 +22,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 )
 
 func init() {
@@ -76,7 +77,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.pods, "pods", "disabled", "pod records <a-b-c-d>.<ns>.pod.<zone>: verified, insecure or disabled")
 	fs.UintVar(&f.ttl, "ttl", 5, "TTL of the records and of negative answers, 0-3600")
 	fs.Var(&f.upstream, "upstream", "forward names outside the cluster zone to these `ADDR`s (ip or ip:port); repeatable or comma-separated")
-	fs.StringVar(&f.upstreamResolvConf, "upstream-resolv-conf", "", "forward to the nameservers of this resolv.conf (re-read on change)")
+	fs.StringVar(&f.upstreamResolvConf, "upstream-resolv-conf", "", "forward to the nameservers of this resolv.conf (watched; the last good file is kept)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR`")
 	fs.Var(&f.namespaces, "namespaces", "only serve these namespaces (comma-separated or repeated)")
 	fs.BoolVar(&f.ignoreEmptyService, "ignore-empty-service", false, "answer NXDOMAIN for Services without a ready endpoint")
@@ -108,6 +109,12 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	}
 	return f, nil
 }
+
+// watchedUpstreams serves the nameservers of a watched resolv.conf as
+// upstreams.
+type watchedUpstreams struct{ w *hostresolv.Watcher }
+
+func (u watchedUpstreams) Upstreams() []string { return u.w.Current().Raw.Nameservers }
 
 // gcPercent is the GOGC of serve unless the GOGC variable is set.
 const gcPercent = 50
@@ -147,6 +154,8 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		return exitUsage
 	}
 
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics, err := dnsserver.NewMetrics(reg, st)
@@ -160,12 +169,21 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	case len(f.upstream) > 0:
 		source = dnsserver.StaticUpstreams(f.upstream)
 	case f.upstreamResolvConf != "":
-		src, err := dnsserver.NewResolvConfUpstreams(f.upstreamResolvConf)
+		// The node resolver config, watched (fsnotify; the last good file
+		// is kept while the file is broken). Raw keeps loopback
+		// nameservers: the Forwarder drops only our own addresses.
+		w, err := hostresolv.Watch(ctx, f.upstreamResolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
 		if err != nil {
 			fmt.Fprintf(stderr, "dnsconfigurer serve: --upstream-resolv-conf: %v\n", err)
 			return exitUsage
 		}
-		source = src
+		defer func() { cancel(); <-w.Done() }()
+		if snap := w.Current(); snap.Err != nil {
+			cancel()
+			fmt.Fprintf(stderr, "dnsconfigurer serve: --upstream-resolv-conf %q: %v\n", f.upstreamResolvConf, snap.Err)
+			return exitUsage
+		}
+		source = watchedUpstreams{w}
 	}
 	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithMetrics(metrics)}
 	if source != nil {
@@ -208,8 +226,6 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		run = c.Run
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	// With manifests the records are loaded: compile them now, then give
 	// the loading garbage and the start-up pages of the binary back to the
 	// OS rather than carry them as RSS.

@@ -147,3 +147,52 @@ func TestServeRuns(t *testing.T) {
 		t.Fatal("serve did not stop after cancel")
 	}
 }
+
+// TestServeUpstreamResolvConf forwards through the nameservers of a watched
+// resolv.conf, and drops the server's own address from them.
+func TestServeUpstreamResolvConf(t *testing.T) {
+	dir := t.TempDir()
+	rc := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(rc, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr serveLog
+	done := make(chan int, 1)
+	// The only upstream is 127.0.0.1:53; listening on 127.0.0.1:53 is not
+	// possible in tests, so listen elsewhere and check the forwarder keeps
+	// it (a SERVFAIL from an unreachable upstream, not REFUSED).
+	go func() {
+		done <- runServe(ctx, []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream-resolv-conf", rc}, nil, io.Discard, &stderr)
+	}()
+	var addr string
+	deadline := time.Now().Add(20 * time.Second)
+	for addr == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start: %s", stderr.String())
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	m := new(dns.Msg)
+	m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
+	if r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("in-zone: %v %v", r, err)
+	}
+	m.SetQuestion("example.invalid.", dns.TypeA)
+	r, _, err := (&dns.Client{Timeout: 5 * time.Second}).Exchange(m, addr)
+	if err != nil || r.Rcode == dns.RcodeRefused {
+		t.Fatalf("outside name: %v %v (want it forwarded)", r, err)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
