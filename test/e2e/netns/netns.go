@@ -1,0 +1,110 @@
+// Package netns gives tests a network namespace of their own: servers bind
+// inside it through Do, and commands run inside it with Exec, where
+// /etc/resolv.conf is the file set by SetResolvConf (ip netns exec
+// bind-mounts /etc/netns/<name>/resolv.conf over it). Nothing in the
+// namespace can reach the host's network.
+package netns
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// NS is a network namespace created for one test.
+type NS struct {
+	Name string
+	Path string
+}
+
+// Require skips t unless the test runs as root with ip(8) available.
+func Require(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip(8) from iproute2 (bash test/e2e/setup.sh installs it)")
+	}
+}
+
+// New creates a namespace with loopback up and removes it on cleanup.
+func New(t testing.TB) *NS {
+	t.Helper()
+	Require(t)
+	b := make([]byte, 4)
+	rand.Read(b)
+	n := &NS{Name: "dnscfg-t-" + hex.EncodeToString(b)}
+	n.Path = filepath.Join("/run/netns", n.Name)
+	if out, err := exec.Command("ip", "netns", "add", n.Name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", n.Name, err, out)
+	}
+	t.Cleanup(func() {
+		exec.Command("ip", "netns", "del", n.Name).Run()
+		os.RemoveAll(filepath.Join("/etc/netns", n.Name))
+	})
+	n.ip(t, "link", "set", "lo", "up")
+	return n
+}
+
+func (n *NS) ip(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", append([]string{"-n", n.Name}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("ip -n %s %s: %v: %s", n.Name, strings.Join(args, " "), err, out)
+	}
+}
+
+// AddAddress adds an address (e.g. "10.96.0.10/32") to the namespace's lo.
+func (n *NS) AddAddress(t testing.TB, prefix string) {
+	t.Helper()
+	n.ip(t, "addr", "add", prefix, "dev", "lo")
+}
+
+// SetResolvConf sets the /etc/resolv.conf that commands started by Exec see.
+func (n *NS) SetResolvConf(t testing.TB, content string) {
+	t.Helper()
+	dir := filepath.Join("/etc/netns", n.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Exec runs a command inside the namespace (with its resolv.conf).
+func (n *NS) Exec(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.Name, name}, args...)...)
+}
+
+// Do runs fn on an OS thread that has joined the namespace, so sockets fn
+// opens live there (and stay there after fn returns). The thread is never
+// returned to the Go scheduler: it ends with its goroutine.
+func (n *NS) Do(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.Open(n.Path)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer f.Close()
+		if _, _, e := syscall.RawSyscall(unix.SYS_SETNS, f.Fd(), unix.CLONE_NEWNET, 0); e != 0 {
+			errc <- fmt.Errorf("setns %q: %w", n.Path, e)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
