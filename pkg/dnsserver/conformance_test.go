@@ -563,6 +563,11 @@ func TestResolveWithoutWire(t *testing.T) {
 			if r.Rcode != tc.rcode || len(r.Answer) != tc.n {
 				t.Fatalf("Resolve = %s %v, want %s with %d answers", dns.RcodeToString[r.Rcode], r.Answer, dns.RcodeToString[tc.rcode], tc.n)
 			}
+			for _, rr := range r.Answer {
+				if !dns.IsFqdn(rr.Header().Name) {
+					t.Errorf("owner %q is not fully qualified", rr.Header().Name)
+				}
+			}
 		})
 	}
 }

@@ -146,12 +146,16 @@ func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
 		return Result{Rcode: dns.RcodeRefused}
 	}
 	lname := lowerFQDN(q.Name)
+	owner := q.Name
+	if !dns.IsFqdn(owner) {
+		owner += "."
+	}
 	if inZone(lname, h.zoneName) {
 		z := h.zone()
 		if z == nil {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
-		return h.answer(ctx, z, q.Qtype, q.Name, lname, 0)
+		return h.answer(ctx, z, q.Qtype, owner, lname, 0)
 	}
 	if reverseZone(lname) != "" {
 		z := h.zone()
@@ -159,7 +163,7 @@ func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
 		if _, ok := z.snap.Lookup(lname); ok || h.fwd == nil {
-			return h.answer(ctx, z, q.Qtype, q.Name, lname, 0)
+			return h.answer(ctx, z, q.Qtype, owner, lname, 0)
 		}
 	}
 	return h.forwardQuestion(ctx, q)
