@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
 
 // NewClient returns a clientset from a kubeconfig file, or from the
@@ -219,6 +221,8 @@ func (c *Cluster) Run(ctx context.Context) error {
 		}
 	}
 }
+
+func storeNamespace(name string) store.Namespace { return store.Namespace{Name: name} }
 
 func nsOf(m metav1.Object) string {
 	if m.GetNamespace() == "" {

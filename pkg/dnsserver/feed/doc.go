@@ -10,7 +10,3 @@
 // This is the only DNS package that imports client-go; it must not import
 // miekg/dns.
 package feed
-
-import "github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
-
-func storeNamespace(name string) store.Namespace { return store.Namespace{Name: name} }

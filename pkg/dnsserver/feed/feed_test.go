@@ -343,3 +343,32 @@ func TestManifestsReload(t *testing.T) {
 		t.Errorf("Run = %v", err)
 	}
 }
+
+// TestManifestsSingleFile watches one file: other files of its directory do
+// not matter, a rename-over (how editors and ConfigMap mounts update) does.
+func TestManifestsSingleFile(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	file := filepath.Join(dir, "objects.yaml")
+	writeFile(t, file, svcA)
+	writeFile(t, filepath.Join(dir, "other.yaml"), "not: [valid")
+	st := newStore(t, store.Options{})
+	m := &Manifests{Path: file, Store: st, Debounce: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	eventually(t, "first load", func() bool { return addrs(st, "a.prod.svc.cluster.local.") != nil })
+
+	tmp := filepath.Join(dir, ".objects.yaml.tmp")
+	writeFile(t, tmp, strings.Replace(svcA, "10.96.0.1", "10.96.0.5", 1))
+	if err := os.Rename(tmp, file); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "rename-over reload", func() bool {
+		return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.5"})
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}
