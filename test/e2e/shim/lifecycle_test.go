@@ -77,9 +77,19 @@ func TestLifecycle(t *testing.T) {
 	if code, err := c.WaitExit(ctx, report.ID); err != nil || code != 0 {
 		t.Fatalf("report exit %d, %v", code, err)
 	}
-	stdout, stderr, err := c.Logs(report)
-	if err != nil || stdout != containerd.ResolvConfFor(want.dns())+"life\n" || stderr != "" {
-		t.Errorf("logs = %q, %q, %v", stdout, stderr, err)
+	// containerd copies the container's output to the log asynchronously:
+	// poll until it is all there.
+	wantLog := containerd.ResolvConfFor(want.dns()) + "life\n"
+	var stdout, stderr string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		stdout, stderr, err = c.Logs(report)
+		if err == nil && stdout == wantLog || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || stdout != wantLog || stderr != "" {
+		t.Errorf("logs = %q, %q, %v; want %q", stdout, stderr, err, wantLog)
 	}
 
 	// Status and list calls answer as containerd does.
@@ -120,10 +130,12 @@ func TestLifecycle(t *testing.T) {
 	} {
 		got, errGot := call.do(c)
 		exp, errExp := call.do(direct)
-		if errGot == nil && errExp == nil && !proto.Equal(got, exp) {
+		for try := 0; try < 3 && errGot == nil && errExp == nil && !proto.Equal(got, exp); try++ {
 			// State may move between the two calls (a container's exit
-			// being recorded): ask again once.
+			// being recorded): ask both again.
+			time.Sleep(100 * time.Millisecond)
 			got, errGot = call.do(c)
+			exp, errExp = call.do(direct)
 		}
 		if status.Code(errGot) != status.Code(errExp) {
 			t.Errorf("%s: via the shim %v, direct %v", call.name, errGot, errExp)
