@@ -49,7 +49,9 @@ fi
 # Two builds into the same directory (two CI jobs, two engineers) would race
 # on the rename below; serialise them and let the loser reuse the result.
 exec 9>"$out/.lock"
-flock 9
+if command -v flock >/dev/null; then
+	flock 9
+fi
 if built; then
 	echo "$out"
 	exit 0
