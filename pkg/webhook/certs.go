@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,11 +48,11 @@ func (c *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 // load reads both files and switches to them if they changed and form a
 // good pair. changed is false when the files still hold the pair in use.
 func (c *certReloader) load() (changed bool, err error) {
-	certPEM, err := os.ReadFile(c.certFile)
+	certPEM, err := readCapped(c.certFile)
 	if err != nil {
 		return false, fmt.Errorf("read certificate: %w", err)
 	}
-	keyPEM, err := os.ReadFile(c.keyFile)
+	keyPEM, err := readCapped(c.keyFile)
 	if err != nil {
 		return false, fmt.Errorf("read private key: %w", err)
 	}
@@ -75,6 +76,26 @@ func (c *certReloader) load() (changed bool, err error) {
 	c.cur.Store(&pair)
 	c.m.notAfter.Set(float64(leaf.NotAfter.Unix()))
 	return true, nil
+}
+
+// maxPEMFile caps the certificate and key files: a chain of a few
+// certificates is a few KiB.
+const maxPEMFile = 1 << 20
+
+func readCapped(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxPEMFile {
+		return nil, fmt.Errorf("%q is larger than %d bytes", path, maxPEMFile)
+	}
+	return data, nil
 }
 
 // reload is load after a file change, reported to the log and metrics.
