@@ -101,7 +101,7 @@ func TestPolicies(t *testing.T) {
 	}
 
 	bin := startShim(t, h)
-	api := startInProcessShim(t, ctx, h, pods)
+	api, _ := startInProcessShim(t, ctx, h, pods)
 	for _, via := range []struct {
 		name   string
 		socket string
@@ -161,8 +161,9 @@ func TestPolicies(t *testing.T) {
 }
 
 // startInProcessShim serves pkg/cri in front of h with a pod informer on a
-// fake clientset holding pods, and returns its socket.
-func startInProcessShim(t *testing.T, ctx context.Context, h *containerd.Harness, pods []*corev1.Pod) string {
+// fake clientset holding pods, and returns its socket and the node
+// resolver file it watches.
+func startInProcessShim(t *testing.T, ctx context.Context, h *containerd.Harness, pods []*corev1.Pod) (socket string, host *hostresolv.Watcher) {
 	t.Helper()
 	dir := t.TempDir()
 	resolv := filepath.Join(dir, "resolv.conf")
@@ -171,7 +172,7 @@ func startInProcessShim(t *testing.T, ctx context.Context, h *containerd.Harness
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	log := slog.New(slog.DiscardHandler)
-	w, err := hostresolv.Watch(ctx, resolv)
+	w, err := hostresolv.Watch(ctx, resolv, hostresolv.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,5 +203,5 @@ func startInProcessShim(t *testing.T, ctx context.Context, h *containerd.Harness
 	go func() { inf.Run(ctx); done <- struct{}{} }()
 	go func() { _ = srv.Serve(ctx, l); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
-	return sock
+	return sock, w
 }

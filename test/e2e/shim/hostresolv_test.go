@@ -1,0 +1,86 @@
+package shim_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+// TestHostResolvConfLive rewrites the node resolver file under a running
+// shim: Default-policy pods started after get the new nameservers without a
+// restart, and a broken file leaves them on the last good copy.
+func TestHostResolvConfLive(t *testing.T) {
+	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var pods []*corev1.Pod
+	for i := range 3 {
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Namespace: "team", UID: types.UID(fmt.Sprintf("uid-default-%d", i))},
+			Spec:       corev1.PodSpec{NodeName: "node-1", DNSPolicy: corev1.DNSDefault},
+		})
+	}
+	sock, w := startInProcessShim(t, ctx, h, pods)
+	resolv := w.Current().Path
+	waitFor := func(what string, cond func(hostresolv.Snapshot) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(w.Current()); {
+			if time.Now().After(deadline) {
+				t.Fatalf("watcher: %s: not seen in 5s (%+v)", what, w.Current())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	c := h.Dial(sock)
+	run := func(pod *corev1.Pod) string {
+		t.Helper()
+		// kubelet read the node file at start: its view is the original.
+		sb, err := c.RunPod(ctx, sandboxSpec(t, pod, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.RemovePod(context.WithoutCancel(ctx), sb.ID)
+		ctr, err := c.StartContainer(ctx, sb, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ResolvConf(ctx, ctr.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := run(pods[0]); got != "search host.test corp.test\nnameserver 10.233.0.1\nnameserver 10.233.0.2\noptions timeout:2 attempts:3\n" {
+		t.Errorf("before the change: %q", got)
+	}
+
+	// In-place rewrite; the watcher picks it up within its debounce.
+	if err := os.WriteFile(resolv, []byte("nameserver 10.233.0.7\nsearch new.test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "search new.test\nnameserver 10.233.0.7\n"
+	waitFor("the new file", func(s hostresolv.Snapshot) bool {
+		return len(s.Config.Nameservers) == 1 && s.Config.Nameservers[0] == "10.233.0.7"
+	})
+	if got := run(pods[1]); got != want {
+		t.Errorf("after the change: %q, want %q", got, want)
+	}
+
+	// A broken file (a bare nameserver line) keeps the last good copy.
+	if err := os.WriteFile(resolv, []byte("nameserver\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the broken file", func(s hostresolv.Snapshot) bool { return s.Problem != nil })
+	if got := run(pods[2]); got != want {
+		t.Errorf("with a broken file: %q, want the last good %q", got, want)
+	}
+}
