@@ -1,0 +1,297 @@
+// Package dnsserver_test runs the cluster DNS server against a real
+// kube-apiserver and etcd (test/apiserver): Services, EndpointSlices and Pods
+// are written through the API and the tests ask the server real DNS
+// questions over UDP and TCP on 127.0.0.1 until the answers follow. Most
+// tests run the server in-process (pkg/dnsserver, store and feed, wired as
+// `dnsconfigurer serve` wires them); TestServeCommand runs the built command.
+// They skip when the kube-apiserver and etcd binaries are absent (see
+// test/testbin/build.sh).
+package dnsserver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+)
+
+var controlPlane *apiserver.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(apiserver.RunTests(m, &controlPlane))
+}
+
+const (
+	zone = "cluster.local"
+	// followBound is how long an answer may take to follow a write. The
+	// feed publishes at most every 100ms; the rest is the API server, the
+	// watch and a loaded two-core machine.
+	followBound = 10 * time.Second
+	// pollEvery paces the DNS questions while waiting for an answer.
+	pollEvery = 2 * time.Millisecond
+)
+
+// server is an in-process DNS server fed by informers from the API server.
+type server struct {
+	addr     string // UDP and TCP
+	handler  *dnsserver.Handler
+	metrics  http.Handler
+	requests *requestLog
+}
+
+// newClient returns a clientset for cfg with an HTTP transport of its own,
+// closed when the test ends. The test's goroutine check then sees no
+// connection left behind, as it would with client-go's shared transports.
+func newClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	// A Dial of our own keeps client-go from sharing its cached transport.
+	cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatalf("http client: %v", err)
+	}
+	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		t.Fatalf("clientset: %v", err)
+	}
+	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(hc.Transport) })
+	return client
+}
+
+// checkGoroutines fails the test when goroutines started after this call
+// are still running once the test's cleanups are done. Call it first, after
+// cp.Namespace (whose shared admin connection outlives the test).
+func checkGoroutines(t *testing.T) {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+// startServer runs the DNS server as `dnsconfigurer serve --kubeconfig
+// --pods verified` does, with the API credentials of cfg, on 127.0.0.1:0.
+// Every API request it makes is recorded. It does not wait for the first
+// sync.
+func startServer(t *testing.T, cfg *rest.Config) *server {
+	t.Helper()
+	log := &requestLog{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(log.wrap)
+	client := newClient(t, cfg)
+	st, err := store.New(store.Options{Zone: zone, TTL: 5, Pods: store.PodsVerified})
+	if err != nil {
+		t.Fatalf("store: %v", err)
+	}
+	reg := prometheus.NewRegistry()
+	metrics, err := dnsserver.NewMetrics(reg, st)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	h := dnsserver.NewHandler(zone, st, dnsserver.WithMetrics(metrics))
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Start(ctx); err != nil {
+		cancel()
+		t.Fatalf("start dns server: %v", err)
+	}
+	c := &feed.Cluster{Client: client, Store: st, Pods: true}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("feed: %v", err)
+		}
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			t.Errorf("dns shutdown: %v", err)
+		}
+	})
+	return &server{addr: srv.Addrs()[0], handler: h, metrics: dnsserver.NewHTTPHandler(reg, h), requests: log}
+}
+
+// readyz returns the status code of the server's /readyz.
+func (s *server) readyz() int {
+	rec := httptest.NewRecorder()
+	s.metrics.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	return rec.Code
+}
+
+// waitSynced waits for the first full sync.
+func (s *server) waitSynced(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(followBound)
+	for !s.handler.Synced() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not synced after %v; API requests: %v", followBound, s.requests.summary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// request is one API request the feed made: its method and path, and the
+// response status or the transport error.
+type request struct {
+	method, path string
+	status       int
+	err          error
+}
+
+// requestLog records the API requests of a client, through rest.Config.Wrap.
+type requestLog struct {
+	mu   sync.Mutex
+	list []request
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return &loggingTransport{rt: rt, log: l}
+}
+
+// loggingTransport records each request in log. It is a
+// utilnet.RoundTripperWrapper, so CloseIdleConnectionsFor reaches through.
+type loggingTransport struct {
+	rt  http.RoundTripper
+	log *requestLog
+}
+
+var _ utilnet.RoundTripperWrapper = (*loggingTransport)(nil)
+
+func (t *loggingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	rq := request{method: r.Method, path: r.URL.Path, err: err}
+	if resp != nil {
+		rq.status = resp.StatusCode
+	}
+	t.log.mu.Lock()
+	t.log.list = append(t.log.list, rq)
+	t.log.mu.Unlock()
+	return resp, err
+}
+
+func (t *loggingTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
+
+// count returns how many recorded requests match.
+func (l *requestLog) count(match func(request) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.list {
+		if match(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitCount waits until at least n recorded requests match.
+func (l *requestLog) waitCount(t *testing.T, n int, what string, match func(request) bool) {
+	t.Helper()
+	deadline := time.Now().Add(followBound)
+	for l.count(match) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d requests %s after %v; requests: %v", n, what, followBound, l.summary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// summary lists the distinct requests, for failure messages.
+func (l *requestLog) summary() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.list {
+		s := fmt.Sprintf("%s %s %d", r.method, r.path, r.status)
+		if r.err != nil {
+			s = fmt.Sprintf("%s %s: %v", r.method, r.path, r.err)
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ask sends one question to addr over UDP (or TCP) and returns the rcode
+// and the answer section, one "TYPE rdata" per record, sorted:
+// "NOERROR A 10.96.0.10", "NXDOMAIN", "NOERROR CNAME web.ns.svc.cluster.local. A 10.96.0.10".
+func ask(addr, name string, qtype uint16, tcp bool) (string, error) {
+	c := &dns.Client{Timeout: 2 * time.Second}
+	if tcp {
+		c.Net = "tcp"
+	}
+	m := new(dns.Msg).SetQuestion(dns.Fqdn(name), qtype)
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		return "", err
+	}
+	if r.Truncated {
+		return "", fmt.Errorf("%s %s: truncated", name, dns.TypeToString[qtype])
+	}
+	rrs := make([]string, 0, len(r.Answer))
+	for _, rr := range r.Answer {
+		data := strings.TrimPrefix(rr.String(), rr.Header().String())
+		rrs = append(rrs, dns.TypeToString[rr.Header().Rrtype]+" "+data)
+	}
+	slices.Sort(rrs)
+	return strings.Join(append([]string{dns.RcodeToString[r.Rcode]}, rrs...), " "), nil
+}
+
+// waitAnswer asks until the answer is want, over UDP and then TCP, and
+// returns how long the UDP answer took to appear. It fails the test after
+// followBound.
+func waitAnswer(t *testing.T, addr, name string, qtype uint16, want string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(followBound)
+	var got string
+	var err error
+	for {
+		got, err = ask(addr, name, qtype, false)
+		if err == nil && got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s: got %q (err %v), want %q after %v", name, dns.TypeToString[qtype], got, err, want, followBound)
+		}
+		time.Sleep(pollEvery)
+	}
+	took := time.Since(start)
+	if got, err := ask(addr, name, qtype, true); err != nil || got != want {
+		t.Fatalf("%s %s over TCP: got %q (err %v), want %q", name, dns.TypeToString[qtype], got, err, want)
+	}
+	return took
+}
+
+// mustAnswer asks once, over UDP and TCP, and fails unless the answer is want.
+func mustAnswer(t *testing.T, addr, name string, qtype uint16, want string) {
+	t.Helper()
+	for _, tcp := range []bool{false, true} {
+		if got, err := ask(addr, name, qtype, tcp); err != nil || got != want {
+			t.Fatalf("%s %s (tcp %v): got %q (err %v), want %q", name, dns.TypeToString[qtype], tcp, got, err, want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
