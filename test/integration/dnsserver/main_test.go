@@ -65,8 +65,11 @@ type server struct {
 func newClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	t.Helper()
 	cfg = rest.CopyConfig(cfg)
-	// A Dial of our own keeps client-go from sharing its cached transport.
-	cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+	// A Dial of our own keeps client-go from sharing its cached transport,
+	// and lets the cleanup close every connection: closing the idle ones
+	// alone can race with the end of a cancelled watch stream.
+	conns := &connTracker{}
+	cfg.Dial = conns.dial
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatalf("http client: %v", err)
@@ -75,8 +78,38 @@ func newClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	if err != nil {
 		t.Fatalf("clientset: %v", err)
 	}
-	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(hc.Transport) })
+	t.Cleanup(func() {
+		utilnet.CloseIdleConnectionsFor(hc.Transport)
+		conns.closeAll()
+	})
 	return client
+}
+
+// connTracker dials and remembers the connections.
+type connTracker struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (c *connTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.conns = append(c.conns, conn)
+	c.mu.Unlock()
+	return conn, nil
+}
+
+func (c *connTracker) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.conns {
+		_ = conn.Close()
+	}
+	c.conns = nil
 }
 
 // checkGoroutines fails the test when goroutines started after this call
@@ -92,7 +125,8 @@ func checkGoroutines(t *testing.T) {
 // --pods verified` does, with the API credentials of cfg, on 127.0.0.1:0.
 // Every API request it makes is recorded. It does not wait for the first
 // sync.
-func startServer(t *testing.T, cfg *rest.Config) *server {
+// Options change the feed, e.g. its Debounce.
+func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *server {
 	t.Helper()
 	log := &requestLog{}
 	cfg = rest.CopyConfig(cfg)
@@ -115,6 +149,9 @@ func startServer(t *testing.T, cfg *rest.Config) *server {
 		t.Fatalf("start dns server: %v", err)
 	}
 	c := &feed.Cluster{Client: client, Store: st, Pods: true}
+	for _, o := range opts {
+		o(c)
+	}
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() {

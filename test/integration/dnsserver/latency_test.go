@@ -1,0 +1,106 @@
+package dnsserver_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+)
+
+// writes is how many API writes TestProgrammingLatency times per case.
+const writes = 100
+
+// TestProgrammingLatency measures how long an API write takes to show in
+// the DNS answers: the clock starts before the write request and stops at
+// the first UDP answer that has the new data (questions every 2ms). Half
+// the writes create a ClusterIP Service (its A record appears), half move a
+// headless Service's endpoint to a new address (the A record changes).
+// It runs the feed as shipped (publishes coalesced over 100ms) and with a
+// 1ms window, which leaves the API server, watch and store build alone.
+// Run with -v to see the numbers.
+func TestProgrammingLatency(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	for _, tc := range []struct {
+		name     string
+		debounce time.Duration
+	}{
+		{"debounce 100ms (default)", 0},
+		{"debounce 1ms", time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := cp.Namespace(t)
+			checkGoroutines(t)
+			client := newClient(t, cp.Config())
+			srv := startServer(t, cp.Config(), func(c *feed.Cluster) { c.Debounce = tc.debounce })
+			srv.waitSynced(t)
+			ctx := t.Context()
+
+			if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "moving"},
+				Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			slice, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+				ObjectMeta:  metav1.ObjectMeta{Name: "moving-1", Labels: map[string]string{discoveryv1.LabelServiceName: "moving"}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.9.0"}}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			moving := "moving." + ns + ".svc." + zone + "."
+			waitAnswer(t, srv.addr, moving, dns.TypeA, "NOERROR A 10.244.9.0")
+
+			var created, moved []time.Duration
+			for i := range writes {
+				start := time.Now()
+				var name, want string
+				if i%2 == 0 {
+					s, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d", i)},
+						Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+					}, metav1.CreateOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					name, want = s.Name+"."+ns+".svc."+zone+".", "NOERROR A "+s.Spec.ClusterIP
+				} else {
+					ip := fmt.Sprintf("10.244.9.%d", i)
+					slice.Endpoints[0].Addresses = []string{ip}
+					if slice, err = client.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					name, want = moving, "NOERROR A "+ip
+				}
+				waitAnswer(t, srv.addr, name, dns.TypeA, want)
+				took := time.Since(start)
+				if i%2 == 0 {
+					created = append(created, took)
+				} else {
+					moved = append(moved, took)
+				}
+			}
+			all := append(slices.Clone(created), moved...)
+			t.Logf("programming latency over %d writes: p50 %v p99 %v max %v", len(all), percentile(all, 50), percentile(all, 99), percentile(all, 100))
+			t.Logf("  service created (%d): p50 %v p99 %v", len(created), percentile(created, 50), percentile(created, 99))
+			t.Logf("  endpoint moved (%d):  p50 %v p99 %v", len(moved), percentile(moved, 50), percentile(moved, 99))
+		})
+	}
+}
+
+// percentile returns the nearest-rank p-th percentile of d.
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (p*len(s)+99)/100 - 1
+	return s[max(i, 0)].Round(100 * time.Microsecond)
+}
