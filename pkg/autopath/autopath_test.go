@@ -55,7 +55,7 @@ func TestOption(t *testing.T) {
 	if _, err := ParseOption([]byte(many + ",b.example")); !errors.Is(err, ErrOptionTooMany) {
 		t.Errorf("33 entries: %v", err)
 	}
-	long := strings.Repeat("x", 63) + "." + strings.Repeat("y", 63) // 127 characters
+	long := strings.Repeat("x", 63) + "." + strings.Repeat("y", 63)        // 127 characters
 	last := strings.Repeat("x", 63) + "." + strings.Repeat("y", 62) + ".a" // 128
 	fits := strings.Repeat(long+",", 15) + last
 	if len(fits) != 2048 {

@@ -133,13 +133,13 @@ func WithAutoPaths(primary, resolved string) Option {
 // Watcher keeps a parsed, validated copy of the node resolver config and
 // publishes a Snapshot whenever it changes.
 type Watcher struct {
-	path    string // as given: a file, Auto or ""
-	o       options
-	m       *metrics
-	fsw     *fsnotify.Watcher
-	dirs    map[string]bool // directories watched
-	names   map[string]bool // base names whose events matter
-	switched bool           // Auto is on systemd-resolved's file
+	path     string // as given: a file, Auto or ""
+	o        options
+	m        *metrics
+	fsw      *fsnotify.Watcher
+	dirs     map[string]bool // directories watched
+	names    map[string]bool // base names whose events matter
+	switched bool            // Auto is on systemd-resolved's file
 
 	mu   sync.Mutex
 	cur  Snapshot

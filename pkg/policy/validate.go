@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -192,6 +193,7 @@ func quoteList(s []string) string {
 // prediction.
 func (e *Engine) ValidateNode(in Input, host Host) Validation {
 	v := ValidateAPI(in)
+	apiErrors := len(v.Errors)
 	annField := "metadata.annotations[" + AnnotationDNSPolicy + "]"
 	switch in.PolicyAnnotation {
 	case "", string(ClusterFirstWithAutopath):
@@ -203,19 +205,21 @@ func (e *Engine) ValidateNode(in Input, host Host) Validation {
 	default:
 		v.add(annField, "Unsupported value: %q: supported values: %q", in.PolicyAnnotation, string(ClusterFirstWithAutopath))
 	}
-	if !v.Allowed() {
-		// The node prediction assumes an API-valid pod.
+	// The prediction assumes an API-valid pod; annotation problems do not
+	// stop it, so that every node-level violation is reported at once.
+	if apiErrors > 0 {
 		return v
 	}
 	r, err := e.Compute(in, host)
 	if err != nil {
-		if tl, ok := err.(*fqdn.TooLongError); ok {
+		var tl *fqdn.TooLongError
+		if errors.As(err, &tl) {
 			v.add("spec.setHostnameAsFQDN", "Invalid value: true: the pod's FQDN %q is %d characters and the kernel hostname holds at most %d, so the node cannot start the pod; shorten spec.hostname (or the pod name), spec.subdomain or the namespace by %d characters, or set setHostnameAsFQDN to false",
 				tl.FQDN, len(tl.FQDN), fqdn.MaxKernelHostname, len(tl.FQDN)-fqdn.MaxKernelHostname)
 		} else {
 			v.add("spec", "Invalid value: the node cannot start the pod: %v", err)
+			return v
 		}
-		return v
 	}
 	for _, w := range r.Warnings {
 		switch w.Limit {
@@ -223,8 +227,14 @@ func (e *Engine) ValidateNode(in Input, host Host) Validation {
 			v.trim("spec.dnsConfig.nameservers", "Invalid value: %s: after merging with the node's DNS the pod has %d nameservers and the node keeps only the first %d, dropping %s; remove %d nameserver(s) from spec.dnsConfig.nameservers",
 				quoteList(append(append([]string(nil), r.Nameservers...), w.Omitted...)), w.Before, MaxNameservers, quoteList(w.Omitted), len(w.Omitted))
 		case LimitSearches:
+			own := searchesOf(in)
+			if len(own) == 0 {
+				v.trim("spec.dnsConfig.searches", "the search list has %d entries from the cluster domains and the node's resolv.conf alone, and the node keeps %d (limits: %d entries, %d characters, %d characters per entry), dropping %s; the pod adds no searches, so this comes from the node's configuration",
+					w.Before, len(r.Searches), MaxSearchPaths, MaxSearchListChars, MaxSearchLength, quoteList(w.Omitted))
+				continue
+			}
 			v.trim("spec.dnsConfig.searches", "Invalid value: %s: after merging with the node's DNS the search list has %d entries and the node keeps %d (limits: %d entries, %d characters, %d characters per entry), dropping %s",
-				quoteList(searchesOf(in)), w.Before, len(r.Searches), MaxSearchPaths, MaxSearchListChars, MaxSearchLength, quoteList(w.Omitted))
+				quoteList(own), w.Before, len(r.Searches), MaxSearchPaths, MaxSearchListChars, MaxSearchLength, quoteList(w.Omitted))
 		}
 	}
 	return v

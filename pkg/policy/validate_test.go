@@ -151,3 +151,14 @@ func TestValidateNode(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateNodeReportsEveryStage(t *testing.T) {
+	e, _ := New(node)
+	h := Host{Nameservers: []string{"192.0.2.1"}, Searches: domains(30, 8)}
+	in := Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, PolicyAnnotation: "bogus",
+		Hostname: strings.Repeat("h", 60), Subdomain: "s", SetHostnameAsFQDN: true,
+		DNSConfig: &DNSConfig{Nameservers: []string{"1.1.1.1", "1.1.1.2", "1.1.1.3"}}}
+	v := e.ValidateNode(in, h)
+	checkErrors(t, v.Errors, []string{"metadata.annotations[dnsconfigurer.io/dns-policy]: Unsupported value", "spec.setHostnameAsFQDN: Invalid value: true"})
+	checkErrors(t, v.Trims, []string{"spec.dnsConfig.nameservers: Invalid value", "spec.dnsConfig.searches: the search list has 33 entries from the cluster domains and the node's resolv.conf alone"})
+}

@@ -109,13 +109,13 @@ func TestValidate(t *testing.T) {
 		}), want: want{allowed: true}},
 		{name: "trim and error together", reviewer: warnReviewer, pod: pod("web-0", fqdnTooLong, func(p *corev1.Pod) {
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "8.8.8.8", "9.9.9.9"}}
-		}), want: want{fields: []string{"spec.setHostnameAsFQDN"}}},
+		}), want: want{fields: []string{"spec.setHostnameAsFQDN"}, warnings: []string{`dnsconfigurer: spec.dnsConfig.nameservers: Invalid value: ["10.96.0.10","1.1.1.1","8.8.8.8","9.9.9.9"]`}}},
 		{name: "node pool by nodeSelector", reviewer: poolReviewer, pod: pod("web-0", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"pool": "legacy", "zone": "a"}
-		}), want: want{allowed: true, warnings: []string{`dnsconfigurer: spec.dnsConfig.searches: Invalid value: []: after merging with the node's DNS the search list has 33 entries`}}},
+		}), want: want{allowed: true, warnings: []string{`dnsconfigurer: spec.dnsConfig.searches: the search list has 33 entries from the cluster domains and the node's resolv.conf alone`}}},
 		{name: "trims deny, but only the node's domains are dropped", reviewer: denyPoolReviewer, pod: pod("web-0", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"pool": "legacy"}
-		}), want: want{allowed: true, warnings: []string{`the search list has 33 entries and the node keeps 32`}}},
+		}), want: want{allowed: true, warnings: []string{`the search list has 33 entries from the cluster domains and the node's resolv.conf alone, and the node keeps 32`}}},
 		{name: "trims deny, the pod's own domain dropped", reviewer: denyPoolReviewer, pod: pod("web-0", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"pool": "legacy"}
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"mine.example"}}
@@ -128,7 +128,7 @@ func TestValidate(t *testing.T) {
 		}), want: want{allowed: true, warnings: []string{`(on node pool "legacy")`}}},
 		{name: "two node pools, both fail", reviewer: poolReviewer, pod: pod("web-0", fqdnTooLong, func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"pool": "legacy", "accelerator": "gpu"}
-		}), want: want{fields: []string{"spec.setHostnameAsFQDN"}}},
+		}), want: want{fields: []string{"spec.setHostnameAsFQDN"}, warnings: []string{`(on node pool "legacy")`}}},
 	}
 	servers := map[*Reviewer]*testServer{}
 	for _, r := range []*Reviewer{warnReviewer, denyReviewer, poolReviewer, denyPoolReviewer} {
@@ -201,8 +201,8 @@ func TestValidate(t *testing.T) {
 	if got := counterValue(m.violations.WithLabelValues("spec.setHostnameAsFQDN", "deny")); got != 2 {
 		t.Errorf("violations_total{field=spec.setHostnameAsFQDN,action=deny} = %v, want 2", got)
 	}
-	if got := counterValue(m.violations.WithLabelValues("spec.dnsConfig.nameservers", "warn")); got != 1 {
-		t.Errorf("violations_total{field=spec.dnsConfig.nameservers,action=warn} = %v, want 1", got)
+	if got := counterValue(m.violations.WithLabelValues("spec.dnsConfig.nameservers", "warn")); got != 2 {
+		t.Errorf("violations_total{field=spec.dnsConfig.nameservers,action=warn} = %v, want 2", got)
 	}
 }
 
