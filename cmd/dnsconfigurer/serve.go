@@ -259,6 +259,28 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		log.Info("serving metrics", "listen", ln.Addr().String())
 	}
 
+	// Start-up does not end with the listeners: the feed's first steps
+	// (the informers' initial list, the watcher) touch more of the binary
+	// once. Release those pages too, a second after the first sync.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for !handler.Synced() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+			releaseStartupPages()
+		}
+	}()
+
 	code := exitOK
 	feedDone := make(chan struct{})
 	wg.Add(1)

@@ -21,7 +21,7 @@
 //     Replies made from the zone are cached packed, per snapshot, keyed by
 //     the question as asked, EDNS0 presence, DO bit and size limit; a cache
 //     hit patches the ID and the RD and CD bits and writes the bytes. The
-//     cache is bounded (8 MiB in two generations) and dropped with its
+//     cache is bounded (6 MiB in two generations) and dropped with its
 //     snapshot, so it never serves stale data;
 //   - a name that does not exist is NXDOMAIN, a name that exists (including
 //     an empty non-terminal) without the asked type is NOERROR with no

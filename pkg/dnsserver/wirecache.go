@@ -8,7 +8,7 @@ import (
 )
 
 // wireCacheBytes bounds the packed replies cached per snapshot.
-const wireCacheBytes = 8 << 20
+const wireCacheBytes = 6 << 20
 
 // cacheKey is everything of a request that shapes the reply besides its ID
 // and the RD and CD bits (patched per request): the question as sent (case
