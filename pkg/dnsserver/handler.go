@@ -49,6 +49,7 @@ type Handler struct {
 	fwd      Exchanger
 	log      *slog.Logger
 	metrics  *Metrics
+	ap       *autopathExpander // nil: autopath off
 
 	mu  sync.Mutex
 	cur atomic.Pointer[zone]
@@ -396,6 +397,12 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		m.Rcode = dns.RcodeNotImplemented
 	case opt != nil && opt.Version() != 0:
 		m.Rcode = dns.RcodeBadVers
+	case h.ap != nil && h.ap.owns(req.Question[0].Name):
+		// Never cached: the answer depends on the search-list option.
+		r := h.ap.expand(ctx, h, req)
+		m.Rcode = r.Rcode
+		m.Authoritative = r.Authoritative
+		m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
 	case !h.local(req.Question[0]):
 		if r, ok := h.forwardMsg(ctx, req); ok {
 			m = r
