@@ -1,0 +1,139 @@
+package dnsserver_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+)
+
+// catchUpBound is how long the answers may take to catch up once the API
+// server is back: client-go's reflectors retry a failed list or watch with
+// an exponential backoff capped at 30s, so the longer the outage the longer
+// the first retry after it can be.
+const catchUpBound = 45 * time.Second
+
+// TestAPIServerRestart stops the kube-apiserver under a synced server: the
+// server keeps answering from its last state and stays ready while its
+// informers fail to reach the API; after the restart it catches up with
+// objects written, changed and deleted then.
+func TestAPIServerRestart(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	checkGoroutines(t)
+	client := newClient(t, cp.Config())
+	srv := startServer(t, cp.Config())
+	srv.waitSynced(t)
+	ctx := t.Context()
+	name := func(s string) string { return s + "." + ns + ".svc." + zone + "." }
+
+	before, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "before"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "headless"},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "headless-1", Labels: map[string]string{discoveryv1.LabelServiceName: "headless"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.5.1"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setPodStatus(t, client, pod, corev1.PodRunning, "10.244.5.9")
+	podName := "10-244-5-9." + ns + ".pod." + zone + "."
+	state := map[string]string{
+		name("before"):   "NOERROR A " + before.Spec.ClusterIP,
+		name("headless"): "NOERROR A 10.244.5.1",
+		podName:          "NOERROR A 10.244.5.9",
+		name("after"):    "NXDOMAIN",
+	}
+	for n, want := range state {
+		waitAnswer(t, srv.addr, n, dns.TypeA, want)
+	}
+
+	down := time.Now()
+	if err := cp.StopAPIServer(); err != nil {
+		t.Fatalf("stop kube-apiserver: %v", err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			// Leave the API server up for the package's other tests.
+			if err := cp.StartAPIServer(context.Background()); err != nil {
+				t.Errorf("start kube-apiserver: %v", err)
+			}
+		}
+	})
+	// Wait until the informers have failed to reach the API server a few
+	// times (their watches broke and the relists are refused), asking the
+	// questions in between: the answers and readiness do not change.
+	failed := func(r request) bool { return r.err != nil }
+	first := srv.requests.count(failed) + 1
+	for n := first; n < first+6; n++ {
+		srv.requests.waitCount(t, n, "failing while the API server is down", failed)
+		for q, want := range state {
+			mustAnswer(t, srv.addr, q, dns.TypeA, want)
+		}
+		if !srv.handler.Synced() || srv.readyz() != http.StatusOK {
+			t.Fatalf("not ready while the API server is down: synced %v, /readyz %d", srv.handler.Synced(), srv.readyz())
+		}
+	}
+	t.Logf("API server down %v: %d API requests failed; answers and /readyz unchanged", time.Since(down).Round(time.Millisecond), srv.requests.count(failed))
+
+	if err := cp.StartAPIServer(ctx); err != nil {
+		t.Fatalf("start kube-apiserver: %v", err)
+	}
+	restarted = true
+	up := time.Now()
+	// Written after the restart: a new Service, a deleted one, a moved
+	// endpoint and a deleted pod.
+	after, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "after"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().Services(ns).Delete(ctx, "before", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice.Endpoints[0].Addresses = []string{"10.244.5.2"}
+	if _, err := client.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[string]string{
+		name("after"):    "NOERROR A " + after.Spec.ClusterIP,
+		name("before"):   "NXDOMAIN",
+		name("headless"): "NOERROR A 10.244.5.2",
+		podName:          "NXDOMAIN",
+	} {
+		waitAnswerWithin(t, catchUpBound, srv.addr, n, dns.TypeA, want)
+		t.Logf("%s caught up %v after the API server was back", n, time.Since(up).Round(time.Millisecond))
+	}
+}
