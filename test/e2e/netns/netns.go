@@ -57,6 +57,9 @@ func New(t testing.TB) *NS {
 	return n
 }
 
+// IP runs `ip -n <name> args...` and fails t on error.
+func (n *NS) IP(t testing.TB, args ...string) { t.Helper(); n.ip(t, args...) }
+
 func (n *NS) ip(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", append([]string{"-n", n.Name}, args...)...).CombinedOutput(); err != nil {

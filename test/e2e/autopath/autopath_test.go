@@ -1,0 +1,286 @@
+// Package autopath measures what issue 5 is about: how many DNS queries a
+// pod's real stub resolver sends per lookup under ClusterFirst versus
+// ClusterFirstWithAutopath, with and without the node-local stage, and that
+// the answers are the same.
+//
+// Everything runs in a network namespace the test creates: the cluster DNS
+// (10.96.0.10), the node-local stage (169.254.20.10) and an upstream stub
+// (192.0.2.53) are served in-process on sockets bound inside it, their
+// outgoing queries use sockets opened inside it, and the lookups are glibc's
+// getaddrinfo (`getent ahosts`) and the pure Go resolver, run with `ip netns
+// exec`, which shows them the rendered resolv.conf as /etc/resolv.conf.
+package autopath
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
+)
+
+const manifests = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: other}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  clusterIP: 10.96.1.1
+  ports: [{name: http, port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: other}
+spec:
+  clusterIP: 10.96.2.2
+  ports: [{name: postgres, port: 5432}]
+`
+
+// counter counts the queries a server receives, by type.
+type counter struct {
+	mu sync.Mutex
+	n  map[uint16]int
+	h  dns.Handler
+}
+
+func (c *counter) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	c.mu.Lock()
+	if len(r.Question) == 1 {
+		c.n[r.Question[0].Qtype]++
+	}
+	c.mu.Unlock()
+	c.h.ServeDNS(w, r)
+}
+
+func (c *counter) take() map[uint16]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[uint16]int{}
+	return n
+}
+
+// nsExchanger sends queries from sockets opened inside the namespace, so a
+// server's forwarding never leaves it.
+type nsExchanger struct {
+	ns   *netns.NS
+	addr string
+}
+
+func (x nsExchanger) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+	for _, network := range []string{"udp", "tcp"} {
+		var conn net.Conn
+		if err := x.ns.Do(func() (err error) {
+			conn, err = net.Dial(network, x.addr)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		c := &dns.Client{Net: network, Timeout: 2 * time.Second, UDPSize: dns.DefaultMsgSize}
+		r, _, err := c.ExchangeWithConnContext(ctx, m, &dns.Conn{Conn: conn})
+		conn.Close()
+		if err != nil || !r.Truncated {
+			return r, err
+		}
+	}
+	return nil, fmt.Errorf("truncated over tcp")
+}
+
+func serveIn(t *testing.T, ns *netns.NS, addr string, h dns.Handler) {
+	t.Helper()
+	srv := &dnsserver.Server{Listen: []string{addr}, Handler: h}
+	if err := ns.Do(func() error { return srv.Start(context.Background()) }); err != nil {
+		t.Fatalf("serve %s: %v", addr, err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+}
+
+// upstreamStub answers www.example.com and NXDOMAIN for anything else.
+func upstreamStub() dns.Handler {
+	return dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		q := r.Question[0]
+		switch {
+		case strings.EqualFold(q.Name, "www.example.com.") && q.Qtype == dns.TypeA:
+			rr, _ := dns.NewRR("www.example.com. 60 IN A 203.0.113.80")
+			m.Answer = []dns.RR{rr}
+		case strings.EqualFold(q.Name, "www.example.com.") && q.Qtype == dns.TypeAAAA:
+			rr, _ := dns.NewRR("www.example.com. 60 IN AAAA 2001:db8::80")
+			m.Answer = []dns.RR{rr}
+		case strings.EqualFold(q.Name, "www.example.com."):
+		default:
+			m.Rcode = dns.RcodeNameError
+			soa, _ := dns.NewRR(". 60 IN SOA a.root. b.root. 1 1 1 1 60")
+			m.Ns = []dns.RR{soa}
+		}
+		w.WriteMsg(m)
+	})
+}
+
+type resolver struct {
+	name string
+	cmd  func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd
+}
+
+func resolvers(t *testing.T) []resolver {
+	out := []resolver{{"glibc", func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
+		return ns.Exec(ctx, "getent", "ahosts", host)
+	}}}
+	bin := filepath.Join(t.TempDir(), "testbin")
+	build := exec.Command("go", "build", "-o", bin, "../images/testbin")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Logf("no Go resolver run: %v: %s", err, b)
+		return out
+	}
+	return append(out, resolver{"go", func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
+		return ns.Exec(ctx, bin, "lookup", host, "IP")
+	}})
+}
+
+var addrRE = func(out string) []string {
+	var ips []string
+	for _, f := range strings.Fields(out) {
+		if net.ParseIP(f) != nil && !slices.Contains(ips, f) {
+			ips = append(ips, f)
+		}
+	}
+	sort.Strings(ips)
+	return ips
+}
+
+func TestAutopathQueryCount(t *testing.T) {
+	ns := netns.New(t)
+	for _, a := range []string{"10.96.0.10/32", "169.254.20.10/32", "192.0.2.53/32"} {
+		ns.AddAddress(t, a)
+	}
+	// A non-loopback address of each family, so that getaddrinfo's
+	// AI_ADDRCONFIG asks for both A and AAAA, as in a dual-stack pod.
+	ns.IP(t, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1")
+	ns.IP(t, "link", "set", "eth1", "up")
+	ns.IP(t, "addr", "add", "10.233.0.5/24", "dev", "eth0")
+	ns.IP(t, "addr", "add", "fd00:233::5/64", "dev", "eth0", "nodad")
+	ns.IP(t, "link", "set", "eth0", "up")
+	if _, err := exec.LookPath("getent"); err != nil {
+		t.Skip("needs getent (libc-bin)")
+	}
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(manifests), 0o644)
+	objs, err := feed.LoadManifests(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	st.Replace(objs)
+	st.Publish()
+	withAP, _ := dnsserver.WithAutopath(0, nil)
+	cluster := &counter{n: map[uint16]int{}, h: dnsserver.NewHandler("cluster.local", st,
+		dnsserver.WithForwarder(nsExchanger{ns, "192.0.2.53:53"}), withAP)}
+	hostSearches := []string{"corp.example"}
+	nl, err := nodelocal.New(nsExchanger{ns, "10.96.0.10:53"}, nodelocal.Config{ClusterDomain: "cluster.local",
+		HostSearches: func() []string { return hostSearches }, MaxTTL: time.Nanosecond, MaxNegativeTTL: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := &counter{n: map[uint16]int{}, h: nl}
+	stub := &counter{n: map[uint16]int{}, h: upstreamStub()}
+	serveIn(t, ns, "10.96.0.10:53", cluster)
+	serveIn(t, ns, "169.254.20.10:53", local)
+	serveIn(t, ns, "192.0.2.53:53", stub)
+
+	// The pod's resolv.conf, rendered by the engine for a pod in "shop" on a
+	// node whose resolv.conf has nameserver 192.0.2.53 and search corp.example.
+	host := policy.Host{Nameservers: []string{"192.0.2.53"}, Searches: hostSearches}
+	render := func(annotation string, nodeLocal bool) string {
+		n := policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}
+		if nodeLocal {
+			n.NodeLocalDNS = []string{"169.254.20.10"}
+		}
+		e, _ := policy.New(n)
+		r, err := e.Compute(policy.Input{Name: "client", Namespace: "shop", Policy: policy.ClusterFirst, PolicyAnnotation: annotation}, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hostresolv.Format(hostresolv.Config{Nameservers: r.Nameservers, Searches: r.Searches, Options: r.Options})
+	}
+	modes := []struct {
+		name  string
+		conf  string
+		first *counter // the server the pod talks to
+	}{
+		{"ClusterFirst", render("", false), cluster},
+		{"Autopath", render("ClusterFirstWithAutopath", false), cluster},
+		{"Autopath+node-local", render("ClusterFirstWithAutopath", true), local},
+	}
+	lookups := []struct {
+		name, host string
+		want       []string
+	}{
+		{"same-namespace short name", "web", []string{"10.96.1.1"}},
+		{"<svc>.<other-ns>", "db.other", []string{"10.96.2.2"}},
+		{"external name", "www.example.com", []string{"2001:db8::80", "203.0.113.80"}},
+	}
+	var table []string
+	for _, res := range resolvers(t) {
+		for _, lk := range lookups {
+			row := fmt.Sprintf("| %s | %s (`%s`) |", res.name, lk.name, lk.host)
+			for _, m := range modes {
+				ns.SetResolvConf(t, m.conf)
+				cluster.take()
+				local.take()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				out, err := res.cmd(ctx, ns, lk.host).CombinedOutput()
+				cancel()
+				if err != nil {
+					t.Fatalf("%s %s %s: %v: %s\nresolv.conf:\n%s", res.name, m.name, lk.host, err, out, m.conf)
+				}
+				if got := addrRE(string(out)); !slices.Equal(got, lk.want) {
+					t.Errorf("%s %s %s: addresses %v, want %v", res.name, m.name, lk.host, got, lk.want)
+				}
+				sent := m.first.take()
+				if m.first == local {
+					cluster.take()
+				}
+				total := 0
+				for _, n := range sent {
+					total += n
+				}
+				row += fmt.Sprintf(" %d (A %d, AAAA %d) |", total, sent[dns.TypeA], sent[dns.TypeAAAA])
+				if m.name != "ClusterFirst" && (sent[dns.TypeA] > 1 || sent[dns.TypeAAAA] > 1) {
+					t.Errorf("%s %s %s: the pod sent %v queries; autopath allows 1 per address family", res.name, m.name, lk.host, sent)
+				}
+			}
+			table = append(table, row)
+		}
+	}
+	t.Logf("queries the pod sent per lookup (first hop):\n| resolver | lookup | ClusterFirst | Autopath | Autopath+node-local |\n|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+	for _, m := range modes {
+		t.Logf("%s resolv.conf:\n%s", m.name, m.conf)
+	}
+}
