@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +29,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
@@ -38,6 +40,10 @@ import (
 var controlPlane *apiserver.ControlPlane
 
 func TestMain(m *testing.M) {
+	// client-go's reflectors log every refused or failed list and watch,
+	// which these tests cause on purpose; failures report the requests
+	// themselves (requestLog).
+	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
 	os.Exit(apiserver.RunTests(m, &controlPlane))
 }
 
