@@ -476,4 +476,3 @@ func dnsOf(dns *runtimeapi.DNSConfig, hostname string) string {
 func resultOf(res policy.Result) string {
 	return dnsOf(&runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: res.Options}, res.Hostname)
 }
-

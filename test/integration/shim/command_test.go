@@ -1,0 +1,187 @@
+package shim_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+)
+
+// buildShim builds the dnsconfigurer command into a temporary directory.
+func buildShim(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "dnsconfigurer")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/dnsconfigurer/dnsconfigurer/cmd/dnsconfigurer")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// applyRBAC creates deploy/shim/rbac.yaml's objects (and their namespace)
+// through the admin client; objects left by an earlier run are kept.
+func applyRBAC(t *testing.T, admin kubernetes.Interface, r shimRBAC) {
+	t.Helper()
+	ctx := context.Background()
+	ignoreExists := func(what string, err error) {
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %s: %v", what, err)
+		}
+	}
+	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.account.Namespace}}, metav1.CreateOptions{})
+	ignoreExists("namespace", err)
+	_, err = admin.CoreV1().ServiceAccounts(r.account.Namespace).Create(ctx, r.account, metav1.CreateOptions{})
+	ignoreExists("service account", err)
+	_, err = admin.RbacV1().ClusterRoles().Create(ctx, r.role, metav1.CreateOptions{})
+	ignoreExists("cluster role", err)
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, r.binding, metav1.CreateOptions{})
+	ignoreExists("cluster role binding", err)
+}
+
+var metricsAddr = regexp.MustCompile(`msg="serving metrics" listen=(\S+)`)
+
+// TestShimCommand runs the built `dnsconfigurer shim` with a kubeconfig for
+// the ServiceAccount of deploy/shim/rbac.yaml, bound to exactly its
+// ClusterRole, in front of a fake runtime: the informer syncs (list, watch),
+// a pod is found by UID, and trimmed configs post Events that are counted
+// again on a retry (create, patch). Nothing is forbidden along the way.
+func TestShimCommand(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	checkGoroutines(t)
+	bin := buildShim(t)
+	admin := newClient(t, cp.Config())
+	r := loadRBAC(t)
+	applyRBAC(t, admin, r)
+	saCfg, err := cp.ServiceAccountConfig(context.Background(), r.account.Namespace, r.account.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := socketDir(t)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := apiserver.WriteKubeconfig(kubeconfig, saCfg); err != nil {
+		t.Fatal(err)
+	}
+	rt, rtPath := startRuntime(t, dir)
+	resolv := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolv, []byte(hostResolvConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "shim.sock")
+
+	logs := &lockedBuffer{}
+	cmd := exec.Command(bin, "shim",
+		"--listen", sock, "--runtime-endpoint", "unix://"+rtPath,
+		"--kubeconfig", kubeconfig, "--node-name", node,
+		"--cluster-dns", strings.Join(testNode.ClusterDNS, ","), "--cluster-domain", testNode.ClusterDomain,
+		"--node-local-dns", strings.Join(testNode.NodeLocalDNS, ","), "--resolv-conf", resolv,
+		"--limits", "trim", "--pod-lookup-timeout", waitBound.String(),
+		"--metrics-listen", "127.0.0.1:0", "--log-level", "debug")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start shim: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("shim log:\n%s", logs.String())
+		}
+	})
+
+	// Ready: runtime connected and the pod informer synced, which needs
+	// list and watch on pods.
+	var addr string
+	deadline := time.Now().Add(waitBound)
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for {
+		if addr == "" {
+			if m := metricsAddr.FindStringSubmatch(logs.String()); m != nil {
+				addr = m[1]
+			}
+		}
+		if addr != "" {
+			if resp, err := hc.Get("http://" + addr + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+		}
+		select {
+		case err := <-exited:
+			stopped = true
+			t.Fatalf("shim exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shim not ready after %v (metrics address %q)", waitBound, addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	client := dialShim(t, sock)
+	eng := newEngine(t)
+
+	// Found by UID.
+	pod := createPod(t, admin, ns, apiPods(ns)[0].pod)
+	req := kubeletSandbox(t, eng, pod)
+	want, other := fromAPI(t, eng, pod, req), fromSandbox(t, eng, req)
+	if want == other {
+		t.Fatalf("bad case: the API pod and the sandbox config give the same %s", want)
+	}
+	if err := runSandbox(client, req); err != nil {
+		t.Fatalf("RunPodSandbox: %v", err)
+	}
+	if got := gotSandbox(t, rt, string(pod.UID)); got != want {
+		t.Errorf("runtime got %s\nwant (API pod) %s\nsandbox config alone gives %s", got, want, other)
+	}
+
+	// Events, created and then patched.
+	big := createPod(t, admin, ns, overLimitPod("big"))
+	req = kubeletSandbox(t, eng, big)
+	for attempt := range 2 {
+		req.Config.Metadata.Attempt = uint32(attempt)
+		if err := runSandbox(client, req); err != nil {
+			t.Fatalf("RunPodSandbox, attempt %d: %v", attempt, err)
+		}
+		checkTrimEvents(t, admin, big, int32(attempt+1))
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Errorf("shim exit after SIGTERM: %v", err)
+		}
+	case <-time.After(waitBound):
+		t.Fatalf("shim still running %v after SIGTERM", waitBound)
+	}
+	out := logs.String()
+	for _, bad := range []string{"forbidden", "Forbidden", "level=ERROR"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("shim log has %q", bad)
+		}
+	}
+}
