@@ -1,0 +1,1094 @@
+// Package deploy tests the kustomize base in deploy/: every manifest file
+// decodes strictly into its API type (unknown fields are errors), the
+// objects hold the facts the components and deploy/README.md rely on, and
+// `kubectl kustomize deploy` renders them into one consistent namespace.
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+const (
+	deployDir = "../../deploy"
+	namespace = "dnsconfigurer"
+
+	clusterDNSIP = "10.96.0.10"
+	nodeLocalIP  = "169.254.20.10"
+
+	// The image every dnsconfigurer container renders with
+	// (deploy/kustomization.yaml images:).
+	renderedImage = "dnsconfigurer:latest"
+)
+
+// wantRules are the API permissions of each ServiceAccount, as
+// "group/resource verb" (core group ""), and nothing else. A
+// ServiceAccount missing here fails the test: add it with the rules its
+// component's code needs.
+var wantRules = map[string][]string{
+	// pkg/dnsserver/feed: informers (list, watch) on Services, Namespaces,
+	// EndpointSlices and, with --pods verified, Pods.
+	"dnsconfigurer-dns": {
+		"/namespaces list", "/namespaces watch",
+		"/pods list", "/pods watch",
+		"/services list", "/services watch",
+		"discovery.k8s.io/endpointslices list", "discovery.k8s.io/endpointslices watch",
+	},
+	// pkg/cri: the pod informer of its node, and Events on those pods.
+	"dnsconfigurer-shim": {
+		"/events create", "/events patch",
+		"/pods list", "/pods watch",
+	},
+	// Neither calls the API server.
+	"dnsconfigurer-webhook":        nil,
+	"dnsconfigurer-node-local-dns": nil,
+}
+
+// The cert-manager v1 fields the manifests use; decoding into these
+// strictly catches a misspelt or misplaced field.
+type cmMeta struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+type cmIssuerRef struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Group string `json:"group"`
+}
+
+type cmIssuer struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   cmMeta `json:"metadata"`
+	Spec       struct {
+		SelfSigned *struct{} `json:"selfSigned,omitempty"`
+		CA         *struct {
+			SecretName string `json:"secretName"`
+		} `json:"ca,omitempty"`
+	} `json:"spec"`
+}
+
+type cmCertificate struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   cmMeta `json:"metadata"`
+	Spec       struct {
+		IsCA        bool     `json:"isCA,omitempty"`
+		CommonName  string   `json:"commonName,omitempty"`
+		SecretName  string   `json:"secretName"`
+		DNSNames    []string `json:"dnsNames,omitempty"`
+		Duration    string   `json:"duration,omitempty"`
+		RenewBefore string   `json:"renewBefore,omitempty"`
+		Usages      []string `json:"usages,omitempty"`
+		PrivateKey  struct {
+			Algorithm      string `json:"algorithm"`
+			Size           int    `json:"size"`
+			RotationPolicy string `json:"rotationPolicy,omitempty"`
+		} `json:"privateKey"`
+		IssuerRef cmIssuerRef `json:"issuerRef"`
+	} `json:"spec"`
+}
+
+// kustomization holds the kustomize fields deploy/ uses.
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Namespace  string   `json:"namespace,omitempty"`
+	Resources  []string `json:"resources"`
+	Labels     []struct {
+		Pairs            map[string]string `json:"pairs"`
+		IncludeSelectors bool              `json:"includeSelectors"`
+	} `json:"labels,omitempty"`
+	Images []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName,omitempty"`
+		NewTag  string `json:"newTag,omitempty"`
+	} `json:"images,omitempty"`
+	ConfigMapGenerator []struct {
+		Name  string   `json:"name"`
+		Files []string `json:"files"`
+	} `json:"configMapGenerator,omitempty"`
+}
+
+// objects are decoded manifests, by type.
+type objects struct {
+	namespaces          []corev1.Namespace
+	serviceAccounts     []corev1.ServiceAccount
+	configMaps          []corev1.ConfigMap
+	services            []corev1.Service
+	deployments         []appsv1.Deployment
+	daemonSets          []appsv1.DaemonSet
+	pdbs                []policyv1.PodDisruptionBudget
+	clusterRoles        []rbacv1.ClusterRole
+	clusterRoleBindings []rbacv1.ClusterRoleBinding
+	roles               []rbacv1.Role
+	roleBindings        []rbacv1.RoleBinding
+	webhooks            []admissionregistrationv1.ValidatingWebhookConfiguration
+	issuers             []cmIssuer
+	certificates        []cmCertificate
+	shimConfigs         []v1alpha1.ShimConfiguration
+	webhookConfigs      []v1alpha1.WebhookConfiguration
+	kustomizations      map[string]kustomization // by directory
+	// names are "Kind namespace/name" of the API objects, in order.
+	names []string
+}
+
+func strict[T any](doc []byte, list *[]T) (T, error) {
+	var v T
+	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+		return v, err
+	}
+	*list = append(*list, v)
+	return v, nil
+}
+
+// add decodes one YAML document strictly by its apiVersion and kind.
+func (o *objects) add(where string, doc []byte) error {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(doc, &head); err != nil {
+		return fmt.Errorf("%s: %v", where, err)
+	}
+	var err error
+	switch head.APIVersion + " " + head.Kind {
+	case "v1 Namespace":
+		_, err = strict(doc, &o.namespaces)
+	case "v1 ServiceAccount":
+		_, err = strict(doc, &o.serviceAccounts)
+	case "v1 ConfigMap":
+		var cm corev1.ConfigMap
+		if cm, err = strict(doc, &o.configMaps); err == nil {
+			err = o.addConfigFiles(cm)
+		}
+	case "v1 Service":
+		_, err = strict(doc, &o.services)
+	case "apps/v1 Deployment":
+		_, err = strict(doc, &o.deployments)
+	case "apps/v1 DaemonSet":
+		_, err = strict(doc, &o.daemonSets)
+	case "policy/v1 PodDisruptionBudget":
+		_, err = strict(doc, &o.pdbs)
+	case "rbac.authorization.k8s.io/v1 ClusterRole":
+		_, err = strict(doc, &o.clusterRoles)
+	case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+		_, err = strict(doc, &o.clusterRoleBindings)
+	case "rbac.authorization.k8s.io/v1 Role":
+		_, err = strict(doc, &o.roles)
+	case "rbac.authorization.k8s.io/v1 RoleBinding":
+		_, err = strict(doc, &o.roleBindings)
+	case "admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration":
+		_, err = strict(doc, &o.webhooks)
+	case "cert-manager.io/v1 Issuer":
+		_, err = strict(doc, &o.issuers)
+	case "cert-manager.io/v1 Certificate":
+		_, err = strict(doc, &o.certificates)
+	case "dnsconfigurer.io/v1alpha1 ShimConfiguration", "dnsconfigurer.io/v1alpha1 WebhookConfiguration":
+		err = o.addConfig(doc)
+		if err == nil {
+			return nil // a config file, not an API object
+		}
+	default:
+		return fmt.Errorf("%s: unexpected apiVersion %q kind %q", where, head.APIVersion, head.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %s %q: %v", where, head.Kind, head.Metadata.Name, err)
+	}
+	o.names = append(o.names, head.Kind+" "+head.Metadata.Namespace+"/"+head.Metadata.Name)
+	return nil
+}
+
+// addConfig decodes a dnsconfigurer config file as the binary does:
+// strictly, then defaults and validation.
+func (o *objects) addConfig(doc []byte) error {
+	var kind struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(doc, &kind); err != nil {
+		return err
+	}
+	switch kind.Kind {
+	case v1alpha1.ShimKind:
+		c, err := strict(doc, &o.shimConfigs)
+		if err != nil {
+			return err
+		}
+		c.SetDefaults()
+		return c.Validate()
+	default:
+		c, err := strict(doc, &o.webhookConfigs)
+		if err != nil {
+			return err
+		}
+		c.SetDefaults()
+		return c.Validate()
+	}
+}
+
+// addConfigFiles decodes the dnsconfigurer config files a ConfigMap holds.
+func (o *objects) addConfigFiles(cm corev1.ConfigMap) error {
+	for _, key := range slices.Sorted(func(yield func(string) bool) {
+		for k := range cm.Data {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		data := cm.Data[key]
+		if !strings.Contains(data, "dnsconfigurer.io/") {
+			continue
+		}
+		if err := o.addConfig([]byte(data)); err != nil {
+			return fmt.Errorf("data[%q]: %v", key, err)
+		}
+	}
+	return nil
+}
+
+// splitDocs splits a YAML stream at its "---" lines and drops documents
+// that hold only comments.
+func splitDocs(data []byte) [][]byte {
+	var docs [][]byte
+	var cur bytes.Buffer
+	flush := func() {
+		if hasContent(cur.Bytes()) {
+			docs = append(docs, bytes.Clone(cur.Bytes()))
+		}
+		cur.Reset()
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		if strings.TrimRight(sc.Text(), " \t") == "---" {
+			flush()
+			continue
+		}
+		cur.Write(sc.Bytes())
+		cur.WriteByte('\n')
+	}
+	flush()
+	return docs
+}
+
+func hasContent(doc []byte) bool {
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			return true
+		}
+	}
+	return false
+}
+
+// loadSources decodes every YAML file under deploy/.
+func loadSources(t *testing.T) *objects {
+	t.Helper()
+	o := &objects{kustomizations: map[string]kustomization{}}
+	var files []string
+	err := filepath.WalkDir(deployDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ext := filepath.Ext(path); !d.IsDir() && (ext == ".yaml" || ext == ".yml") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no manifests under %s", deployDir)
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel(deployDir, f)
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(f) == "kustomization.yaml" {
+			var k kustomization
+			if err := yaml.UnmarshalStrict(data, &k); err != nil {
+				t.Errorf("deploy/%s: %v", rel, err)
+				continue
+			}
+			o.kustomizations[filepath.Dir(rel)] = k
+			continue
+		}
+		docs := splitDocs(data)
+		if len(docs) == 0 {
+			t.Errorf("deploy/%s: no document", rel)
+		}
+		for i, doc := range docs {
+			if err := o.add(fmt.Sprintf("deploy/%s document %d", rel, i+1), doc); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	return o
+}
+
+// TestSources decodes every manifest file under deploy/ strictly and checks
+// the facts on the objects as written.
+func TestSources(t *testing.T) {
+	o := loadSources(t)
+	if t.Failed() {
+		t.FailNow()
+	}
+	checkKustomizations(t, o)
+	checkFacts(t, o)
+}
+
+// TestRender renders deploy/ with kubectl kustomize, decodes the output
+// strictly and checks the facts and the composition.
+func TestRender(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not in PATH: not rendering deploy/ (the manifests are still decoded by TestSources); " +
+			"install kubectl 1.27 or newer (kustomize v5) to run this test")
+	}
+	out, err := exec.Command(kubectl, "kustomize", deployDir).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("kubectl kustomize %s: %v\n%s", deployDir, err, stderr)
+	}
+	r := &objects{}
+	for i, doc := range splitDocs(out) {
+		if err := r.add(fmt.Sprintf("rendered document %d", i+1), doc); err != nil {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	checkFacts(t, r)
+	checkComposition(t, r, loadSources(t))
+}
+
+// checkKustomizations: each directory's kustomization lists every manifest
+// of the directory (no file is left out of the base by mistake), and the
+// base includes every component directory.
+func checkKustomizations(t *testing.T, o *objects) {
+	base, ok := o.kustomizations["."]
+	if !ok {
+		t.Fatal("deploy/kustomization.yaml missing")
+	}
+	for dir, k := range o.kustomizations {
+		if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+			t.Errorf("deploy/%s/kustomization.yaml: apiVersion %q kind %q", dir, k.APIVersion, k.Kind)
+		}
+		if dir != "." && !slices.Contains(base.Resources, dir) {
+			t.Errorf("deploy/kustomization.yaml does not include %s/", dir)
+		}
+		listed := slices.Clone(k.Resources)
+		for _, g := range k.ConfigMapGenerator {
+			for _, f := range g.Files {
+				if _, src, ok := strings.Cut(f, "="); ok {
+					f = src
+				}
+				listed = append(listed, f)
+			}
+		}
+		entries, err := os.ReadDir(filepath.Join(deployDir, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() {
+				if _, ok := o.kustomizations[filepath.Join(dir, name)]; !ok {
+					t.Errorf("deploy/%s/%s/ has no kustomization.yaml", dir, name)
+				}
+				continue
+			}
+			if ext := filepath.Ext(name); (ext == ".yaml" || ext == ".yml") && name != "kustomization.yaml" && !slices.Contains(listed, name) {
+				t.Errorf("deploy/%s/%s is not in its kustomization.yaml", dir, name)
+			}
+		}
+	}
+	var images []string
+	for _, im := range base.Images {
+		images = append(images, im.Name)
+	}
+	if !slices.Contains(images, "ghcr.io/dnsconfigurer/dnsconfigurer") {
+		t.Errorf("deploy/kustomization.yaml images %q: want an entry for ghcr.io/dnsconfigurer/dnsconfigurer", images)
+	}
+}
+
+// workload is a Deployment or DaemonSet.
+type workload struct {
+	kind, name string
+	spec       corev1.PodSpec
+	selector   *metav1.LabelSelector
+	podLabels  map[string]string
+}
+
+func (o *objects) workloads() []workload {
+	var ws []workload
+	for _, d := range o.deployments {
+		ws = append(ws, workload{"Deployment", d.Name, d.Spec.Template.Spec, d.Spec.Selector, d.Spec.Template.Labels})
+	}
+	for _, d := range o.daemonSets {
+		ws = append(ws, workload{"DaemonSet", d.Name, d.Spec.Template.Spec, d.Spec.Selector, d.Spec.Template.Labels})
+	}
+	return ws
+}
+
+func (o *objects) workload(t *testing.T, kind, name string) workload {
+	t.Helper()
+	for _, w := range o.workloads() {
+		if w.kind == kind && w.name == name {
+			return w
+		}
+	}
+	t.Fatalf("%s %s not found", kind, name)
+	return workload{}
+}
+
+// flag returns the value of --name=VALUE in args.
+func flag(args []string, name string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func port(c corev1.Container, name string) (corev1.ContainerPort, bool) {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return corev1.ContainerPort{}, false
+}
+
+func checkFacts(t *testing.T, o *objects) {
+	t.Run("workloads", func(t *testing.T) { checkWorkloads(t, o) })
+	t.Run("dns", func(t *testing.T) { checkDNS(t, o) })
+	t.Run("nodelocal", func(t *testing.T) { checkNodeLocal(t, o) })
+	t.Run("shim", func(t *testing.T) { checkShim(t, o) })
+	t.Run("webhook", func(t *testing.T) { checkWebhook(t, o) })
+	t.Run("rbac", func(t *testing.T) { checkRBAC(t, o) })
+}
+
+// checkWorkloads: probes on a declared port, resource requests, the
+// container hardening, and a PDB for every Deployment.
+func checkWorkloads(t *testing.T, o *objects) {
+	ws := o.workloads()
+	if len(ws) != 4 {
+		t.Errorf("%d workloads, want 4 (dns, node-local dns, shim, webhook)", len(ws))
+	}
+	for _, w := range ws {
+		sel, err := metav1.LabelSelectorAsSelector(w.selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(w.podLabels)) {
+			t.Errorf("%s %s: selector %v does not select its pod labels %v (%v)", w.kind, w.name, w.selector, w.podLabels, err)
+		}
+		if w.spec.ServiceAccountName == "" {
+			t.Errorf("%s %s: no serviceAccountName", w.kind, w.name)
+		}
+		for _, c := range w.spec.InitContainers {
+			where := fmt.Sprintf("%s %s init container %s", w.kind, w.name, c.Name)
+			checkRequests(t, where, c)
+			checkHardening(t, where, c)
+		}
+		for _, c := range w.spec.Containers {
+			where := fmt.Sprintf("%s %s container %s", w.kind, w.name, c.Name)
+			checkRequests(t, where, c)
+			checkHardening(t, where, c)
+			for kind, p := range map[string]*corev1.Probe{"readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe} {
+				if p == nil || p.HTTPGet == nil {
+					t.Errorf("%s: no HTTP %s", where, kind)
+					continue
+				}
+				if p.HTTPGet.Port.StrVal == "" {
+					t.Errorf("%s: %s port %s: want a named port", where, kind, p.HTTPGet.Port.String())
+				} else if _, ok := port(c, p.HTTPGet.Port.StrVal); !ok {
+					t.Errorf("%s: %s port %q is not a port of the container", where, kind, p.HTTPGet.Port.StrVal)
+				}
+			}
+			// The dnsconfigurer servers: /readyz for readiness, /healthz
+			// for liveness, on --metrics-listen (a flag or metricsListen of
+			// the shim's config).
+			if len(c.Args) > 0 && (c.Args[0] == "serve" || c.Args[0] == "shim") && c.ReadinessProbe != nil && c.LivenessProbe != nil &&
+				c.ReadinessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet != nil {
+				if got := c.ReadinessProbe.HTTPGet.Path; got != "/readyz" {
+					t.Errorf("%s: readiness path %q, want /readyz", where, got)
+				}
+				if got := c.LivenessProbe.HTTPGet.Path; got != "/healthz" {
+					t.Errorf("%s: liveness path %q, want /healthz", where, got)
+				}
+				if ml, ok := flag(c.Args, "metrics-listen"); ok {
+					checkProbeAddr(t, where, c, ml)
+				}
+			}
+		}
+	}
+	for _, d := range o.deployments {
+		covered := false
+		for _, p := range o.pdbs {
+			sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+			if err == nil && !sel.Empty() && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				covered = true
+				if p.Spec.MinAvailable == nil && p.Spec.MaxUnavailable == nil {
+					t.Errorf("PodDisruptionBudget %s: neither minAvailable nor maxUnavailable", p.Name)
+				}
+			}
+		}
+		if !covered {
+			t.Errorf("Deployment %s: no PodDisruptionBudget selects its pods", d.Name)
+		}
+	}
+}
+
+// checkProbeAddr: the probes reach the metrics listener: the same port,
+// and for a listener on one address the probes' host is that address.
+func checkProbeAddr(t *testing.T, where string, c corev1.Container, listen string) {
+	t.Helper()
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		t.Errorf("%s: metrics listen %q: %v", where, listen, err)
+		return
+	}
+	for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+		cp, _ := port(c, pr.HTTPGet.Port.StrVal)
+		if strconv.Itoa(int(cp.ContainerPort)) != p {
+			t.Errorf("%s: probe port %s is %d, metrics listen on %q", where, pr.HTTPGet.Port.StrVal, cp.ContainerPort, listen)
+		}
+		if host != "" && host != "0.0.0.0" && host != "::" && pr.HTTPGet.Host != host {
+			t.Errorf("%s: probe host %q, metrics listen on %q", where, pr.HTTPGet.Host, listen)
+		}
+	}
+}
+
+func checkRequests(t *testing.T, where string, c corev1.Container) {
+	t.Helper()
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := c.Resources.Requests[r]; !ok || q.IsZero() {
+			t.Errorf("%s: no %s request", where, r)
+		}
+	}
+}
+
+func checkHardening(t *testing.T, where string, c corev1.Container) {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil {
+		t.Errorf("%s: no securityContext", where)
+		return
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		t.Errorf("%s: privileged", where)
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("%s: allowPrivilegeEscalation not false", where)
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("%s: readOnlyRootFilesystem not true", where)
+	}
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("%s: capabilities do not drop ALL", where)
+	}
+}
+
+func (o *objects) dnsService(t *testing.T) corev1.Service {
+	t.Helper()
+	var found []corev1.Service
+	for _, s := range o.services {
+		if s.Spec.ClusterIP == clusterDNSIP {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d Services with clusterIP %s, want 1", len(found), clusterDNSIP)
+	}
+	return found[0]
+}
+
+// checkDNS: the cluster DNS Service at 10.96.0.10 (UDP and TCP 53) in front
+// of two hardened, spread replicas of `serve`.
+func checkDNS(t *testing.T, o *objects) {
+	svc := o.dnsService(t)
+	want := map[string]corev1.Protocol{"dns": corev1.ProtocolUDP, "dns-tcp": corev1.ProtocolTCP}
+	for _, p := range svc.Spec.Ports {
+		if proto, ok := want[p.Name]; ok {
+			if p.Port != 53 || p.Protocol != proto {
+				t.Errorf("Service %s port %s: %d/%s, want 53/%s", svc.Name, p.Name, p.Port, p.Protocol, proto)
+			}
+			delete(want, p.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("Service %s: ports %v missing", svc.Name, want)
+	}
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "metrics" }) {
+		t.Errorf("Service %s: no metrics port", svc.Name)
+	}
+
+	var dep *appsv1.Deployment
+	for i, d := range o.deployments {
+		if labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+			dep = &o.deployments[i]
+		}
+	}
+	if dep == nil {
+		t.Fatalf("Service %s selects no Deployment", svc.Name)
+	}
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
+		t.Errorf("Deployment %s: replicas %v, want 2", dep.Name, dep.Spec.Replicas)
+	}
+	spec := dep.Spec.Template.Spec
+	if a := spec.Affinity; a == nil || a.PodAntiAffinity == nil ||
+		(len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0) {
+		t.Errorf("Deployment %s: no pod anti-affinity", dep.Name)
+	} else {
+		for _, term := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			sel, err := metav1.LabelSelectorAsSelector(term.PodAffinityTerm.LabelSelector)
+			if term.PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" || err != nil || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+				t.Errorf("Deployment %s: anti-affinity term %+v does not spread its own pods over hosts", dep.Name, term.PodAffinityTerm)
+			}
+		}
+	}
+	if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
+		t.Errorf("Deployment %s: not non-root", dep.Name)
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("Deployment %s: %d containers, want 1", dep.Name, len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil || !slices.Equal(c.SecurityContext.Capabilities.Add, []corev1.Capability{"NET_BIND_SERVICE"}) {
+		t.Errorf("Deployment %s: capabilities: want add [NET_BIND_SERVICE] only", dep.Name)
+	}
+	if len(c.Args) == 0 || c.Args[0] != "serve" {
+		t.Errorf("Deployment %s: args %q, want serve ...", dep.Name, c.Args)
+	}
+	if l, _ := flag(c.Args, "listen"); !strings.HasSuffix(l, ":53") {
+		t.Errorf("Deployment %s: --listen %q, want port 53", dep.Name, l)
+	}
+	if _, ok := flag(c.Args, "mode"); ok {
+		t.Errorf("Deployment %s: --mode set; the cluster DNS runs in the default mode", dep.Name)
+	}
+	// The Service's named target ports are ports of the container.
+	for _, p := range svc.Spec.Ports {
+		cp, ok := port(c, p.TargetPort.StrVal)
+		if !ok || cp.Protocol != p.Protocol {
+			t.Errorf("Service %s port %s: targetPort %q is no %s port of Deployment %s", svc.Name, p.Name, p.TargetPort.String(), p.Protocol, dep.Name)
+		}
+	}
+	// --pods verified is what the pods rule of the ClusterRole is for.
+	if pods, _ := flag(c.Args, "pods"); pods != "verified" {
+		t.Errorf("Deployment %s: --pods %q: the ServiceAccount may watch pods, which only --pods verified needs", dep.Name, pods)
+	}
+}
+
+// checkNodeLocal: the node-local stage on the link-local address of a
+// dummy interface, forwarding to the cluster DNS Service.
+func checkNodeLocal(t *testing.T, o *objects) {
+	w := o.workload(t, "DaemonSet", "dnsconfigurer-node-local-dns")
+	if !w.spec.HostNetwork {
+		t.Error("node-local: not hostNetwork")
+	}
+	checkNodeCritical(t, w)
+	if len(w.spec.Containers) != 1 {
+		t.Fatalf("node-local: %d containers, want 1", len(w.spec.Containers))
+	}
+	c := w.spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "serve" {
+		t.Errorf("node-local: args %q, want serve ...", c.Args)
+	}
+	for name, want := range map[string]string{
+		"mode":             "node-local",
+		"listen":           nodeLocalIP + ":53",
+		"cluster-upstream": o.dnsService(t).Spec.ClusterIP + ":53",
+	} {
+		if got, _ := flag(c.Args, name); got != want {
+			t.Errorf("node-local: --%s %q, want %q", name, got, want)
+		}
+	}
+	if len(w.spec.InitContainers) != 1 {
+		t.Fatalf("node-local: %d init containers, want 1 (the dummy interface)", len(w.spec.InitContainers))
+	}
+	ic := w.spec.InitContainers[0]
+	script := strings.Join(append(slices.Clone(ic.Command), ic.Args...), " ")
+	for _, want := range []string{"ip link add nodelocaldns type dummy", "ip addr add " + nodeLocalIP + "/32 dev nodelocaldns", "ip link set nodelocaldns up"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("node-local init container: script lacks %q", want)
+		}
+	}
+	if ic.SecurityContext == nil || ic.SecurityContext.Capabilities == nil || !slices.Equal(ic.SecurityContext.Capabilities.Add, []corev1.Capability{"NET_ADMIN"}) {
+		t.Error("node-local init container: capabilities: want add [NET_ADMIN] only")
+	}
+	if sc := c.SecurityContext; sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_BIND_SERVICE"}) {
+		t.Error("node-local: capabilities: want add [NET_BIND_SERVICE] only")
+	}
+	if w.spec.AutomountServiceAccountToken == nil || *w.spec.AutomountServiceAccountToken {
+		t.Error("node-local: automountServiceAccountToken not false")
+	}
+	// The shim's config sends autopath pods to this address.
+	for _, sc := range o.shimConfigs {
+		if !slices.Contains(sc.NodeLocalDNS, nodeLocalIP) {
+			t.Errorf("ShimConfiguration nodeLocalDNS %q, want %s", sc.NodeLocalDNS, nodeLocalIP)
+		}
+	}
+}
+
+func checkNodeCritical(t *testing.T, w workload) {
+	t.Helper()
+	if w.spec.PriorityClassName != "system-node-critical" {
+		t.Errorf("%s %s: priorityClassName %q, want system-node-critical", w.kind, w.name, w.spec.PriorityClassName)
+	}
+	if !slices.ContainsFunc(w.spec.Tolerations, func(tl corev1.Toleration) bool {
+		return tl.Key == "" && tl.Operator == corev1.TolerationOpExists && tl.Effect == ""
+	}) {
+		t.Errorf("%s %s: does not tolerate every taint", w.kind, w.name)
+	}
+	if dp := w.spec.DNSPolicy; dp != corev1.DNSDefault && dp != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("%s %s: dnsPolicy %q, want Default or ClusterFirstWithHostNet", w.kind, w.name, dp)
+	}
+}
+
+// checkShim: the shim DaemonSet and its ShimConfiguration agree on the
+// sockets, the host files and the metrics address.
+func checkShim(t *testing.T, o *objects) {
+	w := o.workload(t, "DaemonSet", "dnsconfigurer-shim")
+	if !w.spec.HostNetwork {
+		t.Error("shim: not hostNetwork")
+	}
+	checkNodeCritical(t, w)
+	for _, d := range o.daemonSets {
+		if d.Name == w.name && d.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+			t.Errorf("shim: updateStrategy %q, want OnDelete (a shim kubelet depends on cannot be replaced by that kubelet)", d.Spec.UpdateStrategy.Type)
+		}
+	}
+	if len(w.spec.Containers) != 1 {
+		t.Fatalf("shim: %d containers, want 1", len(w.spec.Containers))
+	}
+	c := w.spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "shim" {
+		t.Errorf("shim: args %q, want shim ...", c.Args)
+	}
+	if c.Resources.Limits.Memory() != nil && !c.Resources.Limits.Memory().IsZero() {
+		t.Error("shim: a memory limit: an OOM kill would cut kubelet off from containerd")
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	}) {
+		t.Error("shim: no env NODE_NAME from spec.nodeName")
+	}
+
+	// Mounts: container path → (volume, read-only).
+	volumes := map[string]corev1.Volume{}
+	for _, v := range w.spec.Volumes {
+		volumes[v.Name] = v
+	}
+	type mount struct {
+		vol      corev1.Volume
+		readOnly bool
+	}
+	mounts := map[string]mount{}
+	for _, m := range c.VolumeMounts {
+		v, ok := volumes[m.Name]
+		if !ok {
+			t.Errorf("shim: mount %s of unknown volume %s", m.MountPath, m.Name)
+		}
+		mounts[m.MountPath] = mount{v, m.ReadOnly}
+	}
+	hostMount := func(path string) (mount, bool) {
+		for p := path; p != "/" && p != "."; p = filepath.Dir(p) {
+			if m, ok := mounts[p]; ok && m.vol.HostPath != nil && m.vol.HostPath.Path == p {
+				return m, true
+			}
+		}
+		return mount{}, false
+	}
+	for path, readOnly := range map[string]bool{
+		"/etc/resolv.conf":     true,
+		"/run/systemd/resolve": true,
+	} {
+		if m, ok := hostMount(path); !ok || m.readOnly != readOnly {
+			t.Errorf("shim: host %s not mounted at the same path (read-only %v)", path, readOnly)
+		}
+	}
+
+	var cfgs []v1alpha1.ShimConfiguration
+	for _, v := range w.spec.Volumes {
+		if v.ConfigMap == nil {
+			continue
+		}
+		for _, cm := range o.configMaps {
+			if cm.Name == v.ConfigMap.Name {
+				var cfg v1alpha1.ShimConfiguration
+				for _, it := range v.ConfigMap.Items {
+					if err := yaml.UnmarshalStrict([]byte(cm.Data[it.Key]), &cfg); err != nil {
+						t.Errorf("ConfigMap %s %s: %v", cm.Name, it.Key, err)
+					}
+				}
+				cfgs = append(cfgs, cfg)
+			}
+		}
+	}
+	if len(cfgs) == 0 {
+		// The sources: the ConfigMap is generated from shim.yaml.
+		cfgs = o.shimConfigs
+	}
+	if len(cfgs) != 1 {
+		t.Fatalf("%d ShimConfigurations, want 1", len(cfgs))
+	}
+	cfg := cfgs[0]
+	cfg.SetDefaults()
+	if cf, ok := flag(c.Args, "config"); !ok || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return filepath.Dir(cf) == m.MountPath && volumes[m.Name].ConfigMap != nil
+	}) {
+		t.Errorf("shim: --config %q is not in a ConfigMap mount", cf)
+	}
+	// The shim replaces its socket (writable directory); containerd
+	// replaces its own on restart (a directory mount follows it).
+	if m, ok := mounts[filepath.Dir(cfg.Listen)]; !ok || m.vol.HostPath == nil || m.vol.HostPath.Path != filepath.Dir(cfg.Listen) || m.readOnly {
+		t.Errorf("shim: the directory of listen %q is not a writable host directory mount at the same path", cfg.Listen)
+	}
+	rt := strings.TrimPrefix(cfg.RuntimeEndpoint, "unix://")
+	if m, ok := mounts[filepath.Dir(rt)]; !ok || m.vol.HostPath == nil || m.vol.HostPath.Path != filepath.Dir(rt) {
+		t.Errorf("shim: the directory of runtimeEndpoint %q is not a host directory mount at the same path", cfg.RuntimeEndpoint)
+	}
+	if rt != "/run/containerd/containerd.sock" || cfg.Listen != "/run/dnsconfigurer/cri.sock" {
+		t.Errorf("shim config: listen %q runtimeEndpoint %q: deploy/README.md documents /run/dnsconfigurer/cri.sock and containerd's /run/containerd/containerd.sock", cfg.Listen, cfg.RuntimeEndpoint)
+	}
+	if cfg.Kubeconfig != "" || cfg.NodeName != "" {
+		t.Errorf("shim config: kubeconfig %q nodeName %q: in the DaemonSet the shim uses the in-cluster config and $NODE_NAME", cfg.Kubeconfig, cfg.NodeName)
+	}
+	if !slices.Contains(cfg.ClusterDNS, o.dnsService(t).Spec.ClusterIP) {
+		t.Errorf("shim config: clusterDNS %q lacks the DNS Service's %s", cfg.ClusterDNS, o.dnsService(t).Spec.ClusterIP)
+	}
+	if cfg.MetricsListen == "" {
+		t.Error("shim config: no metricsListen: the probes have nothing to reach")
+	} else if c.ReadinessProbe != nil && c.LivenessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet != nil {
+		checkProbeAddr(t, "shim", c, cfg.MetricsListen)
+	}
+}
+
+// checkWebhook: the ValidatingWebhookConfiguration.
+func checkWebhook(t *testing.T, o *objects) {
+	if len(o.webhooks) != 1 {
+		t.Fatalf("%d ValidatingWebhookConfigurations, want 1", len(o.webhooks))
+	}
+	for _, wh := range o.webhooks[0].Webhooks {
+		if wh.SideEffects == nil || *wh.SideEffects != admissionregistrationv1.SideEffectClassNone {
+			t.Errorf("webhook %s: sideEffects %v, want None", wh.Name, wh.SideEffects)
+		}
+		if !slices.Equal(wh.AdmissionReviewVersions, []string{"v1"}) {
+			t.Errorf("webhook %s: admissionReviewVersions %q, want [v1]", wh.Name, wh.AdmissionReviewVersions)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(wh.NamespaceSelector)
+		if err != nil || wh.NamespaceSelector == nil {
+			t.Errorf("webhook %s: namespaceSelector %v: %v", wh.Name, wh.NamespaceSelector, err)
+			continue
+		}
+		ns := func(name string) labels.Set { return labels.Set{"kubernetes.io/metadata.name": name} }
+		if sel.Matches(ns("kube-system")) {
+			t.Errorf("webhook %s: namespaceSelector includes kube-system", wh.Name)
+		}
+		if sel.Matches(ns(namespace)) {
+			t.Errorf("webhook %s: namespaceSelector includes its own namespace %s", wh.Name, namespace)
+		}
+		if !sel.Matches(ns("default")) {
+			t.Errorf("webhook %s: namespaceSelector excludes the default namespace", wh.Name)
+		}
+		if wh.TimeoutSeconds == nil || *wh.TimeoutSeconds > 10 {
+			t.Errorf("webhook %s: timeoutSeconds %v, want 10 or less", wh.Name, wh.TimeoutSeconds)
+		}
+	}
+}
+
+// checkRBAC: each ServiceAccount gets exactly the permissions of
+// wantRules, spelt without wildcards.
+func checkRBAC(t *testing.T, o *objects) {
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, r := range o.clusterRoles {
+		roles["ClusterRole/"+r.Name] = r.Rules
+		if r.AggregationRule != nil {
+			t.Errorf("ClusterRole %s: aggregationRule", r.Name)
+		}
+	}
+	for _, r := range o.roles {
+		roles["Role/"+r.Namespace+"/"+r.Name] = r.Rules
+	}
+	got := map[string][]string{}
+	bound := map[string]bool{}
+	bind := func(kind, name string, ref rbacv1.RoleRef, subjects []rbacv1.Subject, ns string) {
+		key := ref.Kind + "/" + ref.Name
+		if ref.Kind == "Role" {
+			key = "Role/" + ns + "/" + ref.Name
+		}
+		rules, ok := roles[key]
+		if !ok {
+			t.Errorf("%s %s: roleRef %s not found", kind, name, key)
+		}
+		bound[key] = true
+		for _, s := range subjects {
+			if s.Kind != rbacv1.ServiceAccountKind {
+				t.Errorf("%s %s: subject %s %s: only ServiceAccounts are bound", kind, name, s.Kind, s.Name)
+				continue
+			}
+			for _, r := range rules {
+				got[s.Name] = append(got[s.Name], expand(t, key, r)...)
+			}
+		}
+	}
+	for _, b := range o.clusterRoleBindings {
+		bind("ClusterRoleBinding", b.Name, b.RoleRef, b.Subjects, "")
+	}
+	for _, b := range o.roleBindings {
+		bind("RoleBinding", b.Name, b.RoleRef, b.Subjects, b.Namespace)
+	}
+	for key := range roles {
+		if !bound[key] {
+			t.Errorf("%s is bound to no ServiceAccount", key)
+		}
+	}
+	for _, sa := range o.serviceAccounts {
+		want, ok := wantRules[sa.Name]
+		if !ok {
+			t.Errorf("ServiceAccount %s: not in wantRules; add the permissions its component needs", sa.Name)
+			continue
+		}
+		g := slices.Compact(slices.Sorted(slices.Values(got[sa.Name])))
+		if !slices.Equal(g, want) {
+			t.Errorf("ServiceAccount %s: permissions %q, want exactly %q", sa.Name, g, want)
+		}
+		if len(want) == 0 && (sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken) {
+			t.Errorf("ServiceAccount %s: no permissions but automountServiceAccountToken not false", sa.Name)
+		}
+	}
+	for name := range got {
+		if !slices.ContainsFunc(o.serviceAccounts, func(sa corev1.ServiceAccount) bool { return sa.Name == name }) {
+			t.Errorf("ServiceAccount %s is bound but not defined", name)
+		}
+	}
+	for _, w := range o.workloads() {
+		if _, ok := wantRules[w.spec.ServiceAccountName]; !ok {
+			t.Errorf("%s %s: serviceAccountName %q is not one of the ServiceAccounts", w.kind, w.name, w.spec.ServiceAccountName)
+		}
+	}
+}
+
+// expand spells a rule as "group/resource verb" entries and rejects
+// wildcards, resource names and non-resource URLs.
+func expand(t *testing.T, role string, r rbacv1.PolicyRule) []string {
+	t.Helper()
+	if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
+		t.Errorf("%s: rule %v: nonResourceURLs or resourceNames", role, r)
+	}
+	var out []string
+	for _, g := range r.APIGroups {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				if g == "*" || res == "*" || v == "*" || strings.Contains(res, "*") {
+					t.Errorf("%s: rule %v: wildcard", role, r)
+				}
+				out = append(out, g+"/"+res+" "+v)
+			}
+		}
+	}
+	return out
+}
+
+// checkComposition: what kustomize made of the sources. One namespace
+// holds every namespaced object and every bound ServiceAccount; every
+// object of the sources is rendered; every container runs the one image;
+// every referenced ConfigMap and ServiceAccount exists.
+func checkComposition(t *testing.T, r, src *objects) {
+	if len(r.namespaces) != 1 || r.namespaces[0].Name != namespace {
+		t.Errorf("rendered Namespaces %v, want exactly %s", r.names, namespace)
+	}
+	for _, n := range r.names {
+		kind, nsName, _ := strings.Cut(n, " ")
+		ns, _, _ := strings.Cut(nsName, "/")
+		cluster := kind == "Namespace" || strings.HasPrefix(kind, "Cluster") || kind == "ValidatingWebhookConfiguration"
+		if cluster != (ns == "") || (!cluster && ns != namespace) {
+			t.Errorf("rendered %s: want namespace %q", n, map[bool]string{true: "", false: namespace}[cluster])
+		}
+	}
+	for _, b := range r.clusterRoleBindings {
+		for _, s := range b.Subjects {
+			if s.Namespace != namespace {
+				t.Errorf("rendered ClusterRoleBinding %s: subject %s in namespace %q, want %s", b.Name, s.Name, s.Namespace, namespace)
+			}
+		}
+	}
+	// Every source object is rendered (in whatever namespace it was
+	// written), plus the generated ConfigMap.
+	rendered := map[string]bool{}
+	for _, n := range r.names {
+		kind, nsName, _ := strings.Cut(n, " ")
+		_, name, _ := strings.Cut(nsName, "/")
+		rendered[kind+" "+name] = true
+	}
+	for _, n := range src.names {
+		kind, nsName, _ := strings.Cut(n, " ")
+		_, name, _ := strings.Cut(nsName, "/")
+		if !rendered[kind+" "+name] {
+			t.Errorf("%s of deploy/ is not rendered", n)
+		}
+	}
+	if len(r.names) != len(src.names)+1 {
+		t.Errorf("rendered %d objects, want the %d of the sources plus the shim's ConfigMap:\n%s", len(r.names), len(src.names), strings.Join(r.names, "\n"))
+	}
+	if len(r.shimConfigs) != 1 || len(r.webhookConfigs) != 1 {
+		t.Errorf("rendered ConfigMaps hold %d ShimConfigurations and %d WebhookConfigurations, want 1 each", len(r.shimConfigs), len(r.webhookConfigs))
+	}
+
+	configMaps := map[string]bool{}
+	for _, cm := range r.configMaps {
+		configMaps[cm.Name] = true
+	}
+	for _, w := range r.workloads() {
+		for _, c := range slices.Concat(w.spec.InitContainers, w.spec.Containers) {
+			if c.Image != renderedImage && !strings.HasPrefix(c.Image, "busybox:") {
+				t.Errorf("%s %s container %s: image %q, want %s", w.kind, w.name, c.Name, c.Image, renderedImage)
+			}
+			if c.ImagePullPolicy == corev1.PullAlways {
+				t.Errorf("%s %s container %s: imagePullPolicy Always", w.kind, w.name, c.Name)
+			}
+		}
+		for _, v := range w.spec.Volumes {
+			if v.ConfigMap != nil && !configMaps[v.ConfigMap.Name] {
+				t.Errorf("%s %s: volume %s: ConfigMap %q not rendered", w.kind, w.name, v.Name, v.ConfigMap.Name)
+			}
+		}
+		if !slices.ContainsFunc(r.serviceAccounts, func(sa corev1.ServiceAccount) bool { return sa.Name == w.spec.ServiceAccountName }) {
+			t.Errorf("%s %s: ServiceAccount %q not rendered", w.kind, w.name, w.spec.ServiceAccountName)
+		}
+	}
+}
