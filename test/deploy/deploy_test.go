@@ -128,6 +128,10 @@ type kustomization struct {
 		NewName string `json:"newName,omitempty"`
 		NewTag  string `json:"newTag,omitempty"`
 	} `json:"images,omitempty"`
+	Patches []struct {
+		Target map[string]string `json:"target"`
+		Patch  string            `json:"patch"`
+	} `json:"patches,omitempty"`
 	ConfigMapGenerator []struct {
 		Name  string   `json:"name"`
 		Files []string `json:"files"`
@@ -370,6 +374,23 @@ func TestSources(t *testing.T) {
 // TestRender renders deploy/ with kubectl kustomize, decodes the output
 // strictly and checks the facts and the composition.
 func TestRender(t *testing.T) {
+	out := render(t)
+	r := &objects{}
+	for i, doc := range splitDocs(out) {
+		if err := r.add(fmt.Sprintf("rendered document %d", i+1), doc); err != nil {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	checkFacts(t, r)
+	checkComposition(t, r, loadSources(t))
+}
+
+// render runs kubectl kustomize deploy, or skips the test without kubectl.
+func render(t *testing.T) []byte {
+	t.Helper()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl not in PATH: not rendering deploy/ (the manifests are still decoded by TestSources); " +
@@ -383,17 +404,7 @@ func TestRender(t *testing.T) {
 		}
 		t.Fatalf("kubectl kustomize %s: %v\n%s", deployDir, err, stderr)
 	}
-	r := &objects{}
-	for i, doc := range splitDocs(out) {
-		if err := r.add(fmt.Sprintf("rendered document %d", i+1), doc); err != nil {
-			t.Error(err)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-	checkFacts(t, r)
-	checkComposition(t, r, loadSources(t))
+	return out
 }
 
 // checkKustomizations: each directory's kustomization lists every manifest

@@ -1,0 +1,93 @@
+package deploy
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+)
+
+// TestApply applies the rendered base to a real kube-apiserver (its
+// validation and admission, with the cert-manager objects left out: there
+// are no CRDs) and asks the RBAC authorizer what each ServiceAccount may
+// do. Skips without kubectl or without the test/testbin binaries.
+func TestApply(t *testing.T) {
+	out := render(t)
+	cp := apiserver.StartT(t)
+
+	var keep [][]byte
+	for _, doc := range splitDocs(out) {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(head.APIVersion, "cert-manager.io/") {
+			keep = append(keep, doc)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", cp.Kubeconfig(),
+		"apply", "--server-side", "--field-manager=dnsconfigurer-deploy-test", "-f", "-")
+	cmd.Stdin = bytes.NewReader(bytes.Join(keep, []byte("---\n")))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, b)
+	} else if bytes.Contains(b, []byte("Warning")) {
+		t.Errorf("kubectl apply warned:\n%s", b)
+	}
+
+	ctx := t.Context()
+	c := cp.Client()
+	svc, err := c.CoreV1().Services(namespace).Get(ctx, "dnsconfigurer-dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.ClusterIP != clusterDNSIP {
+		t.Errorf("Service dnsconfigurer-dns: clusterIP %q, want %s", svc.Spec.ClusterIP, clusterDNSIP)
+	}
+
+	type access struct {
+		sa, verb, group, resource, ns string
+		allowed                       bool
+	}
+	for _, a := range []access{
+		{"dnsconfigurer-dns", "list", "", "services", "", true},
+		{"dnsconfigurer-dns", "watch", "", "namespaces", "", true},
+		{"dnsconfigurer-dns", "watch", "discovery.k8s.io", "endpointslices", "", true},
+		{"dnsconfigurer-dns", "list", "", "pods", "", true},
+		{"dnsconfigurer-dns", "get", "", "services", "default", false},
+		{"dnsconfigurer-dns", "list", "", "secrets", "", false},
+		{"dnsconfigurer-dns", "create", "", "events", "default", false},
+		{"dnsconfigurer-shim", "list", "", "pods", "", true},
+		{"dnsconfigurer-shim", "watch", "", "pods", "", true},
+		{"dnsconfigurer-shim", "create", "", "events", "default", true},
+		{"dnsconfigurer-shim", "patch", "", "events", "default", true},
+		{"dnsconfigurer-shim", "get", "", "pods", "default", false},
+		{"dnsconfigurer-shim", "update", "", "pods", "default", false},
+		{"dnsconfigurer-shim", "list", "", "secrets", "", false},
+		{"dnsconfigurer-shim", "create", "events.k8s.io", "events", "default", false},
+		{"dnsconfigurer-webhook", "list", "", "pods", "", false},
+		{"dnsconfigurer-node-local-dns", "list", "", "services", "", false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   "system:serviceaccount:" + namespace + ":" + a.sa,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource,
+			},
+		}}
+		got, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed != a.allowed {
+			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", a.sa, a.verb, a.group, a.resource, a.ns, got.Status.Allowed, a.allowed, got.Status.Reason)
+		}
+	}
+}
