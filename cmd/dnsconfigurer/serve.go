@@ -58,6 +58,15 @@ type serveFlags struct {
 	endpointPodNames   bool
 	noEndpoints        bool
 	logLevel           string
+
+	mode            string
+	autopath        bool
+	autopathCode    uint
+	clusterUpstream listFlag
+	resolvConf      string
+	maxTTL          time.Duration
+	maxNegativeTTL  time.Duration
+	cacheSize       int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -84,6 +93,14 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.BoolVar(&f.endpointPodNames, "endpoint-pod-names", false, "name endpoints without a hostname after their pod instead of their dashed IP")
 	fs.BoolVar(&f.noEndpoints, "no-endpoints", false, "serve no endpoint records (headless Services and endpoint names are NXDOMAIN)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.mode, "mode", "cluster", "cluster (the cluster DNS) or node-local (a caching forwarder to --cluster-upstream that adds the autopath option)")
+	fs.BoolVar(&f.autopath, "autopath", true, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
+	fs.UintVar(&f.autopathCode, "autopath-option-code", 65001, "EDNS0 local option code carrying the autopath search list")
+	fs.Var(&f.clusterUpstream, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port)")
+	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "node-local mode: the node's resolv.conf whose search domains end autopath search lists (watched; \"\" for none)")
+	fs.DurationVar(&f.maxTTL, "max-ttl", 30*time.Second, "node-local mode: longest time a positive answer is cached")
+	fs.DurationVar(&f.maxNegativeTTL, "max-negative-ttl", 5*time.Second, "node-local mode: longest time NXDOMAIN/NODATA is cached")
+	fs.IntVar(&f.cacheSize, "cache-size", 10000, "node-local mode: most answers cached")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -106,6 +123,21 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	}
 	if f.ttl > store.MaxTTL {
 		return nil, fmt.Errorf("--ttl %d: above %d", f.ttl, store.MaxTTL)
+	}
+	switch f.mode {
+	case "cluster":
+		if len(f.clusterUpstream) > 0 {
+			return nil, errors.New("--cluster-upstream is for --mode node-local")
+		}
+	case "node-local":
+		if f.objects != "" || f.kubeconfig != "" || len(f.upstream) > 0 || f.upstreamResolvConf != "" {
+			return nil, errors.New("--mode node-local takes --cluster-upstream, not --objects, --kubeconfig, --upstream or --upstream-resolv-conf")
+		}
+	default:
+		return nil, fmt.Errorf("--mode %q: must be cluster or node-local", f.mode)
+	}
+	if f.autopathCode < 65001 || f.autopathCode > 65534 {
+		return nil, fmt.Errorf("--autopath-option-code %d: must be a local option code, 65001-65534", f.autopathCode)
 	}
 	return f, nil
 }
@@ -140,6 +172,11 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		debug.SetGCPercent(gcPercent)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "dnsserver")
+	if f.mode == "node-local" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		return runNodeLocal(ctx, f, log, reg, stderr)
+	}
 	podMode, err := store.ParsePodMode(f.pods)
 	if err != nil {
 		fmt.Fprintf(stderr, "dnsconfigurer serve: --pods: %v\n", err)
@@ -186,6 +223,14 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		source = watchedUpstreams{w}
 	}
 	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithMetrics(metrics)}
+	if f.autopath {
+		ap, err := dnsserver.WithAutopath(uint16(f.autopathCode), reg)
+		if err != nil {
+			fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
+			return exitFail
+		}
+		opts = append(opts, ap)
+	}
 	if source != nil {
 		fwd, err := dnsserver.NewForwarder(source, f.listen, 2*time.Second, metrics)
 		if err != nil {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// startServe runs serve with args until the test ends and returns its DNS
+// address (parsed from its log).
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr serveLog
+	done := make(chan int, 1)
+	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr.String())
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestServeAutopathChain runs the cluster DNS and the node-local stage as
+// the serve command runs them and resolves autopath names through both.
+func TestServeAutopathChain(t *testing.T) {
+	cluster := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects")
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	os.WriteFile(resolv, []byte("nameserver 192.0.2.1\nsearch prod.svc.cluster.local\n"), 0o644)
+	local := startServe(t, "--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", cluster, "--resolv-conf", resolv)
+
+	for _, network := range []string{"udp", "tcp"} {
+		for _, addr := range []string{cluster, local} {
+			m := new(dns.Msg)
+			m.SetQuestion("web.search.prod.cluster.local.ap.k8s.io.", dns.TypeA)
+			r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr)
+			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 2 || r.Answer[0].Header().Rrtype != dns.TypeCNAME ||
+				!strings.EqualFold(r.Answer[0].(*dns.CNAME).Target, "web.prod.svc.cluster.local.") {
+				t.Fatalf("%s via %s: %v %v", network, addr, r, err)
+			}
+		}
+	}
+	// --autopath=false: the name is not ours, and without an upstream it is refused.
+	off := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--autopath=false")
+	m := new(dns.Msg)
+	m.SetQuestion("web.search.prod.cluster.local.ap.k8s.io.", dns.TypeA)
+	if r, _, err := new(dns.Client).Exchange(m, off); err != nil || r.Rcode != dns.RcodeRefused {
+		t.Fatalf("autopath off: %v %v", r, err)
+	}
+}
+
+func TestServeNodeLocalFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--mode", "node-local", "--listen", "127.0.0.1:0"},
+		{"--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "10.96.0.10", "--objects", "x"},
+		{"--mode", "sidecar", "--listen", "127.0.0.1:0"},
+		{"--listen", "127.0.0.1:0", "--cluster-upstream", "10.96.0.10"},
+		{"--listen", "127.0.0.1:0", "--autopath-option-code", "12"},
+		{"--mode", "node-local", "--listen", "127.0.0.1:5353", "--cluster-upstream", "127.0.0.1:5353"},
+	} {
+		var stderr serveLog
+		if code := runServe(context.Background(), args, nil, io.Discard, &stderr); code != exitUsage || stderr.String() == "" {
+			t.Errorf("%v: exit %d, %q", args, code, stderr.String())
+		}
+	}
+}
