@@ -767,10 +767,18 @@ func checkNodeLocal(t *testing.T, o *objects) {
 	if w.spec.AutomountServiceAccountToken == nil || *w.spec.AutomountServiceAccountToken {
 		t.Error("node-local: automountServiceAccountToken not false")
 	}
+	// The node's search domains end the autopath search list: the same
+	// resolver config as the shim's.
+	checkResolverMounts(t, w, mountsOf(t, w, c))
+	rc, _ := flag(c.Args, "resolv-conf")
 	// The shim's config sends autopath pods to this address.
 	for _, sc := range o.shimConfigs {
 		if !slices.Contains(sc.NodeLocalDNS, nodeLocalIP) {
 			t.Errorf("ShimConfiguration nodeLocalDNS %q, want %s", sc.NodeLocalDNS, nodeLocalIP)
+		}
+		sc.SetDefaults()
+		if sc.ResolvConf == nil || *sc.ResolvConf != rc {
+			t.Errorf("node-local: --resolv-conf %q, the shim's resolvConf %v: want the same", rc, sc.ResolvConf)
 		}
 	}
 }
@@ -787,6 +795,41 @@ func checkNodeCritical(t *testing.T, w workload) {
 	}
 	if dp := w.spec.DNSPolicy; dp != corev1.DNSDefault && dp != corev1.DNSClusterFirstWithHostNet {
 		t.Errorf("%s %s: dnsPolicy %q, want Default or ClusterFirstWithHostNet", w.kind, w.name, dp)
+	}
+}
+
+// mount is a volume mounted into a container.
+type mount struct {
+	vol      corev1.Volume
+	readOnly bool
+}
+
+// mountsOf returns the mounts of container c by container path.
+func mountsOf(t *testing.T, w workload, c corev1.Container) map[string]mount {
+	t.Helper()
+	volumes := map[string]corev1.Volume{}
+	for _, v := range w.spec.Volumes {
+		volumes[v.Name] = v
+	}
+	mounts := map[string]mount{}
+	for _, m := range c.VolumeMounts {
+		v, ok := volumes[m.Name]
+		if !ok {
+			t.Errorf("%s %s: mount %s of unknown volume %s", w.kind, w.name, m.MountPath, m.Name)
+		}
+		mounts[m.MountPath] = mount{v, m.ReadOnly}
+	}
+	return mounts
+}
+
+// checkResolverMounts: the node's resolver files (resolvConf auto) are
+// mounted read-only at their own paths.
+func checkResolverMounts(t *testing.T, w workload, mounts map[string]mount) {
+	t.Helper()
+	for _, path := range []string{"/etc/resolv.conf", "/run/systemd/resolve"} {
+		if m, ok := mounts[path]; !ok || m.vol.HostPath == nil || m.vol.HostPath.Path != path || !m.readOnly {
+			t.Errorf("%s %s: host %s not mounted read-only at the same path", w.kind, w.name, path)
+		}
 	}
 }
 
@@ -824,34 +867,8 @@ func checkShim(t *testing.T, o *objects) {
 	for _, v := range w.spec.Volumes {
 		volumes[v.Name] = v
 	}
-	type mount struct {
-		vol      corev1.Volume
-		readOnly bool
-	}
-	mounts := map[string]mount{}
-	for _, m := range c.VolumeMounts {
-		v, ok := volumes[m.Name]
-		if !ok {
-			t.Errorf("shim: mount %s of unknown volume %s", m.MountPath, m.Name)
-		}
-		mounts[m.MountPath] = mount{v, m.ReadOnly}
-	}
-	hostMount := func(path string) (mount, bool) {
-		for p := path; p != "/" && p != "."; p = filepath.Dir(p) {
-			if m, ok := mounts[p]; ok && m.vol.HostPath != nil && m.vol.HostPath.Path == p {
-				return m, true
-			}
-		}
-		return mount{}, false
-	}
-	for path, readOnly := range map[string]bool{
-		"/etc/resolv.conf":     true,
-		"/run/systemd/resolve": true,
-	} {
-		if m, ok := hostMount(path); !ok || m.readOnly != readOnly {
-			t.Errorf("shim: host %s not mounted at the same path (read-only %v)", path, readOnly)
-		}
-	}
+	mounts := mountsOf(t, w, c)
+	checkResolverMounts(t, w, mounts)
 
 	var cfgs []v1alpha1.ShimConfiguration
 	for _, v := range w.spec.Volumes {
