@@ -513,6 +513,48 @@ func checkFacts(t *testing.T, o *objects) {
 	t.Run("shim", func(t *testing.T) { checkShim(t, o) })
 	t.Run("webhook", func(t *testing.T) { checkWebhook(t, o) })
 	t.Run("rbac", func(t *testing.T) { checkRBAC(t, o) })
+	t.Run("agreement", func(t *testing.T) { checkAgreement(t, o) })
+}
+
+// checkAgreement: the cluster DNS address and the cluster zone are the same
+// in every component: the Service, both modes of serve, the shim's config
+// and the webhook's.
+func checkAgreement(t *testing.T, o *objects) {
+	ip := o.dnsService(t).Spec.ClusterIP
+	zones := map[string]string{}
+	for _, w := range o.workloads() {
+		for _, c := range w.spec.Containers {
+			if len(c.Args) > 0 && c.Args[0] == "serve" {
+				zone, _ := flag(c.Args, "cluster-domain")
+				zones[w.kind+" "+w.name+" --cluster-domain"] = zone
+			}
+		}
+	}
+	if len(o.shimConfigs) == 0 || len(o.webhookConfigs) == 0 {
+		t.Fatalf("%d ShimConfigurations and %d WebhookConfigurations, want both", len(o.shimConfigs), len(o.webhookConfigs))
+	}
+	for i, c := range o.shimConfigs {
+		c.SetDefaults()
+		zones[fmt.Sprintf("ShimConfiguration %d clusterDomain", i+1)] = c.ClusterDomain
+		if !slices.Contains(c.ClusterDNS, ip) {
+			t.Errorf("ShimConfiguration %d: clusterDNS %q lacks the DNS Service's %s", i+1, c.ClusterDNS, ip)
+		}
+	}
+	for i, c := range o.webhookConfigs {
+		c.SetDefaults()
+		zones[fmt.Sprintf("WebhookConfiguration %d cluster.clusterDomain", i+1)] = c.Cluster.ClusterDomain
+		if !slices.Contains(c.Cluster.ClusterDNS, ip) {
+			t.Errorf("WebhookConfiguration %d: cluster.clusterDNS %q lacks the DNS Service's %s", i+1, c.Cluster.ClusterDNS, ip)
+		}
+	}
+	if len(zones) < 4 {
+		t.Errorf("cluster zones found: %v, want serve twice and both configs", zones)
+	}
+	for where, zone := range zones {
+		if zone != "cluster.local" {
+			t.Errorf("%s %q; every component must name the same zone (cluster.local here)", where, zone)
+		}
+	}
 }
 
 // checkWorkloads: probes on a declared port, resource requests, the
