@@ -61,6 +61,7 @@ type serveFlags struct {
 
 	mode            string
 	autopath        bool
+	autopathSource  bool
 	autopathCode    uint
 	clusterUpstream listFlag
 	resolvConf      string
@@ -95,6 +96,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.mode, "mode", "cluster", "cluster (the cluster DNS) or node-local (a caching forwarder to --cluster-upstream that adds the autopath option)")
 	fs.BoolVar(&f.autopath, "autopath", true, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
+	fs.BoolVar(&f.autopathSource, "autopath-by-source", false, "cluster mode: also expand plain queries from known pod IPs with that pod's namespace search list (implies --pods verified)")
 	fs.UintVar(&f.autopathCode, "autopath-option-code", 65001, "EDNS0 local option code carrying the autopath search list")
 	fs.Var(&f.clusterUpstream, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port)")
 	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "node-local mode: the node's resolv.conf whose search domains end autopath search lists (watched; \"\" for none)")
@@ -135,6 +137,12 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		}
 	default:
 		return nil, fmt.Errorf("--mode %q: must be cluster or node-local", f.mode)
+	}
+	if f.autopathSource {
+		if !f.autopath {
+			return nil, errors.New("--autopath-by-source needs --autopath")
+		}
+		f.pods = "verified"
 	}
 	if f.autopathCode < 65001 || f.autopathCode > 65534 {
 		return nil, fmt.Errorf("--autopath-option-code %d: must be a local option code, 65001-65534", f.autopathCode)
@@ -230,6 +238,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 			return exitFail
 		}
 		opts = append(opts, ap)
+		if f.autopathSource {
+			opts = append(opts, dnsserver.WithAutopathBySource())
+		}
 	}
 	if source != nil {
 		fwd, err := dnsserver.NewForwarder(source, f.listen, 2*time.Second, metrics)

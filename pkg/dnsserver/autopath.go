@@ -3,6 +3,8 @@ package dnsserver
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -15,12 +17,13 @@ import (
 // autopathExpander is server-side search expansion (KEP "DNS Autopath in
 // PodSpec") for names under "search.<ns>.<zone>.ap.k8s.io".
 type autopathExpander struct {
-	code    uint16
-	zone    string // cluster zone without trailing dot
-	exp     prometheus.Counter
-	hits    *prometheus.CounterVec
-	misses  prometheus.Counter
-	formErr prometheus.Counter
+	code     uint16
+	sourceIP bool
+	zone     string // cluster zone without trailing dot
+	exp      prometheus.Counter
+	hits     *prometheus.CounterVec
+	misses   prometheus.Counter
+	formErr  prometheus.Counter
 }
 
 // WithAutopath answers names under the ap.k8s.io suffix by server-side
@@ -52,6 +55,77 @@ func WithAutopath(code uint16, reg prometheus.Registerer) (Option, error) {
 		a.zone = strings.TrimSuffix(h.zoneName, ".")
 		h.ap = a
 	}, nil
+}
+
+// WithAutopathBySource also expands plain queries from known pod IPs (CoreDNS's
+// "autopath @kubernetes"): a query for "<name>.<ns>.svc.<zone>" from a pod of
+// namespace ns is answered for the first of "<name>.<each search>" and
+// "<name>." that exists. It needs WithAutopath before it and pods verified.
+// Known weakness: a pod IP reused by a pod of another namespace before the
+// watch delivers the change expands with the old namespace's search list.
+func WithAutopathBySource() Option {
+	return func(h *Handler) {
+		if h.ap != nil {
+			h.ap.sourceIP = true
+		}
+	}
+}
+
+// bySource answers req from its source address when it is a first search
+// query of a known pod; ok is false otherwise (the normal path answers).
+func (a *autopathExpander) answerBySource(ctx context.Context, h *Handler, src net.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
+	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery {
+		return nil, false
+	}
+	var ip netip.Addr
+	switch a := src.(type) {
+	case *net.UDPAddr:
+		ip, _ = netip.AddrFromSlice(a.IP)
+	case *net.TCPAddr:
+		ip, _ = netip.AddrFromSlice(a.IP)
+	}
+	z := h.zone()
+	if z == nil || !ip.IsValid() {
+		return nil, false
+	}
+	ns, ok := z.snap.PodNamespace(ip)
+	if !ok {
+		return nil, false
+	}
+	q := req.Question[0]
+	suffix := "." + ns + ".svc." + a.zone + "."
+	if len(q.Name) <= len(suffix) || !strings.EqualFold(q.Name[len(q.Name)-len(suffix):], suffix) {
+		return nil, false
+	}
+	base := q.Name[:len(q.Name)-len(suffix)] + "."
+	r := a.search(ctx, h, q, base, autopath.PodSearches(ns, a.zone), z.ttl)
+	if r.Rcode == dns.RcodeNameError {
+		r.Ns = z.negative(lowerFQDN(q.Name))
+	}
+	// The first candidate is the asked name itself: no CNAME to itself.
+	if len(r.Answer) > 0 {
+		if c, isCNAME := r.Answer[0].(*dns.CNAME); isCNAME && strings.EqualFold(c.Target, q.Name) {
+			r.Answer = r.Answer[1:]
+		}
+	}
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.RecursionAvailable = h.fwd != nil
+	m.Rcode, m.Authoritative = r.Rcode, r.Authoritative
+	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
+	size := dns.MinMsgSize
+	if opt := req.IsEdns0(); opt != nil {
+		size = max(size, int(opt.UDPSize()))
+		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		o.SetUDPSize(ednsSize)
+		o.SetDo(opt.Do())
+		m.Extra = append(m.Extra, o)
+	}
+	if tcp {
+		size = dns.MaxMsgSize
+	}
+	m.Truncate(size)
+	return m, true
 }
 
 // owns reports a name under the autopath suffix: such names are always
@@ -98,10 +172,16 @@ func (a *autopathExpander) expand(ctx context.Context, h *Handler, req *dns.Msg)
 	if !found {
 		searches = autopath.PodSearches(n.Namespace, a.zone)
 	}
+	return a.search(ctx, h, q, n.Base, searches, ttl)
+}
+
+// search tries base under each search domain, then base itself, and answers
+// with the first that is not NXDOMAIN behind a CNAME from q.Name.
+func (a *autopathExpander) search(ctx context.Context, h *Handler, q dns.Question, base string, searches []string, ttl uint32) Result {
 	a.exp.Inc()
 	servfail := false
 	forwarded := false
-	for i, c := range autopath.Candidates(n.Base, searches) {
+	for i, c := range autopath.Candidates(base, searches) {
 		r := h.Resolve(ctx, dns.Question{Name: c, Qtype: q.Qtype, Qclass: q.Qclass})
 		forwarded = forwarded || r.Forwarded
 		switch r.Rcode {
@@ -121,5 +201,5 @@ func (a *autopathExpander) expand(ctx context.Context, h *Handler, req *dns.Msg)
 	if servfail {
 		return Result{Rcode: dns.RcodeServerFailure, Forwarded: forwarded}
 	}
-	return neg()
+	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{soaRR(autopath.Suffix, h.zoneName, ttl, 1)}}
 }

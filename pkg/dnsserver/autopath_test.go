@@ -1,6 +1,8 @@
 package dnsserver_test
 
 import (
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -124,5 +126,58 @@ func TestAutopathOff(t *testing.T) {
 	// Without autopath the name is just another external name.
 	if count.get() != 1 || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].Header().Rrtype != dns.TypeA {
 		t.Fatalf("autopath off: %v (upstream queries %d)", r, count.get())
+	}
+}
+
+func askFrom(t *testing.T, network, src, addr, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	if network == "udp" {
+		d.LocalAddr = &net.UDPAddr{IP: net.ParseIP(src)}
+	} else {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
+	}
+	c := &dns.Client{Net: network, Dialer: d, Timeout: 3 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("%s from %s %s: %v", network, src, name, err)
+	}
+	return r
+}
+
+func TestAutopathBySource(t *testing.T) {
+	up, _ := upstream(t)
+	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, time.Second, nil)
+	withAP, _ := dnsserver.WithAutopath(0, nil)
+	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, dnsserver.WithForwarder(fwd), withAP, dnsserver.WithAutopathBySource())
+	e.st.SetPod(store.Pod{Namespace: "prod", Name: "client", IPs: []netip.Addr{mustAddr("127.0.0.7")}})
+	e.st.SetPod(store.Pod{Namespace: "prod", Name: "old", IPs: []netip.Addr{mustAddr("127.0.0.9")}})
+	e.st.SetPod(store.Pod{Namespace: "default", Name: "new", IPs: []netip.Addr{mustAddr("127.0.0.9")}})
+	e.st.Publish()
+	for _, network := range []string{"udp", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			r := askFrom(t, network, "127.0.0.7", e.addr, "kubernetes.default.prod.svc.cluster.local.", dns.TypeA)
+			want := []string{"kubernetes.default.prod.svc.cluster.local. 5 IN CNAME kubernetes.default.svc.cluster.local.", "kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"}
+			if got := rrStrings(r.Answer); r.Rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
+				t.Fatalf("svc.other-ns from a pod: %v %q", dns.RcodeToString[r.Rcode], got)
+			}
+			r = askFrom(t, network, "127.0.0.7", e.addr, "web.prod.svc.cluster.local.", dns.TypeA)
+			if got := rrStrings(r.Answer); !slices.Equal(got, []string{"web.prod.svc.cluster.local. 5 IN A 10.96.0.10"}) {
+				t.Fatalf("first search domain answers itself, no CNAME: %q", got)
+			}
+			r = askFrom(t, network, "127.0.0.7", e.addr, "www.example.org.prod.svc.cluster.local.", dns.TypeA)
+			want = []string{"www.example.org. 60 IN A 192.0.2.1", "www.example.org.prod.svc.cluster.local. 5 IN CNAME www.example.org."}
+			if got := rrStrings(r.Answer); !slices.Equal(got, want) {
+				t.Fatalf("external name from a pod: %q", got)
+			}
+			// An unknown source, and an IP two namespaces claim, get the plain answer.
+			for _, src := range []string{"127.0.0.8", "127.0.0.9"} {
+				if r := askFrom(t, network, src, e.addr, "kubernetes.default.prod.svc.cluster.local.", dns.TypeA); r.Rcode != dns.RcodeNameError {
+					t.Fatalf("from %s: %v", src, r)
+				}
+			}
+		})
 	}
 }

@@ -322,6 +322,17 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
+	if h.ap != nil && h.ap.sourceIP {
+		// Answers that depend on the source are never cached.
+		if m, ok := h.ap.answerBySource(context.Background(), h, w.RemoteAddr(), req, tcp); ok {
+			if b, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
+				*bp = b
+				h.write(w, b)
+				h.metrics.observe(qtype, m.Rcode, time.Since(start))
+				return
+			}
+		}
+	}
 
 	key, cacheable := cacheKeyOf(req, tcp)
 	var z *zone

@@ -274,6 +274,15 @@ type Snapshot struct {
 	names      map[string]*Node
 	namespaces map[string]struct{}
 	exposed    map[string]struct{}
+	podNS      map[netip.Addr]string // verified mode: pod IP → namespace, "" when two namespaces share the IP
+}
+
+// PodNamespace returns the namespace of the pod with IP ip (pods verified
+// only). An IP that pods of two namespaces claim (a reused IP the watch has
+// not caught up with yet) is reported as unknown.
+func (s *Snapshot) PodNamespace(ip netip.Addr) (string, bool) {
+	ns, ok := s.podNS[ip.Unmap()]
+	return ns, ok && ns != ""
 }
 
 // Lookup returns the node of a lowercase fully qualified name (with the
@@ -550,6 +559,7 @@ func (s *Store) build(serial uint32) *Snapshot {
 	}
 
 	if opts.Pods == PodsVerified {
+		snap.podNS = make(map[netip.Addr]string, len(s.pods))
 		for _, p := range s.pods {
 			ns := strings.ToLower(p.Namespace)
 			if !expose(ns) {
@@ -558,6 +568,11 @@ func (s *Store) build(serial uint32) *Snapshot {
 			snap.Counts.Pods++
 			for _, ip := range p.IPs {
 				addAddr(b.node(DashedIP(ip)+"."+ns+".pod."+s.zone), ip)
+				if have, dup := snap.podNS[ip.Unmap()]; dup && have != ns {
+					snap.podNS[ip.Unmap()] = ""
+				} else {
+					snap.podNS[ip.Unmap()] = ns
+				}
 			}
 		}
 	} else {
