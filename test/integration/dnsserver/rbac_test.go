@@ -138,8 +138,8 @@ func sortedResources() []groupResource {
 // role grants list and watch on what the feed reads and nothing else.
 func TestRBACManifest(t *testing.T) {
 	o := loadRBAC(t)
-	if o.sa.Namespace != "dnsconfigurer-system" {
-		t.Errorf("ServiceAccount namespace %q, want dnsconfigurer-system", o.sa.Namespace)
+	if o.sa.Namespace != "dnsconfigurer" {
+		t.Errorf("ServiceAccount namespace %q, want dnsconfigurer, the namespace of deploy/", o.sa.Namespace)
 	}
 	want := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: o.role.Name}
 	if o.binding.RoleRef != want {
