@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Regenerates docs/reference.md from the binary's own help texts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$(mktemp -d)/dnsconfigurer
+go build -o "$bin" ./cmd/dnsconfigurer
+{
+	echo "# Command reference"
+	echo
+	echo "Generated from \`dnsconfigurer <subcommand> -h\` (regenerate with \`docs/gen-reference.sh\`). The versioned config files are in [api/v1alpha1](../api/v1alpha1): \`ShimConfiguration\` (shim) and \`WebhookConfiguration\` (webhook), \`apiVersion: dnsconfigurer.io/v1alpha1\`; flags given on the command line override the file."
+	echo
+	"$bin" help 2>&1 | sed 's/^/    /'
+	for c in demo render validate hostresolv serve shim webhook; do
+		echo
+		echo "## $c"
+		echo
+		echo '```'
+		"$bin" "$c" -h 2>&1 || true
+		echo '```'
+	done
+} >docs/reference.md
