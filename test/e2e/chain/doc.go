@@ -1,0 +1,21 @@
+// Package chain is the end-to-end test of the whole dnsconfigurer chain on
+// one machine (issue 9): a real containerd (test/e2e/containerd) behind the
+// `dnsconfigurer shim` binary, the cluster DNS (`dnsconfigurer serve` on
+// 10.96.0.10) and the node-local stage (`serve --mode node-local` on
+// 169.254.20.10), all started from the built binary inside the harness's
+// network namespace, and two upstream stubs (192.0.2.53, 192.0.2.54) served
+// in-process on sockets bound in that namespace.
+//
+// Pods of each dnsPolicy are started through the shim with the sandbox
+// config kubelet would send, and a container in each resolves cluster and
+// external names with the pure Go stub resolver reading the rendered
+// /etc/resolv.conf. The test asserts the answers, counts the queries each
+// server received per lookup (from the servers' own /metrics and the stubs'
+// counters) and logs the table; then it rewrites the node's resolv.conf in
+// place and checks that new Default pods and the cluster DNS's forwarding
+// follow it without a restart.
+//
+// Run as root after test/e2e/setup.sh:
+//
+//	go test -count=1 -v -run TestChain ./test/e2e/chain/
+package chain
