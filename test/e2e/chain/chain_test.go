@@ -32,9 +32,10 @@ const (
 	upstream1     = "192.0.2.53"
 	upstream2     = "192.0.2.54"
 
-	// The node's resolv.conf before and after the rewrite.
+	// The node's resolv.conf before and after the rewrite: a new upstream
+	// and a new search domain, which only the new upstream serves.
 	hostResolv    = "nameserver " + upstream1 + "\nsearch corp.example\n"
-	newHostResolv = "nameserver " + upstream2 + "\nsearch corp.example\n"
+	newHostResolv = "nameserver " + upstream2 + "\nsearch corp2.example\n"
 
 	// /metrics of the servers, on the namespace's loopback.
 	clusterMetrics   = "127.0.0.1:9153"
@@ -42,10 +43,12 @@ const (
 	shimMetrics      = "127.0.0.1:9353"
 )
 
-// The answers of the two upstream stubs for www.example.com.
+// The answers of the two upstream stubs for www.example.com (sorted), and
+// the name under the new search domain.
 var (
-	stub1Answers = []string{"2001:db8::53", "203.0.113.53"}
-	stub2Answers = []string{"198.51.100.54", "2001:db8::54"}
+	stub1Answers    = []string{"2001:db8::53", "203.0.113.53"}
+	stub2Answers    = []string{"198.51.100.54", "2001:db8::54"}
+	intranetAnswers = []string{"198.51.100.99"}
 )
 
 // objects are the cluster the cluster DNS serves (--objects).
@@ -128,8 +131,8 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 			t.Fatal(err)
 		}
 	}
-	c.stub1 = newCounter(upstreamStub(stub1Answers[1], stub1Answers[0]))
-	c.stub2 = newCounter(upstreamStub(stub2Answers[0], stub2Answers[1]))
+	c.stub1 = newCounter(upstreamStub(map[string][]string{"www.example.com.": stub1Answers}))
+	c.stub2 = newCounter(upstreamStub(map[string][]string{"www.example.com.": stub2Answers, "intranet.corp2.example.": intranetAnswers}))
 	serveStub(t, h, upstream1+":53", c.stub1)
 	serveStub(t, h, upstream2+":53", c.stub2)
 
@@ -470,68 +473,105 @@ func TestChain(t *testing.T) {
 }
 
 // rewriteHostResolvConf rewrites the node's resolv.conf in place (a new
-// upstream) under the running chain: the cluster DNS forwards to the new
-// upstream, and a new Default pod gets the new nameserver, without a
-// restart.
+// upstream and a new search domain) under the running chain. Without a
+// restart: every watcher (shim, cluster DNS, node-local) publishes it, the
+// cluster DNS forwards to the new upstream, the node-local stage sends the
+// new search domain in the autopath option, and new pods get the new file
+// (Default) or the new host search (ClusterFirst), while running pods keep
+// theirs.
 func (c *chain) rewriteHostResolvConf(t *testing.T, ctx context.Context, pods []*podUnderTest) {
-	t.Helper()
-	before := c.stub2.snapshot()
+	const reloaded = `dnsconfigurer_hostresolv_reloads_total{result="ok"}`
+	watchers := []struct{ name, addr string }{{"shim", shimMetrics}, {"cluster DNS", clusterMetrics}, {"node-local", nodeLocalMetrics}}
+	before := map[string]float64{}
+	for _, w := range watchers {
+		m, err := scrape(c.http, w.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[w.name] = m[reloaded]
+	}
+	stub2Before := c.stub2.snapshot()
 	changed := time.Now()
 	if err := os.WriteFile(c.resolv, []byte(newHostResolv), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
-	// The cluster DNS's forwarding follows the file: poll the external
-	// name from the ClusterFirst pod (cluster DNS, then upstream) and from
-	// the autopath pod (node-local, cluster DNS, upstream).
-	for _, p := range pods {
-		if p.firstHop != clusterDNS && p.firstHop != nodeLocalDNS || p.pod.Spec.DNSPolicy == corev1.DNSNone {
-			continue
-		}
-		var got []string
-		var err error
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			got, err = c.lookup(ctx, p, "www.example.com", "IP")
-			if err == nil && slices.Equal(got, stub2Answers) || time.Now().After(deadline) {
+	// Each process's watcher publishes the new file.
+	for _, w := range watchers {
+		var m map[string]float64
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var err error
+			if m, err = scrape(c.http, w.addr); err != nil {
+				t.Fatal(err)
+			}
+			if m[reloaded] > before[w.name] && m["dnsconfigurer_hostresolv_file_healthy"] == 1 || time.Now().After(deadline) {
 				break
 			}
 		}
-		if err != nil || !slices.Equal(got, stub2Answers) {
-			t.Errorf("%s: www.example.com after the rewrite = %v, %v; want the new upstream's %v", p.pod.Name, got, err, stub2Answers)
+		if m[reloaded] <= before[w.name] {
+			t.Errorf("%s: the watcher did not publish the rewritten file in 10s (reloads ok %v)", w.name, m[reloaded])
 			continue
 		}
-		t.Logf("%s (%s): www.example.com answered by the new upstream %v after the rewrite", p.pod.Name, dnsPolicyName(p.pod), time.Since(changed).Round(time.Millisecond))
+		t.Logf("%s: rewritten resolv.conf published after %v", w.name, time.Since(changed).Round(time.Millisecond))
 	}
-	if after := c.stub2.snapshot(); after[dns.TypeA] <= before[dns.TypeA] {
+
+	// poll runs a lookup in p until it gives want or 20s pass.
+	poll := func(p *podUnderTest, host string, want []string) {
+		t.Helper()
+		var got []string
+		var err error
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			got, err = c.lookup(ctx, p, host, "IP")
+			if err == nil && slices.Equal(got, want) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %s after the rewrite = %v, %v; want %v", p.pod.Name, host, got, err, want)
+			return
+		}
+		t.Logf("%s (%s): %s = %v after the rewrite (%v)", p.pod.Name, dnsPolicyName(p.pod), host, got, time.Since(changed).Round(time.Millisecond))
+	}
+	for _, p := range pods {
+		switch dnsPolicyName(p.pod) {
+		case string(corev1.DNSClusterFirst):
+			// cluster DNS → the new upstream.
+			poll(p, "www.example.com", stub2Answers)
+		case string(policy.ClusterFirstWithAutopath):
+			// node-local → cluster DNS → the new upstream; and the node's
+			// new search domain, which reaches the cluster DNS only in the
+			// node-local stage's autopath option.
+			poll(p, "www.example.com", stub2Answers)
+			poll(p, "intranet", intranetAnswers)
+		case string(corev1.DNSDefault):
+			// A running pod keeps the file it was given.
+			rc, err := c.shim.ResolvConf(ctx, p.ctr.ID)
+			if want := "search corp.example\nnameserver " + upstream1 + "\n"; err != nil || rc != want {
+				t.Errorf("%s: /etc/resolv.conf = %q, %v; want it unchanged, %q", p.pod.Name, rc, err, want)
+			}
+		}
+	}
+	if after := c.stub2.snapshot(); after[dns.TypeA] <= stub2Before[dns.TypeA] {
 		t.Errorf("the new upstream received no A query (%v)", after)
 	}
 
-	// A new Default pod: kubelet reads the file for it, the shim keeps
-	// kubelet's config for a pod it cannot tell from None without an API
-	// server, and containerd writes it.
-	p := c.run(t, ctx, newPod("default-after", corev1.DNSDefault, nil))
-	rc, err := c.shim.ResolvConf(ctx, p.ctr.ID)
-	if err != nil {
-		t.Fatal(err)
+	// New pods. kubelet reads the file for each pod; the shim keeps its
+	// config for a Default pod (which it cannot tell from None without an
+	// API server) and recomputes a ClusterFirst pod's with its own
+	// watcher's copy (run checks both against render on the new file).
+	def := c.run(t, ctx, newPod("default-after", corev1.DNSDefault, nil))
+	if rc, err := c.shim.ResolvConf(ctx, def.ctr.ID); err != nil || rc != "search corp2.example\nnameserver "+upstream2+"\n" {
+		t.Errorf("new Default pod: /etc/resolv.conf = %q, %v; want the new file", rc, err)
+	} else {
+		t.Logf("new Default pod after the rewrite: /etc/resolv.conf\n%s", rc)
 	}
-	if want := "search corp.example\nnameserver " + upstream2 + "\n"; rc != want {
-		t.Errorf("new Default pod: /etc/resolv.conf = %q, want %q", rc, want)
+	poll(def, "www.example.com", stub2Answers)
+	poll(def, "intranet", intranetAnswers)
+	cf := c.run(t, ctx, newPod("cluster-first-after", corev1.DNSClusterFirst, nil))
+	if rc, err := c.shim.ResolvConf(ctx, cf.ctr.ID); err == nil {
+		t.Logf("new ClusterFirst pod after the rewrite: /etc/resolv.conf\n%s", rc)
 	}
-	if got, err := c.lookup(ctx, p, "www.example.com", "IP"); err != nil || !slices.Equal(got, stub2Answers) {
-		t.Errorf("new Default pod: www.example.com = %v, %v; want %v", got, err, stub2Answers)
-	}
-	t.Logf("new Default pod after the rewrite: /etc/resolv.conf\n%s", rc)
-
-	// The Default pod started before keeps the file it was given.
-	for _, old := range pods {
-		if old.pod.Spec.DNSPolicy != corev1.DNSDefault {
-			continue
-		}
-		rc, err := c.shim.ResolvConf(ctx, old.ctr.ID)
-		if err != nil || !strings.Contains(rc, "nameserver "+upstream1) {
-			t.Errorf("old Default pod: /etc/resolv.conf = %q, %v; want it unchanged (nameserver %s)", rc, err, upstream1)
-		}
-	}
+	poll(cf, "intranet", intranetAnswers)
 }
 
 // dnsPolicyName names a pod's policy, the autopath annotation included.

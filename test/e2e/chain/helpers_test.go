@@ -243,10 +243,11 @@ func (c *counter) snapshot() map[uint16]int {
 	return n
 }
 
-// upstreamStub answers www.example.com with a and aaaa (TTL 1, so that
-// nothing on the path keeps an answer across the resolv.conf rewrite) and
-// NXDOMAIN for anything else.
-func upstreamStub(a, aaaa string) dns.Handler {
+// upstreamStub answers the names in records (fully qualified, lower case)
+// with their addresses, A or AAAA by family, with TTL 1 so that nothing on
+// the path keeps an answer across the resolv.conf rewrite; NXDOMAIN for
+// any other name.
+func upstreamStub(records map[string][]string) dns.Handler {
 	return dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(r)
@@ -256,16 +257,25 @@ func upstreamStub(a, aaaa string) dns.Handler {
 			return
 		}
 		q := r.Question[0]
-		switch {
-		case strings.EqualFold(q.Name, "www.example.com.") && q.Qtype == dns.TypeA:
-			m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1}, A: net.ParseIP(a)}}
-		case strings.EqualFold(q.Name, "www.example.com.") && q.Qtype == dns.TypeAAAA:
-			m.Answer = []dns.RR{&dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: 1}, AAAA: net.ParseIP(aaaa)}}
-		case strings.EqualFold(q.Name, "www.example.com."):
-		default:
+		addrs, ok := records[strings.ToLower(q.Name)]
+		if !ok {
 			m.Rcode = dns.RcodeNameError
 			soa, _ := dns.NewRR(". 1 IN SOA a.root. b.root. 1 1 1 1 1")
 			m.Ns = []dns.RR{soa}
+			_ = w.WriteMsg(m)
+			return
+		}
+		for _, a := range addrs {
+			ip := net.ParseIP(a)
+			hdr := dns.RR_Header{Name: q.Name, Class: dns.ClassINET, Ttl: 1}
+			switch {
+			case ip.To4() != nil && q.Qtype == dns.TypeA:
+				hdr.Rrtype = dns.TypeA
+				m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: ip})
+			case ip.To4() == nil && q.Qtype == dns.TypeAAAA:
+				hdr.Rrtype = dns.TypeAAAA
+				m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: ip})
+			}
 		}
 		_ = w.WriteMsg(m)
 	})
