@@ -2,11 +2,13 @@ package deploy
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -21,8 +23,12 @@ func TestApply(t *testing.T) {
 	out := render(t)
 	cp := apiserver.StartT(t)
 
+	r := &objects{}
 	var keep [][]byte
-	for _, doc := range splitDocs(out) {
+	for i, doc := range splitDocs(out) {
+		if err := r.add(fmt.Sprintf("rendered document %d", i+1), doc); err != nil {
+			t.Fatal(err)
+		}
 		var head struct {
 			APIVersion string `json:"apiVersion"`
 		}
@@ -88,6 +94,37 @@ func TestApply(t *testing.T) {
 		}
 		if got.Status.Allowed != a.allowed {
 			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", a.sa, a.verb, a.group, a.resource, a.ns, got.Status.Allowed, a.allowed, got.Status.Reason)
+		}
+	}
+
+	// Pods: admission (Priority, PodSecurity) and pod validation run only
+	// on pods, so create one from each template. Nothing schedules or runs
+	// them (no scheduler, no kubelet). The DaemonSets' pods go into the
+	// base's namespace (PodSecurity privileged); the Deployments' pods
+	// into one that enforces restricted, as deploy/README.md claims they
+	// meet it. The webhook configuration goes first: its Service has no
+	// endpoints here.
+	if err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "dnsconfigurer", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restricted := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "deploy-restricted", Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}}}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, restricted, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range r.workloads() {
+		ns := namespace
+		if w.kind == "Deployment" {
+			ns = restricted.Name
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: w.name + "-", Namespace: ns, Labels: w.podLabels},
+			Spec:       w.spec,
+		}
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s %s: a pod of its template in namespace %s: %v", w.kind, w.name, ns, err)
 		}
 	}
 }
