@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 // skips t without a go command.
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds dnsconfigurer: skipped in -short mode")
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to build dnsconfigurer: %v", err)
