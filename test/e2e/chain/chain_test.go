@@ -398,6 +398,7 @@ func TestChain(t *testing.T) {
 		"| pod | lookup | answer | node-local | cluster DNS | upstream |",
 		"|---|---|---|---|---|---|",
 	}
+	sent := map[string]int{} // "<policy> <host>": queries the pod sent
 	for _, p := range pods {
 		for _, lk := range lookups {
 			before := c.counts(t)
@@ -418,6 +419,7 @@ func TestChain(t *testing.T) {
 				t.Errorf("%s: %s %s = %v, want %v", p.pod.Name, lk.host, lk.typ, got, lk.want)
 			}
 			table = append(table, fmt.Sprintf("| %s | %s `%s` %s | %s | %d | %s | %s |", dnsPolicyName(p.pod), lk.name, lk.host, lk.typ, answer, nl, cl, up))
+			sent[dnsPolicyName(p.pod)+" "+lk.host] = map[string]int{nodeLocalDNS: nl, clusterDNS: cl.total, upstream1: up.total}[p.firstHop]
 
 			// What the pod itself sent, at its first hop.
 			switch p.firstHop {
@@ -449,6 +451,13 @@ func TestChain(t *testing.T) {
 		}
 	}
 	t.Logf("queries each server received per lookup (pure Go resolver in the container; total (by type)):\n%s", strings.Join(table, "\n"))
+	// Where ClusterFirst walks the search list, autopath sends fewer.
+	for _, host := range []string{"db.other", "www.example.com"} {
+		cf, ap := sent[string(corev1.DNSClusterFirst)+" "+host], sent[string(policy.ClusterFirstWithAutopath)+" "+host]
+		if ap >= cf {
+			t.Errorf("%s: the autopath pod sent %d queries, the ClusterFirst pod %d; want fewer with autopath", host, ap, cf)
+		}
+	}
 	if m, err := scrape(c.http, shimMetrics); err == nil {
 		if v := m[`dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"}`]; v != 1 {
 			t.Errorf("shim: rewritten sandboxes = %v, want 1 (the autopath pod)", v)
