@@ -7,13 +7,21 @@
 // in-process on sockets bound in that namespace.
 //
 // Pods of each dnsPolicy are started through the shim with the sandbox
-// config kubelet would send, and a container in each resolves cluster and
+// config kubelet would send (`dnsconfigurer render` on the pod without the
+// autopath annotation, reading the node's resolv.conf for every pod as
+// kubelet does); the shim has no API server, so it works from that config
+// and the pod annotations. A container in each resolves cluster and
 // external names with the pure Go stub resolver reading the rendered
 // /etc/resolv.conf. The test asserts the answers, counts the queries each
 // server received per lookup (from the servers' own /metrics and the stubs'
 // counters) and logs the table; then it rewrites the node's resolv.conf in
 // place and checks that new Default pods and the cluster DNS's forwarding
 // follow it without a restart.
+//
+// The subtest none-shaped-like-cluster-first pins a shim bug: a None pod
+// whose dnsConfig looks like ClusterFirst's (cluster DNS first, the three
+// cluster searches, an ndots option) is taken for ClusterFirst by
+// cri.FromSandbox and gets the node's searches appended.
 //
 // Run as root after test/e2e/setup.sh:
 //
