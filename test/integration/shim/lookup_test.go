@@ -2,6 +2,8 @@ package shim_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"sync"
 	"testing"
 	"time"
@@ -332,7 +334,7 @@ func TestStaticPod(t *testing.T) {
 	}
 
 	t.Run("mirror pod", func(t *testing.T) {
-		const hash = "6f1c3b1e8a4f4f0e9d2c7b5a3e1d0c9b"
+		hash := configHash(t)
 		mirror := apiPods(ns)[0].pod.DeepCopy()
 		mirror.Name = "static-" + node
 		mirror.Annotations["kubernetes.io/config.mirror"] = hash
@@ -346,7 +348,7 @@ func TestStaticPod(t *testing.T) {
 			t.Fatalf("the informer has no pod for config hash %s after %v", hash, waitBound)
 		}
 		req := static(mirror.Name, hash)
-		mirror.UID = hash // the engine's input carries the static pod's UID
+		mirror.UID = types.UID(hash) // the engine's input carries the static pod's UID
 		want, other := fromAPI(t, eng, mirror, req), fromSandbox(t, eng, req)
 		if want == other {
 			t.Fatalf("bad case: the mirror pod and the sandbox config give the same %s", want)
@@ -360,7 +362,7 @@ func TestStaticPod(t *testing.T) {
 	})
 
 	t.Run("no mirror pod", func(t *testing.T) {
-		const hash = "0a9b8c7d6e5f40312233445566778899"
+		hash := configHash(t)
 		req := static("static-gone-"+node, hash)
 		want := fromSandbox(t, eng, req)
 		start := time.Now()
@@ -374,6 +376,17 @@ func TestStaticPod(t *testing.T) {
 			t.Errorf("runtime got %s\nwant (sandbox config) %s", got, want)
 		}
 	})
+}
+
+// configHash returns a random config hash, as kubelet gives a static pod.
+// Mirror pods are indexed across namespaces, so each run needs its own.
+func configHash(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }
 
 func ptr[T any](v T) *T { return &v }
