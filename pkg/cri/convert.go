@@ -3,6 +3,7 @@ package cri
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -122,7 +123,8 @@ func FromSandbox(cfg *runtimeapi.PodSandboxConfig, eng *policy.Engine, host poli
 		clusterSearches = []string{namespace + ".svc." + d, "svc." + d, d}
 	}
 	clusterDNS := eng.ClusterDNS()
-	if len(clusterDNS) > 0 && hasPrefix(servers, clusterDNS) && hasPrefix(searches, clusterSearches) && hasOption(options, "ndots") {
+	if len(clusterDNS) > 0 && hasPrefix(servers, clusterDNS) && hasPrefix(searches, clusterSearches) && hasOption(options, "ndots") &&
+		hostSearchesFollow(searches, clusterSearches, host.Searches) {
 		in.Policy = policy.ClusterFirst
 		if in.HostNetwork {
 			in.Policy = policy.ClusterFirstWithHostNet
@@ -148,6 +150,32 @@ func FromSandbox(cfg *runtimeapi.PodSandboxConfig, eng *policy.Engine, host poli
 	}
 	in.DNSConfig = pod
 	return in, nil
+}
+
+// hostSearchesFollow reports whether kubelet's search list continues after
+// the cluster searches with the node's host searches, as kubelet builds it
+// for ClusterFirst (duplicates of the cluster searches omitted). A None pod
+// whose dnsConfig merely looks like ClusterFirst lacks them. A list cut
+// short by kubelet's limits (32 entries, 2048 characters) may end inside
+// them.
+func hostSearchesFollow(searches, cluster, hostSearches []string) bool {
+	var expect []string
+	for _, h := range without(hostSearches, cluster) {
+		if !slices.Contains(expect, h) {
+			expect = append(expect, h)
+		}
+	}
+	rest := searches[len(cluster):]
+	if hasPrefix(rest, expect) {
+		return true
+	}
+	if !hasPrefix(expect, rest) {
+		return false
+	}
+	// rest is a strict prefix of the host searches: only a trimmed list.
+	next := expect[len(rest)]
+	joined := len(strings.Join(searches, " "))
+	return len(searches) >= policy.MaxSearchPaths || joined+1+len(next) > policy.MaxSearchListChars || len(next) > policy.MaxSearchLength
 }
 
 func hasPrefix(s, prefix []string) bool {
