@@ -163,7 +163,7 @@ func TestShimCommand(t *testing.T) {
 		if err := runSandbox(client, req); err != nil {
 			t.Fatalf("RunPodSandbox, attempt %d: %v", attempt, err)
 		}
-		checkTrimEvents(t, admin, big, int32(attempt+1))
+		checkTrimEvents(t, admin, big, int32(attempt+1), waitBound)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -37,11 +37,12 @@ const (
 	searchEvent     = "Search Line limits were exceeded, some search paths have been omitted, the applied search line is: "
 )
 
-// checkTrimEvents waits until the pod has the two Warning Events of a
-// trimmed config, each counted count times, and checks what they say.
-func checkTrimEvents(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, count int32) {
+// checkTrimEvents waits up to bound until the pod has the two Warning
+// Events of a trimmed config, each counted count times, and checks what
+// they say.
+func checkTrimEvents(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, count int32, bound time.Duration) {
 	t.Helper()
-	evs := waitEvents(t, client, pod.Namespace, string(pod.UID), func(evs []corev1.Event) bool {
+	evs := waitEvents(t, client, pod.Namespace, string(pod.UID), bound, func(evs []corev1.Event) bool {
 		if len(evs) != 2 {
 			return false
 		}
@@ -95,7 +96,7 @@ func TestTrimEvents(t *testing.T) {
 		if err := runSandbox(s.client, req); err != nil {
 			t.Fatalf("RunPodSandbox, attempt %d: %v", attempt, err)
 		}
-		checkTrimEvents(t, admin, pod, int32(attempt+1))
+		checkTrimEvents(t, admin, pod, int32(attempt+1), waitBound)
 	}
 	got := s.runtime.sandbox(string(pod.UID)).DnsConfig
 	if want := []string{"10.96.0.10", "10.0.0.1", "10.0.0.2"}; strings.Join(got.Servers, " ") != strings.Join(want, " ") {
