@@ -288,6 +288,18 @@ func omitDuplicates(s []string) []string {
 		return s
 	}
 	out := s[:0]
+	if len(s) <= 8 {
+	small:
+		for _, v := range s {
+			for _, have := range out {
+				if have == v {
+					continue small
+				}
+			}
+			out = append(out, v)
+		}
+		return out
+	}
 	if len(s) <= 64 {
 		var hs [64]uint64
 	outer:
