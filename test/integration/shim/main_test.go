@@ -15,8 +15,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,6 +231,7 @@ type shim struct {
 	informer *cri.PodInformer
 	reg      *prometheus.Registry
 	logs     *lockedBuffer
+	requests *requestLog // the API requests of the shim's client
 }
 
 // shimOptions change startShim's wiring.
@@ -258,11 +262,14 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 	}
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	requests := &requestLog{}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("shim log:\n%s", logs.String())
+			t.Logf("shim log:\n%s\nAPI requests:\n%s", logs.String(), strings.Join(requests.summary(), "\n"))
 		}
 	})
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(requests.wrap)
 	client := newClient(t, cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -312,7 +319,7 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 		stopAll()
 		stopEvents()
 	})
-	return &shim{client: dialShim(t, path), runtime: rt, informer: informer, reg: reg, logs: logs}
+	return &shim{client: dialShim(t, path), runtime: rt, informer: informer, reg: reg, logs: logs, requests: requests}
 }
 
 // waitSynced waits for the informer's first list.
@@ -355,6 +362,72 @@ func (s *shim) counter(t *testing.T, name string, labels map[string]string) floa
 	}
 	return 0
 }
+
+// request is one API request of the shim: method, path and query, and the
+// response status or the transport error.
+type request struct {
+	method, path, query string
+	status              int
+	err                 error
+}
+
+func (r request) String() string {
+	if r.err != nil {
+		return fmt.Sprintf("%s %s?%s: %v", r.method, r.path, r.query, r.err)
+	}
+	return fmt.Sprintf("%s %s?%s %d", r.method, r.path, r.query, r.status)
+}
+
+// requestLog records the API requests of a client, through rest.Config.Wrap.
+type requestLog struct {
+	mu   sync.Mutex
+	list []request
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return &loggingTransport{rt: rt, log: l}
+}
+
+// all returns the requests so far.
+func (l *requestLog) all() []request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.list)
+}
+
+// summary lists the distinct requests, for failure messages.
+func (l *requestLog) summary() []string {
+	var out []string
+	for _, r := range l.all() {
+		if s := r.String(); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// loggingTransport records each request in log. It is a
+// utilnet.RoundTripperWrapper, so CloseIdleConnectionsFor reaches through.
+type loggingTransport struct {
+	rt  http.RoundTripper
+	log *requestLog
+}
+
+var _ utilnet.RoundTripperWrapper = (*loggingTransport)(nil)
+
+func (t *loggingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	rq := request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, err: err}
+	if resp != nil {
+		rq.status = resp.StatusCode
+	}
+	t.log.mu.Lock()
+	t.log.list = append(t.log.list, rq)
+	t.log.mu.Unlock()
+	return resp, err
+}
+
+func (t *loggingTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.
 type lockedBuffer struct {

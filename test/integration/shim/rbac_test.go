@@ -2,14 +2,22 @@ package shim_test
 
 import (
 	"bytes"
+	"context"
+	"net/http"
 	"os"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
 const rbacFile = "../../../deploy/shim/rbac.yaml"
@@ -96,4 +104,161 @@ func TestRBACManifest(t *testing.T) {
 	if !reflect.DeepEqual(r.binding.Subjects, wantSubjects) {
 		t.Errorf("binding subjects = %+v, want %+v", r.binding.Subjects, wantSubjects)
 	}
+}
+
+// TestRBACMinimal shows each verb of deploy/shim/rbac.yaml's ClusterRole is
+// used: an in-process shim runs as a user bound to the role minus one verb,
+// its requests needing that verb are refused, and what the verb serves
+// breaks. TestShimCommand shows the whole role is enough.
+//
+// client-go lists pods with a watch (sendInitialEvents) where the API server
+// supports it, as this one does; "list" is for servers that do not (the
+// WatchList feature off), which a control plane of the test's own shows.
+func TestRBACMinimal(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	for _, tc := range []struct {
+		resource, verb string
+		// request is the refused request: its method, and whether it is a
+		// watch.
+		method string
+		watch  bool
+		// apiServerArgs, when set, ask for a control plane of the test's own.
+		apiServerArgs []string
+		check         func(t *testing.T, s *shim, client kubernetes.Interface, ns string)
+	}{
+		{"pods", "list", http.MethodGet, false, []string{"--feature-gates=WatchList=false"}, func(t *testing.T, s *shim, _ kubernetes.Interface, _ string) {
+			time.Sleep(absenceWait)
+			if s.informer.HasSynced() {
+				t.Error("the pod informer synced")
+			}
+		}},
+		{"pods", "watch", http.MethodGet, true, nil, func(t *testing.T, s *shim, client kubernetes.Interface, ns string) {
+			// The informer syncs from a list but never watches: it lists
+			// again and again, with a backoff.
+			if n := s.forbidden(t, http.MethodGet, "pods", true); n < 2 {
+				t.Errorf("%d forbidden watches, want the informer to keep retrying", n)
+			}
+		}},
+		{"events", "create", http.MethodPost, false, nil, func(t *testing.T, s *shim, client kubernetes.Interface, ns string) {
+			pod := createPod(t, client, ns, overLimitPod("big"))
+			if err := runSandbox(s.client, kubeletSandbox(t, newEngine(t), pod)); err != nil {
+				t.Fatalf("RunPodSandbox: %v", err)
+			}
+			if evs := eventsAfter(t, client, pod, absenceWait); len(evs) != 0 {
+				t.Errorf("events posted without create: %q", summarize(evs))
+			}
+		}},
+		{"events", "patch", http.MethodPatch, false, nil, func(t *testing.T, s *shim, client kubernetes.Interface, ns string) {
+			pod := createPod(t, client, ns, overLimitPod("big"))
+			req := kubeletSandbox(t, newEngine(t), pod)
+			for attempt := range 2 {
+				req.Config.Metadata.Attempt = uint32(attempt)
+				if err := runSandbox(s.client, req); err != nil {
+					t.Fatalf("RunPodSandbox, attempt %d: %v", attempt, err)
+				}
+				if attempt == 0 {
+					checkTrimEvents(t, client, pod, 1, waitBound)
+				}
+			}
+			for _, e := range eventsAfter(t, client, pod, absenceWait) {
+				if e.Count != 1 {
+					t.Errorf("event counted again without patch: %s x%d", e.Reason, e.Count)
+				}
+			}
+		}},
+	} {
+		t.Run("without "+tc.resource+" "+tc.verb, func(t *testing.T) {
+			cp := cp
+			if tc.apiServerArgs != nil {
+				cp = apiserver.StartT(t, apiserver.WithAPIServerArgs(tc.apiServerArgs...))
+			}
+			ns := cp.Namespace(t)
+			checkGoroutines(t)
+			user := "shim-" + ns
+			bindRoleWithout(t, cp.Client(), loadRBAC(t).role, tc.resource, tc.verb, ns, user)
+			s := startShim(t, cp.ConfigAs(user), shimOptions{lookupTimeout: time.Second})
+			client := newClient(t, cp.Config())
+			tc.check(t, s, client, ns)
+			if s.forbidden(t, tc.method, tc.resource, tc.watch) == 0 {
+				t.Errorf("no forbidden %s of %s (watch %v); requests:\n%s", tc.method, tc.resource, tc.watch, strings.Join(s.requests.summary(), "\n"))
+			}
+			for _, r := range s.requests.all() {
+				if r.status == http.StatusForbidden && (r.method != tc.method || !onResource(r.path, tc.resource) || strings.Contains(r.query, "watch=true") != tc.watch) {
+					t.Errorf("forbidden request of another verb: %v", r)
+				}
+			}
+		})
+	}
+}
+
+// bindRoleWithout creates a copy of role named name, without verb on
+// resource, and binds it to user; both go when the test ends.
+func bindRoleWithout(t *testing.T, admin kubernetes.Interface, role *rbacv1.ClusterRole, resource, verb, name, user string) {
+	t.Helper()
+	role = role.DeepCopy()
+	role.Name = name
+	for i, rule := range role.Rules {
+		if slices.Contains(rule.Resources, resource) {
+			role.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(rule.Verbs), func(v string) bool { return v == verb })
+		}
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	ctx := context.Background()
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create cluster role: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create cluster role binding: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+}
+
+// forbidden waits up to waitBound for a refused (403) request of the shim
+// with method on resource, a watch or not, and returns how many there are.
+func (s *shim) forbidden(t *testing.T, method, resource string, watch bool) int {
+	t.Helper()
+	deadline := time.Now().Add(waitBound)
+	for {
+		n := 0
+		for _, r := range s.requests.all() {
+			if r.status == http.StatusForbidden && r.method == method && onResource(r.path, resource) &&
+				strings.Contains(r.query, "watch=true") == watch {
+				n++
+			}
+		}
+		if n > 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// onResource reports whether an API path is of resource: the collection or
+// one object.
+func onResource(path, resource string) bool {
+	return strings.HasSuffix(path, "/"+resource) || strings.Contains(path, "/"+resource+"/")
+}
+
+// absenceWait is how long a test waits to see that something does not
+// happen: Events and the first sync take well under a second here.
+const absenceWait = 3 * time.Second
+
+// eventsAfter waits d and returns the pod's Events.
+func eventsAfter(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, d time.Duration) []corev1.Event {
+	t.Helper()
+	time.Sleep(d)
+	evs, err := podEvents(client, pod.Namespace, string(pod.UID))
+	if err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	return evs
 }
