@@ -153,8 +153,31 @@ func TestServiceRecords(t *testing.T) {
 		waitAnswer(t, srv.addr, name("alias"), dns.TypeCNAME, "NOERROR CNAME www.example.com.")
 	})
 
+	t.Run("clusterip to externalname", func(t *testing.T) {
+		s, err := svcs.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "moved"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitAnswer(t, srv.addr, name("moved"), dns.TypeA, "NOERROR A "+s.Spec.ClusterIP)
+		updateService(t, client, ns, "moved", func(s *corev1.Service) {
+			s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "www.example.com"}
+		})
+		waitAnswer(t, srv.addr, name("moved"), dns.TypeCNAME, "NOERROR CNAME www.example.com.")
+		mustAnswer(t, srv.addr, "_http._tcp."+name("moved"), dns.TypeSRV, "NXDOMAIN")
+		reverse, err := dns.ReverseAddr(s.Spec.ClusterIP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without an upstream, reverse names the store does not know are
+		// answered here.
+		mustAnswer(t, srv.addr, reverse, dns.TypePTR, "NXDOMAIN")
+	})
+
 	t.Run("delete", func(t *testing.T) {
-		for _, s := range []string{"web", "db", "alias"} {
+		for _, s := range []string{"web", "db", "alias", "moved"} {
 			if err := svcs.Delete(ctx, s, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -163,6 +186,11 @@ func TestServiceRecords(t *testing.T) {
 		waitAnswer(t, srv.addr, name("db"), dns.TypeA, "NXDOMAIN")
 		waitAnswer(t, srv.addr, name("alias"), dns.TypeCNAME, "NXDOMAIN")
 		mustAnswer(t, srv.addr, "_www._tcp."+name("web"), dns.TypeSRV, "NXDOMAIN")
+		reverse, err := dns.ReverseAddr(web.Spec.ClusterIP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAnswer(t, srv.addr, reverse, dns.TypePTR, "NXDOMAIN")
 		// The namespace is still there.
 		mustAnswer(t, srv.addr, ns+".svc."+zone, dns.TypeA, "NOERROR")
 	})
