@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 const (
 	zone = "cluster.local"
 	// followBound is how long an answer may take to follow a write. The
-	// feed publishes at most every 100ms; the rest is the API server, the
+	// feed publishes 100ms after a change; the rest is the API server, the
 	// watch and a loaded two-core machine.
 	followBound = 10 * time.Second
 	// pollEvery paces the DNS questions while waiting for an answer.
@@ -61,13 +61,14 @@ const (
 type server struct {
 	addr     string // UDP and TCP
 	handler  *dnsserver.Handler
-	metrics  http.Handler
+	http     http.Handler // /metrics, /healthz, /readyz
 	requests *requestLog
 }
 
 // newClient returns a clientset for cfg with an HTTP transport of its own,
-// closed when the test ends. The test's goroutine check then sees no
-// connection left behind, as it would with client-go's shared transports.
+// whose connections are closed when the test ends, so that the goroutine
+// check sees none left behind (client-go's cached transports are shared and
+// outlive the test).
 func newClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	t.Helper()
 	cfg = rest.CopyConfig(cfg)
@@ -132,9 +133,8 @@ func checkGoroutines(t *testing.T) {
 
 // startServer runs the DNS server as `dnsconfigurer serve --kubeconfig
 // --pods verified` does, with the API credentials of cfg, on 127.0.0.1:0.
-// Every API request it makes is recorded. It does not wait for the first
-// sync.
-// Options change the feed, e.g. its Debounce.
+// Every API request it makes is recorded. opts change the feed, e.g. its
+// Debounce. It does not wait for the first sync.
 func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *server {
 	t.Helper()
 	log := &requestLog{}
@@ -174,13 +174,13 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 			t.Errorf("dns shutdown: %v", err)
 		}
 	})
-	return &server{addr: srv.Addrs()[0], handler: h, metrics: dnsserver.NewHTTPHandler(reg, h), requests: log}
+	return &server{addr: srv.Addrs()[0], handler: h, http: dnsserver.NewHTTPHandler(reg, h), requests: log}
 }
 
 // readyz returns the status code of the server's /readyz.
 func (s *server) readyz() int {
 	rec := httptest.NewRecorder()
-	s.metrics.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	s.http.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	return rec.Code
 }
 
