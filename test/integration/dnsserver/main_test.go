@@ -5,7 +5,12 @@
 // tests run the server in-process (pkg/dnsserver, store and feed, wired as
 // `dnsconfigurer serve` wires them); TestServeCommand runs the built command.
 // They skip when the kube-apiserver and etcd binaries are absent (see
-// test/testbin/build.sh).
+// test/testbin/build.sh):
+//
+//	DNSCONFIGURER_TESTBIN=$(test/testbin/build.sh) go test -race -v ./test/integration/dnsserver/
+//
+// -v prints the programming latency (TestProgrammingLatency) and the
+// catch-up times after a kube-apiserver outage.
 package dnsserver_test
 
 import (
