@@ -113,9 +113,10 @@ func (e *Engine) Compute(in Input, host Host) (Result, error) {
 			r.Type = TypeHost
 			break
 		}
-		r.Nameservers = append(make([]string, 0, len(e.clusterDNS)+podLen(in, 0)), e.clusterDNS...)
-		r.Searches = e.clusterSearches(in.Namespace, host.Searches, podLen(in, 1))
-		r.Options = ndotsOption(in)
+		ns, sr, op := carve(len(e.clusterDNS)+podLen(in, 0), 3+len(host.Searches)+podLen(in, 1), 1+optLen(in))
+		r.Nameservers = append(ns, e.clusterDNS...)
+		r.Searches = e.clusterSearches(sr, in.Namespace, host.Searches)
+		r.Options = append(op, ndots5)
 	case TypeAutopath:
 		servers := e.nodeLocalDNS
 		if len(servers) == 0 {
@@ -126,9 +127,10 @@ func (e *Engine) Compute(in Input, host Host) (Result, error) {
 			r.Type = TypeHost
 			break
 		}
-		r.Nameservers = append(make([]string, 0, len(servers)+podLen(in, 0)), servers...)
-		r.Searches = append(make([]string, 0, 1+podLen(in, 1)), e.AutopathSearch(in.Namespace))
-		r.Options = ndotsOption(in)
+		ns, sr, op := carve(len(servers)+podLen(in, 0), 1+podLen(in, 1), 1+optLen(in))
+		r.Nameservers = append(ns, servers...)
+		r.Searches = append(sr, e.AutopathSearch(in.Namespace))
+		r.Options = append(op, ndots5)
 	}
 	if r.Type == TypeHost {
 		if host.Disabled {
@@ -251,12 +253,14 @@ func podLen(in Input, which int) int {
 	return len(in.DNSConfig.Searches)
 }
 
-var ndots5 = "ndots:5"
+const ndots5 = "ndots:5"
 
-func ndotsOption(in Input) []string {
-	opts := make([]string, 1, 1+optLen(in))
-	opts[0] = ndots5
-	return opts
+// carve makes one backing array for the three result lists, each an empty
+// slice with exactly its capacity, so that filling them never reallocates
+// and one list can never grow into the next.
+func carve(a, b, c int) (x, y, z []string) {
+	buf := make([]string, a+b+c)
+	return buf[:0:a], buf[a : a : a+b], buf[a+b : a+b : a+b+c]
 }
 
 func optLen(in Input) int {
@@ -269,14 +273,13 @@ func optLen(in Input) int {
 // clusterSearches is generateSearchesForDNSClusterFirst: the namespace,
 // service and cluster domains ahead of the host searches, duplicates
 // omitted; the host searches alone without a cluster domain.
-func (e *Engine) clusterSearches(ns string, hostSearches []string, extra int) []string {
+func (e *Engine) clusterSearches(dst []string, ns string, hostSearches []string) []string {
 	if e.node.ClusterDomain == "" {
-		return append(make([]string, 0, len(hostSearches)+extra), hostSearches...)
+		return append(dst, hostSearches...)
 	}
-	out := make([]string, 0, 3+len(hostSearches)+extra)
-	out = append(out, ns+e.nsSuffix, e.svcDomain, e.node.ClusterDomain)
-	out = append(out, hostSearches...)
-	return omitDuplicates(out)
+	dst = append(dst, ns+e.nsSuffix, e.svcDomain, e.node.ClusterDomain)
+	dst = append(dst, hostSearches...)
+	return omitDuplicates(dst)
 }
 
 // omitDuplicates keeps the first of equal strings (exact, case-sensitive),

@@ -342,6 +342,11 @@ func TestEngineNodeWarnings(t *testing.T) {
 func TestResultDoesNotAliasEngine(t *testing.T) {
 	e, _ := New(node)
 	r, _ := e.Compute(Input{Name: "p", Namespace: "ns", Policy: ClusterFirst}, host)
+	grown := append(r.Nameservers, "appended")
+	_ = append(r.Searches, "appended")
+	if r.Searches[0] != "ns.svc.cluster.local" || r.Options[0] != "ndots:5" || len(grown) != 2 {
+		t.Fatalf("appending to one list changed another: %v %v", r.Searches, r.Options)
+	}
 	r.Nameservers[0] = "mutated"
 	r.Options[0] = "mutated"
 	r2, _ := e.Compute(Input{Name: "p", Namespace: "ns", Policy: ClusterFirst}, host)
