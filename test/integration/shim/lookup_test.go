@@ -88,15 +88,17 @@ func apiPods(ns string) []struct {
 			},
 		},
 		{
-			// A None pod whose config has the cluster shape reads, from the
-			// sandbox config, as ClusterFirst, which adds the host searches.
-			name: "none with the cluster shape",
+			// A None pod whose config is ClusterFirst's, down to the node's
+			// search, reads as ClusterFirst from the sandbox config; with
+			// the autopath annotation (which a None pod ignores) it turns
+			// into autopath there. The API pod keeps its own config.
+			name: "none with ClusterFirst's config and the autopath annotation",
 			pod: &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: "none"},
+				ObjectMeta: metav1.ObjectMeta{Name: "none", Annotations: map[string]string{policy.AnnotationDNSPolicy: string(policy.ClusterFirstWithAutopath)}},
 				Spec: corev1.PodSpec{NodeName: node, DNSPolicy: corev1.DNSNone, DNSConfig: &corev1.PodDNSConfig{
 					Nameservers: []string{"10.96.0.10"},
-					Searches:    []string{ns + ".svc.cluster.local", "svc.cluster.local", "cluster.local"},
-					Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr("5")}, {Name: "edns0"}},
+					Searches:    []string{ns + ".svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"},
+					Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr("5")}},
 				}},
 			},
 		},
