@@ -202,22 +202,33 @@ func (c *Cluster) Run(ctx context.Context) error {
 	c.Store.Publish()
 	log.InfoContext(ctx, "kubernetes records synced")
 
+	// A change after a quiet period is published at once; changes that
+	// follow within debounce of a publish wait for the next one, so there
+	// is at most one publish (a snapshot rebuild) per debounce period.
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	pending := false
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
-			if !pending {
-				pending = true
-				timer.Reset(debounce)
+			if pending {
+				continue
 			}
+			if wait := debounce - time.Since(last); wait > 0 {
+				pending = true
+				timer.Reset(wait)
+				continue
+			}
+			c.Store.Publish()
+			last = time.Now()
 		case <-timer.C:
 			pending = false
 			c.Store.Publish()
+			last = time.Now()
 		}
 	}
 }

@@ -23,17 +23,23 @@ const writes = 100
 // the first UDP answer that has the new data (questions every 2ms). Half
 // the writes create a ClusterIP Service (its A record appears), half move a
 // headless Service's endpoint to a new address (the A record changes).
-// It runs the feed as shipped (publishes coalesced over 100ms) and with a
-// 1ms window, which leaves the API server, watch and store build alone.
+// It runs the feed as shipped (a change after a quiet period is published at
+// once, later ones coalesced into at most one publish per 100ms) with
+// isolated and with back-to-back writes, and with a 1ms window, which leaves
+// the API server, watch and store build alone.
 // Run with -v to see the numbers.
 func TestProgrammingLatency(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	for _, tc := range []struct {
 		name     string
 		debounce time.Duration
+		pause    time.Duration // quiet time before each write (not timed)
 	}{
-		{"debounce 100ms (default)", 0},
-		{"debounce 1ms", time.Millisecond},
+		// Isolated changes are published at once.
+		{"isolated writes, debounce 100ms (default)", 0, 110 * time.Millisecond},
+		// Sustained churn: at most one snapshot rebuild per 100ms.
+		{"back-to-back writes, debounce 100ms (default)", 0, 0},
+		{"back-to-back writes, debounce 1ms", time.Millisecond, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := cp.Namespace(t)
@@ -62,6 +68,7 @@ func TestProgrammingLatency(t *testing.T) {
 
 			var created, moved []time.Duration
 			for i := range writes {
+				time.Sleep(tc.pause)
 				start := time.Now()
 				var name, want string
 				if i%2 == 0 {
