@@ -6,7 +6,14 @@
 // in-process (pkg/cri, wired as `dnsconfigurer shim` wires it);
 // TestShimCommand runs the built command with a ServiceAccount bound to
 // deploy/shim/rbac.yaml. They skip when the kube-apiserver and etcd binaries
-// are absent (see test/testbin/build.sh).
+// are absent (see test/testbin/build.sh). Run them with
+//
+//	export DNSCONFIGURER_TESTBIN="$(test/testbin/build.sh)"
+//	go test -race ./test/integration/shim/
+//
+// Each test has a namespace of its own and checks that it leaves no
+// goroutine behind; unix sockets live in a short temporary directory, the
+// API server on 127.0.0.1.
 package shim_test
 
 import (
@@ -230,7 +237,6 @@ type shim struct {
 	runtime  *fakeRuntime
 	informer *cri.PodInformer
 	reg      *prometheus.Registry
-	logs     *lockedBuffer
 	requests *requestLog // the API requests of the shim's client
 }
 
@@ -319,7 +325,7 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 		stopAll()
 		stopEvents()
 	})
-	return &shim{client: dialShim(t, path), runtime: rt, informer: informer, reg: reg, logs: logs, requests: requests}
+	return &shim{client: dialShim(t, path), runtime: rt, informer: informer, reg: reg, requests: requests}
 }
 
 // waitSynced waits for the informer's first list.
