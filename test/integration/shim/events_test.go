@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
@@ -151,5 +152,44 @@ func TestRejectLimits(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if evs, err := podEvents(admin, ns, string(pod.UID)); err != nil || len(evs) != 0 {
 		t.Errorf("events after a rejection: %q (err %v), want none", summarize(evs), err)
+	}
+}
+
+// TestNoClusterDNSNoEvent: without cluster DNS a ClusterFirst pod falls back
+// to the node's resolver config, as kubelet's does. The engine warns
+// MissingClusterDNS, but the shim only logs it: kubelet, which has the same
+// settings, posts that Event itself. The shim's only Event is
+// DNSConfigForming.
+func TestNoClusterDNSNoEvent(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	checkGoroutines(t)
+	noDNS := policy.Node{ClusterDomain: testNode.ClusterDomain}
+	s := startShim(t, cp.Config(), shimOptions{node: &noDNS})
+	eng, err := policy.New(noDNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newClient(t, cp.Config())
+	pod := createPod(t, admin, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain"},
+		Spec:       corev1.PodSpec{NodeName: node, DNSPolicy: corev1.DNSClusterFirst},
+	})
+	res, err := eng.Compute(podspec.Input(pod), testHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) == 0 || res.Warnings[0].Reason != policy.ReasonMissingClusterDNS {
+		t.Fatalf("bad case: engine warnings %+v, want MissingClusterDNS", res.Warnings)
+	}
+	if err := runSandbox(s.client, kubeletSandbox(t, eng, pod)); err != nil {
+		t.Fatalf("RunPodSandbox: %v", err)
+	}
+	got := s.runtime.sandbox(string(pod.UID)).DnsConfig
+	if strings.Join(got.Servers, " ") != strings.Join(testHost.Nameservers, " ") {
+		t.Errorf("runtime got servers %q, want the node's %q", got.Servers, testHost.Nameservers)
+	}
+	if evs := eventsAfter(t, admin, pod, absenceWait); len(evs) != 0 {
+		t.Errorf("events: %q, want none", summarize(evs))
 	}
 }

@@ -246,6 +246,8 @@ type shimOptions struct {
 	lookupTimeout time.Duration
 	// lookup wraps the pod informer, e.g. to see when a lookup starts.
 	lookup func(cri.PodLookup) cri.PodLookup
+	// node replaces testNode.
+	node *policy.Node
 }
 
 // startShim runs the shim as `dnsconfigurer shim --kubeconfig ...
@@ -299,7 +301,15 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 		lookup = o.lookup(informer)
 	}
 	reg := prometheus.NewRegistry()
-	srv, err := cri.New("unix://"+rtPath, newEngine(t), watcher,
+	eng := newEngine(t)
+	if o.node != nil {
+		if eng, err = policy.New(*o.node); err != nil {
+			stopAll()
+			stopEvents()
+			t.Fatalf("policy engine: %v", err)
+		}
+	}
+	srv, err := cri.New("unix://"+rtPath, eng, watcher,
 		cri.WithPodLookup(lookup), cri.WithEvents(rec), cri.WithLimits(o.limits),
 		cri.WithLookupTimeout(o.lookupTimeout), cri.WithLogger(log), cri.WithRegistry(reg))
 	if err != nil {
