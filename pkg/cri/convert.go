@@ -94,8 +94,10 @@ func hostNetwork(cfg *runtimeapi.PodSandboxConfig) bool {
 // The recovery has one blind spot: a pod search or nameserver equal to a
 // cluster or host entry was deduplicated away by kubelet, so it cannot be
 // told apart. For ClusterFirst this changes nothing (the engine would
-// deduplicate it again); an autopath pod loses that entry. The API server
-// path has no such gap. host is the shim's resolver
+// deduplicate it again); an autopath pod loses that entry. And a None pod
+// whose dnsConfig equals ClusterFirst's output is taken for ClusterFirst, so
+// an autopath annotation on it is honoured (the API path ignores it for
+// None). The API server path has no such gap. host is the shim's resolver
 // config, used to tell the host searches from the pod's.
 func FromSandbox(cfg *runtimeapi.PodSandboxConfig, eng *policy.Engine, host policy.Host) (policy.Input, error) {
 	name, namespace, uid, err := podIdentity(cfg)
