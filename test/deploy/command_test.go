@@ -11,58 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
-// TestMain removes the binary buildBinary built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// buildBinary builds cmd/dnsconfigurer once for the package's tests, or
-// skips t without a go command.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds dnsconfigurer: skipped in -short mode")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build dnsconfigurer: %v", err)
-	}
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "dnsconfigurer-deploy-test-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "dnsconfigurer")
-		out, err := exec.Command(goBin, "build", "-o", binPath, "github.com/dnsconfigurer/dnsconfigurer/cmd/dnsconfigurer").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
 // TestCommandFlags: the binary knows every flag the manifests pass it.
 // Each container's arguments are parsed up to a final -h, which stops the
@@ -70,7 +29,7 @@ func buildBinary(t *testing.T) string {
 // parse first.
 func TestCommandFlags(t *testing.T) {
 	o := loadSources(t)
-	bin := buildBinary(t)
+	bin := buildbin.Dnsconfigurer(t)
 	n := 0
 	for _, w := range o.workloads() {
 		for _, c := range w.spec.Containers {
@@ -107,7 +66,7 @@ func TestNodeLocalDaemonSet(t *testing.T) {
 		t.Fatalf("node-local: %d init containers and %d containers, want 1 each", len(w.spec.InitContainers), len(w.spec.Containers))
 	}
 	ic, c := w.spec.InitContainers[0], w.spec.Containers[0]
-	bin := buildBinary(t)
+	bin := buildbin.Dnsconfigurer(t)
 	ns := netns.New(t)
 	ns.SetResolvConf(t, "nameserver 192.0.2.53\nsearch node.example\n")
 

@@ -21,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -124,7 +125,7 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 		routes = append(routes, netip.MustParsePrefix(p))
 	}
 	h := containerd.Start(t, containerd.Options{Routes: routes, HostResolvConf: hostResolv})
-	binary(t) // build before anything is timed
+	buildbin.Dnsconfigurer(t) // build before anything is timed
 	c := &chain{h: h, http: nsHTTP(h), resolv: h.HostResolvConf}
 	for _, a := range []string{clusterDNS, nodeLocalDNS, upstream1, upstream2} {
 		if err := h.AddAddress(ctx, netip.MustParsePrefix(a+"/32")); err != nil {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -27,43 +26,11 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// binary builds cmd/dnsconfigurer once per test run.
-func binary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "dnscfg-chain-bin-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "dnsconfigurer")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/dnsconfigurer/dnsconfigurer/cmd/dnsconfigurer").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
 // lockedBuffer collects a process's output.
 type lockedBuffer struct {
@@ -109,7 +76,7 @@ func startProc(t *testing.T, h *containerd.Harness, name string, args ...string)
 	p := &proc{name: name, log: &lockedBuffer{}, exited: make(chan struct{})}
 	// nsenter execs the binary (it does not fork for a network namespace
 	// alone), so the process and its death signal are the binary's.
-	p.cmd = h.Command(context.Background(), binary(t), args...)
+	p.cmd = h.Command(context.Background(), buildbin.Dnsconfigurer(t), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// The death signal follows the thread that forked, not the process,
@@ -319,7 +286,7 @@ func render(t *testing.T, pod *corev1.Pod, nodeFlags ...string) rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary(t), append([]string{"render", "-f", "-", "-o", "json"}, nodeFlags...)...)
+	cmd := exec.Command(buildbin.Dnsconfigurer(t), append([]string{"render", "-f", "-", "-o", "json"}, nodeFlags...)...)
 	cmd.Stdin = bytes.NewReader(manifest)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

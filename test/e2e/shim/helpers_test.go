@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -32,40 +32,7 @@ const (
 	hostResolv    = "nameserver 10.233.0.1\nnameserver 10.233.0.2\nsearch host.test corp.test\noptions timeout:2 attempts:3\n"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// binary builds cmd/dnsconfigurer once per test run.
-func binary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "dnscfg-shim-bin-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "dnsconfigurer")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/dnsconfigurer/dnsconfigurer/cmd/dnsconfigurer").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
 // nodeArgs are the node flags shared by render and shim.
 func nodeArgs(resolvConf string) []string {
@@ -133,7 +100,7 @@ func startShimIn(t testing.TB, h *containerd.Harness, dir string, extra ...strin
 	ml.Close()
 	args := append([]string{"shim", "--listen", s.Socket, "--runtime-endpoint", h.Endpoint, "--metrics-listen", s.Metrics}, nodeArgs(resolv)...)
 	args = append(args, extra...)
-	s.cmd = exec.Command(binary(t), args...)
+	s.cmd = exec.Command(buildbin.Dnsconfigurer(t), args...)
 	s.cmd.Stdout, s.cmd.Stderr = lockedWriter{s.mu, s.log}, lockedWriter{s.mu, s.log}
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
@@ -223,7 +190,7 @@ func render(t testing.TB, pod *corev1.Pod) rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary(t), append([]string{"render", "-f", "-", "-o", "json"}, nodeArgs(resolv)...)...)
+	cmd := exec.Command(buildbin.Dnsconfigurer(t), append([]string{"render", "-f", "-", "-o", "json"}, nodeArgs(resolv)...)...)
 	cmd.Stdin = bytes.NewReader(manifest)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

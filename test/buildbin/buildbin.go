@@ -1,0 +1,63 @@
+// Package buildbin builds the dnsconfigurer binary once per test process for
+// the tests that run it as users do (e2e, deploy, integration).
+//
+//	func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
+//	...
+//	bin := buildbin.Dnsconfigurer(t)
+package buildbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// Package is the import path of the command.
+const Package = "github.com/dnsconfigurer/dnsconfigurer/cmd/dnsconfigurer"
+
+var (
+	once sync.Once
+	dir  string
+	path string
+	err  error
+)
+
+// Dnsconfigurer returns the path of the binary built from the working tree,
+// building it on first use. It skips t in -short mode or without a go
+// command, and fails t when the build fails.
+func Dnsconfigurer(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds dnsconfigurer: skipped in -short mode")
+	}
+	goBin, lookErr := exec.LookPath("go")
+	if lookErr != nil {
+		t.Skipf("no go command to build dnsconfigurer: %v", lookErr)
+	}
+	once.Do(func() {
+		if dir, err = os.MkdirTemp("", "dnsconfigurer-bin-"); err != nil {
+			return
+		}
+		path = filepath.Join(dir, "dnsconfigurer")
+		if out, buildErr := exec.Command(goBin, "build", "-o", path, Package).CombinedOutput(); buildErr != nil {
+			err = fmt.Errorf("go build %s: %v\n%s", Package, buildErr, out)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Main runs the tests and removes the binary afterwards; use it as the body
+// of TestMain.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	return code
+}
