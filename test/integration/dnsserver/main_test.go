@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,58 +69,11 @@ type server struct {
 	requests *requestLog
 }
 
-// newClient returns a clientset for cfg with an HTTP transport of its own,
-// whose connections are closed when the test ends, so that the goroutine
-// check sees none left behind (client-go's cached transports are shared and
-// outlive the test).
+// newClient is apiserver.NewClient: a clientset whose connections are all
+// closed when the test ends.
 func newClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	t.Helper()
-	cfg = rest.CopyConfig(cfg)
-	// A Dial of our own keeps client-go from sharing its cached transport,
-	// and lets the cleanup close every connection: closing the idle ones
-	// alone can race with the end of a cancelled watch stream.
-	conns := &connTracker{}
-	cfg.Dial = conns.dial
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatalf("http client: %v", err)
-	}
-	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		t.Fatalf("clientset: %v", err)
-	}
-	t.Cleanup(func() {
-		utilnet.CloseIdleConnectionsFor(hc.Transport)
-		conns.closeAll()
-	})
-	return client
-}
-
-// connTracker dials and remembers the connections.
-type connTracker struct {
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func (c *connTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: 5 * time.Second}
-	conn, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.conns = append(c.conns, conn)
-	c.mu.Unlock()
-	return conn, nil
-}
-
-func (c *connTracker) closeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, conn := range c.conns {
-		_ = conn.Close()
-	}
-	c.conns = nil
+	return apiserver.NewClient(t, cfg)
 }
 
 // checkGoroutines fails the test when goroutines started after this call

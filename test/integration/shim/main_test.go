@@ -112,53 +112,11 @@ func checkGoroutines(t *testing.T) {
 	})
 }
 
-// newClient returns a clientset for cfg whose connections are all closed
-// when the test ends, so the goroutine check sees none left behind.
+// newClient is apiserver.NewClient: a clientset whose connections are all
+// closed when the test ends.
 func newClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	t.Helper()
-	cfg = rest.CopyConfig(cfg)
-	conns := &connTracker{}
-	cfg.Dial = conns.dial // also keeps client-go from sharing a cached transport
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatalf("http client: %v", err)
-	}
-	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		t.Fatalf("clientset: %v", err)
-	}
-	t.Cleanup(func() {
-		utilnet.CloseIdleConnectionsFor(hc.Transport)
-		conns.closeAll()
-	})
-	return client
-}
-
-// connTracker dials and remembers the connections.
-type connTracker struct {
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func (c *connTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: 5 * time.Second}
-	conn, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.conns = append(c.conns, conn)
-	c.mu.Unlock()
-	return conn, nil
-}
-
-func (c *connTracker) closeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, conn := range c.conns {
-		_ = conn.Close()
-	}
-	c.conns = nil
+	return apiserver.NewClient(t, cfg)
 }
 
 // fakeRuntime is the container runtime behind the shim: a CRI
