@@ -111,21 +111,8 @@ func (a *autopathExpander) answerBySource(ctx context.Context, h *Handler, src n
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
-	m.Rcode, m.Authoritative = r.Rcode, r.Authoritative
-	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
-	size := dns.MinMsgSize
-	if opt := req.IsEdns0(); opt != nil {
-		size = max(size, int(opt.UDPSize()))
-		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		o.SetUDPSize(ednsSize)
-		o.SetDo(opt.Do())
-		m.Extra = append(m.Extra, o)
-	}
-	if tcp {
-		size = dns.MaxMsgSize
-	}
-	m.Truncate(size)
-	return m, true
+	fill(m, r)
+	return finish(req, m, tcp), true
 }
 
 // owns reports a name under the autopath suffix: such names are always

@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
-
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 )
 
 // UpstreamSource gives the current upstream servers, as "host:port" or bare
@@ -23,79 +19,12 @@ type UpstreamSource interface {
 	Upstreams() []string
 }
 
-// StaticUpstreams is a fixed upstream list (--upstream).
+// StaticUpstreams is a fixed upstream list (--upstream). For
+// --upstream-resolv-conf, serve adapts a pkg/hostresolv watcher.
 type StaticUpstreams []string
 
 // Upstreams implements UpstreamSource.
 func (s StaticUpstreams) Upstreams() []string { return s }
-
-// ResolvConfUpstreams reads the nameservers of a resolv.conf
-// (--upstream-resolv-conf), checking the file for changes at most once per
-// Interval. On a read or parse error the previous list is kept.
-type ResolvConfUpstreams struct {
-	Path     string
-	Interval time.Duration
-
-	mu      sync.Mutex
-	checked time.Time
-	mod     time.Time
-	size    int64
-	cur     atomic.Pointer[[]string]
-	err     error
-}
-
-// NewResolvConfUpstreams reads path once and returns the source; the error
-// names the file.
-func NewResolvConfUpstreams(path string) (*ResolvConfUpstreams, error) {
-	r := &ResolvConfUpstreams{Path: path, Interval: time.Second}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.reload(time.Now()); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-func (r *ResolvConfUpstreams) reload(now time.Time) error {
-	r.checked = now
-	fi, err := os.Stat(r.Path)
-	if err != nil {
-		return fmt.Errorf("upstream resolv.conf %q: %w", r.Path, err)
-	}
-	if r.cur.Load() != nil && fi.ModTime().Equal(r.mod) && fi.Size() == r.size {
-		return nil
-	}
-	cfg, err := hostresolv.ParseFile(r.Path)
-	if err != nil {
-		return fmt.Errorf("upstream resolv.conf %q: %w", r.Path, err)
-	}
-	ns := append([]string(nil), cfg.Nameservers...)
-	r.cur.Store(&ns)
-	r.mod, r.size = fi.ModTime(), fi.Size()
-	return nil
-}
-
-// Upstreams implements UpstreamSource.
-func (r *ResolvConfUpstreams) Upstreams() []string {
-	now := time.Now()
-	if r.mu.TryLock() {
-		if now.Sub(r.checked) >= r.Interval {
-			r.err = r.reload(now)
-		}
-		r.mu.Unlock()
-	}
-	if p := r.cur.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// Err returns the error of the last check of the file, nil when it was read.
-func (r *ResolvConfUpstreams) Err() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
-}
 
 // ErrNoUpstream is returned when no usable upstream is configured.
 var ErrNoUpstream = errors.New("dnsserver: no upstream server")

@@ -392,15 +392,6 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
 	opt := req.IsEdns0()
-	size := dns.MinMsgSize
-	if opt != nil {
-		if s := int(opt.UDPSize()); s > size {
-			size = s
-		}
-	}
-	if tcp {
-		size = dns.MaxMsgSize
-	}
 	switch {
 	case len(req.Question) != 1:
 		m.Rcode = dns.RcodeFormatError
@@ -410,10 +401,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		m.Rcode = dns.RcodeBadVers
 	case h.ap != nil && h.ap.owns(req.Question[0].Name):
 		// Never cached: the answer depends on the search-list option.
-		r := h.ap.expand(ctx, h, req)
-		m.Rcode = r.Rcode
-		m.Authoritative = r.Authoritative
-		m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
+		fill(m, h.ap.expand(ctx, h, req))
 	case !h.local(req.Question[0]):
 		if r, ok := h.forwardMsg(ctx, req); ok {
 			m = r
@@ -423,18 +411,35 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 	default:
 		r := h.Resolve(ctx, req.Question[0])
 		local = !r.Forwarded
-		m.Rcode = r.Rcode
-		m.Authoritative = r.Authoritative
-		m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
+		fill(m, r)
 	}
-	if opt != nil {
+	return finish(req, m, tcp), local
+}
+
+// fill puts a Result into a reply.
+func fill(m *dns.Msg, r Result) {
+	m.Rcode = r.Rcode
+	m.Authoritative = r.Authoritative
+	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
+}
+
+// finish adds our OPT when the client sent one and truncates the reply to
+// what the client can receive (512 bytes, its EDNS0 size, or 64 KiB over
+// TCP).
+func finish(req, m *dns.Msg, tcp bool) *dns.Msg {
+	size := dns.MinMsgSize
+	if opt := req.IsEdns0(); opt != nil {
+		size = max(size, int(opt.UDPSize()))
 		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 		o.SetUDPSize(ednsSize)
 		o.SetDo(opt.Do())
 		m.Extra = append(m.Extra, o)
 	}
+	if tcp {
+		size = dns.MaxMsgSize
+	}
 	m.Truncate(size)
-	return m, local
+	return m
 }
 
 // forwardMsg relays the client's query upstream as it is (keeping its EDNS0

@@ -3,8 +3,6 @@ package dnsserver_test
 import (
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -15,42 +13,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
 
-func TestResolvConfUpstreamsFollowsTheFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "resolv.conf")
-	write := func(s string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("nameserver 192.0.2.1\nsearch example.org\n")
-	src, err := dnsserver.NewResolvConfUpstreams(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src.Interval = 0
-	if got := src.Upstreams(); !slices.Equal(got, []string{"192.0.2.1"}) {
-		t.Fatalf("Upstreams = %v", got)
-	}
-	write("nameserver 192.0.2.2\nnameserver 192.0.2.3\n# longer file\n")
-	if got := src.Upstreams(); !slices.Equal(got, []string{"192.0.2.2", "192.0.2.3"}) {
-		t.Fatalf("after change Upstreams = %v", got)
-	}
-	// A broken file keeps the previous list and reports the error.
-	write("nameserver\n")
-	if got := src.Upstreams(); !slices.Equal(got, []string{"192.0.2.2", "192.0.2.3"}) {
-		t.Fatalf("after a bad file Upstreams = %v", got)
-	}
-	if src.Err() == nil {
-		t.Errorf("Err() = nil after a bad file")
-	}
-	if _, err := dnsserver.NewResolvConfUpstreams(filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Errorf("missing file accepted")
-	}
-}
-
-// TestListenSeveralAddresses serves 127.0.0.1 and ::1 at once (the second
-// is skipped where the host has no IPv6 loopback).
 func TestListenSeveralAddresses(t *testing.T) {
 	listen := []string{"127.0.0.1:0", "127.0.0.2:0"}
 	if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
