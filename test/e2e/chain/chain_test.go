@@ -146,13 +146,13 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 		t.Fatal(err)
 	}
 	cluster := startProc(t, h, "cluster DNS", "serve", "--listen", clusterDNS+":53", "--cluster-domain", clusterDomain,
-		"--objects", objDir, "--upstream-resolv-conf", c.resolv, "--metrics-listen", clusterMetrics)
+		"--objects", objDir, "--upstream-resolv-conf", c.resolv, "--metrics-listen", clusterMetrics, "--log-level", "debug")
 	local := startProc(t, h, "node-local", "serve", "--mode", "node-local", "--listen", nodeLocalDNS+":53",
 		"--cluster-upstream", clusterDNS+":53", "--cluster-domain", clusterDomain, "--resolv-conf", c.resolv,
-		"--metrics-listen", nodeLocalMetrics)
+		"--metrics-listen", nodeLocalMetrics, "--log-level", "debug")
 	sock := filepath.Join(dir, "shim.sock")
 	shim := startProc(t, h, "shim", append([]string{"shim", "--listen", sock, "--runtime-endpoint", h.Endpoint,
-		"--metrics-listen", shimMetrics}, nodeFlags(c.resolv)...)...)
+		"--metrics-listen", shimMetrics, "--log-level", "debug"}, nodeFlags(c.resolv)...)...)
 	waitReady(t, c.http, cluster, clusterMetrics)
 	waitReady(t, c.http, local, nodeLocalMetrics)
 
@@ -538,6 +538,7 @@ func (c *chain) rewriteHostResolvConf(t *testing.T, ctx context.Context, pods []
 		}
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("%s: %s after the rewrite = %v, %v; want %v", p.pod.Name, host, got, err, want)
+			c.diagnose(t, ctx)
 			return
 		}
 		t.Logf("%s (%s): %s = %v after the rewrite (%v)", p.pod.Name, dnsPolicyName(p.pod), host, got, time.Since(changed).Round(time.Millisecond))
@@ -590,4 +591,25 @@ func dnsPolicyName(p *corev1.Pod) string {
 		return p.Annotations[policy.AnnotationDNSPolicy]
 	}
 	return string(p.Spec.DNSPolicy)
+}
+
+// diagnose logs what the namespace's sockets and the servers' counters say,
+// for a lookup that failed.
+func (c *chain) diagnose(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, args := range [][]string{{"ss", "-uanpm"}, {"ip", "neigh"}, {"nstat", "-az", "Udp*", "Ip*Discard*", "IpExtInNoRoutes"}} {
+		out, err := c.h.Command(ctx, args[0], args[1:]...).CombinedOutput()
+		t.Logf("%v (%v):\n%s", args, err, out)
+	}
+	for _, addr := range []string{nodeLocalMetrics, clusterMetrics} {
+		m, err := scrape(c.http, addr)
+		var lines []string
+		for k, v := range m {
+			if strings.Contains(k, "dnsconfigurer_nodelocal") || strings.Contains(k, "requests_total") || strings.Contains(k, "upstream") {
+				lines = append(lines, fmt.Sprintf("%s %v", k, v))
+			}
+		}
+		sort.Strings(lines)
+		t.Logf("%s metrics (%v):\n%s", addr, err, strings.Join(lines, "\n"))
+	}
 }

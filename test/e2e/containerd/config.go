@@ -64,6 +64,8 @@ func containerdConfig(p paths) string {
 const (
 	// BridgeName is the Linux bridge the CNI bridge plugin attaches pods to.
 	BridgeName = "dnscfg0"
+	// bridgeMAC is the bridge's own, locally administered, MAC address.
+	bridgeMAC = "02:00:0a:e9:00:01"
 	// cniNetworkName names the CNI network (and host-local's state dir).
 	cniNetworkName = "dnscfg-e2e"
 )

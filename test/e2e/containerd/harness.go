@@ -319,7 +319,11 @@ func (h *Harness) setupNetNS(ctx context.Context) error {
 	}
 	for _, args := range [][]string{
 		{"link", "set", "lo", "up"},
-		{"link", "add", BridgeName, "type", "bridge"},
+		// A fixed MAC: a bridge without one takes the lowest MAC of its
+		// ports, so it changes as pods come and go, and a running pod's
+		// ARP entry for BridgeAddr goes stale; its packets are then lost
+		// until the entry expires (about 30 s).
+		{"link", "add", BridgeName, "address", bridgeMAC, "type", "bridge"},
 		{"addr", "add", BridgeAddr.String() + "/" + fmt.Sprint(PodSubnet.Bits()), "dev", BridgeName},
 		{"link", "set", BridgeName, "up"},
 	} {
