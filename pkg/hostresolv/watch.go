@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -249,13 +250,30 @@ func (w *Watcher) run(ctx context.Context) {
 	// A problem is confirmed by a second read before it is published: an
 	// in-place writer truncates the file before writing it, and a read in
 	// between sees an empty file for a moment.
+	var problemStat [2]fileStat
 	check := func(final bool) {
 		if err := w.rewatch(); err != nil {
 			w.o.log.Warn("cannot watch", "path", w.path, "err", err)
 		}
 		if !w.reload(final) {
+			problemStat = w.stamp()
 			confirm.Reset(2 * w.o.debounce)
 		}
+	}
+	onEvent := func(ev fsnotify.Event) {
+		if !w.names[filepath.Base(ev.Name)] {
+			return
+		}
+		now := time.Now()
+		if !pending {
+			pending, first = true, now
+		}
+		d := w.o.debounce
+		if rest := w.o.maxWait - now.Sub(first); rest < d {
+			d = max(rest, 0)
+		}
+		confirm.Stop()
+		quiet.Reset(d)
 	}
 	if w.o.resync > 0 {
 		t := time.NewTicker(w.o.resync)
@@ -271,19 +289,7 @@ func (w *Watcher) run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if !w.names[filepath.Base(ev.Name)] {
-				continue
-			}
-			now := time.Now()
-			if !pending {
-				pending, first = true, now
-			}
-			d := w.o.debounce
-			if rest := w.o.maxWait - now.Sub(first); rest < d {
-				d = max(rest, 0)
-			}
-			confirm.Stop()
-			quiet.Reset(d)
+			onEvent(ev)
 		case err, ok := <-w.fsw.Errors:
 			if !ok {
 				return
@@ -296,11 +302,57 @@ func (w *Watcher) run(ctx context.Context) {
 			pending = false
 			check(false)
 		case <-confirm.C:
+			// The confirming read waits while the file is still being
+			// written: an event already waiting (select picks at random
+			// among ready cases), or a file that changed since the read
+			// that saw the problem.
+			select {
+			case ev, ok := <-w.fsw.Events:
+				if !ok {
+					return
+				}
+				onEvent(ev)
+				continue
+			default:
+			}
+			if st := w.stamp(); st != problemStat {
+				problemStat = st
+				confirm.Reset(2 * w.o.debounce)
+				continue
+			}
 			check(true)
 		case <-tick:
 			check(false)
 		}
 	}
+}
+
+// fileStat is what tells one version of a file from the next.
+type fileStat struct {
+	ino, size int64
+	mtime     int64
+	err       bool
+}
+
+func statOf(path string) fileStat {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStat{err: true}
+	}
+	st := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = int64(sys.Ino)
+	}
+	return st
+}
+
+// stamp tells the current versions of the files the config may come from.
+func (w *Watcher) stamp() [2]fileStat {
+	var st [2]fileStat
+	for i, f := range w.files() {
+		st[i] = statOf(f)
+	}
+	return st
 }
 
 // files are the paths the config may come from.
