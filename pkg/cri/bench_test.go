@@ -89,7 +89,7 @@ func BenchmarkRewrite(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		req := &runtimeapi.RunPodSandboxRequest{Config: proto.Clone(cfg).(*runtimeapi.PodSandboxConfig)}
-		if _, err := s.rewrite(ctx, req); err != nil {
+		if _, _, err := s.rewrite(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 	}

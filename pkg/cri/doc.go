@@ -1,21 +1,34 @@
-// Package cri is dnsconfigurer's CRI shim: a gRPC server that sits on
-// kubelet's --container-runtime-endpoint in front of containerd, rewrites
-// the DNS config (and hostname) of RunPodSandbox requests with pkg/policy,
-// and forwards every call to the runtime.
+// Package cri is dnsconfigurer's CRI shim: it sits on kubelet's
+// --container-runtime-endpoint in front of containerd, rewrites the DNS
+// config (and hostname) of RunPodSandbox requests with pkg/policy, and
+// passes every other call through untouched.
 //
 // # Interception
 //
-// The server registers a service description for runtime.v1.RuntimeService
-// holding RunPodSandbox only. Every other call, all of ImageService and any
-// method or service this build does not know (a newer kubelet's) reaches
-// grpc.UnknownServiceHandler and is forwarded with a pass-through codec:
-// message bytes are never decoded, and errors, status codes and details,
-// header and trailer metadata and deadlines pass through unchanged.
-// Streams (GetContainerEvents and the other server-streaming calls, and
-// unknown methods of any shape) are pumped both ways. No Unimplemented
-// server is embedded, so nothing is ever answered Unimplemented by the shim.
-// RunPodSandbox's request is decoded (unknown fields survive re-encoding)
-// and its response passed through undecoded.
+// The shim does not terminate gRPC: each kubelet connection is relayed to a
+// runtime connection of its own at the HTTP/2 frame level (relay.go, h2.go).
+// Frames pass through as read, byte for byte, in both directions: every
+// method of RuntimeService and ImageService, streams such as
+// GetContainerEvents, methods and services this build does not know, and
+// with them status codes, details, metadata, deadlines, SETTINGS, PING and
+// GOAWAY. Nothing is ever answered Unimplemented by the shim. Header blocks
+// are HPACK-decoded on the side, which keeps the decoders in step with the
+// peers' tables, to spot RunPodSandbox streams and to count calls by
+// method and status. A RunPodSandbox request's DATA is held until the
+// request is complete (kubelet gets its flow-control credit back at once,
+// so a request larger than a window does not stall), decoded (unknown
+// fields survive re-encoding), rewritten, and sent on as new DATA frames
+// within the runtime's stream window; the bytes the shim adds are withheld
+// from the runtime's next connection-level grants, so kubelet's view of the
+// window never exceeds the runtime's. An unchanged request is sent on as
+// the original bytes. A rejected one is answered with a trailers-only
+// response encoded without touching the HPACK dynamic table, and the
+// runtime's stream is reset. The response is never decoded.
+//
+// Why a frame relay: a gRPC server plus client in the middle adds two
+// HTTP/2 stacks to every call (measured: +160 µs on Version, +380 µs on
+// ListContainers with 200 containers, against real containerd); the relay
+// adds little more than a byte-copying process does.
 //
 // # The rewrite
 //
@@ -40,12 +53,17 @@
 //
 // # Runtime connection
 //
-// gRPC reconnects to the runtime with exponential backoff (capped by
-// WithMaxBackoff); calls made while it is down fail at once with
-// Unavailable instead of waiting. The shim keeps nothing on disk: after a
-// restart kubelet reconnects and carries on. Listen removes a stale socket,
-// refuses a path a live process serves, and creates the socket with mode
-// 0660.
+// Each kubelet connection gets its own runtime connection; when the
+// runtime goes away, both are closed and kubelet reconnects. While the
+// runtime cannot be reached, a connection is answered by a minimal HTTP/2
+// server that fails every call at once with Unavailable instead of letting
+// it wait; once the runtime answers again (probed with backoff capped by
+// WithMaxBackoff) it sends GOAWAY and kubelet reconnects through the relay.
+// A gRPC connection of its own reports the runtime's health (RuntimeReady,
+// dnsconfigurer_cri_runtime_connected). The shim keeps nothing on disk:
+// after a restart kubelet reconnects and carries on. Listen removes a stale
+// socket, refuses a path a live process serves, and creates the socket with
+// mode 0660.
 //
 // # Metrics
 //
@@ -59,6 +77,7 @@
 // dnsconfigurer_cri_runtime_connected, registered on the Registerer given
 // with WithRegistry.
 //
-// The package imports gRPC, cri-api and client-go; pkg/policy, pkg/fqdn
+// The package imports gRPC, HPACK (golang.org/x/net), cri-api and
+// client-go; pkg/policy, pkg/fqdn
 // and api/ must not import it.
 package cri

@@ -46,7 +46,7 @@ func FuzzRewrite(f *testing.F) {
 			return
 		}
 		orig := proto.Clone(req).(*runtimeapi.RunPodSandboxRequest)
-		fwd, err := eng.rewrite(context.Background(), req)
+		fwd, _, err := eng.rewrite(context.Background(), req)
 		if n := counterValue(eng.m.rewriteErrors.WithLabelValues("panic")); n != 0 {
 			t.Fatalf("rewrite panicked on %v", orig)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -17,8 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -27,13 +24,6 @@ import (
 // MaxMsgSize is the largest CRI message the shim takes or sends, kubelet's
 // and containerd's limit (16 MiB).
 const MaxMsgSize = 16 << 20
-
-// Flow-control windows and I/O buffers of both of the shim's connections.
-const (
-	windowSize     = 4 << 20
-	connWindowSize = 16 << 20
-	bufferSize     = 256 << 10
-)
 
 // runPodSandboxMethod is the one method the shim decodes.
 const runPodSandboxMethod = runtimeapi.RuntimeService_RunPodSandbox_FullMethodName
@@ -94,10 +84,12 @@ func WithRegistry(r prometheus.Registerer) Option { return func(s *Server) { s.r
 // runtime (default 2s).
 func WithMaxBackoff(d time.Duration) Option { return func(s *Server) { s.maxBackoff = d } }
 
-// Server is the CRI shim: a gRPC server that decodes RunPodSandbox, rewrites
-// its DNS, and forwards every call, that one included, to the runtime.
+// Server is the CRI shim: an HTTP/2 frame relay between kubelet and the
+// runtime that rewrites RunPodSandbox's DNS and passes every other frame
+// through byte for byte.
 type Server struct {
 	endpoint      string
+	runtimePath   string
 	eng           *policy.Engine
 	host          HostConfig
 	pods          PodLookup
@@ -109,25 +101,15 @@ type Server struct {
 	log           *slog.Logger
 	reg           prometheus.Registerer
 
-	m      *metrics
-	conn   *grpc.ClientConn
-	srv    *grpc.Server
-	known  map[string]methodKind
-	closed sync.Once
-}
+	m     *metrics
+	conn  *grpc.ClientConn // the runtime's health, for RuntimeReady
+	known map[string]bool
 
-type methodKind uint8
-
-const (
-	kindUnknown      methodKind = iota // any shape: pumped both ways
-	kindUnary                          // one request, one response
-	kindServerStream                   // one request, a stream of responses
-)
-
-// runPodSandboxServer is the handler type of the shim's service
-// description: only the method the shim rewrites.
-type runPodSandboxServer interface {
-	RunPodSandbox(context.Context, *runtimeapi.RunPodSandboxRequest) (any, error)
+	mu      sync.Mutex
+	relays  map[*relay]struct{}
+	pending sync.WaitGroup // connections being served
+	closed  bool
+	l       net.Listener
 }
 
 // New returns a shim that forwards to the runtime at endpoint (a socket
@@ -165,54 +147,29 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 	if s.m, err = newMetrics(s.reg); err != nil {
 		return nil, fmt.Errorf("cri: register metrics: %w", err)
 	}
-	c := newCodec()
+	s.runtimePath = strings.TrimPrefix(target, "unix://")
+	// A connection of its own tells whether the runtime is up (/readyz,
+	// the runtime_connected metric); calls never use it.
 	s.conn, err = grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: s.maxBackoff},
 			MinConnectTimeout: 5 * time.Second,
 		}),
-		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(c), grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)),
-		// A local socket: large windows and buffers let a big response
-		// (ListContainers, ListImages) through without flow-control
-		// round trips.
-		grpc.WithInitialWindowSize(windowSize),
-		grpc.WithInitialConnWindowSize(connWindowSize),
-		grpc.WithReadBufferSize(bufferSize),
-		grpc.WithWriteBufferSize(bufferSize),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("cri: runtime endpoint %q: %w", endpoint, err)
 	}
-	s.known = make(map[string]methodKind)
+	s.known = make(map[string]bool)
 	for _, sd := range []*grpc.ServiceDesc{&runtimeapi.RuntimeService_ServiceDesc, &runtimeapi.ImageService_ServiceDesc} {
 		for _, m := range sd.Methods {
-			s.known["/"+sd.ServiceName+"/"+m.MethodName] = kindUnary
+			s.known["/"+sd.ServiceName+"/"+m.MethodName] = true
 		}
 		for _, st := range sd.Streams {
-			k := kindServerStream
-			if st.ClientStreams {
-				k = kindUnknown
-			}
-			s.known["/"+sd.ServiceName+"/"+st.StreamName] = k
+			s.known["/"+sd.ServiceName+"/"+st.StreamName] = true
 		}
 	}
-	s.srv = grpc.NewServer(
-		grpc.ForceServerCodecV2(c),
-		grpc.UnknownServiceHandler(s.forward),
-		grpc.MaxRecvMsgSize(MaxMsgSize),
-		grpc.MaxSendMsgSize(MaxMsgSize),
-		grpc.InitialWindowSize(windowSize),
-		grpc.InitialConnWindowSize(connWindowSize),
-		grpc.ReadBufferSize(bufferSize),
-		grpc.WriteBufferSize(bufferSize),
-	)
-	s.srv.RegisterService(&grpc.ServiceDesc{
-		ServiceName: "runtime.v1.RuntimeService",
-		HandlerType: (*runPodSandboxServer)(nil),
-		Methods:     []grpc.MethodDesc{{MethodName: "RunPodSandbox", Handler: runPodSandboxHandler}},
-		Metadata:    "api.proto",
-	}, s)
+	s.relays = map[*relay]struct{}{}
 	return s, nil
 }
 
@@ -230,11 +187,19 @@ func unixTarget(endpoint string) (string, error) {
 	return "unix://" + path, nil
 }
 
-// Serve answers CRI calls on l until ctx is done, then stops: calls in
-// flight get up to 5 seconds (streams such as GetContainerEvents are cut),
-// and the runtime connection is closed. It returns nil after ctx is done.
+// Serve answers CRI calls on l until ctx is done, then stops: kubelet is
+// told to open no more calls (GOAWAY), calls in flight get up to 5 seconds
+// (streams such as GetContainerEvents are cut), and every connection is
+// closed. It returns nil after ctx is done.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	defer s.Close()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errors.New("cri: serve: server closed")
+	}
+	s.l = l
+	s.mu.Unlock()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -242,37 +207,105 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		s.watchRuntime(watchCtx)
 	}()
 	defer func() { stopWatch(); <-watched }()
+	connCtx, stopConns := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopConns()
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(l) }()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				errc <- err
+				return
+			}
+			s.pending.Add(1)
+			go func() {
+				defer s.pending.Done()
+				s.serveConn(connCtx, c)
+			}()
+		}
+	}()
 	s.log.Info("serving CRI", "listen", l.Addr().String(), "runtime", s.endpoint, "limits", string(s.limits), "failurePolicy", string(s.failure), "apiServer", s.pods != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("cri: serve: %w", err)
 	case <-ctx.Done():
 	}
-	stopped := make(chan struct{})
-	go func() { s.srv.GracefulStop(); close(stopped) }()
+	l.Close()
+	<-errc
+	s.mu.Lock()
+	var idle []<-chan struct{}
+	for r := range s.relays {
+		idle = append(idle, r.drain())
+	}
+	s.mu.Unlock()
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()
-	select {
-	case <-stopped:
-	case <-t.C:
-		s.srv.Stop()
-		<-stopped
+	for _, c := range idle {
+		select {
+		case <-c:
+		case <-t.C:
+		}
 	}
-	<-errc
+	stopConns()
+	s.closeRelays()
+	s.pending.Wait()
 	return nil
 }
 
-// Close stops the server at once and closes the runtime connection. Serve
-// calls it on return; it is safe to call more than once.
+// serveConn relays one kubelet connection to a runtime connection of its
+// own, or fails its calls with Unavailable while the runtime is down.
+func (s *Server) serveConn(ctx context.Context, down net.Conn) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	up, err := d.DialContext(ctx, "unix", s.runtimePath)
+	if err != nil {
+		s.log.Debug("runtime not reachable; failing calls with Unavailable", "runtime", s.endpoint, "err", err)
+		s.serveUnavailable(ctx, down, err)
+		return
+	}
+	r := s.newRelay(ctx, down, up)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		down.Close()
+		up.Close()
+		return
+	}
+	s.relays[r] = struct{}{}
+	s.mu.Unlock()
+	r.run()
+	s.mu.Lock()
+	delete(s.relays, r)
+	s.mu.Unlock()
+}
+
+func (s *Server) closeRelays() {
+	s.mu.Lock()
+	rs := make([]*relay, 0, len(s.relays))
+	for r := range s.relays {
+		rs = append(rs, r)
+	}
+	s.mu.Unlock()
+	for _, r := range rs {
+		r.close()
+	}
+}
+
+// Close stops the server at once: the listener and every connection are
+// closed. Serve calls it on return; it is safe to call more than once.
 func (s *Server) Close() error {
-	var err error
-	s.closed.Do(func() {
-		s.srv.Stop()
-		err = s.conn.Close()
-	})
-	return err
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	l := s.l
+	s.mu.Unlock()
+	if l != nil {
+		l.Close()
+	}
+	s.closeRelays()
+	return s.conn.Close()
 }
 
 // watchRuntime keeps the runtime connection up and reports its state.
@@ -305,175 +338,17 @@ func (s *Server) watchRuntime(ctx context.Context) {
 	}
 }
 
-// outgoing carries the caller's metadata to the runtime. The deadline
-// travels with ctx; gRPC drops reserved headers itself.
-func outgoing(ctx context.Context) context.Context {
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		return metadata.NewOutgoingContext(ctx, md)
-	}
-	return ctx
-}
-
 func (s *Server) methodLabel(method string) string {
-	if _, ok := s.known[method]; ok {
+	if s.known[method] {
 		return method
 	}
 	return "other"
 }
 
-func (s *Server) observe(method string, err error, start time.Time) {
+func (s *Server) observe(method string, code codes.Code, start time.Time) {
 	label := s.methodLabel(method)
-	s.m.calls.WithLabelValues(label, status.Code(err).String()).Inc()
+	s.m.calls.WithLabelValues(label, code.String()).Inc()
 	s.m.callDuration.WithLabelValues(label).Observe(time.Since(start).Seconds())
-}
-
-// forward is the handler of every method but RunPodSandbox, including
-// methods and services this build does not know.
-func (s *Server) forward(_ any, ss grpc.ServerStream) error {
-	start := time.Now()
-	method, ok := grpc.MethodFromServerStream(ss)
-	if !ok {
-		return status.Error(codes.Internal, "cri: stream without a method")
-	}
-	var err error
-	switch s.known[method] {
-	case kindUnary:
-		err = s.forwardUnary(ss, method)
-	case kindServerStream:
-		err = s.forwardStream(ss, method, false)
-	default:
-		err = s.forwardStream(ss, method, true)
-	}
-	s.observe(method, err, start)
-	return err
-}
-
-func (s *Server) forwardUnary(ss grpc.ServerStream, method string) error {
-	in := new(frame)
-	if err := ss.RecvMsg(in); err != nil {
-		return err
-	}
-	out := new(frame)
-	var header, trailer metadata.MD
-	err := s.conn.Invoke(outgoing(ss.Context()), method, in, out, grpc.Header(&header), grpc.Trailer(&trailer))
-	in.free()
-	if len(header) > 0 {
-		_ = ss.SetHeader(header)
-	}
-	if len(trailer) > 0 {
-		ss.SetTrailer(trailer)
-	}
-	if err != nil {
-		out.free()
-		return err
-	}
-	return ss.SendMsg(out)
-}
-
-// forwardStream pumps a stream. With one request (a known server-streaming
-// method) it is sent before the responses are read; otherwise requests are
-// pumped by a goroutine of their own.
-func (s *Server) forwardStream(ss grpc.ServerStream, method string, pump bool) error {
-	ctx, cancel := context.WithCancel(outgoing(ss.Context()))
-	defer cancel()
-	var in *frame
-	if !pump {
-		in = new(frame)
-		if err := ss.RecvMsg(in); err != nil {
-			return err
-		}
-	}
-	cs, err := s.conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
-	if err != nil {
-		in.free()
-		return err
-	}
-	if pump {
-		go func() {
-			for {
-				f := new(frame)
-				if err := ss.RecvMsg(f); err != nil {
-					if errors.Is(err, io.EOF) {
-						_ = cs.CloseSend()
-					} else {
-						cancel()
-					}
-					return
-				}
-				if err := cs.SendMsg(f); err != nil {
-					f.free()
-					return // the runtime's status comes from RecvMsg below
-				}
-			}
-		}()
-	} else {
-		if err := cs.SendMsg(in); err != nil && !errors.Is(err, io.EOF) {
-			in.free()
-			return err
-		}
-		in.free()
-		_ = cs.CloseSend()
-	}
-	headerSet := false
-	for {
-		out := new(frame)
-		err := cs.RecvMsg(out)
-		if !headerSet {
-			headerSet = true
-			if md, herr := cs.Header(); herr == nil && len(md) > 0 {
-				_ = ss.SetHeader(md)
-			}
-		}
-		if err != nil {
-			out.free()
-			if md := cs.Trailer(); len(md) > 0 {
-				ss.SetTrailer(md)
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if err := ss.SendMsg(out); err != nil {
-			out.free()
-			return err
-		}
-	}
-}
-
-func runPodSandboxHandler(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-	req := new(runtimeapi.RunPodSandboxRequest)
-	if err := dec(req); err != nil {
-		return nil, err
-	}
-	return srv.(runPodSandboxServer).RunPodSandbox(ctx, req)
-}
-
-// RunPodSandbox rewrites the sandbox's DNS config (and hostname) and
-// forwards the request. The response is passed through undecoded.
-func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (any, error) {
-	start := time.Now()
-	fwd, err := s.rewrite(ctx, req)
-	s.m.rewriteSeconds.Observe(time.Since(start).Seconds())
-	if err != nil {
-		s.observe(runPodSandboxMethod, err, start)
-		return nil, err
-	}
-	out := new(frame)
-	var header, trailer metadata.MD
-	err = s.conn.Invoke(outgoing(ctx), runPodSandboxMethod, fwd, out, grpc.Header(&header), grpc.Trailer(&trailer))
-	if len(header) > 0 {
-		_ = grpc.SetHeader(ctx, header)
-	}
-	if len(trailer) > 0 {
-		_ = grpc.SetTrailer(ctx, trailer)
-	}
-	s.observe(runPodSandboxMethod, err, start)
-	if err != nil {
-		out.free()
-		return nil, err
-	}
-	return out, nil
 }
 
 // RuntimeReady reports whether the runtime connection is up.

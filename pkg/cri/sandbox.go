@@ -22,19 +22,21 @@ const (
 )
 
 // rewrite returns the request to forward: req with its DNS config (and
-// hostname) replaced, or req unchanged when the shim has nothing to do or
-// fails open. A non-nil error is the status RunPodSandbox fails with.
-func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (fwd *runtimeapi.RunPodSandboxRequest, err error) {
+// hostname) replaced (changed is set), or req unchanged when the shim has
+// nothing to do or fails open. A non-nil error is the status RunPodSandbox
+// fails with.
+func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (fwd *runtimeapi.RunPodSandboxRequest, changed bool, err error) {
 	source := sourceNone
 	defer func() {
 		if r := recover(); r != nil {
+			changed = false
 			fwd, err = s.failed(req, source, "panic", fmt.Errorf("panic: %v", r))
 		}
 	}()
 	cfg := req.GetConfig()
 	name, namespace, uid, err := podIdentity(cfg)
 	if err != nil {
-		return s.failed(req, source, "bad_request", err)
+		return s.failedNoChange(req, source, "bad_request", err)
 	}
 	log := s.log.With("pod", namespace+"/"+name, "uid", uid)
 	host := HostFromSnapshot(s.host.Current())
@@ -64,10 +66,10 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 		if errors.Is(err, errNoDNSConfig) {
 			s.m.sandboxes.WithLabelValues(sourceNone, "skipped").Inc()
 			log.Debug("sandbox config has no dns_config (not from kubelet); forwarded unchanged")
-			return req, nil
+			return req, false, nil
 		}
 		if err != nil {
-			return s.failed(req, source, "bad_request", err)
+			return s.failedNoChange(req, source, "bad_request", err)
 		}
 		source = sourceSandbox
 	}
@@ -79,7 +81,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 		if errors.Is(err, policy.ErrHostConfig) {
 			reason = "host_config"
 		}
-		return s.failed(req, source, reason, fmt.Errorf("pod %q (uid %s): %w", namespace+"/"+name, uid, err))
+		return s.failedNoChange(req, source, reason, fmt.Errorf("pod %q (uid %s): %w", namespace+"/"+name, uid, err))
 	}
 
 	var over []policy.Warning
@@ -95,7 +97,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 		s.m.sandboxes.WithLabelValues(source, "rejected").Inc()
 		msg := rejectMessage(namespace, name, uid, over)
 		log.Warn("sandbox rejected: DNS limits exceeded", "error", msg)
-		return nil, status.Error(codes.InvalidArgument, msg)
+		return nil, false, status.Error(codes.InvalidArgument, msg)
 	}
 	for _, w := range res.Warnings {
 		level := slog.LevelInfo
@@ -117,7 +119,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 	if sameDNS(cfg.GetDnsConfig(), dns) && hostname == cfg.GetHostname() {
 		s.m.sandboxes.WithLabelValues(source, "unchanged").Inc()
 		log.Debug("sandbox DNS unchanged", "type", string(res.Type))
-		return req, nil
+		return req, false, nil
 	}
 	log.Info("sandbox DNS rewritten", "type", string(res.Type),
 		"nameservers", strings.Join(res.Nameservers, " "), "searches", strings.Join(res.Searches, " "),
@@ -125,7 +127,13 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 	cfg.DnsConfig = dns
 	cfg.Hostname = hostname
 	s.m.sandboxes.WithLabelValues(source, "rewritten").Inc()
-	return req, nil
+	return req, true, nil
+}
+
+// failedNoChange is failed for rewrite's results.
+func (s *Server) failedNoChange(req *runtimeapi.RunPodSandboxRequest, source, reason string, err error) (*runtimeapi.RunPodSandboxRequest, bool, error) {
+	fwd, err := s.failed(req, source, reason, err)
+	return fwd, false, err
 }
 
 // failed applies the failure policy to an internal error.

@@ -3,6 +3,8 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -359,5 +361,54 @@ func TestLookupWait(t *testing.T) {
 	}
 	if n := counterValue(e.shim.m.lookups.WithLabelValues("miss")); n != 2 {
 		t.Errorf("lookup misses = %v, want 2", n)
+	}
+}
+
+// TestRunPodSandboxLarge sends requests far larger than HTTP/2's initial
+// windows (kubelet copies every pod annotation into the sandbox config),
+// several at once with other calls on the same connection: the relay holds
+// each request, rewrites it and sends it on within the runtime's windows,
+// and nothing stalls or is corrupted.
+func TestRunPodSandboxLarge(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dns := &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"},
+		Searches: []string{"team.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"}, Options: []string{"ndots:5"}}
+	const n = 8
+	errc := make(chan error, 2*n)
+	for i := range n {
+		go func() {
+			cfg := sandboxConfig(fmt.Sprintf("big-%d", i), "team", fmt.Sprintf("uid-big-%d", i), false, dns)
+			cfg.Annotations = map[string]string{
+				policy.AnnotationDNSPolicy: string(policy.ClusterFirstWithAutopath),
+				"example.com/blob":         strings.Repeat(fmt.Sprintf("%d", i), 300<<10),
+			}
+			_, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			errc <- err
+		}()
+		go func() {
+			_, err := e.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+			errc <- err
+		}()
+	}
+	for range 2 * n {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.rt.mu.Lock()
+	defer e.rt.mu.Unlock()
+	if len(e.rt.sandboxes) != n {
+		t.Fatalf("runtime got %d sandboxes, want %d", len(e.rt.sandboxes), n)
+	}
+	for _, got := range e.rt.sandboxes {
+		i := strings.TrimPrefix(got.Metadata.Name, "big-")
+		if blob := got.Annotations["example.com/blob"]; blob != strings.Repeat(i, 300<<10) {
+			t.Errorf("%s: annotation of %d bytes corrupted", got.Metadata.Name, len(blob))
+		}
+		if want := []string{"search.team.cluster.local.ap.k8s.io"}; !slices.Equal(got.DnsConfig.GetSearches(), want) {
+			t.Errorf("%s: searches %v, want %v (rewritten)", got.Metadata.Name, got.DnsConfig.GetSearches(), want)
+		}
 	}
 }
