@@ -79,7 +79,7 @@ func BenchmarkShimOverhead(b *testing.B) {
 			_, err := c.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 			return err
 		})},
-		{"RunPodSandbox", 30, runPod},
+		{"RunPodSandbox", 60, runPod},
 	}
 	for b.Loop() {
 		for _, call := range calls {
