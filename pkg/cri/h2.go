@@ -9,7 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http2/hpack"
 )
 
 // The HTTP/2 (RFC 9113) frames and flags the relay looks at. Every other
@@ -283,4 +286,27 @@ func (s *syncWriter) writeLocked(flush bool, b ...[]byte) error {
 		return s.w.Flush()
 	}
 	return nil
+}
+
+// headerDecoder is one direction's HPACK decoder. The table size it may be
+// told to use is set by the other direction's SETTINGS (allowed; nil keeps
+// the default).
+type headerDecoder struct {
+	dec     *hpack.Decoder
+	allowed *atomic.Uint32
+	table   uint32
+}
+
+func newHeaderDecoder(allowed *atomic.Uint32) *headerDecoder {
+	return &headerDecoder{dec: hpack.NewDecoder(defaultHeaderTable, nil), allowed: allowed, table: defaultHeaderTable}
+}
+
+func (d *headerDecoder) decode(block []byte) ([]hpack.HeaderField, error) {
+	if d.allowed != nil {
+		if t := d.allowed.Load(); t != d.table {
+			d.table = t
+			d.dec.SetAllowedMaxDynamicTableSize(t)
+		}
+	}
+	return d.dec.DecodeFull(block)
 }

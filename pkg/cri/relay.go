@@ -127,6 +127,11 @@ func (r *relay) drain() <-chan struct{} {
 func (r *relay) checkIdle() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.checkIdleLocked()
+}
+
+// checkIdleLocked closes idle when draining and nothing is left (r.mu held).
+func (r *relay) checkIdleLocked() {
 	if r.draining && (len(r.streams) == 0 || r.closed) {
 		select {
 		case <-r.idle:
@@ -150,8 +155,7 @@ func (r *relay) fromKubelet() error {
 		return err
 	}
 	fr := &frameReader{r: br}
-	dec := hpack.NewDecoder(defaultHeaderTable, nil)
-	table := uint32(defaultHeaderTable)
+	dec := newHeaderDecoder(&r.reqTable)
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -163,11 +167,7 @@ func (r *relay) fromKubelet() error {
 			if err != nil {
 				return err
 			}
-			if t := r.reqTable.Load(); t != table {
-				table = t
-				dec.SetAllowedMaxDynamicTableSize(t)
-			}
-			fields, err := dec.DecodeFull(block)
+			fields, err := dec.decode(block)
 			if err != nil {
 				return fmt.Errorf("request headers on stream %d: %w", f.id, err)
 			}
@@ -373,8 +373,7 @@ func (r *relay) sendData(id uint32, st *relayStream, msg []byte, end bool) error
 func (r *relay) fromRuntime() error {
 	br := bufio.NewReaderSize(r.up, 64<<10)
 	fr := &frameReader{r: br}
-	dec := hpack.NewDecoder(defaultHeaderTable, nil)
-	table := uint32(defaultHeaderTable)
+	dec := newHeaderDecoder(&r.respTable)
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -387,11 +386,7 @@ func (r *relay) fromRuntime() error {
 			if raw, block, err = fr.headerBlock(f); err != nil {
 				return err
 			}
-			if t := r.respTable.Load(); t != table {
-				table = t
-				dec.SetAllowedMaxDynamicTableSize(t)
-			}
-			fields, err := dec.DecodeFull(block)
+			fields, err := dec.decode(block)
 			if err != nil {
 				return fmt.Errorf("response headers on stream %d: %w", f.id, err)
 			}
@@ -495,7 +490,6 @@ func (r *relay) finish(id uint32, code codes.Code) {
 	r.mu.Lock()
 	r.finishLocked(id, code)
 	r.mu.Unlock()
-	r.checkIdle()
 }
 
 func (r *relay) finishLocked(id uint32, code codes.Code) {
@@ -510,13 +504,7 @@ func (r *relay) finishLocked(id uint32, code codes.Code) {
 	}
 	r.cond.Broadcast()
 	r.s.observe(st.method, code, st.start)
-	if r.draining && len(r.streams) == 0 {
-		select {
-		case <-r.idle:
-		default:
-			close(r.idle)
-		}
-	}
+	r.checkIdleLocked()
 }
 
 // serveUnavailable answers kubelet while the runtime cannot be reached:
@@ -562,7 +550,7 @@ func (s *Server) serveUnavailable(ctx context.Context, down net.Conn, dialErr er
 	}
 	msg := fmt.Sprintf("dnsconfigurer: the container runtime at %q is not reachable: %v", s.endpoint, dialErr)
 	fr := &frameReader{r: br}
-	dec := hpack.NewDecoder(defaultHeaderTable, nil)
+	dec := newHeaderDecoder(nil)
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -575,7 +563,7 @@ func (s *Server) serveUnavailable(ctx context.Context, down net.Conn, dialErr er
 			if err != nil {
 				return
 			}
-			fields, err := dec.DecodeFull(block)
+			fields, err := dec.decode(block)
 			if err != nil {
 				return
 			}
