@@ -65,35 +65,72 @@ type h2frame struct {
 
 func (f h2frame) payload() []byte { return f.raw[frameHeaderLen:] }
 
-// frameReader reads frames into a buffer it reuses: a frame is valid until
-// the next call.
+// frameReader reads frames. A frame that fits in the reader's buffer is
+// returned in place (no copy), a larger one in a buffer the frameReader
+// reuses: either way a frame is valid until the next call.
 type frameReader struct {
-	r   *bufio.Reader
-	buf []byte
+	r       *bufio.Reader
+	buf     []byte
+	pending int // bytes of the last frame still in r, skipped on the next call
 }
 
 func (fr *frameReader) next() (h2frame, error) {
-	if cap(fr.buf) < frameHeaderLen {
-		fr.buf = make([]byte, frameHeaderLen, 32<<10)
+	if fr.pending > 0 {
+		if _, err := fr.r.Discard(fr.pending); err != nil {
+			return h2frame{}, err
+		}
+		fr.pending = 0
 	}
-	hdr := fr.buf[:frameHeaderLen]
-	if _, err := io.ReadFull(fr.r, hdr); err != nil {
-		return h2frame{}, err
+	hdr, err := fr.r.Peek(frameHeaderLen)
+	if err != nil {
+		return h2frame{}, truncated(err, len(hdr))
 	}
 	n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
 	if n > maxFrameLen {
 		return h2frame{}, fmt.Errorf("frame of %d bytes", n)
 	}
-	if cap(fr.buf) < frameHeaderLen+n {
-		nb := make([]byte, frameHeaderLen+n)
-		copy(nb, hdr)
-		fr.buf = nb
-	}
-	raw := fr.buf[:frameHeaderLen+n]
-	if _, err := io.ReadFull(fr.r, raw[frameHeaderLen:]); err != nil {
-		return h2frame{}, err
+	raw, err := fr.r.Peek(frameHeaderLen + n)
+	switch {
+	case err == nil:
+		fr.pending = len(raw)
+	case errors.Is(err, bufio.ErrBufferFull):
+		if cap(fr.buf) < frameHeaderLen+n {
+			fr.buf = make([]byte, frameHeaderLen+n)
+		}
+		raw = fr.buf[:frameHeaderLen+n]
+		if _, err := io.ReadFull(fr.r, raw); err != nil {
+			return h2frame{}, truncated(err, 1)
+		}
+	default:
+		return h2frame{}, truncated(err, len(raw))
 	}
 	return h2frame{typ: raw[3], flags: raw[4], id: binary.BigEndian.Uint32(raw[5:9]) & 0x7fffffff, raw: raw}, nil
+}
+
+// truncated turns EOF after part of a frame (got > 0 bytes) into
+// io.ErrUnexpectedEOF.
+func truncated(err error, got int) error {
+	if got > 0 && errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// ready reports whether the next whole frame is already buffered, so that
+// reading it cannot block. When it is not, whatever was relayed so far
+// should be flushed first: a frame split across reads must not hold back
+// the frames before it.
+func (fr *frameReader) ready() bool {
+	n := fr.r.Buffered() - fr.pending // the frame returned last is still in r
+	if n < frameHeaderLen {
+		return false
+	}
+	b, err := fr.r.Peek(fr.pending + frameHeaderLen) // buffered: does not read
+	if err != nil {
+		return false
+	}
+	h := b[fr.pending:]
+	return n >= frameHeaderLen+(int(h[0])<<16|int(h[1])<<8|int(h[2]))
 }
 
 // headerBlock reads the CONTINUATION frames that complete HEADERS frame f
@@ -258,6 +295,12 @@ func grpcTimeout(v string) (time.Duration, bool) {
 	return time.Duration(n) * unit, true
 }
 
+// readBuffer is the size of a relay direction's read buffer: a whole
+// default-size frame fits (and is relayed without a copy), and a long
+// response is read in pieces, so that its first frames go on while the
+// rest is still being read.
+const readBuffer = 32 << 10
+
 // syncWriter serialises whole writes of frames onto one connection.
 type syncWriter struct {
 	mu sync.Mutex
@@ -268,8 +311,9 @@ func newSyncWriter(w io.Writer) *syncWriter {
 	return &syncWriter{w: bufio.NewWriterSize(w, 64<<10)}
 }
 
-// write writes b, and flushes when flush is set (the writer's reader has
-// nothing more buffered, so nothing more would come soon).
+// write writes b, and flushes when flush is set: the relay direction
+// feeding this writer is about to wait for input (its next frame is not
+// complete yet), so nothing more goes out until more comes in.
 func (s *syncWriter) write(flush bool, b ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -143,7 +143,7 @@ func (r *relay) checkIdleLocked() {
 
 // fromKubelet relays kubelet's frames to the runtime.
 func (r *relay) fromKubelet() error {
-	br := bufio.NewReaderSize(r.down, 64<<10)
+	br := bufio.NewReaderSize(r.down, readBuffer)
 	preface := make([]byte, len(clientPreface))
 	if _, err := io.ReadFull(br, preface); err != nil {
 		return err
@@ -174,13 +174,13 @@ func (r *relay) fromKubelet() error {
 			if err := r.requestHeaders(f, fields); err != nil {
 				return err
 			}
-			if err := r.upW.write(br.Buffered() == 0, raw); err != nil {
+			if err := r.upW.write(!fr.ready(), raw); err != nil {
 				return err
 			}
 			continue
 		case frameData:
 			if held, err := r.hold(f); err != nil || held {
-				if err == nil && br.Buffered() == 0 {
+				if err == nil && !fr.ready() {
 					err = r.upW.write(true)
 				}
 				if err != nil {
@@ -199,7 +199,7 @@ func (r *relay) fromKubelet() error {
 				})
 			}
 		}
-		if err := r.upW.write(br.Buffered() == 0, f.raw); err != nil {
+		if err := r.upW.write(!fr.ready(), f.raw); err != nil {
 			return err
 		}
 	}
@@ -371,7 +371,7 @@ func (r *relay) sendData(id uint32, st *relayStream, msg []byte, end bool) error
 
 // fromRuntime relays the runtime's frames to kubelet.
 func (r *relay) fromRuntime() error {
-	br := bufio.NewReaderSize(r.up, 64<<10)
+	br := bufio.NewReaderSize(r.up, readBuffer)
 	fr := &frameReader{r: br}
 	dec := newHeaderDecoder(&r.respTable)
 	for {
@@ -401,7 +401,7 @@ func (r *relay) fromRuntime() error {
 				}
 				// Written before the stream is forgotten, so that a drain
 				// does not close the connection under the trailers.
-				if err := r.downW.write(br.Buffered() == 0, raw); err != nil {
+				if err := r.downW.write(!fr.ready(), raw); err != nil {
 					return err
 				}
 				r.finish(f.id, code)
@@ -409,7 +409,7 @@ func (r *relay) fromRuntime() error {
 			}
 		case frameData:
 			if f.flags&flagEndStream != 0 {
-				if err := r.downW.write(br.Buffered() == 0, raw); err != nil {
+				if err := r.downW.write(!fr.ready(), raw); err != nil {
 					return err
 				}
 				r.finish(f.id, codes.Unknown)
@@ -422,7 +422,7 @@ func (r *relay) fromRuntime() error {
 				inc := int64(binary.BigEndian.Uint32(f.payload()) & 0x7fffffff)
 				if fwd := r.grant(f.id, inc); fwd != inc {
 					if fwd == 0 {
-						if br.Buffered() == 0 {
+						if !fr.ready() {
 							err = r.downW.write(true)
 						}
 						if err != nil {
@@ -445,7 +445,7 @@ func (r *relay) fromRuntime() error {
 				})
 			}
 		}
-		if err := r.downW.write(br.Buffered() == 0, raw); err != nil {
+		if err := r.downW.write(!fr.ready(), raw); err != nil {
 			return err
 		}
 	}
@@ -592,7 +592,7 @@ func (s *Server) serveUnavailable(ctx context.Context, down net.Conn, dialErr er
 			}
 		}
 		if out != nil {
-			if err := w.write(br.Buffered() == 0, out); err != nil {
+			if err := w.write(!fr.ready(), out); err != nil {
 				return
 			}
 		}

@@ -3,7 +3,14 @@ package shim_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,16 +20,20 @@ import (
 )
 
 // BenchmarkShimOverhead measures, in one run against one containerd, each
-// call made directly and through the shim binary, alternating the two so
-// that drift hits both alike, and reports the medians and what the shim
-// adds: Version, ListContainers with 200 containers known, and
-// RunPodSandbox (with an autopath rewrite, no API server lookup).
+// call made directly, through the shim binary, and (for the pass-through
+// calls) through a bare relay process that only copies bytes, alternating
+// them so that drift hits all alike, and reports the medians and what the
+// shim adds: Version, ListContainers with 200 containers known, and
+// RunPodSandbox (with an autopath rewrite, no API server lookup). The bare
+// relay is the floor for any proxy: what one more process on the path
+// costs on this machine, before the shim does anything.
 //
 //	go test -run '^$' -bench ShimOverhead -benchtime 1x ./test/e2e/shim/
 func BenchmarkShimOverhead(b *testing.B) {
 	h := containerd.Start(b, containerd.Options{HostResolvConf: hostResolv})
 	s := startShim(b, h, "--log-level", "warn")
 	direct, shim := h.Client(), h.Dial(s.Socket)
+	bare := h.Dial(startBareRelay(b, h))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -69,38 +80,45 @@ func BenchmarkShimOverhead(b *testing.B) {
 	calls := []struct {
 		name    string
 		samples int
+		floor   bool // also measured through the bare relay
 		do      func(*containerd.Client) (time.Duration, error)
 	}{
-		{"Version", 2000, timed(func(c *containerd.Client) error {
+		{"Version", 2000, true, timed(func(c *containerd.Client) error {
 			_, err := c.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
 			return err
 		})},
-		{"ListContainers200", 500, timed(func(c *containerd.Client) error {
+		{"ListContainers200", 500, true, timed(func(c *containerd.Client) error {
 			_, err := c.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 			return err
 		})},
-		{"RunPodSandbox", 60, runPod},
+		{"RunPodSandbox", 60, false, runPod},
 	}
 	for b.Loop() {
 		for _, call := range calls {
-			var viaDirect, viaShim []time.Duration
+			vias := []*containerd.Client{direct, shim}
+			if call.floor {
+				vias = append(vias, bare)
+			}
+			took := map[*containerd.Client][]time.Duration{}
 			for range call.samples {
-				for _, via := range []*containerd.Client{direct, shim} {
+				for _, via := range vias {
 					d, err := call.do(via)
 					if err != nil {
 						b.Fatalf("%s: %v", call.name, err)
 					}
-					if via == direct {
-						viaDirect = append(viaDirect, d)
-					} else {
-						viaShim = append(viaShim, d)
-					}
+					took[via] = append(took[via], d)
 				}
 			}
-			pd, ps := p50(viaDirect), p50(viaShim)
+			pd, ps := p50(took[direct]), p50(took[shim])
 			added := ps - pd
 			b.Logf("%-18s p50 direct %9v  via shim %9v  added %9v (%+.1f%%)  [%d samples each]", call.name,
 				pd.Round(time.Microsecond), ps.Round(time.Microsecond), added.Round(time.Microsecond), 100*float64(added)/float64(pd), call.samples)
+			if call.floor {
+				pb := p50(took[bare])
+				b.Logf("%-18s p50 via a bare byte-copying relay %9v  added %9v (%+.1f%%): the shim adds %v over that floor", call.name,
+					pb.Round(time.Microsecond), (pb - pd).Round(time.Microsecond), 100*float64(pb-pd)/float64(pd), (ps - pb).Round(time.Microsecond))
+				b.ReportMetric(100*float64(pb-pd)/float64(pd), call.name+"-bare-relay-added-%")
+			}
 			b.ReportMetric(float64(pd.Microseconds()), call.name+"-direct-p50-µs")
 			b.ReportMetric(float64(ps.Microseconds()), call.name+"-shim-p50-µs")
 			b.ReportMetric(100*float64(added)/float64(pd), call.name+"-added-%")
@@ -119,4 +137,60 @@ func p50(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// bareRelayEnv, set to LISTEN=TARGET, makes the test binary a bare relay.
+const bareRelayEnv = "DNSCONFIGURER_BENCH_BARE_RELAY"
+
+// startBareRelay runs this test binary as a bare relay in front of h's
+// containerd and returns its socket.
+func startBareRelay(t testing.TB, h *containerd.Harness) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "bare.sock")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), bareRelayEnv+"="+sock+"="+strings.TrimPrefix(h.Endpoint, "unix://"))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return sock
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bare relay: %s never accepted", sock)
+		}
+	}
+}
+
+// bareRelay accepts on listen and copies each connection's bytes to and
+// from a connection of its own to target, with nothing else: the least
+// work a proxy process can do.
+func bareRelay(listen, target string) int {
+	l, err := net.Listen("unix", listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bare relay:", err)
+		return 1
+	}
+	for {
+		down, err := l.Accept()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bare relay:", err)
+			return 1
+		}
+		up, err := net.Dial("unix", target)
+		if err != nil {
+			down.Close()
+			continue
+		}
+		pipe := func(dst, src net.Conn) {
+			_, _ = io.Copy(dst, src)
+			_ = dst.(*net.UnixConn).CloseWrite()
+		}
+		go pipe(up, down)
+		go pipe(down, up)
+	}
 }
