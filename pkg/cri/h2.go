@@ -85,7 +85,7 @@ func (fr *frameReader) next() (h2frame, error) {
 	if err != nil {
 		return h2frame{}, truncated(err, len(hdr))
 	}
-	n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+	n := frameLen(hdr)
 	if n > maxFrameLen {
 		return h2frame{}, fmt.Errorf("frame of %d bytes", n)
 	}
@@ -99,13 +99,16 @@ func (fr *frameReader) next() (h2frame, error) {
 		}
 		raw = fr.buf[:frameHeaderLen+n]
 		if _, err := io.ReadFull(fr.r, raw); err != nil {
-			return h2frame{}, truncated(err, 1)
+			return h2frame{}, err // the header is buffered: a short read is io.ErrUnexpectedEOF
 		}
 	default:
 		return h2frame{}, truncated(err, len(raw))
 	}
 	return h2frame{typ: raw[3], flags: raw[4], id: binary.BigEndian.Uint32(raw[5:9]) & 0x7fffffff, raw: raw}, nil
 }
+
+// frameLen is the payload length in frame header h.
+func frameLen(h []byte) int { return int(h[0])<<16 | int(h[1])<<8 | int(h[2]) }
 
 // truncated turns EOF after part of a frame (got > 0 bytes) into
 // io.ErrUnexpectedEOF.
@@ -129,8 +132,7 @@ func (fr *frameReader) ready() bool {
 	if err != nil {
 		return false
 	}
-	h := b[fr.pending:]
-	return n >= frameHeaderLen+(int(h[0])<<16|int(h[1])<<8|int(h[2]))
+	return n >= frameHeaderLen+frameLen(b[fr.pending:])
 }
 
 // headerBlock reads the CONTINUATION frames that complete HEADERS frame f
