@@ -52,9 +52,10 @@ type User struct {
 type Option func(*options)
 
 type options struct {
-	users []User
-	args  []string
-	out   io.Writer
+	users   []User
+	args    []string
+	out     io.Writer
+	network Network
 }
 
 // WithUser adds a user, authenticated by a bearer token in the API server's
@@ -130,7 +131,7 @@ func Start(ctx context.Context, opts ...Option) (_ *ControlPlane, retErr error) 
 	if err := os.WriteFile(filepath.Join(cp.dir, ownerFile), owner, 0o600); err != nil {
 		return nil, fmt.Errorf("write owner file: %w", err)
 	}
-	if cp.pki, err = newPKI(cp.dir); err != nil {
+	if cp.pki, err = newPKI(cp.dir, cp.opts.network.Address); err != nil {
 		return nil, err
 	}
 	if err := cp.writeTokens(); err != nil {
@@ -181,7 +182,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 	var err error
 	for range portAttempts {
 		var ports []int
-		if ports, err = freePorts(2); err != nil {
+		if ports, err = cp.freePorts(2); err != nil {
 			return err
 		}
 		client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
@@ -198,12 +199,13 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 			"--unsafe-no-fsync=true",
 			"--log-level=warn",
 		}
-		p, startErr := startProcess("etcd", filepath.Join(cp.binDir, "etcd"), args, filepath.Join(cp.dir, "etcd.log"), cp.opts.out)
+		bin, args := cp.opts.network.command(filepath.Join(cp.binDir, "etcd"), args)
+		p, startErr := startProcess("etcd", bin, args, filepath.Join(cp.dir, "etcd.log"), cp.opts.out)
 		if startErr != nil {
 			return startErr
 		}
 		err = waitReady(ctx, p, func(ctx context.Context) error {
-			return probeEtcd(ctx, client)
+			return cp.probeEtcd(ctx, client)
 		})
 		if err == nil {
 			cp.etcd, cp.etcdURL = p, client
@@ -223,8 +225,10 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 func (cp *ControlPlane) startAPIServer(ctx context.Context, first bool) error {
 	var err error
 	for attempt := range portAttempts {
-		if first {
-			ports, err := freePorts(1)
+		if first && cp.opts.network.Port != 0 {
+			cp.apiPort = cp.opts.network.Port
+		} else if first {
+			ports, err := cp.freePorts(1)
 			if err != nil {
 				return err
 			}
@@ -233,7 +237,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, first bool) error {
 			// The previous process's socket may linger for a moment.
 			time.Sleep(time.Second)
 		}
-		p, startErr := startProcess("kube-apiserver", filepath.Join(cp.binDir, "kube-apiserver"), cp.apiServerArgs(), filepath.Join(cp.dir, "kube-apiserver.log"), cp.opts.out)
+		bin, args := cp.opts.network.command(filepath.Join(cp.binDir, "kube-apiserver"), cp.apiServerArgs())
+		p, startErr := startProcess("kube-apiserver", bin, args, filepath.Join(cp.dir, "kube-apiserver.log"), cp.opts.out)
 		if startErr != nil {
 			return startErr
 		}
@@ -251,10 +256,18 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, first bool) error {
 }
 
 func (cp *ControlPlane) apiServerArgs() []string {
+	addr := cp.opts.network.address()
+	// Without a network the control plane has no controllers and no
+	// nodes: pods need no ServiceAccount and nobody reaches the API
+	// server through its Service. In one, both are as in a real cluster.
+	admission, reconciler := "--disable-admission-plugins=ServiceAccount", "--endpoint-reconciler-type=none"
+	if cp.opts.network.NetNSPath != "" {
+		admission, reconciler = "--enable-admission-plugins=NodeRestriction", "--endpoint-reconciler-type=lease"
+	}
 	args := []string{
 		"--etcd-servers=" + cp.etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + addr,
+		"--advertise-address=" + addr,
 		"--secure-port=" + strconv.Itoa(cp.apiPort),
 		"--tls-cert-file=" + cp.pki.certFile,
 		"--tls-private-key-file=" + cp.pki.keyFile,
@@ -263,8 +276,8 @@ func (cp *ControlPlane) apiServerArgs() []string {
 		"--cert-dir=" + filepath.Join(cp.dir, "certs"),
 		"--token-auth-file=" + filepath.Join(cp.dir, "tokens.csv"),
 		"--authorization-mode=Node,RBAC",
-		"--disable-admission-plugins=ServiceAccount",
-		"--endpoint-reconciler-type=none",
+		admission,
+		reconciler,
 		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + cp.pki.saPubFile,
@@ -300,12 +313,13 @@ func waitReady(ctx context.Context, p *process, probe func(context.Context) erro
 	}
 }
 
-func probeEtcd(ctx context.Context, url string) error {
+func (cp *ControlPlane) probeEtcd(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{Transport: &http.Transport{DialContext: cp.opts.network.dialContext, DisableKeepAlives: true}}
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -329,6 +343,7 @@ func (cp *ControlPlane) probeAPIServer(ctx context.Context) error {
 	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig:   &tls.Config{RootCAs: pool},
 		DisableKeepAlives: true,
+		DialContext:       cp.opts.network.dialContext,
 	}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.host()+"/readyz", nil)
 	if err != nil {
@@ -347,10 +362,10 @@ func (cp *ControlPlane) probeAPIServer(ctx context.Context) error {
 	return nil
 }
 
-// freePorts returns n distinct ports that were free on 127.0.0.1 a moment
-// ago. Another process may take one before the child binds it; the callers
-// retry when that happens.
-func freePorts(n int) ([]int, error) {
+// freePorts returns n distinct ports that were free on 127.0.0.1 (of the
+// control plane's namespace) a moment ago. Another process may take one
+// before the child binds it; the callers retry when that happens.
+func (cp *ControlPlane) freePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {
@@ -359,7 +374,7 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := cp.opts.network.listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
@@ -370,15 +385,23 @@ func freePorts(n int) ([]int, error) {
 }
 
 func (cp *ControlPlane) host() string {
-	return "https://127.0.0.1:" + strconv.Itoa(cp.apiPort)
+	return "https://" + net.JoinHostPort(cp.opts.network.address(), strconv.Itoa(cp.apiPort))
 }
 
-// Host returns the API server URL, https://127.0.0.1:<port>. It stays the
-// same across RestartAPIServer.
+// Host returns the API server URL, https://127.0.0.1:<port> (or the
+// Network's address). It stays the same across RestartAPIServer.
 func (cp *ControlPlane) Host() string { return cp.host() }
 
 // CAData returns the PEM CA bundle that verifies the API server.
 func (cp *ControlPlane) CAData() []byte { return slices.Clone(cp.pki.caPEM) }
+
+// CAFile returns the path of the PEM CA bundle that verifies the API server
+// (kube-controller-manager's --root-ca-file).
+func (cp *ControlPlane) CAFile() string { return cp.pki.caFile }
+
+// ServiceAccountKeyFile returns the path of the service account signing key
+// (kube-controller-manager's --service-account-private-key-file).
+func (cp *ControlPlane) ServiceAccountKeyFile() string { return cp.pki.saKeyFile }
 
 // Dir returns the control plane's temporary directory, which holds the
 // etcd and kube-apiserver logs (etcd.log, kube-apiserver.log), keys and
@@ -407,6 +430,7 @@ func (cp *ControlPlane) config(token string) *rest.Config {
 		QPS:             200,
 		Burst:           400,
 		UserAgent:       "dnsconfigurer-test",
+		Dial:            cp.opts.network.dialContext,
 	}
 }
 

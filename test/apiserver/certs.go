@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,17 +19,20 @@ import (
 // pki is the key material one control plane needs, written under dir.
 type pki struct {
 	caPEM     []byte // the CA that signed the serving certificate
+	caFile    string // caPEM's file
 	certFile  string // kube-apiserver serving certificate
 	keyFile   string // and its key
 	saKeyFile string // service account signing key (private)
 	saPubFile string // and its public half, for verification
 }
 
-// newPKI generates a throwaway CA, a serving certificate for 127.0.0.1 and
-// the in-cluster names, and a service account signing key, all ECDSA P-256
-// because it is fast to generate and every component accepts it.
-func newPKI(dir string) (*pki, error) {
+// newPKI generates a throwaway CA, a serving certificate for 127.0.0.1 (and
+// extra, when valid) and the in-cluster names, and a service account
+// signing key, all ECDSA P-256 because it is fast to generate and every
+// component accepts it.
+func newPKI(dir string, extra netip.Addr) (*pki, error) {
 	p := &pki{
+		caFile:    filepath.Join(dir, "ca.crt"),
 		certFile:  filepath.Join(dir, "apiserver.crt"),
 		keyFile:   filepath.Join(dir, "apiserver.key"),
 		saKeyFile: filepath.Join(dir, "sa.key"),
@@ -58,6 +62,9 @@ func newPKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("parse ca certificate: %w", err)
 	}
 	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(p.caFile, p.caPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("write ca certificate: %w", err)
+	}
 
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -80,6 +87,9 @@ func newPKI(dir string) (*pki, error) {
 		// 10.96.0.1 is the "kubernetes" Service's cluster IP, the first
 		// address of --service-cluster-ip-range.
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)},
+	}
+	if extra.IsValid() {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, extra.AsSlice())
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

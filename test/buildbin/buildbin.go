@@ -42,7 +42,11 @@ func Dnsconfigurer(t testing.TB) string {
 			return
 		}
 		path = filepath.Join(dir, "dnsconfigurer")
-		if out, buildErr := exec.Command(goBin, "build", "-o", path, Package).CombinedOutput(); buildErr != nil {
+		// Static, as the image ships it (test/cluster runs it in a
+		// container too).
+		cmd := exec.Command(goBin, "build", "-o", path, Package)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, buildErr := cmd.CombinedOutput(); buildErr != nil {
 			err = fmt.Errorf("go build %s: %v\n%s", Package, buildErr, out)
 		}
 	})

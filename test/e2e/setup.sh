@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# setup.sh installs what the real-containerd end-to-end tests in test/e2e need:
-# Debian's containerd, runc, CNI plugins and iproute2. It is idempotent: a
+# setup.sh installs what the real-containerd end-to-end tests in test/e2e and
+# the one-node cluster in test/cluster need: Debian's containerd, runc, CNI
+# plugins and iproute2; iptables and conntrack for kube-proxy; and
+# bind9-dnsutils (dig, nslookup, host) and netcat-openbsd, which the cluster's
+# stand-in test images copy from the host. It is idempotent: a
 # second run installs nothing and only prints the versions. It never starts a
 # containerd of its own and never touches the host's network configuration;
 # the tests start everything themselves inside a network namespace.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iproute2)
+packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd)
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "test/e2e/setup.sh: must run as root (apt-get install)" >&2
@@ -49,3 +52,6 @@ echo "runc:       $(runc --version | head -n1)"
 echo "ctr:        $(ctr --version)"
 echo "cni:        $cni_dir ($(dpkg-query -W -f='${Version}' containernetworking-plugins))"
 echo "ip:         $(ip -V)"
+echo "iptables:   $(iptables --version)"
+echo "conntrack:  $(conntrack --version)"
+echo "dig:        $(dig -v 2>&1)"

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# build.sh builds the kube-apiserver and etcd binaries that the integration
-# tests (test/apiserver) run, and prints the directory holding them.
+# build.sh builds the Kubernetes binaries that the integration tests
+# (test/apiserver: kube-apiserver, etcd) and the real-cluster end-to-end tests
+# (test/cluster: also kubelet, kube-controller-manager, kube-scheduler,
+# kube-proxy, e2e.test, agnhost and coredns) run, and prints the directory
+# holding them.
 #
 # Usage: test/testbin/build.sh [OUTDIR]
 #
@@ -11,8 +14,8 @@
 #
 # test/apiserver looks in the same place, or in $DNSCONFIGURER_TESTBIN when
 # that is set. The build is skipped when the directory already holds binaries
-# built from the current go.sum. A cold build takes a few minutes and about
-# 2 GB of RAM; set GOFLAGS=-p=1 to trade time for memory.
+# built from the current go.sum. A cold build takes about 25 minutes on two
+# cores and about 3 GB of RAM; set GOFLAGS=-p=1 to trade time for memory.
 #
 # Only the directory is printed on stdout, so callers can do
 #
@@ -20,7 +23,14 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# coredns is a module of its own (its dependencies would move Kubernetes'
+# ones), built with go install at this pinned version; agnhost's image ships
+# it as /coredns, and the upstream DNS e2e specs run it from there.
+coredns_version=v1.15.0
 sum="$(sha256sum "$here/go.sum" | cut -d' ' -f1)"
+# The stamp names everything the binaries were built from.
+stamp="$sum coredns $coredns_version"
+bins=(kube-apiserver etcd kubectl kubelet kube-controller-manager kube-scheduler kube-proxy agnhost e2e.test coredns)
 
 if [[ $# -gt 1 ]]; then
 	echo "usage: $0 [OUTDIR]" >&2
@@ -37,8 +47,12 @@ out="$(cd "$out" && pwd)"
 # The stamp records which go.sum the binaries were built from, so a stale
 # OUTDIR given on the command line is rebuilt rather than trusted.
 built() {
-	[[ -x "$out/kube-apiserver" && -x "$out/etcd" && -f "$out/.go.sum.sha256" ]] &&
-		[[ "$(cat "$out/.go.sum.sha256")" == "$sum" ]]
+	local b
+	for b in "${bins[@]}"; do
+		[[ -x "$out/$b" ]] || return 1
+	done
+	[[ -f "$out/.go.sum.sha256" ]] &&
+		[[ "$(cat "$out/.go.sum.sha256")" == "$stamp" ]]
 }
 
 if built; then
@@ -77,12 +91,27 @@ vpkg=k8s.io/component-base/version
 ldflags="-s -w -X $vpkg.gitVersion=$version -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean"
 
 start=$SECONDS
-echo "build.sh: building kube-apiserver $version into $out" >&2
-go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-echo "build.sh: building etcd $(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)" >&2
+echo "build.sh: building Kubernetes $version (kube-apiserver, kubectl, kubelet, kube-controller-manager, kube-scheduler, kube-proxy, agnhost) into $out" >&2
+# One go build for all of them shares the compiled packages.
+go build -trimpath -ldflags "$ldflags" -o "$tmp/" \
+	k8s.io/kubernetes/cmd/kube-apiserver \
+	k8s.io/kubernetes/cmd/kubelet \
+	k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kube-scheduler \
+	k8s.io/kubernetes/cmd/kube-proxy \
+	k8s.io/kubernetes/cmd/kubectl \
+	k8s.io/kubernetes/test/images/agnhost
+echo "build.sh: building e2e.test $version ($((SECONDS - start))s so far)" >&2
+go test -c -trimpath -ldflags "$ldflags" -o "$tmp/e2e.test" k8s.io/kubernetes/test/e2e
+echo "build.sh: building etcd $(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3) ($((SECONDS - start))s so far)" >&2
 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+echo "build.sh: building coredns $coredns_version ($((SECONDS - start))s so far)" >&2
+# Outside this module, so that coredns resolves its own go.mod.
+(cd "$tmp" && GOFLAGS=-mod=mod GOBIN="$tmp" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$coredns_version")
 
-mv -f "$tmp/kube-apiserver" "$tmp/etcd" "$out/"
-echo "$sum" >"$out/.go.sum.sha256"
+for b in "${bins[@]}"; do
+	mv -f "$tmp/$b" "$out/"
+done
+echo "$stamp" >"$out/.go.sum.sha256"
 echo "build.sh: done in $((SECONDS - start))s" >&2
 echo "$out"

@@ -52,6 +52,18 @@ type Options struct {
 	LogLevel string
 	// StartTimeout bounds the start; the default is 60s.
 	StartTimeout time.Duration
+	// SharedDirs are existing directories that containerd must see the
+	// later mounts of, as a kubelet's root directory (the tmpfs volumes
+	// of ServiceAccount tokens and secrets are mounted under it after
+	// containerd started). Each is bind-mounted onto itself and made a
+	// shared mount before containerd starts; containerd's mount namespace
+	// is then a slave of the machine's, so mounts made under these
+	// directories reach it. Close unmounts them, and everything mounted
+	// under them, after containerd stopped.
+	SharedDirs []string
+	// Images are extra OCI image tarballs (reference → file) to import
+	// besides the pause and test images.
+	Images map[string]string
 }
 
 // Harness is a running containerd with the CRI plugin, runc and a CNI
@@ -81,6 +93,8 @@ type Harness struct {
 	ContainerdVersion, RuncVersion string
 	// Started is how long Start took.
 	Started time.Duration
+	// SharedDirs are Options.SharedDirs, once mounted.
+	SharedDirs []string
 
 	t       testing.TB
 	cmd     *exec.Cmd
@@ -224,6 +238,19 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 	if err := h.setupNetNS(ctx); err != nil {
 		return err
 	}
+	propagation := "private"
+	if len(opts.SharedDirs) > 0 {
+		propagation = "slave"
+		for _, d := range opts.SharedDirs {
+			if _, err := output(ctx, "mount", "--bind", d, d); err != nil {
+				return err
+			}
+			h.SharedDirs = append(h.SharedDirs, d)
+			if _, err := output(ctx, "mount", "--make-shared", d); err != nil {
+				return err
+			}
+		}
+	}
 	if h.ContainerdVersion, err = output(ctx, "containerd", "--version"); err != nil {
 		return err
 	}
@@ -254,7 +281,7 @@ exec containerd --config "$1/config.toml" --log-level "$3"
 		return err
 	}
 	h.cmd = exec.Command("nsenter", "--net="+h.NetNSPath, "--",
-		"unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--kill-child",
+		"unshare", "--mount", "--propagation", propagation, "--pid", "--fork", "--mount-proc", "--kill-child",
 		"--", "/bin/sh", "-c", script, "sh", h.Dir, h.HostResolvConf, opts.LogLevel)
 	h.cmd.Stdout, h.cmd.Stderr = h.logFile, h.logFile
 	// Should the test process die without cleaning up (a go test timeout
@@ -287,18 +314,25 @@ exec containerd --config "$1/config.toml" --log-level "$3"
 	if err := h.waitReady(ctx, c); err != nil {
 		return err
 	}
+	files := map[string]string{}
 	for ref, tarball := range images {
 		file := filepath.Join(h.Dir, "images", strings.NewReplacer("/", "_", ":", "_").Replace(ref)+".tar")
 		if err := os.WriteFile(file, tarball, 0o644); err != nil {
 			return err
 		}
+		files[ref] = file
+	}
+	for ref, file := range opts.Images {
+		files[ref] = file
+	}
+	for ref, file := range files {
 		if _, err := output(ctx, "ctr", "--address", h.Socket, "--namespace", CRINamespace, "images", "import", file); err != nil {
 			return fmt.Errorf("import %q: %w", ref, err)
 		}
 	}
 	// The CRI plugin learns of imported images from containerd's events;
-	// wait until it knows both.
-	for ref := range images {
+	// wait until it knows them all.
+	for ref := range files {
 		if err := poll(ctx, func() (bool, error) {
 			resp, err := c.Images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 			return err == nil && resp.GetImage() != nil, nil
@@ -469,6 +503,9 @@ func (h *Harness) Close() {
 			h.logFile.Close()
 		}
 		errs = append(errs, removeCgroups(h.CgroupParent))
+		for _, d := range h.SharedDirs {
+			errs = append(errs, unmountTree(d))
+		}
 		if _, err := os.Stat(h.NetNSPath); err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_, err := output(ctx, "ip", "netns", "del", h.NetNS)
@@ -615,6 +652,14 @@ func removeCgroups(parent string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unmountTree unmounts dir and every mount under it, deepest first.
+func unmountTree(dir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := output(ctx, "umount", "--recursive", dir)
+	return err
 }
 
 // removeAll removes dir, retrying briefly: a mount namespace's mounts may

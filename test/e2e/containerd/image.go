@@ -44,11 +44,15 @@ type Image struct {
 	Env        []string
 }
 
-// ImageFile is one regular file of an image layer.
+// ImageFile is one entry of an image layer: a regular file, or a symbolic
+// link when Link is set, or an empty directory when Mode has fs.ModeDir.
 type ImageFile struct {
 	Path string      // absolute path inside the image, e.g. "/pause"
-	Mode fs.FileMode // permission bits
+	Mode fs.FileMode // permission bits, plus fs.ModeDir for a directory
 	Data []byte
+	// Link, when set, makes the entry a symbolic link with this target
+	// (e.g. "usr/bin" for "/bin"); Mode and Data are then ignored.
+	Link string
 }
 
 // descriptor is an OCI content descriptor.
@@ -214,24 +218,41 @@ func refTag(ref string) string {
 // layerTar returns the uncompressed layer: the files, their parent
 // directories, and the directories a container runtime expects to exist.
 func layerTar(files []ImageFile) ([]byte, error) {
-	dirs := map[string]bool{"etc": true, "tmp": true, "proc": true, "sys": true, "dev": true}
+	dirs := map[string]fs.FileMode{"etc": 0o755, "tmp": fs.ModeSticky | 0o777, "proc": 0o755, "sys": 0o755, "dev": 0o755}
+	parents := map[string]bool{}
 	regs := map[string]ImageFile{}
+	seen := map[string]bool{}
 	for _, f := range files {
 		p := strings.TrimPrefix(path.Clean("/"+f.Path), "/")
 		if p == "" {
 			return nil, fmt.Errorf("bad file path %q", f.Path)
 		}
-		if _, dup := regs[p]; dup {
+		if seen[p] {
 			return nil, fmt.Errorf("duplicate file %q", f.Path)
 		}
-		regs[p] = f
+		seen[p] = true
+		if f.Link == "" && f.Mode.IsDir() {
+			dirs[p] = f.Mode & (fs.ModePerm | fs.ModeSticky)
+		} else {
+			regs[p] = f
+		}
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
-			dirs[d] = true
+			parents[d] = true
+		}
+	}
+	for d := range parents {
+		if _, ok := regs[d]; ok {
+			return nil, fmt.Errorf("%q is a parent directory of other files", "/"+d)
+		}
+		if _, ok := dirs[d]; !ok {
+			dirs[d] = 0o755
 		}
 	}
 	var names []string
 	for d := range dirs {
-		names = append(names, d)
+		if _, ok := regs[d]; !ok {
+			names = append(names, d)
+		}
 	}
 	for p := range regs {
 		names = append(names, p)
@@ -242,7 +263,13 @@ func layerTar(files []ImageFile) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, n := range names {
-		if f, ok := regs[n]; ok {
+		f, ok := regs[n]
+		switch {
+		case ok && f.Link != "":
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: n, Linkname: f.Link, Mode: 0o777, ModTime: epoch}); err != nil {
+				return nil, err
+			}
+		case ok:
 			hdr := &tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: int64(f.Mode.Perm()), Size: int64(len(f.Data)), ModTime: epoch}
 			if err := tw.WriteHeader(hdr); err != nil {
 				return nil, err
@@ -250,14 +277,14 @@ func layerTar(files []ImageFile) ([]byte, error) {
 			if _, err := tw.Write(f.Data); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		mode := int64(0o755)
-		if n == "tmp" {
-			mode = 0o1777
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: n + "/", Mode: mode, ModTime: epoch}); err != nil {
-			return nil, err
+		default:
+			mode := int64(dirs[n].Perm())
+			if dirs[n]&fs.ModeSticky != 0 {
+				mode |= 0o1000
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: n + "/", Mode: mode, ModTime: epoch}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := tw.Close(); err != nil {

@@ -1,0 +1,345 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+// The cluster's fixed settings: what kubelet's flags say, and where things
+// listen inside the node's network namespace.
+const (
+	// NodeName is the one node's name.
+	NodeName = "dnscfg-node"
+	// ClusterDomain is kubelet's clusterDomain.
+	ClusterDomain = "cluster.local"
+	// APIPort is kube-apiserver's port on NodeIP.
+	APIPort = 6443
+	// RuntimeContainerd16 is Debian's containerd (1.6), the default runtime.
+	RuntimeContainerd16 = "containerd-1.6"
+)
+
+var (
+	// NodeIP is the node's address: the pod bridge's, so that pods reach
+	// the node (kubelet refuses a loopback node IP). kube-apiserver, the
+	// upstream stub and kubelet listen on it.
+	NodeIP = containerd.BridgeAddr
+	// ServiceCIDR is the Service cluster IP range.
+	ServiceCIDR = netip.MustParsePrefix(apiserver.ServiceCIDR)
+	// ClusterDNS is kubelet's clusterDNS, the address of the DNS Service
+	// that deploy/ creates.
+	ClusterDNS = netip.MustParseAddr("10.96.0.10")
+	// NodeLocalDNS is the node-local stage's address (deploy/nodelocal).
+	NodeLocalDNS = netip.MustParseAddr("169.254.20.10")
+)
+
+// Options tune a cluster. The zero value is a working one-node cluster on
+// Debian's containerd.
+type Options struct {
+	// Runtime names the container runtime behind the shim. Only
+	// RuntimeContainerd16 (the default, Debian's package) exists so far;
+	// containerd 2.x joins it with its own issue.
+	Runtime string
+	// StartTimeout bounds the whole start; the default is 5 minutes.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running one-node Kubernetes cluster: etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, containerd with the
+// dnsconfigurer CRI shim in front of it, kubelet talking to the shim, and
+// kube-proxy in iptables mode, all inside one network namespace that the
+// cluster created (the node). Nothing in it has a route out.
+type Cluster struct {
+	// Dir holds the cluster's files: kubeconfigs, component configs and
+	// logs (*.log), kubelet's root directory, the images.
+	Dir string
+	// Node is the containerd harness: the namespace, the pod bridge and
+	// containerd.
+	Node *containerd.Harness
+	// ControlPlane is etcd and kube-apiserver, listening on NodeIP.
+	ControlPlane *apiserver.ControlPlane
+	// BinDir holds the Kubernetes binaries (test/testbin/build.sh).
+	BinDir string
+	// Product is the dnsconfigurer binary under test.
+	Product string
+	// Kubeconfig is the admin's kubeconfig, for commands run in the
+	// namespace (Kubectl, E2E).
+	Kubeconfig string
+	// Client is an admin clientset that dials from inside the namespace.
+	Client kubernetes.Interface
+	// Config is the admin rest.Config behind Client.
+	Config *rest.Config
+	// Upstream is the DNS stub that answers names outside the cluster.
+	Upstream *Stub
+	// Images maps every image imported into containerd to its tarball.
+	Images map[string]string
+
+	t        testing.TB
+	procs    map[string]*proc
+	order    []string
+	sysctls  map[string]string
+	shimSock string
+}
+
+// Start brings a cluster up and registers its teardown with t.Cleanup. It
+// skips t when the machine cannot run one (not root, containerd or the
+// Kubernetes binaries missing: the message says what to run) and fails it
+// on any other error.
+func Start(t testing.TB, product string, opts Options) *Cluster {
+	t.Helper()
+	if opts.Runtime == "" {
+		opts.Runtime = RuntimeContainerd16
+	}
+	if opts.Runtime != RuntimeContainerd16 {
+		t.Fatalf("cluster: runtime %q is not supported (only %q)", opts.Runtime, RuntimeContainerd16)
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 5 * time.Minute
+	}
+	containerd.Require(t)
+	binDir, err := BinDir()
+	if err != nil {
+		t.Skipf("cluster: %v; run test/testbin/build.sh (or set %s)", err, apiserver.EnvBinDir)
+	}
+	for _, tool := range []string{"iptables", "ip", "nsenter", "mount", "umount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("cluster: %s missing; run test/e2e/setup.sh", tool)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
+	defer cancel()
+
+	dir, err := os.MkdirTemp("", "dnscfg-cluster-")
+	if err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, t: t, procs: map[string]*proc{}}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("cluster: remove %s: %v", dir, err)
+		}
+	})
+	if err := c.saveSysctls(); err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+	t.Cleanup(c.restoreSysctls)
+
+	for _, d := range []string{c.kubeletRoot(), c.podLogs(), filepath.Join(dir, "images")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatalf("cluster: %v", err)
+		}
+	}
+	c.Images, err = standInImages(ctx, filepath.Join(dir, "images"), binDir, product)
+	if err != nil {
+		t.Fatalf("cluster: build images: %v", err)
+	}
+	c.Node = containerd.Start(t, containerd.Options{
+		Routes:         []netip.Prefix{ServiceCIDR, netip.PrefixFrom(NodeLocalDNS, 32)},
+		HostResolvConf: c.nodeResolvConf(),
+		SharedDirs:     []string{c.kubeletRoot()},
+		Images:         c.Images,
+		StartTimeout:   2 * time.Minute,
+	})
+	t.Cleanup(c.stopAll) // runs before the harness's Close
+	if err := c.start(ctx); err != nil {
+		t.Fatalf("cluster: %v\n%s", err, c.logTails(30))
+	}
+	return c
+}
+
+// start brings up everything after containerd, in dependency order.
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.setupNetwork(ctx); err != nil {
+		return err
+	}
+	var err error
+	if c.Upstream, err = startStub(c.Node); err != nil {
+		return fmt.Errorf("upstream stub: %w", err)
+	}
+	c.t.Cleanup(c.Upstream.Close)
+	c.ControlPlane, err = apiserver.Start(ctx,
+		apiserver.WithNetwork(apiserver.Network{NetNSPath: c.Node.NetNSPath, Address: NodeIP, Port: APIPort}),
+		apiserver.WithUser("system:node:"+NodeName, "system:nodes"),
+		apiserver.WithUser("system:kube-proxy"),
+		// The node's name resolves nowhere: reach kubelet by its address.
+		apiserver.WithAPIServerArgs("--kubelet-preferred-address-types=InternalIP"),
+	)
+	if err != nil {
+		return err
+	}
+	c.t.Cleanup(func() {
+		if err := c.ControlPlane.Close(); err != nil {
+			c.t.Errorf("cluster: stop control plane: %v", err)
+		}
+	})
+	c.Config = c.ControlPlane.Config()
+	c.Client = c.ControlPlane.Client()
+	c.Kubeconfig = c.ControlPlane.Kubeconfig()
+	if err := c.writeConfigs(); err != nil {
+		return err
+	}
+	if err := makeCgroupParent(c.Node.CgroupParent); err != nil {
+		return err
+	}
+	for _, name := range []string{"kube-controller-manager", "kube-scheduler", "shim", "kubelet", "kube-proxy"} {
+		if err := c.startProc(ctx, name); err != nil {
+			return err
+		}
+	}
+	return c.waitNodeReady(ctx)
+}
+
+// setupNetwork gives the namespace what a node has beyond the pod bridge:
+// a route for the Service CIDR (host-network pods reach ClusterIPs only
+// through one; kube-proxy's DNAT happens after routing) and bridged pod
+// traffic through iptables (a pod reaching another pod of the bridge
+// through a ClusterIP), both inside the namespace only.
+func (c *Cluster) setupNetwork(ctx context.Context) error {
+	if err := run(ctx, "ip", "-n", c.Node.NetNS, "route", "add", ServiceCIDR.String(), "dev", containerd.BridgeName, "src", NodeIP.String()); err != nil {
+		return err
+	}
+	return c.nsSysctl(ctx, "net.bridge.bridge-nf-call-iptables", "1")
+}
+
+// makeCgroupParent creates kubelet's cgroupRoot in every cgroup v1
+// hierarchy (kubelet refuses a root missing in any), with the machine's
+// CPUs and memory nodes in cpuset. The harness's Close removes it.
+func makeCgroupParent(parent string) error {
+	roots, err := filepath.Glob("/sys/fs/cgroup/*")
+	if err != nil {
+		return err
+	}
+	for _, root := range roots {
+		if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
+			continue // not a hierarchy
+		}
+		dir := filepath.Join(root, parent)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create cgroup %s: %w", dir, err)
+		}
+		if filepath.Base(root) != "cpuset" {
+			continue
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			b, err := os.ReadFile(filepath.Join(root, f))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				return fmt.Errorf("set %s of %s: %w", f, dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// startProc starts one component and waits until it answers.
+func (c *Cluster) startProc(ctx context.Context, name string) error {
+	p := c.procs[name]
+	if p == nil {
+		bin, args := c.command(name)
+		p = &proc{name: name, netns: c.Node.NetNSPath, bin: bin, args: args, logPath: filepath.Join(c.Dir, name+".log")}
+		c.procs[name] = p
+		c.order = append(c.order, name)
+	}
+	if err := p.start(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return waitFor(wctx, name, func(ctx context.Context) (bool, error) {
+		if !p.running() {
+			return false, fmt.Errorf("%s exited:\n%s", name, p.logTail(30))
+		}
+		return c.healthy(ctx, name)
+	})
+}
+
+// Restart stops a component (SIGTERM) and starts it again with the same
+// command line, then waits until it answers: "kubelet", "shim",
+// "kube-proxy", "kube-controller-manager" or "kube-scheduler".
+func (c *Cluster) Restart(ctx context.Context, name string) error {
+	p := c.procs[name]
+	if p == nil {
+		return fmt.Errorf("no component %q", name)
+	}
+	if err := p.stop(30 * time.Second); err != nil {
+		return err
+	}
+	return c.startProc(ctx, name)
+}
+
+// stopAll stops the components in reverse start order: kube-proxy and
+// kubelet first, the control plane's controllers last. The pods stay to
+// the harness, which removes them through the CRI.
+func (c *Cluster) stopAll() {
+	var errs []error
+	for i := len(c.order) - 1; i >= 0; i-- {
+		if err := c.procs[c.order[i]].stop(30 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.t.Failed() {
+		c.t.Logf("cluster logs (tails):\n%s", c.logTails(40))
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.t.Errorf("cluster: stop: %v", err)
+	}
+}
+
+// logTails returns the end of every component's log.
+func (c *Cluster) logTails(n int) string {
+	var b strings.Builder
+	for _, name := range c.order {
+		fmt.Fprintf(&b, "--- %s\n%s\n", name, c.procs[name].logTail(n))
+	}
+	return b.String()
+}
+
+// Log returns a component's whole log ("kubelet", "shim", ...).
+func (c *Cluster) Log(name string) string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, name+".log"))
+	return string(b)
+}
+
+// Command returns a command that runs in the node's network namespace
+// with KUBECONFIG set to the admin's.
+func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + c.Node.NetNSPath, "--", name}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// Kubectl runs the cluster's kubectl (the same release as the cluster)
+// with the admin's kubeconfig and returns its combined output.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := c.Command(ctx, filepath.Join(c.BinDir, "kubectl"), args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// run runs a command and returns an error carrying its output.
+func run(ctx context.Context, name string, args ...string) error {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package cluster
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Objects of deploy/ the tests look at.
+const (
+	DeployNamespace = "dnsconfigurer"
+	DNSDeployment   = "dnsconfigurer-dns"
+	NodeLocalDS     = "dnsconfigurer-node-local-dns"
+	WebhookName     = "dnsconfigurer-webhook"
+)
+
+// DeployDir returns the repository's deploy/ directory.
+func DeployDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate the source tree")
+	}
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "deploy")
+	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err != nil {
+		return "", fmt.Errorf("deploy/: %w", err)
+	}
+	return filepath.Abs(dir)
+}
+
+// DeployDNS applies the project's deploy/ base with `kubectl apply -k`,
+// through an overlay that fits this cluster, and waits until the cluster
+// DNS Deployment, the node-local DaemonSet and the webhook are available.
+// The overlay changes only what a one-node test cluster needs:
+//   - the shim's DaemonSet is left out: here the shim is the node's own
+//     process in front of containerd, since kubelet needs it to start
+//     any pod at all;
+//   - no cert-manager: the webhook's serving certificate is made here and
+//     given as the Secret deploy/webhook/certificate.yaml describes, with
+//     its CA as the caBundle;
+//   - the node-local stage reads the node's resolv.conf file of this
+//     cluster instead of the machine's /etc/resolv.conf.
+//
+// It returns kubectl's output.
+func (c *Cluster) DeployDNS(ctx context.Context) (string, error) {
+	overlay, err := c.writeOverlay()
+	if err != nil {
+		return "", err
+	}
+	out, err := c.Kubectl(ctx, "apply", "-k", overlay)
+	if err != nil {
+		return out, err
+	}
+	for _, w := range []struct{ kind, name string }{
+		{"deployment", DNSDeployment}, {"daemonset", NodeLocalDS}, {"deployment", WebhookName},
+	} {
+		if err := c.WaitRollout(ctx, w.kind, DeployNamespace, w.name); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// WaitRollout waits until a Deployment or DaemonSet has every replica of
+// its current generation updated and available.
+func (c *Cluster) WaitRollout(ctx context.Context, kind, namespace, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	return waitFor(ctx, kind+" "+namespace+"/"+name, func(ctx context.Context) (bool, error) {
+		switch kind {
+		case "deployment":
+			d, err := c.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return deploymentDone(d), fmt.Errorf("status %+v", d.Status)
+		case "daemonset":
+			d, err := c.Client.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			s := d.Status
+			done := s.ObservedGeneration >= d.Generation && s.DesiredNumberScheduled > 0 &&
+				s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberAvailable == s.DesiredNumberScheduled
+			return done, fmt.Errorf("status %+v", s)
+		}
+		return false, fmt.Errorf("unknown kind %q", kind)
+	})
+}
+
+func deploymentDone(d *appsv1.Deployment) bool {
+	s := d.Status
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
+}
+
+// writeOverlay writes the kustomize overlay for this cluster and returns
+// its directory.
+func (c *Cluster) writeOverlay() (string, error) {
+	base, err := DeployDir()
+	if err != nil {
+		return "", err
+	}
+	dir := c.path("deploy-overlay")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(dir, base)
+	if err != nil {
+		return "", err
+	}
+	caPEM, certPEM, keyPEM, err := webhookCert(WebhookName + "." + DeployNamespace + ".svc")
+	if err != nil {
+		return "", err
+	}
+	resolved := c.path("systemd-resolve")
+	if err := os.MkdirAll(resolved, 0o755); err != nil {
+		return "", err
+	}
+	secret := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: dnsconfigurer-webhook-tls
+  namespace: %s
+type: kubernetes.io/tls
+data:
+  tls.crt: %s
+  tls.key: %s
+`, DeployNamespace, base64.StdEncoding.EncodeToString(certPEM), base64.StdEncoding.EncodeToString(keyPEM))
+	kustomization := fmt.Sprintf(`# Written by test/cluster: deploy/ for a one-node test cluster (see DeployDNS).
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+- webhook-tls.yaml
+patches:
+- patch: |
+    $patch: delete
+    apiVersion: apps/v1
+    kind: DaemonSet
+    metadata:
+      name: dnsconfigurer-shim
+      namespace: dnsconfigurer
+- target:
+    group: cert-manager.io
+  patch: |
+    $patch: delete
+    apiVersion: cert-manager.io/v1
+    kind: Any
+    metadata:
+      name: any
+- target:
+    kind: ValidatingWebhookConfiguration
+    name: dnsconfigurer
+  patch: |
+    - op: remove
+      path: /metadata/annotations/cert-manager.io~1inject-ca-from
+    - op: add
+      path: /webhooks/0/clientConfig/caBundle
+      value: %s
+- target:
+    kind: DaemonSet
+    name: %s
+  patch: |
+    - op: replace
+      path: /spec/template/spec/volumes/0/hostPath/path
+      value: %s
+    - op: replace
+      path: /spec/template/spec/volumes/1/hostPath/path
+      value: %s
+`, rel, base64.StdEncoding.EncodeToString(caPEM), NodeLocalDS, c.NodeResolvConfPath(), resolved)
+	for name, content := range map[string]string{"kustomization.yaml": kustomization, "webhook-tls.yaml": secret} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// webhookCert makes a throwaway CA and a serving certificate for host.
+func webhookCert(host string) (caPEM, certPEM, keyPEM []byte, err error) {
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dnsconfigurer-webhook-test-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{host, strings.TrimSuffix(host, ".svc")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}

@@ -1,0 +1,56 @@
+// Package cluster runs a real one-node Kubernetes cluster, with
+// dnsconfigurer in it, for the project's end-to-end tests.
+//
+// Start(t, product, Options{}) brings up, inside one network namespace it
+// creates (the node, see test/e2e/containerd):
+//
+//   - etcd and kube-apiserver (test/apiserver with WithNetwork) on NodeIP,
+//     the pod bridge's address, with Node,RBAC authorization and the
+//     ServiceAccount and NodeRestriction admission plugins;
+//   - kube-controller-manager (EndpointSlices, ServiceAccount tokens,
+//     namespaces, Deployments, ...) and kube-scheduler;
+//   - containerd (Debian's 1.6) with runc and the CNI bridge, and the
+//     dnsconfigurer CRI shim in front of it;
+//   - kubelet with containerRuntimeEndpoint on the shim's socket, running
+//     as system:node:dnscfg-node;
+//   - kube-proxy in iptables mode;
+//   - a DNS stub on NodeIP:53, the node's upstream resolver, which answers
+//     every external name with documentation addresses.
+//
+// The Kubernetes binaries come from test/testbin/build.sh (built from the
+// Go module proxy, cached by go.sum). Nothing is pulled: the images pods
+// use are local stand-ins imported under their upstream names (images.go),
+// and the product's image holds the dnsconfigurer binary under test.
+// DeployDNS applies deploy/ with kubectl apply -k through an overlay for
+// this cluster, making dnsconfigurer its cluster DNS at ClusterDNS.
+//
+// How the node is put together, and why:
+//
+//   - kubelet runs in the machine's mount namespace; its root directory is
+//     a shared bind mount, and containerd's private mount namespace is a
+//     slave of it, so the tmpfs volumes kubelet mounts later (ServiceAccount
+//     tokens, secrets) reach containers;
+//   - kubelet uses the cgroupfs driver under the harness's cgroup parent
+//     (cgroupRoot), so teardown is one cgroup tree; cgroup v1 is allowed;
+//   - kubelet sets machine-wide sysctls (kernel.panic, kernel.panic_on_oops,
+//     vm.overcommit_memory, ...): they are saved before and restored after;
+//   - kube-proxy is told to leave conntrack sysctls alone, and the namespace
+//     routes the Service CIDR over the bridge, so host-network pods reach
+//     ClusterIPs; bridged traffic goes through iptables in the namespace
+//     only (net.bridge.bridge-nf-call-iptables is per namespace);
+//   - kube-apiserver reaches kubelet by its InternalIP (the node's name
+//     resolves nowhere), and kubelet accepts it anonymously: nothing else
+//     can reach the namespace.
+//
+// Every process is a child of the test binary, stopped by PID (process
+// group) and killed by the kernel if the test binary dies; the teardown
+// unmounts kubelet's mounts, removes the cgroups, the namespace and the
+// directory, and restores the sysctls. TestCluster checks that.
+//
+// Run it as root after test/e2e/setup.sh and test/testbin/build.sh:
+//
+//	sudo go test -timeout 60m ./test/cluster/
+//
+// Without root, containerd or the binaries it skips with a message saying
+// what to run. This package is test infrastructure: only tests import it.
+package cluster

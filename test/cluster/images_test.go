@@ -1,0 +1,445 @@
+package cluster
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+func TestImgNormalizeRef(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"busybox:1.36", "docker.io/library/busybox:1.36"},
+		{"dnsconfigurer:latest", "docker.io/library/dnsconfigurer:latest"},
+		{"dnsconfigurer", "docker.io/library/dnsconfigurer:latest"},
+		{"docker.io/busybox", "docker.io/library/busybox:latest"},
+		{"someone/tool:v1", "docker.io/someone/tool:v1"},
+		{"localhost/tool", "localhost/tool:latest"},
+		{"localhost:5000/tool:v1", "localhost:5000/tool:v1"},
+		{"registry.k8s.io/pause:3.10.1", "registry.k8s.io/pause:3.10.1"},
+		{AgnhostImage, AgnhostImage},
+		{"registry.k8s.io/e2e-test-images/agnhost@sha256:00", "registry.k8s.io/e2e-test-images/agnhost@sha256:00"},
+	} {
+		if got := imgNormalizeRef(tc.in); got != tc.want {
+			t.Errorf("imgNormalizeRef(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestImgToolsRootfs unpacks the tools root filesystem and runs its
+// commands in a chroot: the shared-library closure must be complete.
+func TestImgToolsRootfs(t *testing.T) {
+	imgNeedRoot(t)
+	files, err := imgToolsRootfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := containerd.WriteImage(&buf, containerd.Image{Ref: "dnsconfigurer.test/tools:test", Files: files, Cmd: []string{"sh"}}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	img := imgUnpack(t, buf.Bytes(), root)
+	t.Logf("tools layer: %d files, %d MB uncompressed, %d MB compressed", len(files), img.layerSize>>20, img.blobSize>>20)
+	if err := os.WriteFile(filepath.Join(root, "etc/hosts"), []byte("127.0.0.1 localhost\n192.0.2.7 from-hosts.test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"/bin", "/usr/bin"} {
+		for _, name := range imgTools {
+			if _, err := os.Stat(filepath.Join(root, dir, name)); err != nil {
+				t.Errorf("%s/%s: %v", dir, name, err)
+			}
+		}
+	}
+	for _, p := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/etc/nsswitch.conf", "/etc/ssl/certs/ca-certificates.crt"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+
+	port := imgDNSServer(t)
+	for _, tc := range []struct{ cmd, want string }{
+		{"echo hello", "hello\n"},
+		{"bash -c 'echo $((6*7))'", "42\n"},
+		{"seq 1 3 | awk '{s += $1} END {print s}'", "6\n"},
+		{"printf '%s\\n' b a b | sort | uniq | tr a-z A-Z | head -n 1", "A\n"},
+		{"echo a.b.c | cut -d. -f2 | sed s/b/x/ | grep -c x", "1\n"},
+		{"[ -x /bin/sh ] && test -d /tmp && echo yes", "yes\n"},
+		{"getent hosts localhost", "127.0.0.1       localhost\n"},
+		{"getent hosts from-hosts.test", "192.0.2.7       from-hosts.test\n"},
+		{"getent passwd 65532 | cut -d: -f1", "nonroot\n"},
+		{"id -un 65534", "nobody\n"},
+		{"dig -v 2>&1 | cut -d' ' -f1", "DiG\n"},
+		{"dig +short @127.0.0.1 -p " + port + " stand-in.test A", "192.0.2.53\n"},
+		{"dig +tcp +short @127.0.0.1 -p " + port + " stand-in.test A", "192.0.2.53\n"},
+		{"nslookup -port=" + port + " stand-in.test 127.0.0.1 | grep -c 192.0.2.53", "1\n"},
+		{"host -p " + port + " stand-in.test 127.0.0.1 | grep -c 192.0.2.53", "1\n"},
+		{"ip -V | cut -d' ' -f1-2", "ip utility,\n"},
+		{"ip -o link show lo | cut -d' ' -f2", "lo:\n"},
+		{"timeout 5 sleep 0 && env | grep -c '^PATH='", "1\n"},
+		{"mkdir -p /tmp/x && touch /tmp/x/f && ls /tmp/x | wc -l && rm -r /tmp/x", "1\n"},
+		{"hostname >/tmp/h && test -s /tmp/h && echo ok", "ok\n"},
+	} {
+		out, err := imgChroot(root, tc.cmd)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", tc.cmd, err, out)
+			continue
+		}
+		if out != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.cmd, out, tc.want)
+		}
+	}
+}
+
+// TestStandInImages builds every stand-in image and checks what each
+// holds. It needs agnhost and coredns in $DNSCONFIGURER_TESTBIN.
+func TestStandInImages(t *testing.T) {
+	imgNeedRoot(t)
+	binDir := os.Getenv("DNSCONFIGURER_TESTBIN")
+	if binDir == "" {
+		t.Skip("DNSCONFIGURER_TESTBIN is not set (see test/testbin/build.sh)")
+	}
+	for _, b := range []string{"agnhost", "coredns"} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			t.Skipf("no %s in DNSCONFIGURER_TESTBIN: %v", b, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	product := imgBuildProduct(t, ctx)
+	dir := t.TempDir()
+
+	start := time.Now()
+	tars, err := standInImages(ctx, dir, binDir, product)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built in %v", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	again, err := standInImages(ctx, dir, binDir, product)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rebuilt in %v", time.Since(start).Round(time.Millisecond))
+	for ref, p := range tars {
+		if again[ref] != p {
+			t.Errorf("%s: second call gave %s, first %s", ref, again[ref], p)
+		}
+	}
+
+	want := map[string]struct {
+		name            string
+		entrypoint, cmd []string
+	}{
+		AgnhostImage:   {AgnhostImage, []string{"/agnhost"}, []string{"pause"}},
+		DnsutilsImage:  {DnsutilsImage, nil, []string{"bash"}},
+		BusyboxImage:   {BusyboxImage, nil, []string{"sh"}},
+		PauseImage:     {PauseImage, []string{"/pause"}, nil},
+		NodeToolsImage: {"docker.io/library/busybox:1.36", nil, []string{"sh"}},
+		ProductImage:   {"docker.io/library/dnsconfigurer:latest", []string{imgProductPath}, nil},
+	}
+	if len(tars) != len(want) {
+		t.Errorf("got %d images, want %d", len(tars), len(want))
+	}
+	roots := map[string]string{}
+	layers := map[string]string{}
+	for ref, w := range want {
+		p, ok := tars[ref]
+		if !ok {
+			t.Errorf("no image %s", ref)
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots[ref] = t.TempDir()
+		img := imgUnpack(t, data, roots[ref])
+		t.Logf("%-52s %4d MB tarball, %4d MB unpacked", ref, len(data)>>20, img.layerSize>>20)
+		layers[ref] = img.layerDigest
+		if img.name != w.name {
+			t.Errorf("%s: named %q, want %q", ref, img.name, w.name)
+		}
+		if fmt.Sprint(img.entrypoint) != fmt.Sprint(w.entrypoint) || fmt.Sprint(img.cmd) != fmt.Sprint(w.cmd) {
+			t.Errorf("%s: entrypoint %q cmd %q, want %q %q", ref, img.entrypoint, img.cmd, w.entrypoint, w.cmd)
+		}
+	}
+	if layers[DnsutilsImage] != layers[BusyboxImage] || layers[BusyboxImage] != layers[NodeToolsImage] {
+		t.Errorf("the tools images have different layers: %v", layers)
+	}
+
+	for _, tc := range []struct{ ref, cmd, want string }{
+		{AgnhostImage, "/agnhost --help >/tmp/out 2>&1; grep -c -m1 agnhost /tmp/out", "1\n"},
+		{AgnhostImage, "/agnhost-2 --help >/tmp/out 2>&1; grep -c -m1 agnhost /tmp/out", "1\n"},
+		{AgnhostImage, "/coredns -version | grep -c CoreDNS", "1\n"},
+		{AgnhostImage, "dig -v 2>&1 | cut -d' ' -f1", "DiG\n"},
+		{AgnhostImage, "id -u user-defined-in-image; test -d /uploads && echo uploads", "1000\nuploads\n"},
+		{DnsutilsImage, "dig -v 2>&1 | cut -d' ' -f1", "DiG\n"},
+		{NodeToolsImage, "ip -V >/tmp/out && grep -c iproute2 /tmp/out", "1\n"},
+	} {
+		out, err := imgChroot(roots[tc.ref], tc.cmd)
+		if err != nil {
+			t.Errorf("%s: %s: %v\n%s", tc.ref, tc.cmd, err, out)
+			continue
+		}
+		if out != tc.want {
+			t.Errorf("%s: %s: got %q, want %q", tc.ref, tc.cmd, out, tc.want)
+		}
+	}
+
+	// The product and pause images hold their binary and /etc, no shell.
+	for ref, wantFiles := range map[string][]string{
+		ProductImage: {imgProductPath, "/etc/passwd", "/etc/group", "/etc/ssl/certs/ca-certificates.crt"},
+		PauseImage:   {"/pause", "/etc/passwd", "/etc/group"},
+	} {
+		var got []string
+		err := filepath.Walk(roots[ref], func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				got = append(got, strings.TrimPrefix(p, roots[ref]))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, " ") != strings.Join(slices.Sorted(slices.Values(wantFiles)), " ") {
+			t.Errorf("%s holds %v, want %v", ref, got, wantFiles)
+		}
+	}
+	cmd := exec.Command("chroot", roots[ProductImage], imgProductPath, "help")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "usage: dnsconfigurer") {
+		t.Errorf("%s help: %v\n%s", imgProductPath, err, out)
+	}
+	if out, err := exec.Command("chroot", roots[ProductImage], "/bin/sh", "-c", "true").CombinedOutput(); err == nil {
+		t.Errorf("the product image has a shell:\n%s", out)
+	}
+}
+
+func imgNeedRoot(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("stand-in images are linux/amd64")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for chroot")
+	}
+	if _, err := exec.LookPath("chroot"); err != nil {
+		t.Skip("no chroot command")
+	}
+}
+
+// imgChroot runs cmd with the image's /bin/sh chrooted into root and
+// returns its standard output (and standard error on failure).
+func imgChroot(root, cmd string) (string, error) {
+	c := exec.Command("chroot", root, "/bin/sh", "-c", cmd)
+	c.Env = append([]string{"HOME=/root"}, imgEnv...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err := c.Run()
+	if err != nil {
+		return stdout.String() + stderr.String(), err
+	}
+	return stdout.String(), nil
+}
+
+// imgDNSServer serves A 192.0.2.53 for every name on 127.0.0.1, over UDP
+// and TCP on the same port, and returns the port.
+func imgDNSServer(t *testing.T) string {
+	t.Helper()
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Authoritative = true
+		if len(r.Question) == 1 && r.Question[0].Qtype == dns.TypeA {
+			m.Answer = append(m.Answer, &dns.A{
+				Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
+				A:   net.IPv4(192, 0, 2, 53),
+			})
+		}
+		_ = w.WriteMsg(m)
+	})
+	var pc net.PacketConn
+	var l net.Listener
+	for range 10 {
+		var err error
+		pc, err = net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err = net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			break
+		}
+		pc.Close()
+		pc = nil
+	}
+	if pc == nil {
+		t.Fatal("no port free for both UDP and TCP")
+	}
+	udp := &dns.Server{PacketConn: pc, Handler: handler}
+	tcp := &dns.Server{Listener: l, Handler: handler}
+	go udp.ActivateAndServe()
+	go tcp.ActivateAndServe()
+	t.Cleanup(func() {
+		udp.Shutdown()
+		tcp.Shutdown()
+	})
+	return strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
+}
+
+// imgBuildProduct builds cmd/dnsconfigurer statically into a temp dir.
+func imgBuildProduct(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	root, err := imgModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "dnsconfigurer")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/dnsconfigurer")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build dnsconfigurer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// imgUnpacked is what imgUnpack read from an image tarball.
+type imgUnpacked struct {
+	name            string // io.containerd.image.name
+	entrypoint, cmd []string
+	layerDigest     string
+	layerSize       int64 // uncompressed
+	blobSize        int64 // compressed
+}
+
+// imgUnpack reads an OCI image tarball written by containerd.WriteImage
+// and extracts its only layer into root.
+func imgUnpack(t *testing.T, tarball []byte, root string) imgUnpacked {
+	t.Helper()
+	blobs := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(tarball))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blobs[hdr.Name] = b
+		}
+	}
+	blob := func(digest string, v any) []byte {
+		b, ok := blobs["blobs/sha256/"+strings.TrimPrefix(digest, "sha256:")]
+		if !ok {
+			t.Fatalf("no blob %s", digest)
+		}
+		if v != nil {
+			if err := json.Unmarshal(b, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b
+	}
+	type desc struct {
+		Digest      string
+		Annotations map[string]string
+	}
+	var index struct{ Manifests []desc }
+	if err := json.Unmarshal(blobs["index.json"], &index); err != nil || len(index.Manifests) != 1 {
+		t.Fatalf("index.json: %v, %d manifests", err, len(index.Manifests))
+	}
+	var manifest struct {
+		Config desc
+		Layers []desc
+	}
+	blob(index.Manifests[0].Digest, &manifest)
+	var config struct {
+		Config struct{ Entrypoint, Cmd []string }
+	}
+	blob(manifest.Config.Digest, &config)
+	if len(manifest.Layers) != 1 {
+		t.Fatalf("%d layers", len(manifest.Layers))
+	}
+	layer := blob(manifest.Layers[0].Digest, nil)
+	u := imgUnpacked{
+		name:        index.Manifests[0].Annotations["io.containerd.image.name"],
+		entrypoint:  config.Config.Entrypoint,
+		cmd:         config.Config.Cmd,
+		layerDigest: manifest.Layers[0].Digest,
+		blobSize:    int64(len(layer)),
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(layer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr = tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, filepath.Clean("/"+hdr.Name))
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, os.FileMode(hdr.Mode).Perm())
+			if err == nil {
+				err = os.Chmod(p, imgTarMode(hdr.Mode))
+			}
+		case tar.TypeSymlink:
+			err = os.Symlink(hdr.Linkname, p)
+		case tar.TypeReg:
+			var f *os.File
+			f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, os.FileMode(hdr.Mode).Perm())
+			if err == nil {
+				var n int64
+				n, err = io.Copy(f, tr)
+				u.layerSize += n
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+		default:
+			err = fmt.Errorf("unexpected type %q", hdr.Typeflag)
+		}
+		if err != nil {
+			t.Fatalf("unpack %s: %v", hdr.Name, err)
+		}
+	}
+	return u
+}
+
+func imgTarMode(m int64) os.FileMode {
+	mode := os.FileMode(m).Perm()
+	if m&0o1000 != 0 {
+		mode |= os.ModeSticky
+	}
+	return mode
+}

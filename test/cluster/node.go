@@ -1,0 +1,371 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+// Binaries are what BinDir must hold besides kube-apiserver and etcd.
+var Binaries = []string{"kubectl", "kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy", "e2e.test", "agnhost", "coredns"}
+
+// BinDir returns the directory of the Kubernetes binaries that
+// test/testbin/build.sh builds (or $DNSCONFIGURER_TESTBIN), or an error
+// naming the first one missing.
+func BinDir() (string, error) {
+	dir, err := apiserver.BinDir()
+	if err != nil {
+		return "", err
+	}
+	for _, b := range Binaries {
+		fi, err := os.Stat(filepath.Join(dir, b))
+		if err != nil || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("%w: %s missing in %s", apiserver.ErrNoBinaries, b, dir)
+		}
+	}
+	return dir, nil
+}
+
+// Ports of the node's components, on the namespace's loopback unless said.
+const (
+	kubeletHealthzPort = 10248
+	kubeProxyHealthz   = 10256
+	kcmPort            = 10257
+	schedulerPort      = 10259
+	shimMetricsPort    = 9310
+)
+
+func (c *Cluster) kubeletRoot() string    { return filepath.Join(c.Dir, "kubelet") }
+func (c *Cluster) podLogs() string        { return filepath.Join(c.Dir, "pod-logs") }
+func (c *Cluster) path(name string) string { return filepath.Join(c.Dir, name) }
+
+// nodeResolvConf is the node's resolver config, kubelet's resolvConf:
+// the upstream stub on the node's address and a search domain of the
+// node's own, as a real node has.
+func (c *Cluster) nodeResolvConf() string {
+	return "nameserver " + NodeIP.String() + "\nsearch node.test\n"
+}
+
+// NodeResolvConfPath is the file kubelet and the shim read as the node's
+// resolv.conf.
+func (c *Cluster) NodeResolvConfPath() string { return c.path("node-resolv.conf") }
+
+// writeConfigs writes the kubeconfigs and the component configuration
+// files.
+func (c *Cluster) writeConfigs() error {
+	nodeCfg, err := c.ControlPlane.UserConfig("system:node:" + NodeName)
+	if err != nil {
+		return err
+	}
+	if err := apiserver.WriteKubeconfig(c.path("kubelet.kubeconfig"), nodeCfg); err != nil {
+		return err
+	}
+	proxyCfg, err := c.ControlPlane.UserConfig("system:kube-proxy")
+	if err != nil {
+		return err
+	}
+	if err := apiserver.WriteKubeconfig(c.path("kube-proxy.kubeconfig"), proxyCfg); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"node-resolv.conf":  c.nodeResolvConf(),
+		"kubelet.yaml":      c.kubeletConfig(),
+		"kube-proxy.yaml":   c.kubeProxyConfig(),
+		"shim.yaml":         c.shimConfig(),
+	}
+	if err := os.MkdirAll(c.path("kubelet-plugins"), 0o755); err != nil {
+		return err
+	}
+	for name, content := range files {
+		p := c.path(name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kubeletConfig is the KubeletConfiguration. Notes on the choices:
+//   - cgroupfs under the harness's cgroup parent (cgroupRoot), so the
+//     harness's cleanup removes every pod cgroup; cgroup v1 is allowed.
+//   - the API server reaches kubelet (logs, exec, attach, port-forward)
+//     without client credentials: anonymous and AlwaysAllow, acceptable
+//     in a namespace nothing else can reach.
+//   - no image GC and eviction thresholds near zero: the stand-in images
+//     cannot be pulled again, and the test machine's disk is shared.
+func (c *Cluster) kubeletConfig() string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %[1]s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: %[2]d
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+cgroupDriver: cgroupfs
+cgroupRoot: %[3]s
+cgroupsPerQOS: true
+failSwapOn: false
+failCgroupV1: false
+containerRuntimeEndpoint: unix://%[4]s
+imageServiceEndpoint: unix://%[4]s
+clusterDNS: [%[5]s]
+clusterDomain: %[6]s
+resolvConf: %[7]s
+podLogsDir: %[8]s
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 1Mi
+  nodefs.available: 1%%
+  nodefs.inodesFree: 1%%
+  imagefs.available: 1%%
+volumePluginDir: %[9]s
+syncFrequency: 10s
+fileCheckFrequency: 10s
+serializeImagePulls: false
+`, NodeIP, kubeletHealthzPort, c.Node.CgroupParent, c.shimSocket(), ClusterDNS, ClusterDomain,
+		c.NodeResolvConfPath(), c.podLogs(), c.path("kubelet-plugins"))
+}
+
+// kubeProxyConfig is kube-proxy's configuration: iptables mode, and no
+// conntrack settings, which are global sysctls of the machine.
+func (c *Cluster) kubeProxyConfig() string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: %s
+mode: iptables
+clusterCIDR: %s
+hostnameOverride: %s
+healthzBindAddress: 127.0.0.1:%d
+metricsBindAddress: 127.0.0.1:10249
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, c.path("kube-proxy.kubeconfig"), containerd.PodSubnet, NodeName, kubeProxyHealthz)
+}
+
+func (c *Cluster) shimSocket() string { return c.path("shim.sock") }
+
+// shimConfig is the ShimConfiguration: kubelet's DNS settings, the node's
+// resolv.conf, the node-local address for autopath pods, and the API
+// server for pod lookups with the node's own credentials.
+func (c *Cluster) shimConfig() string {
+	return fmt.Sprintf(`apiVersion: dnsconfigurer.io/v1alpha1
+kind: ShimConfiguration
+clusterDNS: [%s]
+clusterDomain: %s
+resolvConf: %s
+nodeLocalDNS: [%s]
+listen: %s
+runtimeEndpoint: %s
+kubeconfig: %s
+nodeName: %s
+metricsListen: 127.0.0.1:%d
+`, ClusterDNS, ClusterDomain, c.NodeResolvConfPath(), NodeLocalDNS, c.shimSocket(), c.Node.Endpoint,
+		c.path("kubelet.kubeconfig"), NodeName, shimMetricsPort)
+}
+
+// command is each component's command line.
+func (c *Cluster) command(name string) (string, []string) {
+	bin := filepath.Join(c.BinDir, name)
+	switch name {
+	case "kube-controller-manager":
+		return bin, []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--authentication-kubeconfig=" + c.Kubeconfig,
+			"--authorization-kubeconfig=" + c.Kubeconfig,
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(kcmPort),
+			"--cert-dir=" + c.path("kcm-certs"),
+			"--leader-elect=false",
+			"--service-account-private-key-file=" + c.ControlPlane.ServiceAccountKeyFile(),
+			"--root-ca-file=" + c.ControlPlane.CAFile(),
+			"--use-service-account-credentials=true",
+			"--service-cluster-ip-range=" + ServiceCIDR.String(),
+			"--cluster-name=dnscfg",
+			"--v=1",
+		}
+	case "kube-scheduler":
+		return bin, []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--authentication-kubeconfig=" + c.Kubeconfig,
+			"--authorization-kubeconfig=" + c.Kubeconfig,
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(schedulerPort),
+			"--cert-dir=" + c.path("scheduler-certs"),
+			"--leader-elect=false",
+			"--v=1",
+		}
+	case "shim":
+		return c.Product, []string{"shim", "--config", c.path("shim.yaml"), "--log-level", "debug"}
+	case "kubelet":
+		return bin, []string{
+			"--config=" + c.path("kubelet.yaml"),
+			"--kubeconfig=" + c.path("kubelet.kubeconfig"),
+			"--root-dir=" + c.kubeletRoot(),
+			"--cert-dir=" + c.path("kubelet-pki"),
+			"--hostname-override=" + NodeName,
+			"--node-ip=" + NodeIP.String(),
+			"--v=2",
+		}
+	case "kube-proxy":
+		return bin, []string{"--config=" + c.path("kube-proxy.yaml"), "--v=2"}
+	}
+	panic("cluster: unknown component " + name)
+}
+
+// healthy probes a component's health endpoint from inside the namespace.
+func (c *Cluster) healthy(ctx context.Context, name string) (bool, error) {
+	var url string
+	switch name {
+	case "kube-controller-manager":
+		url = fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort)
+	case "kube-scheduler":
+		url = fmt.Sprintf("https://127.0.0.1:%d/healthz", schedulerPort)
+	case "shim":
+		url = fmt.Sprintf("http://127.0.0.1:%d/readyz", shimMetricsPort)
+	case "kubelet":
+		url = fmt.Sprintf("http://127.0.0.1:%d/healthz", kubeletHealthzPort)
+	case "kube-proxy":
+		// /healthz turns healthy only once the node exists and rules
+		// were synced; /livez answers as soon as it serves.
+		url = fmt.Sprintf("http://127.0.0.1:%d/livez", kubeProxyHealthz)
+	default:
+		return false, fmt.Errorf("no probe for %q", name)
+	}
+	return c.probe(ctx, url)
+}
+
+// probe GETs url from inside the namespace and reports a 200.
+func (c *Cluster) probe(ctx context.Context, url string) (bool, error) {
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			DialContext:       c.dialContext,
+			DisableKeepAlives: true,
+			// The components serve self-signed certificates; this only
+			// asks whether they are up.
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+		},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return true, nil
+}
+
+// dialContext dials from inside the node's network namespace.
+func (c *Cluster) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return c.Config.Dial(ctx, network, addr)
+}
+
+// waitNodeReady waits for the node object to turn Ready.
+func (c *Cluster) waitNodeReady(ctx context.Context) error {
+	return waitFor(ctx, "node "+NodeName+" Ready", func(ctx context.Context) (bool, error) {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				if cond.Status == corev1.ConditionTrue {
+					return true, nil
+				}
+				return false, fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message)
+			}
+		}
+		return false, nil
+	})
+}
+
+// hostSysctls are the machine-wide settings kubelet changes on start
+// (kernel.panic, kernel.panic_on_oops, vm.overcommit_memory, and the key
+// quotas), restored when the cluster stops.
+var hostSysctls = []string{
+	"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory", "vm/panic_on_oom",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+}
+
+func (c *Cluster) saveSysctls() error {
+	c.sysctls = map[string]string{}
+	for _, k := range hostSysctls {
+		b, err := os.ReadFile(filepath.Join("/proc/sys", k))
+		if err != nil {
+			continue // not on this kernel
+		}
+		c.sysctls[k] = strings.TrimSpace(string(b))
+	}
+	return nil
+}
+
+func (c *Cluster) restoreSysctls() {
+	for k, v := range c.sysctls {
+		p := filepath.Join("/proc/sys", k)
+		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == v {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			c.t.Errorf("cluster: restore sysctl %s=%s: %v", k, v, err)
+		}
+	}
+}
+
+// HostSysctls returns the current values of the machine-wide sysctls the
+// cluster saved and restores, for a test that checks the restore.
+func HostSysctls() map[string]string {
+	m := map[string]string{}
+	for _, k := range hostSysctls {
+		if b, err := os.ReadFile(filepath.Join("/proc/sys", k)); err == nil {
+			m[k] = strings.TrimSpace(string(b))
+		}
+	}
+	return m
+}
+
+// nsSysctl sets a per-namespace sysctl inside the node's namespace.
+func (c *Cluster) nsSysctl(ctx context.Context, key, value string) error {
+	p := "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
+	cmd := exec.CommandContext(ctx, "nsenter", "--net="+c.Node.NetNSPath, "--", "sh", "-c", `echo "$2" > "$1"`, "sh", p, value)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("set %s=%s in the node namespace: %w: %s", key, value, err, out)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+// External answers of the upstream stub: any name outside the cluster that
+// does not end in ".invalid" has these addresses (documentation ranges:
+// nothing is ever sent to them).
+var (
+	ExternalA    = netip.MustParseAddr("192.0.2.10")
+	ExternalAAAA = netip.MustParseAddr("2001:db8::10")
+)
+
+// Stub is the node's upstream resolver (the nameserver of the node's
+// resolv.conf), on NodeIP:53 over UDP and TCP inside the namespace. It
+// answers every A and AAAA question with ExternalA and ExternalAAAA,
+// NXDOMAIN for names under "invalid.", and counts the questions it gets.
+type Stub struct {
+	servers []*dns.Server
+	mu      sync.Mutex
+	queries map[string]int // "name TYPE" → count
+}
+
+func startStub(h *containerd.Harness) (*Stub, error) {
+	s := &Stub{queries: map[string]int{}}
+	addr := net.JoinHostPort(NodeIP.String(), "53")
+	var pc net.PacketConn
+	var l net.Listener
+	if err := h.Do(func() error {
+		var err error
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			return err
+		}
+		l, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		if pc != nil {
+			pc.Close()
+		}
+		return nil, err
+	}
+	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: s}, {Listener: l, Handler: s}} {
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go func() { _ = srv.ActivateAndServe() }()
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			s.Close()
+			return nil, fmt.Errorf("stub on %s did not start", addr)
+		}
+		s.servers = append(s.servers, srv)
+	}
+	return s, nil
+}
+
+// ServeDNS answers one question.
+func (s *Stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.RecursionAvailable = true
+	if len(r.Question) != 1 {
+		m.Rcode = dns.RcodeFormatError
+		_ = w.WriteMsg(m)
+		return
+	}
+	q := r.Question[0]
+	name := strings.ToLower(q.Name)
+	s.mu.Lock()
+	s.queries[name+" "+dns.TypeToString[q.Qtype]]++
+	s.mu.Unlock()
+	switch {
+	case strings.HasSuffix(name, ".invalid."):
+		m.Rcode = dns.RcodeNameError
+	case q.Qtype == dns.TypeA:
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: ExternalA.AsSlice()})
+	case q.Qtype == dns.TypeAAAA:
+		m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: 30}, AAAA: ExternalAAAA.AsSlice()})
+	}
+	_ = w.WriteMsg(m)
+}
+
+// Queries returns how many questions for name (any case, with or without
+// the final dot) and qtype ("A", "AAAA") the stub has had.
+func (s *Stub) Queries(name, qtype string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queries[dns.Fqdn(strings.ToLower(name))+" "+qtype]
+}
+
+// Close stops the stub.
+func (s *Stub) Close() {
+	for _, srv := range s.servers {
+		_ = srv.Shutdown()
+	}
+}
