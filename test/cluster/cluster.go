@@ -204,11 +204,17 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // setupNetwork gives the namespace what a node has beyond the pod bridge:
 // a route for the Service CIDR (host-network pods reach ClusterIPs only
-// through one; kube-proxy's DNAT happens after routing) and bridged pod
-// traffic through iptables (a pod reaching another pod of the bridge
-// through a ClusterIP), both inside the namespace only.
+// through one; kube-proxy's DNAT happens after routing), forwarding, and
+// bridged pod traffic through iptables (the reply of a pod reached through
+// a ClusterIP by another pod of the bridge), all inside the namespace only.
 func (c *Cluster) setupNetwork(ctx context.Context) error {
 	if err := run(ctx, "ip", "-n", c.Node.NetNS, "route", "add", ServiceCIDR.String(), "dev", containerd.BridgeName, "src", NodeIP.String()); err != nil {
+		return err
+	}
+	// A pod reaching a ClusterIP sends to the bridge's address, and after
+	// kube-proxy's DNAT the node forwards the packet to the backend pod:
+	// forwarding is off in a new namespace.
+	if err := c.nsSysctl(ctx, "net.ipv4.ip_forward", "1"); err != nil {
 		return err
 	}
 	return c.nsSysctl(ctx, "net.bridge.bridge-nf-call-iptables", "1")

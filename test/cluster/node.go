@@ -50,8 +50,8 @@ const (
 	shimMetricsPort    = 9310
 )
 
-func (c *Cluster) kubeletRoot() string    { return filepath.Join(c.Dir, "kubelet") }
-func (c *Cluster) podLogs() string        { return filepath.Join(c.Dir, "pod-logs") }
+func (c *Cluster) kubeletRoot() string     { return filepath.Join(c.Dir, "kubelet") }
+func (c *Cluster) podLogs() string         { return filepath.Join(c.Dir, "pod-logs") }
 func (c *Cluster) path(name string) string { return filepath.Join(c.Dir, name) }
 
 // nodeResolvConf is the node's resolver config, kubelet's resolvConf:
@@ -83,10 +83,10 @@ func (c *Cluster) writeConfigs() error {
 		return err
 	}
 	files := map[string]string{
-		"node-resolv.conf":  c.nodeResolvConf(),
-		"kubelet.yaml":      c.kubeletConfig(),
-		"kube-proxy.yaml":   c.kubeProxyConfig(),
-		"shim.yaml":         c.shimConfig(),
+		"node-resolv.conf": c.nodeResolvConf(),
+		"kubelet.yaml":     c.kubeletConfig(),
+		"kube-proxy.yaml":  c.kubeProxyConfig(),
+		"shim.yaml":        c.shimConfig(),
 	}
 	if err := os.MkdirAll(c.path("kubelet-plugins"), 0o755); err != nil {
 		return err
