@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"encoding/xml"
-	"regexp"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
