@@ -9,17 +9,17 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
 // Objects of deploy/ the tests look at.
@@ -32,11 +32,11 @@ const (
 
 // DeployDir returns the repository's deploy/ directory.
 func DeployDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the source tree")
+	root, err := containerd.ModuleRoot()
+	if err != nil {
+		return "", err
 	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "deploy")
+	dir := filepath.Join(root, "deploy")
 	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err != nil {
 		return "", fmt.Errorf("deploy/: %w", err)
 	}

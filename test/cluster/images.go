@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -590,57 +589,13 @@ func imgReadStatic(p string) ([]byte, error) {
 	return data, nil
 }
 
-var imgPauseMemo struct {
-	sync.Mutex
-	data []byte
-}
-
-// imgPauseBinary builds test/e2e/images/pause (static, CGO_ENABLED=0) on
-// the first successful call and returns the binary.
+// imgPauseBinary is the static pause binary of the harness's own pause
+// image.
 func imgPauseBinary(ctx context.Context) ([]byte, error) {
-	imgPauseMemo.Lock()
-	defer imgPauseMemo.Unlock()
-	if imgPauseMemo.data != nil {
-		return imgPauseMemo.data, nil
-	}
-	root, err := imgModuleRoot()
-	if err != nil {
-		return nil, err
-	}
-	out, err := os.MkdirTemp("", "dnscfg-pause-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(out)
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(out, "pause")
-	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./test/e2e/images/pause")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build pause: %w: %s", err, b)
-	}
-	data, err := imgReadStatic(bin)
-	if err != nil {
-		return nil, err
-	}
-	imgPauseMemo.data = data
-	return data, nil
+	return containerd.PauseBinary(ctx)
 }
 
-// imgModuleRoot finds the module's root directory from this source file's
-// location (test/cluster/images.go).
+// imgModuleRoot is the module's root directory.
 func imgModuleRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("locate module root: no caller information")
-	}
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", fmt.Errorf("locate module root: %w", err)
-	}
-	return root, nil
+	return containerd.ModuleRoot()
 }

@@ -15,7 +15,18 @@ var (
 	imagesOnce sync.Once
 	imagesTars map[string][]byte
 	imagesErr  error
+	pauseBin   []byte
 )
+
+// PauseBinary returns the static pause binary (test/e2e/images/pause) that
+// PauseImage holds, building it on first use, for other images that need
+// one (test/cluster's stand-in of the upstream pause image).
+func PauseBinary(ctx context.Context) ([]byte, error) {
+	if _, err := buildImages(ctx); err != nil {
+		return nil, err
+	}
+	return pauseBin, nil
+}
 
 // buildImages builds the pause and test binaries (static, CGO_ENABLED=0)
 // from test/e2e/images and packs each as an OCI image tarball. It runs
@@ -28,7 +39,7 @@ func buildImages(ctx context.Context) (map[string][]byte, error) {
 }
 
 func buildImagesOnce(ctx context.Context) (map[string][]byte, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +63,7 @@ func buildImagesOnce(ctx context.Context) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	pauseBin = pause
 	testbin, err := os.ReadFile(filepath.Join(out, "testbin"))
 	if err != nil {
 		return nil, err
@@ -76,9 +88,9 @@ func buildImagesOnce(ctx context.Context) (map[string][]byte, error) {
 	return tars, nil
 }
 
-// moduleRoot finds the module's root directory from this source file's
+// ModuleRoot finds the module's root directory from this source file's
 // location (test/e2e/containerd/build.go).
-func moduleRoot() (string, error) {
+func ModuleRoot() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", fmt.Errorf("locate module root: no caller information")
