@@ -21,8 +21,8 @@ import (
 // dnsFixture is what testResolve and testAutopath resolve: a ClusterIP
 // Service "web" and a headless Service "hl" over the same two pods of a
 // Deployment (their EndpointSlices written by the real controller), a pod
-// "named" with hostname and subdomain "hl", and an ExternalName Service
-// "ext" for www.example.com.
+// "named" with hostname web-0 and subdomain "sub", the headless Service
+// that selects it, and an ExternalName Service "ext" for www.example.com.
 type dnsFixture struct {
 	ns        string
 	webIP     string
@@ -54,6 +54,7 @@ func makeDNSFixture(t *testing.T, c *Cluster) dnsFixture {
 	for _, s := range []*corev1.Service{
 		{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: port}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "hl"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: port, ClusterIP: corev1.ClusterIPNone}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "sub"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "named"}, Ports: port, ClusterIP: corev1.ClusterIPNone}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "www.example.com"}},
 	} {
 		if _, err := c.Client.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
@@ -61,16 +62,13 @@ func makeDNSFixture(t *testing.T, c *Cluster) dnsFixture {
 		}
 	}
 	named := toolsPod("named")
-	named.Labels = labels
-	named.Spec.Hostname, named.Spec.Subdomain = "web-0", "hl"
-	named.Spec.Containers[0].ReadinessProbe = nil
-	// Not behind the Services' selector: a label of its own.
+	named.Spec.Hostname, named.Spec.Subdomain = "web-0", "sub"
 	named.Labels = map[string]string{"app": "named"}
 	namedPod := runPod(t, c, ns, named)
 	if err := c.WaitRollout(ctx, "deployment", ns, "web"); err != nil {
 		t.Fatal(err)
 	}
-	f := dnsFixture{ns: ns, namedIP: namedPod.Status.PodIP, namedName: "web-0.hl." + ns + ".svc.cluster.local"}
+	f := dnsFixture{ns: ns, namedIP: namedPod.Status.PodIP, namedName: "web-0.sub." + ns + ".svc.cluster.local"}
 	svc, err := c.Client.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -125,15 +123,16 @@ func testResolve(t *testing.T, c *Cluster) {
 			}
 		})
 	}
-	// glibc's resolver with the pod's search path and ndots:5.
+	// glibc's resolver with the pod's search path and ndots:5 (IPv4: the
+	// cluster is IPv4 only, but ext's CNAME target has an AAAA too).
 	for name, want := range map[string]string{"web": f.webIP, "web." + f.ns: f.webIP, "kubernetes.default": "10.96.0.1", "ext": ExternalA.String()} {
 		t.Run("getent/"+name, func(t *testing.T) {
-			out, err := c.exec(ctx, f.ns, "client", "getent", "hosts", name)
+			out, err := c.exec(ctx, f.ns, "client", "getent", "ahostsv4", name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if fields := strings.Fields(out); len(fields) == 0 || fields[0] != want {
-				t.Errorf("getent hosts %s: %q, want %s", name, out, want)
+				t.Errorf("getent ahostsv4 %s: %q, want %s", name, out, want)
 			}
 		})
 	}

@@ -187,8 +187,8 @@ func TestStandInImages(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ ref, cmd, want string }{
-		{AgnhostImage, "/agnhost --help >/tmp/out 2>&1; grep -c -m1 agnhost /tmp/out", "1\n"},
-		{AgnhostImage, "/agnhost-2 --help >/tmp/out 2>&1; grep -c -m1 agnhost /tmp/out", "1\n"},
+		{AgnhostImage, "/agnhost --help >/tmp/out 2>&1; grep -c -m1 netexec /tmp/out", "1\n"},
+		{AgnhostImage, "/agnhost-2 --help >/tmp/out 2>&1; grep -c -m1 netexec /tmp/out", "1\n"},
 		{AgnhostImage, "/coredns -version | grep -c CoreDNS", "1\n"},
 		{AgnhostImage, "dig -v 2>&1 | cut -d' ' -f1", "DiG\n"},
 		{AgnhostImage, "id -u user-defined-in-image; test -d /uploads && echo uploads", "1000\nuploads\n"},

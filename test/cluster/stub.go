@@ -13,9 +13,10 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
-// External answers of the upstream stub: any name outside the cluster that
-// does not end in ".invalid" has these addresses (documentation ranges:
-// nothing is ever sent to them).
+// External answers of the upstream stub: every name under the external
+// zones has these addresses (documentation ranges: nothing is ever sent to
+// them); every other name does not exist, as the internet's answer for a
+// pod's search-list candidates such as "web.node.test" would be.
 var (
 	ExternalA    = netip.MustParseAddr("192.0.2.10")
 	ExternalAAAA = netip.MustParseAddr("2001:db8::10")
@@ -23,8 +24,9 @@ var (
 
 // Stub is the node's upstream resolver (the nameserver of the node's
 // resolv.conf), on NodeIP:53 over UDP and TCP inside the namespace. It
-// answers every A and AAAA question with ExternalA and ExternalAAAA,
-// NXDOMAIN for names under "invalid.", and counts the questions it gets.
+// answers A and AAAA questions for names in ExternalZones with ExternalA
+// and ExternalAAAA, NXDOMAIN for every other name, and counts the
+// questions it gets.
 type Stub struct {
 	servers []*dns.Server
 	mu      sync.Mutex
@@ -80,7 +82,7 @@ func (s *Stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	s.queries[name+" "+dns.TypeToString[q.Qtype]]++
 	s.mu.Unlock()
 	switch {
-	case strings.HasSuffix(name, ".invalid."):
+	case !external(name):
 		m.Rcode = dns.RcodeNameError
 	case q.Qtype == dns.TypeA:
 		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: ExternalA.AsSlice()})
@@ -88,6 +90,18 @@ func (s *Stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: 30}, AAAA: ExternalAAAA.AsSlice()})
 	}
 	_ = w.WriteMsg(m)
+}
+
+// ExternalZones are the zones the stub has names in.
+var ExternalZones = []string{"example.com.", "example.org."}
+
+func external(name string) bool {
+	for _, z := range ExternalZones {
+		if dns.IsSubDomain(z, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Queries returns how many questions for name (any case, with or without
