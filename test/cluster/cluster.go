@@ -122,7 +122,8 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
 
-	dir, err := os.MkdirTemp("", "dnscfg-cluster-")
+	sweepStale(t)
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,8 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -324,26 +328,84 @@ var hostSysctls = []string{
 	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
 }
 
+// saveSysctls records the machine-wide sysctls in memory and in the
+// cluster directory's owner file, so that a later Start restores them if
+// this test process dies before its cleanup (see sweepStale).
 func (c *Cluster) saveSysctls() error {
-	c.sysctls = map[string]string{}
-	for _, k := range hostSysctls {
-		b, err := os.ReadFile(filepath.Join("/proc/sys", k))
-		if err != nil {
-			continue // not on this kernel
-		}
-		c.sysctls[k] = strings.TrimSpace(string(b))
+	c.sysctls = HostSysctls()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d\n", os.Getpid())
+	for k, v := range c.sysctls {
+		fmt.Fprintf(&b, "%s %s\n", k, v)
 	}
-	return nil
+	return os.WriteFile(filepath.Join(c.Dir, ownerFile), []byte(b.String()), 0o644)
 }
 
 func (c *Cluster) restoreSysctls() {
-	for k, v := range c.sysctls {
+	if err := restoreSysctls(c.sysctls); err != nil {
+		c.t.Errorf("cluster: %v", err)
+	}
+}
+
+func restoreSysctls(saved map[string]string) error {
+	var errs []error
+	for k, v := range saved {
+		if !slices.Contains(hostSysctls, k) {
+			continue
+		}
 		p := filepath.Join("/proc/sys", k)
 		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == v {
 			continue
 		}
 		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
-			c.t.Errorf("cluster: restore sysctl %s=%s: %v", k, v, err)
+			errs = append(errs, fmt.Errorf("restore sysctl %s=%s: %w", k, v, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dirPrefix names cluster directories under os.TempDir; ownerFile, in one,
+// holds the owning test process's PID and the sysctls it saved.
+const (
+	dirPrefix = "dnscfg-cluster-"
+	ownerFile = "owner"
+)
+
+// sweepStale cleans up after clusters whose test process died without its
+// cleanup (a go test -timeout, a panic): their processes died with it
+// (parent-death signal) and the harness sweeps the namespace and cgroups,
+// but kubelet's mounts stay in the machine's mount namespace and the
+// sysctls kubelet set stay set. This unmounts, restores and removes.
+func sweepStale(t testing.TB) {
+	owners, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*", ownerFile))
+	for _, o := range owners {
+		b, err := os.ReadFile(o)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		pid, err := strconv.Atoi(lines[0])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue // owner alive
+		}
+		dir := filepath.Dir(o)
+		t.Logf("cluster: sweeping %s left by dead process %d", dir, pid)
+		saved := map[string]string{}
+		for _, l := range lines[1:] {
+			if k, v, ok := strings.Cut(l, " "); ok {
+				saved[k] = v
+			}
+		}
+		errs := []error{restoreSysctls(saved)}
+		if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mounts), dir) {
+			errs = append(errs, run(context.Background(), "umount", "--recursive", "--lazy", filepath.Join(dir, "kubelet")))
+		}
+		errs = append(errs, os.RemoveAll(dir))
+		if err := errors.Join(errs...); err != nil {
+			t.Logf("cluster: sweep %s: %v", dir, err)
 		}
 	}
 }
