@@ -316,12 +316,6 @@ func (c *Cluster) logTails(n int) string {
 	return b.String()
 }
 
-// Log returns a component's whole log ("kubelet", "shim", ...).
-func (c *Cluster) Log(name string) string {
-	b, _ := os.ReadFile(filepath.Join(c.Dir, name+".log"))
-	return string(b)
-}
-
 // Command returns a command that runs in the node's network namespace
 // with KUBECONFIG set to the admin's.
 func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -25,16 +24,13 @@ var (
 // Stub is the node's upstream resolver (the nameserver of the node's
 // resolv.conf), on NodeIP:53 over UDP and TCP inside the namespace. It
 // answers A and AAAA questions for names in ExternalZones with ExternalA
-// and ExternalAAAA, NXDOMAIN for every other name, and counts the
-// questions it gets.
+// and ExternalAAAA, and NXDOMAIN for every other name.
 type Stub struct {
 	servers []*dns.Server
-	mu      sync.Mutex
-	queries map[string]int // "name TYPE" → count
 }
 
 func startStub(h *containerd.Harness) (*Stub, error) {
-	s := &Stub{queries: map[string]int{}}
+	s := &Stub{}
 	addr := net.JoinHostPort(NodeIP.String(), "53")
 	var pc net.PacketConn
 	var l net.Listener
@@ -78,9 +74,6 @@ func (s *Stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	}
 	q := r.Question[0]
 	name := strings.ToLower(q.Name)
-	s.mu.Lock()
-	s.queries[name+" "+dns.TypeToString[q.Qtype]]++
-	s.mu.Unlock()
 	switch {
 	case !external(name):
 		m.Rcode = dns.RcodeNameError
@@ -102,14 +95,6 @@ func external(name string) bool {
 		}
 	}
 	return false
-}
-
-// Queries returns how many questions for name (any case, with or without
-// the final dot) and qtype ("A", "AAAA") the stub has had.
-func (s *Stub) Queries(name, qtype string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.queries[dns.Fqdn(strings.ToLower(name))+" "+qtype]
 }
 
 // Close stops the stub.
