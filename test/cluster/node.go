@@ -202,32 +202,15 @@ func (c *Cluster) command(name string) (string, []string) {
 	bin := filepath.Join(c.BinDir, name)
 	switch name {
 	case "kube-controller-manager":
-		return bin, []string{
-			"--kubeconfig=" + c.Kubeconfig,
-			"--authentication-kubeconfig=" + c.Kubeconfig,
-			"--authorization-kubeconfig=" + c.Kubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(kcmPort),
-			"--cert-dir=" + c.path("kcm-certs"),
-			"--leader-elect=false",
-			"--service-account-private-key-file=" + c.ControlPlane.ServiceAccountKeyFile(),
-			"--root-ca-file=" + c.ControlPlane.CAFile(),
+		return bin, append(c.controllerFlags(kcmPort, "kcm-certs"),
+			"--service-account-private-key-file="+c.ControlPlane.ServiceAccountKeyFile(),
+			"--root-ca-file="+c.ControlPlane.CAFile(),
 			"--use-service-account-credentials=true",
-			"--service-cluster-ip-range=" + ServiceCIDR.String(),
+			"--service-cluster-ip-range="+ServiceCIDR.String(),
 			"--cluster-name=dnscfg",
-			"--v=1",
-		}
+		)
 	case "kube-scheduler":
-		return bin, []string{
-			"--kubeconfig=" + c.Kubeconfig,
-			"--authentication-kubeconfig=" + c.Kubeconfig,
-			"--authorization-kubeconfig=" + c.Kubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(schedulerPort),
-			"--cert-dir=" + c.path("scheduler-certs"),
-			"--leader-elect=false",
-			"--v=1",
-		}
+		return bin, c.controllerFlags(schedulerPort, "scheduler-certs")
 	case "shim":
 		return c.Product, []string{"shim", "--config", c.path("shim.yaml"), "--log-level", "debug"}
 	case "kubelet":
@@ -244,6 +227,23 @@ func (c *Cluster) command(name string) (string, []string) {
 		return bin, []string{"--config=" + c.path("kube-proxy.yaml"), "--v=2"}
 	}
 	panic("cluster: unknown component " + name)
+}
+
+// controllerFlags are what kube-controller-manager and kube-scheduler
+// share: the admin's kubeconfig for everything, a secure port on the
+// namespace's loopback with a self-signed certificate in certDir, and no
+// leader election (one replica).
+func (c *Cluster) controllerFlags(port int, certDir string) []string {
+	return []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--authentication-kubeconfig=" + c.Kubeconfig,
+		"--authorization-kubeconfig=" + c.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + c.path(certDir),
+		"--leader-elect=false",
+		"--v=1",
+	}
 }
 
 // healthy probes a component's health endpoint from inside the namespace.
