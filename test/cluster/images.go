@@ -403,27 +403,28 @@ func (t *imgTree) addCommand(name string) error {
 	if host == "" {
 		return fmt.Errorf("command %q: %w", name, fs.ErrNotExist)
 	}
-	real, err := filepath.EvalSymlinks(host)
+	resolved, err := filepath.EvalSymlinks(host)
 	if err != nil {
 		return err
 	}
-	base := filepath.Base(real)
-	t.files["/usr/bin/"+base] = real
+	base := filepath.Base(resolved)
+	t.files["/usr/bin/"+base] = resolved
 	if base != name {
 		t.links["/usr/bin/"+name] = base
 	}
-	return t.addDeps(real)
+	return t.addDeps(resolved)
 }
 
 // addDeps adds the ELF interpreter and the shared-library closure of the
-// host file real, resolved as the loader would without ld.so.cache. A
-// file that is not ELF (a script) has no dependencies.
-func (t *imgTree) addDeps(real string) error {
-	if t.seen[real] {
+// host file at resolved (a path without symlinks), found as the loader
+// would without ld.so.cache. A file that is not ELF (a script) has no
+// dependencies.
+func (t *imgTree) addDeps(resolved string) error {
+	if t.seen[resolved] {
 		return nil
 	}
-	t.seen[real] = true
-	f, err := elf.Open(real)
+	t.seen[resolved] = true
+	f, err := elf.Open(resolved)
 	if err != nil {
 		var fe *elf.FormatError
 		if errors.As(err, &fe) {
@@ -434,12 +435,12 @@ func (t *imgTree) addDeps(real string) error {
 	defer f.Close()
 	interp, err := imgInterp(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", real, err)
+		return fmt.Errorf("%s: %w", resolved, err)
 	}
 	if interp != "" {
 		r, err := filepath.EvalSymlinks(interp)
 		if err != nil {
-			return fmt.Errorf("%s: interpreter: %w", real, err)
+			return fmt.Errorf("%s: interpreter: %w", resolved, err)
 		}
 		t.files[imgUsrPath(interp)] = r
 		if err := t.addDeps(r); err != nil {
@@ -448,14 +449,14 @@ func (t *imgTree) addDeps(real string) error {
 	}
 	needed, err := f.ImportedLibraries()
 	if err != nil {
-		return fmt.Errorf("%s: %w", real, err)
+		return fmt.Errorf("%s: %w", resolved, err)
 	}
 	var runpath []string
 	for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
 		vals, _ := f.DynString(tag)
 		for _, v := range vals {
 			for _, d := range strings.Split(v, ":") {
-				runpath = append(runpath, strings.ReplaceAll(d, "$ORIGIN", filepath.Dir(real)))
+				runpath = append(runpath, strings.ReplaceAll(d, "$ORIGIN", filepath.Dir(resolved)))
 			}
 		}
 	}
@@ -478,7 +479,7 @@ func (t *imgTree) addDeps(real string) error {
 			break
 		}
 		if !found {
-			return fmt.Errorf("%s: library %s not found in %s", real, lib, strings.Join(imgLibDirs, ":"))
+			return fmt.Errorf("%s: library %s not found in %s", resolved, lib, strings.Join(imgLibDirs, ":"))
 		}
 	}
 	return nil

@@ -122,7 +122,7 @@ func TestStandInImages(t *testing.T) {
 			t.Skipf("no %s in DNSCONFIGURER_TESTBIN: %v", b, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	product := imgBuildProduct(t, ctx)
 	dir := t.TempDir()
