@@ -38,69 +38,31 @@ func newPKI(dir string, extra netip.Addr) (*pki, error) {
 		saKeyFile: filepath.Join(dir, "sa.key"),
 		saPubFile: filepath.Join(dir, "sa.pub"),
 	}
-	now := time.Now()
-
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate ca key: %w", err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "dnsconfigurer-test-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("create ca certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("parse ca certificate: %w", err)
-	}
-	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	if err := os.WriteFile(p.caFile, p.caPEM, 0o644); err != nil {
-		return nil, fmt.Errorf("write ca certificate: %w", err)
-	}
-
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate serving key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{
-			"localhost",
-			"kubernetes",
-			"kubernetes.default",
-			"kubernetes.default.svc",
-			"kubernetes.default.svc.cluster.local",
-		},
-		// 10.96.0.1 is the "kubernetes" Service's cluster IP, the first
-		// address of --service-cluster-ip-range.
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)},
-	}
+	// 10.96.0.1 is the "kubernetes" Service's cluster IP, the first
+	// address of --service-cluster-ip-range.
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)}
 	if extra.IsValid() {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, extra.AsSlice())
+		ips = append(ips, extra.AsSlice())
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	serving, err := NewServingCert("kube-apiserver", []string{
+		"localhost",
+		"kubernetes",
+		"kubernetes.default",
+		"kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local",
+	}, ips)
 	if err != nil {
-		return nil, fmt.Errorf("create serving certificate: %w", err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(p.certFile, certPEM, 0o600); err != nil {
-		return nil, fmt.Errorf("write serving certificate: %w", err)
-	}
-	if err := writeKey(p.keyFile, key); err != nil {
 		return nil, err
+	}
+	p.caPEM = serving.CA
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{p.caFile, serving.CA, 0o644}, {p.certFile, serving.Cert, 0o600}, {p.keyFile, serving.Key, 0o600}} {
+		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
+			return nil, fmt.Errorf("write %s: %w", filepath.Base(f.path), err)
+		}
 	}
 
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -119,6 +81,66 @@ func newPKI(dir string, extra netip.Addr) (*pki, error) {
 		return nil, fmt.Errorf("write service account public key: %w", err)
 	}
 	return p, nil
+}
+
+// ServingCert is a throwaway CA and a serving certificate it signed, PEM
+// encoded.
+type ServingCert struct {
+	CA, Cert, Key []byte
+}
+
+// NewServingCert makes a CA valid for a day and, signed by it, an ECDSA
+// P-256 serving certificate for commonName, dnsNames and ips.
+func NewServingCert(commonName string, dnsNames []string, ips []net.IP) (ServingCert, error) {
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return ServingCert{}, fmt.Errorf("generate ca key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "dnsconfigurer-test-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return ServingCert{}, fmt.Errorf("create ca certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return ServingCert{}, fmt.Errorf("parse ca certificate: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return ServingCert{}, fmt.Errorf("generate serving key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     dnsNames,
+		IPAddresses:  ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return ServingCert{}, fmt.Errorf("create serving certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return ServingCert{}, fmt.Errorf("marshal serving key: %w", err)
+	}
+	return ServingCert{
+		CA:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		Key:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}, nil
 }
 
 func writeKey(path string, key *ecdsa.PrivateKey) error {

@@ -35,54 +35,45 @@ func WithNetwork(n Network) Option {
 	return func(o *options) { o.network = n }
 }
 
-// dialContext opens connections from inside the namespace when one is set:
-// a socket belongs to the namespace of the thread that created it, so the
-// dial runs on a thread switched into the namespace, and the thread is
-// discarded afterwards (the goroutine exits while still locked to it).
+// dialContext opens connections from inside the namespace when one is set.
 func (n Network) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
+	var c net.Conn
+	err := n.do(func() (err error) {
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// listen opens a listener inside the namespace when one is set.
+func (n Network) listen(network, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := n.do(func() (err error) {
+		l, err = net.Listen(network, addr)
+		return err
+	})
+	return l, err
+}
+
+// do runs fn in the namespace, or here when none is set. A socket belongs
+// to the namespace of the thread that created it, so fn runs on a thread
+// switched into the namespace, which is discarded afterwards (the goroutine
+// exits while still locked to it).
+func (n Network) do(fn func() error) error {
 	if n.NetNSPath == "" {
-		return d.DialContext(ctx, network, addr)
+		return fn()
 	}
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	done := make(chan result, 1)
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
 		if err := enterNetNS(n.NetNSPath); err != nil {
-			done <- result{err: err}
+			done <- err
 			return
 		}
-		c, err := d.DialContext(ctx, network, addr)
-		done <- result{c, err}
+		done <- fn()
 	}()
-	r := <-done
-	return r.c, r.err
-}
-
-// listen opens a listener inside the namespace (see dialContext).
-func (n Network) listen(network, addr string) (net.Listener, error) {
-	if n.NetNSPath == "" {
-		return net.Listen(network, addr)
-	}
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := enterNetNS(n.NetNSPath); err != nil {
-			done <- result{err: err}
-			return
-		}
-		l, err := net.Listen(network, addr)
-		done <- result{l, err}
-	}()
-	r := <-done
-	return r.l, r.err
+	return <-done
 }
 
 func enterNetNS(path string) error {

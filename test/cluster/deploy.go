@@ -2,15 +2,8 @@ package cluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -127,7 +121,8 @@ func (c *Cluster) writeOverlay() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	caPEM, certPEM, keyPEM, err := webhookCert(WebhookName + "." + DeployNamespace + ".svc")
+	host := WebhookName + "." + DeployNamespace + ".svc"
+	cert, err := apiserver.NewServingCert(host, []string{host, strings.TrimSuffix(host, ".svc")}, nil)
 	if err != nil {
 		return "", err
 	}
@@ -144,7 +139,7 @@ type: kubernetes.io/tls
 data:
   tls.crt: %s
   tls.key: %s
-`, DeployNamespace, base64.StdEncoding.EncodeToString(certPEM), base64.StdEncoding.EncodeToString(keyPEM))
+`, DeployNamespace, base64.StdEncoding.EncodeToString(cert.Cert), base64.StdEncoding.EncodeToString(cert.Key))
 	kustomization := fmt.Sprintf(`# Written by test/cluster: deploy/ for a one-node test cluster (see DeployDNS).
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -186,54 +181,11 @@ patches:
     - op: replace
       path: /spec/template/spec/volumes/1/hostPath/path
       value: %s
-`, rel, base64.StdEncoding.EncodeToString(caPEM), NodeLocalDS, c.NodeResolvConfPath(), resolved)
+`, rel, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved)
 	for name, content := range map[string]string{"kustomization.yaml": kustomization, "webhook-tls.yaml": secret} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return "", err
 		}
 	}
 	return dir, nil
-}
-
-// webhookCert makes a throwaway CA and a serving certificate for host.
-func webhookCert(host string) (caPEM, certPEM, keyPEM []byte, err error) {
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dnsconfigurer-webhook-test-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{host, strings.TrimSuffix(host, ".svc")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
