@@ -13,10 +13,10 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 func init() {
@@ -56,7 +56,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return exitFail
 		}
 		fmt.Fprintf(stdout, "== resolv.conf of pod %s/%s %s (node resolv.conf %s)\n%s", pod.Namespace, pod.Name, variant.title, *resolv,
-			hostresolv.Format(hostresolv.Config{Nameservers: r.Nameservers, Searches: r.Searches, Options: r.Options}))
+			resolvconf.Format(r.Config()))
 		for _, w := range r.Warnings {
 			fmt.Fprintf(stdout, "   warning %s: %s\n", w.Reason, w.Message)
 		}

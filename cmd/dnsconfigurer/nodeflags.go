@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // nodeFlags are the node settings shared by render and validate.
@@ -67,9 +67,9 @@ func loadHost(path, nodeOS string) policy.Host {
 			return policy.Host{Err: fmt.Errorf(`Unexpected resolver config value: %q. Expected "", "Host", or a path to an existing resolv.conf file.`, path)}
 		}
 	}
-	cfg, err := hostresolv.ParseFile(path)
+	cfg, err := resolvconf.ParseFile(path)
 	if err != nil {
 		return policy.Host{Err: err}
 	}
-	return policy.Host{Nameservers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}
+	return policy.HostOf(cfg)
 }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 func init() {
@@ -86,6 +86,6 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return exitOK
 	}
-	io.WriteString(stdout, hostresolv.Format(hostresolv.Config{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options}))
+	io.WriteString(stdout, resolvconf.Format(res.Config()))
 	return exitOK
 }

@@ -179,7 +179,7 @@ func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Write
 	for _, w := range eng.Warnings() {
 		log.Warn("node DNS settings", "reason", w.Reason, "message", w.Message)
 	}
-	if len(eng.ClusterDNS()) == 0 {
+	if !eng.HasClusterDNS() {
 		log.Warn("no cluster DNS configured (--cluster-dns): ClusterFirst pods fall back to the node's resolver config, as kubelet does")
 	}
 	mode, err := hostresolv.ParseMode(cfg.ResolvConfMode)

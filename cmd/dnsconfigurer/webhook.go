@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 )
 
@@ -131,12 +131,12 @@ func assumedHost(res v1alpha1.NodeResolver) (policy.Host, error) {
 	if res.Disabled {
 		return policy.Host{Disabled: true}, nil
 	}
-	text := hostresolv.Format(hostresolv.Config{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options})
-	cfg, err := hostresolv.ParseBytes([]byte(text))
+	text := resolvconf.Format(resolvconf.Config{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options})
+	cfg, err := resolvconf.ParseBytes([]byte(text))
 	if err != nil {
 		return policy.Host{}, fmt.Errorf("nodeResolver: %w", err)
 	}
-	return policy.Host{Nameservers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}, nil
+	return policy.HostOf(cfg), nil
 }
 
 func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {

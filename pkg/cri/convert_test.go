@@ -46,6 +46,9 @@ func TestFromSandboxRecoversPolicy(t *testing.T) {
 			policy.ClusterFirst, nil},
 		{"host-shaped config (Default)", []string{"corp.example"},
 			&runtimeapi.DNSConfig{Servers: []string{"192.0.2.1"}, Searches: []string{"corp.example"}},
+			policy.Default, nil},
+		{"host-shaped config from another host file (None)", []string{"corp.example"},
+			&runtimeapi.DNSConfig{Servers: []string{"192.0.2.9"}, Searches: []string{"corp.example"}},
 			policy.None, nil},
 	}
 	for _, tc := range cases {

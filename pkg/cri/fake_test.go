@@ -24,6 +24,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // fakeRuntime is a CRI runtime for tests, on a unix socket. It records the
@@ -213,7 +214,8 @@ func (h *fakeHost) Current() hostresolv.Snapshot {
 
 func hostSnap(ns, searches, opts []string) *fakeHost {
 	return &fakeHost{snap: hostresolv.Snapshot{Path: "/etc/resolv.conf", Generation: 1,
-		Config: hostresolv.Config{Nameservers: ns, Searches: searches, Options: opts}}}
+		Config: resolvconf.Config{Nameservers: ns, Searches: searches, Options: opts},
+		Raw:    resolvconf.Config{Nameservers: ns, Searches: searches, Options: opts}}}
 }
 
 // fakeLookup is a PodLookup from a map.

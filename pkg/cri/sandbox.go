@@ -39,7 +39,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 		return s.failedNoChange(req, source, "bad_request", err)
 	}
 	log := s.log.With("pod", namespace+"/"+name, "uid", uid)
-	host := HostFromSnapshot(s.host.Current())
+	host := s.host.Current().Host()
 
 	var in policy.Input
 	found := false

@@ -84,7 +84,7 @@ func TestRunPodSandboxDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	phost := HostFromSnapshot(host.Current())
+	phost := host.Current().Host()
 	lookup := fakeLookup{}
 	for i, tc := range podCases {
 		tc.pod.Name, tc.pod.Namespace, tc.pod.UID = "pod-"+string(rune('a'+i)), "team", "uid-"+tc.name
@@ -280,33 +280,6 @@ func TestNoDNSConfigForwardedUnchanged(t *testing.T) {
 	}
 	if got := e.rt.sandbox(-1); !proto.Equal(got, cfg) {
 		t.Errorf("runtime got %v, want %v", got, cfg)
-	}
-}
-
-func TestHostFromSnapshot(t *testing.T) {
-	bad := errors.New("broken")
-	tests := []struct {
-		name string
-		in   hostresolv.Snapshot
-		want policy.Host
-	}{
-		{"config", hostresolv.Snapshot{Config: hostresolv.Config{Nameservers: []string{"1.2.3.4"}, Searches: []string{"a"}, Options: []string{"x"}}},
-			policy.Host{Nameservers: []string{"1.2.3.4"}, Searches: []string{"a"}, Options: []string{"x"}}},
-		{"disabled", hostresolv.Snapshot{Disabled: true}, policy.Host{Disabled: true}},
-		{"last good with a problem", hostresolv.Snapshot{Config: hostresolv.Config{Nameservers: []string{"1.2.3.4"}}, Problem: bad},
-			policy.Host{Nameservers: []string{"1.2.3.4"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := HostFromSnapshot(tt.in)
-			if got.Disabled != tt.want.Disabled || got.Err != nil || !equal(got.Nameservers, tt.want.Nameservers) || !equal(got.Searches, tt.want.Searches) || !equal(got.Options, tt.want.Options) {
-				t.Errorf("HostFromSnapshot = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-	got := HostFromSnapshot(hostresolv.Snapshot{Path: "/r", Err: bad})
-	if !errors.Is(got.Err, bad) || got.Err.Error() != "/r: broken" {
-		t.Errorf("HostFromSnapshot(err) = %+v", got)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +16,9 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // Auto is the resolvConf value that reads /etc/resolv.conf and switches to
@@ -67,13 +69,13 @@ type Snapshot struct {
 	Path string
 	// Disabled is kubelet's resolvConf "": no file.
 	Disabled bool
-	// Config is what pods get: the last good config with loopback
-	// nameservers removed (a loopback stub cannot answer inside a pod's
-	// network namespace).
-	Config Config
+	// Config is what pods get: the last good config with the loopback rule
+	// applied (resolvconf.WithoutLoopback; the policy engine applies the
+	// same rule, so a pod never sees the difference).
+	Config resolvconf.Config
 	// Raw is the last good config as parsed, loopback nameservers included
 	// (the cluster DNS server filters its own listen addresses from it).
-	Raw Config
+	Raw resolvconf.Config
 	// DroppedLoopback are the nameservers removed from Config.
 	DroppedLoopback []string
 	// Generation counts published snapshots, starting at 1.
@@ -422,13 +424,10 @@ func (w *Watcher) reload(final bool) bool {
 	if path == Auto {
 		path = w.autoPath()
 	}
-	data, err := os.ReadFile(path)
-	var cfg Config
-	if err == nil && len(data) > MaxFileSize {
-		err = ErrTooLarge
-	}
+	data, err := resolvconf.ReadFile(path)
+	var cfg resolvconf.Config
 	if err == nil {
-		cfg, err = ParseBytes(data)
+		cfg, err = resolvconf.ParseBytes(data)
 		if err != nil {
 			err = fmt.Errorf("parse %q: %w", path, err)
 		}
@@ -450,7 +449,7 @@ func (w *Watcher) reload(final bool) bool {
 		next.Problem = err
 		switch {
 		case w.o.mode == Strict:
-			next.Path, next.Config, next.Raw, next.DroppedLoopback, next.Hash, next.Err = path, Config{}, Config{}, nil, "", err
+			next.Path, next.Config, next.Raw, next.DroppedLoopback, next.Hash, next.Err = path, resolvconf.Config{}, resolvconf.Config{}, nil, "", err
 		case cur.Generation == 0 || cur.Err != nil:
 			next.Path, next.Err = path, err
 		default:
@@ -470,7 +469,7 @@ func (w *Watcher) reload(final bool) bool {
 	}
 	w.m.reloads.WithLabelValues("ok").Inc()
 	next := Snapshot{Path: path, Raw: cfg, Hash: hash}
-	next.Config, next.DroppedLoopback = dropLoopback(cfg)
+	next.Config, next.DroppedLoopback = resolvconf.WithoutLoopback(cfg)
 	if len(next.DroppedLoopback) > 0 {
 		w.o.log.Warn("loopback nameservers are not handed to pods", "path", path, "dropped", next.DroppedLoopback)
 	}
@@ -484,12 +483,12 @@ func (w *Watcher) reload(final bool) bool {
 // autoPath picks systemd-resolved's file when the primary file holds only
 // loopback stubs and the other file exists, and says so when it switches.
 func (w *Watcher) autoPath() string {
-	cfg, err := ParseFile(w.o.primary)
+	cfg, err := resolvconf.ParseFile(w.o.primary)
 	use := false
 	if err == nil && len(cfg.Nameservers) > 0 {
 		use = true
 		for _, ns := range cfg.Nameservers {
-			if !IsLoopback(ns) {
+			if !resolvconf.IsLoopback(ns) {
 				use = false
 				break
 			}
@@ -535,29 +534,17 @@ func (w *Watcher) publish(s Snapshot) {
 	}
 }
 
-// IsLoopback reports a nameserver on the loopback network (127.0.0.0/8,
-// ::1), such as systemd-resolved's 127.0.0.53 stub.
-func IsLoopback(ns string) bool {
-	a, err := netip.ParseAddr(ns)
-	return err == nil && a.Unmap().IsLoopback()
-}
-
-func dropLoopback(cfg Config) (Config, []string) {
-	var dropped []string
-	for _, ns := range cfg.Nameservers {
-		if IsLoopback(ns) {
-			dropped = append(dropped, ns)
-		}
+// Host is the policy engine's view of the snapshot: the config as kubelet
+// reads the file (Raw; the engine applies the loopback rule itself).
+// Err is set only when there is no usable config (Strict mode while the
+// file is broken, or no good read yet); it fails the sandbox as kubelet
+// would. A problem while a last-good config is served does not.
+func (s Snapshot) Host() policy.Host {
+	switch {
+	case s.Err != nil:
+		return policy.Host{Err: fmt.Errorf("%s: %w", s.Path, s.Err)}
+	case s.Disabled:
+		return policy.Host{Disabled: true}
 	}
-	if dropped == nil {
-		return cfg, nil
-	}
-	out := cfg
-	out.Nameservers = make([]string, 0, len(cfg.Nameservers)-len(dropped))
-	for _, ns := range cfg.Nameservers {
-		if !IsLoopback(ns) {
-			out.Nameservers = append(out.Nameservers, ns)
-		}
-	}
-	return out, dropped
+	return policy.HostOf(s.Raw)
 }

@@ -16,6 +16,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -233,7 +236,7 @@ func TestWatchStrictMode(t *testing.T) {
 	next(t, ch)
 	renameOver(t, path, "nameserver\n")
 	s := next(t, ch)
-	if s.Err == nil || len(ns(s)) != 0 || !errors.Is(s.Err, ErrEmptyNameserver) {
+	if s.Err == nil || len(ns(s)) != 0 || !errors.Is(s.Err, resolvconf.ErrEmptyNameserver) {
 		t.Fatalf("strict: broken file must be what pods get: %+v", s)
 	}
 	// kubelet accepts a file without nameservers; strict does too.
@@ -418,4 +421,31 @@ func BenchmarkPropagation(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+func TestSnapshotHost(t *testing.T) {
+	bad := errors.New("broken")
+	raw := resolvconf.Config{Nameservers: []string{"127.0.0.53", "1.2.3.4"}, Searches: []string{"a"}, Options: []string{"x"}}
+	tests := []struct {
+		name string
+		in   Snapshot
+		want policy.Host
+	}{
+		{"the file as kubelet reads it, loopback included", Snapshot{Raw: raw, Config: resolvconf.Config{Nameservers: []string{"1.2.3.4"}}},
+			policy.Host{Nameservers: raw.Nameservers, Searches: raw.Searches, Options: raw.Options}},
+		{"disabled", Snapshot{Disabled: true}, policy.Host{Disabled: true}},
+		{"last good with a problem", Snapshot{Raw: resolvconf.Config{Nameservers: []string{"1.2.3.4"}}, Problem: bad},
+			policy.Host{Nameservers: []string{"1.2.3.4"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.in.Host(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Host = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	got := Snapshot{Path: "/r", Err: bad}.Host()
+	if !errors.Is(got.Err, bad) || got.Err.Error() != "/r: broken" {
+		t.Errorf("Host(err) = %+v", got)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/fqdn"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // Engine computes pod DNS for one node. It is immutable after New and safe
@@ -17,9 +18,7 @@ type Engine struct {
 	clusterDNS   []string // canonical, usable entries
 	nodeLocalDNS []string
 	hostOffline  []string // nameservers for host-type pods with resolvConf ""
-	svcDomain    string   // "svc.<domain>"
-	nsSuffix     string   // ".svc.<domain>"
-	apSuffix     string   // ".<domain>.ap.k8s.io"
+	shape        searchShape
 	windows      bool
 	warnings     []Warning
 }
@@ -39,7 +38,7 @@ func New(node Node) (*Engine, error) {
 	e.clusterDNS = e.parseIPs(node.ClusterDNS, "clusterDNS")
 	e.nodeLocalDNS = e.parseIPs(node.NodeLocalDNS, "nodeLocalDNS")
 	for _, s := range node.NodeIPs {
-		ip := ParseIPSloppy(s)
+		ip := parseIPSloppy(s)
 		if ip == nil {
 			e.warnings = append(e.warnings, Warning{Reason: ReasonInvalidClusterDNS, Message: fmt.Sprintf("invalid node IP %q skipped", s)})
 			continue
@@ -53,18 +52,14 @@ func New(node Node) (*Engine, error) {
 	if len(e.hostOffline) == 0 {
 		e.hostOffline = []string{"127.0.0.1"}
 	}
-	if d := node.ClusterDomain; d != "" {
-		e.svcDomain = "svc." + d
-		e.nsSuffix = ".svc." + d
-		e.apSuffix = "." + d + "." + AutopathZone
-	}
+	e.shape = newSearchShape(node.ClusterDomain)
 	return e, nil
 }
 
 func (e *Engine) parseIPs(in []string, what string) []string {
 	var out []string
 	for _, s := range in {
-		ip := ParseIPSloppy(s)
+		ip := parseIPSloppy(s)
 		if ip == nil {
 			e.warnings = append(e.warnings, Warning{Reason: ReasonInvalidClusterDNS, Message: fmt.Sprintf("Invalid %s IP %q skipped", what, s)})
 			continue
@@ -77,20 +72,9 @@ func (e *Engine) parseIPs(in []string, what string) []string {
 // Warnings are the problems New found in the node settings.
 func (e *Engine) Warnings() []Warning { return e.warnings }
 
-// Node returns the settings the engine was built from.
-func (e *Engine) Node() Node { return e.node }
-
-// ClusterDNS returns the usable cluster DNS addresses in canonical form.
-func (e *Engine) ClusterDNS() []string { return append([]string(nil), e.clusterDNS...) }
-
-// AutopathSearch is the single search path of an autopath pod in ns:
-// "search.<ns>.<clusterDomain>.ap.k8s.io". Empty without a cluster domain.
-func (e *Engine) AutopathSearch(ns string) string {
-	if e.apSuffix == "" {
-		return ""
-	}
-	return "search." + ns + e.apSuffix
-}
+// HasClusterDNS reports a usable cluster DNS address: without one,
+// ClusterFirst pods fall back to the node's resolver config, as in kubelet.
+func (e *Engine) HasClusterDNS() bool { return len(e.clusterDNS) > 0 }
 
 // ErrHostConfig wraps Host.Err in Compute's error.
 var ErrHostConfig = errors.New("node resolver config unusable")
@@ -100,11 +84,21 @@ var ErrHostConfig = errors.New("node resolver config unusable")
 // config (ErrHostConfig), an invalid hostname or subdomain, or a
 // setHostnameAsFQDN FQDN over 64 characters (*fqdn.TooLongError).
 func (e *Engine) Compute(in Input, host Host) (Result, error) {
-	var r Result
 	// kubelet reads the node file before it looks at the policy (S1).
 	if host.Err != nil {
-		return r, fmt.Errorf("%w: %w", ErrHostConfig, host.Err)
+		return Result{}, fmt.Errorf("%w: %w", ErrHostConfig, host.Err)
 	}
+	r := e.resolver(in, host)
+	if in.HostNetwork {
+		return r, nil
+	}
+	return r, e.names(in, &r)
+}
+
+// resolver is the resolver half of Compute (nameservers, searches,
+// options, type and their warnings) for a usable host config.
+func (e *Engine) resolver(in Input, host Host) Result {
+	var r Result
 	r.Type = e.baseType(in, &r.Warnings)
 	switch r.Type {
 	case TypeCluster:
@@ -115,7 +109,7 @@ func (e *Engine) Compute(in Input, host Host) (Result, error) {
 		}
 		ns, sr, op := carve(len(e.clusterDNS)+podLen(in, 0), 3+len(host.Searches)+podLen(in, 1), 1+optLen(in))
 		r.Nameservers = append(ns, e.clusterDNS...)
-		r.Searches = e.clusterSearches(sr, in.Namespace, host.Searches)
+		r.Searches = e.shape.cluster(sr, in.Namespace, host.Searches)
 		r.Options = append(op, ndots5)
 	case TypeAutopath:
 		servers := e.nodeLocalDNS
@@ -129,18 +123,11 @@ func (e *Engine) Compute(in Input, host Host) (Result, error) {
 		}
 		ns, sr, op := carve(len(servers)+podLen(in, 0), 1+podLen(in, 1), 1+optLen(in))
 		r.Nameservers = append(ns, servers...)
-		r.Searches = append(sr, e.AutopathSearch(in.Namespace))
+		r.Searches = append(sr, e.shape.autopath(in.Namespace))
 		r.Options = append(op, ndots5)
 	}
 	if r.Type == TypeHost {
-		if host.Disabled {
-			r.Nameservers = append([]string(nil), e.hostOffline...)
-			r.Searches = []string{"."}
-		} else {
-			r.Nameservers = append([]string(nil), host.Nameservers...)
-			r.Searches = append([]string(nil), host.Searches...)
-			r.Options = append([]string(nil), host.Options...)
-		}
+		e.hostBase(&r, host)
 	}
 	if in.DNSConfig != nil {
 		r.Nameservers = omitDuplicates(append(r.Nameservers, in.DNSConfig.Nameservers...))
@@ -162,13 +149,34 @@ func (e *Engine) Compute(in Input, host Host) (Result, error) {
 		r.Warnings = append(r.Warnings, Warning{Reason: ReasonWindowsOptionsIgnored,
 			Message: fmt.Sprintf("Windows nodes apply only nameservers and search suffixes; options %q have no effect", strings.Join(r.Options, " "))})
 	}
-	if in.HostNetwork {
-		return r, nil
+	return r
+}
+
+// hostBase is the base of a host-type pod: kubelet's loopback servers and
+// "." when the resolver config is switched off, else the node's config with
+// the loopback rule applied (resolvconf.WithoutLoopback).
+func (e *Engine) hostBase(r *Result, host Host) {
+	if host.Disabled {
+		r.Nameservers = append([]string(nil), e.hostOffline...)
+		r.Searches = []string{"."}
+		return
 	}
+	cfg, dropped := resolvconf.WithoutLoopback(resolvconf.Config{Nameservers: host.Nameservers})
+	if dropped != nil {
+		r.Warnings = append(r.Warnings, Warning{Reason: ReasonLoopbackNameserver,
+			Message: fmt.Sprintf("loopback nameservers %q of the node's resolver config are not handed to the pod: a stub on the node's loopback cannot answer inside the pod's network namespace (on a systemd-resolved node, point kubelet's resolvConf at /run/systemd/resolve/resolv.conf)", dropped)})
+	}
+	r.Nameservers = append([]string(nil), cfg.Nameservers...)
+	r.Searches = append([]string(nil), host.Searches...)
+	r.Options = append([]string(nil), host.Options...)
+}
+
+// names sets the pod's hostname and FQDN (non-hostNetwork pods only).
+func (e *Engine) names(in Input, r *Result) error {
 	names, err := fqdn.ForPod(fqdn.Pod{Name: in.Name, Namespace: in.Namespace, Hostname: in.Hostname,
 		Subdomain: in.Subdomain, HostnameOverride: in.HostnameOverride}, e.node.ClusterDomain)
 	if err != nil {
-		return r, err
+		return err
 	}
 	if names.Truncated {
 		r.Warnings = append(r.Warnings, Warning{Reason: ReasonHostnameTruncated,
@@ -176,10 +184,10 @@ func (e *Engine) Compute(in Input, host Host) (Result, error) {
 	}
 	r.Hostname, err = fqdn.KernelHostname(names, in.SetHostnameAsFQDN)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.FQDN = names.FQDN()
-	return r, nil
+	return nil
 }
 
 // baseType maps the policy to a base type as getPodDNSType does, adding the
@@ -211,7 +219,7 @@ func (e *Engine) baseType(in Input, w *[]Warning) Type {
 		switch {
 		case t != TypeCluster:
 			*w = append(*w, Warning{Reason: ReasonAutopathIgnored, Message: autopathUnusable(in)})
-		case e.apSuffix == "":
+		case e.shape.domain == "":
 			*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
 				Message: "annotation " + AnnotationDNSPolicy + ": ClusterFirstWithAutopath needs a cluster domain; using ClusterFirst"})
 		default:
@@ -270,18 +278,6 @@ func optLen(in Input) int {
 	return len(in.DNSConfig.Options)
 }
 
-// clusterSearches is generateSearchesForDNSClusterFirst: the namespace,
-// service and cluster domains ahead of the host searches, duplicates
-// omitted; the host searches alone without a cluster domain.
-func (e *Engine) clusterSearches(dst []string, ns string, hostSearches []string) []string {
-	if e.node.ClusterDomain == "" {
-		return append(dst, hostSearches...)
-	}
-	dst = append(dst, ns+e.nsSuffix, e.svcDomain, e.node.ClusterDomain)
-	dst = append(dst, hostSearches...)
-	return omitDuplicates(dst)
-}
-
 // omitDuplicates keeps the first of equal strings (exact, case-sensitive),
 // in place. Up to 64 entries (every list that can fit kubelet's limits) it
 // compares 64-bit hashes kept on the stack before strings, so it neither
@@ -338,55 +334,47 @@ func fnv1a(s string) uint64 {
 	return h
 }
 
-// mergeOptions is kubelet's mergeDNSOptions with a stable order. Every
-// option is re-rendered from its name and value, so "name:" becomes "name".
+// mergeOptions is kubelet's mergeDNSOptions with a stable order
+// (resolvconf.MergeOptions). Every option is re-rendered from its name and
+// value, so "name:" becomes "name".
 func mergeOptions(base []string, pod []Option) []string {
-	out := make([]string, 0, len(base)+len(pod))
-	set := func(name, value string) {
-		opt := name
-		if value != "" {
-			opt = name + ":" + value
-		}
-		for i, have := range out {
-			if optionName(have) == name {
-				out[i] = opt
-				return
+	norm := base
+	for i, b := range base {
+		if n := resolvconf.NormalizeOption(b); n != b {
+			if &norm[0] == &base[0] {
+				norm = append([]string(nil), base...)
 			}
+			norm[i] = n
 		}
-		out = append(out, opt)
 	}
-	for _, b := range base {
-		name, value, _ := strings.Cut(b, ":")
-		set(name, value)
-	}
-	for _, o := range pod {
+	opts := make([]string, len(pod))
+	for i, o := range pod {
 		v := ""
 		if o.Value != nil {
 			v = *o.Value
 		}
-		set(o.Name, v)
+		opts[i] = resolvconf.FormatOption(o.Name, v)
 	}
-	return out
+	return resolvconf.MergeOptions(norm, opts)
 }
 
-func optionName(opt string) string {
-	name, _, _ := strings.Cut(opt, ":")
-	return name
-}
-
-// fitNameservers keeps the first MaxNameservers entries.
+// fitNameservers keeps the first MaxNameservers entries (w may be nil: no
+// warning).
 func fitNameservers(ns []string, w *[]Warning) []string {
 	if len(ns) <= MaxNameservers {
 		return ns
 	}
 	kept := ns[:MaxNameservers:MaxNameservers]
+	if w == nil {
+		return kept
+	}
 	*w = append(*w, Warning{Reason: ReasonDNSConfigForming, Limit: LimitNameservers, Before: len(ns),
 		Omitted: append([]string(nil), ns[MaxNameservers:]...),
 		Message: "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: " + strings.Join(kept, " ")})
 	return kept
 }
 
-// fitSearches applies kubelet's three search steps in order: keep the first
+// fitSearches (w may be nil: no warning) applies kubelet's three search steps in order: keep the first
 // 32 entries, drop entries over 253 characters, then remove whole entries
 // from the end until the space-joined line is at most 2048 characters.
 func fitSearches(s []string, w *[]Warning) []string {
@@ -426,7 +414,7 @@ func fitSearches(s []string, w *[]Warning) []string {
 		omitted = append(omitted, s[i:]...)
 		s = s[:i]
 	}
-	if len(omitted) == 0 {
+	if len(omitted) == 0 || w == nil {
 		return s
 	}
 	*w = append(*w, Warning{Reason: ReasonDNSConfigForming, Limit: LimitSearches, Before: before, Omitted: omitted,
@@ -445,10 +433,10 @@ func joinedLen(s []string) int {
 	return n
 }
 
-// ParseIPSloppy parses an IP as kubelet's config does (netutils.ParseIPSloppy):
+// parseIPSloppy parses an IP as kubelet's config does (netutils.ParseIPSloppy):
 // IPv4 parts may carry leading zeros and are read as decimal. It returns nil
 // for anything that is not an IP.
-func ParseIPSloppy(s string) net.IP {
+func parseIPSloppy(s string) net.IP {
 	if strings.IndexByte(s, ':') >= 0 {
 		return net.ParseIP(s)
 	}

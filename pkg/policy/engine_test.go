@@ -331,7 +331,7 @@ func TestEngineNodeWarnings(t *testing.T) {
 	if got := len(e.Warnings()); got != 2 {
 		t.Fatalf("warnings = %v, want 2", e.Warnings())
 	}
-	if got := e.ClusterDNS(); !reflect.DeepEqual(got, []string{"10.96.0.10"}) {
+	if got := e.clusterDNS; !reflect.DeepEqual(got, []string{"10.96.0.10"}) {
 		t.Errorf("ClusterDNS = %v", got)
 	}
 	if _, err := New(Node{OS: "plan9"}); err == nil || !strings.Contains(err.Error(), `"plan9"`) {

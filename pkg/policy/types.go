@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
+
 // Policy is a pod's spec.dnsPolicy, or the autopath policy selected by
 // annotation.
 type Policy string
@@ -21,10 +23,11 @@ const (
 const AnnotationDNSPolicy = "dnsconfigurer.io/dns-policy"
 
 // AutopathZone is the suffix of the autopath search path
-// "search.<namespace>.<clusterDomain>.ap.k8s.io".
+// "search.<namespace>.<clusterDomain>.ap.k8s.io" (pkg/autopath parses it).
 const AutopathZone = "ap.k8s.io"
 
-// Limits kubelet applies to the merged config (pkg/apis/core/validation).
+// Limits kubelet applies to the merged config (pkg/apis/core/validation):
+// the one definition every package uses.
 const (
 	MaxNameservers     = 3
 	MaxSearchPaths     = 32
@@ -83,7 +86,9 @@ type Node struct {
 	OS string
 }
 
-// Host is the node's resolver config (kubelet's resolvConf file).
+// Host is the node's resolver config (kubelet's resolvConf file), as
+// kubelet reads it: loopback nameservers included (Compute applies the
+// loopback rule).
 type Host struct {
 	// Disabled is kubelet's resolvConf "": host-type pods get a loopback
 	// nameserver per node IP and the search list ".".
@@ -124,6 +129,11 @@ type Result struct {
 	Warnings []Warning
 }
 
+// Config is the result's resolver config, to Format or compare.
+func (r Result) Config() resolvconf.Config {
+	return resolvconf.Config{Nameservers: r.Nameservers, Searches: r.Searches, Options: r.Options}
+}
+
 // Warning reasons. The first three are kubelet's Event reasons.
 const (
 	ReasonDNSConfigForming  = "DNSConfigForming"
@@ -135,6 +145,7 @@ const (
 	ReasonHostnameTruncated         = "HostnameTruncated"
 	ReasonAutopathIgnored           = "AutopathIgnored"
 	ReasonWindowsOptionsIgnored     = "WindowsOptionsIgnored"
+	ReasonLoopbackNameserver        = "LoopbackNameserverDropped"
 )
 
 // Limit names carried by Warning.Limit.
@@ -156,4 +167,9 @@ type Warning struct {
 	Omitted []string
 	// Before is how many entries there were before the trimming.
 	Before int
+}
+
+// HostOf is the Host of a parsed resolver config.
+func HostOf(cfg resolvconf.Config) Host {
+	return Host{Nameservers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}
 }

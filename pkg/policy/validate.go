@@ -158,7 +158,7 @@ func validateDNSConfig(p Policy, c *DNSConfig, v *Validation) {
 func checkIP(s string) (msg, warning string) {
 	ip, err := netip.ParseAddr(s)
 	if err != nil {
-		sloppy := ParseIPSloppy(s)
+		sloppy := parseIPSloppy(s)
 		if sloppy == nil || strings.Contains(s, "%") {
 			return "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)", ""
 		}

@@ -30,9 +30,9 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 )
 
@@ -227,7 +227,7 @@ func TestAutopathQueryCount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return hostresolv.Format(hostresolv.Config{Nameservers: r.Nameservers, Searches: r.Searches, Options: r.Options})
+		return resolvconf.Format(r.Config())
 	}
 	modes := []struct {
 		name  string

@@ -1,4 +1,4 @@
-package hostresolv
+package resolvconf
 
 import (
 	"errors"

@@ -1,10 +1,11 @@
-package hostresolv
+package resolvconf
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 )
@@ -13,7 +14,7 @@ import (
 const MaxFileSize = 10 << 20
 
 // ErrTooLarge reports a resolv.conf larger than MaxFileSize.
-var ErrTooLarge = errors.New("hostresolv: file larger than 10 MiB")
+var ErrTooLarge = errors.New("resolvconf: file larger than 10 MiB")
 
 // ErrEmptyNameserver reports a "nameserver" line without an address. kubelet
 // words it "nameserver list is empty".
@@ -88,18 +89,32 @@ func ParseBytes(data []byte) (Config, error) {
 	return cfg, errors.Join(errs...)
 }
 
-// ParseFile opens and parses path. Errors name the file.
+// ParseFile reads (ReadFile) and parses path. Errors name the file.
 func ParseFile(path string) (Config, error) {
-	f, err := os.Open(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return Config{}, err
 	}
-	defer f.Close()
-	cfg, err := Parse(f)
+	cfg, err := ParseBytes(data)
 	if err != nil {
 		return cfg, fmt.Errorf("parse %q: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// ReadFile reads path, at most MaxFileSize bytes: a larger file is
+// ErrTooLarge (naming the file) without reading the rest.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readAtMost(f, MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("read %q: %w", path, err)
+	}
+	return data, nil
 }
 
 // OptionName is the part of a resolver option before the first ':'.
@@ -110,9 +125,31 @@ func OptionName(opt string) string {
 	return opt
 }
 
+// FormatOption renders an option from its name and value as kubelet's
+// mergeDNSOptions does: the bare name when the value is empty, else
+// "name:value".
+func FormatOption(name, value string) string {
+	if value == "" {
+		return name
+	}
+	return name + ":" + value
+}
+
+// NormalizeOption re-renders opt from its name and value (FormatOption), so
+// "ndots:" becomes "ndots". It returns opt itself when nothing changes.
+func NormalizeOption(opt string) string {
+	if len(opt) > 0 && opt[len(opt)-1] == ':' && strings.IndexByte(opt, ':') == len(opt)-1 {
+		return opt[:len(opt)-1]
+	}
+	return opt
+}
+
 // MergeOptions adds opts to base with kubelet's override-by-name rule and a
 // stable order: an option whose name is already present replaces it in place,
-// a new name is appended. base is not modified.
+// a new name is appended. base is not modified and should hold each name
+// once (what Parse returns does). This is the one merge rule: the parser
+// applies it to successive options lines, the policy engine to a pod's
+// dnsConfig.options over its base options.
 func MergeOptions(base, opts []string) []string {
 	out := make([]string, len(base), len(base)+len(opts))
 	copy(out, base)
@@ -151,6 +188,38 @@ func Format(cfg Config) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// IsLoopback reports a nameserver on the loopback network (127.0.0.0/8,
+// ::1, and IPv4-mapped forms), such as systemd-resolved's 127.0.0.53 stub.
+func IsLoopback(ns string) bool {
+	a, err := netip.ParseAddr(ns)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+// WithoutLoopback is the loopback rule: a node's loopback nameservers are
+// never handed to a pod, because a stub listening on the node's loopback
+// cannot answer inside a pod's network namespace. It returns cfg without
+// them and the servers it removed (nil, and cfg itself, when there are
+// none). cfg is not modified.
+func WithoutLoopback(cfg Config) (Config, []string) {
+	var dropped []string
+	for _, ns := range cfg.Nameservers {
+		if IsLoopback(ns) {
+			dropped = append(dropped, ns)
+		}
+	}
+	if dropped == nil {
+		return cfg, nil
+	}
+	out := cfg
+	out.Nameservers = make([]string, 0, len(cfg.Nameservers)-len(dropped))
+	for _, ns := range cfg.Nameservers {
+		if !IsLoopback(ns) {
+			out.Nameservers = append(out.Nameservers, ns)
+		}
+	}
+	return out, dropped
 }
 
 func readAtMost(r io.Reader, limit int64) ([]byte, error) {

@@ -1,0 +1,20 @@
+// Package resolvconf is the resolver-config model every part of
+// dnsconfigurer shares: Config (nameservers, search domains, options),
+// Parse and ParseFile with kubelet's rules, Format in the form containerd
+// writes a sandbox resolv.conf, the option merge rule (MergeOptions), and
+// the loopback rule (WithoutLoopback).
+//
+// It is a leaf package that imports the standard library only, so the pure
+// policy engine, the host file watcher (pkg/hostresolv), the CRI shim, the
+// webhook and every command can depend on it (as tailscale's resolvconffile
+// is a leaf under net/dns).
+//
+// The parser keeps kubelet v1.36's rules exactly: nameserver lines
+// accumulate and a bare one is an error, the last search line wins, a lone
+// "." search entry is dropped and one trailing dot is trimmed from every
+// other entry, options accumulate with a later option of the same name
+// replacing the earlier one, only lines starting with '#' are comments,
+// unknown keywords (domain, sortlist, lookup, ...) are ignored, and at most
+// 10 MiB is read. Unlike kubelet, option order is stable: an option keeps
+// the position of its first occurrence and takes the value of its last.
+package resolvconf
