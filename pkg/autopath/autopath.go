@@ -4,20 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
-// Suffix is the autopath zone, as a lowercase FQDN.
-const Suffix = "ap.k8s.io."
+// Suffix is the autopath zone (policy.AutopathZone), as a lowercase FQDN.
+const Suffix = policy.AutopathZone + "."
 
 // DefaultOptionCode is the EDNS0 local option code that carries the search
 // list (from the local/experimental range 65001-65534).
 const DefaultOptionCode = 65001
-
-// Limits on the option's search list: kubelet's limits on a pod's search line.
-const (
-	MaxListChars = 2048
-	MaxEntries   = 32
-)
 
 // Name is a parsed autopath query name.
 type Name struct {
@@ -65,56 +61,35 @@ func hasSuffixFold(s, suffix string) bool {
 	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }
 
-// PodSearches is the search list a ClusterFirst pod in ns would have, before
-// the node's host searches: "<ns>.svc.<zone>", "svc.<zone>", "<zone>".
-func PodSearches(ns, zone string) []string {
-	zone = strings.TrimSuffix(zone, ".")
-	return []string{ns + ".svc." + zone, "svc." + zone, zone}
-}
-
-// OptionValue is the EDNS0 option payload for a pod in ns: the pod search
-// list followed by the node's host searches, comma-separated, duplicates
-// omitted, trailing dots dropped.
+// OptionValue is the EDNS0 option payload for a pod in ns: the search
+// list kubelet would give it under ClusterFirst (policy.ClusterSearches:
+// the cluster searches, then the node's host searches as parsed from its
+// resolv.conf, duplicates omitted, kubelet's limits applied),
+// comma-separated.
 func OptionValue(ns, zone string, hostSearches []string) string {
-	list := PodSearches(ns, zone)
-	for _, s := range hostSearches {
-		s = strings.TrimSuffix(s, ".")
-		if s == "" {
-			continue
-		}
-		dup := false
-		for _, have := range list {
-			if strings.EqualFold(have, s) {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			list = append(list, s)
-		}
-	}
-	return strings.Join(list, ",")
+	return strings.Join(policy.ClusterSearches(ns, strings.TrimSuffix(zone, "."), hostSearches), ",")
 }
 
 // Errors of ParseOption.
 var (
-	ErrOptionTooLong = errors.New("autopath: search list option longer than 2048 characters")
-	ErrOptionTooMany = errors.New("autopath: search list option has more than 32 entries")
+	ErrOptionTooLong = fmt.Errorf("autopath: search list option longer than %d characters", policy.MaxSearchListChars)
+	ErrOptionTooMany = fmt.Errorf("autopath: search list option has more than %d entries", policy.MaxSearchPaths)
 )
 
 // ParseOption validates an option payload and returns its search domains
-// (without trailing dots). Every entry must be a domain name: labels of 1-63
-// characters from letters, digits, '-' and '_', at most 253 characters; an
-// empty payload is an empty list.
+// (without trailing dots). The list must fit kubelet's limits on a search
+// line and every entry must be a domain name: labels of 1-63 characters
+// from letters, digits, '-' and '_', at most policy.MaxSearchLength
+// characters; an empty payload is an empty list.
 func ParseOption(data []byte) ([]string, error) {
-	if len(data) > MaxListChars {
+	if len(data) > policy.MaxSearchListChars {
 		return nil, ErrOptionTooLong
 	}
 	if len(data) == 0 {
 		return nil, nil
 	}
 	parts := strings.Split(string(data), ",")
-	if len(parts) > MaxEntries {
+	if len(parts) > policy.MaxSearchPaths {
 		return nil, ErrOptionTooMany
 	}
 	for i, p := range parts {
@@ -131,8 +106,8 @@ func checkDomain(s string) error {
 	if s == "" {
 		return errors.New("empty")
 	}
-	if len(s) > 253 {
-		return errors.New("longer than 253 characters")
+	if len(s) > policy.MaxSearchLength {
+		return fmt.Errorf("longer than %d characters", policy.MaxSearchLength)
 	}
 	for _, label := range strings.Split(s, ".") {
 		if label == "" || len(label) > 63 {

@@ -40,7 +40,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestOption(t *testing.T) {
-	v := OptionValue("shop", "cluster.local", []string{"corp.example.", "cluster.local", ""})
+	v := OptionValue("shop", "cluster.local.", []string{"corp.example", "cluster.local"})
 	if v != "shop.svc.cluster.local,svc.cluster.local,cluster.local,corp.example" {
 		t.Fatalf("OptionValue = %q", v)
 	}
@@ -74,6 +74,15 @@ func TestOption(t *testing.T) {
 	}
 	if l, err := ParseOption(nil); err != nil || l != nil {
 		t.Errorf("empty option: %v %v", l, err)
+	}
+	// The option is kubelet's ClusterFirst search list, limits included,
+	// so what the node-local stage sends always parses.
+	host := strings.Split(strings.TrimSuffix(strings.Repeat("h.example,", 40), ","), ",")
+	for i := range host {
+		host[i] = string(rune('a'+i%26)) + host[i][1:] + string(rune('0'+i/26))
+	}
+	if l, err := ParseOption([]byte(OptionValue("shop", "cluster.local", host))); err != nil || len(l) != 32 {
+		t.Errorf("option over 40 host searches: %d entries, %v", len(l), err)
 	}
 }
 

@@ -11,5 +11,7 @@
 // each entry and finally "<name>." itself, answering with the first result
 // that is not NXDOMAIN behind a CNAME from the asked name.
 //
-// Standard library only: no DNS library, so the rules are testable alone.
+// It imports the standard library and pkg/policy only (no DNS library), so
+// the rules are testable alone; the search list shape, kubelet's limits and
+// the zone are policy's.
 package autopath

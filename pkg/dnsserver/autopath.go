@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
 // autopathExpander is server-side search expansion (KEP "DNS Autopath in
@@ -93,12 +94,12 @@ func (a *autopathExpander) answerBySource(ctx context.Context, h *Handler, src n
 		return nil, false
 	}
 	q := req.Question[0]
-	suffix := "." + ns + ".svc." + a.zone + "."
+	suffix := "." + policy.NamespaceSearch(ns, a.zone) + "."
 	if len(q.Name) <= len(suffix) || !strings.EqualFold(q.Name[len(q.Name)-len(suffix):], suffix) {
 		return nil, false
 	}
 	base := q.Name[:len(q.Name)-len(suffix)] + "."
-	r := a.search(ctx, h, q, base, autopath.PodSearches(ns, a.zone), z.ttl)
+	r := a.search(ctx, h, q, base, policy.ClusterSearches(ns, a.zone, nil), z.ttl)
 	if r.Rcode == dns.RcodeNameError {
 		r.Ns = z.negative(lowerFQDN(q.Name))
 	}
@@ -157,7 +158,7 @@ func (a *autopathExpander) expand(ctx context.Context, h *Handler, req *dns.Msg)
 		}
 	}
 	if !found {
-		searches = autopath.PodSearches(n.Namespace, a.zone)
+		searches = policy.ClusterSearches(n.Namespace, a.zone, nil)
 	}
 	return a.search(ctx, h, q, n.Base, searches, ttl)
 }
