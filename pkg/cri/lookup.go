@@ -100,29 +100,19 @@ func NewPodInformer(client kubernetes.Interface, node string, log *slog.Logger) 
 	return p, nil
 }
 
-// slimPod keeps what the engine and Events need; the rest of the pod is
-// dropped before it reaches the store.
+// slimPod keeps what the engine (podspec's field list) and Events need;
+// the rest of the pod is dropped before it reaches the store.
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil // a DeletedFinalStateUnknown tombstone
 	}
-	slim := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
-			ResourceVersion: pod.ResourceVersion,
-		},
-		Spec: corev1.PodSpec{
-			NodeName:          pod.Spec.NodeName,
-			DNSPolicy:         pod.Spec.DNSPolicy,
-			DNSConfig:         pod.Spec.DNSConfig,
-			HostNetwork:       pod.Spec.HostNetwork,
-			Hostname:          pod.Spec.Hostname,
-			Subdomain:         pod.Spec.Subdomain,
-			HostnameOverride:  pod.Spec.HostnameOverride,
-			SetHostnameAsFQDN: pod.Spec.SetHostnameAsFQDN,
-		},
-	}
+	f := podspec.FieldsOf(pod)
+	f.Metadata.GenerateName = "" // a pod on a node has its name
+	f.Metadata.Annotations = nil
+	slim := f.Pod()
+	slim.ResourceVersion = pod.ResourceVersion
+	slim.Spec.NodeName = pod.Spec.NodeName
 	for _, key := range []string{policy.AnnotationDNSPolicy, configMirrorAnnotation} {
 		if v, ok := pod.Annotations[key]; ok {
 			if slim.Annotations == nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -106,26 +108,83 @@ func Default(pod *corev1.Pod) {
 	}
 }
 
+// Meta and Spec are the one list of the Pod fields the engine reads, with
+// corev1.Pod's JSON names: decoding a Pod's JSON into them reads only these
+// fields (the webhook's fast path), Fields.Pod keeps only them in a cache
+// (the shim's pod informer), and Input converts them.
+type Meta struct {
+	Name         string            `json:"name"`
+	GenerateName string            `json:"generateName"`
+	Namespace    string            `json:"namespace"`
+	UID          types.UID         `json:"uid"`
+	Annotations  map[string]string `json:"annotations"`
+}
+
+// Spec is the part of a PodSpec the engine reads; see Meta.
+type Spec struct {
+	DNSPolicy         corev1.DNSPolicy     `json:"dnsPolicy"`
+	DNSConfig         *corev1.PodDNSConfig `json:"dnsConfig"`
+	HostNetwork       bool                 `json:"hostNetwork"`
+	Hostname          string               `json:"hostname"`
+	Subdomain         string               `json:"subdomain"`
+	HostnameOverride  *string              `json:"hostnameOverride"`
+	SetHostnameAsFQDN *bool                `json:"setHostnameAsFQDN"`
+}
+
+// Fields is a Pod reduced to Meta and Spec.
+type Fields struct {
+	Metadata Meta `json:"metadata"`
+	Spec     Spec `json:"spec"`
+}
+
+// FieldsOf copies the engine's fields out of pod.
+func FieldsOf(pod *corev1.Pod) Fields {
+	return Fields{
+		Metadata: Meta{Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace, UID: pod.UID,
+			Annotations: pod.Annotations},
+		Spec: Spec{DNSPolicy: pod.Spec.DNSPolicy, DNSConfig: pod.Spec.DNSConfig, HostNetwork: pod.Spec.HostNetwork,
+			Hostname: pod.Spec.Hostname, Subdomain: pod.Spec.Subdomain, HostnameOverride: pod.Spec.HostnameOverride,
+			SetHostnameAsFQDN: pod.Spec.SetHostnameAsFQDN},
+	}
+}
+
+// Pod is a Pod holding only f: Input gives the same result for it as for
+// the pod f came from.
+func (f Fields) Pod() *corev1.Pod {
+	m, sp := f.Metadata, f.Spec
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace,
+			UID: m.UID, Annotations: m.Annotations},
+		Spec: corev1.PodSpec{DNSPolicy: sp.DNSPolicy, DNSConfig: sp.DNSConfig, HostNetwork: sp.HostNetwork,
+			Hostname: sp.Hostname, Subdomain: sp.Subdomain, HostnameOverride: sp.HostnameOverride,
+			SetHostnameAsFQDN: sp.SetHostnameAsFQDN},
+	}
+}
+
 // Input converts a pod into the engine's input. The pod is used as given:
 // call Default first for a manifest that has not been through the API server.
-func Input(pod *corev1.Pod) policy.Input {
+func Input(pod *corev1.Pod) policy.Input { return FieldsOf(pod).Input() }
+
+// Input converts the fields into the engine's input (see Input).
+func (f Fields) Input() policy.Input {
+	m, sp := f.Metadata, f.Spec
 	in := policy.Input{
-		Name:              pod.Name,
-		Namespace:         pod.Namespace,
-		UID:               string(pod.UID),
-		Policy:            policy.Policy(pod.Spec.DNSPolicy),
-		PolicyAnnotation:  pod.Annotations[policy.AnnotationDNSPolicy],
-		HostNetwork:       pod.Spec.HostNetwork,
-		Hostname:          pod.Spec.Hostname,
-		Subdomain:         pod.Spec.Subdomain,
-		HostnameOverride:  pod.Spec.HostnameOverride,
-		SetHostnameAsFQDN: pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN,
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               string(m.UID),
+		Policy:            policy.Policy(sp.DNSPolicy),
+		PolicyAnnotation:  m.Annotations[policy.AnnotationDNSPolicy],
+		HostNetwork:       sp.HostNetwork,
+		Hostname:          sp.Hostname,
+		Subdomain:         sp.Subdomain,
+		HostnameOverride:  sp.HostnameOverride,
+		SetHostnameAsFQDN: sp.SetHostnameAsFQDN != nil && *sp.SetHostnameAsFQDN,
 	}
-	if in.Name == "" && pod.GenerateName != "" {
+	if in.Name == "" && m.GenerateName != "" {
 		// The API server appends five random characters.
-		in.Name = pod.GenerateName + "xxxxx"
+		in.Name = m.GenerateName + "xxxxx"
 	}
-	if c := pod.Spec.DNSConfig; c != nil {
+	if c := sp.DNSConfig; c != nil {
 		in.DNSConfig = &policy.DNSConfig{Nameservers: c.Nameservers, Searches: c.Searches}
 		for _, o := range c.Options {
 			in.DNSConfig.Options = append(in.DNSConfig.Options, policy.Option{Name: o.Name, Value: o.Value})

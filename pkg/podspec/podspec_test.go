@@ -1,9 +1,13 @@
 package podspec
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
@@ -76,5 +80,45 @@ spec:
 			Options: []policy.Option{{Name: "ndots", Value: &two}, {Name: "edns0"}}}}
 	if got := Input(pod); !reflect.DeepEqual(got, want) {
 		t.Errorf("Input = %+v\nwant %+v", got, want)
+	}
+}
+
+// TestFieldsKeepWhatInputReads binds the field list to the conversion: a pod
+// with every field set (and fields the engine does not read) converts the
+// same whole, reduced to Fields, cached as Fields.Pod, and decoded from JSON
+// into Fields; and FieldsOf leaves no field of Meta or Spec unset.
+func TestFieldsKeepWhatInputReads(t *testing.T) {
+	yes, two, over := true, "2", "override"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", GenerateName: "web-", Namespace: "shop", UID: "u-1",
+			Annotations: map[string]string{policy.AnnotationDNSPolicy: string(policy.ClusterFirstWithAutopath), "other": "x"},
+			Labels:      map[string]string{"app": "web"}, ResourceVersion: "7"},
+		Spec: corev1.PodSpec{DNSPolicy: corev1.DNSClusterFirstWithHostNet, HostNetwork: true, Hostname: "h", Subdomain: "s",
+			HostnameOverride: &over, SetHostnameAsFQDN: &yes, NodeName: "n1",
+			DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{"192.0.2.1"}, Searches: []string{"a.example"},
+				Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &two}, {Name: "edns0"}}},
+			Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+	}
+	want := Input(pod)
+	f := FieldsOf(pod)
+	for _, v := range []reflect.Value{reflect.ValueOf(f.Metadata), reflect.ValueOf(f.Spec)} {
+		for i := 0; i < v.NumField(); i++ {
+			if v.Field(i).IsZero() {
+				t.Errorf("FieldsOf leaves %s.%s unset", v.Type().Name(), v.Type().Field(i).Name)
+			}
+		}
+	}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded Fields
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]policy.Input{"Fields": f.Input(), "Fields.Pod": Input(f.Pod()), "JSON": decoded.Input()} {
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v\nwant %+v", name, got, want)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -184,26 +183,15 @@ func podSets(c *corev1.PodDNSConfig, field string) bool {
 	return true
 }
 
-// slimPod is the part of a Pod the review reads. Decoding only these fields
-// skips the containers, volumes and status, which are most of a pod's JSON
-// and of the decoding time. The tags are corev1.Pod's.
+// slimPod is the part of a Pod the review reads: podspec's field list and
+// the node selector. Decoding only these fields skips the containers,
+// volumes and status, which are most of a pod's JSON and of the decoding
+// time.
 type slimPod struct {
-	Metadata struct {
-		Name         string            `json:"name"`
-		GenerateName string            `json:"generateName"`
-		Namespace    string            `json:"namespace"`
-		UID          types.UID         `json:"uid"`
-		Annotations  map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Spec struct {
-		DNSPolicy         corev1.DNSPolicy     `json:"dnsPolicy"`
-		DNSConfig         *corev1.PodDNSConfig `json:"dnsConfig"`
-		HostNetwork       bool                 `json:"hostNetwork"`
-		Hostname          string               `json:"hostname"`
-		Subdomain         string               `json:"subdomain"`
-		HostnameOverride  *string              `json:"hostnameOverride"`
-		SetHostnameAsFQDN *bool                `json:"setHostnameAsFQDN"`
-		NodeSelector      map[string]string    `json:"nodeSelector"`
+	Metadata podspec.Meta `json:"metadata"`
+	Spec     struct {
+		podspec.Spec
+		NodeSelector map[string]string `json:"nodeSelector"`
 	} `json:"spec"`
 }
 
@@ -214,14 +202,9 @@ func decodePod(raw []byte) (*corev1.Pod, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, err
 	}
-	m, sp := s.Metadata, s.Spec
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace,
-			UID: m.UID, Annotations: m.Annotations},
-		Spec: corev1.PodSpec{DNSPolicy: sp.DNSPolicy, DNSConfig: sp.DNSConfig, HostNetwork: sp.HostNetwork,
-			Hostname: sp.Hostname, Subdomain: sp.Subdomain, HostnameOverride: sp.HostnameOverride,
-			SetHostnameAsFQDN: sp.SetHostnameAsFQDN, NodeSelector: sp.NodeSelector},
-	}, nil
+	pod := podspec.Fields{Metadata: s.Metadata, Spec: s.Spec.Spec}.Pod()
+	pod.Spec.NodeSelector = s.Spec.NodeSelector
+	return pod, nil
 }
 
 // check runs the engine for every pool the pod belongs to (Default when
