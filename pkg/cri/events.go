@@ -27,9 +27,6 @@ type Recorder struct {
 
 var _ EventSink = (*Recorder)(nil)
 
-// NewRecorder wraps rec.
-func NewRecorder(rec record.EventRecorder) *Recorder { return &Recorder{rec: rec} }
-
 // NewEventRecorder returns an EventSink that creates Events through client
 // with source component "dnsconfigurer-shim" on node, and a function that
 // stops it (flushing what is queued is best effort).
