@@ -5,8 +5,19 @@
 // ClusterFirstWithAutopath policy of the KEP "DNS Autopath in PodSpec", and it
 // validates the same fields as the API server does.
 //
-// The package is pure: it imports the standard library and pkg/fqdn only; no
-// client-go, gRPC, DNS library, k8s.io/api or logger. Everything kubelet would
+// It owns kubelet's rules once for every adapter: the ClusterFirst search
+// shape (ClusterSearches, NamespaceSearch), the limits (Max*), the autopath
+// zone, and the inverse of kubelet's output (Engine.Recover, which the CRI
+// shim uses when only a sandbox config is known; its property, recomputing
+// the recovered input gives kubelet's output back, is fuzzed and checked
+// against real kubelet outputs in testdata/kubelet-outputs.json). The node
+// file's loopback nameservers are dropped for host-type pods
+// (resolvconf.WithoutLoopback), the one deliberate difference from kubelet
+// besides autopath.
+//
+// The package is pure: it imports the standard library, pkg/fqdn and
+// pkg/resolvconf only; no client-go, gRPC, DNS library, k8s.io/api or
+// logger. Everything kubelet would
 // log or emit as an Event is returned as a Warning value; adapters (the CRI
 // shim, the webhook, the render command) decide how to report them.
 //
