@@ -1,0 +1,42 @@
+package layering
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/dnsconfigurer/dnsconfigurer/"
+
+// core lists each pure package and the module packages it may import
+// (directly or not); anything else outside the standard library fails.
+var core = []struct {
+	pkg     string
+	allowed []string
+}{
+	{"pkg/resolvconf", nil},
+	{"pkg/fqdn", nil},
+	{"pkg/policy", []string{"pkg/fqdn", "pkg/resolvconf"}},
+	{"pkg/autopath", []string{"pkg/policy", "pkg/fqdn", "pkg/resolvconf"}},
+	{"pkg/dnsserver/store", nil},
+	{"api/v1alpha1", nil},
+}
+
+func TestPureCore(t *testing.T) {
+	for _, c := range core {
+		t.Run(c.pkg, func(t *testing.T) {
+			out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", module+c.pkg).Output()
+			if err != nil {
+				t.Fatalf("go list %s: %v", c.pkg, err)
+			}
+			for _, dep := range strings.Fields(string(out)) {
+				rel, ours := strings.CutPrefix(dep, module)
+				if ours && (rel == c.pkg || slices.Contains(c.allowed, rel)) {
+					continue
+				}
+				t.Errorf("%s imports %s; the pure core imports only the standard library and %v", c.pkg, dep, c.allowed)
+			}
+		})
+	}
+}
