@@ -8,17 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
@@ -165,13 +163,11 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
-		return exitUsage
+		return exitCode(stderr, "serve", usageError{err})
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: --log-level %q: %v\n", f.logLevel, err)
-		return exitUsage
+	log, err := newLogger(stderr, f.logLevel)
+	if err != nil {
+		return exitCode(stderr, "serve", err)
 	}
 	if os.Getenv("GOGC") == "" {
 		// The live heap is mostly the long-lived record index and a query
@@ -179,63 +175,102 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		// a low GC target keeps RSS near the live heap for little GC CPU.
 		debug.SetGCPercent(gcPercent)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "dnsserver")
+	log = log.With("component", "dnsserver")
 	if f.mode == "node-local" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		return runNodeLocal(ctx, f, log, reg, stderr)
+		return exitCode(stderr, "serve", runNodeLocal(ctx, f, log, newRegistry()))
 	}
+	return exitCode(stderr, "serve", runClusterDNS(ctx, f, log, newRegistry()))
+}
+
+// runClusterDNS is `serve --mode cluster`: the record store, its feed, the
+// handler and the DNS server, until ctx is done or a part fails.
+func runClusterDNS(ctx context.Context, f *serveFlags, log *slog.Logger, reg *prometheus.Registry) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	podMode, err := store.ParsePodMode(f.pods)
 	if err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: --pods: %v\n", err)
-		return exitUsage
+		return usagef("--pods: %v", err)
 	}
 	st, err := store.New(store.Options{
 		Zone: f.clusterDomain, TTL: uint32(f.ttl), Pods: podMode, Namespaces: f.namespaces,
 		IgnoreEmptyService: f.ignoreEmptyService, EndpointPodNames: f.endpointPodNames, NoEndpoints: f.noEndpoints,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: --cluster-domain %q: %v\n", f.clusterDomain, err)
-		return exitUsage
+		return usagef("--cluster-domain %q: %v", f.clusterDomain, err)
 	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics, err := dnsserver.NewMetrics(reg, st)
 	if err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
-		return exitFail
+		return err
 	}
+	source, stop, err := upstreamSource(ctx, f, log, reg)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	handler, err := clusterHandler(f, st, metrics, source, reg, log)
+	if err != nil {
+		return err
+	}
+	feedRun, err := recordFeed(f, st, podMode, log)
+	if err != nil {
+		return err
+	}
+	// With manifests the records are loaded: compile them now, then give
+	// the loading garbage and the start-up pages of the binary back to the
+	// OS rather than carry them as RSS.
+	handler.Warm()
+	debug.FreeOSMemory()
+	releaseStartupPages()
+	srv := &dnsserver.Server{Listen: f.listen, Handler: handler,
+		Logger: log.With("zone", st.Zone(), "pods", podMode.String(), "ttl", f.ttl)}
+	ops, err := opsTasks(f.metricsListen, reg, log, health.Condition(handler.Synced, "not synced"))
+	if err != nil {
+		return err
+	}
+	feedTask := func(ctx context.Context) error {
+		if err := feedRun(ctx); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("record feed stopped: %w", err)
+		}
+		return nil
+	}
+	return runTasks(ctx, append(ops, srv.Run, feedTask, releaseAfterSync(handler.Synced))...)
+}
 
-	var source dnsserver.UpstreamSource
+// upstreamSource is where names outside the zone are forwarded: --upstream,
+// or the nameservers of the watched --upstream-resolv-conf (nil: no
+// forwarding). stop ends the watcher and waits for it.
+func upstreamSource(ctx context.Context, f *serveFlags, log *slog.Logger, reg prometheus.Registerer) (dnsserver.UpstreamSource, func(), error) {
 	switch {
 	case len(f.upstream) > 0:
-		source = dnsserver.StaticUpstreams(f.upstream)
-	case f.upstreamResolvConf != "":
-		// The node resolver config, watched (fsnotify; the last good file
-		// is kept while the file is broken). Raw keeps loopback
-		// nameservers: the Forwarder drops only our own addresses.
-		w, err := hostresolv.Watch(ctx, f.upstreamResolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
-		if err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: --upstream-resolv-conf: %v\n", err)
-			return exitUsage
-		}
-		defer func() { cancel(); <-w.Done() }()
-		if snap := w.Current(); snap.Err != nil {
-			cancel()
-			fmt.Fprintf(stderr, "dnsconfigurer serve: --upstream-resolv-conf %q: %v\n", f.upstreamResolvConf, snap.Err)
-			return exitUsage
-		}
-		source = watchedUpstreams{w}
+		return dnsserver.StaticUpstreams(f.upstream), func() {}, nil
+	case f.upstreamResolvConf == "":
+		return nil, func() {}, nil
 	}
+	// The node resolver config, watched (fsnotify; the last good file is
+	// kept while the file is broken). Raw keeps loopback nameservers: the
+	// Forwarder drops only our own addresses.
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := hostresolv.Watch(wctx, f.upstreamResolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
+	if err != nil {
+		cancel()
+		return nil, nil, usagef("--upstream-resolv-conf: %v", err)
+	}
+	stop := func() { cancel(); <-w.Done() }
+	if snap := w.Current(); snap.Err != nil {
+		stop()
+		return nil, nil, usagef("--upstream-resolv-conf %q: %v", f.upstreamResolvConf, snap.Err)
+	}
+	return watchedUpstreams{w}, stop, nil
+}
+
+// clusterHandler is the cluster DNS handler with autopath and forwarding as
+// the flags ask.
+func clusterHandler(f *serveFlags, st *store.Store, metrics *dnsserver.Metrics, source dnsserver.UpstreamSource, reg prometheus.Registerer, log *slog.Logger) (*dnsserver.Handler, error) {
 	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithMetrics(metrics)}
 	if f.autopath {
 		ap, err := dnsserver.WithAutopath(uint16(f.autopathCode), reg)
 		if err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
-			return exitFail
+			return nil, err
 		}
 		opts = append(opts, ap)
 		if f.autopathSource {
@@ -245,13 +280,11 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if source != nil {
 		fwd, err := dnsserver.NewForwarder(source, f.listen, 2*time.Second, metrics)
 		if err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: --upstream: %v\n", err)
-			return exitUsage
+			return nil, usagef("--upstream: %v", err)
 		}
 		for _, u := range source.Upstreams() {
 			if _, err := dnsserver.ParseAddrPort(u); err != nil {
-				fmt.Fprintf(stderr, "dnsconfigurer serve: upstream %q: %v\n", u, err)
-				return exitUsage
+				return nil, usagef("upstream %q: %v", u, err)
 			}
 		}
 		if len(fwd.Upstreams()) == 0 {
@@ -259,74 +292,40 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		}
 		opts = append(opts, dnsserver.WithForwarder(fwd))
 	}
-	handler := dnsserver.NewHandler(f.clusterDomain, st, opts...)
+	return dnsserver.NewHandler(f.clusterDomain, st, opts...), nil
+}
 
-	// The feed.
-	var run func(context.Context) error
+// recordFeed is what fills the store: the --objects manifests (loaded now,
+// then watched) or the cluster's API server.
+func recordFeed(f *serveFlags, st *store.Store, podMode store.PodMode, log *slog.Logger) (func(context.Context) error, error) {
 	if f.objects != "" {
 		m := &feed.Manifests{Path: f.objects, Store: st, Logger: log}
 		if err := m.Load(); err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: --objects: %v\n", err)
-			return exitUsage
+			return nil, usagef("--objects: %v", err)
 		}
-		run = m.Run
-	} else {
-		klog.SetSlogLogger(log.With("component", "client-go"))
-		client, err := feed.NewClient(f.kubeconfig)
-		if err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
-			return exitUsage
-		}
-		c := &feed.Cluster{Client: client, Store: st, Logger: log,
-			Pods: podMode == store.PodsVerified, NoEndpoints: f.noEndpoints}
-		run = c.Run
+		return m.Run, nil
 	}
-
-	// With manifests the records are loaded: compile them now, then give
-	// the loading garbage and the start-up pages of the binary back to the
-	// OS rather than carry them as RSS.
-	handler.Warm()
-	debug.FreeOSMemory()
-	releaseStartupPages()
-	srv := &dnsserver.Server{Listen: f.listen, Handler: handler, Logger: log}
-	if err := srv.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
-		return exitFail
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	client, err := feed.NewClient(f.kubeconfig)
+	if err != nil {
+		return nil, usageError{err}
 	}
-	log.Info("serving DNS", "listen", srv.Addrs(), "zone", st.Zone(), "pods", podMode.String(), "ttl", f.ttl)
+	c := &feed.Cluster{Client: client, Store: st, Logger: log,
+		Pods: podMode == store.PodsVerified, NoEndpoints: f.noEndpoints}
+	return c.Run, nil
+}
 
-	var wg sync.WaitGroup
-	var httpSrv *http.Server
-	if f.metricsListen != "" {
-		ln, err := net.Listen("tcp", f.metricsListen)
-		if err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: --metrics-listen %q: %v\n", f.metricsListen, err)
-			_ = srv.Shutdown(context.WithoutCancel(ctx))
-			return exitFail
-		}
-		httpSrv = &http.Server{Handler: dnsserver.NewHTTPHandler(reg, handler), ReadHeaderTimeout: 5 * time.Second}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server stopped", "err", err)
-			}
-		}()
-		log.Info("serving metrics", "listen", ln.Addr().String())
-	}
-
-	// Start-up does not end with the listeners: the feed's first steps
-	// (the informers' initial list, the watcher) touch more of the binary
-	// once. Release those pages too, a second after the first sync.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+// releaseAfterSync gives back the pages start-up touched once more: the
+// feed's first steps (the informers' initial list, the watcher) run after
+// the listeners, so it waits for the first sync and a second more.
+func releaseAfterSync(synced func() bool) task {
+	return func(ctx context.Context) error {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for !handler.Synced() {
+		for !synced() {
 			select {
 			case <-ctx.Done():
-				return
+				return nil
 			case <-tick.C:
 			}
 		}
@@ -335,30 +334,6 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		case <-time.After(time.Second):
 			releaseStartupPages()
 		}
-	}()
-
-	code := exitOK
-	feedDone := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(feedDone)
-		if err := run(ctx); err != nil && ctx.Err() == nil {
-			log.Error("record feed stopped", "err", err)
-			code = exitFail
-			cancel()
-		}
-	}()
-	<-ctx.Done()
-	<-feedDone
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer scancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("dns shutdown", "err", err)
+		return nil
 	}
-	if httpSrv != nil {
-		_ = httpSrv.Shutdown(sctx)
-	}
-	wg.Wait()
-	return code
 }

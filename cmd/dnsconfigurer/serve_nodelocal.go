@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,33 +13,13 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 )
 
-// alwaysReady is the node-local stage's readiness: it has no records to sync.
-type alwaysReady struct{}
-
-func (alwaysReady) Synced() bool { return true }
-
 // runNodeLocal is `serve --mode node-local`: a caching forwarder to the
 // cluster DNS that adds the autopath search-list option.
-func runNodeLocal(ctx context.Context, f *serveFlags, log *slog.Logger, reg *prometheus.Registry, stderr io.Writer) int {
+func runNodeLocal(ctx context.Context, f *serveFlags, log *slog.Logger, reg *prometheus.Registry) error {
 	log = log.With("mode", "node-local")
-	if len(f.clusterUpstream) == 0 {
-		fmt.Fprintln(stderr, "dnsconfigurer serve: --mode node-local needs --cluster-upstream ADDR[,ADDR]")
-		return exitUsage
-	}
-	for _, u := range f.clusterUpstream {
-		if _, err := dnsserver.ParseAddrPort(u); err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: --cluster-upstream %q: %v\n", u, err)
-			return exitUsage
-		}
-	}
-	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams(f.clusterUpstream), f.listen, 2*time.Second, nil)
+	fwd, err := clusterUpstreams(f)
 	if err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: --listen: %v\n", err)
-		return exitUsage
-	}
-	if len(fwd.Upstreams()) == 0 {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: --cluster-upstream %v: every address is one of the --listen addresses\n", f.clusterUpstream)
-		return exitUsage
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -51,8 +27,7 @@ func runNodeLocal(ctx context.Context, f *serveFlags, log *slog.Logger, reg *pro
 	if f.resolvConf != "" {
 		w, err := hostresolv.Watch(ctx, f.resolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
 		if err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: --resolv-conf: %v\n", err)
-			return exitUsage
+			return usagef("--resolv-conf: %v", err)
 		}
 		defer func() { cancel(); <-w.Done() }()
 		searches = func() []string { return w.Current().Config.Searches }
@@ -61,43 +36,34 @@ func runNodeLocal(ctx context.Context, f *serveFlags, log *slog.Logger, reg *pro
 		MaxTTL: f.maxTTL, MaxNegativeTTL: f.maxNegativeTTL, CacheSize: f.cacheSize,
 		HostSearches: searches, Logger: log, Registerer: reg})
 	if err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
-		return exitFail
+		return err
 	}
-	srv := &dnsserver.Server{Listen: f.listen, Handler: h, Logger: log}
-	if err := srv.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer serve: %v\n", err)
-		return exitFail
+	srv := &dnsserver.Server{Listen: f.listen, Handler: h,
+		Logger: log.With("cluster-upstream", fwd.Upstreams(), "zone", f.clusterDomain)}
+	// The node-local stage has no records to sync: ready once it serves.
+	ops, err := opsTasks(f.metricsListen, reg, log)
+	if err != nil {
+		return err
 	}
-	log.Info("serving DNS", "listen", srv.Addrs(), "cluster-upstream", fwd.Upstreams(), "zone", f.clusterDomain)
-	var httpSrv *http.Server
-	httpDone := make(chan struct{})
-	if f.metricsListen != "" {
-		ln, err := net.Listen("tcp", f.metricsListen)
-		if err != nil {
-			fmt.Fprintf(stderr, "dnsconfigurer serve: --metrics-listen %q: %v\n", f.metricsListen, err)
-			_ = srv.Shutdown(context.WithoutCancel(ctx))
-			return exitFail
+	return runTasks(ctx, append(ops, srv.Run)...)
+}
+
+// clusterUpstreams is the forwarder to --cluster-upstream.
+func clusterUpstreams(f *serveFlags) (*dnsserver.Forwarder, error) {
+	if len(f.clusterUpstream) == 0 {
+		return nil, usageError{errors.New("--mode node-local needs --cluster-upstream ADDR[,ADDR]")}
+	}
+	for _, u := range f.clusterUpstream {
+		if _, err := dnsserver.ParseAddrPort(u); err != nil {
+			return nil, usagef("--cluster-upstream %q: %v", u, err)
 		}
-		httpSrv = &http.Server{Handler: dnsserver.NewHTTPHandler(reg, alwaysReady{}), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			defer close(httpDone)
-			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server stopped", "err", err)
-			}
-		}()
-	} else {
-		close(httpDone)
 	}
-	<-ctx.Done()
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer scancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("dns shutdown", "err", err)
+	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams(f.clusterUpstream), f.listen, 2*time.Second, nil)
+	if err != nil {
+		return nil, usagef("--listen: %v", err)
 	}
-	if httpSrv != nil {
-		_ = httpSrv.Shutdown(sctx)
+	if len(fwd.Upstreams()) == 0 {
+		return nil, usagef("--cluster-upstream %v: every address is one of the --listen addresses", f.clusterUpstream)
 	}
-	<-httpDone
-	return exitOK
+	return fwd, nil
 }

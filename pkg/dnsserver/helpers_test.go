@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
@@ -65,7 +66,7 @@ func TestHTTPEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := dnsserver.NewHandler("cluster.local", st)
-	srv := httptest.NewServer(dnsserver.NewHTTPHandler(reg, h))
+	srv := httptest.NewServer(health.Handler(reg, health.Condition(h.Synced, "not synced")))
 	defer srv.Close()
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.URL + path)

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // readBuffer is the largest UDP query read; longer datagrams are cut and
@@ -108,12 +105,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Run starts the server and serves until ctx is done, then shuts down
-// within five seconds.
+// Run starts the server, logs "serving DNS" with the bound addresses, and
+// serves until ctx is done, then shuts down within five seconds.
 func (s *Server) Run(ctx context.Context) error {
 	if err := s.Start(ctx); err != nil {
 		return err
 	}
+	s.Logger.Info("serving DNS", "listen", s.Addrs())
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -146,27 +144,4 @@ func bindPair(ctx context.Context, addr string) (net.PacketConn, net.Listener, e
 		}
 	}
 	return nil, nil, lastErr
-}
-
-// Ready is what /readyz asks.
-type Ready interface {
-	Synced() bool
-}
-
-// NewHTTPHandler serves /metrics from g, /healthz (always ok while the
-// process serves) and /readyz (ok only after the first full sync).
-func NewHTTPHandler(g prometheus.Gatherer, ready Ready) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Synced() {
-			http.Error(w, "not synced", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	return mux
 }

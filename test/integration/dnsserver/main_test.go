@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
@@ -131,7 +132,7 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 			t.Errorf("dns shutdown: %v", err)
 		}
 	})
-	return &server{addr: srv.Addrs()[0], handler: h, http: dnsserver.NewHTTPHandler(reg, h), requests: log}
+	return &server{addr: srv.Addrs()[0], handler: h, http: health.Handler(reg, health.Condition(h.Synced, "not synced")), requests: log}
 }
 
 // readyz returns the status code of the server's /readyz.

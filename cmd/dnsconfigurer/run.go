@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+)
+
+// usageError is a problem with the command line or its input files: exit
+// code exitUsage. Any other error of a command is exitFail.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef is a usageError from a format.
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// exitCode prints err as "dnsconfigurer <name>: <err>" and returns its exit
+// code (exitOK for nil).
+func exitCode(stderr io.Writer, name string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "dnsconfigurer %s: %v\n", name, err)
+	var u usageError
+	if errors.As(err, &u) {
+		return exitUsage
+	}
+	return exitFail
+}
+
+// newLogger is the text logger every long-running command writes to stderr.
+func newLogger(stderr io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level %q: %v", level, err)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// newRegistry is a component's Prometheus registry with the Go runtime and
+// process collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// task is one long-running part of a component; it returns when ctx is
+// done (nil) or when it fails.
+type task func(ctx context.Context) error
+
+// runTasks runs every task until ctx is done or one fails; a failure
+// cancels the others. It waits for all of them and returns the first
+// failure.
+func runTasks(ctx context.Context, tasks ...task) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for _, t := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := t(ctx); err != nil && ctx.Err() == nil {
+				once.Do(func() { first = err })
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// opsTasks returns the task serving /metrics, /healthz and /readyz on addr
+// ("": none), bound now so that a bad address fails start-up.
+func opsTasks(addr string, reg prometheus.Gatherer, log *slog.Logger, checks ...health.Check) ([]task, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	s, err := health.Listen(addr, health.Handler(reg, checks...), log)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	return []task{s.Run}, nil
+}
