@@ -33,17 +33,29 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	pod, err := readPod(*podFile, stdin)
+	host := loadHost(*resolv, "linux")
+	if err := demoRender(*podFile, *resolv, host, stdin, stdout); err != nil {
+		return exitCode(stderr, "demo", err)
+	}
+	cluster, local, err := demoServe(ctx, *objects, host, stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "demo: %v\n", err)
-		return exitUsage
+		return exitCode(stderr, "demo", err)
+	}
+	defer cluster.Shutdown(context.WithoutCancel(ctx))
+	defer local.Shutdown(context.WithoutCancel(ctx))
+	return exitCode(stderr, "demo", demoQuery(ctx, cluster.Addrs()[0], local.Addrs()[0], stdout))
+}
+
+// demoRender prints the pod's resolv.conf as written and with autopath.
+func demoRender(podFile, resolv string, host policy.Host, stdin io.Reader, stdout io.Writer) error {
+	pod, err := readPod(podFile, stdin)
+	if err != nil {
+		return usageError{err}
 	}
 	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
 	if err != nil {
-		fmt.Fprintf(stderr, "demo: %v\n", err)
-		return exitFail
+		return err
 	}
-	host := loadHost(*resolv, "linux")
 	in := podspec.Input(pod)
 	for _, variant := range []struct{ title, annotation string }{
 		{"as written", in.PolicyAnnotation},
@@ -52,59 +64,63 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		in.PolicyAnnotation = variant.annotation
 		r, err := eng.Compute(in, host)
 		if err != nil {
-			fmt.Fprintf(stderr, "demo: render %s: %v\n", *podFile, err)
-			return exitFail
+			return fmt.Errorf("render %s: %w", podFile, err)
 		}
-		fmt.Fprintf(stdout, "== resolv.conf of pod %s/%s %s (node resolv.conf %s)\n%s", pod.Namespace, pod.Name, variant.title, *resolv,
+		fmt.Fprintf(stdout, "== resolv.conf of pod %s/%s %s (node resolv.conf %s)\n%s", pod.Namespace, pod.Name, variant.title, resolv,
 			resolvconf.Format(r.Config()))
 		for _, w := range r.Warnings {
 			fmt.Fprintf(stdout, "   warning %s: %s\n", w.Reason, w.Message)
 		}
 	}
+	return nil
+}
 
+// demoServe starts the cluster DNS on the example objects and the
+// node-local stage in front of it, both on loopback.
+func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.Writer) (cluster, local *dnsserver.Server, err error) {
 	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5, Pods: store.PodsVerified})
 	if err != nil {
-		fmt.Fprintf(stderr, "demo: %v\n", err)
-		return exitFail
+		return nil, nil, err
 	}
-	objs, err := feed.LoadManifests(*objects)
+	objs, err := feed.LoadManifests(objects)
 	if err != nil {
-		fmt.Fprintf(stderr, "demo: --objects: %v\n", err)
-		return exitUsage
+		return nil, nil, usagef("--objects: %v", err)
 	}
 	st.Replace(objs)
 	st.Publish()
 	ap, _ := dnsserver.WithAutopath(0, nil)
-	cluster := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dnsserver.NewHandler("cluster.local", st, ap)}
+	cluster = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dnsserver.NewHandler("cluster.local", st, ap)}
 	if err := cluster.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "demo: %v\n", err)
-		return exitFail
+		return nil, nil, err
 	}
-	defer cluster.Shutdown(context.WithoutCancel(ctx))
 	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams(cluster.Addrs()), nil, 2*time.Second, nil)
 	nl, _ := nodelocal.New(fwd, nodelocal.Config{ClusterDomain: "cluster.local", HostSearches: func() []string { return host.Searches }})
-	local := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: nl}
+	local = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: nl}
 	if err := local.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "demo: %v\n", err)
-		return exitFail
+		_ = cluster.Shutdown(context.WithoutCancel(ctx))
+		return nil, nil, err
 	}
-	defer local.Shutdown(context.WithoutCancel(ctx))
-	fmt.Fprintf(stdout, "\n== cluster DNS on %s serving %s (%d Services); node-local stage on %s\n", cluster.Addrs()[0], *objects, len(objs.Services), local.Addrs()[0])
+	fmt.Fprintf(stdout, "\n== cluster DNS on %s serving %s (%d Services); node-local stage on %s\n", cluster.Addrs()[0], objects, len(objs.Services), local.Addrs()[0])
+	return cluster, local, nil
+}
 
+// demoQuery resolves the example names through the cluster DNS and the
+// node-local stage and prints the answers.
+func demoQuery(ctx context.Context, cluster, local string, stdout io.Writer) error {
 	queries := []struct {
 		via   string
 		name  string
 		qtype uint16
 	}{
-		{cluster.Addrs()[0], "web.prod.svc.cluster.local.", dns.TypeA},
-		{cluster.Addrs()[0], "web.prod.svc.cluster.local.", dns.TypeAAAA},
-		{cluster.Addrs()[0], "_http._tcp.web.prod.svc.cluster.local.", dns.TypeSRV},
-		{cluster.Addrs()[0], "db.prod.svc.cluster.local.", dns.TypeA},
-		{cluster.Addrs()[0], "dns-version.cluster.local.", dns.TypeTXT},
-		{cluster.Addrs()[0], "10.0.96.10.in-addr.arpa.", dns.TypePTR},
-		{cluster.Addrs()[0], "nosuch.prod.svc.cluster.local.", dns.TypeA},
-		{local.Addrs()[0], "web.search.prod.cluster.local.ap.k8s.io.", dns.TypeA},
-		{local.Addrs()[0], "kubernetes.default.search.prod.cluster.local.ap.k8s.io.", dns.TypeA},
+		{cluster, "web.prod.svc.cluster.local.", dns.TypeA},
+		{cluster, "web.prod.svc.cluster.local.", dns.TypeAAAA},
+		{cluster, "_http._tcp.web.prod.svc.cluster.local.", dns.TypeSRV},
+		{cluster, "db.prod.svc.cluster.local.", dns.TypeA},
+		{cluster, "dns-version.cluster.local.", dns.TypeTXT},
+		{cluster, "10.0.96.10.in-addr.arpa.", dns.TypePTR},
+		{cluster, "nosuch.prod.svc.cluster.local.", dns.TypeA},
+		{local, "web.search.prod.cluster.local.ap.k8s.io.", dns.TypeA},
+		{local, "kubernetes.default.search.prod.cluster.local.ap.k8s.io.", dns.TypeA},
 	}
 	c := &dns.Client{Timeout: 2 * time.Second}
 	for _, q := range queries {
@@ -112,11 +128,10 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		m.SetQuestion(q.name, q.qtype)
 		r, _, err := c.ExchangeContext(ctx, m, q.via)
 		if err != nil {
-			fmt.Fprintf(stderr, "demo: %s %s: %v\n", q.name, dns.TypeToString[q.qtype], err)
-			return exitFail
+			return fmt.Errorf("%s %s: %w", q.name, dns.TypeToString[q.qtype], err)
 		}
 		via := "cluster DNS"
-		if q.via == local.Addrs()[0] {
+		if q.via == local {
 			via = "node-local"
 		}
 		fmt.Fprintf(stdout, "\n$ %s %s (via %s) -> %s\n", q.name, dns.TypeToString[q.qtype], via, dns.RcodeToString[r.Rcode])
@@ -124,5 +139,5 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			fmt.Fprintf(stdout, "   %s\n", strings.Join(strings.Fields(rr.String()), " "))
 		}
 	}
-	return exitOK
+	return nil
 }

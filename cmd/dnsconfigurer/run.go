@@ -24,13 +24,13 @@ func (e usageError) Unwrap() error { return e.err }
 // usagef is a usageError from a format.
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
-// exitCode prints err as "dnsconfigurer <name>: <err>" and returns its exit
-// code (exitOK for nil).
-func exitCode(stderr io.Writer, name string, err error) int {
+// exitCode prints err as "<prefix>: <err>" and returns its exit code
+// (exitOK for nil).
+func exitCode(stderr io.Writer, prefix string, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "dnsconfigurer %s: %v\n", name, err)
+	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
 	var u usageError
 	if errors.As(err, &u) {
 		return exitUsage

@@ -163,11 +163,11 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		return exitOK
 	}
 	if err != nil {
-		return exitCode(stderr, "serve", usageError{err})
+		return exitCode(stderr, "dnsconfigurer serve", usageError{err})
 	}
 	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
-		return exitCode(stderr, "serve", err)
+		return exitCode(stderr, "dnsconfigurer serve", err)
 	}
 	if os.Getenv("GOGC") == "" {
 		// The live heap is mostly the long-lived record index and a query
@@ -177,9 +177,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	log = log.With("component", "dnsserver")
 	if f.mode == "node-local" {
-		return exitCode(stderr, "serve", runNodeLocal(ctx, f, log, newRegistry()))
+		return exitCode(stderr, "dnsconfigurer serve", runNodeLocal(ctx, f, log, newRegistry()))
 	}
-	return exitCode(stderr, "serve", runClusterDNS(ctx, f, log, newRegistry()))
+	return exitCode(stderr, "dnsconfigurer serve", runClusterDNS(ctx, f, log, newRegistry()))
 }
 
 // runClusterDNS is `serve --mode cluster`: the record store, its feed, the

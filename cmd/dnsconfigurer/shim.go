@@ -7,22 +7,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -157,24 +153,21 @@ func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Write
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer shim: %v\n", err)
-		return exitUsage
+		return exitCode(stderr, "dnsconfigurer shim", usageError{err})
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		fmt.Fprintf(stderr, "dnsconfigurer shim: --log-level %q: %v\n", logLevel, err)
-		return exitUsage
+	log, err := newLogger(stderr, logLevel)
+	if err != nil {
+		return exitCode(stderr, "dnsconfigurer shim", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "dnsconfigurer shim: "+format+"\n", a...)
-		return code
-	}
+	return exitCode(stderr, "dnsconfigurer shim", runShimParts(ctx, cfg, log, newRegistry()))
+}
 
+// shimEngine is the policy engine for the shim's node settings.
+func shimEngine(cfg *v1alpha1.ShimConfiguration, log *slog.Logger) (*policy.Engine, error) {
 	eng, err := policy.New(policy.Node{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
 		NodeLocalDNS: cfg.NodeLocalDNS, NodeIPs: cfg.NodeIPs, OS: cfg.NodeOS})
 	if err != nil {
-		return fail(exitUsage, "%v", err)
+		return nil, usageError{err}
 	}
 	for _, w := range eng.Warnings() {
 		log.Warn("node DNS settings", "reason", w.Reason, "message", w.Message)
@@ -182,93 +175,67 @@ func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Write
 	if !eng.HasClusterDNS() {
 		log.Warn("no cluster DNS configured (--cluster-dns): ClusterFirst pods fall back to the node's resolver config, as kubelet does")
 	}
+	return eng, nil
+}
+
+// runShimParts runs the shim, its pod informer (with an API server) and its
+// metrics server until ctx is done or one of them fails.
+func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
+	eng, err := shimEngine(cfg, log)
+	if err != nil {
+		return err
+	}
 	mode, err := hostresolv.ParseMode(cfg.ResolvConfMode)
 	if err != nil {
-		return fail(exitUsage, "--resolv-conf-mode: %v", err)
+		return usagef("--resolv-conf-mode: %v", err)
 	}
 	client, err := kubeClient(cfg)
 	if err != nil {
-		return fail(exitUsage, "%v", err)
+		return usageError{err}
 	}
 	if client != nil && cfg.NodeName == "" {
-		return fail(exitUsage, "--node-name (or $NODE_NAME) is required with an API server")
+		return usagef("--node-name (or $NODE_NAME) is required with an API server")
 	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	watcher, err := hostresolv.Watch(ctx, *cfg.ResolvConf, hostresolv.WithMode(mode), hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
 	if err != nil {
-		return fail(exitFail, "--resolv-conf: %v", err)
+		return fmt.Errorf("--resolv-conf: %w", err)
 	}
 	if s := watcher.Current(); s.Err != nil {
 		log.Warn("node resolver config unusable: sandboxes fail (or pass unchanged with failure policy open) until it is fixed", "path", s.Path, "err", s.Err)
 	}
-
 	lookupTimeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
 	opts := []cri.Option{cri.WithLogger(log), cri.WithRegistry(reg), cri.WithLimits(cri.Limits(cfg.Limits)),
 		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout)}
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	var informer *cri.PodInformer
+	var tasks []task
+	checks := []health.Check{}
 	if client != nil {
 		klog.SetSlogLogger(log.With("component", "client-go"))
-		if informer, err = cri.NewPodInformer(client, cfg.NodeName, log); err != nil {
-			return fail(exitFail, "%v", err)
+		informer, err := cri.NewPodInformer(client, cfg.NodeName, log)
+		if err != nil {
+			return err
 		}
-		wg.Add(1)
-		go func() { defer wg.Done(); informer.Run(ctx) }()
+		tasks = append(tasks, func(ctx context.Context) error { informer.Run(ctx); return nil })
+		checks = append(checks, health.Condition(informer.HasSynced, "pod informer not synced"))
 		rec, stop := cri.NewEventRecorder(client, cfg.NodeName)
 		defer stop()
 		opts = append(opts, cri.WithPodLookup(informer), cri.WithEvents(rec))
 	}
 	srv, err := cri.New(cfg.RuntimeEndpoint, eng, watcher, opts...)
 	if err != nil {
-		return fail(exitUsage, "%v", err)
+		return usageError{err}
 	}
 	defer srv.Close()
 	l, err := cri.Listen(cfg.Listen)
 	if err != nil {
-		return fail(exitFail, "--listen: %v", err)
+		return fmt.Errorf("--listen: %w", err)
 	}
-
-	if cfg.MetricsListen != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsListen)
-		if err != nil {
-			l.Close()
-			return fail(exitFail, "--metrics-listen %q: %v", cfg.MetricsListen, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-			switch {
-			case !srv.RuntimeReady():
-				http.Error(w, "runtime not connected", http.StatusServiceUnavailable)
-			case informer != nil && !informer.HasSynced():
-				http.Error(w, "pod informer not synced", http.StatusServiceUnavailable)
-			default:
-				io.WriteString(w, "ok\n")
-			}
-		})
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server stopped", "err", err)
-			}
-		}()
-		defer func() {
-			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer scancel()
-			_ = hs.Shutdown(sctx)
-		}()
-		log.Info("serving metrics", "listen", ln.Addr().String())
+	checks = append([]health.Check{health.Condition(srv.RuntimeReady, "runtime not connected")}, checks...)
+	ops, err := opsTasks(cfg.MetricsListen, reg, log, checks...)
+	if err != nil {
+		l.Close()
+		return err
 	}
-	if err := srv.Serve(ctx, l); err != nil {
-		return fail(exitFail, "%v", err)
-	}
-	return exitOK
+	return runTasks(ctx, append(append(tasks, ops...), func(ctx context.Context) error { return srv.Serve(ctx, l) })...)
 }

@@ -8,10 +8,6 @@ import (
 	"log/slog"
 	"strconv"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
@@ -146,7 +142,7 @@ func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wr
 	f.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer webhook --tls-cert-file F --tls-private-key-file F [--config F] [--listen ADDR] [--cluster-domain D] [--cluster-dns IP[,IP]] [--trims warn|deny]")
-		fmt.Fprintln(stderr, "\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE), GET /healthz and GET /metrics over HTTPS.")
+		fmt.Fprintln(stderr, "\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE), GET /healthz, /readyz and /metrics over HTTPS.")
 		fmt.Fprintln(stderr, "Flags given on the command line replace the config file's fields.")
 		fs.PrintDefaults()
 	}
@@ -175,13 +171,12 @@ func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wr
 		log.Warn("no cluster DNS configured: ClusterFirst pods are checked as kubelet without clusterDNS treats them (as Default)")
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	read, write := cfg.Timeouts()
 	srv, err := webhook.New(reviewer, cfg.TLSCertFile, cfg.TLSPrivateKeyFile,
 		webhook.WithLogger(log),
 		webhook.WithRegistry(reg),
-		webhook.WithMetricsHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})),
+		webhook.WithGatherer(reg),
 		webhook.WithMaxRequestBytes(cfg.MaxRequestBytes),
 		webhook.WithTimeouts(read, write),
 	)

@@ -11,7 +11,7 @@
 // AdmissionResponse warnings, or denials when the Reviewer says so.
 //
 // Server serves admission.k8s.io/v1 AdmissionReviews for Pods on
-// POST /validate and a liveness answer on GET /healthz, over HTTPS only (TLS
+// POST /validate and internal/health's GET /healthz, /readyz and /metrics, over HTTPS only (TLS
 // 1.2 or later), with a request body cap and read and write timeouts. The
 // certificate and key are re-read when their files change (fsnotify on their
 // directories, which also sees a Secret volume's symlink swap); each new TLS

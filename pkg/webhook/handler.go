@@ -12,22 +12,26 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 )
 
-// Paths served.
+// Paths served: /validate, and internal/health's operational endpoints.
 const (
 	PathValidate = "/validate"
-	PathHealthz  = "/healthz"
-	PathMetrics  = "/metrics"
+	PathHealthz  = health.PathHealthz
+	PathReadyz   = health.PathReadyz
+	PathMetrics  = health.PathMetrics
 )
 
-// handler serves /validate, /healthz and, when set, /metrics.
+// handler serves /validate and, through health.Handler, /healthz, /readyz
+// and (with a gatherer) /metrics.
 type handler struct {
 	reviewer *Reviewer
 	maxBytes int64
 	log      *slog.Logger
 	m        *metrics
-	metrics  http.Handler // nil: no /metrics
+	ops      http.Handler
 }
 
 // statusWriter records the status code for the request metric.
@@ -68,11 +72,8 @@ func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == PathValidate:
 		h.validate(w, r)
-	case path == PathHealthz:
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
-	case path == PathMetrics && h.metrics != nil:
-		h.metrics.ServeHTTP(w, r)
+	case path == PathHealthz || path == PathReadyz || path == PathMetrics:
+		h.ops.ServeHTTP(w, r)
 	default:
 		label = "other"
 		http.NotFound(w, r)

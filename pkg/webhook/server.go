@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 )
 
 // Defaults of the server's options.
@@ -25,7 +27,7 @@ const (
 type options struct {
 	log             *slog.Logger
 	reg             prometheus.Registerer
-	metrics         http.Handler
+	gatherer        prometheus.Gatherer
 	maxBytes        int64
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
@@ -43,8 +45,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // WithRegistry registers the server's metrics on r (default: none).
 func WithRegistry(r prometheus.Registerer) Option { return func(o *options) { o.reg = r } }
 
-// WithMetricsHandler serves h on /metrics (default: no /metrics).
-func WithMetricsHandler(h http.Handler) Option { return func(o *options) { o.metrics = h } }
+// WithGatherer serves g on /metrics (default: no /metrics).
+func WithGatherer(g prometheus.Gatherer) Option { return func(o *options) { o.gatherer = g } }
 
 // WithMaxRequestBytes caps a request body (default DefaultMaxRequestBytes).
 func WithMaxRequestBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
@@ -110,7 +112,7 @@ func New(reviewer *Reviewer, certFile, keyFile string, opts ...Option) (*Server,
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	h := &handler{reviewer: reviewer, maxBytes: o.maxBytes, log: o.log, m: m, metrics: o.metrics}
+	h := &handler{reviewer: reviewer, maxBytes: o.maxBytes, log: o.log, m: m, ops: health.Handler(o.gatherer)}
 	return &Server{o: o, m: m, certs: certs, h: h}, nil
 }
 

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxFuncLines keeps every function in cmd short enough to read without
+// scrolling: a command parses flags into a config and runs components.
+const maxFuncLines = 80
+
+func TestFunctionLength(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			if lines > maxFuncLines {
+				t.Errorf("%s: %s is %d lines (at most %d)", name, fn.Name.Name, lines, maxFuncLines)
+			}
+		}
+	}
+}
