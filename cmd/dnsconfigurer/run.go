@@ -59,28 +59,36 @@ func newRegistry() *prometheus.Registry {
 // done (nil) or when it fails.
 type task func(ctx context.Context) error
 
-// runTasks runs every task until ctx is done or one fails; a failure
-// cancels the others. It waits for all of them and returns the first
-// failure.
+// runTasks runs every task until ctx is done or one fails, then stops them
+// in the reverse of their order: a task's context is cancelled only once
+// every task after it has returned. List what serves first and what feeds
+// it last, so that the record feed stops before the DNS server and the DNS
+// server before /readyz. It returns the first failure.
 func runTasks(ctx context.Context, tasks ...task) error {
-	ctx, cancel := context.WithCancel(ctx)
+	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		wg    sync.WaitGroup
 		once  sync.Once
 		first error
 	)
-	for _, t := range tasks {
-		wg.Add(1)
+	cancels := make([]context.CancelFunc, len(tasks))
+	done := make([]chan struct{}, len(tasks))
+	for i, t := range tasks {
+		tctx, tcancel := context.WithCancel(context.WithoutCancel(ctx))
+		cancels[i], done[i] = tcancel, make(chan struct{})
 		go func() {
-			defer wg.Done()
-			if err := t(ctx); err != nil && ctx.Err() == nil {
+			defer close(done[i])
+			if err := t(tctx); err != nil && tctx.Err() == nil {
 				once.Do(func() { first = err })
 				cancel()
 			}
 		}()
 	}
-	wg.Wait()
+	<-stop.Done()
+	for i := len(tasks) - 1; i >= 0; i-- {
+		cancels[i]()
+		<-done[i]
+	}
 	return first
 }
 

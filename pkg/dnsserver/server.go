@@ -106,7 +106,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Run starts the server, logs "serving DNS" with the bound addresses, and
-// serves until ctx is done, then shuts down within five seconds.
+// serves until ctx is done, then shuts down within five seconds. A shutdown
+// that does not finish in time is logged ("dns shutdown") and returned.
 func (s *Server) Run(ctx context.Context) error {
 	if err := s.Start(ctx); err != nil {
 		return err
@@ -115,7 +116,11 @@ func (s *Server) Run(ctx context.Context) error {
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return s.Shutdown(sctx)
+	err := s.Shutdown(sctx)
+	if err != nil {
+		s.Logger.Warn("dns shutdown", "err", err)
+	}
+	return err
 }
 
 // bindPair binds UDP and TCP on the same address; with port 0 it retries
