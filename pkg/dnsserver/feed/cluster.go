@@ -67,127 +67,17 @@ func (c *Cluster) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	debounce := c.Debounce
-	if debounce <= 0 {
-		debounce = 100 * time.Millisecond
-	}
 	changed := make(chan struct{}, 1)
-	notify := func() {
+	factory := informers.NewSharedInformerFactory(c.Client, c.Resync)
+	defer factory.Shutdown()
+	synced, err := c.addInformers(factory, sink{ctx: ctx, log: log, store: c.Store}, func() {
 		select {
 		case changed <- struct{}{}:
 		default:
 		}
-	}
-	factory := informers.NewSharedInformerFactory(c.Client, c.Resync)
-	defer factory.Shutdown()
-
-	handler := func(set func(obj any), del func(obj any)) cache.ResourceEventHandler {
-		return cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { set(obj); notify() },
-			UpdateFunc: func(_, obj any) { set(obj); notify() },
-			DeleteFunc: func(obj any) {
-				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = d.Obj
-				}
-				del(obj)
-				notify()
-			},
-		}
-	}
-	var synced []cache.InformerSynced
-	add := func(inf cache.SharedIndexInformer, transform cache.TransformFunc, h cache.ResourceEventHandler) error {
-		if err := inf.SetTransform(transform); err != nil {
-			return fmt.Errorf("set transform: %w", err)
-		}
-		reg, err := inf.AddEventHandler(h)
-		if err != nil {
-			return fmt.Errorf("add event handler: %w", err)
-		}
-		synced = append(synced, reg.HasSynced)
-		return nil
-	}
-
-	if err := add(factory.Core().V1().Services().Informer(), stripService, handler(
-		func(obj any) {
-			s, ok := obj.(*corev1.Service)
-			if !ok {
-				return
-			}
-			v, err := ToService(s)
-			if err != nil {
-				log.WarnContext(ctx, "skipping service", "err", err)
-				c.Store.DeleteService(namespaceOf(s.ObjectMeta), s.Name)
-				return
-			}
-			c.Store.SetService(v)
-		},
-		func(obj any) {
-			if m, ok := obj.(metav1.Object); ok {
-				c.Store.DeleteService(nsOf(m), m.GetName())
-			}
-		})); err != nil {
-		return fmt.Errorf("services informer: %w", err)
-	}
-	if !c.NoEndpoints {
-		if err := add(factory.Discovery().V1().EndpointSlices().Informer(), stripEndpointSlice, handler(
-			func(obj any) {
-				s, ok := obj.(*discoveryv1.EndpointSlice)
-				if !ok {
-					return
-				}
-				v, err := ToEndpointSlice(s)
-				if err != nil {
-					log.WarnContext(ctx, "skipping endpointslice", "err", err)
-					c.Store.DeleteEndpointSlice(namespaceOf(s.ObjectMeta), s.Name)
-					return
-				}
-				c.Store.SetEndpointSlice(v)
-			},
-			func(obj any) {
-				if m, ok := obj.(metav1.Object); ok {
-					c.Store.DeleteEndpointSlice(nsOf(m), m.GetName())
-				}
-			})); err != nil {
-			return fmt.Errorf("endpointslices informer: %w", err)
-		}
-	}
-	if err := add(factory.Core().V1().Namespaces().Informer(), stripNamespace, handler(
-		func(obj any) {
-			if m, ok := obj.(metav1.Object); ok {
-				c.Store.SetNamespace(storeNamespace(m.GetName()))
-			}
-		},
-		func(obj any) {
-			if m, ok := obj.(metav1.Object); ok {
-				c.Store.DeleteNamespace(m.GetName())
-			}
-		})); err != nil {
-		return fmt.Errorf("namespaces informer: %w", err)
-	}
-	if c.Pods {
-		if err := add(factory.Core().V1().Pods().Informer(), stripPod, handler(
-			func(obj any) {
-				p, ok := obj.(*corev1.Pod)
-				if !ok {
-					return
-				}
-				v, keep, err := ToPod(p)
-				if err != nil {
-					log.WarnContext(ctx, "skipping pod", "err", err)
-				}
-				if err != nil || !keep {
-					c.Store.DeletePod(namespaceOf(p.ObjectMeta), p.Name)
-					return
-				}
-				c.Store.SetPod(v)
-			},
-			func(obj any) {
-				if m, ok := obj.(metav1.Object); ok {
-					c.Store.DeletePod(nsOf(m), m.GetName())
-				}
-			})); err != nil {
-			return fmt.Errorf("pods informer: %w", err)
-		}
+	})
+	if err != nil {
+		return err
 	}
 
 	factory.Start(ctx.Done())
@@ -201,10 +91,43 @@ func (c *Cluster) Run(ctx context.Context) error {
 	}
 	c.Store.Publish()
 	log.InfoContext(ctx, "kubernetes records synced")
+	c.publishChanges(ctx, changed)
+	return nil
+}
 
-	// A change after a quiet period is published at once; changes that
-	// follow within debounce of a publish wait for the next one, so there
-	// is at most one publish (a snapshot rebuild) per debounce period.
+// addInformers registers the informers Run needs on factory, each with its
+// transform and with event handlers that apply the change to the store
+// through s and then call notify. It returns their HasSynced functions.
+func (c *Cluster) addInformers(factory informers.SharedInformerFactory, s sink, notify func()) ([]cache.InformerSynced, error) {
+	r := registrar{notify: notify}
+	if err := r.add(factory.Core().V1().Services().Informer(), stripService, s.setService, s.deleteService); err != nil {
+		return nil, fmt.Errorf("services informer: %w", err)
+	}
+	if !c.NoEndpoints {
+		if err := r.add(factory.Discovery().V1().EndpointSlices().Informer(), stripEndpointSlice, s.setEndpointSlice, s.deleteEndpointSlice); err != nil {
+			return nil, fmt.Errorf("endpointslices informer: %w", err)
+		}
+	}
+	if err := r.add(factory.Core().V1().Namespaces().Informer(), stripNamespace, s.setNamespace, s.deleteNamespace); err != nil {
+		return nil, fmt.Errorf("namespaces informer: %w", err)
+	}
+	if c.Pods {
+		if err := r.add(factory.Core().V1().Pods().Informer(), stripPod, s.setPod, s.deletePod); err != nil {
+			return nil, fmt.Errorf("pods informer: %w", err)
+		}
+	}
+	return r.synced, nil
+}
+
+// publishChanges publishes the store when changed fires, until ctx is done.
+// A change after a quiet period is published at once; changes that follow
+// within the debounce window of a publish wait for the next one, so there is
+// at most one publish (a snapshot rebuild) per window.
+func (c *Cluster) publishChanges(ctx context.Context, changed <-chan struct{}) {
+	debounce := c.Debounce
+	if debounce <= 0 {
+		debounce = 100 * time.Millisecond
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -213,7 +136,7 @@ func (c *Cluster) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-changed:
 			if pending {
 				continue
@@ -230,6 +153,121 @@ func (c *Cluster) Run(ctx context.Context) error {
 			c.Store.Publish()
 			last = time.Now()
 		}
+	}
+}
+
+// registrar sets up informers and collects their HasSynced functions.
+type registrar struct {
+	notify func()
+	synced []cache.InformerSynced
+}
+
+// add sets transform on inf and registers handlers that call set for adds
+// and updates and del for deletes (unwrapping DeletedFinalStateUnknown),
+// then notify.
+func (r *registrar) add(inf cache.SharedIndexInformer, transform cache.TransformFunc, set, del func(obj any)) error {
+	if err := inf.SetTransform(transform); err != nil {
+		return fmt.Errorf("set transform: %w", err)
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { set(obj); r.notify() },
+		UpdateFunc: func(_, obj any) { set(obj); r.notify() },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			del(obj)
+			r.notify()
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("add event handler: %w", err)
+	}
+	r.synced = append(r.synced, reg.HasSynced)
+	return nil
+}
+
+// sink applies informer events to the store: objects are converted to slim
+// records, and one that does not convert is logged and removed. ctx is
+// Run's, for the log records only.
+type sink struct {
+	ctx   context.Context
+	log   *slog.Logger
+	store Publisher
+}
+
+func (s sink) setService(obj any) {
+	v, ok := obj.(*corev1.Service)
+	if !ok {
+		return
+	}
+	rec, err := ToService(v)
+	if err != nil {
+		s.log.WarnContext(s.ctx, "skipping service", "err", err)
+		s.store.DeleteService(namespaceOf(v.ObjectMeta), v.Name)
+		return
+	}
+	s.store.SetService(rec)
+}
+
+func (s sink) deleteService(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.DeleteService(nsOf(m), m.GetName())
+	}
+}
+
+func (s sink) setEndpointSlice(obj any) {
+	v, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	rec, err := ToEndpointSlice(v)
+	if err != nil {
+		s.log.WarnContext(s.ctx, "skipping endpointslice", "err", err)
+		s.store.DeleteEndpointSlice(namespaceOf(v.ObjectMeta), v.Name)
+		return
+	}
+	s.store.SetEndpointSlice(rec)
+}
+
+func (s sink) deleteEndpointSlice(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.DeleteEndpointSlice(nsOf(m), m.GetName())
+	}
+}
+
+func (s sink) setNamespace(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.SetNamespace(storeNamespace(m.GetName()))
+	}
+}
+
+func (s sink) deleteNamespace(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.DeleteNamespace(m.GetName())
+	}
+}
+
+// setPod stores a pod that ToPod keeps and removes any other.
+func (s sink) setPod(obj any) {
+	v, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	rec, keep, err := ToPod(v)
+	if err != nil {
+		s.log.WarnContext(s.ctx, "skipping pod", "err", err)
+	}
+	if err != nil || !keep {
+		s.store.DeletePod(namespaceOf(v.ObjectMeta), v.Name)
+		return
+	}
+	s.store.SetPod(rec)
+}
+
+func (s sink) deletePod(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.DeletePod(nsOf(m), m.GetName())
 	}
 }
 

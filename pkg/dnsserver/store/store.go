@@ -315,9 +315,12 @@ func (s *Snapshot) Names(f func(name string, n *Node)) {
 	}
 }
 
+// builder makes one Snapshot from the records of a Store (s.mu held).
 type builder struct {
 	zone  string
 	ttl   uint32
+	opts  Options
+	snap  *Snapshot
 	names map[string]*Node
 	// ent is the one Node shared by every empty non-terminal.
 	ent *Node
@@ -391,201 +394,264 @@ type served struct {
 	label string
 }
 
+// srvKey is one SRV record of a headless Service: a named port of an
+// endpoint (target).
+type srvKey struct {
+	name, proto string
+	port        uint16
+	target      string
+}
+
 // build makes a Snapshot. s.mu is held.
 func (s *Store) build(serial uint32) *Snapshot {
-	opts := s.opts
-	b := &builder{zone: s.zone, ttl: opts.TTL, names: make(map[string]*Node, 4*len(s.services)+2*len(s.pods)+16), ent: &Node{TTL: opts.TTL}}
-	snap := &Snapshot{
-		Zone:       s.zone,
-		Options:    opts,
-		Serial:     serial,
-		namespaces: map[string]struct{}{},
-		exposed:    s.exposed,
-	}
-	expose := func(ns string) bool {
-		if snap.NamespaceExposed(ns) {
-			snap.namespaces[ns] = struct{}{}
-			return true
-		}
-		return false
-	}
+	b := s.newBuilder(serial)
 	for ns := range s.namespaces {
-		expose(strings.ToLower(ns))
+		b.expose(strings.ToLower(ns))
 	}
+	b.addFixedNames()
+	bySvc := b.slicesByService(s.slices)
+	for _, svc := range s.services {
+		b.addService(svc, bySvc[nsName{svc.Namespace, svc.Name}])
+	}
+	b.addPods(s.pods)
+	b.addNamespaceNames()
+	return b.finish()
+}
 
-	// The apex and the fixed names.
-	b.names[s.zone] = &Node{TTL: opts.TTL}
-	b.node("dns-version." + s.zone).TXT = []string{SchemaVersion}
-	b.names["dns-version."+s.zone].TTL = VersionTTL
-	b.ensure("svc." + s.zone)
-	b.ensure("pod." + s.zone)
+func (s *Store) newBuilder(serial uint32) *builder {
+	opts := s.opts
+	return &builder{
+		zone:  s.zone,
+		ttl:   opts.TTL,
+		opts:  opts,
+		names: make(map[string]*Node, 4*len(s.services)+2*len(s.pods)+16),
+		ent:   &Node{TTL: opts.TTL},
+		snap: &Snapshot{
+			Zone:       s.zone,
+			Options:    opts,
+			Serial:     serial,
+			namespaces: map[string]struct{}{},
+			exposed:    s.exposed,
+		},
+	}
+}
 
-	// Endpoint slices grouped by Service.
+// expose records ns as a known namespace when the namespace filter lets it
+// through, and reports whether it does.
+func (b *builder) expose(ns string) bool {
+	if b.snap.NamespaceExposed(ns) {
+		b.snap.namespaces[ns] = struct{}{}
+		return true
+	}
+	return false
+}
+
+// addFixedNames adds the apex, dns-version and the svc and pod subtrees.
+func (b *builder) addFixedNames() {
+	b.names[b.zone] = &Node{TTL: b.ttl}
+	b.node("dns-version." + b.zone).TXT = []string{SchemaVersion}
+	b.names["dns-version."+b.zone].TTL = VersionTTL
+	b.ensure("svc." + b.zone)
+	b.ensure("pod." + b.zone)
+}
+
+// slicesByService groups the endpoint slices by Service, in the order of
+// their namespace and name (none with NoEndpoints).
+func (b *builder) slicesByService(all map[nsName]EndpointSlice) map[nsName][]*EndpointSlice {
 	bySvc := map[nsName][]*EndpointSlice{}
-	if !opts.NoEndpoints {
-		keys := make([]nsName, 0, len(s.slices))
-		for k := range s.slices {
-			keys = append(keys, k)
+	if b.opts.NoEndpoints {
+		return bySvc
+	}
+	keys := make([]nsName, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b nsName) int {
+		if c := strings.Compare(a.ns, b.ns); c != 0 {
+			return c
 		}
-		slices.SortFunc(keys, func(a, b nsName) int {
-			if c := strings.Compare(a.ns, b.ns); c != 0 {
-				return c
-			}
-			return strings.Compare(a.name, b.name)
-		})
-		for _, k := range keys {
-			sl := s.slices[k]
-			if sl.Service == "" {
+		return strings.Compare(a.name, b.name)
+	})
+	for _, k := range keys {
+		sl := all[k]
+		if sl.Service == "" {
+			continue
+		}
+		sk := nsName{sl.Namespace, sl.Service}
+		bySvc[sk] = append(bySvc[sk], &sl)
+		b.snap.Counts.EndpointSlices++
+	}
+	return bySvc
+}
+
+// addService adds the names of one Service: its own, its SRV records, and
+// the names and PTRs of its endpoints (from its slices).
+func (b *builder) addService(svc Service, epSlices []*EndpointSlice) {
+	ns := strings.ToLower(svc.Namespace)
+	name := strings.ToLower(svc.Name)
+	if !b.expose(ns) {
+		return
+	}
+	if svc.Type == Headless && b.opts.NoEndpoints {
+		return
+	}
+	base := name + "." + ns + ".svc." + b.zone
+	if svc.Type == ExternalName {
+		b.ensure(ns + ".svc." + b.zone)
+		b.node(base).CNAME = svc.ExternalName
+		b.snap.Counts.Services++
+		return
+	}
+	eps, srvs := b.servedEndpoints(svc, epSlices, base)
+	if b.opts.IgnoreEmptyService && len(eps) == 0 {
+		return
+	}
+	b.snap.Counts.Services++
+	b.snap.Counts.Endpoints += len(eps)
+	b.ensure(ns + ".svc." + b.zone)
+	svcNode := b.node(base)
+	switch svc.Type {
+	case ClusterIP:
+		b.addClusterIP(svc, svcNode, base)
+	case Headless:
+		for _, e := range eps {
+			addAddr(svcNode, e.addr)
+		}
+		b.addHeadlessSRV(base, srvs)
+	}
+	// Endpoint names and PTRs, for every Service with endpoints (as
+	// CoreDNS does).
+	for _, e := range eps {
+		host := e.label + "." + base
+		addAddr(b.node(host), e.addr)
+		addPTR(b.node(ReverseName(e.addr)), host)
+	}
+}
+
+// servedEndpoints collects the endpoints served under a Service (ready ones,
+// or all with PublishNotReadyAddresses), deduplicated, and for a headless
+// Service the SRV records of their named ports.
+func (b *builder) servedEndpoints(svc Service, epSlices []*EndpointSlice, base string) ([]served, []srvKey) {
+	var eps []served
+	var srvs []srvKey
+	for _, sl := range epSlices {
+		for _, ep := range sl.Endpoints {
+			if !ep.Ready && !svc.PublishNotReadyAddresses {
 				continue
 			}
-			sk := nsName{sl.Namespace, sl.Service}
-			bySvc[sk] = append(bySvc[sk], &sl)
-			snap.Counts.EndpointSlices++
-		}
-	}
-
-	for _, svc := range s.services {
-		ns := strings.ToLower(svc.Namespace)
-		name := strings.ToLower(svc.Name)
-		if !expose(ns) {
-			continue
-		}
-		if svc.Type == Headless && opts.NoEndpoints {
-			continue
-		}
-		base := name + "." + ns + ".svc." + s.zone
-		if svc.Type == ExternalName {
-			b.ensure(ns + ".svc." + s.zone)
-			b.node(base).CNAME = svc.ExternalName
-			snap.Counts.Services++
-			continue
-		}
-
-		// Collect the endpoints served under this Service, deduplicated.
-		var eps []served
-		type srvKey struct {
-			name, proto string
-			port        uint16
-			target      string
-		}
-		var srvs []srvKey
-		for _, sl := range bySvc[nsName{svc.Namespace, svc.Name}] {
-			for _, ep := range sl.Endpoints {
-				if !ep.Ready && !svc.PublishNotReadyAddresses {
+			for _, a := range ep.Addresses {
+				a = a.Unmap()
+				label := endpointLabel(ep, a, b.opts.EndpointPodNames)
+				if e := (served{addr: a, label: label}); !slices.Contains(eps, e) {
+					eps = append(eps, e)
+				}
+				if svc.Type != Headless {
 					continue
 				}
-				for _, a := range ep.Addresses {
-					a = a.Unmap()
-					label := endpointLabel(ep, a, opts.EndpointPodNames)
-					e := served{addr: a, label: label}
-					if !slices.Contains(eps, e) {
-						eps = append(eps, e)
-					}
-					if svc.Type != Headless {
+				for _, p := range sl.Ports {
+					if p.Name == "" || p.Protocol == "" {
 						continue
 					}
-					for _, p := range sl.Ports {
-						if p.Name == "" || p.Protocol == "" {
-							continue
-						}
-						k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, label + "." + base}
-						if !slices.Contains(srvs, k) {
-							srvs = append(srvs, k)
-						}
+					k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, label + "." + base}
+					if !slices.Contains(srvs, k) {
+						srvs = append(srvs, k)
 					}
 				}
 			}
 		}
-		if opts.IgnoreEmptyService && len(eps) == 0 {
+	}
+	return eps, srvs
+}
+
+// addClusterIP adds the addresses, PTRs and named-port SRV records of a
+// ClusterIP Service.
+func (b *builder) addClusterIP(svc Service, svcNode *Node, base string) {
+	for _, ip := range svc.ClusterIPs {
+		addAddr(svcNode, ip)
+		addPTR(b.node(ReverseName(ip)), base)
+	}
+	for _, p := range svc.Ports {
+		if p.Name == "" || p.Protocol == "" {
 			continue
 		}
-		snap.Counts.Services++
-		snap.Counts.Endpoints += len(eps)
-		b.ensure(ns + ".svc." + s.zone)
-		svcNode := b.node(base)
+		n := b.node("_" + strings.ToLower(p.Name) + "._" + p.Protocol + "." + base)
+		n.SRV = append(n.SRV, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
+	}
+}
 
-		switch svc.Type {
-		case ClusterIP:
-			for _, ip := range svc.ClusterIPs {
-				addAddr(svcNode, ip)
-				addPTR(b.node(ReverseName(ip)), base)
-			}
-			for _, p := range svc.Ports {
-				if p.Name == "" || p.Protocol == "" {
-					continue
-				}
-				n := b.node("_" + strings.ToLower(p.Name) + "._" + p.Protocol + "." + base)
-				n.SRV = append(n.SRV, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
-			}
-		case Headless:
-			for _, e := range eps {
-				addAddr(svcNode, e.addr)
-			}
-			groups := map[string][]SRV{}
-			var order []string
-			for _, k := range srvs {
-				owner := "_" + k.name + "._" + k.proto + "." + base
-				if _, ok := groups[owner]; !ok {
-					order = append(order, owner)
-				}
-				groups[owner] = append(groups[owner], SRV{Port: k.port, Target: k.target})
-			}
-			for _, owner := range order {
-				g := groups[owner]
-				w := uint16(100 / len(g))
-				if w == 0 {
-					w = 1
-				}
-				for i := range g {
-					g[i].Weight = w
-				}
-				slices.SortFunc(g, func(a, b SRV) int {
-					if c := strings.Compare(a.Target, b.Target); c != 0 {
-						return c
-					}
-					return int(a.Port) - int(b.Port)
-				})
-				n := b.node(owner)
-				n.SRV = append(n.SRV, g...)
-			}
+// addHeadlessSRV adds the SRV records of a headless Service: one per
+// endpoint and named port, grouped by port, weight 100/N within a group.
+func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
+	groups := map[string][]SRV{}
+	var order []string
+	for _, k := range srvs {
+		owner := "_" + k.name + "._" + k.proto + "." + base
+		if _, ok := groups[owner]; !ok {
+			order = append(order, owner)
 		}
-		// Endpoint names and PTRs, for every Service with endpoints (as
-		// CoreDNS does).
-		for _, e := range eps {
-			host := e.label + "." + base
-			addAddr(b.node(host), e.addr)
-			addPTR(b.node(ReverseName(e.addr)), host)
-		}
+		groups[owner] = append(groups[owner], SRV{Port: k.port, Target: k.target})
 	}
+	for _, owner := range order {
+		g := groups[owner]
+		w := uint16(100 / len(g))
+		if w == 0 {
+			w = 1
+		}
+		for i := range g {
+			g[i].Weight = w
+		}
+		slices.SortFunc(g, func(a, b SRV) int {
+			if c := strings.Compare(a.Target, b.Target); c != 0 {
+				return c
+			}
+			return int(a.Port) - int(b.Port)
+		})
+		n := b.node(owner)
+		n.SRV = append(n.SRV, g...)
+	}
+}
 
-	if opts.Pods == PodsVerified {
-		snap.podNS = make(map[netip.Addr]string, len(s.pods))
-		for _, p := range s.pods {
-			ns := strings.ToLower(p.Namespace)
-			if !expose(ns) {
-				continue
-			}
-			snap.Counts.Pods++
-			for _, ip := range p.IPs {
-				addAddr(b.node(DashedIP(ip)+"."+ns+".pod."+s.zone), ip)
-				if have, dup := snap.podNS[ip.Unmap()]; dup && have != ns {
-					snap.podNS[ip.Unmap()] = ""
-				} else {
-					snap.podNS[ip.Unmap()] = ns
-				}
-			}
+// addPods adds the pod names of the verified mode and the pod-by-IP index;
+// in the other modes pods only make their namespaces known.
+func (b *builder) addPods(pods map[nsName]Pod) {
+	if b.opts.Pods != PodsVerified {
+		for _, p := range pods {
+			b.expose(strings.ToLower(p.Namespace))
 		}
-	} else {
-		for _, p := range s.pods {
-			expose(strings.ToLower(p.Namespace))
+		return
+	}
+	podNS := make(map[netip.Addr]string, len(pods))
+	b.snap.podNS = podNS
+	for _, p := range pods {
+		ns := strings.ToLower(p.Namespace)
+		if !b.expose(ns) {
+			continue
+		}
+		b.snap.Counts.Pods++
+		for _, ip := range p.IPs {
+			addAddr(b.node(DashedIP(ip)+"."+ns+".pod."+b.zone), ip)
+			if have, dup := podNS[ip.Unmap()]; dup && have != ns {
+				podNS[ip.Unmap()] = ""
+			} else {
+				podNS[ip.Unmap()] = ns
+			}
 		}
 	}
-	for ns := range snap.namespaces {
-		b.ensure(ns + ".svc." + s.zone)
-		if opts.Pods != PodsDisabled {
-			b.ensure(ns + ".pod." + s.zone)
+}
+
+// addNamespaceNames makes <ns>.svc.<zone> (and <ns>.pod.<zone> unless pods
+// are disabled) exist for every known namespace.
+func (b *builder) addNamespaceNames() {
+	for ns := range b.snap.namespaces {
+		b.ensure(ns + ".svc." + b.zone)
+		if b.opts.Pods != PodsDisabled {
+			b.ensure(ns + ".pod." + b.zone)
 		}
 	}
+}
+
+// finish sorts the record data of every node and completes the Snapshot.
+func (b *builder) finish() *Snapshot {
 	for _, n := range b.names {
 		if n == b.ent {
 			continue
@@ -594,6 +660,7 @@ func (s *Store) build(serial uint32) *Snapshot {
 		slices.SortFunc(n.AAAA, netip.Addr.Compare)
 		slices.Sort(n.PTR)
 	}
+	snap := b.snap
 	snap.names = b.names
 	snap.Counts.Namespaces = len(snap.namespaces)
 	snap.Counts.Names = len(b.names)
