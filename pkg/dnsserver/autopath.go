@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -75,7 +76,7 @@ func WithAutopathBySource() Option {
 // bySource answers req from its source address when it is a first search
 // query of a known pod; ok is false otherwise (the normal path answers).
 func (a *autopathExpander) answerBySource(ctx context.Context, h *Handler, src net.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
-	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery {
+	if dnsmsg.Check(req) != dns.RcodeSuccess {
 		return nil, false
 	}
 	var ip netip.Addr
@@ -113,7 +114,7 @@ func (a *autopathExpander) answerBySource(ctx context.Context, h *Handler, src n
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
 	fill(m, r)
-	return finish(req, m, tcp), true
+	return dnsmsg.Finish(req, m, tcp), true
 }
 
 // owns reports a name under the autopath suffix: such names are always

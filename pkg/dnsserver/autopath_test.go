@@ -181,3 +181,25 @@ func TestAutopathBySource(t *testing.T) {
 		})
 	}
 }
+
+// TestAutopathBySourceRejects checks that a query from a pod that the
+// message rules reject (dnsmsg.Check) gets their rcode, not an expansion.
+func TestAutopathBySourceRejects(t *testing.T) {
+	withAP, _ := dnsserver.WithAutopath(0, nil)
+	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, withAP, dnsserver.WithAutopathBySource())
+	e.st.SetPod(store.Pod{Namespace: "prod", Name: "client", IPs: []netip.Addr{mustAddr("127.0.0.7")}})
+	e.st.Publish()
+	m := new(dns.Msg)
+	m.SetQuestion("kubernetes.default.prod.svc.cluster.local.", dns.TypeA)
+	m.SetEdns0(1232, false)
+	m.IsEdns0().SetVersion(1)
+	c := &dns.Client{Net: "udp", Timeout: 3 * time.Second,
+		Dialer: &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.UDPAddr{IP: net.ParseIP("127.0.0.7")}}}
+	r, _, err := c.Exchange(m, e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rcode != dns.RcodeBadVers || len(r.Answer) != 0 {
+		t.Fatalf("EDNS version 1 from a pod: %s %v, want BADVERS", dns.RcodeToString[r.Rcode], r.Answer)
+	}
+}

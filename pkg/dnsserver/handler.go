@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
 
@@ -86,10 +87,6 @@ func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
 
 // maxChase bounds CNAME chains followed inside the zone.
 const maxChase = 8
-
-// ednsSize is the UDP payload size the server advertises (the DNS flag day
-// 2020 value).
-const ednsSize = 1232
 
 // lowerFQDN returns name in lowercase with a trailing dot, without
 // allocating when it already is.
@@ -281,33 +278,12 @@ func (h *Handler) forwardQuestion(ctx context.Context, q dns.Question) Result {
 	if h.fwd == nil {
 		return Result{Rcode: dns.RcodeRefused}
 	}
-	m := new(dns.Msg)
-	m.Id = dns.Id()
-	m.RecursionDesired = true
-	m.Question = []dns.Question{q}
-	m.SetEdns0(ednsSize, false)
-	r, err := h.fwd.Exchange(ctx, m)
+	r, err := h.fwd.Exchange(ctx, dnsmsg.Query(q, false))
 	if err != nil {
 		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
 		return Result{Rcode: dns.RcodeServerFailure, Forwarded: true}
 	}
-	return Result{Rcode: r.Rcode, Answer: clip(r.Answer), Ns: clip(r.Ns), Extra: clip(withoutOPT(r.Extra)), Forwarded: true}
-}
-
-func withoutOPT(rrs []dns.RR) []dns.RR {
-	for i, rr := range rrs {
-		if rr.Header().Rrtype == dns.TypeOPT {
-			out := make([]dns.RR, 0, len(rrs)-1)
-			out = append(out, rrs[:i]...)
-			for _, rr := range rrs[i+1:] {
-				if rr.Header().Rrtype != dns.TypeOPT {
-					out = append(out, rr)
-				}
-			}
-			return out
-		}
-	}
-	return rrs
+	return Result{Rcode: r.Rcode, Answer: clip(r.Answer), Ns: clip(r.Ns), Extra: clip(dnsmsg.WithoutOPT(r.Extra)), Forwarded: true}
 }
 
 // ServeDNS implements dns.Handler. Replies answered from the zone are
@@ -391,14 +367,9 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
-	opt := req.IsEdns0()
-	switch {
-	case len(req.Question) != 1:
-		m.Rcode = dns.RcodeFormatError
-	case req.Opcode != dns.OpcodeQuery:
-		m.Rcode = dns.RcodeNotImplemented
-	case opt != nil && opt.Version() != 0:
-		m.Rcode = dns.RcodeBadVers
+	switch rcode := dnsmsg.Check(req); {
+	case rcode != dns.RcodeSuccess:
+		m.Rcode = rcode
 	case h.ap != nil && h.ap.owns(req.Question[0].Name):
 		// Never cached: the answer depends on the search-list option.
 		fill(m, h.ap.expand(ctx, h, req))
@@ -413,7 +384,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		local = !r.Forwarded
 		fill(m, r)
 	}
-	return finish(req, m, tcp), local
+	return dnsmsg.Finish(req, m, tcp), local
 }
 
 // fill puts a Result into a reply.
@@ -421,25 +392,6 @@ func fill(m *dns.Msg, r Result) {
 	m.Rcode = r.Rcode
 	m.Authoritative = r.Authoritative
 	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
-}
-
-// finish adds our OPT when the client sent one and truncates the reply to
-// what the client can receive (512 bytes, its EDNS0 size, or 64 KiB over
-// TCP).
-func finish(req, m *dns.Msg, tcp bool) *dns.Msg {
-	size := dns.MinMsgSize
-	if opt := req.IsEdns0(); opt != nil {
-		size = max(size, int(opt.UDPSize()))
-		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		o.SetUDPSize(ednsSize)
-		o.SetDo(opt.Do())
-		m.Extra = append(m.Extra, o)
-	}
-	if tcp {
-		size = dns.MaxMsgSize
-	}
-	m.Truncate(size)
-	return m
 }
 
 // forwardMsg relays the client's query upstream as it is (keeping its EDNS0
@@ -451,7 +403,7 @@ func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, bool)
 	up := req.Copy()
 	up.Id = dns.Id()
 	if up.IsEdns0() == nil {
-		up.SetEdns0(ednsSize, false)
+		up.SetEdns0(dnsmsg.EDNSSize, false)
 	}
 	r, err := h.fwd.Exchange(ctx, up)
 	if err != nil {
@@ -461,7 +413,7 @@ func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, bool)
 	}
 	r.Id = req.Id
 	r.Question = req.Question
-	r.Extra = withoutOPT(r.Extra)
+	r.Extra = dnsmsg.WithoutOPT(r.Extra)
 	r.RecursionAvailable = true
 	r.Compress = true
 	return r, true

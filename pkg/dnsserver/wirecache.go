@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // wireCacheBytes bounds the packed replies cached per snapshot.
@@ -96,25 +98,18 @@ func (c *wireCache) put(k cacheKey, e wireEntry) {
 }
 
 // cacheKeyOf returns the cache key of a request, and false for requests
-// whose reply is not cacheable (not exactly one question, not a plain query,
-// EDNS versions other than 0).
+// whose reply is not cacheable: responses, and queries dnsmsg.Check rejects
+// (not exactly one question, not a plain query, EDNS versions other than 0).
+// The size limit is dnsmsg.ReplySize, the size Finish truncates to.
 func cacheKeyOf(req *dns.Msg, tcp bool) (cacheKey, bool) {
-	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery || req.Response {
+	if req.Response || dnsmsg.Check(req) != dns.RcodeSuccess {
 		return cacheKey{}, false
 	}
 	q := req.Question[0]
-	k := cacheKey{name: q.Name, qtype: q.Qtype, qclass: q.Qclass, limit: dns.MinMsgSize}
-	if opt := req.IsEdns0(); opt != nil {
-		if opt.Version() != 0 {
-			return cacheKey{}, false
-		}
+	opt := req.IsEdns0()
+	k := cacheKey{name: q.Name, qtype: q.Qtype, qclass: q.Qclass, limit: uint16(dnsmsg.ReplySize(opt, tcp))}
+	if opt != nil {
 		k.edns, k.do = true, opt.Do()
-		if s := opt.UDPSize(); s > k.limit {
-			k.limit = s
-		}
-	}
-	if tcp {
-		k.limit = dns.MaxMsgSize
 	}
 	return k, true
 }

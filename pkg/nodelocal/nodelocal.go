@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // Exchanger sends a query upstream (dnsserver.Forwarder implements it).
@@ -120,19 +121,12 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // Answer builds the reply to req, truncated to what the client can receive
-// unless tcp is set.
+// (dnsmsg.Finish; tcp is whether it came over TCP).
 func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
-	opt := req.IsEdns0()
-	switch {
-	case len(req.Question) != 1:
-		return h.fail(req, dns.RcodeFormatError)
-	case req.Opcode != dns.OpcodeQuery:
-		return h.fail(req, dns.RcodeNotImplemented)
-	case opt != nil && opt.Version() != 0:
-		r := h.fail(req, dns.RcodeBadVers)
-		r.SetEdns0(dns.DefaultMsgSize, false)
-		return r
+	if rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
+		return h.fail(req, rcode, tcp)
 	}
+	opt := req.IsEdns0()
 	q := req.Question[0]
 	k := key{name: strings.ToLower(q.Name), qtype: q.Qtype, qclass: q.Qclass, do: opt != nil && opt.Do()}
 	now := time.Now()
@@ -146,17 +140,17 @@ func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
 		if err != nil {
 			h.log.Debug("upstream failed", "name", q.Name, "err", err)
 			h.m.failures.Inc()
-			return h.fail(req, dns.RcodeServerFailure)
+			return h.fail(req, dns.RcodeServerFailure, tcp)
 		}
 	}
 	return h.build(req, up, age, tcp)
 }
 
-func (h *Handler) fail(req *dns.Msg, rcode int) *dns.Msg {
+func (h *Handler) fail(req *dns.Msg, rcode int, tcp bool) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetRcode(req, rcode)
 	m.RecursionAvailable = true
-	return m
+	return dnsmsg.Finish(req, m, tcp)
 }
 
 func (h *Handler) lookup(k key, now time.Time) (*dns.Msg, uint32, bool) {
@@ -204,11 +198,7 @@ func (h *Handler) resolve(ctx context.Context, k key, q dns.Question) (*dns.Msg,
 func (h *Handler) forward(ctx context.Context, q dns.Question, do bool) (*dns.Msg, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	m := new(dns.Msg)
-	m.Id = dns.Id()
-	m.RecursionDesired = true
-	m.Question = []dns.Question{q}
-	m.SetEdns0(dns.DefaultMsgSize, do)
+	m := dnsmsg.Query(q, do)
 	if n, ok := autopath.Parse(q.Name, h.cfg.ClusterDomain); ok {
 		opt := m.IsEdns0()
 		opt.Option = append(opt.Option, &dns.EDNS0_LOCAL{Code: h.cfg.OptionCode,
@@ -221,13 +211,7 @@ func (h *Handler) forward(ctx context.Context, q dns.Question, do bool) (*dns.Ms
 	}
 	// The reply's OPT (and with it any echo of the option) is dropped; the
 	// client gets its own OPT from build.
-	out := make([]dns.RR, 0, len(r.Extra))
-	for _, rr := range r.Extra {
-		if rr.Header().Rrtype != dns.TypeOPT {
-			out = append(out, rr)
-		}
-	}
-	r.Extra = out
+	r.Extra = dnsmsg.WithoutOPT(r.Extra)
 	return r, nil
 }
 
@@ -278,8 +262,8 @@ func (h *Handler) store(k key, r *dns.Msg, now time.Time) {
 }
 
 // build makes the client's reply from the upstream reply: the client's ID
-// and question (in its case), TTLs aged, an OPT when the client sent one,
-// truncated for UDP.
+// and question (in its case), TTLs aged, then our OPT when the client sent
+// one and truncation to what it can receive (dnsmsg.Finish).
 func (h *Handler) build(req, up *dns.Msg, age uint32, tcp bool) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetReply(req)
@@ -311,15 +295,7 @@ func (h *Handler) build(req, up *dns.Msg, age uint32, tcp bool) *dns.Msg {
 	m.Answer = copyRRs(up.Answer)
 	m.Ns = copyRRs(up.Ns)
 	m.Extra = copyRRs(up.Extra)
-	size := dns.MinMsgSize
-	if opt := req.IsEdns0(); opt != nil {
-		size = max(int(opt.UDPSize()), dns.MinMsgSize)
-		m.SetEdns0(uint16(min(size, dns.DefaultMsgSize)), opt.Do())
-	}
-	if !tcp {
-		m.Truncate(size)
-	}
-	return m
+	return dnsmsg.Finish(req, m, tcp)
 }
 
 // Len is the number of cached answers.

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	"go.uber.org/goleak"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
 
@@ -24,6 +25,7 @@ type upstream struct {
 	delay   atomic.Int64 // nanoseconds
 	mu      sync.Mutex
 	options []string // autopath option values seen, "" when absent
+	sizes   []uint16 // EDNS0 UDP sizes advertised, 0 without EDNS0
 	answer  func(q dns.Question, r *dns.Msg)
 }
 
@@ -33,8 +35,9 @@ func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *upstr
 	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		u.queries.Add(1)
 		time.Sleep(time.Duration(u.delay.Load()))
-		opt := ""
+		opt, size := "", uint16(0)
 		if o := req.IsEdns0(); o != nil {
+			size = o.UDPSize()
 			for _, e := range o.Option {
 				if l, ok := e.(*dns.EDNS0_LOCAL); ok && l.Code == 65001 {
 					opt = string(l.Data)
@@ -43,6 +46,7 @@ func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *upstr
 		}
 		u.mu.Lock()
 		u.options = append(u.options, opt)
+		u.sizes = append(u.sizes, size)
 		u.mu.Unlock()
 		r := new(dns.Msg)
 		r.SetReply(req)
@@ -52,6 +56,11 @@ func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *upstr
 			// echo the option back, as a careless server might
 			r.IsEdns0().Option = o.Option
 		}
+		// Like a real server, never send more than the asker can receive
+		// (a miekg/dns client reads UDP into a buffer of the size it
+		// advertised): the node-local stage then retries over TCP.
+		_, tcp := w.RemoteAddr().(*net.TCPAddr)
+		r.Truncate(dnsmsg.ReplySize(req.IsEdns0(), tcp))
 		w.WriteMsg(r)
 	})
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
@@ -248,4 +257,38 @@ type deadUpstream struct{}
 
 func (deadUpstream) Exchange(context.Context, *dns.Msg) (*dns.Msg, error) {
 	return nil, fmt.Errorf("connection refused")
+}
+
+// TestEDNSSize checks that the stage advertises dnsmsg.EDNSSize, as the
+// cluster DNS does: to its clients, whatever size they asked with, and to
+// its upstream.
+func TestEDNSSize(t *testing.T) {
+	up := startUpstream(t, answerA(30))
+	h, _ := startNodeLocal(t, up, Config{})
+	for _, tc := range []struct {
+		name string
+		size uint16
+		do   bool
+	}{
+		{"512", 512, false},
+		{"1232", 1232, true},
+		{"4096", 4096, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := new(dns.Msg)
+			q.SetQuestion("edns-"+tc.name+".example.", dns.TypeA)
+			q.SetEdns0(tc.size, tc.do)
+			r := h.Answer(context.Background(), q, false)
+			if opt := r.IsEdns0(); opt == nil || opt.UDPSize() != dnsmsg.EDNSSize || opt.Do() != tc.do {
+				t.Fatalf("reply OPT %v, want size %d and DO %v", opt, dnsmsg.EDNSSize, tc.do)
+			}
+		})
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	for _, s := range up.sizes {
+		if s != dnsmsg.EDNSSize {
+			t.Errorf("upstream saw EDNS0 size %d, want %d", s, dnsmsg.EDNSSize)
+		}
+	}
 }

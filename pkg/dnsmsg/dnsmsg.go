@@ -1,0 +1,88 @@
+package dnsmsg
+
+import "github.com/miekg/dns"
+
+// EDNSSize is the EDNS0 UDP payload size advertised in replies and in
+// queries sent upstream: 1232 bytes, the DNS Flag Day 2020 value. It is the
+// IPv6 minimum MTU (1280) less the IPv6 and UDP headers (40 + 8 bytes), so a
+// UDP message of that size is not fragmented on any IPv6 path nor on common
+// IPv4 ones; a larger reply is truncated (TC) and retried over TCP instead
+// of relying on IP fragments, which get dropped by firewalls and are open to
+// spoofing.
+const EDNSSize = 1232
+
+// Check returns the rcode of a query that is answered without looking at its
+// question: FORMERR without exactly one question, NOTIMP for opcodes other
+// than QUERY, BADVERS for EDNS versions other than 0. It returns
+// dns.RcodeSuccess for a query to answer.
+func Check(req *dns.Msg) int {
+	switch {
+	case len(req.Question) != 1:
+		return dns.RcodeFormatError
+	case req.Opcode != dns.OpcodeQuery:
+		return dns.RcodeNotImplemented
+	}
+	if opt := req.IsEdns0(); opt != nil && opt.Version() != 0 {
+		return dns.RcodeBadVers
+	}
+	return dns.RcodeSuccess
+}
+
+// ReplySize is the largest reply a client can receive that sent opt (its
+// query's OPT, nil without EDNS0): 512 bytes without EDNS0, its EDNS0 UDP
+// size (at least 512) with it, 64 KiB over TCP.
+func ReplySize(opt *dns.OPT, tcp bool) int {
+	switch {
+	case tcp:
+		return dns.MaxMsgSize
+	case opt != nil:
+		return max(dns.MinMsgSize, int(opt.UDPSize()))
+	}
+	return dns.MinMsgSize
+}
+
+// Finish completes the reply m to req: an OPT advertising EDNSSize, with the
+// client's DO bit, when the client sent one (BADVERS needs it to carry its
+// extended rcode), then truncation to ReplySize with TC set when records
+// were left out. It returns m.
+func Finish(req, m *dns.Msg, tcp bool) *dns.Msg {
+	opt := req.IsEdns0()
+	if opt != nil {
+		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		o.SetUDPSize(EDNSSize)
+		o.SetDo(opt.Do())
+		m.Extra = append(m.Extra, o)
+	}
+	m.Truncate(ReplySize(opt, tcp))
+	return m
+}
+
+// Query returns a recursive query for q, with a fresh ID and an OPT
+// advertising EDNSSize with the DO bit do.
+func Query(q dns.Question, do bool) *dns.Msg {
+	m := new(dns.Msg)
+	m.Id = dns.Id()
+	m.RecursionDesired = true
+	m.Question = []dns.Question{q}
+	m.SetEdns0(EDNSSize, do)
+	return m
+}
+
+// WithoutOPT returns rrs without its OPT records: an upstream reply's OPT
+// (and any option it echoes) never reaches the client, which gets the OPT
+// of Finish instead. It returns rrs itself when there is none.
+func WithoutOPT(rrs []dns.RR) []dns.RR {
+	for i, rr := range rrs {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			out := make([]dns.RR, 0, len(rrs)-1)
+			out = append(out, rrs[:i]...)
+			for _, rr := range rrs[i+1:] {
+				if rr.Header().Rrtype != dns.TypeOPT {
+					out = append(out, rr)
+				}
+			}
+			return out
+		}
+	}
+	return rrs
+}

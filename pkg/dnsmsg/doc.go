@@ -1,0 +1,20 @@
+// Package dnsmsg holds the DNS message rules that the cluster DNS server
+// (pkg/dnsserver) and the node-local stage (pkg/nodelocal) share, so that
+// each is written once:
+//
+//   - EDNSSize, the EDNS0 UDP payload size both advertise, in their replies
+//     and in the queries they send upstream;
+//   - Check, the queries refused before their question is looked at
+//     (FORMERR, NOTIMP, BADVERS);
+//   - ReplySize and Finish, the OPT of a reply and the size it is truncated
+//     to (512 bytes without EDNS0, the client's EDNS0 size with it, 64 KiB
+//     over TCP);
+//   - Query, how a question is asked upstream, and WithoutOPT, which drops
+//     an upstream reply's OPT so the client gets only ours.
+//
+// The EDNS0 option code of autopath search lists is pkg/autopath's
+// (DefaultOptionCode), with the rest of that protocol.
+//
+// It imports miekg/dns and the standard library only, so both servers can
+// use it without depending on each other.
+package dnsmsg
