@@ -1,18 +1,21 @@
 // Package dnsserver is the wire layer of the cluster DNS server: a miekg/dns
 // Handler that answers the cluster zone (Kubernetes DNS-Based Service
-// Discovery 1.1.0) from a store.Snapshot, a Forwarder for every other name,
-// a Server that serves UDP and TCP on each listen address, and the
-// Prometheus metrics and /healthz, /readyz, /metrics endpoints.
+// Discovery 1.1.0) from a store.Snapshot and autopath names by server-side
+// search expansion (WithAutopath, WithAutopathBySource), a Forwarder for
+// every other name, a Server that serves UDP and TCP on each listen address
+// (the node-local stage uses it and the Forwarder too), and the Prometheus
+// metrics (served by internal/health with /healthz and /readyz).
 //
 // The core is Handler.Resolve(ctx, question) → Result{Rcode, Answer, Ns,
 // Extra}: it answers without touching the wire, so that server-side search
 // expansion (autopath) can call it per suffix. ServeDNS wraps it with the
-// message-level rules: FORMERR for a query without exactly one question,
-// NOTIMP for opcodes other than QUERY, BADVERS for EDNS versions other than
-// 0, REFUSED for classes other than IN (and ANY), EDNS0 (the server
-// advertises 1232 bytes) and truncation to 512 bytes without EDNS0, the
-// client's EDNS0 size with it, 64 KiB over TCP, with the TC bit set when
-// records were left out.
+// message-level rules of pkg/dnsmsg, which the node-local stage shares:
+// FORMERR for a query without exactly one question, NOTIMP for opcodes other
+// than QUERY, BADVERS for EDNS versions other than 0, EDNS0 (the server
+// advertises dnsmsg.EDNSSize, 1232 bytes) and truncation to 512 bytes
+// without EDNS0, the client's EDNS0 size with it, 64 KiB over TCP, with the
+// TC bit set when records were left out. Resolve answers REFUSED for classes
+// other than IN (and ANY).
 //
 // Answers:
 //
@@ -34,8 +37,15 @@
 //   - reverse names (in-addr.arpa, ip6.arpa) of ClusterIPs and endpoints are
 //     answered from the snapshot; other reverse names are forwarded, as
 //     CoreDNS's default "fallthrough in-addr.arpa ip6.arpa";
+//   - names under the autopath suffix (search.<ns>.<zone>.ap.k8s.io) are
+//     never forwarded: each candidate of the search list (from the EDNS0
+//     local option, else the namespace's cluster searches; pkg/autopath's
+//     rules) is resolved in turn and the first that is not NXDOMAIN answers
+//     behind a CNAME from the asked name; such answers are not cached;
 //   - every other name is forwarded to the upstreams (REFUSED without any).
 //     The Forwarder never sends to the server's own listen addresses.
 //
-// Only this package (and cmd) imports miekg/dns.
+// The DNS adapters (this package, pkg/dnsmsg, pkg/nodelocal, and cmd) import
+// miekg/dns; the pure core, pkg/dnsserver/store included, must not
+// (internal/layering checks it).
 package dnsserver

@@ -2,13 +2,29 @@
 // node-local`): a caching forwarder in front of the cluster DNS that also
 // carries autopath search lists.
 //
-// For every query it answers from a cache (positive answers up to MaxTTL,
-// negative ones up to MaxNegativeTTL, SERVFAIL never) or forwards it once,
-// however many identical questions are in flight (request coalescing), over
-// UDP and over TCP when the reply is truncated or the client used TCP. For a
+// For every query it answers from a cache keyed by the lowercase question
+// and the DO bit (positive answers up to MaxTTL and their own TTLs, NXDOMAIN
+// and NODATA up to MaxNegativeTTL and the SOA minimum, other rcodes and
+// truncated replies never; TTLs age while cached) or forwards it once,
+// however many identical questions are in flight (request coalescing),
+// through an Exchanger (dnsserver.Forwarder: UDP, then TCP when the reply is
+// truncated). An upstream that fails is SERVFAIL.
+//
+// The forwarded query is made afresh (dnsmsg.Query): the question, RD and an
+// OPT with the client's DO bit, nothing else of the client's query. For a
 // name under "search.<ns>.<clusterDomain>.ap.k8s.io" it adds an EDNS0 local
-// option (code 65001 by default) whose value is the pod's search list
-// "<ns>.svc.<zone>,svc.<zone>,<zone>,<node's host searches>", and strips the
-// option from the reply. A client-supplied option with that code is always
-// removed first, so pods cannot choose another namespace's search list.
+// option (OptionCode, autopath.DefaultOptionCode 65001 by default) whose
+// value is the pod's search list (autopath.OptionValue:
+// "<ns>.svc.<zone>,svc.<zone>,<zone>,<node's host searches>" within kubelet's
+// limits). A client-supplied option is therefore never forwarded, so pods
+// cannot choose another namespace's search list, and the upstream reply's OPT
+// (with any echo of the option) is dropped.
+//
+// The message rules are pkg/dnsmsg's, as in the cluster DNS: FORMERR,
+// NOTIMP and BADVERS for queries it does not answer, an OPT advertising
+// dnsmsg.EDNSSize (1232) in replies to EDNS0 clients and in forwarded
+// queries, and truncation to what the client can receive.
+//
+// It imports miekg/dns, Prometheus, pkg/autopath and pkg/dnsmsg; not
+// pkg/dnsserver (Exchanger is declared here).
 package nodelocal

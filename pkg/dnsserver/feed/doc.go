@@ -1,10 +1,17 @@
-// Package feed puts Kubernetes objects into the record store: Cluster runs
-// client-go informers (Services, EndpointSlices, Namespaces, and Pods when
-// pod records are verified), and Manifests loads the YAML manifests a user
-// would kubectl apply from a file or directory and reloads them on change
-// (fsnotify). Objects are converted to the store's slim records on arrival
-// (ToService, ToEndpointSlice, ToPod); informer caches keep stripped objects
-// only. A manifest that does not load is reported with its file and
+// Package feed puts Kubernetes objects into the record store.
+//
+// Cluster runs client-go informers (Services, EndpointSlices unless
+// NoEndpoints, Namespaces, and Pods when Pods is set, which the command does
+// for verified pod records). Informer caches keep stripped objects only
+// (the fields DNS reads); each event converts the object to the store's slim
+// record (ToService, ToEndpointSlice, ToPod), and an object that does not
+// convert is logged and removed from the store. The store is published after
+// the first full sync, then at most once per Debounce (100ms) while changes
+// arrive.
+//
+// Manifests loads the YAML manifests a user would kubectl apply from a file
+// or directory and reloads them Debounce (100ms) after the last change
+// (fsnotify). A manifest that does not load is reported with its file and
 // document index and the previous records keep being served.
 //
 // This is the only DNS package that imports client-go; it must not import

@@ -11,18 +11,28 @@
 // specification 1.1.0 plus what CoreDNS's kubernetes plugin serves:
 //
 //   - <svc>.<ns>.svc.<zone>: ClusterIPs (every entry of clusterIPs), or the
-//     ready endpoint addresses of a headless Service, or a CNAME for an
-//     ExternalName Service;
-//   - _<port>._<proto>.<svc>.<ns>.svc.<zone>: SRV for named ports only;
-//   - <host>.<svc>.<ns>.svc.<zone>: endpoint records of headless Services,
-//     <host> being the endpoint hostname, else (with EndpointPodNames) the
-//     pod name, else the dashed IP (10-1-2-3, fd00--1);
-//   - PTR for ClusterIPs and for ready endpoints (in-addr.arpa, ip6.arpa);
+//     served endpoint addresses of a headless Service (ready ones, or all
+//     with PublishNotReadyAddresses; deduplicated across slices), or a CNAME
+//     for an ExternalName Service;
+//   - _<port>._<proto>.<svc>.<ns>.svc.<zone>: SRV for named ports only
+//     (ClusterIP: one record to the Service name; headless: one per served
+//     endpoint, weight 100/N);
+//   - <host>.<svc>.<ns>.svc.<zone>: the served endpoints of ClusterIP and
+//     headless Services (as CoreDNS), <host> being the endpoint hostname,
+//     else (with EndpointPodNames) the pod name, else the dashed IP
+//     (10-1-2-3, fd00--1);
+//   - PTR for ClusterIPs and for served endpoints (in-addr.arpa, ip6.arpa);
 //   - <dashed-ip>.<ns>.pod.<zone> for pods in the verified mode (the
-//     insecure mode is answered by the wire layer without the store);
+//     insecure mode is answered by the wire layer without the store), and
+//     the pod-IP-to-namespace index of PodNamespace (autopath by source);
 //   - dns-version.<zone> TXT "1.1.0".
 //
-// Every ancestor of a name inside the zone exists as an empty non-terminal.
+// Every ancestor of a name inside the zone exists as an empty non-terminal,
+// and so do <ns>.svc.<zone> (and <ns>.pod.<zone> unless pods are disabled)
+// for every known namespace: one with a Namespace object, a Service or a Pod
+// (EndpointSlices alone do not count), when the Namespaces option lets it
+// through. IgnoreEmptyService drops Services without a served endpoint;
+// NoEndpoints drops every endpoint record and headless Services.
 //
 // This package must not import miekg/dns, client-go, k8s.io/api or a logger.
 package store
