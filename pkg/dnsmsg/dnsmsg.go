@@ -11,21 +11,23 @@ import "github.com/miekg/dns"
 // spoofing.
 const EDNSSize = 1232
 
-// Check returns the rcode of a query that is answered without looking at its
-// question: FORMERR without exactly one question, NOTIMP for opcodes other
-// than QUERY, BADVERS for EDNS versions other than 0. It returns
-// dns.RcodeSuccess for a query to answer.
-func Check(req *dns.Msg) int {
+// Check returns the query's OPT (nil without EDNS0) and the rcode of a query
+// that is answered without looking at its question: FORMERR without exactly
+// one question, NOTIMP for opcodes other than QUERY, BADVERS for EDNS
+// versions other than 0. The rcode is dns.RcodeSuccess for a query to
+// answer.
+func Check(req *dns.Msg) (opt *dns.OPT, rcode int) {
 	switch {
 	case len(req.Question) != 1:
-		return dns.RcodeFormatError
+		return nil, dns.RcodeFormatError
 	case req.Opcode != dns.OpcodeQuery:
-		return dns.RcodeNotImplemented
+		return nil, dns.RcodeNotImplemented
 	}
-	if opt := req.IsEdns0(); opt != nil && opt.Version() != 0 {
-		return dns.RcodeBadVers
+	opt = req.IsEdns0()
+	if opt != nil && opt.Version() != 0 {
+		return opt, dns.RcodeBadVers
 	}
-	return dns.RcodeSuccess
+	return opt, dns.RcodeSuccess
 }
 
 // ReplySize is the largest reply a client can receive that sent opt (its

@@ -35,7 +35,7 @@ func TestCheck(t *testing.T) {
 		{"edns version 1", query(true, 1232, 1), dns.RcodeBadVers},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Check(tc.req); got != tc.want {
+			if _, got := Check(tc.req); got != tc.want {
 				t.Errorf("Check = %s, want %s", dns.RcodeToString[got], dns.RcodeToString[tc.want])
 			}
 		})

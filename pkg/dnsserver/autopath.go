@@ -76,7 +76,7 @@ func WithAutopathBySource() Option {
 // bySource answers req from its source address when it is a first search
 // query of a known pod; ok is false otherwise (the normal path answers).
 func (a *autopathExpander) answerBySource(ctx context.Context, h *Handler, src net.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
-	if dnsmsg.Check(req) != dns.RcodeSuccess {
+	if _, rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
 		return nil, false
 	}
 	var ip netip.Addr

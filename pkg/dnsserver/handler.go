@@ -367,7 +367,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
-	switch rcode := dnsmsg.Check(req); {
+	switch _, rcode := dnsmsg.Check(req); {
 	case rcode != dns.RcodeSuccess:
 		m.Rcode = rcode
 	case h.ap != nil && h.ap.owns(req.Question[0].Name):

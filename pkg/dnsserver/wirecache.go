@@ -102,11 +102,14 @@ func (c *wireCache) put(k cacheKey, e wireEntry) {
 // (not exactly one question, not a plain query, EDNS versions other than 0).
 // The size limit is dnsmsg.ReplySize, the size Finish truncates to.
 func cacheKeyOf(req *dns.Msg, tcp bool) (cacheKey, bool) {
-	if req.Response || dnsmsg.Check(req) != dns.RcodeSuccess {
+	if req.Response {
+		return cacheKey{}, false
+	}
+	opt, rcode := dnsmsg.Check(req)
+	if rcode != dns.RcodeSuccess {
 		return cacheKey{}, false
 	}
 	q := req.Question[0]
-	opt := req.IsEdns0()
 	k := cacheKey{name: q.Name, qtype: q.Qtype, qclass: q.Qclass, limit: uint16(dnsmsg.ReplySize(opt, tcp))}
 	if opt != nil {
 		k.edns, k.do = true, opt.Do()

@@ -123,10 +123,10 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 // Answer builds the reply to req, truncated to what the client can receive
 // (dnsmsg.Finish; tcp is whether it came over TCP).
 func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
-	if rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
+	opt, rcode := dnsmsg.Check(req)
+	if rcode != dns.RcodeSuccess {
 		return h.fail(req, rcode, tcp)
 	}
-	opt := req.IsEdns0()
 	q := req.Question[0]
 	k := key{name: strings.ToLower(q.Name), qtype: q.Qtype, qclass: q.Qclass, do: opt != nil && opt.Do()}
 	now := time.Now()

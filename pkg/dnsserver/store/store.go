@@ -411,7 +411,7 @@ func (s *Store) build(serial uint32) *Snapshot {
 	b.addFixedNames()
 	bySvc := b.slicesByService(s.slices)
 	for _, svc := range s.services {
-		b.addService(svc, bySvc[nsName{svc.Namespace, svc.Name}])
+		b.addService(&svc, bySvc[nsName{svc.Namespace, svc.Name}])
 	}
 	b.addPods(s.pods)
 	b.addNamespaceNames()
@@ -486,7 +486,7 @@ func (b *builder) slicesByService(all map[nsName]EndpointSlice) map[nsName][]*En
 
 // addService adds the names of one Service: its own, its SRV records, and
 // the names and PTRs of its endpoints (from its slices).
-func (b *builder) addService(svc Service, epSlices []*EndpointSlice) {
+func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	ns := strings.ToLower(svc.Namespace)
 	name := strings.ToLower(svc.Name)
 	if !b.expose(ns) {
@@ -531,7 +531,7 @@ func (b *builder) addService(svc Service, epSlices []*EndpointSlice) {
 // servedEndpoints collects the endpoints served under a Service (ready ones,
 // or all with PublishNotReadyAddresses), deduplicated, and for a headless
 // Service the SRV records of their named ports.
-func (b *builder) servedEndpoints(svc Service, epSlices []*EndpointSlice, base string) ([]served, []srvKey) {
+func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base string) ([]served, []srvKey) {
 	var eps []served
 	var srvs []srvKey
 	for _, sl := range epSlices {
@@ -565,7 +565,7 @@ func (b *builder) servedEndpoints(svc Service, epSlices []*EndpointSlice, base s
 
 // addClusterIP adds the addresses, PTRs and named-port SRV records of a
 // ClusterIP Service.
-func (b *builder) addClusterIP(svc Service, svcNode *Node, base string) {
+func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 	for _, ip := range svc.ClusterIPs {
 		addAddr(svcNode, ip)
 		addPTR(b.node(ReverseName(ip)), base)
