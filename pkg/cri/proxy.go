@@ -16,8 +16,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/h2relay"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -84,9 +86,10 @@ func WithRegistry(r prometheus.Registerer) Option { return func(s *Server) { s.r
 // runtime (default 2s).
 func WithMaxBackoff(d time.Duration) Option { return func(s *Server) { s.maxBackoff = d } }
 
-// Server is the CRI shim: an HTTP/2 frame relay between kubelet and the
-// runtime that rewrites RunPodSandbox's DNS and passes every other frame
-// through byte for byte.
+// Server is the CRI shim: it relays each kubelet connection to a runtime
+// connection of its own with pkg/h2relay, which passes every frame through
+// byte for byte and hands the Server each RunPodSandbox request to
+// rewrite.
 type Server struct {
 	endpoint      string
 	runtimePath   string
@@ -106,7 +109,7 @@ type Server struct {
 	known map[string]bool
 
 	mu      sync.Mutex
-	relays  map[*relay]struct{}
+	relays  map[*h2relay.Relay]struct{}
 	pending sync.WaitGroup // connections being served
 	closed  bool
 	l       net.Listener
@@ -169,7 +172,7 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 			s.known["/"+sd.ServiceName+"/"+st.StreamName] = true
 		}
 	}
-	s.relays = map[*relay]struct{}{}
+	s.relays = map[*h2relay.Relay]struct{}{}
 	return s, nil
 }
 
@@ -235,7 +238,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.mu.Lock()
 	var idle []<-chan struct{}
 	for r := range s.relays {
-		idle = append(idle, r.drain())
+		idle = append(idle, r.Drain())
 	}
 	s.mu.Unlock()
 	t := time.NewTimer(5 * time.Second)
@@ -262,7 +265,11 @@ func (s *Server) serveConn(ctx context.Context, down net.Conn) {
 		s.serveUnavailable(ctx, down, err)
 		return
 	}
-	r := s.newRelay(ctx, down, up)
+	r := h2relay.New(down, up,
+		h2relay.WithRewrite(runPodSandboxMethod, sandboxRewriter{s}),
+		h2relay.WithObserver(s.observe),
+		h2relay.WithMaxMsgSize(MaxMsgSize),
+		h2relay.WithLogger(s.log))
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -272,7 +279,9 @@ func (s *Server) serveConn(ctx context.Context, down net.Conn) {
 	}
 	s.relays[r] = struct{}{}
 	s.mu.Unlock()
-	r.run()
+	if err := r.Run(ctx); err != nil {
+		s.log.Debug("relay connection closed", "err", err)
+	}
 	s.mu.Lock()
 	delete(s.relays, r)
 	s.mu.Unlock()
@@ -280,13 +289,13 @@ func (s *Server) serveConn(ctx context.Context, down net.Conn) {
 
 func (s *Server) closeRelays() {
 	s.mu.Lock()
-	rs := make([]*relay, 0, len(s.relays))
+	rs := make([]*h2relay.Relay, 0, len(s.relays))
 	for r := range s.relays {
 		rs = append(rs, r)
 	}
 	s.mu.Unlock()
 	for _, r := range rs {
-		r.close()
+		r.Close()
 	}
 }
 
@@ -345,10 +354,45 @@ func (s *Server) methodLabel(method string) string {
 	return "other"
 }
 
-func (s *Server) observe(method string, code codes.Code, start time.Time) {
+// observe counts a call that ended (h2relay.ObserveFunc).
+func (s *Server) observe(method string, code codes.Code, d time.Duration) {
 	label := s.methodLabel(method)
 	s.m.calls.WithLabelValues(label, code.String()).Inc()
-	s.m.callDuration.WithLabelValues(label).Observe(time.Since(start).Seconds())
+	s.m.callDuration.WithLabelValues(label).Observe(d.Seconds())
+}
+
+// sandboxRewriter is the relay's hook for RunPodSandbox: it decodes the
+// request (unknown fields survive re-encoding), rewrites it with
+// (*Server).rewrite and applies the failure policy to a request it cannot
+// read.
+type sandboxRewriter struct{ s *Server }
+
+var _ h2relay.Rewriter = sandboxRewriter{}
+
+func (h sandboxRewriter) Rewrite(ctx context.Context, msg []byte) ([]byte, error) {
+	s := h.s
+	req := new(runtimeapi.RunPodSandboxRequest)
+	if err := proto.Unmarshal(msg, req); err != nil {
+		_, err = s.failed(nil, sourceNone, "bad_request", &badRequestError{"request", "cannot be decoded: " + err.Error()})
+		return msg, err
+	}
+	start := time.Now()
+	defer func() { s.m.rewriteSeconds.Observe(time.Since(start).Seconds()) }()
+	fwd, changed, err := s.rewrite(ctx, req)
+	if err != nil || !changed {
+		return msg, err
+	}
+	b, err := proto.Marshal(fwd)
+	if err != nil {
+		_, err = s.failed(nil, sourceNone, "compute", fmt.Errorf("encode RunPodSandboxRequest: %w", err))
+		return msg, err
+	}
+	return b, nil
+}
+
+func (h sandboxRewriter) Malformed(err error) error {
+	_, err = h.s.failed(nil, sourceNone, "bad_request", &badRequestError{"request", err.Error()})
+	return err
 }
 
 // RuntimeReady reports whether the runtime connection is up.

@@ -1,0 +1,593 @@
+package h2relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultMaxMsgSize is the largest request a Relay holds unless
+// WithMaxMsgSize says otherwise: gRPC's default receive limit (4 MiB).
+const DefaultMaxMsgSize = 4 << 20
+
+// Rewriter is the hook for the one method whose requests a Relay holds.
+type Rewriter interface {
+	// Rewrite gets a held call's request message (without gRPC's 5-byte
+	// prefix) and returns the message to send upstream instead. A result
+	// equal to msg sends the original bytes. An error rejects the call:
+	// the client is answered with the error's gRPC status (status.Convert)
+	// and the upstream stream is reset. ctx ends with the call (its
+	// grpc-timeout, a reset, the connection).
+	Rewrite(ctx context.Context, msg []byte) ([]byte, error)
+	// Malformed is asked about a held request body that is not exactly
+	// one uncompressed gRPC message (err says how): nil sends it upstream
+	// unchanged, an error rejects the call as Rewrite's does.
+	Malformed(err error) error
+}
+
+// ObserveFunc is told of every call that ends: its full method (the
+// :path header), its gRPC status (Unknown when the upstream ended the
+// stream without one, Canceled for a reset, Unavailable when the
+// connection closed under it) and its duration.
+type ObserveFunc func(method string, code codes.Code, d time.Duration)
+
+// Option configures a Relay.
+type Option func(*Relay)
+
+// WithRewrite holds the requests of method (a full method name,
+// "/package.Service/Method") and rewrites them with rw.
+func WithRewrite(method string, rw Rewriter) Option {
+	return func(r *Relay) { r.method, r.rw = method, rw }
+}
+
+// WithObserver sets the function told of each call that ends.
+func WithObserver(fn ObserveFunc) Option { return func(r *Relay) { r.observe = fn } }
+
+// WithMaxMsgSize bounds a held request and a header block (default
+// DefaultMaxMsgSize); a client that sends more loses the connection.
+func WithMaxMsgSize(n int) Option { return func(r *Relay) { r.maxMsg = n } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(r *Relay) { r.log = l } }
+
+// Relay is one client connection spliced to one upstream connection at
+// the HTTP/2 frame level. Frames pass through as they are read, byte for
+// byte, except the request DATA of the rewritten method's streams, which
+// is held until the request is complete, rewritten, and sent on as new
+// DATA frames. Header blocks in both directions are HPACK-decoded (which
+// keeps the decoders' tables in step with the peers'), to find the
+// rewritten method's streams and to observe calls by method and status.
+type Relay struct {
+	client, upstream net.Conn
+	clientW          *connWriter
+	upstreamW        *connWriter
+	ctx              context.Context // ends when the relay closes
+	cancel           context.CancelFunc
+
+	method  string
+	rw      Rewriter
+	observe ObserveFunc
+	maxMsg  int
+	log     *slog.Logger
+
+	// HPACK table sizes each side's decoder may be told to use, set from
+	// the other direction's SETTINGS.
+	reqTable, respTable atomic.Uint32
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	streams  map[uint32]*stream
+	lastID   uint32 // highest stream the client opened
+	closed   bool
+	upInit   int64 // the upstream's SETTINGS_INITIAL_WINDOW_SIZE
+	owed     int64 // connection-level bytes the relay sent on the client's behalf, withheld from the upstream's next grants
+	draining bool
+	idle     chan struct{} // closed when draining and no stream is left
+}
+
+// stream is one call on a relay.
+type stream struct {
+	method string
+	start  time.Time
+	held   bool // the rewritten method: request DATA is held
+	body   []byte
+	sent   bool  // the held request has been dealt with
+	window int64 // the upstream's stream window for the relay's own DATA
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   bool
+}
+
+// HTTP/2's initial flow-control window and HPACK table size (RFC 9113
+// 6.5.2).
+const (
+	defaultWindow      = 65535
+	defaultHeaderTable = 4096
+)
+
+// New returns a relay from client (which must speak first: the HTTP/2
+// client preface) to upstream. It relays nothing before Run.
+func New(client, upstream net.Conn, opts ...Option) *Relay {
+	r := &Relay{client: client, upstream: upstream, clientW: newConnWriter(client), upstreamW: newConnWriter(upstream),
+		streams: map[uint32]*stream{}, upInit: defaultWindow, maxMsg: DefaultMaxMsgSize, log: slog.Default()}
+	for _, o := range opts {
+		o(r)
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.cond = sync.NewCond(&r.mu)
+	r.reqTable.Store(defaultHeaderTable)
+	r.respTable.Store(defaultHeaderTable)
+	return r
+}
+
+// Run relays until either side closes the connection, Close is called or
+// ctx is done, then closes both connections. It returns why the relay
+// ended: nil for a connection closed cleanly or by Close.
+func (r *Relay) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, r.Close)
+	defer stop()
+	errc := make(chan error, 2)
+	go func() { errc <- r.fromClient() }()
+	go func() { errc <- r.fromUpstream() }()
+	err := <-errc
+	r.Close()
+	<-errc
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close closes both connections at once; the calls in flight end with
+// Unavailable. It is safe to call more than once.
+func (r *Relay) Close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	left := r.streams
+	r.streams = map[uint32]*stream{}
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	r.cancel()
+	r.client.Close()
+	r.upstream.Close()
+	for _, st := range left {
+		if st.cancel != nil {
+			st.cancel()
+		}
+		r.observed(st, codes.Unavailable)
+	}
+	r.checkIdle()
+}
+
+// Drain asks the client to open no more streams here (GOAWAY) and returns
+// a channel closed when the streams in flight are done, or the relay is
+// closed.
+func (r *Relay) Drain() <-chan struct{} {
+	r.mu.Lock()
+	if r.idle == nil {
+		r.idle = make(chan struct{})
+		r.draining = true
+	}
+	last, idle := r.lastID, r.idle
+	r.mu.Unlock()
+	_ = r.clientW.frames(true, func(f *http2.Framer) error { return f.WriteGoAway(last, http2.ErrCodeNo, nil) })
+	r.checkIdle()
+	return idle
+}
+
+func (r *Relay) observed(st *stream, code codes.Code) {
+	if r.observe != nil {
+		r.observe(st.method, code, time.Since(st.start))
+	}
+}
+
+func (r *Relay) checkIdle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.checkIdleLocked()
+}
+
+// checkIdleLocked closes idle when draining and nothing is left (r.mu held).
+func (r *Relay) checkIdleLocked() {
+	if r.draining && (len(r.streams) == 0 || r.closed) {
+		select {
+		case <-r.idle:
+		default:
+			close(r.idle)
+		}
+	}
+}
+
+// fromClient relays the client's frames upstream.
+func (r *Relay) fromClient() error {
+	br := bufio.NewReaderSize(r.client, readBuffer)
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(br, preface); err != nil {
+		return err
+	}
+	if string(preface) != http2.ClientPreface {
+		return errors.New("not an HTTP/2 client preface")
+	}
+	if err := r.upstreamW.write(br.Buffered() == 0, preface); err != nil {
+		return err
+	}
+	fr := &frameReader{r: br}
+	dec := newHeaderDecoder(&r.reqTable)
+	for {
+		f, err := fr.next()
+		if err != nil {
+			return err
+		}
+		switch f.typ {
+		case http2.FrameHeaders:
+			raw, block, err := fr.headerBlock(f, r.maxMsg)
+			if err != nil {
+				return err
+			}
+			fields, err := dec.decode(block)
+			if err != nil {
+				return fmt.Errorf("request headers on stream %d: %w", f.id, err)
+			}
+			if err := r.requestHeaders(f, fields); err != nil {
+				return err
+			}
+			if err := r.upstreamW.write(!fr.ready(), raw); err != nil {
+				return err
+			}
+			continue
+		case http2.FrameData:
+			if held, err := r.hold(f); err != nil || held {
+				if err == nil && !fr.ready() {
+					err = r.upstreamW.write(true)
+				}
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		case http2.FrameRSTStream:
+			r.finish(f.id, codes.Canceled)
+		case http2.FrameSettings:
+			if !f.flags.Has(http2.FlagSettingsAck) {
+				settings(f, func(s http2.Setting) {
+					if s.ID == http2.SettingHeaderTableSize {
+						r.respTable.Store(max(s.Val, r.respTable.Load()))
+					}
+				})
+			}
+		}
+		if err := r.upstreamW.write(!fr.ready(), f.raw); err != nil {
+			return err
+		}
+	}
+}
+
+// requestHeaders notes a new stream: its method, and whether its request
+// is held for rewriting.
+func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.streams[f.id]; st != nil {
+		// Trailers from the client: gRPC clients send none. Release a held
+		// request first, unchanged, so nothing overtakes it.
+		if st.held && !st.sent {
+			st.sent = true
+			return r.sendData(f.id, st, st.body, false)
+		}
+		return nil
+	}
+	if f.id <= r.lastID || f.id%2 == 0 {
+		return nil // not a new client stream: the upstream will say so
+	}
+	r.lastID = f.id
+	st := &stream{start: time.Now()}
+	var timeout string
+	for _, hf := range fields {
+		switch hf.Name {
+		case ":path":
+			st.method = hf.Value
+		case "grpc-timeout":
+			timeout = hf.Value
+		}
+	}
+	if r.rw != nil && st.method == r.method && !f.flags.Has(http2.FlagHeadersEndStream) {
+		st.held = true
+		st.window = r.upInit
+		if d, ok := grpcTimeout(timeout); ok {
+			st.ctx, st.cancel = context.WithTimeout(r.ctx, d)
+		} else {
+			st.ctx, st.cancel = context.WithCancel(r.ctx)
+		}
+	}
+	r.streams[f.id] = st
+	return nil
+}
+
+// hold keeps a held stream's request DATA and reports whether it did. The
+// client gets its flow-control credit back at once, so that a request
+// larger than a window cannot stall; when the request is complete it is
+// rewritten and sent on by a goroutine of its own.
+func (r *Relay) hold(f frame) (bool, error) {
+	r.mu.Lock()
+	st := r.streams[f.id]
+	if st == nil || !st.held || st.sent {
+		r.mu.Unlock()
+		return false, nil
+	}
+	p, err := dataPayload(f)
+	if err != nil {
+		r.mu.Unlock()
+		return true, err
+	}
+	if len(st.body)+len(p) > r.maxMsg+5 {
+		r.mu.Unlock()
+		return true, fmt.Errorf("%s request on stream %d over %d bytes", st.method, f.id, r.maxMsg)
+	}
+	st.body = append(st.body, p...)
+	end := f.flags.Has(http2.FlagDataEndStream)
+	if end {
+		st.sent = true
+	}
+	r.mu.Unlock()
+
+	if n := uint32(len(f.payload())); n > 0 {
+		err := r.clientW.frames(true, func(fw *http2.Framer) error {
+			if err := fw.WriteWindowUpdate(0, n); err != nil || end {
+				return err
+			}
+			return fw.WriteWindowUpdate(f.id, n)
+		})
+		if err != nil {
+			return true, err
+		}
+	}
+	if end {
+		go r.rewrite(f.id, st)
+	}
+	return true, nil
+}
+
+// rewrite hands a held request to the Rewriter and sends on what it
+// returns, or answers the client with the error it rejects the call with.
+func (r *Relay) rewrite(id uint32, st *stream) {
+	out := st.body
+	var failErr error
+	if msg, err := grpcMessage(st.body); err != nil {
+		failErr = r.rw.Malformed(err)
+	} else {
+		var m []byte
+		if m, failErr = r.rw.Rewrite(st.ctx, msg); failErr == nil && !bytes.Equal(m, msg) {
+			out = appendGRPCMessage(make([]byte, 0, 5+len(m)), m)
+		}
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st.done || r.closed {
+		return
+	}
+	if failErr != nil {
+		sts := status.Convert(failErr)
+		block := trailersOnly(uint32(sts.Code()), sts.Message())
+		err := r.clientW.frames(true, func(f *http2.Framer) error {
+			return f.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
+		})
+		if err != nil {
+			return
+		}
+		_ = r.upstreamW.frames(true, func(f *http2.Framer) error { return f.WriteRSTStream(id, http2.ErrCodeCancel) })
+		r.finishLocked(id, sts.Code())
+		return
+	}
+	if err := r.sendData(id, st, out, true); err != nil {
+		r.log.Debug("relay: send held request", "method", st.method, "err", err)
+		r.upstream.Close()
+	}
+}
+
+// sendData writes msg on stream id as DATA frames within the upstream's
+// stream window (r.mu held; it waits for window updates). The bytes count
+// as the relay's: they are withheld from the upstream's next connection
+// grants, since the client got its credit back when they were held.
+func (r *Relay) sendData(id uint32, st *stream, msg []byte, end bool) error {
+	off := 0
+	for {
+		for st.window <= 0 && len(msg) > off && !st.done && !r.closed {
+			r.cond.Wait()
+		}
+		if st.done || r.closed {
+			return nil
+		}
+		n := min(len(msg)-off, sendFrameLen, int(max(st.window, 0)))
+		last := off+n == len(msg)
+		err := r.upstreamW.frames(true, func(f *http2.Framer) error { return f.WriteData(id, last && end, msg[off:off+n]) })
+		if err != nil {
+			return err
+		}
+		st.window -= int64(n)
+		r.owed += int64(n)
+		off += n
+		if last {
+			return nil
+		}
+	}
+}
+
+// fromUpstream relays the upstream's frames to the client.
+func (r *Relay) fromUpstream() error {
+	br := bufio.NewReaderSize(r.upstream, readBuffer)
+	fr := &frameReader{r: br}
+	dec := newHeaderDecoder(&r.respTable)
+	for {
+		f, err := fr.next()
+		if err != nil {
+			return err
+		}
+		raw := f.raw
+		switch f.typ {
+		case http2.FrameHeaders:
+			var block []byte
+			if raw, block, err = fr.headerBlock(f, r.maxMsg); err != nil {
+				return err
+			}
+			fields, err := dec.decode(block)
+			if err != nil {
+				return fmt.Errorf("response headers on stream %d: %w", f.id, err)
+			}
+			if f.flags.Has(http2.FlagHeadersEndStream) {
+				code := codes.Unknown
+				for _, hf := range fields {
+					if hf.Name == "grpc-status" {
+						if n, err := strconv.ParseUint(hf.Value, 10, 32); err == nil {
+							code = codes.Code(n)
+						}
+					}
+				}
+				// Written before the stream is forgotten, so that a drain
+				// does not close the connection under the trailers.
+				if err := r.clientW.write(!fr.ready(), raw); err != nil {
+					return err
+				}
+				r.finish(f.id, code)
+				continue
+			}
+		case http2.FrameData:
+			if f.flags.Has(http2.FlagDataEndStream) {
+				if err := r.clientW.write(!fr.ready(), raw); err != nil {
+					return err
+				}
+				r.finish(f.id, codes.Unknown)
+				continue
+			}
+		case http2.FrameRSTStream:
+			r.finish(f.id, codes.Canceled)
+		case http2.FrameWindowUpdate:
+			if inc, ok := windowIncrement(f); ok {
+				if fwd := r.grant(f.id, inc); fwd != inc {
+					if fwd == 0 {
+						if !fr.ready() {
+							err = r.clientW.write(true)
+						}
+						if err != nil {
+							return err
+						}
+						continue
+					}
+					if err := r.clientW.frames(!fr.ready(), func(w *http2.Framer) error { return w.WriteWindowUpdate(0, uint32(fwd)) }); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+		case http2.FrameSettings:
+			if !f.flags.Has(http2.FlagSettingsAck) {
+				settings(f, func(s http2.Setting) {
+					switch s.ID {
+					case http2.SettingHeaderTableSize:
+						r.reqTable.Store(max(s.Val, r.reqTable.Load()))
+					case http2.SettingInitialWindowSize:
+						r.initialWindow(int64(s.Val))
+					}
+				})
+			}
+		}
+		if err := r.clientW.write(!fr.ready(), raw); err != nil {
+			return err
+		}
+	}
+}
+
+// grant applies an upstream WINDOW_UPDATE and returns the increment the
+// client gets: on the connection, less what the relay owes; on a held
+// stream, the relay takes note (and the client, which has sent
+// everything, gets it too).
+func (r *Relay) grant(id uint32, inc int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id == 0 {
+		take := min(inc, r.owed)
+		r.owed -= take
+		return inc - take
+	}
+	if st := r.streams[id]; st != nil && st.held {
+		st.window += inc
+		r.cond.Broadcast()
+	}
+	return inc
+}
+
+// initialWindow applies the upstream's SETTINGS_INITIAL_WINDOW_SIZE to
+// the windows of held streams (RFC 9113 6.9.2).
+func (r *Relay) initialWindow(v int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delta := v - r.upInit
+	r.upInit = v
+	for _, st := range r.streams {
+		if st.held {
+			st.window += delta
+		}
+	}
+	r.cond.Broadcast()
+}
+
+// finish ends a stream's bookkeeping and observes the call. A stream is
+// done when the upstream ends it, or when either side resets it.
+func (r *Relay) finish(id uint32, code codes.Code) {
+	r.mu.Lock()
+	r.finishLocked(id, code)
+	r.mu.Unlock()
+}
+
+func (r *Relay) finishLocked(id uint32, code codes.Code) {
+	st := r.streams[id]
+	if st == nil {
+		return
+	}
+	delete(r.streams, id)
+	st.done = true
+	if st.cancel != nil {
+		st.cancel()
+	}
+	r.cond.Broadcast()
+	r.observed(st, code)
+	r.checkIdleLocked()
+}
+
+// headerDecoder is one direction's HPACK decoder. The table size it may be
+// told to use is set by the other direction's SETTINGS (allowed).
+type headerDecoder struct {
+	dec     *hpack.Decoder
+	allowed *atomic.Uint32
+	table   uint32
+}
+
+func newHeaderDecoder(allowed *atomic.Uint32) *headerDecoder {
+	return &headerDecoder{dec: hpack.NewDecoder(defaultHeaderTable, nil), allowed: allowed, table: defaultHeaderTable}
+}
+
+func (d *headerDecoder) decode(block []byte) ([]hpack.HeaderField, error) {
+	if t := d.allowed.Load(); t != d.table {
+		d.table = t
+		d.dec.SetAllowedMaxDynamicTableSize(t)
+	}
+	return d.dec.DecodeFull(block)
+}

@@ -1,0 +1,454 @@
+package h2relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	rewritten = "/test.Service/Rewritten"
+	other     = "/test.Service/Other"
+)
+
+// raw is a message for rawCodec: the bytes on the wire.
+type raw []byte
+
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *v.(*raw), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	*v.(*raw) = append(raw(nil), data...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// upstream is a gRPC server that answers every method with "echo:" and
+// the request, and records the requests it gets.
+type upstream struct {
+	mu   sync.Mutex
+	got  map[string][][]byte
+	md   metadata.MD
+	path string
+}
+
+func (u *upstream) echo(_ any, ss grpc.ServerStream) error {
+	method, _ := grpc.MethodFromServerStream(ss)
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	var m raw
+	if err := ss.RecvMsg(&m); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	u.got[method] = append(u.got[method], m)
+	u.md = md
+	u.mu.Unlock()
+	_ = ss.SetHeader(metadata.Pairs("x-upstream-header", "h-"+method))
+	ss.SetTrailer(metadata.Pairs("x-upstream-trailer", "t-"+method))
+	out := raw("echo:" + string(m))
+	return ss.SendMsg(&out)
+}
+
+func (u *upstream) requests(method string) [][]byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.got[method]
+}
+
+// rewriter is a Rewriter from functions.
+type rewriter struct {
+	rewrite   func(context.Context, []byte) ([]byte, error)
+	malformed func(error) error
+}
+
+func (r rewriter) Rewrite(ctx context.Context, msg []byte) ([]byte, error) {
+	return r.rewrite(ctx, msg)
+}
+func (r rewriter) Malformed(err error) error { return r.malformed(err) }
+
+// call is one observed call.
+type call struct {
+	method string
+	code   codes.Code
+}
+
+// env is an upstream with relays in front of it: each connection to path
+// gets a Relay to a connection of its own to the upstream.
+type env struct {
+	up     *upstream
+	path   string
+	conn   *grpc.ClientConn
+	relays chan *Relay
+	mu     sync.Mutex
+	calls  []call
+}
+
+func newEnv(t *testing.T, rw Rewriter, opts ...Option) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{up: &upstream{got: map[string][][]byte{}, path: filepath.Join(dir, "up.sock")}, path: filepath.Join(dir, "relay.sock"), relays: make(chan *Relay, 16)}
+	ul, err := net.Listen("unix", e.up.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.UnknownServiceHandler(e.up.echo), grpc.ForceServerCodec(rawCodec{}))
+	go func() { _ = srv.Serve(ul) }()
+	t.Cleanup(srv.Stop)
+
+	l, err := net.Listen("unix", e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); l.Close(); wg.Wait() })
+	opts = append([]Option{WithLogger(slog.New(slog.DiscardHandler)), WithObserver(func(method string, code codes.Code, _ time.Duration) {
+		e.mu.Lock()
+		e.calls = append(e.calls, call{method, code})
+		e.mu.Unlock()
+	})}, opts...)
+	if rw != nil {
+		opts = append(opts, WithRewrite(rewritten, rw))
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("unix", e.up.path)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			r := New(c, up, opts...)
+			select {
+			case e.relays <- r:
+			default:
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = r.Run(ctx)
+			}()
+		}
+	}()
+	e.conn, err = grpc.NewClient("unix://"+e.path, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.conn.Close() })
+	return e
+}
+
+func (e *env) invoke(ctx context.Context, method string, msg []byte, opts ...grpc.CallOption) ([]byte, error) {
+	in, out := raw(msg), raw(nil)
+	err := e.conn.Invoke(ctx, method, &in, &out, opts...)
+	return out, err
+}
+
+func (e *env) observed() []call {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]call(nil), e.calls...)
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestPassThrough: methods other than the rewritten one, with their
+// metadata, reach the upstream and come back unchanged, and are observed.
+func TestPassThrough(t *testing.T) {
+	e := newEnv(t, rewriter{rewrite: func(context.Context, []byte) ([]byte, error) { return nil, errors.New("not called") }})
+	ctx := metadata.AppendToOutgoingContext(testCtx(t), "x-client", "c1")
+	var header, trailer metadata.MD
+	big := bytes.Repeat([]byte("z"), 1<<20) // larger than every window
+	for _, msg := range [][]byte{[]byte("a"), big} {
+		out, err := e.invoke(ctx, other, msg, grpc.Header(&header), grpc.Trailer(&trailer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, append([]byte("echo:"), msg...)) {
+			t.Errorf("reply of %d bytes, want echo of %d", len(out), len(msg))
+		}
+	}
+	if got := header.Get("x-upstream-header"); len(got) != 1 || got[0] != "h-"+other {
+		t.Errorf("header = %v", header)
+	}
+	if got := trailer.Get("x-upstream-trailer"); len(got) != 1 || got[0] != "t-"+other {
+		t.Errorf("trailer = %v", trailer)
+	}
+	if got := e.up.md.Get("x-client"); len(got) != 1 || got[0] != "c1" {
+		t.Errorf("upstream metadata = %v", e.up.md)
+	}
+	if got := e.observed(); len(got) != 2 || got[0] != (call{other, codes.OK}) {
+		t.Errorf("observed %v, want 2 OK calls of %s", got, other)
+	}
+}
+
+// TestRewrite holds the one method's request and sends on what the
+// Rewriter returns, or rejects the call with its status.
+func TestRewrite(t *testing.T) {
+	large := bytes.Repeat([]byte("L"), 300<<10) // over the initial windows
+	tests := []struct {
+		name      string
+		msg       []byte
+		opts      []grpc.CallOption
+		rewrite   func(context.Context, []byte) ([]byte, error)
+		malformed error
+		wantUp    []byte // what the upstream gets; nil: nothing
+		wantCode  codes.Code
+		wantMsg   string
+	}{
+		{name: "rewritten", msg: []byte("abc"),
+			rewrite: func(_ context.Context, m []byte) ([]byte, error) { return append([]byte("new-"), m...), nil },
+			wantUp:  []byte("new-abc")},
+		{name: "unchanged", msg: []byte("abc"),
+			rewrite: func(_ context.Context, m []byte) ([]byte, error) { return bytes.Clone(m), nil },
+			wantUp:  []byte("abc")},
+		{name: "large, grown", msg: large,
+			rewrite: func(_ context.Context, m []byte) ([]byte, error) { return append(bytes.Clone(m), large...), nil },
+			wantUp:  append(bytes.Clone(large), large...)},
+		{name: "rejected", msg: []byte("abc"),
+			rewrite: func(context.Context, []byte) ([]byte, error) {
+				return nil, status.Error(codes.InvalidArgument, "no: 100% wrong\n")
+			},
+			wantCode: codes.InvalidArgument, wantMsg: "no: 100% wrong\n"},
+		{name: "plain error", msg: []byte("abc"),
+			rewrite:  func(context.Context, []byte) ([]byte, error) { return nil, errors.New("boom") },
+			wantCode: codes.Unknown, wantMsg: "boom"},
+		{name: "deadline", msg: []byte("abc"), opts: nil,
+			rewrite: func(ctx context.Context, m []byte) ([]byte, error) {
+				if _, ok := ctx.Deadline(); !ok {
+					return nil, status.Error(codes.Internal, "no deadline from grpc-timeout")
+				}
+				return m, nil
+			},
+			wantUp: []byte("abc")},
+		{name: "compressed, forwarded", msg: []byte("abc"), opts: []grpc.CallOption{grpc.UseCompressor(gzip.Name)},
+			wantUp: []byte("abc")},
+		{name: "compressed, rejected", msg: []byte("abc"), opts: []grpc.CallOption{grpc.UseCompressor(gzip.Name)},
+			malformed: status.Error(codes.InvalidArgument, "compressed"), wantCode: codes.InvalidArgument, wantMsg: "compressed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var malformed []error
+			e := newEnv(t, rewriter{rewrite: tt.rewrite, malformed: func(err error) error {
+				malformed = append(malformed, err)
+				return tt.malformed
+			}})
+			ctx := testCtx(t)
+			out, err := e.invoke(ctx, rewritten, tt.msg, tt.opts...)
+			if st := status.Convert(err); st.Code() != tt.wantCode || st.Message() != tt.wantMsg {
+				t.Fatalf("call = %v, want %v %q", err, tt.wantCode, tt.wantMsg)
+			}
+			got := e.up.requests(rewritten)
+			switch {
+			case tt.wantUp == nil && len(got) != 0:
+				t.Errorf("upstream got %d requests, want none", len(got))
+			case tt.wantUp != nil && (len(got) != 1 || !bytes.Equal(got[0], tt.wantUp)):
+				t.Errorf("upstream got %d requests, want %d bytes", len(got), len(tt.wantUp))
+			case tt.wantUp != nil && !bytes.Equal(out, append([]byte("echo:"), tt.wantUp...)):
+				t.Errorf("reply of %d bytes", len(out))
+			}
+			if (tt.opts != nil) != (len(malformed) == 1) {
+				t.Errorf("Malformed called with %v", malformed)
+			}
+			if c := e.observed(); len(c) != 1 || c[0] != (call{rewritten, tt.wantCode}) {
+				t.Errorf("observed %v", c)
+			}
+			// The connection carries on: the client's and upstream's HPACK
+			// tables are still in step after a rejection.
+			for range 2 {
+				if out, err := e.invoke(metadata.AppendToOutgoingContext(ctx, "x-after", "1"), other, []byte("x")); err != nil || string(out) != "echo:x" {
+					t.Fatalf("call after: %q, %v", out, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRewriteConcurrent sends large held requests and other calls at once
+// on one connection: nothing stalls, nothing is corrupted, and the
+// connection windows stay in step (more data than any window follows).
+func TestRewriteConcurrent(t *testing.T) {
+	e := newEnv(t, rewriter{rewrite: func(_ context.Context, m []byte) ([]byte, error) { return append([]byte("+"), m...), nil }})
+	ctx := testCtx(t)
+	const n = 8
+	errc := make(chan error, 2*n)
+	for i := range n {
+		msg := bytes.Repeat([]byte{byte('a' + i)}, 200<<10)
+		go func() {
+			out, err := e.invoke(ctx, rewritten, msg)
+			if err == nil && !bytes.Equal(out, append([]byte("echo:+"), msg...)) {
+				err = errors.New("corrupted reply")
+			}
+			errc <- err
+		}()
+		go func() {
+			_, err := e.invoke(ctx, other, msg)
+			errc <- err
+		}()
+	}
+	for range 2 * n {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(e.up.requests(rewritten)); got != n {
+		t.Errorf("upstream got %d rewritten requests, want %d", got, n)
+	}
+}
+
+// TestMaxMsgSize: a held request over the limit ends the connection.
+func TestMaxMsgSize(t *testing.T) {
+	e := newEnv(t, rewriter{rewrite: func(_ context.Context, m []byte) ([]byte, error) { return m, nil }}, WithMaxMsgSize(1<<10))
+	ctx := testCtx(t)
+	if _, err := e.invoke(ctx, rewritten, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.invoke(ctx, rewritten, make([]byte, 2000)); status.Code(err) != codes.Unavailable {
+		t.Fatalf("over the limit: %v, want Unavailable", err)
+	}
+	if got := len(e.up.requests(rewritten)); got != 1 {
+		t.Errorf("upstream got %d requests", got)
+	}
+}
+
+// TestDrain: a drained relay sends GOAWAY; the client opens its next call
+// on a new connection, and the drain completes.
+func TestDrain(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	if _, err := e.invoke(ctx, other, []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	r := <-e.relays
+	select {
+	case <-r.Drain():
+	case <-ctx.Done():
+		t.Fatal("drain of an idle relay did not complete")
+	}
+	if _, err := e.invoke(ctx, other, []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.relays:
+	case <-ctx.Done():
+		t.Fatal("the client did not reconnect after GOAWAY")
+	}
+}
+
+// TestTrailersOnlyKeepsDynamicTable decodes a rejection with a decoder
+// that has entries in its dynamic table: the reply decodes to the status,
+// and the table afterwards is what it was (same entries at the same
+// indexes, none added).
+func TestTrailersOnlyKeepsDynamicTable(t *testing.T) {
+	var prior bytes.Buffer
+	enc := hpack.NewEncoder(&prior)
+	for _, f := range []hpack.HeaderField{{Name: "x-a", Value: "1"}, {Name: "x-b", Value: "2"}} {
+		if err := enc.WriteField(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := hpack.NewDecoder(defaultHeaderTable, nil)
+	if _, err := dec.DecodeFull(prior.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	msg := "dnsconfigurer: rejected: 100%\n" + strings.Repeat("é", 10)
+	got, err := dec.DecodeFull(trailersOnly(uint32(codes.InvalidArgument), msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hpack.HeaderField{
+		{Name: ":status", Value: "200"},
+		{Name: "content-type", Value: "application/grpc", Sensitive: true},
+		{Name: "grpc-status", Value: "3", Sensitive: true},
+		{Name: "grpc-message", Value: grpcMessageEncode(msg), Sensitive: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("fields = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("field %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	// Indexes 62 and 63 are the dynamic table's newest and oldest entry.
+	after, err := dec.DecodeFull([]byte{0x80 | 62, 0x80 | 63})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 2 || after[0].Name != "x-b" || after[0].Value != "2" || after[1].Name != "x-a" || after[1].Value != "1" {
+		t.Errorf("dynamic table after the reply = %v, want [x-b: 2, x-a: 1]", after)
+	}
+	if _, err := dec.DecodeFull([]byte{0x80 | 64}); err == nil {
+		t.Error("the dynamic table has a third entry after the reply")
+	}
+}
+
+// TestRelayBadInput sends what no HTTP/2 client sends: the relay closes
+// that connection, without a panic, and the others carry on.
+func TestRelayBadInput(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	if _, err := e.invoke(ctx, other, []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	p := http2.ClientPreface
+	for _, tc := range []struct{ name, input string }{
+		{"not a preface", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"HEADERS with a bad HPACK block", p + string(header(3, http2.FrameHeaders, http2.FlagHeadersEndHeaders, 1)) + "\xff\xff\xff"},
+		{"HEADERS with bad padding", p + string(header(2, http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersPadded, 1)) + "\x09\x00"},
+		{"a frame interrupting a header block", p + string(header(0, http2.FrameHeaders, 0, 1)) + string(header(0, http2.FrameData, 0, 1))},
+		{"a truncated frame", p + string(header(100, http2.FrameData, 0, 1)) + "short"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("unix", e.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := io.WriteString(c, tc.input); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "a truncated frame" {
+				c.(*net.UnixConn).CloseWrite()
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			// The connection must end (the upstream's SETTINGS may come first).
+			if _, err := io.Copy(io.Discard, c); err != nil {
+				t.Fatalf("connection not closed by the relay: %v", err)
+			}
+			if _, err := e.invoke(ctx, other, []byte("2")); err != nil {
+				t.Fatalf("relay stopped serving after %s: %v", tc.name, err)
+			}
+		})
+	}
+}
