@@ -99,14 +99,13 @@ type env struct {
 	path   string
 	conn   *grpc.ClientConn
 	relays chan *Relay
-	mu     sync.Mutex
-	calls  []call
+	calls  chan call // observed calls, in order
 }
 
 func newEnv(t *testing.T, rw Rewriter, opts ...Option) *env {
 	t.Helper()
 	dir := t.TempDir()
-	e := &env{up: &upstream{got: map[string][][]byte{}, path: filepath.Join(dir, "up.sock")}, path: filepath.Join(dir, "relay.sock"), relays: make(chan *Relay, 16)}
+	e := &env{up: &upstream{got: map[string][][]byte{}, path: filepath.Join(dir, "up.sock")}, path: filepath.Join(dir, "relay.sock"), relays: make(chan *Relay, 16), calls: make(chan call, 64)}
 	ul, err := net.Listen("unix", e.up.path)
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +122,10 @@ func newEnv(t *testing.T, rw Rewriter, opts ...Option) *env {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); l.Close(); wg.Wait() })
 	opts = append([]Option{WithLogger(slog.New(slog.DiscardHandler)), WithObserver(func(method string, code codes.Code, _ time.Duration) {
-		e.mu.Lock()
-		e.calls = append(e.calls, call{method, code})
-		e.mu.Unlock()
+		select {
+		case e.calls <- call{method, code}:
+		default: // a test that does not look; the relay must not wait
+		}
 	})}, opts...)
 	if rw != nil {
 		opts = append(opts, WithRewrite(rewritten, rw))
@@ -170,10 +170,19 @@ func (e *env) invoke(ctx context.Context, method string, msg []byte, opts ...grp
 	return out, err
 }
 
-func (e *env) observed() []call {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]call(nil), e.calls...)
+// observed waits for the next n observed calls: a call is observed after
+// its last frame went to the client.
+func (e *env) observed(ctx context.Context, n int) []call {
+	var got []call
+	for range n {
+		select {
+		case c := <-e.calls:
+			got = append(got, c)
+		case <-ctx.Done():
+			return got
+		}
+	}
+	return got
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -207,7 +216,7 @@ func TestPassThrough(t *testing.T) {
 	if got := e.up.md.Get("x-client"); len(got) != 1 || got[0] != "c1" {
 		t.Errorf("upstream metadata = %v", e.up.md)
 	}
-	if got := e.observed(); len(got) != 2 || got[0] != (call{other, codes.OK}) {
+	if got := e.observed(ctx, 2); len(got) != 2 || got[0] != (call{other, codes.OK}) || got[1] != got[0] {
 		t.Errorf("observed %v, want 2 OK calls of %s", got, other)
 	}
 }
@@ -280,7 +289,7 @@ func TestRewrite(t *testing.T) {
 			if (tt.opts != nil) != (len(malformed) == 1) {
 				t.Errorf("Malformed called with %v", malformed)
 			}
-			if c := e.observed(); len(c) != 1 || c[0] != (call{rewritten, tt.wantCode}) {
+			if c := e.observed(ctx, 1); len(c) != 1 || c[0] != (call{rewritten, tt.wantCode}) {
 				t.Errorf("observed %v", c)
 			}
 			// The connection carries on: the client's and upstream's HPACK
