@@ -6,28 +6,26 @@
 // # Interception
 //
 // The shim does not terminate gRPC: each kubelet connection is relayed to a
-// runtime connection of its own at the HTTP/2 frame level (relay.go, h2.go).
-// Frames pass through as read, byte for byte, in both directions: every
-// method of RuntimeService and ImageService, streams such as
-// GetContainerEvents, methods and services this build does not know, and
-// with them status codes, details, metadata, deadlines, SETTINGS, PING and
-// GOAWAY. Nothing is ever answered Unimplemented by the shim. Header blocks
-// are HPACK-decoded on the side, which keeps the decoders in step with the
-// peers' tables, to spot RunPodSandbox streams and to count calls by
-// method and status. A RunPodSandbox request's DATA is held until the
-// request is complete (kubelet gets its flow-control credit back at once,
-// so a request larger than a window does not stall), decoded (unknown
-// fields survive re-encoding), rewritten, and sent on as new DATA frames
-// within the runtime's stream window; the bytes the shim adds are withheld
-// from the runtime's next connection-level grants, so kubelet's view of the
-// window never exceeds the runtime's. An unchanged request is sent on as
-// the original bytes. A rejected one is answered with a trailers-only
-// response encoded without touching the HPACK dynamic table, and the
-// runtime's stream is reset. The response is never decoded.
-//
-// Frames that fit the read buffer are relayed from it without a copy;
-// what has been gathered is flushed whenever the next frame is not
-// complete yet, so nothing waits behind a frame still arriving.
+// runtime connection of its own at the HTTP/2 frame level by pkg/h2relay
+// (proxy.go wires it). Frames pass through as read, byte for byte, in both
+// directions: every method of RuntimeService and ImageService, streams
+// such as GetContainerEvents, methods and services this build does not
+// know, and with them status codes, details, metadata, deadlines,
+// SETTINGS, PING and GOAWAY. Nothing is ever answered Unimplemented by the
+// shim. The relay holds the request of RunPodSandbox only (kubelet gets
+// its flow-control credit back at once, so a request larger than a window
+// does not stall) and hands the message to the shim's rewriter
+// (sandboxRewriter in proxy.go), which decodes the RunPodSandboxRequest
+// (unknown fields survive re-encoding), rewrites it (sandbox.go) and
+// returns it; the relay sends it on within the runtime's windows, with
+// flow control kept exact (see pkg/h2relay). An unchanged request is sent
+// on as the original bytes. A rejected one is answered with a trailers-only
+// response that leaves the HPACK dynamic table untouched, and the
+// runtime's stream is reset. A request that is not one uncompressed gRPC
+// message is a bad request under the failure policy. The response is never
+// decoded. The relay reports each call's method and status, which the
+// shim counts (dnsconfigurer_cri_calls_total, "other" for methods cri-api
+// does not have).
 //
 // Why a frame relay: a gRPC server plus client in the middle adds two
 // HTTP/2 stacks to every call (measured: +160 µs on Version, +380 µs on
@@ -60,10 +58,12 @@
 //
 // Each kubelet connection gets its own runtime connection; when the
 // runtime goes away, both are closed and kubelet reconnects. While the
-// runtime cannot be reached, a connection is answered by a minimal HTTP/2
-// server that fails every call at once with Unavailable instead of letting
-// it wait; once the runtime answers again (probed with backoff capped by
-// WithMaxBackoff) it sends GOAWAY and kubelet reconnects through the relay.
+// runtime cannot be reached, a connection is answered by a gRPC server of
+// its own (unavailable.go) that fails every call at once with Unavailable
+// and the dial error instead of letting it wait; once the runtime answers
+// again (probed with backoff capped by WithMaxBackoff) that server stops
+// gracefully, which sends GOAWAY, and kubelet reconnects through the
+// relay.
 // A gRPC connection of its own reports the runtime's health (RuntimeReady,
 // dnsconfigurer_cri_runtime_connected). The shim keeps nothing on disk:
 // after a restart kubelet reconnects and carries on. Listen removes a stale
@@ -82,7 +82,7 @@
 // dnsconfigurer_cri_runtime_connected, registered on the Registerer given
 // with WithRegistry.
 //
-// The package imports gRPC, HPACK (golang.org/x/net), cri-api and
-// client-go; pkg/policy, pkg/fqdn
-// and api/ must not import it.
+// The package imports pkg/h2relay, gRPC, cri-api and client-go; it has no
+// HTTP/2 code of its own. pkg/policy, pkg/fqdn, pkg/h2relay and api/ must
+// not import it.
 package cri

@@ -23,11 +23,13 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
-// MaxMsgSize is the largest CRI message the shim takes or sends, kubelet's
-// and containerd's limit (16 MiB).
+// MaxMsgSize is the largest RunPodSandbox request the shim holds (and a
+// header block the relay takes): kubelet's and containerd's message limit
+// (16 MiB). Other messages pass through without a limit of the shim's.
 const MaxMsgSize = 16 << 20
 
-// runPodSandboxMethod is the one method the shim decodes.
+// runPodSandboxMethod is the one method whose request the relay holds
+// and the shim decodes.
 const runPodSandboxMethod = runtimeapi.RuntimeService_RunPodSandbox_FullMethodName
 
 // Limits is what the shim does when a pod's merged DNS config exceeds
@@ -190,10 +192,11 @@ func unixTarget(endpoint string) (string, error) {
 	return "unix://" + path, nil
 }
 
-// Serve answers CRI calls on l until ctx is done, then stops: kubelet is
-// told to open no more calls (GOAWAY), calls in flight get up to 5 seconds
-// (streams such as GetContainerEvents are cut), and every connection is
-// closed. It returns nil after ctx is done.
+// Serve relays the kubelet connections l accepts until ctx is done, then
+// stops: each relay tells kubelet to open no more calls (GOAWAY), calls in
+// flight get up to 5 seconds together (streams such as GetContainerEvents
+// are cut), and every connection is closed. It returns nil after ctx is
+// done.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	defer s.Close()
 	s.mu.Lock()
@@ -317,9 +320,11 @@ func (s *Server) Close() error {
 	return s.conn.Close()
 }
 
-// watchRuntime keeps the runtime connection up and reports its state.
-// gRPC reconnects with exponential backoff capped at maxBackoff; calls made
-// while it is down fail at once with Unavailable.
+// watchRuntime keeps the health connection to the runtime up and reports
+// its state (RuntimeReady, runtime_connected); gRPC reconnects with
+// exponential backoff capped at maxBackoff. Kubelet's calls never use this
+// connection: each has a relay to a runtime connection of its own, or
+// serveUnavailable while the runtime cannot be dialled.
 func (s *Server) watchRuntime(ctx context.Context) {
 	s.conn.Connect()
 	wasReady := false
@@ -395,5 +400,5 @@ func (h sandboxRewriter) Malformed(err error) error {
 	return err
 }
 
-// RuntimeReady reports whether the runtime connection is up.
+// RuntimeReady reports whether the health connection to the runtime is up.
 func (s *Server) RuntimeReady() bool { return s.conn.GetState() == connectivity.Ready }
