@@ -42,7 +42,9 @@ type Rewriter interface {
 // ObserveFunc is told of every call that ends: its full method (the
 // :path header), its gRPC status (Unknown when the upstream ended the
 // stream without one, Canceled for a reset, Unavailable when the
-// connection closed under it) and its duration.
+// connection closed under it) and its duration. A call the upstream ends
+// is observed before its last frame is forwarded, so a client holding the
+// answer finds the call counted.
 type ObserveFunc func(method string, code codes.Code, d time.Duration)
 
 // Option configures a Relay.
@@ -110,6 +112,7 @@ type stream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   bool
+	seen   bool // the call has been observed
 }
 
 // HTTP/2's initial flow-control window and HPACK table size (RFC 9113
@@ -193,10 +196,25 @@ func (r *Relay) Drain() <-chan struct{} {
 	return idle
 }
 
+// observed reports the call once; mu is held, or st is out of the map.
 func (r *Relay) observed(st *stream, code codes.Code) {
+	if st.seen {
+		return
+	}
+	st.seen = true
 	if r.observe != nil {
 		r.observe(st.method, code, time.Since(st.start))
 	}
+}
+
+// ending observes a call whose last frame the upstream sent, before that
+// frame is forwarded: a client holding its answer finds the call counted.
+func (r *Relay) ending(id uint32, code codes.Code) {
+	r.mu.Lock()
+	if st := r.streams[id]; st != nil {
+		r.observed(st, code)
+	}
+	r.mu.Unlock()
 }
 
 func (r *Relay) checkIdle() {
@@ -461,8 +479,10 @@ func (r *Relay) fromUpstream() error {
 						}
 					}
 				}
-				// Written before the stream is forgotten, so that a drain
-				// does not close the connection under the trailers.
+				// Observed before the trailers go out; written before the
+				// stream is forgotten, so that a drain does not close the
+				// connection under them.
+				r.ending(f.id, code)
 				if err := r.clientW.write(!fr.ready(), raw); err != nil {
 					return err
 				}
@@ -471,6 +491,7 @@ func (r *Relay) fromUpstream() error {
 			}
 		case http2.FrameData:
 			if f.flags.Has(http2.FlagDataEndStream) {
+				r.ending(f.id, codes.Unknown)
 				if err := r.clientW.write(!fr.ready(), raw); err != nil {
 					return err
 				}

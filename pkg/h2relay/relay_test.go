@@ -170,8 +170,8 @@ func (e *env) invoke(ctx context.Context, method string, msg []byte, opts ...grp
 	return out, err
 }
 
-// observed waits for the next n observed calls: a call is observed after
-// its last frame went to the client.
+// observed waits for the next n observed calls: a call is observed just
+// before its last frame goes to the client (or when it is reset).
 func (e *env) observed(ctx context.Context, n int) []call {
 	var got []call
 	for range n {
@@ -215,6 +215,10 @@ func TestPassThrough(t *testing.T) {
 	}
 	if got := e.up.md.Get("x-client"); len(got) != 1 || got[0] != "c1" {
 		t.Errorf("upstream metadata = %v", e.up.md)
+	}
+	// Both calls were counted before their answers reached the client.
+	if n := len(e.calls); n != 2 {
+		t.Errorf("%d calls observed when the client had both answers, want 2", n)
 	}
 	if got := e.observed(ctx, 2); len(got) != 2 || got[0] != (call{other, codes.OK}) || got[1] != got[0] {
 		t.Errorf("observed %v, want 2 OK calls of %s", got, other)
