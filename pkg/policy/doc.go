@@ -21,7 +21,11 @@
 // log or emit as an Event is returned as a Warning value; adapters (the CRI
 // shim, the webhook, the render command) decide how to report them.
 //
-// Where kubelet's output is random (options built from a Go map), the engine
-// is stable: base options keep their order, an override replaces the value in
-// place, new names are appended in pod order.
+// A pod's dnsConfig.options merge over the base options by kubelet's
+// mergeDNSOptions keys: a base option's name before the first ':', a pod
+// option's name verbatim (so {name: "ndots:3"} is kept beside ndots:5, and
+// "name:" is re-rendered "name"). Where kubelet's output is random (options
+// built from a Go map), the engine is stable: base options keep their order,
+// an override replaces the value in place, new keys are appended in pod
+// order; Recover accepts options in any order.
 package policy

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -334,28 +335,35 @@ func fnv1a(s string) uint64 {
 	return h
 }
 
-// mergeOptions is kubelet's mergeDNSOptions with a stable order
-// (resolvconf.MergeOptions). Every option is re-rendered from its name and
-// value, so "name:" becomes "name".
+// mergeOptions is kubelet's mergeDNSOptions with a stable order: a base
+// option is keyed by its name before the first ':' (resolvconf.OptionName),
+// a pod option by its Name verbatim, so {name: "ndots:3"} is a new option
+// beside ndots:5 rather than an override. A later entry with a key already
+// present replaces it in place, a new key is appended. Every option is
+// re-rendered from its key and value (resolvconf.FormatOption), so "name:"
+// becomes "name". kubelet's own order is random (a map).
 func mergeOptions(base []string, pod []Option) []string {
-	norm := base
-	for i, b := range base {
-		if n := resolvconf.NormalizeOption(b); n != b {
-			if &norm[0] == &base[0] {
-				norm = append([]string(nil), base...)
-			}
-			norm[i] = n
+	keys := make([]string, 0, len(base)+len(pod))
+	out := make([]string, 0, len(base)+len(pod))
+	put := func(key, opt string) {
+		if i := slices.Index(keys, key); i >= 0 {
+			out[i] = opt
+			return
 		}
+		keys = append(keys, key)
+		out = append(out, opt)
 	}
-	opts := make([]string, len(pod))
-	for i, o := range pod {
+	for _, b := range base {
+		put(resolvconf.OptionName(b), resolvconf.NormalizeOption(b))
+	}
+	for _, o := range pod {
 		v := ""
 		if o.Value != nil {
 			v = *o.Value
 		}
-		opts[i] = resolvconf.FormatOption(o.Name, v)
+		put(o.Name, resolvconf.FormatOption(o.Name, v))
 	}
-	return resolvconf.MergeOptions(norm, opts)
+	return out
 }
 
 // fitNameservers keeps the first MaxNameservers entries (w may be nil: no

@@ -28,8 +28,9 @@ type Output struct {
 // ClusterFirstWithHostNet on a host-network sandbox) and host (Default).
 // out must extend the base the way kubelet extends it with a pod's
 // dnsConfig (servers and searches appended after the base, duplicates
-// omitted, then trimmed to the limits; options merged by name), and the
-// candidate must reproduce out. ok reports such a shape. Otherwise the
+// omitted, then trimmed to the limits; options merged by key), and the
+// candidate must reproduce out (options in any order: kubelet renders them
+// from a map). ok reports such a shape. Otherwise the
 // result is policy None with out as the pod's dnsConfig, which reproduces
 // out too; the engine then cannot move the pod onto autopath or a changed
 // host config.
@@ -51,10 +52,7 @@ func (e *Engine) Recover(in Input, out Output, host Host) (Input, bool) {
 		}
 	}
 	in.Policy = None
-	in.DNSConfig = &DNSConfig{Nameservers: out.Nameservers, Searches: out.Searches}
-	for _, o := range out.Options {
-		in.DNSConfig.Options = append(in.DNSConfig.Options, parseOption(o))
-	}
+	in.DNSConfig = &DNSConfig{Nameservers: out.Nameservers, Searches: out.Searches, Options: podOptions(out.Options, nil)}
 	return in, false
 }
 
@@ -89,7 +87,7 @@ func (e *Engine) recoverAs(in Input, p Policy, out Output, host Host) (Input, bo
 	for _, c := range candidates {
 		kubelet.DNSConfig = c
 		got := e.resolver(kubelet, host)
-		if slices.Equal(got.Nameservers, out.Nameservers) && slices.Equal(got.Searches, out.Searches) && slices.Equal(got.Options, out.Options) {
+		if slices.Equal(got.Nameservers, out.Nameservers) && slices.Equal(got.Searches, out.Searches) && sameOptions(got.Options, out.Options) {
 			in.DNSConfig = c
 			return in, true
 		}
@@ -117,32 +115,97 @@ func extension(out, base []string) ([]string, bool) {
 }
 
 // optionExtension returns the pod options that turn base into out by
-// kubelet's merge: base names keep their positions (a different value there
-// is a pod override), further options are the pod's.
+// mergeOptions, whatever out's order (kubelet's is random): every base key
+// stays, with its value or a pod override, and the other options are the
+// pod's.
 func optionExtension(out, base []string) ([]Option, bool) {
-	if len(out) < len(base) {
-		return nil, false
+	if sameOptions(out, base) {
+		return nil, true // as is: kubelet re-renders only with a dnsConfig
 	}
+	merged := mergeOptions(base, nil)
+	rest := slices.Clone(out)
+	take := func(i int) string {
+		o := rest[i]
+		rest = slices.Delete(rest, i, i+1)
+		return o
+	}
+	keys := make(map[string]bool, len(merged))
 	var pod []Option
-	for i, b := range base {
-		if resolvconf.OptionName(out[i]) != resolvconf.OptionName(b) {
-			return nil, false
+	var left []string // base keys not yet accounted for
+	for _, b := range merged {
+		k := resolvconf.OptionName(b)
+		keys[k] = true
+		// A bare key can only be that key with an empty value: an
+		// override, unless the base renders the same.
+		if i := slices.Index(rest, k); i >= 0 && b != k {
+			pod = append(pod, Option{Name: take(i)})
+			continue
 		}
-		if resolvconf.NormalizeOption(out[i]) != resolvconf.NormalizeOption(b) {
-			pod = append(pod, parseOption(out[i]))
+		left = append(left, b)
+	}
+	var changed []string
+	for _, b := range left {
+		if i := slices.Index(rest, b); i >= 0 {
+			take(i) // the base option, as rendered
+			continue
 		}
+		changed = append(changed, resolvconf.OptionName(b))
 	}
-	for _, o := range out[len(base):] {
-		pod = append(pod, parseOption(o))
+	for _, k := range changed {
+		i := slices.IndexFunc(rest, func(o string) bool { return resolvconf.OptionName(o) == k && resolvconf.NormalizeOption(o) == o })
+		if i < 0 {
+			return nil, false // kubelet never drops a base option
+		}
+		pod = append(pod, parseOption(take(i)))
 	}
-	return pod, true
+	return append(pod, podOptions(rest, keys)...), true
 }
 
-// parseOption splits a resolver option "name:value" as kubelet's merge does.
+// podOptions turns rendered options back into pod options that mergeOptions
+// keeps apart (keys is taken as the keys already used, and updated). A text
+// without ':' has one key, itself, and is placed first; "a:b:c" becomes the
+// first free key of {a, "b:c"}, {"a:b", c} and {"a:b:c"}.
+func podOptions(opts []string, keys map[string]bool) []Option {
+	if keys == nil {
+		keys = map[string]bool{}
+	}
+	pod := make([]Option, len(opts))
+	for _, bare := range []bool{true, false} {
+		for i, o := range opts {
+			if strings.IndexByte(o, ':') < 0 != bare {
+				continue
+			}
+			p := Option{Name: o}
+			for j := 0; j < len(o)-1; j++ {
+				if o[j] == ':' && !keys[o[:j]] {
+					v := o[j+1:]
+					p = Option{Name: o[:j], Value: &v}
+					break
+				}
+			}
+			keys[p.Name] = true
+			pod[i] = p
+		}
+	}
+	return pod
+}
+
+// parseOption splits a resolver option "name:value" at the first ':'.
 func parseOption(o string) Option {
 	name, value, ok := strings.Cut(o, ":")
 	if !ok {
 		return Option{Name: name}
 	}
 	return Option{Name: name, Value: &value}
+}
+
+// sameOptions reports whether a and b hold the same options, in any order.
+func sameOptions(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // roundTrip checks the property Recover exists for: recomputing what
@@ -14,7 +16,9 @@ func roundTrip(t *testing.T, e *Engine, x Input, host Host) (Input, bool, Type, 
 	kubelet := x
 	kubelet.PolicyAnnotation = ""
 	want := e.resolver(kubelet, host)
-	out := Output{Nameservers: want.Nameservers, Searches: want.Searches, Options: want.Options}
+	// kubelet renders options from a map: hand them over reversed.
+	out := Output{Nameservers: want.Nameservers, Searches: want.Searches, Options: slices.Clone(want.Options)}
+	slices.Reverse(out.Options)
 	id := Input{Name: x.Name, Namespace: x.Namespace, UID: x.UID, HostNetwork: x.HostNetwork, PolicyAnnotation: x.PolicyAnnotation}
 	rec, ok := e.Recover(id, out, host)
 	if rec.PolicyAnnotation != x.PolicyAnnotation || rec.Namespace != x.Namespace || rec.HostNetwork != x.HostNetwork {
@@ -23,7 +27,7 @@ func roundTrip(t *testing.T, e *Engine, x Input, host Host) (Input, bool, Type, 
 	again := rec
 	again.PolicyAnnotation = ""
 	got := e.resolver(again, host)
-	if !slices.Equal(got.Nameservers, out.Nameservers) || !slices.Equal(got.Searches, out.Searches) || !slices.Equal(got.Options, out.Options) {
+	if !slices.Equal(got.Nameservers, out.Nameservers) || !slices.Equal(got.Searches, out.Searches) || !sameOptions(got.Options, out.Options) {
 		t.Fatalf("Compute(Recover(out)) != out\n input %s\n out   %+v\n rec   %s (ok %v)\n got   %+v %+v %+v", show(x), out, show(rec), ok, got.Nameservers, got.Searches, got.Options)
 	}
 	return rec, ok, want.Type, got.Type
@@ -138,6 +142,7 @@ func FuzzRecover(f *testing.F) {
 	searches := []string{"corp.example", "lab.example", "ns.svc.cluster.local", "svc.cluster.local", "cluster.local", "x.example",
 		strings.Repeat("l", 60) + ".example", strings.Repeat("m", 250) + ".example", "a.b.example", "ns"}
 	optNames := []string{"ndots", "timeout", "attempts", "edns0", "rotate"}
+	podOptNames := append(slices.Clone(optNames), "ndots:3", "timeout:1", "ndots:")
 	values := []string{"", "1", "2", "5"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		next := func() int {
@@ -166,14 +171,14 @@ func FuzzRecover(f *testing.F) {
 			host.Nameservers = pick(servers[:2], next()%4)
 			host.Searches = pick(searches, next()%40)
 			for range next() % 3 {
-				host.Options = append(host.Options, resolvconfOption(optNames[next()%len(optNames)], values[next()%len(values)]))
+				host.Options = append(host.Options, resolvconf.FormatOption(optNames[next()%len(optNames)], values[next()%len(values)]))
 			}
 			host.Options = mergeOptions(nil, optionsOf(host.Options))
 		}
 		if flags&8 != 0 || x.Policy == None {
 			c := &DNSConfig{Nameservers: pick(servers, next()%5), Searches: pick(searches, next()%36)}
 			for range next() % 4 {
-				o := Option{Name: optNames[next()%len(optNames)]}
+				o := Option{Name: podOptNames[next()%len(podOptNames)]}
 				if v := next() % 5; v < len(values) {
 					o.Value = &values[v]
 				}
@@ -186,13 +191,6 @@ func FuzzRecover(f *testing.F) {
 			t.Fatalf("%s recovered as %s (ok %v, type %s, want %s)", show(x), show(rec), ok, got, want)
 		}
 	})
-}
-
-func resolvconfOption(name, value string) string {
-	if value == "" {
-		return name
-	}
-	return name + ":" + value
 }
 
 func optionsOf(opts []string) []Option {

@@ -83,7 +83,7 @@ func ParseBytes(data []byte) (Config, error) {
 				cfg.Searches = append(cfg.Searches, strings.TrimSuffix(s, "."))
 			}
 		case "options":
-			cfg.Options = MergeOptions(cfg.Options, fields[1:])
+			cfg.Options = appendOptions(cfg.Options, fields[1:])
 		}
 	}
 	return cfg, errors.Join(errs...)
@@ -144,13 +144,13 @@ func NormalizeOption(opt string) string {
 	return opt
 }
 
-// MergeOptions adds opts to base with kubelet's override-by-name rule and a
-// stable order: an option whose name is already present replaces it in place,
-// a new name is appended. base is not modified and should hold each name
-// once (what Parse returns does). This is the one merge rule: the parser
-// applies it to successive options lines, the policy engine to a pod's
-// dnsConfig.options over its base options.
-func MergeOptions(base, opts []string) []string {
+// appendOptions is kubelet's parser rule for successive options lines
+// (appendOptions in pkg/kubelet/network/dns) with a stable order: both
+// sides are keyed by the name before the first ':' (OptionName); an option
+// whose name is already present replaces it in place, a new name is
+// appended. base is not modified and should hold each name once. A pod's
+// dnsConfig.options merge by another rule, in pkg/policy.
+func appendOptions(base, opts []string) []string {
 	out := make([]string, len(base), len(base)+len(opts))
 	copy(out, base)
 next:
