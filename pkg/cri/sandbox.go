@@ -182,7 +182,7 @@ func sameDNS(a, b *runtimeapi.DNSConfig) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return equal(a.Servers, b.Servers) && equal(a.Searches, b.Searches) && equal(a.Options, b.Options)
+	return equal(a.Servers, b.Servers) && equal(a.Searches, b.Searches) && policy.SameOptions(a.Options, b.Options)
 }
 
 func equal(a, b []string) bool {

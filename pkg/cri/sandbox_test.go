@@ -37,7 +37,8 @@ func strp(s string) *string { return &s }
 
 // kubeletConfig is the sandbox config kubelet sends for pod: kubelet's DNS
 // (the engine without the autopath annotation, which kubelet does not
-// know), its hostname, and the pod's annotations.
+// know) with its options in an order of its own (kubelet renders them from
+// a map; reversed here), its hostname, and the pod's annotations.
 func kubeletConfig(t *testing.T, eng *policy.Engine, host policy.Host, pod policy.Input) *runtimeapi.PodSandboxConfig {
 	t.Helper()
 	k := pod
@@ -46,8 +47,10 @@ func kubeletConfig(t *testing.T, eng *policy.Engine, host policy.Host, pod polic
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts := slices.Clone(res.Options)
+	slices.Reverse(opts)
 	cfg := sandboxConfig(pod.Name, pod.Namespace, pod.UID, pod.HostNetwork,
-		&runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: res.Options})
+		&runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: opts})
 	cfg.Hostname = res.Hostname
 	if pod.PolicyAnnotation != "" {
 		cfg.Annotations = map[string]string{policy.AnnotationDNSPolicy: pod.PolicyAnnotation, "other": "x"}
@@ -115,9 +118,13 @@ func TestRunPodSandboxDNS(t *testing.T) {
 					t.Errorf("PodSandboxId = %q", resp.PodSandboxId)
 				}
 				got := e.rt.sandbox(-1)
-				wantDNS := &runtimeapi.DNSConfig{Servers: want.Nameservers, Searches: want.Searches, Options: want.Options}
-				if !proto.Equal(got.DnsConfig, wantDNS) {
-					t.Errorf("runtime got dns %v\nwant %v", got.DnsConfig, wantDNS)
+				if d := got.DnsConfig; !slices.Equal(d.Servers, want.Nameservers) || !slices.Equal(d.Searches, want.Searches) || !policy.SameOptions(d.Options, want.Options) {
+					t.Errorf("runtime got dns %v\nwant %q %q %q", d, want.Nameservers, want.Searches, want.Options)
+				}
+				// What kubelet computed itself passes untouched, whatever
+				// its option order.
+				if tc.pod.PolicyAnnotation == "" && !proto.Equal(got.DnsConfig, cfg.DnsConfig) {
+					t.Errorf("runtime got dns %v, want kubelet's %v untouched", got.DnsConfig, cfg.DnsConfig)
 				}
 				if got.Hostname != want.Hostname || got.Hostname != kubeletHostname {
 					t.Errorf("runtime got hostname %q, engine %q, kubelet %q", got.Hostname, want.Hostname, kubeletHostname)

@@ -87,7 +87,7 @@ func (e *Engine) recoverAs(in Input, p Policy, out Output, host Host) (Input, bo
 	for _, c := range candidates {
 		kubelet.DNSConfig = c
 		got := e.resolver(kubelet, host)
-		if slices.Equal(got.Nameservers, out.Nameservers) && slices.Equal(got.Searches, out.Searches) && sameOptions(got.Options, out.Options) {
+		if slices.Equal(got.Nameservers, out.Nameservers) && slices.Equal(got.Searches, out.Searches) && SameOptions(got.Options, out.Options) {
 			in.DNSConfig = c
 			return in, true
 		}
@@ -119,7 +119,7 @@ func extension(out, base []string) ([]string, bool) {
 // stays, with its value or a pod override, and the other options are the
 // pod's.
 func optionExtension(out, base []string) ([]Option, bool) {
-	if sameOptions(out, base) {
+	if SameOptions(out, base) {
 		return nil, true // as is: kubelet re-renders only with a dnsConfig
 	}
 	merged := mergeOptions(base, nil)
@@ -199,8 +199,9 @@ func parseOption(o string) Option {
 	return Option{Name: name, Value: &value}
 }
 
-// sameOptions reports whether a and b hold the same options, in any order.
-func sameOptions(a, b []string) bool {
+// SameOptions reports whether a and b hold the same options, in any order:
+// kubelet renders a pod's options from a map, so their order carries nothing.
+func SameOptions(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -27,7 +27,7 @@ func roundTrip(t *testing.T, e *Engine, x Input, host Host) (Input, bool, Type, 
 	again := rec
 	again.PolicyAnnotation = ""
 	got := e.resolver(again, host)
-	if !slices.Equal(got.Nameservers, out.Nameservers) || !slices.Equal(got.Searches, out.Searches) || !sameOptions(got.Options, out.Options) {
+	if !slices.Equal(got.Nameservers, out.Nameservers) || !slices.Equal(got.Searches, out.Searches) || !SameOptions(got.Options, out.Options) {
 		t.Fatalf("Compute(Recover(out)) != out\n input %s\n out   %+v\n rec   %s (ok %v)\n got   %+v %+v %+v", show(x), out, show(rec), ok, got.Nameservers, got.Searches, got.Options)
 	}
 	return rec, ok, want.Type, got.Type
