@@ -343,25 +343,27 @@ func fnv1a(s string) uint64 {
 // re-rendered from its key and value (resolvconf.FormatOption), so "name:"
 // becomes "name". kubelet's own order is random (a map).
 func mergeOptions(base []string, pod []Option) []string {
-	keys := make([]string, 0, len(base)+len(pod))
+	var small [8]string // keys of a usual merge, without a heap allocation
+	keys := small[:0]
 	out := make([]string, 0, len(base)+len(pod))
-	put := func(key, opt string) {
-		if i := slices.Index(keys, key); i >= 0 {
-			out[i] = opt
-			return
+	for i := 0; i < len(base)+len(pod); i++ {
+		var key, opt string
+		if i < len(base) {
+			key, opt = resolvconf.OptionName(base[i]), resolvconf.NormalizeOption(base[i])
+		} else {
+			o := pod[i-len(base)]
+			v := ""
+			if o.Value != nil {
+				v = *o.Value
+			}
+			key, opt = o.Name, resolvconf.FormatOption(o.Name, v)
+		}
+		if k := slices.Index(keys, key); k >= 0 {
+			out[k] = opt
+			continue
 		}
 		keys = append(keys, key)
 		out = append(out, opt)
-	}
-	for _, b := range base {
-		put(resolvconf.OptionName(b), resolvconf.NormalizeOption(b))
-	}
-	for _, o := range pod {
-		v := ""
-		if o.Value != nil {
-			v = *o.Value
-		}
-		put(o.Name, resolvconf.FormatOption(o.Name, v))
 	}
 	return out
 }
