@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
@@ -95,7 +96,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.mode, "mode", "cluster", "cluster (the cluster DNS) or node-local (a caching forwarder to --cluster-upstream that adds the autopath option)")
 	fs.BoolVar(&f.autopath, "autopath", true, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
 	fs.BoolVar(&f.autopathSource, "autopath-by-source", false, "cluster mode: also expand plain queries from known pod IPs with that pod's namespace search list (implies --pods verified)")
-	fs.UintVar(&f.autopathCode, "autopath-option-code", 65001, "EDNS0 local option code carrying the autopath search list")
+	fs.UintVar(&f.autopathCode, "autopath-option-code", autopath.DefaultOptionCode, "EDNS0 local option code carrying the autopath search list")
 	fs.Var(&f.clusterUpstream, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port)")
 	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "node-local mode: the node's resolv.conf whose search domains end autopath search lists (watched; \"\" for none)")
 	fs.DurationVar(&f.maxTTL, "max-ttl", 30*time.Second, "node-local mode: longest time a positive answer is cached")
@@ -142,8 +143,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		}
 		f.pods = "verified"
 	}
-	if f.autopathCode < 65001 || f.autopathCode > 65534 {
-		return nil, fmt.Errorf("--autopath-option-code %d: must be a local option code, 65001-65534", f.autopathCode)
+	if err := autopath.CheckOptionCode(f.autopathCode); err != nil {
+		return nil, fmt.Errorf("--autopath-option-code: %w", err)
 	}
 	return f, nil
 }

@@ -12,8 +12,21 @@ import (
 const Suffix = policy.AutopathZone + "."
 
 // DefaultOptionCode is the EDNS0 local option code that carries the search
-// list (from the local/experimental range 65001-65534).
-const DefaultOptionCode = 65001
+// list, the first of the local/experimental range (RFC 6891 9:
+// MinOptionCode-MaxOptionCode) a code must come from.
+const (
+	DefaultOptionCode = MinOptionCode
+	MinOptionCode     = 65001
+	MaxOptionCode     = 65534
+)
+
+// CheckOptionCode reports a code outside the local/experimental range.
+func CheckOptionCode(code uint) error {
+	if code < MinOptionCode || code > MaxOptionCode {
+		return fmt.Errorf("%d is not a local option code (%d-%d)", code, MinOptionCode, MaxOptionCode)
+	}
+	return nil
+}
 
 // Name is a parsed autopath query name.
 type Name struct {

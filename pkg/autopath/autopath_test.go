@@ -3,6 +3,7 @@ package autopath
 import (
 	"errors"
 	"reflect"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,22 @@ func TestCandidates(t *testing.T) {
 	want := []string{"web.shop.svc.cluster.local.", "web.svc.cluster.local.", "web."}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Candidates = %v", got)
+	}
+}
+
+func TestCheckOptionCode(t *testing.T) {
+	for _, tc := range []struct {
+		code uint
+		ok   bool
+	}{{0, false}, {12, false}, {65000, false}, {65001, true}, {65534, true}, {65535, false}, {1 << 20, false}} {
+		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
+			err := CheckOptionCode(tc.code)
+			if (err == nil) != tc.ok {
+				t.Fatalf("CheckOptionCode(%d) = %v, want ok %v", tc.code, err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), fmt.Sprint(tc.code)) {
+				t.Errorf("error %q does not name the code", err)
+			}
+		})
 	}
 }
