@@ -2,8 +2,8 @@ package autopath
 
 import (
 	"errors"
-	"reflect"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
