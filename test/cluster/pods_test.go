@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
 // namespace creates a namespace for t, deleted at the end of t.
@@ -131,8 +133,10 @@ func parseResolvConf(s string) resolvConf {
 	return r
 }
 
+// equal compares options as a set: kubelet renders a pod's options from a
+// map, and the shim passes kubelet's own config on untouched.
 func (r resolvConf) equal(o resolvConf) bool {
-	return slices.Equal(r.nameservers, o.nameservers) && slices.Equal(r.searches, o.searches) && slices.Equal(r.options, o.options)
+	return slices.Equal(r.nameservers, o.nameservers) && slices.Equal(r.searches, o.searches) && policy.SameOptions(r.options, o.options)
 }
 
 func (r resolvConf) String() string {
