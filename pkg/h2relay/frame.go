@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"golang.org/x/net/http2"
 )
@@ -44,6 +45,9 @@ type frameReader struct {
 	r       *bufio.Reader
 	buf     []byte
 	pending int // bytes of the last frame still in r, skipped on the next call
+	// limit, when set, is the longest frame payload accepted: a longer
+	// frame is a FRAME_SIZE_ERROR, read no further.
+	limit *atomic.Uint32
 }
 
 func (fr *frameReader) next() (frame, error) {
@@ -58,6 +62,10 @@ func (fr *frameReader) next() (frame, error) {
 		return frame{}, truncated(err, len(hdr))
 	}
 	n := frameLen(hdr)
+	if fr.limit != nil && n > int(fr.limit.Load()) {
+		return frame{}, clientError(http2.ErrCodeFrameSize, fmt.Errorf("frame of %d bytes (type %v, stream %d) over %d bytes",
+			n, http2.FrameType(hdr[3]), binary.BigEndian.Uint32(hdr[5:9])&0x7fffffff, fr.limit.Load()))
+	}
 	raw, err := fr.r.Peek(frameHeaderLen + n)
 	switch {
 	case err == nil:
@@ -124,30 +132,39 @@ func (fr *frameReader) ready() bool {
 
 // headerBlock reads the CONTINUATION frames that complete HEADERS frame f
 // and returns every frame's bytes (to write on together: nothing may come
-// between them) and the header block, which may be at most limit bytes.
-func (fr *frameReader) headerBlock(f frame, limit int) (raw, block []byte, err error) {
+// between them) and the header block. The frames as sent, headers and
+// padding included, may be at most maxBytes, and at most maxFrames
+// CONTINUATION frames may follow f: both are checked as each frame
+// arrives, so a peer cannot make the relay buffer more.
+func (fr *frameReader) headerBlock(f frame, maxBytes, maxFrames int) (raw, block []byte, err error) {
 	frag, err := headersFragment(f)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(f.raw) > maxBytes {
+		return nil, nil, clientError(http2.ErrCodeEnhanceYourCalm, fmt.Errorf("header block of stream %d over %d bytes", f.id, maxBytes))
 	}
 	if f.flags.Has(http2.FlagHeadersEndHeaders) {
 		return f.raw, frag, nil
 	}
 	raw = append([]byte(nil), f.raw...)
 	block = append([]byte(nil), frag...)
-	for {
+	for n := 1; ; n++ {
 		c, err := fr.next()
 		if err != nil {
 			return nil, nil, err
 		}
 		if c.typ != http2.FrameContinuation || c.id != f.id {
-			return nil, nil, fmt.Errorf("frame type %v on stream %d inside the header block of stream %d", c.typ, c.id, f.id)
+			return nil, nil, clientError(http2.ErrCodeProtocol, fmt.Errorf("frame type %v on stream %d inside the header block of stream %d", c.typ, c.id, f.id))
+		}
+		if n > maxFrames {
+			return nil, nil, clientError(http2.ErrCodeEnhanceYourCalm, fmt.Errorf("header block of stream %d over %d CONTINUATION frames", f.id, maxFrames))
+		}
+		if len(raw)+len(c.raw) > maxBytes {
+			return nil, nil, clientError(http2.ErrCodeEnhanceYourCalm, fmt.Errorf("header block of stream %d over %d bytes", f.id, maxBytes))
 		}
 		raw = append(raw, c.raw...)
 		block = append(block, c.payload()...)
-		if len(block) > limit {
-			return nil, nil, fmt.Errorf("header block of stream %d over %d bytes", f.id, limit)
-		}
 		if c.flags.Has(http2.FlagContinuationEndHeaders) {
 			return raw, block, nil
 		}
@@ -159,13 +176,13 @@ func headersFragment(f frame) ([]byte, error) {
 	p := f.payload()
 	if f.flags.Has(http2.FlagHeadersPadded) {
 		if len(p) < 1 || int(p[0]) > len(p)-1 {
-			return nil, fmt.Errorf("HEADERS on stream %d: bad padding", f.id)
+			return nil, clientError(http2.ErrCodeProtocol, fmt.Errorf("HEADERS on stream %d: bad padding", f.id))
 		}
 		p = p[1 : len(p)-int(p[0])]
 	}
 	if f.flags.Has(http2.FlagHeadersPriority) {
 		if len(p) < 5 {
-			return nil, fmt.Errorf("HEADERS on stream %d: short priority field", f.id)
+			return nil, clientError(http2.ErrCodeProtocol, fmt.Errorf("HEADERS on stream %d: short priority field", f.id))
 		}
 		p = p[5:]
 	}
@@ -177,7 +194,7 @@ func dataPayload(f frame) ([]byte, error) {
 	p := f.payload()
 	if f.flags.Has(http2.FlagDataPadded) {
 		if len(p) < 1 || int(p[0]) > len(p)-1 {
-			return nil, fmt.Errorf("DATA on stream %d: bad padding", f.id)
+			return nil, clientError(http2.ErrCodeProtocol, fmt.Errorf("DATA on stream %d: bad padding", f.id))
 		}
 		p = p[1 : len(p)-int(p[0])]
 	}

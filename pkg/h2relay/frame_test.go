@@ -163,11 +163,11 @@ func FuzzFrameReader(f *testing.F) {
 			switch fr0.typ {
 			case http2.FrameHeaders:
 				start := off - len(fr0.raw)
-				raw, block, err := fr.headerBlock(fr0, 1<<10)
+				raw, block, err := fr.headerBlock(fr0, 1<<10, 8)
 				if err != nil {
 					return // the relay closes the connection
 				}
-				if len(raw) > len(in)-start || !bytes.Equal(raw, in[start:start+len(raw)]) || len(block) > len(raw) {
+				if len(raw) > 1<<10 || len(raw) > len(in)-start || !bytes.Equal(raw, in[start:start+len(raw)]) || len(block) > len(raw) {
 					t.Fatalf("header block at %d is not the input's bytes", start)
 				}
 				off = start + len(raw)

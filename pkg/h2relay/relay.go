@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -59,9 +60,15 @@ func WithRewrite(method string, rw Rewriter) Option {
 // WithObserver sets the function told of each call that ends.
 func WithObserver(fn ObserveFunc) Option { return func(r *Relay) { r.observe = fn } }
 
-// WithMaxMsgSize bounds a held request and a header block (default
-// DefaultMaxMsgSize); a client that sends more loses the connection.
+// WithMaxMsgSize lowers the bound on a held request to n bytes when n is
+// below Limits.MaxHeldRequest (default 1 MiB).
+//
+// Deprecated: use WithLimits; a larger n has no effect.
 func WithMaxMsgSize(n int) Option { return func(r *Relay) { r.maxMsg = n } }
+
+// WithLimits sets the relay's limits; a zero field takes its
+// DefaultLimits value.
+func WithLimits(l Limits) Option { return func(r *Relay) { r.lim = l } }
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(r *Relay) { r.log = l } }
@@ -83,16 +90,27 @@ type Relay struct {
 	method  string
 	rw      Rewriter
 	observe ObserveFunc
-	maxMsg  int
+	maxMsg  int // WithMaxMsgSize
+	lim     Limits
 	log     *slog.Logger
 
 	// HPACK table sizes each side's decoder may be told to use, set from
 	// the other direction's SETTINGS.
 	reqTable, respTable atomic.Uint32
+	// The longest frame each side may send: what the other side
+	// announced (SETTINGS_MAX_FRAME_SIZE), at most Limits.MaxFrameSize.
+	reqFrame, respFrame atomic.Uint32
+	// fed is set when a HEADERS or DATA frame went to the client: its
+	// next PING or SETTINGS is then not counted as a control frame.
+	fed atomic.Bool
+
+	closing atomic.Bool    // Close has begun
+	wg      sync.WaitGroup // goroutines other than Run's two; Add only under mu while !closed
 
 	mu       sync.Mutex
 	cond     *sync.Cond
 	streams  map[uint32]*stream
+	held     int    // streams holding a request (MaxHeld)
 	lastID   uint32 // highest stream the client opened
 	closed   bool
 	upInit   int64 // the upstream's SETTINGS_INITIAL_WINDOW_SIZE
@@ -103,97 +121,143 @@ type Relay struct {
 
 // stream is one call on a relay.
 type stream struct {
-	method string
-	start  time.Time
-	held   bool // the rewritten method: request DATA is held
-	body   []byte
-	sent   bool  // the held request has been dealt with
-	window int64 // the upstream's stream window for the relay's own DATA
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   bool
-	seen   bool // the call has been observed
+	method  string
+	start   time.Time
+	held    bool // the rewritten method: request DATA is held
+	counted bool // counts towards Relay.held: its body is (or will be) held
+	body    []byte
+	sent    bool  // the held request has been dealt with
+	window  int64 // the upstream's stream window for the relay's own DATA
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    bool
+	seen    bool // the call has been observed
 }
 
-// HTTP/2's initial flow-control window and HPACK table size (RFC 9113
-// 6.5.2).
+// HTTP/2's initial flow-control window, HPACK table size and frame size
+// (RFC 9113 6.5.2).
 const (
 	defaultWindow      = 65535
 	defaultHeaderTable = 4096
+	defaultFrameSize   = 16 << 10
 )
+
+// goAwayWait bounds the GOAWAY written to a client that broke a limit
+// before its connection is closed.
+const goAwayWait = time.Second
 
 // New returns a relay from client (which must speak first: the HTTP/2
 // client preface) to upstream. It relays nothing before Run.
 func New(client, upstream net.Conn, opts ...Option) *Relay {
-	r := &Relay{client: client, upstream: upstream, clientW: newConnWriter(client), upstreamW: newConnWriter(upstream),
-		streams: map[uint32]*stream{}, upInit: defaultWindow, maxMsg: DefaultMaxMsgSize, log: slog.Default()}
+	r := &Relay{client: client, upstream: upstream,
+		streams: map[uint32]*stream{}, upInit: defaultWindow, log: slog.Default()}
 	for _, o := range opts {
 		o(r)
 	}
+	r.lim = r.lim.withDefaults()
+	if r.maxMsg > 0 && r.maxMsg < r.lim.MaxHeldRequest {
+		r.lim.MaxHeldRequest = r.maxMsg
+	}
+	r.clientW = newConnWriter(client, r.lim.WriteTimeout)
+	r.upstreamW = newConnWriter(upstream, r.lim.WriteTimeout)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.cond = sync.NewCond(&r.mu)
 	r.reqTable.Store(defaultHeaderTable)
 	r.respTable.Store(defaultHeaderTable)
+	r.reqFrame.Store(uint32(min(defaultFrameSize, r.lim.MaxFrameSize)))
+	r.respFrame.Store(uint32(min(defaultFrameSize, r.lim.MaxFrameSize)))
 	return r
 }
 
 // Run relays until either side closes the connection, Close is called or
-// ctx is done, then closes both connections. It returns why the relay
-// ended: nil for a connection closed cleanly or by Close.
+// ctx is done, then closes both connections and waits for the relay's
+// goroutines (a Rewriter must return when its context is done). It
+// returns why the relay ended: nil for a connection closed cleanly or by
+// Close. A client that broke a limit or the protocol is sent GOAWAY
+// first (for at most a second).
 func (r *Relay) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, r.Close)
 	defer stop()
-	errc := make(chan error, 2)
-	go func() { errc <- r.fromClient() }()
-	go func() { errc <- r.fromUpstream() }()
-	err := <-errc
+	type result struct {
+		client bool
+		err    error
+	}
+	errc := make(chan result, 2)
+	go func() { errc <- result{true, r.fromClient()} }()
+	go func() { errc <- result{false, r.fromUpstream()} }()
+	res := <-errc
+	var ce *connError
+	if res.client && errors.As(res.err, &ce) && !r.closing.Load() {
+		r.log.Debug("relay: client broke a limit", "err", res.err)
+		r.goAway(ce.code, ce.err.Error())
+	}
 	r.Close()
 	<-errc
-	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+	r.wg.Wait()
+	if errors.Is(res.err, io.EOF) || errors.Is(res.err, net.ErrClosed) {
 		return nil
 	}
-	return err
+	return res.err
 }
 
-// Close closes both connections at once; the calls in flight end with
-// Unavailable. It is safe to call more than once.
-func (r *Relay) Close() {
+// goAway sends the client GOAWAY with code and debug, waiting at most
+// goAwayWait (and cutting the write under way, if any, as short).
+func (r *Relay) goAway(code http2.ErrCode, debug string) {
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	last := r.lastID
+	r.mu.Unlock()
+	r.clientW.stop(goAwayWait)
+	_ = r.clientW.frames(true, func(f *http2.Framer) error { return f.WriteGoAway(last, code, []byte(debug)) })
+}
+
+// Close closes both connections at once, which ends every write under
+// way; the calls in flight end with Unavailable. It does not wait for
+// anything the peers do. It is safe to call more than once.
+func (r *Relay) Close() {
+	if !r.closing.CompareAndSwap(false, true) {
 		return
 	}
-	r.closed = true
-	left := r.streams
-	r.streams = map[uint32]*stream{}
-	r.cond.Broadcast()
-	r.mu.Unlock()
 	r.cancel()
 	r.client.Close()
 	r.upstream.Close()
+	r.mu.Lock()
+	r.closed = true
+	left := r.streams
+	r.streams = map[uint32]*stream{}
+	r.held = 0
+	r.cond.Broadcast()
 	for _, st := range left {
 		if st.cancel != nil {
 			st.cancel()
 		}
+		st.done = true
+		st.body = nil
 		r.observed(st, codes.Unavailable)
 	}
-	r.checkIdle()
+	r.checkIdleLocked()
+	r.mu.Unlock()
 }
 
 // Drain asks the client to open no more streams here (GOAWAY) and returns
 // a channel closed when the streams in flight are done, or the relay is
-// closed.
+// closed. It does not wait for the GOAWAY to be written.
 func (r *Relay) Drain() <-chan struct{} {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.idle == nil {
 		r.idle = make(chan struct{})
 		r.draining = true
+		if !r.closed {
+			last := r.lastID
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				_ = r.clientW.frames(true, func(f *http2.Framer) error { return f.WriteGoAway(last, http2.ErrCodeNo, nil) })
+			}()
+		}
 	}
-	last, idle := r.lastID, r.idle
-	r.mu.Unlock()
-	_ = r.clientW.frames(true, func(f *http2.Framer) error { return f.WriteGoAway(last, http2.ErrCodeNo, nil) })
-	r.checkIdle()
-	return idle
+	r.checkIdleLocked()
+	return r.idle
 }
 
 // observed reports the call once; mu is held, or st is out of the map.
@@ -247,8 +311,9 @@ func (r *Relay) fromClient() error {
 	if err := r.upstreamW.write(br.Buffered() == 0, preface); err != nil {
 		return err
 	}
-	fr := &frameReader{r: br}
-	dec := newHeaderDecoder(&r.reqTable)
+	fr := &frameReader{r: br, limit: &r.reqFrame}
+	dec := newHeaderDecoder(&r.reqTable, r.lim.MaxHeaderListSize)
+	control := newBucket(r.lim.MaxControlFrames)
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -256,7 +321,7 @@ func (r *Relay) fromClient() error {
 		}
 		switch f.typ {
 		case http2.FrameHeaders:
-			raw, block, err := fr.headerBlock(f, r.maxMsg)
+			raw, block, err := fr.headerBlock(f, r.lim.MaxHeaderListSize, r.lim.MaxContinuations)
 			if err != nil {
 				return err
 			}
@@ -264,11 +329,27 @@ func (r *Relay) fromClient() error {
 			if err != nil {
 				return fmt.Errorf("request headers on stream %d: %w", f.id, err)
 			}
-			if err := r.requestHeaders(f, fields); err != nil {
+			st, release, refuse := r.requestHeaders(f, fields)
+			if release != nil {
+				// Trailers from the client: gRPC clients send none. The
+				// held request goes first, unchanged, so nothing
+				// overtakes it.
+				err := r.sendData(f.id, st, release, false)
+				r.release(st)
+				if err != nil {
+					return err
+				}
+			}
+			if err := r.upstreamW.write(!fr.ready() && !refuse, raw); err != nil {
 				return err
 			}
-			if err := r.upstreamW.write(!fr.ready(), raw); err != nil {
-				return err
+			if refuse {
+				// The upstream has the stream's HEADERS (its HPACK table
+				// follows them): reset the stream there.
+				err := r.refuse(f.id, true, status.Newf(codes.ResourceExhausted, "%s: over %d requests held at once", st.method, r.lim.MaxHeld))
+				if err != nil {
+					return err
+				}
 			}
 			continue
 		case http2.FrameData:
@@ -282,12 +363,21 @@ func (r *Relay) fromClient() error {
 				continue
 			}
 		case http2.FrameRSTStream:
+			if !control.take(time.Now()) {
+				return clientError(http2.ErrCodeEnhanceYourCalm, fmt.Errorf("over %d control frames (RST_STREAM)", r.lim.MaxControlFrames))
+			}
 			r.finish(f.id, codes.Canceled)
-		case http2.FrameSettings:
-			if !f.flags.Has(http2.FlagSettingsAck) {
+		case http2.FramePing, http2.FrameSettings:
+			if !r.fed.Swap(false) && !control.take(time.Now()) {
+				return clientError(http2.ErrCodeEnhanceYourCalm, fmt.Errorf("over %d control frames (%v)", r.lim.MaxControlFrames, f.typ))
+			}
+			if f.typ == http2.FrameSettings && !f.flags.Has(http2.FlagSettingsAck) {
 				settings(f, func(s http2.Setting) {
-					if s.ID == http2.SettingHeaderTableSize {
+					switch s.ID {
+					case http2.SettingHeaderTableSize:
 						r.respTable.Store(max(s.Val, r.respTable.Load()))
+					case http2.SettingMaxFrameSize:
+						r.respFrame.Store(max(min(s.Val, uint32(r.lim.MaxFrameSize)), r.respFrame.Load()))
 					}
 				})
 			}
@@ -299,24 +389,24 @@ func (r *Relay) fromClient() error {
 }
 
 // requestHeaders notes a new stream: its method, and whether its request
-// is held for rewriting.
-func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) error {
+// is held for rewriting (refuse: it should be, but MaxHeld requests are
+// held already). For trailers on a held stream whose request has not
+// been sent, it returns the request to send on first (release).
+func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) (st *stream, release []byte, refuse bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st := r.streams[f.id]; st != nil {
-		// Trailers from the client: gRPC clients send none. Release a held
-		// request first, unchanged, so nothing overtakes it.
 		if st.held && !st.sent {
 			st.sent = true
-			return r.sendData(f.id, st, st.body, false)
+			return st, st.body, false
 		}
-		return nil
+		return st, nil, false
 	}
-	if f.id <= r.lastID || f.id%2 == 0 {
-		return nil // not a new client stream: the upstream will say so
+	if f.id <= r.lastID || f.id%2 == 0 || r.closed {
+		return nil, nil, false // not a new client stream: the upstream will say so
 	}
 	r.lastID = f.id
-	st := &stream{start: time.Now()}
+	st = &stream{start: time.Now()}
 	var timeout string
 	for _, hf := range fields {
 		switch hf.Name {
@@ -326,23 +416,69 @@ func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) error {
 			timeout = hf.Value
 		}
 	}
-	if r.rw != nil && st.method == r.method && !f.flags.Has(http2.FlagHeadersEndStream) {
-		st.held = true
-		st.window = r.upInit
-		if d, ok := grpcTimeout(timeout); ok {
-			st.ctx, st.cancel = context.WithTimeout(r.ctx, d)
-		} else {
-			st.ctx, st.cancel = context.WithCancel(r.ctx)
-		}
-	}
 	r.streams[f.id] = st
-	return nil
+	if r.rw == nil || st.method != r.method || f.flags.Has(http2.FlagHeadersEndStream) {
+		return st, nil, false
+	}
+	if r.held >= r.lim.MaxHeld {
+		return st, nil, true
+	}
+	r.held++
+	st.held, st.counted = true, true
+	st.window = r.upInit
+	if d, ok := grpcTimeout(timeout); ok {
+		st.ctx, st.cancel = context.WithTimeout(r.ctx, d)
+	} else {
+		st.ctx, st.cancel = context.WithCancel(r.ctx)
+	}
+	return st, nil, false
+}
+
+// release lets go of a held stream's request: it no longer counts towards
+// MaxHeld.
+func (r *Relay) release(st *stream) {
+	r.mu.Lock()
+	r.releaseLocked(st)
+	r.mu.Unlock()
+}
+
+func (r *Relay) releaseLocked(st *stream) {
+	if st.counted {
+		st.counted = false
+		st.body = nil
+		r.held--
+	}
+}
+
+// refuse ends stream id, whose HEADERS the upstream has, with a
+// trailers-only reply of sts to the client (and RST_STREAM NO_ERROR,
+// when the client is still sending: it need not send the rest) and
+// RST_STREAM CANCEL to the upstream. Whatever the client still sends on
+// the stream is relayed as any stream's: the upstream ignores frames on
+// a stream it was told is reset, and gives their connection-level
+// credit back.
+func (r *Relay) refuse(id uint32, open bool, sts *status.Status) error {
+	r.finish(id, sts.Code())
+	if err := r.upstreamW.frames(true, func(f *http2.Framer) error { return f.WriteRSTStream(id, http2.ErrCodeCancel) }); err != nil {
+		return err
+	}
+	block := trailersOnly(uint32(sts.Code()), sts.Message())
+	return r.clientW.frames(true, func(f *http2.Framer) error {
+		err := f.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
+		if err != nil || !open {
+			return err
+		}
+		return f.WriteRSTStream(id, http2.ErrCodeNo)
+	})
 }
 
 // hold keeps a held stream's request DATA and reports whether it did. The
 // client gets its flow-control credit back at once, so that a request
 // larger than a window cannot stall; when the request is complete it is
-// rewritten and sent on by a goroutine of its own.
+// rewritten and sent on by a goroutine of its own. A request over
+// MaxHeldRequest, announced (gRPC's length prefix) or sent, is refused:
+// the frame that crosses the limit is dropped (the client gets its
+// connection-level credit back, not the stream's) and the stream reset.
 func (r *Relay) hold(f frame) (bool, error) {
 	r.mu.Lock()
 	st := r.streams[f.id]
@@ -355,14 +491,31 @@ func (r *Relay) hold(f frame) (bool, error) {
 		r.mu.Unlock()
 		return true, err
 	}
-	if len(st.body)+len(p) > r.maxMsg+5 {
-		r.mu.Unlock()
-		return true, fmt.Errorf("%s request on stream %d over %d bytes", st.method, f.id, r.maxMsg)
-	}
-	st.body = append(st.body, p...)
 	end := f.flags.Has(http2.FlagDataEndStream)
+	limit := r.lim.MaxHeldRequest
+	over := len(st.body)+len(p) > limit+5
+	if !over {
+		st.body = append(st.body, p...)
+		over = len(st.body) >= 5 && int64(binary.BigEndian.Uint32(st.body[1:5])) > int64(limit)
+	}
+	if over {
+		st.sent = true
+		r.releaseLocked(st)
+		r.mu.Unlock()
+		if n := uint32(len(f.payload())); n > 0 {
+			if err := r.clientW.frames(false, func(fw *http2.Framer) error { return fw.WriteWindowUpdate(0, n) }); err != nil {
+				return true, err
+			}
+		}
+		return true, r.refuse(f.id, !end, status.Newf(codes.ResourceExhausted, "%s: request over %d bytes", st.method, limit))
+	}
 	if end {
 		st.sent = true
+		if r.closed {
+			end = false // Close has ended the call
+		} else {
+			r.wg.Add(1)
+		}
 	}
 	r.mu.Unlock()
 
@@ -374,11 +527,17 @@ func (r *Relay) hold(f frame) (bool, error) {
 			return fw.WriteWindowUpdate(f.id, n)
 		})
 		if err != nil {
+			if end {
+				r.wg.Done()
+			}
 			return true, err
 		}
 	}
 	if end {
-		go r.rewrite(f.id, st)
+		go func() {
+			defer r.wg.Done()
+			r.rewrite(f.id, st)
+		}()
 	}
 	return true, nil
 }
@@ -386,9 +545,16 @@ func (r *Relay) hold(f frame) (bool, error) {
 // rewrite hands a held request to the Rewriter and sends on what it
 // returns, or answers the client with the error it rejects the call with.
 func (r *Relay) rewrite(id uint32, st *stream) {
-	out := st.body
+	defer r.release(st)
+	r.mu.Lock()
+	body, gone := st.body, st.done || r.closed
+	r.mu.Unlock()
+	if gone {
+		return
+	}
+	out := body
 	var failErr error
-	if msg, err := grpcMessage(st.body); err != nil {
+	if msg, err := grpcMessage(body); err != nil {
 		failErr = r.rw.Malformed(err)
 	} else {
 		var m []byte
@@ -398,21 +564,15 @@ func (r *Relay) rewrite(id uint32, st *stream) {
 	}
 
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if st.done || r.closed {
+	gone = st.done || r.closed
+	r.mu.Unlock()
+	if gone {
 		return
 	}
 	if failErr != nil {
-		sts := status.Convert(failErr)
-		block := trailersOnly(uint32(sts.Code()), sts.Message())
-		err := r.clientW.frames(true, func(f *http2.Framer) error {
-			return f.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
-		})
-		if err != nil {
-			return
+		if err := r.refuse(id, false, status.Convert(failErr)); err != nil {
+			r.log.Debug("relay: reject held request", "method", st.method, "err", err)
 		}
-		_ = r.upstreamW.frames(true, func(f *http2.Framer) error { return f.WriteRSTStream(id, http2.ErrCodeCancel) })
-		r.finishLocked(id, sts.Code())
 		return
 	}
 	if err := r.sendData(id, st, out, true); err != nil {
@@ -422,26 +582,29 @@ func (r *Relay) rewrite(id uint32, st *stream) {
 }
 
 // sendData writes msg on stream id as DATA frames within the upstream's
-// stream window (r.mu held; it waits for window updates). The bytes count
-// as the relay's: they are withheld from the upstream's next connection
-// grants, since the client got its credit back when they were held.
+// stream window, waiting for window updates. The bytes count as the
+// relay's: they are withheld from the upstream's next connection grants,
+// since the client got its credit back when they were held. No lock is
+// held while writing.
 func (r *Relay) sendData(id uint32, st *stream, msg []byte, end bool) error {
-	off := 0
-	for {
+	for off := 0; ; {
+		r.mu.Lock()
 		for st.window <= 0 && len(msg) > off && !st.done && !r.closed {
 			r.cond.Wait()
 		}
 		if st.done || r.closed {
+			r.mu.Unlock()
 			return nil
 		}
 		n := min(len(msg)-off, sendFrameLen, int(max(st.window, 0)))
+		st.window -= int64(n)
+		r.owed += int64(n)
+		r.mu.Unlock()
 		last := off+n == len(msg)
 		err := r.upstreamW.frames(true, func(f *http2.Framer) error { return f.WriteData(id, last && end, msg[off:off+n]) })
 		if err != nil {
 			return err
 		}
-		st.window -= int64(n)
-		r.owed += int64(n)
 		off += n
 		if last {
 			return nil
@@ -452,8 +615,8 @@ func (r *Relay) sendData(id uint32, st *stream, msg []byte, end bool) error {
 // fromUpstream relays the upstream's frames to the client.
 func (r *Relay) fromUpstream() error {
 	br := bufio.NewReaderSize(r.upstream, readBuffer)
-	fr := &frameReader{r: br}
-	dec := newHeaderDecoder(&r.respTable)
+	fr := &frameReader{r: br, limit: &r.respFrame}
+	dec := newHeaderDecoder(&r.respTable, r.lim.MaxHeaderListSize)
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -463,13 +626,14 @@ func (r *Relay) fromUpstream() error {
 		switch f.typ {
 		case http2.FrameHeaders:
 			var block []byte
-			if raw, block, err = fr.headerBlock(f, r.maxMsg); err != nil {
+			if raw, block, err = fr.headerBlock(f, r.lim.MaxHeaderListSize, r.lim.MaxContinuations); err != nil {
 				return err
 			}
 			fields, err := dec.decode(block)
 			if err != nil {
 				return fmt.Errorf("response headers on stream %d: %w", f.id, err)
 			}
+			r.fed.Store(true)
 			if f.flags.Has(http2.FlagHeadersEndStream) {
 				code := codes.Unknown
 				for _, hf := range fields {
@@ -490,6 +654,7 @@ func (r *Relay) fromUpstream() error {
 				continue
 			}
 		case http2.FrameData:
+			r.fed.Store(true)
 			if f.flags.Has(http2.FlagDataEndStream) {
 				r.ending(f.id, codes.Unknown)
 				if err := r.clientW.write(!fr.ready(), raw); err != nil {
@@ -526,6 +691,8 @@ func (r *Relay) fromUpstream() error {
 						r.reqTable.Store(max(s.Val, r.reqTable.Load()))
 					case http2.SettingInitialWindowSize:
 						r.initialWindow(int64(s.Val))
+					case http2.SettingMaxFrameSize:
+						r.reqFrame.Store(max(min(s.Val, uint32(r.lim.MaxFrameSize)), r.reqFrame.Load()))
 					}
 				})
 			}
@@ -588,27 +755,55 @@ func (r *Relay) finishLocked(id uint32, code codes.Code) {
 	if st.cancel != nil {
 		st.cancel()
 	}
+	if st.counted && !st.sent {
+		r.releaseLocked(st) // a rewrite under way releases its own
+	}
 	r.cond.Broadcast()
 	r.observed(st, code)
 	r.checkIdleLocked()
 }
 
 // headerDecoder is one direction's HPACK decoder. The table size it may be
-// told to use is set by the other direction's SETTINGS (allowed).
+// told to use is set by the other direction's SETTINGS (allowed). A
+// header list over limit (RFC 9113 6.5.2 accounting) is an error.
 type headerDecoder struct {
 	dec     *hpack.Decoder
 	allowed *atomic.Uint32
 	table   uint32
+	limit   int
+	size    int
+	fields  []hpack.HeaderField
 }
 
-func newHeaderDecoder(allowed *atomic.Uint32) *headerDecoder {
-	return &headerDecoder{dec: hpack.NewDecoder(defaultHeaderTable, nil), allowed: allowed, table: defaultHeaderTable}
+func newHeaderDecoder(allowed *atomic.Uint32, limit int) *headerDecoder {
+	d := &headerDecoder{allowed: allowed, table: defaultHeaderTable, limit: limit}
+	d.dec = hpack.NewDecoder(defaultHeaderTable, d.emit)
+	d.dec.SetMaxStringLength(limit)
+	return d
 }
 
+func (d *headerDecoder) emit(f hpack.HeaderField) {
+	d.size += int(f.Size())
+	if d.size <= d.limit {
+		d.fields = append(d.fields, f)
+	}
+}
+
+// decode decodes a header block; the fields are valid until the next call.
 func (d *headerDecoder) decode(block []byte) ([]hpack.HeaderField, error) {
 	if t := d.allowed.Load(); t != d.table {
 		d.table = t
 		d.dec.SetAllowedMaxDynamicTableSize(t)
 	}
-	return d.dec.DecodeFull(block)
+	d.fields, d.size = d.fields[:0], 0
+	if _, err := d.dec.Write(block); err != nil {
+		return nil, clientError(http2.ErrCodeCompression, err)
+	}
+	if err := d.dec.Close(); err != nil {
+		return nil, clientError(http2.ErrCodeCompression, err)
+	}
+	if d.size > d.limit {
+		return nil, clientError(http2.ErrCodeEnhanceYourCalm, fmt.Errorf("header list of %d bytes over %d", d.size, d.limit))
+	}
+	return d.fields, nil
 }

@@ -339,18 +339,36 @@ func TestRewriteConcurrent(t *testing.T) {
 	}
 }
 
-// TestMaxMsgSize: a held request over the limit ends the connection.
-func TestMaxMsgSize(t *testing.T) {
-	e := newEnv(t, rewriter{rewrite: func(_ context.Context, m []byte) ([]byte, error) { return m, nil }}, WithMaxMsgSize(1<<10))
-	ctx := testCtx(t)
-	if _, err := e.invoke(ctx, rewritten, make([]byte, 1000)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.invoke(ctx, rewritten, make([]byte, 2000)); status.Code(err) != codes.Unavailable {
-		t.Fatalf("over the limit: %v, want Unavailable", err)
-	}
-	if got := len(e.up.requests(rewritten)); got != 1 {
-		t.Errorf("upstream got %d requests", got)
+// TestMaxHeldRequest: a held request over the limit (WithLimits, or the
+// lower WithMaxMsgSize) is answered ResourceExhausted, never reaches the
+// upstream, and the connection carries on.
+func TestMaxHeldRequest(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opt  Option
+	}{
+		{"WithLimits", WithLimits(Limits{MaxHeldRequest: 1 << 10})},
+		{"WithMaxMsgSize", WithMaxMsgSize(1 << 10)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, rewriter{rewrite: func(_ context.Context, m []byte) ([]byte, error) { return m, nil }}, tt.opt)
+			ctx := testCtx(t)
+			if _, err := e.invoke(ctx, rewritten, make([]byte, 1000)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.invoke(ctx, rewritten, make([]byte, 2000)); status.Code(err) != codes.ResourceExhausted {
+				t.Fatalf("over the limit: %v, want ResourceExhausted", err)
+			}
+			if got := len(e.up.requests(rewritten)); got != 1 {
+				t.Errorf("upstream got %d requests", got)
+			}
+			if c := e.observed(ctx, 2); len(c) != 2 || c[1] != (call{rewritten, codes.ResourceExhausted}) {
+				t.Errorf("observed %v", c)
+			}
+			if out, err := e.invoke(ctx, other, []byte("x")); err != nil || string(out) != "echo:x" {
+				t.Fatalf("call after: %q, %v", out, err)
+			}
+		})
 	}
 }
 

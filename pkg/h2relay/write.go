@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -19,16 +21,51 @@ const sendFrameLen = 16 << 10
 
 // connWriter serialises whole writes of frames onto one connection: the
 // frames relayed as read, and the frames the relay writes itself with an
-// http2.Framer, which must not be used concurrently.
+// http2.Framer, which must not be used concurrently. Each write has a
+// deadline (timeout, when set); stop shortens it for the last frames
+// before the connection is closed.
 type connWriter struct {
-	mu sync.Mutex
-	w  *bufio.Writer
-	fr *http2.Framer
+	mu      sync.Mutex
+	conn    net.Conn
+	timeout time.Duration
+	stopAt  atomic.Int64 // unix nanoseconds; set: no write may last longer
+	lastSet time.Time    // when the deadline was last moved
+	w       *bufio.Writer
+	fr      *http2.Framer
 }
 
-func newConnWriter(w io.Writer) *connWriter {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	return &connWriter{w: bw, fr: http2.NewFramer(bw, nil)}
+func newConnWriter(conn net.Conn, timeout time.Duration) *connWriter {
+	bw := bufio.NewWriterSize(conn, 64<<10)
+	return &connWriter{conn: conn, timeout: timeout, w: bw, fr: http2.NewFramer(bw, nil)}
+}
+
+// deadline sets the write deadline for the writes that follow (c.mu
+// held). It is moved at most every timeout/4, so that it stays between
+// 3/4 timeout and timeout away without a system call per frame.
+func (c *connWriter) deadline() {
+	if s := c.stopAt.Load(); s != 0 {
+		_ = c.conn.SetWriteDeadline(time.Unix(0, s))
+		return
+	}
+	if c.timeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(c.lastSet) < c.timeout/4 {
+		return
+	}
+	c.lastSet = now
+	_ = c.conn.SetWriteDeadline(now.Add(c.timeout))
+	if s := c.stopAt.Load(); s != 0 { // stop ran meanwhile: its deadline wins
+		_ = c.conn.SetWriteDeadline(time.Unix(0, s))
+	}
+}
+
+// stop bounds every write, the one under way included, to d from now.
+func (c *connWriter) stop(d time.Duration) {
+	at := time.Now().Add(d)
+	c.stopAt.Store(at.UnixNano())
+	_ = c.conn.SetWriteDeadline(at)
 }
 
 // write writes b, and flushes when flush is set: the relay direction
@@ -37,6 +74,7 @@ func newConnWriter(w io.Writer) *connWriter {
 func (c *connWriter) write(flush bool, b ...[]byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.deadline()
 	for _, p := range b {
 		if _, err := c.w.Write(p); err != nil {
 			return err
@@ -52,6 +90,7 @@ func (c *connWriter) write(flush bool, b ...[]byte) error {
 func (c *connWriter) frames(flush bool, fn func(*http2.Framer) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.deadline()
 	if err := fn(c.fr); err != nil {
 		return err
 	}
