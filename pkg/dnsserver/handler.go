@@ -303,8 +303,8 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		if m, ok := h.ap.answerBySource(context.Background(), h, w.RemoteAddr(), req, tcp); ok {
 			if b, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
 				*bp = b
-				h.write(w, b)
 				h.metrics.observe(qtype, m.Rcode, time.Since(start))
+				h.write(w, b)
 				return
 			}
 		}
@@ -325,8 +325,8 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 					b[3] |= 0x10
 				}
 				*bp = b
-				h.write(w, b)
 				h.metrics.observe(qtype, e.rcode, time.Since(start))
+				h.write(w, b)
 				return
 			}
 		}
@@ -342,6 +342,9 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	}
 	*bp = b
+	// Counted before the reply leaves: a client holding its answer finds
+	// the query in the metrics.
+	h.metrics.observe(qtype, m.Rcode, time.Since(start))
 	h.write(w, b)
 	if cacheable && local && z != nil && z == h.cur.Load() && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
 		// The cached form has RD and CD clear; they are set per request.
@@ -350,7 +353,6 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		c[3] &^= 0x10
 		z.wire.put(key, wireEntry{wire: c, rcode: m.Rcode})
 	}
-	h.metrics.observe(qtype, m.Rcode, time.Since(start))
 }
 
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {
