@@ -212,7 +212,7 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	checks := []health.Check{}
 	if client != nil {
 		klog.SetSlogLogger(log.With("component", "client-go"))
-		informer, err := cri.NewPodInformer(client, cfg.NodeName, log)
+		informer, err := cri.NewPodInformer(client, cfg.NodeName, log, cri.InformerRegistry(reg))
 		if err != nil {
 			return err
 		}

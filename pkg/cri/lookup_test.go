@@ -2,14 +2,21 @@ package cri
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
@@ -130,5 +137,173 @@ func TestEventRecorder(t *testing.T) {
 			t.Fatal("no event recorded")
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// startInformer runs an informer on node over client's pods until the test
+// ends and waits for its first list.
+func startInformer(t *testing.T, client *fake.Clientset, node string, opts ...InformerOption) *PodInformer {
+	t.Helper()
+	p, err := NewPodInformer(client, node, testLogger(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	if !cache.WaitForCacheSync(sctx.Done(), p.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	return p
+}
+
+// nsPod is a pod in namespace ns with uid on node; mirror, if set, is its
+// kubernetes.io/config.mirror annotation.
+func nsPod(ns, name, uid, node, mirror string) *corev1.Pod {
+	pod := testPod(name, uid, node)
+	pod.Namespace = ns
+	pod.Spec.Hostname = "host-of-" + name
+	if mirror != "" {
+		pod.Annotations[configMirrorAnnotation] = mirror
+	}
+	return pod
+}
+
+// TestPodLookupIdentity is the attack of a pod that carries another pod's
+// UID (or a static pod's hash) as its mirror annotation, and the rules
+// that stop it: node, namespace/name, static or not, ambiguity.
+func TestPodLookupIdentity(t *testing.T) {
+	client := fake.NewClientset(
+		nsPod("team", "web", "uid-web", "node-1", ""),
+		nsPod("tenant", "evil-web", "uid-evil-1", "node-1", "uid-web"),                      // claims web
+		nsPod("kube-system", "etcd-node-1", "uid-mirror-1", "node-1", "hash-etcd"),          // a real mirror pod
+		nsPod("tenant", "etcd-node-1", "uid-evil-2", "node-1", "hash-etcd"),                 // claims the static pod, same name
+		nsPod("tenant", "evil-late", "uid-evil-3", "node-1", "uid-late"),                    // claims a pod not in the cache yet
+		nsPod("tenant", "evil-static", "uid-evil-4", "node-1", "hash-sched"),                // claims a static pod with no mirror yet
+		nsPod("kube-system", "etcd-node-2", "uid-mirror-2", "node-2", "hash-etcd-2"),        // another node's mirror pod
+		nsPod("team", "elsewhere", "uid-elsewhere", "node-2", ""),                           // another node's pod
+		nsPod("kube-system", "kube-proxy-x", "uid-api-hash", "node-1", "hash-kube-proxy-x"), // a mirror annotation on a pod whose sandbox is from the API
+	)
+	reg := prometheus.NewRegistry()
+	p := startInformer(t, client, "node-1", InformerRegistry(reg))
+	// The fake clientset ignores field selectors (the node checks above
+	// stand in for them here); the informer must still ask for them.
+	listed := 0
+	for _, a := range client.Actions() {
+		if r, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == "pods" {
+			listed++
+			if got := r.GetListRestrictions().Fields.String(); got != "spec.nodeName=node-1" {
+				t.Errorf("%s pods with field selector %q, want spec.nodeName=node-1", a.GetVerb(), got)
+			}
+		}
+	}
+	if listed == 0 {
+		t.Error("the informer did not list pods")
+	}
+
+	tests := []struct {
+		name   string
+		sb     SandboxPod
+		want   string // namespace/name, "" for no match
+		reason string // rejected_total reason counted, "" for none
+	}{
+		{"API pod by its UID", SandboxPod{"team", "web", "uid-web", false}, "team/web", ""},
+		{"static pod through its mirror", SandboxPod{"kube-system", "etcd-node-1", "hash-etcd", true}, "kube-system/etcd-node-1", ""},
+		{"API pod not cached, another claims it", SandboxPod{"team", "late", "uid-late", false}, "", rejectNotStatic},
+		{"static pod without mirror, another claims it", SandboxPod{"kube-system", "kube-scheduler-node-1", "hash-sched", true}, "", rejectIdentity},
+		{"static pod of another node", SandboxPod{"kube-system", "etcd-node-2", "hash-etcd-2", true}, "", rejectNode},
+		{"API pod of another node", SandboxPod{"team", "elsewhere", "uid-elsewhere", false}, "", rejectNode},
+		{"name differs from the sandbox", SandboxPod{"team", "not-web", "uid-web", false}, "", rejectIdentity},
+		{"namespace differs from the sandbox", SandboxPod{"other", "web", "uid-web", false}, "", rejectIdentity},
+		{"static sandbox, API pod has the UID", SandboxPod{"kube-system", "kube-proxy-x", "uid-api-hash", true}, "", rejectNotStatic},
+		{"unknown", SandboxPod{"team", "ghost", "uid-ghost", false}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := counterValue(p.rejected.WithLabelValues(tt.reason))
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the cache is synced: do not wait
+			in, ok := p.PodFor(ctx, tt.sb)
+			got := ""
+			if ok {
+				got = in.Namespace + "/" + in.Name
+				if in.UID != tt.sb.UID {
+					t.Errorf("UID = %q, want the sandbox's %q", in.UID, tt.sb.UID)
+				}
+			}
+			if got != tt.want {
+				t.Errorf("PodFor(%+v) = %q, want %q", tt.sb, got, tt.want)
+			}
+			if tt.reason != "" {
+				if d := counterValue(p.rejected.WithLabelValues(tt.reason)) - before; d != 1 {
+					t.Errorf("rejected_total{reason=%q} grew by %v, want 1", tt.reason, d)
+				}
+			}
+		})
+	}
+
+	// Pod (UID only) prefers the API pod with the UID, and finds no match
+	// when two mirror pods claim a static pod.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if in, ok := p.Pod(ctx, "uid-web"); !ok || in.Name != "web" {
+		t.Errorf("Pod(uid-web) = %s/%s, %v; want team/web", in.Namespace, in.Name, ok)
+	}
+	before := counterValue(p.rejected.WithLabelValues(rejectAmbiguous))
+	if in, ok := p.Pod(ctx, "hash-etcd"); ok {
+		t.Errorf("Pod(hash-etcd) = %s/%s with two mirror pods claiming it", in.Namespace, in.Name)
+	}
+	if d := counterValue(p.rejected.WithLabelValues(rejectAmbiguous)) - before; d != 1 {
+		t.Errorf("ambiguous lookups counted %v, want 1", d)
+	}
+	if in, ok := p.Pod(ctx, "hash-etcd-2"); ok {
+		t.Errorf("Pod(hash-etcd-2) = %s/%s, a mirror pod of another node", in.Namespace, in.Name)
+	}
+}
+
+// TestPodLookupAttack runs 200 sandboxes through the shim, each pod
+// claimed by a tenant pod whose mirror annotation is its UID (the tenant
+// pods are created first and differ in hostname and DNS policy), and
+// counts sandboxes given the tenant's hostname: it must be 0.
+func TestPodLookupAttack(t *testing.T) {
+	const n = 200
+	client := fake.NewClientset()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range n {
+		evil := nsPod("tenant", fmt.Sprintf("evil-%d", i), fmt.Sprintf("uid-evil-%d", i), "node-1", fmt.Sprintf("uid-victim-%d", i))
+		evil.Spec.DNSPolicy = corev1.DNSNone
+		evil.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"203.0.113.66"}}
+		victim := nsPod("team", fmt.Sprintf("victim-%d", i), fmt.Sprintf("uid-victim-%d", i), "node-1", "")
+		for _, pod := range []*corev1.Pod{evil, victim} {
+			if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := startInformer(t, client, "node-1")
+	e := newEnv(t, nil, WithPodLookup(p))
+	wrong, missed := 0, 0
+	for i := range n {
+		name, uid := fmt.Sprintf("victim-%d", i), fmt.Sprintf("uid-victim-%d", i)
+		cfg := sandboxConfig(name, "team", uid, false, &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}})
+		cfg.Annotations = map[string]string{configSourceAnnotation: "api"}
+		if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+			t.Fatal(err)
+		}
+		got := e.rt.sandbox(-1)
+		switch {
+		case got.Hostname == "host-of-evil-"+strconv.Itoa(i) || slices.Contains(got.GetDnsConfig().GetServers(), "203.0.113.66"):
+			wrong++
+		case got.Hostname != "host-of-"+name:
+			missed++
+		}
+	}
+	t.Logf("%d sandboxes: %d resolved to the wrong pod, %d not resolved", n, wrong, missed)
+	if wrong != 0 || missed != 0 {
+		t.Errorf("%d of %d lookups resolved to the tenant's pod, %d to none; want 0 and 0", wrong, n, missed)
 	}
 }

@@ -45,13 +45,13 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 	found := false
 	if s.pods != nil {
 		wait := s.lookupTimeout
-		if src := cfg.GetAnnotations()[configSourceAnnotation]; src != "" && src != "api" {
+		if staticSandbox(cfg) {
 			// A static pod: its mirror pod may come later, or never; do not
 			// hold the sandbox for it.
 			wait = 0
 		}
 		lctx, cancel := context.WithTimeout(ctx, wait)
-		in, found = s.pods.Pod(lctx, uid)
+		in, found = s.lookupPod(lctx, cfg)
 		cancel()
 		if found {
 			s.m.lookups.WithLabelValues("hit").Inc()
