@@ -30,15 +30,20 @@ func Check(req *dns.Msg) (opt *dns.OPT, rcode int) {
 	return opt, dns.RcodeSuccess
 }
 
-// ReplySize is the largest reply a client can receive that sent opt (its
-// query's OPT, nil without EDNS0): 512 bytes without EDNS0, its EDNS0 UDP
-// size (at least 512) with it, 64 KiB over TCP.
+// ReplySize is the largest reply sent to a client that sent opt (its
+// query's OPT, nil without EDNS0): 512 bytes without EDNS0; with it, its
+// EDNS0 UDP size but never more than EDNSSize (nor less than 512); 64 KiB
+// over TCP. A client's claim of a larger buffer is not followed over UDP
+// (RFC 6891 section 6.2.5 lets a responder use the smaller of the two
+// sizes): a bigger datagram would be fragmented, or over 65,507 bytes not
+// sent at all, so such a reply is truncated (TC) and the client retries
+// over TCP.
 func ReplySize(opt *dns.OPT, tcp bool) int {
 	switch {
 	case tcp:
 		return dns.MaxMsgSize
 	case opt != nil:
-		return max(dns.MinMsgSize, int(opt.UDPSize()))
+		return min(EDNSSize, max(dns.MinMsgSize, int(opt.UDPSize())))
 	}
 	return dns.MinMsgSize
 }

@@ -51,7 +51,10 @@ func TestFinish(t *testing.T) {
 		wantOPT  bool
 	}{
 		{"udp without edns0", query(false, 0, 0), false, 512, false},
-		{"udp edns0 4096", query(true, 4096, 0), false, 4096, true},
+		{"udp edns0 1232", query(true, 1232, 0), false, 1232, true},
+		{"udp edns0 1000", query(true, 1000, 0), false, 1000, true},
+		{"udp edns0 4096", query(true, 4096, 0), false, EDNSSize, true},
+		{"udp edns0 65535", query(true, 65535, 0), false, EDNSSize, true},
 		{"udp edns0 below 512", query(true, 100, 0), false, 512, true},
 		{"tcp", query(false, 0, 0), true, 65535, false},
 		{"tcp edns0", query(true, 1232, 0), true, 65535, true},

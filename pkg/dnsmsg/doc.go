@@ -7,8 +7,8 @@
 //   - Check, the queries refused before their question is looked at
 //     (FORMERR, NOTIMP, BADVERS);
 //   - ReplySize and Finish, the OPT of a reply and the size it is truncated
-//     to (512 bytes without EDNS0, the client's EDNS0 size with it, 64 KiB
-//     over TCP);
+//     to (512 bytes without EDNS0, the client's EDNS0 size with it but at
+//     most EDNSSize, 64 KiB over TCP);
 //   - Query, how a question is asked upstream, and WithoutOPT, which drops
 //     an upstream reply's OPT so the client gets only ours.
 //

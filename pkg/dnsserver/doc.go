@@ -13,8 +13,9 @@
 // FORMERR for a query without exactly one question, NOTIMP for opcodes other
 // than QUERY, BADVERS for EDNS versions other than 0, EDNS0 (the server
 // advertises dnsmsg.EDNSSize, 1232 bytes) and truncation to 512 bytes
-// without EDNS0, the client's EDNS0 size with it, 64 KiB over TCP, with the
-// TC bit set when records were left out. Resolve answers REFUSED for classes
+// without EDNS0, the client's EDNS0 size with it but never more than 1232
+// bytes over UDP (a claim of 65535 gets 1232), 64 KiB over TCP, with the TC
+// bit set when records were left out. Resolve answers REFUSED for classes
 // other than IN (and ANY).
 //
 // Answers:
