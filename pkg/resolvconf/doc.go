@@ -17,4 +17,12 @@
 // unknown keywords (domain, sortlist, lookup, ...) are ignored, and at most
 // 10 MiB is read. Unlike kubelet, option order is stable: an option keeps
 // the position of its first occurrence and takes the value of its last.
+//
+// ReadFile (and ParseFile) go further than kubelet so that no file can stall
+// or swell the caller: the file is opened non-blocking and anything but a
+// regular file (a named pipe, a device, a directory) is ErrNotRegular at
+// once, where kubelet's open of a named pipe without a writer blocks; a file
+// whose size is over 10 MiB is ErrTooLarge before a byte is read; and the
+// read buffer is sized from the file, so a read holds at most 10 MiB + 1
+// byte.
 package resolvconf

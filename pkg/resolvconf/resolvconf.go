@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
-	"os"
 	"strings"
 )
 
@@ -15,6 +15,11 @@ const MaxFileSize = 10 << 20
 
 // ErrTooLarge reports a resolv.conf larger than MaxFileSize.
 var ErrTooLarge = errors.New("resolvconf: file larger than 10 MiB")
+
+// ErrNotRegular reports a path that names something other than a regular
+// file (a named pipe, a device, a socket, a directory): ReadFile refuses it
+// rather than block on it or read it without end.
+var ErrNotRegular = errors.New("resolvconf: not a regular file")
 
 // ErrEmptyNameserver reports a "nameserver" line without an address. kubelet
 // words it "nameserver list is empty".
@@ -42,7 +47,7 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // returns the config parsed so far together with an error joining every
 // ParseError; callers that follow kubelet treat any error as fatal.
 func Parse(r io.Reader) (Config, error) {
-	data, err := readAtMost(r, MaxFileSize)
+	data, err := readAtMost(r, MaxFileSize, 0)
 	if err != nil {
 		return Config{}, err
 	}
@@ -102,19 +107,52 @@ func ParseFile(path string) (Config, error) {
 	return cfg, nil
 }
 
-// ReadFile reads path, at most MaxFileSize bytes: a larger file is
-// ErrTooLarge (naming the file) without reading the rest.
+// ReadFile reads path, at most MaxFileSize bytes, without blocking on what
+// is not a regular file. The file is opened non-blocking (a named pipe
+// without a writer would otherwise block the open for as long as it has
+// none) and anything but a regular file is ErrNotRegular. A file whose size
+// is over MaxFileSize is ErrTooLarge without a byte read, and one that grows
+// while it is read is cut at MaxFileSize+1 bytes and is ErrTooLarge too; the
+// buffer is sized from the file, so at most MaxFileSize+1 bytes are held.
+// Errors name the file.
 func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openNonBlocking(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readAtMost(f, MaxFileSize)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %q: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %q: %w (%s)", path, ErrNotRegular, fileKind(fi.Mode()))
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("read %q: %w (%d bytes)", path, ErrTooLarge, fi.Size())
+	}
+	data, err := readAtMost(f, MaxFileSize, fi.Size())
 	if err != nil {
 		return nil, fmt.Errorf("read %q: %w", path, err)
 	}
 	return data, nil
+}
+
+// fileKind names the type of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "type " + m.Type().String()
 }
 
 // OptionName is the part of a resolver option before the first ':'.
@@ -222,13 +260,32 @@ func WithoutLoopback(cfg Config) (Config, []string) {
 	return out, dropped
 }
 
-func readAtMost(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
+// readAtMost reads r to its end, at most limit bytes: more is ErrTooLarge.
+// hint is the expected size (a file's); the buffer starts there, so a file
+// read whole is held once, and grows only for a file that grows (or reports
+// no size, as /proc files do).
+func readAtMost(r io.Reader, limit, hint int64) ([]byte, error) {
+	r = io.LimitReader(r, limit+1)
+	size := hint + 1 // room to see EOF without growing
+	if hint <= 0 {
+		size = 512
 	}
-	if int64(len(data)) > limit {
+	buf := make([]byte, 0, min(size, limit+1))
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(buf)) > limit {
 		return nil, ErrTooLarge
 	}
-	return data, nil
+	return buf, nil
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,4 +115,65 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip of %q: %#v, %v; want %#v", data, back, err, cfg)
 		}
 	})
+}
+
+// allocated returns the bytes f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func TestReadFileLimits(t *testing.T) {
+	dir := t.TempDir()
+	sized := func(name string, size int64) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, size); err != nil { // sparse: no disk used
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name     string
+		path     string
+		wantErr  error
+		maxAlloc uint64 // heap bytes ReadFile may allocate
+	}{
+		{name: "64 MB file refused before a byte is read", path: sized("big", 64<<20), wantErr: ErrTooLarge, maxAlloc: 64 << 10},
+		{name: "MaxFileSize+1 refused", path: sized("over", MaxFileSize+1), wantErr: ErrTooLarge, maxAlloc: 64 << 10},
+		{name: "MaxFileSize read into one buffer", path: sized("max", MaxFileSize), maxAlloc: MaxFileSize + 64<<10},
+		{name: "directory", path: dir, wantErr: ErrNotRegular, maxAlloc: 64 << 10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			n := allocated(func() { _, err = ReadFile(tc.path) })
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), strconv.Quote(tc.path)) {
+				t.Errorf("err = %v, want it to name %q", err, tc.path)
+			}
+			if n > tc.maxAlloc {
+				t.Errorf("allocated %d bytes, want at most %d", n, tc.maxAlloc)
+			}
+		})
+	}
+}
+
+func TestReadAtMostGrowing(t *testing.T) {
+	// A file that grows after its size was taken is still cut at the limit.
+	_, err := readAtMost(strings.NewReader(strings.Repeat("x", 1000)), 100, 10)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("err = %v, want ErrTooLarge", err)
+	}
+	got, err := readAtMost(strings.NewReader("nameserver 10.0.0.1\n"), 100, 5)
+	if err != nil || string(got) != "nameserver 10.0.0.1\n" {
+		t.Errorf("got %q, %v", got, err)
+	}
 }

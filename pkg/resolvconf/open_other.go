@@ -1,0 +1,11 @@
+//go:build !unix
+
+package resolvconf
+
+import "os"
+
+// openNonBlocking opens path for reading. Outside Unix there are no named
+// pipes in the file system to block on.
+func openNonBlocking(path string) (*os.File, error) {
+	return os.Open(path)
+}
