@@ -3,7 +3,9 @@
 // Discovery 1.1.0) from a store.Snapshot and autopath names by server-side
 // search expansion (WithAutopath, WithAutopathBySource), a Forwarder for
 // every other name, a Server that serves UDP and TCP on each listen address
-// (the node-local stage uses it and the Forwarder too), and the Prometheus
+// (the node-local stage uses it and the Forwarder too; a TCP reply that
+// cannot be written within 5 s closes its connection, so clients that never
+// read are released), and the Prometheus
 // metrics (served by internal/health with /healthz and /readyz).
 //
 // The core is Handler.Resolve(ctx, question) → Result{Rcode, Answer, Ns,

@@ -17,6 +17,21 @@ import (
 // then rejected as malformed.
 const readBuffer = 4096
 
+// TCP connection limits (RFC 7766 6.2.3). A connection is closed when its
+// first query does not arrive within tcpReadTimeout, when no further query
+// arrives within tcpIdleTimeout, after tcpMaxQueries queries, and when one
+// reply cannot be written within tcpWriteTimeout: a client that sends
+// queries and never reads fills the socket buffers, the next write times out
+// and the connection, its goroutine and its socket are released (about
+// tcpWriteTimeout after the buffers fill). miekg/dns has a WriteTimeout
+// field but never sets a write deadline, so the listener does it (tcpConn).
+const (
+	tcpReadTimeout  = 5 * time.Second
+	tcpIdleTimeout  = 10 * time.Second
+	tcpWriteTimeout = 5 * time.Second
+	tcpMaxQueries   = 128
+)
+
 // Server serves a dns.Handler over UDP and TCP on each of its addresses.
 type Server struct {
 	// Listen are the addresses, "ip:port"; each is served over UDP and TCP.
@@ -61,7 +76,8 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		servers = append(servers,
 			&dns.Server{PacketConn: pc, Handler: s.Handler, UDPSize: readBuffer},
-			&dns.Server{Listener: ln, Handler: s.Handler, ReadTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second }})
+			&dns.Server{Listener: tcpListener{ln}, Handler: s.Handler, ReadTimeout: tcpReadTimeout,
+				IdleTimeout: func() time.Duration { return tcpIdleTimeout }, MaxTCPQueries: tcpMaxQueries})
 		addrs = append(addrs, pc.LocalAddr().String())
 	}
 	var wg sync.WaitGroup
@@ -149,4 +165,32 @@ func bindPair(ctx context.Context, addr string) (net.PacketConn, net.Listener, e
 		}
 	}
 	return nil, nil, lastErr
+}
+
+// tcpListener hands out connections whose writes time out.
+type tcpListener struct{ net.Listener }
+
+func (l tcpListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &tcpConn{Conn: c}, nil
+}
+
+// tcpConn bounds every write by tcpWriteTimeout and closes the connection
+// when a write fails, so that the server's read loop ends too (miekg/dns
+// keeps reading after a failed write).
+type tcpConn struct{ net.Conn }
+
+func (c *tcpConn) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(tcpWriteTimeout)); err != nil {
+		c.Conn.Close()
+		return 0, err
+	}
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.Conn.Close()
+	}
+	return n, err
 }

@@ -1,0 +1,112 @@
+package dnsserver_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+)
+
+// waitFor polls cond until it holds or d passes; it reports whether it held.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// TestTCPClientThatNeverReads: a client that pipelines queries with large
+// answers and never reads is dropped within 20 s, and the connection's
+// goroutine ends (before, the server blocked in Write for as long as the
+// client kept the connection open).
+func TestTCPClientThatNeverReads(t *testing.T) {
+	big := make([]string, 230) // one TXT record of about 59 KB
+	for i := range big {
+		big[i] = strings.Repeat("x", 255)
+	}
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 5}, Txt: big}}
+		_ = w.WriteMsg(m)
+	})
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: handler}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	before := runtime.NumGoroutine()
+
+	c, err := net.DialTimeout("tcp", srv.Addrs()[0], 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(4096)
+	const queries = 100 // about 5.9 MB of answers, more than loopback buffers hold; under tcpMaxQueries
+	var batch []byte
+	for i := range queries {
+		q := new(dns.Msg)
+		q.SetQuestion("big.example.", dns.TypeTXT)
+		q.Id = uint16(i)
+		b, err := q.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = binary.BigEndian.AppendUint16(batch, uint16(len(b)))
+		batch = append(batch, b...)
+	}
+	if _, err := c.Write(batch); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	if !waitFor(5*time.Second, func() bool { return runtime.NumGoroutine() > before }) {
+		t.Fatal("the server did not take the connection")
+	}
+	if !waitFor(20*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		t.Fatalf("connection still served 20 s after the queries (goroutines %d, before %d)", runtime.NumGoroutine(), before)
+	}
+	released := time.Since(sent)
+	// The client sees the end of the connection (EOF or reset) once it reads
+	// what was left in flight, and not every answer arrived.
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	n, err := io.Copy(io.Discard, c)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection still open after %d bytes: %v", n, err)
+	}
+	if full := int64(queries) * 59000; n >= full {
+		t.Errorf("read %d bytes, every answer (%d) was written", n, full)
+	}
+	t.Logf("released %.1fs after the queries; client read %d bytes before %v", released.Seconds(), n, errOrEOF(err))
+}
+
+func errOrEOF(err error) error {
+	if err == nil {
+		return io.EOF
+	}
+	return err
+}
