@@ -148,7 +148,6 @@ func (fr *frameReader) headerBlock(f frame, maxBytes, maxFrames int) (raw, block
 		return f.raw, frag, nil
 	}
 	raw = append([]byte(nil), f.raw...)
-	block = append([]byte(nil), frag...)
 	for n := 1; ; n++ {
 		c, err := fr.next()
 		if err != nil {
@@ -164,11 +163,19 @@ func (fr *frameReader) headerBlock(f frame, maxBytes, maxFrames int) (raw, block
 			return nil, nil, clientError(http2.ErrCodeEnhanceYourCalm, fmt.Errorf("header block of stream %d over %d bytes", f.id, maxBytes))
 		}
 		raw = append(raw, c.raw...)
-		block = append(block, c.payload()...)
 		if c.flags.Has(http2.FlagContinuationEndHeaders) {
-			return raw, block, nil
+			break
 		}
 	}
+	// The block: the HEADERS fragment, then each CONTINUATION's payload.
+	block = make([]byte, 0, len(raw))
+	block = append(block, frag...)
+	for p := raw[len(f.raw):]; len(p) > 0; {
+		n := frameHeaderLen + frameLen(p)
+		block = append(block, p[frameHeaderLen:n]...)
+		p = p[n:]
+	}
+	return raw, block, nil
 }
 
 // headersFragment strips a HEADERS frame's padding and priority fields.

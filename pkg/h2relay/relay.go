@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -103,6 +104,9 @@ type Relay struct {
 	// fed is set when a HEADERS or DATA frame went to the client: its
 	// next PING or SETTINGS is then not counted as a control frame.
 	fed atomic.Bool
+	// The upstream's PING and SETTINGS frames the client has yet to
+	// acknowledge: its acknowledgements of them are not counted.
+	pings, settings atomic.Int64
 
 	closing atomic.Bool    // Close has begun
 	wg      sync.WaitGroup // goroutines other than Run's two; Add only under mu while !closed
@@ -368,7 +372,7 @@ func (r *Relay) fromClient() error {
 			}
 			r.finish(f.id, codes.Canceled)
 		case http2.FramePing, http2.FrameSettings:
-			if !r.fed.Swap(false) && !control.take(time.Now()) {
+			if !r.paid(f) && !control.take(time.Now()) {
 				return clientError(http2.ErrCodeEnhanceYourCalm, fmt.Errorf("over %d control frames (%v)", r.lim.MaxControlFrames, f.typ))
 			}
 			if f.typ == http2.FrameSettings && !f.flags.Has(http2.FlagSettingsAck) {
@@ -386,6 +390,30 @@ func (r *Relay) fromClient() error {
 			return err
 		}
 	}
+}
+
+// paid reports whether a PING or SETTINGS frame from the client is
+// accounted for by the upstream's traffic: an acknowledgement of the
+// upstream's own frame, or the first since a HEADERS or DATA frame went
+// to the client (grpc-go's server counts pings so: a BDP ping follows
+// data).
+func (r *Relay) paid(f frame) bool {
+	out := &r.pings
+	if f.typ == http2.FrameSettings {
+		out = &r.settings
+	}
+	if f.flags.Has(http2.FlagPingAck) { // = FlagSettingsAck
+		for {
+			n := out.Load()
+			if n <= 0 {
+				return false
+			}
+			if out.CompareAndSwap(n, n-1) {
+				return true
+			}
+		}
+	}
+	return r.fed.Swap(false)
 }
 
 // requestHeaders notes a new stream: its method, and whether its request
@@ -495,6 +523,7 @@ func (r *Relay) hold(f frame) (bool, error) {
 	limit := r.lim.MaxHeldRequest
 	over := len(st.body)+len(p) > limit+5
 	if !over {
+		st.body = growBody(st.body, len(p), limit+5)
 		st.body = append(st.body, p...)
 		over = len(st.body) >= 5 && int64(binary.BigEndian.Uint32(st.body[1:5])) > int64(limit)
 	}
@@ -540,6 +569,23 @@ func (r *Relay) hold(f frame) (bool, error) {
 		}()
 	}
 	return true, nil
+}
+
+// growBody makes room for n more bytes in a held body of at most limit
+// bytes: to the size its gRPC prefix announces when that is known and
+// within limit, else by doubling, at most to limit.
+func growBody(body []byte, n, limit int) []byte {
+	need := len(body) + n
+	if need <= cap(body) {
+		return body
+	}
+	c := max(need, min(2*cap(body), limit))
+	if len(body) >= 5 {
+		if want := 5 + int64(binary.BigEndian.Uint32(body[1:5])); want >= int64(need) && want <= int64(limit) {
+			c = int(want)
+		}
+	}
+	return slices.Grow(body, c-len(body))
 }
 
 // rewrite hands a held request to the Rewriter and sends on what it
@@ -683,8 +729,13 @@ func (r *Relay) fromUpstream() error {
 					continue
 				}
 			}
+		case http2.FramePing:
+			if !f.flags.Has(http2.FlagPingAck) {
+				r.pings.Add(1)
+			}
 		case http2.FrameSettings:
 			if !f.flags.Has(http2.FlagSettingsAck) {
+				r.settings.Add(1)
 				settings(f, func(s http2.Setting) {
 					switch s.ID {
 					case http2.SettingHeaderTableSize:
