@@ -22,8 +22,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// DefaultMaxMsgSize is the largest request a Relay holds unless
-// WithMaxMsgSize says otherwise: gRPC's default receive limit (4 MiB).
+// DefaultMaxMsgSize was the default bound on a held request.
+//
+// Deprecated: held requests are bounded by Limits.MaxHeldRequest
+// (DefaultLimits: 1 MiB).
 const DefaultMaxMsgSize = 4 << 20
 
 // Rewriter is the hook for the one method whose requests a Relay holds.
