@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +16,15 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// Bounds of one autopath expansion, whatever the search list: at most
+// autopathMaxForwards candidates are asked upstream (the others are answered
+// from the zone, or not tried), and the expansion ends within
+// autopathDeadline (below the 5 s a glibc stub waits before it retries).
+const (
+	autopathMaxForwards = 8
+	autopathDeadline    = 4 * time.Second
 )
 
 // autopathExpander is server-side search expansion (KEP "DNS Autopath in
@@ -26,6 +37,7 @@ type autopathExpander struct {
 	hits     *prometheus.CounterVec
 	misses   prometheus.Counter
 	formErr  prometheus.Counter
+	cut      prometheus.Counter
 }
 
 // WithAutopath answers names under the ap.k8s.io suffix by server-side
@@ -45,9 +57,11 @@ func WithAutopath(code uint16, reg prometheus.Registerer) (Option, error) {
 			Help: "Autopath expansions where every name was NXDOMAIN."}),
 		formErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_bad_options_total",
 			Help: "Autopath queries rejected with FORMERR for an invalid search-list option."}),
+		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_truncated_total",
+			Help: "Autopath expansions that left search domains untried because more than 8 names needed forwarding."}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{a.exp, a.hits, a.misses, a.formErr} {
+		for _, c := range []prometheus.Collector{a.exp, a.hits, a.misses, a.formErr, a.cut} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register autopath metrics: %w", err)
 			}
@@ -164,14 +178,87 @@ func (a *autopathExpander) expand(ctx context.Context, h *Handler, req *dns.Msg)
 	return a.search(ctx, h, q, n.Base, searches, ttl)
 }
 
+// How search gets the answer of one candidate.
+const (
+	candLocal   = iota // from the zone, inline (free)
+	candForward        // costs an upstream query: asked in parallel
+	candSkip           // over the budget: not tried
+)
+
 // search tries base under each search domain, then base itself, and answers
 // with the first that is not NXDOMAIN behind a CNAME from q.Name.
+//
+// The work is bounded: candidates answered from the zone cost nothing and
+// are resolved first, in order, up to the first that answers; of the
+// candidates before it that cost an upstream query (names outside the zone,
+// and ExternalNames that point outside it), the name itself and the first
+// others up to autopathMaxForwards in all are asked in parallel, the rest
+// are not tried, as if the search list ended before them. The answer is
+// then chosen in search-list order, so it is the one asking the same
+// candidates one after another gives. The whole expansion ends within
+// autopathDeadline; a candidate still unanswered then counts as SERVFAIL.
 func (a *autopathExpander) search(ctx context.Context, h *Handler, q dns.Question, base string, searches []string, ttl uint32) Result {
 	a.exp.Inc()
+	ctx, cancel := context.WithTimeout(ctx, autopathDeadline)
+	defer cancel()
+	cands := autopath.Candidates(base, searches)
+	qs := make([]dns.Question, len(cands))
+	plan := make([]int, len(cands))
+	local := make([]Result, len(cands))
+	z := h.zone()
+	end := len(cands) // candidates from end on are never needed
+	for i, c := range cands {
+		qs[i] = dns.Question{Name: c, Qtype: q.Qtype, Qclass: q.Qclass}
+		if costsUpstream(h, z, qs[i]) {
+			plan[i] = candForward
+			continue
+		}
+		local[i] = h.Resolve(ctx, qs[i])
+		if rc := local[i].Rcode; rc != dns.RcodeNameError && rc != dns.RcodeServerFailure {
+			end = i + 1
+			break
+		}
+	}
+	budget := autopathMaxForwards
+	if last := len(cands) - 1; end == len(cands) && plan[last] == candForward {
+		budget-- // the name itself is always tried
+	}
+	pending := make([]chan Result, end)
+	for i := range end {
+		if plan[i] != candForward {
+			continue
+		}
+		if i < len(cands)-1 {
+			if budget == 0 {
+				plan[i] = candSkip
+				continue
+			}
+			budget--
+		}
+		ch := make(chan Result, 1)
+		pending[i] = ch
+		go func(q dns.Question) { ch <- h.Resolve(ctx, q) }(qs[i])
+	}
+	if slices.Contains(plan[:end], candSkip) {
+		a.cut.Inc()
+	}
+
 	servfail := false
 	forwarded := false
-	for i, c := range autopath.Candidates(base, searches) {
-		r := h.Resolve(ctx, dns.Question{Name: c, Qtype: q.Qtype, Qclass: q.Qclass})
+	for i := range end {
+		var r Result
+		switch plan[i] {
+		case candSkip:
+			continue
+		case candLocal:
+			r = local[i]
+		case candForward:
+			select {
+			case r = <-pending[i]:
+			case <-ctx.Done():
+				r = Result{Rcode: dns.RcodeServerFailure, Forwarded: true}
+			}
+		}
 		forwarded = forwarded || r.Forwarded
 		switch r.Rcode {
 		case dns.RcodeNameError:
@@ -181,7 +268,7 @@ func (a *autopathExpander) search(ctx context.Context, h *Handler, q dns.Questio
 			continue
 		}
 		a.hits.WithLabelValues(strconv.Itoa(i)).Inc()
-		cname := &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: c}
+		cname := &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: cands[i]}
 		ans := make([]dns.RR, 0, len(r.Answer)+1)
 		ans = append(append(ans, cname), r.Answer...)
 		return Result{Rcode: r.Rcode, Answer: ans, Ns: r.Ns, Extra: r.Extra, Authoritative: r.Authoritative, Forwarded: true}
@@ -191,4 +278,32 @@ func (a *autopathExpander) search(ctx context.Context, h *Handler, q dns.Questio
 		return Result{Rcode: dns.RcodeServerFailure, Forwarded: forwarded}
 	}
 	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{soaRR(autopath.Suffix, h.zoneName, ttl, 1)}}
+}
+
+// costsUpstream reports whether resolving q asks an upstream: a name the
+// handler forwards, or a zone name whose CNAME chain (ExternalName) leaves
+// the zone (Resolve's chase). z is the current zone view (nil before the
+// first sync).
+func costsUpstream(h *Handler, z *zone, q dns.Question) bool {
+	if h.fwd == nil {
+		return false
+	}
+	if !h.local(q) {
+		return true
+	}
+	if z == nil || q.Qtype == dns.TypeCNAME || q.Qtype == dns.TypeANY {
+		return false
+	}
+	name := lowerFQDN(q.Name)
+	for range maxChase + 1 {
+		n, ok := z.snap.Lookup(name)
+		if !ok || n.CNAME == "" {
+			return false
+		}
+		if !inZone(n.CNAME, z.name) {
+			return true
+		}
+		name = n.CNAME
+	}
+	return false
 }

@@ -1,10 +1,15 @@
 package dnsserver_test
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,4 +207,265 @@ func TestAutopathBySourceRejects(t *testing.T) {
 	if r.Rcode != dns.RcodeBadVers || len(r.Answer) != 0 {
 		t.Fatalf("EDNS version 1 from a pod: %s %v, want BADVERS", dns.RcodeToString[r.Rcode], r.Answer)
 	}
+}
+
+// scripted is an upstream on 127.0.0.1 that answers A 192.0.2.1 for the
+// names in known and NXDOMAIN for the others, or nothing at all when silent;
+// with barrier > 0 it holds every reply until that many queries have arrived
+// (or 3 s passed), which only parallel askers get past in time.
+type scripted struct {
+	addr    string
+	mu      sync.Mutex
+	known   map[string]bool
+	asked   []string
+	silent  bool
+	barrier int
+	full    chan struct{}
+}
+
+func newScripted(t *testing.T, silent bool, barrier int) *scripted {
+	t.Helper()
+	s := &scripted{silent: silent, barrier: barrier, full: make(chan struct{}), known: map[string]bool{}}
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(s.serve)}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	s.addr = srv.Addrs()[0]
+	return s
+}
+
+func (s *scripted) serve(w dns.ResponseWriter, r *dns.Msg) {
+	name := strings.ToLower(r.Question[0].Name)
+	s.mu.Lock()
+	s.asked = append(s.asked, name)
+	if len(s.asked) == s.barrier {
+		close(s.full)
+	}
+	known := s.known[name]
+	s.mu.Unlock()
+	if s.silent {
+		return
+	}
+	if s.barrier > 0 {
+		select {
+		case <-s.full:
+		case <-time.After(3 * time.Second):
+		}
+	}
+	m := new(dns.Msg)
+	m.SetReply(r)
+	if !known {
+		m.Rcode = dns.RcodeNameError
+	} else if r.Question[0].Qtype == dns.TypeA {
+		rr, _ := dns.NewRR(r.Question[0].Name + " 60 IN A 192.0.2.1")
+		m.Answer = []dns.RR{rr}
+	}
+	_ = w.WriteMsg(m)
+}
+
+func (s *scripted) reset(known ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked = nil
+	s.known = map[string]bool{}
+	for _, k := range known {
+		s.known[k] = true
+	}
+}
+
+func (s *scripted) queries() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.asked)
+}
+
+// externals is a search list of n domains outside the cluster,
+// a0.example … a<n-1>.example, after the given entries.
+func externals(n int, first ...string) string {
+	l := slices.Clone(first)
+	for i := range n {
+		l = append(l, fmt.Sprintf("a%d.example", i))
+	}
+	return strings.Join(l, ",")
+}
+
+// askAP asks qname (under the autopath suffix) over UDP with the option and
+// returns the reply, the CNAME target (or "") and how long it took.
+func askAP(t *testing.T, addr, base, option string) (*dns.Msg, string, time.Duration) {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(base+ap, dns.TypeA)
+	m.SetEdns0(1232, false)
+	m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_LOCAL{Code: 65001, Data: []byte(option)}}
+	start := time.Now()
+	r, _, err := (&dns.Client{Net: "udp", Timeout: 20 * time.Second}).Exchange(m, addr)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("%s: %v", base, err)
+	}
+	target := ""
+	if len(r.Answer) > 0 {
+		if c, ok := r.Answer[0].(*dns.CNAME); ok {
+			target = c.Target
+		}
+	}
+	return r, target, took
+}
+
+func apServer(t *testing.T, up string, timeout time.Duration, reg prometheus.Registerer) *env {
+	t.Helper()
+	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, timeout, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAP, err := dnsserver.WithAutopath(0, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, store.Options{TTL: 5}, fixture, withAP, dnsserver.WithForwarder(fwd))
+}
+
+// TestAutopathBound: one packet with a 32-entry search list of external
+// domains causes at most 8 upstream queries, asked in parallel, and ends in
+// bounded time even when the upstream never answers.
+func TestAutopathBound(t *testing.T) {
+	t.Run("silent upstream", func(t *testing.T) {
+		up := newScripted(t, true, 0)
+		e := apServer(t, up.addr, time.Second, nil)
+		r, _, took := askAP(t, e.addr, "www.example.org", externals(32))
+		n := len(up.queries())
+		if r.Rcode != dns.RcodeServerFailure || n > 8 || took > 3*time.Second {
+			t.Fatalf("rcode %s after %v, %d upstream queries", dns.RcodeToString[r.Rcode], took, n)
+		}
+		t.Logf("32 external searches, silent upstream, 1 s forward timeout: %d upstream queries, SERVFAIL after %v", n, took.Round(time.Millisecond))
+	})
+	t.Run("upstream that never returns: the deadline", func(t *testing.T) {
+		hang := &hangingExchanger{}
+		withAP, err := dnsserver.WithAutopath(0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := start(t, store.Options{TTL: 5}, fixture, withAP, dnsserver.WithForwarder(hang))
+		r, _, took := askAP(t, e.addr, "www.example.org", externals(32))
+		n := hang.n.Load()
+		if r.Rcode != dns.RcodeServerFailure || n > 8 || took > 5*time.Second {
+			t.Fatalf("rcode %s after %v, %d upstream queries", dns.RcodeToString[r.Rcode], took, n)
+		}
+		t.Logf("32 external searches, exchanges that only end with their context: %d upstream queries, SERVFAIL after %v", n, took.Round(time.Millisecond))
+	})
+	t.Run("parallel", func(t *testing.T) {
+		// The upstream answers only once 8 queries are waiting: asked one
+		// after another, the first would time out (1 s) and fail.
+		up := newScripted(t, false, 8)
+		up.reset("www.a6.example.")
+		e := apServer(t, up.addr, time.Second, nil)
+		r, target, took := askAP(t, e.addr, "www", externals(32))
+		if r.Rcode != dns.RcodeSuccess || target != "www.a6.example." {
+			t.Fatalf("rcode %s target %q after %v: %v", dns.RcodeToString[r.Rcode], target, took, r)
+		}
+		if n := len(up.queries()); n != 8 {
+			t.Errorf("%d upstream queries, want 8", n)
+		}
+	})
+
+	up := newScripted(t, false, 0)
+	reg := prometheus.NewRegistry()
+	e := apServer(t, up.addr, time.Second, reg)
+	cluster := []string{"prod.svc.cluster.local", "svc.cluster.local", "cluster.local"}
+	cases := []struct {
+		name, base, option string
+		known              []string
+		rcode              int
+		target             string
+		maxQueries         int
+	}{
+		{"first external search that exists", "www", externals(32), []string{"www.a5.example.", "www.a6.example.", "www."},
+			dns.RcodeSuccess, "www.a5.example.", 8},
+		{"the name itself is always tried", "www.example.org", externals(32), []string{"www.example.org."},
+			dns.RcodeSuccess, "www.example.org.", 8},
+		{"searches past the 7th external one are not tried: the name itself answers", "www.example.org", externals(32),
+			[]string{"www.example.org.a20.example.", "www.example.org."}, dns.RcodeSuccess, "www.example.org.", 8},
+		{"searches past the 7th external one are not tried: NXDOMAIN", "www", externals(32), []string{"www.a20.example."},
+			dns.RcodeNameError, "", 8},
+		{"in-cluster hit asks nothing upstream", "web", externals(29, cluster...), []string{"web.a0.example.", "web."},
+			dns.RcodeSuccess, "web.prod.svc.cluster.local.", 0},
+		{"cluster searches are free", "www", externals(29, cluster...), []string{"www.a6.example."},
+			dns.RcodeSuccess, "www.a6.example.", 8},
+		{"an ExternalName leaving the zone counts", "ext", externals(29, cluster...), []string{"api.example.com."},
+			dns.RcodeSuccess, "ext.prod.svc.cluster.local.", 8},
+		{"a short list is tried whole", "www", externals(3), []string{"www."}, dns.RcodeSuccess, "www.", 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			up.reset(tc.known...)
+			r, target, _ := askAP(t, e.addr, tc.base, tc.option)
+			q := up.queries()
+			if r.Rcode != tc.rcode || target != tc.target {
+				t.Fatalf("rcode %s target %q, want %s %q (upstream asked %q)", dns.RcodeToString[r.Rcode], target,
+					dns.RcodeToString[tc.rcode], tc.target, q)
+			}
+			if len(q) > tc.maxQueries {
+				t.Errorf("%d upstream queries, want at most %d: %q", len(q), tc.maxQueries, q)
+			}
+		})
+	}
+	if m := gather(t, reg); m["dnsconfigurer_dnsserver_autopath_truncated_total"] < 4 {
+		t.Errorf("truncated expansions %v", m["dnsconfigurer_dnsserver_autopath_truncated_total"])
+	}
+}
+
+// TestAutopathSameAnswer compares expansions with a reference that asks the
+// candidates one after another: for search lists the bound does not cut,
+// the answer is always the first candidate that exists.
+func TestAutopathSameAnswer(t *testing.T) {
+	up := newScripted(t, false, 0)
+	e := apServer(t, up.addr, time.Second, nil)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for trial := range 40 {
+		n := rnd.IntN(8) // up to 7 external searches: nothing is cut
+		var searches []string
+		if rnd.IntN(2) == 0 {
+			searches = append(searches, "prod.svc.cluster.local", "svc.cluster.local", "cluster.local")
+		}
+		for i := range n {
+			searches = append(searches, fmt.Sprintf("s%d.example", i))
+		}
+		cands := make([]string, 0, len(searches)+1)
+		for _, s := range searches {
+			cands = append(cands, "x."+s+".")
+		}
+		cands = append(cands, "x.")
+		var known []string
+		for _, c := range cands {
+			if !strings.HasSuffix(c, ".cluster.local.") && rnd.IntN(3) == 0 {
+				known = append(known, c)
+			}
+		}
+		want := ""
+		for _, c := range cands {
+			if slices.Contains(known, c) {
+				want = c
+				break
+			}
+		}
+		up.reset(known...)
+		_, got, _ := askAP(t, e.addr, "x", strings.Join(searches, ","))
+		if got != want {
+			t.Fatalf("trial %d: searches %q known %q: answered %q, want %q", trial, searches, known, got, want)
+		}
+	}
+}
+
+// hangingExchanger counts queries and returns only when their context ends.
+type hangingExchanger struct{ n atomic.Int64 }
+
+func (h *hangingExchanger) Exchange(ctx context.Context, _ *dns.Msg) (*dns.Msg, error) {
+	h.n.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
 }

@@ -43,8 +43,11 @@
 //   - names under the autopath suffix (search.<ns>.<zone>.ap.k8s.io) are
 //     never forwarded: each candidate of the search list (from the EDNS0
 //     local option, else the namespace's cluster searches; pkg/autopath's
-//     rules) is resolved in turn and the first that is not NXDOMAIN answers
-//     behind a CNAME from the asked name; such answers are not cached;
+//     rules) is tried and the first that is not NXDOMAIN, in search-list
+//     order, answers behind a CNAME from the asked name; such answers are
+//     not cached. Zone candidates are free; at most 8 candidates that need
+//     an upstream (the name itself always among them) are asked, in
+//     parallel, the others are not tried, and the expansion ends within 4 s;
 //   - every other name is forwarded to the upstreams (REFUSED without any).
 //     The Forwarder never sends to the server's own listen addresses.
 //

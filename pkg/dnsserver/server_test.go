@@ -17,8 +17,8 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
 
-// waitFor polls cond until it holds or d passes; it reports whether it held.
-func waitFor(d time.Duration, cond func() bool) bool {
+// pollUntil polls cond until it holds or d passes; it reports whether it held.
+func pollUntil(d time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -84,10 +84,10 @@ func TestTCPClientThatNeverReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := time.Now()
-	if !waitFor(5*time.Second, func() bool { return runtime.NumGoroutine() > before }) {
+	if !pollUntil(5*time.Second, func() bool { return runtime.NumGoroutine() > before }) {
 		t.Fatal("the server did not take the connection")
 	}
-	if !waitFor(20*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+	if !pollUntil(20*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
 		t.Fatalf("connection still served 20 s after the queries (goroutines %d, before %d)", runtime.NumGoroutine(), before)
 	}
 	released := time.Since(sent)
