@@ -1,6 +1,7 @@
 package nodelocal
 
 import (
+	"container/list"
 	"context"
 	"log/slog"
 	"net"
@@ -32,6 +33,11 @@ type Config struct {
 	MaxNegativeTTL time.Duration
 	// CacheSize is the most answers kept (10000).
 	CacheSize int
+	// CacheBytes bounds the memory the cached answers hold (32 MiB): each
+	// answer is kept packed and counts its size as allocated plus
+	// EntryOverhead. The least recently used answers are dropped first; an
+	// answer bigger than the whole bound is not cached.
+	CacheBytes int64
 	// Timeout bounds one upstream exchange (2s).
 	Timeout time.Duration
 	// HostSearches returns the node's host search domains, appended to
@@ -51,9 +57,18 @@ type Handler struct {
 	m   *metrics
 
 	mu       sync.Mutex
-	cache    map[key]entry
+	cache    map[key]*list.Element // of *entry
+	lru      list.List             // front: most recently used
+	bytes    int64                 // sum of the entries' cost
 	inflight map[key]*call
 }
+
+// DefaultCacheBytes is Config.CacheBytes's default.
+const DefaultCacheBytes = 32 << 20
+
+// EntryOverhead is what a cached answer costs besides its packed bytes and
+// its name: the map slot, the list element and the entry.
+const EntryOverhead = 256
 
 var _ dns.Handler = (*Handler)(nil)
 
@@ -65,7 +80,9 @@ type key struct {
 }
 
 type entry struct {
-	reply   *dns.Msg // never modified after it is stored
+	key     key
+	wire    []byte // the packed reply, TTLs capped; never modified
+	cost    int64
 	stored  time.Time
 	expires time.Time
 }
@@ -93,6 +110,9 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = 10000
 	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = DefaultCacheBytes
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 2 * time.Second
 	}
@@ -108,7 +128,7 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	return &Handler{up: up, cfg: cfg, log: log.With("component", "nodelocal"), m: m,
-		cache: map[key]entry{}, inflight: map[key]*call{}}, nil
+		cache: map[key]*list.Element{}, inflight: map[key]*call{}}, nil
 }
 
 // ServeDNS implements dns.Handler.
@@ -130,20 +150,21 @@ func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
 	q := req.Question[0]
 	k := key{name: strings.ToLower(q.Name), qtype: q.Qtype, qclass: q.Qclass, do: opt != nil && opt.Do()}
 	now := time.Now()
-	up, age, hit := h.lookup(k, now)
-	if hit {
-		h.m.hits.Inc()
-	} else {
-		h.m.misses.Inc()
-		var err error
-		up, err = h.resolve(ctx, k, q)
-		if err != nil {
-			h.log.Debug("upstream failed", "name", q.Name, "err", err)
-			h.m.failures.Inc()
-			return h.fail(req, dns.RcodeServerFailure, tcp)
+	if wire, age, hit := h.lookup(k, now); hit {
+		up := new(dns.Msg)
+		if err := up.Unpack(wire); err == nil {
+			h.m.hits.Inc()
+			return h.build(req, up, age, tcp, true)
 		}
 	}
-	return h.build(req, up, age, tcp)
+	h.m.misses.Inc()
+	up, err := h.resolve(ctx, k, q)
+	if err != nil {
+		h.log.Debug("upstream failed", "name", q.Name, "err", err)
+		h.m.failures.Inc()
+		return h.fail(req, dns.RcodeServerFailure, tcp)
+	}
+	return h.build(req, up, 0, tcp, false)
 }
 
 func (h *Handler) fail(req *dns.Msg, rcode int, tcp bool) *dns.Msg {
@@ -153,18 +174,30 @@ func (h *Handler) fail(req *dns.Msg, rcode int, tcp bool) *dns.Msg {
 	return dnsmsg.Finish(req, m, tcp)
 }
 
-func (h *Handler) lookup(k key, now time.Time) (*dns.Msg, uint32, bool) {
+// lookup returns the packed reply cached for k and its age in seconds.
+func (h *Handler) lookup(k key, now time.Time) ([]byte, uint32, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e, ok := h.cache[k]
+	el, ok := h.cache[k]
 	if !ok {
 		return nil, 0, false
 	}
+	e := el.Value.(*entry)
 	if !now.Before(e.expires) {
-		delete(h.cache, k)
+		h.remove(el)
 		return nil, 0, false
 	}
-	return e.reply, uint32(now.Sub(e.stored) / time.Second), true
+	h.lru.MoveToFront(el)
+	return e.wire, uint32(now.Sub(e.stored) / time.Second), true
+}
+
+// remove drops a cached entry (h.mu held).
+func (h *Handler) remove(el *list.Element) {
+	e := h.lru.Remove(el).(*entry)
+	delete(h.cache, e.key)
+	h.bytes -= e.cost
+	h.m.bytes.Set(float64(h.bytes))
+	h.m.entries.Set(float64(len(h.cache)))
 }
 
 // resolve forwards the question once for all concurrent askers.
@@ -239,16 +272,6 @@ func (h *Handler) store(k key, r *dns.Msg, now time.Time) {
 	if ttl <= 0 {
 		return
 	}
-	if len(h.cache) >= h.cfg.CacheSize {
-		// Drop expired entries, or any entry when none has expired yet.
-		n := 0
-		for ck, e := range h.cache {
-			if !now.Before(e.expires) || n < len(h.cache)/10+1 {
-				delete(h.cache, ck)
-				n++
-			}
-		}
-	}
 	// Clients never see a TTL longer than the entry lives (nor the upstream's).
 	secs := uint32(ttl / time.Second)
 	for _, sec := range [][]dns.RR{r.Answer, r.Ns, r.Extra} {
@@ -258,13 +281,48 @@ func (h *Handler) store(k key, r *dns.Msg, now time.Time) {
 			}
 		}
 	}
-	h.cache[k] = entry{reply: r, stored: now, expires: now.Add(ttl)}
+	compress := r.Compress
+	r.Compress = true
+	packed, err := r.Pack()
+	r.Compress = compress
+	if err != nil {
+		return
+	}
+	wire := append(make([]byte, 0, len(packed)), packed...)
+	cost := int64(allocSize(len(wire))+len(k.name)) + EntryOverhead
+	if cost > h.cfg.CacheBytes {
+		h.m.evictions.Inc()
+		return
+	}
+	if el, ok := h.cache[k]; ok {
+		h.remove(el)
+	}
+	for len(h.cache) > 0 && (len(h.cache) >= h.cfg.CacheSize || h.bytes+cost > h.cfg.CacheBytes) {
+		h.remove(h.lru.Back())
+		h.m.evictions.Inc()
+	}
+	e := &entry{key: k, wire: wire, cost: cost, stored: now, expires: now.Add(ttl)}
+	h.cache[k] = h.lru.PushFront(e)
+	h.bytes += cost
+	h.m.bytes.Set(float64(h.bytes))
+	h.m.entries.Set(float64(len(h.cache)))
+}
+
+// allocSize is an upper bound of the memory the Go runtime allocates for n
+// bytes: small objects are rounded up to a size class (at most 12.5% more),
+// large ones to whole 8 KiB pages.
+func allocSize(n int) int {
+	if n <= 32<<10 {
+		return n + n/8 + 16
+	}
+	return (n + 8<<10 - 1) &^ (8<<10 - 1)
 }
 
 // build makes the client's reply from the upstream reply: the client's ID
 // and question (in its case), TTLs aged, then our OPT when the client sent
-// one and truncation to what it can receive (dnsmsg.Finish).
-func (h *Handler) build(req, up *dns.Msg, age uint32, tcp bool) *dns.Msg {
+// one and truncation to what it can receive (dnsmsg.Finish). The records of
+// up are copied unless owned (up is then used up).
+func (h *Handler) build(req, up *dns.Msg, age uint32, tcp, owned bool) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.Rcode = up.Rcode
@@ -278,7 +336,10 @@ func (h *Handler) build(req, up *dns.Msg, age uint32, tcp bool) *dns.Msg {
 		}
 		out := make([]dns.RR, len(in))
 		for i, rr := range in {
-			c := dns.Copy(rr)
+			c := rr
+			if !owned {
+				c = dns.Copy(rr)
+			}
 			hdr := c.Header()
 			if hdr.Ttl > age {
 				hdr.Ttl -= age
@@ -303,4 +364,12 @@ func (h *Handler) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.cache)
+}
+
+// CacheBytes is the memory the cached answers are accounted for (at most
+// Config.CacheBytes).
+func (h *Handler) CacheBytes() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bytes
 }
