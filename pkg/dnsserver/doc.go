@@ -49,7 +49,16 @@
 //     an upstream (the name itself always among them) are asked, in
 //     parallel, the others are not tried, and the expansion ends within 4 s;
 //   - every other name is forwarded to the upstreams (REFUSED without any).
-//     The Forwarder never sends to the server's own listen addresses.
+//     The Forwarder never sends to the server's own listen addresses. Its
+//     resources are bounded: an Exchange ends within its timeout (2s by
+//     default) whatever the number of upstreams; at most MaxInFlight (1000)
+//     wait at once and further queries are SERVFAIL at once; queries go
+//     upstream advertising dnsmsg.EDNSSize, so a UDP read needs 1232 bytes
+//     (TCP when the reply does not fit); identical queries in flight are
+//     sent once. Each query carries a loop marker (an EDNS0 local option,
+//     65534, random per Forwarder); one that comes back with it is
+//     SERVFAIL, so two servers forwarding to each other stop after three
+//     queries.
 //
 // The DNS adapters (this package, pkg/dnsmsg, pkg/nodelocal, and cmd) import
 // miekg/dns; the pure core, pkg/dnsserver/store included, must not

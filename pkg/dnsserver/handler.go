@@ -374,7 +374,11 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		m.Rcode = rcode
 	case h.ap != nil && h.ap.owns(req.Question[0].Name):
 		// Never cached: the answer depends on the search-list option.
-		fill(m, h.ap.expand(ctx, h, req))
+		// Candidates outside the zone (host search domains) are each
+		// forwarded: together they get one forwarding timeout.
+		actx, cancel := context.WithTimeout(ctx, DefaultForwardTimeout)
+		fill(m, h.ap.expand(actx, h, req))
+		cancel()
 	case !h.local(req.Question[0]):
 		if r, ok := h.forwardMsg(ctx, req); ok {
 			m = r

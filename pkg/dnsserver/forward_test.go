@@ -1,0 +1,480 @@
+package dnsserver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+)
+
+// deadUpstream is a UDP socket on 127.0.0.1 that reads every query and
+// never answers. It returns its address and the count of datagrams read.
+func deadUpstream(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+			n.Add(1)
+		}
+	}()
+	t.Cleanup(func() { pc.Close(); <-done })
+	return pc.LocalAddr().String(), &n
+}
+
+// runDNS serves h on 127.0.0.1:0 until the test ends and returns the address.
+func runDNS(t *testing.T, h dns.Handler) string {
+	t.Helper()
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return srv.Addrs()[0]
+}
+
+// smallStore holds web.ns.svc.cluster.local → 10.0.0.1.
+func smallStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetService(store.Service{Namespace: "ns", Name: "web", Type: store.ClusterIP, ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")}})
+	st.Publish()
+	return st
+}
+
+// TestForwardDeadUpstream sends a burst of 2,000 queries for distinct
+// outside names over one second (2,000 qps) to a server whose only upstream
+// never answers, with an in-cluster query after every tenth. Every outside
+// query must get SERVFAIL within 2.5 s, every in-cluster one its answer
+// within 250 ms, while goroutines stay at most 3,000 and the heap at most
+// 200 MiB. Figures: go test -run TestForwardDeadUpstream -v ./pkg/dnsserver/
+func TestForwardDeadUpstream(t *testing.T) {
+	up, seen := deadUpstream(t)
+	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(fwd)
+	addr := runDNS(t, dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)))
+
+	const (
+		every = 10 // an in-cluster query after every tenth outside one
+		burst = time.Second
+	)
+	external := 2000
+	if raceEnabled {
+		external = 400
+	}
+	total := external + external/every
+	var (
+		mu      sync.Mutex
+		sent    = make([]time.Time, total)
+		got     = make([]time.Duration, total)
+		rcode   = make([]int, total)
+		replies int
+		all     = make(chan struct{})
+	)
+	for i := range rcode {
+		rcode[i] = -1
+	}
+	// Four client sockets, each with one reader; the query ID is the index.
+	conns := make([]net.Conn, 4)
+	var readers sync.WaitGroup
+	for c := range conns {
+		conn, err := net.Dial("udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[c] = conn
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			buf := make([]byte, 2048)
+			for {
+				n, err := conn.Read(buf)
+				if err != nil {
+					return
+				}
+				r := new(dns.Msg)
+				if r.Unpack(buf[:n]) != nil || int(r.Id) >= total {
+					continue
+				}
+				mu.Lock()
+				if rcode[r.Id] == -1 {
+					rcode[r.Id] = r.Rcode
+					got[r.Id] = time.Since(sent[r.Id])
+					if replies++; replies == total {
+						close(all)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		readers.Wait()
+	}()
+
+	// Sample goroutines and heap while the burst runs.
+	var maxG, maxHeap uint64
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		var ms runtime.MemStats
+		for {
+			maxG = max(maxG, uint64(runtime.NumGoroutine()))
+			runtime.ReadMemStats(&ms)
+			maxHeap = max(maxHeap, ms.HeapInuse)
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	isLocal := func(i int) bool { return i%(every+1) == every }
+	tick := time.NewTicker(time.Millisecond)
+	start := time.Now()
+	for i := 0; i < total; {
+		<-tick.C
+		// Catch up with the schedule: query i goes at i/total of the burst.
+		due := min(total, int(int64(total)*int64(time.Since(start))/int64(burst))+1)
+		for ; i < due; i++ {
+			m := new(dns.Msg)
+			if isLocal(i) {
+				m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+			} else {
+				m.SetQuestion(fmt.Sprintf("q%d.example.org.", i), dns.TypeA)
+			}
+			m.Id = uint16(i)
+			b, _ := m.Pack()
+			mu.Lock()
+			sent[i] = time.Now()
+			mu.Unlock()
+			if _, err := conns[i%len(conns)].Write(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tick.Stop()
+	sendTime := time.Since(start)
+	select {
+	case <-all:
+	case <-time.After(5 * time.Second):
+	}
+	close(stopSampling)
+	<-sampled
+
+	mu.Lock()
+	defer mu.Unlock()
+	var slowest, slowestLocal time.Duration
+	var servfail, missing int
+	for i := range total {
+		switch {
+		case rcode[i] == -1:
+			missing++
+			if missing <= 5 {
+				t.Errorf("query %d (local %v) not answered", i, isLocal(i))
+			}
+		case isLocal(i):
+			slowestLocal = max(slowestLocal, got[i])
+			if rcode[i] != dns.RcodeSuccess {
+				t.Errorf("in-cluster query %d: %s", i, dns.RcodeToString[rcode[i]])
+			}
+		default:
+			slowest = max(slowest, got[i])
+			if rcode[i] == dns.RcodeServerFailure {
+				servfail++
+			} else {
+				t.Errorf("outside query %d: %s, want SERVFAIL", i, dns.RcodeToString[rcode[i]])
+			}
+		}
+	}
+	m := gather(t, reg)
+	t.Logf("%d queries (%d outside) sent in %v: %d unanswered; SERVFAIL %d, slowest %v; in-cluster slowest %v; "+
+		"upstream read %d, rejected over the limit %v; max goroutines %d, max heap in use %.1f MiB",
+		total, external, sendTime.Round(time.Millisecond), missing, servfail, slowest.Round(time.Millisecond), slowestLocal.Round(time.Millisecond),
+		seen.Load(), m["dnsconfigurer_dnsserver_forward_rejected_total"], maxG, float64(maxHeap)/(1<<20))
+	if missing > 0 {
+		t.Errorf("%d queries not answered", missing)
+	}
+	if slowest > 2500*time.Millisecond {
+		t.Errorf("slowest SERVFAIL after %v, want <= 2.5s", slowest)
+	}
+	if slowestLocal > 250*time.Millisecond {
+		t.Errorf("slowest in-cluster answer after %v, want <= 250ms", slowestLocal)
+	}
+	if maxG > 3000 {
+		t.Errorf("%d goroutines, want <= 3000", maxG)
+	}
+	if maxHeap > 200<<20 {
+		t.Errorf("heap in use %d MiB, want <= 200", maxHeap>>20)
+	}
+	if n := seen.Load(); n > int64(min(external, dnsserver.DefaultMaxInFlight)) {
+		t.Errorf("upstream read %d queries", n)
+	}
+}
+
+// counting wraps a handler and counts the queries it gets.
+func counting(h dns.Handler, n *atomic.Int64) dns.Handler {
+	return dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		n.Add(1)
+		h.ServeDNS(w, r)
+	})
+}
+
+// lateUpstreams is an UpstreamSource set once both servers are up.
+type lateUpstreams struct{ addr atomic.Pointer[string] }
+
+func (l *lateUpstreams) Upstreams() []string {
+	if a := l.addr.Load(); a != nil {
+		return []string{*a}
+	}
+	return nil
+}
+
+// TestForwardLoop points two servers at each other: one query for an
+// outside name must end with SERVFAIL after a few queries, found by the loop
+// marker. Figures: go test -run TestForwardLoop -v ./pkg/dnsserver/
+func TestForwardLoop(t *testing.T) {
+	var toA, toB lateUpstreams
+	fwdA, _ := dnsserver.NewForwarder(&toA, nil, time.Second, nil)
+	fwdB, _ := dnsserver.NewForwarder(&toB, nil, time.Second, nil)
+	var nA, nB atomic.Int64
+	a := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdA)), &nA))
+	b := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdB)), &nB))
+	toA.addr.Store(&b)
+	toB.addr.Store(&a)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(fwdA)
+
+	m := new(dns.Msg)
+	m.SetQuestion("loop.example.org.", dns.TypeA)
+	start := time.Now()
+	r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("rcode %s after %v; queries seen: A %d, B %d", dns.RcodeToString[r.Rcode], took.Round(time.Millisecond), nA.Load(), nB.Load())
+	if r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+	if n := nA.Load() + nB.Load(); n > 3 {
+		t.Errorf("%d queries in the loop, want <= 3", n)
+	}
+	if took > 500*time.Millisecond {
+		t.Errorf("loop answered after %v, want at once", took)
+	}
+	if v := gather(t, reg)["dnsconfigurer_dnsserver_forward_loops_total"]; v != 1 {
+		t.Errorf("forward_loops_total = %v, want 1", v)
+	}
+}
+
+// TestForwardLoopThroughStrippingResolver closes the loop through a relay
+// that drops EDNS0 options and makes a fresh query for each it gets (as a
+// recursive resolver would): the marker is lost, and coalescing holds the
+// query that comes back instead, so the loop ends with SERVFAIL after the
+// timeout with three queries seen.
+func TestForwardLoopThroughStrippingResolver(t *testing.T) {
+	var toRelay lateUpstreams
+	fwd, _ := dnsserver.NewForwarder(&toRelay, nil, 500*time.Millisecond, nil)
+	var nA, nRelay atomic.Int64
+	a := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)), &nA))
+	relay := runDNS(t, counting(dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		q := new(dns.Msg)
+		q.SetQuestion(req.Question[0].Name, req.Question[0].Qtype)
+		r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(q, a)
+		if err != nil {
+			r = new(dns.Msg)
+			r.SetRcode(req, dns.RcodeServerFailure)
+		}
+		r.Id = req.Id
+		_ = w.WriteMsg(r)
+	}), &nRelay))
+	toRelay.addr.Store(&relay)
+
+	m := new(dns.Msg)
+	m.SetQuestion("loop.example.org.", dns.TypeA)
+	r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rcode %s; queries seen: server %d, relay %d", dns.RcodeToString[r.Rcode], nA.Load(), nRelay.Load())
+	if r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+	if n := nA.Load() + nRelay.Load(); n > 3 {
+		t.Errorf("%d queries in the loop, want <= 3", n)
+	}
+}
+
+// heldUpstream answers every query with 192.0.2.1 once release is closed,
+// counting the queries.
+func heldUpstream(t *testing.T, release <-chan struct{}) (string, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	addr := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		n.Add(1)
+		<-release
+		r := new(dns.Msg)
+		r.SetReply(req)
+		r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
+			A: net.IPv4(192, 0, 2, 1)}}
+		_ = w.WriteMsg(r)
+	}))
+	return addr, &n
+}
+
+// awaitCond polls cond until it holds or a second has passed.
+func awaitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func TestForwardCoalescesAndLimits(t *testing.T) {
+	release := make(chan struct{})
+	up, seen := heldUpstream(t, release)
+	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, 2*time.Second, nil, dnsserver.WithMaxInFlight(10))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(fwd)
+	metric := func(name string) float64 { return gather(t, reg)["dnsconfigurer_dnsserver_"+name] }
+
+	type result struct {
+		id  uint16
+		r   *dns.Msg
+		err error
+	}
+	results := make(chan result, 10)
+	for i := range 10 {
+		m := new(dns.Msg)
+		m.SetQuestion("Same.Example.org.", dns.TypeA)
+		if i%2 == 1 {
+			m.Question[0].Name = "same.example.ORG."
+		}
+		m.Id = uint16(100 + i)
+		go func() {
+			r, err := fwd.Exchange(context.Background(), m)
+			results <- result{m.Id, r, err}
+		}()
+	}
+	awaitCond(t, "10 queries in flight", func() bool { return metric("forward_in_flight") == 10 })
+	// The limit is reached: the next query fails at once.
+	m := new(dns.Msg)
+	m.SetQuestion("other.example.org.", dns.TypeA)
+	if _, err := fwd.Exchange(context.Background(), m); !errors.Is(err, dnsserver.ErrOverloaded) {
+		t.Errorf("11th query: %v, want ErrOverloaded", err)
+	}
+	close(release)
+	for range 10 {
+		res := <-results
+		if res.err != nil || res.r.Id != res.id || len(res.r.Answer) != 1 {
+			t.Errorf("query %d: %v %v", res.id, res.r, res.err)
+		}
+	}
+	if n := seen.Load(); n != 1 {
+		t.Errorf("upstream got %d queries, want 1", n)
+	}
+	if c, r := metric("forward_coalesced_total"), metric("forward_rejected_total"); c != 9 || r != 1 {
+		t.Errorf("coalesced %v rejected %v, want 9 and 1", c, r)
+	}
+	if v := metric("forward_in_flight"); v != 0 {
+		t.Errorf("in flight after: %v", v)
+	}
+}
+
+// TestForwardAdvertisesEDNSSize checks that a client's EDNS0 claim is not
+// passed upstream (the read buffer is sized by it), that a reply too big
+// for it over UDP is asked again over TCP, and that the upstream gets the
+// loop marker.
+func TestForwardAdvertisesEDNSSize(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []uint16
+	var markers int
+	big := func(req *dns.Msg) *dns.Msg {
+		r := new(dns.Msg)
+		r.SetReply(req)
+		for i := range 200 {
+			r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
+				A: net.IPv4(192, 0, 2, byte(i))})
+		}
+		return r
+	}
+	up := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		mu.Lock()
+		if o := req.IsEdns0(); o != nil {
+			sizes = append(sizes, o.UDPSize())
+			for _, e := range o.Option {
+				if e.Option() == dnsserver.DefaultLoopOptionCode {
+					markers++
+				}
+			}
+		}
+		mu.Unlock()
+		// A misbehaving upstream: 200 answers (3.2 KB) over UDP too,
+		// whatever size was advertised.
+		_ = w.WriteMsg(big(req))
+	}))
+	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, 2*time.Second, nil)
+	addr := runDNS(t, dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)))
+	r, _, err := (&dns.Client{Net: "tcp", Timeout: 3 * time.Second}).Exchange(func() *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion("big.example.org.", dns.TypeA)
+		m.SetEdns0(65535, false)
+		return m
+	}(), addr)
+	if err != nil || len(r.Answer) != 200 {
+		t.Fatalf("over TCP: %v %v, want 200 answers", r, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) != 2 || markers != 2 {
+		t.Fatalf("upstream saw sizes %v and %d markers, want a UDP then a TCP query, each marked", sizes, markers)
+	}
+	for _, s := range sizes {
+		if s != 1232 {
+			t.Errorf("upstream saw EDNS0 size %d, want 1232", s)
+		}
+	}
+}
