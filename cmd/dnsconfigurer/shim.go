@@ -159,7 +159,37 @@ func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Write
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer shim", err)
 	}
-	return exitCode(stderr, "dnsconfigurer shim", runShimParts(ctx, cfg, log, newRegistry()))
+	return exitCode(stderr, "dnsconfigurer shim", boundShutdown(ctx, shutdownLimit, log, func() error {
+		return runShimParts(ctx, cfg, log, newRegistry())
+	}))
+}
+
+// shutdownLimit bounds the shim's shutdown after SIGTERM: the CRI server
+// gives calls in flight 5s and then closes every connection itself, so this
+// is a backstop against a part that does not return; it stays under 10s,
+// well inside the pod's termination grace period (30s).
+const shutdownLimit = 8 * time.Second
+
+// boundShutdown runs run and returns its error, but once ctx is done waits
+// at most limit for it: a component that does not stop in time is left
+// behind (the process exits) with an error saying so.
+func boundShutdown(ctx context.Context, limit time.Duration, log *slog.Logger, run func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- run() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		log.Error("shutdown did not complete in time; exiting anyway", "limit", limit.String())
+		return fmt.Errorf("shutdown did not complete within %s", limit)
+	}
 }
 
 // shimEngine is the policy engine for the shim's node settings.

@@ -84,6 +84,11 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 // WithRegistry registers the shim's metrics on r (default: not registered).
 func WithRegistry(r prometheus.Registerer) Option { return func(s *Server) { s.reg = r } }
 
+// WithShutdownTimeout bounds how long Serve lets the calls in flight finish
+// once its context is done (default 5s); then every connection is closed,
+// whatever the peers do.
+func WithShutdownTimeout(d time.Duration) Option { return func(s *Server) { s.shutdownTimeout = d } }
+
 // WithMaxBackoff caps the delay between reconnection attempts to the
 // runtime (default 2s).
 func WithMaxBackoff(d time.Duration) Option { return func(s *Server) { s.maxBackoff = d } }
@@ -106,16 +111,30 @@ type Server struct {
 	log           *slog.Logger
 	reg           prometheus.Registerer
 
+	shutdownTimeout time.Duration
+
 	m     *metrics
 	conn  *grpc.ClientConn // the runtime's health, for RuntimeReady
 	known map[string]bool
 
 	mu      sync.Mutex
-	relays  map[*h2relay.Relay]struct{}
+	conns   map[*served]struct{}
 	pending sync.WaitGroup // connections being served
 	closed  bool
 	l       net.Listener
 }
+
+// served is a kubelet connection being served: relayed to the runtime
+// connection up, or answered with Unavailable (relay and up nil).
+type served struct {
+	relay    *h2relay.Relay
+	down, up net.Conn
+}
+
+// closeAfterDrain is how long Serve waits, after closing every connection
+// itself, for the goroutines serving them to return before it gives up on
+// them (they hold no socket by then).
+const closeAfterDrain = 2 * time.Second
 
 // New returns a shim that forwards to the runtime at endpoint (a socket
 // path or a unix:// URL, as kubelet's --container-runtime-endpoint) and
@@ -129,7 +148,7 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 		return nil, errors.New("cri: no host resolver config")
 	}
 	s := &Server{eng: eng, host: host, limits: LimitsTrim, failure: FailOpen,
-		lookupTimeout: 2 * time.Second, maxBackoff: 2 * time.Second, log: slog.Default()}
+		lookupTimeout: 2 * time.Second, maxBackoff: 2 * time.Second, shutdownTimeout: 5 * time.Second, log: slog.Default()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -174,7 +193,7 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 			s.known["/"+sd.ServiceName+"/"+st.StreamName] = true
 		}
 	}
-	s.relays = map[*h2relay.Relay]struct{}{}
+	s.conns = map[*served]struct{}{}
 	return s, nil
 }
 
@@ -193,10 +212,12 @@ func unixTarget(endpoint string) (string, error) {
 }
 
 // Serve relays the kubelet connections l accepts until ctx is done, then
-// stops: each relay tells kubelet to open no more calls (GOAWAY), calls in
-// flight get up to 5 seconds together (streams such as GetContainerEvents
-// are cut), and every connection is closed. It returns nil after ctx is
-// done.
+// stops in bounded time whatever the peers do: each relay tells kubelet to
+// open no more calls (GOAWAY), calls in flight get the shutdown timeout
+// (5s by default) together, streams such as GetContainerEvents are cut,
+// and every connection is closed by the Server itself (a relay stuck
+// writing to a runtime that stopped reading cannot hold it up). It returns
+// nil after ctx is done.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	defer s.Close()
 	s.mu.Lock()
@@ -238,24 +259,57 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	l.Close()
 	<-errc
-	s.mu.Lock()
-	var idle []<-chan struct{}
-	for r := range s.relays {
-		idle = append(idle, r.Drain())
-	}
-	s.mu.Unlock()
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	for _, c := range idle {
-		select {
-		case <-c:
-		case <-t.C:
-		}
+	begin := time.Now()
+	if !s.drain(s.shutdownTimeout) {
+		s.log.Warn("calls still in flight after the shutdown timeout; closing their connections", "timeout", s.shutdownTimeout.String())
 	}
 	stopConns()
-	s.closeRelays()
-	s.pending.Wait()
+	s.closeConns()
+	if !waitGroup(&s.pending, closeAfterDrain) {
+		s.log.Warn("connection goroutines still running after their sockets were closed; not waiting for them", "waited", closeAfterDrain.String())
+	}
+	s.log.Info("stopped serving CRI", "took", time.Since(begin).String())
 	return nil
+}
+
+// drain sends every relay's client a GOAWAY and waits up to d for their
+// calls in flight; it reports whether they all ended. A relay that cannot
+// even send the GOAWAY (its writer is stuck) only costs the wait.
+func (s *Server) drain(d time.Duration) bool {
+	s.mu.Lock()
+	var rs []*h2relay.Relay
+	for c := range s.conns {
+		if c.relay != nil {
+			rs = append(rs, c.relay)
+		}
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-r.Drain()
+		}()
+	}
+	return waitGroup(&wg, d)
+}
+
+// waitGroup waits for wg at most d; it reports whether wg was done.
+func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // serveConn relays one kubelet connection to a runtime connection of its
@@ -264,6 +318,11 @@ func (s *Server) serveConn(ctx context.Context, down net.Conn) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	up, err := d.DialContext(ctx, "unix", s.runtimePath)
 	if err != nil {
+		c := &served{down: down}
+		if !s.track(c) {
+			return
+		}
+		defer s.untrack(c)
 		s.log.Debug("runtime not reachable; failing calls with Unavailable", "runtime", s.endpoint, "err", err)
 		s.serveUnavailable(ctx, down, err)
 		return
@@ -273,37 +332,63 @@ func (s *Server) serveConn(ctx context.Context, down net.Conn) {
 		h2relay.WithObserver(s.observe),
 		h2relay.WithMaxMsgSize(MaxMsgSize),
 		h2relay.WithLogger(s.log))
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		down.Close()
-		up.Close()
+	c := &served{relay: r, down: down, up: up}
+	if !s.track(c) {
 		return
 	}
-	s.relays[r] = struct{}{}
-	s.mu.Unlock()
+	defer s.untrack(c)
 	if err := r.Run(ctx); err != nil {
 		s.log.Debug("relay connection closed", "err", err)
 	}
+}
+
+// track records c, or closes its sockets when the server is closed.
+func (s *Server) track(c *served) bool {
 	s.mu.Lock()
-	delete(s.relays, r)
+	defer s.mu.Unlock()
+	if s.closed {
+		c.close()
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *served) {
+	s.mu.Lock()
+	delete(s.conns, c)
 	s.mu.Unlock()
 }
 
-func (s *Server) closeRelays() {
+// close closes c's sockets, which ends every read and write on them, and
+// then its relay (in the background: Relay.Close may wait for a lock held
+// by a write that only now fails).
+func (c *served) close() {
+	c.down.Close()
+	if c.up != nil {
+		c.up.Close()
+	}
+	if c.relay != nil {
+		go c.relay.Close()
+	}
+}
+
+// closeConns closes every connection being served.
+func (s *Server) closeConns() {
 	s.mu.Lock()
-	rs := make([]*h2relay.Relay, 0, len(s.relays))
-	for r := range s.relays {
-		rs = append(rs, r)
+	cs := make([]*served, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
 	}
 	s.mu.Unlock()
-	for _, r := range rs {
-		r.Close()
+	for _, c := range cs {
+		c.close()
 	}
 }
 
 // Close stops the server at once: the listener and every connection are
-// closed. Serve calls it on return; it is safe to call more than once.
+// closed; it does not wait for the goroutines serving them. Serve calls it
+// on return; it is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -316,7 +401,7 @@ func (s *Server) Close() error {
 	if l != nil {
 		l.Close()
 	}
-	s.closeRelays()
+	s.closeConns()
 	return s.conn.Close()
 }
 
