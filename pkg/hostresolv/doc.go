@@ -16,4 +16,13 @@
 // Config shows the same view (Raw is the file as kubelet reads it). Auto
 // switches to systemd-resolved's upstream file when the stub is all there
 // is.
+//
+// Limits: the file is read with resolvconf.ReadFile, so a file over 10 MiB
+// is a problem without being read (start-up with a 64 MB file allocates
+// under 1 MiB), and a named pipe, device or directory in the file's place is
+// a problem at once instead of a blocked open. Every step that can block in
+// the kernel (open, read, stat, adding a directory watch) runs while the
+// watcher also waits for its context, so Watch and the watch loop return
+// within milliseconds of cancellation whatever the file system does; a step
+// still blocked is left to finish on its own goroutine.
 package hostresolv

@@ -100,8 +100,9 @@ type options struct {
 	debounce time.Duration
 	maxWait  time.Duration
 	resync   time.Duration
-	primary  string // the file Auto starts from
-	resolved string // systemd-resolved's upstream file
+	primary  string                            // the file Auto starts from
+	resolved string                            // systemd-resolved's upstream file
+	read     func(path string) ([]byte, error) // resolvconf.ReadFile; a test seam
 }
 
 // Option configures Watch.
@@ -155,12 +156,21 @@ type Watcher struct {
 // Auto follows DefaultPath and systemd-resolved's file. The first snapshot is
 // ready when Watch returns; a missing or broken file at start is not an
 // error of Watch but of the snapshot. Watch fails only when the watch itself
-// cannot be set up.
+// cannot be set up, or when ctx is done before the first read has finished
+// (the error then wraps ctx.Err()).
+//
+// Files are read with resolvconf.ReadFile: a file over 10 MiB is refused
+// before it is read, and a named pipe or device in the file's place is
+// refused without blocking. Every step that can block in the kernel (the
+// reads, stats and directory watches; a hung network file system can stall
+// any of them) runs on its own goroutine while the watcher waits for it or
+// for ctx, so Watch and the watch loop return as soon as ctx is done; a step
+// still blocked then finishes, or stays blocked, on its own.
 func Watch(ctx context.Context, path string, opts ...Option) (*Watcher, error) {
 	w := &Watcher{path: path, subs: map[chan Snapshot]struct{}{}, done: make(chan struct{}),
 		dirs: map[string]bool{}, names: map[string]bool{}}
 	w.o = options{log: slog.New(slog.DiscardHandler), debounce: 10 * time.Millisecond, maxWait: 100 * time.Millisecond,
-		resync: 30 * time.Second, primary: DefaultPath, resolved: SystemdResolved}
+		resync: 30 * time.Second, primary: DefaultPath, resolved: SystemdResolved, read: resolvconf.ReadFile}
 	for _, opt := range opts {
 		opt(&w.o)
 	}
@@ -179,13 +189,42 @@ func Watch(ctx context.Context, path string, opts ...Option) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch %q: %w", path, err)
 	}
-	if err := w.rewatch(); err != nil {
+	var werr error
+	if !await(ctx, func() {
+		if werr = w.rewatch(); werr == nil {
+			w.reload(true)
+		}
+	}) {
 		w.fsw.Close()
-		return nil, err
+		return nil, fmt.Errorf("watch %q: %w", path, ctx.Err())
 	}
-	w.reload(true)
+	if werr != nil {
+		w.fsw.Close()
+		return nil, werr
+	}
 	go w.run(ctx)
 	return w, nil
+}
+
+// await runs f, which may block in a system call, on its own goroutine and
+// waits for it to return (true) or for ctx to be done (false). After false,
+// f may still be running: the caller must stop and leave to f whatever f
+// uses.
+func await(ctx context.Context, f func()) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Current returns the latest snapshot.
@@ -253,14 +292,27 @@ func (w *Watcher) run(ctx context.Context) {
 	// in-place writer truncates the file before writing it, and a read in
 	// between sees an empty file for a moment.
 	var problemStat [2]fileStat
-	check := func(final bool) {
-		if err := w.rewatch(); err != nil {
-			w.o.log.Warn("cannot watch", "path", w.path, "err", err)
+	// check re-reads the file; it returns false when ctx was done first.
+	check := func(final bool) bool {
+		var (
+			published bool
+			st        [2]fileStat
+		)
+		if !await(ctx, func() {
+			if err := w.rewatch(); err != nil {
+				w.o.log.Warn("cannot watch", "path", w.path, "err", err)
+			}
+			if published = w.reload(final); !published {
+				st = w.stamp()
+			}
+		}) {
+			return false
 		}
-		if !w.reload(final) {
-			problemStat = w.stamp()
+		if !published {
+			problemStat = st
 			confirm.Reset(2 * w.o.debounce)
 		}
+		return true
 	}
 	onEvent := func(ev fsnotify.Event) {
 		if !w.names[filepath.Base(ev.Name)] {
@@ -299,10 +351,14 @@ func (w *Watcher) run(ctx context.Context) {
 			w.o.log.Warn("file watch error; re-reading", "path", w.path, "err", err)
 			w.m.errors.WithLabelValues("watch").Inc()
 			pending = false
-			check(true)
+			if !check(true) {
+				return
+			}
 		case <-quiet.C:
 			pending = false
-			check(false)
+			if !check(false) {
+				return
+			}
 		case <-confirm.C:
 			// The confirming read waits while the file is still being
 			// written: an event already waiting (select picks at random
@@ -317,14 +373,22 @@ func (w *Watcher) run(ctx context.Context) {
 				continue
 			default:
 			}
-			if st := w.stamp(); st != problemStat {
+			var st [2]fileStat
+			if !await(ctx, func() { st = w.stamp() }) {
+				return
+			}
+			if st != problemStat {
 				problemStat = st
 				confirm.Reset(2 * w.o.debounce)
 				continue
 			}
-			check(true)
+			if !check(true) {
+				return
+			}
 		case <-tick:
-			check(false)
+			if !check(false) {
+				return
+			}
 		}
 	}
 }
@@ -424,7 +488,7 @@ func (w *Watcher) reload(final bool) bool {
 	if path == Auto {
 		path = w.autoPath()
 	}
-	data, err := resolvconf.ReadFile(path)
+	data, err := w.o.read(path)
 	var cfg resolvconf.Config
 	if err == nil {
 		cfg, err = resolvconf.ParseBytes(data)
@@ -461,8 +525,10 @@ func (w *Watcher) reload(final bool) bool {
 		w.publish(next)
 		return true
 	}
-	sum := sha256.Sum256(append([]byte(path+"\x00"), data...))
-	hash := hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write([]byte(path + "\x00"))
+	h.Write(data)
+	hash := hex.EncodeToString(h.Sum(nil))
 	if hash == cur.Hash && cur.Problem == nil && cur.Generation > 0 {
 		w.m.reloads.WithLabelValues("unchanged").Inc()
 		return true
@@ -483,7 +549,11 @@ func (w *Watcher) reload(final bool) bool {
 // autoPath picks systemd-resolved's file when the primary file holds only
 // loopback stubs and the other file exists, and says so when it switches.
 func (w *Watcher) autoPath() string {
-	cfg, err := resolvconf.ParseFile(w.o.primary)
+	data, err := w.o.read(w.o.primary)
+	var cfg resolvconf.Config
+	if err == nil {
+		cfg, err = resolvconf.ParseBytes(data)
+	}
 	use := false
 	if err == nil && len(cfg.Nameservers) > 0 {
 		use = true
