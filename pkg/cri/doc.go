@@ -39,6 +39,9 @@
 // pods with spec.nodeName=<node>, looked up by UID, waiting up to the
 // lookup timeout for a pod not seen yet) or, without an API server or for a
 // pod it does not know, from the sandbox config itself (see FromSandbox).
+// A pod stands for a sandbox only if it is on this node and its namespace
+// and name are the sandbox metadata's; a mirror pod only for a static pod's
+// sandbox; two candidates are none (README.md, "Threat model").
 // The node's resolver config is the last-good snapshot of a
 // hostresolv.Watcher, behind HostConfig; no file is read per sandbox.
 // dns_config is replaced by the engine's result; the hostname is replaced
