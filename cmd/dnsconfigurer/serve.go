@@ -22,6 +22,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 )
 
 func init() {
@@ -67,6 +68,7 @@ type serveFlags struct {
 	maxTTL          time.Duration
 	maxNegativeTTL  time.Duration
 	cacheSize       int
+	cacheBytes      int64
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -79,6 +81,21 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 			"    [--upstream ADDR[,ADDR...] | --upstream-resolv-conf PATH] [--metrics-listen ADDR]\n\nflags:")
 		fs.PrintDefaults()
 	}
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// register defines serve's flags on fs.
+func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.listen, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
 	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster `zone`")
 	fs.StringVar(&f.objects, "objects", "", "serve the Services, EndpointSlices, Pods and Namespaces of this manifest file or directory (watched)")
@@ -102,51 +119,54 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.maxTTL, "max-ttl", 30*time.Second, "node-local mode: longest time a positive answer is cached")
 	fs.DurationVar(&f.maxNegativeTTL, "max-negative-ttl", 5*time.Second, "node-local mode: longest time NXDOMAIN/NODATA is cached")
 	fs.IntVar(&f.cacheSize, "cache-size", 10000, "node-local mode: most answers cached")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
+	fs.Int64Var(&f.cacheBytes, "cache-bytes", nodelocal.DefaultCacheBytes, "node-local mode: most bytes of answers cached (counted with their overhead)")
+}
+
+// check validates the parsed flags, naming the flag at fault; it turns
+// --autopath-by-source into --pods verified.
+func (f *serveFlags) check() error {
 	if len(f.listen) == 0 {
-		return nil, errors.New("--listen is required")
+		return errors.New("--listen is required")
 	}
 	for _, l := range f.listen {
 		if _, _, err := net.SplitHostPort(l); err != nil {
-			return nil, fmt.Errorf("--listen %q: %w", l, err)
+			return fmt.Errorf("--listen %q: %w", l, err)
 		}
 	}
 	if f.objects != "" && f.kubeconfig != "" {
-		return nil, errors.New("--objects and --kubeconfig are exclusive")
+		return errors.New("--objects and --kubeconfig are exclusive")
 	}
 	if len(f.upstream) > 0 && f.upstreamResolvConf != "" {
-		return nil, errors.New("--upstream and --upstream-resolv-conf are exclusive")
+		return errors.New("--upstream and --upstream-resolv-conf are exclusive")
 	}
 	if f.ttl > store.MaxTTL {
-		return nil, fmt.Errorf("--ttl %d: above %d", f.ttl, store.MaxTTL)
+		return fmt.Errorf("--ttl %d: above %d", f.ttl, store.MaxTTL)
 	}
 	switch f.mode {
 	case "cluster":
 		if len(f.clusterUpstream) > 0 {
-			return nil, errors.New("--cluster-upstream is for --mode node-local")
+			return errors.New("--cluster-upstream is for --mode node-local")
 		}
 	case "node-local":
 		if f.objects != "" || f.kubeconfig != "" || len(f.upstream) > 0 || f.upstreamResolvConf != "" {
-			return nil, errors.New("--mode node-local takes --cluster-upstream, not --objects, --kubeconfig, --upstream or --upstream-resolv-conf")
+			return errors.New("--mode node-local takes --cluster-upstream, not --objects, --kubeconfig, --upstream or --upstream-resolv-conf")
 		}
 	default:
-		return nil, fmt.Errorf("--mode %q: must be cluster or node-local", f.mode)
+		return fmt.Errorf("--mode %q: must be cluster or node-local", f.mode)
 	}
 	if f.autopathSource {
 		if !f.autopath {
-			return nil, errors.New("--autopath-by-source needs --autopath")
+			return errors.New("--autopath-by-source needs --autopath")
 		}
 		f.pods = "verified"
 	}
 	if err := autopath.CheckOptionCode(f.autopathCode); err != nil {
-		return nil, fmt.Errorf("--autopath-option-code: %w", err)
+		return fmt.Errorf("--autopath-option-code: %w", err)
 	}
-	return f, nil
+	if f.cacheBytes <= 0 {
+		return fmt.Errorf("--cache-bytes %d: must be positive", f.cacheBytes)
+	}
+	return nil
 }
 
 // watchedUpstreams serves the nameservers of a watched resolv.conf as

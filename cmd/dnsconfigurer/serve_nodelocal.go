@@ -33,7 +33,7 @@ func runNodeLocal(ctx context.Context, f *serveFlags, log *slog.Logger, reg *pro
 		searches = func() []string { return w.Current().Config.Searches }
 	}
 	h, err := nodelocal.New(fwd, nodelocal.Config{ClusterDomain: f.clusterDomain, OptionCode: uint16(f.autopathCode),
-		MaxTTL: f.maxTTL, MaxNegativeTTL: f.maxNegativeTTL, CacheSize: f.cacheSize,
+		MaxTTL: f.maxTTL, MaxNegativeTTL: f.maxNegativeTTL, CacheSize: f.cacheSize, CacheBytes: f.cacheBytes,
 		HostSearches: searches, Logger: log, Registerer: reg})
 	if err != nil {
 		return err

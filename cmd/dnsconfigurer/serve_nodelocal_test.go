@@ -79,6 +79,7 @@ func TestServeNodeLocalFlags(t *testing.T) {
 		{"--mode", "sidecar", "--listen", "127.0.0.1:0"},
 		{"--listen", "127.0.0.1:0", "--cluster-upstream", "10.96.0.10"},
 		{"--listen", "127.0.0.1:0", "--autopath-option-code", "12"},
+		{"--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "10.96.0.10", "--cache-bytes", "0"},
 		{"--mode", "node-local", "--listen", "127.0.0.1:5353", "--cluster-upstream", "127.0.0.1:5353"},
 	} {
 		var stderr serveLog
