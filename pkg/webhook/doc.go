@@ -12,7 +12,11 @@
 //
 // Server serves admission.k8s.io/v1 AdmissionReviews for Pods on
 // POST /validate and internal/health's GET /healthz, /readyz and /metrics, over HTTPS only (TLS
-// 1.2 or later), with a request body cap and read and write timeouts. The
+// 1.2 or later), with a request body cap (6 MiB: twice kube-apiserver's 3
+// MiB request limit, since the review wraps the object), a budget of body
+// bytes read and decoded at once (12 MiB by default; a request waits its
+// turn for half the read timeout, then gets 429) and read and write
+// timeouts. The
 // certificate and key are re-read when their files change (fsnotify on their
 // directories, which also sees a Secret volume's symlink swap); each new TLS
 // handshake takes the latest good pair, so established connections are not
@@ -20,7 +24,8 @@
 // one in place.
 //
 // HTTP errors: 405 for a method other than POST on /validate, 415 for a body
-// that is not application/json, 413 for a body over the cap, 400 with the
+// that is not application/json, 413 for a body over the cap, 429 with
+// Retry-After for a body that found the in-flight budget spent, 400 with the
 // reason for anything that is not a well-formed AdmissionReview with a
 // request. An AdmissionReview for anything but a Pod CREATE is allowed with a
 // warning saying that nothing was checked.

@@ -1,10 +1,11 @@
 package webhook
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -29,9 +30,13 @@ const (
 type handler struct {
 	reviewer *Reviewer
 	maxBytes int64
-	log      *slog.Logger
-	m        *metrics
-	ops      http.Handler
+	// budget bounds the body bytes being read and decoded at once; a
+	// request waits for its share at most queueTimeout.
+	budget       *byteBudget
+	queueTimeout time.Duration
+	log          *slog.Logger
+	m            *metrics
+	ops          http.Handler
 }
 
 // statusWriter records the status code for the request metric.
@@ -95,7 +100,23 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, h.maxBytes), http.StatusRequestEntityTooLarge)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBytes))
+	// The body's bytes are taken from the budget before it is read, and
+	// given back once the review is answered: that bounds the memory that
+	// concurrent large bodies hold, whatever their number.
+	weight := r.ContentLength
+	if weight < 0 {
+		weight = h.maxBytes // unknown length: the most it can be
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.queueTimeout)
+	err := h.budget.acquire(ctx, weight)
+	cancel()
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("too many request bytes in flight: a body of %d bytes waited %v for its turn; retry", weight, h.queueTimeout), http.StatusTooManyRequests)
+		return
+	}
+	defer h.budget.release(weight)
+	body, err := readBody(w, r, h.maxBytes)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -127,6 +148,18 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 		h.log.Info("pod denied", "uid", review.Request.UID, "namespace", review.Request.Namespace,
 			"pod", review.Request.Name, "fields", fields)
 	}
+}
+
+// readBody reads the request body, at most limit bytes, into a buffer sized
+// from Content-Length when the request has one, so that the body is held
+// once rather than in a growing series of copies.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(min(r.ContentLength, limit)) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	return buf.Bytes(), err
 }
 
 func (h *handler) badRequest(w http.ResponseWriter, r *http.Request, err error) {

@@ -27,6 +27,8 @@ const (
 //     after a file change: ok or error (the previous pair stays in use)
 //   - dnsconfigurer_webhook_cert_not_after_timestamp_seconds: expiry of the
 //     certificate being served
+//   - dnsconfigurer_webhook_request_bytes_in_flight: request body bytes
+//     taken from the in-flight budget (WithMaxInFlightBytes)
 type metrics struct {
 	requests   *prometheus.CounterVec
 	reviews    *prometheus.CounterVec
@@ -34,11 +36,12 @@ type metrics struct {
 	duration   prometheus.Histogram
 	reloads    *prometheus.CounterVec
 	notAfter   prometheus.Gauge
+	inFlight   prometheus.GaugeFunc
 
 	outcomes map[Outcome]prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, budget *byteBudget) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "requests_total",
@@ -66,12 +69,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Expiry (Unix time) of the serving certificate in use.",
 		}),
 	}
+	m.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "request_bytes_in_flight",
+		Help: "Request body bytes being read and decoded, as taken from the in-flight budget.",
+	}, func() float64 { return float64(budget.inUse()) })
 	m.outcomes = map[Outcome]prometheus.Counter{}
 	for _, o := range []Outcome{OutcomeAllowed, OutcomeWarned, OutcomeDenied, OutcomeSkipped} {
 		m.outcomes[o] = m.reviews.WithLabelValues(string(o))
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.reviews, m.violations, m.duration, m.reloads, m.notAfter} {
+		for _, c := range []prometheus.Collector{m.requests, m.reviews, m.violations, m.duration, m.reloads, m.notAfter, m.inFlight} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -18,10 +18,15 @@ import (
 // Defaults of the server's options.
 const (
 	DefaultMaxRequestBytes = 6 << 20
-	DefaultReadTimeout     = 10 * time.Second
-	DefaultWriteTimeout    = 10 * time.Second
-	DefaultIdleTimeout     = 90 * time.Second
-	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultMaxInFlightBytes bounds the request body bytes read and
+	// decoded at once: two bodies of the largest size, or any number of
+	// typical ones (a few KiB each). Decoding holds about twice a body's
+	// size, so this keeps the webhook well under a 128 MiB memory limit.
+	DefaultMaxInFlightBytes = 2 * DefaultMaxRequestBytes
+	DefaultReadTimeout      = 10 * time.Second
+	DefaultWriteTimeout     = 10 * time.Second
+	DefaultIdleTimeout      = 90 * time.Second
+	DefaultShutdownTimeout  = 10 * time.Second
 )
 
 type options struct {
@@ -29,6 +34,7 @@ type options struct {
 	reg             prometheus.Registerer
 	gatherer        prometheus.Gatherer
 	maxBytes        int64
+	maxInFlight     int64
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	idleTimeout     time.Duration
@@ -50,6 +56,14 @@ func WithGatherer(g prometheus.Gatherer) Option { return func(o *options) { o.ga
 
 // WithMaxRequestBytes caps a request body (default DefaultMaxRequestBytes).
 func WithMaxRequestBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
+
+// WithMaxInFlightBytes bounds the request body bytes read and decoded at
+// once (default DefaultMaxInFlightBytes; at least the body cap is used). A
+// request takes its Content-Length from the budget, or the body cap when it
+// sends none, before its body is read; one that finds the budget spent waits
+// its turn, in arrival order, for half the read timeout (the other half is
+// left to read the body) and is then answered 429 with Retry-After.
+func WithMaxInFlightBytes(n int64) Option { return func(o *options) { o.maxInFlight = n } }
 
 // WithTimeouts sets the time allowed to read a request, headers included,
 // and to write its response (defaults DefaultReadTimeout and
@@ -86,7 +100,7 @@ type Server struct {
 // the metrics. It fails when the pair does not load: the webhook must not
 // start without a certificate.
 func New(reviewer *Reviewer, certFile, keyFile string, opts ...Option) (*Server, error) {
-	o := options{log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxRequestBytes,
+	o := options{log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxRequestBytes, maxInFlight: DefaultMaxInFlightBytes,
 		readTimeout: DefaultReadTimeout, writeTimeout: DefaultWriteTimeout, idleTimeout: DefaultIdleTimeout,
 		shutdownTimeout: DefaultShutdownTimeout, debounce: 100 * time.Millisecond}
 	for _, opt := range opts {
@@ -104,7 +118,8 @@ func New(reviewer *Reviewer, certFile, keyFile string, opts ...Option) (*Server,
 	if certFile == "" || keyFile == "" {
 		return nil, errors.New("webhook: a certificate file and a key file are required")
 	}
-	m, err := newMetrics(o.reg)
+	budget := newByteBudget(max(o.maxInFlight, o.maxBytes))
+	m, err := newMetrics(o.reg, budget)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: register metrics: %w", err)
 	}
@@ -112,7 +127,8 @@ func New(reviewer *Reviewer, certFile, keyFile string, opts ...Option) (*Server,
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	h := &handler{reviewer: reviewer, maxBytes: o.maxBytes, log: o.log, m: m, ops: health.Handler(o.gatherer)}
+	h := &handler{reviewer: reviewer, maxBytes: o.maxBytes, budget: budget, queueTimeout: o.readTimeout / 2,
+		log: o.log, m: m, ops: health.Handler(o.gatherer)}
 	return &Server{o: o, m: m, certs: certs, h: h}, nil
 }
 
