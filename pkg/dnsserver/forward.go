@@ -249,7 +249,9 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 	}
 
 	f.mu.Lock()
-	if fl, ok := f.flights[key]; ok {
+	// A flight whose caller has gone (an autopath candidate made useless
+	// by an earlier one) is ending: it is not joined.
+	if fl, ok := f.flights[key]; ok && fl.ctx.Err() == nil {
 		fl.waiters++
 		f.mu.Unlock()
 		f.coalesced.Add(1)
@@ -265,13 +267,15 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 		r.Id = m.Id
 		return r, nil
 	}
-	fl := &flight{done: make(chan struct{})}
+	fl := &flight{ctx: ctx, done: make(chan struct{})}
 	f.flights[key] = fl
 	f.mu.Unlock()
 
 	r, err := f.exchange(ctx, ups, up)
 	f.mu.Lock()
-	delete(f.flights, key)
+	if f.flights[key] == fl {
+		delete(f.flights, key)
+	}
 	shared := fl.waiters > 0
 	f.mu.Unlock()
 	fl.reply, fl.err = r, err
@@ -286,6 +290,7 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 
 // flight is an exchange in progress that identical queries wait for.
 type flight struct {
+	ctx     context.Context // the leader's
 	done    chan struct{}
 	waiters int // under Forwarder.mu
 	reply   *dns.Msg

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,15 +84,37 @@ func FuzzHandler(f *testing.F) {
 		seed("1.0.0.10.in-addr.arpa.", dns.TypePTR, false),
 		seed("cluster.local.", dns.TypeANY, true),
 		seed("example.org.", dns.TypeA, false),
+		seed("www.big.example.", dns.TypeA, true),
+		seed("www.nx.example.", dns.TypeAAAA, false),
+		seed("web.search.ns.cluster.local.ap.k8s.io.", dns.TypeA, true),
+		seed("www.big.example.search.ns.cluster.local.ap.k8s.io.", dns.TypeA, false),
 		{0, 1, 2},
 	} {
 		f.Add(s, false)
 	}
-	h := NewHandler("cluster.local", fuzzStore(f))
+	// Autopath and forwarding on, to a fake upstream on loopback that
+	// answers deterministically (so that the second reply is the same bytes).
+	up := &Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(fuzzUpstream)}
+	if err := up.Start(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { up.Shutdown(context.Background()) })
+	fwd, err := NewForwarder(StaticUpstreams(up.Addrs()), nil, time.Second, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ap, err := WithAutopath(0, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := NewHandler("cluster.local", fuzzStore(f), WithForwarder(fwd), ap)
 	f.Fuzz(func(t *testing.T, data []byte, tcp bool) {
 		req := new(dns.Msg)
 		if err := req.Unpack(data); err != nil {
 			return // the server drops or FORMERRs these before the handler
+		}
+		if req.Response {
+			return // the server drops these before the handler
 		}
 		w := &fakeWriter{tcp: tcp}
 		h.ServeDNS(w, req)
@@ -110,9 +133,11 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("cached reply differs:\n%v\n%v", w.msg, w2.msg)
 		}
 		if !tcp {
-			limit := dns.MinMsgSize
-			if o := req.IsEdns0(); o != nil && int(o.UDPSize()) > limit {
-				limit = int(o.UDPSize())
+			// 512 bytes without EDNS0, else the client's size within
+			// 512..1232 (DNS Flag Day 2020), whatever it claimed.
+			limit := 512
+			if o := req.IsEdns0(); o != nil {
+				limit = min(1232, max(512, int(o.UDPSize())))
 			}
 			if len(b) > limit {
 				t.Fatalf("udp reply %d bytes > %d", len(b), limit)
@@ -122,6 +147,39 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("reply id/qr wrong")
 		}
 	})
+}
+
+// fuzzUpstream answers like a recursive server, the same way every time:
+// NXDOMAIN under nx.example., 100 A records (too many for 1232 bytes) under
+// big.example., one A record otherwise; FORMERR without one question.
+func fuzzUpstream(w dns.ResponseWriter, req *dns.Msg) {
+	r := new(dns.Msg)
+	if len(req.Question) != 1 {
+		r.SetRcode(req, dns.RcodeFormatError)
+		_ = w.WriteMsg(r)
+		return
+	}
+	r.SetReply(req)
+	r.RecursionAvailable = true
+	q := req.Question[0]
+	n := 1
+	switch {
+	case dns.IsSubDomain("nx.example.", strings.ToLower(q.Name)):
+		r.Rcode = dns.RcodeNameError
+		n = 0
+	case dns.IsSubDomain("big.example.", strings.ToLower(q.Name)):
+		n = 100
+	}
+	if q.Qtype == dns.TypeA {
+		for i := range n {
+			r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
+				A: net.IPv4(192, 0, 2, byte(i))})
+		}
+	}
+	if o := req.IsEdns0(); o != nil {
+		r.SetEdns0(1232, o.Do())
+	}
+	_ = w.WriteMsg(r)
 }
 
 // TestBadDatagrams sends malformed packets to a live server and checks that

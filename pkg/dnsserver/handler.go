@@ -406,9 +406,17 @@ func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, bool)
 	if h.fwd == nil {
 		return nil, false
 	}
-	up := req.Copy()
+	// The question and the OPT only: records a client put in the other
+	// sections (TSIG included) are not relayed. The Forwarder rewrites the
+	// OPT (size, loop marker).
+	up := new(dns.Msg)
+	up.MsgHdr = req.MsgHdr
 	up.Id = dns.Id()
-	if up.IsEdns0() == nil {
+	up.Response, up.Rcode = false, dns.RcodeSuccess
+	up.Question = req.Question
+	if opt := req.IsEdns0(); opt != nil {
+		up.Extra = []dns.RR{opt}
+	} else {
 		up.SetEdns0(dnsmsg.EDNSSize, false)
 	}
 	r, err := h.fwd.Exchange(ctx, up)
