@@ -82,7 +82,8 @@
 // dnsconfigurer_cri_limit_exceeded_total{limit,action},
 // dnsconfigurer_cri_pod_lookups_total{result},
 // dnsconfigurer_cri_rewrite_duration_seconds and
-// dnsconfigurer_cri_runtime_connected, registered on the Registerer given
+// dnsconfigurer_cri_runtime_connected, dnsconfigurer_cri_connections_refused_total
+// (at most WithMaxConns kubelet-side connections, 16 by default), registered on the Registerer given
 // with WithRegistry.
 //
 // The package imports pkg/h2relay, gRPC, cri-api and client-go; it has no

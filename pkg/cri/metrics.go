@@ -15,6 +15,7 @@ type metrics struct {
 	lookups        *prometheus.CounterVec   // result
 	rewriteSeconds prometheus.Histogram
 	runtimeUp      prometheus.Gauge
+	refusedConns   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -42,13 +43,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		rewriteSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "rewrite_duration_seconds",
 			Help:    "Time the shim spends computing a sandbox's DNS before forwarding it, pod lookup included.",
 			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .01, .1, 1, 5}}),
+		refusedConns: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "connections_refused_total",
+			Help: "Kubelet-side connections closed at once because the shim already served its maximum (WithMaxConns)."}),
 		runtimeUp: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "runtime_connected",
 			Help: "1 while the connection to the container runtime is ready, 0 otherwise."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.callDuration, m.sandboxes, m.rewriteErrors, m.limits, m.lookups, m.rewriteSeconds, m.runtimeUp} {
+	for _, c := range []prometheus.Collector{m.calls, m.callDuration, m.sandboxes, m.rewriteErrors, m.limits, m.lookups, m.rewriteSeconds, m.runtimeUp, m.refusedConns} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

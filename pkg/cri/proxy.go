@@ -23,9 +23,10 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
-// MaxMsgSize is the largest RunPodSandbox request the shim holds (and a
-// header block the relay takes): kubelet's and containerd's message limit
-// (16 MiB). Other messages pass through without a limit of the shim's.
+// MaxMsgSize is kubelet's and containerd's gRPC message limit (16 MiB).
+// Other messages pass through the relay without a limit of the shim's; a
+// RunPodSandbox request it holds (a real one is a few KiB) is bounded by
+// h2relay's Limits.MaxHeldRequest (1 MiB), 8 held at once per connection.
 const MaxMsgSize = 16 << 20
 
 // runPodSandboxMethod is the one method whose request the relay holds
@@ -89,6 +90,16 @@ func WithRegistry(r prometheus.Registerer) Option { return func(s *Server) { s.r
 // whatever the peers do.
 func WithShutdownTimeout(d time.Duration) Option { return func(s *Server) { s.shutdownTimeout = d } }
 
+// DefaultMaxConns is how many kubelet-side connections the shim serves at
+// once (kubelet opens one or two; crictl and probes a few more). Each may
+// hold h2relay's 8 requests of at most 1 MiB.
+const DefaultMaxConns = 16
+
+// WithMaxConns bounds the connections served at once (default
+// DefaultMaxConns); one beyond it is closed at once and counted in
+// dnsconfigurer_cri_connections_refused_total.
+func WithMaxConns(n int) Option { return func(s *Server) { s.maxConns = n } }
+
 // WithMaxBackoff caps the delay between reconnection attempts to the
 // runtime (default 2s).
 func WithMaxBackoff(d time.Duration) Option { return func(s *Server) { s.maxBackoff = d } }
@@ -112,6 +123,7 @@ type Server struct {
 	reg           prometheus.Registerer
 
 	shutdownTimeout time.Duration
+	maxConns        int
 
 	m     *metrics
 	conn  *grpc.ClientConn // the runtime's health, for RuntimeReady
@@ -148,7 +160,7 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 		return nil, errors.New("cri: no host resolver config")
 	}
 	s := &Server{eng: eng, host: host, limits: LimitsTrim, failure: FailOpen,
-		lookupTimeout: 2 * time.Second, maxBackoff: 2 * time.Second, shutdownTimeout: 5 * time.Second, log: slog.Default()}
+		lookupTimeout: 2 * time.Second, maxBackoff: 2 * time.Second, shutdownTimeout: 5 * time.Second, maxConns: DefaultMaxConns, log: slog.Default()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -237,6 +249,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	connCtx, stopConns := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopConns()
 	errc := make(chan error, 1)
+	slots := make(chan struct{}, max(s.maxConns, 1))
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -244,8 +257,17 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 				errc <- err
 				return
 			}
+			select {
+			case slots <- struct{}{}:
+			default:
+				c.Close()
+				s.m.refusedConns.Inc()
+				s.log.Warn("too many CRI connections; closed a new one", "max", cap(slots))
+				continue
+			}
 			s.pending.Add(1)
 			go func() {
+				defer func() { <-slots }()
 				defer s.pending.Done()
 				s.serveConn(connCtx, c)
 			}()
@@ -330,7 +352,6 @@ func (s *Server) serveConn(ctx context.Context, down net.Conn) {
 	r := h2relay.New(down, up,
 		h2relay.WithRewrite(runPodSandboxMethod, sandboxRewriter{s}),
 		h2relay.WithObserver(s.observe),
-		h2relay.WithMaxMsgSize(MaxMsgSize),
 		h2relay.WithLogger(s.log))
 	c := &served{relay: r, down: down, up: up}
 	if !s.track(c) {

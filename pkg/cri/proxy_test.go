@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -220,5 +221,34 @@ func TestRuntimeRestart(t *testing.T) {
 			t.Fatalf("runtime back, still failing: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMaxConns: a connection beyond WithMaxConns is closed at once and
+// counted; the ones being served carry on.
+func TestMaxConns(t *testing.T) {
+	e := newEnv(t, nil, WithMaxConns(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// e.conn is the one connection served.
+	if _, err := e.runtime.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	extra, err := net.Dial("unix", e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if err := extra.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("connection beyond the limit: read %d bytes, %v; want EOF", n, err)
+	}
+	if n := counterValue(e.shim.m.refusedConns); n != 1 {
+		t.Errorf("connections_refused_total = %v, want 1", n)
+	}
+	if _, err := e.runtime.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		t.Errorf("the served connection after a refusal: %v", err)
 	}
 }

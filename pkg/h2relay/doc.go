@@ -63,8 +63,7 @@
 //     then RST_STREAM NO_ERROR) and reset upstream (CANCEL); the frame that
 //     crosses the limit is dropped with only its connection-level credit
 //     returned, and the rest of the stream is relayed as any stream's (the
-//     upstream ignores frames on a stream it reset). WithMaxMsgSize can
-//     only lower it.
+//     upstream ignores frames on a stream it reset).
 //   - MaxHeld (8): requests held at once on one relay (received,
 //     rewritten or being sent on); a call beyond it is answered
 //     ResourceExhausted at once and reset upstream.

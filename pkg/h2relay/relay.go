@@ -22,12 +22,6 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// DefaultMaxMsgSize was the default bound on a held request.
-//
-// Deprecated: held requests are bounded by Limits.MaxHeldRequest
-// (DefaultLimits: 1 MiB).
-const DefaultMaxMsgSize = 4 << 20
-
 // Rewriter is the hook for the one method whose requests a Relay holds.
 type Rewriter interface {
 	// Rewrite gets a held call's request message (without gRPC's 5-byte
@@ -63,12 +57,6 @@ func WithRewrite(method string, rw Rewriter) Option {
 // WithObserver sets the function told of each call that ends.
 func WithObserver(fn ObserveFunc) Option { return func(r *Relay) { r.observe = fn } }
 
-// WithMaxMsgSize lowers the bound on a held request to n bytes when n is
-// below Limits.MaxHeldRequest (default 1 MiB).
-//
-// Deprecated: use WithLimits; a larger n has no effect.
-func WithMaxMsgSize(n int) Option { return func(r *Relay) { r.maxMsg = n } }
-
 // WithLimits sets the relay's limits; a zero field takes its
 // DefaultLimits value.
 func WithLimits(l Limits) Option { return func(r *Relay) { r.lim = l } }
@@ -93,7 +81,6 @@ type Relay struct {
 	method  string
 	rw      Rewriter
 	observe ObserveFunc
-	maxMsg  int // WithMaxMsgSize
 	lim     Limits
 	log     *slog.Logger
 
@@ -161,9 +148,6 @@ func New(client, upstream net.Conn, opts ...Option) *Relay {
 		o(r)
 	}
 	r.lim = r.lim.withDefaults()
-	if r.maxMsg > 0 && r.maxMsg < r.lim.MaxHeldRequest {
-		r.lim.MaxHeldRequest = r.maxMsg
-	}
 	r.clientW = newConnWriter(client, r.lim.WriteTimeout)
 	r.upstreamW = newConnWriter(upstream, r.lim.WriteTimeout)
 	r.ctx, r.cancel = context.WithCancel(context.Background())

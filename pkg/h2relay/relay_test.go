@@ -339,8 +339,7 @@ func TestRewriteConcurrent(t *testing.T) {
 	}
 }
 
-// TestMaxHeldRequest: a held request over the limit (WithLimits, or the
-// lower WithMaxMsgSize) is answered ResourceExhausted, never reaches the
+// TestMaxHeldRequest: a held request over the limit (WithLimits) is answered ResourceExhausted, never reaches the
 // upstream, and the connection carries on.
 func TestMaxHeldRequest(t *testing.T) {
 	for _, tt := range []struct {
@@ -348,7 +347,6 @@ func TestMaxHeldRequest(t *testing.T) {
 		opt  Option
 	}{
 		{"WithLimits", WithLimits(Limits{MaxHeldRequest: 1 << 10})},
-		{"WithMaxMsgSize", WithMaxMsgSize(1 << 10)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, rewriter{rewrite: func(_ context.Context, m []byte) ([]byte, error) { return m, nil }}, tt.opt)
