@@ -73,6 +73,9 @@ func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	defer cancel()
 	w, err := hostresolv.Watch(wctx, *path, hostresolv.WithMode(m), hostresolv.WithLogger(log))
 	if err != nil {
+		if wctx.Err() != nil {
+			return exitOK // stopped (SIGTERM) before the first read finished
+		}
 		fmt.Fprintf(stderr, "hostresolv: %v\n", err)
 		return exitFail
 	}

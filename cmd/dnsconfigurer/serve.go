@@ -308,6 +308,9 @@ func clusterHandler(f *serveFlags, st *store.Store, metrics *dnsserver.Metrics, 
 				return nil, usagef("upstream %q: %v", u, err)
 			}
 		}
+		if err := reg.Register(fwd); err != nil {
+			return nil, err
+		}
 		if len(fwd.Upstreams()) == 0 {
 			log.Warn("no usable upstream: every upstream is one of the listen addresses", "upstreams", source.Upstreams())
 		}

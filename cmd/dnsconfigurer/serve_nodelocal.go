@@ -21,6 +21,9 @@ func runNodeLocal(ctx context.Context, f *serveFlags, log *slog.Logger, reg *pro
 	if err != nil {
 		return err
 	}
+	if err := reg.Register(fwd); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	searches := func() []string { return nil }

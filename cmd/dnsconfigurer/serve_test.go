@@ -137,6 +137,9 @@ func TestServeRuns(t *testing.T) {
 	if !strings.Contains(string(body), `dnsconfigurer_dnsserver_requests_total{rcode="NOERROR",type="A"} 4`) {
 		t.Errorf("/metrics lacks the request count:\n%s", body)
 	}
+	if !strings.Contains(string(body), "dnsconfigurer_dnsserver_forward_in_flight 0") {
+		t.Errorf("/metrics lacks the forwarder's metrics:\n%s", body)
+	}
 	cancel()
 	select {
 	case code := <-done:

@@ -230,6 +230,9 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	defer cancel()
 	watcher, err := hostresolv.Watch(ctx, *cfg.ResolvConf, hostresolv.WithMode(mode), hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped (SIGTERM) before the first read finished
+		}
 		return fmt.Errorf("--resolv-conf: %w", err)
 	}
 	if s := watcher.Current(); s.Err != nil {
