@@ -15,8 +15,9 @@
 // 1.2 or later), with a request body cap (6 MiB: twice kube-apiserver's 3
 // MiB request limit, since the review wraps the object), a budget of body
 // bytes read and decoded at once (12 MiB by default; a request waits its
-// turn for half the read timeout, then gets 429) and read and write
-// timeouts. The
+// turn for half the read timeout, then gets 429), HTTP/2 receive buffers
+// of 64 KiB per connection and stream (so a waiting request holds little),
+// and read and write timeouts. The
 // certificate and key are re-read when their files change (fsnotify on their
 // directories, which also sees a Secret volume's symlink swap); each new TLS
 // handshake takes the latest good pair, so established connections are not

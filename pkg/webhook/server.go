@@ -174,6 +174,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       s.o.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.o.log.Handler(), slog.LevelWarn),
+		// HTTP/2 buffers what a client sends ahead of the handler's reads
+		// (1 MiB per connection by default, 64 KiB here); a request waiting for the
+		// body budget must not hold a megabyte each.
+		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerConnection: 64 << 10, MaxReceiveBufferPerStream: 64 << 10},
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
