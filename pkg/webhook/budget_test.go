@@ -75,13 +75,31 @@ func http1Client(ts *testServer) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
 }
 
+// h2Client is a client of its own connection speaking HTTP/2, as the API
+// server and curl do.
+func h2Client(ts *testServer) *http.Client {
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: ts.ca.pool(), MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: true,
+	}
+	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+}
+
 // TestConcurrentLargeBodies: 50 parallel 6 MB reviews over HTTPS on
-// loopback are all answered, and the heap stays bounded by the in-flight
-// budget instead of growing with their number.
+// loopback, over HTTP/1.1 and over HTTP/2 with a connection each, are all
+// answered, and the heap stays bounded by the in-flight budget (and, for
+// HTTP/2, by the 64 KiB receive buffers) instead of growing with their
+// number.
 func TestConcurrentLargeBodies(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("sends 300 MB and measures the heap: run without -short and -race")
 	}
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+		t.Run(proto, func(t *testing.T) { concurrentLargeBodies(t, proto) })
+	}
+}
+
+func concurrentLargeBodies(t *testing.T, proto string) {
 	const (
 		parallel = 50
 		size     = 6_000_000
@@ -89,8 +107,14 @@ func TestConcurrentLargeBodies(t *testing.T) {
 	)
 	ts := startServer(t, testReviewer(t), WithTimeouts(2*time.Minute, 2*time.Minute))
 	body := largeReview(t, size)
-	c := http1Client(ts)
-	defer c.Transport.(*http.Transport).CloseIdleConnections()
+	clients := make([]*http.Client, parallel)
+	for i := range clients {
+		clients[i] = http1Client(ts)
+		if proto == "HTTP/2.0" {
+			clients[i] = h2Client(ts)
+		}
+		defer clients[i].Transport.(*http.Transport).CloseIdleConnections()
+	}
 
 	runtime.GC()
 	var ms runtime.MemStats
@@ -118,10 +142,13 @@ func TestConcurrentLargeBodies(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range parallel {
 		wg.Go(func() {
-			resp, err := c.Post(ts.url+PathValidate, "application/json", bytes.NewReader(body))
+			resp, err := clients[i].Post(ts.url+PathValidate, "application/json", bytes.NewReader(body))
 			if err != nil {
 				t.Error(err)
 				return
+			}
+			if resp.Proto != proto {
+				t.Errorf("request %d went over %s, want %s", i, resp.Proto, proto)
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
