@@ -26,8 +26,15 @@ import (
 // MaxMsgSize is kubelet's and containerd's gRPC message limit (16 MiB).
 // Other messages pass through the relay without a limit of the shim's; a
 // RunPodSandbox request it holds (a real one is a few KiB) is bounded by
-// h2relay's Limits.MaxHeldRequest (1 MiB), 8 held at once per connection.
+// h2relay's Limits.MaxHeldRequest (1 MiB).
 const MaxMsgSize = 16 << 20
+
+// MaxHeld is how many RunPodSandbox requests the shim holds at once, over
+// all connections; one beyond gets ResourceExhausted, which kubelet
+// retries with its sandbox-creation backoff. Held memory is at most
+// MaxHeld × 1 MiB (h2relay's MaxHeldRequest), so the shim stays under
+// 150 MiB whatever the peers send.
+const MaxHeld = 64
 
 // runPodSandboxMethod is the one method whose request the relay holds
 // and the shim decodes.
@@ -91,8 +98,8 @@ func WithRegistry(r prometheus.Registerer) Option { return func(s *Server) { s.r
 func WithShutdownTimeout(d time.Duration) Option { return func(s *Server) { s.shutdownTimeout = d } }
 
 // DefaultMaxConns is how many kubelet-side connections the shim serves at
-// once (kubelet opens one or two; crictl and probes a few more). Each may
-// hold h2relay's 8 requests of at most 1 MiB.
+// once (kubelet opens one or two; crictl and probes a few more). Held
+// requests are bounded over all of them (MaxHeld).
 const DefaultMaxConns = 16
 
 // WithMaxConns bounds the connections served at once (default
@@ -124,6 +131,7 @@ type Server struct {
 
 	shutdownTimeout time.Duration
 	maxConns        int
+	held            *h2relay.HeldSlots // RunPodSandbox requests held, across connections
 
 	m     *metrics
 	conn  *grpc.ClientConn // the runtime's health, for RuntimeReady
@@ -160,7 +168,7 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 		return nil, errors.New("cri: no host resolver config")
 	}
 	s := &Server{eng: eng, host: host, limits: LimitsTrim, failure: FailOpen,
-		lookupTimeout: 2 * time.Second, maxBackoff: 2 * time.Second, shutdownTimeout: 5 * time.Second, maxConns: DefaultMaxConns, log: slog.Default()}
+		lookupTimeout: 2 * time.Second, maxBackoff: 2 * time.Second, shutdownTimeout: 5 * time.Second, maxConns: DefaultMaxConns, held: h2relay.NewHeldSlots(MaxHeld), log: slog.Default()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -352,6 +360,7 @@ func (s *Server) serveConn(ctx context.Context, down net.Conn) {
 	r := h2relay.New(down, up,
 		h2relay.WithRewrite(runPodSandboxMethod, sandboxRewriter{s}),
 		h2relay.WithObserver(s.observe),
+		h2relay.WithHeldSlots(s.held),
 		h2relay.WithLogger(s.log))
 	c := &served{relay: r, down: down, up: up}
 	if !s.track(c) {

@@ -64,9 +64,10 @@
 //     crosses the limit is dropped with only its connection-level credit
 //     returned, and the rest of the stream is relayed as any stream's (the
 //     upstream ignores frames on a stream it reset).
-//   - MaxHeld (8): requests held at once on one relay (received,
-//     rewritten or being sent on); a call beyond it is answered
-//     ResourceExhausted at once and reset upstream.
+//   - MaxHeld (128): requests held at once on one relay (received,
+//     rewritten or being sent on), and HeldSlots (WithHeldSlots) shared by
+//     relays for a bound across connections; a call beyond either is
+//     answered ResourceExhausted at once and reset upstream.
 //   - WriteTimeout (30 s; negative: none): a peer that does not read for
 //     that long loses the connection.
 //

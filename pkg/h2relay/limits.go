@@ -2,6 +2,7 @@ package h2relay
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -41,8 +42,10 @@ type Limits struct {
 	// for the bytes over it.
 	MaxHeldRequest int
 	// MaxHeld bounds the requests one relay holds at once (being received,
-	// rewritten or sent on). A call beyond it is answered
-	// ResourceExhausted at once.
+	// rewritten or sent on). A call beyond it, or beyond the HeldSlots
+	// shared with other relays (WithHeldSlots), is answered
+	// ResourceExhausted at once. The default covers kubelet's default
+	// max-pods (110) creating sandboxes at once.
 	MaxHeld int
 	// WriteTimeout bounds one write to either peer: a peer that does not
 	// read for that long loses the connection. Negative: no bound.
@@ -56,8 +59,8 @@ var DefaultLimits = Limits{
 	MaxHeaderListSize: 1 << 20, // x/net/http2's server default (http.DefaultMaxHeaderBytes)
 	MaxContinuations:  128,     // a 1 MiB header block in 8 KiB frames
 	MaxControlFrames:  1000,    // a burst of 1000, then 100 a second
-	MaxHeldRequest:    1 << 20, // a real RunPodSandbox request is a few KiB
-	MaxHeld:           8,
+	MaxHeldRequest:    1 << 20, // a real RunPodSandbox request is a few KiB; a pod's annotations at most 256 KiB
+	MaxHeld:           128,
 	WriteTimeout:      30 * time.Second,
 }
 
@@ -125,3 +128,34 @@ func (e *connError) Unwrap() error { return e.err }
 
 // clientError wraps err as a client violation answered with code.
 func clientError(code http2.ErrCode, err error) error { return &connError{code: code, err: err} }
+
+// HeldSlots bounds the requests held at once by every relay that shares
+// it (WithHeldSlots), so that memory held is bounded across connections:
+// at most n × MaxHeldRequest bytes.
+type HeldSlots struct {
+	n   atomic.Int64
+	max int64
+}
+
+// NewHeldSlots returns slots for n requests held at once.
+func NewHeldSlots(n int) *HeldSlots { return &HeldSlots{max: int64(n)} }
+
+// InUse is the number of requests held now.
+func (s *HeldSlots) InUse() int { return int(s.n.Load()) }
+
+func (s *HeldSlots) acquire() bool {
+	if s == nil {
+		return true
+	}
+	if s.n.Add(1) > s.max {
+		s.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (s *HeldSlots) release() {
+	if s != nil {
+		s.n.Add(-1)
+	}
+}

@@ -585,3 +585,40 @@ func TestStalledUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldSlotsShared: relays sharing HeldSlots hold at most that many
+// requests between them; a slot freed is usable again.
+func TestHeldSlotsShared(t *testing.T) {
+	slots := NewHeldSlots(1)
+	entered, unblock := make(chan struct{}, 1), make(chan struct{})
+	blocking := rewriter{rewrite: func(_ context.Context, m []byte) ([]byte, error) {
+		entered <- struct{}{}
+		<-unblock
+		return m, nil
+	}}
+	a := newEnv(t, blocking, WithHeldSlots(slots))
+	b := newEnv(t, rewriter{rewrite: func(_ context.Context, m []byte) ([]byte, error) { return m, nil }}, WithHeldSlots(slots))
+	ctx := testCtx(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.invoke(ctx, rewritten, []byte("first"))
+		done <- err
+	}()
+	<-entered // a holds the one slot
+	if n := slots.InUse(); n != 1 {
+		t.Fatalf("slots in use = %d, want 1", n)
+	}
+	if _, err := b.invoke(ctx, rewritten, []byte("second")); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a second relay while the slot is taken: %v, want ResourceExhausted", err)
+	}
+	close(unblock)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.invoke(ctx, rewritten, []byte("third")); err != nil {
+		t.Fatalf("after the slot was freed: %v", err)
+	}
+	if n := slots.InUse(); n != 0 {
+		t.Errorf("slots in use after all calls = %d, want 0", n)
+	}
+}

@@ -61,6 +61,9 @@ func WithObserver(fn ObserveFunc) Option { return func(r *Relay) { r.observe = f
 // DefaultLimits value.
 func WithLimits(l Limits) Option { return func(r *Relay) { r.lim = l } }
 
+// WithHeldSlots shares a bound on held requests with other relays.
+func WithHeldSlots(s *HeldSlots) Option { return func(r *Relay) { r.slots = s } }
+
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(r *Relay) { r.log = l } }
 
@@ -104,6 +107,7 @@ type Relay struct {
 	cond     *sync.Cond
 	streams  map[uint32]*stream
 	held     int    // streams holding a request (MaxHeld)
+	slots    *HeldSlots
 	lastID   uint32 // highest stream the client opened
 	closed   bool
 	upInit   int64 // the upstream's SETTINGS_INITIAL_WINDOW_SIZE
@@ -215,6 +219,12 @@ func (r *Relay) Close() {
 	left := r.streams
 	r.streams = map[uint32]*stream{}
 	r.held = 0
+	for _, st := range left {
+		if st.counted {
+			st.counted = false
+			r.slots.release()
+		}
+	}
 	r.cond.Broadcast()
 	for _, st := range left {
 		if st.cancel != nil {
@@ -336,7 +346,7 @@ func (r *Relay) fromClient() error {
 			if refuse {
 				// The upstream has the stream's HEADERS (its HPACK table
 				// follows them): reset the stream there.
-				err := r.refuse(f.id, true, status.Newf(codes.ResourceExhausted, "%s: over %d requests held at once", st.method, r.lim.MaxHeld))
+				err := r.refuse(f.id, true, status.Newf(codes.ResourceExhausted, "%s: too many requests held at once (at most %d on a connection, or the shared slots are taken)", st.method, r.lim.MaxHeld))
 				if err != nil {
 					return err
 				}
@@ -434,7 +444,7 @@ func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) (st *stream,
 	if r.rw == nil || st.method != r.method || f.flags.Has(http2.FlagHeadersEndStream) {
 		return st, nil, false
 	}
-	if r.held >= r.lim.MaxHeld {
+	if r.held >= r.lim.MaxHeld || !r.slots.acquire() {
 		return st, nil, true
 	}
 	r.held++
@@ -461,6 +471,7 @@ func (r *Relay) releaseLocked(st *stream) {
 		st.counted = false
 		st.body = nil
 		r.held--
+		r.slots.release()
 	}
 }
 
