@@ -106,7 +106,7 @@ type Relay struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	streams  map[uint32]*stream
-	held     int    // streams holding a request (MaxHeld)
+	held     int // streams holding a request (MaxHeld)
 	slots    *HeldSlots
 	lastID   uint32 // highest stream the client opened
 	closed   bool
