@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
+
+// maxConfigBytes bounds a config file; a complete one is a few KiB.
+const maxConfigBytes = 1 << 20
 
 // configFile is a versioned config type from api/v1alpha1.
 type configFile interface {
@@ -19,7 +25,7 @@ type configFile interface {
 // errors) into cfg, checks apiVersion and kind, applies defaults and
 // validates. Errors name the file and the field.
 func loadConfig(path, kind string, cfg configFile) error {
-	data, err := os.ReadFile(path)
+	data, err := readConfig(path)
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
@@ -37,4 +43,32 @@ func loadConfig(path, kind string, cfg configFile) error {
 		return fmt.Errorf("config %q: %w", path, err)
 	}
 	return nil
+}
+
+// readConfig reads at most maxConfigBytes of path.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigBytes)
+	}
+	return data, nil
+}
+
+// loadServerConfig reads the ServerConfiguration of `serve --config` with
+// loadConfig; it is also the reload step: on error the caller keeps the
+// running config.
+func loadServerConfig(path string) (*v1alpha1.ServerConfiguration, error) {
+	cfg := &v1alpha1.ServerConfiguration{}
+	if err := loadConfig(path, v1alpha1.ServerKind, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }

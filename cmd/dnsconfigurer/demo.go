@@ -13,6 +13,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -93,7 +94,7 @@ func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.
 	if err := cluster.Start(ctx); err != nil {
 		return nil, nil, err
 	}
-	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams(cluster.Addrs()), nil, 2*time.Second, nil)
+	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams(cluster.Addrs()), Timeout: 2 * time.Second, Policy: forward.PolicyRoundRobin})
 	nl, _ := nodelocal.New(fwd, nodelocal.Config{ClusterDomain: "cluster.local", HostSearches: func() []string { return host.Searches }})
 	local = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: nl}
 	if err := local.Start(ctx); err != nil {

@@ -8,19 +8,23 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"strings"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 )
@@ -67,8 +71,24 @@ type serveFlags struct {
 	resolvConf      string
 	maxTTL          time.Duration
 	maxNegativeTTL  time.Duration
-	cacheSize       int
-	cacheBytes      int64
+	cacheSize       byteSize
+	serveStale      time.Duration
+	prefetch        int
+
+	loadbalance    bool
+	reverseZones   listFlag
+	lameduck       time.Duration
+	logQueries     bool
+	maxUDPInFlight int
+	maxTCPConns    int
+
+	config        string
+	forward       routeFlag
+	maxConcurrent int
+	hosts         string
+	reusePort     bool
+	// set are the flags given on the command line: they override --config.
+	set map[string]bool
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -78,13 +98,16 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer serve --listen ADDR [--listen ADDR...] [--cluster-domain cluster.local]\n"+
 			"    [--objects PATH | --kubeconfig PATH] [--pods verified|insecure|disabled] [--ttl N]\n"+
-			"    [--upstream ADDR[,ADDR...] | --upstream-resolv-conf PATH] [--metrics-listen ADDR]\n\nflags:")
+			"    [--upstream ADDR[,ADDR...] | --upstream-resolv-conf PATH] [--forward ZONE=ADDR[,ADDR...]]...\n"+
+			"    [--metrics-listen ADDR] [--config FILE (ServerConfiguration, reloaded on change)]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
@@ -116,16 +139,30 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&f.autopathCode, "autopath-option-code", autopath.DefaultOptionCode, "EDNS0 local option code carrying the autopath search list")
 	fs.Var(&f.clusterUpstream, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port)")
 	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "node-local mode: the node's resolv.conf whose search domains end autopath search lists (watched; \"\" for none)")
-	fs.DurationVar(&f.maxTTL, "max-ttl", 30*time.Second, "node-local mode: longest time a positive answer is cached")
-	fs.DurationVar(&f.maxNegativeTTL, "max-negative-ttl", 5*time.Second, "node-local mode: longest time NXDOMAIN/NODATA is cached")
-	fs.IntVar(&f.cacheSize, "cache-size", 10000, "node-local mode: most answers cached")
-	fs.Int64Var(&f.cacheBytes, "cache-bytes", nodelocal.DefaultCacheBytes, "node-local mode: most bytes of answers cached (counted with their overhead)")
+	fs.DurationVar(&f.maxTTL, "max-ttl", 30*time.Second, "longest time a positive forwarded answer is cached")
+	fs.DurationVar(&f.maxNegativeTTL, "max-negative-ttl", 5*time.Second, "longest time a forwarded NXDOMAIN/NODATA is cached")
+	f.cacheSize = nodelocal.DefaultCacheBytes
+	fs.Var(&f.cacheSize, "cache-size", "`BYTES` of forwarded answers cached, counted with their overhead (e.g. 32Mi; 4/5 for answers, 1/5 for denials)")
+	fs.Var(&f.cacheSize, "cache-bytes", "old name of --cache-size")
+	fs.DurationVar(&f.serveStale, "serve-stale", 0, "cluster mode: when every upstream fails, serve an expired answer up to this long past its expiry, with TTL 30 (RFC 8767; 0: off)")
+	fs.IntVar(&f.prefetch, "prefetch", 0, "cluster mode: refresh an answer asked `N` times within a minute before it expires (0: off)")
+	fs.BoolVar(&f.loadbalance, "loadbalance", true, "rotate A, AAAA and same-priority SRV records in every answer (CoreDNS's loadbalance)")
+	fs.Var(&f.reverseZones, "reverse-zones", "answer the reverse names of these `CIDR`s authoritatively (the Service and Pod CIDRs): unknown ones are NXDOMAIN with the zone's SOA, not forwarded")
+	fs.DurationVar(&f.lameduck, "lameduck", 5*time.Second, "on SIGTERM keep answering this long with /readyz failing, then stop")
+	fs.BoolVar(&f.logQueries, "log-queries", false, "log every query (client, name, type, rcode, duration); for debugging")
+	fs.IntVar(&f.maxUDPInFlight, "max-udp-in-flight", dnsserver.DefaultMaxUDPInFlight, "UDP queries answered at once; further datagrams are dropped and counted")
+	fs.IntVar(&f.maxTCPConns, "max-tcp-conns", dnsserver.DefaultMaxTCPConns, "open TCP connections; further ones are closed at once and counted")
+	fs.StringVar(&f.config, "config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes")
+	fs.Var(&f.forward, "forward", "forward names under `ZONE=ADDR[,ADDR...]` to these upstreams (stub domains; \".\" is the default route); repeatable")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent", forward.DefaultMaxConcurrent, "forwarded queries in flight at once; beyond, SERVFAIL at once (counted)")
+	fs.BoolVar(&f.reusePort, "reuse-port", false, "bind the listen addresses with SO_REUSEPORT, so that a new instance serves them before the old one stops (every instance must set it)")
+	fs.StringVar(&f.hosts, "hosts", "", "answer the names of this /etc/hosts-format `FILE` (watched) before forwarding")
 }
 
 // check validates the parsed flags, naming the flag at fault; it turns
 // --autopath-by-source into --pods verified.
 func (f *serveFlags) check() error {
-	if len(f.listen) == 0 {
+	if len(f.listen) == 0 && f.config == "" {
 		return errors.New("--listen is required")
 	}
 	for _, l := range f.listen {
@@ -163,10 +200,38 @@ func (f *serveFlags) check() error {
 	if err := autopath.CheckOptionCode(f.autopathCode); err != nil {
 		return fmt.Errorf("--autopath-option-code: %w", err)
 	}
-	if f.cacheBytes <= 0 {
-		return fmt.Errorf("--cache-bytes %d: must be positive", f.cacheBytes)
+	if err := f.checkCache(); err != nil {
+		return err
+	}
+	if f.lameduck < 0 || f.lameduck > time.Minute {
+		return fmt.Errorf("--lameduck %v: must be between 0s and 1m", f.lameduck)
+	}
+	if f.maxUDPInFlight < 1 || f.maxTCPConns < 1 {
+		return errors.New("--max-udp-in-flight and --max-tcp-conns must be at least 1")
+	}
+	for _, z := range f.reverseZones {
+		if _, err := netip.ParsePrefix(z); err != nil {
+			return fmt.Errorf("--reverse-zones %q: %w", z, err)
+		}
 	}
 	return nil
+}
+
+// dnsServer is the listener of either mode, with cfg's limits.
+func dnsServer(cfg *v1alpha1.ServerConfiguration, h dns.Handler, log *slog.Logger) *dnsserver.Server {
+	srv := &dnsserver.Server{Listen: cfg.Listen, Handler: h, Logger: log, Lameduck: cfg.Lameduck.Duration(), ReusePort: cfg.ReusePort,
+		MaxUDPInFlight: cfg.Limits.UDPInFlight, MaxTCPConns: cfg.Limits.TCPConnections,
+		TCPIdleTimeout: cfg.Limits.TCPIdleTimeout.Duration(), TCPWriteTimeout: cfg.Limits.TCPWriteTimeout.Duration()}
+	srv.SetHandler(queryLog(cfg, h, log))
+	return srv
+}
+
+// queryLog is h, logging every query when cfg asks.
+func queryLog(cfg *v1alpha1.ServerConfiguration, h dns.Handler, log *slog.Logger) dns.Handler {
+	if cfg.LogQueries {
+		return dnsserver.LogQueries(h, log)
+	}
+	return h
 }
 
 // watchedUpstreams serves the nameservers of a watched resolv.conf as
@@ -186,7 +251,11 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer serve", usageError{err})
 	}
-	log, err := newLogger(stderr, f.logLevel)
+	cfg, err := f.serverConfig()
+	if err != nil {
+		return exitCode(stderr, "dnsconfigurer serve", err)
+	}
+	log, err := newLogger(stderr, cfg.LogLevel)
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer serve", err)
 	}
@@ -197,54 +266,57 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		debug.SetGCPercent(gcPercent)
 	}
 	log = log.With("component", "dnsserver")
-	if f.mode == "node-local" {
-		return exitCode(stderr, "dnsconfigurer serve", runNodeLocal(ctx, f, log, newRegistry()))
+	if cfg.Mode == v1alpha1.ModeNodeLocal {
+		return exitCode(stderr, "dnsconfigurer serve", runNodeLocal(ctx, cfg, log, newRegistry()))
 	}
-	return exitCode(stderr, "dnsconfigurer serve", runClusterDNS(ctx, f, log, newRegistry()))
+	return exitCode(stderr, "dnsconfigurer serve", runClusterDNS(ctx, f, cfg, log, newRegistry()))
 }
 
 // runClusterDNS is `serve --mode cluster`: the record store, its feed, the
-// handler and the DNS server, until ctx is done or a part fails.
-func runClusterDNS(ctx context.Context, f *serveFlags, log *slog.Logger, reg *prometheus.Registry) error {
+// answer stack and the DNS server, until ctx is done or a part fails; with
+// --config, the file is watched and a change replaces the answer stack.
+func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	podMode, err := store.ParsePodMode(f.pods)
+	podMode, err := store.ParsePodMode(cfg.Pods)
 	if err != nil {
-		return usagef("--pods: %v", err)
+		return usagef("pods: %v", err)
 	}
 	st, err := store.New(store.Options{
-		Zone: f.clusterDomain, TTL: uint32(f.ttl), Pods: podMode, Namespaces: f.namespaces,
-		IgnoreEmptyService: f.ignoreEmptyService, EndpointPodNames: f.endpointPodNames, NoEndpoints: f.noEndpoints,
+		Zone: cfg.ClusterDomain, TTL: cfg.RecordTTL(), Pods: podMode, Namespaces: cfg.Namespaces,
+		IgnoreEmptyService: cfg.IgnoreEmptyService, EndpointPodNames: cfg.EndpointPodNames, NoEndpoints: cfg.NoEndpoints,
 	})
 	if err != nil {
-		return usagef("--cluster-domain %q: %v", f.clusterDomain, err)
+		return usagef("--cluster-domain %q: %v", cfg.ClusterDomain, err)
 	}
 	metrics, err := dnsserver.NewMetrics(reg, st)
 	if err != nil {
 		return err
 	}
-	source, stop, err := upstreamSource(ctx, f, log, reg)
+	stack, err := buildStack(ctx, cfg, st, metrics, log)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	handler, err := clusterHandler(f, st, metrics, source, reg, log)
-	if err != nil {
-		return err
-	}
-	feedRun, err := recordFeed(f, st, podMode, log)
+	defer func() { stack.stop() }()
+	feedRun, err := recordFeed(cfg, st, podMode, log)
 	if err != nil {
 		return err
 	}
 	// With manifests the records are loaded: compile them now, then give
 	// the loading garbage and the start-up pages of the binary back to the
 	// OS rather than carry them as RSS.
-	handler.Warm()
+	stack.handler.Warm()
 	debug.FreeOSMemory()
 	releaseStartupPages()
-	srv := &dnsserver.Server{Listen: f.listen, Handler: handler,
-		Logger: log.With("zone", st.Zone(), "pods", podMode.String(), "ttl", f.ttl)}
-	ops, err := opsTasks(f.metricsListen, reg, log, health.Condition(handler.Synced, "not synced"))
+	srv := dnsServer(cfg, stack.handler, log.With("zone", st.Zone(), "pods", podMode.String(), "ttl", cfg.RecordTTL()))
+	gather := &stackGatherer{main: reg}
+	gather.cur.Store(stack.reg)
+	if err := reg.Register(srv); err != nil {
+		return err
+	}
+	synced := func() bool { return st.Snapshot() != nil }
+	ops, err := opsTasks(cfg.MetricsListen, gather, log, health.Condition(synced, "not synced"),
+		health.Condition(srv.Ready, "lameduck"))
 	if err != nil {
 		return err
 	}
@@ -254,88 +326,36 @@ func runClusterDNS(ctx context.Context, f *serveFlags, log *slog.Logger, reg *pr
 		}
 		return nil
 	}
-	return runTasks(ctx, append(ops, srv.Run, feedTask, releaseAfterSync(handler.Synced))...)
+	tasks := append(ops, feedTask)
+	if f.config != "" {
+		r := &reloader{f: f, running: cfg, st: st, metrics: metrics, srv: srv, gather: gather, log: log, stack: &stack}
+		if err := reg.Register(r); err != nil {
+			return err
+		}
+		tasks = append(tasks, r.run)
+	}
+	// Stopped in reverse: the server's lameduck runs while the feed and
+	// /readyz still do.
+	return runTasks(ctx, append(tasks, srv.Run, releaseAfterSync(synced))...)
 }
 
-// upstreamSource is where names outside the zone are forwarded: --upstream,
-// or the nameservers of the watched --upstream-resolv-conf (nil: no
-// forwarding). stop ends the watcher and waits for it.
-func upstreamSource(ctx context.Context, f *serveFlags, log *slog.Logger, reg prometheus.Registerer) (dnsserver.UpstreamSource, func(), error) {
-	switch {
-	case len(f.upstream) > 0:
-		return dnsserver.StaticUpstreams(f.upstream), func() {}, nil
-	case f.upstreamResolvConf == "":
-		return nil, func() {}, nil
-	}
-	// The node resolver config, watched (fsnotify; the last good file is
-	// kept while the file is broken). Raw keeps loopback nameservers: the
-	// Forwarder drops only our own addresses.
-	wctx, cancel := context.WithCancel(ctx)
-	w, err := hostresolv.Watch(wctx, f.upstreamResolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
-	if err != nil {
-		cancel()
-		return nil, nil, usagef("--upstream-resolv-conf: %v", err)
-	}
-	stop := func() { cancel(); <-w.Done() }
-	if snap := w.Current(); snap.Err != nil {
-		stop()
-		return nil, nil, usagef("--upstream-resolv-conf %q: %v", f.upstreamResolvConf, snap.Err)
-	}
-	return watchedUpstreams{w}, stop, nil
-}
-
-// clusterHandler is the cluster DNS handler with autopath and forwarding as
-// the flags ask.
-func clusterHandler(f *serveFlags, st *store.Store, metrics *dnsserver.Metrics, source dnsserver.UpstreamSource, reg prometheus.Registerer, log *slog.Logger) (*dnsserver.Handler, error) {
-	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithMetrics(metrics)}
-	if f.autopath {
-		ap, err := dnsserver.WithAutopath(uint16(f.autopathCode), reg)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, ap)
-		if f.autopathSource {
-			opts = append(opts, dnsserver.WithAutopathBySource())
-		}
-	}
-	if source != nil {
-		fwd, err := dnsserver.NewForwarder(source, f.listen, 2*time.Second, metrics)
-		if err != nil {
-			return nil, usagef("--upstream: %v", err)
-		}
-		for _, u := range source.Upstreams() {
-			if _, err := dnsserver.ParseAddrPort(u); err != nil {
-				return nil, usagef("upstream %q: %v", u, err)
-			}
-		}
-		if err := reg.Register(fwd); err != nil {
-			return nil, err
-		}
-		if len(fwd.Upstreams()) == 0 {
-			log.Warn("no usable upstream: every upstream is one of the listen addresses", "upstreams", source.Upstreams())
-		}
-		opts = append(opts, dnsserver.WithForwarder(fwd))
-	}
-	return dnsserver.NewHandler(f.clusterDomain, st, opts...), nil
-}
-
-// recordFeed is what fills the store: the --objects manifests (loaded now,
+// recordFeed is what fills the store: the manifests of objects (loaded now,
 // then watched) or the cluster's API server.
-func recordFeed(f *serveFlags, st *store.Store, podMode store.PodMode, log *slog.Logger) (func(context.Context) error, error) {
-	if f.objects != "" {
-		m := &feed.Manifests{Path: f.objects, Store: st, Logger: log}
+func recordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, podMode store.PodMode, log *slog.Logger) (func(context.Context) error, error) {
+	if cfg.Objects != "" {
+		m := &feed.Manifests{Path: cfg.Objects, Store: st, Logger: log}
 		if err := m.Load(); err != nil {
 			return nil, usagef("--objects: %v", err)
 		}
 		return m.Run, nil
 	}
 	klog.SetSlogLogger(log.With("component", "client-go"))
-	client, err := feed.NewClient(f.kubeconfig)
+	client, err := feed.NewClient(cfg.Kubeconfig)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	c := &feed.Cluster{Client: client, Store: st, Logger: log,
-		Pods: podMode == store.PodsVerified, NoEndpoints: f.noEndpoints}
+		Pods: podMode == store.PodsVerified, NoEndpoints: cfg.NoEndpoints}
 	return c.Run, nil
 }
 

@@ -19,6 +19,8 @@ func startServe(t *testing.T, args ...string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr serveLog
 	done := make(chan int, 1)
+	// No lameduck unless the test asks: stopping would wait 5 s.
+	args = append([]string{"--lameduck=0s"}, args...)
 	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
 	t.Cleanup(func() {
 		cancel()
@@ -31,7 +33,13 @@ func startServe(t *testing.T, args ...string) string {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
+			if mm := metricsRe.FindStringSubmatch(stderr.String()); mm != nil {
+				lastServeMetrics = mm[1]
+				return m[1]
+			}
+			if !strings.Contains(strings.Join(args, " "), "--config") {
+				return m[1]
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("serve did not start: %s", stderr.String())

@@ -46,10 +46,10 @@ func TestServeFlags(t *testing.T) {
 		{"bad listen", []string{"--listen", "127.0.0.1", "--objects", dir}, exitUsage, `--listen "127.0.0.1"`},
 		{"objects and kubeconfig", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--kubeconfig", "x"}, exitUsage, "exclusive"},
 		{"upstream and resolv.conf", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "1.1.1.1", "--upstream-resolv-conf", "/x"}, exitUsage, "exclusive"},
-		{"bad pods", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--pods", "maybe"}, exitUsage, `pods mode "maybe"`},
+		{"bad pods", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--pods", "maybe"}, exitUsage, `pods: "maybe"`},
 		{"ttl too big", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--ttl", "4000"}, exitUsage, "--ttl 4000"},
-		{"bad domain", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--cluster-domain", ".."}, exitUsage, "--cluster-domain"},
-		{"bad upstream", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "dns.google"}, exitUsage, `upstream "dns.google"`},
+		{"bad domain", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--cluster-domain", ".."}, exitUsage, `clusterDomain: ".."`},
+		{"bad upstream", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "dns.google"}, exitUsage, `forward[0].upstreams[0]: "dns.google"`},
 		{"missing resolv.conf", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream-resolv-conf", filepath.Join(dir, "nope")}, exitUsage, "nope"},
 		{"missing objects", []string{"--listen", "127.0.0.1:0", "--objects", filepath.Join(dir, "nope")}, exitUsage, "--objects"},
 		{"stray argument", []string{"--listen", "127.0.0.1:0", "extra"}, exitUsage, `unexpected argument "extra"`},
@@ -90,7 +90,7 @@ func TestServeRuns(t *testing.T) {
 	var stderr serveLog
 	done := make(chan int, 1)
 	args := []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--pods", "insecure",
-		"--ttl", "7", "--metrics-listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}
+		"--ttl", "7", "--metrics-listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--lameduck", "2s"}
 	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
 
 	var addr, metrics string
@@ -137,17 +137,38 @@ func TestServeRuns(t *testing.T) {
 	if !strings.Contains(string(body), `dnsconfigurer_dnsserver_requests_total{rcode="NOERROR",type="A"} 4`) {
 		t.Errorf("/metrics lacks the request count:\n%s", body)
 	}
-	if !strings.Contains(string(body), "dnsconfigurer_dnsserver_forward_in_flight 0") {
+	if !strings.Contains(string(body), "dnsconfigurer_forward_in_flight") {
 		t.Errorf("/metrics lacks the forwarder's metrics:\n%s", body)
 	}
+	// Lameduck: after the signal /readyz fails while names still answer.
 	cancel()
+	for {
+		resp, err := http.Get("http://" + metrics + "/readyz")
+		if err != nil {
+			t.Fatalf("/readyz in lameduck: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d without a lameduck", code)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	m := new(dns.Msg)
+	m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
+	if r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("query in lameduck: %v %v", r, err)
+	}
 	select {
 	case code := <-done:
 		if code != exitOK {
 			t.Fatalf("exit %d after cancel: %s", code, stderr.String())
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop after cancel")
+		t.Fatal("serve did not stop after its lameduck")
 	}
 }
 
@@ -167,7 +188,7 @@ func TestServeUpstreamResolvConf(t *testing.T) {
 	// possible in tests, so listen elsewhere and check the forwarder keeps
 	// it (a SERVFAIL from an unreachable upstream, not REFUSED).
 	go func() {
-		done <- runServe(ctx, []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream-resolv-conf", rc}, nil, io.Discard, &stderr)
+		done <- runServe(ctx, []string{"--lameduck=0s", "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream-resolv-conf", rc}, nil, io.Discard, &stderr)
 	}()
 	var addr string
 	deadline := time.Now().Add(20 * time.Second)

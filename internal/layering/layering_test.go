@@ -15,10 +15,11 @@ var core = []struct {
 	pkg     string
 	allowed []string
 }{
-	{"pkg/resolvconf", nil},
+	{"internal/safefile", nil},
+	{"pkg/resolvconf", []string{"internal/safefile"}},
 	{"pkg/fqdn", nil},
-	{"pkg/policy", []string{"pkg/fqdn", "pkg/resolvconf"}},
-	{"pkg/autopath", []string{"pkg/policy", "pkg/fqdn", "pkg/resolvconf"}},
+	{"pkg/policy", []string{"pkg/fqdn", "pkg/resolvconf", "internal/safefile"}},
+	{"pkg/autopath", []string{"pkg/policy", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}},
 	{"pkg/dnsserver/store", nil},
 	{"api/v1alpha1", nil},
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 const ap = ".search.prod.cluster.local.ap.k8s.io."
@@ -40,7 +41,7 @@ func askOpt(t *testing.T, network, addr, name string, qtype uint16, option strin
 
 func TestAutopath(t *testing.T) {
 	up, count := upstream(t)
-	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, time.Second, nil)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestAutopath(t *testing.T) {
 
 func TestAutopathOff(t *testing.T) {
 	up, count := upstream(t)
-	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, time.Second, nil)
+	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	e := start(t, store.Options{TTL: 5}, fixture, dnsserver.WithForwarder(fwd))
 	r := askOpt(t, "udp", e.addr, "web"+ap, dns.TypeA, "")
 	// Without autopath the name is just another external name.
@@ -154,7 +155,7 @@ func askFrom(t *testing.T, network, src, addr, name string, qtype uint16) *dns.M
 
 func TestAutopathBySource(t *testing.T) {
 	up, _ := upstream(t)
-	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, time.Second, nil)
+	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	withAP, _ := dnsserver.WithAutopath(0, nil)
 	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, dnsserver.WithForwarder(fwd), withAP, dnsserver.WithAutopathBySource())
 	e.st.SetPod(store.Pod{Namespace: "prod", Name: "client", IPs: []netip.Addr{mustAddr("127.0.0.7")}})
@@ -319,7 +320,7 @@ func askAP(t *testing.T, addr, base, option string) (*dns.Msg, string, time.Dura
 
 func apServer(t *testing.T, up string, timeout time.Duration, reg prometheus.Registerer) *env {
 	t.Helper()
-	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, timeout, nil)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: timeout, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}

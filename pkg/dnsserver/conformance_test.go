@@ -19,6 +19,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 const fixture = "testdata/objects"
@@ -509,7 +510,7 @@ func upstream(t *testing.T) (string, *int64Counter) {
 
 func TestConformanceForwarding(t *testing.T) {
 	up, count := upstream(t)
-	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, []string{"127.0.0.1:53"}, time.Second, nil)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Self: []string{"127.0.0.1:53"}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +563,7 @@ func TestForwarderNeverSelf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams(tc.ups), tc.listen, time.Second, nil)
+			f, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams(tc.ups), Self: tc.listen, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -581,7 +582,7 @@ func TestForwarderNeverSelf(t *testing.T) {
 	}
 	defer srv.Shutdown(context.Background())
 	self := srv.Addrs()[0]
-	f, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams{self}, []string{self}, time.Second, nil)
+	f, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{self}, Self: []string{self}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	h2 := dnsserver.NewHandler("cluster.local", st, dnsserver.WithForwarder(f))
 	if r := h2.Resolve(context.Background(), dns.Question{Name: "example.org.", Qtype: dns.TypeA, Qclass: dns.ClassINET}); r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("self-only upstream: rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])

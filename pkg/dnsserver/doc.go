@@ -5,7 +5,10 @@
 // every other name, a Server that serves UDP and TCP on each listen address
 // (the node-local stage uses it and the Forwarder too; a TCP reply that
 // cannot be written within 5 s closes its connection, so clients that never
-// read are released), and the Prometheus
+// read are released; with ReusePort every socket is bound with SO_REUSEPORT,
+// so that a new instance serves the address before the old one stops, the
+// clients' retry covering the queries that the old one's sockets held
+// unread when they closed), and the Prometheus
 // metrics (served by internal/health with /healthz and /readyz).
 //
 // The core is Handler.Resolve(ctx, question) → Result{Rcode, Answer, Ns,
@@ -18,7 +21,7 @@
 // without EDNS0, the client's EDNS0 size with it but never more than 1232
 // bytes over UDP (a claim of 65535 gets 1232), 64 KiB over TCP, with the TC
 // bit set when records were left out. Resolve answers REFUSED for classes
-// other than IN (and ANY).
+// other than IN (and ANY) and for AXFR and IXFR (never a zone listing).
 //
 // Answers:
 //
@@ -31,15 +34,33 @@
 //     snapshot, so it never serves stale data;
 //   - a name that does not exist is NXDOMAIN, a name that exists (including
 //     an empty non-terminal) without the asked type is NOERROR with no
-//     answer; both carry the zone SOA in the authority section, its minimum
-//     TTL equal to the record TTL;
+//     answer; both carry the SOA of the zone the name is in in the authority
+//     section, its minimum TTL equal to the record TTL;
+//   - ANY is answered minimally (RFC 8482): a synthesized HINFO "RFC8482"
+//     for a name that exists (an ExternalName: its CNAME), NXDOMAIN with the
+//     SOA for a zone name that does not, NOTIMP for names of no zone of
+//     this server, which are never forwarded;
+//   - a headless Service without a ready endpoint has no name (NXDOMAIN),
+//     and SRV at the bare Service name lists every port, as CoreDNS;
+//   - WithLoadBalance rotates each run of A or AAAA records, and of SRV
+//     records of one priority, of one owner in the answer section by one
+//     step per reply; a cached reply is rotated in its packed bytes (the
+//     runs' ranges and the compression pointers into them are recorded
+//     when it is cached), or served unrotated when that is not safe;
 //   - before the first full sync every zone and reverse name is SERVFAIL;
 //   - ExternalName Services answer with their CNAME followed by the target's
 //     records: looked up in the snapshot when the target is in the zone,
 //     asked upstream otherwise;
 //   - reverse names (in-addr.arpa, ip6.arpa) of ClusterIPs and endpoints are
-//     answered from the snapshot; other reverse names are forwarded, as
-//     CoreDNS's default "fallthrough in-addr.arpa ip6.arpa";
+//     answered from the snapshot; inside the WithReverseZones prefixes the
+//     others are NXDOMAIN (NODATA above known addresses) with the SOA of
+//     the prefix's octet- or nibble-aligned reverse zone; other reverse
+//     names are forwarded, as CoreDNS's default "fallthrough in-addr.arpa
+//     ip6.arpa";
+//   - names outside the cluster zone that the Static source (WithStatic)
+//     has are answered from it, authoritatively and uncached, before
+//     forwarding: NOERROR with no answer and no SOA for types it has none
+//     of; cluster-zone names come from the zone only;
 //   - names under the autopath suffix (search.<ns>.<zone>.ap.k8s.io) are
 //     never forwarded: each candidate of the search list (from the EDNS0
 //     local option, else the namespace's cluster searches; pkg/autopath's
@@ -48,19 +69,17 @@
 //     not cached. Zone candidates are free; at most 8 candidates that need
 //     an upstream (the name itself always among them) are asked, in
 //     parallel, the others are not tried, and the expansion ends within 4 s;
-//   - every other name is forwarded to the upstreams (REFUSED without any).
-//     The Forwarder never sends to the server's own listen addresses. Its
-//     resources are bounded: an Exchange ends within its timeout (2s by
-//     default) whatever the number of upstreams; at most MaxInFlight (1000)
-//     wait at once and further queries are SERVFAIL at once; queries go
-//     upstream advertising dnsmsg.EDNSSize, so a UDP read needs 1232 bytes
-//     (TCP when the reply does not fit); identical queries in flight are
-//     sent once. Each query carries a loop marker (an EDNS0 local option,
-//     65534, random per Forwarder); one that comes back with it is
-//     SERVFAIL, so two servers forwarding to each other stop after three
-//     queries.
+//   - every other name is forwarded (REFUSED without a forwarder) through
+//     the Exchanger given to WithForwarder: a pkg/forward Forwarder (or
+//     Router), which never sends to the server's own listen addresses,
+//     bounds each exchange in time, sheds beyond MaxConcurrent, health-checks
+//     its upstreams and fails fast when all are down, and keeps forwarding
+//     loops from forming (a per-query EDNS0 marker and loop probes); see its
+//     package doc. A TCP client's query goes upstream over TCP
+//     (forward.WithClientTCP); a failed forward answers forward.Rcode.
 //
-// The DNS adapters (this package, pkg/dnsmsg, pkg/nodelocal, and cmd) import
+// The DNS adapters (this package, pkg/dnsmsg, pkg/forward, pkg/dnscache,
+// pkg/hosts, pkg/nodelocal, and cmd) import
 // miekg/dns; the pure core, pkg/dnsserver/store included, must not
 // (internal/layering checks it).
 package dnsserver

@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 // fuzzRecords is a small store: a ClusterIP Service, a headless one with a
@@ -99,7 +100,7 @@ func FuzzHandler(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { up.Shutdown(context.Background()) })
-	fwd, err := NewForwarder(StaticUpstreams(up.Addrs()), nil, time.Second, nil)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams(up.Addrs()), Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		f.Fatal(err)
 	}

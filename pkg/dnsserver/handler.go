@@ -2,8 +2,11 @@ package dnsserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 // Records is what the handler reads: the current snapshot of the record
@@ -40,6 +44,19 @@ type Result struct {
 	// whole or in part (an ExternalName outside the zone), or when asking
 	// one failed: such answers are not cached.
 	Forwarded bool
+	// volatile answers (static records) are not cached either: their
+	// source changes without a new snapshot.
+	volatile bool
+}
+
+// Static is a source of static records for names outside the cluster zone
+// (an /etc/hosts file, per-name overrides). Lookup gets a lowercase fully
+// qualified name and returns its records of type qtype; found reports
+// whether the name has static records at all (of any type). It must be safe
+// for concurrent use and must not modify the returned records afterwards
+// (the handler does not modify them either).
+type Static interface {
+	Lookup(name string, qtype uint16) (rrs []dns.RR, found bool)
 }
 
 // Handler answers queries for the cluster zone from Records and forwards
@@ -51,6 +68,10 @@ type Handler struct {
 	log      *slog.Logger
 	metrics  *Metrics
 	ap       *autopathExpander // nil: autopath off
+	static   Static
+	reverse  []reverseAuth // reverse zones answered authoritatively
+	lb       bool          // rotate A, AAAA and SRV RRsets per reply
+	lbN      atomic.Uint32 // replies rotated on the miss path
 
 	mu  sync.Mutex
 	cur atomic.Pointer[zone]
@@ -71,6 +92,58 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
 // WithMetrics sets the metrics the handler records into.
 func WithMetrics(m *Metrics) Option { return func(h *Handler) { h.metrics = m } }
+
+// WithLoadBalance rotates the order of A and AAAA RRsets, and of SRV
+// records of equal priority, in the answer section of every reply (off by
+// default; the command turns it on, as kubeadm's Corefile "loadbalance").
+// Cached replies are rotated in their packed form, one step per hit.
+func WithLoadBalance(on bool) Option { return func(h *Handler) { h.lb = on } }
+
+// WithStatic answers names outside the cluster zone that s has records for
+// (found), before forwarding, authoritatively and without caching: NOERROR
+// with s's records of the asked type, NOERROR with no answer and no SOA
+// when it has none of that type (the name is in no zone of this server), a
+// synthesized HINFO for ANY. Names inside the cluster zone come from the
+// zone only; reverse names the snapshot knows come from the snapshot first.
+func WithStatic(s Static) Option { return func(h *Handler) { h.static = s } }
+
+// reverseAuth is a prefix whose reverse names the handler answers
+// authoritatively, and the reverse zone that holds it.
+type reverseAuth struct {
+	prefix netip.Prefix // masked
+	bits   int          // the zone cut: prefix.Bits() rounded down to an octet (IPv4) or a nibble (IPv6)
+	zone   string       // the zone's name, e.g. "10.in-addr.arpa."
+}
+
+// WithReverseZones makes the handler authoritative for the reverse names
+// inside prefixes (the Service and Pod CIDRs): a reverse name inside one
+// that the snapshot does not know is NXDOMAIN (NOERROR with no answer when
+// addresses of the snapshot lie below it), with the SOA of the smallest
+// octet-aligned (IPv4) or nibble-aligned (IPv6) reverse zone containing the
+// prefix, instead of being forwarded. The names from that zone's apex down
+// to the prefix exist (the apex answers SOA and NS). Other reverse names
+// keep being forwarded. Invalid prefixes and IPv4-mapped IPv6 prefixes are
+// an error.
+func WithReverseZones(prefixes []netip.Prefix) (Option, error) {
+	var auth []reverseAuth
+	for _, p := range prefixes {
+		if !p.IsValid() {
+			return nil, fmt.Errorf("reverse zone prefix %q: not a valid prefix", p.String())
+		}
+		if p.Addr().Is4In6() {
+			return nil, fmt.Errorf("reverse zone prefix %q: IPv4-mapped, use the IPv4 form", p.String())
+		}
+		p = p.Masked()
+		step := 8
+		if p.Addr().Is6() {
+			step = 4
+		}
+		bits := p.Bits() / step * step
+		zp := netip.PrefixFrom(p.Addr(), bits).Masked()
+		auth = append(auth, reverseAuth{prefix: p, bits: bits, zone: reverseZoneName(zp)})
+	}
+	return func(h *Handler) { h.reverse = auth }, nil
+}
 
 // NewHandler returns a Handler for the cluster zone (e.g. "cluster.local")
 // reading records from r.
@@ -136,33 +209,88 @@ func (h *Handler) zone() *zone {
 // Warm makes the zone view of the current snapshot now.
 func (h *Handler) Warm() { h.zone() }
 
-// Resolve answers one question without writing to the wire: from the cluster
-// zone, from the reverse records of the store, or from upstream. It is the
-// core the wire handler wraps (and what autopath calls per search suffix).
-func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
+// How a question is answered (Handler.route).
+const (
+	routeRefused     = iota // REFUSED: a class other than IN or ANY, a zone transfer
+	routeServfail           // SERVFAIL: zone or reverse name before the first sync
+	routeZone               // from the snapshot
+	routeReverseAuth        // an authoritative reverse name the snapshot does not know
+	routeStatic             // from the Static records
+	routeNotImp             // NOTIMP: ANY for a name of no zone of this server
+	routeForward            // upstream
+)
+
+// route decides how q is answered. lname is q.Name lowercase; z is the
+// current zone view (nil before the first sync); rrs are the static records
+// for routeStatic, ra the reverse zone for routeReverseAuth.
+func (h *Handler) route(q dns.Question, lname string) (kind int, z *zone, rrs []dns.RR, ra *reverseAuth) {
 	if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
-		return Result{Rcode: dns.RcodeRefused}
+		return routeRefused, nil, nil, nil
 	}
+	if q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
+		// Never a zone listing, whatever the name.
+		return routeRefused, nil, nil, nil
+	}
+	if inZone(lname, h.zoneName) {
+		if z = h.zone(); z == nil {
+			return routeServfail, nil, nil, nil
+		}
+		return routeZone, z, nil, nil
+	}
+	reverse := reverseZone(lname) != ""
+	if reverse {
+		if z = h.zone(); z == nil {
+			return routeServfail, nil, nil, nil
+		}
+		if _, ok := z.snap.Lookup(lname); ok {
+			return routeZone, z, nil, nil
+		}
+	}
+	if h.static != nil {
+		if rrs, found := h.static.Lookup(lname, q.Qtype); found {
+			return routeStatic, z, rrs, nil
+		}
+	}
+	if reverse {
+		if ra := h.reverseAuthFor(lname); ra != nil {
+			return routeReverseAuth, z, nil, ra
+		}
+		if h.fwd == nil {
+			return routeZone, z, nil, nil
+		}
+	}
+	if q.Qtype == dns.TypeANY {
+		// Not forwarded: an ANY query is the classic amplification vector,
+		// and RFC 8482 lets a server answer it minimally.
+		return routeNotImp, z, nil, nil
+	}
+	return routeForward, z, nil, nil
+}
+
+// Resolve answers one question without writing to the wire: from the cluster
+// zone, from the reverse records of the store, from the static records, or
+// from upstream. It is the core the wire handler wraps (and what autopath
+// calls per search suffix).
+func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
 	lname := lowerFQDN(q.Name)
 	owner := q.Name
 	if !dns.IsFqdn(owner) {
 		owner += "."
 	}
-	if inZone(lname, h.zoneName) {
-		z := h.zone()
-		if z == nil {
-			return Result{Rcode: dns.RcodeServerFailure}
-		}
+	kind, z, rrs, ra := h.route(q, lname)
+	switch kind {
+	case routeRefused:
+		return Result{Rcode: dns.RcodeRefused}
+	case routeServfail:
+		return Result{Rcode: dns.RcodeServerFailure}
+	case routeZone:
 		return h.answer(ctx, z, q.Qtype, owner, lname, 0)
-	}
-	if reverseZone(lname) != "" {
-		z := h.zone()
-		if z == nil {
-			return Result{Rcode: dns.RcodeServerFailure}
-		}
-		if _, ok := z.snap.Lookup(lname); ok || h.fwd == nil {
-			return h.answer(ctx, z, q.Qtype, owner, lname, 0)
-		}
+	case routeReverseAuth:
+		return z.reverseAnswer(ra, q.Qtype, owner, lname)
+	case routeStatic:
+		return staticAnswer(q.Qtype, owner, lname, rrs)
+	case routeNotImp:
+		return Result{Rcode: dns.RcodeNotImplemented}
 	}
 	return h.forwardQuestion(ctx, q)
 }
@@ -170,22 +298,44 @@ func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
 // local reports whether the question is answered by this server rather than
 // forwarded.
 func (h *Handler) local(q dns.Question) bool {
-	if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
-		return true
+	kind, _, _, _ := h.route(q, lowerFQDN(q.Name))
+	return kind != routeForward
+}
+
+// anyRR is the minimal answer to ANY for an existing name (RFC 8482): the
+// CNAME of an alias, else a synthesized HINFO "RFC8482" "".
+func anyRR(owner, cname string, ttl uint32) dns.RR {
+	if cname != "" {
+		return cnameRR(owner, cname, ttl)
 	}
-	lname := lowerFQDN(q.Name)
-	if inZone(lname, h.zoneName) {
-		return true
-	}
-	if reverseZone(lname) != "" {
-		z := h.zone()
-		if z == nil || h.fwd == nil {
-			return true
+	return &dns.HINFO{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeHINFO, Class: dns.ClassINET, Ttl: ttl}, Cpu: "RFC8482"}
+}
+
+// staticAnswer answers from static records: authoritative, never cached,
+// the owners in the question's case.
+func staticAnswer(qtype uint16, owner, lname string, rrs []dns.RR) Result {
+	r := Result{Rcode: dns.RcodeSuccess, Authoritative: true, volatile: true}
+	if qtype == dns.TypeANY {
+		var ttl uint32
+		if len(rrs) > 0 {
+			ttl = rrs[0].Header().Ttl
 		}
-		_, ok := z.snap.Lookup(lname)
-		return ok
+		r.Answer = []dns.RR{anyRR(owner, "", ttl)}
+		return r
 	}
-	return h.fwd == nil
+	if owner == lname {
+		r.Answer = clip(rrs)
+		return r
+	}
+	r.Answer = make([]dns.RR, len(rrs))
+	for i, rr := range rrs {
+		if rr.Header().Name == lname {
+			rr = dns.Copy(rr)
+			rr.Header().Name = owner
+		}
+		r.Answer[i] = rr
+	}
+	return r
 }
 
 func (z *zone) negative(name string) []dns.RR {
@@ -205,7 +355,10 @@ func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lnam
 		}
 		return Result{Rcode: dns.RcodeNameError, Ns: z.negative(lname), Authoritative: true}
 	}
-	if n.CNAME != "" && qtype != dns.TypeCNAME && qtype != dns.TypeANY {
+	if qtype == dns.TypeANY {
+		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{anyRR(owner, n.CNAME, n.TTL)}, Authoritative: true}
+	}
+	if n.CNAME != "" && qtype != dns.TypeCNAME {
 		return h.chase(ctx, z, qtype, cnameRR(owner, n.CNAME, n.TTL), n.CNAME, depth)
 	}
 	ans := z.records(owner, lname, n, qtype)
@@ -268,7 +421,10 @@ func (h *Handler) insecurePod(z *zone, qtype uint16, owner, lname string) (Resul
 	if !ok {
 		return Result{}, false
 	}
-	if (qtype == dns.TypeA && ip.Is4()) || (qtype == dns.TypeAAAA && ip.Is6()) || qtype == dns.TypeANY {
+	if qtype == dns.TypeANY {
+		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{anyRR(owner, "", z.ttl)}, Authoritative: true}, true
+	}
+	if (qtype == dns.TypeA && ip.Is4()) || (qtype == dns.TypeAAAA && ip.Is6()) {
 		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{addrRR(owner, ip, z.ttl)}, Authoritative: true}, true
 	}
 	return Result{Rcode: dns.RcodeSuccess, Ns: z.soa, Authoritative: true}, true
@@ -281,7 +437,7 @@ func (h *Handler) forwardQuestion(ctx context.Context, q dns.Question) Result {
 	r, err := h.fwd.Exchange(ctx, dnsmsg.Query(q, false))
 	if err != nil {
 		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
-		return Result{Rcode: dns.RcodeServerFailure, Forwarded: true}
+		return Result{Rcode: forward.Rcode(err), Forwarded: true}
 	}
 	return Result{Rcode: r.Rcode, Answer: clip(r.Answer), Ns: clip(r.Ns), Extra: clip(dnsmsg.WithoutOPT(r.Extra)), Forwarded: true}
 }
@@ -301,6 +457,9 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if h.ap != nil && h.ap.sourceIP {
 		// Answers that depend on the source are never cached.
 		if m, ok := h.ap.answerBySource(context.Background(), h, w.RemoteAddr(), req, tcp); ok {
+			if h.lb {
+				m.Answer = rotateAnswer(m.Answer, h.lbN.Add(1))
+			}
 			if b, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
 				*bp = b
 				h.metrics.observe(qtype, m.Rcode, time.Since(start))
@@ -316,7 +475,12 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		z = h.zone()
 		if z != nil {
 			if e, ok := z.wire.get(key); ok {
-				b := append((*bp)[:0], e.wire...)
+				var b []byte
+				if e.lb != nil {
+					b = e.lb.apply((*bp)[:0], e.wire)
+				} else {
+					b = append((*bp)[:0], e.wire...)
+				}
 				b[0], b[1] = byte(req.Id>>8), byte(req.Id)
 				if req.RecursionDesired {
 					b[2] |= 0x01
@@ -351,7 +515,11 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		c := append([]byte(nil), b...)
 		c[2] &^= 0x01
 		c[3] &^= 0x10
-		z.wire.put(key, wireEntry{wire: c, rcode: m.Rcode})
+		e := wireEntry{wire: c, rcode: m.Rcode}
+		if h.lb {
+			e.lb = planRotation(c)
+		}
+		z.wire.put(key, e)
 	}
 }
 
@@ -376,19 +544,29 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		// Never cached: the answer depends on the search-list option.
 		// Candidates outside the zone (host search domains) are each
 		// forwarded: together they get one forwarding timeout.
-		actx, cancel := context.WithTimeout(ctx, DefaultForwardTimeout)
+		actx, cancel := context.WithTimeout(ctx, forward.DefaultTimeout)
 		fill(m, h.ap.expand(actx, h, req))
 		cancel()
+	case !h.local(req.Question[0]) && h.fwd == nil:
+		m.Rcode = dns.RcodeRefused
 	case !h.local(req.Question[0]):
-		if r, ok := h.forwardMsg(ctx, req); ok {
+		if tcp {
+			// The client asked over TCP: so does the forwarder.
+			ctx = forward.WithClientTCP(ctx)
+		}
+		if r, err := h.forwardMsg(ctx, req); err == nil {
 			m = r
 		} else {
-			m.Rcode = dns.RcodeServerFailure
+			// SERVFAIL, or the forwarder's shed rcode (REFUSED).
+			m.Rcode = forward.Rcode(err)
 		}
 	default:
 		r := h.Resolve(ctx, req.Question[0])
-		local = !r.Forwarded
+		local = !r.Forwarded && !r.volatile
 		fill(m, r)
+	}
+	if h.lb {
+		m.Answer = rotateAnswer(m.Answer, h.lbN.Add(1))
 	}
 	return dnsmsg.Finish(req, m, tcp), local
 }
@@ -402,10 +580,7 @@ func fill(m *dns.Msg, r Result) {
 
 // forwardMsg relays the client's query upstream as it is (keeping its EDNS0
 // options and DO bit) and returns the reply, ready for our OPT.
-func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, bool) {
-	if h.fwd == nil {
-		return nil, false
-	}
+func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, error) {
 	// The question and the OPT only: records a client put in the other
 	// sections (TSIG included) are not relayed. The Forwarder rewrites the
 	// OPT (size, loop marker).
@@ -423,12 +598,56 @@ func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, bool)
 	if err != nil {
 		q := req.Question[0]
 		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
-		return nil, false
+		return nil, err
 	}
 	r.Id = req.Id
 	r.Question = req.Question
 	r.Extra = dnsmsg.WithoutOPT(r.Extra)
 	r.RecursionAvailable = true
 	r.Compress = true
-	return r, true
+	return r, nil
+}
+
+// rotateAnswer returns rrs with each run of A, AAAA, or same-priority SRV
+// records of one owner rotated to start at its record c mod len, in a new
+// slice (rrs may be shared), or rrs itself when there is nothing to rotate.
+func rotateAnswer(rrs []dns.RR, c uint32) []dns.RR {
+	var out []dns.RR
+	for i := 0; i < len(rrs); {
+		j := i + 1
+		for j < len(rrs) && sameRun(rrs[i], rrs[j]) {
+			j++
+		}
+		if n := j - i; n >= 2 {
+			if out == nil {
+				out = slices.Clone(rrs)
+			}
+			k := int(c % uint32(n))
+			copy(out[i:], rrs[i+k:j])
+			copy(out[i+n-k:], rrs[i:i+k])
+		}
+		i = j
+	}
+	if out == nil {
+		return rrs
+	}
+	return out
+}
+
+// sameRun reports whether b continues a's run: same owner and type, A, AAAA
+// or SRV of the same priority.
+func sameRun(a, b dns.RR) bool {
+	ha, hb := a.Header(), b.Header()
+	if ha.Rrtype != hb.Rrtype || !strings.EqualFold(ha.Name, hb.Name) {
+		return false
+	}
+	switch ha.Rrtype {
+	case dns.TypeA, dns.TypeAAAA:
+		return true
+	case dns.TypeSRV:
+		sa, ok1 := a.(*dns.SRV)
+		sb, ok2 := b.(*dns.SRV)
+		return ok1 && ok2 && sa.Priority == sb.Priority
+	}
+	return false
 }

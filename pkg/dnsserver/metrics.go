@@ -20,13 +20,11 @@ const (
 //   - dnsconfigurer_dnsserver_records{kind} (services, endpoint_slices,
 //     endpoints, pods, namespaces, names in the served snapshot)
 //   - dnsconfigurer_dnsserver_synced (1 after the first full sync)
-//   - dnsconfigurer_dnsserver_upstream_errors_total{upstream}
 //
 // A nil *Metrics records nothing.
 type Metrics struct {
-	requests       *prometheus.CounterVec
-	duration       prometheus.Histogram
-	upstreamErrors *prometheus.CounterVec
+	requests *prometheus.CounterVec
+	duration prometheus.Histogram
 
 	// fast holds the request counters of the common types and rcodes, so
 	// that the query path does not hash label values.
@@ -58,12 +56,8 @@ func NewMetrics(reg prometheus.Registerer, records Records) (*Metrics, error) {
 			Help:    "Time to answer a DNS request, forwarding included.",
 			Buckets: []float64{0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 2.5},
 		}),
-		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "upstream_errors_total",
-			Help: "Failed exchanges with upstream servers, by upstream address.",
-		}, []string{"upstream"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.upstreamErrors, &storeCollector{records: records}} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, &storeCollector{records: records}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register dnsserver metrics: %w", err)
 		}
@@ -94,13 +88,6 @@ func (m *Metrics) observe(qtype uint16, rcode int, d time.Duration) {
 		rc = "other"
 	}
 	m.requests.WithLabelValues(t, rc).Inc()
-}
-
-func (m *Metrics) upstreamError(addr string) {
-	if m == nil {
-		return
-	}
-	m.upstreamErrors.WithLabelValues(addr).Inc()
 }
 
 var (

@@ -8,28 +8,40 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 )
 
 // readBuffer is the largest UDP query read; longer datagrams are cut and
 // then rejected as malformed.
 const readBuffer = 4096
 
-// TCP connection limits (RFC 7766 6.2.3). A connection is closed when its
-// first query does not arrive within tcpReadTimeout, when no further query
-// arrives within tcpIdleTimeout, after tcpMaxQueries queries, and when one
-// reply cannot be written within tcpWriteTimeout: a client that sends
-// queries and never reads fills the socket buffers, the next write times out
-// and the connection, its goroutine and its socket are released (about
-// tcpWriteTimeout after the buffers fill). miekg/dns has a WriteTimeout
-// field but never sets a write deadline, so the listener does it (tcpConn).
+// Listener defaults. A TCP connection is closed when its first query does
+// not arrive within tcpReadTimeout, when no further query arrives within
+// TCPIdleTimeout, after tcpMaxQueries queries, and when one reply cannot be
+// written within TCPWriteTimeout: a client that sends queries and never
+// reads fills the socket buffers, the next write times out and the
+// connection, its goroutine and its socket are released (about
+// TCPWriteTimeout after the buffers fill). miekg/dns has a WriteTimeout field
+// but never sets a write deadline, so the listener does it (tcpConn)
+// (RFC 7766 6.2.3).
 const (
-	tcpReadTimeout  = 5 * time.Second
-	tcpIdleTimeout  = 10 * time.Second
-	tcpWriteTimeout = 5 * time.Second
-	tcpMaxQueries   = 128
+	tcpReadTimeout         = 5 * time.Second
+	DefaultTCPIdleTimeout  = 10 * time.Second
+	DefaultTCPWriteTimeout = 5 * time.Second
+	tcpMaxQueries          = 128
+	// DefaultMaxUDPInFlight bounds the UDP queries answered at once: each
+	// holds a goroutine (a few KiB) while it waits, for up to the forward
+	// timeout; 2,000 is 1,000 forwarded queries (the forwarder's own cap)
+	// plus as many zone answers, which take microseconds.
+	DefaultMaxUDPInFlight = 2000
+	// DefaultMaxTCPConns bounds the open TCP connections (each a goroutine
+	// and a socket for up to TCPIdleTimeout between queries).
+	DefaultMaxTCPConns = 1000
 )
 
 // Server serves a dns.Handler over UDP and TCP on each of its addresses.
@@ -41,11 +53,72 @@ type Server struct {
 	Handler dns.Handler
 	// Logger (default: discard).
 	Logger *slog.Logger
+	// MaxUDPInFlight bounds the UDP queries answered at once; further
+	// datagrams are dropped and counted (default DefaultMaxUDPInFlight).
+	MaxUDPInFlight int
+	// MaxTCPConns bounds the open TCP connections; further connections are
+	// closed at once and counted (default DefaultMaxTCPConns).
+	MaxTCPConns int
+	// TCPIdleTimeout closes a TCP connection with no query for this long
+	// (default DefaultTCPIdleTimeout).
+	TCPIdleTimeout time.Duration
+	// TCPWriteTimeout closes a TCP connection whose reply cannot be written
+	// within it (default DefaultTCPWriteTimeout).
+	TCPWriteTimeout time.Duration
+	// Lameduck is how long Run keeps answering after its context ends,
+	// with Ready false, before it stops listening (default 0: at once).
+	Lameduck time.Duration
+	// ReusePort binds the UDP and the TCP socket of every address with
+	// SO_REUSEPORT (default false), so that a new instance can bind the same
+	// address while this one still serves, and take over when it stops
+	// (a DaemonSet rolling update with maxSurge). Every socket sharing the
+	// address must set it, and on Linux belong to the same user. Linux
+	// spreads datagrams and new connections over the sockets by a hash of
+	// the client's address and port; when one instance closes its sockets,
+	// the datagrams waiting in its UDP buffer and the connections in its
+	// accept queue not yet accepted are lost (the client's retry goes to
+	// the instances that remain). Port 0 picks a port no socket holds.
+	ReusePort bool
 
-	mu      sync.Mutex
-	servers []*dns.Server
-	addrs   []string
+	mu       sync.Mutex
+	servers  []*dns.Server
+	addrs    []string
+	g        *guard
+	draining atomic.Bool
 }
+
+// guard returns the listeners' handler wrapper, made on first use.
+func (s *Server) guard() *guard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.g == nil {
+		n := s.MaxUDPInFlight
+		if n <= 0 {
+			n = DefaultMaxUDPInFlight
+		}
+		s.g = &guard{udp: make(chan struct{}, n), log: s.Logger}
+		if s.g.log == nil {
+			s.g.log = slog.New(slog.DiscardHandler)
+		}
+		if s.Handler != nil {
+			h := s.Handler
+			s.g.handler.Store(&h)
+		}
+	}
+	return s.g
+}
+
+// SetHandler replaces the handler: queries read after it returns are
+// answered by h, those being answered finish with the old one, none is
+// dropped (serve's config reload).
+func (s *Server) SetHandler(h dns.Handler) {
+	s.guard().handler.Store(&h)
+}
+
+// Ready is false once Run's context has ended (lameduck and after): the
+// /readyz check, so that load balancers stop sending new clients while the
+// server still answers.
+func (s *Server) Ready() bool { return !s.draining.Load() }
 
 // Start binds every address and starts serving in the background. It fails
 // (and releases what it bound) when any address cannot be bound.
@@ -53,9 +126,29 @@ func (s *Server) Start(ctx context.Context) error {
 	if len(s.Listen) == 0 {
 		return errors.New("dnsserver: no listen address")
 	}
+	if s.Handler == nil {
+		return errors.New("dnsserver: no handler")
+	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
+	g := s.guard()
+	if g.handler.Load() == nil {
+		h := s.Handler
+		g.handler.Store(&h)
+	}
+	idle, write := s.TCPIdleTimeout, s.TCPWriteTimeout
+	if idle <= 0 {
+		idle = DefaultTCPIdleTimeout
+	}
+	if write <= 0 {
+		write = DefaultTCPWriteTimeout
+	}
+	maxConns := s.MaxTCPConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxTCPConns
+	}
+	conns := make(chan struct{}, maxConns)
 	var servers []*dns.Server
 	var addrs []string
 	fail := func(err error) error {
@@ -70,14 +163,14 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	for _, a := range s.Listen {
-		pc, ln, err := bindPair(ctx, a)
+		pc, ln, err := bindPair(ctx, a, s.ReusePort)
 		if err != nil {
 			return fail(fmt.Errorf("listen %q: %w", a, err))
 		}
 		servers = append(servers,
-			&dns.Server{PacketConn: pc, Handler: s.Handler, UDPSize: readBuffer},
-			&dns.Server{Listener: tcpListener{ln}, Handler: s.Handler, ReadTimeout: tcpReadTimeout,
-				IdleTimeout: func() time.Duration { return tcpIdleTimeout }, MaxTCPQueries: tcpMaxQueries})
+			&dns.Server{PacketConn: pc, Handler: g, UDPSize: readBuffer},
+			&dns.Server{Listener: &tcpListener{Listener: ln, g: g, slots: conns, write: write}, Handler: g,
+				ReadTimeout: tcpReadTimeout, IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
 		addrs = append(addrs, pc.LocalAddr().String())
 	}
 	var wg sync.WaitGroup
@@ -122,14 +215,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Run starts the server, logs "serving DNS" with the bound addresses, and
-// serves until ctx is done, then shuts down within five seconds. A shutdown
-// that does not finish in time is logged ("dns shutdown") and returned.
+// serves until ctx is done; then, for Lameduck, it keeps answering with
+// Ready false, and shuts down within five seconds. A shutdown that does not
+// finish in time is logged ("dns shutdown") and returned.
 func (s *Server) Run(ctx context.Context) error {
 	if err := s.Start(ctx); err != nil {
 		return err
 	}
 	s.Logger.Info("serving DNS", "listen", s.Addrs())
 	<-ctx.Done()
+	s.draining.Store(true)
+	if s.Lameduck > 0 {
+		s.Logger.Info("lameduck: still answering, /readyz failing", "for", s.Lameduck)
+		t := time.NewTimer(s.Lameduck)
+		<-t.C
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := s.Shutdown(sctx)
@@ -139,18 +239,40 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// bindPair binds UDP and TCP on the same address; with port 0 it retries
-// until both transports get the same free port.
-func bindPair(ctx context.Context, addr string) (net.PacketConn, net.Listener, error) {
+// bindPair binds UDP and TCP on the same address, with SO_REUSEPORT when
+// reuse is set; with port 0 it retries until both transports get the same
+// free port.
+func bindPair(ctx context.Context, addr string, reuse bool) (net.PacketConn, net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, nil, err
 	}
 	var lc net.ListenConfig
+	if reuse {
+		lc.Control = reusePort
+	}
 	var lastErr error
 	for range 20 {
-		pc, err := lc.ListenPacket(ctx, "udp", addr)
+		a := addr
+		if reuse && port == "0" {
+			// Linux may give a SO_REUSEPORT bind to UDP port 0 a port that
+			// another SO_REUSEPORT socket of the same user holds, and the two
+			// would then share its datagrams: take the port that plain binds
+			// get for both transports, release it and bind that one.
+			pc, ln, err := bindPair(ctx, addr, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			a = net.JoinHostPort(host, strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port))
+			pc.Close()
+			ln.Close()
+		}
+		pc, err := lc.ListenPacket(ctx, "udp", a)
 		if err != nil {
+			if a != addr { // the probed port was taken meanwhile
+				lastErr = err
+				continue
+			}
 			return nil, nil, err
 		}
 		p := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
@@ -167,30 +289,75 @@ func bindPair(ctx context.Context, addr string) (net.PacketConn, net.Listener, e
 	return nil, nil, lastErr
 }
 
-// tcpListener hands out connections whose writes time out.
-type tcpListener struct{ net.Listener }
-
-func (l tcpListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+// reusePort is a net.ListenConfig.Control that sets SO_REUSEPORT before the
+// socket is bound.
+func reusePort(_, _ string, c syscall.RawConn) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	}); err != nil {
+		return err
 	}
-	return &tcpConn{Conn: c}, nil
+	if serr != nil {
+		return fmt.Errorf("SO_REUSEPORT: %w", serr)
+	}
+	return nil
 }
 
-// tcpConn bounds every write by tcpWriteTimeout and closes the connection
+// tcpListener hands out connections whose writes time out, at most
+// cap(slots) at once: a connection beyond that is closed at once (the
+// client sees the close and retries elsewhere) instead of waiting in the
+// backlog.
+type tcpListener struct {
+	net.Listener
+	g     *guard
+	slots chan struct{}
+	write time.Duration
+}
+
+func (l *tcpListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			l.g.tcpOpen.Add(1)
+			return &tcpConn{Conn: c, l: l}, nil
+		default:
+			l.g.tcpRefused.Add(1)
+			c.Close()
+		}
+	}
+}
+
+// tcpConn bounds every write by the write timeout and closes the connection
 // when a write fails, so that the server's read loop ends too (miekg/dns
-// keeps reading after a failed write).
-type tcpConn struct{ net.Conn }
+// keeps reading after a failed write). Closing it frees its slot, once.
+type tcpConn struct {
+	net.Conn
+	l      *tcpListener
+	closed sync.Once
+}
 
 func (c *tcpConn) Write(b []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(tcpWriteTimeout)); err != nil {
-		c.Conn.Close()
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.l.write)); err != nil {
+		c.Close()
 		return 0, err
 	}
 	n, err := c.Conn.Write(b)
 	if err != nil {
-		c.Conn.Close()
+		c.Close()
 	}
 	return n, err
+}
+
+func (c *tcpConn) Close() error {
+	err := c.Conn.Close()
+	c.closed.Do(func() {
+		<-c.l.slots
+		c.l.g.tcpOpen.Add(-1)
+	})
+	return err
 }

@@ -1,6 +1,8 @@
 package dnsserver
 
 import (
+	"encoding/binary"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -28,6 +30,9 @@ type cacheKey struct {
 type wireEntry struct {
 	wire  []byte
 	rcode int
+	// lb rotates the answer's RRsets per hit (WithLoadBalance); nil when
+	// the reply has nothing to rotate or cannot be rotated in place.
+	lb *rotation
 }
 
 // wireCache holds packed replies for one snapshot's zone; a new snapshot
@@ -115,4 +120,247 @@ func cacheKeyOf(req *dns.Msg, tcp bool) (cacheKey, bool) {
 		k.edns, k.do = true, opt.Do()
 	}
 	return k, true
+}
+
+// rotation is how a packed reply's answer RRsets are rotated on a cache hit
+// without unpacking it: the byte ranges of the rotatable runs (consecutive
+// A, AAAA, or same-priority SRV records of one owner) and the compression
+// pointers elsewhere in the message that point into them, which are moved
+// with the records they point into. n counts the hits: hit c starts each run
+// at its record c mod len.
+type rotation struct {
+	runs  []rotRun
+	fixes []rotFix
+	n     atomic.Uint32
+}
+
+type rotRun struct {
+	offs []int // the offset of each record; offs[0] is where the run starts
+	end  int
+}
+
+// rotFix is a compression pointer at pos, outside every run, pointing at
+// target inside record rr of run run.
+type rotFix struct {
+	pos, target, run, rr int
+}
+
+// maxPointer is the largest offset a compression pointer can hold.
+const maxPointer = 0x3fff
+
+// wireRR is one resource record of a packed message.
+type wireRR struct {
+	start, end int
+	owner      string // lowercase, for grouping
+	rrtype     uint16
+	prio       uint16 // SRV priority
+}
+
+// planRotation returns the rotation of the packed reply b, or nil when its
+// answer has nothing to rotate, or rotating it would break a compression
+// pointer (one inside a run pointing into a run), or b holds a record type
+// whose data may hold names that this parser does not know.
+func planRotation(b []byte) *rotation {
+	if len(b) < 12 {
+		return nil
+	}
+	counts := [4]int{}
+	for i := range counts {
+		counts[i] = int(binary.BigEndian.Uint16(b[4+2*i:]))
+	}
+	var ptrs [][2]int // position, target
+	off := 12
+	for range counts[0] {
+		var ok bool
+		if off, ok = walkName(b, off, &ptrs); !ok || off+4 > len(b) {
+			return nil
+		}
+		off += 4
+	}
+	var answer []wireRR
+	for i := range counts[1] + counts[2] + counts[3] {
+		rr, ok := walkRR(b, off, &ptrs)
+		if !ok {
+			return nil
+		}
+		if i < counts[1] {
+			answer = append(answer, rr)
+		}
+		off = rr.end
+	}
+	if off != len(b) {
+		return nil
+	}
+	var runs []rotRun
+	for i := 0; i < len(answer); {
+		j := i + 1
+		if t := answer[i].rrtype; t == dns.TypeA || t == dns.TypeAAAA || t == dns.TypeSRV {
+			for j < len(answer) && answer[j].rrtype == t && answer[j].owner == answer[i].owner && answer[j].prio == answer[i].prio {
+				j++
+			}
+		}
+		if j-i >= 2 {
+			r := rotRun{end: answer[j-1].end}
+			for _, rr := range answer[i:j] {
+				r.offs = append(r.offs, rr.start)
+			}
+			runs = append(runs, r)
+		}
+		i = j
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	p := &rotation{runs: runs}
+	for _, pt := range ptrs {
+		pos, target := pt[0], pt[1]
+		if run, _ := findRun(runs, pos); run >= 0 {
+			if r, _ := findRun(runs, target); r >= 0 {
+				return nil
+			}
+			continue // moves with its record, still pointing outside
+		}
+		run, rr := findRun(runs, target)
+		if run < 0 {
+			continue
+		}
+		if runs[run].end > maxPointer {
+			return nil
+		}
+		p.fixes = append(p.fixes, rotFix{pos: pos, target: target, run: run, rr: rr})
+	}
+	return p
+}
+
+// findRun returns the run and the record in it that hold offset off, or -1.
+func findRun(runs []rotRun, off int) (run, rr int) {
+	for i, r := range runs {
+		if off < r.offs[0] || off >= r.end {
+			continue
+		}
+		for k := len(r.offs) - 1; k >= 0; k-- {
+			if off >= r.offs[k] {
+				return i, k
+			}
+		}
+	}
+	return -1, -1
+}
+
+// walkName skips the name at off, appending its compression pointer (if
+// any) to ptrs, and returns the offset after it.
+func walkName(b []byte, off int, ptrs *[][2]int) (int, bool) {
+	for off < len(b) {
+		c := int(b[off])
+		switch c & 0xc0 {
+		case 0x00:
+			if c == 0 {
+				return off + 1, true
+			}
+			off += 1 + c
+		case 0xc0:
+			if off+2 > len(b) {
+				return 0, false
+			}
+			*ptrs = append(*ptrs, [2]int{off, int(binary.BigEndian.Uint16(b[off:])) & maxPointer})
+			return off + 2, true
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// walkRR parses the record at off.
+func walkRR(b []byte, off int, ptrs *[][2]int) (wireRR, bool) {
+	rr := wireRR{start: off}
+	end, ok := walkName(b, off, ptrs)
+	if !ok || end+10 > len(b) {
+		return rr, false
+	}
+	rr.owner = readName(b, off)
+	rr.rrtype = binary.BigEndian.Uint16(b[end:])
+	rdlen := int(binary.BigEndian.Uint16(b[end+8:]))
+	rd := end + 10
+	rr.end = rd + rdlen
+	if rr.end > len(b) {
+		return rr, false
+	}
+	// The names in the data of the types the handler makes; any other type
+	// (which might hold a compressed name) disables the rotation.
+	names, skip := 0, 0
+	switch rr.rrtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeHINFO, dns.TypeOPT:
+	case dns.TypeCNAME, dns.TypePTR, dns.TypeNS:
+		names = 1
+	case dns.TypeSRV:
+		if rdlen < 6 {
+			return rr, false
+		}
+		rr.prio = binary.BigEndian.Uint16(b[rd:])
+		names, skip = 1, 6
+	case dns.TypeSOA:
+		names = 2
+	default:
+		return rr, false
+	}
+	o := rd + skip
+	for range names {
+		if o, ok = walkName(b, o, ptrs); !ok || o > rr.end {
+			return rr, false
+		}
+	}
+	return rr, true
+}
+
+// readName returns the lowercase presentation form of the name at off,
+// following at most 16 compression pointers ("" when it is malformed).
+func readName(b []byte, off int) string {
+	var sb strings.Builder
+	for hops := 0; off < len(b); {
+		c := int(b[off])
+		switch {
+		case c == 0:
+			return strings.ToLower(sb.String())
+		case c&0xc0 == 0xc0:
+			if hops++; hops > 16 || off+2 > len(b) {
+				return ""
+			}
+			off = int(binary.BigEndian.Uint16(b[off:])) & maxPointer
+		case c&0xc0 == 0 && off+1+c <= len(b):
+			sb.Write(b[off+1 : off+1+c])
+			sb.WriteByte('.')
+			off += 1 + c
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+// apply writes src into dst rotated for the next hit and returns it.
+func (p *rotation) apply(dst, src []byte) []byte {
+	dst = append(dst[:0], src...)
+	c := p.n.Add(1)
+	for _, r := range p.runs {
+		k := int(c % uint32(len(r.offs)))
+		if k == 0 {
+			continue
+		}
+		start, mid := r.offs[0], r.offs[k]
+		n := copy(dst[start:], src[mid:r.end])
+		copy(dst[start+n:], src[start:mid])
+	}
+	for _, f := range p.fixes {
+		r := p.runs[f.run]
+		k := int(c % uint32(len(r.offs)))
+		t := f.target
+		if f.rr >= k {
+			t -= r.offs[k] - r.offs[0]
+		} else {
+			t += r.end - r.offs[k]
+		}
+		binary.BigEndian.PutUint16(dst[f.pos:], 0xc000|uint16(t))
+	}
+	return dst
 }

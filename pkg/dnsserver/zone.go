@@ -3,7 +3,10 @@ package dnsserver
 import (
 	"net"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/miekg/dns"
 
@@ -20,6 +23,11 @@ type zone struct {
 	ttl  uint32
 	soa  []dns.RR // the zone SOA, for the authority section of negatives
 	wire wireCache
+
+	// ptrAddrs are the addresses of the snapshot's PTR names, sorted, made
+	// on first use (authoritative reverse zones' empty non-terminals).
+	ptrOnce  sync.Once
+	ptrAddrs []netip.Addr
 }
 
 // nsName is the name server of the zone in its SOA and NS records, as
@@ -114,41 +122,41 @@ func cnameRR(owner, target string, ttl uint32) dns.RR {
 	return &dns.CNAME{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: target}
 }
 
-// records builds the records of type t (or all of them for ANY) of node n,
-// owned by owner (the question name as asked, so its case is echoed).
+// records builds the records of type t of node n, owned by owner (the
+// question name as asked, so its case is echoed). ANY is answered by
+// Handler.answer (RFC 8482), not here.
 func (z *zone) records(owner, lname string, n *store.Node, t uint16) []dns.RR {
-	var rrs []dns.RR
-	apex := lname == z.name
-	all := t == dns.TypeANY
-	if all || t == dns.TypeSOA {
-		if apex {
-			soa := *z.soa[0].(*dns.SOA)
-			soa.Hdr.Name = owner
-			rrs = append(rrs, &soa)
+	switch t {
+	case dns.TypeSOA, dns.TypeNS:
+		if lname == z.name {
+			return z.apexRecords(owner, z.name, z.soa[0].(*dns.SOA), t)
+		}
+	case dns.TypeA:
+		return appendA(nil, owner, n.A, n.TTL)
+	case dns.TypeAAAA:
+		return appendAAAA(nil, owner, n.AAAA, n.TTL)
+	case dns.TypeSRV:
+		return appendSRV(nil, owner, n.SRV, n.TTL)
+	case dns.TypePTR:
+		return appendPTR(nil, owner, n.PTR, n.TTL)
+	case dns.TypeTXT:
+		return appendTXT(nil, owner, n.TXT, n.TTL)
+	case dns.TypeCNAME:
+		if n.CNAME != "" {
+			return []dns.RR{cnameRR(owner, n.CNAME, n.TTL)}
 		}
 	}
-	if (all || t == dns.TypeNS) && apex {
-		rrs = append(rrs, &dns.NS{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: z.ttl}, Ns: nsName(z.name)})
+	return nil
+}
+
+// apexRecords is the SOA (a copy of soa) or the NS record of a zone apex.
+func (z *zone) apexRecords(owner, zoneName string, soa *dns.SOA, t uint16) []dns.RR {
+	if t == dns.TypeSOA {
+		c := *soa
+		c.Hdr.Name = owner
+		return []dns.RR{&c}
 	}
-	if all || t == dns.TypeA {
-		rrs = appendA(rrs, owner, n.A, n.TTL)
-	}
-	if all || t == dns.TypeAAAA {
-		rrs = appendAAAA(rrs, owner, n.AAAA, n.TTL)
-	}
-	if all || t == dns.TypeSRV {
-		rrs = appendSRV(rrs, owner, n.SRV, n.TTL)
-	}
-	if all || t == dns.TypePTR {
-		rrs = appendPTR(rrs, owner, n.PTR, n.TTL)
-	}
-	if all || t == dns.TypeTXT {
-		rrs = appendTXT(rrs, owner, n.TXT, n.TTL)
-	}
-	if (all || t == dns.TypeCNAME) && n.CNAME != "" {
-		rrs = append(rrs, cnameRR(owner, n.CNAME, n.TTL))
-	}
-	return rrs
+	return []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: z.ttl}, Ns: nsName(z.name)}}
 }
 
 // srvExtra is the additional section of an SRV answer: the addresses of the
@@ -203,4 +211,160 @@ func reverseZone(name string) string {
 		return reverse6
 	}
 	return ""
+}
+
+// reverseZoneName is the reverse zone of an octet-aligned (IPv4) or
+// nibble-aligned (IPv6) masked prefix: "10.in-addr.arpa." for 10.0.0.0/8.
+func reverseZoneName(p netip.Prefix) string {
+	var b strings.Builder
+	if p.Addr().Is4() {
+		a := p.Addr().As4()
+		for i := p.Bits()/8 - 1; i >= 0; i-- {
+			b.WriteString(strconv.Itoa(int(a[i])))
+			b.WriteByte('.')
+		}
+		b.WriteString(reverse4)
+		return b.String()
+	}
+	a := p.Addr().As16()
+	for i := p.Bits()/4 - 1; i >= 0; i-- {
+		nib := a[i/2] >> 4
+		if i%2 == 1 {
+			nib = a[i/2] & 0xf
+		}
+		b.WriteByte(hexDigit[nib])
+		b.WriteByte('.')
+	}
+	b.WriteString(reverse6)
+	return b.String()
+}
+
+const hexDigit = "0123456789abcdef"
+
+// parseReverse returns the prefix a lowercase reverse name stands for:
+// 96.10.in-addr.arpa. is 10.96.0.0/16, a nibble name under ip6.arpa. a
+// prefix of 4 bits per label. ok is false for names that stand for no
+// address (labels that are not octets or nibbles, too many labels).
+func parseReverse(name string) (p netip.Prefix, ok bool) {
+	var labels []string
+	var v6 bool
+	switch {
+	case inZone(name, reverse4):
+		labels = strings.Split(strings.TrimSuffix(name, reverse4), ".")
+	case inZone(name, reverse6):
+		labels, v6 = strings.Split(strings.TrimSuffix(name, reverse6), "."), true
+	default:
+		return p, false
+	}
+	labels = labels[:len(labels)-1] // the empty string after the last dot
+	if !v6 {
+		if len(labels) > 4 {
+			return p, false
+		}
+		var a [4]byte
+		for i, l := range labels {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 0 || n > 255 || strconv.Itoa(n) != l {
+				return p, false
+			}
+			a[len(labels)-1-i] = byte(n)
+		}
+		return netip.PrefixFrom(netip.AddrFrom4(a), 8*len(labels)), true
+	}
+	if len(labels) > 32 {
+		return p, false
+	}
+	var a [16]byte
+	for i, l := range labels {
+		if len(l) != 1 {
+			return p, false
+		}
+		nib := strings.IndexByte(hexDigit, l[0])
+		if nib < 0 {
+			return p, false
+		}
+		pos := len(labels) - 1 - i // nibble position from the left
+		if pos%2 == 0 {
+			a[pos/2] |= byte(nib) << 4
+		} else {
+			a[pos/2] |= byte(nib)
+		}
+	}
+	return netip.PrefixFrom(netip.AddrFrom16(a), 4*len(labels)), true
+}
+
+// reverseAuthFor returns the authoritative reverse zone a lowercase reverse
+// name belongs to: a name inside one of the WithReverseZones prefixes, or
+// between the prefix and its zone's apex. nil when there is none.
+func (h *Handler) reverseAuthFor(lname string) *reverseAuth {
+	if len(h.reverse) == 0 {
+		return nil
+	}
+	p, ok := parseReverse(lname)
+	if !ok {
+		// Under a zone of ours but not an address (e.g. a letter label):
+		// the name cannot exist.
+		for i := range h.reverse {
+			if inZone(lname, h.reverse[i].zone) {
+				return &h.reverse[i]
+			}
+		}
+		return nil
+	}
+	for i := range h.reverse {
+		ra := &h.reverse[i]
+		if ra.prefix.Addr().Is4() != p.Addr().Is4() || p.Bits() < ra.bits {
+			continue
+		}
+		if p.Bits() >= ra.prefix.Bits() && ra.prefix.Contains(p.Addr()) {
+			return ra
+		}
+		if p.Bits() < ra.prefix.Bits() && p.Contains(ra.prefix.Addr()) {
+			return ra
+		}
+	}
+	return nil
+}
+
+// reverseAnswer answers a reverse name of the authoritative zone ra that the
+// snapshot does not know: the apex's SOA and NS, NOERROR with no answer for
+// the names that lead to the prefix or to addresses the snapshot has,
+// NXDOMAIN otherwise; negatives carry the zone's SOA.
+func (z *zone) reverseAnswer(ra *reverseAuth, qtype uint16, owner, lname string) Result {
+	soa := soaRR(ra.zone, z.name, z.ttl, z.snap.Serial)
+	neg := []dns.RR{soa}
+	p, ok := parseReverse(lname)
+	exists := ok && (p.Bits() < ra.prefix.Bits() || z.hasAddrIn(p))
+	if !exists {
+		return Result{Rcode: dns.RcodeNameError, Ns: neg, Authoritative: true}
+	}
+	var ans []dns.RR
+	switch {
+	case qtype == dns.TypeANY:
+		ans = []dns.RR{anyRR(owner, "", z.ttl)}
+	case lname == ra.zone && (qtype == dns.TypeSOA || qtype == dns.TypeNS):
+		ans = z.apexRecords(owner, ra.zone, soa, qtype)
+	}
+	if len(ans) == 0 {
+		return Result{Rcode: dns.RcodeSuccess, Ns: neg, Authoritative: true}
+	}
+	return Result{Rcode: dns.RcodeSuccess, Answer: ans, Authoritative: true}
+}
+
+// hasAddrIn reports whether an address with a PTR name in the snapshot lies
+// in p (p is then an empty non-terminal, or the PTR name itself).
+func (z *zone) hasAddrIn(p netip.Prefix) bool {
+	z.ptrOnce.Do(func() {
+		z.snap.Names(func(name string, n *store.Node) {
+			if len(n.PTR) == 0 {
+				return
+			}
+			if q, ok := parseReverse(name); ok && q.IsSingleIP() {
+				z.ptrAddrs = append(z.ptrAddrs, q.Addr())
+			}
+		})
+		slices.SortFunc(z.ptrAddrs, netip.Addr.Compare)
+	})
+	i, _ := slices.BinarySearchFunc(z.ptrAddrs, p.Addr(), netip.Addr.Compare)
+	return i < len(z.ptrAddrs) && p.Contains(z.ptrAddrs[i])
 }

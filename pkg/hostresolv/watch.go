@@ -17,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -190,7 +191,7 @@ func Watch(ctx context.Context, path string, opts ...Option) (*Watcher, error) {
 		return nil, fmt.Errorf("watch %q: %w", path, err)
 	}
 	var werr error
-	if !await(ctx, func() {
+	if !safefile.Await(ctx, func() {
 		if werr = w.rewatch(); werr == nil {
 			w.reload(true)
 		}
@@ -204,27 +205,6 @@ func Watch(ctx context.Context, path string, opts ...Option) (*Watcher, error) {
 	}
 	go w.run(ctx)
 	return w, nil
-}
-
-// await runs f, which may block in a system call, on its own goroutine and
-// waits for it to return (true) or for ctx to be done (false). After false,
-// f may still be running: the caller must stop and leave to f whatever f
-// uses.
-func await(ctx context.Context, f func()) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // Current returns the latest snapshot.
@@ -298,7 +278,7 @@ func (w *Watcher) run(ctx context.Context) {
 			published bool
 			st        [2]fileStat
 		)
-		if !await(ctx, func() {
+		if !safefile.Await(ctx, func() {
 			if err := w.rewatch(); err != nil {
 				w.o.log.Warn("cannot watch", "path", w.path, "err", err)
 			}
@@ -374,7 +354,7 @@ func (w *Watcher) run(ctx context.Context) {
 			default:
 			}
 			var st [2]fileStat
-			if !await(ctx, func() { st = w.stamp() }) {
+			if !safefile.Await(ctx, func() { st = w.stamp() }) {
 				return
 			}
 			if st != problemStat {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,7 +75,7 @@ func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *upstr
 
 func startNodeLocal(t *testing.T, up *upstream, cfg Config) (*Handler, string) {
 	t.Helper()
-	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up.addr}, nil, time.Second, nil)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}

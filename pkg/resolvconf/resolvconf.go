@@ -5,21 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/netip"
 	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 )
 
 // MaxFileSize is the most kubelet reads of a resolv.conf (utilio.ReadAtMost).
 const MaxFileSize = 10 << 20
 
 // ErrTooLarge reports a resolv.conf larger than MaxFileSize.
-var ErrTooLarge = errors.New("resolvconf: file larger than 10 MiB")
+var ErrTooLarge = safefile.ErrTooLarge
 
 // ErrNotRegular reports a path that names something other than a regular
 // file (a named pipe, a device, a socket, a directory): ReadFile refuses it
 // rather than block on it or read it without end.
-var ErrNotRegular = errors.New("resolvconf: not a regular file")
+var ErrNotRegular = safefile.ErrNotRegular
 
 // ErrEmptyNameserver reports a "nameserver" line without an address. kubelet
 // words it "nameserver list is empty".
@@ -47,7 +48,7 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // returns the config parsed so far together with an error joining every
 // ParseError; callers that follow kubelet treat any error as fatal.
 func Parse(r io.Reader) (Config, error) {
-	data, err := readAtMost(r, MaxFileSize, 0)
+	data, err := safefile.ReadAtMost(r, MaxFileSize, 0)
 	if err != nil {
 		return Config{}, err
 	}
@@ -116,43 +117,8 @@ func ParseFile(path string) (Config, error) {
 // buffer is sized from the file, so at most MaxFileSize+1 bytes are held.
 // Errors name the file.
 func ReadFile(path string) ([]byte, error) {
-	f, err := openNonBlocking(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read %q: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read %q: %w (%s)", path, ErrNotRegular, fileKind(fi.Mode()))
-	}
-	if fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("read %q: %w (%d bytes)", path, ErrTooLarge, fi.Size())
-	}
-	data, err := readAtMost(f, MaxFileSize, fi.Size())
-	if err != nil {
-		return nil, fmt.Errorf("read %q: %w", path, err)
-	}
-	return data, nil
-}
-
-// fileKind names the type of a file that is not a regular one.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m.IsDir():
-		return "a directory"
-	}
-	return "type " + m.Type().String()
+	data, _, err := safefile.Read(path, MaxFileSize)
+	return data, err
 }
 
 // OptionName is the part of a resolver option before the first ':'.
@@ -258,34 +224,4 @@ func WithoutLoopback(cfg Config) (Config, []string) {
 		}
 	}
 	return out, dropped
-}
-
-// readAtMost reads r to its end, at most limit bytes: more is ErrTooLarge.
-// hint is the expected size (a file's); the buffer starts there, so a file
-// read whole is held once, and grows only for a file that grows (or reports
-// no size, as /proc files do).
-func readAtMost(r io.Reader, limit, hint int64) ([]byte, error) {
-	r = io.LimitReader(r, limit+1)
-	size := hint + 1 // room to see EOF without growing
-	if hint <= 0 {
-		size = 512
-	}
-	buf := make([]byte, 0, min(size, limit+1))
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if int64(len(buf)) > limit {
-		return nil, ErrTooLarge
-	}
-	return buf, nil
 }

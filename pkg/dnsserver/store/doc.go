@@ -12,8 +12,12 @@
 //
 //   - <svc>.<ns>.svc.<zone>: ClusterIPs (every entry of clusterIPs), or the
 //     served endpoint addresses of a headless Service (ready ones, or all
-//     with PublishNotReadyAddresses; deduplicated across slices), or a CNAME
-//     for an ExternalName Service;
+//     with PublishNotReadyAddresses; deduplicated across slices; a headless
+//     Service without one has no name, as CoreDNS), or a CNAME for an
+//     ExternalName Service; and, as CoreDNS, SRV for every port, named or
+//     not (one record per target and port number: the Service name for a
+//     ClusterIP Service, each served endpoint for a headless one; weight
+//     100/N);
 //   - _<port>._<proto>.<svc>.<ns>.svc.<zone>: SRV for named ports only
 //     (ClusterIP: one record to the Service name; headless: one per served
 //     endpoint, weight 100/N);

@@ -394,8 +394,8 @@ type served struct {
 	label string
 }
 
-// srvKey is one SRV record of a headless Service: a named port of an
-// endpoint (target).
+// srvKey is one SRV record of a Service: a port (name empty when unnamed)
+// of an endpoint or of the Service (target).
 type srvKey struct {
 	name, proto string
 	port        uint16
@@ -507,6 +507,12 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 		return
 	}
 	b.snap.Counts.Services++
+	if svc.Type == Headless && len(eps) == 0 {
+		// A headless Service without a served endpoint has no name (as
+		// CoreDNS: NXDOMAIN, not NODATA); its namespace still exists.
+		b.ensure(ns + ".svc." + b.zone)
+		return
+	}
 	b.snap.Counts.Endpoints += len(eps)
 	b.ensure(ns + ".svc." + b.zone)
 	svcNode := b.node(base)
@@ -518,6 +524,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 			addAddr(svcNode, e.addr)
 		}
 		b.addHeadlessSRV(base, srvs)
+		svcNode.SRV = bareSRV(srvs)
 	}
 	// Endpoint names and PTRs, for every Service with endpoints (as
 	// CoreDNS does).
@@ -530,7 +537,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 
 // servedEndpoints collects the endpoints served under a Service (ready ones,
 // or all with PublishNotReadyAddresses), deduplicated, and for a headless
-// Service the SRV records of their named ports.
+// Service one srvKey per endpoint and port (name empty for unnamed ports).
 func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base string) ([]served, []srvKey) {
 	var eps []served
 	var srvs []srvKey
@@ -549,7 +556,7 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 					continue
 				}
 				for _, p := range sl.Ports {
-					if p.Name == "" || p.Protocol == "" {
+					if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
 						continue
 					}
 					k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, label + "." + base}
@@ -570,13 +577,46 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 		addAddr(svcNode, ip)
 		addPTR(b.node(ReverseName(ip)), base)
 	}
+	var bare []srvKey
 	for _, p := range svc.Ports {
+		if p.Port != 0 {
+			bare = append(bare, srvKey{port: p.Port, target: base})
+		}
 		if p.Name == "" || p.Protocol == "" {
 			continue
 		}
 		n := b.node("_" + strings.ToLower(p.Name) + "._" + p.Protocol + "." + base)
 		n.SRV = append(n.SRV, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
 	}
+	svcNode.SRV = bareSRV(bare)
+}
+
+// bareSRV is the SRV RRset at the bare Service name (a CoreDNS extension to
+// the specification): one record per target and port number, named or not,
+// whatever the protocol (CoreDNS keys its duplicates on target and port),
+// weight 100/N, sorted by target and port.
+func bareSRV(keys []srvKey) []SRV {
+	var out []SRV
+	for _, k := range keys {
+		s := SRV{Port: k.port, Target: k.target}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	w := uint16(max(1, 100/len(out)))
+	for i := range out {
+		out[i].Weight = w
+	}
+	slices.SortFunc(out, func(a, b SRV) int {
+		if c := strings.Compare(a.Target, b.Target); c != 0 {
+			return c
+		}
+		return int(a.Port) - int(b.Port)
+	})
+	return slices.Clip(out)
 }
 
 // addHeadlessSRV adds the SRV records of a headless Service: one per
@@ -585,6 +625,9 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 	groups := map[string][]SRV{}
 	var order []string
 	for _, k := range srvs {
+		if k.name == "" {
+			continue
+		}
 		owner := "_" + k.name + "._" + k.proto + "." + base
 		if _, ok := groups[owner]; !ok {
 			order = append(order, owner)

@@ -74,8 +74,9 @@ func TestServiceRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A headless Service without endpoints exists, with no address.
-		waitAnswer(t, srv.addr, name("db"), dns.TypeA, "NOERROR")
+		// A headless Service without a ready endpoint has no name, as in
+		// CoreDNS 1.15 (pkg/dnsserver README, "Where we differ").
+		waitAnswer(t, srv.addr, name("db"), dns.TypeA, "NXDOMAIN")
 
 		slice, err := epSlices.Create(ctx, &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Name: "db-1", Labels: map[string]string{discoveryv1.LabelServiceName: "db"}},
@@ -131,7 +132,7 @@ func TestServiceRecords(t *testing.T) {
 		if err := epSlices.Delete(ctx, "db-1", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitAnswer(t, srv.addr, name("db"), dns.TypeA, "NOERROR")
+		waitAnswer(t, srv.addr, name("db"), dns.TypeA, "NXDOMAIN") // no endpoint left: no name
 		mustAnswer(t, srv.addr, "db-1."+name("db"), dns.TypeA, "NXDOMAIN")
 	})
 

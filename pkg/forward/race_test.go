@@ -1,6 +1,6 @@
 //go:build race
 
-package dnsserver_test
+package forward_test
 
 // raceEnabled: the race detector slows the server about tenfold, so load
 // tests send less (UDP datagrams beyond what it reads in time are dropped by

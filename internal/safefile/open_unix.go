@@ -1,6 +1,6 @@
 //go:build unix
 
-package resolvconf
+package safefile
 
 import (
 	"os"

@@ -1,5 +1,5 @@
 //go:build !race
 
-package dnsserver_test
+package forward_test
 
 const raceEnabled = false

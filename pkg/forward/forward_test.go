@@ -1,12 +1,15 @@
-package dnsserver_test
+package forward_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 // deadUpstream is a UDP socket on 127.0.0.1 that reads every query and
@@ -71,10 +75,10 @@ func smallStore(t *testing.T) *store.Store {
 // never answers, with an in-cluster query after every tenth. Every outside
 // query must get SERVFAIL within 2.5 s, every in-cluster one its answer
 // within 250 ms, while goroutines stay at most 3,000 and the heap at most
-// 200 MiB. Figures: go test -run TestForwardDeadUpstream -v ./pkg/dnsserver/
+// 200 MiB. Figures: go test -run TestForwardDeadUpstream -v ./pkg/forward/
 func TestForwardDeadUpstream(t *testing.T) {
 	up, seen := deadUpstream(t)
-	fwd, err := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, 0, nil)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +230,7 @@ func TestForwardDeadUpstream(t *testing.T) {
 	t.Logf("%d queries (%d outside) sent in %v: %d unanswered; SERVFAIL %d, slowest %v; in-cluster slowest %v; "+
 		"upstream read %d, rejected over the limit %v; max goroutines %d, max heap in use %.1f MiB",
 		total, external, sendTime.Round(time.Millisecond), missing, servfail, slowest.Round(time.Millisecond), slowestLocal.Round(time.Millisecond),
-		seen.Load(), m["dnsconfigurer_dnsserver_forward_rejected_total"], maxG, float64(maxHeap)/(1<<20))
+		seen.Load(), m[`dnsconfigurer_forward_shed_total{zone="."}`], maxG, float64(maxHeap)/(1<<20))
 	if missing > 0 {
 		t.Errorf("%d queries not answered", missing)
 	}
@@ -242,7 +246,7 @@ func TestForwardDeadUpstream(t *testing.T) {
 	if maxHeap > 200<<20 {
 		t.Errorf("heap in use %d MiB, want <= 200", maxHeap>>20)
 	}
-	if n := seen.Load(); n > int64(min(external, dnsserver.DefaultMaxInFlight)) {
+	if n := seen.Load(); n > int64(min(external, forward.DefaultMaxConcurrent)) {
 		t.Errorf("upstream read %d queries", n)
 	}
 }
@@ -267,11 +271,11 @@ func (l *lateUpstreams) Upstreams() []string {
 
 // TestForwardLoop points two servers at each other: one query for an
 // outside name must end with SERVFAIL after a few queries, found by the loop
-// marker. Figures: go test -run TestForwardLoop -v ./pkg/dnsserver/
+// marker. Figures: go test -run TestForwardLoop -v ./pkg/forward/
 func TestForwardLoop(t *testing.T) {
 	var toA, toB lateUpstreams
-	fwdA, _ := dnsserver.NewForwarder(&toA, nil, time.Second, nil)
-	fwdB, _ := dnsserver.NewForwarder(&toB, nil, time.Second, nil)
+	fwdA, _ := forward.New(forward.Config{Upstreams: &toA, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	fwdB, _ := forward.New(forward.Config{Upstreams: &toB, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	var nA, nB atomic.Int64
 	a := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdA)), &nA))
 	b := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdB)), &nB))
@@ -298,7 +302,7 @@ func TestForwardLoop(t *testing.T) {
 	if took > 500*time.Millisecond {
 		t.Errorf("loop answered after %v, want at once", took)
 	}
-	if v := gather(t, reg)["dnsconfigurer_dnsserver_forward_loops_total"]; v != 1 {
+	if v := gather(t, reg)[`dnsconfigurer_forward_loops_total{zone="."}`]; v != 1 {
 		t.Errorf("forward_loops_total = %v, want 1", v)
 	}
 }
@@ -310,7 +314,7 @@ func TestForwardLoop(t *testing.T) {
 // timeout with three queries seen.
 func TestForwardLoopThroughStrippingResolver(t *testing.T) {
 	var toRelay lateUpstreams
-	fwd, _ := dnsserver.NewForwarder(&toRelay, nil, 500*time.Millisecond, nil)
+	fwd, _ := forward.New(forward.Config{Upstreams: &toRelay, Timeout: 500 * time.Millisecond, Policy: forward.PolicyRoundRobin})
 	var nA, nRelay atomic.Int64
 	a := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)), &nA))
 	relay := runDNS(t, counting(dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
@@ -358,12 +362,13 @@ func heldUpstream(t *testing.T, release <-chan struct{}) (string, *atomic.Int64)
 	return addr, &n
 }
 
-// awaitCond polls cond until it holds or a second has passed.
+// awaitCond polls cond until it holds or ten seconds have passed (the
+// race detector on a loaded machine is slow).
 func awaitCond(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(time.Second)
+	deadline := time.After(10 * time.Second)
 	for !cond() {
 		select {
 		case <-tick.C:
@@ -375,11 +380,16 @@ func awaitCond(t *testing.T, what string, cond func() bool) {
 
 func TestForwardCoalescesAndLimits(t *testing.T) {
 	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
 	up, seen := heldUpstream(t, release)
-	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, 2*time.Second, nil, dnsserver.WithMaxInFlight(10))
+	// After the server is made, so it runs before its shutdown (which waits
+	// for the handlers held on release).
+	t.Cleanup(unblock)
+	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: 2 * time.Second, Policy: forward.PolicyRoundRobin, MaxConcurrent: 10})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(fwd)
-	metric := func(name string) float64 { return gather(t, reg)["dnsconfigurer_dnsserver_"+name] }
+	metric := func(name string) float64 { return gather(t, reg)["dnsconfigurer_forward_"+name+`{zone="."}`] }
 
 	type result struct {
 		id  uint16
@@ -400,15 +410,15 @@ func TestForwardCoalescesAndLimits(t *testing.T) {
 		}()
 	}
 	awaitCond(t, "10 queries in flight, 9 of them waiting for the first", func() bool {
-		return metric("forward_in_flight") == 10 && metric("forward_coalesced_total") == 9
+		return metric("in_flight") == 10 && metric("coalesced_total") == 9
 	})
 	// The limit is reached: the next query fails at once.
 	m := new(dns.Msg)
 	m.SetQuestion("other.example.org.", dns.TypeA)
-	if _, err := fwd.Exchange(context.Background(), m); !errors.Is(err, dnsserver.ErrOverloaded) {
+	if _, err := fwd.Exchange(context.Background(), m); !errors.Is(err, forward.ErrOverloaded) {
 		t.Errorf("11th query: %v, want ErrOverloaded", err)
 	}
-	close(release)
+	unblock()
 	for range 10 {
 		res := <-results
 		if res.err != nil || res.r.Id != res.id || len(res.r.Answer) != 1 {
@@ -418,65 +428,172 @@ func TestForwardCoalescesAndLimits(t *testing.T) {
 	if n := seen.Load(); n != 1 {
 		t.Errorf("upstream got %d queries, want 1", n)
 	}
-	if c, r := metric("forward_coalesced_total"), metric("forward_rejected_total"); c != 9 || r != 1 {
+	if c, r := metric("coalesced_total"), metric("shed_total"); c != 9 || r != 1 {
 		t.Errorf("coalesced %v rejected %v, want 9 and 1", c, r)
 	}
-	if v := metric("forward_in_flight"); v != 0 {
+	if v := metric("in_flight"); v != 0 {
 		t.Errorf("in flight after: %v", v)
 	}
 }
 
 // TestForwardAdvertisesEDNSSize checks that a client's EDNS0 claim is not
 // passed upstream (the read buffer is sized by it), that a reply too big
-// for it over UDP is asked again over TCP, and that the upstream gets the
-// loop marker.
+// for it over UDP is asked again over TCP, that a TCP client's query goes
+// over TCP at once, and that the upstream gets the loop marker.
 func TestForwardAdvertisesEDNSSize(t *testing.T) {
+	type seen struct {
+		proto  string
+		size   uint16
+		marked bool
+	}
 	var mu sync.Mutex
-	var sizes []uint16
-	var markers int
-	big := func(req *dns.Msg) *dns.Msg {
+	var got []seen
+	up := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		s := seen{proto: w.RemoteAddr().Network()}
+		if o := req.IsEdns0(); o != nil {
+			s.size = o.UDPSize()
+			for _, e := range o.Option {
+				s.marked = s.marked || e.Option() == forward.DefaultLoopOptionCode
+			}
+		}
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+		// A misbehaving upstream: 200 answers (3.2 KB) over UDP too,
+		// whatever size was advertised.
 		r := new(dns.Msg)
 		r.SetReply(req)
 		for i := range 200 {
 			r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
 				A: net.IPv4(192, 0, 2, byte(i))})
 		}
-		return r
-	}
-	up := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		mu.Lock()
-		if o := req.IsEdns0(); o != nil {
-			sizes = append(sizes, o.UDPSize())
-			for _, e := range o.Option {
-				if e.Option() == dnsserver.DefaultLoopOptionCode {
-					markers++
+		_ = w.WriteMsg(r)
+	}))
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want []string
+	}{
+		{"udp client", context.Background(), []string{"udp", "tcp"}},
+		{"tcp client", forward.WithClientTCP(context.Background()), []string{"tcp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			fwd := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up}})
+			m := new(dns.Msg)
+			m.SetQuestion("big.example.org.", dns.TypeA)
+			m.SetEdns0(65535, false)
+			r, err := fwd.Exchange(tc.ctx, m)
+			if err != nil || len(r.Answer) != 200 || r.Id != m.Id {
+				t.Fatalf("%v %v, want 200 answers", r, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var protos []string
+			for _, s := range got {
+				protos = append(protos, s.proto)
+				if s.size != 1232 || !s.marked {
+					t.Errorf("upstream saw %+v, want EDNS0 size 1232 and the loop marker", s)
 				}
 			}
-		}
-		mu.Unlock()
-		// A misbehaving upstream: 200 answers (3.2 KB) over UDP too,
-		// whatever size was advertised.
-		_ = w.WriteMsg(big(req))
+			if !slices.Equal(protos, tc.want) {
+				t.Errorf("upstream saw %v, want %v", protos, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoopProbe points two servers at each other, each Forwarder started:
+// a loop probe comes back and its Forwarder marks its upstream as looping,
+// logged once and counted, which breaks the loop (the other may not see its
+// own probe come back then). A query then fails at once. A third Forwarder
+// to a plain upstream marks nothing.
+func TestLoopProbe(t *testing.T) {
+	var toA, toB lateUpstreams
+	var logs strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
+	fwdA := newForwarder(t, forward.Config{Upstreams: &toA, Logger: logger, HealthCheck: 10 * time.Millisecond})
+	fwdB := newForwarder(t, forward.Config{Upstreams: &toB, Logger: logger, HealthCheck: 10 * time.Millisecond})
+	var nA, nB atomic.Int64
+	a := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdA)), &nA))
+	b := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdB)), &nB))
+	toA.addr.Store(&b)
+	toB.addr.Store(&a)
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	regA.MustRegister(fwdA)
+	regB.MustRegister(fwdB)
+	sum := func(name string) float64 {
+		return gather(t, regA)[name+`{zone="."}`] + gather(t, regB)[name+`{zone="."}`]
+	}
+	start := time.Now()
+	fwdA.Start(context.Background())
+	fwdB.Start(context.Background())
+	awaitWithin(t, 3*time.Second, "an upstream marked looping", func() bool {
+		return sum("dnsconfigurer_forward_looping_upstreams") >= 1
+	})
+	t.Logf("loop found after %v; queries seen: A %d, B %d", time.Since(start).Round(time.Millisecond), nA.Load(), nB.Load())
+	if d, l := sum("dnsconfigurer_forward_loop_detected_total"), sum("dnsconfigurer_forward_looping_upstreams"); d != l {
+		t.Errorf("loop_detected_total %v, looping_upstreams %v", d, l)
+	}
+	before := nA.Load() + nB.Load()
+	m := new(dns.Msg)
+	m.SetQuestion("loop.example.org.", dns.TypeA)
+	qstart := time.Now()
+	r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, a)
+	if err != nil || r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("query after the probe: %v %v, want SERVFAIL", r, err)
+	}
+	if took := time.Since(qstart); took > 500*time.Millisecond {
+		t.Errorf("SERVFAIL after %v, want at once", took)
+	}
+	if n := nA.Load() + nB.Load() - before; n > 2 {
+		t.Errorf("%d queries seen for one, want <= 2", n)
+	}
+	logMu.Lock()
+	if n := strings.Count(logs.String(), "forwards back to this server"); float64(n) != sum("dnsconfigurer_forward_loop_detected_total") {
+		t.Errorf("%d warnings of the loop:\n%s", n, logs.String())
+	}
+	logMu.Unlock()
+
+	plain := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		r := new(dns.Msg)
+		r.SetRcode(req, dns.RcodeNameError)
+		_ = w.WriteMsg(r)
 	}))
-	fwd, _ := dnsserver.NewForwarder(dnsserver.StaticUpstreams{up}, nil, 2*time.Second, nil)
-	addr := runDNS(t, dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)))
-	r, _, err := (&dns.Client{Net: "tcp", Timeout: 3 * time.Second}).Exchange(func() *dns.Msg {
-		m := new(dns.Msg)
-		m.SetQuestion("big.example.org.", dns.TypeA)
-		m.SetEdns0(65535, false)
-		return m
-	}(), addr)
-	if err != nil || len(r.Answer) != 200 {
-		t.Fatalf("over TCP: %v %v, want 200 answers", r, err)
+	fwdC := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{plain}, HealthCheck: 10 * time.Millisecond})
+	regC := prometheus.NewRegistry()
+	regC.MustRegister(fwdC)
+	fwdC.Start(context.Background())
+	if _, err := fwdC.Exchange(context.Background(), m); err != nil {
+		t.Errorf("plain upstream: %v", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(sizes) != 2 || markers != 2 {
-		t.Fatalf("upstream saw sizes %v and %d markers, want a UDP then a TCP query, each marked", sizes, markers)
+	if v := gather(t, regC)[`dnsconfigurer_forward_looping_upstreams{zone="."}`]; v != 0 {
+		t.Errorf("plain upstream marked looping")
 	}
-	for _, s := range sizes {
-		if s != 1232 {
-			t.Errorf("upstream saw EDNS0 size %d, want 1232", s)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// awaitWithin polls cond until it holds or within has passed.
+func awaitWithin(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
 		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -1,0 +1,944 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ServerKind is the kind of the config file of `dnsconfigurer serve`.
+const ServerKind = "ServerConfiguration"
+
+// Modes of `dnsconfigurer serve`.
+const (
+	ModeCluster   = "cluster"
+	ModeNodeLocal = "node-local"
+)
+
+// Pod record modes (the pods field).
+const (
+	PodsVerified = "verified"
+	PodsInsecure = "insecure"
+	PodsDisabled = "disabled"
+)
+
+// Forward policies: how a route picks the upstream to ask first.
+const (
+	PolicyRandom     = "random"
+	PolicyRoundRobin = "round_robin"
+	PolicySequential = "sequential"
+)
+
+// Shed rcodes: the answer to a query over maxConcurrent.
+const (
+	ShedServfail = "SERVFAIL"
+	ShedRefused  = "REFUSED"
+)
+
+// Server defaults. Durations are Go durations, sizes bytes.
+const (
+	DefaultServerClusterDomain = "cluster.local"
+	DefaultLogLevel            = "info"
+	// DefaultRecordTTL is the TTL of the zone's records and denials (CoreDNS
+	// kubernetes' default); MaxRecordTTL is the largest allowed.
+	DefaultRecordTTL   = 5
+	MaxRecordTTL       = 3600
+	DefaultOptionCode  = 65001 // the first local/experimental EDNS0 option code (RFC 6891 9)
+	MinLocalOptionCode = 65001
+	MaxLocalOptionCode = 65534
+
+	DefaultMaxFails    = 2
+	DefaultHealthCheck = Duration("500ms")
+	DefaultTimeout     = Duration("2s")
+	DefaultExpire      = Duration("10s")
+
+	DefaultMaxConcurrent = 1000
+
+	DefaultSuccessBytes       = ByteSize("32Mi")
+	DefaultDenialBytes        = ByteSize("8Mi")
+	DefaultMaxTTL             = Duration("30s")
+	DefaultMaxNegativeTTL     = Duration("5s")
+	DefaultStaleTTL           = Duration("30s")
+	DefaultPrefetchWindow     = Duration("1m")
+	DefaultPrefetchPercentage = 10
+
+	DefaultHostsTTL    = Duration("3600s")
+	DefaultHostsReload = Duration("5s")
+	DefaultLameduck    = Duration("5s")
+
+	// DefaultUDPInFlight bounds the UDP queries answered at once. Each holds
+	// a goroutine (a few KiB of stack) until it is answered. A zone answer
+	// takes microseconds, so even at 100k qps on 2 cores only a handful are
+	// in flight; a forwarded query holds its slot for up to the forward
+	// timeout, and at most maxConcurrent (1000) of them wait at once. 2000
+	// is that cap plus as many slots again for the zone, so a dead upstream
+	// can never take the slots in-cluster names need, at a worst case of
+	// about 16 MiB of stacks. Validate requires udpInFlight > maxConcurrent.
+	DefaultUDPInFlight = 2000
+	// DefaultTCPConnections bounds the open TCP connections. TCP is the rare
+	// path (truncated replies, zone transfers refused at once); each
+	// connection holds a goroutine and a socket for up to tcpIdleTimeout
+	// between queries, so 1000 allows 100 new connections a second that
+	// idle out, well inside a pod's file descriptor limit.
+	DefaultTCPConnections  = 1000
+	DefaultTCPIdleTimeout  = Duration("10s")
+	DefaultTCPWriteTimeout = Duration("5s")
+
+	DefaultNodeLocalResolvConf     = "/etc/resolv.conf"
+	DefaultNodeLocalMaxTTL         = Duration("30s")
+	DefaultNodeLocalMaxNegativeTTL = Duration("5s")
+	DefaultNodeLocalCacheBytes     = ByteSize("32Mi")
+)
+
+// maxDNSTTL is the largest TTL a DNS record may carry (RFC 2181 8).
+const maxDNSTTL = (1<<31 - 1) * time.Second
+
+// ServerConfiguration is the config file of `dnsconfigurer serve`; flags
+// override it. Every top-level field is optional; a complete file with the defaults
+// spelled out (testdata/server-full.yaml holds the same):
+//
+//	apiVersion: dnsconfigurer.io/v1alpha1
+//	kind: ServerConfiguration
+//	mode: cluster                       # or node-local
+//	listen: ["0.0.0.0:53", "[::]:53"]   # required here or as --listen
+//	clusterDomain: cluster.local
+//	metricsListen: 127.0.0.1:9153
+//	logLevel: info                      # debug, info, warn, error
+//	logQueries: false
+//	# the records (mode cluster): a kubeconfig, or manifests; neither: in-cluster config
+//	kubeconfig: /etc/kubernetes/dns.kubeconfig
+//	namespaces: [default, kube-system]  # empty: all
+//	pods: disabled                      # verified, insecure, disabled
+//	ttl: 5                              # seconds, 0-3600
+//	ignoreEmptyService: false
+//	endpointPodNames: false
+//	noEndpoints: false
+//	autopath: true
+//	autopathBySource: false             # needs pods: verified
+//	autopathOptionCode: 65001
+//	forward:
+//	- zone: .                           # the default route
+//	  upstreams: [/etc/resolv.conf]     # a resolv.conf whose nameservers are used (watched)
+//	  except: [corp.example]
+//	- zone: corp.example                # a stub domain
+//	  upstreams: ["10.0.0.53", "10.0.1.53:5353", "[fd00::53]:53"]
+//	  policy: round_robin               # random, round_robin, sequential
+//	  maxFails: 2                       # 0: never taken out of rotation
+//	  healthCheck: 500ms
+//	  timeout: 2s
+//	  expire: 10s
+//	  forceTCP: false
+//	  preferUDP: false
+//	maxConcurrent: 1000
+//	shedRcode: SERVFAIL                 # or REFUSED
+//	cache:
+//	  successBytes: 32Mi                # bytes, or a quantity such as 32Mi
+//	  denialBytes: 8Mi
+//	  maxTTL: 1h
+//	  minTTL: 0s
+//	  maxNegativeTTL: 30m
+//	  minNegativeTTL: 0s
+//	  serveStale: 1h                    # 0s: off
+//	  staleTTL: 30s
+//	  prefetch: {amount: 10, window: 1m, percentage: 10}
+//	loadbalance: true
+//	hosts: {file: /etc/dnsconfigurer/hosts, ttl: 1h, reload: 5s}
+//	overrides:
+//	- {name: host.minikube.internal, addresses: [192.168.49.1], ttl: 1m}
+//	reverseZones: [10.96.0.0/12, 10.244.0.0/16, "fd00:10:96::/108"]
+//	lameduck: 5s
+//	reusePort: true                     # a new instance binds before the old one stops
+//	limits: {udpInFlight: 2000, tcpConnections: 1000, tcpIdleTimeout: 10s, tcpWriteTimeout: 5s}
+//	nodeLocal:                          # read in mode node-local only
+//	  # clusterUpstream: [10.96.0.10]   # required in mode node-local
+//	  resolvConf: /etc/resolv.conf      # "": no host search domains
+//	  maxTTL: 30s
+//	  maxNegativeTTL: 5s
+//	  cacheBytes: 32Mi
+//
+// # Forwarding
+//
+// Names outside the cluster domain go to the route of the longest zone that
+// contains them and that does not list them (or a parent of them) in except;
+// an excepted name goes to the next less specific route, and a name no route
+// takes is not forwarded. Zones are compared case-insensitively
+// with a trailing dot, so "Corp.Example" and "corp.example." are one zone.
+//
+// # Validation
+//
+// Validate reports every invalid field, each as "path: message" (for example
+// `forward[1].upstreams[0]: "10.0.0.1:99999": invalid port`), joined with
+// errors.Join. It does not require what flags may still give (listen, and
+// nodeLocal.clusterUpstream in mode node-local): CheckComplete does, after
+// the flags are applied.
+type ServerConfiguration struct {
+	TypeMeta `json:",inline"`
+
+	// Mode is "cluster" (default: the cluster DNS) or "node-local" (a
+	// caching forwarder to nodeLocal.clusterUpstream that adds the autopath
+	// option).
+	Mode string `json:"mode,omitempty"`
+	// Listen are the addresses, "ip:port" (or ":port" for every address),
+	// each served over UDP and TCP.
+	Listen []string `json:"listen,omitempty"`
+	// ClusterDomain is the cluster zone (default "cluster.local").
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// MetricsListen is the HTTP address of /metrics, /healthz and /readyz;
+	// "" (default) serves none.
+	MetricsListen string `json:"metricsListen,omitempty"`
+	// LogLevel is debug, info (default), warn or error.
+	LogLevel string `json:"logLevel,omitempty"`
+	// LogQueries logs every query (client, name, type, rcode, duration).
+	LogQueries bool `json:"logQueries,omitempty"`
+
+	// Kubeconfig is the API server's kubeconfig; with neither it nor
+	// Objects, the in-cluster config. Mode cluster only.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Objects is a manifest file or directory (watched) served instead of
+	// an API server's objects. Mode cluster only; excludes Kubeconfig.
+	Objects string `json:"objects,omitempty"`
+	// Namespaces limits the records to these namespaces (empty: all).
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Pods is verified, insecure or disabled (default; verified when
+	// AutopathBySource is set).
+	Pods string `json:"pods,omitempty"`
+	// TTL is the TTL of the zone's records and denials in seconds, 0-3600
+	// (default 5).
+	TTL *int `json:"ttl,omitempty"`
+	// IgnoreEmptyService answers NXDOMAIN for Services without a ready
+	// endpoint.
+	IgnoreEmptyService bool `json:"ignoreEmptyService,omitempty"`
+	// EndpointPodNames names endpoints without a hostname after their pod
+	// instead of their dashed IP.
+	EndpointPodNames bool `json:"endpointPodNames,omitempty"`
+	// NoEndpoints serves no endpoint records.
+	NoEndpoints bool `json:"noEndpoints,omitempty"`
+	// Autopath answers <name>.search.<ns>.<zone>.ap.k8s.io by server-side
+	// search expansion (default true).
+	Autopath *bool `json:"autopath,omitempty"`
+	// AutopathBySource also expands plain queries from known pod IPs; it
+	// needs Autopath and pods: verified.
+	AutopathBySource bool `json:"autopathBySource,omitempty"`
+	// AutopathOptionCode is the EDNS0 local option code carrying the
+	// autopath search list, 65001-65534 (default 65001).
+	AutopathOptionCode int `json:"autopathOptionCode,omitempty"`
+
+	// Forward are the forwarding routes, at most one per zone; zone "." is
+	// the default route. Mode cluster only.
+	Forward []ForwardRoute `json:"forward,omitempty"`
+	// MaxConcurrent bounds the forwarded queries in flight (default 1000);
+	// beyond it a query is answered ShedRcode at once.
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+	// ShedRcode is SERVFAIL (default) or REFUSED.
+	ShedRcode string `json:"shedRcode,omitempty"`
+	// Cache bounds the cache of forwarded answers.
+	Cache ServerCache `json:"cache"`
+
+	// Loadbalance rotates A, AAAA and same-priority SRV records in every
+	// answer (default true).
+	Loadbalance *bool `json:"loadbalance,omitempty"`
+	// Hosts is a file in the /etc/hosts format, answered before forwarding.
+	Hosts HostsFile `json:"hosts"`
+	// Overrides are names answered with fixed addresses before forwarding.
+	// A name inside the cluster domain is an error: those names come from
+	// the cluster only.
+	Overrides []Override `json:"overrides,omitempty"`
+	// ReverseZones are CIDRs (the Service and Pod CIDRs) whose reverse names
+	// are answered authoritatively instead of forwarded.
+	ReverseZones []string `json:"reverseZones,omitempty"`
+
+	// Lameduck is how long the server keeps answering after SIGTERM with
+	// /readyz failing, 0s-1m (default 5s).
+	Lameduck Duration `json:"lameduck,omitempty"`
+	// ReusePort binds the listen addresses with SO_REUSEPORT, so that a new
+	// instance serves them before the old one stops (a DaemonSet's
+	// maxSurge); every instance sharing them must set it.
+	ReusePort bool `json:"reusePort,omitempty"`
+	// Limits bound what clients can make the server hold.
+	Limits ServerLimits `json:"limits"`
+
+	// NodeLocal is read in mode node-local only.
+	NodeLocal NodeLocal `json:"nodeLocal"`
+}
+
+// ForwardRoute sends the names of a zone to upstream resolvers.
+type ForwardRoute struct {
+	// Zone is the domain whose names this route takes; "." is every name.
+	Zone string `json:"zone"`
+	// Except are names under Zone (and their subdomains) this route does
+	// not take.
+	Except []string `json:"except,omitempty"`
+	// Upstreams are "ip", "ip:port" or "[ipv6]:port" (port 53 by default),
+	// or a single absolute path of a resolv.conf file whose nameservers are
+	// used (watched; the last good file is kept).
+	Upstreams []string `json:"upstreams"`
+	// Policy is random (default), round_robin or sequential.
+	Policy string `json:"policy,omitempty"`
+	// MaxFails is how many consecutive failures take an upstream out of
+	// rotation until a health check succeeds (default 2; 0: never).
+	MaxFails *int `json:"maxFails,omitempty"`
+	// HealthCheck is the interval of the probes of an upstream out of
+	// rotation (default 500ms).
+	HealthCheck Duration `json:"healthCheck,omitempty"`
+	// Timeout bounds one exchange with an upstream, 1ms-1m (default 2s).
+	Timeout Duration `json:"timeout,omitempty"`
+	// Expire closes a kept upstream connection unused for this long
+	// (default 10s).
+	Expire Duration `json:"expire,omitempty"`
+	// ForceTCP asks over TCP always; PreferUDP asks over UDP even when the
+	// client used TCP. They are exclusive.
+	ForceTCP  bool `json:"forceTCP,omitempty"`
+	PreferUDP bool `json:"preferUDP,omitempty"`
+}
+
+// ServerCache bounds the cache of forwarded answers (zone answers have
+// their own per-snapshot cache).
+type ServerCache struct {
+	// SuccessBytes bounds positive answers (default 32Mi), DenialBytes
+	// NXDOMAIN and NODATA answers (default 8Mi).
+	SuccessBytes ByteSize `json:"successBytes,omitempty"`
+	DenialBytes  ByteSize `json:"denialBytes,omitempty"`
+	// MaxTTL (default 30s, as kubeadm's `cache 30`) and MinTTL (default 0s)
+	// bound how long a positive answer is cached.
+	MaxTTL Duration `json:"maxTTL,omitempty"`
+	MinTTL Duration `json:"minTTL,omitempty"`
+	// MaxNegativeTTL (default 5s) and MinNegativeTTL (default 0s) bound how
+	// long a denial is cached.
+	MaxNegativeTTL Duration `json:"maxNegativeTTL,omitempty"`
+	MinNegativeTTL Duration `json:"minNegativeTTL,omitempty"`
+	// ServeStale is how long past its expiry an answer may be served when
+	// every upstream fails (RFC 8767; default 0s: off; at most 168h), with
+	// its TTLs set to StaleTTL (default 30s).
+	ServeStale Duration `json:"serveStale,omitempty"`
+	StaleTTL   Duration `json:"staleTTL,omitempty"`
+	// Prefetch refreshes popular answers before they expire.
+	Prefetch Prefetch `json:"prefetch"`
+}
+
+// Prefetch refreshes an answer asked Amount times within Window once its
+// remaining TTL falls under Percentage % of its lifetime.
+type Prefetch struct {
+	// Amount is 0 (default: off) or more.
+	Amount int `json:"amount,omitempty"`
+	// Window defaults to 1m.
+	Window Duration `json:"window,omitempty"`
+	// Percentage is 10-90 (default 10).
+	Percentage int `json:"percentage,omitempty"`
+}
+
+// HostsFile is a watched file in the /etc/hosts format.
+type HostsFile struct {
+	// File is the path; "" (default) reads none.
+	File string `json:"file,omitempty"`
+	// TTL of its answers (default 1h).
+	TTL Duration `json:"ttl,omitempty"`
+	// Reload is how often the file is checked for changes (default 5s; 0s:
+	// read once).
+	Reload Duration `json:"reload,omitempty"`
+}
+
+// Override answers a name with fixed addresses (A and AAAA).
+type Override struct {
+	Name      string   `json:"name"`
+	Addresses []string `json:"addresses"`
+	// TTL of the answers (default: hosts.ttl).
+	TTL Duration `json:"ttl,omitempty"`
+}
+
+// ServerLimits bound the resources clients can make the server hold.
+type ServerLimits struct {
+	// UDPInFlight bounds the UDP queries answered at once (default 2000);
+	// further datagrams are dropped and counted.
+	UDPInFlight int `json:"udpInFlight,omitempty"`
+	// TCPConnections bounds the open TCP connections (default 1000);
+	// further ones are closed at once and counted.
+	TCPConnections int `json:"tcpConnections,omitempty"`
+	// TCPIdleTimeout closes a connection with no query for this long
+	// (default 10s).
+	TCPIdleTimeout Duration `json:"tcpIdleTimeout,omitempty"`
+	// TCPWriteTimeout closes a connection whose reply cannot be written
+	// within it (default 5s).
+	TCPWriteTimeout Duration `json:"tcpWriteTimeout,omitempty"`
+}
+
+// NodeLocal is the node-local stage: a caching forwarder to the cluster DNS
+// that adds the autopath search-list option.
+type NodeLocal struct {
+	// ClusterUpstream are the cluster DNS addresses (ip or ip:port),
+	// required in mode node-local (here or as --cluster-upstream) and an
+	// error in mode cluster.
+	ClusterUpstream []string `json:"clusterUpstream,omitempty"`
+	// ResolvConf is the node's resolv.conf whose search domains end autopath
+	// search lists (watched; default /etc/resolv.conf; "" for none).
+	ResolvConf *string `json:"resolvConf,omitempty"`
+	// MaxTTL (default 30s) and MaxNegativeTTL (default 5s) cap how long
+	// answers and denials are cached.
+	MaxTTL         Duration `json:"maxTTL,omitempty"`
+	MaxNegativeTTL Duration `json:"maxNegativeTTL,omitempty"`
+	// CacheBytes bounds the cache (default 32Mi).
+	CacheBytes ByteSize `json:"cacheBytes,omitempty"`
+}
+
+// SetDefaults fills unset fields.
+func (c *ServerConfiguration) SetDefaults() {
+	setString(&c.Mode, ModeCluster)
+	setString(&c.ClusterDomain, DefaultServerClusterDomain)
+	setString(&c.LogLevel, DefaultLogLevel)
+	if c.Pods == "" && c.AutopathBySource {
+		c.Pods = PodsVerified
+	}
+	setString(&c.Pods, PodsDisabled)
+	if c.TTL == nil {
+		c.TTL = ptr(DefaultRecordTTL)
+	}
+	if c.Autopath == nil {
+		c.Autopath = ptr(true)
+	}
+	setInt(&c.AutopathOptionCode, DefaultOptionCode)
+	for i := range c.Forward {
+		c.Forward[i].setDefaults()
+	}
+	setInt(&c.MaxConcurrent, DefaultMaxConcurrent)
+	setString(&c.ShedRcode, ShedServfail)
+	c.Cache.setDefaults()
+	if c.Loadbalance == nil {
+		c.Loadbalance = ptr(true)
+	}
+	setString(&c.Hosts.TTL, DefaultHostsTTL)
+	setString(&c.Hosts.Reload, DefaultHostsReload)
+	for i := range c.Overrides {
+		setString(&c.Overrides[i].TTL, c.Hosts.TTL)
+	}
+	setString(&c.Lameduck, DefaultLameduck)
+	setInt(&c.Limits.UDPInFlight, DefaultUDPInFlight)
+	setInt(&c.Limits.TCPConnections, DefaultTCPConnections)
+	setString(&c.Limits.TCPIdleTimeout, DefaultTCPIdleTimeout)
+	setString(&c.Limits.TCPWriteTimeout, DefaultTCPWriteTimeout)
+	if c.NodeLocal.ResolvConf == nil {
+		c.NodeLocal.ResolvConf = ptr(DefaultNodeLocalResolvConf)
+	}
+	setString(&c.NodeLocal.MaxTTL, DefaultNodeLocalMaxTTL)
+	setString(&c.NodeLocal.MaxNegativeTTL, DefaultNodeLocalMaxNegativeTTL)
+	setString(&c.NodeLocal.CacheBytes, DefaultNodeLocalCacheBytes)
+}
+
+func (r *ForwardRoute) setDefaults() {
+	setString(&r.Policy, PolicyRandom)
+	if r.MaxFails == nil {
+		r.MaxFails = ptr(DefaultMaxFails)
+	}
+	setString(&r.HealthCheck, DefaultHealthCheck)
+	setString(&r.Timeout, DefaultTimeout)
+	setString(&r.Expire, DefaultExpire)
+}
+
+func (c *ServerCache) setDefaults() {
+	setString(&c.SuccessBytes, DefaultSuccessBytes)
+	setString(&c.DenialBytes, DefaultDenialBytes)
+	setString(&c.MaxTTL, DefaultMaxTTL)
+	setString(&c.MinTTL, "0s")
+	setString(&c.MaxNegativeTTL, DefaultMaxNegativeTTL)
+	setString(&c.MinNegativeTTL, "0s")
+	setString(&c.ServeStale, "0s")
+	setString(&c.StaleTTL, DefaultStaleTTL)
+	setString(&c.Prefetch.Window, DefaultPrefetchWindow)
+	setInt(&c.Prefetch.Percentage, DefaultPrefetchPercentage)
+}
+
+func setString[S ~string](p *S, def S) {
+	if *p == "" {
+		*p = def
+	}
+}
+
+func setInt(p *int, def int) {
+	if *p == 0 {
+		*p = def
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Validate reports every invalid field by its path (see the type's doc);
+// call it after SetDefaults.
+func (c *ServerConfiguration) Validate() error {
+	var e fieldErrors
+	c.validateTop(&e)
+	c.validateSource(&e)
+	c.validateForward(&e)
+	c.Cache.validate(&e, "cache.")
+	c.validateStatic(&e)
+	c.validateLimits(&e)
+	c.NodeLocal.validate(&e, c.Mode)
+	return e.join()
+}
+
+// CheckComplete reports the required fields Validate leaves to the flags:
+// listen, and nodeLocal.clusterUpstream in mode node-local. Call it after
+// applying the flags.
+func (c *ServerConfiguration) CheckComplete() error {
+	var e fieldErrors
+	if len(c.Listen) == 0 {
+		e.add("listen", "required: at least one address such as \"0.0.0.0:53\"")
+	}
+	if c.Mode == ModeNodeLocal && len(c.NodeLocal.ClusterUpstream) == 0 {
+		e.add("nodeLocal.clusterUpstream", "required in mode %q", ModeNodeLocal)
+	}
+	return e.join()
+}
+
+func (c *ServerConfiguration) validateTop(e *fieldErrors) {
+	if !oneOf(c.Mode, ModeCluster, ModeNodeLocal) {
+		e.add("mode", "%q: must be %q or %q", c.Mode, ModeCluster, ModeNodeLocal)
+	}
+	seen := map[string]int{}
+	for i, l := range c.Listen {
+		path := fmt.Sprintf("listen[%d]", i)
+		if err := checkListen(l); err != nil {
+			e.add(path, "%q: %v", l, err)
+		} else if j, dup := seen[l]; dup {
+			e.add(path, "%q: the same as listen[%d]", l, j)
+		} else {
+			seen[l] = i
+		}
+	}
+	if _, err := normalizeName(c.ClusterDomain); err != nil || c.ClusterDomain == "." {
+		e.add("clusterDomain", "%q: not a domain name such as \"cluster.local\"", c.ClusterDomain)
+	}
+	if c.MetricsListen != "" {
+		if err := checkListen(c.MetricsListen); err != nil {
+			e.add("metricsListen", "%q: %v", c.MetricsListen, err)
+		}
+	}
+	if !oneOf(c.LogLevel, "debug", "info", "warn", "error") {
+		e.add("logLevel", "%q: must be debug, info, warn or error", c.LogLevel)
+	}
+}
+
+func (c *ServerConfiguration) validateSource(e *fieldErrors) {
+	if c.Objects != "" && c.Kubeconfig != "" {
+		e.add("objects", "excludes kubeconfig: give one record source")
+	}
+	if c.Mode == ModeNodeLocal {
+		if c.Objects != "" {
+			e.add("objects", "not used in mode %q, which has no records", ModeNodeLocal)
+		}
+		if c.Kubeconfig != "" {
+			e.add("kubeconfig", "not used in mode %q, which has no records", ModeNodeLocal)
+		}
+	}
+	for i, ns := range c.Namespaces {
+		if !isLabel(ns) {
+			e.add(fmt.Sprintf("namespaces[%d]", i), "%q: not a namespace name (a DNS label)", ns)
+		}
+	}
+	if !oneOf(c.Pods, PodsVerified, PodsInsecure, PodsDisabled) {
+		e.add("pods", "%q: must be %q, %q or %q", c.Pods, PodsVerified, PodsInsecure, PodsDisabled)
+	} else if c.AutopathBySource && c.Pods != PodsVerified {
+		e.add("pods", "%q: autopathBySource needs %q", c.Pods, PodsVerified)
+	}
+	if c.TTL != nil && (*c.TTL < 0 || *c.TTL > MaxRecordTTL) {
+		e.add("ttl", "%d: must be between 0 and %d", *c.TTL, MaxRecordTTL)
+	}
+	if c.AutopathBySource && c.Autopath != nil && !*c.Autopath {
+		e.add("autopathBySource", "needs autopath: true")
+	}
+	if c.AutopathOptionCode < MinLocalOptionCode || c.AutopathOptionCode > MaxLocalOptionCode {
+		e.add("autopathOptionCode", "%d: not a local option code (%d-%d)", c.AutopathOptionCode, MinLocalOptionCode, MaxLocalOptionCode)
+	}
+}
+
+func (c *ServerConfiguration) validateForward(e *fieldErrors) {
+	if c.Mode == ModeNodeLocal && len(c.Forward) > 0 {
+		e.add("forward", "not used in mode %q, which forwards to nodeLocal.clusterUpstream", ModeNodeLocal)
+	}
+	zones := map[string]int{}
+	for i := range c.Forward {
+		r := &c.Forward[i]
+		prefix := fmt.Sprintf("forward[%d].", i)
+		r.validate(e, prefix)
+		if z, err := normalizeName(r.Zone); err == nil {
+			if j, dup := zones[z]; dup {
+				e.add(prefix+"zone", "%q: forward[%d] already routes zone %q", r.Zone, j, z)
+			} else {
+				zones[z] = i
+			}
+		}
+	}
+	if c.MaxConcurrent < 1 {
+		e.add("maxConcurrent", "%d: must be > 0", c.MaxConcurrent)
+	}
+	if !oneOf(c.ShedRcode, ShedServfail, ShedRefused) {
+		e.add("shedRcode", "%q: must be %q or %q", c.ShedRcode, ShedServfail, ShedRefused)
+	}
+}
+
+func (r *ForwardRoute) validate(e *fieldErrors, prefix string) {
+	zone, err := normalizeName(r.Zone)
+	if err != nil {
+		e.add(prefix+"zone", "%q: %v", r.Zone, err)
+	}
+	for j, x := range r.Except {
+		path := fmt.Sprintf("%sexcept[%d]", prefix, j)
+		n, err := normalizeName(x)
+		switch {
+		case err != nil:
+			e.add(path, "%q: %v", x, err)
+		case zone == "":
+		case n == zone:
+			e.add(path, "%q: the zone itself; remove the route instead", x)
+		case !inZone(n, zone):
+			e.add(path, "%q: not inside zone %q", x, r.Zone)
+		}
+	}
+	if len(r.Upstreams) == 0 {
+		e.add(prefix+"upstreams", "required: at least one address, or the path of a resolv.conf")
+	}
+	seen := map[netip.AddrPort]int{}
+	for j, u := range r.Upstreams {
+		path := fmt.Sprintf("%supstreams[%d]", prefix, j)
+		if strings.HasPrefix(u, "/") {
+			if len(r.Upstreams) > 1 {
+				e.add(path, "%q: a resolv.conf path must be the only upstream", u)
+			}
+			continue
+		}
+		ap, err := parseUpstream(u)
+		if err != nil {
+			e.add(path, "%q: %v", u, err)
+			continue
+		}
+		if k, dup := seen[ap]; dup {
+			e.add(path, "%q: the same upstream as upstreams[%d]", u, k)
+			continue
+		}
+		seen[ap] = j
+	}
+	if !oneOf(r.Policy, PolicyRandom, PolicyRoundRobin, PolicySequential) {
+		e.add(prefix+"policy", "%q: must be %q, %q or %q", r.Policy, PolicyRandom, PolicyRoundRobin, PolicySequential)
+	}
+	if r.MaxFails != nil && *r.MaxFails < 0 {
+		e.add(prefix+"maxFails", "%d: must be >= 0", *r.MaxFails)
+	}
+	r.HealthCheck.check(e, prefix+"healthCheck", time.Millisecond, time.Minute)
+	r.Timeout.check(e, prefix+"timeout", time.Millisecond, time.Minute)
+	r.Expire.check(e, prefix+"expire", time.Millisecond, time.Hour)
+	if r.ForceTCP && r.PreferUDP {
+		e.add(prefix+"forceTCP", "excludes preferUDP")
+	}
+}
+
+func (c *ServerCache) validate(e *fieldErrors, prefix string) {
+	c.SuccessBytes.check(e, prefix+"successBytes")
+	c.DenialBytes.check(e, prefix+"denialBytes")
+	maxTTL := c.MaxTTL.check(e, prefix+"maxTTL", time.Second, maxDNSTTL)
+	minTTL := c.MinTTL.check(e, prefix+"minTTL", 0, maxDNSTTL)
+	if maxTTL > 0 && minTTL > maxTTL {
+		e.add(prefix+"minTTL", "%q: over maxTTL %q", c.MinTTL, c.MaxTTL)
+	}
+	maxNeg := c.MaxNegativeTTL.check(e, prefix+"maxNegativeTTL", time.Second, maxDNSTTL)
+	minNeg := c.MinNegativeTTL.check(e, prefix+"minNegativeTTL", 0, maxDNSTTL)
+	if maxNeg > 0 && minNeg > maxNeg {
+		e.add(prefix+"minNegativeTTL", "%q: over maxNegativeTTL %q", c.MinNegativeTTL, c.MaxNegativeTTL)
+	}
+	c.ServeStale.check(e, prefix+"serveStale", 0, 7*24*time.Hour)
+	c.StaleTTL.check(e, prefix+"staleTTL", time.Second, maxDNSTTL)
+	if c.Prefetch.Amount < 0 {
+		e.add(prefix+"prefetch.amount", "%d: must be >= 0", c.Prefetch.Amount)
+	}
+	c.Prefetch.Window.check(e, prefix+"prefetch.window", time.Second, 24*time.Hour)
+	if c.Prefetch.Percentage < 10 || c.Prefetch.Percentage > 90 {
+		e.add(prefix+"prefetch.percentage", "%d: must be between 10 and 90", c.Prefetch.Percentage)
+	}
+}
+
+func (c *ServerConfiguration) validateStatic(e *fieldErrors) {
+	c.Hosts.TTL.check(e, "hosts.ttl", 0, maxDNSTTL)
+	c.Hosts.Reload.check(e, "hosts.reload", 0, time.Hour)
+	zone, zoneErr := normalizeName(c.ClusterDomain)
+	names := map[string]int{}
+	for i, o := range c.Overrides {
+		prefix := fmt.Sprintf("overrides[%d].", i)
+		n, err := normalizeName(o.Name)
+		switch {
+		case err != nil:
+			e.add(prefix+"name", "%q: %v", o.Name, err)
+		case n == ".":
+			e.add(prefix+"name", "%q: the root is not a host name", o.Name)
+		case zoneErr == nil && inZone(n, zone):
+			e.add(prefix+"name", "%q: inside the cluster domain %q, whose names come from the cluster only", o.Name, c.ClusterDomain)
+		default:
+			if j, dup := names[n]; dup {
+				e.add(prefix+"name", "%q: already overridden by overrides[%d]", o.Name, j)
+			}
+			names[n] = i
+		}
+		if len(o.Addresses) == 0 {
+			e.add(prefix+"addresses", "required: at least one IP address")
+		}
+		for j, a := range o.Addresses {
+			if _, err := netip.ParseAddr(a); err != nil {
+				e.add(fmt.Sprintf("%saddresses[%d]", prefix, j), "%q: not an IP address", a)
+			}
+		}
+		o.TTL.check(e, prefix+"ttl", 0, maxDNSTTL)
+	}
+	seen := map[netip.Prefix]int{}
+	for i, z := range c.ReverseZones {
+		path := fmt.Sprintf("reverseZones[%d]", i)
+		p, err := netip.ParsePrefix(z)
+		switch {
+		case err != nil:
+			e.add(path, "%q: not a CIDR such as \"10.96.0.0/12\"", z)
+		case p.Addr().Is4In6():
+			e.add(path, "%q: IPv4-mapped; use the IPv4 form", z)
+		default:
+			if j, dup := seen[p.Masked()]; dup {
+				e.add(path, "%q: the same network as reverseZones[%d]", z, j)
+			}
+			seen[p.Masked()] = i
+		}
+	}
+	c.Lameduck.check(e, "lameduck", 0, time.Minute)
+}
+
+func (c *ServerConfiguration) validateLimits(e *fieldErrors) {
+	l := &c.Limits
+	if l.UDPInFlight < 1 {
+		e.add("limits.udpInFlight", "%d: must be > 0", l.UDPInFlight)
+	} else if c.Mode == ModeCluster && len(c.Forward) > 0 && c.MaxConcurrent > 0 && l.UDPInFlight <= c.MaxConcurrent {
+		e.add("limits.udpInFlight", "%d: must be over maxConcurrent (%d), or queries waiting on upstreams can hold every slot and in-cluster names go unanswered",
+			l.UDPInFlight, c.MaxConcurrent)
+	}
+	if l.TCPConnections < 1 {
+		e.add("limits.tcpConnections", "%d: must be > 0", l.TCPConnections)
+	}
+	l.TCPIdleTimeout.check(e, "limits.tcpIdleTimeout", time.Millisecond, time.Hour)
+	l.TCPWriteTimeout.check(e, "limits.tcpWriteTimeout", time.Millisecond, time.Minute)
+}
+
+func (n *NodeLocal) validate(e *fieldErrors, mode string) {
+	if mode == ModeCluster && len(n.ClusterUpstream) > 0 {
+		e.add("nodeLocal.clusterUpstream", "only used in mode %q", ModeNodeLocal)
+	}
+	for i, u := range n.ClusterUpstream {
+		if _, err := parseUpstream(u); err != nil {
+			e.add(fmt.Sprintf("nodeLocal.clusterUpstream[%d]", i), "%q: %v", u, err)
+		}
+	}
+	n.MaxTTL.check(e, "nodeLocal.maxTTL", time.Second, maxDNSTTL)
+	n.MaxNegativeTTL.check(e, "nodeLocal.maxNegativeTTL", time.Second, maxDNSTTL)
+	n.CacheBytes.check(e, "nodeLocal.cacheBytes")
+}
+
+// Typed accessors; call them after a Validate that returned nil.
+
+// AutopathEnabled reports autopath (true when unset).
+func (c *ServerConfiguration) AutopathEnabled() bool { return c.Autopath == nil || *c.Autopath }
+
+// LoadbalanceEnabled reports loadbalance (true when unset).
+func (c *ServerConfiguration) LoadbalanceEnabled() bool {
+	return c.Loadbalance == nil || *c.Loadbalance
+}
+
+// RecordTTL is ttl in seconds (DefaultRecordTTL when unset).
+func (c *ServerConfiguration) RecordTTL() uint32 {
+	if c.TTL == nil {
+		return DefaultRecordTTL
+	}
+	return uint32(*c.TTL)
+}
+
+// ShedRcodeValue is shedRcode as a DNS rcode: 5 (REFUSED) or 2 (SERVFAIL).
+func (c *ServerConfiguration) ShedRcodeValue() int {
+	if c.ShedRcode == ShedRefused {
+		return 5
+	}
+	return 2
+}
+
+// ClusterZone is clusterDomain as a lowercase FQDN ("cluster.local.").
+func (c *ServerConfiguration) ClusterZone() string {
+	n, _ := normalizeName(c.ClusterDomain)
+	return n
+}
+
+// ReverseZonePrefixes are reverseZones parsed and masked.
+func (c *ServerConfiguration) ReverseZonePrefixes() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, z := range c.ReverseZones {
+		if p, err := netip.ParsePrefix(z); err == nil {
+			ps = append(ps, p.Masked())
+		}
+	}
+	return ps
+}
+
+// ZoneName is the route's zone as a lowercase FQDN ("." or "corp.example.").
+func (r *ForwardRoute) ZoneName() string {
+	n, _ := normalizeName(r.Zone)
+	return n
+}
+
+// ExceptNames are the route's except names as lowercase FQDNs.
+func (r *ForwardRoute) ExceptNames() []string {
+	var ns []string
+	for _, x := range r.Except {
+		if n, err := normalizeName(x); err == nil {
+			ns = append(ns, n)
+		}
+	}
+	return ns
+}
+
+// ResolvConf is the path of the resolv.conf whose nameservers are the
+// route's upstreams, or "" when the upstreams are addresses.
+func (r *ForwardRoute) ResolvConf() string {
+	if len(r.Upstreams) == 1 && strings.HasPrefix(r.Upstreams[0], "/") {
+		return r.Upstreams[0]
+	}
+	return ""
+}
+
+// UpstreamAddrs are the upstream addresses with port 53 where none is given
+// (nil when the upstreams come from a resolv.conf).
+func (r *ForwardRoute) UpstreamAddrs() []netip.AddrPort {
+	return parseUpstreams(r.Upstreams)
+}
+
+// MaxFailsValue is maxFails (DefaultMaxFails when unset).
+func (r *ForwardRoute) MaxFailsValue() int {
+	if r.MaxFails == nil {
+		return DefaultMaxFails
+	}
+	return *r.MaxFails
+}
+
+// IPs are the override's addresses, IPv4-mapped ones unmapped.
+func (o *Override) IPs() []netip.Addr {
+	var as []netip.Addr
+	for _, a := range o.Addresses {
+		if ip, err := netip.ParseAddr(a); err == nil {
+			as = append(as, ip.Unmap())
+		}
+	}
+	return as
+}
+
+// NameFQDN is the override's name as a lowercase FQDN.
+func (o *Override) NameFQDN() string {
+	n, _ := normalizeName(o.Name)
+	return n
+}
+
+// ClusterUpstreamAddrs are clusterUpstream with port 53 where none is given.
+func (n *NodeLocal) ClusterUpstreamAddrs() []netip.AddrPort {
+	return parseUpstreams(n.ClusterUpstream)
+}
+
+// ResolvConfPath is resolvConf ("" for none; the default when unset).
+func (n *NodeLocal) ResolvConfPath() string {
+	if n.ResolvConf == nil {
+		return DefaultNodeLocalResolvConf
+	}
+	return *n.ResolvConf
+}
+
+func parseUpstreams(us []string) []netip.AddrPort {
+	var aps []netip.AddrPort
+	for _, u := range us {
+		if ap, err := parseUpstream(u); err == nil {
+			aps = append(aps, ap)
+		}
+	}
+	return aps
+}
+
+// parseUpstream reads "ip" (port 53), "ip:port" or "[ipv6]:port".
+func parseUpstream(s string) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), 53), nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("not an address such as \"10.0.0.53\", \"10.0.0.53:53\" or \"[fd00::53]:53\"")
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%q is not an IP address", host)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 0 {
+		return netip.AddrPort{}, fmt.Errorf("invalid port")
+	}
+	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
+}
+
+// checkListen accepts "ip:port" and ":port" (port 0 picks a free one).
+func checkListen(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("not an address such as \"0.0.0.0:53\", \"[::]:53\" or \":53\"")
+	}
+	if host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			return fmt.Errorf("%q is not an IP address", host)
+		}
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("invalid port")
+	}
+	return nil
+}
+
+// normalizeName returns a domain name as a lowercase FQDN ("." for the
+// root), or why it is not one.
+func normalizeName(s string) (string, error) {
+	if s == "" {
+		return "", fmt.Errorf("empty")
+	}
+	if s == "." {
+		return ".", nil
+	}
+	t := strings.TrimSuffix(s, ".")
+	if len(t) > 253 {
+		return "", fmt.Errorf("longer than 253 characters")
+	}
+	for _, label := range strings.Split(t, ".") {
+		if label == "" {
+			return "", fmt.Errorf("has an empty label")
+		}
+		if len(label) > 63 {
+			return "", fmt.Errorf("has a label longer than 63 characters")
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return "", fmt.Errorf("has the character %q", r)
+			}
+		}
+	}
+	return strings.ToLower(t) + ".", nil
+}
+
+// inZone reports whether the FQDN name is zone or below it.
+func inZone(name, zone string) bool {
+	return zone == "." || name == zone || strings.HasSuffix(name, "."+zone)
+}
+
+// isLabel reports an RFC 1123 label: lowercase letters, digits and '-', at
+// most 63, starting and ending alphanumeric.
+func isLabel(s string) bool {
+	return len(s) <= 63 && dnsLabel.MatchString(s)
+}
+
+func oneOf(s string, allowed ...string) bool {
+	for _, a := range allowed {
+		if s == a {
+			return true
+		}
+	}
+	return false
+}

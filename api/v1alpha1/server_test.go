@@ -1,0 +1,569 @@
+package v1alpha1
+
+import (
+	"net/netip"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+)
+
+// decodeServer is cmd/dnsconfigurer's loadConfig on bytes: strict YAML,
+// kind check, defaults, validation.
+func decodeServer(data []byte) (*ServerConfiguration, error) {
+	c := &ServerConfiguration{}
+	if err := yaml.UnmarshalStrict(data, c); err != nil {
+		return nil, err
+	}
+	if err := c.CheckKind(ServerKind); err != nil {
+		return nil, err
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func TestServerDefaults(t *testing.T) {
+	var c ServerConfiguration
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if err := c.CheckComplete(); err == nil || err.Error() != `listen: required: at least one address such as "0.0.0.0:53"` {
+		t.Errorf("CheckComplete of the defaults = %v, want listen required", err)
+	}
+	got := map[string]any{
+		"mode": c.Mode, "clusterDomain": c.ClusterDomain, "ClusterZone": c.ClusterZone(), "logLevel": c.LogLevel,
+		"pods": c.Pods, "RecordTTL": c.RecordTTL(), "autopath": c.AutopathEnabled(), "autopathOptionCode": c.AutopathOptionCode,
+		"maxConcurrent": c.MaxConcurrent, "shedRcode": c.ShedRcode, "ShedRcodeValue": c.ShedRcodeValue(),
+		"cache.successBytes": c.Cache.SuccessBytes.Bytes(), "cache.denialBytes": c.Cache.DenialBytes.Bytes(),
+		"cache.maxTTL": c.Cache.MaxTTL.Duration(), "cache.minTTL": c.Cache.MinTTL.Duration(),
+		"cache.maxNegativeTTL": c.Cache.MaxNegativeTTL.Duration(), "cache.minNegativeTTL": c.Cache.MinNegativeTTL.Duration(),
+		"cache.serveStale": c.Cache.ServeStale.Duration(), "cache.staleTTL": c.Cache.StaleTTL.Duration(),
+		"cache.prefetch.amount": c.Cache.Prefetch.Amount, "cache.prefetch.window": c.Cache.Prefetch.Window.Duration(),
+		"cache.prefetch.percentage": c.Cache.Prefetch.Percentage,
+		"loadbalance":               c.LoadbalanceEnabled(), "hosts.ttl": c.Hosts.TTL.Duration(), "hosts.reload": c.Hosts.Reload.Duration(),
+		"lameduck": c.Lameduck.Duration(), "limits.udpInFlight": c.Limits.UDPInFlight, "limits.tcpConnections": c.Limits.TCPConnections,
+		"limits.tcpIdleTimeout": c.Limits.TCPIdleTimeout.Duration(), "limits.tcpWriteTimeout": c.Limits.TCPWriteTimeout.Duration(),
+		"nodeLocal.resolvConf": c.NodeLocal.ResolvConfPath(), "nodeLocal.maxTTL": c.NodeLocal.MaxTTL.Duration(),
+		"nodeLocal.maxNegativeTTL": c.NodeLocal.MaxNegativeTTL.Duration(), "nodeLocal.cacheBytes": c.NodeLocal.CacheBytes.Bytes(),
+	}
+	want := map[string]any{
+		"mode": "cluster", "clusterDomain": "cluster.local", "ClusterZone": "cluster.local.", "logLevel": "info",
+		"pods": "disabled", "RecordTTL": uint32(5), "autopath": true, "autopathOptionCode": 65001,
+		"maxConcurrent": 1000, "shedRcode": "SERVFAIL", "ShedRcodeValue": 2,
+		"cache.successBytes": int64(32 << 20), "cache.denialBytes": int64(8 << 20),
+		"cache.maxTTL": 30 * time.Second, "cache.minTTL": time.Duration(0),
+		"cache.maxNegativeTTL": 5 * time.Second, "cache.minNegativeTTL": time.Duration(0),
+		"cache.serveStale": time.Duration(0), "cache.staleTTL": 30 * time.Second,
+		"cache.prefetch.amount": 0, "cache.prefetch.window": time.Minute, "cache.prefetch.percentage": 10,
+		"loadbalance": true, "hosts.ttl": time.Hour, "hosts.reload": 5 * time.Second,
+		"lameduck": 5 * time.Second, "limits.udpInFlight": 2000, "limits.tcpConnections": 1000,
+		"limits.tcpIdleTimeout": 10 * time.Second, "limits.tcpWriteTimeout": 5 * time.Second,
+		"nodeLocal.resolvConf": "/etc/resolv.conf", "nodeLocal.maxTTL": 30 * time.Second,
+		"nodeLocal.maxNegativeTTL": 5 * time.Second, "nodeLocal.cacheBytes": int64(32 << 20),
+	}
+	for k, w := range want {
+		if !reflect.DeepEqual(got[k], w) {
+			t.Errorf("default %s = %v (%T), want %v (%T)", k, got[k], got[k], w, w)
+		}
+	}
+
+	t.Run("route", func(t *testing.T) {
+		c := ServerConfiguration{Forward: []ForwardRoute{{Zone: ".", Upstreams: []string{"/etc/resolv.conf"}}}}
+		c.SetDefaults()
+		r := c.Forward[0]
+		if r.Policy != "random" || r.MaxFailsValue() != 2 || r.HealthCheck.Duration() != 500*time.Millisecond ||
+			r.Timeout.Duration() != 2*time.Second || r.Expire.Duration() != 10*time.Second {
+			t.Errorf("route defaults = %+v", r)
+		}
+	})
+	t.Run("explicit zeros stay", func(t *testing.T) {
+		zero, off := 0, false
+		c := ServerConfiguration{TTL: &zero, Autopath: &off, Loadbalance: &off, NodeLocal: NodeLocal{ResolvConf: new(string)},
+			Forward: []ForwardRoute{{Zone: ".", Upstreams: []string{"10.0.0.53"}, MaxFails: &zero}}}
+		c.SetDefaults()
+		if c.RecordTTL() != 0 || c.AutopathEnabled() || c.LoadbalanceEnabled() || c.NodeLocal.ResolvConfPath() != "" ||
+			c.Forward[0].MaxFailsValue() != 0 {
+			t.Errorf("explicit zero values were replaced by defaults: %+v", c)
+		}
+	})
+	t.Run("override ttl from hosts", func(t *testing.T) {
+		c := ServerConfiguration{Hosts: HostsFile{TTL: "1m"}, Overrides: []Override{{Name: "a.example", Addresses: []string{"192.0.2.1"}}}}
+		c.SetDefaults()
+		if c.Overrides[0].TTL != "1m" {
+			t.Errorf("override ttl = %q, want hosts.ttl 1m", c.Overrides[0].TTL)
+		}
+	})
+	t.Run("autopathBySource implies pods verified", func(t *testing.T) {
+		c := ServerConfiguration{AutopathBySource: true}
+		c.SetDefaults()
+		if c.Pods != "verified" {
+			t.Errorf("pods = %q, want verified", c.Pods)
+		}
+	})
+}
+
+// validServer is a valid cluster config with two routes, before defaults.
+func validServer() *ServerConfiguration {
+	return &ServerConfiguration{
+		Listen: []string{"127.0.0.1:53"},
+		Forward: []ForwardRoute{
+			{Zone: ".", Upstreams: []string{"/etc/resolv.conf"}},
+			{Zone: "corp.example", Upstreams: []string{"10.0.0.53", "[fd00::53]:5353"}},
+		},
+	}
+}
+
+func TestServerValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*ServerConfiguration)
+		want   []string // every error line, in order
+	}{
+		{"valid", func(*ServerConfiguration) {}, nil},
+		{"mode", func(c *ServerConfiguration) { c.Mode = "edge" }, []string{`mode: "edge": must be "cluster" or "node-local"`}},
+		{"listen", func(c *ServerConfiguration) { c.Listen = []string{"127.0.0.1"} },
+			[]string{`listen[0]: "127.0.0.1": not an address such as "0.0.0.0:53", "[::]:53" or ":53"`}},
+		{"listen host", func(c *ServerConfiguration) { c.Listen = []string{"dns.example:53"} },
+			[]string{`listen[0]: "dns.example:53": "dns.example" is not an IP address`}},
+		{"listen port", func(c *ServerConfiguration) { c.Listen = []string{":65536"} }, []string{`listen[0]: ":65536": invalid port`}},
+		{"listen twice", func(c *ServerConfiguration) { c.Listen = []string{":53", "127.0.0.1:0", ":53"} },
+			[]string{`listen[2]: ":53": the same as listen[0]`}},
+		{"cluster domain", func(c *ServerConfiguration) { c.ClusterDomain = "cluster..local" },
+			[]string{`clusterDomain: "cluster..local": not a domain name such as "cluster.local"`}},
+		{"cluster domain root", func(c *ServerConfiguration) { c.ClusterDomain = "." },
+			[]string{`clusterDomain: ".": not a domain name such as "cluster.local"`}},
+		{"metrics", func(c *ServerConfiguration) { c.MetricsListen = "9153" },
+			[]string{`metricsListen: "9153": not an address such as "0.0.0.0:53", "[::]:53" or ":53"`}},
+		{"log level", func(c *ServerConfiguration) { c.LogLevel = "trace" }, []string{`logLevel: "trace": must be debug, info, warn or error`}},
+		{"two sources", func(c *ServerConfiguration) { c.Objects, c.Kubeconfig = "/objects", "/kubeconfig" },
+			[]string{`objects: excludes kubeconfig: give one record source`}},
+		{"namespace", func(c *ServerConfiguration) { c.Namespaces = []string{"default", "Kube_System"} },
+			[]string{`namespaces[1]: "Kube_System": not a namespace name (a DNS label)`}},
+		{"pods", func(c *ServerConfiguration) { c.Pods = "all" }, []string{`pods: "all": must be "verified", "insecure" or "disabled"`}},
+		{"pods for autopathBySource", func(c *ServerConfiguration) { c.AutopathBySource, c.Pods = true, "insecure" },
+			[]string{`pods: "insecure": autopathBySource needs "verified"`}},
+		{"autopathBySource without autopath", func(c *ServerConfiguration) { c.AutopathBySource, c.Autopath = true, new(bool) },
+			[]string{`autopathBySource: needs autopath: true`}},
+		{"ttl", func(c *ServerConfiguration) { c.TTL = ptr(3601) }, []string{`ttl: 3601: must be between 0 and 3600`}},
+		{"ttl negative", func(c *ServerConfiguration) { c.TTL = ptr(-1) }, []string{`ttl: -1: must be between 0 and 3600`}},
+		{"option code", func(c *ServerConfiguration) { c.AutopathOptionCode = 10 },
+			[]string{`autopathOptionCode: 10: not a local option code (65001-65534)`}},
+		{"zone", func(c *ServerConfiguration) { c.Forward[1].Zone = "corp example" },
+			[]string{`forward[1].zone: "corp example": has the character ' '`}},
+		{"zone empty", func(c *ServerConfiguration) { c.Forward[1].Zone = "" }, []string{`forward[1].zone: "": empty`}},
+		{"zone twice case and dot", func(c *ServerConfiguration) {
+			c.Forward = append(c.Forward, ForwardRoute{Zone: "CORP.example.", Upstreams: []string{"10.0.0.54"}})
+		}, []string{`forward[2].zone: "CORP.example.": forward[1] already routes zone "corp.example."`}},
+		{"default route twice", func(c *ServerConfiguration) {
+			c.Forward = append(c.Forward, ForwardRoute{Zone: ".", Upstreams: []string{"10.0.0.54"}})
+		}, []string{`forward[2].zone: ".": forward[0] already routes zone "."`}},
+		{"except outside", func(c *ServerConfiguration) { c.Forward[1].Except = []string{"a.corp.example", "other.example"} },
+			[]string{`forward[1].except[1]: "other.example": not inside zone "corp.example"`}},
+		{"except zone", func(c *ServerConfiguration) { c.Forward[1].Except = []string{"corp.EXAMPLE."} },
+			[]string{`forward[1].except[0]: "corp.EXAMPLE.": the zone itself; remove the route instead`}},
+		{"except name", func(c *ServerConfiguration) { c.Forward[0].Except = []string{"a/b"} },
+			[]string{`forward[0].except[0]: "a/b": has the character '/'`}},
+		{"no upstreams", func(c *ServerConfiguration) { c.Forward[1].Upstreams = nil },
+			[]string{`forward[1].upstreams: required: at least one address, or the path of a resolv.conf`}},
+		{"upstream port", func(c *ServerConfiguration) { c.Forward[1].Upstreams = []string{"10.0.0.1:99999"} },
+			[]string{`forward[1].upstreams[0]: "10.0.0.1:99999": invalid port`}},
+		{"upstream port 0", func(c *ServerConfiguration) { c.Forward[1].Upstreams = []string{"10.0.0.1:0"} },
+			[]string{`forward[1].upstreams[0]: "10.0.0.1:0": invalid port`}},
+		{"upstream name", func(c *ServerConfiguration) { c.Forward[1].Upstreams = []string{"dns.example:53"} },
+			[]string{`forward[1].upstreams[0]: "dns.example:53": "dns.example" is not an IP address`}},
+		{"upstream ipv6 without brackets", func(c *ServerConfiguration) { c.Forward[1].Upstreams = []string{"fd00::53:5353", "fd00::53]:53"} },
+			[]string{`forward[1].upstreams[1]: "fd00::53]:53": not an address such as "10.0.0.53", "10.0.0.53:53" or "[fd00::53]:53"`}},
+		{"upstream twice", func(c *ServerConfiguration) { c.Forward[1].Upstreams = []string{"10.0.0.53", "10.0.0.53:53"} },
+			[]string{`forward[1].upstreams[1]: "10.0.0.53:53": the same upstream as upstreams[0]`}},
+		{"resolv.conf with addresses", func(c *ServerConfiguration) { c.Forward[0].Upstreams = []string{"10.0.0.53", "/etc/resolv.conf"} },
+			[]string{`forward[0].upstreams[1]: "/etc/resolv.conf": a resolv.conf path must be the only upstream`}},
+		{"relative resolv.conf", func(c *ServerConfiguration) { c.Forward[0].Upstreams = []string{"resolv.conf"} },
+			[]string{`forward[0].upstreams[0]: "resolv.conf": not an address such as "10.0.0.53", "10.0.0.53:53" or "[fd00::53]:53"`}},
+		{"policy", func(c *ServerConfiguration) { c.Forward[1].Policy = "round-robin" },
+			[]string{`forward[1].policy: "round-robin": must be "random", "round_robin" or "sequential"`}},
+		{"max fails", func(c *ServerConfiguration) { c.Forward[1].MaxFails = ptr(-1) }, []string{`forward[1].maxFails: -1: must be >= 0`}},
+		{"health check", func(c *ServerConfiguration) { c.Forward[1].HealthCheck = "often" },
+			[]string{`forward[1].healthCheck: "often": not a duration such as "5s" or "500ms"`}},
+		{"timeout", func(c *ServerConfiguration) { c.Forward[1].Timeout = "0s" },
+			[]string{`forward[1].timeout: "0s": must be between 1ms and 1m0s`}},
+		{"expire", func(c *ServerConfiguration) { c.Forward[1].Expire = "-1s" },
+			[]string{`forward[1].expire: "-1s": must be between 1ms and 1h0m0s`}},
+		{"tcp and udp", func(c *ServerConfiguration) { c.Forward[1].ForceTCP, c.Forward[1].PreferUDP = true, true },
+			[]string{`forward[1].forceTCP: excludes preferUDP`}},
+		{"max concurrent", func(c *ServerConfiguration) { c.MaxConcurrent = -1 }, []string{`maxConcurrent: -1: must be > 0`}},
+		{"shed rcode", func(c *ServerConfiguration) { c.ShedRcode = "servfail" },
+			[]string{`shedRcode: "servfail": must be "SERVFAIL" or "REFUSED"`}},
+		{"success bytes zero", func(c *ServerConfiguration) { c.Cache.SuccessBytes = "0" }, []string{`cache.successBytes: "0": must be > 0`}},
+		{"success bytes negative", func(c *ServerConfiguration) { c.Cache.SuccessBytes = "-1Mi" }, []string{`cache.successBytes: "-1Mi": must be > 0`}},
+		{"denial bytes", func(c *ServerConfiguration) { c.Cache.DenialBytes = "8MB" },
+			[]string{`cache.denialBytes: "8MB": not a size such as 33554432 or "32Mi"`}},
+		{"denial bytes fraction", func(c *ServerConfiguration) { c.Cache.DenialBytes = "1.5" },
+			[]string{`cache.denialBytes: "1.5": not a whole number of bytes`}},
+		{"max ttl", func(c *ServerConfiguration) { c.Cache.MaxTTL = "500ms" }, []string{`cache.maxTTL: "500ms": must be between 1s and 596523h14m7s`}},
+		{"min ttl over max", func(c *ServerConfiguration) { c.Cache.MinTTL, c.Cache.MaxTTL = "2m", "1m" },
+			[]string{`cache.minTTL: "2m": over maxTTL "1m"`}},
+		{"min ttl", func(c *ServerConfiguration) { c.Cache.MinTTL = "x" }, []string{`cache.minTTL: "x": not a duration such as "5s" or "500ms"`}},
+		{"max negative ttl", func(c *ServerConfiguration) { c.Cache.MaxNegativeTTL = "0s" },
+			[]string{`cache.maxNegativeTTL: "0s": must be between 1s and 596523h14m7s`}},
+		{"min negative over max", func(c *ServerConfiguration) { c.Cache.MinNegativeTTL, c.Cache.MaxNegativeTTL = "1h", "30m" },
+			[]string{`cache.minNegativeTTL: "1h": over maxNegativeTTL "30m"`}},
+		{"serve stale", func(c *ServerConfiguration) { c.Cache.ServeStale = "-1s" }, []string{`cache.serveStale: "-1s": must be between 0s and 168h0m0s`}},
+		{"stale ttl", func(c *ServerConfiguration) { c.Cache.StaleTTL = "0s" }, []string{`cache.staleTTL: "0s": must be between 1s and 596523h14m7s`}},
+		{"prefetch amount", func(c *ServerConfiguration) { c.Cache.Prefetch.Amount = -2 }, []string{`cache.prefetch.amount: -2: must be >= 0`}},
+		{"prefetch window", func(c *ServerConfiguration) { c.Cache.Prefetch.Window = "1ms" },
+			[]string{`cache.prefetch.window: "1ms": must be between 1s and 24h0m0s`}},
+		{"prefetch percentage", func(c *ServerConfiguration) { c.Cache.Prefetch.Percentage = 95 },
+			[]string{`cache.prefetch.percentage: 95: must be between 10 and 90`}},
+		{"hosts ttl", func(c *ServerConfiguration) { c.Hosts.TTL = "1d" }, []string{`hosts.ttl: "1d": not a duration such as "5s" or "500ms"`}},
+		{"hosts reload", func(c *ServerConfiguration) { c.Hosts.Reload = "2h" }, []string{`hosts.reload: "2h": must be between 0s and 1h0m0s`}},
+		{"override name", func(c *ServerConfiguration) {
+			c.Overrides = []Override{{Name: "a..example", Addresses: []string{"192.0.2.1"}}}
+		}, []string{`overrides[0].name: "a..example": has an empty label`}},
+		{"override root", func(c *ServerConfiguration) { c.Overrides = []Override{{Name: ".", Addresses: []string{"192.0.2.1"}}} },
+			[]string{`overrides[0].name: ".": the root is not a host name`}},
+		{"override in cluster", func(c *ServerConfiguration) {
+			c.Overrides = []Override{{Name: "web.default.svc.Cluster.Local", Addresses: []string{"192.0.2.1"}}}
+		}, []string{`overrides[0].name: "web.default.svc.Cluster.Local": inside the cluster domain "cluster.local", whose names come from the cluster only`}},
+		{"override twice", func(c *ServerConfiguration) {
+			c.Overrides = []Override{{Name: "a.example", Addresses: []string{"192.0.2.1"}}, {Name: "A.example.", Addresses: []string{"192.0.2.2"}}}
+		}, []string{`overrides[1].name: "A.example.": already overridden by overrides[0]`}},
+		{"override addresses", func(c *ServerConfiguration) {
+			c.Overrides = []Override{{Name: "a.example"}, {Name: "b.example", Addresses: []string{"2001:db8::1", "host"}}}
+		}, []string{`overrides[0].addresses: required: at least one IP address`, `overrides[1].addresses[1]: "host": not an IP address`}},
+		{"override ttl", func(c *ServerConfiguration) {
+			c.Overrides = []Override{{Name: "a.example", Addresses: []string{"192.0.2.1"}, TTL: "-1s"}}
+		}, []string{`overrides[0].ttl: "-1s": must be between 0s and 596523h14m7s`}},
+		{"reverse zone", func(c *ServerConfiguration) { c.ReverseZones = []string{"10.96.0.0"} },
+			[]string{`reverseZones[0]: "10.96.0.0": not a CIDR such as "10.96.0.0/12"`}},
+		{"reverse zone mapped", func(c *ServerConfiguration) { c.ReverseZones = []string{"::ffff:10.96.0.0/108"} },
+			[]string{`reverseZones[0]: "::ffff:10.96.0.0/108": IPv4-mapped; use the IPv4 form`}},
+		{"reverse zone twice", func(c *ServerConfiguration) { c.ReverseZones = []string{"10.96.0.0/12", "10.100.0.1/12"} },
+			[]string{`reverseZones[1]: "10.100.0.1/12": the same network as reverseZones[0]`}},
+		{"lameduck", func(c *ServerConfiguration) { c.Lameduck = "2m" }, []string{`lameduck: "2m": must be between 0s and 1m0s`}},
+		{"udp in flight", func(c *ServerConfiguration) { c.Limits.UDPInFlight = -1 }, []string{`limits.udpInFlight: -1: must be > 0`}},
+		{"udp in flight under max concurrent", func(c *ServerConfiguration) { c.Limits.UDPInFlight = 1000 },
+			[]string{`limits.udpInFlight: 1000: must be over maxConcurrent (1000), or queries waiting on upstreams can hold every slot and in-cluster names go unanswered`}},
+		{"udp in flight without forwarding", func(c *ServerConfiguration) { c.Limits.UDPInFlight, c.Forward = 10, nil }, nil},
+		{"tcp connections", func(c *ServerConfiguration) { c.Limits.TCPConnections = -5 }, []string{`limits.tcpConnections: -5: must be > 0`}},
+		{"tcp idle", func(c *ServerConfiguration) { c.Limits.TCPIdleTimeout = "0s" },
+			[]string{`limits.tcpIdleTimeout: "0s": must be between 1ms and 1h0m0s`}},
+		{"tcp write", func(c *ServerConfiguration) { c.Limits.TCPWriteTimeout = "5" },
+			[]string{`limits.tcpWriteTimeout: "5": not a duration such as "5s" or "500ms"`}},
+		{"cluster upstream in cluster mode", func(c *ServerConfiguration) { c.NodeLocal.ClusterUpstream = []string{"10.96.0.10"} },
+			[]string{`nodeLocal.clusterUpstream: only used in mode "node-local"`}},
+		{"node-local", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.10", "[fd00::10]:53"}
+		}, nil},
+		{"node-local with cluster fields", func(c *ServerConfiguration) {
+			c.Mode, c.Objects, c.NodeLocal.ClusterUpstream = "node-local", "/objects", []string{"10.96.0.10:53"}
+		}, []string{`objects: not used in mode "node-local", which has no records`,
+			`forward: not used in mode "node-local", which forwards to nodeLocal.clusterUpstream`}},
+		{"node-local kubeconfig", func(c *ServerConfiguration) { c.Mode, c.Forward, c.Kubeconfig = "node-local", nil, "/kc" },
+			[]string{`kubeconfig: not used in mode "node-local", which has no records`}},
+		{"node-local upstream", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.10:53000000"}
+		}, []string{`nodeLocal.clusterUpstream[0]: "10.96.0.10:53000000": invalid port`}},
+		{"node-local ttls and size", func(c *ServerConfiguration) {
+			c.NodeLocal.MaxTTL, c.NodeLocal.MaxNegativeTTL, c.NodeLocal.CacheBytes = "0s", "soon", "lots"
+		}, []string{`nodeLocal.maxTTL: "0s": must be between 1s and 596523h14m7s`,
+			`nodeLocal.maxNegativeTTL: "soon": not a duration such as "5s" or "500ms"`,
+			`nodeLocal.cacheBytes: "lots": not a size such as 33554432 or "32Mi"`}},
+		{"every error reported", func(c *ServerConfiguration) { c.Mode, c.LogLevel, c.Lameduck = "x", "y", "z" },
+			[]string{`mode: "x": must be "cluster" or "node-local"`, `logLevel: "y": must be debug, info, warn or error`,
+				`lameduck: "z": not a duration such as "5s" or "500ms"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validServer()
+			tt.mutate(c)
+			c.SetDefaults()
+			err := c.Validate()
+			var got []string
+			if err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Validate errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestServerCheckComplete(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*ServerConfiguration)
+		want   string
+	}{
+		{"complete", func(*ServerConfiguration) {}, ""},
+		{"no listen", func(c *ServerConfiguration) { c.Listen = nil }, `listen: required: at least one address such as "0.0.0.0:53"`},
+		{"node-local without upstream", func(c *ServerConfiguration) { c.Mode, c.Forward = "node-local", nil },
+			`nodeLocal.clusterUpstream: required in mode "node-local"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validServer()
+			tt.mutate(c)
+			c.SetDefaults()
+			if err := c.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			err := c.CheckComplete()
+			if got := errString(err); got != tt.want {
+				t.Errorf("CheckComplete = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestServerDecode(t *testing.T) {
+	const head = "apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\n"
+	tests := []struct {
+		name    string
+		yaml    string
+		wantErr string // a substring; "" for success
+		check   func(*testing.T, *ServerConfiguration)
+	}{
+		{"minimal", head + "listen: [\":53\"]\n", "", func(t *testing.T, c *ServerConfiguration) {
+			if c.Mode != "cluster" || c.Cache.SuccessBytes.Bytes() != 32<<20 {
+				t.Errorf("defaults not applied: %+v", c)
+			}
+		}},
+		{"json", `{"apiVersion":"dnsconfigurer.io/v1alpha1","kind":"ServerConfiguration","maxConcurrent":50}`, "",
+			func(t *testing.T, c *ServerConfiguration) {
+				if c.MaxConcurrent != 50 {
+					t.Errorf("maxConcurrent = %d", c.MaxConcurrent)
+				}
+			}},
+		{"bytes as integer and quantity", head + "cache: {successBytes: 1048576, denialBytes: 1.5Mi}\nnodeLocal: {cacheBytes: \"64M\"}\n", "",
+			func(t *testing.T, c *ServerConfiguration) {
+				if c.Cache.SuccessBytes.Bytes() != 1<<20 || c.Cache.DenialBytes.Bytes() != 3<<19 || c.NodeLocal.CacheBytes.Bytes() != 64e6 {
+					t.Errorf("sizes = %d, %d, %d", c.Cache.SuccessBytes.Bytes(), c.Cache.DenialBytes.Bytes(), c.NodeLocal.CacheBytes.Bytes())
+				}
+			}},
+		{"bytes negative integer", head + "cache: {successBytes: -1}\n", `cache.successBytes: "-1": must be > 0`, nil},
+		{"bytes of the wrong type", head + "cache: {successBytes: true}\n", `want an integer or a quantity such as "32Mi"`, nil},
+		{"unknown field", head + "listen: [\":53\"]\nupstream: 1.1.1.1\n", `unknown field "upstream"`, nil},
+		{"unknown nested field", head + "forward:\n- zone: .\n  upstreams: [1.1.1.1]\n  maxFail: 3\n", `unknown field "maxFail"`, nil},
+		{"unknown cache field", head + "cache: {size: 10}\n", `unknown field "size"`, nil},
+		{"wrong kind", "apiVersion: dnsconfigurer.io/v1alpha1\nkind: ShimConfiguration\n",
+			`kind: "ShimConfiguration", want "ServerConfiguration"`, nil},
+		{"wrong apiVersion", "apiVersion: dnsconfigurer.io/v1\nkind: ServerConfiguration\n",
+			`apiVersion: "dnsconfigurer.io/v1" is not supported, want "dnsconfigurer.io/v1alpha1"`, nil},
+		{"no kind", "listen: [\":53\"]\n", `apiVersion: "" is not supported`, nil},
+		{"duration as a number", head + "lameduck: 5\n", "lameduck", nil},
+		{"invalid value", head + "forward:\n- zone: .\n  upstreams: [\"10.0.0.1:99999\"]\n",
+			`forward[0].upstreams[0]: "10.0.0.1:99999": invalid port`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := decodeServer([]byte(tt.yaml))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("decode = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+// docExample is the example file in ServerConfiguration's doc comment.
+func docExample(t *testing.T) []byte {
+	t.Helper()
+	src, err := os.ReadFile("server.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	in := false
+	for _, line := range strings.Split(string(src), "\n") {
+		body, ok := strings.CutPrefix(line, "//\t")
+		if body == "apiVersion: dnsconfigurer.io/v1alpha1" {
+			in = true
+		}
+		if in && !ok {
+			break
+		}
+		if in {
+			out = append(out, body)
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("no example found in server.go's doc comment")
+	}
+	return []byte(strings.Join(out, "\n") + "\n")
+}
+
+func TestServerExamples(t *testing.T) {
+	golden, err := os.ReadFile("testdata/server-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := docExample(t)
+	if string(doc) != string(golden) {
+		t.Errorf("testdata/server-full.yaml differs from the example in ServerConfiguration's doc comment:\n%s", doc)
+	}
+	c, err := decodeServer(golden)
+	if err != nil {
+		t.Fatalf("decode testdata/server-full.yaml: %v", err)
+	}
+
+	t.Run("every field set", func(t *testing.T) {
+		// The example spells every field out: defaults add nothing.
+		var bare ServerConfiguration
+		if err := yaml.UnmarshalStrict(golden, &bare); err != nil {
+			t.Fatal(err)
+		}
+		withDefaults := bare
+		withDefaults.SetDefaults()
+		if !reflect.DeepEqual(bare, withDefaults) {
+			t.Errorf("the example leaves fields to the defaults:\n%+v\nwith defaults:\n%+v", bare, withDefaults)
+		}
+	})
+	t.Run("round trip", func(t *testing.T) {
+		out, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := decodeServer(out)
+		if err != nil {
+			t.Fatalf("decode of the marshalled example: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(c, back) {
+			t.Errorf("round trip differs:\n%s", out)
+		}
+	})
+	t.Run("accessors", func(t *testing.T) {
+		def, stub := c.Forward[0], c.Forward[1]
+		got := map[string]any{
+			"forward[0].ZoneName": def.ZoneName(), "forward[0].ResolvConf": def.ResolvConf(),
+			"forward[0].UpstreamAddrs": def.UpstreamAddrs(), "forward[0].ExceptNames": def.ExceptNames(),
+			"forward[1].ZoneName": stub.ZoneName(), "forward[1].ResolvConf": stub.ResolvConf(),
+			"forward[1].UpstreamAddrs": stub.UpstreamAddrs(), "forward[1].policy": stub.Policy,
+			"forward[1].timeout": stub.Timeout.Duration(), "forward[1].healthCheck": stub.HealthCheck.Duration(),
+			"ReverseZonePrefixes": c.ReverseZonePrefixes(), "overrides[0].IPs": c.Overrides[0].IPs(),
+			"overrides[0].NameFQDN": c.Overrides[0].NameFQDN(), "overrides[0].ttl": c.Overrides[0].TTL.Duration(),
+			"cache.serveStale": c.Cache.ServeStale.Duration(), "cache.prefetch.amount": c.Cache.Prefetch.Amount,
+			"hosts.file": c.Hosts.File, "metricsListen": c.MetricsListen, "namespaces": c.Namespaces,
+		}
+		want := map[string]any{
+			"forward[0].ZoneName": ".", "forward[0].ResolvConf": "/etc/resolv.conf",
+			"forward[0].UpstreamAddrs": []netip.AddrPort(nil), "forward[0].ExceptNames": []string{"corp.example."},
+			"forward[1].ZoneName": "corp.example.", "forward[1].ResolvConf": "",
+			"forward[1].UpstreamAddrs": []netip.AddrPort{netip.MustParseAddrPort("10.0.0.53:53"),
+				netip.MustParseAddrPort("10.0.1.53:5353"), netip.MustParseAddrPort("[fd00::53]:53")},
+			"forward[1].policy": "round_robin", "forward[1].timeout": 2 * time.Second, "forward[1].healthCheck": 500 * time.Millisecond,
+			"ReverseZonePrefixes": []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.244.0.0/16"),
+				netip.MustParsePrefix("fd00:10:96::/108")},
+			"overrides[0].IPs":      []netip.Addr{netip.MustParseAddr("192.168.49.1")},
+			"overrides[0].NameFQDN": "host.minikube.internal.", "overrides[0].ttl": time.Minute,
+			"cache.serveStale": time.Hour, "cache.prefetch.amount": 10,
+			"hosts.file": "/etc/dnsconfigurer/hosts", "metricsListen": "127.0.0.1:9153", "namespaces": []string{"default", "kube-system"},
+		}
+		for k, w := range want {
+			if !reflect.DeepEqual(got[k], w) {
+				t.Errorf("%s = %v, want %v", k, got[k], w)
+			}
+		}
+	})
+}
+
+func TestServerAccessors(t *testing.T) {
+	c := ServerConfiguration{
+		ShedRcode:    "REFUSED",
+		ReverseZones: []string{"10.96.0.1/12"},
+		Overrides:    []Override{{Name: "A.Example", Addresses: []string{"::ffff:192.0.2.1", "2001:db8::1"}}},
+		NodeLocal:    NodeLocal{ClusterUpstream: []string{"10.96.0.10", "[fd00::10]:5353", "::ffff:10.96.0.11"}},
+	}
+	if got := c.ShedRcodeValue(); got != 5 {
+		t.Errorf("ShedRcodeValue = %d, want 5 (REFUSED)", got)
+	}
+	if got := c.ReverseZonePrefixes(); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}) {
+		t.Errorf("ReverseZonePrefixes = %v, want the masked prefix", got)
+	}
+	if got := c.Overrides[0].IPs(); !slices.Equal(got, []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}) {
+		t.Errorf("IPs = %v, want IPv4-mapped unmapped", got)
+	}
+	if got := c.Overrides[0].NameFQDN(); got != "a.example." {
+		t.Errorf("NameFQDN = %q", got)
+	}
+	want := []netip.AddrPort{netip.MustParseAddrPort("10.96.0.10:53"), netip.MustParseAddrPort("[fd00::10]:5353"),
+		netip.MustParseAddrPort("10.96.0.11:53")}
+	if got := c.NodeLocal.ClusterUpstreamAddrs(); !slices.Equal(got, want) {
+		t.Errorf("ClusterUpstreamAddrs = %v, want %v", got, want)
+	}
+	if got := Duration("bad").Duration(); got != 0 {
+		t.Errorf("Duration of an invalid value = %v, want 0", got)
+	}
+	if got := ByteSize("bad").Bytes(); got != 0 {
+		t.Errorf("Bytes of an invalid value = %d, want 0", got)
+	}
+}
+
+// TestParseBytes checks the quantity parser against apimachinery's
+// resource.ParseQuantity, which the --cache-size flag uses.
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in      string
+		wantErr string
+	}{
+		{"1", ""}, {"33554432", ""}, {"32Mi", ""}, {"8Mi", ""}, {"1.5Gi", ""}, {"64M", ""}, {"2k", ""},
+		{"1Ki", ""}, {"3Ti", ""}, {"2P", ""}, {"1Ei", ""}, {"0.5Ki", ""}, {"007", ""},
+		{"", `not a size such as 33554432 or "32Mi"`},
+		{"0", "must be > 0"},
+		{"0Mi", "must be > 0"},
+		{"-5", "must be > 0"},
+		{"1.5", "not a whole number of bytes"},
+		{"0.1k", ""},
+		{"0.0001k", "not a whole number of bytes"},
+		{"8MB", `not a size such as 33554432 or "32Mi"`},
+		{"8 Mi", `not a size such as 33554432 or "32Mi"`},
+		{"1e6", `not a size such as 33554432 or "32Mi"`},
+		{"1..5Mi", `not a size such as 33554432 or "32Mi"`},
+		{".5Mi", `not a size such as 33554432 or "32Mi"`},
+		{"Mi", `not a size such as 33554432 or "32Mi"`},
+		{"8Ei", "too large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseBytes(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Errorf("parseBytes(%q) = %d, %v, want error %q", tt.in, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseBytes(%q): %v", tt.in, err)
+			}
+			q, err := resource.ParseQuantity(tt.in)
+			if err != nil {
+				t.Fatalf("resource.ParseQuantity(%q): %v", tt.in, err)
+			}
+			if got != q.Value() {
+				t.Errorf("parseBytes(%q) = %d, resource.Quantity says %d", tt.in, got, q.Value())
+			}
+		})
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// stubUpstream answers every A question with 192.0.2.7 and the given TTL
+// on 127.0.0.1 (UDP), counting the queries; stop closes it.
+func stubUpstream(t *testing.T, ttl uint32) (addr string, count *atomic.Int64, stop func()) {
+	return stubUpstreamIP(t, ttl, net.IPv4(192, 0, 2, 7))
+}
+
+// stubUpstreamIP is stubUpstream answering ip.
+func stubUpstreamIP(t *testing.T, ttl uint32, ip net.IP) (addr string, count *atomic.Int64, stop func()) {
+	t.Helper()
+	count = new(atomic.Int64)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		if q := r.Question[0].Name; q != "." && !strings.Contains(q, "dnsconfigurer") {
+			count.Add(1) // not the forwarder's health and loop probes
+		}
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}}
+		_ = w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go func() { _ = srv.ActivateAndServe() }()
+	<-started
+	var once sync.Once
+	stop = func() { once.Do(func() { _ = srv.Shutdown() }) }
+	t.Cleanup(stop)
+	return pc.LocalAddr().String(), count, stop
+}
+
+// TestServeCachesForwarded: the cluster DNS caches forwarded answers (the
+// upstream is asked once for repeated questions, the TTL ages), and with
+// --serve-stale answers an expired name with TTL 30 once the upstream is
+// gone.
+func TestServeCachesForwarded(t *testing.T) {
+	up, count, stop := stubUpstream(t, 1)
+	addr := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up,
+		"--serve-stale", "1h", "--cache-size", "4Mi")
+	c := &dns.Client{Timeout: 2 * time.Second}
+	ask := func() *dns.Msg {
+		t.Helper()
+		r, _, err := c.Exchange(new(dns.Msg).SetQuestion("www.example.org.", dns.TypeA), addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for range 5 {
+		if r := ask(); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Fatalf("forwarded answer: %v", r)
+		}
+	}
+	if n := count.Load(); n != 1 {
+		t.Fatalf("upstream asked %d times for 5 identical questions, want 1 (cached)", n)
+	}
+	stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := ask()
+		if r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 && r.Answer[0].Header().Ttl == 30 {
+			break // stale, served with RFC 8767's TTL
+		}
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].Header().Ttl > 1 {
+			t.Fatalf("while the entry expires: %v", r)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no stale answer 10 s after the upstream died: %v", r)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the expiry of a 1 s TTL
+	}
+}
+
+func TestServeCacheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cache-size", "10000"}, "at least 1048576 bytes"},
+		{[]string{"--cache-size", "lots"}, "want bytes"},
+		{[]string{"--serve-stale", "-1s"}, "must not be negative"},
+	} {
+		_, err := parseServeFlags(append([]string{"--listen", "127.0.0.1:0"}, tc.args...), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

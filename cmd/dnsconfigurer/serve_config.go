@@ -1,0 +1,237 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+// routeFlag is --forward ZONE=ADDR[,ADDR...], repeatable.
+type routeFlag []v1alpha1.ForwardRoute
+
+func (r *routeFlag) String() string {
+	var parts []string
+	for _, rt := range *r {
+		parts = append(parts, rt.Zone+"="+strings.Join(rt.Upstreams, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (r *routeFlag) Set(v string) error {
+	zone, addrs, ok := strings.Cut(v, "=")
+	if !ok || zone == "" || addrs == "" {
+		return fmt.Errorf("%q: want ZONE=ADDR[,ADDR...], e.g. .=10.0.0.2 or corp.example=10.1.0.53:53", v)
+	}
+	var ups listFlag
+	_ = ups.Set(addrs)
+	*r = append(*r, v1alpha1.ForwardRoute{Zone: zone, Upstreams: ups})
+	return nil
+}
+
+// serverConfig is the configuration serve runs: the --config file (when
+// given), then every flag set on the command line over it, then defaults;
+// validated, with errors naming the field. It is called again on every
+// reload of the file, with the same flags.
+func (f *serveFlags) serverConfig() (*v1alpha1.ServerConfiguration, error) {
+	cfg := &v1alpha1.ServerConfiguration{}
+	if f.config != "" {
+		c, err := loadServerConfig(f.config)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	f.applyFlags(cfg)
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if err := cfg.CheckComplete(); err != nil {
+		return nil, usageError{err}
+	}
+	return cfg, nil
+}
+
+// applyFlags copies the flags set on the command line into cfg.
+func (f *serveFlags) applyFlags(cfg *v1alpha1.ServerConfiguration) {
+	set := func(name string) bool { return f.set[name] }
+	if set("mode") {
+		cfg.Mode = f.mode
+	}
+	if set("listen") {
+		cfg.Listen = f.listen
+	}
+	if set("cluster-domain") {
+		cfg.ClusterDomain = f.clusterDomain
+	}
+	if set("metrics-listen") {
+		cfg.MetricsListen = f.metricsListen
+	}
+	if set("log-level") {
+		cfg.LogLevel = f.logLevel
+	}
+	if set("log-queries") {
+		cfg.LogQueries = f.logQueries
+	}
+	f.applySourceFlags(cfg)
+	f.applyForwardFlags(cfg)
+	f.applyCacheFlags(cfg)
+	if set("loadbalance") {
+		cfg.Loadbalance = &f.loadbalance
+	}
+	if set("hosts") {
+		cfg.Hosts.File = f.hosts
+	}
+	if set("reverse-zones") {
+		cfg.ReverseZones = f.reverseZones
+	}
+	if set("lameduck") {
+		cfg.Lameduck = v1alpha1.Duration(f.lameduck.String())
+	}
+	if set("reuse-port") {
+		cfg.ReusePort = f.reusePort
+	}
+	if set("max-udp-in-flight") {
+		cfg.Limits.UDPInFlight = f.maxUDPInFlight
+	}
+	if set("max-tcp-conns") {
+		cfg.Limits.TCPConnections = f.maxTCPConns
+	}
+}
+
+// applySourceFlags copies the record-source flags.
+func (f *serveFlags) applySourceFlags(cfg *v1alpha1.ServerConfiguration) {
+	set := func(name string) bool { return f.set[name] }
+	if set("kubeconfig") {
+		cfg.Kubeconfig = f.kubeconfig
+	}
+	if set("objects") {
+		cfg.Objects = f.objects
+	}
+	if set("namespaces") {
+		cfg.Namespaces = f.namespaces
+	}
+	if set("pods") || f.autopathSource {
+		cfg.Pods = f.pods
+	}
+	if set("ttl") {
+		ttl := int(f.ttl)
+		cfg.TTL = &ttl
+	}
+	if set("ignore-empty-service") {
+		cfg.IgnoreEmptyService = f.ignoreEmptyService
+	}
+	if set("endpoint-pod-names") {
+		cfg.EndpointPodNames = f.endpointPodNames
+	}
+	if set("no-endpoints") {
+		cfg.NoEndpoints = f.noEndpoints
+	}
+	if set("autopath") {
+		cfg.Autopath = &f.autopath
+	}
+	if set("autopath-by-source") {
+		cfg.AutopathBySource = f.autopathSource
+	}
+	if set("autopath-option-code") {
+		cfg.AutopathOptionCode = int(f.autopathCode)
+	}
+}
+
+// applyForwardFlags: --upstream and --upstream-resolv-conf are the default
+// route ("."), --forward adds routes (replacing the file's routes of the
+// same zones), --max-concurrent; node-local's --cluster-upstream and
+// --resolv-conf.
+func (f *serveFlags) applyForwardFlags(cfg *v1alpha1.ServerConfiguration) {
+	set := func(name string) bool { return f.set[name] }
+	var routes []v1alpha1.ForwardRoute
+	switch {
+	case set("upstream"):
+		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: f.upstream})
+	case set("upstream-resolv-conf"):
+		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: []string{f.upstreamResolvConf}})
+	}
+	routes = append(routes, f.forward...)
+	for _, r := range routes {
+		cfg.Forward = replaceRoute(cfg.Forward, r)
+	}
+	if set("max-concurrent") {
+		cfg.MaxConcurrent = f.maxConcurrent
+	}
+	if set("cluster-upstream") {
+		cfg.NodeLocal.ClusterUpstream = f.clusterUpstream
+	}
+	if set("resolv-conf") {
+		rc := f.resolvConf
+		cfg.NodeLocal.ResolvConf = &rc
+	}
+}
+
+// replaceRoute puts r in routes, in place of a route of the same zone.
+func replaceRoute(routes []v1alpha1.ForwardRoute, r v1alpha1.ForwardRoute) []v1alpha1.ForwardRoute {
+	for i := range routes {
+		if strings.EqualFold(strings.TrimSuffix(routes[i].Zone, "."), strings.TrimSuffix(r.Zone, ".")) {
+			routes[i].Upstreams = r.Upstreams
+			return routes
+		}
+	}
+	return append(routes, r)
+}
+
+// applyCacheFlags copies the cache flags into the cluster cache and the
+// node-local stage's.
+func (f *serveFlags) applyCacheFlags(cfg *v1alpha1.ServerConfiguration) {
+	set := func(name string) bool { return f.set[name] }
+	if set("cache-size") || set("cache-bytes") {
+		total := int64(f.cacheSize)
+		cfg.Cache.SuccessBytes = v1alpha1.ByteSize(strconv.FormatInt(total/5*4, 10))
+		cfg.Cache.DenialBytes = v1alpha1.ByteSize(strconv.FormatInt(total/5, 10))
+		cfg.NodeLocal.CacheBytes = v1alpha1.ByteSize(strconv.FormatInt(total, 10))
+	}
+	if set("max-ttl") {
+		cfg.Cache.MaxTTL = v1alpha1.Duration(f.maxTTL.String())
+		cfg.NodeLocal.MaxTTL = cfg.Cache.MaxTTL
+	}
+	if set("max-negative-ttl") {
+		cfg.Cache.MaxNegativeTTL = v1alpha1.Duration(f.maxNegativeTTL.String())
+		cfg.NodeLocal.MaxNegativeTTL = cfg.Cache.MaxNegativeTTL
+	}
+	if set("serve-stale") {
+		cfg.Cache.ServeStale = v1alpha1.Duration(f.serveStale.String())
+	}
+	if set("prefetch") {
+		cfg.Cache.Prefetch.Amount = f.prefetch
+	}
+}
+
+// restartFields are the settings a reload cannot change: the listeners,
+// the record source and store, the ops endpoint. reloadable copies them
+// from the running config into next and names those that differed.
+func reloadable(running, next *v1alpha1.ServerConfiguration) []string {
+	var kept []string
+	keep := func(name string, differs bool, restore func()) {
+		if differs {
+			kept = append(kept, name)
+			restore()
+		}
+	}
+	keep("mode", running.Mode != next.Mode, func() { next.Mode = running.Mode })
+	keep("listen", strings.Join(running.Listen, ",") != strings.Join(next.Listen, ","), func() { next.Listen = running.Listen })
+	keep("clusterDomain", running.ClusterDomain != next.ClusterDomain, func() { next.ClusterDomain = running.ClusterDomain })
+	keep("metricsListen", running.MetricsListen != next.MetricsListen, func() { next.MetricsListen = running.MetricsListen })
+	keep("kubeconfig", running.Kubeconfig != next.Kubeconfig, func() { next.Kubeconfig = running.Kubeconfig })
+	keep("objects", running.Objects != next.Objects, func() { next.Objects = running.Objects })
+	keep("namespaces", strings.Join(running.Namespaces, ",") != strings.Join(next.Namespaces, ","), func() { next.Namespaces = running.Namespaces })
+	keep("pods", running.Pods != next.Pods, func() { next.Pods = running.Pods })
+	keep("ttl", running.RecordTTL() != next.RecordTTL(), func() { next.TTL = running.TTL })
+	keep("ignoreEmptyService", running.IgnoreEmptyService != next.IgnoreEmptyService, func() { next.IgnoreEmptyService = running.IgnoreEmptyService })
+	keep("endpointPodNames", running.EndpointPodNames != next.EndpointPodNames, func() { next.EndpointPodNames = running.EndpointPodNames })
+	keep("noEndpoints", running.NoEndpoints != next.NoEndpoints, func() { next.NoEndpoints = running.NoEndpoints })
+	keep("limits", running.Limits != next.Limits, func() { next.Limits = running.Limits })
+	keep("lameduck", running.Lameduck != next.Lameduck, func() { next.Lameduck = running.Lameduck })
+	keep("reusePort", running.ReusePort != next.ReusePort, func() { next.ReusePort = running.ReusePort })
+	keep("nodeLocal", fmt.Sprint(running.NodeLocal) != fmt.Sprint(next.NodeLocal), func() { next.NodeLocal = running.NodeLocal })
+	return kept
+}

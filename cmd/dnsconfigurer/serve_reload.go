@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+)
+
+// reloadInterval is how often the --config file is read for changes (a
+// ConfigMap update replaces the file behind a symlink, which inotify on the
+// path does not always see; reading 1 MiB at most every 2 s is cheap).
+const reloadInterval = 2 * time.Second
+
+// reloader watches the --config file and, when its content changes,
+// applies it: the flags given are applied over it again, it is validated,
+// settings that need a restart keep their running values (and are named in
+// the log), a new answer stack is built and swapped into the server, and
+// the old one is stopped once the queries it may still be answering have
+// had their forwarding timeout. No query is dropped. A file that does not
+// load or validate keeps the running config and is logged with the reason.
+type reloader struct {
+	f       *serveFlags
+	running *v1alpha1.ServerConfiguration
+	st      *store.Store
+	metrics *dnsserver.Metrics
+	srv     *dnsserver.Server
+	gather  *stackGatherer
+	log     *slog.Logger
+	stack   **answerStack
+
+	last    [32]byte
+	applied atomic.Uint64
+	failed  atomic.Uint64
+}
+
+func (r *reloader) run(ctx context.Context) error {
+	r.last, _ = r.fingerprint()
+	tick := time.NewTicker(reloadInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		sum, err := r.fingerprint()
+		if err != nil || sum == r.last {
+			if err != nil {
+				r.log.Warn("config file unreadable; keeping the running config", "path", r.f.config, "err", err)
+			}
+			continue
+		}
+		r.last = sum
+		_ = r.reload(ctx) // logged and counted
+	}
+}
+
+func (r *reloader) fingerprint() ([32]byte, error) {
+	data, err := readConfig(r.f.config)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(data), nil
+}
+
+// reload applies the file as it is now.
+func (r *reloader) reload(ctx context.Context) error {
+	next, err := r.f.serverConfig()
+	if err != nil {
+		r.failed.Add(1)
+		r.log.Error("config reload failed; keeping the running config", "path", r.f.config, "err", err)
+		return err
+	}
+	if kept := reloadable(r.running, next); len(kept) > 0 {
+		r.log.Warn("config changes that need a restart are not applied", "fields", kept)
+	}
+	stack, err := buildStack(ctx, next, r.st, r.metrics, r.log)
+	if err != nil {
+		r.failed.Add(1)
+		r.log.Error("config reload failed; keeping the running config", "path", r.f.config, "err", err)
+		return err
+	}
+	stack.handler.Warm()
+	old := *r.stack
+	r.srv.SetHandler(queryLog(next, stack.handler, r.log))
+	r.gather.cur.Store(stack.reg)
+	*r.stack, r.running = stack, next
+	retireAfter(old, forward.DefaultTimeout+time.Second)
+	r.applied.Add(1)
+	r.log.Info("config reloaded", "path", r.f.config, "forward", len(next.Forward))
+	return nil
+}
+
+var reloadsDesc = prometheus.NewDesc("dnsconfigurer_serve_config_reloads_total",
+	"Reloads of the --config file, by result (applied, failed: the running config was kept).", []string{"result"}, nil)
+
+// Describe implements prometheus.Collector.
+func (r *reloader) Describe(ch chan<- *prometheus.Desc) { ch <- reloadsDesc }
+
+// Collect implements prometheus.Collector.
+func (r *reloader) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(r.applied.Load()), "applied")
+	ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(r.failed.Load()), "failed")
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// TestServeConfigReload: serve --config forwards as the file says; a
+// changed file is applied while the server runs (the new upstream answers,
+// nothing is dropped meanwhile), a broken file keeps the running config and
+// is counted, and a setting that needs a restart is kept.
+func TestServeConfigReload(t *testing.T) {
+	upA, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 1))
+	upB, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 2))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server.yaml")
+	write := func(body string) {
+		t.Helper()
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := func(up string, ttl int) string {
+		return fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\nttl: %d\n"+
+			"metricsListen: 127.0.0.1:0\nforward:\n- zone: .\n  upstreams: [%q]\n", ttl, up)
+	}
+	write(config(upA, 7))
+	addr := startServe(t, "--listen", "127.0.0.1:0", "--config", path)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	external := func() string {
+		t.Helper()
+		r, _, err := c.Exchange(new(dns.Msg).SetQuestion("www.example.org.", dns.TypeA), addr)
+		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Fatalf("external name: %v %v", r, err)
+		}
+		return r.Answer[0].(*dns.A).A.String()
+	}
+	if got := external(); got != "192.0.2.1" {
+		t.Fatalf("before the reload: %s, want upstream A's 192.0.2.1", got)
+	}
+	// The new upstream, and a TTL change (a restart field: kept).
+	write(config(upB, 9))
+	deadline := time.Now().Add(15 * time.Second)
+	for external() != "192.0.2.2" {
+		if time.Now().After(deadline) {
+			t.Fatal("the changed config file was not applied within 15 s")
+		}
+		time.Sleep(50 * time.Millisecond) // polling the reloader's 2 s tick
+	}
+	r, _, err := c.Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), addr)
+	if err != nil || len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 7 {
+		t.Fatalf("ttl is a restart field and must stay 7: %v %v", r, err)
+	}
+	// A broken file: the running config stays.
+	write("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nforward:\n- zone: .\n  upstreams: [\"not an address\"]\n")
+	metrics := metricsAddr(t)
+	deadline = time.Now().Add(15 * time.Second)
+	for !strings.Contains(scrape(t, metrics), `dnsconfigurer_serve_config_reloads_total{result="failed"} 1`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broken file was not counted as a failed reload:\n%s", scrape(t, metrics))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := external(); got != "192.0.2.2" {
+		t.Fatalf("after a broken file: %s, want the running config's upstream", got)
+	}
+}
+
+// lastServeMetrics is the --metrics-listen address the last startServe
+// logged.
+var lastServeMetrics string
+
+func metricsAddr(t *testing.T) string {
+	t.Helper()
+	if lastServeMetrics == "" {
+		t.Fatal("serve logged no metrics address")
+	}
+	return lastServeMetrics
+}
+
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestServeHosts: --hosts names are answered before forwarding, their
+// reverse names too, and the zone keeps its names.
+func TestServeHosts(t *testing.T) {
+	up, count, _ := stubUpstream(t, 300)
+	hostsFile := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hostsFile, []byte("192.168.49.1 host.minikube.internal\n# a comment\n10.0.0.9 web.prod.svc.cluster.local\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up, "--hosts", hostsFile)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		want  string
+	}{
+		{"host.minikube.internal.", dns.TypeA, "192.168.49.1"},
+		{"1.49.168.192.in-addr.arpa.", dns.TypePTR, "host.minikube.internal."},
+		{"web.prod.svc.cluster.local.", dns.TypeA, ""}, // the zone's, not the file's 10.0.0.9
+	} {
+		r, _, err := c.Exchange(new(dns.Msg).SetQuestion(tc.name, tc.qtype), addr)
+		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
+			t.Fatalf("%s: %v %v", tc.name, r, err)
+		}
+		got := strings.Fields(r.Answer[0].String())
+		if tc.want != "" && got[len(got)-1] != tc.want {
+			t.Errorf("%s: %v, want %s", tc.name, r.Answer[0], tc.want)
+		}
+		if tc.want == "" && got[len(got)-1] == "10.0.0.9" {
+			t.Errorf("%s: the hosts file shadowed the zone: %v", tc.name, r.Answer[0])
+		}
+	}
+	if n := count.Load(); n != 0 {
+		t.Errorf("upstream asked %d times for names the hosts file and the zone answer", n)
+	}
+}
+
+// TestServeStubDomains: per-zone forwarding over real sockets: names under
+// a --config route go to its upstreams, an excepted name and every other
+// name to the default route, and --forward on the command line adds a zone.
+func TestServeStubDomains(t *testing.T) {
+	def, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 1))
+	corp, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 2))
+	lab, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 3))
+	path := filepath.Join(t.TempDir(), "server.yaml")
+	body := fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
+		"metricsListen: 127.0.0.1:0\nforward:\n- zone: .\n  upstreams: [%q]\n- zone: corp.example\n  except: [public.corp.example]\n  upstreams: [%q]\n  policy: sequential\n", def, corp)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := startServe(t, "--listen", "127.0.0.1:0", "--config", path, "--forward", "lab.example="+lab)
+	for _, tc := range []struct{ name, want string }{
+		{"www.example.org.", "192.0.2.1"},
+		{"db.corp.example.", "192.0.2.2"},
+		{"www.public.corp.example.", "192.0.2.1"},
+		{"x.lab.example.", "192.0.2.3"},
+	} {
+		for _, network := range []string{"udp", "tcp"} {
+			r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion(tc.name, dns.TypeA), addr)
+			if err != nil || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != tc.want {
+				t.Errorf("%s over %s: %v %v, want %s", tc.name, network, r, err, tc.want)
+			}
+		}
+	}
+}
+
+// TestServeReusePort: with --reuse-port a second serve binds the address
+// the first one serves (UDP and TCP) and answers there; without it, it
+// cannot.
+func TestServeReusePort(t *testing.T) {
+	first := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--reuse-port")
+	second := startServe(t, "--listen", first, "--objects", "../../examples/objects", "--reuse-port")
+	if second != first {
+		t.Fatalf("second instance on %s, want %s", second, first)
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), first)
+		if err != nil || len(r.Answer) != 1 {
+			t.Fatalf("%s: %v %v", network, r, err)
+		}
+	}
+	var stderr serveLog
+	code := runServe(t.Context(), []string{"--lameduck=0s", "--listen", first, "--objects", "../../examples/objects"}, nil, io.Discard, &stderr)
+	if code == exitOK || !strings.Contains(stderr.String(), "address already in use") {
+		t.Fatalf("without --reuse-port: exit %d, %q; want a bind error", code, stderr.String())
+	}
+}

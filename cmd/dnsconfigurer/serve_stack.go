@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hosts"
+)
+
+// answerStack is what a reload of the config file replaces: the handler
+// with its forwarders, answer cache and static records, their background
+// work (health and loop probes, resolv.conf and hosts watchers) and their
+// metrics, on a registry of their own.
+type answerStack struct {
+	handler *dnsserver.Handler
+	reg     *prometheus.Registry
+	cancel  context.CancelFunc
+	closers []func()
+}
+
+// stop ends the stack's background work and releases its sockets.
+func (s *answerStack) stop() {
+	s.cancel()
+	for _, c := range s.closers {
+		c()
+	}
+}
+
+// buildStack makes the answer stack of cfg over the record store. On error
+// everything it started is stopped.
+func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *store.Store, metrics *dnsserver.Metrics, log *slog.Logger) (_ *answerStack, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	s := &answerStack{reg: prometheus.NewRegistry(), cancel: cancel}
+	defer func() {
+		if err != nil {
+			s.stop()
+		}
+	}()
+	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithMetrics(metrics),
+		dnsserver.WithLoadBalance(cfg.LoadbalanceEnabled())}
+	if prefixes := cfg.ReverseZonePrefixes(); len(prefixes) > 0 {
+		rz, err := dnsserver.WithReverseZones(prefixes)
+		if err != nil {
+			return nil, usagef("reverseZones: %v", err)
+		}
+		opts = append(opts, rz)
+	}
+	if cfg.AutopathEnabled() {
+		ap, err := dnsserver.WithAutopath(uint16(cfg.AutopathOptionCode), s.reg)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, ap)
+		if cfg.AutopathBySource {
+			opts = append(opts, dnsserver.WithAutopathBySource())
+		}
+	}
+	if len(cfg.Forward) > 0 {
+		fwd, err := s.forwarding(sctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, dnsserver.WithForwarder(fwd))
+	}
+	if cfg.Hosts.File != "" || len(cfg.Overrides) > 0 {
+		static, err := s.static(sctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, dnsserver.WithStatic(static))
+	}
+	s.handler = dnsserver.NewHandler(cfg.ClusterDomain, st, opts...)
+	return s, nil
+}
+
+// forwarding is the forward routes of cfg (one Forwarder each, behind a
+// Router when there are several) behind the answer cache.
+func (s *answerStack) forwarding(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger) (dnscache.Exchanger, error) {
+	var routes []forward.Route
+	for i, r := range cfg.Forward {
+		source, err := s.upstreams(ctx, r, log)
+		if err != nil {
+			return nil, usagef("forward[%d].upstreams: %v", i, err)
+		}
+		maxFails := r.MaxFailsValue()
+		if maxFails == 0 { // the file's "never out of rotation"
+			maxFails = forward.NoHealthCheck
+		}
+		fwd, err := forward.New(forward.Config{Upstreams: source, Self: cfg.Listen,
+			Timeout: r.Timeout.Duration(), Policy: r.Policy, MaxFails: maxFails,
+			HealthCheck: r.HealthCheck.Duration(), Expire: r.Expire.Duration(),
+			ForceTCP: r.ForceTCP, PreferUDP: r.PreferUDP, MaxConcurrent: cfg.MaxConcurrent,
+			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())})
+		if err != nil {
+			return nil, usagef("forward[%d]: %v", i, err)
+		}
+		if err := s.reg.Register(fwd); err != nil {
+			return nil, err
+		}
+		fwd.Start(ctx)
+		s.closers = append(s.closers, func() { _ = fwd.Close() })
+		if len(fwd.Upstreams()) == 0 {
+			log.Warn("no usable upstream: every upstream is one of the listen addresses", "zone", r.ZoneName(), "upstreams", source.Upstreams())
+		}
+		routes = append(routes, forward.Route{Zone: r.ZoneName(), Except: r.ExceptNames(), Upstream: fwd})
+	}
+	router, err := forward.NewRouter(routes)
+	if err != nil {
+		return nil, usagef("forward: %v", err)
+	}
+	c := cfg.Cache
+	cache, err := dnscache.New(router, dnscache.Config{
+		SuccessBytes: c.SuccessBytes.Bytes(), DenialBytes: c.DenialBytes.Bytes(),
+		MaxTTL: c.MaxTTL.Duration(), MinTTL: c.MinTTL.Duration(),
+		MaxNegativeTTL: c.MaxNegativeTTL.Duration(), MinNegativeTTL: c.MinNegativeTTL.Duration(),
+		ServeStale: c.ServeStale.Duration(), StaleTTL: c.StaleTTL.Duration(),
+		Prefetch: dnscache.Prefetch{Amount: c.Prefetch.Amount, Window: c.Prefetch.Window.Duration(), Percentage: c.Prefetch.Percentage},
+		Server:   "cluster", Logger: log,
+	})
+	if err != nil {
+		return nil, usagef("cache: %v", err)
+	}
+	s.closers = append(s.closers, cache.Close)
+	return cache, s.reg.Register(cache)
+}
+
+// upstreams is a route's upstream source: its addresses, or the
+// nameservers of its watched resolv.conf (the last good file is kept while
+// it is broken; loopback nameservers stay: the Forwarder drops only the
+// server's own addresses).
+func (s *answerStack) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log *slog.Logger) (forward.UpstreamSource, error) {
+	path := r.ResolvConf()
+	if path == "" {
+		var addrs []string
+		for _, a := range r.UpstreamAddrs() {
+			addrs = append(addrs, a.String())
+		}
+		return forward.StaticUpstreams(addrs), nil
+	}
+	w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(s.reg))
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() { <-w.Done() })
+	if snap := w.Current(); snap.Err != nil {
+		return nil, fmt.Errorf("%q: %w", path, snap.Err)
+	}
+	return watchedUpstreams{w}, nil
+}
+
+// static is the hosts file (watched) and the overrides.
+func (s *answerStack) static(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger) (dnsserver.Static, error) {
+	hc := hosts.Config{TTL: cfg.Hosts.TTL.Duration()}
+	for i, o := range cfg.Overrides {
+		var addrs []netip.Addr
+		for _, a := range o.Addresses {
+			ip, err := netip.ParseAddr(a)
+			if err != nil {
+				return nil, usagef("overrides[%d].addresses: %v", i, err)
+			}
+			addrs = append(addrs, ip)
+		}
+		hc.Overrides = append(hc.Overrides, hosts.Override{Name: o.Name, Addresses: addrs, TTL: o.TTL.Duration()})
+	}
+	if cfg.Hosts.File == "" {
+		t, err := hosts.NewTable(hc)
+		if err != nil {
+			return nil, usagef("overrides: %v", err)
+		}
+		return t, nil
+	}
+	src, err := hosts.NewSource(ctx, cfg.Hosts.File, hc, hosts.WithLogger(log), hosts.WithInterval(cfg.Hosts.Reload.Duration()))
+	if err != nil {
+		return nil, usagef("hosts: %v", err)
+	}
+	if err := s.reg.Register(src); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = src.Run(ctx) }()
+	s.closers = append(s.closers, func() { <-done })
+	return src, nil
+}
+
+// stackGatherer gathers the process-wide registry and the current answer
+// stack's (a reload starts the stack's counters again from zero, which
+// Prometheus's rate() reads as a counter reset).
+type stackGatherer struct {
+	main *prometheus.Registry
+	cur  atomic.Pointer[prometheus.Registry]
+}
+
+func (g *stackGatherer) Gather() ([]*dto.MetricFamily, error) {
+	return prometheus.Gatherers{g.main, g.cur.Load()}.Gather()
+}
+
+// retireAfter stops a replaced stack once the queries it may still be
+// answering have had their forwarding timeout.
+func retireAfter(old *answerStack, d time.Duration) {
+	time.AfterFunc(d, old.stop)
+}

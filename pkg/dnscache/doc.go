@@ -1,0 +1,74 @@
+// Package dnscache is the answer cache of the cluster DNS (for forwarded
+// answers) and of the node-local stage: a Cache in front of an Exchanger
+// (a forwarder) that is itself an Exchanger. New(next, Config) builds it;
+// Exchange(ctx, m) answers m from the cache or asks next, and returns a
+// reply with m's ID, question (in m's case, also in the owner names equal
+// to it), RD and CD bits, TTLs aged by the time the answer has been
+// cached, and no OPT (the caller adds its own; an upstream's OPT, cookies
+// and echoed options are never kept). Answer is Exchange that also says
+// where the reply came from (Hit, Miss, Coalesced, Stale).
+//
+// Key: the lowercase name, the type, the class, the DO bit and the CD bit;
+// never EDNS0 options (loop markers, autopath search lists) nor the ID.
+//
+// What is cached (CoreDNS cache's rules, RFC 2308):
+//
+//   - success, NOERROR with answer records: for the smallest TTL of its
+//     records (every section), raised to MinTTL (none by default) and
+//     capped at MaxTTL (1 h);
+//   - denial, NXDOMAIN or NODATA (NOERROR without answer records) with an
+//     SOA in the authority section: for min(SOA TTL, SOA MINIMUM), raised
+//     to MinNegativeTTL (none) and capped at MaxNegativeTTL (30 min); a
+//     denial without an SOA (a referral, say) is not cached (RFC 2308
+//     section 5);
+//   - never: truncated replies, SERVFAIL, REFUSED and other rcodes,
+//     replies whose question is not the query's, AXFR and IXFR, lifetimes
+//     under 1 s, and errors. They are returned as next gave them (its OPT
+//     removed, the query's ID set).
+//
+// Every record of a cached answer is stored with a TTL no longer than the
+// answer's lifetime (and the SOA of a denial with at most its MINIMUM), and
+// served aged by whole seconds.
+//
+// Memory: answers are kept packed; each counts its packed size as the
+// runtime allocates it (size class or whole pages), its name and
+// EntryOverhead, against the capacity of its kind: SuccessBytes (32 MiB)
+// and DenialBytes (8 MiB), so the heap the cache holds stays within their
+// sum whatever the answer sizes (TestCacheBytesBound: 38 MiB of answers of
+// 100 B to 60 KB offered to an 8 MiB cache leave 7.85 MiB on the heap;
+// the test fails above 8 MiB). MaxEntries optionally bounds the answers of each kind. The least
+// recently used answer of the kind being stored is dropped first, so
+// denials never evict successes; an answer bigger than its capacity is
+// returned and not cached.
+//
+// Misses: identical misses in flight ask next once and share its answer
+// (coalescing) for at most MaxFlights distinct questions at once, beyond
+// which a miss asks on its own; a waiter leaves when its context ends, and
+// a flight whose leader's context has ended is not joined (its followers
+// ask again rather than share a cancellation).
+//
+// Serve-stale (RFC 8767, off unless ServeStale > 0): expired answers are
+// kept (still within the byte bounds) until ServeStale past their expiry;
+// when next then fails (an error, SERVFAIL or REFUSED) the expired answer
+// is returned with every TTL set to StaleTTL (30 s), and for StaleTTL the
+// answer is served stale without asking next again (the RFC's failure
+// recheck timer). Beyond the window the failure is returned.
+//
+// Prefetch (off unless Prefetch.Amount > 0): an answer asked Amount times
+// within Window (1 min) is refreshed in the background when a hit finds its
+// remaining TTL under Percentage % (10) of its lifetime or at most 1 s; at
+// most MaxPrefetches (4) refreshes run at once, each within 5 s; a miss
+// for the same question joins the refresh. Close stops prefetching and
+// waits for the refreshes running.
+//
+// Metrics: Cache is a prometheus.Collector of dnsconfigurer_cache_*, all
+// with the const label server (Config.Server) so several caches share a
+// registry: hits_total{kind} (success, denial), misses_total{kind}
+// (success, denial, other: what next answered), stale_total,
+// prefetches_total, coalesced_total, evictions_total{kind}, entries{kind},
+// bytes{kind}. A stale answer served under the failure recheck timer is
+// counted in stale_total only; one served after next failed is also a miss
+// of kind other.
+//
+// It imports miekg/dns and Prometheus, and nothing of this module.
+package dnscache

@@ -1,0 +1,311 @@
+package dnsserver_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+)
+
+// startServer starts srv on 127.0.0.1 and shuts it down at cleanup.
+func startServer(t *testing.T, srv *dnsserver.Server) string {
+	t.Helper()
+	srv.Listen = []string{"127.0.0.1:0"}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv.Addrs()[0]
+}
+
+func answerA(w dns.ResponseWriter, req *dns.Msg) {
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.IPv4(192, 0, 2, 1)}}
+	_ = w.WriteMsg(m)
+}
+
+func metric(t *testing.T, c prometheus.Collector, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	v, ok := gather(t, reg)[name]
+	if !ok {
+		t.Fatalf("metric %s not found", name)
+	}
+	return v
+}
+
+// TestPanicIsServfail: a handler that panics answers SERVFAIL over UDP and
+// TCP, the panic is counted, its stack logged once, and the server keeps
+// answering.
+func TestPanicIsServfail(t *testing.T) {
+	var logs lockedBuffer
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if strings.HasPrefix(req.Question[0].Name, "boom.") {
+			var m map[string]int
+			m["x"]++ // nil map write: a real runtime panic
+		}
+		answerA(w, req)
+	})
+	srv := &dnsserver.Server{Handler: handler, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	addr := startServer(t, srv)
+	for _, network := range []string{"udp", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			c := &dns.Client{Net: network, Timeout: 2 * time.Second}
+			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("boom.example.", dns.TypeA), addr)
+			if err != nil || r.Rcode != dns.RcodeServerFailure {
+				t.Fatalf("panicking query: %v %v, want SERVFAIL", r, err)
+			}
+			r, _, err = c.Exchange(new(dns.Msg).SetQuestion("fine.example.", dns.TypeA), addr)
+			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+				t.Fatalf("query after the panic: %v %v", r, err)
+			}
+		})
+	}
+	if got := metric(t, srv, "dnsconfigurer_dnsserver_panics_total"); got != 2 {
+		t.Errorf("panics_total = %v, want 2", got)
+	}
+	if n := strings.Count(logs.String(), "dns handler panicked"); n != 1 {
+		t.Errorf("panic logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "guard_test.go") {
+		t.Errorf("the log has no stack naming the panicking function:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a log sink the server goroutines write while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestUDPInFlightBound: with MaxUDPInFlight queries held in the handler,
+// further datagrams are dropped and counted, not queued; once released the
+// server answers again.
+func TestUDPInFlightBound(t *testing.T) {
+	release := make(chan struct{})
+	var held atomic.Int64
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if strings.HasPrefix(req.Question[0].Name, "hold.") {
+			held.Add(1)
+			<-release
+		}
+		answerA(w, req)
+	})
+	srv := &dnsserver.Server{Handler: handler, MaxUDPInFlight: 4}
+	addr := startServer(t, srv)
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 4 {
+		b, _ := new(dns.Msg).SetQuestion("hold.example.", dns.TypeA).Pack()
+		b[0], b[1] = 0, byte(i)
+		if _, err := conn.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !pollUntil(5*time.Second, func() bool { return held.Load() == 4 }) {
+		t.Fatalf("held = %d, want 4", held.Load())
+	}
+	for range 10 {
+		b, _ := new(dns.Msg).SetQuestion("more.example.", dns.TypeA).Pack()
+		if _, err := conn.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !pollUntil(5*time.Second, func() bool { return metric(t, srv, "dnsconfigurer_dnsserver_udp_dropped_total") == 10 }) {
+		t.Fatalf("udp_dropped_total = %v, want 10", metric(t, srv, "dnsconfigurer_dnsserver_udp_dropped_total"))
+	}
+	close(release)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("after.example.", dns.TypeA), addr); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("after release: %v %v", r, err)
+	}
+}
+
+// TestTCPConnBound: beyond MaxTCPConns open connections a new one is closed
+// at once and counted; closing one frees its slot.
+func TestTCPConnBound(t *testing.T) {
+	srv := &dnsserver.Server{Handler: dns.HandlerFunc(answerA), MaxTCPConns: 2}
+	addr := startServer(t, srv)
+	query := func(c *dns.Conn) error {
+		if err := c.WriteMsg(new(dns.Msg).SetQuestion("x.example.", dns.TypeA)); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, err := c.ReadMsg()
+		return err
+	}
+	var open []*dns.Conn
+	for range 2 {
+		c, err := dns.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := query(c); err != nil {
+			t.Fatalf("connection within the bound: %v", err)
+		}
+		open = append(open, c)
+	}
+	third, err := dns.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := query(third); err == nil {
+		t.Fatal("a third connection was answered, want it closed")
+	}
+	third.Close()
+	if got := metric(t, srv, "dnsconfigurer_dnsserver_tcp_refused_total"); got != 1 {
+		t.Errorf("tcp_refused_total = %v, want 1", got)
+	}
+	open[0].Close()
+	if !pollUntil(5*time.Second, func() bool { return metric(t, srv, "dnsconfigurer_dnsserver_tcp_connections") == 1 }) {
+		t.Fatal("closing a connection did not free its slot")
+	}
+	fourth, err := dns.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fourth.Close()
+	if err := query(fourth); err != nil {
+		t.Fatalf("after a slot was freed: %v", err)
+	}
+}
+
+// TestLameduck: after Run's context ends the server keeps answering for
+// Lameduck with Ready false, then stops.
+func TestLameduck(t *testing.T) {
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(answerA), Lameduck: 3 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	if !pollUntil(5*time.Second, func() bool { return len(srv.Addrs()) == 1 }) {
+		t.Fatal("server did not start")
+	}
+	addr := srv.Addrs()[0]
+	if !srv.Ready() {
+		t.Fatal("not ready while serving")
+	}
+	cancel()
+	if !pollUntil(5*time.Second, func() bool { return !srv.Ready() }) {
+		t.Fatal("still ready after the context ended")
+	}
+	c := &dns.Client{Timeout: time.Second}
+	if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("x.example.", dns.TypeA), addr); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("query in lameduck: %v %v", r, err)
+	}
+	if got := metric(t, srv, "dnsconfigurer_dnsserver_lameduck"); got != 1 {
+		t.Errorf("lameduck gauge = %v, want 1", got)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the lameduck")
+	}
+	if _, _, err := c.Exchange(new(dns.Msg).SetQuestion("x.example.", dns.TypeA), addr); err == nil {
+		t.Fatal("answered after the lameduck ended")
+	}
+}
+
+// TestSetHandler: a handler swapped while the server runs answers the next
+// query; a query in progress finishes with the old one.
+func TestSetHandler(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	old := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if strings.HasPrefix(req.Question[0].Name, "slow.") {
+			close(entered)
+			<-release
+		}
+		answerA(w, req)
+	})
+	srv := &dnsserver.Server{Handler: old}
+	addr := startServer(t, srv)
+	slow := make(chan *dns.Msg, 1)
+	go func() {
+		r, _, _ := (&dns.Client{Timeout: 5 * time.Second}).Exchange(new(dns.Msg).SetQuestion("slow.example.", dns.TypeA), addr)
+		slow <- r
+	}()
+	<-entered
+	srv.SetHandler(dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetRcode(req, dns.RcodeNameError)
+		_ = w.WriteMsg(m)
+	}))
+	c := &dns.Client{Timeout: 2 * time.Second}
+	if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("new.example.", dns.TypeA), addr); err != nil || r.Rcode != dns.RcodeNameError {
+		t.Fatalf("after SetHandler: %v %v, want NXDOMAIN from the new handler", r, err)
+	}
+	close(release)
+	if r := <-slow; r == nil || len(r.Answer) != 1 {
+		t.Fatalf("the query in progress was not answered by the old handler: %v", r)
+	}
+}
+
+// TestLogQueries: one line per query with its name, type, rcode and
+// transport, for replies written as messages and as packed bytes.
+func TestLogQueries(t *testing.T) {
+	var logs lockedBuffer
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if strings.HasPrefix(req.Question[0].Name, "packed.") {
+			m := new(dns.Msg)
+			m.SetRcode(req, dns.RcodeNameError)
+			b, _ := m.Pack()
+			_, _ = w.Write(b)
+			return
+		}
+		answerA(w, req)
+	})
+	srv := &dnsserver.Server{Handler: dnsserver.LogQueries(h, slog.New(slog.NewTextHandler(&logs, nil)))}
+	addr := startServer(t, srv)
+	for _, q := range []struct{ network, name string }{{"udp", "one.example."}, {"tcp", "packed.example."}} {
+		c := &dns.Client{Net: q.network, Timeout: 2 * time.Second}
+		if _, _, err := c.Exchange(new(dns.Msg).SetQuestion(q.name, dns.TypeAAAA), addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"name=one.example. type=AAAA rcode=NOERROR", "proto=udp", "name=packed.example. type=AAAA rcode=NXDOMAIN", "proto=tcp"}
+	if !pollUntil(5*time.Second, func() bool {
+		for _, w := range want {
+			if !strings.Contains(logs.String(), w) {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("query log lacks %q:\n%s", want, logs.String())
+	}
+}

@@ -1,0 +1,182 @@
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Selection policies (Config.Policy), as CoreDNS's forward plugin.
+const (
+	// PolicyRandom tries the healthy upstreams in a random order.
+	PolicyRandom = "random"
+	// PolicyRoundRobin tries them from a start that moves by one per query.
+	PolicyRoundRobin = "round_robin"
+	// PolicySequential tries them in the configured order.
+	PolicySequential = "sequential"
+)
+
+// Defaults of Config.
+const (
+	// DefaultTimeout bounds one Exchange, every upstream and the TCP retry
+	// included.
+	DefaultTimeout = 2 * time.Second
+	// DefaultMaxFails is how many failed exchanges in a row mark an
+	// upstream down.
+	DefaultMaxFails = 2
+	// DefaultHealthCheck is the interval of the probes of down upstreams
+	// and of the upstream list's checks.
+	DefaultHealthCheck = 500 * time.Millisecond
+	// DefaultExpire is how long an idle pooled connection is kept.
+	DefaultExpire = 10 * time.Second
+	// DefaultMaxConcurrent is how many forwarded queries may wait for an
+	// upstream at once (the queries coalesced onto another included).
+	DefaultMaxConcurrent = 1000
+	// DefaultLoopOptionCode is the EDNS0 local option that carries the loop
+	// markers: 65534, the top of the local range (RFC 6891), away from the
+	// autopath option's default 65001.
+	DefaultLoopOptionCode = 65534
+	// MaxHops is how many loop markers a query may carry, its own aside:
+	// a query that went through more forwarders of ours is a loop too.
+	MaxHops = 8
+	// maxIdle is how many idle connections are pooled per upstream and
+	// transport; more are closed when released.
+	maxIdle = 256
+	// probeTimeout bounds one health or loop probe.
+	probeTimeout = time.Second
+)
+
+// Config configures a Forwarder. The zero value of a field means its
+// default.
+type Config struct {
+	// Upstreams gives the current upstream servers, "ip", "ip:port" or
+	// "[ip]:port" (port 53 by default), read at every query; entries that do
+	// not parse are skipped. Required.
+	Upstreams UpstreamSource
+	// Self are the server's own listen addresses, never forwarded to: a
+	// loopback or unspecified listen address matches any loopback upstream
+	// on the same port.
+	Self []string
+	// Timeout bounds one Exchange, every upstream tried and the TCP retry
+	// included (default DefaultTimeout).
+	Timeout time.Duration
+	// Policy orders the healthy upstreams for each query: PolicyRandom
+	// (default), PolicyRoundRobin or PolicySequential.
+	Policy string
+	// MaxFails is how many failed exchanges in a row mark an upstream down
+	// (default DefaultMaxFails); NoHealthCheck (-1) turns health checking
+	// off: upstreams are never marked down.
+	MaxFails int
+	// HealthCheck is the interval of the probes (". IN NS") that bring a
+	// down upstream back, and of the checks of the upstream list that start
+	// loop probes (default DefaultHealthCheck).
+	HealthCheck time.Duration
+	// Expire is how long an idle pooled connection is kept (default
+	// DefaultExpire).
+	Expire time.Duration
+	// ForceTCP sends every query over TCP.
+	ForceTCP bool
+	// PreferUDP sends over UDP first even when the client asked over TCP
+	// (TCP still follows a truncated reply). Not with ForceTCP.
+	PreferUDP bool
+	// MaxConcurrent is how many exchanges may wait for an upstream at once
+	// (default DefaultMaxConcurrent); beyond it Exchange fails at once with
+	// ErrOverloaded.
+	MaxConcurrent int
+	// ShedRcode is the rcode Rcode gives for ErrOverloaded: SERVFAIL
+	// (default) or REFUSED (CoreDNS's max_concurrent answer).
+	ShedRcode int
+	// LoopOptionCode is the EDNS0 option code of the loop markers, in the
+	// local range 65001-65534 (default DefaultLoopOptionCode). Every server
+	// of a deployment must use the same code for their markers to be seen.
+	LoopOptionCode uint16
+	// Zone labels the metrics (const label zone; default "."), so that
+	// several Forwarders register on one registry.
+	Zone string
+	// Logger gets the warnings (default: discarded).
+	Logger *slog.Logger
+}
+
+// NoHealthCheck as Config.MaxFails turns health checking off.
+const NoHealthCheck = -1
+
+// withDefaults validates c and returns it with the defaults filled in.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("forward config: %s: "+format, append([]any{field}, args...)...))
+	}
+	if c.Upstreams == nil {
+		bad("Upstreams", "missing")
+	}
+	switch {
+	case c.Timeout < 0:
+		bad("Timeout", "negative (%v)", c.Timeout)
+	case c.Timeout == 0:
+		c.Timeout = DefaultTimeout
+	}
+	switch c.Policy {
+	case "":
+		c.Policy = PolicyRandom
+	case PolicyRandom, PolicyRoundRobin, PolicySequential:
+	default:
+		bad("Policy", "%q is none of %q, %q, %q", c.Policy, PolicyRandom, PolicyRoundRobin, PolicySequential)
+	}
+	switch {
+	case c.MaxFails < NoHealthCheck:
+		bad("MaxFails", "%d (want NoHealthCheck, 0 for the default, or more)", c.MaxFails)
+	case c.MaxFails == 0:
+		c.MaxFails = DefaultMaxFails
+	case c.MaxFails == NoHealthCheck:
+		c.MaxFails = 0
+	}
+	switch {
+	case c.HealthCheck < 0:
+		bad("HealthCheck", "negative (%v)", c.HealthCheck)
+	case c.HealthCheck == 0:
+		c.HealthCheck = DefaultHealthCheck
+	}
+	switch {
+	case c.Expire < 0:
+		bad("Expire", "negative (%v)", c.Expire)
+	case c.Expire == 0:
+		c.Expire = DefaultExpire
+	}
+	if c.ForceTCP && c.PreferUDP {
+		bad("PreferUDP", "not with ForceTCP")
+	}
+	switch {
+	case c.MaxConcurrent < 0:
+		bad("MaxConcurrent", "negative (%d)", c.MaxConcurrent)
+	case c.MaxConcurrent == 0:
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	switch c.ShedRcode {
+	case 0:
+		c.ShedRcode = dns.RcodeServerFailure
+	case dns.RcodeServerFailure, dns.RcodeRefused:
+	default:
+		bad("ShedRcode", "%d (want SERVFAIL %d or REFUSED %d)", c.ShedRcode, dns.RcodeServerFailure, dns.RcodeRefused)
+	}
+	switch {
+	case c.LoopOptionCode == 0:
+		c.LoopOptionCode = DefaultLoopOptionCode
+	case c.LoopOptionCode < dns.EDNS0LOCALSTART || c.LoopOptionCode > dns.EDNS0LOCALEND:
+		bad("LoopOptionCode", "%d outside the local range %d-%d", c.LoopOptionCode, dns.EDNS0LOCALSTART, dns.EDNS0LOCALEND)
+	}
+	if c.Zone == "" {
+		c.Zone = "."
+	}
+	if _, ok := dns.IsDomainName(c.Zone); !ok {
+		bad("Zone", "%q is not a domain name", c.Zone)
+	}
+	c.Zone = strings.ToLower(dns.Fqdn(c.Zone))
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, errors.Join(errs...)
+}

@@ -1,0 +1,88 @@
+// Package forward is the project's forwarder: it sends the queries a DNS
+// handler does not answer itself to upstream servers, within bounded time,
+// memory, sockets and goroutines, and keeps forwarding loops from forming.
+// The cluster DNS server (pkg/dnsserver) and the node-local stage
+// (pkg/nodelocal) use it through their own Exchanger interfaces; a Router
+// sends each zone to its own Forwarder (stub domains).
+//
+// # Forwarder
+//
+// New(Config) validates the configuration (errors name the field) and
+// returns a Forwarder. Exchange sends a query and returns the reply:
+//
+//   - the upstream list is read from Config.Upstreams at every query (a
+//     watched resolv.conf may change it); the server's own listen addresses
+//     (Config.Self) are dropped: a loopback or unspecified listen address
+//     matches any loopback upstream on the same port;
+//   - the healthy upstreams are tried in Config.Policy's order (random by
+//     default, round_robin, sequential), each with an equal share of the
+//     time left: one Exchange ends within Config.Timeout (2s) whatever the
+//     number of upstreams;
+//   - over UDP, then TCP when the reply is truncated, bigger than advertised
+//     or does not parse; over TCP at once for a client that asked over TCP
+//     (WithClientTCP marks the context) unless Config.PreferUDP, and always
+//     with Config.ForceTCP;
+//   - queries go upstream with a random ID of ours and an EDNS0 size of
+//     dnsmsg.EDNSSize (1232), so a UDP read needs 1233 bytes (one more
+//     detects a reply bigger than advertised). A reply whose ID or question
+//     does not match is dropped and the read goes on until the deadline;
+//   - connections are pooled per upstream and transport (at most 256 idle
+//     each) and reused one query at a time; an idle one is closed after
+//     Config.Expire (10s) and a TCP connection the upstream closed while
+//     idle is replaced once;
+//   - identical queries in flight (same name, type, class, opcode, RD, CD,
+//     DO, EDNS0 options and transport) are sent once and share the reply;
+//   - at most Config.MaxConcurrent (1000) exchanges wait at once; beyond
+//     that Exchange fails at once with ErrOverloaded (shed).
+//
+// Rcode maps an Exchange error to the rcode to answer: SERVFAIL, or
+// Config.ShedRcode (SERVFAIL or REFUSED) for a shed query.
+//
+// # Background work and health
+//
+// Start (or Run, for a task runner) does the background work until its
+// context ends or Close is called, with at most 8 probes at once, each
+// within 1s: every Config.HealthCheck (500ms) it checks the upstream list,
+// probes the down upstreams and closes expired connections. Close stops it
+// and closes the idle connections.
+//
+// While it runs, an upstream whose exchanges fail Config.MaxFails (2) times
+// in a row (timeouts, refused connections; any reply counts as a success)
+// is down: it is skipped, and a probe (". IN NS", as CoreDNS) every
+// HealthCheck brings it back on any reply. When every upstream is down,
+// Exchange fails at once with ErrAllDown (failfast, no waiting) while the
+// probes go on. Without Start no upstream is ever marked down.
+//
+// Forward errors are logged at warning level, at most one line per
+// upstream per 10s with the count of the lines suppressed.
+//
+// # Loops
+//
+// Two defences:
+//
+//   - every query sent carries an EDNS0 local option (Config.LoopOptionCode,
+//     65534) with a random 8-byte marker of this Forwarder, after the
+//     markers of the forwarders it already went through. A query that comes
+//     back with our marker, or with more than MaxHops markers, fails with
+//     ErrLoop: two servers forwarding to each other stop after three
+//     queries;
+//   - a loop probe (the idea of CoreDNS's loop plugin): at Start and
+//     whenever the upstream list changes, each upstream is asked
+//     "<nonce>.<index>.loop-probe.dnsconfigurer. HINFO". If that query
+//     reaches this Forwarder's Exchange, the upstream it was sent to forwards
+//     back to us, through resolvers that drop EDNS0 options too: it is marked
+//     looping and never used again until the list changes, logged once at
+//     warning level and counted. The probe itself fails with ErrLoop. With
+//     only looping upstreams left Exchange fails with ErrNoUpstream.
+//
+// A loop through a resolver that drops unknown options and that no probe
+// found holds each query until the timeout, not more: the query that comes
+// back is identical to the one in flight and waits for it.
+//
+// # Metrics
+//
+// A Forwarder is a prometheus.Collector of dnsconfigurer_forward_* series
+// (listed at its Collect method), every one with the const label zone
+// (Config.Zone), so that one Forwarder per zone registers on one registry.
+// Per-upstream series are dropped when the upstream leaves the list.
+package forward

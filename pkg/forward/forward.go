@@ -1,0 +1,466 @@
+package forward
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+)
+
+// UpstreamSource gives the current upstream servers, as "host:port" or bare
+// addresses (port 53).
+type UpstreamSource interface {
+	Upstreams() []string
+}
+
+// StaticUpstreams is a fixed upstream list (--upstream). For
+// --upstream-resolv-conf, serve adapts a pkg/hostresolv watcher.
+type StaticUpstreams []string
+
+// Upstreams implements UpstreamSource.
+func (s StaticUpstreams) Upstreams() []string { return s }
+
+// logEvery is how often forward errors are logged per upstream at most.
+const logEvery = 10 * time.Second
+
+// Forwarder sends queries to upstream servers; see the package doc for its
+// behaviour and limits. Its methods are safe for concurrent use.
+type Forwarder struct {
+	cfg    Config
+	self   []netip.AddrPort
+	m      *metrics
+	log    *slog.Logger
+	slots  chan struct{}
+	next   atomic.Uint32
+	marker [8]byte
+
+	// cur is the upstream list last read from the source; listMu
+	// serialises its rebuilds.
+	cur    atomic.Pointer[upstreamList]
+	listMu sync.Mutex
+
+	// probe is the current loop probe round (nil before the first).
+	probe atomic.Pointer[probeRound]
+
+	mu      sync.Mutex
+	flights map[string]*flight
+
+	started atomic.Bool // health checking runs (Start or Run)
+	bgMu    sync.Mutex
+	bgStop  context.CancelFunc
+	bgDone  chan struct{}
+	closed  bool
+
+	shed, loops, loopDetected, allDown, coalesced atomic.Uint64
+}
+
+// upstreamList is the parsed upstream list of one source reading.
+type upstreamList struct {
+	raw []string    // as the source gave it
+	ups []*upstream // usable ones: parsed, not self, deduplicated
+}
+
+// New returns a Forwarder configured by cfg, or an error naming the first
+// bad fields. Call Start (or Run) for health checks and loop probes, and
+// Close when done.
+func New(cfg Config) (*Forwarder, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	f := &Forwarder{
+		cfg:     cfg,
+		m:       newMetrics(cfg.Zone),
+		log:     cfg.Logger.With("zone", cfg.Zone),
+		slots:   make(chan struct{}, cfg.MaxConcurrent),
+		flights: map[string]*flight{},
+	}
+	for i, l := range cfg.Self {
+		ap, err := ParseAddrPort(l)
+		if err != nil {
+			return nil, fmt.Errorf("forward config: Self[%d] %q: %w", i, l, err)
+		}
+		f.self = append(f.self, ap)
+	}
+	if _, err := crand.Read(f.marker[:]); err != nil {
+		return nil, fmt.Errorf("loop marker: %w", err)
+	}
+	f.cur.Store(&upstreamList{})
+	return f, nil
+}
+
+// ParseAddrPort parses "ip", "ip:port" or "[ip]:port" (port 53 by default).
+func ParseAddrPort(s string) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), 53), nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("port %q: %w", port, err)
+	}
+	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
+}
+
+// isSelf reports whether up is one of the server's own addresses.
+func (f *Forwarder) isSelf(up netip.AddrPort) bool {
+	for _, l := range f.self {
+		if l.Port() != up.Port() {
+			continue
+		}
+		if l.Addr() == up.Addr() {
+			return true
+		}
+		if (l.Addr().IsLoopback() || l.Addr().IsUnspecified()) && up.Addr().IsLoopback() {
+			return true
+		}
+		if l.Addr().IsUnspecified() && up.Addr().IsUnspecified() {
+			return true
+		}
+	}
+	return false
+}
+
+// list returns the upstreams of the source's current list, rebuilding the
+// list when the source changed: upstreams still listed keep their state,
+// the others' connections are closed and their series dropped.
+func (f *Forwarder) list() *upstreamList {
+	raw := f.cfg.Upstreams.Upstreams()
+	if l := f.cur.Load(); slices.Equal(l.raw, raw) {
+		return l
+	}
+	f.listMu.Lock()
+	defer f.listMu.Unlock()
+	old := f.cur.Load()
+	if slices.Equal(old.raw, raw) {
+		return old
+	}
+	byName := map[string]*upstream{}
+	for _, u := range old.ups {
+		byName[u.name] = u
+	}
+	nl := &upstreamList{raw: slices.Clone(raw)}
+	seen := map[string]bool{}
+	for _, s := range raw {
+		ap, err := ParseAddrPort(s)
+		if err != nil || f.isSelf(ap) || seen[ap.String()] {
+			continue
+		}
+		name := ap.String()
+		seen[name] = true
+		u := byName[name]
+		if u == nil {
+			u = &upstream{name: name}
+		}
+		// A new list is probed again for loops.
+		u.looping.Store(false)
+		nl.ups = append(nl.ups, u)
+	}
+	for _, u := range old.ups {
+		if !seen[u.name] {
+			u.udp.close()
+			u.tcp.close()
+			f.m.forget(u.name)
+		}
+	}
+	f.bgMu.Lock()
+	if f.closed {
+		for _, u := range nl.ups {
+			u.udp.close()
+			u.tcp.close()
+		}
+	}
+	f.bgMu.Unlock()
+	f.cur.Store(nl)
+	return nl
+}
+
+// Upstreams returns the usable upstreams, "ip:port", self excluded, in the
+// configured order (the ones found to loop back included).
+func (f *Forwarder) Upstreams() []string {
+	var out []string
+	for _, u := range f.list().ups {
+		out = append(out, u.name)
+	}
+	return out
+}
+
+type clientTCPKey struct{}
+
+// WithClientTCP marks ctx as the context of a query that came over TCP:
+// Exchange then asks the upstream over TCP too (unless Config.PreferUDP).
+func WithClientTCP(ctx context.Context) context.Context {
+	return context.WithValue(ctx, clientTCPKey{}, true)
+}
+
+func clientTCP(ctx context.Context) bool {
+	v, _ := ctx.Value(clientTCPKey{}).(bool)
+	return v
+}
+
+// Exchange sends m (which it does not modify) to the upstreams and returns
+// the first reply, or an error: ErrNoUpstream, ErrOverloaded, ErrAllDown,
+// ErrLoop, or the upstreams' errors (Rcode maps each to the rcode to
+// answer). It returns within Config.Timeout, or sooner when ctx ends.
+func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(m.Question) == 1 && f.ownProbe(m.Question[0].Name) {
+		f.loops.Add(1)
+		return nil, ErrLoop
+	}
+	ups, err := f.pick()
+	if err != nil {
+		return nil, err
+	}
+	up, key, err := f.prepare(m)
+	if err != nil {
+		f.loops.Add(1)
+		return nil, err
+	}
+	select {
+	case f.slots <- struct{}{}:
+		defer func() { <-f.slots }()
+	default:
+		f.shed.Add(1)
+		return nil, &shedError{rcode: f.cfg.ShedRcode}
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	tcp := f.cfg.ForceTCP || (clientTCP(ctx) && !f.cfg.PreferUDP)
+	if key == "" {
+		r, err := f.exchange(ctx, ups, up, tcp)
+		if r != nil {
+			r.Id = m.Id
+		}
+		return r, err
+	}
+	if tcp {
+		key += "\x00tcp"
+	}
+
+	f.mu.Lock()
+	// A flight whose caller has gone (an autopath candidate made useless
+	// by an earlier one) is ending: it is not joined.
+	if fl, ok := f.flights[key]; ok && fl.ctx.Err() == nil {
+		fl.waiters++
+		f.mu.Unlock()
+		f.coalesced.Add(1)
+		select {
+		case <-fl.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if fl.err != nil {
+			return nil, fl.err
+		}
+		r := fl.reply.Copy()
+		r.Id = m.Id
+		return r, nil
+	}
+	fl := &flight{ctx: ctx, done: make(chan struct{})}
+	f.flights[key] = fl
+	f.mu.Unlock()
+
+	r, err := f.exchange(ctx, ups, up, tcp)
+	f.mu.Lock()
+	if f.flights[key] == fl {
+		delete(f.flights, key)
+	}
+	shared := fl.waiters > 0
+	f.mu.Unlock()
+	fl.reply, fl.err = r, err
+	if shared && err == nil {
+		// The waiters copy fl.reply; the caller gets its own copy to
+		// modify.
+		r = r.Copy()
+	}
+	close(fl.done)
+	if r != nil {
+		r.Id = m.Id
+	}
+	return r, err
+}
+
+// flight is an exchange in progress that identical queries wait for.
+type flight struct {
+	ctx     context.Context // the leader's
+	done    chan struct{}
+	waiters int // under Forwarder.mu
+	reply   *dns.Msg
+	err     error
+}
+
+// pick returns the upstreams to try, in the policy's order: the healthy
+// ones that do not loop. It fails with ErrNoUpstream when none is usable
+// and ErrAllDown when every usable one is down.
+func (f *Forwarder) pick() ([]*upstream, error) {
+	all := f.list().ups
+	ups := make([]*upstream, 0, len(all))
+	usable := 0
+	for _, u := range all {
+		if u.looping.Load() {
+			continue
+		}
+		usable++
+		if !u.down.Load() {
+			ups = append(ups, u)
+		}
+	}
+	switch {
+	case usable == 0:
+		return nil, ErrNoUpstream
+	case len(ups) == 0:
+		f.allDown.Add(1)
+		return nil, ErrAllDown
+	}
+	switch f.cfg.Policy {
+	case PolicyRandom:
+		rand.Shuffle(len(ups), func(i, j int) { ups[i], ups[j] = ups[j], ups[i] })
+	case PolicyRoundRobin:
+		start := int(f.next.Add(1)-1) % len(ups)
+		ups = append(ups[start:], ups[:start]...)
+	}
+	return ups, nil
+}
+
+// exchange tries each upstream in turn, each with an equal share of the
+// time left.
+func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, tcp bool) (*dns.Msg, error) {
+	var errs []error
+	for i, u := range ups {
+		r, err := f.attempt(ctx, u, m, tcp, len(ups)-i)
+		if err == nil {
+			u.fails.Store(0)
+			return r, nil
+		}
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The client went away: not the upstream's fault.
+			return nil, ctx.Err()
+		}
+		f.failed(u, err)
+		errs = append(errs, fmt.Errorf("upstream %q: %w", u.name, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// failed counts a failed exchange with u, marks it down after MaxFails in a
+// row (while health checks run), and logs at most once per logEvery.
+func (f *Forwarder) failed(u *upstream, err error) {
+	f.m.errors.WithLabelValues(u.name).Inc()
+	if n := int(u.fails.Add(1)); f.cfg.MaxFails > 0 && n >= f.cfg.MaxFails && f.started.Load() && !u.down.Swap(true) {
+		f.log.Warn("upstream down: probing it", "upstream", u.name, "fails", n)
+	}
+	if ok, suppressed := u.logged.allow(logEvery); ok {
+		f.log.Warn("forward failed", "upstream", u.name, "err", err, "suppressed", suppressed)
+	}
+}
+
+// attempt asks one upstream within 1/left of the time left in ctx: over
+// TCP when tcp, else over UDP and then TCP when the reply was truncated.
+func (f *Forwarder) attempt(ctx context.Context, u *upstream, m *dns.Msg, tcp bool, left int) (*dns.Msg, error) {
+	if d, ok := ctx.Deadline(); ok && left > 1 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(d)/time.Duration(left))
+		defer cancel()
+	}
+	if !tcp {
+		r, err := f.query(ctx, u, m, false)
+		if !errors.Is(err, errTruncated) {
+			return r, err
+		}
+	}
+	return f.query(ctx, u, m, true)
+}
+
+// prepare returns the query to send for m: a shallow copy whose OPT
+// advertises dnsmsg.EDNSSize and carries our loop marker after those already
+// there. It fails with ErrLoop when m carries our marker or too many. key
+// identifies the question and options for coalescing ("" for a query with
+// other than one question).
+func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, key string, err error) {
+	code := f.cfg.LoopOptionCode
+	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+	opt.SetUDPSize(dnsmsg.EDNSSize)
+	extra := make([]dns.RR, 0, len(m.Extra)+1)
+	var k []byte
+	if len(m.Question) == 1 {
+		q := m.Question[0]
+		k = append(k, strings.ToLower(q.Name)...)
+		k = append(k, 0, byte(q.Qtype>>8), byte(q.Qtype), byte(q.Qclass>>8), byte(q.Qclass), boolByte(m.RecursionDesired), boolByte(m.CheckingDisabled), byte(m.Opcode))
+	}
+	hops := 0
+	for _, rr := range m.Extra {
+		o, ok := rr.(*dns.OPT)
+		if !ok {
+			extra = append(extra, rr)
+			k = nil // TSIG and the like: not coalesced
+			continue
+		}
+		opt.Hdr.Ttl = o.Hdr.Ttl // extended rcode, version, DO
+		opt.SetUDPSize(dnsmsg.EDNSSize)
+		for _, e := range o.Option {
+			if e.Option() == code {
+				if l, ok := e.(*dns.EDNS0_LOCAL); ok {
+					if string(l.Data) == string(f.marker[:]) {
+						return nil, "", ErrLoop
+					}
+					if hops++; hops > MaxHops {
+						return nil, "", ErrLoop
+					}
+				}
+				opt.Option = append(opt.Option, e)
+				continue
+			}
+			opt.Option = append(opt.Option, e)
+			if k != nil {
+				v := e.String()
+				k = append(k, byte(e.Option()>>8), byte(e.Option()), byte(len(v)>>8), byte(len(v)))
+				k = append(k, v...)
+			}
+		}
+	}
+	if k != nil {
+		k = append(k, 0xff, byte(opt.Hdr.Ttl>>24), byte(opt.Hdr.Ttl>>16), byte(opt.Hdr.Ttl>>8), byte(opt.Hdr.Ttl))
+	}
+	opt.Option = append(opt.Option, &dns.EDNS0_LOCAL{Code: code, Data: f.marker[:]})
+	up = new(dns.Msg)
+	*up = *m
+	// A random ID of our own: a reply that guessed the client's does not
+	// match, and neither does a late reply on a pooled socket.
+	up.Id = dns.Id()
+	up.Extra = append(extra, opt)
+	return up, string(k), nil
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,205 @@
+package forward
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// probeSuffix ends the names of loop probes: <nonce>.<index>.<probeSuffix>.
+const probeSuffix = "loop-probe.dnsconfigurer."
+
+// maxProbes bounds the probes sent at once.
+const maxProbes = 8
+
+// probeRound is one loop probe of an upstream list: the upstream at index
+// i was asked <nonce>.<i>.loop-probe.dnsconfigurer.
+type probeRound struct {
+	nonce string
+	ups   []*upstream
+}
+
+// Start runs the background work (Run) until ctx ends or Close is called.
+// It is a no-op after the first call.
+func (f *Forwarder) Start(ctx context.Context) {
+	f.bgMu.Lock()
+	defer f.bgMu.Unlock()
+	if f.bgDone != nil || f.closed {
+		return
+	}
+	ctx, f.bgStop = context.WithCancel(ctx)
+	f.bgDone = make(chan struct{})
+	go func() {
+		defer close(f.bgDone)
+		_ = f.run(ctx)
+	}()
+}
+
+// Run does the background work until ctx ends, then returns nil: it probes
+// each upstream for loops now and whenever the list changes, probes the
+// down upstreams every Config.HealthCheck and closes the connections idle
+// for Config.Expire. Use Start or Run, once.
+func (f *Forwarder) Run(ctx context.Context) error {
+	f.bgMu.Lock()
+	if f.bgDone != nil || f.closed {
+		f.bgMu.Unlock()
+		return errors.New("forward: Run after Start, Run or Close")
+	}
+	ctx, f.bgStop = context.WithCancel(ctx)
+	done := make(chan struct{})
+	f.bgDone = done
+	f.bgMu.Unlock()
+	defer close(done)
+	return f.run(ctx)
+}
+
+func (f *Forwarder) run(ctx context.Context) error {
+	f.started.Store(true)
+	defer f.started.Store(false)
+	tick := time.NewTicker(f.cfg.HealthCheck)
+	defer tick.Stop()
+	var probed []string // the raw list last probed for loops
+	for {
+		l := f.list()
+		if !slices.Equal(probed, l.raw) || f.probe.Load() == nil {
+			probed = l.raw
+			f.loopProbe(ctx, l.ups)
+		}
+		f.healthProbe(ctx, l.ups)
+		for _, u := range l.ups {
+			u.udp.expire(f.cfg.Expire)
+			u.tcp.expire(f.cfg.Expire)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Close stops the background work, waits for it, and closes the pooled
+// connections; connections in use are closed when their query ends.
+// Exchange keeps working, without pooling.
+func (f *Forwarder) Close() error {
+	f.bgMu.Lock()
+	f.closed = true
+	stop, done := f.bgStop, f.bgDone
+	f.bgMu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	for _, u := range f.cur.Load().ups {
+		u.udp.close()
+		u.tcp.close()
+	}
+	return nil
+}
+
+// each runs fn for every upstream, at most maxProbes at once, and waits.
+func each(ups []*upstream, fn func(i int, u *upstream)) {
+	sem := make(chan struct{}, maxProbes)
+	var wg sync.WaitGroup
+	for i, u := range ups {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i, u)
+		}()
+	}
+	wg.Wait()
+}
+
+// healthProbe asks each down upstream ". IN NS"; any reply brings it back.
+func (f *Forwarder) healthProbe(ctx context.Context, ups []*upstream) {
+	var down []*upstream
+	for _, u := range ups {
+		if u.down.Load() && !u.looping.Load() {
+			down = append(down, u)
+		}
+	}
+	each(down, func(_ int, u *upstream) {
+		m := new(dns.Msg)
+		m.SetQuestion(".", dns.TypeNS)
+		if _, err := f.probeOne(ctx, u, m); err != nil {
+			if ctx.Err() == nil {
+				f.m.healthFails.WithLabelValues(u.name).Inc()
+			}
+			return
+		}
+		u.fails.Store(0)
+		if u.down.Swap(false) {
+			f.log.Info("upstream up again", "upstream", u.name)
+		}
+	})
+}
+
+// probeOne sends m to u (UDP, then TCP when truncated; TCP with ForceTCP)
+// within probeTimeout.
+func (f *Forwarder) probeOne(ctx context.Context, u *upstream, m *dns.Msg) (*dns.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, min(probeTimeout, f.cfg.Timeout))
+	defer cancel()
+	up, _, err := f.prepare(m)
+	if err != nil {
+		return nil, err
+	}
+	return f.attempt(ctx, u, up, f.cfg.ForceTCP, 1)
+}
+
+// loopProbe starts a round: each upstream is asked a name of its own;
+// one that forwards it back to us is marked looping in ownProbe.
+func (f *Forwarder) loopProbe(ctx context.Context, ups []*upstream) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	round := &probeRound{nonce: hex.EncodeToString(b[:]), ups: ups}
+	f.probe.Store(round)
+	each(ups, func(i int, u *upstream) {
+		m := new(dns.Msg)
+		m.SetQuestion(round.nonce+"."+strconv.Itoa(i)+"."+probeSuffix, dns.TypeHINFO)
+		_, _ = f.probeOne(ctx, u, m)
+	})
+}
+
+// ownProbe reports whether name is a loop probe of the current round, and
+// marks the upstream it was sent to as looping.
+func (f *Forwarder) ownProbe(name string) bool {
+	rest, ok := cutSuffixFold(name, "."+probeSuffix)
+	if !ok {
+		return false
+	}
+	round := f.probe.Load()
+	if round == nil {
+		return false
+	}
+	nonce, idx, ok := strings.Cut(rest, ".")
+	if !ok || !strings.EqualFold(nonce, round.nonce) {
+		return false
+	}
+	i, err := strconv.Atoi(idx)
+	if err != nil || i < 0 || i >= len(round.ups) {
+		return true // ours, but not a valid index: still not forwarded
+	}
+	u := round.ups[i]
+	if !u.looping.Swap(true) {
+		f.loopDetected.Add(1)
+		f.log.Warn("upstream forwards back to this server: not used until the upstream list changes", "upstream", u.name)
+	}
+	return true
+}
+
+func cutSuffixFold(s, suffix string) (string, bool) {
+	if len(s) < len(suffix) || !strings.EqualFold(s[len(s)-len(suffix):], suffix) {
+		return s, false
+	}
+	return s[:len(s)-len(suffix)], true
+}

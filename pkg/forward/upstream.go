@@ -1,0 +1,256 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+)
+
+// upstream is one upstream server: its health and its idle connections.
+type upstream struct {
+	name    string // "ip:port"
+	fails   atomic.Int32
+	down    atomic.Bool
+	looping atomic.Bool
+	udp     pool
+	tcp     pool
+	logged  rateLimit
+}
+
+// pool holds the idle connections to one upstream over one transport,
+// most recently used last.
+type pool struct {
+	mu     sync.Mutex
+	idle   []idleConn
+	closed bool
+}
+
+type idleConn struct {
+	c  *dns.Conn
+	at time.Time
+}
+
+// get returns an idle connection used within expire, closing older ones.
+func (p *pool) get(expire time.Duration) *dns.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		ic := p.idle[n-1]
+		p.idle[n-1] = idleConn{}
+		p.idle = p.idle[:n-1]
+		if time.Since(ic.at) < expire {
+			return ic.c
+		}
+		ic.c.Close()
+	}
+	return nil
+}
+
+// put keeps c for reuse, or closes it when the pool is full or closed.
+func (p *pool) put(c *dns.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle) >= maxIdle {
+		c.Close()
+		return
+	}
+	p.idle = append(p.idle, idleConn{c: c, at: time.Now()})
+}
+
+// expire closes the connections idle for expire or more.
+func (p *pool) expire(expire time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for n < len(p.idle) && time.Since(p.idle[n].at) >= expire {
+		p.idle[n].c.Close()
+		n++
+	}
+	p.idle = append(p.idle[:0], p.idle[n:]...)
+}
+
+// close closes every idle connection; later ones are closed when released.
+func (p *pool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ic := range p.idle {
+		ic.c.Close()
+	}
+	p.idle, p.closed = nil, true
+}
+
+// idleCount is the number of idle connections (tests).
+func (p *pool) idleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
+// errTruncated: the UDP reply had TC set, did not fit dnsmsg.EDNSSize or
+// did not parse; the query is asked again over TCP.
+var errTruncated = errors.New("truncated reply")
+
+// query sends m to u over one transport and returns the reply whose ID and
+// question match, reading past others until ctx's deadline. A pooled
+// connection is used when there is one; a TCP connection the upstream
+// closed while idle is replaced once.
+func (f *Forwarder) query(ctx context.Context, u *upstream, m *dns.Msg, tcp bool) (*dns.Msg, error) {
+	r, err, reused := f.queryOnce(ctx, u, m, tcp)
+	if err != nil && reused && tcp && ctx.Err() == nil && staleConn(err) {
+		r, err, _ = f.queryOnce(ctx, u, m, tcp)
+	}
+	return r, err
+}
+
+// staleConn reports whether err is what a reused connection the peer closed
+// gives.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp bool) (r *dns.Msg, err error, reused bool) {
+	proto, p := "udp", &u.udp
+	if tcp {
+		proto, p = "tcp", &u.tcp
+	}
+	c := p.get(f.cfg.Expire)
+	if c != nil {
+		reused = true
+		f.m.cacheHits.WithLabelValues(u.name, proto).Inc()
+	} else {
+		f.m.cacheMisses.WithLabelValues(u.name, proto).Inc()
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, proto, u.name)
+		if err != nil {
+			return nil, err, false
+		}
+		c = &dns.Conn{Conn: nc, UDPSize: dnsmsg.EDNSSize + 1}
+	}
+	keep := false
+	defer func() {
+		if keep {
+			p.put(c)
+		} else {
+			c.Close()
+		}
+	}()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(f.cfg.Timeout)
+	}
+	if err := c.SetDeadline(deadline); err != nil {
+		return nil, err, reused
+	}
+	// The client going away ends the read at once.
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	f.m.requests.WithLabelValues(u.name).Inc()
+	start := time.Now()
+	if err := c.WriteMsg(m); err != nil {
+		return nil, err, reused
+	}
+	var buf []byte
+	if !tcp {
+		buf = make([]byte, dnsmsg.EDNSSize+1)
+	}
+	for {
+		var b []byte
+		if tcp {
+			b, err = c.ReadMsgHeader(nil)
+		} else {
+			var n int
+			n, err = c.Read(buf)
+			b = buf[:n]
+		}
+		if err != nil {
+			if errors.Is(err, dns.ErrShortRead) {
+				f.m.badReplies.WithLabelValues(u.name).Inc()
+				continue
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				err = fmt.Errorf("%w (%w)", cerr, err)
+			}
+			return nil, err, reused
+		}
+		if len(b) < 12 || b[0] != byte(m.Id>>8) || b[1] != byte(m.Id) {
+			// A late reply to an earlier query on this socket, or noise.
+			f.m.badReplies.WithLabelValues(u.name).Inc()
+			continue
+		}
+		if !tcp && len(b) > dnsmsg.EDNSSize {
+			// Bigger than we advertised: the kernel cut it.
+			keep = stop()
+			return nil, errTruncated, reused
+		}
+		r = new(dns.Msg)
+		if err := r.Unpack(b); err != nil {
+			if !tcp {
+				keep = stop()
+				return nil, errTruncated, reused
+			}
+			return nil, fmt.Errorf("reply does not parse: %w", err), reused
+		}
+		if !sameQuestion(r, m) {
+			f.m.badReplies.WithLabelValues(u.name).Inc()
+			continue
+		}
+		// A stopped AfterFunc has not moved the deadline: the connection
+		// is still good.
+		keep = stop()
+		f.m.duration.WithLabelValues(u.name).Observe(time.Since(start).Seconds())
+		if !tcp && r.Truncated {
+			return nil, errTruncated, reused
+		}
+		f.m.responses.WithLabelValues(u.name, dns.RcodeToString[r.Rcode]).Inc()
+		return r, nil, reused
+	}
+}
+
+// sameQuestion reports whether the reply r answers the question of m (an
+// error rcode without a question section is accepted).
+func sameQuestion(r, m *dns.Msg) bool {
+	if !r.Response || r.Opcode != m.Opcode {
+		return false
+	}
+	if len(r.Question) == 0 {
+		return r.Rcode != dns.RcodeSuccess
+	}
+	if len(r.Question) != len(m.Question) {
+		return false
+	}
+	a, b := r.Question[0], m.Question[0]
+	return a.Qtype == b.Qtype && a.Qclass == b.Qclass && strings.EqualFold(a.Name, b.Name)
+}
+
+// rateLimit lets one log line through per interval and counts the others.
+type rateLimit struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether to log now, and how many lines were suppressed
+// since the last one.
+func (l *rateLimit) allow(every time.Duration) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && time.Since(l.last) < every {
+		l.suppressed++
+		return false, 0
+	}
+	n := l.suppressed
+	l.last, l.suppressed = time.Now(), 0
+	return true, n
+}

@@ -1,0 +1,216 @@
+package bench
+
+// The harness's own tests: they run without DNSCONFIGURER_BENCH, in about
+// three seconds, against in-process stubs.
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func TestClosedLoopCounts(t *testing.T) {
+	s := startStub(t)
+	for _, c := range []struct {
+		name     string
+		question string
+		wantOK   bool
+	}{
+		{"answer", cachedName, true},
+		{"no answer", "www.example.org.", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := s.queries.Load()
+			wire, err := question(c.question, dns.TypeA).Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := closedLoop(s.addr, wire, 4, 200*time.Millisecond, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replies := res.answered + res.bad
+			if replies == 0 || res.timeouts != 0 || int64(len(res.lat)) != replies {
+				t.Fatalf("%d answered, %d wrong, %d timeouts, %d latencies", res.answered, res.bad, res.timeouts, len(res.lat))
+			}
+			if got := s.queries.Load() - before; got != replies {
+				t.Errorf("stub saw %d queries, the generator counted %d replies", got, replies)
+			}
+			if ok := res.bad == 0; ok != c.wantOK || (res.answered > 0) != c.wantOK {
+				t.Errorf("%d answered, %d wrong; want all answered %v", res.answered, res.bad, c.wantOK)
+			}
+		})
+	}
+}
+
+func TestClosedLoopTimesOut(t *testing.T) {
+	d := startDead(t)
+	wire, err := question(cachedName, dns.TypeA).Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := closedLoop(d.addr, wire, 2, 200*time.Millisecond, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.answered != 0 || res.bad != 0 || res.timeouts < 2 {
+		t.Errorf("%d answered, %d wrong, %d timeouts; want only timeouts", res.answered, res.bad, res.timeouts)
+	}
+}
+
+// servfailer answers SERVFAIL to every query except those whose first
+// label's number is a multiple of 10, which it drops.
+type servfailer struct{ dropped atomic.Int64 }
+
+func (s *servfailer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	label := strings.SplitN(r.Question[0].Name, ".", 2)[0]
+	if n, err := strconv.Atoi(strings.TrimPrefix(label, "f")); err == nil && n%10 == 0 {
+		s.dropped.Add(1)
+		return
+	}
+	m := new(dns.Msg)
+	m.SetRcode(r, dns.RcodeServerFailure)
+	w.WriteMsg(m)
+}
+
+func TestFloodAccountsForEveryQuery(t *testing.T) {
+	h := &servfailer{}
+	srv := &dns.Server{Addr: "127.0.0.1:0", Net: "udp", Handler: h}
+	pcAddr := make(chan string, 1)
+	srv.NotifyStartedFunc = func() { pcAddr <- srv.PacketConn.LocalAddr().String() }
+	done := make(chan error, 1)
+	go func() { done <- srv.ListenAndServe() }()
+	var addr string
+	select {
+	case addr = <-pcAddr:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Shutdown()
+		<-done
+	})
+
+	const qps, d = 500, time.Second
+	res, err := flood(addr, floodZone, qps, d, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.sent < qps/2 || res.sent > qps { // the pacer catches up unless the last ticks come late
+		t.Errorf("sent %d queries in %v at %d qps", res.sent, d, qps)
+	}
+	if got := len(res.replies) + len(res.lost); got != res.sent {
+		t.Errorf("%d replies + %d unanswered, want %d sent", len(res.replies), len(res.lost), res.sent)
+	}
+	if got := int64(len(res.lost)); got != h.dropped.Load() {
+		t.Errorf("%d unanswered, the server dropped %d", got, h.dropped.Load())
+	}
+	for _, r := range res.replies {
+		if r.rcode != dns.RcodeServerFailure || r.lat <= 0 || r.sent > d {
+			t.Fatalf("reply %+v", r)
+		}
+	}
+	if res.stray != 0 {
+		t.Errorf("%d stray replies", res.stray)
+	}
+}
+
+// goodFlood is a report that meets every target: the first second waits
+// 2 s for SERVFAIL, then every answer takes 200 µs.
+func goodFlood() floodReport {
+	r := floodReport{server: "test", deadPackets: 10, end: usage{hwmKiB: 50 << 10}}
+	for i := range 20000 {
+		sent, lat := time.Duration(i)*time.Millisecond, 200*time.Microsecond
+		if sent < time.Second {
+			lat = 2 * time.Second
+		}
+		r.res.replies = append(r.res.replies, floodReply{sent: sent, lat: lat, rcode: dns.RcodeServerFailure})
+	}
+	r.res.sent = len(r.res.replies)
+	for i := range 20 {
+		r.samples = append(r.samples, sample{at: time.Duration(i) * time.Second, goroutines: 100, u: usage{rssKiB: 50 << 10, hwmKiB: 50 << 10}})
+	}
+	for i := range 200 {
+		r.probes = append(r.probes, probe{at: time.Duration(i) * 100 * time.Millisecond, lat: time.Millisecond, ok: true})
+	}
+	return r
+}
+
+func TestFloodViolations(t *testing.T) {
+	if v := floodViolations(goodFlood()); len(v) != 0 {
+		t.Fatalf("the good report violates %q", v)
+	}
+	for _, c := range []struct {
+		name  string
+		spoil func(*floodReport)
+		want  string
+	}{
+		{"goroutines", func(r *floodReport) { r.samples[5].goroutines = 3001 }, "3001 goroutines"},
+		{"not scraped", func(r *floodReport) {
+			for i := range r.samples {
+				r.samples[i].goroutines = -1
+			}
+		}, "never scraped"},
+		{"rss", func(r *floodReport) { r.end.hwmKiB = 201 << 10 }, "201.0 MiB"},
+		{"upstreams never asked", func(r *floodReport) { r.deadPackets = 0 }, "never asked"},
+		{"slow servfail", func(r *floodReport) {
+			for i := range 300 {
+				r.res.replies[i].lat = 3 * time.Second
+			}
+		}, "within 2.5s"},
+		{"unanswered", func(r *floodReport) {
+			// 0.9% of all, 1.1% of those after 3.5 s
+			for _, rep := range r.res.replies[5000:5180] {
+				r.res.lost = append(r.res.lost, rep.sent)
+			}
+			r.res.replies = append(r.res.replies[:5000], r.res.replies[5180:]...)
+		}, "after the flood began answered"},
+		{"not at once", func(r *floodReport) {
+			for i := 10000; i < 10200; i++ {
+				r.res.replies[i].lat = 2 * time.Second
+			}
+		}, "reply p99 2s"},
+		{"no servfail", func(r *floodReport) {
+			for i := range r.res.replies {
+				r.res.replies[i].rcode = dns.RcodeRefused
+			}
+		}, "no SERVFAIL"},
+		{"in-cluster lost", func(r *floodReport) { r.probes[100].ok = false }, "1 of 200 probes"},
+		{"in-cluster slow", func(r *floodReport) {
+			for i := range 5 {
+				r.probes[i].lat = 150 * time.Millisecond
+			}
+		}, "p99 150ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := goodFlood()
+			c.spoil(&r)
+			v := floodViolations(r)
+			if len(v) != 1 || !strings.Contains(v[0], c.want) {
+				t.Errorf("violations %q, want one with %q", v, c.want)
+			}
+		})
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var lat []time.Duration
+	for i := range 100 {
+		lat = append(lat, time.Duration(i+1)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}} {
+		if got := percentile(lat, c.p); got != c.want {
+			t.Errorf("percentile(%v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("percentile of none = %v", got)
+	}
+}

@@ -1,0 +1,284 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+const (
+	envBench   = "DNSCONFIGURER_BENCH"
+	envCoreDNS = "DNSCONFIGURER_COREDNS"
+	envTestbin = "DNSCONFIGURER_TESTBIN"
+	envArgs    = "DNSCONFIGURER_SERVE_ARGS"
+)
+
+// requireBench skips t unless the benchmarks were asked for.
+func requireBench(t *testing.T) {
+	t.Helper()
+	if os.Getenv(envBench) != "1" {
+		t.Skipf("set %s=1 to run the side-by-side benchmarks (about a minute each, real processes on 127.0.0.1)", envBench)
+	}
+}
+
+// corednsPath finds the coredns binary: $DNSCONFIGURER_COREDNS, then
+// $DNSCONFIGURER_TESTBIN/coredns, then build.sh's cache directory. A path
+// named by a variable must exist (it fails t); without either variable a
+// missing binary skips t.
+func corednsPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv(envCoreDNS); p != "" {
+		if err := executable(p); err != nil {
+			t.Fatalf("%s: %v", envCoreDNS, err)
+		}
+		return p
+	}
+	if d := os.Getenv(envTestbin); d != "" {
+		p := filepath.Join(d, "coredns")
+		if err := executable(p); err != nil {
+			t.Fatalf("%s: %v (run test/testbin/build.sh)", envTestbin, err)
+		}
+		return p
+	}
+	dir, err := testbinCache()
+	if err == nil {
+		p := filepath.Join(dir, "coredns")
+		if err = executable(p); err == nil {
+			return p
+		}
+	}
+	t.Skipf("no coredns: %v; run test/testbin/build.sh, or `cd /tmp && GOFLAGS=-mod=mod GOBIN=/tmp/cdns go install github.com/coredns/coredns@v1.15.0` and set %s=/tmp/cdns/coredns", err, envCoreDNS)
+	return ""
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%q is not an executable", p)
+	}
+	return nil
+}
+
+// testbinCache is build.sh's default output directory:
+// ${XDG_CACHE_HOME:-$HOME/.cache}/dnsconfigurer/testbin/<sha256 of go.sum>.
+// go test runs in the package directory, two levels below the module root.
+func testbinCache() (string, error) {
+	b, err := os.ReadFile(filepath.Join("..", "testbin", "go.sum"))
+	if err != nil {
+		return "", fmt.Errorf("read test/testbin/go.sum: %w", err)
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	sum := sha256.Sum256(b)
+	return filepath.Join(base, "dnsconfigurer", "testbin", hex.EncodeToString(sum[:])), nil
+}
+
+// freePort returns a port of 127.0.0.1 free for both UDP and TCP at the
+// time of the call (the DNS servers bind both).
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 20 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := pc.LocalAddr().(*net.UDPAddr).Port
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		pc.Close()
+		if err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatal("no port of 127.0.0.1 free for both UDP and TCP")
+	return 0
+}
+
+// server is one DNS server process under test.
+type server struct {
+	name    string
+	cmd     *exec.Cmd
+	dns     string // ip:port
+	metrics string // URL of its Prometheus metrics
+	logPath string
+	exited  chan struct{}
+	waitErr error
+}
+
+// startServer runs bin with args, its output in dir, and kills it when t
+// ends.
+func startServer(t *testing.T, name, dir, dnsAddr, metricsURL, bin string, args ...string) *server {
+	t.Helper()
+	s := &server{name: name, dns: dnsAddr, metrics: metricsURL, logPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		logFile.Close()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.exited
+		if t.Failed() {
+			t.Logf("%s output (last 4 KiB):\n%s", name, tail(s.logPath, 4096))
+		}
+	})
+	return s
+}
+
+func tail(path string, n int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return string(b)
+}
+
+// waitAnswer polls s with q until check accepts the reply, the process
+// exits or 30 s pass.
+func (s *server) waitAnswer(t *testing.T, q *dns.Msg, check func(*dns.Msg) error) {
+	t.Helper()
+	c := &dns.Client{Timeout: 300 * time.Millisecond}
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		r, _, err := c.Exchange(q, s.dns)
+		if err == nil {
+			err = check(r)
+		}
+		if err == nil {
+			return
+		}
+		last = err
+		select {
+		case <-s.exited:
+			t.Fatalf("%s exited (%v) before answering %s:\n%s", s.name, s.waitErr, q.Question[0].Name, tail(s.logPath, 4096))
+		case <-deadline.C:
+			t.Fatalf("%s did not answer %s within 30 s: %v", s.name, q.Question[0].Name, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// usage is what /proc says about a process.
+type usage struct {
+	rssKiB, hwmKiB int64
+	cpu            time.Duration // utime + stime
+}
+
+// clockTick is USER_HZ, 100 on every Linux the project runs on.
+const clockTick = 10 * time.Millisecond
+
+func readUsage(pid int) (usage, error) {
+	var u usage
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return u, err
+	}
+	// The command name may hold spaces; fields follow the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return u, fmt.Errorf("/proc/%d/stat: no ')'", pid)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return u, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	// utime and stime are fields 14 and 15 of stat, 12 and 13 after ')'.
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return u, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	u.cpu = time.Duration(utime+stime) * clockTick
+	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, err
+	}
+	defer status.Close()
+	sc := bufio.NewScanner(status)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch k {
+		case "VmRSS":
+			u.rssKiB = n
+		case "VmHWM":
+			u.hwmKiB = n
+		}
+	}
+	return u, sc.Err()
+}
+
+// goroutines scrapes go_goroutines from a Prometheus endpoint.
+func goroutines(ctx context.Context, client *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("GET %s: no go_goroutines", url)
+}
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }

@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// externalZone is the zone the upstream stub answers; externalIP is the
+// address of every A record it gives (TTL 300).
+const (
+	externalZone = "example.com."
+	externalIP   = "192.0.2.1"
+)
+
+// stub is a live upstream: A records for every name under externalZone,
+// NOERROR without answer for every other question (health probes included).
+type stub struct {
+	addr     string
+	queries  atomic.Int64 // every query
+	external atomic.Int64 // A queries under externalZone
+}
+
+func (s *stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	s.queries.Add(1)
+	m := new(dns.Msg)
+	m.SetReply(r)
+	if len(r.Question) == 1 {
+		q := r.Question[0]
+		if q.Qtype == dns.TypeA && dns.IsSubDomain(externalZone, strings.ToLower(q.Name)) {
+			s.external.Add(1)
+			m.Answer = append(m.Answer, &dns.A{
+				Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300},
+				A:   net.ParseIP(externalIP).To4(),
+			})
+		}
+	}
+	if r.IsEdns0() != nil {
+		m.SetEdns0(1232, false)
+	}
+	w.WriteMsg(m)
+}
+
+// startStub serves a stub on UDP and TCP of one port of 127.0.0.1 until t
+// ends.
+func startStub(t *testing.T) *stub {
+	t.Helper()
+	s := &stub{}
+	for attempt := 0; ; attempt++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := pc.LocalAddr().(*net.UDPAddr).Port
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			pc.Close()
+			if attempt == 20 {
+				t.Fatalf("stub: no TCP port beside UDP: %v", err)
+			}
+			continue
+		}
+		s.addr = pc.LocalAddr().String()
+		serve(t, &dns.Server{PacketConn: pc, Handler: s})
+		serve(t, &dns.Server{Listener: l, Handler: s})
+		return s
+	}
+}
+
+// serve runs srv until t ends and returns once it serves.
+func serve(t *testing.T, srv *dns.Server) {
+	t.Helper()
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	srv.NotifyStartedFunc = func() { close(started) }
+	go func() { done <- srv.ActivateAndServe() }()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("stub: %v", err)
+	}
+	t.Cleanup(func() {
+		srv.Shutdown()
+		<-done
+	})
+}
+
+// deadUpstream is a blackholed upstream: a UDP socket that reads every
+// query and never answers (no ICMP port unreachable either, so the sender
+// learns nothing but the silence). Its TCP port is not listened on.
+type deadUpstream struct {
+	addr    string
+	packets atomic.Int64
+}
+
+func startDead(t *testing.T) *deadUpstream {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deadUpstream{addr: pc.LocalAddr().String()}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return // closed at the end of t
+			}
+			d.packets.Add(1)
+		}
+	}()
+	t.Cleanup(func() {
+		pc.Close()
+		<-done
+	})
+	return d
+}
