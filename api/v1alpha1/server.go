@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,9 +90,8 @@ const (
 	DefaultTCPWriteTimeout = Duration("5s")
 
 	DefaultNodeLocalResolvConf     = "/etc/resolv.conf"
-	DefaultNodeLocalMaxTTL         = Duration("30s")
-	DefaultNodeLocalMaxNegativeTTL = Duration("5s")
-	DefaultNodeLocalCacheBytes     = ByteSize("32Mi")
+	DefaultNodeLocalInterface      = "nodelocaldns"
+	DefaultNodeLocalLockFile       = "/run/dnsconfigurer/node-local.lock"
 )
 
 // maxDNSTTL is the largest TTL a DNS record may carry (RFC 2181 8).
@@ -154,10 +155,13 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	limits: {udpInFlight: 2000, tcpConnections: 1000, tcpIdleTimeout: 10s, tcpWriteTimeout: 5s}
 //	nodeLocal:                          # read in mode node-local only
 //	  # clusterUpstream: [10.96.0.10]   # required in mode node-local
-//	  resolvConf: /etc/resolv.conf      # "": no host search domains
-//	  maxTTL: 30s
-//	  maxNegativeTTL: 5s
-//	  cacheBytes: 32Mi
+//	  resolvConf: /etc/resolv.conf      # nameservers for other names, search domains; "": none
+//	  # localIPs: [169.254.20.10, 10.96.0.10]   # transparent mode: also the cluster DNS Service IP
+//	  setupInterface: false             # put localIPs on interfaceName (dummy, or lo)
+//	  interfaceName: nodelocaldns
+//	  setupNotrack: false               # nftables table taking DNS to localIPs out of conntrack
+//	  skipTeardown: false               # keep both when the last instance stops
+//	  lockFile: /run/dnsconfigurer/node-local.lock
 //
 // # Forwarding
 //
@@ -364,22 +368,45 @@ type ServerLimits struct {
 	TCPWriteTimeout Duration `json:"tcpWriteTimeout,omitempty"`
 }
 
-// NodeLocal is the node-local stage: a caching forwarder to the cluster DNS
-// that adds the autopath search-list option.
+// NodeLocal is the node-local stage: a caching forwarder (its cache is the
+// cache section, shared with mode cluster) that sends cluster names to the
+// cluster DNS over TCP, other names to the node's nameservers, and adds the
+// autopath search-list option.
 type NodeLocal struct {
-	// ClusterUpstream are the cluster DNS addresses (ip or ip:port),
-	// required in mode node-local (here or as --cluster-upstream) and an
-	// error in mode cluster.
+	// ClusterUpstream are the cluster DNS addresses (ip or ip:port): a
+	// Service of its own with the cluster DNS pods as endpoints (node-cache's
+	// kube-dns-upstream), never the Service IP the stage takes over in
+	// transparent mode. Required in mode node-local (here or as
+	// --cluster-upstream) and an error in mode cluster. Names in the cluster
+	// zone, under ap.k8s.io and the reverse zones go there over TCP.
 	ClusterUpstream []string `json:"clusterUpstream,omitempty"`
-	// ResolvConf is the node's resolv.conf whose search domains end autopath
-	// search lists (watched; default /etc/resolv.conf; "" for none).
+	// ResolvConf is the node's resolv.conf (watched; default
+	// /etc/resolv.conf; "auto" picks systemd-resolved's upstream file when
+	// the node runs it): its nameservers answer every other name and its
+	// search domains end autopath search lists. "" for none: then every
+	// name goes to clusterUpstream.
 	ResolvConf *string `json:"resolvConf,omitempty"`
-	// MaxTTL (default 30s) and MaxNegativeTTL (default 5s) cap how long
-	// answers and denials are cached.
-	MaxTTL         Duration `json:"maxTTL,omitempty"`
-	MaxNegativeTTL Duration `json:"maxNegativeTTL,omitempty"`
-	// CacheBytes bounds the cache (default 32Mi).
-	CacheBytes ByteSize `json:"cacheBytes,omitempty"`
+	// LocalIPs are addresses to serve port 53 on besides listen:
+	// 169.254.20.10 and, in transparent mode, the cluster DNS Service IP,
+	// so that every ClusterFirst pod is answered on the node.
+	LocalIPs []string `json:"localIPs,omitempty"`
+	// SetupInterface puts localIPs on InterfaceName (default
+	// "nodelocaldns", a dummy device, or lo on a kernel without the dummy
+	// type) before binding them, and keeps them there.
+	SetupInterface bool   `json:"setupInterface,omitempty"`
+	InterfaceName  string `json:"interfaceName,omitempty"`
+	// SetupNotrack adds an nftables table of its own that takes DNS to and
+	// from localIPs out of connection tracking (node-cache's NOTRACK
+	// rules), once the stage serves, and keeps it in place.
+	SetupNotrack bool `json:"setupNotrack,omitempty"`
+	// SkipTeardown keeps the interface addresses and the table when the
+	// stage stops; by default the last instance on the node removes them,
+	// so that the Service IP falls back to the cluster DNS.
+	SkipTeardown bool `json:"skipTeardown,omitempty"`
+	// LockFile is the file whose lock tells instances on the node apart
+	// (default /run/dnsconfigurer/node-local.lock): an instance that stops
+	// while another runs (a surge) leaves the setup to it.
+	LockFile string `json:"lockFile,omitempty"`
 }
 
 // SetDefaults fills unset fields.
@@ -420,9 +447,8 @@ func (c *ServerConfiguration) SetDefaults() {
 	if c.NodeLocal.ResolvConf == nil {
 		c.NodeLocal.ResolvConf = ptr(DefaultNodeLocalResolvConf)
 	}
-	setString(&c.NodeLocal.MaxTTL, DefaultNodeLocalMaxTTL)
-	setString(&c.NodeLocal.MaxNegativeTTL, DefaultNodeLocalMaxNegativeTTL)
-	setString(&c.NodeLocal.CacheBytes, DefaultNodeLocalCacheBytes)
+	setString(&c.NodeLocal.InterfaceName, DefaultNodeLocalInterface)
+	setString(&c.NodeLocal.LockFile, DefaultNodeLocalLockFile)
 }
 
 func (r *ForwardRoute) setDefaults() {
@@ -481,8 +507,8 @@ func (c *ServerConfiguration) Validate() error {
 // applying the flags.
 func (c *ServerConfiguration) CheckComplete() error {
 	var e fieldErrors
-	if len(c.Listen) == 0 {
-		e.add("listen", "required: at least one address such as \"0.0.0.0:53\"")
+	if len(c.Listen) == 0 && len(c.NodeLocal.LocalIPs) == 0 {
+		e.add("listen", "required: at least one address such as \"0.0.0.0:53\" (or nodeLocal.localIPs)")
 	}
 	if c.Mode == ModeNodeLocal && len(c.NodeLocal.ClusterUpstream) == 0 {
 		e.add("nodeLocal.clusterUpstream", "required in mode %q", ModeNodeLocal)
@@ -729,9 +755,38 @@ func (n *NodeLocal) validate(e *fieldErrors, mode string) {
 			e.add(fmt.Sprintf("nodeLocal.clusterUpstream[%d]", i), "%q: %v", u, err)
 		}
 	}
-	n.MaxTTL.check(e, "nodeLocal.maxTTL", time.Second, maxDNSTTL)
-	n.MaxNegativeTTL.check(e, "nodeLocal.maxNegativeTTL", time.Second, maxDNSTTL)
-	n.CacheBytes.check(e, "nodeLocal.cacheBytes")
+	if mode == ModeCluster && (len(n.LocalIPs) > 0 || n.SetupInterface || n.SetupNotrack) {
+		e.add("nodeLocal", "localIPs, setupInterface and setupNotrack are for mode %q", ModeNodeLocal)
+	}
+	seen := map[netip.Addr]int{}
+	for i, s := range n.LocalIPs {
+		path := fmt.Sprintf("nodeLocal.localIPs[%d]", i)
+		ip, err := netip.ParseAddr(s)
+		switch {
+		case err != nil:
+			e.add(path, "%q: not an IP address", s)
+			continue
+		case ip.Zone() != "":
+			e.add(path, "%q: no zone allowed", s)
+		case ip.IsLoopback() || ip.IsUnspecified() || ip.IsMulticast():
+			e.add(path, "%q: a loopback, unspecified or multicast address cannot be a node-local address", s)
+		}
+		if j, dup := seen[ip]; dup {
+			e.add(path, "%q: also nodeLocal.localIPs[%d]", s, j)
+		}
+		seen[ip] = i
+	}
+	if (n.SetupInterface || n.SetupNotrack) && len(n.LocalIPs) == 0 {
+		e.add("nodeLocal.localIPs", "required by setupInterface and setupNotrack")
+	}
+	if n.InterfaceName != "" && (len(n.InterfaceName) > 15 || strings.ContainsAny(n.InterfaceName, "/ \t\n:")) {
+		e.add("nodeLocal.interfaceName", "%q: not a Linux interface name (at most 15 characters, no '/', ':' or space)", n.InterfaceName)
+	}
+	if n.SetupInterface || n.SetupNotrack {
+		if n.LockFile == "" || !filepath.IsAbs(n.LockFile) {
+			e.add("nodeLocal.lockFile", "%q: must be an absolute path", n.LockFile)
+		}
+	}
 }
 
 // Typed accessors; call them after a Validate that returned nil.
@@ -837,6 +892,30 @@ func (o *Override) NameFQDN() string {
 // ClusterUpstreamAddrs are clusterUpstream with port 53 where none is given.
 func (n *NodeLocal) ClusterUpstreamAddrs() []netip.AddrPort {
 	return parseUpstreams(n.ClusterUpstream)
+}
+
+// ListenAddrs is listen, then port 53 of every nodeLocal.localIPs address
+// not already listed.
+func (c *ServerConfiguration) ListenAddrs() []string {
+	out := append([]string(nil), c.Listen...)
+	for _, ip := range c.NodeLocal.LocalAddrs() {
+		a := netip.AddrPortFrom(ip, 53).String()
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// LocalAddrs is localIPs parsed.
+func (n *NodeLocal) LocalAddrs() []netip.Addr {
+	var ips []netip.Addr
+	for _, s := range n.LocalIPs {
+		if ip, err := netip.ParseAddr(s); err == nil {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
 }
 
 // ResolvConfPath is resolvConf ("" for none; the default when unset).

@@ -36,7 +36,7 @@ func TestServerDefaults(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	if err := c.CheckComplete(); err == nil || err.Error() != `listen: required: at least one address such as "0.0.0.0:53"` {
+	if err := c.CheckComplete(); err == nil || err.Error() != `listen: required: at least one address such as "0.0.0.0:53" (or nodeLocal.localIPs)` {
 		t.Errorf("CheckComplete of the defaults = %v, want listen required", err)
 	}
 	got := map[string]any{
@@ -52,8 +52,9 @@ func TestServerDefaults(t *testing.T) {
 		"loadbalance":               c.LoadbalanceEnabled(), "hosts.ttl": c.Hosts.TTL.Duration(), "hosts.reload": c.Hosts.Reload.Duration(),
 		"lameduck": c.Lameduck.Duration(), "limits.udpInFlight": c.Limits.UDPInFlight, "limits.tcpConnections": c.Limits.TCPConnections,
 		"limits.tcpIdleTimeout": c.Limits.TCPIdleTimeout.Duration(), "limits.tcpWriteTimeout": c.Limits.TCPWriteTimeout.Duration(),
-		"nodeLocal.resolvConf": c.NodeLocal.ResolvConfPath(), "nodeLocal.maxTTL": c.NodeLocal.MaxTTL.Duration(),
-		"nodeLocal.maxNegativeTTL": c.NodeLocal.MaxNegativeTTL.Duration(), "nodeLocal.cacheBytes": c.NodeLocal.CacheBytes.Bytes(),
+		"nodeLocal.resolvConf": c.NodeLocal.ResolvConfPath(), "nodeLocal.interfaceName": c.NodeLocal.InterfaceName,
+		"nodeLocal.lockFile": c.NodeLocal.LockFile, "nodeLocal.setupInterface": c.NodeLocal.SetupInterface,
+		"nodeLocal.setupNotrack": c.NodeLocal.SetupNotrack, "nodeLocal.skipTeardown": c.NodeLocal.SkipTeardown,
 	}
 	want := map[string]any{
 		"mode": "cluster", "clusterDomain": "cluster.local", "ClusterZone": "cluster.local.", "logLevel": "info",
@@ -67,8 +68,9 @@ func TestServerDefaults(t *testing.T) {
 		"loadbalance": true, "hosts.ttl": time.Hour, "hosts.reload": 5 * time.Second,
 		"lameduck": 5 * time.Second, "limits.udpInFlight": 2000, "limits.tcpConnections": 1000,
 		"limits.tcpIdleTimeout": 10 * time.Second, "limits.tcpWriteTimeout": 5 * time.Second,
-		"nodeLocal.resolvConf": "/etc/resolv.conf", "nodeLocal.maxTTL": 30 * time.Second,
-		"nodeLocal.maxNegativeTTL": 5 * time.Second, "nodeLocal.cacheBytes": int64(32 << 20),
+		"nodeLocal.resolvConf": "/etc/resolv.conf", "nodeLocal.interfaceName": "nodelocaldns",
+		"nodeLocal.lockFile": "/run/dnsconfigurer/node-local.lock", "nodeLocal.setupInterface": false,
+		"nodeLocal.setupNotrack": false, "nodeLocal.skipTeardown": false,
 	}
 	for k, w := range want {
 		if !reflect.DeepEqual(got[k], w) {
@@ -272,11 +274,24 @@ func TestServerValidate(t *testing.T) {
 		{"node-local upstream", func(c *ServerConfiguration) {
 			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.10:53000000"}
 		}, []string{`nodeLocal.clusterUpstream[0]: "10.96.0.10:53000000": invalid port`}},
-		{"node-local ttls and size", func(c *ServerConfiguration) {
-			c.NodeLocal.MaxTTL, c.NodeLocal.MaxNegativeTTL, c.NodeLocal.CacheBytes = "0s", "soon", "lots"
-		}, []string{`nodeLocal.maxTTL: "0s": must be between 1s and 596523h14m7s`,
-			`nodeLocal.maxNegativeTTL: "soon": not a duration such as "5s" or "500ms"`,
-			`nodeLocal.cacheBytes: "lots": not a size such as 33554432 or "32Mi"`}},
+		{"node-local transparent", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.11"}
+			c.NodeLocal.LocalIPs, c.NodeLocal.SetupInterface, c.NodeLocal.SetupNotrack = []string{"169.254.20.10", "10.96.0.10", "fd00::a"}, true, true
+		}, nil},
+		{"node-local local IPs", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.11"}
+			c.NodeLocal.LocalIPs = []string{"169.254.20.10", "127.0.0.1", "x", "169.254.20.10", "fe80::1%eth0"}
+			c.NodeLocal.InterfaceName, c.NodeLocal.LockFile, c.NodeLocal.SetupNotrack = "a/b", "run/x.lock", true
+		}, []string{`nodeLocal.localIPs[1]: "127.0.0.1": a loopback, unspecified or multicast address cannot be a node-local address`,
+			`nodeLocal.localIPs[2]: "x": not an IP address`, `nodeLocal.localIPs[3]: "169.254.20.10": also nodeLocal.localIPs[0]`,
+			`nodeLocal.localIPs[4]: "fe80::1%eth0": no zone allowed`,
+			`nodeLocal.interfaceName: "a/b": not a Linux interface name (at most 15 characters, no '/', ':' or space)`,
+			`nodeLocal.lockFile: "run/x.lock": must be an absolute path`}},
+		{"setup without local IPs", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream, c.NodeLocal.SetupInterface = "node-local", nil, []string{"10.96.0.11"}, true
+		}, []string{`nodeLocal.localIPs: required by setupInterface and setupNotrack`}},
+		{"local IPs in cluster mode", func(c *ServerConfiguration) { c.NodeLocal.LocalIPs = []string{"169.254.20.10"} },
+			[]string{`nodeLocal: localIPs, setupInterface and setupNotrack are for mode "node-local"`}},
 		{"every error reported", func(c *ServerConfiguration) { c.Mode, c.LogLevel, c.Lameduck = "x", "y", "z" },
 			[]string{`mode: "x": must be "cluster" or "node-local"`, `logLevel: "y": must be debug, info, warn or error`,
 				`lameduck: "z": not a duration such as "5s" or "500ms"`}},
@@ -305,7 +320,7 @@ func TestServerCheckComplete(t *testing.T) {
 		want   string
 	}{
 		{"complete", func(*ServerConfiguration) {}, ""},
-		{"no listen", func(c *ServerConfiguration) { c.Listen = nil }, `listen: required: at least one address such as "0.0.0.0:53"`},
+		{"no listen", func(c *ServerConfiguration) { c.Listen = nil }, `listen: required: at least one address such as "0.0.0.0:53" (or nodeLocal.localIPs)`},
 		{"node-local without upstream", func(c *ServerConfiguration) { c.Mode, c.Forward = "node-local", nil },
 			`nodeLocal.clusterUpstream: required in mode "node-local"`},
 	}
@@ -351,10 +366,10 @@ func TestServerDecode(t *testing.T) {
 					t.Errorf("maxConcurrent = %d", c.MaxConcurrent)
 				}
 			}},
-		{"bytes as integer and quantity", head + "cache: {successBytes: 1048576, denialBytes: 1.5Mi}\nnodeLocal: {cacheBytes: \"64M\"}\n", "",
+		{"bytes as integer and quantity", head + "cache: {successBytes: 1048576, denialBytes: 64M}\n", "",
 			func(t *testing.T, c *ServerConfiguration) {
-				if c.Cache.SuccessBytes.Bytes() != 1<<20 || c.Cache.DenialBytes.Bytes() != 3<<19 || c.NodeLocal.CacheBytes.Bytes() != 64e6 {
-					t.Errorf("sizes = %d, %d, %d", c.Cache.SuccessBytes.Bytes(), c.Cache.DenialBytes.Bytes(), c.NodeLocal.CacheBytes.Bytes())
+				if c.Cache.SuccessBytes.Bytes() != 1<<20 || c.Cache.DenialBytes.Bytes() != 64e6 {
+					t.Errorf("sizes = %d, %d", c.Cache.SuccessBytes.Bytes(), c.Cache.DenialBytes.Bytes())
 				}
 			}},
 		{"bytes negative integer", head + "cache: {successBytes: -1}\n", `cache.successBytes: "-1": must be > 0`, nil},
