@@ -93,12 +93,17 @@ func runTasks(ctx context.Context, tasks ...task) error {
 }
 
 // opsTasks returns the task serving /metrics, /healthz and /readyz on addr
-// ("": none), bound now so that a bad address fails start-up.
-func opsTasks(addr string, reg prometheus.Gatherer, log *slog.Logger, checks ...health.Check) ([]task, error) {
+// ("": none), bound now so that a bad address fails start-up; with reuse,
+// bound with SO_REUSEPORT.
+func opsTasks(addr string, reuse bool, reg prometheus.Gatherer, log *slog.Logger, checks ...health.Check) ([]task, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	s, err := health.Listen(addr, health.Handler(reg, checks...), log)
+	listen := health.Listen
+	if reuse {
+		listen = health.ListenReusePort
+	}
+	s, err := listen(addr, health.Handler(reg, checks...), log)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}

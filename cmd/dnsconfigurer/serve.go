@@ -21,12 +21,12 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 )
 
 func init() {
@@ -87,6 +87,13 @@ type serveFlags struct {
 	maxConcurrent int
 	hosts         string
 	reusePort     bool
+
+	localIPs       listFlag
+	setupInterface bool
+	interfaceName  string
+	setupNotrack   bool
+	skipTeardown   bool
+	lockFile       string
 	// set are the flags given on the command line: they override --config.
 	set map[string]bool
 }
@@ -137,15 +144,15 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.autopath, "autopath", true, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
 	fs.BoolVar(&f.autopathSource, "autopath-by-source", false, "cluster mode: also expand plain queries from known pod IPs with that pod's namespace search list (implies --pods verified)")
 	fs.UintVar(&f.autopathCode, "autopath-option-code", autopath.DefaultOptionCode, "EDNS0 local option code carrying the autopath search list")
-	fs.Var(&f.clusterUpstream, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port)")
-	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "node-local mode: the node's resolv.conf whose search domains end autopath search lists (watched; \"\" for none)")
+	fs.Var(&f.clusterUpstream, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port), asked over TCP for cluster names: a Service of the cluster DNS pods of its own, not the Service IP node-local takes over")
+	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "node-local mode: the node's resolv.conf (watched; auto: systemd-resolved's when it runs): its nameservers answer names outside the cluster, its search domains end autopath search lists; \"\" for none (every name to --cluster-upstream)")
 	fs.DurationVar(&f.maxTTL, "max-ttl", 30*time.Second, "longest time a positive forwarded answer is cached")
 	fs.DurationVar(&f.maxNegativeTTL, "max-negative-ttl", 5*time.Second, "longest time a forwarded NXDOMAIN/NODATA is cached")
-	f.cacheSize = nodelocal.DefaultCacheBytes
+	f.cacheSize = dnscache.DefaultSuccessBytes + dnscache.DefaultDenialBytes
 	fs.Var(&f.cacheSize, "cache-size", "`BYTES` of forwarded answers cached, counted with their overhead (e.g. 32Mi; 4/5 for answers, 1/5 for denials)")
 	fs.Var(&f.cacheSize, "cache-bytes", "old name of --cache-size")
-	fs.DurationVar(&f.serveStale, "serve-stale", 0, "cluster mode: when every upstream fails, serve an expired answer up to this long past its expiry, with TTL 30 (RFC 8767; 0: off)")
-	fs.IntVar(&f.prefetch, "prefetch", 0, "cluster mode: refresh an answer asked `N` times within a minute before it expires (0: off)")
+	fs.DurationVar(&f.serveStale, "serve-stale", 0, "when every upstream fails, serve an expired answer up to this long past its expiry, with TTL 30 (RFC 8767; 0: off)")
+	fs.IntVar(&f.prefetch, "prefetch", 0, "refresh an answer asked `N` times within a minute before it expires (0: off)")
 	fs.BoolVar(&f.loadbalance, "loadbalance", true, "rotate A, AAAA and same-priority SRV records in every answer (CoreDNS's loadbalance)")
 	fs.Var(&f.reverseZones, "reverse-zones", "answer the reverse names of these `CIDR`s authoritatively (the Service and Pod CIDRs): unknown ones are NXDOMAIN with the zone's SOA, not forwarded")
 	fs.DurationVar(&f.lameduck, "lameduck", 5*time.Second, "on SIGTERM keep answering this long with /readyz failing, then stop")
@@ -157,13 +164,26 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", forward.DefaultMaxConcurrent, "forwarded queries in flight at once; beyond, SERVFAIL at once (counted)")
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "bind the listen addresses with SO_REUSEPORT, so that a new instance serves them before the old one stops (every instance must set it)")
 	fs.StringVar(&f.hosts, "hosts", "", "answer the names of this /etc/hosts-format `FILE` (watched) before forwarding")
+	f.registerNodeLocal(fs)
+}
+
+// registerNodeLocal defines the transparent-mode flags of --mode node-local
+// (node-cache's names).
+func (f *serveFlags) registerNodeLocal(fs *flag.FlagSet) {
+	fs.Var(&f.localIPs, "local-ip", "node-local mode: also serve port 53 of these `IP`s (169.254.20.10 and, in transparent mode, the cluster DNS Service IP); comma-separated or repeated")
+	fs.BoolVar(&f.setupInterface, "setup-interface", false, "node-local mode: put the --local-ip addresses on --interface-name (a dummy device, or lo without the dummy type) and remove them on exit")
+	fs.StringVar(&f.interfaceName, "interface-name", v1alpha1.DefaultNodeLocalInterface, "node-local mode: the interface of --setup-interface")
+	fs.BoolVar(&f.setupNotrack, "setup-notrack", false, "node-local mode: once serving, add an nftables table that takes DNS to and from the --local-ip addresses out of connection tracking (so kube-proxy's DNAT of the Service IP does not apply); removed on exit")
+	fs.BoolVar(&f.setupNotrack, "setup-iptables", false, "node-local mode: node-cache's name of --setup-notrack")
+	fs.BoolVar(&f.skipTeardown, "skip-teardown", false, "node-local mode: leave the addresses and the notrack table in place on exit")
+	fs.StringVar(&f.lockFile, "lock-file", v1alpha1.DefaultNodeLocalLockFile, "node-local mode: the lock shared by the instances on the node; an instance stopping while another runs leaves the setup to it")
 }
 
 // check validates the parsed flags, naming the flag at fault; it turns
 // --autopath-by-source into --pods verified.
 func (f *serveFlags) check() error {
-	if len(f.listen) == 0 && f.config == "" {
-		return errors.New("--listen is required")
+	if len(f.listen) == 0 && len(f.localIPs) == 0 && f.config == "" {
+		return errors.New("--listen (or, in node-local mode, --local-ip) is required")
 	}
 	for _, l := range f.listen {
 		if _, _, err := net.SplitHostPort(l); err != nil {
@@ -181,8 +201,8 @@ func (f *serveFlags) check() error {
 	}
 	switch f.mode {
 	case "cluster":
-		if len(f.clusterUpstream) > 0 {
-			return errors.New("--cluster-upstream is for --mode node-local")
+		if len(f.clusterUpstream) > 0 || len(f.localIPs) > 0 || f.setupInterface || f.setupNotrack {
+			return errors.New("--cluster-upstream, --local-ip, --setup-interface and --setup-notrack are for --mode node-local")
 		}
 	case "node-local":
 		if f.objects != "" || f.kubeconfig != "" || len(f.upstream) > 0 || f.upstreamResolvConf != "" {
@@ -219,7 +239,7 @@ func (f *serveFlags) check() error {
 
 // dnsServer is the listener of either mode, with cfg's limits.
 func dnsServer(cfg *v1alpha1.ServerConfiguration, h dns.Handler, log *slog.Logger) *dnsserver.Server {
-	srv := &dnsserver.Server{Listen: cfg.Listen, Handler: h, Logger: log, Lameduck: cfg.Lameduck.Duration(), ReusePort: cfg.ReusePort,
+	srv := &dnsserver.Server{Listen: cfg.ListenAddrs(), Handler: h, Logger: log, Lameduck: cfg.Lameduck.Duration(), ReusePort: cfg.ReusePort,
 		MaxUDPInFlight: cfg.Limits.UDPInFlight, MaxTCPConns: cfg.Limits.TCPConnections,
 		TCPIdleTimeout: cfg.Limits.TCPIdleTimeout.Duration(), TCPWriteTimeout: cfg.Limits.TCPWriteTimeout.Duration()}
 	srv.SetHandler(queryLog(cfg, h, log))
@@ -315,7 +335,7 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 		return err
 	}
 	synced := func() bool { return st.Snapshot() != nil }
-	ops, err := opsTasks(cfg.MetricsListen, gather, log, health.Condition(synced, "not synced"),
+	ops, err := opsTasks(cfg.MetricsListen, cfg.ReusePort, gather, log, health.Condition(synced, "not synced"),
 		health.Condition(srv.Ready, "lameduck"))
 	if err != nil {
 		return err

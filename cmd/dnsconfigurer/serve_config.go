@@ -167,6 +167,31 @@ func (f *serveFlags) applyForwardFlags(cfg *v1alpha1.ServerConfiguration) {
 		rc := f.resolvConf
 		cfg.NodeLocal.ResolvConf = &rc
 	}
+	f.applyNodeLocalFlags(cfg)
+}
+
+// applyNodeLocalFlags copies the transparent-mode flags.
+func (f *serveFlags) applyNodeLocalFlags(cfg *v1alpha1.ServerConfiguration) {
+	set := func(name string) bool { return f.set[name] }
+	nl := &cfg.NodeLocal
+	if set("local-ip") {
+		nl.LocalIPs = f.localIPs
+	}
+	if set("setup-interface") {
+		nl.SetupInterface = f.setupInterface
+	}
+	if set("interface-name") {
+		nl.InterfaceName = f.interfaceName
+	}
+	if set("setup-notrack") || set("setup-iptables") {
+		nl.SetupNotrack = f.setupNotrack
+	}
+	if set("skip-teardown") {
+		nl.SkipTeardown = f.skipTeardown
+	}
+	if set("lock-file") {
+		nl.LockFile = f.lockFile
+	}
 }
 
 // replaceRoute puts r in routes, in place of a route of the same zone.
@@ -180,23 +205,20 @@ func replaceRoute(routes []v1alpha1.ForwardRoute, r v1alpha1.ForwardRoute) []v1a
 	return append(routes, r)
 }
 
-// applyCacheFlags copies the cache flags into the cluster cache and the
-// node-local stage's.
+// applyCacheFlags copies the cache flags into the cache section (both
+// modes).
 func (f *serveFlags) applyCacheFlags(cfg *v1alpha1.ServerConfiguration) {
 	set := func(name string) bool { return f.set[name] }
 	if set("cache-size") || set("cache-bytes") {
 		total := int64(f.cacheSize)
 		cfg.Cache.SuccessBytes = v1alpha1.ByteSize(strconv.FormatInt(total/5*4, 10))
 		cfg.Cache.DenialBytes = v1alpha1.ByteSize(strconv.FormatInt(total/5, 10))
-		cfg.NodeLocal.CacheBytes = v1alpha1.ByteSize(strconv.FormatInt(total, 10))
 	}
 	if set("max-ttl") {
 		cfg.Cache.MaxTTL = v1alpha1.Duration(f.maxTTL.String())
-		cfg.NodeLocal.MaxTTL = cfg.Cache.MaxTTL
 	}
 	if set("max-negative-ttl") {
 		cfg.Cache.MaxNegativeTTL = v1alpha1.Duration(f.maxNegativeTTL.String())
-		cfg.NodeLocal.MaxNegativeTTL = cfg.Cache.MaxNegativeTTL
 	}
 	if set("serve-stale") {
 		cfg.Cache.ServeStale = v1alpha1.Duration(f.serveStale.String())

@@ -8,59 +8,183 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 )
 
-// runNodeLocal is `serve --mode node-local`: a caching forwarder to the
-// cluster DNS that adds the autopath search-list option.
+// clusterZones are the zones node-local sends to the cluster DNS besides
+// the cluster domain: autopath names and reverse lookups (as node-cache).
+var clusterZones = []string{autopath.Suffix, "in-addr.arpa", "ip6.arpa"}
+
+// runNodeLocal is `serve --mode node-local`: a caching forwarder that sends
+// cluster names to the cluster DNS over TCP and other names to the node's
+// nameservers, adds the autopath option, and in transparent mode sets up
+// its addresses and notrack table on the node.
 func runNodeLocal(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
 	log = log.With("mode", "node-local")
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var closers []func()
+	defer func() {
+		cancel()
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	up, searches, err := nodeLocalUpstreams(ctx, cfg, log, reg, &closers)
+	if err != nil {
+		return err
+	}
+	nl := cfg.NodeLocal
+	cc := cacheConfig(cfg.Cache)
+	h, err := nodelocal.New(up, nodelocal.Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
+		Cache: cc, HostSearches: searches, Logger: log, Registerer: reg})
+	if err != nil {
+		return usagef("cache: %v", err)
+	}
+	closers = append(closers, h.Close)
+	srv := dnsServer(cfg, h, log.With("cluster-upstream", nl.ClusterUpstream, "zone", cfg.ClusterDomain))
+	if err := reg.Register(srv); err != nil {
+		return err
+	}
+	setup, err := nodeSetup(cfg, log, reg, &closers)
+	if err != nil {
+		return err
+	}
+	if setup != nil {
+		if err := setup.Prepare(ctx); err != nil {
+			return err
+		}
+	}
+	// The node-local stage has no records to sync: ready once it serves,
+	// until its lameduck.
+	ops, err := opsTasks(cfg.MetricsListen, cfg.ReusePort, reg, log, health.Condition(srv.Ready, "lameduck"))
+	if err != nil {
+		return err
+	}
+	// Stopped in reverse: the notrack table goes first (the Service IP falls
+	// back to the cluster DNS), then the server's lameduck, then the
+	// addresses.
+	return runTasks(ctx, append(ops, releaseTask(setup, log), srv.Run, keepTask(setup, srv, log))...)
+}
+
+// nodeLocalUpstreams is the router of the stage's forwarders (cluster names
+// to the cluster DNS over TCP, others to the watched resolv.conf's
+// nameservers) and the node's search domains.
+func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (nodelocal.Exchanger, func() []string, error) {
 	nl := cfg.NodeLocal
 	var ups []string
 	for _, a := range nl.ClusterUpstreamAddrs() {
 		ups = append(ups, a.String())
 	}
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams(ups), Self: cfg.Listen,
-		MaxConcurrent: cfg.MaxConcurrent, Zone: "cluster", Logger: log})
+	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool) (*forward.Forwarder, error) {
+		fwd, err := forward.New(forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp,
+			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), Zone: zone, Logger: log.With("forward", zone)})
+		if err != nil {
+			return nil, err
+		}
+		*closers = append(*closers, func() { _ = fwd.Close() })
+		if err := reg.Register(fwd); err != nil {
+			return nil, err
+		}
+		fwd.Start(ctx)
+		return fwd, nil
+	}
+	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true)
 	if err != nil {
-		return usagef("nodeLocal.clusterUpstream: %v", err)
+		return nil, nil, usagef("nodeLocal.clusterUpstream: %v", err)
 	}
-	if len(fwd.Upstreams()) == 0 {
-		return usagef("--cluster-upstream %v: every address is one of the --listen addresses", ups)
+	if len(cluster.Upstreams()) == 0 {
+		return nil, nil, usagef("--cluster-upstream %v: every address is one the stage listens on (give the cluster DNS pods' own Service, not the Service IP the stage takes over)", ups)
 	}
-	defer fwd.Close()
-	if err := reg.Register(fwd); err != nil {
-		return err
+	routes := []forward.Route{{Zone: cfg.ClusterDomain, Upstream: cluster}}
+	for _, z := range clusterZones {
+		routes = append(routes, forward.Route{Zone: z, Upstream: cluster})
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	fwd.Start(ctx)
 	searches := func() []string { return nil }
+	external := forward.Exchanger(cluster)
 	if path := nl.ResolvConfPath(); path != "" {
 		w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
 		if err != nil {
-			return usagef("--resolv-conf: %v", err)
+			return nil, nil, usagef("--resolv-conf: %v", err)
 		}
-		defer func() { cancel(); <-w.Done() }()
+		*closers = append(*closers, func() { <-w.Done() })
 		searches = func() []string { return w.Current().Config.Searches }
+		host, err := newForwarder(".", watchedUpstreams{w}, false)
+		if err != nil {
+			return nil, nil, usagef("--resolv-conf: %v", err)
+		}
+		external = host
 	}
-	h, err := nodelocal.New(fwd, nodelocal.Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
-		MaxTTL: nl.MaxTTL.Duration(), MaxNegativeTTL: nl.MaxNegativeTTL.Duration(), CacheBytes: nl.CacheBytes.Bytes(),
-		HostSearches: searches, Logger: log, Registerer: reg})
+	routes = append(routes, forward.Route{Zone: ".", Upstream: external})
+	router, err := forward.NewRouter(routes)
 	if err != nil {
-		return err
+		return nil, nil, usagef("--cluster-domain %q: %v", cfg.ClusterDomain, err)
 	}
-	srv := dnsServer(cfg, h, log.With("cluster-upstream", fwd.Upstreams(), "zone", cfg.ClusterDomain))
-	if err := reg.Register(srv); err != nil {
-		return err
+	return router, searches, nil
+}
+
+// nodeSetup is the transparent mode's setup of addresses and notrack
+// table on the node, or nil when the config asks for neither.
+func nodeSetup(cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (*nodenet.Manager, error) {
+	nl := cfg.NodeLocal
+	if !nl.SetupInterface && !nl.SetupNotrack {
+		return nil, nil
 	}
-	// The node-local stage has no records to sync: ready once it serves,
-	// until its lameduck.
-	ops, err := opsTasks(cfg.MetricsListen, reg, log, health.Condition(srv.Ready, "lameduck"))
+	c := nodenet.Config{IPs: nl.LocalAddrs(), SetupInterface: nl.SetupInterface, Interface: nl.InterfaceName,
+		SetupNotrack: nl.SetupNotrack, SkipTeardown: nl.SkipTeardown, LockFile: nl.LockFile, Logger: log}
+	if nl.SetupInterface {
+		links, err := nodenet.NewNetlinkLinks(-1)
+		if err != nil {
+			return nil, err
+		}
+		*closers = append(*closers, links.Close)
+		c.Links = links
+	}
+	if nl.SetupNotrack {
+		c.Notrack = nodenet.NewNftNotrack(-1)
+	}
+	m, err := nodenet.New(c)
 	if err != nil {
-		return err
+		return nil, usagef("nodeLocal: %v", err)
 	}
-	return runTasks(ctx, append(ops, srv.Run)...)
+	return m, reg.Register(m)
+}
+
+// keepTask installs the notrack table once srv serves, keeps the setup in
+// place, and removes the table first when stopped.
+func keepTask(setup *nodenet.Manager, srv *dnsserver.Server, log *slog.Logger) task {
+	return func(ctx context.Context) error {
+		if setup == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-srv.Serving():
+		}
+		_ = setup.Keep(ctx)
+		if err := setup.RemoveNotrack(); err != nil {
+			log.Error("remove the notrack table", "err", err)
+		}
+		return nil
+	}
+}
+
+// releaseTask removes the addresses once the server has stopped.
+func releaseTask(setup *nodenet.Manager, log *slog.Logger) task {
+	return func(ctx context.Context) error {
+		if setup == nil {
+			return nil
+		}
+		<-ctx.Done()
+		if err := setup.Release(); err != nil {
+			log.Error("remove the node-local addresses", "err", err)
+		}
+		return nil
+	}
 }

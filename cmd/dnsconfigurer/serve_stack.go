@@ -121,20 +121,25 @@ func (s *answerStack) forwarding(ctx context.Context, cfg *v1alpha1.ServerConfig
 	if err != nil {
 		return nil, usagef("forward: %v", err)
 	}
-	c := cfg.Cache
-	cache, err := dnscache.New(router, dnscache.Config{
-		SuccessBytes: c.SuccessBytes.Bytes(), DenialBytes: c.DenialBytes.Bytes(),
-		MaxTTL: c.MaxTTL.Duration(), MinTTL: c.MinTTL.Duration(),
-		MaxNegativeTTL: c.MaxNegativeTTL.Duration(), MinNegativeTTL: c.MinNegativeTTL.Duration(),
-		ServeStale: c.ServeStale.Duration(), StaleTTL: c.StaleTTL.Duration(),
-		Prefetch: dnscache.Prefetch{Amount: c.Prefetch.Amount, Window: c.Prefetch.Window.Duration(), Percentage: c.Prefetch.Percentage},
-		Server:   "cluster", Logger: log,
-	})
+	cc := cacheConfig(cfg.Cache)
+	cc.Server, cc.Logger = "cluster", log
+	cache, err := dnscache.New(router, cc)
 	if err != nil {
 		return nil, usagef("cache: %v", err)
 	}
 	s.closers = append(s.closers, cache.Close)
 	return cache, s.reg.Register(cache)
+}
+
+// cacheConfig is the cache section as a dnscache.Config (both modes).
+func cacheConfig(c v1alpha1.ServerCache) dnscache.Config {
+	return dnscache.Config{
+		SuccessBytes: c.SuccessBytes.Bytes(), DenialBytes: c.DenialBytes.Bytes(),
+		MaxTTL: c.MaxTTL.Duration(), MinTTL: c.MinTTL.Duration(),
+		MaxNegativeTTL: c.MaxNegativeTTL.Duration(), MinNegativeTTL: c.MinNegativeTTL.Duration(),
+		ServeStale: c.ServeStale.Duration(), StaleTTL: c.StaleTTL.Duration(),
+		Prefetch: dnscache.Prefetch{Amount: c.Prefetch.Amount, Window: c.Prefetch.Window.Duration(), Percentage: c.Prefetch.Percentage},
+	}
 }
 
 // upstreams is a route's upstream source: its addresses, or the

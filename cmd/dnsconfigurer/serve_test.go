@@ -42,7 +42,7 @@ func TestServeFlags(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no listen", []string{"--objects", dir}, exitUsage, "--listen is required"},
+		{"no listen", []string{"--objects", dir}, exitUsage, "--listen (or, in node-local mode, --local-ip) is required"},
 		{"bad listen", []string{"--listen", "127.0.0.1", "--objects", dir}, exitUsage, `--listen "127.0.0.1"`},
 		{"objects and kubeconfig", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--kubeconfig", "x"}, exitUsage, "exclusive"},
 		{"upstream and resolv.conf", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "1.1.1.1", "--upstream-resolv-conf", "/x"}, exitUsage, "exclusive"},

@@ -265,7 +265,7 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 		return fmt.Errorf("--listen: %w", err)
 	}
 	checks = append([]health.Check{health.Condition(srv.RuntimeReady, "runtime not connected")}, checks...)
-	ops, err := opsTasks(cfg.MetricsListen, reg, log, checks...)
+	ops, err := opsTasks(cfg.MetricsListen, false, reg, log, checks...)
 	if err != nil {
 		l.Close()
 		return err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/reuseport"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -72,7 +73,18 @@ type Server struct {
 
 // Listen binds addr ("host:port") for h. Errors name the address.
 func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	return listen(addr, h, log, net.ListenConfig{})
+}
+
+// ListenReusePort is Listen with SO_REUSEPORT, for a server whose new
+// instance binds the same address before the old one stops (DNS listeners
+// with serve's reusePort): until it does, a request reaches either.
+func ListenReusePort(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
+	return listen(addr, h, log, net.ListenConfig{Control: reuseport.Control})
+}
+
+func listen(addr string, h http.Handler, log *slog.Logger, lc net.ListenConfig) (*Server, error) {
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %q: %w", addr, err)
 	}

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
-	"golang.org/x/sys/unix"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/reuseport"
 )
 
 // readBuffer is the largest UDP query read; longer datagrams are cut and
@@ -85,6 +85,7 @@ type Server struct {
 	addrs    []string
 	g        *guard
 	draining atomic.Bool
+	serving  chan struct{} // closed once Start has bound every address
 }
 
 // guard returns the listeners' handler wrapper, made on first use.
@@ -119,6 +120,16 @@ func (s *Server) SetHandler(h dns.Handler) {
 // /readyz check, so that load balancers stop sending new clients while the
 // server still answers.
 func (s *Server) Ready() bool { return !s.draining.Load() }
+
+// Serving is closed once Start has bound every address and serves them.
+func (s *Server) Serving() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.serving == nil {
+		s.serving = make(chan struct{})
+	}
+	return s.serving
+}
 
 // Start binds every address and starts serving in the background. It fails
 // (and releases what it bound) when any address cannot be bound.
@@ -186,6 +197,14 @@ func (s *Server) Start(ctx context.Context) error {
 	wg.Wait()
 	s.mu.Lock()
 	s.servers, s.addrs = servers, addrs
+	if s.serving == nil {
+		s.serving = make(chan struct{})
+	}
+	select {
+	case <-s.serving: // a second Start
+	default:
+		close(s.serving)
+	}
 	s.mu.Unlock()
 	return nil
 }
@@ -249,7 +268,7 @@ func bindPair(ctx context.Context, addr string, reuse bool) (net.PacketConn, net
 	}
 	var lc net.ListenConfig
 	if reuse {
-		lc.Control = reusePort
+		lc.Control = reuseport.Control
 	}
 	var lastErr error
 	for range 20 {
@@ -287,21 +306,6 @@ func bindPair(ctx context.Context, addr string, reuse bool) (net.PacketConn, net
 		}
 	}
 	return nil, nil, lastErr
-}
-
-// reusePort is a net.ListenConfig.Control that sets SO_REUSEPORT before the
-// socket is bound.
-func reusePort(_, _ string, c syscall.RawConn) error {
-	var serr error
-	if err := c.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("SO_REUSEPORT: %w", serr)
-	}
-	return nil
 }
 
 // tcpListener hands out connections whose writes time out, at most

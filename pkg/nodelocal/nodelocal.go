@@ -27,19 +27,12 @@ type Config struct {
 	ClusterDomain string
 	// OptionCode is the EDNS0 local option carrying the search list (65001).
 	OptionCode uint16
-	// MaxTTL caps how long a positive answer is cached (30s).
-	MaxTTL time.Duration
-	// MaxNegativeTTL caps how long NXDOMAIN and NODATA are cached (5s).
-	MaxNegativeTTL time.Duration
-	// CacheSize is the most answers of each kind kept (10000).
-	CacheSize int
-	// CacheBytes bounds the memory the cached answers hold (32 MiB): each
-	// answer is kept packed and counts its size as allocated plus
-	// EntryOverhead; four fifths are for answers with records, one fifth
-	// for NXDOMAIN and NODATA (dnscache's SuccessBytes and DenialBytes).
-	// The least recently used answers of the kind stored are dropped first;
-	// an answer bigger than its share is not cached.
-	CacheBytes int64
+	// Cache configures the answer cache (pkg/dnscache; Server is set to
+	// "nodelocal"). Zero values take this stage's defaults: 30s and 5s TTL
+	// caps (kubeadm's `cache 30`, as the cluster DNS), the byte bounds
+	// dnscache's (32 MiB of answers, 8 MiB of denials); serve-stale and
+	// prefetch off.
+	Cache dnscache.Config
 	// Timeout bounds one upstream exchange (2s).
 	Timeout time.Duration
 	// HostSearches returns the node's host search domains, appended to
@@ -60,12 +53,11 @@ type Handler struct {
 	cache *dnscache.Cache
 }
 
-// DefaultCacheBytes is Config.CacheBytes's default.
-const DefaultCacheBytes = 32 << 20
-
-// EntryOverhead is what a cached answer costs besides its packed bytes and
-// its name (dnscache.EntryOverhead).
-const EntryOverhead = dnscache.EntryOverhead
+// Default TTL caps of Config.Cache.
+const (
+	DefaultMaxTTL         = 30 * time.Second
+	DefaultMaxNegativeTTL = 5 * time.Second
+)
 
 var _ dns.Handler = (*Handler)(nil)
 
@@ -80,17 +72,11 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 	if cfg.OptionCode == 0 {
 		cfg.OptionCode = autopath.DefaultOptionCode
 	}
-	if cfg.MaxTTL <= 0 {
-		cfg.MaxTTL = 30 * time.Second
+	if cfg.Cache.MaxTTL == 0 {
+		cfg.Cache.MaxTTL = DefaultMaxTTL
 	}
-	if cfg.MaxNegativeTTL <= 0 {
-		cfg.MaxNegativeTTL = 5 * time.Second
-	}
-	if cfg.CacheSize <= 0 {
-		cfg.CacheSize = 10000
-	}
-	if cfg.CacheBytes <= 0 {
-		cfg.CacheBytes = DefaultCacheBytes
+	if cfg.Cache.MaxNegativeTTL == 0 {
+		cfg.Cache.MaxNegativeTTL = DefaultMaxNegativeTTL
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 2 * time.Second
@@ -107,12 +93,9 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{up: up, cfg: cfg, log: log.With("component", "nodelocal"), m: m}
-	// CacheBytes is shared 4:1 between answers and denials, so that a flood
-	// of NXDOMAIN never evicts the answers in use.
-	denial := max(cfg.CacheBytes/5, 1)
-	h.cache, err = dnscache.New(forwarder{h}, dnscache.Config{
-		SuccessBytes: max(cfg.CacheBytes-denial, 1), DenialBytes: denial, MaxEntries: cfg.CacheSize,
-		MaxTTL: cfg.MaxTTL, MaxNegativeTTL: cfg.MaxNegativeTTL, Server: "nodelocal", Logger: log})
+	cc := cfg.Cache
+	cc.Server, cc.Logger = "nodelocal", log
+	h.cache, err = dnscache.New(forwarder{h}, cc)
 	if err != nil {
 		return nil, fmt.Errorf("nodelocal: cache: %w", err)
 	}
@@ -203,7 +186,11 @@ func (h *Handler) Len() int {
 }
 
 // CacheBytes is the memory the cached answers are accounted for (at most
-// Config.CacheBytes).
+// Config.Cache.SuccessBytes + DenialBytes).
 func (h *Handler) CacheBytes() int64 {
 	return h.cache.Bytes(dnscache.Success) + h.cache.Bytes(dnscache.Denial)
 }
+
+// Close stops the cache's background refreshes (prefetch) and waits for
+// them.
+func (h *Handler) Close() { h.cache.Close() }

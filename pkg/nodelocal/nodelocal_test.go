@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	"go.uber.org/goleak"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -129,7 +130,7 @@ func answerA(ttl uint32) func(q dns.Question, r *dns.Msg) {
 
 func TestCache(t *testing.T) {
 	up := startUpstream(t, answerA(300))
-	h, addr := startNodeLocal(t, up, Config{MaxTTL: 30 * time.Second})
+	h, addr := startNodeLocal(t, up, Config{Cache: dnscache.Config{MaxTTL: 30 * time.Second}})
 
 	r := ask(t, addr, "udp", "web.example.", dns.TypeA, false)
 	if len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 30 {

@@ -155,20 +155,28 @@ func startDnsconfigurer(t *testing.T, dir string, upstreams []string) *server {
 // startCoreDNS runs coredns with the Corefile above.
 func startCoreDNS(t *testing.T, dir string, upstreams []string) *server {
 	t.Helper()
+	s := runCoreDNS(t, dir, func(port int, metrics string) string {
+		return fmt.Sprintf(corefile, port, clusterIP, strings.TrimSuffix(clusterName, "."), strings.Join(upstreams, " "), metrics)
+	})
+	s.waitAnswer(t, question(clusterName, dns.TypeA), answersA(clusterIP))
+	return s
+}
+
+// runCoreDNS runs coredns with the Corefile conf returns for its DNS port
+// and metrics address (both on 127.0.0.1).
+func runCoreDNS(t *testing.T, dir string, conf func(port int, metrics string) string) *server {
+	t.Helper()
 	bin := corednsPath(t)
 	if out, err := exec.Command(bin, "-version").CombinedOutput(); err == nil {
 		t.Logf("%s: %s", bin, strings.Join(strings.Fields(string(out)), " "))
 	}
 	port := freePort(t)
 	maddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	conf := fmt.Sprintf(corefile, port, clusterIP, strings.TrimSuffix(clusterName, "."), strings.Join(upstreams, " "), maddr)
 	path := filepath.Join(dir, "Corefile")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(conf(port, maddr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "coredns", dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "http://"+maddr+"/metrics", bin, "-conf", path)
-	s.waitAnswer(t, question(clusterName, dns.TypeA), answersA(clusterIP))
-	return s
+	return startServer(t, "coredns", dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "http://"+maddr+"/metrics", bin, "-conf", path)
 }
 
 // sideRow is one server's round of TestSideBySide.
@@ -197,6 +205,20 @@ func TestSideBySide(t *testing.T) {
 	for _, s := range servers {
 		s.waitAnswer(t, q, answersA(externalIP))
 	}
+	rows := sideRounds(t, servers, q, func(s *server) int64 { return stubs[s].external.Load() })
+	t.Log(sideTable("cached external name "+cachedName, rows))
+	for _, row := range rows {
+		if row.server == "dnsconfigurer" && (row.res.answered == 0 || row.res.bad > 0) {
+			t.Errorf("dnsconfigurer round %d: %d answered, %d wrong replies for %s", row.round, row.res.answered, row.res.bad, cachedName)
+		}
+	}
+}
+
+// sideRounds loads each server with q for *roundFor, in *rounds rounds
+// whose order alternates; upstream counts the queries for q that reached
+// a server's stub.
+func sideRounds(t *testing.T, servers []*server, q *dns.Msg, upstream func(*server) int64) []sideRow {
+	t.Helper()
 	wire, err := q.Pack()
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +234,7 @@ func TestSideBySide(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
 			}
-			upBefore := stubs[s].external.Load()
+			upBefore := upstream(s)
 			res, err := closedLoop(s.dns, wire, *senders, *roundFor, time.Second)
 			if err != nil {
 				t.Fatalf("%s: load: %v", s.name, err)
@@ -221,37 +243,52 @@ func TestSideBySide(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
 			}
-			rows = append(rows, sideRow{r + 1, s.name, res, after.cpu - before.cpu, after.rssKiB, stubs[s].external.Load() - upBefore})
+			rows = append(rows, sideRow{r + 1, s.name, res, after.cpu - before.cpu, after.rssKiB, upstream(s) - upBefore})
 		}
 	}
-	t.Log(sideTable(rows))
-	for _, row := range rows {
-		if row.server == "dnsconfigurer" && (row.res.answered == 0 || row.res.bad > 0) {
-			t.Errorf("dnsconfigurer round %d: %d answered, %d wrong replies for %s", row.round, row.res.answered, row.res.bad, cachedName)
-		}
-	}
+	return rows
 }
 
-func sideTable(rows []sideRow) string {
+// cpuPerAnswer is the server's CPU time per answered query in µs (0 for
+// none).
+func (r sideRow) cpuPerAnswer() float64 {
+	if r.res.answered == 0 {
+		return 0
+	}
+	return float64(r.cpu.Microseconds()) / float64(r.res.answered)
+}
+
+// sideMedians are the medians over the rounds of one server's QPS and CPU
+// time per answer.
+func sideMedians(rows []sideRow, server string) (qps, cpu float64) {
+	var q, c []float64
+	for _, r := range rows {
+		if r.server == server {
+			q, c = append(q, r.res.qps()), append(c, r.cpuPerAnswer())
+		}
+	}
+	return median(q), median(c)
+}
+
+func sideTable(what string, rows []sideRow) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cached external name %s, %d senders with one query in flight each, %s per server and round, load average %s\n\n",
-		cachedName, *senders, *roundFor, loadAvg())
+	fmt.Fprintf(&b, "%s, %d senders with one query in flight each, %s per server and round, load average %s\n\n",
+		what, *senders, *roundFor, loadAvg())
 	b.WriteString("| round | server | QPS | p50 | p99 | CPU µs/answer | RSS MiB | wrong | timeouts | upstream queries |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	qps := map[string][]float64{}
 	for _, r := range rows {
-		per := 0.0
-		if r.res.answered > 0 {
-			per = float64(r.cpu.Microseconds()) / float64(r.res.answered)
-		}
 		fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %s | %.1f | %.1f | %d | %d | %d |\n",
-			r.round, r.server, r.res.qps(), ms(percentile(r.res.lat, 0.5)), ms(percentile(r.res.lat, 0.99)), per, mib(r.rssKiB), r.res.bad, r.res.timeouts, r.upstream)
-		qps[r.server] = append(qps[r.server], r.res.qps())
+			r.round, r.server, r.res.qps(), ms(percentile(r.res.lat, 0.5)), ms(percentile(r.res.lat, 0.99)), r.cpuPerAnswer(), mib(r.rssKiB), r.res.bad, r.res.timeouts, r.upstream)
 	}
-	dc, cd := median(qps["dnsconfigurer"]), median(qps["coredns"])
-	fmt.Fprintf(&b, "\nmedian QPS: dnsconfigurer %.0f, coredns %.0f", dc, cd)
-	if cd > 0 {
-		fmt.Fprintf(&b, ", ratio %.2f×", dc/cd)
+	dcQPS, dcCPU := sideMedians(rows, "dnsconfigurer")
+	cdQPS, cdCPU := sideMedians(rows, "coredns")
+	fmt.Fprintf(&b, "\nmedian QPS: dnsconfigurer %.0f, coredns %.0f", dcQPS, cdQPS)
+	if cdQPS > 0 {
+		fmt.Fprintf(&b, ", ratio %.2f×", dcQPS/cdQPS)
+	}
+	fmt.Fprintf(&b, "\nmedian CPU µs/answer: dnsconfigurer %.1f, coredns %.1f", dcCPU, cdCPU)
+	if cdCPU > 0 {
+		fmt.Fprintf(&b, ", ratio %.2f×", dcCPU/cdCPU)
 	}
 	return b.String()
 }

@@ -214,3 +214,138 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("percentile of none = %v", got)
 	}
 }
+
+func TestClusterStubTransports(t *testing.T) {
+	s := startClusterStub(t)
+	big := fillName(3) // 241 A records, about 3.9 KB
+	for _, c := range []struct {
+		name    string
+		net     string
+		edns    uint16 // 0: none
+		q       string
+		wantTC  bool
+		wantErr func(*dns.Msg) error
+	}{
+		{"cluster name udp", "udp", 0, clusterName, false, answersA(clusterIP)},
+		{"cluster name tcp", "tcp", 0, clusterName, false, answersA(clusterIP)},
+		{"fill udp 1232 truncated", "udp", 1232, big, true, nil},
+		{"fill udp 4096", "udp", 4096, big, false, func(r *dns.Msg) error { return checkFill(3, r) }},
+		{"fill tcp", "tcp", 0, big, false, func(r *dns.Msg) error { return checkFill(3, r) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := question(c.q, dns.TypeA)
+			if c.edns > 0 {
+				q.SetEdns0(c.edns, false)
+			}
+			cl := &dns.Client{Net: c.net, UDPSize: max(c.edns, dns.MinMsgSize), Timeout: time.Second}
+			r, _, err := cl.Exchange(q, s.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Truncated != c.wantTC {
+				t.Errorf("truncated %v, want %v", r.Truncated, c.wantTC)
+			}
+			if c.wantTC {
+				r.Compress = true
+				if n := r.Len(); n > int(c.edns) {
+					t.Errorf("truncated reply of %d bytes, want at most %d", n, c.edns)
+				}
+				return
+			}
+			if err := c.wantErr(r); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if s.udp.Load() != 3 || s.tcp.Load() != 2 || s.cached.Load() != 2 || s.fill.Load() != 3 {
+		t.Errorf("stub counted %d UDP, %d TCP, %d cluster, %d fill queries; want 3, 2, 2, 3", s.udp.Load(), s.tcp.Load(), s.cached.Load(), s.fill.Load())
+	}
+}
+
+func TestFillAnswersEveryName(t *testing.T) {
+	s := startClusterStub(t)
+	const names = 200
+	res, err := fill(s.addr, names, 4, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.sent != names || res.answered != names || res.wrong != 0 || res.failed != 0 {
+		t.Fatalf("%+v, want %d answered", res, names)
+	}
+	if got := s.fill.Load(); got != names {
+		t.Errorf("stub saw %d fill queries, want %d", got, names)
+	}
+	// 1.1 to 3.9 KB each
+	if res.bytes < names*1000 || res.bytes > names*4000 {
+		t.Errorf("%d bytes of answers for %d names", res.bytes, names)
+	}
+	if err := checkFill(5, question(fillName(5), dns.TypeA)); err == nil {
+		t.Error("checkFill accepted an empty reply")
+	}
+}
+
+// goodFill is a fill report within every bound.
+func goodFill() fillReport {
+	return fillReport{
+		server:        "test",
+		res:           fillResult{sent: 100000, answered: 100000, bytes: 240 << 20, took: 20 * time.Second},
+		maxCacheBytes: 30 << 20, endCacheBytes: 29 << 20, maxEntries: 10000, endEntries: 10000, scrapes: 80,
+		maxRSSKiB: 90 << 10, end: usage{rssKiB: 80 << 10, hwmKiB: 95 << 10},
+	}
+}
+
+func TestFillViolations(t *testing.T) {
+	if v := fillViolations(goodFill()); len(v) != 0 {
+		t.Fatalf("the good report violates %q", v)
+	}
+	for _, c := range []struct {
+		name  string
+		spoil func(*fillReport)
+		want  string
+	}{
+		{"wrong", func(r *fillReport) { r.res.wrong, r.res.firstBad = 1, "fill-7: rcode SERVFAIL" }, "fill-7: rcode SERVFAIL"},
+		{"unanswered", func(r *fillReport) { r.res.failed = 2 }, "2 unanswered"},
+		{"too little", func(r *fillReport) { r.res.bytes = 60 << 20 }, "offered 60.0 MiB"},
+		{"not scraped", func(r *fillReport) { r.maxCacheBytes, r.endCacheBytes = -1, -1 }, "never scraped"},
+		{"cache", func(r *fillReport) { r.endCacheBytes = 33 << 20 }, "33.0 MiB, want at most 32"},
+		{"hwm", func(r *fillReport) { r.end.hwmKiB = 129 << 10 }, "129.0 MiB (VmHWM)"},
+		{"rss sample", func(r *fillReport) { r.maxRSSKiB = 130 << 10 }, "130.0 MiB (VmHWM)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := goodFill()
+			c.spoil(&r)
+			v := fillViolations(r)
+			if len(v) != 1 || !strings.Contains(v[0], c.want) {
+				t.Errorf("violations %q, want one with %q", v, c.want)
+			}
+		})
+	}
+}
+
+func TestMetricSum(t *testing.T) {
+	const text = `# HELP dnsconfigurer_cache_bytes Memory.
+# TYPE dnsconfigurer_cache_bytes gauge
+dnsconfigurer_cache_bytes{kind="denial",server="nodelocal"} 1024
+dnsconfigurer_cache_bytes{kind="success",server="nodelocal"} 2.5e+06
+dnsconfigurer_cache_bytes{kind="success",server="cluster"} 7
+dnsconfigurer_cache_bytes_total 99
+go_goroutines 12
+`
+	for _, c := range []struct {
+		metric string
+		labels []string
+		want   float64
+		ok     bool
+	}{
+		{"dnsconfigurer_cache_bytes", []string{`server="nodelocal"`}, 2501024, true},
+		{"dnsconfigurer_cache_bytes", nil, 2501031, true},
+		{"dnsconfigurer_cache_bytes", []string{`server="nodelocal"`, `kind="success"`}, 2.5e6, true},
+		{"dnsconfigurer_cache_bytes", []string{`server="other"`}, 0, false},
+		{"go_goroutines", nil, 12, true},
+		{"go_gor", nil, 0, false},
+	} {
+		if got, ok := metricSum(text, c.metric, c.labels...); got != c.want || ok != c.ok {
+			t.Errorf("metricSum(%s, %q) = %v, %v; want %v, %v", c.metric, c.labels, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -255,30 +256,76 @@ func readUsage(pid int) (usage, error) {
 
 // goroutines scrapes go_goroutines from a Prometheus endpoint.
 func goroutines(ctx context.Context, client *http.Client, url string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	text, err := scrape(ctx, client, url)
 	if err != nil {
 		return 0, err
+	}
+	g, ok := metricSum(text, "go_goroutines")
+	if !ok {
+		return 0, fmt.Errorf("GET %s: no go_goroutines", url)
+	}
+	return int(g), nil
+}
+
+// scrape reads a Prometheus endpoint's text exposition (at most 16 MiB).
+func scrape(ctx context.Context, client *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return int(f), err
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return string(b), err
+}
+
+// metricSum adds up the samples of metric in a text exposition whose labels
+// include every one of labels (each `name="value"`); ok is false when there
+// is none.
+func metricSum(text, metric string, labels ...string) (sum float64, ok bool) {
+	for line := range strings.Lines(text) {
+		rest, found := strings.CutPrefix(strings.TrimSpace(line), metric)
+		if !found || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		var set string
+		if rest[0] == '{' {
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				continue
+			}
+			set, rest = rest[1:end], rest[end+1:]
+		}
+		if !hasLabels(set, labels) {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		sum, ok = sum+v, true
+	}
+	return sum, ok
+}
+
+func hasLabels(set string, labels []string) bool {
+	pairs := strings.Split(set, ",")
+	for _, l := range labels {
+		if !slices.Contains(pairs, l) {
+			return false
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("GET %s: no go_goroutines", url)
+	return true
 }
 
 func mib(kib int64) float64 { return float64(kib) / 1024 }

@@ -50,6 +50,14 @@ func (s *stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 func startStub(t *testing.T) *stub {
 	t.Helper()
 	s := &stub{}
+	s.addr = serveUDPTCP(t, s)
+	return s
+}
+
+// serveUDPTCP serves h on UDP and TCP of one port of 127.0.0.1 until t ends
+// and returns its address.
+func serveUDPTCP(t *testing.T, h dns.Handler) string {
+	t.Helper()
 	for attempt := 0; ; attempt++ {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
@@ -64,10 +72,9 @@ func startStub(t *testing.T) *stub {
 			}
 			continue
 		}
-		s.addr = pc.LocalAddr().String()
-		serve(t, &dns.Server{PacketConn: pc, Handler: s})
-		serve(t, &dns.Server{Listener: l, Handler: s})
-		return s
+		serve(t, &dns.Server{PacketConn: pc, Handler: h})
+		serve(t, &dns.Server{Listener: l, Handler: h})
+		return pc.LocalAddr().String()
 	}
 }
 

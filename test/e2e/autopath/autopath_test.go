@@ -27,6 +27,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
@@ -204,7 +205,7 @@ func TestAutopathQueryCount(t *testing.T) {
 		dnsserver.WithForwarder(nsExchanger{ns, "192.0.2.53:53"}), withAP)}
 	hostSearches := []string{"corp.example"}
 	nl, err := nodelocal.New(nsExchanger{ns, "10.96.0.10:53"}, nodelocal.Config{ClusterDomain: "cluster.local",
-		HostSearches: func() []string { return hostSearches }, MaxTTL: time.Nanosecond, MaxNegativeTTL: time.Nanosecond})
+		HostSearches: func() []string { return hostSearches }, Cache: dnscache.Config{MaxTTL: time.Nanosecond, MaxNegativeTTL: time.Nanosecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,241 @@
+package nodenet
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// fakeLinks is Links in memory; dummy reports whether the dummy type exists.
+type fakeLinks struct {
+	dummy bool
+	devs  map[string][]netip.Addr
+	fail  error
+}
+
+func newFakeLinks(dummy bool) *fakeLinks {
+	return &fakeLinks{dummy: dummy, devs: map[string][]netip.Addr{"lo": {netip.MustParseAddr("127.0.0.1")}}}
+}
+
+func (f *fakeLinks) Exists(name string) (bool, error) { _, ok := f.devs[name]; return ok, f.fail }
+func (f *fakeLinks) AddDummy(name string) error {
+	if !f.dummy {
+		return errors.New("operation not supported")
+	}
+	f.devs[name] = nil
+	return nil
+}
+func (f *fakeLinks) Delete(name string) error { delete(f.devs, name); return nil }
+func (f *fakeLinks) Addrs(dev string) ([]netip.Addr, error) {
+	a, ok := f.devs[dev]
+	if !ok {
+		return nil, errors.New("no such device")
+	}
+	return a, f.fail
+}
+func (f *fakeLinks) AddAddr(dev string, ip netip.Addr) error {
+	f.devs[dev] = append(f.devs[dev], ip)
+	return f.fail
+}
+func (f *fakeLinks) DelAddr(dev string, ip netip.Addr) error {
+	f.devs[dev] = slices.DeleteFunc(f.devs[dev], func(a netip.Addr) bool { return a == ip })
+	return nil
+}
+
+// fakeNotrack is Notrack in memory.
+type fakeNotrack struct {
+	ips     []netip.Addr
+	applied int
+}
+
+func (f *fakeNotrack) Apply(ips []netip.Addr, _ uint16) error {
+	f.ips = slices.Clone(ips)
+	f.applied++
+	return nil
+}
+func (f *fakeNotrack) Present(ips []netip.Addr, _ uint16) (bool, error) {
+	return slices.Equal(f.ips, ips), nil
+}
+func (f *fakeNotrack) Remove() error { f.ips = nil; return nil }
+
+var ips = []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.96.0.10")}
+
+func newManager(t *testing.T, lock string, links Links, nt Notrack, skip bool) *Manager {
+	t.Helper()
+	m, err := New(Config{IPs: slices.Clone(ips), SetupInterface: true, SetupNotrack: true, SkipTeardown: skip,
+		LockFile: lock, Links: links, Notrack: nt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestLifecycle(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		dummy   bool
+		wantDev string
+	}{
+		{"dummy device", true, "nodelocaldns"},
+		{"no dummy type: lo", false, "lo"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			links, nt := newFakeLinks(tt.dummy), &fakeNotrack{}
+			m := newManager(t, filepath.Join(t.TempDir(), "run", "nl.lock"), links, nt, false)
+			if err := m.Prepare(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if m.Device() != tt.wantDev {
+				t.Fatalf("device %q, want %q", m.Device(), tt.wantDev)
+			}
+			for _, ip := range ips {
+				if !slices.Contains(links.devs[tt.wantDev], ip) {
+					t.Errorf("%s not on %s: %v", ip, tt.wantDev, links.devs)
+				}
+			}
+			if nt.applied != 0 {
+				t.Error("notrack table installed before the stage serves")
+			}
+			if _, err := m.EnsureNotrack(); err != nil || nt.applied != 1 {
+				t.Fatalf("EnsureNotrack: %v, applied %d", err, nt.applied)
+			}
+			// Something removes an address and the table: the check puts them back.
+			links.devs[tt.wantDev] = links.devs[tt.wantDev][:len(links.devs[tt.wantDev])-1]
+			nt.Remove()
+			m.check()
+			if got := testutil.ToFloat64(metric(t, m, "address")); got != 1 {
+				t.Errorf("address repairs = %v, want 1", got)
+			}
+			if got := testutil.ToFloat64(metric(t, m, "notrack")); got != 1 {
+				t.Errorf("notrack repairs = %v, want 1", got)
+			}
+			if ok, _ := nt.Present(ips, 53); !ok {
+				t.Error("table not put back")
+			}
+			if err := m.RemoveNotrack(); err != nil || nt.ips != nil {
+				t.Fatalf("RemoveNotrack: %v, table %v", err, nt.ips)
+			}
+			if err := m.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := links.devs["nodelocaldns"]; ok {
+				t.Error("dummy device left")
+			}
+			if !slices.Equal(links.devs["lo"], []netip.Addr{netip.MustParseAddr("127.0.0.1")}) {
+				t.Errorf("lo after teardown: %v, want 127.0.0.1 only", links.devs["lo"])
+			}
+		})
+	}
+}
+
+// metric is the repairs counter of what, as a one-series collector.
+func metric(t *testing.T, m *Manager, what string) *labelled {
+	t.Helper()
+	return &labelled{m: m, what: what}
+}
+
+func TestSurgeAndSkip(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "nl.lock")
+	links, nt := newFakeLinks(false), &fakeNotrack{}
+	old := newManager(t, lock, links, nt, false)
+	if err := old.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	old.EnsureNotrack()
+	// The surge: a new instance starts while the old one runs.
+	next := newManager(t, lock, links, nt, false)
+	if err := next.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The old one stops: the new one holds the lease, so nothing is removed.
+	if err := old.RemoveNotrack(); err != nil {
+		t.Fatal(err)
+	}
+	old.Release()
+	if ok, _ := nt.Present(ips, 53); !ok || len(links.devs["lo"]) != 3 {
+		t.Fatalf("the stopping instance removed the setup of the running one: table %v, lo %v", nt.ips, links.devs["lo"])
+	}
+	// The last one stops with SkipTeardown: still nothing removed.
+	skip := newManager(t, lock, links, nt, true)
+	skip.Prepare(context.Background())
+	next.RemoveNotrack()
+	next.Release()
+	skip.RemoveNotrack()
+	skip.Release()
+	if ok, _ := nt.Present(ips, 53); !ok || len(links.devs["lo"]) != 3 {
+		t.Fatalf("SkipTeardown removed the setup: table %v, lo %v", nt.ips, links.devs["lo"])
+	}
+	// The last one, without: everything goes.
+	last := newManager(t, lock, links, nt, false)
+	last.Prepare(context.Background())
+	last.RemoveNotrack()
+	last.Release()
+	if nt.ips != nil || len(links.devs["lo"]) != 1 {
+		t.Fatalf("the last instance left table %v, lo %v", nt.ips, links.devs["lo"])
+	}
+}
+
+func TestLeaseWaitsForTeardown(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "nl.lock")
+	l, err := Acquire(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Last() {
+		t.Fatal("only holder is not last")
+	}
+	// l now holds it exclusively (tearing down): a new instance waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Acquire(ctx, lock); err == nil || !strings.Contains(err.Error(), "another instance holds it") {
+		t.Fatalf("Acquire during a teardown = %v, want it to wait", err)
+	}
+	l.Close()
+	l2, err := Acquire(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Close()
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no address", Config{LockFile: "/x"}, "no address"},
+		{"loopback", Config{IPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, LockFile: "/x"}, `IPs[0] "127.0.0.1"`},
+		{"no lock", Config{IPs: ips}, "no lock file"},
+		{"no links", Config{IPs: ips, LockFile: "/x", SetupInterface: true}, "Links and Notrack are required"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// labelled is one series of dnsconfigurer_nodenet_repairs_total, for
+// testutil.ToFloat64.
+type labelled struct {
+	m    *Manager
+	what string
+}
+
+func (l *labelled) Describe(ch chan<- *prometheus.Desc) { ch <- l.m.repairDesc }
+func (l *labelled) Collect(ch chan<- prometheus.Metric) {
+	for i, name := range whatNames {
+		if name == l.what {
+			ch <- prometheus.MustNewConstMetric(l.m.repairDesc, prometheus.CounterValue, float64(l.m.repairs[i].Load()), name)
+		}
+	}
+}
