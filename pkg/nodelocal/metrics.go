@@ -3,11 +3,47 @@ package nodelocal
 import (
 	"fmt"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 type metrics struct {
-	hits, misses, coalesced, options, failures prometheus.Counter
+	hits, misses                 *byType
+	coalesced, options, failures prometheus.Counter
+}
+
+// commonTypes have their series made up front, so that counting them costs
+// no label lookup.
+var commonTypes = []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypePTR, dns.TypeTXT, dns.TypeCNAME,
+	dns.TypeMX, dns.TypeNS, dns.TypeSOA, dns.TypeHTTPS}
+
+// byType is a counter by query type: the type's name, or "other" for a
+// type miekg/dns does not name (so the series are bounded).
+type byType struct {
+	vec    *prometheus.CounterVec
+	common []prometheus.Counter // of commonTypes
+}
+
+func newByType(name, help string) *byType {
+	b := &byType{vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dnsconfigurer_nodelocal_" + name, Help: help}, []string{"type"})}
+	for _, t := range commonTypes {
+		b.common = append(b.common, b.vec.WithLabelValues(dns.TypeToString[t]))
+	}
+	return b
+}
+
+func (b *byType) inc(qtype uint16) {
+	for i, t := range commonTypes {
+		if t == qtype {
+			b.common[i].Inc()
+			return
+		}
+	}
+	name, ok := dns.TypeToString[qtype]
+	if !ok {
+		name = "other"
+	}
+	b.vec.WithLabelValues(name).Inc()
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -15,14 +51,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_nodelocal_" + name, Help: help})
 	}
 	m := &metrics{
-		hits:      c("cache_hits_total", "Queries answered from the cache."),
-		misses:    c("cache_misses_total", "Queries not in the cache."),
+		hits:      newByType("cache_hits_total", "Queries answered from the cache, by query type."),
+		misses:    newByType("cache_misses_total", "Queries not in the cache (forwarded, or waiting for an identical query in flight), by query type."),
 		coalesced: c("coalesced_total", "Queries that waited for an identical query already in flight instead of being forwarded."),
 		options:   c("autopath_options_total", "Queries forwarded with the autopath search-list option."),
-		failures:  c("upstream_failures_total", "Queries answered SERVFAIL because the cluster DNS did not answer."),
+		failures:  c("upstream_failures_total", "Queries answered SERVFAIL because no upstream answered."),
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.hits, m.misses, m.coalesced, m.options, m.failures} {
+		for _, col := range []prometheus.Collector{m.hits.vec, m.misses.vec, m.coalesced, m.options, m.failures} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register nodelocal metrics: %w", err)
 			}

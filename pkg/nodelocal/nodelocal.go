@@ -125,12 +125,12 @@ func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
 	r, src, err := h.cache.Answer(ctx, req)
 	switch src {
 	case dnscache.Hit:
-		h.m.hits.Inc()
+		h.m.hits.inc(req.Question[0].Qtype)
 	case dnscache.Coalesced:
 		h.m.coalesced.Inc()
-		h.m.misses.Inc()
+		h.m.misses.inc(req.Question[0].Qtype)
 	default:
-		h.m.misses.Inc()
+		h.m.misses.inc(req.Question[0].Qtype)
 	}
 	if err != nil {
 		h.log.Debug("upstream failed", "name", req.Question[0].Name, "err", err)

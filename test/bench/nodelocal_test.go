@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +25,7 @@ import (
 var (
 	fillNames = flag.Int("fill-names", 100000, "TestNodeLocalMemoryFill: distinct names asked of each server")
 	fillConns = flag.Int("fill-conns", 16, "TestNodeLocalMemoryFill: TCP connections, one query in flight each")
-	fillFor   = flag.Duration("fill-for", 40*time.Second, "TestNodeLocalMemoryFill: longest fill per server")
+	fillFor   = flag.Duration("fill-for", 30*time.Second, "TestNodeLocalMemoryFill: longest fill per server")
 )
 
 const (
@@ -54,7 +56,8 @@ const nodeLocalCorefile = `.:%d {
 `
 
 // clusterStub is the cluster DNS behind a node-local stage, on UDP and TCP
-// of one port: clusterName is A clusterIP and fill-<n>.<fillZone> is
+// of one port (closing a TCP connection after stubTCPQueries queries, as
+// dnsconfigurer's own cluster DNS does): clusterName is A clusterIP and fill-<n>.<fillZone> is
 // fillRecords(n) A records (1-4 KB packed), all TTL 300; every other
 // question is NOERROR without answer (health probes included). A UDP reply
 // is truncated to the size the query advertises (512 without EDNS0), so
@@ -229,13 +232,22 @@ type fillResult struct {
 	failed   int    // no reply (timeout, connection closed)
 	bytes    int64  // packed size of the right answers (compressed)
 	firstBad string // the first wrong reply or failure
-	took     time.Duration
+	// reconnects counts queries asked again on a new connection because
+	// the server had closed the one they were sent on.
+	reconnects int
+	took       time.Duration
+}
+
+// closedConn reports whether err says the peer closed the connection.
+func closedConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // fill asks addr for fill-0 ... fill-<names-1>, each once, over conns TCP
 // connections with one query in flight each, until every name is asked or
-// d passes. A query without a reply within 5 s, or on a connection that
-// fails, counts as failed and the connection is dialled again.
+// d passes. A query on a connection the server closed is asked again on a
+// new one; a query without a reply within 5 s, or that fails on a new
+// connection, counts as failed and the connection is dialled again.
 func fill(addr string, names, conns int, d time.Duration) (fillResult, error) {
 	type part struct {
 		fillResult
@@ -266,7 +278,20 @@ func fill(addr string, names, conns int, d time.Duration) (fillResult, error) {
 					return
 				}
 				p.sent++
-				r, _, err := c.ExchangeWithConn(question(fillName(n), dns.TypeA), conn)
+				q := question(fillName(n), dns.TypeA)
+				r, _, err := c.ExchangeWithConn(q, conn)
+				if closedConn(err) {
+					// A server may close a connection between queries
+					// (RFC 7766 6.2.3; dnsconfigurer does after 128 of
+					// them): ask again on a new one, as resolvers do.
+					p.reconnects++
+					conn.Close()
+					if conn, err = c.Dial(addr); err != nil {
+						p.err = err
+						return // conn is nil
+					}
+					r, _, err = c.ExchangeWithConn(q, conn)
+				}
 				if err != nil {
 					p.failed++
 					if p.firstBad == "" {
@@ -301,6 +326,7 @@ func fill(addr string, names, conns int, d time.Duration) (fillResult, error) {
 		res.wrong += p.wrong
 		res.failed += p.failed
 		res.bytes += p.bytes
+		res.reconnects += p.reconnects
 		if res.firstBad == "" {
 			res.firstBad = p.firstBad
 		}
@@ -456,8 +482,8 @@ func fillTable(reports []fillReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fill: %d names fill-<n>.%s (%d-%d A records, 1-4 KB), TCP, %d connections with one query in flight each, at most %v per server; load average %s\n\n",
 		*fillNames, fillZone, fillRecords(0), fillRecords(3), *fillConns, *fillFor, loadAvg())
-	b.WriteString("| server | answered | wrong | unanswered | took | names/s | answers MiB | stub UDP / TCP | cache MiB (max / end) | cache entries (max / end) | max RSS MiB | VmHWM MiB |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|\n")
+	b.WriteString("| server | answered | wrong | unanswered | TCP reconnects | took | names/s | answers MiB | stub UDP / TCP | cache MiB (max / end) | cache entries (max / end) | max RSS MiB | VmHWM MiB |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|\n")
 	val := func(v float64, scale float64, format string) string {
 		if v < 0 {
 			return "–"
@@ -469,12 +495,17 @@ func fillTable(reports []fillReport) string {
 		if r.res.took > 0 {
 			rate = float64(r.res.sent) / r.res.took.Seconds()
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.1f s | %.0f | %.1f | %d / %d | %s / %s | %s / %s | %.1f | %.1f |\n",
-			r.server, r.res.answered, r.res.wrong, r.res.failed, r.res.took.Seconds(), rate, float64(r.res.bytes)/(1<<20),
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.1f s | %.0f | %.1f | %d / %d | %s / %s | %s / %s | %.1f | %.1f |\n",
+			r.server, r.res.answered, r.res.wrong, r.res.failed, r.res.reconnects, r.res.took.Seconds(), rate, float64(r.res.bytes)/(1<<20),
 			r.stubUDP, r.stubTCP,
 			val(r.maxCacheBytes, 1<<20, "%.1f"), val(r.endCacheBytes, 1<<20, "%.1f"),
 			val(r.maxEntries, 1, "%.0f"), val(r.endEntries, 1, "%.0f"),
 			mib(r.maxRSSKiB), mib(r.end.hwmKiB))
+	}
+	for _, r := range reports {
+		if r.res.firstBad != "" {
+			fmt.Fprintf(&b, "\n%s, first wrong or unanswered: %s", r.server, r.res.firstBad)
+		}
 	}
 	return b.String()
 }

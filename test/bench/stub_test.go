@@ -17,6 +17,11 @@ const (
 	externalIP   = "192.0.2.1"
 )
 
+// stubTCPQueries is how many queries a stub answers on one TCP connection
+// before it closes it: miekg/dns's default, and what dnsconfigurer's own
+// cluster DNS does (pkg/dnsserver); CoreDNS never closes for that.
+const stubTCPQueries = 128
+
 // stub is a live upstream: A records for every name under externalZone,
 // NOERROR without answer for every other question (health probes included).
 type stub struct {
@@ -55,7 +60,8 @@ func startStub(t *testing.T) *stub {
 }
 
 // serveUDPTCP serves h on UDP and TCP of one port of 127.0.0.1 until t ends
-// and returns its address.
+// and returns its address. A TCP connection is closed after stubTCPQueries
+// queries.
 func serveUDPTCP(t *testing.T, h dns.Handler) string {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
@@ -73,7 +79,7 @@ func serveUDPTCP(t *testing.T, h dns.Handler) string {
 			continue
 		}
 		serve(t, &dns.Server{PacketConn: pc, Handler: h})
-		serve(t, &dns.Server{Listener: l, Handler: h})
+		serve(t, &dns.Server{Listener: l, Handler: h, MaxTCPQueries: stubTCPQueries})
 		return pc.LocalAddr().String()
 	}
 }

@@ -198,7 +198,8 @@ func (c *Cluster) nodeLocalQueries(ctx context.Context) (int, error) {
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 2 || (f[0] != "dnsconfigurer_nodelocal_cache_hits_total" && f[0] != "dnsconfigurer_nodelocal_cache_misses_total") {
+		name, _, _ := strings.Cut(f[0], "{") // by query type
+		if len(f) != 2 || (name != "dnsconfigurer_nodelocal_cache_hits_total" && name != "dnsconfigurer_nodelocal_cache_misses_total") {
 			continue
 		}
 		v, err := strconv.ParseFloat(f[1], 64)

@@ -264,7 +264,11 @@ func (c *chain) counts(t *testing.T) queryCounts {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q.nodeLocal = m["dnsconfigurer_nodelocal_cache_hits_total"] + m["dnsconfigurer_nodelocal_cache_misses_total"]
+		for series, v := range m { // by query type
+			if strings.HasPrefix(series, "dnsconfigurer_nodelocal_cache_hits_total") || strings.HasPrefix(series, "dnsconfigurer_nodelocal_cache_misses_total") {
+				q.nodeLocal += v
+			}
+		}
 		m, err = scrape(c.http, clusterMetrics)
 		if err != nil {
 			t.Fatal(err)
