@@ -2,26 +2,28 @@
 // node-local`): a caching forwarder in front of the cluster DNS that also
 // carries autopath search lists.
 //
-// For every query it answers from a pkg/dnscache Cache keyed by the
-// lowercase question and the DO and CD bits (positive answers up to MaxTTL
-// and their own TTLs, NXDOMAIN and NODATA with an SOA up to MaxNegativeTTL
-// and min(SOA TTL, SOA MINIMUM), other rcodes, denials without an SOA and
-// truncated replies never; TTLs age while cached; at most CacheSize
-// answers of each kind and CacheBytes of memory, 32 MiB by default, four
-// fifths for answers and one fifth for denials, so NXDOMAIN floods never
-// evict answers; the least recently used dropped first) or forwards it
-// once, however many identical questions are in flight (request
-// coalescing), through an Exchanger (dnsserver.Forwarder: UDP, then TCP
-// when the reply is truncated). An upstream that fails is SERVFAIL.
+// For every query it answers from a pkg/dnscache Cache (Config.Cache: the
+// byte bounds of answers and denials, TTL caps 30 s and 5 s by default,
+// serve-stale and prefetch when asked; see pkg/dnscache for the rules and
+// its memory bound) or forwards it once, however many identical questions
+// are in flight (request coalescing), through an Exchanger: `serve` gives
+// it a forward.Router that sends names in the cluster zone, ap.k8s.io and
+// the reverse zones to the cluster DNS over TCP (a Service of the cluster
+// DNS pods of its own, node-cache's kube-dns-upstream) and every other name
+// to the node's nameservers (the watched resolv.conf), each through a
+// pkg/forward Forwarder (health checks, failfast, connection reuse,
+// max_concurrent). An upstream that fails is SERVFAIL, or a stale answer
+// when serve-stale is on.
 //
-// Answers are cached packed: each counts its packed size as the runtime
-// allocates it (size class or whole pages), its name and EntryOverhead, so
-// the heap the cache holds stays within CacheBytes whatever the answer sizes
-// (dnscache's TestCacheBytesBound: 38 MiB of answers of 100 B to 60 KB
-// offered to an 8 MiB cache leave 7.85 MiB on the heap). An answer bigger
-// than its share of CacheBytes is served and not cached. The cache's
-// metrics (dnsconfigurer_cache_*{server="nodelocal"}) are registered with
-// the stage's.
+// Metrics: dnsconfigurer_nodelocal_cache_hits_total{type} and
+// _cache_misses_total{type} (by query type), _coalesced_total,
+// _autopath_options_total, _upstream_failures_total; the cache's
+// dnsconfigurer_cache_*{server="nodelocal"} (entries, bytes, evictions,
+// stale answers by kind) and the forwarders' dnsconfigurer_forward_*{zone}
+// (latency and health per upstream) are registered beside them.
+//
+// Transparent mode (its addresses, including the cluster DNS Service IP,
+// and the notrack table on the node) is pkg/nodenet's.
 //
 // The forwarded query is made afresh (dnsmsg.Query): the question, RD and an
 // OPT with the client's DO bit, nothing else of the client's query. For a
