@@ -89,9 +89,9 @@ const (
 	DefaultTCPIdleTimeout  = Duration("10s")
 	DefaultTCPWriteTimeout = Duration("5s")
 
-	DefaultNodeLocalResolvConf     = "/etc/resolv.conf"
-	DefaultNodeLocalInterface      = "nodelocaldns"
-	DefaultNodeLocalLockFile       = "/run/dnsconfigurer/node-local.lock"
+	DefaultNodeLocalResolvConf = "/etc/resolv.conf"
+	DefaultNodeLocalInterface  = "nodelocaldns"
+	DefaultNodeLocalLockFile   = "/run/dnsconfigurer/node-local.lock"
 )
 
 // maxDNSTTL is the largest TTL a DNS record may carry (RFC 2181 8).

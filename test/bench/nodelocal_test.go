@@ -56,12 +56,12 @@ const nodeLocalCorefile = `.:%d {
 `
 
 // clusterStub is the cluster DNS behind a node-local stage, on UDP and TCP
-// of one port (closing a TCP connection after stubTCPQueries queries, as
-// dnsconfigurer's own cluster DNS does): clusterName is A clusterIP and fill-<n>.<fillZone> is
-// fillRecords(n) A records (1-4 KB packed), all TTL 300; every other
-// question is NOERROR without answer (health probes included). A UDP reply
-// is truncated to the size the query advertises (512 without EDNS0), so
-// large answers come over TCP.
+// of one port (a TCP connection closed after stubTCPQueries queries, as
+// dnsconfigurer's own cluster DNS does): clusterName is A clusterIP and
+// fill-<n>.<fillZone> is fillRecords(n) A records (1-4 KB packed), all TTL
+// 300; every other question is NOERROR without answer (health probes
+// included). A UDP reply is truncated to the size the query advertises
+// (512 without EDNS0), so large answers come over TCP.
 type clusterStub struct {
 	addr     string
 	cached   atomic.Int64 // A queries for clusterName
