@@ -179,7 +179,8 @@ func runCoreDNS(t *testing.T, dir string, conf func(port int, metrics string) st
 	return startServer(t, "coredns", dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "http://"+maddr+"/metrics", bin, "-conf", path)
 }
 
-// sideRow is one server's round of TestSideBySide.
+// sideRow is one server's round of TestSideBySide or
+// TestNodeLocalSideBySide.
 type sideRow struct {
 	round    int
 	server   string

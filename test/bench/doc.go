@@ -1,6 +1,7 @@
-// Package bench runs the cluster DNS server (`dnsconfigurer serve`) and
-// CoreDNS 1.15 side by side on 127.0.0.1, as real processes, and measures
-// what issue 15 asks for:
+// Package bench runs `dnsconfigurer serve` (the cluster DNS, and the
+// node-local stage with --mode node-local) and CoreDNS 1.15 side by side on
+// 127.0.0.1, as real processes, and measures what issue 15 (and the
+// node-local stage's issue) asks for:
 //
 //   - TestSideBySide: queries per second, latency percentiles and CPU time
 //     per answer for one cached external name, dnsconfigurer's forwarder and
@@ -12,11 +13,21 @@
 //     answer time of an in-cluster name (a hosts entry for CoreDNS) are
 //     sampled. It asserts the targets on dnsconfigurer only: at most 3,000
 //     goroutines and 200 MiB, SERVFAIL within 2.5 s and then at once, the
-//     in-cluster name answered throughout.
+//     in-cluster name answered throughout;
+//   - TestNodeLocalSideBySide: as TestSideBySide for the node-local stage
+//     (`serve --mode node-local`) against CoreDNS's forward and cache (what
+//     NodeLocal DNSCache runs), on a cached cluster name; it logs the ratios
+//     against the issue's 1.3× QPS target and asserts only correct answers;
+//   - TestNodeLocalMemoryFill: 100,000 distinct cluster names with answers
+//     of 1-4 KB over TCP to each server in turn; the node-local stage, with
+//     --cache-size 32Mi and no GOMEMLIMIT, must keep its peak RSS (VmHWM)
+//     within the DaemonSet's 128 MiB and dnsconfigurer_cache_bytes within
+//     32 MiB, and answer every name right.
 //
-// Both skip unless DNSCONFIGURER_BENCH=1, so `go test ./...` stays fast:
+// All skip unless DNSCONFIGURER_BENCH=1, so `go test ./...` stays fast:
 //
 //	DNSCONFIGURER_BENCH=1 go test -v -run 'TestSideBySide|TestDeadUpstreamFlood' ./test/bench/ -timeout 10m
+//	DNSCONFIGURER_BENCH=1 go test -count=1 -v -run 'TestNodeLocal' ./test/bench/ -timeout 10m
 //
 // dnsconfigurer is built from the working tree (test/buildbin); coredns is
 // $DNSCONFIGURER_COREDNS, else $DNSCONFIGURER_TESTBIN/coredns, else the

@@ -194,12 +194,15 @@ func (c *Cluster) nodeLocalQueries(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	total, seen := 0, 0
+	total, seen := 0, map[string]bool{}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		name, _, _ := strings.Cut(f[0], "{") // by query type
-		if len(f) != 2 || (name != "dnsconfigurer_nodelocal_cache_hits_total" && name != "dnsconfigurer_nodelocal_cache_misses_total") {
+		if len(f) != 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(f[0], "{") // a series per query type
+		if name != "dnsconfigurer_nodelocal_cache_hits_total" && name != "dnsconfigurer_nodelocal_cache_misses_total" {
 			continue
 		}
 		v, err := strconv.ParseFloat(f[1], 64)
@@ -207,9 +210,9 @@ func (c *Cluster) nodeLocalQueries(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		total += int(v)
-		seen++
+		seen[name] = true
 	}
-	if seen != 2 {
+	if len(seen) != 2 {
 		return 0, fmt.Errorf("node-local /metrics lacks the cache counters")
 	}
 	return total, sc.Err()
