@@ -103,12 +103,14 @@ var errTruncated = errors.New("truncated reply")
 
 // query sends m to u over one transport and returns the reply whose ID and
 // question match, reading past others until ctx's deadline. A pooled
-// connection is used when there is one; a TCP connection the upstream
-// closed while idle is replaced once.
+// connection is used when there is one; when the upstream had closed it
+// (a TCP server ends connections after so many queries, often all the
+// pooled ones at about the same time), the query is asked once more on a
+// connection dialled for it, never on another pooled one.
 func (f *Forwarder) query(ctx context.Context, u *upstream, m *dns.Msg, tcp bool) (*dns.Msg, error) {
-	r, err, reused := f.queryOnce(ctx, u, m, tcp)
+	r, err, reused := f.queryOnce(ctx, u, m, tcp, false)
 	if err != nil && reused && tcp && ctx.Err() == nil && staleConn(err) {
-		r, err, _ = f.queryOnce(ctx, u, m, tcp)
+		r, err, _ = f.queryOnce(ctx, u, m, tcp, true)
 	}
 	return r, err
 }
@@ -119,12 +121,16 @@ func staleConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp bool) (r *dns.Msg, err error, reused bool) {
+// queryOnce is one exchange, on a pooled connection unless fresh.
+func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp, fresh bool) (r *dns.Msg, err error, reused bool) {
 	proto, p := "udp", &u.udp
 	if tcp {
 		proto, p = "tcp", &u.tcp
 	}
-	c := p.get(f.cfg.Expire)
+	var c *dns.Conn
+	if !fresh {
+		c = p.get(f.cfg.Expire)
+	}
 	if c != nil {
 		reused = true
 		f.m.cacheHits.WithLabelValues(u.name, proto).Inc()
