@@ -82,17 +82,8 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 		ups = append(ups, a.String())
 	}
 	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool) (*forward.Forwarder, error) {
-		fwd, err := forward.New(forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp,
-			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), Zone: zone, Logger: log.With("forward", zone)})
-		if err != nil {
-			return nil, err
-		}
-		*closers = append(*closers, func() { _ = fwd.Close() })
-		if err := reg.Register(fwd); err != nil {
-			return nil, err
-		}
-		fwd.Start(ctx)
-		return fwd, nil
+		return startForwarder(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp,
+			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), Zone: zone, Logger: log.With("forward", zone)}, reg, closers)
 	}
 	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true)
 	if err != nil {

@@ -99,19 +99,14 @@ func (s *answerStack) forwarding(ctx context.Context, cfg *v1alpha1.ServerConfig
 		if maxFails == 0 { // the file's "never out of rotation"
 			maxFails = forward.NoHealthCheck
 		}
-		fwd, err := forward.New(forward.Config{Upstreams: source, Self: cfg.Listen,
+		fwd, err := startForwarder(ctx, forward.Config{Upstreams: source, Self: cfg.Listen,
 			Timeout: r.Timeout.Duration(), Policy: r.Policy, MaxFails: maxFails,
 			HealthCheck: r.HealthCheck.Duration(), Expire: r.Expire.Duration(),
 			ForceTCP: r.ForceTCP, PreferUDP: r.PreferUDP, MaxConcurrent: cfg.MaxConcurrent,
-			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())})
+			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())}, s.reg, &s.closers)
 		if err != nil {
 			return nil, usagef("forward[%d]: %v", i, err)
 		}
-		if err := s.reg.Register(fwd); err != nil {
-			return nil, err
-		}
-		fwd.Start(ctx)
-		s.closers = append(s.closers, func() { _ = fwd.Close() })
 		if len(fwd.Upstreams()) == 0 {
 			log.Warn("no usable upstream: every upstream is one of the listen addresses", "zone", r.ZoneName(), "upstreams", source.Upstreams())
 		}
@@ -129,6 +124,22 @@ func (s *answerStack) forwarding(ctx context.Context, cfg *v1alpha1.ServerConfig
 	}
 	s.closers = append(s.closers, cache.Close)
 	return cache, s.reg.Register(cache)
+}
+
+// startForwarder makes the Forwarder of fc, registers its metrics on reg,
+// starts its health and loop probes, and adds its Close to closers (both
+// modes).
+func startForwarder(ctx context.Context, fc forward.Config, reg prometheus.Registerer, closers *[]func()) (*forward.Forwarder, error) {
+	fwd, err := forward.New(fc)
+	if err != nil {
+		return nil, err
+	}
+	*closers = append(*closers, func() { _ = fwd.Close() })
+	if err := reg.Register(fwd); err != nil {
+		return nil, err
+	}
+	fwd.Start(ctx)
+	return fwd, nil
 }
 
 // cacheConfig is the cache section as a dnscache.Config (both modes).

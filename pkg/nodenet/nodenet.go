@@ -134,24 +134,24 @@ func (m *Manager) Prepare(ctx context.Context) error {
 	if !m.cfg.SetupInterface {
 		return nil
 	}
-	if _, err := m.ensureAddrs(); err != nil {
+	if _, _, err := m.ensureAddrs(); err != nil {
 		m.errs.Add(1)
 		return err
 	}
 	return nil
 }
 
-// ensureAddrs puts the device and every address in place; it returns what
-// it had to add.
-func (m *Manager) ensureAddrs() ([]string, error) {
+// ensureAddrs puts the device and every address in place; it reports
+// whether it made the device and how many addresses it added.
+func (m *Manager) ensureAddrs() (madeDevice bool, addedAddrs int, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	links := m.cfg.Links
-	var added []string
+	var added []netip.Addr
 	if m.dev != "lo" {
 		ok, err := links.Exists(m.cfg.Interface)
 		if err != nil {
-			return nil, err
+			return false, 0, err
 		}
 		switch {
 		case ok:
@@ -161,28 +161,27 @@ func (m *Manager) ensureAddrs() ([]string, error) {
 				m.log.Info("no dummy interface: the addresses go on lo", "interface", m.cfg.Interface, "err", err)
 				m.dev, m.ownDevice = "lo", false
 			} else {
-				m.ownDevice = true
-				added = append(added, whatNames[whatInterface])
+				m.ownDevice, madeDevice = true, true
 			}
 		}
 	}
 	have, err := links.Addrs(m.dev)
 	if err != nil {
-		return added, err
+		return madeDevice, 0, err
 	}
 	for _, ip := range m.cfg.IPs {
 		if slices.Contains(have, ip) {
 			continue
 		}
 		if err := links.AddAddr(m.dev, ip); err != nil {
-			return added, err
+			return madeDevice, len(added), err
 		}
-		added = append(added, ip.String())
+		added = append(added, ip)
 	}
 	if len(added) > 0 {
 		m.log.Info("node-local addresses in place", "device", m.dev, "added", added)
 	}
-	return added, nil
+	return madeDevice, len(added), nil
 }
 
 // EnsureNotrack installs the notrack table unless it is in place.
@@ -232,19 +231,16 @@ func (m *Manager) Keep(ctx context.Context) error {
 func (m *Manager) check() {
 	ok := true
 	if m.cfg.SetupInterface {
-		added, err := m.ensureAddrs()
+		madeDevice, addedAddrs, err := m.ensureAddrs()
 		if err != nil {
 			m.errs.Add(1)
 			m.log.Error("node-local addresses", "err", err)
 			ok = false
 		}
-		for _, a := range added {
-			if a == whatNames[whatInterface] {
-				m.repairs[whatInterface].Add(1)
-			} else {
-				m.repairs[whatAddress].Add(1)
-			}
+		if madeDevice {
+			m.repairs[whatInterface].Add(1)
 		}
+		m.repairs[whatAddress].Add(uint64(addedAddrs))
 	}
 	repaired, err := m.EnsureNotrack()
 	if err != nil {
