@@ -938,6 +938,12 @@ func parseUpstreams(us []string) []netip.AddrPort {
 
 // parseUpstream reads "ip" (port 53), "ip:port" or "[ipv6]:port".
 func parseUpstream(s string) (netip.AddrPort, error) {
+	if strings.HasPrefix(s, "$(") {
+		// kubelet leaves $(VAR) as it is when VAR is not set: in
+		// deploy/nodelocal, the upstream Service did not exist when
+		// the pod started.
+		return netip.AddrPort{}, fmt.Errorf("an unexpanded variable: kubelet sets %s only when the Service exists before the pod starts (create it, then delete the pod)", strings.Trim(s, "$()"))
+	}
 	if a, err := netip.ParseAddr(s); err == nil {
 		return netip.AddrPortFrom(a.Unmap(), 53), nil
 	}

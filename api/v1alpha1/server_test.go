@@ -274,6 +274,9 @@ func TestServerValidate(t *testing.T) {
 		{"node-local upstream", func(c *ServerConfiguration) {
 			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.10:53000000"}
 		}, []string{`nodeLocal.clusterUpstream[0]: "10.96.0.10:53000000": invalid port`}},
+		{"node-local upstream not expanded by kubelet", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"$(DNSCONFIGURER_DNS_UPSTREAM_SERVICE_HOST)"}
+		}, []string{`nodeLocal.clusterUpstream[0]: "$(DNSCONFIGURER_DNS_UPSTREAM_SERVICE_HOST)": an unexpanded variable: kubelet sets DNSCONFIGURER_DNS_UPSTREAM_SERVICE_HOST only when the Service exists before the pod starts (create it, then delete the pod)`}},
 		{"node-local transparent", func(c *ServerConfiguration) {
 			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.11"}
 			c.NodeLocal.LocalIPs, c.NodeLocal.SetupInterface, c.NodeLocal.SetupNotrack = []string{"169.254.20.10", "10.96.0.10", "fd00::a"}, true, true

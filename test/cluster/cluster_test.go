@@ -33,6 +33,7 @@ func TestCluster(t *testing.T) {
 		}
 		t.Run("resolve", func(t *testing.T) { testResolve(t, c) })
 		t.Run("autopath", func(t *testing.T) { testAutopath(t, c) })
+		t.Run("transparent", func(t *testing.T) { testTransparent(t, c) })
 		t.Run("conformance", func(t *testing.T) { testConformance(t, c) })
 	})
 	if c == nil {

@@ -48,7 +48,9 @@ func DeployDir() (string, error) {
 //     given as the Secret deploy/webhook/certificate.yaml describes, with
 //     its CA as the caBundle;
 //   - the node-local stage reads the node's resolv.conf file of this
-//     cluster instead of the machine's /etc/resolv.conf.
+//     cluster instead of the machine's /etc/resolv.conf, and keeps its
+//     lock in the cluster's directory instead of the machine's
+//     /run/dnsconfigurer.
 //
 // It returns kubectl's output.
 func (c *Cluster) DeployDNS(ctx context.Context) (string, error) {
@@ -126,9 +128,11 @@ func (c *Cluster) writeOverlay() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resolved := c.path("systemd-resolve")
-	if err := os.MkdirAll(resolved, 0o755); err != nil {
-		return "", err
+	resolved, run := c.path("systemd-resolve"), c.path("run-dnsconfigurer")
+	for _, d := range []string{resolved, run} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
 	}
 	secret := fmt.Sprintf(`apiVersion: v1
 kind: Secret
@@ -181,7 +185,10 @@ patches:
     - op: replace
       path: /spec/template/spec/volumes/1/hostPath/path
       value: %s
-`, rel, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved)
+    - op: replace
+      path: /spec/template/spec/volumes/2/hostPath/path
+      value: %s
+`, rel, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved, run)
 	for name, content := range map[string]string{"kustomization.yaml": kustomization, "webhook-tls.yaml": secret} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return "", err

@@ -85,8 +85,9 @@ func makeDNSFixture(t *testing.T, c *Cluster) dnsFixture {
 	return f
 }
 
-// testResolve: pods resolve, through the deployed cluster DNS behind the
-// Service IP (kube-proxy's rules), Services whose EndpointSlices the real
+// testResolve: pods resolve, through the Service IP (which deploy/'s
+// node-local stage takes over on the node: cluster names reach the
+// deployed cluster DNS through its upstream Service), Services whose EndpointSlices the real
 // controller wrote, headless Services, pod hostnames, pod A records,
 // ExternalName and external names through the node's upstream stub.
 func testResolve(t *testing.T, c *Cluster) {
@@ -184,8 +185,14 @@ func testAutopath(t *testing.T, c *Cluster) {
 // nodeLocalQueries returns the node-local stage's query count so far, from
 // its /metrics on the node's loopback.
 func (c *Cluster) nodeLocalQueries(ctx context.Context) (int, error) {
+	return c.scrape(ctx, "http://127.0.0.1:9353/metrics", "dnsconfigurer_nodelocal_cache_hits_total", "dnsconfigurer_nodelocal_cache_misses_total")
+}
+
+// scrape sums every series of the named metrics at url, dialled from the
+// node's network namespace. Each name must be there.
+func (c *Cluster) scrape(ctx context.Context, url string, names ...string) (int, error) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: c.dialContext, DisableKeepAlives: true}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:9353/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -195,14 +202,14 @@ func (c *Cluster) nodeLocalQueries(ctx context.Context) (int, error) {
 	}
 	defer resp.Body.Close()
 	total, seen := 0, map[string]bool{}
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) != 2 {
 			continue
 		}
-		name, _, _ := strings.Cut(f[0], "{") // a series per query type
-		if name != "dnsconfigurer_nodelocal_cache_hits_total" && name != "dnsconfigurer_nodelocal_cache_misses_total" {
+		name, _, _ := strings.Cut(f[0], "{") // a series per label set
+		if !slices.Contains(names, name) {
 			continue
 		}
 		v, err := strconv.ParseFloat(f[1], 64)
@@ -212,8 +219,8 @@ func (c *Cluster) nodeLocalQueries(ctx context.Context) (int, error) {
 		total += int(v)
 		seen[name] = true
 	}
-	if len(seen) != 2 {
-		return 0, fmt.Errorf("node-local /metrics lacks the cache counters")
+	if len(seen) != len(names) {
+		return 0, fmt.Errorf("%s lacks some of %q", url, names)
 	}
 	return total, sc.Err()
 }

@@ -32,9 +32,6 @@ const (
 	DnsutilsImage = "registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7"
 	BusyboxImage  = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 	PauseImage    = "registry.k8s.io/pause:3.10.1"
-	// NodeToolsImage is what deploy/ uses for the node-local init
-	// container, which needs /bin/sh, ip and grep.
-	NodeToolsImage = "busybox:1.36"
 	// ProductImage is the name deploy/kustomization.yaml renders.
 	ProductImage = "dnsconfigurer:latest"
 )
@@ -84,7 +81,7 @@ const imgFormat = "standin-v1"
 // The tools root filesystem is Debian's own binaries from this host plus
 // their shared libraries; it is built once per process. Tarball names carry
 // a digest of their contents, so a second call with the same inputs and dir
-// writes nothing. DnsutilsImage, BusyboxImage and NodeToolsImage have the
+// writes nothing. DnsutilsImage and BusyboxImage have the
 // same layer, which containerd stores once.
 func standInImages(ctx context.Context, dir, binDir, product string) (map[string]string, error) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
@@ -145,7 +142,6 @@ func standInImages(ctx context.Context, dir, binDir, product string) (map[string
 		{DnsutilsImage, containerd.Image{Files: tools, Cmd: []string{"bash"}}},
 		// busybox images: CMD ["sh"].
 		{BusyboxImage, containerd.Image{Files: tools, Cmd: []string{"sh"}}},
-		{NodeToolsImage, containerd.Image{Files: tools, Cmd: []string{"sh"}}},
 		{PauseImage, containerd.Image{Files: []containerd.ImageFile{
 			{Path: "/pause", Mode: 0o755, Data: pause},
 			{Path: "/etc/passwd", Mode: 0o644, Data: []byte(imgPasswd)},

@@ -73,7 +73,7 @@ func testPolicies(t *testing.T, c *Cluster) {
 		{name: "autopath", mutate: func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"dnsconfigurer.io/dns-policy": "ClusterFirstWithAutopath"}
 		}, want: resolvConf{
-			nameservers: []string{NodeLocalDNS.String()},
+			nameservers: []string{NodeLocalDNS.String(), ClusterDNS.String()},
 			searches:    []string{"search." + ns + ".cluster.local.ap.k8s.io"},
 			options:     []string{"ndots:5"},
 		}},

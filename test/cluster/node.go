@@ -179,7 +179,8 @@ conntrack:
 func (c *Cluster) shimSocket() string { return c.path("shim.sock") }
 
 // shimConfig is the ShimConfiguration: kubelet's DNS settings, the node's
-// resolv.conf, the node-local address for autopath pods, and the API
+// resolv.conf, the nameservers of autopath pods (the node-local address,
+// then the cluster DNS as deploy/shim/shim.yaml has them), and the API
 // server for pod lookups with the node's own credentials.
 func (c *Cluster) shimConfig() string {
 	return fmt.Sprintf(`apiVersion: dnsconfigurer.io/v1alpha1
@@ -187,13 +188,13 @@ kind: ShimConfiguration
 clusterDNS: [%s]
 clusterDomain: %s
 resolvConf: %s
-nodeLocalDNS: [%s]
+nodeLocalDNS: [%s, %s]
 listen: %s
 runtimeEndpoint: %s
 kubeconfig: %s
 nodeName: %s
 metricsListen: 127.0.0.1:%d
-`, ClusterDNS, ClusterDomain, c.NodeResolvConfPath(), NodeLocalDNS, c.shimSocket(), c.Node.Endpoint,
+`, ClusterDNS, ClusterDomain, c.NodeResolvConfPath(), NodeLocalDNS, ClusterDNS, c.shimSocket(), c.Node.Endpoint,
 		c.path("kubelet.kubeconfig"), NodeName, shimMetricsPort)
 }
 

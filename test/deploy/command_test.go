@@ -7,16 +7,19 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 )
@@ -52,87 +55,61 @@ func TestCommandFlags(t *testing.T) {
 	}
 }
 
-// TestNodeLocalDaemonSet runs the node-local DaemonSet's pod in a network
-// namespace standing in for a node: its init container's script (with
-// iproute2's ip, twice, as after a restart), then the container's exact
-// arguments, with a stub cluster DNS at the --cluster-upstream address.
-// The probes' URLs answer 200 and queries to 169.254.20.10 over UDP and TCP
-// are answered through the stub. Needs root and ip(8).
+// TestNodeLocalDaemonSet runs the node-local DaemonSet's container in a
+// network namespace standing in for a node, with its exact arguments as
+// kubelet expands them (the upstream Service's address from Service links)
+// and a separate lock file: a stub cluster DNS at that upstream address,
+// a stub node resolver in the node's resolv.conf. The binary sets the node
+// up itself: both --local-ip addresses answer over UDP and TCP, cluster
+// names from the cluster stub and other names from the node's resolver,
+// the probes answer 200, and after SIGTERM the addresses and the notrack
+// table are gone (so that the Service IP is the cluster DNS's again). Needs
+// root and ip(8).
 func TestNodeLocalDaemonSet(t *testing.T) {
 	netns.Require(t)
 	o := loadSources(t)
 	w := o.workload(t, "DaemonSet", "dnsconfigurer-node-local-dns")
-	if len(w.spec.InitContainers) != 1 || len(w.spec.Containers) != 1 {
-		t.Fatalf("node-local: %d init containers and %d containers, want 1 each", len(w.spec.InitContainers), len(w.spec.Containers))
+	if len(w.spec.InitContainers) != 0 || len(w.spec.Containers) != 1 {
+		t.Fatalf("node-local: %d init containers and %d containers, want 0 and 1", len(w.spec.InitContainers), len(w.spec.Containers))
 	}
-	ic, c := w.spec.InitContainers[0], w.spec.Containers[0]
+	c := w.spec.Containers[0]
 	bin := buildbin.Dnsconfigurer(t)
 	ns := netns.New(t)
-	ns.SetResolvConf(t, "nameserver 192.0.2.53\nsearch node.example\n")
+	const nodeResolver, upstreamService = "192.0.2.53", "10.96.0.20"
+	ns.SetResolvConf(t, "nameserver "+nodeResolver+"\nsearch node.example\n")
 
-	// The init container, twice (as after a restart): the address lands
-	// on the dummy interface nodelocaldns, or on lo where the kernel has
-	// no dummy link type (no module to load, as in some sandboxes).
-	if len(ic.Command) < 3 || ic.Command[0] != "/bin/sh" || ic.Command[1] != "-c" {
-		t.Fatalf("node-local init container: command %q, want /bin/sh -c SCRIPT", ic.Command)
-	}
-	dev := "nodelocaldns"
-	if out, err := ns.Exec(t.Context(), "ip", "link", "add", "dummyprobe", "type", "dummy").CombinedOutput(); err != nil {
-		t.Logf("this kernel has no dummy interfaces (%v: %s): %s must go on lo", err, strings.TrimSpace(string(out)), nodeLocalIP)
-		dev = "lo"
-	} else {
-		ns.IP(t, "link", "del", "dummyprobe")
-	}
-	for i := range 2 {
-		if out, err := ns.Exec(t.Context(), "/bin/sh", "-c", ic.Command[2]).CombinedOutput(); err != nil {
-			t.Fatalf("init script, run %d: %v\n%s", i+1, err, out)
+	// kubelet's expansion of $(VAR) in args (Service links).
+	env := map[string]string{upstreamEnv: upstreamService}
+	var args []string
+	for _, a := range c.Args {
+		for k, v := range env {
+			a = strings.ReplaceAll(a, "$("+k+")", v)
 		}
+		if strings.Contains(a, "$(") {
+			t.Fatalf("node-local: arg %q names a variable kubelet does not set here", a)
+		}
+		args = append(args, a)
 	}
-	out, err := ns.Exec(t.Context(), "ip", "-o", "addr", "show", "dev", dev).CombinedOutput()
-	if err != nil || strings.Count(string(out), " "+nodeLocalIP+"/32 ") != 1 {
-		t.Fatalf("%s after two runs of the init script: %v\n%s", dev, err, out)
+	args = append(args, "--lock-file="+filepath.Join(t.TempDir(), "node-local.lock"))
+	localIPs, _ := flag(args, "local-ip")
+	ips := strings.Split(localIPs, ",")
+	if len(ips) != 2 {
+		t.Fatalf("--local-ip %q, want the link-local and the Service address", localIPs)
 	}
 
-	// The cluster DNS Service address, answered by a stub.
-	upstream, _ := flag(c.Args, "cluster-upstream")
-	host, _, err := net.SplitHostPort(upstream)
-	if err != nil {
-		t.Fatalf("--cluster-upstream %q: %v", upstream, err)
-	}
-	ns.AddAddress(t, host+"/32")
-	const name, answer = "kubernetes.default.svc.cluster.local.", "10.96.0.1"
-	stub := dns.HandlerFunc(func(rw dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg).SetReply(r)
-		if q := r.Question[0]; strings.EqualFold(q.Name, name) && q.Qtype == dns.TypeA {
-			rr, _ := dns.NewRR(name + " 5 IN A " + answer)
-			m.Answer = append(m.Answer, rr)
-		} else {
-			m.Rcode = dns.RcodeNameError
-		}
-		rw.WriteMsg(m)
-	})
-	for _, proto := range []string{"udp", "tcp"} {
-		srv := &dns.Server{Net: proto, Handler: stub}
-		err := ns.Do(func() error {
-			if proto == "udp" {
-				pc, err := net.ListenPacket("udp", upstream)
-				srv.PacketConn = pc
-				return err
-			}
-			l, err := net.Listen("tcp", upstream)
-			srv.Listener = l
-			return err
-		})
-		if err != nil {
-			t.Fatalf("stub cluster DNS on %s/%s: %v", upstream, proto, err)
-		}
-		go srv.ActivateAndServe()
-		t.Cleanup(func() { srv.Shutdown() })
-	}
+	// The cluster DNS behind the upstream Service, and the node's resolver.
+	const clusterName, clusterAnswer = "kubernetes.default.svc.cluster.local.", "10.96.0.1"
+	const externalName, externalAnswer = "www.example.com.", "192.0.2.80"
+	ns.AddAddress(t, upstreamService+"/32")
+	ns.AddAddress(t, nodeResolver+"/32")
+	stubDNS(t, ns, net.JoinHostPort(upstreamService, "53"), clusterName, clusterAnswer)
+	stubDNS(t, ns, net.JoinHostPort(nodeResolver, "53"), externalName, externalAnswer)
 
-	// The container.
+	// The container, stopped as kubelet stops it: SIGTERM.
 	ctx, cancel := context.WithCancel(t.Context())
-	cmd := ns.Exec(ctx, bin, c.Args...)
+	cmd := ns.Exec(ctx, bin, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 20 * time.Second
 	logs, err := os.Create(filepath.Join(t.TempDir(), "node-local.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -141,21 +118,33 @@ func TestNodeLocalDaemonSet(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
 		cancel()
-		cmd.Wait()
+		// After Cancel, a clean exit is reported as the context's error.
+		if err := cmd.Wait(); !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	}
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			b, _ := os.ReadFile(logs.Name())
-			t.Logf("dnsconfigurer %s:\n%s", strings.Join(c.Args, " "), b)
+			t.Logf("dnsconfigurer %s:\n%s", strings.Join(args, " "), b)
 		}
 	})
 
 	probe := func(p *corev1.Probe) (int, error) {
-		cp, ok := port(c, p.HTTPGet.Port.StrVal)
-		if !ok {
-			return 0, fmt.Errorf("no port %q", p.HTTPGet.Port.StrVal)
+		port, err := probePort(w, c, p)
+		if err != nil {
+			return 0, err
 		}
-		return httpGet(ns, net.JoinHostPort(p.HTTPGet.Host, fmt.Sprint(cp.ContainerPort)), p.HTTPGet.Path)
+		return httpGet(ns, net.JoinHostPort(p.HTTPGet.Host, fmt.Sprint(port)), p.HTTPGet.Path)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -171,22 +160,103 @@ func TestNodeLocalDaemonSet(t *testing.T) {
 	if code, err := probe(c.LivenessProbe); code != http.StatusOK {
 		t.Errorf("liveness probe %s: %d %v", c.LivenessProbe.HTTPGet.Path, code, err)
 	}
+	// Ready means serving; the notrack table follows at once.
+	waitSetup(t, ns, ips, true)
 
-	listen, _ := flag(c.Args, "listen")
+	for _, ip := range ips {
+		for _, proto := range []string{"udp", "tcp"} {
+			for name, want := range map[string]string{clusterName: clusterAnswer, externalName: externalAnswer} {
+				var r *dns.Msg
+				err := ns.Do(func() error {
+					var err error
+					r, _, err = (&dns.Client{Net: proto, Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), net.JoinHostPort(ip, "53"))
+					return err
+				})
+				if err != nil {
+					t.Errorf("%s query for %s to %s: %v", proto, name, ip, err)
+					continue
+				}
+				if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || !strings.HasSuffix(r.Answer[0].String(), "\t"+want) {
+					t.Errorf("%s query for %s to %s: rcode %s, answer %v; want %s", proto, name, ip, dns.RcodeToString[r.Rcode], r.Answer, want)
+				}
+			}
+		}
+	}
+
+	if err := stop(); err != nil {
+		t.Errorf("node-local after SIGTERM: %v", err)
+	}
+	waitSetup(t, ns, ips, false)
+}
+
+// waitSetup waits until both addresses and the notrack table are in the
+// namespace (present) or all gone.
+func waitSetup(t *testing.T, ns *netns.NS, ips []string, present bool) {
+	t.Helper()
+	var addrs []netip.Addr
+	for _, ip := range ips {
+		addrs = append(addrs, netip.MustParseAddr(ip))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := os.Open(ns.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, err := nodenet.NewNftNotrack(int(f.Fd())).Present(addrs, 53)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := ns.Exec(t.Context(), "ip", "-o", "addr", "show").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip addr: %v: %s", err, out)
+		}
+		n := 0
+		for _, ip := range ips {
+			n += strings.Count(string(out), " "+ip+"/32 ")
+		}
+		if present && table && n == len(ips) || !present && !table && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want the set-up present %v: notrack table %v, %d of the addresses %q:\n%s", present, table, n, ips, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stubDNS answers name A with answer at addr over UDP and TCP inside ns,
+// and NXDOMAIN for anything else.
+func stubDNS(t *testing.T, ns *netns.NS, addr, name, answer string) {
+	t.Helper()
+	h := dns.HandlerFunc(func(rw dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg).SetReply(r)
+		if q := r.Question[0]; strings.EqualFold(q.Name, name) && q.Qtype == dns.TypeA {
+			rr, _ := dns.NewRR(name + " 5 IN A " + answer)
+			m.Answer = append(m.Answer, rr)
+		} else {
+			m.Rcode = dns.RcodeNameError
+		}
+		rw.WriteMsg(m)
+	})
 	for _, proto := range []string{"udp", "tcp"} {
-		var r *dns.Msg
+		srv := &dns.Server{Net: proto, Handler: h}
 		err := ns.Do(func() error {
-			var err error
-			r, _, err = (&dns.Client{Net: proto, Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), listen)
+			if proto == "udp" {
+				pc, err := net.ListenPacket("udp", addr)
+				srv.PacketConn = pc
+				return err
+			}
+			l, err := net.Listen("tcp", addr)
+			srv.Listener = l
 			return err
 		})
 		if err != nil {
-			t.Errorf("%s query to %s: %v", proto, listen, err)
-			continue
+			t.Fatalf("stub DNS on %s/%s: %v", addr, proto, err)
 		}
-		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || !strings.HasSuffix(r.Answer[0].String(), "\t"+answer) {
-			t.Errorf("%s query to %s: rcode %s, answer %v; want %s from the stub cluster DNS", proto, listen, dns.RcodeToString[r.Rcode], r.Answer, answer)
-		}
+		go srv.ActivateAndServe()
+		t.Cleanup(func() { srv.Shutdown() })
 	}
 }
 

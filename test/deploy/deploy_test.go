@@ -36,6 +36,9 @@ const (
 
 	clusterDNSIP = "10.96.0.10"
 	nodeLocalIP  = "169.254.20.10"
+	// upstreamEnv is kubelet's variable for Service
+	// dnsconfigurer-dns-upstream, node-local's --cluster-upstream.
+	upstreamEnv = "DNSCONFIGURER_DNS_UPSTREAM_SERVICE_HOST"
 
 	// The image every dnsconfigurer container renders with
 	// (deploy/kustomization.yaml images:).
@@ -586,10 +589,8 @@ func checkWorkloads(t *testing.T, o *objects) {
 					t.Errorf("%s: no HTTP %s", where, kind)
 					continue
 				}
-				if p.HTTPGet.Port.StrVal == "" {
-					t.Errorf("%s: %s port %s: want a named port", where, kind, p.HTTPGet.Port.String())
-				} else if _, ok := port(c, p.HTTPGet.Port.StrVal); !ok {
-					t.Errorf("%s: %s port %q is not a port of the container", where, kind, p.HTTPGet.Port.StrVal)
+				if _, err := probePort(w, c, p); err != nil {
+					t.Errorf("%s: %s: %v", where, kind, err)
 				}
 			}
 			// The dnsconfigurer servers: /readyz for readiness, /healthz
@@ -604,7 +605,7 @@ func checkWorkloads(t *testing.T, o *objects) {
 					t.Errorf("%s: liveness path %q, want /healthz", where, got)
 				}
 				if ml, ok := flag(c.Args, "metrics-listen"); ok {
-					checkProbeAddr(t, where, c, ml)
+					checkProbeAddr(t, where, w, c, ml)
 				}
 			}
 		}
@@ -628,7 +629,7 @@ func checkWorkloads(t *testing.T, o *objects) {
 
 // checkProbeAddr: the probes reach the metrics listener: the same port,
 // and for a listener on one address the probes' host is that address.
-func checkProbeAddr(t *testing.T, where string, c corev1.Container, listen string) {
+func checkProbeAddr(t *testing.T, where string, w workload, c corev1.Container, listen string) {
 	t.Helper()
 	host, p, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -636,14 +637,31 @@ func checkProbeAddr(t *testing.T, where string, c corev1.Container, listen strin
 		return
 	}
 	for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
-		cp, _ := port(c, pr.HTTPGet.Port.StrVal)
-		if strconv.Itoa(int(cp.ContainerPort)) != p {
-			t.Errorf("%s: probe port %s is %d, metrics listen on %q", where, pr.HTTPGet.Port.StrVal, cp.ContainerPort, listen)
+		if n, err := probePort(w, c, pr); err != nil || strconv.Itoa(int(n)) != p {
+			t.Errorf("%s: probe port %s is %d (%v), metrics listen on %q", where, pr.HTTPGet.Port.String(), n, err, listen)
 		}
 		if host != "" && host != "0.0.0.0" && host != "::" && pr.HTTPGet.Host != host {
 			t.Errorf("%s: probe host %q, metrics listen on %q", where, pr.HTTPGet.Host, listen)
 		}
 	}
+}
+
+// probePort is the port an HTTP probe reaches: a named port of the
+// container, or a number, which only a host-network pod that declares no
+// ports may use (node-local: declared ports of a host-network pod are host
+// ports, which keep a rolling update's surge pod off the node).
+func probePort(w workload, c corev1.Container, p *corev1.Probe) (int32, error) {
+	if p.HTTPGet.Port.StrVal != "" {
+		cp, ok := port(c, p.HTTPGet.Port.StrVal)
+		if !ok {
+			return 0, fmt.Errorf("port %q is not a port of the container", p.HTTPGet.Port.StrVal)
+		}
+		return cp.ContainerPort, nil
+	}
+	if !w.spec.HostNetwork || len(c.Ports) > 0 {
+		return 0, fmt.Errorf("port %s: want a named port", p.HTTPGet.Port.String())
+	}
+	return p.HTTPGet.Port.IntVal, nil
 }
 
 func checkRequests(t *testing.T, where string, c corev1.Container) {
@@ -674,6 +692,30 @@ func checkHardening(t *testing.T, where string, c corev1.Container) {
 	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("%s: capabilities do not drop ALL", where)
 	}
+}
+
+// service returns the Service named name.
+func (o *objects) service(t *testing.T, name string) corev1.Service {
+	t.Helper()
+	for _, s := range o.services {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no Service %s", name)
+	return corev1.Service{}
+}
+
+// daemonSet returns the DaemonSet named name.
+func (o *objects) daemonSet(t *testing.T, name string) appsv1.DaemonSet {
+	t.Helper()
+	for _, d := range o.daemonSets {
+		if d.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no DaemonSet %s", name)
+	return appsv1.DaemonSet{}
 }
 
 func (o *objects) dnsService(t *testing.T) corev1.Service {
@@ -766,57 +808,107 @@ func checkDNS(t *testing.T, o *objects) {
 	}
 }
 
-// checkNodeLocal: the node-local stage on the link-local address of a
-// dummy interface, forwarding to the cluster DNS Service.
+// checkNodeLocal: the node-local stage in transparent mode on the
+// link-local address and the cluster DNS Service address, set up by the
+// binary, forwarding cluster names to a second Service of the cluster DNS
+// pods, updated by surge, its metrics scrapable.
 func checkNodeLocal(t *testing.T, o *objects) {
 	w := o.workload(t, "DaemonSet", "dnsconfigurer-node-local-dns")
 	if !w.spec.HostNetwork {
 		t.Error("node-local: not hostNetwork")
 	}
 	checkNodeCritical(t, w)
-	if len(w.spec.Containers) != 1 {
-		t.Fatalf("node-local: %d containers, want 1", len(w.spec.Containers))
+	if len(w.spec.Containers) != 1 || len(w.spec.InitContainers) != 0 {
+		t.Fatalf("node-local: %d containers and %d init containers, want 1 and 0 (the binary sets the node up)", len(w.spec.Containers), len(w.spec.InitContainers))
 	}
 	c := w.spec.Containers[0]
 	if len(c.Args) == 0 || c.Args[0] != "serve" {
 		t.Errorf("node-local: args %q, want serve ...", c.Args)
 	}
+	clusterIP := o.dnsService(t).Spec.ClusterIP
 	for name, want := range map[string]string{
 		"mode":             "node-local",
-		"listen":           nodeLocalIP + ":53",
-		"cluster-upstream": o.dnsService(t).Spec.ClusterIP + ":53",
+		"local-ip":         nodeLocalIP + "," + clusterIP,
+		"cluster-upstream": "$(" + upstreamEnv + ")",
+		"metrics-listen":   "0.0.0.0:9353",
 	} {
 		if got, _ := flag(c.Args, name); got != want {
 			t.Errorf("node-local: --%s %q, want %q", name, got, want)
 		}
 	}
-	if len(w.spec.InitContainers) != 1 {
-		t.Fatalf("node-local: %d init containers, want 1 (the dummy interface)", len(w.spec.InitContainers))
-	}
-	ic := w.spec.InitContainers[0]
-	script := strings.Join(append(slices.Clone(ic.Command), ic.Args...), " ")
-	for _, want := range []string{"ip link add nodelocaldns type dummy 2>/dev/null || dev=lo", "ip addr add " + nodeLocalIP + `/32 dev "$dev"`, `ip link set "$dev" up`} {
-		if !strings.Contains(script, want) {
-			t.Errorf("node-local init container: script lacks %q", want)
+	for _, f := range []string{"--setup-interface", "--setup-notrack", "--reuse-port"} {
+		if !slices.Contains(c.Args, f) {
+			t.Errorf("node-local: args %q lack %s", c.Args, f)
 		}
 	}
-	if ic.SecurityContext == nil || ic.SecurityContext.Capabilities == nil || !slices.Equal(ic.SecurityContext.Capabilities.Add, []corev1.Capability{"NET_ADMIN"}) {
-		t.Error("node-local init container: capabilities: want add [NET_ADMIN] only")
+	if l, ok := flag(c.Args, "listen"); ok {
+		t.Errorf("node-local: --listen %q besides --local-ip", l)
 	}
-	if sc := c.SecurityContext; sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_BIND_SERVICE"}) {
-		t.Error("node-local: capabilities: want add [NET_BIND_SERVICE] only")
+	// The upstream Service: its name gives kubelet's variable, it selects
+	// the cluster DNS pods, and it is not the address node-local takes.
+	up := o.service(t, "dnsconfigurer-dns-upstream")
+	if got := strings.ToUpper(strings.ReplaceAll(up.Name, "-", "_")) + "_SERVICE_HOST"; got != upstreamEnv {
+		t.Errorf("Service %s gives kubelet's variable %s, --cluster-upstream names %s", up.Name, got, upstreamEnv)
+	}
+	if up.Spec.ClusterIP != "" {
+		t.Errorf("Service %s: clusterIP %q: want one the API server picks", up.Name, up.Spec.ClusterIP)
+	}
+	dns := o.workload(t, "Deployment", "dnsconfigurer-dns")
+	if sel := labels.SelectorFromSet(up.Spec.Selector); len(up.Spec.Selector) == 0 || !sel.Matches(labels.Set(dns.podLabels)) {
+		t.Errorf("Service %s: selector %v does not select the cluster DNS pods %v", up.Name, up.Spec.Selector, dns.podLabels)
+	}
+	tcp := false
+	for _, p := range up.Spec.Ports {
+		if p.Protocol == corev1.ProtocolTCP && p.Port == 53 && p.TargetPort.StrVal == "dns-tcp" {
+			tcp = true
+		}
+	}
+	if !tcp {
+		t.Errorf("Service %s: no TCP port 53 to the pods' dns-tcp: %+v", up.Name, up.Spec.Ports)
+	}
+	if w.spec.EnableServiceLinks != nil && !*w.spec.EnableServiceLinks {
+		t.Error("node-local: enableServiceLinks false: kubelet would not set " + upstreamEnv)
+	}
+	// Surge: the new pod serves (SO_REUSEPORT) before the old one stops;
+	// a host port would keep it from scheduling.
+	ds := o.daemonSet(t, w.name)
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxSurge == nil || ru.MaxSurge.String() != "1" || ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != "0" {
+		t.Errorf("node-local: rollingUpdate %+v, want maxSurge 1 and maxUnavailable 0", ru)
+	}
+	if len(c.Ports) > 0 {
+		t.Errorf("node-local: ports %+v: host ports block the surge pod", c.Ports)
+	}
+	if a := w.spec.TerminationGracePeriodSeconds; a != nil && *a < 5 {
+		t.Errorf("node-local: terminationGracePeriodSeconds %d: too short for the teardown", *a)
+	}
+	ann := ds.Spec.Template.Annotations
+	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != "9353" {
+		t.Errorf("node-local: scrape annotations %v, want prometheus.io/scrape true and port 9353", ann)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_BIND_SERVICE"}) {
+		t.Error("node-local: capabilities: want add [NET_ADMIN, NET_BIND_SERVICE] only")
 	}
 	if w.spec.AutomountServiceAccountToken == nil || *w.spec.AutomountServiceAccountToken {
 		t.Error("node-local: automountServiceAccountToken not false")
 	}
+	ms := mountsOf(t, w, c)
+	// The lock the instances of a node share: a host directory.
+	lock, ok := flag(c.Args, "lock-file")
+	if !ok {
+		lock = v1alpha1.DefaultNodeLocalLockFile
+	}
+	if m, ok := ms[filepath.Dir(lock)]; !ok || m.vol.HostPath == nil || m.vol.HostPath.Path != filepath.Dir(lock) || m.readOnly {
+		t.Errorf("node-local: the lock %s is not on a writable hostPath mount of %s: %+v", lock, filepath.Dir(lock), m)
+	}
 	// The node's search domains end the autopath search list: the same
 	// resolver config as the shim's.
-	checkResolverMounts(t, w, mountsOf(t, w, c))
+	checkResolverMounts(t, w, ms)
 	rc, _ := flag(c.Args, "resolv-conf")
-	// The shim's config sends autopath pods to this address.
+	// Autopath pods: node-local first, the cluster DNS as the fallback.
 	for _, sc := range o.shimConfigs {
-		if !slices.Contains(sc.NodeLocalDNS, nodeLocalIP) {
-			t.Errorf("ShimConfiguration nodeLocalDNS %q, want %s", sc.NodeLocalDNS, nodeLocalIP)
+		if want := []string{nodeLocalIP, clusterIP}; !slices.Equal(sc.NodeLocalDNS, want) {
+			t.Errorf("ShimConfiguration nodeLocalDNS %q, want %q", sc.NodeLocalDNS, want)
 		}
 		sc.SetDefaults()
 		if sc.ResolvConf == nil || *sc.ResolvConf != rc {
@@ -964,7 +1056,7 @@ func checkShim(t *testing.T, o *objects) {
 	if cfg.MetricsListen == "" {
 		t.Error("shim config: no metricsListen: the probes have nothing to reach")
 	} else if c.ReadinessProbe != nil && c.LivenessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet != nil {
-		checkProbeAddr(t, "shim", c, cfg.MetricsListen)
+		checkProbeAddr(t, "shim", w, c, cfg.MetricsListen)
 	}
 }
 
@@ -1145,7 +1237,7 @@ func checkComposition(t *testing.T, r, src *objects) {
 	}
 	for _, w := range r.workloads() {
 		for _, c := range slices.Concat(w.spec.InitContainers, w.spec.Containers) {
-			if c.Image != renderedImage && !strings.HasPrefix(c.Image, "busybox:") {
+			if c.Image != renderedImage {
 				t.Errorf("%s %s container %s: image %q, want %s", w.kind, w.name, c.Name, c.Image, renderedImage)
 			}
 			if c.ImagePullPolicy == corev1.PullAlways {
