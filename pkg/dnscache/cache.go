@@ -82,6 +82,8 @@ type Config struct {
 	Server string
 	// Logger (default: discard).
 	Logger *slog.Logger
+	// Now is the clock (default time.Now); tests set it.
+	Now func() time.Time
 }
 
 // Prefetch configures background refreshes (CoreDNS cache's prefetch).
@@ -170,9 +172,10 @@ type entry struct {
 	kind       Kind
 	prefetch   bool // a refresh is running
 	hits       uint32
-	ttl        uint32 // lifetime, seconds
-	wire       []byte // the packed reply, TTLs capped, no OPT; never modified
-	cost       int64
+	ttl        uint32          // lifetime, seconds
+	wire       []byte          // the packed reply, TTLs capped, no OPT; never modified
+	forms      [MaxForms]*form // the callers' finished replies (Keep), nil-terminated
+	cost       int64           // with the forms'
 	stored     int64
 	expires    int64
 	window     int64 // start of the prefetch counting window
@@ -217,7 +220,11 @@ func New(next Exchanger, cfg Config) (*Cache, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Cache{next: next, cfg: cfg, log: log.With("component", "dnscache", "server", cfg.Server), now: time.Now,
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	c := &Cache{next: next, cfg: cfg, log: log.With("component", "dnscache", "server", cfg.Server), now: now,
 		items: map[key]*entry{}, flights: map[key]*flight{}, desc: newDescs(cfg.Server)}
 	c.epoch = c.now()
 	c.base, c.stop = context.WithCancel(context.Background())
@@ -304,12 +311,20 @@ func (c *Cache) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 
 // Answer is Exchange, and says where the reply came from.
 func (c *Cache) Answer(ctx context.Context, m *dns.Msg) (*dns.Msg, Source, error) {
+	r, src, _, err := c.AnswerTicket(ctx, m)
+	return r, src, err
+}
+
+// AnswerTicket is Answer, and for a Hit also the Ticket with which the
+// caller may Keep the finished reply it makes of it (the zero Ticket
+// otherwise).
+func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source, Ticket, error) {
 	if m == nil || len(m.Question) != 1 {
 		n := 0
 		if m != nil {
 			n = len(m.Question)
 		}
-		return nil, Miss, fmt.Errorf("dnscache: query has %d questions, want 1", n)
+		return nil, Miss, Ticket{}, fmt.Errorf("dnscache: query has %d questions, want 1", n)
 	}
 	q := m.Question[0]
 	k := key{name: strings.ToLower(q.Name), qtype: q.Qtype, qclass: q.Qclass, cd: m.CheckingDisabled}
@@ -333,12 +348,13 @@ func (c *Cache) Answer(ctx context.Context, m *dns.Msg) (*dns.Msg, Source, error
 				go c.refresh(k, m.Copy(), e)
 			}
 			r, err := c.reply(m, wire, age, -1)
-			return r, Hit, err
+			return r, Hit, Ticket{e: e, age: age}, err
 		case now < e.expires+int64(c.cfg.ServeStale):
 			stale = e.wire
 			if now < e.retry {
 				c.mu.Unlock()
-				return c.serveStale(m, stale)
+				r, src, err := c.serveStale(m, stale)
+				return r, src, Ticket{}, err
 			}
 		default:
 			c.unlink(e)
@@ -354,18 +370,19 @@ func (c *Cache) Answer(ctx context.Context, m *dns.Msg) (*dns.Msg, Source, error
 			e.retry = now + int64(c.cfg.StaleTTL)
 		}
 		c.mu.Unlock()
-		return c.serveStale(m, stale)
+		r, src, err := c.serveStale(m, stale)
+		return r, src, Ticket{}, err
 	}
 	switch {
 	case res.err != nil:
-		return nil, src, res.err
+		return nil, src, Ticket{}, res.err
 	case res.wire != nil:
 		r, err := c.reply(m, res.wire, 0, -1)
-		return r, src, err
+		return r, src, Ticket{}, err
 	}
 	r := res.msg.Copy()
 	r.Id = m.Id
-	return r, src, nil
+	return r, src, Ticket{}, nil
 }
 
 func (c *Cache) serveStale(m *dns.Msg, wire []byte) (*dns.Msg, Source, error) {

@@ -6,10 +6,29 @@
 // to it), RD and CD bits, TTLs aged by the time the answer has been
 // cached, and no OPT (the caller adds its own; an upstream's OPT, cookies
 // and echoed options are never kept). Answer is Exchange that also says
-// where the reply came from (Hit, Miss, Coalesced, Stale).
+// where the reply came from (Hit, Miss, Coalesced, Stale), AnswerTicket
+// Answer with a Ticket for a hit (see wire answers below).
 //
 // Key: the lowercase name, the type, the class, the DO bit and the CD bit;
 // never EDNS0 options (loop markers, autopath search lists) nor the ID.
+//
+// Wire answers: a caller may keep its finished reply (the OPT it adds,
+// truncated, packed) with the cached answer it was made from, Keep(ticket,
+// shape, reply), the ticket coming with AnswerTicket's hit; AnswerWire then
+// answers a query read with dnsmsg.ParseQuery, of the same shape (the
+// caller's number for its EDNS0 and size limit, say) and the same question
+// name as sent, by copying those bytes and setting the ID, the RD and CD
+// bits and the TTLs (kept as cached, at the offsets of every record but the
+// caller's OPT, aged per query as AnswerTicket ages them), without unpacking
+// or packing; the same bytes as the caller's reply made at that moment
+// (FuzzCache). Only fresh answers are answered so (stale ones are
+// AnswerTicket's), and such a hit counts as a hit, moves the answer up its
+// list and may start its prefetch, as any other. The kept replies are part
+// of the entry: at most MaxForms (4) per answer, counted in its kind's
+// bytes (evicting other answers, never their own), dropped with it. A
+// reply is not kept when its answer has been replaced or expired since,
+// when it is not a reply to the answer's question, or when the aging took a
+// TTL to 0 (the TTL as cached is then unknown).
 //
 // What is cached (CoreDNS cache's rules, RFC 2308):
 //
@@ -31,8 +50,8 @@
 // served aged by whole seconds.
 //
 // Memory: answers are kept packed; each counts its packed size as the
-// runtime allocates it (size class or whole pages), its name and
-// EntryOverhead, against the capacity of its kind: SuccessBytes (32 MiB)
+// runtime allocates it (size class or whole pages), its name,
+// EntryOverhead and its kept replies, against the capacity of its kind: SuccessBytes (32 MiB)
 // and DenialBytes (8 MiB), so the heap the cache holds stays within their
 // sum whatever the answer sizes (TestCacheBytesBound: 38 MiB of answers of
 // 100 B to 60 KB offered to an 8 MiB cache leave 7.85 MiB on the heap;
@@ -70,5 +89,5 @@
 // counted in stale_total only; one served after next failed is also a miss
 // of kind other.
 //
-// It imports miekg/dns and Prometheus, and nothing of this module.
+// It imports miekg/dns, Prometheus and pkg/dnsmsg (the wire query).
 package dnscache

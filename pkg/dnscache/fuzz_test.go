@@ -1,17 +1,23 @@
 package dnscache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // FuzzCache feeds arbitrary upstream replies to a small cache: it never
 // panics, stays within its byte bounds, never serves a TTL over the caps,
-// and every reply it builds carries the query's ID and question.
+// and every reply it builds carries the query's ID and question; a reply
+// kept for wire answers (Keep, including the upstream's bytes as they
+// came) keeps it within its bounds, and AnswerWire gives the bytes that
+// AnswerTicket's reply packs to at the same moment.
 func FuzzCache(f *testing.F) {
 	for _, seed := range fuzzSeeds() {
 		f.Add(seed)
@@ -40,9 +46,12 @@ func FuzzCache(f *testing.F) {
 		}
 		for round := range 3 {
 			for _, q := range qs {
-				got, _, err := c.Answer(context.Background(), q)
+				got, src, tk, err := c.AnswerTicket(context.Background(), q)
 				if err != nil {
 					continue
+				}
+				if src == Hit {
+					checkKeep(t, c, q, got, tk, wire)
 				}
 				if got.Id != q.Id {
 					t.Fatalf("reply ID %d, want %d", got.Id, q.Id)
@@ -66,6 +75,36 @@ func FuzzCache(f *testing.F) {
 			clk.Advance(45 * time.Second)
 		}
 	})
+}
+
+// checkKeep keeps got, the reply to q that came with tk, and wire, as
+// replies of two shapes, and checks that AnswerWire then answers q with
+// got's bytes (when dnsmsg.ParseQuery reads q) and the bounds hold.
+func checkKeep(t *testing.T, c *Cache, q, got *dns.Msg, tk Ticket, wire []byte) {
+	t.Helper()
+	packed, err := got.Pack()
+	if err != nil {
+		return
+	}
+	c.Keep(tk, 1, packed)
+	c.Keep(tk, 2, wire)
+	if c.Bytes(Success) > c.cfg.SuccessBytes || c.Bytes(Denial) > c.cfg.DenialBytes {
+		t.Fatalf("cache accounts %d and %d bytes with forms kept, over %d and %d", c.Bytes(Success), c.Bytes(Denial), c.cfg.SuccessBytes, c.cfg.DenialBytes)
+	}
+	b, err := q.Pack()
+	if err != nil {
+		return
+	}
+	wq, ok := dnsmsg.ParseQuery(b)
+	if !ok {
+		return
+	}
+	for _, shape := range []uint32{2, 3} {
+		c.AnswerWire(nil, &wq, shape) // never panics
+	}
+	if w, ok := c.AnswerWire(nil, &wq, 1); ok && !bytes.Equal(w, packed) {
+		t.Fatalf("AnswerWire\n%x\nAnswerTicket's reply\n%x", w, packed)
+	}
 }
 
 // fuzzSeeds are upstream replies of each kind (also committed under

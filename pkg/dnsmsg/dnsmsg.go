@@ -39,11 +39,20 @@ func Check(req *dns.Msg) (opt *dns.OPT, rcode int) {
 // sent at all, so such a reply is truncated (TC) and the client retries
 // over TCP.
 func ReplySize(opt *dns.OPT, tcp bool) int {
+	if opt == nil {
+		return replySize(false, 0, tcp)
+	}
+	return replySize(true, opt.UDPSize(), tcp)
+}
+
+// replySize is ReplySize's rule, for a query with or without EDNS0 (edns)
+// advertising size.
+func replySize(edns bool, size uint16, tcp bool) int {
 	switch {
 	case tcp:
 		return dns.MaxMsgSize
-	case opt != nil:
-		return min(EDNSSize, max(dns.MinMsgSize, int(opt.UDPSize())))
+	case edns:
+		return min(EDNSSize, max(dns.MinMsgSize, int(size)))
 	}
 	return dns.MinMsgSize
 }

@@ -10,7 +10,14 @@
 //     to (512 bytes without EDNS0, the client's EDNS0 size with it but at
 //     most EDNSSize, 64 KiB over TCP);
 //   - Query, how a question is asked upstream, and WithoutOPT, which drops
-//     an upstream reply's OPT so the client gets only ours.
+//     an upstream reply's OPT so the client gets only ours;
+//   - ParseQuery, which reads a plain query (one question with a name that
+//     prints without escapes, at most an OPT of version 0 with cookies and
+//     padding) from its wire form without unpacking it, for the answers
+//     made from the wire (pkg/dnscache AnswerWire): it reads only queries
+//     that miekg/dns unpacks into the same question, bits and OPT and that
+//     Check lets through (FuzzParseQuery), and WireQuery.ReplySize is
+//     ReplySize's rule for them.
 //
 // The EDNS0 option code of autopath search lists is pkg/autopath's
 // (DefaultOptionCode), with the rest of that protocol.

@@ -8,8 +8,11 @@
 // read are released; with ReusePort every socket is bound with SO_REUSEPORT,
 // so that a new instance serves the address before the old one stops, the
 // clients' retry covering the queries that the old one's sockets held
-// unread when they closed), and the Prometheus
-// metrics (served by internal/health with /healthz and /readyz).
+// unread when they closed; a handler that implements WireAnswerer answers
+// UDP queries from their wire form as they are read, before miekg/dns
+// unpacks them or starts a goroutine, the node-local stage's cache hits),
+// and the Prometheus metrics (served by internal/health with /healthz and
+// /readyz).
 //
 // The core is Handler.Resolve(ctx, question) → Result{Rcode, Answer, Ns,
 // Extra}: it answers without touching the wire, so that server-side search

@@ -52,15 +52,22 @@ func (g *guard) recover(w dns.ResponseWriter, r *dns.Msg) {
 	if v == nil {
 		return
 	}
-	g.panics.Add(1)
-	if g.loggedOnce.CompareAndSwap(false, true) {
-		g.log.Error("dns handler panicked; answered SERVFAIL (stack logged once, later panics only counted)",
-			"panic", v, "stack", string(debug.Stack()))
-	}
+	g.panicked(v, "answered SERVFAIL")
 	m := new(dns.Msg)
 	m.SetRcode(r, dns.RcodeServerFailure)
 	if err := w.WriteMsg(m); err != nil && !isUDP(w) {
 		w.Close()
+	}
+}
+
+// panicked counts the handler's panic v, and logs it with its stack and
+// what became of the query the first time (called in the deferred function
+// that recovered it).
+func (g *guard) panicked(v any, then string) {
+	g.panics.Add(1)
+	if g.loggedOnce.CompareAndSwap(false, true) {
+		g.log.Error("dns handler panicked; "+then+" (stack logged once, later panics only counted)",
+			"panic", v, "stack", string(debug.Stack()))
 	}
 }
 

@@ -49,7 +49,10 @@ type Server struct {
 	// Listen are the addresses, "ip:port"; each is served over UDP and TCP.
 	// Port 0 picks one free port used by both transports.
 	Listen []string
-	// Handler answers the queries.
+	// Handler answers the queries. One that implements WireAnswerer
+	// answers UDP queries from their wire form first; those answers are
+	// written by the goroutine reading the socket and are not counted in
+	// MaxUDPInFlight.
 	Handler dns.Handler
 	// Logger (default: discard).
 	Logger *slog.Logger
@@ -85,6 +88,7 @@ type Server struct {
 	addrs    []string
 	g        *guard
 	draining atomic.Bool
+	stopping atomic.Bool   // Shutdown has begun (wireReader)
 	serving  chan struct{} // closed once Start has bound every address
 }
 
@@ -179,11 +183,12 @@ func (s *Server) Start(ctx context.Context) error {
 			return fail(fmt.Errorf("listen %q: %w", a, err))
 		}
 		servers = append(servers,
-			&dns.Server{PacketConn: pc, Handler: g, UDPSize: readBuffer},
+			&dns.Server{PacketConn: pc, Handler: g, UDPSize: readBuffer, DecorateReader: s.wireReader},
 			&dns.Server{Listener: &tcpListener{Listener: ln, g: g, slots: conns, write: write}, Handler: g,
 				ReadTimeout: tcpReadTimeout, IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
 		addrs = append(addrs, pc.LocalAddr().String())
 	}
+	s.stopping.Store(false)
 	var wg sync.WaitGroup
 	for _, srv := range servers {
 		wg.Add(1)
@@ -209,6 +214,12 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// wireReader is the DecorateReader of the UDP listeners: a handler that
+// implements WireAnswerer answers what it can as the datagrams are read.
+func (s *Server) wireReader(next dns.Reader) dns.Reader {
+	return &wireReader{Reader: next, s: s, g: s.guard()}
+}
+
 // Addrs returns the bound addresses (UDP and TCP share each), in the order of
 // Listen, after Start.
 func (s *Server) Addrs() []string {
@@ -224,6 +235,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	servers := s.servers
 	s.servers = nil
 	s.mu.Unlock()
+	s.stopping.Store(true)
 	var errs []error
 	for _, srv := range servers {
 		if err := srv.ShutdownContext(ctx); err != nil {

@@ -15,6 +15,22 @@
 // max_concurrent). An upstream that fails is SERVFAIL, or a stale answer
 // when serve-stale is on.
 //
+// Cache hits over UDP are answered from their wire form: Handler
+// implements dnsserver.WireAnswerer, so the server's UDP reader hands it
+// each datagram first. ServeDNS keeps each UDP reply it makes from a cached
+// answer, packed, with that answer (dnscache.Keep), for the query's shape:
+// whether it has an OPT and the size the reply is truncated to
+// (dnsmsg.ReplySize), and its question name as sent. AnswerWire reads a
+// plain query (dnsmsg.ParseQuery) and, when a fresh answer has a reply kept
+// for its shape and name, answers with those bytes, the ID, RD and CD bits
+// and TTLs set for it (dnscache.AnswerWire): the bytes ServeDNS would write
+// (TestAnswerWireSameBytes, FuzzAnswerWire), with no unpacking, packing or
+// goroutine. Everything else (misses, stale answers, TCP, other queries,
+// the first hit of each shape) is ServeDNS's. A wire answer is counted as
+// the hit it is, and counts towards a prefetch. On test/bench's
+// TestNodeLocalSideBySide (one cached cluster name) this took the stage
+// from 12-14 µs of CPU per answer to 5 µs, against CoreDNS's 13-16 µs.
+//
 // Metrics: dnsconfigurer_nodelocal_cache_hits_total{type} and
 // _cache_misses_total{type} (by query type), _coalesced_total,
 // _autopath_options_total, _upstream_failures_total; the cache's
@@ -41,5 +57,6 @@
 // queries, and truncation to what the client can receive.
 //
 // It imports miekg/dns, Prometheus, pkg/autopath, pkg/dnscache and
-// pkg/dnsmsg; not pkg/dnsserver (Exchanger is declared here).
+// pkg/dnsmsg; not pkg/dnsserver (Exchanger is declared here; WireAnswerer
+// is implemented without importing it).
 package nodelocal

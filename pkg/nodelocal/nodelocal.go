@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -107,22 +108,80 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// ServeDNS implements dns.Handler.
+// ServeDNS implements dns.Handler. A UDP reply made from a cached answer
+// is kept with it in its finished wire form (dnscache.Keep), for AnswerWire.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	_, tcp := w.RemoteAddr().(*net.TCPAddr)
-	reply := h.Answer(context.Background(), req, tcp)
-	if err := w.WriteMsg(reply); err != nil {
+	reply, t := h.answer(context.Background(), req, tcp)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	b, err := reply.PackBuffer((*bp)[:cap(*bp)])
+	if err != nil {
+		h.log.Debug("pack reply", "remote", w.RemoteAddr().String(), "err", err)
+		return
+	}
+	if cap(b) <= maxPooled {
+		*bp = b
+	}
+	if _, err := w.Write(b); err != nil {
 		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
 	}
+	if !tcp {
+		opt := req.IsEdns0()
+		h.cache.Keep(t, shape(opt != nil, dnsmsg.ReplySize(opt, false)), b)
+	}
+}
+
+// maxPooled is the largest packing buffer kept for the next reply (a UDP
+// reply is at most dnsmsg.EDNSSize; TCP ones may be bigger).
+const maxPooled = 4 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}
+
+// shape is what makes UDP replies to the same question as sent differ
+// besides their ID, RD and CD bits and TTLs: whether the query has an OPT
+// (the reply then has one) and the size the reply is truncated to.
+func shape(edns bool, size int) uint32 {
+	s := uint32(size)
+	if edns {
+		s |= 1 << 16
+	}
+	return s
+}
+
+// AnswerWire answers a UDP query from its wire form, without unpacking it,
+// when it is a plain query (dnsmsg.ParseQuery) whose answer is cached and
+// fresh, with the finished reply that ServeDNS kept for a query of its
+// shape and its question name as sent: that reply with the query's ID, RD
+// and CD bits and the TTLs aged, appended to dst[:0], the same bytes as
+// ServeDNS would write. The hit is counted as ServeDNS counts it. It
+// returns false for any other query, which ServeDNS then answers.
+func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
+	q, ok := dnsmsg.ParseQuery(query)
+	if !ok {
+		return dst, false
+	}
+	b, ok := h.cache.AnswerWire(dst, &q, shape(q.EDNS, q.ReplySize()))
+	if ok {
+		h.m.hits.inc(q.Qtype)
+	}
+	return b, ok
 }
 
 // Answer builds the reply to req, truncated to what the client can receive
 // (dnsmsg.Finish; tcp is whether it came over TCP).
 func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
+	r, _ := h.answer(ctx, req, tcp)
+	return r
+}
+
+// answer is Answer, with the cache's ticket for a reply made from a cached
+// answer.
+func (h *Handler) answer(ctx context.Context, req *dns.Msg, tcp bool) (*dns.Msg, dnscache.Ticket) {
 	if _, rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
-		return h.fail(req, rcode, tcp)
+		return h.fail(req, rcode, tcp), dnscache.Ticket{}
 	}
-	r, src, err := h.cache.Answer(ctx, req)
+	r, src, t, err := h.cache.AnswerTicket(ctx, req)
 	switch src {
 	case dnscache.Hit:
 		h.m.hits.inc(req.Question[0].Qtype)
@@ -135,7 +194,7 @@ func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
 	if err != nil {
 		h.log.Debug("upstream failed", "name", req.Question[0].Name, "err", err)
 		h.m.failures.Inc()
-		return h.fail(req, dns.RcodeServerFailure, tcp)
+		return h.fail(req, dns.RcodeServerFailure, tcp), dnscache.Ticket{}
 	}
 	// The cache's reply has req's ID, question and RD and CD bits, and no
 	// OPT; an uncached one may carry the upstream's question.
@@ -145,7 +204,7 @@ func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
 	if len(r.Question) != 1 || r.Question[0] != req.Question[0] {
 		r.Question = []dns.Question{req.Question[0]}
 	}
-	return dnsmsg.Finish(req, r, tcp)
+	return dnsmsg.Finish(req, r, tcp), t
 }
 
 func (h *Handler) fail(req *dns.Msg, rcode int, tcp bool) *dns.Msg {

@@ -1,0 +1,141 @@
+package dnsmsg
+
+import (
+	"encoding/binary"
+
+	"github.com/miekg/dns"
+)
+
+// WireQuery is what a plain query read from the wire says about the reply
+// it needs: what ParseQuery reads without unpacking the message.
+type WireQuery struct {
+	ID     uint16
+	RD, CD bool
+	// Name is the question name as sent, in wire form (uncompressed labels
+	// and the root label): a slice of the message ParseQuery read.
+	Name          []byte
+	Qtype, Qclass uint16
+	// EDNS is whether the query has an OPT record (of version 0), and DO
+	// and UDPSize are its DO bit and payload size.
+	EDNS    bool
+	DO      bool
+	UDPSize uint16
+}
+
+// ReplySize is ReplySize for the query over UDP: the largest reply the
+// client can receive.
+func (q *WireQuery) ReplySize() int { return replySize(q.EDNS, q.UDPSize, false) }
+
+// ParseQuery reads a plain query from its wire form b: not a response,
+// opcode QUERY, one question, no answer nor authority records, and at most
+// one additional record, an OPT of EDNS version 0 owned by the root whose
+// options are only cookies and padding. The question name must be at most
+// 255 octets of labels that print without escapes (bytes 0x21 to 0x7e but
+// . ' ( ) ; @ " and \, as miekg/dns prints names), so that its text form
+// is its labels joined by dots; nothing may follow the last record. It
+// returns false for anything else, well-formed or not, which the caller
+// then unpacks in full (dns.Msg.Unpack) and answers by the usual rules:
+// ParseQuery reads only queries that miekg/dns unpacks without error into
+// the same question, header bits and OPT.
+func ParseQuery(b []byte) (WireQuery, bool) {
+	var q WireQuery
+	if len(b) < 12 {
+		return q, false
+	}
+	flags := binary.BigEndian.Uint16(b[2:])
+	if flags&0x8000 != 0 || (flags>>11)&0xf != dns.OpcodeQuery {
+		return q, false
+	}
+	qd, an, ns, ar := binary.BigEndian.Uint16(b[4:]), binary.BigEndian.Uint16(b[6:]), binary.BigEndian.Uint16(b[8:]), binary.BigEndian.Uint16(b[10:])
+	if qd != 1 || an != 0 || ns != 0 || ar > 1 {
+		return q, false
+	}
+	q.ID = binary.BigEndian.Uint16(b)
+	q.RD = flags&0x0100 != 0
+	q.CD = flags&0x0010 != 0
+	end, ok := PlainName(b, 12)
+	if !ok || end+4 > len(b) {
+		return q, false
+	}
+	q.Name = b[12:end]
+	q.Qtype = binary.BigEndian.Uint16(b[end:])
+	q.Qclass = binary.BigEndian.Uint16(b[end+2:])
+	off := end + 4
+	if ar == 1 {
+		// The OPT: root owner, type, payload size, extended rcode,
+		// version, flags, data length, options.
+		if off+11 > len(b) || b[off] != 0 || binary.BigEndian.Uint16(b[off+1:]) != dns.TypeOPT || b[off+6] != 0 {
+			return q, false
+		}
+		q.EDNS = true
+		q.UDPSize = binary.BigEndian.Uint16(b[off+3:])
+		q.DO = b[off+7]&0x80 != 0
+		rdlen := int(binary.BigEndian.Uint16(b[off+9:]))
+		off += 11
+		if off+rdlen > len(b) {
+			return q, false
+		}
+		for o, data := 0, b[off:off+rdlen]; o < len(data); {
+			if o+4 > len(data) {
+				return q, false
+			}
+			code, n := binary.BigEndian.Uint16(data[o:]), int(binary.BigEndian.Uint16(data[o+2:]))
+			if (code != dns.EDNS0COOKIE && code != dns.EDNS0PADDING) || o+4+n > len(data) {
+				return q, false
+			}
+			o += 4 + n
+		}
+		off += rdlen
+	}
+	if off != len(b) {
+		return q, false
+	}
+	return q, true
+}
+
+// PlainName returns the end of the name at off in b when it is a name
+// that ParseQuery reads: at most 255 octets of labels that print without
+// escapes, no compression pointer.
+func PlainName(b []byte, off int) (int, bool) {
+	start := off
+	for off < len(b) && off-start < 255 {
+		n := int(b[off])
+		switch {
+		case n == 0:
+			return off + 1, true
+		case n > 63 || off+1+n > len(b):
+			return 0, false
+		}
+		for _, c := range b[off+1 : off+1+n] {
+			if c < 0x21 || c > 0x7e {
+				return 0, false
+			}
+			switch c {
+			case '.', '\'', '(', ')', ';', '@', '"', '\\':
+				return 0, false
+			}
+		}
+		off += 1 + n
+	}
+	return 0, false
+}
+
+// AppendName appends the text form of the wire name of a WireQuery (labels
+// joined by dots, "." for the root), in lower case when lower is set.
+func AppendName(dst, name []byte, lower bool) []byte {
+	if len(name) <= 1 {
+		return append(dst, '.')
+	}
+	for off := 0; off < len(name) && name[off] != 0; {
+		n := int(name[off])
+		for _, c := range name[off+1 : off+1+n] {
+			if lower && 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+		}
+		dst = append(dst, '.')
+		off += 1 + n
+	}
+	return dst
+}

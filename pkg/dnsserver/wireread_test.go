@@ -1,0 +1,128 @@
+package dnsserver_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+)
+
+// wireHandler answers A queries with one record through ServeDNS, and
+// through AnswerWire those for names starting with "fast." (the same
+// reply but TTL 7) and, by panicking, those starting with "boom.".
+type wireHandler struct {
+	served, wired atomic.Int32
+}
+
+func (h *wireHandler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	h.served.Add(1)
+	answerA(w, req)
+}
+
+func (h *wireHandler) AnswerWire(dst, q []byte) ([]byte, bool) {
+	switch {
+	case bytes.HasPrefix(q[12:], []byte("\x04fast")):
+	case bytes.HasPrefix(q[12:], []byte("\x04boom")):
+		var m map[string]int
+		m["x"]++ // nil map write: a real runtime panic
+	default:
+		return dst, false
+	}
+	req := new(dns.Msg)
+	if err := req.Unpack(q); err != nil {
+		return dst, false
+	}
+	h.wired.Add(1)
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 7}, A: net.IPv4(192, 0, 2, 1)}}
+	b, err := m.PackBuffer(dst[:0])
+	return b, err == nil
+}
+
+var _ dnsserver.WireAnswerer = (*wireHandler)(nil)
+
+// exchange asks addr for name A over network.
+func exchange(t *testing.T, network, addr, name string) *dns.Msg {
+	t.Helper()
+	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
+	r, _, err := c.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", network, name, err)
+	}
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("%s %s: %v", network, name, r)
+	}
+	return r
+}
+
+// TestWireAnswerer: a handler that implements WireAnswerer answers UDP
+// queries from their wire form where it can, ServeDNS the others and every
+// TCP query; a panic in AnswerWire is counted and the query goes to
+// ServeDNS; swapping the handler for one without AnswerWire and back
+// works; and Shutdown still ends the reads promptly.
+func TestWireAnswerer(t *testing.T) {
+	h := &wireHandler{}
+	srv := &dnsserver.Server{Handler: h, Listen: []string{"127.0.0.1:0"}}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addrs()[0]
+	check := func(name, network string, served, wired int32, ttl uint32) {
+		t.Helper()
+		s, w := h.served.Load(), h.wired.Load()
+		r := exchange(t, network, addr, name)
+		if got := h.served.Load() - s; got != served {
+			t.Errorf("%s over %s: ServeDNS called %d times, want %d", name, network, got, served)
+		}
+		if got := h.wired.Load() - w; got != wired {
+			t.Errorf("%s over %s: AnswerWire answered %d times, want %d", name, network, got, wired)
+		}
+		if r.Answer[0].Header().Ttl != ttl {
+			t.Errorf("%s over %s: TTL %d, want %d", name, network, r.Answer[0].Header().Ttl, ttl)
+		}
+	}
+	for range 3 {
+		check("fast.example.", "udp", 0, 1, 7)
+		check("slow.example.", "udp", 1, 0, 5)
+		check("fast.example.", "tcp", 1, 0, 5)
+	}
+	check("boom.example.", "udp", 1, 0, 5)
+	if got := metric(t, srv, "dnsconfigurer_dnsserver_panics_total"); got != 1 {
+		t.Errorf("panics_total = %v, want 1", got)
+	}
+
+	// A datagram too short for a header is miekg/dns's to drop.
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	plain := &wireHandler{}
+	srv.SetHandler(dns.HandlerFunc(plain.ServeDNS))
+	check("fast.example.", "udp", 0, 0, 5) // counted on plain
+	if plain.served.Load() != 1 {
+		t.Errorf("the handler without AnswerWire served %d queries, want 1", plain.served.Load())
+	}
+	srv.SetHandler(h)
+	// The read in progress when the handler changed is the plain one's:
+	// its datagram goes to ServeDNS; the next is read for AnswerWire.
+	exchange(t, "udp", addr, "fast.example.")
+	check("fast.example.", "udp", 0, 1, 7)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
