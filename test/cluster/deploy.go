@@ -19,9 +19,11 @@ import (
 // Objects of deploy/ the tests look at.
 const (
 	DeployNamespace = "dnsconfigurer"
-	DNSDeployment   = "dnsconfigurer-dns"
-	NodeLocalDS     = "dnsconfigurer-node-local-dns"
-	WebhookName     = "dnsconfigurer-webhook"
+	// NodeNamespace holds the node DaemonSets (Pod Security privileged).
+	NodeNamespace = "dnsconfigurer-node"
+	DNSDeployment = "dnsconfigurer-dns"
+	NodeLocalDS   = "dnsconfigurer-node-local-dns"
+	WebhookName   = "dnsconfigurer-webhook"
 )
 
 // DeployDir returns the repository's deploy/ directory.
@@ -62,10 +64,10 @@ func (c *Cluster) DeployDNS(ctx context.Context) (string, error) {
 	if err != nil {
 		return out, err
 	}
-	for _, w := range []struct{ kind, name string }{
-		{"deployment", DNSDeployment}, {"daemonset", NodeLocalDS}, {"deployment", WebhookName},
+	for _, w := range []struct{ kind, ns, name string }{
+		{"deployment", DeployNamespace, DNSDeployment}, {"daemonset", NodeNamespace, NodeLocalDS}, {"deployment", DeployNamespace, WebhookName},
 	} {
-		if err := c.WaitRollout(ctx, w.kind, DeployNamespace, w.name); err != nil {
+		if err := c.WaitRollout(ctx, w.kind, w.ns, w.name); err != nil {
 			return out, err
 		}
 	}
@@ -157,7 +159,7 @@ patches:
     kind: DaemonSet
     metadata:
       name: dnsconfigurer-shim
-      namespace: dnsconfigurer
+      namespace: dnsconfigurer-node
 - target:
     group: cert-manager.io
   patch: |

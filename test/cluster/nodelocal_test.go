@@ -79,7 +79,7 @@ func testTransparent(t *testing.T, c *Cluster) {
 		}
 	})
 
-	ds := c.Client.AppsV1().DaemonSets(DeployNamespace)
+	ds := c.Client.AppsV1().DaemonSets(NodeNamespace)
 	setSelector := func(t *testing.T, patch string) {
 		t.Helper()
 		if _, err := ds.Patch(ctx, NodeLocalDS, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -91,7 +91,7 @@ func testTransparent(t *testing.T, c *Cluster) {
 		// the node's set-up down on SIGTERM.
 		setSelector(t, `{"spec":{"template":{"spec":{"nodeSelector":{"dnsconfigurer.test/none":"true"}}}}}`)
 		err := waitFor(ctx, "no node-local pod and no set-up on the node", func(ctx context.Context) (bool, error) {
-			pods, err := c.Client.CoreV1().Pods(DeployNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node-local-dns"})
+			pods, err := c.Client.CoreV1().Pods(NodeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node-local-dns"})
 			if err != nil {
 				return false, err
 			}
@@ -107,7 +107,7 @@ func testTransparent(t *testing.T, c *Cluster) {
 	})
 	t.Run("back", func(t *testing.T) {
 		setSelector(t, `{"spec":{"template":{"spec":{"nodeSelector":{"dnsconfigurer.test/none":null}}}}}`)
-		if err := c.WaitRollout(ctx, "daemonset", DeployNamespace, NodeLocalDS); err != nil {
+		if err := c.WaitRollout(ctx, "daemonset", NodeNamespace, NodeLocalDS); err != nil {
 			t.Fatal(err)
 		}
 		err := waitFor(ctx, "node-local's set-up on the node", func(ctx context.Context) (bool, error) {
@@ -161,7 +161,7 @@ done`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := c.Kubectl(ctx, "-n", DeployNamespace, "rollout", "restart", "daemonset/"+NodeLocalDS); err != nil {
+	if out, err := c.Kubectl(ctx, "-n", NodeNamespace, "rollout", "restart", "daemonset/"+NodeLocalDS); err != nil {
 		t.Fatalf("rollout restart: %v\n%s", err, out)
 	}
 	// Done when the old pods are gone and the new one is available. The
@@ -188,7 +188,7 @@ done`
 	if !surged {
 		t.Error("never saw the new pod next to the old one: no surge (maxSurge)")
 	}
-	if err := c.WaitRollout(ctx, "daemonset", DeployNamespace, NodeLocalDS); err != nil {
+	if err := c.WaitRollout(ctx, "daemonset", NodeNamespace, NodeLocalDS); err != nil {
 		t.Fatal(err)
 	}
 	// Some lookups after the old pod's exit, then stop the loop.
@@ -217,7 +217,7 @@ done`
 // nodeLocalPods returns the UIDs of the node-local DaemonSet's pods,
 // terminating ones included.
 func (c *Cluster) nodeLocalPods(ctx context.Context) ([]types.UID, error) {
-	pods, err := c.Client.CoreV1().Pods(DeployNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node-local-dns"})
+	pods, err := c.Client.CoreV1().Pods(NodeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node-local-dns"})
 	if err != nil {
 		return nil, err
 	}

@@ -81,9 +81,10 @@ func TestApply(t *testing.T) {
 		{"dnsconfigurer-webhook", "list", "", "pods", "", false},
 		{"dnsconfigurer-node-local-dns", "list", "", "services", "", false},
 	} {
+		saNS := namespaceOf(a.sa)
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   "system:serviceaccount:" + namespace + ":" + a.sa,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			User:   "system:serviceaccount:" + saNS + ":" + a.sa,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNS, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource,
 			},
@@ -99,26 +100,16 @@ func TestApply(t *testing.T) {
 
 	// Pods: admission (Priority, PodSecurity) and pod validation run only
 	// on pods, so create one from each template. Nothing schedules or runs
-	// them (no scheduler, no kubelet). The DaemonSets' pods go into the
-	// base's namespace (PodSecurity privileged); the Deployments' pods
-	// into one that enforces restricted, as deploy/README.md claims they
-	// meet it. The webhook configuration goes first: its Service has no
-	// endpoints here.
+	// them (no scheduler, no kubelet). Each goes into its workload's
+	// namespace as rendered: the Deployments' into dnsconfigurer, which
+	// enforces PodSecurity restricted, the DaemonSets' into
+	// dnsconfigurer-node (privileged). The webhook configuration goes
+	// first: its Service has no endpoints here.
 	if err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "dnsconfigurer", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	restricted := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "deploy-restricted", Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted",
-		"pod-security.kubernetes.io/warn":    "restricted",
-	}}}
-	if _, err := c.CoreV1().Namespaces().Create(ctx, restricted, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	for _, w := range r.workloads() {
-		ns := namespace
-		if w.kind == "Deployment" {
-			ns = restricted.Name
-		}
+		ns := namespaceOf(w.name)
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: w.name + "-", Namespace: ns, Labels: w.podLabels},
 			Spec:       w.spec,

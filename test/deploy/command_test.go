@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,9 +57,8 @@ func TestCommandFlags(t *testing.T) {
 }
 
 // TestNodeLocalDaemonSet runs the node-local DaemonSet's container in a
-// network namespace standing in for a node, with its exact arguments as
-// kubelet expands them (the upstream Service's address from Service links)
-// and a separate lock file: a stub cluster DNS at that upstream address,
+// network namespace standing in for a node, with its exact arguments and a
+// separate lock file: a stub cluster DNS at that upstream address,
 // a stub node resolver in the node's resolv.conf. The binary sets the node
 // up itself: both --local-ip addresses answer over UDP and TCP, cluster
 // names from the cluster stub and other names from the node's resolver,
@@ -75,27 +75,14 @@ func TestNodeLocalDaemonSet(t *testing.T) {
 	c := w.spec.Containers[0]
 	bin := buildbin.Dnsconfigurer(t)
 	ns := netns.New(t)
-	const nodeResolver, upstreamService = "192.0.2.53", "10.96.0.20"
+	const nodeResolver = "192.0.2.53"
 	ns.SetResolvConf(t, "nameserver "+nodeResolver+"\nsearch node.example\n")
-
-	// kubelet's expansion of $(VAR) in args (Service links).
-	env := map[string]string{upstreamEnv: upstreamService}
-	var args []string
-	for _, a := range c.Args {
-		for k, v := range env {
-			a = strings.ReplaceAll(a, "$("+k+")", v)
-		}
-		if strings.Contains(a, "$(") {
-			t.Fatalf("node-local: arg %q names a variable kubelet does not set here", a)
-		}
-		args = append(args, a)
-	}
-	args = append(args, "--lock-file="+filepath.Join(t.TempDir(), "node-local.lock"))
-	localIPs, _ := flag(args, "local-ip")
-	ips := strings.Split(localIPs, ",")
+	args := append(slices.Clone(c.Args), "--lock-file="+filepath.Join(t.TempDir(), "node-local.lock"))
+	ips := flagAll(args, "local-ip")
 	if len(ips) != 2 {
-		t.Fatalf("--local-ip %q, want the link-local and the Service address", localIPs)
+		t.Fatalf("--local-ip %q, want the Service address and the link-local one", ips)
 	}
+	upstreamService, _ := flag(args, "cluster-upstream")
 
 	// The cluster DNS behind the upstream Service, and the node's resolver.
 	const clusterName, clusterAnswer = "kubernetes.default.svc.cluster.local.", "10.96.0.1"

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -36,9 +37,12 @@ const (
 
 	clusterDNSIP = "10.96.0.10"
 	nodeLocalIP  = "169.254.20.10"
-	// upstreamEnv is kubelet's variable for Service
-	// dnsconfigurer-dns-upstream, node-local's --cluster-upstream.
-	upstreamEnv = "DNSCONFIGURER_DNS_UPSTREAM_SERVICE_HOST"
+	// nodeNamespace holds what runs on every node (Pod Security
+	// privileged): the shim and the node-local stage.
+	nodeNamespace = "dnsconfigurer-node"
+	// localConfig marks the cluster settings ConfigMaps, which kustomize
+	// reads and does not render.
+	localConfig = "config.kubernetes.io/local-config"
 
 	// The image every dnsconfigurer container renders with
 	// (deploy/kustomization.yaml images:).
@@ -121,11 +125,28 @@ type kustomization struct {
 	APIVersion string   `json:"apiVersion"`
 	Kind       string   `json:"kind"`
 	Namespace  string   `json:"namespace,omitempty"`
-	Resources  []string `json:"resources"`
+	Resources  []string `json:"resources,omitempty"`
+	Components []string `json:"components,omitempty"`
 	Labels     []struct {
 		Pairs            map[string]string `json:"pairs"`
 		IncludeSelectors bool              `json:"includeSelectors"`
+		IncludeTemplates bool              `json:"includeTemplates,omitempty"`
 	} `json:"labels,omitempty"`
+	Replacements []struct {
+		Source struct {
+			Kind      string `json:"kind"`
+			Name      string `json:"name"`
+			FieldPath string `json:"fieldPath"`
+		} `json:"source"`
+		Targets []struct {
+			Select     map[string]string `json:"select"`
+			FieldPaths []string          `json:"fieldPaths"`
+			Options    *struct {
+				Delimiter string `json:"delimiter"`
+				Index     int    `json:"index"`
+			} `json:"options,omitempty"`
+		} `json:"targets"`
+	} `json:"replacements,omitempty"`
 	Images []struct {
 		Name    string `json:"name"`
 		NewName string `json:"newName,omitempty"`
@@ -160,6 +181,8 @@ type objects struct {
 	shimConfigs         []v1alpha1.ShimConfiguration
 	webhookConfigs      []v1alpha1.WebhookConfiguration
 	kustomizations      map[string]kustomization // by directory
+	// settings are the cluster settings ConfigMaps (local-config).
+	settings []corev1.ConfigMap
 	// names are "Kind namespace/name" of the API objects, in order.
 	names []string
 }
@@ -194,6 +217,13 @@ func (o *objects) add(where string, doc []byte) error {
 		_, err = strict(doc, &o.serviceAccounts)
 	case "v1 ConfigMap":
 		var cm corev1.ConfigMap
+		if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
+			return fmt.Errorf("%s: %v", where, err)
+		}
+		if cm.Annotations[localConfig] == "true" {
+			o.settings = append(o.settings, cm)
+			return nil // read by kustomize, not an API object
+		}
 		if cm, err = strict(doc, &o.configMaps); err == nil {
 			err = o.addConfigFiles(cm)
 		}
@@ -261,6 +291,38 @@ func (o *objects) addConfig(doc []byte) error {
 	}
 }
 
+// shimEffective is cfg as the shim DaemonSet's binary runs it: its
+// --cluster-dns, --cluster-domain and --node-local-dns flags override the
+// file.
+func (o *objects) shimEffective(t *testing.T, cfg v1alpha1.ShimConfiguration) v1alpha1.ShimConfiguration {
+	t.Helper()
+	args := o.workload(t, "DaemonSet", "dnsconfigurer-shim").spec.Containers[0].Args
+	if v, ok := flag(args, "cluster-dns"); ok {
+		cfg.ClusterDNS = strings.Split(v, ",")
+	}
+	if v, ok := flag(args, "cluster-domain"); ok {
+		cfg.ClusterDomain = v
+	}
+	if v, ok := flag(args, "node-local-dns"); ok {
+		cfg.NodeLocalDNS = strings.Split(v, ",")
+	}
+	return cfg
+}
+
+// webhookEffective is cfg as the webhook Deployment's binary runs it: its
+// --cluster-dns and --cluster-domain flags override the file.
+func (o *objects) webhookEffective(t *testing.T, cfg v1alpha1.WebhookConfiguration) v1alpha1.WebhookConfiguration {
+	t.Helper()
+	args := o.workload(t, "Deployment", "dnsconfigurer-webhook").spec.Containers[0].Args
+	if v, ok := flag(args, "cluster-dns"); ok {
+		cfg.Cluster.ClusterDNS = strings.Split(v, ",")
+	}
+	if v, ok := flag(args, "cluster-domain"); ok {
+		cfg.Cluster.ClusterDomain = v
+	}
+	return cfg
+}
+
 // addConfigFiles decodes the dnsconfigurer config files a ConfigMap holds.
 func (o *objects) addConfigFiles(cm corev1.ConfigMap) error {
 	for _, key := range slices.Sorted(func(yield func(string) bool) {
@@ -315,10 +377,16 @@ func hasContent(doc []byte) bool {
 	return false
 }
 
+// baseDirs are the directories of deploy/ whose manifests make the base;
+// the others (overlays, components, examples) are decoded strictly but
+// their objects are not the base's.
+var baseDirs = []string{".", "base", "webhook", "dnsserver", "nodelocal", "shim", "namespace-node"}
+
 // loadSources decodes every YAML file under deploy/.
 func loadSources(t *testing.T) *objects {
 	t.Helper()
 	o := &objects{kustomizations: map[string]kustomization{}}
+	other := &objects{kustomizations: map[string]kustomization{}}
 	var files []string
 	err := filepath.WalkDir(deployDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -354,8 +422,12 @@ func loadSources(t *testing.T) *objects {
 		if len(docs) == 0 {
 			t.Errorf("deploy/%s: no document", rel)
 		}
+		into := other
+		if slices.Contains(baseDirs, filepath.Dir(rel)) {
+			into = o
+		}
 		for i, doc := range docs {
-			if err := o.add(fmt.Sprintf("deploy/%s document %d", rel, i+1), doc); err != nil {
+			if err := into.add(fmt.Sprintf("deploy/%s document %d", rel, i+1), doc); err != nil {
 				t.Error(err)
 			}
 		}
@@ -394,6 +466,12 @@ func TestRender(t *testing.T) {
 // render runs kubectl kustomize deploy, or skips the test without kubectl.
 func render(t *testing.T) []byte {
 	t.Helper()
+	return renderDir(t, deployDir)
+}
+
+// renderDir runs kubectl kustomize dir, or skips the test without kubectl.
+func renderDir(t *testing.T, deployDir string) []byte {
+	t.Helper()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl not in PATH: not rendering deploy/ (the manifests are still decoded by TestSources); " +
@@ -414,16 +492,24 @@ func render(t *testing.T) []byte {
 // of the directory (no file is left out of the base by mistake), and the
 // base includes every component directory.
 func checkKustomizations(t *testing.T, o *objects) {
-	base, ok := o.kustomizations["."]
-	if !ok {
-		t.Fatal("deploy/kustomization.yaml missing")
+	root, ok := o.kustomizations["."]
+	base, ok2 := o.kustomizations["base"]
+	if !ok || !ok2 {
+		t.Fatal("deploy/kustomization.yaml or deploy/base/kustomization.yaml missing")
+	}
+	if !slices.Contains(root.Resources, "base") || !slices.Contains(root.Components, "components/cluster-settings") {
+		t.Errorf("deploy/kustomization.yaml: resources %q components %q, want base and components/cluster-settings", root.Resources, root.Components)
 	}
 	for dir, k := range o.kustomizations {
-		if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
-			t.Errorf("deploy/%s/kustomization.yaml: apiVersion %q kind %q", dir, k.APIVersion, k.Kind)
+		wantKind := "kustomize.config.k8s.io/v1beta1 Kustomization"
+		if strings.HasPrefix(dir, "components/") {
+			wantKind = "kustomize.config.k8s.io/v1alpha1 Component"
 		}
-		if dir != "." && !slices.Contains(base.Resources, dir) {
-			t.Errorf("deploy/kustomization.yaml does not include %s/", dir)
+		if got := k.APIVersion + " " + k.Kind; got != wantKind {
+			t.Errorf("deploy/%s/kustomization.yaml: %s, want %s", dir, got, wantKind)
+		}
+		if slices.Contains(baseDirs, dir) && dir != "." && dir != "base" && !slices.Contains(base.Resources, "../"+dir) {
+			t.Errorf("deploy/base/kustomization.yaml does not include ../%s", dir)
 		}
 		listed := slices.Clone(k.Resources)
 		for _, g := range k.ConfigMapGenerator {
@@ -441,7 +527,9 @@ func checkKustomizations(t *testing.T, o *objects) {
 		for _, e := range entries {
 			name := e.Name()
 			if e.IsDir() {
-				if _, ok := o.kustomizations[filepath.Join(dir, name)]; !ok {
+				// overlays/, components/ and examples/ only group kustomizations.
+				sub := filepath.Join(dir, name)
+				if _, ok := o.kustomizations[sub]; !ok && !slices.Contains([]string{"overlays", "components", "examples"}, sub) {
 					t.Errorf("deploy/%s/%s/ has no kustomization.yaml", dir, name)
 				}
 				continue
@@ -456,7 +544,7 @@ func checkKustomizations(t *testing.T, o *objects) {
 		images = append(images, im.Name)
 	}
 	if !slices.Contains(images, "ghcr.io/dnsconfigurer/dnsconfigurer") {
-		t.Errorf("deploy/kustomization.yaml images %q: want an entry for ghcr.io/dnsconfigurer/dnsconfigurer", images)
+		t.Errorf("deploy/base/kustomization.yaml images %q: want an entry for ghcr.io/dnsconfigurer/dnsconfigurer", images)
 	}
 }
 
@@ -491,6 +579,17 @@ func (o *objects) workload(t *testing.T, kind, name string) workload {
 }
 
 // flag returns the value of --name=VALUE in args.
+// flagAll returns every value of a repeated --name=value flag, in order.
+func flagAll(args []string, name string) []string {
+	var vs []string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 func flag(args []string, name string) (string, bool) {
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
@@ -537,6 +636,7 @@ func checkAgreement(t *testing.T, o *objects) {
 		t.Fatalf("%d ShimConfigurations and %d WebhookConfigurations, want both", len(o.shimConfigs), len(o.webhookConfigs))
 	}
 	for i, c := range o.shimConfigs {
+		c = o.shimEffective(t, c)
 		c.SetDefaults()
 		zones[fmt.Sprintf("ShimConfiguration %d clusterDomain", i+1)] = c.ClusterDomain
 		if !slices.Contains(c.ClusterDNS, ip) {
@@ -544,6 +644,7 @@ func checkAgreement(t *testing.T, o *objects) {
 		}
 	}
 	for i, c := range o.webhookConfigs {
+		c = o.webhookEffective(t, c)
 		c.SetDefaults()
 		zones[fmt.Sprintf("WebhookConfiguration %d cluster.clusterDomain", i+1)] = c.Cluster.ClusterDomain
 		if !slices.Contains(c.Cluster.ClusterDNS, ip) {
@@ -826,10 +927,10 @@ func checkNodeLocal(t *testing.T, o *objects) {
 		t.Errorf("node-local: args %q, want serve ...", c.Args)
 	}
 	clusterIP := o.dnsService(t).Spec.ClusterIP
+	up := o.service(t, "dnsconfigurer-dns-upstream")
 	for name, want := range map[string]string{
 		"mode":             "node-local",
-		"local-ip":         nodeLocalIP + "," + clusterIP,
-		"cluster-upstream": "$(" + upstreamEnv + ")",
+		"cluster-upstream": up.Spec.ClusterIP,
 		"metrics-listen":   "0.0.0.0:9353",
 	} {
 		if got, _ := flag(c.Args, name); got != want {
@@ -841,17 +942,16 @@ func checkNodeLocal(t *testing.T, o *objects) {
 			t.Errorf("node-local: args %q lack %s", c.Args, f)
 		}
 	}
+	if got := flagAll(c.Args, "local-ip"); !slices.Equal(got, []string{clusterIP, nodeLocalIP}) {
+		t.Errorf("node-local: --local-ip %q, want the cluster DNS address and the link-local one", got)
+	}
 	if l, ok := flag(c.Args, "listen"); ok {
 		t.Errorf("node-local: --listen %q besides --local-ip", l)
 	}
-	// The upstream Service: its name gives kubelet's variable, it selects
-	// the cluster DNS pods, and it is not the address node-local takes.
-	up := o.service(t, "dnsconfigurer-dns-upstream")
-	if got := strings.ToUpper(strings.ReplaceAll(up.Name, "-", "_")) + "_SERVICE_HOST"; got != upstreamEnv {
-		t.Errorf("Service %s gives kubelet's variable %s, --cluster-upstream names %s", up.Name, got, upstreamEnv)
-	}
-	if up.Spec.ClusterIP != "" {
-		t.Errorf("Service %s: clusterIP %q: want one the API server picks", up.Name, up.Spec.ClusterIP)
+	// The upstream Service: a fixed address (node-local is told it), not
+	// the one node-local takes over, selecting the cluster DNS pods.
+	if up.Spec.ClusterIP == "" || up.Spec.ClusterIP == clusterIP {
+		t.Errorf("Service %s: clusterIP %q: want a fixed address other than the cluster DNS's", up.Name, up.Spec.ClusterIP)
 	}
 	dns := o.workload(t, "Deployment", "dnsconfigurer-dns")
 	if sel := labels.SelectorFromSet(up.Spec.Selector); len(up.Spec.Selector) == 0 || !sel.Matches(labels.Set(dns.podLabels)) {
@@ -865,9 +965,6 @@ func checkNodeLocal(t *testing.T, o *objects) {
 	}
 	if !tcp {
 		t.Errorf("Service %s: no TCP port 53 to the pods' dns-tcp: %+v", up.Name, up.Spec.Ports)
-	}
-	if w.spec.EnableServiceLinks != nil && !*w.spec.EnableServiceLinks {
-		t.Error("node-local: enableServiceLinks false: kubelet would not set " + upstreamEnv)
 	}
 	// Surge: the new pod serves (SO_REUSEPORT) before the old one stops;
 	// a host port would keep it from scheduling.
@@ -907,6 +1004,7 @@ func checkNodeLocal(t *testing.T, o *objects) {
 	rc, _ := flag(c.Args, "resolv-conf")
 	// Autopath pods: node-local first, the cluster DNS as the fallback.
 	for _, sc := range o.shimConfigs {
+		sc = o.shimEffective(t, sc)
 		if want := []string{nodeLocalIP, clusterIP}; !slices.Equal(sc.NodeLocalDNS, want) {
 			t.Errorf("ShimConfiguration nodeLocalDNS %q, want %q", sc.NodeLocalDNS, want)
 		}
@@ -1028,7 +1126,7 @@ func checkShim(t *testing.T, o *objects) {
 	if len(cfgs) != 1 {
 		t.Fatalf("%d ShimConfigurations, want 1", len(cfgs))
 	}
-	cfg := cfgs[0]
+	cfg := o.shimEffective(t, cfgs[0])
 	cfg.SetDefaults()
 	if cf, ok := flag(c.Args, "config"); !ok || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
 		return filepath.Dir(cf) == m.MountPath && volumes[m.Name].ConfigMap != nil
@@ -1186,26 +1284,46 @@ func expand(t *testing.T, role string, r rbacv1.PolicyRule) []string {
 	return out
 }
 
+// namespaceOf is the namespace of a namespaced object of the base: the
+// node DaemonSets and what is theirs in nodeNamespace, the rest in
+// namespace.
+func namespaceOf(name string) string {
+	if strings.HasPrefix(name, "dnsconfigurer-shim") || strings.HasPrefix(name, "dnsconfigurer-node-local-dns") {
+		return nodeNamespace
+	}
+	return namespace
+}
+
 // checkComposition: what kustomize made of the sources. One namespace
 // holds every namespaced object and every bound ServiceAccount; every
 // object of the sources is rendered; every container runs the one image;
 // every referenced ConfigMap and ServiceAccount exists.
 func checkComposition(t *testing.T, r, src *objects) {
-	if len(r.namespaces) != 1 || r.namespaces[0].Name != namespace {
-		t.Errorf("rendered Namespaces %v, want exactly %s", r.names, namespace)
+	// Pod Security: restricted where the workloads meet it, privileged
+	// only for the two node DaemonSets.
+	levels := map[string]string{}
+	for _, ns := range r.namespaces {
+		levels[ns.Name] = ns.Labels["pod-security.kubernetes.io/enforce"]
+	}
+	if want := map[string]string{namespace: "restricted", nodeNamespace: "privileged"}; !maps.Equal(levels, want) {
+		t.Errorf("rendered Namespaces and their enforced levels %v, want %v", levels, want)
 	}
 	for _, n := range r.names {
 		kind, nsName, _ := strings.Cut(n, " ")
-		ns, _, _ := strings.Cut(nsName, "/")
+		ns, name, _ := strings.Cut(nsName, "/")
 		cluster := kind == "Namespace" || strings.HasPrefix(kind, "Cluster") || kind == "ValidatingWebhookConfiguration"
-		if cluster != (ns == "") || (!cluster && ns != namespace) {
-			t.Errorf("rendered %s: want namespace %q", n, map[bool]string{true: "", false: namespace}[cluster])
+		want := ""
+		if !cluster {
+			want = namespaceOf(name)
+		}
+		if ns != want {
+			t.Errorf("rendered %s: want namespace %q", n, want)
 		}
 	}
 	for _, b := range r.clusterRoleBindings {
 		for _, s := range b.Subjects {
-			if s.Namespace != namespace {
-				t.Errorf("rendered ClusterRoleBinding %s: subject %s in namespace %q, want %s", b.Name, s.Name, s.Namespace, namespace)
+			if want := namespaceOf(s.Name); s.Namespace != want {
+				t.Errorf("rendered ClusterRoleBinding %s: subject %s in namespace %q, want %s", b.Name, s.Name, s.Namespace, want)
 			}
 		}
 	}

@@ -1,0 +1,298 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+)
+
+// settings are the values of a dnsconfigurer-cluster-settings ConfigMap.
+type settings struct{ clusterDNS, upstream, domain string }
+
+func settingsOf(t *testing.T, o *objects) settings {
+	t.Helper()
+	if len(o.settings) != 1 {
+		t.Fatalf("%d cluster settings ConfigMaps, want 1", len(o.settings))
+	}
+	d := o.settings[0].Data
+	return settings{d["clusterDNS"], d["clusterDNSUpstream"], d["clusterDomain"]}
+}
+
+// renderObjects renders dir and decodes the output strictly.
+func renderObjects(t *testing.T, dir string) (*objects, []byte) {
+	t.Helper()
+	out := renderDir(t, dir)
+	r := &objects{}
+	for i, doc := range splitDocs(out) {
+		if err := r.add(fmt.Sprintf("%s: rendered document %d", dir, i+1), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r, out
+}
+
+// checkSettings: every place that needs the cluster settings has them.
+func checkSettings(t *testing.T, r *objects, want settings, dnsService string) {
+	t.Helper()
+	for _, s := range r.services {
+		switch s.Name {
+		case dnsService:
+			if s.Spec.ClusterIP != want.clusterDNS {
+				t.Errorf("Service %s/%s: clusterIP %s, want %s", s.Namespace, s.Name, s.Spec.ClusterIP, want.clusterDNS)
+			}
+		case "dnsconfigurer-dns-upstream":
+			if s.Spec.ClusterIP != want.upstream {
+				t.Errorf("Service %s/%s: clusterIP %s, want %s", s.Namespace, s.Name, s.Spec.ClusterIP, want.upstream)
+			}
+		}
+	}
+	args := func(kind, name string) []string { return r.workload(t, kind, name).spec.Containers[0].Args }
+	for _, c := range []struct {
+		kind, name, flag string
+		want             []string
+	}{
+		{"Deployment", "dnsconfigurer-dns", "cluster-domain", []string{want.domain}},
+		{"Deployment", "dnsconfigurer-webhook", "cluster-dns", []string{want.clusterDNS}},
+		{"Deployment", "dnsconfigurer-webhook", "cluster-domain", []string{want.domain}},
+		{"DaemonSet", "dnsconfigurer-shim", "cluster-dns", []string{want.clusterDNS}},
+		{"DaemonSet", "dnsconfigurer-shim", "cluster-domain", []string{want.domain}},
+		{"DaemonSet", "dnsconfigurer-shim", "node-local-dns", []string{nodeLocalIP + "," + want.clusterDNS}},
+		{"DaemonSet", "dnsconfigurer-node-local-dns", "local-ip", []string{want.clusterDNS, nodeLocalIP}},
+		{"DaemonSet", "dnsconfigurer-node-local-dns", "cluster-upstream", []string{want.upstream}},
+		{"DaemonSet", "dnsconfigurer-node-local-dns", "cluster-domain", []string{want.domain}},
+	} {
+		if got := flagAll(args(c.kind, c.name), c.flag); !slices.Equal(got, c.want) {
+			t.Errorf("%s %s: --%s %q, want %q", c.kind, c.name, c.flag, got, c.want)
+		}
+	}
+}
+
+// TestOverlays renders each overlay of deploy/overlays, decodes it strictly
+// and checks that its cluster settings reached every place; then an overlay
+// of the base with settings of its own, in which no default may be left:
+// the settings have one source.
+func TestOverlays(t *testing.T) {
+	for _, tc := range []struct{ dir, dnsService, dnsNamespace string }{
+		{"overlays/side-by-side", "dnsconfigurer-dns", namespace},
+		{"overlays/replace-coredns", "kube-dns", "kube-system"},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			src := &objects{}
+			b, err := os.ReadFile(filepath.Join(deployDir, tc.dir, "cluster-settings.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := src.add(tc.dir+"/cluster-settings.yaml", b); err != nil {
+				t.Fatal(err)
+			}
+			r, _ := renderObjects(t, filepath.Join(deployDir, tc.dir))
+			checkSettings(t, r, settingsOf(t, src), tc.dnsService)
+			if d := r.workload(t, "Deployment", "dnsconfigurer-dns"); !slices.ContainsFunc(r.deployments, func(x appsv1.Deployment) bool {
+				return x.Name == d.name && x.Namespace == tc.dnsNamespace
+			}) {
+				t.Errorf("Deployment dnsconfigurer-dns not in %s", tc.dnsNamespace)
+			}
+		})
+	}
+	t.Run("replace-coredns is kube-dns", func(t *testing.T) {
+		r, _ := renderObjects(t, filepath.Join(deployDir, "overlays/replace-coredns"))
+		checkKubeDNS(t, r)
+	})
+	t.Run("one source", func(t *testing.T) {
+		abs, err := filepath.Abs(deployDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		rel, err := filepath.Rel(dir, abs) // kustomize takes no absolute paths
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := settings{"10.100.0.10", "10.100.0.11", "example.internal"}
+		files := map[string]string{
+			"kustomization.yaml": fmt.Sprintf("resources:\n- %s\n- cluster-settings.yaml\ncomponents:\n- %s\n",
+				filepath.Join(rel, "base"), filepath.Join(rel, "components/cluster-settings")),
+			"cluster-settings.yaml": fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dnsconfigurer-cluster-settings
+  annotations:
+    config.kubernetes.io/local-config: "true"
+data:
+  clusterDNS: %s
+  clusterDNSUpstream: %s
+  clusterDomain: %s
+`, want.clusterDNS, want.upstream, want.domain),
+		}
+		for name, content := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, out := renderObjects(t, dir)
+		checkSettings(t, r, want, "dnsconfigurer-dns")
+		for _, def := range []string{clusterDNSIP, "10.96.0.11", "cluster.local"} {
+			if bytes.Contains(out, []byte(def)) {
+				t.Errorf("the render with other settings still holds the default %q:\n%s", def, grepLines(string(out), def))
+			}
+		}
+	})
+}
+
+// checkKubeDNS: the replace-CoreDNS overlay looks like kubeadm's CoreDNS
+// from outside: kube-system/kube-dns with CoreDNS's ports and port names,
+// selecting k8s-app: kube-dns, which the cluster DNS pods carry.
+func checkKubeDNS(t *testing.T, r *objects) {
+	t.Helper()
+	var svc *corev1.Service
+	for i := range r.services {
+		if r.services[i].Name == "kube-dns" && r.services[i].Namespace == "kube-system" {
+			svc = &r.services[i]
+		}
+	}
+	if svc == nil {
+		t.Fatal("no Service kube-system/kube-dns")
+	}
+	if !maps.Equal(svc.Spec.Selector, map[string]string{"k8s-app": "kube-dns"}) || svc.Labels["k8s-app"] != "kube-dns" {
+		t.Errorf("kube-dns: selector %v labels %v, want k8s-app: kube-dns", svc.Spec.Selector, svc.Labels)
+	}
+	var ports []string
+	for _, p := range svc.Spec.Ports {
+		ports = append(ports, fmt.Sprintf("%s %d/%s", p.Name, p.Port, p.Protocol))
+	}
+	if want := []string{"dns 53/UDP", "dns-tcp 53/TCP", "metrics 9153/TCP"}; !slices.Equal(ports, want) {
+		t.Errorf("kube-dns ports %q, want CoreDNS's %q", ports, want)
+	}
+	dns := r.workload(t, "Deployment", "dnsconfigurer-dns")
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(dns.podLabels)) {
+		t.Errorf("kube-dns does not select the cluster DNS pods %v", dns.podLabels)
+	}
+	c := dns.spec.Containers[0]
+	for _, p := range svc.Spec.Ports {
+		if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool {
+			return cp.ContainerPort == p.TargetPort.IntVal && cp.Protocol == p.Protocol
+		}) {
+			t.Errorf("kube-dns port %s: targetPort %s is no %s port of the cluster DNS pods", p.Name, p.TargetPort.String(), p.Protocol)
+		}
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestReplaceCoreDNSApply applies the replace-CoreDNS overlay to a real
+// kube-apiserver (without the cert-manager objects) and shows that the
+// usual "allow DNS" NetworkPolicy peer, pods labelled k8s-app: kube-dns in
+// kube-system, selects the cluster DNS pods: a pod of the Deployment's
+// template is listed by the policy's own selector as the API server stored
+// it. Skips without kubectl or the test/testbin binaries.
+func TestReplaceCoreDNSApply(t *testing.T) {
+	out := renderDir(t, filepath.Join(deployDir, "overlays/replace-coredns"))
+	cp := apiserver.StartT(t)
+	var keep [][]byte
+	r := &objects{}
+	for i, doc := range splitDocs(out) {
+		if err := r.add(fmt.Sprintf("rendered document %d", i+1), doc); err != nil {
+			t.Fatal(err)
+		}
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(head.APIVersion, "cert-manager.io/") {
+			keep = append(keep, doc)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", cp.Kubeconfig(),
+		"apply", "--server-side", "--field-manager=dnsconfigurer-deploy-test", "-f", "-")
+	cmd.Stdin = bytes.NewReader(bytes.Join(keep, []byte("---\n")))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, b)
+	}
+	ctx := t.Context()
+	c := cp.Client()
+	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.ClusterIP != clusterDNSIP {
+		t.Errorf("kube-system/kube-dns: clusterIP %s, want %s", svc.Spec.ClusterIP, clusterDNSIP)
+	}
+	if err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "dnsconfigurer", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dns := r.workload(t, "Deployment", "dnsconfigurer-dns")
+	pod, err := c.CoreV1().Pods("kube-system").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "dnsconfigurer-dns-", Labels: dns.podLabels},
+		Spec:       dns.spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A NetworkPolicy of an application namespace that allows DNS egress
+	// the way the Kubernetes docs and most charts write it.
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "allow-dns", Namespace: "default"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+			}}}},
+		},
+	}
+	np, err = c.NetworkingV1().NetworkPolicies("default").Create(ctx, np, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := np.Spec.Egress[0].To[0]
+	nsSel, err := metav1.LabelSelectorAsSelector(peer.NamespaceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podSel, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nss, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: nsSel.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ns := range nss.Items {
+		pods, err := c.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{LabelSelector: podSel.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			found = found || p.UID == pod.UID
+		}
+	}
+	if !found {
+		t.Errorf("NetworkPolicy peer %v / %v does not select the cluster DNS pod %s/%s (labels %v)", nsSel, podSel, pod.Namespace, pod.Name, pod.Labels)
+	}
+}
