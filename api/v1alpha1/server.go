@@ -44,6 +44,7 @@ const (
 const (
 	DefaultServerClusterDomain = "cluster.local"
 	DefaultLogLevel            = "info"
+	DefaultLogFormat           = "text"
 	// DefaultRecordTTL is the TTL of the zone's records and denials (CoreDNS
 	// kubernetes' default); MaxRecordTTL is the largest allowed.
 	DefaultRecordTTL   = 5
@@ -107,6 +108,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	listen: ["0.0.0.0:53", "[::]:53"]   # required here or as --listen
 //	clusterDomain: cluster.local
 //	metricsListen: 127.0.0.1:9153
+//	logFormat: text                     # text, json
 //	logLevel: info                      # debug, info, warn, error
 //	logQueries: false
 //	# the records (mode cluster): a kubeconfig, or manifests; neither: in-cluster config
@@ -193,13 +195,16 @@ type ServerConfiguration struct {
 	// MetricsListen is the HTTP address of /metrics, /healthz and /readyz;
 	// "" (default) serves none.
 	MetricsListen string `json:"metricsListen,omitempty"`
+	// LogFormat is the log's format on stderr: text (default) or json.
+	LogFormat string `json:"logFormat,omitempty"`
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string `json:"logLevel,omitempty"`
 	// LogQueries logs every query (client, name, type, rcode, duration).
 	LogQueries bool `json:"logQueries,omitempty"`
 
 	// Kubeconfig is the API server's kubeconfig; with neither it nor
-	// Objects, the in-cluster config. Mode cluster only.
+	// Objects, the files of $KUBECONFIG, else the in-cluster config. Mode
+	// cluster only.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Objects is a manifest file or directory (watched) served instead of
 	// an API server's objects. Mode cluster only; excludes Kubeconfig.
@@ -413,6 +418,7 @@ type NodeLocal struct {
 func (c *ServerConfiguration) SetDefaults() {
 	setString(&c.Mode, ModeCluster)
 	setString(&c.ClusterDomain, DefaultServerClusterDomain)
+	setString(&c.LogFormat, DefaultLogFormat)
 	setString(&c.LogLevel, DefaultLogLevel)
 	if c.Pods == "" && c.AutopathBySource {
 		c.Pods = PodsVerified
@@ -538,6 +544,9 @@ func (c *ServerConfiguration) validateTop(e *fieldErrors) {
 		if err := checkListen(c.MetricsListen); err != nil {
 			e.add("metricsListen", "%q: %v", c.MetricsListen, err)
 		}
+	}
+	if !oneOf(c.LogFormat, "text", "json") {
+		e.add("logFormat", "%q: must be text or json", c.LogFormat)
 	}
 	if !oneOf(c.LogLevel, "debug", "info", "warn", "error") {
 		e.add("logLevel", "%q: must be debug, info, warn or error", c.LogLevel)

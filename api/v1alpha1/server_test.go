@@ -40,7 +40,7 @@ func TestServerDefaults(t *testing.T) {
 		t.Errorf("CheckComplete of the defaults = %v, want listen required", err)
 	}
 	got := map[string]any{
-		"mode": c.Mode, "clusterDomain": c.ClusterDomain, "ClusterZone": c.ClusterZone(), "logLevel": c.LogLevel,
+		"mode": c.Mode, "clusterDomain": c.ClusterDomain, "ClusterZone": c.ClusterZone(), "logLevel": c.LogLevel, "logFormat": c.LogFormat,
 		"pods": c.Pods, "RecordTTL": c.RecordTTL(), "autopath": c.AutopathEnabled(), "autopathOptionCode": c.AutopathOptionCode,
 		"maxConcurrent": c.MaxConcurrent, "shedRcode": c.ShedRcode, "ShedRcodeValue": c.ShedRcodeValue(),
 		"cache.successBytes": c.Cache.SuccessBytes.Bytes(), "cache.denialBytes": c.Cache.DenialBytes.Bytes(),
@@ -57,7 +57,7 @@ func TestServerDefaults(t *testing.T) {
 		"nodeLocal.setupNotrack": c.NodeLocal.SetupNotrack, "nodeLocal.skipTeardown": c.NodeLocal.SkipTeardown,
 	}
 	want := map[string]any{
-		"mode": "cluster", "clusterDomain": "cluster.local", "ClusterZone": "cluster.local.", "logLevel": "info",
+		"mode": "cluster", "clusterDomain": "cluster.local", "ClusterZone": "cluster.local.", "logLevel": "info", "logFormat": "text",
 		"pods": "disabled", "RecordTTL": uint32(5), "autopath": true, "autopathOptionCode": 65001,
 		"maxConcurrent": 1000, "shedRcode": "SERVFAIL", "ShedRcodeValue": 2,
 		"cache.successBytes": int64(32 << 20), "cache.denialBytes": int64(8 << 20),
@@ -146,6 +146,7 @@ func TestServerValidate(t *testing.T) {
 		{"metrics", func(c *ServerConfiguration) { c.MetricsListen = "9153" },
 			[]string{`metricsListen: "9153": not an address such as "0.0.0.0:53", "[::]:53" or ":53"`}},
 		{"log level", func(c *ServerConfiguration) { c.LogLevel = "trace" }, []string{`logLevel: "trace": must be debug, info, warn or error`}},
+		{"log format", func(c *ServerConfiguration) { c.LogFormat = "logfmt" }, []string{`logFormat: "logfmt": must be text or json`}},
 		{"two sources", func(c *ServerConfiguration) { c.Objects, c.Kubeconfig = "/objects", "/kubeconfig" },
 			[]string{`objects: excludes kubeconfig: give one record source`}},
 		{"namespace", func(c *ServerConfiguration) { c.Namespaces = []string{"default", "Kube_System"} },

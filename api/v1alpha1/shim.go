@@ -63,8 +63,9 @@ type ShimConfiguration struct {
 	// unix:///run/containerd/containerd.sock).
 	RuntimeEndpoint string `json:"runtimeEndpoint,omitempty"`
 
-	// Kubeconfig is the API server's kubeconfig; "" uses the in-cluster
-	// config when running in a pod, and no API server otherwise.
+	// Kubeconfig is the API server's kubeconfig; "" uses the files of
+	// $KUBECONFIG, else the in-cluster config when running in a pod, and
+	// no API server otherwise.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// NodeName is this node's name, required with an API server (the pod
 	// informer watches spec.nodeName=<nodeName>).

@@ -52,16 +52,20 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
-	c, ok := commands[args[0]]
+	name := args[0]
+	if name == "--version" || name == "-version" {
+		name = "version"
+	}
+	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "dnsconfigurer: unknown subcommand %q (see `dnsconfigurer help`)\n", args[0])
+		fmt.Fprintf(stderr, "dnsconfigurer: unknown subcommand %q (see `dnsconfigurer help`)\n", name)
 		return exitUsage
 	}
 	return c.run(ctx, args[1:], stdin, stdout, stderr)
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: dnsconfigurer <subcommand> [flags]\n\nsubcommands:")
+	fmt.Fprintln(w, "usage: dnsconfigurer <subcommand> [flags]\n       dnsconfigurer --version\n\nsubcommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +15,7 @@ func init() {
 	register("render", command{summary: "print the resolv.conf a pod gets on a node", run: runRender})
 }
 
-// renderJSON is the -o json contract of render.
+// renderJSON is the -o json and -o yaml contract of render.
 type renderJSON struct {
 	Nameservers []string      `json:"nameservers"`
 	Searches    []string      `json:"searches"`
@@ -37,9 +36,9 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	var node nodeFlags
 	node.register(fs)
 	file := fs.String("f", "", "pod manifest (YAML or JSON), - for stdin")
-	out := fs.String("o", "resolv.conf", "output: resolv.conf or json")
+	out := fs.String("o", "resolv.conf", "output: resolv.conf, json or yaml")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f POD.yaml [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json]")
+		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f POD.yaml [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -49,8 +48,8 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "render: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	if *out != "resolv.conf" && *out != "json" {
-		fmt.Fprintf(stderr, "render: -o %q: must be resolv.conf or json\n", *out)
+	if err := checkOutput(*out, "resolv.conf", outJSON, outYAML); err != nil {
+		fmt.Fprintf(stderr, "render: %v\n", err)
 		return exitUsage
 	}
 	eng, err := node.engine()
@@ -72,20 +71,23 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "render: kubelet would fail the sandbox of pod %q: %v\n", pod.Namespace+"/"+pod.Name, err)
 		return exitFail
 	}
-	if *out == "json" {
-		j := renderJSON{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options,
-			Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}}
-		for _, w := range warnings {
-			j.Warnings = append(j.Warnings, warningJSON{Reason: w.Reason, Message: w.Message})
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(j); err != nil {
-			fmt.Fprintf(stderr, "render: %v\n", err)
-			return exitFail
-		}
+	return printRender(stdout, stderr, *out, res, warnings)
+}
+
+// printRender prints the result as -o asks.
+func printRender(stdout, stderr io.Writer, out string, res policy.Result, warnings []policy.Warning) int {
+	if out == "resolv.conf" {
+		io.WriteString(stdout, resolvconf.Format(res.Config()))
 		return exitOK
 	}
-	io.WriteString(stdout, resolvconf.Format(res.Config()))
+	j := renderJSON{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options,
+		Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}}
+	for _, w := range warnings {
+		j.Warnings = append(j.Warnings, warningJSON{Reason: w.Reason, Message: w.Message})
+	}
+	if err := writeOutput(stdout, out, j); err != nil {
+		fmt.Fprintf(stderr, "render: %v\n", err)
+		return exitFail
+	}
 	return exitOK
 }

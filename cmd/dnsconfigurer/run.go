@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 )
 
 // usageError is a problem with the command line or its input files: exit
@@ -38,20 +39,13 @@ func exitCode(stderr io.Writer, prefix string, err error) int {
 	return exitFail
 }
 
-// newLogger is the text logger every long-running command writes to stderr.
-func newLogger(stderr io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, usagef("--log-level %q: %v", level, err)
-	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l})), nil
-}
-
 // newRegistry is a component's Prometheus registry with the Go runtime and
-// process collectors.
+// process collectors and dnsconfigurer_build_info: every component's
+// /metrics starts from it.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(version.Get()))
 	return reg
 }
 

@@ -61,7 +61,7 @@ type serveFlags struct {
 	ignoreEmptyService bool
 	endpointPodNames   bool
 	noEndpoints        bool
-	logLevel           string
+	log                logFlags
 
 	mode            string
 	autopath        bool
@@ -106,7 +106,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer serve --listen ADDR [--listen ADDR...] [--cluster-domain cluster.local]\n"+
 			"    [--objects PATH | --kubeconfig PATH] [--pods verified|insecure|disabled] [--ttl N]\n"+
 			"    [--upstream ADDR[,ADDR...] | --upstream-resolv-conf PATH] [--forward ZONE=ADDR[,ADDR...]]...\n"+
-			"    [--metrics-listen ADDR] [--config FILE (ServerConfiguration, reloaded on change)]\n\nflags:")
+			"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]\n"+
+			"    [--config FILE (ServerConfiguration, reloaded on change)]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	f.register(fs)
@@ -129,7 +130,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.listen, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
 	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster `zone`")
 	fs.StringVar(&f.objects, "objects", "", "serve the Services, EndpointSlices, Pods and Namespaces of this manifest file or directory (watched)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig (default with neither: the in-cluster config)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig (default with neither: $KUBECONFIG, else the in-cluster config)")
 	fs.StringVar(&f.pods, "pods", "disabled", "pod records <a-b-c-d>.<ns>.pod.<zone>: verified, insecure or disabled")
 	fs.UintVar(&f.ttl, "ttl", 5, "TTL of the records and of negative answers, 0-3600")
 	fs.Var(&f.upstream, "upstream", "forward names outside the cluster zone to these `ADDR`s (ip or ip:port); repeatable or comma-separated")
@@ -139,7 +140,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.ignoreEmptyService, "ignore-empty-service", false, "answer NXDOMAIN for Services without a ready endpoint")
 	fs.BoolVar(&f.endpointPodNames, "endpoint-pod-names", false, "name endpoints without a hostname after their pod instead of their dashed IP")
 	fs.BoolVar(&f.noEndpoints, "no-endpoints", false, "serve no endpoint records (headless Services and endpoint names are NXDOMAIN)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.log.register(fs, logText)
 	fs.StringVar(&f.mode, "mode", "cluster", "cluster (the cluster DNS) or node-local (a caching forwarder to --cluster-upstream that adds the autopath option)")
 	fs.BoolVar(&f.autopath, "autopath", true, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
 	fs.BoolVar(&f.autopathSource, "autopath-by-source", false, "cluster mode: also expand plain queries from known pod IPs with that pod's namespace search list (implies --pods verified)")
@@ -182,6 +183,9 @@ func (f *serveFlags) registerNodeLocal(fs *flag.FlagSet) {
 // check validates the parsed flags, naming the flag at fault; it turns
 // --autopath-by-source into --pods verified.
 func (f *serveFlags) check() error {
+	if err := f.log.check(); err != nil {
+		return err
+	}
 	if len(f.listen) == 0 && len(f.localIPs) == 0 && f.config == "" {
 		return errors.New("--listen (or, in node-local mode, --local-ip) is required")
 	}
@@ -275,7 +279,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer serve", err)
 	}
-	log, err := newLogger(stderr, cfg.LogLevel)
+	log, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer serve", err)
 	}
@@ -370,9 +374,12 @@ func recordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, podMode stor
 		return m.Run, nil
 	}
 	klog.SetSlogLogger(log.With("component", "client-go"))
-	client, err := feed.NewClient(cfg.Kubeconfig)
+	client, err := kubeClient(cfg.Kubeconfig, "serve")
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if client == nil {
+		return nil, usagef("no records to serve: give --kubeconfig or --objects, set $KUBECONFIG, or run in a pod (the in-cluster config)")
 	}
 	c := &feed.Cluster{Client: client, Store: st, Logger: log,
 		Pods: podMode == store.PodsVerified, NoEndpoints: cfg.NoEndpoints}

@@ -70,7 +70,10 @@ func (f *serveFlags) applyFlags(cfg *v1alpha1.ServerConfiguration) {
 		cfg.MetricsListen = f.metricsListen
 	}
 	if set("log-level") {
-		cfg.LogLevel = f.logLevel
+		cfg.LogLevel = f.log.level
+	}
+	if set("log-format") {
+		cfg.LogFormat = f.log.format
 	}
 	if set("log-queries") {
 		cfg.LogQueries = f.logQueries
@@ -229,7 +232,7 @@ func (f *serveFlags) applyCacheFlags(cfg *v1alpha1.ServerConfiguration) {
 }
 
 // restartFields are the settings a reload cannot change: the listeners,
-// the record source and store, the ops endpoint. reloadable copies them
+// the record source and store, the ops endpoint, the logger. reloadable copies them
 // from the running config into next and names those that differed.
 func reloadable(running, next *v1alpha1.ServerConfiguration) []string {
 	var kept []string
@@ -243,6 +246,8 @@ func reloadable(running, next *v1alpha1.ServerConfiguration) []string {
 	keep("listen", strings.Join(running.Listen, ",") != strings.Join(next.Listen, ","), func() { next.Listen = running.Listen })
 	keep("clusterDomain", running.ClusterDomain != next.ClusterDomain, func() { next.ClusterDomain = running.ClusterDomain })
 	keep("metricsListen", running.MetricsListen != next.MetricsListen, func() { next.MetricsListen = running.MetricsListen })
+	keep("logFormat", running.LogFormat != next.LogFormat, func() { next.LogFormat = running.LogFormat })
+	keep("logLevel", running.LogLevel != next.LogLevel, func() { next.LogLevel = running.LogLevel })
 	keep("kubeconfig", running.Kubeconfig != next.Kubeconfig, func() { next.Kubeconfig = running.Kubeconfig })
 	keep("objects", running.Objects != next.Objects, func() { next.Objects = running.Objects })
 	keep("namespaces", strings.Join(running.Namespaces, ",") != strings.Join(next.Namespaces, ","), func() { next.Namespaces = running.Namespaces })

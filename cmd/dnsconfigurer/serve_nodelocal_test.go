@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -95,4 +96,51 @@ func TestServeNodeLocalFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, %q", args, code, stderr.String())
 		}
 	}
+}
+
+// TestServeNodeLocalMetrics: node-local mode's /metrics has the build
+// info; --log-format json makes every log line a JSON object.
+func TestServeNodeLocalMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr serveLog
+	done := make(chan int, 1)
+	args := []string{"--lameduck=0s", "--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "127.0.0.1:1",
+		"--resolv-conf", "", "--metrics-listen", "127.0.0.1:0", "--log-format", "json"}
+	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
+	defer func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("exit %d: %s", code, stderr.String())
+		}
+	}()
+	addr := waitJSONLog(t, &stderr, done, "serving metrics", "listen")
+	wantBuildInfo(t, "serve --mode node-local", scrape(t, addr))
+}
+
+// waitJSONLog waits for the JSON log record with message msg and returns
+// its attribute key; a line that is not JSON fails the test.
+func waitJSONLog(t *testing.T, log *serveLog, done <-chan int, msg, key string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+			var rec map[string]any
+			if line == "" {
+				continue
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q is not JSON: %v", line, err)
+			}
+			if v, ok := rec[key].(string); ok && rec["msg"] == msg {
+				return v
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, log.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no %q record with %q within 20s: %s", msg, key, log.String())
+	return ""
 }

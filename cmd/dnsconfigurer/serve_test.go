@@ -140,6 +140,7 @@ func TestServeRuns(t *testing.T) {
 	if !strings.Contains(string(body), "dnsconfigurer_forward_in_flight") {
 		t.Errorf("/metrics lacks the forwarder's metrics:\n%s", body)
 	}
+	wantBuildInfo(t, "serve", string(body))
 	// Lameduck: after the signal /readyz fails while names still answer.
 	cancel()
 	for {

@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
@@ -28,83 +25,106 @@ func init() {
 	register("shim", command{summary: "CRI shim in front of containerd: rewrites each pod sandbox's DNS", run: runShim})
 }
 
-func parseShimFlags(args []string, stderr io.Writer) (*v1alpha1.ShimConfiguration, string, error) {
+// shimFlags are the flags of `dnsconfigurer shim`; with --config, each one
+// set on the command line replaces the file's field.
+type shimFlags struct {
+	config, listen, runtimeEP, clusterDNS, clusterDomain, resolvConf, resolvMode string
+	nodeLocalDNS, nodeIPs, kubeconfig, nodeName, lookupTimeout, limits           string
+	failurePolicy, metricsListen                                                 string
+	log                                                                          logFlags
+}
+
+func (f *shimFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.config, "config", "", "ShimConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
+	fs.StringVar(&f.listen, "listen", v1alpha1.DefaultShimListen, "the shim's unix socket `PATH`, kubelet's --container-runtime-endpoint")
+	fs.StringVar(&f.runtimeEP, "runtime-endpoint", v1alpha1.DefaultShimRuntimeEndpoint, "containerd's CRI socket (path or unix:// URL)")
+	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
+	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file, \"auto\" (systemd-resolved aware) or \"\" (off)")
+	fs.StringVar(&f.resolvMode, "resolv-conf-mode", "last-good", "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
+	fs.StringVar(&f.nodeLocalDNS, "node-local-dns", "", "node-local DNS `IP`s for ClusterFirstWithAutopath pods (default: the cluster DNS)")
+	fs.StringVar(&f.nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "API server kubeconfig `PATH` (default: $KUBECONFIG, else the in-cluster config when in a pod, else no API server)")
+	fs.StringVar(&f.nodeName, "node-name", "", "this node's name (required with an API server; default $NODE_NAME)")
+	fs.StringVar(&f.lookupTimeout, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout, "how long a sandbox waits for a pod the informer has not seen")
+	fs.StringVar(&f.limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
+	fs.StringVar(&f.failurePolicy, "failure-policy", v1alpha1.FailurePolicyOpen, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
+	f.log.register(fs, logText)
+}
+
+func parseShimFlags(args []string, stderr io.Writer) (*v1alpha1.ShimConfiguration, logFlags, error) {
+	var f shimFlags
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		config, logLevel                              string
-		clusterDNS, nodeLocalDNS, nodeIPs, resolvConf string
-		clusterDomain, resolvMode, listen, runtimeEP  string
-		kubeconfig, nodeName, lookupTimeout, limits   string
-		failurePolicy, metricsListen                  string
-	)
-	fs.StringVar(&config, "config", "", "ShimConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
-	fs.StringVar(&listen, "listen", v1alpha1.DefaultShimListen, "the shim's unix socket `PATH`, kubelet's --container-runtime-endpoint")
-	fs.StringVar(&runtimeEP, "runtime-endpoint", v1alpha1.DefaultShimRuntimeEndpoint, "containerd's CRI socket (path or unix:// URL)")
-	fs.StringVar(&clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
-	fs.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
-	fs.StringVar(&resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file, \"auto\" (systemd-resolved aware) or \"\" (off)")
-	fs.StringVar(&resolvMode, "resolv-conf-mode", "last-good", "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
-	fs.StringVar(&nodeLocalDNS, "node-local-dns", "", "node-local DNS `IP`s for ClusterFirstWithAutopath pods (default: the cluster DNS)")
-	fs.StringVar(&nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "API server kubeconfig `PATH` (default: the in-cluster config when in a pod, else no API server)")
-	fs.StringVar(&nodeName, "node-name", "", "this node's name (required with an API server; default $NODE_NAME)")
-	fs.StringVar(&lookupTimeout, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout, "how long a sandbox waits for a pod the informer has not seen")
-	fs.StringVar(&limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
-	fs.StringVar(&failurePolicy, "failure-policy", v1alpha1.FailurePolicyOpen, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
-	fs.StringVar(&metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
-	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer shim --listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n"+
 			"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH]\n"+
 			"    [--kubeconfig PATH] [--node-name NAME] [--limits trim|reject] [--failure-policy open|closed]\n"+
-			"    [--metrics-listen ADDR]\n\nflags:")
+			"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, "", err
+		return nil, f.log, err
 	}
 	if fs.NArg() > 0 {
-		return nil, "", fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, f.log, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err := f.log.check(); err != nil {
+		return nil, f.log, err
+	}
+	cfg, err := f.shimConfig(fs)
+	return cfg, f.log, err
+}
+
+// shimConfig reads the config file, if any, applies the flags (those set,
+// or all of them without a file), then $NODE_NAME and the defaults, and
+// validates.
+func (f *shimFlags) shimConfig(fs *flag.FlagSet) (*v1alpha1.ShimConfiguration, error) {
 	cfg := &v1alpha1.ShimConfiguration{}
-	if config != "" {
-		if err := loadConfig(config, v1alpha1.ShimKind, cfg); err != nil {
-			return nil, "", err
+	if f.config != "" {
+		if err := loadConfig(f.config, v1alpha1.ShimKind, cfg); err != nil {
+			return nil, err
 		}
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	apply := func(name string, fn func()) {
-		if set[name] || config == "" {
-			fn()
-		}
-	}
-	apply("listen", func() { cfg.Listen = listen })
-	apply("runtime-endpoint", func() { cfg.RuntimeEndpoint = runtimeEP })
-	apply("cluster-dns", func() { cfg.ClusterDNS = splitList(clusterDNS) })
-	apply("cluster-domain", func() { cfg.ClusterDomain = clusterDomain })
-	apply("resolv-conf", func() { cfg.ResolvConf = &resolvConf })
-	apply("resolv-conf-mode", func() { cfg.ResolvConfMode = resolvMode })
-	apply("node-local-dns", func() { cfg.NodeLocalDNS = splitList(nodeLocalDNS) })
-	apply("node-ip", func() { cfg.NodeIPs = splitList(nodeIPs) })
-	apply("kubeconfig", func() { cfg.Kubeconfig = kubeconfig })
-	apply("node-name", func() { cfg.NodeName = nodeName })
-	apply("pod-lookup-timeout", func() { cfg.PodLookupTimeout = lookupTimeout })
-	apply("limits", func() { cfg.Limits = limits })
-	apply("failure-policy", func() { cfg.FailurePolicy = failurePolicy })
-	apply("metrics-listen", func() { cfg.MetricsListen = metricsListen })
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f.apply(cfg, func(name string) bool { return set[name] || f.config == "" })
 	if cfg.NodeName == "" {
 		cfg.NodeName = os.Getenv("NODE_NAME")
 	}
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
-		if config != "" {
-			return nil, "", fmt.Errorf("config %q with flags: %w", config, err)
+		if f.config != "" {
+			return nil, fmt.Errorf("config %q with flags: %w", f.config, err)
 		}
-		return nil, "", flagError(err)
+		return nil, flagError(err)
 	}
-	return cfg, logLevel, nil
+	return cfg, nil
+}
+
+// apply copies into cfg the flags use names.
+func (f *shimFlags) apply(cfg *v1alpha1.ShimConfiguration, use func(name string) bool) {
+	apply := func(name string, fn func()) {
+		if use(name) {
+			fn()
+		}
+	}
+	apply("listen", func() { cfg.Listen = f.listen })
+	apply("runtime-endpoint", func() { cfg.RuntimeEndpoint = f.runtimeEP })
+	apply("cluster-dns", func() { cfg.ClusterDNS = splitList(f.clusterDNS) })
+	apply("cluster-domain", func() { cfg.ClusterDomain = f.clusterDomain })
+	apply("resolv-conf", func() { cfg.ResolvConf = &f.resolvConf })
+	apply("resolv-conf-mode", func() { cfg.ResolvConfMode = f.resolvMode })
+	apply("node-local-dns", func() { cfg.NodeLocalDNS = splitList(f.nodeLocalDNS) })
+	apply("node-ip", func() { cfg.NodeIPs = splitList(f.nodeIPs) })
+	apply("kubeconfig", func() { cfg.Kubeconfig = f.kubeconfig })
+	apply("node-name", func() { cfg.NodeName = f.nodeName })
+	apply("pod-lookup-timeout", func() { cfg.PodLookupTimeout = f.lookupTimeout })
+	apply("limits", func() { cfg.Limits = f.limits })
+	apply("failure-policy", func() { cfg.FailurePolicy = f.failurePolicy })
+	apply("metrics-listen", func() { cfg.MetricsListen = f.metricsListen })
 }
 
 // flagError names the flag of a config field in a validation error.
@@ -123,39 +143,15 @@ func flagError(err error) error {
 	return err
 }
 
-// kubeClient returns the API server client the config asks for, or nil.
-func kubeClient(cfg *v1alpha1.ShimConfiguration) (kubernetes.Interface, error) {
-	var rc *rest.Config
-	var err error
-	switch {
-	case cfg.Kubeconfig != "":
-		if rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
-			return nil, fmt.Errorf("--kubeconfig %q: %w", cfg.Kubeconfig, err)
-		}
-	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		if rc, err = rest.InClusterConfig(); err != nil {
-			return nil, fmt.Errorf("in-cluster config: %w", err)
-		}
-	default:
-		return nil, nil
-	}
-	rc.UserAgent = "dnsconfigurer-shim"
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return c, nil
-}
-
 func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
-	cfg, logLevel, err := parseShimFlags(args, stderr)
+	cfg, logf, err := parseShimFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer shim", usageError{err})
 	}
-	log, err := newLogger(stderr, logLevel)
+	log, err := logf.logger(stderr)
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer shim", err)
 	}
@@ -219,7 +215,7 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	if err != nil {
 		return usagef("--resolv-conf-mode: %v", err)
 	}
-	client, err := kubeClient(cfg)
+	client, err := kubeClient(cfg.Kubeconfig, "shim")
 	if err != nil {
 		return usageError{err}
 	}

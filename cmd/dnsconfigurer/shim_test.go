@@ -159,6 +159,7 @@ func TestShimRun(t *testing.T) {
 	if !bytes.Contains(body, []byte(`dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"} 1`)) {
 		t.Errorf("/metrics lacks the rewrite:\n%s", body)
 	}
+	wantBuildInfo(t, "shim", string(body))
 
 	// A second shim on the same socket fails clearly.
 	var stderr2 bytes.Buffer

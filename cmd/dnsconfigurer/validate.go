@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -28,9 +27,9 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 	node.register(fs)
 	file := fs.String("f", "", "pod manifest (YAML or JSON), - for stdin")
 	strict := fs.Bool("strict", false, "also reject what the node would fail or trim later")
-	out := fs.String("o", "text", "output: text or json")
+	out := fs.String("o", "text", "output: text, json or yaml")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer validate -f POD.yaml [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json]")
+		fmt.Fprintln(stderr, "usage: dnsconfigurer validate -f POD.yaml [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -40,8 +39,8 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "validate: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	if *out != "text" && *out != "json" {
-		fmt.Fprintf(stderr, "validate: -o %q: must be text or json\n", *out)
+	if err := checkOutput(*out, "text", outJSON, outYAML); err != nil {
+		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitUsage
 	}
 	pod, err := readPod(*file, stdin)
@@ -67,27 +66,34 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 	} else {
 		v = policy.ValidateAPI(in)
 	}
-	if *out == "json" {
-		j := validateJSON{Allowed: len(v.Errors) == 0, Errors: v.Errors, Warnings: v.Warnings}
-		if j.Errors == nil {
-			j.Errors = []policy.FieldError{}
-		}
-		if j.Warnings == nil {
-			j.Warnings = []string{}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(j)
-	} else {
+	if err := printValidation(stdout, stderr, *out, v); err != nil {
+		fmt.Fprintf(stderr, "validate: %v\n", err)
+		return exitFail
+	}
+	if len(v.Errors) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// printValidation prints v as -o asks: text (errors on stdout, warnings
+// on stderr), json or yaml.
+func printValidation(stdout, stderr io.Writer, out string, v policy.Validation) error {
+	if out == "text" {
 		for _, w := range v.Warnings {
 			fmt.Fprintf(stderr, "Warning: %s\n", w)
 		}
 		for _, e := range v.Errors {
 			fmt.Fprintf(stdout, "%s: %s\n", e.Field, e.Message)
 		}
+		return nil
 	}
-	if len(v.Errors) > 0 {
-		return exitFail
+	j := validateJSON{Allowed: len(v.Errors) == 0, Errors: v.Errors, Warnings: v.Warnings}
+	if j.Errors == nil {
+		j.Errors = []policy.FieldError{}
 	}
-	return exitOK
+	if j.Warnings == nil {
+		j.Warnings = []string{}
+	}
+	return writeOutput(stdout, out, j)
 }

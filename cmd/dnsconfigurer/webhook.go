@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ type webhookFlags struct {
 	clusterDomain string
 	clusterDNS    string
 	trims         string
+	log           logFlags
 }
 
 func (f *webhookFlags) register(fs *flag.FlagSet) {
@@ -38,6 +40,7 @@ func (f *webhookFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (config: cluster.clusterDomain)")
 	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated IPs (config: cluster.clusterDNS)")
 	fs.StringVar(&f.trims, "trims", v1alpha1.TrimsWarn, "what kubelet would only trim: warn or deny (config: trims)")
+	f.log.register(fs, logJSON)
 }
 
 // webhookConfig reads the config file, if any, and applies the flags that
@@ -136,41 +139,63 @@ func assumedHost(res v1alpha1.NodeResolver) (policy.Host, error) {
 }
 
 func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f webhookFlags
-	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer webhook --tls-cert-file F --tls-private-key-file F [--config F] [--listen ADDR] [--cluster-domain D] [--cluster-dns IP[,IP]] [--trims warn|deny]")
-		fmt.Fprintln(stderr, "\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE), GET /healthz, /readyz and /metrics over HTTPS.")
-		fmt.Fprintln(stderr, "Flags given on the command line replace the config file's fields.")
-		fs.PrintDefaults()
+	cfg, logf, err := parseWebhookFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "webhook: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	cfg, err := f.webhookConfig(fs)
 	if err != nil {
-		fmt.Fprintf(stderr, "webhook: %v\n", err)
-		return exitUsage
+		return exitCode(stderr, "webhook", usageError{err})
 	}
 	reviewer, warnings, err := webhookReviewer(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "webhook: %v\n", err)
-		return exitUsage
+		return exitCode(stderr, "webhook", usageError{err})
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log, err := logf.logger(stderr)
+	if err != nil {
+		return exitCode(stderr, "webhook", err)
+	}
 	for _, w := range warnings {
 		log.Warn("node settings", "reason", w.Reason, "msg", w.Message)
 	}
 	if len(cfg.Cluster.ClusterDNS) == 0 {
 		log.Warn("no cluster DNS configured: ClusterFirst pods are checked as kubelet without clusterDNS treats them (as Default)")
 	}
+	if err := serveWebhook(ctx, cfg, reviewer, log); err != nil {
+		log.Error("stopped", "err", err)
+		return exitFail
+	}
+	return exitOK
+}
 
+// parseWebhookFlags parses the command line into the webhook's config and
+// its logging flags.
+func parseWebhookFlags(args []string, stderr io.Writer) (*v1alpha1.WebhookConfiguration, logFlags, error) {
+	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f webhookFlags
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer webhook --tls-cert-file F --tls-private-key-file F [--config F] [--listen ADDR] [--cluster-domain D] [--cluster-dns IP[,IP]] [--trims warn|deny]")
+		fmt.Fprintln(stderr, "    [--log-format json|text] [--log-level debug|info|warn|error]")
+		fmt.Fprintln(stderr, "\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE), GET /healthz, /readyz and /metrics over HTTPS.")
+		fmt.Fprintln(stderr, "Flags given on the command line replace the config file's fields.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, f.log, err
+	}
+	if fs.NArg() > 0 {
+		return nil, f.log, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := f.log.check(); err != nil {
+		return nil, f.log, err
+	}
+	cfg, err := f.webhookConfig(fs)
+	return cfg, f.log, err
+}
+
+// serveWebhook serves the webhook until ctx is done.
+func serveWebhook(ctx context.Context, cfg *v1alpha1.WebhookConfiguration, reviewer *webhook.Reviewer, log *slog.Logger) error {
 	reg := newRegistry()
 	read, write := cfg.Timeouts()
 	srv, err := webhook.New(reviewer, cfg.TLSCertFile, cfg.TLSPrivateKeyFile,
@@ -181,14 +206,9 @@ func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wr
 		webhook.WithTimeouts(read, write),
 	)
 	if err != nil {
-		log.Error("cannot start", "err", err)
-		return exitFail
+		return fmt.Errorf("cannot start: %w", err)
 	}
 	log.Info("starting", "listen", cfg.Listen, "clusterDNS", cfg.Cluster.ClusterDNS, "clusterDomain", cfg.Cluster.ClusterDomain,
 		"nodePools", len(cfg.NodePools), "trims", cfg.Trims, "maxRequestBytes", strconv.FormatInt(cfg.MaxRequestBytes, 10))
-	if err := srv.ListenAndServe(ctx, cfg.Listen); err != nil {
-		log.Error("stopped", "err", err)
-		return exitFail
-	}
-	return exitOK
+	return srv.ListenAndServe(ctx, cfg.Listen)
 }

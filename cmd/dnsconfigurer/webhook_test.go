@@ -172,10 +172,11 @@ nodePools:
 `)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr bytes.Buffer
+	var stderr serveLog
 	done := make(chan int, 1)
 	go func() {
-		done <- dispatch(ctx, []string{"webhook", "--config", cfgFile, "--listen", addr, "--cluster-domain", "k8s.example"}, strings.NewReader(""), io.Discard, &stderr)
+		done <- dispatch(ctx, []string{"webhook", "--config", cfgFile, "--listen", addr, "--cluster-domain", "k8s.example", "--log-format", "text"},
+			strings.NewReader(""), io.Discard, &stderr)
 	}()
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer tr.CloseIdleConnections()
@@ -243,6 +244,11 @@ nodePools:
 	resp.Body.Close()
 	if !strings.Contains(string(m), `dnsconfigurer_webhook_reviews_total{outcome="denied"} 1`) {
 		t.Errorf("/metrics lacks the denial:\n%s", m)
+	}
+	wantBuildInfo(t, "webhook", string(m))
+	// --log-format text replaces the JSON default.
+	if !strings.Contains(stderr.String(), "level=INFO msg=starting listen="+addr) {
+		t.Errorf("webhook log is not text:\n%s", stderr.String())
 	}
 
 	cancel()

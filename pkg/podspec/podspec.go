@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -35,7 +37,10 @@ func Decode(r io.Reader) (*corev1.Pod, error) {
 
 // DecodeBytes is Decode on a buffer.
 func DecodeBytes(data []byte) (*corev1.Pod, error) {
-	docs := splitDocuments(data)
+	docs, err := documents(data)
+	if err != nil {
+		return nil, fmt.Errorf("pod manifest is not valid YAML or JSON: %s", oneLine(err))
+	}
 	if len(docs) == 0 {
 		return nil, errors.New("pod manifest is empty")
 	}
@@ -59,37 +64,26 @@ func DecodeBytes(data []byte) (*corev1.Pod, error) {
 	return &pod, nil
 }
 
-// splitDocuments splits YAML on "---" lines and drops empty documents.
-func splitDocuments(data []byte) [][]byte {
+// documents splits a YAML stream into its documents with apimachinery's
+// reader, as kubectl does (a "---" line at the start of a line separates;
+// CRLF line ends are read as LF), and drops the empty ones: blank, only
+// comments, or null.
+func documents(data []byte) ([][]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs [][]byte
-	var cur []byte
-	flush := func() {
-		if len(bytes.TrimSpace(stripComments(cur))) > 0 {
-			docs = append(docs, cur)
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
 		}
-		cur = nil
-	}
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		t := bytes.TrimRight(line, " \t\r\n")
-		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
-			flush()
-			continue
+		if err != nil {
+			return nil, err
 		}
-		cur = append(cur, line...)
-	}
-	flush()
-	return docs
-}
-
-func stripComments(doc []byte) []byte {
-	var out []byte
-	for _, line := range bytes.SplitAfter(doc, []byte("\n")) {
-		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '#' {
-			continue
+		if js, err := yaml.YAMLToJSON(doc); err == nil && bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+			continue // empty; a document that does not parse is kept for the decoder to report
 		}
-		out = append(out, line...)
+		docs = append(docs, doc)
 	}
-	return out
 }
 
 func oneLine(err error) string {

@@ -28,6 +28,9 @@ func TestDecode(t *testing.T) {
 		{name: "unknown field named", in: "apiVersion: v1\nkind: Pod\nspec:\n  dnsPolicyy: None\n", wantErr: `unknown field "dnsPolicyy"`},
 		{name: "wrong type named", in: "apiVersion: v1\nkind: Pod\nspec:\n  hostNetwork: yes please\n", wantErr: "hostNetwork"},
 		{name: "not yaml", in: "{{{", wantErr: "not valid YAML or JSON"},
+		{name: "crlf", in: "apiVersion: v1\r\nkind: Pod\r\nmetadata:\r\n  name: a\r\n---\r\n"},
+		{name: "crlf two documents", in: "apiVersion: v1\r\nkind: Pod\r\n---\r\napiVersion: v1\r\nkind: Pod\r\n", wantErr: "has 2 documents"},
+		{name: "content after separator", in: "--- {apiVersion: v1, kind: Pod}\n", wantErr: "invalid Yaml document separator"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,5 +123,42 @@ func TestFieldsKeepWhatInputReads(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %+v\nwant %+v", name, got, want)
 		}
+	}
+}
+
+// TestDocuments: the manifest is split by apimachinery's YAML reader, which
+// only splits on "---" at the start of a line.
+func TestDocuments(t *testing.T) {
+	pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n"
+	tests := []struct {
+		name string
+		in   string
+		want []string // a substring of each document kept
+	}{
+		{name: "one", in: pod, want: []string{"name: a"}},
+		{name: "--- inside a block scalar", in: pod + "  annotations:\n    note: |\n      before\n      ---\n      after\n",
+			want: []string{"      ---\n      after"}},
+		{name: "--- inside a string", in: pod + "  annotations: {note: \"a\n    --- b\"}\n", want: []string{"--- b"}},
+		{name: "leading separator", in: "---\n" + pod, want: []string{"name: a"}},
+		{name: "separator with a comment", in: "--- # the pod\n" + pod + "--- # no more\n", want: []string{"name: a"}},
+		{name: "crlf", in: strings.ReplaceAll("---\n"+pod+"---\n"+pod, "\n", "\r\n"), want: []string{"name: a\n", "name: a\n"}},
+		{name: "empty documents", in: "---\n---\n\n---\n# only a comment\n---\nnull\n---\n" + pod + "---\n", want: []string{"name: a"}},
+		{name: "nothing", in: "", want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, err := documents([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(docs) != len(tc.want) {
+				t.Fatalf("%d documents %q, want %d", len(docs), docs, len(tc.want))
+			}
+			for i, d := range docs {
+				if !strings.Contains(string(d), tc.want[i]) || strings.Contains(string(d), "\r") {
+					t.Errorf("document %d = %q, want it to contain %q and no CR", i, d, tc.want[i])
+				}
+			}
+		})
 	}
 }

@@ -11,36 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
-
-// NewClient returns a clientset from a kubeconfig file, or from the
-// in-cluster config when kubeconfig is empty.
-func NewClient(kubeconfig string) (kubernetes.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig == "" {
-		cfg, err = rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config: %w", err)
-		}
-	} else {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
-		}
-	}
-	cfg.UserAgent = "dnsconfigurer-serve"
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return c, nil
-}
 
 // Cluster feeds the store from client-go informers on Services,
 // EndpointSlices (unless NoEndpoints), Namespaces and, when Pods is set,

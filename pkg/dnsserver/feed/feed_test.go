@@ -247,6 +247,9 @@ func TestLoadManifestsErrors(t *testing.T) {
 		{"unknown field", svcA + "---\n" + strings.Replace(svcA, "clusterIP", "clusterIp", 1), 2, "unknown field"},
 		{"bad ip third doc", svcA + "---\n# comment only\n---\n" + strings.Replace(svcA, "10.96.0.1", "10.96.0.999", 1), 3, `spec.clusterIP[0] "10.96.0.999"`},
 		{"missing kind", "---\napiVersion: v1\nmetadata: {name: x}\n", 1, "kind is missing"},
+		{"crlf", strings.ReplaceAll(svcA+"---\n"+strings.Replace(svcA, "clusterIP", "clusterIp", 1), "\n", "\r\n"), 2, "unknown field"},
+		// The reader fails on the separator line, while reading document 1.
+		{"content after separator", svcA + "--- {kind: Service}\n", 1, "invalid Yaml document separator: {kind: Service}"},
 		{"slice without service label", "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: e}\naddressType: IPv4\nendpoints: []\n", 1, "kubernetes.io/service-name"},
 		{"list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  status: {podIP: bad}\n", 1, "items[0]"},
 	}
@@ -262,6 +265,41 @@ func TestLoadManifestsErrors(t *testing.T) {
 			}
 			if me.File != filepath.Join(dir, "b.yaml") || me.Doc != tc.wantDoc || !strings.Contains(err.Error(), tc.contains) {
 				t.Fatalf("error = %v (file %q doc %d), want b.yaml document %d containing %q", err, me.File, me.Doc, tc.wantDoc, tc.contains)
+			}
+		})
+	}
+}
+
+// TestLoadManifestsDocuments: the tricky splits of a YAML stream.
+func TestLoadManifestsDocuments(t *testing.T) {
+	svcB := strings.NewReplacer("name: a", "name: b", "10.96.0.1", "10.96.0.2").Replace(svcA)
+	tests := []struct {
+		name    string
+		content string
+		want    []string // the Services loaded
+	}{
+		{"--- inside a block scalar", svcA +
+			"---\napiVersion: v1\nkind: Service\nmetadata:\n  name: b\n  namespace: prod\n  annotations:\n    note: |\n      one\n      ---\n      two\nspec: {clusterIP: 10.96.0.2}\n",
+			[]string{"a", "b"}},
+		{"leading ---", "---\n" + svcA, []string{"a"}},
+		{"separators with comments", "--- # a\n" + svcA + "--- # b\n" + svcB, []string{"a", "b"}},
+		{"crlf", strings.ReplaceAll(svcA+"---\n"+svcB, "\n", "\r\n"), []string{"a", "b"}},
+		{"empty documents", "---\n---\n\n---\n# only a comment\n---\nnull\n---\n" + svcA + "---\n---\n" + svcB + "---\n", []string{"a", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "svc.yaml")
+			writeFile(t, path, tc.content)
+			objs, err := LoadManifests(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range objs.Services {
+				got = append(got, s.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("services %q, want %q", got, tc.want)
 			}
 		})
 	}

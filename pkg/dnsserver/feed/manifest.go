@@ -19,6 +19,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -105,40 +106,19 @@ func loadFile(path string, objs *store.Objects) error {
 	if len(data) > MaxManifestSize {
 		return &ManifestError{File: path, Err: fmt.Errorf("larger than %d bytes", MaxManifestSize)}
 	}
-	for i, doc := range splitDocuments(data) {
-		if err := decodeDocument(doc, objs); err != nil {
-			return &ManifestError{File: path, Doc: i + 1, Err: err}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil {
+			err = decodeDocument(doc, objs)
+		}
+		if err != nil {
+			return &ManifestError{File: path, Doc: i, Err: err}
 		}
 	}
-	return nil
-}
-
-// splitDocuments splits a YAML stream on "---" lines. Documents made only of
-// comments and blank lines are kept (as empty) so that indexes match what a
-// reader counts.
-func splitDocuments(data []byte) [][]byte {
-	var docs [][]byte
-	var cur bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), MaxManifestSize)
-	first := true
-	for sc.Scan() {
-		line := sc.Bytes()
-		t := bytes.TrimRight(line, " \t\r")
-		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
-			if !first || len(bytes.TrimSpace(cur.Bytes())) > 0 {
-				docs = append(docs, append([]byte(nil), cur.Bytes()...))
-			}
-			first = false
-			cur.Reset()
-			continue
-		}
-		first = false
-		cur.Write(line)
-		cur.WriteByte('\n')
-	}
-	docs = append(docs, cur.Bytes())
-	return docs
 }
 
 type typeMeta struct {

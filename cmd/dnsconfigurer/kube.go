@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
+)
+
+// kubeClient is the API server client of a component, with the component
+// and the build in its User-Agent ("dnsconfigurer-shim/v0.2.0 ..."): from
+// the kubeconfig at path (--kubeconfig, or the config file's kubeconfig),
+// else from $KUBECONFIG (a list of files, as kubectl reads it), else the
+// in-cluster config when running in a pod. Nil when none applies.
+func kubeClient(path, component string) (kubernetes.Interface, error) {
+	rc, err := restConfig(path)
+	if err != nil || rc == nil {
+		return nil, err
+	}
+	rc.UserAgent = version.Get().UserAgent(component)
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
+}
+
+// restConfig is kubeClient's choice of config.
+func restConfig(path string) (*rest.Config, error) {
+	env := os.Getenv("KUBECONFIG")
+	switch {
+	case path != "":
+		rc, err := loadKubeconfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path})
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %q: %w", path, err)
+		}
+		return rc, nil
+	case env != "":
+		rc, err := loadKubeconfig(&clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)})
+		if err != nil {
+			return nil, fmt.Errorf("$KUBECONFIG %q: %w", env, err)
+		}
+		return rc, nil
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+		return rc, nil
+	}
+	return nil, nil
+}
+
+// loadKubeconfig reads the kubeconfig files of rules, without prompting.
+func loadKubeconfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error) {
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
