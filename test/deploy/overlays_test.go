@@ -109,6 +109,19 @@ func TestOverlays(t *testing.T) {
 			}
 		})
 	}
+	t.Run("examples", func(t *testing.T) {
+		r, _ := renderObjects(t, filepath.Join(deployDir, "examples/node-resolver"))
+		if len(r.webhookConfigs) != 1 || len(r.webhookConfigs[0].NodeResolver.Nameservers) == 0 {
+			t.Errorf("examples/node-resolver: the webhook's nodeResolver is not set: %+v", r.webhookConfigs)
+		}
+		r, _ = renderObjects(t, filepath.Join(deployDir, "examples/autoscaler"))
+		for _, d := range r.deployments {
+			if d.Name == "dnsconfigurer-dns" && d.Spec.Replicas != nil {
+				t.Errorf("examples/autoscaler: the cluster DNS Deployment keeps replicas %d, which an apply would reset", *d.Spec.Replicas)
+			}
+		}
+		r.workload(t, "Deployment", "dnsconfigurer-dns-autoscaler")
+	})
 	t.Run("replace-coredns is kube-dns", func(t *testing.T) {
 		r, _ := renderObjects(t, filepath.Join(deployDir, "overlays/replace-coredns"))
 		checkKubeDNS(t, r)
