@@ -136,8 +136,10 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 		h.badRequest(w, r, err)
 		return
 	}
-	h.respond(w, review, resp)
+	// Counted before the reply leaves: a client holding its answer finds
+	// the review in the metrics.
 	h.m.review(outcome, vs, time.Since(start))
+	h.respond(w, review, resp)
 	if outcome == OutcomeDenied {
 		fields := make([]string, 0, len(vs))
 		for _, v := range vs {

@@ -33,6 +33,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var controlPlane *apiserver.ControlPlane
@@ -68,7 +69,7 @@ func (w *warnings) take() []string {
 
 // serveWebhook runs the webhook on 127.0.0.1 with a certificate from a CA
 // made here and returns its /validate URL and the CA bundle.
-func serveWebhook(t *testing.T, r *webhook.Reviewer) (url string, caBundle []byte) {
+func serveWebhook(t *testing.T, r *webhook.Reviewer, opts ...webhook.Option) (url string, caBundle []byte) {
 	t.Helper()
 	cert, err := apiserver.NewServingCert("dnsconfigurer-webhook", nil, []net.IP{net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -82,7 +83,7 @@ func serveWebhook(t *testing.T, r *webhook.Reviewer) (url string, caBundle []byt
 	if err := os.WriteFile(keyFile, cert.Key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := webhook.New(r, certFile, keyFile)
+	srv, err := webhook.New(r, certFile, keyFile, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +479,8 @@ func TestDeployWebhookConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, caBundle := serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: policy.Host{Nameservers: []string{"10.0.0.2"}}}})
+	reg := prometheus.NewRegistry()
+	url, caBundle := serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: policy.Host{Nameservers: []string{"10.0.0.2"}}}}, webhook.WithRegistry(reg))
 	vwc.Name += "-deploy-test"
 	vwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
 	if _, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), vwc, metav1.CreateOptions{}); err != nil {
@@ -490,9 +492,6 @@ func TestDeployWebhookConfiguration(t *testing.T) {
 		}
 	})
 	own := "dnsconfigurer"
-	if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	ns := cp.Namespace(t)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	deadline := time.Now().Add(30 * time.Second)
@@ -506,9 +505,67 @@ func TestDeployWebhookConfiguration(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, skipped := range []string{"kube-system", own} {
-		if _, err := c.CoreV1().Pods(skipped).Create(t.Context(), pod("probe", fqdnTooLong), dry); err != nil {
+	for _, skipped := range []string{"kube-system", own, own + "-node"} {
+		if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: skipped}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		// Other admission (dnsconfigurer enforces Pod Security
+		// restricted) may refuse the probe; the webhook must not.
+		if _, err := c.CoreV1().Pods(skipped).Create(t.Context(), pod("probe", fqdnTooLong), dry); err != nil && strings.Contains(err.Error(), vwc.Webhooks[0].Name) {
 			t.Errorf("pod in %s: %v; the webhook must not be called there", skipped, err)
 		}
 	}
+	// matchConditions: only pods with a DNS-relevant field cost a call.
+	for _, tc := range []struct {
+		name  string
+		mod   func(*corev1.Pod)
+		calls float64
+	}{
+		{"plain ClusterFirst pod", func(*corev1.Pod) {}, 0},
+		{"labels and annotations of no interest", func(p *corev1.Pod) {
+			p.Labels, p.Annotations = map[string]string{"app": "x"}, map[string]string{"example.com/a": "b"}
+		}, 0},
+		{"dnsPolicy Default", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }, 1},
+		{"dnsConfig", func(p *corev1.Pod) {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr("2")}}}
+		}, 1},
+		{"hostname", func(p *corev1.Pod) { p.Spec.Hostname = "web-0" }, 1},
+		{"subdomain", func(p *corev1.Pod) { p.Spec.Subdomain = "web" }, 1},
+		{"setHostnameAsFQDN", func(p *corev1.Pod) { p.Spec.SetHostnameAsFQDN = ptr(false) }, 1},
+		{"hostNetwork", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, 1},
+		{"the autopath annotation", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"dnsconfigurer.io/dns-policy": "ClusterFirstWithAutopath"}
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := reviews(t, reg)
+			p := pod("probe")
+			tc.mod(p)
+			if _, err := c.CoreV1().Pods(ns).Create(t.Context(), p, dry); err != nil {
+				t.Fatal(err)
+			}
+			if got := reviews(t, reg) - before; got != tc.calls {
+				t.Errorf("%v webhook calls, want %v", got, tc.calls)
+			}
+		})
+	}
+}
+
+// reviews is the webhook's count of admission reviews (counted before
+// the reply leaves).
+func reviews(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "dnsconfigurer_webhook_reviews_total" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
