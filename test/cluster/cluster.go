@@ -143,7 +143,7 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 			t.Fatalf("cluster: %v", err)
 		}
 	}
-	c.Images, err = standInImages(ctx, filepath.Join(dir, "images"), binDir, product)
+	c.Images, err = clusterImages(ctx, filepath.Join(dir, "images"), binDir)
 	if err != nil {
 		t.Fatalf("cluster: build images: %v", err)
 	}

@@ -20,7 +20,8 @@
 // The Kubernetes binaries come from test/testbin/build.sh (built from the
 // Go module proxy, cached by go.sum). Nothing is pulled: the images pods
 // use are local stand-ins imported under their upstream names (images.go),
-// and the product's image holds the dnsconfigurer binary under test.
+// and the product's image is the one hack/build-image builds
+// (internal/imagebuild), from the source tree under test.
 // DeployDNS applies deploy/ with kubectl apply -k through an overlay for
 // this cluster, making dnsconfigurer its cluster DNS at ClusterDNS.
 //

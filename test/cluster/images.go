@@ -18,15 +18,19 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/imagebuild"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
 // Images the cluster imports, by upstream reference.
 //
 // The machine has no registry, so standInImages builds a local stand-in for
-// each. containerd names an image by its normalized reference, and so do
-// the tarballs: busybox:1.36 is imported as docker.io/library/busybox:1.36,
-// which is the name the CRI looks up for a pod that asks for busybox:1.36.
+// each test image, and productImage builds the product's image as
+// hack/build-image does (internal/imagebuild): the image users deploy is the
+// image the cluster runs. containerd names an image by its normalized
+// reference, and so do the tarballs: busybox:1.36 is imported as
+// docker.io/library/busybox:1.36, which is the name the CRI looks up for a
+// pod that asks for busybox:1.36.
 const (
 	AgnhostImage  = "registry.k8s.io/e2e-test-images/agnhost:2.56"
 	DnsutilsImage = "registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7"
@@ -38,9 +42,6 @@ const (
 
 // imgEnv is the environment of every stand-in image: Debian's PATH.
 var imgEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-
-// imgProductPath is where ProductImage holds the dnsconfigurer binary.
-const imgProductPath = "/usr/local/bin/dnsconfigurer"
 
 // imgTools are the host commands copied into the tools root filesystem:
 // dash and bash, dig, nslookup and host (bind9-dnsutils), getent (libc-bin),
@@ -72,18 +73,48 @@ var imgLibDirs = []string{
 // how they are made does not reuse an old tarball from a kept directory.
 const imgFormat = "standin-v1"
 
-// standInImages builds every image above as an OCI tarball under dir and
-// returns ref -> tarball path. binDir holds agnhost and coredns (static Go
-// binaries built by test/testbin/build.sh); product is the path of the
-// built dnsconfigurer binary. Both, like the pause binary built here, must
-// be statically linked.
+// clusterImages builds every image above as a tarball under dir and
+// returns ref -> tarball path: the stand-ins (see standInImages) and
+// ProductImage from the module's source (see productImage).
+func clusterImages(ctx context.Context, dir, binDir string) (map[string]string, error) {
+	images, err := standInImages(ctx, dir, binDir)
+	if err != nil {
+		return nil, err
+	}
+	if images[ProductImage], err = productImage(ctx, dir); err != nil {
+		return nil, err
+	}
+	return images, nil
+}
+
+// productImage builds ProductImage from the module's source with
+// internal/imagebuild, as `IMAGE=dnsconfigurer:latest hack/build-image`
+// does, for the host's architecture, into dir, and returns its path. The
+// binary runs as the image's user, 65532, unless a pod's securityContext
+// says otherwise.
+func productImage(ctx context.Context, dir string) (string, error) {
+	root, err := imgModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "dnsconfigurer-latest.tar")
+	if _, err := imagebuild.BuildFile(ctx, p, imagebuild.Options{Dir: root, Name: ProductImage}); err != nil {
+		return "", fmt.Errorf("product image %s: %w", ProductImage, err)
+	}
+	return p, nil
+}
+
+// standInImages builds the test images above (all but ProductImage) as
+// OCI tarballs under dir and returns ref -> tarball path. binDir holds
+// agnhost and coredns (static Go binaries built by test/testbin/build.sh),
+// which, like the pause binary built here, must be statically linked.
 //
 // The tools root filesystem is Debian's own binaries from this host plus
 // their shared libraries; it is built once per process. Tarball names carry
 // a digest of their contents, so a second call with the same inputs and dir
 // writes nothing. DnsutilsImage and BusyboxImage have the
 // same layer, which containerd stores once.
-func standInImages(ctx context.Context, dir, binDir, product string) (map[string]string, error) {
+func standInImages(ctx context.Context, dir, binDir string) (map[string]string, error) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("stand-in images: need a linux/amd64 host, have %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
@@ -103,14 +134,6 @@ func standInImages(ctx context.Context, dir, binDir, product string) (map[string
 	if err != nil {
 		return nil, err
 	}
-	dnsconfigurer, err := imgReadStatic(product)
-	if err != nil {
-		return nil, err
-	}
-	certs, err := imgCACerts()
-	if err != nil {
-		return nil, err
-	}
 
 	// The agnhost image's extras follow its Dockerfile
 	// (kubernetes test/images/agnhost): /coredns, the agnhost-2 link, the
@@ -126,12 +149,6 @@ func standInImages(ctx context.Context, dir, binDir, product string) (map[string
 		containerd.ImageFile{Path: "/etc/group", Mode: 0o644, Data: []byte(imgGroup +
 			"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")},
 	)
-	productFiles := append([]containerd.ImageFile{
-		{Path: imgProductPath, Mode: 0o755, Data: dnsconfigurer},
-		{Path: "/etc/passwd", Mode: 0o644, Data: []byte(imgPasswd)},
-		{Path: "/etc/group", Mode: 0o644, Data: []byte(imgGroup)},
-	}, certs...)
-
 	images := []struct {
 		ref string
 		img containerd.Image
@@ -147,7 +164,6 @@ func standInImages(ctx context.Context, dir, binDir, product string) (map[string
 			{Path: "/etc/passwd", Mode: 0o644, Data: []byte(imgPasswd)},
 			{Path: "/etc/group", Mode: 0o644, Data: []byte(imgGroup)},
 		}, Entrypoint: []string{"/pause"}}},
-		{ProductImage, containerd.Image{Files: productFiles, Entrypoint: []string{imgProductPath}}},
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("stand-in images: %w", err)
@@ -559,8 +575,8 @@ func imgIsELF(p string, class elf.Class, machine elf.Machine) bool {
 }
 
 // imgReadStatic reads the executable at p and checks that, if it is ELF,
-// it needs no interpreter and no shared libraries: agnhost, coredns,
-// pause and dnsconfigurer run in images that may have no libc.
+// it needs no interpreter and no shared libraries: agnhost, coredns and
+// pause run in images that may have no libc.
 func imgReadStatic(p string) ([]byte, error) {
 	data, err := os.ReadFile(p)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/imagebuild"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -124,17 +125,16 @@ func TestStandInImages(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	product := imgBuildProduct(t, ctx)
 	dir := t.TempDir()
 
 	start := time.Now()
-	tars, err := standInImages(ctx, dir, binDir, product)
+	tars, err := standInImages(ctx, dir, binDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("built in %v", time.Since(start).Round(time.Millisecond))
 	start = time.Now()
-	again, err := standInImages(ctx, dir, binDir, product)
+	again, err := standInImages(ctx, dir, binDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,6 @@ func TestStandInImages(t *testing.T) {
 		DnsutilsImage: {DnsutilsImage, nil, []string{"bash"}},
 		BusyboxImage:  {BusyboxImage, nil, []string{"sh"}},
 		PauseImage:    {PauseImage, []string{"/pause"}, nil},
-		ProductImage:  {"docker.io/library/dnsconfigurer:latest", []string{imgProductPath}, nil},
 	}
 	if len(tars) != len(want) {
 		t.Errorf("got %d images, want %d", len(tars), len(want))
@@ -203,31 +202,68 @@ func TestStandInImages(t *testing.T) {
 		}
 	}
 
-	// The product and pause images hold their binary and /etc, no shell.
-	for ref, wantFiles := range map[string][]string{
-		ProductImage: {imgProductPath, "/etc/passwd", "/etc/group", "/etc/ssl/certs/ca-certificates.crt"},
-		PauseImage:   {"/pause", "/etc/passwd", "/etc/group"},
-	} {
-		var got []string
-		err := filepath.Walk(roots[ref], func(p string, fi os.FileInfo, err error) error {
-			if err == nil && !fi.IsDir() {
-				got = append(got, strings.TrimPrefix(p, roots[ref]))
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Join(got, " ") != strings.Join(slices.Sorted(slices.Values(wantFiles)), " ") {
-			t.Errorf("%s holds %v, want %v", ref, got, wantFiles)
-		}
+	// The pause image holds its binary and /etc, no shell.
+	imgCheckFiles(t, roots[PauseImage], "/pause", "/etc/passwd", "/etc/group")
+}
+
+// TestProductImage builds ProductImage as the cluster imports it (the
+// image hack/build-image builds) and runs its binary in a chroot as the
+// image's user.
+func TestProductImage(t *testing.T) {
+	imgNeedRoot(t)
+	if testing.Short() {
+		t.Skip("builds dnsconfigurer: skipped in -short mode")
 	}
-	cmd := exec.Command("chroot", roots[ProductImage], imgProductPath, "help")
+	if _, err := os.Stat(imagebuild.DefaultCACerts); err != nil {
+		t.Skipf("no CA bundle to build the image with (apt-get install ca-certificates): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	start := time.Now()
+	p, err := productImage(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	img := imgUnpack(t, data, root)
+	t.Logf("%s: %.1f MiB tarball, %.1f MiB unpacked, built in %v", ProductImage, float64(len(data))/(1<<20),
+		float64(img.layerSize)/(1<<20), time.Since(start).Round(100*time.Millisecond))
+	if img.name != "docker.io/library/dnsconfigurer:latest" {
+		t.Errorf("named %q, want docker.io/library/dnsconfigurer:latest", img.name)
+	}
+	if fmt.Sprint(img.entrypoint) != fmt.Sprint([]string{imagebuild.BinaryPath}) || img.cmd != nil || img.user != "65532:65532" {
+		t.Errorf("entrypoint %q cmd %q user %q, want [%s] [] 65532:65532", img.entrypoint, img.cmd, img.user, imagebuild.BinaryPath)
+	}
+	imgCheckFiles(t, root, imagebuild.BinaryPath, "/etc/passwd", "/etc/group", "/etc/ssl/certs/ca-certificates.crt")
+	cmd := exec.Command("chroot", "--userspec=65532:65532", root, imagebuild.BinaryPath, "help")
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "usage: dnsconfigurer") {
-		t.Errorf("%s help: %v\n%s", imgProductPath, err, out)
+		t.Errorf("%s help: %v\n%s", imagebuild.BinaryPath, err, out)
 	}
-	if out, err := exec.Command("chroot", roots[ProductImage], "/bin/sh", "-c", "true").CombinedOutput(); err == nil {
+	if out, err := exec.Command("chroot", root, "/bin/sh", "-c", "true").CombinedOutput(); err == nil {
 		t.Errorf("the product image has a shell:\n%s", out)
+	}
+}
+
+// imgCheckFiles checks that the unpacked image at root holds exactly
+// the files want (besides directories).
+func imgCheckFiles(t *testing.T, root string, want ...string) {
+	t.Helper()
+	var got []string
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			got = append(got, strings.TrimPrefix(p, root))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != strings.Join(slices.Sorted(slices.Values(want)), " ") {
+		t.Errorf("%s holds %v, want %v", root, got, want)
 	}
 }
 
@@ -303,34 +339,18 @@ func imgDNSServer(t *testing.T) string {
 	return strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
 }
 
-// imgBuildProduct builds cmd/dnsconfigurer statically into a temp dir.
-func imgBuildProduct(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	root, err := imgModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "dnsconfigurer")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/dnsconfigurer")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build dnsconfigurer: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // imgUnpacked is what imgUnpack read from an image tarball.
 type imgUnpacked struct {
 	name            string // io.containerd.image.name
 	entrypoint, cmd []string
+	user            string
 	layerDigest     string
 	layerSize       int64 // uncompressed
 	blobSize        int64 // compressed
 }
 
-// imgUnpack reads an OCI image tarball written by containerd.WriteImage
-// and extracts its only layer into root.
+// imgUnpack reads an OCI image tarball (written by containerd.WriteImage
+// or internal/imagebuild) and extracts its only layer into root.
 func imgUnpack(t *testing.T, tarball []byte, root string) imgUnpacked {
 	t.Helper()
 	blobs := map[string][]byte{}
@@ -377,7 +397,10 @@ func imgUnpack(t *testing.T, tarball []byte, root string) imgUnpacked {
 	}
 	blob(index.Manifests[0].Digest, &manifest)
 	var config struct {
-		Config struct{ Entrypoint, Cmd []string }
+		Config struct {
+			Entrypoint, Cmd []string
+			User            string
+		}
 	}
 	blob(manifest.Config.Digest, &config)
 	if len(manifest.Layers) != 1 {
@@ -388,6 +411,7 @@ func imgUnpack(t *testing.T, tarball []byte, root string) imgUnpacked {
 		name:        index.Manifests[0].Annotations["io.containerd.image.name"],
 		entrypoint:  config.Config.Entrypoint,
 		cmd:         config.Config.Cmd,
+		user:        config.Config.User,
 		layerDigest: manifest.Layers[0].Digest,
 		blobSize:    int64(len(layer)),
 	}

@@ -9,7 +9,7 @@
 # the tests start everything themselves inside a network namespace.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd)
+packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates)
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "test/e2e/setup.sh: must run as root (apt-get install)" >&2

@@ -1,0 +1,262 @@
+package imagebuild
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Env is the image's environment: distroless' PATH and the CA bundle for
+// Go's crypto/x509 (which finds it there anyway; other code may not).
+var Env = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"SSL_CERT_FILE=" + CACertsPath,
+}
+
+// The users and groups of the image, as gcr.io/distroless/static has them.
+const (
+	passwd = "root:x:0:0:root:/root:/sbin/nologin\n" +
+		"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" +
+		"nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
+	group = "root:x:0:\n" +
+		"nobody:x:65534:\n" +
+		"tty:x:5:\n" +
+		"staff:x:50:\n" +
+		"nonroot:x:65532:\n"
+)
+
+// Annotations of the index's manifest descriptor, as `docker save` writes
+// them: containerd names the image after the first, the OCI spec's
+// reference name is the tag.
+const (
+	annotationImageName = "io.containerd.image.name"
+	annotationRefName   = "org.opencontainers.image.ref.name"
+)
+
+// file is one entry of the layer: a regular file, or a directory when mode
+// has fs.ModeDir.
+type file struct {
+	path     string // without the leading slash
+	mode     fs.FileMode
+	uid, gid int
+	data     []byte
+}
+
+// layerFiles are the image's files: the binary, the CA bundle, passwd and
+// group, /tmp, nonroot's home, and the parent directories.
+func layerFiles(bin, certs []byte) []file {
+	files := []file{
+		{path: strings.TrimPrefix(BinaryPath, "/"), mode: 0o755, data: bin},
+		{path: strings.TrimPrefix(CACertsPath, "/"), mode: 0o644, data: certs},
+		{path: "etc/passwd", mode: 0o644, data: []byte(passwd)},
+		{path: "etc/group", mode: 0o644, data: []byte(group)},
+		{path: "tmp", mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{path: "home/nonroot", mode: fs.ModeDir | 0o700, uid: 65532, gid: 65532},
+	}
+	have := map[string]bool{}
+	for _, f := range files {
+		have[f.path] = true
+	}
+	for _, f := range files {
+		for d := path.Dir(f.path); d != "."; d = path.Dir(d) {
+			if !have[d] {
+				have[d] = true
+				files = append(files, file{path: d, mode: fs.ModeDir | 0o755})
+			}
+		}
+	}
+	// Sorted, every directory comes before what it holds.
+	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
+	return files
+}
+
+// layerTar is the uncompressed layer: files in order, every entry with
+// mtime t and no user or group names.
+func layerTar(files []file, t time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		hdr := &tar.Header{
+			Name: f.path, Mode: int64(f.mode.Perm()), Uid: f.uid, Gid: f.gid,
+			ModTime: t, Typeflag: tar.TypeReg, Size: int64(len(f.data)),
+		}
+		if f.mode&fs.ModeSticky != 0 {
+			hdr.Mode |= 0o1000
+		}
+		if f.mode.IsDir() {
+			hdr.Name += "/"
+			hdr.Typeflag, hdr.Size = tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("layer %s: %w", f.path, err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, fmt.Errorf("layer %s: %w", f.path, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("layer: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// image assembles the OCI image from the binary and the CA bundle.
+func (o resolved) image(bin, certs []byte) (v1.Image, error) {
+	lt, err := layerTar(layerFiles(bin, certs), o.Time)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(lt)), nil },
+		tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithCompressedCaching)
+	if err != nil {
+		return nil, fmt.Errorf("layer: %w", err)
+	}
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err = mutate.Append(img, mutate.Addendum{
+		Layer:     layer,
+		MediaType: types.OCILayer,
+		History:   v1.History{Created: v1.Time{Time: o.Time}, CreatedBy: "hack/build-image " + o.Platform},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("image: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("image config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", o.arch
+	cf.Created = v1.Time{Time: o.Time}
+	cf.Config = v1.Config{
+		Entrypoint: []string{BinaryPath},
+		User:       User,
+		Env:        Env,
+		Labels: map[string]string{
+			"org.opencontainers.image.version":  o.Version,
+			"org.opencontainers.image.revision": o.Revision,
+			"org.opencontainers.image.source":   Source,
+		},
+	}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return nil, fmt.Errorf("image config: %w", err)
+	}
+	return img, nil
+}
+
+// write assembles the image and writes the archive to w: an OCI image
+// layout with a docker-save manifest.json beside it, entries sorted, each
+// with mtime o.Time, uid and gid 0 and mode 0644 (directories 0755).
+func (o resolved) write(w io.Writer, bin, certs []byte) (Result, error) {
+	img, err := o.image(bin, certs)
+	if err != nil {
+		return Result{}, err
+	}
+	manifest, err := img.RawManifest()
+	if err != nil {
+		return Result{}, fmt.Errorf("image manifest: %w", err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return Result{}, fmt.Errorf("image manifest: %w", err)
+	}
+	config, err := img.RawConfigFile()
+	if err != nil {
+		return Result{}, fmt.Errorf("image config: %w", err)
+	}
+	configName, err := img.ConfigName()
+	if err != nil {
+		return Result{}, fmt.Errorf("image config: %w", err)
+	}
+	blobs := map[string][]byte{blobPath(digest): manifest, blobPath(configName): config}
+	layers, err := img.Layers()
+	if err != nil {
+		return Result{}, fmt.Errorf("image layers: %w", err)
+	}
+	docker := tarball.Descriptor{Config: blobPath(configName), RepoTags: []string{o.familiar}}
+	var layerSize int64
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return Result{}, fmt.Errorf("layer: %w", err)
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			return Result{}, fmt.Errorf("layer: %w", err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return Result{}, fmt.Errorf("layer: %w", err)
+		}
+		blobs[blobPath(d)] = data
+		docker.Layers = append(docker.Layers, blobPath(d))
+		layerSize += int64(len(data))
+	}
+	dockerJSON, err := json.Marshal(tarball.Manifest{docker})
+	if err != nil {
+		return Result{}, fmt.Errorf("manifest.json: %w", err)
+	}
+	index, err := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{
+		Add: img,
+		Descriptor: v1.Descriptor{
+			Platform:    &v1.Platform{OS: "linux", Architecture: o.arch},
+			Annotations: map[string]string{annotationImageName: o.ref, annotationRefName: o.tag.TagStr()},
+		},
+	}).RawManifest()
+	if err != nil {
+		return Result{}, fmt.Errorf("index.json: %w", err)
+	}
+
+	files := map[string][]byte{
+		"oci-layout":    []byte(`{"imageLayoutVersion":"1.0.0"}`),
+		"index.json":    index,
+		"manifest.json": dockerJSON,
+	}
+	for p, b := range blobs {
+		files[p] = b
+	}
+	names := []string{"blobs/", "blobs/sha256/"}
+	for p := range files {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	tw := tar.NewWriter(w)
+	for _, n := range names {
+		hdr := &tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[n])), ModTime: o.Time}
+		if strings.HasSuffix(n, "/") {
+			hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o755
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return Result{}, fmt.Errorf("write image archive: %w", err)
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			return Result{}, fmt.Errorf("write image archive: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return Result{}, fmt.Errorf("write image archive: %w", err)
+	}
+	return Result{
+		Name: o.Name, Ref: o.ref, Platform: o.Platform, Version: o.Version, Revision: o.Revision, Time: o.Time,
+		Digest: digest.String(), LayerSize: layerSize, BinarySize: int64(len(bin)),
+	}, nil
+}
+
+// blobPath is where the layout holds the blob h.
+func blobPath(h v1.Hash) string {
+	return "blobs/" + h.Algorithm + "/" + h.Hex
+}
