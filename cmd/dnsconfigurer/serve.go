@@ -245,9 +245,27 @@ func (f *serveFlags) check() error {
 func dnsServer(cfg *v1alpha1.ServerConfiguration, h dns.Handler, log *slog.Logger) *dnsserver.Server {
 	srv := &dnsserver.Server{Listen: cfg.ListenAddrs(), Handler: h, Logger: log, Lameduck: cfg.Lameduck.Duration(), ReusePort: cfg.ReusePort,
 		MaxUDPInFlight: cfg.Limits.UDPInFlight, MaxTCPConns: cfg.Limits.TCPConnections,
-		TCPIdleTimeout: cfg.Limits.TCPIdleTimeout.Duration(), TCPWriteTimeout: cfg.Limits.TCPWriteTimeout.Duration()}
+		TCPIdleTimeout: cfg.Limits.TCPIdleTimeout.Duration(), TCPWriteTimeout: cfg.Limits.TCPWriteTimeout.Duration(),
+		Zones: metricZones(cfg), Name: "cluster"}
+	if cfg.Mode == v1alpha1.ModeNodeLocal {
+		srv.Name = "nodelocal"
+	}
 	srv.SetHandler(queryLog(cfg, h, log))
 	return srv
+}
+
+// metricZones are the zones the request metrics are labelled with (both
+// modes): the cluster domain, the autopath and reverse zones (node-cache's
+// server blocks) and, in cluster mode, the zones of the forward routes
+// (stub domains) as the file starts with; every other name is ".".
+func metricZones(cfg *v1alpha1.ServerConfiguration) []string {
+	zones := append([]string{cfg.ClusterDomain}, clusterZones...)
+	if cfg.Mode != v1alpha1.ModeNodeLocal {
+		for _, r := range cfg.Forward {
+			zones = append(zones, r.ZoneName())
+		}
+	}
+	return zones
 }
 
 // queryLog is h, logging every query when cfg asks.
@@ -313,11 +331,10 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 	if err != nil {
 		return usagef("--cluster-domain %q: %v", cfg.ClusterDomain, err)
 	}
-	metrics, err := dnsserver.NewMetrics(reg, st)
-	if err != nil {
+	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
 		return err
 	}
-	stack, err := buildStack(ctx, cfg, st, metrics, log)
+	stack, err := buildStack(ctx, cfg, st, log)
 	if err != nil {
 		return err
 	}
@@ -352,7 +369,7 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 	}
 	tasks := append(ops, feedTask)
 	if f.config != "" {
-		r := &reloader{f: f, running: cfg, st: st, metrics: metrics, srv: srv, gather: gather, log: log, stack: &stack}
+		r := &reloader{f: f, running: cfg, st: st, srv: srv, gather: gather, log: log, stack: &stack}
 		if err := reg.Register(r); err != nil {
 			return err
 		}

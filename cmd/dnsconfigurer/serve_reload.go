@@ -31,7 +31,6 @@ type reloader struct {
 	f       *serveFlags
 	running *v1alpha1.ServerConfiguration
 	st      *store.Store
-	metrics *dnsserver.Metrics
 	srv     *dnsserver.Server
 	gather  *stackGatherer
 	log     *slog.Logger
@@ -83,7 +82,7 @@ func (r *reloader) reload(ctx context.Context) error {
 	if kept := reloadable(r.running, next); len(kept) > 0 {
 		r.log.Warn("config changes that need a restart are not applied", "fields", kept)
 	}
-	stack, err := buildStack(ctx, next, r.st, r.metrics, r.log)
+	stack, err := buildStack(ctx, next, r.st, r.log)
 	if err != nil {
 		r.failed.Add(1)
 		r.log.Error("config reload failed; keeping the running config", "path", r.f.config, "err", err)

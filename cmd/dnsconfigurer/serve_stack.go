@@ -41,7 +41,7 @@ func (s *answerStack) stop() {
 
 // buildStack makes the answer stack of cfg over the record store. On error
 // everything it started is stopped.
-func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *store.Store, metrics *dnsserver.Metrics, log *slog.Logger) (_ *answerStack, err error) {
+func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *store.Store, log *slog.Logger) (_ *answerStack, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &answerStack{reg: prometheus.NewRegistry(), cancel: cancel}
 	defer func() {
@@ -49,8 +49,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 			s.stop()
 		}
 	}()
-	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithMetrics(metrics),
-		dnsserver.WithLoadBalance(cfg.LoadbalanceEnabled())}
+	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithLoadBalance(cfg.LoadbalanceEnabled())}
 	if prefixes := cfg.ReverseZonePrefixes(); len(prefixes) > 0 {
 		rz, err := dnsserver.WithReverseZones(prefixes)
 		if err != nil {

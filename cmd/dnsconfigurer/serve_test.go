@@ -134,8 +134,14 @@ func TestServeRuns(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `dnsconfigurer_dnsserver_requests_total{rcode="NOERROR",type="A"} 4`) {
-		t.Errorf("/metrics lacks the request count:\n%s", body)
+	for _, want := range []string{
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",server="cluster",type="A",zone="cluster.local."} 2`,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="tcp",server="cluster",type="A",zone="cluster.local."} 2`,
+		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",server="cluster",zone="cluster.local."} 4`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
 	}
 	if !strings.Contains(string(body), "dnsconfigurer_forward_in_flight") {
 		t.Errorf("/metrics lacks the forwarder's metrics:\n%s", body)

@@ -28,6 +28,7 @@ type env struct {
 	addr string
 	st   *store.Store
 	h    *dnsserver.Handler
+	srv  *dnsserver.Server
 }
 
 // start serves the manifests of dir on 127.0.0.1:0 (UDP and TCP).
@@ -54,7 +55,7 @@ func start(t *testing.T, opts store.Options, dir string, hopts ...dnsserver.Opti
 func serve(t *testing.T, st *store.Store, hopts ...dnsserver.Option) *env {
 	t.Helper()
 	h := dnsserver.NewHandler(st.Options().Zone, st, hopts...)
-	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h, Zones: []string{st.Options().Zone}}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -65,7 +66,7 @@ func serve(t *testing.T, st *store.Store, hopts ...dnsserver.Option) *env {
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
-	return &env{addr: srv.Addrs()[0], st: st, h: h}
+	return &env{addr: srv.Addrs()[0], st: st, h: h, srv: srv}
 }
 
 // ask sends one query over network ("udp" or "tcp"); edns > 0 adds an OPT
@@ -625,28 +626,42 @@ func TestResolveWithoutWire(t *testing.T) {
 	}
 }
 
+// TestMetricsAndHealth: the server counts every query and its reply by
+// zone, transport, address family, type and rcode, with their sizes and
+// durations, over UDP and TCP; the records gauges follow the snapshot.
 func TestMetricsAndHealth(t *testing.T) {
 	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
 	reg := prometheus.NewRegistry()
-	m, err := dnsserver.NewMetrics(reg, st)
-	if err != nil {
+	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
 		t.Fatal(err)
 	}
-	e := serve(t, st, dnsserver.WithMetrics(m))
+	e := serve(t, st)
+	reg.MustRegister(e.srv)
 	ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 0) // SERVFAIL
 	objs, _ := feed.LoadManifests(fixture)
 	st.Replace(objs)
 	st.Publish()
 	ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 0)
 	ask(t, "udp", e.addr, "nosuch.prod.svc.cluster.local.", dns.TypeA, 0)
-	ask(t, "udp", e.addr, "x.cluster.local.", dns.TypeHINFO, 0)
+	ask(t, "tcp", e.addr, "x.cluster.local.", dns.TypeHINFO, 0)
+	ask(t, "tcp", e.addr, "WEB.prod.svc.Cluster.Local.", dns.TypeAAAA, 1232)
+	ask(t, "udp", e.addr, "example.org.", dns.TypeA, 0) // REFUSED: no upstream
 	want := map[string]float64{
-		`dnsconfigurer_dnsserver_requests_total{rcode="SERVFAIL",type="A"}`:     1,
-		`dnsconfigurer_dnsserver_requests_total{rcode="NOERROR",type="A"}`:      1,
-		`dnsconfigurer_dnsserver_requests_total{rcode="NXDOMAIN",type="A"}`:     1,
-		`dnsconfigurer_dnsserver_requests_total{rcode="NXDOMAIN",type="HINFO"}`: 1,
-		`dnsconfigurer_dnsserver_synced`:                                        1,
-		`dnsconfigurer_dnsserver_records{kind="services"}`:                      7,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",type="A",zone="cluster.local."}`:     3,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="tcp",type="other",zone="cluster.local."}`: 1,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="tcp",type="AAAA",zone="cluster.local."}`:  1,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",type="A",zone="."}`:                  1,
+		`dnsconfigurer_dnsserver_responses_total{rcode="SERVFAIL",zone="cluster.local."}`:                   1,
+		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",zone="cluster.local."}`:                    2,
+		`dnsconfigurer_dnsserver_responses_total{rcode="NXDOMAIN",zone="cluster.local."}`:                   2,
+		`dnsconfigurer_dnsserver_responses_total{rcode="REFUSED",zone="."}`:                                 1,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count{type="A",zone="cluster.local."}`:            3,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count{type="other",zone="cluster.local."}`:        1,
+		`dnsconfigurer_dnsserver_request_size_bytes_count{proto="tcp",zone="cluster.local."}`:               2,
+		`dnsconfigurer_dnsserver_response_size_bytes_count{proto="udp",zone="."}`:                           1,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count`:                                            6,
+		`dnsconfigurer_dnsserver_synced`:                   1,
+		`dnsconfigurer_dnsserver_records{kind="services"}`: 7,
 	}
 	got := gather(t, reg)
 	for k, v := range want {
@@ -654,8 +669,11 @@ func TestMetricsAndHealth(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
-	if got["dnsconfigurer_dnsserver_request_duration_seconds_count"] != 4 {
-		t.Errorf("duration count = %v, want 4", got["dnsconfigurer_dnsserver_request_duration_seconds_count"])
+	// The sizes are the messages' own: header, name, type and class, and
+	// the OPT (11 bytes) of the AAAA query.
+	const tcpBytes = 12 + 17 + 4 + 12 + 28 + 4 + 11
+	if got := got[`dnsconfigurer_dnsserver_request_size_bytes_sum{proto="tcp",zone="cluster.local."}`]; got != tcpBytes {
+		t.Errorf("request size sum over TCP = %v, want %v", got, tcpBytes)
 	}
 }
 

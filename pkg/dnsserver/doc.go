@@ -11,8 +11,8 @@
 // unread when they closed; a handler that implements WireAnswerer answers
 // UDP queries from their wire form as they are read, before miekg/dns
 // unpacks them or starts a goroutine, the node-local stage's cache hits),
-// and the Prometheus metrics (served by internal/health with /healthz and
-// /readyz).
+// and the Prometheus metrics (Metrics, below; served by internal/health
+// with /healthz and /readyz).
 //
 // The core is Handler.Resolve(ctx, question) → Result{Rcode, Answer, Ns,
 // Extra}: it answers without touching the wire, so that server-side search
@@ -80,6 +80,24 @@
 //     loops from forming (a per-query EDNS0 marker and loop probes); see its
 //     package doc. A TCP client's query goes upstream over TCP
 //     (forward.WithClientTCP); a failed forward answers forward.Rcode.
+//
+// # Metrics
+//
+// The Server counts every query it answers, from its wire form or through
+// ServeDNS, before the reply leaves, with the information of CoreDNS's
+// coredns_dns_* families: dnsconfigurer_dnsserver_requests_total{zone,
+// proto,family,type}, _responses_total{zone,rcode},
+// _request_duration_seconds{zone,type}, _request_size_bytes{zone,proto},
+// _response_size_bytes{zone,proto}; with _panics_total, _udp_dropped_total,
+// _tcp_refused_total, _tcp_connections and _lameduck, every series labelled
+// server=Server.Name when set. The label values are bounded: zone is the
+// closest of Server.Zones containing the name or "."; type one of
+// CoreDNS's monitored types (A, AAAA, CNAME, MX, NS, PTR, SOA, SRV, TXT,
+// HTTPS, SVCB, DS, DNSKEY, RRSIG, NSEC, NSEC3, IXFR, AXFR, ANY) or "other";
+// rcode a name or "other"; proto udp or tcp; family 1 or 2. Counting is a
+// few atomic adds in arrays indexed by those values, read at scrape time,
+// with no allocation (BenchmarkCountWire, TestCountingAllocatesNothing).
+// RegisterRecordMetrics adds the snapshot's _records{kind} and _synced.
 //
 // The DNS adapters (this package, pkg/dnsmsg, pkg/forward, pkg/dnscache,
 // pkg/hosts, pkg/nodelocal, and cmd) import

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 
 	"github.com/miekg/dns"
@@ -14,13 +15,16 @@ import (
 // current handler per query (so SetHandler swaps it without dropping a
 // query), bounds how many UDP queries are answered at once (miekg/dns starts
 // a goroutine per datagram: beyond the bound the datagram is dropped, as a
-// kernel drops when its buffer is full, and the client retries), and turns a
-// panic in the handler into SERVFAIL: the replica keeps serving, the panic
-// is counted and its stack logged the first time.
+// kernel drops when its buffer is full, and the client retries), counts the
+// query and its reply (requestMetrics), and turns a panic in the handler
+// into SERVFAIL: the replica keeps serving, the panic is counted and its
+// stack logged the first time.
 type guard struct {
 	handler atomic.Pointer[dns.Handler]
 	udp     chan struct{}
 	log     *slog.Logger
+	req     *requestMetrics
+	descs   listenerDescs
 
 	panics     atomic.Uint64
 	udpDropped atomic.Uint64
@@ -40,9 +44,45 @@ func (g *guard) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 			return
 		}
 	}
-	defer g.recover(w, r)
-	(*g.handler.Load()).ServeDNS(w, r)
+	cw := countingWriters.Get().(*countingWriter)
+	cw.ResponseWriter, cw.m, cw.q, cw.counted = w, g.req, g.req.start(r, w.RemoteAddr(), udp), false
+	defer countingWriters.Put(cw)
+	defer cw.release()
+	defer g.recover(cw, r)
+	(*g.handler.Load()).ServeDNS(cw, r)
 }
+
+// countingWriter counts the reply to one query as it is written, before it
+// leaves (a client holding its answer finds it in the metrics). A reply
+// written twice (a panic after the write) is counted once.
+type countingWriter struct {
+	dns.ResponseWriter
+	m       *requestMetrics
+	q       query
+	counted bool
+}
+
+var countingWriters = sync.Pool{New: func() any { return new(countingWriter) }}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	w.count(replyRcode(b), len(b))
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *countingWriter) WriteMsg(m *dns.Msg) error {
+	w.count(m.Rcode, m.Len())
+	return w.ResponseWriter.WriteMsg(m)
+}
+
+func (w *countingWriter) count(rcode, size int) {
+	if !w.counted {
+		w.counted = true
+		w.m.response(w.q, rcode, size)
+	}
+}
+
+// release drops the query's writer before the countingWriter is reused.
+func (w *countingWriter) release() { w.ResponseWriter, w.m = nil, nil }
 
 // recover answers SERVFAIL for a query whose handler panicked. A reply that
 // was already written is not written again: the write fails harmlessly on
@@ -76,38 +116,51 @@ func isUDP(w dns.ResponseWriter) bool {
 	return ok
 }
 
-var (
-	panicsDesc = prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_panics_total",
-		"Queries whose handler panicked (answered SERVFAIL).", nil, nil)
-	udpDroppedDesc = prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_udp_dropped_total",
-		"UDP queries dropped because MaxUDPInFlight queries were being answered.", nil, nil)
-	tcpRefusedDesc = prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_tcp_refused_total",
-		"TCP connections closed at once because MaxTCPConns were open.", nil, nil)
-	tcpOpenDesc = prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_tcp_connections",
-		"Open TCP connections.", nil, nil)
-	drainingDesc = prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_lameduck",
-		"1 while the server is in lameduck (still answering, /readyz failing).", nil, nil)
-)
+// listenerDescs are the descriptors of the listener metrics of a Server.
+type listenerDescs struct {
+	panics, udpDropped, tcpRefused, tcpOpen, draining *prometheus.Desc
+}
 
-// Describe implements prometheus.Collector for the listener metrics:
-// dnsconfigurer_dnsserver_panics_total, _udp_dropped_total,
-// _tcp_refused_total, _tcp_connections and _lameduck.
+func newListenerDescs(labels prometheus.Labels) listenerDescs {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_"+name, help, nil, labels)
+	}
+	return listenerDescs{
+		panics:     d("panics_total", "Queries whose handler panicked (answered SERVFAIL)."),
+		udpDropped: d("udp_dropped_total", "UDP queries dropped because MaxUDPInFlight queries were being answered."),
+		tcpRefused: d("tcp_refused_total", "TCP connections closed at once because MaxTCPConns were open."),
+		tcpOpen:    d("tcp_connections", "Open TCP connections."),
+		draining:   d("lameduck", "1 while the server is in lameduck (still answering, /readyz failing)."),
+	}
+}
+
+// Describe implements prometheus.Collector for the listener metrics, each
+// with the label server=Name when Name is set: the request metrics
+// (dnsconfigurer_dnsserver_requests_total, _responses_total,
+// _request_duration_seconds, _request_size_bytes, _response_size_bytes;
+// see Server.Zones), and dnsconfigurer_dnsserver_panics_total,
+// _udp_dropped_total, _tcp_refused_total, _tcp_connections and _lameduck.
 func (s *Server) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{panicsDesc, udpDroppedDesc, tcpRefusedDesc, tcpOpenDesc, drainingDesc} {
+	g := s.guard()
+	ds := g.descs
+	for _, d := range []*prometheus.Desc{ds.panics, ds.udpDropped, ds.tcpRefused, ds.tcpOpen, ds.draining} {
 		ch <- d
 	}
+	g.req.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (s *Server) Collect(ch chan<- prometheus.Metric) {
 	g := s.guard()
-	ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(g.panics.Load()))
-	ch <- prometheus.MustNewConstMetric(udpDroppedDesc, prometheus.CounterValue, float64(g.udpDropped.Load()))
-	ch <- prometheus.MustNewConstMetric(tcpRefusedDesc, prometheus.CounterValue, float64(g.tcpRefused.Load()))
-	ch <- prometheus.MustNewConstMetric(tcpOpenDesc, prometheus.GaugeValue, float64(g.tcpOpen.Load()))
-	var d float64
+	g.req.collect(ch)
+	d := g.descs
+	ch <- prometheus.MustNewConstMetric(d.panics, prometheus.CounterValue, float64(g.panics.Load()))
+	ch <- prometheus.MustNewConstMetric(d.udpDropped, prometheus.CounterValue, float64(g.udpDropped.Load()))
+	ch <- prometheus.MustNewConstMetric(d.tcpRefused, prometheus.CounterValue, float64(g.tcpRefused.Load()))
+	ch <- prometheus.MustNewConstMetric(d.tcpOpen, prometheus.GaugeValue, float64(g.tcpOpen.Load()))
+	var draining float64
 	if s.draining.Load() {
-		d = 1
+		draining = 1
 	}
-	ch <- prometheus.MustNewConstMetric(drainingDesc, prometheus.GaugeValue, d)
+	ch <- prometheus.MustNewConstMetric(d.draining, prometheus.GaugeValue, draining)
 }

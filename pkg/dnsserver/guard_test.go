@@ -80,6 +80,10 @@ func TestPanicIsServfail(t *testing.T) {
 	if got := metric(t, srv, "dnsconfigurer_dnsserver_panics_total"); got != 2 {
 		t.Errorf("panics_total = %v, want 2", got)
 	}
+	// The SERVFAIL the guard wrote is counted as any reply.
+	if got := metric(t, srv, `dnsconfigurer_dnsserver_responses_total{rcode="SERVFAIL",zone="."}`); got != 2 {
+		t.Errorf("SERVFAIL responses = %v, want 2", got)
+	}
 	if n := strings.Count(logs.String(), "dns handler panicked"); n != 1 {
 		t.Errorf("panic logged %d times, want once:\n%s", n, logs.String())
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/miekg/dns"
 
@@ -66,7 +65,6 @@ type Handler struct {
 	records  Records
 	fwd      Exchanger
 	log      *slog.Logger
-	metrics  *Metrics
 	ap       *autopathExpander // nil: autopath off
 	static   Static
 	reverse  []reverseAuth // reverse zones answered authoritatively
@@ -89,9 +87,6 @@ func WithForwarder(e Exchanger) Option { return func(h *Handler) { h.fwd = e } }
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
-
-// WithMetrics sets the metrics the handler records into.
-func WithMetrics(m *Metrics) Option { return func(h *Handler) { h.metrics = m } }
 
 // WithLoadBalance rotates the order of A and AAAA RRsets, and of SRV
 // records of equal priority, in the answer section of every reply (off by
@@ -446,12 +441,7 @@ func (h *Handler) forwardQuestion(ctx context.Context, q dns.Question) Result {
 // cached in packed form per snapshot (see wireCache), so a repeated
 // question costs a map lookup, a copy and a write.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	start := time.Now()
 	_, tcp := w.RemoteAddr().(*net.TCPAddr)
-	var qtype uint16
-	if len(req.Question) > 0 {
-		qtype = req.Question[0].Qtype
-	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	if h.ap != nil && h.ap.sourceIP {
@@ -462,7 +452,6 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 			if b, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
 				*bp = b
-				h.metrics.observe(qtype, m.Rcode, time.Since(start))
 				h.write(w, b)
 				return
 			}
@@ -489,7 +478,6 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 					b[3] |= 0x10
 				}
 				*bp = b
-				h.metrics.observe(qtype, e.rcode, time.Since(start))
 				h.write(w, b)
 				return
 			}
@@ -506,9 +494,6 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	}
 	*bp = b
-	// Counted before the reply leaves: a client holding its answer finds
-	// the query in the metrics.
-	h.metrics.observe(qtype, m.Rcode, time.Since(start))
 	h.write(w, b)
 	if cacheable && local && z != nil && z == h.cur.Load() && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
 		// The cached form has RD and CD clear; they are set per request.

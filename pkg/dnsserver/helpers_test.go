@@ -27,7 +27,9 @@ type int64Counter struct{ n atomic.Int64 }
 func (c *int64Counter) add()       { c.n.Add(1) }
 func (c *int64Counter) get() int64 { return c.n.Load() }
 
-// gather flattens a registry into "name{label="v",...}" → value.
+// gather flattens a registry into "name{label="v",...}" → value; a
+// histogram is its name_count{...} and name_sum{...}, and name_count summed
+// over its series.
 func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -52,7 +54,13 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 			case m.GetGauge() != nil:
 				out[key] = m.GetGauge().GetValue()
 			case m.GetHistogram() != nil:
-				out[mf.GetName()+"_count"] = float64(m.GetHistogram().GetSampleCount())
+				// By series, and the count summed over the family.
+				h := m.GetHistogram()
+				out[strings.Replace(key, mf.GetName(), mf.GetName()+"_count", 1)] = float64(h.GetSampleCount())
+				out[strings.Replace(key, mf.GetName(), mf.GetName()+"_sum", 1)] = h.GetSampleSum()
+				if len(labels) > 0 {
+					out[mf.GetName()+"_count"] += float64(h.GetSampleCount())
+				}
 			}
 		}
 	}
@@ -62,7 +70,7 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 func TestHTTPEndpoints(t *testing.T) {
 	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
 	reg := prometheus.NewRegistry()
-	if _, err := dnsserver.NewMetrics(reg, st); err != nil {
+	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
 		t.Fatal(err)
 	}
 	h := dnsserver.NewHandler("cluster.local", st)

@@ -46,9 +46,7 @@ func (w *recordingWriter) WriteMsg(m *dns.Msg) error {
 }
 
 func (w *recordingWriter) Write(b []byte) (int, error) {
-	if len(b) >= 4 {
-		w.rcode = int(b[3] & 0x0f)
-	}
+	w.rcode = replyRcode(b)
 	w.size = len(b)
 	return w.ResponseWriter.Write(b)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/reuseport"
 )
@@ -82,6 +83,16 @@ type Server struct {
 	// accept queue not yet accepted are lost (the client's retry goes to
 	// the instances that remain). Port 0 picks a port no socket holds.
 	ReusePort bool
+	// Zones label the request metrics (Describe): a query is counted under
+	// the closest of them that contains its name, or under "." (default:
+	// none, every query under "."). Set before the first Start, SetHandler
+	// or registration; later changes are not seen.
+	Zones []string
+	// Name, when set, labels every metric of the server server="<Name>"
+	// (serve: "cluster" or "nodelocal", as the cache metrics' server
+	// label), so that one Prometheus job may scrape both kinds. Set before
+	// the first Start, SetHandler or registration.
+	Name string
 
 	mu       sync.Mutex
 	servers  []*dns.Server
@@ -101,7 +112,11 @@ func (s *Server) guard() *guard {
 		if n <= 0 {
 			n = DefaultMaxUDPInFlight
 		}
-		s.g = &guard{udp: make(chan struct{}, n), log: s.Logger}
+		var labels prometheus.Labels
+		if s.Name != "" {
+			labels = prometheus.Labels{"server": s.Name}
+		}
+		s.g = &guard{udp: make(chan struct{}, n), log: s.Logger, req: newRequestMetrics(s.Zones, labels), descs: newListenerDescs(labels)}
 		if s.g.log == nil {
 			s.g.log = slog.New(slog.DiscardHandler)
 		}

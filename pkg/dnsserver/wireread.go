@@ -82,7 +82,10 @@ func (r *wireReader) ReadUDP(conn *net.UDPConn, timeout time.Duration) ([]byte, 
 		// The handler of a datagram is the one current once it is read
 		// (SetHandler).
 		if wa, ok := (*r.g.handler.Load()).(WireAnswerer); ok && n >= 12 {
+			start := r.g.req.now()
 			if out, ok := r.answer(wa, m); ok {
+				// Counted before the reply leaves, as ServeDNS's.
+				r.g.req.wire(m, out, sess.RemoteAddr(), start)
 				if _, err := dns.WriteToSessionUDP(conn, out, sess); err != nil {
 					r.g.log.Debug("write reply", "remote", sess.RemoteAddr().String(), "err", err)
 				}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
@@ -124,5 +125,98 @@ func TestWireAnswerer(t *testing.T) {
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// TestQueriesCounted: the server counts the queries it answers from their
+// wire form as those ServeDNS answers, by zone, transport, address family
+// and type, with the reply's rcode and size, over IPv4 and (when the host
+// has it) IPv6 loopback.
+func TestQueriesCounted(t *testing.T) {
+	h := &wireHandler{}
+	srv := &dnsserver.Server{Handler: h, Listen: []string{"127.0.0.1:0"}, Zones: []string{"example"}}
+	if ln, err := net.ListenPacket("udp", "[::1]:0"); err == nil {
+		ln.Close()
+		srv.Listen = append(srv.Listen, "[::1]:0")
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	var wireBytes float64
+	for _, addr := range srv.Addrs() {
+		for range 2 {
+			r := exchange(t, "udp", addr, "fast.example.") // AnswerWire
+			b, _ := r.Pack()
+			wireBytes += float64(len(b))
+		}
+		exchange(t, "udp", addr, "slow.example.")     // ServeDNS
+		exchange(t, "tcp", addr, "fast.example.")     // ServeDNS
+		exchange(t, "udp", addr, "slow.example.org.") // outside the zone
+	}
+	n := float64(len(srv.Addrs()))
+	if got := float64(h.wired.Load()); got != 2*n {
+		t.Fatalf("AnswerWire answered %v queries, want %v", got, 2*n)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(srv)
+	got := gather(t, reg)
+	want := map[string]float64{
+		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",zone="example."}`:         4 * n,
+		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",zone="."}`:                n,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count{type="A",zone="example."}`: 4 * n,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count{type="A",zone="."}`:        n,
+		`dnsconfigurer_dnsserver_request_size_bytes_count{proto="udp",zone="example."}`:    3 * n,
+		`dnsconfigurer_dnsserver_request_size_bytes_count{proto="tcp",zone="example."}`:    n,
+		`dnsconfigurer_dnsserver_response_size_bytes_count{proto="udp",zone="example."}`:   3 * n,
+		`dnsconfigurer_dnsserver_response_size_bytes_count{proto="udp",zone="."}`:          n,
+		// The query's own size: header, fast.example. and type and class.
+		`dnsconfigurer_dnsserver_request_size_bytes_sum{proto="tcp",zone="example."}`: n * (12 + 14 + 4),
+	}
+	for _, family := range []string{"1", "2"}[:len(srv.Addrs())] {
+		want[`dnsconfigurer_dnsserver_requests_total{family="`+family+`",proto="udp",type="A",zone="example."}`] = 3
+		want[`dnsconfigurer_dnsserver_requests_total{family="`+family+`",proto="tcp",type="A",zone="example."}`] = 1
+		want[`dnsconfigurer_dnsserver_requests_total{family="`+family+`",proto="udp",type="A",zone="."}`] = 1
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	// The replies AnswerWire wrote are counted with their own size: the
+	// UDP reply bytes in the zone are those plus ServeDNS's.
+	if all := got[`dnsconfigurer_dnsserver_response_size_bytes_sum{proto="udp",zone="example."}`]; all <= wireBytes {
+		t.Errorf("UDP reply bytes in the zone = %v, want more than the %v of the wire answers alone", all, wireBytes)
+	}
+}
+
+// TestServerNameLabel: with Name set, every metric of the server has the
+// label server, so that one job can scrape the cluster DNS and node-local.
+func TestServerNameLabel(t *testing.T) {
+	srv := &dnsserver.Server{Handler: &wireHandler{}, Name: "nodelocal"}
+	addr := startServer(t, srv)
+	exchange(t, "udp", addr, "slow.example.")
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(srv)
+	got := gather(t, reg)
+	for _, k := range []string{
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",server="nodelocal",type="A",zone="."}`,
+		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",server="nodelocal",zone="."}`,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count{server="nodelocal",type="A",zone="."}`,
+		`dnsconfigurer_dnsserver_request_size_bytes_count{proto="udp",server="nodelocal",zone="."}`,
+		`dnsconfigurer_dnsserver_response_size_bytes_count{proto="udp",server="nodelocal",zone="."}`,
+	} {
+		if got[k] != 1 {
+			t.Errorf("%s = %v, want 1", k, got[k])
+		}
+	}
+	for _, k := range []string{"panics_total", "udp_dropped_total", "tcp_refused_total", "tcp_connections", "lameduck"} {
+		if _, ok := got[`dnsconfigurer_dnsserver_`+k+`{server="nodelocal"}`]; !ok {
+			t.Errorf("dnsconfigurer_dnsserver_%s has no server label: %v", k, got)
+		}
 	}
 }

@@ -487,3 +487,40 @@ func TestZonesShareRegistry(t *testing.T) {
 		t.Errorf("no series for zone corp.example.: %v", m)
 	}
 }
+
+// TestRepliesByRcode: each accepted reply is counted and timed under its
+// upstream and rcode (CoreDNS's coredns_forward_request_duration_seconds
+// {to,rcode}).
+func TestRepliesByRcode(t *testing.T) {
+	s := runStub(t, func(req *dns.Msg) []*dns.Msg {
+		r := answer(req)
+		switch {
+		case strings.HasPrefix(req.Question[0].Name, "nx."):
+			r.Answer, r.Rcode = nil, dns.RcodeNameError
+		case strings.HasPrefix(req.Question[0].Name, "odd."):
+			r.Answer, r.Rcode = nil, 13 // unnamed
+		}
+		return []*dns.Msg{r}
+	})
+	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{s.addr}, Zone: "."})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f)
+	for _, name := range []string{"a.example.", "b.example.", "nx.example.", "odd.example."} {
+		if _, err := ask(f, context.Background(), name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	m := gather(t, reg)
+	for _, tc := range []struct {
+		rcode string
+		want  float64
+	}{{"NOERROR", 2}, {"NXDOMAIN", 1}, {"other", 1}} {
+		labels := `{rcode="` + tc.rcode + `",upstream="` + s.addr + `",zone="."}`
+		if got := m["dnsconfigurer_forward_request_duration_seconds"+labels+"_count"]; got != tc.want {
+			t.Errorf("request_duration_seconds%s count = %v, want %v", labels, got, tc.want)
+		}
+		if got := m["dnsconfigurer_forward_responses_total"+labels]; got != tc.want {
+			t.Errorf("responses_total%s = %v, want %v", labels, got, tc.want)
+		}
+	}
+}

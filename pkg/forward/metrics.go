@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -11,7 +12,7 @@ type metrics struct {
 
 	requests      *prometheus.CounterVec   // upstream
 	responses     *prometheus.CounterVec   // upstream, rcode
-	duration      *prometheus.HistogramVec // upstream
+	duration      *prometheus.HistogramVec // upstream, rcode
 	errors        *prometheus.CounterVec   // upstream
 	healthFails   *prometheus.CounterVec   // upstream
 	cacheHits     *prometheus.CounterVec   // upstream, proto
@@ -41,8 +42,8 @@ func newMetrics(zone string) *metrics {
 		requests:     counter("requests_total", "Queries sent to upstreams (a TCP retry counts again).", "upstream"),
 		responses:    counter("responses_total", "Replies accepted from upstreams, by rcode.", "upstream", "rcode"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "dnsconfigurer", Subsystem: "forward", Name: "request_duration_seconds",
-			Help: "Time from sending a query to an upstream to its accepted reply.", ConstLabels: cl,
-			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 16)}, []string{"upstream"}),
+			Help: "Time from sending a query to an upstream to its accepted reply, by the reply's rcode.", ConstLabels: cl,
+			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 16)}, []string{"upstream", "rcode"}),
 		errors:      counter("upstream_errors_total", "Failed exchanges with upstreams (timeouts, refused connections, errors).", "upstream"),
 		healthFails: counter("healthcheck_failures_total", "Health probes that got no reply.", "upstream"),
 		cacheHits:   counter("conn_cache_hits_total", "Queries sent on a pooled connection.", "upstream", "proto"),
@@ -56,6 +57,15 @@ func newMetrics(zone string) *metrics {
 	m.perUpstream = append(m.perUpstream, m.duration.MetricVec)
 	m.collectorsVec = append(m.collectorsVec, m.duration)
 	return m
+}
+
+// rcodeName is the rcode label of a reply: its name, or "other" for an
+// rcode miekg/dns does not name.
+func rcodeName(rcode int) string {
+	if n, ok := dns.RcodeToString[rcode]; ok {
+		return n
+	}
+	return "other"
 }
 
 // forget drops the series of an upstream no longer listed.
@@ -78,7 +88,7 @@ func (m *metrics) forget(addr string) {
 //   - dnsconfigurer_forward_upstream_healthy{upstream}
 //   - dnsconfigurer_forward_requests_total{upstream}
 //   - dnsconfigurer_forward_responses_total{upstream,rcode}
-//   - dnsconfigurer_forward_request_duration_seconds{upstream}
+//   - dnsconfigurer_forward_request_duration_seconds{upstream,rcode}
 //   - dnsconfigurer_forward_upstream_errors_total{upstream}
 //   - dnsconfigurer_forward_healthcheck_failures_total{upstream}
 //   - dnsconfigurer_forward_conn_cache_hits_total{upstream,proto},

@@ -215,11 +215,12 @@ func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp,
 		// A stopped AfterFunc has not moved the deadline: the connection
 		// is still good.
 		keep = stop()
-		f.m.duration.WithLabelValues(u.name).Observe(time.Since(start).Seconds())
+		rcode := rcodeName(r.Rcode)
+		f.m.duration.WithLabelValues(u.name, rcode).Observe(time.Since(start).Seconds())
 		if !tcp && r.Truncated {
 			return nil, errTruncated, reused
 		}
-		f.m.responses.WithLabelValues(u.name, dns.RcodeToString[r.Rcode]).Inc()
+		f.m.responses.WithLabelValues(u.name, rcode).Inc()
 		return r, nil, reused
 	}
 }

@@ -36,7 +36,10 @@
 // _autopath_options_total, _upstream_failures_total; the cache's
 // dnsconfigurer_cache_*{server="nodelocal"} (entries, bytes, evictions,
 // stale answers by kind) and the forwarders' dnsconfigurer_forward_*{zone}
-// (latency and health per upstream) are registered beside them.
+// (latency and health per upstream) are registered beside them, and the
+// server's dnsconfigurer_dnsserver_*{server="nodelocal"} (requests by
+// zone, transport, family and type, responses by rcode, latency, sizes,
+// panics), which count the wire answers too.
 //
 // Transparent mode (its addresses, including the cluster DNS Service IP,
 // and the notrack table on the node) is pkg/nodenet's.

@@ -157,8 +157,12 @@ type kustomization struct {
 		Patch  string            `json:"patch"`
 	} `json:"patches,omitempty"`
 	ConfigMapGenerator []struct {
-		Name  string   `json:"name"`
-		Files []string `json:"files"`
+		Name    string   `json:"name"`
+		Files   []string `json:"files"`
+		Options *struct {
+			DisableNameSuffixHash bool              `json:"disableNameSuffixHash,omitempty"`
+			Labels                map[string]string `json:"labels,omitempty"`
+		} `json:"options,omitempty"`
 	} `json:"configMapGenerator,omitempty"`
 }
 
@@ -178,6 +182,7 @@ type objects struct {
 	webhooks            []admissionregistrationv1.ValidatingWebhookConfiguration
 	issuers             []cmIssuer
 	certificates        []cmCertificate
+	prometheusRules     []prometheusRule // deploy/monitoring (monitoring_test.go)
 	shimConfigs         []v1alpha1.ShimConfiguration
 	webhookConfigs      []v1alpha1.WebhookConfiguration
 	kustomizations      map[string]kustomization // by directory
@@ -249,6 +254,8 @@ func (o *objects) add(where string, doc []byte) error {
 		_, err = strict(doc, &o.issuers)
 	case "cert-manager.io/v1 Certificate":
 		_, err = strict(doc, &o.certificates)
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		_, err = strict(doc, &o.prometheusRules)
 	case "dnsconfigurer.io/v1alpha1 ShimConfiguration", "dnsconfigurer.io/v1alpha1 WebhookConfiguration":
 		err = o.addConfig(doc)
 		if err == nil {

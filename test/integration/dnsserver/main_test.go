@@ -104,12 +104,12 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 		t.Fatalf("store: %v", err)
 	}
 	reg := prometheus.NewRegistry()
-	metrics, err := dnsserver.NewMetrics(reg, st)
-	if err != nil {
+	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
-	h := dnsserver.NewHandler(zone, st, dnsserver.WithMetrics(metrics))
-	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	h := dnsserver.NewHandler(zone, st)
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h, Zones: []string{zone}}
+	reg.MustRegister(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := srv.Start(ctx); err != nil {
 		cancel()
