@@ -83,7 +83,7 @@ func loadRBAC(t *testing.T) shimRBAC {
 // with this role.
 func TestRBACManifest(t *testing.T) {
 	r := loadRBAC(t)
-	if r.account.Name != "dnsconfigurer-shim" || r.account.Namespace != "dnsconfigurer-system" {
+	if r.account.Name != "dnsconfigurer-shim" || r.account.Namespace != "dnsconfigurer-node" {
 		t.Errorf("ServiceAccount %s/%s", r.account.Namespace, r.account.Name)
 	}
 	want := []rbacv1.PolicyRule{
