@@ -12,6 +12,9 @@ import (
 type paths struct {
 	root, state, socket, runcRoot, opt string
 	cniConfDir, cniBinDir, ipamDir     string
+	// nriSocket and nriDir: containerd 2.x's NRI socket and plugin
+	// directories (version 3 config only).
+	nriSocket, nriDir string
 }
 
 // containerdConfig renders a config file in the version 2 schema, the one
@@ -138,4 +141,62 @@ func cniConfList(ipamDir string, routes []netip.Prefix) ([]byte, error) {
 		}},
 	}
 	return json.MarshalIndent(conf, "", "  ")
+}
+
+// containerdConfigV3 renders the same settings in the version 3 schema of
+// containerd 2.x, whose CRI plugin is split into
+// io.containerd.cri.v1.images (snapshotter, the pinned sandbox image) and
+// io.containerd.cri.v1.runtime (runtimes, CNI, security settings), with
+// the streaming server left in io.containerd.grpc.v1.cri. NRI, on by
+// default in 2.x, listens on a socket under the harness's directory
+// instead of the machine's /var/run/nri.
+func containerdConfigV3(p paths) string {
+	q := strconv.Quote
+	var b strings.Builder
+	fmt.Fprintf(&b, "version = 3\nroot = %s\nstate = %s\n", q(p.root), q(p.state))
+	b.WriteString(`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.erofs"]` + "\n\n")
+	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", q(p.socket))
+	fmt.Fprintf(&b, "[ttrpc]\n  address = %s\n\n", q(p.socket+".ttrpc"))
+	b.WriteString("[debug]\n  address = \"\"\n\n[metrics]\n  address = \"\"\n\n")
+	fmt.Fprintf(&b, "[plugins.'io.containerd.internal.v1.opt']\n  path = %s\n\n", q(p.opt))
+	fmt.Fprintf(&b, `[plugins.'io.containerd.nri.v1.nri']
+  disable = false
+  socket_path = %s
+  plugin_path = %s
+  plugin_config_path = %s
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = %s
+
+[plugins.'io.containerd.cri.v1.runtime']
+  # As in the version 2 config above.
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  netns_mounts_under_state_dir = true
+  max_container_log_line_size = 16384
+
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = [%s]
+    conf_dir = %s
+    max_conf_num = 1
+
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        Root = %s
+        SystemdCgroup = false
+
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+`, q(p.nriSocket), q(p.nriDir), q(p.nriDir), q(PauseImage), q(p.cniBinDir), q(p.cniConfDir), q(p.runcRoot))
+	return b.String()
 }

@@ -7,7 +7,9 @@
 // holding only loopback and the pod bridge (dnscfg0, BridgeAddr on
 // PodSubnet, no masquerade, no default route), so nothing a test runs can
 // leave the machine. containerd runs in it with its own config (schema
-// version 2, which Debian bookworm's containerd 1.6 reads), root, state and
+// version 2 for Debian bookworm's containerd 1.6, version 3 for containerd
+// 2.x: Options.Runtime, by default $DNSCONFIGURER_CONTAINERD_BIN's binaries
+// from test/e2e/containerd2.sh, else PATH's), root, state and
 // socket under a temporary directory, in a private mount namespace and a
 // PID namespace of which it is PID 1; Close, registered with t.Cleanup,
 // removes the sandboxes through the CRI, stops containerd, and so every

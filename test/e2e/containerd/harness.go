@@ -64,6 +64,9 @@ type Options struct {
 	// Images are extra OCI image tarballs (reference → file) to import
 	// besides the pause and test images.
 	Images map[string]string
+	// Runtime is the containerd to run; the zero value is
+	// DefaultRuntime() (see RuntimeEnv).
+	Runtime *Runtime
 }
 
 // Harness is a running containerd with the CRI plugin, runc and a CNI
@@ -89,8 +92,12 @@ type Harness struct {
 	// HostResolvConf is the path of the file from Options.HostResolvConf,
 	// or "" when the machine's /etc/resolv.conf is used.
 	HostResolvConf string
-	// Versions of the binaries in use, as they print them.
+	// Versions of the binaries in use, as they print them, and
+	// containerd's major version (1 or 2).
 	ContainerdVersion, RuncVersion string
+	ContainerdMajor                int
+	// Runtime is the containerd in use.
+	Runtime Runtime
 	// Started is how long Start took.
 	Started time.Duration
 	// SharedDirs are Options.SharedDirs, once mounted.
@@ -120,7 +127,16 @@ func Require(t testing.TB) string {
 		t.Skip("containerd e2e: needs root (run as root after test/e2e/setup.sh)")
 	}
 	var missing []string
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "nsenter", "unshare", "mount"} {
+	rt := DefaultRuntime()
+	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "ctr"} {
+		if _, err := exec.LookPath(rt.bin(bin)); err != nil {
+			if rt.BinDir != "" {
+				t.Fatalf("containerd e2e: $%s=%s lacks %s: %v", RuntimeEnv, rt.BinDir, bin, err)
+			}
+			missing = append(missing, bin)
+		}
+	}
+	for _, bin := range []string{"runc", "ip", "nsenter", "unshare", "mount"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			missing = append(missing, bin)
 		}
@@ -175,6 +191,11 @@ func Start(t testing.TB, opts Options) *Harness {
 	if err != nil {
 		t.Fatalf("containerd e2e: %v", err)
 	}
+	// Traversable by the remapped users of user-namespaced pods, whose
+	// files live under root and state.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatalf("containerd e2e: %v", err)
+	}
 	suffix := strings.TrimPrefix(filepath.Base(dir), "dnscfg-e2e-")
 	id := randomHex(4)
 	h := &Harness{
@@ -187,6 +208,10 @@ func Start(t testing.TB, opts Options) *Harness {
 		CgroupParent: "/dnscfg-e2e-" + id + "-" + suffix,
 		cniBin:       cniBin,
 		exited:       make(chan struct{}),
+		Runtime:      DefaultRuntime(),
+	}
+	if opts.Runtime != nil {
+		h.Runtime = *opts.Runtime
 	}
 	h.Endpoint = "unix://" + h.Socket
 	t.Cleanup(h.Close)
@@ -211,14 +236,27 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 		cniConfDir: filepath.Join(h.Dir, "cni", "net.d"),
 		cniBinDir:  h.cniBin,
 		ipamDir:    filepath.Join(h.Dir, "cni", "ipam"),
+		nriSocket:  filepath.Join(h.Dir, "nri.sock"),
+		nriDir:     filepath.Join(h.Dir, "nri"),
 	}
-	for _, d := range []string{p.root, p.state, p.runcRoot, p.opt, p.cniConfDir, p.ipamDir, filepath.Join(h.Dir, "cni", "cache"), h.LogRoot, filepath.Join(h.Dir, "run"), filepath.Join(h.Dir, "images")} {
+	for _, d := range []string{p.root, p.state, p.runcRoot, p.opt, p.nriDir, p.cniConfDir, p.ipamDir, filepath.Join(h.Dir, "cni", "cache"), h.LogRoot, filepath.Join(h.Dir, "run"), filepath.Join(h.Dir, "images")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
+	var err error
+	if h.ContainerdVersion, err = output(ctx, h.Runtime.bin("containerd"), "--version"); err != nil {
+		return err
+	}
+	if h.ContainerdMajor, err = majorVersion(h.ContainerdVersion); err != nil {
+		return err
+	}
+	render := containerdConfig
+	if h.ContainerdMajor >= 2 {
+		render = containerdConfigV3
+	}
 	config := filepath.Join(h.Dir, "config.toml")
-	if err := os.WriteFile(config, []byte(containerdConfig(p)), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(render(p)), 0o644); err != nil {
 		return err
 	}
 	cni, err := cniConfList(p.ipamDir, opts.Routes)
@@ -251,9 +289,6 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 			}
 		}
 	}
-	if h.ContainerdVersion, err = output(ctx, "containerd", "--version"); err != nil {
-		return err
-	}
 	if v, err := output(ctx, "runc", "--version"); err == nil {
 		h.RuncVersion, _, _ = strings.Cut(v, "\n")
 	} else {
@@ -274,7 +309,7 @@ mount --bind "$1/run" /run/containerd
 mkdir -p /var/lib/cni
 mount --bind "$1/cni/cache" /var/lib/cni
 if [ -n "$2" ]; then mount --bind "$2" /etc/resolv.conf; fi
-exec containerd --config "$1/config.toml" --log-level "$3"
+exec "$4" --config "$1/config.toml" --log-level "$3"
 `
 	h.logFile, err = os.Create(filepath.Join(h.Dir, "containerd.log"))
 	if err != nil {
@@ -282,7 +317,8 @@ exec containerd --config "$1/config.toml" --log-level "$3"
 	}
 	h.cmd = exec.Command("nsenter", "--net="+h.NetNSPath, "--",
 		"unshare", "--mount", "--propagation", propagation, "--pid", "--fork", "--mount-proc", "--kill-child",
-		"--", "/bin/sh", "-c", script, "sh", h.Dir, h.HostResolvConf, opts.LogLevel)
+		"--", "/bin/sh", "-c", script, "sh", h.Dir, h.HostResolvConf, opts.LogLevel, h.Runtime.bin("containerd"))
+	h.cmd.Env = h.Runtime.env()
 	h.cmd.Stdout, h.cmd.Stderr = h.logFile, h.logFile
 	// Should the test process die without cleaning up (a go test timeout
 	// exits at once), the kernel kills unshare, which kills containerd, and
@@ -326,7 +362,7 @@ exec containerd --config "$1/config.toml" --log-level "$3"
 		files[ref] = file
 	}
 	for ref, file := range files {
-		if _, err := output(ctx, "ctr", "--address", h.Socket, "--namespace", CRINamespace, "images", "import", file); err != nil {
+		if _, err := output(ctx, h.Runtime.bin("ctr"), "--address", h.Socket, "--namespace", CRINamespace, "images", "import", file); err != nil {
 			return fmt.Errorf("import %q: %w", ref, err)
 		}
 	}
