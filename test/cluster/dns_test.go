@@ -191,6 +191,12 @@ func (c *Cluster) nodeLocalQueries(ctx context.Context) (int, error) {
 // scrape sums every series of the named metrics at url, dialled from the
 // node's network namespace. Each name must be there.
 func (c *Cluster) scrape(ctx context.Context, url string, names ...string) (int, error) {
+	return c.scrapeSum(ctx, url, true, names...)
+}
+
+// scrapeSum is scrape; with required false, a name with no series yet (a
+// labelled counter before its first count) counts 0.
+func (c *Cluster) scrapeSum(ctx context.Context, url string, required bool, names ...string) (int, error) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: c.dialContext, DisableKeepAlives: true}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -219,7 +225,7 @@ func (c *Cluster) scrape(ctx context.Context, url string, names ...string) (int,
 		total += int(v)
 		seen[name] = true
 	}
-	if len(seen) != len(names) {
+	if required && len(seen) != len(names) {
 		return 0, fmt.Errorf("%s lacks some of %q", url, names)
 	}
 	return total, sc.Err()

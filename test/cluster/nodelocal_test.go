@@ -271,7 +271,8 @@ func (c *Cluster) clusterDNSQueries(ctx context.Context) (int, error) {
 		if p.Status.PodIP == "" {
 			continue
 		}
-		n, err := c.scrape(ctx, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(9153))+"/metrics", "dnsconfigurer_dnsserver_requests_total")
+		// A replica that has answered nothing yet has no series.
+		n, err := c.scrapeSum(ctx, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(9153))+"/metrics", false, "dnsconfigurer_dnsserver_requests_total")
 		if err != nil {
 			return 0, fmt.Errorf("pod %s: %w", p.Name, err)
 		}
