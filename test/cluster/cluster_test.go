@@ -23,7 +23,7 @@ func TestCluster(t *testing.T) {
 	t.Run("up", func(t *testing.T) {
 		begin := time.Now()
 		c = Start(t, buildbin.Dnsconfigurer(t), Options{})
-		t.Logf("cluster up in %s (kubelet Ready through the shim)", time.Since(begin).Round(time.Millisecond))
+		t.Logf("cluster up in %s (kubelet Ready through the shim; %s, %s)", time.Since(begin).Round(time.Millisecond), c.Node.ContainerdVersion, c.Node.RuncVersion)
 
 		ok := t.Run("deploy", func(t *testing.T) { testDeploy(t, c) })
 		t.Run("kubelet", func(t *testing.T) { testKubelet(t, c) })
