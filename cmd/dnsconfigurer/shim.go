@@ -135,6 +135,7 @@ func flagError(err error) error {
 		"nodeIPs": "node-ip", "resolvConfMode": "resolv-conf-mode", "listen": "listen", "runtimeEndpoint": "runtime-endpoint",
 		"podLookupTimeout": "pod-lookup-timeout", "limits": "limits", "failurePolicy": "failure-policy",
 		"nodeName": "node-name", "metricsListen": "metrics-listen",
+		"socket": "socket", "pluginName": "plugin-name", "pluginIndex": "plugin-index", "stateDir": "state-dir",
 	} {
 		if strings.HasPrefix(msg, field+":") || strings.HasPrefix(msg, field+"[") {
 			return fmt.Errorf("--%s (%s", flagName, strings.Replace(msg, ":", "):", 1))
@@ -188,10 +189,11 @@ func boundShutdown(ctx context.Context, limit time.Duration, log *slog.Logger, r
 	}
 }
 
-// shimEngine is the policy engine for the shim's node settings.
-func shimEngine(cfg *v1alpha1.ShimConfiguration, log *slog.Logger) (*policy.Engine, error) {
-	eng, err := policy.New(policy.Node{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
-		NodeLocalDNS: cfg.NodeLocalDNS, NodeIPs: cfg.NodeIPs, OS: cfg.NodeOS})
+// nodeEngine is the policy engine for a node component's settings (the
+// shim's, the NRI plugin's), with its warnings logged.
+func nodeEngine(node v1alpha1.NodeDNS, nodeIPs []string, log *slog.Logger) (*policy.Engine, error) {
+	eng, err := policy.New(policy.Node{ClusterDNS: node.ClusterDNS, ClusterDomain: node.ClusterDomain,
+		NodeLocalDNS: node.NodeLocalDNS, NodeIPs: nodeIPs, OS: node.NodeOS})
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -207,7 +209,7 @@ func shimEngine(cfg *v1alpha1.ShimConfiguration, log *slog.Logger) (*policy.Engi
 // runShimParts runs the shim, its pod informer (with an API server) and its
 // metrics server until ctx is done or one of them fails.
 func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
-	eng, err := shimEngine(cfg, log)
+	eng, err := nodeEngine(cfg.NodeDNS, cfg.NodeIPs, log)
 	if err != nil {
 		return err
 	}

@@ -86,6 +86,10 @@
 // (at most WithMaxConns kubelet-side connections, 16 by default), registered on the Registerer given
 // with WithRegistry.
 //
+// pkg/nriplugin reuses the pod lookup (SandboxLookup, StaticPod), the
+// inverse (FromSandbox) and the limits verdict (OverLimits, RejectMessage),
+// so that both adapters decide a pod's DNS the same way.
+//
 // The package imports pkg/h2relay, gRPC, cri-api and client-go; it has no
 // HTTP/2 code of its own. pkg/policy, pkg/fqdn, pkg/h2relay and api/ must
 // not import it.

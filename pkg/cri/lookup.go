@@ -306,7 +306,15 @@ func (p *PodInformer) match(sb SandboxPod, anyName bool) (*corev1.Pod, []string)
 // staticSandbox reports a sandbox of a pod kubelet did not get from the
 // API server (a static pod: its UID is its config hash).
 func staticSandbox(cfg *runtimeapi.PodSandboxConfig) bool {
-	src := cfg.GetAnnotations()[configSourceAnnotation]
+	return StaticPod(cfg.GetAnnotations())
+}
+
+// StaticPod reports, from the pod annotations kubelet hands the runtime
+// (the sandbox config's, or NRI's PodSandbox.Annotations), a pod kubelet
+// did not get from the API server: a static pod, whose UID is its config
+// hash (SandboxPod.Static).
+func StaticPod(annotations map[string]string) bool {
+	src := annotations[configSourceAnnotation]
 	return src != "" && src != "api"
 }
 

@@ -84,18 +84,13 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 		return s.failedNoChange(req, source, reason, fmt.Errorf("pod %q (uid %s): %w", namespace+"/"+name, uid, err))
 	}
 
-	var over []policy.Warning
-	for _, w := range res.Warnings {
-		if w.Limit != "" {
-			over = append(over, w)
-		}
-	}
+	over := OverLimits(res.Warnings)
 	if len(over) > 0 && s.limits == LimitsReject {
 		for _, w := range over {
 			s.m.limits.WithLabelValues(w.Limit, "rejected").Inc()
 		}
 		s.m.sandboxes.WithLabelValues(source, "rejected").Inc()
-		msg := rejectMessage(namespace, name, uid, over)
+		msg := RejectMessage(namespace, name, uid, over)
 		log.Warn("sandbox rejected: DNS limits exceeded", "error", msg)
 		return nil, false, status.Error(codes.InvalidArgument, msg)
 	}
@@ -157,8 +152,22 @@ func (s *Server) failed(req *runtimeapi.RunPodSandboxRequest, source, reason str
 	return req, nil
 }
 
-// rejectMessage names the limit, the pod and the offending values.
-func rejectMessage(namespace, name, uid string, over []policy.Warning) string {
+// OverLimits are the warnings of ws that trimmed a limit (Limit set): what
+// limits mode reject refuses.
+func OverLimits(ws []policy.Warning) []policy.Warning {
+	var over []policy.Warning
+	for _, w := range ws {
+		if w.Limit != "" {
+			over = append(over, w)
+		}
+	}
+	return over
+}
+
+// RejectMessage is the error text of a pod refused under limits mode
+// reject: it names the pod, each limit in over (the warnings whose Limit is
+// set) and the values over it. The NRI plugin fails containers with it too.
+func RejectMessage(namespace, name, uid string, over []policy.Warning) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dnsconfigurer: pod %q (uid %s) exceeds the DNS limits (limits mode reject):", namespace+"/"+name, uid)
 	for i, w := range over {

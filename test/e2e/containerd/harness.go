@@ -80,6 +80,9 @@ type Harness struct {
 	// "unix://" URL, as kubelet's --container-runtime-endpoint takes it.
 	Socket   string
 	Endpoint string
+	// NRISocket is containerd 2.x's NRI socket (NRI plugins register on
+	// it); "" with containerd 1.x, whose config leaves NRI off.
+	NRISocket string
 	// NetNS is the network namespace's name ("dnscfg-e2e-<random>") and
 	// NetNSPath its bind mount (/run/netns/<name>).
 	NetNS     string
@@ -254,6 +257,7 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 	render := containerdConfig
 	if h.ContainerdMajor >= 2 {
 		render = containerdConfigV3
+		h.NRISocket = p.nriSocket
 	}
 	config := filepath.Join(h.Dir, "config.toml")
 	if err := os.WriteFile(config, []byte(render(p)), 0o644); err != nil {

@@ -1,0 +1,121 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// NRIKind is the kind of the NRI plugin's config file.
+const NRIKind = "NRIConfiguration"
+
+// NRI plugin defaults.
+const (
+	DefaultNRISocket           = "/var/run/nri/nri.sock"
+	DefaultNRIPluginName       = "dnsconfigurer"
+	DefaultNRIPluginIndex      = "10"
+	DefaultNRIStateDir         = "/run/dnsconfigurer/nri"
+	DefaultNRIPodLookupTimeout = "1s"
+)
+
+// NRIConfiguration is the config file of `dnsconfigurer nri`; flags
+// override it:
+//
+//	apiVersion: dnsconfigurer.io/v1alpha1
+//	kind: NRIConfiguration
+//	clusterDNS: [10.96.0.10]
+//	clusterDomain: cluster.local
+//	resolvConf: /etc/resolv.conf
+//	nodeLocalDNS: [169.254.20.10]
+//	socket: /var/run/nri/nri.sock
+//	pluginName: dnsconfigurer
+//	pluginIndex: "10"
+//	stateDir: /run/dnsconfigurer/nri
+//	nodeName: node-1          # with an API server
+//	kubeconfig: ""            # "" and in a pod: in-cluster config
+//	limits: trim
+//	metricsListen: 127.0.0.1:9311
+type NRIConfiguration struct {
+	TypeMeta `json:",inline"`
+	// NodeDNS is what kubelet's clusterDNS, clusterDomain and resolvConf
+	// say, plus the node-local DNS address and the node OS.
+	NodeDNS `json:",inline"`
+
+	// Socket is the runtime's NRI socket (default /var/run/nri/nri.sock).
+	Socket string `json:"socket,omitempty"`
+	// PluginName and PluginIndex make the plugin's registered name
+	// "<index>-<name>" (default "10-dnsconfigurer"); the index is two
+	// digits and orders the plugins of a runtime.
+	PluginName  string `json:"pluginName,omitempty"`
+	PluginIndex string `json:"pluginIndex,omitempty"`
+	// StateDir holds a directory per pod UID with the pod's resolv.conf
+	// (default /run/dnsconfigurer/nri).
+	StateDir string `json:"stateDir,omitempty"`
+
+	// Kubeconfig is the API server's kubeconfig; "" uses the files of
+	// $KUBECONFIG, else the in-cluster config when running in a pod, and
+	// no API server otherwise.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// NodeName is this node's name, required with an API server.
+	NodeName string `json:"nodeName,omitempty"`
+	// PodLookupTimeout is how long a container waits for a pod the
+	// informer has not seen yet (default "1s"; NRI's request timeout is
+	// 2s by default).
+	PodLookupTimeout string `json:"podLookupTimeout,omitempty"`
+
+	// Limits is "trim" (default) or "reject" (the container, and with an
+	// API server the sandbox, fails).
+	Limits string `json:"limits,omitempty"`
+
+	// MetricsListen is the HTTP address of /metrics, /healthz and
+	// /readyz; "" (default) serves none.
+	MetricsListen string `json:"metricsListen,omitempty"`
+}
+
+// SetDefaults fills unset fields.
+func (c *NRIConfiguration) SetDefaults() {
+	c.NodeDNS.SetDefaults()
+	setString(&c.Socket, DefaultNRISocket)
+	setString(&c.PluginName, DefaultNRIPluginName)
+	setString(&c.PluginIndex, DefaultNRIPluginIndex)
+	setString(&c.StateDir, DefaultNRIStateDir)
+	setString(&c.PodLookupTimeout, DefaultNRIPodLookupTimeout)
+	setString(&c.Limits, LimitsTrim)
+}
+
+// Validate reports the first invalid field by name.
+func (c *NRIConfiguration) Validate() error {
+	if err := c.NodeDNS.Validate(""); err != nil {
+		return err
+	}
+	if err := socketPath(c.Socket); err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	if c.PluginName == "" || strings.Trim(c.PluginName, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-") != "" {
+		return fmt.Errorf("pluginName: %q must be letters, digits and _.+-", c.PluginName)
+	}
+	if len(c.PluginIndex) != 2 || strings.Trim(c.PluginIndex, "0123456789") != "" {
+		return fmt.Errorf("pluginIndex: %q must be two digits", c.PluginIndex)
+	}
+	if !strings.HasPrefix(c.StateDir, "/") {
+		return fmt.Errorf("stateDir: %q must be an absolute path", c.StateDir)
+	}
+	if d, err := time.ParseDuration(c.PodLookupTimeout); err != nil || d < 0 || d > 10*time.Second {
+		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 10s", c.PodLookupTimeout)
+	}
+	switch c.Limits {
+	case LimitsTrim, LimitsReject:
+	default:
+		return fmt.Errorf("limits: %q must be %q or %q", c.Limits, LimitsTrim, LimitsReject)
+	}
+	if c.NodeName != "" && (len(c.NodeName) > 253 || strings.ContainsAny(c.NodeName, " /\t")) {
+		return fmt.Errorf("nodeName: %q is not a node name", c.NodeName)
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return fmt.Errorf("metricsListen: %q is not host:port", c.MetricsListen)
+		}
+	}
+	return nil
+}

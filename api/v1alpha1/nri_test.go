@@ -1,0 +1,52 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNRIConfiguration(t *testing.T) {
+	var def NRIConfiguration
+	def.SetDefaults()
+	if err := def.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if def.Socket != DefaultNRISocket || def.PluginName != "dnsconfigurer" || def.PluginIndex != "10" ||
+		def.StateDir != DefaultNRIStateDir || def.Limits != "trim" || def.PodLookupTimeout != "1s" || *def.ResolvConf != "/etc/resolv.conf" {
+		t.Errorf("defaults = %+v", def)
+	}
+	tests := []struct {
+		name    string
+		mutate  func(*NRIConfiguration)
+		wantErr string
+	}{
+		{"ok", func(c *NRIConfiguration) { c.ClusterDNS = []string{"10.96.0.10"}; c.MetricsListen = "127.0.0.1:9311" }, ""},
+		{"cluster dns", func(c *NRIConfiguration) { c.ClusterDNS = []string{"x"} }, "clusterDNS[0]"},
+		{"socket relative", func(c *NRIConfiguration) { c.Socket = "nri.sock" }, "socket:"},
+		{"plugin name", func(c *NRIConfiguration) { c.PluginName = "dns/configurer" }, "pluginName:"},
+		{"plugin index", func(c *NRIConfiguration) { c.PluginIndex = "100" }, "pluginIndex:"},
+		{"plugin index letters", func(c *NRIConfiguration) { c.PluginIndex = "ab" }, "pluginIndex:"},
+		{"state dir", func(c *NRIConfiguration) { c.StateDir = "state" }, "stateDir:"},
+		{"timeout", func(c *NRIConfiguration) { c.PodLookupTimeout = "1m" }, "podLookupTimeout:"},
+		{"limits", func(c *NRIConfiguration) { c.Limits = "cut" }, "limits:"},
+		{"node name", func(c *NRIConfiguration) { c.NodeName = "a b" }, "nodeName:"},
+		{"metrics", func(c *NRIConfiguration) { c.MetricsListen = "9311" }, "metricsListen:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c NRIConfiguration
+			tt.mutate(&c)
+			c.SetDefaults()
+			err := c.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Errorf("Validate = %v, want an error starting %q", err, tt.wantErr)
+			}
+		})
+	}
+}

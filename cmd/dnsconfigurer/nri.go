@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
+)
+
+func init() {
+	register("nri", command{summary: "NRI plugin for containerd 2.x: gives each container its pod's DNS, no kubelet change", run: runNRI})
+}
+
+// nriFlags are the flags of `dnsconfigurer nri`; with --config, each one
+// set on the command line replaces the file's field.
+type nriFlags struct {
+	config, socket, pluginName, pluginIndex, clusterDNS, clusterDomain, resolvConf string
+	nodeLocalDNS, kubeconfig, nodeName, stateDir, limits, metricsListen            string
+	log                                                                            logFlags
+}
+
+func (f *nriFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.config, "config", "", "NRIConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
+	fs.StringVar(&f.socket, "socket", v1alpha1.DefaultNRISocket, "the runtime's NRI socket `PATH`")
+	fs.StringVar(&f.pluginName, "plugin-name", v1alpha1.DefaultNRIPluginName, "plugin name; it registers as <index>-<name>")
+	fs.StringVar(&f.pluginIndex, "plugin-index", v1alpha1.DefaultNRIPluginIndex, "plugin index, two digits: the order among the runtime's plugins")
+	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
+	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file, \"auto\" (systemd-resolved aware) or \"\" (off)")
+	fs.StringVar(&f.nodeLocalDNS, "node-local-dns", "", "node-local DNS `IP`s for ClusterFirstWithAutopath pods (default: the cluster DNS)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "API server kubeconfig `PATH` (default: $KUBECONFIG, else the in-cluster config when in a pod, else no API server)")
+	fs.StringVar(&f.nodeName, "node-name", "", "this node's name (required with an API server; default $NODE_NAME)")
+	fs.StringVar(&f.stateDir, "state-dir", v1alpha1.DefaultNRIStateDir, "directory of the pods' resolv.conf files (`DIR`/<pod uid>/resolv.conf)")
+	fs.StringVar(&f.limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet) or reject (the container fails)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
+	f.log.register(fs, logText)
+}
+
+func parseNRIFlags(args []string, stderr io.Writer) (*v1alpha1.NRIConfiguration, logFlags, error) {
+	var f nriFlags
+	fs := flag.NewFlagSet("nri", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer nri --socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n"+
+			"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH|auto] [--node-local-dns IP[,IP]]\n"+
+			"    [--kubeconfig PATH] [--node-name NAME] [--state-dir DIR] [--limits trim|reject]\n"+
+			"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, f.log, err
+	}
+	if fs.NArg() > 0 {
+		return nil, f.log, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := f.log.check(); err != nil {
+		return nil, f.log, err
+	}
+	cfg, err := f.nriConfig(fs)
+	return cfg, f.log, err
+}
+
+// nriConfig reads the config file, if any, applies the flags (those set,
+// or all of them without a file), then $NODE_NAME and the defaults, and
+// validates.
+func (f *nriFlags) nriConfig(fs *flag.FlagSet) (*v1alpha1.NRIConfiguration, error) {
+	cfg := &v1alpha1.NRIConfiguration{}
+	if f.config != "" {
+		if err := loadConfig(f.config, v1alpha1.NRIKind, cfg); err != nil {
+			return nil, err
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f.apply(cfg, func(name string) bool { return set[name] || f.config == "" })
+	if cfg.NodeName == "" {
+		cfg.NodeName = os.Getenv("NODE_NAME")
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		if f.config != "" {
+			return nil, fmt.Errorf("config %q with flags: %w", f.config, err)
+		}
+		return nil, flagError(err)
+	}
+	return cfg, nil
+}
+
+// apply copies into cfg the flags use names.
+func (f *nriFlags) apply(cfg *v1alpha1.NRIConfiguration, use func(name string) bool) {
+	for name, fn := range map[string]func(){
+		"socket":         func() { cfg.Socket = f.socket },
+		"plugin-name":    func() { cfg.PluginName = f.pluginName },
+		"plugin-index":   func() { cfg.PluginIndex = f.pluginIndex },
+		"cluster-dns":    func() { cfg.ClusterDNS = splitList(f.clusterDNS) },
+		"cluster-domain": func() { cfg.ClusterDomain = f.clusterDomain },
+		"resolv-conf":    func() { cfg.ResolvConf = &f.resolvConf },
+		"node-local-dns": func() { cfg.NodeLocalDNS = splitList(f.nodeLocalDNS) },
+		"kubeconfig":     func() { cfg.Kubeconfig = f.kubeconfig },
+		"node-name":      func() { cfg.NodeName = f.nodeName },
+		"state-dir":      func() { cfg.StateDir = f.stateDir },
+		"limits":         func() { cfg.Limits = f.limits },
+		"metrics-listen": func() { cfg.MetricsListen = f.metricsListen },
+	} {
+		if use(name) {
+			fn()
+		}
+	}
+}
+
+func runNRI(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
+	cfg, logf, err := parseNRIFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitCode(stderr, "dnsconfigurer nri", usageError{err})
+	}
+	log, err := logf.logger(stderr)
+	if err != nil {
+		return exitCode(stderr, "dnsconfigurer nri", err)
+	}
+	return exitCode(stderr, "dnsconfigurer nri", boundShutdown(ctx, shutdownLimit, log, func() error {
+		return runNRIParts(ctx, cfg, log, newRegistry())
+	}))
+}
+
+// runNRIParts runs the plugin (reconnecting to the runtime), its pod
+// informer (with an API server) and its metrics server until ctx is done
+// or one of them fails.
+func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
+	eng, err := nodeEngine(cfg.NodeDNS, nil, log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watcher, err := hostresolv.Watch(ctx, *cfg.ResolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped (SIGTERM) before the first read finished
+		}
+		return fmt.Errorf("--resolv-conf: %w", err)
+	}
+	opts := []nriplugin.Option{nriplugin.WithLogger(log), nriplugin.WithSocket(cfg.Socket),
+		nriplugin.WithIdentity(cfg.PluginName, cfg.PluginIndex), nriplugin.WithLimits(nriplugin.Limits(cfg.Limits))}
+	tasks, checks, lookup, err := nriPodLookup(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	if lookup != nil {
+		timeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
+		opts = append(opts, nriplugin.WithPodLookup(lookup, timeout))
+	}
+	plugin, err := nriplugin.New(eng, watcher, cfg.StateDir, opts...)
+	if err != nil {
+		return usageError{err}
+	}
+	checks = append([]health.Check{health.Condition(plugin.Connected, "not connected to the runtime's NRI socket")}, checks...)
+	ops, err := opsTasks(cfg.MetricsListen, false, reg, log, checks...)
+	if err != nil {
+		return err
+	}
+	return runTasks(ctx, append(append(tasks, ops...), plugin.Run)...)
+}
+
+// nriPodLookup is the API server pod lookup of the plugin, when there is an
+// API server: the informer's task, its readiness check and the lookup.
+func nriPodLookup(cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg prometheus.Registerer) ([]task, []health.Check, cri.SandboxLookup, error) {
+	client, err := kubeClient(cfg.Kubeconfig, "nri")
+	if err != nil {
+		return nil, nil, nil, usageError{err}
+	}
+	if client == nil {
+		return nil, nil, nil, nil
+	}
+	if cfg.NodeName == "" {
+		return nil, nil, nil, usagef("--node-name (or $NODE_NAME) is required with an API server")
+	}
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	informer, err := cri.NewPodInformer(client, cfg.NodeName, log, cri.InformerRegistry(reg))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	run := func(ctx context.Context) error { informer.Run(ctx); return nil }
+	return []task{run}, []health.Check{health.Condition(informer.HasSynced, "pod informer not synced")}, informer, nil
+}

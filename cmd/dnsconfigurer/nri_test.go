@@ -1,0 +1,53 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestNRIFlags(t *testing.T) {
+	def, _, err := parseNRIFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Socket != "/var/run/nri/nri.sock" || def.PluginName != "dnsconfigurer" || def.PluginIndex != "10" ||
+		def.StateDir != "/run/dnsconfigurer/nri" || def.Limits != "trim" || *def.ResolvConf != "/etc/resolv.conf" {
+		t.Errorf("defaults = %+v", def)
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "nri.yaml")
+	if err := os.WriteFile(file, []byte("apiVersion: dnsconfigurer.io/v1alpha1\nkind: NRIConfiguration\n"+
+		"clusterDNS: [10.96.0.10]\nclusterDomain: corp.local\nlimits: reject\nsocket: /run/nri/a.sock\nstateDir: /run/a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parseNRIFlags([]string{"--config", file, "--limits", "trim", "--plugin-index", "20", "--resolv-conf", "auto"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Limits != "trim" || cfg.PluginIndex != "20" || cfg.ClusterDomain != "corp.local" || cfg.Socket != "/run/nri/a.sock" ||
+		cfg.StateDir != "/run/a" || len(cfg.ClusterDNS) != 1 || *cfg.ResolvConf != "auto" {
+		t.Errorf("config with flags = %+v", cfg)
+	}
+
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--plugin-index", "1"}, `--plugin-index (pluginIndex): "1" must be two digits`},
+		{[]string{"--plugin-name", "a/b"}, "--plugin-name (pluginName)"},
+		{[]string{"--state-dir", "rel"}, "--state-dir (stateDir)"},
+		{[]string{"--socket", "nri.sock"}, "--socket (socket)"},
+		{[]string{"--limits", "cut"}, "--limits (limits)"},
+		{[]string{"--cluster-dns", "x"}, "--cluster-dns (clusterDNS[0])"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		if _, _, err := parseNRIFlags(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseNRIFlags(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+}

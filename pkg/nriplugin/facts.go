@@ -1,0 +1,128 @@
+package nriplugin
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/nri/pkg/api"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
+)
+
+// Sources of a pod's facts, as the log labels them.
+const (
+	sourceAPIServer = "apiserver"
+	sourceSandbox   = "sandbox"
+)
+
+// maxSandboxFile bounds a sandbox resolv.conf or hostname file: kubelet's
+// output is at most a few KiB (32 search paths of 2048 characters in all).
+const maxSandboxFile = 64 << 10
+
+// sandboxResolvConf is the source of ctr's /etc/resolv.conf bind mount when
+// it is the sandbox's own file (<cri root>/sandboxes/<sandbox id>/resolv.conf),
+// "" otherwise: the CRI request mounted a file of its own there, or
+// containerd had none.
+func sandboxResolvConf(pod *api.PodSandbox, ctr *api.Container) string {
+	for _, m := range ctr.GetMounts() {
+		if m.GetDestination() != resolvPath {
+			continue
+		}
+		src := m.GetSource()
+		if filepath.Base(src) == "resolv.conf" && filepath.Base(filepath.Dir(src)) == pod.GetId() {
+			return src
+		}
+		return ""
+	}
+	return ""
+}
+
+// facts is the engine input of pod: from the API server when a lookup is
+// configured and knows the pod, else recovered from kubelet's output, the
+// sandbox file at path.
+func (p *Plugin) facts(ctx context.Context, pod *api.PodSandbox, path string, host policy.Host) (policy.Input, string, error) {
+	if p.pods != nil {
+		if in, ok := p.lookup(ctx, pod); ok {
+			return in, sourceAPIServer, nil
+		}
+		p.log.Warn("pod not in the API server cache; using the sandbox resolv.conf", "pod", podName(pod), "uid", pod.GetUid())
+	}
+	in, err := p.fromSandboxFile(pod, path, host)
+	return in, sourceSandbox, err
+}
+
+// lookup asks the API server lookup for pod, waiting at most the lookup
+// timeout, and not at all for a static pod, whose mirror pod may come
+// later or never (as the shim does).
+func (p *Plugin) lookup(ctx context.Context, pod *api.PodSandbox) (policy.Input, bool) {
+	sb := cri.SandboxPod{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(), Static: cri.StaticPod(pod.GetAnnotations())}
+	wait := p.lookupTimeout
+	if sb.Static {
+		wait = 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return p.pods.PodFor(ctx, sb)
+}
+
+// fromSandboxFile recovers pod's input from the sandbox resolv.conf kubelet's
+// DNS config was written to, with the shim's inverse (cri.FromSandbox): the
+// file and the sandbox's hostname file next to it become the sandbox
+// config kubelet sent.
+func (p *Plugin) fromSandboxFile(pod *api.PodSandbox, path string, host policy.Host) (policy.Input, error) {
+	data, _, err := safefile.Read(path, maxSandboxFile)
+	if err != nil {
+		return policy.Input{}, fmt.Errorf("sandbox resolv.conf: %w", err)
+	}
+	rc, err := resolvconf.ParseBytes(data)
+	if err != nil {
+		return policy.Input{}, fmt.Errorf("sandbox resolv.conf %q: %w", path, err)
+	}
+	return cri.FromSandbox(sandboxConfig(pod, rc, readHostname(filepath.Join(filepath.Dir(path), "hostname"))), p.eng, host)
+}
+
+// sandboxConfig is the part of the CRI sandbox config cri.FromSandbox reads,
+// rebuilt from what NRI and the sandbox files say.
+func sandboxConfig(pod *api.PodSandbox, rc resolvconf.Config, hostname string) *runtimeapi.PodSandboxConfig {
+	netMode := runtimeapi.NamespaceMode_POD
+	if hostNetwork(pod) {
+		netMode = runtimeapi.NamespaceMode_NODE
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:    &runtimeapi.PodSandboxMetadata{Name: pod.GetName(), Namespace: pod.GetNamespace(), Uid: pod.GetUid()},
+		Hostname:    hostname,
+		Annotations: pod.GetAnnotations(),
+		DnsConfig:   &runtimeapi.DNSConfig{Servers: rc.Nameservers, Searches: rc.Searches, Options: rc.Options},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode}}},
+	}
+}
+
+// hostNetwork reports a sandbox in the node's network namespace: containerd
+// lists a network namespace for pod-network sandboxes only.
+func hostNetwork(pod *api.PodSandbox) bool {
+	if pod.GetLinux() == nil {
+		return false // no Linux facts at all: not a containerd sandbox on Linux
+	}
+	for _, ns := range pod.GetLinux().GetNamespaces() {
+		if ns.GetType() == "network" {
+			return false
+		}
+	}
+	return true
+}
+
+// readHostname is the sandbox's hostname file, "" when unreadable.
+func readHostname(path string) string {
+	data, _, err := safefile.Read(path, maxSandboxFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}

@@ -1,0 +1,279 @@
+package nriplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/containerd/nri/pkg/api"
+	"github.com/containerd/nri/pkg/stub"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// Limits is what the plugin does with a pod over kubelet's DNS limits.
+type Limits string
+
+// Limits modes.
+const (
+	LimitsTrim   Limits = "trim"
+	LimitsReject Limits = "reject"
+)
+
+// Defaults of the plugin's identity and socket.
+const (
+	DefaultSocket = "/var/run/nri/nri.sock"
+	DefaultName   = "dnsconfigurer"
+	DefaultIndex  = "10"
+)
+
+// HostConfig is the node resolver config the plugin reads for every
+// container: the last-good snapshot of a hostresolv.Watcher.
+type HostConfig interface {
+	Current() hostresolv.Snapshot
+}
+
+// Plugin is the NRI plugin. Build it with New and call Run.
+type Plugin struct {
+	eng      *policy.Engine
+	host     HostConfig
+	stateDir string
+
+	log           *slog.Logger
+	pods          cri.SandboxLookup
+	lookupTimeout time.Duration
+	limits        Limits
+	socket        string
+	name, index   string
+	minBackoff    time.Duration
+	maxBackoff    time.Duration
+
+	mu        sync.Mutex // serialises state dir changes
+	connected atomic.Bool
+}
+
+// The stub finds the handlers by these interfaces.
+var (
+	_ stub.ConfigureInterface       = (*Plugin)(nil)
+	_ stub.SynchronizeInterface     = (*Plugin)(nil)
+	_ stub.RunPodInterface          = (*Plugin)(nil)
+	_ stub.RemovePodInterface       = (*Plugin)(nil)
+	_ stub.CreateContainerInterface = (*Plugin)(nil)
+)
+
+// Option tunes a Plugin.
+type Option func(*Plugin)
+
+// WithLogger logs through l (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(p *Plugin) { p.log = l } }
+
+// WithPodLookup takes pod facts from the API server through l, waiting at
+// most timeout for a pod it has not seen yet.
+func WithPodLookup(l cri.SandboxLookup, timeout time.Duration) Option {
+	return func(p *Plugin) { p.pods, p.lookupTimeout = l, timeout }
+}
+
+// WithLimits sets the limits mode (default LimitsTrim).
+func WithLimits(l Limits) Option { return func(p *Plugin) { p.limits = l } }
+
+// WithSocket is the runtime's NRI socket (default DefaultSocket).
+func WithSocket(path string) Option { return func(p *Plugin) { p.socket = path } }
+
+// WithIdentity is the plugin's name and two-digit index (default
+// DefaultName, DefaultIndex); it registers as "<index>-<name>".
+func WithIdentity(name, index string) Option {
+	return func(p *Plugin) { p.name, p.index = name, index }
+}
+
+// WithBackoff bounds the wait between two connection attempts (default
+// 250ms doubling up to 10s).
+func WithBackoff(minWait, maxWait time.Duration) Option {
+	return func(p *Plugin) { p.minBackoff, p.maxBackoff = minWait, maxWait }
+}
+
+// New returns a plugin computing pods' configs with eng and host, writing
+// them under stateDir (an absolute path).
+func New(eng *policy.Engine, host HostConfig, stateDir string, opts ...Option) (*Plugin, error) {
+	p := &Plugin{eng: eng, host: host, stateDir: stateDir, log: slog.Default(), limits: LimitsTrim,
+		socket: DefaultSocket, name: DefaultName, index: DefaultIndex,
+		minBackoff: 250 * time.Millisecond, maxBackoff: 10 * time.Second}
+	for _, o := range opts {
+		o(p)
+	}
+	switch {
+	case eng == nil || host == nil:
+		return nil, errors.New("nriplugin: engine and host config are required")
+	case !strings.HasPrefix(stateDir, "/"):
+		return nil, fmt.Errorf("nriplugin: state dir %q: must be an absolute path", stateDir)
+	case p.limits != LimitsTrim && p.limits != LimitsReject:
+		return nil, fmt.Errorf("nriplugin: limits %q: must be %q or %q", p.limits, LimitsTrim, LimitsReject)
+	case p.minBackoff <= 0 || p.maxBackoff < p.minBackoff:
+		return nil, fmt.Errorf("nriplugin: backoff %s..%s: want 0 < min <= max", p.minBackoff, p.maxBackoff)
+	}
+	if err := api.CheckPluginName(p.name); err != nil {
+		return nil, fmt.Errorf("nriplugin: %w", err)
+	}
+	if err := api.CheckPluginIndex(p.index); err != nil {
+		return nil, fmt.Errorf("nriplugin: %w", err)
+	}
+	p.log = p.log.With("component", "nri")
+	return p, nil
+}
+
+// Connected reports a registered connection to the runtime.
+func (p *Plugin) Connected() bool { return p.connected.Load() }
+
+// Configure subscribes to CreateContainer, RemovePodSandbox and (always
+// delivered) Synchronize, plus RunPodSandbox with an API server in limits
+// mode reject: without one there is nothing to decide before a container.
+func (p *Plugin) Configure(ctx context.Context, _, runtime, version string) (api.EventMask, error) {
+	events := []string{"CreateContainer", "RemovePodSandbox"}
+	if p.limits == LimitsReject && p.pods != nil {
+		events = append(events, "RunPodSandbox")
+	}
+	p.log.Info("connected to the runtime", "runtime", runtime, "version", version, "events", strings.Join(events, ","))
+	return api.MustParseEventMask(events...), nil
+}
+
+// Synchronize removes the state directories of pods the runtime no longer
+// has; it runs at every (re)connection.
+func (p *Plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, _ []*api.Container) ([]*api.ContainerUpdate, error) {
+	keep := make(map[string]bool, len(pods))
+	for _, pod := range pods {
+		keep[pod.GetUid()] = true
+	}
+	removed, err := p.prune(keep)
+	if err != nil {
+		p.log.Error("cleaning the state dir", "dir", p.stateDir, "error", err)
+	}
+	p.log.Info("synchronized", "pods", len(pods), "stale_removed", removed)
+	return nil, nil
+}
+
+// RunPodSandbox rejects, in limits mode reject, a pod the API server knows
+// whose DNS config exceeds the limits. The sandbox's own file is not
+// visible here, so a pod known only from it is checked at its first
+// container.
+func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	if p.limits != LimitsReject || p.pods == nil {
+		return nil
+	}
+	in, ok := p.lookup(ctx, pod)
+	if !ok {
+		return nil
+	}
+	res, err := p.eng.Compute(in, p.host.Current().Host())
+	if err != nil {
+		return nil // the container fails open at CreateContainer, with a log line
+	}
+	return p.checkLimits(pod, res)
+}
+
+// RemovePodSandbox removes the pod's state directory.
+func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) error {
+	if err := p.removePod(pod.GetUid()); err != nil {
+		p.log.Error("removing the pod's state", "pod", podName(pod), "uid", pod.GetUid(), "error", err)
+	}
+	return nil
+}
+
+// CreateContainer replaces the container's /etc/resolv.conf with the pod's
+// file. Internal errors leave the container unchanged (logged); only limits
+// mode reject fails it.
+func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	log := p.log.With("pod", podName(pod), "uid", pod.GetUid(), "container", ctr.GetName())
+	adj, err := p.adjust(ctx, pod, ctr, log)
+	var rejected *rejectError
+	switch {
+	case errors.As(err, &rejected):
+		log.Warn("container rejected: DNS limits exceeded", "error", err)
+		return nil, nil, err
+	case err != nil:
+		log.Error("cannot compute the pod's DNS; container created with kubelet's resolv.conf", "error", err)
+		return nil, nil, nil
+	}
+	return adj, nil, nil
+}
+
+// adjust is CreateContainer's work: nil, nil for a container to leave as
+// it is.
+func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Container, log *slog.Logger) (*api.ContainerAdjustment, error) {
+	orig := sandboxResolvConf(pod, ctr)
+	if orig == "" {
+		log.Debug("no sandbox /etc/resolv.conf mount; container left unchanged")
+		return nil, nil
+	}
+	host := p.host.Current().Host()
+	in, source, err := p.facts(ctx, pod, orig, host)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.eng.Compute(in, host)
+	if err != nil {
+		return nil, fmt.Errorf("pod %q (uid %s): %w", podName(pod), pod.GetUid(), err)
+	}
+	if err := p.checkLimits(pod, res); err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		level := slog.LevelInfo
+		if w.Limit != "" {
+			level = slog.LevelWarn
+		}
+		log.Log(ctx, level, "pod DNS warning", "reason", w.Reason, "message", w.Message)
+	}
+	path, err := p.writePod(pod.GetUid(), content(pod, res))
+	if err != nil {
+		return nil, err
+	}
+	log.Debug("container resolv.conf replaced", "source", source, "type", string(res.Type), "file", path)
+	adj := &api.ContainerAdjustment{}
+	adj.AddMount(resolvMount(path))
+	return adj, nil
+}
+
+// rejectError is a pod over the limits in limits mode reject.
+type rejectError struct{ msg string }
+
+func (e *rejectError) Error() string { return e.msg }
+
+// checkLimits is a *rejectError for res over the limits in limits mode
+// reject.
+func (p *Plugin) checkLimits(pod *api.PodSandbox, res policy.Result) error {
+	over := cri.OverLimits(res.Warnings)
+	if p.limits != LimitsReject || len(over) == 0 {
+		return nil
+	}
+	return &rejectError{cri.RejectMessage(pod.GetNamespace(), pod.GetName(), pod.GetUid(), over)}
+}
+
+// resolvPath is where containers see the resolver config.
+const resolvPath = "/etc/resolv.conf"
+
+// resolvMount is the read-only bind of the pod's file. No propagation
+// option: rshared or rslave would change the rootfs propagation.
+func resolvMount(path string) *api.Mount {
+	return &api.Mount{Destination: resolvPath, Type: "bind", Source: path,
+		Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}}
+}
+
+// content is the pod's file: a header naming its origin, then the config
+// as containerd formats a sandbox resolv.conf.
+func content(pod *api.PodSandbox, res policy.Result) []byte {
+	return []byte(Header(pod.GetNamespace(), pod.GetName()) + formatConfig(res))
+}
+
+// Header is the comment line heading each file the plugin writes.
+func Header(namespace, name string) string {
+	oneLine := strings.NewReplacer("\n", " ", "\r", " ")
+	return "# Generated by dnsconfigurer (NRI) for pod " + oneLine.Replace(namespace+"/"+name) + "; do not edit.\n"
+}
+
+func podName(pod *api.PodSandbox) string { return pod.GetNamespace() + "/" + pod.GetName() }

@@ -1,0 +1,124 @@
+package nri_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+func strp(s string) *string { return &s }
+
+// testPods are one pod per dnsPolicy, the autopath annotation and a
+// host-network pod.
+func testPods() []*corev1.Pod {
+	pod := func(i int, name string, dnsPolicy corev1.DNSPolicy, mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", 1000+i)),
+				Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+			Spec: corev1.PodSpec{NodeName: "node-1", DNSPolicy: dnsPolicy, Containers: []corev1.Container{{Name: "main", Image: containerd.TestImage}}},
+		}
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	withConfig := func(p *corev1.Pod) {
+		p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.233.0.53"}, Searches: []string{"extra.test"},
+			Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: strp("2")}, {Name: "edns0"}}}
+	}
+	annotate := func(p *corev1.Pod) {
+		p.Annotations[policy.AnnotationDNSPolicy] = string(policy.ClusterFirstWithAutopath)
+	}
+	return []*corev1.Pod{
+		pod(1, "cluster-first", corev1.DNSClusterFirst, nil),
+		pod(2, "cluster-first-config", corev1.DNSClusterFirst, withConfig),
+		pod(3, "default", corev1.DNSDefault, nil),
+		pod(4, "none", corev1.DNSNone, func(p *corev1.Pod) {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.233.0.9"}, Searches: []string{"only.test"}}
+		}),
+		pod(5, "autopath", corev1.DNSClusterFirst, annotate),
+		pod(6, "autopath-config", corev1.DNSClusterFirst, func(p *corev1.Pod) { annotate(p); withConfig(p) }),
+		pod(7, "hostnet-with-hostnet", corev1.DNSClusterFirstWithHostNet, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+	}
+}
+
+// sandboxSpec is the sandbox config kubelet sends for pod: kubelet's DNS
+// (render's for the pod without the autopath annotation, which kubelet
+// does not know), its hostname and the pod annotations.
+func sandboxSpec(t *testing.T, pod *corev1.Pod) containerd.PodSpec {
+	kubelet := pod.DeepCopy()
+	delete(kubelet.Annotations, policy.AnnotationDNSPolicy)
+	k := render(t, kubelet)
+	spec := containerd.PodSpec{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), HostNetwork: pod.Spec.HostNetwork,
+		DNS: k.dns(), Annotations: pod.Annotations}
+	if !pod.Spec.HostNetwork {
+		spec.Hostname = k.Hostname
+	}
+	return spec
+}
+
+// TestPolicies runs a pod of each dnsPolicy, and with the autopath
+// annotation, with the plugin on containerd's NRI socket and no API
+// server: each container's /etc/resolv.conf must be the plugin's file
+// holding what `dnsconfigurer render` gives for the pod, a second
+// container of a pod must see the same, and the state dir must be empty
+// once the pods are removed.
+func TestPolicies(t *testing.T) {
+	requireNRI(t)
+	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	plugin := startPlugin(t, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := h.Client()
+	for _, pod := range testPods() {
+		t.Run(pod.Name, func(t *testing.T) {
+			want := nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns())
+			sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := c.RemovePod(context.WithoutCancel(ctx), sb.ID); err != nil {
+					t.Error(err)
+				}
+				if _, err := os.Stat(nriplugin.PodFile(plugin.StateDir, string(pod.UID))); !os.IsNotExist(err) {
+					t.Errorf("pod file after RemovePodSandbox: %v, want it gone", err)
+				}
+			}()
+			for _, name := range []string{"main", "sidecar"} {
+				ctr, err := c.StartContainer(ctx, sb, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.ResolvConf(ctx, ctr.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("%s: /etc/resolv.conf =\n%s\nwant (render)\n%s", name, got, want)
+				}
+			}
+			file, err := os.ReadFile(nriplugin.PodFile(plugin.StateDir, string(pod.UID)))
+			if err != nil || string(file) != want {
+				t.Errorf("state file = %q, %v; want %q", file, err, want)
+			}
+		})
+	}
+	entries, err := os.ReadDir(plugin.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("state dir after the pods are gone: %v entries, want none", len(entries))
+	}
+}
