@@ -156,16 +156,18 @@ func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.
 		}
 		return fmt.Errorf("--resolv-conf: %w", err)
 	}
-	opts := []nriplugin.Option{nriplugin.WithLogger(log), nriplugin.WithSocket(cfg.Socket),
+	opts := []nriplugin.Option{nriplugin.WithLogger(log), nriplugin.WithSocket(cfg.Socket), nriplugin.WithRegistry(reg),
 		nriplugin.WithIdentity(cfg.PluginName, cfg.PluginIndex), nriplugin.WithLimits(nriplugin.Limits(cfg.Limits))}
-	tasks, checks, lookup, err := nriPodLookup(cfg, log, reg)
+	kube, err := nriAPIServer(cfg, log, reg)
 	if err != nil {
 		return err
 	}
-	if lookup != nil {
+	if kube.lookup != nil {
+		defer kube.stopEvents()
 		timeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
-		opts = append(opts, nriplugin.WithPodLookup(lookup, timeout))
+		opts = append(opts, nriplugin.WithPodLookup(kube.lookup, timeout), nriplugin.WithEvents(kube.events))
 	}
+	tasks, checks := kube.tasks, kube.checks
 	plugin, err := nriplugin.New(eng, watcher, cfg.StateDir, opts...)
 	if err != nil {
 		return usageError{err}
@@ -178,24 +180,37 @@ func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.
 	return runTasks(ctx, append(append(tasks, ops...), plugin.Run)...)
 }
 
-// nriPodLookup is the API server pod lookup of the plugin, when there is an
-// API server: the informer's task, its readiness check and the lookup.
-func nriPodLookup(cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg prometheus.Registerer) ([]task, []health.Check, cri.SandboxLookup, error) {
+// nriAPI is what the plugin takes from the API server, when there is one:
+// the pod informer's task, its readiness check, the lookup and the Event
+// recorder (and its stop function).
+type nriAPI struct {
+	tasks      []task
+	checks     []health.Check
+	lookup     cri.SandboxLookup
+	events     cri.EventSink
+	stopEvents func()
+}
+
+// nriAPIServer builds the plugin's API server parts; all zero without an
+// API server.
+func nriAPIServer(cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg prometheus.Registerer) (nriAPI, error) {
 	client, err := kubeClient(cfg.Kubeconfig, "nri")
 	if err != nil {
-		return nil, nil, nil, usageError{err}
+		return nriAPI{}, usageError{err}
 	}
 	if client == nil {
-		return nil, nil, nil, nil
+		return nriAPI{}, nil
 	}
 	if cfg.NodeName == "" {
-		return nil, nil, nil, usagef("--node-name (or $NODE_NAME) is required with an API server")
+		return nriAPI{}, usagef("--node-name (or $NODE_NAME) is required with an API server")
 	}
 	klog.SetSlogLogger(log.With("component", "client-go"))
 	informer, err := cri.NewPodInformer(client, cfg.NodeName, log, cri.InformerRegistry(reg))
 	if err != nil {
-		return nil, nil, nil, err
+		return nriAPI{}, err
 	}
+	rec, stop := cri.NewEventRecorder(client, cri.ComponentNRI, cfg.NodeName)
 	run := func(ctx context.Context) error { informer.Run(ctx); return nil }
-	return []task{run}, []health.Check{health.Condition(informer.HasSynced, "pod informer not synced")}, informer, nil
+	return nriAPI{tasks: []task{run}, checks: []health.Check{health.Condition(informer.HasSynced, "pod informer not synced")},
+		lookup: informer, events: rec, stopEvents: stop}, nil
 }

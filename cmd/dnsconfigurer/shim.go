@@ -249,7 +249,7 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 		}
 		tasks = append(tasks, func(ctx context.Context) error { informer.Run(ctx); return nil })
 		checks = append(checks, health.Condition(informer.HasSynced, "pod informer not synced"))
-		rec, stop := cri.NewEventRecorder(client, cfg.NodeName)
+		rec, stop := cri.NewEventRecorder(client, cri.ComponentShim, cfg.NodeName)
 		defer stop()
 		opts = append(opts, cri.WithPodLookup(informer), cri.WithEvents(rec))
 	}

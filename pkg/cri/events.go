@@ -27,13 +27,19 @@ type Recorder struct {
 
 var _ EventSink = (*Recorder)(nil)
 
+// Event source components of the shim and the NRI plugin.
+const (
+	ComponentShim = "dnsconfigurer-shim"
+	ComponentNRI  = "dnsconfigurer-nri"
+)
+
 // NewEventRecorder returns an EventSink that creates Events through client
-// with source component "dnsconfigurer-shim" on node, and a function that
-// stops it (flushing what is queued is best effort).
-func NewEventRecorder(client kubernetes.Interface, node string) (*Recorder, func()) {
+// with source component (ComponentShim, ComponentNRI) on node, and a
+// function that stops it (flushing what is queued is best effort).
+func NewEventRecorder(client kubernetes.Interface, component, node string) (*Recorder, func()) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "dnsconfigurer-shim", Host: node})
+	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component, Host: node})
 	return &Recorder{rec: rec}, b.Shutdown
 }
 

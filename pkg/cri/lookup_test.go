@@ -114,7 +114,7 @@ func TestPodInformer(t *testing.T) {
 
 func TestEventRecorder(t *testing.T) {
 	client := fake.NewClientset()
-	rec, stop := NewEventRecorder(client, "node-1")
+	rec, stop := NewEventRecorder(client, ComponentShim, "node-1")
 	defer stop()
 	rec.Warning(PodRef{Namespace: "team", Name: "big", UID: "u1"}, "DNSConfigForming", "Nameserver limits were exceeded")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -36,7 +36,34 @@
 //
 // Limits: LimitsTrim trims as kubelet does and logs; LimitsReject fails the
 // container (and, with an API server, the sandbox at RunPodSandbox, the
-// only event RunPodSandbox is subscribed for) with cri.RejectMessage.
+// only event RunPodSandbox is subscribed for) with cri.RejectMessage. With
+// an API server (WithEvents, the shim's cri.Recorder with source component
+// dnsconfigurer-nri) both post the shim's Warning Events, reason
+// DNSConfigForming, one per limit exceeded, on the pod.
+//
+// # Live update
+//
+// The engine input of each pod whose config derives from the node file
+// (every type but none: Default, and ClusterFirst with the host's search
+// paths) is remembered at CreateContainer, in memory, up to WithMaxPods
+// pods (past it a pod is not followed, with a log line), and forgotten at
+// RemovePodSandbox and Synchronize. When the host config given to New also
+// reports changes (HostSubscriber, a hostresolv.Watcher), Run recomputes
+// those pods' files at each new snapshot and rewrites the changed ones in
+// place, truncate and write, never by rename: each container's bind mount
+// pins the inode, so only an in-place write reaches running containers.
+// Over the limits a live update writes the trimmed config whatever the
+// limits mode, since a running pod cannot be rejected. A CreateContainer
+// computes and writes under the same lock as an update, with the node
+// config read under it, so the last writer always has the newest config.
+//
+// How a running program notices depends on its resolver: glibc (2.26 and
+// later) checks resolv.conf's modification time at the next lookup and
+// reloads it when it changed, in most programs (those that do not call
+// res_init or keep their own _res state); musl reads the file at every
+// lookup; Go's net package checks it at most every 5 seconds, at a
+// lookup; programs that parse the file once at start (many JVM setups,
+// some caching daemons) see the change only after a restart.
 //
 // Failure: on an internal error (an unreadable or unparsable sandbox file,
 // an unusable node resolver config, an engine error) the container is
@@ -48,13 +75,24 @@
 // RemovePodSandbox removes the pod's state directory; Synchronize (at each
 // connection) removes those of pods the runtime no longer has.
 //
+// # Metrics
+//
+// On the registry given to WithRegistry, label values pre-resolved:
+// dnsconfigurer_nri_containers_total{result="adjusted|unchanged|rejected"},
+// dnsconfigurer_nri_errors_total{stage="facts|host_config|compute|write|remove|prune|update"},
+// dnsconfigurer_nri_adjust_duration_seconds (a histogram of the time spent
+// on a CreateContainer), dnsconfigurer_nri_connected (1 while registered)
+// and dnsconfigurer_nri_live_updates_total (files rewritten by a live
+// update).
+//
 // # Connection
 //
 // Run registers the plugin as "<index>-<name>" on the socket and, when the
 // runtime closes the connection (a containerd restart), registers again
 // with a backoff doubling from 250ms up to 10s, until its context is done.
 //
-// The package imports the NRI stub and API, pkg/cri (for the pod lookup,
+// The package imports the NRI stub and API, client_golang (metrics),
+// pkg/hostresolv (the node config and its changes), pkg/cri (for the pod lookup,
 // the inverse and the reject message), pkg/policy and pkg/resolvconf;
 // pkg/policy, pkg/cri and api/ must not import it.
 package nriplugin

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
@@ -55,7 +56,13 @@ type Plugin struct {
 	minBackoff    time.Duration
 	maxBackoff    time.Duration
 
-	mu        sync.Mutex // serialises state dir changes
+	reg     prometheus.Registerer
+	m       *metrics
+	events  cri.EventSink
+	maxPods int
+
+	mu        sync.Mutex          // serialises state dir changes and the map below
+	running   map[string]podFacts // uid → facts of pods whose file derives from the node file
 	connected atomic.Bool
 }
 
@@ -80,6 +87,21 @@ func WithPodLookup(l cri.SandboxLookup, timeout time.Duration) Option {
 	return func(p *Plugin) { p.pods, p.lookupTimeout = l, timeout }
 }
 
+// WithRegistry registers the plugin's metrics on reg (default none).
+func WithRegistry(reg prometheus.Registerer) Option { return func(p *Plugin) { p.reg = reg } }
+
+// WithEvents posts the DNSConfigForming Warning Events of trimmed and
+// rejected pods to e (default none; it needs an API server).
+func WithEvents(e cri.EventSink) Option { return func(p *Plugin) { p.events = e } }
+
+// WithMaxPods bounds how many running pods the plugin remembers for live
+// updates (default DefaultMaxPods).
+func WithMaxPods(n int) Option { return func(p *Plugin) { p.maxPods = n } }
+
+// DefaultMaxPods is the default bound of the live-update map: well above
+// kubelet's maxPods (110 by default).
+const DefaultMaxPods = 4096
+
 // WithLimits sets the limits mode (default LimitsTrim).
 func WithLimits(l Limits) Option { return func(p *Plugin) { p.limits = l } }
 
@@ -103,7 +125,8 @@ func WithBackoff(minWait, maxWait time.Duration) Option {
 func New(eng *policy.Engine, host HostConfig, stateDir string, opts ...Option) (*Plugin, error) {
 	p := &Plugin{eng: eng, host: host, stateDir: stateDir, log: slog.Default(), limits: LimitsTrim,
 		socket: DefaultSocket, name: DefaultName, index: DefaultIndex,
-		minBackoff: 250 * time.Millisecond, maxBackoff: 10 * time.Second}
+		minBackoff: 250 * time.Millisecond, maxBackoff: 10 * time.Second, maxPods: DefaultMaxPods,
+		running: map[string]podFacts{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -116,6 +139,8 @@ func New(eng *policy.Engine, host HostConfig, stateDir string, opts ...Option) (
 		return nil, fmt.Errorf("nriplugin: limits %q: must be %q or %q", p.limits, LimitsTrim, LimitsReject)
 	case p.minBackoff <= 0 || p.maxBackoff < p.minBackoff:
 		return nil, fmt.Errorf("nriplugin: backoff %s..%s: want 0 < min <= max", p.minBackoff, p.maxBackoff)
+	case p.maxPods < 0:
+		return nil, fmt.Errorf("nriplugin: max pods %d: must not be negative", p.maxPods)
 	}
 	if err := api.CheckPluginName(p.name); err != nil {
 		return nil, fmt.Errorf("nriplugin: %w", err)
@@ -123,6 +148,11 @@ func New(eng *policy.Engine, host HostConfig, stateDir string, opts ...Option) (
 	if err := api.CheckPluginIndex(p.index); err != nil {
 		return nil, fmt.Errorf("nriplugin: %w", err)
 	}
+	m, err := newMetrics(p.reg)
+	if err != nil {
+		return nil, fmt.Errorf("nriplugin: metrics: %w", err)
+	}
+	p.m = m
 	p.log = p.log.With("component", "nri")
 	return p, nil
 }
@@ -151,6 +181,7 @@ func (p *Plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, _ []*a
 	}
 	removed, err := p.prune(keep)
 	if err != nil {
+		p.m.errors.WithLabelValues(stagePrune).Inc()
 		p.log.Error("cleaning the state dir", "dir", p.stateDir, "error", err)
 	}
 	p.log.Info("synchronized", "pods", len(pods), "stale_removed", removed)
@@ -173,12 +204,17 @@ func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	if err != nil {
 		return nil // the container fails open at CreateContainer, with a log line
 	}
-	return p.checkLimits(pod, res)
+	if err := p.checkLimits(pod, res); err != nil {
+		p.postLimits(pod, res)
+		return err
+	}
+	return nil
 }
 
 // RemovePodSandbox removes the pod's state directory.
 func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	if err := p.removePod(pod.GetUid()); err != nil {
+		p.m.errors.WithLabelValues(stageRemove).Inc()
 		p.log.Error("removing the pod's state", "pod", podName(pod), "uid", pod.GetUid(), "error", err)
 	}
 	return nil
@@ -188,18 +224,59 @@ func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) erro
 // file. Internal errors leave the container unchanged (logged); only limits
 // mode reject fails it.
 func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	start := time.Now()
+	defer func() { p.m.adjustSeconds.Observe(time.Since(start).Seconds()) }()
 	log := p.log.With("pod", podName(pod), "uid", pod.GetUid(), "container", ctr.GetName())
 	adj, err := p.adjust(ctx, pod, ctr, log)
 	var rejected *rejectError
+	var failed *stageError
 	switch {
 	case errors.As(err, &rejected):
+		p.m.containers.WithLabelValues(resultRejected).Inc()
 		log.Warn("container rejected: DNS limits exceeded", "error", err)
 		return nil, nil, err
 	case err != nil:
-		log.Error("cannot compute the pod's DNS; container created with kubelet's resolv.conf", "error", err)
+		stage := stageCompute
+		if errors.As(err, &failed) {
+			stage = failed.stage
+		}
+		p.m.errors.WithLabelValues(stage).Inc()
+		p.m.containers.WithLabelValues(resultUnchanged).Inc()
+		log.Error("cannot compute the pod's DNS; container created with kubelet's resolv.conf", "stage", stage, "error", err)
 		return nil, nil, nil
+	case adj == nil:
+		p.m.containers.WithLabelValues(resultUnchanged).Inc()
+	default:
+		p.m.containers.WithLabelValues(resultAdjusted).Inc()
 	}
 	return adj, nil, nil
+}
+
+// stageError is an internal error and the stage (a metric label) it
+// happened at.
+type stageError struct {
+	stage string
+	err   error
+}
+
+func (e *stageError) Error() string { return e.err.Error() }
+func (e *stageError) Unwrap() error { return e.err }
+
+// stageErr wraps err, if any, with its stage.
+func stageErr(stage string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &stageError{stage, err}
+}
+
+// computeErr is the stage error of an engine error for pod.
+func computeErr(pod *api.PodSandbox, err error) error {
+	stage := stageCompute
+	if errors.Is(err, policy.ErrHostConfig) {
+		stage = stageHostConfig
+	}
+	return &stageError{stage, fmt.Errorf("pod %q (uid %s): %w", podName(pod), pod.GetUid(), err)}
 }
 
 // adjust is CreateContainer's work: nil, nil for a container to leave as
@@ -210,16 +287,21 @@ func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Conta
 		log.Debug("no sandbox /etc/resolv.conf mount; container left unchanged")
 		return nil, nil
 	}
-	host := p.host.Current().Host()
-	in, source, err := p.facts(ctx, pod, orig, host)
+	in, source, err := p.facts(ctx, pod, orig, p.host.Current().Host())
 	if err != nil {
-		return nil, err
+		return nil, stageErr(stageFacts, err)
 	}
-	res, err := p.eng.Compute(in, host)
+	// The node file is read again, with the file written, under the state
+	// lock: a live update (which holds it) then never runs between the two,
+	// and whichever writes last writes the latest node config.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	res, err := p.eng.Compute(in, p.host.Current().Host())
 	if err != nil {
-		return nil, fmt.Errorf("pod %q (uid %s): %w", podName(pod), pod.GetUid(), err)
+		return nil, computeErr(pod, err)
 	}
 	if err := p.checkLimits(pod, res); err != nil {
+		p.postLimits(pod, res)
 		return nil, err
 	}
 	for _, w := range res.Warnings {
@@ -229,14 +311,29 @@ func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Conta
 		}
 		log.Log(ctx, level, "pod DNS warning", "reason", w.Reason, "message", w.Message)
 	}
-	path, err := p.writePod(pod.GetUid(), content(pod, res))
+	p.postLimits(pod, res)
+	path, _, err := p.writePod(pod.GetUid(), content(pod, res))
 	if err != nil {
-		return nil, err
+		return nil, stageErr(stageWrite, err)
 	}
+	p.remember(pod, in, res, log)
 	log.Debug("container resolv.conf replaced", "source", source, "type", string(res.Type), "file", path)
 	adj := &api.ContainerAdjustment{}
 	adj.AddMount(resolvMount(path))
 	return adj, nil
+}
+
+// postLimits posts a DNSConfigForming Warning Event for each limit res
+// exceeds (trimmed, or in limits mode reject the reason the pod fails),
+// when there is an event sink.
+func (p *Plugin) postLimits(pod *api.PodSandbox, res policy.Result) {
+	if p.events == nil {
+		return
+	}
+	ref := cri.PodRef{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid()}
+	for _, w := range cri.OverLimits(res.Warnings) {
+		p.events.Warning(ref, w.Reason, w.Message)
+	}
 }
 
 // rejectError is a pod over the limits in limits mode reject.

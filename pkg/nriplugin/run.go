@@ -21,6 +21,12 @@ var errClosed = errors.New("nriplugin: connection to the runtime closed")
 // minimum to the maximum and starts over after each registration. Only a
 // stub that cannot be built (a bad name or index) ends it with an error.
 func (p *Plugin) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); p.followHost(ctx) }()
+	defer wg.Wait()
+	defer cancel()
 	wait := p.minBackoff
 	for {
 		registered, err := p.serve(ctx)
@@ -67,7 +73,8 @@ func (p *Plugin) serve(ctx context.Context) (registered bool, err error) {
 		return false, err
 	}
 	p.connected.Store(true)
-	defer p.connected.Store(false)
+	p.m.connected.Set(1)
+	defer func() { p.connected.Store(false); p.m.connected.Set(0) }()
 	select {
 	case <-closed:
 		return true, errClosed

@@ -44,33 +44,32 @@ func validUID(uid string) error {
 func PodFile(stateDir, uid string) string { return filepath.Join(stateDir, uid, fileName) }
 
 // writePod makes <state dir>/<uid>/resolv.conf hold data and returns its
-// path. A new file is written atomically; a file with the same content is
-// left alone; another content is written in place, so that the containers
-// already bound to the file see it.
-func (p *Plugin) writePod(uid string, data []byte) (string, error) {
+// path and whether it changed; p.mu must be held. A new file is written
+// atomically; a file with the same content is left alone; another content
+// is written in place, so that the containers already bound to the file
+// see it.
+func (p *Plugin) writePod(uid string, data []byte) (string, bool, error) {
 	if err := validUID(uid); err != nil {
-		return "", err
+		return "", false, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	dir := filepath.Join(p.stateDir, uid)
 	if err := mkdir(p.stateDir); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if err := mkdir(dir); err != nil {
-		return "", err
+		return "", false, err
 	}
 	path := filepath.Join(dir, fileName)
 	old, _, err := safefile.Read(path, maxSandboxFile)
 	switch {
 	case err == nil && bytes.Equal(old, data):
-		return path, nil
+		return path, false, nil
 	case err == nil:
-		return path, writeInPlace(path, data)
+		return path, true, writeInPlace(path, data)
 	case errors.Is(err, fs.ErrNotExist):
-		return path, writeAtomic(dir, path, data)
+		return path, true, writeAtomic(dir, path, data)
 	default:
-		return "", fmt.Errorf("pod file: %w", err)
+		return "", false, fmt.Errorf("pod file: %w", err)
 	}
 }
 
@@ -129,6 +128,7 @@ func (p *Plugin) removePod(uid string) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.running, uid)
 	return os.RemoveAll(filepath.Join(p.stateDir, uid))
 }
 
@@ -144,12 +144,18 @@ func (p *Plugin) prune(keep map[string]bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	for uid := range p.running {
+		if !keep[uid] {
+			delete(p.running, uid)
+		}
+	}
 	removed := 0
 	var errs []error
 	for _, e := range entries {
 		if e.IsDir() && keep[e.Name()] {
 			continue
 		}
+		delete(p.running, e.Name())
 		if err := os.RemoveAll(filepath.Join(p.stateDir, e.Name())); err != nil {
 			errs = append(errs, err)
 			continue

@@ -42,17 +42,23 @@ func TestCommandFlags(t *testing.T) {
 				continue
 			}
 			n++
-			// Help exits 0 or 2 depending on the subcommand; a bad flag
-			// is told by the flag package's messages.
-			out, _ := exec.CommandContext(t.Context(), bin, append(c.Args, "-h")...).CombinedOutput()
-			if !strings.Contains(string(out), "usage:") || strings.Contains(string(out), "provided but not defined") ||
-				strings.Contains(string(out), "invalid value") || strings.Contains(string(out), "bad flag syntax") {
-				t.Errorf("%s %s: dnsconfigurer %s -h:\n%s", w.kind, w.name, strings.Join(c.Args, " "), out)
-			}
+			checkFlagsParse(t, bin, w.kind+" "+w.name, c.Args)
 		}
 	}
 	if n != 4 {
 		t.Errorf("checked %d dnsconfigurer containers, want 4", n)
+	}
+}
+
+// checkFlagsParse runs bin with args and a final -h. Help exits 0 or 2
+// depending on the subcommand; a bad flag is told by the flag package's
+// messages.
+func checkFlagsParse(t *testing.T, bin, where string, args []string) {
+	t.Helper()
+	out, _ := exec.CommandContext(t.Context(), bin, append(slices.Clone(args), "-h")...).CombinedOutput()
+	if !strings.Contains(string(out), "usage:") || strings.Contains(string(out), "provided but not defined") ||
+		strings.Contains(string(out), "invalid value") || strings.Contains(string(out), "bad flag syntax") {
+		t.Errorf("%s: dnsconfigurer %s -h:\n%s", where, strings.Join(args, " "), out)
 	}
 }
 

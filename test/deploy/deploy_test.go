@@ -38,7 +38,7 @@ const (
 	clusterDNSIP = "10.96.0.10"
 	nodeLocalIP  = "169.254.20.10"
 	// nodeNamespace holds what runs on every node (Pod Security
-	// privileged): the shim and the node-local stage.
+	// privileged): the shim (or the NRI plugin) and the node-local stage.
 	nodeNamespace = "dnsconfigurer-node"
 	// localConfig marks the cluster settings ConfigMaps, which kustomize
 	// reads and does not render.
@@ -64,6 +64,12 @@ var wantRules = map[string][]string{
 	},
 	// pkg/cri: the pod informer of its node, and Events on those pods.
 	"dnsconfigurer-shim": {
+		"/events create", "/events patch",
+		"/pods list", "/pods watch",
+	},
+	// cmd/dnsconfigurer/nri.go (deploy/nri, deploy/overlays/nri): the
+	// shim's pod informer of its node and its Event recorder.
+	"dnsconfigurer-nri": {
 		"/events create", "/events patch",
 		"/pods list", "/pods watch",
 	},
@@ -673,7 +679,7 @@ func checkAgreement(t *testing.T, o *objects) {
 func checkWorkloads(t *testing.T, o *objects) {
 	ws := o.workloads()
 	if len(ws) != 4 {
-		t.Errorf("%d workloads, want 4 (dns, node-local dns, shim, webhook)", len(ws))
+		t.Errorf("%d workloads, want 4 (dns, node-local dns, shim or NRI plugin, webhook)", len(ws))
 	}
 	for _, w := range ws {
 		sel, err := metav1.LabelSelectorAsSelector(w.selector)
@@ -704,7 +710,7 @@ func checkWorkloads(t *testing.T, o *objects) {
 			// The dnsconfigurer servers: /readyz for readiness, /healthz
 			// for liveness, on --metrics-listen (a flag or metricsListen of
 			// the shim's config).
-			if len(c.Args) > 0 && (c.Args[0] == "serve" || c.Args[0] == "shim") && c.ReadinessProbe != nil && c.LivenessProbe != nil &&
+			if len(c.Args) > 0 && slices.Contains([]string{"serve", "shim", "nri"}, c.Args[0]) && c.ReadinessProbe != nil && c.LivenessProbe != nil &&
 				c.ReadinessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet != nil {
 				if got := c.ReadinessProbe.HTTPGet.Path; got != "/readyz" {
 					t.Errorf("%s: readiness path %q, want /readyz", where, got)
@@ -1291,11 +1297,12 @@ func expand(t *testing.T, role string, r rbacv1.PolicyRule) []string {
 	return out
 }
 
-// namespaceOf is the namespace of a namespaced object of the base: the
-// node DaemonSets and what is theirs in nodeNamespace, the rest in
-// namespace.
+// namespaceOf is the namespace of a namespaced object of the base (or of
+// overlays/nri): the node DaemonSets and what is theirs in nodeNamespace,
+// the rest in namespace.
 func namespaceOf(name string) string {
-	if strings.HasPrefix(name, "dnsconfigurer-shim") || strings.HasPrefix(name, "dnsconfigurer-node-local-dns") {
+	if strings.HasPrefix(name, "dnsconfigurer-shim") || strings.HasPrefix(name, "dnsconfigurer-nri") ||
+		strings.HasPrefix(name, "dnsconfigurer-node-local-dns") {
 		return nodeNamespace
 	}
 	return namespace

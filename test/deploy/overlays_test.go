@@ -12,13 +12,16 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 // settings are the values of a dnsconfigurer-cluster-settings ConfigMap.
@@ -47,7 +50,9 @@ func renderObjects(t *testing.T, dir string) (*objects, []byte) {
 }
 
 // checkSettings: every place that needs the cluster settings has them.
-func checkSettings(t *testing.T, r *objects, want settings, dnsService string) {
+// agent is the node agent's DaemonSet: dnsconfigurer-shim, or
+// dnsconfigurer-nri in overlays/nri.
+func checkSettings(t *testing.T, r *objects, want settings, dnsService, agent string) {
 	t.Helper()
 	for _, s := range r.services {
 		switch s.Name {
@@ -69,9 +74,9 @@ func checkSettings(t *testing.T, r *objects, want settings, dnsService string) {
 		{"Deployment", "dnsconfigurer-dns", "cluster-domain", []string{want.domain}},
 		{"Deployment", "dnsconfigurer-webhook", "cluster-dns", []string{want.clusterDNS}},
 		{"Deployment", "dnsconfigurer-webhook", "cluster-domain", []string{want.domain}},
-		{"DaemonSet", "dnsconfigurer-shim", "cluster-dns", []string{want.clusterDNS}},
-		{"DaemonSet", "dnsconfigurer-shim", "cluster-domain", []string{want.domain}},
-		{"DaemonSet", "dnsconfigurer-shim", "node-local-dns", []string{nodeLocalIP + "," + want.clusterDNS}},
+		{"DaemonSet", agent, "cluster-dns", []string{want.clusterDNS}},
+		{"DaemonSet", agent, "cluster-domain", []string{want.domain}},
+		{"DaemonSet", agent, "node-local-dns", []string{nodeLocalIP + "," + want.clusterDNS}},
 		{"DaemonSet", "dnsconfigurer-node-local-dns", "local-ip", []string{want.clusterDNS, nodeLocalIP}},
 		{"DaemonSet", "dnsconfigurer-node-local-dns", "cluster-upstream", []string{want.upstream}},
 		{"DaemonSet", "dnsconfigurer-node-local-dns", "cluster-domain", []string{want.domain}},
@@ -101,7 +106,7 @@ func TestOverlays(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, _ := renderObjects(t, filepath.Join(deployDir, tc.dir))
-			checkSettings(t, r, settingsOf(t, src), tc.dnsService)
+			checkSettings(t, r, settingsOf(t, src), tc.dnsService, "dnsconfigurer-shim")
 			if d := r.workload(t, "Deployment", "dnsconfigurer-dns"); !slices.ContainsFunc(r.deployments, func(x appsv1.Deployment) bool {
 				return x.Name == d.name && x.Namespace == tc.dnsNamespace
 			}) {
@@ -127,20 +132,34 @@ func TestOverlays(t *testing.T) {
 		checkKubeDNS(t, r)
 	})
 	t.Run("one source", func(t *testing.T) {
-		abs, err := filepath.Abs(deployDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		rel, err := filepath.Rel(dir, abs) // kustomize takes no absolute paths
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := settings{"10.100.0.10", "10.100.0.11", "example.internal"}
-		files := map[string]string{
-			"kustomization.yaml": fmt.Sprintf("resources:\n- %s\n- cluster-settings.yaml\ncomponents:\n- %s\n",
-				filepath.Join(rel, "base"), filepath.Join(rel, "components/cluster-settings")),
-			"cluster-settings.yaml": fmt.Sprintf(`apiVersion: v1
+		checkOneSource(t, []string{"base"}, "dnsconfigurer-shim")
+	})
+}
+
+// checkOneSource renders the directories resources of deploy/ with the
+// cluster-settings component and settings other than the defaults, and
+// checks that the settings reached every place and no default is left.
+func checkOneSource(t *testing.T, resources []string, agent string) {
+	t.Helper()
+	abs, err := filepath.Abs(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, abs) // kustomize takes no absolute paths
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k strings.Builder
+	k.WriteString("resources:\n")
+	for _, res := range resources {
+		fmt.Fprintf(&k, "- %s\n", filepath.Join(rel, res))
+	}
+	fmt.Fprintf(&k, "- cluster-settings.yaml\ncomponents:\n- %s\n", filepath.Join(rel, "components/cluster-settings"))
+	want := settings{"10.100.0.10", "10.100.0.11", "example.internal"}
+	files := map[string]string{
+		"kustomization.yaml": k.String(),
+		"cluster-settings.yaml": fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata:
   name: dnsconfigurer-cluster-settings
@@ -151,20 +170,19 @@ data:
   clusterDNSUpstream: %s
   clusterDomain: %s
 `, want.clusterDNS, want.upstream, want.domain),
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		for name, content := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
+	}
+	r, out := renderObjects(t, dir)
+	checkSettings(t, r, want, "dnsconfigurer-dns", agent)
+	for _, def := range []string{clusterDNSIP, "10.96.0.11", "cluster.local"} {
+		if bytes.Contains(out, []byte(def)) {
+			t.Errorf("the render with other settings still holds the default %q:\n%s", def, grepLines(string(out), def))
 		}
-		r, out := renderObjects(t, dir)
-		checkSettings(t, r, want, "dnsconfigurer-dns")
-		for _, def := range []string{clusterDNSIP, "10.96.0.11", "cluster.local"} {
-			if bytes.Contains(out, []byte(def)) {
-				t.Errorf("the render with other settings still holds the default %q:\n%s", def, grepLines(string(out), def))
-			}
-		}
-	})
+	}
 }
 
 // checkKubeDNS: the replace-CoreDNS overlay looks like kubeadm's CoreDNS
@@ -222,30 +240,7 @@ func grepLines(s, sub string) string {
 // template is listed by the policy's own selector as the API server stored
 // it. Skips without kubectl or the test/testbin binaries.
 func TestReplaceCoreDNSApply(t *testing.T) {
-	out := renderDir(t, filepath.Join(deployDir, "overlays/replace-coredns"))
-	cp := apiserver.StartT(t)
-	var keep [][]byte
-	r := &objects{}
-	for i, doc := range splitDocs(out) {
-		if err := r.add(fmt.Sprintf("rendered document %d", i+1), doc); err != nil {
-			t.Fatal(err)
-		}
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-		}
-		if err := yaml.Unmarshal(doc, &head); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasPrefix(head.APIVersion, "cert-manager.io/") {
-			keep = append(keep, doc)
-		}
-	}
-	cmd := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", cp.Kubeconfig(),
-		"apply", "--server-side", "--field-manager=dnsconfigurer-deploy-test", "-f", "-")
-	cmd.Stdin = bytes.NewReader(bytes.Join(keep, []byte("---\n")))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, b)
-	}
+	r, cp := applyOverlay(t, "overlays/replace-coredns")
 	ctx := t.Context()
 	c := cp.Client()
 	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
@@ -307,5 +302,234 @@ func TestReplaceCoreDNSApply(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("NetworkPolicy peer %v / %v does not select the cluster DNS pod %s/%s (labels %v)", nsSel, podSel, pod.Namespace, pod.Name, pod.Labels)
+	}
+}
+
+// applyOverlay renders dir of deploy/ and applies it to a real
+// kube-apiserver without the cert-manager objects (there are no CRDs),
+// then deletes the ValidatingWebhookConfiguration (its Service has no
+// endpoints there). Skips without kubectl or the test/testbin binaries.
+func applyOverlay(t *testing.T, dir string) (*objects, *apiserver.ControlPlane) {
+	t.Helper()
+	out := renderDir(t, filepath.Join(deployDir, dir))
+	cp := apiserver.StartT(t)
+	var keep [][]byte
+	r := &objects{}
+	for i, doc := range splitDocs(out) {
+		if err := r.add(fmt.Sprintf("%s: rendered document %d", dir, i+1), doc); err != nil {
+			t.Fatal(err)
+		}
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(head.APIVersion, "cert-manager.io/") {
+			keep = append(keep, doc)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", cp.Kubeconfig(),
+		"apply", "--server-side", "--field-manager=dnsconfigurer-deploy-test", "-f", "-")
+	cmd.Stdin = bytes.NewReader(bytes.Join(keep, []byte("---\n")))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, b)
+	}
+	return r, cp
+}
+
+// nriDir is the overlay with the NRI plugin in place of the shim.
+const nriDir = "overlays/nri"
+
+// TestNRIOverlay renders overlays/nri (the NRI plugin, deploy/nri, in
+// place of the shim), decodes it strictly and checks its cluster settings,
+// the workloads' facts, the exact RBAC, the plugin DaemonSet's host paths
+// and flags, and that the binary parses those flags.
+func TestNRIOverlay(t *testing.T) {
+	src := &objects{}
+	b, err := os.ReadFile(filepath.Join(deployDir, nriDir, "cluster-settings.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.add(nriDir+"/cluster-settings.yaml", b); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := renderObjects(t, filepath.Join(deployDir, nriDir))
+	checkSettings(t, r, settingsOf(t, src), "dnsconfigurer-dns", "dnsconfigurer-nri")
+	t.Run("workloads", func(t *testing.T) { checkWorkloads(t, r) })
+	t.Run("rbac", func(t *testing.T) { checkRBAC(t, r) })
+	t.Run("nri", func(t *testing.T) { checkNRI(t, r) })
+	t.Run("no shim", func(t *testing.T) {
+		for _, n := range r.names {
+			if strings.Contains(n, "dnsconfigurer-shim") {
+				t.Errorf("rendered %s: the shim is not part of %s", n, nriDir)
+			}
+		}
+		if len(r.shimConfigs) != 0 {
+			t.Errorf("%d ShimConfigurations rendered, want none", len(r.shimConfigs))
+		}
+	})
+	t.Run("composition", func(t *testing.T) {
+		for _, n := range r.names {
+			kind, nsName, _ := strings.Cut(n, " ")
+			ns, name, _ := strings.Cut(nsName, "/")
+			want := namespaceOf(name)
+			if kind == "Namespace" || strings.HasPrefix(kind, "Cluster") || kind == "ValidatingWebhookConfiguration" {
+				want = ""
+			}
+			if ns != want {
+				t.Errorf("rendered %s: want namespace %q", n, want)
+			}
+		}
+		for _, w := range r.workloads() {
+			for _, c := range w.spec.Containers {
+				if c.Image != renderedImage {
+					t.Errorf("%s %s container %s: image %q, want %s", w.kind, w.name, c.Name, c.Image, renderedImage)
+				}
+			}
+		}
+	})
+	t.Run("one source", func(t *testing.T) {
+		// The overlay's own directories, with other settings.
+		var k kustomization
+		b, err := os.ReadFile(filepath.Join(deployDir, nriDir, "kustomization.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(b, &k); err != nil {
+			t.Fatal(err)
+		}
+		var dirs []string
+		for _, res := range k.Resources {
+			if d, ok := strings.CutPrefix(res, "../../"); ok {
+				dirs = append(dirs, d)
+			}
+		}
+		if !slices.Contains(dirs, "nri") || slices.Contains(dirs, "shim") || slices.Contains(dirs, "base") {
+			t.Fatalf("%s resources %q: want ../../nri and neither ../../shim nor ../../base", nriDir, k.Resources)
+		}
+		checkOneSource(t, dirs, "dnsconfigurer-nri")
+	})
+	t.Run("flags", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: not building the binary")
+		}
+		w := r.workload(t, "DaemonSet", "dnsconfigurer-nri")
+		checkFlagsParse(t, buildbin.Dnsconfigurer(t), "DaemonSet "+w.name, w.spec.Containers[0].Args)
+	})
+}
+
+// checkNRI: the NRI plugin DaemonSet: the runtime's socket directory and
+// the state directory at their host paths (containerd bind-mounts the
+// state files by their host path), the node's resolver files as the
+// node-local stage reads them, root with no capability, its probes on the
+// metrics listener, and this node's name.
+func checkNRI(t *testing.T, o *objects) {
+	w := o.workload(t, "DaemonSet", "dnsconfigurer-nri")
+	checkNodeCritical(t, w)
+	if len(w.spec.Containers) != 1 || len(w.spec.InitContainers) != 0 {
+		t.Fatalf("nri: %d containers and %d init containers, want 1 and 0", len(w.spec.Containers), len(w.spec.InitContainers))
+	}
+	c := w.spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "nri" {
+		t.Errorf("nri: args %q, want nri ...", c.Args)
+	}
+	if psc := w.spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("nri: pod seccompProfile not RuntimeDefault")
+	}
+	if sc := c.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 || sc.Capabilities == nil || len(sc.Capabilities.Add) != 0 {
+		t.Error("nri: want runAsUser 0 (the NRI socket is root's) and no added capability")
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	}) {
+		t.Error("nri: no env NODE_NAME from spec.nodeName")
+	}
+	for name, want := range map[string]string{
+		"socket":         v1alpha1.DefaultNRISocket,
+		"state-dir":      v1alpha1.DefaultNRIStateDir,
+		"resolv-conf":    "auto",
+		"metrics-listen": "127.0.0.1:9311",
+	} {
+		if got, _ := flag(c.Args, name); got != want {
+			t.Errorf("nri: --%s %q, want %q", name, got, want)
+		}
+	}
+	for _, name := range []string{"config", "kubeconfig", "node-name"} {
+		if v, ok := flag(c.Args, name); ok {
+			t.Errorf("nri: --%s %q: in the DaemonSet the plugin takes flags, the in-cluster config and $NODE_NAME", name, v)
+		}
+	}
+	ms := mountsOf(t, w, c)
+	checkResolverMounts(t, w, ms)
+	sock, _ := flag(c.Args, "socket")
+	if m, ok := ms[filepath.Dir(sock)]; !ok || m.vol.HostPath == nil || m.vol.HostPath.Path != filepath.Dir(sock) {
+		t.Errorf("nri: the directory of --socket %q is not a host directory mount at the same path", sock)
+	}
+	state, _ := flag(c.Args, "state-dir")
+	if m, ok := ms[state]; !ok || m.vol.HostPath == nil || m.vol.HostPath.Path != state || m.readOnly {
+		t.Errorf("nri: --state-dir %q is not a writable host directory mount at the same path (containerd binds its files by their host path)", state)
+	}
+	if ml, _ := flag(c.Args, "metrics-listen"); c.ReadinessProbe != nil && c.LivenessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet != nil {
+		checkProbeAddr(t, "nri", w, c, ml)
+	}
+	// The node's search domains: the same resolver config as the
+	// node-local stage's.
+	nl := o.workload(t, "DaemonSet", "dnsconfigurer-node-local-dns").spec.Containers[0]
+	if got, want := flagAll(c.Args, "resolv-conf"), flagAll(nl.Args, "resolv-conf"); !slices.Equal(got, want) {
+		t.Errorf("nri: --resolv-conf %q, node-local's %q: want the same", got, want)
+	}
+}
+
+// TestNRIApply applies overlays/nri to a real kube-apiserver, asks the
+// RBAC authorizer what the plugin's ServiceAccount may do, and creates a
+// pod of the plugin DaemonSet's template in its namespace (Pod Security
+// privileged). Skips without kubectl or the test/testbin binaries.
+func TestNRIApply(t *testing.T) {
+	r, cp := applyOverlay(t, nriDir)
+	ctx := t.Context()
+	c := cp.Client()
+	if err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "dnsconfigurer", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const sa = "dnsconfigurer-nri"
+	for _, a := range []struct {
+		verb, group, resource, ns string
+		allowed                   bool
+	}{
+		{"list", "", "pods", "", true},
+		{"watch", "", "pods", "", true},
+		{"get", "", "pods", "default", false},
+		{"update", "", "pods", "default", false},
+		{"create", "", "events", "default", true},
+		{"patch", "", "events", "default", true},
+		{"create", "events.k8s.io", "events", "default", false},
+		{"list", "", "secrets", "", false},
+		{"list", "", "nodes", "", false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   "system:serviceaccount:" + nodeNamespace + ":" + sa,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + nodeNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource,
+			},
+		}}
+		got, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed != a.allowed {
+			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", sa, a.verb, a.group, a.resource, a.ns, got.Status.Allowed, a.allowed, got.Status.Reason)
+		}
+	}
+	for _, w := range r.workloads() {
+		ns := namespaceOf(w.name)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: w.name + "-", Namespace: ns, Labels: w.podLabels},
+			Spec:       w.spec,
+		}
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s %s: a pod of its template in namespace %s: %v", w.kind, w.name, ns, err)
+		}
 	}
 }

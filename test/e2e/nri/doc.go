@@ -7,7 +7,9 @@
 // inside, must be what `dnsconfigurer render` gives for the pod. Without an
 // API server the plugin recovers the pod from kubelet's sandbox file, so
 // these tests cover the inverse path. The state dir must be empty once the
-// pods are gone.
+// pods are gone. TestLiveUpdate rewrites the harness's host resolv.conf
+// (the plugin's --resolv-conf) in place and waits until running Default and
+// ClusterFirst containers see it, then checks the plugin's /metrics.
 //
 // Run as root after test/e2e/setup.sh and test/e2e/containerd2.sh:
 //

@@ -253,7 +253,7 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 		t.Fatalf("pod informer: %v", err)
 	}
 	wg.Go(func() { informer.Run(ctx) })
-	rec, stopEvents := cri.NewEventRecorder(client, node)
+	rec, stopEvents := cri.NewEventRecorder(client, cri.ComponentShim, node)
 	var lookup cri.PodLookup = informer
 	if o.lookup != nil {
 		lookup = o.lookup(informer)
