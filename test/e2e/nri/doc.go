@@ -10,6 +10,14 @@
 // pods are gone. TestLiveUpdate rewrites the harness's host resolv.conf
 // (the plugin's --resolv-conf) in place and waits until running Default and
 // ClusterFirst containers see it, then checks the plugin's /metrics.
+// TestPluginRestart stops the plugin (SIGTERM) and starts it again: new
+// containers get kubelet's file while it is gone and its file once it is
+// back; containers created before keep theirs. TestLimitsReject runs it with
+// --limits reject: a sandbox over kubelet's limits fails at CreateContainer
+// with a message naming the pod and the limit. BenchmarkCreateContainer
+// logs CreateContainer p50/p99 without and with the plugin:
+//
+//	go test -run '^$' -bench CreateContainer -benchtime 1x ./test/e2e/nri/
 //
 // Run as root after test/e2e/setup.sh and test/e2e/containerd2.sh:
 //

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
 // requireNRI skips t unless containerd 2.x can be run: as root, with
 // $DNSCONFIGURER_CONTAINERD_BIN naming its binaries.
-func requireNRI(t *testing.T) {
+func requireNRI(t testing.TB) {
 	t.Helper()
 	if os.Getenv(containerd.RuntimeEnv) == "" {
 		t.Skipf("nri e2e: needs containerd 2.x with NRI; set $%s to its binaries (test/e2e/containerd2.sh builds them)", containerd.RuntimeEnv)
@@ -50,10 +50,12 @@ func nodeArgs(resolvConf string) []string {
 	return []string{"--cluster-dns", clusterDNS, "--cluster-domain", clusterDomain, "--resolv-conf", resolvConf, "--node-local-dns", nodeLocalDNS}
 }
 
-// pluginProc is a running `dnsconfigurer nri`.
+// pluginProc is a running `dnsconfigurer nri`; stop and start run it
+// again with the same flags, state dir and metrics address.
 type pluginProc struct {
 	StateDir string
 	Metrics  string
+	args     []string
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	mu       sync.Mutex
@@ -75,7 +77,7 @@ func (p *pluginProc) Log() string {
 // startPlugin runs the plugin binary on h's NRI socket with the node's
 // resolver config in a file of its own, and waits until /readyz says it
 // is registered.
-func startPlugin(t *testing.T, h *containerd.Harness, extra ...string) *pluginProc {
+func startPlugin(t testing.TB, h *containerd.Harness, extra ...string) *pluginProc {
 	t.Helper()
 	if h.NRISocket == "" {
 		t.Skipf("nri e2e: containerd %s has no NRI socket (needs 2.x)", h.ContainerdVersion)
@@ -89,28 +91,32 @@ func startPlugin(t *testing.T, h *containerd.Harness, extra ...string) *pluginPr
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pluginProc{StateDir: filepath.Join(dir, "state"), Metrics: ml.Addr().String(), exited: make(chan struct{})}
+	p := &pluginProc{StateDir: filepath.Join(dir, "state"), Metrics: ml.Addr().String()}
 	ml.Close()
 	args := append([]string{"nri", "--socket", h.NRISocket, "--state-dir", p.StateDir, "--metrics-listen", p.Metrics, "--log-level", "debug"}, nodeArgs(resolv)...)
-	p.cmd = exec.Command(buildbin.Dnsconfigurer(t), append(args, extra...)...)
+	p.args = append(args, extra...)
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("plugin log:\n%s", p.Log())
+		}
+	})
+	p.start(t)
+	return p
+}
+
+// start runs the plugin and waits until /readyz says it is registered.
+func (p *pluginProc) start(t testing.TB) {
+	t.Helper()
+	p.cmd = exec.Command(buildbin.Dnsconfigurer(t), p.args...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("plugin log:\n%s", p.Log())
-		}
-	})
+	exited, cmd := make(chan struct{}), p.cmd
+	p.exited = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for !p.ready() {
 		select {
@@ -123,7 +129,24 @@ func startPlugin(t *testing.T, h *containerd.Harness, extra ...string) *pluginPr
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return p
+}
+
+// stop sends SIGTERM and waits for the exit (SIGKILL after 10s); it does
+// nothing when the plugin is not running.
+func (p *pluginProc) stop(t testing.TB) {
+	t.Helper()
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Errorf("plugin still running 10s after SIGTERM; killing it")
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.cmd = nil
 }
 
 // ready reports /readyz OK: the plugin is registered with the runtime.
@@ -150,7 +173,7 @@ func (r rendered) dns() *runtimeapi.DNSConfig {
 
 // render runs `dnsconfigurer render` on pod with the test node's settings
 // (test/e2e/shim's approach: the command users run is the oracle).
-func render(t *testing.T, pod *corev1.Pod) rendered {
+func render(t testing.TB, pod *corev1.Pod) rendered {
 	t.Helper()
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
 	if err := os.WriteFile(resolv, []byte(hostResolv), 0o644); err != nil {

@@ -55,7 +55,7 @@ func testPods() []*corev1.Pod {
 // sandboxSpec is the sandbox config kubelet sends for pod: kubelet's DNS
 // (render's for the pod without the autopath annotation, which kubelet
 // does not know), its hostname and the pod annotations.
-func sandboxSpec(t *testing.T, pod *corev1.Pod) containerd.PodSpec {
+func sandboxSpec(t testing.TB, pod *corev1.Pod) containerd.PodSpec {
 	kubelet := pod.DeepCopy()
 	delete(kubelet.Annotations, policy.AnnotationDNSPolicy)
 	k := render(t, kubelet)

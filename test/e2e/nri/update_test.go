@@ -106,7 +106,7 @@ func TestLiveUpdate(t *testing.T) {
 }
 
 // scrape reads the plugin's /metrics into series → value.
-func scrape(t *testing.T, addr string) map[string]float64 {
+func scrape(t testing.TB, addr string) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {

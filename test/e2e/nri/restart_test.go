@@ -1,0 +1,110 @@
+package nri_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+// TestPluginRestart stops the plugin (SIGTERM) and starts it again with
+// the same state dir: while it is gone, containerd lets new containers
+// through with kubelet's file, in a pod the plugin adjusted before and in
+// a new pod; once it is back, new containers of both pods get its file
+// again; the container created before keeps the plugin's file throughout,
+// and the resync at the new connection keeps the live pods' state.
+func TestPluginRestart(t *testing.T) {
+	requireNRI(t)
+	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	plugin := startPlugin(t, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := h.Client()
+
+	pods := testPods()
+	before, during := pods[0], pods[4] // cluster-first; autopath, whose file differs most from kubelet's
+	kubelet := func(pod *corev1.Pod) string { return containerd.ResolvConfFor(sandboxSpec(t, pod).DNS) }
+	adjusted := func(pod *corev1.Pod) string {
+		return nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns())
+	}
+	check := func(what, id, want string) {
+		t.Helper()
+		got, err := c.ResolvConf(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: /etc/resolv.conf =\n%s\nwant\n%s", what, got, want)
+		}
+	}
+	run := func(pod *corev1.Pod) *containerd.Pod {
+		t.Helper()
+		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := c.RemovePod(context.Background(), sb.ID); err != nil {
+				t.Error(err)
+			}
+		})
+		return sb
+	}
+
+	sbBefore := run(before)
+	first, err := c.StartContainer(ctx, sbBefore, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("container created before the restart", first.ID, adjusted(before))
+	stateFile := nriplugin.PodFile(plugin.StateDir, string(before.UID))
+
+	plugin.stop(t)
+	if plugin.ready() {
+		t.Fatal("/readyz still answers after the plugin exited")
+	}
+	gone, err := c.StartContainer(ctx, sbBefore, "while-gone")
+	if err != nil {
+		t.Fatalf("CreateContainer with the plugin gone: %v (NRI should let it through)", err)
+	}
+	check("new container of the old pod, plugin gone", gone.ID, kubelet(before))
+	sbDuring := run(during)
+	goneNew, err := c.StartContainer(ctx, sbDuring, "while-gone")
+	if err != nil {
+		t.Fatalf("CreateContainer with the plugin gone: %v (NRI should let it through)", err)
+	}
+	check("container of a pod run while the plugin is gone", goneNew.ID, kubelet(during))
+	check("container created before, plugin gone", first.ID, adjusted(before))
+
+	plugin.start(t)
+	back, err := c.StartContainer(ctx, sbBefore, "after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("new container of the old pod, plugin back", back.ID, adjusted(before))
+	backNew, err := c.StartContainer(ctx, sbDuring, "after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("new container of the pod run while gone, plugin back", backNew.ID, adjusted(during))
+	check("container created before, plugin back", first.ID, adjusted(before))
+	check("container created while gone, plugin back", gone.ID, kubelet(before))
+	if got, err := os.ReadFile(stateFile); err != nil || string(got) != adjusted(before) {
+		t.Errorf("state file of the old pod after the restart = %q, %v; want %q", got, err, adjusted(before))
+	}
+
+	m := scrape(t, plugin.Metrics)
+	for series, want := range map[string]float64{
+		`dnsconfigurer_nri_containers_total{result="adjusted"}`: 2, // the new process's counters
+		`dnsconfigurer_nri_connected`:                           1,
+	} {
+		if got, ok := m[series]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
+		}
+	}
+}
