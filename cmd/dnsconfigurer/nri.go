@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,9 +26,10 @@ func init() {
 // nriFlags are the flags of `dnsconfigurer nri`; with --config, each one
 // set on the command line replaces the file's field.
 type nriFlags struct {
-	config, socket, pluginName, pluginIndex, clusterDNS, clusterDomain, resolvConf string
-	nodeLocalDNS, kubeconfig, nodeName, stateDir, limits, metricsListen            string
-	log                                                                            logFlags
+	node                                    agentFlags
+	config, socket, pluginName, pluginIndex string
+	stateDir, limits, metricsListen         string
+	log                                     logFlags
 }
 
 func (f *nriFlags) register(fs *flag.FlagSet) {
@@ -37,12 +37,7 @@ func (f *nriFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.socket, "socket", v1alpha1.DefaultNRISocket, "the runtime's NRI socket `PATH`")
 	fs.StringVar(&f.pluginName, "plugin-name", v1alpha1.DefaultNRIPluginName, "plugin name; it registers as <index>-<name>")
 	fs.StringVar(&f.pluginIndex, "plugin-index", v1alpha1.DefaultNRIPluginIndex, "plugin index, two digits: the order among the runtime's plugins")
-	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
-	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
-	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file, \"auto\" (systemd-resolved aware) or \"\" (off)")
-	fs.StringVar(&f.nodeLocalDNS, "node-local-dns", "", "node-local DNS `IP`s for ClusterFirstWithAutopath pods (default: the cluster DNS)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "API server kubeconfig `PATH` (default: $KUBECONFIG, else the in-cluster config when in a pod, else no API server)")
-	fs.StringVar(&f.nodeName, "node-name", "", "this node's name (required with an API server; default $NODE_NAME)")
+	f.node.register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", v1alpha1.DefaultNRIStateDir, "directory of the pods' resolv.conf files (`DIR`/<pod uid>/resolv.conf)")
 	fs.StringVar(&f.limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet) or reject (the container fails)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
@@ -74,44 +69,24 @@ func parseNRIFlags(args []string, stderr io.Writer) (*v1alpha1.NRIConfiguration,
 	return cfg, f.log, err
 }
 
-// nriConfig reads the config file, if any, applies the flags (those set,
-// or all of them without a file), then $NODE_NAME and the defaults, and
-// validates.
+// nriConfig is the NRIConfiguration of the file and the flags
+// (loadAgentConfig).
 func (f *nriFlags) nriConfig(fs *flag.FlagSet) (*v1alpha1.NRIConfiguration, error) {
 	cfg := &v1alpha1.NRIConfiguration{}
-	if f.config != "" {
-		if err := loadConfig(f.config, v1alpha1.NRIKind, cfg); err != nil {
-			return nil, err
-		}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	f.apply(cfg, func(name string) bool { return set[name] || f.config == "" })
-	if cfg.NodeName == "" {
-		cfg.NodeName = os.Getenv("NODE_NAME")
-	}
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
-		if f.config != "" {
-			return nil, fmt.Errorf("config %q with flags: %w", f.config, err)
-		}
-		return nil, flagError(err)
+	err := loadAgentConfig(fs, f.config, v1alpha1.NRIKind, cfg, &cfg.NodeName, func(use func(string) bool) { f.apply(cfg, use) })
+	if err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }
 
 // apply copies into cfg the flags use names.
 func (f *nriFlags) apply(cfg *v1alpha1.NRIConfiguration, use func(name string) bool) {
+	f.node.apply(&cfg.NodeDNS, &cfg.Kubeconfig, &cfg.NodeName, use)
 	for name, fn := range map[string]func(){
 		"socket":         func() { cfg.Socket = f.socket },
 		"plugin-name":    func() { cfg.PluginName = f.pluginName },
 		"plugin-index":   func() { cfg.PluginIndex = f.pluginIndex },
-		"cluster-dns":    func() { cfg.ClusterDNS = splitList(f.clusterDNS) },
-		"cluster-domain": func() { cfg.ClusterDomain = f.clusterDomain },
-		"resolv-conf":    func() { cfg.ResolvConf = &f.resolvConf },
-		"node-local-dns": func() { cfg.NodeLocalDNS = splitList(f.nodeLocalDNS) },
-		"kubeconfig":     func() { cfg.Kubeconfig = f.kubeconfig },
-		"node-name":      func() { cfg.NodeName = f.nodeName },
 		"state-dir":      func() { cfg.StateDir = f.stateDir },
 		"limits":         func() { cfg.Limits = f.limits },
 		"metrics-listen": func() { cfg.MetricsListen = f.metricsListen },

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -28,24 +27,19 @@ func init() {
 // shimFlags are the flags of `dnsconfigurer shim`; with --config, each one
 // set on the command line replaces the file's field.
 type shimFlags struct {
-	config, listen, runtimeEP, clusterDNS, clusterDomain, resolvConf, resolvMode string
-	nodeLocalDNS, nodeIPs, kubeconfig, nodeName, lookupTimeout, limits           string
-	failurePolicy, metricsListen                                                 string
-	log                                                                          logFlags
+	node                                                agentFlags
+	config, listen, runtimeEP, resolvMode, nodeIPs      string
+	lookupTimeout, limits, failurePolicy, metricsListen string
+	log                                                 logFlags
 }
 
 func (f *shimFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "ShimConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
 	fs.StringVar(&f.listen, "listen", v1alpha1.DefaultShimListen, "the shim's unix socket `PATH`, kubelet's --container-runtime-endpoint")
 	fs.StringVar(&f.runtimeEP, "runtime-endpoint", v1alpha1.DefaultShimRuntimeEndpoint, "containerd's CRI socket (path or unix:// URL)")
-	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
-	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
-	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file, \"auto\" (systemd-resolved aware) or \"\" (off)")
+	f.node.register(fs)
 	fs.StringVar(&f.resolvMode, "resolv-conf-mode", "last-good", "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
-	fs.StringVar(&f.nodeLocalDNS, "node-local-dns", "", "node-local DNS `IP`s for ClusterFirstWithAutopath pods (default: the cluster DNS)")
 	fs.StringVar(&f.nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "API server kubeconfig `PATH` (default: $KUBECONFIG, else the in-cluster config when in a pod, else no API server)")
-	fs.StringVar(&f.nodeName, "node-name", "", "this node's name (required with an API server; default $NODE_NAME)")
 	fs.StringVar(&f.lookupTimeout, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout, "how long a sandbox waits for a pod the informer has not seen")
 	fs.StringVar(&f.limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
 	fs.StringVar(&f.failurePolicy, "failure-policy", v1alpha1.FailurePolicyOpen, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
@@ -78,28 +72,13 @@ func parseShimFlags(args []string, stderr io.Writer) (*v1alpha1.ShimConfiguratio
 	return cfg, f.log, err
 }
 
-// shimConfig reads the config file, if any, applies the flags (those set,
-// or all of them without a file), then $NODE_NAME and the defaults, and
-// validates.
+// shimConfig is the ShimConfiguration of the file and the flags
+// (loadAgentConfig).
 func (f *shimFlags) shimConfig(fs *flag.FlagSet) (*v1alpha1.ShimConfiguration, error) {
 	cfg := &v1alpha1.ShimConfiguration{}
-	if f.config != "" {
-		if err := loadConfig(f.config, v1alpha1.ShimKind, cfg); err != nil {
-			return nil, err
-		}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	f.apply(cfg, func(name string) bool { return set[name] || f.config == "" })
-	if cfg.NodeName == "" {
-		cfg.NodeName = os.Getenv("NODE_NAME")
-	}
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
-		if f.config != "" {
-			return nil, fmt.Errorf("config %q with flags: %w", f.config, err)
-		}
-		return nil, flagError(err)
+	err := loadAgentConfig(fs, f.config, v1alpha1.ShimKind, cfg, &cfg.NodeName, func(use func(string) bool) { f.apply(cfg, use) })
+	if err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }
@@ -113,14 +92,9 @@ func (f *shimFlags) apply(cfg *v1alpha1.ShimConfiguration, use func(name string)
 	}
 	apply("listen", func() { cfg.Listen = f.listen })
 	apply("runtime-endpoint", func() { cfg.RuntimeEndpoint = f.runtimeEP })
-	apply("cluster-dns", func() { cfg.ClusterDNS = splitList(f.clusterDNS) })
-	apply("cluster-domain", func() { cfg.ClusterDomain = f.clusterDomain })
-	apply("resolv-conf", func() { cfg.ResolvConf = &f.resolvConf })
+	f.node.apply(&cfg.NodeDNS, &cfg.Kubeconfig, &cfg.NodeName, use)
 	apply("resolv-conf-mode", func() { cfg.ResolvConfMode = f.resolvMode })
-	apply("node-local-dns", func() { cfg.NodeLocalDNS = splitList(f.nodeLocalDNS) })
 	apply("node-ip", func() { cfg.NodeIPs = splitList(f.nodeIPs) })
-	apply("kubeconfig", func() { cfg.Kubeconfig = f.kubeconfig })
-	apply("node-name", func() { cfg.NodeName = f.nodeName })
 	apply("pod-lookup-timeout", func() { cfg.PodLookupTimeout = f.lookupTimeout })
 	apply("limits", func() { cfg.Limits = f.limits })
 	apply("failure-policy", func() { cfg.FailurePolicy = f.failurePolicy })

@@ -2,17 +2,11 @@ package deploy
 
 import (
 	"bytes"
-	"fmt"
-	"os/exec"
-	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
-
-	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
 // TestApply applies the rendered base to a real kube-apiserver (its
@@ -20,31 +14,8 @@ import (
 // are no CRDs) and asks the RBAC authorizer what each ServiceAccount may
 // do. Skips without kubectl or without the test/testbin binaries.
 func TestApply(t *testing.T) {
-	out := render(t)
-	cp := apiserver.StartT(t)
-
-	r := &objects{}
-	var keep [][]byte
-	for i, doc := range splitDocs(out) {
-		if err := r.add(fmt.Sprintf("rendered document %d", i+1), doc); err != nil {
-			t.Fatal(err)
-		}
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-		}
-		if err := yaml.Unmarshal(doc, &head); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasPrefix(head.APIVersion, "cert-manager.io/") {
-			keep = append(keep, doc)
-		}
-	}
-	cmd := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", cp.Kubeconfig(),
-		"apply", "--server-side", "--field-manager=dnsconfigurer-deploy-test", "-f", "-")
-	cmd.Stdin = bytes.NewReader(bytes.Join(keep, []byte("---\n")))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, b)
-	} else if bytes.Contains(b, []byte("Warning")) {
+	r, cp, b := applyOverlay(t, ".")
+	if bytes.Contains(b, []byte("Warning")) {
 		t.Errorf("kubectl apply warned:\n%s", b)
 	}
 

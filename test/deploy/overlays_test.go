@@ -240,7 +240,7 @@ func grepLines(s, sub string) string {
 // template is listed by the policy's own selector as the API server stored
 // it. Skips without kubectl or the test/testbin binaries.
 func TestReplaceCoreDNSApply(t *testing.T) {
-	r, cp := applyOverlay(t, "overlays/replace-coredns")
+	r, cp, _ := applyOverlay(t, "overlays/replace-coredns")
 	ctx := t.Context()
 	c := cp.Client()
 	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
@@ -309,7 +309,7 @@ func TestReplaceCoreDNSApply(t *testing.T) {
 // kube-apiserver without the cert-manager objects (there are no CRDs),
 // then deletes the ValidatingWebhookConfiguration (its Service has no
 // endpoints there). Skips without kubectl or the test/testbin binaries.
-func applyOverlay(t *testing.T, dir string) (*objects, *apiserver.ControlPlane) {
+func applyOverlay(t *testing.T, dir string) (*objects, *apiserver.ControlPlane, []byte) {
 	t.Helper()
 	out := renderDir(t, filepath.Join(deployDir, dir))
 	cp := apiserver.StartT(t)
@@ -332,10 +332,11 @@ func applyOverlay(t *testing.T, dir string) (*objects, *apiserver.ControlPlane) 
 	cmd := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", cp.Kubeconfig(),
 		"apply", "--server-side", "--field-manager=dnsconfigurer-deploy-test", "-f", "-")
 	cmd.Stdin = bytes.NewReader(bytes.Join(keep, []byte("---\n")))
-	if b, err := cmd.CombinedOutput(); err != nil {
+	b, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, b)
 	}
-	return r, cp
+	return r, cp, b
 }
 
 // nriDir is the overlay with the NRI plugin in place of the shim.
@@ -486,7 +487,7 @@ func checkNRI(t *testing.T, o *objects) {
 // pod of the plugin DaemonSet's template in its namespace (Pod Security
 // privileged). Skips without kubectl or the test/testbin binaries.
 func TestNRIApply(t *testing.T) {
-	r, cp := applyOverlay(t, nriDir)
+	r, cp, _ := applyOverlay(t, nriDir)
 	ctx := t.Context()
 	c := cp.Client()
 	if err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "dnsconfigurer", metav1.DeleteOptions{}); err != nil {
