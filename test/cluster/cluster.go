@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,12 @@ const (
 	APIPort = 6443
 	// RuntimeContainerd16 is Debian's containerd (1.6), the default runtime.
 	RuntimeContainerd16 = "containerd-1.6"
+	// AgentShim puts dnsconfigurer's CRI shim between kubelet and
+	// containerd (the default).
+	AgentShim = "shim"
+	// AgentNRI leaves kubelet pointed straight at containerd (2.x, NRI on)
+	// and deploys dnsconfigurer's NRI plugin (deploy/overlays/nri).
+	AgentNRI = "nri"
 )
 
 var (
@@ -49,10 +56,16 @@ var (
 // Options tune a cluster. The zero value is a working one-node cluster on
 // Debian's containerd.
 type Options struct {
-	// Runtime names the container runtime behind the shim. Only
-	// RuntimeContainerd16 (the default, Debian's package) exists so far;
-	// containerd 2.x joins it with its own issue.
+	// Runtime names the container runtime. Only RuntimeContainerd16 is
+	// accepted here; the harness runs containerd 2.x instead when
+	// $DNSCONFIGURER_CONTAINERD_BIN names its binaries.
 	Runtime string
+	// Agent is how dnsconfigurer reaches the node's containers: AgentShim
+	// (the default: the shim is a node process in front of containerd,
+	// kubelet talks to it) or AgentNRI (kubelet talks to containerd, and
+	// DeployDNS deploys the NRI plugin's DaemonSet; needs containerd 2.x,
+	// $DNSCONFIGURER_CONTAINERD_BIN, or Start skips).
+	Agent string
 	// StartTimeout bounds the whole start; the default is 5 minutes.
 	StartTimeout time.Duration
 }
@@ -86,6 +99,8 @@ type Cluster struct {
 	Upstream *Stub
 	// Images maps every image imported into containerd to its tarball.
 	Images map[string]string
+	// Agent is Options.Agent: AgentShim or AgentNRI.
+	Agent string
 
 	t        testing.TB
 	procs    map[string]*proc
@@ -109,6 +124,15 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 5 * time.Minute
 	}
+	if opts.Agent == "" {
+		opts.Agent = AgentShim
+	}
+	if opts.Agent != AgentShim && opts.Agent != AgentNRI {
+		t.Fatalf("cluster: agent %q is neither %q nor %q", opts.Agent, AgentShim, AgentNRI)
+	}
+	if opts.Agent == AgentNRI && os.Getenv(containerd.RuntimeEnv) == "" {
+		t.Skipf("cluster: the NRI plugin needs containerd 2.x; set $%s to its binaries (test/e2e/containerd2.sh builds them)", containerd.RuntimeEnv)
+	}
 	containerd.Require(t)
 	binDir, err := BinDir()
 	if err != nil {
@@ -127,7 +151,7 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
-	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, t: t, procs: map[string]*proc{}}
+	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}}
 	t.Cleanup(func() {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("cluster: remove %s: %v", dir, err)
@@ -155,6 +179,9 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 		StartTimeout:   2 * time.Minute,
 	})
 	t.Cleanup(c.stopAll) // runs before the harness's Close
+	if c.Agent == AgentNRI && c.Node.NRISocket == "" {
+		t.Skipf("cluster: containerd %s has no NRI socket (the NRI plugin needs 2.x)", c.Node.ContainerdVersion)
+	}
 	if err := c.start(ctx); err != nil {
 		t.Fatalf("cluster: %v\n%s", err, c.logTails(30))
 	}
@@ -195,7 +222,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := makeCgroupParent(c.Node.CgroupParent); err != nil {
 		return err
 	}
-	for _, name := range []string{"kube-controller-manager", "kube-scheduler", "shim", "kubelet", "kube-proxy"} {
+	components := []string{"kube-controller-manager", "kube-scheduler", "shim", "kubelet", "kube-proxy"}
+	if c.Agent == AgentNRI {
+		components = slices.DeleteFunc(components, func(n string) bool { return n == "shim" })
+	}
+	for _, name := range components {
 		if err := c.startProc(ctx, name); err != nil {
 			return err
 		}

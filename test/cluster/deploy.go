@@ -24,6 +24,7 @@ const (
 	DNSDeployment = "dnsconfigurer-dns"
 	NodeLocalDS   = "dnsconfigurer-node-local-dns"
 	WebhookName   = "dnsconfigurer-webhook"
+	NRIDS         = "dnsconfigurer-nri"
 )
 
 // DeployDir returns the repository's deploy/ directory.
@@ -39,13 +40,18 @@ func DeployDir() (string, error) {
 	return filepath.Abs(dir)
 }
 
-// DeployDNS applies the project's deploy/ base with `kubectl apply -k`,
-// through an overlay that fits this cluster, and waits until the cluster
-// DNS Deployment, the node-local DaemonSet and the webhook are available.
-// The overlay changes only what a one-node test cluster needs:
+// DeployDNS applies the project's deploy/ base (deploy/overlays/nri when
+// the agent is AgentNRI) with `kubectl apply -k`, through an overlay that
+// fits this cluster, and waits until the cluster DNS Deployment, the
+// node-local DaemonSet, the webhook (and the NRI plugin's DaemonSet) are
+// available. The overlay changes only what a one-node test cluster needs:
 //   - the shim's DaemonSet is left out: here the shim is the node's own
 //     process in front of containerd, since kubelet needs it to start
 //     any pod at all;
+//   - the NRI plugin reads the harness's NRI socket directory and the
+//     cluster's node resolv.conf, and keeps its files in the cluster's
+//     directory (the same path inside its container as on the node, as
+//     deploy/nri requires);
 //   - no cert-manager: the webhook's serving certificate is made here and
 //     given as the Secret deploy/webhook/certificate.yaml describes, with
 //     its CA as the caBundle;
@@ -64,9 +70,13 @@ func (c *Cluster) DeployDNS(ctx context.Context) (string, error) {
 	if err != nil {
 		return out, err
 	}
-	for _, w := range []struct{ kind, ns, name string }{
+	rollouts := []struct{ kind, ns, name string }{
 		{"deployment", DeployNamespace, DNSDeployment}, {"daemonset", NodeNamespace, NodeLocalDS}, {"deployment", DeployNamespace, WebhookName},
-	} {
+	}
+	if c.Agent == AgentNRI {
+		rollouts = append(rollouts, struct{ kind, ns, name string }{"daemonset", NodeNamespace, NRIDS})
+	}
+	for _, w := range rollouts {
 		if err := c.WaitRollout(ctx, w.kind, w.ns, w.name); err != nil {
 			return out, err
 		}
@@ -117,6 +127,9 @@ func (c *Cluster) writeOverlay() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if c.Agent == AgentNRI {
+		base = filepath.Join(base, "overlays", "nri")
+	}
 	dir := c.path("deploy-overlay")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -131,7 +144,7 @@ func (c *Cluster) writeOverlay() (string, error) {
 		return "", err
 	}
 	resolved, run := c.path("systemd-resolve"), c.path("run-dnsconfigurer")
-	for _, d := range []string{resolved, run} {
+	for _, d := range []string{resolved, run, c.NRIStateDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", err
 		}
@@ -146,6 +159,17 @@ data:
   tls.crt: %s
   tls.key: %s
 `, DeployNamespace, base64.StdEncoding.EncodeToString(cert.Cert), base64.StdEncoding.EncodeToString(cert.Key))
+	agentPatch := `- patch: |
+    $patch: delete
+    apiVersion: apps/v1
+    kind: DaemonSet
+    metadata:
+      name: dnsconfigurer-shim
+      namespace: dnsconfigurer-node
+`
+	if c.Agent == AgentNRI {
+		agentPatch = c.nriPatch(resolved)
+	}
 	kustomization := fmt.Sprintf(`# Written by test/cluster: deploy/ for a one-node test cluster (see DeployDNS).
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -153,14 +177,7 @@ resources:
 - %s
 - webhook-tls.yaml
 patches:
-- patch: |
-    $patch: delete
-    apiVersion: apps/v1
-    kind: DaemonSet
-    metadata:
-      name: dnsconfigurer-shim
-      namespace: dnsconfigurer-node
-- target:
+%s- target:
     group: cert-manager.io
   patch: |
     $patch: delete
@@ -190,11 +207,57 @@ patches:
     - op: replace
       path: /spec/template/spec/volumes/2/hostPath/path
       value: %s
-`, rel, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved, run)
+`, rel, agentPatch, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved, run)
 	for name, content := range map[string]string{"kustomization.yaml": kustomization, "webhook-tls.yaml": secret} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return "", err
 		}
 	}
 	return dir, nil
+}
+
+// NRIStateDir is the NRI plugin's --state-dir: <pod uid>/resolv.conf
+// files, on the node and at the same path in the plugin's container.
+func (c *Cluster) NRIStateDir() string { return c.path("nri-state") }
+
+// nriPatch points the NRI plugin's host paths at this cluster: the
+// harness's directory, where containerd 2.x's NRI socket is (nri.sock,
+// the name --socket expects), the node resolv.conf, and the state
+// directory at one path inside and out.
+func (c *Cluster) nriPatch(resolved string) string {
+	return fmt.Sprintf(`- target:
+    kind: DaemonSet
+    name: %[1]s
+  patch: |
+    - op: test
+      path: /spec/template/spec/volumes/0/name
+      value: nri-socket
+    - op: replace
+      path: /spec/template/spec/volumes/0/hostPath/path
+      value: %[2]s
+    - op: test
+      path: /spec/template/spec/volumes/1/name
+      value: state
+    - op: replace
+      path: /spec/template/spec/volumes/1/hostPath/path
+      value: %[3]s
+    - op: replace
+      path: /spec/template/spec/containers/0/volumeMounts/1/mountPath
+      value: %[3]s
+    - op: test
+      path: /spec/template/spec/containers/0/args/5
+      value: --state-dir=/run/dnsconfigurer/nri
+    - op: replace
+      path: /spec/template/spec/containers/0/args/5
+      value: --state-dir=%[3]s
+    - op: test
+      path: /spec/template/spec/volumes/2/name
+      value: resolv-conf
+    - op: replace
+      path: /spec/template/spec/volumes/2/hostPath/path
+      value: %[4]s
+    - op: replace
+      path: /spec/template/spec/volumes/3/hostPath/path
+      value: %[5]s
+`, NRIDS, filepath.Dir(c.Node.NRISocket), c.NRIStateDir(), c.NodeResolvConfPath(), resolved)
 }

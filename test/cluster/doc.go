@@ -9,8 +9,9 @@
 //     ServiceAccount and NodeRestriction admission plugins;
 //   - kube-controller-manager (EndpointSlices, ServiceAccount tokens,
 //     namespaces, Deployments, ...) and kube-scheduler;
-//   - containerd (Debian's 1.6) with runc and the CNI bridge, and the
-//     dnsconfigurer CRI shim in front of it;
+//   - containerd (Debian's 1.6, or 2.x from $DNSCONFIGURER_CONTAINERD_BIN)
+//     with runc and the CNI bridge, and the dnsconfigurer CRI shim in
+//     front of it;
 //   - kubelet with containerRuntimeEndpoint on the shim's socket, running
 //     as system:node:dnscfg-node;
 //   - kube-proxy in iptables mode;
@@ -47,6 +48,15 @@
 // group) and killed by the kernel if the test binary dies; the teardown
 // unmounts kubelet's mounts, removes the cgroups, the namespace and the
 // directory, and restores the sysctls. TestCluster checks that.
+//
+// TestClusterNRI brings up a second cluster with Options{Agent: AgentNRI}:
+// containerd 2.x ($DNSCONFIGURER_CONTAINERD_BIN, test/e2e/containerd2.sh)
+// with NRI on, kubelet pointed straight at containerd (no shim, no kubelet
+// change), and deploy/overlays/nri, whose DaemonSet runs the NRI plugin
+// with its ServiceAccount. It proves the plugin's API-server path on a real
+// kubelet: every dnsPolicy and the autopath annotation from the plugin's
+// file, a trimmed pod's DNSConfigForming Event, a node resolv.conf change
+// reaching running containers, and state removed with the pod.
 //
 // Run it as root after test/e2e/setup.sh and test/testbin/build.sh:
 //

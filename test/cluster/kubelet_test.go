@@ -27,7 +27,9 @@ func testKubelet(t *testing.T, c *Cluster) {
 	t.Run("restarts", func(t *testing.T) { testRestarts(t, c) })
 }
 
-// testPolicies checks, inside real containers, what each dnsPolicy gives.
+// testPolicies checks, inside real containers, what each dnsPolicy gives
+// (with the NRI plugin as the agent, also that the container's file is the
+// plugin's).
 // The expectations are kubelet's rules written out for this node (cluster
 // DNS 10.96.0.10, domain cluster.local, node resolv.conf "nameserver
 // 10.233.0.1 / search node.test").
@@ -84,7 +86,7 @@ func testPolicies(t *testing.T, c *Cluster) {
 			if tc.mutate != nil {
 				tc.mutate(p)
 			}
-			runPod(t, c, ns, p)
+			running := runPod(t, c, ns, p)
 			ctx := testContext(t, time.Minute)
 			out, err := c.exec(ctx, ns, p.Name, "cat", "/etc/resolv.conf")
 			if err != nil {
@@ -92,6 +94,9 @@ func testPolicies(t *testing.T, c *Cluster) {
 			}
 			if got := parseResolvConf(out); !got.equal(tc.want) {
 				t.Errorf("/etc/resolv.conf in the container:\n%s\ngot  %s\nwant %s", out, got, tc.want)
+			}
+			if c.Agent == AgentNRI {
+				checkNRIFile(t, c, running, out)
 			}
 			if tc.hostname != "" {
 				out, err := c.exec(ctx, ns, p.Name, "hostname")

@@ -152,7 +152,7 @@ volumePluginDir: %[9]s
 syncFrequency: 10s
 fileCheckFrequency: 10s
 serializeImagePulls: false
-`, NodeIP, kubeletHealthzPort, c.Node.CgroupParent, c.shimSocket(), ClusterDNS, ClusterDomain,
+`, NodeIP, kubeletHealthzPort, c.Node.CgroupParent, c.runtimeSocket(), ClusterDNS, ClusterDomain,
 		c.NodeResolvConfPath(), c.podLogs(), c.path("kubelet-plugins"))
 }
 
@@ -177,6 +177,15 @@ conntrack:
 }
 
 func (c *Cluster) shimSocket() string { return c.path("shim.sock") }
+
+// runtimeSocket is kubelet's containerRuntimeEndpoint: the shim's socket,
+// or containerd's own when the NRI plugin is the agent.
+func (c *Cluster) runtimeSocket() string {
+	if c.Agent == AgentNRI {
+		return c.Node.Socket
+	}
+	return c.shimSocket()
+}
 
 // shimConfig is the ShimConfiguration: kubelet's DNS settings, the node's
 // resolv.conf, the nameservers of autopath pods (the node-local address,
