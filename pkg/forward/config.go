@@ -57,9 +57,9 @@ type Config struct {
 	// "[ip]:port" (port 53 by default), read at every query; entries that do
 	// not parse are skipped. Required.
 	Upstreams UpstreamSource
-	// Self are the server's own listen addresses, never forwarded to: a
-	// loopback or unspecified listen address matches any loopback upstream
-	// on the same port.
+	// Self are the server's own listen addresses ("ip:port", or ":port" for
+	// every address), never forwarded to: a loopback or unspecified listen
+	// address matches any loopback upstream on the same port.
 	Self []string
 	// Timeout bounds one Exchange, every upstream tried and the TCP retry
 	// included (default DefaultTimeout).

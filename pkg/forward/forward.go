@@ -90,7 +90,7 @@ func New(cfg Config) (*Forwarder, error) {
 		flights: map[string]*flight{},
 	}
 	for i, l := range cfg.Self {
-		ap, err := ParseAddrPort(l)
+		ap, err := parseListen(l)
 		if err != nil {
 			return nil, fmt.Errorf("forward config: Self[%d] %q: %w", i, l, err)
 		}
@@ -121,6 +121,15 @@ func ParseAddrPort(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("port %q: %w", port, err)
 	}
 	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
+}
+
+// parseListen parses a listen address: ParseAddrPort's forms, and ":port"
+// (every address, as "0.0.0.0:port").
+func parseListen(s string) (netip.AddrPort, error) {
+	if host, port, err := net.SplitHostPort(s); err == nil && host == "" {
+		return ParseAddrPort(net.JoinHostPort(netip.IPv4Unspecified().String(), port))
+	}
+	return ParseAddrPort(s)
 }
 
 // isSelf reports whether up is one of the server's own addresses.
