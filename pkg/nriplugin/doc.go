@@ -67,7 +67,13 @@
 //
 // Failure: on an internal error (an unreadable or unparsable sandbox file,
 // an unusable node resolver config, an engine error) the container is
-// created unchanged, with kubelet's file, and the error is logged. NRI
+// created unchanged, with kubelet's file, and the error is logged. A
+// sandbox file over 64 KiB, or holding bytes other than text or a
+// nameserver that is not an IP address, is such an error: containerd
+// cannot have written it from kubelet's config, so it is not recovered.
+// A pod the API server lookup does not return within the lookup timeout
+// (not seen yet, deleted, or no API server reachable) is recovered from
+// the sandbox file instead, with a warning. NRI
 // itself lets a container through unchanged when the plugin does not answer
 // within plugin_request_timeout (2s by default) or is not connected, unless
 // the runtime's default validator lists it in required_plugins.
@@ -81,9 +87,10 @@
 // dnsconfigurer_nri_containers_total{result="adjusted|unchanged|rejected"},
 // dnsconfigurer_nri_errors_total{stage="facts|host_config|compute|write|remove|prune|update"},
 // dnsconfigurer_nri_adjust_duration_seconds (a histogram of the time spent
-// on a CreateContainer), dnsconfigurer_nri_connected (1 while registered)
-// and dnsconfigurer_nri_live_updates_total (files rewritten by a live
-// update).
+// on a CreateContainer), dnsconfigurer_nri_connected (1 while registered),
+// dnsconfigurer_nri_live_updates_total (files rewritten by a live update)
+// and dnsconfigurer_nri_pod_lookups_total{result="hit|miss"} (API server
+// lookups at CreateContainer; a miss falls back to the sandbox file).
 //
 // # Connection
 //

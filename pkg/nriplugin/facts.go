@@ -2,9 +2,13 @@ package nriplugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/containerd/nri/pkg/api"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -48,10 +52,14 @@ func sandboxResolvConf(pod *api.PodSandbox, ctr *api.Container) string {
 // sandbox file at path.
 func (p *Plugin) facts(ctx context.Context, pod *api.PodSandbox, path string, host policy.Host) (policy.Input, string, error) {
 	if p.pods != nil {
+		start := time.Now()
 		if in, ok := p.lookup(ctx, pod); ok {
+			p.m.lookups.WithLabelValues(lookupHit).Inc()
 			return in, sourceAPIServer, nil
 		}
-		p.log.Warn("pod not in the API server cache; using the sandbox resolv.conf", "pod", podName(pod), "uid", pod.GetUid())
+		p.m.lookups.WithLabelValues(lookupMiss).Inc()
+		p.log.Warn("pod not in the API server cache; using the sandbox resolv.conf", "pod", podName(pod), "uid", pod.GetUid(),
+			"waited", time.Since(start).Round(time.Millisecond).String())
 	}
 	in, err := p.fromSandboxFile(pod, path, host)
 	return in, sourceSandbox, err
@@ -81,10 +89,35 @@ func (p *Plugin) fromSandboxFile(pod *api.PodSandbox, path string, host policy.H
 		return policy.Input{}, fmt.Errorf("sandbox resolv.conf: %w", err)
 	}
 	rc, err := resolvconf.ParseBytes(data)
+	if err == nil {
+		err = checkSandboxFile(data, rc)
+	}
 	if err != nil {
 		return policy.Input{}, fmt.Errorf("sandbox resolv.conf %q: %w", path, err)
 	}
 	return cri.FromSandbox(sandboxConfig(pod, rc, readHostname(filepath.Join(filepath.Dir(path), "hostname"))), p.eng, host)
+}
+
+// checkSandboxFile refuses a sandbox file that containerd cannot have
+// written from kubelet's DNS config or the node's file: bytes other than
+// text (the parser skips lines it does not know, so binary data would
+// recover as an empty config), or a nameserver that is not an IP address.
+// Such a file is not recomputed; the container keeps it.
+func checkSandboxFile(data []byte, rc resolvconf.Config) error {
+	if !utf8.Valid(data) {
+		return errors.New("not UTF-8 text")
+	}
+	for i, r := range string(data) {
+		if r == 0x7f || r < 0x20 && r != '\t' && r != '\n' && r != '\r' {
+			return fmt.Errorf("control character %U at byte %d", r, i)
+		}
+	}
+	for _, ns := range rc.Nameservers {
+		if _, err := netip.ParseAddr(ns); err != nil {
+			return fmt.Errorf("nameserver %q is not an IP address", ns)
+		}
+	}
+	return nil
 }
 
 // sandboxConfig is the part of the CRI sandbox config cri.FromSandbox reads,

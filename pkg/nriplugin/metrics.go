@@ -11,6 +11,12 @@ const (
 	resultRejected  = "rejected"
 )
 
+// Values of the pod_lookups_total result label.
+const (
+	lookupHit  = "hit"  // the API server cache had the pod
+	lookupMiss = "miss" // it did not in time: the facts come from the sandbox file
+)
+
 // Values of the errors_total stage label: where an internal error happened.
 const (
 	stageFacts      = "facts"       // the sandbox resolv.conf: unreadable or unparsable
@@ -31,6 +37,7 @@ type metrics struct {
 	adjustSeconds prometheus.Histogram
 	connected     prometheus.Gauge
 	updates       prometheus.Counter
+	lookups       *prometheus.CounterVec // result
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,10 +56,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 while the plugin is registered on the runtime's NRI socket, 0 otherwise."}),
 		updates: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "live_updates_total",
 			Help: "Running pods' files rewritten in place after a change of the node's resolver config."}),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "pod_lookups_total",
+			Help: "Pod lookups in the API server cache at CreateContainer: hit, miss (not seen within the lookup timeout; the facts come from the sandbox resolv.conf)."},
+			[]string{"result"}),
 	}
 	// Pre-resolve the bounded label values so that they are exported at 0.
 	for _, r := range []string{resultAdjusted, resultUnchanged, resultRejected} {
 		m.containers.WithLabelValues(r)
+	}
+	for _, r := range []string{lookupHit, lookupMiss} {
+		m.lookups.WithLabelValues(r)
 	}
 	for _, s := range []string{stageFacts, stageHostConfig, stageCompute, stageWrite, stageRemove, stagePrune, stageUpdate} {
 		m.errors.WithLabelValues(s)
@@ -60,7 +73,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.containers, m.errors, m.adjustSeconds, m.connected, m.updates} {
+	for _, c := range []prometheus.Collector{m.containers, m.errors, m.adjustSeconds, m.connected, m.updates, m.lookups} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
