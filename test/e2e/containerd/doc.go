@@ -11,10 +11,12 @@
 // 2.x: Options.Runtime, by default $DNSCONFIGURER_CONTAINERD_BIN's binaries
 // from test/e2e/containerd2.sh, else PATH's), root, state and
 // socket under a temporary directory, in a private mount namespace and a
-// PID namespace of which it is PID 1; Close, registered with t.Cleanup,
-// removes the sandboxes through the CRI, stops containerd, and so every
-// shim, container and mount, then deletes the cgroups, the network
-// namespace and the directory.
+// PID namespace whose PID 1 is a shell that runs it; Close, registered with
+// t.Cleanup, removes the sandboxes through the CRI, stops containerd, and
+// so every shim, container and mount, then deletes the cgroups, the
+// network namespace and the directory. Restart stops containerd and starts
+// it again in the same namespaces, on the same root, state, config and
+// sockets, while the shims and containers keep running.
 //
 // Client is a small CRI v1 client: RunPod from a PodSpec (name, namespace,
 // UID, host network, hostname, DNS config, annotations), StartContainer of

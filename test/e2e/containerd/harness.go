@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -303,17 +305,24 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 	// exec` hides (it remounts /sys), so the namespace is joined with
 	// nsenter instead. unshare gives containerd a private mount namespace
 	// (its overlay, shm and netns mounts never reach the host and vanish
-	// with it) and a PID namespace of which it is PID 1 (when it exits the
-	// kernel kills every shim and container it left). Inside, the shims'
-	// socket directory /run/containerd is a bind mount of Dir/run, and
-	// libcni's result cache /var/lib/cni one of Dir/cni/cache.
+	// with it) and a PID namespace whose PID 1 is the shell below (when it
+	// exits the kernel kills every shim and container left). Inside, the
+	// shims' socket directory /run/containerd is a bind mount of Dir/run,
+	// and libcni's result cache /var/lib/cni one of Dir/cni/cache. The
+	// shell runs containerd and, when containerd exits with the restart
+	// file present (Restart), removes it and runs containerd again in the
+	// same namespaces; otherwise it exits with containerd.
 	const script = `set -e
 mkdir -p /run/containerd
 mount --bind "$1/run" /run/containerd
 mkdir -p /var/lib/cni
 mount --bind "$1/cni/cache" /var/lib/cni
 if [ -n "$2" ]; then mount --bind "$2" /etc/resolv.conf; fi
-exec "$4" --config "$1/config.toml" --log-level "$3"
+while :; do
+	"$4" --config "$1/config.toml" --log-level "$3" &
+	wait $! || true
+	rm "$1/` + restartFile + `" 2>/dev/null || exit 0
+done
 `
 	h.logFile, err = os.Create(filepath.Join(h.Dir, "containerd.log"))
 	if err != nil {
@@ -562,6 +571,104 @@ func (h *Harness) Close() {
 	})
 }
 
+// restartFile, in a harness's directory, tells the shell running
+// containerd to run it again when it exits (Restart).
+const restartFile = "restart"
+
+// Restart stops containerd (SIGTERM; SIGKILL after 10s) and starts it
+// again on the same config, root, state, sockets (CRI and NRI) and
+// namespaces, as a node's containerd restarts: the shims, and so the
+// sandboxes and containers, keep running, and containerd recovers them.
+// It returns once the CRI plugin reports the runtime and the network
+// ready again. Clients from Client reconnect by themselves.
+func (h *Harness) Restart(ctx context.Context) error {
+	pid, err := h.containerdPID()
+	if err != nil {
+		return fmt.Errorf("restart containerd: %w", err)
+	}
+	marker := filepath.Join(h.Dir, restartFile)
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		return fmt.Errorf("restart containerd: %w", err)
+	}
+	gone := func() (bool, error) {
+		_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+		return errors.Is(err, fs.ErrNotExist), nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	if poll(ctx, gone, 10*time.Second) != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if err := poll(ctx, gone, 10*time.Second); err != nil {
+			return fmt.Errorf("restart containerd: process %d still there after SIGKILL: %w", pid, err)
+		}
+	}
+	c, err := Dial(h.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := h.waitReady(ctx, c); err != nil {
+		return fmt.Errorf("restart containerd: %w%s", err, h.logTail(40))
+	}
+	return nil
+}
+
+// containerdPID is the running containerd's PID (in the test's PID
+// namespace): the child named containerd of the shell that unshare (the
+// process Start ran) forked.
+func (h *Harness) containerdPID() (int, error) {
+	select {
+	case <-h.exited:
+		return 0, errors.New("containerd has exited")
+	default:
+	}
+	shells, err := children(h.cmd.Process.Pid)
+	if err != nil {
+		return 0, err
+	}
+	for sh := range shells {
+		kids, err := children(sh)
+		if err != nil {
+			return 0, err
+		}
+		for pid, comm := range kids {
+			if comm == "containerd" {
+				return pid, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no containerd process under %d", h.cmd.Process.Pid)
+}
+
+// children maps the PIDs of ppid's child processes to their command names,
+// from /proc/*/stat.
+func children(ppid int) (map[int]string, error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return nil, err
+	}
+	kids := map[int]string{}
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// "PID (COMM) STATE PPID ...": COMM may hold spaces and parens.
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(s[end+1:])
+		if len(fields) < 2 || fields[1] != strconv.Itoa(ppid) {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(s[:open])); err == nil {
+			kids[pid] = s[open+1 : end]
+		}
+	}
+	return kids, nil
+}
+
 // ownerFile, in a harness's directory, holds "PID NETNS CGROUP-PARENT" of
 // the test process that owns it.
 const ownerFile = "owner"
@@ -629,10 +736,10 @@ func (h *Harness) removeSandboxes() error {
 	return errors.Join(errs...)
 }
 
-// stopContainerd signals containerd's process group and waits. containerd
-// is PID 1 of its PID namespace, so its exit takes every shim and
-// container with it, and the last of them takes the private mount
-// namespace and its mounts.
+// stopContainerd signals containerd's process group and waits. Once
+// containerd exits, the shell that is PID 1 of its PID namespace exits
+// too, which takes every shim and container with it, and the last of them
+// takes the private mount namespace and its mounts.
 func (h *Harness) stopContainerd() error {
 	pgid := h.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
