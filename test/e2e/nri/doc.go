@@ -14,7 +14,25 @@
 // containers get kubelet's file while it is gone and its file once it is
 // back; containers created before keep theirs. TestLimitsReject runs it with
 // --limits reject: a sandbox over kubelet's limits fails at CreateContainer
-// with a message naming the pod and the limit. BenchmarkCreateContainer
+// with a message naming the pod and the limit. TestContainerdRestart
+// restarts containerd under the plugin (the harness's Restart: same root,
+// state, config and sockets; containers keep running): /readyz goes
+// unready and ready again, dnsconfigurer_nri_connected is back to 1, the
+// resync keeps the pods containerd recovered and drops a stale one,
+// containers from before keep the plugin's file (same pod file, same
+// inode) and new ones get it. TestCorruptSandboxFile corrupts the sandbox
+// resolv.conf before a pod's first container (binary data, a nameserver
+// that is not an address, a line over the 64 KiB cap, over 10 MiB): the
+// container keeps that file (its mount is the sandbox's), with an error
+// log line and errors_total{stage="facts"}. TestUnreachableAPIServer
+// gives the plugin a kubeconfig for a closed 127.0.0.1 port: it registers
+// but /readyz stays 503 (pod informer), and each container waits the 1s
+// lookup timeout, falls back to the sandbox file and gets the plugin's
+// file, counting pod_lookups_total{result="miss"}, within containerd's 2s
+// NRI timeout. A pod deleted from the API server mid-creation is covered
+// by pkg/nriplugin's TestPodDeletedMidCreation (the real pod informer on a
+// fake clientset): a kube-apiserver here would need test/testbin's 25
+// minute build. BenchmarkCreateContainer
 // logs CreateContainer p50/p99 without and with the plugin:
 //
 //	go test -run '^$' -bench CreateContainer -benchtime 1x ./test/e2e/nri/

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -56,6 +57,7 @@ type pluginProc struct {
 	StateDir string
 	Metrics  string
 	args     []string
+	up       func(*pluginProc) bool // start waits for it
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	mu       sync.Mutex
@@ -79,6 +81,12 @@ func (p *pluginProc) Log() string {
 // is registered.
 func startPlugin(t testing.TB, h *containerd.Harness, extra ...string) *pluginProc {
 	t.Helper()
+	return startPluginUntil(t, h, (*pluginProc).ready, extra...)
+}
+
+// startPluginUntil is startPlugin waiting for up instead of /readyz.
+func startPluginUntil(t testing.TB, h *containerd.Harness, up func(*pluginProc) bool, extra ...string) *pluginProc {
+	t.Helper()
 	if h.NRISocket == "" {
 		t.Skipf("nri e2e: containerd %s has no NRI socket (needs 2.x)", h.ContainerdVersion)
 	}
@@ -91,7 +99,7 @@ func startPlugin(t testing.TB, h *containerd.Harness, extra ...string) *pluginPr
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pluginProc{StateDir: filepath.Join(dir, "state"), Metrics: ml.Addr().String()}
+	p := &pluginProc{StateDir: filepath.Join(dir, "state"), Metrics: ml.Addr().String(), up: up}
 	ml.Close()
 	args := append([]string{"nri", "--socket", h.NRISocket, "--state-dir", p.StateDir, "--metrics-listen", p.Metrics, "--log-level", "debug"}, nodeArgs(resolv)...)
 	p.args = append(args, extra...)
@@ -105,7 +113,7 @@ func startPlugin(t testing.TB, h *containerd.Harness, extra ...string) *pluginPr
 	return p
 }
 
-// start runs the plugin and waits until /readyz says it is registered.
+// start runs the plugin and waits until p.up (/readyz: registered).
 func (p *pluginProc) start(t testing.TB) {
 	t.Helper()
 	p.cmd = exec.Command(buildbin.Dnsconfigurer(t), p.args...)
@@ -118,7 +126,7 @@ func (p *pluginProc) start(t testing.TB) {
 	p.exited = exited
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(20 * time.Second)
-	for !p.ready() {
+	for !p.up(p) {
 		select {
 		case <-p.exited:
 			t.Fatalf("plugin exited: %s", p.Log())
@@ -147,6 +155,18 @@ func (p *pluginProc) stop(t testing.TB) {
 		<-p.exited
 	}
 	p.cmd = nil
+}
+
+// connected reports dnsconfigurer_nri_connected 1 on /metrics: registered
+// with the runtime, whatever the other readiness checks say.
+func (p *pluginProc) connected() bool {
+	resp, err := http.Get("http://" + p.Metrics + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return err == nil && bytes.Contains(b, []byte("\ndnsconfigurer_nri_connected 1\n"))
 }
 
 // ready reports /readyz OK: the plugin is registered with the runtime.
