@@ -5,7 +5,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/miekg/dns"
+
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 // routeFlag is --forward ZONE=ADDR[,ADDR...], repeatable.
@@ -24,8 +27,21 @@ func (r *routeFlag) Set(v string) error {
 	if !ok || zone == "" || addrs == "" {
 		return fmt.Errorf("%q: want ZONE=ADDR[,ADDR...], e.g. .=10.0.0.2 or corp.example=10.1.0.53:53", v)
 	}
+	if _, ok := dns.IsDomainName(zone); !ok {
+		return fmt.Errorf("%q: zone %q is not a domain name", v, zone)
+	}
 	var ups listFlag
 	_ = ups.Set(addrs)
+	for _, u := range ups {
+		if strings.HasPrefix(u, "/") || strings.HasPrefix(u, "$(") {
+			// A resolv.conf whose nameservers are the upstreams; an
+			// unexpanded variable, which validation explains.
+			continue
+		}
+		if _, err := forward.ParseAddrPort(u); err != nil {
+			return fmt.Errorf("%q: upstream %q is not an address such as 10.0.0.53, 10.0.0.53:53 or [fd00::53]:53, nor a resolv.conf path", v, u)
+		}
+	}
 	*r = append(*r, v1alpha1.ForwardRoute{Zone: zone, Upstreams: ups})
 	return nil
 }

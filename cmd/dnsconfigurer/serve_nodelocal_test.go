@@ -17,6 +17,15 @@ import (
 // address (parsed from its log).
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
+	addr, _ := startServeLog(t, args...)
+	return addr
+}
+
+// startServeLog is startServe that also returns the command's log; with
+// --config or --metrics-listen it waits for the metrics address too
+// (metricsAddr).
+func startServeLog(t *testing.T, args ...string) (string, *serveLog) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr serveLog
 	done := make(chan int, 1)
@@ -36,10 +45,10 @@ func startServe(t *testing.T, args ...string) string {
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
 			if mm := metricsRe.FindStringSubmatch(stderr.String()); mm != nil {
 				lastServeMetrics = mm[1]
-				return m[1]
+				return m[1], &stderr
 			}
-			if !strings.Contains(strings.Join(args, " "), "--config") {
-				return m[1]
+			if joined := strings.Join(args, " "); !strings.Contains(joined, "--config") && !strings.Contains(joined, "--metrics-listen") {
+				return m[1], &stderr
 			}
 		}
 		if time.Now().After(deadline) {

@@ -22,8 +22,8 @@ import (
 const readBuffer = 4096
 
 // Listener defaults. A TCP connection is closed when its first query does
-// not arrive within tcpReadTimeout, when no further query arrives within
-// TCPIdleTimeout, after tcpMaxQueries queries, and when one reply cannot be
+// not arrive within tcpReadTimeout (or TCPIdleTimeout when shorter), when no
+// further query arrives within TCPIdleTimeout, after tcpMaxQueries queries, and when one reply cannot be
 // written within TCPWriteTimeout: a client that sends queries and never
 // reads fills the socket buffers, the next write times out and the
 // connection, its goroutine and its socket are released (about
@@ -64,7 +64,8 @@ type Server struct {
 	// closed at once and counted (default DefaultMaxTCPConns).
 	MaxTCPConns int
 	// TCPIdleTimeout closes a TCP connection with no query for this long
-	// (default DefaultTCPIdleTimeout).
+	// (default DefaultTCPIdleTimeout); a connection whose first query does
+	// not come is closed after 5 s, or TCPIdleTimeout when shorter.
 	TCPIdleTimeout time.Duration
 	// TCPWriteTimeout closes a TCP connection whose reply cannot be written
 	// within it (default DefaultTCPWriteTimeout).
@@ -200,7 +201,7 @@ func (s *Server) Start(ctx context.Context) error {
 		servers = append(servers,
 			&dns.Server{PacketConn: pc, Handler: g, UDPSize: readBuffer, DecorateReader: s.wireReader},
 			&dns.Server{Listener: &tcpListener{Listener: ln, g: g, slots: conns, write: write}, Handler: g,
-				ReadTimeout: tcpReadTimeout, IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
+				ReadTimeout: min(tcpReadTimeout, idle), IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
 		addrs = append(addrs, pc.LocalAddr().String())
 	}
 	s.stopping.Store(false)

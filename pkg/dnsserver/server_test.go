@@ -108,3 +108,59 @@ func errOrEOF(err error) error {
 	}
 	return err
 }
+
+// TestTCPIdleTimeout: a TCP connection on which no query comes is closed
+// by the server after the idle timeout, whether it never sent one or
+// went quiet after some; the client sees the close (EOF), not sooner than
+// about the timeout and within a bound, and the connection's slot is freed.
+func TestTCPIdleTimeout(t *testing.T) {
+	const idle = 400 * time.Millisecond
+	srv := &dnsserver.Server{Handler: dns.HandlerFunc(answerA), TCPIdleTimeout: idle}
+	addr := startServer(t, srv)
+	for _, tc := range []struct {
+		name    string
+		queries int
+	}{
+		{"silent client", 0},
+		{"quiet after one query", 1},
+		{"quiet after three queries", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := net.DialTimeout("tcp", addr, 3*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			c := &dns.Conn{Conn: nc}
+			start := time.Now()
+			for i := range tc.queries {
+				_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+				if err := c.WriteMsg(new(dns.Msg).SetQuestion("x.example.", dns.TypeA)); err != nil {
+					t.Fatal(err)
+				}
+				if r, err := c.ReadMsg(); err != nil || len(r.Answer) != 1 {
+					t.Fatalf("query %d: %v %v", i, r, err)
+				}
+				start = time.Now()
+			}
+			// Wait for the close: a read that ends with EOF, not with the
+			// client's own deadline.
+			_ = nc.SetReadDeadline(time.Now().Add(idle + 5*time.Second))
+			n, err := nc.Read(make([]byte, 512))
+			took := time.Since(start)
+			if errors.Is(err, os.ErrDeadlineExceeded) || err == nil {
+				t.Fatalf("connection still open %v after the last query (read %d bytes, %v)", took, n, err)
+			}
+			t.Logf("closed %v after the last query: %v", took.Round(time.Millisecond), err)
+			if took < idle/2 {
+				t.Errorf("closed after %v, before the %v idle timeout", took, idle)
+			}
+			if took > idle+2*time.Second {
+				t.Errorf("closed after %v, want within %v of the %v idle timeout", took, 2*time.Second, idle)
+			}
+			if !pollUntil(5*time.Second, func() bool { return metric(t, srv, "dnsconfigurer_dnsserver_tcp_connections") == 0 }) {
+				t.Error("the closed connection still holds its slot")
+			}
+		})
+	}
+}

@@ -95,6 +95,10 @@ func await(t *testing.T, within time.Duration, what string, cond func() bool) {
 	}
 }
 
+// TestReplyValidation: over UDP and over TCP, a reply with another ID or
+// another question (or the query echoed) is dropped, counted, and the read
+// goes on to the matching reply; with only wrong replies the exchange fails
+// at the timeout.
 func TestReplyValidation(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -111,6 +115,11 @@ func TestReplyValidation(t *testing.T) {
 			bad.Question[0].Name = "other.example."
 			return []*dns.Msg{bad, answer(req)}
 		}, true},
+		{"wrong type first", func(req *dns.Msg) []*dns.Msg {
+			bad := answer(req)
+			bad.Question[0].Qtype = dns.TypeAAAA
+			return []*dns.Msg{bad, answer(req)}
+		}, true},
 		{"query echoed first", func(req *dns.Msg) []*dns.Msg {
 			return []*dns.Msg{req.Copy(), answer(req)}
 		}, true},
@@ -119,24 +128,47 @@ func TestReplyValidation(t *testing.T) {
 			bad.Id++
 			return []*dns.Msg{bad}
 		}, false},
+		{"only wrong questions", func(req *dns.Msg) []*dns.Msg {
+			bad := answer(req)
+			bad.Question[0].Name = "other.example."
+			return []*dns.Msg{bad}
+		}, false},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			up := runStub(t, tc.replies)
-			f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: 300 * time.Millisecond})
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(f)
-			r, err := ask(f, context.Background(), "www.example.org.")
-			if tc.ok != (err == nil) {
-				t.Fatalf("reply %v, error %v; want ok %v", r, err, tc.ok)
-			}
-			if tc.ok && (len(r.Answer) != 1 || r.Question[0].Name != "www.example.org.") {
-				t.Errorf("reply %v, want the matching one", r)
-			}
-			if n := gather(t, reg)[`dnsconfigurer_forward_dropped_replies_total{upstream="`+up.addr+`",zone="."}`]; n != 1 {
-				t.Errorf("dropped replies %v, want 1", n)
-			}
-		})
+	for _, transport := range []string{"udp", "tcp"} {
+		for _, tc := range cases {
+			t.Run(transport+"/"+tc.name, func(t *testing.T) {
+				cfg := forward.Config{Timeout: 300 * time.Millisecond}
+				var addr string
+				if transport == "tcp" {
+					addr = runTCPStubReplies(t, tc.replies).addr
+					cfg.ForceTCP = true
+				} else {
+					addr = runStub(t, tc.replies).addr
+				}
+				cfg.Upstreams = forward.StaticUpstreams{addr}
+				f := newForwarder(t, cfg)
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(f)
+				start := time.Now()
+				r, err := ask(f, context.Background(), "www.example.org.")
+				if tc.ok != (err == nil) {
+					t.Fatalf("reply %v, error %v; want ok %v", r, err, tc.ok)
+				}
+				if tc.ok && (len(r.Answer) != 1 || r.Question[0].Name != "www.example.org.") {
+					t.Errorf("reply %v, want the matching one", r)
+				}
+				if took := time.Since(start); !tc.ok && took < 250*time.Millisecond {
+					t.Errorf("failed after %v: %v; want the 300ms timeout (a wrong reply is no answer)", took, err)
+				}
+				m := gather(t, reg)
+				if n := m[`dnsconfigurer_forward_dropped_replies_total{upstream="`+addr+`",zone="."}`]; n != 1 {
+					t.Errorf("dropped replies %v, want 1", n)
+				}
+				if n := m[`dnsconfigurer_forward_responses_total{rcode="NOERROR",upstream="`+addr+`",zone="."}`]; (n == 1) != tc.ok {
+					t.Errorf("accepted replies %v, want ok %v", n, tc.ok)
+				}
+			})
+		}
 	}
 }
 
@@ -256,11 +288,18 @@ func TestPolicy(t *testing.T) {
 // tcpStub is a TCP upstream that answers every query and counts the
 // connections it accepted and those the client closed.
 type tcpStub struct {
-	addr             string
-	accepted, closed atomic.Int64
+	addr                      string
+	accepted, closed, queries atomic.Int64
 }
 
 func runTCPStub(t *testing.T, reply func(req *dns.Msg) *dns.Msg) *tcpStub {
+	t.Helper()
+	return runTCPStubReplies(t, func(req *dns.Msg) []*dns.Msg { return []*dns.Msg{reply(req)} })
+}
+
+// runTCPStubReplies is runTCPStub writing the replies a function chooses
+// (none: it hangs) on the connection of each query.
+func runTCPStubReplies(t *testing.T, replies func(req *dns.Msg) []*dns.Msg) *tcpStub {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -294,7 +333,12 @@ func runTCPStub(t *testing.T, reply func(req *dns.Msg) *dns.Msg) *tcpStub {
 						}
 						return
 					}
-					_ = dc.WriteMsg(reply(req))
+					if len(req.Question) == 1 && !strings.HasSuffix(req.Question[0].Name, ".loop-probe.dnsconfigurer.") {
+						s.queries.Add(1)
+					}
+					for _, r := range replies(req) {
+						_ = dc.WriteMsg(r)
+					}
 				}
 			}()
 		}

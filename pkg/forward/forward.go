@@ -47,6 +47,7 @@ type Forwarder struct {
 	slots  chan struct{}
 	next   atomic.Uint32
 	marker [8]byte
+	now    func() time.Time // the clock of the log rate limits
 
 	// cur is the upstream list last read from the source; listMu
 	// serialises its rebuilds.
@@ -88,6 +89,7 @@ func New(cfg Config) (*Forwarder, error) {
 		log:     cfg.Logger.With("zone", cfg.Zone),
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		flights: map[string]*flight{},
+		now:     time.Now,
 	}
 	for i, l := range cfg.Self {
 		ap, err := parseListen(l)
@@ -385,7 +387,7 @@ func (f *Forwarder) failed(u *upstream, err error) {
 	if n := int(u.fails.Add(1)); f.cfg.MaxFails > 0 && n >= f.cfg.MaxFails && f.started.Load() && !u.down.Swap(true) {
 		f.log.Warn("upstream down: probing it", "upstream", u.name, "fails", n)
 	}
-	if ok, suppressed := u.logged.allow(logEvery); ok {
+	if ok, suppressed := u.logged.allow(f.now(), logEvery); ok {
 		f.log.Warn("forward failed", "upstream", u.name, "err", err, "suppressed", suppressed)
 	}
 }

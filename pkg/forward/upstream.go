@@ -248,16 +248,16 @@ type rateLimit struct {
 	suppressed int
 }
 
-// allow reports whether to log now, and how many lines were suppressed
+// allow reports whether to log at now, and how many lines were suppressed
 // since the last one.
-func (l *rateLimit) allow(every time.Duration) (bool, int) {
+func (l *rateLimit) allow(now time.Time, every time.Duration) (bool, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.last.IsZero() && time.Since(l.last) < every {
+	if !l.last.IsZero() && now.Sub(l.last) < every {
 		l.suppressed++
 		return false, 0
 	}
 	n := l.suppressed
-	l.last, l.suppressed = time.Now(), 0
+	l.last, l.suppressed = now, 0
 	return true, n
 }

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// waitFor polls cond every 20 ms until it holds or within has passed, and
+// reports whether it held.
+func waitFor(within time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// heldUpstream is a UDP upstream on 127.0.0.1 that reads every query and
+// never answers; it returns its address and the count of queries read
+// (health and loop probes excluded).
+func heldUpstream(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := new(atomic.Int64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			k, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			m := new(dns.Msg)
+			if m.Unpack(buf[:k]) == nil && len(m.Question) == 1 && m.Question[0].Name != "." && !strings.Contains(m.Question[0].Name, "dnsconfigurer") {
+				n.Add(1)
+			}
+		}
+	}()
+	t.Cleanup(func() { pc.Close(); <-done })
+	return pc.LocalAddr().String(), n
+}
+
+// metricValue is the value of the series line (name and labels as
+// /metrics prints them) in a scrape, or -1 without one.
+func metricValue(scrape, series string) float64 {
+	for _, line := range strings.Split(scrape, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// TestServeMaxConcurrent: with --max-concurrent 1 and one query waiting for
+// a silent upstream, the next outside query is shed at once (SERVFAIL,
+// counted); with the default it waits for the upstream like the first.
+func TestServeMaxConcurrent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		shed bool
+	}{
+		{"max-concurrent 1", []string{"--max-concurrent", "1"}, true},
+		{"default", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up, asked := heldUpstream(t)
+			addr, _ := startServeLog(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects",
+				"--upstream", up, "--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
+			metrics := metricsAddr(t)
+			c := &dns.Client{Timeout: 5 * time.Second}
+			first := make(chan error, 1)
+			go func() {
+				_, _, err := c.Exchange(new(dns.Msg).SetQuestion("held.example.org.", dns.TypeA), addr)
+				first <- err
+			}()
+			if !waitFor(5*time.Second, func() bool {
+				return metricValue(scrape(t, metrics), `dnsconfigurer_forward_in_flight{zone="."}`) == 1 && asked.Load() == 1
+			}) {
+				t.Fatalf("the first query is not waiting for the upstream:\n%s", scrape(t, metrics))
+			}
+			start := time.Now()
+			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("next.example.org.", dns.TypeA), addr)
+			took := time.Since(start)
+			if err != nil || r.Rcode != dns.RcodeServerFailure {
+				t.Fatalf("second query: %v %v, want SERVFAIL", r, err)
+			}
+			shed := metricValue(scrape(t, metrics), `dnsconfigurer_forward_shed_total{zone="."}`)
+			t.Logf("second query SERVFAIL after %v; shed_total %v; upstream asked %d", took.Round(time.Millisecond), shed, asked.Load())
+			if tc.shed {
+				if shed != 1 || took > time.Second || asked.Load() != 1 {
+					t.Errorf("want it shed at once: after %v, shed_total %v, upstream asked %d times", took, shed, asked.Load())
+				}
+			} else if shed != 0 || asked.Load() != 2 {
+				t.Errorf("want it forwarded: shed_total %v, upstream asked %d times", shed, asked.Load())
+			}
+			if err := <-first; err != nil {
+				t.Errorf("first query: %v", err)
+			}
+		})
+	}
+}
+
+// TestServeLoadbalance: by default the records of a headless Service come
+// in a rotated order (each first in turn); --loadbalance=false keeps one
+// order in every reply.
+func TestServeLoadbalance(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		firsts int // distinct first records in 6 replies
+	}{
+		{"default", nil, 3},
+		{"loadbalance=false", []string{"--loadbalance=false"}, 1},
+		{"loadbalance=true", []string{"--loadbalance=true"}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects"}, tc.args...)...)
+			firsts := map[string]bool{}
+			for _, network := range []string{"udp", "tcp"} {
+				for range 3 {
+					r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion("db.prod.svc.cluster.local.", dns.TypeA), addr)
+					if err != nil || len(r.Answer) != 3 {
+						t.Fatalf("%s: %v %v, want the 3 ready endpoints", network, r, err)
+					}
+					firsts[r.Answer[0].(*dns.A).A.String()] = true
+				}
+			}
+			if len(firsts) != tc.firsts {
+				t.Errorf("first records %v, want %d distinct", firsts, tc.firsts)
+			}
+		})
+	}
+}
+
+// TestServeLogQueries: --log-queries logs a line per query with its name,
+// type and rcode; without it no query is logged.
+func TestServeLogQueries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"log-queries", []string{"--log-queries"}, true},
+		{"default", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, log := startServeLog(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects"}, tc.args...)...)
+			for _, name := range []string{"web.prod.svc.cluster.local.", "nosuch.prod.svc.cluster.local."} {
+				if _, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lines := []string{"name=web.prod.svc.cluster.local. type=A rcode=NOERROR", "name=nosuch.prod.svc.cluster.local. type=A rcode=NXDOMAIN"}
+			logged := func() bool {
+				for _, l := range lines {
+					if !strings.Contains(log.String(), l) {
+						return false
+					}
+				}
+				return true
+			}
+			if tc.want && !waitFor(5*time.Second, logged) {
+				t.Fatalf("log lacks %q:\n%s", lines, log.String())
+			}
+			if !tc.want && strings.Contains(log.String(), `msg=query`) {
+				t.Fatalf("a query logged without --log-queries:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// TestServePrefetch: with --prefetch 1 an answer asked again close to its
+// expiry (TTL 2 s) is refreshed in the background (counted); without it the
+// refresh is a plain miss after expiry.
+func TestServePrefetch(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		prefetch bool
+	}{
+		{"prefetch 1", []string{"--prefetch", "1"}, true},
+		{"default", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up, count, _ := stubUpstream(t, 2)
+			addr, _ := startServeLog(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects",
+				"--upstream", up, "--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
+			metrics := metricsAddr(t)
+			c := &dns.Client{Timeout: 2 * time.Second}
+			// Ask until the upstream has been asked a second time: by a
+			// prefetch before the answer expires, or by a miss after.
+			if !waitFor(10*time.Second, func() bool {
+				r, _, err := c.Exchange(new(dns.Msg).SetQuestion("popular.example.org.", dns.TypeA), addr)
+				if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+					t.Fatalf("popular name: %v %v", r, err)
+				}
+				return count.Load() >= 2
+			}) {
+				t.Fatal("the upstream was not asked again within 10 s")
+			}
+			n := metricValue(scrape(t, metrics), `dnsconfigurer_cache_prefetches_total{server="cluster"}`)
+			if (n >= 1) != tc.prefetch {
+				t.Errorf("cache_prefetches_total %v, want prefetch %v", n, tc.prefetch)
+			}
+		})
+	}
+}
+
+// TestServeReverseZones: with --reverse-zones the reverse names of the
+// prefix are answered here, an unknown one NXDOMAIN with the SOA of the
+// reverse zone and never forwarded; without it they are forwarded.
+func TestServeReverseZones(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		auth bool
+	}{
+		{"reverse-zones", []string{"--reverse-zones", "10.96.0.0/12,fd00::/64"}, true},
+		{"default", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up, count, _ := stubUpstream(t, 30)
+			addr := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up}, tc.args...)...)
+			c := &dns.Client{Timeout: 2 * time.Second}
+			// A known ClusterIP is the zone's either way.
+			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("10.0.96.10.in-addr.arpa.", dns.TypePTR), addr)
+			if err != nil || len(r.Answer) != 1 {
+				t.Fatalf("known ClusterIP: %v %v", r, err)
+			}
+			r, _, err = c.Exchange(new(dns.Msg).SetQuestion("99.0.96.10.in-addr.arpa.", dns.TypePTR), addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.auth {
+				if count.Load() != 1 {
+					t.Errorf("unknown reverse name: upstream asked %d times, want forwarded once", count.Load())
+				}
+				return
+			}
+			var soa *dns.SOA
+			if len(r.Ns) == 1 {
+				soa, _ = r.Ns[0].(*dns.SOA)
+			}
+			if r.Rcode != dns.RcodeNameError || !r.Authoritative || soa == nil || soa.Hdr.Name != "10.in-addr.arpa." {
+				t.Errorf("unknown reverse name: %v, want an authoritative NXDOMAIN with the SOA of 10.in-addr.arpa.", r)
+			}
+			if n := count.Load(); n != 0 {
+				t.Errorf("upstream asked %d times for a name of the reverse zones", n)
+			}
+		})
+	}
+}
+
+// TestServeForwardFlag: a malformed --forward is a usage error naming the
+// flag and what is wrong.
+func TestServeForwardFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value string
+		want  string
+	}{
+		{"no equals", "corp.example", `want ZONE=ADDR`},
+		{"no upstream", "corp.example=", `want ZONE=ADDR`},
+		{"no zone", "=10.0.0.53", `want ZONE=ADDR`},
+		{"bad zone", "corp..example=10.0.0.53", `zone "corp..example" is not a domain name`},
+		{"host name", "corp.example=dns.google", `upstream "dns.google" is not an address`},
+		{"bad port", "corp.example=10.0.0.53:99999", `upstream "10.0.0.53:99999" is not an address`},
+		{"second upstream", ".=10.0.0.53,10.0.0.x", `upstream "10.0.0.x" is not an address`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr serveLog
+			code := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--forward", tc.value}, nil, io.Discard, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), "-forward") || !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d naming -forward and %q", code, stderr.String(), exitUsage, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// TestServeSIGTERM runs `dnsconfigurer serve` (this test binary re-executed
+// into main, as TestShimSIGTERMStalledRuntime does) and sends it a real
+// SIGTERM: /readyz fails at once while names are still answered over UDP
+// and TCP for the lameduck, then the process exits 0 within the lameduck
+// and a bound.
+func TestServeSIGTERM(t *testing.T) {
+	if args := os.Getenv("DNSCONFIGURER_SERVE_CHILD"); args != "" {
+		os.Args = append([]string{"dnsconfigurer", "serve"}, strings.Split(args, "\n")...)
+		main() // exits
+	}
+	const (
+		lameduck = 2 * time.Second
+		bound    = 3 * time.Second // after the lameduck: the listeners' shutdown and the exit
+	)
+	args := []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--metrics-listen", "127.0.0.1:0",
+		"--upstream", "127.0.0.1:1", "--lameduck", lameduck.String()}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSIGTERM$")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") || strings.HasPrefix(kv, "KUBECONFIG=")
+	}), "DNSCONFIGURER_SERVE_CHILD="+strings.Join(args, "\n"))
+	var stderr serveLog
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{}) // closed when serve has exited, with waitErr set
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	defer func() {
+		cmd.Process.Kill() // fails if it has exited
+		<-exited
+	}()
+
+	var addr, metrics string
+	if !waitFor(30*time.Second, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("serve exited: %v\n%s", waitErr, stderr.String())
+		default:
+		}
+		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+		if m := metricsRe.FindStringSubmatch(stderr.String()); m != nil {
+			metrics = m[1]
+		}
+		return addr != "" && metrics != ""
+	}) {
+		t.Fatalf("serve did not start:\n%s", stderr.String())
+	}
+	readyz := func() int {
+		resp, err := http.Get("http://" + metrics + "/readyz")
+		if err != nil {
+			return 0 // the listener has closed
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	query := func(network string) error {
+		r, _, err := (&dns.Client{Net: network, Timeout: time.Second}).Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), addr)
+		if err == nil && len(r.Answer) != 1 {
+			t.Errorf("%s: %v, want the Service's address", network, r)
+		}
+		return err
+	}
+	if !waitFor(10*time.Second, func() bool { return readyz() == http.StatusOK }) {
+		t.Fatalf("/readyz never 200:\n%s", stderr.String())
+	}
+
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(time.Second, func() bool { return readyz() == http.StatusServiceUnavailable }) {
+		t.Fatalf("/readyz not 503 within 1 s of SIGTERM (%d)", readyz())
+	}
+	failing := time.Since(sent)
+	// Names answer through the lameduck: ask until the first half of it is
+	// over (each query is answered in well under a millisecond).
+	answered := 0
+	for time.Since(sent) < lameduck/2 {
+		for _, network := range []string{"udp", "tcp"} {
+			if err := query(network); err != nil {
+				t.Fatalf("%s query %v after SIGTERM, in the lameduck: %v", network, time.Since(sent).Round(time.Millisecond), err)
+			}
+			answered++
+		}
+		if code := readyz(); code != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz %d %v after SIGTERM, want 503 through the lameduck", code, time.Since(sent))
+		}
+	}
+	select {
+	case <-exited:
+		took := time.Since(sent)
+		t.Logf("/readyz 503 %v after SIGTERM; %d queries answered in the lameduck; exited %v after SIGTERM (lameduck %v): %v",
+			failing.Round(time.Millisecond), answered, took.Round(time.Millisecond), lameduck, waitErr)
+		if waitErr != nil {
+			t.Errorf("serve exit: %v\n%s", waitErr, stderr.String())
+		}
+		if took < lameduck {
+			t.Errorf("exited %v after SIGTERM, before the %v lameduck ended", took, lameduck)
+		}
+	case <-time.After(lameduck + bound - time.Since(sent)):
+		t.Fatalf("serve still running %v after SIGTERM, want an exit within the %v lameduck + %v\n%s", time.Since(sent), lameduck, bound, stderr.String())
+	}
+	if err := query("udp"); err == nil {
+		t.Error("answered after the process exited")
+	}
+}
