@@ -141,24 +141,8 @@ func TestOverlays(t *testing.T) {
 // checks that the settings reached every place and no default is left.
 func checkOneSource(t *testing.T, resources []string, agent string) {
 	t.Helper()
-	abs, err := filepath.Abs(deployDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	rel, err := filepath.Rel(dir, abs) // kustomize takes no absolute paths
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k strings.Builder
-	k.WriteString("resources:\n")
-	for _, res := range resources {
-		fmt.Fprintf(&k, "- %s\n", filepath.Join(rel, res))
-	}
-	fmt.Fprintf(&k, "- cluster-settings.yaml\ncomponents:\n- %s\n", filepath.Join(rel, "components/cluster-settings"))
 	want := settings{"10.100.0.10", "10.100.0.11", "example.internal"}
-	files := map[string]string{
-		"kustomization.yaml": k.String(),
+	dir := tempKustomization(t, resources, []string{"components/cluster-settings"}, map[string]string{
 		"cluster-settings.yaml": fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -170,12 +154,7 @@ data:
   clusterDNSUpstream: %s
   clusterDomain: %s
 `, want.clusterDNS, want.upstream, want.domain),
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	r, out := renderObjects(t, dir)
 	checkSettings(t, r, want, "dnsconfigurer-dns", agent)
 	for _, def := range []string{clusterDNSIP, "10.96.0.11", "cluster.local"} {
@@ -183,6 +162,44 @@ data:
 			t.Errorf("the render with other settings still holds the default %q:\n%s", def, grepLines(string(out), def))
 		}
 	}
+}
+
+// tempKustomization writes a kustomization into a temporary directory and
+// returns the directory. resources and components are directories of
+// deploy/ (made relative: kustomize takes no absolute paths); files are
+// written next to the kustomization and listed after resources.
+func tempKustomization(t *testing.T, resources, components []string, files map[string]string) string {
+	t.Helper()
+	abs, err := filepath.Abs(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k strings.Builder
+	k.WriteString("resources:\n")
+	for _, res := range resources {
+		fmt.Fprintf(&k, "- %s\n", filepath.Join(rel, res))
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(&k, "- %s\n", name)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(files[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(components) > 0 {
+		k.WriteString("components:\n")
+		for _, c := range components {
+			fmt.Fprintf(&k, "- %s\n", filepath.Join(rel, c))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // checkKubeDNS: the replace-CoreDNS overlay looks like kubeadm's CoreDNS
@@ -311,7 +328,13 @@ func TestReplaceCoreDNSApply(t *testing.T) {
 // endpoints there). Skips without kubectl or the test/testbin binaries.
 func applyOverlay(t *testing.T, dir string) (*objects, *apiserver.ControlPlane, []byte) {
 	t.Helper()
-	out := renderDir(t, filepath.Join(deployDir, dir))
+	return applyRendered(t, dir, renderDir(t, filepath.Join(deployDir, dir)))
+}
+
+// applyRendered is applyOverlay for the output of kubectl kustomize, out,
+// of the kustomization named dir in messages.
+func applyRendered(t *testing.T, dir string, out []byte) (*objects, *apiserver.ControlPlane, []byte) {
+	t.Helper()
 	cp := apiserver.StartT(t)
 	var keep [][]byte
 	r := &objects{}
