@@ -70,31 +70,34 @@ func smallStore(t *testing.T) *store.Store {
 	return st
 }
 
-// TestForwardDeadUpstream sends a burst of 2,000 queries for distinct
-// outside names over one second (2,000 qps) to a server whose only upstream
-// never answers, with an in-cluster query after every tenth. Every outside
-// query must get SERVFAIL within 2.5 s, every in-cluster one its answer
-// within 250 ms, while goroutines stay at most 3,000 and the heap at most
-// 200 MiB. Figures: go test -run TestForwardDeadUpstream -v ./pkg/forward/
+// TestForwardDeadUpstream runs the issue's dead-upstream case in small: a
+// server whose two upstreams never answer, its Forwarder started (health
+// checks, so failfast applies), gets 2,000 qps of distinct outside names
+// for 3 s, with an in-cluster query after every tenth. The queries sent
+// before both upstreams are marked down must get SERVFAIL within 2.5 s;
+// those sent after must get SERVFAIL at once (p99 under 50 ms); every
+// in-cluster query its answer within 250 ms, throughout; goroutines at most
+// 3,000 and the heap at most 200 MiB. Figures:
+// go test -run TestForwardDeadUpstream -v ./pkg/forward/
 func TestForwardDeadUpstream(t *testing.T) {
-	up, seen := deadUpstream(t)
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Policy: forward.PolicyRoundRobin})
-	if err != nil {
-		t.Fatal(err)
-	}
+	upA, seenA := deadUpstream(t)
+	upB, seenB := deadUpstream(t)
+	fwd := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{upA, upB}})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(fwd)
+	fwd.Start(context.Background())
 	addr := runDNS(t, dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)))
 
 	const (
 		every = 10 // an in-cluster query after every tenth outside one
-		burst = time.Second
+		burst = 3 * time.Second
 	)
-	external := 2000
+	qps := 2000
+	fastP99, localLimit := 50*time.Millisecond, 250*time.Millisecond
 	if raceEnabled {
-		external = 400
+		qps, fastP99, localLimit = 400, 200*time.Millisecond, time.Second
 	}
-	total := external + external/every
+	total := qps * int(burst/time.Second) * (every + 1) / every
 	var (
 		mu      sync.Mutex
 		sent    = make([]time.Time, total)
@@ -147,19 +150,33 @@ func TestForwardDeadUpstream(t *testing.T) {
 		readers.Wait()
 	}()
 
-	// Sample goroutines and heap while the burst runs.
+	// Sample goroutines and heap while the burst runs, and note when both
+	// upstreams are first seen down.
 	var maxG, maxHeap uint64
+	var downAt time.Time
+	downSeries := []string{`dnsconfigurer_forward_upstream_healthy{upstream="` + upA + `",zone="."}`,
+		`dnsconfigurer_forward_upstream_healthy{upstream="` + upB + `",zone="."}`}
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		tick := time.NewTicker(20 * time.Millisecond)
+		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		var ms runtime.MemStats
-		for {
+		for n := 0; ; n++ {
 			maxG = max(maxG, uint64(runtime.NumGoroutine()))
-			runtime.ReadMemStats(&ms)
-			maxHeap = max(maxHeap, ms.HeapInuse)
+			if n%2 == 0 {
+				runtime.ReadMemStats(&ms)
+				maxHeap = max(maxHeap, ms.HeapInuse)
+			}
+			if downAt.IsZero() {
+				m := gather(t, reg)
+				if v0, ok0 := m[downSeries[0]]; ok0 && v0 == 0 {
+					if v1, ok1 := m[downSeries[1]]; ok1 && v1 == 0 {
+						downAt = time.Now()
+					}
+				}
+			}
 			select {
 			case <-stopSampling:
 				return
@@ -203,51 +220,66 @@ func TestForwardDeadUpstream(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	var slowest, slowestLocal time.Duration
-	var servfail, missing int
+	if downAt.IsZero() {
+		t.Fatalf("the upstreams were never both marked down during the %v burst", burst)
+	}
+	var slowBefore, slowestLocal time.Duration
+	var fast []time.Duration // outside queries sent after the upstreams were down
+	var before, missing int
 	for i := range total {
 		switch {
 		case rcode[i] == -1:
 			missing++
 			if missing <= 5 {
-				t.Errorf("query %d (local %v) not answered", i, isLocal(i))
+				t.Errorf("query %d (local %v, sent %v after the start) not answered", i, isLocal(i), sent[i].Sub(start).Round(time.Millisecond))
 			}
 		case isLocal(i):
 			slowestLocal = max(slowestLocal, got[i])
 			if rcode[i] != dns.RcodeSuccess {
 				t.Errorf("in-cluster query %d: %s", i, dns.RcodeToString[rcode[i]])
 			}
-		default:
-			slowest = max(slowest, got[i])
-			if rcode[i] == dns.RcodeServerFailure {
-				servfail++
-			} else {
-				t.Errorf("outside query %d: %s, want SERVFAIL", i, dns.RcodeToString[rcode[i]])
-			}
+		case rcode[i] != dns.RcodeServerFailure:
+			t.Errorf("outside query %d: %s, want SERVFAIL", i, dns.RcodeToString[rcode[i]])
+		case sent[i].Before(downAt):
+			before++
+			slowBefore = max(slowBefore, got[i])
+		case sent[i].After(downAt.Add(20 * time.Millisecond)): // the sampling period, twice
+			fast = append(fast, got[i])
 		}
 	}
+	slices.Sort(fast)
+	var p50, p99, slowFast time.Duration
+	if len(fast) > 0 {
+		p50, p99, slowFast = fast[len(fast)/2], fast[len(fast)*99/100], fast[len(fast)-1]
+	}
 	m := gather(t, reg)
-	t.Logf("%d queries (%d outside) sent in %v: %d unanswered; SERVFAIL %d, slowest %v; in-cluster slowest %v; "+
-		"upstream read %d, rejected over the limit %v; max goroutines %d, max heap in use %.1f MiB",
-		total, external, sendTime.Round(time.Millisecond), missing, servfail, slowest.Round(time.Millisecond), slowestLocal.Round(time.Millisecond),
-		seen.Load(), m[`dnsconfigurer_forward_shed_total{zone="."}`], maxG, float64(maxHeap)/(1<<20))
+	t.Logf("%d queries in %v: %d unanswered; both upstreams down %v after the start; "+
+		"%d outside queries before: slowest SERVFAIL %v; %d after: SERVFAIL p50 %v, p99 %v, slowest %v (all_down %v, shed %v); "+
+		"in-cluster slowest %v; upstream reads %d + %d; max goroutines %d, max heap in use %.1f MiB",
+		total, sendTime.Round(time.Millisecond), missing, downAt.Sub(start).Round(time.Millisecond),
+		before, slowBefore.Round(time.Millisecond), len(fast), p50.Round(time.Microsecond), p99.Round(time.Microsecond), slowFast.Round(time.Microsecond),
+		m[`dnsconfigurer_forward_all_down_total{zone="."}`], m[`dnsconfigurer_forward_shed_total{zone="."}`],
+		slowestLocal.Round(time.Millisecond), seenA.Load(), seenB.Load(), maxG, float64(maxHeap)/(1<<20))
 	if missing > 0 {
 		t.Errorf("%d queries not answered", missing)
 	}
-	if slowest > 2500*time.Millisecond {
-		t.Errorf("slowest SERVFAIL after %v, want <= 2.5s", slowest)
+	if slowBefore > 2500*time.Millisecond {
+		t.Errorf("slowest SERVFAIL before the upstreams were marked down after %v, want <= 2.5s", slowBefore)
 	}
-	if limit := map[bool]time.Duration{false: 250 * time.Millisecond, true: time.Second}[raceEnabled]; slowestLocal > limit {
-		t.Errorf("slowest in-cluster answer after %v, want <= %v", slowestLocal, limit)
+	if len(fast) < total/10 {
+		t.Errorf("only %d outside queries sent after the upstreams were marked down, want at least %d", len(fast), total/10)
+	}
+	if p99 > fastP99 {
+		t.Errorf("SERVFAIL p99 %v once every upstream is down, want < %v (failfast)", p99, fastP99)
+	}
+	if slowestLocal > localLimit {
+		t.Errorf("slowest in-cluster answer after %v, want <= %v", slowestLocal, localLimit)
 	}
 	if maxG > 3000 {
 		t.Errorf("%d goroutines, want <= 3000", maxG)
 	}
 	if maxHeap > 200<<20 {
 		t.Errorf("heap in use %d MiB, want <= 200", maxHeap>>20)
-	}
-	if n := seen.Load(); n > int64(min(external, forward.DefaultMaxConcurrent)) {
-		t.Errorf("upstream read %d queries", n)
 	}
 }
 
