@@ -20,9 +20,11 @@ import (
 )
 
 // within fails the test when f has not returned within wait; it is a bound
-// on a step that must not block, not a synchronisation.
-func within(t *testing.T, what string, f func()) {
+// on a step that must not block, not a synchronisation. It returns how long
+// f took.
+func within(t *testing.T, what string, f func()) time.Duration {
 	t.Helper()
+	begin := time.Now()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -33,6 +35,7 @@ func within(t *testing.T, what string, f func()) {
 	case <-time.After(wait):
 		t.Fatalf("%s: still blocked after %v", what, wait)
 	}
+	return time.Since(begin)
 }
 
 func sparse(t *testing.T, path string, size int64) {
@@ -59,7 +62,9 @@ func TestWatchOversizedFile(t *testing.T) {
 	if !errors.Is(s.Err, resolvconf.ErrTooLarge) || !strings.Contains(s.Err.Error(), strconv.Quote(path)) {
 		t.Fatalf("64 MB file at start: err = %v, want ErrTooLarge naming the file", s.Err)
 	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+	n := after.TotalAlloc - before.TotalAlloc
+	t.Logf("start-up with a 64 MB file allocated %d bytes (at most 1 MiB): %v", n, s.Err)
+	if n > 1<<20 {
 		t.Errorf("start-up with a 64 MB file allocated %d bytes, want at most 1 MiB", n)
 	}
 
@@ -69,11 +74,22 @@ func TestWatchOversizedFile(t *testing.T) {
 	}
 	tmp := path + ".big"
 	sparse(t, tmp, 64<<20)
+	runtime.ReadMemStats(&before)
+	begin := time.Now()
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-	if s := next(t, ch); !errors.Is(s.Problem, resolvconf.ErrTooLarge) || s.Err != nil || !reflect.DeepEqual(ns(s), []string{"192.0.2.1"}) {
+	s = next(t, ch)
+	took := time.Since(begin)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(s.Problem, resolvconf.ErrTooLarge) || s.Err != nil || !reflect.DeepEqual(ns(s), []string{"192.0.2.1"}) {
 		t.Fatalf("64 MB file over a good one: want the problem with the last good config kept, got %+v", s)
+	}
+	n = after.TotalAlloc - before.TotalAlloc
+	t.Logf("64 MB file over a good one: problem published %v after the rename, %d bytes allocated meanwhile (at most 1 MiB), last good config kept",
+		took.Round(time.Millisecond), n)
+	if n > 1<<20 {
+		t.Errorf("a 64 MB file over a good one allocated %d bytes, want at most 1 MiB", n)
 	}
 }
 
@@ -92,7 +108,8 @@ func TestWatchFIFO(t *testing.T) {
 		w   *Watcher
 		err error
 	)
-	within(t, "Watch on a named pipe", func() { w, err = Watch(ctx, path, WithResync(0)) })
+	took := within(t, "Watch on a named pipe", func() { w, err = Watch(ctx, path, WithResync(0)) })
+	t.Logf("Watch on a named pipe returned in %v", took.Round(time.Microsecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +135,8 @@ func TestWatchFIFO(t *testing.T) {
 		t.Fatalf("named pipe over a good file: %+v", s)
 	}
 	cancel()
-	within(t, "stop with a named pipe in place", func() { <-w.Done() })
+	took = within(t, "stop with a named pipe in place", func() { <-w.Done() })
+	t.Logf("stopped %v after cancel with a named pipe in place", took.Round(time.Microsecond))
 }
 
 // blockingRead is a file read that blocks, as on a hung network file
@@ -157,12 +175,14 @@ func TestWatchCancelBlockedRead(t *testing.T) {
 			errc <- err
 		}()
 		<-b.entered
+		begin := time.Now()
 		cancel()
 		select {
 		case err := <-errc:
 			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("err = %v, want context.Canceled naming the file", err)
 			}
+			t.Logf("Watch returned %v after cancel, its first read still blocked: %v", time.Since(begin).Round(time.Microsecond), err)
 		case <-time.After(wait):
 			t.Fatal("Watch did not return after cancel while the first read blocks")
 		}
@@ -182,6 +202,7 @@ func TestWatchCancelBlockedRead(t *testing.T) {
 		write(t, path, "nameserver 192.0.2.2\n")
 		<-b.entered
 		cancel()
-		within(t, "stop while a read blocks", func() { <-w.Done() })
+		took := within(t, "stop while a read blocks", func() { <-w.Done() })
+		t.Logf("the watch loop stopped %v after cancel, a read still blocked", took.Round(time.Microsecond))
 	})
 }
