@@ -334,7 +334,7 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
 		return err
 	}
-	stack, err := buildStack(ctx, cfg, st, log)
+	stack, err := buildStack(ctx, cfg, st, log, nil)
 	if err != nil {
 		return err
 	}
@@ -351,7 +351,7 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 	releaseStartupPages()
 	srv := dnsServer(cfg, stack.handler, log.With("zone", st.Zone(), "pods", podMode.String(), "ttl", cfg.RecordTTL()))
 	gather := &stackGatherer{main: reg}
-	gather.cur.Store(stack.reg)
+	gather.cur.Store(stack)
 	if err := reg.Register(srv); err != nil {
 		return err
 	}

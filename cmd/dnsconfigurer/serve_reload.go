@@ -18,14 +18,16 @@ import (
 // reloadInterval is how often the --config file is read for changes (a
 // ConfigMap update replaces the file behind a symlink, which inotify on the
 // path does not always see; reading 1 MiB at most every 2 s is cheap).
-const reloadInterval = 2 * time.Second
+var reloadInterval = 2 * time.Second
 
 // reloader watches the --config file and, when its content changes,
 // applies it: the flags given are applied over it again, it is validated,
 // settings that need a restart keep their running values (and are named in
 // the log), a new answer stack is built and swapped into the server, and
 // the old one is stopped once the queries it may still be answering have
-// had their forwarding timeout. No query is dropped. A file that does not
+// had their forwarding timeout. The new stack keeps the old one's
+// forwarders and cache when their settings are unchanged (forwardingKey).
+// No query is dropped (TestServeReloadUnderLoad). A file that does not
 // load or validate keeps the running config and is logged with the reason.
 type reloader struct {
 	f       *serveFlags
@@ -82,20 +84,21 @@ func (r *reloader) reload(ctx context.Context) error {
 	if kept := reloadable(r.running, next); len(kept) > 0 {
 		r.log.Warn("config changes that need a restart are not applied", "fields", kept)
 	}
-	stack, err := buildStack(ctx, next, r.st, r.log)
+	old := *r.stack
+	stack, err := buildStack(ctx, next, r.st, r.log, old.fwd)
 	if err != nil {
 		r.failed.Add(1)
 		r.log.Error("config reload failed; keeping the running config", "path", r.f.config, "err", err)
 		return err
 	}
 	stack.handler.Warm()
-	old := *r.stack
 	r.srv.SetHandler(queryLog(next, stack.handler, r.log))
-	r.gather.cur.Store(stack.reg)
+	r.gather.cur.Store(stack)
 	*r.stack, r.running = stack, next
-	retireAfter(old, forward.DefaultTimeout+time.Second)
+	kept := stack.fwd != nil && stack.fwd == old.fwd
+	retireAfter(old, stack.fwd, forward.DefaultTimeout+time.Second)
 	r.applied.Add(1)
-	r.log.Info("config reloaded", "path", r.f.config, "forward", len(next.Forward))
+	r.log.Info("config reloaded", "path", r.f.config, "forward", len(next.Forward), "forwardingKept", kept)
 	return nil
 }
 

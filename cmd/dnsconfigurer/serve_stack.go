@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -21,32 +22,87 @@ import (
 )
 
 // answerStack is what a reload of the config file replaces: the handler
-// with its forwarders, answer cache and static records, their background
-// work (health and loop probes, resolv.conf and hosts watchers) and their
-// metrics, on a registry of their own.
+// with its static records and autopath, their background work (the hosts
+// watcher) and their metrics, on a registry of their own; and its
+// forwarding part, which a reload that leaves the forwarding settings as
+// they were carries over.
 type answerStack struct {
 	handler *dnsserver.Handler
+	reg     *prometheus.Registry
+	fwd     *forwarding // nil without forward routes
+	cancel  context.CancelFunc
+	closers []func()
+}
+
+// forwarding is the forwarders of the routes behind the answer cache, their
+// background work (health and loop probes, resolv.conf watchers) and their
+// metrics, on a registry of their own; key is the config it was built from.
+type forwarding struct {
+	key     string
+	cache   *dnscache.Cache
 	reg     *prometheus.Registry
 	cancel  context.CancelFunc
 	closers []func()
 }
 
-// stop ends the stack's background work and releases its sockets.
-func (s *answerStack) stop() {
-	s.cancel()
-	for _, c := range s.closers {
+// stop ends the forwarding's background work and releases its sockets.
+func (f *forwarding) stop() {
+	f.cancel()
+	for _, c := range f.closers {
 		c()
 	}
 }
 
-// buildStack makes the answer stack of cfg over the record store. On error
-// everything it started is stopped.
-func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *store.Store, log *slog.Logger) (_ *answerStack, err error) {
+// forwardingKey is what the forwarding part is built from: the routes, the
+// concurrency bound and the cache settings (defaults set), and the listen
+// addresses (never forwarded to).
+func forwardingKey(cfg *v1alpha1.ServerConfiguration) string {
+	b, err := json.Marshal(struct {
+		Forward       []v1alpha1.ForwardRoute
+		MaxConcurrent int
+		ShedRcode     string
+		Cache         v1alpha1.ServerCache
+		Listen        []string
+	}{cfg.Forward, cfg.MaxConcurrent, cfg.ShedRcode, cfg.Cache, cfg.Listen})
+	if err != nil {
+		return "" // never equal to a running key: rebuilt
+	}
+	return string(b)
+}
+
+// stop ends the stack's background work and releases its sockets.
+func (s *answerStack) stop() { s.stopKeeping(nil) }
+
+// stopKeeping is stop, leaving keep (the forwarding part the next stack
+// carried over) running.
+func (s *answerStack) stopKeeping(keep *forwarding) {
+	s.cancel()
+	for _, c := range s.closers {
+		c()
+	}
+	if s.fwd != nil && s.fwd != keep {
+		s.fwd.stop()
+	}
+}
+
+// gatherers are the stack's registries.
+func (s *answerStack) gatherers() prometheus.Gatherers {
+	if s.fwd == nil {
+		return prometheus.Gatherers{s.reg}
+	}
+	return prometheus.Gatherers{s.reg, s.fwd.reg}
+}
+
+// buildStack makes the answer stack of cfg over the record store, with
+// prev's forwarding part when cfg's forwarding settings are those prev was
+// built from (a reload; nil at start). On error everything it started is
+// stopped (prev's forwarding part excepted).
+func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *store.Store, log *slog.Logger, prev *forwarding) (_ *answerStack, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &answerStack{reg: prometheus.NewRegistry(), cancel: cancel}
 	defer func() {
 		if err != nil {
-			s.stop()
+			s.stopKeeping(prev)
 		}
 	}()
 	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithLoadBalance(cfg.LoadbalanceEnabled())}
@@ -68,11 +124,17 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 		}
 	}
 	if len(cfg.Forward) > 0 {
-		fwd, err := s.forwarding(sctx, cfg, log)
-		if err != nil {
-			return nil, err
+		if key := forwardingKey(cfg); prev != nil && key != "" && prev.key == key {
+			s.fwd = prev
+		} else {
+			// Its own context: it may outlive this stack.
+			fctx, fcancel := context.WithCancel(ctx)
+			s.fwd = &forwarding{key: key, reg: prometheus.NewRegistry(), cancel: fcancel}
+			if err := s.fwd.build(fctx, cfg, log); err != nil {
+				return nil, err
+			}
 		}
-		opts = append(opts, dnsserver.WithForwarder(fwd))
+		opts = append(opts, dnsserver.WithForwarder(s.fwd.cache))
 	}
 	if cfg.Hosts.File != "" || len(cfg.Overrides) > 0 {
 		static, err := s.static(sctx, cfg, log)
@@ -85,14 +147,14 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 	return s, nil
 }
 
-// forwarding is the forward routes of cfg (one Forwarder each, behind a
+// build makes the forward routes of cfg (one Forwarder each, behind a
 // Router when there are several) behind the answer cache.
-func (s *answerStack) forwarding(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger) (dnscache.Exchanger, error) {
+func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger) error {
 	var routes []forward.Route
 	for i, r := range cfg.Forward {
-		source, err := s.upstreams(ctx, r, log)
+		source, err := f.upstreams(ctx, r, log)
 		if err != nil {
-			return nil, usagef("forward[%d].upstreams: %v", i, err)
+			return usagef("forward[%d].upstreams: %v", i, err)
 		}
 		maxFails := r.MaxFailsValue()
 		if maxFails == 0 { // the file's "never out of rotation"
@@ -102,9 +164,9 @@ func (s *answerStack) forwarding(ctx context.Context, cfg *v1alpha1.ServerConfig
 			Timeout: r.Timeout.Duration(), Policy: r.Policy, MaxFails: maxFails,
 			HealthCheck: r.HealthCheck.Duration(), Expire: r.Expire.Duration(),
 			ForceTCP: r.ForceTCP, PreferUDP: r.PreferUDP, MaxConcurrent: cfg.MaxConcurrent,
-			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())}, s.reg, &s.closers)
+			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())}, f.reg, &f.closers)
 		if err != nil {
-			return nil, usagef("forward[%d]: %v", i, err)
+			return usagef("forward[%d]: %v", i, err)
 		}
 		if len(fwd.Upstreams()) == 0 {
 			log.Warn("no usable upstream: every upstream is one of the listen addresses", "zone", r.ZoneName(), "upstreams", source.Upstreams())
@@ -113,16 +175,17 @@ func (s *answerStack) forwarding(ctx context.Context, cfg *v1alpha1.ServerConfig
 	}
 	router, err := forward.NewRouter(routes)
 	if err != nil {
-		return nil, usagef("forward: %v", err)
+		return usagef("forward: %v", err)
 	}
 	cc := cacheConfig(cfg.Cache)
 	cc.Server, cc.Logger = "cluster", log
 	cache, err := dnscache.New(router, cc)
 	if err != nil {
-		return nil, usagef("cache: %v", err)
+		return usagef("cache: %v", err)
 	}
-	s.closers = append(s.closers, cache.Close)
-	return cache, s.reg.Register(cache)
+	f.closers = append(f.closers, cache.Close)
+	f.cache = cache
+	return f.reg.Register(cache)
 }
 
 // startForwarder makes the Forwarder of fc, registers its metrics on reg,
@@ -156,7 +219,7 @@ func cacheConfig(c v1alpha1.ServerCache) dnscache.Config {
 // nameservers of its watched resolv.conf (the last good file is kept while
 // it is broken; loopback nameservers stay: the Forwarder drops only the
 // server's own addresses).
-func (s *answerStack) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log *slog.Logger) (forward.UpstreamSource, error) {
+func (f *forwarding) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log *slog.Logger) (forward.UpstreamSource, error) {
 	path := r.ResolvConf()
 	if path == "" {
 		var addrs []string
@@ -165,11 +228,11 @@ func (s *answerStack) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, lo
 		}
 		return forward.StaticUpstreams(addrs), nil
 	}
-	w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(s.reg))
+	w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(f.reg))
 	if err != nil {
 		return nil, err
 	}
-	s.closers = append(s.closers, func() { <-w.Done() })
+	f.closers = append(f.closers, func() { <-w.Done() })
 	if snap := w.Current(); snap.Err != nil {
 		return nil, fmt.Errorf("%q: %w", path, snap.Err)
 	}
@@ -212,18 +275,20 @@ func (s *answerStack) static(ctx context.Context, cfg *v1alpha1.ServerConfigurat
 
 // stackGatherer gathers the process-wide registry and the current answer
 // stack's (a reload starts the stack's counters again from zero, which
-// Prometheus's rate() reads as a counter reset).
+// Prometheus's rate() reads as a counter reset; the forwarders' and the
+// cache's carry on when the reload kept them).
 type stackGatherer struct {
 	main *prometheus.Registry
-	cur  atomic.Pointer[prometheus.Registry]
+	cur  atomic.Pointer[answerStack]
 }
 
 func (g *stackGatherer) Gather() ([]*dto.MetricFamily, error) {
-	return prometheus.Gatherers{g.main, g.cur.Load()}.Gather()
+	return append(prometheus.Gatherers{g.main}, g.cur.Load().gatherers()...).Gather()
 }
 
-// retireAfter stops a replaced stack once the queries it may still be
-// answering have had their forwarding timeout.
-func retireAfter(old *answerStack, d time.Duration) {
-	time.AfterFunc(d, old.stop)
+// retireAfter stops a replaced stack, but not the forwarding part its
+// successor kept, once the queries it may still be answering have had their
+// forwarding timeout.
+func retireAfter(old *answerStack, keep *forwarding, d time.Duration) {
+	time.AfterFunc(d, func() { old.stopKeeping(keep) })
 }
