@@ -143,35 +143,54 @@ func TestZoneTransferRefused(t *testing.T) {
 	}
 }
 
-// TestANY: RFC 8482 minimal answers: a synthesized HINFO for names that
-// exist, the CNAME of an ExternalName, NXDOMAIN with the SOA for names that
-// do not, NOTIMP for names outside the server's zones, never forwarded.
+// TestANY: RFC 8482 minimal answers for the names the server answers: a
+// synthesized HINFO for names that exist, the CNAME of an ExternalName,
+// NXDOMAIN with the SOA for names that do not, never asking the upstream.
+// ANY for a name the server forwards is forwarded, as CoreDNS's forward
+// does (the upstream's answer, here its own RFC 8482 HINFO), and REFUSED
+// without a forwarder.
 func TestANY(t *testing.T) {
 	e, count := withForwarder(t, fixture)
-	cases := []tcase{
-		{name: "service", qname: "web.prod.svc.cluster.local.", qtype: dns.TypeANY,
-			answer: []string{`web.prod.svc.cluster.local. 5 IN HINFO "RFC8482" ""`}},
-		{name: "apex", qname: "cluster.local.", qtype: dns.TypeANY,
-			answer: []string{`cluster.local. 5 IN HINFO "RFC8482" ""`}},
-		{name: "empty non-terminal", qname: "prod.svc.cluster.local.", qtype: dns.TypeANY,
-			answer: []string{`prod.svc.cluster.local. 5 IN HINFO "RFC8482" ""`}},
-		{name: "externalname", qname: "ext.prod.svc.cluster.local.", qtype: dns.TypeANY,
-			answer: []string{"ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."}},
-		{name: "reverse", qname: "10.0.96.10.in-addr.arpa.", qtype: dns.TypeANY,
-			answer: []string{`10.0.96.10.in-addr.arpa. 5 IN HINFO "RFC8482" ""`}},
-		{name: "case echoed", qname: "WEB.prod.svc.cluster.local.", qtype: dns.TypeANY,
-			answer: []string{`WEB.prod.svc.cluster.local. 5 IN HINFO "RFC8482" ""`}},
-		{name: "nxdomain", qname: "nosuch.prod.svc.cluster.local.", qtype: dns.TypeANY, rcode: dns.RcodeNameError, soa: true},
-		{name: "outside", qname: "example.org.", qtype: dns.TypeANY, rcode: dns.RcodeNotImplemented},
-		{name: "unknown reverse", qname: "4.3.2.1.in-addr.arpa.", qtype: dns.TypeANY, rcode: dns.RcodeNotImplemented},
+	noFwd := start(t, store.Options{TTL: 5}, fixture)
+	cases := []struct {
+		tcase
+		e         *env
+		forwarded bool
+	}{
+		{tcase: tcase{name: "service", qname: "web.prod.svc.cluster.local.", qtype: dns.TypeANY,
+			answer: []string{`web.prod.svc.cluster.local. 5 IN HINFO "RFC8482" ""`}}},
+		{tcase: tcase{name: "apex", qname: "cluster.local.", qtype: dns.TypeANY,
+			answer: []string{`cluster.local. 5 IN HINFO "RFC8482" ""`}}},
+		{tcase: tcase{name: "empty non-terminal", qname: "prod.svc.cluster.local.", qtype: dns.TypeANY,
+			answer: []string{`prod.svc.cluster.local. 5 IN HINFO "RFC8482" ""`}}},
+		{tcase: tcase{name: "externalname", qname: "ext.prod.svc.cluster.local.", qtype: dns.TypeANY,
+			answer: []string{"ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."}}},
+		{tcase: tcase{name: "reverse", qname: "10.0.96.10.in-addr.arpa.", qtype: dns.TypeANY,
+			answer: []string{`10.0.96.10.in-addr.arpa. 5 IN HINFO "RFC8482" ""`}}},
+		{tcase: tcase{name: "case echoed", qname: "WEB.prod.svc.cluster.local.", qtype: dns.TypeANY,
+			answer: []string{`WEB.prod.svc.cluster.local. 5 IN HINFO "RFC8482" ""`}}},
+		{tcase: tcase{name: "nxdomain", qname: "nosuch.prod.svc.cluster.local.", qtype: dns.TypeANY, rcode: dns.RcodeNameError, soa: true}},
+		{tcase: tcase{name: "outside", qname: "example.org.", qtype: dns.TypeANY,
+			answer: []string{`example.org. 60 IN HINFO "RFC8482" ""`}}, forwarded: true},
+		{tcase: tcase{name: "outside nxdomain", qname: "nx.example.org.", qtype: dns.TypeANY, rcode: dns.RcodeNameError}, forwarded: true},
+		{tcase: tcase{name: "unknown reverse", qname: "4.3.2.1.in-addr.arpa.", qtype: dns.TypeANY,
+			answer: []string{`4.3.2.1.in-addr.arpa. 60 IN HINFO "RFC8482" ""`}}, forwarded: true},
+		{tcase: tcase{name: "outside without forwarder", qname: "example.org.", qtype: dns.TypeANY, rcode: dns.RcodeRefused}, e: noFwd},
 	}
 	for _, network := range []string{"udp", "tcp"} {
 		for _, tc := range cases {
-			t.Run(network+"/"+tc.name, func(t *testing.T) { check(t, e, network, 5, tc) })
+			t.Run(network+"/"+tc.name, func(t *testing.T) {
+				srv := e
+				if tc.e != nil {
+					srv = tc.e
+				}
+				before := count.get()
+				check(t, srv, network, 5, tc.tcase)
+				if asked := count.get() - before; asked != map[bool]int64{true: 1, false: 0}[tc.forwarded] {
+					t.Errorf("upstream asked %d times, want forwarded %v", asked, tc.forwarded)
+				}
+			})
 		}
-	}
-	if n := count.get(); n != 0 {
-		t.Errorf("%d ANY queries reached the upstream", n)
 	}
 }
 

@@ -498,6 +498,9 @@ func upstream(t *testing.T) (string, *int64Counter) {
 		case q.Qtype == dns.TypePTR:
 			rr, _ := dns.NewRR(q.Name + " 60 IN PTR host.example.")
 			m.Answer = append(m.Answer, rr)
+		case q.Qtype == dns.TypeANY:
+			rr, _ := dns.NewRR(q.Name + ` 60 IN HINFO "RFC8482" ""`)
+			m.Answer = append(m.Answer, rr)
 		}
 		_ = w.WriteMsg(m)
 	})

@@ -39,10 +39,11 @@
 //     an empty non-terminal) without the asked type is NOERROR with no
 //     answer; both carry the SOA of the zone the name is in in the authority
 //     section, its minimum TTL equal to the record TTL;
-//   - ANY is answered minimally (RFC 8482): a synthesized HINFO "RFC8482"
-//     for a name that exists (an ExternalName: its CNAME), NXDOMAIN with the
-//     SOA for a zone name that does not, NOTIMP for names of no zone of
-//     this server, which are never forwarded;
+//   - ANY is answered minimally (RFC 8482) for the names this server
+//     answers: a synthesized HINFO "RFC8482" for a name that exists (an
+//     ExternalName: its CNAME), NXDOMAIN with the SOA for a zone name that
+//     does not; ANY for other names is forwarded like any other type, as
+//     CoreDNS's forward does (REFUSED without a forwarder);
 //   - a headless Service without a ready endpoint has no name (NXDOMAIN),
 //     and SRV at the bare Service name lists every port, as CoreDNS;
 //   - WithLoadBalance rotates each run of A or AAAA records, and of SRV

@@ -211,8 +211,7 @@ const (
 	routeZone               // from the snapshot
 	routeReverseAuth        // an authoritative reverse name the snapshot does not know
 	routeStatic             // from the Static records
-	routeNotImp             // NOTIMP: ANY for a name of no zone of this server
-	routeForward            // upstream
+	routeForward            // upstream (ANY too, as CoreDNS's forward)
 )
 
 // route decides how q is answered. lname is q.Name lowercase; z is the
@@ -254,11 +253,10 @@ func (h *Handler) route(q dns.Question, lname string) (kind int, z *zone, rrs []
 			return routeZone, z, nil, nil
 		}
 	}
-	if q.Qtype == dns.TypeANY {
-		// Not forwarded: an ANY query is the classic amplification vector,
-		// and RFC 8482 lets a server answer it minimally.
-		return routeNotImp, z, nil, nil
-	}
+	// ANY for a name of no zone of ours is forwarded, as CoreDNS's forward
+	// does without the any plugin (kubeadm's Corefile has none): the
+	// upstream knows whether the name exists, and its RFC 8482 answer is
+	// bounded like any other by the UDP reply size.
 	return routeForward, z, nil, nil
 }
 
@@ -284,8 +282,6 @@ func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
 		return z.reverseAnswer(ra, q.Qtype, owner, lname)
 	case routeStatic:
 		return staticAnswer(q.Qtype, owner, lname, rrs)
-	case routeNotImp:
-		return Result{Rcode: dns.RcodeNotImplemented}
 	}
 	return h.forwardQuestion(ctx, q)
 }
