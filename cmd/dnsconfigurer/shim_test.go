@@ -236,9 +236,12 @@ func (r *stalledRuntime) close() {
 
 // TestShimSIGTERMStalledRuntime runs `dnsconfigurer shim` (this test
 // binary re-executed into main) in front of a runtime that stops reading,
-// with RunPodSandbox calls (held and rewritten by the relay) and PullImage
-// calls (passed through) of 1 MiB each in flight, sends SIGTERM and checks
-// that the process exits within 10 seconds.
+// with RunPodSandbox calls and PullImage calls (passed through) of 1 MiB
+// each in flight, sends SIGTERM and checks that the process exits within
+// 10 seconds. A RunPodSandbox request of 1 MiB is over the relay's
+// MaxHeldRequest (1 MiB of message): it is refused, not held; what the
+// client had sent of it within its window still goes on to the runtime,
+// and those writes stall.
 func TestShimSIGTERMStalledRuntime(t *testing.T) {
 	if args := os.Getenv("DNSCONFIGURER_SHIM_CHILD"); args != "" {
 		os.Args = append([]string{"dnsconfigurer", "shim"}, strings.Split(args, "\n")...)
@@ -286,8 +289,11 @@ func TestShimSIGTERMStalledRuntime(t *testing.T) {
 	var calls sync.WaitGroup
 	defer calls.Wait()
 	defer cancel()
-	// RunPodSandbox first: the relay holds each request whole, then writes
-	// it to the runtime itself; those writes stall.
+	// RunPodSandbox first: the relay answers ResourceExhausted to each one
+	// whose first DATA frame it reads, and relays the rest of its DATA to
+	// the runtime; those writes stall the connection's client-to-runtime
+	// direction, and the calls whose frames wait behind them are neither
+	// refused nor held until shutdown (one or two are refused in practice).
 	for i := range 4 {
 		calls.Add(1)
 		go func() {
@@ -300,7 +306,7 @@ func TestShimSIGTERMStalledRuntime(t *testing.T) {
 		}()
 	}
 	// Wait until the runtime holds 64 KiB it has not read: the relay is
-	// writing 4 MiB of requests that cannot fit in a socket buffer.
+	// blocked writing the refused request's DATA.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(20 * time.Second)
