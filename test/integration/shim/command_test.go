@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
@@ -53,28 +54,25 @@ func applyRBAC(t *testing.T, admin kubernetes.Interface, r shimRBAC) {
 
 var metricsAddr = regexp.MustCompile(`msg="serving metrics" listen=(\S+)`)
 
-// TestShimCommand runs the built `dnsconfigurer shim` with a kubeconfig for
-// the ServiceAccount of deploy/shim/rbac.yaml, bound to exactly its
-// ClusterRole, in front of a fake runtime: the informer syncs (list, watch),
-// a pod is found by UID, and trimmed configs post Events that are counted
-// again on a retry (create, patch). Nothing is forbidden along the way.
-func TestShimCommand(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
+// shimCommand is the built `dnsconfigurer shim` in front of a fakeRuntime.
+type shimCommand struct {
+	client  runtimeapi.RuntimeServiceClient // on the shim's socket
+	runtime *fakeRuntime
+	logs    *lockedBuffer
+	cmd     *exec.Cmd
+	exited  chan error
+	stopped bool
+}
+
+// startShimCommand builds and runs `dnsconfigurer shim --kubeconfig
+// kubeconfig --node-name node` in front of a fresh fakeRuntime and waits
+// until it is Ready: runtime connected and the pod informer synced, which
+// needs list and watch on pods. It is killed when the test ends, and its
+// log is printed if the test failed.
+func startShimCommand(t *testing.T, kubeconfig string) *shimCommand {
+	t.Helper()
 	bin := buildShim(t)
-	admin := newClient(t, cp.Config())
-	r := loadRBAC(t)
-	applyRBAC(t, admin, r)
-	saCfg, err := cp.ServiceAccountConfig(context.Background(), r.account.Namespace, r.account.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := socketDir(t)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := apiserver.WriteKubeconfig(kubeconfig, saCfg); err != nil {
-		t.Fatal(err)
-	}
 	rt, rtPath := startRuntime(t, dir)
 	resolv := filepath.Join(dir, "resolv.conf")
 	if err := os.WriteFile(resolv, []byte(hostResolvConf), 0o644); err != nil {
@@ -82,40 +80,36 @@ func TestShimCommand(t *testing.T) {
 	}
 	sock := filepath.Join(dir, "shim.sock")
 
-	logs := &lockedBuffer{}
-	cmd := exec.Command(bin, "shim",
+	s := &shimCommand{runtime: rt, logs: &lockedBuffer{}, exited: make(chan error, 1)}
+	s.cmd = exec.Command(bin, "shim",
 		"--listen", sock, "--runtime-endpoint", "unix://"+rtPath,
 		"--kubeconfig", kubeconfig, "--node-name", node,
 		"--cluster-dns", strings.Join(testNode.ClusterDNS, ","), "--cluster-domain", testNode.ClusterDomain,
 		"--node-local-dns", strings.Join(testNode.NodeLocalDNS, ","), "--resolv-conf", resolv,
 		"--limits", "trim", "--pod-lookup-timeout", waitBound.String(),
 		"--metrics-listen", "127.0.0.1:0", "--log-level", "debug")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	s.cmd.SysProcAttr = sysProcAttr()
+	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start shim: %v", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
+	go func() { s.exited <- s.cmd.Wait() }()
 	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
+		if !s.stopped {
+			_ = s.cmd.Process.Kill()
+			<-s.exited
 		}
 		if t.Failed() {
-			t.Logf("shim log:\n%s", logs.String())
+			t.Logf("shim log:\n%s", s.logs.String())
 		}
 	})
 
-	// Ready: runtime connected and the pod informer synced, which needs
-	// list and watch on pods.
 	var addr string
 	deadline := time.Now().Add(waitBound)
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for {
 		if addr == "" {
-			if m := metricsAddr.FindStringSubmatch(logs.String()); m != nil {
+			if m := metricsAddr.FindStringSubmatch(s.logs.String()); m != nil {
 				addr = m[1]
 			}
 		}
@@ -128,8 +122,8 @@ func TestShimCommand(t *testing.T) {
 			}
 		}
 		select {
-		case err := <-exited:
-			stopped = true
+		case err := <-s.exited:
+			s.stopped = true
 			t.Fatalf("shim exited: %v", err)
 		default:
 		}
@@ -138,7 +132,63 @@ func TestShimCommand(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	client := dialShim(t, sock)
+	s.client = dialShim(t, sock)
+	return s
+}
+
+// stop sends SIGTERM and waits for a clean exit, then checks that the log
+// has no forbidden request and no error.
+func (s *shimCommand) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case err := <-s.exited:
+		s.stopped = true
+		if err != nil {
+			t.Errorf("shim exit after SIGTERM: %v", err)
+		}
+	case <-time.After(waitBound):
+		t.Fatalf("shim still running %v after SIGTERM", waitBound)
+	}
+	out := s.logs.String()
+	for _, bad := range []string{"forbidden", "Forbidden", "level=ERROR"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("shim log has %q", bad)
+		}
+	}
+}
+
+// TestShimCommand runs the built `dnsconfigurer shim` with a kubeconfig for
+// the ServiceAccount of deploy/shim/rbac.yaml, bound to exactly its
+// ClusterRole, in front of a fake runtime: the informer syncs (list, watch),
+// a pod is found by UID, and trimmed configs post Events that are counted
+// again on a retry (create, patch). Nothing is forbidden along the way.
+func TestShimCommand(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	checkGoroutines(t)
+	admin := newClient(t, cp.Config())
+	r := loadRBAC(t)
+	applyRBAC(t, admin, r)
+	saCfg, err := cp.ServiceAccountConfig(context.Background(), r.account.Namespace, r.account.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := apiserver.WriteKubeconfig(kubeconfig, saCfg); err != nil {
+		t.Fatal(err)
+	}
+	s := startShimCommand(t, kubeconfig)
+	checkShimCommand(t, s, admin, ns)
+	s.stop(t)
+}
+
+// checkShimCommand: a pod in ns is found by UID, and a trimmed config
+// posts Events that are counted again on a retry (create, patch).
+func checkShimCommand(t *testing.T, s *shimCommand, admin kubernetes.Interface, ns string) {
+	t.Helper()
 	eng := newEngine(t)
 
 	// Found by UID.
@@ -148,10 +198,10 @@ func TestShimCommand(t *testing.T) {
 	if want == other {
 		t.Fatalf("bad case: the API pod and the sandbox config give the same %s", want)
 	}
-	if err := runSandbox(client, req); err != nil {
+	if err := runSandbox(s.client, req); err != nil {
 		t.Fatalf("RunPodSandbox: %v", err)
 	}
-	if got := gotSandbox(t, rt, string(pod.UID)); got != want {
+	if got := gotSandbox(t, s.runtime, string(pod.UID)); got != want {
 		t.Errorf("runtime got %s\nwant (API pod) %s\nsandbox config alone gives %s", got, want, other)
 	}
 
@@ -160,28 +210,9 @@ func TestShimCommand(t *testing.T) {
 	req = kubeletSandbox(t, eng, big)
 	for attempt := range 2 {
 		req.Config.Metadata.Attempt = uint32(attempt)
-		if err := runSandbox(client, req); err != nil {
+		if err := runSandbox(s.client, req); err != nil {
 			t.Fatalf("RunPodSandbox, attempt %d: %v", attempt, err)
 		}
 		checkTrimEvents(t, admin, big, int32(attempt+1), waitBound)
-	}
-
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v", err)
-	}
-	select {
-	case err := <-exited:
-		stopped = true
-		if err != nil {
-			t.Errorf("shim exit after SIGTERM: %v", err)
-		}
-	case <-time.After(waitBound):
-		t.Fatalf("shim still running %v after SIGTERM", waitBound)
-	}
-	out := logs.String()
-	for _, bad := range []string{"forbidden", "Forbidden", "level=ERROR"} {
-		if strings.Contains(out, bad) {
-			t.Errorf("shim log has %q", bad)
-		}
 	}
 }

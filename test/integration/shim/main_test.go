@@ -5,7 +5,9 @@
 // receives and the Events the shim posts. Most tests run the shim
 // in-process (pkg/cri, wired as `dnsconfigurer shim` wires it);
 // TestShimCommand runs the built command with a ServiceAccount bound to
-// deploy/shim/rbac.yaml. They skip when the kube-apiserver and etcd binaries
+// deploy/shim/rbac.yaml; TestNodeCredentials runs it, and the in-process
+// shim, with a node's kubelet client certificate on a control plane of its
+// own (deploy/components/node-credentials). They skip when the kube-apiserver and etcd binaries
 // are absent (see test/testbin/build.sh). Run them with
 //
 //	export DNSCONFIGURER_TESTBIN="$(test/testbin/build.sh)"
