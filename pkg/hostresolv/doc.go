@@ -7,7 +7,11 @@
 //
 // The watcher follows in-place writes, renames over the file, delete and
 // re-create, a re-pointed symlink and changes of the symlink's target (it
-// watches the directories of every hop, not the inode). In LastGood mode a
+// watches the directories of every hop), and in-place writes that come
+// through another path, such as the node writing the file a container has
+// bind-mounted (it watches the file at the end of the chain too). A rename
+// over a file that is bind-mounted into the container does not reach the
+// container at all. In LastGood mode a
 // file that is unreadable, unparsable or has lost all its nameservers does
 // not replace the served config; the problem is logged, counted and exposed
 // on the snapshot. Loopback nameservers (systemd-resolved's 127.0.0.53 stub)

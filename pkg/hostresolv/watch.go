@@ -143,6 +143,7 @@ type Watcher struct {
 	m        *metrics
 	fsw      *fsnotify.Watcher
 	dirs     map[string]bool // directories watched
+	watched  map[string]bool // files watched themselves (see rewatch)
 	names    map[string]bool // base names whose events matter
 	switched bool            // Auto is on systemd-resolved's file
 
@@ -411,10 +412,15 @@ func (w *Watcher) files() []string {
 
 // rewatch watches the directory of every file and of every hop of its
 // symlink chain, so renames over the file, re-pointed links and changes of
-// the link target are all seen.
+// the link target are all seen; and the file at the end of each chain
+// itself, so an in-place write is seen when it comes through another path
+// than ours: the node's /etc/resolv.conf bind-mounted as a file into the
+// container (deploy/ mounts it so) is written through the node's path, and
+// the watch on the container's /etc never hears of it.
 func (w *Watcher) rewatch() error {
 	dirs := map[string]bool{}
 	names := map[string]bool{}
+	files := map[string]bool{}
 	for _, f := range w.files() {
 		p := f
 		for hop := 0; hop < 16; hop++ {
@@ -426,6 +432,7 @@ func (w *Watcher) rewatch() error {
 			names[filepath.Base(abs)] = true
 			target, err := os.Readlink(abs)
 			if err != nil {
+				files[abs] = true
 				break
 			}
 			if !filepath.IsAbs(target) {
@@ -456,6 +463,22 @@ func (w *Watcher) rewatch() error {
 			delete(w.dirs, d)
 		}
 	}
+	// Added again at every check: a file replaced by a rename is a new
+	// inode, and its old watch went with the old one.
+	for f := range files {
+		if err := w.fsw.Add(f); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
+				firstErr = fmt.Errorf("watch file %q: %w", f, err)
+			}
+			continue
+		}
+	}
+	for f := range w.watched {
+		if !files[f] {
+			w.fsw.Remove(f)
+		}
+	}
+	w.watched = files
 	w.names = names
 	return firstErr
 }
