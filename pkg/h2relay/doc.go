@@ -93,8 +93,10 @@
 // waiting for the write, and reports when the streams in flight are
 // done; the caller bounds that wait and then calls Close. A peer that
 // stops reading ends the relay after WriteTimeout; one that hangs up
-// ends it at once, unless the relay is then blocked writing to the
-// other, which WriteTimeout ends.
+// ends it at once, and while the relay is blocked writing to the other
+// within 250 ms: a write blocked that long asks whether the other peer
+// hung up (poll for POLLRDHUP: Linux, on plain sockets; elsewhere
+// WriteTimeout ends it).
 //
 // The package imports golang.org/x/net/http2 and grpc's codes and status;
 // it must not import a service's API (k8s.io/cri-api) or a logger other

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -498,27 +500,67 @@ func waitGoroutines(n int, d time.Duration) int {
 	}
 }
 
+// writeWatch is a unix connection that tells how long the write under way,
+// if any, has been blocked (it still offers the socket: hangup uses it).
+type writeWatch struct {
+	*net.UnixConn
+	since atomic.Int64 // unix nanoseconds the write under way began; 0: none
+}
+
+func (w *writeWatch) Write(p []byte) (int, error) {
+	w.since.Store(time.Now().UnixNano())
+	defer w.since.Store(0)
+	return w.UnixConn.Write(p)
+}
+
+// blockedFor reports whether a write has been under way for at least d.
+func (w *writeWatch) blockedFor(d time.Duration) bool {
+	s := w.since.Load()
+	return s != 0 && time.Since(time.Unix(0, s)) >= d
+}
+
+// waitBlocked waits (at most 5 s) until a write to w has been under way
+// for 100 ms: the relay is blocked writing to the peer named.
+func waitBlocked(t *testing.T, w *writeWatch, peer string) {
+	t.Helper()
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !w.blockedFor(100 * time.Millisecond) {
+		select {
+		case <-deadline.C:
+			t.Fatalf("the relay's writes to the %s never blocked", peer)
+		case <-tick.C:
+		}
+	}
+}
+
 // TestStalledUpstream: with an upstream that never reads, a client that
 // keeps writing and a held request on its way upstream, the relay ends
 // within a bound however it is told to (Close, ctx, a drain then Close,
-// the client hanging up, the write timeout), and its goroutines end.
+// the client hanging up, the write timeout), and its goroutines end. A
+// client that hangs up while the relay is blocked writing upstream ends it
+// within about hangupCheck, well before the default 30 s WriteTimeout.
 func TestStalledUpstream(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		timeout time.Duration // WriteTimeout
 		end     func(r *Relay, rc *rawClient, cancel context.CancelFunc)
+		within  time.Duration // Run returns within this of end (default 5 s)
+		want    error         // what Run returns, when it says
 	}{
-		{"Close", 0, func(r *Relay, _ *rawClient, _ context.CancelFunc) { r.Close() }},
-		{"ctx", 0, func(_ *Relay, _ *rawClient, cancel context.CancelFunc) { cancel() }},
+		{"Close", 0, func(r *Relay, _ *rawClient, _ context.CancelFunc) { r.Close() }, 0, nil},
+		{"ctx", 0, func(_ *Relay, _ *rawClient, cancel context.CancelFunc) { cancel() }, 0, nil},
 		{"Drain then Close", 0, func(r *Relay, _ *rawClient, _ context.CancelFunc) {
 			select {
 			case <-r.Drain():
 			case <-time.After(100 * time.Millisecond): // the caller's bound on the drain
 			}
 			r.Close()
-		}},
-		{"client hangs up", 300 * time.Millisecond, func(_ *Relay, rc *rawClient, _ context.CancelFunc) { rc.c.Close() }},
-		{"write timeout", 300 * time.Millisecond, func(*Relay, *rawClient, context.CancelFunc) {}},
+		}, 0, nil},
+		{"client hangs up", 0, func(_ *Relay, rc *rawClient, _ context.CancelFunc) { rc.c.Close() }, 2 * time.Second, errPeerGone},
+		{"write timeout", 300 * time.Millisecond, func(*Relay, *rawClient, context.CancelFunc) {}, 0, os.ErrDeadlineExceeded},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -541,10 +583,11 @@ func TestStalledUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			up, err := net.Dial("unix", upPath)
+			dialed, err := net.Dial("unix", upPath)
 			if err != nil {
 				t.Fatal(err)
 			}
+			up := &writeWatch{UnixConn: dialed.(*net.UnixConn)}
 			r := New(c, up, WithRewrite(rewritten, rw), WithLimits(Limits{WriteTimeout: tt.timeout}))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -563,13 +606,21 @@ func TestStalledUpstream(t *testing.T) {
 			chunk := make([]byte, 16<<10)
 			sent := flood(1<<16, func(int) error { return rc.fr.WriteData(3, false, chunk) })
 			go func() { rc.readAll(t, nil) }() // the client reads what comes
+			// The relay is blocked writing upstream when a write has not
+			// returned for 100 ms.
+			waitBlocked(t, up, "upstream")
 
+			within := tt.within
+			if within == 0 {
+				within = 5 * time.Second
+			}
 			start := time.Now()
 			tt.end(r, rc, cancel)
+			var runErr error
 			select {
-			case <-ran:
-			case <-time.After(5 * time.Second):
-				t.Fatal("Run did not return within 5 s")
+			case runErr = <-ran:
+			case <-time.After(within):
+				t.Fatalf("Run did not return within %v", within)
 			}
 			took := time.Since(start)
 			rc.c.Close()
@@ -578,11 +629,81 @@ func TestStalledUpstream(t *testing.T) {
 				t.Fatal("the client's writes never blocked: the upstream read them")
 			}
 			got := waitGoroutines(base, 5*time.Second)
-			t.Logf("Run returned %v after %s; goroutines %d (baseline %d)", took.Round(time.Millisecond), tt.name, got, base)
+			t.Logf("Run returned %v after %s (%v); goroutines %d (baseline %d)", took.Round(time.Millisecond), tt.name, runErr, got, base)
+			if tt.want != nil && !errors.Is(runErr, tt.want) {
+				t.Errorf("Run returned %v, want %v", runErr, tt.want)
+			}
 			if got > base {
 				t.Errorf("%d goroutines after the relay ended, baseline %d", got, base)
 			}
 		})
+	}
+}
+
+// TestStalledClient: with a client that never reads and an upstream that
+// writes until the relay is blocked writing to the client, the upstream
+// hanging up ends the relay within about hangupCheck (not at the 30 s
+// WriteTimeout), and its goroutines end.
+func TestStalledClient(t *testing.T) {
+	dir := t.TempDir()
+	upPath, relayPath := filepath.Join(dir, "up.sock"), filepath.Join(dir, "relay.sock")
+	ul, err := net.Listen("unix", upPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	l, err := net.Listen("unix", relayPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	base := runtime.NumGoroutine()
+
+	rc := dialRaw(t, relayPath) // writes the preface and SETTINGS, then never reads
+	accepted, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &writeWatch{UnixConn: accepted.(*net.UnixConn)}
+	up, err := net.Dial("unix", upPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ul.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(c, up)
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(context.Background()) }()
+
+	// The upstream reads what comes (the preface) and writes PINGs, which
+	// the relay passes on, until its writes block.
+	go io.Copy(io.Discard, srv)
+	sfr := http2.NewFramer(srv, nil)
+	sent := flood(1<<20, func(i int) error { return sfr.WritePing(false, [8]byte{byte(i)}) })
+	waitBlocked(t, c, "client")
+
+	start := time.Now()
+	srv.Close()
+	var runErr error
+	select {
+	case runErr = <-ran:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not return within 2 s of the upstream hanging up")
+	}
+	took := time.Since(start)
+	rc.c.Close()
+	if n := <-sent; n == 1<<20 {
+		t.Fatal("the upstream's writes never blocked: the client read them")
+	}
+	got := waitGoroutines(base, 5*time.Second)
+	t.Logf("Run returned %v after the upstream hung up (%v); goroutines %d (baseline %d)", took.Round(time.Millisecond), runErr, got, base)
+	if !errors.Is(runErr, errPeerGone) {
+		t.Errorf("Run returned %v, want %v", runErr, errPeerGone)
+	}
+	if got > base {
+		t.Errorf("%d goroutines after the relay ended, baseline %d", got, base)
 	}
 }
 

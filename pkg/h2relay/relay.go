@@ -152,8 +152,8 @@ func New(client, upstream net.Conn, opts ...Option) *Relay {
 		o(r)
 	}
 	r.lim = r.lim.withDefaults()
-	r.clientW = newConnWriter(client, r.lim.WriteTimeout)
-	r.upstreamW = newConnWriter(upstream, r.lim.WriteTimeout)
+	r.clientW = newConnWriter(client, upstream, r.lim.WriteTimeout)
+	r.upstreamW = newConnWriter(upstream, client, r.lim.WriteTimeout)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.cond = sync.NewCond(&r.mu)
 	r.reqTable.Store(defaultHeaderTable)

@@ -3,8 +3,10 @@ package h2relay
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,34 +21,48 @@ import (
 // accepts 16 KiB (the protocol's minimum SETTINGS_MAX_FRAME_SIZE).
 const sendFrameLen = 16 << 10
 
+// hangupCheck is how long a write to one peer may block before the relay
+// asks whether the other peer has hung up (where that can be told: see
+// hangup): a client gone while the relay is blocked writing to an upstream
+// that stopped reading (or the reverse) ends the relay within this rather
+// than at WriteTimeout.
+const hangupCheck = 250 * time.Millisecond
+
+// errPeerGone ends a write that blocked while the other peer hung up.
+var errPeerGone = errors.New("the other peer hung up while this one was not reading")
+
 // connWriter serialises whole writes of frames onto one connection: the
 // frames relayed as read, and the frames the relay writes itself with an
 // http2.Framer, which must not be used concurrently. Each write has a
 // deadline (timeout, when set); stop shortens it for the last frames
-// before the connection is closed.
+// before the connection is closed. A write that blocks asks every
+// hangupCheck whether the other peer has hung up, and fails if it has.
 type connWriter struct {
 	mu      sync.Mutex
 	conn    net.Conn
 	timeout time.Duration
 	stopAt  atomic.Int64 // unix nanoseconds; set: no write may last longer
-	lastSet time.Time    // when the deadline was last moved
-	w       *bufio.Writer
-	fr      *http2.Framer
+	lastSet time.Time    // when until was last moved (c.mu held)
+	until   time.Time    // the writes under way end by then; zero: no bound (c.mu held)
+	// peerGone reports that the other peer has hung up; nil where that
+	// cannot be told, or a write cut short cannot be resumed.
+	peerGone func() bool
+	w        *bufio.Writer
+	fr       *http2.Framer
 }
 
-func newConnWriter(conn net.Conn, timeout time.Duration) *connWriter {
-	bw := bufio.NewWriterSize(conn, 64<<10)
-	return &connWriter{conn: conn, timeout: timeout, w: bw, fr: http2.NewFramer(bw, nil)}
+// newConnWriter writes to conn; peer is the relay's other connection.
+func newConnWriter(conn, peer net.Conn, timeout time.Duration) *connWriter {
+	c := &connWriter{conn: conn, timeout: timeout, peerGone: hangup(conn, peer)}
+	c.w = bufio.NewWriterSize(rawWriter{c}, 64<<10)
+	c.fr = http2.NewFramer(c.w, nil)
+	return c
 }
 
-// deadline sets the write deadline for the writes that follow (c.mu
-// held). It is moved at most every timeout/4, so that it stays between
-// 3/4 timeout and timeout away without a system call per frame.
+// deadline moves the deadline of the writes that follow (c.mu held) at
+// most every timeout/4, so that it stays between 3/4 timeout and timeout
+// away without reading the clock for each deadline.
 func (c *connWriter) deadline() {
-	if s := c.stopAt.Load(); s != 0 {
-		_ = c.conn.SetWriteDeadline(time.Unix(0, s))
-		return
-	}
 	if c.timeout <= 0 {
 		return
 	}
@@ -55,10 +71,7 @@ func (c *connWriter) deadline() {
 		return
 	}
 	c.lastSet = now
-	_ = c.conn.SetWriteDeadline(now.Add(c.timeout))
-	if s := c.stopAt.Load(); s != 0 { // stop ran meanwhile: its deadline wins
-		_ = c.conn.SetWriteDeadline(time.Unix(0, s))
-	}
+	c.until = now.Add(c.timeout)
 }
 
 // stop bounds every write, the one under way included, to d from now.
@@ -66,6 +79,42 @@ func (c *connWriter) stop(d time.Duration) {
 	at := time.Now().Add(d)
 	c.stopAt.Store(at.UnixNano())
 	_ = c.conn.SetWriteDeadline(at)
+}
+
+// rawWriter is the connection under c's buffer (called with c.mu held).
+type rawWriter struct{ c *connWriter }
+
+// Write writes p by c's deadline (until, or stop's when earlier). With
+// peerGone, the connection's deadline is at most hangupCheck away: a
+// write still blocked then fails if the other peer has hung up and goes
+// on otherwise.
+func (w rawWriter) Write(p []byte) (int, error) {
+	c := w.c
+	done := 0
+	for {
+		dl, check := c.until, false
+		if s := c.stopAt.Load(); s != 0 && (dl.IsZero() || s < dl.UnixNano()) {
+			dl = time.Unix(0, s)
+		}
+		if c.peerGone != nil {
+			if next := time.Now().Add(hangupCheck); dl.IsZero() || next.Before(dl) {
+				dl, check = next, true
+			}
+		}
+		_ = c.conn.SetWriteDeadline(dl)
+		if s := c.stopAt.Load(); s != 0 && (dl.IsZero() || s < dl.UnixNano()) { // stop ran meanwhile: its deadline wins
+			_ = c.conn.SetWriteDeadline(time.Unix(0, s))
+			check = false
+		}
+		n, err := c.conn.Write(p[done:])
+		done += n
+		if err == nil || !check || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return done, err
+		}
+		if c.peerGone() {
+			return done, errPeerGone
+		}
+	}
 }
 
 // write writes b, and flushes when flush is set: the relay direction
