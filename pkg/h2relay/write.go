@@ -59,9 +59,10 @@ func newConnWriter(conn, peer net.Conn, timeout time.Duration) *connWriter {
 	return c
 }
 
-// deadline moves the deadline of the writes that follow (c.mu held) at
-// most every timeout/4, so that it stays between 3/4 timeout and timeout
-// away without reading the clock for each deadline.
+// deadline moves until, the deadline of the writes that follow (c.mu
+// held), at most every timeout/4, so that it stays between 3/4 timeout and
+// timeout away; rawWriter sets the connection's deadline from it for each
+// write to the socket.
 func (c *connWriter) deadline() {
 	if c.timeout <= 0 {
 		return
