@@ -26,6 +26,9 @@ type Names struct {
 	Truncated bool
 	// Original is the hostname before truncation.
 	Original string
+	// From is the pod field the hostname comes from: "spec.hostnameOverride",
+	// "spec.hostname" or "metadata.name".
+	From string
 }
 
 // FQDN is "<hostname>.<domain>", or empty without a domain.
@@ -44,14 +47,14 @@ func ForPod(p Pod, clusterDomain string) (Names, error) {
 		if msgs := Subdomain(h); len(msgs) != 0 {
 			return Names{}, fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", h, strings.Join(msgs, ";"))
 		}
-		return truncate(p.Name, h, "")
+		return truncate(p.Name, h, "", "spec.hostnameOverride")
 	}
-	h := p.Name
+	h, from := p.Name, "metadata.name"
 	if p.Hostname != "" {
 		if msgs := Label(p.Hostname); len(msgs) != 0 {
 			return Names{}, fmt.Errorf("pod Hostname %q is not a valid DNS label: %s", p.Hostname, strings.Join(msgs, ";"))
 		}
-		h = p.Hostname
+		h, from = p.Hostname, "spec.hostname"
 	}
 	domain := ""
 	if p.Subdomain != "" {
@@ -60,11 +63,11 @@ func ForPod(p Pod, clusterDomain string) (Names, error) {
 		}
 		domain = p.Subdomain + "." + p.Namespace + ".svc." + clusterDomain
 	}
-	return truncate(p.Name, h, domain)
+	return truncate(p.Name, h, domain, from)
 }
 
-func truncate(podName, hostname, domain string) (Names, error) {
-	n := Names{Hostname: hostname, Domain: domain, Original: hostname}
+func truncate(podName, hostname, domain, from string) (Names, error) {
+	n := Names{Hostname: hostname, Domain: domain, Original: hostname, From: from}
 	if len(hostname) <= MaxLabelLength {
 		return n, nil
 	}

@@ -14,10 +14,11 @@ func TestForPod(t *testing.T) {
 		domain            string
 		wantHost, wantDom string
 		wantTrunc         bool
+		wantFrom          string // "metadata.name" when empty
 		wantErr           string
 	}{
 		{name: "pod name", pod: Pod{Name: "web-0", Namespace: "ns"}, domain: "cluster.local", wantHost: "web-0"},
-		{name: "spec.hostname and subdomain", pod: Pod{Name: "p", Namespace: "ns", Hostname: "h", Subdomain: "s"}, domain: "cluster.local", wantHost: "h", wantDom: "s.ns.svc.cluster.local"},
+		{name: "spec.hostname and subdomain", pod: Pod{Name: "p", Namespace: "ns", Hostname: "h", Subdomain: "s"}, domain: "cluster.local", wantHost: "h", wantDom: "s.ns.svc.cluster.local", wantFrom: "spec.hostname"},
 		{name: "empty cluster domain leaves a trailing dot", pod: Pod{Name: "p", Namespace: "ns", Subdomain: "s"}, wantHost: "p", wantDom: "s.ns.svc."},
 		{name: "dotted pod name is used as is", pod: Pod{Name: "a.b", Namespace: "ns"}, wantHost: "a.b"},
 		{name: "63 characters kept", pod: Pod{Name: strings.Repeat("a", 63)}, wantHost: strings.Repeat("a", 63)},
@@ -26,8 +27,8 @@ func TestForPod(t *testing.T) {
 		{name: "nothing left after trimming", pod: Pod{Name: strings.Repeat("-", 70)}, wantErr: "hostname for pod"},
 		{name: "invalid hostname", pod: Pod{Name: "p", Hostname: "UP"}, wantErr: `pod Hostname "UP" is not a valid DNS label`},
 		{name: "invalid subdomain", pod: Pod{Name: "p", Subdomain: "a.b"}, wantErr: `pod Subdomain "a.b" is not a valid DNS label: must not contain dots`},
-		{name: "override drops the domain", pod: Pod{Name: "p", Namespace: "ns", Subdomain: "s", HostnameOverride: s("over.ride")}, domain: "cluster.local", wantHost: "over.ride"},
-		{name: "64-character override truncated", pod: Pod{Name: "p", HostnameOverride: s(strings.Repeat("o", 64))}, wantHost: strings.Repeat("o", 63), wantTrunc: true},
+		{name: "override drops the domain", pod: Pod{Name: "p", Namespace: "ns", Subdomain: "s", HostnameOverride: s("over.ride")}, domain: "cluster.local", wantHost: "over.ride", wantFrom: "spec.hostnameOverride"},
+		{name: "64-character override truncated", pod: Pod{Name: "p", HostnameOverride: s(strings.Repeat("o", 64))}, wantHost: strings.Repeat("o", 63), wantTrunc: true, wantFrom: "spec.hostnameOverride"},
 		{name: "invalid override", pod: Pod{Name: "p", HostnameOverride: s("Bad")}, wantErr: `pod HostnameOverride "Bad" is not a valid DNS subdomain`},
 	}
 	for _, tc := range tests {
@@ -42,8 +43,11 @@ func TestForPod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n.Hostname != tc.wantHost || n.Domain != tc.wantDom || n.Truncated != tc.wantTrunc {
-				t.Errorf("got %+v, want host %q domain %q truncated %v", n, tc.wantHost, tc.wantDom, tc.wantTrunc)
+			if tc.wantFrom == "" {
+				tc.wantFrom = "metadata.name"
+			}
+			if n.Hostname != tc.wantHost || n.Domain != tc.wantDom || n.Truncated != tc.wantTrunc || n.From != tc.wantFrom {
+				t.Errorf("got %+v, want host %q domain %q truncated %v from %q", n, tc.wantHost, tc.wantDom, tc.wantTrunc, tc.wantFrom)
 			}
 		})
 	}
