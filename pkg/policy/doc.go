@@ -28,4 +28,10 @@
 // built from a Go map), the engine is stable: base options keep their order,
 // an override replaces the value in place, new keys are appended in pod
 // order; Recover accepts options in any order.
+//
+// Engine.ComputeExplained returns with the result its Trace: each decision
+// in order (the policy and its fallbacks, where every entry came from, each
+// merge, override and limit with the entries it removed, the hostname and
+// FQDN), under a stable rule name; the Trace type lists the rules. Compute
+// records nothing and allocates no more for it.
 package policy

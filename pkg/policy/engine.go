@@ -22,6 +22,7 @@ type Engine struct {
 	shape        searchShape
 	windows      bool
 	warnings     []Warning
+	trace        Trace // the node decisions of every ComputeExplained
 }
 
 // New prepares an engine for node. Unparsable clusterDNS or nodeLocalDNS
@@ -41,7 +42,7 @@ func New(node Node) (*Engine, error) {
 	for _, s := range node.NodeIPs {
 		ip := parseIPSloppy(s)
 		if ip == nil {
-			e.warnings = append(e.warnings, Warning{Reason: ReasonInvalidClusterDNS, Message: fmt.Sprintf("invalid node IP %q skipped", s)})
+			e.skip(Warning{Reason: ReasonInvalidClusterDNS, Message: fmt.Sprintf("invalid node IP %q skipped", s)}, s)
 			continue
 		}
 		if ip.To4() == nil {
@@ -62,12 +63,18 @@ func (e *Engine) parseIPs(in []string, what string) []string {
 	for _, s := range in {
 		ip := parseIPSloppy(s)
 		if ip == nil {
-			e.warnings = append(e.warnings, Warning{Reason: ReasonInvalidClusterDNS, Message: fmt.Sprintf("Invalid %s IP %q skipped", what, s)})
+			e.skip(Warning{Reason: ReasonInvalidClusterDNS, Message: fmt.Sprintf("Invalid %s IP %q skipped", what, s)}, s)
 			continue
 		}
 		out = append(out, ip.String())
 	}
 	return out
+}
+
+// skip records a node setting New could not use.
+func (e *Engine) skip(w Warning, entry string) {
+	e.warnings = append(e.warnings, w)
+	e.trace.add(stepNode, "node.ip.invalid", w.Message, nil, []string{entry})
 }
 
 // Warnings are the problems New found in the node settings.
@@ -85,58 +92,74 @@ var ErrHostConfig = errors.New("node resolver config unusable")
 // config (ErrHostConfig), an invalid hostname or subdomain, or a
 // setHostnameAsFQDN FQDN over 64 characters (*fqdn.TooLongError).
 func (e *Engine) Compute(in Input, host Host) (Result, error) {
+	return e.compute(in, host, nil)
+}
+
+// compute is Compute, recording its decisions in t unless t is nil.
+func (e *Engine) compute(in Input, host Host, t *Trace) (Result, error) {
 	// kubelet reads the node file before it looks at the policy (S1).
 	if host.Err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrHostConfig, host.Err)
+		err := fmt.Errorf("%w: %w", ErrHostConfig, host.Err)
+		if t != nil {
+			t.add(stepNode, "node.resolvconf.unusable", "kubelet fails the sandbox of every pod, whatever its policy: "+err.Error(), nil, nil)
+		}
+		return Result{}, err
 	}
-	r := e.resolver(in, host)
+	r := e.resolver(in, host, t)
 	if in.HostNetwork {
+		if t != nil {
+			t.add(stepHostname, "hostname.hostnetwork", "a hostNetwork pod keeps the node's hostname and has no FQDN", nil, nil)
+		}
 		return r, nil
 	}
-	return r, e.names(in, &r)
+	return r, e.names(in, &r, t)
 }
 
 // resolver is the resolver half of Compute (nameservers, searches,
 // options, type and their warnings) for a usable host config.
-func (e *Engine) resolver(in Input, host Host) Result {
+func (e *Engine) resolver(in Input, host Host, t *Trace) Result {
 	var r Result
-	r.Type = e.baseType(in, &r.Warnings)
+	r.Type = e.baseType(in, &r.Warnings, t)
 	switch r.Type {
 	case TypeCluster:
 		if len(e.clusterDNS) == 0 {
-			r.Warnings = append(r.Warnings, missingClusterDNS())
-			r.Type = TypeHost
+			e.noClusterDNS(&r, t)
 			break
 		}
 		ns, sr, op := carve(len(e.clusterDNS)+podLen(in, 0), 3+len(host.Searches)+podLen(in, 1), 1+optLen(in))
 		r.Nameservers = append(ns, e.clusterDNS...)
 		r.Searches = e.shape.cluster(sr, in.Namespace, host.Searches)
 		r.Options = append(op, ndots5)
+		if t != nil {
+			e.traceCluster(t, in, host, r.Searches)
+		}
 	case TypeAutopath:
 		servers := e.nodeLocalDNS
 		if len(servers) == 0 {
 			servers = e.clusterDNS
 		}
 		if len(servers) == 0 {
-			r.Warnings = append(r.Warnings, missingClusterDNS())
-			r.Type = TypeHost
+			e.noClusterDNS(&r, t)
 			break
 		}
 		ns, sr, op := carve(len(servers)+podLen(in, 0), 1+podLen(in, 1), 1+optLen(in))
 		r.Nameservers = append(ns, servers...)
 		r.Searches = append(sr, e.shape.autopath(in.Namespace))
 		r.Options = append(op, ndots5)
+		if t != nil {
+			e.traceAutopath(t, r)
+		}
 	}
 	if r.Type == TypeHost {
-		e.hostBase(&r, host)
+		e.hostBase(&r, host, t)
 	}
 	if in.DNSConfig != nil {
-		r.Nameservers = omitDuplicates(append(r.Nameservers, in.DNSConfig.Nameservers...))
-		r.Searches = omitDuplicates(append(r.Searches, in.DNSConfig.Searches...))
-		r.Options = mergeOptions(r.Options, in.DNSConfig.Options)
+		r.Nameservers = appendPod(r.Nameservers, in.DNSConfig.Nameservers, t, stepNameservers, "dnsconfig.nameservers")
+		r.Searches = appendPod(r.Searches, in.DNSConfig.Searches, t, stepSearches, "dnsconfig.searches")
+		r.Options = mergeOptions(r.Options, in.DNSConfig.Options, t)
 	}
-	r.Nameservers = fitNameservers(r.Nameservers, &r.Warnings)
-	r.Searches = fitSearches(r.Searches, &r.Warnings)
+	r.Nameservers = fitNameservers(r.Nameservers, &r.Warnings, t)
+	r.Searches = fitSearches(r.Searches, &r.Warnings, t)
 	if r.Nameservers == nil {
 		r.Nameservers = []string{}
 	}
@@ -147,54 +170,178 @@ func (e *Engine) resolver(in Input, host Host) Result {
 		r.Options = []string{}
 	}
 	if e.windows && len(r.Options) > 0 {
-		r.Warnings = append(r.Warnings, Warning{Reason: ReasonWindowsOptionsIgnored,
-			Message: fmt.Sprintf("Windows nodes apply only nameservers and search suffixes; options %q have no effect", strings.Join(r.Options, " "))})
+		w := Warning{Reason: ReasonWindowsOptionsIgnored,
+			Message: fmt.Sprintf("Windows nodes apply only nameservers and search suffixes; options %q have no effect", strings.Join(r.Options, " "))}
+		r.Warnings = append(r.Warnings, w)
+		if t != nil {
+			t.add(stepOptions, "node.windows.options", w.Message, nil, nil)
+		}
 	}
 	return r
+}
+
+// noClusterDNS turns a cluster-type result into a host-type one, as kubelet
+// does without a cluster DNS address.
+func (e *Engine) noClusterDNS(r *Result, t *Trace) {
+	w := missingClusterDNS()
+	r.Warnings = append(r.Warnings, w)
+	r.Type = TypeHost
+	if t != nil {
+		t.add(stepPolicy, "policy.fallback.noclusterdns", w.Message, nil, nil)
+	}
+}
+
+// traceCluster records the base of a cluster-type pod (searches: the
+// result's search list so far).
+func (e *Engine) traceCluster(t *Trace, in Input, host Host, searches []string) {
+	t.add(stepNameservers, "base.cluster.nameservers", "the cluster DNS (kubelet's clusterDNS)", e.clusterDNS, nil)
+	if e.shape.domain == "" {
+		t.add(stepSearches, "base.cluster.searches.nodomain", "no cluster domain: only the search list of "+hostName(host), host.Searches, nil)
+	} else {
+		all := append(e.shape.clusterDomains(nil, in.Namespace), host.Searches...)
+		t.add(stepSearches, "base.cluster.searches", fmt.Sprintf("the namespace, service and cluster domains of namespace %q, then the search list of %s", in.Namespace, hostName(host)), all, nil)
+		traceDuplicates(t, stepSearches, all, searches)
+	}
+	t.add(stepOptions, "base.cluster.options", "kubelet's option for cluster DNS: a name with fewer than 5 dots is tried with the search list first", []string{ndots5}, nil)
+}
+
+// traceAutopath records the base of an autopath pod.
+func (e *Engine) traceAutopath(t *Trace, r Result) {
+	if len(e.nodeLocalDNS) > 0 {
+		t.add(stepNameservers, "base.autopath.nameservers", "the node-local DNS, which expands the autopath search domain", r.Nameservers, nil)
+	} else {
+		t.add(stepNameservers, "base.autopath.nameservers", "the cluster DNS (kubelet's clusterDNS; no node-local DNS is set), which expands the autopath search domain", r.Nameservers, nil)
+	}
+	t.add(stepSearches, "base.autopath.searches", "the autopath search domain alone, in place of the ClusterFirst search list: the DNS server walks that list for the pod", r.Searches, nil)
+	t.add(stepOptions, "base.autopath.options", "the ClusterFirst option: a name with fewer than 5 dots is tried with the search domain first", []string{ndots5}, nil)
+}
+
+// appendPod appends a pod's dnsConfig entries to the base, duplicates
+// omitted (kubelet's appendDNSConfig); step and rule name them in t.
+func appendPod(base, pod []string, t *Trace, step, rule string) []string {
+	all := append(base, pod...)
+	if t == nil {
+		return omitDuplicates(all)
+	}
+	before := slices.Clone(all)
+	if len(pod) > 0 {
+		t.add(step, rule, "the pod's dnsConfig."+step+", after the base", pod, nil)
+	}
+	out := omitDuplicates(all)
+	traceDuplicates(t, step, before, out)
+	return out
+}
+
+// traceDuplicates records the entries omitDuplicates removed from before.
+func traceDuplicates(t *Trace, step string, before, after []string) {
+	if d := dropped(before, after); len(d) > 0 {
+		t.add(step, "merge.duplicates", "an entry equal to an earlier one is omitted (exact, case-sensitive)", nil, d)
+	}
 }
 
 // hostBase is the base of a host-type pod: kubelet's loopback servers and
 // "." when the resolver config is switched off, else the node's config with
 // the loopback rule applied (resolvconf.WithoutLoopback).
-func (e *Engine) hostBase(r *Result, host Host) {
+func (e *Engine) hostBase(r *Result, host Host, t *Trace) {
 	if host.Disabled {
 		r.Nameservers = append([]string(nil), e.hostOffline...)
 		r.Searches = []string{"."}
+		if t != nil {
+			t.add(stepNameservers, "base.host.disabled", "kubelet's resolvConf is \"\": a loopback nameserver per node IP family", r.Nameservers, nil)
+			t.add(stepSearches, "base.host.disabled", "kubelet's resolvConf is \"\": the search list \".\"", r.Searches, nil)
+		}
 		return
 	}
-	cfg, dropped := resolvconf.WithoutLoopback(resolvconf.Config{Nameservers: host.Nameservers})
-	if dropped != nil {
-		r.Warnings = append(r.Warnings, Warning{Reason: ReasonLoopbackNameserver,
-			Message: fmt.Sprintf("loopback nameservers %q of the node's resolver config are not handed to the pod: a stub on the node's loopback cannot answer inside the pod's network namespace (on a systemd-resolved node, point kubelet's resolvConf at /run/systemd/resolve/resolv.conf)", dropped)})
+	cfg, loopback := resolvconf.WithoutLoopback(resolvconf.Config{Nameservers: host.Nameservers})
+	if t != nil {
+		t.add(stepNameservers, "base.host.nameservers", "the nameserver lines of "+hostName(host), host.Nameservers, nil)
+	}
+	if loopback != nil {
+		w := Warning{Reason: ReasonLoopbackNameserver,
+			Message: fmt.Sprintf("loopback nameservers %q of the node's resolver config are not handed to the pod: a stub on the node's loopback cannot answer inside the pod's network namespace (on a systemd-resolved node, point kubelet's resolvConf at /run/systemd/resolve/resolv.conf)", loopback)}
+		r.Warnings = append(r.Warnings, w)
+		if t != nil {
+			t.add(stepNameservers, "base.host.loopback", w.Message, nil, loopback)
+		}
 	}
 	r.Nameservers = append([]string(nil), cfg.Nameservers...)
 	r.Searches = append([]string(nil), host.Searches...)
 	r.Options = append([]string(nil), host.Options...)
+	if t != nil {
+		t.add(stepSearches, "base.host.searches", "the last search line of "+hostName(host), host.Searches, nil)
+		t.add(stepOptions, "base.host.options", "the options lines of "+hostName(host), host.Options, nil)
+	}
 }
 
 // names sets the pod's hostname and FQDN (non-hostNetwork pods only).
-func (e *Engine) names(in Input, r *Result) error {
+func (e *Engine) names(in Input, r *Result, t *Trace) error {
 	names, err := fqdn.ForPod(fqdn.Pod{Name: in.Name, Namespace: in.Namespace, Hostname: in.Hostname,
 		Subdomain: in.Subdomain, HostnameOverride: in.HostnameOverride}, e.node.ClusterDomain)
 	if err != nil {
+		if t != nil {
+			t.add(stepHostname, "hostname.invalid", "kubelet fails the sandbox: "+err.Error(), nil, nil)
+		}
 		return err
 	}
+	if t != nil {
+		t.add(stepHostname, hostnameRules[names.From], "the hostname is the pod's "+names.From, []string{names.Original}, nil)
+	}
 	if names.Truncated {
-		r.Warnings = append(r.Warnings, Warning{Reason: ReasonHostnameTruncated,
-			Message: fmt.Sprintf("Hostname for pod was too long, truncated it: %q is %d characters, the hostname is %q", names.Original, len(names.Original), names.Hostname)})
+		w := Warning{Reason: ReasonHostnameTruncated,
+			Message: fmt.Sprintf("Hostname for pod was too long, truncated it: %q is %d characters, the hostname is %q", names.Original, len(names.Original), names.Hostname)}
+		r.Warnings = append(r.Warnings, w)
+		if t != nil {
+			t.add(stepHostname, "hostname.truncate", fmt.Sprintf("a hostname is at most %d characters: cut, then trailing '-' and '.' trimmed", fqdn.MaxLabelLength), []string{names.Hostname}, []string{names.Original})
+		}
+	}
+	if t != nil {
+		e.traceFQDN(t, in, names)
 	}
 	r.Hostname, err = fqdn.KernelHostname(names, in.SetHostnameAsFQDN)
 	if err != nil {
+		if t != nil {
+			t.add(stepHostname, "hostname.fqdn.toolong", fmt.Sprintf("setHostnameAsFQDN: the FQDN is %d characters and the kernel hostname holds at most %d, so kubelet fails the sandbox (it never truncates the FQDN)", len(names.FQDN()), fqdn.MaxKernelHostname), nil, []string{names.Hostname})
+		}
 		return err
 	}
 	r.FQDN = names.FQDN()
 	return nil
 }
 
+// hostnameRules are the trace rules of fqdn.Names.From.
+var hostnameRules = map[string]string{
+	"metadata.name":         "hostname.podname",
+	"spec.hostname":         "hostname.spec",
+	"spec.hostnameOverride": "hostname.override",
+}
+
+// traceFQDN records the FQDN and, with setHostnameAsFQDN, the kernel
+// hostname that follows from names.
+func (e *Engine) traceFQDN(t *Trace, in Input, names fqdn.Names) {
+	switch {
+	case names.Domain != "":
+		t.add(stepFQDN, "fqdn.subdomain", "spec.subdomain: <hostname>.<subdomain>.<namespace>.svc.<cluster domain>", []string{names.FQDN()}, nil)
+	case in.HostnameOverride != nil:
+		t.add(stepFQDN, "fqdn.none", "spec.hostnameOverride: no FQDN", nil, nil)
+	default:
+		t.add(stepFQDN, "fqdn.none", "no spec.subdomain: no FQDN", nil, nil)
+	}
+	if !in.SetHostnameAsFQDN {
+		return
+	}
+	switch f := names.FQDN(); {
+	case f == "":
+		t.add(stepHostname, "hostname.fqdn.nodomain", "setHostnameAsFQDN without an FQDN: the hostname stays short", nil, nil)
+	case len(f) <= fqdn.MaxKernelHostname:
+		t.add(stepHostname, "hostname.fqdn", fmt.Sprintf("setHostnameAsFQDN: the kernel hostname is the FQDN (%d characters, at most %d)", len(f), fqdn.MaxKernelHostname), []string{f}, []string{names.Hostname})
+	}
+}
+
 // baseType maps the policy to a base type as getPodDNSType does, adding the
 // autopath policy, and records what kubelet tolerates silently.
-func (e *Engine) baseType(in Input, w *[]Warning) Type {
+func (e *Engine) baseType(in Input, w *[]Warning, tr *Trace) Type {
 	var t Type
+	var warn Warning // the warning of the policy decision, if any
 	switch in.Policy {
 	case None:
 		t = TypeNone
@@ -204,33 +351,67 @@ func (e *Engine) baseType(in Input, w *[]Warning) Type {
 		t = TypeCluster
 		if in.HostNetwork {
 			t = TypeHost
-			*w = append(*w, Warning{Reason: ReasonClusterFirstOnHostNetwork,
-				Message: `dnsPolicy "ClusterFirst" on a hostNetwork pod uses the node's resolver config, as "Default" does; use "ClusterFirstWithHostNet" for cluster DNS`})
+			warn = Warning{Reason: ReasonClusterFirstOnHostNetwork,
+				Message: `dnsPolicy "ClusterFirst" on a hostNetwork pod uses the node's resolver config, as "Default" does; use "ClusterFirstWithHostNet" for cluster DNS`}
 		}
 	case Default:
 		t = TypeHost
 	default:
 		t = TypeCluster
-		*w = append(*w, Warning{Reason: ReasonInvalidDNSPolicy,
-			Message: fmt.Sprintf("invalid DNSPolicy=%s: falling back to DNSClusterFirst policy", in.Policy)})
+		warn = Warning{Reason: ReasonInvalidDNSPolicy,
+			Message: fmt.Sprintf("invalid DNSPolicy=%s: falling back to DNSClusterFirst policy", in.Policy)}
 	}
+	if warn.Reason != "" {
+		*w = append(*w, warn)
+	}
+	if tr != nil {
+		tracePolicy(tr, in, warn)
+	}
+	warn = Warning{}
 	switch in.PolicyAnnotation {
 	case "":
 	case string(ClusterFirstWithAutopath):
 		switch {
 		case t != TypeCluster:
-			*w = append(*w, Warning{Reason: ReasonAutopathIgnored, Message: autopathUnusable(in)})
+			warn = Warning{Reason: ReasonAutopathIgnored, Message: autopathUnusable(in)}
 		case e.shape.domain == "":
-			*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
-				Message: "annotation " + AnnotationDNSPolicy + ": ClusterFirstWithAutopath needs a cluster domain; using ClusterFirst"})
+			warn = Warning{Reason: ReasonAutopathIgnored,
+				Message: "annotation " + AnnotationDNSPolicy + ": ClusterFirstWithAutopath needs a cluster domain; using ClusterFirst"}
 		default:
 			t = TypeAutopath
+			if tr != nil {
+				tr.add(stepPolicy, "policy.autopath", "annotation "+AnnotationDNSPolicy+": ClusterFirstWithAutopath: the cluster DNS with one autopath search domain", nil, nil)
+			}
 		}
 	default:
-		*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
-			Message: fmt.Sprintf("annotation %s: unsupported value %q ignored: the only supported value is %q", AnnotationDNSPolicy, in.PolicyAnnotation, ClusterFirstWithAutopath)})
+		warn = Warning{Reason: ReasonAutopathIgnored,
+			Message: fmt.Sprintf("annotation %s: unsupported value %q ignored: the only supported value is %q", AnnotationDNSPolicy, in.PolicyAnnotation, ClusterFirstWithAutopath)}
+	}
+	if warn.Reason != "" {
+		*w = append(*w, warn)
+		if tr != nil {
+			tr.add(stepPolicy, "policy.autopath.ignored", warn.Message, nil, nil)
+		}
 	}
 	return t
+}
+
+// tracePolicy records the policy decision; warn is its warning, if any.
+func tracePolicy(t *Trace, in Input, warn Warning) {
+	switch {
+	case warn.Reason == ReasonClusterFirstOnHostNetwork:
+		t.add(stepPolicy, "policy.fallback.hostnetwork", warn.Message, nil, nil)
+	case warn.Reason == ReasonInvalidDNSPolicy:
+		t.add(stepPolicy, "policy.fallback.invalid", warn.Message, nil, nil)
+	case in.Policy == None:
+		t.add(stepPolicy, "policy.none", `dnsPolicy "None": no base config, only the pod's dnsConfig`, nil, nil)
+	case in.Policy == Default:
+		t.add(stepPolicy, "policy.default", `dnsPolicy "Default": the node's resolver config`, nil, nil)
+	case in.Policy == ClusterFirstWithHostNet:
+		t.add(stepPolicy, "policy.clusterfirstwithhostnet", `dnsPolicy "ClusterFirstWithHostNet": the cluster DNS, on the host network too`, nil, nil)
+	default:
+		t.add(stepPolicy, "policy.clusterfirst", `dnsPolicy "ClusterFirst": the cluster DNS`, nil, nil)
+	}
 }
 
 // autopathUnusable explains why a pod's policy cannot carry the autopath
@@ -342,14 +523,20 @@ func fnv1a(s string) uint64 {
 // present replaces it in place, a new key is appended. Every option is
 // re-rendered from its key and value (resolvconf.FormatOption), so "name:"
 // becomes "name". kubelet's own order is random (a map).
-func mergeOptions(base []string, pod []Option) []string {
+func mergeOptions(base []string, pod []Option, t *Trace) []string {
 	var small [8]string // keys of a usual merge, without a heap allocation
 	keys := small[:0]
 	out := make([]string, 0, len(base)+len(pod))
+	if t != nil && len(pod) > 0 {
+		traceOptions(t, base, pod)
+	}
 	for i := 0; i < len(base)+len(pod); i++ {
 		var key, opt string
 		if i < len(base) {
 			key, opt = resolvconf.OptionName(base[i]), resolvconf.NormalizeOption(base[i])
+			if t != nil && opt != base[i] {
+				t.add(stepOptions, "merge.options.normalize", "an option with an empty value is written as its bare name", []string{opt}, []string{base[i]})
+			}
 		} else {
 			o := pod[i-len(base)]
 			v := ""
@@ -359,6 +546,9 @@ func mergeOptions(base []string, pod []Option) []string {
 			key, opt = o.Name, resolvconf.FormatOption(o.Name, v)
 		}
 		if k := slices.Index(keys, key); k >= 0 {
+			if t != nil {
+				t.add(stepOptions, "merge.options.override", fmt.Sprintf("options merge by name: %q replaces the earlier option named %q in place", opt, key), []string{opt}, []string{out[k]})
+			}
 			out[k] = opt
 			continue
 		}
@@ -368,13 +558,43 @@ func mergeOptions(base []string, pod []Option) []string {
 	return out
 }
 
+// traceOptions records the pod's dnsConfig.options, and a pod option whose
+// name carries a value: kubelet keys it by the whole name, so it overrides
+// nothing.
+func traceOptions(t *Trace, base []string, pod []Option) {
+	added := make([]string, len(pod))
+	for i, o := range pod {
+		v := ""
+		if o.Value != nil {
+			v = *o.Value
+		}
+		added[i] = resolvconf.FormatOption(o.Name, v)
+	}
+	t.add(stepOptions, "dnsconfig.options", "the pod's dnsConfig.options, merged over the base by name", added, nil)
+	for _, o := range pod {
+		name := resolvconf.OptionName(o.Name)
+		if name == o.Name {
+			continue
+		}
+		for _, b := range base {
+			if resolvconf.OptionName(b) == name {
+				t.add(stepOptions, "merge.options.colonname", fmt.Sprintf("dnsConfig option name %q holds a ':': options merge by the whole name, so it does not replace %q and both are kept", o.Name, b), nil, nil)
+				break
+			}
+		}
+	}
+}
+
 // fitNameservers keeps the first MaxNameservers entries (w may be nil: no
-// warning).
-func fitNameservers(ns []string, w *[]Warning) []string {
+// warning; t may be nil: no trace).
+func fitNameservers(ns []string, w *[]Warning, t *Trace) []string {
 	if len(ns) <= MaxNameservers {
 		return ns
 	}
 	kept := ns[:MaxNameservers:MaxNameservers]
+	if t != nil {
+		t.add(stepNameservers, "limit.nameservers", fmt.Sprintf("kubelet keeps the first %d of %d nameservers", MaxNameservers, len(ns)), nil, ns[MaxNameservers:])
+	}
 	if w == nil {
 		return kept
 	}
@@ -384,13 +604,17 @@ func fitNameservers(ns []string, w *[]Warning) []string {
 	return kept
 }
 
-// fitSearches (w may be nil: no warning) applies kubelet's three search steps in order: keep the first
-// 32 entries, drop entries over 253 characters, then remove whole entries
-// from the end until the space-joined line is at most 2048 characters.
-func fitSearches(s []string, w *[]Warning) []string {
+// fitSearches (w may be nil: no warning; t may be nil: no trace) applies
+// kubelet's three search steps in order: keep the first 32 entries, drop
+// entries over 253 characters, then remove whole entries from the end until
+// the space-joined line is at most 2048 characters.
+func fitSearches(s []string, w *[]Warning, t *Trace) []string {
 	before := len(s)
 	var omitted []string
 	if len(s) > MaxSearchPaths {
+		if t != nil {
+			t.add(stepSearches, "limit.searches.count", fmt.Sprintf("kubelet keeps the first %d of %d search domains", MaxSearchPaths, len(s)), nil, s[MaxSearchPaths:])
+		}
 		omitted = append(omitted, s[MaxSearchPaths:]...)
 		s = s[:MaxSearchPaths]
 	}
@@ -410,6 +634,9 @@ func fitSearches(s []string, w *[]Warning) []string {
 			}
 			kept = append(kept, v)
 		}
+		if t != nil {
+			t.add(stepSearches, "limit.searches.length", fmt.Sprintf("a search domain over %d characters is dropped (glibc 2.28 aborts on it)", MaxSearchLength), nil, dropped(s, kept))
+		}
 		s = kept
 	}
 	if n := joinedLen(s); n > MaxSearchListChars {
@@ -420,6 +647,9 @@ func fitSearches(s []string, w *[]Warning) []string {
 			if i > 0 {
 				n-- // the space before it
 			}
+		}
+		if t != nil {
+			t.add(stepSearches, "limit.searches.chars", fmt.Sprintf("whole search domains are dropped from the end until the search line is at most %d characters", MaxSearchListChars), nil, s[i:])
 		}
 		omitted = append(omitted, s[i:]...)
 		s = s[:i]

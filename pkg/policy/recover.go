@@ -62,7 +62,7 @@ func (e *Engine) recoverAs(in Input, p Policy, out Output, host Host) (Input, bo
 	in.Policy = p
 	kubelet := in
 	kubelet.PolicyAnnotation = ""
-	base := e.resolver(kubelet, host)
+	base := e.resolver(kubelet, host, nil)
 	if p != Default && base.Type != TypeCluster {
 		return in, false // no cluster DNS: the pod would be host-type
 	}
@@ -86,7 +86,7 @@ func (e *Engine) recoverAs(in Input, p Policy, out Output, host Host) (Input, bo
 	}
 	for _, c := range candidates {
 		kubelet.DNSConfig = c
-		got := e.resolver(kubelet, host)
+		got := e.resolver(kubelet, host, nil)
 		if slices.Equal(got.Nameservers, out.Nameservers) && slices.Equal(got.Searches, out.Searches) && SameOptions(got.Options, out.Options) {
 			in.DNSConfig = c
 			return in, true
@@ -122,7 +122,7 @@ func optionExtension(out, base []string) ([]Option, bool) {
 	if SameOptions(out, base) {
 		return nil, true // as is: kubelet re-renders only with a dnsConfig
 	}
-	merged := mergeOptions(base, nil)
+	merged := mergeOptions(base, nil, nil)
 	rest := slices.Clone(out)
 	take := func(i int) string {
 		o := rest[i]

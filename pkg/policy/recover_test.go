@@ -15,7 +15,7 @@ func roundTrip(t *testing.T, e *Engine, x Input, host Host) (Input, bool, Type, 
 	t.Helper()
 	kubelet := x
 	kubelet.PolicyAnnotation = ""
-	want := e.resolver(kubelet, host)
+	want := e.resolver(kubelet, host, nil)
 	// kubelet renders options from a map: hand them over reversed.
 	out := Output{Nameservers: want.Nameservers, Searches: want.Searches, Options: slices.Clone(want.Options)}
 	slices.Reverse(out.Options)
@@ -26,7 +26,7 @@ func roundTrip(t *testing.T, e *Engine, x Input, host Host) (Input, bool, Type, 
 	}
 	again := rec
 	again.PolicyAnnotation = ""
-	got := e.resolver(again, host)
+	got := e.resolver(again, host, nil)
 	if !slices.Equal(got.Nameservers, out.Nameservers) || !slices.Equal(got.Searches, out.Searches) || !SameOptions(got.Options, out.Options) {
 		t.Fatalf("Compute(Recover(out)) != out\n input %s\n out   %+v\n rec   %s (ok %v)\n got   %+v %+v %+v", show(x), out, show(rec), ok, got.Nameservers, got.Searches, got.Options)
 	}
@@ -94,7 +94,7 @@ func TestRecover(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "host file changed since kubelet read it" {
-				kubelet := e.resolver(tc.x, tc.host)
+				kubelet := e.resolver(tc.x, tc.host, nil)
 				moved := Host{Nameservers: []string{"203.0.113.9"}, Searches: tc.host.Searches}
 				rec, ok := e.Recover(Input{Namespace: "ns"}, Output{kubelet.Nameservers, kubelet.Searches, kubelet.Options}, moved)
 				if ok || rec.Policy != None || !slices.Equal(rec.DNSConfig.Nameservers, kubelet.Nameservers) {
@@ -173,7 +173,7 @@ func FuzzRecover(f *testing.F) {
 			for range next() % 3 {
 				host.Options = append(host.Options, resolvconf.FormatOption(optNames[next()%len(optNames)], values[next()%len(values)]))
 			}
-			host.Options = mergeOptions(nil, optionsOf(host.Options))
+			host.Options = mergeOptions(nil, optionsOf(host.Options), nil)
 		}
 		if flags&8 != 0 || x.Policy == None {
 			c := &DNSConfig{Nameservers: pick(servers, next()%5), Searches: pick(searches, next()%36)}

@@ -26,9 +26,15 @@ func (s searchShape) cluster(dst []string, ns string, hostSearches []string) []s
 	if s.domain == "" {
 		return append(dst, hostSearches...)
 	}
-	dst = append(dst, ns+s.nsSuffix, s.svc, s.domain)
+	dst = s.clusterDomains(dst, ns)
 	dst = append(dst, hostSearches...)
 	return omitDuplicates(dst)
+}
+
+// clusterDomains appends the namespace, service and cluster domains of a
+// ClusterFirst pod in ns to dst (a cluster domain is required).
+func (s searchShape) clusterDomains(dst []string, ns string) []string {
+	return append(dst, ns+s.nsSuffix, s.svc, s.domain)
 }
 
 // autopath is the single search domain of an autopath pod in ns:
@@ -47,7 +53,7 @@ func (s searchShape) autopath(ns string) string {
 // names over this list, so it is the one definition of the shape.
 func ClusterSearches(ns, domain string, hostSearches []string) []string {
 	s := newSearchShape(domain).cluster(nil, ns, hostSearches)
-	return fitSearches(s, nil)
+	return fitSearches(s, nil, nil)
 }
 
 // NamespaceSearch is the first entry of a ClusterFirst pod's search list,

@@ -99,6 +99,8 @@ type Host struct {
 	// Err is a resolver config that could not be read or parsed. kubelet
 	// fails every pod's sandbox on it, whatever the policy.
 	Err error
+	// Source names the config in a Trace (its path); Compute ignores it.
+	Source string
 }
 
 // Type is how the engine built the base config.

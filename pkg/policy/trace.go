@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Decision is one step of how the engine built a result.
+type Decision struct {
+	// Step is the part of the result decided: "node", "policy",
+	// "nameservers", "searches", "options", "hostname" or "fqdn".
+	Step string
+	// Rule is the rule applied, a stable identifier (the package doc lists
+	// them all).
+	Rule string
+	// Detail says what the rule meant for this pod, for a reader.
+	Detail string
+	// Added and Removed are the entries the step added and removed, in
+	// order; nil when none.
+	Added   []string
+	Removed []string
+}
+
+// Trace is the decisions behind one result, in the order they were taken.
+// Its rules, in about the order they occur:
+//
+//	node.ip.invalid                 a clusterDNS, nodeLocalDNS or node IP entry that is no IP is skipped (New)
+//	node.resolvconf.unusable        the node's resolver config is unreadable: kubelet fails every sandbox
+//	policy.clusterfirst             dnsPolicy ClusterFirst: the cluster DNS
+//	policy.clusterfirstwithhostnet  dnsPolicy ClusterFirstWithHostNet: the cluster DNS, on the host network too
+//	policy.default                  dnsPolicy Default: the node's resolver config
+//	policy.none                     dnsPolicy None: the pod's dnsConfig alone
+//	policy.fallback.hostnetwork     ClusterFirst on a hostNetwork pod: as Default
+//	policy.fallback.invalid         an unknown dnsPolicy: as ClusterFirst
+//	policy.autopath                 AnnotationDNSPolicy selects ClusterFirstWithAutopath
+//	policy.autopath.ignored         AnnotationDNSPolicy does not apply (policy, no cluster domain, value)
+//	policy.fallback.noclusterdns    no cluster DNS address: as Default
+//	base.cluster.nameservers        the cluster DNS addresses
+//	base.cluster.searches           <ns>.svc.<domain>, svc.<domain>, <domain>, then the node's search list
+//	base.cluster.searches.nodomain  no cluster domain: the node's search list alone
+//	base.cluster.options            ndots:5
+//	base.autopath.nameservers       the node-local DNS, else the cluster DNS
+//	base.autopath.searches          search.<ns>.<domain>.ap.k8s.io alone
+//	base.autopath.options           ndots:5
+//	base.host.disabled              resolvConf "": a loopback nameserver per node IP family, search "."
+//	base.host.nameservers           the node's nameserver lines
+//	base.host.loopback              the node's loopback nameservers are dropped
+//	base.host.searches              the node's last search line
+//	base.host.options               the node's options lines
+//	merge.duplicates                an entry equal to an earlier one is omitted
+//	dnsconfig.nameservers           the pod's dnsConfig.nameservers, appended
+//	dnsconfig.searches              the pod's dnsConfig.searches, appended
+//	dnsconfig.options               the pod's dnsConfig.options, merged by name
+//	merge.options.colonname         a pod option named "name:value" replaces no base option
+//	merge.options.normalize         a base option "name:" is written "name"
+//	merge.options.override          an option replaces the earlier one of its name, in place
+//	limit.nameservers               the first MaxNameservers nameservers are kept
+//	limit.searches.count            the first MaxSearchPaths search domains are kept
+//	limit.searches.length           search domains over MaxSearchLength characters are dropped
+//	limit.searches.chars            search domains are dropped from the end to fit MaxSearchListChars
+//	node.windows.options            a Windows node ignores options
+//	hostname.hostnetwork            a hostNetwork pod keeps the node's hostname
+//	hostname.invalid                an invalid hostname, subdomain or hostnameOverride: the sandbox fails
+//	hostname.podname                the hostname is metadata.name
+//	hostname.spec                   the hostname is spec.hostname
+//	hostname.override               the hostname is spec.hostnameOverride
+//	hostname.truncate               a hostname over 63 characters is cut
+//	fqdn.subdomain                  <hostname>.<subdomain>.<ns>.svc.<domain>
+//	fqdn.none                       no subdomain, or hostnameOverride: no FQDN
+//	hostname.fqdn                   setHostnameAsFQDN: the kernel hostname is the FQDN
+//	hostname.fqdn.nodomain          setHostnameAsFQDN without an FQDN: no effect
+//	hostname.fqdn.toolong           setHostnameAsFQDN with an FQDN over 64 characters: the sandbox fails
+type Trace []Decision
+
+// The parts of a result a Decision is about.
+const (
+	stepNode        = "node"
+	stepPolicy      = "policy"
+	stepNameservers = "nameservers"
+	stepSearches    = "searches"
+	stepOptions     = "options"
+	stepHostname    = "hostname"
+	stepFQDN        = "fqdn"
+)
+
+// add records a decision, copying the lists (the engine reuses and edits
+// its slices in place). Callers check t != nil first, so that Compute
+// builds no detail text.
+func (t *Trace) add(step, rule, detail string, added, removed []string) {
+	*t = append(*t, Decision{Step: step, Rule: rule, Detail: detail, Added: slices.Clone(added), Removed: slices.Clone(removed)})
+}
+
+// ComputeExplained is Compute that also returns the trace of its decisions,
+// including the engine's own (node settings New skipped). On an error the
+// trace ends with the decision that failed. Compute records nothing.
+func (e *Engine) ComputeExplained(in Input, host Host) (Result, Trace, error) {
+	t := slices.Clone(e.trace)
+	r, err := e.compute(in, host, &t)
+	return r, t, err
+}
+
+// dropped is what before lost to become after, a subsequence of it.
+func dropped(before, after []string) []string {
+	var out []string
+	j := 0
+	for _, v := range before {
+		if j < len(after) && after[j] == v {
+			j++
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// hostName names the node's resolver config in a Detail.
+func hostName(host Host) string {
+	if host.Source == "" {
+		return "the node's resolver config"
+	}
+	return "the node's resolver config " + strconv.Quote(host.Source)
+}
