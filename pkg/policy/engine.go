@@ -225,7 +225,7 @@ func appendPod(base, pod []string, t *Trace, step, rule string) []string {
 	}
 	before := slices.Clone(all)
 	if len(pod) > 0 {
-		t.add(step, rule, "the pod's dnsConfig."+step+", after the base", pod, nil)
+		t.add(step, rule, "the pod's dnsConfig."+step+", appended to the base", pod, nil)
 	}
 	out := omitDuplicates(all)
 	traceDuplicates(t, step, before, out)
@@ -277,31 +277,18 @@ func (e *Engine) hostBase(r *Result, host Host, t *Trace) {
 func (e *Engine) names(in Input, r *Result, t *Trace) error {
 	names, err := fqdn.ForPod(fqdn.Pod{Name: in.Name, Namespace: in.Namespace, Hostname: in.Hostname,
 		Subdomain: in.Subdomain, HostnameOverride: in.HostnameOverride}, e.node.ClusterDomain)
+	if t != nil {
+		traceNames(t, in, names, err)
+	}
 	if err != nil {
-		if t != nil {
-			t.add(stepHostname, "hostname.invalid", "kubelet fails the sandbox: "+err.Error(), nil, nil)
-		}
 		return err
 	}
-	if t != nil {
-		t.add(stepHostname, hostnameRules[names.From], "the hostname is the pod's "+names.From, []string{names.Original}, nil)
-	}
 	if names.Truncated {
-		w := Warning{Reason: ReasonHostnameTruncated,
-			Message: fmt.Sprintf("Hostname for pod was too long, truncated it: %q is %d characters, the hostname is %q", names.Original, len(names.Original), names.Hostname)}
-		r.Warnings = append(r.Warnings, w)
-		if t != nil {
-			t.add(stepHostname, "hostname.truncate", fmt.Sprintf("a hostname is at most %d characters: cut, then trailing '-' and '.' trimmed", fqdn.MaxLabelLength), []string{names.Hostname}, []string{names.Original})
-		}
-	}
-	if t != nil {
-		e.traceFQDN(t, in, names)
+		r.Warnings = append(r.Warnings, Warning{Reason: ReasonHostnameTruncated,
+			Message: fmt.Sprintf("Hostname for pod was too long, truncated it: %q is %d characters, the hostname is %q", names.Original, len(names.Original), names.Hostname)})
 	}
 	r.Hostname, err = fqdn.KernelHostname(names, in.SetHostnameAsFQDN)
 	if err != nil {
-		if t != nil {
-			t.add(stepHostname, "hostname.fqdn.toolong", fmt.Sprintf("setHostnameAsFQDN: the FQDN is %d characters and the kernel hostname holds at most %d, so kubelet fails the sandbox (it never truncates the FQDN)", len(names.FQDN()), fqdn.MaxKernelHostname), nil, []string{names.Hostname})
-		}
 		return err
 	}
 	r.FQDN = names.FQDN()
@@ -315,12 +302,21 @@ var hostnameRules = map[string]string{
 	"spec.hostnameOverride": "hostname.override",
 }
 
-// traceFQDN records the FQDN and, with setHostnameAsFQDN, the kernel
-// hostname that follows from names.
-func (e *Engine) traceFQDN(t *Trace, in Input, names fqdn.Names) {
+// traceNames records how names (or err) came from the pod: the hostname's
+// source and truncation, the FQDN, and what setHostnameAsFQDN made of them.
+func traceNames(t *Trace, in Input, names fqdn.Names, err error) {
+	if err != nil {
+		t.add(stepHostname, "hostname.invalid", "kubelet fails the sandbox: "+err.Error(), nil, nil)
+		return
+	}
+	t.add(stepHostname, hostnameRules[names.From], "the hostname is the pod's "+names.From, []string{names.Original}, nil)
+	if names.Truncated {
+		t.add(stepHostname, "hostname.truncate", fmt.Sprintf("a hostname is at most %d characters: cut, then trailing '-' and '.' trimmed", fqdn.MaxLabelLength), []string{names.Hostname}, []string{names.Original})
+	}
+	f := names.FQDN()
 	switch {
-	case names.Domain != "":
-		t.add(stepFQDN, "fqdn.subdomain", "spec.subdomain: <hostname>.<subdomain>.<namespace>.svc.<cluster domain>", []string{names.FQDN()}, nil)
+	case f != "":
+		t.add(stepFQDN, "fqdn.subdomain", "spec.subdomain: the FQDN is hostname.subdomain.namespace.svc.cluster-domain", []string{f}, nil)
 	case in.HostnameOverride != nil:
 		t.add(stepFQDN, "fqdn.none", "spec.hostnameOverride: no FQDN", nil, nil)
 	default:
@@ -329,11 +325,13 @@ func (e *Engine) traceFQDN(t *Trace, in Input, names fqdn.Names) {
 	if !in.SetHostnameAsFQDN {
 		return
 	}
-	switch f := names.FQDN(); {
-	case f == "":
+	switch h, err := fqdn.KernelHostname(names, true); {
+	case err != nil:
+		t.add(stepHostname, "hostname.fqdn.toolong", fmt.Sprintf("setHostnameAsFQDN: the FQDN is %d characters and the kernel hostname holds at most %d, so kubelet fails the sandbox (it never truncates the FQDN)", len(f), fqdn.MaxKernelHostname), nil, []string{names.Hostname})
+	case h == names.Hostname:
 		t.add(stepHostname, "hostname.fqdn.nodomain", "setHostnameAsFQDN without an FQDN: the hostname stays short", nil, nil)
-	case len(f) <= fqdn.MaxKernelHostname:
-		t.add(stepHostname, "hostname.fqdn", fmt.Sprintf("setHostnameAsFQDN: the kernel hostname is the FQDN (%d characters, at most %d)", len(f), fqdn.MaxKernelHostname), []string{f}, []string{names.Hostname})
+	default:
+		t.add(stepHostname, "hostname.fqdn", fmt.Sprintf("setHostnameAsFQDN: the kernel hostname is the FQDN (%d characters, at most %d)", len(h), fqdn.MaxKernelHostname), []string{h}, []string{names.Hostname})
 	}
 }
 
@@ -341,7 +339,7 @@ func (e *Engine) traceFQDN(t *Trace, in Input, names fqdn.Names) {
 // autopath policy, and records what kubelet tolerates silently.
 func (e *Engine) baseType(in Input, w *[]Warning, tr *Trace) Type {
 	var t Type
-	var warn Warning // the warning of the policy decision, if any
+	before := len(*w)
 	switch in.Policy {
 	case None:
 		t = TypeNone
@@ -351,66 +349,68 @@ func (e *Engine) baseType(in Input, w *[]Warning, tr *Trace) Type {
 		t = TypeCluster
 		if in.HostNetwork {
 			t = TypeHost
-			warn = Warning{Reason: ReasonClusterFirstOnHostNetwork,
-				Message: `dnsPolicy "ClusterFirst" on a hostNetwork pod uses the node's resolver config, as "Default" does; use "ClusterFirstWithHostNet" for cluster DNS`}
+			*w = append(*w, Warning{Reason: ReasonClusterFirstOnHostNetwork,
+				Message: `dnsPolicy "ClusterFirst" on a hostNetwork pod uses the node's resolver config, as "Default" does; use "ClusterFirstWithHostNet" for cluster DNS`})
 		}
 	case Default:
 		t = TypeHost
 	default:
 		t = TypeCluster
-		warn = Warning{Reason: ReasonInvalidDNSPolicy,
-			Message: fmt.Sprintf("invalid DNSPolicy=%s: falling back to DNSClusterFirst policy", in.Policy)}
+		*w = append(*w, Warning{Reason: ReasonInvalidDNSPolicy,
+			Message: fmt.Sprintf("invalid DNSPolicy=%s: falling back to DNSClusterFirst policy", in.Policy)})
 	}
-	if warn.Reason != "" {
-		*w = append(*w, warn)
-	}
-	if tr != nil {
-		tracePolicy(tr, in, warn)
-	}
-	warn = Warning{}
 	switch in.PolicyAnnotation {
 	case "":
 	case string(ClusterFirstWithAutopath):
 		switch {
 		case t != TypeCluster:
-			warn = Warning{Reason: ReasonAutopathIgnored, Message: autopathUnusable(in)}
+			*w = append(*w, Warning{Reason: ReasonAutopathIgnored, Message: autopathUnusable(in)})
 		case e.shape.domain == "":
-			warn = Warning{Reason: ReasonAutopathIgnored,
-				Message: "annotation " + AnnotationDNSPolicy + ": ClusterFirstWithAutopath needs a cluster domain; using ClusterFirst"}
+			*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
+				Message: "annotation " + AnnotationDNSPolicy + ": ClusterFirstWithAutopath needs a cluster domain; using ClusterFirst"})
 		default:
 			t = TypeAutopath
-			if tr != nil {
-				tr.add(stepPolicy, "policy.autopath", "annotation "+AnnotationDNSPolicy+": ClusterFirstWithAutopath: the cluster DNS with one autopath search domain", nil, nil)
-			}
 		}
 	default:
-		warn = Warning{Reason: ReasonAutopathIgnored,
-			Message: fmt.Sprintf("annotation %s: unsupported value %q ignored: the only supported value is %q", AnnotationDNSPolicy, in.PolicyAnnotation, ClusterFirstWithAutopath)}
+		*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
+			Message: fmt.Sprintf("annotation %s: unsupported value %q ignored: the only supported value is %q", AnnotationDNSPolicy, in.PolicyAnnotation, ClusterFirstWithAutopath)})
 	}
-	if warn.Reason != "" {
-		*w = append(*w, warn)
-		if tr != nil {
-			tr.add(stepPolicy, "policy.autopath.ignored", warn.Message, nil, nil)
-		}
+	if tr != nil {
+		tracePolicy(tr, in, t, (*w)[before:])
 	}
 	return t
 }
 
-// tracePolicy records the policy decision; warn is its warning, if any.
-func tracePolicy(t *Trace, in Input, warn Warning) {
-	switch {
-	case warn.Reason == ReasonClusterFirstOnHostNetwork:
-		t.add(stepPolicy, "policy.fallback.hostnetwork", warn.Message, nil, nil)
-	case warn.Reason == ReasonInvalidDNSPolicy:
-		t.add(stepPolicy, "policy.fallback.invalid", warn.Message, nil, nil)
-	case in.Policy == None:
-		t.add(stepPolicy, "policy.none", `dnsPolicy "None": no base config, only the pod's dnsConfig`, nil, nil)
-	case in.Policy == Default:
-		t.add(stepPolicy, "policy.default", `dnsPolicy "Default": the node's resolver config`, nil, nil)
-	case in.Policy == ClusterFirstWithHostNet:
-		t.add(stepPolicy, "policy.clusterfirstwithhostnet", `dnsPolicy "ClusterFirstWithHostNet": the cluster DNS, on the host network too`, nil, nil)
-	default:
-		t.add(stepPolicy, "policy.clusterfirst", `dnsPolicy "ClusterFirst": the cluster DNS`, nil, nil)
+// tracePolicy records the policy decision of baseType: the policy, then the
+// autopath annotation; t is the type chosen, warns the warnings added.
+func tracePolicy(tr *Trace, in Input, t Type, warns []Warning) {
+	var rule, detail string
+	switch in.Policy {
+	case None:
+		rule, detail = "policy.none", `dnsPolicy "None": no base config, only the pod's dnsConfig`
+	case Default:
+		rule, detail = "policy.default", `dnsPolicy "Default": the node's resolver config`
+	case ClusterFirstWithHostNet:
+		rule, detail = "policy.clusterfirstwithhostnet", `dnsPolicy "ClusterFirstWithHostNet": the cluster DNS, on the host network too`
+	case ClusterFirst:
+		rule, detail = "policy.clusterfirst", `dnsPolicy "ClusterFirst": the cluster DNS`
+	}
+	for _, w := range warns {
+		switch w.Reason {
+		case ReasonClusterFirstOnHostNetwork:
+			rule, detail = "policy.fallback.hostnetwork", w.Message
+		case ReasonInvalidDNSPolicy:
+			rule, detail = "policy.fallback.invalid", w.Message
+		}
+	}
+	tr.add(stepPolicy, rule, detail, nil, nil)
+	if t == TypeAutopath {
+		tr.add(stepPolicy, "policy.autopath", "annotation "+AnnotationDNSPolicy+": ClusterFirstWithAutopath: the cluster DNS with one autopath search domain", nil, nil)
+	}
+	for _, w := range warns {
+		if w.Reason == ReasonAutopathIgnored {
+			tr.add(stepPolicy, "policy.autopath.ignored", w.Message, nil, nil)
+		}
 	}
 }
 
@@ -535,7 +535,7 @@ func mergeOptions(base []string, pod []Option, t *Trace) []string {
 		if i < len(base) {
 			key, opt = resolvconf.OptionName(base[i]), resolvconf.NormalizeOption(base[i])
 			if t != nil && opt != base[i] {
-				t.add(stepOptions, "merge.options.normalize", "an option with an empty value is written as its bare name", []string{opt}, []string{base[i]})
+				t.option("merge.options.normalize", opt, base[i], key)
 			}
 		} else {
 			o := pod[i-len(base)]
@@ -547,7 +547,7 @@ func mergeOptions(base []string, pod []Option, t *Trace) []string {
 		}
 		if k := slices.Index(keys, key); k >= 0 {
 			if t != nil {
-				t.add(stepOptions, "merge.options.override", fmt.Sprintf("options merge by name: %q replaces the earlier option named %q in place", opt, key), []string{opt}, []string{out[k]})
+				t.option("merge.options.override", opt, out[k], key)
 			}
 			out[k] = opt
 			continue
@@ -593,7 +593,7 @@ func fitNameservers(ns []string, w *[]Warning, t *Trace) []string {
 	}
 	kept := ns[:MaxNameservers:MaxNameservers]
 	if t != nil {
-		t.add(stepNameservers, "limit.nameservers", fmt.Sprintf("kubelet keeps the first %d of %d nameservers", MaxNameservers, len(ns)), nil, ns[MaxNameservers:])
+		t.limit("limit.nameservers", len(ns), ns[MaxNameservers:])
 	}
 	if w == nil {
 		return kept
@@ -613,7 +613,7 @@ func fitSearches(s []string, w *[]Warning, t *Trace) []string {
 	var omitted []string
 	if len(s) > MaxSearchPaths {
 		if t != nil {
-			t.add(stepSearches, "limit.searches.count", fmt.Sprintf("kubelet keeps the first %d of %d search domains", MaxSearchPaths, len(s)), nil, s[MaxSearchPaths:])
+			t.limit("limit.searches.count", len(s), s[MaxSearchPaths:])
 		}
 		omitted = append(omitted, s[MaxSearchPaths:]...)
 		s = s[:MaxSearchPaths]
@@ -635,7 +635,7 @@ func fitSearches(s []string, w *[]Warning, t *Trace) []string {
 			kept = append(kept, v)
 		}
 		if t != nil {
-			t.add(stepSearches, "limit.searches.length", fmt.Sprintf("a search domain over %d characters is dropped (glibc 2.28 aborts on it)", MaxSearchLength), nil, dropped(s, kept))
+			t.limit("limit.searches.length", len(s), dropped(s, kept))
 		}
 		s = kept
 	}
@@ -649,7 +649,7 @@ func fitSearches(s []string, w *[]Warning, t *Trace) []string {
 			}
 		}
 		if t != nil {
-			t.add(stepSearches, "limit.searches.chars", fmt.Sprintf("whole search domains are dropped from the end until the search line is at most %d characters", MaxSearchListChars), nil, s[i:])
+			t.limit("limit.searches.chars", len(s), s[i:])
 		}
 		omitted = append(omitted, s[i:]...)
 		s = s[:i]

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 )
@@ -85,9 +86,38 @@ const (
 
 // add records a decision, copying the lists (the engine reuses and edits
 // its slices in place). Callers check t != nil first, so that Compute
-// builds no detail text.
+// builds no detail text; not inlined, so that Compute's frames stay small.
+//
+//go:noinline
 func (t *Trace) add(step, rule, detail string, added, removed []string) {
 	*t = append(*t, Decision{Step: step, Rule: rule, Detail: detail, Added: slices.Clone(added), Removed: slices.Clone(removed)})
+}
+
+// limit records a limit rule of fitNameservers or fitSearches: n entries
+// before it, removed by it.
+func (t *Trace) limit(rule string, n int, removed []string) {
+	step, detail := stepSearches, ""
+	switch rule {
+	case "limit.nameservers":
+		step, detail = stepNameservers, fmt.Sprintf("kubelet keeps the first %d of %d nameservers", MaxNameservers, n)
+	case "limit.searches.count":
+		detail = fmt.Sprintf("kubelet keeps the first %d of %d search domains", MaxSearchPaths, n)
+	case "limit.searches.length":
+		detail = fmt.Sprintf("a search domain over %d characters is dropped (glibc 2.28 aborts on it)", MaxSearchLength)
+	case "limit.searches.chars":
+		detail = fmt.Sprintf("whole search domains are dropped from the end until the search line is at most %d characters", MaxSearchListChars)
+	}
+	t.add(step, rule, detail, nil, removed)
+}
+
+// option records an option rule of mergeOptions: opt replaces old, both
+// keyed by name.
+func (t *Trace) option(rule, opt, old, name string) {
+	detail := "an option with an empty value is written as its bare name"
+	if rule == "merge.options.override" {
+		detail = fmt.Sprintf("options merge by name: %q replaces the earlier option named %q in place", opt, name)
+	}
+	t.add(stepOptions, rule, detail, []string{opt}, []string{old})
 }
 
 // ComputeExplained is Compute that also returns the trace of its decisions,
