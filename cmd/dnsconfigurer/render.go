@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -17,17 +18,27 @@ func init() {
 
 // renderJSON is the -o json and -o yaml contract of render.
 type renderJSON struct {
-	Nameservers []string      `json:"nameservers"`
-	Searches    []string      `json:"searches"`
-	Options     []string      `json:"options"`
-	Hostname    string        `json:"hostname"`
-	FQDN        string        `json:"fqdn"`
-	Warnings    []warningJSON `json:"warnings"`
+	Nameservers []string       `json:"nameservers"`
+	Searches    []string       `json:"searches"`
+	Options     []string       `json:"options"`
+	Hostname    string         `json:"hostname"`
+	FQDN        string         `json:"fqdn"`
+	Warnings    []warningJSON  `json:"warnings"`
+	Trace       []decisionJSON `json:"trace,omitempty"` // --explain only
 }
 
 type warningJSON struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+}
+
+// decisionJSON is one entry of the --explain trace of render and validate.
+type decisionJSON struct {
+	Step    string   `json:"step"`
+	Rule    string   `json:"rule"`
+	Detail  string   `json:"detail"`
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
 }
 
 func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -37,8 +48,9 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	node.register(fs)
 	file := fs.String("f", "", "pod manifest (YAML or JSON), - for stdin")
 	out := fs.String("o", "resolv.conf", "output: resolv.conf, json or yaml")
+	explain := fs.Bool("explain", false, "print every decision behind the result after it (# comments; a trace array with -o json|yaml)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f POD.yaml [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml]")
+		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f POD.yaml [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml] [--explain]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -62,26 +74,41 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "render: %v\n", err)
 		return exitUsage
 	}
-	res, err := eng.Compute(podspec.Input(pod), loadHost(node.resolvConf, node.nodeOS))
+	var res policy.Result
+	var trace policy.Trace
+	if *explain {
+		res, trace, err = eng.ComputeExplained(podspec.Input(pod), node.host())
+	} else {
+		res, err = eng.Compute(podspec.Input(pod), node.host())
+	}
 	warnings := append(append([]policy.Warning(nil), eng.Warnings()...), res.Warnings...)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "Warning: %s: %s\n", w.Reason, w.Message)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "render: kubelet would fail the sandbox of pod %q: %v\n", pod.Namespace+"/"+pod.Name, err)
+		writeTrace(stderr, trace)
 		return exitFail
 	}
-	return printRender(stdout, stderr, *out, res, warnings)
+	return printRender(stdout, stderr, *out, res, warnings, trace)
 }
 
-// printRender prints the result as -o asks.
-func printRender(stdout, stderr io.Writer, out string, res policy.Result, warnings []policy.Warning) int {
+// host is the node resolver config of the flags, named for a trace.
+func (n *nodeFlags) host() policy.Host {
+	h := loadHost(n.resolvConf, n.nodeOS)
+	h.Source = n.resolvConf
+	return h
+}
+
+// printRender prints the result as -o asks, and the trace when there is one.
+func printRender(stdout, stderr io.Writer, out string, res policy.Result, warnings []policy.Warning, trace policy.Trace) int {
 	if out == "resolv.conf" {
 		io.WriteString(stdout, resolvconf.Format(res.Config()))
+		writeTrace(stdout, trace)
 		return exitOK
 	}
 	j := renderJSON{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options,
-		Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}}
+		Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}, Trace: traceJSON(trace)}
 	for _, w := range warnings {
 		j.Warnings = append(j.Warnings, warningJSON{Reason: w.Reason, Message: w.Message})
 	}
@@ -90,4 +117,42 @@ func printRender(stdout, stderr io.Writer, out string, res policy.Result, warnin
 		return exitFail
 	}
 	return exitOK
+}
+
+// writeTrace prints a trace for a reader, as resolv.conf comments so that
+// render's output stays a resolv.conf: each decision numbered, with its
+// step, rule and detail, then the entries it added (+) and removed (-).
+func writeTrace(w io.Writer, trace policy.Trace) {
+	if len(trace) == 0 {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("# explain\n")
+	for i, d := range trace {
+		fmt.Fprintf(&b, "# %d. %s (%s): %s\n", i+1, d.Step, d.Rule, d.Detail)
+		if len(d.Added) > 0 {
+			fmt.Fprintf(&b, "#      + %s\n", strings.Join(d.Added, " "))
+		}
+		if len(d.Removed) > 0 {
+			fmt.Fprintf(&b, "#      - %s\n", strings.Join(d.Removed, " "))
+		}
+	}
+	io.WriteString(w, b.String())
+}
+
+// traceJSON is the -o json|yaml form of a trace: nil without one, lists
+// never null.
+func traceJSON(trace policy.Trace) []decisionJSON {
+	var out []decisionJSON
+	for _, d := range trace {
+		j := decisionJSON{Step: d.Step, Rule: d.Rule, Detail: d.Detail, Added: d.Added, Removed: d.Removed}
+		if j.Added == nil {
+			j.Added = []string{}
+		}
+		if j.Removed == nil {
+			j.Removed = []string{}
+		}
+		out = append(out, j)
+	}
+	return out
 }

@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -26,8 +30,105 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 // of node settings and compares exit code, stdout and stderr with
 // testdata/golden/<case>.golden.
 func TestGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, "", tc.args...)
+			got := fmt.Sprintf("$ dnsconfigurer %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(tc.args, " "), code, stdout, stderr)
+			path := filepath.Join("testdata", "golden", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
+			}
+		})
+	}
+}
+
+// TestExplainOnlyAdds runs every golden case again with --explain: the
+// exit code is the same, and the output is the same plus the trace (after
+// it as '#' lines in text; a trace array, the rest equal, with -o json|yaml).
+func TestExplainOnlyAdds(t *testing.T) {
+	for _, tc := range goldenCases {
+		if slices.Contains(tc.args, "--explain") {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, "", tc.args...)
+			args := append(slices.Clone(tc.args), "--explain")
+			if !slices.Contains(tc.args, "--resolv-conf") {
+				args = append(args, "--resolv-conf", "testdata/node-resolv.conf") // validate reads it for the trace
+			}
+			ecode, estdout, estderr := run(t, "", args...)
+			if ecode != code {
+				t.Fatalf("exit %d with --explain, %d without", ecode, code)
+			}
+			if code == exitUsage {
+				return
+			}
+			addsTrace(t, "stderr", stderr, estderr)
+			if i := slices.Index(tc.args, "-o"); i >= 0 && tc.args[i+1] != "resolv.conf" && tc.args[i+1] != "text" && stdout != "" {
+				plain, explained := decode(t, tc.args[i+1], stdout), decode(t, tc.args[i+1], estdout)
+				if _, ok := explained["trace"].([]any); !ok {
+					t.Errorf("no trace array in %s", estdout)
+				}
+				delete(explained, "trace")
+				if !reflect.DeepEqual(plain, explained) {
+					t.Errorf("--explain changed the result:\n%s\nwithout:\n%s", estdout, stdout)
+				}
+				return
+			}
+			addsTrace(t, "stdout", stdout, estdout)
+		})
+	}
+}
+
+// addsTrace checks that explained is plain plus '#' lines.
+func addsTrace(t *testing.T, what, plain, explained string) {
+	t.Helper()
+	rest, ok := strings.CutPrefix(explained, plain)
+	if !ok {
+		t.Errorf("%s with --explain does not start with the %s without it:\n%s\nwithout:\n%s", what, what, explained, plain)
+		return
+	}
+	for _, l := range strings.SplitAfter(rest, "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			t.Errorf("%s: --explain added a line that is not a comment: %q", what, l)
+		}
+	}
+}
+
+func decode(t *testing.T, format, out string) map[string]any {
+	t.Helper()
+	b := []byte(out)
+	if format == outYAML {
+		var err error
+		if b, err = yaml.YAMLToJSON(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return m
+}
+
+// goldenCases are the commands TestGolden compares with
+// testdata/golden/<name>.golden.
+var goldenCases = func() []struct {
+	name string
+	args []string
+} {
 	node := []string{"--resolv-conf", "testdata/node-resolv.conf"}
-	cases := []struct {
+	return []struct {
 		name string
 		args []string
 	}{
@@ -68,28 +169,20 @@ func TestGolden(t *testing.T) {
 		{"validate-strict-autopath-ok", append([]string{"validate", "--strict", "-f", "testdata/pods/autopath.yaml", "-o", "json"}, node...)},
 		{"validate-strict-many-searches", append([]string{"validate", "--strict", "-f", "testdata/pods/many-searches.yaml"}, node...)},
 		{"validate-not-a-pod", []string{"validate", "-f", "testdata/pods/not-a-pod.yaml"}},
+		{"render-explain-clusterfirst", append([]string{"render", "-f", "testdata/pods/clusterfirst.yaml", "--explain"}, node...)},
+		{"render-explain-merge-json", append([]string{"render", "-f", "testdata/pods/merge.yaml", "-o", "json", "--explain"}, node...)},
+		{"render-explain-autopath-yaml", append([]string{"render", "-f", "testdata/pods/autopath.yaml", "-o", "yaml", "--explain", "--node-local-dns", "169.254.20.10"}, node...)},
+		{"render-explain-hostnet-clusterfirst", append([]string{"render", "-f", "testdata/pods/hostnet-clusterfirst.yaml", "--explain"}, node...)},
+		{"render-explain-no-cluster-dns", append([]string{"render", "-f", "testdata/pods/clusterfirst.yaml", "--cluster-dns", "", "--explain"}, node...)},
+		{"render-explain-default-systemd-stub", []string{"render", "-f", "testdata/pods/default.yaml", "--resolv-conf", "testdata/stub-resolv.conf", "--explain"}},
+		{"render-explain-none", append([]string{"render", "-f", "testdata/pods/none.yaml", "--explain"}, node...)},
+		{"render-explain-many-searches", append([]string{"render", "-f", "testdata/pods/many-searches.yaml", "--explain"}, node...)},
+		{"render-explain-fqdn-too-long", append([]string{"render", "-f", "testdata/pods/fqdn-too-long.yaml", "--cluster-domain", "cluster-domain.example", "--explain"}, node...)},
+		{"render-explain-broken-resolvconf", []string{"render", "-f", "testdata/pods/none.yaml", "--resolv-conf", "testdata/broken-resolv.conf", "--explain", "-o", "json"}},
+		{"validate-explain-bad", append([]string{"validate", "-f", "testdata/pods/bad-policy.yaml", "--explain"}, node...)},
+		{"validate-explain-strict-merge-json", append([]string{"validate", "--strict", "-f", "testdata/pods/merge.yaml", "-o", "json", "--explain"}, node...)},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := run(t, "", tc.args...)
-			got := fmt.Sprintf("$ dnsconfigurer %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(tc.args, " "), code, stdout, stderr)
-			path := filepath.Join("testdata", "golden", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
-		})
-	}
-}
+}()
 
 func TestRenderStdinAndExitCodes(t *testing.T) {
 	pod, err := os.ReadFile("testdata/pods/clusterfirst.yaml")

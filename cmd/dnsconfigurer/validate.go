@@ -18,6 +18,7 @@ type validateJSON struct {
 	Allowed  bool                `json:"allowed"`
 	Errors   []policy.FieldError `json:"errors"`
 	Warnings []string            `json:"warnings"`
+	Trace    []decisionJSON      `json:"trace,omitempty"` // --explain only
 }
 
 func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -28,8 +29,9 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 	file := fs.String("f", "", "pod manifest (YAML or JSON), - for stdin")
 	strict := fs.Bool("strict", false, "also reject what the node would fail or trim later")
 	out := fs.String("o", "text", "output: text, json or yaml")
+	explain := fs.Bool("explain", false, "also print every decision the node would take for the pod, as render --explain does")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer validate -f POD.yaml [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml]")
+		fmt.Fprintln(stderr, "usage: dnsconfigurer validate -f POD.yaml [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml] [--explain]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -50,23 +52,30 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	in := podspec.Input(pod)
 	var v policy.Validation
-	if *strict {
+	var trace policy.Trace
+	if *strict || *explain {
 		eng, err := node.engine()
 		if err != nil {
 			fmt.Fprintf(stderr, "validate: --node-os: %v\n", err)
 			return exitUsage
 		}
-		host := loadHost(node.resolvConf, node.nodeOS)
-		if host.Err != nil {
+		host := node.host()
+		if *strict && host.Err != nil {
 			fmt.Fprintf(stderr, "validate: --resolv-conf: %v\n", host.Err)
 			return exitUsage
 		}
-		v = eng.ValidateNode(in, host)
-		v.Errors = append(v.Errors, v.Trims...)
-	} else {
+		if *explain {
+			_, trace, _ = eng.ComputeExplained(in, host) // a failure is the trace's last decision
+		}
+		if *strict {
+			v = eng.ValidateNode(in, host)
+			v.Errors = append(v.Errors, v.Trims...)
+		}
+	}
+	if !*strict {
 		v = policy.ValidateAPI(in)
 	}
-	if err := printValidation(stdout, stderr, *out, v); err != nil {
+	if err := printValidation(stdout, stderr, *out, v, trace); err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitFail
 	}
@@ -77,8 +86,8 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // printValidation prints v as -o asks: text (errors on stdout, warnings
-// on stderr), json or yaml.
-func printValidation(stdout, stderr io.Writer, out string, v policy.Validation) error {
+// on stderr, then the trace on stdout), json or yaml.
+func printValidation(stdout, stderr io.Writer, out string, v policy.Validation, trace policy.Trace) error {
 	if out == "text" {
 		for _, w := range v.Warnings {
 			fmt.Fprintf(stderr, "Warning: %s\n", w)
@@ -86,9 +95,10 @@ func printValidation(stdout, stderr io.Writer, out string, v policy.Validation) 
 		for _, e := range v.Errors {
 			fmt.Fprintf(stdout, "%s: %s\n", e.Field, e.Message)
 		}
+		writeTrace(stdout, trace)
 		return nil
 	}
-	j := validateJSON{Allowed: len(v.Errors) == 0, Errors: v.Errors, Warnings: v.Warnings}
+	j := validateJSON{Allowed: len(v.Errors) == 0, Errors: v.Errors, Warnings: v.Warnings, Trace: traceJSON(trace)}
 	if j.Errors == nil {
 		j.Errors = []policy.FieldError{}
 	}
