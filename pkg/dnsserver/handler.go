@@ -67,9 +67,10 @@ type Handler struct {
 	log      *slog.Logger
 	ap       *autopathExpander // nil: autopath off
 	static   Static
-	reverse  []reverseAuth // reverse zones answered authoritatively
-	lb       bool          // rotate A, AAAA and SRV RRsets per reply
-	lbN      atomic.Uint32 // replies rotated on the miss path
+	reverse  []reverseAuth  // reverse zones answered authoritatively
+	lb       bool           // rotate A, AAAA and SRV RRsets per reply
+	lbN      atomic.Uint32  // replies rotated on the miss path
+	amp      *Amplification // nil: no namespace metrics
 
 	mu  sync.Mutex
 	cur atomic.Pointer[zone]
@@ -449,6 +450,10 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			if b, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
 				*bp = b
 				h.write(w, b)
+				if h.amp != nil {
+					ac := h.amp.classify(req, h.records.Snapshot(), m.Rcode, true)
+					h.amp.observe(&ac)
+				}
 				return
 			}
 		}
@@ -475,6 +480,9 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 				}
 				*bp = b
 				h.write(w, b)
+				if e.amp != nil {
+					h.amp.observe(e.amp)
+				}
 				return
 			}
 		}
@@ -491,6 +499,15 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	*bp = b
 	h.write(w, b)
+	var ac ampCount
+	if h.amp != nil {
+		snap := h.records.Snapshot()
+		if z != nil {
+			snap = z.snap // the snapshot of the cached reply
+		}
+		ac = h.amp.classify(req, snap, m.Rcode, false)
+		h.amp.observe(&ac)
+	}
 	if cacheable && local && z != nil && z == h.cur.Load() && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
 		// The cached form has RD and CD clear; they are set per request.
 		c := append([]byte(nil), b...)
@@ -499,6 +516,10 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		e := wireEntry{wire: c, rcode: m.Rcode}
 		if h.lb {
 			e.lb = planRotation(c)
+		}
+		if ac.c != nil {
+			e.amp = new(ampCount)
+			*e.amp = ac
 		}
 		z.wire.put(key, e)
 	}

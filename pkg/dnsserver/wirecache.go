@@ -33,6 +33,9 @@ type wireEntry struct {
 	// lb rotates the answer's RRsets per hit (WithLoadBalance); nil when
 	// the reply has nothing to rotate or cannot be rotated in place.
 	lb *rotation
+	// amp is what the query adds to the namespace metrics
+	// (WithAmplification); nil when they are off or do not count it.
+	amp *ampCount
 }
 
 // wireCache holds packed replies for one snapshot's zone; a new snapshot
