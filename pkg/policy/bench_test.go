@@ -34,3 +34,20 @@ func BenchmarkCompute(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkComputeExplained is what a trace costs (render --explain, the
+// live explain); BenchmarkCompute must not change with it.
+func BenchmarkComputeExplained(b *testing.B) {
+	e, err := New(Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := Host{Nameservers: []string{"192.0.2.1", "192.0.2.2"}, Searches: []string{"corp.example.com", "lab.example.com"}, Options: []string{"timeout:2"}}
+	in := Input{Name: "web-0", Namespace: "shop", Policy: ClusterFirst}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := e.ComputeExplained(in, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
