@@ -60,6 +60,11 @@ const (
 
 	DefaultMaxConcurrent = 1000
 
+	// DefaultNamespaceMetrics is how many namespaces get series of their
+	// own in the namespace query metrics; MaxNamespaceMetrics bounds it.
+	DefaultNamespaceMetrics = 20
+	MaxNamespaceMetrics     = 1000
+
 	DefaultSuccessBytes       = ByteSize("32Mi")
 	DefaultDenialBytes        = ByteSize("8Mi")
 	DefaultMaxTTL             = Duration("30s")
@@ -122,6 +127,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	autopath: true
 //	autopathBySource: false             # needs pods: verified
 //	autopathOptionCode: 65001
+//	namespaceMetrics: 20                # busiest namespaces with series of their own in dnsconfigurer_dnsserver_namespace_*; 0: off
 //	forward:
 //	- zone: .                           # the default route
 //	  upstreams: [/etc/resolv.conf]     # a resolv.conf whose nameservers are used (watched)
@@ -234,6 +240,12 @@ type ServerConfiguration struct {
 	// AutopathOptionCode is the EDNS0 local option code carrying the
 	// autopath search list, 65001-65534 (default 65001).
 	AutopathOptionCode int `json:"autopathOptionCode,omitempty"`
+	// NamespaceMetrics is how many namespaces, the busiest, get series of
+	// their own in the namespace query metrics
+	// (dnsconfigurer_dnsserver_namespace_*{namespace}, docs/amplification.md),
+	// the others being "other": 0-1000 (default 20); 0 turns them off.
+	// Mode cluster only.
+	NamespaceMetrics *int `json:"namespaceMetrics,omitempty"`
 
 	// Forward are the forwarding routes, at most one per zone; zone "." is
 	// the default route. Mode cluster only.
@@ -431,6 +443,9 @@ func (c *ServerConfiguration) SetDefaults() {
 		c.Autopath = ptr(true)
 	}
 	setInt(&c.AutopathOptionCode, DefaultOptionCode)
+	if c.NamespaceMetrics == nil {
+		c.NamespaceMetrics = ptr(DefaultNamespaceMetrics)
+	}
 	for i := range c.Forward {
 		c.Forward[i].setDefaults()
 	}
@@ -583,6 +598,9 @@ func (c *ServerConfiguration) validateSource(e *fieldErrors) {
 	}
 	if c.AutopathOptionCode < MinLocalOptionCode || c.AutopathOptionCode > MaxLocalOptionCode {
 		e.add("autopathOptionCode", "%d: not a local option code (%d-%d)", c.AutopathOptionCode, MinLocalOptionCode, MaxLocalOptionCode)
+	}
+	if c.NamespaceMetrics != nil && (*c.NamespaceMetrics < 0 || *c.NamespaceMetrics > MaxNamespaceMetrics) {
+		e.add("namespaceMetrics", "%d: must be between 0 and %d", *c.NamespaceMetrics, MaxNamespaceMetrics)
 	}
 }
 
@@ -802,6 +820,15 @@ func (n *NodeLocal) validate(e *fieldErrors, mode string) {
 
 // AutopathEnabled reports autopath (true when unset).
 func (c *ServerConfiguration) AutopathEnabled() bool { return c.Autopath == nil || *c.Autopath }
+
+// TopNamespaces is NamespaceMetrics (DefaultNamespaceMetrics when unset; 0:
+// the namespace query metrics are off).
+func (c *ServerConfiguration) TopNamespaces() int {
+	if c.NamespaceMetrics == nil {
+		return DefaultNamespaceMetrics
+	}
+	return *c.NamespaceMetrics
+}
 
 // LoadbalanceEnabled reports loadbalance (true when unset).
 func (c *ServerConfiguration) LoadbalanceEnabled() bool {

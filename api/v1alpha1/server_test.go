@@ -42,6 +42,7 @@ func TestServerDefaults(t *testing.T) {
 	got := map[string]any{
 		"mode": c.Mode, "clusterDomain": c.ClusterDomain, "ClusterZone": c.ClusterZone(), "logLevel": c.LogLevel, "logFormat": c.LogFormat,
 		"pods": c.Pods, "RecordTTL": c.RecordTTL(), "autopath": c.AutopathEnabled(), "autopathOptionCode": c.AutopathOptionCode,
+		"TopNamespaces": c.TopNamespaces(),
 		"maxConcurrent": c.MaxConcurrent, "shedRcode": c.ShedRcode, "ShedRcodeValue": c.ShedRcodeValue(),
 		"cache.successBytes": c.Cache.SuccessBytes.Bytes(), "cache.denialBytes": c.Cache.DenialBytes.Bytes(),
 		"cache.maxTTL": c.Cache.MaxTTL.Duration(), "cache.minTTL": c.Cache.MinTTL.Duration(),
@@ -59,6 +60,7 @@ func TestServerDefaults(t *testing.T) {
 	want := map[string]any{
 		"mode": "cluster", "clusterDomain": "cluster.local", "ClusterZone": "cluster.local.", "logLevel": "info", "logFormat": "text",
 		"pods": "disabled", "RecordTTL": uint32(5), "autopath": true, "autopathOptionCode": 65001,
+		"TopNamespaces": 20,
 		"maxConcurrent": 1000, "shedRcode": "SERVFAIL", "ShedRcodeValue": 2,
 		"cache.successBytes": int64(32 << 20), "cache.denialBytes": int64(8 << 20),
 		"cache.maxTTL": 30 * time.Second, "cache.minTTL": time.Duration(0),
@@ -90,10 +92,10 @@ func TestServerDefaults(t *testing.T) {
 	t.Run("explicit zeros stay", func(t *testing.T) {
 		zero, off := 0, false
 		c := ServerConfiguration{TTL: &zero, Autopath: &off, Loadbalance: &off, NodeLocal: NodeLocal{ResolvConf: new(string)},
-			Forward: []ForwardRoute{{Zone: ".", Upstreams: []string{"10.0.0.53"}, MaxFails: &zero}}}
+			Forward: []ForwardRoute{{Zone: ".", Upstreams: []string{"10.0.0.53"}, MaxFails: &zero}}, NamespaceMetrics: &zero}
 		c.SetDefaults()
 		if c.RecordTTL() != 0 || c.AutopathEnabled() || c.LoadbalanceEnabled() || c.NodeLocal.ResolvConfPath() != "" ||
-			c.Forward[0].MaxFailsValue() != 0 {
+			c.Forward[0].MaxFailsValue() != 0 || c.TopNamespaces() != 0 {
 			t.Errorf("explicit zero values were replaced by defaults: %+v", c)
 		}
 	})
@@ -160,6 +162,10 @@ func TestServerValidate(t *testing.T) {
 		{"ttl negative", func(c *ServerConfiguration) { c.TTL = ptr(-1) }, []string{`ttl: -1: must be between 0 and 3600`}},
 		{"option code", func(c *ServerConfiguration) { c.AutopathOptionCode = 10 },
 			[]string{`autopathOptionCode: 10: not a local option code (65001-65534)`}},
+		{"namespace metrics", func(c *ServerConfiguration) { c.NamespaceMetrics = ptr(1001) },
+			[]string{`namespaceMetrics: 1001: must be between 0 and 1000`}},
+		{"namespace metrics negative", func(c *ServerConfiguration) { c.NamespaceMetrics = ptr(-1) },
+			[]string{`namespaceMetrics: -1: must be between 0 and 1000`}},
 		{"zone", func(c *ServerConfiguration) { c.Forward[1].Zone = "corp example" },
 			[]string{`forward[1].zone: "corp example": has the character ' '`}},
 		{"zone empty", func(c *ServerConfiguration) { c.Forward[1].Zone = "" }, []string{`forward[1].zone: "": empty`}},
