@@ -157,6 +157,9 @@ func (f *serveFlags) applySourceFlags(cfg *v1alpha1.ServerConfiguration) {
 	if set("autopath-option-code") {
 		cfg.AutopathOptionCode = int(f.autopathCode)
 	}
+	if set("namespace-metrics") {
+		cfg.NamespaceMetrics = &f.topNamespaces
+	}
 }
 
 // applyForwardFlags: --upstream and --upstream-resolv-conf are the default

@@ -123,6 +123,16 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 			opts = append(opts, dnsserver.WithAutopathBySource())
 		}
 	}
+	if n := cfg.TopNamespaces(); n > 0 {
+		amp, err := dnsserver.NewAmplification(n)
+		if err != nil {
+			return nil, usagef("namespaceMetrics: %v", err)
+		}
+		if err := s.reg.Register(amp); err != nil {
+			return nil, err
+		}
+		opts = append(opts, dnsserver.WithAmplification(amp))
+	}
 	if len(cfg.Forward) > 0 {
 		if key := forwardingKey(cfg); prev != nil && key != "" && prev.key == key {
 			s.fwd = prev
