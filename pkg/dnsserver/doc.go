@@ -99,6 +99,11 @@
 // few atomic adds in arrays indexed by those values, read at scrape time,
 // with no allocation (BenchmarkCountWire, TestCountingAllocatesNothing).
 // RegisterRecordMetrics adds the snapshot's _records{kind} and _synced.
+// WithAmplification adds the search-list amplification per namespace of
+// the asking pods (Amplification: _namespace_queries_total{namespace},
+// _namespace_lookups_total, _namespace_misses_total, _namespace_hits_total,
+// _namespace_external_lookups_total for the N busiest namespaces and
+// "other"; docs/amplification.md).
 //
 // The DNS adapters (this package, pkg/dnsmsg, pkg/forward, pkg/dnscache,
 // pkg/hosts, pkg/nodelocal, and cmd) import
