@@ -29,6 +29,17 @@
 // an override replaces the value in place, new keys are appended in pod
 // order; Recover accepts options in any order.
 //
+// Cluster policy (Node.DefaultPolicy, Node.Ndots, Input.NamespacePolicy):
+// ClusterFirstWithAutopath is chosen by the pod's AnnotationDNSPolicy
+// annotation, else its namespace's label of the same name, else the
+// cluster default; the value ClusterFirst opts out at the annotation or
+// label level. A label or the default upgrades only pods whose effective
+// policy is ClusterFirst (ClusterFirst, or ClusterFirstWithHostNet off the
+// host network); hostNetwork, Default and None pods are left alone. The
+// ndots default replaces ndots:5 in a cluster DNS pod's base, so a pod's
+// own dnsConfig.options ndots wins by the usual merge. Recover inverts
+// kubelet's output without any of it.
+//
 // Engine.ComputeExplained returns with the result its Trace: each decision
 // in order (the policy and its fallbacks, where every entry came from, each
 // merge, override and limit with the entries it removed, the hostname and

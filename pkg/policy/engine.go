@@ -21,6 +21,8 @@ type Engine struct {
 	hostOffline  []string // nameservers for host-type pods with resolvConf ""
 	shape        searchShape
 	windows      bool
+	ndots        string  // the base option of cluster DNS pods: ndots5, or Node.Ndots's
+	kubelet      *Engine // this engine without the cluster policy (Recover); e itself without one
 	warnings     []Warning
 	trace        Trace // the node decisions of every ComputeExplained
 }
@@ -55,6 +57,25 @@ func New(node Node) (*Engine, error) {
 		e.hostOffline = []string{"127.0.0.1"}
 	}
 	e.shape = newSearchShape(node.ClusterDomain)
+	switch node.DefaultPolicy {
+	case "", ClusterFirst, ClusterFirstWithAutopath:
+	default:
+		return nil, fmt.Errorf("default policy %q: must be %q or %q", node.DefaultPolicy, ClusterFirst, ClusterFirstWithAutopath)
+	}
+	e.ndots = ndots5
+	if node.Ndots != nil {
+		if *node.Ndots < 0 || *node.Ndots > MaxNdots {
+			return nil, fmt.Errorf("ndots %d: must be between 0 and %d", *node.Ndots, MaxNdots)
+		}
+		e.ndots = "ndots:" + strconv.Itoa(*node.Ndots)
+	}
+	e.kubelet = e
+	if e.ndots != ndots5 || node.DefaultPolicy != "" {
+		k := *e
+		k.ndots, k.node.DefaultPolicy, k.node.Ndots = ndots5, "", nil
+		k.kubelet = &k
+		e.kubelet = &k
+	}
 	return e, nil
 }
 
@@ -129,7 +150,7 @@ func (e *Engine) resolver(in Input, host Host, t *Trace) Result {
 		ns, sr, op := carve(len(e.clusterDNS)+podLen(in, 0), 3+len(host.Searches)+podLen(in, 1), 1+optLen(in))
 		r.Nameservers = append(ns, e.clusterDNS...)
 		r.Searches = e.shape.cluster(sr, in.Namespace, host.Searches)
-		r.Options = append(op, ndots5)
+		r.Options = append(op, e.ndots)
 		if t != nil {
 			e.traceCluster(t, in, host, r.Searches)
 		}
@@ -145,7 +166,7 @@ func (e *Engine) resolver(in Input, host Host, t *Trace) Result {
 		ns, sr, op := carve(len(servers)+podLen(in, 0), 1+podLen(in, 1), 1+optLen(in))
 		r.Nameservers = append(ns, servers...)
 		r.Searches = append(sr, e.shape.autopath(in.Namespace))
-		r.Options = append(op, ndots5)
+		r.Options = append(op, e.ndots)
 		if t != nil {
 			e.traceAutopath(t, r)
 		}
@@ -203,6 +224,14 @@ func (e *Engine) traceCluster(t *Trace, in Input, host Host, searches []string) 
 		traceDuplicates(t, stepSearches, all, searches)
 	}
 	t.add(stepOptions, "base.cluster.options", "kubelet's option for cluster DNS: a name with fewer than 5 dots is tried with the search list first", []string{ndots5}, nil)
+	e.traceNdots(t)
+}
+
+// traceNdots records the cluster default replacing ndots:5.
+func (e *Engine) traceNdots(t *Trace) {
+	if e.ndots != ndots5 {
+		t.add(stepOptions, "options.ndots.cluster-default", "the cluster's ndots default replaces kubelet's ndots:5 (a pod's own dnsConfig.options ndots still wins)", []string{e.ndots}, []string{ndots5})
+	}
 }
 
 // traceAutopath records the base of an autopath pod.
@@ -214,6 +243,7 @@ func (e *Engine) traceAutopath(t *Trace, r Result) {
 	}
 	t.add(stepSearches, "base.autopath.searches", "the autopath search domain alone, in place of the ClusterFirst search list: the DNS server walks that list for the pod", r.Searches, nil)
 	t.add(stepOptions, "base.autopath.options", "the ClusterFirst option: a name with fewer than 5 dots is tried with the search domain first", []string{ndots5}, nil)
+	e.traceNdots(t)
 }
 
 // appendPod appends a pod's dnsConfig entries to the base, duplicates
@@ -359,26 +389,106 @@ func (e *Engine) baseType(in Input, w *[]Warning, tr *Trace) Type {
 		*w = append(*w, Warning{Reason: ReasonInvalidDNSPolicy,
 			Message: fmt.Sprintf("invalid DNSPolicy=%s: falling back to DNSClusterFirst policy", in.Policy)})
 	}
-	switch in.PolicyAnnotation {
-	case "":
-	case string(ClusterFirstWithAutopath):
-		switch {
-		case t != TypeCluster:
-			*w = append(*w, Warning{Reason: ReasonAutopathIgnored, Message: autopathUnusable(in)})
-		case e.shape.domain == "":
-			*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
-				Message: "annotation " + AnnotationDNSPolicy + ": ClusterFirstWithAutopath needs a cluster domain; using ClusterFirst"})
-		default:
+	choice, source := e.chosen(in, w)
+	skipped := ""
+	switch {
+	case choice != ClusterFirstWithAutopath:
+	case source == sourceAnnotation && t != TypeCluster:
+		*w = append(*w, Warning{Reason: ReasonAutopathIgnored, Message: autopathUnusable(in)})
+	case source == sourceAnnotation && e.shape.domain == "":
+		*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
+			Message: "annotation " + AnnotationDNSPolicy + ": ClusterFirstWithAutopath needs a cluster domain; using ClusterFirst"})
+	case source == sourceAnnotation:
+		t = TypeAutopath
+	default:
+		if skipped = e.defaultUnusable(in, t); skipped == "" {
 			t = TypeAutopath
 		}
-	default:
-		*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
-			Message: fmt.Sprintf("annotation %s: unsupported value %q ignored: the only supported value is %q", AnnotationDNSPolicy, in.PolicyAnnotation, ClusterFirstWithAutopath)})
 	}
 	if tr != nil {
 		tracePolicy(tr, in, t, (*w)[before:])
+		traceChoice(tr, in, t, choice, source, skipped)
 	}
 	return t
+}
+
+// Where a pod's autopath choice came from (chosen), as the trace names
+// them: autopath.source.<source>.
+const (
+	sourceAnnotation = "annotation"
+	sourceLabel      = "namespace-label"
+	sourceDefault    = "cluster-default"
+)
+
+// chosen is the pod's policy choice, ClusterFirstWithAutopath or
+// ClusterFirst, and its source: the pod's annotation, else its namespace's
+// label, else the cluster default (Node.DefaultPolicy). An unsupported
+// annotation or label value is ignored with a warning, as if absent.
+func (e *Engine) chosen(in Input, w *[]Warning) (Policy, string) {
+	switch Policy(in.PolicyAnnotation) {
+	case ClusterFirst, ClusterFirstWithAutopath:
+		return Policy(in.PolicyAnnotation), sourceAnnotation
+	case "":
+	default:
+		*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
+			Message: fmt.Sprintf("annotation %s: unsupported value %q ignored: the supported values are %q and %q", AnnotationDNSPolicy, in.PolicyAnnotation, ClusterFirstWithAutopath, ClusterFirst)})
+	}
+	switch Policy(in.NamespacePolicy) {
+	case ClusterFirst, ClusterFirstWithAutopath:
+		return Policy(in.NamespacePolicy), sourceLabel
+	case "":
+	default:
+		*w = append(*w, Warning{Reason: ReasonAutopathIgnored,
+			Message: fmt.Sprintf("label %s of namespace %q: unsupported value %q ignored: the supported values are %q and %q", AnnotationDNSPolicy, in.Namespace, in.NamespacePolicy, ClusterFirstWithAutopath, ClusterFirst)})
+	}
+	if e.node.DefaultPolicy != "" {
+		return e.node.DefaultPolicy, sourceDefault
+	}
+	return "", ""
+}
+
+// defaultUnusable says why a namespace label's or the cluster default's
+// ClusterFirstWithAutopath does not apply to a pod of type t, or returns ""
+// when it does. Only pods whose effective policy is ClusterFirst are
+// upgraded: dnsPolicy ClusterFirst, or ClusterFirstWithHostNet (which is
+// ClusterFirst off the host network), on the pod network. A hostNetwork
+// pod shares the node's IP, so the DNS server cannot tell its namespace;
+// Default and None pods chose not to use the cluster DNS. The pod's own
+// annotation can still select autopath for ClusterFirstWithHostNet.
+func (e *Engine) defaultUnusable(in Input, t Type) string {
+	switch {
+	case in.HostNetwork:
+		return fmt.Sprintf("a hostNetwork pod (dnsPolicy %q) is not upgraded to ClusterFirstWithAutopath; only the pod's annotation can select it", in.Policy)
+	case t != TypeCluster || (in.Policy != ClusterFirst && in.Policy != ClusterFirstWithHostNet):
+		return fmt.Sprintf("dnsPolicy %q is not upgraded to ClusterFirstWithAutopath: only ClusterFirst pods are", in.Policy)
+	case e.shape.domain == "":
+		return "ClusterFirstWithAutopath needs a cluster domain: the pod stays ClusterFirst"
+	}
+	return ""
+}
+
+// traceChoice records where the pod's autopath choice came from, an
+// opt-out, or why a label's or the cluster default's choice did not apply.
+func traceChoice(tr *Trace, in Input, t Type, choice Policy, source, skipped string) {
+	var from string
+	switch source {
+	case "":
+		return
+	case sourceAnnotation:
+		from = fmt.Sprintf("the pod's annotation %s=%s", AnnotationDNSPolicy, choice)
+	case sourceLabel:
+		from = fmt.Sprintf("the label %s=%s of namespace %q (the pod has no annotation)", AnnotationDNSPolicy, choice, in.Namespace)
+	case sourceDefault:
+		from = fmt.Sprintf("the cluster default policy %s (neither the pod's annotation nor its namespace's label choose)", choice)
+	}
+	switch {
+	case t == TypeAutopath:
+		tr.add(stepPolicy, "autopath.source."+source, "ClusterFirstWithAutopath is chosen by "+from, nil, nil)
+	case skipped != "":
+		tr.add(stepPolicy, "autopath.default.notapplicable", skipped+"; chosen by "+from, nil, nil)
+	case choice == ClusterFirst && source != sourceDefault:
+		tr.add(stepPolicy, "autopath.optout."+source, "ClusterFirst is chosen by "+from+": no namespace label or cluster default applies", nil, nil)
+	}
 }
 
 // tracePolicy records the policy decision of baseType: the policy, then the
@@ -405,7 +515,7 @@ func tracePolicy(tr *Trace, in Input, t Type, warns []Warning) {
 	}
 	tr.add(stepPolicy, rule, detail, nil, nil)
 	if t == TypeAutopath {
-		tr.add(stepPolicy, "policy.autopath", "annotation "+AnnotationDNSPolicy+": ClusterFirstWithAutopath: the cluster DNS with one autopath search domain", nil, nil)
+		tr.add(stepPolicy, "policy.autopath", "ClusterFirstWithAutopath: the cluster DNS with one autopath search domain", nil, nil)
 	}
 	for _, w := range warns {
 		if w.Reason == ReasonAutopathIgnored {

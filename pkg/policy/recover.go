@@ -61,8 +61,8 @@ func (e *Engine) Recover(in Input, out Output, host Host) (Input, bool) {
 func (e *Engine) recoverAs(in Input, p Policy, out Output, host Host) (Input, bool) {
 	in.Policy = p
 	kubelet := in
-	kubelet.PolicyAnnotation = ""
-	base := e.resolver(kubelet, host, nil)
+	kubelet.PolicyAnnotation, kubelet.NamespacePolicy = "", ""
+	base := e.kubelet.resolver(kubelet, host, nil)
 	if p != Default && base.Type != TypeCluster {
 		return in, false // no cluster DNS: the pod would be host-type
 	}
@@ -86,7 +86,7 @@ func (e *Engine) recoverAs(in Input, p Policy, out Output, host Host) (Input, bo
 	}
 	for _, c := range candidates {
 		kubelet.DNSConfig = c
-		got := e.resolver(kubelet, host, nil)
+		got := e.kubelet.resolver(kubelet, host, nil)
 		if slices.Equal(got.Nameservers, out.Nameservers) && slices.Equal(got.Searches, out.Searches) && SameOptions(got.Options, out.Options) {
 			in.DNSConfig = c
 			return in, true

@@ -33,8 +33,14 @@ type Decision struct {
 //	policy.none                     dnsPolicy None: the pod's dnsConfig alone
 //	policy.fallback.hostnetwork     ClusterFirst on a hostNetwork pod: as Default
 //	policy.fallback.invalid         an unknown dnsPolicy: as ClusterFirst
-//	policy.autopath                 AnnotationDNSPolicy selects ClusterFirstWithAutopath
-//	policy.autopath.ignored         AnnotationDNSPolicy does not apply (policy, no cluster domain, value)
+//	policy.autopath                 ClusterFirstWithAutopath is selected
+//	policy.autopath.ignored         AnnotationDNSPolicy does not apply (policy, no cluster domain, value of annotation or label)
+//	autopath.source.annotation      the pod's AnnotationDNSPolicy annotation chose ClusterFirstWithAutopath
+//	autopath.source.namespace-label the AnnotationDNSPolicy label of the pod's namespace chose it (no annotation)
+//	autopath.source.cluster-default Node.DefaultPolicy chose it (no annotation, no label)
+//	autopath.optout.annotation      the pod's annotation ClusterFirst: no label or cluster default applies
+//	autopath.optout.namespace-label the namespace's label ClusterFirst: the cluster default does not apply
+//	autopath.default.notapplicable  a label's or the cluster default's autopath is not for this pod (not ClusterFirst, hostNetwork, no cluster domain)
 //	policy.fallback.noclusterdns    no cluster DNS address: as Default
 //	base.cluster.nameservers        the cluster DNS addresses
 //	base.cluster.searches           <ns>.svc.<domain>, svc.<domain>, <domain>, then the node's search list
@@ -43,6 +49,7 @@ type Decision struct {
 //	base.autopath.nameservers       the node-local DNS, else the cluster DNS
 //	base.autopath.searches          search.<ns>.<domain>.ap.k8s.io alone
 //	base.autopath.options           ndots:5
+//	options.ndots.cluster-default   Node.Ndots replaces ndots:5 in a cluster DNS pod's base (after base.*.options)
 //	base.host.disabled              resolvConf "": a loopback nameserver per node IP family, search "."
 //	base.host.nameservers           the node's nameserver lines
 //	base.host.loopback              the node's loopback nameservers are dropped

@@ -35,6 +35,13 @@ func TestTrace(t *testing.T) {
 	podName := []string{"hostname hostname.podname +p", "fqdn fqdn.none"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	long := strings.Repeat("x", 254)
+	autopathBase := []string{"nameservers base.autopath.nameservers +10.96.0.10", "searches base.autopath.searches +search.ns.cluster.local.ap.k8s.io", "options base.autopath.options +ndots:5"}
+	withDefaults := func(p Policy, ndots *int) *Node {
+		n := node
+		n.DefaultPolicy, n.Ndots = p, ndots
+		return &n
+	}
+	two, three := 2, "3"
 
 	tests := []struct {
 		name    string
@@ -187,14 +194,14 @@ func TestTrace(t *testing.T) {
 		{
 			name: "autopath with the cluster DNS",
 			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, PolicyAnnotation: autopath},
-			want: cat([]string{"policy policy.clusterfirst", "policy policy.autopath", "nameservers base.autopath.nameservers +10.96.0.10",
+			want: cat([]string{"policy policy.clusterfirst", "policy policy.autopath", "policy autopath.source.annotation", "nameservers base.autopath.nameservers +10.96.0.10",
 				"searches base.autopath.searches +search.ns.cluster.local.ap.k8s.io", "options base.autopath.options +ndots:5"}, podName),
 		},
 		{
 			name: "autopath with the node-local DNS",
 			node: &Node{ClusterDNS: []string{"10.96.0.10"}, NodeLocalDNS: []string{"169.254.20.10"}, ClusterDomain: "cluster.local"},
 			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirstWithHostNet, HostNetwork: true, PolicyAnnotation: autopath},
-			want: []string{"policy policy.clusterfirstwithhostnet", "policy policy.autopath", "nameservers base.autopath.nameservers +169.254.20.10",
+			want: []string{"policy policy.clusterfirstwithhostnet", "policy policy.autopath", "policy autopath.source.annotation", "nameservers base.autopath.nameservers +169.254.20.10",
 				"searches base.autopath.searches +search.ns.cluster.local.ap.k8s.io", "options base.autopath.options +ndots:5", "hostname hostname.hostnetwork"},
 			detail: "the node-local DNS",
 		},
@@ -202,7 +209,7 @@ func TestTrace(t *testing.T) {
 			name: "autopath without a cluster DNS falls back to the host",
 			node: &Node{ClusterDomain: "cluster.local"},
 			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, PolicyAnnotation: autopath},
-			want: cat([]string{"policy policy.clusterfirst", "policy policy.autopath", "policy policy.fallback.noclusterdns"}, hostBase, podName),
+			want: cat([]string{"policy policy.clusterfirst", "policy policy.autopath", "policy autopath.source.annotation", "policy policy.fallback.noclusterdns"}, hostBase, podName),
 		},
 		{
 			name: "autopath ignored with dnsPolicy Default",
@@ -220,6 +227,50 @@ func TestTrace(t *testing.T) {
 			name: "an unsupported annotation value is ignored",
 			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, PolicyAnnotation: "Autopath"},
 			want: cat([]string{"policy policy.clusterfirst", "policy policy.autopath.ignored"}, clusterBase("ns", "corp.example.com"), podName),
+		},
+		{
+			name:   "autopath from the namespace label",
+			in:     Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, NamespacePolicy: autopath},
+			want:   cat([]string{"policy policy.clusterfirst", "policy policy.autopath", "policy autopath.source.namespace-label"}, autopathBase, podName),
+			detail: `of namespace "ns"`,
+		},
+		{
+			name: "autopath from the cluster default",
+			node: withDefaults(ClusterFirstWithAutopath, nil),
+			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirstWithHostNet},
+			want: cat([]string{"policy policy.clusterfirstwithhostnet", "policy policy.autopath", "policy autopath.source.cluster-default"}, autopathBase, podName),
+		},
+		{
+			name: "the annotation opts out of the cluster default",
+			node: withDefaults(ClusterFirstWithAutopath, nil),
+			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, PolicyAnnotation: "ClusterFirst", NamespacePolicy: autopath},
+			want: cat([]string{"policy policy.clusterfirst", "policy autopath.optout.annotation"}, clusterBase("ns", "corp.example.com"), podName),
+		},
+		{
+			name: "the namespace label opts out of the cluster default",
+			node: withDefaults(ClusterFirstWithAutopath, nil),
+			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, NamespacePolicy: "ClusterFirst"},
+			want: cat([]string{"policy policy.clusterfirst", "policy autopath.optout.namespace-label"}, clusterBase("ns", "corp.example.com"), podName),
+		},
+		{
+			name:   "the cluster default leaves a Default pod alone",
+			node:   withDefaults(ClusterFirstWithAutopath, nil),
+			in:     Input{Name: "p", Namespace: "ns", Policy: Default},
+			want:   cat([]string{"policy policy.default", "policy autopath.default.notapplicable"}, hostBase, podName),
+			detail: "only ClusterFirst pods are",
+		},
+		{
+			name:   "an unsupported namespace label value is ignored",
+			in:     Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, NamespacePolicy: "Autopath"},
+			want:   cat([]string{"policy policy.clusterfirst", "policy policy.autopath.ignored"}, clusterBase("ns", "corp.example.com"), podName),
+			detail: `label dnsconfigurer.io/dns-policy of namespace "ns"`,
+		},
+		{
+			name: "the cluster ndots default, overridden by the pod",
+			node: withDefaults("", &two),
+			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, DNSConfig: &DNSConfig{Options: []Option{{Name: "ndots", Value: &three}}}},
+			want: cat([]string{"policy policy.clusterfirst"}, clusterBase("ns", "corp.example.com"),
+				[]string{"options options.ndots.cluster-default +ndots:2 -ndots:5", "options dnsconfig.options +ndots:3", "options merge.options.override +ndots:3 -ndots:2"}, podName),
 		},
 		{
 			name: "spec.hostname, subdomain and setHostnameAsFQDN",
@@ -301,7 +352,7 @@ func TestTrace(t *testing.T) {
 			t.Fatal(err)
 		}
 		documented := map[string]bool{}
-		for _, m := range regexp.MustCompile(`(?m)^//\t([a-z]+(?:\.[a-z]+)+)\s`).FindAllStringSubmatch(string(src), -1) {
+		for _, m := range regexp.MustCompile(`(?m)^//\t([a-z]+(?:\.[a-z-]+)+)\s`).FindAllStringSubmatch(string(src), -1) {
 			documented[m[1]] = true
 		}
 		for r := range seen {

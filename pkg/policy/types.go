@@ -19,7 +19,9 @@ const (
 	ClusterFirstWithAutopath Policy = "ClusterFirstWithAutopath"
 )
 
-// AnnotationDNSPolicy selects ClusterFirstWithAutopath.
+// AnnotationDNSPolicy selects ClusterFirstWithAutopath, or ClusterFirst to
+// opt out of a default: as a pod annotation, and as a Namespace label for
+// the namespace's pods without the annotation.
 const AnnotationDNSPolicy = "dnsconfigurer.io/dns-policy"
 
 // AutopathZone is the suffix of the autopath search path
@@ -33,6 +35,9 @@ const (
 	MaxSearchPaths     = 32
 	MaxSearchListChars = 2048
 	MaxSearchLength    = 253
+
+	// MaxNdots is the largest ndots glibc's resolver accepts (RES_MAXNDOTS).
+	MaxNdots = 15
 )
 
 // Option is one entry of spec.dnsConfig.options. A nil Value and an empty
@@ -57,10 +62,17 @@ type Input struct {
 	UID       string
 
 	Policy Policy // spec.dnsPolicy as written; "" is treated as kubelet treats an unknown value
-	// PolicyAnnotation is the value of AnnotationDNSPolicy, "" when absent.
+	// PolicyAnnotation is the value of AnnotationDNSPolicy, "" when absent:
+	// ClusterFirstWithAutopath, or ClusterFirst to opt out of a namespace
+	// label's or the cluster's default.
 	PolicyAnnotation string
-	HostNetwork      bool
-	DNSConfig        *DNSConfig // nil and an empty non-nil config differ, as in kubelet
+	// NamespacePolicy is the AnnotationDNSPolicy label of the pod's
+	// namespace, "" when absent or not known. It applies when the pod has
+	// no annotation (pod annotation > namespace label >
+	// Node.DefaultPolicy), with the same values.
+	NamespacePolicy string
+	HostNetwork     bool
+	DNSConfig       *DNSConfig // nil and an empty non-nil config differ, as in kubelet
 
 	Hostname          string
 	Subdomain         string
@@ -84,6 +96,18 @@ type Node struct {
 	NodeIPs []string
 	// OS is "linux" (the default when empty) or "windows".
 	OS string
+
+	// DefaultPolicy is the cluster's policy for pods that did not choose
+	// (no AnnotationDNSPolicy annotation, no namespace label):
+	// ClusterFirstWithAutopath upgrades the pods whose effective policy is
+	// ClusterFirst (not hostNetwork, Default or None pods); "" and
+	// ClusterFirst change nothing.
+	DefaultPolicy Policy
+	// Ndots, when set (0 to MaxNdots), replaces kubelet's ndots:5 in the
+	// base options of cluster DNS pods (ClusterFirst and autopath); a
+	// pod's dnsConfig.options ndots still wins. Host-type and None pods
+	// keep their options.
+	Ndots *int
 }
 
 // Host is the node's resolver config (kubelet's resolvConf file), as

@@ -196,14 +196,13 @@ func (e *Engine) ValidateNode(in Input, host Host) Validation {
 	apiErrors := len(v.Errors)
 	annField := "metadata.annotations[" + AnnotationDNSPolicy + "]"
 	switch in.PolicyAnnotation {
-	case "", string(ClusterFirstWithAutopath):
-		if in.PolicyAnnotation != "" {
-			if msg := autopathUnusable(in); msg != "" {
-				v.add(annField, "Invalid value: %q: %s", in.PolicyAnnotation, strings.TrimPrefix(msg, "annotation "+AnnotationDNSPolicy+": "))
-			}
+	case "", string(ClusterFirst):
+	case string(ClusterFirstWithAutopath):
+		if msg := autopathUnusable(in); msg != "" {
+			v.add(annField, "Invalid value: %q: %s", in.PolicyAnnotation, strings.TrimPrefix(msg, "annotation "+AnnotationDNSPolicy+": "))
 		}
 	default:
-		v.add(annField, "Unsupported value: %q: supported values: %q", in.PolicyAnnotation, string(ClusterFirstWithAutopath))
+		v.add(annField, "Unsupported value: %q: supported values: %q, %q", in.PolicyAnnotation, string(ClusterFirstWithAutopath), string(ClusterFirst))
 	}
 	// The prediction assumes an API-valid pod; annotation problems do not
 	// stop it, so that every node-level violation is reported at once.

@@ -91,6 +91,9 @@ func TestDecodePod(t *testing.T) {
 	// added to podspec.Input shows up here until decodePod reads it.
 	in := reflect.ValueOf(podspec.Input(full))
 	for i := range in.NumField() {
+		if in.Type().Field(i).Name == "NamespacePolicy" {
+			continue // the namespace's label, not the pod's
+		}
 		if in.Field(i).IsZero() {
 			t.Errorf("policy.Input.%s is not covered by this test's pod", in.Type().Field(i).Name)
 		}
