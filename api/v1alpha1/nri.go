@@ -36,11 +36,16 @@ const (
 //	kubeconfig: ""            # "" and in a pod: in-cluster config
 //	limits: trim
 //	metricsListen: 127.0.0.1:9311
+//	defaultDNSPolicy: ClusterFirst   # or ClusterFirstWithAutopath
+//	namespaceLabels: false   # true: read the namespaces' dnsconfigurer.io/dns-policy label
+//	ndots: 5                 # unset: kubelet's ndots:5
 type NRIConfiguration struct {
 	TypeMeta `json:",inline"`
 	// NodeDNS is what kubelet's clusterDNS, clusterDomain and resolvConf
 	// say, plus the node-local DNS address and the node OS.
 	NodeDNS `json:",inline"`
+	// PodPolicy is the cluster's DNS policy for pods that did not choose.
+	PodPolicy `json:",inline"`
 
 	// Socket is the runtime's NRI socket (default /var/run/nri/nri.sock).
 	Socket string `json:"socket,omitempty"`
@@ -76,6 +81,7 @@ type NRIConfiguration struct {
 // SetDefaults fills unset fields.
 func (c *NRIConfiguration) SetDefaults() {
 	c.NodeDNS.SetDefaults()
+	c.PodPolicy.SetDefaults()
 	setString(&c.Socket, DefaultNRISocket)
 	setString(&c.PluginName, DefaultNRIPluginName)
 	setString(&c.PluginIndex, DefaultNRIPluginIndex)
@@ -87,6 +93,9 @@ func (c *NRIConfiguration) SetDefaults() {
 // Validate reports the first invalid field by name.
 func (c *NRIConfiguration) Validate() error {
 	if err := c.NodeDNS.Validate(""); err != nil {
+		return err
+	}
+	if err := c.PodPolicy.Validate(""); err != nil {
 		return err
 	}
 	if err := socketPath(c.Socket); err != nil {

@@ -12,7 +12,8 @@ func TestNRIConfiguration(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	if def.Socket != DefaultNRISocket || def.PluginName != "dnsconfigurer" || def.PluginIndex != "10" ||
-		def.StateDir != DefaultNRIStateDir || def.Limits != "trim" || def.PodLookupTimeout != "1s" || *def.ResolvConf != "/etc/resolv.conf" {
+		def.StateDir != DefaultNRIStateDir || def.Limits != "trim" || def.PodLookupTimeout != "1s" || *def.ResolvConf != "/etc/resolv.conf" ||
+		def.DefaultDNSPolicy != "ClusterFirst" {
 		t.Errorf("defaults = %+v", def)
 	}
 	tests := []struct {
@@ -31,6 +32,11 @@ func TestNRIConfiguration(t *testing.T) {
 		{"limits", func(c *NRIConfiguration) { c.Limits = "cut" }, "limits:"},
 		{"node name", func(c *NRIConfiguration) { c.NodeName = "a b" }, "nodeName:"},
 		{"metrics", func(c *NRIConfiguration) { c.MetricsListen = "9311" }, "metricsListen:"},
+		{"autopath default", func(c *NRIConfiguration) {
+			c.DefaultDNSPolicy, c.NamespaceLabels, c.Ndots = "ClusterFirstWithAutopath", true, ptr(15)
+		}, ""},
+		{"default policy", func(c *NRIConfiguration) { c.DefaultDNSPolicy = "None" }, "defaultDNSPolicy:"},
+		{"ndots", func(c *NRIConfiguration) { c.Ndots = ptr(99) }, "ndots:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

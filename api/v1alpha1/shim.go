@@ -42,11 +42,16 @@ const (
 //	limits: trim
 //	failurePolicy: open
 //	metricsListen: 127.0.0.1:9310
+//	defaultDNSPolicy: ClusterFirst   # or ClusterFirstWithAutopath
+//	namespaceLabels: false   # true: read the namespaces' dnsconfigurer.io/dns-policy label
+//	ndots: 5                 # unset: kubelet's ndots:5
 type ShimConfiguration struct {
 	TypeMeta `json:",inline"`
 	// NodeDNS is what kubelet's clusterDNS, clusterDomain and resolvConf
 	// say, plus the node-local DNS address and the node OS.
 	NodeDNS `json:",inline"`
+	// PodPolicy is the cluster's DNS policy for pods that did not choose.
+	PodPolicy `json:",inline"`
 
 	// NodeIPs decide the loopback nameserver of host-type pods when
 	// resolvConf is "" (kubelet's node IPs).
@@ -89,6 +94,7 @@ type ShimConfiguration struct {
 // SetDefaults fills unset fields.
 func (c *ShimConfiguration) SetDefaults() {
 	c.NodeDNS.SetDefaults()
+	c.PodPolicy.SetDefaults()
 	if c.ResolvConfMode == "" {
 		c.ResolvConfMode = "last-good"
 	}
@@ -112,6 +118,9 @@ func (c *ShimConfiguration) SetDefaults() {
 // Validate reports the first invalid field by name.
 func (c *ShimConfiguration) Validate() error {
 	if err := c.NodeDNS.Validate(""); err != nil {
+		return err
+	}
+	if err := c.PodPolicy.Validate(""); err != nil {
 		return err
 	}
 	for i, ip := range c.NodeIPs {

@@ -12,7 +12,8 @@ func TestShimConfiguration(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	if def.Listen != DefaultShimListen || def.RuntimeEndpoint != DefaultShimRuntimeEndpoint || def.Limits != "trim" ||
-		def.FailurePolicy != "open" || def.ClusterDomain != "cluster.local" || *def.ResolvConf != "/etc/resolv.conf" || def.ResolvConfMode != "last-good" {
+		def.FailurePolicy != "open" || def.ClusterDomain != "cluster.local" || *def.ResolvConf != "/etc/resolv.conf" || def.ResolvConfMode != "last-good" ||
+		def.DefaultDNSPolicy != "ClusterFirst" || def.NamespaceLabels || def.Ndots != nil {
 		t.Errorf("defaults = %+v", def)
 	}
 	tests := []struct {
@@ -34,6 +35,12 @@ func TestShimConfiguration(t *testing.T) {
 		{"failure", func(c *ShimConfiguration) { c.FailurePolicy = "maybe" }, "failurePolicy:"},
 		{"node name", func(c *ShimConfiguration) { c.NodeName = "a b" }, "nodeName:"},
 		{"metrics", func(c *ShimConfiguration) { c.MetricsListen = "9310" }, "metricsListen:"},
+		{"autopath default", func(c *ShimConfiguration) {
+			c.DefaultDNSPolicy, c.NamespaceLabels, c.Ndots = "ClusterFirstWithAutopath", true, ptr(0)
+		}, ""},
+		{"default policy", func(c *ShimConfiguration) { c.DefaultDNSPolicy = "Default" }, "defaultDNSPolicy:"},
+		{"ndots high", func(c *ShimConfiguration) { c.Ndots = ptr(16) }, "ndots:"},
+		{"ndots negative", func(c *ShimConfiguration) { c.Ndots = ptr(-1) }, "ndots:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

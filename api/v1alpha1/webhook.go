@@ -41,6 +41,8 @@ const (
 //	tlsCertFile: /etc/dnsconfigurer/tls/tls.crt
 //	tlsPrivateKeyFile: /etc/dnsconfigurer/tls/tls.key
 //	trims: warn
+//	defaultDNSPolicy: ClusterFirstWithAutopath   # as the node agents'
+//	ndots: 2
 //	cluster:
 //	  clusterDNS: [10.96.0.10]
 //	  clusterDomain: cluster.local
@@ -81,6 +83,12 @@ type WebhookConfiguration struct {
 	WriteTimeout string `json:"writeTimeout,omitempty"`
 	// Trims is "warn" (default) or "deny".
 	Trims string `json:"trims,omitempty"`
+	// PodPolicy is the node agents' policy for pods that did not choose:
+	// an allowed pod gets a warning saying what it will get under it. The
+	// webhook does not read namespaces (the AdmissionReview does not carry
+	// their labels): with namespaceLabels the warning says that a label on
+	// the namespace may change the outcome.
+	PodPolicy `json:",inline"`
 
 	// Cluster is kubelet's DNS settings, the same on every node. Its
 	// resolvConf must stay unset: the nodes' resolver config is given by
@@ -139,6 +147,7 @@ func (w *WebhookConfiguration) SetDefaults() {
 	if w.Trims == "" {
 		w.Trims = TrimsWarn
 	}
+	w.PodPolicy.SetDefaults()
 	// NodeDNS defaults resolvConf to a file the webhook must not read.
 	rc := w.Cluster.ResolvConf
 	w.Cluster.SetDefaults()
@@ -155,6 +164,9 @@ func (w *WebhookConfiguration) Validate() error {
 		return fmt.Errorf("cluster.resolvConf: not used by the webhook, which cannot read the nodes' files; give their content in nodeResolver")
 	}
 	if err := w.Cluster.Validate("cluster."); err != nil {
+		return err
+	}
+	if err := w.PodPolicy.Validate(""); err != nil {
 		return err
 	}
 	if _, port, err := net.SplitHostPort(w.Listen); err != nil || port == "" {

@@ -56,6 +56,8 @@ func TestWebhookValidate(t *testing.T) {
 		{"bad timeout", func(w *WebhookConfiguration) { w.ReadTimeout = "10" }, `readTimeout: "10" is not a positive duration`},
 		{"negative timeout", func(w *WebhookConfiguration) { w.WriteTimeout = "-1s" }, `writeTimeout: "-1s"`},
 		{"trims", func(w *WebhookConfiguration) { w.Trims = "drop" }, `trims: "drop" must be "warn" or "deny"`},
+		{"default policy", func(w *WebhookConfiguration) { w.DefaultDNSPolicy = "Autopath" }, `defaultDNSPolicy: "Autopath" must be "ClusterFirst" or "ClusterFirstWithAutopath"`},
+		{"ndots", func(w *WebhookConfiguration) { w.Ndots = ptr(20) }, `ndots: 20 must be between 0 and 15`},
 		{"resolver nameserver", func(w *WebhookConfiguration) { w.NodeResolver.Nameservers = []string{"dns.example"} }, `nodeResolver.nameservers[0]: "dns.example" is not an IP address`},
 		{"resolver search", func(w *WebhookConfiguration) { w.NodeResolver.Searches = []string{"a b"} }, `nodeResolver.searches[0]`},
 		{"resolver option", func(w *WebhookConfiguration) { w.NodeResolver.Options = []string{""} }, `nodeResolver.options[0]`},
