@@ -75,6 +75,9 @@ type PodInformer struct {
 	node     string
 	log      *slog.Logger
 	rejected *prometheus.CounterVec // reason
+	// namespaces, when set, gives each pod's namespace label
+	// (policy.Input.NamespacePolicy).
+	namespaces NamespacePolicies
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when a pod is added or updated
@@ -96,6 +99,13 @@ func InformerRegistry(reg prometheus.Registerer) InformerOption {
 			reg.MustRegister(p.rejected)
 		}
 	}
+}
+
+// WithNamespaces makes every pod found carry its namespace's
+// dnsconfigurer.io/dns-policy label from n, read when the pod is looked
+// up (so a label change reaches the pods created after it).
+func WithNamespaces(n NamespacePolicies) InformerOption {
+	return func(p *PodInformer) { p.namespaces = n }
 }
 
 // Reasons a lookup refused candidates, as the metric labels them.
@@ -221,6 +231,9 @@ func (p *PodInformer) wait(ctx context.Context, sb SandboxPod, anyName bool) (po
 		if pod != nil {
 			in := podspec.Input(pod)
 			in.UID = sb.UID // a static pod's, not its mirror's
+			if p.namespaces != nil {
+				in.NamespacePolicy = p.namespaces.NamespacePolicy(ctx, in.Namespace)
+			}
 			return in, true
 		}
 		if slices.Contains(refused, rejectAmbiguous) {

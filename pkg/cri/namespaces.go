@@ -1,0 +1,91 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// NamespacePolicies gives the policy.AnnotationDNSPolicy label of a pod's
+// namespace (issue 18: pod annotation > namespace label > cluster
+// default).
+type NamespacePolicies interface {
+	// NamespacePolicy returns the label's value on namespace, "" when it
+	// has none or is not known. It may wait until ctx is done for a
+	// first sync.
+	NamespacePolicy(ctx context.Context, namespace string) string
+}
+
+// NamespaceInformer is a NamespacePolicies fed by a metadata-only informer
+// on the namespaces that carry the label (label selector
+// "dnsconfigurer.io/dns-policy"): a namespace whose label is removed
+// leaves the cache, and only names and that label are stored. It needs
+// list and watch on namespaces, which kubelet's node credentials do not
+// have (the Node authorizer): run it with a ServiceAccount.
+type NamespaceInformer struct {
+	informer cache.SharedIndexInformer
+	log      *slog.Logger
+}
+
+var _ NamespacePolicies = (*NamespaceInformer)(nil)
+
+// NewNamespaceInformer watches the labelled namespaces through client.
+// Call Run.
+func NewNamespaceInformer(client metadata.Interface, log *slog.Logger) (*NamespaceInformer, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = policy.AnnotationDNSPolicy }).Informer()
+	if err := inf.SetTransform(slimNamespace); err != nil {
+		return nil, fmt.Errorf("cri: namespace informer: %w", err)
+	}
+	return &NamespaceInformer{informer: inf, log: log.With("component", "cri")}, nil
+}
+
+// slimNamespace keeps a namespace's name, version and dns-policy label.
+func slimNamespace(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil // a DeletedFinalStateUnknown tombstone
+	}
+	slim := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, ResourceVersion: m.ResourceVersion}}
+	if v, ok := m.Labels[policy.AnnotationDNSPolicy]; ok {
+		slim.Labels = map[string]string{policy.AnnotationDNSPolicy: v}
+	}
+	return slim, nil
+}
+
+// Run runs the informer until ctx is done.
+func (n *NamespaceInformer) Run(ctx context.Context) { n.informer.RunWithContext(ctx) }
+
+// HasSynced reports the first list done.
+func (n *NamespaceInformer) HasSynced() bool { return n.informer.HasSynced() }
+
+// NamespacePolicy returns the label of namespace, waiting until ctx is done
+// for the first list; unsynced, it returns "" (only the cluster default
+// applies) and logs it.
+func (n *NamespaceInformer) NamespacePolicy(ctx context.Context, namespace string) string {
+	if !n.informer.HasSynced() && !cache.WaitForCacheSync(ctx.Done(), n.informer.HasSynced) {
+		n.log.Warn("namespace labels not synced yet; the pod gets the cluster default policy", "namespace", namespace)
+		return ""
+	}
+	obj, ok, err := n.informer.GetStore().GetByKey(namespace)
+	if err != nil || !ok {
+		return ""
+	}
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return ""
+	}
+	return m.Labels[policy.AnnotationDNSPolicy]
+}
