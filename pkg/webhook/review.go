@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -53,6 +54,15 @@ type Reviewer struct {
 	// settings alone pass the limit, stays a warning: denying it would
 	// refuse every such pod on those nodes.
 	DenyTrims bool
+	// ClusterPolicy is set when the engines carry a cluster policy
+	// (policy.Node.DefaultPolicy, Ndots): an allowed pod that policy
+	// changes gets a warning saying what it will get (PolicyWarning).
+	ClusterPolicy bool
+	// NamespaceLabels says the nodes also read the namespaces'
+	// dnsconfigurer.io/dns-policy label, which the webhook does not (the
+	// AdmissionReview does not carry them): the warning says a label on
+	// the namespace takes precedence over the cluster default.
+	NamespaceLabels bool
 }
 
 // Outcome is how a review ended, as counted by
@@ -139,7 +149,8 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		pod.Name = req.Name
 	}
 	podspec.Default(pod)
-	errs, trims := r.check(podspec.Input(pod), pod.Spec.NodeSelector)
+	in := podspec.Input(pod)
+	errs, trims := r.check(in, pod.Spec.NodeSelector)
 
 	var vs []Violation
 	for _, e := range errs {
@@ -156,6 +167,12 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 			resp.Warnings = append(resp.Warnings, warning(v.FieldError))
 		}
 	}
+	if r.ClusterPolicy && len(deny) == 0 {
+		p := r.pools(pod.Spec.NodeSelector)[0]
+		if w := PolicyWarning(p.Engine, in, p.Host, r.NamespaceLabels); w != "" {
+			resp.Warnings = append(resp.Warnings, w)
+		}
+	}
 	switch {
 	case len(deny) > 0:
 		resp.Allowed = false
@@ -165,6 +182,71 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		return resp, OutcomeWarned, vs, nil
 	}
 	return resp, OutcomeAllowed, nil, nil
+}
+
+// pools are the pools a pod with nodeSelector belongs to, Default when
+// none.
+func (r *Reviewer) pools(nodeSelector map[string]string) []*Pool {
+	var pools []*Pool
+	for i := range r.Pools {
+		if r.Pools[i].matches(nodeSelector) {
+			pools = append(pools, &r.Pools[i])
+		}
+	}
+	if len(pools) == 0 {
+		pools = []*Pool{&r.Default}
+	}
+	return pools
+}
+
+// PolicyWarning says what the cluster policy of e (policy.Node's
+// DefaultPolicy and Ndots) gives a pod that did not choose: autopath from
+// the cluster default, the cluster's ndots; "" when it changes nothing
+// for the pod (its annotation chose, it is no ClusterFirst pod, its
+// dnsConfig sets ndots). The pod's namespace label is not known here:
+// with labels, the warning says one takes precedence.
+func PolicyWarning(e *policy.Engine, in policy.Input, host policy.Host, labels bool) string {
+	r, tr, err := e.ComputeExplained(in, host)
+	if err != nil {
+		return ""
+	}
+	var got, optOut []string
+	for _, d := range tr {
+		switch d.Rule {
+		case "autopath.source.cluster-default":
+			got = append(got, fmt.Sprintf("ClusterFirstWithAutopath (search %s)", strings.Join(r.Searches, " ")))
+			optOut = append(optOut, "annotation "+policy.AnnotationDNSPolicy+"=ClusterFirst")
+		case "options.ndots.cluster-default":
+			if slices.Contains(r.Options, d.Added[0]) && !podSetsNdots(in.DNSConfig) {
+				got = append(got, "option "+d.Added[0])
+				optOut = append(optOut, "dnsConfig.options ndots")
+			}
+		}
+	}
+	if len(got) == 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("%scluster DNS policy: this pod gets %s; opt out: %s", WarningPrefix, strings.Join(got, " and "), strings.Join(optOut, ", "))
+	if labels {
+		msg += fmt.Sprintf("; a %s label on namespace %q wins (not read by the webhook)", policy.AnnotationDNSPolicy, in.Namespace)
+	}
+	if r := []rune(msg); len(r) > maxWarningRunes {
+		msg = string(r[:maxWarningRunes-3]) + "..."
+	}
+	return msg
+}
+
+// podSetsNdots reports a pod dnsConfig option named ndots.
+func podSetsNdots(c *policy.DNSConfig) bool {
+	if c == nil {
+		return false
+	}
+	for _, o := range c.Options {
+		if o.Name == "ndots" {
+			return true
+		}
+	}
+	return false
 }
 
 // podSets reports whether the pod's own dnsConfig has entries in the list a
@@ -213,15 +295,7 @@ func decodePod(raw []byte) (*corev1.Pod, error) {
 // dropped: it has already sent them to the client, since validating webhooks
 // run after its validation.
 func (r *Reviewer) check(in policy.Input, nodeSelector map[string]string) (errs, trims []policy.FieldError) {
-	var pools []*Pool
-	for i := range r.Pools {
-		if r.Pools[i].matches(nodeSelector) {
-			pools = append(pools, &r.Pools[i])
-		}
-	}
-	if len(pools) == 0 {
-		pools = []*Pool{&r.Default}
-	}
+	pools := r.pools(nodeSelector)
 	if len(pools) == 1 {
 		v := pools[0].Engine.ValidateNode(in, pools[0].Host)
 		return v.Errors, v.Trims
