@@ -82,7 +82,7 @@ func (f *nriFlags) nriConfig(fs *flag.FlagSet) (*v1alpha1.NRIConfiguration, erro
 
 // apply copies into cfg the flags use names.
 func (f *nriFlags) apply(cfg *v1alpha1.NRIConfiguration, use func(name string) bool) {
-	f.node.apply(&cfg.NodeDNS, &cfg.Kubeconfig, &cfg.NodeName, use)
+	f.node.apply(&cfg.NodeDNS, &cfg.PodPolicy, &cfg.Kubeconfig, &cfg.NodeName, use)
 	for name, fn := range map[string]func(){
 		"socket":         func() { cfg.Socket = f.socket },
 		"plugin-name":    func() { cfg.PluginName = f.pluginName },
@@ -118,7 +118,7 @@ func runNRI(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 // informer (with an API server) and its metrics server until ctx is done
 // or one of them fails.
 func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
-	eng, err := nodeEngine(cfg.NodeDNS, nil, log)
+	eng, err := nodeEngine(cfg.NodeDNS, cfg.PodPolicy, nil, log)
 	if err != nil {
 		return err
 	}
@@ -173,19 +173,20 @@ func nriAPIServer(cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg promethe
 	if err != nil {
 		return nriAPI{}, usageError{err}
 	}
-	if client == nil {
-		return nriAPI{}, nil
+	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, cfg.Kubeconfig, "nri", client != nil, log)
+	if err != nil || client == nil {
+		return nriAPI{}, err
 	}
 	if cfg.NodeName == "" {
 		return nriAPI{}, usagef("--node-name (or $NODE_NAME) is required with an API server")
 	}
 	klog.SetSlogLogger(log.With("component", "client-go"))
-	informer, err := cri.NewPodInformer(client, cfg.NodeName, log, cri.InformerRegistry(reg))
+	informer, err := cri.NewPodInformer(client, cfg.NodeName, log, append(nsOpts, cri.InformerRegistry(reg))...)
 	if err != nil {
 		return nriAPI{}, err
 	}
 	rec, stop := cri.NewEventRecorder(client, cri.ComponentNRI, cfg.NodeName)
 	run := func(ctx context.Context) error { informer.Run(ctx); return nil }
-	return nriAPI{tasks: []task{run}, checks: []health.Check{health.Condition(informer.HasSynced, "pod informer not synced")},
+	return nriAPI{tasks: append(nsTasks, run), checks: append(nsChecks, health.Condition(informer.HasSynced, "pod informer not synced")),
 		lookup: informer, events: rec, stopEvents: stop}, nil
 }

@@ -92,7 +92,7 @@ func (f *shimFlags) apply(cfg *v1alpha1.ShimConfiguration, use func(name string)
 	}
 	apply("listen", func() { cfg.Listen = f.listen })
 	apply("runtime-endpoint", func() { cfg.RuntimeEndpoint = f.runtimeEP })
-	f.node.apply(&cfg.NodeDNS, &cfg.Kubeconfig, &cfg.NodeName, use)
+	f.node.apply(&cfg.NodeDNS, &cfg.PodPolicy, &cfg.Kubeconfig, &cfg.NodeName, use)
 	apply("resolv-conf-mode", func() { cfg.ResolvConfMode = f.resolvMode })
 	apply("node-ip", func() { cfg.NodeIPs = splitList(f.nodeIPs) })
 	apply("pod-lookup-timeout", func() { cfg.PodLookupTimeout = f.lookupTimeout })
@@ -108,7 +108,7 @@ func flagError(err error) error {
 		"clusterDNS": "cluster-dns", "clusterDomain": "cluster-domain", "nodeLocalDNS": "node-local-dns",
 		"nodeIPs": "node-ip", "resolvConfMode": "resolv-conf-mode", "listen": "listen", "runtimeEndpoint": "runtime-endpoint",
 		"podLookupTimeout": "pod-lookup-timeout", "limits": "limits", "failurePolicy": "failure-policy",
-		"nodeName": "node-name", "metricsListen": "metrics-listen",
+		"nodeName": "node-name", "metricsListen": "metrics-listen", "defaultDNSPolicy": "default-dns-policy", "ndots": "ndots",
 		"socket": "socket", "pluginName": "plugin-name", "pluginIndex": "plugin-index", "stateDir": "state-dir",
 	} {
 		if strings.HasPrefix(msg, field+":") || strings.HasPrefix(msg, field+"[") {
@@ -165,9 +165,11 @@ func boundShutdown(ctx context.Context, limit time.Duration, log *slog.Logger, r
 
 // nodeEngine is the policy engine for a node component's settings (the
 // shim's, the NRI plugin's), with its warnings logged.
-func nodeEngine(node v1alpha1.NodeDNS, nodeIPs []string, log *slog.Logger) (*policy.Engine, error) {
-	eng, err := policy.New(policy.Node{ClusterDNS: node.ClusterDNS, ClusterDomain: node.ClusterDomain,
-		NodeLocalDNS: node.NodeLocalDNS, NodeIPs: nodeIPs, OS: node.NodeOS})
+func nodeEngine(node v1alpha1.NodeDNS, pp v1alpha1.PodPolicy, nodeIPs []string, log *slog.Logger) (*policy.Engine, error) {
+	n := policy.Node{ClusterDNS: node.ClusterDNS, ClusterDomain: node.ClusterDomain,
+		NodeLocalDNS: node.NodeLocalDNS, NodeIPs: nodeIPs, OS: node.NodeOS}
+	agentPolicy(pp, &n)
+	eng, err := policy.New(n)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -183,7 +185,7 @@ func nodeEngine(node v1alpha1.NodeDNS, nodeIPs []string, log *slog.Logger) (*pol
 // runShimParts runs the shim, its pod informer (with an API server) and its
 // metrics server until ctx is done or one of them fails.
 func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
-	eng, err := nodeEngine(cfg.NodeDNS, cfg.NodeIPs, log)
+	eng, err := nodeEngine(cfg.NodeDNS, cfg.PodPolicy, cfg.NodeIPs, log)
 	if err != nil {
 		return err
 	}
@@ -215,14 +217,18 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout)}
 	var tasks []task
 	checks := []health.Check{}
+	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, cfg.Kubeconfig, "shim", client != nil, log)
+	if err != nil {
+		return err
+	}
 	if client != nil {
 		klog.SetSlogLogger(log.With("component", "client-go"))
-		informer, err := cri.NewPodInformer(client, cfg.NodeName, log, cri.InformerRegistry(reg))
+		informer, err := cri.NewPodInformer(client, cfg.NodeName, log, append(nsOpts, cri.InformerRegistry(reg))...)
 		if err != nil {
 			return err
 		}
-		tasks = append(tasks, func(ctx context.Context) error { informer.Run(ctx); return nil })
-		checks = append(checks, health.Condition(informer.HasSynced, "pod informer not synced"))
+		tasks = append(append(tasks, nsTasks...), func(ctx context.Context) error { informer.Run(ctx); return nil })
+		checks = append(append(checks, nsChecks...), health.Condition(informer.HasSynced, "pod informer not synced"))
 		rec, stop := cri.NewEventRecorder(client, cri.ComponentShim, cfg.NodeName)
 		defer stop()
 		opts = append(opts, cri.WithPodLookup(informer), cri.WithEvents(rec))

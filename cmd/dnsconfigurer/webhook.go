@@ -82,12 +82,14 @@ func (f *webhookFlags) webhookConfig(fs *flag.FlagSet) (*v1alpha1.WebhookConfigu
 func webhookReviewer(cfg *v1alpha1.WebhookConfiguration) (*webhook.Reviewer, []policy.Warning, error) {
 	var warnings []policy.Warning
 	pool := func(name string, sel map[string]string, nodeOS string, nodeLocal []string, res v1alpha1.NodeResolver) (webhook.Pool, error) {
-		eng, err := policy.New(policy.Node{
+		n := policy.Node{
 			ClusterDNS:    cfg.Cluster.ClusterDNS,
 			ClusterDomain: cfg.Cluster.ClusterDomain,
 			NodeLocalDNS:  nodeLocal,
 			OS:            nodeOS,
-		})
+		}
+		agentPolicy(cfg.PodPolicy, &n)
+		eng, err := policy.New(n)
 		if err != nil {
 			return webhook.Pool{}, err
 		}
@@ -98,7 +100,8 @@ func webhookReviewer(cfg *v1alpha1.WebhookConfiguration) (*webhook.Reviewer, []p
 		}
 		return webhook.Pool{Name: name, NodeSelector: sel, Engine: eng, Host: host}, nil
 	}
-	r := &webhook.Reviewer{DenyTrims: cfg.Trims == v1alpha1.TrimsDeny}
+	r := &webhook.Reviewer{DenyTrims: cfg.Trims == v1alpha1.TrimsDeny, NamespaceLabels: cfg.NamespaceLabels,
+		ClusterPolicy: cfg.DefaultDNSPolicy == v1alpha1.DNSPolicyClusterFirstWithAutopath || cfg.Ndots != nil}
 	var err error
 	if r.Default, err = pool("", nil, cfg.Cluster.NodeOS, cfg.Cluster.NodeLocalDNS, cfg.NodeResolver); err != nil {
 		return nil, nil, err

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"k8s.io/client-go/metadata"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// agentPolicy is the engine's view of an agent's PodPolicy.
+func agentPolicy(p v1alpha1.PodPolicy, n *policy.Node) {
+	if p.DefaultDNSPolicy == v1alpha1.DNSPolicyClusterFirstWithAutopath {
+		n.DefaultPolicy = policy.ClusterFirstWithAutopath
+	}
+	n.Ndots = p.Ndots
+}
+
+// agentNamespaces are the parts of an agent's namespace labels: the pod
+// informer option, the informer's task and readiness check. All zero
+// unless namespaceLabels is set; with it and no API server (hasAPI false)
+// the labels are unknown, which is logged, and only the cluster default
+// applies. The informer is metadata-only and lists only the labelled
+// namespaces; it needs list/watch on namespaces (deploy/*/rbac.yaml).
+func agentNamespaces(p v1alpha1.PodPolicy, kubeconfig, component string, hasAPI bool, log *slog.Logger) ([]cri.InformerOption, []task, []health.Check, error) {
+	if !p.NamespaceLabels {
+		return nil, nil, nil, nil
+	}
+	if !hasAPI {
+		log.Warn("namespaceLabels is set but there is no API server: namespace labels are unknown, only defaultDNSPolicy applies",
+			"defaultDNSPolicy", p.DefaultDNSPolicy)
+		return nil, nil, nil, nil
+	}
+	rc, err := restConfig(kubeconfig)
+	if err != nil || rc == nil {
+		return nil, nil, nil, usageError{fmt.Errorf("namespace labels: %v", err)}
+	}
+	rc.UserAgent = version.Get().UserAgent(component)
+	client, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("namespace labels: metadata client: %w", err)
+	}
+	ns, err := cri.NewNamespaceInformer(client, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	run := func(ctx context.Context) error { ns.Run(ctx); return nil }
+	return []cri.InformerOption{cri.WithNamespaces(ns)}, []task{run},
+		[]health.Check{health.Condition(ns.HasSynced, "namespace informer not synced")}, nil
+}
