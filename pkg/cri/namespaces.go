@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,9 +34,15 @@ type NamespacePolicies interface {
 // leaves the cache, and only names and that label are stored. It needs
 // list and watch on namespaces, which kubelet's node credentials do not
 // have (the Node authorizer): run it with a ServiceAccount.
+//
+// Without that permission (kubelet's node credentials, or the optional
+// ClusterRole not bound) the first list is forbidden: the informer logs it
+// with the fix, stays unsynced (not ready), and lookups stop waiting for
+// it, so pods get the cluster default without delay.
 type NamespaceInformer struct {
-	informer cache.SharedIndexInformer
-	log      *slog.Logger
+	informer  cache.SharedIndexInformer
+	log       *slog.Logger
+	forbidden atomic.Bool // the last list or watch was refused
 }
 
 var _ NamespacePolicies = (*NamespaceInformer)(nil)
@@ -49,7 +59,25 @@ func NewNamespaceInformer(client metadata.Interface, log *slog.Logger) (*Namespa
 	if err := inf.SetTransform(slimNamespace); err != nil {
 		return nil, fmt.Errorf("cri: namespace informer: %w", err)
 	}
-	return &NamespaceInformer{informer: inf, log: log.With("component", "cri")}, nil
+	n := &NamespaceInformer{informer: inf, log: log.With("component", "cri")}
+	if err := inf.SetWatchErrorHandlerWithContext(n.watchError); err != nil {
+		return nil, fmt.Errorf("cri: namespace informer: %w", err)
+	}
+	return n, nil
+}
+
+// watchError records a refused list or watch and logs every failure (the
+// reflector retries with a backoff).
+func (n *NamespaceInformer) watchError(_ context.Context, _ *cache.Reflector, err error) {
+	forbidden := apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
+	n.forbidden.Store(forbidden)
+	if forbidden {
+		n.log.Warn("namespace labels: list/watch namespaces refused; pods get the cluster default policy. "+
+			"Grant list/watch on namespaces (the rule commented in deploy/shim/rbac.yaml) to a ServiceAccount "+
+			"(kubelet's node credentials cannot list namespaces) or unset namespaceLabels", "err", err)
+		return
+	}
+	n.log.Warn("namespace labels: list/watch namespaces failed; retrying", "err", err)
 }
 
 // slimNamespace keeps a namespace's name, version and dns-policy label.
@@ -65,6 +93,26 @@ func slimNamespace(obj any) (any, error) {
 	return slim, nil
 }
 
+// waitSynced waits until the first list is done (true), the list is
+// refused or ctx is done (false), polling as cache.WaitForCacheSync does.
+func (n *NamespaceInformer) waitSynced(ctx context.Context) bool {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if n.informer.HasSynced() {
+			return true
+		}
+		if n.forbidden.Load() {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return n.informer.HasSynced()
+		case <-tick.C:
+		}
+	}
+}
+
 // Run runs the informer until ctx is done.
 func (n *NamespaceInformer) Run(ctx context.Context) { n.informer.RunWithContext(ctx) }
 
@@ -75,7 +123,7 @@ func (n *NamespaceInformer) HasSynced() bool { return n.informer.HasSynced() }
 // for the first list; unsynced, it returns "" (only the cluster default
 // applies) and logs it.
 func (n *NamespaceInformer) NamespacePolicy(ctx context.Context, namespace string) string {
-	if !n.informer.HasSynced() && !cache.WaitForCacheSync(ctx.Done(), n.informer.HasSynced) {
+	if !n.waitSynced(ctx) {
 		n.log.Warn("namespace labels not synced yet; the pod gets the cluster default policy", "namespace", namespace)
 		return ""
 	}

@@ -2,15 +2,18 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -113,5 +116,41 @@ func TestNamespaceInformerUnsynced(t *testing.T) {
 	cancel()
 	if got := ns.NamespacePolicy(ctx, "team"); got != "" {
 		t.Errorf("unsynced: %q", got)
+	}
+}
+
+// A refused list (node credentials, no ClusterRole) makes lookups stop
+// waiting for the namespace labels: the cluster default, at once.
+func TestNamespaceInformerForbidden(t *testing.T) {
+	meta := metadataClient(testNamespace("team", map[string]string{policy.AnnotationDNSPolicy: "ClusterFirstWithAutopath"}))
+	refused := make(chan struct{}, 1)
+	meta.PrependReactor("list", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		select {
+		case refused <- struct{}{}:
+		default:
+		}
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New("node credentials"))
+	})
+	ns, err := NewNamespaceInformer(meta, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { ns.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-refused
+	// A lookup stops waiting once the refusal is recorded, long before
+	// its context ends.
+	lctx, lcancel := context.WithTimeout(ctx, time.Minute)
+	defer lcancel()
+	if got := ns.NamespacePolicy(lctx, "team"); got != "" {
+		t.Errorf("forbidden: %q", got)
+	}
+	if lctx.Err() != nil {
+		t.Error("the lookup waited until its context ended")
+	}
+	if ns.HasSynced() {
+		t.Error("synced without a list")
 	}
 }
