@@ -62,7 +62,9 @@ func hostNetwork(cfg *runtimeapi.PodSandboxConfig) bool {
 // dns_config (see there for the shapes it knows and its blind spots), with
 // host, the shim's resolver config, as the node file kubelet read. The
 // engine then recomputes the pod with the current host config, or switches
-// it to autopath when the annotation asks.
+// it to autopath when the annotation asks. The namespace's label is not
+// known here (Input.NamespacePolicy is empty): the engine's cluster default
+// applies.
 //
 // kubelet's sandbox hostname is kept (HostnameOverride), because the pod's
 // hostname fields are not in the config.

@@ -8,7 +8,9 @@
 // --strict`: Engine.ValidateNode with the node settings the webhook is
 // configured to assume, per node pool (Reviewer). Errors deny the pod with
 // one status cause per violation, carrying its field path; trims are
-// AdmissionResponse warnings, or denials when the Reviewer says so.
+// AdmissionResponse warnings, or denials when the Reviewer says so. With a
+// cluster policy in the engines (Reviewer.ClusterPolicy), an allowed pod the
+// policy changes gets a warning saying what it will get (PolicyWarning).
 //
 // Server serves admission.k8s.io/v1 AdmissionReviews for Pods on
 // POST /validate and internal/health's GET /healthz, /readyz and /metrics, over HTTPS only (TLS
