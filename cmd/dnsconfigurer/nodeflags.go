@@ -19,6 +19,11 @@ type nodeFlags struct {
 	nodeOS        string
 	nodeLocalDNS  string
 	nodeIPs       string
+	// The cluster policy (PodPolicy of the agents) and the value of the
+	// pod's namespace label.
+	defaultPolicy   string
+	ndots           optionalInt
+	namespacePolicy string
 }
 
 func (n *nodeFlags) register(fs *flag.FlagSet) {
@@ -28,6 +33,9 @@ func (n *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.nodeOS, "node-os", "linux", "node OS: linux or windows")
 	fs.StringVar(&n.nodeLocalDNS, "node-local-dns", "", "node-local DNS address(es) for ClusterFirstWithAutopath pods (default: the cluster DNS)")
 	fs.StringVar(&n.nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
+	fs.StringVar(&n.defaultPolicy, "default-dns-policy", "ClusterFirst", "the agents' defaultDNSPolicy: ClusterFirst or ClusterFirstWithAutopath (for ClusterFirst pods without the annotation or namespace label)")
+	fs.Var(&n.ndots, "ndots", "the agents' ndots `N` (0-15) for cluster DNS pods that do not set it (default kubelet's 5)")
+	fs.StringVar(&n.namespacePolicy, "namespace-policy", "", "the pod's namespace's "+policy.AnnotationDNSPolicy+" label: ClusterFirstWithAutopath or ClusterFirst (default: none)")
 }
 
 func splitList(s string) []string {
@@ -40,14 +48,30 @@ func splitList(s string) []string {
 	return out
 }
 
+// engine is the engine of the node flags; its error names the flag.
 func (n *nodeFlags) engine() (*policy.Engine, error) {
-	return policy.New(policy.Node{
+	node := policy.Node{
 		ClusterDNS:    splitList(n.clusterDNS),
 		ClusterDomain: n.clusterDomain,
 		NodeLocalDNS:  splitList(n.nodeLocalDNS),
 		NodeIPs:       splitList(n.nodeIPs),
 		OS:            n.nodeOS,
-	})
+		Ndots:         n.ndots.v,
+	}
+	if n.defaultPolicy != "ClusterFirst" {
+		node.DefaultPolicy = policy.Policy(n.defaultPolicy)
+	}
+	switch {
+	case node.DefaultPolicy != "" && node.DefaultPolicy != policy.ClusterFirstWithAutopath:
+		return nil, fmt.Errorf("--default-dns-policy: %q must be \"ClusterFirst\" or \"ClusterFirstWithAutopath\"", n.defaultPolicy)
+	case node.Ndots != nil && (*node.Ndots < 0 || *node.Ndots > policy.MaxNdots):
+		return nil, fmt.Errorf("--ndots: %d must be between 0 and %d", *node.Ndots, policy.MaxNdots)
+	}
+	eng, err := policy.New(node)
+	if err != nil {
+		return nil, fmt.Errorf("--node-os: %w", err)
+	}
+	return eng, nil
 }
 
 // loadHost reads the node resolver config as kubelet's getHostDNSConfig does

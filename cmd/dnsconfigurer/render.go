@@ -66,7 +66,7 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	eng, err := node.engine()
 	if err != nil {
-		fmt.Fprintf(stderr, "render: --node-os: %v\n", err)
+		fmt.Fprintf(stderr, "render: %v\n", err)
 		return exitUsage
 	}
 	pod, err := readPod(*file, stdin)
@@ -74,12 +74,14 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "render: %v\n", err)
 		return exitUsage
 	}
+	in := podspec.Input(pod)
+	in.NamespacePolicy = node.namespacePolicy
 	var res policy.Result
 	var trace policy.Trace
 	if *explain {
-		res, trace, err = eng.ComputeExplained(podspec.Input(pod), node.host())
+		res, trace, err = eng.ComputeExplained(in, node.host())
 	} else {
-		res, err = eng.Compute(podspec.Input(pod), node.host())
+		res, err = eng.Compute(in, node.host())
 	}
 	warnings := append(append([]policy.Warning(nil), eng.Warnings()...), res.Warnings...)
 	for _, w := range warnings {

@@ -51,12 +51,13 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitUsage
 	}
 	in := podspec.Input(pod)
+	in.NamespacePolicy = node.namespacePolicy
 	var v policy.Validation
 	var trace policy.Trace
 	if *strict || *explain {
 		eng, err := node.engine()
 		if err != nil {
-			fmt.Fprintf(stderr, "validate: --node-os: %v\n", err)
+			fmt.Fprintf(stderr, "validate: %v\n", err)
 			return exitUsage
 		}
 		host := node.host()

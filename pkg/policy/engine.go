@@ -485,7 +485,7 @@ func traceChoice(tr *Trace, in Input, t Type, choice Policy, source, skipped str
 	case t == TypeAutopath:
 		tr.add(stepPolicy, "autopath.source."+source, "ClusterFirstWithAutopath is chosen by "+from, nil, nil)
 	case skipped != "":
-		tr.add(stepPolicy, "autopath.default.notapplicable", skipped+"; chosen by "+from, nil, nil)
+		tr.add(stepPolicy, "autopath.default.notapplicable", "ClusterFirstWithAutopath chosen by "+from+" does not apply: "+skipped, nil, nil)
 	case choice == ClusterFirst && source != sourceDefault:
 		tr.add(stepPolicy, "autopath.optout."+source, "ClusterFirst is chosen by "+from+": no namespace label or cluster default applies", nil, nil)
 	}
