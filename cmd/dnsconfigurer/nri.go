@@ -16,6 +16,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 )
 
@@ -148,7 +149,8 @@ func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.
 		return usageError{err}
 	}
 	checks = append([]health.Check{health.Condition(plugin.Connected, "not connected to the runtime's NRI socket")}, checks...)
-	ops, err := opsTasks(cfg.MetricsListen, false, reg, log, checks...)
+	settings := agentSettings(nodesettings.KindNRI, cfg.NodeName, cfg.NodeDNS, cfg.PodPolicy, nil, cfg.Limits, watcher)
+	ops, err := agentOpsTasks(cfg.MetricsListen, reg, log, settings, checks...)
 	if err != nil {
 		return err
 	}

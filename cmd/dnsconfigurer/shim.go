@@ -17,6 +17,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -243,7 +244,8 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 		return fmt.Errorf("--listen: %w", err)
 	}
 	checks = append([]health.Check{health.Condition(srv.RuntimeReady, "runtime not connected")}, checks...)
-	ops, err := opsTasks(cfg.MetricsListen, false, reg, log, checks...)
+	settings := agentSettings(nodesettings.KindShim, cfg.NodeName, cfg.NodeDNS, cfg.PodPolicy, cfg.NodeIPs, cfg.Limits, watcher)
+	ops, err := agentOpsTasks(cfg.MetricsListen, reg, log, settings, checks...)
 	if err != nil {
 		l.Close()
 		return err

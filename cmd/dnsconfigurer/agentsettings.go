@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
+)
+
+// agentSettings is what an agent publishes at /node-settings: its config
+// and, at each call, the watcher's current host snapshot.
+func agentSettings(kind, nodeName string, node v1alpha1.NodeDNS, pp v1alpha1.PodPolicy, nodeIPs []string, limits string, w *hostresolv.Watcher) func() nodesettings.Settings {
+	return func() nodesettings.Settings {
+		return nodesettings.Settings{Kind: kind, Version: version.Get().Version, NodeName: nodeName,
+			ClusterDNS: nonNilList(node.ClusterDNS), ClusterDomain: node.ClusterDomain, NodeLocalDNS: nonNilList(node.NodeLocalDNS),
+			NodeOS: node.NodeOS, NodeIPs: nodeIPs, Limits: limits, PodPolicy: pp, Host: nodesettings.HostOf(w.Current())}
+	}
+}
+
+// agentHandler is the agents' metrics listener: health.Handler plus
+// GET /node-settings.
+func agentHandler(reg prometheus.Gatherer, settings func() nodesettings.Settings, checks ...health.Check) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET "+nodesettings.Path, nodesettings.Handler(settings))
+	mux.Handle("/", health.Handler(reg, checks...))
+	return mux
+}
+
+// agentOpsTasks is opsTasks for an agent: the metrics listener serves
+// /node-settings too.
+func agentOpsTasks(addr string, reg prometheus.Gatherer, log *slog.Logger, settings func() nodesettings.Settings, checks ...health.Check) ([]task, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	s, err := health.Listen(addr, agentHandler(reg, settings, checks...), log)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	return []task{s.Run}, nil
+}
+
+func nonNilList(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
