@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
+)
+
+// explainSettings are a shim's published settings for the golden cases.
+func explainSettings(mod func(*nodesettings.Settings)) nodesettings.Settings {
+	s := nodesettings.Settings{Kind: nodesettings.KindShim, Version: "v0.0.0-test", NodeName: "node-a",
+		ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeLocalDNS: []string{}, NodeOS: "linux",
+		Limits: v1alpha1.LimitsTrim, PodPolicy: v1alpha1.PodPolicy{DefaultDNSPolicy: v1alpha1.DNSPolicyClusterFirst},
+		Host: nodesettings.Host{Path: "/etc/resolv.conf", Generation: 3, Healthy: true,
+			Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example.com"}, Options: []string{"timeout:2"}}}
+	if mod != nil {
+		mod(&s)
+	}
+	return s
+}
+
+// explainPod is a pod of testdata/pods, scheduled to node-a.
+func explainPod(t *testing.T, file string) *corev1.Pod {
+	t.Helper()
+	pod, err := readPod(filepath.Join("testdata", "pods", file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.NodeName = "node-a"
+	return pod
+}
+
+const clusterFirstFile = "search shop.svc.cluster.local svc.cluster.local cluster.local corp.example.com\nnameserver 10.96.0.10\noptions ndots:5\n"
+
+// TestExplainGolden runs explain's pure part (the settings, the pod, the
+// namespace label and the containers' files to the output) and compares
+// exit code, stdout and stderr with testdata/golden/explain-<case>.golden.
+func TestExplainGolden(t *testing.T) {
+	ndots := 2
+	cases := []struct {
+		name       string
+		pod        string
+		out        string
+		settings   nodesettings.Settings
+		nsPolicy   string
+		containers []containerFile
+	}{
+		{name: "clusterfirst-matches", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
+			containers: []containerFile{{name: "app", data: []byte("# generated\n" + clusterFirstFile)}}},
+		{name: "clusterfirst-differs", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
+			containers: []containerFile{{name: "app", data: []byte("nameserver 8.8.8.8\nsearch shop.svc.cluster.local svc.cluster.local cluster.local corp.example.com\noptions ndots:5\n")}}},
+		{name: "unreadable", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
+			containers: []containerFile{{name: "app", err: errors.New(`exec cat /etc/resolv.conf (no cat in the image?): command terminated with exit code 126`)}}},
+		{name: "no-exec", pod: "default.yaml", out: "text", settings: explainSettings(nil)},
+		{name: "namespace-label", pod: "clusterfirst.yaml", out: "text", nsPolicy: "ClusterFirstWithAutopath",
+			settings: explainSettings(func(s *nodesettings.Settings) { s.PodPolicy.NamespaceLabels = true; s.PodPolicy.Ndots = &ndots })},
+		{name: "host-last-good", pod: "default.yaml", out: "text", settings: explainSettings(func(s *nodesettings.Settings) {
+			s.Host.Healthy, s.Host.Problem = false, `"/etc/resolv.conf" has no nameserver line any more (it had 1); keeping the last good config`
+		})},
+		{name: "host-unusable", pod: "default.yaml", out: "text", settings: explainSettings(func(s *nodesettings.Settings) {
+			s.Kind, s.Host = nodesettings.KindNRI, nodesettings.Host{Path: "/etc/resolv.conf", Generation: 1, Error: "open /etc/resolv.conf: no such file or directory"}
+		})},
+		{name: "json", pod: "autopath.yaml", out: "json", settings: explainSettings(nil),
+			containers: []containerFile{{name: "app", data: []byte(clusterFirstFile)}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			f := explainFacts{pod: explainPod(t, tc.pod), agent: "dnsconfigurer-node/shim-x", settings: tc.settings,
+				nsPolicy: tc.nsPolicy, containers: tc.containers}
+			code := writeExplain(&stdout, &stderr, tc.out, f)
+			got := fmt.Sprintf("# explain %s (pod %s, -o %s)\nexit %d\n--- stdout\n%s--- stderr\n%s", tc.name, tc.pod, tc.out, code, stdout.String(), stderr.String())
+			compareGolden(t, filepath.Join("testdata", "golden", "explain-"+tc.name+".golden"), got)
+		})
+	}
+}
+
+func compareGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestExplainFlags checks explain's usage errors, before any API server.
+func TestExplainFlags(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain"}, "explain: want one POD argument, got 0\n"},
+		{[]string{"explain", "a", "b"}, "explain: want one POD argument, got 2\n"},
+		{[]string{"explain", "web", "-o", "yaml"}, "explain: -o \"yaml\": must be text or json\n"},
+		{[]string{"explain", "web", "--timeout", "0s"}, "explain: --timeout 0s: must be positive\n"},
+		{[]string{"explain", "web"}, "explain: no API server: give --kubeconfig or set $KUBECONFIG\n"},
+	} {
+		code, _, stderr := run(t, "", tc.args...)
+		if code != exitUsage || stderr != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want %d, %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+}
