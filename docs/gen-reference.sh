@@ -10,7 +10,7 @@ go build -o "$bin" ./cmd/dnsconfigurer
 	echo "Generated from \`dnsconfigurer <subcommand> -h\` (regenerate with \`docs/gen-reference.sh\`). The versioned config files are in [api/v1alpha1](../api/v1alpha1): \`ShimConfiguration\` (shim) and \`WebhookConfiguration\` (webhook), \`apiVersion: dnsconfigurer.io/v1alpha1\`; flags given on the command line override the file."
 	echo
 	"$bin" help 2>&1 | sed 's/^/    /'
-	for c in demo render validate hostresolv serve shim nri webhook version; do
+	for c in demo render validate explain hostresolv serve shim nri webhook version; do
 		echo
 		echo "## $c"
 		echo
