@@ -29,6 +29,7 @@ type fakeAgent struct {
 	mu       sync.Mutex
 	settings nodesettings.Settings
 	file     string
+	err      error
 	asked    []string
 }
 
@@ -36,7 +37,7 @@ func (f *fakeAgent) NodeSettings(_ context.Context, agent *corev1.Pod, port int3
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, fmt.Sprintf("%s:%d", agent.Name, port))
-	return f.settings, nil
+	return f.settings, f.err
 }
 
 func (f *fakeAgent) ResolvConf(context.Context, *corev1.Pod, string) ([]byte, error) {
@@ -101,6 +102,12 @@ func TestExplainAPIServer(t *testing.T) {
 		if code != exitFail || !strings.Contains(stderr, tc.want) {
 			t.Errorf("explain %s: exit %d, stderr %q; want %d and %q", tc.pod, code, stderr, exitFail, tc.want)
 		}
+	}
+
+	fake.err = errAgentTooOld
+	code, _, stderr = run(t, "", "explain", "web", "-n", ns, "--kubeconfig", kc, "--agent-namespace", agentNS)
+	if want := "agent pod " + agentNS + "/shim-a serves no /node-settings: it is older than this explain"; code != exitFail || !strings.Contains(stderr, want) {
+		t.Errorf("an old agent: exit %d, stderr %q; want %d and %q", code, stderr, exitFail, want)
 	}
 
 	// The real adapters, for a user who may read pods but not port-forward.

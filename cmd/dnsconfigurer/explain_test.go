@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 )
 
@@ -118,5 +121,23 @@ func TestExplainFlags(t *testing.T) {
 		if code != exitUsage || stderr != tc.want {
 			t.Errorf("%v: exit %d, stderr %q; want %d, %q", tc.args, code, stderr, exitUsage, tc.want)
 		}
+	}
+}
+
+// TestExplainGetNodeSettings is the HTTP half of the port-forward adapter:
+// an agent's handler decodes into the settings; an agent without the path
+// (404, built before it) is errAgentTooOld.
+func TestExplainGetNodeSettings(t *testing.T) {
+	want := explainSettings(nil)
+	agent := httptest.NewServer(agentHandler(nil, func() nodesettings.Settings { return want }))
+	defer agent.Close()
+	got, err := getNodeSettings(t.Context(), agent.URL+nodesettings.Path)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("getNodeSettings = %+v, %v; want %+v", got, err, want)
+	}
+	old := httptest.NewServer(health.Handler(nil))
+	defer old.Close()
+	if _, err := getNodeSettings(t.Context(), old.URL+nodesettings.Path); !errors.Is(err, errAgentTooOld) {
+		t.Errorf("an old agent: %v, want errAgentTooOld", err)
 	}
 }
