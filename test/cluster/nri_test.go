@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +44,7 @@ func TestClusterNRI(t *testing.T) {
 		t.Run("limits", func(t *testing.T) { testNRILimits(t, c) })
 		t.Run("live-update", func(t *testing.T) { testNRILiveUpdate(t, c) })
 		t.Run("resolve", func(t *testing.T) { testResolve(t, c) })
+		t.Run("explain", func(t *testing.T) { testNRIExplain(t, c) })
 		t.Run("cleanup", func(t *testing.T) { testNRICleanup(t, c) })
 	})
 	if c == nil {
@@ -231,5 +233,83 @@ func testNRICleanup(t *testing.T, c *Cluster) {
 	t.Logf("plugin: %d containers seen, %d errors", adjusted, factErrors)
 	if adjusted == 0 {
 		t.Error("the plugin counted no containers")
+	}
+}
+
+// testNRIExplain runs `dnsconfigurer explain` as an operator would, with
+// the admin's kubeconfig: it finds the NRI plugin's pod on the node,
+// reads the node's settings from it through a port-forward, and compares
+// its result with each container's file (kubectl exec). An autopath pod's
+// container matches, with the autopath step in the trace; a container that
+// mounts its own /etc/resolv.conf (which the plugin leaves alone) differs.
+func testNRIExplain(t *testing.T, c *Cluster) {
+	ns := namespace(t, c)
+	ctx := testContext(t, 3*time.Minute)
+	auto := toolsPod("auto")
+	auto.Annotations = map[string]string{"dnsconfigurer.io/dns-policy": "ClusterFirstWithAutopath"}
+	runPod(t, c, ns, auto)
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "own-resolv"}, Data: map[string]string{"resolv.conf": "nameserver 10.233.0.99\n"}}
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	own := toolsPod("own")
+	own.Spec.Volumes = []corev1.Volume{{Name: "resolv", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "own-resolv"}}}}}
+	own.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "resolv", MountPath: "/etc/resolv.conf", SubPath: "resolv.conf"}}
+	runPod(t, c, ns, own)
+
+	type report struct {
+		Nameservers []string `json:"nameservers"`
+		Searches    []string `json:"searches"`
+		Agent       string   `json:"agent"`
+		Node        struct {
+			Kind string `json:"kind"`
+		} `json:"node"`
+		Trace []struct {
+			Rule string `json:"rule"`
+		} `json:"trace"`
+		Containers []struct {
+			Name, Status, Reason string
+		} `json:"containers"`
+	}
+	explain := func(pod string) report {
+		t.Helper()
+		cmd := c.Command(ctx, c.Product, "explain", pod, "-n", ns, "-o", "json", "--timeout", "60s")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("explain %s: %v\n%s", pod, err, stderr.String())
+		}
+		var r report
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("explain %s: %v\n%s", pod, err, out)
+		}
+		if r.Node.Kind != "nri" || !strings.HasPrefix(r.Agent, NodeNamespace+"/"+NRIDS) {
+			t.Errorf("explain %s: settings of %q from agent %q, want the nri plugin's pod", pod, r.Node.Kind, r.Agent)
+		}
+		t.Logf("explain %s: %d decisions, containers %+v", pod, len(r.Trace), r.Containers)
+		return r
+	}
+
+	r := explain("auto")
+	if want := []string{NodeLocalDNS.String(), ClusterDNS.String()}; !slices.Equal(r.Nameservers, want) {
+		t.Errorf("explain auto: nameservers %q, want %q", r.Nameservers, want)
+	}
+	var autopath bool
+	for _, d := range r.Trace {
+		autopath = autopath || strings.HasPrefix(d.Rule, "autopath")
+	}
+	if !autopath {
+		t.Errorf("explain auto: no autopath decision in the trace %+v", r.Trace)
+	}
+	if len(r.Containers) != 1 || r.Containers[0].Status != "matches" {
+		t.Errorf("explain auto: containers %+v, want c matches", r.Containers)
+	}
+
+	r = explain("own")
+	if len(r.Containers) != 1 || r.Containers[0].Status != "differs" {
+		t.Errorf("explain own: containers %+v, want c differs (it mounts its own /etc/resolv.conf)", r.Containers)
 	}
 }
