@@ -82,7 +82,7 @@ type containerFile struct {
 func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ns := fs.String("n", "default", "the pod's namespace")
+	ns := fs.String("n", "", "the pod's namespace (default: the kubeconfig context's, else default)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `PATH` (default: $KUBECONFIG, else the in-cluster config)")
 	out := fs.String("o", "text", "output: text (a resolv.conf with # comments) or json")
 	agentNS := fs.String("agent-namespace", defaultAgentNamespace, "namespace of the shim or nri DaemonSet's pods")
@@ -128,6 +128,9 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	e.fetch, e.exec = explainAdapters(rc, client)
 	if *noExec {
 		e.exec = nil
+	}
+	if *ns == "" {
+		*ns = kubeNamespace(*kubeconfig)
 	}
 	facts, err := e.gather(ctx, *ns, pod)
 	if err != nil {

@@ -60,3 +60,21 @@ func restConfig(path string) (*rest.Config, error) {
 func loadKubeconfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error) {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 }
+
+// kubeNamespace is the namespace of the kubeconfig's current context, as
+// kubectl takes it (path, else $KUBECONFIG), or "default".
+func kubeNamespace(path string) string {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	if path == "" {
+		env := os.Getenv("KUBECONFIG")
+		if env == "" {
+			return "default"
+		}
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}
+	}
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
+}

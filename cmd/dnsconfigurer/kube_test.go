@@ -146,3 +146,32 @@ func TestKubeconfigEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeNamespace: explain's default namespace is the current context's,
+// as kubectl's, from the flag's file or $KUBECONFIG, else "default".
+func TestKubeNamespace(t *testing.T) {
+	dir := t.TempDir()
+	plain := writeKubeconfig(t, dir, "plain", "https://a.example:6443")
+	shop := filepath.Join(dir, "shop")
+	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://s.example:6443\n" +
+		"users:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: shop\ncurrent-context: x\n"
+	if err := os.WriteFile(shop, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, path, env, want string }{
+		{name: "context namespace from the flag's file", path: shop, want: "shop"},
+		{name: "context namespace from $KUBECONFIG", env: shop, want: "shop"},
+		{name: "flag over $KUBECONFIG", path: plain, env: shop, want: "default"},
+		{name: "no namespace in the context", path: plain, want: "default"},
+		{name: "no kubeconfig", want: "default"},
+		{name: "missing file", path: filepath.Join(dir, "missing"), want: "default"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tc.env)
+			if got := kubeNamespace(tc.path); got != tc.want {
+				t.Errorf("kubeNamespace(%q) with $KUBECONFIG=%q = %q, want %q", tc.path, tc.env, got, tc.want)
+			}
+		})
+	}
+}
