@@ -15,6 +15,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // explainSettings are a shim's published settings for the golden cases.
@@ -23,7 +24,8 @@ func explainSettings(mod func(*nodesettings.Settings)) nodesettings.Settings {
 		ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeLocalDNS: []string{}, NodeOS: "linux",
 		Limits: v1alpha1.LimitsTrim, PodPolicy: v1alpha1.PodPolicy{DefaultDNSPolicy: v1alpha1.DNSPolicyClusterFirst},
 		Host: nodesettings.Host{Path: "/etc/resolv.conf", Generation: 3, Healthy: true,
-			Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example.com"}, Options: []string{"timeout:2"}}}
+			Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example.com"}, Options: []string{"timeout:2"},
+			Lines: resolvconf.Lines{Nameservers: []int{2}, Search: 3, Options: []int{4}}}}
 	if mod != nil {
 		mod(&s)
 	}

@@ -91,9 +91,11 @@ func loadHost(path, nodeOS string) policy.Host {
 			return policy.Host{Err: fmt.Errorf(`Unexpected resolver config value: %q. Expected "", "Host", or a path to an existing resolv.conf file.`, path)}
 		}
 	}
-	cfg, err := resolvconf.ParseFile(path)
+	cfg, lines, err := resolvconf.ParseFileLines(path)
 	if err != nil {
 		return policy.Host{Err: err}
 	}
-	return policy.HostOf(cfg)
+	h := policy.HostOf(cfg)
+	h.Lines = lines
+	return h
 }

@@ -77,6 +77,8 @@ type Snapshot struct {
 	// Raw is the last good config as parsed, loopback nameservers included
 	// (the cluster DNS server filters its own listen addresses from it).
 	Raw resolvconf.Config
+	// Lines are where in the file Raw's parts were read, for a trace.
+	Lines resolvconf.Lines
 	// DroppedLoopback are the nameservers removed from Config.
 	DroppedLoopback []string
 	// Generation counts published snapshots, starting at 1.
@@ -492,9 +494,12 @@ func (w *Watcher) reload(final bool) bool {
 		path = w.autoPath()
 	}
 	data, err := w.o.read(path)
-	var cfg resolvconf.Config
+	var (
+		cfg   resolvconf.Config
+		lines resolvconf.Lines
+	)
 	if err == nil {
-		cfg, err = resolvconf.ParseBytes(data)
+		cfg, lines, err = resolvconf.ParseLines(data)
 		if err != nil {
 			err = fmt.Errorf("parse %q: %w", path, err)
 		}
@@ -516,7 +521,7 @@ func (w *Watcher) reload(final bool) bool {
 		next.Problem = err
 		switch {
 		case w.o.mode == Strict:
-			next.Path, next.Config, next.Raw, next.DroppedLoopback, next.Hash, next.Err = path, resolvconf.Config{}, resolvconf.Config{}, nil, "", err
+			next.Path, next.Config, next.Raw, next.Lines, next.DroppedLoopback, next.Hash, next.Err = path, resolvconf.Config{}, resolvconf.Config{}, resolvconf.Lines{}, nil, "", err
 		case cur.Generation == 0 || cur.Err != nil:
 			next.Path, next.Err = path, err
 		default:
@@ -537,7 +542,7 @@ func (w *Watcher) reload(final bool) bool {
 		return true
 	}
 	w.m.reloads.WithLabelValues("ok").Inc()
-	next := Snapshot{Path: path, Raw: cfg, Hash: hash}
+	next := Snapshot{Path: path, Raw: cfg, Lines: lines, Hash: hash}
 	next.Config, next.DroppedLoopback = resolvconf.WithoutLoopback(cfg)
 	if len(next.DroppedLoopback) > 0 {
 		w.o.log.Warn("loopback nameservers are not handed to pods", "path", path, "dropped", next.DroppedLoopback)
@@ -619,5 +624,7 @@ func (s Snapshot) Host() policy.Host {
 	case s.Disabled:
 		return policy.Host{Disabled: true}
 	}
-	return policy.HostOf(s.Raw)
+	h := policy.HostOf(s.Raw)
+	h.Lines = s.Lines
+	return h
 }

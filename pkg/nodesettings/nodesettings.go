@@ -9,6 +9,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // Path is where an agent serves its Settings.
@@ -57,7 +58,9 @@ type Host struct {
 	Nameservers []string `json:"nameservers"`
 	Searches    []string `json:"searches"`
 	Options     []string `json:"options"`
-	Problem     string   `json:"problem,omitempty"`
+	// Lines are where in the file each part was read.
+	Lines   resolvconf.Lines `json:"lines"`
+	Problem string           `json:"problem,omitempty"`
 	// Error is set when there is no usable config: pods fail on it.
 	Error string `json:"error,omitempty"`
 }
@@ -65,7 +68,7 @@ type Host struct {
 // HostOf is the Host of a watcher snapshot.
 func HostOf(s hostresolv.Snapshot) Host {
 	h := Host{Path: s.Path, Disabled: s.Disabled, Generation: s.Generation, Healthy: s.Problem == nil && s.Err == nil,
-		Nameservers: nonNil(s.Raw.Nameservers), Searches: nonNil(s.Raw.Searches), Options: nonNil(s.Raw.Options)}
+		Nameservers: nonNil(s.Raw.Nameservers), Searches: nonNil(s.Raw.Searches), Options: nonNil(s.Raw.Options), Lines: s.Lines}
 	if s.Problem != nil {
 		h.Problem = s.Problem.Error()
 	}
@@ -85,7 +88,7 @@ func (h Host) Policy() policy.Host {
 	case h.Disabled:
 		p = policy.Host{Disabled: true}
 	default:
-		p = policy.Host{Nameservers: h.Nameservers, Searches: h.Searches, Options: h.Options}
+		p = policy.Host{Nameservers: h.Nameservers, Searches: h.Searches, Options: h.Options, Lines: h.Lines}
 	}
 	p.Source = h.Path
 	return p

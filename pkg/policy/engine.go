@@ -217,10 +217,10 @@ func (e *Engine) noClusterDNS(r *Result, t *Trace) {
 func (e *Engine) traceCluster(t *Trace, in Input, host Host, searches []string) {
 	t.add(stepNameservers, "base.cluster.nameservers", "the cluster DNS (kubelet's clusterDNS)", e.clusterDNS, nil)
 	if e.shape.domain == "" {
-		t.add(stepSearches, "base.cluster.searches.nodomain", "no cluster domain: only the search list of "+hostName(host), host.Searches, nil)
+		t.add(stepSearches, "base.cluster.searches.nodomain", "no cluster domain: only the search list of "+hostName(host)+lineNote(host.Lines.Search), host.Searches, nil)
 	} else {
 		all := append(e.shape.clusterDomains(nil, in.Namespace), host.Searches...)
-		t.add(stepSearches, "base.cluster.searches", fmt.Sprintf("the namespace, service and cluster domains of namespace %q, then the search list of %s", in.Namespace, hostName(host)), all, nil)
+		t.add(stepSearches, "base.cluster.searches", fmt.Sprintf("the namespace, service and cluster domains of namespace %q, then the search list of %s%s", in.Namespace, hostName(host), lineNote(host.Lines.Search)), all, nil)
 		traceDuplicates(t, stepSearches, all, searches)
 	}
 	t.add(stepOptions, "base.cluster.options", "kubelet's option for cluster DNS: a name with fewer than 5 dots is tried with the search list first", []string{ndots5}, nil)
@@ -284,7 +284,7 @@ func (e *Engine) hostBase(r *Result, host Host, t *Trace) {
 	}
 	cfg, loopback := resolvconf.WithoutLoopback(resolvconf.Config{Nameservers: host.Nameservers})
 	if t != nil {
-		t.add(stepNameservers, "base.host.nameservers", "the nameserver lines of "+hostName(host), host.Nameservers, nil)
+		t.add(stepNameservers, "base.host.nameservers", "the nameserver lines of "+hostName(host)+lineNote(host.Lines.Nameservers...), host.Nameservers, nil)
 	}
 	if loopback != nil {
 		w := Warning{Reason: ReasonLoopbackNameserver,
@@ -298,8 +298,8 @@ func (e *Engine) hostBase(r *Result, host Host, t *Trace) {
 	r.Searches = append([]string(nil), host.Searches...)
 	r.Options = append([]string(nil), host.Options...)
 	if t != nil {
-		t.add(stepSearches, "base.host.searches", "the last search line of "+hostName(host), host.Searches, nil)
-		t.add(stepOptions, "base.host.options", "the options lines of "+hostName(host), host.Options, nil)
+		t.add(stepSearches, "base.host.searches", "the last search line of "+hostName(host)+lineNote(host.Lines.Search), host.Searches, nil)
+		t.add(stepOptions, "base.host.options", "the options lines of "+hostName(host)+lineNote(host.Lines.Options...), host.Options, nil)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Decision is one step of how the engine built a result.
@@ -148,6 +149,24 @@ func dropped(before, after []string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// lineNote is " (line 3)" or " (lines 1, 2)", naming the lines of the
+// node's file a Detail speaks of; "" when they are not known.
+func lineNote(lines ...int) string {
+	var ns []string
+	for _, l := range lines {
+		if l > 0 {
+			ns = append(ns, strconv.Itoa(l))
+		}
+	}
+	switch len(ns) {
+	case 0:
+		return ""
+	case 1:
+		return " (line " + ns[0] + ")"
+	}
+	return " (lines " + strings.Join(ns, ", ") + ")"
 }
 
 // hostName names the node's resolver config in a Detail.

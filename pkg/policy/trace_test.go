@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // compact writes a decision as "step rule +added... -removed...".
@@ -400,5 +402,51 @@ func TestComputeAllocs(t *testing.T) {
 	in := Input{Name: "web-0", Namespace: "shop", Policy: ClusterFirst}
 	if n := testing.AllocsPerRun(100, func() { e.Compute(in, host) }); n > 2 {
 		t.Errorf("Compute allocates %v times, want at most 2 (the namespace search and the result's lists)", n)
+	}
+}
+
+// TestTraceHostLines: with the lines of the node's file known, the
+// decisions that take from it name them; without, they name the file only.
+func TestTraceHostLines(t *testing.T) {
+	e, _ := New(node)
+	h := host
+	h.Source = "/etc/resolv.conf"
+	h.Lines = resolvconf.Lines{Nameservers: []int{1, 2}, Search: 4, Options: []int{5}}
+	tests := []struct {
+		name   string
+		policy Policy
+		host   Host
+		want   map[string]string // rule -> the end of its detail
+	}{
+		{"default", Default, h, map[string]string{
+			"base.host.nameservers": `"/etc/resolv.conf" (lines 1, 2)`,
+			"base.host.searches":    `"/etc/resolv.conf" (line 4)`,
+			"base.host.options":     `"/etc/resolv.conf" (line 5)`,
+		}},
+		{"clusterfirst", ClusterFirst, h, map[string]string{"base.cluster.searches": `"/etc/resolv.conf" (line 4)`}},
+		{"lines unknown", Default, Host{Nameservers: h.Nameservers, Searches: h.Searches, Options: h.Options, Source: h.Source},
+			map[string]string{"base.host.nameservers": `"/etc/resolv.conf"`, "base.host.searches": `"/etc/resolv.conf"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, tr, err := e.ComputeExplained(Input{Name: "p", Namespace: "ns", Policy: tc.policy}, tc.host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rule, suffix := range tc.want {
+				found := false
+				for _, d := range tr {
+					if d.Rule == rule {
+						found = true
+						if !strings.HasSuffix(d.Detail, suffix) {
+							t.Errorf("%s: detail %q, want it to end %q", rule, d.Detail, suffix)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("no %s decision in %+v", rule, tr)
+				}
+			}
+		})
 	}
 }

@@ -123,8 +123,10 @@ type Host struct {
 	// Err is a resolver config that could not be read or parsed. kubelet
 	// fails every pod's sandbox on it, whatever the policy.
 	Err error
-	// Source names the config in a Trace (its path); Compute ignores it.
+	// Source names the config in a Trace (its path), and Lines where in it
+	// each part was read; Compute ignores both.
 	Source string
+	Lines  resolvconf.Lines
 }
 
 // Type is how the engine built the base config.

@@ -55,8 +55,30 @@ func Parse(r io.Reader) (Config, error) {
 	return ParseBytes(data)
 }
 
+// Lines are the 1-based line numbers, in the file a Config was parsed
+// from, of what it holds: a trace names them.
+type Lines struct {
+	// Nameservers has the line of each Config.Nameservers entry.
+	Nameservers []int `json:"nameservers,omitempty"`
+	// Search is the search line that counts (the last one); 0 without.
+	Search int `json:"search,omitempty"`
+	// Options are the options lines, in order.
+	Options []int `json:"options,omitempty"`
+}
+
 // ParseBytes is Parse on a buffer already read. It does not apply the size cap.
-func ParseBytes(data []byte) (Config, error) {
+func ParseBytes(data []byte) (Config, error) { return parse(data, nil) }
+
+// ParseLines is ParseBytes, and the lines each part of the config was
+// read from.
+func ParseLines(data []byte) (Config, Lines, error) {
+	var l Lines
+	cfg, err := parse(data, &l)
+	return cfg, l, err
+}
+
+// parse is ParseBytes, recording the lines in l when it is not nil.
+func parse(data []byte, l *Lines) (Config, error) {
 	cfg := Config{Nameservers: []string{}, Searches: []string{}, Options: []string{}}
 	var errs []error
 	line := 0
@@ -80,7 +102,13 @@ func ParseBytes(data []byte) (Config, error) {
 				continue
 			}
 			cfg.Nameservers = append(cfg.Nameservers, fields[1])
+			if l != nil {
+				l.Nameservers = append(l.Nameservers, line)
+			}
 		case "search":
+			if l != nil {
+				l.Search = line
+			}
 			cfg.Searches = cfg.Searches[:0:0]
 			for _, s := range fields[1:] {
 				if s == "." {
@@ -90,6 +118,9 @@ func ParseBytes(data []byte) (Config, error) {
 			}
 		case "options":
 			cfg.Options = appendOptions(cfg.Options, fields[1:])
+			if l != nil {
+				l.Options = append(l.Options, line)
+			}
 		}
 	}
 	return cfg, errors.Join(errs...)
@@ -97,15 +128,21 @@ func ParseBytes(data []byte) (Config, error) {
 
 // ParseFile reads (ReadFile) and parses path. Errors name the file.
 func ParseFile(path string) (Config, error) {
+	cfg, _, err := ParseFileLines(path)
+	return cfg, err
+}
+
+// ParseFileLines is ParseFile, and the lines each part was read from.
+func ParseFileLines(path string) (Config, Lines, error) {
 	data, err := ReadFile(path)
 	if err != nil {
-		return Config{}, err
+		return Config{}, Lines{}, err
 	}
-	cfg, err := ParseBytes(data)
+	cfg, l, err := ParseLines(data)
 	if err != nil {
-		return cfg, fmt.Errorf("parse %q: %w", path, err)
+		return cfg, l, fmt.Errorf("parse %q: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, l, nil
 }
 
 // ReadFile reads path, at most MaxFileSize bytes, without blocking on what

@@ -165,3 +165,38 @@ func TestReadFileLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestParseLines: the lines each part of the config was read from, for a
+// trace: every nameserver line, the search line that counts (the last),
+// every options line; comments and blank lines are counted as lines.
+func TestParseLines(t *testing.T) {
+	tests := []struct {
+		name, file string
+		want       Lines
+	}{
+		{"empty", "", Lines{}},
+		{"each kind", "# comment\nnameserver 10.0.0.1\n\nsearch a.example\nnameserver 10.0.0.2\noptions ndots:2\n",
+			Lines{Nameservers: []int{2, 5}, Search: 4, Options: []int{6}}},
+		{"the last search line counts", "search a.example\nsearch b.example\n", Lines{Search: 2}},
+		{"several options lines", "options ndots:1\noptions timeout:2 ndots:3\n", Lines{Options: []int{1, 2}}},
+		{"no final newline", "nameserver 10.0.0.1", Lines{Nameservers: []int{1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, got, err := ParseLines([]byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("lines %+v, want %+v", got, tc.want)
+			}
+			if len(got.Nameservers) != len(cfg.Nameservers) {
+				t.Errorf("%d nameserver lines for %d nameservers", len(got.Nameservers), len(cfg.Nameservers))
+			}
+			plain, _ := ParseBytes([]byte(tc.file))
+			if !reflect.DeepEqual(plain, cfg) {
+				t.Errorf("ParseLines config %+v, ParseBytes %+v", cfg, plain)
+			}
+		})
+	}
+}
