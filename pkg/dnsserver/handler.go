@@ -449,11 +449,13 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 			if b, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
 				*bp = b
-				h.write(w, b)
+				// Counted before the reply leaves: a client that has its
+				// answer sees it in the metrics.
 				if h.amp != nil {
 					ac := h.amp.classify(req, h.records.Snapshot(), m.Rcode, true)
 					h.amp.observe(&ac)
 				}
+				h.write(w, b)
 				return
 			}
 		}
@@ -479,10 +481,10 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 					b[3] |= 0x10
 				}
 				*bp = b
-				h.write(w, b)
 				if e.amp != nil {
 					h.amp.observe(e.amp)
 				}
+				h.write(w, b)
 				return
 			}
 		}
@@ -498,7 +500,6 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	}
 	*bp = b
-	h.write(w, b)
 	var ac ampCount
 	if h.amp != nil {
 		snap := h.records.Snapshot()
@@ -508,6 +509,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		ac = h.amp.classify(req, snap, m.Rcode, false)
 		h.amp.observe(&ac)
 	}
+	h.write(w, b)
 	if cacheable && local && z != nil && z == h.cur.Load() && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
 		// The cached form has RD and CD clear; they are set per request.
 		c := append([]byte(nil), b...)

@@ -18,6 +18,9 @@ func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 // part with -run, e.g. -run 'TestCluster/kubelet' (the cluster still
 // comes up and goes down around it).
 func TestCluster(t *testing.T) {
+	// A cluster whose test process died left the machine's sysctls as
+	// kubelet set them; Start would restore them after this reading.
+	sweepStale(t)
 	before := HostSysctls()
 	var c *Cluster
 	t.Run("up", func(t *testing.T) {

@@ -30,6 +30,9 @@ const nriMetrics = "http://127.0.0.1:9311/metrics"
 // gives every container the pod's resolv.conf; it skips without
 // $DNSCONFIGURER_CONTAINERD_BIN (test/e2e/containerd2.sh).
 func TestClusterNRI(t *testing.T) {
+	// A cluster whose test process died left the machine's sysctls as
+	// kubelet set them; Start would restore them after this reading.
+	sweepStale(t)
 	before := HostSysctls()
 	var c *Cluster
 	t.Run("up", func(t *testing.T) {
