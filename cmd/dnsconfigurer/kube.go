@@ -32,21 +32,14 @@ func kubeClient(path, component string) (kubernetes.Interface, error) {
 
 // restConfig is kubeClient's choice of config.
 func restConfig(path string) (*rest.Config, error) {
-	env := os.Getenv("KUBECONFIG")
-	switch {
-	case path != "":
-		rc, err := loadKubeconfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path})
+	if rules, what := kubeconfigRules(path); rules != nil {
+		rc, err := loadKubeconfig(rules)
 		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %q: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		return rc, nil
-	case env != "":
-		rc, err := loadKubeconfig(&clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)})
-		if err != nil {
-			return nil, fmt.Errorf("$KUBECONFIG %q: %w", env, err)
-		}
-		return rc, nil
-	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 		rc, err := rest.InClusterConfig()
 		if err != nil {
 			return nil, fmt.Errorf("in-cluster config: %w", err)
@@ -54,6 +47,18 @@ func restConfig(path string) (*rest.Config, error) {
 		return rc, nil
 	}
 	return nil, nil
+}
+
+// kubeconfigRules are the loading rules of the kubeconfig at path, else of
+// $KUBECONFIG's files, named by what for errors; nil without either.
+func kubeconfigRules(path string) (rules *clientcmd.ClientConfigLoadingRules, what string) {
+	if path != "" {
+		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, fmt.Sprintf("kubeconfig %q", path)
+	}
+	if env := os.Getenv("KUBECONFIG"); env != "" {
+		return &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}, fmt.Sprintf("$KUBECONFIG %q", env)
+	}
+	return nil, ""
 }
 
 // loadKubeconfig reads the kubeconfig files of rules, without prompting.
@@ -64,13 +69,9 @@ func loadKubeconfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, er
 // kubeNamespace is the namespace of the kubeconfig's current context, as
 // kubectl takes it (path, else $KUBECONFIG), or "default".
 func kubeNamespace(path string) string {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
-	if path == "" {
-		env := os.Getenv("KUBECONFIG")
-		if env == "" {
-			return "default"
-		}
-		rules = &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}
+	rules, _ := kubeconfigRules(path)
+	if rules == nil {
+		return "default"
 	}
 	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
 	if err != nil || ns == "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 )
@@ -34,6 +35,18 @@ func (l *logFlags) register(fs *flag.FlagSet, defaultFormat string) {
 func (l *logFlags) check() error {
 	_, err := newLogger(io.Discard, l.format, l.level)
 	return err
+}
+
+// parseDaemonFlags parses args into fs for a long-running command: no
+// positional argument, and log flags that make a logger.
+func parseDaemonFlags(fs *flag.FlagSet, args []string, l *logFlags) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return l.check()
 }
 
 // logger is the command's logger on w.

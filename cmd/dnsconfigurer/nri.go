@@ -57,13 +57,7 @@ func parseNRIFlags(args []string, stderr io.Writer) (*v1alpha1.NRIConfiguration,
 			"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, f.log, err
-	}
-	if fs.NArg() > 0 {
-		return nil, f.log, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err := f.log.check(); err != nil {
+	if err := parseDaemonFlags(fs, args, &f.log); err != nil {
 		return nil, f.log, err
 	}
 	cfg, err := f.nriConfig(fs)

@@ -184,13 +184,7 @@ func parseWebhookFlags(args []string, stderr io.Writer) (*v1alpha1.WebhookConfig
 		fmt.Fprintln(stderr, "Flags given on the command line replace the config file's fields.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, f.log, err
-	}
-	if fs.NArg() > 0 {
-		return nil, f.log, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err := f.log.check(); err != nil {
+	if err := parseDaemonFlags(fs, args, &f.log); err != nil {
 		return nil, f.log, err
 	}
 	cfg, err := f.webhookConfig(fs)
