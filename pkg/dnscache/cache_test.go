@@ -365,7 +365,9 @@ func (s *stub) set(f func(q dns.Question, r *dns.Msg)) { s.answer.Store(&f) }
 
 // TestPrefetch: a popular answer is refreshed before it expires: the
 // upstream sees the second query while the entry is still fresh, and later
-// hits are served from the refreshed entry.
+// hits are served from the refreshed entry. Whether a hit started a refresh
+// is read from the cache's own slot count, taken before Answer returns, so
+// the "not yet" checks do not race the refresh's goroutine.
 func TestPrefetch(t *testing.T) {
 	s := startStub(t, func(q dns.Question, r *dns.Msg) { r.Answer = []dns.RR{rrA(q.Name, 100)} })
 	c, clk := newCache(t, udpNext{s.addr}, Config{Prefetch: Prefetch{Amount: 3, Window: time.Minute, Percentage: 10}})
@@ -378,17 +380,25 @@ func TestPrefetch(t *testing.T) {
 		}
 		return r, src
 	}
-	ask() // miss at 0 s
+	started := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.prefetching > 0 || c.prefetches.Load() > 0
+	}
+	ask() // miss at 0 s; the counting window starts
 	<-s.seen
-	clk.Advance(89 * time.Second)
-	ask() // hit 1 (window starts at 0)
-	clk.Advance(2 * time.Second)
-	ask() // hit 1 of a new window (91 s), 9 s left: not popular yet
+	clk.Advance(30 * time.Second)
+	for range 3 { // 3 hits in the window, but 70 s of 100 left: not due
+		ask()
+	}
+	if started() {
+		t.Fatal("prefetched with 70% of the TTL left")
+	}
+	clk.Advance(61 * time.Second)
+	ask() // 91 s: a new window (hit 1), 9 s left
 	ask() // hit 2
-	select {
-	case q := <-s.seen:
-		t.Fatalf("prefetched %v before Amount hits", q)
-	default:
+	if started() {
+		t.Fatal("prefetched before Amount hits in the window")
 	}
 	if r, src := ask(); src != Hit || r.Answer[0].Header().Ttl != 9 { // hit 3: refresh
 		t.Fatalf("hit 3: %v %v", src, r)
