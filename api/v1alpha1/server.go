@@ -67,6 +67,10 @@ const (
 
 	DefaultSuccessBytes       = ByteSize("32Mi")
 	DefaultDenialBytes        = ByteSize("8Mi")
+	DefaultZoneBytes          = ByteSize("16Mi")
+	// MinZoneBytes is the smallest zoneBytes: below it the replies in use
+	// would not stay cached.
+	MinZoneBytes = 1 << 20
 	DefaultMaxTTL             = Duration("30s")
 	DefaultMaxNegativeTTL     = Duration("5s")
 	DefaultStaleTTL           = Duration("30s")
@@ -146,6 +150,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	cache:
 //	  successBytes: 32Mi                # bytes, or a quantity such as 32Mi
 //	  denialBytes: 8Mi
+//	  zoneBytes: 16Mi                   # packed replies made from the zone (cluster mode)
 //	  maxTTL: 1h
 //	  minTTL: 0s
 //	  maxNegativeTTL: 30m
@@ -315,13 +320,18 @@ type ForwardRoute struct {
 	PreferUDP bool `json:"preferUDP,omitempty"`
 }
 
-// ServerCache bounds the cache of forwarded answers (zone answers have
-// their own per-snapshot cache).
+// ServerCache bounds the cache of forwarded answers, and the size of the
+// per-snapshot cache of zone replies.
 type ServerCache struct {
 	// SuccessBytes bounds positive answers (default 32Mi), DenialBytes
 	// NXDOMAIN and NODATA answers (default 8Mi).
 	SuccessBytes ByteSize `json:"successBytes,omitempty"`
 	DenialBytes  ByteSize `json:"denialBytes,omitempty"`
+	// ZoneBytes bounds the replies made from the cluster zone that are kept
+	// packed, per snapshot, in cluster mode (default 16Mi, at least 1Mi;
+	// about 250 bytes a reply). They are never stale: a new snapshot starts
+	// an empty cache.
+	ZoneBytes ByteSize `json:"zoneBytes,omitempty"`
 	// MaxTTL (default 30s, as kubeadm's `cache 30`) and MinTTL (default 0s)
 	// bound how long a positive answer is cached.
 	MaxTTL Duration `json:"maxTTL,omitempty"`
@@ -485,6 +495,7 @@ func (r *ForwardRoute) setDefaults() {
 func (c *ServerCache) setDefaults() {
 	setString(&c.SuccessBytes, DefaultSuccessBytes)
 	setString(&c.DenialBytes, DefaultDenialBytes)
+	setString(&c.ZoneBytes, DefaultZoneBytes)
 	setString(&c.MaxTTL, DefaultMaxTTL)
 	setString(&c.MinTTL, "0s")
 	setString(&c.MaxNegativeTTL, DefaultMaxNegativeTTL)
@@ -687,6 +698,9 @@ func (r *ForwardRoute) validate(e *fieldErrors, prefix string) {
 func (c *ServerCache) validate(e *fieldErrors, prefix string) {
 	c.SuccessBytes.check(e, prefix+"successBytes")
 	c.DenialBytes.check(e, prefix+"denialBytes")
+	if c.ZoneBytes.check(e, prefix+"zoneBytes"); c.ZoneBytes.Bytes() > 0 && c.ZoneBytes.Bytes() < MinZoneBytes {
+		e.add(prefix+"zoneBytes", "%q: must be at least 1Mi", c.ZoneBytes)
+	}
 	maxTTL := c.MaxTTL.check(e, prefix+"maxTTL", time.Second, maxDNSTTL)
 	minTTL := c.MinTTL.check(e, prefix+"minTTL", 0, maxDNSTTL)
 	if maxTTL > 0 && minTTL > maxTTL {

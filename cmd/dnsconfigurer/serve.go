@@ -73,6 +73,7 @@ type serveFlags struct {
 	maxTTL          time.Duration
 	maxNegativeTTL  time.Duration
 	cacheSize       byteSize
+	zoneCacheSize   byteSize
 	serveStale      time.Duration
 	prefetch        int
 
@@ -154,6 +155,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.cacheSize = dnscache.DefaultSuccessBytes + dnscache.DefaultDenialBytes
 	fs.Var(&f.cacheSize, "cache-size", "`BYTES` of forwarded answers cached, counted with their overhead (e.g. 32Mi; 4/5 for answers, 1/5 for denials)")
 	fs.Var(&f.cacheSize, "cache-bytes", "old name of --cache-size")
+	f.zoneCacheSize = dnsserver.DefaultReplyCacheBytes
+	fs.Var(&f.zoneCacheSize, "zone-cache-size", "cluster mode: `BYTES` of packed replies made from the cluster zone kept per snapshot (e.g. 16Mi, at least 1Mi; about 250 bytes a reply)")
 	fs.DurationVar(&f.serveStale, "serve-stale", 0, "when every upstream fails, serve an expired answer up to this long past its expiry, with TTL 30 (RFC 8767; 0: off)")
 	fs.IntVar(&f.prefetch, "prefetch", 0, "refresh an answer asked `N` times within a minute before it expires (0: off)")
 	fs.BoolVar(&f.loadbalance, "loadbalance", true, "rotate A, AAAA and same-priority SRV records in every answer (CoreDNS's loadbalance)")

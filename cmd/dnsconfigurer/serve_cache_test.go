@@ -95,10 +95,37 @@ func TestServeCacheFlags(t *testing.T) {
 		{[]string{"--cache-size", "10000"}, "at least 1048576 bytes"},
 		{[]string{"--cache-size", "lots"}, "want bytes"},
 		{[]string{"--serve-stale", "-1s"}, "must not be negative"},
+		{[]string{"--zone-cache-size", "512Ki"}, "--zone-cache-size 524288: at least 1048576 bytes"},
+		{[]string{"--zone-cache-size", "big"}, "want bytes"},
 	} {
 		_, err := parseServeFlags(append([]string{"--listen", "127.0.0.1:0"}, tc.args...), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestServeZoneCacheFlag: --zone-cache-size sets cache.zoneBytes, which
+// otherwise keeps the configuration's default.
+func TestServeZoneCacheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, 16 << 20},
+		{[]string{"--zone-cache-size", "32Mi"}, 32 << 20},
+		{[]string{"--zone-cache-size", "2000000"}, 2000000},
+	} {
+		f, err := parseServeFlags(append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		cfg, err := f.serverConfig()
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got := cfg.Cache.ZoneBytes.Bytes(); got != tc.want {
+			t.Errorf("%v: cache.zoneBytes %d, want %d", tc.args, got, tc.want)
 		}
 	}
 }

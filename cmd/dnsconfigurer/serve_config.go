@@ -236,6 +236,9 @@ func (f *serveFlags) applyCacheFlags(cfg *v1alpha1.ServerConfiguration) {
 		cfg.Cache.SuccessBytes = v1alpha1.ByteSize(strconv.FormatInt(total/5*4, 10))
 		cfg.Cache.DenialBytes = v1alpha1.ByteSize(strconv.FormatInt(total/5, 10))
 	}
+	if set("zone-cache-size") {
+		cfg.Cache.ZoneBytes = v1alpha1.ByteSize(strconv.FormatInt(int64(f.zoneCacheSize), 10))
+	}
 	if set("max-ttl") {
 		cfg.Cache.MaxTTL = v1alpha1.Duration(f.maxTTL.String())
 	}

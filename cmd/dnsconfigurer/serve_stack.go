@@ -105,7 +105,8 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 			s.stopKeeping(prev)
 		}
 	}()
-	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithLoadBalance(cfg.LoadbalanceEnabled())}
+	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithLoadBalance(cfg.LoadbalanceEnabled()),
+		dnsserver.WithReplyCache(cfg.Cache.ZoneBytes.Bytes())}
 	if prefixes := cfg.ReverseZonePrefixes(); len(prefixes) > 0 {
 		rz, err := dnsserver.WithReverseZones(prefixes)
 		if err != nil {

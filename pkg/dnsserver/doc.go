@@ -10,7 +10,8 @@
 // clients' retry covering the queries that the old one's sockets held
 // unread when they closed; a handler that implements WireAnswerer answers
 // UDP queries from their wire form as they are read, before miekg/dns
-// unpacks them or starts a goroutine, the node-local stage's cache hits),
+// unpacks them or starts a goroutine: the cluster Handler's cached zone
+// replies and the node-local stage's cache hits),
 // and the Prometheus metrics (Metrics, below; served by internal/health
 // with /healthz and /readyz).
 //
@@ -32,9 +33,10 @@
 //     lowercase name); the question's case is echoed in the answer owners.
 //     Replies made from the zone are cached packed, per snapshot, keyed by
 //     the question as asked, EDNS0 presence, DO bit and size limit; a cache
-//     hit patches the ID and the RD and CD bits and writes the bytes. The
-//     cache is bounded (6 MiB in two generations) and dropped with its
-//     snapshot, so it never serves stale data;
+//     hit patches the ID and the RD and CD bits and writes the bytes (over
+//     UDP found from the query's wire form, AnswerWire). The cache is
+//     bounded (WithReplyCache, 16 MiB by default, in two generations) and
+//     dropped with its snapshot, so it never serves stale data;
 //   - a name that does not exist is NXDOMAIN, a name that exists (including
 //     an empty non-terminal) without the asked type is NOERROR with no
 //     answer; both carry the SOA of the zone the name is in in the authority

@@ -10,6 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
@@ -134,6 +135,22 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("cached reply differs:\n%v\n%v", w.msg, w2.msg)
 		}
 		if !tcp {
+			// A reply answered from the query's wire form is the bytes
+			// ServeDNS sends; a query ParseQuery reads whose reply is
+			// cached is answered so.
+			out, ok := h.AnswerWire(nil, data)
+			if ok && string(out) != string(b) {
+				t.Fatalf("AnswerWire reply differs:\n%x\n%x", out, b)
+			}
+			if _, parsed := dnsmsg.ParseQuery(data); parsed && !ok {
+				if k, cacheable := cacheKeyOf(req, false); cacheable {
+					if z := h.zone(); z != nil {
+						if _, cached := z.wire.get(k); cached {
+							t.Fatalf("a cached reply not answered from the wire form")
+						}
+					}
+				}
+			}
 			// 512 bytes without EDNS0, else the client's size within
 			// 512..1232 (DNS Flag Day 2020), whatever it claimed.
 			limit := 512

@@ -71,6 +71,8 @@ type Handler struct {
 	lb       bool           // rotate A, AAAA and SRV RRsets per reply
 	lbN      atomic.Uint32  // replies rotated on the miss path
 	amp      *Amplification // nil: no namespace metrics
+	// replyBytes bounds each snapshot's cache of packed replies.
+	replyBytes int64
 
 	mu  sync.Mutex
 	cur atomic.Pointer[zone]
@@ -85,6 +87,17 @@ type Option func(*Handler)
 // reverse names go. Without it they are answered REFUSED (and unknown
 // reverse names NXDOMAIN).
 func WithForwarder(e Exchanger) Option { return func(h *Handler) { h.fwd = e } }
+
+// WithReplyCache bounds the packed replies cached per snapshot at bytes
+// (default DefaultReplyCacheBytes; 0 keeps the default). The replies in use
+// stay while a flood of one-off names churns the rest (see wireCache).
+func WithReplyCache(bytes int64) Option {
+	return func(h *Handler) {
+		if bytes > 0 {
+			h.replyBytes = bytes
+		}
+	}
+}
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
@@ -144,7 +157,7 @@ func WithReverseZones(prefixes []netip.Prefix) (Option, error) {
 // NewHandler returns a Handler for the cluster zone (e.g. "cluster.local")
 // reading records from r.
 func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
-	h := &Handler{zoneName: lowerFQDN(zoneName), records: r}
+	h := &Handler{zoneName: lowerFQDN(zoneName), records: r, replyBytes: DefaultReplyCacheBytes}
 	for _, o := range opts {
 		o(h)
 	}
@@ -197,7 +210,7 @@ func (h *Handler) zone() *zone {
 	if z := h.cur.Load(); z != nil && z.snap == snap {
 		return z
 	}
-	z := newZone(snap)
+	z := newZone(snap, h.replyBytes)
 	h.cur.Store(z)
 	return z
 }
@@ -466,24 +479,8 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if cacheable {
 		z = h.zone()
 		if z != nil {
-			if e, ok := z.wire.get(key); ok {
-				var b []byte
-				if e.lb != nil {
-					b = e.lb.apply((*bp)[:0], e.wire)
-				} else {
-					b = append((*bp)[:0], e.wire...)
-				}
-				b[0], b[1] = byte(req.Id>>8), byte(req.Id)
-				if req.RecursionDesired {
-					b[2] |= 0x01
-				}
-				if req.CheckingDisabled {
-					b[3] |= 0x10
-				}
+			if b, ok := h.cached((*bp)[:0], z, key, req.Id, req.RecursionDesired, req.CheckingDisabled); ok {
 				*bp = b
-				if e.amp != nil {
-					h.amp.observe(e.amp)
-				}
 				h.write(w, b)
 				return
 			}
@@ -525,6 +522,60 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 		z.wire.put(key, e)
 	}
+}
+
+// cached appends to dst the reply to a request with key k from z's reply
+// cache, with the request's id and RD and CD bits, and counts it in the
+// namespace metrics; false when z has no reply for k.
+func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool) ([]byte, bool) {
+	e, ok := z.wire.get(k)
+	if !ok {
+		return dst, false
+	}
+	var b []byte
+	if e.lb != nil {
+		b = e.lb.apply(dst[:0], e.wire)
+	} else {
+		b = append(dst[:0], e.wire...)
+	}
+	b[0], b[1] = byte(id>>8), byte(id)
+	if rd {
+		b[2] |= 0x01
+	}
+	if cd {
+		b[3] |= 0x10
+	}
+	if e.amp != nil {
+		// Counted before the reply leaves: a client that has its answer
+		// sees it in the metrics.
+		h.amp.observe(e.amp)
+	}
+	return b, true
+}
+
+// AnswerWire implements WireAnswerer: a UDP query whose reply is in the
+// current snapshot's reply cache is answered from its wire form, on the
+// socket's reading goroutine, without being unpacked. The key that
+// dnsmsg.ParseQuery's reading gives is cacheKeyOf's for the same query, so
+// the reply is the one ServeDNS would send. Everything else (a miss, a
+// query ParseQuery leaves to miekg/dns, and every query while autopath
+// answers by source) is left to ServeDNS.
+func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
+	if h.ap != nil && h.ap.sourceIP {
+		return dst, false
+	}
+	q, ok := dnsmsg.ParseQuery(query)
+	if !ok {
+		return dst, false
+	}
+	z := h.zone()
+	if z == nil {
+		return dst, false
+	}
+	var name [256]byte
+	k := cacheKey{name: string(dnsmsg.AppendName(name[:0], q.Name, false)), qtype: q.Qtype, qclass: q.Qclass,
+		edns: q.EDNS, do: q.DO, limit: uint16(q.ReplySize())}
+	return h.cached(dst, z, k, q.ID, q.RD, q.CD)
 }
 
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {

@@ -11,8 +11,11 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
-// wireCacheBytes bounds the packed replies cached per snapshot.
-const wireCacheBytes = 6 << 20
+// DefaultReplyCacheBytes bounds the packed replies cached per snapshot
+// unless WithReplyCache says otherwise: about 60,000 replies of a cluster
+// zone (a reply with its key and overhead costs about 250 bytes), room for
+// the search-list misses of a busy cluster's working set.
+const DefaultReplyCacheBytes = 16 << 20
 
 // cacheKey is everything of a request that shapes the reply besides its ID
 // and the RD and CD bits (patched per request): the question as sent (case
@@ -40,12 +43,13 @@ type wireEntry struct {
 
 // wireCache holds packed replies for one snapshot's zone; a new snapshot
 // gets a new zone with an empty cache, so entries never outlive the data
-// they were made from. It keeps two generations of at most half of
-// wireCacheBytes each: when the current one is full it becomes the previous
+// they were made from. It keeps two generations of at most half of max
+// bytes each: when the current one is full it becomes the previous
 // one (the older is dropped), and a hit in the previous generation is moved
 // to the current one, so the replies in use stay while a flood of one-off
 // names (random NXDOMAIN) only churns the generations.
 type wireCache struct {
+	max int64      // bytes of both generations together
 	mu  sync.Mutex // serialises rotations
 	gen atomic.Pointer[wireGens]
 }
@@ -91,7 +95,7 @@ func (c *wireCache) get(k cacheKey) (wireEntry, bool) {
 func (c *wireCache) put(k cacheKey, e wireEntry) {
 	cost := int64(len(e.wire) + len(k.name) + 96)
 	g := c.gens()
-	if g.cur.size.Add(cost) > wireCacheBytes/2 {
+	if g.cur.size.Add(cost) > c.max/2 {
 		c.mu.Lock()
 		if c.gen.Load() == g {
 			c.gen.Store(&wireGens{cur: &wireGen{}, prev: g.cur})

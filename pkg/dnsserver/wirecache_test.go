@@ -6,7 +6,7 @@ import (
 )
 
 func TestWireCacheGenerations(t *testing.T) {
-	var c wireCache
+	c := wireCache{max: 6 << 20}
 	entry := wireEntry{wire: make([]byte, 400)}
 	hot := cacheKey{name: "hot.", qtype: 1}
 	c.put(hot, entry)
@@ -26,8 +26,8 @@ func TestWireCacheGenerations(t *testing.T) {
 			total += gen.size.Load()
 		}
 	}
-	if total > wireCacheBytes+int64(len(entry.wire)+200) {
-		t.Errorf("cache holds %d bytes, bound %d", total, wireCacheBytes)
+	if total > c.max+int64(len(entry.wire)+200) {
+		t.Errorf("cache holds %d bytes, bound %d", total, c.max)
 	}
 	if _, ok := c.get(cacheKey{name: "n0.", qtype: 1}); ok {
 		t.Errorf("oldest one-off entry still cached")

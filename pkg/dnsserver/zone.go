@@ -182,8 +182,9 @@ func (z *zone) srvExtra(srvs []store.SRV) []dns.RR {
 	return extra
 }
 
-func newZone(snap *store.Snapshot) *zone {
-	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL}
+// newZone is the zone view of snap, with a reply cache of replyBytes.
+func newZone(snap *store.Snapshot, replyBytes int64) *zone {
+	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, wire: wireCache{max: replyBytes}}
 	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
 	return z
 }
