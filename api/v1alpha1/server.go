@@ -68,14 +68,15 @@ const (
 	DefaultSuccessBytes       = ByteSize("32Mi")
 	DefaultDenialBytes        = ByteSize("8Mi")
 	DefaultZoneBytes          = ByteSize("16Mi")
-	// MinZoneBytes is the smallest zoneBytes: below it the replies in use
-	// would not stay cached.
-	MinZoneBytes = 1 << 20
 	DefaultMaxTTL             = Duration("30s")
 	DefaultMaxNegativeTTL     = Duration("5s")
 	DefaultStaleTTL           = Duration("30s")
 	DefaultPrefetchWindow     = Duration("1m")
 	DefaultPrefetchPercentage = 10
+
+	// MinZoneBytes is the smallest zoneBytes: below it the replies in use
+	// would not stay cached.
+	MinZoneBytes = 1 << 20
 
 	DefaultHostsTTL    = Duration("3600s")
 	DefaultHostsReload = Duration("5s")
