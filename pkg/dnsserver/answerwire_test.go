@@ -2,9 +2,12 @@ package dnsserver
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -293,5 +296,55 @@ func TestReplyCacheBound(t *testing.T) {
 	}
 	if held > bound+512 {
 		t.Errorf("the cache holds %d bytes, bound %d", held, bound)
+	}
+}
+
+// countingHandler counts the queries that reach ServeDNS; AnswerWire is
+// the Handler's.
+type countingHandler struct {
+	*Handler
+	served atomic.Int32
+}
+
+func (c *countingHandler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	c.served.Add(1)
+	c.Handler.ServeDNS(w, r)
+}
+
+// TestAnswerWireServer: behind a real Server on loopback, the reply
+// ServeDNS cached answers every later UDP query for the question from its
+// wire form (ServeDNS is not called, the reply is the same), from the very
+// next query on; TCP and other questions reach ServeDNS.
+func TestAnswerWireServer(t *testing.T) {
+	c := &countingHandler{Handler: NewHandler("cluster.local", fuzzStore(t))}
+	srv := &Server{Listen: []string{"127.0.0.1:0"}, Handler: c}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	addr := srv.Addrs()[0]
+	ask := func(network, name string) *dns.Msg {
+		t.Helper()
+		cl := &dns.Client{Net: network, Timeout: 3 * time.Second}
+		r, _, err := cl.Exchange(wireQuery(name, dns.TypeA, true, false, 1232, false), addr)
+		if err != nil {
+			t.Fatalf("%s %s: %v", network, name, err)
+		}
+		return r
+	}
+	first := ask("udp", "web.ns.svc.cluster.local.") // the miss, cached
+	for range 20 {
+		r := ask("udp", "web.ns.svc.cluster.local.")
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].String() != first.Answer[0].String() || r.IsEdns0() == nil {
+			t.Fatalf("wire answer %v, first answer %v", r, first)
+		}
+	}
+	if n := c.served.Load(); n != 1 {
+		t.Fatalf("ServeDNS served %d queries, want 1: the cached ones are wire answers", n)
+	}
+	ask("tcp", "web.ns.svc.cluster.local.")
+	ask("udp", "nx.ns.svc.cluster.local.")
+	if n := c.served.Load(); n != 3 {
+		t.Fatalf("ServeDNS served %d queries, want 3 (TCP and a miss)", n)
 	}
 }

@@ -506,7 +506,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		ac = h.amp.classify(req, snap, m.Rcode, false)
 		h.amp.observe(&ac)
 	}
-	h.write(w, b)
+	// Cached before the reply leaves: the client's next query finds it.
 	if cacheable && local && z != nil && z == h.cur.Load() && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
 		// The cached form has RD and CD clear; they are set per request.
 		c := append([]byte(nil), b...)
@@ -522,6 +522,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 		z.wire.put(key, e)
 	}
+	h.write(w, b)
 }
 
 // cached appends to dst the reply to a request with key k from z's reply

@@ -123,12 +123,14 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if cap(b) <= maxPooled {
 		*bp = b
 	}
-	if _, err := w.Write(b); err != nil {
-		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
-	}
 	if !tcp {
+		// Kept before the reply leaves: the client's next query finds
+		// the wire form.
 		opt := req.IsEdns0()
 		h.cache.Keep(t, shape(opt != nil, dnsmsg.ReplySize(opt, false)), b)
+	}
+	if _, err := w.Write(b); err != nil {
+		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
 	}
 }
 
