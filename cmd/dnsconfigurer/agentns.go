@@ -6,10 +6,10 @@ import (
 	"log/slog"
 
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
-	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
@@ -24,24 +24,19 @@ func agentPolicy(p v1alpha1.PodPolicy, n *policy.Node) {
 
 // agentNamespaces are the parts of an agent's namespace labels: the pod
 // informer option, the informer's task and readiness check. All zero
-// unless namespaceLabels is set; with it and no API server (hasAPI false)
-// the labels are unknown, which is logged, and only the cluster default
+// unless namespaceLabels is set; with it and no API server (rc nil) the
+// labels are unknown, which is logged, and only the cluster default
 // applies. The informer is metadata-only and lists only the labelled
 // namespaces; it needs list/watch on namespaces (deploy/*/rbac.yaml).
-func agentNamespaces(p v1alpha1.PodPolicy, kubeconfig, component string, hasAPI bool, log *slog.Logger) ([]cri.InformerOption, []task, []health.Check, error) {
+func agentNamespaces(p v1alpha1.PodPolicy, rc *rest.Config, log *slog.Logger) ([]cri.InformerOption, []task, []health.Check, error) {
 	if !p.NamespaceLabels {
 		return nil, nil, nil, nil
 	}
-	if !hasAPI {
+	if rc == nil {
 		log.Warn("namespaceLabels is set but there is no API server: namespace labels are unknown, only defaultDNSPolicy applies",
 			"defaultDNSPolicy", p.DefaultDNSPolicy)
 		return nil, nil, nil, nil
 	}
-	rc, err := restConfig(kubeconfig)
-	if err != nil || rc == nil {
-		return nil, nil, nil, usageError{fmt.Errorf("namespace labels: %v", err)}
-	}
-	rc.UserAgent = version.Get().UserAgent(component)
 	client, err := metadata.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("namespace labels: metadata client: %w", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -19,7 +18,7 @@ import (
 func agentSettings(kind, nodeName string, node v1alpha1.NodeDNS, pp v1alpha1.PodPolicy, nodeIPs []string, limits string, w *hostresolv.Watcher) func() nodesettings.Settings {
 	return func() nodesettings.Settings {
 		return nodesettings.Settings{Kind: kind, Version: version.Get().Version, NodeName: nodeName,
-			ClusterDNS: nonNilList(node.ClusterDNS), ClusterDomain: node.ClusterDomain, NodeLocalDNS: nonNilList(node.NodeLocalDNS),
+			ClusterDNS: node.ClusterDNS, ClusterDomain: node.ClusterDomain, NodeLocalDNS: node.NodeLocalDNS,
 			NodeOS: node.NodeOS, NodeIPs: nodeIPs, Limits: limits, PodPolicy: pp, Host: nodesettings.HostOf(w.Current())}
 	}
 }
@@ -36,19 +35,5 @@ func agentHandler(reg prometheus.Gatherer, settings func() nodesettings.Settings
 // agentOpsTasks is opsTasks for an agent: the metrics listener serves
 // /node-settings too.
 func agentOpsTasks(addr string, reg prometheus.Gatherer, log *slog.Logger, settings func() nodesettings.Settings, checks ...health.Check) ([]task, error) {
-	if addr == "" {
-		return nil, nil
-	}
-	s, err := health.Listen(addr, agentHandler(reg, settings, checks...), log)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen: %w", err)
-	}
-	return []task{s.Run}, nil
-}
-
-func nonNilList(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+	return listenTasks(addr, false, agentHandler(reg, settings, checks...), log)
 }

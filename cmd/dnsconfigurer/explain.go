@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 )
 
@@ -110,18 +109,12 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return exitUsage
 	}
-	rc, err := restConfig(*kubeconfig)
+	rc, client, err := kubeREST(*kubeconfig, "explain")
 	if err == nil && rc == nil {
 		err = errors.New("no API server: give --kubeconfig or set $KUBECONFIG")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "explain: %v\n", err)
-		return exitUsage
-	}
-	rc.UserAgent = version.Get().UserAgent("explain")
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		fmt.Fprintf(stderr, "explain: kubernetes client: %v\n", err)
 		return exitUsage
 	}
 	e := explainer{client: client, agentNS: *agentNS, timeout: *timeout}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
@@ -47,10 +46,7 @@ func writeExplain(stdout, stderr io.Writer, out string, f explainFacts) int {
 	in := podspec.Input(f.pod)
 	in.NamespacePolicy = f.nsPolicy
 	res, trace, err := eng.ComputeExplained(in, f.settings.Host.Policy())
-	warnings := append(append([]policy.Warning(nil), eng.Warnings()...), res.Warnings...)
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "Warning: %s: %s\n", w.Reason, w.Message)
-	}
+	warnings := printWarnings(stderr, eng, res)
 	name := f.pod.Namespace + "/" + f.pod.Name
 	if err != nil {
 		fmt.Fprintf(stderr, "explain: the %s agent fails the sandbox of pod %q: %v\n", f.settings.Kind, name, err)
@@ -61,11 +57,7 @@ func writeExplain(stdout, stderr io.Writer, out string, f explainFacts) int {
 	containers := compareContainers(want, f.containers)
 	if out == outJSON {
 		j := explainJSON{Pod: name, NodeName: f.pod.Spec.NodeName, Agent: f.agent, Node: f.settings, Containers: containers,
-			renderJSON: renderJSON{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options,
-				Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}, Trace: traceJSON(trace)}}
-		for _, w := range warnings {
-			j.Warnings = append(j.Warnings, warningJSON{Reason: w.Reason, Message: w.Message})
-		}
+			renderJSON: newRenderJSON(res, warnings, trace)}
 		if err := writeOutput(stdout, outJSON, j); err != nil {
 			fmt.Fprintf(stderr, "explain: %v\n", err)
 			return exitFail

@@ -18,16 +18,24 @@ import (
 // else from $KUBECONFIG (a list of files, as kubectl reads it), else the
 // in-cluster config when running in a pod. Nil when none applies.
 func kubeClient(path, component string) (kubernetes.Interface, error) {
+	_, c, err := kubeREST(path, component)
+	return c, err
+}
+
+// kubeREST is kubeClient with the config it was made from (the User-Agent
+// set), for the clients of other kinds a component makes; both nil when
+// no config applies.
+func kubeREST(path, component string) (*rest.Config, kubernetes.Interface, error) {
 	rc, err := restConfig(path)
 	if err != nil || rc == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rc.UserAgent = version.Get().UserAgent(component)
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return c, nil
+	return rc, c, nil
 }
 
 // restConfig is kubeClient's choice of config.

@@ -165,11 +165,11 @@ type nriAPI struct {
 // nriAPIServer builds the plugin's API server parts; all zero without an
 // API server.
 func nriAPIServer(cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg prometheus.Registerer) (nriAPI, error) {
-	client, err := kubeClient(cfg.Kubeconfig, "nri")
+	rc, client, err := kubeREST(cfg.Kubeconfig, "nri")
 	if err != nil {
 		return nriAPI{}, usageError{err}
 	}
-	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, cfg.Kubeconfig, "nri", client != nil, log)
+	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, rc, log)
 	if err != nil || client == nil {
 		return nriAPI{}, err
 	}

@@ -83,10 +83,7 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	} else {
 		res, err = eng.Compute(in, node.host())
 	}
-	warnings := append(append([]policy.Warning(nil), eng.Warnings()...), res.Warnings...)
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "Warning: %s: %s\n", w.Reason, w.Message)
-	}
+	warnings := printWarnings(stderr, eng, res)
 	if err != nil {
 		fmt.Fprintf(stderr, "render: kubelet would fail the sandbox of pod %q: %v\n", pod.Namespace+"/"+pod.Name, err)
 		writeTrace(stderr, trace)
@@ -109,16 +106,31 @@ func printRender(stdout, stderr io.Writer, out string, res policy.Result, warnin
 		writeTrace(stdout, trace)
 		return exitOK
 	}
+	if err := writeOutput(stdout, out, newRenderJSON(res, warnings, trace)); err != nil {
+		fmt.Fprintf(stderr, "render: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// printWarnings prints the engine's warnings and the result's to stderr,
+// and returns them.
+func printWarnings(stderr io.Writer, eng *policy.Engine, res policy.Result) []policy.Warning {
+	warnings := append(append([]policy.Warning(nil), eng.Warnings()...), res.Warnings...)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "Warning: %s: %s\n", w.Reason, w.Message)
+	}
+	return warnings
+}
+
+// newRenderJSON is the -o json|yaml form of a result.
+func newRenderJSON(res policy.Result, warnings []policy.Warning, trace policy.Trace) renderJSON {
 	j := renderJSON{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options,
 		Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}, Trace: traceJSON(trace)}
 	for _, w := range warnings {
 		j.Warnings = append(j.Warnings, warningJSON{Reason: w.Reason, Message: w.Message})
 	}
-	if err := writeOutput(stdout, out, j); err != nil {
-		fmt.Fprintf(stderr, "render: %v\n", err)
-		return exitFail
-	}
-	return exitOK
+	return j
 }
 
 // writeTrace prints a trace for a reader, as resolv.conf comments so that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,6 +91,13 @@ func runTasks(ctx context.Context, tasks ...task) error {
 // ("": none), bound now so that a bad address fails start-up; with reuse,
 // bound with SO_REUSEPORT.
 func opsTasks(addr string, reuse bool, reg prometheus.Gatherer, log *slog.Logger, checks ...health.Check) ([]task, error) {
+	return listenTasks(addr, reuse, health.Handler(reg, checks...), log)
+}
+
+// listenTasks returns the task serving h on the metrics listener addr ("":
+// none), bound now so that a bad address fails start-up; with reuse, bound
+// with SO_REUSEPORT.
+func listenTasks(addr string, reuse bool, h http.Handler, log *slog.Logger) ([]task, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -97,7 +105,7 @@ func opsTasks(addr string, reuse bool, reg prometheus.Gatherer, log *slog.Logger
 	if reuse {
 		listen = health.ListenReusePort
 	}
-	s, err := listen(addr, health.Handler(reg, checks...), log)
+	s, err := listen(addr, h, log)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}

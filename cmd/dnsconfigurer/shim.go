@@ -188,7 +188,7 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	if err != nil {
 		return usagef("--resolv-conf-mode: %v", err)
 	}
-	client, err := kubeClient(cfg.Kubeconfig, "shim")
+	rc, client, err := kubeREST(cfg.Kubeconfig, "shim")
 	if err != nil {
 		return usageError{err}
 	}
@@ -212,7 +212,7 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout)}
 	var tasks []task
 	checks := []health.Check{}
-	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, cfg.Kubeconfig, "shim", client != nil, log)
+	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, rc, log)
 	if err != nil {
 		return err
 	}

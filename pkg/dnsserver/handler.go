@@ -556,9 +556,9 @@ func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool
 
 // AnswerWire implements WireAnswerer: a UDP query whose reply is in the
 // current snapshot's reply cache is answered from its wire form, on the
-// socket's reading goroutine, without being unpacked. The key that
-// dnsmsg.ParseQuery's reading gives is cacheKeyOf's for the same query, so
-// the reply is the one ServeDNS would send. Everything else (a miss, a
+// socket's reading goroutine, without being unpacked. Its key
+// (cacheKeyOfWire) is cacheKeyOf's for the same query, so the reply is the
+// one ServeDNS would send. Everything else (a miss, a
 // query ParseQuery leaves to miekg/dns, and every query while autopath
 // answers by source) is left to ServeDNS.
 func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
@@ -573,10 +573,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	if z == nil {
 		return dst, false
 	}
-	var name [256]byte
-	k := cacheKey{name: string(dnsmsg.AppendName(name[:0], q.Name, false)), qtype: q.Qtype, qclass: q.Qclass,
-		edns: q.EDNS, do: q.DO, limit: uint16(q.ReplySize())}
-	return h.cached(dst, z, k, q.ID, q.RD, q.CD)
+	return h.cached(dst, z, cacheKeyOfWire(&q), q.ID, q.RD, q.CD)
 }
 
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {

@@ -129,6 +129,15 @@ func cacheKeyOf(req *dns.Msg, tcp bool) (cacheKey, bool) {
 	return k, true
 }
 
+// cacheKeyOfWire is cacheKeyOf for a UDP query read by dnsmsg.ParseQuery
+// (which reads only plain queries dnsmsg.Check accepts): the same key as
+// for the same query unpacked.
+func cacheKeyOfWire(q *dnsmsg.WireQuery) cacheKey {
+	var name [256]byte
+	return cacheKey{name: string(dnsmsg.AppendName(name[:0], q.Name, false)), qtype: q.Qtype, qclass: q.Qclass,
+		edns: q.EDNS, do: q.DO, limit: uint16(q.ReplySize())}
+}
+
 // rotation is how a packed reply's answer RRsets are rotated on a cache hit
 // without unpacking it: the byte ranges of the rotatable runs (consecutive
 // A, AAAA, or same-priority SRV records of one owner) and the compression

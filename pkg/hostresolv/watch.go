@@ -468,11 +468,8 @@ func (w *Watcher) rewatch() error {
 	// Added again at every check: a file replaced by a rename is a new
 	// inode, and its old watch went with the old one.
 	for f := range files {
-		if err := w.fsw.Add(f); err != nil {
-			if !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
-				firstErr = fmt.Errorf("watch file %q: %w", f, err)
-			}
-			continue
+		if err := w.fsw.Add(f); err != nil && !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
+			firstErr = fmt.Errorf("watch file %q: %w", f, err)
 		}
 	}
 	for f := range w.watched {

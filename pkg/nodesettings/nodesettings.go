@@ -101,10 +101,12 @@ func (s Settings) NodeDNS() v1alpha1.NodeDNS {
 		NodeLocalDNS: s.NodeLocalDNS, NodeOS: s.NodeOS}
 }
 
-// Handler serves get's Settings as JSON.
+// Handler serves get's Settings as JSON (lists as [], never null).
 func Handler(get func() Settings) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		b, err := json.MarshalIndent(get(), "", "  ")
+		s := get()
+		s.ClusterDNS, s.NodeLocalDNS = nonNil(s.ClusterDNS), nonNil(s.NodeLocalDNS)
+		b, err := json.MarshalIndent(s, "", "  ")
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

@@ -649,11 +649,7 @@ func mergeOptions(base []string, pod []Option, t *Trace) []string {
 			}
 		} else {
 			o := pod[i-len(base)]
-			v := ""
-			if o.Value != nil {
-				v = *o.Value
-			}
-			key, opt = o.Name, resolvconf.FormatOption(o.Name, v)
+			key, opt = o.Name, o.format()
 		}
 		if k := slices.Index(keys, key); k >= 0 {
 			if t != nil {
@@ -674,11 +670,7 @@ func mergeOptions(base []string, pod []Option, t *Trace) []string {
 func traceOptions(t *Trace, base []string, pod []Option) {
 	added := make([]string, len(pod))
 	for i, o := range pod {
-		v := ""
-		if o.Value != nil {
-			v = *o.Value
-		}
-		added[i] = resolvconf.FormatOption(o.Name, v)
+		added[i] = o.format()
 	}
 	t.add(stepOptions, "dnsconfig.options", "the pod's dnsConfig.options, merged over the base by name", added, nil)
 	for _, o := range pod {
@@ -737,6 +729,7 @@ func fitSearches(s []string, w *[]Warning, t *Trace) []string {
 	}
 	if long {
 		kept := make([]string, 0, len(s))
+		n := len(omitted)
 		for _, v := range s {
 			if len(v) > MaxSearchLength {
 				omitted = append(omitted, v)
@@ -745,7 +738,7 @@ func fitSearches(s []string, w *[]Warning, t *Trace) []string {
 			kept = append(kept, v)
 		}
 		if t != nil {
-			t.limit("limit.searches.length", len(s), dropped(s, kept))
+			t.limit("limit.searches.length", len(s), omitted[n:])
 		}
 		s = kept
 	}

@@ -47,6 +47,15 @@ type Option struct {
 	Value *string
 }
 
+// format is the option as resolv.conf writes it (resolvconf.FormatOption).
+func (o Option) format() string {
+	v := ""
+	if o.Value != nil {
+		v = *o.Value
+	}
+	return resolvconf.FormatOption(o.Name, v)
+}
+
 // DNSConfig is spec.dnsConfig.
 type DNSConfig struct {
 	Nameservers []string

@@ -150,7 +150,8 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 	}
 	podspec.Default(pod)
 	in := podspec.Input(pod)
-	errs, trims := r.check(in, pod.Spec.NodeSelector)
+	pools := r.pools(pod.Spec.NodeSelector)
+	errs, trims := r.check(in, pools)
 
 	var vs []Violation
 	for _, e := range errs {
@@ -168,7 +169,7 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		}
 	}
 	if r.ClusterPolicy && len(deny) == 0 {
-		p := r.pools(pod.Spec.NodeSelector)[0]
+		p := pools[0]
 		if w := PolicyWarning(p.Engine, in, p.Host, r.NamespaceLabels); w != "" {
 			resp.Warnings = append(resp.Warnings, w)
 		}
@@ -230,10 +231,7 @@ func PolicyWarning(e *policy.Engine, in policy.Input, host policy.Host, labels b
 	if labels {
 		msg += fmt.Sprintf("; a %s label on namespace %q wins (not read by the webhook)", policy.AnnotationDNSPolicy, in.Namespace)
 	}
-	if r := []rune(msg); len(r) > maxWarningRunes {
-		msg = string(r[:maxWarningRunes-3]) + "..."
-	}
-	return msg
+	return capWarning(msg)
 }
 
 // podSetsNdots reports a pod dnsConfig option named ndots.
@@ -289,13 +287,12 @@ func decodePod(raw []byte) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// check runs the engine for every pool the pod belongs to (Default when
-// none) and merges the results: a problem every pool reports is listed once
+// check runs the engine for every pool the pod belongs to (r.pools: Default
+// when none) and merges the results: a problem every pool reports is listed once
 // as is, any other one names its pool. The API server's own warnings are
 // dropped: it has already sent them to the client, since validating webhooks
 // run after its validation.
-func (r *Reviewer) check(in policy.Input, nodeSelector map[string]string) (errs, trims []policy.FieldError) {
-	pools := r.pools(nodeSelector)
+func (r *Reviewer) check(in policy.Input, pools []*Pool) (errs, trims []policy.FieldError) {
 	if len(pools) == 1 {
 		v := pools[0].Engine.ValidateNode(in, pools[0].Host)
 		return v.Errors, v.Trims
@@ -415,8 +412,13 @@ func warning(e policy.FieldError) string {
 		}
 		w = render(keep[0], keep[1])
 	}
+	return capWarning(w)
+}
+
+// capWarning cuts w to maxWarningRunes, ending it with "...".
+func capWarning(w string) string {
 	if r := []rune(w); len(r) > maxWarningRunes {
-		w = string(r[:maxWarningRunes-3]) + "..."
+		return string(r[:maxWarningRunes-3]) + "..."
 	}
 	return w
 }
