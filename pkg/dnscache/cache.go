@@ -18,6 +18,16 @@ type Exchanger interface {
 	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
 }
 
+// LoopChecker is implemented by a next step that recognises a query that
+// went round a forwarding loop back to it (pkg/forward's Forwarder and
+// Router): its error for such a query, nil for the others. The cache asks it
+// before a miss, so that the query that came back fails at once instead of
+// waiting for the identical query in flight, its own one lap earlier, until
+// the timeout.
+type LoopChecker interface {
+	CheckLoop(m *dns.Msg) error
+}
+
 // Defaults of Config's zero fields.
 const (
 	DefaultSuccessBytes       = 32 << 20
@@ -137,6 +147,7 @@ func (s Source) String() string {
 // It is safe for concurrent use.
 type Cache struct {
 	next  Exchanger
+	loops LoopChecker // next's, or nil
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time // the clock; tests replace it
@@ -226,6 +237,7 @@ func New(next Exchanger, cfg Config) (*Cache, error) {
 	}
 	c := &Cache{next: next, cfg: cfg, log: log.With("component", "dnscache", "server", cfg.Server), now: now,
 		items: map[key]*entry{}, flights: map[key]*flight{}, desc: newDescs(cfg.Server)}
+	c.loops, _ = next.(LoopChecker)
 	c.epoch = c.now()
 	c.base, c.stop = context.WithCancel(context.Background())
 	for i := range c.kinds {
@@ -362,7 +374,13 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source,
 	}
 	c.mu.Unlock()
 
-	res, src := c.resolve(ctx, k, m)
+	var res result
+	src := Miss
+	if err := c.checkLoop(m); err != nil {
+		res = result{err: err, kind: Uncached, failed: true}
+	} else {
+		res, src = c.resolve(ctx, k, m)
+	}
 	c.misses[res.kind].Add(1)
 	if res.failed && stale != nil {
 		c.mu.Lock()
@@ -383,6 +401,14 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source,
 	r := res.msg.Copy()
 	r.Id = m.Id
 	return r, src, Ticket{}, nil
+}
+
+// checkLoop is next's LoopChecker's verdict on m (nil without one).
+func (c *Cache) checkLoop(m *dns.Msg) error {
+	if c.loops == nil {
+		return nil
+	}
+	return c.loops.CheckLoop(m)
 }
 
 func (c *Cache) serveStale(m *dns.Msg, wire []byte) (*dns.Msg, Source, error) {

@@ -647,3 +647,61 @@ func TestPrefetchBounded(t *testing.T) {
 		t.Errorf("prefetches_total %d, want %d", got, MaxPrefetches)
 	}
 }
+
+// loopNext is a next step that blocks every query until release and says
+// a query whose Id is looped came back round a loop (LoopChecker).
+type loopNext struct {
+	nextFunc
+	looped uint16
+}
+
+var errLooped = errors.New("looped")
+
+func (n *loopNext) CheckLoop(m *dns.Msg) error {
+	if m.Id == n.looped {
+		return errLooped
+	}
+	return nil
+}
+
+// TestLoopChecker: a miss that next's LoopChecker calls a loop fails at
+// once with its error, without joining the identical query in flight (its
+// own, one lap earlier) nor asking next; a hit is still answered.
+func TestLoopChecker(t *testing.T) {
+	release := make(chan struct{})
+	next := &loopNext{looped: 7, nextFunc: nextFunc{f: func(q *dns.Msg) (*dns.Msg, error) {
+		<-release
+		r := new(dns.Msg)
+		r.SetReply(q)
+		r.Answer = []dns.RR{rrA(q.Question[0].Name, 30)}
+		return r, nil
+	}}}
+	c, _ := newCache(t, next, Config{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Exchange(context.Background(), query("loop.example.", dns.TypeA))
+		done <- err
+	}()
+	waitFor(t, "the first query at next", func() bool { return next.calls.Load() == 1 })
+	back := query("loop.example.", dns.TypeA)
+	back.Id = 7
+	// Bounded: the flight it must not join ends only on release.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, src, err := c.Answer(ctx, back); !errors.Is(err, errLooped) || src != Miss {
+		t.Errorf("the query that came back: %v %v, want %v at once", src, err, errLooped)
+	}
+	if n := c.coalesced.Load(); n != 0 {
+		t.Errorf("coalesced %d, want 0", n)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r, src, err := c.Answer(context.Background(), back); err != nil || src != Hit || len(r.Answer) != 1 {
+		t.Errorf("the looped query once cached: %v %v %v, want a hit", r, src, err)
+	}
+	if n := next.calls.Load(); n != 1 {
+		t.Errorf("next asked %d times, want 1", n)
+	}
+}

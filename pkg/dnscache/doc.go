@@ -66,6 +66,13 @@
 // a flight whose leader's context has ended is not joined (its followers
 // ask again rather than share a cancellation).
 //
+// Loops: when next is a LoopChecker (pkg/forward's Forwarder and Router
+// are), a miss first asks it whether the query came back round a
+// forwarding loop; such a query fails at once with next's error (a miss of
+// kind other) instead of joining the flight of the identical query, which
+// is its own one lap earlier and would hold it until the timeout. A hit is
+// answered as any other.
+//
 // Serve-stale (RFC 8767, off unless ServeStale > 0): expired answers are
 // kept (still within the byte bounds) until ServeStale past their expiry;
 // when next then fails (an error, SERVFAIL or REFUSED) the expired answer

@@ -61,18 +61,29 @@
 // Two defences:
 //
 //   - every query sent carries an EDNS0 local option (Config.LoopOptionCode,
-//     65534) with a random 8-byte marker of this Forwarder, after the
-//     markers of the forwarders it already went through. A query that comes
-//     back with our marker, or with more than MaxHops markers, fails with
-//     ErrLoop: two servers forwarding to each other stop after three
-//     queries;
+//     65534) with a random 8-byte marker of this Forwarder and a random
+//     4-byte tag of the upstream it is sent to, after the markers of the
+//     forwarders it already went through. A query that comes back with our
+//     marker, or with more than MaxHops markers, fails with ErrLoop
+//     (CheckLoop): two servers forwarding to each other stop after three
+//     queries. It is counted, and logged at error level naming the upstream
+//     it was sent to, at most once per upstream every 10s (the first time
+//     also counts in loop_detected_total). The upstream stays in use: the
+//     marker stops every looping query after one lap, and the loop ends
+//     when the upstream stops forwarding back. A cache in front of the
+//     Forwarder calls CheckLoop before it asks (pkg/dnscache's LoopChecker;
+//     a Router passes it to the route's Forwarder): the query that comes
+//     back is identical to the one the cache has in flight, its own;
 //   - a loop probe (the idea of CoreDNS's loop plugin): at Start and
 //     whenever the upstream list changes, each upstream is asked
-//     "<nonce>.<index>.loop-probe.dnsconfigurer. HINFO". If that query
-//     reaches this Forwarder's Exchange, the upstream it was sent to forwards
-//     back to us, through resolvers that drop EDNS0 options too: it is marked
+//     "<nonce>.<index>.loop-probe.dnsconfigurer. HINFO", with the marker
+//     as any query, so a loop is found before the first client query; an
+//     upstream that gives no reply (a peer not up yet) is asked again after
+//     HealthCheck, the wait doubling up to 30s, until it replies. If the
+//     probe reaches this Forwarder without our marker, the upstream forwards
+//     back to us through a resolver that drops EDNS0 options: it is marked
 //     looping and never used again until the list changes, logged once at
-//     warning level and counted. The probe itself fails with ErrLoop. With
+//     error level and counted. The probe itself fails with ErrLoop. With
 //     only looping upstreams left Exchange fails with ErrNoUpstream.
 //
 // A loop through a resolver that drops unknown options and that no probe

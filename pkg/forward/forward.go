@@ -47,7 +47,9 @@ type Forwarder struct {
 	slots  chan struct{}
 	next   atomic.Uint32
 	marker [8]byte
-	now    func() time.Time // the clock of the log rate limits
+	// strayLog limits the lines of loops that name no current upstream.
+	strayLog rateLimit
+	now      func() time.Time // the clock of the log rate limits
 
 	// cur is the upstream list last read from the source; listMu
 	// serialises its rebuilds.
@@ -182,10 +184,11 @@ func (f *Forwarder) list() *upstreamList {
 		seen[name] = true
 		u := byName[name]
 		if u == nil {
-			u = &upstream{name: name}
+			u = &upstream{name: name, mark: f.newMark()}
 		}
 		// A new list is probed again for loops.
 		u.looping.Store(false)
+		u.loopSeen.Store(false)
 		nl.ups = append(nl.ups, u)
 	}
 	for _, u := range old.ups {
@@ -238,19 +241,14 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(m.Question) == 1 && f.ownProbe(m.Question[0].Name) {
-		f.loops.Add(1)
-		return nil, ErrLoop
+	if err := f.CheckLoop(m); err != nil {
+		return nil, err
 	}
 	ups, err := f.pick()
 	if err != nil {
 		return nil, err
 	}
-	up, key, err := f.prepare(m)
-	if err != nil {
-		f.loops.Add(1)
-		return nil, err
-	}
+	up, mark, key := f.prepare(m)
 	select {
 	case f.slots <- struct{}{}:
 		defer func() { <-f.slots }()
@@ -262,7 +260,7 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 	defer cancel()
 	tcp := f.cfg.ForceTCP || (clientTCP(ctx) && !f.cfg.PreferUDP)
 	if key == "" {
-		r, err := f.exchange(ctx, ups, up, tcp)
+		r, err := f.exchange(ctx, ups, up, mark, tcp)
 		if r != nil {
 			r.Id = m.Id
 		}
@@ -295,7 +293,7 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 	f.flights[key] = fl
 	f.mu.Unlock()
 
-	r, err := f.exchange(ctx, ups, up, tcp)
+	r, err := f.exchange(ctx, ups, up, mark, tcp)
 	f.mu.Lock()
 	if f.flights[key] == fl {
 		delete(f.flights, key)
@@ -358,10 +356,11 @@ func (f *Forwarder) pick() ([]*upstream, error) {
 }
 
 // exchange tries each upstream in turn, each with an equal share of the
-// time left.
-func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, tcp bool) (*dns.Msg, error) {
+// time left; mark (m's loop marker) gets the upstream's.
+func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, mark *dns.EDNS0_LOCAL, tcp bool) (*dns.Msg, error) {
 	var errs []error
 	for i, u := range ups {
+		mark.Data = u.mark
 		r, err := f.attempt(ctx, u, m, tcp, len(ups)-i)
 		if err == nil {
 			u.fails.Store(0)
@@ -410,11 +409,10 @@ func (f *Forwarder) attempt(ctx context.Context, u *upstream, m *dns.Msg, tcp bo
 }
 
 // prepare returns the query to send for m: a shallow copy whose OPT
-// advertises dnsmsg.EDNSSize and carries our loop marker after those already
-// there. It fails with ErrLoop when m carries our marker or too many. key
-// identifies the question and options for coalescing ("" for a query with
-// other than one question).
-func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, key string, err error) {
+// advertises dnsmsg.EDNSSize and carries our loop marker, mark, after those
+// already there (its Data is set per upstream). key identifies the question
+// and options for coalescing ("" for a query with other than one question).
+func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, mark *dns.EDNS0_LOCAL, key string) {
 	code := f.cfg.LoopOptionCode
 	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 	opt.SetUDPSize(dnsmsg.EDNSSize)
@@ -425,7 +423,6 @@ func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, key string, err error) {
 		k = append(k, strings.ToLower(q.Name)...)
 		k = append(k, 0, byte(q.Qtype>>8), byte(q.Qtype), byte(q.Qclass>>8), byte(q.Qclass), boolByte(m.RecursionDesired), boolByte(m.CheckingDisabled), byte(m.Opcode))
 	}
-	hops := 0
 	for _, rr := range m.Extra {
 		o, ok := rr.(*dns.OPT)
 		if !ok {
@@ -436,20 +433,8 @@ func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, key string, err error) {
 		opt.Hdr.Ttl = o.Hdr.Ttl // extended rcode, version, DO
 		opt.SetUDPSize(dnsmsg.EDNSSize)
 		for _, e := range o.Option {
-			if e.Option() == code {
-				if l, ok := e.(*dns.EDNS0_LOCAL); ok {
-					if string(l.Data) == string(f.marker[:]) {
-						return nil, "", ErrLoop
-					}
-					if hops++; hops > MaxHops {
-						return nil, "", ErrLoop
-					}
-				}
-				opt.Option = append(opt.Option, e)
-				continue
-			}
 			opt.Option = append(opt.Option, e)
-			if k != nil {
+			if k != nil && e.Option() != code {
 				v := e.String()
 				k = append(k, byte(e.Option()>>8), byte(e.Option()), byte(len(v)>>8), byte(len(v)))
 				k = append(k, v...)
@@ -459,14 +444,15 @@ func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, key string, err error) {
 	if k != nil {
 		k = append(k, 0xff, byte(opt.Hdr.Ttl>>24), byte(opt.Hdr.Ttl>>16), byte(opt.Hdr.Ttl>>8), byte(opt.Hdr.Ttl))
 	}
-	opt.Option = append(opt.Option, &dns.EDNS0_LOCAL{Code: code, Data: f.marker[:]})
+	mark = &dns.EDNS0_LOCAL{Code: code}
+	opt.Option = append(opt.Option, mark)
 	up = new(dns.Msg)
 	*up = *m
 	// A random ID of our own: a reply that guessed the client's does not
 	// match, and neither does a late reply on a pooled socket.
 	up.Id = dns.Id()
 	up.Extra = append(extra, opt)
-	return up, string(k), nil
+	return up, mark, string(k)
 }
 
 func boolByte(b bool) byte {

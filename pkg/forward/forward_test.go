@@ -538,10 +538,11 @@ func TestForwardAdvertisesEDNSSize(t *testing.T) {
 }
 
 // TestLoopProbe points two servers at each other, each Forwarder started:
-// a loop probe comes back and its Forwarder marks its upstream as looping,
-// logged once and counted, which breaks the loop (the other may not see its
-// own probe come back then). A query then fails at once. A third Forwarder
-// to a plain upstream marks nothing.
+// each one's loop probe comes back to it with its marker, which it logs at
+// error level naming the upstream and counts, without taking the upstream
+// out of use (the marker stops every looping query at once, and the other
+// server then sees its own loop too). A query then fails at once after one
+// lap. A third Forwarder to a plain upstream finds nothing.
 func TestLoopProbe(t *testing.T) {
 	var toA, toB lateUpstreams
 	var logs strings.Builder
@@ -557,18 +558,18 @@ func TestLoopProbe(t *testing.T) {
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	regA.MustRegister(fwdA)
 	regB.MustRegister(fwdB)
-	sum := func(name string) float64 {
-		return gather(t, regA)[name+`{zone="."}`] + gather(t, regB)[name+`{zone="."}`]
-	}
 	start := time.Now()
 	fwdA.Start(context.Background())
 	fwdB.Start(context.Background())
-	awaitWithin(t, 3*time.Second, "an upstream marked looping", func() bool {
-		return sum("dnsconfigurer_forward_looping_upstreams") >= 1
+	awaitWithin(t, 3*time.Second, "both loops detected", func() bool {
+		return gather(t, regA)[`dnsconfigurer_forward_loop_detected_total{zone="."}`] == 1 &&
+			gather(t, regB)[`dnsconfigurer_forward_loop_detected_total{zone="."}`] == 1
 	})
 	t.Logf("loop found after %v; queries seen: A %d, B %d", time.Since(start).Round(time.Millisecond), nA.Load(), nB.Load())
-	if d, l := sum("dnsconfigurer_forward_loop_detected_total"), sum("dnsconfigurer_forward_looping_upstreams"); d != l {
-		t.Errorf("loop_detected_total %v, looping_upstreams %v", d, l)
+	for _, reg := range []*prometheus.Registry{regA, regB} {
+		if v := gather(t, reg)[`dnsconfigurer_forward_looping_upstreams{zone="."}`]; v != 0 {
+			t.Errorf("looping_upstreams %v, want 0 (the marker stops the loop)", v)
+		}
 	}
 	before := nA.Load() + nB.Load()
 	m := new(dns.Msg)
@@ -581,12 +582,14 @@ func TestLoopProbe(t *testing.T) {
 	if took := time.Since(qstart); took > 500*time.Millisecond {
 		t.Errorf("SERVFAIL after %v, want at once", took)
 	}
-	if n := nA.Load() + nB.Load() - before; n > 2 {
-		t.Errorf("%d queries seen for one, want <= 2", n)
+	if n := nA.Load() + nB.Load() - before; n > 3 {
+		t.Errorf("%d queries seen for one, want <= 3 (one lap)", n)
 	}
 	logMu.Lock()
-	if n := strings.Count(logs.String(), "forwards back to this server"); float64(n) != sum("dnsconfigurer_forward_loop_detected_total") {
-		t.Errorf("%d warnings of the loop:\n%s", n, logs.String())
+	for _, up := range []string{a, b} {
+		if !strings.Contains(logs.String(), `level=ERROR msg="forwarding loop: a query sent to this upstream came back to this server; answering SERVFAIL" zone=. upstream=`+up) {
+			t.Errorf("no error naming upstream %s:\n%s", up, logs.String())
+		}
 	}
 	logMu.Unlock()
 
@@ -602,9 +605,44 @@ func TestLoopProbe(t *testing.T) {
 	if _, err := fwdC.Exchange(context.Background(), m); err != nil {
 		t.Errorf("plain upstream: %v", err)
 	}
-	if v := gather(t, regC)[`dnsconfigurer_forward_looping_upstreams{zone="."}`]; v != 0 {
-		t.Errorf("plain upstream marked looping")
+	for _, name := range []string{"looping_upstreams", "loop_detected_total", "loops_total"} {
+		if v := gather(t, regC)[`dnsconfigurer_forward_`+name+`{zone="."}`]; v != 0 {
+			t.Errorf("plain upstream: %s %v, want 0", name, v)
+		}
 	}
+}
+
+// TestLoopProbeLatePeer starts a Forwarder whose upstream, a server
+// forwarding back to it, does not answer yet: its first loop probe gets no
+// reply. Once the peer answers, a later probe comes back and the loop is
+// found with no client query.
+func TestLoopProbeLatePeer(t *testing.T) {
+	var toA, toB lateUpstreams
+	fwdA := newForwarder(t, forward.Config{Upstreams: &toA, HealthCheck: 10 * time.Millisecond, Timeout: 200 * time.Millisecond})
+	fwdB := newForwarder(t, forward.Config{Upstreams: &toB})
+	a := runDNS(t, dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdA)))
+	var up atomic.Bool
+	var dropped atomic.Int64
+	inner := dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdB))
+	b := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if !up.Load() {
+			dropped.Add(1) // not up yet: no reply
+			return
+		}
+		inner.ServeDNS(w, req)
+	}))
+	toA.addr.Store(&b)
+	toB.addr.Store(&a)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(fwdA)
+	fwdA.Start(context.Background())
+	awaitWithin(t, 3*time.Second, "the first loop probe", func() bool { return dropped.Load() > 0 })
+	up.Store(true)
+	start := time.Now()
+	awaitWithin(t, 5*time.Second, "the loop found by a later probe", func() bool {
+		return gather(t, reg)[`dnsconfigurer_forward_loop_detected_total{zone="."}`] == 1
+	})
+	t.Logf("loop found %v after the peer came up; probes dropped before: %d", time.Since(start).Round(time.Millisecond), dropped.Load())
 }
 
 type lockedWriter struct {

@@ -20,6 +20,10 @@ const probeSuffix = "loop-probe.dnsconfigurer."
 // maxProbes bounds the probes sent at once.
 const maxProbes = 8
 
+// maxLoopRecheck is the longest wait between two loop probes of an upstream
+// that has not answered one yet (the wait doubles from Config.HealthCheck).
+const maxLoopRecheck = 30 * time.Second
+
 // probeRound is one loop probe of an upstream list: the upstream at index
 // i was asked <nonce>.<i>.loop-probe.dnsconfigurer.
 type probeRound struct {
@@ -44,9 +48,11 @@ func (f *Forwarder) Start(ctx context.Context) {
 }
 
 // Run does the background work until ctx ends, then returns nil: it probes
-// each upstream for loops now and whenever the list changes, probes the
-// down upstreams every Config.HealthCheck and closes the connections idle
-// for Config.Expire. Use Start or Run, once.
+// each upstream for loops now and whenever the list changes (again, after
+// Config.HealthCheck doubling up to 30s, until the probe gets a reply: a
+// peer not up yet is probed once it is), probes the down upstreams every
+// Config.HealthCheck and closes the connections idle for Config.Expire. Use
+// Start or Run, once.
 func (f *Forwarder) Run(ctx context.Context) error {
 	f.bgMu.Lock()
 	if f.bgDone != nil || f.closed {
@@ -72,6 +78,8 @@ func (f *Forwarder) run(ctx context.Context) error {
 		if !slices.Equal(probed, l.raw) || f.probe.Load() == nil {
 			probed = l.raw
 			f.loopProbe(ctx, l.ups)
+		} else if due := f.loopProbeDue(l.ups); len(due) > 0 {
+			f.loopProbe(ctx, due)
 		}
 		f.healthProbe(ctx, l.ups)
 		for _, u := range l.ups {
@@ -149,25 +157,50 @@ func (f *Forwarder) healthProbe(ctx context.Context, ups []*upstream) {
 func (f *Forwarder) probeOne(ctx context.Context, u *upstream, m *dns.Msg) (*dns.Msg, error) {
 	ctx, cancel := context.WithTimeout(ctx, min(probeTimeout, f.cfg.Timeout))
 	defer cancel()
-	up, _, err := f.prepare(m)
-	if err != nil {
-		return nil, err
-	}
+	up, mark, _ := f.prepare(m)
+	mark.Data = u.mark
 	return f.attempt(ctx, u, up, f.cfg.ForceTCP, 1)
 }
 
-// loopProbe starts a round: each upstream is asked a name of its own;
-// one that forwards it back to us is marked looping in ownProbe.
+// loopProbe starts a round: each upstream is asked a name of its own. One
+// that forwards it back to us with our marker is found by CheckLoop, as any
+// query; one that forwards it back without (a resolver on the way dropped
+// the option) is marked looping in ownProbe. An upstream whose probe got
+// no reply is probed again later (loopProbeDue).
 func (f *Forwarder) loopProbe(ctx context.Context, ups []*upstream) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	round := &probeRound{nonce: hex.EncodeToString(b[:]), ups: ups}
 	f.probe.Store(round)
+	answered := make([]bool, len(ups))
 	each(ups, func(i int, u *upstream) {
 		m := new(dns.Msg)
 		m.SetQuestion(round.nonce+"."+strconv.Itoa(i)+"."+probeSuffix, dns.TypeHINFO)
-		_, _ = f.probeOne(ctx, u, m)
+		_, err := f.probeOne(ctx, u, m)
+		answered[i] = err == nil
 	})
+	now := time.Now()
+	for i, u := range ups {
+		u.checked = answered[i]
+		if u.checked {
+			continue
+		}
+		u.gap = min(max(2*u.gap, f.cfg.HealthCheck), maxLoopRecheck)
+		u.probeAt = now.Add(u.gap)
+	}
+}
+
+// loopProbeDue returns the upstreams whose loop probe got no reply and
+// whose next one is due.
+func (f *Forwarder) loopProbeDue(ups []*upstream) []*upstream {
+	var due []*upstream
+	now := time.Now()
+	for _, u := range ups {
+		if !u.checked && !u.looping.Load() && !now.Before(u.probeAt) {
+			due = append(due, u)
+		}
+	}
+	return due
 }
 
 // ownProbe reports whether name is a loop probe of the current round, and
@@ -192,7 +225,8 @@ func (f *Forwarder) ownProbe(name string) bool {
 	u := round.ups[i]
 	if !u.looping.Swap(true) {
 		f.loopDetected.Add(1)
-		f.log.Warn("upstream forwards back to this server: not used until the upstream list changes", "upstream", u.name)
+		f.log.Error("forwarding loop: the loop probe sent to this upstream came back without our marker (a resolver on the way drops it): not used until the upstream list changes",
+			"upstream", u.name)
 	}
 	return true
 }

@@ -91,6 +91,18 @@ next:
 	return nil
 }
 
+// CheckLoop is the CheckLoop of the upstream of m's route, when it has one
+// (a Forwarder does): ErrLoop for a query that came back to it.
+func (r *Router) CheckLoop(m *dns.Msg) error {
+	if len(m.Question) != 1 {
+		return nil
+	}
+	if lc, ok := r.Route(m.Question[0].Name).(interface{ CheckLoop(*dns.Msg) error }); ok {
+		return lc.CheckLoop(m)
+	}
+	return nil
+}
+
 // Exchange sends m to the upstream of its question's route.
 func (r *Router) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 	if len(m.Question) != 1 {

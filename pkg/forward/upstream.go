@@ -19,13 +19,28 @@ import (
 
 // upstream is one upstream server: its health and its idle connections.
 type upstream struct {
-	name    string // "ip:port"
-	fails   atomic.Int32
-	down    atomic.Bool
+	name string // "ip:port"
+	// mark is the loop marker of the queries sent to it: the Forwarder's
+	// marker and a random tag of this upstream, which names it when a
+	// query comes back.
+	mark  []byte
+	fails atomic.Int32
+	down  atomic.Bool
+	// looping: its loop probe came back without our marker (a resolver on
+	// the way dropped it): not used until the list changes.
 	looping atomic.Bool
-	udp     pool
-	tcp     pool
-	logged  rateLimit
+	// loopSeen: a query sent to it came back (counted once).
+	loopSeen atomic.Bool
+	udp      pool
+	tcp      pool
+	logged   rateLimit
+	loopLog  rateLimit
+	// The loop probes' schedule, read and written by the background work
+	// only: checked once a probe got a reply; until then the next probe is
+	// due at probeAt, gap after the last one.
+	checked bool
+	probeAt time.Time
+	gap     time.Duration
 }
 
 // pool holds the idle connections to one upstream over one transport,

@@ -13,7 +13,11 @@
 // to the node's nameservers (the watched resolv.conf), each through a
 // pkg/forward Forwarder (health checks, failfast, connection reuse,
 // max_concurrent). An upstream that fails is SERVFAIL, or a stale answer
-// when serve-stale is on.
+// when serve-stale is on. The query sent upstream is made afresh, without
+// the client's EDNS0 options, but the cache asks the Exchanger's
+// CheckLoop (dnscache.LoopChecker) about the client's query first: one that
+// came back round a forwarding loop with the stage's own marker is
+// SERVFAIL at once (TestLoopBack).
 //
 // Cache hits over UDP are answered from their wire form: Handler
 // implements dnsserver.WireAnswerer, so the server's UDP reader hands it

@@ -241,6 +241,17 @@ func (f forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error)
 	return h.up.Exchange(ctx, m)
 }
 
+// CheckLoop lets the cache ask h.up whether req came back round a
+// forwarding loop (dnscache.LoopChecker): the query sent upstream is made
+// afresh without the client's options, but req still carries the loop
+// markers it came with.
+func (f forwarder) CheckLoop(req *dns.Msg) error {
+	if lc, ok := f.h.up.(dnscache.LoopChecker); ok {
+		return lc.CheckLoop(req)
+	}
+	return nil
+}
+
 // Len is the number of cached answers.
 func (h *Handler) Len() int {
 	return h.cache.Len(dnscache.Success) + h.cache.Len(dnscache.Denial)

@@ -294,3 +294,33 @@ func TestEDNSSize(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopBack: the stage's upstream is a relay (a cluster DNS whose own
+// upstream is the stage) that sends each query back with its options. The
+// query that comes back carries the stage's loop marker: its cache asks
+// the forwarder (CheckLoop) and answers SERVFAIL at once instead of
+// joining the flight of the query it is, which held it for the timeout.
+func TestLoopBack(t *testing.T) {
+	var stage atomic.Pointer[string]
+	relay := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(req, *stage.Load())
+		if err != nil {
+			r = new(dns.Msg)
+			r.SetRcode(req, dns.RcodeServerFailure)
+		}
+		_ = w.WriteMsg(r)
+	})}
+	if err := relay.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { relay.Shutdown(context.Background()) })
+	_, addr := startNodeLocal(t, &upstream{addr: relay.Addrs()[0]}, Config{})
+	stage.Store(&addr)
+	start := time.Now()
+	r := ask(t, addr, "udp", "loop.example.org.", dns.TypeA, true)
+	took := time.Since(start)
+	t.Logf("%s after %v", dns.RcodeToString[r.Rcode], took)
+	if r.Rcode != dns.RcodeServerFailure || took > 500*time.Millisecond {
+		t.Errorf("%s after %v, want SERVFAIL at once (the forward timeout is 1s)", dns.RcodeToString[r.Rcode], took)
+	}
+}
