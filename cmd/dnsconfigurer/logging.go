@@ -96,7 +96,7 @@ func newLeveledLogger(w io.Writer, format string, level slog.Leveler) (*slog.Log
 	default:
 		return nil, usagef("--log-format %q: must be text or json", format)
 	}
-	return slog.New(&uniqueHandler{base: h, h: h}), nil
+	return slog.New(newUniqueHandler(h)), nil
 }
 
 // durationString writes a duration as Go writes it ("1.5s", "250ms"), the
@@ -112,16 +112,21 @@ func durationString(_ []string, a slog.Attr) slog.Attr {
 // componentKey names the part of the program that logged a line.
 const componentKey = "component"
 
-// uniqueHandler writes each top-level key once per line, which JSON log
+// uniqueHandler writes each key once per object of a line, which JSON log
 // pipelines (Elasticsearch, Loki's json stage) require. A component derived
 // from another (With("component", "hostresolv") on a logger with component
 // "dnsserver") is named by both, outer first: "dnsserver.hostresolv", as a
 // zap logger's Named path. Any other key given again, by With or on the
-// record, replaces the earlier value. Keys inside a group are the group's.
+// record, replaces the earlier value. A group's keys are its own.
 type uniqueHandler struct {
-	base  slog.Handler // the handler made at start: no attrs
-	attrs []slog.Attr  // the top-level attrs of With, each key once
-	h     slog.Handler // base.WithAttrs(attrs)
+	base   slog.Handler  // the handler made at start: no attrs
+	groups []string      // the open groups, outermost first
+	attrs  [][]slog.Attr // the attrs of With, each key once: [0] at the top, [i] in groups[i-1]
+	h      slog.Handler  // base with groups and attrs
+}
+
+func newUniqueHandler(base slog.Handler) *uniqueHandler {
+	return &uniqueHandler{base: base, attrs: [][]slog.Attr{nil}, h: base}
 }
 
 func (u *uniqueHandler) Enabled(ctx context.Context, l slog.Level) bool { return u.h.Enabled(ctx, l) }
@@ -130,26 +135,42 @@ func (u *uniqueHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	if len(as) == 0 {
 		return u
 	}
-	attrs := mergeAttrs(slices.Clone(u.attrs), as)
-	return &uniqueHandler{base: u.base, attrs: attrs, h: u.base.WithAttrs(attrs)}
+	return u.with(as)
 }
 
-// WithGroup opens a group: the attrs that follow are inside it, where they
-// cannot clash with the top level.
+// with is u with as merged into the innermost group's attrs.
+func (u *uniqueHandler) with(as []slog.Attr) *uniqueHandler {
+	attrs := slices.Clone(u.attrs)
+	last := len(attrs) - 1
+	attrs[last] = mergeAttrs(slices.Clone(attrs[last]), as)
+	h := u.base
+	for i, level := range attrs {
+		if i > 0 {
+			h = h.WithGroup(u.groups[i-1])
+		}
+		if len(level) > 0 {
+			h = h.WithAttrs(level)
+		}
+	}
+	return &uniqueHandler{base: u.base, groups: u.groups, attrs: attrs, h: h}
+}
+
 func (u *uniqueHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return u
 	}
-	return u.h.WithGroup(name)
+	return &uniqueHandler{base: u.base, groups: append(slices.Clip(u.groups), name),
+		attrs: append(slices.Clip(u.attrs), nil), h: u.h.WithGroup(name)}
 }
 
-// Handle writes r; a record attr whose key the logger's attrs or an earlier
-// record attr have (rare) is merged in as WithAttrs merges.
+// Handle writes r; a record attr whose key the innermost group's attrs or
+// an earlier record attr have (rare) is merged in as WithAttrs merges.
 func (u *uniqueHandler) Handle(ctx context.Context, r slog.Record) error {
+	last := u.attrs[len(u.attrs)-1]
 	var recs []slog.Attr
 	clash := false
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key != "" && (hasKey(u.attrs, a.Key) || hasKey(recs, a.Key)) {
+		if a.Key != "" && (hasKey(last, a.Key) || hasKey(recs, a.Key)) {
 			clash = true
 		}
 		recs = append(recs, a)
@@ -158,8 +179,7 @@ func (u *uniqueHandler) Handle(ctx context.Context, r slog.Record) error {
 	if !clash {
 		return u.h.Handle(ctx, r)
 	}
-	merged := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
-	return u.base.WithAttrs(mergeAttrs(slices.Clone(u.attrs), recs)).Handle(ctx, merged)
+	return u.with(recs).h.Handle(ctx, slog.NewRecord(r.Time, r.Level, r.Message, r.PC))
 }
 
 func hasKey(as []slog.Attr, key string) bool {

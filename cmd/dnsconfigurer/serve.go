@@ -167,7 +167,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.logQueries, "log-queries", false, "log every query (client, name, type, rcode, duration); for debugging")
 	fs.IntVar(&f.maxUDPInFlight, "max-udp-in-flight", dnsserver.DefaultMaxUDPInFlight, "UDP queries answered at once; further datagrams are dropped and counted")
 	fs.IntVar(&f.maxTCPConns, "max-tcp-conns", dnsserver.DefaultMaxTCPConns, "open TCP connections; further ones are closed at once and counted")
-	fs.StringVar(&f.config, "config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes")
+	fs.StringVar(&f.config, "config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes, but for the fields that need a restart: mode, listen, reusePort, metricsListen, clusterDomain, logFormat, kubeconfig, objects, limits and nodeLocal (logged when changed)")
 	fs.Var(&f.forward, "forward", "forward names under `ZONE=ADDR[,ADDR...]` to these upstreams (stub domains; \".\" is the default route); repeatable")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", forward.DefaultMaxConcurrent, "forwarded queries in flight at once; beyond, SERVFAIL at once (counted)")
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "bind the listen addresses with SO_REUSEPORT, so that a new instance serves them before the old one stops (every instance must set it)")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // TestServeReloadProcess runs `dnsconfigurer serve --config FILE` in a
@@ -102,5 +104,21 @@ func TestServeReloadProcess(t *testing.T) {
 	check("clusterDomain kept, ttl 11", web, dns.RcodeSuccess, 11)
 	if n := strings.Count(log, restart); n != 1 {
 		t.Errorf("%d restart warnings, want the clusterDomain change's only", n)
+	}
+}
+
+// TestConfigHelpNamesRestartFields: --config's help (and docs/reference.md
+// generated from it) lists every field a reload does not apply.
+func TestConfigHelpNamesRestartFields(t *testing.T) {
+	var help strings.Builder
+	if _, err := parseServeFlags([]string{"-h"}, &help); err == nil {
+		t.Fatal("-h: no ErrHelp")
+	}
+	_, text, _ := strings.Cut(help.String(), "\n  -config FILE")
+	text, _, _ = strings.Cut(text, "\n  -")
+	for _, f := range v1alpha1.RestartFields {
+		if !strings.Contains(text, f) {
+			t.Errorf("--config's help does not name %s:%s", f, text)
+		}
 	}
 }
