@@ -185,6 +185,14 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 // takes is not forwarded. Zones are compared case-insensitively
 // with a trailing dot, so "Corp.Example" and "corp.example." are one zone.
 //
+// # Reload
+//
+// `serve --config` reads the file again when it changes and applies every
+// field but RestartFields (mode, listen, reusePort, metricsListen,
+// clusterDomain, logFormat, kubeconfig, objects, limits, nodeLocal), which
+// keep their running values and are named in a warning when their value
+// changed (KeepRestartFields). Mode node-local reads the file once.
+//
 // # Validation
 //
 // Validate reports every invalid field, each as "path: message" (for example

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 )
@@ -68,7 +67,10 @@ func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "hostresolv: --mode: %v\n", err)
 		return exitUsage
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log, _ := newLogger(stderr, logText, "info") // constants: no error
+	if *watch {
+		logStart(log, "hostresolv")
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := hostresolv.Watch(wctx, *path, hostresolv.WithMode(m), hostresolv.WithLogger(log))

@@ -104,6 +104,7 @@ func runNRI(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer nri", err)
 	}
+	logStart(log, "nri")
 	return exitCode(stderr, "dnsconfigurer nri", boundShutdown(ctx, shutdownLimit, log, func() error {
 		return runNRIParts(ctx, cfg, log, newRegistry())
 	}))

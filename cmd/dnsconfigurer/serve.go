@@ -12,10 +12,12 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
@@ -165,7 +167,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.logQueries, "log-queries", false, "log every query (client, name, type, rcode, duration); for debugging")
 	fs.IntVar(&f.maxUDPInFlight, "max-udp-in-flight", dnsserver.DefaultMaxUDPInFlight, "UDP queries answered at once; further datagrams are dropped and counted")
 	fs.IntVar(&f.maxTCPConns, "max-tcp-conns", dnsserver.DefaultMaxTCPConns, "open TCP connections; further ones are closed at once and counted")
-	fs.StringVar(&f.config, "config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes")
+	fs.StringVar(&f.config, "config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes, but for the fields that need a restart: mode, listen, reusePort, metricsListen, clusterDomain, logFormat, kubeconfig, objects, limits and nodeLocal (logged when changed)")
 	fs.Var(&f.forward, "forward", "forward names under `ZONE=ADDR[,ADDR...]` to these upstreams (stub domains; \".\" is the default route); repeatable")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", forward.DefaultMaxConcurrent, "forwarded queries in flight at once; beyond, SERVFAIL at once (counted)")
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "bind the listen addresses with SO_REUSEPORT, so that a new instance serves them before the old one stops (every instance must set it)")
@@ -302,7 +304,13 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer serve", err)
 	}
-	log, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	level := new(slog.LevelVar) // logLevel is reloaded
+	lv, err := parseLevel(cfg.LogLevel)
+	if err != nil {
+		return exitCode(stderr, "dnsconfigurer serve", err)
+	}
+	level.Set(lv)
+	log, err := newLeveledLogger(stderr, cfg.LogFormat, level)
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer serve", err)
 	}
@@ -313,26 +321,24 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		debug.SetGCPercent(gcPercent)
 	}
 	log = log.With("component", "dnsserver")
+	logStart(log, "serve")
 	if cfg.Mode == v1alpha1.ModeNodeLocal {
 		return exitCode(stderr, "dnsconfigurer serve", runNodeLocal(ctx, cfg, log, newRegistry()))
 	}
-	return exitCode(stderr, "dnsconfigurer serve", runClusterDNS(ctx, f, cfg, log, newRegistry()))
+	return exitCode(stderr, "dnsconfigurer serve", runClusterDNS(ctx, f, cfg, log, level, newRegistry()))
 }
 
 // runClusterDNS is `serve --mode cluster`: the record store, its feed, the
 // answer stack and the DNS server, until ctx is done or a part fails; with
-// --config, the file is watched and a change replaces the answer stack.
-func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
+// --config, the file is watched and a change is applied (reloader).
+func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, level *slog.LevelVar, reg *prometheus.Registry) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	podMode, err := store.ParsePodMode(cfg.Pods)
+	opts, err := storeOptions(cfg)
 	if err != nil {
-		return usagef("pods: %v", err)
+		return err
 	}
-	st, err := store.New(store.Options{
-		Zone: cfg.ClusterDomain, TTL: cfg.RecordTTL(), Pods: podMode, Namespaces: cfg.Namespaces,
-		IgnoreEmptyService: cfg.IgnoreEmptyService, EndpointPodNames: cfg.EndpointPodNames, NoEndpoints: cfg.NoEndpoints,
-	})
+	st, err := store.New(opts)
 	if err != nil {
 		return usagef("--cluster-domain %q: %v", cfg.ClusterDomain, err)
 	}
@@ -344,7 +350,7 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 		return err
 	}
 	defer func() { stack.stop() }()
-	feedRun, err := recordFeed(cfg, st, podMode, log)
+	records, err := newRecordFeed(cfg, st, log)
 	if err != nil {
 		return err
 	}
@@ -354,7 +360,7 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 	stack.handler.Warm()
 	debug.FreeOSMemory()
 	releaseStartupPages()
-	srv := dnsServer(cfg, stack.handler, log.With("zone", st.Zone(), "pods", podMode.String(), "ttl", cfg.RecordTTL()))
+	srv := dnsServer(cfg, stack.handler, log.With("zone", st.Zone()))
 	gather := &stackGatherer{main: reg}
 	gather.cur.Store(stack)
 	if err := reg.Register(srv); err != nil {
@@ -366,15 +372,9 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 	if err != nil {
 		return err
 	}
-	feedTask := func(ctx context.Context) error {
-		if err := feedRun(ctx); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("record feed stopped: %w", err)
-		}
-		return nil
-	}
-	tasks := append(ops, feedTask)
+	tasks := append(ops, records.run)
 	if f.config != "" {
-		r := &reloader{f: f, running: cfg, st: st, srv: srv, gather: gather, log: log, stack: &stack}
+		r := &reloader{f: f, running: cfg, st: st, records: records, srv: srv, gather: gather, log: log, level: level, stack: &stack}
 		if err := reg.Register(r); err != nil {
 			return err
 		}
@@ -385,15 +385,54 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 	return runTasks(ctx, append(tasks, srv.Run, releaseAfterSync(synced))...)
 }
 
-// recordFeed is what fills the store: the manifests of objects (loaded now,
-// then watched) or the cluster's API server.
-func recordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, podMode store.PodMode, log *slog.Logger) (func(context.Context) error, error) {
+// storeOptions are the record options of cfg (the store's, changed by a
+// reload).
+func storeOptions(cfg *v1alpha1.ServerConfiguration) (store.Options, error) {
+	podMode, err := store.ParsePodMode(cfg.Pods)
+	if err != nil {
+		return store.Options{}, usagef("pods: %v", err)
+	}
+	return store.Options{
+		Zone: cfg.ClusterDomain, TTL: cfg.RecordTTL(), Pods: podMode, Namespaces: cfg.Namespaces,
+		IgnoreEmptyService: cfg.IgnoreEmptyService, EndpointPodNames: cfg.EndpointPodNames, NoEndpoints: cfg.NoEndpoints,
+	}, nil
+}
+
+// recordFeed fills the store: from the manifests of objects (loaded now,
+// then watched), or from the cluster's API server, whose informers watch
+// pods only with pods: verified and endpoints only without noEndpoints. A
+// reload that changes either starts the informers again (rewatch).
+type recordFeed struct {
+	st        *store.Store
+	log       *slog.Logger
+	manifests *feed.Manifests      // or
+	client    kubernetes.Interface // the API server's
+
+	watching feedWatch      // the reloader's: what the feed watches
+	rewatch  chan feedWatch // to run: watch this instead
+
+	mu     sync.Mutex
+	synced bool // the running feed has published its records
+}
+
+// feedWatch is what the cluster feed watches besides Services and
+// Namespaces.
+type feedWatch struct{ pods, endpoints bool }
+
+func watchOf(cfg *v1alpha1.ServerConfiguration) feedWatch {
+	return feedWatch{pods: cfg.Pods == v1alpha1.PodsVerified, endpoints: !cfg.NoEndpoints}
+}
+
+// newRecordFeed is the feed of cfg's record source.
+func newRecordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, log *slog.Logger) (*recordFeed, error) {
+	r := &recordFeed{st: st, log: log, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
 	if cfg.Objects != "" {
-		m := &feed.Manifests{Path: cfg.Objects, Store: st, Logger: log}
-		if err := m.Load(); err != nil {
+		r.manifests = &feed.Manifests{Path: cfg.Objects, Store: st, Logger: log}
+		if err := r.manifests.Load(); err != nil {
 			return nil, usagef("--objects: %v", err)
 		}
-		return m.Run, nil
+		r.synced = true
+		return r, nil
 	}
 	klog.SetSlogLogger(log.With("component", "client-go"))
 	client, err := kubeClient(cfg.Kubeconfig, "serve")
@@ -403,9 +442,91 @@ func recordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, podMode stor
 	if client == nil {
 		return nil, usagef("no records to serve: give --kubeconfig or --objects, set $KUBECONFIG, or run in a pod (the in-cluster config)")
 	}
-	c := &feed.Cluster{Client: client, Store: st, Logger: log,
-		Pods: podMode == store.PodsVerified, NoEndpoints: cfg.NoEndpoints}
-	return c.Run, nil
+	r.client = client
+	return r, nil
+}
+
+// run feeds the store until ctx is done. The cluster feed is started again
+// from an empty store when rewatch says so; the snapshot published before
+// keeps answering until the new informers have synced and published.
+func (r *recordFeed) run(ctx context.Context) error {
+	if r.manifests != nil {
+		if err := r.manifests.Run(ctx); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("record feed stopped: %w", err)
+		}
+		return nil
+	}
+	w := r.watching
+	for {
+		fctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		c := &feed.Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints}
+		go func() { done <- c.Run(fctx) }()
+		select {
+		case err := <-done:
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				return fmt.Errorf("record feed stopped: %w", err)
+			}
+			return nil
+		case <-ctx.Done():
+			cancel()
+			<-done
+			return nil
+		case w = <-r.rewatch:
+			cancel()
+			<-done
+			r.mu.Lock()
+			r.synced = false
+			r.st.Replace(store.Objects{})
+			r.mu.Unlock()
+			r.log.Info("watching the API server again", "pods", w.pods, "endpoints", w.endpoints)
+		}
+	}
+}
+
+// apply makes the store's records follow cfg's options (a reload): the
+// cluster feed starts again when what it must watch changed, and publishes
+// once synced; otherwise the records are published again now (once the
+// feed has published them: before, there is nothing to serve yet).
+func (r *recordFeed) apply(cfg *v1alpha1.ServerConfiguration) error {
+	opts, err := storeOptions(cfg)
+	if err != nil {
+		return err
+	}
+	if err := r.st.SetOptions(opts); err != nil {
+		return err
+	}
+	if w := watchOf(cfg); r.client != nil && w != r.watching {
+		r.watching = w
+		select {
+		case <-r.rewatch: // a change not taken up yet: this one replaces it
+		default:
+		}
+		r.rewatch <- w
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.synced {
+		r.st.Publish()
+	}
+	return nil
+}
+
+// syncedStore is the store as the cluster feed's Publisher: its publish
+// marks the records as there.
+type syncedStore struct {
+	*store.Store
+	feed *recordFeed
+}
+
+func (s syncedStore) Publish() *store.Snapshot {
+	snap := s.Store.Publish()
+	s.feed.mu.Lock()
+	s.feed.synced = true
+	s.feed.mu.Unlock()
+	return snap
 }
 
 // releaseAfterSync gives back the pages start-up touched once more: the

@@ -252,35 +252,3 @@ func (f *serveFlags) applyCacheFlags(cfg *v1alpha1.ServerConfiguration) {
 		cfg.Cache.Prefetch.Amount = f.prefetch
 	}
 }
-
-// restartFields are the settings a reload cannot change: the listeners,
-// the record source and store, the ops endpoint, the logger. reloadable copies them
-// from the running config into next and names those that differed.
-func reloadable(running, next *v1alpha1.ServerConfiguration) []string {
-	var kept []string
-	keep := func(name string, differs bool, restore func()) {
-		if differs {
-			kept = append(kept, name)
-			restore()
-		}
-	}
-	keep("mode", running.Mode != next.Mode, func() { next.Mode = running.Mode })
-	keep("listen", strings.Join(running.Listen, ",") != strings.Join(next.Listen, ","), func() { next.Listen = running.Listen })
-	keep("clusterDomain", running.ClusterDomain != next.ClusterDomain, func() { next.ClusterDomain = running.ClusterDomain })
-	keep("metricsListen", running.MetricsListen != next.MetricsListen, func() { next.MetricsListen = running.MetricsListen })
-	keep("logFormat", running.LogFormat != next.LogFormat, func() { next.LogFormat = running.LogFormat })
-	keep("logLevel", running.LogLevel != next.LogLevel, func() { next.LogLevel = running.LogLevel })
-	keep("kubeconfig", running.Kubeconfig != next.Kubeconfig, func() { next.Kubeconfig = running.Kubeconfig })
-	keep("objects", running.Objects != next.Objects, func() { next.Objects = running.Objects })
-	keep("namespaces", strings.Join(running.Namespaces, ",") != strings.Join(next.Namespaces, ","), func() { next.Namespaces = running.Namespaces })
-	keep("pods", running.Pods != next.Pods, func() { next.Pods = running.Pods })
-	keep("ttl", running.RecordTTL() != next.RecordTTL(), func() { next.TTL = running.TTL })
-	keep("ignoreEmptyService", running.IgnoreEmptyService != next.IgnoreEmptyService, func() { next.IgnoreEmptyService = running.IgnoreEmptyService })
-	keep("endpointPodNames", running.EndpointPodNames != next.EndpointPodNames, func() { next.EndpointPodNames = running.EndpointPodNames })
-	keep("noEndpoints", running.NoEndpoints != next.NoEndpoints, func() { next.NoEndpoints = running.NoEndpoints })
-	keep("limits", running.Limits != next.Limits, func() { next.Limits = running.Limits })
-	keep("lameduck", running.Lameduck != next.Lameduck, func() { next.Lameduck = running.Lameduck })
-	keep("reusePort", running.ReusePort != next.ReusePort, func() { next.ReusePort = running.ReusePort })
-	keep("nodeLocal", fmt.Sprint(running.NodeLocal) != fmt.Sprint(next.NodeLocal), func() { next.NodeLocal = running.NodeLocal })
-	return kept
-}

@@ -22,20 +22,25 @@ var reloadInterval = 2 * time.Second
 
 // reloader watches the --config file and, when its content changes,
 // applies it: the flags given are applied over it again, it is validated,
-// settings that need a restart keep their running values (and are named in
-// the log), a new answer stack is built and swapped into the server, and
-// the old one is stopped once the queries it may still be answering have
-// had their forwarding timeout. The new stack keeps the old one's
-// forwarders and cache when their settings are unchanged (forwardingKey).
-// No query is dropped (TestServeReloadUnderLoad). A file that does not
-// load or validate keeps the running config and is logged with the reason.
+// the fields that need a restart (v1alpha1.RestartFields) keep their
+// running values and, when they were changed, are named in the log; a new
+// answer stack is built and swapped into the server, and the old one is
+// stopped once the queries it may still be answering have had their
+// forwarding timeout. The records are published again with the new record
+// options (ttl, pods, namespaces, ...; recordFeed.apply), and the log level
+// and the lameduck are set. The new stack keeps the old one's forwarders
+// and cache when their settings are unchanged (forwardingKey). No query is
+// dropped (TestServeReloadUnderLoad). A file that does not load or validate
+// keeps the running config and is logged with the reason.
 type reloader struct {
 	f       *serveFlags
 	running *v1alpha1.ServerConfiguration
 	st      *store.Store
+	records *recordFeed
 	srv     *dnsserver.Server
 	gather  *stackGatherer
 	log     *slog.Logger
+	level   *slog.LevelVar
 	stack   **answerStack
 
 	last    [32]byte
@@ -81,24 +86,38 @@ func (r *reloader) reload(ctx context.Context) error {
 		r.log.Error("config reload failed; keeping the running config", "path", r.f.config, "err", err)
 		return err
 	}
-	if kept := reloadable(r.running, next); len(kept) > 0 {
+	if kept := next.KeepRestartFields(r.running); len(kept) > 0 {
 		r.log.Warn("config changes that need a restart are not applied", "fields", kept)
+	}
+	level, err := parseLevel(next.LogLevel)
+	if err != nil { // validated: not reached
+		r.failed.Add(1)
+		return err
 	}
 	old := *r.stack
 	stack, err := buildStack(ctx, next, r.st, r.log, old.fwd)
+	if err == nil {
+		err = r.records.apply(next)
+	}
 	if err != nil {
+		if stack != nil {
+			stack.stopKeeping(old.fwd)
+		}
 		r.failed.Add(1)
 		r.log.Error("config reload failed; keeping the running config", "path", r.f.config, "err", err)
 		return err
 	}
 	stack.handler.Warm()
 	r.srv.SetHandler(queryLog(next, stack.handler, r.log))
+	r.srv.SetLameduck(next.Lameduck.Duration())
+	r.level.Set(level)
 	r.gather.cur.Store(stack)
 	*r.stack, r.running = stack, next
 	kept := stack.fwd != nil && stack.fwd == old.fwd
 	retireAfter(old, stack.fwd, forward.DefaultTimeout+time.Second)
 	r.applied.Add(1)
-	r.log.Info("config reloaded", "path", r.f.config, "forward", len(next.Forward), "forwardingKept", kept)
+	r.log.Info("config reloaded", "path", r.f.config, "forward", len(next.Forward), "forwardingKept", kept,
+		"ttl", next.RecordTTL(), "pods", next.Pods, "namespaces", next.Namespaces)
 	return nil
 }
 

@@ -125,6 +125,7 @@ func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Write
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer shim", err)
 	}
+	logStart(log, "shim")
 	return exitCode(stderr, "dnsconfigurer shim", boundShutdown(ctx, shutdownLimit, log, func() error {
 		return runShimParts(ctx, cfg, log, newRegistry())
 	}))

@@ -157,6 +157,7 @@ func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wr
 	if err != nil {
 		return exitCode(stderr, "webhook", err)
 	}
+	logStart(log, "webhook")
 	for _, w := range warnings {
 		log.Warn("node settings", "reason", w.Reason, "msg", w.Message)
 	}

@@ -215,40 +215,54 @@ func TestTCPConnBound(t *testing.T) {
 }
 
 // TestLameduck: after Run's context ends the server keeps answering for
-// Lameduck with Ready false, then stops.
+// Lameduck, or the lameduck SetLameduck gave while it ran (serve's
+// config reload), with Ready false, then stops.
 func TestLameduck(t *testing.T) {
-	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(answerA), Lameduck: 3 * time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	if !pollUntil(5*time.Second, func() bool { return len(srv.Addrs()) == 1 }) {
-		t.Fatal("server did not start")
-	}
-	addr := srv.Addrs()[0]
-	if !srv.Ready() {
-		t.Fatal("not ready while serving")
-	}
-	cancel()
-	if !pollUntil(5*time.Second, func() bool { return !srv.Ready() }) {
-		t.Fatal("still ready after the context ended")
-	}
-	c := &dns.Client{Timeout: time.Second}
-	if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("x.example.", dns.TypeA), addr); err != nil || len(r.Answer) != 1 {
-		t.Fatalf("query in lameduck: %v %v", r, err)
-	}
-	if got := metric(t, srv, "dnsconfigurer_dnsserver_lameduck"); got != 1 {
-		t.Errorf("lameduck gauge = %v, want 1", got)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the lameduck")
-	}
-	if _, _, err := c.Exchange(new(dns.Msg).SetQuestion("x.example.", dns.TypeA), addr); err == nil {
-		t.Fatal("answered after the lameduck ended")
+	for _, tc := range []struct {
+		name          string
+		field, setRun time.Duration
+	}{
+		{"field", 3 * time.Second, -1},
+		{"set while running", 0, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(answerA), Lameduck: tc.field}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- srv.Run(ctx) }()
+			if !pollUntil(5*time.Second, func() bool { return len(srv.Addrs()) == 1 }) {
+				t.Fatal("server did not start")
+			}
+			addr := srv.Addrs()[0]
+			if !srv.Ready() {
+				t.Fatal("not ready while serving")
+			}
+			if tc.setRun >= 0 {
+				srv.SetLameduck(tc.setRun)
+			}
+			cancel()
+			if !pollUntil(5*time.Second, func() bool { return !srv.Ready() }) {
+				t.Fatal("still ready after the context ended")
+			}
+			c := &dns.Client{Timeout: time.Second}
+			if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("x.example.", dns.TypeA), addr); err != nil || len(r.Answer) != 1 {
+				t.Fatalf("query in lameduck: %v %v", r, err)
+			}
+			if got := metric(t, srv, "dnsconfigurer_dnsserver_lameduck"); got != 1 {
+				t.Errorf("lameduck gauge = %v, want 1", got)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after the lameduck")
+			}
+			if _, _, err := c.Exchange(new(dns.Msg).SetQuestion("x.example.", dns.TypeA), addr); err == nil {
+				t.Fatal("answered after the lameduck ended")
+			}
+		})
 	}
 }
 

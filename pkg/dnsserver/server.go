@@ -71,7 +71,8 @@ type Server struct {
 	// within it (default DefaultTCPWriteTimeout).
 	TCPWriteTimeout time.Duration
 	// Lameduck is how long Run keeps answering after its context ends,
-	// with Ready false, before it stops listening (default 0: at once).
+	// with Ready false, before it stops listening (default 0: at once);
+	// SetLameduck changes it while Run runs.
 	Lameduck time.Duration
 	// ReusePort binds the UDP and the TCP socket of every address with
 	// SO_REUSEPORT (default false), so that a new instance can bind the same
@@ -100,8 +101,9 @@ type Server struct {
 	addrs    []string
 	g        *guard
 	draining atomic.Bool
-	stopping atomic.Bool   // Shutdown has begun (wireReader)
-	serving  chan struct{} // closed once Start has bound every address
+	stopping atomic.Bool                   // Shutdown has begun (wireReader)
+	lameduck atomic.Pointer[time.Duration] // SetLameduck's, over Lameduck
+	serving  chan struct{}                 // closed once Start has bound every address
 }
 
 // guard returns the listeners' handler wrapper, made on first use.
@@ -261,6 +263,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// SetLameduck sets the lameduck of a Run whose context has not ended yet
+// (serve's config reload); safe for concurrent use.
+func (s *Server) SetLameduck(d time.Duration) { s.lameduck.Store(&d) }
+
 // Run starts the server, logs "serving DNS" with the bound addresses, and
 // serves until ctx is done; then, for Lameduck, it keeps answering with
 // Ready false, and shuts down within five seconds. A shutdown that does not
@@ -272,9 +278,13 @@ func (s *Server) Run(ctx context.Context) error {
 	s.Logger.Info("serving DNS", "listen", s.Addrs())
 	<-ctx.Done()
 	s.draining.Store(true)
-	if s.Lameduck > 0 {
-		s.Logger.Info("lameduck: still answering, /readyz failing", "for", s.Lameduck)
-		t := time.NewTimer(s.Lameduck)
+	lameduck := s.Lameduck
+	if d := s.lameduck.Load(); d != nil {
+		lameduck = *d
+	}
+	if lameduck > 0 {
+		s.Logger.Info("lameduck: still answering, /readyz failing", "for", lameduck)
+		t := time.NewTimer(lameduck)
 		<-t.C
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -84,11 +84,11 @@ var ErrBadOptions = errors.New("store: bad options")
 // Store holds the slim records and publishes Snapshots. Its methods are safe
 // for concurrent use. Mutations take effect for readers at the next Publish.
 type Store struct {
-	opts    Options
-	zone    string // lowercase, trailing dot
-	exposed map[string]struct{}
+	zone string // lowercase, trailing dot
 
 	mu         sync.Mutex
+	opts       Options
+	exposed    map[string]struct{}
 	services   map[nsName]Service
 	slices     map[nsName]EndpointSlice
 	pods       map[nsName]Pod
@@ -103,32 +103,70 @@ type nsName struct{ ns, name string }
 // New returns an empty Store. Snapshot returns nil until the first Publish,
 // which is how the wire layer knows the first sync has not happened.
 func New(opts Options) (*Store, error) {
-	zone := strings.ToLower(strings.TrimSuffix(opts.Zone, "."))
-	if zone == "" || strings.HasPrefix(zone, ".") || strings.Contains(zone, "..") {
-		return nil, fmt.Errorf("%w: zone %q", ErrBadOptions, opts.Zone)
-	}
-	if opts.TTL > MaxTTL {
-		return nil, fmt.Errorf("%w: ttl %d above %d", ErrBadOptions, opts.TTL, MaxTTL)
+	zone, err := checkOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	s := &Store{
 		opts:       opts,
-		zone:       zone + ".",
+		zone:       zone,
+		exposed:    exposedSet(opts.Namespaces),
 		services:   map[nsName]Service{},
 		slices:     map[nsName]EndpointSlice{},
 		pods:       map[nsName]Pod{},
 		namespaces: map[string]struct{}{},
 	}
-	if len(opts.Namespaces) > 0 {
-		s.exposed = map[string]struct{}{}
-		for _, n := range opts.Namespaces {
-			s.exposed[strings.ToLower(n)] = struct{}{}
-		}
-	}
 	return s, nil
 }
 
-// Options returns the options the Store was made with.
-func (s *Store) Options() Options { return s.opts }
+// checkOptions validates opts and returns the lowercase zone with its
+// trailing dot.
+func checkOptions(opts Options) (string, error) {
+	zone := strings.ToLower(strings.TrimSuffix(opts.Zone, "."))
+	if zone == "" || strings.HasPrefix(zone, ".") || strings.Contains(zone, "..") {
+		return "", fmt.Errorf("%w: zone %q", ErrBadOptions, opts.Zone)
+	}
+	if opts.TTL > MaxTTL {
+		return "", fmt.Errorf("%w: ttl %d above %d", ErrBadOptions, opts.TTL, MaxTTL)
+	}
+	return zone + ".", nil
+}
+
+// exposedSet is the namespace filter of names (nil: every namespace).
+func exposedSet(names []string) map[string]struct{} {
+	if len(names) == 0 {
+		return nil
+	}
+	set := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		set[strings.ToLower(n)] = struct{}{}
+	}
+	return set
+}
+
+// Options returns the options the Store builds snapshots with.
+func (s *Store) Options() Options {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts
+}
+
+// SetOptions changes the options of the snapshots built from now on (a
+// config reload): the next Publish applies them to the records the Store
+// holds. The zone cannot change: its names index the records.
+func (s *Store) SetOptions(opts Options) error {
+	zone, err := checkOptions(opts)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if zone != s.zone {
+		return fmt.Errorf("%w: zone %q: the store serves %q", ErrBadOptions, opts.Zone, s.zone)
+	}
+	s.opts, s.exposed = opts, exposedSet(opts.Namespaces)
+	return nil
+}
 
 // Zone returns the lowercase cluster zone with its trailing dot.
 func (s *Store) Zone() string { return s.zone }

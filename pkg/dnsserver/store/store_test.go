@@ -115,3 +115,41 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		t.Error("ParsePodMode accepted a bad mode")
 	}
 }
+
+// TestSetOptions: new options apply to the records held at the next
+// Publish (a config reload), earlier snapshots keep theirs, and a bad
+// option or another zone is refused with the running options kept.
+func TestSetOptions(t *testing.T) {
+	st, err := New(Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetService(Service{Namespace: "a", Name: "web", Type: ClusterIP, ClusterIPs: addrs("10.96.0.1")})
+	st.SetService(Service{Namespace: "b", Name: "web", Type: ClusterIP, ClusterIPs: addrs("10.96.0.2")})
+	st.SetPod(Pod{Namespace: "a", Name: "p", IPs: addrs("10.1.0.1")})
+	before := st.Publish()
+	if err := st.SetOptions(Options{Zone: "Cluster.Local.", TTL: 30, Pods: PodsVerified, Namespaces: []string{"A"}}); err != nil {
+		t.Fatal(err)
+	}
+	after := st.Publish()
+	if n, ok := after.Lookup("web.a.svc.cluster.local."); !ok || n.TTL != 30 {
+		t.Errorf("web.a after SetOptions = %+v %v, want TTL 30", n, ok)
+	}
+	if _, ok := after.Lookup("web.b.svc.cluster.local."); ok {
+		t.Error("namespace b is filtered out but still served")
+	}
+	if _, ok := after.Lookup("10-1-0-1.a.pod.cluster.local."); !ok {
+		t.Error("pods verified: the pod's name is missing")
+	}
+	if n, ok := before.Lookup("web.b.svc.cluster.local."); !ok || n.TTL != 5 {
+		t.Errorf("the earlier snapshot changed: %+v %v", n, ok)
+	}
+	for _, bad := range []Options{{Zone: "other.local", TTL: 5}, {Zone: "cluster.local", TTL: MaxTTL + 1}} {
+		if err := st.SetOptions(bad); err == nil {
+			t.Errorf("SetOptions(%+v) accepted", bad)
+		}
+	}
+	if got := st.Options(); got.TTL != 30 {
+		t.Errorf("a refused SetOptions changed the options: %+v", got)
+	}
+}
