@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -173,7 +174,12 @@ func (f *serveFlags) applyForwardFlags(cfg *v1alpha1.ServerConfiguration) {
 	case set("upstream"):
 		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: f.upstream})
 	case set("upstream-resolv-conf"):
-		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: []string{f.upstreamResolvConf}})
+		// A route names a file by an absolute path; the flag is a path.
+		path := f.upstreamResolvConf
+		if abs, err := filepath.Abs(path); err == nil && path != "" {
+			path = abs
+		}
+		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: []string{path}})
 	}
 	routes = append(routes, f.forward...)
 	for _, r := range routes {
