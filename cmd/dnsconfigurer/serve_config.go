@@ -60,6 +60,10 @@ func (f *serveFlags) serverConfig() (*v1alpha1.ServerConfiguration, error) {
 		}
 		cfg = c
 	}
+	if f.set["cluster-domain"] && f.clusterDomain == "" {
+		// The agents' "" is no cluster domain; a DNS server needs its zone.
+		return nil, usagef("--cluster-domain: empty: serve needs the cluster zone (default %q)", v1alpha1.DefaultServerClusterDomain)
+	}
 	f.applyFlags(cfg)
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
