@@ -42,7 +42,7 @@ const (
 
 // Server defaults. Durations are Go durations, sizes bytes.
 const (
-	DefaultServerClusterDomain = "cluster.local"
+	DefaultServerClusterDomain = DefaultClusterDomain
 	DefaultLogLevel            = "info"
 	DefaultLogFormat           = "text"
 	// DefaultRecordTTL is the TTL of the zone's records and denials (CoreDNS

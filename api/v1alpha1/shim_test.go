@@ -12,7 +12,7 @@ func TestShimConfiguration(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	if def.Listen != DefaultShimListen || def.RuntimeEndpoint != DefaultShimRuntimeEndpoint || def.Limits != "trim" ||
-		def.FailurePolicy != "open" || def.ClusterDomain != "cluster.local" || *def.ResolvConf != "/etc/resolv.conf" || def.ResolvConfMode != "last-good" ||
+		def.FailurePolicy != "open" || def.Domain() != "cluster.local" || *def.ResolvConf != "/etc/resolv.conf" || def.ResolvConfMode != "last-good" ||
 		def.DefaultDNSPolicy != "ClusterFirst" || def.NamespaceLabels || def.Ndots != nil {
 		t.Errorf("defaults = %+v", def)
 	}

@@ -26,13 +26,20 @@ func (t TypeMeta) CheckKind(kind string) error {
 	return nil
 }
 
+// DefaultClusterDomain is the cluster domain of every component when none
+// is set (kubeadm's clusterDomain; kubelet itself has none).
+const DefaultClusterDomain = "cluster.local"
+
 // NodeDNS is the node-level DNS settings shared by the shim and the webhook:
 // what kubelet's clusterDNS, clusterDomain and resolvConf say.
 type NodeDNS struct {
 	// ClusterDNS are the cluster DNS server IPs (kubelet clusterDNS).
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
-	// ClusterDomain is kubelet's clusterDomain. Default "cluster.local".
-	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// ClusterDomain is kubelet's clusterDomain: unset is
+	// DefaultClusterDomain, "" is none (no cluster search domains and no
+	// pod FQDN, as with kubelet's empty clusterDomain). Read it with
+	// Domain.
+	ClusterDomain *string `json:"clusterDomain,omitempty"`
 	// ResolvConf is the node resolver file (kubelet resolvConf); "auto"
 	// switches to /run/systemd/resolve/resolv.conf when the file holds only
 	// systemd-resolved's loopback stub. Default "/etc/resolv.conf".
@@ -43,10 +50,20 @@ type NodeDNS struct {
 	NodeOS string `json:"nodeOS,omitempty"`
 }
 
-// SetDefaults fills unset fields.
+// Domain is the cluster domain: ClusterDomain, DefaultClusterDomain when
+// unset.
+func (n *NodeDNS) Domain() string {
+	if n.ClusterDomain == nil {
+		return DefaultClusterDomain
+	}
+	return *n.ClusterDomain
+}
+
+// SetDefaults fills unset fields; an empty clusterDomain stays empty.
 func (n *NodeDNS) SetDefaults() {
-	if n.ClusterDomain == "" {
-		n.ClusterDomain = "cluster.local"
+	if n.ClusterDomain == nil {
+		d := DefaultClusterDomain
+		n.ClusterDomain = &d
 	}
 	if n.ResolvConf == nil {
 		s := "/etc/resolv.conf"
@@ -69,8 +86,8 @@ func (n *NodeDNS) Validate(prefix string) error {
 			return fmt.Errorf("%snodeLocalDNS[%d]: %q is not an IP address", prefix, i, ip)
 		}
 	}
-	if strings.ContainsAny(n.ClusterDomain, " \t/") || strings.HasPrefix(n.ClusterDomain, ".") {
-		return fmt.Errorf("%sclusterDomain: %q is not a domain name", prefix, n.ClusterDomain)
+	if d := n.Domain(); strings.ContainsAny(d, " \t/") || strings.HasPrefix(d, ".") {
+		return fmt.Errorf("%sclusterDomain: %q is not a domain name", prefix, d)
 	}
 	switch n.NodeOS {
 	case "linux", "windows":

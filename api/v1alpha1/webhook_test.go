@@ -12,7 +12,7 @@ func TestWebhookDefaults(t *testing.T) {
 	if err := w.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	if w.Listen != ":8443" || w.MaxRequestBytes != 6<<20 || w.Trims != TrimsWarn || w.Cluster.ClusterDomain != "cluster.local" || w.Cluster.NodeOS != "linux" {
+	if w.Listen != ":8443" || w.MaxRequestBytes != 6<<20 || w.Trims != TrimsWarn || w.Cluster.Domain() != "cluster.local" || w.Cluster.NodeOS != "linux" {
 		t.Errorf("defaults: %+v", w)
 	}
 	if w.Cluster.ResolvConf != nil {

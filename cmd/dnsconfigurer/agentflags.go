@@ -40,7 +40,7 @@ func (o *optionalInt) Set(s string) error {
 
 func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
-	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none)")
 	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file, \"auto\" (systemd-resolved aware) or \"\" (off)")
 	fs.StringVar(&f.nodeLocalDNS, "node-local-dns", "", "node-local DNS `IP`s for ClusterFirstWithAutopath pods (default: the cluster DNS)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "API server kubeconfig `PATH` (default: $KUBECONFIG, else the in-cluster config when in a pod, else no API server)")
@@ -57,7 +57,7 @@ func (f *agentFlags) apply(d *v1alpha1.NodeDNS, p *v1alpha1.PodPolicy, kubeconfi
 		"namespace-labels":   func() { p.NamespaceLabels = f.namespaceLabels },
 		"ndots":              func() { p.Ndots = f.ndots.v },
 		"cluster-dns":        func() { d.ClusterDNS = splitList(f.clusterDNS) },
-		"cluster-domain":     func() { d.ClusterDomain = f.clusterDomain },
+		"cluster-domain":     func() { v := f.clusterDomain; d.ClusterDomain = &v },
 		"resolv-conf":        func() { d.ResolvConf = &f.resolvConf },
 		"node-local-dns":     func() { d.NodeLocalDNS = splitList(f.nodeLocalDNS) },
 		"kubeconfig":         func() { *kubeconfig = f.kubeconfig },

@@ -18,7 +18,7 @@ import (
 func agentSettings(kind, nodeName string, node v1alpha1.NodeDNS, pp v1alpha1.PodPolicy, nodeIPs []string, limits string, w *hostresolv.Watcher) func() nodesettings.Settings {
 	return func() nodesettings.Settings {
 		return nodesettings.Settings{Kind: kind, Version: version.Get().Version, NodeName: nodeName,
-			ClusterDNS: node.ClusterDNS, ClusterDomain: node.ClusterDomain, NodeLocalDNS: node.NodeLocalDNS,
+			ClusterDNS: node.ClusterDNS, ClusterDomain: node.Domain(), NodeLocalDNS: node.NodeLocalDNS,
 			NodeOS: node.NodeOS, NodeIPs: nodeIPs, Limits: limits, PodPolicy: pp, Host: nodesettings.HostOf(w.Current())}
 	}
 }

@@ -1,15 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
@@ -31,7 +40,7 @@ func TestNodeSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	ndots := 2
-	node := v1alpha1.NodeDNS{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeOS: "linux"}
+	node := v1alpha1.NodeDNS{ClusterDNS: []string{"10.96.0.10"}, NodeOS: "linux"}
 	pp := v1alpha1.PodPolicy{DefaultDNSPolicy: v1alpha1.DNSPolicyClusterFirstWithAutopath, NamespaceLabels: true, Ndots: &ndots}
 	srv := httptest.NewServer(agentHandler(nil, agentSettings(nodesettings.KindShim, "node-a", node, pp, nil, v1alpha1.LimitsTrim, w)))
 	defer srv.Close()
@@ -103,4 +112,105 @@ func getSettings(t *testing.T, base string) nodesettings.Settings {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestAgentClusterDomainEmpty runs the real `dnsconfigurer shim` and
+// `dnsconfigurer nri` (this test binary re-executed into main) with an
+// empty cluster domain, from the flag and from the config file, and reads
+// it back from their /node-settings: "" is none, as in kubelet and render,
+// not the default. Unset is still cluster.local. The shim fronts a fake
+// runtime; the nri plugin's socket does not exist, so it keeps retrying
+// while it serves its settings.
+func TestAgentClusterDomainEmpty(t *testing.T) {
+	if args := os.Getenv("DNSCONFIGURER_AGENT_CHILD"); args != "" {
+		os.Args = append([]string{"dnsconfigurer"}, strings.Split(args, "\n")...)
+		main() // exits
+	}
+	dir := t.TempDir()
+	resolv := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch corp.example\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rtSock := filepath.Join(dir, "rt.sock")
+	rl, err := net.Listen("unix", rtSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(gs, &sandboxRuntime{})
+	go gs.Serve(rl)
+	defer gs.Stop()
+	config := func(kind, domain string) string {
+		path := filepath.Join(dir, kind+".yaml")
+		if err := os.WriteFile(path, []byte("apiVersion: dnsconfigurer.io/v1alpha1\nkind: "+kind+"\nclusterDNS: [10.96.0.10]\n"+domain), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"shim flag", []string{"shim", "--cluster-domain", ""}, ""},
+		{"shim config", []string{"shim", "--config", config("ShimConfiguration", "clusterDomain: \"\"\n")}, ""},
+		{"shim unset", []string{"shim"}, "cluster.local"},
+		{"nri flag", []string{"nri", "--cluster-domain", ""}, ""},
+		{"nri config", []string{"nri", "--config", config("NRIConfiguration", "clusterDomain: \"\"\n")}, ""},
+		{"nri unset", []string{"nri"}, "cluster.local"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ml, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			metrics := ml.Addr().String()
+			ml.Close()
+			args := append(tc.args, "--resolv-conf", resolv, "--metrics-listen", metrics, "--log-level", "error")
+			if tc.args[0] == "shim" {
+				args = append(args, "--listen", filepath.Join(t.TempDir(), "shim.sock"), "--runtime-endpoint", "unix://"+rtSock)
+			} else {
+				args = append(args, "--socket", filepath.Join(t.TempDir(), "nri.sock"), "--state-dir", filepath.Join(t.TempDir(), "state"))
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestAgentClusterDomainEmpty$")
+			cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") }),
+				"DNSCONFIGURER_AGENT_CHILD="+strings.Join(args, "\n"))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { cmd.Wait(); close(exited) }()
+			defer func() {
+				cmd.Process.Signal(syscall.SIGTERM)
+				<-exited
+			}()
+			var s nodesettings.Settings
+			ok := waitFor(20*time.Second, func() bool {
+				select {
+				case <-exited:
+					return true
+				default:
+				}
+				resp, err := http.Get("http://" + metrics + nodesettings.Path)
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&s) == nil
+			})
+			select {
+			case <-exited:
+				t.Fatalf("%s exited: %s", tc.args[0], stderr.String())
+			default:
+			}
+			if !ok {
+				t.Fatalf("no %s within 20s: %s", nodesettings.Path, stderr.String())
+			}
+			if s.ClusterDomain != tc.want || s.Kind != tc.args[0] {
+				t.Errorf("%s %s: kind %q clusterDomain %q, want %q", tc.args[0], nodesettings.Path, s.Kind, s.ClusterDomain, tc.want)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -28,7 +29,7 @@ type nodeFlags struct {
 
 func (n *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.clusterDNS, "cluster-dns", "10.96.0.10", "kubelet clusterDNS: comma-separated IPs (\"\" for none)")
-	fs.StringVar(&n.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (\"\" for none)")
+	fs.StringVar(&n.clusterDomain, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none)")
 	fs.StringVar(&n.resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file (\"\" switches it off)")
 	fs.StringVar(&n.nodeOS, "node-os", "linux", "node OS: linux or windows")
 	fs.StringVar(&n.nodeLocalDNS, "node-local-dns", "", "node-local DNS address(es) for ClusterFirstWithAutopath pods (default: the cluster DNS)")

@@ -28,7 +28,7 @@ func TestNRIFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Limits != "trim" || cfg.PluginIndex != "20" || cfg.ClusterDomain != "corp.local" || cfg.Socket != "/run/nri/a.sock" ||
+	if cfg.Limits != "trim" || cfg.PluginIndex != "20" || cfg.Domain() != "corp.local" || cfg.Socket != "/run/nri/a.sock" ||
 		cfg.StateDir != "/run/a" || len(cfg.ClusterDNS) != 1 || *cfg.ResolvConf != "auto" {
 		t.Errorf("config with flags = %+v", cfg)
 	}

@@ -132,7 +132,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 // register defines serve's flags on fs.
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.listen, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
-	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster `zone`")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", v1alpha1.DefaultServerClusterDomain, "the cluster `zone`")
 	fs.StringVar(&f.objects, "objects", "", "serve the Services, EndpointSlices, Pods and Namespaces of this manifest file or directory (watched)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig (default with neither: $KUBECONFIG, else the in-cluster config)")
 	fs.StringVar(&f.pods, "pods", "disabled", "pod records <a-b-c-d>.<ns>.pod.<zone>: verified, insecure or disabled")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,10 @@ func (f *serveFlags) serverConfig() (*v1alpha1.ServerConfiguration, error) {
 			return nil, err
 		}
 		cfg = c
+	}
+	if f.set["cluster-domain"] && f.clusterDomain == "" {
+		// The agents' "" is no cluster domain; a DNS server needs its zone.
+		return nil, usagef("--cluster-domain: empty: serve needs the cluster zone (default %q)", v1alpha1.DefaultServerClusterDomain)
 	}
 	f.applyFlags(cfg)
 	cfg.SetDefaults()
@@ -173,7 +178,12 @@ func (f *serveFlags) applyForwardFlags(cfg *v1alpha1.ServerConfiguration) {
 	case set("upstream"):
 		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: f.upstream})
 	case set("upstream-resolv-conf"):
-		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: []string{f.upstreamResolvConf}})
+		// A route names a file by an absolute path; the flag is a path.
+		path := f.upstreamResolvConf
+		if abs, err := filepath.Abs(path); err == nil && path != "" {
+			path = abs
+		}
+		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: []string{path}})
 	}
 	routes = append(routes, f.forward...)
 	for _, r := range routes {

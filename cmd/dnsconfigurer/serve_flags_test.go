@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -296,5 +297,54 @@ func TestServeForwardFlag(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit %d naming -forward and %q", code, stderr.String(), exitUsage, tc.want)
 			}
 		})
+	}
+}
+
+// TestServeNoUsableUpstream starts serve with upstreams its forwarder takes
+// for the server itself and checks the warning names the real reason of
+// each, not "every upstream is one of the listen addresses". The loopback
+// upstream 127.0.0.53 on the listen port stands in for systemd-resolved's
+// stub on port 53 (a test cannot listen on port 53).
+func TestServeNoUsableUpstream(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
+	pc.Close()
+	for _, tc := range []struct {
+		name, listen, upstream, want string
+	}{
+		{"loopback listen", "127.0.0.1:" + port, "127.0.0.53:" + port,
+			"127.0.0.53:" + port + ": a loopback upstream on port " + port + " is taken for this server itself, which listens on loopback address 127.0.0.1:" + port},
+		{"own address", "127.0.0.1:" + port, "127.0.0.1:" + port,
+			"127.0.0.1:" + port + ": it is the listen address 127.0.0.1:" + port},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, log := startServeLog(t, "--listen", tc.listen, "--objects", "../../examples/objects", "--upstream", tc.upstream)
+			if !waitFor(10*time.Second, func() bool { return strings.Contains(log.String(), "no usable upstream") }) {
+				t.Fatalf("no warning: %s", log.String())
+			}
+			got := log.String()
+			if !strings.Contains(got, tc.want) || strings.Contains(got, "every upstream is one of the listen addresses") {
+				t.Errorf("log %s\nwant the reason %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestServeUpstreamResolvConfRelative takes --upstream-resolv-conf as a
+// path, relative ones included (a route names a file by an absolute path).
+func TestServeUpstreamResolvConfRelative(t *testing.T) {
+	f, err := parseServeFlags([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream-resolv-conf", "testdata/node-resolv.conf"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.serverConfig()
+	if err != nil {
+		t.Fatalf("relative --upstream-resolv-conf: %v", err)
+	}
+	if got := cfg.Forward[0].ResolvConf(); !filepath.IsAbs(got) || !strings.HasSuffix(got, "testdata/node-resolv.conf") {
+		t.Errorf("route file = %q, want testdata/node-resolv.conf made absolute", got)
 	}
 }

@@ -99,7 +99,7 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	searches := func() []string { return nil }
 	external := forward.Exchanger(cluster)
 	if path := nl.ResolvConfPath(); path != "" {
-		w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
+		w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg), hostresolv.ForUpstreams())
 		if err != nil {
 			return nil, nil, usagef("--resolv-conf: %v", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -180,7 +181,8 @@ func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguratio
 			return usagef("forward[%d]: %v", i, err)
 		}
 		if len(fwd.Upstreams()) == 0 {
-			log.Warn("no usable upstream: every upstream is one of the listen addresses", "zone", r.ZoneName(), "upstreams", source.Upstreams())
+			log.Warn("no usable upstream: names of the zone are refused", "zone", r.ZoneName(), "upstreams", source.Upstreams(),
+				"reasons", unusableUpstreams(source.Upstreams(), cfg.Listen))
 		}
 		routes = append(routes, forward.Route{Zone: r.ZoneName(), Except: r.ExceptNames(), Upstream: fwd})
 	}
@@ -215,6 +217,50 @@ func startForwarder(ctx context.Context, fc forward.Config, reg prometheus.Regis
 	return fwd, nil
 }
 
+// unusableUpstreams says why the Forwarder of a route kept none of raw,
+// its upstreams, for a server listening on listen: the rule of
+// forward.Config.Self (an upstream equal to a listen address, or a
+// loopback upstream on the port of a loopback or unspecified listen
+// address, is taken for the server itself), an upstream that is no
+// address, or an empty list.
+func unusableUpstreams(raw, listen []string) []string {
+	if len(raw) == 0 {
+		return []string{"the list of upstreams is empty (a resolv.conf without nameserver lines)"}
+	}
+	var out []string
+	for _, s := range raw {
+		up, err := forward.ParseAddrPort(s)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: not an address: %v", s, err))
+			continue
+		}
+		out = append(out, up.String()+": "+selfReason(up, listen))
+	}
+	return out
+}
+
+// selfReason is why up is taken for the server listening on listen.
+func selfReason(up netip.AddrPort, listen []string) string {
+	for _, s := range listen {
+		l, err := forward.ParseAddrPort(s)
+		if host, port, perr := net.SplitHostPort(s); perr == nil && host == "" {
+			l, err = forward.ParseAddrPort(net.JoinHostPort(netip.IPv4Unspecified().String(), port))
+		}
+		if err != nil || l.Port() != up.Port() {
+			continue
+		}
+		switch {
+		case l.Addr() == up.Addr():
+			return fmt.Sprintf("it is the listen address %s: this server would forward to itself", s)
+		case l.Addr().IsUnspecified() && (up.Addr().IsLoopback() || up.Addr().IsUnspecified()):
+			return fmt.Sprintf("the listen address %s takes port %d of every address, loopback included: this server would forward to itself", s, up.Port())
+		case l.Addr().IsLoopback() && up.Addr().IsLoopback():
+			return fmt.Sprintf("a loopback upstream on port %d is taken for this server itself, which listens on loopback address %s (on the node's network it is another process, such as systemd-resolved on 127.0.0.53: name the file of its upstreams, /run/systemd/resolve/resolv.conf, or listen on another port)", up.Port(), s)
+		}
+	}
+	return "a repeat of an earlier upstream"
+}
+
 // cacheConfig is the cache section as a dnscache.Config (both modes).
 func cacheConfig(c v1alpha1.ServerCache) dnscache.Config {
 	return dnscache.Config{
@@ -239,7 +285,7 @@ func (f *forwarding) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log
 		}
 		return forward.StaticUpstreams(addrs), nil
 	}
-	w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(f.reg))
+	w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(f.reg), hostresolv.ForUpstreams())
 	if err != nil {
 		return nil, err
 	}

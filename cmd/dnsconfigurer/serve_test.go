@@ -49,6 +49,7 @@ func TestServeFlags(t *testing.T) {
 		{"bad pods", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--pods", "maybe"}, exitUsage, `pods: "maybe"`},
 		{"ttl too big", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--ttl", "4000"}, exitUsage, "--ttl 4000"},
 		{"bad domain", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--cluster-domain", ".."}, exitUsage, `clusterDomain: ".."`},
+		{"empty domain", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--cluster-domain", ""}, exitUsage, `--cluster-domain: empty: serve needs the cluster zone`},
 		{"bad upstream", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "dns.google"}, exitUsage, `forward[0].upstreams[0]: "dns.google"`},
 		{"missing resolv.conf", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream-resolv-conf", filepath.Join(dir, "nope")}, exitUsage, "nope"},
 		{"missing objects", []string{"--listen", "127.0.0.1:0", "--objects", filepath.Join(dir, "nope")}, exitUsage, "--objects"},
@@ -58,7 +59,10 @@ func TestServeFlags(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr serveLog
-			code := runServe(context.Background(), tc.args, nil, io.Discard, &stderr)
+			// Bounded: a case that is wrongly accepted serves until then.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			code := runServe(ctx, tc.args, nil, io.Discard, &stderr)
 			if code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
 				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr.String(), tc.code, tc.msg)
 			}

@@ -162,7 +162,7 @@ func boundShutdown(ctx context.Context, limit time.Duration, log *slog.Logger, r
 // nodeEngine is the policy engine for a node component's settings (the
 // shim's, the NRI plugin's), with its warnings logged.
 func nodeEngine(node v1alpha1.NodeDNS, pp v1alpha1.PodPolicy, nodeIPs []string, log *slog.Logger) (*policy.Engine, error) {
-	n := policy.Node{ClusterDNS: node.ClusterDNS, ClusterDomain: node.ClusterDomain,
+	n := policy.Node{ClusterDNS: node.ClusterDNS, ClusterDomain: node.Domain(),
 		NodeLocalDNS: node.NodeLocalDNS, NodeIPs: nodeIPs, OS: node.NodeOS}
 	agentPolicy(pp, &n)
 	eng, err := policy.New(n)

@@ -36,7 +36,7 @@ func TestShimFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Limits != "trim" || cfg.FailurePolicy != "closed" || cfg.ClusterDomain != "corp.local" || cfg.Listen != "/run/a.sock" ||
+	if cfg.Limits != "trim" || cfg.FailurePolicy != "closed" || cfg.Domain() != "corp.local" || cfg.Listen != "/run/a.sock" ||
 		len(cfg.ClusterDNS) != 1 || cfg.RuntimeEndpoint != "unix:///run/containerd/containerd.sock" {
 		t.Errorf("config with flags = %+v", cfg)
 	}

@@ -37,7 +37,7 @@ func (f *webhookFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", v1alpha1.DefaultWebhookListen, "HTTPS listen address (config: listen)")
 	fs.StringVar(&f.certFile, "tls-cert-file", "", "serving certificate, PEM, re-read on change (config: tlsCertFile)")
 	fs.StringVar(&f.keyFile, "tls-private-key-file", "", "serving private key, PEM, re-read on change (config: tlsPrivateKeyFile)")
-	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "kubelet clusterDomain (config: cluster.clusterDomain)")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none; config: cluster.clusterDomain)")
 	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated IPs (config: cluster.clusterDNS)")
 	fs.StringVar(&f.trims, "trims", v1alpha1.TrimsWarn, "what kubelet would only trim: warn or deny (config: trims)")
 	f.log.register(fs, logJSON)
@@ -61,7 +61,8 @@ func (f *webhookFlags) webhookConfig(fs *flag.FlagSet) (*v1alpha1.WebhookConfigu
 		case "tls-private-key-file":
 			cfg.TLSPrivateKeyFile = f.keyFile
 		case "cluster-domain":
-			cfg.Cluster.ClusterDomain = f.clusterDomain
+			v := f.clusterDomain
+			cfg.Cluster.ClusterDomain = &v
 		case "cluster-dns":
 			cfg.Cluster.ClusterDNS = splitList(f.clusterDNS)
 		case "trims":
@@ -84,7 +85,7 @@ func webhookReviewer(cfg *v1alpha1.WebhookConfiguration) (*webhook.Reviewer, []p
 	pool := func(name string, sel map[string]string, nodeOS string, nodeLocal []string, res v1alpha1.NodeResolver) (webhook.Pool, error) {
 		n := policy.Node{
 			ClusterDNS:    cfg.Cluster.ClusterDNS,
-			ClusterDomain: cfg.Cluster.ClusterDomain,
+			ClusterDomain: cfg.Cluster.Domain(),
 			NodeLocalDNS:  nodeLocal,
 			OS:            nodeOS,
 		}
@@ -206,7 +207,7 @@ func serveWebhook(ctx context.Context, cfg *v1alpha1.WebhookConfiguration, revie
 	if err != nil {
 		return fmt.Errorf("cannot start: %w", err)
 	}
-	log.Info("starting", "listen", cfg.Listen, "clusterDNS", cfg.Cluster.ClusterDNS, "clusterDomain", cfg.Cluster.ClusterDomain,
+	log.Info("starting", "listen", cfg.Listen, "clusterDNS", cfg.Cluster.ClusterDNS, "clusterDomain", cfg.Cluster.Domain(),
 		"nodePools", len(cfg.NodePools), "trims", cfg.Trims, "maxRequestBytes", strconv.FormatInt(cfg.MaxRequestBytes, 10))
 	return srv.ListenAndServe(ctx, cfg.Listen)
 }

@@ -131,11 +131,25 @@ cluster:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Cluster.ClusterDomain != "flag.example" || cfg.TLSCertFile != "/flag/tls.crt" {
+	if cfg.Cluster.Domain() != "flag.example" || cfg.TLSCertFile != "/flag/tls.crt" {
 		t.Errorf("flags not applied: %+v", cfg)
 	}
 	if cfg.Listen != ":9443" || cfg.TLSPrivateKeyFile != "/file/tls.key" || cfg.Trims != "deny" || strings.Join(cfg.Cluster.ClusterDNS, ",") != "10.0.0.10" {
 		t.Errorf("file values lost: %+v", cfg)
+	}
+
+	// An empty --cluster-domain is none, as kubelet's, not the default.
+	fs = flag.NewFlagSet("webhook", flag.ContinueOnError)
+	f = webhookFlags{}
+	f.register(fs)
+	if err := fs.Parse([]string{"--config", cfgFile, "--cluster-domain", ""}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = f.webhookConfig(fs); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cluster.Domain() != "" {
+		t.Errorf("--cluster-domain \"\": clusterDomain %q, want none", cfg.Cluster.Domain())
 	}
 }
 

@@ -140,6 +140,58 @@ func TestRunPodSandboxDNS(t *testing.T) {
 	}
 }
 
+// TestRunPodSandboxLoopback runs pods through the shim on a
+// systemd-resolved node, kubelet's sandbox config written out by hand
+// (kubelet hands the node's file over as it is, 127.0.0.53 included): a
+// sandbox in the node's network namespace (NamespaceOptions network NODE)
+// keeps the stub, which answers there; one in its own namespace gets the
+// node's other servers only. Both with the pod from the API server and
+// from the sandbox config alone.
+func TestRunPodSandboxLoopback(t *testing.T) {
+	host := hostSnap([]string{"127.0.0.53", "192.0.2.53"}, []string{"corp.example"}, []string{"edns0", "trust-ad"})
+	kubeletHost := &runtimeapi.DNSConfig{Servers: []string{"127.0.0.53", "192.0.2.53"}, Searches: []string{"corp.example"}, Options: []string{"trust-ad", "edns0"}}
+	cases := []struct {
+		name    string
+		pod     policy.Input
+		kubelet *runtimeapi.DNSConfig
+		want    []string
+	}{
+		{"host network default", policy.Input{Policy: policy.Default, HostNetwork: true}, kubeletHost, []string{"127.0.0.53", "192.0.2.53"}},
+		{"host network cluster first", policy.Input{Policy: policy.ClusterFirst, HostNetwork: true}, kubeletHost, []string{"127.0.0.53", "192.0.2.53"}},
+		{"host network with hostnet policy", policy.Input{Policy: policy.ClusterFirstWithHostNet, HostNetwork: true},
+			&runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"team.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"}, Options: []string{"ndots:5"}},
+			[]string{"10.96.0.10"}},
+		{"pod network default", policy.Input{Policy: policy.Default}, kubeletHost, []string{"192.0.2.53"}},
+	}
+	lookup := fakeLookup{}
+	for i := range cases {
+		c := &cases[i]
+		c.pod.Name, c.pod.Namespace, c.pod.UID = "pod-"+string(rune('a'+i)), "team", "uid-loopback-"+c.name
+		lookup[c.pod.UID] = c.pod
+	}
+	for _, source := range []string{sourceAPIServer, sourceSandbox} {
+		var opts []Option
+		if source == sourceAPIServer {
+			opts = append(opts, WithPodLookup(lookup))
+		}
+		e := newEnv(t, host, opts...)
+		for _, tc := range cases {
+			t.Run(source+"/"+tc.name, func(t *testing.T) {
+				cfg := sandboxConfig(tc.pod.Name, tc.pod.Namespace, tc.pod.UID, tc.pod.HostNetwork, proto.Clone(tc.kubelet).(*runtimeapi.DNSConfig))
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+					t.Fatal(err)
+				}
+				got := e.rt.sandbox(-1).GetDnsConfig()
+				if !slices.Equal(got.GetServers(), tc.want) || !slices.Equal(got.GetSearches(), tc.kubelet.Searches) {
+					t.Errorf("runtime got dns %v, want servers %q and kubelet's searches", got, tc.want)
+				}
+			})
+		}
+	}
+}
+
 func TestRunPodSandboxHostnameFromAPI(t *testing.T) {
 	pod := policy.Input{Name: "db-0", Namespace: "team", UID: "u1", Policy: policy.ClusterFirst, Hostname: "db-0", Subdomain: "db", SetHostnameAsFQDN: true}
 	hostNet := policy.Input{Name: "agent", Namespace: "team", UID: "u2", Policy: policy.ClusterFirstWithHostNet, HostNetwork: true}

@@ -15,9 +15,10 @@
 // file that is unreadable, unparsable or has lost all its nameservers does
 // not replace the served config; the problem is logged, counted and exposed
 // on the snapshot. Loopback nameservers (systemd-resolved's 127.0.0.53 stub)
-// are never handed to pods: the policy engine applies
-// resolvconf.WithoutLoopback to every host-type pod, and the snapshot's
-// Config shows the same view (Raw is the file as kubelet reads it). Auto
+// are not handed to pods in their own network namespace: the policy engine
+// applies resolvconf.WithoutLoopback to every host-type pod off the host
+// network, and the snapshot's Config shows that view (Raw is the file as
+// kubelet reads it, and what hostNetwork pods get). Auto
 // switches to systemd-resolved's upstream file when the stub is all there
 // is.
 //

@@ -70,9 +70,10 @@ type Snapshot struct {
 	Path string
 	// Disabled is kubelet's resolvConf "": no file.
 	Disabled bool
-	// Config is what pods get: the last good config with the loopback rule
-	// applied (resolvconf.WithoutLoopback; the policy engine applies the
-	// same rule, so a pod never sees the difference).
+	// Config is what pods in their own network namespace get: the last
+	// good config with the loopback rule applied (resolvconf.WithoutLoopback;
+	// the policy engine applies the same rule to those pods, and keeps the
+	// loopback nameservers of hostNetwork pods).
 	Config resolvconf.Config
 	// Raw is the last good config as parsed, loopback nameservers included
 	// (the cluster DNS server filters its own listen addresses from it).
@@ -106,6 +107,7 @@ type options struct {
 	primary  string                            // the file Auto starts from
 	resolved string                            // systemd-resolved's upstream file
 	read     func(path string) ([]byte, error) // resolvconf.ReadFile; a test seam
+	upstream bool                              // the file lists a DNS server's upstreams, not pods' nameservers
 }
 
 // Option configures Watch.
@@ -116,6 +118,11 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithRegistry registers the watcher's metrics (default: none).
 func WithRegistry(r prometheus.Registerer) Option { return func(o *options) { o.reg = r } }
+
+// ForUpstreams says the file lists a DNS server's upstreams (serve's
+// --upstream-resolv-conf), which read Snapshot.Raw: its loopback
+// nameservers are not logged as kept from pods.
+func ForUpstreams() Option { return func(o *options) { o.upstream = true } }
 
 // WithMode sets LastGood (default) or Strict.
 func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
@@ -541,8 +548,8 @@ func (w *Watcher) reload(final bool) bool {
 	w.m.reloads.WithLabelValues("ok").Inc()
 	next := Snapshot{Path: path, Raw: cfg, Lines: lines, Hash: hash}
 	next.Config, next.DroppedLoopback = resolvconf.WithoutLoopback(cfg)
-	if len(next.DroppedLoopback) > 0 {
-		w.o.log.Warn("loopback nameservers are not handed to pods", "path", path, "dropped", next.DroppedLoopback)
+	if len(next.DroppedLoopback) > 0 && !w.o.upstream {
+		w.o.log.Warn("loopback nameservers are not handed to pods in their own network namespace (hostNetwork pods keep them)", "path", path, "dropped", next.DroppedLoopback)
 	}
 	if cur.Problem != nil {
 		w.o.log.Info("resolver file is good again", "path", path)

@@ -97,7 +97,8 @@ func (h Host) Policy() policy.Host {
 // NodeDNS is the v1alpha1.NodeDNS of s.
 func (s Settings) NodeDNS() v1alpha1.NodeDNS {
 	path := s.Host.Path
-	return v1alpha1.NodeDNS{ClusterDNS: s.ClusterDNS, ClusterDomain: s.ClusterDomain, ResolvConf: &path,
+	domain := s.ClusterDomain
+	return v1alpha1.NodeDNS{ClusterDNS: s.ClusterDNS, ClusterDomain: &domain, ResolvConf: &path,
 		NodeLocalDNS: s.NodeLocalDNS, NodeOS: s.NodeOS}
 }
 

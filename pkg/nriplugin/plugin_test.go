@@ -177,6 +177,65 @@ func TestCreateContainer(t *testing.T) {
 	}
 }
 
+// TestCreateContainerLoopback creates containers on a systemd-resolved
+// node, whose sandbox files hold kubelet's output (the node's file as it
+// is, 127.0.0.53 included): a hostNetwork pod keeps the stub, which
+// answers in the node's network namespace; a pod with its own network
+// namespace gets the node's other servers only. The pod comes from the
+// API server and from the sandbox file alone.
+func TestCreateContainerLoopback(t *testing.T) {
+	const (
+		stubFile = "nameserver 127.0.0.53\nnameserver 10.233.0.1\nsearch host.test\noptions edns0 trust-ad\n"
+		kept     = "search host.test\nnameserver 127.0.0.53\nnameserver 10.233.0.1\noptions edns0 trust-ad\n"
+		dropped  = "search host.test\nnameserver 10.233.0.1\noptions edns0 trust-ad\n"
+		// kubelet's output for ClusterFirstWithHostNet in namespace team.
+		hostNetCluster = "search team.svc.cluster.local svc.cluster.local cluster.local host.test\nnameserver 10.96.0.10\noptions ndots:5\n"
+	)
+	tests := []struct {
+		name        string
+		pod         policy.Input
+		sandboxFile string
+		want        string
+	}{
+		{"hostnet-default", policy.Input{Policy: policy.Default, HostNetwork: true}, stubFile, kept},
+		{"hostnet-clusterfirst", policy.Input{Policy: policy.ClusterFirst, HostNetwork: true}, stubFile, kept},
+		{"hostnet-withhostnet", policy.Input{Policy: policy.ClusterFirstWithHostNet, HostNetwork: true}, hostNetCluster, hostNetCluster},
+		{"podnet-default", policy.Input{Policy: policy.Default}, stubFile, dropped},
+	}
+	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, source := range []string{sourceAPIServer, sourceSandbox} {
+		for _, tt := range tests {
+			t.Run(source+"/"+tt.name, func(t *testing.T) {
+				uid := "u-" + tt.name
+				opts := []Option{WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+				if source == sourceAPIServer {
+					in := tt.pod
+					in.Name, in.Namespace, in.UID = "web", "team", uid
+					opts = append(opts, WithPodLookup(fakeLookup{uid: in}, 0))
+				}
+				p, err := New(eng, hostConfig(t, stubFile), filepath.Join(t.TempDir(), "state"), opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pod, ctr := sandbox(t, uid, tt.sandboxFile, nil, tt.pod.HostNetwork)
+				if _, _, err := p.CreateContainer(context.Background(), pod, ctr); err != nil {
+					t.Fatal(err)
+				}
+				got, err := os.ReadFile(PodFile(p.stateDir, uid))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := Header("team", "web") + tt.want; string(got) != want {
+					t.Errorf("pod file =\n%s\nwant\n%s", got, want)
+				}
+			})
+		}
+	}
+}
+
 func checkMode(t *testing.T, path string, want os.FileMode) {
 	t.Helper()
 	fi, err := os.Stat(path)

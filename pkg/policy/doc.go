@@ -11,9 +11,14 @@
 // shim uses when only a sandbox config is known; its property, recomputing
 // the recovered input gives kubelet's output back, is fuzzed and checked
 // against real kubelet outputs in testdata/kubelet-outputs.json). The node
-// file's loopback nameservers are dropped for host-type pods
-// (resolvconf.WithoutLoopback), the one deliberate difference from kubelet
-// besides autopath.
+// file's loopback nameservers are dropped for host-type pods in their own
+// network namespace (resolvconf.WithoutLoopback), the one deliberate
+// difference from kubelet besides autopath. kubelet and containerd hand
+// the node's file over as it is; the rule is Docker's (libnetwork drops
+// localhost nameservers from a container's resolv.conf unless it runs on
+// the host network). A hostNetwork pod shares the node's network
+// namespace, where a stub on 127.0.0.53 or 127.0.0.1 answers it, so it
+// keeps them, as kubelet hands them over.
 //
 // The package is pure: it imports the standard library, pkg/fqdn and
 // pkg/resolvconf only; no client-go, gRPC, DNS library, k8s.io/api or

@@ -22,7 +22,8 @@ type Engine struct {
 	shape        searchShape
 	windows      bool
 	ndots        string  // the base option of cluster DNS pods: ndots5, or Node.Ndots's
-	kubelet      *Engine // this engine without the cluster policy (Recover); e itself without one
+	kubelet      *Engine // this engine as kubelet: no cluster policy, no loopback rule (Recover)
+	keepLoopback bool    // the loopback rule is off (kubelet's own output)
 	warnings     []Warning
 	trace        Trace // the node decisions of every ComputeExplained
 }
@@ -69,13 +70,10 @@ func New(node Node) (*Engine, error) {
 		}
 		e.ndots = "ndots:" + strconv.Itoa(*node.Ndots)
 	}
-	e.kubelet = e
-	if e.ndots != ndots5 || node.DefaultPolicy != "" {
-		k := *e
-		k.ndots, k.node.DefaultPolicy, k.node.Ndots = ndots5, "", nil
-		k.kubelet = &k
-		e.kubelet = &k
-	}
+	k := *e
+	k.ndots, k.node.DefaultPolicy, k.node.Ndots, k.keepLoopback = ndots5, "", nil, true
+	k.kubelet = &k
+	e.kubelet = &k
 	return e, nil
 }
 
@@ -172,7 +170,7 @@ func (e *Engine) resolver(in Input, host Host, t *Trace) Result {
 		}
 	}
 	if r.Type == TypeHost {
-		e.hostBase(&r, host, t)
+		e.hostBase(&r, host, in.HostNetwork, t)
 	}
 	if in.DNSConfig != nil {
 		r.Nameservers = appendPod(r.Nameservers, in.DNSConfig.Nameservers, t, stepNameservers, "dnsconfig.nameservers")
@@ -270,9 +268,11 @@ func traceDuplicates(t *Trace, step string, before, after []string) {
 }
 
 // hostBase is the base of a host-type pod: kubelet's loopback servers and
-// "." when the resolver config is switched off, else the node's config with
-// the loopback rule applied (resolvconf.WithoutLoopback).
-func (e *Engine) hostBase(r *Result, host Host, t *Trace) {
+// "." when the resolver config is switched off, else the node's config.
+// The loopback rule (resolvconf.WithoutLoopback) applies to a pod in its
+// own network namespace only: a hostNetwork pod shares the node's, where a
+// loopback stub answers it, and keeps the servers as kubelet hands them.
+func (e *Engine) hostBase(r *Result, host Host, hostNetwork bool, t *Trace) {
 	if host.Disabled {
 		r.Nameservers = append([]string(nil), e.hostOffline...)
 		r.Searches = []string{"."}
@@ -286,7 +286,14 @@ func (e *Engine) hostBase(r *Result, host Host, t *Trace) {
 	if t != nil {
 		t.add(stepNameservers, "base.host.nameservers", "the nameserver lines of "+hostName(host)+lineNote(host.Lines.Nameservers...), host.Nameservers, nil)
 	}
-	if loopback != nil {
+	switch {
+	case loopback == nil:
+	case hostNetwork || e.keepLoopback:
+		cfg.Nameservers = host.Nameservers
+		if t != nil {
+			t.add(stepNameservers, "base.host.loopback.hostnetwork", fmt.Sprintf("loopback nameservers %q are kept: a hostNetwork pod shares the node's network namespace, where they answer", loopback), nil, nil)
+		}
+	default:
 		w := Warning{Reason: ReasonLoopbackNameserver,
 			Message: fmt.Sprintf("loopback nameservers %q of the node's resolver config are not handed to the pod: a stub on the node's loopback cannot answer inside the pod's network namespace (on a systemd-resolved node, point kubelet's resolvConf at /run/systemd/resolve/resolv.conf)", loopback)}
 		r.Warnings = append(r.Warnings, w)

@@ -15,6 +15,10 @@ func ptr[T any](v T) *T { return &v }
 var (
 	node = Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}
 	host = Host{Nameservers: []string{"192.0.2.1", "192.0.2.2"}, Searches: []string{"corp.example.com"}, Options: []string{"timeout:2", "attempts:3"}}
+	// stubHost and stubOnly are systemd-resolved nodes: its stub beside
+	// an upstream, and the stub alone.
+	stubHost = Host{Nameservers: []string{"127.0.0.53", "192.0.2.1"}, Searches: []string{"corp.example.com"}, Options: []string{"edns0", "trust-ad"}}
+	stubOnly = Host{Nameservers: []string{"127.0.0.53"}, Options: []string{"edns0", "trust-ad"}}
 )
 
 func clusterSearches(ns string, extra ...string) []string {
@@ -62,6 +66,56 @@ func TestCompute(t *testing.T) {
 			node: node, host: host,
 			in:   Input{Name: "p", Namespace: "ns", Policy: Default},
 			want: Result{Nameservers: []string{"192.0.2.1", "192.0.2.2"}, Searches: []string{"corp.example.com"}, Options: []string{"timeout:2", "attempts:3"}, Hostname: "p", Type: TypeHost},
+		},
+		// The loopback rule: a node's loopback stub (systemd-resolved's
+		// 127.0.0.53, a dnsmasq on 127.0.0.1) answers only in the node's
+		// network namespace. hostNetwork pods share it and keep the stub.
+		{
+			name: "hostNetwork Default keeps the node's loopback stub",
+			node: node, host: stubHost,
+			in:   Input{Name: "p", Namespace: "ns", Policy: Default, HostNetwork: true},
+			want: Result{Nameservers: []string{"127.0.0.53", "192.0.2.1"}, Searches: []string{"corp.example.com"}, Options: []string{"edns0", "trust-ad"}, Type: TypeHost},
+		},
+		{
+			name: "hostNetwork ClusterFirst falls back to the host config and keeps the loopback stub",
+			node: node, host: stubOnly,
+			in:      Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, HostNetwork: true},
+			want:    Result{Nameservers: []string{"127.0.0.53"}, Searches: []string{}, Options: []string{"edns0", "trust-ad"}, Type: TypeHost},
+			reasons: []string{ReasonClusterFirstOnHostNetwork},
+		},
+		{
+			name: "hostNetwork ClusterFirstWithHostNet without cluster DNS keeps the loopback stub",
+			node: Node{ClusterDomain: "cluster.local"}, host: stubOnly,
+			in:      Input{Name: "p", Namespace: "ns", Policy: ClusterFirstWithHostNet, HostNetwork: true},
+			want:    Result{Nameservers: []string{"127.0.0.53"}, Searches: []string{}, Options: []string{"edns0", "trust-ad"}, Type: TypeHost},
+			reasons: []string{ReasonMissingClusterDNS},
+		},
+		{
+			name: "hostNetwork ClusterFirstWithHostNet uses cluster DNS, the stub is not in its base",
+			node: node, host: stubOnly,
+			in:   Input{Name: "p", Namespace: "ns", Policy: ClusterFirstWithHostNet, HostNetwork: true},
+			want: Result{Nameservers: []string{"10.96.0.10"}, Searches: clusterSearches("ns"), Options: []string{"ndots:5"}, Type: TypeCluster},
+		},
+		{
+			name: "Default in its own network namespace drops the node's loopback stub",
+			node: node, host: stubHost,
+			in:      Input{Name: "p", Namespace: "ns", Policy: Default},
+			want:    Result{Nameservers: []string{"192.0.2.1"}, Searches: []string{"corp.example.com"}, Options: []string{"edns0", "trust-ad"}, Hostname: "p", Type: TypeHost},
+			reasons: []string{ReasonLoopbackNameserver},
+		},
+		{
+			name: "ClusterFirst without cluster DNS in its own network namespace drops every loopback stub",
+			node: Node{ClusterDomain: "cluster.local"}, host: stubOnly,
+			in:      Input{Name: "p", Namespace: "ns", Policy: ClusterFirst},
+			want:    Result{Nameservers: []string{}, Searches: []string{}, Options: []string{"edns0", "trust-ad"}, Hostname: "p", Type: TypeHost},
+			reasons: []string{ReasonMissingClusterDNS, ReasonLoopbackNameserver},
+		},
+		{
+			name: "a pod's own loopback nameserver is kept: it is the pod's choice",
+			node: node, host: stubHost,
+			in:      Input{Name: "p", Namespace: "ns", Policy: Default, DNSConfig: &DNSConfig{Nameservers: []string{"127.0.0.1"}}},
+			want:    Result{Nameservers: []string{"192.0.2.1", "127.0.0.1"}, Searches: []string{"corp.example.com"}, Options: []string{"edns0", "trust-ad"}, Hostname: "p", Type: TypeHost},
+			reasons: []string{ReasonLoopbackNameserver},
 		},
 		{
 			name: "None with dnsConfig gets only dnsConfig",

@@ -21,7 +21,9 @@ type Output struct {
 // sandbox config. in carries what the sandbox does say (identity,
 // HostNetwork, PolicyAnnotation, hostname); Recover fills in Policy and
 // DNSConfig so that Compute, with the autopath annotation ignored as
-// kubelet ignores it, gives back out exactly for host.
+// kubelet ignores it, gives back out exactly for host; kubelet does not
+// apply the loopback rule, so neither does the inverse, and Compute then
+// drops the node's loopback servers of a pod off the host network.
 //
 // It tries kubelet's two shapes in order, each as a base Compute itself
 // builds for this node and host: cluster (ClusterFirst, or

@@ -113,6 +113,49 @@ func TestRecover(t *testing.T) {
 	}
 }
 
+// TestRecoverLoopback recovers kubelet's own output on a node whose file
+// has a loopback stub (kubelet hands it to every host-type pod) and checks
+// the loopback rule on the recomputed pod: kept on the host network,
+// dropped in the pod's own network namespace, as with the pod's facts.
+func TestRecoverLoopback(t *testing.T) {
+	e, err := New(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeletHost := Output{Nameservers: stubHost.Nameservers, Searches: stubHost.Searches, Options: []string{"trust-ad", "edns0"}}
+	tests := []struct {
+		name    string
+		x       Input
+		out     Output
+		policy  Policy
+		servers []string
+	}{
+		{name: "Default", x: Input{Name: "p", Namespace: "ns"}, out: kubeletHost, policy: Default, servers: []string{"192.0.2.1"}},
+		{name: "hostNetwork Default", x: Input{Name: "p", Namespace: "ns", HostNetwork: true}, out: kubeletHost, policy: Default, servers: []string{"127.0.0.53", "192.0.2.1"}},
+		{name: "hostNetwork Default with a dnsConfig nameserver", x: Input{Name: "p", Namespace: "ns", HostNetwork: true},
+			out:    Output{Nameservers: []string{"127.0.0.53", "192.0.2.1", "198.51.100.1"}, Searches: stubHost.Searches, Options: stubHost.Options},
+			policy: Default, servers: []string{"127.0.0.53", "192.0.2.1", "198.51.100.1"}},
+		{name: "hostNetwork ClusterFirstWithHostNet", x: Input{Name: "p", Namespace: "ns", HostNetwork: true},
+			out:    Output{Nameservers: []string{"10.96.0.10"}, Searches: clusterSearches("ns", "corp.example.com"), Options: []string{"ndots:5"}},
+			policy: ClusterFirstWithHostNet, servers: []string{"10.96.0.10"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, ok := e.Recover(tc.x, tc.out, stubHost)
+			if !ok || rec.Policy != tc.policy {
+				t.Fatalf("Recover = %s, %v; want %s, true", show(rec), ok, tc.policy)
+			}
+			r, err := e.Compute(rec, stubHost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(r.Nameservers, tc.servers) {
+				t.Errorf("nameservers = %q, want %q", r.Nameservers, tc.servers)
+			}
+		})
+	}
+}
+
 // FuzzRecover checks, for every input the fuzzer builds, that Recover
 // inverts kubelet's half of Compute: recomputing the recovered input gives
 // kubelet's output back, and a pod that is not None is recovered with its

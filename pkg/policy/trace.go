@@ -53,7 +53,8 @@ type Decision struct {
 //	options.ndots.cluster-default   Node.Ndots replaces ndots:5 in a cluster DNS pod's base (after base.*.options)
 //	base.host.disabled              resolvConf "": a loopback nameserver per node IP family, search "."
 //	base.host.nameservers           the node's nameserver lines
-//	base.host.loopback              the node's loopback nameservers are dropped
+//	base.host.loopback              the node's loopback nameservers are dropped (a pod in its own network namespace)
+//	base.host.loopback.hostnetwork  a hostNetwork pod keeps the node's loopback nameservers
 //	base.host.searches              the node's last search line
 //	base.host.options               the node's options lines
 //	merge.duplicates                an entry equal to an earlier one is omitted

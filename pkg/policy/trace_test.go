@@ -127,6 +127,14 @@ func TestTrace(t *testing.T) {
 				"searches base.host.searches", "options base.host.options"}, podName),
 		},
 		{
+			name: "a hostNetwork pod keeps the node's loopback nameservers",
+			host: &Host{Nameservers: []string{"127.0.0.53", "192.0.2.1"}},
+			in:   Input{Name: "p", Namespace: "ns", Policy: Default, HostNetwork: true},
+			want: []string{"policy policy.default", "nameservers base.host.nameservers +127.0.0.53 +192.0.2.1", "nameservers base.host.loopback.hostnetwork",
+				"searches base.host.searches", "options base.host.options", "hostname hostname.hostnetwork"},
+			detail: "shares the node's network namespace",
+		},
+		{
 			name: "unusable node file",
 			host: &Host{Err: errors.New("line 1: nameserver list is empty")},
 			in:   Input{Name: "p", Namespace: "ns", Policy: None},

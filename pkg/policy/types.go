@@ -121,7 +121,7 @@ type Node struct {
 
 // Host is the node's resolver config (kubelet's resolvConf file), as
 // kubelet reads it: loopback nameservers included (Compute applies the
-// loopback rule).
+// loopback rule to pods off the host network).
 type Host struct {
 	// Disabled is kubelet's resolvConf "": host-type pods get a loopback
 	// nameserver per node IP and the search list ".".

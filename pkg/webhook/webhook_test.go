@@ -42,6 +42,9 @@ func TestValidate(t *testing.T) {
 	denyPoolReviewer.DenyTrims = true
 	denyPoolReviewer.Pools = []Pool{testPool(t, "legacy", map[string]string{"pool": "legacy"}, testNode,
 		policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: manySearches(30)})}
+	// A systemd-resolved node: its stub and two upstreams.
+	stubReviewer := &Reviewer{Default: testPool(t, "", nil, testNode,
+		policy.Host{Nameservers: []string{"127.0.0.53", "10.0.0.2", "10.0.0.3"}, Options: []string{"edns0", "trust-ad"}})}
 	poolReviewer := testReviewer(t)
 	poolReviewer.Pools = []Pool{
 		testPool(t, "legacy", map[string]string{"pool": "legacy"}, testNode,
@@ -101,6 +104,19 @@ func TestValidate(t *testing.T) {
 		{name: "four nameservers after the merge deny", reviewer: denyReviewer, pod: pod("web-0", func(p *corev1.Pod) {
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "8.8.8.8", "9.9.9.9"}}
 		}), want: want{fields: []string{"spec.dnsConfig.nameservers"}, message: `dropping ["9.9.9.9"]`}},
+		{name: "hostNetwork Default: the node's loopback stub is handed over and counts", reviewer: stubReviewer, pod: pod("agent", func(p *corev1.Pod) {
+			p.Spec.HostNetwork = true
+			p.Spec.DNSPolicy = corev1.DNSDefault
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}}
+		}), want: want{allowed: true, warnings: []string{`dnsconfigurer: spec.dnsConfig.nameservers: Invalid value: ["127.0.0.53","10.0.0.2","10.0.0.3","1.1.1.1"]: after merging`}}},
+		{name: "hostNetwork ClusterFirst falls back to the node's file, loopback stub included", reviewer: stubReviewer, pod: pod("agent", func(p *corev1.Pod) {
+			p.Spec.HostNetwork = true
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}}
+		}), want: want{allowed: true, warnings: []string{`dnsconfigurer: spec.dnsConfig.nameservers: Invalid value: ["127.0.0.53","10.0.0.2","10.0.0.3","1.1.1.1"]: after merging`}}},
+		{name: "Default in its own network namespace: the loopback stub is dropped and the pod fits", reviewer: stubReviewer, pod: pod("web-0", func(p *corev1.Pod) {
+			p.Spec.DNSPolicy = corev1.DNSDefault
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}}
+		}), want: want{allowed: true}},
 		{name: "search list over 32 after the merge warns", reviewer: warnReviewer, pod: pod("web-0", func(p *corev1.Pod) {
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: manySearches(29)}
 		}), want: want{allowed: true, warnings: []string{`dnsconfigurer: spec.dnsConfig.searches: Invalid value: ["team-00.corp.example.com","team-01.corp.example.com","team-02.corp.example.com",... 26 more]: after merging with the node's DNS the search list has 33 entries and the node keeps 32`}}},
@@ -131,7 +147,7 @@ func TestValidate(t *testing.T) {
 		}), want: want{fields: []string{"spec.setHostnameAsFQDN"}, warnings: []string{`(on node pool "legacy")`}}},
 	}
 	servers := map[*Reviewer]*testServer{}
-	for _, r := range []*Reviewer{warnReviewer, denyReviewer, poolReviewer, denyPoolReviewer} {
+	for _, r := range []*Reviewer{warnReviewer, denyReviewer, poolReviewer, denyPoolReviewer, stubReviewer} {
 		servers[r] = startServer(t, r)
 	}
 	for _, tc := range cases {

@@ -314,7 +314,7 @@ func (o *objects) shimEffective(t *testing.T, cfg v1alpha1.ShimConfiguration) v1
 		cfg.ClusterDNS = strings.Split(v, ",")
 	}
 	if v, ok := flag(args, "cluster-domain"); ok {
-		cfg.ClusterDomain = v
+		cfg.ClusterDomain = &v
 	}
 	if v, ok := flag(args, "node-local-dns"); ok {
 		cfg.NodeLocalDNS = strings.Split(v, ",")
@@ -331,7 +331,7 @@ func (o *objects) webhookEffective(t *testing.T, cfg v1alpha1.WebhookConfigurati
 		cfg.Cluster.ClusterDNS = strings.Split(v, ",")
 	}
 	if v, ok := flag(args, "cluster-domain"); ok {
-		cfg.Cluster.ClusterDomain = v
+		cfg.Cluster.ClusterDomain = &v
 	}
 	return cfg
 }
@@ -651,7 +651,7 @@ func checkAgreement(t *testing.T, o *objects) {
 	for i, c := range o.shimConfigs {
 		c = o.shimEffective(t, c)
 		c.SetDefaults()
-		zones[fmt.Sprintf("ShimConfiguration %d clusterDomain", i+1)] = c.ClusterDomain
+		zones[fmt.Sprintf("ShimConfiguration %d clusterDomain", i+1)] = c.Domain()
 		if !slices.Contains(c.ClusterDNS, ip) {
 			t.Errorf("ShimConfiguration %d: clusterDNS %q lacks the DNS Service's %s", i+1, c.ClusterDNS, ip)
 		}
@@ -659,7 +659,7 @@ func checkAgreement(t *testing.T, o *objects) {
 	for i, c := range o.webhookConfigs {
 		c = o.webhookEffective(t, c)
 		c.SetDefaults()
-		zones[fmt.Sprintf("WebhookConfiguration %d cluster.clusterDomain", i+1)] = c.Cluster.ClusterDomain
+		zones[fmt.Sprintf("WebhookConfiguration %d cluster.clusterDomain", i+1)] = c.Cluster.Domain()
 		if !slices.Contains(c.Cluster.ClusterDNS, ip) {
 			t.Errorf("WebhookConfiguration %d: cluster.clusterDNS %q lacks the DNS Service's %s", i+1, c.Cluster.ClusterDNS, ip)
 		}
