@@ -18,8 +18,8 @@ import (
 
 // TestServeJSONLogProcess runs `dnsconfigurer serve --log-format json` in
 // a process of its own through a start (with a forward route to a watched
-// resolv.conf whose loopback nameserver its watcher warns about), a query,
-// a reload and a shutdown, and reads every line it logged as a log
+// resolv.conf), a query, a broken resolv.conf its watcher warns about (a
+// sub-component's line), a reload and a shutdown, and reads every line it logged as a log
 // pipeline would: each is one JSON object with each key once (at every
 // depth), the first says which build runs, and durations are Go duration
 // strings.
@@ -49,10 +49,14 @@ func TestServeJSONLogProcess(t *testing.T) {
 	config(5)
 	c := startChild(t, "TestServeJSONLogProcess", "serve", "--listen", "127.0.0.1:0", "--log-format", "json",
 		"--log-queries", "--lameduck", "100ms", "--config", path)
-	m := jsonAddrRe.FindStringSubmatch(c.waitStderr(t, 30*time.Second, `"msg":"serving DNS"`, `"msg":"loopback nameservers are not handed to pods"`))
+	m := jsonAddrRe.FindStringSubmatch(c.waitStderr(t, 30*time.Second, `"msg":"serving DNS"`))
 	if m == nil {
 		t.Fatalf("no address in the log:\n%s", c.stderr.String())
 	}
+	if err := os.WriteFile(resolv, []byte("nameserver\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitStderr(t, 30*time.Second, `"msg":"resolver file is broken; pods keep the last good config","component":"dnsserver.hostresolv"`)
 	r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), m[1])
 	if err != nil || len(r.Answer) != 1 {
 		t.Fatalf("query: %v %v", r, err)
