@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -234,31 +233,13 @@ func unusableUpstreams(raw, listen []string) []string {
 			out = append(out, fmt.Sprintf("%s: not an address: %v", s, err))
 			continue
 		}
-		out = append(out, up.String()+": "+selfReason(up, listen))
+		why := forward.SelfReason(up, listen)
+		if why == "" {
+			why = "a repeat of an earlier upstream"
+		}
+		out = append(out, up.String()+": "+why)
 	}
 	return out
-}
-
-// selfReason is why up is taken for the server listening on listen.
-func selfReason(up netip.AddrPort, listen []string) string {
-	for _, s := range listen {
-		l, err := forward.ParseAddrPort(s)
-		if host, port, perr := net.SplitHostPort(s); perr == nil && host == "" {
-			l, err = forward.ParseAddrPort(net.JoinHostPort(netip.IPv4Unspecified().String(), port))
-		}
-		if err != nil || l.Port() != up.Port() {
-			continue
-		}
-		switch {
-		case l.Addr() == up.Addr():
-			return fmt.Sprintf("it is the listen address %s: this server would forward to itself", s)
-		case l.Addr().IsUnspecified() && (up.Addr().IsLoopback() || up.Addr().IsUnspecified()):
-			return fmt.Sprintf("the listen address %s takes port %d of every address, loopback included: this server would forward to itself", s, up.Port())
-		case l.Addr().IsLoopback() && up.Addr().IsLoopback():
-			return fmt.Sprintf("a loopback upstream on port %d is taken for this server itself, which listens on loopback address %s (on the node's network it is another process, such as systemd-resolved on 127.0.0.53: name the file of its upstreams, /run/systemd/resolve/resolv.conf, or listen on another port)", up.Port(), s)
-		}
-	}
-	return "a repeat of an earlier upstream"
 }
 
 // cacheConfig is the cache section as a dnscache.Config (both modes).

@@ -139,20 +139,44 @@ func parseListen(s string) (netip.AddrPort, error) {
 // isSelf reports whether up is one of the server's own addresses.
 func (f *Forwarder) isSelf(up netip.AddrPort) bool {
 	for _, l := range f.self {
-		if l.Port() != up.Port() {
-			continue
-		}
-		if l.Addr() == up.Addr() {
-			return true
-		}
-		if (l.Addr().IsLoopback() || l.Addr().IsUnspecified()) && up.Addr().IsLoopback() {
-			return true
-		}
-		if l.Addr().IsUnspecified() && up.Addr().IsUnspecified() {
+		if selfReason(l, up) != "" {
 			return true
 		}
 	}
 	return false
+}
+
+// SelfReason says why up is taken for the server listening on listen
+// (addresses as Config.Self), or "" when it is not.
+func SelfReason(up netip.AddrPort, listen []string) string {
+	for _, s := range listen {
+		l, err := parseListen(s)
+		if err != nil {
+			continue
+		}
+		if why := selfReason(l, up); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// selfReason is the one rule of what is the server itself. Only the same
+// address, or any address under a listen on every address, is: a loopback
+// upstream beside a loopback listen address is another socket
+// (systemd-resolved's 127.0.0.53 beside 127.0.0.1), and if it loops back
+// the loop marker finds it.
+func selfReason(l, up netip.AddrPort) string {
+	if l.Port() != up.Port() {
+		return ""
+	}
+	switch {
+	case l.Addr() == up.Addr():
+		return fmt.Sprintf("it is the listen address %s: this server would forward to itself", l)
+	case l.Addr().IsUnspecified() && (up.Addr().IsLoopback() || up.Addr().IsUnspecified()):
+		return fmt.Sprintf("the listen address %s takes port %d of every address, loopback included: this server would forward to itself", l, up.Port())
+	}
+	return ""
 }
 
 // list returns the upstreams of the source's current list, rebuilding the

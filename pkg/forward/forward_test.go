@@ -667,3 +667,34 @@ func awaitWithin(t *testing.T, within time.Duration, what string, cond func() bo
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestSelfReason is the rule of which upstream is the server itself: the
+// same address, or any loopback address under a listen on every address.
+// A loopback neighbour (systemd-resolved's 127.0.0.53 beside a server on
+// 127.0.0.1) is another socket and stays usable.
+func TestSelfReason(t *testing.T) {
+	for _, tc := range []struct {
+		desc, up string
+		listen   []string
+		want     string
+	}{
+		{"same address", "127.0.0.1:53", []string{"127.0.0.1:53"}, "it is the listen address 127.0.0.1:53"},
+		{"loopback neighbour", "127.0.0.53:53", []string{"127.0.0.1:53"}, ""},
+		{"other port", "127.0.0.1:5353", []string{"127.0.0.1:53"}, ""},
+		{"every address, loopback upstream", "127.0.0.53:53", []string{":53"}, "the listen address 0.0.0.0:53 takes port 53 of every address"},
+		{"every address, other host", "10.0.0.53:53", []string{"0.0.0.0:53"}, ""},
+		{"second listen address", "10.96.0.10:53", []string{"127.0.0.1:53", "10.96.0.10:53"}, "it is the listen address 10.96.0.10:53"},
+		{"IPv6 same address", "[::1]:53", []string{"[::1]:53"}, "it is the listen address [::1]:53"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			up, err := forward.ParseAddrPort(tc.up)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := forward.SelfReason(up, tc.listen)
+			if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("SelfReason(%s, %q) = %q, want %q", tc.up, tc.listen, got, tc.want)
+			}
+		})
+	}
+}
