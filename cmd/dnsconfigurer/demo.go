@@ -24,6 +24,11 @@ func init() {
 	register("demo", command{summary: "run the chain on the embedded examples: render a pod, serve the example objects, resolve through it", run: runDemo})
 }
 
+// demoClusterDNS is the demo node's kubelet clusterDNS, kubeadm's: the
+// first address of the Service CIDR 10.96.0.0/12 after the API server's
+// (10.96.0.1). No example Service may take it.
+const demoClusterDNS = "10.96.0.10"
+
 // runDemo is the newcomer's first command: no cluster, no root, loopback only.
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -31,8 +36,12 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	podFile := fs.String("pod", "examples/pod.yaml", "pod manifest to render")
 	resolv := fs.String("resolv-conf", "examples/node-resolv.conf", "the node's resolv.conf")
 	objects := fs.String("objects", "examples/objects", "manifests the cluster DNS serves")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dnsconfigurer demo [--pod POD.yaml] [--resolv-conf PATH] [--objects DIR]")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseExit(err)
 	}
 	host := loadHost(*resolv, "linux")
 	if err := demoRender(*podFile, *resolv, host, stdin, stdout); err != nil {
@@ -53,7 +62,7 @@ func demoRender(podFile, resolv string, host policy.Host, stdin io.Reader, stdou
 	if err != nil {
 		return usageError{err}
 	}
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	eng, err := policy.New(policy.Node{ClusterDNS: []string{demoClusterDNS}, ClusterDomain: "cluster.local"})
 	if err != nil {
 		return err
 	}
@@ -118,7 +127,7 @@ func demoQuery(ctx context.Context, cluster, local string, stdout io.Writer) err
 		{cluster, "_http._tcp.web.prod.svc.cluster.local.", dns.TypeSRV},
 		{cluster, "db.prod.svc.cluster.local.", dns.TypeA},
 		{cluster, "dns-version.cluster.local.", dns.TypeTXT},
-		{cluster, "10.0.96.10.in-addr.arpa.", dns.TypePTR},
+		{cluster, "30.0.96.10.in-addr.arpa.", dns.TypePTR},
 		{cluster, "nosuch.prod.svc.cluster.local.", dns.TypeA},
 		{local, "web.search.prod.cluster.local.ap.k8s.io.", dns.TypeA},
 		{local, "kubernetes.default.search.prod.cluster.local.ap.k8s.io.", dns.TypeA},

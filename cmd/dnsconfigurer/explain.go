@@ -81,14 +81,14 @@ type containerFile struct {
 func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ns := fs.String("n", "", "the pod's namespace (default: the kubeconfig context's, else default)")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `PATH` (default: $KUBECONFIG, else the in-cluster config)")
+	var kube kubectlFlags
+	kube.register(fs)
 	out := fs.String("o", "text", "output: text (a resolv.conf with # comments) or json")
 	agentNS := fs.String("agent-namespace", defaultAgentNamespace, "namespace of the shim or nri DaemonSet's pods")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound of each API server step (get, list, port-forward, exec)")
 	noExec := fs.Bool("no-exec", false, "do not read the containers' /etc/resolv.conf (no pods/exec needed)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [-o text|json] [--agent-namespace NS] [--timeout 30s] [--no-exec]\n\n"+
+		fmt.Fprintln(stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json] [--agent-namespace NS] [--timeout 30s] [--no-exec]\n\n"+
 			"Reads the pod, the node settings its node's agent publishes at "+nodesettings.Path+" (port-forward to the agent's\n"+
 			"metrics port), computes the pod's resolv.conf with its trace, and compares each running container's\n"+
 			"/etc/resolv.conf (exec cat). Needs: get pods, list pods in the agent namespace, create pods/portforward\n"+
@@ -109,10 +109,7 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return exitUsage
 	}
-	rc, client, err := kubeREST(*kubeconfig, "explain")
-	if err == nil && rc == nil {
-		err = errors.New("no API server: give --kubeconfig or set $KUBECONFIG")
-	}
+	rc, client, ns, err := kube.client("explain")
 	if err != nil {
 		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return exitUsage
@@ -122,10 +119,7 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if *noExec {
 		e.exec = nil
 	}
-	if *ns == "" {
-		*ns = kubeNamespace(*kubeconfig)
-	}
-	facts, err := e.gather(ctx, *ns, pod)
+	facts, err := e.gather(ctx, ns, pod)
 	if err != nil {
 		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return exitFail

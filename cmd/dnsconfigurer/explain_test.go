@@ -117,7 +117,7 @@ func TestExplainFlags(t *testing.T) {
 		{[]string{"explain", "a", "b"}, "explain: want one POD argument, got 2\n"},
 		{[]string{"explain", "web", "-o", "yaml"}, "explain: -o \"yaml\": must be text or json\n"},
 		{[]string{"explain", "web", "--timeout", "0s"}, "explain: --timeout 0s: must be positive\n"},
-		{[]string{"explain", "web"}, "explain: no API server: give --kubeconfig or set $KUBECONFIG\n"},
+		{[]string{"explain", "web"}, "explain: no API server: give --kubeconfig, set $KUBECONFIG or write ~/.kube/config\n"},
 	} {
 		code, _, stderr := run(t, "", tc.args...)
 		if code != exitUsage || stderr != tc.want {

@@ -60,7 +60,7 @@ func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseExit(err)
 	}
 	m, err := hostresolv.ParseMode(*mode)
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +32,11 @@ func kubeREST(path, component string) (*rest.Config, kubernetes.Interface, error
 	if err != nil || rc == nil {
 		return nil, nil, err
 	}
+	return kubeFor(rc, component)
+}
+
+// kubeFor is the client of rc, rc with the component's User-Agent.
+func kubeFor(rc *rest.Config, component string) (*rest.Config, kubernetes.Interface, error) {
 	rc.UserAgent = version.Get().UserAgent(component)
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -74,16 +81,49 @@ func loadKubeconfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, er
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 }
 
-// kubeNamespace is the namespace of the kubeconfig's current context, as
-// kubectl takes it (path, else $KUBECONFIG), or "default".
-func kubeNamespace(path string) string {
-	rules, _ := kubeconfigRules(path)
-	if rules == nil {
-		return "default"
+// kubectlFlags are kubectl's flags that choose the API server, the
+// credentials and the namespace, for a command run by a person (explain).
+type kubectlFlags struct {
+	kubeconfig, context, cluster, user, namespace string
+}
+
+func (k *kubectlFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig `PATH` (default: the files of $KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
+	fs.StringVar(&k.context, "context", "", "the kubeconfig context to use (default: its current-context)")
+	fs.StringVar(&k.cluster, "cluster", "", "the kubeconfig cluster to use (default: the context's)")
+	fs.StringVar(&k.user, "user", "", "the kubeconfig user to use (default: the context's)")
+	fs.StringVar(&k.namespace, "n", "", "the pod's namespace (default: the context's, else default)")
+	fs.StringVar(&k.namespace, "namespace", "", "the pod's namespace (same as -n)")
+}
+
+// clientConfig loads the kubeconfig as kubectl does, with client-go's
+// default loading rules: --kubeconfig, else $KUBECONFIG's files merged,
+// else ~/.kube/config; the in-cluster config when none of them exists.
+// --context, --cluster, --user and -n override what the files say.
+func (k kubectlFlags) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	o := &clientcmd.ConfigOverrides{CurrentContext: k.context}
+	o.Context.Cluster, o.Context.AuthInfo, o.Context.Namespace = k.cluster, k.user, k.namespace
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, o)
+}
+
+// client is the API server client of component with its config, and the
+// namespace: -n, else the context's, else the pod's own in a cluster, else
+// "default".
+func (k kubectlFlags) client(component string) (*rest.Config, kubernetes.Interface, string, error) {
+	cc := k.clientConfig()
+	rc, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, nil, "", errors.New("no API server: give --kubeconfig, set $KUBECONFIG or write ~/.kube/config")
 	}
-	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
-	if err != nil || ns == "" {
-		return "default"
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
-	return ns
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc, c, err := kubeFor(rc, component)
+	return rc, c, ns, err
 }

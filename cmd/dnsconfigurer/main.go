@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -44,9 +46,18 @@ func main() {
 	os.Exit(code)
 }
 
+// dispatch runs the subcommand args name. Help follows the flag package's
+// rule for every command, this one included: -h, --help (and here help)
+// print the usage on stderr and exit 0; no subcommand prints it and exits
+// exitUsage. help NAME is NAME -h.
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		if _, ok := commands[args[1]]; ok {
+			args = []string{args[1], "-h"}
+		}
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
+		usage(stderr)
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -75,4 +86,14 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun `dnsconfigurer <subcommand> -h` for its flags.")
+}
+
+// parseExit is the exit code of a failed flag parse: -h and --help
+// (flag.ErrHelp, the usage already printed on stderr) exit 0, as with the
+// flag package's ExitOnError; a bad flag exits exitUsage.
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
 }

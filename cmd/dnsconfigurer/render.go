@@ -54,7 +54,7 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "render: unexpected argument %q\n", fs.Arg(0))

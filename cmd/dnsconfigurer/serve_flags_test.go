@@ -246,7 +246,7 @@ func TestServeReverseZones(t *testing.T) {
 			addr := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up}, tc.args...)...)
 			c := &dns.Client{Timeout: 2 * time.Second}
 			// A known ClusterIP is the zone's either way.
-			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("10.0.96.10.in-addr.arpa.", dns.TypePTR), addr)
+			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("30.0.96.10.in-addr.arpa.", dns.TypePTR), addr)
 			if err != nil || len(r.Answer) != 1 {
 				t.Fatalf("known ClusterIP: %v %v", r, err)
 			}

@@ -260,7 +260,7 @@ func TestServeReloadUnderLoad(t *testing.T) {
 		results <- tl
 	}
 	inCluster := func(r *dns.Msg) bool {
-		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "10.96.0.10"
+		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "10.96.0.30"
 	}
 	outside := func(r *dns.Msg) bool {
 		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "192.0.2.1"

@@ -35,7 +35,7 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "validate: unexpected argument %q\n", fs.Arg(0))

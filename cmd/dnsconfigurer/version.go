@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,10 +23,8 @@ func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "usage: dnsconfigurer version [-o text|json|yaml]   (or dnsconfigurer --version)")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	} else if err != nil {
-		return exitUsage
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
 		return exitCode(stderr, "version", usagef("unexpected argument %q", fs.Arg(0)))
