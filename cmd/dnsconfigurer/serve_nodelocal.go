@@ -81,11 +81,14 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	for _, a := range nl.ClusterUpstreamAddrs() {
 		ups = append(ups, a.String())
 	}
-	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool) (*forward.Forwarder, error) {
+	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool, relay ...uint16) (*forward.Forwarder, error) {
 		return startForwarder(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp,
-			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), Zone: zone, Logger: log.With("forward", zone)}, reg, closers)
+			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), RelayOptions: relay,
+			Zone: zone, Logger: log.With("forward", zone)}, reg, closers)
 	}
-	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true)
+	// Only the cluster DNS gets the autopath option (it reads the search
+	// list from it); no other client option leaves the node.
+	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true, uint16(cfg.AutopathOptionCode))
 	if err != nil {
 		return nil, nil, usagef("nodeLocal.clusterUpstream: %v", err)
 	}

@@ -170,11 +170,15 @@ type Cache struct {
 	coalesced    atomic.Uint64
 }
 
+// key is what an answer is cached and coalesced under. RD is part of it:
+// the next step answers a query without RD from what it holds (a
+// recursive upstream's REFUSED, or an empty NOERROR), which must never
+// reach a client that asked for recursion (issue 27 item 4).
 type key struct {
-	name   string // lowercase
-	qtype  uint16
-	qclass uint16
-	do, cd bool
+	name       string // lowercase
+	qtype      uint16
+	qclass     uint16
+	do, cd, rd bool
 }
 
 // entry is a cached answer. Times are nanoseconds since Cache.epoch.
@@ -339,7 +343,7 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source,
 		return nil, Miss, Ticket{}, fmt.Errorf("dnscache: query has %d questions, want 1", n)
 	}
 	q := m.Question[0]
-	k := key{name: strings.ToLower(q.Name), qtype: q.Qtype, qclass: q.Qclass, cd: m.CheckingDisabled}
+	k := key{name: strings.ToLower(q.Name), qtype: q.Qtype, qclass: q.Qclass, cd: m.CheckingDisabled, rd: m.RecursionDesired}
 	if opt := m.IsEdns0(); opt != nil {
 		k.do = opt.Do()
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,7 +143,9 @@ func TestAging(t *testing.T) {
 		return r, nil
 	}}
 	c, clk := newCache(t, next, Config{})
-	c.Exchange(context.Background(), query("web.example.", dns.TypeA))
+	q0 := query("web.example.", dns.TypeA)
+	q0.RecursionDesired = false // cached apart from RD=1 (TestRecursionDesired)
+	c.Exchange(context.Background(), q0)
 	for _, tc := range []struct {
 		advance time.Duration
 		ttl     uint32
@@ -209,6 +212,8 @@ func TestKey(t *testing.T) {
 		{"CD", func() *dns.Msg { q := query("a.example.", dns.TypeA); q.CheckingDisabled = true; return q }, 3},
 		{"type", func() *dns.Msg { return query("a.example.", dns.TypeAAAA) }, 4},
 		{"class", func() *dns.Msg { q := query("a.example.", dns.TypeA); q.Question[0].Qclass = dns.ClassCHAOS; return q }, 5},
+		{"RD=0", func() *dns.Msg { q := query("a.example.", dns.TypeA); q.RecursionDesired = false; return q }, 6},
+		{"RD=0 again", func() *dns.Msg { q := query("A.example.", dns.TypeA); q.RecursionDesired = false; return q }, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := c.Exchange(context.Background(), tc.q()); err != nil {
@@ -221,6 +226,82 @@ func TestKey(t *testing.T) {
 	}
 	if _, err := c.Exchange(context.Background(), new(dns.Msg)); err == nil || !strings.Contains(err.Error(), "0 questions") {
 		t.Errorf("query without question: %v", err)
+	}
+}
+
+// TestRecursionDesired (issue 27 item 4): a query without RD neither leads
+// the flight that clients asking for recursion join nor fills the entry
+// they are answered from. The next step answers as a recursive upstream
+// does: RD=0 with REFUSED or an empty NOERROR (a referral-less denial with
+// an SOA, cacheable), RD=1 with the address.
+func TestRecursionDesired(t *testing.T) {
+	for _, norec := range []struct {
+		name  string
+		reply func(r *dns.Msg)
+	}{
+		{"REFUSED", func(r *dns.Msg) { r.Rcode = dns.RcodeRefused }},
+		{"empty NOERROR", func(r *dns.Msg) { r.Ns = []dns.RR{soa("example.", 60, 60)} }},
+	} {
+		t.Run(norec.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var rd0 atomic.Int32
+			next := &nextFunc{f: func(q *dns.Msg) (*dns.Msg, error) {
+				r := new(dns.Msg)
+				r.SetReply(q)
+				if !q.RecursionDesired {
+					rd0.Add(1)
+					<-release
+					norec.reply(r)
+					return r, nil
+				}
+				r.Answer = []dns.RR{rrA(q.Question[0].Name, 30)}
+				return r, nil
+			}}
+			c, _ := newCache(t, next, Config{})
+			q0 := query("rd.example.", dns.TypeA)
+			q0.RecursionDesired = false
+			lead := make(chan *dns.Msg, 1)
+			go func() {
+				r, err := c.Exchange(context.Background(), q0)
+				if err != nil {
+					t.Error(err)
+				}
+				lead <- r
+			}()
+			// The RD=0 query is in flight, held by next.
+			waitFor(t, "the RD=0 query at next", func() bool { return rd0.Load() == 1 })
+			type answer struct {
+				r   *dns.Msg
+				src Source
+				err error
+			}
+			rd1 := make(chan answer, 1)
+			go func() {
+				r, src, err := c.Answer(context.Background(), query("rd.example.", dns.TypeA))
+				rd1 <- answer{r, src, err}
+			}()
+			// It answers on its own, or joins the RD=0 flight (the bug):
+			// the flight is then released to see what it gets.
+			waitFor(t, "the RD=1 answer or its coalescing", func() bool { return len(rd1) == 1 || c.coalesced.Load() > 0 })
+			close(release)
+			a := <-rd1
+			if a.err != nil || a.r.Rcode != dns.RcodeSuccess || len(a.r.Answer) != 1 || !a.r.RecursionDesired || a.src != Miss {
+				t.Fatalf("RD=1 beside an RD=0 flight: %v %v %v, want its own miss with the address", a.src, a.r, a.err)
+			}
+			if r := <-lead; r == nil || r.RecursionDesired || len(r.Answer) != 0 {
+				t.Fatalf("RD=0 leader: %v, want the non-recursive reply", r)
+			}
+			// Both cached (or not) apart: each asker gets its own.
+			q0 = q0.Copy()
+			q0.Id = dns.Id()
+			if r, err := c.Exchange(context.Background(), q0); err != nil || len(r.Answer) != 0 {
+				t.Fatalf("RD=0 again: %v %v", r, err)
+			}
+			r, src, err := c.Answer(context.Background(), query("rd.example.", dns.TypeA))
+			if err != nil || len(r.Answer) != 1 || src != Hit {
+				t.Fatalf("RD=1 again: %v %v %v, want a hit with the address", src, r, err)
+			}
+		})
 	}
 }
 

@@ -9,8 +9,18 @@
 // where the reply came from (Hit, Miss, Coalesced, Stale), AnswerTicket
 // Answer with a Ticket for a hit (see wire answers below).
 //
-// Key: the lowercase name, the type, the class, the DO bit and the CD bit;
-// never EDNS0 options (loop markers, autopath search lists) nor the ID.
+// Key: the lowercase name, the type, the class, the DO bit, the CD bit and
+// the RD bit; never EDNS0 options (loop markers, autopath search lists)
+// nor the ID. RD is in the key because the next step answers a query
+// without it from what it holds: a recursive upstream says REFUSED or an
+// empty NOERROR, and a query without RD that led the flight (or filled
+// the entry) would give that to clients asking for recursion. So a query
+// without RD is asked and cached on its own and never shares with one
+// with RD. (unbound and BIND answer such a query from their cache only; a
+// cache in front of the cluster DNS, authoritative for the cluster zone,
+// must not: the zone's answers do not depend on RD and are the server's
+// to give.) The next step's caller decides which options it relays: see
+// pkg/forward's Config.RelayOptions.
 //
 // Wire answers: a caller may keep its finished reply (the OPT it adds,
 // truncated, packed) with the cached answer it was made from, Keep(ticket,

@@ -149,7 +149,7 @@ func (c *Cache) AnswerWire(dst []byte, q *dnsmsg.WireQuery, shape uint32) ([]byt
 	name := dnsmsg.AppendName(buf[:0], q.Name, true)
 	now := c.nanos()
 	c.mu.Lock()
-	e := c.items[key{name: string(name), qtype: q.Qtype, qclass: q.Qclass, do: q.DO, cd: q.CD}]
+	e := c.items[key{name: string(name), qtype: q.Qtype, qclass: q.Qclass, do: q.DO, cd: q.CD, rd: q.RD}]
 	if e == nil || now >= e.expires {
 		c.mu.Unlock()
 		return dst, false

@@ -92,6 +92,13 @@ func TestAnswerWire(t *testing.T) {
 		clk.Advance(tc.advance)
 		q := q.Copy()
 		q.Id, q.RecursionDesired = tc.id, tc.rd
+		if !tc.rd {
+			// RD is in the key: the RD=1 answer is not the RD=0 one.
+			if _, ok := wireAnswer(t, c, q, 7); ok {
+				t.Fatalf("after %v: AnswerWire answered RD=0 from the RD=1 answer", tc.advance)
+			}
+			continue
+		}
 		got, ok := wireAnswer(t, c, q, 7)
 		want := replyPacked(t, c, q)
 		if !ok || !bytes.Equal(got, want) {

@@ -94,6 +94,12 @@ type Config struct {
 	// local range 65001-65534 (default DefaultLoopOptionCode). Every server
 	// of a deployment must use the same code for their markers to be seen.
 	LoopOptionCode uint16
+	// RelayOptions are the codes of the client's EDNS0 options sent on
+	// upstream; every other option of the query is dropped (see the
+	// package doc, "Options"). Loop markers (LoopOptionCode) are always
+	// relayed. node-local relays its autopath option to the cluster DNS;
+	// the cluster DNS relays none.
+	RelayOptions []uint16
 	// Zone labels the metrics (const label zone; default "."), so that
 	// several Forwarders register on one registry.
 	Zone string

@@ -31,9 +31,26 @@
 //     Config.Expire (10s) and a TCP connection the upstream closed while
 //     idle is replaced once;
 //   - identical queries in flight (same name, type, class, opcode, RD, CD,
-//     DO, EDNS0 options and transport) are sent once and share the reply;
+//     DO, relayed EDNS0 options and transport) are sent once and share the
+//     reply;
 //   - at most Config.MaxConcurrent (1000) exchanges wait at once; beyond
 //     that Exchange fails at once with ErrOverloaded (shed).
+//
+// # Options
+//
+// Of the client's EDNS0 options only two kinds go upstream: loop markers
+// (Config.LoopOptionCode) and the codes in Config.RelayOptions (node-local
+// relays its autopath option, 65001 by default, to the cluster DNS; the
+// cluster DNS relays none). Every other option is dropped from the query
+// sent: EDNS Client Subnet (8), whose tailored answer would be cached for
+// every client under a key without it (RFC 7871 section 7.3 asks for a
+// key by scope; dropping it is simpler and keeps clients' subnets off the
+// upstreams), and the hop-by-hop ones, which are between the client and
+// us only: cookies (10, RFC 7873), NSID (3), padding (12), TCP keepalive
+// (11), and any unknown code. The OPT's DO bit and version are kept; the
+// size is ours (dnsmsg.EDNSSize). Records in the other sections of the
+// query (TSIG and the like) are relayed as they are, and such a query is
+// not coalesced.
 //
 // Rcode maps an Exchange error to the rcode to answer: SERVFAIL, or
 // Config.ShedRcode (SERVFAIL or REFUSED) for a shed query.

@@ -433,9 +433,11 @@ func (f *Forwarder) attempt(ctx context.Context, u *upstream, m *dns.Msg, tcp bo
 }
 
 // prepare returns the query to send for m: a shallow copy whose OPT
-// advertises dnsmsg.EDNSSize and carries our loop marker, mark, after those
-// already there (its Data is set per upstream). key identifies the question
-// and options for coalescing ("" for a query with other than one question).
+// advertises dnsmsg.EDNSSize and carries, of m's options, only the loop
+// markers and Config.RelayOptions (relayed), then our loop marker, mark
+// (its Data is set per upstream). key identifies the question and the
+// relayed options for coalescing ("" for a query with other than one
+// question).
 func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, mark *dns.EDNS0_LOCAL, key string) {
 	code := f.cfg.LoopOptionCode
 	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
@@ -457,6 +459,12 @@ func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, mark *dns.EDNS0_LOCAL, key
 		opt.Hdr.Ttl = o.Hdr.Ttl // extended rcode, version, DO
 		opt.SetUDPSize(dnsmsg.EDNSSize)
 		for _, e := range o.Option {
+			if !f.relayed(e.Option()) {
+				// Client subnet, cookies, NSID, padding, keepalive and the
+				// like: of this hop, or tailoring an answer cached for
+				// everyone (issue 27 item 5).
+				continue
+			}
 			opt.Option = append(opt.Option, e)
 			if k != nil && e.Option() != code {
 				v := e.String()
@@ -477,6 +485,12 @@ func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, mark *dns.EDNS0_LOCAL, key
 	up.Id = dns.Id()
 	up.Extra = append(extra, opt)
 	return up, mark, string(k)
+}
+
+// relayed reports whether a client's EDNS0 option of this code is sent
+// upstream: loop markers and Config.RelayOptions.
+func (f *Forwarder) relayed(code uint16) bool {
+	return code == f.cfg.LoopOptionCode || slices.Contains(f.cfg.RelayOptions, code)
 }
 
 func boolByte(b bool) byte {
