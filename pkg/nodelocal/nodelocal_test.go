@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	"go.uber.org/goleak"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -76,7 +77,9 @@ func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *upstr
 
 func startNodeLocal(t *testing.T, up *upstream, cfg Config) (*Handler, string) {
 	t.Helper()
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	// As serve wires it: the forwarder relays the stage's autopath option.
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin,
+		RelayOptions: []uint16{autopath.DefaultOptionCode}})
 	if err != nil {
 		t.Fatal(err)
 	}
