@@ -559,7 +559,9 @@ func TestForwarderNeverSelf(t *testing.T) {
 		want   []string
 	}{
 		{"same address", []string{"127.0.0.1:5353"}, []string{"127.0.0.1:5353", "192.0.2.53"}, []string{"192.0.2.53:53"}},
-		{"other loopback same port", []string{"127.0.0.1:53"}, []string{"127.0.0.53", "10.0.0.10"}, []string{"10.0.0.10:53"}},
+		// Another socket (systemd-resolved's stub beside a server on
+		// 127.0.0.1): kept; the loop marker catches it if it loops back.
+		{"other loopback same port", []string{"127.0.0.1:53"}, []string{"127.0.0.53", "10.0.0.10"}, []string{"127.0.0.53:53", "10.0.0.10:53"}},
 		{"unspecified listen", []string{"0.0.0.0:53"}, []string{"127.0.0.1", "[::1]:53", "1.1.1.1"}, []string{"1.1.1.1:53"}},
 		{"bare port listen (.:53)", []string{":53"}, []string{"127.0.0.1", "[::1]:53", "1.1.1.1", "127.0.0.1:5353"}, []string{"1.1.1.1:53", "127.0.0.1:5353"}},
 		{"v6 listen", []string{"[::1]:5353"}, []string{"[::1]:5353", "[::1]:53"}, []string{"[::1]:53"}},
