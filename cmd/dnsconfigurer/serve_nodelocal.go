@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -42,7 +43,7 @@ func runNodeLocal(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *s
 	nl := cfg.NodeLocal
 	cc := cacheConfig(cfg.Cache)
 	h, err := nodelocal.New(up, nodelocal.Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
-		Cache: cc, HostSearches: searches, Logger: log, Registerer: reg})
+		Cache: cc, Timeout: nl.ClusterTimeout.Duration(), HostSearches: searches, Logger: log, Registerer: reg})
 	if err != nil {
 		return usagef("cache: %v", err)
 	}
@@ -81,11 +82,13 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	for _, a := range nl.ClusterUpstreamAddrs() {
 		ups = append(ups, a.String())
 	}
-	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool) (*forward.Forwarder, error) {
-		return startForwarder(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp,
+	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool, timeout time.Duration) (*forward.Forwarder, error) {
+		return startForwarder(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Timeout: timeout,
 			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), Zone: zone, Logger: log.With("forward", zone)}, reg, closers)
 	}
-	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true)
+	// Longer than the cluster DNS's own forward timeout: a name it cannot
+	// resolve is its SERVFAIL, not a timeout here.
+	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true, nl.ClusterTimeout.Duration())
 	if err != nil {
 		return nil, nil, usagef("nodeLocal.clusterUpstream: %v", err)
 	}
@@ -105,7 +108,7 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 		}
 		*closers = append(*closers, func() { <-w.Done() })
 		searches = func() []string { return w.Current().Config.Searches }
-		host, err := newForwarder(".", watchedUpstreams{w}, false)
+		host, err := newForwarder(".", watchedUpstreams{w}, false, 0)
 		if err != nil {
 			return nil, nil, usagef("--resolv-conf: %v", err)
 		}
