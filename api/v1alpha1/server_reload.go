@@ -65,5 +65,6 @@ func (n *NodeLocal) equal(o *NodeLocal) bool {
 	return slices.Equal(n.ClusterUpstream, o.ClusterUpstream) && n.ResolvConfPath() == o.ResolvConfPath() &&
 		slices.Equal(n.LocalIPs, o.LocalIPs) && n.SetupInterface == o.SetupInterface &&
 		n.InterfaceName == o.InterfaceName && n.SetupNotrack == o.SetupNotrack &&
-		n.SkipTeardown == o.SkipTeardown && n.LockFile == o.LockFile
+		n.SkipTeardown == o.SkipTeardown && n.LockFile == o.LockFile &&
+		n.ClusterTimeout.Duration() == o.ClusterTimeout.Duration()
 }

@@ -91,6 +91,23 @@ func TestServerDefaults(t *testing.T) {
 			t.Errorf("route defaults = %+v", r)
 		}
 	})
+	// Issue 27 item 3: node-local waits for the cluster DNS longer than the
+	// cluster DNS waits for its upstreams, so a silent name is the cluster
+	// DNS's SERVFAIL, never a timeout that counts against the cluster DNS.
+	t.Run("node-local cluster timeout above the forward timeout", func(t *testing.T) {
+		c := ServerConfiguration{Mode: ModeNodeLocal, Forward: []ForwardRoute{{Zone: ".", Upstreams: []string{"10.0.0.53"}}}}
+		c.SetDefaults()
+		nl, fwd := c.NodeLocal.ClusterTimeout.Duration(), c.Forward[0].Timeout.Duration()
+		if nl <= fwd || nl > 5*time.Second {
+			t.Errorf("nodeLocal.clusterTimeout %v, forward timeout %v: want above it and at most glibc's 5s", nl, fwd)
+		}
+		c.NodeLocal.ClusterTimeout = "soon"
+		var e fieldErrors
+		c.NodeLocal.validate(&e, ModeNodeLocal)
+		if err := e.join(); err == nil || !strings.Contains(err.Error(), "nodeLocal.clusterTimeout") {
+			t.Errorf("bad clusterTimeout: %v, want an error naming nodeLocal.clusterTimeout", err)
+		}
+	})
 	t.Run("explicit zeros stay", func(t *testing.T) {
 		zero, off := 0, false
 		c := ServerConfiguration{TTL: &zero, Autopath: &off, Loadbalance: &off, NodeLocal: NodeLocal{ResolvConf: new(string)},

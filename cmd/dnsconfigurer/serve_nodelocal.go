@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -42,7 +43,7 @@ func runNodeLocal(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *s
 	nl := cfg.NodeLocal
 	cc := cacheConfig(cfg.Cache)
 	h, err := nodelocal.New(up, nodelocal.Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
-		Cache: cc, HostSearches: searches, Logger: log, Registerer: reg})
+		Cache: cc, Timeout: nl.ClusterTimeout.Duration(), HostSearches: searches, Logger: log, Registerer: reg})
 	if err != nil {
 		return usagef("cache: %v", err)
 	}
@@ -81,14 +82,16 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	for _, a := range nl.ClusterUpstreamAddrs() {
 		ups = append(ups, a.String())
 	}
-	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool, relay ...uint16) (*forward.Forwarder, error) {
-		return startForwarder(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp,
+	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool, timeout time.Duration, relay ...uint16) (*forward.Forwarder, error) {
+		return startForwarder(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Timeout: timeout,
 			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), RelayOptions: relay,
 			Zone: zone, Logger: log.With("forward", zone)}, reg, closers)
 	}
 	// Only the cluster DNS gets the autopath option (it reads the search
-	// list from it); no other client option leaves the node.
-	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true, uint16(cfg.AutopathOptionCode))
+	// list from it); no other client option leaves the node. Its timeout is
+	// longer than the cluster DNS's own forward timeout: a name it cannot
+	// resolve is its SERVFAIL, not a timeout here.
+	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true, nl.ClusterTimeout.Duration(), uint16(cfg.AutopathOptionCode))
 	if err != nil {
 		return nil, nil, usagef("nodeLocal.clusterUpstream: %v", err)
 	}
@@ -108,7 +111,7 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 		}
 		*closers = append(*closers, func() { <-w.Done() })
 		searches = func() []string { return w.Current().Config.Searches }
-		host, err := newForwarder(".", watchedUpstreams{w}, false)
+		host, err := newForwarder(".", watchedUpstreams{w}, false, 0)
 		if err != nil {
 			return nil, nil, usagef("--resolv-conf: %v", err)
 		}

@@ -120,6 +120,17 @@ func TestReplyValidation(t *testing.T) {
 			bad.Question[0].Qtype = dns.TypeAAAA
 			return []*dns.Msg{bad, answer(req)}
 		}, true},
+		{"name in other case first", func(req *dns.Msg) []*dns.Msg {
+			bad := answer(req)
+			bad.Question[0].Name = strings.ToUpper(bad.Question[0].Name)
+			return []*dns.Msg{bad, answer(req)}
+		}, true},
+		{"error without question first", func(req *dns.Msg) []*dns.Msg {
+			bad := new(dns.Msg)
+			bad.SetRcode(req, dns.RcodeServerFailure)
+			bad.Question = nil
+			return []*dns.Msg{bad, answer(req)}
+		}, true},
 		{"query echoed first", func(req *dns.Msg) []*dns.Msg {
 			return []*dns.Msg{req.Copy(), answer(req)}
 		}, true},
@@ -169,87 +180,6 @@ func TestReplyValidation(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestFailfastAndRecovery: an upstream that stops answering is down after
-// MaxFails timeouts; the next query fails at once with ErrAllDown, and the
-// health probe brings the upstream back once it answers again.
-func TestFailfastAndRecovery(t *testing.T) {
-	var alive atomic.Bool
-	up := runStub(t, func(req *dns.Msg) []*dns.Msg {
-		if !alive.Load() {
-			return nil
-		}
-		return []*dns.Msg{answer(req)}
-	})
-	const timeout = 400 * time.Millisecond
-	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: timeout, HealthCheck: 20 * time.Millisecond})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(f)
-	f.Start(context.Background())
-	healthy := func() float64 {
-		return gather(t, reg)[`dnsconfigurer_forward_upstream_healthy{upstream="`+up.addr+`",zone="."}`]
-	}
-	for i := range forward.DefaultMaxFails {
-		start := time.Now()
-		if _, err := ask(f, context.Background(), "hang.example.org."); err == nil || errors.Is(err, forward.ErrAllDown) {
-			t.Fatalf("query %d: %v, want a timeout", i, err)
-		} else if took := time.Since(start); took < timeout/2 {
-			t.Fatalf("query %d failed after %v: %v", i, took, err)
-		}
-	}
-	if healthy() != 0 {
-		t.Fatalf("upstream still healthy after %d timeouts", forward.DefaultMaxFails)
-	}
-	start := time.Now()
-	_, err := ask(f, context.Background(), "fast.example.org.")
-	if took := time.Since(start); !errors.Is(err, forward.ErrAllDown) || took > timeout/4 {
-		t.Fatalf("with every upstream down: %v after %v, want ErrAllDown well under %v", err, took, timeout)
-	}
-	t.Logf("failfast after %v", time.Since(start))
-	if forward.Rcode(err) != dns.RcodeServerFailure {
-		t.Errorf("Rcode(ErrAllDown) = %d", forward.Rcode(err))
-	}
-	await(t, 2*time.Second, "failed health probes", func() bool {
-		return gather(t, reg)[`dnsconfigurer_forward_healthcheck_failures_total{upstream="`+up.addr+`",zone="."}`] >= 1
-	})
-	alive.Store(true)
-	await(t, 2*time.Second, "the upstream back", func() bool { return healthy() == 1 })
-	if r, err := ask(f, context.Background(), "back.example.org."); err != nil || len(r.Answer) != 1 {
-		t.Fatalf("after recovery: %v %v", r, err)
-	}
-}
-
-// TestDeadSocket: an upstream whose socket is closed fails fast (ICMP port
-// unreachable) and the next upstream answers; after MaxFails it is down and
-// no longer asked.
-func TestDeadSocket(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := pc.LocalAddr().String()
-	pc.Close()
-	good := runStub(t, func(req *dns.Msg) []*dns.Msg { return []*dns.Msg{answer(req)} })
-	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{dead, good.addr}, Policy: forward.PolicySequential, HealthCheck: time.Hour})
-	f.Start(context.Background())
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(f)
-	for i := range 5 {
-		start := time.Now()
-		if r, err := ask(f, context.Background(), "www.example.org."); err != nil || len(r.Answer) != 1 {
-			t.Fatalf("query %d: %v %v", i, r, err)
-		} else if took := time.Since(start); took > time.Second {
-			t.Errorf("query %d took %v", i, took)
-		}
-	}
-	m := gather(t, reg)
-	if n := m[`dnsconfigurer_forward_upstream_errors_total{upstream="`+dead+`",zone="."}`]; n != forward.DefaultMaxFails {
-		t.Errorf("dead upstream failed %v times, want %d (then down)", n, forward.DefaultMaxFails)
-	}
-	if n := good.queries.Load(); n != 5 {
-		t.Errorf("good upstream asked %d times, want 5", n)
 	}
 }
 
@@ -355,25 +285,10 @@ func runTCPStubReplies(t *testing.T, replies func(req *dns.Msg) []*dns.Msg) *tcp
 	return s
 }
 
-// TestConnectionReuse: sequential queries share one UDP socket, or one TCP
-// connection, which is closed once idle for Expire.
+// TestConnectionReuse: sequential TCP queries share one connection, which
+// is closed once idle for Expire (UDP queries get a socket each:
+// TestSourcePorts).
 func TestConnectionReuse(t *testing.T) {
-	t.Run("udp", func(t *testing.T) {
-		up := runStub(t, func(req *dns.Msg) []*dns.Msg { return []*dns.Msg{answer(req)} })
-		f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.addr}})
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(f)
-		for i := range 20 {
-			if _, err := ask(f, context.Background(), "q"+strings.Repeat("x", i)+".example.org."); err != nil {
-				t.Fatal(err)
-			}
-		}
-		m := gather(t, reg)
-		hits := m[`dnsconfigurer_forward_conn_cache_hits_total{proto="udp",upstream="`+up.addr+`",zone="."}`]
-		if n := up.clients(); n != 1 || hits != 19 {
-			t.Errorf("%d source ports, %v cache hits; want 1 and 19", n, hits)
-		}
-	})
 	t.Run("tcp", func(t *testing.T) {
 		up := runTCPStub(t, answer)
 		f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, ForceTCP: true, Expire: 100 * time.Millisecond, HealthCheck: 10 * time.Millisecond})
@@ -434,27 +349,6 @@ func TestTruncatedGoesTCP(t *testing.T) {
 	if u, c := udpQueries.Load(), tcp.accepted.Load(); u != 1 || c != 1 {
 		t.Errorf("%d UDP queries, %d TCP connections; want 1 and 1", u, c)
 	}
-}
-
-// TestSlowUpstream: a slow answer within the timeout is taken; with a hung
-// first upstream, the second gets its share of the timeout.
-func TestSlowUpstream(t *testing.T) {
-	slow := runStub(t, func(req *dns.Msg) []*dns.Msg {
-		time.Sleep(150 * time.Millisecond) // the upstream's latency, not synchronisation
-		return []*dns.Msg{answer(req)}
-	})
-	hung := runStub(t, func(*dns.Msg) []*dns.Msg { return nil })
-	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{hung.addr, slow.addr}, Policy: forward.PolicySequential, Timeout: time.Second})
-	start := time.Now()
-	r, err := ask(f, context.Background(), "slow.example.org.")
-	took := time.Since(start)
-	if err != nil || len(r.Answer) != 1 {
-		t.Fatalf("%v %v", r, err)
-	}
-	if took > time.Second+100*time.Millisecond {
-		t.Errorf("answered after %v, want within the timeout", took)
-	}
-	t.Logf("hung then slow upstream: answered after %v", took)
 }
 
 func TestShedRcode(t *testing.T) {

@@ -15,8 +15,9 @@
 //     (Config.Self) are dropped: a loopback or unspecified listen address
 //     matches any loopback upstream on the same port;
 //   - the healthy upstreams are tried in Config.Policy's order (random by
-//     default, round_robin, sequential), each with an equal share of the
-//     time left: one Exchange ends within Config.Timeout (2s) whatever the
+//     default, round_robin, sequential); each but the last gets 7/8 of the
+//     time left (1.75s of 2s for the first), so a slow but alive upstream
+//     answers: one Exchange ends within Config.Timeout (2s) whatever the
 //     number of upstreams;
 //   - over UDP, then TCP when the reply is truncated, bigger than advertised
 //     or does not parse; over TCP at once for a client that asked over TCP
@@ -25,9 +26,13 @@
 //   - queries go upstream with a random ID of ours and an EDNS0 size of
 //     dnsmsg.EDNSSize (1232), so a UDP read needs 1233 bytes (one more
 //     detects a reply bigger than advertised). A reply whose ID or question
-//     does not match is dropped and the read goes on until the deadline;
-//   - connections are pooled per upstream and transport (at most 256 idle
-//     each) and reused one query at a time; an idle one is closed after
+//     does not match strictly (the name byte for byte; a reply without the
+//     question does not match) is dropped and the read goes on until the
+//     deadline;
+//   - each UDP query gets a socket of its own, on a fresh random source
+//     port (RFC 5452 §9.2), MaxConcurrent bounding them;
+//   - TCP connections are pooled per upstream (at most 256 idle) and
+//     reused one query at a time; an idle one is closed after
 //     Config.Expire (10s) and a TCP connection the upstream closed while
 //     idle is replaced once;
 //   - identical queries in flight (same name, type, class, opcode, RD, CD,
@@ -63,12 +68,15 @@
 // probes the down upstreams and closes expired connections. Close stops it
 // and closes the idle connections.
 //
-// While it runs, an upstream whose exchanges fail Config.MaxFails (2) times
-// in a row (timeouts, refused connections; any reply counts as a success)
-// is down: it is skipped, and a probe (". IN NS", as CoreDNS) every
-// HealthCheck brings it back on any reply. When every upstream is down,
-// Exchange fails at once with ErrAllDown (failfast, no waiting) while the
-// probes go on. Without Start no upstream is ever marked down.
+// While it runs, a failed exchange with an upstream (a timeout, a refused
+// connection) only triggers a health probe of it (". IN NS", as CoreDNS,
+// within Config.Timeout or 1s, the longer); any reply to the probe is
+// healthy. Config.MaxFails (2) probes failed in a row mark the upstream
+// down: it is skipped, and probed every HealthCheck until it answers. A
+// name whose servers drop queries thus never takes an upstream that
+// answers its probe out of rotation. When every upstream is down, Exchange
+// still asks one at random (counted in all_down_total). Without Start no
+// upstream is ever marked down.
 //
 // Forward errors are logged at warning level, at most one line per
 // upstream per 10s with the count of the lines suppressed.

@@ -20,10 +20,6 @@ var (
 	// marker (it went round a forwarding loop and came back), the markers of
 	// more than MaxHops forwarders, or this Forwarder's own loop probe.
 	ErrLoop = errors.New("forward: forwarding loop")
-
-	// ErrAllDown is returned at once, without asking anyone, when every
-	// usable upstream is marked down by the health checks.
-	ErrAllDown = errors.New("forward: every upstream is down")
 )
 
 // shedError is ErrOverloaded with the rcode the Forwarder answers it with.

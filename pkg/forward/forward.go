@@ -63,10 +63,13 @@ type Forwarder struct {
 	flights map[string]*flight
 
 	started atomic.Bool // health checking runs (Start or Run)
-	bgMu    sync.Mutex
-	bgStop  context.CancelFunc
-	bgDone  chan struct{}
-	closed  bool
+	// kick wakes the background work for a health probe of an upstream
+	// a query failed with.
+	kick   chan struct{}
+	bgMu   sync.Mutex
+	bgStop context.CancelFunc
+	bgDone chan struct{}
+	closed bool
 
 	shed, loops, loopDetected, allDown, coalesced atomic.Uint64
 }
@@ -91,6 +94,7 @@ func New(cfg Config) (*Forwarder, error) {
 		log:     cfg.Logger.With("zone", cfg.Zone),
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		flights: map[string]*flight{},
+		kick:    make(chan struct{}, 1),
 		now:     time.Now,
 	}
 	for i, l := range cfg.Self {
@@ -258,7 +262,7 @@ func clientTCP(ctx context.Context) bool {
 }
 
 // Exchange sends m (which it does not modify) to the upstreams and returns
-// the first reply, or an error: ErrNoUpstream, ErrOverloaded, ErrAllDown,
+// the first reply, or an error: ErrNoUpstream, ErrOverloaded,
 // ErrLoop, or the upstreams' errors (Rcode maps each to the rcode to
 // answer). It returns within Config.Timeout, or sooner when ctx ends.
 func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
@@ -347,27 +351,29 @@ type flight struct {
 }
 
 // pick returns the upstreams to try, in the policy's order: the healthy
-// ones that do not loop. It fails with ErrNoUpstream when none is usable
-// and ErrAllDown when every usable one is down.
+// ones that do not loop. When every usable one is down it returns one of
+// them at random (as CoreDNS): a health probe that failed is no proof that
+// the next query will, and failing fast would turn a probe's bad luck into
+// everyone's SERVFAIL. It fails with ErrNoUpstream when none is usable.
 func (f *Forwarder) pick() ([]*upstream, error) {
 	all := f.list().ups
 	ups := make([]*upstream, 0, len(all))
-	usable := 0
+	var usable []*upstream
 	for _, u := range all {
 		if u.looping.Load() {
 			continue
 		}
-		usable++
+		usable = append(usable, u)
 		if !u.down.Load() {
 			ups = append(ups, u)
 		}
 	}
 	switch {
-	case usable == 0:
+	case len(usable) == 0:
 		return nil, ErrNoUpstream
 	case len(ups) == 0:
 		f.allDown.Add(1)
-		return nil, ErrAllDown
+		return []*upstream{usable[rand.IntN(len(usable))]}, nil
 	}
 	switch f.cfg.Policy {
 	case PolicyRandom:
@@ -379,15 +385,14 @@ func (f *Forwarder) pick() ([]*upstream, error) {
 	return ups, nil
 }
 
-// exchange tries each upstream in turn, each with an equal share of the
-// time left; mark (m's loop marker) gets the upstream's.
+// exchange tries each upstream in turn (tryBudget shares the time left);
+// mark (m's loop marker) gets the upstream's.
 func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, mark *dns.EDNS0_LOCAL, tcp bool) (*dns.Msg, error) {
 	var errs []error
 	for i, u := range ups {
 		mark.Data = u.mark
 		r, err := f.attempt(ctx, u, m, tcp, len(ups)-i)
 		if err == nil {
-			u.fails.Store(0)
 			return r, nil
 		}
 		if errors.Is(ctx.Err(), context.Canceled) {
@@ -403,24 +408,42 @@ func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, m
 	return nil, errors.Join(errs...)
 }
 
-// failed counts a failed exchange with u, marks it down after MaxFails in a
-// row (while health checks run), and logs at most once per logEvery.
+// failed counts a failed exchange with u and asks for a health probe of it
+// (while health checks run): the probe, not the query, decides whether u
+// is down. A name whose servers drop queries times out on a healthy
+// upstream; counting that against the upstream would let any client take
+// every upstream out of rotation. It logs at most once per logEvery.
 func (f *Forwarder) failed(u *upstream, err error) {
 	f.m.errors.WithLabelValues(u.name).Inc()
-	if n := int(u.fails.Add(1)); f.cfg.MaxFails > 0 && n >= f.cfg.MaxFails && f.started.Load() && !u.down.Swap(true) {
-		f.log.Warn("upstream down: probing it", "upstream", u.name, "fails", n)
+	if f.cfg.MaxFails > 0 && f.started.Load() && !u.suspect.Swap(true) {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
 	}
 	if ok, suppressed := u.logged.allow(f.now(), logEvery); ok {
 		f.log.Warn("forward failed", "upstream", u.name, "err", err, "suppressed", suppressed)
 	}
 }
 
-// attempt asks one upstream within 1/left of the time left in ctx: over
+// tryBudget is the time a try gets when left upstreams (this one included)
+// share remaining: all of it for the last, else 7/8 of it. A slow but
+// alive upstream has nearly the whole timeout to answer (1.75s of 2s); the
+// others get what is left, and an upstream that does not answer at all is
+// found by its health probe and skipped.
+func tryBudget(remaining time.Duration, left int) time.Duration {
+	if left <= 1 {
+		return remaining
+	}
+	return remaining - remaining/8
+}
+
+// attempt asks one upstream within tryBudget of the time left in ctx: over
 // TCP when tcp, else over UDP and then TCP when the reply was truncated.
 func (f *Forwarder) attempt(ctx context.Context, u *upstream, m *dns.Msg, tcp bool, left int) (*dns.Msg, error) {
 	if d, ok := ctx.Deadline(); ok && left > 1 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Until(d)/time.Duration(left))
+		ctx, cancel = context.WithTimeout(ctx, tryBudget(time.Until(d), left))
 		defer cancel()
 	}
 	if !tcp {

@@ -90,6 +90,7 @@ func (f *Forwarder) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-f.kick:
 		}
 	}
 }
@@ -128,24 +129,32 @@ func each(ups []*upstream, fn func(i int, u *upstream)) {
 	wg.Wait()
 }
 
-// healthProbe asks each down upstream ". IN NS"; any reply brings it back.
+// healthProbe asks ". IN NS" of each upstream that is down or that a
+// query failed with since its last probe. Any reply is healthy: it clears
+// the failures and brings a down upstream back. MaxFails probes failed in
+// a row mark it down; it is probed again every HealthCheck.
 func (f *Forwarder) healthProbe(ctx context.Context, ups []*upstream) {
-	var down []*upstream
+	var due []*upstream
 	for _, u := range ups {
-		if u.down.Load() && !u.looping.Load() {
-			down = append(down, u)
+		if (u.down.Load() || u.suspect.Load()) && !u.looping.Load() {
+			due = append(due, u)
 		}
 	}
-	each(down, func(_ int, u *upstream) {
+	each(due, func(_ int, u *upstream) {
 		m := new(dns.Msg)
 		m.SetQuestion(".", dns.TypeNS)
 		if _, err := f.probeOne(ctx, u, m); err != nil {
-			if ctx.Err() == nil {
-				f.m.healthFails.WithLabelValues(u.name).Inc()
+			if ctx.Err() != nil {
+				return
+			}
+			f.m.healthFails.WithLabelValues(u.name).Inc()
+			if n := int(u.fails.Add(1)); n >= f.cfg.MaxFails && !u.down.Swap(true) {
+				f.log.Warn("upstream down: its health probes failed, probing it", "upstream", u.name, "fails", n, "err", err)
 			}
 			return
 		}
 		u.fails.Store(0)
+		u.suspect.Store(false)
 		if u.down.Swap(false) {
 			f.log.Info("upstream up again", "upstream", u.name)
 		}
@@ -153,9 +162,10 @@ func (f *Forwarder) healthProbe(ctx context.Context, ups []*upstream) {
 }
 
 // probeOne sends m to u (UDP, then TCP when truncated; TCP with ForceTCP)
-// within probeTimeout.
+// within probeTimeout or Config.Timeout, the longer: an upstream slow to
+// answer queries is as slow to answer its probe, and is alive.
 func (f *Forwarder) probeOne(ctx context.Context, u *upstream, m *dns.Msg) (*dns.Msg, error) {
-	ctx, cancel := context.WithTimeout(ctx, min(probeTimeout, f.cfg.Timeout))
+	ctx, cancel := context.WithTimeout(ctx, max(probeTimeout, f.cfg.Timeout))
 	defer cancel()
 	up, mark, _ := f.prepare(m)
 	mark.Data = u.mark

@@ -36,7 +36,7 @@ func newMetrics(zone string) *metrics {
 		loops:        desc("loops_total", "Queries not forwarded because they carried this forwarder's loop marker or too many, or were its own loop probe."),
 		loopDetected: desc("loop_detected_total", "Upstreams found to forward queries back to this forwarder (a query or loop probe came back), once each until the upstream list changes."),
 		looping:      desc("looping_upstreams", "Upstreams not used because their loop probe came back without the loop marker."),
-		allDown:      desc("all_down_total", "Queries failed at once because every upstream was down (ErrAllDown)."),
+		allDown:      desc("all_down_total", "Queries sent to one random upstream because every upstream was down."),
 		coalesced:    desc("coalesced_total", "Queries that waited for an identical query in flight instead of being sent."),
 		healthy:      desc("upstream_healthy", "1 if the upstream is used, 0 while it is down or loops back.", "upstream"),
 		requests:     counter("requests_total", "Queries sent to upstreams (a TCP retry counts again).", "upstream"),

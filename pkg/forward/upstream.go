@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,9 +22,13 @@ type upstream struct {
 	// mark is the loop marker of the queries sent to it: the Forwarder's
 	// marker and a random tag of this upstream, which names it when a
 	// query comes back.
-	mark  []byte
-	fails atomic.Int32
-	down  atomic.Bool
+	mark []byte
+	// fails counts the health probes failed in a row; MaxFails of them
+	// mark it down. A failed query only sets suspect: it asks for a
+	// health probe, which decides.
+	fails   atomic.Int32
+	down    atomic.Bool
+	suspect atomic.Bool
 	// looping: its loop probe came back without our marker (a resolver on
 	// the way dropped it): not used until the list changes.
 	looping atomic.Bool
@@ -142,6 +145,10 @@ func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp,
 	if tcp {
 		proto, p = "tcp", &u.tcp
 	}
+	// A UDP query gets a socket of its own, on a fresh random source port
+	// (RFC 5452 §9.2): a spoofer must guess the port as well as the ID.
+	// MaxConcurrent bounds the sockets open at once.
+	fresh = fresh || !tcp
 	var c *dns.Conn
 	if !fresh {
 		c = p.get(f.cfg.Expire)
@@ -160,7 +167,7 @@ func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp,
 	}
 	keep := false
 	defer func() {
-		if keep {
+		if keep && tcp {
 			p.put(c)
 		} else {
 			c.Close()
@@ -240,20 +247,21 @@ func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp,
 	}
 }
 
-// sameQuestion reports whether the reply r answers the question of m (an
-// error rcode without a question section is accepted).
+// sameQuestion reports whether the reply r answers the question of m,
+// strictly: a response of m's opcode whose question section is m's, the
+// name byte for byte (RFC 5452 §9.1; an upstream echoes the name as asked).
+// A reply without the question is not taken: a spoofer who guessed the ID
+// and port would need nothing more to fail the query.
 func sameQuestion(r, m *dns.Msg) bool {
-	if !r.Response || r.Opcode != m.Opcode {
+	if !r.Response || r.Opcode != m.Opcode || len(r.Question) != len(m.Question) || len(m.Question) == 0 {
 		return false
 	}
-	if len(r.Question) == 0 {
-		return r.Rcode != dns.RcodeSuccess
+	for i, a := range r.Question {
+		if a != m.Question[i] {
+			return false
+		}
 	}
-	if len(r.Question) != len(m.Question) {
-		return false
-	}
-	a, b := r.Question[0], m.Question[0]
-	return a.Qtype == b.Qtype && a.Qclass == b.Qclass && strings.EqualFold(a.Name, b.Name)
+	return true
 }
 
 // rateLimit lets one log line through per interval and counts the others.

@@ -34,7 +34,8 @@ type Config struct {
 	// dnscache's (32 MiB of answers, 8 MiB of denials); serve-stale and
 	// prefetch off.
 	Cache dnscache.Config
-	// Timeout bounds one upstream exchange (2s).
+	// Timeout bounds one upstream exchange (3s: above the cluster DNS's
+	// 2s forward timeout; serve sets v1alpha1's nodeLocal.clusterTimeout).
 	Timeout time.Duration
 	// HostSearches returns the node's host search domains, appended to
 	// autopath search lists (nil: none).
@@ -80,7 +81,7 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 		cfg.Cache.MaxNegativeTTL = DefaultMaxNegativeTTL
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 2 * time.Second
+		cfg.Timeout = 3 * time.Second
 	}
 	if cfg.HostSearches == nil {
 		cfg.HostSearches = func() []string { return nil }
