@@ -102,7 +102,7 @@ type Relay struct {
 
 	closing  atomic.Bool    // Close has begun
 	evicting atomic.Bool    // Evict has begun: nothing more goes upstream
-	wg      sync.WaitGroup // goroutines other than Run's two; Add only under mu while !closed
+	wg       sync.WaitGroup // goroutines other than Run's two; Add only under mu while !closed
 
 	mu       sync.Mutex
 	cond     *sync.Cond
