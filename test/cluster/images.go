@@ -612,3 +612,9 @@ func imgPauseBinary(ctx context.Context) ([]byte, error) {
 func imgModuleRoot() (string, error) {
 	return containerd.ModuleRoot()
 }
+
+// ToolsRootfs is the stand-in images' tools root filesystem (see
+// imgToolsRootfs): this host's dash, coreutils and the other imgTools, with
+// their libraries, root's, nobody's and nonroot's users and groups. Other
+// suites (test/e2e/critest) build their stand-ins on it.
+func ToolsRootfs() ([]containerd.ImageFile, error) { return imgToolsRootfs() }

@@ -15,6 +15,9 @@ type paths struct {
 	// nriSocket and nriDir: containerd 2.x's NRI socket and plugin
 	// directories (version 3 config only).
 	nriSocket, nriDir string
+	// registryDir is the CRI plugin's registry config_path (hosts.toml
+	// per registry host); "" sets none.
+	registryDir string
 }
 
 // containerdConfig renders a config file in the version 2 schema, the one
@@ -60,6 +63,9 @@ func containerdConfig(p paths) string {
         Root = %s
         SystemdCgroup = false
 `, q(PauseImage), q(p.cniBinDir), q(p.cniConfDir), q(p.runcRoot))
+	if p.registryDir != "" {
+		fmt.Fprintf(&b, "\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = %s\n", q(p.registryDir))
+	}
 	return b.String()
 }
 
@@ -198,5 +204,8 @@ func containerdConfigV3(p paths) string {
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 `, q(p.nriSocket), q(p.nriDir), q(p.nriDir), q(PauseImage), q(p.cniBinDir), q(p.cniConfDir), q(p.runcRoot))
+	if p.registryDir != "" {
+		fmt.Fprintf(&b, "\n[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = %s\n", q(p.registryDir))
+	}
 	return b.String()
 }

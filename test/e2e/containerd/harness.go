@@ -69,6 +69,10 @@ type Options struct {
 	// Runtime is the containerd to run; the zero value is
 	// DefaultRuntime() (see RuntimeEnv).
 	Runtime *Runtime
+	// RegistryConfigDir, when set, is the CRI plugin's registry
+	// config_path: a directory of <host>/hosts.toml files (mirrors, plain
+	// HTTP), read at each pull, so they may be written after Start.
+	RegistryConfigDir string
 }
 
 // Harness is a running containerd with the CRI plugin, runc and a CNI
@@ -233,16 +237,17 @@ func Start(t testing.TB, opts Options) *Harness {
 
 func (h *Harness) start(ctx context.Context, opts Options, images map[string][]byte) error {
 	p := paths{
-		root:       filepath.Join(h.Dir, "root"),
-		state:      filepath.Join(h.Dir, "state"),
-		socket:     h.Socket,
-		runcRoot:   filepath.Join(h.Dir, "runc"),
-		opt:        filepath.Join(h.Dir, "opt"),
-		cniConfDir: filepath.Join(h.Dir, "cni", "net.d"),
-		cniBinDir:  h.cniBin,
-		ipamDir:    filepath.Join(h.Dir, "cni", "ipam"),
-		nriSocket:  filepath.Join(h.Dir, "nri.sock"),
-		nriDir:     filepath.Join(h.Dir, "nri"),
+		root:        filepath.Join(h.Dir, "root"),
+		state:       filepath.Join(h.Dir, "state"),
+		socket:      h.Socket,
+		runcRoot:    filepath.Join(h.Dir, "runc"),
+		opt:         filepath.Join(h.Dir, "opt"),
+		cniConfDir:  filepath.Join(h.Dir, "cni", "net.d"),
+		cniBinDir:   h.cniBin,
+		ipamDir:     filepath.Join(h.Dir, "cni", "ipam"),
+		nriSocket:   filepath.Join(h.Dir, "nri.sock"),
+		nriDir:      filepath.Join(h.Dir, "nri"),
+		registryDir: opts.RegistryConfigDir,
 	}
 	for _, d := range []string{p.root, p.state, p.runcRoot, p.opt, p.nriDir, p.cniConfDir, p.ipamDir, filepath.Join(h.Dir, "cni", "cache"), h.LogRoot, filepath.Join(h.Dir, "run"), filepath.Join(h.Dir, "images")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -292,3 +292,8 @@ func layerTar(files []ImageFile) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// LayerTar returns the uncompressed layer WriteImage packs for files (their
+// parent directories and /etc, /tmp, /proc, /sys and /dev included), for
+// tests that serve images from a registry instead of importing them.
+func LayerTar(files []ImageFile) ([]byte, error) { return layerTar(files) }
