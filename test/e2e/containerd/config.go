@@ -91,8 +91,9 @@ var (
 
 // cniConfList renders the bridge network: host-local IPAM on PodSubnet, no
 // gateway on the bridge from the plugin (the harness sets BridgeAddr
-// itself), no masquerade, and routes only for the extra prefixes asked for.
-func cniConfList(ipamDir string, routes []netip.Prefix) ([]byte, error) {
+// itself), no masquerade, and routes only for the extra prefixes asked for;
+// with hostPorts, the portmap plugin after it.
+func cniConfList(ipamDir string, routes []netip.Prefix, hostPorts bool) ([]byte, error) {
 	type route struct {
 		Dst string `json:"dst"`
 		GW  string `json:"gw,omitempty"`
@@ -122,14 +123,18 @@ func cniConfList(ipamDir string, routes []netip.Prefix) ([]byte, error) {
 	for _, r := range routes {
 		rs = append(rs, route{Dst: r.Masked().String(), GW: BridgeAddr.String()})
 	}
+	type portmap struct {
+		Type         string          `json:"type"`
+		Capabilities map[string]bool `json:"capabilities"`
+	}
 	conf := struct {
-		CNIVersion string   `json:"cniVersion"`
-		Name       string   `json:"name"`
-		Plugins    []plugin `json:"plugins"`
+		CNIVersion string `json:"cniVersion"`
+		Name       string `json:"name"`
+		Plugins    []any  `json:"plugins"`
 	}{
 		CNIVersion: "1.0.0",
 		Name:       cniNetworkName,
-		Plugins: []plugin{{
+		Plugins: []any{plugin{
 			Type:        "bridge",
 			Bridge:      BridgeName,
 			HairpinMode: true,
@@ -145,6 +150,9 @@ func cniConfList(ipamDir string, routes []netip.Prefix) ([]byte, error) {
 				Routes: rs,
 			},
 		}},
+	}
+	if hostPorts {
+		conf.Plugins = append(conf.Plugins, portmap{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}})
 	}
 	return json.MarshalIndent(conf, "", "  ")
 }
