@@ -59,12 +59,10 @@ var skipped = []struct {
 }{
 	{spec: `public image with digest should be pulled and removed`,
 		why: "pulls gcr.io/k8s-staging-cri-tools/test-image-digest@sha256:9700f9a2…: an image under that exact digest cannot be made offline"},
-	{spec: `should support pull image with digest`,
-		why: "pulls the same digest-pinned image as above"},
 	{spec: `Idempotence StopPodSandbox should not return an error if not found`, majors: []int{1},
-		why: "containerd 1.6 answers StopPodSandbox of an unknown sandbox with NotFound (1.7 and 2.x answer OK, as the CRI asks)"},
+		why: "containerd 1.6 answers StopPodSandbox of an unknown sandbox with NotFound (2.x answers OK, as the CRI asks: the 2.x run has no such entry)"},
 	{spec: `Idempotence StopContainer should not return an error if not found`, majors: []int{1},
-		why: "containerd 1.6 answers StopContainer of an unknown container with NotFound (1.7 and 2.x answer OK, as the CRI asks)"},
+		why: "containerd 1.6 answers StopContainer of an unknown container with NotFound (2.x answers OK, as the CRI asks: the 2.x run has no such entry)"},
 }
 
 // skips returns the skip list entries for containerd major version major.

@@ -2,18 +2,28 @@
 // container runtime passes, against the harness's containerd
 // (test/e2e/containerd) three ways: straight to containerd, through the
 // real `dnsconfigurer shim` binary, and (containerd 2.x) with the real
-// `dnsconfigurer nri` plugin attached. Every spec not in the skip list must
-// pass each way; the skip list is what fails straight against the same
-// containerd offline, and the direct run proves it.
+// `dnsconfigurer nri` plugin attached.
 //
-// Nothing is pulled from the internet: critest's images are stand-ins built
-// here (test/cluster's tools root filesystem, a `top` that sleeps, a web
-// server made of nc) and served by an in-memory registry
+// Straight to containerd every spec runs, and exactly the skip list
+// (`skipped`, each entry with its reason) must fail: an entry that passes
+// is an error, and so is a failure that is not on it. Through the shim and
+// with the NRI plugin the skip list is skipped and every other spec must
+// pass, as many as passed straight.
+//
+// Nothing is pulled from the internet: critest's images are stand-ins
+// built here on Debian's busybox (test/cluster.BusyboxRootfs: applets hard
+// linked as in the busybox image; nginx and httpd are busybox httpd behind
+// scripts that act like them, nonewprivs a set-user-ID Go program printing
+// its effective UID) and served by an in-memory registry
 // (go-containerregistry's pkg/registry) on 127.0.0.1 in the harness's
-// network namespace; critest runs in that namespace with
-// --registry-prefix localhost:PORT, so every image it asks for is pulled
-// from there.
+// network namespace, which the harness's containerd mirrors
+// registry.k8s.io, gcr.io and k8s.gcr.io to. critest runs as a process of
+// the harness's node (Harness.NodeCommand: its network, containerd's mount
+// and PID namespaces), with / an rshared mount there (Options.SharedRoot)
+// for the mount propagation specs and the portmap CNI plugin
+// (Options.HostPorts) for the host port spec.
 //
 // The test skips unless $DNSCONFIGURER_CRITEST names a critest binary
 // (test/e2e/critest.sh builds it) and it runs as root.
+// $DNSCONFIGURER_CRITEST_FOCUS runs only the specs it matches.
 package critest
