@@ -153,7 +153,7 @@ type result struct {
 func (r result) ok() bool { return r.Ran > 0 && r.FailedN == 0 && r.Passed == r.Ran }
 
 func (r result) String() string {
-	return fmt.Sprintf("ran %d of %d specs: %d passed, %d failed (%d on the skip list), in %s",
+	return fmt.Sprintf("ran %d of %d specs: %d passed, %d failed, %d skip list entries skipped, in %s",
 		r.Ran, r.Total, r.Passed, r.FailedN, r.Skipped, r.Took.Round(time.Second))
 }
 
