@@ -16,6 +16,12 @@ const (
 	DefaultShimListen          = "/run/dnsconfigurer/cri.sock"
 	DefaultShimRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
 	DefaultPodLookupTimeout    = "2s"
+	// DefaultShimMaxConnections is how many client connections the shim
+	// serves at once (containerd itself has no limit; the shim serves
+	// fewer when the open-file limit leaves room for fewer).
+	DefaultShimMaxConnections = 4096
+	// MaxShimMaxConnections bounds maxConnections.
+	MaxShimMaxConnections = 1 << 20
 )
 
 // Limits and failure policy values of the shim.
@@ -42,6 +48,7 @@ const (
 //	limits: trim
 //	failurePolicy: open
 //	metricsListen: 127.0.0.1:9310
+//	maxConnections: 4096
 //	defaultDNSPolicy: ClusterFirst   # or ClusterFirstWithAutopath
 //	namespaceLabels: false   # true: read the namespaces' dnsconfigurer.io/dns-policy label
 //	ndots: 5                 # unset: kubelet's ndots:5
@@ -89,6 +96,15 @@ type ShimConfiguration struct {
 	// MetricsListen is the HTTP address of /metrics, /healthz and
 	// /readyz; "" (default) serves none.
 	MetricsListen string `json:"metricsListen,omitempty"`
+
+	// MaxConnections bounds the client connections (kubelet, crictl,
+	// critest) served at once (default 4096, at most 1048576; fewer when
+	// the open-file limit leaves room for fewer: two descriptors a
+	// connection, 256 kept). A new connection beyond it takes the place of
+	// the longest idle one (no call in flight), which is sent GOAWAY and
+	// closed; it is refused only when every connection has a call in
+	// flight.
+	MaxConnections int `json:"maxConnections,omitempty"`
 }
 
 // SetDefaults fills unset fields.
@@ -112,6 +128,9 @@ func (c *ShimConfiguration) SetDefaults() {
 	}
 	if c.FailurePolicy == "" {
 		c.FailurePolicy = FailurePolicyOpen
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultShimMaxConnections
 	}
 }
 
@@ -162,6 +181,9 @@ func (c *ShimConfiguration) Validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			return fmt.Errorf("metricsListen: %q is not host:port", c.MetricsListen)
 		}
+	}
+	if c.MaxConnections < 1 || c.MaxConnections > MaxShimMaxConnections {
+		return fmt.Errorf("maxConnections: %d must be between 1 and %d", c.MaxConnections, MaxShimMaxConnections)
 	}
 	return nil
 }

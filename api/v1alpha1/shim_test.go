@@ -13,7 +13,7 @@ func TestShimConfiguration(t *testing.T) {
 	}
 	if def.Listen != DefaultShimListen || def.RuntimeEndpoint != DefaultShimRuntimeEndpoint || def.Limits != "trim" ||
 		def.FailurePolicy != "open" || def.Domain() != "cluster.local" || *def.ResolvConf != "/etc/resolv.conf" || def.ResolvConfMode != "last-good" ||
-		def.DefaultDNSPolicy != "ClusterFirst" || def.NamespaceLabels || def.Ndots != nil {
+		def.DefaultDNSPolicy != "ClusterFirst" || def.NamespaceLabels || def.Ndots != nil || def.MaxConnections != 4096 {
 		t.Errorf("defaults = %+v", def)
 	}
 	tests := []struct {
@@ -35,6 +35,9 @@ func TestShimConfiguration(t *testing.T) {
 		{"failure", func(c *ShimConfiguration) { c.FailurePolicy = "maybe" }, "failurePolicy:"},
 		{"node name", func(c *ShimConfiguration) { c.NodeName = "a b" }, "nodeName:"},
 		{"metrics", func(c *ShimConfiguration) { c.MetricsListen = "9310" }, "metricsListen:"},
+		{"max connections", func(c *ShimConfiguration) { c.MaxConnections = -1 }, "maxConnections:"},
+		{"max connections huge", func(c *ShimConfiguration) { c.MaxConnections = 1<<20 + 1 }, "maxConnections:"},
+		{"max connections one", func(c *ShimConfiguration) { c.MaxConnections = 1 }, ""},
 		{"autopath default", func(c *ShimConfiguration) {
 			c.DefaultDNSPolicy, c.NamespaceLabels, c.Ndots = "ClusterFirstWithAutopath", true, ptr(0)
 		}, ""},

@@ -31,6 +31,7 @@ type shimFlags struct {
 	node                                                agentFlags
 	config, listen, runtimeEP, resolvMode, nodeIPs      string
 	lookupTimeout, limits, failurePolicy, metricsListen string
+	maxConns                                            int
 	log                                                 logFlags
 }
 
@@ -45,6 +46,7 @@ func (f *shimFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
 	fs.StringVar(&f.failurePolicy, "failure-policy", v1alpha1.FailurePolicyOpen, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
+	fs.IntVar(&f.maxConns, "max-connections", v1alpha1.DefaultShimMaxConnections, "serve at most `N` client connections at once (fewer if the open-file limit is lower); past it a new one replaces the longest idle one (GOAWAY), refused only when all are busy")
 	f.log.register(fs, logText)
 }
 
@@ -57,7 +59,7 @@ func parseShimFlags(args []string, stderr io.Writer) (*v1alpha1.ShimConfiguratio
 		fmt.Fprintln(stderr, "usage: dnsconfigurer shim --listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n"+
 			"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH]\n"+
 			"    [--kubeconfig PATH] [--node-name NAME] [--limits trim|reject] [--failure-policy open|closed]\n"+
-			"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
+			"    [--metrics-listen ADDR] [--max-connections N] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseDaemonFlags(fs, args, &f.log); err != nil {
@@ -94,6 +96,7 @@ func (f *shimFlags) apply(cfg *v1alpha1.ShimConfiguration, use func(name string)
 	apply("limits", func() { cfg.Limits = f.limits })
 	apply("failure-policy", func() { cfg.FailurePolicy = f.failurePolicy })
 	apply("metrics-listen", func() { cfg.MetricsListen = f.metricsListen })
+	apply("max-connections", func() { cfg.MaxConnections = f.maxConns })
 }
 
 // flagError names the flag of a config field in a validation error.
@@ -103,7 +106,7 @@ func flagError(err error) error {
 		"clusterDNS": "cluster-dns", "clusterDomain": "cluster-domain", "nodeLocalDNS": "node-local-dns",
 		"nodeIPs": "node-ip", "resolvConfMode": "resolv-conf-mode", "listen": "listen", "runtimeEndpoint": "runtime-endpoint",
 		"podLookupTimeout": "pod-lookup-timeout", "limits": "limits", "failurePolicy": "failure-policy",
-		"nodeName": "node-name", "metricsListen": "metrics-listen", "defaultDNSPolicy": "default-dns-policy", "ndots": "ndots",
+		"nodeName": "node-name", "metricsListen": "metrics-listen", "maxConnections": "max-connections", "defaultDNSPolicy": "default-dns-policy", "ndots": "ndots",
 		"socket": "socket", "pluginName": "plugin-name", "pluginIndex": "plugin-index", "stateDir": "state-dir",
 	} {
 		if strings.HasPrefix(msg, field+":") || strings.HasPrefix(msg, field+"[") {
@@ -210,7 +213,7 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	}
 	lookupTimeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
 	opts := []cri.Option{cri.WithLogger(log), cri.WithRegistry(reg), cri.WithLimits(cri.Limits(cfg.Limits)),
-		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout)}
+		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout), cri.WithMaxConns(cfg.MaxConnections)}
 	var tasks []task
 	checks := []health.Check{}
 	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, rc, log)

@@ -82,9 +82,13 @@
 // dnsconfigurer_cri_limit_exceeded_total{limit,action},
 // dnsconfigurer_cri_pod_lookups_total{result},
 // dnsconfigurer_cri_rewrite_duration_seconds and
-// dnsconfigurer_cri_runtime_connected, dnsconfigurer_cri_connections_refused_total
-// (at most WithMaxConns kubelet-side connections, 16 by default), registered on the Registerer given
-// with WithRegistry.
+// dnsconfigurer_cri_runtime_connected, dnsconfigurer_cri_connections,
+// dnsconfigurer_cri_connections_evicted_total and
+// dnsconfigurer_cri_connections_refused_total (at most WithMaxConns client
+// connections, 4096 by default and at most ConnBudget of the open-file
+// limit; past it the longest idle one is evicted with GOAWAY, and a new
+// one is refused only when every one has a call in flight), registered on
+// the Registerer given with WithRegistry.
 //
 // pkg/nriplugin reuses the pod lookup (SandboxLookup, StaticPod), the
 // inverse (FromSandbox) and the limits verdict (OverLimits, RejectMessage),

@@ -16,6 +16,8 @@ type metrics struct {
 	rewriteSeconds prometheus.Histogram
 	runtimeUp      prometheus.Gauge
 	refusedConns   prometheus.Counter
+	evictedConns   prometheus.Counter
+	conns          prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -44,14 +46,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time the shim spends computing a sandbox's DNS before forwarding it, pod lookup included.",
 			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .01, .1, 1, 5}}),
 		refusedConns: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "connections_refused_total",
-			Help: "Kubelet-side connections closed at once because the shim already served its maximum (WithMaxConns)."}),
+			Help: "New kubelet-side connections closed unserved: the shim served its maximum (maxConnections) and every connection had a call in flight."}),
+		evictedConns: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "connections_evicted_total",
+			Help: "Idle kubelet-side connections (no call in flight) sent GOAWAY and closed, the longest idle first, to serve a new one beyond the maximum (maxConnections)."}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "connections",
+			Help: "Kubelet-side connections being served."}),
 		runtimeUp: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "runtime_connected",
 			Help: "1 while the connection to the container runtime is ready, 0 otherwise."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.callDuration, m.sandboxes, m.rewriteErrors, m.limits, m.lookups, m.rewriteSeconds, m.runtimeUp, m.refusedConns} {
+	for _, c := range []prometheus.Collector{m.calls, m.callDuration, m.sandboxes, m.rewriteErrors, m.limits, m.lookups, m.rewriteSeconds, m.runtimeUp, m.refusedConns, m.evictedConns, m.conns} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

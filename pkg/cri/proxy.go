@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -98,14 +99,45 @@ func WithRegistry(r prometheus.Registerer) Option { return func(s *Server) { s.r
 func WithShutdownTimeout(d time.Duration) Option { return func(s *Server) { s.shutdownTimeout = d } }
 
 // DefaultMaxConns is how many kubelet-side connections the shim serves at
-// once (kubelet opens one or two; crictl and probes a few more). Held
-// requests are bounded over all of them (MaxHeld).
-const DefaultMaxConns = 16
+// once by default. Kubelet opens one or two, but other clients of the
+// runtime socket (crictl, critest, probes) may open many and leave them
+// idle; containerd itself has no such limit. Held requests are bounded
+// over all connections (MaxHeld).
+const DefaultMaxConns = 4096
 
 // WithMaxConns bounds the connections served at once (default
-// DefaultMaxConns); one beyond it is closed at once and counted in
-// dnsconfigurer_cri_connections_refused_total.
+// DefaultMaxConns; at most what the open-file limit leaves room for, see
+// ConnBudget). A new connection beyond it takes the place of the
+// connection idle the longest (no call in flight), which is sent GOAWAY
+// and closed (dnsconfigurer_cri_connections_evicted_total); it is closed
+// at once only when every connection has a call in flight
+// (dnsconfigurer_cri_connections_refused_total).
 func WithMaxConns(n int) Option { return func(s *Server) { s.maxConns = n } }
+
+// fdsPerConn is what a served connection costs in file descriptors: the
+// kubelet side and the runtime side.
+const fdsPerConn = 2
+
+// FDReserve is how many file descriptors ConnBudget keeps for everything
+// but the relayed connections: the listener, the runtime health
+// connection, the API server's, the metrics server's and its clients,
+// the resolver file watch.
+const FDReserve = 256
+
+// ConnBudget is how many connections an open-file limit of nofile file
+// descriptors leaves room for: two per connection, after FDReserve.
+// It is at least 1.
+func ConnBudget(nofile uint64) int {
+	if nofile <= FDReserve+fdsPerConn {
+		return 1
+	}
+	return int(min((nofile-FDReserve)/fdsPerConn, 1<<30))
+}
+
+// evictWait bounds the GOAWAY written to an idle connection that makes
+// room for a new one; the accept loop waits for it, so that the file
+// descriptors are free before the new connection is served.
+const evictWait = 100 * time.Millisecond
 
 // WithMaxBackoff caps the delay between reconnection attempts to the
 // runtime (default 2s).
@@ -139,16 +171,23 @@ type Server struct {
 
 	mu      sync.Mutex
 	conns   map[*served]struct{}
+	live    int            // connections holding one of the maxConns places
+	capSeen bool           // the cap was reached once (logged)
 	pending sync.WaitGroup // connections being served
 	closed  bool
 	l       net.Listener
 }
 
 // served is a kubelet connection being served: relayed to the runtime
-// connection up, or answered with Unavailable (relay and up nil).
+// connection up, or answered with Unavailable (relay and up nil), or being
+// dialled (relay and up nil yet). relay, up and released are guarded by
+// Server.mu.
 type served struct {
+	down     net.Conn
+	accepted time.Time
 	relay    *h2relay.Relay
-	down, up net.Conn
+	up       net.Conn
+	released bool // its place among maxConns is free again
 }
 
 // closeAfterDrain is how long Serve waits, after closing every connection
@@ -171,6 +210,14 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 		lookupTimeout: 2 * time.Second, maxBackoff: 2 * time.Second, shutdownTimeout: 5 * time.Second, maxConns: DefaultMaxConns, held: h2relay.NewHeldSlots(MaxHeld), log: slog.Default()}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.maxConns < 1 {
+		return nil, fmt.Errorf("cri: max connections %d: must be at least 1", s.maxConns)
+	}
+	if nofile, ok := openFileLimit(); ok && ConnBudget(nofile) < s.maxConns {
+		s.log.Warn("the open-file limit leaves room for fewer CRI connections than configured; serving fewer",
+			"maxConnections", s.maxConns, "openFileLimit", nofile, "served", ConnBudget(nofile))
+		s.maxConns = ConnBudget(nofile)
 	}
 	switch s.limits {
 	case LimitsTrim, LimitsReject:
@@ -257,31 +304,30 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	connCtx, stopConns := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopConns()
 	errc := make(chan error, 1)
-	slots := make(chan struct{}, max(s.maxConns, 1))
 	go func() {
 		for {
-			c, err := l.Accept()
+			conn, err := l.Accept()
 			if err != nil {
 				errc <- err
 				return
 			}
-			select {
-			case slots <- struct{}{}:
-			default:
-				c.Close()
-				s.m.refusedConns.Inc()
-				s.log.Warn("too many CRI connections; closed a new one", "max", cap(slots))
+			c := &served{down: conn, accepted: time.Now()}
+			if err := s.admit(c); err != nil {
+				conn.Close()
+				if errors.Is(err, errAllBusy) {
+					s.m.refusedConns.Inc()
+					s.log.Warn("every CRI connection has a call in flight and the maximum is reached; closed a new one", "maxConnections", s.maxConns)
+				}
 				continue
 			}
-			s.pending.Add(1)
 			go func() {
-				defer func() { <-slots }()
 				defer s.pending.Done()
+				defer s.untrack(c)
 				s.serveConn(connCtx, c)
 			}()
 		}
 	}()
-	s.log.Info("serving CRI", "listen", l.Addr().String(), "runtime", s.endpoint, "limits", string(s.limits), "failurePolicy", string(s.failure), "apiServer", s.pods != nil)
+	s.log.Info("serving CRI", "listen", l.Addr().String(), "runtime", s.endpoint, "limits", string(s.limits), "failurePolicy", string(s.failure), "apiServer", s.pods != nil, "maxConnections", s.maxConns)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("cri: serve: %w", err)
@@ -342,77 +388,168 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
+// errAllBusy and errServerClosed are why admit did not take a connection.
+var (
+	errAllBusy      = errors.New("every connection has a call in flight")
+	errServerClosed = errors.New("server closed")
+)
+
+// admit gives c a place among maxConns: a free one, or the place of the
+// connection idle the longest, which is evicted (GOAWAY, then closed)
+// first. It fails with errAllBusy when every connection has a call in
+// flight. Only the accept loop calls it.
+func (s *Server) admit(c *served) error {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return errServerClosed
+		}
+		if s.live < s.maxConns {
+			s.live++
+			s.conns[c] = struct{}{}
+			s.pending.Add(1)
+			s.m.conns.Set(float64(s.live))
+			s.mu.Unlock()
+			return nil
+		}
+		idle := s.idleLocked()
+		first := !s.capSeen
+		s.capSeen = true
+		s.mu.Unlock()
+		if first {
+			s.log.Warn("CRI connection maximum reached: new connections take the place of the longest idle ones (GOAWAY)", "maxConnections", s.maxConns)
+		}
+		evicted := false
+		for _, v := range idle {
+			if s.evict(v.c) {
+				evicted = true
+				s.m.evictedConns.Inc()
+				s.log.Debug("closed the longest idle CRI connection to serve a new one", "idle", time.Since(v.since).String())
+				break
+			}
+		}
+		if !evicted {
+			return errAllBusy
+		}
+	}
+}
+
+// idleConn is a connection with no call in flight, and since when.
+type idleConn struct {
+	c     *served
+	since time.Time
+}
+
+// idleLocked lists the connections with no call in flight, idle the
+// longest first (s.mu held).
+func (s *Server) idleLocked() []idleConn {
+	var idle []idleConn
+	for c := range s.conns {
+		if c.released {
+			continue
+		}
+		since, ok := c.accepted, true // being dialled, or answered with Unavailable
+		if c.relay != nil {
+			since, ok = c.relay.Idle()
+		}
+		if ok {
+			idle = append(idle, idleConn{c, since})
+		}
+	}
+	slices.SortFunc(idle, func(a, b idleConn) int { return a.since.Compare(b.since) })
+	return idle
+}
+
+// evict closes c if it has no call in flight (a relay sends GOAWAY first)
+// and frees its place; it reports whether it did.
+func (s *Server) evict(c *served) bool {
+	s.mu.Lock()
+	r := c.relay
+	s.mu.Unlock()
+	if r != nil {
+		if !r.Evict(evictWait, "dnsconfigurer: idle connection closed to serve a new one") {
+			return false
+		}
+	} else {
+		// Not relayed (yet): a connection being dialled, or answered with
+		// Unavailable. A relay set up meanwhile reads a closed socket.
+		c.down.Close()
+	}
+	s.release(c)
+	return true
+}
+
+// release frees c's place among maxConns, once.
+func (s *Server) release(c *served) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !c.released {
+		c.released = true
+		s.live--
+		s.m.conns.Set(float64(s.live))
+	}
+}
+
 // serveConn relays one kubelet connection to a runtime connection of its
 // own, or fails its calls with Unavailable while the runtime is down.
-func (s *Server) serveConn(ctx context.Context, down net.Conn) {
+func (s *Server) serveConn(ctx context.Context, c *served) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	up, err := d.DialContext(ctx, "unix", s.runtimePath)
 	if err != nil {
-		c := &served{down: down}
-		if !s.track(c) {
-			return
-		}
-		defer s.untrack(c)
 		s.log.Debug("runtime not reachable; failing calls with Unavailable", "runtime", s.endpoint, "err", err)
-		s.serveUnavailable(ctx, down, err)
+		s.serveUnavailable(ctx, c.down, err)
 		return
 	}
-	r := h2relay.New(down, up,
+	r := h2relay.New(c.down, up,
 		h2relay.WithRewrite(runPodSandboxMethod, sandboxRewriter{s}),
 		h2relay.WithObserver(s.observe),
 		h2relay.WithHeldSlots(s.held),
 		h2relay.WithLogger(s.log))
-	c := &served{relay: r, down: down, up: up}
-	if !s.track(c) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		r.Close()
 		return
 	}
-	defer s.untrack(c)
+	c.relay, c.up = r, up
+	s.mu.Unlock()
 	if err := r.Run(ctx); err != nil {
 		s.log.Debug("relay connection closed", "err", err)
 	}
 }
 
-// track records c, or closes its sockets when the server is closed.
-func (s *Server) track(c *served) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		c.close()
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
+// untrack forgets c once it is no longer served.
 func (s *Server) untrack(c *served) {
+	s.release(c)
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
 }
 
-// close closes c's sockets, which ends every read and write on them, and
-// then its relay (in the background: Relay.Close may wait for a lock held
-// by a write that only now fails).
-func (c *served) close() {
-	c.down.Close()
-	if c.up != nil {
-		c.up.Close()
-	}
-	if c.relay != nil {
-		go c.relay.Close()
-	}
-}
-
-// closeConns closes every connection being served.
+// closeConns closes every connection being served: its sockets, which
+// ends every read and write on them, and then its relay (in the
+// background: Relay.Close may wait for a lock held by a write that only
+// now fails).
 func (s *Server) closeConns() {
 	s.mu.Lock()
-	cs := make([]*served, 0, len(s.conns))
+	var socks []net.Conn
+	var relays []*h2relay.Relay
 	for c := range s.conns {
-		cs = append(cs, c)
+		socks = append(socks, c.down)
+		if c.up != nil {
+			socks = append(socks, c.up)
+		}
+		if c.relay != nil {
+			relays = append(relays, c.relay)
+		}
 	}
 	s.mu.Unlock()
-	for _, c := range cs {
-		c.close()
+	for _, c := range socks {
+		c.Close()
+	}
+	for _, r := range relays {
+		go r.Close()
 	}
 }
 

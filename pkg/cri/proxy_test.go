@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -224,14 +226,69 @@ func TestRuntimeRestart(t *testing.T) {
 	}
 }
 
-// TestMaxConns: a connection beyond WithMaxConns is closed at once and
-// counted; the ones being served carry on.
-func TestMaxConns(t *testing.T) {
-	e := newEnv(t, nil, WithMaxConns(1))
+// TestMaxConnsEvictsIdle: at the maximum, a new connection is served and
+// the connection idle the longest is sent GOAWAY and closed (critest opens
+// a client per spec and leaves the old ones idle: issue 26).
+func TestMaxConnsEvictsIdle(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, nil, WithMaxConns(2), WithRegistry(reg))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// e.conn is the one connection served.
+	// The oldest: an HTTP/2 client that never makes a call.
+	oldest, fr := rawClient(t, e.path)
+	// The second: e.conn, idle after one call.
 	if _, err := e.runtime.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// A third client past the maximum is served.
+	third := runtimeapi.NewRuntimeServiceClient(dial(t, e.path))
+	if _, err := third.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		t.Fatalf("a new client past the maximum, with the others idle: %v", err)
+	}
+	// The oldest got GOAWAY (no error, no stream processed), then EOF.
+	if err := oldest.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var goAway *http2.GoAwayFrame
+	for goAway == nil {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("the longest idle connection: %v before GOAWAY", err)
+		}
+		goAway, _ = f.(*http2.GoAwayFrame)
+	}
+	if goAway.ErrCode != http2.ErrCodeNo || goAway.LastStreamID != 0 {
+		t.Errorf("GOAWAY code %v, last stream %d; want NO_ERROR, 0", goAway.ErrCode, goAway.LastStreamID)
+	}
+	if f, err := fr.ReadFrame(); err == nil {
+		t.Errorf("the evicted connection after GOAWAY: read %v, want it closed", f)
+	}
+	// The second connection was not the longest idle: it still works.
+	if _, err := e.runtime.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		t.Errorf("the other idle client: %v", err)
+	}
+	if n := metricValue(t, reg, "dnsconfigurer_cri_connections_evicted_total"); n != 1 {
+		t.Errorf("connections_evicted_total = %v, want 1", n)
+	}
+	if n := metricValue(t, reg, "dnsconfigurer_cri_connections_refused_total"); n != 0 {
+		t.Errorf("connections_refused_total = %v, want 0", n)
+	}
+}
+
+// TestMaxConnsAllBusy: at the maximum with a call in flight on every
+// connection, a new connection is closed at once and counted; the call in
+// flight carries on.
+func TestMaxConnsAllBusy(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, nil, WithMaxConns(1), WithRegistry(reg))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// e.conn is the one connection, busy with an events stream.
+	stream, err := e.runtime.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
 		t.Fatal(err)
 	}
 	extra, err := net.Dial("unix", e.path)
@@ -243,12 +300,65 @@ func TestMaxConns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
-		t.Fatalf("connection beyond the limit: read %d bytes, %v; want EOF", n, err)
+		t.Fatalf("connection beyond the limit, every one busy: read %d bytes, %v; want EOF", n, err)
 	}
-	if n := counterValue(e.shim.m.refusedConns); n != 1 {
+	if n := metricValue(t, reg, "dnsconfigurer_cri_connections_refused_total"); n != 1 {
 		t.Errorf("connections_refused_total = %v, want 1", n)
 	}
-	if _, err := e.runtime.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
-		t.Errorf("the served connection after a refusal: %v", err)
+	if n := metricValue(t, reg, "dnsconfigurer_cri_connections_evicted_total"); n != 0 {
+		t.Errorf("connections_evicted_total = %v, want 0", n)
 	}
+	for range 2 {
+		if _, err := stream.Recv(); err != nil {
+			t.Errorf("the stream in flight after a refusal: %v", err)
+		}
+	}
+}
+
+// rawClient opens an HTTP/2 connection to the shim and waits for the
+// server's SETTINGS: the connection is relayed.
+func rawClient(t *testing.T, path string) (net.Conn, *http2.Framer) {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatalf("raw client: %v", err)
+	}
+	if _, ok := f.(*http2.SettingsFrame); !ok {
+		t.Fatalf("raw client: first frame %v, want SETTINGS", f)
+	}
+	return c, fr
+}
+
+// metricValue is the value of an unlabelled counter or gauge in reg.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			m := mf.GetMetric()[0]
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
 }

@@ -91,7 +91,12 @@
 // else, so it returns at once and ends every write under way, whatever
 // the peers do. Drain sends the client GOAWAY (no new streams) without
 // waiting for the write, and reports when the streams in flight are
-// done; the caller bounds that wait and then calls Close. A peer that
+// done; the caller bounds that wait and then calls Close. Idle reports
+// whether a call is in flight and since when the relay has had none;
+// Evict closes a relay with none (GOAWAY first), and from the moment it
+// finds it idle nothing more the client sends goes upstream, so a call
+// racing the eviction is never processed (the GOAWAY's last stream lets
+// the client retry it). A peer that
 // stops reading ends the relay after WriteTimeout; one that hangs up
 // ends it at once, and while the relay is blocked writing to the other
 // within 250 ms: a write blocked that long asks whether the other peer

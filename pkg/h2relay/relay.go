@@ -100,8 +100,9 @@ type Relay struct {
 	// acknowledge: its acknowledgements of them are not counted.
 	pings, settings atomic.Int64
 
-	closing atomic.Bool    // Close has begun
-	wg      sync.WaitGroup // goroutines other than Run's two; Add only under mu while !closed
+	closing  atomic.Bool    // Close has begun
+	evicting atomic.Bool    // Evict has begun: nothing more goes upstream
+	wg       sync.WaitGroup // goroutines other than Run's two; Add only under mu while !closed
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -114,6 +115,7 @@ type Relay struct {
 	owed     int64 // connection-level bytes the relay sent on the client's behalf, withheld from the upstream's next grants
 	draining bool
 	idle     chan struct{} // closed when draining and no stream is left
+	active   time.Time     // when the last call began or ended (or New ran)
 }
 
 // stream is one call on a relay.
@@ -147,7 +149,7 @@ const goAwayWait = time.Second
 // client preface) to upstream. It relays nothing before Run.
 func New(client, upstream net.Conn, opts ...Option) *Relay {
 	r := &Relay{client: client, upstream: upstream,
-		streams: map[uint32]*stream{}, upInit: defaultWindow, log: slog.Default()}
+		streams: map[uint32]*stream{}, upInit: defaultWindow, log: slog.Default(), active: time.Now()}
 	for _, o := range opts {
 		o(r)
 	}
@@ -260,6 +262,36 @@ func (r *Relay) Drain() <-chan struct{} {
 	return r.idle
 }
 
+// Idle reports whether no call is in flight on the relay, and since when:
+// the end of its last call, or New when it has had none. A closed relay is
+// not idle.
+func (r *Relay) Idle() (since time.Time, idle bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.active, len(r.streams) == 0 && !r.closed && !r.evicting.Load()
+}
+
+// Evict closes the relay if no call is in flight, and reports whether it
+// did. From the moment it finds the relay idle nothing more the client
+// sends goes upstream, so a call the client opens meanwhile is never
+// processed; the client is sent GOAWAY (NO_ERROR, with the last stream it
+// opened, so that gRPC retries such a call on a new connection), waiting
+// at most wait for the write, and both connections are closed.
+func (r *Relay) Evict(wait time.Duration, reason string) bool {
+	r.mu.Lock()
+	if len(r.streams) > 0 || r.closed || r.evicting.Load() {
+		r.mu.Unlock()
+		return false
+	}
+	r.evicting.Store(true)
+	last := r.lastID
+	r.mu.Unlock()
+	r.clientW.stop(wait)
+	_ = r.clientW.frames(true, func(f *http2.Framer) error { return f.WriteGoAway(last, http2.ErrCodeNo, []byte(reason)) })
+	r.Close()
+	return true
+}
+
 // observed reports the call once; mu is held, or st is out of the map.
 func (r *Relay) observed(st *stream, code codes.Code) {
 	if st.seen {
@@ -330,6 +362,9 @@ func (r *Relay) fromClient() error {
 				return fmt.Errorf("request headers on stream %d: %w", f.id, err)
 			}
 			st, release, refuse := r.requestHeaders(f, fields)
+			if r.evicting.Load() {
+				continue // Evict found no call in flight: none goes upstream now
+			}
 			if release != nil {
 				// Trailers from the client: gRPC clients send none. The
 				// held request goes first, unchanged, so nothing
@@ -382,6 +417,9 @@ func (r *Relay) fromClient() error {
 				})
 			}
 		}
+		if r.evicting.Load() {
+			continue
+		}
 		if err := r.upstreamW.write(!fr.ready(), f.raw); err != nil {
 			return err
 		}
@@ -426,11 +464,12 @@ func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) (st *stream,
 		}
 		return st, nil, false
 	}
-	if f.id <= r.lastID || f.id%2 == 0 || r.closed {
-		return nil, nil, false // not a new client stream: the upstream will say so
+	if f.id <= r.lastID || f.id%2 == 0 || r.closed || r.evicting.Load() {
+		return nil, nil, false // not a new client stream (the upstream will say so), or evicted: never sent on
 	}
 	r.lastID = f.id
-	st = &stream{start: time.Now()}
+	r.active = time.Now()
+	st = &stream{start: r.active}
 	var timeout string
 	for _, hf := range fields {
 		switch hf.Name {
@@ -799,6 +838,7 @@ func (r *Relay) finishLocked(id uint32, code codes.Code) {
 		return
 	}
 	delete(r.streams, id)
+	r.active = time.Now()
 	st.done = true
 	if st.cancel != nil {
 		st.cancel()

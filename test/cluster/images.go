@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -251,11 +252,12 @@ func imgKey(img containerd.Image) (string, error) {
 	type file struct {
 		Path, Link, Data string
 		Mode             fs.FileMode
+		HardLink         string `json:",omitempty"`
 	}
 	files := make([]file, 0, len(img.Files))
 	for _, f := range img.Files {
 		sum := sha256.Sum256(f.Data)
-		files = append(files, file{Path: f.Path, Link: f.Link, Mode: f.Mode, Data: hex.EncodeToString(sum[:])})
+		files = append(files, file{Path: f.Path, Link: f.Link, Mode: f.Mode, Data: hex.EncodeToString(sum[:]), HardLink: f.HardLink})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	b, err := json.Marshal(struct {
@@ -612,3 +614,70 @@ func imgPauseBinary(ctx context.Context) ([]byte, error) {
 func imgModuleRoot() (string, error) {
 	return containerd.ModuleRoot()
 }
+
+// BusyboxPath is where BusyboxRootfs takes busybox from: Debian's busybox
+// package (test/e2e/setup.sh installs it). Not busybox-static: that build
+// runs applets inside the shell without looking them up in $PATH, unlike
+// the busybox image.
+const BusyboxPath = "/bin/busybox"
+
+// BusyboxRootfs is the root filesystem of a busybox image, for suites
+// whose specs run busybox's commands (test/e2e/critest): the host's
+// busybox as /usr/bin/busybox with its libraries, a hard link to it in
+// /bin for each applet it lists (as in the busybox image, so masking one
+// masks no other), busybox's users and groups (root, daemon, www-data,
+// nobody...), /root and /home. The host commands extra (such as ipcs and
+// pgrep, which Debian's busybox leaves out) are added in /usr/bin with
+// their libraries. /lib and /lib64 link into /usr. The same host gives
+// the same files.
+func BusyboxRootfs(ctx context.Context, extra ...string) ([]containerd.ImageFile, error) {
+	if _, err := os.Stat(BusyboxPath); err != nil {
+		return nil, fmt.Errorf("busybox root filesystem (apt-get install busybox): %w", err)
+	}
+	list, err := exec.CommandContext(ctx, BusyboxPath, "--list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s --list: %w", BusyboxPath, err)
+	}
+	t := imgTree{files: map[string]string{}, links: map[string]string{}, seen: map[string]bool{}}
+	for _, name := range append([]string{"busybox"}, extra...) {
+		if err := t.addCommand(name); err != nil {
+			return nil, err
+		}
+	}
+	files, err := t.imageFiles()
+	if err != nil {
+		return nil, err
+	}
+	applets := strings.Fields(string(list))
+	sort.Strings(applets)
+	for _, a := range applets {
+		if a != "busybox" && !strings.Contains(a, "/") {
+			files = append(files, containerd.ImageFile{Path: "/bin/" + a, HardLink: "/usr/bin/busybox"})
+		}
+	}
+	return append(files,
+		containerd.ImageFile{Path: "/lib", Link: "usr/lib"},
+		containerd.ImageFile{Path: "/lib64", Link: "usr/lib64"},
+		containerd.ImageFile{Path: "/etc/passwd", Mode: 0o644, Data: []byte(busyboxPasswd)},
+		containerd.ImageFile{Path: "/etc/group", Mode: 0o644, Data: []byte(busyboxGroup)},
+		containerd.ImageFile{Path: "/root", Mode: fs.ModeDir | 0o700},
+		containerd.ImageFile{Path: "/home", Mode: fs.ModeDir | 0o755},
+	), nil
+}
+
+// busyboxPasswd and busyboxGroup are the busybox image's.
+const (
+	busyboxPasswd = "root:x:0:0:root:/root:/bin/sh\n" +
+		"daemon:x:1:1:daemon:/usr/sbin:/bin/false\n" +
+		"bin:x:2:2:bin:/bin:/bin/false\n" +
+		"sys:x:3:3:sys:/dev:/bin/false\n" +
+		"sync:x:4:100:sync:/bin:/bin/sync\n" +
+		"mail:x:8:8:mail:/var/spool/mail:/bin/false\n" +
+		"www-data:x:33:33:www-data:/var/www:/bin/false\n" +
+		"operator:x:37:37:Operator:/var:/bin/false\n" +
+		"nobody:x:65534:65534:nobody:/home:/bin/false\n"
+	busyboxGroup = "root:x:0:\ndaemon:x:1:\nbin:x:2:\nsys:x:3:\nadm:x:4:\ntty:x:5:\ndisk:x:6:\n" +
+		"lp:x:7:\nmail:x:8:\nkmem:x:9:\nwheel:x:10:root\ncdrom:x:11:\ndialout:x:18:\nfloppy:x:19:\n" +
+		"video:x:28:\naudio:x:29:\ntape:x:32:\nwww-data:x:33:\noperator:x:37:\nutmp:x:43:\nplugdev:x:46:\n" +
+		"staff:x:50:\nlock:x:54:\nnetdev:x:82:\nusers:x:100:\nnogroup:x:65534:\n"
+)

@@ -110,6 +110,46 @@ func TestImgToolsRootfs(t *testing.T) {
 	}
 }
 
+// TestBusyboxRootfs unpacks the busybox root filesystem (critest's
+// stand-ins) and runs busybox in a chroot: applets are hard links of one
+// executable file, the shell finds commands through $PATH (a masked
+// /bin/ls is not run), and the extra host commands run.
+func TestBusyboxRootfs(t *testing.T) {
+	imgNeedRoot(t)
+	if _, err := os.Stat(BusyboxPath); err != nil {
+		t.Skipf("no busybox (test/e2e/setup.sh installs it): %v", err)
+	}
+	files, err := BusyboxRootfs(context.Background(), "ipcs", "pgrep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := containerd.WriteImage(&buf, containerd.Image{Ref: "dnsconfigurer.test/busybox:test", Files: files, Cmd: []string{"sh"}}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	img := imgUnpack(t, buf.Bytes(), root)
+	t.Logf("busybox layer: %d files, %d MB uncompressed", len(files), img.layerSize>>20)
+	for _, tc := range []struct{ cmd, want string }{
+		{"echo hello", "hello\n"},
+		{"[ /bin/ls -ef /usr/bin/busybox ] && [ -x /bin/ls ] && echo same", "same\n"},
+		{"readlink /bin/sh || echo not a symlink", "not a symlink\n"},
+		{"(PATH=/nonexistent; ls) 2>&1; echo $?", "/bin/sh: ls: not found\n127\n"},
+		{"id -u www-data; id -u nobody", "33\n65534\n"},
+		{"pgrep -x no-such-process; echo $?", "1\n"},
+		{"ipcs -m | grep -c 'Shared Memory'", "1\n"},
+	} {
+		out, err := imgChroot(root, tc.cmd)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", tc.cmd, err, out)
+			continue
+		}
+		if out != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.cmd, out, tc.want)
+		}
+	}
+}
+
 // TestStandInImages builds every stand-in image and checks what each
 // holds. It needs agnhost and coredns in $DNSCONFIGURER_TESTBIN.
 func TestStandInImages(t *testing.T) {
@@ -437,6 +477,13 @@ func imgUnpack(t *testing.T, tarball []byte, root string) imgUnpacked {
 			}
 		case tar.TypeSymlink:
 			err = os.Symlink(hdr.Linkname, p)
+		case tar.TypeLink:
+			// As containerd unpacks one: link, then chmod to the
+			// header's mode (a mode of 0 would lock the file).
+			err = os.Link(filepath.Join(root, filepath.Clean("/"+hdr.Linkname)), p)
+			if err == nil {
+				err = os.Chmod(p, os.FileMode(hdr.Mode).Perm())
+			}
 		case tar.TypeReg:
 			var f *os.File
 			f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, os.FileMode(hdr.Mode).Perm())

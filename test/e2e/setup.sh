@@ -3,13 +3,15 @@
 # the one-node cluster in test/cluster need: Debian's containerd, runc, CNI
 # plugins and iproute2; iptables and conntrack for kube-proxy; and
 # bind9-dnsutils (dig, nslookup, host) and netcat-openbsd, which the cluster's
-# stand-in test images copy from the host. It is idempotent: a
+# stand-in test images copy from the host; busybox (not busybox-static, whose
+# shell runs applets without a $PATH lookup), of which the critest suite's
+# stand-in images are made. It is idempotent: a
 # second run installs nothing and only prints the versions. It never starts a
 # containerd of its own and never touches the host's network configuration;
 # the tests start everything themselves inside a network namespace.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates)
+packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates busybox)
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "test/e2e/setup.sh: must run as root (apt-get install)" >&2

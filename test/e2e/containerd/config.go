@@ -15,6 +15,9 @@ type paths struct {
 	// nriSocket and nriDir: containerd 2.x's NRI socket and plugin
 	// directories (version 3 config only).
 	nriSocket, nriDir string
+	// registryDir is the CRI plugin's registry config_path (hosts.toml
+	// per registry host); "" sets none.
+	registryDir string
 }
 
 // containerdConfig renders a config file in the version 2 schema, the one
@@ -60,6 +63,9 @@ func containerdConfig(p paths) string {
         Root = %s
         SystemdCgroup = false
 `, q(PauseImage), q(p.cniBinDir), q(p.cniConfDir), q(p.runcRoot))
+	if p.registryDir != "" {
+		fmt.Fprintf(&b, "\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = %s\n", q(p.registryDir))
+	}
 	return b.String()
 }
 
@@ -85,8 +91,9 @@ var (
 
 // cniConfList renders the bridge network: host-local IPAM on PodSubnet, no
 // gateway on the bridge from the plugin (the harness sets BridgeAddr
-// itself), no masquerade, and routes only for the extra prefixes asked for.
-func cniConfList(ipamDir string, routes []netip.Prefix) ([]byte, error) {
+// itself), no masquerade, and routes only for the extra prefixes asked for;
+// with hostPorts, the portmap plugin after it.
+func cniConfList(ipamDir string, routes []netip.Prefix, hostPorts bool) ([]byte, error) {
 	type route struct {
 		Dst string `json:"dst"`
 		GW  string `json:"gw,omitempty"`
@@ -116,14 +123,18 @@ func cniConfList(ipamDir string, routes []netip.Prefix) ([]byte, error) {
 	for _, r := range routes {
 		rs = append(rs, route{Dst: r.Masked().String(), GW: BridgeAddr.String()})
 	}
+	type portmap struct {
+		Type         string          `json:"type"`
+		Capabilities map[string]bool `json:"capabilities"`
+	}
 	conf := struct {
-		CNIVersion string   `json:"cniVersion"`
-		Name       string   `json:"name"`
-		Plugins    []plugin `json:"plugins"`
+		CNIVersion string `json:"cniVersion"`
+		Name       string `json:"name"`
+		Plugins    []any  `json:"plugins"`
 	}{
 		CNIVersion: "1.0.0",
 		Name:       cniNetworkName,
-		Plugins: []plugin{{
+		Plugins: []any{plugin{
 			Type:        "bridge",
 			Bridge:      BridgeName,
 			HairpinMode: true,
@@ -139,6 +150,9 @@ func cniConfList(ipamDir string, routes []netip.Prefix) ([]byte, error) {
 				Routes: rs,
 			},
 		}},
+	}
+	if hostPorts {
+		conf.Plugins = append(conf.Plugins, portmap{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}})
 	}
 	return json.MarshalIndent(conf, "", "  ")
 }
@@ -198,5 +212,8 @@ func containerdConfigV3(p paths) string {
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 `, q(p.nriSocket), q(p.nriDir), q(p.nriDir), q(PauseImage), q(p.cniBinDir), q(p.cniConfDir), q(p.runcRoot))
+	if p.registryDir != "" {
+		fmt.Fprintf(&b, "\n[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = %s\n", q(p.registryDir))
+	}
 	return b.String()
 }

@@ -69,6 +69,21 @@ type Options struct {
 	// Runtime is the containerd to run; the zero value is
 	// DefaultRuntime() (see RuntimeEnv).
 	Runtime *Runtime
+	// RegistryConfigDir, when set, is the CRI plugin's registry
+	// config_path: a directory of <host>/hosts.toml files (mirrors, plain
+	// HTTP), read at each pull, so they may be written after Start.
+	RegistryConfigDir string
+	// SharedRoot makes / an rshared mount inside containerd's mount
+	// namespace, as systemd makes it on a node, so that containers may
+	// ask for Bidirectional and HostToContainer mount propagation. The
+	// namespace stays private (or a slave, with SharedDirs) of the
+	// machine's: nothing mounted in it reaches the machine. NodeCommand
+	// runs a process in it.
+	SharedRoot bool
+	// HostPorts adds the portmap plugin to the CNI chain, so sandboxes'
+	// port mappings (hostPort) forward from the harness's namespace,
+	// 127.0.0.1 included. It needs iptables.
+	HostPorts bool
 }
 
 // Harness is a running containerd with the CRI plugin, runc and a CNI
@@ -233,16 +248,17 @@ func Start(t testing.TB, opts Options) *Harness {
 
 func (h *Harness) start(ctx context.Context, opts Options, images map[string][]byte) error {
 	p := paths{
-		root:       filepath.Join(h.Dir, "root"),
-		state:      filepath.Join(h.Dir, "state"),
-		socket:     h.Socket,
-		runcRoot:   filepath.Join(h.Dir, "runc"),
-		opt:        filepath.Join(h.Dir, "opt"),
-		cniConfDir: filepath.Join(h.Dir, "cni", "net.d"),
-		cniBinDir:  h.cniBin,
-		ipamDir:    filepath.Join(h.Dir, "cni", "ipam"),
-		nriSocket:  filepath.Join(h.Dir, "nri.sock"),
-		nriDir:     filepath.Join(h.Dir, "nri"),
+		root:        filepath.Join(h.Dir, "root"),
+		state:       filepath.Join(h.Dir, "state"),
+		socket:      h.Socket,
+		runcRoot:    filepath.Join(h.Dir, "runc"),
+		opt:         filepath.Join(h.Dir, "opt"),
+		cniConfDir:  filepath.Join(h.Dir, "cni", "net.d"),
+		cniBinDir:   h.cniBin,
+		ipamDir:     filepath.Join(h.Dir, "cni", "ipam"),
+		nriSocket:   filepath.Join(h.Dir, "nri.sock"),
+		nriDir:      filepath.Join(h.Dir, "nri"),
+		registryDir: opts.RegistryConfigDir,
 	}
 	for _, d := range []string{p.root, p.state, p.runcRoot, p.opt, p.nriDir, p.cniConfDir, p.ipamDir, filepath.Join(h.Dir, "cni", "cache"), h.LogRoot, filepath.Join(h.Dir, "run"), filepath.Join(h.Dir, "images")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -265,7 +281,7 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 	if err := os.WriteFile(config, []byte(render(p)), 0o644); err != nil {
 		return err
 	}
-	cni, err := cniConfList(p.ipamDir, opts.Routes)
+	cni, err := cniConfList(p.ipamDir, opts.Routes, opts.HostPorts)
 	if err != nil {
 		return fmt.Errorf("render cni config: %w", err)
 	}
@@ -318,19 +334,24 @@ mount --bind "$1/run" /run/containerd
 mkdir -p /var/lib/cni
 mount --bind "$1/cni/cache" /var/lib/cni
 if [ -n "$2" ]; then mount --bind "$2" /etc/resolv.conf; fi
+if [ -n "$5" ]; then mount --make-rshared /; fi
 while :; do
 	"$4" --config "$1/config.toml" --log-level "$3" &
 	wait $! || true
 	rm "$1/` + restartFile + `" 2>/dev/null || exit 0
 done
 `
+	sharedRoot := ""
+	if opts.SharedRoot {
+		sharedRoot = "1"
+	}
 	h.logFile, err = os.Create(filepath.Join(h.Dir, "containerd.log"))
 	if err != nil {
 		return err
 	}
 	h.cmd = exec.Command("nsenter", "--net="+h.NetNSPath, "--",
 		"unshare", "--mount", "--propagation", propagation, "--pid", "--fork", "--mount-proc", "--kill-child",
-		"--", "/bin/sh", "-c", script, "sh", h.Dir, h.HostResolvConf, opts.LogLevel, h.Runtime.bin("containerd"))
+		"--", "/bin/sh", "-c", script, "sh", h.Dir, h.HostResolvConf, opts.LogLevel, h.Runtime.bin("containerd"), sharedRoot)
 	h.cmd.Env = h.Runtime.env()
 	h.cmd.Stdout, h.cmd.Stderr = h.logFile, h.logFile
 	// Should the test process die without cleaning up (a go test timeout
@@ -477,6 +498,20 @@ func (h *Harness) Dial(endpoint string) *Client {
 // pods should reach, for example one listening on BridgeAddr.
 func (h *Harness) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + h.NetNSPath, "--", name}, args...)...)
+}
+
+// NodeCommand returns a command that runs name as a process of the node
+// containerd runs on: in the harness's network namespace and in
+// containerd's own mount and PID namespaces. Mounts it makes reach
+// containerd (and, with Options.SharedRoot, containers asking for mount
+// propagation, and back), and it sees the processes of host-PID
+// containers. Call it after Start.
+func (h *Harness) NodeCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	// The unshare process entered the new mount namespace itself; its
+	// children (containerd's shell, PID 1) are in the new PID namespace.
+	ns := fmt.Sprintf("/proc/%d/ns/", h.cmd.Process.Pid)
+	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + h.NetNSPath,
+		"--mount=" + ns + "mnt", "--pid=" + ns + "pid_for_children", "--", name}, args...)...)
 }
 
 // Do runs fn on an OS thread switched into the harness's network

@@ -48,11 +48,15 @@ type Image struct {
 // link when Link is set, or an empty directory when Mode has fs.ModeDir.
 type ImageFile struct {
 	Path string      // absolute path inside the image, e.g. "/pause"
-	Mode fs.FileMode // permission bits, plus fs.ModeDir for a directory
+	Mode fs.FileMode // permission bits, plus fs.ModeDir for a directory, fs.ModeSetuid for a set-user-ID file
 	Data []byte
 	// Link, when set, makes the entry a symbolic link with this target
 	// (e.g. "usr/bin" for "/bin"); Mode and Data are then ignored.
 	Link string
+	// HardLink, when set, makes the entry a hard link to the regular file
+	// at this image path (busybox's applets are hard links to it, so
+	// masking one masks no other); Mode and Data are then ignored.
+	HardLink string
 }
 
 // descriptor is an OCI content descriptor.
@@ -254,23 +258,50 @@ func layerTar(files []ImageFile) ([]byte, error) {
 			names = append(names, d)
 		}
 	}
-	for p := range regs {
+	var hardLinks []string
+	for p, f := range regs {
+		if f.Link == "" && f.HardLink != "" {
+			target := strings.TrimPrefix(path.Clean("/"+f.HardLink), "/")
+			if t, ok := regs[target]; !ok || t.Link != "" || t.HardLink != "" {
+				return nil, fmt.Errorf("%q: hard link target %q is not a regular file of the image", f.Path, f.HardLink)
+			}
+			hardLinks = append(hardLinks, p)
+			continue
+		}
 		names = append(names, p)
 	}
-	// Sorting puts every directory before its contents.
+	// Sorting puts every directory before its contents; hard links come
+	// last, after the files they name.
 	sort.Strings(names)
+	sort.Strings(hardLinks)
+	names = append(names, hardLinks...)
 
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, n := range names {
 		f, ok := regs[n]
 		switch {
+		case ok && f.Link == "" && f.HardLink != "":
+			target := strings.TrimPrefix(path.Clean("/"+f.HardLink), "/")
+			// The target's mode, as tar writes it: extractors chmod the
+			// link (that is, the file) to the header's mode.
+			mode := int64(regs[target].Mode.Perm())
+			if regs[target].Mode&fs.ModeSetuid != 0 {
+				mode |= 0o4000
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeLink, Name: n, Linkname: target, Mode: mode, ModTime: epoch}); err != nil {
+				return nil, err
+			}
 		case ok && f.Link != "":
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: n, Linkname: f.Link, Mode: 0o777, ModTime: epoch}); err != nil {
 				return nil, err
 			}
 		case ok:
-			hdr := &tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: int64(f.Mode.Perm()), Size: int64(len(f.Data)), ModTime: epoch}
+			mode := int64(f.Mode.Perm())
+			if f.Mode&fs.ModeSetuid != 0 {
+				mode |= 0o4000
+			}
+			hdr := &tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: mode, Size: int64(len(f.Data)), ModTime: epoch}
 			if err := tw.WriteHeader(hdr); err != nil {
 				return nil, err
 			}
@@ -292,3 +323,8 @@ func layerTar(files []ImageFile) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// LayerTar returns the uncompressed layer WriteImage packs for files (their
+// parent directories and /etc, /tmp, /proc, /sys and /dev included), for
+// tests that serve images from a registry instead of importing them.
+func LayerTar(files []ImageFile) ([]byte, error) { return layerTar(files) }
