@@ -116,29 +116,29 @@ func load(addr string, qps int, d time.Duration, name func(i int) string) (sent,
 // rise by at most 1 point. On 4a5a5e7 it rose to 61-92 %: the timeouts
 // marked the upstream down.
 func TestServeSilentZone(t *testing.T) {
-	bin := buildbin.Dnsconfigurer(t)
+	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
 	up := runUpstream(t, 0, ".silent.example.")
-	srv := startServe(t, bin, "127.0.0.1:0", up.addr)
+	srv := startServe(t, "127.0.0.1:0", up.addr)
 	const legitQPS, attackQPS = 20, 200
 	run := time.Now().UnixNano()
 	legit := func(phase string) func(int) string {
 		return func(i int) string { return fmt.Sprintf("l%d-%s-%d.example.org.", run, phase, i) }
 	}
-	sent, failed := load(srv.dns, legitQPS, 5*time.Second, legit("base"))
+	sent, failed := load(srv.DNS, legitQPS, 5*time.Second, legit("base"))
 	base := 100 * float64(failed) / float64(sent)
 	var attackSent, attackFailed int
 	attackDone := make(chan struct{})
 	go func() {
 		defer close(attackDone)
-		attackSent, attackFailed = load(srv.dns, attackQPS, 15*time.Second, func(i int) string {
+		attackSent, attackFailed = load(srv.DNS, attackQPS, 15*time.Second, func(i int) string {
 			return fmt.Sprintf("a%d-%d.silent.example.", run, i)
 		})
 	}()
-	sent2, failed2 := load(srv.dns, legitQPS, 15*time.Second, legit("attack"))
+	sent2, failed2 := load(srv.DNS, legitQPS, 15*time.Second, legit("attack"))
 	<-attackDone
 	under := 100 * float64(failed2) / float64(sent2)
 	t.Logf("ordinary names: baseline %d/%d failed (%.1f %%); under attack %d/%d failed (%.1f %%); attacker %d/%d failed; all_down_total %v",
-		failed, sent, base, failed2, sent2, under, attackFailed, attackSent, srv.metric(t, "dnsconfigurer_forward_all_down_total"))
+		failed, sent, base, failed2, sent2, under, attackFailed, attackSent, srv.Metric(t, "dnsconfigurer_forward_all_down_total"))
 	if under > base+1 {
 		t.Errorf("ordinary names' SERVFAIL rate %.1f %% under attack, baseline %.1f %%: want at most 1 point more", under, base)
 	}
@@ -150,11 +150,11 @@ func TestServeSilentZone(t *testing.T) {
 // TestServeSlowUpstreams (item 2): two upstreams that both answer in 1.2s,
 // 10 qps for 10s: no SERVFAIL (198/200 on 4a5a5e7: each had 1s).
 func TestServeSlowUpstreams(t *testing.T) {
-	bin := buildbin.Dnsconfigurer(t)
+	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
 	a, b := runUpstream(t, 1200*time.Millisecond, ""), runUpstream(t, 1200*time.Millisecond, "")
-	srv := startServe(t, bin, "127.0.0.1:0", a.addr+","+b.addr)
+	srv := startServe(t, "127.0.0.1:0", a.addr+","+b.addr)
 	run := time.Now().UnixNano()
-	sent, failed := load(srv.dns, 10, 10*time.Second, func(i int) string { return fmt.Sprintf("s%d-%d.example.org.", run, i) })
+	sent, failed := load(srv.DNS, 10, 10*time.Second, func(i int) string { return fmt.Sprintf("s%d-%d.example.org.", run, i) })
 	t.Logf("upstreams answering in 1.2s, N=2: %d of %d queries failed", failed, sent)
 	if failed != 0 {
 		t.Errorf("%d of %d queries failed, want 0", failed, sent)
@@ -164,16 +164,16 @@ func TestServeSlowUpstreams(t *testing.T) {
 // TestServeSourcePorts (item 10): 1,000 forwarded queries reach the
 // upstream from nearly as many source ports (2-12 on 4a5a5e7).
 func TestServeSourcePorts(t *testing.T) {
-	bin := buildbin.Dnsconfigurer(t)
+	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
 	up := runUpstream(t, 0, "")
-	srv := startServe(t, bin, "127.0.0.1:0", up.addr)
+	srv := startServe(t, "127.0.0.1:0", up.addr)
 	run := time.Now().UnixNano()
 	const n = 1000
 	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
 	for i := range n {
 		m := new(dns.Msg)
 		m.SetQuestion(fmt.Sprintf("p%d-%d.example.org.", run, i), dns.TypeA)
-		if r, _, err := c.Exchange(m, srv.dns); err != nil || r.Rcode != dns.RcodeSuccess {
+		if r, _, err := c.Exchange(m, srv.DNS); err != nil || r.Rcode != dns.RcodeSuccess {
 			t.Fatalf("query %d: %v %v", i, r, err)
 		}
 	}

@@ -10,17 +10,11 @@
 package forwardloop
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,105 +29,14 @@ func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 // loopback, far under the 2s forwarding timeout it took on a557114.
 const loopAnswerBound = 500 * time.Millisecond
 
-// startWait bounds a process's start (the log lines with its addresses).
-const startWait = 20 * time.Second
-
-var (
-	dnsRe     = regexp.MustCompile(`msg="serving DNS".*listen=\[([0-9.:]+)\]`)
-	metricsRe = regexp.MustCompile(`msg="serving metrics".*listen=([0-9.:]+)`)
-)
-
-// lockedBuffer is a process's stderr, safe to read while it is written.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // server is one `dnsconfigurer serve` process.
-type server struct {
-	dns, metrics string
-	stderr       *lockedBuffer
-}
+type server = buildbin.Serve
 
 // startServe runs `dnsconfigurer serve` listening on listen and forwarding
 // to upstream, and waits for its DNS and metrics addresses.
-func startServe(t *testing.T, bin, listen, upstream string) *server {
+func startServe(t *testing.T, listen, upstream string) *server {
 	t.Helper()
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", "--listen", listen, "--objects", "../../../examples/objects",
-		"--upstream", upstream, "--metrics-listen", net.JoinHostPort(host, "0"), "--log-format", "text", "--lameduck", "0s")
-	s := &server{stderr: &lockedBuffer{}}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("serve %s stderr:\n%s", listen, s.stderr.String())
-		}
-	})
-	deadline := time.Now().Add(startWait)
-	for {
-		out := s.stderr.String()
-		if m, mm := dnsRe.FindStringSubmatch(out), metricsRe.FindStringSubmatch(out); m != nil && mm != nil {
-			s.dns, s.metrics = m[1], mm[1]
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve %s did not start within %v:\n%s", listen, startWait, out)
-		}
-		select {
-		case <-exited:
-			t.Fatalf("serve %s exited:\n%s", listen, s.stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// metric is the sum of the series of name on the server's /metrics.
-func (s *server) metric(t *testing.T, name string) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + s.metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for line := range strings.Lines(string(body)) {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			t.Fatalf("%s: %q: %v", s.metrics, line, err)
-		}
-		sum += v
-	}
-	return sum
+	return buildbin.StartServe(t, "../../../examples/objects", listen, upstream)
 }
 
 // freePort returns a port free for UDP and TCP on host, for a server not
@@ -178,40 +81,40 @@ func ask(t *testing.T, network, addr, name string) (*dns.Msg, time.Duration) {
 // within one lap; both count the loop and log it at error level naming the
 // upstream, and none says "upstream down". Figures: run with -v.
 func TestServeForwardingLoop(t *testing.T) {
-	bin := buildbin.Dnsconfigurer(t)
+	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
 	bAddr := freePort(t, "127.0.0.3")
-	a := startServe(t, bin, "127.0.0.2:0", bAddr)
-	b := startServe(t, bin, bAddr, a.dns)
-	peers := map[*server]string{a: b.dns, b: a.dns}
+	a := startServe(t, "127.0.0.2:0", bAddr)
+	b := startServe(t, bAddr, a.DNS)
+	peers := map[*server]string{a: b.DNS, b: a.DNS}
 	for _, s := range []*server{a, b} {
-		t.Logf("%s before any question: loops_total %v, loop_detected_total %v", s.dns,
-			s.metric(t, "dnsconfigurer_forward_loops_total"), s.metric(t, "dnsconfigurer_forward_loop_detected_total"))
+		t.Logf("%s before any question: loops_total %v, loop_detected_total %v", s.DNS,
+			s.Metric(t, "dnsconfigurer_forward_loops_total"), s.Metric(t, "dnsconfigurer_forward_loop_detected_total"))
 	}
 	for i, network := range []string{"udp", "tcp"} {
 		for _, s := range []*server{a, b} {
 			name := fmt.Sprintf("loop-%d.example.org.", i)
-			r, took := ask(t, network, s.dns, name)
-			t.Logf("%s to %s: %s after %v; loops_total %v", network, s.dns, dns.RcodeToString[r.Rcode], took.Round(time.Microsecond),
-				s.metric(t, "dnsconfigurer_forward_loops_total"))
+			r, took := ask(t, network, s.DNS, name)
+			t.Logf("%s to %s: %s after %v; loops_total %v", network, s.DNS, dns.RcodeToString[r.Rcode], took.Round(time.Microsecond),
+				s.Metric(t, "dnsconfigurer_forward_loops_total"))
 			if r.Rcode != dns.RcodeServerFailure || took > loopAnswerBound {
-				t.Errorf("%s to %s: %s after %v, want SERVFAIL within %v", network, s.dns, dns.RcodeToString[r.Rcode], took, loopAnswerBound)
+				t.Errorf("%s to %s: %s after %v, want SERVFAIL within %v", network, s.DNS, dns.RcodeToString[r.Rcode], took, loopAnswerBound)
 			}
 		}
 	}
 	for _, s := range []*server{a, b} {
-		if v := s.metric(t, "dnsconfigurer_forward_loops_total"); v < 2 {
-			t.Errorf("%s: dnsconfigurer_forward_loops_total %v, want at least 2 (its UDP and TCP questions)", s.dns, v)
+		if v := s.Metric(t, "dnsconfigurer_forward_loops_total"); v < 2 {
+			t.Errorf("%s: dnsconfigurer_forward_loops_total %v, want at least 2 (its UDP and TCP questions)", s.DNS, v)
 		}
-		if v := s.metric(t, "dnsconfigurer_forward_loop_detected_total"); v != 1 {
-			t.Errorf("%s: dnsconfigurer_forward_loop_detected_total %v, want 1", s.dns, v)
+		if v := s.Metric(t, "dnsconfigurer_forward_loop_detected_total"); v != 1 {
+			t.Errorf("%s: dnsconfigurer_forward_loop_detected_total %v, want 1", s.DNS, v)
 		}
-		logs := s.stderr.String()
+		logs := s.Stderr.String()
 		if !regexp.MustCompile(`level=ERROR msg="forwarding loop: [^"]*".*upstream=` + regexp.QuoteMeta(peers[s])).MatchString(logs) {
-			t.Errorf("%s: no error line of the loop naming upstream %s:\n%s", s.dns, peers[s], logs)
+			t.Errorf("%s: no error line of the loop naming upstream %s:\n%s", s.DNS, peers[s], logs)
 		}
 		for _, bad := range []string{"upstream down", "up again"} {
 			if strings.Contains(logs, bad) {
-				t.Errorf("%s logs %q for a loop:\n%s", s.dns, bad, logs)
+				t.Errorf("%s logs %q for a loop:\n%s", s.DNS, bad, logs)
 			}
 		}
 	}
@@ -221,27 +124,27 @@ func TestServeForwardingLoop(t *testing.T) {
 // plain upstream. Questions to both over UDP and TCP get the upstream's
 // answer, and neither counts nor logs a loop.
 func TestServeChainNoLoop(t *testing.T) {
-	bin := buildbin.Dnsconfigurer(t)
+	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
 	up := plainUpstream(t)
-	b := startServe(t, bin, "127.0.0.3:0", up)
-	a := startServe(t, bin, "127.0.0.2:0", b.dns)
+	b := startServe(t, "127.0.0.3:0", up)
+	a := startServe(t, "127.0.0.2:0", b.DNS)
 	for _, network := range []string{"udp", "tcp"} {
 		for _, s := range []*server{a, b} {
-			r, took := ask(t, network, s.dns, "chain-"+network+".example.org.")
+			r, took := ask(t, network, s.DNS, "chain-"+network+".example.org.")
 			if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-				t.Errorf("%s to %s: %v, want the upstream's answer", network, s.dns, r)
+				t.Errorf("%s to %s: %v, want the upstream's answer", network, s.DNS, r)
 			}
-			t.Logf("%s to %s: %s after %v", network, s.dns, dns.RcodeToString[r.Rcode], took.Round(time.Microsecond))
+			t.Logf("%s to %s: %s after %v", network, s.DNS, dns.RcodeToString[r.Rcode], took.Round(time.Microsecond))
 		}
 	}
 	for _, s := range []*server{a, b} {
 		for _, name := range []string{"dnsconfigurer_forward_loops_total", "dnsconfigurer_forward_loop_detected_total", "dnsconfigurer_forward_looping_upstreams"} {
-			if v := s.metric(t, name); v != 0 {
-				t.Errorf("%s: %s %v in a chain without a loop", s.dns, name, v)
+			if v := s.Metric(t, name); v != 0 {
+				t.Errorf("%s: %s %v in a chain without a loop", s.DNS, name, v)
 			}
 		}
-		if strings.Contains(s.stderr.String(), "loop") {
-			t.Errorf("%s logs a loop in a chain:\n%s", s.dns, s.stderr.String())
+		if strings.Contains(s.Stderr.String(), "loop") {
+			t.Errorf("%s logs a loop in a chain:\n%s", s.DNS, s.Stderr.String())
 		}
 	}
 }

@@ -13,12 +13,9 @@
 package upstreamquery
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
-	"os/exec"
-	"regexp"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,11 +28,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
-// startWait bounds the process's start (the log line with its address).
-const startWait = 20 * time.Second
-
-var dnsRe = regexp.MustCompile(`msg="serving DNS".*listen=\[([0-9.:]+)\]`)
-
 // Addresses the stub answers: the recursive answer, and the one tailored
 // to a client subnet.
 var (
@@ -43,63 +35,11 @@ var (
 	tailoredAddr = net.IPv4(198, 51, 100, 7).To4()
 )
 
-// lockedBuffer is the process's stderr, safe to read while it is written.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // startServe runs `dnsconfigurer serve` on listen forwarding to upstream
 // and returns its DNS address.
 func startServe(t *testing.T, listen, upstream string) string {
 	t.Helper()
-	bin := buildbin.Dnsconfigurer(t)
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", "--listen", listen, "--objects", "../../../examples/objects",
-		"--upstream", upstream, "--metrics-listen", net.JoinHostPort(host, "0"), "--log-format", "text", "--lameduck", "0s")
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("serve stderr:\n%s", stderr.String())
-		}
-	})
-	deadline := time.Now().Add(startWait)
-	for {
-		if m := dnsRe.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start within %v:\n%s", startWait, stderr.String())
-		}
-		select {
-		case <-exited:
-			t.Fatalf("serve exited:\n%s", stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return buildbin.StartServe(t, "../../../examples/objects", listen, upstream).DNS
 }
 
 // stub is a recursive resolver on 127.0.0.4 (UDP and TCP): RD=0 gets
