@@ -313,11 +313,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			}
 			c := &served{down: conn, accepted: time.Now()}
 			if err := s.admit(c); err != nil {
-				conn.Close()
+				// Count before closing: the client sees EOF only
+				// after the metric says why.
 				if errors.Is(err, errAllBusy) {
 					s.m.refusedConns.Inc()
 					s.log.Warn("every CRI connection has a call in flight and the maximum is reached; closed a new one", "maxConnections", s.maxConns)
 				}
+				conn.Close()
 				continue
 			}
 			go func() {
