@@ -60,7 +60,9 @@ func replySize(edns bool, size uint16, tcp bool) int {
 // Finish completes the reply m to req: an OPT advertising EDNSSize, with the
 // client's DO bit, when the client sent one (BADVERS needs it to carry its
 // extended rcode), then truncation to ReplySize with TC set when records
-// were left out. It returns m.
+// were left out. Every reply is name-compressed, over TCP too: miekg's
+// Truncate leaves a reply that fits uncompressed, and a large headless
+// answer then costs three times the bytes. It returns m.
 func Finish(req, m *dns.Msg, tcp bool) *dns.Msg {
 	opt := req.IsEdns0()
 	if opt != nil {
@@ -70,6 +72,7 @@ func Finish(req, m *dns.Msg, tcp bool) *dns.Msg {
 		m.Extra = append(m.Extra, o)
 	}
 	m.Truncate(ReplySize(opt, tcp))
+	m.Compress = true
 	return m
 }
 

@@ -87,6 +87,36 @@ func TestFinish(t *testing.T) {
 	}
 }
 
+// TestFinishCompresses: a reply that fits its limit uncompressed is still
+// compressed, over TCP and UDP alike. 120 A records of one long owner name
+// take about 16 bytes each compressed and about 50 each uncompressed.
+func TestFinishCompresses(t *testing.T) {
+	const owner = "web-0.headless-service-with-a-long-name.some-namespace.svc.cluster.local."
+	for _, tcp := range []bool{false, true} {
+		req := new(dns.Msg)
+		req.SetQuestion(owner, dns.TypeA)
+		req.SetEdns0(1232, false)
+		m := new(dns.Msg)
+		m.SetReply(req)
+		n := 120
+		if !tcp {
+			n = 10 // fits 1232 bytes uncompressed
+		}
+		for i := range n {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5},
+				A: net.IPv4(10, 0, 0, byte(i))})
+		}
+		Finish(req, m, tcp)
+		wire, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 12 + len(owner) + 1 + 4 + n*16 + 11; m.Truncated || len(wire) > want {
+			t.Errorf("tcp=%v: %d records in %d bytes (TC=%v), want at most %d (compressed)", tcp, n, len(wire), m.Truncated, want)
+		}
+	}
+}
+
 func TestQuery(t *testing.T) {
 	q := dns.Question{Name: "a.example.", Qtype: dns.TypeAAAA, Qclass: dns.ClassINET}
 	for _, do := range []bool{false, true} {
