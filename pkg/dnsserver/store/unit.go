@@ -298,20 +298,18 @@ func (s *Store) rebuild() *Snapshot {
 	ptrs := immutable.NewSortedMapBuilder[netip.Addr, struct{}](addrComparer{})
 	for name := range st.names {
 		n := st.merged(name)
-		snap.names.shards[snap.names.shard(name)][name] = n
+		snap.names.put(name, n)
 		if len(n.PTR) > 0 {
 			if a, ok := reverseAddr(name); ok {
 				ptrs.Set(a, struct{}{})
 			}
 		}
 	}
-	snap.names.n = len(st.names)
 	snap.ptrs = ptrs.Map()
 	snap.podNS = newShardMap[netip.Addr, string](len(st.claims))
 	for ip := range st.claims {
 		v, _ := st.podNS(ip)
-		snap.podNS.shards[snap.podNS.shard(ip)][ip] = v
-		snap.podNS.n++
+		snap.podNS.put(ip, v)
 	}
 	snap.namespaces = maps.Clone(st.known)
 	s.finishCounts(snap)
