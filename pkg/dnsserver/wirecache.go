@@ -92,7 +92,7 @@ type wireCache struct {
 type wireGens struct{ cur, prev *wireGen }
 
 type wireGen struct {
-	m    sync.Map // cacheKey → wireEntry
+	m    sync.Map     // cacheKey → wireEntry
 	size atomic.Int64 // changed under wireCache.mu
 }
 
