@@ -40,7 +40,13 @@ func newShardMap[K comparable, V any](size int) *shardMap[K, V] {
 }
 
 func (m *shardMap[K, V]) shard(k K) int {
-	return int(maphash.Comparable(m.seed, k) & uint64(len(m.blocks)*blockSize-1))
+	var h uint64
+	if s, ok := any(k).(string); ok {
+		h = maphash.String(m.seed, s) // the names: faster than Comparable
+	} else {
+		h = maphash.Comparable(m.seed, k)
+	}
+	return int(h & uint64(len(m.blocks)*blockSize-1))
 }
 
 func (m *shardMap[K, V]) at(i int) map[K]V { return m.blocks[i/blockSize][i%blockSize] }
