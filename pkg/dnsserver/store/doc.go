@@ -62,5 +62,6 @@
 // through. IgnoreEmptyService drops Services without a served endpoint;
 // NoEndpoints drops every endpoint record and headless Services.
 //
-// This package must not import miekg/dns, client-go, k8s.io/api or a logger.
+// This package must not import miekg/dns, client-go, k8s.io/api or a logger;
+// besides the standard library it imports github.com/benbjohnson/immutable.
 package store
