@@ -193,8 +193,13 @@ type ampCount struct {
 // classify works out what a query adds, from its name, the rcode of its
 // reply and snap (the current snapshot, nil before the first sync).
 // bySource is a first step that autopath by source answered: the server
-// walked the search list itself.
-func (a *Amplification) classify(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool) (ac ampCount) {
+// walked the search list itself. dep (nil: none) gets the lowercase names
+// whose existence the result depends on (a namespace is known when
+// <ns>.svc.<zone> exists).
+func (a *Amplification) classify(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) (ac ampCount) {
+	if dep == nil {
+		dep = func(string) {}
+	}
 	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery || req.Response {
 		return ac
 	}
@@ -210,7 +215,7 @@ func (a *Amplification) classify(req *dns.Msg, snap *store.Snapshot, rcode int, 
 			return ac
 		}
 		// One query per lookup: the server walks the search list.
-		ac.c = a.counters(p.Namespace, snap)
+		ac.c = a.counters(p.Namespace, snap, dep)
 		ac.d = [numAmp]uint8{ampQueries: 1, ampLookups: 1, ampHits: hit}
 		return ac
 	}
@@ -225,7 +230,7 @@ func (a *Amplification) classify(req *dns.Msg, snap *store.Snapshot, rcode int, 
 		return ac
 	}
 	x, ns := rest[:i], rest[i+1:]
-	if ac.c = a.counters(ns, snap); ac.c == &a.other {
+	if ac.c = a.counters(ns, snap, dep); ac.c == &a.other {
 		// No pod asks in a namespace the store does not know: a later
 		// step of another walk, or a made-up name. One query.
 		var miss uint8
@@ -236,15 +241,15 @@ func (a *Amplification) classify(req *dns.Msg, snap *store.Snapshot, rcode int, 
 		return ac
 	}
 	var ext uint8
-	if !bySource && a.external(x, snap) {
+	if !bySource && a.external(x, snap, dep) {
 		ext = 1
 	}
 	switch {
 	case bySource || rcode != dns.RcodeNameError:
 		ac.d = [numAmp]uint8{ampQueries: 1, ampLookups: 1, ampHits: hit, ampExternal: ext}
-	case a.exists(snap, x, ".svc."):
+	case a.exists(snap, x, ".svc.", dep):
 		ac.d = [numAmp]uint8{ampQueries: 2, ampLookups: 1, ampMisses: 1, ampHits: 1, ampExternal: ext}
-	case a.exists(snap, x, "."):
+	case a.exists(snap, x, ".", dep):
 		ac.d = [numAmp]uint8{ampQueries: 3, ampLookups: 1, ampMisses: 2, ampHits: 1, ampExternal: ext}
 	default:
 		ac.d = [numAmp]uint8{ampQueries: 3, ampLookups: 1, ampMisses: 3, ampExternal: ext}
@@ -254,13 +259,14 @@ func (a *Amplification) classify(req *dns.Msg, snap *store.Snapshot, rcode int, 
 
 // exists reports whether the name <x><sep><zone> is in the snapshot (a
 // later search step that would not be NXDOMAIN).
-func (a *Amplification) exists(snap *store.Snapshot, x, sep string) bool {
+func (a *Amplification) exists(snap *store.Snapshot, x, sep string, dep func(string)) bool {
 	if snap == nil {
 		return false
 	}
 	var buf [256]byte
 	b := lowerInto(buf[:0], x)
 	b = append(append(append(b, sep...), a.zone...), '.')
+	dep(string(b))
 	_, ok := snap.Lookup(string(b))
 	return ok
 }
@@ -269,7 +275,7 @@ func (a *Amplification) exists(snap *store.Snapshot, x, sep string) bool {
 // more than one label, and its last labels are neither a namespace the
 // store knows, nor "svc" or "pod", nor the start of the zone ("cluster",
 // "cluster.local").
-func (a *Amplification) external(p string, snap *store.Snapshot) bool {
+func (a *Amplification) external(p string, snap *store.Snapshot, dep func(string)) bool {
 	i := strings.LastIndexByte(p, '.')
 	if i < 0 {
 		return false // a short name: a Service, by intent
@@ -288,17 +294,19 @@ func (a *Amplification) external(p string, snap *store.Snapshot) bool {
 	}
 	var buf [63]byte
 	b := lowerInto(buf[:0], last)
+	a.nsDep(b, dep)
 	return !snap.HasNamespace(string(b))
 }
 
 // counters returns the counters of namespace ns (any case): "other" when
 // the store does not know it, made on first use when it does.
-func (a *Amplification) counters(ns string, snap *store.Snapshot) *nsCounters {
+func (a *Amplification) counters(ns string, snap *store.Snapshot, dep func(string)) *nsCounters {
 	if ns == "" || len(ns) > 63 {
 		return &a.other
 	}
 	var buf [63]byte
 	b := lowerInto(buf[:0], ns)
+	a.nsDep(b, dep)
 	a.idxMu.RLock()
 	c := a.idx[string(b)]
 	a.idxMu.RUnlock()
@@ -315,6 +323,14 @@ func (a *Amplification) counters(ns string, snap *store.Snapshot) *nsCounters {
 		a.idx[c.name] = c
 	}
 	return c
+}
+
+// nsDep passes dep the name whose existence tells whether the lowercase
+// namespace ns is known: <ns>.svc.<zone>.
+func (a *Amplification) nsDep(ns []byte, dep func(string)) {
+	if dep != nil {
+		dep(string(ns) + ".svc." + a.zone + ".")
+	}
 }
 
 // observe adds ac to its namespace's counters ("other"'s once the

@@ -313,7 +313,7 @@ func TestAmplificationClassify(t *testing.T) {
 			a.bind("cluster.local.", st)
 			req := new(dns.Msg)
 			req.SetQuestion(tc.name, dns.TypeA)
-			ac := a.classify(req, tc.snap, tc.rcode, false)
+			ac := a.classify(req, tc.snap, tc.rcode, false, nil)
 			ns := ""
 			if ac.c != nil {
 				ns = ac.c.name
@@ -355,7 +355,7 @@ func TestAmplificationExternal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.p, func(t *testing.T) {
-			if got := a.external(tc.p, st.Snapshot()); got != tc.want {
+			if got := a.external(tc.p, st.Snapshot(), nil); got != tc.want {
 				t.Errorf("external(%q) = %v, want %v", tc.p, got, tc.want)
 			}
 		})
@@ -500,7 +500,7 @@ func TestAmplificationCardinality(t *testing.T) {
 		req := new(dns.Msg)
 		for _, ns := range names {
 			req.SetQuestion("www.example.com."+ns+".svc.cluster.local.", dns.TypeA)
-			ac := a.classify(req, snap, dns.RcodeNameError, false)
+			ac := a.classify(req, snap, dns.RcodeNameError, false, nil)
 			a.observe(&ac)
 		}
 		collect(a)
@@ -509,7 +509,7 @@ func TestAmplificationCardinality(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		for range 100000 {
 			req.SetQuestion(fmt.Sprintf("x.%x.svc.cluster.local.", rng.Uint64()), dns.TypeA)
-			ac := a.classify(req, snap, dns.RcodeNameError, false)
+			ac := a.classify(req, snap, dns.RcodeNameError, false, nil)
 			a.observe(&ac)
 		}
 		collect(a)
@@ -652,7 +652,7 @@ func TestAmplificationCountAllocatesNothing(t *testing.T) {
 	for _, name := range []string{"web.ns.svc.cluster.local.", "www.example.com.ns.svc.cluster.local.", "x.ghost.svc.cluster.local."} {
 		req := new(dns.Msg)
 		req.SetQuestion(name, dns.TypeA)
-		ac := a.classify(req, st.Snapshot(), dns.RcodeNameError, false)
+		ac := a.classify(req, st.Snapshot(), dns.RcodeNameError, false, nil)
 		if allocs := testing.AllocsPerRun(100, func() { a.observe(&ac) }); allocs != 0 {
 			t.Errorf("%s: %v allocations per query", name, allocs)
 		}

@@ -31,12 +31,13 @@
 //
 //   - names in the zone come from the snapshot (one map lookup on the
 //     lowercase name); the question's case is echoed in the answer owners.
-//     Replies made from the zone are cached packed, per snapshot, keyed by
-//     the question as asked, EDNS0 presence, DO bit and size limit; a cache
-//     hit patches the ID and the RD and CD bits and writes the bytes (over
-//     UDP found from the query's wire form, AnswerWire). The cache is
-//     bounded (WithReplyCache, 16 MiB by default, in two generations) and
-//     dropped with its snapshot, so it never serves stale data;
+//     Replies made from the zone are cached packed, keyed by the question
+//     as asked, EDNS0 presence, DO bit and size limit; a cache hit patches
+//     the ID and the RD and CD bits and writes the bytes (over UDP found
+//     from the query's wire form, AnswerWire). The cache is bounded
+//     (WithReplyCache, 16 MiB by default, in two generations) and lives
+//     across snapshots: a new snapshot retires the replies made from the
+//     names that changed (see wireCache), so it never serves stale data;
 //   - a name that does not exist is NXDOMAIN, a name that exists (including
 //     an empty non-terminal) without the asked type is NOERROR with no
 //     answer; both carry the SOA of the zone the name is in in the authority

@@ -46,6 +46,10 @@ type Result struct {
 	// volatile answers (static records) are not cached either: their
 	// source changes without a new snapshot.
 	volatile bool
+	// deps are the lowercase names besides the question's that the answer
+	// was made from (SRV targets, CNAME targets in the zone): a cached
+	// reply is retired when any of them changes.
+	deps []string
 }
 
 // Static is a source of static records for names outside the cluster zone
@@ -71,10 +75,10 @@ type Handler struct {
 	lb       bool           // rotate A, AAAA and SRV RRsets per reply
 	lbN      atomic.Uint32  // replies rotated on the miss path
 	amp      *Amplification // nil: no namespace metrics
-	// replyBytes bounds each snapshot's cache of packed replies.
-	replyBytes int64
+	// wire caches packed replies across snapshots.
+	wire wireCache
 
-	mu  sync.Mutex
+	mu  sync.Mutex // serialises moving on to a new snapshot
 	cur atomic.Pointer[zone]
 }
 
@@ -88,13 +92,14 @@ type Option func(*Handler)
 // reverse names NXDOMAIN).
 func WithForwarder(e Exchanger) Option { return func(h *Handler) { h.fwd = e } }
 
-// WithReplyCache bounds the packed replies cached per snapshot at bytes
-// (default DefaultReplyCacheBytes; 0 keeps the default). The replies in use
-// stay while a flood of one-off names churns the rest (see wireCache).
+// WithReplyCache bounds the packed replies cached at bytes (default
+// DefaultReplyCacheBytes; 0 keeps the default). The replies in use stay
+// while a flood of one-off names churns the rest, and a new snapshot
+// retires only the replies made from names that changed (see wireCache).
 func WithReplyCache(bytes int64) Option {
 	return func(h *Handler) {
 		if bytes > 0 {
-			h.replyBytes = bytes
+			h.wire.max = bytes
 		}
 	}
 }
@@ -157,7 +162,8 @@ func WithReverseZones(prefixes []netip.Prefix) (Option, error) {
 // NewHandler returns a Handler for the cluster zone (e.g. "cluster.local")
 // reading records from r.
 func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
-	h := &Handler{zoneName: lowerFQDN(zoneName), records: r, replyBytes: DefaultReplyCacheBytes}
+	h := &Handler{zoneName: lowerFQDN(zoneName), records: r}
+	h.wire.max = DefaultReplyCacheBytes
 	for _, o := range opts {
 		o(h)
 	}
@@ -196,7 +202,8 @@ func lowerFQDN(name string) string {
 func (h *Handler) Synced() bool { return h.records.Snapshot() != nil }
 
 // zone returns the zone view of the current snapshot, making it on first
-// use (a new snapshot starts with an empty reply cache).
+// use: the reply cache then retires the replies made from names that
+// changed since the view before.
 func (h *Handler) zone() *zone {
 	snap := h.records.Snapshot()
 	if snap == nil {
@@ -207,12 +214,30 @@ func (h *Handler) zone() *zone {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if z := h.cur.Load(); z != nil && z.snap == snap {
-		return z
+	prev := h.cur.Load()
+	if prev != nil && prev.snap == snap {
+		return prev
 	}
-	z := newZone(snap, h.replyBytes)
+	z := newZone(snap, &h.wire)
+	var prevSnap *store.Snapshot
+	if prev != nil {
+		prevSnap = prev.snap
+	}
+	h.wire.advance(prevSnap, snap, h.apexes(z))
 	h.cur.Store(z)
 	return z
+}
+
+// apexes are the names whose replies carry the SOA serial as an answer:
+// the zone's and the authoritative reverse zones' apexes. Their cached
+// replies are retired at every snapshot; negative replies keep the serial
+// they were made with, as a caching resolver would.
+func (h *Handler) apexes(z *zone) []string {
+	out := []string{z.name}
+	for _, ra := range h.reverse {
+		out = append(out, ra.zone)
+	}
+	return out
 }
 
 // Warm makes the zone view of the current snapshot now.
@@ -371,10 +396,14 @@ func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lnam
 		return Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true}
 	}
 	var extra []dns.RR
+	var deps []string
 	if qtype == dns.TypeSRV {
 		extra = z.srvExtra(n.SRV)
+		for _, s := range n.SRV {
+			deps = append(deps, s.Target)
+		}
 	}
-	return Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Extra: clip(extra), Authoritative: true}
+	return Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Extra: clip(extra), Authoritative: true, deps: deps}
 }
 
 // chase answers for an ExternalName: the CNAME, then the target's records,
@@ -389,6 +418,7 @@ func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, cname dns.RR
 			return r
 		}
 		r.Answer = append([]dns.RR{cname}, r.Answer...)
+		r.deps = append(r.deps, target)
 		return r
 	}
 	if h.fwd == nil {
@@ -465,7 +495,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 				// Counted before the reply leaves: a client that has its
 				// answer sees it in the metrics.
 				if h.amp != nil {
-					ac := h.amp.classify(req, h.records.Snapshot(), m.Rcode, true)
+					ac := h.amp.classify(req, h.records.Snapshot(), m.Rcode, true, nil)
 					h.amp.observe(&ac)
 				}
 				h.write(w, b)
@@ -486,7 +516,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 		}
 	}
-	m, local := h.respond(context.Background(), req, tcp)
+	m, local, deps := h.respond(context.Background(), req, tcp)
 	b, err := m.PackBuffer((*bp)[:cap(*bp)])
 	if err != nil {
 		h.log.Debug("pack reply", "err", err)
@@ -503,11 +533,15 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		if z != nil {
 			snap = z.snap // the snapshot of the cached reply
 		}
-		ac = h.amp.classify(req, snap, m.Rcode, false)
+		var dep func(string)
+		if cacheable && local {
+			dep = func(n string) { deps = append(deps, n) }
+		}
+		ac = h.amp.classify(req, snap, m.Rcode, false, dep)
 		h.amp.observe(&ac)
 	}
 	// Cached before the reply leaves: the client's next query finds it.
-	if cacheable && local && z != nil && z == h.cur.Load() && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
+	if cacheable && local && z != nil && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
 		// The cached form has RD and CD clear; they are set per request.
 		c := append([]byte(nil), b...)
 		c[2] &^= 0x01
@@ -520,7 +554,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			e.amp = new(ampCount)
 			*e.amp = ac
 		}
-		z.wire.put(key, e)
+		h.wire.put(key, e, z.snap, append(deps, lowerFQDN(key.name)))
 	}
 	h.write(w, b)
 }
@@ -529,7 +563,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 // cache, with the request's id and RD and CD bits, and counts it in the
 // namespace metrics; false when z has no reply for k.
 func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool) ([]byte, bool) {
-	e, ok := z.wire.get(k)
+	e, ok := h.wire.get(k)
 	if !ok {
 		return dst, false
 	}
@@ -586,7 +620,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 
 // respond builds the reply to req: the message that goes on the wire,
 // truncated to what the client can receive.
-func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool) {
+func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool, deps []string) {
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
@@ -616,12 +650,13 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 	default:
 		r := h.Resolve(ctx, req.Question[0])
 		local = !r.Forwarded && !r.volatile
+		deps = r.deps
 		fill(m, r)
 	}
 	if h.lb {
 		m.Answer = rotateAnswer(m.Answer, h.lbN.Add(1))
 	}
-	return dnsmsg.Finish(req, m, tcp), local
+	return dnsmsg.Finish(req, m, tcp), local, deps
 }
 
 // fill puts a Result into a reply.

@@ -2,6 +2,7 @@ package dnsserver
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,9 +10,10 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
 
-// DefaultReplyCacheBytes bounds the packed replies cached per snapshot
+// DefaultReplyCacheBytes bounds the packed replies a Handler caches
 // unless WithReplyCache says otherwise: about 60,000 replies of a cluster
 // zone (a reply with its key and overhead costs about 250 bytes), room for
 // the search-list misses of a busy cluster's working set.
@@ -39,26 +41,59 @@ type wireEntry struct {
 	// amp is what the query adds to the namespace metrics
 	// (WithAmplification); nil when they are off or do not count it.
 	amp *ampCount
+	// deps are the names the reply was made from: it is served while none
+	// of them has changed.
+	deps []*nameTag
 }
 
-// wireCache holds packed replies for one snapshot's zone; a new snapshot
-// gets a new zone with an empty cache, so entries never outlive the data
-// they were made from. It keeps two generations of at most half of max
-// bytes each: when the current one is full it becomes the previous
-// one (the older is dropped), and a hit in the previous generation is moved
-// to the current one, so the replies in use stay while a flood of one-off
-// names (random NXDOMAIN) only churns the generations.
+// valid reports whether none of the names the reply was made from has
+// changed since.
+func (e *wireEntry) valid() bool {
+	for _, t := range e.deps {
+		if t.stale.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// nameTag stands for one lowercase name in the entries made from it; a
+// change of the name marks the tag stale, which retires every such entry
+// at once.
+type nameTag struct {
+	stale atomic.Bool
+	name  string
+	refs  int // entries holding the tag; under wireCache.mu
+}
+
+// wireCache holds the packed replies of a Handler across snapshots. Each
+// entry names the names its reply was made from (the question's, SRV
+// targets, CNAME targets, what the namespace metrics looked at); when a new
+// snapshot comes, advance retires the entries of the names that changed
+// (Snapshot.ChangedSince), and all of them when that is unknown.
+//
+// It keeps two generations of at most half of max bytes each: when the
+// current one is full it becomes the previous one (the older is dropped),
+// and a hit in the previous generation is moved to the current one, so the
+// replies in use stay while a flood of one-off names (random NXDOMAIN) only
+// churns the generations. Reads take no lock; puts, moves, rotations and
+// advance take mu.
 type wireCache struct {
-	max int64      // bytes of both generations together
-	mu  sync.Mutex // serialises rotations
+	max int64 // bytes of both generations together
 	gen atomic.Pointer[wireGens]
+
+	mu   sync.Mutex
+	tags map[string]*nameTag // the live tag of each name
+	// snap is the snapshot the entries answer for: a reply made from
+	// another is not put.
+	snap *store.Snapshot
 }
 
 type wireGens struct{ cur, prev *wireGen }
 
 type wireGen struct {
-	m    sync.Map // cacheKey → wireEntry
-	size atomic.Int64
+	m    sync.Map     // cacheKey → wireEntry
+	size atomic.Int64 // changed under wireCache.mu
 }
 
 func (c *wireCache) gens() *wireGens {
@@ -67,6 +102,10 @@ func (c *wireCache) gens() *wireGens {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.gensLocked()
+}
+
+func (c *wireCache) gensLocked() *wireGens {
 	if g := c.gen.Load(); g != nil {
 		return g
 	}
@@ -78,7 +117,8 @@ func (c *wireCache) gens() *wireGens {
 func (c *wireCache) get(k cacheKey) (wireEntry, bool) {
 	g := c.gens()
 	if v, ok := g.cur.m.Load(k); ok {
-		return v.(wireEntry), true
+		e := v.(wireEntry)
+		return e, e.valid()
 	}
 	if g.prev == nil {
 		return wireEntry{}, false
@@ -88,24 +128,136 @@ func (c *wireCache) get(k cacheKey) (wireEntry, bool) {
 		return wireEntry{}, false
 	}
 	e := v.(wireEntry)
-	c.put(k, e)
+	if !e.valid() {
+		return wireEntry{}, false
+	}
+	c.mu.Lock()
+	if e.valid() {
+		c.store(k, e)
+	}
+	c.mu.Unlock()
 	return e, true
 }
 
-func (c *wireCache) put(k cacheKey, e wireEntry) {
-	cost := int64(len(e.wire) + len(k.name) + 96)
-	g := c.gens()
-	if g.cur.size.Add(cost) > c.max/2 {
-		c.mu.Lock()
-		if c.gen.Load() == g {
-			c.gen.Store(&wireGens{cur: &wireGen{}, prev: g.cur})
-		}
-		c.mu.Unlock()
-		g = c.gen.Load()
-		g.cur.size.Add(cost)
+// put caches the reply e to k, made from snap and from the lowercase names
+// deps, unless the cache has moved on to another snapshot.
+func (c *wireCache) put(k cacheKey, e wireEntry, snap *store.Snapshot, deps []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if snap != c.snap {
+		return
 	}
-	if _, loaded := g.cur.m.LoadOrStore(k, e); loaded {
-		g.cur.size.Add(-cost)
+	if c.tags == nil {
+		c.tags = map[string]*nameTag{}
+	}
+	e.deps = make([]*nameTag, 0, len(deps))
+	for _, d := range deps {
+		t := c.tags[d]
+		if t == nil {
+			t = &nameTag{name: d}
+			c.tags[d] = t
+		}
+		if !slices.Contains(e.deps, t) {
+			e.deps = append(e.deps, t)
+		}
+	}
+	c.store(k, e)
+}
+
+func entryCost(k cacheKey, e wireEntry) int64 {
+	return int64(len(e.wire) + len(k.name) + 96 + 8*len(e.deps))
+}
+
+// store puts e into the current generation, rotating it first when it is
+// full. c.mu is held.
+func (c *wireCache) store(k cacheKey, e wireEntry) {
+	cost := entryCost(k, e)
+	g := c.gensLocked()
+	if g.cur.size.Load()+cost > c.max/2 {
+		if g.prev != nil {
+			c.releaseGen(g.prev)
+		}
+		g = &wireGens{cur: &wireGen{}, prev: g.cur}
+		c.gen.Store(g)
+	}
+	if v, ok := g.cur.m.Load(k); ok {
+		old := v.(wireEntry)
+		g.cur.size.Add(-entryCost(k, old))
+		c.release(old)
+	}
+	g.cur.m.Store(k, e)
+	g.cur.size.Add(cost)
+	for _, t := range e.deps {
+		t.refs++
+	}
+}
+
+// releaseGen drops the tag references of a generation being dropped.
+// c.mu is held.
+func (c *wireCache) releaseGen(g *wireGen) {
+	g.m.Range(func(_, v any) bool {
+		c.release(v.(wireEntry))
+		return true
+	})
+}
+
+// release drops e's tag references, forgetting tags no entry holds. c.mu
+// is held.
+func (c *wireCache) release(e wireEntry) {
+	for _, t := range e.deps {
+		if t.refs--; t.refs <= 0 && c.tags[t.name] == t {
+			delete(c.tags, t.name)
+		}
+	}
+}
+
+// advance moves the cache on to the snapshot next, from prev (nil: none
+// yet): it retires the entries made from the names that changed between
+// them, and from the names always in changed (apexes whose SOA serial
+// moved), or every entry when the snapshot cannot tell what changed.
+func (c *wireCache) advance(prev, next *store.Snapshot, always []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.snap = next
+	if prev == nil {
+		return
+	}
+	if !next.ChangedSince(prev, c.retire) {
+		c.gen.Store(&wireGens{cur: &wireGen{}})
+		for _, t := range c.tags {
+			t.stale.Store(true)
+		}
+		c.tags = nil
+		return
+	}
+	for _, n := range always {
+		c.retire(n)
+	}
+}
+
+// retire marks the entries made from name stale. A reverse name's
+// ancestors are retired too: whether they exist (authoritative reverse
+// zones) depends on the addresses below them. c.mu is held.
+func (c *wireCache) retire(name string) {
+	c.retireOne(name)
+	rz := reverseZone(name)
+	if rz == "" {
+		return
+	}
+	for rest := name; len(rest) > len(rz); {
+		i := strings.IndexByte(rest, '.')
+		if i < 0 {
+			return
+		}
+		rest = rest[i+1:]
+		c.retireOne(rest)
+	}
+}
+
+func (c *wireCache) retireOne(name string) {
+	if t := c.tags[name]; t != nil {
+		t.stale.Store(true)
+		delete(c.tags, name)
 	}
 }
 

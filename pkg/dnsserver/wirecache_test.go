@@ -9,10 +9,10 @@ func TestWireCacheGenerations(t *testing.T) {
 	c := wireCache{max: 6 << 20}
 	entry := wireEntry{wire: make([]byte, 400)}
 	hot := cacheKey{name: "hot.", qtype: 1}
-	c.put(hot, entry)
+	c.put(hot, entry, nil, []string{"hot."})
 	// A flood of one-off names, touching the hot key now and then.
 	for i := range 50000 {
-		c.put(cacheKey{name: fmt.Sprintf("n%d.", i), qtype: 1}, entry)
+		c.put(cacheKey{name: fmt.Sprintf("n%d.", i), qtype: 1}, entry, nil, []string{fmt.Sprintf("n%d.", i)})
 		if i%1000 == 0 {
 			if _, ok := c.get(hot); !ok {
 				t.Fatalf("hot entry evicted after %d inserts", i)

@@ -3,10 +3,8 @@ package dnsserver
 import (
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/miekg/dns"
 
@@ -14,20 +12,16 @@ import (
 )
 
 // zone is the view of one store.Snapshot the handler answers from: the
-// snapshot, the zone SOA, and the cache of packed replies made from this
-// snapshot (see wireCache). Records are built from the snapshot's nodes when
-// a reply is not cached, so the server holds the record data once.
+// snapshot and the zone SOA. Records are built from the snapshot's nodes
+// when a reply is not cached (see wireCache), so the server holds the
+// record data once.
 type zone struct {
 	snap *store.Snapshot
 	name string // lowercase, trailing dot
 	ttl  uint32
 	soa  []dns.RR // the zone SOA, for the authority section of negatives
-	wire wireCache
-
-	// ptrAddrs are the addresses of the snapshot's PTR names, sorted, made
-	// on first use (authoritative reverse zones' empty non-terminals).
-	ptrOnce  sync.Once
-	ptrAddrs []netip.Addr
+	// wire is the handler's reply cache, shared by its zone views.
+	wire *wireCache
 }
 
 // nsName is the name server of the zone in its SOA and NS records, as
@@ -182,9 +176,9 @@ func (z *zone) srvExtra(srvs []store.SRV) []dns.RR {
 	return extra
 }
 
-// newZone is the zone view of snap, with a reply cache of replyBytes.
-func newZone(snap *store.Snapshot, replyBytes int64) *zone {
-	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, wire: wireCache{max: replyBytes}}
+// newZone is the zone view of snap, answering with the reply cache wire.
+func newZone(snap *store.Snapshot, wire *wireCache) *zone {
+	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, wire: wire}
 	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
 	return z
 }
@@ -354,18 +348,4 @@ func (z *zone) reverseAnswer(ra *reverseAuth, qtype uint16, owner, lname string)
 
 // hasAddrIn reports whether an address with a PTR name in the snapshot lies
 // in p (p is then an empty non-terminal, or the PTR name itself).
-func (z *zone) hasAddrIn(p netip.Prefix) bool {
-	z.ptrOnce.Do(func() {
-		z.snap.Names(func(name string, n *store.Node) {
-			if len(n.PTR) == 0 {
-				return
-			}
-			if q, ok := parseReverse(name); ok && q.IsSingleIP() {
-				z.ptrAddrs = append(z.ptrAddrs, q.Addr())
-			}
-		})
-		slices.SortFunc(z.ptrAddrs, netip.Addr.Compare)
-	})
-	i, _ := slices.BinarySearchFunc(z.ptrAddrs, p.Addr(), netip.Addr.Compare)
-	return i < len(z.ptrAddrs) && p.Contains(z.ptrAddrs[i])
-}
+func (z *zone) hasAddrIn(p netip.Prefix) bool { return z.snap.HasPTRIn(p) }

@@ -20,15 +20,14 @@ import (
 // EndpointSlices (unless NoEndpoints), Namespaces and, when Pods is set,
 // Pods. The informers keep stripped objects (only the fields DNS needs) and
 // the store gets slim records; the store is published after the first full
-// sync and then at most once per Debounce while changes arrive.
+// sync and then right after each change (changes that arrive while a
+// publish runs go into the next one).
 type Cluster struct {
 	Client      kubernetes.Interface
 	Store       Publisher
 	Logger      *slog.Logger
 	Pods        bool
 	NoEndpoints bool
-	// Debounce is the coalescing window of publishes (default 100ms).
-	Debounce time.Duration
 	// Resync is the informers' resync period (default 0: none).
 	Resync time.Duration
 }
@@ -94,38 +93,16 @@ func (c *Cluster) addInformers(factory informers.SharedInformerFactory, s sink, 
 }
 
 // publishChanges publishes the store when changed fires, until ctx is done.
-// A change after a quiet period is published at once; changes that follow
-// within the debounce window of a publish wait for the next one, so there is
-// at most one publish (a snapshot rebuild) per window.
+// A publish costs what changed (see store.Store.Publish), so there is no
+// window: the changes that arrive while one runs are covered by the next,
+// which starts as soon as it ends (changed holds one pending signal).
 func (c *Cluster) publishChanges(ctx context.Context, changed <-chan struct{}) {
-	debounce := c.Debounce
-	if debounce <= 0 {
-		debounce = 100 * time.Millisecond
-	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	pending := false
-	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			if pending {
-				continue
-			}
-			if wait := debounce - time.Since(last); wait > 0 {
-				pending = true
-				timer.Reset(wait)
-				continue
-			}
 			c.Store.Publish()
-			last = time.Now()
-		case <-timer.C:
-			pending = false
-			c.Store.Publish()
-			last = time.Now()
 		}
 	}
 }

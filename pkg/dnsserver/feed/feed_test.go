@@ -81,7 +81,7 @@ func TestClusterFeed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- (&Cluster{Client: client, Store: st, Pods: true, Debounce: 5 * time.Millisecond}).Run(ctx)
+		done <- (&Cluster{Client: client, Store: st, Pods: true}).Run(ctx)
 	}()
 
 	eventually(t, "first sync", func() bool { return st.Snapshot() != nil })

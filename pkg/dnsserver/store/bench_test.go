@@ -3,34 +3,143 @@ package store
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
 
-// BenchmarkPublish10k measures a full snapshot build at the benchmark size:
-// 10,000 ClusterIP Services in 100 namespaces and 100 headless Services with
-// 20 endpoints each.
-func BenchmarkPublish10k(b *testing.B) {
+// The benchmark sizes of issue 28: ClusterIP Services in namespaces of 100,
+// plus one headless Service with a 50-endpoint slice per 50 of them.
+var benchSizes = []int{10000, 50000}
+
+// populate fills a store with n ClusterIP Services (one named port each)
+// and n/50 headless Services with one slice of 50 ready endpoints, and
+// publishes it.
+func populate(b *testing.B, n int) *Store {
+	b.Helper()
 	st, err := New(Options{Zone: "cluster.local", TTL: 5})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := range 10000 {
+	for i := range n {
 		st.SetService(Service{Namespace: fmt.Sprintf("ns-%d", i/100), Name: fmt.Sprintf("svc-%d", i%100), Type: ClusterIP,
-			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i / 250), byte(i%250 + 1)})},
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96 + byte(i>>16), byte(i >> 8), byte(i)})},
 			Ports:      []Port{{Name: "http", Protocol: "tcp", Port: 80}}})
 	}
-	for j := range 100 {
-		ns, name := fmt.Sprintf("ns-%d", j), fmt.Sprintf("hl-%d", j)
-		st.SetService(Service{Namespace: ns, Name: name, Type: Headless})
-		var eps []Endpoint
-		for k := range 20 {
-			eps = append(eps, Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 200, byte(j), byte(k + 1)})}, Ready: true})
+	for j := range n / 50 {
+		st.SetService(Service{Namespace: fmt.Sprintf("ns-%d", j/2), Name: fmt.Sprintf("hl-%d", j), Type: Headless})
+		st.SetEndpointSlice(headlessSlice(j, 0))
+	}
+	st.Publish()
+	return st
+}
+
+// headlessSlice is the slice of headless Service j, its first endpoint's
+// address moved by shift.
+func headlessSlice(j, shift int) EndpointSlice {
+	eps := make([]Endpoint, 50)
+	for k := range eps {
+		eps[k] = Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 200 + byte(j>>8), byte(j), byte(k + 1)})}, Ready: true}
+	}
+	eps[0].Addresses = []netip.Addr{netip.AddrFrom4([4]byte{10, 250, byte(shift >> 8), byte(shift)})}
+	return EndpointSlice{Namespace: fmt.Sprintf("ns-%d", j/2), Name: fmt.Sprintf("hl-%d-1", j), Service: fmt.Sprintf("hl-%d", j),
+		Endpoints: eps, Ports: []Port{{Name: "http", Protocol: "tcp", Port: 80}}}
+}
+
+// BenchmarkServiceChange is one Service changed (its ClusterIP moves) and
+// published, at each size: what the feed does per Service event.
+func BenchmarkServiceChange(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			st := populate(b, n)
+			b.ReportAllocs()
+			cpu := cpuTime()
+			i := 0
+			for b.Loop() {
+				i++
+				st.SetService(Service{Namespace: "ns-7", Name: "svc-7", Type: ClusterIP,
+					ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 240, byte(i >> 8), byte(i)})},
+					Ports:      []Port{{Name: "http", Protocol: "tcp", Port: 80}}})
+				st.Publish()
+			}
+			reportCPU(b, cpu)
+			reportHeap(b)
+			runtime.KeepAlive(st)
+		})
+	}
+}
+
+// BenchmarkSliceChange is one EndpointSlice of a 50-endpoint headless
+// Service changed (an endpoint moves) and published, at each size.
+func BenchmarkSliceChange(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			st := populate(b, n)
+			b.ReportAllocs()
+			cpu := cpuTime()
+			i := 0
+			for b.Loop() {
+				i++
+				st.SetEndpointSlice(headlessSlice(3, i))
+				st.Publish()
+			}
+			reportCPU(b, cpu)
+		})
+	}
+}
+
+// cpuTime is the process's CPU time (user and system, every thread: the
+// collector's too), the measure that holds on a loaded machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per operation since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// reportHeap reports the live heap after a collection, in MB.
+func reportHeap(b *testing.B) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/1e6, "live-MB")
+}
+
+// BenchmarkLookup is Snapshot.Lookup of existing names at 50k Services,
+// against a plain Go map of the same names and nodes (the index the store
+// had before it shared snapshots).
+func BenchmarkLookup(b *testing.B) {
+	st := populate(b, 50000)
+	snap := st.Snapshot()
+	plain := map[string]*Node{}
+	var names []string
+	snap.Names(func(name string, n *Node) {
+		plain[name] = n
+		names = append(names, name)
+	})
+	b.Run("snapshot", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, ok := snap.Lookup(names[i%len(names)]); !ok {
+				b.Fatal("missing")
+			}
+			i += 7919
 		}
-		st.SetEndpointSlice(EndpointSlice{Namespace: ns, Name: name + "-1", Service: name, Endpoints: eps,
-			Ports: []Port{{Name: "http", Protocol: "tcp", Port: 80}}})
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		st.Publish()
-	}
+	})
+	b.Run("gomap", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, ok := plain[names[i%len(names)]]; !ok {
+				b.Fatal("missing")
+			}
+			i += 7919
+		}
+	})
 }

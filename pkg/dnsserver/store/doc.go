@@ -1,11 +1,35 @@
 // Package store is the pure record store of the cluster DNS server.
 //
 // It holds slim records (Service, EndpointSlice, Pod, Namespace) converted by
-// the feed from Kubernetes objects, and builds from them an immutable
+// the feed from Kubernetes objects, and publishes from them an immutable
 // Snapshot: a name index keyed by the lowercase fully qualified name (with the
 // trailing dot) whose nodes carry typed record data (addresses, SRV, CNAME,
 // PTR, TXT). A Store swaps its current Snapshot atomically on Publish, so a
 // reader that loaded a Snapshot never sees a half-applied update.
+//
+// A Publish costs what changed, not the cluster. Records are grouped in
+// units of contribution: a Service with the EndpointSlices labelled with it,
+// a Pod, a Namespace object, a known namespace's <ns>.svc and <ns>.pod
+// names, and the fixed names. The record rules (build.go) run over one unit
+// at a time; a unit's first change after a Publish records what it
+// contributed, and the next Publish takes that out and puts the new
+// contribution in. For every name the Store keeps who contributes to it:
+// how many units make it an empty non-terminal, and the units that give it
+// data, in a fixed order. A changed name is merged again from its
+// contributors alone (a PTR shared by two Services, a pod IP of two pods),
+// with addresses and PTRs deduplicated and sorted as one build over every
+// record makes them. Namespaces, counts and the pod-IP index are kept by
+// reference counts. SetOptions and Replace rebuild everything.
+//
+// The published index is sharded copy-on-write (shard.go): Go maps of about
+// 32 names behind a two-level array; a Publish copies the shards it touches,
+// and a Snapshot shares the rest with the one before. Lookup is a hash and a
+// map lookup: the persistent hash map tried first
+// (github.com/benbjohnson/immutable) cost 3-4 times a Go map per Lookup, on
+// the path of every reply-cache miss. The PTR addresses, which need order,
+// are such a sorted map. Each Publish logs the names it changed, so a reader
+// of an older Snapshot learns what to forget (ChangedSince; the reply cache
+// of pkg/dnsserver uses it).
 //
 // The record layout follows the Kubernetes DNS-Based Service Discovery
 // specification 1.1.0 plus what CoreDNS's kubernetes plugin serves:
@@ -38,5 +62,6 @@
 // through. IgnoreEmptyService drops Services without a served endpoint;
 // NoEndpoints drops every endpoint record and headless Services.
 //
-// This package must not import miekg/dns, client-go, k8s.io/api or a logger.
+// This package must not import miekg/dns, client-go, k8s.io/api or a logger;
+// besides the standard library it imports github.com/benbjohnson/immutable.
 package store

@@ -146,3 +146,46 @@ func ReverseName(a netip.Addr) string {
 	out = append(out, "ip6.arpa."...)
 	return string(out)
 }
+
+// reverseAddr is the inverse of ReverseName: the address of a full PTR owner
+// name, false for any other name.
+func reverseAddr(name string) (netip.Addr, bool) {
+	if rest, ok := strings.CutSuffix(name, ".in-addr.arpa."); ok {
+		labels := strings.Split(rest, ".")
+		if len(labels) != 4 {
+			return netip.Addr{}, false
+		}
+		var b [4]byte
+		for i, l := range labels {
+			n, err := strconv.ParseUint(l, 10, 8)
+			if err != nil || strconv.FormatUint(n, 10) != l {
+				return netip.Addr{}, false
+			}
+			b[3-i] = byte(n)
+		}
+		return netip.AddrFrom4(b), true
+	}
+	rest, ok := strings.CutSuffix(name, ".ip6.arpa.")
+	if !ok || len(rest) != 63 {
+		return netip.Addr{}, false
+	}
+	var b [16]byte
+	for i := range 32 {
+		c, dot := rest[2*i], byte('.')
+		if 2*i+1 < len(rest) {
+			dot = rest[2*i+1]
+		}
+		nib := strings.IndexByte(hexDigits, c)
+		if nib < 0 || dot != '.' {
+			return netip.Addr{}, false
+		}
+		// Nibble i counts from the end of the address.
+		pos := 31 - i
+		if pos%2 == 0 {
+			b[pos/2] |= byte(nib) << 4
+		} else {
+			b[pos/2] |= byte(nib)
+		}
+	}
+	return netip.AddrFrom16(b), true
+}

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/benbjohnson/immutable"
 )
 
 // PodMode is how pod records (<dashed-ip>.<ns>.pod.<zone>) are answered, as
@@ -82,7 +83,8 @@ type Options struct {
 var ErrBadOptions = errors.New("store: bad options")
 
 // Store holds the slim records and publishes Snapshots. Its methods are safe
-// for concurrent use. Mutations take effect for readers at the next Publish.
+// for concurrent use. Mutations take effect for readers at the next Publish,
+// which applies only the units they touched (see unit.go).
 type Store struct {
 	zone string // lowercase, trailing dot
 
@@ -93,7 +95,21 @@ type Store struct {
 	slices     map[nsName]EndpointSlice
 	pods       map[nsName]Pod
 	namespaces map[string]struct{}
-	serial     uint32
+	// bySvc indexes the slices by the Service of their label.
+	bySvc  map[nsName]map[string]struct{}
+	serial uint32
+	// labelled counts the slices with a Service label.
+	labelled int
+
+	// full is set until the next Publish rebuilds everything: before the
+	// first one, after SetOptions and Replace.
+	full bool
+	// dirty holds, for each unit touched since the last Publish, what it
+	// contributed then (built from the records before the first touch).
+	dirty map[unitKey]*contribution
+	// state is what the last Publish applied (nil before the first).
+	state *applied
+	log   *changeLog
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -115,6 +131,10 @@ func New(opts Options) (*Store, error) {
 		slices:     map[nsName]EndpointSlice{},
 		pods:       map[nsName]Pod{},
 		namespaces: map[string]struct{}{},
+		bySvc:      map[nsName]map[string]struct{}{},
+		full:       true,
+		dirty:      map[unitKey]*contribution{},
+		log:        &changeLog{},
 	}
 	return s, nil
 }
@@ -153,7 +173,8 @@ func (s *Store) Options() Options {
 
 // SetOptions changes the options of the snapshots built from now on (a
 // config reload): the next Publish applies them to the records the Store
-// holds. The zone cannot change: its names index the records.
+// holds, rebuilding everything. The zone cannot change: its names index the
+// records.
 func (s *Store) SetOptions(opts Options) error {
 	zone, err := checkOptions(opts)
 	if err != nil {
@@ -165,79 +186,148 @@ func (s *Store) SetOptions(opts Options) error {
 		return fmt.Errorf("%w: zone %q: the store serves %q", ErrBadOptions, opts.Zone, s.zone)
 	}
 	s.opts, s.exposed = opts, exposedSet(opts.Namespaces)
+	s.full = true
 	return nil
 }
 
 // Zone returns the lowercase cluster zone with its trailing dot.
 func (s *Store) Zone() string { return s.zone }
 
+// touch records what unit u contributes now, before its first change since
+// the last Publish. s.mu is held.
+func (s *Store) touch(u unitKey) {
+	if s.full {
+		return
+	}
+	if _, ok := s.dirty[u]; !ok {
+		s.dirty[u] = s.buildUnit(u)
+	}
+}
+
 // SetService adds or replaces a Service.
 func (s *Store) SetService(v Service) {
 	s.mu.Lock()
-	s.services[nsName{v.Namespace, v.Name}] = v
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	k := nsName{v.Namespace, v.Name}
+	s.touch(unitKey{kind: unitService, nsName: k})
+	s.services[k] = v
 }
 
 // DeleteService removes a Service.
 func (s *Store) DeleteService(ns, name string) {
 	s.mu.Lock()
-	delete(s.services, nsName{ns, name})
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	k := nsName{ns, name}
+	if _, ok := s.services[k]; !ok {
+		return
+	}
+	s.touch(unitKey{kind: unitService, nsName: k})
+	delete(s.services, k)
 }
 
 // SetEndpointSlice adds or replaces an EndpointSlice.
 func (s *Store) SetEndpointSlice(v EndpointSlice) {
 	s.mu.Lock()
-	s.slices[nsName{v.Namespace, v.Name}] = v
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.removeSlice(nsName{v.Namespace, v.Name})
+	s.addSlice(v)
 }
 
 // DeleteEndpointSlice removes an EndpointSlice.
 func (s *Store) DeleteEndpointSlice(ns, name string) {
 	s.mu.Lock()
-	delete(s.slices, nsName{ns, name})
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.removeSlice(nsName{ns, name})
+}
+
+// removeSlice drops a slice and its index entry. s.mu is held.
+func (s *Store) removeSlice(k nsName) {
+	old, ok := s.slices[k]
+	if !ok {
+		return
+	}
+	if old.Service != "" {
+		svc := nsName{old.Namespace, old.Service}
+		s.touch(unitKey{kind: unitService, nsName: svc})
+		delete(s.bySvc[svc], old.Name)
+		if len(s.bySvc[svc]) == 0 {
+			delete(s.bySvc, svc)
+		}
+		s.labelled--
+	}
+	delete(s.slices, k)
+}
+
+// addSlice stores a slice and indexes it by its Service. s.mu is held.
+func (s *Store) addSlice(v EndpointSlice) {
+	if v.Service != "" {
+		svc := nsName{v.Namespace, v.Service}
+		s.touch(unitKey{kind: unitService, nsName: svc})
+		if s.bySvc[svc] == nil {
+			s.bySvc[svc] = map[string]struct{}{}
+		}
+		s.bySvc[svc][v.Name] = struct{}{}
+		s.labelled++
+	}
+	s.slices[nsName{v.Namespace, v.Name}] = v
 }
 
 // SetPod adds or replaces a Pod.
 func (s *Store) SetPod(v Pod) {
 	s.mu.Lock()
-	s.pods[nsName{v.Namespace, v.Name}] = v
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	k := nsName{v.Namespace, v.Name}
+	s.touch(unitKey{kind: unitPod, nsName: k})
+	s.pods[k] = v
 }
 
 // DeletePod removes a Pod.
 func (s *Store) DeletePod(ns, name string) {
 	s.mu.Lock()
-	delete(s.pods, nsName{ns, name})
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	k := nsName{ns, name}
+	if _, ok := s.pods[k]; !ok {
+		return
+	}
+	s.touch(unitKey{kind: unitPod, nsName: k})
+	delete(s.pods, k)
 }
 
 // SetNamespace adds a Namespace.
 func (s *Store) SetNamespace(v Namespace) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.touch(unitKey{kind: unitNamespaceObject, nsName: nsName{name: v.Name}})
 	s.namespaces[v.Name] = struct{}{}
-	s.mu.Unlock()
 }
 
 // DeleteNamespace removes a Namespace (not the objects in it).
 func (s *Store) DeleteNamespace(name string) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.namespaces[name]; !ok {
+		return
+	}
+	s.touch(unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}})
 	delete(s.namespaces, name)
-	s.mu.Unlock()
 }
 
-// Replace swaps the whole data set, as a manifest reload does.
+// Replace swaps the whole data set, as a manifest reload does; the next
+// Publish rebuilds everything.
 func (s *Store) Replace(o Objects) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.full = true
 	s.services = make(map[nsName]Service, len(o.Services))
 	for _, v := range o.Services {
 		s.services[nsName{v.Namespace, v.Name}] = v
 	}
 	s.slices = make(map[nsName]EndpointSlice, len(o.EndpointSlices))
+	s.bySvc = map[nsName]map[string]struct{}{}
+	s.labelled = 0
 	for _, v := range o.EndpointSlices {
-		s.slices[nsName{v.Namespace, v.Name}] = v
+		s.removeSlice(nsName{v.Namespace, v.Name})
+		s.addSlice(v)
 	}
 	s.pods = make(map[nsName]Pod, len(o.Pods))
 	for _, v := range o.Pods {
@@ -252,7 +342,9 @@ func (s *Store) Replace(o Objects) {
 // Snapshot returns the current Snapshot, nil before the first Publish.
 func (s *Store) Snapshot() *Snapshot { return s.snap.Load() }
 
-// Publish builds a Snapshot of the current records and swaps it in.
+// Publish applies the changes since the last Publish and swaps in a new
+// Snapshot. The first Publish, and the first after SetOptions or Replace,
+// builds everything; the others cost what the changed records contribute.
 func (s *Store) Publish() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -261,7 +353,19 @@ func (s *Store) Publish() *Snapshot {
 		serial = s.serial + 1
 	}
 	s.serial = serial
-	snap := s.build(serial)
+	prev := s.snap.Load()
+	var snap *Snapshot
+	if s.full || s.state == nil {
+		snap = s.rebuild()
+		s.log.add(snap, nil, true)
+	} else {
+		var changed []string
+		snap, changed = s.apply(prev)
+		s.log.add(snap, changed, false)
+	}
+	snap.Serial = serial
+	s.full = false
+	clear(s.dirty)
 	s.snap.Store(snap)
 	return snap
 }
@@ -299,7 +403,8 @@ type Counts struct {
 }
 
 // Snapshot is an immutable view of the records. Callers must not modify it or
-// anything reachable from it.
+// anything reachable from it. Snapshots of one Store share what did not
+// change between them.
 type Snapshot struct {
 	// Zone is the lowercase cluster zone with its trailing dot.
 	Zone string
@@ -309,34 +414,35 @@ type Snapshot struct {
 	Serial uint32
 	Counts Counts
 
-	names      map[string]*Node
-	namespaces map[string]struct{}
+	names      *shardMap[string, *Node]
+	namespaces map[string]struct{} // replaced, not modified, when it changes
 	exposed    map[string]struct{}
-	podNS      map[netip.Addr]string // verified mode: pod IP → namespace, "" when two namespaces share the IP
+	podNS      *shardMap[netip.Addr, string] // verified mode: pod IP → namespace, "" when two namespaces share the IP
+	ptrs       *immutable.SortedMap[netip.Addr, struct{}]
+
+	// seq numbers the Snapshots of a Store; log tells what changed
+	// between two of them (ChangedSince).
+	seq uint64
+	log *changeLog
 }
 
 // PodNamespace returns the namespace of the pod with IP ip (pods verified
 // only). An IP that pods of two namespaces claim (a reused IP the watch has
 // not caught up with yet) is reported as unknown.
 func (s *Snapshot) PodNamespace(ip netip.Addr) (string, bool) {
-	ns, ok := s.podNS[ip.Unmap()]
+	ns, ok := s.podNS.get(ip.Unmap())
 	return ns, ok && ns != ""
 }
 
 // Lookup returns the node of a lowercase fully qualified name (with the
 // trailing dot).
 func (s *Snapshot) Lookup(name string) (*Node, bool) {
-	n, ok := s.names[name]
-	return n, ok
+	return s.names.get(name)
 }
 
 // NamespaceExposed reports whether the namespace filter lets ns through.
 func (s *Snapshot) NamespaceExposed(ns string) bool {
-	if s.exposed == nil {
-		return true
-	}
-	_, ok := s.exposed[ns]
-	return ok
+	return namespaceExposed(s.exposed, ns)
 }
 
 // HasNamespace reports whether ns is known (a Namespace object or any object
@@ -346,417 +452,16 @@ func (s *Snapshot) HasNamespace(ns string) bool {
 	return ok
 }
 
+// HasPTRIn reports whether the address of a PTR name of the snapshot lies
+// in p.
+func (s *Snapshot) HasPTRIn(p netip.Prefix) bool {
+	it := s.ptrs.Iterator()
+	it.Seek(p.Masked().Addr())
+	a, _, ok := it.Next()
+	return ok && p.Contains(a)
+}
+
 // Names calls f for every name of the snapshot, in no particular order.
 func (s *Snapshot) Names(f func(name string, n *Node)) {
-	for k, v := range s.names {
-		f(k, v)
-	}
-}
-
-// builder makes one Snapshot from the records of a Store (s.mu held).
-type builder struct {
-	zone  string
-	ttl   uint32
-	opts  Options
-	snap  *Snapshot
-	names map[string]*Node
-	// ent is the one Node shared by every empty non-terminal.
-	ent *Node
-}
-
-// node returns the node of name for adding data, creating it and, for names
-// inside the zone, every missing ancestor down to the zone as empty
-// non-terminals.
-func (b *builder) node(name string) *Node {
-	n, ok := b.names[name]
-	if ok && n != b.ent {
-		return n
-	}
-	n = &Node{TTL: b.ttl}
-	b.names[name] = n
-	if !ok {
-		b.ancestors(name)
-	}
-	return n
-}
-
-// ensure makes name exist, as an empty non-terminal when it is new.
-func (b *builder) ensure(name string) {
-	if _, ok := b.names[name]; ok {
-		return
-	}
-	b.names[name] = b.ent
-	b.ancestors(name)
-}
-
-func (b *builder) ancestors(name string) {
-	if !strings.HasSuffix(name, "."+b.zone) {
-		return
-	}
-	rest := name
-	for {
-		i := strings.IndexByte(rest, '.')
-		rest = rest[i+1:]
-		if rest == b.zone {
-			return
-		}
-		if _, ok := b.names[rest]; ok {
-			return
-		}
-		b.names[rest] = b.ent
-	}
-}
-
-func addAddr(n *Node, a netip.Addr) {
-	a = a.Unmap()
-	if a.Is4() {
-		if !slices.Contains(n.A, a) {
-			n.A = append(n.A, a)
-		}
-		return
-	}
-	if !slices.Contains(n.AAAA, a) {
-		n.AAAA = append(n.AAAA, a)
-	}
-}
-
-func addPTR(n *Node, target string) {
-	if !slices.Contains(n.PTR, target) {
-		n.PTR = append(n.PTR, target)
-	}
-}
-
-// served is an endpoint address published under a Service.
-type served struct {
-	addr  netip.Addr
-	label string
-}
-
-// srvKey is one SRV record of a Service: a port (name empty when unnamed)
-// of an endpoint or of the Service (target).
-type srvKey struct {
-	name, proto string
-	port        uint16
-	target      string
-}
-
-// build makes a Snapshot. s.mu is held.
-func (s *Store) build(serial uint32) *Snapshot {
-	b := s.newBuilder(serial)
-	for ns := range s.namespaces {
-		b.expose(strings.ToLower(ns))
-	}
-	b.addFixedNames()
-	bySvc := b.slicesByService(s.slices)
-	for _, svc := range s.services {
-		b.addService(&svc, bySvc[nsName{svc.Namespace, svc.Name}])
-	}
-	b.addPods(s.pods)
-	b.addNamespaceNames()
-	return b.finish()
-}
-
-func (s *Store) newBuilder(serial uint32) *builder {
-	opts := s.opts
-	return &builder{
-		zone:  s.zone,
-		ttl:   opts.TTL,
-		opts:  opts,
-		names: make(map[string]*Node, 4*len(s.services)+2*len(s.pods)+16),
-		ent:   &Node{TTL: opts.TTL},
-		snap: &Snapshot{
-			Zone:       s.zone,
-			Options:    opts,
-			Serial:     serial,
-			namespaces: map[string]struct{}{},
-			exposed:    s.exposed,
-		},
-	}
-}
-
-// expose records ns as a known namespace when the namespace filter lets it
-// through, and reports whether it does.
-func (b *builder) expose(ns string) bool {
-	if b.snap.NamespaceExposed(ns) {
-		b.snap.namespaces[ns] = struct{}{}
-		return true
-	}
-	return false
-}
-
-// addFixedNames adds the apex, dns-version and the svc and pod subtrees.
-func (b *builder) addFixedNames() {
-	b.names[b.zone] = &Node{TTL: b.ttl}
-	b.node("dns-version." + b.zone).TXT = []string{SchemaVersion}
-	b.names["dns-version."+b.zone].TTL = VersionTTL
-	b.ensure("svc." + b.zone)
-	b.ensure("pod." + b.zone)
-}
-
-// slicesByService groups the endpoint slices by Service, in the order of
-// their namespace and name (none with NoEndpoints).
-func (b *builder) slicesByService(all map[nsName]EndpointSlice) map[nsName][]*EndpointSlice {
-	bySvc := map[nsName][]*EndpointSlice{}
-	if b.opts.NoEndpoints {
-		return bySvc
-	}
-	keys := make([]nsName, 0, len(all))
-	for k := range all {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b nsName) int {
-		if c := strings.Compare(a.ns, b.ns); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	for _, k := range keys {
-		sl := all[k]
-		if sl.Service == "" {
-			continue
-		}
-		sk := nsName{sl.Namespace, sl.Service}
-		bySvc[sk] = append(bySvc[sk], &sl)
-		b.snap.Counts.EndpointSlices++
-	}
-	return bySvc
-}
-
-// addService adds the names of one Service: its own, its SRV records, and
-// the names and PTRs of its endpoints (from its slices).
-func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
-	ns := strings.ToLower(svc.Namespace)
-	name := strings.ToLower(svc.Name)
-	if !b.expose(ns) {
-		return
-	}
-	if svc.Type == Headless && b.opts.NoEndpoints {
-		return
-	}
-	base := name + "." + ns + ".svc." + b.zone
-	if svc.Type == ExternalName {
-		b.ensure(ns + ".svc." + b.zone)
-		b.node(base).CNAME = svc.ExternalName
-		b.snap.Counts.Services++
-		return
-	}
-	eps, srvs := b.servedEndpoints(svc, epSlices, base)
-	if b.opts.IgnoreEmptyService && len(eps) == 0 {
-		return
-	}
-	b.snap.Counts.Services++
-	if svc.Type == Headless && len(eps) == 0 {
-		// A headless Service without a served endpoint has no name (as
-		// CoreDNS: NXDOMAIN, not NODATA); its namespace still exists.
-		b.ensure(ns + ".svc." + b.zone)
-		return
-	}
-	b.snap.Counts.Endpoints += len(eps)
-	b.ensure(ns + ".svc." + b.zone)
-	svcNode := b.node(base)
-	switch svc.Type {
-	case ClusterIP:
-		b.addClusterIP(svc, svcNode, base)
-	case Headless:
-		for _, e := range eps {
-			addAddr(svcNode, e.addr)
-		}
-		b.addHeadlessSRV(base, srvs)
-		svcNode.SRV = bareSRV(srvs)
-	}
-	// Endpoint names and PTRs, for every Service with endpoints (as
-	// CoreDNS does).
-	for _, e := range eps {
-		host := e.label + "." + base
-		addAddr(b.node(host), e.addr)
-		addPTR(b.node(ReverseName(e.addr)), host)
-	}
-}
-
-// servedEndpoints collects the endpoints served under a Service (ready ones,
-// or all with PublishNotReadyAddresses), deduplicated, and for a headless
-// Service one srvKey per endpoint and port (name empty for unnamed ports).
-func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base string) ([]served, []srvKey) {
-	var eps []served
-	var srvs []srvKey
-	for _, sl := range epSlices {
-		for _, ep := range sl.Endpoints {
-			if !ep.Ready && !svc.PublishNotReadyAddresses {
-				continue
-			}
-			for _, a := range ep.Addresses {
-				a = a.Unmap()
-				label := endpointLabel(ep, a, b.opts.EndpointPodNames)
-				if e := (served{addr: a, label: label}); !slices.Contains(eps, e) {
-					eps = append(eps, e)
-				}
-				if svc.Type != Headless {
-					continue
-				}
-				for _, p := range sl.Ports {
-					if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
-						continue
-					}
-					k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, label + "." + base}
-					if !slices.Contains(srvs, k) {
-						srvs = append(srvs, k)
-					}
-				}
-			}
-		}
-	}
-	return eps, srvs
-}
-
-// addClusterIP adds the addresses, PTRs and named-port SRV records of a
-// ClusterIP Service.
-func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
-	for _, ip := range svc.ClusterIPs {
-		addAddr(svcNode, ip)
-		addPTR(b.node(ReverseName(ip)), base)
-	}
-	var bare []srvKey
-	for _, p := range svc.Ports {
-		if p.Port != 0 {
-			bare = append(bare, srvKey{port: p.Port, target: base})
-		}
-		if p.Name == "" || p.Protocol == "" {
-			continue
-		}
-		n := b.node("_" + strings.ToLower(p.Name) + "._" + p.Protocol + "." + base)
-		n.SRV = append(n.SRV, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
-	}
-	svcNode.SRV = bareSRV(bare)
-}
-
-// bareSRV is the SRV RRset at the bare Service name (a CoreDNS extension to
-// the specification): one record per target and port number, named or not,
-// whatever the protocol (CoreDNS keys its duplicates on target and port),
-// weight 100/N, sorted by target and port.
-func bareSRV(keys []srvKey) []SRV {
-	var out []SRV
-	for _, k := range keys {
-		s := SRV{Port: k.port, Target: k.target}
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	w := uint16(max(1, 100/len(out)))
-	for i := range out {
-		out[i].Weight = w
-	}
-	slices.SortFunc(out, func(a, b SRV) int {
-		if c := strings.Compare(a.Target, b.Target); c != 0 {
-			return c
-		}
-		return int(a.Port) - int(b.Port)
-	})
-	return slices.Clip(out)
-}
-
-// addHeadlessSRV adds the SRV records of a headless Service: one per
-// endpoint and named port, grouped by port, weight 100/N within a group.
-func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
-	groups := map[string][]SRV{}
-	var order []string
-	for _, k := range srvs {
-		if k.name == "" {
-			continue
-		}
-		owner := "_" + k.name + "._" + k.proto + "." + base
-		if _, ok := groups[owner]; !ok {
-			order = append(order, owner)
-		}
-		groups[owner] = append(groups[owner], SRV{Port: k.port, Target: k.target})
-	}
-	for _, owner := range order {
-		g := groups[owner]
-		w := uint16(100 / len(g))
-		if w == 0 {
-			w = 1
-		}
-		for i := range g {
-			g[i].Weight = w
-		}
-		slices.SortFunc(g, func(a, b SRV) int {
-			if c := strings.Compare(a.Target, b.Target); c != 0 {
-				return c
-			}
-			return int(a.Port) - int(b.Port)
-		})
-		n := b.node(owner)
-		n.SRV = append(n.SRV, g...)
-	}
-}
-
-// addPods adds the pod names of the verified mode and the pod-by-IP index;
-// in the other modes pods only make their namespaces known.
-func (b *builder) addPods(pods map[nsName]Pod) {
-	if b.opts.Pods != PodsVerified {
-		for _, p := range pods {
-			b.expose(strings.ToLower(p.Namespace))
-		}
-		return
-	}
-	podNS := make(map[netip.Addr]string, len(pods))
-	b.snap.podNS = podNS
-	for _, p := range pods {
-		ns := strings.ToLower(p.Namespace)
-		if !b.expose(ns) {
-			continue
-		}
-		b.snap.Counts.Pods++
-		for _, ip := range p.IPs {
-			addAddr(b.node(DashedIP(ip)+"."+ns+".pod."+b.zone), ip)
-			if have, dup := podNS[ip.Unmap()]; dup && have != ns {
-				podNS[ip.Unmap()] = ""
-			} else {
-				podNS[ip.Unmap()] = ns
-			}
-		}
-	}
-}
-
-// addNamespaceNames makes <ns>.svc.<zone> (and <ns>.pod.<zone> unless pods
-// are disabled) exist for every known namespace.
-func (b *builder) addNamespaceNames() {
-	for ns := range b.snap.namespaces {
-		b.ensure(ns + ".svc." + b.zone)
-		if b.opts.Pods != PodsDisabled {
-			b.ensure(ns + ".pod." + b.zone)
-		}
-	}
-}
-
-// finish sorts the record data of every node and completes the Snapshot.
-func (b *builder) finish() *Snapshot {
-	for _, n := range b.names {
-		if n == b.ent {
-			continue
-		}
-		slices.SortFunc(n.A, netip.Addr.Compare)
-		slices.SortFunc(n.AAAA, netip.Addr.Compare)
-		slices.Sort(n.PTR)
-	}
-	snap := b.snap
-	snap.names = b.names
-	snap.Counts.Namespaces = len(snap.namespaces)
-	snap.Counts.Names = len(b.names)
-	return snap
-}
-
-// maxLabel is the longest DNS label.
-const maxLabel = 63
-
-func endpointLabel(ep Endpoint, a netip.Addr, podNames bool) string {
-	if ep.Hostname != "" && len(ep.Hostname) <= maxLabel {
-		return strings.ToLower(ep.Hostname)
-	}
-	if podNames && ep.PodName != "" && len(ep.PodName) <= maxLabel {
-		return strings.ToLower(ep.PodName)
-	}
-	return DashedIP(a)
+	s.names.all(f)
 }

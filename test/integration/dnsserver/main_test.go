@@ -92,7 +92,7 @@ func checkGoroutines(t *testing.T) {
 // startServer runs the DNS server as `dnsconfigurer serve --kubeconfig
 // --pods verified` does, with the API credentials of cfg, on 127.0.0.1:0.
 // Every API request it makes is recorded. opts change the feed, e.g. its
-// Debounce. It does not wait for the first sync.
+// Resync. It does not wait for the first sync.
 func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *server {
 	t.Helper()
 	log := &requestLog{}

@@ -1,0 +1,364 @@
+package store
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// builder applies the record rules to records: the names they make, with
+// their nodes, the namespaces they make known, their counts and the pod
+// IPs of the verified mode. One builder makes the contribution of one unit
+// (see unit.go); the tests' oracle runs one over every record at once.
+type builder struct {
+	zone    string
+	ttl     uint32
+	opts    Options
+	exposed map[string]struct{}
+	names   map[string]*Node
+	// ent is the one Node shared by every empty non-terminal.
+	ent *Node
+
+	counts     Counts
+	namespaces map[string]struct{} // known and exposed, lowercase
+	podIPs     []podIP             // verified mode
+}
+
+// podIP is a pod IP claimed by a pod of namespace ns (lowercase).
+type podIP struct {
+	ip netip.Addr
+	ns string
+}
+
+func newBuilder(zone string, opts Options, exposed map[string]struct{}, ent *Node, size int) *builder {
+	return &builder{zone: zone, ttl: opts.TTL, opts: opts, exposed: exposed, ent: ent,
+		names: make(map[string]*Node, size), namespaces: map[string]struct{}{}}
+}
+
+func namespaceExposed(exposed map[string]struct{}, ns string) bool {
+	if exposed == nil {
+		return true
+	}
+	_, ok := exposed[ns]
+	return ok
+}
+
+// node returns the node of name for adding data, creating it and, for names
+// inside the zone, every missing ancestor down to the zone as empty
+// non-terminals.
+func (b *builder) node(name string) *Node {
+	n, ok := b.names[name]
+	if ok && n != b.ent {
+		return n
+	}
+	n = &Node{TTL: b.ttl}
+	b.names[name] = n
+	if !ok {
+		b.ancestors(name)
+	}
+	return n
+}
+
+// ensure makes name exist, as an empty non-terminal when it is new.
+func (b *builder) ensure(name string) {
+	if _, ok := b.names[name]; ok {
+		return
+	}
+	b.names[name] = b.ent
+	b.ancestors(name)
+}
+
+func (b *builder) ancestors(name string) {
+	if !strings.HasSuffix(name, "."+b.zone) {
+		return
+	}
+	rest := name
+	for {
+		i := strings.IndexByte(rest, '.')
+		rest = rest[i+1:]
+		if rest == b.zone {
+			return
+		}
+		if _, ok := b.names[rest]; ok {
+			return
+		}
+		b.names[rest] = b.ent
+	}
+}
+
+func addAddr(n *Node, a netip.Addr) {
+	a = a.Unmap()
+	if a.Is4() {
+		if !slices.Contains(n.A, a) {
+			n.A = append(n.A, a)
+		}
+		return
+	}
+	if !slices.Contains(n.AAAA, a) {
+		n.AAAA = append(n.AAAA, a)
+	}
+}
+
+func addPTR(n *Node, target string) {
+	if !slices.Contains(n.PTR, target) {
+		n.PTR = append(n.PTR, target)
+	}
+}
+
+// served is an endpoint address published under a Service.
+type served struct {
+	addr  netip.Addr
+	label string
+}
+
+// srvKey is one SRV record of a Service: a port (name empty when unnamed)
+// of an endpoint or of the Service (target).
+type srvKey struct {
+	name, proto string
+	port        uint16
+	target      string
+}
+
+// expose records ns as a known namespace when the namespace filter lets it
+// through, and reports whether it does.
+func (b *builder) expose(ns string) bool {
+	if namespaceExposed(b.exposed, ns) {
+		b.namespaces[ns] = struct{}{}
+		return true
+	}
+	return false
+}
+
+// addFixedNames adds the apex, dns-version and the svc and pod subtrees.
+func (b *builder) addFixedNames() {
+	b.names[b.zone] = &Node{TTL: b.ttl}
+	b.node("dns-version." + b.zone).TXT = []string{SchemaVersion}
+	b.names["dns-version."+b.zone].TTL = VersionTTL
+	b.ensure("svc." + b.zone)
+	b.ensure("pod." + b.zone)
+}
+
+func compareNsName(a, b nsName) int {
+	if c := strings.Compare(a.ns, b.ns); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+// addService adds the names of one Service: its own, its SRV records, and
+// the names and PTRs of its endpoints (from its slices).
+func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
+	ns := strings.ToLower(svc.Namespace)
+	name := strings.ToLower(svc.Name)
+	if !b.expose(ns) {
+		return
+	}
+	if svc.Type == Headless && b.opts.NoEndpoints {
+		return
+	}
+	base := name + "." + ns + ".svc." + b.zone
+	if svc.Type == ExternalName {
+		b.ensure(ns + ".svc." + b.zone)
+		b.node(base).CNAME = svc.ExternalName
+		b.counts.Services++
+		return
+	}
+	eps, srvs := b.servedEndpoints(svc, epSlices, base)
+	if b.opts.IgnoreEmptyService && len(eps) == 0 {
+		return
+	}
+	b.counts.Services++
+	if svc.Type == Headless && len(eps) == 0 {
+		// A headless Service without a served endpoint has no name (as
+		// CoreDNS: NXDOMAIN, not NODATA); its namespace still exists.
+		b.ensure(ns + ".svc." + b.zone)
+		return
+	}
+	b.counts.Endpoints += len(eps)
+	b.ensure(ns + ".svc." + b.zone)
+	svcNode := b.node(base)
+	switch svc.Type {
+	case ClusterIP:
+		b.addClusterIP(svc, svcNode, base)
+	case Headless:
+		for _, e := range eps {
+			addAddr(svcNode, e.addr)
+		}
+		b.addHeadlessSRV(base, srvs)
+		svcNode.SRV = bareSRV(srvs)
+	}
+	// Endpoint names and PTRs, for every Service with endpoints (as
+	// CoreDNS does).
+	for _, e := range eps {
+		host := e.label + "." + base
+		addAddr(b.node(host), e.addr)
+		addPTR(b.node(ReverseName(e.addr)), host)
+	}
+}
+
+// servedEndpoints collects the endpoints served under a Service (ready ones,
+// or all with PublishNotReadyAddresses), deduplicated, and for a headless
+// Service one srvKey per endpoint and port (name empty for unnamed ports).
+func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base string) ([]served, []srvKey) {
+	var eps []served
+	var srvs []srvKey
+	for _, sl := range epSlices {
+		for _, ep := range sl.Endpoints {
+			if !ep.Ready && !svc.PublishNotReadyAddresses {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				a = a.Unmap()
+				label := endpointLabel(ep, a, b.opts.EndpointPodNames)
+				if e := (served{addr: a, label: label}); !slices.Contains(eps, e) {
+					eps = append(eps, e)
+				}
+				if svc.Type != Headless {
+					continue
+				}
+				for _, p := range sl.Ports {
+					if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
+						continue
+					}
+					k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, label + "." + base}
+					if !slices.Contains(srvs, k) {
+						srvs = append(srvs, k)
+					}
+				}
+			}
+		}
+	}
+	return eps, srvs
+}
+
+// addClusterIP adds the addresses, PTRs and named-port SRV records of a
+// ClusterIP Service.
+func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
+	for _, ip := range svc.ClusterIPs {
+		addAddr(svcNode, ip)
+		addPTR(b.node(ReverseName(ip)), base)
+	}
+	var bare []srvKey
+	for _, p := range svc.Ports {
+		if p.Port != 0 {
+			bare = append(bare, srvKey{port: p.Port, target: base})
+		}
+		if p.Name == "" || p.Protocol == "" {
+			continue
+		}
+		n := b.node("_" + strings.ToLower(p.Name) + "._" + p.Protocol + "." + base)
+		n.SRV = append(n.SRV, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
+	}
+	svcNode.SRV = bareSRV(bare)
+}
+
+// bareSRV is the SRV RRset at the bare Service name (a CoreDNS extension to
+// the specification): one record per target and port number, named or not,
+// whatever the protocol (CoreDNS keys its duplicates on target and port),
+// weight 100/N, sorted by target and port.
+func bareSRV(keys []srvKey) []SRV {
+	var out []SRV
+	for _, k := range keys {
+		s := SRV{Port: k.port, Target: k.target}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	w := uint16(max(1, 100/len(out)))
+	for i := range out {
+		out[i].Weight = w
+	}
+	slices.SortFunc(out, func(a, b SRV) int {
+		if c := strings.Compare(a.Target, b.Target); c != 0 {
+			return c
+		}
+		return int(a.Port) - int(b.Port)
+	})
+	return slices.Clip(out)
+}
+
+// addHeadlessSRV adds the SRV records of a headless Service: one per
+// endpoint and named port, grouped by port, weight 100/N within a group.
+func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
+	groups := map[string][]SRV{}
+	var order []string
+	for _, k := range srvs {
+		if k.name == "" {
+			continue
+		}
+		owner := "_" + k.name + "._" + k.proto + "." + base
+		if _, ok := groups[owner]; !ok {
+			order = append(order, owner)
+		}
+		groups[owner] = append(groups[owner], SRV{Port: k.port, Target: k.target})
+	}
+	for _, owner := range order {
+		g := groups[owner]
+		w := uint16(100 / len(g))
+		if w == 0 {
+			w = 1
+		}
+		for i := range g {
+			g[i].Weight = w
+		}
+		slices.SortFunc(g, func(a, b SRV) int {
+			if c := strings.Compare(a.Target, b.Target); c != 0 {
+				return c
+			}
+			return int(a.Port) - int(b.Port)
+		})
+		n := b.node(owner)
+		n.SRV = append(n.SRV, g...)
+	}
+}
+
+// addPod adds the pod names of the verified mode and the pod IPs of the
+// pod-by-IP index; in the other modes a pod only makes its namespace known.
+func (b *builder) addPod(p *Pod) {
+	ns := strings.ToLower(p.Namespace)
+	if !b.expose(ns) || b.opts.Pods != PodsVerified {
+		return
+	}
+	b.counts.Pods++
+	for _, ip := range p.IPs {
+		addAddr(b.node(DashedIP(ip)+"."+ns+".pod."+b.zone), ip)
+		b.podIPs = append(b.podIPs, podIP{ip.Unmap(), ns})
+	}
+}
+
+// addNamespaceNames makes <ns>.svc.<zone> (and <ns>.pod.<zone> unless pods
+// are disabled) exist for a known namespace.
+func (b *builder) addNamespaceNames(ns string) {
+	b.ensure(ns + ".svc." + b.zone)
+	if b.opts.Pods != PodsDisabled {
+		b.ensure(ns + ".pod." + b.zone)
+	}
+}
+
+// sortNodes sorts the record data of every node the builder made.
+func (b *builder) sortNodes() {
+	for _, n := range b.names {
+		if n == b.ent {
+			continue
+		}
+		slices.SortFunc(n.A, netip.Addr.Compare)
+		slices.SortFunc(n.AAAA, netip.Addr.Compare)
+		slices.Sort(n.PTR)
+	}
+}
+
+// maxLabel is the longest DNS label.
+const maxLabel = 63
+
+func endpointLabel(ep Endpoint, a netip.Addr, podNames bool) string {
+	if ep.Hostname != "" && len(ep.Hostname) <= maxLabel {
+		return strings.ToLower(ep.Hostname)
+	}
+	if podNames && ep.PodName != "" && len(ep.PodName) <= maxLabel {
+		return strings.ToLower(ep.PodName)
+	}
+	return DashedIP(a)
+}

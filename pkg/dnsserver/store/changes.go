@@ -1,0 +1,83 @@
+package store
+
+import "sync"
+
+// changeLog is what changed at each recent Publish of a Store, so a reader
+// holding an older Snapshot can tell which names to forget (ChangedSince).
+// It keeps the last maxLogEntries publishes and at most maxLogNames names.
+type changeLog struct {
+	mu      sync.Mutex
+	entries []logEntry // by seq
+	names   int
+	seq     uint64
+}
+
+type logEntry struct {
+	seq   uint64
+	names []string // sorted; never modified
+	all   bool     // a full rebuild: everything may have changed
+}
+
+const (
+	maxLogEntries = 1024
+	maxLogNames   = 1 << 16
+)
+
+// add numbers snap and records what changed since the Snapshot before it.
+func (l *changeLog) add(snap *Snapshot, names []string, all bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	snap.seq, snap.log = l.seq, l
+	l.entries = append(l.entries, logEntry{seq: l.seq, names: names, all: all})
+	l.names += len(names)
+	drop := 0
+	for len(l.entries)-drop > 1 && (len(l.entries)-drop > maxLogEntries || l.names > maxLogNames) {
+		l.names -= len(l.entries[drop].names)
+		drop++
+	}
+	if drop > 0 {
+		l.entries = append([]logEntry(nil), l.entries[drop:]...)
+	}
+}
+
+// ChangedSince calls f with every lowercase name whose node or existence
+// may differ between old and s (a name may come more than once), and
+// reports whether it could tell: false when old is not an earlier Snapshot
+// of the same Store, when the log no longer reaches back to it, or when a
+// rebuild (SetOptions, Replace) came between; then anything may have
+// changed. Names outside the cluster zone are PTR owner names.
+func (s *Snapshot) ChangedSince(old *Snapshot, f func(name string)) bool {
+	if old == nil || old.log != s.log || old.seq > s.seq {
+		return false
+	}
+	if old.seq == s.seq {
+		return true
+	}
+	var lists [][]string
+	l := s.log
+	l.mu.Lock()
+	ok := len(l.entries) > 0 && l.entries[0].seq <= old.seq+1
+	for _, e := range l.entries {
+		if !ok {
+			break
+		}
+		if e.seq <= old.seq || e.seq > s.seq {
+			continue
+		}
+		if e.all {
+			ok = false
+		}
+		lists = append(lists, e.names)
+	}
+	l.mu.Unlock()
+	if !ok {
+		return false
+	}
+	for _, names := range lists {
+		for _, n := range names {
+			f(n)
+		}
+	}
+	return true
+}

@@ -1,0 +1,298 @@
+package store
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+)
+
+// world draws random records from small pools, so that random changes
+// collide: Services sharing an address (one PTR name, two targets), pods
+// of two namespaces on one IP, slices moving between Services, namespaces
+// kept alive by several objects.
+type world struct {
+	r   *rand.Rand
+	ips []netip.Addr
+}
+
+var (
+	worldNS       = []string{"a", "b", "C"}
+	worldServices = []string{"web", "db", "x"}
+	worldHosts    = []string{"", "", "h1", "h2"}
+)
+
+func newWorld(seed uint64) *world {
+	w := &world{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	for _, s := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.1.1", "10.96.0.1", "fd00::1", "fd00::2", "::ffff:10.0.0.2"} {
+		w.ips = append(w.ips, netip.MustParseAddr(s))
+	}
+	return w
+}
+
+func (w *world) pick(s []string) string { return s[w.r.IntN(len(s))] }
+
+func (w *world) addrs(max int) []netip.Addr {
+	var out []netip.Addr
+	for range w.r.IntN(max + 1) {
+		out = append(out, w.ips[w.r.IntN(len(w.ips))])
+	}
+	return out
+}
+
+func (w *world) ports() []Port {
+	all := []Port{{Name: "http", Protocol: "tcp", Port: 80}, {Protocol: "tcp", Port: 81}, {Name: "dns", Protocol: "udp", Port: 53},
+		{Name: "dns", Protocol: "tcp", Port: 53}, {Name: "bad", Port: 9}, {Name: "zero", Protocol: "tcp"}}
+	var out []Port
+	for _, p := range all {
+		if w.r.IntN(3) == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (w *world) service() Service {
+	v := Service{Namespace: w.pick(worldNS), Name: w.pick(worldServices), Type: ServiceType(w.r.IntN(3)),
+		Ports: w.ports(), PublishNotReadyAddresses: w.r.IntN(3) == 0}
+	switch v.Type {
+	case ClusterIP:
+		v.ClusterIPs = w.addrs(2)
+	case ExternalName:
+		v.ExternalName = w.pick([]string{"example.com.", "web.a.svc.cluster.local.", "db.b.svc.cluster.local."})
+	}
+	return v
+}
+
+func (w *world) slice() EndpointSlice {
+	v := EndpointSlice{Namespace: w.pick(worldNS), Name: w.pick([]string{"s1", "s2", "s3"}),
+		Service: w.pick(append([]string{""}, worldServices...)), Ports: w.ports()}
+	for range w.r.IntN(4) {
+		v.Endpoints = append(v.Endpoints, Endpoint{Addresses: w.addrs(2), Hostname: w.pick(worldHosts),
+			PodName: w.pick([]string{"", "pod-1", "pod-2"}), Ready: w.r.IntN(4) != 0})
+	}
+	return v
+}
+
+func (w *world) pod() Pod {
+	return Pod{Namespace: w.pick(worldNS), Name: w.pick([]string{"p1", "p2", "p3"}), IPs: w.addrs(2)}
+}
+
+func (w *world) options() Options {
+	o := Options{Zone: "cluster.local", TTL: uint32(5 + w.r.IntN(2)), Pods: PodMode(w.r.IntN(3)),
+		IgnoreEmptyService: w.r.IntN(3) == 0, EndpointPodNames: w.r.IntN(2) == 0, NoEndpoints: w.r.IntN(5) == 0}
+	if w.r.IntN(3) == 0 {
+		o.Namespaces = []string{"a", "c"}
+	}
+	return o
+}
+
+func (w *world) objects() Objects {
+	var o Objects
+	for range w.r.IntN(6) {
+		o.Services = append(o.Services, w.service())
+	}
+	for range w.r.IntN(6) {
+		o.EndpointSlices = append(o.EndpointSlices, w.slice())
+	}
+	for range w.r.IntN(4) {
+		o.Pods = append(o.Pods, w.pod())
+	}
+	for range w.r.IntN(3) {
+		o.Namespaces = append(o.Namespaces, Namespace{Name: w.pick(worldNS)})
+	}
+	return o
+}
+
+// change applies one random change to st and says what it was.
+func (w *world) change(st *Store) string {
+	switch k := w.r.IntN(20); {
+	case k < 4:
+		v := w.service()
+		st.SetService(v)
+		return fmt.Sprintf("SetService %+v", v)
+	case k < 6:
+		ns, name := w.pick(worldNS), w.pick(worldServices)
+		st.DeleteService(ns, name)
+		return "DeleteService " + ns + "/" + name
+	case k < 10:
+		v := w.slice()
+		st.SetEndpointSlice(v)
+		return fmt.Sprintf("SetEndpointSlice %+v", v)
+	case k < 12:
+		ns, name := w.pick(worldNS), w.pick([]string{"s1", "s2", "s3"})
+		st.DeleteEndpointSlice(ns, name)
+		return "DeleteEndpointSlice " + ns + "/" + name
+	case k < 14:
+		v := w.pod()
+		st.SetPod(v)
+		return fmt.Sprintf("SetPod %+v", v)
+	case k < 15:
+		ns, name := w.pick(worldNS), w.pick([]string{"p1", "p2", "p3"})
+		st.DeletePod(ns, name)
+		return "DeletePod " + ns + "/" + name
+	case k < 16:
+		ns := w.pick(worldNS)
+		st.SetNamespace(Namespace{Name: ns})
+		return "SetNamespace " + ns
+	case k < 18:
+		ns := w.pick(worldNS)
+		st.DeleteNamespace(ns)
+		return "DeleteNamespace " + ns
+	case k < 19:
+		o := w.options()
+		if err := st.SetOptions(o); err != nil {
+			panic(err)
+		}
+		return fmt.Sprintf("SetOptions %+v", o)
+	default:
+		o := w.objects()
+		st.Replace(o)
+		return fmt.Sprintf("Replace %+v", o)
+	}
+}
+
+// TestIncrementalEqualsRebuild: after every Publish of a random sequence of
+// changes (several per publish, options changes and reloads among them),
+// the Snapshot equals a build of all records from scratch: every name with
+// its node and no other name, the counts, the pod-by-IP index, the known
+// namespaces and the PTR addresses; ChangedSince reports at least every
+// name that differs from the previous Snapshot; and the previous Snapshot
+// still answers as it did.
+func TestIncrementalEqualsRebuild(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 50
+	}
+	for seed := range uint64(seeds) {
+		w := newWorld(seed)
+		st, err := New(w.options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Replace(w.objects())
+		var history []string
+		prev := st.Publish()
+		prevView := st.oracle()
+		for step := range 40 {
+			for range 1 + w.r.IntN(3) {
+				history = append(history, w.change(st))
+			}
+			snap := st.Publish()
+			want := st.oracle()
+			if msg := compareView(snap, want, w.ips); msg != "" {
+				t.Fatalf("seed %d step %d: %s\nchanges:\n%s", seed, step, msg, joinLines(history))
+			}
+			if msg := compareView(prev, prevView, w.ips); msg != "" {
+				t.Fatalf("seed %d step %d: the previous snapshot changed: %s", seed, step, msg)
+			}
+			reported := map[string]bool{}
+			if snap.ChangedSince(prev, func(n string) { reported[n] = true }) {
+				for _, n := range differing(prevView, want) {
+					if !reported[n] {
+						t.Fatalf("seed %d step %d: %s changed but ChangedSince did not report it\nchanges:\n%s", seed, step, n, joinLines(history))
+					}
+				}
+			}
+			if snap.Serial <= prev.Serial {
+				t.Fatalf("serial %d after %d", snap.Serial, prev.Serial)
+			}
+			prev, prevView = snap, want
+		}
+	}
+}
+
+func joinLines(s []string) string {
+	out := ""
+	for _, l := range s {
+		out += "  " + l + "\n"
+	}
+	return out
+}
+
+// compareView returns how snap differs from the oracle's view ("" when it
+// does not).
+func compareView(snap *Snapshot, o *oracleView, ips []netip.Addr) string {
+	if snap.Counts != o.counts {
+		return fmt.Sprintf("counts %+v, want %+v", snap.Counts, o.counts)
+	}
+	var msg string
+	snap.Names(func(name string, n *Node) {
+		if msg != "" {
+			return
+		}
+		want, ok := o.names[name]
+		switch {
+		case !ok:
+			msg = fmt.Sprintf("extra name %s = %+v", name, n)
+		case !equalNode(n, want):
+			msg = fmt.Sprintf("%s = %+v, want %+v", name, n, want)
+		}
+	})
+	if msg != "" {
+		return msg
+	}
+	for name := range o.names {
+		if _, ok := snap.Lookup(name); !ok {
+			return "missing name " + name
+		}
+	}
+	for _, ip := range ips {
+		ns, ok := snap.PodNamespace(ip)
+		wns, wok := o.podNS[ip.Unmap()]
+		if wok && wns == "" {
+			wok = false
+		}
+		if ns != wns || ok != wok {
+			return fmt.Sprintf("PodNamespace(%s) = %q %v, want %q %v", ip, ns, ok, wns, wok)
+		}
+		var ptr bool
+		if n, ok := o.names[ReverseName(ip)]; ok && len(n.PTR) > 0 {
+			ptr = true
+		}
+		if got := snap.HasPTRIn(netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen())); got != ptr {
+			return fmt.Sprintf("HasPTRIn(%s) = %v, want %v", ip, got, ptr)
+		}
+	}
+	for _, ns := range append(slices.Clone(worldNS), "c") {
+		_, want := o.namespaces[ns]
+		if got := snap.HasNamespace(ns); got != want {
+			return fmt.Sprintf("HasNamespace(%s) = %v, want %v", ns, got, want)
+		}
+	}
+	return ""
+}
+
+// differing returns the names whose node or existence differs between two
+// views.
+func differing(a, b *oracleView) []string {
+	var out []string
+	for name, n := range a.names {
+		if m, ok := b.names[name]; !ok || !equalNode(n, m) {
+			out = append(out, name)
+		}
+	}
+	for name := range b.names {
+		if _, ok := a.names[name]; !ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func TestReverseAddr(t *testing.T) {
+	for _, s := range []string{"10.96.0.1", "0.0.0.0", "255.255.255.255", "fd00::10", "2001:db8::ab:cd", "::"} {
+		a := netip.MustParseAddr(s)
+		back, ok := reverseAddr(ReverseName(a))
+		if !ok || back != a {
+			t.Errorf("reverseAddr(ReverseName(%s)) = %v %v", s, back, ok)
+		}
+	}
+	for _, bad := range []string{"1.0.96.10.in-addr.arpa", "x.0.96.10.in-addr.arpa.", "01.0.96.10.in-addr.arpa.", "0.96.10.in-addr.arpa.",
+		"256.0.96.10.in-addr.arpa.", "web.a.svc.cluster.local.", "0.ip6.arpa.", "g" + ReverseName(netip.MustParseAddr("fd00::1"))[1:]} {
+		if a, ok := reverseAddr(bad); ok {
+			t.Errorf("reverseAddr(%q) = %v", bad, a)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// oracleView is what one build over every record makes: the whole-snapshot
+// build the store had before it applied changes per unit. Tests compare
+// every Snapshot with it.
+type oracleView struct {
+	names      map[string]*Node
+	counts     Counts
+	podNS      map[netip.Addr]string
+	namespaces map[string]struct{}
+}
+
+// oracle builds the records of s from scratch, in one builder.
+func (s *Store) oracle() *oracleView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := newBuilder(s.zone, s.opts, s.exposed, &Node{TTL: s.opts.TTL}, 16)
+	for ns := range s.namespaces {
+		b.expose(strings.ToLower(ns))
+	}
+	b.addFixedNames()
+	bySvc := oracleSlicesByService(b, s.slices)
+	for _, svc := range s.services {
+		b.addService(&svc, bySvc[nsName{svc.Namespace, svc.Name}])
+	}
+	for _, p := range s.pods {
+		b.addPod(&p)
+	}
+	o := &oracleView{podNS: map[netip.Addr]string{}}
+	for _, p := range b.podIPs {
+		if have, dup := o.podNS[p.ip]; dup && have != p.ns {
+			o.podNS[p.ip] = ""
+		} else {
+			o.podNS[p.ip] = p.ns
+		}
+	}
+	for ns := range b.namespaces {
+		b.addNamespaceNames(ns)
+	}
+	b.sortNodes()
+	o.names = b.names
+	o.namespaces = maps.Clone(b.namespaces)
+	o.counts = b.counts
+	o.counts.Namespaces = len(b.namespaces)
+	o.counts.Names = len(b.names)
+	return o
+}
+
+// oracleSlicesByService groups the endpoint slices by Service, in the order
+// of their namespace and name (none with NoEndpoints), and counts them.
+func oracleSlicesByService(b *builder, all map[nsName]EndpointSlice) map[nsName][]*EndpointSlice {
+	bySvc := map[nsName][]*EndpointSlice{}
+	if b.opts.NoEndpoints {
+		return bySvc
+	}
+	keys := slices.SortedFunc(maps.Keys(all), compareNsName)
+	for _, k := range keys {
+		sl := all[k]
+		if sl.Service == "" {
+			continue
+		}
+		sk := nsName{sl.Namespace, sl.Service}
+		bySvc[sk] = append(bySvc[sk], &sl)
+		b.counts.EndpointSlices++
+	}
+	return bySvc
+}
