@@ -149,7 +149,7 @@ func (m *Manager) Prepare(ctx context.Context) error {
 			return err
 		}
 		if removed {
-			m.log.Warn("removed the notrack table an instance that did not stop left (killed?): the Service IP goes to the cluster DNS until this instance serves", "table", TableName)
+			m.log.Warn("removed the notrack table a previous instance left (killed, or --skip-teardown): the Service IP goes to the cluster DNS until this instance serves", "table", TableName)
 		}
 	}
 	if !m.cfg.SetupInterface {
