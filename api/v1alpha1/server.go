@@ -104,13 +104,21 @@ const (
 	DefaultNodeLocalInterface  = "nodelocaldns"
 	DefaultNodeLocalLockFile   = "/run/dnsconfigurer/node-local.lock"
 	// DefaultNodeLocalClusterTimeout bounds node-local's exchange with the
-	// cluster DNS. It exceeds the cluster DNS's own forward timeout
-	// (DefaultTimeout, 2s), so that a name whose servers do not answer
-	// comes back as the cluster DNS's SERVFAIL before node-local gives up:
-	// that name's failure, never the cluster DNS's. It stays under the
-	// 5s a glibc client waits by default.
+	// cluster DNS. It exceeds the longest the cluster DNS takes for one
+	// query (its forward timeout, DefaultTimeout 2s, and AutopathDeadline),
+	// so that a name whose servers do not answer comes back as the cluster
+	// DNS's SERVFAIL before node-local gives up: that name's failure, never
+	// the cluster DNS's. It stays under the 5s a glibc client waits by
+	// default.
 	DefaultNodeLocalClusterTimeout = Duration("3s")
 )
+
+// AutopathDeadline bounds one autopath expansion at the cluster DNS, every
+// candidate included (those it forwards are asked in parallel, each within
+// its forward timeout). It is above DefaultTimeout, so a forwarded
+// candidate has its whole timeout, and below DefaultNodeLocalClusterTimeout;
+// nodeLocal.clusterTimeout must exceed it.
+const AutopathDeadline = 2500 * time.Millisecond
 
 // maxDNSTTL is the largest TTL a DNS record may carry (RFC 2181 8).
 const maxDNSTTL = (1<<31 - 1) * time.Second
@@ -176,7 +184,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	limits: {udpInFlight: 2000, tcpConnections: 1000, tcpIdleTimeout: 10s, tcpWriteTimeout: 5s}
 //	nodeLocal:                          # read in mode node-local only
 //	  # clusterUpstream: [10.96.0.10]   # required in mode node-local
-//	  clusterTimeout: 3s                # above the cluster DNS's forward timeout (2s)
+//	  clusterTimeout: 3s                # above the cluster DNS's forward timeout (2s) and autopath deadline (2.5s)
 //	  resolvConf: /etc/resolv.conf      # nameservers for other names, search domains; "": none
 //	  # localIPs: [169.254.20.10, 10.96.0.10]   # transparent mode: also the cluster DNS Service IP
 //	  setupInterface: false             # put localIPs on interfaceName (dummy, or lo)
@@ -424,10 +432,11 @@ type NodeLocal struct {
 	// --cluster-upstream) and an error in mode cluster. Names in the cluster
 	// zone, under ap.k8s.io and the reverse zones go there over TCP.
 	ClusterUpstream []string `json:"clusterUpstream,omitempty"`
-	// ClusterTimeout bounds one exchange with clusterUpstream, 1ms-1m
-	// (default 3s). Keep it above the cluster DNS's forward timeout: a slow
-	// name then gets the cluster DNS's own SERVFAIL, and a timeout here
-	// only asks for a health probe of the cluster DNS.
+	// ClusterTimeout bounds one exchange with clusterUpstream, above 2.5s
+	// (AutopathDeadline) and at most 1m (default 3s). Keep it above the
+	// cluster DNS's forward timeout too: a slow name then gets the cluster
+	// DNS's own SERVFAIL, and a timeout here only asks for a health probe
+	// of the cluster DNS.
 	ClusterTimeout Duration `json:"clusterTimeout,omitempty"`
 	// ResolvConf is the node's resolv.conf (watched; default
 	// /etc/resolv.conf; "auto" picks systemd-resolved's upstream file when
@@ -819,7 +828,9 @@ func (n *NodeLocal) validate(e *fieldErrors, mode string) {
 			e.add(fmt.Sprintf("nodeLocal.clusterUpstream[%d]", i), "%q: %v", u, err)
 		}
 	}
-	n.ClusterTimeout.check(e, "nodeLocal.clusterTimeout", time.Millisecond, time.Minute)
+	if d := n.ClusterTimeout.check(e, "nodeLocal.clusterTimeout", time.Millisecond, time.Minute); d > 0 && d <= AutopathDeadline {
+		e.add("nodeLocal.clusterTimeout", "%q: must be above %v, the longest the cluster DNS takes for an autopath query: a name slow at the cluster DNS would time out here instead of being its SERVFAIL", n.ClusterTimeout, AutopathDeadline)
+	}
 	if mode == ModeCluster && (len(n.LocalIPs) > 0 || n.SetupInterface || n.SetupNotrack) {
 		e.add("nodeLocal", "localIPs, setupInterface and setupNotrack are for mode %q", ModeNodeLocal)
 	}

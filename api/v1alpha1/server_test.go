@@ -98,14 +98,27 @@ func TestServerDefaults(t *testing.T) {
 		c := ServerConfiguration{Mode: ModeNodeLocal, Forward: []ForwardRoute{{Zone: ".", Upstreams: []string{"10.0.0.53"}}}}
 		c.SetDefaults()
 		nl, fwd := c.NodeLocal.ClusterTimeout.Duration(), c.Forward[0].Timeout.Duration()
-		if nl <= fwd || nl > 5*time.Second {
-			t.Errorf("nodeLocal.clusterTimeout %v, forward timeout %v: want above it and at most glibc's 5s", nl, fwd)
+		if !(fwd < AutopathDeadline && AutopathDeadline < nl && nl <= 5*time.Second) {
+			t.Errorf("forward timeout %v, autopath deadline %v, nodeLocal.clusterTimeout %v: want them rising, and at most glibc's 5s",
+				fwd, AutopathDeadline, nl)
 		}
-		c.NodeLocal.ClusterTimeout = "soon"
-		var e fieldErrors
-		c.NodeLocal.validate(&e, ModeNodeLocal)
-		if err := e.join(); err == nil || !strings.Contains(err.Error(), "nodeLocal.clusterTimeout") {
-			t.Errorf("bad clusterTimeout: %v, want an error naming nodeLocal.clusterTimeout", err)
+		for _, tt := range []struct {
+			timeout Duration
+			want    string // "" for valid
+		}{
+			{"soon", "not a duration"},
+			{"1s", "must be above 2.5s"},
+			{"2500ms", "must be above 2.5s"},
+			{"2600ms", ""},
+			{"1m", ""},
+		} {
+			c.NodeLocal.ClusterTimeout = tt.timeout
+			var e fieldErrors
+			c.NodeLocal.validate(&e, ModeNodeLocal)
+			err := e.join()
+			if (tt.want == "" && err != nil) || (tt.want != "" && (err == nil || !strings.Contains(err.Error(), "nodeLocal.clusterTimeout") || !strings.Contains(err.Error(), tt.want))) {
+				t.Errorf("clusterTimeout %q: %v, want %q", tt.timeout, err, tt.want)
+			}
 		}
 	})
 	t.Run("explicit zeros stay", func(t *testing.T) {

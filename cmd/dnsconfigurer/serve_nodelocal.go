@@ -36,6 +36,19 @@ func runNodeLocal(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *s
 			closers[i]()
 		}
 	}()
+	// The setup comes first: it removes a notrack table a killed instance
+	// left, so the Service IP is the cluster DNS's while this one starts,
+	// or fails to.
+	setup, err := nodeSetup(cfg, log, reg, &closers)
+	if err != nil {
+		return err
+	}
+	if setup != nil {
+		if err := setup.Prepare(ctx); err != nil {
+			return err
+		}
+		closers = append(closers, func() { _ = setup.Release() }) // when start-up fails
+	}
 	up, searches, err := nodeLocalUpstreams(ctx, cfg, log, reg, &closers)
 	if err != nil {
 		return err
@@ -51,15 +64,6 @@ func runNodeLocal(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *s
 	srv := dnsServer(cfg, h, log.With("cluster-upstream", nl.ClusterUpstream, "zone", cfg.ClusterDomain))
 	if err := reg.Register(srv); err != nil {
 		return err
-	}
-	setup, err := nodeSetup(cfg, log, reg, &closers)
-	if err != nil {
-		return err
-	}
-	if setup != nil {
-		if err := setup.Prepare(ctx); err != nil {
-			return err
-		}
 	}
 	// The node-local stage has no records to sync: ready once it serves,
 	// until its lameduck.

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -21,10 +21,12 @@ import (
 // Bounds of one autopath expansion, whatever the search list: at most
 // autopathMaxForwards candidates are asked upstream (the others are answered
 // from the zone, or not tried), and the expansion ends within
-// autopathDeadline (below the 5 s a glibc stub waits before it retries).
+// autopathDeadline (2.5 s: below node-local's timeout toward the cluster
+// DNS, so a slow name through autopath is this server's SERVFAIL, never
+// node-local's timeout; the rule is api/v1alpha1's).
 const (
 	autopathMaxForwards = 8
-	autopathDeadline    = 4 * time.Second
+	autopathDeadline    = v1alpha1.AutopathDeadline
 )
 
 // autopathExpander is server-side search expansion (KEP "DNS Autopath in

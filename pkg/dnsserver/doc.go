@@ -75,7 +75,9 @@
 //     order, answers behind a CNAME from the asked name; such answers are
 //     not cached. Zone candidates are free; at most 8 candidates that need
 //     an upstream (the name itself always among them) are asked, in
-//     parallel, the others are not tried, and the expansion ends within 4 s;
+//     parallel, the others are not tried, and the expansion ends within 2 s
+//     (2.5 s by source: v1alpha1.AutopathDeadline, below node-local's
+//     timeout toward this server);
 //   - every other name is forwarded (REFUSED without a forwarder) through
 //     the Exchanger given to WithForwarder: a pkg/forward Forwarder (or
 //     Router), which never sends to the server's own listen addresses,

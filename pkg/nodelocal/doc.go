@@ -63,7 +63,7 @@
 // dnsmsg.EDNSSize (1232) in replies to EDNS0 clients and in forwarded
 // queries, and truncation to what the client can receive.
 //
-// It imports miekg/dns, Prometheus, pkg/autopath, pkg/dnscache and
-// pkg/dnsmsg; not pkg/dnsserver (Exchanger is declared here; WireAnswerer
-// is implemented without importing it).
+// It imports miekg/dns, Prometheus, api/v1alpha1 (its defaults),
+// pkg/autopath, pkg/dnscache and pkg/dnsmsg; not pkg/dnsserver (Exchanger
+// is declared here; WireAnswerer is implemented without importing it).
 package nodelocal

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
@@ -34,8 +35,9 @@ type Config struct {
 	// dnscache's (32 MiB of answers, 8 MiB of denials); serve-stale and
 	// prefetch off.
 	Cache dnscache.Config
-	// Timeout bounds one upstream exchange (3s: above the cluster DNS's
-	// 2s forward timeout; serve sets v1alpha1's nodeLocal.clusterTimeout).
+	// Timeout bounds one upstream exchange (default
+	// v1alpha1.DefaultNodeLocalClusterTimeout, 3s: above the longest the
+	// cluster DNS takes for a query; serve sets nodeLocal.clusterTimeout).
 	Timeout time.Duration
 	// HostSearches returns the node's host search domains, appended to
 	// autopath search lists (nil: none).
@@ -81,7 +83,7 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 		cfg.Cache.MaxNegativeTTL = DefaultMaxNegativeTTL
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 3 * time.Second
+		cfg.Timeout = v1alpha1.DefaultNodeLocalClusterTimeout.Duration()
 	}
 	if cfg.HostSearches == nil {
 		cfg.HostSearches = func() []string { return nil }

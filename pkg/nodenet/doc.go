@@ -10,6 +10,16 @@
 // a pod's packet to it is delivered to the process bound there, whatever
 // route or Service would otherwise take it.
 //
+// Ownership. NodeLocal DNSCache's node-cache names its device
+// "nodelocaldns" too, so what this package makes carries a mark that it
+// reads back: the device its alias LinkAlias ("dnsconfigurer"), each
+// address its origin AddrProto (IFA_PROTO, kept by Linux 6.1 and later).
+// On stop it deletes the device only when it carries the mark; on any other
+// device (someone else's, or lo) it removes only the addresses it added or
+// found marked, never others', and it never deletes lo or another's device.
+// On a kernel before 6.1 an address found after a restart cannot be told
+// apart and is left in place.
+//
 // Rules. With SetupNotrack, an nftables table of its own (inet
 // "dnsconfigurer-nodelocal") has two base chains at the raw priority (-300,
 // before connection tracking at -200): prerouting, with `notrack` for UDP
@@ -28,16 +38,23 @@
 // input by default must allow port 53 to the addresses itself.
 //
 // Lifecycle (Manager): Prepare takes the node's lease (a shared flock on
-// Config.LockFile) and puts the addresses in place before the stage binds
-// them; EnsureNotrack installs the table once the stage serves (so a stage
-// that fails to start never captures the Service IP); Keep re-checks both
-// every Config.Interval and repairs what was removed (counted); on stop,
-// Teardown removes the table first (so the Service IP falls back to the
-// cluster DNS through kube-proxy while the stage still answers its
-// lameduck) and then the addresses, unless SkipTeardown is set or another
-// instance holds the lease (a DaemonSet surge: the new instance keeps the
-// setup it shares). A process that is killed leaves everything in place;
-// the next instance adopts it.
+// Config.LockFile), removes a notrack table left by an instance that did
+// not stop when no other instance runs (not with SkipTeardown), and puts the addresses in place
+// before the stage binds them; EnsureNotrack installs the table once the
+// stage serves (so a stage that fails to start never captures the Service
+// IP); Keep re-checks both every Config.Interval and repairs what was
+// removed (counted); on stop, Teardown removes the table first (so the
+// Service IP falls back to the cluster DNS through kube-proxy while the
+// stage still answers its lameduck) and then the addresses, unless
+// SkipTeardown is set or another instance holds the lease (a DaemonSet
+// surge: the new instance keeps the setup it shares).
+//
+// A process that is killed (SIGKILL, an OOM kill: no preStop hook runs)
+// leaves everything in place: the Service IP stays captured, and a pod's
+// query to it finds nothing listening, until the next instance reaches
+// Prepare (kubelet restarts the container at once the first time, then
+// after a back-off of 10 s doubling up to 5 min). That instance removes
+// the table first and takes back the marked addresses.
 //
 // Links and Notrack are the two consumer-side interfaces to the kernel; the
 // real ones (NetlinkLinks, NftNotrack) take a network namespace handle, so

@@ -58,5 +58,19 @@ func (l *Lease) Last() bool {
 	return unix.Flock(int(l.f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
 }
 
+// Alone reports whether no other instance holds the lease, keeping it
+// shared: an instance starting meanwhile does not wait.
+func (l *Lease) Alone() bool {
+	alone := unix.Flock(int(l.f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+	// A conversion drops the lock first, even when it fails: take it
+	// shared again (waiting, as Acquire does, while an instance tears down).
+	for {
+		err := unix.Flock(int(l.f.Fd()), unix.LOCK_SH)
+		if !errors.Is(err, unix.EINTR) {
+			return alone && err == nil
+		}
+	}
+}
+
 // Close releases the lease.
 func (l *Lease) Close() error { return l.f.Close() }

@@ -7,22 +7,49 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
+// Marks of what this project puts on the node, read back so that it
+// removes only that.
+const (
+	// LinkAlias is the alias (IFLA_IFALIAS) of an interface this project
+	// made. An interface of the same name without it is someone else's
+	// (NodeLocal DNSCache's node-cache makes "nodelocaldns" too).
+	LinkAlias = "dnsconfigurer"
+	// AddrProto is the origin (IFA_PROTO) of an address this project
+	// added. Linux 6.1 and later keep it; older kernels drop it, and then
+	// an address counts as ours only in the process that added it.
+	AddrProto = 0xdc
+)
+
+// ifaProto is IFA_PROTO (Linux 6.1), which x/sys/unix does not name.
+const ifaProto = 11
+
+// Addr is an address of an interface.
+type Addr struct {
+	IP netip.Addr
+	// Ours: the address carries AddrProto.
+	Ours bool
+}
+
 // Links puts addresses on interfaces.
 type Links interface {
-	// Exists reports whether the interface name exists.
-	Exists(name string) (bool, error)
-	// AddDummy makes a dummy interface name and sets it up; it fails on a
-	// kernel without the dummy link type.
+	// Lookup reports whether the interface name exists and whether it
+	// carries LinkAlias.
+	Lookup(name string) (found, ours bool, err error)
+	// AddDummy makes a dummy interface name with LinkAlias and sets it
+	// up; it fails on a kernel without the dummy link type.
 	AddDummy(name string) error
-	// Delete removes the interface name, with its addresses.
+	// Delete removes the interface name, with its addresses; it refuses
+	// an interface without LinkAlias.
 	Delete(name string) error
 	// Addrs returns the addresses of the interface dev.
-	Addrs(dev string) ([]netip.Addr, error)
-	// AddAddr puts ip on dev as a host address (/32 or /128).
+	Addrs(dev string) ([]Addr, error)
+	// AddAddr puts ip on dev as a host address (/32 or /128) with
+	// AddrProto, and sets dev up.
 	AddAddr(dev string, ip netip.Addr) error
 	// DelAddr removes ip from dev.
 	DelAddr(dev string, ip netip.Addr) error
@@ -31,6 +58,9 @@ type Links interface {
 // NetlinkLinks is Links on rtnetlink, in one network namespace.
 type NetlinkLinks struct {
 	h *netlink.Handle
+	// s carries the address requests netlink.Handle cannot make (it
+	// neither sets nor reads IFA_PROTO).
+	s *nl.SocketHandle
 }
 
 var _ Links = (*NetlinkLinks)(nil)
@@ -42,15 +72,29 @@ func NewNetlinkLinks(nsFD int) (*NetlinkLinks, error) {
 	if nsFD >= 0 {
 		ns = netns.NsHandle(nsFD)
 	}
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("netlink: %w", err)
 	}
-	return &NetlinkLinks{h: h}, nil
+	s, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	tv := unix.Timeval{Sec: 10}
+	if err := errors.Join(s.SetSendTimeout(&tv), s.SetReceiveTimeout(&tv)); err != nil {
+		h.Close()
+		s.Close()
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	return &NetlinkLinks{h: h, s: &nl.SocketHandle{Socket: s}}, nil
 }
 
 // Close releases the netlink sockets.
-func (l *NetlinkLinks) Close() { l.h.Close() }
+func (l *NetlinkLinks) Close() {
+	l.h.Close()
+	l.s.Close()
+}
 
 func (l *NetlinkLinks) link(name string) (netlink.Link, error) {
 	ln, err := l.h.LinkByName(name)
@@ -60,24 +104,29 @@ func (l *NetlinkLinks) link(name string) (netlink.Link, error) {
 	return ln, nil
 }
 
-// Exists implements Links.
-func (l *NetlinkLinks) Exists(name string) (bool, error) {
-	_, err := l.h.LinkByName(name)
+// Lookup implements Links.
+func (l *NetlinkLinks) Lookup(name string) (found, ours bool, err error) {
+	ln, err := l.h.LinkByName(name)
 	var notFound netlink.LinkNotFoundError
 	switch {
 	case err == nil:
-		return true, nil
+		return true, ln.Attrs().Alias == LinkAlias, nil
 	case errors.As(err, &notFound), errors.Is(err, unix.ENODEV):
-		return false, nil
+		return false, false, nil
 	}
-	return false, fmt.Errorf("interface %q: %w", name, err)
+	return false, false, fmt.Errorf("interface %q: %w", name, err)
 }
 
-// AddDummy implements Links.
+// AddDummy implements Links. The kernel ignores an alias given when a
+// link is made, so it is set right after: a process killed in between
+// leaves an interface it will not delete.
 func (l *NetlinkLinks) AddDummy(name string) error {
 	d := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name}}
 	if err := l.h.LinkAdd(d); err != nil {
 		return fmt.Errorf("add dummy interface %q: %w", name, err)
+	}
+	if err := l.h.LinkSetAlias(d, LinkAlias); err != nil {
+		return fmt.Errorf("mark interface %q: %w", name, err)
 	}
 	if err := l.h.LinkSetUp(d); err != nil {
 		return fmt.Errorf("set %q up: %w", name, err)
@@ -91,34 +140,70 @@ func (l *NetlinkLinks) Delete(name string) error {
 	if err != nil {
 		return err
 	}
+	if ln.Attrs().Alias != LinkAlias {
+		return fmt.Errorf("delete interface %q: not made by dnsconfigurer (alias %q)", name, ln.Attrs().Alias)
+	}
 	if err := l.h.LinkDel(ln); err != nil {
 		return fmt.Errorf("delete interface %q: %w", name, err)
 	}
 	return nil
 }
 
+func (l *NetlinkLinks) request(typ, flags int) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(typ, flags)
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: l.s}
+	return req
+}
+
 // Addrs implements Links.
-func (l *NetlinkLinks) Addrs(dev string) ([]netip.Addr, error) {
+func (l *NetlinkLinks) Addrs(dev string) ([]Addr, error) {
 	ln, err := l.link(dev)
 	if err != nil {
 		return nil, err
 	}
-	as, err := l.h.AddrList(ln, netlink.FAMILY_ALL)
+	var msgs [][]byte
+	for range 3 { // a dump that changed while read is read again
+		req := l.request(unix.RTM_GETADDR, unix.NLM_F_DUMP)
+		req.AddData(nl.NewIfAddrmsg(unix.AF_UNSPEC))
+		msgs, err = req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWADDR)
+		if !errors.Is(err, nl.ErrDumpInterrupted) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("addresses of %q: %w", dev, err)
 	}
-	var out []netip.Addr
-	for _, a := range as {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok {
-			out = append(out, ip.Unmap())
+	var out []Addr
+	for _, m := range msgs {
+		if len(m) < unix.SizeofIfAddrmsg || int(nl.DeserializeIfAddrmsg(m).Index) != ln.Attrs().Index {
+			continue
+		}
+		attrs, err := nl.ParseRouteAttr(m[unix.SizeofIfAddrmsg:])
+		if err != nil {
+			return nil, fmt.Errorf("addresses of %q: %w", dev, err)
+		}
+		var local, addr []byte
+		proto := -1
+		for _, a := range attrs {
+			switch a.Attr.Type {
+			case unix.IFA_LOCAL:
+				local = a.Value
+			case unix.IFA_ADDRESS:
+				addr = a.Value
+			case ifaProto:
+				if len(a.Value) == 1 {
+					proto = int(a.Value[0])
+				}
+			}
+		}
+		if local == nil { // IPv6 has IFA_ADDRESS only
+			local = addr
+		}
+		if ip, ok := netip.AddrFromSlice(local); ok {
+			out = append(out, Addr{IP: ip.Unmap(), Ours: proto == AddrProto})
 		}
 	}
 	return out, nil
-}
-
-func hostNet(ip netip.Addr) *netlink.Addr {
-	ip = ip.Unmap()
-	return &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(ip.BitLen(), ip.BitLen())}}
 }
 
 // AddAddr implements Links.
@@ -127,7 +212,20 @@ func (l *NetlinkLinks) AddAddr(dev string, ip netip.Addr) error {
 	if err != nil {
 		return err
 	}
-	if err := l.h.AddrAdd(ln, hostNet(ip)); err != nil && !errors.Is(err, unix.EEXIST) {
+	ip = ip.Unmap()
+	family := unix.AF_INET
+	if ip.Is6() {
+		family = unix.AF_INET6
+	}
+	msg := nl.NewIfAddrmsg(family)
+	msg.Index = uint32(ln.Attrs().Index)
+	msg.Prefixlen = uint8(ip.BitLen())
+	req := l.request(unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+	req.AddData(msg)
+	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, ip.AsSlice()))
+	req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, ip.AsSlice()))
+	req.AddData(nl.NewRtAttr(ifaProto, []byte{AddrProto}))
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("add %s to %q: %w", ip, dev, err)
 	}
 	if ln.Attrs().Flags&net.FlagUp == 0 {
@@ -136,6 +234,11 @@ func (l *NetlinkLinks) AddAddr(dev string, ip netip.Addr) error {
 		}
 	}
 	return nil
+}
+
+func hostNet(ip netip.Addr) *netlink.Addr {
+	ip = ip.Unmap()
+	return &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(ip.BitLen(), ip.BitLen())}}
 }
 
 // DelAddr implements Links.

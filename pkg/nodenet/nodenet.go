@@ -29,7 +29,9 @@ type Config struct {
 	// Port is the DNS port of the rules (53).
 	Port uint16
 	// SetupInterface puts IPs on Interface ("nodelocaldns": a dummy device,
-	// or lo without the dummy type) and removes them on Teardown.
+	// or lo without the dummy type) and removes them on Teardown: the
+	// whole device when this project made it (LinkAlias), else only the
+	// addresses it added (AddrProto).
 	SetupInterface bool
 	Interface      string
 	// SetupNotrack installs the notrack table and removes it on Teardown.
@@ -55,10 +57,17 @@ type Manager struct {
 
 	mu  sync.Mutex
 	dev string // where the addresses are: cfg.Interface or "lo"
-	// ownDevice: dev is a dummy device this setup uses (made now or by an
-	// earlier instance), removed whole on teardown.
+	// ownDevice: dev carries LinkAlias (made now or by an earlier
+	// instance), removed whole on teardown.
 	ownDevice bool
-	last      *bool // the teardown decision, made once
+	// ours are the addresses on dev this project put there: added by this
+	// process or found with AddrProto. Only they are removed from a device
+	// that is not ours.
+	ours       map[netip.Addr]bool
+	foreign    bool  // dev is someone else's interface (logged once)
+	toldOthers bool  // others' addresses on dev were logged
+	last       *bool // the teardown decision, made once
+	released   bool
 
 	repairs    [3]atomic.Uint64 // by what
 	errs       atomic.Uint64
@@ -106,7 +115,7 @@ func New(cfg Config) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, log: log.With("component", "nodenet"), dev: cfg.Interface,
+	return &Manager{cfg: cfg, log: log.With("component", "nodenet"), dev: cfg.Interface, ours: map[netip.Addr]bool{},
 		repairDesc: prometheus.NewDesc("dnsconfigurer_nodenet_repairs_total",
 			"Parts of the node-local setup found missing by the periodic check and put back, by what (address, notrack, interface).", []string{"what"}, nil),
 		errDesc: prometheus.NewDesc("dnsconfigurer_nodenet_errors_total",
@@ -124,13 +133,25 @@ func (m *Manager) Device() string {
 }
 
 // Prepare takes the node's lease, waiting while another instance tears
-// down, and puts the addresses in place (with SetupInterface).
+// down; removes a notrack table left by a killed instance when no other
+// instance runs (the Service IP is the cluster DNS's until this one
+// serves); and puts the addresses in place (with SetupInterface).
 func (m *Manager) Prepare(ctx context.Context) error {
 	l, err := Acquire(ctx, m.cfg.LockFile)
 	if err != nil {
 		return err
 	}
 	m.lease = l
+	if m.cfg.SetupNotrack && !m.cfg.SkipTeardown && l.Alone() {
+		removed, err := m.cfg.Notrack.Remove()
+		if err != nil {
+			m.errs.Add(1)
+			return err
+		}
+		if removed {
+			m.log.Warn("removed the notrack table a previous instance left (killed, or --skip-teardown): the Service IP goes to the cluster DNS until this instance serves", "table", TableName)
+		}
+	}
 	if !m.cfg.SetupInterface {
 		return nil
 	}
@@ -147,41 +168,74 @@ func (m *Manager) ensureAddrs() (madeDevice bool, addedAddrs int, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	links := m.cfg.Links
-	var added []netip.Addr
 	if m.dev != "lo" {
-		ok, err := links.Exists(m.cfg.Interface)
-		if err != nil {
+		if madeDevice, err = m.ensureDevice(); err != nil {
 			return false, 0, err
-		}
-		switch {
-		case ok:
-			m.ownDevice = true
-		default:
-			if err := links.AddDummy(m.cfg.Interface); err != nil {
-				m.log.Info("no dummy interface: the addresses go on lo", "interface", m.cfg.Interface, "err", err)
-				m.dev, m.ownDevice = "lo", false
-			} else {
-				m.ownDevice, madeDevice = true, true
-			}
 		}
 	}
 	have, err := links.Addrs(m.dev)
 	if err != nil {
 		return madeDevice, 0, err
 	}
+	var added, others []netip.Addr
 	for _, ip := range m.cfg.IPs {
-		if slices.Contains(have, ip) {
-			continue
+		i := slices.IndexFunc(have, func(a Addr) bool { return a.IP == ip })
+		switch {
+		case i >= 0 && (have[i].Ours || m.ownDevice):
+			m.ours[ip] = true // an earlier instance's: removed with ours
+		case i >= 0:
+			if !m.ours[ip] && !m.toldOthers {
+				others = append(others, ip)
+			}
+		default:
+			if err := links.AddAddr(m.dev, ip); err != nil {
+				return madeDevice, len(added), err
+			}
+			m.ours[ip] = true
+			added = append(added, ip)
 		}
-		if err := links.AddAddr(m.dev, ip); err != nil {
-			return madeDevice, len(added), err
-		}
-		added = append(added, ip)
 	}
 	if len(added) > 0 {
 		m.log.Info("node-local addresses in place", "device", m.dev, "added", added)
 	}
+	if len(others) > 0 {
+		m.toldOthers = true
+		m.log.Info("node-local addresses already on the device, not ours: left there on stop", "device", m.dev, "addresses", others)
+	}
 	return madeDevice, len(added), nil
+}
+
+// ensureDevice makes cfg.Interface unless it exists; without the dummy
+// type the addresses go on lo. An interface without LinkAlias is someone
+// else's: it gets the addresses but is never deleted. Called with mu held.
+func (m *Manager) ensureDevice() (made bool, err error) {
+	found, ours, err := m.cfg.Links.Lookup(m.cfg.Interface)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case found && ours:
+		m.ownDevice = true
+	case found:
+		if m.ownDevice {
+			clear(m.ours) // ours was replaced: what it held went with it
+		}
+		m.ownDevice = false
+		if !m.foreign {
+			m.foreign = true
+			m.log.Warn("interface exists and was not made by dnsconfigurer: adding the addresses to it, and on stop removing only those added", "interface", m.cfg.Interface)
+		}
+	default:
+		if err := m.cfg.Links.AddDummy(m.cfg.Interface); err != nil {
+			m.log.Info("no dummy interface: the addresses go on lo", "interface", m.cfg.Interface, "err", err)
+			m.dev, m.ownDevice = "lo", false
+			return false, nil
+		}
+		clear(m.ours)
+		m.ownDevice, m.foreign = true, false
+		return true, nil
+	}
+	return false, nil
 }
 
 // EnsureNotrack installs the notrack table unless it is in place.
@@ -274,7 +328,7 @@ func (m *Manager) RemoveNotrack() error {
 	if !m.cfg.SetupNotrack || !m.teardown() {
 		return nil
 	}
-	if err := m.cfg.Notrack.Remove(); err != nil {
+	if _, err := m.cfg.Notrack.Remove(); err != nil {
 		m.errs.Add(1)
 		return err
 	}
@@ -282,9 +336,16 @@ func (m *Manager) RemoveNotrack() error {
 	return nil
 }
 
-// Release removes the addresses (the whole device when it is the dummy)
-// when this instance tears down, then releases the lease.
+// Release removes the addresses when this instance tears down (the whole
+// device when it is ours), then releases the lease. Later calls do nothing.
 func (m *Manager) Release() error {
+	m.mu.Lock()
+	done := m.released
+	m.released = true
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
 	var err error
 	if m.cfg.SetupInterface && m.teardown() {
 		err = m.removeAddrs()
@@ -298,21 +359,39 @@ func (m *Manager) Release() error {
 	return err
 }
 
+// removeAddrs deletes the device when it still carries LinkAlias, and
+// otherwise removes only the addresses this project put on it.
 func (m *Manager) removeAddrs() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ownDevice {
-		if err := m.cfg.Links.Delete(m.dev); err != nil {
+	if m.dev != "lo" && m.ownDevice {
+		found, ours, err := m.cfg.Links.Lookup(m.dev)
+		switch {
+		case err != nil:
 			return err
+		case !found:
+			return nil
+		case ours:
+			if err := m.cfg.Links.Delete(m.dev); err != nil {
+				return err
+			}
+			m.log.Info("node-local interface removed", "interface", m.dev)
+			return nil
 		}
-		m.log.Info("node-local interface removed", "interface", m.dev)
-		return nil
 	}
 	var errs []error
+	var removed []netip.Addr
 	for _, ip := range m.cfg.IPs {
-		errs = append(errs, m.cfg.Links.DelAddr(m.dev, ip))
+		if !m.ours[ip] {
+			continue
+		}
+		if err := m.cfg.Links.DelAddr(m.dev, ip); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, ip)
 	}
-	m.log.Info("node-local addresses removed", "device", m.dev, "addresses", m.cfg.IPs)
+	m.log.Info("node-local addresses removed", "device", m.dev, "addresses", removed)
 	return errors.Join(errs...)
 }
 

@@ -16,24 +16,34 @@ import (
 // fakeLinks is Links in memory; dummy reports whether the dummy type exists.
 type fakeLinks struct {
 	dummy bool
-	devs  map[string][]netip.Addr
+	devs  map[string][]Addr
+	ours  map[string]bool // devices with LinkAlias
 	fail  error
 }
 
 func newFakeLinks(dummy bool) *fakeLinks {
-	return &fakeLinks{dummy: dummy, devs: map[string][]netip.Addr{"lo": {netip.MustParseAddr("127.0.0.1")}}}
+	return &fakeLinks{dummy: dummy, devs: map[string][]Addr{"lo": {{IP: netip.MustParseAddr("127.0.0.1")}}}, ours: map[string]bool{}}
 }
 
-func (f *fakeLinks) Exists(name string) (bool, error) { _, ok := f.devs[name]; return ok, f.fail }
+func (f *fakeLinks) Lookup(name string) (bool, bool, error) {
+	_, ok := f.devs[name]
+	return ok, f.ours[name], f.fail
+}
 func (f *fakeLinks) AddDummy(name string) error {
 	if !f.dummy {
 		return errors.New("operation not supported")
 	}
-	f.devs[name] = nil
+	f.devs[name], f.ours[name] = nil, true
 	return nil
 }
-func (f *fakeLinks) Delete(name string) error { delete(f.devs, name); return nil }
-func (f *fakeLinks) Addrs(dev string) ([]netip.Addr, error) {
+func (f *fakeLinks) Delete(name string) error {
+	if !f.ours[name] {
+		return errors.New("not ours")
+	}
+	delete(f.devs, name)
+	return nil
+}
+func (f *fakeLinks) Addrs(dev string) ([]Addr, error) {
 	a, ok := f.devs[dev]
 	if !ok {
 		return nil, errors.New("no such device")
@@ -41,12 +51,21 @@ func (f *fakeLinks) Addrs(dev string) ([]netip.Addr, error) {
 	return a, f.fail
 }
 func (f *fakeLinks) AddAddr(dev string, ip netip.Addr) error {
-	f.devs[dev] = append(f.devs[dev], ip)
+	f.devs[dev] = append(f.devs[dev], Addr{IP: ip, Ours: true})
 	return f.fail
 }
 func (f *fakeLinks) DelAddr(dev string, ip netip.Addr) error {
-	f.devs[dev] = slices.DeleteFunc(f.devs[dev], func(a netip.Addr) bool { return a == ip })
+	f.devs[dev] = slices.DeleteFunc(f.devs[dev], func(a Addr) bool { return a.IP == ip })
 	return nil
+}
+
+// ipsOf is the addresses of dev.
+func (f *fakeLinks) ipsOf(dev string) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range f.devs[dev] {
+		out = append(out, a.IP)
+	}
+	return out
 }
 
 // fakeNotrack is Notrack in memory.
@@ -63,7 +82,11 @@ func (f *fakeNotrack) Apply(ips []netip.Addr, _ uint16) error {
 func (f *fakeNotrack) Present(ips []netip.Addr, _ uint16) (bool, error) {
 	return slices.Equal(f.ips, ips), nil
 }
-func (f *fakeNotrack) Remove() error { f.ips = nil; return nil }
+func (f *fakeNotrack) Remove() (bool, error) {
+	had := f.ips != nil
+	f.ips = nil
+	return had, nil
+}
 
 var ips = []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.96.0.10")}
 
@@ -96,7 +119,7 @@ func TestLifecycle(t *testing.T) {
 				t.Fatalf("device %q, want %q", m.Device(), tt.wantDev)
 			}
 			for _, ip := range ips {
-				if !slices.Contains(links.devs[tt.wantDev], ip) {
+				if !slices.Contains(links.ipsOf(tt.wantDev), ip) {
 					t.Errorf("%s not on %s: %v", ip, tt.wantDev, links.devs)
 				}
 			}
@@ -128,7 +151,7 @@ func TestLifecycle(t *testing.T) {
 			if _, ok := links.devs["nodelocaldns"]; ok {
 				t.Error("dummy device left")
 			}
-			if !slices.Equal(links.devs["lo"], []netip.Addr{netip.MustParseAddr("127.0.0.1")}) {
+			if !slices.Equal(links.ipsOf("lo"), []netip.Addr{netip.MustParseAddr("127.0.0.1")}) {
 				t.Errorf("lo after teardown: %v, want 127.0.0.1 only", links.devs["lo"])
 			}
 		})
@@ -237,5 +260,74 @@ func (l *labelled) Collect(ch chan<- prometheus.Metric) {
 		if name == l.what {
 			ch <- prometheus.MustNewConstMetric(l.m.repairDesc, prometheus.CounterValue, float64(l.m.repairs[i].Load()), name)
 		}
+	}
+}
+
+// TestStaleTableAtStart: a notrack table left by an instance that did not
+// stop (killed) is removed when the next one prepares, unless another
+// instance runs (a surge: the table is its) or SkipTeardown asks to keep
+// the setup; it comes back once the stage serves (EnsureNotrack).
+func TestStaleTableAtStart(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		otherRuns   bool
+		skip        bool
+		wantRemoved bool
+	}{
+		{"alone", false, false, true},
+		{"another instance runs", true, false, false},
+		{"skip teardown", false, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lock := filepath.Join(t.TempDir(), "nl.lock")
+			links, nt := newFakeLinks(false), &fakeNotrack{}
+			nt.Apply(ips, 53) // left by a killed instance
+			if tt.otherRuns {
+				l, err := Acquire(context.Background(), lock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+			}
+			m := newManager(t, lock, links, nt, tt.skip)
+			if err := m.Prepare(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if removed := nt.ips == nil; removed != tt.wantRemoved {
+				t.Fatalf("table removed at start: %v, want %v", removed, tt.wantRemoved)
+			}
+			if _, err := m.EnsureNotrack(); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := nt.Present(ips, 53); !ok {
+				t.Error("table not in place once the stage serves")
+			}
+		})
+	}
+}
+
+// TestLeaseAlone: Alone keeps the lease shared whatever it finds, so a
+// holder that checks it never lets another instance tear down under it.
+func TestLeaseAlone(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "nl.lock")
+	a, err := Acquire(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if !a.Alone() {
+		t.Fatal("the only holder is not alone")
+	}
+	b, err := Acquire(context.Background(), lock) // does not wait: a holds it shared
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if a.Alone() || b.Alone() {
+		t.Fatal("Alone with two holders")
+	}
+	// b's failed check did not drop its lock: a is not last.
+	if a.Last() {
+		t.Fatal("a is last while b holds the lease")
 	}
 }

@@ -21,8 +21,9 @@ type Notrack interface {
 	Apply(ips []netip.Addr, port uint16) error
 	// Present reports whether the rules for ips and port are all in place.
 	Present(ips []netip.Addr, port uint16) (bool, error)
-	// Remove removes the rules; it is not an error when there are none.
-	Remove() error
+	// Remove removes the rules and reports whether there were any; it is
+	// not an error when there are none.
+	Remove() (bool, error)
 }
 
 // NftNotrack is Notrack on nftables, in the network namespace of a file
@@ -127,19 +128,26 @@ func (n *NftNotrack) Present(ips []netip.Addr, port uint16) (bool, error) {
 }
 
 // Remove implements Notrack.
-func (n *NftNotrack) Remove() error {
+func (n *NftNotrack) Remove() (bool, error) {
 	c, err := n.conn()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer c.CloseLasting()
+	_, err = c.ListTableOfFamily(TableName, nftables.TableFamilyINet)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("nftables: list table %s: %w", TableName, err)
+	}
 	t := table()
-	c.AddTable(t)
+	c.AddTable(t) // so that the delete never fails on a table gone meanwhile
 	c.DelTable(t)
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("nftables: delete table %s: %w", TableName, err)
+		return false, fmt.Errorf("nftables: delete table %s: %w", TableName, err)
 	}
-	return nil
+	return true, nil
 }
 
 // notrackExprs is "meta nfproto <family> <ip> daddr|saddr <ip> meta l4proto

@@ -464,3 +464,62 @@ func TestRollingRestart(t *testing.T) {
 		t.Errorf("setup left after the last instance stopped: table %v, addresses %v", table, addrs)
 	}
 }
+
+// kill ends the instance with SIGKILL: no teardown runs.
+func (in *instance) kill(t *testing.T) {
+	t.Helper()
+	in.cmd.Process.Kill()
+	go func() {
+		for range in.lines {
+		}
+	}()
+	select {
+	case <-in.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("node-local still running 15s after SIGKILL")
+	}
+}
+
+// TestRestartAfterKill (issue 27 item 9): node-local killed with SIGKILL
+// (an OOM kill) leaves its addresses and notrack table, so the Service IP
+// stays captured and a pod's query to it fails, until the next instance
+// starts. That one, alone on the node, removes the table before anything
+// else (the Service IP is the cluster DNS's while it starts), takes the
+// addresses back as its own, installs the table once it serves, and
+// removes everything when it stops.
+func TestRestartAfterKill(t *testing.T) {
+	n := newNode(t)
+	killed := n.start(t, 9353, "notrack table in place")
+	killed.kill(t)
+	if table, addrs := n.setupPresent(t); !table || !addrs {
+		t.Fatalf("after SIGKILL: table %v, addresses %v; want both left", table, addrs)
+	}
+	if got, _ := query(n.pod, serviceIP, clusterName); got != "" {
+		t.Errorf("after SIGKILL the Service IP answered %q: want it captured, nothing listening", got)
+	}
+
+	begin := time.Now()
+	next := n.start(t, 9353, "removed the notrack table")
+	cleaned := time.Since(begin)
+	next.waitLog(t, "notrack table in place")
+	serving := time.Since(begin)
+	t.Logf("the restarted instance removed the stale table %v after its start and took the Service IP back %v after it",
+		cleaned.Round(time.Millisecond), serving.Round(time.Millisecond))
+	if table, addrs := n.setupPresent(t); !table || !addrs {
+		t.Fatalf("after the restart: table %v, addresses %v", table, addrs)
+	}
+	before := n.requests(t, next)
+	if got, _ := query(n.pod, serviceIP, clusterName); got != "10.0.0.1" {
+		t.Fatalf("after the restart: %s answered %q", serviceIP, got)
+	}
+	if got := n.requests(t, next) - before; got < 1 {
+		t.Errorf("the restarted node-local counted %v queries, want the pod's", got)
+	}
+	next.stop(t)
+	if table, addrs := n.setupPresent(t); table || addrs {
+		t.Errorf("setup left after the restarted instance stopped: table %v, addresses %v", table, addrs)
+	}
+	if got, _ := query(n.pod, serviceIP, clusterName); got != "10.0.0.1" {
+		t.Errorf("after the last stop: %s answered %q, want the cluster DNS's fallback", serviceIP, got)
+	}
+}
