@@ -57,8 +57,8 @@ func (b *byteBudget) tryAcquire(n int64) bool {
 // acquire takes n bytes for a caller that holds held bytes already,
 // waiting in line until they are free or ctx is done (ctx.Err()). It
 // refuses to wait, with errWaitersFull, when the waiters would hold more
-// than half the budget. n must fit in the budget, and to be sure to get its
-// turn, in half of it (held <= n).
+// than half the budget. n must fit in the budget; a caller that asks for no
+// more than it holds (as a doubling buffer does) is sure to get its turn.
 func (b *byteBudget) acquire(ctx context.Context, n, held int64) error {
 	if b == nil {
 		return nil
