@@ -31,6 +31,10 @@ const (
 	DefaultMaxRequestBytes = 6 << 20
 	DefaultReadTimeout     = "10s"
 	DefaultWriteTimeout    = "10s"
+	// DefaultBodyProgressTimeout gives each 64 KiB of a request body 2 s
+	// (at least 32 KiB/s): the API server sends a review at network speed,
+	// and a client trickling a body is cut off long before readTimeout.
+	DefaultBodyProgressTimeout = "2s"
 )
 
 // WebhookConfiguration is the config file of `dnsconfigurer webhook`:
@@ -40,6 +44,8 @@ const (
 //	listen: ":8443"
 //	tlsCertFile: /etc/dnsconfigurer/tls/tls.crt
 //	tlsPrivateKeyFile: /etc/dnsconfigurer/tls/tls.key
+//	bodyProgressTimeout: 2s    # each 64 KiB of a body within this
+//	clientCAFile: /etc/dnsconfigurer/client-ca/ca.crt   # optional
 //	trims: warn
 //	defaultDNSPolicy: ClusterFirstWithAutopath   # as the node agents'
 //	ndots: 2
@@ -81,6 +87,18 @@ type WebhookConfiguration struct {
 	// at most the webhook's timeoutSeconds anyway).
 	ReadTimeout  string `json:"readTimeout,omitempty"`
 	WriteTimeout string `json:"writeTimeout,omitempty"`
+	// BodyProgressTimeout is the time each 64 KiB of a request body (all
+	// of a shorter body) has to arrive, as a Go duration (default "2s");
+	// the whole body must still arrive within readTimeout. A slower body
+	// is answered 408 and gives back the bytes it took from the in-flight
+	// budget.
+	BodyProgressTimeout string `json:"bodyProgressTimeout,omitempty"`
+	// ClientCAFile, when set, is a PEM bundle of CAs: /validate then
+	// answers only clients with a certificate one of them signed (the API
+	// server, given a client certificate for the webhook in its admission
+	// control config), and 403 before reading the body otherwise. /healthz,
+	// /readyz and /metrics need no certificate. Read at start.
+	ClientCAFile string `json:"clientCAFile,omitempty"`
 	// Trims is "warn" (default) or "deny".
 	Trims string `json:"trims,omitempty"`
 	// PodPolicy is the node agents' policy for pods that did not choose:
@@ -144,6 +162,9 @@ func (w *WebhookConfiguration) SetDefaults() {
 	if w.WriteTimeout == "" {
 		w.WriteTimeout = DefaultWriteTimeout
 	}
+	if w.BodyProgressTimeout == "" {
+		w.BodyProgressTimeout = DefaultBodyProgressTimeout
+	}
 	if w.Trims == "" {
 		w.Trims = TrimsWarn
 	}
@@ -178,7 +199,8 @@ func (w *WebhookConfiguration) Validate() error {
 	if w.MaxRequestBytes < 4<<10 {
 		return fmt.Errorf("maxRequestBytes: %d is too small to hold an AdmissionReview (at least 4096)", w.MaxRequestBytes)
 	}
-	for _, d := range []struct{ name, val string }{{"readTimeout", w.ReadTimeout}, {"writeTimeout", w.WriteTimeout}} {
+	for _, d := range []struct{ name, val string }{{"readTimeout", w.ReadTimeout}, {"writeTimeout", w.WriteTimeout},
+		{"bodyProgressTimeout", w.BodyProgressTimeout}} {
 		v, err := time.ParseDuration(d.val)
 		if err != nil || v <= 0 {
 			return fmt.Errorf("%s: %q is not a positive duration such as \"10s\"", d.name, d.val)
@@ -258,4 +280,10 @@ func (w *WebhookConfiguration) Timeouts() (read, write time.Duration) {
 	read, _ = time.ParseDuration(w.ReadTimeout)
 	write, _ = time.ParseDuration(w.WriteTimeout)
 	return read, write
+}
+
+// BodyProgress returns BodyProgressTimeout parsed; call it after Validate.
+func (w *WebhookConfiguration) BodyProgress() time.Duration {
+	d, _ := time.ParseDuration(w.BodyProgressTimeout)
+	return d
 }

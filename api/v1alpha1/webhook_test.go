@@ -21,6 +21,9 @@ func TestWebhookDefaults(t *testing.T) {
 	if r, wr := w.Timeouts(); r != 10*time.Second || wr != 10*time.Second {
 		t.Errorf("timeouts %v %v", r, wr)
 	}
+	if p := w.BodyProgress(); p != 2*time.Second {
+		t.Errorf("body progress timeout %v, want 2s", p)
+	}
 	// SetDefaults is idempotent.
 	w.SetDefaults()
 	if err := w.Validate(); err != nil {
@@ -55,6 +58,8 @@ func TestWebhookValidate(t *testing.T) {
 		{"tiny body cap", func(w *WebhookConfiguration) { w.MaxRequestBytes = 100 }, "maxRequestBytes: 100 is too small"},
 		{"bad timeout", func(w *WebhookConfiguration) { w.ReadTimeout = "10" }, `readTimeout: "10" is not a positive duration`},
 		{"negative timeout", func(w *WebhookConfiguration) { w.WriteTimeout = "-1s" }, `writeTimeout: "-1s"`},
+		{"body progress timeout", func(w *WebhookConfiguration) { w.BodyProgressTimeout = "0s" }, `bodyProgressTimeout: "0s" is not a positive duration such as "10s"`},
+		{"client CA", func(w *WebhookConfiguration) { w.ClientCAFile = "/etc/dnsconfigurer/client-ca/ca.crt" }, ""},
 		{"trims", func(w *WebhookConfiguration) { w.Trims = "drop" }, `trims: "drop" must be "warn" or "deny"`},
 		{"default policy", func(w *WebhookConfiguration) { w.DefaultDNSPolicy = "Autopath" }, `defaultDNSPolicy: "Autopath" must be "ClusterFirst" or "ClusterFirstWithAutopath"`},
 		{"ndots", func(w *WebhookConfiguration) { w.Ndots = ptr(20) }, `ndots: 20 must be between 0 and 15`},

@@ -203,11 +203,14 @@ func serveWebhook(ctx context.Context, cfg *v1alpha1.WebhookConfiguration, revie
 		webhook.WithGatherer(reg),
 		webhook.WithMaxRequestBytes(cfg.MaxRequestBytes),
 		webhook.WithTimeouts(read, write),
+		webhook.WithBodyProgressTimeout(cfg.BodyProgress()),
+		webhook.WithClientCAFile(cfg.ClientCAFile),
 	)
 	if err != nil {
 		return fmt.Errorf("cannot start: %w", err)
 	}
 	log.Info("starting", "listen", cfg.Listen, "clusterDNS", cfg.Cluster.ClusterDNS, "clusterDomain", cfg.Cluster.Domain(),
-		"nodePools", len(cfg.NodePools), "trims", cfg.Trims, "maxRequestBytes", strconv.FormatInt(cfg.MaxRequestBytes, 10))
+		"nodePools", len(cfg.NodePools), "trims", cfg.Trims, "maxRequestBytes", strconv.FormatInt(cfg.MaxRequestBytes, 10),
+		"clientCertificates", cfg.ClientCAFile != "")
 	return srv.ListenAndServe(ctx, cfg.Listen)
 }

@@ -171,6 +171,22 @@ func TestNewBadCert(t *testing.T) {
 			}
 		})
 	}
+	notPEM := dir + "/ca.txt"
+	writeAtomic(t, notPEM, []byte("not a certificate\n"))
+	for _, tc := range []struct{ name, caFile, want string }{
+		{"client CA missing", dir + "/nope-ca.crt", "webhook: client CA: open " + dir + "/nope-ca.crt"},
+		{"client CA not PEM", notPEM, "webhook: client CA " + notPEM + ": no PEM certificate in it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			certPEM, keyPEM, _ := ca.issue(t)
+			writeAtomic(t, cert, certPEM)
+			writeAtomic(t, key, keyPEM)
+			_, err := New(testReviewer(t), cert, key, WithClientCAFile(tc.caFile))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
 	if _, err := New(&Reviewer{}, cert, key); err == nil {
 		t.Errorf("New without an engine: no error")
 	}

@@ -417,3 +417,25 @@ func TestDeployKustomize(t *testing.T) {
 		t.Errorf("kustomize emitted %d objects, want %d:\n%s", got, want, out)
 	}
 }
+
+// TestDefaultsMatchConfig: the server's defaults, for callers of New that
+// set no option, are the config file's (api/v1alpha1 owns them).
+func TestDefaultsMatchConfig(t *testing.T) {
+	var cfg v1alpha1.WebhookConfiguration
+	cfg.SetDefaults()
+	read, write := cfg.Timeouts()
+	cases := []struct {
+		name         string
+		server, file any
+	}{
+		{"maxRequestBytes", int64(DefaultMaxRequestBytes), cfg.MaxRequestBytes},
+		{"readTimeout", DefaultReadTimeout, read},
+		{"writeTimeout", DefaultWriteTimeout, write},
+		{"bodyProgressTimeout", DefaultBodyProgressTimeout, cfg.BodyProgress()},
+	}
+	for _, tc := range cases {
+		if tc.server != tc.file {
+			t.Errorf("%s: server default %v, config default %v", tc.name, tc.server, tc.file)
+		}
+	}
+}

@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,13 +28,16 @@ const (
 type handler struct {
 	reviewer *Reviewer
 	maxBytes int64
-	// budget bounds the body bytes being read and decoded at once; a
-	// request waits for its share at most queueTimeout.
-	budget       *byteBudget
-	queueTimeout time.Duration
-	log          *slog.Logger
-	m            *metrics
-	ops          http.Handler
+	// budget bounds the body bytes held at once; body says how long a
+	// body may wait for it and take to arrive.
+	budget *byteBudget
+	body   bodyRules
+	// clientAuth refuses /validate to a client without a certificate
+	// signed by the client CA.
+	clientAuth bool
+	log        *slog.Logger
+	m          *metrics
+	ops        http.Handler
 }
 
 // statusWriter records the status code for the request metric.
@@ -51,6 +52,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
@@ -96,37 +100,25 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("Content-Type %q not supported: the AdmissionReview must be application/json", r.Header.Get("Content-Type")), http.StatusUnsupportedMediaType)
 		return
 	}
+	if h.clientAuth && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+		h.refuse(w, r, http.StatusForbidden, "a client certificate signed by the webhook's client CA is required")
+		return
+	}
 	if r.ContentLength > h.maxBytes {
-		http.Error(w, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, h.maxBytes), http.StatusRequestEntityTooLarge)
+		h.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, h.maxBytes))
 		return
 	}
-	// The body's bytes are taken from the budget before it is read, and
-	// given back once the review is answered: that bounds the memory that
-	// concurrent large bodies hold, whatever their number.
-	weight := r.ContentLength
-	if weight < 0 {
-		weight = h.maxBytes // unknown length: the most it can be
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.queueTimeout)
-	err := h.budget.acquire(ctx, weight)
-	cancel()
+	// The body's bytes are taken from the budget as they arrive, and given
+	// back once the review is answered: that bounds the memory concurrent
+	// bodies hold, whatever their number, and a slow body holds little.
+	b := newBodyReader(r.Body, r.ContentLength, h.budget, h.body, http.NewResponseController(w))
+	err := b.read(r.Context())
+	defer h.budget.release(b.held)
 	if err != nil {
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, fmt.Sprintf("too many request bytes in flight: a body of %d bytes waited %v for its turn; retry", weight, h.queueTimeout), http.StatusTooManyRequests)
+		h.bodyError(w, r, err)
 		return
 	}
-	defer h.budget.release(weight)
-	body, err := readBody(w, r, h.maxBytes)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			http.Error(w, fmt.Sprintf("request body is over the limit of %d bytes", h.maxBytes), http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	review, err := decodeReview(body)
+	review, err := decodeReview(b.buf)
 	if err != nil {
 		h.badRequest(w, r, err)
 		return
@@ -152,16 +144,29 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readBody reads the request body, at most limit bytes, into a buffer sized
-// from Content-Length when the request has one, so that the body is held
-// once rather than in a growing series of copies.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, limit)) + bytes.MinRead)
+// bodyError answers a body that could not be read.
+func (h *handler) bodyError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, errBudgetWait):
+		w.Header().Set("Retry-After", "1")
+		h.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many request bytes in flight: the body waited %v for its share; retry", h.body.queue))
+	case errors.Is(err, errBodySlow):
+		h.log.Warn("request body too slow", "remote", r.RemoteAddr, "err", err)
+		h.refuse(w, r, http.StatusRequestTimeout, err.Error())
+	case errors.Is(err, errBodyLarge):
+		h.refuse(w, r, http.StatusRequestEntityTooLarge, err.Error())
+	default:
+		h.refuse(w, r, http.StatusBadRequest, "reading the request body: "+err.Error())
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	return buf.Bytes(), err
+}
+
+// refuse answers code without reading the rest of the body. An HTTP/1
+// connection is closed after it rather than drained for the next request.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
+	http.Error(w, msg, code)
 }
 
 func (h *handler) badRequest(w http.ResponseWriter, r *http.Request, err error) {

@@ -106,6 +106,29 @@ func (ca *testCA) issue(t testing.TB) (certPEM, keyPEM []byte, serial int64) {
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), serial
 }
 
+// issueClient makes a client certificate, as the API server would present
+// with a kubeconfig for the webhook.
+func (ca *testCA) issueClient(t testing.TB) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(ca.serial.Add(1)),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-webhook-client"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
 // writeAtomic replaces path's content by a rename, as cert-manager and the
 // kubelet's Secret volumes do.
 func writeAtomic(t testing.TB, path string, data []byte) {

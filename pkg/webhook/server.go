@@ -3,11 +3,13 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,8 +27,11 @@ const (
 	DefaultMaxInFlightBytes = 2 * DefaultMaxRequestBytes
 	DefaultReadTimeout      = 10 * time.Second
 	DefaultWriteTimeout     = 10 * time.Second
-	DefaultIdleTimeout      = 90 * time.Second
-	DefaultShutdownTimeout  = 10 * time.Second
+	// DefaultBodyProgressTimeout is the time each 64 KiB of a body (all
+	// of a shorter one) has to arrive: at least 32 KiB/s.
+	DefaultBodyProgressTimeout = 2 * time.Second
+	DefaultIdleTimeout         = 90 * time.Second
+	DefaultShutdownTimeout     = 10 * time.Second
 )
 
 type options struct {
@@ -37,6 +42,8 @@ type options struct {
 	maxInFlight     int64
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
+	bodyProgress    time.Duration
+	clientCAFile    string
 	idleTimeout     time.Duration
 	shutdownTimeout time.Duration
 	debounce        time.Duration
@@ -59,11 +66,30 @@ func WithMaxRequestBytes(n int64) Option { return func(o *options) { o.maxBytes 
 
 // WithMaxInFlightBytes bounds the request body bytes read and decoded at
 // once (default DefaultMaxInFlightBytes; at least the body cap is used). A
-// request takes its Content-Length from the budget, or the body cap when it
-// sends none, before its body is read; one that finds the budget spent waits
-// its turn, in arrival order, for half the read timeout (the other half is
-// left to read the body) and is then answered 429 with Retry-After.
+// body takes bytes from the budget as they arrive: its buffer, which
+// doubles when full, holds at most twice what it has received (at least
+// 512 bytes) and never more than its Content-Length. A body that finds the
+// budget spent waits its turn, in arrival order, for half the read timeout
+// in all, and is then answered 429 with Retry-After.
 func WithMaxInFlightBytes(n int64) Option { return func(o *options) { o.maxInFlight = n } }
+
+// WithBodyProgressTimeout sets the time each 64 KiB of a request body (all
+// of a shorter body) has to arrive (default DefaultBodyProgressTimeout). A
+// body that falls behind, or is not complete within the read timeout, is
+// answered 408 and gives its bytes back. Zero keeps the default.
+func WithBodyProgressTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.bodyProgress = d
+		}
+	}
+}
+
+// WithClientCAFile makes the server ask for client certificates and answer
+// /validate only to a client whose certificate this PEM bundle signed (403
+// before the body is read otherwise). /healthz, /readyz and /metrics stay
+// open to kubelet's probes. The file is read once, by New.
+func WithClientCAFile(path string) Option { return func(o *options) { o.clientCAFile = path } }
 
 // WithTimeouts sets the time allowed to read a request, headers included,
 // and to write its response (defaults DefaultReadTimeout and
@@ -90,10 +116,11 @@ func WithReloadDebounce(d time.Duration) Option { return func(o *options) { o.de
 
 // Server is the webhook's HTTPS server.
 type Server struct {
-	o     options
-	m     *metrics
-	certs *certReloader
-	h     *handler
+	o         options
+	m         *metrics
+	certs     *certReloader
+	h         *handler
+	clientCAs *x509.CertPool // nil: no client certificates asked for
 }
 
 // New checks reviewer, loads the serving certificate and key and registers
@@ -101,7 +128,7 @@ type Server struct {
 // start without a certificate.
 func New(reviewer *Reviewer, certFile, keyFile string, opts ...Option) (*Server, error) {
 	o := options{log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxRequestBytes, maxInFlight: DefaultMaxInFlightBytes,
-		readTimeout: DefaultReadTimeout, writeTimeout: DefaultWriteTimeout, idleTimeout: DefaultIdleTimeout,
+		readTimeout: DefaultReadTimeout, writeTimeout: DefaultWriteTimeout, bodyProgress: DefaultBodyProgressTimeout, idleTimeout: DefaultIdleTimeout,
 		shutdownTimeout: DefaultShutdownTimeout, debounce: 100 * time.Millisecond}
 	for _, opt := range opts {
 		opt(&o)
@@ -118,6 +145,10 @@ func New(reviewer *Reviewer, certFile, keyFile string, opts ...Option) (*Server,
 	if certFile == "" || keyFile == "" {
 		return nil, errors.New("webhook: a certificate file and a key file are required")
 	}
+	clientCAs, err := loadClientCAs(o.clientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
+	}
 	budget := newByteBudget(max(o.maxInFlight, o.maxBytes))
 	m, err := newMetrics(o.reg, budget)
 	if err != nil {
@@ -127,9 +158,26 @@ func New(reviewer *Reviewer, certFile, keyFile string, opts ...Option) (*Server,
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	h := &handler{reviewer: reviewer, maxBytes: o.maxBytes, budget: budget, queueTimeout: o.readTimeout / 2,
+	rules := bodyRules{limit: o.maxBytes, queue: o.readTimeout / 2, progress: o.bodyProgress, read: o.readTimeout}
+	h := &handler{reviewer: reviewer, maxBytes: o.maxBytes, budget: budget, body: rules, clientAuth: clientCAs != nil,
 		log: o.log, m: m, ops: health.Handler(o.gatherer)}
-	return &Server{o: o, m: m, certs: certs, h: h}, nil
+	return &Server{o: o, m: m, certs: certs, h: h, clientCAs: clientCAs}, nil
+}
+
+// loadClientCAs reads the client CA bundle; "" is none.
+func loadClientCAs(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("client CA %s: no PEM certificate in it", path)
+	}
+	return pool, nil
 }
 
 // ListenAndServe listens on addr and calls Serve.
@@ -162,12 +210,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-watchDone
 	}()
 
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.GetCertificate}
+	if s.clientCAs != nil {
+		// Kubelet's probes send no certificate; the handler refuses
+		// /validate without one.
+		tlsConf.ClientAuth, tlsConf.ClientCAs = tls.VerifyClientCertIfGiven, s.clientCAs
+	}
 	srv := &http.Server{
-		Handler: s.h,
-		TLSConfig: &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: s.certs.GetCertificate,
-		},
+		Handler:           s.h,
+		TLSConfig:         tlsConf,
 		ReadHeaderTimeout: s.o.readTimeout,
 		ReadTimeout:       s.o.readTimeout,
 		WriteTimeout:      s.o.writeTimeout,
