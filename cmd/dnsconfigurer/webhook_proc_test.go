@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -103,7 +105,15 @@ func startWebhookProcess(t *testing.T, cert, key string, pool *x509.CertPool) (*
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := startChild(t, "TestWebhookProcess", "webhook", "--listen", addr, "--tls-cert-file", cert, "--tls-private-key-file", key,
+	// The progress limit is the read timeout here: this test measures
+	// memory under 50 parallel bodies, and on a loaded 2-core machine one
+	// client's TLS writer can stall past the 2 s default. TestSlowBodyCutOff
+	// and test/integration/webhook/slowbody prove the default.
+	conf := filepath.Join(t.TempDir(), "webhook.yaml")
+	if err := os.WriteFile(conf, []byte("apiVersion: dnsconfigurer.io/v1alpha1\nkind: WebhookConfiguration\nbodyProgressTimeout: 10s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, "TestWebhookProcess", "webhook", "--config", conf, "--listen", addr, "--tls-cert-file", cert, "--tls-private-key-file", key,
 		"--cluster-dns", "10.96.0.10", "--log-format", "text")
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer tr.CloseIdleConnections()
