@@ -138,7 +138,6 @@ type nameTable interface {
 
 // delta is what one apply touched.
 type delta struct {
-	names  map[string]struct{} // nil in a rebuild: every name is new
 	shared map[string]struct{} // shared names to merge again
 	ns     map[string]struct{}
 	ips    map[netip.Addr]struct{}
@@ -147,21 +146,33 @@ type delta struct {
 	lost bool
 }
 
-func newDelta(names bool) *delta {
-	d := &delta{shared: map[string]struct{}{}, ns: map[string]struct{}{}, ips: map[netip.Addr]struct{}{}}
-	if names {
-		d.names = map[string]struct{}{}
-	}
-	return d
+func newDelta() *delta {
+	return &delta{shared: map[string]struct{}{}, ns: map[string]struct{}{}, ips: map[netip.Addr]struct{}{}}
 }
+
+// overlay is the nameTable of an apply: the names it wrote over the
+// previous Snapshot's, so that a name taken out and put back unchanged
+// costs no copy of its shard.
+type overlay struct {
+	base *shardMap[string, *Node]
+	m    map[string]*Node // nil: deleted
+}
+
+func (o *overlay) get(name string) (*Node, bool) {
+	if n, ok := o.m[name]; ok {
+		return n, n != nil
+	}
+	return o.base.get(name)
+}
+
+func (o *overlay) set(name string, n *Node) { o.m[name] = n }
+
+func (o *overlay) del(name string) { o.m[name] = nil }
 
 // add (sign 1) or remove (sign -1) the contribution c to the names of t.
 // Shared names are merged by finish.
 func (st *applied) add(t nameTable, c *contribution, sign int, d *delta) {
 	for name, n := range c.names {
-		if d.names != nil {
-			d.names[name] = struct{}{}
-		}
 		if sign > 0 {
 			st.addName(t, name, n, d)
 		} else {
@@ -359,7 +370,7 @@ func (s *Store) rebuild() *Snapshot {
 	st := &applied{ent: &Node{TTL: s.opts.TTL}, shared: map[string]*sharedName{},
 		nsRefs: map[string]int{}, known: map[string]struct{}{}, claims: map[netip.Addr][]nsCount{}}
 	s.state = st
-	d := newDelta(false)
+	d := newDelta()
 	names := newShardMap[string, *Node](s.sizeHint())
 	s.allUnits(func(u unitKey) { st.add(names, s.buildUnit(u), 1, d) })
 	s.updateNamespaces(names, d)
@@ -401,22 +412,23 @@ func (s *Store) sizeHint() int {
 // the records (a bug): the caller rebuilds. s.mu is held.
 func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool) {
 	st := s.state
-	d := newDelta(true)
-	names := prev.names.edit()
+	d := newDelta()
+	o := &overlay{base: prev.names, m: map[string]*Node{}}
 	for u, old := range s.dirty {
-		st.add(names, old, -1, d)
-		st.add(names, s.buildUnit(u), 1, d)
+		st.add(o, old, -1, d)
+		st.add(o, s.buildUnit(u), 1, d)
 	}
-	nsChanged := s.updateNamespaces(names, d)
-	st.finish(names, d)
+	nsChanged := s.updateNamespaces(o, d)
+	st.finish(o, d)
 	if d.lost {
 		return nil, nil, false
 	}
 
 	snap = s.newSnapshot()
+	names := prev.names.edit()
 	ptrs := prev.ptrs
-	for name := range d.names {
-		n, has := names.get(name)
+	for name, n := range o.m {
+		has := n != nil
 		old, had := prev.names.get(name)
 		if had && has && (old == n || equalNode(old, n)) {
 			continue
@@ -425,6 +437,11 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 			continue
 		}
 		changed = append(changed, name)
+		if has {
+			names.set(name, n)
+		} else {
+			names.del(name)
+		}
 		if a, ok := reverseAddr(name); ok {
 			if has && len(n.PTR) > 0 {
 				ptrs = ptrs.Set(a, struct{}{})
