@@ -11,15 +11,21 @@
 // units of contribution: a Service with the EndpointSlices labelled with it,
 // a Pod, a Namespace object, a known namespace's <ns>.svc and <ns>.pod
 // names, and the fixed names. The record rules (build.go) run over one unit
-// at a time; a unit's first change after a Publish records what it
-// contributed, and the next Publish takes that out and puts the new
-// contribution in. For every name the Store keeps who contributes to it:
-// how many units make it an empty non-terminal, and the units that give it
-// data, in a fixed order. A changed name is merged again from its
-// contributors alone (a PTR shared by two Services, a pod IP of two pods),
-// with addresses and PTRs deduplicated and sorted as one build over every
-// record makes them. Namespaces, counts and the pod-IP index are kept by
-// reference counts. SetOptions and Replace rebuild everything.
+// at a time; a unit's first change after a Publish builds what it
+// contributed from its records as they were, and the next Publish takes
+// that out and puts the new contribution in. Most names have one
+// contributor, and for them the published node is the contribution: the
+// Snapshot itself is the index. Only names of two or more contributions
+// (a PTR shared by two Services, a pod IP of two pods, <ns>.svc) are kept
+// aside, as a count of empty non-terminals and the data nodes, told apart
+// by their content, and merged again when one changes, with addresses and
+// PTRs deduplicated and sorted as one build over every record makes them.
+// A contribution to take out that is not there (a bug) makes the Publish
+// rebuild everything. Namespaces, counts and the pod-IP index are kept by
+// reference counts. SetOptions and Replace rebuild everything. At rest the
+// live heap is about the whole-build store's (BenchmarkHeap: 20.6 and
+// 101 MB at 10k and 50k Services, against 19.7 and 93 MB), the difference
+// being mostly the sorted PTR address set.
 //
 // The published index is sharded copy-on-write (shard.go): Go maps of about
 // 32 names behind a two-level array; a Publish copies the shards it touches,

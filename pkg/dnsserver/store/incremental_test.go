@@ -180,6 +180,9 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 				history = append(history, w.change(st))
 			}
 			snap := st.Publish()
+			if st.lost != 0 {
+				t.Fatalf("seed %d step %d: the name index did not match the records and the Publish rebuilt\nchanges:\n%s", seed, step, joinLines(history))
+			}
 			want := st.oracle()
 			if msg := compareView(snap, want, w.ips); msg != "" {
 				t.Fatalf("seed %d step %d: %s\nchanges:\n%s", seed, step, msg, joinLines(history))

@@ -120,20 +120,37 @@ func (e *shardEdit[K, V]) del(k K) {
 // done returns the new map, resized when it has outgrown its shards (a
 // full copy, after the entries have grown fourfold).
 func (e *shardEdit[K, V]) done() *shardMap[K, V] {
-	m := e.m
+	return e.m.resized()
+}
+
+// resized is m, or a copy of it with more shards when it has outgrown its
+// shards fourfold.
+func (m *shardMap[K, V]) resized() *shardMap[K, V] {
 	if m.n <= 4*shardTarget*blockSize*len(m.blocks) {
 		return m
 	}
 	r := newShardMap[K, V](m.n)
-	m.all(func(k K, v V) { r.put(k, v) })
+	m.all(func(k K, v V) { r.set(k, v) })
 	return r
 }
 
-// put adds an entry to a map that is not published yet.
-func (m *shardMap[K, V]) put(k K, v V) {
+// set adds or replaces an entry of a map that is not published yet.
+func (m *shardMap[K, V]) set(k K, v V) {
 	s := m.at(m.shard(k))
 	if _, ok := s[k]; !ok {
 		m.n++
 	}
 	s[k] = v
 }
+
+// del removes an entry of a map that is not published yet.
+func (m *shardMap[K, V]) del(k K) {
+	s := m.at(m.shard(k))
+	if _, ok := s[k]; ok {
+		delete(s, k)
+		m.n--
+	}
+}
+
+// get is the entry of k in the map being edited.
+func (e *shardEdit[K, V]) get(k K) (V, bool) { return e.m.get(k) }

@@ -109,7 +109,10 @@ type Store struct {
 	dirty map[unitKey]*contribution
 	// state is what the last Publish applied (nil before the first).
 	state *applied
-	log   *changeLog
+	// lost counts the Publishes that found the index not matching the
+	// records and rebuilt everything (a bug; the tests want none).
+	lost int
+	log  *changeLog
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -358,10 +361,13 @@ func (s *Store) Publish() *Snapshot {
 	if s.full || s.state == nil {
 		snap = s.rebuild()
 		s.log.add(snap, nil, true)
-	} else {
-		var changed []string
-		snap, changed = s.apply(prev)
+	} else if next, changed, ok := s.apply(prev); ok {
+		snap = next
 		s.log.add(snap, changed, false)
+	} else {
+		s.lost++
+		snap = s.rebuild()
+		s.log.add(snap, nil, true)
 	}
 	snap.Serial = serial
 	s.full = false

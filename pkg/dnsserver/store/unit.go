@@ -36,13 +36,6 @@ type unitKey struct {
 	nsName
 }
 
-func compareUnit(a, b unitKey) int {
-	if a.kind != b.kind {
-		return int(a.kind) - int(b.kind)
-	}
-	return compareNsName(a.nsName, b.nsName)
-}
-
 // contribution is what one unit adds to a snapshot.
 type contribution struct {
 	// names are the unit's names; the ent node marks an empty
@@ -102,63 +95,88 @@ func (s *Store) serviceSlices(k nsName) []*EndpointSlice {
 	return out
 }
 
-// applied is what the published snapshot was made of: for every name, the
-// units that contribute to it.
+// applied is what the published snapshot was made of. The index of who
+// contributes to a name costs nothing for the common name, which one unit
+// alone makes: the published node is that unit's node (or ent, the one
+// node of every empty non-terminal), so the Snapshot itself says who
+// contributes. Only the names of two or more contributions are in shared.
+// A contribution is told by its node's content, not by its unit: a unit's
+// old contribution is built again from its old records (Store.touch), and
+// equal contributions are interchangeable in a merge.
 type applied struct {
 	ent    *Node
-	names  map[string]nameState
+	shared map[string]*sharedName
 	nsRefs map[string]int           // lowercase namespace → units making it known
 	known  map[string]struct{}      // namespaces with nsRefs > 0
 	claims map[netip.Addr][]nsCount // pod IP → namespaces of the pods claiming it
 	counts Counts
 }
 
-// nameState is who contributes to a name: ents units make it an empty
-// non-terminal, data (sorted by unit) give it records.
-type nameState struct {
+// sharedName is a name two or more contributions make: ents of them make
+// it an empty non-terminal, data give it records (in no particular order:
+// only PTR and pod names, whose records a merge sorts, are made by two
+// units).
+type sharedName struct {
 	ents int32
-	data []dataRef
+	data []*Node
 }
 
-type dataRef struct {
-	u unitKey
-	n *Node
-}
+func (sn *sharedName) count() int { return int(sn.ents) + len(sn.data) }
 
 type nsCount struct {
 	ns string
 	n  int32
 }
 
+// nameTable is the name index a Publish writes: a new map (rebuild) or the
+// edit of the previous Snapshot's (apply).
+type nameTable interface {
+	get(name string) (*Node, bool)
+	set(name string, n *Node)
+	del(name string)
+}
+
 // delta is what one apply touched.
 type delta struct {
-	names map[string]struct{}
-	ns    map[string]struct{}
-	ips   map[netip.Addr]struct{}
+	shared map[string]struct{} // shared names to merge again
+	ns     map[string]struct{}
+	ips    map[netip.Addr]struct{}
+	// lost is set when a contribution to take out was not there: the
+	// index no longer matches the records, and the Publish rebuilds.
+	lost bool
 }
 
 func newDelta() *delta {
-	return &delta{names: map[string]struct{}{}, ns: map[string]struct{}{}, ips: map[netip.Addr]struct{}{}}
+	return &delta{shared: map[string]struct{}{}, ns: map[string]struct{}{}, ips: map[netip.Addr]struct{}{}}
 }
 
-// add (sign 1) or remove (sign -1) the contribution c of unit u.
-func (st *applied) add(u unitKey, c *contribution, sign int, d *delta) {
+// overlay is the nameTable of an apply: the names it wrote over the
+// previous Snapshot's, so that a name taken out and put back unchanged
+// costs no copy of its shard.
+type overlay struct {
+	base *shardMap[string, *Node]
+	m    map[string]*Node // nil: deleted
+}
+
+func (o *overlay) get(name string) (*Node, bool) {
+	if n, ok := o.m[name]; ok {
+		return n, n != nil
+	}
+	return o.base.get(name)
+}
+
+func (o *overlay) set(name string, n *Node) { o.m[name] = n }
+
+func (o *overlay) del(name string) { o.m[name] = nil }
+
+// add (sign 1) or remove (sign -1) the contribution c to the names of t.
+// Shared names are merged by finish.
+func (st *applied) add(t nameTable, c *contribution, sign int, d *delta) {
 	for name, n := range c.names {
-		d.names[name] = struct{}{}
-		ns := st.names[name]
-		switch {
-		case n == st.ent:
-			ns.ents += int32(sign)
-		case sign > 0:
-			i, _ := slices.BinarySearchFunc(ns.data, u, func(r dataRef, u unitKey) int { return compareUnit(r.u, u) })
-			ns.data = slices.Insert(ns.data, i, dataRef{u, n})
-		default:
-			ns.data = slices.DeleteFunc(ns.data, func(r dataRef) bool { return r.u == u })
-		}
-		if ns.ents == 0 && len(ns.data) == 0 {
-			delete(st.names, name)
+		if sign > 0 {
+			st.addName(t, name, n, d)
 		} else {
-			st.names[name] = ns
+			st.removeName(t, name, n, d)
 		}
 	}
 	st.counts.Services += sign * c.counts.Services
@@ -174,6 +192,73 @@ func (st *applied) add(u unitKey, c *contribution, sign int, d *delta) {
 	for _, p := range c.podIPs {
 		st.claim(p, int32(sign))
 		d.ips[p.ip] = struct{}{}
+	}
+}
+
+func (st *applied) addName(t nameTable, name string, n *Node, d *delta) {
+	sn, ok := st.shared[name]
+	if !ok {
+		only, had := t.get(name)
+		if !had {
+			t.set(name, n)
+			return
+		}
+		sn = &sharedName{}
+		st.addTo(sn, only)
+		st.shared[name] = sn
+	}
+	st.addTo(sn, n)
+	d.shared[name] = struct{}{}
+}
+
+func (st *applied) addTo(sn *sharedName, n *Node) {
+	if n == st.ent {
+		sn.ents++
+	} else {
+		sn.data = append(sn.data, n)
+	}
+}
+
+func (st *applied) removeName(t nameTable, name string, n *Node, d *delta) {
+	if sn, ok := st.shared[name]; ok {
+		d.shared[name] = struct{}{}
+		switch i := slices.IndexFunc(sn.data, func(m *Node) bool { return equalNode(m, n) }); {
+		case n == st.ent && sn.ents > 0:
+			sn.ents--
+		case n != st.ent && i >= 0:
+			sn.data = slices.Delete(sn.data, i, i+1)
+		default:
+			d.lost = true
+		}
+		return
+	}
+	only, had := t.get(name)
+	if !had || (only == st.ent) != (n == st.ent) || !equalNode(only, n) {
+		d.lost = true
+		return
+	}
+	t.del(name)
+}
+
+// finish publishes the shared names d touched: merged, or back to a single
+// contribution, or gone.
+func (st *applied) finish(t nameTable, d *delta) {
+	for name := range d.shared {
+		sn := st.shared[name]
+		switch sn.count() {
+		case 0:
+			delete(st.shared, name)
+			t.del(name)
+		case 1:
+			delete(st.shared, name)
+			if len(sn.data) == 1 {
+				t.set(name, sn.data[0])
+			} else {
+				t.set(name, st.ent)
+			}
+		default:
+			t.set(name, st.merged(sn))
+		}
 	}
 }
 
@@ -208,34 +293,31 @@ func (st *applied) podNS(ip netip.Addr) (string, bool) {
 	return "", true
 }
 
-// merged is the node of name: the one contributor's node, or the union of
-// several (addresses and PTRs deduplicated and sorted, as one build over
-// all records makes them); nil when the name does not exist.
-func (st *applied) merged(name string) *Node {
-	ns, ok := st.names[name]
-	switch {
-	case !ok:
-		return nil
-	case len(ns.data) == 1:
-		return ns.data[0].n
-	case len(ns.data) == 0:
+// merged is the node of a shared name: the one data contribution, the
+// empty non-terminal, or the union of several (addresses and PTRs
+// deduplicated and sorted, as one build over all records makes them).
+func (st *applied) merged(sn *sharedName) *Node {
+	switch len(sn.data) {
+	case 0:
 		return st.ent
+	case 1:
+		return sn.data[0]
 	}
-	m := &Node{TTL: ns.data[0].n.TTL}
-	for _, r := range ns.data {
-		for _, a := range r.n.A {
+	m := &Node{TTL: sn.data[0].TTL}
+	for _, n := range sn.data {
+		for _, a := range n.A {
 			addAddr(m, a)
 		}
-		for _, a := range r.n.AAAA {
+		for _, a := range n.AAAA {
 			addAddr(m, a)
 		}
-		for _, p := range r.n.PTR {
+		for _, p := range n.PTR {
 			addPTR(m, p)
 		}
-		m.SRV = append(m.SRV, r.n.SRV...)
-		m.TXT = append(m.TXT, r.n.TXT...)
+		m.SRV = append(m.SRV, n.SRV...)
+		m.TXT = append(m.TXT, n.TXT...)
 		if m.CNAME == "" {
-			m.CNAME = r.n.CNAME
+			m.CNAME = n.CNAME
 		}
 	}
 	slices.SortFunc(m.A, netip.Addr.Compare)
@@ -244,9 +326,9 @@ func (st *applied) merged(name string) *Node {
 	return m
 }
 
-// updateNamespaces adds or removes the names of the namespaces in d whose
-// known state changed, and reports whether any did.
-func (s *Store) updateNamespaces(d *delta) bool {
+// updateNamespaces adds to t or removes the names of the namespaces in d
+// whose known state changed, and reports whether any did.
+func (s *Store) updateNamespaces(t nameTable, d *delta) bool {
 	st := s.state
 	changed := false
 	for ns := range d.ns {
@@ -256,14 +338,13 @@ func (s *Store) updateNamespaces(d *delta) bool {
 			continue
 		}
 		changed = true
-		u := unitKey{kind: unitNamespace, nsName: nsName{name: ns}}
-		c := s.buildUnit(u)
+		c := s.buildUnit(unitKey{kind: unitNamespace, nsName: nsName{name: ns}})
 		if is {
 			st.known[ns] = struct{}{}
-			st.add(u, c, 1, d)
+			st.add(t, c, 1, d)
 		} else {
 			delete(st.known, ns)
-			st.add(u, c, -1, d)
+			st.add(t, c, -1, d)
 		}
 	}
 	return changed
@@ -286,69 +367,83 @@ func (s *Store) allUnits(f func(unitKey)) {
 // rebuild applies every unit to a new state and makes a Snapshot of it
 // from scratch. s.mu is held.
 func (s *Store) rebuild() *Snapshot {
-	st := &applied{ent: &Node{TTL: s.opts.TTL}, names: make(map[string]nameState, 4*len(s.services)+2*len(s.pods)+16),
+	st := &applied{ent: &Node{TTL: s.opts.TTL}, shared: map[string]*sharedName{},
 		nsRefs: map[string]int{}, known: map[string]struct{}{}, claims: map[netip.Addr][]nsCount{}}
 	s.state = st
 	d := newDelta()
-	s.allUnits(func(u unitKey) { st.add(u, s.buildUnit(u), 1, d) })
-	s.updateNamespaces(d)
+	names := newShardMap[string, *Node](s.sizeHint())
+	s.allUnits(func(u unitKey) { st.add(names, s.buildUnit(u), 1, d) })
+	s.updateNamespaces(names, d)
+	st.finish(names, d)
 
 	snap := s.newSnapshot()
-	snap.names = newShardMap[string, *Node](len(st.names))
+	snap.names = names.resized()
 	ptrs := immutable.NewSortedMapBuilder[netip.Addr, struct{}](addrComparer{})
-	for name := range st.names {
-		n := st.merged(name)
-		snap.names.put(name, n)
+	snap.names.all(func(name string, n *Node) {
 		if len(n.PTR) > 0 {
 			if a, ok := reverseAddr(name); ok {
 				ptrs.Set(a, struct{}{})
 			}
 		}
-	}
+	})
 	snap.ptrs = ptrs.Map()
 	snap.podNS = newShardMap[netip.Addr, string](len(st.claims))
 	for ip := range st.claims {
 		v, _ := st.podNS(ip)
-		snap.podNS.put(ip, v)
+		snap.podNS.set(ip, v)
 	}
 	snap.namespaces = maps.Clone(st.known)
 	s.finishCounts(snap)
 	return snap
 }
 
+// sizeHint is about the number of names the records make. s.mu is held.
+func (s *Store) sizeHint() int {
+	n := 4*len(s.services) + 2*len(s.pods) + 16
+	for _, sl := range s.slices {
+		n += 2 * len(sl.Endpoints)
+	}
+	return n
+}
+
 // apply applies the units touched since the last Publish to the state and
 // makes the next Snapshot from prev: it returns the names whose node or
-// existence changed. s.mu is held.
-func (s *Store) apply(prev *Snapshot) (*Snapshot, []string) {
+// existence changed. ok is false when the index turned out not to match
+// the records (a bug): the caller rebuilds. s.mu is held.
+func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool) {
 	st := s.state
 	d := newDelta()
+	o := &overlay{base: prev.names, m: map[string]*Node{}}
 	for u, old := range s.dirty {
-		st.add(u, old, -1, d)
-		st.add(u, s.buildUnit(u), 1, d)
+		st.add(o, old, -1, d)
+		st.add(o, s.buildUnit(u), 1, d)
 	}
-	nsChanged := s.updateNamespaces(d)
+	nsChanged := s.updateNamespaces(o, d)
+	st.finish(o, d)
+	if d.lost {
+		return nil, nil, false
+	}
 
-	snap := s.newSnapshot()
+	snap = s.newSnapshot()
 	names := prev.names.edit()
 	ptrs := prev.ptrs
-	var changed []string
-	for name := range d.names {
-		n := st.merged(name)
+	for name, n := range o.m {
+		has := n != nil
 		old, had := prev.names.get(name)
-		if had && n != nil && (old == n || equalNode(old, n)) {
+		if had && has && (old == n || equalNode(old, n)) {
 			continue
 		}
-		if !had && n == nil {
+		if !had && !has {
 			continue
 		}
 		changed = append(changed, name)
-		if n == nil {
-			names.del(name)
-		} else {
+		if has {
 			names.set(name, n)
+		} else {
+			names.del(name)
 		}
 		if a, ok := reverseAddr(name); ok {
-			if n != nil && len(n.PTR) > 0 {
+			if has && len(n.PTR) > 0 {
 				ptrs = ptrs.Set(a, struct{}{})
 			} else {
 				ptrs = ptrs.Delete(a)
@@ -375,7 +470,7 @@ func (s *Store) apply(prev *Snapshot) (*Snapshot, []string) {
 	}
 	s.finishCounts(snap)
 	slices.Sort(changed)
-	return snap, changed
+	return snap, changed, true
 }
 
 func (s *Store) newSnapshot() *Snapshot {
