@@ -428,12 +428,14 @@ func TestRecoverBounded(t *testing.T) {
 	ctx := context.Background()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	lookup := fakeLookup{}
-	var live []*api.PodSandbox
-	first := newPluginAtDir(t, stateDir)
-	for _, uid := range []string{"u-c", "u-a", "u-b"} {
+	uids := []string{"u-c", "u-a", "u-b"}
+	for _, uid := range uids {
 		lookup[uid] = policy.Input{Name: "web", Namespace: "team", UID: uid, Policy: policy.Default}
+	}
+	first := pluginAt(t, stateDir, hostConfig(t, hostFile), WithPodLookup(lookup, 0))
+	var live []*api.PodSandbox
+	for _, uid := range uids {
 		pod, ctr := sandbox(t, uid, hostFile, nil, false)
-		first.pods = lookup
 		if _, _, err := first.CreateContainer(ctx, pod, ctr); err != nil {
 			t.Fatal(err)
 		}
@@ -450,11 +452,6 @@ func TestRecoverBounded(t *testing.T) {
 	if len(got) != 2 || p.running["u-a"].pod == nil || p.running["u-b"].pod == nil {
 		t.Errorf("followed %v, want u-a and u-b", got)
 	}
-}
-
-func newPluginAtDir(t *testing.T, stateDir string) *Plugin {
-	t.Helper()
-	return pluginAt(t, stateDir, hostConfig(t, hostFile))
 }
 
 // TestSynchronizeCatchesUp: the node file changed while the plugin was
