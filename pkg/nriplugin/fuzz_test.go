@@ -29,8 +29,8 @@ type errorLog struct {
 func newErrorLog() errorLog { return errorLog{mu: &sync.Mutex{}, errors: new([]string)} }
 
 func (h errorLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h errorLog) WithAttrs([]slog.Attr) slog.Handler     { return h }
-func (h errorLog) WithGroup(string) slog.Handler          { return h }
+func (h errorLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h errorLog) WithGroup(string) slog.Handler            { return h }
 
 func (h errorLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Level < slog.LevelWarn {
@@ -301,8 +301,8 @@ func makeEntry(t *testing.T, stateDir, outside, name string, kind byte, record, 
 func FuzzEvents(f *testing.F) {
 	type seed struct {
 		namespace, name, uid, id, annKey, annVal, nsType, nsPath, mountDest, mountType, mountSource string
-		file                                                                                      []byte
-		flags                                                                                     byte
+		file                                                                                        []byte
+		flags                                                                                       byte
 	}
 	for _, s := range []seed{
 		{"team", "web", "0f6c3a9e-2a51-4f0b-9d1e-3c6d5b7a8e90", "a1b2", "", "", "network", "/run/netns/cni-1", "/etc/hosts", "bind", "x", []byte(clusterFirst), 0},
