@@ -25,11 +25,13 @@
 //   - It is written to <state-dir>/<pod uid>/resolv.conf (directories 0711,
 //     traversable by user-namespaced pods; the file 0644), and the
 //     adjustment replaces the container's /etc/resolv.conf mount with a
-//     read-only bind of it. Every container of a pod binds the same file:
-//     a new file is written atomically (temporary file, chmod, rename); a
-//     file already there with the same content is left alone; one with
-//     other content (the node file changed between two containers) is
-//     rewritten in place, because a bind mount pins the inode.
+//     read-only bind of it. Every container of a pod binds the same file,
+//     in every sandbox of the pod (kubelet makes a new sandbox, same UID,
+//     when the pause container or the network namespace dies): a new file
+//     is written atomically (temporary file, chmod, rename); a file
+//     already there with the same content is left alone; one with other
+//     content (the node file changed between two containers) is rewritten
+//     in place, because a bind mount pins the inode.
 //   - Containers whose /etc/resolv.conf is not the sandbox's file (the CRI
 //     request mounts its own, or containerd found no file) are left
 //     unchanged.
@@ -45,13 +47,26 @@
 //
 // The engine input of each pod whose config derives from the node file
 // (every type but none: Default, and ClusterFirst with the host's search
-// paths) is remembered at CreateContainer, in memory, up to WithMaxPods
-// pods (past it a pod is not followed, with a log line), and forgotten at
-// RemovePodSandbox and Synchronize. When the host config given to New also
-// reports changes (HostSubscriber, a hostresolv.Watcher), Run recomputes
-// those pods' files at each new snapshot and rewrites the changed ones in
-// place, truncate and write, never by rename: each container's bind mount
-// pins the inode, so only an in-place write reaches running containers.
+// paths) is remembered at CreateContainer, up to WithMaxPods pods (past it
+// a pod is not followed, with a log line): in memory, and in the pod's
+// record, <state-dir>/<pod uid>/pod.json (0600, the input as JSON, version
+// 1), written before the pod file. Synchronize, at each connection, reads
+// back the records of the runtime's pods it does not follow yet (a
+// restarted plugin), refusing one of another pod, version or shape, a
+// symbolic link or one over 64 KiB (logged, errors_total{stage="update"}),
+// and rewrites their files with the current node config, which may have
+// changed while the plugin was away. A pod file without a record (a None
+// pod, or one written before records) is followed again from its next
+// container. When the host config given to New also reports changes
+// (HostSubscriber, a hostresolv.Watcher), Run recomputes the followed
+// pods' files at each new snapshot and rewrites the changed ones in place,
+// never by rename: each container's bind mount pins the inode, so only an
+// in-place write reaches running containers. The rewrite never leaves the
+// file empty or cut: a longer config first reserves its space (fallocate,
+// so a full disk fails with the old config intact) and is written in one
+// write; a shorter one is written padded with newlines to the old length,
+// then the file is cut. A reader whose read overlaps that one write can
+// still see part of each config; only a rename avoids that.
 // Over the limits a live update writes the trimmed config whatever the
 // limits mode, since a running pod cannot be rejected. A CreateContainer
 // computes and writes under the same lock as an update, with the node
@@ -78,8 +93,16 @@
 // within plugin_request_timeout (2s by default) or is not connected, unless
 // the runtime's default validator lists it in required_plugins.
 //
-// RemovePodSandbox removes the pod's state directory; Synchronize (at each
-// connection) removes those of pods the runtime no longer has.
+// RemovePodSandbox removes the pod's state directory when no other
+// sandbox of the pod may bind its file: the sandboxes of the last
+// Synchronize (the runtime's list) and of the containers adjusted since.
+// Past 16384 such sandboxes it removes none until the next Synchronize.
+// Synchronize removes the directories of pods the runtime no longer has
+// and anything else in the state dir. Symbolic links there are removed,
+// never followed: the plugin opens its files with O_NOFOLLOW and refuses a
+// pod directory that is not a directory. A pod UID that is not one path
+// element of letters, digits, '-' and '_' (at most 128) leaves the
+// container unchanged (errors_total{stage="facts"}).
 //
 // # Metrics
 //

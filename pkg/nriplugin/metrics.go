@@ -19,7 +19,7 @@ const (
 
 // Values of the errors_total stage label: where an internal error happened.
 const (
-	stageFacts      = "facts"       // the sandbox resolv.conf: unreadable or unparsable
+	stageFacts      = "facts"       // the sandbox resolv.conf unreadable or unparsable, or the pod UID unusable
 	stageHostConfig = "host_config" // the node's resolver config is unusable
 	stageCompute    = "compute"     // the engine failed
 	stageWrite      = "write"       // the pod file could not be written

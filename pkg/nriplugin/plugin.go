@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
@@ -61,8 +62,10 @@ type Plugin struct {
 	events  cri.EventSink
 	maxPods int
 
-	mu        sync.Mutex          // serialises state dir changes and the map below
+	mu        sync.Mutex          // serialises state dir changes and the maps below
 	running   map[string]podFacts // uid → facts of pods whose file derives from the node file
+	sandboxes map[string]string   // sandbox id → uid, of sandboxes that may bind their pod's file
+	untracked bool                // a sandbox is missing from sandboxes: keep directories until Synchronize
 	connected atomic.Bool
 }
 
@@ -126,7 +129,7 @@ func New(eng *policy.Engine, host HostConfig, stateDir string, opts ...Option) (
 	p := &Plugin{eng: eng, host: host, stateDir: stateDir, log: slog.Default(), limits: LimitsTrim,
 		socket: DefaultSocket, name: DefaultName, index: DefaultIndex,
 		minBackoff: 250 * time.Millisecond, maxBackoff: 10 * time.Second, maxPods: DefaultMaxPods,
-		running: map[string]podFacts{}}
+		running: map[string]podFacts{}, sandboxes: map[string]string{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -172,19 +175,22 @@ func (p *Plugin) Configure(ctx context.Context, _, runtime, version string) (api
 	return api.MustParseEventMask(events...), nil
 }
 
-// Synchronize removes the state directories of pods the runtime no longer
-// has; it runs at every (re)connection.
+// Synchronize, at every (re)connection, removes the state directories of
+// pods the runtime no longer has, counts the runtime's sandboxes as the
+// users of their pod's file, follows again the pods whose records a
+// previous run left, and brings their files up to date.
 func (p *Plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, _ []*api.Container) ([]*api.ContainerUpdate, error) {
-	keep := make(map[string]bool, len(pods))
-	for _, pod := range pods {
-		keep[pod.GetUid()] = true
-	}
-	removed, err := p.prune(keep)
+	p.mu.Lock()
+	removed, err := p.prune(pods)
+	recovered := p.recoverRecords(pods)
+	followed := len(p.running)
+	p.mu.Unlock()
 	if err != nil {
 		p.m.errors.WithLabelValues(stagePrune).Inc()
 		p.log.Error("cleaning the state dir", "dir", p.stateDir, "error", err)
 	}
-	p.log.Info("synchronized", "pods", len(pods), "stale_removed", removed)
+	p.log.Info("synchronized", "pods", len(pods), "stale_removed", removed, "recovered", recovered, "followed", followed)
+	p.update()
 	return nil, nil
 }
 
@@ -211,11 +217,17 @@ func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	return nil
 }
 
-// RemovePodSandbox removes the pod's state directory.
+// RemovePodSandbox removes the pod's state directory, unless another
+// sandbox of the pod (kubelet recreates a sandbox whose pause container or
+// network died, then removes the old one) may still bind its file.
 func (p *Plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) error {
-	if err := p.removePod(pod.GetUid()); err != nil {
+	removed, err := p.removeSandbox(pod.GetId(), pod.GetUid())
+	switch {
+	case err != nil:
 		p.m.errors.WithLabelValues(stageRemove).Inc()
-		p.log.Error("removing the pod's state", "pod", podName(pod), "uid", pod.GetUid(), "error", err)
+		p.log.Error("removing the pod's state", "pod", podName(pod), "uid", pod.GetUid(), "sandbox", pod.GetId(), "error", err)
+	case !removed:
+		p.log.Debug("pod state kept: another sandbox of the pod may use it", "pod", podName(pod), "uid", pod.GetUid(), "sandbox", pod.GetId())
 	}
 	return nil
 }
@@ -287,6 +299,10 @@ func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Conta
 		log.Debug("no sandbox /etc/resolv.conf mount; container left unchanged")
 		return nil, nil
 	}
+	uid := pod.GetUid()
+	if err := validUID(uid); err != nil {
+		return nil, stageErr(stageFacts, err)
+	}
 	in, source, err := p.facts(ctx, pod, orig, p.host.Current().Host())
 	if err != nil {
 		return nil, stageErr(stageFacts, err)
@@ -312,11 +328,21 @@ func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Conta
 		log.Log(ctx, level, "pod DNS warning", "reason", w.Reason, "message", w.Message)
 	}
 	p.postLimits(pod, res)
-	path, _, err := p.writePod(pod.GetUid(), content(pod, res))
+	// The record goes first: a pod file that is there is followed.
+	follow := p.follows(uid, res, log)
+	dir, err := p.podDir(uid)
+	if err == nil {
+		err = saveRecord(dir, pod, in, follow)
+	}
 	if err != nil {
 		return nil, stageErr(stageWrite, err)
 	}
-	p.remember(pod, in, res, log)
+	path, _, err := p.writePod(uid, content(pod, res))
+	if err != nil {
+		return nil, stageErr(stageWrite, err)
+	}
+	p.track(pod.GetId(), uid)
+	p.remember(pod, in, follow)
 	log.Debug("container resolv.conf replaced", "source", source, "type", string(res.Type), "file", path)
 	adj := &api.ContainerAdjustment{}
 	adj.AddMount(resolvMount(path))
@@ -367,10 +393,17 @@ func content(pod *api.PodSandbox, res policy.Result) []byte {
 	return []byte(Header(pod.GetNamespace(), pod.GetName()) + formatConfig(res))
 }
 
-// Header is the comment line heading each file the plugin writes.
+// Header is the comment line heading each file the plugin writes. Control
+// characters and invalid UTF-8 in the names (which the runtime would not
+// send) become spaces and U+FFFD: the line stays one line of text.
 func Header(namespace, name string) string {
-	oneLine := strings.NewReplacer("\n", " ", "\r", " ")
-	return "# Generated by dnsconfigurer (NRI) for pod " + oneLine.Replace(namespace+"/"+name) + "; do not edit.\n"
+	text := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, namespace+"/"+name)
+	return "# Generated by dnsconfigurer (NRI) for pod " + text + "; do not edit.\n"
 }
 
 func podName(pod *api.PodSandbox) string { return pod.GetNamespace() + "/" + pod.GetName() }

@@ -71,7 +71,13 @@ func newPlugin(t *testing.T, opts ...Option) *Plugin {
 // and a container whose /etc/resolv.conf is bound to them.
 func sandbox(t *testing.T, uid, resolv string, annotations map[string]string, hostNet bool) (*api.PodSandbox, *api.Container) {
 	t.Helper()
-	id := "sb" + strings.ReplaceAll(uid, "-", "")
+	return sandboxID(t, "sb"+strings.ReplaceAll(uid, "-", ""), uid, resolv, annotations, hostNet)
+}
+
+// sandboxID is sandbox with the sandbox's id: kubelet gives a pod a new
+// sandbox (a new id, the same uid) when the old one dies.
+func sandboxID(t *testing.T, id, uid, resolv string, annotations map[string]string, hostNet bool) (*api.PodSandbox, *api.Container) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "io.containerd.grpc.v1.cri", "sandboxes", id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

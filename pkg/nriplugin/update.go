@@ -26,18 +26,27 @@ type podFacts struct {
 	in  policy.Input
 }
 
-// remember keeps pod's facts for live updates when its config derives
-// from the node file (every type but none), forgets them otherwise; p.mu
-// must be held. The map is bounded by the max pods: past it a pod is not
-// followed (logged).
-func (p *Plugin) remember(pod *api.PodSandbox, in policy.Input, res policy.Result, log *slog.Logger) {
-	uid := pod.GetUid()
+// follows reports whether the plugin follows pod uid with the config res
+// for live updates: when it derives from the node file (every type but
+// none), within the max pods (past it a pod is not followed, logged); p.mu
+// must be held.
+func (p *Plugin) follows(uid string, res policy.Result, log *slog.Logger) bool {
 	if res.Type == policy.TypeNone {
-		delete(p.running, uid)
-		return
+		return false
 	}
 	if _, ok := p.running[uid]; !ok && len(p.running) >= p.maxPods {
 		log.Warn("too many pods to follow; this pod's file will not follow node resolver changes", "max", p.maxPods)
+		return false
+	}
+	return true
+}
+
+// remember keeps pod's facts for live updates when follow, forgets them
+// otherwise; p.mu must be held.
+func (p *Plugin) remember(pod *api.PodSandbox, in policy.Input, follow bool) {
+	uid := pod.GetUid()
+	if !follow {
+		delete(p.running, uid)
 		return
 	}
 	p.running[uid] = podFacts{pod: &api.PodSandbox{Namespace: pod.GetNamespace(), Name: pod.GetName(), Uid: uid}, in: in}
@@ -67,7 +76,9 @@ func (p *Plugin) followHost(ctx context.Context) {
 
 // update recomputes the file of every remembered pod with the current node
 // config and rewrites in place those that changed (a bind mount pins the
-// inode, so a rename would not reach running containers). Over the limits
+// inode, so a rename would not reach running containers). It runs at each
+// change and at each Synchronize (the node file may have changed while the
+// plugin was away). Over the limits
 // the trimmed config is written whatever the limits mode: a running pod
 // cannot be rejected.
 func (p *Plugin) update() {

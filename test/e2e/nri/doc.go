@@ -12,7 +12,10 @@
 // ClusterFirst containers see it, then checks the plugin's /metrics.
 // TestPluginRestart stops the plugin (SIGTERM) and starts it again: new
 // containers get kubelet's file while it is gone and its file once it is
-// back; containers created before keep theirs. TestLimitsReject runs it with
+// back; containers created before keep theirs. TestRecreatedSandbox
+// recreates a pod's sandbox as kubelet does (stop A, run B with the same
+// UID, restart the plugin, remove A): B's container keeps the pod file and
+// still sees a change of the node file. TestLimitsReject runs it with
 // --limits reject: a sandbox over kubelet's limits fails at CreateContainer
 // with a message naming the pod and the limit. TestContainerdRestart
 // restarts containerd under the plugin (the harness's Restart: same root,
