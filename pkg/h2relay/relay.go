@@ -593,6 +593,10 @@ func (r *Relay) hold(f frame) (bool, error) {
 		})
 		if err != nil {
 			if end {
+				// The rewrite that releases the request will not run,
+				// and a stream the upstream ended is gone from Close's
+				// view: release it here.
+				r.release(st)
 				r.wg.Done()
 			}
 			return true, err
