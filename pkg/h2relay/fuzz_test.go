@@ -277,7 +277,7 @@ func runRelay(t *testing.T, mode byte, pre, client, post []byte) *relayRun {
 	go func() { runErr <- r.Run(context.Background()) }()
 
 	preAt, _ := boundaries(pre, defaultFrameSize)
-	_, postComplete := boundaries(post, defaultFrameSize)
+	_, postComplete := boundaries(slices.Concat(pre, post), defaultFrameSize) // pre may end inside a frame
 	_, clientComplete := boundaries(client, fuzzLimits.MaxFrameSize)
 	run.clientOut = append([]byte(http2.ClientPreface), client...)
 	if clientComplete {

@@ -5,7 +5,9 @@
 // for verified pod records). Informer caches keep stripped objects only
 // (the fields DNS reads); each event converts the object to the store's slim
 // record (ToService, ToEndpointSlice, ToPod), and an object that does not
-// convert is logged and removed from the store. The store is published after
+// convert is logged and removed from the store. Conversion refuses the
+// names the API server refuses (manifests are not checked by it), so every
+// name the store holds fits a DNS message. The store is published after
 // the first full sync, then at most once per Debounce (100ms) while changes
 // arrive.
 //
