@@ -1150,3 +1150,57 @@ func TestHeldSlotReleasedWhenCreditFails(t *testing.T) {
 		t.Fatalf("%d held slot(s) taken after Run, want 0", n)
 	}
 }
+
+// TestFlushBeforeContinuation: frames relayed before a HEADERS frame whose
+// CONTINUATION is still to come reach the other peer without waiting for
+// it, in both directions (FuzzRelay's seed 7fb2143f25661c6a: an upstream
+// that waits for its SETTINGS to be acknowledged before it goes on).
+func TestFlushBeforeContinuation(t *testing.T) {
+	cc, rc := socketPair(t)
+	ru, uc := socketPair(t)
+	defer cc.Close()
+	defer uc.Close()
+	r := New(rc, ru, WithLogger(slog.New(slog.DiscardHandler)))
+	done := make(chan error, 1)
+	go func() { done <- r.Run(t.Context()) }()
+	defer func() {
+		r.Close()
+		<-done
+	}()
+	block := newScript(t).block(":method: POST", ":path: "+other)
+	open := func(s *script) *script {
+		return s.with(func(f *http2.Framer) error {
+			return f.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:1]})
+		})
+	}
+	settings := newScript(t).settings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 7}).bytes()
+	for _, dir := range []struct {
+		name     string
+		from, to net.Conn
+		first    []byte
+	}{
+		{"upstream to client", uc, cc, nil},
+		{"client to upstream", cc, uc, []byte(http2.ClientPreface)},
+	} {
+		t.Run(dir.name, func(t *testing.T) {
+			// The SETTINGS and the first fragment of a block, in one write.
+			if _, err := dir.from.Write(slices.Concat(dir.first, open(newScript(t).raw(settings)).bytes())); err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Concat(dir.first, settings)
+			got := make([]byte, len(want))
+			dir.to.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(dir.to, got); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("read %q, %v; want the SETTINGS before the block's CONTINUATION is sent", got, err)
+			}
+			cont := frameBytes(http2.FrameContinuation, http2.FlagContinuationEndHeaders, 1, block[1:])
+			if _, err := dir.from.Write(cont); err != nil {
+				t.Fatal(err)
+			}
+			rest := make([]byte, frameHeaderLen+1+len(cont))
+			if _, err := io.ReadFull(dir.to, rest); err != nil || !bytes.HasSuffix(rest, cont) {
+				t.Fatalf("read %q, %v; want the block", rest, err)
+			}
+		})
+	}
+}
