@@ -217,7 +217,7 @@ func (w fuzzRewriter) Malformed(err error) error {
 // for a rejected one.
 func (w fuzzRewriter) rewritten(body []byte) []byte {
 	if len(body) < 5 || body[0] != 0 || int(binary.BigEndian.Uint32(body[1:5])) != len(body)-5 {
-		if w.Malformed(nil) != nil {
+		if w.Malformed(errNotOneMessage) != nil {
 			return nil
 		}
 		return body
