@@ -110,20 +110,21 @@ func splitWire(b []byte) (frames []wire, rest []byte) {
 // boundaries are the offsets in b (frames only) where a header block is
 // not open: where a relay may stop forwarding. complete reports that b
 // ends at one, with no frame longer than maxFrame and no header block cut
-// by another frame (which the relay refuses).
+// by another frame (which the relay refuses; a CONTINUATION outside a
+// block it relays as any frame).
 func boundaries(b []byte, maxFrame int) (at []int, complete bool) {
 	frames, rest := splitWire(b)
 	at = []int{0}
 	off, open := 0, false
 	for _, f := range frames {
-		if len(f.payload()) > maxFrame || open != (f.typ == http2.FrameContinuation) {
+		if len(f.payload()) > maxFrame || open && f.typ != http2.FrameContinuation {
 			return at, false
 		}
 		off += len(f.raw)
-		switch f.typ {
-		case http2.FrameHeaders:
+		switch {
+		case f.typ == http2.FrameHeaders:
 			open = f.flags&http2.FlagHeadersEndHeaders == 0
-		case http2.FrameContinuation:
+		case f.typ == http2.FrameContinuation && open: // outside a block, relayed as any frame
 			open = f.flags&http2.FlagContinuationEndHeaders == 0
 		}
 		if !open {
@@ -400,9 +401,10 @@ func clean(script []byte) bool {
 	dec.SetMaxStringLength(fuzzLimits.MaxHeaderListSize)
 	var block []byte
 	var raw, conts int
+	open := false
 	for _, f := range frames {
-		switch f.typ {
-		case http2.FrameHeaders:
+		switch {
+		case f.typ == http2.FrameHeaders:
 			p := f.unpadded()
 			if p == nil {
 				return false
@@ -414,12 +416,12 @@ func clean(script []byte) bool {
 				p = p[5:]
 			}
 			block, raw, conts = slices.Clone(p), len(f.raw), 0
-		case http2.FrameContinuation:
+		case f.typ == http2.FrameContinuation && open:
 			block, raw, conts = append(block, f.payload()...), raw+len(f.raw), conts+1
 		default:
 			continue
 		}
-		if f.flags&0x4 == 0 { // END_HEADERS
+		if open = f.flags&0x4 == 0; open { // no END_HEADERS
 			continue
 		}
 		fields, err := dec.DecodeFull(block)
@@ -534,28 +536,27 @@ func checkPassThrough(t *testing.T, run *relayRun) {
 	}
 }
 
-// headerBlocks returns the header blocks of frames (HEADERS and its
+// headerBlocks returns the whole header blocks of frames (HEADERS and its
 // CONTINUATIONs), by the index of their HEADERS frame.
 func headerBlocks(frames []wire) map[int][]byte {
 	out := map[int][]byte{}
 	start := -1
+	var block []byte
 	for i, f := range frames {
-		switch f.typ {
-		case http2.FrameHeaders:
+		switch {
+		case f.typ == http2.FrameHeaders:
 			p := f.unpadded()
 			if f.flags.Has(http2.FlagHeadersPriority) && len(p) >= 5 {
 				p = p[5:]
 			}
-			start, out[i] = i, slices.Clone(p)
-		case http2.FrameContinuation:
-			if start >= 0 {
-				out[start] = append(out[start], f.payload()...)
-			}
+			start, block = i, slices.Clone(p)
+		case f.typ == http2.FrameContinuation && start >= 0:
+			block = append(block, f.payload()...)
 		default:
 			continue
 		}
 		if f.flags&0x4 != 0 {
-			start = -1
+			out[start], start = block, -1
 		}
 	}
 	return out
