@@ -121,7 +121,8 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	facts, err := e.gather(ctx, ns, pod)
 	if err != nil {
-		fmt.Fprintf(stderr, "explain: %v\n", err)
+		// The error may quote the agent (an HTTP status line).
+		fmt.Fprint(stderr, escapeTerminal(fmt.Sprintf("explain: %v\n", err)))
 		return exitFail
 	}
 	return writeExplain(stdout, stderr, *out, facts)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -102,6 +103,13 @@ func TestExplainAPIServer(t *testing.T) {
 		if code != exitFail || !strings.Contains(stderr, tc.want) {
 			t.Errorf("explain %s: exit %d, stderr %q; want %d and %q", tc.pod, code, stderr, exitFail, tc.want)
 		}
+	}
+
+	// An agent's HTTP status line is the agent's text: escaped.
+	fake.err = errors.New("GET /node-settings: 500 \x1b[2J\u009b")
+	code, _, stderr = run(t, "", "explain", "web", "-n", ns, "--kubeconfig", kc, "--agent-namespace", agentNS)
+	if want := `GET /node-settings: 500 \x1b[2J\u009b`; code != exitFail || !strings.Contains(stderr, want) {
+		t.Errorf("a hostile agent's status: exit %d, stderr %q; want %d and %q", code, stderr, exitFail, want)
 	}
 
 	fake.err = errAgentTooOld

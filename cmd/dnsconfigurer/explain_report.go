@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,19 +41,23 @@ type containerJSON struct {
 // node's agent computes it, the trace and the containers' comparison.
 // It is explain's pure part.
 func writeExplain(stdout, stderr io.Writer, out string, f explainFacts) int {
+	// Warnings and the trace hold the agent's strings too: all of stderr
+	// is escaped.
+	var errb strings.Builder
+	defer func() { io.WriteString(stderr, escapeTerminal(errb.String())) }()
 	eng, err := nodeEngine(f.settings.NodeDNS(), f.settings.PodPolicy, f.settings.NodeIPs, slog.New(slog.DiscardHandler))
 	if err != nil {
-		fmt.Fprint(stderr, escapeTerminal(fmt.Sprintf("explain: the settings of agent %s: %v\n", f.agent, err)))
+		fmt.Fprintf(&errb, "explain: the settings of agent %s: %v\n", f.agent, err)
 		return exitFail
 	}
 	in := podspec.Input(f.pod)
 	in.NamespacePolicy = f.nsPolicy
 	res, trace, err := eng.ComputeExplained(in, f.settings.Host.Policy())
-	warnings := printWarnings(stderr, eng, res)
+	warnings := printWarnings(&errb, eng, res)
 	name := f.pod.Namespace + "/" + f.pod.Name
 	if err != nil {
-		fmt.Fprint(stderr, escapeTerminal(fmt.Sprintf("explain: the %s agent fails the sandbox of pod %q: %v\n", f.settings.Kind, name, err)))
-		writeTrace(stderr, trace)
+		fmt.Fprintf(&errb, "explain: the %s agent fails the sandbox of pod %q: %v\n", f.settings.Kind, name, err)
+		writeTrace(&errb, trace)
 		return exitFail
 	}
 	want := resolvconf.Format(res.Config())
@@ -60,10 +65,12 @@ func writeExplain(stdout, stderr io.Writer, out string, f explainFacts) int {
 	if out == outJSON {
 		j := explainJSON{Pod: name, NodeName: f.pod.Spec.NodeName, Agent: f.agent, Node: f.settings, Containers: containers,
 			renderJSON: newRenderJSON(res, warnings, trace)}
-		if err := writeOutput(stdout, outJSON, j); err != nil {
-			fmt.Fprintf(stderr, "explain: %v\n", err)
+		var b bytes.Buffer
+		if err := writeOutput(&b, outJSON, j); err != nil {
+			fmt.Fprintf(&errb, "explain: %v\n", err)
 			return exitFail
 		}
+		stdout.Write(escapeJSONControls(b.Bytes()))
 		return exitOK
 	}
 	var b strings.Builder
@@ -103,6 +110,26 @@ func escapeTerminal(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// escapeJSONControls writes the control characters encoding/json leaves
+// raw (DEL and the C1 controls, which a terminal may act on) as \u
+// escapes. They occur only inside strings, so the JSON means the same.
+func escapeJSONControls(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r >= 0x7f && r <= 0x9f }) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+64)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r >= 0x7f && r <= 0x9f {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }
 
 // hostState is what the text header says of a host file with a problem.

@@ -12,8 +12,8 @@
 // that fit the read buffer (32 KiB) are relayed from it without a copy;
 // a larger frame is read into a buffer that grows with what arrives, not
 // with the length its header announces. What has been gathered is flushed
-// whenever the next frame is not complete yet, so nothing waits behind a
-// frame still arriving. Header blocks are HPACK-decoded on the side, which
+// whenever the next frame is not complete yet, or a header block goes on
+// in CONTINUATION frames, so nothing waits behind a frame still arriving. Header blocks are HPACK-decoded on the side, which
 // keeps the decoders in step with the peers' tables (table sizes follow
 // each side's SETTINGS), to spot the rewritten method's streams and to
 // observe each call's method and status (ObserveFunc). Bad input (no

@@ -353,6 +353,9 @@ func (r *Relay) fromClient() error {
 		}
 		switch f.typ {
 		case http2.FrameHeaders:
+			if err := flushBeforeBlock(f, r.upstreamW); err != nil {
+				return err
+			}
 			raw, block, err := fr.headerBlock(f, r.lim.MaxHeaderListSize, r.lim.MaxContinuations)
 			if err != nil {
 				return err
@@ -593,6 +596,10 @@ func (r *Relay) hold(f frame) (bool, error) {
 		})
 		if err != nil {
 			if end {
+				// The rewrite that releases the request will not run,
+				// and a stream the upstream ended is gone from Close's
+				// view: release it here.
+				r.release(st)
 				r.wg.Done()
 			}
 			return true, err
@@ -708,6 +715,9 @@ func (r *Relay) fromUpstream() error {
 		switch f.typ {
 		case http2.FrameHeaders:
 			var block []byte
+			if err := flushBeforeBlock(f, r.clientW); err != nil {
+				return err
+			}
 			if raw, block, err = fr.headerBlock(f, r.lim.MaxHeaderListSize, r.lim.MaxContinuations); err != nil {
 				return err
 			}
@@ -788,6 +798,16 @@ func (r *Relay) fromUpstream() error {
 			return err
 		}
 	}
+}
+
+// flushBeforeBlock flushes w when HEADERS frame f starts a block that
+// CONTINUATION frames complete: reading them may wait for the peer, and
+// the frames relayed before must not wait with them.
+func flushBeforeBlock(f frame, w *connWriter) error {
+	if f.flags.Has(http2.FlagHeadersEndHeaders) {
+		return nil
+	}
+	return w.write(true)
 }
 
 // grant applies an upstream WINDOW_UPDATE and returns the increment the

@@ -5,10 +5,12 @@
 // for verified pod records). Informer caches keep stripped objects only
 // (the fields DNS reads); each event converts the object to the store's slim
 // record (ToService, ToEndpointSlice, ToPod), and an object that does not
-// convert is logged and removed from the store. The store is published after
-// the first full sync, then right after each change: a publish costs what the
-// change touched, and the changes that arrive while one runs go into the
-// next.
+// convert is logged and removed from the store. Conversion refuses the
+// names the API server refuses (manifests are not checked by it), so every
+// name the store holds fits a DNS message. The store is published after
+// the first full sync, then right after each change: a publish costs what
+// the change touched, and the changes that arrive while one runs go into
+// the next.
 //
 // Manifests loads the YAML manifests a user would kubectl apply from a file
 // or directory and reloads them Debounce (100ms) after the last change

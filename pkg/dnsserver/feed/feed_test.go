@@ -199,6 +199,56 @@ func TestConvertErrorsNameTheField(t *testing.T) {
 				Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"1.2.3.4"}}, {Addresses: []string{"x"}}}})
 			return err
 		}(), `endpointslice n/e: endpoints[1].addresses[0] "x"`},
+		// Names the API server refuses (a manifest is not checked by it)
+		// are refused: a 300-byte ExternalName made replies no client
+		// could unpack.
+		{"external name too long", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n"},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: strings.Repeat("abcdefghi.", 30) + "com"}})
+			return err
+		}(), `service n/s: spec.externalName "abcdefghi.`},
+		{"external name label too long", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n"},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: strings.Repeat("a", 64) + ".com."}})
+			return err
+		}(), `longer than 63 bytes`},
+		{"external name with a space", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n"},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "bad name."}})
+			return err
+		}(), `service n/s: spec.externalName "bad name": a lowercase RFC 1123 subdomain`},
+		{"service name", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web.x", Namespace: "n"}})
+			return err
+		}(), `service n/web.x: metadata.name "web.x": a DNS-1035 label`},
+		{"service namespace", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "N"}})
+			return err
+		}(), `service N/s: metadata.namespace "N"`},
+		{"port name", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "Http.Alt", Port: 81}}}})
+			return err
+		}(), `service n/s: spec.ports[1].name "Http.Alt"`},
+		{"port protocol", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, Protocol: "QUIC"}}}})
+			return err
+		}(), `service n/s: spec.ports[0].protocol "QUIC": want TCP, UDP or SCTP`},
+		{"endpoint hostname", func() error {
+			_, err := ToEndpointSlice(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "n"},
+				Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"1.2.3.4"}, Hostname: ptr("a.b")}}})
+			return err
+		}(), `endpointslice n/e: endpoints[0].hostname "a.b"`},
+		{"endpoint port protocol", func() error {
+			_, err := ToEndpointSlice(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "n"},
+				Ports: []discoveryv1.EndpointPort{{Port: ptr(int32(53)), Protocol: ptr(corev1.Protocol("dns"))}}})
+			return err
+		}(), `endpointslice n/e: ports[0].protocol "dns"`},
+		{"pod namespace", func() error {
+			_, _, err := ToPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "a.b"}})
+			return err
+		}(), `pod a.b/p: metadata.namespace "a.b"`},
 		{"bad pod ip", func() error {
 			_, _, err := ToPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n"}, Status: corev1.PodStatus{PodIP: "1.2.3"}})
 			return err
@@ -220,6 +270,14 @@ func TestConvertErrorsNameTheField(t *testing.T) {
 	}
 	if got := []bool{sl.Endpoints[0].Ready, sl.Endpoints[1].Ready, sl.Endpoints[2].Ready}; !slices.Equal(got, []bool{true, true, false}) {
 		t.Errorf("ready = %v", got)
+	}
+	// targetRef.name is not checked by the API server: a name that is not
+	// a pod name is not used, a pod name is.
+	sl, err = ToEndpointSlice(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Endpoints: []discoveryv1.Endpoint{
+		{Addresses: []string{"10.0.0.1"}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "not a pod"}},
+		{Addresses: []string{"10.0.0.2"}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "web-0"}}}})
+	if err != nil || sl.Endpoints[0].PodName != "" || sl.Endpoints[1].PodName != "web-0" {
+		t.Errorf("pod names %+v, %v; want none and web-0", sl.Endpoints, err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -206,6 +207,9 @@ func decodeJSON(js []byte, objs *store.Objects) error {
 		}
 		if n.Name == "" {
 			return fmt.Errorf("namespace: metadata.name is empty")
+		}
+		if err := checkName(n.Name, validation.IsDNS1123Label); err != nil {
+			return fmt.Errorf("namespace %s: metadata.name %w", n.Name, err)
 		}
 		objs.Namespaces = append(objs.Namespaces, store.Namespace{Name: n.Name})
 	case "":
