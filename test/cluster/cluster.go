@@ -66,9 +66,14 @@ type Options struct {
 	// DeployDNS deploys the NRI plugin's DaemonSet; needs containerd 2.x,
 	// $DNSCONFIGURER_CONTAINERD_BIN, or Start skips).
 	Agent string
-	// StartTimeout bounds the whole start; the default is 5 minutes.
+	// StartTimeout bounds the start once the images are built; the default
+	// is 5 minutes.
 	StartTimeout time.Duration
 }
+
+// imageBuildTimeout bounds building the cluster's images, which compiles
+// the product binary and the test images.
+const imageBuildTimeout = 15 * time.Minute
 
 // Cluster is a running one-node Kubernetes cluster: etcd, kube-apiserver,
 // kube-controller-manager and kube-scheduler, containerd with the
@@ -143,9 +148,6 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 			t.Skipf("cluster: %s missing; run test/e2e/setup.sh", tool)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
-	defer cancel()
-
 	sweepStale(t)
 	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
@@ -167,10 +169,17 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 			t.Fatalf("cluster: %v", err)
 		}
 	}
-	c.Images, err = clusterImages(ctx, filepath.Join(dir, "images"), binDir)
+	// Building the images compiles the product binary (a cold build takes
+	// minutes on a loaded 2-core machine): it has its own bound, and the
+	// start timeout counts from when they are there.
+	bctx, bcancel := context.WithTimeout(context.Background(), imageBuildTimeout)
+	c.Images, err = clusterImages(bctx, filepath.Join(dir, "images"), binDir)
+	bcancel()
 	if err != nil {
 		t.Fatalf("cluster: build images: %v", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
+	defer cancel()
 	c.Node = containerd.Start(t, containerd.Options{
 		Routes:         []netip.Prefix{ServiceCIDR, netip.PrefixFrom(NodeLocalDNS, 32)},
 		HostResolvConf: c.nodeResolvConf(),
