@@ -362,16 +362,12 @@ func sliceAddrs(s *discoveryv1.EndpointSlice) []string {
 	return out
 }
 
-// writer returns the churn's write: odd changes move an endpoint of a
-// headless Service not being waited on to a new address, even ones (and
-// odd ones when every slice is busy) create a ClusterIP Service.
-func (c *churnCluster) writer(client kubernetes.Interface) func(context.Context, int) (change, error) {
-	return func(ctx context.Context, seq int) (change, error) {
-		if seq%2 == 1 {
-			if h := c.claimSlice(); h != nil {
-				return c.moveEndpoint(ctx, client, h)
-			}
-		}
+// lanes are the churn's two kinds of write, taken in turn: create a
+// ClusterIP Service, and move an endpoint of a headless Service not being
+// waited on to a new address (or create a Service when every slice is
+// busy).
+func (c *churnCluster) lanes(client kubernetes.Interface) []writeFunc {
+	create := func(ctx context.Context) (change, error) {
 		n := int(c.nextNew.Add(1) - 1)
 		svc, err := c.createService(ctx, client, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("new-%d", n), Namespace: c.namespace(n)},
@@ -382,6 +378,13 @@ func (c *churnCluster) writer(client kubernetes.Interface) func(context.Context,
 		}
 		return change{kind: kindService, expect: expect{serviceName(svc.Name, svc.Namespace), []string{svc.Spec.ClusterIP}}, written: time.Now()}, nil
 	}
+	move := func(ctx context.Context) (change, error) {
+		if h := c.claimSlice(); h != nil {
+			return c.moveEndpoint(ctx, client, h)
+		}
+		return create(ctx)
+	}
+	return []writeFunc{create, move}
 }
 
 // claimSlice marks the next headless Service not busy as busy and returns

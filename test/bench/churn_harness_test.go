@@ -375,8 +375,8 @@ func TestDrive(t *testing.T) {
 	fast, fastAddr := startFakeZone(t)
 	lossy, lossyAddr := startFakeZone(t)
 	var calls, done atomic.Int64
-	write := func(ctx context.Context, seq int) (change, error) {
-		calls.Add(1)
+	write := func(ctx context.Context) (change, error) {
+		seq := int(calls.Add(1) - 1)
 		if seq == 3 {
 			return change{}, errors.New("write refused")
 		}
@@ -393,13 +393,13 @@ func TestDrive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	res := drive(ctx, 100, write, []string{fastAddr, lossyAddr}, 200*time.Millisecond)
+	res := drive(ctx, 100, []writeFunc{write, write}, []string{fastAddr, lossyAddr}, 200*time.Millisecond)
 	if took := time.Since(start); took > 400*time.Millisecond+200*time.Millisecond+pollTimeout {
 		t.Errorf("drive took %v: the last polls were not bounded", took)
 	}
 	n := int(calls.Load())
-	if n < 10 || n > 41 {
-		t.Errorf("%d writes in 400 ms at 100/s", n)
+	if n < 10 || n > 41 || res.dropped != 0 {
+		t.Errorf("%d writes in 400 ms at 100/s, %d dropped", n, res.dropped)
 	}
 	if res.writes != n-1 || len(res.writeErrs) != 1 || int(done.Load()) != res.writes {
 		t.Fatalf("%d writes, %d errors, %d done; want %d, 1, %d", res.writes, len(res.writeErrs), done.Load(), n-1, n-1)
@@ -421,6 +421,38 @@ func TestDrive(t *testing.T) {
 		if lat < 5*time.Millisecond {
 			t.Errorf("latency %v before the change was programmed", lat)
 		}
+	}
+}
+
+// TestDriveSlowLane: writes of one kind that hang (a slow API server)
+// fill their lane and drop its ticks, while the other lane keeps its rate.
+func TestDriveSlowLane(t *testing.T) {
+	z, addr := startFakeZone(t)
+	release := make(chan struct{})
+	stuck := func(ctx context.Context) (change, error) {
+		<-release
+		return change{}, errors.New("released")
+	}
+	var seq atomic.Int64
+	quick := func(ctx context.Context) (change, error) {
+		name := fmt.Sprintf("q%d.test.", seq.Add(1))
+		z.set(name, fakeAnswer{addrs: []string{"10.128.0.1"}})
+		return change{kind: kindService, expect: expect{name, []string{"10.128.0.1"}}, written: time.Now()}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	time.AfterFunc(450*time.Millisecond, func() { close(release) })
+	res := drive(ctx, 400, []writeFunc{stuck, quick}, []string{addr}, time.Second)
+	if len(res.writeErrs) != maxWritesInFlight || res.dropped == 0 {
+		t.Fatalf("%d stuck writes, %d ticks dropped; want %d and some", len(res.writeErrs), res.dropped, maxWritesInFlight)
+	}
+	// The lanes take the ticks in turn: the quick one had as many as the
+	// stuck one, give or take one.
+	if stuckTicks := maxWritesInFlight + res.dropped; res.writes < stuckTicks-1 || res.writes > stuckTicks+1 {
+		t.Errorf("%d quick writes, the stuck lane had %d ticks", res.writes, stuckTicks)
+	}
+	if m := missed(res.polls[0]); len(m) != 0 {
+		t.Errorf("%d quick changes missed", len(m))
 	}
 }
 
@@ -537,8 +569,9 @@ func TestChurnWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := c.writer(client)
-	ch, err := write(t.Context(), 0)
+	lanes := c.lanes(client)
+	create, move := lanes[0], lanes[1]
+	ch, err := create(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +584,7 @@ func TestChurnWrites(t *testing.T) {
 	}
 
 	before := sliceAddrs(c.headless[0].slice)
-	ch, err = write(t.Context(), 1)
+	ch, err = move(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,13 +613,13 @@ func TestChurnWrites(t *testing.T) {
 		t.Errorf("moved %v to %v, want one address to %s", gone, added, endpointAddr(endpointsPerSlice))
 	}
 
-	// The only slice is busy: the next odd change creates a Service.
-	if ch3, err := write(t.Context(), 3); err != nil || ch3.kind != kindService {
-		t.Errorf("change %+v (%v) while the slice is busy, want a new Service", ch3, err)
+	// The only slice is busy: the next move creates a Service instead.
+	if ch2, err := move(t.Context()); err != nil || ch2.kind != kindService || ch2.qname != "new-1.churn-0.svc.cluster.local." {
+		t.Errorf("change %+v (%v) while the slice is busy, want new-1", ch2, err)
 	}
 	ch.done()
-	if ch5, err := write(t.Context(), 5); err != nil || ch5.kind != kindEndpoint || slices.Equal(ch5.want, ch.want) {
-		t.Errorf("change %+v (%v) once the slice is free, want another move", ch5, err)
+	if ch3, err := move(t.Context()); err != nil || ch3.kind != kindEndpoint || slices.Equal(ch3.want, ch.want) {
+		t.Errorf("change %+v (%v) once the slice is free, want another move", ch3, err)
 	}
 }
 
@@ -634,7 +667,7 @@ func goodChurn() *churnReport {
 			headlessTook: 2 * time.Second, deciles: [10]time.Duration{4e9, 8e9, 13e9, 18e9, 23e9, 28e9, 33e9, 38e9, 44e9, 50e9}, retries: 1},
 		phases: []phaseRun{
 			{rate: 10, writes: 300, took: 30 * time.Second, loadedWrites: 200},
-			{rate: 50, writes: 1500, took: 30 * time.Second, loadedWrites: 1000},
+			{rate: 50, writes: 1500, took: 30 * time.Second, loadedWrites: 1000, dropped: 12},
 		},
 		loadAvg: "2.10 1.50 1.00",
 	}

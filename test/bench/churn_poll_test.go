@@ -23,10 +23,10 @@ const (
 const (
 	// pollTimeout is how long one poll waits for its reply.
 	pollTimeout = time.Second
-	// maxWritesInFlight bounds the churn's API writes in flight; when the
-	// API server is slower, the churn falls behind its rate (the report
-	// gives the rate reached).
-	maxWritesInFlight = 64
+	// maxWritesInFlight bounds the churn's API writes in flight per kind;
+	// when the API server is slower, the churn falls behind its rate (the
+	// report gives the rate reached).
+	maxWritesInFlight = 32
 	// writeTimeout bounds one churn write.
 	writeTimeout = 30 * time.Second
 )
@@ -182,24 +182,33 @@ func pollChange(addr string, ch change, bound time.Duration) pollResult {
 // driveResult is one churn phase.
 type driveResult struct {
 	writes    int
+	dropped   int // ticks whose lane had maxWritesInFlight writes in flight
 	writeErrs []error
 	took      time.Duration  // the first tick to the end of the last write
 	polls     [][]pollResult // per server address
 }
 
-// drive writes rate changes per second until ctx ends, each through
-// write (seq counts from 0), and polls every server for every change
-// written. It returns once every poll has ended.
-func drive(ctx context.Context, rate int, write func(ctx context.Context, seq int) (change, error), addrs []string, bound time.Duration) driveResult {
+// writeFunc makes one change through the API server.
+type writeFunc func(ctx context.Context) (change, error)
+
+// drive writes rate changes per second until ctx ends, the ticks taking
+// the lanes in turn, and polls every server for every change written. A
+// lane has at most maxWritesInFlight writes in flight; a tick that finds
+// its lane full is dropped, so a slow kind of write does not hold back
+// the others. drive returns once every poll has ended.
+func drive(ctx context.Context, rate int, lanes []writeFunc, addrs []string, bound time.Duration) driveResult {
 	res := driveResult{polls: make([][]pollResult, len(addrs))}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxWritesInFlight)
+	inFlight := make([]chan struct{}, len(lanes))
+	for i := range inFlight {
+		inFlight[i] = make(chan struct{}, maxWritesInFlight)
+	}
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
 	start := time.Now()
 	var lastWrite time.Time
-	for seq := 0; ; seq++ {
+	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
@@ -209,16 +218,18 @@ func drive(ctx context.Context, rate int, write func(ctx context.Context, seq in
 			return res
 		case <-tick.C:
 		}
+		lane := n % len(lanes)
 		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+		case inFlight[lane] <- struct{}{}:
+		default:
+			res.dropped++
 			continue
 		}
 		wg.Go(func() {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-			ch, err := write(wctx, seq)
+			ch, err := lanes[lane](wctx)
 			cancel()
-			<-sem
+			<-inFlight[lane]
 			if err != nil {
 				mu.Lock()
 				res.writeErrs = append(res.writeErrs, err)

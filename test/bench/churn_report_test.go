@@ -45,9 +45,29 @@ type churnReport struct {
 type phaseRun struct {
 	rate         int
 	writes       int           // without the query load
+	dropped      int           // ticks dropped: the API server fell behind
 	took         time.Duration // their span
 	loadedWrites int           // while the query load ran
 	writeErrs    []error       // both
+}
+
+// reached says how many changes of each kind were written, at what rate,
+// from one server's polls (both servers poll every change).
+func (ph phaseRun) reached(polls []pollResult) string {
+	var svc, ep int
+	for _, p := range polls {
+		if p.kind == kindService {
+			svc++
+		} else {
+			ep++
+		}
+	}
+	s := fmt.Sprintf("%s new Services at %.1f/s, %s moved endpoints at %.1f/s",
+		count(svc), perSecond(svc, ph.took), count(ep), perSecond(ep, ph.took))
+	if ph.dropped > 0 {
+		s += fmt.Sprintf("; %s ticks dropped, the API server behind", count(ph.dropped))
+	}
+	return s
 }
 
 // serverRun is one server's figures.
@@ -139,7 +159,7 @@ func (r *churnReport) table() string {
 	for i, ph := range r.phases {
 		at := fmt.Sprintf(", churn %d/s", ph.rate)
 		dp, cp := dc.phases[i], cd.phases[i]
-		row(fmt.Sprintf("write→answer p50 / p99%s (%d changes, %.1f/s reached)", at, ph.writes, perSecond(ph.writes, ph.took)),
+		row(fmt.Sprintf("write→answer p50 / p99%s (%s)", at, ph.reached(dp.polls)),
 			pair(cp.polls, ""), pair(dp.polls, ""), pairRatio(dp.polls, cp.polls, ""))
 		row("write→answer p99, new Service / moved endpoint"+at, kindP99(cp.polls), kindP99(dp.polls), "")
 		row("CPU per 100 changes"+at, fmt.Sprintf("%.3f s", cpuPer100(cp.cpu, ph.writes)), fmt.Sprintf("%.3f s", cpuPer100(dp.cpu, ph.writes)),

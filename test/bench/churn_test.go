@@ -160,27 +160,27 @@ func TestChurn(t *testing.T) {
 
 	cfg = cp.Config()
 	cfg.QPS, cfg.Burst = 2000, 2000
-	write := c.writer(apiserver.NewClient(t, cfg))
+	lanes := c.lanes(apiserver.NewClient(t, cfg))
 	addrs := []string{dc.dns, cd.dns}
 	for _, rate := range set.rates {
 		ph := phaseRun{rate: rate}
 		before := usages(t, servers)
 		pctx, cancel := context.WithTimeout(ctx, set.churnFor)
-		res := drive(pctx, rate, write, addrs, changeBound)
+		res := drive(pctx, rate, lanes, addrs, changeBound)
 		cancel()
 		after := usages(t, servers)
-		ph.took, ph.writes, ph.writeErrs = res.took, res.writes, res.writeErrs
+		ph.took, ph.writes, ph.dropped, ph.writeErrs = res.took, res.writes, res.dropped, res.writeErrs
 		for i := range servers {
 			rep.servers[i].phases = append(rep.servers[i].phases, serverPhase{polls: res.polls[i], cpu: after[i].cpu - before[i].cpu})
 		}
-		t.Logf("churn %d/s: %d changes in %v", rate, res.writes, res.took.Round(time.Millisecond))
+		t.Logf("churn %d/s: %d changes in %v, %d ticks dropped", rate, res.writes, res.took.Round(time.Millisecond), res.dropped)
 		if set.queryQPS > 0 {
 			// The same churn goes on while each server in turn takes the
 			// query load.
 			lctx, lcancel := context.WithCancel(ctx)
 			var wg sync.WaitGroup
 			var loaded driveResult
-			wg.Go(func() { loaded = drive(lctx, rate, write, addrs, changeBound) })
+			wg.Go(func() { loaded = drive(lctx, rate, lanes, addrs, changeBound) })
 			for i, s := range servers {
 				rep.servers[i].phases[len(rep.servers[i].phases)-1].query = queryLoad(t, s, names, set)
 			}
