@@ -29,7 +29,10 @@
 // status subresource. Authentication is by static bearer tokens (an admin in
 // system:masters plus any users given with WithUser), authorization is
 // Node,RBAC, and the ServiceAccount admission plugin is off so pods need no
-// service account. The Service cluster IP range is 10.96.0.0/16.
+// service account. The Service cluster IP range is 10.96.0.0/16 (ServiceCIDR,
+// 65,534 cluster IPs); a later --service-cluster-ip-range in
+// WithAPIServerArgs replaces it, up to the /12 kube-apiserver accepts, as
+// test/bench's TestChurn does for larger clusters.
 //
 // The kube-apiserver can be stopped and started again on the same port while
 // etcd and its data stay up (StopAPIServer, StartAPIServer, RestartAPIServer),

@@ -384,7 +384,7 @@ func runFlood(t *testing.T, s *server, dead []*deadUpstream) floodReport {
 		rep.probes, probeErr = probeLoop(ctx, s.dns, question(clusterName, dns.TypeA), start, 100*time.Millisecond, probeTimeout)
 	})
 	wg.Go(func() { rep.samples = sampleLoop(ctx, s, start, time.Second) })
-	res, err := flood(s.dns, floodZone, *floodQPS, *floodFor, *floodDrain)
+	res, err := flood(s.dns, uniqueNames(floodZone), *floodQPS, *floodFor, *floodDrain)
 	cancel()
 	wg.Wait()
 	if err != nil {

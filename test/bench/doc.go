@@ -22,15 +22,28 @@
 //     of 1-4 KB over TCP to each server in turn; the node-local stage, with
 //     --cache-size 32Mi and no GOMEMLIMIT, must keep its peak RSS (VmHWM)
 //     within the DaemonSet's 128 MiB and dnsconfigurer_cache_bytes within
-//     32 MiB, and answer every name right.
+//     32 MiB, and answer every name right;
+//   - TestChurn (issue 28): a real kube-apiserver and etcd (test/apiserver)
+//     holding $DNSCONFIGURER_CHURN_SERVICES ClusterIP Services and
+//     $DNSCONFIGURER_CHURN_HEADLESS headless Services with an EndpointSlice
+//     of 50 endpoints each, watched by serve --kubeconfig and by CoreDNS's
+//     kubernetes plugin side by side. At each rate of
+//     $DNSCONFIGURER_CHURN_RATE it creates Services and moves endpoints and
+//     polls both servers over UDP until each answers each change. It
+//     reports write→answer percentiles, CPU per 100 changes, RssAnon and
+//     the query p99 under a fixed load with and without churn. It asserts
+//     that every change is answered.
 //
 // All skip unless DNSCONFIGURER_BENCH=1, so `go test ./...` stays fast:
 //
 //	DNSCONFIGURER_BENCH=1 go test -v -run 'TestSideBySide|TestDeadUpstreamFlood' ./test/bench/ -timeout 10m
 //	DNSCONFIGURER_BENCH=1 go test -count=1 -v -run 'TestNodeLocal' ./test/bench/ -timeout 10m
+//	DNSCONFIGURER_BENCH=1 DNSCONFIGURER_TESTBIN=$(test/testbin/build.sh) go test -count=1 -v -run TestChurn ./test/bench/ -timeout 60m
 //
 // dnsconfigurer is built from the working tree (test/buildbin); coredns is
 // $DNSCONFIGURER_COREDNS, else $DNSCONFIGURER_TESTBIN/coredns, else the
 // directory test/testbin/build.sh caches its binaries in. Extra serve flags
-// come from $DNSCONFIGURER_SERVE_ARGS. README.md has the last numbers.
+// come from $DNSCONFIGURER_SERVE_ARGS. TestChurn's kube-apiserver and
+// etcd come from $DNSCONFIGURER_TESTBIN or build.sh's cache as well.
+// README.md has the method, the knobs and the last numbers.
 package bench

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,10 +37,10 @@ type floodResult struct {
 	stray   int64           // replies to no query in flight (duplicates)
 }
 
-// flood sends qps queries per second of unique names under zone to addr
-// for d, paced by a ticker, and then waits up to drain for the last
-// replies. Every query's send time is kept, per socket and ID.
-func flood(addr, zone string, qps int, d, drain time.Duration) (floodResult, error) {
+// flood sends qps queries per second to addr for d, paced by a ticker, the
+// n-th for A of name(n), and then waits up to drain for the last replies.
+// Every query's send time is kept, per socket and ID.
+func flood(addr string, name func(n int) string, qps int, d, drain time.Duration) (floodResult, error) {
 	var res floodResult
 	if float64(qps)*d.Seconds() > floodSockets*65536 {
 		return res, fmt.Errorf("flood: %d qps for %s needs more than %d IDs", qps, d, floodSockets*65536)
@@ -115,7 +116,7 @@ func flood(addr, zone string, qps int, d, drain time.Duration) (floodResult, err
 		for range min(due, maxBurst) {
 			sock, id := res.sent%floodSockets, uint16(res.sent/floodSockets)
 			m := new(dns.Msg)
-			m.SetQuestion(fmt.Sprintf("f%d.%s", res.sent, zone), dns.TypeA)
+			m.SetQuestion(name(res.sent), dns.TypeA)
 			m.Id = id
 			wire, err := m.Pack()
 			if err != nil {
@@ -162,6 +163,11 @@ func flood(addr, zone string, qps int, d, drain time.Duration) (floodResult, err
 	slices.Sort(res.lost)
 	res.stray = strays.Load()
 	return res, errors.Join(append(errs, sendErr)...)
+}
+
+// uniqueNames are the flood's names under zone: f0.zone, f1.zone, ...
+func uniqueNames(zone string) func(int) string {
+	return func(n int) string { return "f" + strconv.Itoa(n) + "." + zone }
 }
 
 // probe is one answer (or not) for the in-cluster name.

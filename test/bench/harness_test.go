@@ -96,7 +96,7 @@ func TestFloodAccountsForEveryQuery(t *testing.T) {
 	})
 
 	const qps, d = 500, time.Second
-	res, err := flood(addr, floodZone, qps, d, time.Second)
+	res, err := flood(addr, uniqueNames(floodZone), qps, d, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

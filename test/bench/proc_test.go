@@ -204,6 +204,7 @@ func (s *server) waitAnswer(t *testing.T, q *dns.Msg, check func(*dns.Msg) error
 // usage is what /proc says about a process.
 type usage struct {
 	rssKiB, hwmKiB int64
+	anonKiB        int64         // RssAnon: the heap and stacks, not the binary's pages
 	cpu            time.Duration // utime + stime
 }
 
@@ -211,45 +212,72 @@ type usage struct {
 const clockTick = 10 * time.Millisecond
 
 func readUsage(pid int) (usage, error) {
-	var u usage
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return u, err
+		return usage{}, err
 	}
-	// The command name may hold spaces; fields follow the last ')'.
+	cpu, err := parseStatCPU(stat)
+	if err != nil {
+		return usage{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return usage{}, err
+	}
+	defer status.Close()
+	u, err := parseStatus(status)
+	if err != nil {
+		return usage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	u.cpu = cpu
+	return u, nil
+}
+
+// parseStatCPU returns utime + stime of a /proc/<pid>/stat line.
+func parseStatCPU(stat []byte) (time.Duration, error) {
+	// The command name may hold spaces and ')'; fields follow the last ')'.
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return u, fmt.Errorf("/proc/%d/stat: no ')'", pid)
+		return 0, errors.New("no ')'")
 	}
 	f := strings.Fields(string(stat[i+1:]))
 	if len(f) < 13 {
-		return u, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
 	}
 	// utime and stime are fields 14 and 15 of stat, 12 and 13 after ')'.
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return u, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		return 0, err
 	}
-	u.cpu = time.Duration(utime+stime) * clockTick
-	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return u, err
-	}
-	defer status.Close()
-	sc := bufio.NewScanner(status)
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// parseStatus reads VmRSS, VmHWM and RssAnon (kB) of a /proc/<pid>/status.
+func parseStatus(r io.Reader) (usage, error) {
+	var u usage
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
 		if !ok {
 			continue
 		}
-		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		var dst *int64
 		switch k {
 		case "VmRSS":
-			u.rssKiB = n
+			dst = &u.rssKiB
 		case "VmHWM":
-			u.hwmKiB = n
+			dst = &u.hwmKiB
+		case "RssAnon":
+			dst = &u.anonKiB
+		default:
+			continue
 		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return u, fmt.Errorf("%s: %w", k, err)
+		}
+		*dst = n
 	}
 	return u, sc.Err()
 }

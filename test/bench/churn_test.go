@@ -1,0 +1,394 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
+)
+
+// The knobs of TestChurn.
+const (
+	envChurnServices    = "DNSCONFIGURER_CHURN_SERVICES"
+	envChurnHeadless    = "DNSCONFIGURER_CHURN_HEADLESS"
+	envChurnRate        = "DNSCONFIGURER_CHURN_RATE"
+	envChurnFor         = "DNSCONFIGURER_CHURN_FOR"
+	envChurnQueryQPS    = "DNSCONFIGURER_CHURN_QUERY_QPS"
+	envChurnQueryFor    = "DNSCONFIGURER_CHURN_QUERY_FOR"
+	envChurnPopulateQPS = "DNSCONFIGURER_CHURN_POPULATE_QPS"
+)
+
+// churnServiceCIDR replaces test/apiserver's /16, which holds 65,534
+// cluster IPs; a /12 is the largest range kube-apiserver accepts.
+const churnServiceCIDR = "10.96.0.0/12"
+
+const (
+	// startBound bounds a server's start until every Service answers.
+	startBound = 10 * time.Minute
+	// changeBound is how long a change may take to be answered before it
+	// counts as missed.
+	changeBound = 30 * time.Second
+	// queryDrain is how long the query load waits for its last replies.
+	queryDrain = 2 * time.Second
+)
+
+// churnSettings are TestChurn's knobs, read from the environment.
+type churnSettings struct {
+	services    int           // ClusterIP Services
+	headless    int           // headless Services, one EndpointSlice of endpointsPerSlice each
+	rates       []int         // changes per second, one churn phase each
+	churnFor    time.Duration // length of each churn phase
+	queryQPS    int           // the fixed query load; 0 turns it off
+	queryFor    time.Duration // the query load per server, without and with churn
+	populateQPS int           // the populating client's rate limit
+}
+
+// parseChurnSettings reads the knobs through getenv (os.Getenv), with
+// their defaults; an error names every bad variable.
+func parseChurnSettings(getenv func(string) string) (churnSettings, error) {
+	var errs []error
+	whole := func(name string, def, lo, hi int) int {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("%s=%q: want a whole number from %d to %d", name, v, lo, hi))
+			return def
+		}
+		return n
+	}
+	duration := func(name string, def, lo, hi time.Duration) time.Duration {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < lo || d > hi {
+			errs = append(errs, fmt.Errorf("%s=%q: want a duration from %v to %v", name, v, lo, hi))
+			return def
+		}
+		return d
+	}
+	s := churnSettings{
+		services:    whole(envChurnServices, 10000, 1, 500000),
+		headless:    whole(envChurnHeadless, 200, 0, 20000),
+		churnFor:    duration(envChurnFor, 30*time.Second, time.Second, 30*time.Minute),
+		queryQPS:    whole(envChurnQueryQPS, 5000, 0, 50000),
+		queryFor:    duration(envChurnQueryFor, 10*time.Second, time.Second, 10*time.Minute),
+		populateQPS: whole(envChurnPopulateQPS, 500, 1, 10000),
+		rates:       []int{10, 50},
+	}
+	if v := getenv(envChurnRate); v != "" {
+		s.rates = nil
+		for f := range strings.SplitSeq(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 1000 {
+				errs = append(errs, fmt.Errorf("%s=%q: want changes per second from 1 to 1000, comma-separated", envChurnRate, v))
+				s.rates = []int{10, 50}
+				break
+			}
+			s.rates = append(s.rates, n)
+		}
+	}
+	if ids := floodSockets * 65536; float64(s.queryQPS)*(s.queryFor+time.Second).Seconds() > float64(ids) {
+		errs = append(errs, fmt.Errorf("%s=%d for %s=%v: more than the load generator's %d queries", envChurnQueryQPS, s.queryQPS, envChurnQueryFor, s.queryFor, ids))
+	}
+	return s, errors.Join(errs...)
+}
+
+// TestChurn populates a real kube-apiserver with Services and headless
+// Services with EndpointSlices, starts dnsconfigurer serve and CoreDNS's
+// kubernetes plugin watching it, and then changes it at fixed rates while
+// it polls both over DNS until they answer each change. README.md has the
+// method and the figures.
+func TestChurn(t *testing.T) {
+	requireBench(t)
+	set, err := parseChurnSettings(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corednsBin := corednsPath(t)
+	dcBin := buildbin.Dnsconfigurer(t)
+	cp := apiserver.StartT(t, apiserver.WithAPIServerArgs("--service-cluster-ip-range="+churnServiceCIDR))
+	ctx := t.Context()
+
+	cfg := cp.Config()
+	cfg.QPS, cfg.Burst = float32(set.populateQPS), set.populateQPS
+	c, pop, err := populate(ctx, apiserver.NewClient(t, cfg), set, t.Logf)
+	if err != nil {
+		t.Fatalf("populate: %v", err)
+	}
+	t.Log(pop.String())
+	rep := &churnReport{set: set, populate: pop}
+
+	dir := t.TempDir()
+	up := startStub(t)
+	all := c.expectations()
+	// Each server starts alone, so neither shares the CPU or the API
+	// server with the other's initial list.
+	started := time.Now()
+	dc := startClusterDnsconfigurer(t, dir, dcBin, cp.Kubeconfig(), up.addr)
+	dcStart := awaitAll(t, dc, all, started)
+	t.Logf("dnsconfigurer: every Service answered %v after its start", dcStart.Round(time.Millisecond))
+	started = time.Now()
+	cd := startClusterCoreDNS(t, dir, corednsBin, cp.Kubeconfig())
+	cdStart := awaitAll(t, cd, all, started)
+	t.Logf("coredns: every Service answered %v after its start", cdStart.Round(time.Millisecond))
+
+	servers := []*server{dc, cd}
+	rep.servers = []serverRun{{name: dc.name, start: dcStart}, {name: cd.name, start: cdStart}}
+	for i, s := range servers {
+		rep.servers[i].sync = mustUsage(t, s)
+	}
+	names := c.queryNames()
+	if set.queryQPS > 0 {
+		for i, s := range servers {
+			rep.servers[i].baseQuery = queryLoad(t, s, names, set)
+		}
+	}
+
+	cfg = cp.Config()
+	cfg.QPS, cfg.Burst = 2000, 2000
+	lanes := c.lanes(apiserver.NewClient(t, cfg))
+	addrs := []string{dc.dns, cd.dns}
+	for _, rate := range set.rates {
+		ph := phaseRun{rate: rate}
+		before := usages(t, servers)
+		pctx, cancel := context.WithTimeout(ctx, set.churnFor)
+		res := drive(pctx, rate, lanes, addrs, changeBound)
+		cancel()
+		after := usages(t, servers)
+		ph.took, ph.writes, ph.dropped, ph.writeErrs = res.took, res.writes, res.dropped, res.writeErrs
+		for i := range servers {
+			rep.servers[i].phases = append(rep.servers[i].phases, serverPhase{polls: res.polls[i], cpu: after[i].cpu - before[i].cpu})
+		}
+		t.Logf("churn %d/s: %d changes in %v, %d ticks dropped", rate, res.writes, res.took.Round(time.Millisecond), res.dropped)
+		if set.queryQPS > 0 {
+			// The same churn goes on while each server in turn takes the
+			// query load.
+			lctx, lcancel := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			var loaded driveResult
+			wg.Go(func() { loaded = drive(lctx, rate, lanes, addrs, changeBound) })
+			for i, s := range servers {
+				rep.servers[i].phases[len(rep.servers[i].phases)-1].query = queryLoad(t, s, names, set)
+			}
+			lcancel()
+			wg.Wait()
+			ph.loadedWrites = loaded.writes
+			ph.writeErrs = append(ph.writeErrs, loaded.writeErrs...)
+			for i := range servers {
+				rep.servers[i].phases[len(rep.servers[i].phases)-1].loaded = loaded.polls[i]
+			}
+		}
+		rep.phases = append(rep.phases, ph)
+		for _, s := range servers {
+			select {
+			case <-s.exited:
+				t.Fatalf("%s exited during the churn at %d/s: %v\n%s", s.name, rate, s.waitErr, tail(s.logPath, 4096))
+			default:
+			}
+		}
+	}
+	for i, s := range servers {
+		rep.servers[i].end = mustUsage(t, s)
+	}
+	rep.loadAvg = loadAvg()
+	t.Log("\n" + rep.table())
+	for _, v := range rep.violations() {
+		t.Error(v)
+	}
+}
+
+// startClusterDnsconfigurer runs `dnsconfigurer serve` in cluster mode
+// watching the API server of kubeconfig, every other name to upstream,
+// then $DNSCONFIGURER_SERVE_ARGS.
+func startClusterDnsconfigurer(t *testing.T, dir, bin, kubeconfig, upstream string) *server {
+	t.Helper()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	maddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	args := []string{"serve", "--listen", addr, "--kubeconfig", kubeconfig, "--pods", "insecure",
+		"--upstream", upstream, "--metrics-listen", maddr}
+	args = append(args, strings.Fields(os.Getenv(envArgs))...)
+	t.Logf("dnsconfigurer %s", strings.Join(args, " "))
+	return startServer(t, "dnsconfigurer", dir, addr, "http://"+maddr+"/metrics", bin, args...)
+}
+
+// clusterCorefile is kubeadm's kubernetes and loadbalance lines for the
+// cluster zone, watching the API server of a kubeconfig. kubeadm's `cache
+// 30` is left out: it would answer a name asked before its change from the
+// cache for up to 30 s, which measures the cache, not the programming.
+const clusterCorefile = `cluster.local:%d {
+    bind 127.0.0.1
+    kubernetes cluster.local {
+        kubeconfig %s test
+        pods insecure
+    }
+    loadbalance
+    prometheus %s
+}
+`
+
+// startClusterCoreDNS runs coredns with clusterCorefile.
+func startClusterCoreDNS(t *testing.T, dir, bin, kubeconfig string) *server {
+	t.Helper()
+	return runCoreDNS(t, dir, func(port int, metrics string) string {
+		return fmt.Sprintf(clusterCorefile, port, kubeconfig, metrics)
+	})
+}
+
+// awaitAll returns how long after started s answered every expectation:
+// the time a sample of them (the last Service of each kind among them)
+// was answered, or later if the sweep of all that follows finds one that
+// still had to be waited for. It fails t when one is not answered within
+// startBound or s exits.
+func awaitAll(t *testing.T, s *server, all []expect, started time.Time) time.Duration {
+	t.Helper()
+	deadline := started.Add(startBound)
+	pending := sampleOf(all, 64)
+	p, err := newProber(s.dns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	var last error
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for len(pending) > 0 {
+		// A pass stops at the first name not answered: the server is not
+		// ready, and a silent one would make every question wait.
+		for len(pending) > 0 {
+			if err := p.ask(pending[0], 100*time.Millisecond); err != nil {
+				last = fmt.Errorf("%s: %w", pending[0].qname, err)
+				break
+			}
+			pending = pending[1:]
+		}
+		if len(pending) == 0 {
+			break
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("%s exited (%v) before answering every Service:\n%s", s.name, s.waitErr, tail(s.logPath, 4096))
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of a sample of Services unanswered %v after its start: %v", s.name, len(pending), startBound, last)
+		}
+	}
+	took := time.Since(started)
+	failed := sweep(s.dns, all, 16)
+	for len(failed) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of %d names unanswered %v after its start, first %s: %v", s.name, len(failed), len(all), startBound, failed[0].e.qname, failed[0].err)
+		}
+		t.Logf("%s: %d names not answered yet after the sample, first %s: %v", s.name, len(failed), failed[0].e.qname, failed[0].err)
+		<-tick.C
+		again := make([]expect, len(failed))
+		for i, f := range failed {
+			again[i] = f.e
+		}
+		failed = sweep(s.dns, again, 16)
+		took = time.Since(started)
+	}
+	return took
+}
+
+// sampleOf picks up to n of all, evenly spaced, always with the last one
+// and the last one of a kind (the first headless Service follows the
+// last ClusterIP one).
+func sampleOf(all []expect, n int) []expect {
+	if len(all) <= n {
+		return all
+	}
+	var out []expect
+	step := float64(len(all)-1) / float64(n-1)
+	for i := range n {
+		out = append(out, all[int(float64(i)*step+0.5)])
+	}
+	for i := 1; i < len(all); i++ {
+		if len(all[i].want) != len(all[i-1].want) {
+			out = append(out, all[i-1])
+		}
+	}
+	return out
+}
+
+// failure is an expectation not met, with why.
+type failure struct {
+	e   expect
+	err error
+}
+
+// sweep asks every expectation once (a timed-out one twice) from workers
+// sockets and returns those not met.
+func sweep(addr string, list []expect, workers int) []failure {
+	var mu sync.Mutex
+	var failed []failure
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			p, err := newProber(addr)
+			if err != nil {
+				mu.Lock()
+				failed = append(failed, failure{list[w%len(list)], err})
+				mu.Unlock()
+				return
+			}
+			defer p.close()
+			for i := w; i < len(list); i += workers {
+				err := p.ask(list[i], time.Second)
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					err = p.ask(list[i], time.Second)
+				}
+				if err != nil {
+					mu.Lock()
+					failed = append(failed, failure{list[i], err})
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return failed
+}
+
+func mustUsage(t *testing.T, s *server) usage {
+	t.Helper()
+	u, err := readUsage(s.cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("%s: %v", s.name, err)
+	}
+	return u
+}
+
+func usages(t *testing.T, servers []*server) []usage {
+	t.Helper()
+	out := make([]usage, len(servers))
+	for i, s := range servers {
+		out[i] = mustUsage(t, s)
+	}
+	return out
+}
+
+// queryLoad sends set.queryQPS queries per second of existing names to s
+// for set.queryFor.
+func queryLoad(t *testing.T, s *server, names []string, set churnSettings) queryStats {
+	t.Helper()
+	res, err := flood(s.dns, func(n int) string { return names[n%len(names)] }, set.queryQPS, set.queryFor, queryDrain)
+	if err != nil {
+		t.Fatalf("%s: query load: %v", s.name, err)
+	}
+	return queryStatsOf(res)
+}
