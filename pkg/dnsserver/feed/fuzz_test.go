@@ -24,9 +24,9 @@ import (
 var (
 	labelRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	label1035 = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	// A snapshot name: labels of letters, digits, '-' and '_' (SRV
-	// owners), with the trailing dot.
-	nameLabelRE = regexp.MustCompile(`^[a-z0-9_]([-a-z0-9_]*[a-z0-9])?$`)
+	// A snapshot name's label: letters, digits, '_' (SRV owners) and '-'
+	// (first or last too: the dashed IPv6 "fd00--", "--1").
+	nameLabelRE = regexp.MustCompile(`^[-a-z0-9_]+$`)
 )
 
 func isLabel(s string) bool { return len(s) <= 63 && labelRE.MatchString(s) }
