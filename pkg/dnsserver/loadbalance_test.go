@@ -136,6 +136,39 @@ func TestPlanRotationMalformed(t *testing.T) {
 	_ = planRotation(loop)
 }
 
+// TestPlanRotationNameRunsIntoRun: a name may start outside the answer's
+// runs and read on into one (a label whose length byte ends a TXT record
+// and whose bytes are the two A records). Rotating the records would change
+// that name, so no plan is made. CI's fuzzing found the shape.
+func TestPlanRotationNameRunsIntoRun(t *testing.T) {
+	wire := []byte{
+		0, 0, 0x81, 0x80, 0, 1, 0, 3, 0, 1, 0, 1,
+		1, 'a', 0, 0, 1, 0, 1, // 12: question a. A
+		0xc0, 12, 0, 16, 0, 1, 0, 0, 0, 5, 0, 3, 2, 'x', 32, // 19: a. TXT "x\032"; offset 33 is 32
+		0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 10, 0, 0, 1, // 34: a. A 10.0.0.1
+		0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 10, 0, 0, 2, // 50: a. A 10.0.0.2
+		0xc0, 12, 0, 12, 0, 1, 0, 0, 0, 5, 0, 2, 0xc0, 33, // 66: a. PTR, the name at 33: 32 bytes of A records, then a.
+		0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0, // 80: OPT
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(wire); err != nil {
+		t.Fatalf("the test's message does not unpack: %v", err)
+	}
+	if len(m.Answer) != 3 || len(m.Ns) != 1 {
+		t.Fatalf("the test's message has %d answer and %d authority records", len(m.Answer), len(m.Ns))
+	}
+	if p := planRotation(wire); p != nil {
+		t.Fatalf("a plan was made; rotating would turn the PTR target %q into another name", m.Ns[0].(*dns.PTR).Ptr)
+	}
+	// Pointing at the A record's own owner name instead is safe: the plan
+	// is made and fixes the pointer as the record moves.
+	safe := slices.Clone(wire)
+	safe[len(safe)-12] = 34 + 16
+	if planRotation(safe) == nil {
+		t.Fatal("no plan when the PTR target is the second A record's owner")
+	}
+}
+
 // BenchmarkServeDNSLoadBalance is BenchmarkServeDNS with WithLoadBalance:
 // cache hits rotated in place.
 func BenchmarkServeDNSLoadBalance(b *testing.B) {

@@ -381,23 +381,81 @@ func planRotation(b []byte) *rotation {
 	}
 	p := &rotation{runs: runs}
 	for _, pt := range ptrs {
-		pos, target := pt[0], pt[1]
-		if run, _ := findRun(runs, pos); run >= 0 {
-			if r, _ := findRun(runs, target); r >= 0 {
-				return nil
-			}
-			continue // moves with its record, still pointing outside
-		}
-		run, rr := findRun(runs, target)
-		if run < 0 {
-			continue
-		}
-		if runs[run].end > maxPointer {
+		fix, ok := planPointer(b, runs, pt[0], pt[1])
+		if !ok {
 			return nil
 		}
-		p.fixes = append(p.fixes, rotFix{pos: pos, target: target, run: run, rr: rr})
+		if fix != nil {
+			p.fixes = append(p.fixes, *fix)
+		}
 	}
 	return p
+}
+
+// planPointer checks the compression pointer at pos, pointing at target,
+// against the runs. It follows the whole name the pointer reads, since a
+// name that starts outside a run may run on into one. The pointer needs no
+// fix when every byte it reads lies outside the runs; it needs one when it
+// lies outside the runs and its first hop reads within one record of a run
+// (the record moves, the pointer follows it). Anything else would change a
+// name when the records rotate: ok is false.
+func planPointer(b []byte, runs []rotRun, pos, target int) (fix *rotFix, ok bool) {
+	inRun, _ := findRun(runs, pos)
+	for hop := 0; hop < 16; hop++ {
+		end, next, ok := nameSegment(b, target)
+		if !ok {
+			return nil, false
+		}
+		if overlapsRun(runs, target, end) {
+			run, rr := findRun(runs, target)
+			lastRun, lastRR := findRun(runs, end-1)
+			if hop > 0 || inRun >= 0 || run < 0 || run != lastRun || rr != lastRR || runs[run].end > maxPointer {
+				return nil, false
+			}
+			// The rest of the chain starts inside the record and moves
+			// with it: it must read nothing inside a run.
+			fix = &rotFix{pos: pos, target: target, run: run, rr: rr}
+		}
+		if next < 0 {
+			return fix, true
+		}
+		target = next
+	}
+	return nil, false
+}
+
+// nameSegment reads the labels at off up to the root label or a pointer.
+// It returns the offset after them and the pointer's target (-1 at the
+// root label).
+func nameSegment(b []byte, off int) (end, next int, ok bool) {
+	for off < len(b) {
+		c := int(b[off])
+		switch c & 0xc0 {
+		case 0x00:
+			if c == 0 {
+				return off + 1, -1, true
+			}
+			off += 1 + c
+		case 0xc0:
+			if off+2 > len(b) {
+				return 0, 0, false
+			}
+			return off + 2, int(binary.BigEndian.Uint16(b[off:])) & maxPointer, true
+		default:
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// overlapsRun reports whether [start, end) shares a byte with a run.
+func overlapsRun(runs []rotRun, start, end int) bool {
+	for _, r := range runs {
+		if start < r.end && end > r.offs[0] {
+			return true
+		}
+	}
+	return false
 }
 
 // findRun returns the run and the record in it that hold offset off, or -1.
