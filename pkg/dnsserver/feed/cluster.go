@@ -2,24 +2,28 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"time"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
 
-// Cluster feeds the store from client-go informers on Services,
+// Cluster feeds the store from client-go reflectors on Services,
 // EndpointSlices (unless NoEndpoints), Namespaces and, when Pods is set,
-// Pods. The informers keep stripped objects (only the fields DNS needs) and
-// the store gets slim records; the store is published after the first full
+// Pods. There is no informer cache: each event is converted to the store's
+// slim record at once, and a reflector keeps only the keys it has applied
+// (to find what a relist no longer has), so the store's records are the
+// only copy of the cluster. The store is published after the first full
 // sync and then right after each change (changes that arrive while a
 // publish runs go into the next one).
 type Cluster struct {
@@ -28,11 +32,9 @@ type Cluster struct {
 	Logger      *slog.Logger
 	Pods        bool
 	NoEndpoints bool
-	// Resync is the informers' resync period (default 0: none).
-	Resync time.Duration
 }
 
-// Run starts the informers, publishes after the first sync and keeps the
+// Run starts the reflectors, publishes after the first sync and keeps the
 // store current until ctx is done. It returns ctx's error if ctx ends before
 // the first sync, nil on a later cancel.
 func (c *Cluster) Run(ctx context.Context) error {
@@ -40,24 +42,31 @@ func (c *Cluster) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	changed := make(chan struct{}, 1)
-	factory := informers.NewSharedInformerFactory(c.Client, c.Resync)
-	defer factory.Shutdown()
-	synced, err := c.addInformers(factory, sink{ctx: ctx, log: log, store: c.Store}, func() {
+	notify := func() {
 		select {
 		case changed <- struct{}{}:
 		default:
 		}
-	})
-	if err != nil {
-		return err
 	}
-
-	factory.Start(ctx.Done())
+	var (
+		wg     sync.WaitGroup
+		synced []cache.InformerSynced
+	)
+	defer wg.Wait() // after cancel: the reflectors have stopped when Run returns
+	for _, k := range c.kinds(sink{ctx: ctx, log: log, store: c.Store}) {
+		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{})}
+		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, c.Client), k.example, ks,
+			cache.ReflectorOptions{Name: k.name})
+		synced = append(synced, ks.hasSynced)
+		wg.Go(func() { r.RunWithContext(ctx) })
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("wait for informer sync: %w", ctx.Err())
+		return fmt.Errorf("wait for sync: %w", ctx.Err())
 	}
-	// Drain the notifications of the initial list: the publish covers them.
+	// Drain the notifications of the initial lists: the publish covers them.
 	select {
 	case <-changed:
 	default:
@@ -66,30 +75,6 @@ func (c *Cluster) Run(ctx context.Context) error {
 	log.InfoContext(ctx, "kubernetes records synced")
 	c.publishChanges(ctx, changed)
 	return nil
-}
-
-// addInformers registers the informers Run needs on factory, each with its
-// transform and with event handlers that apply the change to the store
-// through s and then call notify. It returns their HasSynced functions.
-func (c *Cluster) addInformers(factory informers.SharedInformerFactory, s sink, notify func()) ([]cache.InformerSynced, error) {
-	r := registrar{notify: notify}
-	if err := r.add(factory.Core().V1().Services().Informer(), stripService, s.setService, s.deleteService); err != nil {
-		return nil, fmt.Errorf("services informer: %w", err)
-	}
-	if !c.NoEndpoints {
-		if err := r.add(factory.Discovery().V1().EndpointSlices().Informer(), stripEndpointSlice, s.setEndpointSlice, s.deleteEndpointSlice); err != nil {
-			return nil, fmt.Errorf("endpointslices informer: %w", err)
-		}
-	}
-	if err := r.add(factory.Core().V1().Namespaces().Informer(), stripNamespace, s.setNamespace, s.deleteNamespace); err != nil {
-		return nil, fmt.Errorf("namespaces informer: %w", err)
-	}
-	if c.Pods {
-		if err := r.add(factory.Core().V1().Pods().Informer(), stripPod, s.setPod, s.deletePod); err != nil {
-			return nil, fmt.Errorf("pods informer: %w", err)
-		}
-	}
-	return r.synced, nil
 }
 
 // publishChanges publishes the store when changed fires, until ctx is done.
@@ -107,38 +92,161 @@ func (c *Cluster) publishChanges(ctx context.Context, changed <-chan struct{}) {
 	}
 }
 
-// registrar sets up informers and collects their HasSynced functions.
-type registrar struct {
-	notify func()
-	synced []cache.InformerSynced
+// kind is one resource a reflector follows: how to list and watch it, and
+// what an event does to the store.
+type kind struct {
+	name      string
+	example   runtime.Object
+	lw        *cache.ListWatch
+	transform cache.TransformFunc // what a streamed initial list keeps
+	set, del  func(obj any)
 }
 
-// add sets transform on inf and registers handlers that call set for adds
-// and updates and del for deletes (unwrapping DeletedFinalStateUnknown),
-// then notify.
-func (r *registrar) add(inf cache.SharedIndexInformer, transform cache.TransformFunc, set, del func(obj any)) error {
-	if err := inf.SetTransform(transform); err != nil {
-		return fmt.Errorf("set transform: %w", err)
+// kinds lists the resources Run follows, each applying its events to the
+// store through s.
+func (c *Cluster) kinds(s sink) []kind {
+	core, disc := c.Client.CoreV1(), c.Client.DiscoveryV1()
+	ks := []kind{{
+		name: "services", example: &corev1.Service{}, transform: stripService, set: s.setService, del: s.deleteService,
+		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return core.Services("").List(ctx, o)
+		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return core.Services("").Watch(ctx, o)
+		}),
+	}}
+	if !c.NoEndpoints {
+		ks = append(ks, kind{
+			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stripEndpointSlice,
+			set: s.setEndpointSlice, del: s.deleteEndpointSlice,
+			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return disc.EndpointSlices("").List(ctx, o)
+			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return disc.EndpointSlices("").Watch(ctx, o)
+			}),
+		})
 	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { set(obj); r.notify() },
-		UpdateFunc: func(_, obj any) { set(obj); r.notify() },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			del(obj)
-			r.notify()
-		},
+	ks = append(ks, kind{
+		name: "namespaces", example: &corev1.Namespace{}, transform: stripNamespace, set: s.setNamespace, del: s.deleteNamespace,
+		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return core.Namespaces().List(ctx, o)
+		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return core.Namespaces().Watch(ctx, o)
+		}),
 	})
-	if err != nil {
-		return fmt.Errorf("add event handler: %w", err)
+	if c.Pods {
+		ks = append(ks, kind{
+			name: "pods", example: &corev1.Pod{}, transform: stripPod, set: s.setPod, del: s.deletePod,
+			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return core.Pods("").List(ctx, o)
+			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return core.Pods("").Watch(ctx, o)
+			}),
+		})
 	}
-	r.synced = append(r.synced, reg.HasSynced)
+	return ks
+}
+
+func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return &cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
+}
+
+// keyedStore is a reflector's store that holds no objects: it applies each
+// event through its kind's set and del, then notifies, and keeps the keys
+// it has applied so that a relist (Replace) deletes what the list no longer
+// has. A reflector calls it from one goroutine; hasSynced may be called
+// from any.
+type keyedStore struct {
+	kind   kind
+	notify func()
+	keys   map[string]struct{}
+	synced chan struct{} // closed by the first Replace
+}
+
+var _ cache.TransformingStore = (*keyedStore)(nil)
+
+func (k *keyedStore) Add(obj any) error    { return k.Update(obj) }
+func (k *keyedStore) Update(obj any) error { return k.apply(obj, true) }
+func (k *keyedStore) Delete(obj any) error {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	return k.apply(obj, false)
+}
+
+// Resync has nothing to resend: the store holds the records.
+func (k *keyedStore) Resync() error { return nil }
+
+// Transformer strips the objects a streamed initial list holds until its
+// Replace, so that list's high-water mark is stripped objects.
+func (k *keyedStore) Transformer() cache.TransformFunc { return k.kind.transform }
+
+func (k *keyedStore) apply(obj any, set bool) error {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.kind.name, err)
+	}
+	if k.keys == nil {
+		k.keys = map[string]struct{}{}
+	}
+	if set {
+		k.kind.set(obj)
+		k.keys[key] = struct{}{}
+	} else {
+		k.kind.del(obj)
+		delete(k.keys, key)
+	}
+	k.notify()
 	return nil
 }
 
-// sink applies informer events to the store: objects are converted to slim
+// Replace applies a full list: every object in it, then a delete for each
+// key it no longer has.
+func (k *keyedStore) Replace(list []any, _ string) error {
+	keys := make(map[string]struct{}, len(list))
+	var errs []error
+	for _, obj := range list {
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		k.kind.set(obj)
+		keys[key] = struct{}{}
+	}
+	for key := range k.keys {
+		if _, ok := keys[key]; ok {
+			continue
+		}
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			continue // a key this store made always splits
+		}
+		k.kind.del(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	}
+	k.keys = keys
+	select {
+	case <-k.synced:
+	default:
+		close(k.synced)
+	}
+	k.notify()
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %w", k.kind.name, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (k *keyedStore) hasSynced() bool {
+	select {
+	case <-k.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// sink applies watch events to the store: objects are converted to slim
 // records, and one that does not convert is logged and removed. ctx is
 // Run's, for the log records only.
 type sink struct {
@@ -239,8 +347,9 @@ func slimMeta(m metav1.ObjectMeta, keepLabel string) metav1.ObjectMeta {
 	return out
 }
 
-// The transforms keep only what DNS reads, so the informer caches do not
-// hold full API objects (managed fields, annotations, pod specs...).
+// The transforms keep only what DNS reads, so a streamed initial list does
+// not hold full API objects (managed fields, annotations, pod specs...)
+// until it is applied.
 
 func stripService(obj any) (any, error) {
 	s, ok := obj.(*corev1.Service)

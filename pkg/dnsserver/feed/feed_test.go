@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
@@ -466,5 +467,58 @@ func TestManifestsSingleFile(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
+	}
+}
+
+// TestKeyedStoreRelist: a relist (Replace) sets every listed object and
+// deletes the keys it no longer has; a delete with an unknown final state
+// is applied; the store is synced from the first Replace on.
+func TestKeyedStoreRelist(t *testing.T) {
+	var log []string
+	notified := 0
+	k := &keyedStore{
+		kind: kind{name: "services",
+			set: func(obj any) { m := obj.(metav1.Object); log = append(log, "set "+m.GetNamespace()+"/"+m.GetName()) },
+			del: func(obj any) { m := obj.(metav1.Object); log = append(log, "del "+m.GetNamespace()+"/"+m.GetName()) }},
+		notify: func() { notified++ },
+		synced: make(chan struct{}),
+	}
+	svc := func(ns, name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	if k.hasSynced() {
+		t.Fatal("synced before the first list")
+	}
+	steps := []struct {
+		do   func() error
+		want []string
+	}{
+		{func() error { return k.Replace([]any{svc("a", "x"), svc("b", "y")}, "1") }, []string{"set a/x", "set b/y"}},
+		{func() error { return k.Add(svc("c", "z")) }, []string{"set c/z"}},
+		{func() error { return k.Replace([]any{svc("b", "y")}, "2") }, []string{"set b/y", "del a/x", "del c/z"}},
+		{func() error { return k.Delete(cache.DeletedFinalStateUnknown{Key: "b/y", Obj: svc("b", "y")}) }, []string{"del b/y"}},
+		{func() error { return k.Replace(nil, "3") }, nil},
+	}
+	for i, st := range steps {
+		log = nil
+		if err := st.do(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		got := slices.Clone(log)
+		if len(got) > 1 {
+			slices.Sort(got[1:]) // deletes come in map order
+		}
+		if !slices.Equal(got, st.want) {
+			t.Errorf("step %d: %v, want %v", i, got, st.want)
+		}
+		if !k.hasSynced() {
+			t.Errorf("step %d: not synced", i)
+		}
+	}
+	if notified != len(steps) {
+		t.Errorf("notified %d times for %d steps", notified, len(steps))
+	}
+	if err := k.Add("not an object"); err == nil {
+		t.Error("Add of a non-object: no error")
 	}
 }
