@@ -182,6 +182,39 @@ func (st *applied) add(t nameTable, c *contribution, sign int, d *delta) {
 	st.counts.Services += sign * c.counts.Services
 	st.counts.Endpoints += sign * c.counts.Endpoints
 	st.counts.Pods += sign * c.counts.Pods
+	st.refs(c, sign, d)
+}
+
+// replace swaps a unit's old contribution for its new one c. A name whose
+// node is the same in both is left alone (taking it out and putting it back
+// would change nothing), so a change costs the names it changes: an
+// endpoint moving in a 50-endpoint Service touches its own names, not the
+// Service's 150.
+func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
+	st.counts.Services += c.counts.Services - old.counts.Services
+	st.counts.Endpoints += c.counts.Endpoints - old.counts.Endpoints
+	st.counts.Pods += c.counts.Pods - old.counts.Pods
+	same := func(name string, n *Node, other *contribution) bool {
+		m, ok := other.names[name]
+		return ok && (m == n || (m != st.ent && n != st.ent && equalNode(m, n)))
+	}
+	for name, n := range old.names {
+		if !same(name, n, c) {
+			st.removeName(t, name, n, d)
+		}
+	}
+	for name, n := range c.names {
+		if !same(name, n, old) {
+			st.addName(t, name, n, d)
+		}
+	}
+	st.refs(old, -1, d)
+	st.refs(c, 1, d)
+}
+
+// refs counts (sign 1) or uncounts (sign -1) the namespace and the pod IPs
+// of c.
+func (st *applied) refs(c *contribution, sign int, d *delta) {
 	if c.ns != "" {
 		st.nsRefs[c.ns] += sign
 		if st.nsRefs[c.ns] == 0 {
@@ -415,8 +448,7 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 	d := newDelta()
 	o := &overlay{base: prev.names, m: map[string]*Node{}}
 	for u, old := range s.dirty {
-		st.add(o, old, -1, d)
-		st.add(o, s.buildUnit(u), 1, d)
+		st.replace(o, old, s.buildUnit(u), d)
 	}
 	nsChanged := s.updateNamespaces(o, d)
 	st.finish(o, d)
