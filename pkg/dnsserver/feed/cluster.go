@@ -42,6 +42,8 @@ func (c *Cluster) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel (deferred below): the reflectors have stopped when Run returns
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	changed := make(chan struct{}, 1)
@@ -51,11 +53,7 @@ func (c *Cluster) Run(ctx context.Context) error {
 		default:
 		}
 	}
-	var (
-		wg     sync.WaitGroup
-		synced []cache.InformerSynced
-	)
-	defer wg.Wait() // after cancel: the reflectors have stopped when Run returns
+	var synced []cache.InformerSynced
 	for _, k := range c.kinds(sink{ctx: ctx, log: log, store: c.Store}) {
 		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{})}
 		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, c.Client), k.example, ks,
