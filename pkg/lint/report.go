@@ -1,0 +1,128 @@
+package lint
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/manifest"
+)
+
+// Result is the outcome for one pod template: -o json's contract.
+type Result struct {
+	File       string    `json:"file"`
+	Document   int       `json:"document"`
+	Line       int       `json:"line,omitempty"`
+	Item       *int      `json:"item,omitempty"`
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace"`
+	Name       string    `json:"name"`
+	Template   string    `json:"template"`
+	Allowed    bool      `json:"allowed"`
+	Findings   []Finding `json:"findings"`
+}
+
+// Summary counts what a run read and found.
+type Summary struct {
+	Files     int `json:"files"`
+	Objects   int `json:"objects"`
+	Templates int `json:"templates"`
+	Skipped   int `json:"skipped"` // objects of kinds without a pod template
+	Failed    int `json:"failed"`  // templates with an error finding
+	Errors    int `json:"errors"`
+	Warnings  int `json:"warnings"`
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Results []Result `json:"results"`
+	Summary Summary  `json:"summary"`
+}
+
+// Run checks every target.
+func Run(targets []Target, check Check) Report {
+	r := Report{Results: []Result{}}
+	for _, t := range targets {
+		res := NewResult(t)
+		for _, f := range check(t.Input) {
+			f.Field = t.Field(f.Field)
+			res.Findings = append(res.Findings, f)
+			if f.Error() {
+				res.Allowed = false
+				r.Summary.Errors++
+			} else {
+				r.Summary.Warnings++
+			}
+		}
+		if !res.Allowed {
+			r.Summary.Failed++
+		}
+		r.Results = append(r.Results, res)
+	}
+	r.Summary.Templates = len(targets)
+	return r
+}
+
+// NewResult is a finding-free result for t.
+func NewResult(t Target) Result {
+	o := t.Object
+	res := Result{File: displayName(o.Source), Document: o.Document, Line: o.Line, APIVersion: o.APIVersion,
+		Kind: o.Kind, Namespace: t.Input.Namespace, Name: o.Name, Template: t.Template, Allowed: true,
+		Findings: []Finding{}}
+	if o.Item >= 0 {
+		item := o.Item
+		res.Item = &item
+	}
+	return res
+}
+
+func displayName(src string) string {
+	if src == manifest.Stdin {
+		return "stdin"
+	}
+	return src
+}
+
+// Label names a result for a reader: "deploy.yaml:12 (document 2) Deployment shop/web".
+func (r Result) Label() string {
+	loc := r.File
+	if r.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", loc, r.Line)
+	}
+	return fmt.Sprintf("%s (document %d) %s %s/%s", loc, r.Document, r.Kind, r.Namespace, r.Name)
+}
+
+// WriteText prints one line per finding, "LABEL: FIELD: MESSAGE", with
+// "warning: " before the field of a warning.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, res := range r.Results {
+		for _, f := range res.Findings {
+			kind := ""
+			if !f.Error() {
+				kind = "warning: "
+			}
+			field := f.Field
+			if field != "" {
+				field += ": "
+			}
+			fmt.Fprintf(&b, "%s: %s%s%s\n", res.Label(), kind, field, f.Message)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (s Summary) String() string {
+	return fmt.Sprintf("%d pod templates in %d objects (%d files; %d objects of other kinds skipped): %d with errors; %d errors, %d warnings",
+		s.Templates, s.Objects, s.Files, s.Skipped, s.Failed, s.Errors, s.Warnings)
+}
+
+// WriteJSON prints the report as indented JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
