@@ -85,13 +85,19 @@ func displayName(src string) string {
 	return src
 }
 
-// Label names a result for a reader: "deploy.yaml:12 (document 2) Deployment shop/web".
+// Label names a result for a reader: "deploy.yaml:12 (document 2)
+// Deployment shop/web", with ", items[3]" after the document number for
+// an item of a List.
 func (r Result) Label() string {
 	loc := r.File
 	if r.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", loc, r.Line)
 	}
-	return fmt.Sprintf("%s (document %d) %s %s/%s", loc, r.Document, r.Kind, r.Namespace, r.Name)
+	doc := fmt.Sprintf("document %d", r.Document)
+	if r.Item != nil {
+		doc += fmt.Sprintf(", items[%d]", *r.Item)
+	}
+	return fmt.Sprintf("%s (%s) %s %s/%s", loc, doc, r.Kind, r.Namespace, r.Name)
 }
 
 // WriteText prints one line per finding, "LABEL: FIELD: MESSAGE", with

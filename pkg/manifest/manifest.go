@@ -169,12 +169,13 @@ func splitYAML(data []byte) ([]doc, error) {
 	}
 }
 
-// leadingLines counts the blank and comment lines that open a document.
+// leadingLines counts the blank, comment and "---" lines that open a
+// document (the reader keeps a separator that opens the stream).
 func leadingLines(raw []byte) int {
 	n := 0
 	for _, l := range strings.SplitAfter(string(raw), "\n") {
 		t := strings.TrimSpace(l)
-		if t != "" && !strings.HasPrefix(t, "#") {
+		if t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(t, "---") {
 			return n
 		}
 		n++
