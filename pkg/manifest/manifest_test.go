@@ -100,7 +100,9 @@ func write(t *testing.T, dir, name, body string) {
 	}
 }
 
-func pod(name string) string { return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\n", name) }
+func pod(name string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\n", name)
+}
 
 func TestReadDirectory(t *testing.T) {
 	dir := t.TempDir()
