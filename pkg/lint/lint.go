@@ -22,6 +22,9 @@ type Finding struct {
 	Rule    string `json:"rule"`
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	// Line is the file line of the field, or of its nearest parent in
+	// the manifest (0: not known).
+	Line int `json:"line,omitempty"`
 }
 
 // Error reports whether the finding fails the lint (all rules but warning).

@@ -46,8 +46,14 @@ func Run(targets []Target, check Check) Report {
 	r := Report{Results: []Result{}}
 	for _, t := range targets {
 		res := NewResult(t)
-		for _, f := range check(t.Input) {
+		found := check(t.Input)
+		var loc manifest.Locator
+		if len(found) > 0 {
+			loc = t.Object.Locator()
+		}
+		for _, f := range found {
 			f.Field = t.Field(f.Field)
+			f.Line = loc.FieldLine(f.Field)
 			res.Findings = append(res.Findings, f)
 			if f.Error() {
 				res.Allowed = false
@@ -88,10 +94,13 @@ func displayName(src string) string {
 // Label names a result for a reader: "deploy.yaml:12 (document 2)
 // Deployment shop/web", with ", items[3]" after the document number for
 // an item of a List.
-func (r Result) Label() string {
+func (r Result) Label() string { return r.labelAt(r.Line) }
+
+// labelAt is Label with the line of a finding.
+func (r Result) labelAt(line int) string {
 	loc := r.File
-	if r.Line > 0 {
-		loc = fmt.Sprintf("%s:%d", loc, r.Line)
+	if line > 0 {
+		loc = fmt.Sprintf("%s:%d", loc, line)
 	}
 	doc := fmt.Sprintf("document %d", r.Document)
 	if r.Item != nil {
@@ -100,8 +109,9 @@ func (r Result) Label() string {
 	return fmt.Sprintf("%s (%s) %s %s/%s", loc, doc, r.Kind, r.Namespace, r.Name)
 }
 
-// WriteText prints one line per finding, "LABEL: FIELD: MESSAGE", with
-// "warning: " before the field of a warning.
+// WriteText prints one line per finding, "LABEL: FIELD: MESSAGE" (the
+// label at the finding's line), with "warning: " before the field of a
+// warning.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, res := range r.Results {
@@ -114,7 +124,7 @@ func (r Report) WriteText(w io.Writer) error {
 			if field != "" {
 				field += ": "
 			}
-			fmt.Fprintf(&b, "%s: %s%s%s\n", res.Label(), kind, field, f.Message)
+			fmt.Fprintf(&b, "%s: %s%s%s\n", res.labelAt(f.Line), kind, field, f.Message)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -100,7 +100,8 @@ func ruleIndex(id string) int {
 }
 
 // WriteSARIF prints the report as a SARIF 2.1.0 log: one result per
-// finding, located at its file and the line of its document.
+// finding, located at its file and the line of its field (or of the
+// field's nearest parent in the manifest, or of its document).
 func (r Report) WriteSARIF(w io.Writer, version string) error {
 	run := sarifRun{Tool: sarifTool{Driver: sarifDriver{Name: "dnsconfigurer",
 		InformationURI: "https://github.com/dnsconfigurer/dnsconfigurer", Version: version, Rules: rules}},
@@ -126,7 +127,9 @@ func sarifFinding(res Result, f Finding) sarifResult {
 	}
 	loc := sarifLocation{Physical: sarifPhysical{Artifact: sarifArtifact{URI: fileURI(res.File)}},
 		Logical: []sarifLogical{{FullyQualifiedName: res.Kind + "/" + res.Namespace + "/" + res.Name + "/" + f.Field, Kind: "member"}}}
-	if res.Line > 0 {
+	if line := f.Line; line > 0 {
+		loc.Physical.Region = &sarifRegion{StartLine: line}
+	} else if res.Line > 0 {
 		loc.Physical.Region = &sarifRegion{StartLine: res.Line}
 	}
 	return sarifResult{RuleID: f.Rule, RuleIndex: ruleIndex(f.Rule), Level: level,

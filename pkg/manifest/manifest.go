@@ -41,6 +41,11 @@ type Object struct {
 	APIVersion, Kind, Namespace, Name string
 	// JSON is the object as JSON.
 	JSON []byte
+
+	// raw is the document's text, which starts at file line rawLine (0:
+	// not known); Locator reads them.
+	raw     []byte
+	rawLine int
 }
 
 // Prefix is the field path of the object in its document: "items[3]" for
@@ -93,6 +98,7 @@ func parse(source string, data []byte, have, maxObjects int) ([]Object, error) {
 		}
 		for _, o := range got {
 			o.Source, o.Document, o.Line = source, d.index, d.line
+			o.raw, o.rawLine = d.raw, d.rawLine
 			objs = append(objs, o)
 		}
 		if have+len(objs) > maxObjects {
@@ -105,9 +111,11 @@ func parse(source string, data []byte, have, maxObjects int) ([]Object, error) {
 
 // doc is one document's JSON with its number and first line.
 type doc struct {
-	json  []byte
-	index int
-	line  int
+	json    []byte
+	index   int
+	line    int
+	raw     []byte
+	rawLine int
 }
 
 // split cuts data into documents as JSON.
@@ -134,7 +142,8 @@ func splitJSON(data []byte) ([]doc, error) {
 		}
 		end := int(dec.InputOffset())
 		start := end - len(raw)
-		docs = append(docs, doc{json: raw, index: n, line: 1 + bytes.Count(data[:start], []byte("\n"))})
+		line := 1 + bytes.Count(data[:start], []byte("\n"))
+		docs = append(docs, doc{json: raw, index: n, line: line, raw: raw, rawLine: line})
 	}
 }
 
@@ -152,11 +161,12 @@ func splitYAML(data []byte) ([]doc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", n, err)
 		}
-		line := 0
+		line, rawLine := 0, 0
 		if i := bytes.Index(data[cursor:], bytes.TrimSuffix(raw, []byte("\n"))); i >= 0 {
 			at := cursor + i
 			cursor = at + len(raw) - 1
-			line = 1 + bytes.Count(data[:at], []byte("\n")) + leadingLines(raw)
+			rawLine = 1 + bytes.Count(data[:at], []byte("\n"))
+			line = rawLine + leadingLines(raw)
 		}
 		js, err := yaml.YAMLToJSON(raw)
 		if err != nil {
@@ -165,7 +175,7 @@ func splitYAML(data []byte) ([]doc, error) {
 		if t := bytes.TrimSpace(js); bytes.Equal(t, []byte("null")) {
 			continue // blank, only comments, or null
 		}
-		docs = append(docs, doc{json: js, index: n, line: line})
+		docs = append(docs, doc{json: js, index: n, line: line, raw: raw, rawLine: rawLine})
 	}
 }
 
