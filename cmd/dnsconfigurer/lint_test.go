@@ -25,6 +25,7 @@ var lintCases = []struct {
 	{"lint-validate-files", "", []string{"validate", "-f", "testdata/lint/bad/list.json", "-f", "testdata/lint/bad/stream.json"}},
 	{"lint-validate-strict", "", []string{"validate", "--strict", "-f", "testdata/lint/strict", "--resolv-conf", "testdata/node-resolv.conf"}},
 	{"lint-validate-strict-sarif", "", []string{"validate", "--strict", "-f", "testdata/lint/strict", "--resolv-conf", "testdata/node-resolv.conf", "-o", "sarif"}},
+	{"lint-validate-strict-node-sarif", "", []string{"validate", "--strict", "-f", "testdata/lint/node", "--cluster-domain", "cluster-domain.example", "--resolv-conf", "testdata/node-resolv.conf", "-o", "sarif"}},
 	{"lint-validate-not-strict", "", []string{"validate", "-f", "testdata/lint/strict"}},
 	{"lint-validate-pod-sarif", "", []string{"validate", "-f", "testdata/pods/bad-policy.yaml", "-o", "sarif"}},
 	{"lint-validate-stdin", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\n" + "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      dnsPolicy: None\n", []string{"validate", "-f", "-"}},
