@@ -78,7 +78,7 @@ func (i *inputFlags) read(stdin io.Reader) (manifests, error) {
 	}
 	lim := manifest.DefaultLimits
 	lim.MaxFileSize = podspec.MaxManifestSize
-	r := manifest.Reader{Limits: lim, Recursive: i.recursive, Stdin: stdin}
+	r := manifest.Reader{Limits: lim, Recursive: i.recursive, Stdin: stdin, Keep: podspec.HasTemplate}
 	objs, files, err := r.Read(i.files)
 	if err != nil {
 		return manifests{}, err

@@ -81,11 +81,12 @@ func (e *Error) Unwrap() error { return e.Err }
 // separated by "---" lines, or a stream of JSON objects. Empty documents
 // are dropped; Lists (kind List or *List with items) are expanded.
 func Parse(source string, data []byte, maxObjects int) ([]Object, error) {
-	return parse(source, data, 0, maxObjects)
+	return parse(source, data, 0, maxObjects, nil)
 }
 
-// parse is Parse for a read that already holds have objects.
-func parse(source string, data []byte, have, maxObjects int) ([]Object, error) {
+// parse is Parse for a read that already holds have objects; objects
+// whose kind keep refuses are kept without their JSON and text.
+func parse(source string, data []byte, have, maxObjects int, keep func(kind string) bool) ([]Object, error) {
 	docs, err := split(data)
 	if err != nil {
 		return nil, &Error{Source: source, Err: err}
@@ -99,6 +100,9 @@ func parse(source string, data []byte, have, maxObjects int) ([]Object, error) {
 		for _, o := range got {
 			o.Source, o.Document, o.Line = source, d.index, d.line
 			o.raw, o.rawLine = d.raw, d.rawLine
+			if keep != nil && !keep(o.Kind) {
+				o.JSON, o.raw = nil, nil
+			}
 			objs = append(objs, o)
 		}
 		if have+len(objs) > maxObjects {

@@ -166,3 +166,16 @@ func TestReadLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestReadKeep(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", pod("a")+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: v}\n")
+	r := Reader{Limits: DefaultLimits, Keep: func(kind string) bool { return kind == "Pod" }}
+	objs, _, err := r.Read([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 || objs[0].JSON == nil || objs[1].JSON != nil || objs[1].Kind != "ConfigMap" || objs[1].Name != "c" {
+		t.Errorf("got %+v; want the Pod with its JSON, the ConfigMap named without it", objs)
+	}
+}

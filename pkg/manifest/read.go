@@ -22,6 +22,10 @@ type Reader struct {
 	Recursive bool
 	// Stdin is read for the source "-".
 	Stdin io.Reader
+	// Keep, when set, says which kinds the caller reads: other objects
+	// are returned without JSON, so that a large ConfigMap costs its
+	// bytes only while its file is parsed.
+	Keep func(kind string) bool
 
 	total int64
 	files int
@@ -95,7 +99,7 @@ func (r *Reader) parse(src string, in io.Reader) error {
 	if r.total > lim.MaxTotalSize {
 		return &Error{Source: src, Err: fmt.Errorf("input is larger than %d bytes in all: split it", lim.MaxTotalSize)}
 	}
-	objs, err := parse(src, data, len(r.objs), lim.MaxObjects)
+	objs, err := parse(src, data, len(r.objs), lim.MaxObjects, r.Keep)
 	if err != nil {
 		return err
 	}
