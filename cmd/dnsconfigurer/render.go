@@ -51,7 +51,7 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	var input inputFlags
 	input.register(fs)
 	out := fs.String("o", "resolv.conf", "output: resolv.conf, json or yaml")
-	explain := fs.Bool("explain", false, "print every decision behind the result after it (# comments; a trace array with -o json|yaml)")
+	explain := fs.Bool("explain", false, "print every decision behind the result after it (# comments; a trace array with -o json|yaml); a single Pod only")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f FILE|DIR|- [-f ...] [-R] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml] [--explain]")
 		fs.PrintDefaults()
