@@ -33,7 +33,8 @@ type Object struct {
 	Source string
 	// Document is the 1-based document number in Source.
 	Document int
-	// Line is the 1-based line of the document's first content line.
+	// Line is the 1-based line of the document's first content line, or
+	// of the item in a List.
 	Line int
 	// Item is the index in the document's List, or -1.
 	Item int
@@ -97,9 +98,16 @@ func parse(source string, data []byte, have, maxObjects int, keep func(kind stri
 		if err != nil {
 			return nil, &Error{Source: source, Document: d.index, Err: err}
 		}
-		for _, o := range got {
+		var items Locator // a List's, parsed once for all its items
+		for i, o := range got {
 			o.Source, o.Document, o.Line = source, d.index, d.line
 			o.raw, o.rawLine = d.raw, d.rawLine
+			if o.Item >= 0 {
+				if i == 0 {
+					items = o.Locator()
+				}
+				o.Line = items.FieldLine(o.Prefix())
+			}
 			if keep != nil && !keep(o.Kind) {
 				o.JSON, o.raw = nil, nil
 			}
