@@ -31,11 +31,11 @@ type lintSummary struct {
 	} `json:"summary"`
 }
 
-// lint runs dnsconfigurer validate -f - on manifests and wants exit 0, no
-// finding, and a template of each kind in wantKinds.
-func lint(t *testing.T, bin, what string, manifests []byte, wantKinds ...string) {
+// lint runs dnsconfigurer validate -f - on manifests (with extra flags)
+// and wants exit 0, no finding, and a template of each kind in wantKinds.
+func lint(t *testing.T, bin, what string, manifests []byte, extra []string, wantKinds ...string) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), bin, "validate", "-f", "-", "-o", "json")
+	cmd := exec.CommandContext(t.Context(), bin, append([]string{"validate", "-f", "-", "-o", "json"}, extra...)...)
 	cmd.Stdin = bytes.NewReader(manifests)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -63,10 +63,12 @@ func lint(t *testing.T, bin, what string, manifests []byte, wantKinds ...string)
 }
 
 // TestLintKustomize: kustomize build of deploy/ and of each overlay and
-// example lints cleanly with validate, as a CI job would run it.
+// example lints cleanly with validate, as a CI job would run it, and with
+// --strict for a node with two nameservers.
 func TestLintKustomize(t *testing.T) {
 	kustomize := kustomizeBin(t)
 	bin := buildbin.Dnsconfigurer(t)
+	strict := strictFlags(t)
 	for _, dir := range []struct {
 		path  string
 		kinds []string
@@ -83,12 +85,14 @@ func TestLintKustomize(t *testing.T) {
 			if err != nil {
 				t.Fatalf("kustomize build %s: %v", dir.path, stderrOf(err))
 			}
-			lint(t, bin, "kustomize build deploy/"+dir.path, out, dir.kinds...)
+			lint(t, bin, "kustomize build deploy/"+dir.path, out, nil, dir.kinds...)
+			lint(t, bin, "kustomize build deploy/"+dir.path+" (--strict)", out, strict, dir.kinds...)
 		})
 	}
 }
 
-// TestLintHelm: helm template of real charts lints cleanly: helm's own
+// TestLintHelm: helm template of real charts lints cleanly, also with
+// --strict: helm's own
 // starter chart (helm create: a Deployment and a test Pod) and the MariaDB
 // chart helm carries in its module's testdata (a StatefulSet).
 func TestLintHelm(t *testing.T) {
@@ -104,14 +108,26 @@ func TestLintHelm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm template starter: %v", stderrOf(err))
 	}
-	lint(t, bin, "helm template (helm create)", out, "Deployment", "Pod")
+	lint(t, bin, "helm template (helm create)", out, nil, "Deployment", "Pod")
+	lint(t, bin, "helm template (helm create, --strict)", out, strictFlags(t), "Deployment", "Pod")
 
 	chart := filepath.Join(helmModule(t), "pkg", "action", "testdata", "charts", "chart-with-uncompressed-dependencies")
 	out, err = exec.CommandContext(t.Context(), helm, "template", "db", chart).Output()
 	if err != nil {
 		t.Fatalf("helm template %s: %v", chart, stderrOf(err))
 	}
-	lint(t, bin, "helm template (mariadb)", out, "StatefulSet")
+	lint(t, bin, "helm template (mariadb)", out, nil, "StatefulSet")
+	lint(t, bin, "helm template (mariadb, --strict)", out, strictFlags(t), "StatefulSet")
+}
+
+// strictFlags are validate --strict on a node with two nameservers.
+func strictFlags(t *testing.T) []string {
+	t.Helper()
+	node := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(node, []byte("nameserver 192.0.2.53\nnameserver 192.0.2.54\nsearch corp.example.com\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--strict", "--resolv-conf", node, "--cluster-dns", "10.96.0.10"}
 }
 
 func stderrOf(err error) string {
