@@ -27,8 +27,8 @@ type Finding struct {
 	Line int `json:"line,omitempty"`
 }
 
-// Error reports whether the finding fails the lint (all rules but warning).
-func (f Finding) Error() bool { return f.Rule != RuleWarning }
+// Fails reports whether the finding fails the lint (all rules but warning).
+func (f Finding) Fails() bool { return f.Rule != RuleWarning }
 
 // Target is one pod template and where it was read.
 type Target struct {

@@ -55,7 +55,7 @@ func Run(targets []Target, check Check) Report {
 			f.Field = t.Field(f.Field)
 			f.Line = loc.FieldLine(f.Field)
 			res.Findings = append(res.Findings, f)
-			if f.Error() {
+			if f.Fails() {
 				res.Allowed = false
 				r.Summary.Errors++
 			} else {
@@ -117,7 +117,7 @@ func (r Report) WriteText(w io.Writer) error {
 	for _, res := range r.Results {
 		for _, f := range res.Findings {
 			kind := ""
-			if !f.Error() {
+			if !f.Fails() {
 				kind = "warning: "
 			}
 			field := f.Field

@@ -118,7 +118,7 @@ func (r Report) WriteSARIF(w io.Writer, version string) error {
 
 func sarifFinding(res Result, f Finding) sarifResult {
 	level := "error"
-	if !f.Error() {
+	if !f.Fails() {
 		level = "warning"
 	}
 	msg := f.Message
