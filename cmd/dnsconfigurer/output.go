@@ -15,6 +15,8 @@ import (
 const (
 	outJSON = "json"
 	outYAML = "yaml"
+	// outSARIF is validate's SARIF 2.1.0 log, for code-review tools.
+	outSARIF = "sarif"
 )
 
 // checkOutput validates -o against the formats a command prints.

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/manifest"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 )
 
@@ -31,4 +35,62 @@ func readPod(path string, stdin io.Reader) (*corev1.Pod, error) {
 	}
 	podspec.Default(pod)
 	return pod, nil
+}
+
+// fileList is a repeatable -f.
+type fileList []string
+
+func (l *fileList) String() string { return strings.Join(*l, ",") }
+
+func (l *fileList) Set(v string) error {
+	if v == "" {
+		return errors.New("empty file name")
+	}
+	*l = append(*l, v)
+	return nil
+}
+
+// inputFlags are the manifest inputs of render and validate, as kubectl
+// apply takes them.
+type inputFlags struct {
+	files     fileList
+	recursive bool
+}
+
+func (i *inputFlags) register(fs *flag.FlagSet) {
+	fs.Var(&i.files, "f", "manifest file or directory (YAML or JSON; any workload kind, Lists, several documents), - for stdin; repeatable")
+	fs.BoolVar(&i.recursive, "R", false, "with -f DIR: also read its subdirectories (.yaml, .yml and .json files)")
+}
+
+// manifests is what inputFlags read.
+type manifests struct {
+	objs  []manifest.Object
+	files int
+	// pod is the one Pod of a single-Pod input, decoded strictly as
+	// before multi-object input existed; nil otherwise.
+	pod *corev1.Pod
+}
+
+// read reads every -f within manifest.DefaultLimits.
+func (i *inputFlags) read(stdin io.Reader) (manifests, error) {
+	if len(i.files) == 0 {
+		return manifests{}, usagef("-f is required: a manifest file or directory, or - for stdin")
+	}
+	lim := manifest.DefaultLimits
+	lim.MaxFileSize = podspec.MaxManifestSize
+	r := manifest.Reader{Limits: lim, Recursive: i.recursive, Stdin: stdin, Keep: podspec.HasTemplate}
+	objs, files, err := r.Read(i.files)
+	if err != nil {
+		return manifests{}, err
+	}
+	m := manifests{objs: objs, files: files}
+	if len(i.files) == 1 && files == 1 && len(objs) == 1 && objs[0].Kind == "Pod" && objs[0].Item < 0 {
+		pod, err := podspec.DecodeBytes(objs[0].JSON)
+		if err != nil {
+			return manifests{}, &manifest.Error{Source: objs[0].Source, Err: err}
+		}
+		podspec.Default(pod)
+		m.pod = pod
+	}
+	return m, nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
@@ -46,11 +48,12 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.SetOutput(stderr)
 	var node nodeFlags
 	node.register(fs)
-	file := fs.String("f", "", "pod manifest (YAML or JSON), - for stdin")
+	var input inputFlags
+	input.register(fs)
 	out := fs.String("o", "resolv.conf", "output: resolv.conf, json or yaml")
-	explain := fs.Bool("explain", false, "print every decision behind the result after it (# comments; a trace array with -o json|yaml)")
+	explain := fs.Bool("explain", false, "print every decision behind the result after it (# comments; a trace array with -o json|yaml); a single Pod only")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f POD.yaml [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml] [--explain]")
+		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f FILE|DIR|- [-f ...] [-R] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml] [--explain]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -69,16 +72,29 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "render: %v\n", err)
 		return exitUsage
 	}
-	pod, err := readPod(*file, stdin)
+	m, err := input.read(stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "render: %v\n", err)
 		return exitUsage
 	}
+	if m.pod == nil {
+		if *explain {
+			fmt.Fprintln(stderr, "render: --explain takes a single Pod")
+			return exitUsage
+		}
+		return renderTemplates(m, &node, eng, *out, stdout, stderr)
+	}
+	return renderPod(m.pod, &node, eng, *explain, *out, stdout, stderr)
+}
+
+// renderPod renders a single Pod as render always has.
+func renderPod(pod *corev1.Pod, node *nodeFlags, eng *policy.Engine, explain bool, out string, stdout, stderr io.Writer) int {
 	in := podspec.Input(pod)
 	in.NamespacePolicy = node.namespacePolicy
 	var res policy.Result
 	var trace policy.Trace
-	if *explain {
+	var err error
+	if explain {
 		res, trace, err = eng.ComputeExplained(in, node.host())
 	} else {
 		res, err = eng.Compute(in, node.host())
@@ -89,7 +105,7 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		writeTrace(stderr, trace)
 		return exitFail
 	}
-	return printRender(stdout, stderr, *out, res, warnings, trace)
+	return printRender(stdout, stderr, out, res, warnings, trace)
 }
 
 // host is the node resolver config of the flags, named for a trace.

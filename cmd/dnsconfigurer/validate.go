@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/lint"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
@@ -26,12 +30,13 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.SetOutput(stderr)
 	var node nodeFlags
 	node.register(fs)
-	file := fs.String("f", "", "pod manifest (YAML or JSON), - for stdin")
+	var input inputFlags
+	input.register(fs)
 	strict := fs.Bool("strict", false, "also reject what the node would fail or trim later")
-	out := fs.String("o", "text", "output: text, json or yaml")
-	explain := fs.Bool("explain", false, "also print every decision the node would take for the pod, as render --explain does")
+	out := fs.String("o", "text", "output: text, json, yaml or sarif (SARIF 2.1.0, for code review)")
+	explain := fs.Bool("explain", false, "also print every decision the node would take for the pod, as render --explain does (a single Pod only)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer validate -f POD.yaml [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml] [--explain]")
+		fmt.Fprintln(stderr, "usage: dnsconfigurer validate -f FILE|DIR|- [-f ...] [-R] [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml|sarif] [--explain]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -41,42 +46,54 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "validate: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	if err := checkOutput(*out, "text", outJSON, outYAML); err != nil {
+	if err := checkOutput(*out, "text", outJSON, outYAML, outSARIF); err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitUsage
 	}
-	pod, err := readPod(*file, stdin)
+	m, err := input.read(stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitUsage
 	}
+	if m.pod == nil || *out == outSARIF {
+		if *explain {
+			fmt.Fprintln(stderr, "validate: --explain takes a single Pod")
+			return exitUsage
+		}
+		return lintManifests(m, &node, *strict, *out, stdout, stderr)
+	}
+	return validatePod(m.pod, &node, *strict, *explain, *out, stdout, stderr)
+}
+
+// validatePod validates a single Pod as validate always has.
+func validatePod(pod *corev1.Pod, node *nodeFlags, strict, explain bool, out string, stdout, stderr io.Writer) int {
 	in := podspec.Input(pod)
 	in.NamespacePolicy = node.namespacePolicy
 	var v policy.Validation
 	var trace policy.Trace
-	if *strict || *explain {
+	if strict || explain {
 		eng, err := node.engine()
 		if err != nil {
 			fmt.Fprintf(stderr, "validate: %v\n", err)
 			return exitUsage
 		}
 		host := node.host()
-		if *strict && host.Err != nil {
+		if strict && host.Err != nil {
 			fmt.Fprintf(stderr, "validate: --resolv-conf: %v\n", host.Err)
 			return exitUsage
 		}
-		if *explain {
+		if explain {
 			_, trace, _ = eng.ComputeExplained(in, host) // a failure is the trace's last decision
 		}
-		if *strict {
+		if strict {
 			v = eng.ValidateNode(in, host)
 			v.Errors = append(v.Errors, v.Trims...)
 		}
 	}
-	if !*strict {
+	if !strict {
 		v = policy.ValidateAPI(in)
 	}
-	if err := printValidation(stdout, stderr, *out, v, trace); err != nil {
+	if err := printValidation(stdout, stderr, out, v, trace); err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitFail
 	}
@@ -84,6 +101,60 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitFail
 	}
 	return exitOK
+}
+
+// lintManifests validates every pod template of m: one result per
+// template, findings on stdout, the summary on stderr (-o text).
+func lintManifests(m manifests, node *nodeFlags, strict bool, out string, stdout, stderr io.Writer) int {
+	targets, skipped, err := lint.Targets(m.objs)
+	if err != nil {
+		fmt.Fprintf(stderr, "validate: %v\n", err)
+		return exitUsage
+	}
+	check := lint.APICheck
+	if strict {
+		eng, err := node.engine()
+		if err != nil {
+			fmt.Fprintf(stderr, "validate: %v\n", err)
+			return exitUsage
+		}
+		host := node.host()
+		if host.Err != nil {
+			fmt.Fprintf(stderr, "validate: --resolv-conf: %v\n", host.Err)
+			return exitUsage
+		}
+		check = lint.NodeCheck(eng, host)
+	}
+	for i := range targets {
+		targets[i].Input.NamespacePolicy = node.namespacePolicy
+	}
+	rep := lint.Run(targets, check)
+	rep.Summary.Files, rep.Summary.Objects, rep.Summary.Skipped = m.files, len(m.objs), skipped
+	if err := writeReport(stdout, stderr, out, rep); err != nil {
+		fmt.Fprintf(stderr, "validate: %v\n", err)
+		return exitFail
+	}
+	if rep.Summary.Failed > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// writeReport prints a lint report as -o asks.
+func writeReport(stdout, stderr io.Writer, out string, rep lint.Report) error {
+	switch out {
+	case outSARIF:
+		return rep.WriteSARIF(stdout, version.Get().Version)
+	case outJSON:
+		return rep.WriteJSON(stdout)
+	case outYAML:
+		return writeOutput(stdout, out, rep)
+	}
+	if err := rep.WriteText(stdout); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(stderr, rep.Summary)
+	return err
 }
 
 // printValidation prints v as -o asks: text (errors on stdout, warnings

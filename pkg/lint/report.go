@@ -1,0 +1,144 @@
+package lint
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/manifest"
+)
+
+// Result is the outcome for one pod template: -o json's contract.
+type Result struct {
+	File       string    `json:"file"`
+	Document   int       `json:"document"`
+	Line       int       `json:"line,omitempty"`
+	Item       *int      `json:"item,omitempty"`
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace"`
+	Name       string    `json:"name"`
+	Template   string    `json:"template"`
+	Allowed    bool      `json:"allowed"`
+	Findings   []Finding `json:"findings"`
+}
+
+// Summary counts what a run read and found.
+type Summary struct {
+	Files     int `json:"files"`
+	Objects   int `json:"objects"`
+	Templates int `json:"templates"`
+	Skipped   int `json:"skipped"` // objects of kinds without a pod template
+	Failed    int `json:"failed"`  // templates with an error finding
+	Errors    int `json:"errors"`
+	Warnings  int `json:"warnings"`
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Results []Result `json:"results"`
+	Summary Summary  `json:"summary"`
+}
+
+// Run checks every target.
+func Run(targets []Target, check Check) Report {
+	r := Report{Results: []Result{}}
+	for _, t := range targets {
+		res := NewResult(t)
+		found := check(t.Input)
+		var loc manifest.Locator
+		if len(found) > 0 {
+			loc = t.Object.Locator()
+		}
+		for _, f := range found {
+			f.Field = t.Field(f.Field)
+			f.Line = loc.FieldLine(f.Field)
+			res.Findings = append(res.Findings, f)
+			if f.Fails() {
+				res.Allowed = false
+				r.Summary.Errors++
+			} else {
+				r.Summary.Warnings++
+			}
+		}
+		if !res.Allowed {
+			r.Summary.Failed++
+		}
+		r.Results = append(r.Results, res)
+	}
+	r.Summary.Templates = len(targets)
+	return r
+}
+
+// NewResult is a finding-free result for t.
+func NewResult(t Target) Result {
+	o := t.Object
+	res := Result{File: displayName(o.Source), Document: o.Document, Line: o.Line, APIVersion: o.APIVersion,
+		Kind: o.Kind, Namespace: t.Input.Namespace, Name: o.Name, Template: t.Template, Allowed: true,
+		Findings: []Finding{}}
+	if o.Item >= 0 {
+		item := o.Item
+		res.Item = &item
+	}
+	return res
+}
+
+func displayName(src string) string {
+	if src == manifest.Stdin {
+		return "stdin"
+	}
+	return src
+}
+
+// Label names a result for a reader: "deploy.yaml:12 (document 2)
+// Deployment shop/web", with ", items[3]" after the document number for
+// an item of a List.
+func (r Result) Label() string { return r.labelAt(r.Line) }
+
+// labelAt is Label with the line of a finding.
+func (r Result) labelAt(line int) string {
+	loc := r.File
+	if line > 0 {
+		loc = fmt.Sprintf("%s:%d", loc, line)
+	}
+	doc := fmt.Sprintf("document %d", r.Document)
+	if r.Item != nil {
+		doc += fmt.Sprintf(", items[%d]", *r.Item)
+	}
+	return fmt.Sprintf("%s (%s) %s %s/%s", loc, doc, r.Kind, r.Namespace, r.Name)
+}
+
+// WriteText prints one line per finding, "LABEL: FIELD: MESSAGE" (the
+// label at the finding's line), with "warning: " before the field of a
+// warning.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, res := range r.Results {
+		for _, f := range res.Findings {
+			kind := ""
+			if !f.Fails() {
+				kind = "warning: "
+			}
+			field := f.Field
+			if field != "" {
+				field += ": "
+			}
+			fmt.Fprintf(&b, "%s: %s%s%s\n", res.labelAt(f.Line), kind, field, f.Message)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (s Summary) String() string {
+	return fmt.Sprintf("%d pod templates in %d objects (%d files; %d objects of other kinds skipped): %d with errors; %d errors, %d warnings",
+		s.Templates, s.Objects, s.Files, s.Skipped, s.Failed, s.Errors, s.Warnings)
+}
+
+// WriteJSON prints the report as indented JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

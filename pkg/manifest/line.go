@@ -1,0 +1,102 @@
+package manifest
+
+import (
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Locator finds the line of a field in one object's document.
+type Locator struct {
+	root *yaml.Node
+	// first is the file line of the document text's first line.
+	first int
+	// fallback is the object's line.
+	fallback int
+}
+
+// Locator parses the object's document for FieldLine. It is cheap to
+// skip: call it only for an object with findings.
+func (o Object) Locator() Locator {
+	l := Locator{first: o.rawLine, fallback: o.Line}
+	if o.rawLine == 0 || o.raw == nil {
+		return l
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(o.raw, &n); err != nil || len(n.Content) == 0 {
+		return l
+	}
+	l.root = n.Content[0]
+	return l
+}
+
+// FieldLine is the file line of the deepest node on path that the
+// document holds, such as "items[1].spec.template.spec.dnsConfig.searches[32]"
+// (a missing field is reported where its parent is), or the object's line.
+func (l Locator) FieldLine(path string) int {
+	if l.root == nil {
+		return l.fallback
+	}
+	n, line := l.root, 0
+	for _, step := range steps(path) {
+		next, at := child(n, step)
+		if next == nil {
+			break
+		}
+		n, line = next, at
+	}
+	if line == 0 {
+		return l.fallback
+	}
+	return l.first + line - 1
+}
+
+// steps splits a field path: "a.b[2].c[x.y/z]" is a, b, 2, c, x.y/z.
+func steps(path string) []string {
+	var out []string
+	var cur strings.Builder
+	depth := 0
+	flush := func() {
+		if cur.Len() > 0 {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	for _, r := range path {
+		switch {
+		case r == '[' && depth == 0:
+			flush()
+			depth++
+		case r == ']' && depth == 1:
+			out = append(out, cur.String())
+			cur.Reset()
+			depth--
+		case r == '.' && depth == 0:
+			flush()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	flush()
+	return out
+}
+
+// child is the value under key step of a mapping, with the key's line
+// (where the field is written), or the element at index step of a
+// sequence, with its line.
+func child(n *yaml.Node, step string) (*yaml.Node, int) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Value == step {
+				return n.Content[i+1], k.Line
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(step); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i], n.Content[i].Line
+		}
+	}
+	return nil, 0
+}
