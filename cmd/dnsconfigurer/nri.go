@@ -182,7 +182,10 @@ func nriAPIServer(cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg promethe
 	if err != nil {
 		return nriAPI{}, err
 	}
-	rec, stop := cri.NewEventRecorder(client, cri.ComponentNRI, cfg.NodeName)
+	rec, stop, err := cri.NewAgentEvents(client, cri.ComponentNRI, cfg.NodeName, reg)
+	if err != nil {
+		return nriAPI{}, err
+	}
 	run := func(ctx context.Context) error { informer.Run(ctx); return nil }
 	return nriAPI{tasks: append(nsTasks, run), checks: append(nsChecks, health.Condition(informer.HasSynced, "pod informer not synced")),
 		lookup: informer, events: rec, stopEvents: stop}, nil

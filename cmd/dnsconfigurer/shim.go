@@ -228,7 +228,10 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 		}
 		tasks = append(append(tasks, nsTasks...), func(ctx context.Context) error { informer.Run(ctx); return nil })
 		checks = append(append(checks, nsChecks...), health.Condition(informer.HasSynced, "pod informer not synced"))
-		rec, stop := cri.NewEventRecorder(client, cri.ComponentShim, cfg.NodeName)
+		rec, stop, err := cri.NewAgentEvents(client, cri.ComponentShim, cfg.NodeName, reg)
+		if err != nil {
+			return err
+		}
 		defer stop()
 		opts = append(opts, cri.WithPodLookup(informer), cri.WithEvents(rec))
 	}

@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -9,9 +10,11 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// PodRef names a pod for an Event.
+// PodRef names a pod for an Event. Labels, when known, tell its workload
+// (see Workload).
 type PodRef struct {
 	Namespace, Name, UID string
+	Labels               map[string]string
 }
 
 // EventSink reports Warning Events about pods.
@@ -41,6 +44,18 @@ func NewEventRecorder(client kubernetes.Interface, component, node string) (*Rec
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component, Host: node})
 	return &Recorder{rec: rec}, b.Shutdown
+}
+
+// NewAgentEvents is the agents' EventSink: NewEventRecorder behind
+// WorkloadEvents (once per workload and EventWindow), its counter on reg.
+func NewAgentEvents(client kubernetes.Interface, component, node string, reg prometheus.Registerer) (EventSink, func(), error) {
+	rec, stop := NewEventRecorder(client, component, node)
+	w, err := NewWorkloadEvents(rec, EventWindow, EventWorkloads, reg)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return w, stop, nil
 }
 
 // Warning records a Warning Event on the pod.

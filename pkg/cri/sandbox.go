@@ -100,7 +100,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 			level = slog.LevelWarn
 			s.m.limits.WithLabelValues(w.Limit, "trimmed").Inc()
 			if s.events != nil {
-				s.events.Warning(PodRef{Namespace: namespace, Name: name, UID: uid}, w.Reason, w.Message)
+				s.events.Warning(PodRef{Namespace: namespace, Name: name, UID: uid, Labels: cfg.GetLabels()}, w.Reason, w.Message)
 			}
 		}
 		log.Log(ctx, level, "pod DNS warning", "reason", w.Reason, "message", w.Message)

@@ -356,7 +356,7 @@ func (p *Plugin) postLimits(pod *api.PodSandbox, res policy.Result) {
 	if p.events == nil {
 		return
 	}
-	ref := cri.PodRef{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid()}
+	ref := cri.PodRef{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(), Labels: pod.GetLabels()}
 	for _, w := range cri.OverLimits(res.Warnings) {
 		p.events.Warning(ref, w.Reason, w.Message)
 	}

@@ -113,6 +113,47 @@ func TestTrimEvents(t *testing.T) {
 	}
 }
 
+// TestTrimEventsOncePerWorkload: three replicas of one Deployment over
+// both limits post the two DNSConfigForming Events once, on the first
+// replica, naming the Deployment and the fix; the other replicas' four are
+// counted, not posted (kubelet would post six).
+func TestTrimEventsOncePerWorkload(t *testing.T) {
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	checkGoroutines(t)
+	s := startShim(t, cp.Config(), shimOptions{limits: cri.LimitsTrim})
+	eng := newEngine(t)
+	admin := newClient(t, cp.Config())
+	var pods []*corev1.Pod
+	for _, suffix := range []string{"x2k4p", "q8w7e", "m3n4b"} {
+		p := overLimitPod("web-5c6d9f-" + suffix)
+		p.Labels = map[string]string{"app": "web", "pod-template-hash": "5c6d9f"}
+		pods = append(pods, createPod(t, admin, ns, p))
+	}
+	for _, p := range pods {
+		if err := runSandbox(s.client, kubeletSandbox(t, eng, p)); err != nil {
+			t.Fatalf("RunPodSandbox %s: %v", p.Name, err)
+		}
+	}
+	evs := waitEvents(t, admin, ns, string(pods[0].UID), waitBound, func(evs []corev1.Event) bool { return len(evs) == 2 })
+	for _, e := range evs {
+		if !strings.Contains(e.Message, "every pod of Deployment web gets this (posted once per 1h0m0s)") ||
+			!strings.Contains(e.Message, "spec.template.spec.dnsConfig.") {
+			t.Errorf("Event %q names neither the Deployment nor the fix", e.Message)
+		}
+	}
+	if n := s.counter(t, "dnsconfigurer_cri_events_suppressed_total", map[string]string{"reason": policy.ReasonDNSConfigForming}); n != 4 {
+		t.Errorf("events_suppressed_total = %v, want 4 (two limits, two more replicas)", n)
+	}
+	// The counter is taken before RunPodSandbox returns, so the four were
+	// never handed to the Event recorder; the list shows none either.
+	for _, p := range pods[1:] {
+		if evs, err := podEvents(admin, ns, string(p.UID)); err != nil || len(evs) != 0 {
+			t.Errorf("%s: Events %q (err %v), want none", p.Name, summarize(evs), err)
+		}
+	}
+}
+
 // TestRejectLimits: with limits reject the sandbox fails with
 // InvalidArgument naming the limits, the pod and the values over them; the
 // runtime never sees it, and the shim posts no Event (kubelet reports the

@@ -255,12 +255,16 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 		t.Fatalf("pod informer: %v", err)
 	}
 	wg.Go(func() { informer.Run(ctx) })
-	rec, stopEvents := cri.NewEventRecorder(client, cri.ComponentShim, node)
+	reg := prometheus.NewRegistry()
+	rec, stopEvents, err := cri.NewAgentEvents(client, cri.ComponentShim, node, reg)
+	if err != nil {
+		stopAll()
+		t.Fatalf("events: %v", err)
+	}
 	var lookup cri.PodLookup = informer
 	if o.lookup != nil {
 		lookup = o.lookup(informer)
 	}
-	reg := prometheus.NewRegistry()
 	eng := newEngine(t)
 	if o.node != nil {
 		if eng, err = policy.New(*o.node); err != nil {
@@ -457,6 +461,12 @@ func kubeletSandbox(t *testing.T, eng *policy.Engine, pod *corev1.Pod) *runtimea
 	for k, v := range pod.Annotations {
 		annotations[k] = v
 	}
+	// kubelet labels a sandbox with the pod's labels and its own three.
+	labels := map[string]string{"io.kubernetes.pod.name": pod.Name, "io.kubernetes.pod.namespace": pod.Namespace,
+		"io.kubernetes.pod.uid": string(pod.UID)}
+	for k, v := range pod.Labels {
+		labels[k] = v
+	}
 	mode := runtimeapi.NamespaceMode_POD
 	if pod.Spec.HostNetwork {
 		mode = runtimeapi.NamespaceMode_NODE
@@ -466,11 +476,8 @@ func kubeletSandbox(t *testing.T, eng *policy.Engine, pod *corev1.Pod) *runtimea
 		Hostname:     res.Hostname,
 		LogDirectory: "/var/log/pods/" + pod.Namespace + "_" + pod.Name + "_" + string(pod.UID),
 		DnsConfig:    &runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: res.Options},
-		Labels: map[string]string{
-			"io.kubernetes.pod.name": pod.Name, "io.kubernetes.pod.namespace": pod.Namespace,
-			"io.kubernetes.pod.uid": string(pod.UID),
-		},
-		Annotations: annotations,
+		Labels:       labels,
+		Annotations:  annotations,
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: mode, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}}},
 	}}
