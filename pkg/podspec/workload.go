@@ -20,6 +20,8 @@ type Template struct {
 	// workload's (a template has none of its own); the name is the
 	// workload's when the template has none.
 	Fields Fields
+	// NodeSelector is the template's spec.nodeSelector.
+	NodeSelector map[string]string
 }
 
 // templatePaths maps each kind that carries a pod template (group-less kind
@@ -86,7 +88,13 @@ func Templates(kind string, obj []byte) ([]Template, error) {
 		}
 		raw = next
 	}
-	var f Fields
+	var f struct {
+		Fields
+		Spec struct {
+			Spec
+			NodeSelector map[string]string `json:"nodeSelector"`
+		} `json:"spec"`
+	}
 	if err := json.Unmarshal(raw, &f); err != nil {
 		at := kind
 		if path != nil {
@@ -94,12 +102,14 @@ func Templates(kind string, obj []byte) ([]Template, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", at, err)
 	}
+	t := Template{Path: path, Fields: Fields{Metadata: f.Metadata, Spec: f.Spec.Spec}, NodeSelector: f.Spec.NodeSelector}
 	if path != nil {
-		f.Metadata.Namespace = top.Metadata.Namespace
-		if f.Metadata.Name == "" && f.Metadata.GenerateName == "" {
-			f.Metadata.Name = top.Metadata.Name
+		m := &t.Fields.Metadata
+		m.Namespace = top.Metadata.Namespace
+		if m.Name == "" && m.GenerateName == "" {
+			m.Name = top.Metadata.Name
 		}
-		f.Metadata.UID = top.Metadata.UID
+		m.UID = top.Metadata.UID
 	}
-	return []Template{{Path: path, Fields: f}}, nil
+	return []Template{t}, nil
 }

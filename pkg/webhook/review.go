@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -119,6 +120,9 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		return nil, "", nil, badRequest("request.uid is empty")
 	}
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	if workloadKind(req) {
+		return r.reviewWorkload(req, resp)
+	}
 	if req.Kind.Group != "" || req.Kind.Version != "v1" || req.Kind.Kind != "Pod" || req.Resource.Resource != "pods" || req.SubResource != "" {
 		what := req.Kind.Kind
 		if req.Kind.Group != "" {
@@ -128,7 +132,7 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		if req.SubResource != "" {
 			res += "/" + req.SubResource
 		}
-		resp.Warnings = []string{fmt.Sprintf("%sa %s (resource %q) is not a Pod, so its DNS settings were not checked; the webhook's rules should select only pods", WarningPrefix, what, res)}
+		resp.Warnings = []string{fmt.Sprintf("%sa %s (resource %q) is not a Pod or a workload with a pod template, so its DNS settings were not checked; the webhook's rules should select only those", WarningPrefix, what, res)}
 		return resp, OutcomeSkipped, nil, nil
 	}
 	if req.Operation != admissionv1.Create {
@@ -149,17 +153,48 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 		pod.Name = req.Name
 	}
 	podspec.Default(pod)
+	vs, warnings := r.reviewPod(pod, nil, false)
+	return r.respond(resp, "Pod", "", pod.Name, vs, warnings)
+}
+
+// reviewPod checks a pod (or a template made a pod) and returns the
+// violations, their fields under prefix (nil: a Pod's own "spec..."), and
+// the cluster policy warning. With unchanged, nothing denies: the DNS
+// fields are as they were before this update, so a rule added since must
+// not block the object.
+func (r *Reviewer) reviewPod(pod *corev1.Pod, prefix *field.Path, unchanged bool) ([]Violation, []string) {
 	in := podspec.Input(pod)
 	pools := r.pools(pod.Spec.NodeSelector)
 	errs, trims := r.check(in, pools)
-
 	var vs []Violation
 	for _, e := range errs {
-		vs = append(vs, Violation{FieldError: e, Deny: true})
+		vs = append(vs, Violation{FieldError: under(prefix, e), Deny: !unchanged})
 	}
 	for _, t := range trims {
-		vs = append(vs, Violation{FieldError: t, Deny: r.DenyTrims && podSets(pod.Spec.DNSConfig, t.Field)})
+		vs = append(vs, Violation{FieldError: under(prefix, t), Deny: !unchanged && r.DenyTrims && podSets(pod.Spec.DNSConfig, t.Field)})
 	}
+	var warnings []string
+	if r.ClusterPolicy && !slices.ContainsFunc(vs, func(v Violation) bool { return v.Deny }) {
+		p := pools[0]
+		if w := PolicyWarning(p.Engine, in, p.Host, r.NamespaceLabels); w != "" {
+			warnings = append(warnings, w)
+		}
+	}
+	return vs, warnings
+}
+
+// under moves a pod field error ("spec...", "metadata...") under a
+// template's path.
+func under(prefix *field.Path, e policy.FieldError) policy.FieldError {
+	if prefix != nil && e.Field != "" {
+		e.Field = prefix.String() + "." + e.Field
+	}
+	return e
+}
+
+// respond turns the violations and warnings of an object into the
+// response: denied when one denies, else warned or allowed.
+func (r *Reviewer) respond(resp *admissionv1.AdmissionResponse, kind, group, name string, vs []Violation, extra []string) (*admissionv1.AdmissionResponse, Outcome, []Violation, error) {
 	var deny []policy.FieldError
 	for _, v := range vs {
 		if v.Deny {
@@ -168,16 +203,11 @@ func (r *Reviewer) Review(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 			resp.Warnings = append(resp.Warnings, warning(v.FieldError))
 		}
 	}
-	if r.ClusterPolicy && len(deny) == 0 {
-		p := pools[0]
-		if w := PolicyWarning(p.Engine, in, p.Host, r.NamespaceLabels); w != "" {
-			resp.Warnings = append(resp.Warnings, w)
-		}
-	}
+	resp.Warnings = append(resp.Warnings, extra...)
 	switch {
 	case len(deny) > 0:
 		resp.Allowed = false
-		resp.Result = denial(pod.Name, deny)
+		resp.Result = denial(kind, group, name, deny)
 		return resp, OutcomeDenied, vs, nil
 	case len(resp.Warnings) > 0:
 		return resp, OutcomeWarned, vs, nil
@@ -344,7 +374,7 @@ func containsError(list []policy.FieldError, e policy.FieldError) bool {
 // invalid objects (422, reason Invalid, one cause per field error), so that
 // kubectl prints "The Pod "x" is invalid:" and one line per violation. The
 // API server prefixes the message with the webhook's name.
-func denial(name string, errs []policy.FieldError) *metav1.Status {
+func denial(kind, group, name string, errs []policy.FieldError) *metav1.Status {
 	causes := make([]metav1.StatusCause, len(errs))
 	texts := make([]string, len(errs))
 	for i, e := range errs {
@@ -355,12 +385,16 @@ func denial(name string, errs []policy.FieldError) *metav1.Status {
 	if len(texts) > 1 {
 		msg = "[" + strings.Join(texts, ", ") + "]"
 	}
+	what := kind
+	if group != "" {
+		what += "." + group
+	}
 	return &metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    422,
 		Reason:  metav1.StatusReasonInvalid,
-		Message: fmt.Sprintf("Pod %q is invalid: %s", name, msg),
-		Details: &metav1.StatusDetails{Name: name, Kind: "Pod", Causes: causes},
+		Message: fmt.Sprintf("%s %q is invalid: %s", what, name, msg),
+		Details: &metav1.StatusDetails{Name: name, Group: group, Kind: kind, Causes: causes},
 	}
 }
 

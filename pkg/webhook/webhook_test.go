@@ -222,8 +222,8 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestNotAPod: anything but a Pod CREATE is allowed, unchecked, with a
-// warning saying so.
+// TestNotAPod: anything but a Pod CREATE or a workload's CREATE and UPDATE
+// is allowed, unchecked, with a warning saying so.
 func TestNotAPod(t *testing.T) {
 	ts := startServer(t, testReviewer(t))
 	c := ts.client(t)
@@ -237,9 +237,9 @@ func TestNotAPod(t *testing.T) {
 		{"configmap", admissionv1.AdmissionRequest{UID: "u1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admissionv1.Create,
 			Object: runtime.RawExtension{Raw: cm}}, `a ConfigMap (resource "configmaps") is not a Pod`},
-		{"deployment", admissionv1.AdmissionRequest{UID: "u2", Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
-			Resource: metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Operation: admissionv1.Create,
-			Object: runtime.RawExtension{Raw: []byte(`{}`)}}, `a Deployment.apps (resource "deployments") is not a Pod`},
+		{"deployment scale", admissionv1.AdmissionRequest{UID: "u2", Kind: metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+			Resource: metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, SubResource: "scale", Operation: admissionv1.Update,
+			Object: runtime.RawExtension{Raw: []byte(`{}`)}}, `a Scale.autoscaling (resource "deployments/scale") is not a Pod`},
 		{"pod subresource", admissionv1.AdmissionRequest{UID: "u3", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, SubResource: "ephemeralcontainers", Operation: admissionv1.Update,
 			Object: runtime.RawExtension{Raw: podRaw}}, `(resource "pods/ephemeralcontainers") is not a Pod`},

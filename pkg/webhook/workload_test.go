@@ -1,0 +1,150 @@
+package webhook
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// workloadJSON is a workload of kind with the pod template spec given,
+// at the kind's template path.
+func workloadJSON(kind, spec string) []byte {
+	tmpl := `{"metadata":{"labels":{"app":"web"}},"spec":` + spec + `}`
+	meta := `"metadata":{"name":"web","namespace":"shop"}`
+	switch kind {
+	case "CronJob":
+		return []byte(`{` + meta + `,"spec":{"schedule":"* * * * *","jobTemplate":{"spec":{"template":` + tmpl + `}}}}`)
+	case "PodTemplate":
+		return []byte(`{` + meta + `,"template":` + tmpl + `}`)
+	}
+	return []byte(`{` + meta + `,"spec":{"template":` + tmpl + `}}`)
+}
+
+func workloadRequest(kind, group string, op admissionv1.Operation, obj, old []byte) *admissionv1.AdmissionRequest {
+	req := &admissionv1.AdmissionRequest{UID: "u1", Name: "web", Namespace: "shop", Operation: op,
+		Kind:   metav1.GroupVersionKind{Group: group, Version: "v1", Kind: kind},
+		Object: runtime.RawExtension{Raw: obj}}
+	if old != nil {
+		req.OldObject = runtime.RawExtension{Raw: old}
+	}
+	return req
+}
+
+// badSearches has 33 search domains of its own: the API server's limit is
+// 32, so it is denied on the full template path.
+var badSearches = func() string {
+	var s []string
+	for i := range 33 {
+		s = append(s, fmt.Sprintf(`"s%d.example"`, i))
+	}
+	return `{"dnsPolicy":"None","dnsConfig":{"nameservers":["10.0.0.1"],"searches":[` + strings.Join(s, ",") + `]}}`
+}()
+
+const (
+	goodSpec = `{"dnsPolicy":"None","dnsConfig":{"nameservers":["10.0.0.1"],"searches":["a.example"]}}`
+	// fourServers: the cluster DNS and three of its own, which kubelet
+	// trims to three (ClusterFirst, the default): a warning.
+	fourServers = `{"dnsConfig":{"nameservers":["10.0.0.1","10.0.0.2","10.0.0.3"]}}`
+)
+
+func TestWorkloadReview(t *testing.T) {
+	r := testReviewer(t)
+	kinds := []struct{ kind, group, path string }{
+		{"Deployment", "apps", "spec.template.spec"},
+		{"ReplicaSet", "apps", "spec.template.spec"},
+		{"StatefulSet", "apps", "spec.template.spec"},
+		{"DaemonSet", "apps", "spec.template.spec"},
+		{"Job", "batch", "spec.template.spec"},
+		{"CronJob", "batch", "spec.jobTemplate.spec.template.spec"},
+		{"PodTemplate", "", "template.spec"},
+		{"ReplicationController", "", "spec.template.spec"},
+	}
+	for _, k := range kinds {
+		t.Run(k.kind, func(t *testing.T) {
+			what := k.kind
+			if k.group != "" {
+				what += "." + k.group
+			}
+			for _, tc := range []struct {
+				name     string
+				op       admissionv1.Operation
+				obj, old string
+				outcome  Outcome
+				want     string // in the denial message or a warning
+			}{
+				{"bad create", admissionv1.Create, badSearches, "", OutcomeDenied,
+					what + ` "web" is invalid: ` + k.path + ".dnsConfig.searches"},
+				{"good create", admissionv1.Create, goodSpec, "", OutcomeAllowed, ""},
+				{"trimmed create", admissionv1.Create, fourServers, "", OutcomeWarned, k.path + ".dnsConfig.nameservers"},
+				{"update making it bad", admissionv1.Update, badSearches, goodSpec, OutcomeDenied, k.path + ".dnsConfig.searches"},
+				{"update fixing it", admissionv1.Update, goodSpec, badSearches, OutcomeAllowed, ""},
+				{"update leaving it bad", admissionv1.Update, badSearches, badSearches, OutcomeWarned,
+					"the DNS fields of " + strings.TrimSuffix(k.path, ".spec") + " are unchanged by this update"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					var old []byte
+					if tc.old != "" {
+						old = workloadJSON(k.kind, tc.old)
+					}
+					resp, outcome, _, err := r.Review(workloadRequest(k.kind, k.group, tc.op, workloadJSON(k.kind, tc.obj), old))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if outcome != tc.outcome || resp.Allowed != (tc.outcome != OutcomeDenied) {
+						t.Fatalf("outcome %s allowed %v, want %s; response %+v", outcome, resp.Allowed, tc.outcome, resp)
+					}
+					text := strings.Join(resp.Warnings, "\n")
+					if resp.Result != nil {
+						text += resp.Result.Message
+						for _, c := range resp.Result.Details.Causes {
+							if !strings.HasPrefix(c.Field, k.path+".") {
+								t.Errorf("cause field %q is not under %s", c.Field, k.path)
+							}
+						}
+					}
+					if !strings.Contains(text, tc.want) {
+						t.Errorf("response %q lacks %q", text, tc.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestWorkloadReviewBadRequests: a workload object without its template,
+// or with a field of the wrong type, is a bad request; a DELETE and a
+// workload of another API version are skipped.
+func TestWorkloadReviewBadRequests(t *testing.T) {
+	r := testReviewer(t)
+	for _, tc := range []struct {
+		name string
+		req  *admissionv1.AdmissionRequest
+		err  string
+	}{
+		{"no template", workloadRequest("Deployment", "apps", admissionv1.Create, []byte(`{"metadata":{"name":"web"},"spec":{}}`), nil),
+			"spec.template: Required value"},
+		{"wrong type", workloadRequest("Job", "batch", admissionv1.Create, []byte(`{"spec":{"template":{"spec":{"dnsConfig":[]}}}}`), nil),
+			"Job spec.template"},
+		{"empty", workloadRequest("DaemonSet", "apps", admissionv1.Create, nil, nil), "request.object is empty for a DaemonSet CREATE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, _, err := r.Review(tc.req)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("err = %v, want %q", err, tc.err)
+			}
+		})
+	}
+	for _, req := range []*admissionv1.AdmissionRequest{
+		workloadRequest("Deployment", "apps", admissionv1.Delete, nil, nil),
+		workloadRequest("Deployment", "extensions", admissionv1.Create, workloadJSON("Deployment", badSearches), nil),
+	} {
+		resp, outcome, _, err := r.Review(req)
+		if err != nil || outcome != OutcomeSkipped || !resp.Allowed {
+			t.Errorf("%s %s: outcome %s err %v, want skipped", req.Operation, req.Kind, outcome, err)
+		}
+	}
+}
