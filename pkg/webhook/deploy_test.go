@@ -203,46 +203,72 @@ func TestDeployManifests(t *testing.T) {
 		}
 	}
 
-	// The webhook registration.
-	if len(vwc.Webhooks) != 1 {
-		t.Fatalf("%d webhooks, want 1", len(vwc.Webhooks))
+	// The webhook registration: bare pods on CREATE; the pod templates of
+	// workloads on CREATE and UPDATE, one entry per template path.
+	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	type rule struct {
+		group     string
+		resources []string
+		ops       []admissionregistrationv1.OperationType
 	}
-	wh := vwc.Webhooks[0]
-	if !slices.Equal(wh.AdmissionReviewVersions, []string{"v1"}) {
-		t.Errorf("admissionReviewVersions %q, want [v1]", wh.AdmissionReviewVersions)
+	want := map[string][]rule{
+		"pods.dns.dnsconfigurer.io": {{"", []string{"pods"}, create}},
+		"workloads.dns.dnsconfigurer.io": {{"apps", []string{"deployments", "replicasets", "statefulsets", "daemonsets"}, createUpdate},
+			{"batch", []string{"jobs"}, createUpdate}, {"", []string{"replicationcontrollers"}, createUpdate}},
+		"cronjobs.dns.dnsconfigurer.io":     {{"batch", []string{"cronjobs"}, createUpdate}},
+		"podtemplates.dns.dnsconfigurer.io": {{"", []string{"podtemplates"}, createUpdate}},
 	}
-	if wh.SideEffects == nil || *wh.SideEffects != admissionregistrationv1.SideEffectClassNone {
-		t.Errorf("sideEffects %v, want None", wh.SideEffects)
+	if len(vwc.Webhooks) != len(want) {
+		t.Fatalf("%d webhooks, want %d", len(vwc.Webhooks), len(want))
 	}
-	if wh.FailurePolicy == nil {
-		t.Errorf("failurePolicy not set")
-	}
-	if wh.TimeoutSeconds == nil || *wh.TimeoutSeconds < 1 || *wh.TimeoutSeconds > 30 {
-		t.Errorf("timeoutSeconds %v, want 1..30", wh.TimeoutSeconds)
-	}
-	if len(wh.Rules) != 1 {
-		t.Fatalf("%d rules, want 1", len(wh.Rules))
-	}
-	r := wh.Rules[0]
-	if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.APIVersions, []string{"v1"}) ||
-		!slices.Equal(r.Resources, []string{"pods"}) || !slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
-		t.Errorf("rule %+v, want core v1 pods CREATE", r)
-	}
-	sel, err := metav1LabelSelector(wh)
-	if err != nil {
-		t.Fatalf("namespaceSelector: %v", err)
-	}
-	for name, want := range map[string]bool{"kube-system": false, ns: false, "default": true, "team-a": true} {
-		if got := sel.Matches(labels.Set{"kubernetes.io/metadata.name": name}); got != want {
-			t.Errorf("namespaceSelector matches namespace %q: %v, want %v", name, got, want)
+	var ref *admissionregistrationv1.ServiceReference
+	for _, wh := range vwc.Webhooks {
+		rules, ok := want[wh.Name]
+		if !ok {
+			t.Fatalf("webhook %q not expected", wh.Name)
 		}
-	}
-	ref := wh.ClientConfig.Service
-	if ref == nil || wh.ClientConfig.URL != nil {
-		t.Fatalf("clientConfig %+v, want a service reference", wh.ClientConfig)
-	}
-	if ref.Name != svc.Name || ref.Namespace != svc.Namespace || ref.Path == nil || *ref.Path != PathValidate {
-		t.Errorf("clientConfig.service %+v, want %s/%s path %s", ref, svc.Namespace, svc.Name, PathValidate)
+		if !slices.Equal(wh.AdmissionReviewVersions, []string{"v1"}) {
+			t.Errorf("%s: admissionReviewVersions %q, want [v1]", wh.Name, wh.AdmissionReviewVersions)
+		}
+		if wh.SideEffects == nil || *wh.SideEffects != admissionregistrationv1.SideEffectClassNone {
+			t.Errorf("%s: sideEffects %v, want None", wh.Name, wh.SideEffects)
+		}
+		if wh.FailurePolicy == nil {
+			t.Errorf("%s: failurePolicy not set", wh.Name)
+		}
+		if wh.TimeoutSeconds == nil || *wh.TimeoutSeconds < 1 || *wh.TimeoutSeconds > 30 {
+			t.Errorf("%s: timeoutSeconds %v, want 1..30", wh.Name, wh.TimeoutSeconds)
+		}
+		if len(wh.MatchConditions) != 1 {
+			t.Errorf("%s: %d matchConditions, want 1", wh.Name, len(wh.MatchConditions))
+		}
+		if len(wh.Rules) != len(rules) {
+			t.Fatalf("%s: %d rules, want %d", wh.Name, len(wh.Rules), len(rules))
+		}
+		for i, r := range wh.Rules {
+			w := rules[i]
+			if !slices.Equal(r.APIGroups, []string{w.group}) || !slices.Equal(r.APIVersions, []string{"v1"}) ||
+				!slices.Equal(r.Resources, w.resources) || !slices.Equal(r.Operations, w.ops) {
+				t.Errorf("%s: rule %+v, want %+v", wh.Name, r, w)
+			}
+		}
+		sel, err := metav1LabelSelector(wh)
+		if err != nil {
+			t.Fatalf("%s: namespaceSelector: %v", wh.Name, err)
+		}
+		for name, want := range map[string]bool{"kube-system": false, ns: false, "default": true, "team-a": true} {
+			if got := sel.Matches(labels.Set{"kubernetes.io/metadata.name": name}); got != want {
+				t.Errorf("%s: namespaceSelector matches namespace %q: %v, want %v", wh.Name, name, got, want)
+			}
+		}
+		ref = wh.ClientConfig.Service
+		if ref == nil || wh.ClientConfig.URL != nil {
+			t.Fatalf("%s: clientConfig %+v, want a service reference", wh.Name, wh.ClientConfig)
+		}
+		if ref.Name != svc.Name || ref.Namespace != svc.Namespace || ref.Path == nil || *ref.Path != PathValidate {
+			t.Errorf("%s: clientConfig.service %+v, want %s/%s path %s", wh.Name, ref, svc.Namespace, svc.Name, PathValidate)
+		}
 	}
 	port := int32(443)
 	if ref.Port != nil {
