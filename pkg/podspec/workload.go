@@ -55,6 +55,26 @@ func HasTemplate(kind string) bool {
 	return ok
 }
 
+// pathKeys holds the keys a template path goes through, undecoded.
+type pathKeys struct {
+	Metadata    Meta            `json:"metadata"`
+	Spec        json.RawMessage `json:"spec"`
+	Template    json.RawMessage `json:"template"`
+	JobTemplate json.RawMessage `json:"jobTemplate"`
+}
+
+func (s pathKeys) get(key string) json.RawMessage {
+	switch key {
+	case "spec":
+		return s.Spec
+	case "template":
+		return s.Template
+	case "jobTemplate":
+		return s.JobTemplate
+	}
+	return nil
+}
+
 // Templates returns the pod template of obj, the JSON of an object of the
 // given kind: one Template, or an error for a kind without templates or
 // JSON that does not hold one where the kind has it. Fields other than
@@ -64,26 +84,29 @@ func Templates(kind string, obj []byte) ([]Template, error) {
 	if !ok {
 		return nil, fmt.Errorf("kind %q has no pod template; known kinds: %v", kind, TemplateKinds())
 	}
-	var top struct {
-		Metadata Meta `json:"metadata"`
-	}
+	// One decode per step, each reading only the keys a path uses: the
+	// object's JSON is scanned once, then each smaller part once.
+	var top pathKeys
 	if err := json.Unmarshal(obj, &top); err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	raw := json.RawMessage(obj)
 	var path *field.Path
-	for _, s := range steps {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", kind, path, err)
+	for i, s := range steps {
+		at := top
+		if i > 0 {
+			at = pathKeys{}
+			if err := json.Unmarshal(raw, &at); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", kind, path, err)
+			}
 		}
 		if path == nil {
 			path = field.NewPath(s)
 		} else {
 			path = path.Child(s)
 		}
-		next, ok := m[s]
-		if !ok || string(next) == "null" {
+		next := at.get(s)
+		if len(next) == 0 || string(next) == "null" {
 			return nil, fmt.Errorf("%s: %s: Required value", kind, path)
 		}
 		raw = next

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -92,10 +94,13 @@ func BenchmarkAdmission(b *testing.B) {
 		name     string
 		h2       bool
 		parallel bool
+		review   func(testing.TB) []byte
 	}{
-		{"http1", false, false},
-		{"h2", true, false},
-		{"h2-parallel", true, true},
+		{"http1", false, false, nil},
+		{"h2", true, false, nil},
+		{"h2-parallel", true, true, nil},
+		{"h2-deployment-create", true, false, func(t testing.TB) []byte { return deploymentReview(t, false) }},
+		{"h2-deployment-update", true, false, func(t testing.TB) []byte { return deploymentReview(t, true) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ts := startServer(b, testReviewer(b))
@@ -110,6 +115,9 @@ func BenchmarkAdmission(b *testing.B) {
 			b.Cleanup(tr.CloseIdleConnections)
 			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 			body := podReview(b, typicalPod())
+			if bc.review != nil {
+				body = bc.review(b)
+			}
 			url := ts.url + PathValidate
 			once := func() time.Duration {
 				start := time.Now()
@@ -163,4 +171,33 @@ func BenchmarkAdmission(b *testing.B) {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(latencies))/1e3, "cpu-µs/op")
 		})
 	}
+}
+
+// deploymentReview is the AdmissionReview of a Deployment whose template is
+// typicalPod's: a CREATE, or an UPDATE (a scale: old and new objects
+// differ in replicas only).
+func deploymentReview(t testing.TB, update bool) []byte {
+	t.Helper()
+	p := typicalPod()
+	d := appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: "shop", Labels: p.Labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "checkout"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec}}}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &admissionv1.AdmissionRequest{UID: "5bdc1a0b-5ad0-4c83-a8a4-1f2b3c4d5e6f",
+		Kind:     metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+		Resource: metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		Name:     d.Name, Namespace: d.Namespace, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}
+	if update {
+		d.Spec.Replicas = ptr(int32(5))
+		old, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Operation, req.OldObject = admissionv1.Update, runtime.RawExtension{Raw: old}
+	}
+	return reviewJSON(t, req)
 }

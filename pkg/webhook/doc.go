@@ -36,8 +36,11 @@
 // is required, 413 for a body over the cap, 429 with Retry-After for a body
 // that found the in-flight budget spent, 408 for a body that arrived too
 // slowly, 400 with the reason for anything that is not a well-formed
-// AdmissionReview with a request. An AdmissionReview for anything but a Pod
-// CREATE is allowed with a warning saying that nothing was checked.
+// AdmissionReview with a request. The pod templates of workloads
+// (podspec.Templates' kinds) are checked on CREATE and UPDATE on their full
+// field paths; an UPDATE that keeps a template's DNS fields only warns. An
+// AdmissionReview for anything else is allowed with a warning saying that
+// nothing was checked.
 //
 // The package imports k8s.io/api types but not client-go: it never calls the
 // API server. Logging is an injected *slog.Logger and metrics go to an

@@ -8,6 +8,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
 // workloadJSON is a workload of kind with the pod template spec given,
@@ -146,5 +148,27 @@ func TestWorkloadReviewBadRequests(t *testing.T) {
 		if err != nil || outcome != OutcomeSkipped || !resp.Allowed {
 			t.Errorf("%s %s: outcome %s err %v, want skipped", req.Operation, req.Kind, outcome, err)
 		}
+	}
+}
+
+// TestWorkloadPolicyWarning: the cluster policy warning shows for a
+// workload's template as for a pod: a Deployment whose template did not
+// choose is told what its pods get.
+func TestWorkloadPolicyWarning(t *testing.T) {
+	two := 2
+	node := testNode
+	node.DefaultPolicy, node.Ndots = policy.ClusterFirstWithAutopath, &two
+	r := &Reviewer{Default: testPool(t, "", nil, node, testHost), ClusterPolicy: true}
+	resp, outcome, _, err := r.Review(workloadRequest("Deployment", "apps", admissionv1.Create, workloadJSON("Deployment", `{}`), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outcome != OutcomeWarned || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "cluster DNS policy: this pod gets ClusterFirstWithAutopath") {
+		t.Errorf("outcome %s, warnings %q", outcome, resp.Warnings)
+	}
+	resp, outcome, _, err = r.Review(workloadRequest("Deployment", "apps", admissionv1.Create,
+		workloadJSON("Deployment", `{"dnsPolicy":"Default"}`), nil))
+	if err != nil || outcome != OutcomeAllowed || len(resp.Warnings) != 0 {
+		t.Errorf("a template that chose: outcome %s, warnings %q, err %v", outcome, resp.Warnings, err)
 	}
 }
