@@ -244,24 +244,41 @@ func TestWorkloadsThroughAPIServer(t *testing.T) {
 				t.Skip("no kubectl: set DNSCONFIGURER_TESTBIN (test/testbin/build.sh)")
 			}
 		}
-		cmd := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", cp.Kubeconfig(), "-n", ns, "apply", "-f", "-")
-		cmd.Stdin = strings.NewReader(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: kubectl-web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
+		spec := `    metadata: {labels: {app: web}}
     spec:
       hostname: a-rather-long-hostname
       subdomain: a-long-subdomain
       setHostnameAsFQDN: true
+      restartPolicy: RESTART
       containers: [{name: app, image: registry.example/app:1.0}]
-`)
-		out, err := cmd.CombinedOutput()
-		t.Logf("kubectl apply, denied:\n%s", out)
-		if err == nil || !strings.Contains(string(out), `The Deployment "kubectl-web" is invalid: spec.template.spec.setHostnameAsFQDN: Invalid value: true: the pod's FQDN`) {
-			t.Errorf("kubectl apply: %v, output:\n%s", err, out)
+`
+		indent := func(s string, by int) string {
+			pad := strings.Repeat(" ", by)
+			return pad + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+pad) + "\n"
+		}
+		always := strings.ReplaceAll(spec, "RESTART", "Always")
+		never := strings.ReplaceAll(spec, "RESTART", "Never")
+		sel := "  selector: {matchLabels: {app: web}}\n"
+		for _, tc := range []struct{ kind, manifest, path string }{
+			{"Deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: kubectl-web}\nspec:\n" + sel + "  template:\n" + always, "spec.template.spec"},
+			{"ReplicaSet", "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: kubectl-web}\nspec:\n" + sel + "  template:\n" + always, "spec.template.spec"},
+			{"StatefulSet", "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: kubectl-web}\nspec:\n  serviceName: web\n" + sel + "  template:\n" + always, "spec.template.spec"},
+			{"DaemonSet", "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: kubectl-web}\nspec:\n" + sel + "  template:\n" + always, "spec.template.spec"},
+			{"Job", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: kubectl-web}\nspec:\n  template:\n" + never, "spec.template.spec"},
+			{"CronJob", "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: kubectl-web}\nspec:\n  schedule: \"*/5 * * * *\"\n  jobTemplate:\n    spec:\n      template:\n" + indent(never, 4), "spec.jobTemplate.spec.template.spec"},
+			{"PodTemplate", "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: kubectl-web}\ntemplate:\n" + strings.ReplaceAll(always, "\n  ", "\n")[2:], "template.spec"},
+			{"ReplicationController", "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: kubectl-web}\nspec:\n  selector: {app: web}\n  template:\n" + always, "spec.template.spec"},
+		} {
+			cmd := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", cp.Kubeconfig(), "-n", ns, "apply", "-f", "-")
+			cmd.Stdin = strings.NewReader(tc.manifest)
+			out, err := cmd.CombinedOutput()
+			want := `The ` + tc.kind + ` "kubectl-web" is invalid: ` + tc.path + `.setHostnameAsFQDN: Invalid value: true: the pod's FQDN`
+			if tc.kind == "Deployment" {
+				t.Logf("kubectl apply, denied:\n%s", out)
+			}
+			if err == nil || !strings.Contains(string(out), want) {
+				t.Errorf("kubectl apply %s: %v, output:\n%s\nmanifest:\n%s", tc.kind, err, out, tc.manifest)
+			}
 		}
 	})
 }
