@@ -172,3 +172,22 @@ func TestWorkloadPolicyWarning(t *testing.T) {
 		t.Errorf("a template that chose: outcome %s, warnings %q, err %v", outcome, resp.Warnings, err)
 	}
 }
+
+// TestWorkloadDenyTrims: with trims: deny a template whose own nameservers
+// kubelet would drop is denied on the template's path, as a pod is; an
+// update keeping it only warns.
+func TestWorkloadDenyTrims(t *testing.T) {
+	r := &Reviewer{Default: testReviewer(t).Default, DenyTrims: true}
+	resp, outcome, _, err := r.Review(workloadRequest("StatefulSet", "apps", admissionv1.Create, workloadJSON("StatefulSet", fourServers), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outcome != OutcomeDenied || resp.Result == nil || !strings.Contains(resp.Result.Message, `StatefulSet.apps "web" is invalid: spec.template.spec.dnsConfig.nameservers`) {
+		t.Errorf("outcome %s, result %+v", outcome, resp.Result)
+	}
+	_, outcome, _, err = r.Review(workloadRequest("StatefulSet", "apps", admissionv1.Update,
+		workloadJSON("StatefulSet", fourServers), workloadJSON("StatefulSet", fourServers)))
+	if err != nil || outcome != OutcomeWarned {
+		t.Errorf("update keeping it: outcome %s, err %v", outcome, err)
+	}
+}
