@@ -466,21 +466,7 @@ func TestDeployManifestsAccepted(t *testing.T) {
 func TestDeployWebhookConfiguration(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	c := cp.Client()
-	data, err := os.ReadFile("../../../deploy/webhook/validatingwebhookconfiguration.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vwc := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	url, caBundle := serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: policy.Host{Nameservers: []string{"10.0.0.2"}}}}, webhook.WithRegistry(reg))
+	vwc, reg, url, caBundle := deployedWebhook(t)
 	vwc.Name += "-deploy-test"
 	vwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
 	if _, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), vwc, metav1.CreateOptions{}); err != nil {
@@ -549,6 +535,30 @@ func TestDeployWebhookConfiguration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deployedWebhook reads deploy/webhook's ValidatingWebhookConfiguration and
+// serves a webhook for it (cluster DNS 10.96.0.10, node nameserver
+// 10.0.0.2) with its metrics on reg; the caller points the configuration's
+// client config at url.
+func deployedWebhook(t *testing.T) (vwc *admissionregistrationv1.ValidatingWebhookConfiguration, reg *prometheus.Registry, url string, caBundle []byte) {
+	t.Helper()
+	data, err := os.ReadFile("../../../deploy/webhook/validatingwebhookconfiguration.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vwc = obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg = prometheus.NewRegistry()
+	url, caBundle = serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: policy.Host{Nameservers: []string{"10.0.0.2"}}}}, webhook.WithRegistry(reg))
+	return vwc, reg, url, caBundle
 }
 
 // reviews is the webhook's count of admission reviews (counted before

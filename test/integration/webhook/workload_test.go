@@ -14,12 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -126,21 +121,7 @@ func TestWorkloadsThroughAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	data, err := os.ReadFile("../../../deploy/webhook/validatingwebhookconfiguration.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vwc := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	url, caBundle := serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: policy.Host{Nameservers: []string{"10.0.0.2"}}}}, webhook.WithRegistry(reg))
+	vwc, reg, url, caBundle := deployedWebhook(t)
 	vwc.Name += "-workloads-test"
 	for i := range vwc.Webhooks {
 		vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
