@@ -23,6 +23,18 @@ const (
 	TrimsDeny = "deny"
 )
 
+// Workloads settings: whether the webhook checks the pod templates of
+// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs,
+// PodTemplates and ReplicationControllers.
+const (
+	WorkloadsCheck = "check" // check them as pods, on their field paths
+	// WorkloadsSkip allows them unchecked, with no warning: pods are still
+	// checked when their controller creates them. Remove the workload
+	// entries of the ValidatingWebhookConfiguration too, so the API server
+	// does not call the webhook for them at all.
+	WorkloadsSkip = "skip"
+)
+
 // Webhook defaults.
 const (
 	DefaultWebhookListen = ":8443"
@@ -101,6 +113,9 @@ type WebhookConfiguration struct {
 	ClientCAFile string `json:"clientCAFile,omitempty"`
 	// Trims is "warn" (default) or "deny".
 	Trims string `json:"trims,omitempty"`
+	// Workloads is "check" (default) or "skip": whether the pod templates
+	// of workloads are checked at admission.
+	Workloads string `json:"workloads,omitempty"`
 	// PodPolicy is the node agents' policy for pods that did not choose:
 	// an allowed pod gets a warning saying what it will get under it. The
 	// webhook does not read namespaces (the AdmissionReview does not carry
@@ -168,6 +183,9 @@ func (w *WebhookConfiguration) SetDefaults() {
 	if w.Trims == "" {
 		w.Trims = TrimsWarn
 	}
+	if w.Workloads == "" {
+		w.Workloads = WorkloadsCheck
+	}
 	w.PodPolicy.SetDefaults()
 	// NodeDNS defaults resolvConf to a file the webhook must not read.
 	rc := w.Cluster.ResolvConf
@@ -210,6 +228,11 @@ func (w *WebhookConfiguration) Validate() error {
 	case TrimsWarn, TrimsDeny:
 	default:
 		return fmt.Errorf("trims: %q must be %q or %q", w.Trims, TrimsWarn, TrimsDeny)
+	}
+	switch w.Workloads {
+	case WorkloadsCheck, WorkloadsSkip:
+	default:
+		return fmt.Errorf("workloads: %q must be %q or %q", w.Workloads, WorkloadsCheck, WorkloadsSkip)
 	}
 	if err := w.NodeResolver.Validate("nodeResolver."); err != nil {
 		return err

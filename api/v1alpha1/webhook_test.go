@@ -12,7 +12,7 @@ func TestWebhookDefaults(t *testing.T) {
 	if err := w.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	if w.Listen != ":8443" || w.MaxRequestBytes != 6<<20 || w.Trims != TrimsWarn || w.Cluster.Domain() != "cluster.local" || w.Cluster.NodeOS != "linux" {
+	if w.Listen != ":8443" || w.MaxRequestBytes != 6<<20 || w.Trims != TrimsWarn || w.Workloads != WorkloadsCheck || w.Cluster.Domain() != "cluster.local" || w.Cluster.NodeOS != "linux" {
 		t.Errorf("defaults: %+v", w)
 	}
 	if w.Cluster.ResolvConf != nil {
@@ -61,6 +61,8 @@ func TestWebhookValidate(t *testing.T) {
 		{"body progress timeout", func(w *WebhookConfiguration) { w.BodyProgressTimeout = "0s" }, `bodyProgressTimeout: "0s" is not a positive duration such as "10s"`},
 		{"client CA", func(w *WebhookConfiguration) { w.ClientCAFile = "/etc/dnsconfigurer/client-ca/ca.crt" }, ""},
 		{"trims", func(w *WebhookConfiguration) { w.Trims = "drop" }, `trims: "drop" must be "warn" or "deny"`},
+		{"workloads skip", func(w *WebhookConfiguration) { w.Workloads = WorkloadsSkip }, ""},
+		{"workloads", func(w *WebhookConfiguration) { w.Workloads = "off" }, `workloads: "off" must be "check" or "skip"`},
 		{"default policy", func(w *WebhookConfiguration) { w.DefaultDNSPolicy = "Autopath" }, `defaultDNSPolicy: "Autopath" must be "ClusterFirst" or "ClusterFirstWithAutopath"`},
 		{"ndots", func(w *WebhookConfiguration) { w.Ndots = ptr(20) }, `ndots: 20 must be between 0 and 15`},
 		{"resolver nameserver", func(w *WebhookConfiguration) { w.NodeResolver.Nameservers = []string{"dns.example"} }, `nodeResolver.nameservers[0]: "dns.example" is not an IP address`},

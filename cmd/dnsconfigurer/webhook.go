@@ -29,6 +29,7 @@ type webhookFlags struct {
 	clusterDomain string
 	clusterDNS    string
 	trims         string
+	workloads     string
 	log           logFlags
 }
 
@@ -40,6 +41,7 @@ func (f *webhookFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clusterDomain, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none; config: cluster.clusterDomain)")
 	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated IPs (config: cluster.clusterDNS)")
 	fs.StringVar(&f.trims, "trims", v1alpha1.TrimsWarn, "what kubelet would only trim: warn or deny (config: trims)")
+	fs.StringVar(&f.workloads, "workloads", v1alpha1.WorkloadsCheck, "the pod templates of Deployments and other workloads: check or skip (config: workloads)")
 	f.log.register(fs, logJSON)
 }
 
@@ -67,6 +69,8 @@ func (f *webhookFlags) webhookConfig(fs *flag.FlagSet) (*v1alpha1.WebhookConfigu
 			cfg.Cluster.ClusterDNS = splitList(f.clusterDNS)
 		case "trims":
 			cfg.Trims = f.trims
+		case "workloads":
+			cfg.Workloads = f.workloads
 		}
 	})
 	cfg.SetDefaults()
@@ -101,7 +105,7 @@ func webhookReviewer(cfg *v1alpha1.WebhookConfiguration) (*webhook.Reviewer, []p
 		}
 		return webhook.Pool{Name: name, NodeSelector: sel, Engine: eng, Host: host}, nil
 	}
-	r := &webhook.Reviewer{DenyTrims: cfg.Trims == v1alpha1.TrimsDeny, NamespaceLabels: cfg.NamespaceLabels,
+	r := &webhook.Reviewer{DenyTrims: cfg.Trims == v1alpha1.TrimsDeny, SkipWorkloads: cfg.Workloads == v1alpha1.WorkloadsSkip, NamespaceLabels: cfg.NamespaceLabels,
 		ClusterPolicy: cfg.DefaultDNSPolicy == v1alpha1.DNSPolicyClusterFirstWithAutopath || cfg.Ndots != nil}
 	var err error
 	if r.Default, err = pool("", nil, cfg.Cluster.NodeOS, cfg.Cluster.NodeLocalDNS, cfg.NodeResolver); err != nil {
@@ -181,8 +185,8 @@ func parseWebhookFlags(args []string, stderr io.Writer) (*v1alpha1.WebhookConfig
 	f.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer webhook --tls-cert-file F --tls-private-key-file F [--config F] [--listen ADDR] [--cluster-domain D] [--cluster-dns IP[,IP]] [--trims warn|deny]")
-		fmt.Fprintln(stderr, "    [--log-format json|text] [--log-level debug|info|warn|error]")
-		fmt.Fprintln(stderr, "\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE), GET /healthz, /readyz and /metrics over HTTPS.")
+		fmt.Fprintln(stderr, "    [--workloads check|skip] [--log-format json|text] [--log-level debug|info|warn|error]")
+		fmt.Fprintln(stderr, "\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE and workload CREATE/UPDATE), GET /healthz, /readyz and /metrics over HTTPS.")
 		fmt.Fprintln(stderr, "Flags given on the command line replace the config file's fields.")
 		fs.PrintDefaults()
 	}
@@ -210,7 +214,7 @@ func serveWebhook(ctx context.Context, cfg *v1alpha1.WebhookConfiguration, revie
 		return fmt.Errorf("cannot start: %w", err)
 	}
 	log.Info("starting", "listen", cfg.Listen, "clusterDNS", cfg.Cluster.ClusterDNS, "clusterDomain", cfg.Cluster.Domain(),
-		"nodePools", len(cfg.NodePools), "trims", cfg.Trims, "maxRequestBytes", strconv.FormatInt(cfg.MaxRequestBytes, 10),
+		"nodePools", len(cfg.NodePools), "trims", cfg.Trims, "workloads", cfg.Workloads, "maxRequestBytes", strconv.FormatInt(cfg.MaxRequestBytes, 10),
 		"clientCertificates", cfg.ClientCAFile != "")
 	return srv.ListenAndServe(ctx, cfg.Listen)
 }

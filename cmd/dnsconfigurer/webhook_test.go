@@ -88,6 +88,7 @@ func TestWebhookUsage(t *testing.T) {
 		{"wrong kind", []string{"webhook", "--config", wrongKind}, `kind: "ShimConfiguration", want "WebhookConfiguration"`},
 		{"resolvConf", []string{"webhook", "--config", resolv, "--tls-cert-file", cert, "--tls-private-key-file", key}, "cluster.resolvConf: not used by the webhook"},
 		{"bad trims flag", []string{"webhook", "--trims", "maybe", "--tls-cert-file", cert, "--tls-private-key-file", key}, `trims: "maybe" must be "warn" or "deny"`},
+		{"bad workloads flag", []string{"webhook", "--workloads", "off", "--tls-cert-file", cert, "--tls-private-key-file", key}, `workloads: "off" must be "check" or "skip"`},
 		{"bad cluster dns flag", []string{"webhook", "--cluster-dns", "10.96.0.10,nope", "--tls-cert-file", cert, "--tls-private-key-file", key}, `cluster.clusterDNS[1]: "nope" is not an IP address`},
 		{"missing config", []string{"webhook", "--config", filepath.Join(dir, "nope.yaml")}, "--config: open"},
 	}
@@ -117,6 +118,7 @@ listen: ":9443"
 tlsCertFile: /file/tls.crt
 tlsPrivateKeyFile: /file/tls.key
 trims: deny
+workloads: skip
 cluster:
   clusterDNS: [10.0.0.10]
   clusterDomain: file.example
@@ -134,7 +136,7 @@ cluster:
 	if cfg.Cluster.Domain() != "flag.example" || cfg.TLSCertFile != "/flag/tls.crt" {
 		t.Errorf("flags not applied: %+v", cfg)
 	}
-	if cfg.Listen != ":9443" || cfg.TLSPrivateKeyFile != "/file/tls.key" || cfg.Trims != "deny" || strings.Join(cfg.Cluster.ClusterDNS, ",") != "10.0.0.10" {
+	if cfg.Listen != ":9443" || cfg.TLSPrivateKeyFile != "/file/tls.key" || cfg.Trims != "deny" || cfg.Workloads != "skip" || strings.Join(cfg.Cluster.ClusterDNS, ",") != "10.0.0.10" {
 		t.Errorf("file values lost: %+v", cfg)
 	}
 

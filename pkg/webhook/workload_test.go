@@ -191,3 +191,27 @@ func TestWorkloadDenyTrims(t *testing.T) {
 		t.Errorf("update keeping it: outcome %s, err %v", outcome, err)
 	}
 }
+
+// TestSkipWorkloads: workloads: skip allows a workload the checks would
+// deny, with no warning, while a bare Pod is still checked.
+func TestSkipWorkloads(t *testing.T) {
+	r := &Reviewer{Default: testReviewer(t).Default, SkipWorkloads: true}
+	resp, outcome, vs, err := r.Review(workloadRequest("Deployment", "apps", admissionv1.Create, workloadJSON("Deployment", badSearches), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.Allowed || outcome != OutcomeSkipped || len(vs) != 0 || len(resp.Warnings) != 0 {
+		t.Errorf("skipped workload: allowed %v, outcome %s, violations %v, warnings %q", resp.Allowed, outcome, vs, resp.Warnings)
+	}
+	pod := &admissionv1.AdmissionRequest{UID: "u2", Name: "web", Namespace: "shop", Operation: admissionv1.Create,
+		Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Object:   runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"web","namespace":"shop"},"spec":` + badSearches + `}`)}}
+	resp, outcome, _, err = r.Review(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Allowed || outcome != OutcomeDenied {
+		t.Errorf("pod with skipped workloads: allowed %v, outcome %s", resp.Allowed, outcome)
+	}
+}
