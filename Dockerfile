@@ -1,8 +1,12 @@
 # The dnsconfigurer image for those who build with Docker (BuildKit):
 #
-#   docker build -t dnsconfigurer:dev \
-#     --build-arg VERSION="$(git describe --tags --always --dirty)" \
-#     --build-arg REVISION="$(git rev-parse HEAD)" .
+#   read -r VERSION REVISION < <(hack/build-image --print-version)
+#   docker build -t "dnsconfigurer:${VERSION/+/_}" \
+#     --build-arg VERSION="$VERSION" --build-arg REVISION="$REVISION" .
+#
+# (hack/build-image --print-version: the semver tag on HEAD, else the Go
+# pseudo-version the go command would stamp, and the commit.) For both
+# platforms: docker buildx build --platform linux/amd64,linux/arm64 ...
 #
 # It has the layout of the image hack/build-image writes offline (the one the
 # tests run): the static binary at /usr/local/bin/dnsconfigurer as the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,11 +24,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("build-image", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", ".", "the module's root directory")
-	platform := fs.String("platform", "", "linux/amd64 or linux/arm64 (default: linux and the host's architecture)")
+	platforms := fs.String("platform", strings.Join(imagebuild.DefaultPlatforms, ","), "the image index's platforms, comma-separated: linux/amd64, linux/arm64")
 	caCerts := fs.String("ca-certificates", imagebuild.DefaultCACerts, "the CA bundle to copy into the image")
+	printVersion := fs.Bool("print-version", false, "print the version and revision the image would have, and build nothing")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hack/build-image OUT.tar [--platform linux/amd64|linux/arm64]")
-		fmt.Fprintln(stderr, "  $IMAGE names the image (default dnsconfigurer:<git describe>); $SOURCE_DATE_EPOCH sets its time (default: the HEAD commit's)")
+		fmt.Fprintln(stderr, "usage: hack/build-image OUT.tar [--platform linux/amd64,linux/arm64] | --print-version")
+		fmt.Fprintln(stderr, "  writes one archive with an image index (OUT.tar) and its SPDX SBOM (OUT.spdx.json)")
+		fmt.Fprintln(stderr, "  $IMAGE names the image (default dnsconfigurer:<version>: the semver tag on HEAD, else a Go pseudo-version);")
+		fmt.Fprintln(stderr, "  $SOURCE_DATE_EPOCH sets its time (default: the HEAD commit's)")
 		fs.PrintDefaults()
 	}
 	// The archive may come before or after the flags.
@@ -45,20 +49,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out, args = fs.Arg(0), fs.Args()[1:]
 	}
+	if *printVersion {
+		v, r := imagebuild.GitVersion(ctx, *dir)
+		fmt.Fprintln(stdout, v, r)
+		return 0
+	}
 	if out == "" {
 		fs.Usage()
 		return 2
 	}
 	start := time.Now()
 	res, err := imagebuild.BuildFile(ctx, out, imagebuild.Options{
-		Dir: *dir, Platform: *platform, Name: os.Getenv("IMAGE"), CACerts: *caCerts,
+		Dir: *dir, Platforms: strings.Split(*platforms, ","), Name: os.Getenv("IMAGE"), CACerts: *caCerts,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "build-image: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: %s %s %s (version %s, revision %s, time %s; binary %.1f MiB, layer %.1f MiB; %s)\n",
-		out, res.Name, res.Platform, res.Digest, res.Version, res.Revision, res.Time.Format(time.RFC3339),
-		float64(res.BinarySize)/(1<<20), float64(res.LayerSize)/(1<<20), time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(stdout, "%s: %s index %s (version %s, revision %s, time %s; %s)\n",
+		out, res.Name, res.Digest, res.Version, res.Revision, res.Time.Format(time.RFC3339), time.Since(start).Round(100*time.Millisecond))
+	for _, img := range res.Images {
+		fmt.Fprintf(stdout, "  %s %s docker load tags %s (binary %.1f MiB, layer %.1f MiB)\n",
+			img.Platform, img.Digest, strings.Join(img.Tags, " "), float64(img.BinarySize)/(1<<20), float64(img.LayerSize)/(1<<20))
+	}
+	fmt.Fprintf(stdout, "%s: SPDX 2.3 SBOM\n", imagebuild.SBOMPath(out))
 	return 0
 }

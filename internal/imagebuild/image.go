@@ -114,8 +114,9 @@ func layerTar(files []file, t time.Time) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// image assembles the OCI image from the binary and the CA bundle.
-func (o resolved) image(bin, certs []byte) (v1.Image, error) {
+// image assembles linux/arch's OCI image from its binary and the CA
+// bundle.
+func (o resolved) image(arch string, bin, certs []byte) (v1.Image, error) {
 	lt, err := layerTar(layerFiles(bin, certs), o.Time)
 	if err != nil {
 		return nil, err
@@ -129,7 +130,7 @@ func (o resolved) image(bin, certs []byte) (v1.Image, error) {
 	img, err = mutate.Append(img, mutate.Addendum{
 		Layer:     layer,
 		MediaType: types.OCILayer,
-		History:   v1.History{Created: v1.Time{Time: o.Time}, CreatedBy: "hack/build-image " + o.Platform},
+		History:   v1.History{Created: v1.Time{Time: o.Time}, CreatedBy: "hack/build-image linux/" + arch},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("image: %w", err)
@@ -139,7 +140,7 @@ func (o resolved) image(bin, certs []byte) (v1.Image, error) {
 		return nil, fmt.Errorf("image config: %w", err)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", o.arch
+	cf.OS, cf.Architecture = "linux", arch
 	cf.Created = v1.Time{Time: o.Time}
 	cf.Config = v1.Config{
 		Entrypoint: []string{BinaryPath},
@@ -157,73 +158,70 @@ func (o resolved) image(bin, certs []byte) (v1.Image, error) {
 	return img, nil
 }
 
-// write assembles the image and writes the archive to w: an OCI image
-// layout with a docker-save manifest.json beside it, entries sorted, each
-// with mtime o.Time, uid and gid 0 and mode 0644 (directories 0755).
-func (o resolved) write(w io.Writer, bin, certs []byte) (Result, error) {
-	img, err := o.image(bin, certs)
-	if err != nil {
-		return Result{}, err
+// platformTags are the names `docker load` gives the image of arch: the
+// first platform's image has the image's own name too.
+func (o resolved) platformTags(i int) []string {
+	own := o.familiar + "-" + o.arches[i]
+	if i == 0 {
+		return []string{o.familiar, own}
 	}
-	manifest, err := img.RawManifest()
-	if err != nil {
-		return Result{}, fmt.Errorf("image manifest: %w", err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return Result{}, fmt.Errorf("image manifest: %w", err)
-	}
-	config, err := img.RawConfigFile()
-	if err != nil {
-		return Result{}, fmt.Errorf("image config: %w", err)
-	}
-	configName, err := img.ConfigName()
-	if err != nil {
-		return Result{}, fmt.Errorf("image config: %w", err)
-	}
-	blobs := map[string][]byte{blobPath(digest): manifest, blobPath(configName): config}
-	layers, err := img.Layers()
-	if err != nil {
-		return Result{}, fmt.Errorf("image layers: %w", err)
-	}
-	docker := tarball.Descriptor{Config: blobPath(configName), RepoTags: []string{o.familiar}}
-	var layerSize int64
-	for _, l := range layers {
-		d, err := l.Digest()
+	return []string{own}
+}
+
+// write assembles one image per platform (bins in o.arches order) under an
+// image index and writes the archive to w: an OCI image layout whose
+// index.json names the index, with a docker-save manifest.json beside it
+// (one entry per platform), entries sorted, each with mtime o.Time, uid
+// and gid 0 and mode 0644 (directories 0755).
+func (o resolved) write(w io.Writer, bins [][]byte, certs []byte) (Result, error) {
+	res := Result{Name: o.Name, Ref: o.ref, Version: o.Version, Revision: o.Revision, Time: o.Time}
+	blobs := map[string][]byte{}
+	var docker tarball.Manifest
+	var adds []mutate.IndexAddendum
+	for i, arch := range o.arches {
+		img, err := o.image(arch, bins[i], certs)
 		if err != nil {
-			return Result{}, fmt.Errorf("layer: %w", err)
+			return Result{}, err
 		}
-		rc, err := l.Compressed()
+		pi, desc, err := addImage(blobs, img)
 		if err != nil {
-			return Result{}, fmt.Errorf("layer: %w", err)
+			return Result{}, fmt.Errorf("linux/%s: %w", arch, err)
 		}
-		data, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			return Result{}, fmt.Errorf("layer: %w", err)
-		}
-		blobs[blobPath(d)] = data
-		docker.Layers = append(docker.Layers, blobPath(d))
-		layerSize += int64(len(data))
+		pi.Platform, pi.BinarySize, pi.Tags = "linux/"+arch, int64(len(bins[i])), o.platformTags(i)
+		desc.RepoTags = pi.Tags
+		docker = append(docker, desc)
+		res.Images = append(res.Images, pi)
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
 	}
-	dockerJSON, err := json.Marshal(tarball.Manifest{docker})
+	idx := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.OCIImageIndex)
+	rawIdx, err := idx.RawManifest()
 	if err != nil {
-		return Result{}, fmt.Errorf("manifest.json: %w", err)
+		return Result{}, fmt.Errorf("image index: %w", err)
 	}
-	index, err := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{
-		Add: img,
-		Descriptor: v1.Descriptor{
-			Platform:    &v1.Platform{OS: "linux", Architecture: o.arch},
-			Annotations: map[string]string{annotationImageName: o.ref, annotationRefName: o.tag.TagStr()},
-		},
+	digest, err := idx.Digest()
+	if err != nil {
+		return Result{}, fmt.Errorf("image index: %w", err)
+	}
+	blobs[blobPath(digest)] = rawIdx
+	res.Digest = digest.String()
+	top, err := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{
+		Add:        idx,
+		Descriptor: v1.Descriptor{Annotations: map[string]string{annotationImageName: o.ref, annotationRefName: o.tag.TagStr()}},
 	}).RawManifest()
 	if err != nil {
 		return Result{}, fmt.Errorf("index.json: %w", err)
 	}
+	dockerJSON, err := json.Marshal(docker)
+	if err != nil {
+		return Result{}, fmt.Errorf("manifest.json: %w", err)
+	}
+	if res.SBOM, err = o.sbom(bins, res); err != nil {
+		return Result{}, err
+	}
 
 	files := map[string][]byte{
 		"oci-layout":    []byte(`{"imageLayoutVersion":"1.0.0"}`),
-		"index.json":    index,
+		"index.json":    top,
 		"manifest.json": dockerJSON,
 	}
 	for p, b := range blobs {
@@ -250,10 +248,55 @@ func (o resolved) write(w io.Writer, bin, certs []byte) (Result, error) {
 	if err := tw.Close(); err != nil {
 		return Result{}, fmt.Errorf("write image archive: %w", err)
 	}
-	return Result{
-		Name: o.Name, Ref: o.ref, Platform: o.Platform, Version: o.Version, Revision: o.Revision, Time: o.Time,
-		Digest: digest.String(), LayerSize: layerSize, BinarySize: int64(len(bin)),
-	}, nil
+	return res, nil
+}
+
+// addImage puts img's manifest, config and layers into blobs and returns
+// what it knows of the image and its docker-save entry (without tags).
+func addImage(blobs map[string][]byte, img v1.Image) (PlatformImage, tarball.Descriptor, error) {
+	var pi PlatformImage
+	manifest, err := img.RawManifest()
+	if err != nil {
+		return pi, tarball.Descriptor{}, fmt.Errorf("image manifest: %w", err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return pi, tarball.Descriptor{}, fmt.Errorf("image manifest: %w", err)
+	}
+	config, err := img.RawConfigFile()
+	if err != nil {
+		return pi, tarball.Descriptor{}, fmt.Errorf("image config: %w", err)
+	}
+	configName, err := img.ConfigName()
+	if err != nil {
+		return pi, tarball.Descriptor{}, fmt.Errorf("image config: %w", err)
+	}
+	blobs[blobPath(digest)], blobs[blobPath(configName)] = manifest, config
+	pi.Digest = digest.String()
+	desc := tarball.Descriptor{Config: blobPath(configName)}
+	layers, err := img.Layers()
+	if err != nil {
+		return pi, desc, fmt.Errorf("image layers: %w", err)
+	}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return pi, desc, fmt.Errorf("layer: %w", err)
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			return pi, desc, fmt.Errorf("layer: %w", err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return pi, desc, fmt.Errorf("layer: %w", err)
+		}
+		blobs[blobPath(d)] = data
+		desc.Layers = append(desc.Layers, blobPath(d))
+		pi.LayerSize += int64(len(data))
+	}
+	return pi, desc, nil
 }
 
 // blobPath is where the layout holds the blob h.

@@ -10,13 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 )
 
 // The image's layout and config. The Dockerfile repeats them; its test
@@ -48,18 +50,19 @@ type Options struct {
 	// Dir is the module's root directory (the one holding go.mod); "" is
 	// the current directory.
 	Dir string
-	// Platform is "linux/amd64" or "linux/arm64"; "" is linux and the
-	// host's architecture.
-	Platform string
+	// Platforms are the image index's platforms, each "linux/amd64" or
+	// "linux/arm64"; empty is DefaultPlatforms.
+	Platforms []string
 	// Name is the image reference the archive carries, with a tag, e.g.
 	// "dnsconfigurer:latest" or "registry.example/dnsconfigurer:v0.2.0";
-	// "" is "dnsconfigurer:<Version>".
+	// "" is "dnsconfigurer:<Version>", with "+" as "_" (a tag holds no "+").
 	Name string
 	// Version and Revision are linked into the binary (see
-	// internal/version) and labelled. "" takes them from git in Dir:
-	// `git describe --tags --always --dirty` and `git rev-parse HEAD` (with
-	// "-dirty" when the tree has local changes); outside a git tree they are
-	// "devel" and "unknown".
+	// internal/version) and labelled. "" takes them from git in Dir, as the
+	// go command stamps a build: the semver tag on HEAD, else a Go
+	// pseudo-version after the latest semver tag (with "+dirty" when the
+	// tree has local changes), and `git rev-parse HEAD` (with "-dirty");
+	// outside a git tree they are "devel" and "unknown".
 	Version, Revision string
 	// Time is every timestamp in the image and the archive. The zero value
 	// is $SOURCE_DATE_EPOCH when set, else the HEAD commit's time, else the
@@ -72,20 +75,39 @@ type Options struct {
 	Go string
 }
 
+// DefaultPlatforms are the platforms an image is built for when Options
+// name none.
+var DefaultPlatforms = []string{"linux/amd64", "linux/arm64"}
+
 // Result describes a built image.
 type Result struct {
-	// Name is the image name as given or defaulted (RepoTags), and Ref its
-	// full form as containerd names it (io.containerd.image.name):
+	// Name is the image name as given or defaulted, and Ref its full form
+	// as containerd names it (io.containerd.image.name):
 	// "dnsconfigurer:latest" and "docker.io/library/dnsconfigurer:latest".
 	Name, Ref string
-	// Platform is "linux/amd64" or "linux/arm64".
-	Platform string
 	// Version, Revision and Time are the values used.
 	Version, Revision string
 	Time              time.Time
+	// Digest is the image index's digest ("sha256:..."): the image's
+	// digest in a registry.
+	Digest string
+	// Images are the index's images, one per platform, in Options order.
+	Images []PlatformImage
+	// SBOM is the SPDX 2.3 JSON document of the binaries' Go modules.
+	SBOM []byte
+}
+
+// PlatformImage is one platform's image in the index.
+type PlatformImage struct {
+	// Platform is "linux/amd64" or "linux/arm64".
+	Platform string
 	// Digest is the image manifest's digest ("sha256:...").
 	Digest string
-	// LayerSize is the compressed layer's size, BinarySize the binary's, in bytes.
+	// Tags are the names `docker load` gives it (manifest.json's
+	// RepoTags): the first platform's image has Name too.
+	Tags []string
+	// LayerSize is the compressed layer's size, BinarySize the binary's,
+	// in bytes.
 	LayerSize, BinarySize int64
 }
 
@@ -106,42 +128,69 @@ func Build(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	if len(certs) == 0 {
 		return Result{}, fmt.Errorf("ca certificates: %s is empty", o.CACerts)
 	}
-	bin, err := compile(ctx, o)
-	if err != nil {
-		return Result{}, err
+	bins := make([][]byte, len(o.arches))
+	for i, arch := range o.arches {
+		if bins[i], err = compile(ctx, o, arch); err != nil {
+			return Result{}, err
+		}
 	}
-	return o.write(w, bin, certs)
+	return o.write(w, bins, certs)
 }
 
-// BuildFile is Build into the file path, which appears complete or not at
-// all (written to a temporary file beside it, then renamed).
+// SBOMPath is where BuildFile writes the SBOM of the archive at path:
+// beside it, ".tar" replaced by ".spdx.json".
+func SBOMPath(path string) string {
+	return strings.TrimSuffix(path, ".tar") + ".spdx.json"
+}
+
+// BuildFile is Build into the file path, with the SBOM at SBOMPath(path).
+// Each appears complete or not at all (written to a temporary file beside
+// it, then renamed).
 func BuildFile(ctx context.Context, path string, opts Options) (Result, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return Result{}, fmt.Errorf("write image archive: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	res, err := Build(ctx, tmp, opts)
-	if cerr := tmp.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write image archive: %w", cerr)
-	}
+	var res Result
+	err := writeFile(path, "image archive", func(w io.Writer) (err error) {
+		res, err = Build(ctx, w, opts)
+		return err
+	})
 	if err != nil {
 		return Result{}, err
 	}
+	err = writeFile(SBOMPath(path), "sbom", func(w io.Writer) error {
+		_, err := w.Write(res.SBOM)
+		return err
+	})
+	return res, err
+}
+
+// writeFile writes path through a temporary file beside it, renamed into
+// place when fill succeeded.
+func writeFile(path, what string, fill func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", what, err)
+	}
+	defer os.Remove(tmp.Name())
+	err = fill(tmp)
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", what, cerr)
+	}
+	if err != nil {
+		return err
+	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return Result{}, fmt.Errorf("write image archive: %w", err)
+		return fmt.Errorf("write %s: %w", what, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return Result{}, fmt.Errorf("write image archive: %w", err)
+		return fmt.Errorf("write %s: %w", what, err)
 	}
-	return res, nil
+	return nil
 }
 
 // resolved are Options with every default filled in and checked (Dir
-// absolute, Platform "linux/<arch>").
+// absolute, Platforms "linux/<arch>" without repeats).
 type resolved struct {
 	Options
-	arch     string // amd64 or arm64
+	arches   []string // amd64 or arm64, one per platform
 	tag      name.Tag
 	ref      string // containerd's full name
 	familiar string // docker's short name, for RepoTags
@@ -161,10 +210,20 @@ func (opts Options) resolve(ctx context.Context) (resolved, error) {
 		return o, fmt.Errorf("module directory %q: %w", o.Dir, err)
 	}
 	o.Dir = dir
-	if o.arch, err = parsePlatform(o.Platform); err != nil {
-		return o, err
+	if len(o.Platforms) == 0 {
+		o.Platforms = DefaultPlatforms
 	}
-	o.Platform = "linux/" + o.arch
+	o.Platforms = slices.Clone(o.Platforms)
+	for _, p := range o.Platforms {
+		arch, err := parsePlatform(p)
+		if err != nil {
+			return o, err
+		}
+		if slices.Contains(o.arches, arch) {
+			return o, fmt.Errorf("platform %q: named twice", p)
+		}
+		o.arches = append(o.arches, arch)
+	}
 	if o.CACerts == "" {
 		o.CACerts = DefaultCACerts
 	}
@@ -193,7 +252,7 @@ func (opts Options) resolve(ctx context.Context) (resolved, error) {
 	}
 	o.Time = o.Time.UTC().Truncate(time.Second)
 	if o.Name == "" {
-		o.Name = "dnsconfigurer:" + o.Version
+		o.Name = "dnsconfigurer:" + strings.ReplaceAll(o.Version, "+", "_")
 	}
 	if o.tag, o.ref, o.familiar, err = parseName(o.Name); err != nil {
 		return o, err
@@ -202,11 +261,8 @@ func (opts Options) resolve(ctx context.Context) (resolved, error) {
 }
 
 // parsePlatform returns the architecture of "linux/amd64" or
-// "linux/arm64"; "" is the host's.
+// "linux/arm64".
 func parsePlatform(p string) (string, error) {
-	if p == "" {
-		p = "linux/" + runtime.GOARCH
-	}
 	switch p {
 	case "linux/amd64", "linux/arm64":
 		return strings.TrimPrefix(p, "linux/"), nil
@@ -270,19 +326,55 @@ func gitInfo(ctx context.Context, dir string) gitFacts {
 	if !ok || rev == "" {
 		return f
 	}
-	if v, ok := run("describe", "--tags", "--always", "--dirty"); ok && v != "" {
-		f.version = v
-	}
 	f.revision = rev
-	if strings.HasSuffix(f.version, "-dirty") {
-		f.revision += "-dirty"
-	}
 	if ct, ok := run("log", "-1", "--format=%ct", "HEAD"); ok {
 		if sec, err := strconv.ParseInt(ct, 10, 64); err == nil {
 			f.time = time.Unix(sec, 0).UTC()
 		}
 	}
+	status, _ := run("status", "--porcelain") // the go command's vcs.modified rule
+	exact, _ := run("tag", "--points-at", "HEAD", "--list", "v*")
+	latest, _ := run("describe", "--tags", "--abbrev=0", "--match", "v*")
+	f.version = goVersion(strings.Fields(exact), latest, f.time, rev, status != "")
+	if status != "" {
+		f.revision += "-dirty"
+	}
 	return f
+}
+
+// GitVersion is the version and revision Build takes from git for the
+// source tree at dir when Options name none ("devel" and "unknown" outside
+// a git tree).
+func GitVersion(ctx context.Context, dir string) (version, revision string) {
+	f := gitInfo(ctx, dir)
+	return f.version, f.revision
+}
+
+// goVersion is the version the go command stamps into a build of a module
+// at commit rev (committed at t): the highest semver tag on it, else a
+// pseudo-version after the latest semver tag before it, with "+dirty" for
+// a tree with local changes.
+func goVersion(tagsOnHead []string, latest string, t time.Time, rev string, dirty bool) string {
+	var v string
+	for _, tag := range tagsOnHead {
+		if semver.IsValid(tag) && semver.Build(tag) == "" && (v == "" || semver.Compare(tag, v) > 0) {
+			v = tag
+		}
+	}
+	if v == "" {
+		major, older := "v0", ""
+		if semver.IsValid(latest) && semver.Build(latest) == "" {
+			major, older = semver.Major(latest), latest
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v = module.PseudoVersion(major, older, t, rev)
+	}
+	if dirty {
+		v += "+dirty"
+	}
+	return v
 }
 
 // LDFlags are the linker flags of the image's binary: stripped, with the
@@ -291,11 +383,11 @@ func LDFlags(version, revision string) string {
 	return fmt.Sprintf("-s -w -X %s.version=%s -X %s.revision=%s", VersionPackage, version, VersionPackage, revision)
 }
 
-// compile builds Package for o's platform and returns the binary. The
+// compile builds Package for linux/arch and returns the binary. The
 // environment is pinned where it would change the output: no cgo, the
 // baseline instruction sets, and GOFLAGS replaced (so no -race, no VCS
 // stamping).
-func compile(ctx context.Context, o resolved) ([]byte, error) {
+func compile(ctx context.Context, o resolved, arch string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "dnsconfigurer-image-")
 	if err != nil {
 		return nil, fmt.Errorf("build %s: %w", Package, err)
@@ -306,12 +398,12 @@ func compile(ctx context.Context, o resolved) ([]byte, error) {
 		"-ldflags", LDFlags(o.Version, o.Revision), "-o", out, Package)
 	cmd.Dir = o.Dir
 	cmd.Env = append(os.Environ(),
-		"CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.arch, "GOAMD64=v1", "GOARM64=v8.0",
+		"CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOAMD64=v1", "GOARM64=v8.0",
 		"GOFLAGS=-buildvcs=false")
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("build %s for %s: %w\n%s", Package, o.Platform, err, bytes.TrimSpace(stderr.Bytes()))
+		return nil, fmt.Errorf("build %s for linux/%s: %w\n%s", Package, arch, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	bin, err := os.ReadFile(out)
 	if err != nil {

@@ -89,8 +89,9 @@ func clusterImages(ctx context.Context, dir, binDir string) (map[string]string, 
 }
 
 // productImage builds ProductImage from the module's source with
-// internal/imagebuild, as `IMAGE=dnsconfigurer:latest hack/build-image`
-// does, for the host's architecture, into dir, and returns its path. The
+// internal/imagebuild, as `IMAGE=dnsconfigurer:latest hack/build-image
+// --platform linux/<host>` does (an index of the host's platform only:
+// the node runs nothing else), into dir, and returns its path. The
 // binary runs as the image's user, 65532, unless a pod's securityContext
 // says otherwise.
 func productImage(ctx context.Context, dir string) (string, error) {
@@ -99,7 +100,7 @@ func productImage(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	p := filepath.Join(dir, "dnsconfigurer-latest.tar")
-	if _, err := imagebuild.BuildFile(ctx, p, imagebuild.Options{Dir: root, Name: ProductImage}); err != nil {
+	if _, err := imagebuild.BuildFile(ctx, p, imagebuild.Options{Dir: root, Name: ProductImage, Platforms: []string{"linux/" + runtime.GOARCH}}); err != nil {
 		return "", fmt.Errorf("product image %s: %w", ProductImage, err)
 	}
 	return p, nil

@@ -389,8 +389,9 @@ type imgUnpacked struct {
 	blobSize        int64 // compressed
 }
 
-// imgUnpack reads an OCI image tarball (written by containerd.WriteImage
-// or internal/imagebuild) and extracts its only layer into root.
+// imgUnpack reads an OCI image tarball (written by containerd.WriteImage,
+// or internal/imagebuild for one platform) and extracts its only layer
+// into root.
 func imgUnpack(t *testing.T, tarball []byte, root string) imgUnpacked {
 	t.Helper()
 	blobs := map[string][]byte{}
@@ -432,10 +433,18 @@ func imgUnpack(t *testing.T, tarball []byte, root string) imgUnpacked {
 		t.Fatalf("index.json: %v, %d manifests", err, len(index.Manifests))
 	}
 	var manifest struct {
-		Config desc
-		Layers []desc
+		MediaType string
+		Manifests []desc // an image index (internal/imagebuild's) of one platform
+		Config    desc
+		Layers    []desc
 	}
 	blob(index.Manifests[0].Digest, &manifest)
+	if manifest.MediaType == "application/vnd.oci.image.index.v1+json" {
+		if len(manifest.Manifests) != 1 {
+			t.Fatalf("image index of %d images, want the host's only", len(manifest.Manifests))
+		}
+		blob(manifest.Manifests[0].Digest, &manifest)
+	}
 	var config struct {
 		Config struct {
 			Entrypoint, Cmd []string

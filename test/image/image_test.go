@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"debug/elf"
 	"encoding/json"
 	"errors"
@@ -15,10 +16,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -29,13 +32,17 @@ import (
 // imageName is what the test calls the image ($IMAGE).
 const imageName = "dnsconfigurer:e2e"
 
-// TestImage builds the image with hack/build-image for both platforms,
-// checks each archive, and runs the host's in containerd.
+// TestImage builds the image index with hack/build-image twice (the
+// archives and SBOMs must be byte-identical), checks the archive as ctr and
+// docker read it, both platforms' images, the SBOM against `go version -m`
+// of the image's binary and the version against the go command's own
+// stamp, then runs the host's image in containerd and checks the other
+// platform's in containerd's content store.
 func TestImage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the image four times: skipped in -short mode")
+		t.Skip("builds the image twice: skipped in -short mode")
 	}
-	for _, tool := range []string{"go", "bash"} {
+	for _, tool := range []string{"go", "bash", "git"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s command: %v", tool, err)
 		}
@@ -47,69 +54,136 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	version := gitOr(t, root, "devel", "describe", "--tags", "--always", "--dirty")
+	version := goStampedVersion(t, root)
 	revision := gitOr(t, root, "unknown", "rev-parse", "HEAD")
-	if strings.HasSuffix(version, "-dirty") {
+	if strings.HasSuffix(version, "+dirty") {
 		revision += "-dirty"
 	}
 
 	dir := t.TempDir()
-	type built struct {
-		path   string
-		digest v1.Hash
+	first, second := filepath.Join(dir, "dc.tar"), filepath.Join(dir, "dc-again.tar")
+	for _, out := range []string{first, second} {
+		start := time.Now()
+		cmd := exec.Command(filepath.Join(root, "hack", "build-image"), out)
+		cmd.Dir = dir // OUT is relative to the caller, not to the module
+		cmd.Env = append(os.Environ(), "IMAGE="+imageName)
+		msg, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("hack/build-image: %v\n%s", err, msg)
+		}
+		t.Logf("%s(%v)", msg, time.Since(start).Round(100*time.Millisecond))
 	}
-	archives := map[string]built{}
-	for _, arch := range []string{"amd64", "arm64"} {
-		t.Run("build/"+arch, func(t *testing.T) {
-			first := filepath.Join(dir, arch+".tar")
-			second := filepath.Join(dir, arch+"-again.tar")
-			for _, out := range []string{first, second} {
-				start := time.Now()
-				cmd := exec.Command(filepath.Join(root, "hack", "build-image"), out, "--platform", "linux/"+arch)
-				cmd.Dir = dir // OUT is relative to the caller, not to the module
-				cmd.Env = append(os.Environ(), "IMAGE="+imageName)
-				msg, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("hack/build-image: %v\n%s", err, msg)
-				}
-				t.Logf("%s(%v)", msg, time.Since(start).Round(100*time.Millisecond))
-			}
-			a, b := sha256File(t, first), sha256File(t, second)
-			if a != b {
-				t.Errorf("two builds differ: sha256 %x and %x", a, b)
-			}
-			fi, err := os.Stat(first)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("linux/%s archive: %.1f MiB, sha256 %x", arch, float64(fi.Size())/(1<<20), a)
-			archives[arch] = built{first, checkArchive(t, first, arch, version, revision)}
-		})
+	for _, pair := range [][2]string{{first, second}, {sbomPath(first), sbomPath(second)}} {
+		if a, b := sha256File(t, pair[0]), sha256File(t, pair[1]); a != b {
+			t.Errorf("two builds differ: %s sha256 %x, %s %x", pair[0], a, pair[1], b)
+		}
 	}
+	fi, err := os.Stat(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("archive: %.1f MiB, sha256 %x; SBOM sha256 %x", float64(fi.Size())/(1<<20), sha256File(t, first), sha256File(t, sbomPath(first)))
+	built := checkArchive(t, first, version, revision)
+
+	t.Run("skopeo", func(t *testing.T) { checkSkopeo(t, first, built, version) })
 
 	t.Run("containerd", func(t *testing.T) {
-		host, ok := archives[runtime.GOARCH]
-		if !ok {
+		if _, ok := built.images[runtime.GOARCH]; !ok {
 			t.Skipf("no image was built for the host's architecture %s", runtime.GOARCH)
 		}
-		h := runInContainerd(t, root, host.path)
-		// ctr imports the other platform's archive too (not to run it).
-		for arch, b := range archives {
-			if arch == runtime.GOARCH {
-				continue
-			}
-			out, err := exec.Command("ctr", "--address", h.Socket, "--namespace", "dnsconfigurer-image-"+arch,
-				"images", "import", "--platform", "linux/"+arch, b.path).CombinedOutput()
+		h := runInContainerd(t, root, first)
+		// ctr imports every platform's content in a namespace of its own,
+		// under the index's digest; each config is in the content store.
+		ns := "dnsconfigurer-image-all"
+		ctr := func(args ...string) string {
+			t.Helper()
+			out, err := exec.Command("ctr", append([]string{"--address", h.Socket, "--namespace", ns}, args...)...).CombinedOutput()
 			if err != nil {
-				t.Fatalf("ctr images import --platform linux/%s: %v\n%s", arch, err, out)
+				t.Fatalf("ctr %s: %v\n%s", strings.Join(args, " "), err, out)
 			}
-			out, err = exec.Command("ctr", "--address", h.Socket, "--namespace", "dnsconfigurer-image-"+arch,
-				"images", "ls", "name==docker.io/library/"+imageName).CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "docker.io/library/"+imageName) || !strings.Contains(string(out), b.digest.String()) {
-				t.Errorf("ctr images ls after importing linux/%s: %v:\n%s\nwant %s at %s", arch, err, out, imageName, b.digest)
+			return string(out)
+		}
+		ctr("images", "import", "--all-platforms", first)
+		if out := ctr("images", "ls", "name==docker.io/library/"+imageName); !strings.Contains(out, built.index.String()) ||
+			!strings.Contains(out, "linux/amd64") || !strings.Contains(out, "linux/arm64") {
+			t.Errorf("ctr images ls:\n%s\nwant %s at %s for linux/amd64 and linux/arm64", out, imageName, built.index)
+		}
+		for arch, cfg := range built.images {
+			var cf v1.ConfigFile
+			if err := json.Unmarshal([]byte(ctr("content", "get", cfg.String())), &cf); err != nil {
+				t.Fatalf("linux/%s config from containerd: %v", arch, err)
+			}
+			if cf.Architecture != arch || cf.OS != "linux" || !reflect.DeepEqual(cf.Config.Entrypoint, []string{"/usr/local/bin/dnsconfigurer"}) {
+				t.Errorf("linux/%s config in containerd: %s/%s entrypoint %q", arch, cf.OS, cf.Architecture, cf.Config.Entrypoint)
 			}
 		}
 	})
+}
+
+// checkSkopeo reads the archive with skopeo (containers/image, another
+// implementation of the formats): as a docker-save archive by each tag
+// docker load would give (the platform's config, with the entrypoint and
+// the version label), and as an OCI archive (the index, both platforms).
+func checkSkopeo(t *testing.T, archive string, built builtImage, version string) {
+	skopeo, err := exec.LookPath("skopeo")
+	if err != nil {
+		t.Skip("no skopeo (test/e2e/setup.sh installs Debian's)")
+	}
+	for tag, arch := range map[string]string{imageName: "amd64", imageName + "-amd64": "amd64", imageName + "-arm64": "arm64"} {
+		out, err := exec.Command(skopeo, "inspect", "--config", "docker-archive:"+archive+":"+tag).Output()
+		if err != nil {
+			t.Fatalf("skopeo inspect --config docker-archive:…:%s: %v", tag, err)
+		}
+		var cf v1.ConfigFile
+		if err := json.Unmarshal(out, &cf); err != nil {
+			t.Fatal(err)
+		}
+		if cf.Architecture != arch || !reflect.DeepEqual(cf.Config.Entrypoint, []string{"/usr/local/bin/dnsconfigurer"}) ||
+			cf.Config.Labels["org.opencontainers.image.version"] != version {
+			t.Errorf("skopeo, docker-archive %s: %s, entrypoint %q, version %q; want %s", tag, cf.Architecture, cf.Config.Entrypoint, cf.Config.Labels["org.opencontainers.image.version"], arch)
+		}
+	}
+	out, err := exec.Command(skopeo, "inspect", "--raw", "oci-archive:"+archive).Output()
+	if err != nil {
+		t.Fatalf("skopeo inspect --raw oci-archive: %v", err)
+	}
+	var idx v1.IndexManifest
+	if err := json.Unmarshal(out, &idx); err != nil {
+		t.Fatal(err)
+	}
+	var platforms []string
+	for _, m := range idx.Manifests {
+		if m.Platform != nil {
+			platforms = append(platforms, m.Platform.String())
+		}
+	}
+	if !reflect.DeepEqual(platforms, []string{"linux/amd64", "linux/arm64"}) {
+		t.Errorf("skopeo, oci-archive: the index lists %q", platforms)
+	}
+	t.Logf("skopeo reads the archive as docker-archive (3 tags) and oci-archive (index %s)", built.index)
+}
+
+func sbomPath(archive string) string { return strings.TrimSuffix(archive, ".tar") + ".spdx.json" }
+
+// goStampedVersion is the version the go command itself stamps into a
+// build of the module at root (Main.Version of its build info), which the
+// image's must equal.
+func goStampedVersion(t *testing.T, root string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stamped")
+	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "./cmd/dnsconfigurer")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	bi, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bi.Main.Version == "" || bi.Main.Version == "(devel)" {
+		t.Skipf("the go command stamped no version (%q): not a git checkout?", bi.Main.Version)
+	}
+	return bi.Main.Version
 }
 
 // gitOr returns git's output in dir, or def when git fails.
@@ -131,14 +205,23 @@ func sha256File(t *testing.T, p string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// checkArchive lists the archive and checks the image's name, config,
-// files and binary (on the host's architecture it runs the binary too). It
-// returns the digest of the manifest index.json names.
-func checkArchive(t *testing.T, path, arch, version, revision string) v1.Hash {
+// builtImage is what checkArchive found: the index's digest and each
+// platform's config digest.
+type builtImage struct {
+	index  v1.Hash
+	images map[string]v1.Hash // arch -> config digest
+}
+
+// checkArchive lists the archive and checks the index ctr reads, the
+// manifest.json docker reads, and each platform's image (its config,
+// files and binary; on the host's architecture it runs the binary too)
+// and its SBOM entry.
+func checkArchive(t *testing.T, path, version, revision string) builtImage {
 	t.Helper()
 	opener := func() (io.ReadCloser, error) { return os.Open(path) }
 	var names []string
 	var index v1.IndexManifest
+	blobs := map[string][]byte{}
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -154,35 +237,141 @@ func checkArchive(t *testing.T, path, arch, version, revision string) v1.Hash {
 			t.Fatal(err)
 		}
 		names = append(names, hdr.Name)
-		if hdr.Name == "index.json" {
-			if err := json.NewDecoder(tr).Decode(&index); err != nil {
-				t.Fatalf("index.json: %v", err)
-			}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
 		}
+		blobs[hdr.Name] = b
 	}
-	if len(names) != 8 || names[5] != "index.json" || names[6] != "manifest.json" || names[7] != "oci-layout" {
-		t.Errorf("archive holds %q, want blobs/, blobs/sha256/, 3 blobs, index.json, manifest.json, oci-layout", names)
+	if len(names) != 12 || names[9] != "index.json" || names[10] != "manifest.json" || names[11] != "oci-layout" {
+		t.Errorf("archive holds %q, want blobs/, blobs/sha256/, 7 blobs, index.json, manifest.json, oci-layout", names)
 	}
-	// index.json, which ctr reads: the name, the platform, the manifest.
-	if len(index.Manifests) != 1 {
-		t.Fatalf("index.json has %d manifests, want 1", len(index.Manifests))
+	// index.json, which ctr reads: the name and the image index.
+	if err := json.Unmarshal(blobs["index.json"], &index); err != nil || len(index.Manifests) != 1 {
+		t.Fatalf("index.json: %v, %d manifests, want 1", err, len(index.Manifests))
 	}
 	desc := index.Manifests[0]
 	if got := desc.Annotations["io.containerd.image.name"]; got != "docker.io/library/"+imageName {
 		t.Errorf("index.json names the image %q, want docker.io/library/%s", got, imageName)
 	}
-	if desc.Platform == nil || desc.Platform.String() != "linux/"+arch {
-		t.Errorf("index.json's platform is %v, want linux/%s", desc.Platform, arch)
+	var inner v1.IndexManifest
+	if err := json.Unmarshal(blobs["blobs/sha256/"+desc.Digest.Hex], &inner); err != nil || inner.MediaType != "application/vnd.oci.image.index.v1+json" {
+		t.Fatalf("the image index: %v, media type %q", err, inner.MediaType)
 	}
-	// manifest.json, which docker load reads.
+	built := builtImage{index: desc.Digest, images: map[string]v1.Hash{}}
+	var arches []string
+	for _, m := range inner.Manifests {
+		if m.Platform != nil {
+			arches = append(arches, m.Platform.String())
+		}
+	}
+	if !reflect.DeepEqual(arches, []string{"linux/amd64", "linux/arm64"}) {
+		t.Fatalf("the image index has %q, want linux/amd64 and linux/arm64", arches)
+	}
+	// manifest.json, which docker load reads: one image per platform.
 	m, err := tarball.LoadManifest(opener)
-	if err != nil || len(m) != 1 || !reflect.DeepEqual(m[0].RepoTags, []string{imageName}) {
-		t.Fatalf("manifest.json: %+v, %v; want one image tagged %s", m, err, imageName)
+	if err != nil || len(m) != 2 || !reflect.DeepEqual(m[0].RepoTags, []string{imageName, imageName + "-amd64"}) ||
+		!reflect.DeepEqual(m[1].RepoTags, []string{imageName + "-arm64"}) {
+		t.Fatalf("manifest.json: %+v, %v; want %s and %s-amd64, then %s-arm64", m, err, imageName, imageName, imageName)
 	}
-	img, err := tarball.Image(opener, nil)
+	sbom := readSBOM(t, sbomPath(path))
+	for _, arch := range []string{"amd64", "arm64"} {
+		tag, err := name.NewTag(imageName + "-" + arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := tarball.Image(opener, &tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if built.images[arch], err = img.ConfigName(); err != nil {
+			t.Fatal(err)
+		}
+		bin := checkImage(t, img, arch, version, revision)
+		got, want := sbom["Binary-linux-"+arch], goVersionM(t, bin, version)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("linux/%s: the SBOM lists\n%q\ngo version -m of the image's binary (and stdlib)\n%q", arch, got, want)
+		}
+		t.Logf("linux/%s: config %s; the SBOM lists %d modules, as go version -m", arch, built.images[arch], len(got))
+	}
+	return built
+}
+
+// readSBOM reads the SPDX document and returns, per binary package ID, the
+// path@version of the packages it DEPENDS_ON, sorted.
+func readSBOM(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	var doc struct {
+		SPDXVersion string `json:"spdxVersion"`
+		Packages    []struct {
+			ID      string `json:"SPDXID"`
+			Name    string `json:"name"`
+			Version string `json:"versionInfo"`
+		} `json:"packages"`
+		Relationships []struct {
+			A    string `json:"spdxElementId"`
+			B    string `json:"relatedSpdxElement"`
+			Type string `json:"relationshipType"`
+		} `json:"relationships"`
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.SPDXVersion != "SPDX-2.3" {
+		t.Fatalf("%s: %v, version %q", path, err, doc.SPDXVersion)
+	}
+	pkgs := map[string]string{}
+	for _, p := range doc.Packages {
+		pkgs[p.ID] = p.Name + "@" + p.Version
+	}
+	deps := map[string][]string{}
+	for _, r := range doc.Relationships {
+		if r.Type == "DEPENDS_ON" {
+			a := strings.TrimPrefix(r.A, "SPDXRef-")
+			deps[a] = append(deps[a], pkgs[r.B])
+		}
+	}
+	for _, d := range deps {
+		sort.Strings(d)
+	}
+	return deps
+}
+
+// goVersionM is what `go version -m` lists for bin, as path@version
+// sorted, the main module at version, plus stdlib at the Go version.
+func goVersionM(t *testing.T, bin []byte, version string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "bin")
+	if err := os.WriteFile(p, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "version", "-m", p).Output()
+	if err != nil {
+		t.Fatalf("go version -m: %v", err)
+	}
+	var mods []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && strings.HasSuffix(f[0], ":"): // the first line: "PATH: go1.x"
+			mods = append(mods, "stdlib@"+f[1])
+		case len(f) >= 2 && f[0] == "mod":
+			mods = append(mods, f[1]+"@"+version)
+		case len(f) >= 3 && f[0] == "dep":
+			mods = append(mods, f[1]+"@"+f[2])
+		case len(f) >= 3 && f[0] == "=>": // the replacement of the dep before
+			mods[len(mods)-1] = f[1] + "@" + f[2]
+		}
+	}
+	sort.Strings(mods)
+	return mods
+}
+
+// checkImage checks one platform's image: its config, its files, and its
+// binary, which it returns.
+func checkImage(t *testing.T, img v1.Image, arch, version, revision string) []byte {
+	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +426,7 @@ func checkArchive(t *testing.T, path, arch, version, revision string) v1.Hash {
 		t.Errorf("layer holds\n%q\nwant\n%q", files, wantFiles)
 	}
 	checkBinary(t, bin, arch, version, revision)
-	return desc.Digest
+	return bin
 }
 
 // checkBinary checks that bin is a static, stripped Linux executable for
