@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -62,14 +63,14 @@ func lint(t *testing.T, bin, what string, manifests []byte, extra []string, want
 	t.Logf("%s: %d pod templates, clean", what, s.Summary.Templates)
 }
 
-// TestLintKustomize: kustomize build of deploy/ and of each overlay and
-// example lints cleanly with validate, as a CI job would run it, and with
-// --strict for a node with two nameservers.
+// TestLintKustomize: deploy/ and each overlay and example, rendered as
+// the issue and a CI job would (kubectl kustomize) and with the standalone
+// kustomize CLI, lint cleanly with validate, and with --strict for a node
+// with two nameservers. Each renderer skips on its own when it is missing.
 func TestLintKustomize(t *testing.T) {
-	kustomize := kustomizeBin(t)
 	bin := buildbin.Dnsconfigurer(t)
 	strict := strictFlags(t)
-	for _, dir := range []struct {
+	dirs := []struct {
 		path  string
 		kinds []string
 	}{
@@ -79,16 +80,58 @@ func TestLintKustomize(t *testing.T) {
 		{"overlays/nri", []string{"Deployment", "DaemonSet"}},
 		{"examples/autoscaler", []string{"Deployment"}},
 		{"examples/node-resolver", []string{"DaemonSet"}},
+	}
+	for _, r := range []struct {
+		name string
+		argv func(t *testing.T) []string // the command before the directory
+	}{
+		{"kubectl kustomize", func(t *testing.T) []string { return []string{kubectlBin(t), "kustomize"} }},
+		{"kustomize build", func(t *testing.T) []string { return []string{kustomizeBin(t), "build"} }},
 	} {
-		t.Run(dir.path, func(t *testing.T) {
-			out, err := exec.CommandContext(t.Context(), kustomize, "build", filepath.Join(deployDir, dir.path)).Output()
-			if err != nil {
-				t.Fatalf("kustomize build %s: %v", dir.path, stderrOf(err))
+		t.Run(r.name, func(t *testing.T) {
+			argv := r.argv(t)
+			t.Logf("%s: %s", r.name, argv[0])
+			for _, dir := range dirs {
+				t.Run(dir.path, func(t *testing.T) {
+					what := r.name + " deploy/" + dir.path
+					cmd := exec.CommandContext(t.Context(), argv[0], append(argv[1:], filepath.Join(deployDir, dir.path))...)
+					out, err := cmd.Output()
+					if err != nil {
+						t.Fatalf("%s: %v", what, stderrOf(err))
+					}
+					lint(t, bin, what, out, nil, dir.kinds...)
+					lint(t, bin, what+" (--strict)", out, strict, dir.kinds...)
+				})
 			}
-			lint(t, bin, "kustomize build deploy/"+dir.path, out, nil, dir.kinds...)
-			lint(t, bin, "kustomize build deploy/"+dir.path+" (--strict)", out, strict, dir.kinds...)
 		})
 	}
+}
+
+// kubectlBin finds kubectl: the one test/testbin/build.sh builds
+// ($DNSCONFIGURER_TESTBIN, which .ci/run sets, or build.sh's cache), else
+// kubectl in PATH, as test/integration/webhook does. It skips the test
+// without one.
+func kubectlBin(t *testing.T) string {
+	t.Helper()
+	var dirs []string
+	if d := os.Getenv(apiserver.EnvBinDir); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d, err := apiserver.BinDir(); err == nil {
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "kubectl")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("kubectl"); err == nil {
+		return p
+	}
+	t.Skipf("no kubectl: not in $%s (test/testbin/build.sh) nor in PATH; "+
+		"install kubectl 1.27 or newer (kustomize v5) to render with kubectl kustomize", apiserver.EnvBinDir)
+	return ""
 }
 
 // TestLintHelm: helm template of real charts lints cleanly, also with
