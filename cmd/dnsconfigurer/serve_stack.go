@@ -218,10 +218,11 @@ func startForwarder(ctx context.Context, fc forward.Config, reg prometheus.Regis
 
 // unusableUpstreams says why the Forwarder of a route kept none of raw,
 // its upstreams, for a server listening on listen: the rule of
-// forward.Config.Self (an upstream equal to a listen address, or a
-// loopback upstream on the port of a loopback or unspecified listen
-// address, is taken for the server itself), an upstream that is no
-// address, or an empty list.
+// forward.SelfReason (an upstream equal to a listen address, or a
+// loopback upstream on the port of an unspecified listen address, is
+// taken for the server itself; a loopback neighbour such as 127.0.0.53
+// beside 127.0.0.1:53 is not), an upstream that is no address, or an
+// empty list.
 func unusableUpstreams(raw, listen []string) []string {
 	if len(raw) == 0 {
 		return []string{"the list of upstreams is empty (a resolv.conf without nameserver lines)"}
