@@ -180,7 +180,7 @@ func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguratio
 			return usagef("forward[%d]: %v", i, err)
 		}
 		if len(fwd.Upstreams()) == 0 {
-			log.Warn("no usable upstream: names of the zone are refused", "zone", r.ZoneName(), "upstreams", source.Upstreams(),
+			log.Warn("no usable upstream: names of the zone are answered SERVFAIL", "zone", r.ZoneName(), "upstreams", source.Upstreams(),
 				"reasons", unusableUpstreams(source.Upstreams(), cfg.Listen))
 		}
 		routes = append(routes, forward.Route{Zone: r.ZoneName(), Except: r.ExceptNames(), Upstream: fwd})

@@ -58,8 +58,9 @@ type Config struct {
 	// not parse are skipped. Required.
 	Upstreams UpstreamSource
 	// Self are the server's own listen addresses ("ip:port", or ":port" for
-	// every address), never forwarded to: a loopback or unspecified listen
-	// address matches any loopback upstream on the same port.
+	// every address), never forwarded to: the same address and port, or a
+	// loopback upstream on the port of an unspecified listen address. A
+	// loopback neighbour (127.0.0.53 beside 127.0.0.1) is another server.
 	Self []string
 	// Timeout bounds one Exchange, every upstream tried and the TCP retry
 	// included (default DefaultTimeout).

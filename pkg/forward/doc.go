@@ -12,8 +12,9 @@
 //
 //   - the upstream list is read from Config.Upstreams at every query (a
 //     watched resolv.conf may change it); the server's own listen addresses
-//     (Config.Self) are dropped: a loopback or unspecified listen address
-//     matches any loopback upstream on the same port;
+//     (Config.Self) are dropped: the same address and port, or any
+//     loopback upstream on the port of an unspecified listen address
+//     (SelfReason); a loopback neighbour such as 127.0.0.53 is kept;
 //   - the healthy upstreams are tried in Config.Policy's order (random by
 //     default, round_robin, sequential); each but the last gets 7/8 of the
 //     time left (1.75s of 2s for the first), so a slow but alive upstream
