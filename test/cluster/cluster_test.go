@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,27 +23,62 @@ func TestCluster(t *testing.T) {
 	// kubelet set them; Start would restore them after this reading.
 	sweepStale(t)
 	before := HostSysctls()
+	st := newSteps(t)
 	var c *Cluster
-	t.Run("up", func(t *testing.T) {
+	st.run(t, "up", func(t *testing.T) {
 		begin := time.Now()
 		c = Start(t, buildbin.Dnsconfigurer(t), Options{})
 		t.Logf("cluster up in %s (kubelet Ready through the shim; %s, %s)", time.Since(begin).Round(time.Millisecond), c.Node.ContainerdVersion, c.Node.RuncVersion)
 
-		ok := t.Run("deploy", func(t *testing.T) { testDeploy(t, c) })
-		t.Run("kubelet", func(t *testing.T) { testKubelet(t, c) })
+		ok := st.run(t, "deploy", func(t *testing.T) { testDeploy(t, c) })
+		st.run(t, "kubelet", func(t *testing.T) { testKubelet(t, c) })
 		if !ok {
 			t.Log("deploy/ failed: the DNS proofs are skipped")
 			return
 		}
-		t.Run("resolve", func(t *testing.T) { testResolve(t, c) })
-		t.Run("autopath", func(t *testing.T) { testAutopath(t, c) })
-		t.Run("transparent", func(t *testing.T) { testTransparent(t, c) })
-		t.Run("conformance", func(t *testing.T) { testConformance(t, c) })
+		st.run(t, "resolve", func(t *testing.T) { testResolve(t, c) })
+		st.run(t, "autopath", func(t *testing.T) { testAutopath(t, c) })
+		st.run(t, "transparent", func(t *testing.T) { testTransparent(t, c) })
+		st.run(t, "conformance", func(t *testing.T) { testConformance(t, c) })
 	})
 	if c == nil {
 		return
 	}
-	t.Run("teardown", func(t *testing.T) { checkTeardown(t, c, before) })
+	st.run(t, "teardown", func(t *testing.T) { checkTeardown(t, c, before) })
+}
+
+// steps runs a cluster test's proofs as subtests and, at the very end of
+// the test's output, names those that failed. A failed cluster test ends
+// with the components' log tails, so a log cut to its tail still says
+// which step failed.
+type steps struct {
+	mu     sync.Mutex
+	failed []string
+}
+
+// newSteps returns steps reporting on t when t ends.
+func newSteps(t *testing.T) *steps {
+	s := &steps{}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.failed) > 0 {
+			t.Logf("failed steps (each one's error is above the cluster logs): %s", strings.Join(s.failed, ", "))
+		}
+	})
+	return s
+}
+
+// run is t.Run, recording a failure (a step and the step around it both
+// fail when the inner one does).
+func (s *steps) run(t *testing.T, name string, f func(*testing.T)) bool {
+	ok := t.Run(name, f)
+	if !ok {
+		s.mu.Lock()
+		s.failed = append(s.failed, t.Name()+"/"+name)
+		s.mu.Unlock()
+	}
+	return ok
 }
 
 // checkTeardown asserts that the cluster left nothing behind: no process

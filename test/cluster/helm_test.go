@@ -46,12 +46,13 @@ func testClusterHelm(t *testing.T, agent string) {
 	helm := helmBin(t)
 	sweepStale(t)
 	before := HostSysctls()
+	st := newSteps(t)
 	var c *Cluster
-	t.Run("up", func(t *testing.T) {
+	st.run(t, "up", func(t *testing.T) {
 		begin := time.Now()
 		c = Start(t, buildbin.Dnsconfigurer(t), Options{Agent: agent})
 		t.Logf("cluster up in %s (%s, %s, agent %s)", time.Since(begin).Round(time.Millisecond), c.Node.ContainerdVersion, c.Node.RuncVersion, agent)
-		ok := t.Run("install", func(t *testing.T) {
+		ok := st.run(t, "install", func(t *testing.T) {
 			ctx := testContext(t, 5*time.Minute)
 			begin := time.Now()
 			out, err := c.DeployHelm(ctx, helm)
@@ -63,7 +64,7 @@ func testClusterHelm(t *testing.T, agent string) {
 		if !ok {
 			return
 		}
-		t.Run("helm-test", func(t *testing.T) {
+		st.run(t, "helm-test", func(t *testing.T) {
 			ctx := testContext(t, 3*time.Minute)
 			out, err := c.Helm(ctx, helm, "test", HelmRelease, "-n", HelmNamespace)
 			if err != nil {
@@ -74,9 +75,9 @@ func testClusterHelm(t *testing.T, agent string) {
 				t.Errorf("helm test did not report success:\n%s", out)
 			}
 		})
-		t.Run("resolve", func(t *testing.T) { testResolve(t, c) })
-		t.Run("conformance", func(t *testing.T) { testConformance(t, c) })
-		t.Run("uninstall", func(t *testing.T) {
+		st.run(t, "resolve", func(t *testing.T) { testResolve(t, c) })
+		st.run(t, "conformance", func(t *testing.T) { testConformance(t, c) })
+		st.run(t, "uninstall", func(t *testing.T) {
 			ctx := testContext(t, 3*time.Minute)
 			out, err := c.Helm(ctx, helm, "uninstall", HelmRelease, "-n", HelmNamespace, "--wait")
 			if err != nil {
@@ -98,5 +99,5 @@ func testClusterHelm(t *testing.T, agent string) {
 	if c == nil {
 		return
 	}
-	t.Run("teardown", func(t *testing.T) { checkTeardown(t, c, before) })
+	st.run(t, "teardown", func(t *testing.T) { checkTeardown(t, c, before) })
 }

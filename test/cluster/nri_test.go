@@ -34,26 +34,27 @@ func TestClusterNRI(t *testing.T) {
 	// kubelet set them; Start would restore them after this reading.
 	sweepStale(t)
 	before := HostSysctls()
+	st := newSteps(t)
 	var c *Cluster
-	t.Run("up", func(t *testing.T) {
+	st.run(t, "up", func(t *testing.T) {
 		begin := time.Now()
 		c = Start(t, buildbin.Dnsconfigurer(t), Options{Agent: AgentNRI})
 		t.Logf("cluster up in %s (kubelet Ready on containerd directly; %s, %s)", time.Since(begin).Round(time.Millisecond), c.Node.ContainerdVersion, c.Node.RuncVersion)
-		if !t.Run("deploy", func(t *testing.T) { testDeploy(t, c) }) {
+		if !st.run(t, "deploy", func(t *testing.T) { testDeploy(t, c) }) {
 			t.Log("deploy/overlays/nri failed: the NRI proofs are skipped")
 			return
 		}
-		t.Run("policies", func(t *testing.T) { testPolicies(t, c) })
-		t.Run("limits", func(t *testing.T) { testNRILimits(t, c) })
-		t.Run("live-update", func(t *testing.T) { testNRILiveUpdate(t, c) })
-		t.Run("resolve", func(t *testing.T) { testResolve(t, c) })
-		t.Run("explain", func(t *testing.T) { testNRIExplain(t, c) })
-		t.Run("cleanup", func(t *testing.T) { testNRICleanup(t, c) })
+		st.run(t, "policies", func(t *testing.T) { testPolicies(t, c) })
+		st.run(t, "limits", func(t *testing.T) { testNRILimits(t, c) })
+		st.run(t, "live-update", func(t *testing.T) { testNRILiveUpdate(t, c) })
+		st.run(t, "resolve", func(t *testing.T) { testResolve(t, c) })
+		st.run(t, "explain", func(t *testing.T) { testNRIExplain(t, c) })
+		st.run(t, "cleanup", func(t *testing.T) { testNRICleanup(t, c) })
 	})
 	if c == nil {
 		return
 	}
-	t.Run("teardown", func(t *testing.T) { checkTeardown(t, c, before) })
+	st.run(t, "teardown", func(t *testing.T) { checkTeardown(t, c, before) })
 }
 
 // checkNRIFile asserts that the plugin wrote the pod's file and that the
