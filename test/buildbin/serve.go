@@ -19,8 +19,9 @@ import (
 const ServeStartWait = 20 * time.Second
 
 var (
-	dnsRe     = regexp.MustCompile(`msg="serving DNS".*listen=\[([0-9.:]+)\]`)
-	metricsRe = regexp.MustCompile(`msg="serving metrics".*listen=([0-9.:]+)`)
+	// One address of either family: 127.0.0.1:53 or [::]:53.
+	dnsRe     = regexp.MustCompile(`msg="serving DNS".*listen=\[(\S+)\](?:\s|$)`)
+	metricsRe = regexp.MustCompile(`msg="serving metrics".*listen=(\S+)`)
 )
 
 // LockedBuffer is a process's stderr, safe to read while it is written.
@@ -48,19 +49,26 @@ type Serve struct {
 }
 
 // StartServe runs `dnsconfigurer serve` on the example objects, listening
-// on listen (metrics on its host, port 0) and forwarding to upstream, and
-// waits for its DNS and metrics addresses. The process is killed when t
-// ends; its log is printed when t failed. objects is the path of
-// examples/objects from the test's directory.
+// on listen and forwarding to upstream (StartServeArgs). objects is the
+// path of examples/objects from the test's directory.
 func StartServe(t *testing.T, objects, listen, upstream string) *Serve {
+	t.Helper()
+	return StartServeArgs(t, listen, "--objects", objects, "--upstream", upstream)
+}
+
+// StartServeArgs runs `dnsconfigurer serve` listening on listen (metrics
+// on its host, port 0) with args after the common flags, and waits for
+// its DNS and metrics addresses. The process is killed when t ends; its
+// log is printed when t failed.
+func StartServeArgs(t *testing.T, listen string, args ...string) *Serve {
 	t.Helper()
 	bin := Dnsconfigurer(t)
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--listen", listen, "--objects", objects,
-		"--upstream", upstream, "--metrics-listen", net.JoinHostPort(host, "0"), "--log-format", "text", "--lameduck", "0s")
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", listen,
+		"--metrics-listen", net.JoinHostPort(host, "0"), "--log-format", "text", "--lameduck", "0s"}, args...)...)
 	s := &Serve{Stderr: &LockedBuffer{}}
 	cmd.Stderr = s.Stderr
 	if err := cmd.Start(); err != nil {

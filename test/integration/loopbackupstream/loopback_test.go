@@ -19,7 +19,6 @@ package loopbackupstream
 import (
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -130,35 +129,7 @@ func writeResolvConf(t *testing.T, nameservers ...string) string {
 // listening on listen and returns its log once it serves DNS.
 func startServe(t *testing.T, listen, file string) *buildbin.LockedBuffer {
 	t.Helper()
-	bin := buildbin.Dnsconfigurer(t)
-	cmd := exec.Command(bin, "serve", "--listen", listen, "--objects", objects,
-		"--upstream-resolv-conf", file, "--log-format", "text", "--lameduck", "0s")
-	log := &buildbin.LockedBuffer{}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("serve %s stderr:\n%s", listen, log.String())
-		}
-	})
-	deadline := time.Now().Add(buildbin.ServeStartWait)
-	for !strings.Contains(log.String(), `msg="serving DNS"`) {
-		select {
-		case <-exited:
-			t.Fatalf("serve exited:\n%s", log.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start within %v:\n%s", buildbin.ServeStartWait, log.String())
-		}
-	}
-	return log
+	return buildbin.StartServeArgs(t, listen, "--objects", objects, "--upstream-resolv-conf", file).Stderr
 }
 
 // ask sends name A over network and returns the reply and how long it
