@@ -207,17 +207,7 @@ func kustomizationFor(t *testing.T, tp topology) string {
 `, tp.agent, cmpDNS)
 	}
 	writeFile(t, dir, "kustomization.yaml", []byte(k.String()))
-	writeFile(t, dir, "cluster-settings.yaml", []byte(fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: dnsconfigurer-cluster-settings
-  annotations:
-    config.kubernetes.io/local-config: "true"
-data:
-  clusterDNS: %s
-  clusterDNSUpstream: %s
-  clusterDomain: %s
-`, cmpDNS, cmpUpstream, cmpDomain)))
+	writeFile(t, dir, "cluster-settings.yaml", []byte(clusterSettings(cmpDNS, cmpUpstream, cmpDomain)))
 	return dir
 }
 

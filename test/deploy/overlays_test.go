@@ -143,17 +143,7 @@ func checkOneSource(t *testing.T, resources []string, agent string) {
 	t.Helper()
 	want := settings{"10.100.0.10", "10.100.0.11", "example.internal"}
 	dir := tempKustomization(t, resources, []string{"components/cluster-settings"}, map[string]string{
-		"cluster-settings.yaml": fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: dnsconfigurer-cluster-settings
-  annotations:
-    config.kubernetes.io/local-config: "true"
-data:
-  clusterDNS: %s
-  clusterDNSUpstream: %s
-  clusterDomain: %s
-`, want.clusterDNS, want.upstream, want.domain),
+		"cluster-settings.yaml": clusterSettings(want.clusterDNS, want.upstream, want.domain),
 	})
 	r, out := renderObjects(t, dir)
 	checkSettings(t, r, want, "dnsconfigurer-dns", agent)
@@ -556,4 +546,20 @@ func TestNRIApply(t *testing.T) {
 			t.Errorf("%s %s: a pod of its template in namespace %s: %v", w.kind, w.name, ns, err)
 		}
 	}
+}
+
+// clusterSettings is the cluster-settings component's ConfigMap with the
+// given settings.
+func clusterSettings(dns, upstream, domain string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dnsconfigurer-cluster-settings
+  annotations:
+    config.kubernetes.io/local-config: "true"
+data:
+  clusterDNS: %s
+  clusterDNSUpstream: %s
+  clusterDomain: %s
+`, dns, upstream, domain)
 }
