@@ -19,17 +19,7 @@ func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 // part with -run, e.g. -run 'TestCluster/kubelet' (the cluster still
 // comes up and goes down around it).
 func TestCluster(t *testing.T) {
-	// A cluster whose test process died left the machine's sysctls as
-	// kubelet set them; Start would restore them after this reading.
-	sweepStale(t)
-	before := HostSysctls()
-	st := newSteps(t)
-	var c *Cluster
-	st.run(t, "up", func(t *testing.T) {
-		begin := time.Now()
-		c = Start(t, buildbin.Dnsconfigurer(t), Options{})
-		t.Logf("cluster up in %s (kubelet Ready through the shim; %s, %s)", time.Since(begin).Round(time.Millisecond), c.Node.ContainerdVersion, c.Node.RuncVersion)
-
+	withCluster(t, Options{}, "kubelet Ready through the shim", func(t *testing.T, c *Cluster, st *steps) {
 		ok := st.run(t, "deploy", func(t *testing.T) { testDeploy(t, c) })
 		st.run(t, "kubelet", func(t *testing.T) { testKubelet(t, c) })
 		if !ok {
@@ -40,6 +30,24 @@ func TestCluster(t *testing.T) {
 		st.run(t, "autopath", func(t *testing.T) { testAutopath(t, c) })
 		st.run(t, "transparent", func(t *testing.T) { testTransparent(t, c) })
 		st.run(t, "conformance", func(t *testing.T) { testConformance(t, c) })
+	})
+}
+
+// withCluster is the frame of a cluster test: the cluster comes up (the
+// "up" step, what saying how kubelet reaches containerd), proofs run inside
+// it as steps, it goes down, and "teardown" checks that nothing was left.
+func withCluster(t *testing.T, opts Options, what string, proofs func(t *testing.T, c *Cluster, st *steps)) {
+	// A cluster whose test process died left the machine's sysctls as
+	// kubelet set them; Start would restore them after this reading.
+	sweepStale(t)
+	before := HostSysctls()
+	st := newSteps(t)
+	var c *Cluster
+	st.run(t, "up", func(t *testing.T) {
+		begin := time.Now()
+		c = Start(t, buildbin.Dnsconfigurer(t), opts)
+		t.Logf("cluster up in %s (%s; %s, %s)", time.Since(begin).Round(time.Millisecond), what, c.Node.ContainerdVersion, c.Node.RuncVersion)
+		proofs(t, c, st)
 	})
 	if c == nil {
 		return

@@ -28,14 +28,18 @@ const (
 )
 
 // DeployDir returns the repository's deploy/ directory.
-func DeployDir() (string, error) {
+func DeployDir() (string, error) { return repoDir("deploy", "kustomization.yaml") }
+
+// repoDir returns the absolute path of rel in the repository, checked by
+// the file marker it must hold.
+func repoDir(rel, marker string) (string, error) {
 	root, err := containerd.ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(root, "deploy")
-	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err != nil {
-		return "", fmt.Errorf("deploy/: %w", err)
+	dir := filepath.Join(root, rel)
+	if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
+		return "", fmt.Errorf("%s/: %w", rel, err)
 	}
 	return filepath.Abs(dir)
 }

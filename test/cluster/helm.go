@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
-	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
 // HelmEnv names the helm CLI (test/testbin/helm.sh prints it).
@@ -23,17 +22,7 @@ const (
 )
 
 // ChartDir returns the repository's Helm chart.
-func ChartDir() (string, error) {
-	root, err := containerd.ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, "charts", "dnsconfigurer")
-	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
-		return "", fmt.Errorf("charts/dnsconfigurer: %w", err)
-	}
-	return dir, nil
-}
+func ChartDir() (string, error) { return repoDir("charts/dnsconfigurer", "Chart.yaml") }
 
 // Helm runs the helm CLI at bin against this cluster, in the node's
 // network namespace as kubectl, with helm's own directories under the

@@ -10,8 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 // helmBin is the helm CLI: $DNSCONFIGURER_HELM, else the one
@@ -44,14 +42,7 @@ func TestClusterHelmNRI(t *testing.T) { testClusterHelm(t, AgentNRI) }
 
 func testClusterHelm(t *testing.T, agent string) {
 	helm := helmBin(t)
-	sweepStale(t)
-	before := HostSysctls()
-	st := newSteps(t)
-	var c *Cluster
-	st.run(t, "up", func(t *testing.T) {
-		begin := time.Now()
-		c = Start(t, buildbin.Dnsconfigurer(t), Options{Agent: agent})
-		t.Logf("cluster up in %s (%s, %s, agent %s)", time.Since(begin).Round(time.Millisecond), c.Node.ContainerdVersion, c.Node.RuncVersion, agent)
+	withCluster(t, Options{Agent: agent}, "agent "+agent+", installed with helm", func(t *testing.T, c *Cluster, st *steps) {
 		ok := st.run(t, "install", func(t *testing.T) {
 			ctx := testContext(t, 5*time.Minute)
 			begin := time.Now()
@@ -96,8 +87,4 @@ func testClusterHelm(t *testing.T, agent string) {
 			}
 		})
 	})
-	if c == nil {
-		return
-	}
-	st.run(t, "teardown", func(t *testing.T) { checkTeardown(t, c, before) })
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
-	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 // nriMetrics is the NRI plugin's /metrics on the node's loopback
@@ -30,16 +29,7 @@ const nriMetrics = "http://127.0.0.1:9311/metrics"
 // gives every container the pod's resolv.conf; it skips without
 // $DNSCONFIGURER_CONTAINERD_BIN (test/e2e/containerd2.sh).
 func TestClusterNRI(t *testing.T) {
-	// A cluster whose test process died left the machine's sysctls as
-	// kubelet set them; Start would restore them after this reading.
-	sweepStale(t)
-	before := HostSysctls()
-	st := newSteps(t)
-	var c *Cluster
-	st.run(t, "up", func(t *testing.T) {
-		begin := time.Now()
-		c = Start(t, buildbin.Dnsconfigurer(t), Options{Agent: AgentNRI})
-		t.Logf("cluster up in %s (kubelet Ready on containerd directly; %s, %s)", time.Since(begin).Round(time.Millisecond), c.Node.ContainerdVersion, c.Node.RuncVersion)
+	withCluster(t, Options{Agent: AgentNRI}, "kubelet Ready on containerd directly", func(t *testing.T, c *Cluster, st *steps) {
 		if !st.run(t, "deploy", func(t *testing.T) { testDeploy(t, c) }) {
 			t.Log("deploy/overlays/nri failed: the NRI proofs are skipped")
 			return
@@ -51,10 +41,6 @@ func TestClusterNRI(t *testing.T) {
 		st.run(t, "explain", func(t *testing.T) { testNRIExplain(t, c) })
 		st.run(t, "cleanup", func(t *testing.T) { testNRICleanup(t, c) })
 	})
-	if c == nil {
-		return
-	}
-	st.run(t, "teardown", func(t *testing.T) { checkTeardown(t, c, before) })
 }
 
 // checkNRIFile asserts that the plugin wrote the pod's file and that the
