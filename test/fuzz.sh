@@ -3,7 +3,7 @@
 # as long as you like, starting from its committed seed corpus
 # (testdata/fuzz/<Target>/ next to the test).
 #
-# Usage: test/fuzz.sh [FUZZTIME]     (default 50000x per target; e.g. 10m, 1000000x)
+# Usage: test/fuzz.sh [FUZZTIME]     (default 20000x per target; e.g. 10m, 1000000x)
 #
 # The default is a count of executions, not a duration: with a duration, Go
 # 1.26's fuzz coordinator can fail a target with "context deadline exceeded"
@@ -15,12 +15,12 @@
 # with the fix, and it stays a regression seed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime="${1:-50000x}"
+fuzztime="${1:-20000x}"
 # Targets whose every execution builds a state directory on disk run a tenth
 # of the default count (about 2 ms an execution idle, 20 ms on a loaded
-# machine: 50,000 would add 15-25 minutes to CI). An explicit FUZZTIME
+# machine: 20,000 would add 7-10 minutes to CI). An explicit FUZZTIME
 # applies to them as to the others.
-declare -A slow=([FuzzStateDir]=5000x [FuzzEvents]=5000x)
+declare -A slow=([FuzzStateDir]=2000x [FuzzEvents]=2000x)
 status=0
 while IFS=: read -r file name; do
 	pkg="./$(dirname "$file")"
