@@ -2,6 +2,7 @@ package cri
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -78,6 +79,50 @@ func TestFromSandboxRecoversPolicy(t *testing.T) {
 			}
 			if fmt.Sprint(r.Searches) != fmt.Sprint(tc.dns.Searches) || fmt.Sprint(r.Nameservers) != fmt.Sprint(tc.dns.Servers) {
 				t.Errorf("re-rendered %v %v, want kubelet's %v %v", r.Nameservers, r.Searches, tc.dns.Servers, tc.dns.Searches)
+			}
+		})
+	}
+}
+
+// Without the API server (the sandbox config alone), the namespace label is
+// unknown: the cluster default and the annotation decide.
+func TestFromSandboxClusterDefault(t *testing.T) {
+	two := 2
+	n := testNode
+	n.DefaultPolicy, n.Ndots = policy.ClusterFirstWithAutopath, &two
+	eng, err := policy.New(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet, err := policy.New(testNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := policy.Host{Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example"}}
+	for _, tc := range []struct {
+		name     string
+		pod      policy.Input
+		wantType policy.Type
+		wantOpts []string
+	}{
+		{"ClusterFirst", policy.Input{Policy: policy.ClusterFirst}, policy.TypeAutopath, []string{"ndots:2"}},
+		{"annotation opts out", policy.Input{Policy: policy.ClusterFirst, PolicyAnnotation: "ClusterFirst"}, policy.TypeCluster, []string{"ndots:2"}},
+		{"hostNetwork", policy.Input{Policy: policy.ClusterFirstWithHostNet, HostNetwork: true}, policy.TypeCluster, []string{"ndots:2"}},
+		{"Default", policy.Input{Policy: policy.Default}, policy.TypeHost, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.pod.Name, tc.pod.Namespace, tc.pod.UID = "p", "team", "uid-p"
+			cfg := kubeletConfig(t, kubelet, host, tc.pod)
+			in, err := FromSandbox(cfg, eng, host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := eng.Compute(in, host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Type != tc.wantType || !slices.Equal(res.Options, tc.wantOpts) {
+				t.Errorf("got %s %q, want %s %q", res.Type, res.Options, tc.wantType, tc.wantOpts)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -69,7 +70,7 @@ func (p *Plugin) facts(ctx context.Context, pod *api.PodSandbox, path string, ho
 // timeout, and not at all for a static pod, whose mirror pod may come
 // later or never (as the shim does).
 func (p *Plugin) lookup(ctx context.Context, pod *api.PodSandbox) (policy.Input, bool) {
-	sb := cri.SandboxPod{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(), Static: cri.StaticPod(pod.GetAnnotations())}
+	sb := podfacts.SandboxPod{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(), Static: podfacts.StaticPod(pod.GetAnnotations())}
 	wait := p.lookupTimeout
 	if sb.Static {
 		wait = 0
