@@ -39,7 +39,7 @@
 // informer on the pods with spec.nodeName=<node>, looked up by UID,
 // waiting up to the lookup timeout for a pod not seen yet) or, without an
 // API server or for a pod it does not know, from the sandbox config itself
-// (see FromSandbox).
+// (SandboxOf, then podfacts.FromSandbox).
 // A pod stands for a sandbox only if it is on this node and its namespace
 // and name are the sandbox metadata's; a mirror pod only for a static pod's
 // sandbox; two candidates are none (README.md, "Threat model").
@@ -91,9 +91,10 @@
 // one is refused only when every one has a call in flight), registered on
 // the Registerer given with WithRegistry.
 //
-// The pod lookup, the Events and the limits verdict are pkg/podfacts',
-// which the NRI plugin (pkg/nriplugin) uses too, so that both adapters
-// decide a pod's DNS the same way. Neither imports the other.
+// The pod lookup, the inverse, the Events and the limits verdict are
+// pkg/podfacts', which the NRI plugin (pkg/nriplugin) uses too, so that
+// both adapters decide a pod's DNS the same way. Neither imports the
+// other.
 //
 // The package imports pkg/h2relay, pkg/podfacts, gRPC and cri-api; it has
 // no HTTP/2 code of its own. pkg/policy, pkg/fqdn, pkg/h2relay,

@@ -39,16 +39,17 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 	if err != nil {
 		return s.failedNoChange(req, source, "bad_request", err)
 	}
+	sb := SandboxOf(cfg)
 	log := s.log.With("pod", namespace+"/"+name, "uid", uid)
 	host := s.host.Current().Host()
 
 	var in policy.Input
 	found := false
 	if s.pods != nil {
-		sb := podfacts.SandboxPod{Namespace: namespace, Name: name, UID: uid, Static: podfacts.StaticPod(cfg.GetAnnotations())}
-		wait := sb.LookupWait(s.lookupTimeout)
+		pod := sb.Pod()
+		wait := pod.LookupWait(s.lookupTimeout)
 		lctx, cancel := context.WithTimeout(ctx, wait)
-		in, found = s.lookupPod(lctx, sb)
+		in, found = s.lookupPod(lctx, pod)
 		cancel()
 		if found {
 			s.m.lookups.WithLabelValues("hit").Inc()
@@ -59,8 +60,8 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 		}
 	}
 	if !found {
-		in, err = FromSandbox(cfg, s.eng, host)
-		if errors.Is(err, errNoDNSConfig) {
+		in, err = podfacts.FromSandbox(sb, s.eng, host)
+		if errors.Is(err, podfacts.ErrNoDNSConfig) {
 			s.m.sandboxes.WithLabelValues(sourceNone, "skipped").Inc()
 			log.Debug("sandbox config has no dns_config (not from kubelet); forwarded unchanged")
 			return req, false, nil
@@ -97,7 +98,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 			level = slog.LevelWarn
 			s.m.limits.WithLabelValues(w.Limit, "trimmed").Inc()
 			if s.events != nil {
-				s.events.Warning(podfacts.PodRef{Namespace: namespace, Name: name, UID: uid, Labels: cfg.GetLabels()}, w.Reason, w.Message)
+				s.events.Warning(sb.Ref(), w.Reason, w.Message)
 			}
 		}
 		log.Log(ctx, level, "pod DNS warning", "reason", w.Reason, "message", w.Message)
@@ -105,7 +106,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 
 	dns := &runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: res.Options}
 	hostname := cfg.GetHostname()
-	if source == sourceAPIServer && !hostNetwork(cfg) && res.Hostname != "" {
+	if source == sourceAPIServer && !sb.HostNetwork && res.Hostname != "" {
 		hostname = res.Hostname
 	}
 	if sameDNS(cfg.GetDnsConfig(), dns) && hostname == cfg.GetHostname() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,35 @@ func kubeletConfig(t *testing.T, eng *policy.Engine, host policy.Host, pod polic
 		cfg.Annotations = map[string]string{policy.AnnotationDNSPolicy: pod.PolicyAnnotation, "other": "x"}
 	}
 	return cfg
+}
+
+// TestSandboxOf: what the shim hands pkg/podfacts of a sandbox config.
+func TestSandboxOf(t *testing.T) {
+	dns := &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"team.svc.cluster.local"}, Options: []string{"ndots:5"}}
+	withAll := sandboxConfig("web", "team", "u1", false, dns)
+	withAll.Hostname = "web-0"
+	withAll.Labels = map[string]string{"app": "web"}
+	withAll.Annotations = map[string]string{policy.AnnotationDNSPolicy: "ClusterFirstWithAutopath", configSource: "file"}
+	tests := []struct {
+		name string
+		cfg  *runtimeapi.PodSandboxConfig
+		want podfacts.Sandbox
+	}{
+		{"everything", withAll, podfacts.Sandbox{Namespace: "team", Name: "web", UID: "u1", Hostname: "web-0",
+			Labels: withAll.Labels, Annotations: withAll.Annotations,
+			DNS: &policy.Output{Nameservers: dns.Servers, Searches: dns.Searches, Options: dns.Options}}},
+		{"host network", sandboxConfig("agent", "kube-system", "u2", true, dns), podfacts.Sandbox{Namespace: "kube-system", Name: "agent", UID: "u2",
+			HostNetwork: true, DNS: &policy.Output{Nameservers: dns.Servers, Searches: dns.Searches, Options: dns.Options}}},
+		{"no dns_config", sandboxConfig("crictl", "default", "u3", false, nil), podfacts.Sandbox{Namespace: "default", Name: "crictl", UID: "u3"}},
+		{"no config", nil, podfacts.Sandbox{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SandboxOf(tt.cfg); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("SandboxOf = %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
 }
 
 var podCases = []struct {

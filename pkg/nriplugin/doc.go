@@ -16,9 +16,10 @@
 //     by UID with the namespace and name checked), else, or for a pod it does
 //     not know, from kubelet's own output: the sandbox resolv.conf that the
 //     container's original /etc/resolv.conf mount points at, read with the
-//     shim's inverse (cri.FromSandbox, policy.Engine.Recover). hostNetwork comes
-//     from the sandbox's namespaces (no network namespace entry), the
-//     autopath selection from the pod annotations.
+//     inverse the shim uses too (podfacts.FromSandbox on a podfacts.Sandbox,
+//     policy.Engine.Recover). hostNetwork comes from the sandbox's
+//     namespaces (no network namespace entry), the autopath selection from
+//     the pod annotations.
 //   - The engine (policy.Engine.Compute, the same as the shim's) computes
 //     the pod's config with the node's resolver config, the last-good
 //     snapshot of a hostresolv.Watcher.
@@ -123,7 +124,8 @@
 //
 // The package imports the NRI stub and API, client_golang (metrics),
 // pkg/hostresolv (the node config and its changes), pkg/podfacts (the pod
-// lookup, the Events and the reject message), pkg/cri (the inverse),
-// pkg/policy and pkg/resolvconf; pkg/policy, pkg/podfacts, pkg/cri and
-// api/ must not import it.
+// lookup, the inverse, the Events and the reject message), pkg/policy and
+// pkg/resolvconf. It does not import pkg/cri or the CRI API: the shim is
+// a sibling. pkg/policy, pkg/podfacts, pkg/cri and api/ must not import
+// it.
 package nriplugin

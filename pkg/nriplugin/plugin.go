@@ -356,7 +356,7 @@ func (p *Plugin) postLimits(pod *api.PodSandbox, res policy.Result) {
 	if p.events == nil {
 		return
 	}
-	ref := podfacts.PodRef{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(), Labels: pod.GetLabels()}
+	ref := sandboxOf(pod).Ref()
 	for _, w := range podfacts.OverLimits(res.Warnings) {
 		p.events.Warning(ref, w.Reason, w.Message)
 	}

@@ -21,6 +21,16 @@
 // dnsconfigurer.io/dns-policy label (WithNamespaces). It needs list and
 // watch on namespaces; without them the cluster default applies.
 //
+// # The sandbox inverse
+//
+// Without the API server, an agent knows a pod only from its sandbox:
+// what the runtime hands over (Sandbox: kubelet's metadata, the pod's
+// labels and annotations, the network namespace, kubelet's hostname and
+// DNS config). FromSandbox turns that into the engine's input with
+// policy.Engine.Recover. The shim fills a Sandbox from the CRI sandbox
+// config, the NRI plugin from NRI's PodSandbox and the sandbox's files;
+// neither builds the other's types.
+//
 // # Events and limits
 //
 // Recorder posts Warning Events on pods through client-go, with the

@@ -36,11 +36,11 @@ func fromAPI(t *testing.T, eng *policy.Engine, pod *corev1.Pod, req *runtimeapi.
 }
 
 // fromSandbox is what the shim sends when the lookup does not find the pod:
-// the engine's result for what cri.FromSandbox recovers from the sandbox
+// the engine's result for what podfacts.FromSandbox recovers from the sandbox
 // config, with kubelet's hostname.
 func fromSandbox(t *testing.T, eng *policy.Engine, req *runtimeapi.RunPodSandboxRequest) string {
 	t.Helper()
-	in, err := cri.FromSandbox(req.Config, eng, testHost)
+	in, err := podfacts.FromSandbox(cri.SandboxOf(req.Config), eng, testHost)
 	if err != nil {
 		t.Fatalf("FromSandbox: %v", err)
 	}
