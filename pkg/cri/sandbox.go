@@ -41,7 +41,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 	}
 	sb := SandboxOf(cfg)
 	log := s.log.With("pod", namespace+"/"+name, "uid", uid)
-	host := s.host.Current().Host()
+	host := podfacts.HostOf(s.host.Current())
 
 	var in policy.Input
 	found := false

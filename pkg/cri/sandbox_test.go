@@ -124,7 +124,7 @@ func TestRunPodSandboxDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	phost := host.Current().Host()
+	phost := podfacts.HostOf(host.Current())
 	lookup := fakeLookup{}
 	for i, tc := range podCases {
 		tc.pod.Name, tc.pod.Namespace, tc.pod.UID = "pod-"+string(rune('a'+i)), "team", "uid-"+tc.name

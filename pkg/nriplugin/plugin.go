@@ -206,7 +206,7 @@ func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	if !ok {
 		return nil
 	}
-	res, err := p.eng.Compute(in, p.host.Current().Host())
+	res, err := p.eng.Compute(in, podfacts.HostOf(p.host.Current()))
 	if err != nil {
 		return nil // the container fails open at CreateContainer, with a log line
 	}
@@ -303,7 +303,7 @@ func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Conta
 	if err := validUID(uid); err != nil {
 		return nil, stageErr(stageFacts, err)
 	}
-	in, source, err := p.facts(ctx, pod, orig, p.host.Current().Host())
+	in, source, err := p.facts(ctx, pod, orig, podfacts.HostOf(p.host.Current()))
 	if err != nil {
 		return nil, stageErr(stageFacts, err)
 	}
@@ -312,7 +312,7 @@ func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Conta
 	// and whichever writes last writes the latest node config.
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	res, err := p.eng.Compute(in, p.host.Current().Host())
+	res, err := p.eng.Compute(in, podfacts.HostOf(p.host.Current()))
 	if err != nil {
 		return nil, computeErr(pod, err)
 	}

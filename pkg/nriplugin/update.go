@@ -84,7 +84,7 @@ func (p *Plugin) followHost(ctx context.Context) {
 func (p *Plugin) update() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	host := p.host.Current().Host()
+	host := podfacts.HostOf(p.host.Current())
 	changed := 0
 	for uid, f := range p.running {
 		log := p.log.With("pod", podName(f.pod), "uid", uid)

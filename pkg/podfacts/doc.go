@@ -31,6 +31,12 @@
 // config, the NRI plugin from NRI's PodSandbox and the sandbox's files;
 // neither builds the other's types.
 //
+// # The node's resolver config
+//
+// HostOf is the engine's view of a hostresolv.Snapshot: the file as
+// kubelet reads it, or why it is unusable. It lives here, not in
+// pkg/hostresolv, so that the watcher does not import the engine.
+//
 // # Events and limits
 //
 // Recorder posts Warning Events on pods through client-go, with the
@@ -48,7 +54,7 @@
 // had when this code lived in pkg/cri, as do the informers' log lines
 // (component "cri"), so dashboards and alerts still match.
 //
-// The package imports client-go, client_golang, pkg/podspec and
-// pkg/policy. It imports no gRPC, CRI or NRI API. pkg/policy, pkg/podspec
-// and api/ must not import it.
+// The package imports client-go, client_golang, pkg/hostresolv,
+// pkg/podspec and pkg/policy. It imports no gRPC, CRI or NRI API.
+// pkg/policy, pkg/podspec, pkg/hostresolv and api/ must not import it.
 package podfacts
