@@ -1,5 +1,5 @@
 // Package podpolicy_test shows the cluster DNS policy of issue 18 against a
-// real kube-apiserver (test/apiserver): the shim's pod lookup (pkg/cri's
+// real kube-apiserver (test/apiserver): the shim's pod lookup (pkg/podfacts'
 // pod informer with the metadata-only namespace informer, wired as
 // `dnsconfigurer shim --namespace-labels` wires them, with the credentials
 // of deploy/shim/rbac.yaml's ClusterRole plus its commented namespaces
