@@ -10,7 +10,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -28,7 +28,7 @@ func agentPolicy(p v1alpha1.PodPolicy, n *policy.Node) {
 // labels are unknown, which is logged, and only the cluster default
 // applies. The informer is metadata-only and lists only the labelled
 // namespaces; it needs list/watch on namespaces (deploy/*/rbac.yaml).
-func agentNamespaces(p v1alpha1.PodPolicy, rc *rest.Config, log *slog.Logger) ([]cri.InformerOption, []task, []health.Check, error) {
+func agentNamespaces(p v1alpha1.PodPolicy, rc *rest.Config, log *slog.Logger) ([]podfacts.InformerOption, []task, []health.Check, error) {
 	if !p.NamespaceLabels {
 		return nil, nil, nil, nil
 	}
@@ -41,11 +41,11 @@ func agentNamespaces(p v1alpha1.PodPolicy, rc *rest.Config, log *slog.Logger) ([
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("namespace labels: metadata client: %w", err)
 	}
-	ns, err := cri.NewNamespaceInformer(client, log)
+	ns, err := podfacts.NewNamespaceInformer(client, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	run := func(ctx context.Context) error { ns.Run(ctx); return nil }
-	return []cri.InformerOption{cri.WithNamespaces(ns)}, []task{run},
+	return []podfacts.InformerOption{podfacts.WithNamespaces(ns)}, []task{run},
 		[]health.Check{health.Condition(ns.HasSynced, "namespace informer not synced")}, nil
 }

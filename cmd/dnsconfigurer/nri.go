@@ -14,10 +14,10 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 )
 
 func init() {
@@ -158,8 +158,8 @@ func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.
 type nriAPI struct {
 	tasks      []task
 	checks     []health.Check
-	lookup     cri.SandboxLookup
-	events     cri.EventSink
+	lookup     podfacts.SandboxLookup
+	events     podfacts.EventSink
 	stopEvents func()
 }
 
@@ -178,11 +178,11 @@ func nriAPIServer(cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg promethe
 		return nriAPI{}, usagef("--node-name (or $NODE_NAME) is required with an API server")
 	}
 	klog.SetSlogLogger(log.With("component", "client-go"))
-	informer, err := cri.NewPodInformer(client, cfg.NodeName, log, append(nsOpts, cri.InformerRegistry(reg))...)
+	informer, err := podfacts.NewPodInformer(client, cfg.NodeName, log, append(nsOpts, podfacts.InformerRegistry(reg))...)
 	if err != nil {
 		return nriAPI{}, err
 	}
-	rec, stop, err := cri.NewAgentEvents(client, cri.ComponentNRI, cfg.NodeName, reg)
+	rec, stop, err := podfacts.NewAgentEvents(client, podfacts.ComponentNRI, cfg.NodeName, reg)
 	if err != nil {
 		return nriAPI{}, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -222,13 +223,13 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	}
 	if client != nil {
 		klog.SetSlogLogger(log.With("component", "client-go"))
-		informer, err := cri.NewPodInformer(client, cfg.NodeName, log, append(nsOpts, cri.InformerRegistry(reg))...)
+		informer, err := podfacts.NewPodInformer(client, cfg.NodeName, log, append(nsOpts, podfacts.InformerRegistry(reg))...)
 		if err != nil {
 			return err
 		}
 		tasks = append(append(tasks, nsTasks...), func(ctx context.Context) error { informer.Run(ctx); return nil })
 		checks = append(append(checks, nsChecks...), health.Condition(informer.HasSynced, "pod informer not synced"))
-		rec, stop, err := cri.NewAgentEvents(client, cri.ComponentShim, cfg.NodeName, reg)
+		rec, stop, err := podfacts.NewAgentEvents(client, podfacts.ComponentShim, cfg.NodeName, reg)
 		if err != nil {
 			return err
 		}

@@ -46,3 +46,35 @@ func TestPureCore(t *testing.T) {
 		})
 	}
 }
+
+// apart lists packages that must not depend on another, directly or not
+// (a module package or any package under an external path). Siblings share
+// a third package instead of importing each other.
+var apart = []struct {
+	pkg, not, why string
+}{
+	{"pkg/nriplugin", module + "pkg/cri", "the NRI plugin and the shim share pkg/podfacts"},
+	{"pkg/cri", module + "pkg/nriplugin", "the NRI plugin and the shim share pkg/podfacts"},
+	{"pkg/nriplugin", "k8s.io/cri-api", "the NRI plugin fills a podfacts.Sandbox, not a CRI config"},
+	{"pkg/podfacts", module + "pkg/cri", "pkg/podfacts serves both agents"},
+	{"pkg/podfacts", module + "pkg/nriplugin", "pkg/podfacts serves both agents"},
+	{"pkg/podfacts", "k8s.io/cri-api", "pkg/podfacts has a Sandbox of its own"},
+	{"pkg/podfacts", "github.com/containerd/nri", "pkg/podfacts has a Sandbox of its own"},
+	{"pkg/hostresolv", module + "pkg/policy", "podfacts.HostOf is the engine's view of a snapshot"},
+}
+
+func TestApart(t *testing.T) {
+	for _, a := range apart {
+		t.Run(a.pkg+" without "+strings.TrimPrefix(a.not, module), func(t *testing.T) {
+			out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", module+a.pkg).Output()
+			if err != nil {
+				t.Fatalf("go list %s: %v", a.pkg, err)
+			}
+			for _, dep := range strings.Fields(string(out)) {
+				if dep == a.not || strings.HasPrefix(dep, a.not+"/") {
+					t.Errorf("%s imports %s (%s)", a.pkg, dep, a.why)
+				}
+			}
+		})
+	}
+}

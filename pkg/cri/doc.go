@@ -35,10 +35,11 @@
 //
 // # The rewrite
 //
-// A pod's facts come from a PodLookup (PodInformer: an informer on the
-// pods with spec.nodeName=<node>, looked up by UID, waiting up to the
-// lookup timeout for a pod not seen yet) or, without an API server or for a
-// pod it does not know, from the sandbox config itself (see FromSandbox).
+// A pod's facts come from a podfacts.PodLookup (podfacts.PodInformer: an
+// informer on the pods with spec.nodeName=<node>, looked up by UID,
+// waiting up to the lookup timeout for a pod not seen yet) or, without an
+// API server or for a pod it does not know, from the sandbox config itself
+// (SandboxOf, then podfacts.FromSandbox).
 // A pod stands for a sandbox only if it is on this node and its namespace
 // and name are the sandbox metadata's; a mirror pod only for a static pod's
 // sandbox; two candidates are none (README.md, "Threat model").
@@ -48,7 +49,7 @@
 // only with facts from the API server and never for a host-network sandbox.
 //
 // Limits: LimitsTrim trims as kubelet does (Warning Event DNSConfigForming
-// on the pod through an EventSink when an API server is configured, a log
+// on the pod through a podfacts.EventSink when an API server is configured, a log
 // line, dnsconfigurer_cri_limit_exceeded_total); LimitsReject fails the call
 // with InvalidArgument naming the limit, the pod and the values over it.
 //
@@ -90,11 +91,12 @@
 // one is refused only when every one has a call in flight), registered on
 // the Registerer given with WithRegistry.
 //
-// pkg/nriplugin reuses the pod lookup (SandboxLookup, StaticPod), the
-// inverse (FromSandbox) and the limits verdict (OverLimits, RejectMessage),
-// so that both adapters decide a pod's DNS the same way.
+// The pod lookup, the inverse, the Events and the limits verdict are
+// pkg/podfacts', which the NRI plugin (pkg/nriplugin) uses too, so that
+// both adapters decide a pod's DNS the same way. Neither imports the
+// other.
 //
-// The package imports pkg/h2relay, gRPC, cri-api and client-go; it has no
-// HTTP/2 code of its own. pkg/policy, pkg/fqdn, pkg/h2relay and api/ must
-// not import it.
+// The package imports pkg/h2relay, pkg/podfacts, gRPC and cri-api; it has
+// no HTTP/2 code of its own. pkg/policy, pkg/fqdn, pkg/h2relay,
+// pkg/podfacts, pkg/nriplugin and api/ must not import it.
 package cri

@@ -23,6 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -200,6 +201,14 @@ func startRuntime(t testing.TB, f *fakeRuntime, path string) (stop func()) {
 	return stop
 }
 
+func newServerForTest(endpoint string, opts ...Option) (*Server, error) {
+	eng, err := policy.New(testNode)
+	if err != nil {
+		return nil, err
+	}
+	return New(endpoint, eng, hostSnap(nil, nil, nil), opts...)
+}
+
 // fakeHost is a HostConfig with a fixed snapshot.
 type fakeHost struct {
 	mu   sync.Mutex
@@ -232,7 +241,7 @@ type fakeEvents struct {
 	events []string
 }
 
-func (f *fakeEvents) Warning(pod PodRef, reason, message string) {
+func (f *fakeEvents) Warning(pod podfacts.PodRef, reason, message string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events = append(f.events, pod.Namespace+"/"+pod.Name+" "+reason+": "+message)

@@ -21,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/h2relay"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -72,10 +73,10 @@ type Option func(*Server)
 
 // WithPodLookup sets where pods come from (the API server); without it the
 // sandbox config is the only source.
-func WithPodLookup(p PodLookup) Option { return func(s *Server) { s.pods = p } }
+func WithPodLookup(p podfacts.PodLookup) Option { return func(s *Server) { s.pods = p } }
 
 // WithEvents sets where Events about pods go; without it none are emitted.
-func WithEvents(e EventSink) Option { return func(s *Server) { s.events = e } }
+func WithEvents(e podfacts.EventSink) Option { return func(s *Server) { s.events = e } }
 
 // WithLimits sets the limits mode (default LimitsTrim).
 func WithLimits(l Limits) Option { return func(s *Server) { s.limits = l } }
@@ -152,8 +153,8 @@ type Server struct {
 	runtimePath   string
 	eng           *policy.Engine
 	host          HostConfig
-	pods          PodLookup
-	events        EventSink
+	pods          podfacts.PodLookup
+	events        podfacts.EventSink
 	limits        Limits
 	failure       FailurePolicy
 	lookupTimeout time.Duration

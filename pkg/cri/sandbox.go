@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -38,20 +39,17 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 	if err != nil {
 		return s.failedNoChange(req, source, "bad_request", err)
 	}
+	sb := SandboxOf(cfg)
 	log := s.log.With("pod", namespace+"/"+name, "uid", uid)
-	host := s.host.Current().Host()
+	host := podfacts.HostOf(s.host.Current())
 
 	var in policy.Input
 	found := false
 	if s.pods != nil {
-		wait := s.lookupTimeout
-		if staticSandbox(cfg) {
-			// A static pod: its mirror pod may come later, or never; do not
-			// hold the sandbox for it.
-			wait = 0
-		}
+		pod := sb.Pod()
+		wait := pod.LookupWait(s.lookupTimeout)
 		lctx, cancel := context.WithTimeout(ctx, wait)
-		in, found = s.lookupPod(lctx, cfg)
+		in, found = s.lookupPod(lctx, pod)
 		cancel()
 		if found {
 			s.m.lookups.WithLabelValues("hit").Inc()
@@ -62,8 +60,8 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 		}
 	}
 	if !found {
-		in, err = FromSandbox(cfg, s.eng, host)
-		if errors.Is(err, errNoDNSConfig) {
+		in, err = podfacts.FromSandbox(sb, s.eng, host)
+		if errors.Is(err, podfacts.ErrNoDNSConfig) {
 			s.m.sandboxes.WithLabelValues(sourceNone, "skipped").Inc()
 			log.Debug("sandbox config has no dns_config (not from kubelet); forwarded unchanged")
 			return req, false, nil
@@ -84,13 +82,13 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 		return s.failedNoChange(req, source, reason, fmt.Errorf("pod %q (uid %s): %w", namespace+"/"+name, uid, err))
 	}
 
-	over := OverLimits(res.Warnings)
+	over := podfacts.OverLimits(res.Warnings)
 	if len(over) > 0 && s.limits == LimitsReject {
 		for _, w := range over {
 			s.m.limits.WithLabelValues(w.Limit, "rejected").Inc()
 		}
 		s.m.sandboxes.WithLabelValues(source, "rejected").Inc()
-		msg := RejectMessage(namespace, name, uid, over)
+		msg := podfacts.RejectMessage(namespace, name, uid, over)
 		log.Warn("sandbox rejected: DNS limits exceeded", "error", msg)
 		return nil, false, status.Error(codes.InvalidArgument, msg)
 	}
@@ -100,7 +98,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 			level = slog.LevelWarn
 			s.m.limits.WithLabelValues(w.Limit, "trimmed").Inc()
 			if s.events != nil {
-				s.events.Warning(PodRef{Namespace: namespace, Name: name, UID: uid, Labels: cfg.GetLabels()}, w.Reason, w.Message)
+				s.events.Warning(sb.Ref(), w.Reason, w.Message)
 			}
 		}
 		log.Log(ctx, level, "pod DNS warning", "reason", w.Reason, "message", w.Message)
@@ -108,7 +106,7 @@ func (s *Server) rewrite(ctx context.Context, req *runtimeapi.RunPodSandboxReque
 
 	dns := &runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: res.Options}
 	hostname := cfg.GetHostname()
-	if source == sourceAPIServer && !hostNetwork(cfg) && res.Hostname != "" {
+	if source == sourceAPIServer && !sb.HostNetwork && res.Hostname != "" {
 		hostname = res.Hostname
 	}
 	if sameDNS(cfg.GetDnsConfig(), dns) && hostname == cfg.GetHostname() {
@@ -152,41 +150,6 @@ func (s *Server) failed(req *runtimeapi.RunPodSandboxRequest, source, reason str
 	return req, nil
 }
 
-// OverLimits are the warnings of ws that trimmed a limit (Limit set): what
-// limits mode reject refuses.
-func OverLimits(ws []policy.Warning) []policy.Warning {
-	var over []policy.Warning
-	for _, w := range ws {
-		if w.Limit != "" {
-			over = append(over, w)
-		}
-	}
-	return over
-}
-
-// RejectMessage is the error text of a pod refused under limits mode
-// reject: it names the pod, each limit in over (the warnings whose Limit is
-// set) and the values over it. The NRI plugin fails containers with it too.
-func RejectMessage(namespace, name, uid string, over []policy.Warning) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "dnsconfigurer: pod %q (uid %s) exceeds the DNS limits (limits mode reject):", namespace+"/"+name, uid)
-	for i, w := range over {
-		if i > 0 {
-			b.WriteString(";")
-		}
-		switch w.Limit {
-		case policy.LimitNameservers:
-			fmt.Fprintf(&b, " %d nameservers, at most %d allowed; over the limit: %s", w.Before, policy.MaxNameservers, strings.Join(w.Omitted, " "))
-		case policy.LimitSearches:
-			fmt.Fprintf(&b, " %d search paths, at most %d entries of at most %d characters and %d characters in all; over the limit: %s",
-				w.Before, policy.MaxSearchPaths, policy.MaxSearchLength, policy.MaxSearchListChars, strings.Join(w.Omitted, " "))
-		default:
-			fmt.Fprintf(&b, " %s: %s", w.Limit, w.Message)
-		}
-	}
-	return b.String()
-}
-
 func sameDNS(a, b *runtimeapi.DNSConfig) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -204,4 +167,20 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// lookupPod asks the PodLookup for sb's pod, through PodFor when it has
+// it. A pod that another PodLookup returns whose namespace or name is not
+// the sandbox's is refused.
+func (s *Server) lookupPod(ctx context.Context, sb podfacts.SandboxPod) (policy.Input, bool) {
+	if l, ok := s.pods.(podfacts.SandboxLookup); ok {
+		return l.PodFor(ctx, sb)
+	}
+	in, ok := s.pods.Pod(ctx, sb.UID)
+	if ok && (in.Namespace != sb.Namespace || in.Name != sb.Name) {
+		s.log.Warn("pod lookup returned another pod; using the sandbox config",
+			"pod", sb.Namespace+"/"+sb.Name, "uid", sb.UID, "got", in.Namespace+"/"+in.Name)
+		return policy.Input{}, false
+	}
+	return in, ok
 }

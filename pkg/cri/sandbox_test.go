@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +16,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -58,6 +66,35 @@ func kubeletConfig(t *testing.T, eng *policy.Engine, host policy.Host, pod polic
 	return cfg
 }
 
+// TestSandboxOf: what the shim hands pkg/podfacts of a sandbox config.
+func TestSandboxOf(t *testing.T) {
+	dns := &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"team.svc.cluster.local"}, Options: []string{"ndots:5"}}
+	withAll := sandboxConfig("web", "team", "u1", false, dns)
+	withAll.Hostname = "web-0"
+	withAll.Labels = map[string]string{"app": "web"}
+	withAll.Annotations = map[string]string{policy.AnnotationDNSPolicy: "ClusterFirstWithAutopath", configSource: "file"}
+	tests := []struct {
+		name string
+		cfg  *runtimeapi.PodSandboxConfig
+		want podfacts.Sandbox
+	}{
+		{"everything", withAll, podfacts.Sandbox{Namespace: "team", Name: "web", UID: "u1", Hostname: "web-0",
+			Labels: withAll.Labels, Annotations: withAll.Annotations,
+			DNS: &policy.Output{Nameservers: dns.Servers, Searches: dns.Searches, Options: dns.Options}}},
+		{"host network", sandboxConfig("agent", "kube-system", "u2", true, dns), podfacts.Sandbox{Namespace: "kube-system", Name: "agent", UID: "u2",
+			HostNetwork: true, DNS: &policy.Output{Nameservers: dns.Servers, Searches: dns.Searches, Options: dns.Options}}},
+		{"no dns_config", sandboxConfig("crictl", "default", "u3", false, nil), podfacts.Sandbox{Namespace: "default", Name: "crictl", UID: "u3"}},
+		{"no config", nil, podfacts.Sandbox{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SandboxOf(tt.cfg); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("SandboxOf = %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
 var podCases = []struct {
 	name string
 	pod  policy.Input
@@ -87,7 +124,7 @@ func TestRunPodSandboxDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	phost := host.Current().Host()
+	phost := podfacts.HostOf(host.Current())
 	lookup := fakeLookup{}
 	for i, tc := range podCases {
 		tc.pod.Name, tc.pod.Namespace, tc.pod.UID = "pod-"+string(rune('a'+i)), "team", "uid-"+tc.name
@@ -382,7 +419,7 @@ func TestLookupWait(t *testing.T) {
 		min, max time.Duration
 	}{{"api", 300 * time.Millisecond, 3 * time.Second}, {"file", 0, 200 * time.Millisecond}} {
 		cfg := sandboxConfig("etcd", "kube-system", "hash-"+tt.source, false, proto.Clone(dns).(*runtimeapi.DNSConfig))
-		cfg.Annotations = map[string]string{configSourceAnnotation: tt.source}
+		cfg.Annotations = map[string]string{configSource: tt.source}
 		begin := time.Now()
 		if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
 			t.Fatal(err)
@@ -442,5 +479,86 @@ func TestRunPodSandboxLarge(t *testing.T) {
 		if want := []string{"search.team.cluster.local.ap.k8s.io"}; !slices.Equal(got.DnsConfig.GetSearches(), want) {
 			t.Errorf("%s: searches %v, want %v (rewritten)", got.Metadata.Name, got.DnsConfig.GetSearches(), want)
 		}
+	}
+}
+
+// configSource is the annotation kubelet sets on a sandbox to say where
+// its pod came from ("api", or "file" for a static pod).
+const configSource = "kubernetes.io/config.source"
+
+// tenantPod is a pod in namespace ns with uid on node-1, whose hostname
+// names it; mirror, if set, is its kubernetes.io/config.mirror annotation.
+func tenantPod(ns, name, uid, mirror string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(uid)},
+		Spec:       corev1.PodSpec{NodeName: "node-1", DNSPolicy: corev1.DNSClusterFirst, Hostname: "host-of-" + name},
+	}
+	if mirror != "" {
+		pod.Annotations = map[string]string{"kubernetes.io/config.mirror": mirror}
+	}
+	return pod
+}
+
+// startInformer runs a pod informer of node-1 over client until the test
+// ends and waits for its first list.
+func startInformer(t *testing.T, client *fake.Clientset) *podfacts.PodInformer {
+	t.Helper()
+	p, err := podfacts.NewPodInformer(client, "node-1", testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	if !cache.WaitForCacheSync(sctx.Done(), p.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	return p
+}
+
+// TestPodLookupAttack runs 200 sandboxes through the shim, each pod
+// claimed by a tenant pod whose mirror annotation is its UID (the tenant
+// pods are created first and differ in hostname and DNS policy), and
+// counts sandboxes given the tenant's hostname: it must be 0.
+func TestPodLookupAttack(t *testing.T) {
+	const n = 200
+	client := fake.NewClientset()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range n {
+		evil := tenantPod("tenant", fmt.Sprintf("evil-%d", i), fmt.Sprintf("uid-evil-%d", i), fmt.Sprintf("uid-victim-%d", i))
+		evil.Spec.DNSPolicy = corev1.DNSNone
+		evil.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"203.0.113.66"}}
+		victim := tenantPod("team", fmt.Sprintf("victim-%d", i), fmt.Sprintf("uid-victim-%d", i), "")
+		for _, pod := range []*corev1.Pod{evil, victim} {
+			if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := startInformer(t, client)
+	e := newEnv(t, nil, WithPodLookup(p))
+	wrong, missed := 0, 0
+	for i := range n {
+		name, uid := fmt.Sprintf("victim-%d", i), fmt.Sprintf("uid-victim-%d", i)
+		cfg := sandboxConfig(name, "team", uid, false, &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}})
+		cfg.Annotations = map[string]string{configSource: "api"}
+		if _, err := e.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+			t.Fatal(err)
+		}
+		got := e.rt.sandbox(-1)
+		switch {
+		case got.Hostname == "host-of-evil-"+strconv.Itoa(i) || slices.Contains(got.GetDnsConfig().GetServers(), "203.0.113.66"):
+			wrong++
+		case got.Hostname != "host-of-"+name:
+			missed++
+		}
+	}
+	t.Logf("%d sandboxes: %d resolved to the wrong pod, %d not resolved", n, wrong, missed)
+	if wrong != 0 || missed != 0 {
+		t.Errorf("%d of %d lookups resolved to the tenant's pod, %d to none; want 0 and 0", wrong, n, missed)
 	}
 }

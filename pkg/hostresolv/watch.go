@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
@@ -614,21 +613,4 @@ func (w *Watcher) publish(s Snapshot) {
 		}
 		ch <- s
 	}
-}
-
-// Host is the policy engine's view of the snapshot: the config as kubelet
-// reads the file (Raw; the engine applies the loopback rule itself).
-// Err is set only when there is no usable config (Strict mode while the
-// file is broken, or no good read yet); it fails the sandbox as kubelet
-// would. A problem while a last-good config is served does not.
-func (s Snapshot) Host() policy.Host {
-	switch {
-	case s.Err != nil:
-		return policy.Host{Err: fmt.Errorf("%s: %w", s.Path, s.Err)}
-	case s.Disabled:
-		return policy.Host{Disabled: true}
-	}
-	h := policy.HostOf(s.Raw)
-	h.Lines = s.Lines
-	return h
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
@@ -421,31 +420,4 @@ func BenchmarkPropagation(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-}
-
-func TestSnapshotHost(t *testing.T) {
-	bad := errors.New("broken")
-	raw := resolvconf.Config{Nameservers: []string{"127.0.0.53", "1.2.3.4"}, Searches: []string{"a"}, Options: []string{"x"}}
-	tests := []struct {
-		name string
-		in   Snapshot
-		want policy.Host
-	}{
-		{"the file as kubelet reads it, loopback included", Snapshot{Raw: raw, Config: resolvconf.Config{Nameservers: []string{"1.2.3.4"}}},
-			policy.Host{Nameservers: raw.Nameservers, Searches: raw.Searches, Options: raw.Options}},
-		{"disabled", Snapshot{Disabled: true}, policy.Host{Disabled: true}},
-		{"last good with a problem", Snapshot{Raw: resolvconf.Config{Nameservers: []string{"1.2.3.4"}}, Problem: bad},
-			policy.Host{Nameservers: []string{"1.2.3.4"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.in.Host(); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Host = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-	got := Snapshot{Path: "/r", Err: bad}.Host()
-	if !errors.Is(got.Err, bad) || got.Err.Error() != "/r: broken" {
-		t.Errorf("Host(err) = %+v", got)
-	}
 }

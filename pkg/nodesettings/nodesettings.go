@@ -78,7 +78,7 @@ func HostOf(s hostresolv.Snapshot) Host {
 	return h
 }
 
-// Policy is the engine's view of h, as hostresolv.Snapshot.Host gives it
+// Policy is the engine's view of h, as podfacts.HostOf gives it
 // to the agent, named by its path for a trace.
 func (h Host) Policy() policy.Host {
 	var p policy.Host

@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // TestHostRoundTrip: the Host published from a snapshot gives the engine
-// what the agent's own snapshot gives it (hostresolv.Snapshot.Host), named
+// what the agent's own snapshot gives it (podfacts.HostOf), named
 // by its path.
 func TestHostRoundTrip(t *testing.T) {
 	raw := resolvconf.Config{Nameservers: []string{"127.0.0.53", "192.0.2.1"}, Searches: []string{"corp.example"}, Options: []string{"edns0"}}
@@ -33,7 +34,7 @@ func TestHostRoundTrip(t *testing.T) {
 			if h.Healthy != (tc.snap.Problem == nil && tc.snap.Err == nil) || h.Generation != tc.snap.Generation {
 				t.Errorf("HostOf = %+v", h)
 			}
-			got, want := h.Policy(), tc.snap.Host()
+			got, want := h.Policy(), podfacts.HostOf(tc.snap)
 			if (got.Err == nil) != (want.Err == nil) || (got.Err != nil && got.Err.Error() != want.Err.Error()) {
 				t.Errorf("Err = %v, want %v", got.Err, want.Err)
 			}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 )
 
 // logBuffer is a concurrency-safe log sink.
@@ -102,7 +102,7 @@ func TestPodDeletedMidCreation(t *testing.T) {
 		Spec:       corev1.PodSpec{NodeName: "node-1", DNSPolicy: corev1.DNSClusterFirst},
 	})
 	var logs logBuffer
-	inf, err := cri.NewPodInformer(client, "node-1", logs.logger())
+	inf, err := podfacts.NewPodInformer(client, "node-1", logs.logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestPodDeletedMidCreation(t *testing.T) {
 	known := func(uid string) bool { // no wait: an expired context
 		expired, cancel := context.WithTimeout(ctx, 0)
 		defer cancel()
-		_, ok := inf.PodFor(expired, cri.SandboxPod{Namespace: "team", Name: "web", UID: uid})
+		_, ok := inf.PodFor(expired, podfacts.SandboxPod{Namespace: "team", Name: "web", UID: uid})
 		return ok
 	}
 	waitFor(t, "the informer to list the pod", func() bool { return known("u-deleted") })

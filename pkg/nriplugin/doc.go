@@ -12,13 +12,14 @@
 // therefore acts at CreateContainer:
 //
 //   - The pod's facts come from the API server when a lookup is configured
-//     (cri.SandboxLookup, the shim's node-scoped PodInformer, by UID with the
-//     namespace and name checked), else, or for a pod it does not know, from
-//     kubelet's own output: the sandbox resolv.conf that the container's
-//     original /etc/resolv.conf mount points at, read with the shim's
-//     inverse (cri.FromSandbox, policy.Engine.Recover). hostNetwork comes
-//     from the sandbox's namespaces (no network namespace entry), the
-//     autopath selection from the pod annotations.
+//     (podfacts.SandboxLookup, the node-scoped PodInformer the shim uses too,
+//     by UID with the namespace and name checked), else, or for a pod it does
+//     not know, from kubelet's own output: the sandbox resolv.conf that the
+//     container's original /etc/resolv.conf mount points at, read with the
+//     inverse the shim uses too (podfacts.FromSandbox on a podfacts.Sandbox,
+//     policy.Engine.Recover). hostNetwork comes from the sandbox's
+//     namespaces (no network namespace entry), the autopath selection from
+//     the pod annotations.
 //   - The engine (policy.Engine.Compute, the same as the shim's) computes
 //     the pod's config with the node's resolver config, the last-good
 //     snapshot of a hostresolv.Watcher.
@@ -38,9 +39,9 @@
 //
 // Limits: LimitsTrim trims as kubelet does and logs; LimitsReject fails the
 // container (and, with an API server, the sandbox at RunPodSandbox, the
-// only event RunPodSandbox is subscribed for) with cri.RejectMessage. With
-// an API server (WithEvents, the shim's cri.Recorder with source component
-// dnsconfigurer-nri) both post the shim's Warning Events, reason
+// only event RunPodSandbox is subscribed for) with podfacts.RejectMessage.
+// With an API server (WithEvents, podfacts.NewAgentEvents with source
+// component dnsconfigurer-nri) both post the shim's Warning Events, reason
 // DNSConfigForming, one per limit exceeded, on the pod.
 //
 // # Live update
@@ -122,7 +123,9 @@
 // with a backoff doubling from 250ms up to 10s, until its context is done.
 //
 // The package imports the NRI stub and API, client_golang (metrics),
-// pkg/hostresolv (the node config and its changes), pkg/cri (for the pod lookup,
-// the inverse and the reject message), pkg/policy and pkg/resolvconf;
-// pkg/policy, pkg/cri and api/ must not import it.
+// pkg/hostresolv (the node config and its changes), pkg/podfacts (the pod
+// lookup, the inverse, the Events and the reject message), pkg/policy and
+// pkg/resolvconf. It does not import pkg/cri or the CRI API: the shim is
+// a sibling. pkg/policy, pkg/podfacts, pkg/cri and api/ must not import
+// it.
 package nriplugin

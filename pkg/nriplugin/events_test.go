@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -16,9 +16,9 @@ type fakeEvents struct {
 	got []string
 }
 
-var _ cri.EventSink = (*fakeEvents)(nil)
+var _ podfacts.EventSink = (*fakeEvents)(nil)
 
-func (f *fakeEvents) Warning(pod cri.PodRef, reason, message string) {
+func (f *fakeEvents) Warning(pod podfacts.PodRef, reason, message string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, pod.Namespace+"/"+pod.Name+" "+pod.UID+" "+reason+": "+message)

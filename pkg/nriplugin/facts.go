@@ -11,10 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/containerd/nri/pkg/api"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -66,23 +65,19 @@ func (p *Plugin) facts(ctx context.Context, pod *api.PodSandbox, path string, ho
 }
 
 // lookup asks the API server lookup for pod, waiting at most the lookup
-// timeout, and not at all for a static pod, whose mirror pod may come
-// later or never (as the shim does).
+// timeout, and not at all for a static pod (SandboxPod.LookupWait), as the
+// shim does.
 func (p *Plugin) lookup(ctx context.Context, pod *api.PodSandbox) (policy.Input, bool) {
-	sb := cri.SandboxPod{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(), Static: cri.StaticPod(pod.GetAnnotations())}
-	wait := p.lookupTimeout
-	if sb.Static {
-		wait = 0
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	sb := sandboxOf(pod).Pod()
+	ctx, cancel := context.WithTimeout(ctx, sb.LookupWait(p.lookupTimeout))
 	defer cancel()
 	return p.pods.PodFor(ctx, sb)
 }
 
-// fromSandboxFile recovers pod's input from the sandbox resolv.conf kubelet's
-// DNS config was written to, with the shim's inverse (cri.FromSandbox): the
-// file and the sandbox's hostname file next to it become the sandbox
-// config kubelet sent.
+// fromSandboxFile recovers pod's input from the sandbox resolv.conf
+// kubelet's DNS config was written to, with the inverse both agents use
+// (podfacts.FromSandbox): the file and the sandbox's hostname file next
+// to it give kubelet's DNS config and hostname.
 func (p *Plugin) fromSandboxFile(pod *api.PodSandbox, path string, host policy.Host) (policy.Input, error) {
 	data, _, err := safefile.Read(path, maxSandboxFile)
 	if err != nil {
@@ -95,7 +90,10 @@ func (p *Plugin) fromSandboxFile(pod *api.PodSandbox, path string, host policy.H
 	if err != nil {
 		return policy.Input{}, fmt.Errorf("sandbox resolv.conf %q: %w", path, err)
 	}
-	return cri.FromSandbox(sandboxConfig(pod, rc, readHostname(filepath.Join(filepath.Dir(path), "hostname"))), p.eng, host)
+	sb := sandboxOf(pod)
+	sb.Hostname = readHostname(filepath.Join(filepath.Dir(path), "hostname"))
+	sb.DNS = &policy.Output{Nameservers: rc.Nameservers, Searches: rc.Searches, Options: rc.Options}
+	return podfacts.FromSandbox(sb, p.eng, host)
 }
 
 // checkSandboxFile refuses a sandbox file that containerd cannot have
@@ -120,21 +118,11 @@ func checkSandboxFile(data []byte, rc resolvconf.Config) error {
 	return nil
 }
 
-// sandboxConfig is the part of the CRI sandbox config cri.FromSandbox reads,
-// rebuilt from what NRI and the sandbox files say.
-func sandboxConfig(pod *api.PodSandbox, rc resolvconf.Config, hostname string) *runtimeapi.PodSandboxConfig {
-	netMode := runtimeapi.NamespaceMode_POD
-	if hostNetwork(pod) {
-		netMode = runtimeapi.NamespaceMode_NODE
-	}
-	return &runtimeapi.PodSandboxConfig{
-		Metadata:    &runtimeapi.PodSandboxMetadata{Name: pod.GetName(), Namespace: pod.GetNamespace(), Uid: pod.GetUid()},
-		Hostname:    hostname,
-		Annotations: pod.GetAnnotations(),
-		DnsConfig:   &runtimeapi.DNSConfig{Servers: rc.Nameservers, Searches: rc.Searches, Options: rc.Options},
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode}}},
-	}
+// sandboxOf is what NRI says of pod's sandbox. Its DNS config and
+// hostname are not in it: they are in the sandbox's files.
+func sandboxOf(pod *api.PodSandbox) podfacts.Sandbox {
+	return podfacts.Sandbox{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(),
+		Labels: pod.GetLabels(), Annotations: pod.GetAnnotations(), HostNetwork: hostNetwork(pod)}
 }
 
 // hostNetwork reports a sandbox in the node's network namespace: containerd

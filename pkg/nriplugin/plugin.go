@@ -15,8 +15,8 @@ import (
 	"github.com/containerd/nri/pkg/stub"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -49,7 +49,7 @@ type Plugin struct {
 	stateDir string
 
 	log           *slog.Logger
-	pods          cri.SandboxLookup
+	pods          podfacts.SandboxLookup
 	lookupTimeout time.Duration
 	limits        Limits
 	socket        string
@@ -59,7 +59,7 @@ type Plugin struct {
 
 	reg     prometheus.Registerer
 	m       *metrics
-	events  cri.EventSink
+	events  podfacts.EventSink
 	maxPods int
 
 	mu        sync.Mutex          // serialises state dir changes and the maps below
@@ -86,7 +86,7 @@ func WithLogger(l *slog.Logger) Option { return func(p *Plugin) { p.log = l } }
 
 // WithPodLookup takes pod facts from the API server through l, waiting at
 // most timeout for a pod it has not seen yet.
-func WithPodLookup(l cri.SandboxLookup, timeout time.Duration) Option {
+func WithPodLookup(l podfacts.SandboxLookup, timeout time.Duration) Option {
 	return func(p *Plugin) { p.pods, p.lookupTimeout = l, timeout }
 }
 
@@ -95,7 +95,7 @@ func WithRegistry(reg prometheus.Registerer) Option { return func(p *Plugin) { p
 
 // WithEvents posts the DNSConfigForming Warning Events of trimmed and
 // rejected pods to e (default none; it needs an API server).
-func WithEvents(e cri.EventSink) Option { return func(p *Plugin) { p.events = e } }
+func WithEvents(e podfacts.EventSink) Option { return func(p *Plugin) { p.events = e } }
 
 // WithMaxPods bounds how many running pods the plugin remembers for live
 // updates (default DefaultMaxPods).
@@ -206,7 +206,7 @@ func (p *Plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	if !ok {
 		return nil
 	}
-	res, err := p.eng.Compute(in, p.host.Current().Host())
+	res, err := p.eng.Compute(in, podfacts.HostOf(p.host.Current()))
 	if err != nil {
 		return nil // the container fails open at CreateContainer, with a log line
 	}
@@ -303,7 +303,7 @@ func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Conta
 	if err := validUID(uid); err != nil {
 		return nil, stageErr(stageFacts, err)
 	}
-	in, source, err := p.facts(ctx, pod, orig, p.host.Current().Host())
+	in, source, err := p.facts(ctx, pod, orig, podfacts.HostOf(p.host.Current()))
 	if err != nil {
 		return nil, stageErr(stageFacts, err)
 	}
@@ -312,7 +312,7 @@ func (p *Plugin) adjust(ctx context.Context, pod *api.PodSandbox, ctr *api.Conta
 	// and whichever writes last writes the latest node config.
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	res, err := p.eng.Compute(in, p.host.Current().Host())
+	res, err := p.eng.Compute(in, podfacts.HostOf(p.host.Current()))
 	if err != nil {
 		return nil, computeErr(pod, err)
 	}
@@ -356,8 +356,8 @@ func (p *Plugin) postLimits(pod *api.PodSandbox, res policy.Result) {
 	if p.events == nil {
 		return
 	}
-	ref := cri.PodRef{Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(), Labels: pod.GetLabels()}
-	for _, w := range cri.OverLimits(res.Warnings) {
+	ref := sandboxOf(pod).Ref()
+	for _, w := range podfacts.OverLimits(res.Warnings) {
 		p.events.Warning(ref, w.Reason, w.Message)
 	}
 }
@@ -370,11 +370,11 @@ func (e *rejectError) Error() string { return e.msg }
 // checkLimits is a *rejectError for res over the limits in limits mode
 // reject.
 func (p *Plugin) checkLimits(pod *api.PodSandbox, res policy.Result) error {
-	over := cri.OverLimits(res.Warnings)
+	over := podfacts.OverLimits(res.Warnings)
 	if p.limits != LimitsReject || len(over) == 0 {
 		return nil
 	}
-	return &rejectError{cri.RejectMessage(pod.GetNamespace(), pod.GetName(), pod.GetUid(), over)}
+	return &rejectError{podfacts.RejectMessage(pod.GetNamespace(), pod.GetName(), pod.GetUid(), over)}
 }
 
 // resolvPath is where containers see the resolver config.

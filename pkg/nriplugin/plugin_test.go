@@ -13,8 +13,8 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -48,7 +48,7 @@ func hostConfig(t *testing.T, file string) fakeHost {
 // fakeLookup is an API server that knows pods by UID.
 type fakeLookup map[string]policy.Input
 
-func (f fakeLookup) PodFor(_ context.Context, sb cri.SandboxPod) (policy.Input, bool) {
+func (f fakeLookup) PodFor(_ context.Context, sb podfacts.SandboxPod) (policy.Input, bool) {
 	in, ok := f[sb.UID]
 	return in, ok
 }

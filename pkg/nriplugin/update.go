@@ -6,8 +6,8 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -84,7 +84,7 @@ func (p *Plugin) followHost(ctx context.Context) {
 func (p *Plugin) update() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	host := p.host.Current().Host()
+	host := podfacts.HostOf(p.host.Current())
 	changed := 0
 	for uid, f := range p.running {
 		log := p.log.With("pod", podName(f.pod), "uid", uid)
@@ -105,7 +105,7 @@ func (p *Plugin) update() {
 		}
 		changed++
 		p.m.updates.Inc()
-		for _, w := range cri.OverLimits(res.Warnings) {
+		for _, w := range podfacts.OverLimits(res.Warnings) {
 			log.Warn("live update: pod DNS trimmed", "reason", w.Reason, "message", w.Message)
 		}
 		p.postLimits(f.pod, res)

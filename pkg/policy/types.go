@@ -64,7 +64,7 @@ type DNSConfig struct {
 }
 
 // Input is everything about a pod the engine reads. Adapters build it from a
-// v1.Pod (pkg/podspec) or a CRI PodSandboxConfig (pkg/cri).
+// v1.Pod (pkg/podspec) or a runtime's sandbox (pkg/podfacts).
 type Input struct {
 	Name      string
 	Namespace string

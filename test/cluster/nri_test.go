@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 )
 
 // nriMetrics is the NRI plugin's /metrics on the node's loopback
@@ -91,7 +91,7 @@ func testNRILimits(t *testing.T, c *Cluster) {
 		}
 		var sources []string
 		for i, e := range list.Items {
-			if e.Source.Component == cri.ComponentNRI {
+			if e.Source.Component == podfacts.ComponentNRI {
 				event = &list.Items[i]
 				return true, nil
 			}

@@ -62,7 +62,7 @@ var wantRules = map[string][]string{
 		"/services list", "/services watch",
 		"discovery.k8s.io/endpointslices list", "discovery.k8s.io/endpointslices watch",
 	},
-	// pkg/cri: the pod informer of its node, and Events on those pods.
+	// pkg/podfacts: the pod informer of its node, and Events on those pods.
 	"dnsconfigurer-shim": {
 		"/events create", "/events patch",
 		"/pods list", "/pods watch",

@@ -21,7 +21,7 @@
 // The subtest none-shaped-like-cluster-first pins a shim bug: a None pod
 // whose dnsConfig looks like ClusterFirst's (cluster DNS first, the three
 // cluster searches, an ndots option) is taken for ClusterFirst by
-// cri.FromSandbox and gets the node's searches appended.
+// podfacts.FromSandbox and gets the node's searches appended.
 //
 // Run as root after test/e2e/setup.sh:
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
@@ -186,7 +187,7 @@ func startInProcessShim(t *testing.T, ctx context.Context, h *containerd.Harness
 			t.Fatal(err)
 		}
 	}
-	inf, err := cri.NewPodInformer(client, "node-1", log)
+	inf, err := podfacts.NewPodInformer(client, "node-1", log)
 	if err != nil {
 		t.Fatal(err)
 	}

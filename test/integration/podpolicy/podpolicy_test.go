@@ -1,5 +1,5 @@
 // Package podpolicy_test shows the cluster DNS policy of issue 18 against a
-// real kube-apiserver (test/apiserver): the shim's pod lookup (pkg/cri's
+// real kube-apiserver (test/apiserver): the shim's pod lookup (pkg/podfacts'
 // pod informer with the metadata-only namespace informer, wired as
 // `dnsconfigurer shim --namespace-labels` wires them, with the credentials
 // of deploy/shim/rbac.yaml's ClusterRole plus its commented namespaces
@@ -41,6 +41,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
@@ -139,8 +140,8 @@ func (f *fakeRuntime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSan
 type shim struct {
 	client     runtimeapi.RuntimeServiceClient
 	runtime    *fakeRuntime
-	pods       *cri.PodInformer
-	namespaces *cri.NamespaceInformer
+	pods       *podfacts.PodInformer
+	namespaces *podfacts.NamespaceInformer
 }
 
 // startShim runs the shim with cfg's credentials and eng's policy in front
@@ -188,11 +189,11 @@ func startShim(t *testing.T, cfg *rest.Config, eng *policy.Engine) *shim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	namespaces, err := cri.NewNamespaceInformer(meta, log)
+	namespaces, err := podfacts.NewNamespaceInformer(meta, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := cri.NewPodInformer(client, node, log, cri.WithNamespaces(namespaces))
+	pods, err := podfacts.NewPodInformer(client, node, log, podfacts.WithNamespaces(namespaces))
 	if err != nil {
 		t.Fatal(err)
 	}

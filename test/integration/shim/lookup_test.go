@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
@@ -35,11 +36,11 @@ func fromAPI(t *testing.T, eng *policy.Engine, pod *corev1.Pod, req *runtimeapi.
 }
 
 // fromSandbox is what the shim sends when the lookup does not find the pod:
-// the engine's result for what cri.FromSandbox recovers from the sandbox
+// the engine's result for what podfacts.FromSandbox recovers from the sandbox
 // config, with kubelet's hostname.
 func fromSandbox(t *testing.T, eng *policy.Engine, req *runtimeapi.RunPodSandboxRequest) string {
 	t.Helper()
-	in, err := cri.FromSandbox(req.Config, eng, testHost)
+	in, err := podfacts.FromSandbox(cri.SandboxOf(req.Config), eng, testHost)
 	if err != nil {
 		t.Fatalf("FromSandbox: %v", err)
 	}
@@ -228,7 +229,7 @@ func TestPodOnAnotherNode(t *testing.T) {
 
 // startedLookup is a PodLookup that reports each lookup as it starts.
 type startedLookup struct {
-	cri.PodLookup
+	podfacts.PodLookup
 	started chan string // the uid, when a lookup starts
 }
 
@@ -252,7 +253,7 @@ func TestPodBoundAfterSandboxCall(t *testing.T) {
 	checkGoroutines(t)
 	started := make(chan string, 1)
 	const timeout = 20 * time.Second
-	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout, lookup: func(p cri.PodLookup) cri.PodLookup {
+	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout, lookup: func(p podfacts.PodLookup) podfacts.PodLookup {
 		return startedLookup{PodLookup: p, started: started}
 	}})
 	eng := newEngine(t)

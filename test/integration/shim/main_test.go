@@ -47,6 +47,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
@@ -195,7 +196,7 @@ func dialShim(t *testing.T, path string) runtimeapi.RuntimeServiceClient {
 type shim struct {
 	client   runtimeapi.RuntimeServiceClient // on the shim's socket
 	runtime  *fakeRuntime
-	informer *cri.PodInformer
+	informer *podfacts.PodInformer
 	reg      *prometheus.Registry
 	requests *requestLog // the API requests of the shim's client
 }
@@ -205,7 +206,7 @@ type shimOptions struct {
 	limits        cri.Limits
 	lookupTimeout time.Duration
 	// lookup wraps the pod informer, e.g. to see when a lookup starts.
-	lookup func(cri.PodLookup) cri.PodLookup
+	lookup func(podfacts.PodLookup) podfacts.PodLookup
 	// node replaces testNode.
 	node *policy.Node
 }
@@ -249,19 +250,19 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 		t.Fatalf("watch resolv.conf: %v", err)
 	}
 	t.Cleanup(func() { <-watcher.Done() })
-	informer, err := cri.NewPodInformer(client, node, log)
+	informer, err := podfacts.NewPodInformer(client, node, log)
 	if err != nil {
 		cancel()
 		t.Fatalf("pod informer: %v", err)
 	}
 	wg.Go(func() { informer.Run(ctx) })
 	reg := prometheus.NewRegistry()
-	rec, stopEvents, err := cri.NewAgentEvents(client, cri.ComponentShim, node, reg)
+	rec, stopEvents, err := podfacts.NewAgentEvents(client, podfacts.ComponentShim, node, reg)
 	if err != nil {
 		stopAll()
 		t.Fatalf("events: %v", err)
 	}
-	var lookup cri.PodLookup = informer
+	var lookup podfacts.PodLookup = informer
 	if o.lookup != nil {
 		lookup = o.lookup(informer)
 	}

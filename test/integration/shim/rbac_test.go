@@ -77,7 +77,7 @@ func loadRBAC(t *testing.T) shimRBAC {
 }
 
 // TestRBACManifest checks deploy/shim/rbac.yaml: exactly the rules the
-// shim's client-go use needs (pkg/cri lookup.go: an informer on pods, list
+// shim's client-go use needs (pkg/podfacts lookup.go: an informer on pods, list
 // and watch; events.go: core/v1 Events through an EventRecorder, create and
 // patch), bound to its ServiceAccount. TestShimCommand shows the shim works
 // with this role.

@@ -1,4 +1,4 @@
-package cri
+package podfacts
 
 import (
 	"context"
@@ -57,11 +57,11 @@ func NewNamespaceInformer(client metadata.Interface, log *slog.Logger) (*Namespa
 	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = policy.AnnotationDNSPolicy }).Informer()
 	if err := inf.SetTransform(slimNamespace); err != nil {
-		return nil, fmt.Errorf("cri: namespace informer: %w", err)
+		return nil, fmt.Errorf("podfacts: namespace informer: %w", err)
 	}
 	n := &NamespaceInformer{informer: inf, log: log.With("component", "cri")}
 	if err := inf.SetWatchErrorHandlerWithContext(n.watchError); err != nil {
-		return nil, fmt.Errorf("cri: namespace informer: %w", err)
+		return nil, fmt.Errorf("podfacts: namespace informer: %w", err)
 	}
 	return n, nil
 }

@@ -1,9 +1,8 @@
-package cri
+package podfacts
 
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -153,49 +152,5 @@ func TestNamespaceInformerForbidden(t *testing.T) {
 	}
 	if ns.HasSynced() {
 		t.Error("synced without a list")
-	}
-}
-
-// Without the API server (the sandbox config alone), the namespace label is
-// unknown: the cluster default and the annotation decide.
-func TestFromSandboxClusterDefault(t *testing.T) {
-	two := 2
-	n := testNode
-	n.DefaultPolicy, n.Ndots = policy.ClusterFirstWithAutopath, &two
-	eng, err := policy.New(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubelet, err := policy.New(testNode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := policy.Host{Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example"}}
-	for _, tc := range []struct {
-		name     string
-		pod      policy.Input
-		wantType policy.Type
-		wantOpts []string
-	}{
-		{"ClusterFirst", policy.Input{Policy: policy.ClusterFirst}, policy.TypeAutopath, []string{"ndots:2"}},
-		{"annotation opts out", policy.Input{Policy: policy.ClusterFirst, PolicyAnnotation: "ClusterFirst"}, policy.TypeCluster, []string{"ndots:2"}},
-		{"hostNetwork", policy.Input{Policy: policy.ClusterFirstWithHostNet, HostNetwork: true}, policy.TypeCluster, []string{"ndots:2"}},
-		{"Default", policy.Input{Policy: policy.Default}, policy.TypeHost, []string{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.pod.Name, tc.pod.Namespace, tc.pod.UID = "p", "team", "uid-p"
-			cfg := kubeletConfig(t, kubelet, host, tc.pod)
-			in, err := FromSandbox(cfg, eng, host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := eng.Compute(in, host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Type != tc.wantType || !slices.Equal(res.Options, tc.wantOpts) {
-				t.Errorf("got %s %q, want %s %q", res.Type, res.Options, tc.wantType, tc.wantOpts)
-			}
-		})
 	}
 }

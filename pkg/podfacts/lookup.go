@@ -1,12 +1,14 @@
-package cri
+package podfacts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -121,7 +122,7 @@ const (
 // field selector spec.nodeName=<node>. Call Run.
 func NewPodInformer(client kubernetes.Interface, node string, log *slog.Logger, opts ...InformerOption) (*PodInformer, error) {
 	if node == "" {
-		return nil, fmt.Errorf("cri: pod lookup needs the node name")
+		return nil, errors.New("podfacts: pod lookup needs the node name")
 	}
 	if log == nil {
 		log = slog.Default()
@@ -157,7 +158,7 @@ func NewPodInformer(client kubernetes.Interface, node string, log *slog.Logger, 
 		return keys, nil
 	}})
 	if err := p.informer.SetTransform(slimPod); err != nil {
-		return nil, fmt.Errorf("cri: pod informer: %w", err)
+		return nil, fmt.Errorf("podfacts: pod informer: %w", err)
 	}
 	notify := func(any) {
 		p.mu.Lock()
@@ -169,7 +170,7 @@ func NewPodInformer(client kubernetes.Interface, node string, log *slog.Logger, 
 		AddFunc:    notify,
 		UpdateFunc: func(_, obj any) { notify(obj) },
 	}); err != nil {
-		return nil, fmt.Errorf("cri: pod informer: %w", err)
+		return nil, fmt.Errorf("podfacts: pod informer: %w", err)
 	}
 	return p, nil
 }
@@ -316,10 +317,14 @@ func (p *PodInformer) match(sb SandboxPod, anyName bool) (*corev1.Pod, []string)
 	}
 }
 
-// staticSandbox reports a sandbox of a pod kubelet did not get from the
-// API server (a static pod: its UID is its config hash).
-func staticSandbox(cfg *runtimeapi.PodSandboxConfig) bool {
-	return StaticPod(cfg.GetAnnotations())
+// LookupWait is how long an agent waits for sb's pod, given its lookup
+// timeout: not at all for a static pod, whose mirror pod may come later
+// or never.
+func (sb SandboxPod) LookupWait(timeout time.Duration) time.Duration {
+	if sb.Static {
+		return 0
+	}
+	return timeout
 }
 
 // StaticPod reports, from the pod annotations kubelet hands the runtime
@@ -329,22 +334,4 @@ func staticSandbox(cfg *runtimeapi.PodSandboxConfig) bool {
 func StaticPod(annotations map[string]string) bool {
 	src := annotations[configSourceAnnotation]
 	return src != "" && src != "api"
-}
-
-// lookupPod asks the PodLookup for the pod of the sandbox cfg describes,
-// through PodFor when it has it. A pod that another PodLookup returns
-// whose namespace or name is not the sandbox's is refused.
-func (s *Server) lookupPod(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (policy.Input, bool) {
-	md := cfg.GetMetadata()
-	sb := SandboxPod{Namespace: md.GetNamespace(), Name: md.GetName(), UID: md.GetUid(), Static: staticSandbox(cfg)}
-	if l, ok := s.pods.(SandboxLookup); ok {
-		return l.PodFor(ctx, sb)
-	}
-	in, ok := s.pods.Pod(ctx, sb.UID)
-	if ok && (in.Namespace != sb.Namespace || in.Name != sb.Name) {
-		s.log.Warn("pod lookup returned another pod; using the sandbox config",
-			"pod", sb.Namespace+"/"+sb.Name, "uid", sb.UID, "got", in.Namespace+"/"+in.Name)
-		return policy.Input{}, false
-	}
-	return in, ok
 }
