@@ -315,7 +315,7 @@ func (w *watcher) problem(err error) {
 }
 
 func (w *watcher) report(err error) {
-	w.o.log.Warn("file watch problem; changes are still polled", "paths", w.paths, "every", w.o.poll, "err", err)
+	w.o.log.Warn("file watch problem", "paths", w.paths, "poll", w.o.poll, "err", err)
 	if w.o.onError != nil {
 		w.o.onError(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -514,5 +515,18 @@ func TestResolve(t *testing.T) {
 				t.Errorf("resolve(%q) = %q, %q; want %q, %q", tt.path, links, final, tt.links, tt.final)
 			}
 		})
+	}
+}
+
+// TestWatchProblemOnce: a problem of the watch is logged and passed to
+// OnError once until it changes.
+func TestWatchProblemOnce(t *testing.T) {
+	var got []string
+	w := &watcher{o: options{log: slog.New(slog.DiscardHandler), onError: func(err error) { got = append(got, err.Error()) }}}
+	for _, err := range []error{errors.New("a"), errors.New("a"), nil, errors.New("a"), errors.New("b"), errors.New("b")} {
+		w.problem(err)
+	}
+	if want := []string{"a", "a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("OnError got %q, want %q", got, want)
 	}
 }
