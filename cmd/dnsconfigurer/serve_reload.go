@@ -10,14 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
-// reloadInterval is how often the --config file is read for changes (a
-// ConfigMap update replaces the file behind a symlink, which inotify on the
-// path does not always see; reading 1 MiB at most every 2 s is cheap).
+// reloadInterval is how often the --config file is stat'ed besides its file
+// events (filewatch's poll).
 var reloadInterval = 2 * time.Second
 
 // reloader watches the --config file and, when its content changes,
@@ -49,15 +49,15 @@ type reloader struct {
 }
 
 func (r *reloader) run(ctx context.Context) error {
-	r.last, _ = r.fingerprint()
-	tick := time.NewTicker(reloadInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	changes, err := filewatch.Watch(ctx, []string{r.f.config}, filewatch.WithPoll(reloadInterval), filewatch.WithLogger(r.log))
+	if err != nil {
+		if ctx.Err() != nil {
 			return nil
-		case <-tick.C:
 		}
+		return err
+	}
+	r.last, _ = r.fingerprint()
+	for range changes {
 		sum, err := r.fingerprint()
 		if err != nil || sum == r.last {
 			if err != nil {
@@ -68,6 +68,7 @@ func (r *reloader) run(ctx context.Context) error {
 		r.last = sum
 		_ = r.reload(ctx) // logged and counted
 	}
+	return nil
 }
 
 func (r *reloader) fingerprint() ([32]byte, error) {

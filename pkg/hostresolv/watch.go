@@ -4,19 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -133,8 +129,9 @@ func WithDebounce(quiet, maxWait time.Duration) Option {
 	return func(o *options) { o.debounce, o.maxWait = quiet, maxWait }
 }
 
-// WithResync sets a periodic re-read that catches changes no filesystem
-// event reports, e.g. a bind-mounted file (default 30s; 0 disables).
+// WithResync sets how often the files are stat'ed (filewatch's poll), which
+// catches changes no filesystem event reports, e.g. on a file system
+// without inotify (default 30s; 0 disables).
 func WithResync(d time.Duration) Option { return func(o *options) { o.resync = d } }
 
 // WithAutoPaths sets the files Auto uses (defaults DefaultPath and
@@ -149,11 +146,7 @@ type Watcher struct {
 	path     string // as given: a file, Auto or ""
 	o        options
 	m        *metrics
-	fsw      *fsnotify.Watcher
-	dirs     map[string]bool // directories watched
-	watched  map[string]bool // files watched themselves (see rewatch)
-	names    map[string]bool // base names whose events matter
-	switched bool            // Auto is on systemd-resolved's file
+	switched bool // Auto is on systemd-resolved's file
 
 	mu   sync.Mutex
 	cur  Snapshot
@@ -169,16 +162,16 @@ type Watcher struct {
 // cannot be set up, or when ctx is done before the first read has finished
 // (the error then wraps ctx.Err()).
 //
-// Files are read with resolvconf.ReadFile: a file over 10 MiB is refused
-// before it is read, and a named pipe or device in the file's place is
-// refused without blocking. Every step that can block in the kernel (the
-// reads, stats and directory watches; a hung network file system can stall
-// any of them) runs on its own goroutine while the watcher waits for it or
-// for ctx, so Watch and the watch loop return as soon as ctx is done; a step
-// still blocked then finishes, or stays blocked, on its own.
+// The files are watched with internal/filewatch. They are read with
+// resolvconf.ReadFile: a file over 10 MiB is refused before it is read, and
+// a named pipe or device in the file's place is refused without blocking.
+// Every step that can block in the kernel (the reads, stats and directory
+// watches; a hung network file system can stall any of them) runs on its
+// own goroutine while the watcher waits for it or for ctx, so Watch and the
+// watch loop return as soon as ctx is done; a step still blocked then
+// finishes, or stays blocked, on its own.
 func Watch(ctx context.Context, path string, opts ...Option) (*Watcher, error) {
-	w := &Watcher{path: path, subs: map[chan Snapshot]struct{}{}, done: make(chan struct{}),
-		dirs: map[string]bool{}, names: map[string]bool{}}
+	w := &Watcher{path: path, subs: map[chan Snapshot]struct{}{}, done: make(chan struct{})}
 	w.o = options{log: slog.New(slog.DiscardHandler), debounce: 10 * time.Millisecond, maxWait: 100 * time.Millisecond,
 		resync: 30 * time.Second, primary: DefaultPath, resolved: SystemdResolved, read: resolvconf.ReadFile}
 	for _, opt := range opts {
@@ -195,24 +188,21 @@ func Watch(ctx context.Context, path string, opts ...Option) (*Watcher, error) {
 		close(w.done)
 		return w, nil
 	}
-	w.fsw, err = fsnotify.NewWatcher()
-	if err != nil {
-		return nil, fmt.Errorf("watch %q: %w", path, err)
+	fopts := []filewatch.Option{filewatch.WithLogger(w.o.log), filewatch.WithDebounce(w.o.debounce, w.o.maxWait),
+		filewatch.WithPoll(w.o.resync), filewatch.OnError(func(error) { w.m.errors.WithLabelValues("watch").Inc() })}
+	if path == Auto {
+		fopts = append(fopts, filewatch.AllowMissing(w.o.resolved)) // systemd-resolved may not run here
 	}
-	var werr error
-	if !safefile.Await(ctx, func() {
-		if werr = w.rewatch(); werr == nil {
-			w.reload(true)
+	changes, err := filewatch.Watch(ctx, w.files(), fopts...)
+	if err != nil {
+		return nil, err
+	}
+	if !safefile.Await(ctx, func() { w.reload(true) }) {
+		for range changes { // the watch stops with ctx
 		}
-	}) {
-		w.fsw.Close()
 		return nil, fmt.Errorf("watch %q: %w", path, ctx.Err())
 	}
-	if werr != nil {
-		w.fsw.Close()
-		return nil, werr
-	}
-	go w.run(ctx)
+	go w.run(ctx, changes)
 	return w, nil
 }
 
@@ -256,9 +246,12 @@ func (w *Watcher) Subscribe() (<-chan Snapshot, func()) {
 	}
 }
 
-func (w *Watcher) run(ctx context.Context) {
+// run re-reads the files after every change filewatch reports, until ctx
+// is done.
+func (w *Watcher) run(ctx context.Context, changes <-chan struct{}) {
 	defer func() {
-		w.fsw.Close()
+		for range changes { // the watch stops with ctx
+		}
 		w.mu.Lock()
 		close(w.done)
 		for ch := range w.subs {
@@ -267,30 +260,20 @@ func (w *Watcher) run(ctx context.Context) {
 		w.subs = nil
 		w.mu.Unlock()
 	}()
-	var (
-		quiet   = time.NewTimer(0)
-		confirm = time.NewTimer(0)
-		pending bool
-		first   time.Time
-		tick    <-chan time.Time
-	)
-	<-quiet.C
-	<-confirm.C
+	confirm := time.NewTimer(time.Hour)
+	confirm.Stop()
 	defer confirm.Stop()
 	// A problem is confirmed by a second read before it is published: an
 	// in-place writer truncates the file before writing it, and a read in
 	// between sees an empty file for a moment.
-	var problemStat [2]fileStat
+	var problemStat [2]filewatch.Stamp
 	// check re-reads the file; it returns false when ctx was done first.
 	check := func(final bool) bool {
 		var (
 			published bool
-			st        [2]fileStat
+			st        [2]filewatch.Stamp
 		)
 		if !safefile.Await(ctx, func() {
-			if err := w.rewatch(); err != nil {
-				w.o.log.Warn("cannot watch", "path", w.path, "err", err)
-			}
 			if published = w.reload(final); !published {
 				st = w.stamp()
 			}
@@ -303,66 +286,28 @@ func (w *Watcher) run(ctx context.Context) {
 		}
 		return true
 	}
-	onEvent := func(ev fsnotify.Event) {
-		if !w.names[filepath.Base(ev.Name)] {
-			return
-		}
-		now := time.Now()
-		if !pending {
-			pending, first = true, now
-		}
-		d := w.o.debounce
-		if rest := w.o.maxWait - now.Sub(first); rest < d {
-			d = max(rest, 0)
-		}
-		confirm.Stop()
-		quiet.Reset(d)
-	}
-	if w.o.resync > 0 {
-		t := time.NewTicker(w.o.resync)
-		defer t.Stop()
-		tick = t.C
-	}
 	for {
 		select {
 		case <-ctx.Done():
-			quiet.Stop()
 			return
-		case ev, ok := <-w.fsw.Events:
-			if !ok {
-				return
-			}
-			onEvent(ev)
-		case err, ok := <-w.fsw.Errors:
-			if !ok {
-				return
-			}
-			w.o.log.Warn("file watch error; re-reading", "path", w.path, "err", err)
-			w.m.errors.WithLabelValues("watch").Inc()
-			pending = false
-			if !check(true) {
-				return
-			}
-		case <-quiet.C:
-			pending = false
-			if !check(false) {
+		case _, ok := <-changes:
+			if !ok || !check(false) {
 				return
 			}
 		case <-confirm.C:
 			// The confirming read waits while the file is still being
-			// written: an event already waiting (select picks at random
+			// written: a change already reported (select picks at random
 			// among ready cases), or a file that changed since the read
 			// that saw the problem.
 			select {
-			case ev, ok := <-w.fsw.Events:
-				if !ok {
+			case _, ok := <-changes:
+				if !ok || !check(false) {
 					return
 				}
-				onEvent(ev)
 				continue
 			default:
 			}
-			var st [2]fileStat
+			var st [2]filewatch.Stamp
 			if !safefile.Await(ctx, func() { st = w.stamp() }) {
 				return
 			}
@@ -374,38 +319,15 @@ func (w *Watcher) run(ctx context.Context) {
 			if !check(true) {
 				return
 			}
-		case <-tick:
-			if !check(false) {
-				return
-			}
 		}
 	}
 }
 
-// fileStat is what tells one version of a file from the next.
-type fileStat struct {
-	ino, size int64
-	mtime     int64
-	err       bool
-}
-
-func statOf(path string) fileStat {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStat{err: true}
-	}
-	st := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = int64(sys.Ino)
-	}
-	return st
-}
-
 // stamp tells the current versions of the files the config may come from.
-func (w *Watcher) stamp() [2]fileStat {
-	var st [2]fileStat
+func (w *Watcher) stamp() [2]filewatch.Stamp {
+	var st [2]filewatch.Stamp
 	for i, f := range w.files() {
-		st[i] = statOf(f)
+		st[i] = filewatch.Stat(f)
 	}
 	return st
 }
@@ -416,76 +338,6 @@ func (w *Watcher) files() []string {
 		return []string{w.o.primary, w.o.resolved}
 	}
 	return []string{w.path}
-}
-
-// rewatch watches the directory of every file and of every hop of its
-// symlink chain, so renames over the file, re-pointed links and changes of
-// the link target are all seen; and the file at the end of each chain
-// itself, so an in-place write is seen when it comes through another path
-// than ours: the node's /etc/resolv.conf bind-mounted as a file into the
-// container (deploy/ mounts it so) is written through the node's path, and
-// the watch on the container's /etc never hears of it.
-func (w *Watcher) rewatch() error {
-	dirs := map[string]bool{}
-	names := map[string]bool{}
-	files := map[string]bool{}
-	for _, f := range w.files() {
-		p := f
-		for hop := 0; hop < 16; hop++ {
-			abs, err := filepath.Abs(p)
-			if err != nil {
-				return fmt.Errorf("watch %q: %w", f, err)
-			}
-			dirs[filepath.Dir(abs)] = true
-			names[filepath.Base(abs)] = true
-			target, err := os.Readlink(abs)
-			if err != nil {
-				files[abs] = true
-				break
-			}
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(abs), target)
-			}
-			p = target
-		}
-	}
-	var firstErr error
-	for d := range dirs {
-		if w.dirs[d] {
-			continue
-		}
-		if err := w.fsw.Add(d); err != nil {
-			if errors.Is(err, fs.ErrNotExist) && w.path == Auto && d != filepath.Dir(w.o.primary) {
-				continue // systemd-resolved is not running here
-			}
-			if firstErr == nil {
-				firstErr = fmt.Errorf("watch directory %q: %w", d, err)
-			}
-			continue
-		}
-		w.dirs[d] = true
-	}
-	for d := range w.dirs {
-		if !dirs[d] {
-			w.fsw.Remove(d)
-			delete(w.dirs, d)
-		}
-	}
-	// Added again at every check: a file replaced by a rename is a new
-	// inode, and its old watch went with the old one.
-	for f := range files {
-		if err := w.fsw.Add(f); err != nil && !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
-			firstErr = fmt.Errorf("watch file %q: %w", f, err)
-		}
-	}
-	for f := range w.watched {
-		if !files[f] {
-			w.fsw.Remove(f)
-		}
-	}
-	w.watched = files
-	w.names = names
-	return firstErr
 }
 
 // reload reads the file and publishes a snapshot when something changed. A

@@ -67,13 +67,17 @@
 //
 // # Reloads
 //
-// A Source (NewSource, then Run) reads the file at start and checks it
-// every interval (WithInterval, 5 s by default, as CoreDNS): a check stats
-// the file (following symlinks, so a ConfigMap's swapped ..data link is
-// seen) and reads it when its inode, size or mtime changed, when the last
-// read failed, or while its mtime is within 2 s of the read (a write in the
-// same mtime tick of a coarse file system would be missed otherwise). A
-// read whose content is unchanged (SHA-256) keeps the table. Lookup reads
+// A Source (NewSource, then Run) reads the file at start and watches it
+// with internal/filewatch: file events on its directory and every symlink
+// hop (so a ConfigMap's swapped ..data link is seen), and a stat every
+// interval (WithInterval, 5 s by default, as CoreDNS). Each change is a
+// check: it stats the file (following symlinks) and reads it when its
+// inode, size or mtime changed, when the last read failed, or while its
+// mtime is within 2 s of the read (a write in the same mtime tick of a
+// coarse file system would be missed otherwise). A check that leaves the
+// file unsettled (a failed read, such an mtime, an emptied file) is
+// repeated after interval. A read whose content is unchanged (SHA-256)
+// keeps the table. Lookup reads
 // the table in service through an atomic pointer; a new table replaces it
 // whole, so a query sees one version of the file.
 //

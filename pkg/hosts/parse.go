@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 )
 
@@ -237,27 +237,15 @@ func ParseConfig(r io.Reader, cfg Config) (*Table, []Warning, error) {
 // before a byte is read, and one that grows past it while read is
 // ErrTooLarge too. It also returns what tells this version of the file from
 // the next. Errors name the file.
-func readFile(path string) ([]byte, fileStamp, error) {
+func readFile(path string) ([]byte, filewatch.Stamp, error) {
 	data, fi, err := safefile.Read(path, MaxFileSize)
 	switch {
 	case errors.Is(err, safefile.ErrTooLarge):
-		return nil, fileStamp{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		return nil, filewatch.Stamp{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
 	case errors.Is(err, safefile.ErrNotRegular):
-		return nil, fileStamp{}, fmt.Errorf("%w: %w", ErrNotRegular, err)
+		return nil, filewatch.Stamp{}, fmt.Errorf("%w: %w", ErrNotRegular, err)
 	case err != nil:
-		return nil, fileStamp{}, err
+		return nil, filewatch.Stamp{}, err
 	}
-	return data, stampOf(fi), nil
-}
-
-// fileStamp is what tells one version of a file from the next: a rename
-// over it changes the inode, an in-place write the size or the mtime.
-type fileStamp struct {
-	ino   uint64
-	size  int64
-	mtime int64 // Unix nanoseconds
-}
-
-func stampOf(fi fs.FileInfo) fileStamp {
-	return fileStamp{ino: inode(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	return data, filewatch.StampOf(fi), nil
 }

@@ -15,18 +15,13 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 )
 
-// DefaultInterval is how often a Source checks its file (CoreDNS's hosts
+// DefaultInterval is how often a Source stats its file (CoreDNS's hosts
 // plugin reload default).
 const DefaultInterval = 5 * time.Second
-
-// racyWindow: a file whose mtime is this close to the time it was read may
-// still be written to within the same mtime tick (file systems with coarse
-// timestamps), so its stamp is not trusted and it is read again at the
-// next check.
-const racyWindow = 2 * time.Second
 
 // Option configures a Source.
 type Option func(*options)
@@ -39,8 +34,9 @@ type options struct {
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithInterval sets how often the file is checked (default DefaultInterval;
-// it must be positive).
+// WithInterval sets how often the file is stat'ed besides its file events,
+// and checked again while the last check left it unsettled (default
+// DefaultInterval; it must be positive).
 func WithInterval(d time.Duration) Option { return func(o *options) { o.interval = d } }
 
 // Status is the state of a Source.
@@ -79,11 +75,11 @@ type Source struct {
 	table atomic.Pointer[Table]
 
 	// The poller's state, used by one check at a time.
-	stamp     fileStamp
-	haveStamp bool      // stamp is the version of the file in service
-	hash      [32]byte  // of the file in service
-	emptySeen fileStamp // an empty file seen once, to be confirmed
-	lastErr   string    // the problem of the last read, "" if none
+	stamp     filewatch.Stamp
+	haveStamp bool            // stamp is the version of the file in service
+	hash      [32]byte        // of the file in service
+	emptySeen filewatch.Stamp // an empty file seen once, to be confirmed
+	lastErr   string          // the problem of the last read, "" if none
 
 	mu       sync.Mutex
 	cfg      compiled
@@ -175,23 +171,48 @@ func (s *Source) SetConfig(cfg Config) error {
 	return nil
 }
 
-// Run checks the file every interval until ctx is done, then returns nil.
-// A check stats the file and reads it when its inode, size or mtime
-// changed, or when the last read failed. It may be called once.
+// Run watches the file until ctx is done, then returns nil. A check runs
+// at start, after each change internal/filewatch reports (file events, and
+// a stat every interval), and again after interval while the last check
+// left the file unsettled. A check stats the file and reads it when its
+// inode, size or mtime changed, when the last read failed, or while its
+// mtime is within its tick. It may be called once.
 func (s *Source) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return errors.New("hosts: Run called twice")
 	}
-	t := time.NewTicker(s.o.interval)
-	defer t.Stop()
+	changes, err := filewatch.Watch(ctx, []string{s.path}, filewatch.WithLogger(s.log),
+		filewatch.WithPoll(s.o.interval), filewatch.AllowMissing(s.path))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("hosts: %w", err)
+	}
+	defer func() {
+		for range changes { // the watch stops with ctx
+		}
+	}()
+	retry := time.NewTimer(s.o.interval)
+	defer retry.Stop()
 	for {
+		// The first check sees a change made before the watch began.
+		if !safefile.Await(ctx, s.check) {
+			return nil
+		}
+		if s.haveStamp {
+			retry.Stop()
+		} else {
+			retry.Reset(s.o.interval)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
-			if !safefile.Await(ctx, s.check) {
+		case _, ok := <-changes:
+			if !ok {
 				return nil
 			}
+		case <-retry.C:
 		}
 	}
 }
@@ -199,7 +220,7 @@ func (s *Source) Run(ctx context.Context) error {
 // check reads the file if it may have changed, and publishes what it finds.
 func (s *Source) check() {
 	if s.haveStamp && s.lastErr == "" {
-		if fi, err := os.Stat(s.path); err == nil && stampOf(fi) == s.stamp {
+		if fi, err := os.Stat(s.path); err == nil && filewatch.StampOf(fi) == s.stamp {
 			return
 		}
 	}
@@ -221,7 +242,7 @@ func (s *Source) check() {
 	}
 	sum := sha256.Sum256(data)
 	// Not trusted while the file may still change within its mtime tick.
-	trust := now.Sub(time.Unix(0, st.mtime)).Abs() >= racyWindow
+	trust := st.Settled(now)
 	if s.fileOK && sum == s.hash {
 		s.good(now)
 		s.stamp, s.haveStamp = st, trust
@@ -242,7 +263,7 @@ func (s *Source) check() {
 	}
 	s.good(now)
 	s.file, s.fileOK, s.hash = p, true, sum
-	s.stamp, s.haveStamp, s.emptySeen = st, trust, fileStamp{}
+	s.stamp, s.haveStamp, s.emptySeen = st, trust, filewatch.Stamp{}
 	s.reloads++
 	s.status.Warnings = p.warnings
 	s.publish(t)

@@ -9,12 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 )
 
 // certReloader serves the latest good certificate and key from two files.
@@ -112,59 +111,23 @@ func (c *certReloader) reload() {
 	}
 }
 
-// watch watches the files' directories, which also sees the files replaced
-// by a rename or a Secret volume's ..data symlink swap. Call run to act on
-// the events.
-func (c *certReloader) watch() (*fsnotify.Watcher, error) {
-	w, err := fsnotify.NewWatcher()
+// watch watches both files until ctx is done (internal/filewatch: their
+// directories, which also sees renames and a Secret volume's ..data swap,
+// and a stat poll). Call run to act on the changes.
+func (c *certReloader) watch(ctx context.Context) (<-chan struct{}, error) {
+	changes, err := filewatch.Watch(ctx, []string{c.certFile, c.keyFile},
+		filewatch.WithDebounce(c.debounce, 0), filewatch.WithLogger(c.log))
 	if err != nil {
 		return nil, fmt.Errorf("watch certificate files: %w", err)
 	}
-	for _, dir := range uniq(filepath.Dir(c.certFile), filepath.Dir(c.keyFile)) {
-		if err := w.Add(dir); err != nil {
-			w.Close()
-			return nil, fmt.Errorf("watch %q: %w", dir, err)
-		}
-	}
-	return w, nil
+	return changes, nil
 }
 
-// run reloads after every burst of changes until ctx is done, then closes
-// w.
-func (c *certReloader) run(ctx context.Context, w *fsnotify.Watcher) {
-	defer w.Close()
+// run reloads after every burst of changes until the watch stops.
+func (c *certReloader) run(changes <-chan struct{}) {
 	// A change between the first load and the watch would go unseen.
 	c.reload()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			if ev.Op == fsnotify.Chmod {
-				continue
-			}
-			// Coalesce the certificate and key writes of one rotation.
-			timer.Reset(c.debounce)
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			c.log.Warn("certificate file watch error", "err", err)
-		case <-timer.C:
-			c.reload()
-		}
+	for range changes {
+		c.reload()
 	}
-}
-
-func uniq(a, b string) []string {
-	if a == b {
-		return []string{a}
-	}
-	return []string{a, b}
 }

@@ -26,10 +26,11 @@
 // within the body progress timeout (2 s), the whole body within the read
 // timeout. With a client CA (WithClientCAFile), /validate answers only
 // clients with a certificate it signed. The certificate and key are re-read
-// when their files change (fsnotify on their directories, which also sees a
-// Secret volume's symlink swap); each new TLS handshake takes the latest
-// good pair, so established connections are not dropped, and a pair that
-// does not load is logged and leaves the previous one in place.
+// when their files change (internal/filewatch: fsnotify on their
+// directories, which also sees a Secret volume's symlink swap, and a stat
+// poll); each new TLS handshake takes the latest good pair, so established
+// connections are not dropped, and a pair that does not load is logged and
+// leaves the previous one in place.
 //
 // HTTP errors: 405 for a method other than POST on /validate, 415 for a body
 // that is not application/json, 403 without a client certificate when one

@@ -194,16 +194,17 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 // by ctx. The certificate watch is set up before the first connection is
 // accepted. ln is closed when Serve returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	fsw, err := s.certs.watch()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	changes, err := s.certs.watch(watchCtx)
 	if err != nil {
+		stopWatch()
 		ln.Close()
 		return fmt.Errorf("webhook: %w", err)
 	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		s.certs.run(watchCtx, fsw)
+		s.certs.run(changes)
 	}()
 	defer func() {
 		stopWatch()

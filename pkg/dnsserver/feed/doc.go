@@ -16,8 +16,8 @@
 //
 // Manifests loads the YAML manifests a user would kubectl apply from a file
 // or directory and reloads them Debounce (100ms) after the last change
-// (fsnotify). A manifest that does not load is reported with its file and
-// document index and the previous records keep being served.
+// (internal/filewatch). A manifest that does not load is reported with its
+// file and document index and the previous records keep being served.
 //
 // This is the only DNS package that imports client-go; it must not import
 // miekg/dns.

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -24,6 +23,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 )
 
@@ -245,8 +245,9 @@ type Publisher interface {
 }
 
 // Manifests serves the records of a manifest file or directory and reloads
-// them when the files change (fsnotify). A reload that fails is logged with
-// its file and document and the previous records keep being served.
+// them when the files change (internal/filewatch). A reload that fails is
+// logged with its file and document and the previous records keep being
+// served.
 type Manifests struct {
 	// Path is a manifest file or directory.
 	Path string
@@ -288,49 +289,34 @@ func (m *Manifests) Run(ctx context.Context) error {
 	if debounce <= 0 {
 		debounce = 100 * time.Millisecond
 	}
-	fi, err := os.Stat(m.Path)
-	if err != nil {
+	if _, err := os.Stat(m.Path); err != nil {
 		return fmt.Errorf("objects %q: %w", m.Path, err)
 	}
-	dir := m.Path
-	if !fi.IsDir() {
-		dir = filepath.Dir(m.Path)
-	}
-	w, err := fsnotify.NewWatcher()
+	ctx, stop := context.WithCancel(ctx)
+	changes, err := filewatch.Watch(ctx, []string{m.Path}, filewatch.WithDebounce(debounce, 0), filewatch.WithLogger(log))
 	if err != nil {
-		return fmt.Errorf("watch %q: %w", dir, err)
+		stop()
+		return err
 	}
-	defer w.Close()
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("watch %q: %w", dir, err)
-	}
+	defer func() {
+		stop()
+		for range changes { // the watch stops with ctx
+		}
+	}()
 	if !m.loaded {
 		if err := m.Load(); err != nil {
 			return err
 		}
 	}
 	log.InfoContext(ctx, "manifests loaded", "path", m.Path)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.Events:
+		case _, ok := <-changes:
 			if !ok {
 				return nil
 			}
-			if !fi.IsDir() && filepath.Base(ev.Name) != filepath.Base(m.Path) && !strings.HasPrefix(filepath.Base(ev.Name), "..") {
-				continue
-			}
-			timer.Reset(debounce)
-		case err, ok := <-w.Errors:
-			if !ok {
-				return nil
-			}
-			log.WarnContext(ctx, "manifest watch error", "path", m.Path, "err", err)
-		case <-timer.C:
 			err := m.Load()
 			// Loading makes garbage several times the size of the records;
 			// give it back rather than keep it as RSS.
