@@ -41,12 +41,12 @@ const (
 	// DefaultMaxRequestBytes caps an AdmissionReview body: twice the API
 	// server's 3 MiB request limit, since the review wraps the object.
 	DefaultMaxRequestBytes = 6 << 20
-	DefaultReadTimeout     = "10s"
-	DefaultWriteTimeout    = "10s"
+	DefaultReadTimeout     = 10 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
 	// DefaultBodyProgressTimeout gives each 64 KiB of a request body 2 s
 	// (at least 32 KiB/s): the API server sends a review at network speed,
 	// and a client trickling a body is cut off long before readTimeout.
-	DefaultBodyProgressTimeout = "2s"
+	DefaultBodyProgressTimeout = 2 * time.Second
 )
 
 // WebhookConfiguration is the config file of `dnsconfigurer webhook`:
@@ -171,15 +171,9 @@ func (w *WebhookConfiguration) SetDefaults() {
 	if w.MaxRequestBytes == 0 {
 		w.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	if w.ReadTimeout == "" {
-		w.ReadTimeout = DefaultReadTimeout
-	}
-	if w.WriteTimeout == "" {
-		w.WriteTimeout = DefaultWriteTimeout
-	}
-	if w.BodyProgressTimeout == "" {
-		w.BodyProgressTimeout = DefaultBodyProgressTimeout
-	}
+	setString(&w.ReadTimeout, DefaultReadTimeout.String())
+	setString(&w.WriteTimeout, DefaultWriteTimeout.String())
+	setString(&w.BodyProgressTimeout, DefaultBodyProgressTimeout.String())
 	if w.Trims == "" {
 		w.Trims = TrimsWarn
 	}
@@ -260,10 +254,10 @@ func (w *WebhookConfiguration) Validate() error {
 				return err
 			}
 		}
-		switch p.NodeOS {
-		case "", "linux", "windows":
-		default:
-			return fmt.Errorf("%snodeOS: %q must be \"linux\" or \"windows\"", prefix, p.NodeOS)
+		if p.NodeOS != "" {
+			if err := validNodeOS(prefix+"nodeOS", p.NodeOS); err != nil {
+				return err
+			}
 		}
 		for j, ip := range p.NodeLocalDNS {
 			if _, err := netip.ParseAddr(ip); err != nil {

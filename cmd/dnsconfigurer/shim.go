@@ -42,7 +42,7 @@ func (f *shimFlags) register(fs *flag.FlagSet) {
 	f.node.register(fs)
 	fs.StringVar(&f.resolvMode, "resolv-conf-mode", "last-good", "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
 	fs.StringVar(&f.nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
-	fs.StringVar(&f.lookupTimeout, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout, "how long a sandbox waits for a pod the informer has not seen")
+	fs.StringVar(&f.lookupTimeout, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout.String(), "how long a sandbox waits for a pod the informer has not seen")
 	fs.StringVar(&f.limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
 	fs.StringVar(&f.failurePolicy, "failure-policy", v1alpha1.FailurePolicyOpen, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
