@@ -94,7 +94,7 @@
 // inverse (FromSandbox) and the limits verdict (OverLimits, RejectMessage),
 // so that both adapters decide a pod's DNS the same way.
 //
-// The package imports pkg/h2relay, gRPC, cri-api and client-go; it has no
-// HTTP/2 code of its own. pkg/policy, pkg/fqdn, pkg/h2relay and api/ must
+// The package imports pkg/h2relay, gRPC, cri-api, client-go and
+// api/v1alpha1 (its defaults); it has no HTTP/2 code of its own. pkg/policy, pkg/fqdn, pkg/h2relay and api/ must
 // not import it.
 package cri

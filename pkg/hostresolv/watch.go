@@ -17,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
@@ -28,7 +29,7 @@ const Auto = "auto"
 
 // Default file locations.
 const (
-	DefaultPath     = "/etc/resolv.conf"
+	DefaultPath     = v1alpha1.DefaultResolvConf
 	SystemdResolved = "/run/systemd/resolve/resolv.conf"
 )
 

@@ -123,6 +123,7 @@
 //
 // The package imports the NRI stub and API, client_golang (metrics),
 // pkg/hostresolv (the node config and its changes), pkg/cri (for the pod lookup,
-// the inverse and the reject message), pkg/policy and pkg/resolvconf;
+// the inverse and the reject message), pkg/policy, pkg/resolvconf and
+// api/v1alpha1 (its defaults);
 // pkg/policy, pkg/cri and api/ must not import it.
 package nriplugin
