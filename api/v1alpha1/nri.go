@@ -12,10 +12,10 @@ const NRIKind = "NRIConfiguration"
 
 // NRI plugin defaults.
 const (
-	DefaultNRISocket           = "/var/run/nri/nri.sock"
-	DefaultNRIPluginName       = "dnsconfigurer"
-	DefaultNRIPluginIndex      = "10"
-	DefaultNRIStateDir         = "/run/dnsconfigurer/nri"
+	DefaultNRISocket      = "/var/run/nri/nri.sock"
+	DefaultNRIPluginName  = "dnsconfigurer"
+	DefaultNRIPluginIndex = "10"
+	DefaultNRIStateDir    = "/run/dnsconfigurer/nri"
 	// DefaultNRIPodLookupTimeout stays under NRI's 2s request timeout.
 	DefaultNRIPodLookupTimeout = time.Second
 )
