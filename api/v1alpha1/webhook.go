@@ -38,6 +38,8 @@ const (
 // Webhook defaults.
 const (
 	DefaultWebhookListen = ":8443"
+	DefaultTrims         = TrimsWarn
+	DefaultWorkloads     = WorkloadsCheck
 	// DefaultMaxRequestBytes caps an AdmissionReview body: twice the API
 	// server's 3 MiB request limit, since the review wraps the object.
 	DefaultMaxRequestBytes = 6 << 20
@@ -174,12 +176,8 @@ func (w *WebhookConfiguration) SetDefaults() {
 	setString(&w.ReadTimeout, DefaultReadTimeout.String())
 	setString(&w.WriteTimeout, DefaultWriteTimeout.String())
 	setString(&w.BodyProgressTimeout, DefaultBodyProgressTimeout.String())
-	if w.Trims == "" {
-		w.Trims = TrimsWarn
-	}
-	if w.Workloads == "" {
-		w.Workloads = WorkloadsCheck
-	}
+	setString(&w.Trims, DefaultTrims)
+	setString(&w.Workloads, DefaultWorkloads)
 	w.PodPolicy.SetDefaults()
 	// NodeDNS defaults resolvConf to a file the webhook must not read.
 	rc := w.Cluster.ResolvConf
