@@ -108,13 +108,6 @@ func renderPod(pod *corev1.Pod, node *nodeFlags, eng *policy.Engine, explain boo
 	return printRender(stdout, stderr, out, res, warnings, trace)
 }
 
-// host is the node resolver config of the flags, named for a trace.
-func (n *nodeFlags) host() policy.Host {
-	h := loadHost(n.resolvConf, n.nodeOS)
-	h.Source = n.resolvConf
-	return h
-}
-
 // printRender prints the result as -o asks, and the trace when there is one.
 func printRender(stdout, stderr io.Writer, out string, res policy.Result, warnings []policy.Warning, trace policy.Trace) int {
 	if out == "resolv.conf" {
