@@ -21,10 +21,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
-func init() {
-	register("demo", command{summary: "run the chain on the embedded examples: render a pod, serve the example objects, resolve through it", run: runDemo})
-}
-
 // demoClusterDNS is the demo node's kubelet clusterDNS, kubeadm's: the
 // first address of the Service CIDR 10.96.0.0/12 after the API server's
 // (10.96.0.1). No example Service may take it.

@@ -10,10 +10,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 )
 
-func init() {
-	register("hostresolv", command{summary: "print the node resolver config pods get (--watch: every change)", run: runHostresolv})
-}
-
 // snapshotJSON is one line of `hostresolv` output.
 type snapshotJSON struct {
 	Path            string   `json:"path"`

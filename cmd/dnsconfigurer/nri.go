@@ -20,10 +20,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 )
 
-func init() {
-	register("nri", command{summary: "NRI plugin for containerd 2.x: gives each container its pod's DNS, no kubelet change", run: runNRI})
-}
-
 // nriConfig is the config of `dnsconfigurer nri`.
 type nriConfig = v1alpha1.NRIConfiguration
 

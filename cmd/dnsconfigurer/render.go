@@ -14,10 +14,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
-func init() {
-	register("render", command{summary: "print the resolv.conf a pod gets on a node", run: runRender})
-}
-
 // renderJSON is the -o json and -o yaml contract of render.
 type renderJSON struct {
 	Nameservers []string       `json:"nameservers"`

@@ -19,10 +19,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 )
 
-func init() {
-	register("shim", command{summary: "CRI shim in front of containerd: rewrites each pod sandbox's DNS", run: runShim})
-}
-
 // shimConfig is the config of `dnsconfigurer shim`.
 type shimConfig = v1alpha1.ShimConfiguration
 

@@ -15,10 +15,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 )
 
-func init() {
-	register("webhook", command{summary: "validating admission webhook: reject at admission the pods the node would fail or trim", run: runWebhook})
-}
-
 // webhookConfig is the config of `dnsconfigurer webhook`.
 type webhookConfig = v1alpha1.WebhookConfiguration
 
