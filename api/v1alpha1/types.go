@@ -55,9 +55,10 @@ type NodeDNS struct {
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// ClusterDomain is kubelet's clusterDomain: unset is
 	// DefaultClusterDomain, "" is none. As with kubelet's empty
-	// clusterDomain, pods then get no cluster search domains and no
-	// pod FQDN. Every command reads it the same way, flag or file.
-	// Read it with Domain.
+	// clusterDomain, ClusterFirst pods then get the node's search list
+	// alone, and a pod's subdomain ends in "svc." ("sub.ns.svc.").
+	// Every command reads it so, from a flag or a file. Read it with
+	// Domain.
 	ClusterDomain *string `json:"clusterDomain,omitempty"`
 	// ResolvConf is the node resolver file (kubelet resolvConf); "auto"
 	// switches to /run/systemd/resolve/resolv.conf when the file holds only
