@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -188,8 +189,7 @@ func (w *WebhookConfiguration) SetDefaults() {
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // Validate reports the first invalid field by its path. It does not require
-// the TLS files, which may come from flags; callers check them after
-// applying flags.
+// the TLS files, which may come from flags: CheckComplete does.
 func (w *WebhookConfiguration) Validate() error {
 	if w.Cluster.ResolvConf != nil {
 		return fmt.Errorf("cluster.resolvConf: not used by the webhook, which cannot read the nodes' files; give their content in nodeResolver")
@@ -285,6 +285,16 @@ func (r *NodeResolver) Validate(prefix string) error {
 		if o == "" || o[0] == ':' || strings.ContainsAny(o, " \t\n#") {
 			return fmt.Errorf("%soptions[%d]: %q is not a resolver option such as \"ndots:2\"", prefix, i, o)
 		}
+	}
+	return nil
+}
+
+// CheckComplete reports a config the webhook cannot serve with: the TLS
+// files are required, from the file or from flags. Call it once flags
+// are applied.
+func (w *WebhookConfiguration) CheckComplete() error {
+	if w.TLSCertFile == "" || w.TLSPrivateKeyFile == "" {
+		return errors.New("tlsCertFile and tlsPrivateKeyFile: required: the webhook serves HTTPS only")
 	}
 	return nil
 }

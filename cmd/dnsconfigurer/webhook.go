@@ -47,8 +47,8 @@ func (f *webhookFlags) webhookConfig(*flag.FlagSet) (*webhookConfig, error) {
 	if err := f.layer.load(f.config, v1alpha1.WebhookKind, cfg); err != nil {
 		return nil, err
 	}
-	if cfg.TLSCertFile == "" || cfg.TLSPrivateKeyFile == "" {
-		return nil, fmt.Errorf("--tls-cert-file and --tls-private-key-file (or tlsCertFile and tlsPrivateKeyFile) are required: the webhook serves HTTPS only")
+	if cfg.CheckComplete() != nil {
+		return nil, errors.New("--tls-cert-file and --tls-private-key-file (or tlsCertFile and tlsPrivateKeyFile) are required: the webhook serves HTTPS only")
 	}
 	return cfg, nil
 }
