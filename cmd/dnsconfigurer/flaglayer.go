@@ -9,10 +9,11 @@ import (
 )
 
 // flagLayer binds a command's flags to the fields of its config type T.
-// load layers them: a flag set on the command line wins over the config
-// file, and the file wins over T's defaults. A flag that is not set never
-// touches the config, so its default must be the api's; each command's
-// test checks that (checkFlagDefaults).
+// load layers them. A flag set on the command line wins over the config
+// file. The file wins over the environment (StringEnv), and that over T's
+// defaults. A flag that is not set never touches the config, so the
+// default it shows must be the api's; each command's test checks that
+// (checkFlagDefaults).
 type flagLayer[T any] struct {
 	fs    *flag.FlagSet
 	binds []binding[T]
@@ -82,6 +83,14 @@ func (l *flagLayer[T]) IntPtr(field func(*T) **int, name, usage string) {
 func (l *flagLayer[T]) Bool(field func(*T) *bool, name string, def bool, usage string) {
 	v := l.fs.Bool(name, def, usage)
 	l.bind(name, fieldPath(field), func(c *T) { *field(c) = *v })
+}
+
+// Var binds a flag of any kind: apply copies its value into the config
+// when it is set. field is the config path it fills, for named; a flag
+// that fills several fields names the first.
+func (l *flagLayer[T]) Var(v flag.Value, name, field, usage string, apply func(*T)) {
+	l.fs.Var(v, name, usage)
+	l.bind(name, field, apply)
 }
 
 // load fills cfg in layers: the file at path, if any (read strictly,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,5 +142,66 @@ func TestFlagLayer(t *testing.T) {
 	}
 	if err := errors.New("other"); newFlagLayer[shimConfig](nil).named(err) != err {
 		t.Error("named changed an error that names no field")
+	}
+}
+
+// routesConfig is a config whose field a repeatable flag fills.
+type routesConfig struct {
+	Routes []string `json:"routes"`
+}
+
+func (c *routesConfig) SetDefaults() {
+	if c.Routes == nil {
+		c.Routes = []string{"default"}
+	}
+}
+
+func (c *routesConfig) Validate() error {
+	if slices.Contains(c.Routes, "bad") {
+		return errors.New(`routes[0]: "bad" is not a route`)
+	}
+	return nil
+}
+
+// repeatFlag is a flag.Value that collects each value it is given.
+type repeatFlag []string
+
+func (r *repeatFlag) String() string { return strings.Join(*r, ",") }
+
+func (r *repeatFlag) Set(v string) error { *r = append(*r, v); return nil }
+
+// TestFlagLayerVar: a flag of any kind layers like the others, and
+// errors name it.
+func TestFlagLayerVar(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    []string
+		wantErr string
+	}{
+		{nil, []string{"default"}, ""},
+		{[]string{"--route", "a", "--route", "b"}, []string{"a", "b"}, ""},
+		{[]string{"--route", "bad"}, nil, `--route (routes[0]): "bad" is not a route`},
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		l := newFlagLayer[routesConfig](fs)
+		var routes repeatFlag
+		l.Var(&routes, "route", "routes", "a route; repeatable", func(c *routesConfig) { c.Routes = routes })
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		var cfg routesConfig
+		err := l.load("", "", &cfg)
+		if err != nil {
+			err = l.named(err)
+		}
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("%q: error %v, want %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(cfg.Routes, tc.want) {
+			t.Errorf("%q: routes %q (%v), want %q", tc.args, cfg.Routes, err, tc.want)
+		}
 	}
 }
