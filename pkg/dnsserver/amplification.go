@@ -23,7 +23,7 @@ const (
 	// by default.
 	DefaultTopNamespaces = v1alpha1.DefaultNamespaceMetrics
 	// MaxTopNamespaces bounds the namespaces with series of their own.
-	MaxTopNamespaces = 1000
+	MaxTopNamespaces = v1alpha1.MaxNamespaceMetrics
 
 	// ampInterval is how often the namespaces with series of their own
 	// are chosen again (at a scrape, when this long has passed since the

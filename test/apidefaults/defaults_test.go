@@ -32,6 +32,8 @@ func TestFallbacksAreTheAPIDefaults(t *testing.T) {
 		{"policy.ClusterFirstWithAutopath", string(policy.ClusterFirstWithAutopath), v1alpha1.DNSPolicyClusterFirstWithAutopath},
 		{"policy.AnnotationDNSPolicy", policy.AnnotationDNSPolicy, v1alpha1.LabelDNSPolicy},
 		{"autopath.DefaultOptionCode", autopath.DefaultOptionCode, v1alpha1.DefaultOptionCode},
+		{"autopath.MinOptionCode", autopath.MinOptionCode, v1alpha1.MinLocalOptionCode},
+		{"autopath.MaxOptionCode", autopath.MaxOptionCode, v1alpha1.MaxLocalOptionCode},
 		{"store.MaxTTL", store.MaxTTL, v1alpha1.MaxRecordTTL},
 
 		// Constants serve's flags add up (it may not call Bytes in a
