@@ -12,11 +12,12 @@ const NRIKind = "NRIConfiguration"
 
 // NRI plugin defaults.
 const (
-	DefaultNRISocket           = "/var/run/nri/nri.sock"
-	DefaultNRIPluginName       = "dnsconfigurer"
-	DefaultNRIPluginIndex      = "10"
-	DefaultNRIStateDir         = "/run/dnsconfigurer/nri"
-	DefaultNRIPodLookupTimeout = "1s"
+	DefaultNRISocket      = "/var/run/nri/nri.sock"
+	DefaultNRIPluginName  = "dnsconfigurer"
+	DefaultNRIPluginIndex = "10"
+	DefaultNRIStateDir    = "/run/dnsconfigurer/nri"
+	// DefaultNRIPodLookupTimeout stays under NRI's 2s request timeout.
+	DefaultNRIPodLookupTimeout = time.Second
 )
 
 // NRIConfiguration is the config file of `dnsconfigurer nri`; flags
@@ -86,8 +87,8 @@ func (c *NRIConfiguration) SetDefaults() {
 	setString(&c.PluginName, DefaultNRIPluginName)
 	setString(&c.PluginIndex, DefaultNRIPluginIndex)
 	setString(&c.StateDir, DefaultNRIStateDir)
-	setString(&c.PodLookupTimeout, DefaultNRIPodLookupTimeout)
-	setString(&c.Limits, LimitsTrim)
+	setString(&c.PodLookupTimeout, DefaultNRIPodLookupTimeout.String())
+	setString(&c.Limits, DefaultLimits)
 }
 
 // Validate reports the first invalid field by name.

@@ -9,11 +9,16 @@ const (
 	DNSPolicyClusterFirstWithAutopath = "ClusterFirstWithAutopath"
 )
 
+// DefaultDNSPolicy is PodPolicy.DefaultDNSPolicy when unset: kubelet's.
+const DefaultDNSPolicy = DNSPolicyClusterFirst
+
 // LabelDNSPolicy is the Namespace label (and pod annotation) that chooses
 // a namespace's policy when PodPolicy.NamespaceLabels is set.
 const LabelDNSPolicy = "dnsconfigurer.io/dns-policy"
 
-// MaxNdots is the largest ndots glibc's resolver accepts.
+// MaxNdots is the largest ndots glibc's resolver accepts (RES_MAXNDOTS).
+// pkg/policy, which may not import this package, keeps a copy that
+// test/apidefaults ties to it.
 const MaxNdots = 15
 
 // PodPolicy is the cluster's DNS policy for pods that did not choose one,
@@ -51,7 +56,7 @@ type PodPolicy struct {
 
 // SetDefaults fills unset fields.
 func (p *PodPolicy) SetDefaults() {
-	setString(&p.DefaultDNSPolicy, DNSPolicyClusterFirst)
+	setString(&p.DefaultDNSPolicy, DefaultDNSPolicy)
 }
 
 // Validate reports the first invalid field by its path under prefix.

@@ -15,7 +15,9 @@ const ShimKind = "ShimConfiguration"
 const (
 	DefaultShimListen          = "/run/dnsconfigurer/cri.sock"
 	DefaultShimRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
-	DefaultPodLookupTimeout    = "2s"
+	// DefaultPodLookupTimeout is how long RunPodSandbox waits for a pod
+	// the informer has not seen yet.
+	DefaultPodLookupTimeout = 2 * time.Second
 	// DefaultShimMaxConnections is how many client connections the shim
 	// serves at once (containerd itself has no limit; the shim serves
 	// fewer when the open-file limit leaves room for fewer).
@@ -30,6 +32,19 @@ const (
 	LimitsReject       = "reject"
 	FailurePolicyOpen  = "open"
 	FailurePolicyClose = "closed"
+)
+
+// ResolvConfMode values: what a broken node resolver file does.
+const (
+	ResolvConfModeLastGood = "last-good"
+	ResolvConfModeStrict   = "strict"
+)
+
+// Defaults of the shim's choices.
+const (
+	DefaultLimits         = LimitsTrim
+	DefaultFailurePolicy  = FailurePolicyOpen
+	DefaultResolvConfMode = ResolvConfModeLastGood
 )
 
 // ShimConfiguration is the config file of `dnsconfigurer shim`; flags
@@ -111,24 +126,12 @@ type ShimConfiguration struct {
 func (c *ShimConfiguration) SetDefaults() {
 	c.NodeDNS.SetDefaults()
 	c.PodPolicy.SetDefaults()
-	if c.ResolvConfMode == "" {
-		c.ResolvConfMode = "last-good"
-	}
-	if c.Listen == "" {
-		c.Listen = DefaultShimListen
-	}
-	if c.RuntimeEndpoint == "" {
-		c.RuntimeEndpoint = DefaultShimRuntimeEndpoint
-	}
-	if c.PodLookupTimeout == "" {
-		c.PodLookupTimeout = DefaultPodLookupTimeout
-	}
-	if c.Limits == "" {
-		c.Limits = LimitsTrim
-	}
-	if c.FailurePolicy == "" {
-		c.FailurePolicy = FailurePolicyOpen
-	}
+	setString(&c.ResolvConfMode, DefaultResolvConfMode)
+	setString(&c.Listen, DefaultShimListen)
+	setString(&c.RuntimeEndpoint, DefaultShimRuntimeEndpoint)
+	setString(&c.PodLookupTimeout, DefaultPodLookupTimeout.String())
+	setString(&c.Limits, DefaultLimits)
+	setString(&c.FailurePolicy, DefaultFailurePolicy)
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultShimMaxConnections
 	}
@@ -148,9 +151,9 @@ func (c *ShimConfiguration) Validate() error {
 		}
 	}
 	switch c.ResolvConfMode {
-	case "last-good", "strict":
+	case ResolvConfModeLastGood, ResolvConfModeStrict:
 	default:
-		return fmt.Errorf("resolvConfMode: %q must be \"last-good\" or \"strict\"", c.ResolvConfMode)
+		return fmt.Errorf("resolvConfMode: %q must be %q or %q", c.ResolvConfMode, ResolvConfModeLastGood, ResolvConfModeStrict)
 	}
 	if err := socketPath(c.Listen); err != nil {
 		return fmt.Errorf("listen: %w", err)

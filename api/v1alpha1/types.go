@@ -26,9 +26,27 @@ func (t TypeMeta) CheckKind(kind string) error {
 	return nil
 }
 
-// DefaultClusterDomain is the cluster domain of every component when none
-// is set (kubeadm's clusterDomain; kubelet itself has none).
-const DefaultClusterDomain = "cluster.local"
+// Node defaults, shared by every command that takes kubelet's settings.
+const (
+	// DefaultClusterDomain is the cluster domain of every component when
+	// none is set (kubeadm's clusterDomain; kubelet itself has none).
+	DefaultClusterDomain = "cluster.local"
+	// DefaultResolvConf is the node resolver file (kubelet's resolvConf
+	// default).
+	DefaultResolvConf = "/etc/resolv.conf"
+	// DefaultNodeOS is the node OS when none is set.
+	DefaultNodeOS = NodeOSLinux
+	// DefaultRenderClusterDNS is the cluster DNS address render and
+	// validate assume: kubeadm's, the tenth address of its default
+	// Service CIDR 10.96.0.0/12. The node agents have none by default.
+	DefaultRenderClusterDNS = "10.96.0.10"
+)
+
+// The values of NodeDNS.NodeOS.
+const (
+	NodeOSLinux   = "linux"
+	NodeOSWindows = "windows"
+)
 
 // NodeDNS is the node-level DNS settings shared by the shim and the webhook:
 // what kubelet's clusterDNS, clusterDomain and resolvConf say.
@@ -36,8 +54,10 @@ type NodeDNS struct {
 	// ClusterDNS are the cluster DNS server IPs (kubelet clusterDNS).
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// ClusterDomain is kubelet's clusterDomain: unset is
-	// DefaultClusterDomain, "" is none (no cluster search domains and no
-	// pod FQDN, as with kubelet's empty clusterDomain). Read it with
+	// DefaultClusterDomain, "" is none. As with kubelet's empty
+	// clusterDomain, ClusterFirst pods then get the node's search list
+	// alone, and a pod's subdomain ends in "svc." ("sub.ns.svc.").
+	// Every command reads it so, from a flag or a file. Read it with
 	// Domain.
 	ClusterDomain *string `json:"clusterDomain,omitempty"`
 	// ResolvConf is the node resolver file (kubelet resolvConf); "auto"
@@ -66,12 +86,10 @@ func (n *NodeDNS) SetDefaults() {
 		n.ClusterDomain = &d
 	}
 	if n.ResolvConf == nil {
-		s := "/etc/resolv.conf"
+		s := DefaultResolvConf
 		n.ResolvConf = &s
 	}
-	if n.NodeOS == "" {
-		n.NodeOS = "linux"
-	}
+	setString(&n.NodeOS, DefaultNodeOS)
 }
 
 // Validate reports the first invalid field by its path under prefix.
@@ -89,10 +107,21 @@ func (n *NodeDNS) Validate(prefix string) error {
 	if d := n.Domain(); strings.ContainsAny(d, " \t/") || strings.HasPrefix(d, ".") {
 		return fmt.Errorf("%sclusterDomain: %q is not a domain name", prefix, d)
 	}
-	switch n.NodeOS {
-	case "linux", "windows":
-	default:
-		return fmt.Errorf("%snodeOS: %q must be \"linux\" or \"windows\"", prefix, n.NodeOS)
+	return n.ValidateAsKubelet(prefix)
+}
+
+// ValidateAsKubelet reports what kubelet itself refuses: an unknown node
+// OS. kubelet skips a clusterDNS entry it cannot parse, with a warning, so
+// render and validate, which show what kubelet does, accept one too.
+func (n *NodeDNS) ValidateAsKubelet(prefix string) error {
+	return validNodeOS(prefix+"nodeOS", n.NodeOS)
+}
+
+// validNodeOS reports an OS other than linux and windows at path.
+func validNodeOS(path, os string) error {
+	switch os {
+	case NodeOSLinux, NodeOSWindows:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%s: %q must be %q or %q", path, os, NodeOSLinux, NodeOSWindows)
 }

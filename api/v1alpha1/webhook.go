@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -38,15 +39,17 @@ const (
 // Webhook defaults.
 const (
 	DefaultWebhookListen = ":8443"
+	DefaultTrims         = TrimsWarn
+	DefaultWorkloads     = WorkloadsCheck
 	// DefaultMaxRequestBytes caps an AdmissionReview body: twice the API
 	// server's 3 MiB request limit, since the review wraps the object.
 	DefaultMaxRequestBytes = 6 << 20
-	DefaultReadTimeout     = "10s"
-	DefaultWriteTimeout    = "10s"
+	DefaultReadTimeout     = 10 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
 	// DefaultBodyProgressTimeout gives each 64 KiB of a request body 2 s
 	// (at least 32 KiB/s): the API server sends a review at network speed,
 	// and a client trickling a body is cut off long before readTimeout.
-	DefaultBodyProgressTimeout = "2s"
+	DefaultBodyProgressTimeout = 2 * time.Second
 )
 
 // WebhookConfiguration is the config file of `dnsconfigurer webhook`:
@@ -171,21 +174,11 @@ func (w *WebhookConfiguration) SetDefaults() {
 	if w.MaxRequestBytes == 0 {
 		w.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	if w.ReadTimeout == "" {
-		w.ReadTimeout = DefaultReadTimeout
-	}
-	if w.WriteTimeout == "" {
-		w.WriteTimeout = DefaultWriteTimeout
-	}
-	if w.BodyProgressTimeout == "" {
-		w.BodyProgressTimeout = DefaultBodyProgressTimeout
-	}
-	if w.Trims == "" {
-		w.Trims = TrimsWarn
-	}
-	if w.Workloads == "" {
-		w.Workloads = WorkloadsCheck
-	}
+	setString(&w.ReadTimeout, DefaultReadTimeout.String())
+	setString(&w.WriteTimeout, DefaultWriteTimeout.String())
+	setString(&w.BodyProgressTimeout, DefaultBodyProgressTimeout.String())
+	setString(&w.Trims, DefaultTrims)
+	setString(&w.Workloads, DefaultWorkloads)
 	w.PodPolicy.SetDefaults()
 	// NodeDNS defaults resolvConf to a file the webhook must not read.
 	rc := w.Cluster.ResolvConf
@@ -196,8 +189,7 @@ func (w *WebhookConfiguration) SetDefaults() {
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // Validate reports the first invalid field by its path. It does not require
-// the TLS files, which may come from flags; callers check them after
-// applying flags.
+// the TLS files, which may come from flags: CheckComplete does.
 func (w *WebhookConfiguration) Validate() error {
 	if w.Cluster.ResolvConf != nil {
 		return fmt.Errorf("cluster.resolvConf: not used by the webhook, which cannot read the nodes' files; give their content in nodeResolver")
@@ -260,10 +252,10 @@ func (w *WebhookConfiguration) Validate() error {
 				return err
 			}
 		}
-		switch p.NodeOS {
-		case "", "linux", "windows":
-		default:
-			return fmt.Errorf("%snodeOS: %q must be \"linux\" or \"windows\"", prefix, p.NodeOS)
+		if p.NodeOS != "" {
+			if err := validNodeOS(prefix+"nodeOS", p.NodeOS); err != nil {
+				return err
+			}
 		}
 		for j, ip := range p.NodeLocalDNS {
 			if _, err := netip.ParseAddr(ip); err != nil {
@@ -293,6 +285,16 @@ func (r *NodeResolver) Validate(prefix string) error {
 		if o == "" || o[0] == ':' || strings.ContainsAny(o, " \t\n#") {
 			return fmt.Errorf("%soptions[%d]: %q is not a resolver option such as \"ndots:2\"", prefix, i, o)
 		}
+	}
+	return nil
+}
+
+// CheckComplete reports a config the webhook cannot serve with: the TLS
+// files are required, from the file or from flags. Call it once flags
+// are applied.
+func (w *WebhookConfiguration) CheckComplete() error {
+	if w.TLSCertFile == "" || w.TLSPrivateKeyFile == "" {
+		return errors.New("tlsCertFile and tlsPrivateKeyFile: required: the webhook serves HTTPS only")
 	}
 	return nil
 }

@@ -103,3 +103,15 @@ func TestWebhookValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestWebhookCheckComplete(t *testing.T) {
+	for _, tc := range []struct {
+		cert, key string
+		ok        bool
+	}{{"", "", false}, {"/tls.crt", "", false}, {"", "/tls.key", false}, {"/tls.crt", "/tls.key", true}} {
+		w := WebhookConfiguration{TLSCertFile: tc.cert, TLSPrivateKeyFile: tc.key}
+		if err := w.CheckComplete(); (err == nil) != tc.ok {
+			t.Errorf("cert %q key %q: CheckComplete = %v", tc.cert, tc.key, err)
+		}
+	}
+}

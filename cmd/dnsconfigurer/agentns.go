@@ -11,16 +11,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
-
-// agentPolicy is the engine's view of an agent's PodPolicy.
-func agentPolicy(p v1alpha1.PodPolicy, n *policy.Node) {
-	if p.DefaultDNSPolicy == v1alpha1.DNSPolicyClusterFirstWithAutopath {
-		n.DefaultPolicy = policy.ClusterFirstWithAutopath
-	}
-	n.Ndots = p.Ndots
-}
 
 // agentNamespaces are the parts of an agent's namespace labels: the pod
 // informer option, the informer's task and readiness check. All zero

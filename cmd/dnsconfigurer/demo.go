@@ -10,6 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
@@ -20,14 +21,14 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
-func init() {
-	register("demo", command{summary: "run the chain on the embedded examples: render a pod, serve the example objects, resolve through it", run: runDemo})
-}
-
 // demoClusterDNS is the demo node's kubelet clusterDNS, kubeadm's: the
 // first address of the Service CIDR 10.96.0.0/12 after the API server's
 // (10.96.0.1). No example Service may take it.
-const demoClusterDNS = "10.96.0.10"
+const demoClusterDNS = v1alpha1.DefaultRenderClusterDNS
+
+// demoNode is the demo node's kubelet settings: demoClusterDNS and the
+// default cluster domain.
+var demoNode = v1alpha1.NodeDNS{ClusterDNS: []string{demoClusterDNS}}
 
 // runDemo is the newcomer's first command: no cluster, no root, loopback only.
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -43,7 +44,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
-	host := loadHost(*resolv, "linux")
+	host := loadHost(*resolv, v1alpha1.DefaultNodeOS)
 	if err := demoRender(*podFile, *resolv, host, stdin, stdout); err != nil {
 		return exitCode(stderr, "demo", err)
 	}
@@ -62,7 +63,7 @@ func demoRender(podFile, resolv string, host policy.Host, stdin io.Reader, stdou
 	if err != nil {
 		return usageError{err}
 	}
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{demoClusterDNS}, ClusterDomain: "cluster.local"})
+	eng, err := newEngine(demoNode, v1alpha1.PodPolicy{}, nil)
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,8 @@ func demoRender(podFile, resolv string, host policy.Host, stdin io.Reader, stdou
 // demoServe starts the cluster DNS on the example objects and the
 // node-local stage in front of it, both on loopback.
 func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.Writer) (cluster, local *dnsserver.Server, err error) {
-	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5, Pods: store.PodsVerified})
+	zone := demoNode.Domain()
+	st, err := store.New(store.Options{Zone: zone, TTL: v1alpha1.DefaultRecordTTL, Pods: store.PodsVerified})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,12 +101,12 @@ func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.
 	st.Replace(objs)
 	st.Publish()
 	ap, _ := dnsserver.WithAutopath(0, nil)
-	cluster = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dnsserver.NewHandler("cluster.local", st, ap)}
+	cluster = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dnsserver.NewHandler(zone, st, ap)}
 	if err := cluster.Start(ctx); err != nil {
 		return nil, nil, err
 	}
-	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams(cluster.Addrs()), Timeout: 2 * time.Second, Policy: forward.PolicyRoundRobin})
-	nl, _ := nodelocal.New(fwd, nodelocal.Config{ClusterDomain: "cluster.local", HostSearches: func() []string { return host.Searches }})
+	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams(cluster.Addrs()), Policy: forward.PolicyRoundRobin})
+	nl, _ := nodelocal.New(fwd, nodelocal.Config{ClusterDomain: zone, HostSearches: func() []string { return host.Searches }})
 	local = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: nl}
 	if err := local.Start(ctx); err != nil {
 		_ = cluster.Shutdown(context.WithoutCancel(ctx))

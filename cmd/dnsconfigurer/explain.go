@@ -20,10 +20,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 )
 
-func init() {
-	register("explain", command{summary: "why a live pod has its resolv.conf: its node's settings, the trace, what its containers have", run: runExplain})
-}
-
 // The agents' pods: explain looks for one on the pod's node.
 const (
 	defaultAgentNamespace = "dnsconfigurer-node"

@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 )
-
-func init() {
-	register("hostresolv", command{summary: "print the node resolver config pods get (--watch: every change)", run: runHostresolv})
-}
 
 // snapshotJSON is one line of `hostresolv` output.
 type snapshotJSON struct {
@@ -52,9 +49,9 @@ func toJSON(s hostresolv.Snapshot) snapshotJSON {
 func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("hostresolv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("resolv-conf", hostresolv.DefaultPath, `node resolver file; "auto" follows systemd-resolved, "" is kubelet's resolvConf switched off`)
+	path := fs.String("resolv-conf", v1alpha1.DefaultResolvConf, `node resolver file; "auto" follows systemd-resolved, "" is kubelet's resolvConf switched off`)
 	watch := fs.Bool("watch", false, "keep running and print every change as one JSON line")
-	mode := fs.String("mode", "last-good", "last-good (keep the last good config while the file is broken) or strict (kubelet)")
+	mode := fs.String("mode", v1alpha1.DefaultResolvConfMode, "last-good (keep the last good config while the file is broken) or strict (kubelet)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer hostresolv [--resolv-conf PATH|auto] [--watch] [--mode last-good|strict]")
 		fs.PrintDefaults()
@@ -67,7 +64,7 @@ func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "hostresolv: --mode: %v\n", err)
 		return exitUsage
 	}
-	log, _ := newLogger(stderr, logText, "info") // constants: no error
+	log, _ := newLogger(stderr, logText, v1alpha1.DefaultLogLevel) // constants: no error
 	if *watch {
 		logStart(log, "hostresolv")
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 )
 
@@ -35,7 +36,7 @@ type logFlags struct {
 // (default info) on fs.
 func (l *logFlags) register(fs *flag.FlagSet, defaultFormat string) {
 	fs.StringVar(&l.format, "log-format", defaultFormat, "log format on stderr: text or json")
-	fs.StringVar(&l.level, "log-level", "info", "least severe level logged: debug, info, warn or error")
+	fs.StringVar(&l.level, "log-level", v1alpha1.DefaultLogLevel, "least severe level logged: debug, info, warn or error")
 }
 
 // check validates both flags, naming the one at fault.

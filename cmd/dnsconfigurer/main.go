@@ -28,15 +28,19 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
-// commands is filled by each subcommand's file from init, so that every
-// subcommand lives in its own file and they do not edit a shared switch.
-var commands = map[string]command{}
-
-func register(name string, c command) {
-	if _, dup := commands[name]; dup {
-		panic("dnsconfigurer: subcommand registered twice: " + name)
-	}
-	commands[name] = c
+// commands are every subcommand, in the order `dnsconfigurer help` lists
+// them. Each one's flags and run loop live in its own file.
+var commands = map[string]command{
+	"demo":       {"run the chain on the embedded examples: render a pod, serve the example objects, resolve through it", runDemo},
+	"explain":    {"why a live pod has its resolv.conf: its node's settings, the trace, what its containers have", runExplain},
+	"hostresolv": {"print the node resolver config pods get (--watch: every change)", runHostresolv},
+	"nri":        {"NRI plugin for containerd 2.x: gives each container its pod's DNS, no kubelet change", runNRI},
+	"render":     {"print the resolv.conf a pod gets on a node", runRender},
+	"serve":      {"run the cluster DNS server (Kubernetes DNS spec 1.1.0)", runServe},
+	"shim":       {"CRI shim in front of containerd: rewrites each pod sandbox's DNS", runShim},
+	"validate":   {"check a pod as the API server would (--strict: and as the node would)", runValidate},
+	"version":    {"print the version, git revision and Go version of this build (also --version)", runVersion},
+	"webhook":    {"validating admission webhook: reject at admission the pods the node would fail or trim", runWebhook},
 }
 
 func main() {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
@@ -12,31 +13,61 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
-// nodeFlags are the node settings shared by render and validate.
+// nodeConfig is the node render and validate assume: kubelet's settings,
+// the agents' pod policy and the node IPs, as a ShimConfiguration has
+// them.
+type nodeConfig struct {
+	v1alpha1.NodeDNS   `json:",inline"`
+	v1alpha1.PodPolicy `json:",inline"`
+	NodeIPs            []string `json:"nodeIPs,omitempty"`
+}
+
+// SetDefaults fills unset fields as the agents do.
+func (c *nodeConfig) SetDefaults() {
+	c.NodeDNS.SetDefaults()
+	c.PodPolicy.SetDefaults()
+}
+
+// Validate reports what the agents' policy refuses and what kubelet
+// refuses. Addresses kubelet would skip, with a warning, pass: render
+// shows what kubelet does with them.
+func (c *nodeConfig) Validate() error {
+	if err := c.PodPolicy.Validate(""); err != nil {
+		return err
+	}
+	return c.NodeDNS.ValidateAsKubelet("")
+}
+
+// nodeFlags are the node flags shared by render and validate, and the
+// value of the pod's namespace label.
 type nodeFlags struct {
-	clusterDNS    string
-	clusterDomain string
-	resolvConf    string
-	nodeOS        string
-	nodeLocalDNS  string
-	nodeIPs       string
-	// The cluster policy (PodPolicy of the agents) and the value of the
-	// pod's namespace label.
-	defaultPolicy   string
-	ndots           optionalInt
+	layer           *flagLayer[nodeConfig]
 	namespacePolicy string
+	cfg             nodeConfig // set by engine
 }
 
 func (n *nodeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&n.clusterDNS, "cluster-dns", "10.96.0.10", "kubelet clusterDNS: comma-separated IPs (\"\" for none)")
-	fs.StringVar(&n.clusterDomain, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none)")
-	fs.StringVar(&n.resolvConf, "resolv-conf", "/etc/resolv.conf", "kubelet resolvConf: the node's resolver file (\"\" switches it off)")
-	fs.StringVar(&n.nodeOS, "node-os", "linux", "node OS: linux or windows")
-	fs.StringVar(&n.nodeLocalDNS, "node-local-dns", "", "node-local DNS address(es) for ClusterFirstWithAutopath pods (default: the cluster DNS)")
-	fs.StringVar(&n.nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
-	fs.StringVar(&n.defaultPolicy, "default-dns-policy", "ClusterFirst", "the agents' defaultDNSPolicy: ClusterFirst or ClusterFirstWithAutopath (for ClusterFirst pods without the annotation or namespace label)")
-	fs.Var(&n.ndots, "ndots", "the agents' ndots `N` (0-15) for cluster DNS pods that do not set it (default kubelet's 5)")
-	fs.StringVar(&n.namespacePolicy, "namespace-policy", "", "the pod's namespace's "+policy.AnnotationDNSPolicy+" label: ClusterFirstWithAutopath or ClusterFirst (default: none)")
+	l := newFlagLayer[nodeConfig](fs)
+	l.List(func(c *nodeConfig) *[]string { return &c.ClusterDNS }, "cluster-dns", v1alpha1.DefaultRenderClusterDNS, "kubelet clusterDNS: comma-separated IPs (\"\" for none)")
+	l.StringPtr(func(c *nodeConfig) **string { return &c.ClusterDomain }, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none)")
+	l.StringPtr(func(c *nodeConfig) **string { return &c.ResolvConf }, "resolv-conf", v1alpha1.DefaultResolvConf, "kubelet resolvConf: the node's resolver file (\"\" switches it off)")
+	l.String(func(c *nodeConfig) *string { return &c.NodeOS }, "node-os", v1alpha1.DefaultNodeOS, "node OS: linux or windows")
+	l.List(func(c *nodeConfig) *[]string { return &c.NodeLocalDNS }, "node-local-dns", "", "node-local DNS address(es) for ClusterFirstWithAutopath pods (default: the cluster DNS)")
+	l.List(func(c *nodeConfig) *[]string { return &c.NodeIPs }, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
+	l.String(func(c *nodeConfig) *string { return &c.DefaultDNSPolicy }, "default-dns-policy", v1alpha1.DefaultDNSPolicy, "the agents' defaultDNSPolicy: ClusterFirst or ClusterFirstWithAutopath (for ClusterFirst pods without the annotation or namespace label)")
+	l.IntPtr(func(c *nodeConfig) **int { return &c.Ndots }, "ndots", "the agents' ndots `N` (0-"+strconv.Itoa(v1alpha1.MaxNdots)+") for cluster DNS pods that do not set it (default kubelet's 5)")
+	fs.StringVar(&n.namespacePolicy, "namespace-policy", "", "the pod's namespace's "+v1alpha1.LabelDNSPolicy+" label: ClusterFirstWithAutopath or ClusterFirst (default: none)")
+	n.layer = l
+}
+
+// config is the node of the flags over render's defaults (cluster DNS
+// DefaultRenderClusterDNS); its error names the flag.
+func (n *nodeFlags) config() (nodeConfig, error) {
+	cfg := nodeConfig{NodeDNS: v1alpha1.NodeDNS{ClusterDNS: []string{v1alpha1.DefaultRenderClusterDNS}}}
+	if err := n.layer.load("", "", &cfg); err != nil {
+		return cfg, n.layer.named(err)
+	}
+	return cfg, nil
 }
 
 func splitList(s string) []string {
@@ -49,30 +80,23 @@ func splitList(s string) []string {
 	return out
 }
 
-// engine is the engine of the node flags; its error names the flag.
+// engine is the engine of the node flags; its error names the flag. Call
+// it before host.
 func (n *nodeFlags) engine() (*policy.Engine, error) {
-	node := policy.Node{
-		ClusterDNS:    splitList(n.clusterDNS),
-		ClusterDomain: n.clusterDomain,
-		NodeLocalDNS:  splitList(n.nodeLocalDNS),
-		NodeIPs:       splitList(n.nodeIPs),
-		OS:            n.nodeOS,
-		Ndots:         n.ndots.v,
-	}
-	if n.defaultPolicy != "ClusterFirst" {
-		node.DefaultPolicy = policy.Policy(n.defaultPolicy)
-	}
-	switch {
-	case node.DefaultPolicy != "" && node.DefaultPolicy != policy.ClusterFirstWithAutopath:
-		return nil, fmt.Errorf("--default-dns-policy: %q must be \"ClusterFirst\" or \"ClusterFirstWithAutopath\"", n.defaultPolicy)
-	case node.Ndots != nil && (*node.Ndots < 0 || *node.Ndots > policy.MaxNdots):
-		return nil, fmt.Errorf("--ndots: %d must be between 0 and %d", *node.Ndots, policy.MaxNdots)
-	}
-	eng, err := policy.New(node)
+	cfg, err := n.config()
 	if err != nil {
-		return nil, fmt.Errorf("--node-os: %w", err)
+		return nil, err
 	}
-	return eng, nil
+	n.cfg = cfg
+	return newEngine(cfg.NodeDNS, cfg.PodPolicy, cfg.NodeIPs)
+}
+
+// host is the node resolver config of the flags, named for a trace.
+func (n *nodeFlags) host() policy.Host {
+	path := *n.cfg.ResolvConf
+	h := loadHost(path, n.cfg.NodeOS)
+	h.Source = path
+	return h
 }
 
 // loadHost reads the node resolver config as kubelet's getHostDNSConfig does
@@ -82,7 +106,7 @@ func loadHost(path, nodeOS string) policy.Host {
 	if path == "" {
 		return policy.Host{Disabled: true}
 	}
-	if nodeOS == "windows" {
+	if nodeOS == v1alpha1.NodeOSWindows {
 		st, err := os.Stat(path)
 		switch {
 		case err == nil && st.Mode().IsRegular():

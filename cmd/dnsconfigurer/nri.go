@@ -20,36 +20,35 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 )
 
-func init() {
-	register("nri", command{summary: "NRI plugin for containerd 2.x: gives each container its pod's DNS, no kubelet change", run: runNRI})
+// nriConfig is the config of `dnsconfigurer nri`.
+type nriConfig = v1alpha1.NRIConfiguration
+
+// nriFlags binds the flags of `dnsconfigurer nri` to its config; with
+// --config, each one set on the command line replaces the file's field.
+func nriFlags(fs *flag.FlagSet) *flagLayer[nriConfig] {
+	l := newFlagLayer[nriConfig](fs)
+	l.String(func(c *nriConfig) *string { return &c.Socket }, "socket", v1alpha1.DefaultNRISocket, "the runtime's NRI socket `PATH`")
+	l.String(func(c *nriConfig) *string { return &c.PluginName }, "plugin-name", v1alpha1.DefaultNRIPluginName, "plugin name; it registers as <index>-<name>")
+	l.String(func(c *nriConfig) *string { return &c.PluginIndex }, "plugin-index", v1alpha1.DefaultNRIPluginIndex, "plugin index, two digits: the order among the runtime's plugins")
+	registerAgentFlags(l, agentFields[nriConfig]{
+		node:       func(c *nriConfig) *v1alpha1.NodeDNS { return &c.NodeDNS },
+		policy:     func(c *nriConfig) *v1alpha1.PodPolicy { return &c.PodPolicy },
+		kubeconfig: func(c *nriConfig) *string { return &c.Kubeconfig },
+		nodeName:   func(c *nriConfig) *string { return &c.NodeName },
+	})
+	l.String(func(c *nriConfig) *string { return &c.StateDir }, "state-dir", v1alpha1.DefaultNRIStateDir, "directory of the pods' resolv.conf files (`DIR`/<pod uid>/resolv.conf)")
+	l.String(func(c *nriConfig) *string { return &c.Limits }, "limits", v1alpha1.DefaultLimits, "over kubelet's DNS limits: trim (as kubelet) or reject (the container fails)")
+	l.String(func(c *nriConfig) *string { return &c.MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
+	return l
 }
 
-// nriFlags are the flags of `dnsconfigurer nri`; with --config, each one
-// set on the command line replaces the file's field.
-type nriFlags struct {
-	node                                    agentFlags
-	config, socket, pluginName, pluginIndex string
-	stateDir, limits, metricsListen         string
-	log                                     logFlags
-}
-
-func (f *nriFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.config, "config", "", "NRIConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
-	fs.StringVar(&f.socket, "socket", v1alpha1.DefaultNRISocket, "the runtime's NRI socket `PATH`")
-	fs.StringVar(&f.pluginName, "plugin-name", v1alpha1.DefaultNRIPluginName, "plugin name; it registers as <index>-<name>")
-	fs.StringVar(&f.pluginIndex, "plugin-index", v1alpha1.DefaultNRIPluginIndex, "plugin index, two digits: the order among the runtime's plugins")
-	f.node.register(fs)
-	fs.StringVar(&f.stateDir, "state-dir", v1alpha1.DefaultNRIStateDir, "directory of the pods' resolv.conf files (`DIR`/<pod uid>/resolv.conf)")
-	fs.StringVar(&f.limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet) or reject (the container fails)")
-	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
-	f.log.register(fs, logText)
-}
-
-func parseNRIFlags(args []string, stderr io.Writer) (*v1alpha1.NRIConfiguration, logFlags, error) {
-	var f nriFlags
+func parseNRIFlags(args []string, stderr io.Writer) (*nriConfig, logFlags, error) {
 	fs := flag.NewFlagSet("nri", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.register(fs)
+	config := fs.String("config", "", "NRIConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
+	l := nriFlags(fs)
+	var logf logFlags
+	logf.register(fs, logText)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer nri --socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n"+
 			"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH|auto] [--node-local-dns IP[,IP]]\n"+
@@ -57,39 +56,14 @@ func parseNRIFlags(args []string, stderr io.Writer) (*v1alpha1.NRIConfiguration,
 			"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := parseDaemonFlags(fs, args, &f.log); err != nil {
-		return nil, f.log, err
+	if err := parseDaemonFlags(fs, args, &logf); err != nil {
+		return nil, logf, err
 	}
-	cfg, err := f.nriConfig(fs)
-	return cfg, f.log, err
-}
-
-// nriConfig is the NRIConfiguration of the file and the flags
-// (loadAgentConfig).
-func (f *nriFlags) nriConfig(fs *flag.FlagSet) (*v1alpha1.NRIConfiguration, error) {
-	cfg := &v1alpha1.NRIConfiguration{}
-	err := loadAgentConfig(fs, f.config, v1alpha1.NRIKind, cfg, &cfg.NodeName, func(use func(string) bool) { f.apply(cfg, use) })
-	if err != nil {
-		return nil, err
+	cfg := &nriConfig{}
+	if err := l.load(*config, v1alpha1.NRIKind, cfg); err != nil {
+		return nil, logf, l.named(err)
 	}
-	return cfg, nil
-}
-
-// apply copies into cfg the flags use names.
-func (f *nriFlags) apply(cfg *v1alpha1.NRIConfiguration, use func(name string) bool) {
-	f.node.apply(&cfg.NodeDNS, &cfg.PodPolicy, &cfg.Kubeconfig, &cfg.NodeName, use)
-	for name, fn := range map[string]func(){
-		"socket":         func() { cfg.Socket = f.socket },
-		"plugin-name":    func() { cfg.PluginName = f.pluginName },
-		"plugin-index":   func() { cfg.PluginIndex = f.pluginIndex },
-		"state-dir":      func() { cfg.StateDir = f.stateDir },
-		"limits":         func() { cfg.Limits = f.limits },
-		"metrics-listen": func() { cfg.MetricsListen = f.metricsListen },
-	} {
-		if use(name) {
-			fn()
-		}
-	}
+	return cfg, logf, nil
 }
 
 func runNRI(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {

@@ -14,10 +14,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
-func init() {
-	register("render", command{summary: "print the resolv.conf a pod gets on a node", run: runRender})
-}
-
 // renderJSON is the -o json and -o yaml contract of render.
 type renderJSON struct {
 	Nameservers []string       `json:"nameservers"`
@@ -106,13 +102,6 @@ func renderPod(pod *corev1.Pod, node *nodeFlags, eng *policy.Engine, explain boo
 		return exitFail
 	}
 	return printRender(stdout, stderr, out, res, warnings, trace)
-}
-
-// host is the node resolver config of the flags, named for a trace.
-func (n *nodeFlags) host() policy.Host {
-	h := loadHost(n.resolvConf, n.nodeOS)
-	h.Source = n.resolvConf
-	return h
 }
 
 // printRender prints the result as -o asks, and the trace when there is one.

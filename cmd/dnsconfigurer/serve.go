@@ -31,10 +31,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 )
 
-func init() {
-	register("serve", command{summary: "run the cluster DNS server (Kubernetes DNS spec 1.1.0)", run: runServe})
-}
-
 // listFlag is a repeatable flag that also takes comma-separated values.
 type listFlag []string
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,43 +18,40 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
-func init() {
-	register("shim", command{summary: "CRI shim in front of containerd: rewrites each pod sandbox's DNS", run: runShim})
+// shimConfig is the config of `dnsconfigurer shim`.
+type shimConfig = v1alpha1.ShimConfiguration
+
+// shimFlags binds the flags of `dnsconfigurer shim` to its config; with
+// --config, each one set on the command line replaces the file's field.
+func shimFlags(fs *flag.FlagSet) *flagLayer[shimConfig] {
+	l := newFlagLayer[shimConfig](fs)
+	l.String(func(c *shimConfig) *string { return &c.Listen }, "listen", v1alpha1.DefaultShimListen, "the shim's unix socket `PATH`, kubelet's --container-runtime-endpoint")
+	l.String(func(c *shimConfig) *string { return &c.RuntimeEndpoint }, "runtime-endpoint", v1alpha1.DefaultShimRuntimeEndpoint, "containerd's CRI socket (path or unix:// URL)")
+	registerAgentFlags(l, agentFields[shimConfig]{
+		node:       func(c *shimConfig) *v1alpha1.NodeDNS { return &c.NodeDNS },
+		policy:     func(c *shimConfig) *v1alpha1.PodPolicy { return &c.PodPolicy },
+		kubeconfig: func(c *shimConfig) *string { return &c.Kubeconfig },
+		nodeName:   func(c *shimConfig) *string { return &c.NodeName },
+	})
+	l.String(func(c *shimConfig) *string { return &c.ResolvConfMode }, "resolv-conf-mode", v1alpha1.DefaultResolvConfMode, "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
+	l.List(func(c *shimConfig) *[]string { return &c.NodeIPs }, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
+	l.String(func(c *shimConfig) *string { return &c.PodLookupTimeout }, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout.String(), "how long a sandbox waits for a pod the informer has not seen")
+	l.String(func(c *shimConfig) *string { return &c.Limits }, "limits", v1alpha1.DefaultLimits, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
+	l.String(func(c *shimConfig) *string { return &c.FailurePolicy }, "failure-policy", v1alpha1.DefaultFailurePolicy, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
+	l.String(func(c *shimConfig) *string { return &c.MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
+	l.Int(func(c *shimConfig) *int { return &c.MaxConnections }, "max-connections", v1alpha1.DefaultShimMaxConnections, "serve at most `N` client connections at once (fewer if the open-file limit is lower); past it a new one replaces the longest idle one (GOAWAY), refused only when all are busy")
+	return l
 }
 
-// shimFlags are the flags of `dnsconfigurer shim`; with --config, each one
-// set on the command line replaces the file's field.
-type shimFlags struct {
-	node                                                agentFlags
-	config, listen, runtimeEP, resolvMode, nodeIPs      string
-	lookupTimeout, limits, failurePolicy, metricsListen string
-	maxConns                                            int
-	log                                                 logFlags
-}
-
-func (f *shimFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.config, "config", "", "ShimConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
-	fs.StringVar(&f.listen, "listen", v1alpha1.DefaultShimListen, "the shim's unix socket `PATH`, kubelet's --container-runtime-endpoint")
-	fs.StringVar(&f.runtimeEP, "runtime-endpoint", v1alpha1.DefaultShimRuntimeEndpoint, "containerd's CRI socket (path or unix:// URL)")
-	f.node.register(fs)
-	fs.StringVar(&f.resolvMode, "resolv-conf-mode", "last-good", "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
-	fs.StringVar(&f.nodeIPs, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
-	fs.StringVar(&f.lookupTimeout, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout, "how long a sandbox waits for a pod the informer has not seen")
-	fs.StringVar(&f.limits, "limits", v1alpha1.LimitsTrim, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
-	fs.StringVar(&f.failurePolicy, "failure-policy", v1alpha1.FailurePolicyOpen, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
-	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
-	fs.IntVar(&f.maxConns, "max-connections", v1alpha1.DefaultShimMaxConnections, "serve at most `N` client connections at once (fewer if the open-file limit is lower); past it a new one replaces the longest idle one (GOAWAY), refused only when all are busy")
-	f.log.register(fs, logText)
-}
-
-func parseShimFlags(args []string, stderr io.Writer) (*v1alpha1.ShimConfiguration, logFlags, error) {
-	var f shimFlags
+func parseShimFlags(args []string, stderr io.Writer) (*shimConfig, logFlags, error) {
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.register(fs)
+	config := fs.String("config", "", "ShimConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
+	l := shimFlags(fs)
+	var logf logFlags
+	logf.register(fs, logText)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer shim --listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n"+
 			"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH]\n"+
@@ -63,58 +59,14 @@ func parseShimFlags(args []string, stderr io.Writer) (*v1alpha1.ShimConfiguratio
 			"    [--metrics-listen ADDR] [--max-connections N] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := parseDaemonFlags(fs, args, &f.log); err != nil {
-		return nil, f.log, err
+	if err := parseDaemonFlags(fs, args, &logf); err != nil {
+		return nil, logf, err
 	}
-	cfg, err := f.shimConfig(fs)
-	return cfg, f.log, err
-}
-
-// shimConfig is the ShimConfiguration of the file and the flags
-// (loadAgentConfig).
-func (f *shimFlags) shimConfig(fs *flag.FlagSet) (*v1alpha1.ShimConfiguration, error) {
-	cfg := &v1alpha1.ShimConfiguration{}
-	err := loadAgentConfig(fs, f.config, v1alpha1.ShimKind, cfg, &cfg.NodeName, func(use func(string) bool) { f.apply(cfg, use) })
-	if err != nil {
-		return nil, err
+	cfg := &shimConfig{}
+	if err := l.load(*config, v1alpha1.ShimKind, cfg); err != nil {
+		return nil, logf, l.named(err)
 	}
-	return cfg, nil
-}
-
-// apply copies into cfg the flags use names.
-func (f *shimFlags) apply(cfg *v1alpha1.ShimConfiguration, use func(name string) bool) {
-	apply := func(name string, fn func()) {
-		if use(name) {
-			fn()
-		}
-	}
-	apply("listen", func() { cfg.Listen = f.listen })
-	apply("runtime-endpoint", func() { cfg.RuntimeEndpoint = f.runtimeEP })
-	f.node.apply(&cfg.NodeDNS, &cfg.PodPolicy, &cfg.Kubeconfig, &cfg.NodeName, use)
-	apply("resolv-conf-mode", func() { cfg.ResolvConfMode = f.resolvMode })
-	apply("node-ip", func() { cfg.NodeIPs = splitList(f.nodeIPs) })
-	apply("pod-lookup-timeout", func() { cfg.PodLookupTimeout = f.lookupTimeout })
-	apply("limits", func() { cfg.Limits = f.limits })
-	apply("failure-policy", func() { cfg.FailurePolicy = f.failurePolicy })
-	apply("metrics-listen", func() { cfg.MetricsListen = f.metricsListen })
-	apply("max-connections", func() { cfg.MaxConnections = f.maxConns })
-}
-
-// flagError names the flag of a config field in a validation error.
-func flagError(err error) error {
-	msg := err.Error()
-	for field, flagName := range map[string]string{
-		"clusterDNS": "cluster-dns", "clusterDomain": "cluster-domain", "nodeLocalDNS": "node-local-dns",
-		"nodeIPs": "node-ip", "resolvConfMode": "resolv-conf-mode", "listen": "listen", "runtimeEndpoint": "runtime-endpoint",
-		"podLookupTimeout": "pod-lookup-timeout", "limits": "limits", "failurePolicy": "failure-policy",
-		"nodeName": "node-name", "metricsListen": "metrics-listen", "maxConnections": "max-connections", "defaultDNSPolicy": "default-dns-policy", "ndots": "ndots",
-		"socket": "socket", "pluginName": "plugin-name", "pluginIndex": "plugin-index", "stateDir": "state-dir",
-	} {
-		if strings.HasPrefix(msg, field+":") || strings.HasPrefix(msg, field+"[") {
-			return fmt.Errorf("--%s (%s", flagName, strings.Replace(msg, ":", "):", 1))
-		}
-	}
-	return err
+	return cfg, logf, nil
 }
 
 func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -161,25 +113,6 @@ func boundShutdown(ctx context.Context, limit time.Duration, log *slog.Logger, r
 		log.Error("shutdown did not complete in time; exiting anyway", "limit", limit.String())
 		return fmt.Errorf("shutdown did not complete within %s", limit)
 	}
-}
-
-// nodeEngine is the policy engine for a node component's settings (the
-// shim's, the NRI plugin's), with its warnings logged.
-func nodeEngine(node v1alpha1.NodeDNS, pp v1alpha1.PodPolicy, nodeIPs []string, log *slog.Logger) (*policy.Engine, error) {
-	n := policy.Node{ClusterDNS: node.ClusterDNS, ClusterDomain: node.Domain(),
-		NodeLocalDNS: node.NodeLocalDNS, NodeIPs: nodeIPs, OS: node.NodeOS}
-	agentPolicy(pp, &n)
-	eng, err := policy.New(n)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	for _, w := range eng.Warnings() {
-		log.Warn("node DNS settings", "reason", w.Reason, "message", w.Message)
-	}
-	if !eng.HasClusterDNS() {
-		log.Warn("no cluster DNS configured (--cluster-dns): ClusterFirst pods fall back to the node's resolver config, as kubelet does")
-	}
-	return eng, nil
 }
 
 // runShimParts runs the shim, its pod informer (with an API server) and its

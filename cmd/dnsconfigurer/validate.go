@@ -14,10 +14,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
-func init() {
-	register("validate", command{summary: "check a pod as the API server would (--strict: and as the node would)", run: runValidate})
-}
-
 type validateJSON struct {
 	Allowed  bool                `json:"allowed"`
 	Errors   []policy.FieldError `json:"errors"`

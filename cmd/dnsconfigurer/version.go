@@ -11,10 +11,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 )
 
-func init() {
-	register("version", command{summary: "print the version, git revision and Go version of this build (also --version)", run: runVersion})
-}
-
 func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)

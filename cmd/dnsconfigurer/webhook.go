@@ -15,86 +15,51 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 )
 
-func init() {
-	register("webhook", command{summary: "validating admission webhook: reject at admission the pods the node would fail or trim", run: runWebhook})
-}
+// webhookConfig is the config of `dnsconfigurer webhook`.
+type webhookConfig = v1alpha1.WebhookConfiguration
 
-// webhookFlags are the flags of `dnsconfigurer webhook`; each one set on the
-// command line replaces the config file's field.
+// webhookFlags are the flags of `dnsconfigurer webhook`: the config file,
+// the fields each flag set on the command line replaces, and logging.
 type webhookFlags struct {
-	config        string
-	listen        string
-	certFile      string
-	keyFile       string
-	clusterDomain string
-	clusterDNS    string
-	trims         string
-	workloads     string
-	log           logFlags
+	config string
+	layer  *flagLayer[webhookConfig]
+	log    logFlags
 }
 
 func (f *webhookFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "WebhookConfiguration file (YAML or JSON, apiVersion "+v1alpha1.GroupVersion+")")
-	fs.StringVar(&f.listen, "listen", v1alpha1.DefaultWebhookListen, "HTTPS listen address (config: listen)")
-	fs.StringVar(&f.certFile, "tls-cert-file", "", "serving certificate, PEM, re-read on change (config: tlsCertFile)")
-	fs.StringVar(&f.keyFile, "tls-private-key-file", "", "serving private key, PEM, re-read on change (config: tlsPrivateKeyFile)")
-	fs.StringVar(&f.clusterDomain, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none; config: cluster.clusterDomain)")
-	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "kubelet clusterDNS: comma-separated IPs (config: cluster.clusterDNS)")
-	fs.StringVar(&f.trims, "trims", v1alpha1.TrimsWarn, "what kubelet would only trim: warn or deny (config: trims)")
-	fs.StringVar(&f.workloads, "workloads", v1alpha1.WorkloadsCheck, "the pod templates of Deployments and other workloads: check or skip (config: workloads)")
+	l := newFlagLayer[webhookConfig](fs)
+	l.String(func(c *webhookConfig) *string { return &c.Listen }, "listen", v1alpha1.DefaultWebhookListen, "HTTPS listen address (config: listen)")
+	l.String(func(c *webhookConfig) *string { return &c.TLSCertFile }, "tls-cert-file", "", "serving certificate, PEM, re-read on change (config: tlsCertFile)")
+	l.String(func(c *webhookConfig) *string { return &c.TLSPrivateKeyFile }, "tls-private-key-file", "", "serving private key, PEM, re-read on change (config: tlsPrivateKeyFile)")
+	l.StringPtr(func(c *webhookConfig) **string { return &c.Cluster.ClusterDomain }, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none; config: cluster.clusterDomain)")
+	l.List(func(c *webhookConfig) *[]string { return &c.Cluster.ClusterDNS }, "cluster-dns", "", "kubelet clusterDNS: comma-separated IPs (config: cluster.clusterDNS)")
+	l.String(func(c *webhookConfig) *string { return &c.Trims }, "trims", v1alpha1.DefaultTrims, "what kubelet would only trim: warn or deny (config: trims)")
+	l.String(func(c *webhookConfig) *string { return &c.Workloads }, "workloads", v1alpha1.DefaultWorkloads, "the pod templates of Deployments and other workloads: check or skip (config: workloads)")
+	f.layer = l
 	f.log.register(fs, logJSON)
 }
 
-// webhookConfig reads the config file, if any, and applies the flags that
-// were set.
-func (f *webhookFlags) webhookConfig(fs *flag.FlagSet) (*v1alpha1.WebhookConfiguration, error) {
-	cfg := &v1alpha1.WebhookConfiguration{}
-	if f.config != "" {
-		if err := loadConfig(f.config, v1alpha1.WebhookKind, cfg); err != nil {
-			return nil, err
-		}
-	}
-	fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "listen":
-			cfg.Listen = f.listen
-		case "tls-cert-file":
-			cfg.TLSCertFile = f.certFile
-		case "tls-private-key-file":
-			cfg.TLSPrivateKeyFile = f.keyFile
-		case "cluster-domain":
-			v := f.clusterDomain
-			cfg.Cluster.ClusterDomain = &v
-		case "cluster-dns":
-			cfg.Cluster.ClusterDNS = splitList(f.clusterDNS)
-		case "trims":
-			cfg.Trims = f.trims
-		case "workloads":
-			cfg.Workloads = f.workloads
-		}
-	})
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+// webhookConfig is the config of the file, if any, and the flags set on
+// fs, the set f was registered on.
+func (f *webhookFlags) webhookConfig(*flag.FlagSet) (*webhookConfig, error) {
+	cfg := &webhookConfig{}
+	if err := f.layer.load(f.config, v1alpha1.WebhookKind, cfg); err != nil {
 		return nil, err
 	}
-	if cfg.TLSCertFile == "" || cfg.TLSPrivateKeyFile == "" {
-		return nil, fmt.Errorf("--tls-cert-file and --tls-private-key-file (or tlsCertFile and tlsPrivateKeyFile) are required: the webhook serves HTTPS only")
+	if cfg.CheckComplete() != nil {
+		return nil, errors.New("--tls-cert-file and --tls-private-key-file (or tlsCertFile and tlsPrivateKeyFile) are required: the webhook serves HTTPS only")
 	}
 	return cfg, nil
 }
 
 // webhookReviewer builds the policy engines of the config's node pools.
-func webhookReviewer(cfg *v1alpha1.WebhookConfiguration) (*webhook.Reviewer, []policy.Warning, error) {
+func webhookReviewer(cfg *webhookConfig) (*webhook.Reviewer, []policy.Warning, error) {
 	var warnings []policy.Warning
 	pool := func(name string, sel map[string]string, nodeOS string, nodeLocal []string, res v1alpha1.NodeResolver) (webhook.Pool, error) {
-		n := policy.Node{
-			ClusterDNS:    cfg.Cluster.ClusterDNS,
-			ClusterDomain: cfg.Cluster.Domain(),
-			NodeLocalDNS:  nodeLocal,
-			OS:            nodeOS,
-		}
-		agentPolicy(cfg.PodPolicy, &n)
-		eng, err := policy.New(n)
+		node := cfg.Cluster
+		node.NodeOS, node.NodeLocalDNS = nodeOS, nodeLocal
+		eng, err := newEngine(node, cfg.PodPolicy, nil)
 		if err != nil {
 			return webhook.Pool{}, err
 		}
@@ -178,7 +143,7 @@ func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wr
 
 // parseWebhookFlags parses the command line into the webhook's config and
 // its logging flags.
-func parseWebhookFlags(args []string, stderr io.Writer) (*v1alpha1.WebhookConfiguration, logFlags, error) {
+func parseWebhookFlags(args []string, stderr io.Writer) (*webhookConfig, logFlags, error) {
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f webhookFlags
@@ -198,7 +163,7 @@ func parseWebhookFlags(args []string, stderr io.Writer) (*v1alpha1.WebhookConfig
 }
 
 // serveWebhook serves the webhook until ctx is done.
-func serveWebhook(ctx context.Context, cfg *v1alpha1.WebhookConfiguration, reviewer *webhook.Reviewer, log *slog.Logger) error {
+func serveWebhook(ctx context.Context, cfg *webhookConfig, reviewer *webhook.Reviewer, log *slog.Logger) error {
 	reg := newRegistry()
 	read, write := cfg.Timeouts()
 	srv, err := webhook.New(reviewer, cfg.TLSCertFile, cfg.TLSPrivateKeyFile,

@@ -13,7 +13,9 @@ const Suffix = policy.AutopathZone + "."
 
 // DefaultOptionCode is the EDNS0 local option code that carries the search
 // list, the first of the local/experimental range (RFC 6891 9:
-// MinOptionCode-MaxOptionCode) a code must come from.
+// MinOptionCode-MaxOptionCode) a code must come from. They are copies of
+// api/v1alpha1's, which this pure package may not import;
+// test/apidefaults ties them.
 const (
 	DefaultOptionCode = MinOptionCode
 	MinOptionCode     = 65001

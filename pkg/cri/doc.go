@@ -96,7 +96,8 @@
 // both adapters decide a pod's DNS the same way. Neither imports the
 // other.
 //
-// The package imports pkg/h2relay, pkg/podfacts, gRPC and cri-api; it has
-// no HTTP/2 code of its own. pkg/policy, pkg/fqdn, pkg/h2relay,
-// pkg/podfacts, pkg/nriplugin and api/ must not import it.
+// The package imports pkg/h2relay, pkg/podfacts, gRPC, cri-api, client-go
+// and api/v1alpha1 (its defaults); it has no HTTP/2 code of its own.
+// pkg/policy, pkg/fqdn, pkg/h2relay, pkg/podfacts, pkg/nriplugin and api/
+// must not import it.
 package cri

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/h2relay"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -104,7 +105,7 @@ func WithShutdownTimeout(d time.Duration) Option { return func(s *Server) { s.sh
 // runtime socket (crictl, critest, probes) may open many and leave them
 // idle; containerd itself has no such limit. Held requests are bounded
 // over all connections (MaxHeld).
-const DefaultMaxConns = 4096
+const DefaultMaxConns = v1alpha1.DefaultShimMaxConnections
 
 // WithMaxConns bounds the connections served at once (default
 // DefaultMaxConns; at most what the open-file limit leaves room for, see
@@ -208,7 +209,7 @@ func New(endpoint string, eng *policy.Engine, host HostConfig, opts ...Option) (
 		return nil, errors.New("cri: no host resolver config")
 	}
 	s := &Server{eng: eng, host: host, limits: LimitsTrim, failure: FailOpen,
-		lookupTimeout: 2 * time.Second, maxBackoff: 2 * time.Second, shutdownTimeout: 5 * time.Second, maxConns: DefaultMaxConns, held: h2relay.NewHeldSlots(MaxHeld), log: slog.Default()}
+		lookupTimeout: v1alpha1.DefaultPodLookupTimeout, maxBackoff: 2 * time.Second, shutdownTimeout: 5 * time.Second, maxConns: DefaultMaxConns, held: h2relay.NewHeldSlots(MaxHeld), log: slog.Default()}
 	for _, o := range opts {
 		o(s)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // Exchanger answers a query: the step after the cache (a forwarder).
@@ -28,15 +30,21 @@ type LoopChecker interface {
 	CheckLoop(m *dns.Msg) error
 }
 
-// Defaults of Config's zero fields.
+// Defaults of Config's zero fields: the ServerConfiguration's cache
+// defaults (api/v1alpha1).
+var (
+	DefaultMaxTTL         = v1alpha1.DefaultMaxTTL.Duration()
+	DefaultMaxNegativeTTL = v1alpha1.DefaultMaxNegativeTTL.Duration()
+	DefaultStaleTTL       = v1alpha1.DefaultStaleTTL.Duration()
+	DefaultPrefetchWindow = v1alpha1.DefaultPrefetchWindow.Duration()
+)
+
+// Byte defaults of Config, constants for serve's flags; test/apidefaults
+// ties them to v1alpha1.DefaultSuccessBytes and DefaultDenialBytes.
 const (
 	DefaultSuccessBytes       = 32 << 20
 	DefaultDenialBytes        = 8 << 20
-	DefaultMaxTTL             = time.Hour
-	DefaultMaxNegativeTTL     = 30 * time.Minute
-	DefaultStaleTTL           = 30 * time.Second
-	DefaultPrefetchWindow     = time.Minute
-	DefaultPrefetchPercentage = 10
+	DefaultPrefetchPercentage = v1alpha1.DefaultPrefetchPercentage
 )
 
 // EntryOverhead is what a cached answer costs besides its packed bytes and
@@ -68,14 +76,14 @@ type Config struct {
 	// MaxEntries bounds the number of answers of each kind (0: only the
 	// bytes bound them).
 	MaxEntries int
-	// MaxTTL and MinTTL bound how long a positive answer is cached (1 h and
-	// none): its lifetime is the smallest TTL of its records, raised to
+	// MaxTTL and MinTTL bound how long a positive answer is cached (30 s
+	// and none): its lifetime is the smallest TTL of its records, raised to
 	// MinTTL and capped at MaxTTL, and no record is served with a TTL
 	// longer than that. A lifetime under 1 s is not cached, so a MaxTTL
 	// under 1 s turns caching of that kind off.
 	MaxTTL, MinTTL time.Duration
 	// MaxNegativeTTL and MinNegativeTTL bound how long a denial is cached
-	// (30 min and none); its TTL is min(SOA TTL, SOA MINIMUM) (RFC 2308
+	// (5 s and none); its TTL is min(SOA TTL, SOA MINIMUM) (RFC 2308
 	// section 5). A denial without an SOA is not cached.
 	MaxNegativeTTL, MinNegativeTTL time.Duration
 	// ServeStale is how long past its expiry an answer may still be served

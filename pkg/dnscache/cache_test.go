@@ -786,3 +786,16 @@ func TestLoopChecker(t *testing.T) {
 		t.Errorf("next asked %d times, want 1", n)
 	}
 }
+
+// TestDefaultCaps: a zero Config caps answers at the ServerConfiguration's
+// defaults, 30 s and 5 s, as serve and node-local do.
+func TestDefaultCaps(t *testing.T) {
+	c, err := New(&nextFunc{}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.cfg.MaxTTL != 30*time.Second || c.cfg.MaxNegativeTTL != 5*time.Second {
+		t.Errorf("caps %v and %v, want 30s and 5s", c.cfg.MaxTTL, c.cfg.MaxNegativeTTL)
+	}
+}

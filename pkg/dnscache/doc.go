@@ -44,10 +44,10 @@
 //
 //   - success, NOERROR with answer records: for the smallest TTL of its
 //     records (every section), raised to MinTTL (none by default) and
-//     capped at MaxTTL (1 h);
+//     capped at MaxTTL (30 s);
 //   - denial, NXDOMAIN or NODATA (NOERROR without answer records) with an
 //     SOA in the authority section: for min(SOA TTL, SOA MINIMUM), raised
-//     to MinNegativeTTL (none) and capped at MaxNegativeTTL (30 min); a
+//     to MinNegativeTTL (none) and capped at MaxNegativeTTL (5 s); a
 //     denial without an SOA (a referral, say) is not cached (RFC 2308
 //     section 5);
 //   - never: truncated replies, SERVFAIL, REFUSED and other rcodes,
@@ -106,5 +106,7 @@
 // counted in stale_total only; one served after next failed is also a miss
 // of kind other.
 //
-// It imports miekg/dns, Prometheus and pkg/dnsmsg (the wire query).
+// It imports miekg/dns, Prometheus, pkg/dnsmsg (the wire query) and
+// api/v1alpha1 (its defaults: the cluster DNS and node-local caches'
+// defaults are one).
 package dnscache

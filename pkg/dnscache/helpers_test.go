@@ -32,9 +32,17 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// newCache returns a cache on a manual clock.
+// newCache returns a cache on a manual clock. A test that sets no TTL cap
+// gets 1 h and 30 min: its records' TTLs are under them, so it sees the
+// rule it tests and not the default caps (TestDefaultCaps has those).
 func newCache(t testing.TB, next Exchanger, cfg Config) (*Cache, *clock) {
 	t.Helper()
+	if cfg.MaxTTL == 0 {
+		cfg.MaxTTL = time.Hour
+	}
+	if cfg.MaxNegativeTTL == 0 {
+		cfg.MaxNegativeTTL = 30 * time.Minute
+	}
 	c, err := New(next, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/reuseport"
 )
 
@@ -39,10 +40,10 @@ const (
 	// holds a goroutine (a few KiB) while it waits, for up to the forward
 	// timeout; 2,000 is 1,000 forwarded queries (the forwarder's own cap)
 	// plus as many zone answers, which take microseconds.
-	DefaultMaxUDPInFlight = 2000
+	DefaultMaxUDPInFlight = v1alpha1.DefaultUDPInFlight
 	// DefaultMaxTCPConns bounds the open TCP connections (each a goroutine
 	// and a socket for up to TCPIdleTimeout between queries).
-	DefaultMaxTCPConns = 1000
+	DefaultMaxTCPConns = v1alpha1.DefaultTCPConnections
 )
 
 // Server serves a dns.Handler over UDP and TCP on each of its addresses.

@@ -16,7 +16,8 @@ import (
 // DefaultReplyCacheBytes bounds the packed replies a Handler caches
 // unless WithReplyCache says otherwise: about 60,000 replies of a cluster
 // zone (a reply with its key and overhead costs about 250 bytes), room for
-// the search-list misses of a busy cluster's working set.
+// the search-list misses of a busy cluster's working set. A constant for
+// serve's flags; test/apidefaults ties it to v1alpha1.DefaultZoneBytes.
 const DefaultReplyCacheBytes = 16 << 20
 
 // cacheKey is everything of a request that shapes the reply besides its ID

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // Selection policies (Config.Policy), as CoreDNS's forward plugin.
@@ -20,22 +22,27 @@ const (
 	PolicySequential = "sequential"
 )
 
-// Defaults of Config.
-const (
+// Defaults of Config: a forward route's defaults in the
+// ServerConfiguration (api/v1alpha1).
+var (
 	// DefaultTimeout bounds one Exchange, every upstream and the TCP retry
 	// included.
-	DefaultTimeout = 2 * time.Second
-	// DefaultMaxFails is how many failed exchanges in a row mark an
-	// upstream down.
-	DefaultMaxFails = 2
+	DefaultTimeout = v1alpha1.DefaultTimeout.Duration()
 	// DefaultHealthCheck is the interval of the probes of down upstreams
 	// and of the upstream list's checks.
-	DefaultHealthCheck = 500 * time.Millisecond
+	DefaultHealthCheck = v1alpha1.DefaultHealthCheck.Duration()
 	// DefaultExpire is how long an idle pooled connection is kept.
-	DefaultExpire = 10 * time.Second
+	DefaultExpire = v1alpha1.DefaultExpire.Duration()
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxFails is how many failed exchanges in a row mark an
+	// upstream down.
+	DefaultMaxFails = v1alpha1.DefaultMaxFails
 	// DefaultMaxConcurrent is how many forwarded queries may wait for an
 	// upstream at once (the queries coalesced onto another included).
-	DefaultMaxConcurrent = 1000
+	DefaultMaxConcurrent = v1alpha1.DefaultMaxConcurrent
 	// DefaultLoopOptionCode is the EDNS0 local option that carries the loop
 	// markers: 65534, the top of the local range (RFC 6891), away from the
 	// autopath option's default 65001.

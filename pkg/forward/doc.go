@@ -122,4 +122,6 @@
 // (listed at its Collect method), every one with the const label zone
 // (Config.Zone), so that one Forwarder per zone registers on one registry.
 // Per-upstream series are dropped when the upstream leaves the list.
+//
+// Config's defaults are those of a forward route in api/v1alpha1.
 package forward

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
@@ -23,7 +24,7 @@ const Auto = "auto"
 
 // Default file locations.
 const (
-	DefaultPath     = "/etc/resolv.conf"
+	DefaultPath     = v1alpha1.DefaultResolvConf
 	SystemdResolved = "/run/systemd/resolve/resolv.conf"
 )
 

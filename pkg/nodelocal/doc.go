@@ -3,7 +3,8 @@
 // carries autopath search lists.
 //
 // For every query it answers from a pkg/dnscache Cache (Config.Cache: the
-// byte bounds of answers and denials, TTL caps 30 s and 5 s by default,
+// byte bounds of answers and denials, TTL caps 30 s and 5 s by default
+// (dnscache's, which are api/v1alpha1's),
 // serve-stale and prefetch when asked; see pkg/dnscache for the rules and
 // its memory bound) or forwards it once, however many identical questions
 // are in flight (request coalescing), through an Exchanger: `serve` gives

@@ -25,15 +25,16 @@ type Exchanger interface {
 
 // Config tunes the stage. Zero values take the defaults.
 type Config struct {
-	// ClusterDomain is the cluster zone of autopath names ("cluster.local").
+	// ClusterDomain is the cluster zone of autopath names (default
+	// v1alpha1.DefaultClusterDomain).
 	ClusterDomain string
 	// OptionCode is the EDNS0 local option carrying the search list (65001).
 	OptionCode uint16
 	// Cache configures the answer cache (pkg/dnscache; Server is set to
-	// "nodelocal"). Zero values take this stage's defaults: 30s and 5s TTL
-	// caps (kubeadm's `cache 30`, as the cluster DNS), the byte bounds
-	// dnscache's (32 MiB of answers, 8 MiB of denials); serve-stale and
-	// prefetch off.
+	// "nodelocal"). Zero values take dnscache's defaults, which are the
+	// ServerConfiguration's: 30s and 5s TTL caps (kubeadm's `cache 30`, as
+	// the cluster DNS), 32 MiB of answers and 8 MiB of denials;
+	// serve-stale and prefetch off.
 	Cache dnscache.Config
 	// Timeout bounds one upstream exchange (default
 	// v1alpha1.DefaultNodeLocalClusterTimeout, 3s: above the longest the
@@ -57,12 +58,6 @@ type Handler struct {
 	cache *dnscache.Cache
 }
 
-// Default TTL caps of Config.Cache.
-const (
-	DefaultMaxTTL         = 30 * time.Second
-	DefaultMaxNegativeTTL = 5 * time.Second
-)
-
 var _ dns.Handler = (*Handler)(nil)
 
 // New returns the stage forwarding to up.
@@ -71,16 +66,10 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 		return nil, errors.New("nodelocal: upstream exchanger is nil")
 	}
 	if cfg.ClusterDomain == "" {
-		cfg.ClusterDomain = "cluster.local"
+		cfg.ClusterDomain = v1alpha1.DefaultClusterDomain
 	}
 	if cfg.OptionCode == 0 {
 		cfg.OptionCode = autopath.DefaultOptionCode
-	}
-	if cfg.Cache.MaxTTL == 0 {
-		cfg.Cache.MaxTTL = DefaultMaxTTL
-	}
-	if cfg.Cache.MaxNegativeTTL == 0 {
-		cfg.Cache.MaxNegativeTTL = DefaultMaxNegativeTTL
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = v1alpha1.DefaultNodeLocalClusterTimeout.Duration()

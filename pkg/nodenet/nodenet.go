@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // Defaults of Config.
 const (
-	DefaultInterface = "nodelocaldns"
+	DefaultInterface = v1alpha1.DefaultNodeLocalInterface
 	DefaultPort      = 53
 	DefaultInterval  = time.Minute
 )

@@ -124,8 +124,8 @@
 //
 // The package imports the NRI stub and API, client_golang (metrics),
 // pkg/hostresolv (the node config and its changes), pkg/podfacts (the pod
-// lookup, the inverse, the Events and the reject message), pkg/policy and
-// pkg/resolvconf. It does not import pkg/cri or the CRI API: the shim is
-// a sibling. pkg/policy, pkg/podfacts, pkg/cri and api/ must not import
-// it.
+// lookup, the inverse, the Events and the reject message), pkg/policy,
+// pkg/resolvconf and api/v1alpha1 (its defaults). It does not import
+// pkg/cri or the CRI API: the shim is a sibling. pkg/policy, pkg/podfacts,
+// pkg/cri and api/ must not import it.
 package nriplugin

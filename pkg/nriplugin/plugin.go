@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/nri/pkg/stub"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -31,9 +32,9 @@ const (
 
 // Defaults of the plugin's identity and socket.
 const (
-	DefaultSocket = "/var/run/nri/nri.sock"
-	DefaultName   = "dnsconfigurer"
-	DefaultIndex  = "10"
+	DefaultSocket = v1alpha1.DefaultNRISocket
+	DefaultName   = v1alpha1.DefaultNRIPluginName
+	DefaultIndex  = v1alpha1.DefaultNRIPluginIndex
 )
 
 // HostConfig is the node resolver config the plugin reads for every

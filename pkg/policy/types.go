@@ -37,6 +37,8 @@ const (
 	MaxSearchLength    = 253
 
 	// MaxNdots is the largest ndots glibc's resolver accepts (RES_MAXNDOTS).
+	// The rule is v1alpha1.MaxNdots; this pure package may not import the
+	// api, so test/apidefaults ties the two.
 	MaxNdots = 15
 )
 

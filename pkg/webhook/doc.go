@@ -44,6 +44,6 @@
 // nothing was checked.
 //
 // The package imports k8s.io/api types but not client-go: it never calls the
-// API server. Logging is an injected *slog.Logger and metrics go to an
+// API server. Its defaults are api/v1alpha1's. Logging is an injected *slog.Logger and metrics go to an
 // injected prometheus.Registerer (see metrics.go for the list).
 package webhook

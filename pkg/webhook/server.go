@@ -14,22 +14,24 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 )
 
-// Defaults of the server's options.
+// Defaults of the server's options; those the config file sets are
+// the WebhookConfiguration's (api/v1alpha1).
 const (
-	DefaultMaxRequestBytes = 6 << 20
+	DefaultMaxRequestBytes = v1alpha1.DefaultMaxRequestBytes
 	// DefaultMaxInFlightBytes bounds the request body bytes read and
 	// decoded at once: two bodies of the largest size, or any number of
 	// typical ones (a few KiB each). Decoding holds about twice a body's
 	// size, so this keeps the webhook well under a 128 MiB memory limit.
 	DefaultMaxInFlightBytes = 2 * DefaultMaxRequestBytes
-	DefaultReadTimeout      = 10 * time.Second
-	DefaultWriteTimeout     = 10 * time.Second
+	DefaultReadTimeout      = v1alpha1.DefaultReadTimeout
+	DefaultWriteTimeout     = v1alpha1.DefaultWriteTimeout
 	// DefaultBodyProgressTimeout is the time each 64 KiB of a body (all
 	// of a shorter one) has to arrive: at least 32 KiB/s.
-	DefaultBodyProgressTimeout = 2 * time.Second
+	DefaultBodyProgressTimeout = v1alpha1.DefaultBodyProgressTimeout
 	DefaultIdleTimeout         = 90 * time.Second
 	DefaultShutdownTimeout     = 10 * time.Second
 )

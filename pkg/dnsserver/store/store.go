@@ -56,7 +56,8 @@ const VersionTTL = 28800
 // SchemaVersion is the version of the specification served.
 const SchemaVersion = "1.1.0"
 
-// MaxTTL is the largest --ttl accepted (CoreDNS's bound).
+// MaxTTL is the largest --ttl accepted (CoreDNS's bound): a copy of
+// v1alpha1.MaxRecordTTL that test/apidefaults ties to it.
 const MaxTTL = 3600
 
 // Options shape what a Snapshot holds. They are the CoreDNS-parity options.
