@@ -112,6 +112,6 @@
 //
 // The DNS adapters (this package, pkg/dnsmsg, pkg/forward, pkg/dnscache,
 // pkg/hosts, pkg/nodelocal, and cmd) import
-// miekg/dns; the pure core, pkg/dnsserver/store included, must not
+// miekg/dns; the pure core, pkg/clusterdns/store included, must not
 // (internal/layering checks it).
 package dnsserver

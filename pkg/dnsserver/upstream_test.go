@@ -10,7 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
 
 func TestListenSeveralAddresses(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
 
 // The test's own name rules (an oracle apart from the API server's code
@@ -150,7 +150,7 @@ func buildIngest(ns, name, externalName, clusterIP, hostname, addr1, addr2, port
 // its hostname, PTRs, each pod IP); and the snapshot's size is bounded by
 // its input.
 //
-//	go test -run '^$' -fuzz '^FuzzIngest$' -fuzztime 50000x ./pkg/dnsserver/feed/
+//	go test -run '^$' -fuzz '^FuzzIngest$' -fuzztime 50000x ./pkg/clusterdns/feed/
 func FuzzIngest(f *testing.F) {
 	type seed struct {
 		ns, name, ext, cip, host, a1, a2, pname, proto string
@@ -355,7 +355,7 @@ func renderManifest(objs store.Objects) ([]byte, error) {
 // names DNS can carry once published, and renders back to a manifest that
 // loads to the same records.
 //
-//	go test -run '^$' -fuzz '^FuzzManifest$' -fuzztime 50000x ./pkg/dnsserver/feed/
+//	go test -run '^$' -fuzz '^FuzzManifest$' -fuzztime 50000x ./pkg/clusterdns/feed/
 func FuzzManifest(f *testing.F) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "objects", "*.yaml"))
 	if err != nil || len(files) == 0 {

@@ -35,7 +35,7 @@
 // the path of every reply-cache miss. The PTR addresses, which need order,
 // are such a sorted map. Each Publish logs the names it changed, so a reader
 // of an older Snapshot learns what to forget (ChangedSince; the reply cache
-// of pkg/dnsserver uses it).
+// of pkg/clusterdns uses it).
 //
 // The record layout follows the Kubernetes DNS-Based Service Discovery
 // specification 1.1.0 plus what CoreDNS's kubernetes plugin serves:
