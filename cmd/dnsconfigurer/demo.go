@@ -10,9 +10,10 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
@@ -98,8 +99,8 @@ func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.
 	}
 	st.Replace(objs)
 	st.Publish()
-	ap, _ := dnsserver.WithAutopath(0, nil)
-	cluster = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dnsserver.NewHandler("cluster.local", st, ap)}
+	ap, _ := clusterdns.WithAutopath(0, nil)
+	cluster = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: clusterdns.NewHandler("cluster.local", st, ap)}
 	if err := cluster.Start(ctx); err != nil {
 		return nil, nil, err
 	}

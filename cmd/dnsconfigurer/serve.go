@@ -23,10 +23,11 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 )
@@ -149,7 +150,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.autopath, "autopath", true, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
 	fs.BoolVar(&f.autopathSource, "autopath-by-source", false, "cluster mode: also expand plain queries from known pod IPs with that pod's namespace search list (implies --pods verified)")
 	fs.UintVar(&f.autopathCode, "autopath-option-code", autopath.DefaultOptionCode, "EDNS0 local option code carrying the autopath search list")
-	fs.IntVar(&f.topNamespaces, "namespace-metrics", dnsserver.DefaultTopNamespaces, "cluster mode: the busiest `N` namespaces (0-1000) get series of their own in the search-list amplification metrics dnsconfigurer_dnsserver_namespace_*{namespace}, the others are \"other\" (docs/amplification.md); 0: off")
+	fs.IntVar(&f.topNamespaces, "namespace-metrics", clusterdns.DefaultTopNamespaces, "cluster mode: the busiest `N` namespaces (0-1000) get series of their own in the search-list amplification metrics dnsconfigurer_dnsserver_namespace_*{namespace}, the others are \"other\" (docs/amplification.md); 0: off")
 	fs.Var(&f.clusterUpstream, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port), asked over TCP for cluster names: a Service of the cluster DNS pods of its own, not the Service IP node-local takes over")
 	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "node-local mode: the node's resolv.conf (watched; auto: systemd-resolved's when it runs): its nameservers answer names outside the cluster, its search domains end autopath search lists; \"\" for none (every name to --cluster-upstream)")
 	fs.DurationVar(&f.maxTTL, "max-ttl", 30*time.Second, "longest time a positive forwarded answer is cached")
@@ -157,7 +158,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.cacheSize = dnscache.DefaultSuccessBytes + dnscache.DefaultDenialBytes
 	fs.Var(&f.cacheSize, "cache-size", "`BYTES` of forwarded answers cached, counted with their overhead (e.g. 32Mi; 4/5 for answers, 1/5 for denials)")
 	fs.Var(&f.cacheSize, "cache-bytes", "old name of --cache-size")
-	f.zoneCacheSize = dnsserver.DefaultReplyCacheBytes
+	f.zoneCacheSize = clusterdns.DefaultReplyCacheBytes
 	fs.Var(&f.zoneCacheSize, "zone-cache-size", "cluster mode: `BYTES` of packed replies made from the cluster zone kept per snapshot (e.g. 16Mi, at least 1Mi; about 250 bytes a reply)")
 	fs.DurationVar(&f.serveStale, "serve-stale", 0, "when every upstream fails, serve an expired answer up to this long past its expiry, with TTL 30 (RFC 8767; 0: off)")
 	fs.IntVar(&f.prefetch, "prefetch", 0, "refresh an answer asked `N` times within a minute before it expires (0: off)")
@@ -342,7 +343,7 @@ func runClusterDNS(ctx context.Context, f *serveFlags, cfg *v1alpha1.ServerConfi
 	if err != nil {
 		return usagef("--cluster-domain %q: %v", cfg.ClusterDomain, err)
 	}
-	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
+	if err := clusterdns.RegisterRecordMetrics(reg, st); err != nil {
 		return err
 	}
 	stack, err := buildStack(ctx, cfg, st, log, nil)

@@ -13,8 +13,9 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
 
 // loopAnswerBound is how long a looping query may take to be answered: one
@@ -39,11 +40,11 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	var handlers []*atomic.Pointer[dnsserver.Handler]
+	var handlers []*atomic.Pointer[clusterdns.Handler]
 	var dropped []*atomic.Int64
 	var addrs []string
 	for _, l := range listen {
-		h := new(atomic.Pointer[dnsserver.Handler])
+		h := new(atomic.Pointer[clusterdns.Handler])
 		n := new(atomic.Int64)
 		srv := &dnsserver.Server{Listen: []string{l}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 			if h := h.Load(); h != nil {

@@ -13,9 +13,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hosts"
@@ -27,7 +27,7 @@ import (
 // forwarding part, which a reload that leaves the forwarding settings as
 // they were carries over.
 type answerStack struct {
-	handler *dnsserver.Handler
+	handler *clusterdns.Handler
 	reg     *prometheus.Registry
 	fwd     *forwarding // nil without forward routes
 	cancel  context.CancelFunc
@@ -105,34 +105,34 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 			s.stopKeeping(prev)
 		}
 	}()
-	opts := []dnsserver.Option{dnsserver.WithLogger(log), dnsserver.WithLoadBalance(cfg.LoadbalanceEnabled()),
-		dnsserver.WithReplyCache(cfg.Cache.ZoneBytes.Bytes())}
+	opts := []clusterdns.Option{clusterdns.WithLogger(log), clusterdns.WithLoadBalance(cfg.LoadbalanceEnabled()),
+		clusterdns.WithReplyCache(cfg.Cache.ZoneBytes.Bytes())}
 	if prefixes := cfg.ReverseZonePrefixes(); len(prefixes) > 0 {
-		rz, err := dnsserver.WithReverseZones(prefixes)
+		rz, err := clusterdns.WithReverseZones(prefixes)
 		if err != nil {
 			return nil, usagef("reverseZones: %v", err)
 		}
 		opts = append(opts, rz)
 	}
 	if cfg.AutopathEnabled() {
-		ap, err := dnsserver.WithAutopath(uint16(cfg.AutopathOptionCode), s.reg)
+		ap, err := clusterdns.WithAutopath(uint16(cfg.AutopathOptionCode), s.reg)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, ap)
 		if cfg.AutopathBySource {
-			opts = append(opts, dnsserver.WithAutopathBySource())
+			opts = append(opts, clusterdns.WithAutopathBySource())
 		}
 	}
 	if n := cfg.TopNamespaces(); n > 0 {
-		amp, err := dnsserver.NewAmplification(n)
+		amp, err := clusterdns.NewAmplification(n)
 		if err != nil {
 			return nil, usagef("namespaceMetrics: %v", err)
 		}
 		if err := s.reg.Register(amp); err != nil {
 			return nil, err
 		}
-		opts = append(opts, dnsserver.WithAmplification(amp))
+		opts = append(opts, clusterdns.WithAmplification(amp))
 	}
 	if len(cfg.Forward) > 0 {
 		if key := forwardingKey(cfg); prev != nil && key != "" && prev.key == key {
@@ -145,16 +145,16 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 				return nil, err
 			}
 		}
-		opts = append(opts, dnsserver.WithForwarder(s.fwd.cache))
+		opts = append(opts, clusterdns.WithForwarder(s.fwd.cache))
 	}
 	if cfg.Hosts.File != "" || len(cfg.Overrides) > 0 {
 		static, err := s.static(sctx, cfg, log)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, dnsserver.WithStatic(static))
+		opts = append(opts, clusterdns.WithStatic(static))
 	}
-	s.handler = dnsserver.NewHandler(cfg.ClusterDomain, st, opts...)
+	s.handler = clusterdns.NewHandler(cfg.ClusterDomain, st, opts...)
 	return s, nil
 }
 
@@ -279,7 +279,7 @@ func (f *forwarding) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log
 }
 
 // static is the hosts file (watched) and the overrides.
-func (s *answerStack) static(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger) (dnsserver.Static, error) {
+func (s *answerStack) static(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger) (clusterdns.Static, error) {
 	hc := hosts.Config{TTL: cfg.Hosts.TTL.Duration()}
 	for i, o := range cfg.Overrides {
 		var addrs []netip.Addr

@@ -36,9 +36,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -65,7 +66,7 @@ const (
 // server is an in-process DNS server fed by informers from the API server.
 type server struct {
 	addr     string // UDP and TCP
-	handler  *dnsserver.Handler
+	handler  *clusterdns.Handler
 	http     http.Handler // /metrics, /healthz, /readyz
 	requests *requestLog
 }
@@ -104,10 +105,10 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 		t.Fatalf("store: %v", err)
 	}
 	reg := prometheus.NewRegistry()
-	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
+	if err := clusterdns.RegisterRecordMetrics(reg, st); err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
-	h := dnsserver.NewHandler(zone, st)
+	h := clusterdns.NewHandler(zone, st)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h, Zones: []string{zone}}
 	reg.MustRegister(srv)
 	ctx, cancel := context.WithCancel(context.Background())

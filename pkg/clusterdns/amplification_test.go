@@ -1,4 +1,4 @@
-package dnsserver
+package clusterdns
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -685,7 +686,7 @@ func BenchmarkServeDNSAmplification(b *testing.B) {
 // round (answered from the reply cache in the zone) counts in the series
 // the first scrape gave the namespaces.
 func TestAmplificationUDP(t *testing.T) {
-	upSrv := &Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	upSrv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 		m, _ := ampUpstream{}.Exchange(context.Background(), r)
 		_ = w.WriteMsg(m)
 	})}
@@ -704,7 +705,7 @@ func TestAmplificationUDP(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(amp)
-	srv := &Server{Listen: []string{"127.0.0.1:0"}, Handler: NewHandler("cluster.local", ampStore(t, "ns", "b"), WithForwarder(fwd), WithAmplification(amp))}
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: NewHandler("cluster.local", ampStore(t, "ns", "b"), WithForwarder(fwd), WithAmplification(amp))}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

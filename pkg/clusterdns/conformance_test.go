@@ -1,4 +1,4 @@
-package dnsserver_test
+package clusterdns_test
 
 import (
 	"context"
@@ -16,9 +16,10 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -27,12 +28,12 @@ const fixture = "testdata/objects"
 type env struct {
 	addr string
 	st   *store.Store
-	h    *dnsserver.Handler
+	h    *clusterdns.Handler
 	srv  *dnsserver.Server
 }
 
 // start serves the manifests of dir on 127.0.0.1:0 (UDP and TCP).
-func start(t *testing.T, opts store.Options, dir string, hopts ...dnsserver.Option) *env {
+func start(t *testing.T, opts store.Options, dir string, hopts ...clusterdns.Option) *env {
 	t.Helper()
 	if opts.Zone == "" {
 		opts.Zone = "cluster.local"
@@ -52,9 +53,9 @@ func start(t *testing.T, opts store.Options, dir string, hopts ...dnsserver.Opti
 	return serve(t, st, hopts...)
 }
 
-func serve(t *testing.T, st *store.Store, hopts ...dnsserver.Option) *env {
+func serve(t *testing.T, st *store.Store, hopts ...clusterdns.Option) *env {
 	t.Helper()
-	h := dnsserver.NewHandler(st.Options().Zone, st, hopts...)
+	h := clusterdns.NewHandler(st.Options().Zone, st, hopts...)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h, Zones: []string{st.Options().Zone}}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -518,7 +519,7 @@ func TestConformanceForwarding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, store.Options{TTL: 5}, fixture, dnsserver.WithForwarder(fwd))
+	e := start(t, store.Options{TTL: 5}, fixture, clusterdns.WithForwarder(fwd))
 	for _, network := range []string{"udp", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			r := ask(t, network, e.addr, "www.example.org.", dns.TypeA, 0)
@@ -582,7 +583,7 @@ func TestForwarderNeverSelf(t *testing.T) {
 	// A server whose only upstream is itself answers SERVFAIL, not a loop.
 	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
 	st.Publish()
-	h := dnsserver.NewHandler("cluster.local", st)
+	h := clusterdns.NewHandler("cluster.local", st)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -590,7 +591,7 @@ func TestForwarderNeverSelf(t *testing.T) {
 	defer srv.Shutdown(context.Background())
 	self := srv.Addrs()[0]
 	f, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{self}, Self: []string{self}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
-	h2 := dnsserver.NewHandler("cluster.local", st, dnsserver.WithForwarder(f))
+	h2 := clusterdns.NewHandler("cluster.local", st, clusterdns.WithForwarder(f))
 	if r := h2.Resolve(context.Background(), dns.Question{Name: "example.org.", Qtype: dns.TypeA, Qclass: dns.ClassINET}); r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("self-only upstream: rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
 	}
@@ -604,7 +605,7 @@ func TestResolveWithoutWire(t *testing.T) {
 	}
 	st.Replace(objs)
 	st.Publish()
-	h := dnsserver.NewHandler("cluster.local", st)
+	h := clusterdns.NewHandler("cluster.local", st)
 	cases := []struct {
 		name  string
 		q     dns.Question
@@ -638,7 +639,7 @@ func TestResolveWithoutWire(t *testing.T) {
 func TestMetricsAndHealth(t *testing.T) {
 	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
 	reg := prometheus.NewRegistry()
-	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
+	if err := clusterdns.RegisterRecordMetrics(reg, st); err != nil {
 		t.Fatal(err)
 	}
 	e := serve(t, st)
@@ -764,7 +765,7 @@ func (f *flakyUpstream) Exchange(_ context.Context, m *dns.Msg) (*dns.Msg, error
 // answer is served (nothing of the failure was cached).
 func TestExternalNameUpstreamFailureIsNotCached(t *testing.T) {
 	up := &flakyUpstream{}
-	e := start(t, store.Options{TTL: 5}, fixture, dnsserver.WithForwarder(up))
+	e := start(t, store.Options{TTL: 5}, fixture, clusterdns.WithForwarder(up))
 	r := ask(t, "udp", e.addr, "ext.prod.svc.cluster.local.", dns.TypeA, 0)
 	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 		t.Fatalf("upstream down: %v", r)

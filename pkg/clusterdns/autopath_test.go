@@ -1,4 +1,4 @@
-package dnsserver_test
+package clusterdns_test
 
 import (
 	"context"
@@ -17,8 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -47,11 +48,11 @@ func TestAutopath(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	withAP, err := dnsserver.WithAutopath(0, reg)
+	withAP, err := clusterdns.WithAutopath(0, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, store.Options{TTL: 5}, fixture, dnsserver.WithForwarder(fwd), withAP)
+	e := start(t, store.Options{TTL: 5}, fixture, clusterdns.WithForwarder(fwd), withAP)
 
 	cases := []struct {
 		name   string
@@ -128,7 +129,7 @@ func TestAutopath(t *testing.T) {
 func TestAutopathOff(t *testing.T) {
 	up, count := upstream(t)
 	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
-	e := start(t, store.Options{TTL: 5}, fixture, dnsserver.WithForwarder(fwd))
+	e := start(t, store.Options{TTL: 5}, fixture, clusterdns.WithForwarder(fwd))
 	r := askOpt(t, "udp", e.addr, "web"+ap, dns.TypeA, "")
 	// Without autopath the name is just another external name.
 	if count.get() != 1 || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].Header().Rrtype != dns.TypeA {
@@ -157,8 +158,8 @@ func askFrom(t *testing.T, network, src, addr, name string, qtype uint16) *dns.M
 func TestAutopathBySource(t *testing.T) {
 	up, _ := upstream(t)
 	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
-	withAP, _ := dnsserver.WithAutopath(0, nil)
-	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, dnsserver.WithForwarder(fwd), withAP, dnsserver.WithAutopathBySource())
+	withAP, _ := clusterdns.WithAutopath(0, nil)
+	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, clusterdns.WithForwarder(fwd), withAP, clusterdns.WithAutopathBySource())
 	e.st.SetPod(store.Pod{Namespace: "prod", Name: "client", IPs: []netip.Addr{mustAddr("127.0.0.7")}})
 	e.st.SetPod(store.Pod{Namespace: "prod", Name: "old", IPs: []netip.Addr{mustAddr("127.0.0.9")}})
 	e.st.SetPod(store.Pod{Namespace: "default", Name: "new", IPs: []netip.Addr{mustAddr("127.0.0.9")}})
@@ -192,8 +193,8 @@ func TestAutopathBySource(t *testing.T) {
 // TestAutopathBySourceRejects checks that a query from a pod that the
 // message rules reject (dnsmsg.Check) gets their rcode, not an expansion.
 func TestAutopathBySourceRejects(t *testing.T) {
-	withAP, _ := dnsserver.WithAutopath(0, nil)
-	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, withAP, dnsserver.WithAutopathBySource())
+	withAP, _ := clusterdns.WithAutopath(0, nil)
+	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, withAP, clusterdns.WithAutopathBySource())
 	e.st.SetPod(store.Pod{Namespace: "prod", Name: "client", IPs: []netip.Addr{mustAddr("127.0.0.7")}})
 	e.st.Publish()
 	m := new(dns.Msg)
@@ -325,11 +326,11 @@ func apServer(t *testing.T, up string, timeout time.Duration, reg prometheus.Reg
 	if err != nil {
 		t.Fatal(err)
 	}
-	withAP, err := dnsserver.WithAutopath(0, reg)
+	withAP, err := clusterdns.WithAutopath(0, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, store.Options{TTL: 5}, fixture, withAP, dnsserver.WithForwarder(fwd))
+	return start(t, store.Options{TTL: 5}, fixture, withAP, clusterdns.WithForwarder(fwd))
 }
 
 // TestAutopathBound: one packet with a 32-entry search list of external
@@ -348,11 +349,11 @@ func TestAutopathBound(t *testing.T) {
 	})
 	t.Run("upstream that never returns: the deadline", func(t *testing.T) {
 		hang := &hangingExchanger{}
-		withAP, err := dnsserver.WithAutopath(0, nil)
+		withAP, err := clusterdns.WithAutopath(0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := start(t, store.Options{TTL: 5}, fixture, withAP, dnsserver.WithForwarder(hang))
+		e := start(t, store.Options{TTL: 5}, fixture, withAP, clusterdns.WithForwarder(hang))
 		r, _, took := askAP(t, e.addr, "www.example.org", externals(32))
 		n := hang.n.Load()
 		// Within node-local's timeout toward this server: a slow name

@@ -1,4 +1,4 @@
-package dnsserver_test
+package clusterdns_test
 
 import (
 	"context"
@@ -13,21 +13,21 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 // withForwarder serves the fixture with a Forwarder to a counting upstream
 // on 127.0.0.1 and the extra options.
-func withForwarder(t *testing.T, dir string, opts ...dnsserver.Option) (*env, *int64Counter) {
+func withForwarder(t *testing.T, dir string, opts ...clusterdns.Option) (*env, *int64Counter) {
 	t.Helper()
 	up, count := upstream(t)
 	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Self: []string{"127.0.0.1:53"}, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, store.Options{TTL: 5}, dir, append(opts, dnsserver.WithForwarder(fwd))...), count
+	return start(t, store.Options{TTL: 5}, dir, append(opts, clusterdns.WithForwarder(fwd))...), count
 }
 
 // TestLoadBalance: with WithLoadBalance, A/AAAA RRsets and SRV records come
@@ -53,7 +53,7 @@ func TestLoadBalance(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "alias2.yaml"), []byte("apiVersion: v1\nkind: Service\nmetadata: {name: alias2, namespace: prod}\nspec: {type: ExternalName, externalName: db.prod.svc.cluster.local}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	on := start(t, store.Options{TTL: 5}, dir, dnsserver.WithLoadBalance(true))
+	on := start(t, store.Options{TTL: 5}, dir, clusterdns.WithLoadBalance(true))
 	off := start(t, store.Options{TTL: 5}, dir)
 	for _, network := range []string{"udp", "tcp"} {
 		for _, tc := range cases {
@@ -213,7 +213,7 @@ func soaOwner(t *testing.T, network, addr, name string, qtype uint16) (*dns.Msg,
 // SOA of the smallest octet- or nibble-aligned zone holding the prefix; the
 // others are forwarded.
 func TestReverseZones(t *testing.T) {
-	rz, err := dnsserver.WithReverseZones([]netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("fd00::/62")})
+	rz, err := clusterdns.WithReverseZones([]netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("fd00::/62")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestReverseZones(t *testing.T) {
 		p    netip.Prefix
 	}{{"zero prefix", netip.Prefix{}}, {"mapped", netip.MustParsePrefix("::ffff:10.0.0.0/104")}} {
 		t.Run("error/"+tc.name, func(t *testing.T) {
-			if _, err := dnsserver.WithReverseZones([]netip.Prefix{tc.p}); err == nil {
+			if _, err := clusterdns.WithReverseZones([]netip.Prefix{tc.p}); err == nil {
 				t.Errorf("WithReverseZones(%v): no error", tc.p)
 			}
 		})
@@ -363,7 +363,7 @@ func TestStatic(t *testing.T) {
 	st.set(t, "1.49.168.192.in-addr.arpa.", "1.49.168.192.in-addr.arpa. 0 IN PTR host.minikube.internal.")
 	st.set(t, "web.prod.svc.cluster.local.", "web.prod.svc.cluster.local. 0 IN A 192.0.2.99")
 	st.set(t, "10.0.96.10.in-addr.arpa.", "10.0.96.10.in-addr.arpa. 0 IN PTR wrong.example.")
-	e, count := withForwarder(t, fixture, dnsserver.WithStatic(st), dnsserver.WithLoadBalance(true))
+	e, count := withForwarder(t, fixture, clusterdns.WithStatic(st), clusterdns.WithLoadBalance(true))
 	cases := []struct {
 		tcase
 		upstream bool

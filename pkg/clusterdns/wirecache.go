@@ -1,4 +1,4 @@
-package dnsserver
+package clusterdns
 
 import (
 	"encoding/binary"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // DefaultReplyCacheBytes bounds the packed replies a Handler caches

@@ -1,4 +1,4 @@
-package dnsserver
+package clusterdns
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -82,7 +83,10 @@ type Handler struct {
 	cur atomic.Pointer[zone]
 }
 
-var _ dns.Handler = (*Handler)(nil)
+var (
+	_ dns.Handler            = (*Handler)(nil)
+	_ dnsserver.WireAnswerer = (*Handler)(nil)
+)
 
 // Option configures a Handler.
 type Option func(*Handler)
@@ -588,7 +592,7 @@ func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool
 	return b, true
 }
 
-// AnswerWire implements WireAnswerer: a UDP query whose reply is in the
+// AnswerWire implements dnsserver.WireAnswerer: a UDP query whose reply is in the
 // current snapshot's reply cache is answered from its wire form, on the
 // socket's reading goroutine, without being unpacked. Its key
 // (cacheKeyOfWire) is cacheKeyOf's for the same query, so the reply is the

@@ -1,4 +1,4 @@
-package dnsserver
+package clusterdns
 
 import (
 	"bytes"
@@ -12,8 +12,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -98,7 +99,7 @@ func FuzzHandler(f *testing.F) {
 	}
 	// Autopath and forwarding on, to a fake upstream on loopback that
 	// answers deterministically (so that the second reply is the same bytes).
-	up := &Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(fuzzUpstream)}
+	up := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(fuzzUpstream)}
 	if err := up.Start(context.Background()); err != nil {
 		f.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func fuzzUpstream(w dns.ResponseWriter, req *dns.Msg) {
 // it keeps answering correctly.
 func TestBadDatagrams(t *testing.T) {
 	h := NewHandler("cluster.local", fuzzStore(t))
-	srv := &Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dnsserver
+package clusterdns
 
 import (
 	"bytes"
@@ -12,9 +12,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
-
-var _ WireAnswerer = (*Handler)(nil)
 
 // wireQuery is a query for name/qtype with the given header bits and,
 // when size > 0, an OPT of that size with the DO bit.
@@ -317,7 +316,7 @@ func (c *countingHandler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 // next query on; TCP and other questions reach ServeDNS.
 func TestAnswerWireServer(t *testing.T) {
 	c := &countingHandler{Handler: NewHandler("cluster.local", fuzzStore(t))}
-	srv := &Server{Listen: []string{"127.0.0.1:0"}, Handler: c}
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: c}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
