@@ -3,8 +3,7 @@ package clusterdns
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -29,12 +27,23 @@ const (
 	autopathDeadline    = v1alpha1.AutopathDeadline
 )
 
+// candidateResolver is the zone side of autopath: the one method the
+// expander calls. The Handler implements it.
+type candidateResolver interface {
+	// resolveCandidate answers q as Resolve does. With localOnly it answers
+	// only what needs no upstream, and reports upstream true, having asked
+	// nothing, for the rest.
+	resolveCandidate(ctx context.Context, q dns.Question, localOnly bool) (r Result, upstream bool)
+}
+
 // autopathExpander is server-side search expansion (KEP "DNS Autopath in
-// PodSpec") for names under "search.<ns>.<zone>.ap.k8s.io".
+// PodSpec") for names under "search.<ns>.<zone>.ap.k8s.io". It reaches the
+// zone through a candidateResolver only; the handler builds the messages.
 type autopathExpander struct {
 	code     uint16
 	sourceIP bool
 	zone     string // cluster zone without trailing dot
+	log      *slog.Logger
 	exp      prometheus.Counter
 	hits     *prometheus.CounterVec
 	misses   prometheus.Counter
@@ -89,48 +98,23 @@ func WithAutopathBySource() Option {
 	}
 }
 
-// bySource answers req from its source address when it is a first search
-// query of a known pod; ok is false otherwise (the normal path answers).
-func (a *autopathExpander) answerBySource(ctx context.Context, h *Handler, src net.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
-	if _, rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
-		return nil, false
-	}
-	var ip netip.Addr
-	switch a := src.(type) {
-	case *net.UDPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
-	case *net.TCPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
-	}
-	z := h.zone()
-	if z == nil || !ip.IsValid() {
-		return nil, false
-	}
-	ns, ok := z.snap.PodNamespace(ip)
-	if !ok {
-		return nil, false
-	}
-	q := req.Question[0]
+// bySource expands q, a query of a pod of namespace ns, when it is a first
+// search step "<name>.<ns>.svc.<zone>"; ok is false otherwise (the normal
+// path answers). ttl is the zone's.
+func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q dns.Question, ns string, ttl uint32) (Result, bool) {
 	suffix := "." + policy.NamespaceSearch(ns, a.zone) + "."
 	if len(q.Name) <= len(suffix) || !strings.EqualFold(q.Name[len(q.Name)-len(suffix):], suffix) {
-		return nil, false
+		return Result{}, false
 	}
 	base := q.Name[:len(q.Name)-len(suffix)] + "."
-	r := a.search(ctx, h, q, base, policy.ClusterSearches(ns, a.zone, nil), z.ttl)
-	if r.Rcode == dns.RcodeNameError {
-		r.Ns = z.negative(lowerFQDN(q.Name))
-	}
+	r := a.search(ctx, zr, q, base, policy.ClusterSearches(ns, a.zone, nil), ttl)
 	// The first candidate is the asked name itself: no CNAME to itself.
 	if len(r.Answer) > 0 {
 		if c, isCNAME := r.Answer[0].(*dns.CNAME); isCNAME && strings.EqualFold(c.Target, q.Name) {
 			r.Answer = r.Answer[1:]
 		}
 	}
-	m := new(dns.Msg)
-	m.SetReply(req)
-	m.RecursionAvailable = h.fwd != nil
-	fill(m, r)
-	return dnsmsg.Finish(req, m, tcp), true
+	return r, true
 }
 
 // owns reports a name under the autopath suffix: such names are always
@@ -143,20 +127,12 @@ func (a *autopathExpander) owns(name string) bool {
 
 // expand answers an autopath question: the first name of the search list
 // (then the name itself) whose answer is not NXDOMAIN, behind a CNAME from
-// the asked name.
-func (a *autopathExpander) expand(ctx context.Context, h *Handler, req *dns.Msg) Result {
+// the asked name. ttl is the zone's.
+func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req *dns.Msg, ttl uint32) Result {
 	q := req.Question[0]
-	ttl := uint32(5)
-	z := h.zone()
-	if z != nil {
-		ttl = z.ttl
-	}
-	neg := func() Result {
-		return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{soaRR(autopath.Suffix, h.zoneName, ttl, 1)}}
-	}
 	n, ok := autopath.Parse(q.Name, a.zone)
 	if !ok {
-		return neg()
+		return a.negative(ttl)
 	}
 	var searches []string
 	found := false
@@ -166,7 +142,7 @@ func (a *autopathExpander) expand(ctx context.Context, h *Handler, req *dns.Msg)
 				list, err := autopath.ParseOption(l.Data)
 				if err != nil {
 					a.formErr.Inc()
-					h.log.DebugContext(ctx, "bad autopath option", "name", q.Name, "err", err)
+					a.log.DebugContext(ctx, "bad autopath option", "name", q.Name, "err", err)
 					return Result{Rcode: dns.RcodeFormatError}
 				}
 				searches, found = list, true
@@ -177,7 +153,13 @@ func (a *autopathExpander) expand(ctx context.Context, h *Handler, req *dns.Msg)
 	if !found {
 		searches = policy.ClusterSearches(n.Namespace, a.zone, nil)
 	}
-	return a.search(ctx, h, q, n.Base, searches, ttl)
+	return a.search(ctx, zr, q, n.Base, searches, ttl)
+}
+
+// negative is the NXDOMAIN of an autopath name: the SOA of the autopath
+// suffix.
+func (a *autopathExpander) negative(ttl uint32) Result {
+	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{soaRR(autopath.Suffix, a.zone+".", ttl, 1)}}
 }
 
 // How search gets the answer of one candidate.
@@ -199,7 +181,7 @@ const (
 // then chosen in search-list order, so it is the one asking the same
 // candidates one after another gives. The whole expansion ends within
 // autopathDeadline; a candidate still unanswered then counts as SERVFAIL.
-func (a *autopathExpander) search(ctx context.Context, h *Handler, q dns.Question, base string, searches []string, ttl uint32) Result {
+func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q dns.Question, base string, searches []string, ttl uint32) Result {
 	a.exp.Inc()
 	ctx, cancel := context.WithTimeout(ctx, autopathDeadline)
 	defer cancel()
@@ -207,15 +189,15 @@ func (a *autopathExpander) search(ctx context.Context, h *Handler, q dns.Questio
 	qs := make([]dns.Question, len(cands))
 	plan := make([]int, len(cands))
 	local := make([]Result, len(cands))
-	z := h.zone()
 	end := len(cands) // candidates from end on are never needed
 	for i, c := range cands {
 		qs[i] = dns.Question{Name: c, Qtype: q.Qtype, Qclass: q.Qclass}
-		if costsUpstream(h, z, qs[i]) {
+		r, upstream := zr.resolveCandidate(ctx, qs[i], true)
+		if upstream {
 			plan[i] = candForward
 			continue
 		}
-		local[i] = h.Resolve(ctx, qs[i])
+		local[i] = r
 		if rc := local[i].Rcode; rc != dns.RcodeNameError && rc != dns.RcodeServerFailure {
 			end = i + 1
 			break
@@ -239,7 +221,10 @@ func (a *autopathExpander) search(ctx context.Context, h *Handler, q dns.Questio
 		}
 		ch := make(chan Result, 1)
 		pending[i] = ch
-		go func(q dns.Question) { ch <- h.Resolve(ctx, q) }(qs[i])
+		go func(q dns.Question) {
+			r, _ := zr.resolveCandidate(ctx, q, false)
+			ch <- r
+		}(qs[i])
 	}
 	if slices.Contains(plan[:end], candSkip) {
 		a.cut.Inc()
@@ -279,33 +264,5 @@ func (a *autopathExpander) search(ctx context.Context, h *Handler, q dns.Questio
 	if servfail {
 		return Result{Rcode: dns.RcodeServerFailure, Forwarded: forwarded}
 	}
-	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{soaRR(autopath.Suffix, h.zoneName, ttl, 1)}}
-}
-
-// costsUpstream reports whether resolving q asks an upstream: a name the
-// handler forwards, or a zone name whose CNAME chain (ExternalName) leaves
-// the zone (Resolve's chase). z is the current zone view (nil before the
-// first sync).
-func costsUpstream(h *Handler, z *zone, q dns.Question) bool {
-	if h.fwd == nil {
-		return false
-	}
-	if !h.local(q) {
-		return true
-	}
-	if z == nil || q.Qtype == dns.TypeCNAME || q.Qtype == dns.TypeANY {
-		return false
-	}
-	name := lowerFQDN(q.Name)
-	for range maxChase + 1 {
-		n, ok := z.snap.Lookup(name)
-		if !ok || n.CNAME == "" {
-			return false
-		}
-		if !inZone(n.CNAME, z.name) {
-			return true
-		}
-		name = n.CNAME
-	}
-	return false
+	return a.negative(ttl)
 }

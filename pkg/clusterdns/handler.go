@@ -174,6 +174,9 @@ func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	if h.ap != nil {
+		h.ap.log = h.log
+	}
 	return h
 }
 
@@ -490,7 +493,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	defer bufPool.Put(bp)
 	if h.ap != nil && h.ap.sourceIP {
 		// Answers that depend on the source are never cached.
-		if m, ok := h.ap.answerBySource(context.Background(), h, w.RemoteAddr(), req, tcp); ok {
+		if m, ok := h.answerBySource(context.Background(), w.RemoteAddr(), req, tcp); ok {
 			if h.lb {
 				m.Answer = rotateAnswer(m.Answer, h.lbN.Add(1))
 			}
@@ -561,6 +564,89 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		h.wire.put(key, e, z.snap, append(deps, lowerFQDN(key.name)))
 	}
 	h.write(w, b)
+}
+
+// resolveCandidate implements candidateResolver, autopath's one door to the
+// zone: Resolve, or with localOnly only what asks no upstream.
+func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnly bool) (Result, bool) {
+	if localOnly && h.costsUpstream(h.zone(), q) {
+		return Result{}, true
+	}
+	return h.Resolve(ctx, q), false
+}
+
+// costsUpstream reports whether resolving q asks an upstream: a name the
+// handler forwards, or a zone name whose CNAME chain (ExternalName) leaves
+// the zone (Resolve's chase). z is the current zone view (nil before the
+// first sync).
+func (h *Handler) costsUpstream(z *zone, q dns.Question) bool {
+	if h.fwd == nil {
+		return false
+	}
+	if !h.local(q) {
+		return true
+	}
+	if z == nil || q.Qtype == dns.TypeCNAME || q.Qtype == dns.TypeANY {
+		return false
+	}
+	name := lowerFQDN(q.Name)
+	for range maxChase + 1 {
+		n, ok := z.snap.Lookup(name)
+		if !ok || n.CNAME == "" {
+			return false
+		}
+		if !inZone(n.CNAME, z.name) {
+			return true
+		}
+		name = n.CNAME
+	}
+	return false
+}
+
+// autopathTTL is the TTL of autopath's CNAME and SOA: the zone's, or 5 s
+// before the first sync.
+func (h *Handler) autopathTTL() uint32 {
+	if z := h.zone(); z != nil {
+		return z.ttl
+	}
+	return 5
+}
+
+// answerBySource answers req from its source address when it is a first
+// search query of a known pod (WithAutopathBySource); false otherwise, and
+// the normal path answers.
+func (h *Handler) answerBySource(ctx context.Context, src net.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
+	if _, rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
+		return nil, false
+	}
+	var ip netip.Addr
+	switch a := src.(type) {
+	case *net.UDPAddr:
+		ip, _ = netip.AddrFromSlice(a.IP)
+	case *net.TCPAddr:
+		ip, _ = netip.AddrFromSlice(a.IP)
+	}
+	z := h.zone()
+	if z == nil || !ip.IsValid() {
+		return nil, false
+	}
+	ns, ok := z.snap.PodNamespace(ip)
+	if !ok {
+		return nil, false
+	}
+	q := req.Question[0]
+	r, ok := h.ap.bySource(ctx, h, q, ns, z.ttl)
+	if !ok {
+		return nil, false
+	}
+	if r.Rcode == dns.RcodeNameError {
+		r.Ns = z.negative(lowerFQDN(q.Name))
+	}
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.RecursionAvailable = h.fwd != nil
+	fill(m, r)
+	return dnsmsg.Finish(req, m, tcp), true
 }
 
 // cached appends to dst the reply to a request with key k from z's reply
@@ -636,7 +722,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		// Candidates outside the zone (host search domains) are each
 		// forwarded: together they get one forwarding timeout.
 		actx, cancel := context.WithTimeout(ctx, forward.DefaultTimeout)
-		fill(m, h.ap.expand(actx, h, req))
+		fill(m, h.ap.expand(actx, h, req, h.autopathTTL()))
 		cancel()
 	case !h.local(req.Question[0]) && h.fwd == nil:
 		m.Rcode = dns.RcodeRefused
