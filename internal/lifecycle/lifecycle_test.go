@@ -1,4 +1,4 @@
-package main
+package lifecycle
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestRunTasks(t *testing.T) {
+func TestRun(t *testing.T) {
 	errBoom := errors.New("boom")
 	tests := []struct {
 		name string
@@ -34,7 +34,7 @@ func TestRunTasks(t *testing.T) {
 				stopped []int
 				started sync.WaitGroup
 			)
-			tasks := make([]task, tc.n)
+			tasks := make([]Task, tc.n)
 			for i := range tasks {
 				if i != tc.fail && i != tc.early {
 					started.Add(1)
@@ -60,13 +60,13 @@ func TestRunTasks(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- runTasks(ctx, tasks...) }()
+			go func() { done <- Run(ctx, tasks...) }()
 			if tc.fail < 0 {
 				started.Wait()
 				cancel()
 			}
 			if err := <-done; !errors.Is(err, tc.wantErr) {
-				t.Fatalf("runTasks = %v, want %v", err, tc.wantErr)
+				t.Fatalf("Run = %v, want %v", err, tc.wantErr)
 			}
 			if !slices.Equal(stopped, tc.wantStopped) {
 				t.Errorf("stopped %v, want %v", stopped, tc.wantStopped)
