@@ -42,11 +42,11 @@ const (
 
 // Server defaults. Durations are Go durations, sizes bytes.
 const (
-	DefaultServerMode                = ModeCluster
+	DefaultServerMode          = ModeCluster
 	DefaultServerClusterDomain = DefaultClusterDomain
 	DefaultLogLevel            = "info"
 	DefaultLogFormat           = "text"
-	DefaultPodRecords                = PodsDisabled
+	DefaultPodRecords          = PodsDisabled
 	DefaultAutopath            = true
 	DefaultLoadbalance         = true
 	// DefaultRecordTTL is the TTL of the zone's records and denials (CoreDNS

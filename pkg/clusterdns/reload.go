@@ -1,4 +1,4 @@
-package main
+package clusterdns
 
 import (
 	"context"
@@ -10,18 +10,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
-// reloadInterval is how often the --config file is read for changes (a
-// ConfigMap update replaces the file behind a symlink, which inotify on the
-// path does not always see; reading 1 MiB at most every 2 s is cheap).
-var reloadInterval = 2 * time.Second
+// DefaultReloadInterval is how often the config file is read for changes
+// (a ConfigMap update replaces the file behind a symlink, which inotify on
+// the path does not always see; reading 1 MiB at most every 2 s is cheap).
+const DefaultReloadInterval = 2 * time.Second
 
-// reloader watches the --config file and, when its content changes,
-// applies it: the flags given are applied over it again, it is validated,
+// maxConfigBytes bounds the config file read for its fingerprint, as the
+// command bounds the file it loads.
+const maxConfigBytes = 1 << 20
+
+// reloader watches the config file and, when its content changes,
+// applies it: Reload.Load reads it with the flags over it and validates it;
 // the fields that need a restart (v1alpha1.RestartFields) keep their
 // running values and, when they were changed, are named in the log; a new
 // answer stack is built and swapped into the server, and the old one is
@@ -33,14 +38,14 @@ var reloadInterval = 2 * time.Second
 // dropped (TestServeReloadUnderLoad). A file that does not load or validate
 // keeps the running config and is logged with the reason.
 type reloader struct {
-	f       *serveFlags
+	src     Reload
 	running *v1alpha1.ServerConfiguration
 	st      *store.Store
 	records *recordFeed
 	srv     *dnsserver.Server
 	gather  *stackGatherer
 	log     *slog.Logger
-	level   *slog.LevelVar
+	level   func(string) error // nil: the log level is not reloaded
 	stack   **answerStack
 
 	last    [32]byte
@@ -50,7 +55,11 @@ type reloader struct {
 
 func (r *reloader) run(ctx context.Context) error {
 	r.last, _ = r.fingerprint()
-	tick := time.NewTicker(reloadInterval)
+	interval := r.src.Interval
+	if interval <= 0 {
+		interval = DefaultReloadInterval
+	}
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -61,7 +70,7 @@ func (r *reloader) run(ctx context.Context) error {
 		sum, err := r.fingerprint()
 		if err != nil || sum == r.last {
 			if err != nil {
-				r.log.Warn("config file unreadable; keeping the running config", "path", r.f.config, "err", err)
+				r.log.Warn("config file unreadable; keeping the running config", "path", r.src.Path, "err", err)
 			}
 			continue
 		}
@@ -71,7 +80,7 @@ func (r *reloader) run(ctx context.Context) error {
 }
 
 func (r *reloader) fingerprint() ([32]byte, error) {
-	data, err := readConfig(r.f.config)
+	data, _, err := safefile.Read(r.src.Path, maxConfigBytes)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -80,19 +89,14 @@ func (r *reloader) fingerprint() ([32]byte, error) {
 
 // reload applies the file as it is now.
 func (r *reloader) reload(ctx context.Context) error {
-	next, err := r.f.serverConfig()
+	next, err := r.src.Load()
 	if err != nil {
 		r.failed.Add(1)
-		r.log.Error("config reload failed; keeping the running config", "path", r.f.config, "err", err)
+		r.log.Error("config reload failed; keeping the running config", "path", r.src.Path, "err", err)
 		return err
 	}
 	if kept := next.KeepRestartFields(r.running); len(kept) > 0 {
 		r.log.Warn("config changes that need a restart are not applied", "fields", kept)
-	}
-	level, err := parseLevel(next.LogLevel)
-	if err != nil { // validated: not reached
-		r.failed.Add(1)
-		return err
 	}
 	old := *r.stack
 	stack, err := buildStack(ctx, next, r.st, r.log, old.fwd)
@@ -104,25 +108,29 @@ func (r *reloader) reload(ctx context.Context) error {
 			stack.stopKeeping(old.fwd)
 		}
 		r.failed.Add(1)
-		r.log.Error("config reload failed; keeping the running config", "path", r.f.config, "err", err)
+		r.log.Error("config reload failed; keeping the running config", "path", r.src.Path, "err", err)
 		return err
 	}
 	stack.handler.Warm()
-	r.srv.SetHandler(queryLog(next, stack.handler, r.log))
+	r.srv.SetHandler(dnsserver.QueryLogged(next, stack.handler, r.log))
 	r.srv.SetLameduck(next.Lameduck.Duration())
-	r.level.Set(level)
+	if r.level != nil {
+		if err := r.level(next.LogLevel); err != nil { // validated: not reached
+			r.log.Error("config reload: log level", "err", err)
+		}
+	}
 	r.gather.cur.Store(stack)
 	*r.stack, r.running = stack, next
 	kept := stack.fwd != nil && stack.fwd == old.fwd
 	retireAfter(old, stack.fwd, forward.DefaultTimeout+time.Second)
 	r.applied.Add(1)
-	r.log.Info("config reloaded", "path", r.f.config, "forward", len(next.Forward), "forwardingKept", kept,
+	r.log.Info("config reloaded", "path", r.src.Path, "forward", len(next.Forward), "forwardingKept", kept,
 		"ttl", next.RecordTTL(), "pods", next.Pods, "namespaces", next.Namespaces)
 	return nil
 }
 
 var reloadsDesc = prometheus.NewDesc("dnsconfigurer_serve_config_reloads_total",
-	"Reloads of the --config file, by result (applied, failed: the running config was kept).", []string{"result"}, nil)
+	"Reloads of the config file, by result (applied, failed: the running config was kept).", []string{"result"}, nil)
 
 // Describe implements prometheus.Collector.
 func (r *reloader) Describe(ch chan<- *prometheus.Desc) { ch <- reloadsDesc }

@@ -1,4 +1,4 @@
-package main
+package clusterdns
 
 import (
 	"context"
@@ -13,6 +13,22 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
+
+// waitFor polls cond until it holds or within has passed.
+func waitFor(within time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
+}
 
 // TestRecordFeedRewatch: a reload to pods: verified starts the API
 // server's informers again with the pods; a reload away from it and back

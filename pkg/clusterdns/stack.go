@@ -1,4 +1,4 @@
-package main
+package clusterdns
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -27,7 +26,7 @@ import (
 // forwarding part, which a reload that leaves the forwarding settings as
 // they were carries over.
 type answerStack struct {
-	handler *clusterdns.Handler
+	handler *Handler
 	reg     *prometheus.Registry
 	fwd     *forwarding // nil without forward routes
 	cancel  context.CancelFunc
@@ -105,34 +104,34 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 			s.stopKeeping(prev)
 		}
 	}()
-	opts := []clusterdns.Option{clusterdns.WithLogger(log), clusterdns.WithLoadBalance(cfg.LoadbalanceEnabled()),
-		clusterdns.WithReplyCache(cfg.Cache.ZoneBytes.Bytes())}
+	opts := []Option{WithLogger(log), WithLoadBalance(cfg.LoadbalanceEnabled()),
+		WithReplyCache(cfg.Cache.ZoneBytes.Bytes())}
 	if prefixes := cfg.ReverseZonePrefixes(); len(prefixes) > 0 {
-		rz, err := clusterdns.WithReverseZones(prefixes)
+		rz, err := WithReverseZones(prefixes)
 		if err != nil {
-			return nil, usagef("reverseZones: %v", err)
+			return nil, v1alpha1.ConfigErrorf("reverseZones: %v", err)
 		}
 		opts = append(opts, rz)
 	}
 	if cfg.AutopathEnabled() {
-		ap, err := clusterdns.WithAutopath(uint16(cfg.AutopathOptionCode), s.reg)
+		ap, err := WithAutopath(uint16(cfg.AutopathOptionCode), s.reg)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, ap)
 		if cfg.AutopathBySource {
-			opts = append(opts, clusterdns.WithAutopathBySource())
+			opts = append(opts, WithAutopathBySource())
 		}
 	}
 	if n := cfg.TopNamespaces(); n > 0 {
-		amp, err := clusterdns.NewAmplification(n)
+		amp, err := NewAmplification(n)
 		if err != nil {
-			return nil, usagef("namespaceMetrics: %v", err)
+			return nil, v1alpha1.ConfigErrorf("namespaceMetrics: %v", err)
 		}
 		if err := s.reg.Register(amp); err != nil {
 			return nil, err
 		}
-		opts = append(opts, clusterdns.WithAmplification(amp))
+		opts = append(opts, WithAmplification(amp))
 	}
 	if len(cfg.Forward) > 0 {
 		if key := forwardingKey(cfg); prev != nil && key != "" && prev.key == key {
@@ -145,16 +144,16 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 				return nil, err
 			}
 		}
-		opts = append(opts, clusterdns.WithForwarder(s.fwd.cache))
+		opts = append(opts, WithForwarder(s.fwd.cache))
 	}
 	if cfg.Hosts.File != "" || len(cfg.Overrides) > 0 {
 		static, err := s.static(sctx, cfg, log)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, clusterdns.WithStatic(static))
+		opts = append(opts, WithStatic(static))
 	}
-	s.handler = clusterdns.NewHandler(cfg.ClusterDomain, st, opts...)
+	s.handler = NewHandler(cfg.ClusterDomain, st, opts...)
 	return s, nil
 }
 
@@ -165,20 +164,21 @@ func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguratio
 	for i, r := range cfg.Forward {
 		source, err := f.upstreams(ctx, r, log)
 		if err != nil {
-			return usagef("forward[%d].upstreams: %v", i, err)
+			return v1alpha1.ConfigErrorf("forward[%d].upstreams: %v", i, err)
 		}
 		maxFails := r.MaxFailsValue()
 		if maxFails == 0 { // the file's "never out of rotation"
 			maxFails = forward.NoHealthCheck
 		}
-		fwd, err := startForwarder(ctx, forward.Config{Upstreams: source, Self: cfg.Listen,
+		fwd, err := forward.Start(ctx, forward.Config{Upstreams: source, Self: cfg.Listen,
 			Timeout: r.Timeout.Duration(), Policy: r.Policy, MaxFails: maxFails,
 			HealthCheck: r.HealthCheck.Duration(), Expire: r.Expire.Duration(),
 			ForceTCP: r.ForceTCP, PreferUDP: r.PreferUDP, MaxConcurrent: cfg.MaxConcurrent,
-			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())}, f.reg, &f.closers)
+			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())}, f.reg)
 		if err != nil {
-			return usagef("forward[%d]: %v", i, err)
+			return v1alpha1.ConfigErrorf("forward[%d]: %v", i, err)
 		}
+		f.closers = append(f.closers, func() { _ = fwd.Close() })
 		if len(fwd.Upstreams()) == 0 {
 			log.Warn("no usable upstream: names of the zone are answered SERVFAIL", "zone", r.ZoneName(), "upstreams", source.Upstreams(),
 				"reasons", unusableUpstreams(source.Upstreams(), cfg.Listen))
@@ -187,33 +187,17 @@ func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguratio
 	}
 	router, err := forward.NewRouter(routes)
 	if err != nil {
-		return usagef("forward: %v", err)
+		return v1alpha1.ConfigErrorf("forward: %v", err)
 	}
-	cc := cacheConfig(cfg.Cache)
+	cc := dnscache.ConfigOf(cfg.Cache)
 	cc.Server, cc.Logger = "cluster", log
 	cache, err := dnscache.New(router, cc)
 	if err != nil {
-		return usagef("cache: %v", err)
+		return v1alpha1.ConfigErrorf("cache: %v", err)
 	}
 	f.closers = append(f.closers, cache.Close)
 	f.cache = cache
 	return f.reg.Register(cache)
-}
-
-// startForwarder makes the Forwarder of fc, registers its metrics on reg,
-// starts its health and loop probes, and adds its Close to closers (both
-// modes).
-func startForwarder(ctx context.Context, fc forward.Config, reg prometheus.Registerer, closers *[]func()) (*forward.Forwarder, error) {
-	fwd, err := forward.New(fc)
-	if err != nil {
-		return nil, err
-	}
-	*closers = append(*closers, func() { _ = fwd.Close() })
-	if err := reg.Register(fwd); err != nil {
-		return nil, err
-	}
-	fwd.Start(ctx)
-	return fwd, nil
 }
 
 // unusableUpstreams says why the Forwarder of a route kept none of raw,
@@ -243,17 +227,6 @@ func unusableUpstreams(raw, listen []string) []string {
 	return out
 }
 
-// cacheConfig is the cache section as a dnscache.Config (both modes).
-func cacheConfig(c v1alpha1.ServerCache) dnscache.Config {
-	return dnscache.Config{
-		SuccessBytes: c.SuccessBytes.Bytes(), DenialBytes: c.DenialBytes.Bytes(),
-		MaxTTL: c.MaxTTL.Duration(), MinTTL: c.MinTTL.Duration(),
-		MaxNegativeTTL: c.MaxNegativeTTL.Duration(), MinNegativeTTL: c.MinNegativeTTL.Duration(),
-		ServeStale: c.ServeStale.Duration(), StaleTTL: c.StaleTTL.Duration(),
-		Prefetch: dnscache.Prefetch{Amount: c.Prefetch.Amount, Window: c.Prefetch.Window.Duration(), Percentage: c.Prefetch.Percentage},
-	}
-}
-
 // upstreams is a route's upstream source: its addresses, or the
 // nameservers of its watched resolv.conf (the last good file is kept while
 // it is broken; loopback nameservers stay: the Forwarder drops only the
@@ -275,18 +248,18 @@ func (f *forwarding) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log
 	if snap := w.Current(); snap.Err != nil {
 		return nil, fmt.Errorf("%q: %w", path, snap.Err)
 	}
-	return watchedUpstreams{w}, nil
+	return forward.UpstreamFunc(func() []string { return w.Current().Raw.Nameservers }), nil
 }
 
 // static is the hosts file (watched) and the overrides.
-func (s *answerStack) static(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger) (clusterdns.Static, error) {
+func (s *answerStack) static(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger) (Static, error) {
 	hc := hosts.Config{TTL: cfg.Hosts.TTL.Duration()}
 	for i, o := range cfg.Overrides {
 		var addrs []netip.Addr
 		for _, a := range o.Addresses {
 			ip, err := netip.ParseAddr(a)
 			if err != nil {
-				return nil, usagef("overrides[%d].addresses: %v", i, err)
+				return nil, v1alpha1.ConfigErrorf("overrides[%d].addresses: %v", i, err)
 			}
 			addrs = append(addrs, ip)
 		}
@@ -295,13 +268,13 @@ func (s *answerStack) static(ctx context.Context, cfg *v1alpha1.ServerConfigurat
 	if cfg.Hosts.File == "" {
 		t, err := hosts.NewTable(hc)
 		if err != nil {
-			return nil, usagef("overrides: %v", err)
+			return nil, v1alpha1.ConfigErrorf("overrides: %v", err)
 		}
 		return t, nil
 	}
 	src, err := hosts.NewSource(ctx, cfg.Hosts.File, hc, hosts.WithLogger(log), hosts.WithInterval(cfg.Hosts.Reload.Duration()))
 	if err != nil {
-		return nil, usagef("hosts: %v", err)
+		return nil, v1alpha1.ConfigErrorf("hosts: %v", err)
 	}
 	if err := s.reg.Register(src); err != nil {
 		return nil, err
@@ -322,7 +295,11 @@ type stackGatherer struct {
 }
 
 func (g *stackGatherer) Gather() ([]*dto.MetricFamily, error) {
-	return append(prometheus.Gatherers{g.main}, g.cur.Load().gatherers()...).Gather()
+	gs := prometheus.Gatherers{g.main}
+	if s := g.cur.Load(); s != nil {
+		gs = append(gs, s.gatherers()...)
+	}
+	return gs.Gather()
 }
 
 // retireAfter stops a replaced stack, but not the forwarding part its

@@ -1,7 +1,8 @@
-package main
+package nodelocal
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -9,24 +10,55 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 )
 
-// clusterZones are the zones node-local sends to the cluster DNS besides
-// the cluster domain: autopath names and reverse lookups (as node-cache).
-var clusterZones = []string{autopath.Suffix, "in-addr.arpa", "ip6.arpa"}
+// Deps are what the stage takes from its command besides its
+// configuration.
+type Deps struct {
+	// Logger (default: discard).
+	Logger *slog.Logger
+	// Registry is the process's. The stage registers its metrics on it
+	// and serves it on /metrics (default: a new registry).
+	Registry *prometheus.Registry
+}
 
-// runNodeLocal is `serve --mode node-local`: a caching forwarder that sends
-// cluster names to the cluster DNS over TCP and other names to the node's
-// nameservers, adds the autopath option, and in transparent mode sets up
-// its addresses and notrack table on the node.
-func runNodeLocal(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
-	log = log.With("mode", "node-local")
+// Stage is the node-local stage, `serve --mode node-local`: a caching
+// forwarder that sends cluster names to the cluster DNS over TCP and other
+// names to the node's nameservers, and adds the autopath option. In
+// transparent mode it sets up its addresses and notrack table on the node.
+type Stage struct {
+	cfg *v1alpha1.ServerConfiguration
+	log *slog.Logger
+	reg *prometheus.Registry
+}
+
+// NewStage returns the stage of cfg, a defaulted and validated
+// configuration of mode node-local.
+func NewStage(cfg *v1alpha1.ServerConfiguration, deps Deps) (*Stage, error) {
+	if cfg.Mode != v1alpha1.ModeNodeLocal {
+		return nil, fmt.Errorf("nodelocal: mode %q, want %q", cfg.Mode, v1alpha1.ModeNodeLocal)
+	}
+	s := &Stage{cfg: cfg, log: deps.Logger, reg: deps.Registry}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	s.log = s.log.With("mode", "node-local")
+	return s, nil
+}
+
+// Run serves until ctx is done or a part fails. Errors of the
+// configuration are marked v1alpha1.ErrConfig. Call it once.
+func (s *Stage) Run(ctx context.Context) error {
+	cfg, log, reg := s.cfg, s.log, s.reg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var closers []func()
@@ -49,47 +81,56 @@ func runNodeLocal(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *s
 		}
 		closers = append(closers, func() { _ = setup.Release() }) // when start-up fails
 	}
-	up, searches, err := nodeLocalUpstreams(ctx, cfg, log, reg, &closers)
+	up, searches, err := upstreams(ctx, cfg, log, reg, &closers)
 	if err != nil {
 		return err
 	}
 	nl := cfg.NodeLocal
-	cc := cacheConfig(cfg.Cache)
-	h, err := nodelocal.New(up, nodelocal.Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
-		Cache: cc, Timeout: nl.ClusterTimeout.Duration(), HostSearches: searches, Logger: log, Registerer: reg})
+	h, err := New(up, Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
+		Cache: dnscache.ConfigOf(cfg.Cache), Timeout: nl.ClusterTimeout.Duration(), HostSearches: searches, Logger: log, Registerer: reg})
 	if err != nil {
-		return usagef("cache: %v", err)
+		return v1alpha1.ConfigErrorf("cache: %v", err)
 	}
 	closers = append(closers, h.Close)
-	srv := dnsServer(cfg, h, log.With("cluster-upstream", nl.ClusterUpstream, "zone", cfg.ClusterDomain))
+	srvLog := log.With("cluster-upstream", nl.ClusterUpstream, "zone", cfg.ClusterDomain)
+	srv := dnsserver.NewServer(cfg, srvLog)
+	srv.SetHandler(dnsserver.QueryLogged(cfg, h, srvLog))
 	if err := reg.Register(srv); err != nil {
 		return err
 	}
 	// The node-local stage has no records to sync: ready once it serves,
 	// until its lameduck.
-	ops, err := opsTasks(cfg.MetricsListen, cfg.ReusePort, reg, log, health.Condition(srv.Ready, "lameduck"))
+	ops, err := health.Bind(cfg.MetricsListen, cfg.ReusePort, health.Handler(reg, health.Condition(srv.Ready, "lameduck")), log)
 	if err != nil {
-		return err
+		return fmt.Errorf("metricsListen: %w", err)
+	}
+	var tasks []lifecycle.Task
+	if ops != nil {
+		tasks = append(tasks, ops.Run)
 	}
 	// Stopped in reverse: the notrack table goes first (the Service IP falls
 	// back to the cluster DNS), then the server's lameduck, then the
 	// addresses.
-	return runTasks(ctx, append(ops, releaseTask(setup, log), srv.Run, keepTask(setup, srv, log))...)
+	return lifecycle.Run(ctx, append(tasks, releaseTask(setup, log), srv.Run, keepTask(setup, srv, log))...)
 }
 
-// nodeLocalUpstreams is the router of the stage's forwarders (cluster names
-// to the cluster DNS over TCP, others to the watched resolv.conf's
-// nameservers) and the node's search domains.
-func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (nodelocal.Exchanger, func() []string, error) {
+// upstreams is the router of the stage's forwarders (cluster names to the
+// cluster DNS over TCP, others to the watched resolv.conf's nameservers)
+// and the node's search domains.
+func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (Exchanger, func() []string, error) {
 	nl := cfg.NodeLocal
 	var ups []string
 	for _, a := range nl.ClusterUpstreamAddrs() {
 		ups = append(ups, a.String())
 	}
 	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool, timeout time.Duration, relay ...uint16) (*forward.Forwarder, error) {
-		return startForwarder(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Timeout: timeout,
+		fwd, err := forward.Start(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Timeout: timeout,
 			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), RelayOptions: relay,
-			Zone: zone, Logger: log.With("forward", zone)}, reg, closers)
+			Zone: zone, Logger: log.With("forward", zone)}, reg)
+		if err == nil {
+			*closers = append(*closers, func() { _ = fwd.Close() })
+		}
+		return fwd, err
 	}
 	// Only the cluster DNS gets the autopath option (it reads the search
 	// list from it); no other client option leaves the node. Its timeout is
@@ -97,13 +138,13 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	// resolve is its SERVFAIL, not a timeout here.
 	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true, nl.ClusterTimeout.Duration(), uint16(cfg.AutopathOptionCode))
 	if err != nil {
-		return nil, nil, usagef("nodeLocal.clusterUpstream: %v", err)
+		return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.clusterUpstream: %v", err)
 	}
 	if len(cluster.Upstreams()) == 0 {
-		return nil, nil, usagef("--cluster-upstream %v: every address is one the stage listens on (give the cluster DNS pods' own Service, not the Service IP the stage takes over)", ups)
+		return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.clusterUpstream %v: every address is one the stage listens on (give the cluster DNS pods' own Service, not the Service IP the stage takes over)", ups)
 	}
 	routes := []forward.Route{{Zone: cfg.ClusterDomain, Upstream: cluster}}
-	for _, z := range clusterZones {
+	for _, z := range dnsserver.ClusterZones {
 		routes = append(routes, forward.Route{Zone: z, Upstream: cluster})
 	}
 	searches := func() []string { return nil }
@@ -111,20 +152,20 @@ func nodeLocalUpstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	if path := nl.ResolvConfPath(); path != "" {
 		w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg), hostresolv.ForUpstreams())
 		if err != nil {
-			return nil, nil, usagef("--resolv-conf: %v", err)
+			return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.resolvConf: %v", err)
 		}
 		*closers = append(*closers, func() { <-w.Done() })
 		searches = func() []string { return w.Current().Config.Searches }
-		host, err := newForwarder(".", watchedUpstreams{w}, false, 0)
+		host, err := newForwarder(".", forward.UpstreamFunc(func() []string { return w.Current().Raw.Nameservers }), false, 0)
 		if err != nil {
-			return nil, nil, usagef("--resolv-conf: %v", err)
+			return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.resolvConf: %v", err)
 		}
 		external = host
 	}
 	routes = append(routes, forward.Route{Zone: ".", Upstream: external})
 	router, err := forward.NewRouter(routes)
 	if err != nil {
-		return nil, nil, usagef("--cluster-domain %q: %v", cfg.ClusterDomain, err)
+		return nil, nil, v1alpha1.ConfigErrorf("clusterDomain %q: %v", cfg.ClusterDomain, err)
 	}
 	return router, searches, nil
 }
@@ -151,14 +192,14 @@ func nodeSetup(cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometh
 	}
 	m, err := nodenet.New(c)
 	if err != nil {
-		return nil, usagef("nodeLocal: %v", err)
+		return nil, v1alpha1.ConfigErrorf("nodeLocal: %v", err)
 	}
 	return m, reg.Register(m)
 }
 
 // keepTask installs the notrack table once srv serves, keeps the setup in
 // place, and removes the table first when stopped.
-func keepTask(setup *nodenet.Manager, srv *dnsserver.Server, log *slog.Logger) task {
+func keepTask(setup *nodenet.Manager, srv *dnsserver.Server, log *slog.Logger) lifecycle.Task {
 	return func(ctx context.Context) error {
 		if setup == nil {
 			return nil
@@ -177,7 +218,7 @@ func keepTask(setup *nodenet.Manager, srv *dnsserver.Server, log *slog.Logger) t
 }
 
 // releaseTask removes the addresses once the server has stopped.
-func releaseTask(setup *nodenet.Manager, log *slog.Logger) task {
+func releaseTask(setup *nodenet.Manager, log *slog.Logger) lifecycle.Task {
 	return func(ctx context.Context) error {
 		if setup == nil {
 			return nil

@@ -1,5 +1,5 @@
 //go:build !linux
 
-package main
+package clusterdns
 
 func releaseStartupPages() int64 { return 0 }

@@ -1,11 +1,13 @@
-package main
+package clusterdns
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +15,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
@@ -28,7 +29,7 @@ const loopAnswerBound = 500 * time.Millisecond
 type stackServer struct {
 	addr  string
 	stack *answerStack
-	log   *serveLog
+	log   *syncLog
 }
 
 // startStackServers starts a DNS server on each of listen (127.0.0.x:0),
@@ -40,11 +41,11 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	var handlers []*atomic.Pointer[clusterdns.Handler]
+	var handlers []*atomic.Pointer[Handler]
 	var dropped []*atomic.Int64
 	var addrs []string
 	for _, l := range listen {
-		h := new(atomic.Pointer[clusterdns.Handler])
+		h := new(atomic.Pointer[Handler])
 		n := new(atomic.Int64)
 		srv := &dnsserver.Server{Listen: []string{l}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 			if h := h.Load(); h != nil {
@@ -75,7 +76,7 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 			t.Fatal(err)
 		}
 		st.Publish()
-		var logs serveLog
+		var logs syncLog
 		stack, err := buildStack(ctx, cfg, st, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -99,6 +100,24 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 		handlers[i].Store(s.stack.handler)
 	}
 	return out
+}
+
+// syncLog is a goroutine-safe log buffer.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // metric is the sum of the series of the stack's metric name.
@@ -207,4 +226,49 @@ func TestStackForwardingLoop(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestForwardingKey: a reload keeps the forwarders and the cache exactly
+// when the settings they are built from are unchanged.
+func TestForwardingKey(t *testing.T) {
+	base := func() *v1alpha1.ServerConfiguration {
+		return &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.1:53"}, Objects: "x",
+			Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{"10.0.0.53"}}}}
+	}
+	two := 2
+	for _, tc := range []struct {
+		name   string
+		change func(c *v1alpha1.ServerConfiguration)
+		same   bool
+	}{
+		{"nothing", func(*v1alpha1.ServerConfiguration) {}, true},
+		{"a default spelled out", func(c *v1alpha1.ServerConfiguration) { c.Forward[0].MaxFails = &two }, true},
+		{"loadbalance", func(c *v1alpha1.ServerConfiguration) { f := false; c.Loadbalance = &f }, true},
+		{"overrides", func(c *v1alpha1.ServerConfiguration) {
+			c.Overrides = []v1alpha1.Override{{Name: "a.example", Addresses: []string{"192.0.2.1"}}}
+		}, true},
+		{"reverse zones", func(c *v1alpha1.ServerConfiguration) { c.ReverseZones = []string{"10.96.0.0/12"} }, true},
+		{"upstream", func(c *v1alpha1.ServerConfiguration) { c.Forward[0].Upstreams = []string{"10.0.0.54"} }, false},
+		{"a route", func(c *v1alpha1.ServerConfiguration) {
+			c.Forward = append(c.Forward, v1alpha1.ForwardRoute{Zone: "corp.example", Upstreams: []string{"10.1.0.53"}})
+		}, false},
+		{"policy", func(c *v1alpha1.ServerConfiguration) { c.Forward[0].Policy = v1alpha1.PolicySequential }, false},
+		{"maxConcurrent", func(c *v1alpha1.ServerConfiguration) { c.MaxConcurrent = 10 }, false},
+		{"shedRcode", func(c *v1alpha1.ServerConfiguration) { c.ShedRcode = v1alpha1.ShedRefused }, false},
+		{"cache size", func(c *v1alpha1.ServerConfiguration) { c.Cache.SuccessBytes = "64Mi" }, false},
+		{"serve stale", func(c *v1alpha1.ServerConfiguration) { c.Cache.ServeStale = "1h" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(b)
+			a.SetDefaults()
+			b.SetDefaults()
+			if err := b.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if same := forwardingKey(a) == forwardingKey(b); same != tc.same {
+				t.Errorf("same key %v, want %v", same, tc.same)
+			}
+		})
+	}
 }
