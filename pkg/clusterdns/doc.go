@@ -1,6 +1,16 @@
 // Package clusterdns answers the cluster zone: records, the packed reply
 // cache, autopath expansion and the namespace amplification metrics.
 //
+// Server is the component `dnsconfigurer serve` runs in mode cluster:
+// New(cfg, deps) takes a validated v1alpha1.ServerConfiguration, and Run
+// builds the answer stack (the Handler with its forwarders, answer cache
+// and static records), loads the records, and serves them on a
+// dnsserver.Server and /metrics until its context ends. With Deps.Reload
+// it watches the config file and swaps in a new answer stack on a change,
+// keeping the forwarders when their settings did not change (see reloader
+// in reload.go). It also returns start-up memory to the OS (rss.go).
+// Errors of the configuration are marked v1alpha1.ErrConfig.
+//
 // The Handler answers the cluster zone (Kubernetes DNS-Based Service
 // Discovery 1.1.0) from a store.Snapshot, and autopath names by server-side
 // search expansion (WithAutopath, WithAutopathBySource). It forwards every
@@ -8,8 +18,10 @@
 // the Handler implements dnsserver.WireAnswerer for its cached replies.
 //
 // The core is Handler.Resolve(ctx, question) → Result{Rcode, Answer, Ns,
-// Extra}: it answers without touching the wire, so that server-side search
-// expansion (autopath) can call it per suffix. ServeDNS wraps it with the
+// Extra}: it answers without touching the wire. The autopath expander
+// reaches the zone through one method, candidateResolver's
+// resolveCandidate (Resolve, or with localOnly only what needs no
+// upstream); the handler builds its messages. ServeDNS wraps Resolve with the
 // message-level rules of pkg/dnsmsg, which the node-local stage shares:
 // FORMERR for a query without exactly one question, NOTIMP for opcodes other
 // than QUERY, BADVERS for EDNS versions other than 0, EDNS0 (the server

@@ -394,7 +394,7 @@ func rotationSeeds(tb testing.TB) [][]byte {
 // is also tried as miekg/dns packs it with compression, as the handler
 // caches replies.
 //
-//	go test -run '^$' -fuzz '^FuzzRotation$' -fuzztime 50000x ./pkg/dnsserver/
+//	go test -run '^$' -fuzz '^FuzzRotation$' -fuzztime 50000x ./pkg/clusterdns/
 func FuzzRotation(f *testing.F) {
 	for _, s := range rotationSeeds(f) {
 		f.Add(s)

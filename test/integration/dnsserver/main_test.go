@@ -2,7 +2,7 @@
 // kube-apiserver and etcd (test/apiserver): Services, EndpointSlices and Pods
 // are written through the API and the tests ask the server real DNS
 // questions over UDP and TCP on 127.0.0.1 until the answers follow. Most
-// tests run the server in-process (pkg/dnsserver, store and feed, wired as
+// tests run the server in-process (pkg/clusterdns, store and feed, wired as
 // `dnsconfigurer serve` wires them); TestServeCommand runs the built command.
 // They skip when the kube-apiserver and etcd binaries are absent (see
 // test/testbin/build.sh):
