@@ -137,7 +137,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.autopath, "autopath", v1alpha1.DefaultAutopath, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
 	fs.BoolVar(&f.autopathSource, "autopath-by-source", false, "cluster mode: also expand plain queries from known pod IPs with that pod's namespace search list (implies --pods verified)")
 	fs.UintVar(&f.autopathCode, "autopath-option-code", v1alpha1.DefaultOptionCode, "EDNS0 local option code carrying the autopath search list")
-	fs.IntVar(&f.topNamespaces, "namespace-metrics", clusterdns.DefaultTopNamespaces, "cluster mode: the busiest `N` namespaces (0-1000) get series of their own in the search-list amplification metrics dnsconfigurer_dnsserver_namespace_*{namespace}, the others are \"other\" (docs/amplification.md); 0: off")
+	fs.IntVar(&f.topNamespaces, "namespace-metrics", v1alpha1.DefaultNamespaceMetrics, "cluster mode: the busiest `N` namespaces (0-1000) get series of their own in the search-list amplification metrics dnsconfigurer_dnsserver_namespace_*{namespace}, the others are \"other\" (docs/amplification.md); 0: off")
 	fs.Var(&f.clusterUpstream, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port), asked over TCP for cluster names: a Service of the cluster DNS pods of its own, not the Service IP node-local takes over")
 	fs.StringVar(&f.resolvConf, "resolv-conf", v1alpha1.DefaultNodeLocalResolvConf, "node-local mode: the node's resolv.conf (watched; auto: systemd-resolved's when it runs): its nameservers answer names outside the cluster, its search domains end autopath search lists; \"\" for none (every name to --cluster-upstream)")
 	fs.DurationVar(&f.maxTTL, "max-ttl", v1alpha1.DefaultMaxTTL.Duration(), "longest time a positive forwarded answer is cached")
@@ -145,7 +145,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.cacheSize = byteSize(v1alpha1.DefaultSuccessBytes.Bytes() + v1alpha1.DefaultDenialBytes.Bytes())
 	fs.Var(&f.cacheSize, "cache-size", "`BYTES` of forwarded answers cached, counted with their overhead (e.g. 32Mi; 4/5 for answers, 1/5 for denials)")
 	fs.Var(&f.cacheSize, "cache-bytes", "old name of --cache-size")
-	f.zoneCacheSize = clusterdns.DefaultReplyCacheBytes
+	f.zoneCacheSize = byteSize(v1alpha1.DefaultZoneBytes.Bytes())
 	fs.Var(&f.zoneCacheSize, "zone-cache-size", "cluster mode: `BYTES` of packed replies made from the cluster zone kept per snapshot (e.g. 16Mi, at least 1Mi; about 250 bytes a reply)")
 	fs.DurationVar(&f.serveStale, "serve-stale", v1alpha1.DefaultServeStale.Duration(), "when every upstream fails, serve an expired answer up to this long past its expiry, with TTL 30 (RFC 8767; 0: off)")
 	fs.IntVar(&f.prefetch, "prefetch", v1alpha1.DefaultPrefetchAmount, "refresh an answer asked `N` times within a minute before it expires (0: off)")

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
@@ -19,10 +20,10 @@ import (
 // Bounds and defaults of the namespace query metrics (Amplification).
 const (
 	// DefaultTopNamespaces is how many namespaces get series of their own
-	// by default.
-	DefaultTopNamespaces = 20
+	// by default (v1alpha1's namespaceMetrics).
+	DefaultTopNamespaces = v1alpha1.DefaultNamespaceMetrics
 	// MaxTopNamespaces bounds the namespaces with series of their own.
-	MaxTopNamespaces = 1000
+	MaxTopNamespaces = v1alpha1.MaxNamespaceMetrics
 
 	// ampInterval is how often the namespaces with series of their own
 	// are chosen again (at a scrape, when this long has passed since the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
@@ -16,8 +17,9 @@ import (
 // DefaultReplyCacheBytes bounds the packed replies a Handler caches
 // unless WithReplyCache says otherwise: about 60,000 replies of a cluster
 // zone (a reply with its key and overhead costs about 250 bytes), room for
-// the search-list misses of a busy cluster's working set.
-const DefaultReplyCacheBytes = 16 << 20
+// the search-list misses of a busy cluster's working set. It is
+// v1alpha1's DefaultZoneBytes.
+var DefaultReplyCacheBytes = v1alpha1.DefaultZoneBytes.Bytes()
 
 // cacheKey is everything of a request that shapes the reply besides its ID
 // and the RD and CD bits (patched per request): the question as sent (case

@@ -57,10 +57,11 @@ type Handler struct {
 	cache *dnscache.Cache
 }
 
-// Default TTL caps of Config.Cache.
-const (
-	DefaultMaxTTL         = 30 * time.Second
-	DefaultMaxNegativeTTL = 5 * time.Second
+// Default TTL caps of Config.Cache: v1alpha1's cache.maxTTL and
+// cache.maxNegativeTTL.
+var (
+	DefaultMaxTTL         = v1alpha1.DefaultMaxTTL.Duration()
+	DefaultMaxNegativeTTL = v1alpha1.DefaultMaxNegativeTTL.Duration()
 )
 
 var _ dns.Handler = (*Handler)(nil)
