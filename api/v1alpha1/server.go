@@ -42,9 +42,13 @@ const (
 
 // Server defaults. Durations are Go durations, sizes bytes.
 const (
+	DefaultServerMode          = ModeCluster
 	DefaultServerClusterDomain = DefaultClusterDomain
 	DefaultLogLevel            = "info"
 	DefaultLogFormat           = "text"
+	DefaultPodRecords          = PodsDisabled
+	DefaultAutopath            = true
+	DefaultLoadbalance         = true
 	// DefaultRecordTTL is the TTL of the zone's records and denials (CoreDNS
 	// kubernetes' default); MaxRecordTTL is the largest allowed.
 	DefaultRecordTTL   = 5
@@ -70,7 +74,9 @@ const (
 	DefaultZoneBytes          = ByteSize("16Mi")
 	DefaultMaxTTL             = Duration("30s")
 	DefaultMaxNegativeTTL     = Duration("5s")
+	DefaultServeStale         = Duration("0s") // off
 	DefaultStaleTTL           = Duration("30s")
+	DefaultPrefetchAmount     = 0 // off
 	DefaultPrefetchWindow     = Duration("1m")
 	DefaultPrefetchPercentage = 10
 
@@ -469,19 +475,19 @@ type NodeLocal struct {
 
 // SetDefaults fills unset fields.
 func (c *ServerConfiguration) SetDefaults() {
-	setString(&c.Mode, ModeCluster)
+	setString(&c.Mode, DefaultServerMode)
 	setString(&c.ClusterDomain, DefaultServerClusterDomain)
 	setString(&c.LogFormat, DefaultLogFormat)
 	setString(&c.LogLevel, DefaultLogLevel)
 	if c.Pods == "" && c.AutopathBySource {
 		c.Pods = PodsVerified
 	}
-	setString(&c.Pods, PodsDisabled)
+	setString(&c.Pods, DefaultPodRecords)
 	if c.TTL == nil {
 		c.TTL = ptr(DefaultRecordTTL)
 	}
 	if c.Autopath == nil {
-		c.Autopath = ptr(true)
+		c.Autopath = ptr(DefaultAutopath)
 	}
 	setInt(&c.AutopathOptionCode, DefaultOptionCode)
 	if c.NamespaceMetrics == nil {
@@ -494,7 +500,7 @@ func (c *ServerConfiguration) SetDefaults() {
 	setString(&c.ShedRcode, ShedServfail)
 	c.Cache.setDefaults()
 	if c.Loadbalance == nil {
-		c.Loadbalance = ptr(true)
+		c.Loadbalance = ptr(DefaultLoadbalance)
 	}
 	setString(&c.Hosts.TTL, DefaultHostsTTL)
 	setString(&c.Hosts.Reload, DefaultHostsReload)
@@ -532,7 +538,7 @@ func (c *ServerCache) setDefaults() {
 	setString(&c.MinTTL, "0s")
 	setString(&c.MaxNegativeTTL, DefaultMaxNegativeTTL)
 	setString(&c.MinNegativeTTL, "0s")
-	setString(&c.ServeStale, "0s")
+	setString(&c.ServeStale, DefaultServeStale)
 	setString(&c.StaleTTL, DefaultStaleTTL)
 	setString(&c.Prefetch.Window, DefaultPrefetchWindow)
 	setInt(&c.Prefetch.Percentage, DefaultPrefetchPercentage)
@@ -868,7 +874,12 @@ func (n *NodeLocal) validate(e *fieldErrors, mode string) {
 // Typed accessors; call them after a Validate that returned nil.
 
 // AutopathEnabled reports autopath (true when unset).
-func (c *ServerConfiguration) AutopathEnabled() bool { return c.Autopath == nil || *c.Autopath }
+func (c *ServerConfiguration) AutopathEnabled() bool {
+	if c.Autopath == nil {
+		return DefaultAutopath
+	}
+	return *c.Autopath
+}
 
 // TopNamespaces is NamespaceMetrics (DefaultNamespaceMetrics when unset; 0:
 // the namespace query metrics are off).
@@ -881,7 +892,10 @@ func (c *ServerConfiguration) TopNamespaces() int {
 
 // LoadbalanceEnabled reports loadbalance (true when unset).
 func (c *ServerConfiguration) LoadbalanceEnabled() bool {
-	return c.Loadbalance == nil || *c.Loadbalance
+	if c.Loadbalance == nil {
+		return DefaultLoadbalance
+	}
+	return *c.Loadbalance
 }
 
 // RecordTTL is ttl in seconds (DefaultRecordTTL when unset).

@@ -11,9 +11,10 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
@@ -100,8 +101,8 @@ func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.
 	}
 	st.Replace(objs)
 	st.Publish()
-	ap, _ := dnsserver.WithAutopath(0, nil)
-	cluster = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dnsserver.NewHandler(zone, st, ap)}
+	ap, _ := clusterdns.WithAutopath(0, nil)
+	cluster = &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: clusterdns.NewHandler(zone, st, ap)}
 	if err := cluster.Start(ctx); err != nil {
 		return nil, nil, err
 	}

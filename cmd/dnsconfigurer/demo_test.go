@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 )
 
 // TestDemo runs the README's first command on the embedded examples.

@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 )
 
@@ -50,42 +50,12 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// task is one long-running part of a component; it returns when ctx is
-// done (nil) or when it fails.
-type task func(ctx context.Context) error
+// task is one long-running part of a component (lifecycle.Task).
+type task = lifecycle.Task
 
-// runTasks runs every task until ctx is done or one fails, then stops them
-// in the reverse of their order: a task's context is cancelled only once
-// every task after it has returned. List what serves first and what feeds
-// it last, so that the record feed stops before the DNS server and the DNS
-// server before /readyz. It returns the first failure.
-func runTasks(ctx context.Context, tasks ...task) error {
-	stop, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		once  sync.Once
-		first error
-	)
-	cancels := make([]context.CancelFunc, len(tasks))
-	done := make([]chan struct{}, len(tasks))
-	for i, t := range tasks {
-		tctx, tcancel := context.WithCancel(context.WithoutCancel(ctx))
-		cancels[i], done[i] = tcancel, make(chan struct{})
-		go func() {
-			defer close(done[i])
-			if err := t(tctx); err != nil && tctx.Err() == nil {
-				once.Do(func() { first = err })
-				cancel()
-			}
-		}()
-	}
-	<-stop.Done()
-	for i := len(tasks) - 1; i >= 0; i-- {
-		cancels[i]()
-		<-done[i]
-	}
-	return first
-}
+// runTasks is lifecycle.Run: the tasks run until ctx is done or one fails,
+// and stop in the reverse of their order.
+func runTasks(ctx context.Context, tasks ...task) error { return lifecycle.Run(ctx, tasks...) }
 
 // opsTasks returns the task serving /metrics, /healthz and /readyz on addr
 // ("": none), bound now so that a bad address fails start-up; with reuse,
@@ -98,16 +68,12 @@ func opsTasks(addr string, reuse bool, reg prometheus.Gatherer, log *slog.Logger
 // none), bound now so that a bad address fails start-up; with reuse, bound
 // with SO_REUSEPORT.
 func listenTasks(addr string, reuse bool, h http.Handler, log *slog.Logger) ([]task, error) {
-	if addr == "" {
-		return nil, nil
-	}
-	listen := health.Listen
-	if reuse {
-		listen = health.ListenReusePort
-	}
-	s, err := listen(addr, h, log)
-	if err != nil {
+	s, err := health.Bind(addr, reuse, h, log)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	case s == nil:
+		return nil, nil
 	}
 	return []task{s.Run}, nil
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -29,16 +27,11 @@ func (b *byteSize) Set(v string) error {
 	return nil
 }
 
-// checkCache validates the cache flags.
+// checkCache checks --cache-size, whose total the configuration splits
+// into its two bounds.
 func (f *serveFlags) checkCache() error {
 	if f.cacheSize < minCacheSize {
 		return fmt.Errorf("--cache-size %d: at least %d bytes (1Mi); it is a size in bytes (an entry count before), e.g. 32Mi", f.cacheSize, minCacheSize)
-	}
-	if f.zoneCacheSize < v1alpha1.MinZoneBytes {
-		return fmt.Errorf("--zone-cache-size %d: at least %d bytes (1Mi), e.g. 16Mi", f.zoneCacheSize, v1alpha1.MinZoneBytes)
-	}
-	if f.serveStale < 0 || f.prefetch < 0 {
-		return fmt.Errorf("--serve-stale and --prefetch must not be negative")
 	}
 	return nil
 }

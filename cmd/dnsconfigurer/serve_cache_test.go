@@ -94,11 +94,16 @@ func TestServeCacheFlags(t *testing.T) {
 	}{
 		{[]string{"--cache-size", "10000"}, "at least 1048576 bytes"},
 		{[]string{"--cache-size", "lots"}, "want bytes"},
-		{[]string{"--serve-stale", "-1s"}, "must not be negative"},
-		{[]string{"--zone-cache-size", "512Ki"}, "--zone-cache-size 524288: at least 1048576 bytes"},
+		{[]string{"--serve-stale", "-1s"}, `cache.serveStale: "-1s": must be between 0s and`},
+		{[]string{"--prefetch", "-1"}, "cache.prefetch.amount: -1: must be >= 0"},
+		{[]string{"--zone-cache-size", "512Ki"}, `cache.zoneBytes: "524288": must be at least 1Mi`},
 		{[]string{"--zone-cache-size", "big"}, "want bytes"},
 	} {
-		_, err := parseServeFlags(append([]string{"--listen", "127.0.0.1:0"}, tc.args...), io.Discard)
+		// The flag's own errors, then the configuration's (Validate).
+		f, err := parseServeFlags(append([]string{"--listen", "127.0.0.1:0", "--objects", "x"}, tc.args...), io.Discard)
+		if err == nil {
+			_, err = f.serverConfig()
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}

@@ -137,7 +137,10 @@ func (f *serveFlags) applySourceFlags(cfg *v1alpha1.ServerConfiguration) {
 	if set("namespaces") {
 		cfg.Namespaces = f.namespaces
 	}
-	if set("pods") || f.autopathSource {
+	switch {
+	case f.autopathSource: // implies verified pods
+		cfg.Pods = v1alpha1.PodsVerified
+	case set("pods"):
 		cfg.Pods = f.pods
 	}
 	if set("ttl") {

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-
-	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // TestServeConfigReload: serve --config forwards as the file says; a
@@ -344,50 +342,5 @@ func namedStub(t *testing.T) (addr string, asked func(name string) int) {
 		mu.Lock()
 		defer mu.Unlock()
 		return counts[name]
-	}
-}
-
-// TestForwardingKey: a reload keeps the forwarders and the cache exactly
-// when the settings they are built from are unchanged.
-func TestForwardingKey(t *testing.T) {
-	base := func() *v1alpha1.ServerConfiguration {
-		return &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.1:53"}, Objects: "x",
-			Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{"10.0.0.53"}}}}
-	}
-	two := 2
-	for _, tc := range []struct {
-		name   string
-		change func(c *v1alpha1.ServerConfiguration)
-		same   bool
-	}{
-		{"nothing", func(*v1alpha1.ServerConfiguration) {}, true},
-		{"a default spelled out", func(c *v1alpha1.ServerConfiguration) { c.Forward[0].MaxFails = &two }, true},
-		{"loadbalance", func(c *v1alpha1.ServerConfiguration) { f := false; c.Loadbalance = &f }, true},
-		{"overrides", func(c *v1alpha1.ServerConfiguration) {
-			c.Overrides = []v1alpha1.Override{{Name: "a.example", Addresses: []string{"192.0.2.1"}}}
-		}, true},
-		{"reverse zones", func(c *v1alpha1.ServerConfiguration) { c.ReverseZones = []string{"10.96.0.0/12"} }, true},
-		{"upstream", func(c *v1alpha1.ServerConfiguration) { c.Forward[0].Upstreams = []string{"10.0.0.54"} }, false},
-		{"a route", func(c *v1alpha1.ServerConfiguration) {
-			c.Forward = append(c.Forward, v1alpha1.ForwardRoute{Zone: "corp.example", Upstreams: []string{"10.1.0.53"}})
-		}, false},
-		{"policy", func(c *v1alpha1.ServerConfiguration) { c.Forward[0].Policy = v1alpha1.PolicySequential }, false},
-		{"maxConcurrent", func(c *v1alpha1.ServerConfiguration) { c.MaxConcurrent = 10 }, false},
-		{"shedRcode", func(c *v1alpha1.ServerConfiguration) { c.ShedRcode = v1alpha1.ShedRefused }, false},
-		{"cache size", func(c *v1alpha1.ServerConfiguration) { c.Cache.SuccessBytes = "64Mi" }, false},
-		{"serve stale", func(c *v1alpha1.ServerConfiguration) { c.Cache.ServeStale = "1h" }, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a, b := base(), base()
-			tc.change(b)
-			a.SetDefaults()
-			b.SetDefaults()
-			if err := b.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			if same := forwardingKey(a) == forwardingKey(b); same != tc.same {
-				t.Errorf("same key %v, want %v", same, tc.same)
-			}
-		})
 	}
 }

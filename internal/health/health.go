@@ -83,6 +83,18 @@ func ListenReusePort(addr string, h http.Handler, log *slog.Logger) (*Server, er
 	return listen(addr, h, log, net.ListenConfig{Control: reuseport.Control})
 }
 
+// Bind is a component's metrics listener: Listen, or ListenReusePort with
+// reuse. An empty addr binds nothing and returns a nil Server.
+func Bind(addr string, reuse bool, h http.Handler, log *slog.Logger) (*Server, error) {
+	switch {
+	case addr == "":
+		return nil, nil
+	case reuse:
+		return ListenReusePort(addr, h, log)
+	}
+	return Listen(addr, h, log)
+}
+
 func listen(addr string, h http.Handler, log *slog.Logger, lc net.ListenConfig) (*Server, error) {
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package layering holds the test that keeps the import graph layered: the
-// pure core (resolvconf, fqdn, policy, autopath, dnsserver/store,
+// pure core (resolvconf, fqdn, policy, autopath, clusterdns/store,
 // api/v1alpha1) imports only the standard library, internal/safefile (bounded
 // non-blocking file reads, itself standard library only), the core below it
 // and the pure data-structure libraries the test names (store: immutable),

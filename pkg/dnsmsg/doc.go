@@ -1,5 +1,5 @@
 // Package dnsmsg holds the DNS message rules that the cluster DNS server
-// (pkg/dnsserver) and the node-local stage (pkg/nodelocal) share, so that
+// (pkg/clusterdns) and the node-local stage (pkg/nodelocal) share, so that
 // each is written once:
 //
 //   - EDNSSize, the EDNS0 UDP payload size both advertise, in their replies

@@ -1,91 +1,32 @@
-// Package dnsserver is the wire layer of the cluster DNS server: a miekg/dns
-// Handler that answers the cluster zone (Kubernetes DNS-Based Service
-// Discovery 1.1.0) from a store.Snapshot and autopath names by server-side
-// search expansion (WithAutopath, WithAutopathBySource), a Forwarder for
-// every other name, a Server that serves UDP and TCP on each listen address
-// (the node-local stage uses it and the Forwarder too; a TCP reply that
-// cannot be written within 5 s closes its connection, so clients that never
-// read are released; with ReusePort every socket is bound with SO_REUSEPORT,
-// so that a new instance serves the address before the old one stops, the
-// clients' retry covering the queries that the old one's sockets held
-// unread when they closed; a handler that implements WireAnswerer answers
-// UDP queries from their wire form as they are read, before miekg/dns
-// unpacks them or starts a goroutine: the cluster Handler's cached zone
-// replies and the node-local stage's cache hits),
-// and the Prometheus metrics (Metrics, below; served by internal/health
-// with /healthz and /readyz).
+// Package dnsserver is the UDP and TCP listener both DNS modes share.
 //
-// The core is Handler.Resolve(ctx, question) → Result{Rcode, Answer, Ns,
-// Extra}: it answers without touching the wire, so that server-side search
-// expansion (autopath) can call it per suffix. ServeDNS wraps it with the
-// message-level rules of pkg/dnsmsg, which the node-local stage shares:
-// FORMERR for a query without exactly one question, NOTIMP for opcodes other
-// than QUERY, BADVERS for EDNS versions other than 0, EDNS0 (the server
-// advertises dnsmsg.EDNSSize, 1232 bytes) and truncation to 512 bytes
-// without EDNS0, the client's EDNS0 size with it but never more than 1232
-// bytes over UDP (a claim of 65535 gets 1232), 64 KiB over TCP, with the TC
-// bit set when records were left out. Resolve answers REFUSED for classes
-// other than IN (and ANY) and for AXFR and IXFR (never a zone listing).
+// A Server serves a dns.Handler over UDP and TCP on each listen address.
+// The cluster DNS (pkg/clusterdns) and the node-local stage (pkg/nodelocal)
+// both answer through it.
 //
-// Answers:
+// Every resource a client can make it hold is bounded:
 //
-//   - names in the zone come from the snapshot (one map lookup on the
-//     lowercase name); the question's case is echoed in the answer owners.
-//     Replies made from the zone are cached packed, keyed by the question
-//     as asked, EDNS0 presence, DO bit and size limit; a cache hit patches
-//     the ID and the RD and CD bits and writes the bytes (over UDP found
-//     from the query's wire form, AnswerWire). The cache is bounded
-//     (WithReplyCache, 16 MiB by default, in two generations) and lives
-//     across snapshots: a new snapshot retires the replies made from the
-//     names that changed (see wireCache), so it never serves stale data;
-//   - a name that does not exist is NXDOMAIN, a name that exists (including
-//     an empty non-terminal) without the asked type is NOERROR with no
-//     answer; both carry the SOA of the zone the name is in in the authority
-//     section, its minimum TTL equal to the record TTL;
-//   - ANY is answered minimally (RFC 8482) for the names this server
-//     answers: a synthesized HINFO "RFC8482" for a name that exists (an
-//     ExternalName: its CNAME), NXDOMAIN with the SOA for a zone name that
-//     does not; ANY for other names is forwarded like any other type, as
-//     CoreDNS's forward does (REFUSED without a forwarder);
-//   - a headless Service without a ready endpoint has no name (NXDOMAIN),
-//     and SRV at the bare Service name lists every port, as CoreDNS;
-//   - WithLoadBalance rotates each run of A or AAAA records, and of SRV
-//     records of one priority, of one owner in the answer section by one
-//     step per reply; a cached reply is rotated in its packed bytes (the
-//     runs' ranges and the compression pointers into them are recorded
-//     when it is cached), or served unrotated when that is not safe;
-//   - before the first full sync every zone and reverse name is SERVFAIL;
-//   - ExternalName Services answer with their CNAME followed by the target's
-//     records: looked up in the snapshot when the target is in the zone,
-//     asked upstream otherwise;
-//   - reverse names (in-addr.arpa, ip6.arpa) of ClusterIPs and endpoints are
-//     answered from the snapshot; inside the WithReverseZones prefixes the
-//     others are NXDOMAIN (NODATA above known addresses) with the SOA of
-//     the prefix's octet- or nibble-aligned reverse zone; other reverse
-//     names are forwarded, as CoreDNS's default "fallthrough in-addr.arpa
-//     ip6.arpa";
-//   - names outside the cluster zone that the Static source (WithStatic)
-//     has are answered from it, authoritatively and uncached, before
-//     forwarding: NOERROR with no answer and no SOA for types it has none
-//     of; cluster-zone names come from the zone only;
-//   - names under the autopath suffix (search.<ns>.<zone>.ap.k8s.io) are
-//     never forwarded: each candidate of the search list (from the EDNS0
-//     local option, else the namespace's cluster searches; pkg/autopath's
-//     rules) is tried and the first that is not NXDOMAIN, in search-list
-//     order, answers behind a CNAME from the asked name; such answers are
-//     not cached. Zone candidates are free; at most 8 candidates that need
-//     an upstream (the name itself always among them) are asked, in
-//     parallel, the others are not tried, and the expansion ends within 2 s
-//     (2.5 s by source: v1alpha1.AutopathDeadline, below node-local's
-//     timeout toward this server);
-//   - every other name is forwarded (REFUSED without a forwarder) through
-//     the Exchanger given to WithForwarder: a pkg/forward Forwarder (or
-//     Router), which never sends to the server's own listen addresses,
-//     bounds each exchange in time, sheds beyond MaxConcurrent, health-checks
-//     its upstreams and fails fast when all are down, and keeps forwarding
-//     loops from forming (a per-query EDNS0 marker and loop probes); see its
-//     package doc. A TCP client's query goes upstream over TCP
-//     (forward.WithClientTCP); a failed forward answers forward.Rcode.
+//   - at most MaxUDPInFlight UDP queries are answered at once; further
+//     datagrams are dropped and counted, and the client retries;
+//   - at most MaxTCPConns TCP connections are open; further ones are closed
+//     at once and counted;
+//   - a TCP connection is closed when its first query does not arrive
+//     within 5 s, when it idles for TCPIdleTimeout, after 128 queries, and
+//     when one reply cannot be written within TCPWriteTimeout (RFC 7766).
+//     A client that never reads is released about 5 s after the socket
+//     buffers fill.
+//
+// A handler that implements WireAnswerer answers UDP queries from their
+// wire form. The reading goroutine asks it first, before miekg/dns unpacks
+// the query or starts a goroutine. The cluster handler's cached zone
+// replies and the node-local stage's cache hits take this path.
+//
+// SetHandler swaps the handler without dropping a query (serve's config
+// reload). A panic in the handler answers SERVFAIL; the panic is counted
+// and its stack logged once. With ReusePort every socket is bound with
+// SO_REUSEPORT, so a new instance serves the address before the old one
+// stops; the clients' retry covers the queries the old sockets held unread.
+// Run keeps answering for Lameduck after its context ends, with Ready false.
 //
 // # Metrics
 //
@@ -103,15 +44,11 @@
 // rcode a name or "other"; proto udp or tcp; family 1 or 2. Counting is a
 // few atomic adds in arrays indexed by those values, read at scrape time,
 // with no allocation (BenchmarkCountWire, TestCountingAllocatesNothing).
-// RegisterRecordMetrics adds the snapshot's _records{kind} and _synced.
-// WithAmplification adds the search-list amplification per namespace of
-// the asking pods (Amplification: _namespace_queries_total{namespace},
-// _namespace_lookups_total, _namespace_misses_total, _namespace_hits_total,
-// _namespace_external_lookups_total for the N busiest namespaces and
-// "other"; docs/amplification.md).
+// The cluster zone's own metrics (records, autopath, namespaces) are
+// pkg/clusterdns's.
 //
-// The DNS adapters (this package, pkg/dnsmsg, pkg/forward, pkg/dnscache,
-// pkg/hosts, pkg/nodelocal, and cmd) import
-// miekg/dns; the pure core, pkg/dnsserver/store included, must not
-// (internal/layering checks it).
+// The DNS adapters (this package, pkg/clusterdns, pkg/dnsmsg, pkg/forward,
+// pkg/dnscache, pkg/hosts, pkg/nodelocal, and cmd) import miekg/dns; the
+// pure core, pkg/clusterdns/store included, must not (internal/layering
+// checks it).
 package dnsserver

@@ -165,9 +165,9 @@ func TestSlots(t *testing.T) {
 }
 
 // addrWriter is a dns.ResponseWriter with a fixed client address that
-// drops the reply.
+// drops the reply; its other methods are not called.
 type addrWriter struct {
-	fakeWriter
+	dns.ResponseWriter
 	addr net.Addr
 }
 

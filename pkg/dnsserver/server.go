@@ -31,19 +31,21 @@ const readBuffer = 4096
 // TCPWriteTimeout after the buffers fill). miekg/dns has a WriteTimeout field
 // but never sets a write deadline, so the listener does it (tcpConn)
 // (RFC 7766 6.2.3).
+//
+// The defaults are api/v1alpha1's (the limits section of a
+// ServerConfiguration explains them).
 const (
-	tcpReadTimeout         = 5 * time.Second
-	DefaultTCPIdleTimeout  = 10 * time.Second
-	DefaultTCPWriteTimeout = 5 * time.Second
-	tcpMaxQueries          = 128
-	// DefaultMaxUDPInFlight bounds the UDP queries answered at once: each
-	// holds a goroutine (a few KiB) while it waits, for up to the forward
-	// timeout; 2,000 is 1,000 forwarded queries (the forwarder's own cap)
-	// plus as many zone answers, which take microseconds.
+	tcpReadTimeout        = 5 * time.Second
+	tcpMaxQueries         = 128
 	DefaultMaxUDPInFlight = v1alpha1.DefaultUDPInFlight
-	// DefaultMaxTCPConns bounds the open TCP connections (each a goroutine
-	// and a socket for up to TCPIdleTimeout between queries).
-	DefaultMaxTCPConns = v1alpha1.DefaultTCPConnections
+	DefaultMaxTCPConns    = v1alpha1.DefaultTCPConnections
+)
+
+// Default TCP timeouts, v1alpha1's DefaultTCPIdleTimeout and
+// DefaultTCPWriteTimeout.
+var (
+	DefaultTCPIdleTimeout  = v1alpha1.DefaultTCPIdleTimeout.Duration()
+	DefaultTCPWriteTimeout = v1alpha1.DefaultTCPWriteTimeout.Duration()
 )
 
 // Server serves a dns.Handler over UDP and TCP on each of its addresses.
@@ -51,7 +53,8 @@ type Server struct {
 	// Listen are the addresses, "ip:port"; each is served over UDP and TCP.
 	// Port 0 picks one free port used by both transports.
 	Listen []string
-	// Handler answers the queries. One that implements WireAnswerer
+	// Handler answers the queries (or SetHandler's, set before Start). One
+	// that implements WireAnswerer
 	// answers UDP queries from their wire form first; those answers are
 	// written by the goroutine reading the socket and are not counted in
 	// MaxUDPInFlight.
@@ -160,14 +163,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if len(s.Listen) == 0 {
 		return errors.New("dnsserver: no listen address")
 	}
-	if s.Handler == nil {
-		return errors.New("dnsserver: no handler")
-	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	g := s.guard()
 	if g.handler.Load() == nil {
+		if s.Handler == nil {
+			return errors.New("dnsserver: no handler")
+		}
 		h := s.Handler
 		g.handler.Store(&h)
 	}

@@ -18,8 +18,9 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -86,7 +87,7 @@ func TestForwardDeadUpstream(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(fwd)
 	fwd.Start(context.Background())
-	addr := runDNS(t, dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)))
+	addr := runDNS(t, clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwd)))
 
 	const (
 		every = 10 // an in-cluster query after every tenth outside one
@@ -284,8 +285,8 @@ func TestForwardLoop(t *testing.T) {
 	fwdA, _ := forward.New(forward.Config{Upstreams: &toA, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	fwdB, _ := forward.New(forward.Config{Upstreams: &toB, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	var nA, nB atomic.Int64
-	a := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdA)), &nA))
-	b := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdB)), &nB))
+	a := runDNS(t, counting(clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwdA)), &nA))
+	b := runDNS(t, counting(clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwdB)), &nB))
 	toA.addr.Store(&b)
 	toB.addr.Store(&a)
 	reg := prometheus.NewRegistry()
@@ -323,7 +324,7 @@ func TestForwardLoopThroughStrippingResolver(t *testing.T) {
 	var toRelay lateUpstreams
 	fwd, _ := forward.New(forward.Config{Upstreams: &toRelay, Timeout: 500 * time.Millisecond, Policy: forward.PolicyRoundRobin})
 	var nA, nRelay atomic.Int64
-	a := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)), &nA))
+	a := runDNS(t, counting(clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwd)), &nA))
 	relay := runDNS(t, counting(dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		q := new(dns.Msg)
 		q.SetQuestion(req.Question[0].Name, req.Question[0].Qtype)
@@ -526,8 +527,8 @@ func TestLoopProbe(t *testing.T) {
 	fwdA := newForwarder(t, forward.Config{Upstreams: &toA, Logger: logger, HealthCheck: 10 * time.Millisecond})
 	fwdB := newForwarder(t, forward.Config{Upstreams: &toB, Logger: logger, HealthCheck: 10 * time.Millisecond})
 	var nA, nB atomic.Int64
-	a := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdA)), &nA))
-	b := runDNS(t, counting(dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdB)), &nB))
+	a := runDNS(t, counting(clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwdA)), &nA))
+	b := runDNS(t, counting(clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwdB)), &nB))
 	toA.addr.Store(&b)
 	toB.addr.Store(&a)
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
@@ -595,10 +596,10 @@ func TestLoopProbeLatePeer(t *testing.T) {
 	var toA, toB lateUpstreams
 	fwdA := newForwarder(t, forward.Config{Upstreams: &toA, HealthCheck: 10 * time.Millisecond, Timeout: 200 * time.Millisecond})
 	fwdB := newForwarder(t, forward.Config{Upstreams: &toB})
-	a := runDNS(t, dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdA)))
+	a := runDNS(t, clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwdA)))
 	var up atomic.Bool
 	var dropped atomic.Int64
-	inner := dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwdB))
+	inner := clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwdB))
 	b := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		if !up.Load() {
 			dropped.Add(1) // not up yet: no reply

@@ -12,7 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -50,7 +50,7 @@ func TestUpstreamTransport(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Upstreams = forward.StaticUpstreams{up}
 			fwd := newForwarder(t, cfg)
-			addr := runDNS(t, dnsserver.NewHandler("cluster.local", smallStore(t), dnsserver.WithForwarder(fwd)))
+			addr := runDNS(t, clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwd)))
 			name := "q" + string(rune('a'+i)) + ".example.org."
 			r, _, err := (&dns.Client{Net: tc.client, Timeout: 3 * time.Second}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
 			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {

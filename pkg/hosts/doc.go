@@ -2,8 +2,8 @@
 // format (k3s's NodeHosts ConfigMap, minikube's host.minikube.internal, the
 // node's /etc/hosts), watched for changes, and per-name overrides from the
 // server's configuration. It is the cluster DNS server's Static source
-// (pkg/dnsserver's WithStatic); it imports miekg/dns for the prebuilt
-// records and nothing of pkg/dnsserver.
+// (pkg/clusterdns's WithStatic); it imports miekg/dns for the prebuilt
+// records and nothing of pkg/clusterdns.
 //
 // # Format
 //

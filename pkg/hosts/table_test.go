@@ -10,7 +10,7 @@ import (
 	"github.com/miekg/dns"
 )
 
-// static is pkg/dnsserver's Static interface, declared here so that this
+// static is pkg/clusterdns's Static interface, declared here so that this
 // package need not import the server.
 type static interface {
 	Lookup(name string, qtype uint16) (rrs []dns.RR, found bool)

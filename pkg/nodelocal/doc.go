@@ -1,13 +1,17 @@
-// Package nodelocal is the node-local DNS stage (`dnsconfigurer serve --mode
-// node-local`): a caching forwarder in front of the cluster DNS that also
-// carries autopath search lists.
+// Package nodelocal is the node-local DNS stage: a caching forwarder in
+// front of the cluster DNS that also carries autopath search lists.
+//
+// Stage is the component `dnsconfigurer serve --mode node-local` runs:
+// NewStage(cfg, deps) and Run(ctx). Run sets up the node (transparent mode),
+// builds the forwarders and the Handler, serves it on a dnsserver.Server
+// and /metrics, and stops them in reverse order.
 //
 // For every query it answers from a pkg/dnscache Cache (Config.Cache: the
 // byte bounds of answers and denials, TTL caps 30 s and 5 s by default
 // (dnscache's, which are api/v1alpha1's),
 // serve-stale and prefetch when asked; see pkg/dnscache for the rules and
 // its memory bound) or forwards it once, however many identical questions
-// are in flight (request coalescing), through an Exchanger: `serve` gives
+// are in flight (request coalescing), through an Exchanger: the Stage gives
 // it a forward.Router that sends names in the cluster zone, ap.k8s.io and
 // the reverse zones to the cluster DNS over TCP (a Service of the cluster
 // DNS pods of its own, node-cache's kube-dns-upstream) and every other name
@@ -64,7 +68,9 @@
 // dnsmsg.EDNSSize (1232) in replies to EDNS0 clients and in forwarded
 // queries, and truncation to what the client can receive.
 //
-// It imports miekg/dns, Prometheus, api/v1alpha1 (its defaults),
-// pkg/autopath, pkg/dnscache and pkg/dnsmsg; not pkg/dnsserver (Exchanger
-// is declared here; WireAnswerer is implemented without importing it).
+// The Handler imports miekg/dns, Prometheus, api/v1alpha1 (its defaults),
+// pkg/autopath, pkg/dnscache and pkg/dnsmsg (Exchanger is declared here).
+// The Stage adds the listener (pkg/dnsserver), the forwarders, the node's
+// resolv.conf watcher and pkg/nodenet; errors of its configuration are
+// marked v1alpha1.ErrConfig.
 package nodelocal

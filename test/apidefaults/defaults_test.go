@@ -6,10 +6,11 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hosts"
@@ -40,7 +41,7 @@ func TestFallbacksAreTheAPIDefaults(t *testing.T) {
 		// constant).
 		{"dnscache.DefaultSuccessBytes", int64(dnscache.DefaultSuccessBytes), v1alpha1.DefaultSuccessBytes.Bytes()},
 		{"dnscache.DefaultDenialBytes", int64(dnscache.DefaultDenialBytes), v1alpha1.DefaultDenialBytes.Bytes()},
-		{"dnsserver.DefaultReplyCacheBytes", int64(dnsserver.DefaultReplyCacheBytes), v1alpha1.DefaultZoneBytes.Bytes()},
+		{"clusterdns.DefaultReplyCacheBytes", int64(clusterdns.DefaultReplyCacheBytes), v1alpha1.DefaultZoneBytes.Bytes()},
 
 		// The rest read the api; listed so that none goes back to a literal.
 		{"dnscache.DefaultMaxTTL", dnscache.DefaultMaxTTL, v1alpha1.DefaultMaxTTL.Duration()},
@@ -57,8 +58,8 @@ func TestFallbacksAreTheAPIDefaults(t *testing.T) {
 		{"dnsserver.DefaultMaxTCPConns", dnsserver.DefaultMaxTCPConns, v1alpha1.DefaultTCPConnections},
 		{"dnsserver.DefaultTCPIdleTimeout", dnsserver.DefaultTCPIdleTimeout, v1alpha1.DefaultTCPIdleTimeout.Duration()},
 		{"dnsserver.DefaultTCPWriteTimeout", dnsserver.DefaultTCPWriteTimeout, v1alpha1.DefaultTCPWriteTimeout.Duration()},
-		{"dnsserver.DefaultTopNamespaces", dnsserver.DefaultTopNamespaces, v1alpha1.DefaultNamespaceMetrics},
-		{"dnsserver.MaxTopNamespaces", dnsserver.MaxTopNamespaces, v1alpha1.MaxNamespaceMetrics},
+		{"clusterdns.DefaultTopNamespaces", clusterdns.DefaultTopNamespaces, v1alpha1.DefaultNamespaceMetrics},
+		{"clusterdns.MaxTopNamespaces", clusterdns.MaxTopNamespaces, v1alpha1.MaxNamespaceMetrics},
 		{"hosts.DefaultTTL", hosts.DefaultTTL, v1alpha1.DefaultHostsTTL.Duration()},
 		{"hosts.DefaultInterval", hosts.DefaultInterval, v1alpha1.DefaultHostsReload.Duration()},
 		{"nodenet.DefaultInterface", nodenet.DefaultInterface, v1alpha1.DefaultNodeLocalInterface},

@@ -54,7 +54,7 @@ const (
 // ServiceAccount missing here fails the test: add it with the rules its
 // component's code needs.
 var wantRules = map[string][]string{
-	// pkg/dnsserver/feed: informers (list, watch) on Services, Namespaces,
+	// pkg/clusterdns/feed: informers (list, watch) on Services, Namespaces,
 	// EndpointSlices and, with --pods verified, Pods.
 	"dnsconfigurer-dns": {
 		"/namespaces list", "/namespaces watch",

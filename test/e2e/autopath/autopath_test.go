@@ -27,10 +27,11 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
@@ -238,9 +239,9 @@ func TestAutopathQueryCount(t *testing.T) {
 	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
 	st.Replace(objs)
 	st.Publish()
-	withAP, _ := dnsserver.WithAutopath(0, nil)
-	cluster := &counter{n: map[uint16]int{}, h: dnsserver.NewHandler("cluster.local", st,
-		dnsserver.WithForwarder(nsExchanger{ns, "192.0.2.53:53"}), withAP)}
+	withAP, _ := clusterdns.WithAutopath(0, nil)
+	cluster := &counter{n: map[uint16]int{}, h: clusterdns.NewHandler("cluster.local", st,
+		clusterdns.WithForwarder(nsExchanger{ns, "192.0.2.53:53"}), withAP)}
 	hostSearches := []string{"corp.example"}
 	nl, err := nodelocal.New(nsExchanger{ns, "10.96.0.10:53"}, nodelocal.Config{ClusterDomain: "cluster.local",
 		HostSearches: func() []string { return hostSearches }, Cache: dnscache.Config{MaxTTL: time.Nanosecond, MaxNegativeTTL: time.Nanosecond}})

@@ -2,7 +2,7 @@
 // kube-apiserver and etcd (test/apiserver): Services, EndpointSlices and Pods
 // are written through the API and the tests ask the server real DNS
 // questions over UDP and TCP on 127.0.0.1 until the answers follow. Most
-// tests run the server in-process (pkg/dnsserver, store and feed, wired as
+// tests run the server in-process (pkg/clusterdns, store and feed, wired as
 // `dnsconfigurer serve` wires them); TestServeCommand runs the built command.
 // They skip when the kube-apiserver and etcd binaries are absent (see
 // test/testbin/build.sh):
@@ -36,9 +36,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -65,7 +66,7 @@ const (
 // server is an in-process DNS server fed by informers from the API server.
 type server struct {
 	addr     string // UDP and TCP
-	handler  *dnsserver.Handler
+	handler  *clusterdns.Handler
 	http     http.Handler // /metrics, /healthz, /readyz
 	requests *requestLog
 }
@@ -104,10 +105,10 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 		t.Fatalf("store: %v", err)
 	}
 	reg := prometheus.NewRegistry()
-	if err := dnsserver.RegisterRecordMetrics(reg, st); err != nil {
+	if err := clusterdns.RegisterRecordMetrics(reg, st); err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
-	h := dnsserver.NewHandler(zone, st)
+	h := clusterdns.NewHandler(zone, st)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h, Zones: []string{zone}}
 	reg.MustRegister(srv)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -75,7 +75,7 @@ func TestServiceRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A headless Service without a ready endpoint has no name, as in
-		// CoreDNS 1.15 (pkg/dnsserver README, "Where we differ").
+		// CoreDNS 1.15 (pkg/clusterdns README, "Where we differ").
 		waitAnswer(t, srv.addr, name("db"), dns.TypeA, "NXDOMAIN")
 
 		slice, err := epSlices.Create(ctx, &discoveryv1.EndpointSlice{

@@ -1,0 +1,780 @@
+package clusterdns
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+)
+
+// ampStore has a Service web in each of the namespaces, and api in the
+// first.
+func ampStore(tb testing.TB, namespaces ...string) *store.Store {
+	tb.Helper()
+	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, ns := range namespaces {
+		st.SetNamespace(store.Namespace{Name: ns})
+		if i < 100 {
+			st.SetService(store.Service{Namespace: ns, Name: "web", Type: store.ClusterIP,
+				ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i), 1})}})
+		}
+	}
+	st.Publish()
+	return st
+}
+
+// ampUpstream answers www.example.com. (A and AAAA), NXDOMAIN for every
+// other name.
+type ampUpstream struct{}
+
+func (ampUpstream) Exchange(_ context.Context, m *dns.Msg) (*dns.Msg, error) {
+	r := new(dns.Msg)
+	r.SetReply(m)
+	q := m.Question[0]
+	if !strings.EqualFold(q.Name, "www.example.com.") {
+		r.Rcode = dns.RcodeNameError
+		return r, nil
+	}
+	switch q.Qtype {
+	case dns.TypeA:
+		rr, _ := dns.NewRR(q.Name + " 60 IN A 192.0.2.1")
+		r.Answer = append(r.Answer, rr)
+	case dns.TypeAAAA:
+		rr, _ := dns.NewRR(q.Name + " 60 IN AAAA 2001:db8::1")
+		r.Answer = append(r.Answer, rr)
+	}
+	return r, nil
+}
+
+// srcWriter is a fakeWriter with the client address src.
+type srcWriter struct {
+	fakeWriter
+	src net.Addr
+}
+
+func (w *srcWriter) RemoteAddr() net.Addr { return w.src }
+
+func newAmpHandler(tb testing.TB, st Records, topN int) (*Handler, *Amplification) {
+	tb.Helper()
+	a, err := NewAmplification(topN)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ap, err := WithAutopath(0, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return NewHandler("cluster.local", st, WithForwarder(ampUpstream{}), ap, WithAmplification(a)), a
+}
+
+// ampQuery asks name (type qtype) from the client src through ServeDNS and
+// returns the reply's rcode.
+func ampQuery(tb testing.TB, h *Handler, src, name string, qtype uint16) int {
+	tb.Helper()
+	req := new(dns.Msg)
+	req.SetQuestion(name, qtype)
+	w := &srcWriter{src: &net.UDPAddr{IP: net.ParseIP(src), Port: 40000}}
+	h.ServeDNS(w, req)
+	if w.msg == nil || w.err != nil {
+		tb.Fatalf("%s %s: no reply (%v)", name, dns.TypeToString[qtype], w.err)
+	}
+	return w.msg.Rcode
+}
+
+// ampCounts are a namespace's counters: queries, lookups, misses, hits,
+// external lookups.
+type ampCounts [numAmp]uint64
+
+func (c ampCounts) String() string {
+	return fmt.Sprintf("{queries %d lookups %d misses %d hits %d external %d}", c[0], c[1], c[2], c[3], c[4])
+}
+
+// rawCounts reads the counters of namespace ns ("other": of the namespaces
+// the store does not know) as they are, whether or not they have a series.
+func rawCounts(a *Amplification, ns string) ampCounts {
+	var c *nsCounters
+	if ns == "other" {
+		c = &a.other
+	} else {
+		a.idxMu.RLock()
+		c = a.idx[ns]
+		a.idxMu.RUnlock()
+	}
+	var out ampCounts
+	if c != nil {
+		for i := range out {
+			out[i] = c.n[i].Load()
+		}
+	}
+	return out
+}
+
+// TestAmplificationSteps: each query shape, alone or as the steps of a
+// ClusterFirst walk (kubelet's search list "<ns>.svc.cluster.local
+// svc.cluster.local cluster.local", then a host search domain
+// corp.example, ndots:5), counts as the doc says. Only first steps count:
+// an NXDOMAIN first step counts the walk's steps in the zone up to the
+// first that exists, predicted from the snapshot.
+func TestAmplificationSteps(t *testing.T) {
+	const (
+		nx = dns.RcodeNameError
+		ok = dns.RcodeSuccess
+		a  = dns.TypeA
+	)
+	type q struct {
+		name  string
+		qtype uint16
+		rcode int
+	}
+	// walk is the steps of a pod of ns looking up base: NXDOMAIN each but
+	// the last ones given.
+	walk := func(ns, base string, last ...int) []q {
+		names := []string{base + "." + ns + ".svc.cluster.local.", base + ".svc.cluster.local.", base + ".cluster.local.",
+			base + ".corp.example.", base + "."}
+		var out []q
+		for i, n := range names {
+			rc := nx
+			if k := len(names) - len(last); i >= k {
+				rc = last[i-k]
+			}
+			out = append(out, q{n, a, rc})
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		steps []q
+		want  map[string]ampCounts // unlisted namespaces (ns, b, other) count nothing
+	}{
+		{"service of the pod's namespace",
+			[]q{{"web.ns.svc.cluster.local.", a, ok}},
+			map[string]ampCounts{"ns": {1, 1, 0, 1, 0}}},
+		{"replies from the cache count",
+			[]q{{"web.ns.svc.cluster.local.", a, ok}, {"web.ns.svc.cluster.local.", a, ok}, {"web.ns.svc.cluster.local.", a, ok}},
+			map[string]ampCounts{"ns": {3, 3, 0, 3, 0}}},
+		{"external name: three steps in the zone, one lookup",
+			walk("ns", "www.example.com", ok),
+			// www.example.com.svc.cluster.local. is a name of namespace
+			// "com", which the store does not know: other.
+			map[string]ampCounts{"ns": {3, 1, 3, 0, 1}, "other": {1, 0, 1, 0, 0}}},
+		{"external name, A and AAAA",
+			append(walk("ns", "www.example.com", ok), q{"www.example.com.ns.svc.cluster.local.", dns.TypeAAAA, nx},
+				q{"www.example.com.svc.cluster.local.", dns.TypeAAAA, nx}, q{"www.example.com.cluster.local.", dns.TypeAAAA, nx},
+				q{"www.example.com.corp.example.", dns.TypeAAAA, nx}, q{"www.example.com.", dns.TypeAAAA, ok}),
+			map[string]ampCounts{"ns": {6, 2, 6, 0, 2}, "other": {2, 0, 2, 0, 0}}},
+		{"external name again, from the cache",
+			[]q{{"www.example.com.ns.svc.cluster.local.", a, nx}, {"www.example.com.ns.svc.cluster.local.", a, nx}},
+			map[string]ampCounts{"ns": {6, 2, 6, 0, 2}}},
+		{"short name that exists nowhere",
+			walk("ns", "nosuch", nx),
+			map[string]ampCounts{"ns": {3, 1, 3, 0, 0}}},
+		{"service of another namespace (web.b): found at the second step",
+			[]q{{"web.b.ns.svc.cluster.local.", a, nx}, {"web.b.svc.cluster.local.", a, ok}},
+			// The second step is also a first step of b for web.
+			map[string]ampCounts{"ns": {2, 1, 1, 1, 0}, "b": {1, 1, 0, 1, 0}}},
+		{"web.b.svc: found at the third step",
+			[]q{{"web.b.svc.ns.svc.cluster.local.", a, nx}, {"web.b.svc.svc.cluster.local.", a, nx}, {"web.b.svc.cluster.local.", a, ok}},
+			map[string]ampCounts{"ns": {3, 1, 2, 1, 0}, "other": {1, 0, 1, 0, 0}, "b": {1, 1, 0, 1, 0}}},
+		{"cluster name without its trailing dot (4 dots < ndots)",
+			walk("ns", "web.b.svc.cluster.local", ok),
+			map[string]ampCounts{"ns": {3, 1, 3, 0, 0}, "other": {1, 0, 1, 0, 0}, "b": {1, 1, 0, 1, 0}}},
+		{"absolute name in the zone counts for its namespace",
+			[]q{{"web.b.svc.cluster.local.", a, ok}},
+			map[string]ampCounts{"b": {1, 1, 0, 1, 0}}},
+		{"namespace the store does not know",
+			[]q{{"x.ghost.svc.cluster.local.", a, nx}},
+			map[string]ampCounts{"other": {1, 0, 1, 0, 0}}},
+		{"mixed case",
+			[]q{{"WWW.Example.COM.NS.svc.Cluster.Local.", a, nx}, {"Web.B.SVC.cluster.local.", a, ok}},
+			map[string]ampCounts{"ns": {3, 1, 3, 0, 1}, "b": {1, 1, 0, 1, 0}}},
+		{"autopath",
+			[]q{{"www.example.com.search.ns.cluster.local.ap.k8s.io.", a, ok}},
+			map[string]ampCounts{"ns": {1, 1, 0, 1, 0}}},
+		{"autopath NXDOMAIN, then the absolute name",
+			[]q{{"nosuch.example.search.ns.cluster.local.ap.k8s.io.", a, nx}, {"nosuch.example.", a, nx}},
+			map[string]ampCounts{"ns": {1, 1, 0, 0, 0}}},
+		{"autopath of a namespace the store does not know",
+			[]q{{"nosuch.search.ghost.cluster.local.ap.k8s.io.", a, nx}},
+			map[string]ampCounts{"other": {1, 1, 0, 0, 0}}},
+		{"absolute external name: not counted", []q{{"www.example.com.", a, ok}}, nil},
+		{"name of another zone: not counted", []q{{"db.corp.example.", a, nx}}, nil},
+		{"reverse lookup: not counted", []q{{"1.0.96.10.in-addr.arpa.", dns.TypePTR, ok}}, nil},
+		{"zone apex, svc and a namespace's name: not counted",
+			[]q{{"cluster.local.", dns.TypeSOA, ok}, {"svc.cluster.local.", a, ok}, {"ns.svc.cluster.local.", a, ok}}, nil},
+		{"pod name: not counted", []q{{"10-244-0-9.ns.pod.cluster.local.", a, nx}}, nil},
+		{"third step alone: not counted", []q{{"www.example.com.cluster.local.", a, nx}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, amp := newAmpHandler(t, ampStore(t, "ns", "b"), 20)
+			for _, s := range tc.steps {
+				if rc := ampQuery(t, h, "10.244.0.1", s.name, s.qtype); rc != s.rcode {
+					t.Fatalf("%s: rcode %s, want %s", s.name, dns.RcodeToString[rc], dns.RcodeToString[s.rcode])
+				}
+			}
+			for _, ns := range []string{"ns", "b", "other"} {
+				if got, want := rawCounts(amp, ns), tc.want[ns]; got != want {
+					t.Errorf("%s: %v, want %v", ns, got, want)
+				}
+			}
+		})
+	}
+	t.Run("malformed queries: not counted", func(t *testing.T) {
+		h, amp := newAmpHandler(t, ampStore(t, "ns", "b"), 20)
+		two := new(dns.Msg)
+		two.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+		two.Question = append(two.Question, two.Question[0])
+		none := new(dns.Msg)
+		none.Id = 1
+		notify := new(dns.Msg)
+		notify.SetNotify("web.ns.svc.cluster.local.")
+		for _, m := range []*dns.Msg{two, none, notify} {
+			w := &srcWriter{src: &net.UDPAddr{IP: net.ParseIP("10.244.0.1"), Port: 1}}
+			h.ServeDNS(w, m)
+			if w.msg == nil || w.msg.Rcode == dns.RcodeSuccess {
+				t.Fatalf("%v: reply %v", m.Question, w.msg)
+			}
+		}
+		for _, ns := range []string{"ns", "other"} {
+			if got := rawCounts(amp, ns); got != (ampCounts{}) {
+				t.Errorf("%s: %v, want nothing", ns, got)
+			}
+		}
+	})
+	t.Run("autopath by source: one query per lookup", func(t *testing.T) {
+		st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5, Pods: store.PodsVerified})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetPod(store.Pod{Namespace: "ns", Name: "client", IPs: []netip.Addr{netip.MustParseAddr("10.244.0.1")}})
+		st.Publish()
+		amp, _ := NewAmplification(20)
+		ap, _ := WithAutopath(0, nil)
+		h := NewHandler("cluster.local", st, WithForwarder(ampUpstream{}), ap, WithAutopathBySource(), WithAmplification(amp))
+		for range 2 {
+			if rc := ampQuery(t, h, "10.244.0.1", "www.example.com.ns.svc.cluster.local.", a); rc != ok {
+				t.Fatalf("rcode %s", dns.RcodeToString[rc])
+			}
+		}
+		if got, want := rawCounts(amp, "ns"), (ampCounts{2, 2, 0, 2, 0}); got != want {
+			t.Errorf("ns: %v, want %v", got, want)
+		}
+	})
+}
+
+// TestAmplificationClassify: what a query adds, from its name, its rcode
+// and the snapshot (nil before the first sync).
+func TestAmplificationClassify(t *testing.T) {
+	st := ampStore(t, "ns", "b")
+	cases := []struct {
+		name  string
+		rcode int
+		snap  *store.Snapshot
+		ns    string // "" for none
+		want  ampCounts
+	}{
+		{"web.ns.svc.cluster.local.", dns.RcodeSuccess, st.Snapshot(), "ns", ampCounts{1, 1, 0, 1, 0}},
+		{"web.ns.svc.cluster.local.", dns.RcodeServerFailure, st.Snapshot(), "ns", ampCounts{1, 1, 0, 0, 0}},
+		{"www.example.com.ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{3, 1, 3, 0, 1}},
+		{"web.b.ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{2, 1, 1, 1, 0}},
+		{"web.b.svc.ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{3, 1, 2, 1, 0}},
+		{"web.ghost.ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{3, 1, 3, 0, 1}},
+		{"x.ghost.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "other", ampCounts{1, 0, 1, 0, 0}},
+		{"x.search.ns.cluster.local.ap.k8s.io.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{1, 1, 0, 0, 0}},
+		{"x.search.ns.cluster.local.ap.k8s.io.", dns.RcodeSuccess, st.Snapshot(), "ns", ampCounts{1, 1, 0, 1, 0}},
+		{"web.ns.svc.cluster.local.", dns.RcodeServerFailure, nil, "other", ampCounts{1, 0, 0, 0, 0}},
+		{"search.ns.cluster.local.ap.k8s.io.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
+		{"x.search.ns.other.zone.ap.k8s.io.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
+		{".ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
+		{"x..svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
+		{"ns.svc.cluster.local.", dns.RcodeSuccess, st.Snapshot(), "", ampCounts{}},
+		{"www.example.com.svc.cluster.local.evil.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
+		{"4.3.2.1.in-addr.arpa.", dns.RcodeSuccess, st.Snapshot(), "", ampCounts{}},
+		{"www.example.com.", dns.RcodeSuccess, st.Snapshot(), "", ampCounts{}},
+		{".", dns.RcodeSuccess, st.Snapshot(), "", ampCounts{}},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s %s", tc.name, dns.RcodeToString[tc.rcode]), func(t *testing.T) {
+			a, _ := NewAmplification(20)
+			a.bind("cluster.local.", st)
+			req := new(dns.Msg)
+			req.SetQuestion(tc.name, dns.TypeA)
+			ac := a.classify(req, tc.snap, tc.rcode, false, nil)
+			ns := ""
+			if ac.c != nil {
+				ns = ac.c.name
+			}
+			got := ampCounts{}
+			for i, v := range ac.d {
+				got[i] = uint64(v)
+			}
+			if ns != tc.ns || got != tc.want {
+				t.Errorf("%q %v, want %q %v", ns, got, tc.ns, tc.want)
+			}
+		})
+	}
+}
+
+// TestAmplificationExternal: a remainder is a cluster name when it is a
+// short name or ends like one.
+func TestAmplificationExternal(t *testing.T) {
+	st := ampStore(t, "ns", "b")
+	a, _ := NewAmplification(20)
+	a.bind("cluster.local", st)
+	cases := []struct {
+		p    string
+		want bool
+	}{
+		{"web", false},
+		{"metadata", false}, // a short name is taken for a Service
+		{"web.ns", false},
+		{"Web.NS", false},
+		{"web.ns.svc", false},
+		{"10-0-0-1.ns.pod", false},
+		{"web.ns.svc.cluster", false},
+		{"web.ns.svc.cluster.local", false},
+		{"web.ghost", true}, // no such namespace
+		{"www.example.com", true},
+		{"WWW.Example.COM", true},
+		{"printer.local", true},
+		{"api.github.com", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.p, func(t *testing.T) {
+			if got := a.external(tc.p, st.Snapshot(), nil); got != tc.want {
+				t.Errorf("external(%q) = %v, want %v", tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+// ampSeries gathers reg's namespace families: family → namespace → value.
+func ampSeries(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := map[string]map[string]float64{}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "dnsconfigurer_dnsserver_namespace_") || mf.GetName() == "dnsconfigurer_dnsserver_namespace_series_changes_total" {
+			continue
+		}
+		m := map[string]float64{}
+		for _, s := range mf.GetMetric() {
+			if len(s.GetLabel()) != 1 || s.GetLabel()[0].GetName() != "namespace" {
+				t.Fatalf("%s: labels %v", mf.GetName(), s.GetLabel())
+			}
+			m[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
+		}
+		out[mf.GetName()] = m
+	}
+	return out
+}
+
+const ampQueriesFamily = "dnsconfigurer_dnsserver_namespace_queries_total"
+
+var ampFamilies = []string{ampQueriesFamily, "dnsconfigurer_dnsserver_namespace_lookups_total",
+	"dnsconfigurer_dnsserver_namespace_misses_total", "dnsconfigurer_dnsserver_namespace_hits_total",
+	"dnsconfigurer_dnsserver_namespace_external_lookups_total"}
+
+// TestAmplificationSeries: the namespaces with series, their monotonic
+// values, the swap rule, and deleted namespaces.
+func TestAmplificationSeries(t *testing.T) {
+	st := ampStore(t, "a", "b", "c", "other")
+	h, amp := newAmpHandler(t, st, 2)
+	clock := time.Unix(1e9, 0)
+	amp.now = func() time.Time { return clock }
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(amp)
+	ask := func(ns string, n int) {
+		for range n {
+			ampQuery(t, h, "10.244.0.1", "web."+ns+".svc.cluster.local.", dns.TypeA)
+		}
+	}
+	check := func(step string, want map[string]float64) {
+		t.Helper()
+		got := ampSeries(t, reg)[ampQueriesFamily]
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: queries series %v, want %v", step, got, want)
+		}
+	}
+	check("nothing asked", map[string]float64{"other": 0})
+	ask("a", 10)
+	ask("b", 5)
+	ask("c", 1)
+	ask("other", 50) // a namespace named "other" never gets a series of its own
+	// The first choice is at the next scrape (the first one chose while
+	// nothing had been asked): a and b get series, from 0; what they
+	// counted before stays in other.
+	clock = clock.Add(ampInterval)
+	check("first choice", map[string]float64{"a": 0, "b": 0, "other": 66})
+	ask("a", 3)
+	ask("c", 200)
+	check("within the minute", map[string]float64{"a": 3, "b": 0, "other": 266})
+	// Scores: a 10/2+3 = 8, b 5/2 = 2.5, c 1/2+200 = 200.5 (other: 25): c
+	// takes b's place; b's series ends at 0.
+	clock = clock.Add(ampInterval)
+	check("c replaces b", map[string]float64{"a": 3, "c": 0, "other": 266})
+	ask("b", 7)
+	ask("c", 2)
+	check("b counts in other", map[string]float64{"a": 3, "c": 2, "other": 273})
+	// c is deleted: its series ends, and b, the busiest without one,
+	// gets a series again, continuing from its last value (0).
+	amp.idxMu.RLock()
+	cached := ampCount{c: amp.idx["c"], d: [numAmp]uint8{ampQueries: 1}} // as kept with a cached reply
+	amp.idxMu.RUnlock()
+	st.DeleteService("c", "web")
+	st.DeleteNamespace("c")
+	clock = clock.Add(ampInterval)
+	st.Publish()
+	check("c deleted", map[string]float64{"a": 3, "b": 0, "other": 273})
+	// c's names are other's, and so is a count kept for c before.
+	ampQuery(t, h, "10.244.0.1", "x.c.svc.cluster.local.", dns.TypeA)
+	amp.observe(&cached)
+	check("c's names are other's", map[string]float64{"a": 3, "b": 0, "other": 275})
+	if got := testCounter(t, reg, "dnsconfigurer_dnsserver_namespace_series_changes_total"); got != 6 {
+		t.Errorf("series changes %v, want 6 (a, b, c given; b taken; c deleted; b given)", got)
+	}
+	if got := testCounter(t, reg, "dnsconfigurer_dnsserver_namespaces_tracked"); got != 3 {
+		t.Errorf("namespaces tracked %v, want 3 (a, b, other)", got)
+	}
+}
+
+func testCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no %s", name)
+	return 0
+}
+
+// TestAmplificationCardinality: 10,000 namespaces of the store, each with
+// traffic, and a flood of names of namespaces that do not exist: every
+// family has at most N+1 series, every series only grows, the series
+// together count every attributed query, the counters exist for the
+// store's namespaces only, and their memory is bounded.
+func TestAmplificationCardinality(t *testing.T) {
+	const (
+		namespaces = 10000
+		topN       = 20
+	)
+	names := make([]string, namespaces)
+	for i := range names {
+		names[i] = fmt.Sprintf("team-%05d", i)
+	}
+	st := ampStore(t, names...)
+
+	t.Run("memory", func(t *testing.T) {
+		var m0, m1, m2 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		a, _ := NewAmplification(topN)
+		a.bind("cluster.local", st)
+		snap := st.Snapshot()
+		req := new(dns.Msg)
+		for _, ns := range names {
+			req.SetQuestion("www.example.com."+ns+".svc.cluster.local.", dns.TypeA)
+			ac := a.classify(req, snap, dns.RcodeNameError, false, nil)
+			a.observe(&ac)
+		}
+		collect(a)
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 100000 {
+			req.SetQuestion(fmt.Sprintf("x.%x.svc.cluster.local.", rng.Uint64()), dns.TypeA)
+			ac := a.classify(req, snap, dns.RcodeNameError, false, nil)
+			a.observe(&ac)
+		}
+		collect(a)
+		runtime.GC()
+		runtime.ReadMemStats(&m2)
+		used, flood := int64(m1.HeapAlloc)-int64(m0.HeapAlloc), int64(m2.HeapAlloc)-int64(m1.HeapAlloc)
+		t.Logf("tracker with %d namespaces: %d KiB; after 100,000 queries for unknown namespaces: %+d KiB",
+			namespaces, used>>10, flood>>10)
+		if len(a.idx) != namespaces {
+			t.Errorf("%d namespaces tracked, want %d", len(a.idx), namespaces)
+		}
+		if used > 4<<20 {
+			t.Errorf("tracker uses %d bytes for %d namespaces, want under 4 MiB", used, namespaces)
+		}
+		if flood > 256<<10 {
+			t.Errorf("the flood of unknown namespaces grew the heap by %d bytes", flood)
+		}
+		if got := rawCounts(a, "other")[ampQueries]; got != 100000 {
+			t.Errorf("other counted %d queries, want 100000", got)
+		}
+		runtime.KeepAlive(a)
+	})
+
+	t.Run("series", func(t *testing.T) {
+		h, amp := newAmpHandler(t, st, topN)
+		clock := time.Unix(1e9, 0)
+		amp.now = func() time.Time { return clock }
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(amp)
+		ampSeries(t, reg) // the first choice, of nothing
+		// round: namespace i looks up www.example.com weight(i) times (3
+		// queries each in the zone), and 2,000 names of namespaces that do
+		// not exist are asked.
+		round := func(weight func(i int) int) {
+			for i, ns := range names {
+				for range weight(i) {
+					ampQuery(t, h, "10.244.0.1", "www.example.com."+ns+".svc.cluster.local.", dns.TypeA)
+				}
+			}
+			for i := range 2000 {
+				ampQuery(t, h, "10.1.2.3", fmt.Sprintf("x.ghost-%d.svc.cluster.local.", i), dns.TypeA)
+			}
+		}
+		// total is every query counted, with a series or not.
+		total := func() uint64 {
+			n := rawCounts(amp, "other")[ampQueries]
+			for _, ns := range names {
+				n += rawCounts(amp, ns)[ampQueries]
+			}
+			return n
+		}
+		var prev map[string]map[string]float64
+		seen := map[string]float64{} // the last value of every queries series seen
+		scrape := func(step string) map[string]map[string]float64 {
+			t.Helper()
+			clock = clock.Add(ampInterval)
+			s := ampSeries(t, reg)
+			for _, f := range ampFamilies {
+				if n := len(s[f]); n > topN+1 {
+					t.Errorf("%s: %s has %d series, want at most %d", step, f, n, topN+1)
+				}
+				for ns, v := range s[f] {
+					if old, ok := prev[f][ns]; ok && v < old {
+						t.Errorf("%s: %s{namespace=%q} went from %v to %v", step, f, ns, old, v)
+					}
+				}
+			}
+			// A series taken away ends at its value of the last scrape:
+			// the last values of every series seen count every query.
+			for ns, v := range s[ampQueriesFamily] {
+				seen[ns] = v
+			}
+			sum := 0.0
+			for _, v := range seen {
+				sum += v
+			}
+			if want := total(); sum != float64(want) {
+				t.Errorf("%s: the queries series seen add up to %v, want %d", step, sum, want)
+			}
+			prev = s
+			return s
+		}
+		// Round 1: team-00000..00029 busy (the busiest last).
+		round(func(i int) int {
+			if i < 30 {
+				return i + 1
+			}
+			return 1
+		})
+		s := scrape("round 1")
+		if n := len(s[ampQueriesFamily]); n != topN+1 {
+			t.Errorf("round 1: %d queries series, want %d", n, topN+1)
+		}
+		for i := 10; i < 30; i++ {
+			if _, ok := s[ampQueriesFamily][names[i]]; !ok {
+				t.Errorf("round 1: %s (one of the %d busiest) has no series: %v", names[i], topN, s[ampQueriesFamily])
+			}
+		}
+		// Round 2: another 30 become much busier; every namespace asks.
+		round(func(i int) int {
+			if i >= 5000 && i < 5030 {
+				return 40
+			}
+			return 1
+		})
+		scrape("round 2")
+		s = scrape("round 2, again")
+		busy := 0
+		for i := 5000; i < 5030; i++ {
+			if _, ok := s[ampQueriesFamily][names[i]]; ok {
+				busy++
+			}
+		}
+		if busy != topN {
+			t.Errorf("round 2: %d of the new busiest namespaces have series, want %d: %v", busy, topN, s[ampQueriesFamily])
+		}
+		if got := testCounter(t, reg, "dnsconfigurer_dnsserver_namespaces_tracked"); got != namespaces {
+			t.Errorf("namespaces tracked %v, want %d", got, namespaces)
+		}
+	})
+}
+
+// collect runs a's Collect and drops the metrics.
+func collect(a *Amplification) {
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		a.Collect(ch)
+		close(ch)
+	}()
+	for range ch {
+	}
+}
+
+// TestAmplificationCountAllocatesNothing: counting a query answered from
+// the reply cache allocates nothing.
+func TestAmplificationCountAllocatesNothing(t *testing.T) {
+	st := ampStore(t, "ns", "b")
+	a, _ := NewAmplification(20)
+	a.bind("cluster.local", st)
+	for _, name := range []string{"web.ns.svc.cluster.local.", "www.example.com.ns.svc.cluster.local.", "x.ghost.svc.cluster.local."} {
+		req := new(dns.Msg)
+		req.SetQuestion(name, dns.TypeA)
+		ac := a.classify(req, st.Snapshot(), dns.RcodeNameError, false, nil)
+		if allocs := testing.AllocsPerRun(100, func() { a.observe(&ac) }); allocs != 0 {
+			t.Errorf("%s: %v allocations per query", name, allocs)
+		}
+	}
+}
+
+// BenchmarkServeDNSAmplification is BenchmarkServeDNS's A and NXDOMAIN
+// with the namespace metrics on (replies from the cache).
+func BenchmarkServeDNSAmplification(b *testing.B) {
+	run := func(b *testing.B, name string) {
+		h, _ := newAmpHandler(b, fuzzStore(b), DefaultTopNamespaces)
+		h.Warm()
+		req := new(dns.Msg)
+		req.SetQuestion(name, dns.TypeA)
+		w := &benchWriter{}
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeDNS(w, req)
+		}
+	}
+	b.Run("A", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.") })
+	b.Run("NXDOMAIN", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.ns.svc.cluster.local.") })
+}
+
+// TestAmplificationUDP: pods' ClusterFirst walks for an external name (A
+// and AAAA, as glibc's getaddrinfo; search list "<ns>.svc.cluster.local
+// svc.cluster.local cluster.local corp.example"), as real datagrams from
+// two client addresses to a Server on 127.0.0.1 that forwards to an
+// upstream on 127.0.0.1, are counted in each pod's namespace; the second
+// round (answered from the reply cache in the zone) counts in the series
+// the first scrape gave the namespaces.
+func TestAmplificationUDP(t *testing.T) {
+	upSrv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m, _ := ampUpstream{}.Exchange(context.Background(), r)
+		_ = w.WriteMsg(m)
+	})}
+	if err := upSrv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = upSrv.Shutdown(context.Background()) })
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{upSrv.Addrs()[0]}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fwd.Close() })
+	amp, err := NewAmplification(DefaultTopNamespaces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(amp)
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: NewHandler("cluster.local", ampStore(t, "ns", "b"), WithForwarder(fwd), WithAmplification(amp))}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	clients := map[string]string{"127.0.0.1": "ns"}
+	if c, err := net.ListenPacket("udp", "127.0.0.2:0"); err == nil {
+		c.Close()
+		clients["127.0.0.2"] = "b"
+	} else {
+		t.Logf("only one client address: %v", err)
+	}
+	walk := func(src, ns string) {
+		t.Helper()
+		steps := []string{"www.example.com." + ns + ".svc.cluster.local.", "www.example.com.svc.cluster.local.",
+			"www.example.com.cluster.local.", "www.example.com.corp.example.", "www.example.com."}
+		for i, name := range steps {
+			for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+				m := new(dns.Msg)
+				m.SetQuestion(name, qtype)
+				c := &dns.Client{Net: "udp", Timeout: 3 * time.Second, Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
+				r, _, err := c.Exchange(m, srv.Addrs()[0])
+				if err != nil {
+					t.Fatalf("%s %s from %s: %v", name, dns.TypeToString[qtype], src, err)
+				}
+				if want := map[bool]int{true: dns.RcodeSuccess, false: dns.RcodeNameError}[i == len(steps)-1]; r.Rcode != want {
+					t.Fatalf("%s %s: rcode %s, want %s", name, dns.TypeToString[qtype], dns.RcodeToString[r.Rcode], dns.RcodeToString[want])
+				}
+			}
+		}
+	}
+	for src, ns := range clients {
+		walk(src, ns)
+	}
+	// The first scrape gives ns and b their series, from 0; the first
+	// round stays in other.
+	first := ampSeries(t, reg)
+	n := float64(len(clients))
+	// Per walk and type: the 3 steps in the zone, all NXDOMAIN, one lookup
+	// of an external name, counted at the first step for the pod's
+	// namespace; the second step (www.example.com.svc.cluster.local:
+	// namespace "com") is one query in other.
+	perWalk := map[string]float64{ampFamilies[0]: 6, ampFamilies[1]: 2, ampFamilies[2]: 6, ampFamilies[3]: 0, ampFamilies[4]: 2}
+	otherPerWalk := map[string]float64{ampFamilies[0]: 2, ampFamilies[2]: 2}
+	for f, v := range perWalk {
+		if got, want := first[f]["other"], n*(v+otherPerWalk[f]); got != want {
+			t.Errorf("first scrape: %s{namespace=\"other\"} = %v, want %v", f, got, want)
+		}
+	}
+	for src, ns := range clients {
+		walk(src, ns)
+	}
+	second := ampSeries(t, reg)
+	for f, v := range perWalk {
+		for _, ns := range clients {
+			if got := second[f][ns]; got != v {
+				t.Errorf("%s{namespace=%q} = %v, want %v", f, ns, got, v)
+			}
+		}
+		if got, want := second[f]["other"], n*(v+2*otherPerWalk[f]); got != want {
+			t.Errorf("%s{namespace=\"other\"} = %v, want %v", f, got, want)
+		}
+		if len(second[f]) != len(clients)+1 {
+			t.Errorf("%s: series %v", f, second[f])
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package clusterdns
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
+
+// Bounds of one autopath expansion, whatever the search list: at most
+// autopathMaxForwards candidates are asked upstream (the others are answered
+// from the zone, or not tried), and the expansion ends within
+// autopathDeadline (2.5 s: below node-local's timeout toward the cluster
+// DNS, so a slow name through autopath is this server's SERVFAIL, never
+// node-local's timeout; the rule is api/v1alpha1's).
+const (
+	autopathMaxForwards = 8
+	autopathDeadline    = v1alpha1.AutopathDeadline
+)
+
+// candidateResolver is the zone side of autopath: the one method the
+// expander calls. The Handler implements it.
+type candidateResolver interface {
+	// resolveCandidate answers q as Resolve does. With localOnly it answers
+	// only what needs no upstream, and reports upstream true, having asked
+	// nothing, for the rest.
+	resolveCandidate(ctx context.Context, q dns.Question, localOnly bool) (r Result, upstream bool)
+}
+
+// autopathExpander is server-side search expansion (KEP "DNS Autopath in
+// PodSpec") for names under "search.<ns>.<zone>.ap.k8s.io". It reaches the
+// zone through a candidateResolver only; the handler builds the messages.
+type autopathExpander struct {
+	code     uint16
+	sourceIP bool
+	zone     string // cluster zone without trailing dot
+	log      *slog.Logger
+	exp      prometheus.Counter
+	hits     *prometheus.CounterVec
+	misses   prometheus.Counter
+	formErr  prometheus.Counter
+	cut      prometheus.Counter
+}
+
+// WithAutopath answers names under the ap.k8s.io suffix by server-side
+// search expansion: the search list comes from the EDNS0 local option with
+// code (autopath.DefaultOptionCode when 0), or is derived from the name. Its
+// metrics are registered on reg (nil: none).
+func WithAutopath(code uint16, reg prometheus.Registerer) (Option, error) {
+	if code == 0 {
+		code = autopath.DefaultOptionCode
+	}
+	a := &autopathExpander{code: code,
+		exp: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_expansions_total",
+			Help: "Autopath queries expanded on the server."}),
+		hits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_hits_total",
+			Help: "Autopath expansions answered, by the position of the name that answered (0 = first search domain; the last position is the name itself)."}, []string{"position"}),
+		misses: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_misses_total",
+			Help: "Autopath expansions where every name was NXDOMAIN."}),
+		formErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_bad_options_total",
+			Help: "Autopath queries rejected with FORMERR for an invalid search-list option."}),
+		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_truncated_total",
+			Help: "Autopath expansions that left search domains untried because more than 8 names needed forwarding."}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{a.exp, a.hits, a.misses, a.formErr, a.cut} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register autopath metrics: %w", err)
+			}
+		}
+	}
+	return func(h *Handler) {
+		a.zone = strings.TrimSuffix(h.zoneName, ".")
+		h.ap = a
+	}, nil
+}
+
+// WithAutopathBySource also expands plain queries from known pod IPs (CoreDNS's
+// "autopath @kubernetes"): a query for "<name>.<ns>.svc.<zone>" from a pod of
+// namespace ns is answered for the first of "<name>.<each search>" and
+// "<name>." that exists. It needs WithAutopath before it and pods verified.
+// Known weakness: a pod IP reused by a pod of another namespace before the
+// watch delivers the change expands with the old namespace's search list.
+func WithAutopathBySource() Option {
+	return func(h *Handler) {
+		if h.ap != nil {
+			h.ap.sourceIP = true
+		}
+	}
+}
+
+// bySource expands q, a query of a pod of namespace ns, when it is a first
+// search step "<name>.<ns>.svc.<zone>"; ok is false otherwise (the normal
+// path answers). ttl is the zone's.
+func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q dns.Question, ns string, ttl uint32) (Result, bool) {
+	suffix := "." + policy.NamespaceSearch(ns, a.zone) + "."
+	if len(q.Name) <= len(suffix) || !strings.EqualFold(q.Name[len(q.Name)-len(suffix):], suffix) {
+		return Result{}, false
+	}
+	base := q.Name[:len(q.Name)-len(suffix)] + "."
+	r := a.search(ctx, zr, q, base, policy.ClusterSearches(ns, a.zone, nil), ttl)
+	// The first candidate is the asked name itself: no CNAME to itself.
+	if len(r.Answer) > 0 {
+		if c, isCNAME := r.Answer[0].(*dns.CNAME); isCNAME && strings.EqualFold(c.Target, q.Name) {
+			r.Answer = r.Answer[1:]
+		}
+	}
+	return r, true
+}
+
+// owns reports a name under the autopath suffix: such names are always
+// answered here, never forwarded.
+func (a *autopathExpander) owns(name string) bool {
+	return len(name) >= len(autopath.Suffix) &&
+		strings.EqualFold(name[len(name)-len(autopath.Suffix):], autopath.Suffix) &&
+		(len(name) == len(autopath.Suffix) || name[len(name)-len(autopath.Suffix)-1] == '.')
+}
+
+// expand answers an autopath question: the first name of the search list
+// (then the name itself) whose answer is not NXDOMAIN, behind a CNAME from
+// the asked name. ttl is the zone's.
+func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req *dns.Msg, ttl uint32) Result {
+	q := req.Question[0]
+	n, ok := autopath.Parse(q.Name, a.zone)
+	if !ok {
+		return a.negative(ttl)
+	}
+	var searches []string
+	found := false
+	if opt := req.IsEdns0(); opt != nil {
+		for _, o := range opt.Option {
+			if l, isLocal := o.(*dns.EDNS0_LOCAL); isLocal && l.Code == a.code {
+				list, err := autopath.ParseOption(l.Data)
+				if err != nil {
+					a.formErr.Inc()
+					a.log.DebugContext(ctx, "bad autopath option", "name", q.Name, "err", err)
+					return Result{Rcode: dns.RcodeFormatError}
+				}
+				searches, found = list, true
+				break
+			}
+		}
+	}
+	if !found {
+		searches = policy.ClusterSearches(n.Namespace, a.zone, nil)
+	}
+	return a.search(ctx, zr, q, n.Base, searches, ttl)
+}
+
+// negative is the NXDOMAIN of an autopath name: the SOA of the autopath
+// suffix.
+func (a *autopathExpander) negative(ttl uint32) Result {
+	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{soaRR(autopath.Suffix, a.zone+".", ttl, 1)}}
+}
+
+// How search gets the answer of one candidate.
+const (
+	candLocal   = iota // from the zone, inline (free)
+	candForward        // costs an upstream query: asked in parallel
+	candSkip           // over the budget: not tried
+)
+
+// search tries base under each search domain, then base itself, and answers
+// with the first that is not NXDOMAIN behind a CNAME from q.Name.
+//
+// The work is bounded: candidates answered from the zone cost nothing and
+// are resolved first, in order, up to the first that answers; of the
+// candidates before it that cost an upstream query (names outside the zone,
+// and ExternalNames that point outside it), the name itself and the first
+// others up to autopathMaxForwards in all are asked in parallel, the rest
+// are not tried, as if the search list ended before them. The answer is
+// then chosen in search-list order, so it is the one asking the same
+// candidates one after another gives. The whole expansion ends within
+// autopathDeadline; a candidate still unanswered then counts as SERVFAIL.
+func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q dns.Question, base string, searches []string, ttl uint32) Result {
+	a.exp.Inc()
+	ctx, cancel := context.WithTimeout(ctx, autopathDeadline)
+	defer cancel()
+	cands := autopath.Candidates(base, searches)
+	qs := make([]dns.Question, len(cands))
+	plan := make([]int, len(cands))
+	local := make([]Result, len(cands))
+	end := len(cands) // candidates from end on are never needed
+	for i, c := range cands {
+		qs[i] = dns.Question{Name: c, Qtype: q.Qtype, Qclass: q.Qclass}
+		r, upstream := zr.resolveCandidate(ctx, qs[i], true)
+		if upstream {
+			plan[i] = candForward
+			continue
+		}
+		local[i] = r
+		if rc := local[i].Rcode; rc != dns.RcodeNameError && rc != dns.RcodeServerFailure {
+			end = i + 1
+			break
+		}
+	}
+	budget := autopathMaxForwards
+	if last := len(cands) - 1; end == len(cands) && plan[last] == candForward {
+		budget-- // the name itself is always tried
+	}
+	pending := make([]chan Result, end)
+	for i := range end {
+		if plan[i] != candForward {
+			continue
+		}
+		if i < len(cands)-1 {
+			if budget == 0 {
+				plan[i] = candSkip
+				continue
+			}
+			budget--
+		}
+		ch := make(chan Result, 1)
+		pending[i] = ch
+		go func(q dns.Question) {
+			r, _ := zr.resolveCandidate(ctx, q, false)
+			ch <- r
+		}(qs[i])
+	}
+	if slices.Contains(plan[:end], candSkip) {
+		a.cut.Inc()
+	}
+
+	servfail := false
+	forwarded := false
+	for i := range end {
+		var r Result
+		switch plan[i] {
+		case candSkip:
+			continue
+		case candLocal:
+			r = local[i]
+		case candForward:
+			select {
+			case r = <-pending[i]:
+			case <-ctx.Done():
+				r = Result{Rcode: dns.RcodeServerFailure, Forwarded: true}
+			}
+		}
+		forwarded = forwarded || r.Forwarded
+		switch r.Rcode {
+		case dns.RcodeNameError:
+			continue
+		case dns.RcodeServerFailure:
+			servfail = true
+			continue
+		}
+		a.hits.WithLabelValues(strconv.Itoa(i)).Inc()
+		cname := &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: cands[i]}
+		ans := make([]dns.RR, 0, len(r.Answer)+1)
+		ans = append(append(ans, cname), r.Answer...)
+		return Result{Rcode: r.Rcode, Answer: ans, Ns: r.Ns, Extra: r.Extra, Authoritative: r.Authoritative, Forwarded: true}
+	}
+	a.misses.Inc()
+	if servfail {
+		return Result{Rcode: dns.RcodeServerFailure, Forwarded: forwarded}
+	}
+	return a.negative(ttl)
+}

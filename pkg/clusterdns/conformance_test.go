@@ -1,0 +1,784 @@
+package clusterdns_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+)
+
+const fixture = "testdata/objects"
+
+type env struct {
+	addr string
+	st   *store.Store
+	h    *clusterdns.Handler
+	srv  *dnsserver.Server
+}
+
+// start serves the manifests of dir on 127.0.0.1:0 (UDP and TCP).
+func start(t *testing.T, opts store.Options, dir string, hopts ...clusterdns.Option) *env {
+	t.Helper()
+	if opts.Zone == "" {
+		opts.Zone = "cluster.local"
+	}
+	st, err := store.New(opts)
+	if err != nil {
+		t.Fatalf("store.New: %v", err)
+	}
+	if dir != "" {
+		objs, err := feed.LoadManifests(dir)
+		if err != nil {
+			t.Fatalf("LoadManifests: %v", err)
+		}
+		st.Replace(objs)
+		st.Publish()
+	}
+	return serve(t, st, hopts...)
+}
+
+func serve(t *testing.T, st *store.Store, hopts ...clusterdns.Option) *env {
+	t.Helper()
+	h := clusterdns.NewHandler(st.Options().Zone, st, hopts...)
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h, Zones: []string{st.Options().Zone}}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return &env{addr: srv.Addrs()[0], st: st, h: h, srv: srv}
+}
+
+// ask sends one query over network ("udp" or "tcp"); edns > 0 adds an OPT
+// with that size.
+func ask(t *testing.T, network, addr, name string, qtype uint16, edns uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	if edns > 0 {
+		m.SetEdns0(edns, false)
+	}
+	c := &dns.Client{Net: network, Timeout: 3 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("%s %s %s: %v", network, name, dns.TypeToString[qtype], err)
+	}
+	return r
+}
+
+func rrStrings(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			continue
+		}
+		out = append(out, strings.Join(strings.Fields(rr.String()), " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+type tcase struct {
+	name   string
+	qname  string
+	qtype  uint16
+	rcode  int
+	answer []string // sorted presentation form, fields joined by one space
+	extra  []string // nil: not checked
+	// soa: a negative answer must carry the zone SOA with minttl = ttl.
+	soa bool
+}
+
+func check(t *testing.T, e *env, network string, ttl uint32, tc tcase) {
+	t.Helper()
+	r := ask(t, network, e.addr, tc.qname, tc.qtype, 0)
+	if r.Rcode != tc.rcode {
+		t.Fatalf("rcode = %s, want %s (answer %v)", dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode], r.Answer)
+	}
+	want := append([]string(nil), tc.answer...)
+	slices.Sort(want)
+	if got := rrStrings(r.Answer); !slices.Equal(got, want) {
+		t.Errorf("answer =\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if tc.extra != nil {
+		want := append([]string(nil), tc.extra...)
+		slices.Sort(want)
+		if got := rrStrings(r.Extra); !slices.Equal(got, want) {
+			t.Errorf("extra =\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+	}
+	if tc.soa {
+		if len(r.Ns) != 1 {
+			t.Fatalf("authority = %v, want one SOA", r.Ns)
+		}
+		soa, ok := r.Ns[0].(*dns.SOA)
+		if !ok {
+			t.Fatalf("authority = %v, want SOA", r.Ns[0])
+		}
+		if soa.Minttl != ttl || soa.Hdr.Ttl != ttl {
+			t.Errorf("SOA minttl/ttl = %d/%d, want %d", soa.Minttl, soa.Hdr.Ttl, ttl)
+		}
+	}
+	if r.Rcode == dns.RcodeSuccess || r.Rcode == dns.RcodeNameError {
+		if !r.Authoritative && strings.HasSuffix(strings.ToLower(tc.qname), "cluster.local.") {
+			t.Errorf("AA not set on an in-zone answer")
+		}
+	}
+}
+
+func TestConformanceRecords(t *testing.T) {
+	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture)
+	cases := []tcase{
+		{name: "schema version", qname: "dns-version.cluster.local.", qtype: dns.TypeTXT,
+			answer: []string{`dns-version.cluster.local. 28800 IN TXT "1.1.0"`}},
+		{name: "clusterip A", qname: "web.prod.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"web.prod.svc.cluster.local. 5 IN A 10.96.0.10"}},
+		{name: "clusterip AAAA dual-stack", qname: "web.prod.svc.cluster.local.", qtype: dns.TypeAAAA,
+			answer: []string{"web.prod.svc.cluster.local. 5 IN AAAA fd00::10"}},
+		{name: "clusterip SRV named port with additional", qname: "_http._tcp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV,
+			answer: []string{"_http._tcp.web.prod.svc.cluster.local. 5 IN SRV 0 100 80 web.prod.svc.cluster.local."},
+			extra:  []string{"web.prod.svc.cluster.local. 5 IN A 10.96.0.10", "web.prod.svc.cluster.local. 5 IN AAAA fd00::10"}},
+		{name: "clusterip SRV udp port", qname: "_dns._udp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV,
+			answer: []string{"_dns._udp.web.prod.svc.cluster.local. 5 IN SRV 0 100 53 web.prod.svc.cluster.local."}},
+		{name: "no SRV for an unnamed port", qname: "_8080._tcp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "SRV wrong protocol", qname: "_http._udp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "PTR clusterip v4", qname: "10.0.96.10.in-addr.arpa.", qtype: dns.TypePTR,
+			answer: []string{"10.0.96.10.in-addr.arpa. 5 IN PTR web.prod.svc.cluster.local."}},
+		{name: "PTR clusterip v6 nibbles", qname: "0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", qtype: dns.TypePTR,
+			answer: []string{"0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR web.prod.svc.cluster.local."}},
+		{name: "headless A ready endpoints deduplicated", qname: "db.prod.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"db.prod.svc.cluster.local. 5 IN A 10.1.1.1", "db.prod.svc.cluster.local. 5 IN A 10.1.1.2", "db.prod.svc.cluster.local. 5 IN A 10.1.1.4"}},
+		{name: "headless AAAA", qname: "db.prod.svc.cluster.local.", qtype: dns.TypeAAAA,
+			answer: []string{"db.prod.svc.cluster.local. 5 IN AAAA fd00::1:1"}},
+		{name: "headless hostname", qname: "db-0.db.prod.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"db-0.db.prod.svc.cluster.local. 5 IN A 10.1.1.1"}},
+		{name: "headless dashed label", qname: "10-1-1-2.db.prod.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"10-1-1-2.db.prod.svc.cluster.local. 5 IN A 10.1.1.2"}},
+		{name: "headless dashed v6 label", qname: "fd00--1-1.db.prod.svc.cluster.local.", qtype: dns.TypeAAAA,
+			answer: []string{"fd00--1-1.db.prod.svc.cluster.local. 5 IN AAAA fd00::1:1"}},
+		{name: "not ready endpoint has no name", qname: "10-1-1-3.db.prod.svc.cluster.local.", qtype: dns.TypeA,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "headless SRV NxM", qname: "_postgres._tcp.db.prod.svc.cluster.local.", qtype: dns.TypeSRV,
+			answer: []string{
+				"_postgres._tcp.db.prod.svc.cluster.local. 5 IN SRV 0 25 5432 10-1-1-2.db.prod.svc.cluster.local.",
+				"_postgres._tcp.db.prod.svc.cluster.local. 5 IN SRV 0 25 5432 10-1-1-4.db.prod.svc.cluster.local.",
+				"_postgres._tcp.db.prod.svc.cluster.local. 5 IN SRV 0 25 5432 db-0.db.prod.svc.cluster.local.",
+				"_postgres._tcp.db.prod.svc.cluster.local. 5 IN SRV 0 25 5432 fd00--1-1.db.prod.svc.cluster.local.",
+			},
+			extra: []string{
+				"10-1-1-2.db.prod.svc.cluster.local. 5 IN A 10.1.1.2",
+				"10-1-1-4.db.prod.svc.cluster.local. 5 IN A 10.1.1.4",
+				"db-0.db.prod.svc.cluster.local. 5 IN A 10.1.1.1",
+				"fd00--1-1.db.prod.svc.cluster.local. 5 IN AAAA fd00::1:1",
+			}},
+		{name: "PTR endpoint with hostname", qname: "1.1.1.10.in-addr.arpa.", qtype: dns.TypePTR,
+			answer: []string{"1.1.1.10.in-addr.arpa. 5 IN PTR db-0.db.prod.svc.cluster.local."}},
+		{name: "PTR endpoint v6", qname: "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", qtype: dns.TypePTR,
+			answer: []string{"1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR fd00--1-1.db.prod.svc.cluster.local."}},
+		{name: "publishNotReadyAddresses", qname: "peer-0.peers.prod.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"peer-0.peers.prod.svc.cluster.local. 5 IN A 10.1.2.1"}},
+		{name: "externalname CNAME", qname: "ext.prod.svc.cluster.local.", qtype: dns.TypeCNAME,
+			answer: []string{"ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."}},
+		{name: "externalname A without upstream is the CNAME", qname: "ext.prod.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."}},
+		{name: "externalname in zone followed", qname: "alias.prod.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"alias.prod.svc.cluster.local. 5 IN CNAME web.prod.svc.cluster.local.", "web.prod.svc.cluster.local. 5 IN A 10.96.0.10"}},
+		{name: "externalname in zone followed AAAA", qname: "alias.prod.svc.cluster.local.", qtype: dns.TypeAAAA,
+			answer: []string{"alias.prod.svc.cluster.local. 5 IN CNAME web.prod.svc.cluster.local.", "web.prod.svc.cluster.local. 5 IN AAAA fd00::10"}},
+		{name: "pod verified", qname: "10-1-0-1.prod.pod.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"10-1-0-1.prod.pod.cluster.local. 5 IN A 10.1.0.1"}},
+		{name: "pod verified v6", qname: "fd00--1-5.prod.pod.cluster.local.", qtype: dns.TypeAAAA,
+			answer: []string{"fd00--1-5.prod.pod.cluster.local. 5 IN AAAA fd00::1:5"}},
+		{name: "pod verified wrong namespace", qname: "10-1-0-1.default.pod.cluster.local.", qtype: dns.TypeA,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "pod verified unknown IP", qname: "10-9-9-9.prod.pod.cluster.local.", qtype: dns.TypeA,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "finished pod has no record", qname: "10-1-9-9.prod.pod.cluster.local.", qtype: dns.TypeA,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "NXDOMAIN service", qname: "nosuch.prod.svc.cluster.local.", qtype: dns.TypeA,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "NXDOMAIN namespace", qname: "web.nosuch.svc.cluster.local.", qtype: dns.TypeA,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "NODATA other type", qname: "web.prod.svc.cluster.local.", qtype: dns.TypeTXT, soa: true},
+		{name: "NODATA MX", qname: "kubernetes.default.svc.cluster.local.", qtype: dns.TypeMX, soa: true},
+		{name: "empty non-terminal namespace", qname: "prod.svc.cluster.local.", qtype: dns.TypeA, soa: true},
+		{name: "empty non-terminal namespace without services", qname: "quiet.svc.cluster.local.", qtype: dns.TypeA, soa: true},
+		{name: "empty non-terminal svc", qname: "svc.cluster.local.", qtype: dns.TypeA, soa: true},
+		{name: "empty non-terminal _proto", qname: "_tcp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV, soa: true},
+		{name: "NXDOMAIN search miss", qname: "web.prod.svc.cluster.local.prod.svc.cluster.local.", qtype: dns.TypeA,
+			rcode: dns.RcodeNameError, soa: true},
+		{name: "apex SOA", qname: "cluster.local.", qtype: dns.TypeSOA},
+		{name: "case echoed", qname: "WeB.PrOd.SvC.Cluster.Local.", qtype: dns.TypeA,
+			answer: []string{"WeB.PrOd.SvC.Cluster.Local. 5 IN A 10.96.0.10"}},
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			for _, tc := range cases {
+				if tc.name == "apex SOA" {
+					r := ask(t, network, e.addr, tc.qname, tc.qtype, 0)
+					if len(r.Answer) != 1 || r.Answer[0].Header().Rrtype != dns.TypeSOA || r.Answer[0].(*dns.SOA).Minttl != 5 {
+						t.Errorf("apex SOA answer = %v", r.Answer)
+					}
+					continue
+				}
+				t.Run(tc.name, func(t *testing.T) { check(t, e, network, 5, tc) })
+			}
+		})
+	}
+}
+
+func TestConformanceServfailBeforeSync(t *testing.T) {
+	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := serve(t, st)
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{{"web.prod.svc.cluster.local.", dns.TypeA}, {"nosuch.prod.svc.cluster.local.", dns.TypeA}, {"10.0.96.10.in-addr.arpa.", dns.TypePTR}} {
+		if r := ask(t, "udp", e.addr, q.name, q.qtype, 0); r.Rcode != dns.RcodeServerFailure {
+			t.Errorf("%s before sync: rcode %s, want SERVFAIL", q.name, dns.RcodeToString[r.Rcode])
+		}
+	}
+	if e.h.Synced() {
+		t.Errorf("Synced() before publish = true")
+	}
+	objs, err := feed.LoadManifests(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Replace(objs)
+	st.Publish()
+	if r := ask(t, "udp", e.addr, "nosuch.prod.svc.cluster.local.", dns.TypeA, 0); r.Rcode != dns.RcodeNameError {
+		t.Errorf("after sync: rcode %s, want NXDOMAIN", dns.RcodeToString[r.Rcode])
+	}
+}
+
+func TestConformancePodModes(t *testing.T) {
+	cases := []struct {
+		name  string
+		mode  store.PodMode
+		qname string
+		qtype uint16
+		rcode int
+		n     int
+	}{
+		{"insecure any IP", store.PodsInsecure, "10-9-9-9.prod.pod.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1},
+		{"insecure v6", store.PodsInsecure, "fd00--9.prod.pod.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess, 1},
+		{"insecure family mismatch is NODATA", store.PodsInsecure, "10-9-9-9.prod.pod.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess, 0},
+		{"insecure garbage label", store.PodsInsecure, "not-an-ip.prod.pod.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+		{"insecure bad octet", store.PodsInsecure, "10-9-9-300.prod.pod.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+		{"disabled", store.PodsDisabled, "10-1-0-1.prod.pod.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+		{"verified", store.PodsVerified, "10-1-0-1.prod.pod.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1},
+		{"verified other IP", store.PodsVerified, "10-9-9-9.prod.pod.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, store.Options{TTL: 5, Pods: tc.mode}, fixture)
+			r := ask(t, "udp", e.addr, tc.qname, tc.qtype, 0)
+			if r.Rcode != tc.rcode || len(r.Answer) != tc.n {
+				t.Fatalf("rcode %s answers %v, want %s and %d answers", dns.RcodeToString[r.Rcode], r.Answer, dns.RcodeToString[tc.rcode], tc.n)
+			}
+		})
+	}
+}
+
+func TestConformanceOptions(t *testing.T) {
+	type q struct {
+		qname string
+		qtype uint16
+		rcode int
+		n     int
+	}
+	cases := []struct {
+		name string
+		opts store.Options
+		qs   []q
+	}{
+		{"ttl", store.Options{TTL: 30}, []q{{"web.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1}}},
+		{"namespaces", store.Options{TTL: 5, Namespaces: []string{"prod"}}, []q{
+			{"web.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1},
+			{"kubernetes.default.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+			{"default.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+			{"1.0.96.10.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, 0},
+		}},
+		{"empty service served by default", store.Options{TTL: 5}, []q{{"empty.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1}}},
+		{"ignore-empty-service", store.Options{TTL: 5, IgnoreEmptyService: true}, []q{
+			{"empty.prod.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+			{"_http._tcp.empty.prod.svc.cluster.local.", dns.TypeSRV, dns.RcodeNameError, 0},
+			{"web.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1},
+			{"ext.prod.svc.cluster.local.", dns.TypeCNAME, dns.RcodeSuccess, 1},
+		}},
+		{"endpoint-pod-names", store.Options{TTL: 5, EndpointPodNames: true}, []q{
+			{"db-1.db.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1},
+			{"db-0.db.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1},
+			{"10-1-1-2.db.prod.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+			{"10-1-1-4.db.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1},
+		}},
+		{"no-endpoints", store.Options{TTL: 5, NoEndpoints: true}, []q{
+			{"db.prod.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+			{"db-0.db.prod.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
+			{"1.1.1.10.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, 0},
+			{"web.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, 1},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, tc.opts, fixture)
+			for _, q := range tc.qs {
+				r := ask(t, "udp", e.addr, q.qname, q.qtype, 0)
+				if r.Rcode != q.rcode || len(r.Answer) != q.n {
+					t.Errorf("%s %s: rcode %s answers %v, want %s and %d answers", q.qname, dns.TypeToString[q.qtype],
+						dns.RcodeToString[r.Rcode], r.Answer, dns.RcodeToString[q.rcode], q.n)
+				}
+				for _, rr := range r.Answer {
+					if rr.Header().Ttl != tc.opts.TTL {
+						t.Errorf("%s: ttl %d, want %d", q.qname, rr.Header().Ttl, tc.opts.TTL)
+					}
+				}
+			}
+		})
+	}
+}
+
+// bigHeadless writes the fixture plus a headless Service with n endpoints.
+func bigHeadless(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(fixture, "*.yaml"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Service\nmetadata: {name: big, namespace: prod}\nspec:\n  clusterIP: None\n  ports: [{name: http, port: 80}]\n---\n")
+	b.WriteString("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: big-1\n  namespace: prod\n  labels: {kubernetes.io/service-name: big}\naddressType: IPv4\nports: [{name: http, port: 80, protocol: TCP}]\nendpoints:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "- addresses: [10.2.%d.%d]\n", i/250, i%250+1)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.yaml"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestConformanceTruncation(t *testing.T) {
+	e := start(t, store.Options{TTL: 5}, bigHeadless(t, 1000))
+	const name = "big.prod.svc.cluster.local."
+
+	// Over UDP a reply never exceeds 512 bytes without EDNS0 nor 1232 with
+	// it, whatever size the client claims; TC tells it to retry over TCP.
+	for _, tc := range []struct {
+		qname string
+		qtype uint16
+		edns  uint16
+		limit int
+	}{
+		{name, dns.TypeA, 0, 512},
+		{name, dns.TypeA, 512, 512},
+		{name, dns.TypeA, 1232, 1232},
+		{name, dns.TypeA, 4096, 1232},
+		{name, dns.TypeA, 65535, 1232},
+		{"_http._tcp." + name, dns.TypeSRV, 0, 512},
+		{"_http._tcp." + name, dns.TypeSRV, 65535, 1232},
+	} {
+		t.Run(fmt.Sprintf("udp %s edns %d", dns.TypeToString[tc.qtype], tc.edns), func(t *testing.T) {
+			r, n := askRaw(t, e.addr, tc.qname, tc.qtype, tc.edns)
+			if !r.Truncated || len(r.Answer) == 0 || len(r.Answer) >= 1000 {
+				t.Fatalf("TC=%v answers=%d, want TC and a partial answer", r.Truncated, len(r.Answer))
+			}
+			if n > tc.limit {
+				t.Errorf("%d-byte reply, want <= %d", n, tc.limit)
+			}
+			if n < tc.limit*3/4 {
+				t.Errorf("%d-byte reply, want close to %d", n, tc.limit)
+			}
+			if (r.IsEdns0() != nil) != (tc.edns > 0) {
+				t.Errorf("reply OPT %v for a query with EDNS0 size %d", r.IsEdns0(), tc.edns)
+			}
+			if opt := r.IsEdns0(); opt != nil && opt.UDPSize() != 1232 {
+				t.Errorf("advertised EDNS0 size %d, want 1232", opt.UDPSize())
+			}
+		})
+	}
+	var r *dns.Msg
+	r = ask(t, "tcp", e.addr, name, dns.TypeA, 0)
+	if r.Truncated || len(r.Answer) != 1000 {
+		t.Fatalf("tcp: TC=%v answers=%d, want 1000", r.Truncated, len(r.Answer))
+	}
+	r = ask(t, "tcp", e.addr, "_http._tcp."+name, dns.TypeSRV, 0)
+	if len(r.Answer) != 1000 {
+		t.Fatalf("tcp SRV: %d answers, want 1000", len(r.Answer))
+	}
+	// A small answer is not truncated and keeps the OPT.
+	r = ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 1232)
+	if r.Truncated || len(r.Answer) != 1 || r.IsEdns0() == nil {
+		t.Errorf("small answer: TC=%v answers=%d opt=%v", r.Truncated, len(r.Answer), r.IsEdns0())
+	}
+}
+
+// askRaw asks over UDP with a 64 KiB read buffer and returns the reply and
+// its size on the wire.
+func askRaw(t *testing.T, addr, name string, qtype uint16, edns uint16) (*dns.Msg, int) {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	if edns > 0 {
+		m.SetEdns0(edns, false)
+	}
+	b, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, dns.MaxMsgSize)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("udp %s %s EDNS0 %d: no reply: %v", name, dns.TypeToString[qtype], edns, err)
+	}
+	r := new(dns.Msg)
+	if err := r.Unpack(buf[:n]); err != nil {
+		t.Fatalf("reply does not unpack: %v", err)
+	}
+	return r, n
+}
+
+// upstream runs a miekg server on 127.0.0.1:0 that answers every A query
+// with 192.0.2.1 and counts queries.
+func upstream(t *testing.T) (string, *int64Counter) {
+	t.Helper()
+	n := &int64Counter{}
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		n.add()
+		m := new(dns.Msg)
+		m.SetReply(r)
+		q := r.Question[0]
+		switch {
+		case strings.HasPrefix(q.Name, "nx."):
+			m.Rcode = dns.RcodeNameError
+		case q.Qtype == dns.TypeA:
+			rr, _ := dns.NewRR(q.Name + " 60 IN A 192.0.2.1")
+			m.Answer = append(m.Answer, rr)
+		case q.Qtype == dns.TypePTR:
+			rr, _ := dns.NewRR(q.Name + " 60 IN PTR host.example.")
+			m.Answer = append(m.Answer, rr)
+		case q.Qtype == dns.TypeANY:
+			rr, _ := dns.NewRR(q.Name + ` 60 IN HINFO "RFC8482" ""`)
+			m.Answer = append(m.Answer, rr)
+		}
+		_ = w.WriteMsg(m)
+	})
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Addrs()[0], n
+}
+
+func TestConformanceForwarding(t *testing.T) {
+	up, count := upstream(t)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Self: []string{"127.0.0.1:53"}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, store.Options{TTL: 5}, fixture, clusterdns.WithForwarder(fwd))
+	for _, network := range []string{"udp", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			r := ask(t, network, e.addr, "www.example.org.", dns.TypeA, 0)
+			if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "192.0.2.1" || !r.RecursionAvailable {
+				t.Fatalf("forwarded: %v", r)
+			}
+			if r := ask(t, network, e.addr, "nx.example.org.", dns.TypeA, 1232); r.Rcode != dns.RcodeNameError || r.IsEdns0() == nil {
+				t.Fatalf("forwarded NXDOMAIN: %v", r)
+			}
+			// Reverse names the store does not know go upstream.
+			if r := ask(t, network, e.addr, "4.3.2.1.in-addr.arpa.", dns.TypePTR, 0); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+				t.Fatalf("forwarded PTR: %v", r)
+			}
+			// ExternalName outside the zone: CNAME then the upstream answer.
+			r = ask(t, network, e.addr, "ext.prod.svc.cluster.local.", dns.TypeA, 0)
+			got := rrStrings(r.Answer)
+			want := []string{"api.example.com. 60 IN A 192.0.2.1", "ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."}
+			if !slices.Equal(got, want) {
+				t.Fatalf("externalname A = %v, want %v", got, want)
+			}
+		})
+	}
+	before := count.get()
+	// In-zone names, known reverse names and NXDOMAIN in the zone never go
+	// upstream.
+	ask(t, "udp", e.addr, "nosuch.prod.svc.cluster.local.", dns.TypeA, 0)
+	ask(t, "udp", e.addr, "10.0.96.10.in-addr.arpa.", dns.TypePTR, 0)
+	if after := count.get(); after != before {
+		t.Errorf("in-zone queries reached the upstream (%d → %d)", before, after)
+	}
+}
+
+func TestForwarderNeverSelf(t *testing.T) {
+	cases := []struct {
+		name   string
+		listen []string
+		ups    []string
+		want   []string
+	}{
+		{"same address", []string{"127.0.0.1:5353"}, []string{"127.0.0.1:5353", "192.0.2.53"}, []string{"192.0.2.53:53"}},
+		// Another socket (systemd-resolved's stub beside a server on
+		// 127.0.0.1): kept; the loop marker catches it if it loops back.
+		{"other loopback same port", []string{"127.0.0.1:53"}, []string{"127.0.0.53", "10.0.0.10"}, []string{"127.0.0.53:53", "10.0.0.10:53"}},
+		{"unspecified listen", []string{"0.0.0.0:53"}, []string{"127.0.0.1", "[::1]:53", "1.1.1.1"}, []string{"1.1.1.1:53"}},
+		{"bare port listen (.:53)", []string{":53"}, []string{"127.0.0.1", "[::1]:53", "1.1.1.1", "127.0.0.1:5353"}, []string{"1.1.1.1:53", "127.0.0.1:5353"}},
+		{"v6 listen", []string{"[::1]:5353"}, []string{"[::1]:5353", "[::1]:53"}, []string{"[::1]:53"}},
+		{"different port kept", []string{"127.0.0.1:5353"}, []string{"127.0.0.1:53"}, []string{"127.0.0.1:53"}},
+		{"garbage dropped", []string{"127.0.0.1:5353"}, []string{"not-an-ip", "9.9.9.9"}, []string{"9.9.9.9:53"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams(tc.ups), Self: tc.listen, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Upstreams(); !slices.Equal(got, tc.want) {
+				t.Errorf("Upstreams() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// A server whose only upstream is itself answers SERVFAIL, not a loop.
+	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	st.Publish()
+	h := clusterdns.NewHandler("cluster.local", st)
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	self := srv.Addrs()[0]
+	f, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{self}, Self: []string{self}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	h2 := clusterdns.NewHandler("cluster.local", st, clusterdns.WithForwarder(f))
+	if r := h2.Resolve(context.Background(), dns.Question{Name: "example.org.", Qtype: dns.TypeA, Qclass: dns.ClassINET}); r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("self-only upstream: rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+}
+
+func TestResolveWithoutWire(t *testing.T) {
+	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	objs, err := feed.LoadManifests(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Replace(objs)
+	st.Publish()
+	h := clusterdns.NewHandler("cluster.local", st)
+	cases := []struct {
+		name  string
+		q     dns.Question
+		rcode int
+		n     int
+	}{
+		{"hit", dns.Question{Name: "web.prod.svc.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}, dns.RcodeSuccess, 1},
+		{"miss", dns.Question{Name: "web.prod.svc.cluster.local.svc.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}, dns.RcodeNameError, 0},
+		{"no trailing dot", dns.Question{Name: "web.prod.svc.cluster.local", Qtype: dns.TypeA, Qclass: dns.ClassINET}, dns.RcodeSuccess, 1},
+		{"chaos class", dns.Question{Name: "version.bind.", Qtype: dns.TypeTXT, Qclass: dns.ClassCHAOS}, dns.RcodeRefused, 0},
+		{"outside without upstream", dns.Question{Name: "example.org.", Qtype: dns.TypeA, Qclass: dns.ClassINET}, dns.RcodeRefused, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.Resolve(context.Background(), tc.q)
+			if r.Rcode != tc.rcode || len(r.Answer) != tc.n {
+				t.Fatalf("Resolve = %s %v, want %s with %d answers", dns.RcodeToString[r.Rcode], r.Answer, dns.RcodeToString[tc.rcode], tc.n)
+			}
+			for _, rr := range r.Answer {
+				if !dns.IsFqdn(rr.Header().Name) {
+					t.Errorf("owner %q is not fully qualified", rr.Header().Name)
+				}
+			}
+		})
+	}
+}
+
+// TestMetricsAndHealth: the server counts every query and its reply by
+// zone, transport, address family, type and rcode, with their sizes and
+// durations, over UDP and TCP; the records gauges follow the snapshot.
+func TestMetricsAndHealth(t *testing.T) {
+	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	reg := prometheus.NewRegistry()
+	if err := clusterdns.RegisterRecordMetrics(reg, st); err != nil {
+		t.Fatal(err)
+	}
+	e := serve(t, st)
+	reg.MustRegister(e.srv)
+	ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 0) // SERVFAIL
+	objs, _ := feed.LoadManifests(fixture)
+	st.Replace(objs)
+	st.Publish()
+	ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 0)
+	ask(t, "udp", e.addr, "nosuch.prod.svc.cluster.local.", dns.TypeA, 0)
+	ask(t, "tcp", e.addr, "x.cluster.local.", dns.TypeHINFO, 0)
+	ask(t, "tcp", e.addr, "WEB.prod.svc.Cluster.Local.", dns.TypeAAAA, 1232)
+	ask(t, "udp", e.addr, "example.org.", dns.TypeA, 0) // REFUSED: no upstream
+	want := map[string]float64{
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",type="A",zone="cluster.local."}`:     3,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="tcp",type="other",zone="cluster.local."}`: 1,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="tcp",type="AAAA",zone="cluster.local."}`:  1,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",type="A",zone="."}`:                  1,
+		`dnsconfigurer_dnsserver_responses_total{rcode="SERVFAIL",zone="cluster.local."}`:                   1,
+		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",zone="cluster.local."}`:                    2,
+		`dnsconfigurer_dnsserver_responses_total{rcode="NXDOMAIN",zone="cluster.local."}`:                   2,
+		`dnsconfigurer_dnsserver_responses_total{rcode="REFUSED",zone="."}`:                                 1,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count{type="A",zone="cluster.local."}`:            3,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count{type="other",zone="cluster.local."}`:        1,
+		`dnsconfigurer_dnsserver_request_size_bytes_count{proto="tcp",zone="cluster.local."}`:               2,
+		`dnsconfigurer_dnsserver_response_size_bytes_count{proto="udp",zone="."}`:                           1,
+		`dnsconfigurer_dnsserver_request_duration_seconds_count`:                                            6,
+		`dnsconfigurer_dnsserver_synced`:                   1,
+		`dnsconfigurer_dnsserver_records{kind="services"}`: 7,
+	}
+	got := gather(t, reg)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	// The sizes are the messages' own: header, name, type and class, and
+	// the OPT (11 bytes) of the AAAA query.
+	const tcpBytes = 12 + 17 + 4 + 12 + 28 + 4 + 11
+	if got := got[`dnsconfigurer_dnsserver_request_size_bytes_sum{proto="tcp",zone="cluster.local."}`]; got != tcpBytes {
+		t.Errorf("request size sum over TCP = %v, want %v", got, tcpBytes)
+	}
+}
+
+// TestWireCacheFollowsRequestsAndSnapshots checks the packed-reply cache:
+// per-request ID, RD and CD bits, question case and EDNS0 are honoured, and a
+// new snapshot is served at once.
+func TestWireCacheFollowsRequestsAndSnapshots(t *testing.T) {
+	e := start(t, store.Options{TTL: 5}, fixture)
+	c := &dns.Client{Net: "udp", Timeout: 3 * time.Second}
+	cases := []struct {
+		name   string
+		qname  string
+		rd, cd bool
+		edns   bool
+	}{
+		{"plain", "web.prod.svc.cluster.local.", true, false, false},
+		{"rd off", "web.prod.svc.cluster.local.", false, false, false},
+		{"cd on", "web.prod.svc.cluster.local.", true, true, false},
+		{"edns", "web.prod.svc.cluster.local.", true, false, true},
+		{"other case", "WEB.prod.svc.cluster.local.", true, false, false},
+	}
+	for round := range 2 { // the second round is served from the cache
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, round), func(t *testing.T) {
+				m := new(dns.Msg)
+				m.SetQuestion(tc.qname, dns.TypeA)
+				m.RecursionDesired, m.CheckingDisabled = tc.rd, tc.cd
+				if tc.edns {
+					m.SetEdns0(1232, true)
+				}
+				r, _, err := c.Exchange(m, e.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Id != m.Id || r.RecursionDesired != tc.rd || r.CheckingDisabled != tc.cd || (r.IsEdns0() != nil) != tc.edns {
+					t.Fatalf("reply flags: id %d/%d rd %v cd %v opt %v", r.Id, m.Id, r.RecursionDesired, r.CheckingDisabled, r.IsEdns0())
+				}
+				if tc.edns && !r.IsEdns0().Do() {
+					t.Errorf("DO bit not echoed")
+				}
+				if len(r.Answer) != 1 || r.Answer[0].Header().Name != tc.qname || r.Question[0].Name != tc.qname {
+					t.Fatalf("answer %v", r.Answer)
+				}
+			})
+		}
+	}
+	// A new snapshot replaces the cached answer.
+	objs, err := feed.LoadManifests(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range objs.Services {
+		if objs.Services[i].Name == "web" {
+			objs.Services[i].ClusterIPs = objs.Services[i].ClusterIPs[:0]
+			objs.Services[i].ClusterIPs = append(objs.Services[i].ClusterIPs, netip.MustParseAddr("10.96.7.7"))
+		}
+	}
+	e.st.Replace(objs)
+	e.st.Publish()
+	r := ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 0)
+	if got := rrStrings(r.Answer); !slices.Equal(got, []string{"web.prod.svc.cluster.local. 5 IN A 10.96.7.7"}) {
+		t.Fatalf("after publish: %v", got)
+	}
+}
+
+// flakyUpstream fails until ok is set, then answers A 192.0.2.9.
+type flakyUpstream struct{ ok atomic.Bool }
+
+func (f *flakyUpstream) Exchange(_ context.Context, m *dns.Msg) (*dns.Msg, error) {
+	if !f.ok.Load() {
+		return nil, fmt.Errorf("upstream down")
+	}
+	r := new(dns.Msg)
+	r.SetReply(m)
+	rr, _ := dns.NewRR(m.Question[0].Name + " 60 IN A 192.0.2.9")
+	r.Answer = []dns.RR{rr}
+	return r, nil
+}
+
+// TestExternalNameUpstreamFailureIsNotCached: while the upstream is down an
+// outside ExternalName answers its CNAME alone; once it is back, the full
+// answer is served (nothing of the failure was cached).
+func TestExternalNameUpstreamFailureIsNotCached(t *testing.T) {
+	up := &flakyUpstream{}
+	e := start(t, store.Options{TTL: 5}, fixture, clusterdns.WithForwarder(up))
+	r := ask(t, "udp", e.addr, "ext.prod.svc.cluster.local.", dns.TypeA, 0)
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("upstream down: %v", r)
+	}
+	if r := ask(t, "udp", e.addr, "example.org.", dns.TypeA, 0); r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("outside name with the upstream down: %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+	up.ok.Store(true)
+	r = ask(t, "udp", e.addr, "ext.prod.svc.cluster.local.", dns.TypeA, 0)
+	if len(r.Answer) != 2 {
+		t.Fatalf("upstream back: %v", r.Answer)
+	}
+	if r := ask(t, "udp", e.addr, "example.org.", dns.TypeA, 0); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("outside name with the upstream back: %v", r)
+	}
+}

@@ -1,0 +1,405 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+)
+
+// Cluster feeds the store from client-go reflectors on Services,
+// EndpointSlices (unless NoEndpoints), Namespaces and, when Pods is set,
+// Pods. There is no informer cache: each event is converted to the store's
+// slim record at once, and a reflector keeps only the keys it has applied
+// (to find what a relist no longer has), so the store's records are the
+// only copy of the cluster. The store is published after the first full
+// sync and then right after each change (changes that arrive while a
+// publish runs go into the next one).
+type Cluster struct {
+	Client      kubernetes.Interface
+	Store       Publisher
+	Logger      *slog.Logger
+	Pods        bool
+	NoEndpoints bool
+}
+
+// Run starts the reflectors, publishes after the first sync and keeps the
+// store current until ctx is done. It returns ctx's error if ctx ends before
+// the first sync, nil on a later cancel.
+func (c *Cluster) Run(ctx context.Context) error {
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel (deferred below): the reflectors have stopped when Run returns
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	var synced []cache.InformerSynced
+	for _, k := range c.kinds(sink{ctx: ctx, log: log, store: c.Store}) {
+		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{})}
+		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, c.Client), k.example, ks,
+			cache.ReflectorOptions{Name: k.name})
+		synced = append(synced, ks.hasSynced)
+		wg.Go(func() { r.RunWithContext(ctx) })
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("wait for sync: %w", ctx.Err())
+	}
+	// Drain the notifications of the initial lists: the publish covers them.
+	select {
+	case <-changed:
+	default:
+	}
+	c.Store.Publish()
+	log.InfoContext(ctx, "kubernetes records synced")
+	c.publishChanges(ctx, changed)
+	return nil
+}
+
+// publishChanges publishes the store when changed fires, until ctx is done.
+// A publish costs what changed (see store.Store.Publish), so there is no
+// window: the changes that arrive while one runs are covered by the next,
+// which starts as soon as it ends (changed holds one pending signal).
+func (c *Cluster) publishChanges(ctx context.Context, changed <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			c.Store.Publish()
+		}
+	}
+}
+
+// kind is one resource a reflector follows: how to list and watch it, and
+// what an event does to the store.
+type kind struct {
+	name      string
+	example   runtime.Object
+	lw        *cache.ListWatch
+	transform cache.TransformFunc // what a streamed initial list keeps
+	set, del  func(obj any)
+}
+
+// kinds lists the resources Run follows, each applying its events to the
+// store through s.
+func (c *Cluster) kinds(s sink) []kind {
+	core, disc := c.Client.CoreV1(), c.Client.DiscoveryV1()
+	ks := []kind{{
+		name: "services", example: &corev1.Service{}, transform: stripService, set: s.setService, del: s.deleteService,
+		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return core.Services("").List(ctx, o)
+		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return core.Services("").Watch(ctx, o)
+		}),
+	}}
+	if !c.NoEndpoints {
+		ks = append(ks, kind{
+			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stripEndpointSlice,
+			set: s.setEndpointSlice, del: s.deleteEndpointSlice,
+			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return disc.EndpointSlices("").List(ctx, o)
+			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return disc.EndpointSlices("").Watch(ctx, o)
+			}),
+		})
+	}
+	ks = append(ks, kind{
+		name: "namespaces", example: &corev1.Namespace{}, transform: stripNamespace, set: s.setNamespace, del: s.deleteNamespace,
+		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return core.Namespaces().List(ctx, o)
+		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return core.Namespaces().Watch(ctx, o)
+		}),
+	})
+	if c.Pods {
+		ks = append(ks, kind{
+			name: "pods", example: &corev1.Pod{}, transform: stripPod, set: s.setPod, del: s.deletePod,
+			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return core.Pods("").List(ctx, o)
+			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return core.Pods("").Watch(ctx, o)
+			}),
+		})
+	}
+	return ks
+}
+
+func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return &cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
+}
+
+// keyedStore is a reflector's store that holds no objects: it applies each
+// event through its kind's set and del, then notifies, and keeps the keys
+// it has applied so that a relist (Replace) deletes what the list no longer
+// has. A reflector calls it from one goroutine; hasSynced may be called
+// from any.
+type keyedStore struct {
+	kind   kind
+	notify func()
+	keys   map[string]struct{}
+	synced chan struct{} // closed by the first Replace
+}
+
+var _ cache.TransformingStore = (*keyedStore)(nil)
+
+func (k *keyedStore) Add(obj any) error    { return k.Update(obj) }
+func (k *keyedStore) Update(obj any) error { return k.apply(obj, true) }
+func (k *keyedStore) Delete(obj any) error {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	return k.apply(obj, false)
+}
+
+// Resync has nothing to resend: the store holds the records.
+func (k *keyedStore) Resync() error { return nil }
+
+// Transformer strips the objects a streamed initial list holds until its
+// Replace, so that list's high-water mark is stripped objects.
+func (k *keyedStore) Transformer() cache.TransformFunc { return k.kind.transform }
+
+func (k *keyedStore) apply(obj any, set bool) error {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.kind.name, err)
+	}
+	if k.keys == nil {
+		k.keys = map[string]struct{}{}
+	}
+	if set {
+		k.kind.set(obj)
+		k.keys[key] = struct{}{}
+	} else {
+		k.kind.del(obj)
+		delete(k.keys, key)
+	}
+	k.notify()
+	return nil
+}
+
+// Replace applies a full list: every object in it, then a delete for each
+// key it no longer has.
+func (k *keyedStore) Replace(list []any, _ string) error {
+	keys := make(map[string]struct{}, len(list))
+	var errs []error
+	for _, obj := range list {
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		k.kind.set(obj)
+		keys[key] = struct{}{}
+	}
+	for key := range k.keys {
+		if _, ok := keys[key]; ok {
+			continue
+		}
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			continue // a key this store made always splits
+		}
+		k.kind.del(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	}
+	k.keys = keys
+	select {
+	case <-k.synced:
+	default:
+		close(k.synced)
+	}
+	k.notify()
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %w", k.kind.name, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (k *keyedStore) hasSynced() bool {
+	select {
+	case <-k.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// sink applies watch events to the store: objects are converted to slim
+// records, and one that does not convert is logged and removed. ctx is
+// Run's, for the log records only.
+type sink struct {
+	ctx   context.Context
+	log   *slog.Logger
+	store Publisher
+}
+
+func (s sink) setService(obj any) {
+	v, ok := obj.(*corev1.Service)
+	if !ok {
+		return
+	}
+	rec, err := ToService(v)
+	if err != nil {
+		s.log.WarnContext(s.ctx, "skipping service", "err", err)
+		s.store.DeleteService(namespaceOf(v.ObjectMeta), v.Name)
+		return
+	}
+	s.store.SetService(rec)
+}
+
+func (s sink) deleteService(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.DeleteService(nsOf(m), m.GetName())
+	}
+}
+
+func (s sink) setEndpointSlice(obj any) {
+	v, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	rec, err := ToEndpointSlice(v)
+	if err != nil {
+		s.log.WarnContext(s.ctx, "skipping endpointslice", "err", err)
+		s.store.DeleteEndpointSlice(namespaceOf(v.ObjectMeta), v.Name)
+		return
+	}
+	s.store.SetEndpointSlice(rec)
+}
+
+func (s sink) deleteEndpointSlice(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.DeleteEndpointSlice(nsOf(m), m.GetName())
+	}
+}
+
+func (s sink) setNamespace(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.SetNamespace(storeNamespace(m.GetName()))
+	}
+}
+
+func (s sink) deleteNamespace(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.DeleteNamespace(m.GetName())
+	}
+}
+
+// setPod stores a pod that ToPod keeps and removes any other.
+func (s sink) setPod(obj any) {
+	v, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	rec, keep, err := ToPod(v)
+	if err != nil {
+		s.log.WarnContext(s.ctx, "skipping pod", "err", err)
+	}
+	if err != nil || !keep {
+		s.store.DeletePod(namespaceOf(v.ObjectMeta), v.Name)
+		return
+	}
+	s.store.SetPod(rec)
+}
+
+func (s sink) deletePod(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		s.store.DeletePod(nsOf(m), m.GetName())
+	}
+}
+
+func storeNamespace(name string) store.Namespace { return store.Namespace{Name: name} }
+
+func nsOf(m metav1.Object) string {
+	if m.GetNamespace() == "" {
+		return metav1.NamespaceDefault
+	}
+	return m.GetNamespace()
+}
+
+func slimMeta(m metav1.ObjectMeta, keepLabel string) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
+	if v, ok := m.Labels[keepLabel]; ok && keepLabel != "" {
+		out.Labels = map[string]string{keepLabel: v}
+	}
+	return out
+}
+
+// The transforms keep only what DNS reads, so a streamed initial list does
+// not hold full API objects (managed fields, annotations, pod specs...)
+// until it is applied.
+
+func stripService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Service{
+		ObjectMeta: slimMeta(s.ObjectMeta, ""),
+		Spec: corev1.ServiceSpec{
+			Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP, ClusterIPs: s.Spec.ClusterIPs,
+			ExternalName: s.Spec.ExternalName, Ports: s.Spec.Ports,
+			PublishNotReadyAddresses: s.Spec.PublishNotReadyAddresses,
+		},
+	}, nil
+}
+
+func stripEndpointSlice(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &discoveryv1.EndpointSlice{
+		ObjectMeta:  slimMeta(s.ObjectMeta, serviceNameLabel),
+		AddressType: s.AddressType,
+		Ports:       s.Ports,
+		Endpoints:   make([]discoveryv1.Endpoint, len(s.Endpoints)),
+	}
+	for i, e := range s.Endpoints {
+		out.Endpoints[i] = discoveryv1.Endpoint{Addresses: e.Addresses, Hostname: e.Hostname,
+			Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready}}
+		if e.TargetRef != nil {
+			out.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: e.TargetRef.Kind, Name: e.TargetRef.Name}
+		}
+	}
+	return out, nil
+}
+
+func stripPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: slimMeta(p.ObjectMeta, ""),
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
+	}, nil
+}
+
+func stripNamespace(obj any) (any, error) {
+	n, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Namespace{ObjectMeta: slimMeta(n.ObjectMeta, "")}, nil
+}

@@ -1,0 +1,192 @@
+package clusterdns
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+func mustRR(t *testing.T, s string) dns.RR {
+	t.Helper()
+	rr, err := dns.NewRR(s)
+	if err != nil {
+		t.Fatalf("NewRR(%q): %v", s, err)
+	}
+	return rr
+}
+
+func rrLines(rrs []dns.RR) []string {
+	out := make([]string, len(rrs))
+	for i, rr := range rrs {
+		out[i] = strings.Join(strings.Fields(rr.String()), " ")
+	}
+	return out
+}
+
+// TestPackedRotationMatchesMessageRotation: rotating a packed reply in place
+// gives, hit after hit, exactly the bytes' meaning of rotating the message
+// before packing (rotateAnswer), compression pointers into moved records
+// included; replies that cannot be rotated safely get no plan.
+func TestPackedRotationMatchesMessageRotation(t *testing.T) {
+	const q = "_http._tcp.db.ns.svc.cluster.local."
+	srv := func(target string, prio int) string {
+		return fmt.Sprintf("%s 5 IN SRV %d 25 80 %s", q, prio, target)
+	}
+	cases := []struct {
+		name   string
+		qname  string
+		answer []string
+		extra  []string
+		plan   bool
+	}{
+		{name: "A run", qname: "db.ns.svc.cluster.local.", plan: true, answer: []string{
+			"db.ns.svc.cluster.local. 5 IN A 10.0.0.1", "db.ns.svc.cluster.local. 5 IN A 10.0.0.2", "db.ns.svc.cluster.local. 5 IN A 10.0.0.3"}},
+		{name: "AAAA run", qname: "db.ns.svc.cluster.local.", plan: true, answer: []string{
+			"db.ns.svc.cluster.local. 5 IN AAAA fd00::1", "db.ns.svc.cluster.local. 5 IN AAAA fd00::2"}},
+		{name: "CNAME then A run", qname: "alias.ns.svc.cluster.local.", plan: true, answer: []string{
+			"alias.ns.svc.cluster.local. 5 IN CNAME db.ns.svc.cluster.local.",
+			"db.ns.svc.cluster.local. 5 IN A 10.0.0.1", "db.ns.svc.cluster.local. 5 IN A 10.0.0.2", "db.ns.svc.cluster.local. 5 IN A 10.0.0.3"}},
+		{name: "SRV with additional pointing into the run", qname: q, plan: true,
+			answer: []string{srv("a.db.ns.svc.cluster.local.", 0), srv("bb.db.ns.svc.cluster.local.", 0), srv("ccc.db.ns.svc.cluster.local.", 0), srv("d.db.ns.svc.cluster.local.", 0)},
+			extra: []string{"a.db.ns.svc.cluster.local. 5 IN A 10.0.0.1", "bb.db.ns.svc.cluster.local. 5 IN A 10.0.0.2",
+				"ccc.db.ns.svc.cluster.local. 5 IN AAAA fd00::3", "d.db.ns.svc.cluster.local. 5 IN A 10.0.0.4"}},
+		{name: "SRV priorities rotate apart", qname: q, plan: true,
+			answer: []string{srv("a.db.ns.svc.cluster.local.", 0), srv("b.db.ns.svc.cluster.local.", 0), srv("c.db.ns.svc.cluster.local.", 10), srv("d.db.ns.svc.cluster.local.", 10), srv("e.db.ns.svc.cluster.local.", 10)}},
+		{name: "single records", qname: "web.ns.svc.cluster.local.", answer: []string{"web.ns.svc.cluster.local. 5 IN A 10.0.0.1"}},
+		{name: "negative", qname: "nx.ns.svc.cluster.local."},
+		{name: "owner outside the question, pointer inside the run", qname: "x.example.", answer: []string{
+			"x.example. 5 IN CNAME y.example.", "z.example. 5 IN A 10.0.0.1", "z.example. 5 IN A 10.0.0.2"}},
+		{name: "unknown type", qname: "db.ns.svc.cluster.local.", answer: []string{
+			"db.ns.svc.cluster.local. 5 IN A 10.0.0.1", "db.ns.svc.cluster.local. 5 IN A 10.0.0.2", "db.ns.svc.cluster.local. 5 IN MX 10 mx.db.ns.svc.cluster.local."}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := new(dns.Msg)
+			m.SetQuestion(tc.qname, dns.TypeA)
+			m.Response, m.Compress = true, true
+			for _, s := range tc.answer {
+				m.Answer = append(m.Answer, mustRR(t, s))
+			}
+			for _, s := range tc.extra {
+				m.Extra = append(m.Extra, mustRR(t, s))
+			}
+			m.SetEdns0(1232, false)
+			wire, err := m.Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := planRotation(wire)
+			if (p != nil) != tc.plan {
+				t.Fatalf("plan %v, want one: %v", p, tc.plan)
+			}
+			if p == nil {
+				return
+			}
+			seen := map[string]bool{}
+			for c := uint32(1); c <= 12; c++ {
+				got := p.apply(nil, wire)
+				r := new(dns.Msg)
+				if err := r.Unpack(got); err != nil {
+					t.Fatalf("hit %d: rotated reply does not unpack: %v", c, err)
+				}
+				want := rrLines(rotateAnswer(m.Answer, c))
+				if g := rrLines(r.Answer); !slices.Equal(g, want) {
+					t.Fatalf("hit %d: answer\n  %s\nwant\n  %s", c, strings.Join(g, "\n  "), strings.Join(want, "\n  "))
+				}
+				if g, w := rrLines(r.Extra), rrLines(m.Extra); !slices.Equal(g, w) {
+					t.Fatalf("hit %d: additional\n  %s\nwant\n  %s", c, strings.Join(g, "\n  "), strings.Join(w, "\n  "))
+				}
+				if len(got) != len(wire) || r.Question[0] != m.Question[0] {
+					t.Fatalf("hit %d: %d bytes, question %v", c, len(got), r.Question)
+				}
+				seen[rrLines(r.Answer)[len(r.Answer)-1]] = true
+			}
+			if len(seen) < 2 {
+				t.Errorf("12 hits gave one order")
+			}
+		})
+	}
+}
+
+// TestPlanRotationMalformed: a plan is never made from bytes that do not
+// parse, and making one never panics.
+func TestPlanRotationMalformed(t *testing.T) {
+	m := new(dns.Msg)
+	m.SetQuestion("db.ns.svc.cluster.local.", dns.TypeA)
+	m.Compress = true
+	m.Answer = []dns.RR{mustRR(t, "db.ns.svc.cluster.local. 5 IN A 10.0.0.1"), mustRR(t, "db.ns.svc.cluster.local. 5 IN A 10.0.0.2")}
+	wire, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if planRotation(wire) == nil {
+		t.Fatal("no plan for a good reply")
+	}
+	for n := range len(wire) {
+		if p := planRotation(wire[:n]); p != nil {
+			t.Errorf("plan made from %d of %d bytes", n, len(wire))
+		}
+	}
+	loop := slices.Clone(wire)
+	loop[12] = 0xc0 // the question name points at itself
+	loop[13] = 12
+	_ = planRotation(loop)
+}
+
+// TestPlanRotationNameRunsIntoRun: a name may start outside the answer's
+// runs and read on into one (a label whose length byte ends a TXT record
+// and whose bytes are the two A records). Rotating the records would change
+// that name, so no plan is made. CI's fuzzing found the shape.
+func TestPlanRotationNameRunsIntoRun(t *testing.T) {
+	wire := []byte{
+		0, 0, 0x81, 0x80, 0, 1, 0, 3, 0, 1, 0, 1,
+		1, 'a', 0, 0, 1, 0, 1, // 12: question a. A
+		0xc0, 12, 0, 16, 0, 1, 0, 0, 0, 5, 0, 3, 2, 'x', 32, // 19: a. TXT "x\032"; offset 33 is 32
+		0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 10, 0, 0, 1, // 34: a. A 10.0.0.1
+		0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 10, 0, 0, 2, // 50: a. A 10.0.0.2
+		0xc0, 12, 0, 12, 0, 1, 0, 0, 0, 5, 0, 2, 0xc0, 33, // 66: a. PTR, the name at 33: 32 bytes of A records, then a.
+		0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0, // 80: OPT
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(wire); err != nil {
+		t.Fatalf("the test's message does not unpack: %v", err)
+	}
+	if len(m.Answer) != 3 || len(m.Ns) != 1 {
+		t.Fatalf("the test's message has %d answer and %d authority records", len(m.Answer), len(m.Ns))
+	}
+	if p := planRotation(wire); p != nil {
+		t.Fatalf("a plan was made; rotating would turn the PTR target %q into another name", m.Ns[0].(*dns.PTR).Ptr)
+	}
+	// Pointing at the A record's own owner name instead is safe: the plan
+	// is made and fixes the pointer as the record moves.
+	safe := slices.Clone(wire)
+	safe[len(safe)-12] = 34 + 16
+	if planRotation(safe) == nil {
+		t.Fatal("no plan when the PTR target is the second A record's owner")
+	}
+}
+
+// BenchmarkServeDNSLoadBalance is BenchmarkServeDNS with WithLoadBalance:
+// cache hits rotated in place.
+func BenchmarkServeDNSLoadBalance(b *testing.B) {
+	run := func(b *testing.B, name string, qtype uint16, edns bool) {
+		h := NewHandler("cluster.local", fuzzStore(b), WithLoadBalance(true))
+		h.Warm()
+		req := new(dns.Msg)
+		req.SetQuestion(name, qtype)
+		if edns {
+			req.SetEdns0(1232, false)
+		}
+		w := &benchWriter{}
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeDNS(w, req)
+		}
+	}
+	b.Run("A", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.", dns.TypeA, false) })
+	b.Run("A-headless", func(b *testing.B) { run(b, "hl.ns.svc.cluster.local.", dns.TypeA, false) })
+	b.Run("SRV-headless-EDNS", func(b *testing.B) { run(b, "_http._tcp.hl.ns.svc.cluster.local.", dns.TypeSRV, true) })
+}

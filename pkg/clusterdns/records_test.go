@@ -1,0 +1,100 @@
+package clusterdns
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+)
+
+// waitFor polls cond until it holds or within has passed.
+func waitFor(within time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// TestRecordFeedRewatch: a reload to pods: verified starts the API
+// server's informers again with the pods; a reload away from it and back
+// starts from an empty store, so a pod deleted while the pods were not
+// watched does not come back; a reload that changes only the ttl
+// publishes the records again without a restart.
+func TestRecordFeedRewatch(t *testing.T) {
+	client := fake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "prod"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.9", PodIPs: []corev1.PodIP{{IP: "10.1.0.9"}}}},
+	)
+	config := func(pods string, ttl int) *v1alpha1.ServerConfiguration {
+		c := &v1alpha1.ServerConfiguration{Pods: pods, TTL: &ttl}
+		c.SetDefaults()
+		return c
+	}
+	cfg := config(v1alpha1.PodsDisabled, 5)
+	opts, err := storeOptions(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recordFeed{st: st, log: slog.New(slog.DiscardHandler), client: client, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	lookup := func(name string) (*store.Node, bool) {
+		if s := st.Snapshot(); s != nil {
+			return s.Lookup(name)
+		}
+		return nil, false
+	}
+	const pod, web = "10-1-0-9.prod.pod.cluster.local.", "web.prod.svc.cluster.local."
+	if !waitFor(10*time.Second, func() bool { _, ok := lookup(web); return ok }) {
+		t.Fatal("no first sync")
+	}
+	if _, ok := lookup(pod); ok {
+		t.Fatal("pods disabled: the pod's name is served")
+	}
+	step := func(name string, cfg *v1alpha1.ServerConfiguration, cond func() bool) {
+		t.Helper()
+		if err := r.apply(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if !waitFor(10*time.Second, cond) {
+			t.Fatalf("%s: not applied", name)
+		}
+	}
+	step("pods verified", config(v1alpha1.PodsVerified, 5), func() bool { _, ok := lookup(pod); return ok })
+	step("pods disabled", config(v1alpha1.PodsDisabled, 5), func() bool { _, ok := lookup(pod); return !ok })
+	if err := client.CoreV1().Pods("prod").Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("pods verified again", config(v1alpha1.PodsVerified, 6), func() bool { n, ok := lookup(web); return ok && n.TTL == 6 })
+	if _, ok := lookup(pod); ok {
+		t.Error("a pod deleted while pods were not watched is served again")
+	}
+	step("ttl only", config(v1alpha1.PodsVerified, 9), func() bool { n, ok := lookup(web); return ok && n.TTL == 9 })
+}

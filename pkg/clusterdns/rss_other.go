@@ -1,0 +1,5 @@
+//go:build !linux
+
+package clusterdns
+
+func releaseStartupPages() int64 { return 0 }

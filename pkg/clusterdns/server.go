@@ -1,0 +1,139 @@
+package clusterdns
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+)
+
+// Deps are what the cluster DNS server takes from its command besides its
+// configuration.
+type Deps struct {
+	// Logger (default: discard).
+	Logger *slog.Logger
+	// Registry is the process's. The server registers its metrics on it
+	// and serves it on /metrics with the answer stack's own (default: a new
+	// registry).
+	Registry *prometheus.Registry
+	// Client is the API server's: the record source when the
+	// configuration names no objects.
+	Client kubernetes.Interface
+	// Reload watches the config file (nil: no reload).
+	Reload *Reload
+}
+
+// Reload is the config file a running server watches, and how it is
+// read.
+type Reload struct {
+	// Path is the file. A change of its content triggers Load.
+	Path string
+	// Load returns the configuration to apply: the file with the
+	// command's flags over it, defaulted and validated. On an error the
+	// running configuration stays.
+	Load func() (*v1alpha1.ServerConfiguration, error)
+	// SetLogLevel applies the logLevel of a reloaded configuration (nil:
+	// the level is not reloaded).
+	SetLogLevel func(level string) error
+	// Interval is how often the file is read (default
+	// DefaultReloadInterval).
+	Interval time.Duration
+}
+
+// Server is the cluster DNS server, `serve --mode cluster`: the record
+// store and its feed, the answer stack, the DNS listener, the metrics
+// endpoint and the config reloader.
+type Server struct {
+	cfg  *v1alpha1.ServerConfiguration
+	deps Deps
+	log  *slog.Logger
+	reg  *prometheus.Registry
+	st   *store.Store
+}
+
+// New returns the server of cfg, a defaulted and validated configuration
+// of mode cluster. Errors of cfg are marked v1alpha1.ErrConfig.
+func New(cfg *v1alpha1.ServerConfiguration, deps Deps) (*Server, error) {
+	if cfg.Mode != v1alpha1.ModeCluster {
+		return nil, fmt.Errorf("clusterdns: mode %q, want %q", cfg.Mode, v1alpha1.ModeCluster)
+	}
+	s := &Server{cfg: cfg, deps: deps, log: deps.Logger, reg: deps.Registry}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	opts, err := storeOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.st, err = store.New(opts); err != nil {
+		return nil, v1alpha1.ConfigErrorf("clusterDomain %q: %v", cfg.ClusterDomain, err)
+	}
+	if err := RegisterRecordMetrics(s.reg, s.st); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run serves until ctx is done or a part fails. It builds the answer
+// stack, loads the records and binds the listeners, then runs the feed,
+// the reloader, the DNS listener and /metrics; the listener's lameduck
+// runs while the feed and /readyz still do. Call it once.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stack, err := buildStack(ctx, s.cfg, s.st, s.log, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { stack.stop() }()
+	records, err := newRecordFeed(s.cfg, s.st, s.deps.Client, s.log)
+	if err != nil {
+		return err
+	}
+	// With manifests the records are loaded: compile them now, then give
+	// the loading garbage and the start-up pages back to the OS.
+	stack.handler.Warm()
+	releaseStartup()
+	log := s.log.With("zone", s.st.Zone())
+	srv := dnsserver.NewServer(s.cfg, log)
+	srv.SetHandler(dnsserver.QueryLogged(s.cfg, stack.handler, log))
+	gather := &stackGatherer{main: s.reg}
+	gather.cur.Store(stack)
+	if err := s.reg.Register(srv); err != nil {
+		return err
+	}
+	synced := func() bool { return s.st.Snapshot() != nil }
+	ops, err := health.Bind(s.cfg.MetricsListen, s.cfg.ReusePort, health.Handler(gather,
+		health.Condition(synced, "not synced"), health.Condition(srv.Ready, "lameduck")), s.log)
+	if err != nil {
+		return fmt.Errorf("metricsListen: %w", err)
+	}
+	var tasks []lifecycle.Task
+	if ops != nil {
+		tasks = append(tasks, ops.Run)
+	}
+	tasks = append(tasks, records.run)
+	if src := s.deps.Reload; src != nil {
+		r := &reloader{src: *src, running: s.cfg, st: s.st, records: records, srv: srv, gather: gather,
+			log: s.log, level: src.SetLogLevel, stack: &stack}
+		if err := s.reg.Register(r); err != nil {
+			return err
+		}
+		tasks = append(tasks, r.run)
+	}
+	// Stopped in reverse: the listener's lameduck runs while the feed and
+	// /readyz still do.
+	return lifecycle.Run(ctx, append(tasks, srv.Run, releaseAfterSync(synced))...)
+}

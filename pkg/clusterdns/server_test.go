@@ -1,0 +1,50 @@
+package clusterdns_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+)
+
+// TestServerConfigErrors: a configuration the server cannot apply fails
+// New or Run with an error marked v1alpha1.ErrConfig (the command's usage
+// error); a wrong mode is a caller's bug, not marked.
+func TestServerConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name   string
+		change func(*v1alpha1.ServerConfiguration)
+		marked bool
+	}{
+		{"node-local mode", func(c *v1alpha1.ServerConfiguration) { c.Mode = v1alpha1.ModeNodeLocal }, false},
+		{"missing objects", func(c *v1alpha1.ServerConfiguration) { c.Objects = filepath.Join(dir, "nope") }, true},
+		{"no record source", func(c *v1alpha1.ServerConfiguration) { c.Objects = "" }, true},
+		{"missing resolv.conf", func(c *v1alpha1.ServerConfiguration) {
+			c.Forward = []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{filepath.Join(dir, "resolv.conf")}}}
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.1:0"}, Objects: dir}
+			tc.change(cfg)
+			cfg.SetDefaults()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			srv, err := clusterdns.New(cfg, clusterdns.Deps{})
+			if err == nil {
+				err = srv.Run(ctx)
+			}
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("err %v (context: %v), want a failure at start", err, ctx.Err())
+			}
+			if got := errors.Is(err, v1alpha1.ErrConfig); got != tc.marked {
+				t.Errorf("%v: marked ErrConfig %v, want %v", err, got, tc.marked)
+			}
+		})
+	}
+}

@@ -1,0 +1,351 @@
+package clusterdns
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+)
+
+// zone is the view of one store.Snapshot the handler answers from: the
+// snapshot and the zone SOA. Records are built from the snapshot's nodes
+// when a reply is not cached (see wireCache), so the server holds the
+// record data once.
+type zone struct {
+	snap *store.Snapshot
+	name string // lowercase, trailing dot
+	ttl  uint32
+	soa  []dns.RR // the zone SOA, for the authority section of negatives
+	// wire is the handler's reply cache, shared by its zone views.
+	wire *wireCache
+}
+
+// nsName is the name server of the zone in its SOA and NS records, as
+// CoreDNS.
+func nsName(zone string) string { return "ns.dns." + zone }
+
+func soaRR(owner, zoneName string, ttl, serial uint32) *dns.SOA {
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: owner, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl},
+		Ns:      nsName(zoneName),
+		Mbox:    "hostmaster." + zoneName,
+		Serial:  serial,
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  ttl,
+	}
+}
+
+func addrRR(owner string, a netip.Addr, ttl uint32) dns.RR {
+	if a.Is4() {
+		b := a.As4()
+		return &dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: net.IP(b[:])}
+	}
+	b := a.As16()
+	return &dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: net.IP(b[:])}
+}
+
+// appendA appends A records for addrs with one allocation for the records
+// and one for the addresses.
+func appendA(rrs []dns.RR, owner string, addrs []netip.Addr, ttl uint32) []dns.RR {
+	if len(addrs) == 0 {
+		return rrs
+	}
+	recs := make([]dns.A, len(addrs))
+	ips := make([]byte, 4*len(addrs))
+	for i, a := range addrs {
+		b := a.As4()
+		ip := ips[4*i : 4*i+4 : 4*i+4]
+		copy(ip, b[:])
+		recs[i] = dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+		rrs = append(rrs, &recs[i])
+	}
+	return rrs
+}
+
+// appendAAAA is appendA for IPv6.
+func appendAAAA(rrs []dns.RR, owner string, addrs []netip.Addr, ttl uint32) []dns.RR {
+	if len(addrs) == 0 {
+		return rrs
+	}
+	recs := make([]dns.AAAA, len(addrs))
+	ips := make([]byte, 16*len(addrs))
+	for i, a := range addrs {
+		b := a.As16()
+		ip := ips[16*i : 16*i+16 : 16*i+16]
+		copy(ip, b[:])
+		recs[i] = dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+		rrs = append(rrs, &recs[i])
+	}
+	return rrs
+}
+
+func appendSRV(rrs []dns.RR, owner string, srvs []store.SRV, ttl uint32) []dns.RR {
+	if len(srvs) == 0 {
+		return rrs
+	}
+	recs := make([]dns.SRV, len(srvs))
+	for i, s := range srvs {
+		recs[i] = dns.SRV{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
+			Priority: s.Priority, Weight: s.Weight, Port: s.Port, Target: s.Target}
+		rrs = append(rrs, &recs[i])
+	}
+	return rrs
+}
+
+func appendPTR(rrs []dns.RR, owner string, ptrs []string, ttl uint32) []dns.RR {
+	for _, p := range ptrs {
+		rrs = append(rrs, &dns.PTR{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: ttl}, Ptr: p})
+	}
+	return rrs
+}
+
+func appendTXT(rrs []dns.RR, owner string, txt []string, ttl uint32) []dns.RR {
+	if len(txt) == 0 {
+		return rrs
+	}
+	return append(rrs, &dns.TXT{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: txt})
+}
+
+func cnameRR(owner, target string, ttl uint32) dns.RR {
+	return &dns.CNAME{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: target}
+}
+
+// records builds the records of type t of node n, owned by owner (the
+// question name as asked, so its case is echoed). ANY is answered by
+// Handler.answer (RFC 8482), not here.
+func (z *zone) records(owner, lname string, n *store.Node, t uint16) []dns.RR {
+	switch t {
+	case dns.TypeSOA, dns.TypeNS:
+		if lname == z.name {
+			return z.apexRecords(owner, z.name, z.soa[0].(*dns.SOA), t)
+		}
+	case dns.TypeA:
+		return appendA(nil, owner, n.A, n.TTL)
+	case dns.TypeAAAA:
+		return appendAAAA(nil, owner, n.AAAA, n.TTL)
+	case dns.TypeSRV:
+		return appendSRV(nil, owner, n.SRV, n.TTL)
+	case dns.TypePTR:
+		return appendPTR(nil, owner, n.PTR, n.TTL)
+	case dns.TypeTXT:
+		return appendTXT(nil, owner, n.TXT, n.TTL)
+	case dns.TypeCNAME:
+		if n.CNAME != "" {
+			return []dns.RR{cnameRR(owner, n.CNAME, n.TTL)}
+		}
+	}
+	return nil
+}
+
+// apexRecords is the SOA (a copy of soa) or the NS record of a zone apex.
+func (z *zone) apexRecords(owner, zoneName string, soa *dns.SOA, t uint16) []dns.RR {
+	if t == dns.TypeSOA {
+		c := *soa
+		c.Hdr.Name = owner
+		return []dns.RR{&c}
+	}
+	return []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: z.ttl}, Ns: nsName(z.name)}}
+}
+
+// srvExtra is the additional section of an SRV answer: the addresses of the
+// targets, once each.
+func (z *zone) srvExtra(srvs []store.SRV) []dns.RR {
+	var extra []dns.RR
+	for i, s := range srvs {
+		dup := false
+		for _, p := range srvs[:i] {
+			if p.Target == s.Target {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		if tn, ok := z.snap.Lookup(s.Target); ok {
+			extra = appendA(extra, s.Target, tn.A, tn.TTL)
+			extra = appendAAAA(extra, s.Target, tn.AAAA, tn.TTL)
+		}
+	}
+	return extra
+}
+
+// newZone is the zone view of snap, answering with the reply cache wire.
+func newZone(snap *store.Snapshot, wire *wireCache) *zone {
+	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, wire: wire}
+	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
+	return z
+}
+
+func clip(rrs []dns.RR) []dns.RR { return rrs[:len(rrs):len(rrs)] }
+
+// inZone reports whether the lowercase fqdn name is the zone or below it.
+func inZone(name, zone string) bool {
+	return name == zone || (len(name) > len(zone) && name[len(name)-len(zone)-1] == '.' && strings.HasSuffix(name, zone))
+}
+
+// reverse zones answered from the store (names not found are forwarded, as
+// CoreDNS's default "kubernetes cluster.local in-addr.arpa ip6.arpa {
+// fallthrough in-addr.arpa ip6.arpa }").
+const (
+	reverse4 = "in-addr.arpa."
+	reverse6 = "ip6.arpa."
+)
+
+func reverseZone(name string) string {
+	switch {
+	case inZone(name, reverse4):
+		return reverse4
+	case inZone(name, reverse6):
+		return reverse6
+	}
+	return ""
+}
+
+// reverseZoneName is the reverse zone of an octet-aligned (IPv4) or
+// nibble-aligned (IPv6) masked prefix: "10.in-addr.arpa." for 10.0.0.0/8.
+func reverseZoneName(p netip.Prefix) string {
+	var b strings.Builder
+	if p.Addr().Is4() {
+		a := p.Addr().As4()
+		for i := p.Bits()/8 - 1; i >= 0; i-- {
+			b.WriteString(strconv.Itoa(int(a[i])))
+			b.WriteByte('.')
+		}
+		b.WriteString(reverse4)
+		return b.String()
+	}
+	a := p.Addr().As16()
+	for i := p.Bits()/4 - 1; i >= 0; i-- {
+		nib := a[i/2] >> 4
+		if i%2 == 1 {
+			nib = a[i/2] & 0xf
+		}
+		b.WriteByte(hexDigit[nib])
+		b.WriteByte('.')
+	}
+	b.WriteString(reverse6)
+	return b.String()
+}
+
+const hexDigit = "0123456789abcdef"
+
+// parseReverse returns the prefix a lowercase reverse name stands for:
+// 96.10.in-addr.arpa. is 10.96.0.0/16, a nibble name under ip6.arpa. a
+// prefix of 4 bits per label. ok is false for names that stand for no
+// address (labels that are not octets or nibbles, too many labels).
+func parseReverse(name string) (p netip.Prefix, ok bool) {
+	var labels []string
+	var v6 bool
+	switch {
+	case inZone(name, reverse4):
+		labels = strings.Split(strings.TrimSuffix(name, reverse4), ".")
+	case inZone(name, reverse6):
+		labels, v6 = strings.Split(strings.TrimSuffix(name, reverse6), "."), true
+	default:
+		return p, false
+	}
+	labels = labels[:len(labels)-1] // the empty string after the last dot
+	if !v6 {
+		if len(labels) > 4 {
+			return p, false
+		}
+		var a [4]byte
+		for i, l := range labels {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 0 || n > 255 || strconv.Itoa(n) != l {
+				return p, false
+			}
+			a[len(labels)-1-i] = byte(n)
+		}
+		return netip.PrefixFrom(netip.AddrFrom4(a), 8*len(labels)), true
+	}
+	if len(labels) > 32 {
+		return p, false
+	}
+	var a [16]byte
+	for i, l := range labels {
+		if len(l) != 1 {
+			return p, false
+		}
+		nib := strings.IndexByte(hexDigit, l[0])
+		if nib < 0 {
+			return p, false
+		}
+		pos := len(labels) - 1 - i // nibble position from the left
+		if pos%2 == 0 {
+			a[pos/2] |= byte(nib) << 4
+		} else {
+			a[pos/2] |= byte(nib)
+		}
+	}
+	return netip.PrefixFrom(netip.AddrFrom16(a), 4*len(labels)), true
+}
+
+// reverseAuthFor returns the authoritative reverse zone a lowercase reverse
+// name belongs to: a name inside one of the WithReverseZones prefixes, or
+// between the prefix and its zone's apex. nil when there is none.
+func (h *Handler) reverseAuthFor(lname string) *reverseAuth {
+	if len(h.reverse) == 0 {
+		return nil
+	}
+	p, ok := parseReverse(lname)
+	if !ok {
+		// Under a zone of ours but not an address (e.g. a letter label):
+		// the name cannot exist.
+		for i := range h.reverse {
+			if inZone(lname, h.reverse[i].zone) {
+				return &h.reverse[i]
+			}
+		}
+		return nil
+	}
+	for i := range h.reverse {
+		ra := &h.reverse[i]
+		if ra.prefix.Addr().Is4() != p.Addr().Is4() || p.Bits() < ra.bits {
+			continue
+		}
+		if p.Bits() >= ra.prefix.Bits() && ra.prefix.Contains(p.Addr()) {
+			return ra
+		}
+		if p.Bits() < ra.prefix.Bits() && p.Contains(ra.prefix.Addr()) {
+			return ra
+		}
+	}
+	return nil
+}
+
+// reverseAnswer answers a reverse name of the authoritative zone ra that the
+// snapshot does not know: the apex's SOA and NS, NOERROR with no answer for
+// the names that lead to the prefix or to addresses the snapshot has,
+// NXDOMAIN otherwise; negatives carry the zone's SOA.
+func (z *zone) reverseAnswer(ra *reverseAuth, qtype uint16, owner, lname string) Result {
+	soa := soaRR(ra.zone, z.name, z.ttl, z.snap.Serial)
+	neg := []dns.RR{soa}
+	p, ok := parseReverse(lname)
+	exists := ok && (p.Bits() < ra.prefix.Bits() || z.hasAddrIn(p))
+	if !exists {
+		return Result{Rcode: dns.RcodeNameError, Ns: neg, Authoritative: true}
+	}
+	var ans []dns.RR
+	switch {
+	case qtype == dns.TypeANY:
+		ans = []dns.RR{anyRR(owner, "", z.ttl)}
+	case lname == ra.zone && (qtype == dns.TypeSOA || qtype == dns.TypeNS):
+		ans = z.apexRecords(owner, ra.zone, soa, qtype)
+	}
+	if len(ans) == 0 {
+		return Result{Rcode: dns.RcodeSuccess, Ns: neg, Authoritative: true}
+	}
+	return Result{Rcode: dns.RcodeSuccess, Answer: ans, Authoritative: true}
+}
+
+// hasAddrIn reports whether an address with a PTR name in the snapshot lies
+// in p (p is then an empty non-terminal, or the PTR name itself).
+func (z *zone) hasAddrIn(p netip.Prefix) bool { return z.snap.HasPTRIn(p) }

@@ -1,0 +1,232 @@
+package nodelocal
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
+)
+
+// Deps are what the stage takes from its command besides its
+// configuration.
+type Deps struct {
+	// Logger (default: discard).
+	Logger *slog.Logger
+	// Registry is the process's. The stage registers its metrics on it
+	// and serves it on /metrics (default: a new registry).
+	Registry *prometheus.Registry
+}
+
+// Stage is the node-local stage, `serve --mode node-local`: a caching
+// forwarder that sends cluster names to the cluster DNS over TCP and other
+// names to the node's nameservers, and adds the autopath option. In
+// transparent mode it sets up its addresses and notrack table on the node.
+type Stage struct {
+	cfg *v1alpha1.ServerConfiguration
+	log *slog.Logger
+	reg *prometheus.Registry
+}
+
+// NewStage returns the stage of cfg, a defaulted and validated
+// configuration of mode node-local.
+func NewStage(cfg *v1alpha1.ServerConfiguration, deps Deps) (*Stage, error) {
+	if cfg.Mode != v1alpha1.ModeNodeLocal {
+		return nil, fmt.Errorf("nodelocal: mode %q, want %q", cfg.Mode, v1alpha1.ModeNodeLocal)
+	}
+	s := &Stage{cfg: cfg, log: deps.Logger, reg: deps.Registry}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	s.log = s.log.With("mode", "node-local")
+	return s, nil
+}
+
+// Run serves until ctx is done or a part fails. Errors of the
+// configuration are marked v1alpha1.ErrConfig. Call it once.
+func (s *Stage) Run(ctx context.Context) error {
+	cfg, log, reg := s.cfg, s.log, s.reg
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var closers []func()
+	defer func() {
+		cancel()
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	// The setup comes first: it removes a notrack table a killed instance
+	// left, so the Service IP is the cluster DNS's while this one starts,
+	// or fails to.
+	setup, err := nodeSetup(cfg, log, reg, &closers)
+	if err != nil {
+		return err
+	}
+	if setup != nil {
+		if err := setup.Prepare(ctx); err != nil {
+			return err
+		}
+		closers = append(closers, func() { _ = setup.Release() }) // when start-up fails
+	}
+	up, searches, err := upstreams(ctx, cfg, log, reg, &closers)
+	if err != nil {
+		return err
+	}
+	nl := cfg.NodeLocal
+	h, err := New(up, Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
+		Cache: dnscache.ConfigOf(cfg.Cache), Timeout: nl.ClusterTimeout.Duration(), HostSearches: searches, Logger: log, Registerer: reg})
+	if err != nil {
+		return v1alpha1.ConfigErrorf("cache: %v", err)
+	}
+	closers = append(closers, h.Close)
+	srvLog := log.With("cluster-upstream", nl.ClusterUpstream, "zone", cfg.ClusterDomain)
+	srv := dnsserver.NewServer(cfg, srvLog)
+	srv.SetHandler(dnsserver.QueryLogged(cfg, h, srvLog))
+	if err := reg.Register(srv); err != nil {
+		return err
+	}
+	// The node-local stage has no records to sync: ready once it serves,
+	// until its lameduck.
+	ops, err := health.Bind(cfg.MetricsListen, cfg.ReusePort, health.Handler(reg, health.Condition(srv.Ready, "lameduck")), log)
+	if err != nil {
+		return fmt.Errorf("metricsListen: %w", err)
+	}
+	var tasks []lifecycle.Task
+	if ops != nil {
+		tasks = append(tasks, ops.Run)
+	}
+	// Stopped in reverse: the notrack table goes first (the Service IP falls
+	// back to the cluster DNS), then the server's lameduck, then the
+	// addresses.
+	return lifecycle.Run(ctx, append(tasks, releaseTask(setup, log), srv.Run, keepTask(setup, srv, log))...)
+}
+
+// upstreams is the router of the stage's forwarders (cluster names to the
+// cluster DNS over TCP, others to the watched resolv.conf's nameservers)
+// and the node's search domains.
+func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (Exchanger, func() []string, error) {
+	nl := cfg.NodeLocal
+	var ups []string
+	for _, a := range nl.ClusterUpstreamAddrs() {
+		ups = append(ups, a.String())
+	}
+	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool, timeout time.Duration, relay ...uint16) (*forward.Forwarder, error) {
+		fwd, err := forward.Start(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Timeout: timeout,
+			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), RelayOptions: relay,
+			Zone: zone, Logger: log.With("forward", zone)}, reg)
+		if err == nil {
+			*closers = append(*closers, func() { _ = fwd.Close() })
+		}
+		return fwd, err
+	}
+	// Only the cluster DNS gets the autopath option (it reads the search
+	// list from it); no other client option leaves the node. Its timeout is
+	// longer than the cluster DNS's own forward timeout: a name it cannot
+	// resolve is its SERVFAIL, not a timeout here.
+	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true, nl.ClusterTimeout.Duration(), uint16(cfg.AutopathOptionCode))
+	if err != nil {
+		return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.clusterUpstream: %v", err)
+	}
+	if len(cluster.Upstreams()) == 0 {
+		return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.clusterUpstream %v: every address is one the stage listens on (give the cluster DNS pods' own Service, not the Service IP the stage takes over)", ups)
+	}
+	routes := []forward.Route{{Zone: cfg.ClusterDomain, Upstream: cluster}}
+	for _, z := range dnsserver.ClusterZones {
+		routes = append(routes, forward.Route{Zone: z, Upstream: cluster})
+	}
+	searches := func() []string { return nil }
+	external := forward.Exchanger(cluster)
+	if path := nl.ResolvConfPath(); path != "" {
+		w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg), hostresolv.ForUpstreams())
+		if err != nil {
+			return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.resolvConf: %v", err)
+		}
+		*closers = append(*closers, func() { <-w.Done() })
+		searches = func() []string { return w.Current().Config.Searches }
+		host, err := newForwarder(".", forward.UpstreamFunc(func() []string { return w.Current().Raw.Nameservers }), false, 0)
+		if err != nil {
+			return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.resolvConf: %v", err)
+		}
+		external = host
+	}
+	routes = append(routes, forward.Route{Zone: ".", Upstream: external})
+	router, err := forward.NewRouter(routes)
+	if err != nil {
+		return nil, nil, v1alpha1.ConfigErrorf("clusterDomain %q: %v", cfg.ClusterDomain, err)
+	}
+	return router, searches, nil
+}
+
+// nodeSetup is the transparent mode's setup of addresses and notrack
+// table on the node, or nil when the config asks for neither.
+func nodeSetup(cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (*nodenet.Manager, error) {
+	nl := cfg.NodeLocal
+	if !nl.SetupInterface && !nl.SetupNotrack {
+		return nil, nil
+	}
+	c := nodenet.Config{IPs: nl.LocalAddrs(), SetupInterface: nl.SetupInterface, Interface: nl.InterfaceName,
+		SetupNotrack: nl.SetupNotrack, SkipTeardown: nl.SkipTeardown, LockFile: nl.LockFile, Logger: log}
+	if nl.SetupInterface {
+		links, err := nodenet.NewNetlinkLinks(-1)
+		if err != nil {
+			return nil, err
+		}
+		*closers = append(*closers, links.Close)
+		c.Links = links
+	}
+	if nl.SetupNotrack {
+		c.Notrack = nodenet.NewNftNotrack(-1)
+	}
+	m, err := nodenet.New(c)
+	if err != nil {
+		return nil, v1alpha1.ConfigErrorf("nodeLocal: %v", err)
+	}
+	return m, reg.Register(m)
+}
+
+// keepTask installs the notrack table once srv serves, keeps the setup in
+// place, and removes the table first when stopped.
+func keepTask(setup *nodenet.Manager, srv *dnsserver.Server, log *slog.Logger) lifecycle.Task {
+	return func(ctx context.Context) error {
+		if setup == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-srv.Serving():
+		}
+		_ = setup.Keep(ctx)
+		if err := setup.RemoveNotrack(); err != nil {
+			log.Error("remove the notrack table", "err", err)
+		}
+		return nil
+	}
+}
+
+// releaseTask removes the addresses once the server has stopped.
+func releaseTask(setup *nodenet.Manager, log *slog.Logger) lifecycle.Task {
+	return func(ctx context.Context) error {
+		if setup == nil {
+			return nil
+		}
+		<-ctx.Done()
+		if err := setup.Release(); err != nil {
+			log.Error("remove the node-local addresses", "err", err)
+		}
+		return nil
+	}
+}
