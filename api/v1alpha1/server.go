@@ -397,8 +397,8 @@ type HostsFile struct {
 	File string `json:"file,omitempty"`
 	// TTL of its answers (default 1h).
 	TTL Duration `json:"ttl,omitempty"`
-	// Reload is how often the file is checked for changes (default 5s; 0s:
-	// read once).
+	// Reload is how often the file is stat'ed besides its file events
+	// (default 5s; 0s: read once, no watch).
 	Reload Duration `json:"reload,omitempty"`
 }
 

@@ -36,7 +36,7 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithInterval sets how often the file is stat'ed besides its file events,
 // and checked again while the last check left it unsettled (default
-// DefaultInterval; it must be positive).
+// DefaultInterval; 0 reads the file once, as CoreDNS's reload 0).
 func WithInterval(d time.Duration) Option { return func(o *options) { o.interval = d } }
 
 // Status is the state of a Source.
@@ -109,8 +109,8 @@ func NewSource(ctx context.Context, path string, cfg Config, opts ...Option) (*S
 	for _, opt := range opts {
 		opt(&s.o)
 	}
-	if s.o.interval <= 0 {
-		return nil, fmt.Errorf("hosts: interval %v: must be positive", s.o.interval)
+	if s.o.interval < 0 {
+		return nil, fmt.Errorf("hosts: interval %v: must not be negative", s.o.interval)
 	}
 	s.log = s.o.log.With("component", "hosts", "path", path)
 	s.status.Path = path
@@ -180,6 +180,10 @@ func (s *Source) SetConfig(cfg Config) error {
 func (s *Source) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return errors.New("hosts: Run called twice")
+	}
+	if s.o.interval == 0 { // read once, as CoreDNS's reload 0
+		<-ctx.Done()
+		return nil
 	}
 	changes, err := filewatch.Watch(ctx, []string{s.path}, filewatch.WithLogger(s.log),
 		filewatch.WithPoll(s.o.interval), filewatch.AllowMissing(s.path))

@@ -404,6 +404,37 @@ func TestSourceRun(t *testing.T) {
 	}
 }
 
+// TestSourceReadOnce: interval 0 reads the file once (hosts.reload: 0s,
+// CoreDNS's reload 0). A second Source that watches the same file is the
+// control: once it has seen the change, the first still has the old table.
+func TestSourceReadOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hosts")
+	writeAtomic(t, path, "10.0.0.1 a\n")
+	once, _ := newTestSource(t, path, Config{}, WithInterval(0))
+	watched, _ := newTestSource(t, path, Config{}, WithInterval(5*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 2)
+	go func() { errc <- once.Run(ctx) }()
+	go func() { errc <- watched.Run(ctx) }()
+
+	writeAtomic(t, path, "10.0.0.2 a\n")
+	waitFor(t, watched, "the new file", func(Status) bool { return equal(a(t, watched, "a."), []string{"10.0.0.2"}) })
+	if got := a(t, once, "a."); !equal(got, []string{"10.0.0.1"}) {
+		t.Errorf("a source with interval 0 reloaded: a. A = %v, want [10.0.0.1]", got)
+	}
+	cancel()
+	for range 2 {
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return after cancellation")
+		}
+	}
+}
+
 func TestNewSourceErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hosts")
 	writeAtomic(t, path, "10.0.0.1 a\n")
@@ -419,7 +450,7 @@ func TestNewSourceErrors(t *testing.T) {
 	}{
 		{"no path", context.Background(), "", Config{}, nil, "hosts: no file: use NewTable for overrides alone"},
 		{"bad config", context.Background(), path, Config{Overrides: []Override{{Name: "x"}}}, nil, "overrides[0].addresses: at least one address is required"},
-		{"bad interval", context.Background(), path, Config{}, []Option{WithInterval(0)}, "hosts: interval 0s: must be positive"},
+		{"bad interval", context.Background(), path, Config{}, []Option{WithInterval(-time.Second)}, "hosts: interval -1s: must not be negative"},
 		{"cancelled", cancelled, path, Config{}, nil, `hosts: read "` + path + `": context canceled`},
 	}
 	for _, tc := range tests {
