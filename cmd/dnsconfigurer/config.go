@@ -7,8 +7,6 @@ import (
 	"os"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // maxConfigBytes bounds a config file; a complete one is a few KiB.
@@ -60,15 +58,4 @@ func readConfig(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigBytes)
 	}
 	return data, nil
-}
-
-// loadServerConfig reads the ServerConfiguration of `serve --config` with
-// loadConfig; it is also the reload step: on error the caller keeps the
-// running config.
-func loadServerConfig(path string) (*v1alpha1.ServerConfiguration, error) {
-	cfg := &v1alpha1.ServerConfiguration{}
-	if err := loadConfig(path, v1alpha1.ServerKind, cfg); err != nil {
-		return nil, err
-	}
-	return cfg, nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"reflect"
 	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // flagLayer binds a command's flags to the fields of its config type T.
@@ -85,6 +87,28 @@ func (l *flagLayer[T]) Bool(field func(*T) *bool, name string, def bool, usage s
 	l.bind(name, fieldPath(field), func(c *T) { *field(c) = *v })
 }
 
+// BoolPtr binds a bool flag to an optional field.
+func (l *flagLayer[T]) BoolPtr(field func(*T) **bool, name string, def bool, usage string) {
+	v := l.fs.Bool(name, def, usage)
+	l.bind(name, fieldPath(field), func(c *T) { b := *v; *field(c) = &b })
+}
+
+// Duration binds a duration flag to a duration field.
+func (l *flagLayer[T]) Duration(field func(*T) *v1alpha1.Duration, name string, def v1alpha1.Duration, usage string) {
+	v := l.fs.Duration(name, def.Duration(), usage)
+	l.bind(name, fieldPath(field), func(c *T) { *field(c) = v1alpha1.Duration(v.String()) })
+}
+
+// Defined binds a flag already defined on the set (fs.Uint, fs.Bool, ...)
+// whose value needs converting: apply copies it into the config when it
+// is set. field is as for Var.
+func (l *flagLayer[T]) Defined(name, field string, apply func(*T)) {
+	if l.fs.Lookup(name) == nil {
+		panic("flagLayer: no flag " + name)
+	}
+	l.bind(name, field, apply)
+}
+
 // Var binds a flag of any kind: apply copies its value into the config
 // when it is set. field is the config path it fills, for named; a flag
 // that fills several fields names the first.
@@ -96,7 +120,8 @@ func (l *flagLayer[T]) Var(v flag.Value, name, field, usage string, apply func(*
 // load fills cfg in layers: the file at path, if any (read strictly,
 // checked for kind, defaulted and validated on its own), then the flags
 // set on the command line, then the environment, then the defaults. The
-// result is validated; with a file, its error says so.
+// result is validated; with a file, its error says so. An error of the
+// result is a usageError; one of the file alone is not.
 func (l *flagLayer[T]) load(path, kind string, cfg *T) error {
 	c, ok := any(cfg).(interface {
 		SetDefaults()
@@ -129,25 +154,34 @@ func (l *flagLayer[T]) load(path, kind string, cfg *T) error {
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
 		if path != "" {
-			return fmt.Errorf("config %q with flags: %w", path, err)
+			err = fmt.Errorf("config %q with flags: %w", path, err)
 		}
-		return err
+		return usageError{err}
 	}
 	return nil
 }
 
 // named names the flag of the field a validation error starts with:
 // "clusterDNS[1]: ..." becomes "--cluster-dns (clusterDNS[1]): ...".
-// Other errors are returned as they are.
+// Other errors are returned as they are. The result wraps err.
 func (l *flagLayer[T]) named(err error) error {
 	msg := err.Error()
 	for _, b := range l.binds {
 		if strings.HasPrefix(msg, b.field+":") || strings.HasPrefix(msg, b.field+"[") {
-			return fmt.Errorf("--%s (%s", b.name, strings.Replace(msg, ":", "):", 1))
+			return namedError{"--" + b.name + " (" + strings.Replace(msg, ":", "):", 1), err}
 		}
 	}
 	return err
 }
+
+// namedError is an error renamed by named.
+type namedError struct {
+	msg string
+	err error
+}
+
+func (e namedError) Error() string { return e.msg }
+func (e namedError) Unwrap() error { return e.err }
 
 // fieldPath is the path, by JSON names, of the field that field returns
 // in a T: "listen", or "cluster.clusterDomain" in a nested struct.

@@ -53,9 +53,6 @@ func TestFileLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range files {
-		if strings.HasPrefix(name, "serve") {
-			continue
-		}
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

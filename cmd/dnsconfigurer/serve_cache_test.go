@@ -94,9 +94,9 @@ func TestServeCacheFlags(t *testing.T) {
 	}{
 		{[]string{"--cache-size", "10000"}, "at least 1048576 bytes"},
 		{[]string{"--cache-size", "lots"}, "want bytes"},
-		{[]string{"--serve-stale", "-1s"}, `cache.serveStale: "-1s": must be between 0s and`},
-		{[]string{"--prefetch", "-1"}, "cache.prefetch.amount: -1: must be >= 0"},
-		{[]string{"--zone-cache-size", "512Ki"}, `cache.zoneBytes: "524288": must be at least 1Mi`},
+		{[]string{"--serve-stale", "-1s"}, `--serve-stale (cache.serveStale): "-1s": must be between 0s and`},
+		{[]string{"--prefetch", "-1"}, "--prefetch (cache.prefetch.amount): -1: must be >= 0"},
+		{[]string{"--zone-cache-size", "512Ki"}, `--zone-cache-size (cache.zoneBytes): "512Ki": must be at least 1Mi`},
 		{[]string{"--zone-cache-size", "big"}, "want bytes"},
 	} {
 		// The flag's own errors, then the configuration's (Validate).

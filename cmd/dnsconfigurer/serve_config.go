@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -49,184 +47,17 @@ func (r *routeFlag) Set(v string) error {
 
 // serverConfig is the configuration serve runs: the --config file (when
 // given), then every flag set on the command line over it, then defaults;
-// validated, with errors naming the field. It is called again on every
-// reload of the file, with the same flags.
-func (f *serveFlags) serverConfig() (*v1alpha1.ServerConfiguration, error) {
-	cfg := &v1alpha1.ServerConfiguration{}
-	if f.config != "" {
-		c, err := loadServerConfig(f.config)
-		if err != nil {
-			return nil, err
-		}
-		cfg = c
-	}
-	if f.set["cluster-domain"] && f.clusterDomain == "" {
-		// The agents' "" is no cluster domain; a DNS server needs its zone.
-		return nil, usagef("--cluster-domain: empty: serve needs the cluster zone (default %q)", v1alpha1.DefaultServerClusterDomain)
-	}
-	f.applyFlags(cfg)
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, usageError{err}
+// validated, with errors naming the flag or field. It is called again on
+// every reload of the file, with the same flags.
+func (a *serveArgs) serverConfig() (*serverConfig, error) {
+	cfg := &serverConfig{}
+	if err := a.layer.load(a.config, v1alpha1.ServerKind, cfg); err != nil {
+		return nil, a.layer.named(err)
 	}
 	if err := cfg.CheckComplete(); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{a.layer.named(err)}
 	}
 	return cfg, nil
-}
-
-// applyFlags copies the flags set on the command line into cfg.
-func (f *serveFlags) applyFlags(cfg *v1alpha1.ServerConfiguration) {
-	set := func(name string) bool { return f.set[name] }
-	if set("mode") {
-		cfg.Mode = f.mode
-	}
-	if set("listen") {
-		cfg.Listen = f.listen
-	}
-	if set("cluster-domain") {
-		cfg.ClusterDomain = f.clusterDomain
-	}
-	if set("metrics-listen") {
-		cfg.MetricsListen = f.metricsListen
-	}
-	if set("log-level") {
-		cfg.LogLevel = f.log.level
-	}
-	if set("log-format") {
-		cfg.LogFormat = f.log.format
-	}
-	if set("log-queries") {
-		cfg.LogQueries = f.logQueries
-	}
-	f.applySourceFlags(cfg)
-	f.applyForwardFlags(cfg)
-	f.applyCacheFlags(cfg)
-	if set("loadbalance") {
-		cfg.Loadbalance = &f.loadbalance
-	}
-	if set("hosts") {
-		cfg.Hosts.File = f.hosts
-	}
-	if set("reverse-zones") {
-		cfg.ReverseZones = f.reverseZones
-	}
-	if set("lameduck") {
-		cfg.Lameduck = v1alpha1.Duration(f.lameduck.String())
-	}
-	if set("reuse-port") {
-		cfg.ReusePort = f.reusePort
-	}
-	if set("max-udp-in-flight") {
-		cfg.Limits.UDPInFlight = f.maxUDPInFlight
-	}
-	if set("max-tcp-conns") {
-		cfg.Limits.TCPConnections = f.maxTCPConns
-	}
-}
-
-// applySourceFlags copies the record-source flags.
-func (f *serveFlags) applySourceFlags(cfg *v1alpha1.ServerConfiguration) {
-	set := func(name string) bool { return f.set[name] }
-	if set("kubeconfig") {
-		cfg.Kubeconfig = f.kubeconfig
-	}
-	if set("objects") {
-		cfg.Objects = f.objects
-	}
-	if set("namespaces") {
-		cfg.Namespaces = f.namespaces
-	}
-	switch {
-	case f.autopathSource: // implies verified pods
-		cfg.Pods = v1alpha1.PodsVerified
-	case set("pods"):
-		cfg.Pods = f.pods
-	}
-	if set("ttl") {
-		ttl := int(f.ttl)
-		cfg.TTL = &ttl
-	}
-	if set("ignore-empty-service") {
-		cfg.IgnoreEmptyService = f.ignoreEmptyService
-	}
-	if set("endpoint-pod-names") {
-		cfg.EndpointPodNames = f.endpointPodNames
-	}
-	if set("no-endpoints") {
-		cfg.NoEndpoints = f.noEndpoints
-	}
-	if set("autopath") {
-		cfg.Autopath = &f.autopath
-	}
-	if set("autopath-by-source") {
-		cfg.AutopathBySource = f.autopathSource
-	}
-	if set("autopath-option-code") {
-		cfg.AutopathOptionCode = int(f.autopathCode)
-	}
-	if set("namespace-metrics") {
-		cfg.NamespaceMetrics = &f.topNamespaces
-	}
-}
-
-// applyForwardFlags: --upstream and --upstream-resolv-conf are the default
-// route ("."), --forward adds routes (replacing the file's routes of the
-// same zones), --max-concurrent; node-local's --cluster-upstream and
-// --resolv-conf.
-func (f *serveFlags) applyForwardFlags(cfg *v1alpha1.ServerConfiguration) {
-	set := func(name string) bool { return f.set[name] }
-	var routes []v1alpha1.ForwardRoute
-	switch {
-	case set("upstream"):
-		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: f.upstream})
-	case set("upstream-resolv-conf"):
-		// A route names a file by an absolute path; the flag is a path.
-		path := f.upstreamResolvConf
-		if abs, err := filepath.Abs(path); err == nil && path != "" {
-			path = abs
-		}
-		routes = append(routes, v1alpha1.ForwardRoute{Zone: ".", Upstreams: []string{path}})
-	}
-	routes = append(routes, f.forward...)
-	for _, r := range routes {
-		cfg.Forward = replaceRoute(cfg.Forward, r)
-	}
-	if set("max-concurrent") {
-		cfg.MaxConcurrent = f.maxConcurrent
-	}
-	if set("cluster-upstream") {
-		cfg.NodeLocal.ClusterUpstream = f.clusterUpstream
-	}
-	if set("resolv-conf") {
-		rc := f.resolvConf
-		cfg.NodeLocal.ResolvConf = &rc
-	}
-	f.applyNodeLocalFlags(cfg)
-}
-
-// applyNodeLocalFlags copies the transparent-mode flags.
-func (f *serveFlags) applyNodeLocalFlags(cfg *v1alpha1.ServerConfiguration) {
-	set := func(name string) bool { return f.set[name] }
-	nl := &cfg.NodeLocal
-	if set("local-ip") {
-		nl.LocalIPs = f.localIPs
-	}
-	if set("setup-interface") {
-		nl.SetupInterface = f.setupInterface
-	}
-	if set("interface-name") {
-		nl.InterfaceName = f.interfaceName
-	}
-	if set("setup-notrack") || set("setup-iptables") {
-		nl.SetupNotrack = f.setupNotrack
-	}
-	if set("skip-teardown") {
-		nl.SkipTeardown = f.skipTeardown
-	}
-	if set("lock-file") {
-		nl.LockFile = f.lockFile
-	}
 }
 
 // replaceRoute puts r in routes, in place of a route of the same zone.
@@ -238,30 +69,4 @@ func replaceRoute(routes []v1alpha1.ForwardRoute, r v1alpha1.ForwardRoute) []v1a
 		}
 	}
 	return append(routes, r)
-}
-
-// applyCacheFlags copies the cache flags into the cache section (both
-// modes).
-func (f *serveFlags) applyCacheFlags(cfg *v1alpha1.ServerConfiguration) {
-	set := func(name string) bool { return f.set[name] }
-	if set("cache-size") || set("cache-bytes") {
-		total := int64(f.cacheSize)
-		cfg.Cache.SuccessBytes = v1alpha1.ByteSize(strconv.FormatInt(total/5*4, 10))
-		cfg.Cache.DenialBytes = v1alpha1.ByteSize(strconv.FormatInt(total/5, 10))
-	}
-	if set("zone-cache-size") {
-		cfg.Cache.ZoneBytes = v1alpha1.ByteSize(strconv.FormatInt(int64(f.zoneCacheSize), 10))
-	}
-	if set("max-ttl") {
-		cfg.Cache.MaxTTL = v1alpha1.Duration(f.maxTTL.String())
-	}
-	if set("max-negative-ttl") {
-		cfg.Cache.MaxNegativeTTL = v1alpha1.Duration(f.maxNegativeTTL.String())
-	}
-	if set("serve-stale") {
-		cfg.Cache.ServeStale = v1alpha1.Duration(f.serveStale.String())
-	}
-	if set("prefetch") {
-		cfg.Cache.Prefetch.Amount = f.prefetch
-	}
 }

@@ -42,21 +42,21 @@ func TestServeFlags(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no listen", []string{"--objects", dir}, exitUsage, "listen: required"},
-		{"bad listen", []string{"--listen", "127.0.0.1", "--objects", dir}, exitUsage, `listen[0]: "127.0.0.1"`},
-		{"objects and kubeconfig", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--kubeconfig", "x"}, exitUsage, "objects: excludes kubeconfig"},
+		{"no listen", []string{"--objects", dir}, exitUsage, "--listen (listen): required"},
+		{"bad listen", []string{"--listen", "127.0.0.1", "--objects", dir}, exitUsage, `--listen (listen[0]): "127.0.0.1"`},
+		{"objects and kubeconfig", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--kubeconfig", "x"}, exitUsage, "--objects (objects): excludes kubeconfig"},
 		{"upstream and resolv.conf", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "1.1.1.1", "--upstream-resolv-conf", "/x"}, exitUsage, "exclusive"},
-		{"bad pods", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--pods", "maybe"}, exitUsage, `pods: "maybe"`},
-		{"ttl too big", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--ttl", "4000"}, exitUsage, "ttl: 4000"},
-		{"bad domain", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--cluster-domain", ".."}, exitUsage, `clusterDomain: ".."`},
+		{"bad pods", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--pods", "maybe"}, exitUsage, `--pods (pods): "maybe"`},
+		{"ttl too big", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--ttl", "4000"}, exitUsage, "--ttl (ttl): 4000"},
+		{"bad domain", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--cluster-domain", ".."}, exitUsage, `--cluster-domain (clusterDomain): ".."`},
 		{"empty domain", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--cluster-domain", ""}, exitUsage, `--cluster-domain: empty: serve needs the cluster zone`},
-		{"bad upstream", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "dns.google"}, exitUsage, `forward[0].upstreams[0]: "dns.google"`},
+		{"bad upstream", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream", "dns.google"}, exitUsage, `--upstream (forward[0].upstreams[0]): "dns.google"`},
 		{"missing resolv.conf", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--upstream-resolv-conf", filepath.Join(dir, "nope")}, exitUsage, "nope"},
 		{"missing objects", []string{"--listen", "127.0.0.1:0", "--objects", filepath.Join(dir, "nope")}, exitUsage, "objects: "},
 		{"stray argument", []string{"--listen", "127.0.0.1:0", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{"no UDP slots", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--max-udp-in-flight", "0"}, exitUsage, "--max-udp-in-flight 0"},
 		{"option code 0", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--autopath-option-code", "0"}, exitUsage, "--autopath-option-code 0"},
-		{"node-local with objects", []string{"--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "10.0.0.10", "--objects", dir}, exitUsage, "objects: not used in mode"},
+		{"node-local with objects", []string{"--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "10.0.0.10", "--objects", dir}, exitUsage, "--objects (objects): not used in mode"},
 		{"help", []string{"-h"}, exitOK, "--upstream-resolv-conf"},
 	}
 	for _, tc := range cases {

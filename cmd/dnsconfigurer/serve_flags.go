@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+// serverConfig is the config of `dnsconfigurer serve`.
+type serverConfig = v1alpha1.ServerConfiguration
+
+// serveFlags binds the flags of `dnsconfigurer serve` to its config; with
+// --config, each one set on the command line replaces the file's field.
+func serveFlags(fs *flag.FlagSet) *flagLayer[serverConfig] {
+	l := newFlagLayer[serverConfig](fs)
+	listVar(l, func(c *serverConfig) *[]string { return &c.Listen }, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
+	l.String(func(c *serverConfig) *string { return &c.ClusterDomain }, "cluster-domain", v1alpha1.DefaultServerClusterDomain, "the cluster `zone`")
+	l.String(func(c *serverConfig) *string { return &c.Objects }, "objects", "", "serve the Services, EndpointSlices, Pods and Namespaces of this manifest file or directory (watched)")
+	l.String(func(c *serverConfig) *string { return &c.Kubeconfig }, "kubeconfig", "", "watch the cluster of this kubeconfig (default with neither: $KUBECONFIG, else the in-cluster config)")
+	l.String(func(c *serverConfig) *string { return &c.Pods }, "pods", v1alpha1.DefaultPodRecords, "pod records <a-b-c-d>.<ns>.pod.<zone>: verified, insecure or disabled")
+	ttl := fs.Uint("ttl", v1alpha1.DefaultRecordTTL, "TTL of the records and of negative answers, 0-3600")
+	l.Defined("ttl", "ttl", func(c *serverConfig) { n := int(*ttl); c.TTL = &n })
+	registerUpstreamFlags(l)
+	l.String(func(c *serverConfig) *string { return &c.MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR`")
+	listVar(l, func(c *serverConfig) *[]string { return &c.Namespaces }, "namespaces", "only serve these namespaces (comma-separated or repeated)")
+	l.Bool(func(c *serverConfig) *bool { return &c.IgnoreEmptyService }, "ignore-empty-service", false, "answer NXDOMAIN for Services without a ready endpoint")
+	l.Bool(func(c *serverConfig) *bool { return &c.EndpointPodNames }, "endpoint-pod-names", false, "name endpoints without a hostname after their pod instead of their dashed IP")
+	l.Bool(func(c *serverConfig) *bool { return &c.NoEndpoints }, "no-endpoints", false, "serve no endpoint records (headless Services and endpoint names are NXDOMAIN)")
+	var logf logFlags
+	logf.register(fs, logText)
+	l.Defined("log-format", "logFormat", func(c *serverConfig) { c.LogFormat = logf.format })
+	l.Defined("log-level", "logLevel", func(c *serverConfig) { c.LogLevel = logf.level })
+	l.String(func(c *serverConfig) *string { return &c.Mode }, "mode", v1alpha1.DefaultServerMode, "cluster (the cluster DNS) or node-local (a caching forwarder to --cluster-upstream that adds the autopath option)")
+	registerAutopathFlags(l)
+	listVar(l, func(c *serverConfig) *[]string { return &c.NodeLocal.ClusterUpstream }, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port), asked over TCP for cluster names: a Service of the cluster DNS pods of its own, not the Service IP node-local takes over")
+	l.StringPtr(func(c *serverConfig) **string { return &c.NodeLocal.ResolvConf }, "resolv-conf", v1alpha1.DefaultNodeLocalResolvConf, "node-local mode: the node's resolv.conf (watched; auto: systemd-resolved's when it runs): its nameservers answer names outside the cluster, its search domains end autopath search lists; \"\" for none (every name to --cluster-upstream)")
+	registerCacheFlags(l)
+	l.BoolPtr(func(c *serverConfig) **bool { return &c.Loadbalance }, "loadbalance", v1alpha1.DefaultLoadbalance, "rotate A, AAAA and same-priority SRV records in every answer (CoreDNS's loadbalance)")
+	listVar(l, func(c *serverConfig) *[]string { return &c.ReverseZones }, "reverse-zones", "answer the reverse names of these `CIDR`s authoritatively (the Service and Pod CIDRs): unknown ones are NXDOMAIN with the zone's SOA, not forwarded")
+	l.Duration(func(c *serverConfig) *v1alpha1.Duration { return &c.Lameduck }, "lameduck", v1alpha1.DefaultLameduck, "on SIGTERM keep answering this long with /readyz failing, then stop")
+	l.Bool(func(c *serverConfig) *bool { return &c.LogQueries }, "log-queries", false, "log every query (client, name, type, rcode, duration); for debugging")
+	l.Int(func(c *serverConfig) *int { return &c.Limits.UDPInFlight }, "max-udp-in-flight", v1alpha1.DefaultUDPInFlight, "UDP queries answered at once; further datagrams are dropped and counted")
+	l.Int(func(c *serverConfig) *int { return &c.Limits.TCPConnections }, "max-tcp-conns", v1alpha1.DefaultTCPConnections, "open TCP connections; further ones are closed at once and counted")
+	fs.String("config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes, but for the fields that need a restart: mode, listen, reusePort, metricsListen, clusterDomain, logFormat, kubeconfig, objects, limits and nodeLocal (logged when changed)")
+	var routes routeFlag
+	l.Var(&routes, "forward", "forward", "forward names under `ZONE=ADDR[,ADDR...]` to these upstreams (stub domains; \".\" is the default route); repeatable", func(c *serverConfig) {
+		for _, r := range routes {
+			c.Forward = replaceRoute(c.Forward, r)
+		}
+	})
+	l.Int(func(c *serverConfig) *int { return &c.MaxConcurrent }, "max-concurrent", v1alpha1.DefaultMaxConcurrent, "forwarded queries in flight at once; beyond, SERVFAIL at once (counted)")
+	l.Bool(func(c *serverConfig) *bool { return &c.ReusePort }, "reuse-port", false, "bind the listen addresses with SO_REUSEPORT, so that a new instance serves them before the old one stops (every instance must set it)")
+	l.String(func(c *serverConfig) *string { return &c.Hosts.File }, "hosts", "", "answer the names of this /etc/hosts-format `FILE` (watched) before forwarding")
+	registerNodeLocalFlags(l)
+	return l
+}
+
+// listVar binds a repeatable, comma-separated flag to a list field.
+func listVar(l *flagLayer[serverConfig], field func(*serverConfig) *[]string, name, usage string) {
+	var v listFlag
+	l.Var(&v, name, fieldPath(field), usage, func(c *serverConfig) { *field(c) = slices.Clone(v) })
+}
+
+// registerUpstreamFlags: --upstream and --upstream-resolv-conf are the
+// default route ("."), replacing the file's; empty, they add none (their
+// default).
+func registerUpstreamFlags(l *flagLayer[serverConfig]) {
+	var ups listFlag
+	l.Var(&ups, "upstream", "forward", "forward names outside the cluster zone to these `ADDR`s (ip or ip:port); repeatable or comma-separated", func(c *serverConfig) {
+		if len(ups) == 0 {
+			return
+		}
+		c.Forward = replaceRoute(c.Forward, v1alpha1.ForwardRoute{Zone: ".", Upstreams: slices.Clone(ups)})
+	})
+	rc := l.fs.String("upstream-resolv-conf", "", "forward to the nameservers of this resolv.conf (watched; the last good file is kept)")
+	l.Defined("upstream-resolv-conf", "forward", func(c *serverConfig) {
+		// A route names a file by an absolute path; the flag is a path.
+		path := *rc
+		if path == "" {
+			return
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		c.Forward = replaceRoute(c.Forward, v1alpha1.ForwardRoute{Zone: ".", Upstreams: []string{path}})
+	})
+}
+
+// registerAutopathFlags binds the autopath flags; --autopath-by-source
+// implies --pods verified.
+func registerAutopathFlags(l *flagLayer[serverConfig]) {
+	fs := l.fs
+	l.BoolPtr(func(c *serverConfig) **bool { return &c.Autopath }, "autopath", v1alpha1.DefaultAutopath, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
+	bySource := fs.Bool("autopath-by-source", false, "cluster mode: also expand plain queries from known pod IPs with that pod's namespace search list (implies --pods verified)")
+	l.Defined("autopath-by-source", "autopathBySource", func(c *serverConfig) {
+		c.AutopathBySource = *bySource
+		if *bySource {
+			c.Pods = v1alpha1.PodsVerified
+		}
+	})
+	code := fs.Uint("autopath-option-code", v1alpha1.DefaultOptionCode, "EDNS0 local option code carrying the autopath search list")
+	l.Defined("autopath-option-code", "autopathOptionCode", func(c *serverConfig) { c.AutopathOptionCode = int(*code) })
+	top := fs.Int("namespace-metrics", v1alpha1.DefaultNamespaceMetrics, "cluster mode: the busiest `N` namespaces (0-1000) get series of their own in the search-list amplification metrics dnsconfigurer_dnsserver_namespace_*{namespace}, the others are \"other\" (docs/amplification.md); 0: off")
+	l.Defined("namespace-metrics", "namespaceMetrics", func(c *serverConfig) { n := *top; c.NamespaceMetrics = &n })
+}
+
+// registerNodeLocalFlags binds the transparent-mode flags of --mode
+// node-local (node-cache's names).
+func registerNodeLocalFlags(l *flagLayer[serverConfig]) {
+	type cfg = serverConfig
+	listVar(l, func(c *cfg) *[]string { return &c.NodeLocal.LocalIPs }, "local-ip", "node-local mode: also serve port 53 of these `IP`s (169.254.20.10 and, in transparent mode, the cluster DNS Service IP); comma-separated or repeated")
+	l.Bool(func(c *cfg) *bool { return &c.NodeLocal.SetupInterface }, "setup-interface", false, "node-local mode: put the --local-ip addresses on --interface-name (a dummy device, or lo without the dummy type) and remove them on exit")
+	l.String(func(c *cfg) *string { return &c.NodeLocal.InterfaceName }, "interface-name", v1alpha1.DefaultNodeLocalInterface, "node-local mode: the interface of --setup-interface")
+	var notrack bool
+	l.fs.BoolVar(&notrack, "setup-notrack", false, "node-local mode: once serving, add an nftables table that takes DNS to and from the --local-ip addresses out of connection tracking (so kube-proxy's DNAT of the Service IP does not apply); removed on exit")
+	l.fs.BoolVar(&notrack, "setup-iptables", false, "node-local mode: node-cache's name of --setup-notrack")
+	for _, name := range []string{"setup-notrack", "setup-iptables"} {
+		l.Defined(name, "nodeLocal.setupNotrack", func(c *cfg) { c.NodeLocal.SetupNotrack = notrack })
+	}
+	l.Bool(func(c *cfg) *bool { return &c.NodeLocal.SkipTeardown }, "skip-teardown", false, "node-local mode: leave the addresses and the notrack table in place on exit")
+	l.String(func(c *cfg) *string { return &c.NodeLocal.LockFile }, "lock-file", v1alpha1.DefaultNodeLocalLockFile, "node-local mode: the lock shared by the instances on the node; an instance stopping while another runs leaves the setup to it")
+}
+
+// checkServeFlags rejects what the configuration cannot see: the log
+// flags every long-running command checks alike, two flags for one field,
+// and a 0 or "" that SetDefaults would read as "unset". Validate checks
+// everything else.
+func checkServeFlags(fs *flag.FlagSet) error {
+	value := func(name string) string { return fs.Lookup(name).Value.String() }
+	logf := logFlags{format: value("log-format"), level: value("log-level")}
+	if err := logf.check(); err != nil {
+		return err
+	}
+	if value("upstream") != "" && value("upstream-resolv-conf") != "" {
+		return errors.New("--upstream and --upstream-resolv-conf are exclusive")
+	}
+	for _, name := range []string{"autopath-option-code", "max-udp-in-flight", "max-tcp-conns"} {
+		if value(name) == "0" {
+			return fmt.Errorf("--%s 0: must be at least 1", name)
+		}
+	}
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "cluster-domain" })
+	if set && value("cluster-domain") == "" {
+		// The agents' "" is no cluster domain; a DNS server needs its zone.
+		return usagef("--cluster-domain: empty: serve needs the cluster zone (default %q)", v1alpha1.DefaultServerClusterDomain)
+	}
+	return checkCacheSize(*fs.Lookup("cache-size").Value.(*byteSize))
+}

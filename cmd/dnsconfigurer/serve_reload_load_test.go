@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// TestServeReloadUnderLoad reloads the --config file again and again while
+// four clients ask an in-cluster name over UDP and a fifth an outside name,
+// a fixed number of queries each, one try each (no retry): every query is
+// answered, none times out. Each reload changes loadbalance and adds an
+// override (seen answered before the next reload), not the forward and
+// cache sections: the forwarder and its cache are kept, so the outside
+// name stays cached (its upstream asked once) and the forward counters
+// carry on.
+func TestServeReloadUnderLoad(t *testing.T) {
+	// Registered before startServe's: restored after serve has stopped.
+	interval := reloadInterval
+	t.Cleanup(func() { reloadInterval = interval })
+	reloadInterval = 20 * time.Millisecond
+	up, asked := namedStub(t)
+	path := filepath.Join(t.TempDir(), "server.yaml")
+	write := func(gen int) {
+		t.Helper()
+		body := fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
+			"metricsListen: 127.0.0.1:0\nloadbalance: %v\nforward:\n- zone: .\n  upstreams: [%q]\noverrides:\n", gen%2 == 0, up)
+		for g := 0; g <= gen; g++ {
+			body += fmt.Sprintf("- name: gen-%d.reload.example\n  addresses: [\"192.0.2.%d\"]\n", g, 100+g%100)
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	addr := startServe(t, "--listen", "127.0.0.1:0", "--config", path)
+	metrics := metricsAddr(t)
+	c := &dns.Client{Timeout: time.Second}
+	if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("www.example.org.", dns.TypeA), addr); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("outside name: %v %v", r, err)
+	}
+	requestsBefore := metricValue(scrape(t, metrics), `dnsconfigurer_forward_requests_total{upstream="`+up+`",zone="."}`)
+
+	n := 2000
+	if raceEnabled {
+		n = 600
+	}
+	type tally struct{ ok, wrong, lost int }
+	results := make(chan tally, 5)
+	load := func(name string, want func(*dns.Msg) bool) {
+		var tl tally
+		c := &dns.Client{Timeout: time.Second}
+		for range n {
+			r, _, err := c.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
+			switch {
+			case err != nil:
+				tl.lost++
+				if tl.lost <= 3 {
+					t.Errorf("%s: %v", name, err)
+				}
+			case !want(r):
+				tl.wrong++
+				if tl.wrong <= 3 {
+					t.Errorf("%s: %v", name, r)
+				}
+			default:
+				tl.ok++
+			}
+		}
+		results <- tl
+	}
+	inCluster := func(r *dns.Msg) bool {
+		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "10.96.0.30"
+	}
+	outside := func(r *dns.Msg) bool {
+		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "192.0.2.1"
+	}
+	start := time.Now()
+	for range 4 {
+		go load("web.prod.svc.cluster.local.", inCluster)
+	}
+	go load("www.example.org.", outside)
+
+	// Reload until the clients are done, each reload seen applied (its
+	// override answered) before the next.
+	reloads := 0
+	var total tally
+	for done := 0; done < 5; {
+		select {
+		case tl := <-results:
+			total.ok, total.wrong, total.lost = total.ok+tl.ok, total.wrong+tl.wrong, total.lost+tl.lost
+			done++
+			continue
+		default:
+		}
+		gen := reloads + 1
+		write(gen)
+		name, want := fmt.Sprintf("gen-%d.reload.example.", gen), fmt.Sprintf("192.0.2.%d", 100+gen%100)
+		if !waitFor(10*time.Second, func() bool {
+			// Asked before the reload it is forwarded, and the stub
+			// answers 192.0.2.1.
+			r, _, err := c.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
+			return err == nil && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == want
+		}) {
+			t.Fatalf("reload %d not applied within 10 s", gen)
+		}
+		reloads++
+	}
+	took := time.Since(start)
+	m := scrape(t, metrics)
+	applied := metricValue(m, `dnsconfigurer_serve_config_reloads_total{result="applied"}`)
+	requestsAfter := metricValue(m, `dnsconfigurer_forward_requests_total{upstream="`+up+`",zone="."}`)
+	t.Logf("%d queries in %v over %d reloads (%v applied): %d answered, %d wrong, %d lost; outside name asked upstream %d times; forward requests_total %v → %v",
+		5*n, took.Round(time.Millisecond), reloads, applied, total.ok, total.wrong, total.lost, asked("www.example.org."), requestsBefore, requestsAfter)
+	if total.lost != 0 || total.wrong != 0 || total.ok != 5*n {
+		t.Errorf("%d lost, %d wrong of %d queries, want every one answered", total.lost, total.wrong, 5*n)
+	}
+	if reloads < 3 {
+		t.Errorf("only %d reloads while the clients ran, want at least 3 (more queries per client?)", reloads)
+	}
+	if n := asked("www.example.org."); n != 1 {
+		t.Errorf("the outside name was asked upstream %d times, want once: the cache is kept when its config is unchanged", n)
+	}
+	if requestsAfter < requestsBefore {
+		t.Errorf("forward requests_total went from %v to %v: the forwarder was replaced", requestsBefore, requestsAfter)
+	}
+}
+
+// namedStub is a UDP upstream on 127.0.0.1 answering every A question with
+// 192.0.2.1 (TTL 300); asked counts the queries for a name.
+func namedStub(t *testing.T) (addr string, asked func(name string) int) {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		mu.Lock()
+		counts[strings.ToLower(r.Question[0].Name)]++
+		mu.Unlock()
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300}, A: net.IPv4(192, 0, 2, 1)}}
+		_ = w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go func() { _ = srv.ActivateAndServe() }()
+	<-started
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return pc.LocalAddr().String(), func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[name]
+	}
+}
