@@ -213,8 +213,7 @@ func (s *Store) SetService(v Service) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := nsName{v.Namespace, v.Name}
-	s.touch(unitKey{kind: unitService, nsName: k})
-	s.services[k] = v
+	setIn(s, s.services, unitKey{kind: unitService, nsName: k}, k, v)
 }
 
 // DeleteService removes a Service.
@@ -222,11 +221,7 @@ func (s *Store) DeleteService(ns, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := nsName{ns, name}
-	if _, ok := s.services[k]; !ok {
-		return
-	}
-	s.touch(unitKey{kind: unitService, nsName: k})
-	delete(s.services, k)
+	deleteIn(s, s.services, unitKey{kind: unitService, nsName: k}, k)
 }
 
 // SetEndpointSlice adds or replaces an EndpointSlice.
@@ -281,8 +276,7 @@ func (s *Store) SetPod(v Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := nsName{v.Namespace, v.Name}
-	s.touch(unitKey{kind: unitPod, nsName: k})
-	s.pods[k] = v
+	setIn(s, s.pods, unitKey{kind: unitPod, nsName: k}, k, v)
 }
 
 // DeletePod removes a Pod.
@@ -290,30 +284,38 @@ func (s *Store) DeletePod(ns, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := nsName{ns, name}
-	if _, ok := s.pods[k]; !ok {
-		return
-	}
-	s.touch(unitKey{kind: unitPod, nsName: k})
-	delete(s.pods, k)
+	deleteIn(s, s.pods, unitKey{kind: unitPod, nsName: k}, k)
 }
 
 // SetNamespace adds a Namespace.
 func (s *Store) SetNamespace(v Namespace) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.touch(unitKey{kind: unitNamespaceObject, nsName: nsName{name: v.Name}})
-	s.namespaces[v.Name] = struct{}{}
+	setIn(s, s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: v.Name}}, v.Name, struct{}{})
 }
 
 // DeleteNamespace removes a Namespace (not the objects in it).
 func (s *Store) DeleteNamespace(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.namespaces[name]; !ok {
+	deleteIn(s, s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}}, name)
+}
+
+// setIn stores v under k in m after recording what unit u contributes now.
+// s.mu is held.
+func setIn[K comparable, V any](s *Store, m map[K]V, u unitKey, k K, v V) {
+	s.touch(u)
+	m[k] = v
+}
+
+// deleteIn deletes k from m, if there, after recording what unit u
+// contributes now. s.mu is held.
+func deleteIn[K comparable, V any](s *Store, m map[K]V, u unitKey, k K) {
+	if _, ok := m[k]; !ok {
 		return
 	}
-	s.touch(unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}})
-	delete(s.namespaces, name)
+	s.touch(u)
+	delete(m, k)
 }
 
 // Replace swaps the whole data set, as a manifest reload does; the next
