@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"time"
 )
@@ -93,10 +92,7 @@ func (c *NRIConfiguration) SetDefaults() {
 
 // Validate reports the first invalid field by name.
 func (c *NRIConfiguration) Validate() error {
-	if err := c.NodeDNS.Validate(""); err != nil {
-		return err
-	}
-	if err := c.PodPolicy.Validate(""); err != nil {
+	if err := validNodePolicy(&c.NodeDNS, &c.PodPolicy); err != nil {
 		return err
 	}
 	if err := socketPath(c.Socket); err != nil {
@@ -114,18 +110,11 @@ func (c *NRIConfiguration) Validate() error {
 	if d, err := time.ParseDuration(c.PodLookupTimeout); err != nil || d < 0 || d > 10*time.Second {
 		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 10s", c.PodLookupTimeout)
 	}
-	switch c.Limits {
-	case LimitsTrim, LimitsReject:
-	default:
-		return fmt.Errorf("limits: %q must be %q or %q", c.Limits, LimitsTrim, LimitsReject)
+	if err := either("limits", c.Limits, LimitsTrim, LimitsReject); err != nil {
+		return err
 	}
-	if c.NodeName != "" && (len(c.NodeName) > 253 || strings.ContainsAny(c.NodeName, " /\t")) {
-		return fmt.Errorf("nodeName: %q is not a node name", c.NodeName)
-	}
-	if c.MetricsListen != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
-			return fmt.Errorf("metricsListen: %q is not host:port", c.MetricsListen)
-		}
+	if err := validNodeAgent(c.NodeName, c.MetricsListen); err != nil {
+		return err
 	}
 	return nil
 }

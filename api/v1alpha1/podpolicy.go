@@ -61,10 +61,8 @@ func (p *PodPolicy) SetDefaults() {
 
 // Validate reports the first invalid field by its path under prefix.
 func (p *PodPolicy) Validate(prefix string) error {
-	switch p.DefaultDNSPolicy {
-	case DNSPolicyClusterFirst, DNSPolicyClusterFirstWithAutopath:
-	default:
-		return fmt.Errorf("%sdefaultDNSPolicy: %q must be %q or %q", prefix, p.DefaultDNSPolicy, DNSPolicyClusterFirst, DNSPolicyClusterFirstWithAutopath)
+	if err := either(prefix+"defaultDNSPolicy", p.DefaultDNSPolicy, DNSPolicyClusterFirst, DNSPolicyClusterFirstWithAutopath); err != nil {
+		return err
 	}
 	if p.Ndots != nil && (*p.Ndots < 0 || *p.Ndots > MaxNdots) {
 		return fmt.Errorf("%sndots: %d must be between 0 and %d", prefix, *p.Ndots, MaxNdots)

@@ -139,10 +139,7 @@ func (c *ShimConfiguration) SetDefaults() {
 
 // Validate reports the first invalid field by name.
 func (c *ShimConfiguration) Validate() error {
-	if err := c.NodeDNS.Validate(""); err != nil {
-		return err
-	}
-	if err := c.PodPolicy.Validate(""); err != nil {
+	if err := validNodePolicy(&c.NodeDNS, &c.PodPolicy); err != nil {
 		return err
 	}
 	for i, ip := range c.NodeIPs {
@@ -150,10 +147,8 @@ func (c *ShimConfiguration) Validate() error {
 			return fmt.Errorf("nodeIPs[%d]: %q is not an IP address", i, ip)
 		}
 	}
-	switch c.ResolvConfMode {
-	case ResolvConfModeLastGood, ResolvConfModeStrict:
-	default:
-		return fmt.Errorf("resolvConfMode: %q must be %q or %q", c.ResolvConfMode, ResolvConfModeLastGood, ResolvConfModeStrict)
+	if err := either("resolvConfMode", c.ResolvConfMode, ResolvConfModeLastGood, ResolvConfModeStrict); err != nil {
+		return err
 	}
 	if err := socketPath(c.Listen); err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -167,26 +162,40 @@ func (c *ShimConfiguration) Validate() error {
 	if d, err := time.ParseDuration(c.PodLookupTimeout); err != nil || d < 0 || d > time.Minute {
 		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 1m", c.PodLookupTimeout)
 	}
-	switch c.Limits {
-	case LimitsTrim, LimitsReject:
-	default:
-		return fmt.Errorf("limits: %q must be %q or %q", c.Limits, LimitsTrim, LimitsReject)
+	if err := either("limits", c.Limits, LimitsTrim, LimitsReject); err != nil {
+		return err
 	}
-	switch c.FailurePolicy {
-	case FailurePolicyOpen, FailurePolicyClose:
-	default:
-		return fmt.Errorf("failurePolicy: %q must be %q or %q", c.FailurePolicy, FailurePolicyOpen, FailurePolicyClose)
+	if err := either("failurePolicy", c.FailurePolicy, FailurePolicyOpen, FailurePolicyClose); err != nil {
+		return err
 	}
-	if c.NodeName != "" && (len(c.NodeName) > 253 || strings.ContainsAny(c.NodeName, " /\t")) {
-		return fmt.Errorf("nodeName: %q is not a node name", c.NodeName)
-	}
-	if c.MetricsListen != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
-			return fmt.Errorf("metricsListen: %q is not host:port", c.MetricsListen)
-		}
+	if err := validNodeAgent(c.NodeName, c.MetricsListen); err != nil {
+		return err
 	}
 	if c.MaxConnections < 1 || c.MaxConnections > MaxShimMaxConnections {
 		return fmt.Errorf("maxConnections: %d must be between 1 and %d", c.MaxConnections, MaxShimMaxConnections)
+	}
+	return nil
+}
+
+// validNodePolicy checks the node and pod policy fields of a node agent
+// (the shim and the NRI plugin).
+func validNodePolicy(n *NodeDNS, p *PodPolicy) error {
+	if err := n.Validate(""); err != nil {
+		return err
+	}
+	return p.Validate("")
+}
+
+// validNodeAgent checks the nodeName and metricsListen fields of a node
+// agent (the shim and the NRI plugin).
+func validNodeAgent(nodeName, metricsListen string) error {
+	if nodeName != "" && (len(nodeName) > 253 || strings.ContainsAny(nodeName, " /\t")) {
+		return fmt.Errorf("nodeName: %q is not a node name", nodeName)
+	}
+	if metricsListen != "" {
+		if _, _, err := net.SplitHostPort(metricsListen); err != nil {
+			return fmt.Errorf("metricsListen: %q is not host:port", metricsListen)
+		}
 	}
 	return nil
 }

@@ -119,9 +119,13 @@ func (n *NodeDNS) ValidateAsKubelet(prefix string) error {
 
 // validNodeOS reports an OS other than linux and windows at path.
 func validNodeOS(path, os string) error {
-	switch os {
-	case NodeOSLinux, NodeOSWindows:
+	return either(path, os, NodeOSLinux, NodeOSWindows)
+}
+
+// either reports a value v at path that is neither a nor b.
+func either(path, v, a, b string) error {
+	if v == a || v == b {
 		return nil
 	}
-	return fmt.Errorf("%s: %q must be %q or %q", path, os, NodeOSLinux, NodeOSWindows)
+	return fmt.Errorf("%s: %q must be %q or %q", path, v, a, b)
 }

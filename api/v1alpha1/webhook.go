@@ -216,15 +216,11 @@ func (w *WebhookConfiguration) Validate() error {
 			return fmt.Errorf("%s: %q is not a positive duration such as \"10s\"", d.name, d.val)
 		}
 	}
-	switch w.Trims {
-	case TrimsWarn, TrimsDeny:
-	default:
-		return fmt.Errorf("trims: %q must be %q or %q", w.Trims, TrimsWarn, TrimsDeny)
+	if err := either("trims", w.Trims, TrimsWarn, TrimsDeny); err != nil {
+		return err
 	}
-	switch w.Workloads {
-	case WorkloadsCheck, WorkloadsSkip:
-	default:
-		return fmt.Errorf("workloads: %q must be %q or %q", w.Workloads, WorkloadsCheck, WorkloadsSkip)
+	if err := either("workloads", w.Workloads, WorkloadsCheck, WorkloadsSkip); err != nil {
+		return err
 	}
 	if err := w.NodeResolver.Validate("nodeResolver."); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
@@ -59,24 +60,19 @@ func WithAutopath(code uint16, reg prometheus.Registerer) (Option, error) {
 	if code == 0 {
 		code = autopath.DefaultOptionCode
 	}
+	s := prom.NewSet("dnsserver")
 	a := &autopathExpander{code: code,
-		exp: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_expansions_total",
-			Help: "Autopath queries expanded on the server."}),
-		hits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_hits_total",
-			Help: "Autopath expansions answered, by the position of the name that answered (0 = first search domain; the last position is the name itself)."}, []string{"position"}),
-		misses: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_misses_total",
-			Help: "Autopath expansions where every name was NXDOMAIN."}),
-		formErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_bad_options_total",
-			Help: "Autopath queries rejected with FORMERR for an invalid search-list option."}),
-		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_dnsserver_autopath_truncated_total",
-			Help: "Autopath expansions that left search domains untried because more than 8 names needed forwarding."}),
+		exp: s.Counter("autopath_expansions_total", "Autopath queries expanded on the server."),
+		hits: s.CounterVec("autopath_hits_total",
+			"Autopath expansions answered, by the position of the name that answered (0 = first search domain; the last position is the name itself).",
+			"position"),
+		misses:  s.Counter("autopath_misses_total", "Autopath expansions where every name was NXDOMAIN."),
+		formErr: s.Counter("autopath_bad_options_total", "Autopath queries rejected with FORMERR for an invalid search-list option."),
+		cut: s.Counter("autopath_truncated_total",
+			"Autopath expansions that left search domains untried because more than 8 names needed forwarding."),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{a.exp, a.hits, a.misses, a.formErr, a.cut} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("register autopath metrics: %w", err)
-			}
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, fmt.Errorf("register autopath metrics: %w", err)
 	}
 	return func(h *Handler) {
 		a.zone = strings.TrimSuffix(h.zoneName, ".")

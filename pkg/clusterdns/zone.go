@@ -50,37 +50,37 @@ func addrRR(owner string, a netip.Addr, ttl uint32) dns.RR {
 	return &dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: net.IP(b[:])}
 }
 
-// appendA appends A records for addrs with one allocation for the records
-// and one for the addresses.
+// appendA appends A records for addrs.
 func appendA(rrs []dns.RR, owner string, addrs []netip.Addr, ttl uint32) []dns.RR {
-	if len(addrs) == 0 {
-		return rrs
-	}
-	recs := make([]dns.A, len(addrs))
-	ips := make([]byte, 4*len(addrs))
-	for i, a := range addrs {
-		b := a.As4()
-		ip := ips[4*i : 4*i+4 : 4*i+4]
-		copy(ip, b[:])
-		recs[i] = dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
-		rrs = append(rrs, &recs[i])
-	}
-	return rrs
+	return appendAddrs(rrs, addrs, net.IPv4len, func(r *dns.A, ip net.IP) {
+		*r = dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+	})
 }
 
 // appendAAAA is appendA for IPv6.
 func appendAAAA(rrs []dns.RR, owner string, addrs []netip.Addr, ttl uint32) []dns.RR {
+	return appendAddrs(rrs, addrs, net.IPv6len, func(r *dns.AAAA, ip net.IP) {
+		*r = dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+	})
+}
+
+// appendAddrs appends a record R for each address of n bytes, filled by
+// set, with one allocation for the records and one for the addresses.
+func appendAddrs[R any, P interface {
+	*R
+	dns.RR
+}](rrs []dns.RR, addrs []netip.Addr, n int, set func(P, net.IP)) []dns.RR {
 	if len(addrs) == 0 {
 		return rrs
 	}
-	recs := make([]dns.AAAA, len(addrs))
-	ips := make([]byte, 16*len(addrs))
+	recs := make([]R, len(addrs))
+	ips := make([]byte, n*len(addrs))
 	for i, a := range addrs {
-		b := a.As16()
-		ip := ips[16*i : 16*i+16 : 16*i+16]
-		copy(ip, b[:])
-		recs[i] = dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
-		rrs = append(rrs, &recs[i])
+		b := a.As16() // an IPv4 address is in the last 4 bytes
+		ip := ips[n*i : n*i+n : n*i+n]
+		copy(ip, b[16-n:])
+		set(&recs[i], ip)
+		rrs = append(rrs, P(&recs[i]))
 	}
 	return rrs
 }

@@ -684,23 +684,25 @@ func (c *Cache) Close() {
 
 // Len is the number of cached answers of kind k.
 func (c *Cache) Len(k Kind) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if k > Denial {
-		return 0
-	}
-	return c.kinds[k].n
+	n, _ := c.size(k)
+	return n
 }
 
 // Bytes is the memory the cached answers of kind k are accounted for (at
 // most their capacity).
 func (c *Cache) Bytes(k Kind) int64 {
+	_, b := c.size(k)
+	return b
+}
+
+// size is Len and Bytes of kind k, both 0 for an unknown kind.
+func (c *Cache) size(k Kind) (n int, bytes int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if k > Denial {
-		return 0
+		return 0, 0
 	}
-	return c.kinds[k].bytes
+	return c.kinds[k].n, c.kinds[k].bytes
 }
 
 // allocSize is an upper bound of the memory the Go runtime allocates for n

@@ -118,6 +118,16 @@ type Config struct {
 // NoHealthCheck as Config.MaxFails turns health checking off.
 const NoHealthCheck = -1
 
+// orDefault sets *v to def when it is 0 and reports a negative one.
+func orDefault[T int | time.Duration](bad func(field, format string, args ...any), field string, v *T, def T) {
+	switch {
+	case *v < 0:
+		bad(field, "negative (%v)", *v)
+	case *v == 0:
+		*v = def
+	}
+}
+
 // withDefaults validates c and returns it with the defaults filled in.
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
@@ -127,12 +137,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Upstreams == nil {
 		bad("Upstreams", "missing")
 	}
-	switch {
-	case c.Timeout < 0:
-		bad("Timeout", "negative (%v)", c.Timeout)
-	case c.Timeout == 0:
-		c.Timeout = DefaultTimeout
-	}
+	orDefault(bad, "Timeout", &c.Timeout, DefaultTimeout)
 	switch c.Policy {
 	case "":
 		c.Policy = PolicyRandom
@@ -148,27 +153,12 @@ func (c Config) withDefaults() (Config, error) {
 	case c.MaxFails == NoHealthCheck:
 		c.MaxFails = 0
 	}
-	switch {
-	case c.HealthCheck < 0:
-		bad("HealthCheck", "negative (%v)", c.HealthCheck)
-	case c.HealthCheck == 0:
-		c.HealthCheck = DefaultHealthCheck
-	}
-	switch {
-	case c.Expire < 0:
-		bad("Expire", "negative (%v)", c.Expire)
-	case c.Expire == 0:
-		c.Expire = DefaultExpire
-	}
+	orDefault(bad, "HealthCheck", &c.HealthCheck, DefaultHealthCheck)
+	orDefault(bad, "Expire", &c.Expire, DefaultExpire)
 	if c.ForceTCP && c.PreferUDP {
 		bad("PreferUDP", "not with ForceTCP")
 	}
-	switch {
-	case c.MaxConcurrent < 0:
-		bad("MaxConcurrent", "negative (%d)", c.MaxConcurrent)
-	case c.MaxConcurrent == 0:
-		c.MaxConcurrent = DefaultMaxConcurrent
-	}
+	orDefault(bad, "MaxConcurrent", &c.MaxConcurrent, DefaultMaxConcurrent)
 	switch c.ShedRcode {
 	case 0:
 		c.ShedRcode = dns.RcodeServerFailure

@@ -180,12 +180,9 @@ func (fr *frameReader) headerBlock(f frame, maxBytes, maxFrames int) (raw, block
 
 // headersFragment strips a HEADERS frame's padding and priority fields.
 func headersFragment(f frame) ([]byte, error) {
-	p := f.payload()
-	if f.flags.Has(http2.FlagHeadersPadded) {
-		if len(p) < 1 || int(p[0]) > len(p)-1 {
-			return nil, clientError(http2.ErrCodeProtocol, fmt.Errorf("HEADERS on stream %d: bad padding", f.id))
-		}
-		p = p[1 : len(p)-int(p[0])]
+	p, err := unpad(f, http2.FlagHeadersPadded, "HEADERS")
+	if err != nil {
+		return nil, err
 	}
 	if f.flags.Has(http2.FlagHeadersPriority) {
 		if len(p) < 5 {
@@ -198,10 +195,16 @@ func headersFragment(f frame) ([]byte, error) {
 
 // dataPayload strips a DATA frame's padding.
 func dataPayload(f frame) ([]byte, error) {
+	return unpad(f, http2.FlagDataPadded, "DATA")
+}
+
+// unpad returns the payload of frame f of type typ without its padding,
+// present when f has the padded flag.
+func unpad(f frame, padded http2.Flags, typ string) ([]byte, error) {
 	p := f.payload()
-	if f.flags.Has(http2.FlagDataPadded) {
+	if f.flags.Has(padded) {
 		if len(p) < 1 || int(p[0]) > len(p)-1 {
-			return nil, clientError(http2.ErrCodeProtocol, fmt.Errorf("DATA on stream %d: bad padding", f.id))
+			return nil, clientError(http2.ErrCodeProtocol, fmt.Errorf("%s on stream %d: bad padding", typ, f.id))
 		}
 		p = p[1 : len(p)-int(p[0])]
 	}

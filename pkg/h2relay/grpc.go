@@ -27,6 +27,12 @@ func appendGRPCMessage(b, msg []byte) []byte {
 	return append(b, msg...)
 }
 
+// grpcTimeoutUnits are the units of a grpc-timeout header.
+var grpcTimeoutUnits = map[byte]time.Duration{
+	'H': time.Hour, 'M': time.Minute, 'S': time.Second,
+	'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond,
+}
+
 // grpcTimeout parses a grpc-timeout header ("100m", "5S").
 func grpcTimeout(v string) (time.Duration, bool) {
 	if len(v) < 2 || len(v) > 9 {
@@ -36,21 +42,8 @@ func grpcTimeout(v string) (time.Duration, bool) {
 	if err != nil || n < 0 {
 		return 0, false
 	}
-	var unit time.Duration
-	switch v[len(v)-1] {
-	case 'H':
-		unit = time.Hour
-	case 'M':
-		unit = time.Minute
-	case 'S':
-		unit = time.Second
-	case 'm':
-		unit = time.Millisecond
-	case 'u':
-		unit = time.Microsecond
-	case 'n':
-		unit = time.Nanosecond
-	default:
+	unit, ok := grpcTimeoutUnits[v[len(v)-1]]
+	if !ok {
 		return 0, false
 	}
 	return time.Duration(n) * unit, true

@@ -1,6 +1,10 @@
 package hostresolv
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
+)
 
 type metrics struct {
 	reloads    *prometheus.CounterVec
@@ -10,22 +14,18 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := prom.NewSet("hostresolv")
 	m := &metrics{
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dnsconfigurer_hostresolv_reloads_total",
-			Help: "Reads of the node resolver file by result: ok (a new config), unchanged, error."}, []string{"result"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dnsconfigurer_hostresolv_errors_total",
-			Help: "Problems with the node resolver file (file) or the file watch (watch)."}, []string{"kind"}),
-		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dnsconfigurer_hostresolv_generation",
-			Help: "Generation of the latest published snapshot."}),
-		healthy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dnsconfigurer_hostresolv_file_healthy",
-			Help: "1 when the node resolver file is good, 0 while a problem is reported."}),
+		reloads: s.CounterVec("reloads_total",
+			"Reads of the node resolver file by result: ok (a new config), unchanged, error.", "result"),
+		errors: s.CounterVec("errors_total",
+			"Problems with the node resolver file (file) or the file watch (watch).", "kind"),
+		generation: s.Gauge("generation", "Generation of the latest published snapshot."),
+		healthy: s.Gauge("file_healthy",
+			"1 when the node resolver file is good, 0 while a problem is reported."),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.reloads, m.errors, m.generation, m.healthy} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 )
 
 type metrics struct {
@@ -24,8 +26,8 @@ type byType struct {
 	common []prometheus.Counter // of commonTypes
 }
 
-func newByType(name, help string) *byType {
-	b := &byType{vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dnsconfigurer_nodelocal_" + name, Help: help}, []string{"type"})}
+func newByType(s *prom.Set, name, help string) *byType {
+	b := &byType{vec: s.CounterVec(name, help, "type")}
 	for _, t := range commonTypes {
 		b.common = append(b.common, b.vec.WithLabelValues(dns.TypeToString[t]))
 	}
@@ -47,22 +49,16 @@ func (b *byType) inc(qtype uint16) {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	c := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: "dnsconfigurer_nodelocal_" + name, Help: help})
-	}
+	s := prom.NewSet("nodelocal")
 	m := &metrics{
-		hits:      newByType("cache_hits_total", "Queries answered from the cache, by query type."),
-		misses:    newByType("cache_misses_total", "Queries not in the cache (forwarded, or waiting for an identical query in flight), by query type."),
-		coalesced: c("coalesced_total", "Queries that waited for an identical query already in flight instead of being forwarded."),
-		options:   c("autopath_options_total", "Queries forwarded with the autopath search-list option."),
-		failures:  c("upstream_failures_total", "Queries answered SERVFAIL because no upstream answered."),
+		hits:      newByType(s, "cache_hits_total", "Queries answered from the cache, by query type."),
+		misses:    newByType(s, "cache_misses_total", "Queries not in the cache (forwarded, or waiting for an identical query in flight), by query type."),
+		coalesced: s.Counter("coalesced_total", "Queries that waited for an identical query already in flight instead of being forwarded."),
+		options:   s.Counter("autopath_options_total", "Queries forwarded with the autopath search-list option."),
+		failures:  s.Counter("upstream_failures_total", "Queries answered SERVFAIL because no upstream answered."),
 	}
-	if reg != nil {
-		for _, col := range []prometheus.Collector{m.hits.vec, m.misses.vec, m.coalesced, m.options, m.failures} {
-			if err := reg.Register(col); err != nil {
-				return nil, fmt.Errorf("register nodelocal metrics: %w", err)
-			}
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, fmt.Errorf("register nodelocal metrics: %w", err)
 	}
 	return m, nil
 }

@@ -2,6 +2,8 @@ package nriplugin
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 )
 
 // Values of the containers_total result label.
@@ -41,24 +43,24 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	const ns, sub = "dnsconfigurer", "nri"
+	s := prom.NewSet("nri")
 	m := &metrics{
-		containers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "containers_total",
-			Help: "CreateContainer events by result: adjusted (resolv.conf replaced), unchanged (left with kubelet's file), rejected (over the limits in limits mode reject)."},
-			[]string{"result"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "errors_total",
-			Help: "Internal errors by stage (facts, host_config, compute, write, remove, prune, update); a container that hit one was created unchanged."},
-			[]string{"stage"}),
-		adjustSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "adjust_duration_seconds",
-			Help:    "Time the plugin spends on a CreateContainer event, pod lookup and file write included.",
-			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .01, .1, 1, 5}}),
-		connected: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "connected",
-			Help: "1 while the plugin is registered on the runtime's NRI socket, 0 otherwise."}),
-		updates: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "live_updates_total",
-			Help: "Running pods' files rewritten in place after a change of the node's resolver config."}),
-		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "pod_lookups_total",
-			Help: "Pod lookups in the API server cache at CreateContainer: hit, miss (not seen within the lookup timeout; the facts come from the sandbox resolv.conf)."},
-			[]string{"result"}),
+		containers: s.CounterVec("containers_total",
+			"CreateContainer events by result: adjusted (resolv.conf replaced), unchanged (left with kubelet's file), rejected (over the limits in limits mode reject).",
+			"result"),
+		errors: s.CounterVec("errors_total",
+			"Internal errors by stage (facts, host_config, compute, write, remove, prune, update); a container that hit one was created unchanged.",
+			"stage"),
+		adjustSeconds: s.Histogram("adjust_duration_seconds",
+			"Time the plugin spends on a CreateContainer event, pod lookup and file write included.",
+			prom.AgentBuckets),
+		connected: s.Gauge("connected",
+			"1 while the plugin is registered on the runtime's NRI socket, 0 otherwise."),
+		updates: s.Counter("live_updates_total",
+			"Running pods' files rewritten in place after a change of the node's resolver config."),
+		lookups: s.CounterVec("pod_lookups_total",
+			"Pod lookups in the API server cache at CreateContainer: hit, miss (not seen within the lookup timeout; the facts come from the sandbox resolv.conf).",
+			"result"),
 	}
 	// Pre-resolve the bounded label values so that they are exported at 0.
 	for _, r := range []string{resultAdjusted, resultUnchanged, resultRejected} {
@@ -67,16 +69,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{lookupHit, lookupMiss} {
 		m.lookups.WithLabelValues(r)
 	}
-	for _, s := range []string{stageFacts, stageHostConfig, stageCompute, stageWrite, stageRemove, stagePrune, stageUpdate} {
-		m.errors.WithLabelValues(s)
+	for _, st := range []string{stageFacts, stageHostConfig, stageCompute, stageWrite, stageRemove, stagePrune, stageUpdate} {
+		m.errors.WithLabelValues(st)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.containers, m.errors, m.adjustSeconds, m.connected, m.updates, m.lookups} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -5,11 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-const (
-	metricNamespace = "dnsconfigurer"
-	metricSubsystem = "webhook"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 )
 
 // metrics are the webhook's Prometheus metrics:
@@ -42,47 +39,35 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, budget *byteBudget) (*metrics, error) {
+	s := prom.NewSet("webhook")
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "requests_total",
-			Help: "HTTP requests, by path (/validate, /healthz, /metrics, other) and status code.",
-		}, []string{"path", "code"}),
-		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "reviews_total",
-			Help: "Admission decisions: allowed, warned (allowed with warnings), denied, skipped (not a Pod CREATE).",
-		}, []string{"outcome"}),
-		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "violations_total",
-			Help: "Problems found in pods, by field path (indexes removed) and action (deny or warn).",
-		}, []string{"field", "action"}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "review_duration_seconds",
-			Help:    "Time to answer a /validate request with an AdmissionResponse, from the handler's start to the response written.",
-			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5},
-		}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "cert_reloads_total",
-			Help: "Loads of the serving certificate and key after a file change, by result (ok, error); on error the previous pair stays in use.",
-		}, []string{"result"}),
-		notAfter: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "cert_not_after_timestamp_seconds",
-			Help: "Expiry (Unix time) of the serving certificate in use.",
-		}),
+		requests: s.CounterVec("requests_total",
+			"HTTP requests, by path (/validate, /healthz, /metrics, other) and status code.",
+			"path", "code"),
+		reviews: s.CounterVec("reviews_total",
+			"Admission decisions: allowed, warned (allowed with warnings), denied, skipped (not a Pod CREATE).",
+			"outcome"),
+		violations: s.CounterVec("violations_total",
+			"Problems found in pods, by field path (indexes removed) and action (deny or warn).",
+			"field", "action"),
+		duration: s.Histogram("review_duration_seconds",
+			"Time to answer a /validate request with an AdmissionResponse, from the handler's start to the response written.",
+			[]float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5}),
+		reloads: s.CounterVec("cert_reloads_total",
+			"Loads of the serving certificate and key after a file change, by result (ok, error); on error the previous pair stays in use.",
+			"result"),
+		notAfter: s.Gauge("cert_not_after_timestamp_seconds",
+			"Expiry (Unix time) of the serving certificate in use."),
+		inFlight: s.GaugeFunc("request_bytes_in_flight",
+			"Request body bytes being read and decoded, as taken from the in-flight budget.",
+			func() float64 { return float64(budget.inUse()) }),
 	}
-	m.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "request_bytes_in_flight",
-		Help: "Request body bytes being read and decoded, as taken from the in-flight budget.",
-	}, func() float64 { return float64(budget.inUse()) })
 	m.outcomes = map[Outcome]prometheus.Counter{}
 	for _, o := range []Outcome{OutcomeAllowed, OutcomeWarned, OutcomeDenied, OutcomeSkipped} {
 		m.outcomes[o] = m.reviews.WithLabelValues(string(o))
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.reviews, m.violations, m.duration, m.reloads, m.notAfter, m.inFlight} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

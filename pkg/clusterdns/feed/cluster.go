@@ -105,7 +105,8 @@ type kind struct {
 func (c *Cluster) kinds(s sink) []kind {
 	core, disc := c.Client.CoreV1(), c.Client.DiscoveryV1()
 	ks := []kind{{
-		name: "services", example: &corev1.Service{}, transform: stripService, set: s.setService, del: s.deleteService,
+		name: "services", example: &corev1.Service{}, transform: stripService,
+		set: setter(s, "service", keepAll(ToService), s.store.SetService, s.store.DeleteService), del: deleter(s.store.DeleteService),
 		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return core.Services("").List(ctx, o)
 		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -115,7 +116,8 @@ func (c *Cluster) kinds(s sink) []kind {
 	if !c.NoEndpoints {
 		ks = append(ks, kind{
 			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stripEndpointSlice,
-			set: s.setEndpointSlice, del: s.deleteEndpointSlice,
+			set: setter(s, "endpointslice", keepAll(ToEndpointSlice), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice),
+			del: deleter(s.store.DeleteEndpointSlice),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return disc.EndpointSlices("").List(ctx, o)
 			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -133,7 +135,8 @@ func (c *Cluster) kinds(s sink) []kind {
 	})
 	if c.Pods {
 		ks = append(ks, kind{
-			name: "pods", example: &corev1.Pod{}, transform: stripPod, set: s.setPod, del: s.deletePod,
+			name: "pods", example: &corev1.Pod{}, transform: stripPod,
+			set: setter(s, "pod", ToPod, s.store.SetPod, s.store.DeletePod), del: deleter(s.store.DeletePod),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Pods("").List(ctx, o)
 			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -253,43 +256,41 @@ type sink struct {
 	store Publisher
 }
 
-func (s sink) setService(obj any) {
-	v, ok := obj.(*corev1.Service)
-	if !ok {
-		return
+// setter returns the handler that stores what conv keeps of a T and
+// removes a T it does not keep (a pod that ToPod drops, say); what names
+// the kind in the log.
+func setter[T metav1.Object, R any](s sink, what string, conv func(T) (R, bool, error), set func(R), del func(ns, name string)) func(obj any) {
+	return func(obj any) {
+		v, ok := obj.(T)
+		if !ok {
+			return
+		}
+		rec, keep, err := conv(v)
+		if err != nil {
+			s.log.WarnContext(s.ctx, "skipping "+what, "err", err)
+		}
+		if err != nil || !keep {
+			del(namespaceOf(v), v.GetName())
+			return
+		}
+		set(rec)
 	}
-	rec, err := ToService(v)
-	if err != nil {
-		s.log.WarnContext(s.ctx, "skipping service", "err", err)
-		s.store.DeleteService(namespaceOf(v.ObjectMeta), v.Name)
-		return
-	}
-	s.store.SetService(rec)
 }
 
-func (s sink) deleteService(obj any) {
-	if m, ok := obj.(metav1.Object); ok {
-		s.store.DeleteService(nsOf(m), m.GetName())
+// keepAll adapts a converter that keeps every object that converts.
+func keepAll[T, R any](conv func(T) (R, error)) func(T) (R, bool, error) {
+	return func(v T) (R, bool, error) {
+		rec, err := conv(v)
+		return rec, true, err
 	}
 }
 
-func (s sink) setEndpointSlice(obj any) {
-	v, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return
-	}
-	rec, err := ToEndpointSlice(v)
-	if err != nil {
-		s.log.WarnContext(s.ctx, "skipping endpointslice", "err", err)
-		s.store.DeleteEndpointSlice(namespaceOf(v.ObjectMeta), v.Name)
-		return
-	}
-	s.store.SetEndpointSlice(rec)
-}
-
-func (s sink) deleteEndpointSlice(obj any) {
-	if m, ok := obj.(metav1.Object); ok {
-		s.store.DeleteEndpointSlice(nsOf(m), m.GetName())
+// deleter returns the handler that removes an object by namespace and name.
+func deleter(del func(ns, name string)) func(obj any) {
+	return func(obj any) {
+		if m, ok := obj.(metav1.Object); ok {
+			del(namespaceOf(m), m.GetName())
+		}
 	}
 }
 
@@ -305,37 +306,7 @@ func (s sink) deleteNamespace(obj any) {
 	}
 }
 
-// setPod stores a pod that ToPod keeps and removes any other.
-func (s sink) setPod(obj any) {
-	v, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	rec, keep, err := ToPod(v)
-	if err != nil {
-		s.log.WarnContext(s.ctx, "skipping pod", "err", err)
-	}
-	if err != nil || !keep {
-		s.store.DeletePod(namespaceOf(v.ObjectMeta), v.Name)
-		return
-	}
-	s.store.SetPod(rec)
-}
-
-func (s sink) deletePod(obj any) {
-	if m, ok := obj.(metav1.Object); ok {
-		s.store.DeletePod(nsOf(m), m.GetName())
-	}
-}
-
 func storeNamespace(name string) store.Namespace { return store.Namespace{Name: name} }
-
-func nsOf(m metav1.Object) string {
-	if m.GetNamespace() == "" {
-		return metav1.NamespaceDefault
-	}
-	return m.GetNamespace()
-}
 
 func slimMeta(m metav1.ObjectMeta, keepLabel string) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}

@@ -84,7 +84,7 @@ func checkPort(field, name string, p corev1.Protocol) (string, error) {
 // ToService converts a Service to its slim record. Errors name the field.
 func ToService(s *corev1.Service) (store.Service, error) {
 	out := store.Service{
-		Namespace:                namespaceOf(s.ObjectMeta),
+		Namespace:                namespaceOf(s),
 		Name:                     s.Name,
 		PublishNotReadyAddresses: s.Spec.PublishNotReadyAddresses,
 	}
@@ -146,7 +146,7 @@ func ToService(s *corev1.Service) (store.Service, error) {
 // carry no addresses for DNS and convert to a slice without endpoints.
 func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) {
 	out := store.EndpointSlice{
-		Namespace: namespaceOf(s.ObjectMeta),
+		Namespace: namespaceOf(s),
 		Name:      s.Name,
 		Service:   s.Labels[serviceNameLabel],
 	}
@@ -208,7 +208,7 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 // ToPod converts a Pod to its slim record. ok is false for pods that have
 // finished (Succeeded, Failed): their IPs may already belong to another pod.
 func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
-	pod = store.Pod{Namespace: namespaceOf(p.ObjectMeta), Name: p.Name}
+	pod = store.Pod{Namespace: namespaceOf(p), Name: p.Name}
 	if p.Name == "" {
 		return pod, false, fmt.Errorf("pod: metadata.name is empty")
 	}
@@ -236,9 +236,9 @@ func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
 	return pod, true, nil
 }
 
-func namespaceOf(m metav1.ObjectMeta) string {
-	if m.Namespace == "" {
+func namespaceOf(m metav1.Object) string {
+	if m.GetNamespace() == "" {
 		return metav1.NamespaceDefault
 	}
-	return m.Namespace
+	return m.GetNamespace()
 }

@@ -186,7 +186,7 @@ func FuzzIngest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nsd := namespaceOf(in.svc.ObjectMeta)
+		nsd := namespaceOf(&in.svc.ObjectMeta)
 		validNS := isLabel(nsd)
 		validProto := slices.Contains([]string{"", "tcp", "udp", "sctp"}, strings.ToLower(proto))
 		validPortName := portName == "" || isLabel(portName)

@@ -267,17 +267,23 @@ func bareSRV(keys []srvKey) []SRV {
 	if len(out) == 0 {
 		return nil
 	}
-	w := uint16(max(1, 100/len(out)))
-	for i := range out {
-		out[i].Weight = w
+	weighSRV(out)
+	return slices.Clip(out)
+}
+
+// weighSRV gives each record of one RRset weight 100/N (at least 1) and
+// sorts the set by target and port.
+func weighSRV(g []SRV) {
+	w := uint16(max(1, 100/len(g)))
+	for i := range g {
+		g[i].Weight = w
 	}
-	slices.SortFunc(out, func(a, b SRV) int {
+	slices.SortFunc(g, func(a, b SRV) int {
 		if c := strings.Compare(a.Target, b.Target); c != 0 {
 			return c
 		}
 		return int(a.Port) - int(b.Port)
 	})
-	return slices.Clip(out)
 }
 
 // addHeadlessSRV adds the SRV records of a headless Service: one per
@@ -297,19 +303,7 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 	}
 	for _, owner := range order {
 		g := groups[owner]
-		w := uint16(100 / len(g))
-		if w == 0 {
-			w = 1
-		}
-		for i := range g {
-			g[i].Weight = w
-		}
-		slices.SortFunc(g, func(a, b SRV) int {
-			if c := strings.Compare(a.Target, b.Target); c != 0 {
-				return c
-			}
-			return int(a.Port) - int(b.Port)
-		})
+		weighSRV(g)
 		n := b.node(owner)
 		n.SRV = append(n.SRV, g...)
 	}

@@ -210,23 +210,14 @@ func (s *Store) touch(u unitKey) {
 
 // SetService adds or replaces a Service.
 func (s *Store) SetService(v Service) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := nsName{v.Namespace, v.Name}
-	s.touch(unitKey{kind: unitService, nsName: k})
-	s.services[k] = v
+	setIn(s, &s.services, unitKey{kind: unitService, nsName: k}, k, v)
 }
 
 // DeleteService removes a Service.
 func (s *Store) DeleteService(ns, name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := nsName{ns, name}
-	if _, ok := s.services[k]; !ok {
-		return
-	}
-	s.touch(unitKey{kind: unitService, nsName: k})
-	delete(s.services, k)
+	deleteIn(s, &s.services, unitKey{kind: unitService, nsName: k}, k)
 }
 
 // SetEndpointSlice adds or replaces an EndpointSlice.
@@ -278,42 +269,46 @@ func (s *Store) addSlice(v EndpointSlice) {
 
 // SetPod adds or replaces a Pod.
 func (s *Store) SetPod(v Pod) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := nsName{v.Namespace, v.Name}
-	s.touch(unitKey{kind: unitPod, nsName: k})
-	s.pods[k] = v
+	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, v)
 }
 
 // DeletePod removes a Pod.
 func (s *Store) DeletePod(ns, name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := nsName{ns, name}
-	if _, ok := s.pods[k]; !ok {
-		return
-	}
-	s.touch(unitKey{kind: unitPod, nsName: k})
-	delete(s.pods, k)
+	deleteIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k)
 }
 
 // SetNamespace adds a Namespace.
 func (s *Store) SetNamespace(v Namespace) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.touch(unitKey{kind: unitNamespaceObject, nsName: nsName{name: v.Name}})
-	s.namespaces[v.Name] = struct{}{}
+	setIn(s, &s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: v.Name}}, v.Name, struct{}{})
 }
 
 // DeleteNamespace removes a Namespace (not the objects in it).
 func (s *Store) DeleteNamespace(name string) {
+	deleteIn(s, &s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}}, name)
+}
+
+// setIn stores v under k in *m after recording what unit u contributes
+// now. It takes s.mu; m points at a field of s because Replace swaps the
+// maps.
+func setIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K, v V) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.namespaces[name]; !ok {
+	s.touch(u)
+	(*m)[k] = v
+}
+
+// deleteIn deletes k from *m, if there, after recording what unit u
+// contributes now. It takes s.mu, as setIn does.
+func deleteIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := (*m)[k]; !ok {
 		return
 	}
-	s.touch(unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}})
-	delete(s.namespaces, name)
+	s.touch(u)
+	delete(*m, k)
 }
 
 // Replace swaps the whole data set, as a manifest reload does; the next

@@ -1,0 +1,44 @@
+package prom
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestSetNamesAndRegisters(t *testing.T) {
+	s := NewSet("cri")
+	c := s.Counter("calls_total", "Calls.")
+	s.CounterVec("codes_total", "Codes.", "code").WithLabelValues("OK").Inc()
+	s.Gauge("up", "Up.")
+	s.GaugeFunc("bytes", "Bytes.", func() float64 { return 3 })
+	s.Histogram("seconds", "Seconds.", AgentBuckets)
+	s.HistogramVec("call_seconds", "Call seconds.", []float64{1}, "method")
+	c.Inc()
+	reg := prometheus.NewRegistry()
+	if err := s.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP dnsconfigurer_cri_calls_total Calls.
+# TYPE dnsconfigurer_cri_calls_total counter
+dnsconfigurer_cri_calls_total 1
+# HELP dnsconfigurer_cri_bytes Bytes.
+# TYPE dnsconfigurer_cri_bytes gauge
+dnsconfigurer_cri_bytes 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "dnsconfigurer_cri_calls_total", "dnsconfigurer_cri_bytes"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg); n != 5 {
+		t.Errorf("%d series, want 5 (calls, codes{OK}, up, bytes, seconds; the vector of histograms has none)", n)
+	}
+	if err := s.Register(reg); err == nil {
+		t.Error("registering twice: no error")
+	}
+	if err := NewSet("x").Register(nil); err != nil {
+		t.Errorf("nil registry: %v", err)
+	}
+}
