@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/explain"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
@@ -72,7 +73,9 @@ func TestExplainAPIServer(t *testing.T) {
 		file: "nameserver 10.96.0.10\nsearch search." + ns + ".cluster.local.ap.k8s.io\noptions ndots:5\n"}
 	restore := explainAdapters
 	t.Cleanup(func() { explainAdapters = restore })
-	explainAdapters = func(*rest.Config, kubernetes.Interface) (settingsFetcher, resolvReader) { return fake, fake }
+	explainAdapters = func(*rest.Config, kubernetes.Interface) (explain.SettingsFetcher, explain.ResolvReader) {
+		return fake, fake
+	}
 	kc := cp.Kubeconfig()
 
 	code, stdout, stderr := run(t, "", "explain", "web", "-n", ns, "--kubeconfig", kc, "--agent-namespace", agentNS, "-o", "json")
@@ -112,7 +115,7 @@ func TestExplainAPIServer(t *testing.T) {
 		t.Errorf("a hostile agent's status: exit %d, stderr %q; want %d and %q", code, stderr, exitFail, want)
 	}
 
-	fake.err = errAgentTooOld
+	fake.err = explain.ErrAgentTooOld
 	code, _, stderr = run(t, "", "explain", "web", "-n", ns, "--kubeconfig", kc, "--agent-namespace", agentNS)
 	if want := "agent pod " + agentNS + "/shim-a serves no /node-settings: it is older than this explain"; code != exitFail || !strings.Contains(stderr, want) {
 		t.Errorf("an old agent: exit %d, stderr %q; want %d and %q", code, stderr, exitFail, want)
@@ -150,7 +153,7 @@ func createPod(t *testing.T, client kubernetes.Interface, ns, name, node, compon
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{NodeName: node}}
 	if component != "" {
 		pod.Labels = map[string]string{"app.kubernetes.io/component": component}
-		c.Ports = []corev1.ContainerPort{{Name: agentPortName, ContainerPort: port}}
+		c.Ports = []corev1.ContainerPort{{Name: explain.AgentPortName, ContainerPort: port}}
 		pod.Spec.HostNetwork = true
 	}
 	pod.Spec.Containers = []corev1.Container{c}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/explain"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -43,6 +44,16 @@ func explainPod(t *testing.T, file string) *corev1.Pod {
 	return pod
 }
 
+// explainJSON reads explain -o json back: the report with render's fields.
+type explainJSON struct {
+	Pod      string `json:"pod"`
+	NodeName string `json:"nodeName"`
+	Agent    string `json:"agent"`
+	renderJSON
+	Node       nodesettings.Settings `json:"node"`
+	Containers []explain.Container   `json:"containers,omitempty"`
+}
+
 const clusterFirstFile = "search shop.svc.cluster.local svc.cluster.local cluster.local corp.example.com\nnameserver 10.96.0.10\noptions ndots:5\n"
 
 // TestExplainGolden runs explain's pure part (the settings, the pod, the
@@ -56,20 +67,20 @@ func TestExplainGolden(t *testing.T) {
 		out        string
 		settings   nodesettings.Settings
 		nsPolicy   string
-		containers []containerFile
+		containers []explain.File
 	}{
 		{name: "clusterfirst-matches", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
-			containers: []containerFile{{name: "app", data: []byte("# generated\n" + clusterFirstFile)}}},
+			containers: []explain.File{{Name: "app", Data: []byte("# generated\n" + clusterFirstFile)}}},
 		{name: "clusterfirst-differs", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
-			containers: []containerFile{{name: "app", data: []byte("nameserver 8.8.8.8\nsearch shop.svc.cluster.local svc.cluster.local cluster.local corp.example.com\noptions ndots:5\n")}}},
+			containers: []explain.File{{Name: "app", Data: []byte("nameserver 8.8.8.8\nsearch shop.svc.cluster.local svc.cluster.local cluster.local corp.example.com\noptions ndots:5\n")}}},
 		{name: "unreadable", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
-			containers: []containerFile{{name: "app", err: errors.New(`exec cat /etc/resolv.conf (no cat in the image?): command terminated with exit code 126`)}}},
+			containers: []explain.File{{Name: "app", Err: errors.New(`exec cat /etc/resolv.conf (no cat in the image?): command terminated with exit code 126`)}}},
 		// A hostile image: an OSC 52 clipboard write, a line erase and a
 		// carriage return that would paint "matches" over "differs".
 		{name: "hostile-output", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
-			containers: []containerFile{
-				{name: "app", data: []byte("nameserver 10.0.0.66\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\n\x1b[2K\x1b[1A\r# app: matches\x9b\xff\n")},
-				{name: "sidecar", err: errors.New("exec: \x1b[31mfake\x1b[0m\rok")}}},
+			containers: []explain.File{
+				{Name: "app", Data: []byte("nameserver 10.0.0.66\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\n\x1b[2K\x1b[1A\r# app: matches\x9b\xff\n")},
+				{Name: "sidecar", Err: errors.New("exec: \x1b[31mfake\x1b[0m\rok")}}},
 		{name: "no-exec", pod: "default.yaml", out: "text", settings: explainSettings(nil)},
 		{name: "namespace-label", pod: "clusterfirst.yaml", out: "text", nsPolicy: "ClusterFirstWithAutopath",
 			settings: explainSettings(func(s *nodesettings.Settings) { s.PodPolicy.NamespaceLabels = true; s.PodPolicy.Ndots = &ndots })},
@@ -80,36 +91,17 @@ func TestExplainGolden(t *testing.T) {
 			s.Kind, s.Host = nodesettings.KindNRI, nodesettings.Host{Path: "/etc/resolv.conf", Generation: 1, Error: "open /etc/resolv.conf: no such file or directory"}
 		})},
 		{name: "json", pod: "autopath.yaml", out: "json", settings: explainSettings(nil),
-			containers: []containerFile{{name: "app", data: []byte(clusterFirstFile)}}},
+			containers: []explain.File{{Name: "app", Data: []byte(clusterFirstFile)}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			f := explainFacts{pod: explainPod(t, tc.pod), agent: "dnsconfigurer-node/shim-x", settings: tc.settings,
-				nsPolicy: tc.nsPolicy, containers: tc.containers}
+			f := explain.Facts{Pod: explainPod(t, tc.pod), Agent: "dnsconfigurer-node/shim-x", Settings: tc.settings,
+				NamespacePolicy: tc.nsPolicy, Containers: tc.containers}
 			code := writeExplain(&stdout, &stderr, tc.out, f)
 			got := fmt.Sprintf("# explain %s (pod %s, -o %s)\nexit %d\n--- stdout\n%s--- stderr\n%s", tc.name, tc.pod, tc.out, code, stdout.String(), stderr.String())
 			compareGolden(t, filepath.Join("testdata", "golden", "explain-"+tc.name+".golden"), got)
 		})
-	}
-}
-
-// TestEscapeTerminal is the rule for text from containers and agents:
-// control characters but newline and tab, DEL, C1 controls and invalid
-// UTF-8 become Go escapes; printable text, UTF-8 included, stays.
-func TestEscapeTerminal(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"nameserver 10.0.0.1\n\toptions ndots:2\n", "nameserver 10.0.0.1\n\toptions ndots:2\n"},
-		{"\x1b]52;c;ZXZpbA==\x07", `\x1b]52;c;ZXZpbA==\a`},
-		{"differs\r# app: matches", `differs\r# app: matches`},
-		{"\x1b[2K\x7f", `\x1b[2K\x7f`},
-		{"csi\u009b31m", `csi\u009b31m`},
-		{"bad \xff byte", `bad \xff byte`},
-		{"straße ünïcode �", "straße ünïcode �"},
-	} {
-		if got := escapeTerminal(tc.in); got != tc.want {
-			t.Errorf("escapeTerminal(%q) = %q, want %q", tc.in, got, tc.want)
-		}
 	}
 }
 
@@ -153,18 +145,18 @@ func TestExplainFlags(t *testing.T) {
 
 // TestExplainGetNodeSettings is the HTTP half of the port-forward adapter:
 // an agent's handler decodes into the settings; an agent without the path
-// (404, built before it) is errAgentTooOld.
+// (404, built before it) is explain.ErrAgentTooOld.
 func TestExplainGetNodeSettings(t *testing.T) {
 	want := explainSettings(nil)
 	agent := httptest.NewServer(agentHandler(nil, func() nodesettings.Settings { return want }))
 	defer agent.Close()
-	got, err := getNodeSettings(t.Context(), agent.URL+nodesettings.Path)
+	got, err := explain.GetNodeSettings(t.Context(), agent.URL+nodesettings.Path)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("getNodeSettings = %+v, %v; want %+v", got, err, want)
 	}
 	old := httptest.NewServer(health.Handler(nil))
 	defer old.Close()
-	if _, err := getNodeSettings(t.Context(), old.URL+nodesettings.Path); !errors.Is(err, errAgentTooOld) {
+	if _, err := explain.GetNodeSettings(t.Context(), old.URL+nodesettings.Path); !errors.Is(err, explain.ErrAgentTooOld) {
 		t.Errorf("an old agent: %v, want errAgentTooOld", err)
 	}
 }

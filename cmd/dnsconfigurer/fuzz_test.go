@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/explain"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 )
 
@@ -84,11 +85,11 @@ func FuzzEscapeTerminal(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out := escapeTerminal(in)
+		out := explain.EscapeTerminal(in)
 		if err := terminalSafe([]byte(out)); err != nil {
 			t.Fatalf("escapeTerminal(%q) = %q: %v", in, out, err)
 		}
-		if again := escapeTerminal(out); again != out {
+		if again := explain.EscapeTerminal(out); again != out {
 			t.Fatalf("escaped text %q escaped again: %q", out, again)
 		}
 		if terminalSafe([]byte(in)) == nil && out != in {
@@ -174,7 +175,7 @@ func FuzzExplain(f *testing.F) {
 	f.Cleanup(agent.Close)
 	f.Fuzz(func(t *testing.T, settings, resolv []byte, reason string, jsonOut bool) {
 		body.Store(&settings)
-		s, err := getNodeSettings(t.Context(), agent.URL+nodesettings.Path)
+		s, err := explain.GetNodeSettings(t.Context(), agent.URL+nodesettings.Path)
 		if err != nil {
 			if !strings.Contains(err.Error(), nodesettings.Path) {
 				t.Fatalf("error %q does not name %s", err, nodesettings.Path)
@@ -201,8 +202,8 @@ func FuzzExplain(f *testing.F) {
 			out = outJSON
 		}
 		var stdout, stderr bytes.Buffer
-		fac := explainFacts{pod: pod, agent: "dnsconfigurer-node/shim-x", settings: s,
-			containers: []containerFile{{name: "app", data: resolv}, {name: "sidecar", err: errors.New(reason)}}}
+		fac := explain.Facts{Pod: pod, Agent: "dnsconfigurer-node/shim-x", Settings: s,
+			Containers: []explain.File{{Name: "app", Data: resolv}, {Name: "sidecar", Err: errors.New(reason)}}}
 		code := writeExplain(&stdout, &stderr, out, fac)
 		for name, b := range map[string][]byte{"stdout": stdout.Bytes(), "stderr": stderr.Bytes()} {
 			if err := terminalSafe(b); err != nil {

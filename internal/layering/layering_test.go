@@ -61,6 +61,8 @@ var apart = []struct {
 	{"pkg/podfacts", "k8s.io/cri-api", "pkg/podfacts has a Sandbox of its own"},
 	{"pkg/podfacts", "github.com/containerd/nri", "pkg/podfacts has a Sandbox of its own"},
 	{"pkg/hostresolv", module + "pkg/policy", "podfacts.HostOf is the engine's view of a snapshot"},
+	{"pkg/explain", module + "pkg/cri", "explain reads an agent through pkg/nodesettings"},
+	{"pkg/explain", module + "pkg/nriplugin", "explain reads an agent through pkg/nodesettings"},
 }
 
 func TestApart(t *testing.T) {

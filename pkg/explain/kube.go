@@ -1,4 +1,4 @@
-package main
+package explain
 
 import (
 	"bytes"
@@ -22,25 +22,27 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 )
 
-// maxExplainRead caps what explain reads from an agent or a container.
-const maxExplainRead = 1 << 20
+// maxRead caps what explain reads from an agent or a container.
+const maxRead = 1 << 20
 
-// portForwarder gets /node-settings through a port-forward to the agent
+// PortForwarder gets /node-settings through a port-forward to the agent
 // pod (the API server's pods/portforward; a hostNetwork agent's forward
 // lands in the node's network namespace, where it listens on 127.0.0.1).
-type portForwarder struct {
-	rc     *rest.Config
-	client kubernetes.Interface
+type PortForwarder struct {
+	Config *rest.Config
+	Client kubernetes.Interface
 }
 
-var _ settingsFetcher = portForwarder{}
+var _ SettingsFetcher = PortForwarder{}
 
-func (p portForwarder) NodeSettings(ctx context.Context, agent *corev1.Pod, port int32) (nodesettings.Settings, error) {
-	transport, upgrader, err := spdy.RoundTripperFor(p.rc)
+// NodeSettings forwards a local port to the agent's port and GETs
+// /node-settings through it.
+func (p PortForwarder) NodeSettings(ctx context.Context, agent *corev1.Pod, port int32) (nodesettings.Settings, error) {
+	transport, upgrader, err := spdy.RoundTripperFor(p.Config)
 	if err != nil {
 		return nodesettings.Settings{}, err
 	}
-	url := p.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(agent.Namespace).Name(agent.Name).SubResource("portforward").URL()
+	url := p.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(agent.Namespace).Name(agent.Name).SubResource("portforward").URL()
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, url)
 	fctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -63,7 +65,7 @@ func (p portForwarder) NodeSettings(ctx context.Context, agent *corev1.Pod, port
 	if err != nil || len(ports) == 0 {
 		return nodesettings.Settings{}, fmt.Errorf("port-forward: no local port: %v", err)
 	}
-	s, err := getNodeSettings(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", ports[0].Local, nodesettings.Path))
+	s, err := GetNodeSettings(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", ports[0].Local, nodesettings.Path))
 	if err != nil && errOut.Len() > 0 {
 		err = fmt.Errorf("%w (%s)", err, strings.TrimSpace(errOut.String()))
 	}
@@ -79,9 +81,9 @@ func orDone(err error) error {
 	return err
 }
 
-// getNodeSettings GETs and decodes a /node-settings URL; a 404 is
-// errAgentTooOld.
-func getNodeSettings(ctx context.Context, url string) (nodesettings.Settings, error) {
+// GetNodeSettings GETs and decodes a /node-settings URL; a 404 is
+// ErrAgentTooOld.
+func GetNodeSettings(ctx context.Context, url string) (nodesettings.Settings, error) {
 	var s nodesettings.Settings
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -94,34 +96,35 @@ func getNodeSettings(ctx context.Context, url string) (nodesettings.Settings, er
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return s, errAgentTooOld
+		return s, ErrAgentTooOld
 	case resp.StatusCode != http.StatusOK:
 		return s, fmt.Errorf("GET %s: %s", nodesettings.Path, resp.Status)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxExplainRead)).Decode(&s); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxRead)).Decode(&s); err != nil {
 		return s, fmt.Errorf("GET %s: %w", nodesettings.Path, err)
 	}
 	return s, nil
 }
 
-// podExec reads a container's /etc/resolv.conf with `cat` through the API
+// PodExec reads a container's /etc/resolv.conf with `cat` through the API
 // server's pods/exec.
-type podExec struct {
-	rc     *rest.Config
-	client kubernetes.Interface
+type PodExec struct {
+	Config *rest.Config
+	Client kubernetes.Interface
 }
 
-var _ resolvReader = podExec{}
+var _ ResolvReader = PodExec{}
 
-func (p podExec) ResolvConf(ctx context.Context, pod *corev1.Pod, container string) ([]byte, error) {
-	req := p.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+// ResolvConf runs cat /etc/resolv.conf in the container.
+func (p PodExec) ResolvConf(ctx context.Context, pod *corev1.Pod, container string) ([]byte, error) {
+	req := p.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: []string{"cat", "/etc/resolv.conf"}, Stdout: true, Stderr: true},
 			scheme.ParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(p.rc, http.MethodPost, req.URL())
+	ex, err := remotecommand.NewSPDYExecutor(p.Config, http.MethodPost, req.URL())
 	if err != nil {
 		return nil, err
 	}
-	stdout, stderr := &capped{limit: maxExplainRead}, &capped{limit: 4 << 10}
+	stdout, stderr := &capped{limit: maxRead}, &capped{limit: 4 << 10}
 	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr}); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return nil, fmt.Errorf("exec cat /etc/resolv.conf: %w: %s", err, msg)

@@ -1,35 +1,53 @@
-package main
+package explain
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
-// explainJSON is the -o json contract of explain: render's fields, the
-// pod, its node's agent and the settings used, and the containers.
-type explainJSON struct {
-	Pod      string `json:"pod"`
-	NodeName string `json:"nodeName"`
-	Agent    string `json:"agent"`
-	renderJSON
-	Node       nodesettings.Settings `json:"node"`
-	Containers []containerJSON       `json:"containers,omitempty"`
+// The -o formats of explain.
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
+// Computed is the pod's resolv.conf as its node's agent computes it, in
+// render's forms.
+type Computed struct {
+	ResolvConf string // the file
+	Trace      string // render --explain's # lines
+	Render     any    // render -o json's object; its fields join the report's
 }
 
-// containerJSON is what one container has: status "matches", "differs"
+// Compute is the agent's policy over the facts, as render runs it: its
+// warnings go to warn; on an error, Trace may say why.
+type Compute func(warn io.Writer, f Facts) (Computed, error)
+
+// Report is the -o json contract of explain: render's fields (spliced in
+// after Agent), the pod, its node's agent and the settings used, and the
+// containers.
+type Report struct {
+	Pod        string                `json:"pod"`
+	NodeName   string                `json:"nodeName"`
+	Agent      string                `json:"agent"`
+	Render     any                   `json:"-"`
+	Node       nodesettings.Settings `json:"node"`
+	Containers []Container           `json:"containers,omitempty"`
+}
+
+// Container is what one container has: status "matches", "differs"
 // (missing: expected lines it lacks, extra: lines it has besides) or
 // "unreadable" (reason).
-type containerJSON struct {
+type Container struct {
 	Name    string   `json:"name"`
 	Status  string   `json:"status"`
 	Reason  string   `json:"reason,omitempty"`
@@ -37,58 +55,89 @@ type containerJSON struct {
 	Extra   []string `json:"extra,omitempty"`
 }
 
-// writeExplain prints the facts as -o asks: the pod's resolv.conf as the
+// Write prints the facts as format asks: the pod's resolv.conf as the
 // node's agent computes it, the trace and the containers' comparison.
-// It is explain's pure part.
-func writeExplain(stdout, stderr io.Writer, out string, f explainFacts) int {
+// A failure is printed to stderr and returned.
+func Write(stdout, stderr io.Writer, format string, f Facts, compute Compute) error {
 	// Warnings and the trace hold the agent's strings too: all of stderr
 	// is escaped.
 	var errb strings.Builder
-	defer func() { io.WriteString(stderr, escapeTerminal(errb.String())) }()
-	eng, err := nodeEngine(f.settings.NodeDNS(), f.settings.PodPolicy, f.settings.NodeIPs, slog.New(slog.DiscardHandler))
+	defer func() { io.WriteString(stderr, EscapeTerminal(errb.String())) }()
+	c, err := compute(&errb, f)
 	if err != nil {
-		fmt.Fprintf(&errb, "explain: the settings of agent %s: %v\n", f.agent, err)
-		return exitFail
+		fmt.Fprintf(&errb, "explain: %v\n", err)
+		errb.WriteString(c.Trace)
+		return err
 	}
-	in := podspec.Input(f.pod)
-	in.NamespacePolicy = f.nsPolicy
-	res, trace, err := eng.ComputeExplained(in, f.settings.Host.Policy())
-	warnings := printWarnings(&errb, eng, res)
-	name := f.pod.Namespace + "/" + f.pod.Name
-	if err != nil {
-		fmt.Fprintf(&errb, "explain: the %s agent fails the sandbox of pod %q: %v\n", f.settings.Kind, name, err)
-		writeTrace(&errb, trace)
-		return exitFail
-	}
-	want := resolvconf.Format(res.Config())
-	containers := compareContainers(want, f.containers)
-	if out == outJSON {
-		j := explainJSON{Pod: name, NodeName: f.pod.Spec.NodeName, Agent: f.agent, Node: f.settings, Containers: containers,
-			renderJSON: newRenderJSON(res, warnings, trace)}
-		var b bytes.Buffer
-		if err := writeOutput(&b, outJSON, j); err != nil {
+	name := f.Pod.Namespace + "/" + f.Pod.Name
+	containers := compareContainers(c.ResolvConf, f.Containers)
+	if format == FormatJSON {
+		r := Report{Pod: name, NodeName: f.Pod.Spec.NodeName, Agent: f.Agent, Render: c.Render, Node: f.Settings, Containers: containers}
+		b, err := r.indent()
+		if err != nil {
 			fmt.Fprintf(&errb, "explain: %v\n", err)
-			return exitFail
+			return err
 		}
-		stdout.Write(escapeJSONControls(b.Bytes()))
-		return exitOK
+		stdout.Write(escapeJSONControls(b))
+		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# pod %s on node %s: settings of %s agent %s (%s), host %s generation %d%s\n", name, f.pod.Spec.NodeName,
-		f.settings.Kind, f.agent, f.settings.Version, f.settings.Host.Path, f.settings.Host.Generation, hostState(f.settings.Host))
-	b.WriteString(want)
-	writeTrace(&b, trace)
+	fmt.Fprintf(&b, "# pod %s on node %s: settings of %s agent %s (%s), host %s generation %d%s\n", name, f.Pod.Spec.NodeName,
+		f.Settings.Kind, f.Agent, f.Settings.Version, f.Settings.Host.Path, f.Settings.Host.Generation, hostState(f.Settings.Host))
+	b.WriteString(c.ResolvConf)
+	b.WriteString(c.Trace)
 	writeContainers(&b, containers)
-	io.WriteString(stdout, escapeTerminal(b.String()))
-	return exitOK
+	io.WriteString(stdout, EscapeTerminal(b.String()))
+	return nil
 }
 
-// escapeTerminal makes text from containers and agents safe for a
+// MarshalJSON writes Render's fields between Agent and Node, as an
+// embedded struct would.
+func (r Report) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(struct {
+		Pod      string `json:"pod"`
+		NodeName string `json:"nodeName"`
+		Agent    string `json:"agent"`
+	}{r.Pod, r.NodeName, r.Agent})
+	if err != nil {
+		return nil, err
+	}
+	mid, err := json.Marshal(r.Render)
+	if err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(struct {
+		Node       nodesettings.Settings `json:"node"`
+		Containers []Container           `json:"containers,omitempty"`
+	}{r.Node, r.Containers})
+	if err != nil {
+		return nil, err
+	}
+	out := head[:len(head)-1]
+	if inner := bytes.TrimSpace(mid); len(inner) > 2 && inner[0] == '{' {
+		out = append(append(out, ','), inner[1:len(inner)-1]...)
+	}
+	return append(append(out, ','), tail[1:]...), nil
+}
+
+// indent is the report as an indented JSON document, as writeOutput
+// prints render's.
+func (r Report) indent() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// EscapeTerminal makes text from containers and agents safe for a
 // terminal, as kubectl does since CVE-2021-25743: every control character
 // but newline and tab (ESC of an OSC 52 clipboard write or a line erase, a
 // carriage return that overwrites "differs" with "matches"), DEL, the C1
 // controls and invalid UTF-8 are written as Go escapes (\x1b, \r, \u009b).
-func escapeTerminal(s string) string {
+func EscapeTerminal(s string) string {
 	safe := func(r rune) bool {
 		return r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && r != utf8.RuneError)
 	}
@@ -145,21 +194,21 @@ func hostState(h nodesettings.Host) string {
 
 // compareContainers compares each container's file with want, line by
 // line after both are parsed and formatted as resolv.conf.
-func compareContainers(want string, files []containerFile) []containerJSON {
-	var out []containerJSON
+func compareContainers(want string, files []File) []Container {
+	var out []Container
 	wantLines := lines(want)
 	for _, f := range files {
-		c := containerJSON{Name: f.name}
-		if f.err != nil {
-			c.Status, c.Reason = "unreadable", f.err.Error()
+		c := Container{Name: f.Name}
+		if f.Err != nil {
+			c.Status, c.Reason = "unreadable", f.Err.Error()
 			out = append(out, c)
 			continue
 		}
 		var got []string
-		if cfg, err := resolvconf.ParseBytes(f.data); err == nil {
+		if cfg, err := resolvconf.ParseBytes(f.Data); err == nil {
 			got = lines(resolvconf.Format(cfg))
 		} else {
-			got = lines(string(f.data))
+			got = lines(string(f.Data))
 		}
 		c.Status = "matches"
 		if !slices.Equal(got, wantLines) {
@@ -176,7 +225,7 @@ func compareContainers(want string, files []containerFile) []containerJSON {
 
 // writeContainers prints the comparison as # lines: - for an expected line
 // the container lacks, + for one it has besides.
-func writeContainers(b *strings.Builder, cs []containerJSON) {
+func writeContainers(b *strings.Builder, cs []Container) {
 	if cs == nil {
 		return
 	}
