@@ -1,7 +1,9 @@
-// Package cri is dnsconfigurer's CRI shim: it sits on kubelet's
-// --container-runtime-endpoint in front of containerd, rewrites the DNS
-// config (and hostname) of RunPodSandbox requests with pkg/policy, and
-// passes every other call through untouched.
+// Package cri is dnsconfigurer's CRI shim: it rewrites the DNS config of
+// RunPodSandbox requests and passes every other call through.
+//
+// It sits on kubelet's --container-runtime-endpoint in front of containerd.
+// It rewrites the DNS config (and hostname) with pkg/policy and leaves every
+// other call untouched.
 //
 // # Interception
 //

@@ -1,13 +1,15 @@
 // Package dnscache is the answer cache of the cluster DNS (for forwarded
-// answers) and of the node-local stage: a Cache in front of an Exchanger
-// (a forwarder) that is itself an Exchanger. New(next, Config) builds it;
-// Exchange(ctx, m) answers m from the cache or asks next, and returns a
-// reply with m's ID, question (in m's case, also in the owner names equal
-// to it), RD and CD bits, TTLs aged by the time the answer has been
-// cached, and no OPT (the caller adds its own; an upstream's OPT, cookies
-// and echoed options are never kept). Answer is Exchange that also says
-// where the reply came from (Hit, Miss, Coalesced, Stale), AnswerTicket
-// Answer with a Ticket for a hit (see wire answers below).
+// answers) and of the node-local stage.
+//
+// A Cache sits in front of an Exchanger (a forwarder) and is itself an
+// Exchanger. New(next, Config) builds it. Exchange(ctx, m) answers m from
+// the cache or asks next. The reply has m's ID, question (in m's case, also
+// in the owner names equal to it), RD and CD bits. Its TTLs are aged by the
+// time the answer has been cached. It has no OPT: the caller adds its own,
+// and an upstream's OPT, cookies and echoed options are never kept. Answer
+// is Exchange that also says where the reply came from (Hit, Miss,
+// Coalesced, Stale). AnswerTicket is Answer with a Ticket for a hit (see
+// wire answers below).
 //
 // Key: the lowercase name, the type, the class, the DO bit, the CD bit and
 // the RD bit; never EDNS0 options (loop markers, autopath search lists)

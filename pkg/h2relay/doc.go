@@ -1,8 +1,9 @@
 // Package h2relay relays one HTTP/2 client connection to one upstream
-// connection at the frame level, for gRPC, and rewrites the request of one
-// method on the way. It knows gRPC's framing over HTTP/2 (the 5-byte
-// message prefix, grpc-status, grpc-message, grpc-timeout) and nothing of
-// the services it relays.
+// connection at the frame level, for gRPC.
+//
+// It rewrites the request of one method on the way. It knows gRPC's framing
+// over HTTP/2 (the 5-byte message prefix, grpc-status, grpc-message,
+// grpc-timeout) and nothing of the services it relays.
 //
 // # Pass-through
 //

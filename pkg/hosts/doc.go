@@ -1,7 +1,9 @@
-// Package hosts serves static records: a hosts file in the /etc/hosts
-// format (k3s's NodeHosts ConfigMap, minikube's host.minikube.internal, the
-// node's /etc/hosts), watched for changes, and per-name overrides from the
-// server's configuration. It is the cluster DNS server's Static source
+// Package hosts serves static records from a hosts file and from per-name
+// overrides in the server's configuration.
+//
+// The hosts file is in the /etc/hosts format (k3s's NodeHosts ConfigMap,
+// minikube's host.minikube.internal, the node's /etc/hosts). It is watched
+// for changes. It is the cluster DNS server's Static source
 // (pkg/clusterdns's WithStatic); it imports miekg/dns for the prebuilt
 // records and nothing of pkg/clusterdns.
 //

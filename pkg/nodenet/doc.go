@@ -1,7 +1,9 @@
 // Package nodenet sets up, keeps and removes what the node-local DNS stage
-// needs on the node in transparent mode (NodeLocal DNSCache's node-cache
-// does the same): its local addresses on an interface, and rules that take
-// DNS to and from those addresses out of connection tracking.
+// needs on the node in transparent mode.
+//
+// That is its local addresses on an interface, and rules that take DNS to
+// and from those addresses out of connection tracking. NodeLocal DNSCache's
+// node-cache does the same.
 //
 // Addresses. With SetupInterface, every Config.IPs address is put on
 // Config.Interface ("nodelocaldns"), a dummy device made for it; on a kernel

@@ -1,8 +1,9 @@
-// Package nriplugin is dnsconfigurer's NRI plugin: registered on the
-// container runtime's NRI socket (containerd 2.x, github.com/containerd/nri
-// v0.12.3), it gives every container of a pod the resolver config the
-// policy engine computes for the pod, with no kubelet change and nothing on
-// kubelet's call path.
+// Package nriplugin is dnsconfigurer's NRI plugin: it gives every container
+// of a pod the resolver config the policy engine computes for the pod.
+//
+// It registers on the container runtime's NRI socket (containerd 2.x,
+// github.com/containerd/nri v0.12.3). It needs no kubelet change and puts
+// nothing on kubelet's call path.
 //
 // # What it does
 //

@@ -1,8 +1,11 @@
 // Package resolvconf is the resolver-config model every part of
-// dnsconfigurer shares: Config (nameservers, search domains, options),
-// Parse and ParseFile with kubelet's rules, Format in the form containerd
-// writes a sandbox resolv.conf, option names and rendering (OptionName,
-// FormatOption, NormalizeOption), and the loopback rule (WithoutLoopback).
+// dnsconfigurer shares.
+//
+// Config holds nameservers, search domains and options. Parse and ParseFile
+// apply kubelet's rules. Format writes the form containerd writes a sandbox
+// resolv.conf in. The package also holds option names and rendering
+// (OptionName, FormatOption, NormalizeOption) and the loopback rule
+// (WithoutLoopback).
 //
 // It is a leaf package that imports the standard library only, so the pure
 // policy engine, the host file watcher (pkg/hostresolv), the CRI shim, the

@@ -1,8 +1,10 @@
 // Package webhook is dnsconfigurer's validating admission webhook: it moves
-// to `kubectl apply` the pod DNS failures that the API server accepts and the
-// node then hits (a setHostnameAsFQDN FQDN over 64 characters, an autopath
-// annotation the pod cannot use) or silently works around (a merged search
-// list or nameserver list over kubelet's limits).
+// pod DNS failures the API server accepts to `kubectl apply`.
+//
+// Some are failures the node then hits: a setHostnameAsFQDN FQDN over 64
+// characters, an autopath annotation the pod cannot use. Others the node
+// silently works around: a merged search list or nameserver list over
+// kubelet's limits.
 //
 // The decisions are pkg/policy's, the engine of `dnsconfigurer validate
 // --strict`: Engine.ValidateNode with the node settings the webhook is
