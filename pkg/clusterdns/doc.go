@@ -90,7 +90,7 @@
 //     bounds each exchange in time, sheds beyond MaxConcurrent, health-checks
 //     its upstreams and fails fast when all are down, and keeps forwarding
 //     loops from forming (a per-query EDNS0 marker and loop probes); see its
-//     package doc. A TCP client's query goes upstream over TCP
+//     README. A TCP client's query goes upstream over TCP
 //     (forward.WithClientTCP); a failed forward answers forward.Rcode.
 //
 // # Metrics
