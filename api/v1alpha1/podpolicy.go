@@ -34,10 +34,10 @@ const MaxNdots = 15
 type PodPolicy struct {
 	// DefaultDNSPolicy is the policy of pods without the annotation or
 	// namespace label: "ClusterFirst" (default: kubelet's) or
-	// "ClusterFirstWithAutopath", which upgrades only the pods whose
-	// effective policy is ClusterFirst (dnsPolicy ClusterFirst, or
-	// ClusterFirstWithHostNet, off the host network); hostNetwork,
-	// Default and None pods keep theirs.
+	// "ClusterFirstWithAutopath". ClusterFirstWithAutopath upgrades only
+	// the pods whose effective policy is ClusterFirst: dnsPolicy
+	// ClusterFirst, or ClusterFirstWithHostNet off the host network.
+	// hostNetwork, Default and None pods keep theirs.
 	DefaultDNSPolicy string `json:"defaultDNSPolicy,omitempty"`
 	// NamespaceLabels reads the dnsconfigurer.io/dns-policy label of each
 	// Namespace (ClusterFirstWithAutopath, or ClusterFirst to opt the

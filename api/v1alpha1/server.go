@@ -91,11 +91,12 @@ const (
 	// DefaultUDPInFlight bounds the UDP queries answered at once. Each holds
 	// a goroutine (a few KiB of stack) until it is answered. A zone answer
 	// takes microseconds, so even at 100k qps on 2 cores only a handful are
-	// in flight; a forwarded query holds its slot for up to the forward
-	// timeout, and at most maxConcurrent (1000) of them wait at once. 2000
-	// is that cap plus as many slots again for the zone, so a dead upstream
-	// can never take the slots in-cluster names need, at a worst case of
-	// about 16 MiB of stacks. Validate requires udpInFlight > maxConcurrent.
+	// in flight. A forwarded query holds its slot for up to the forward
+	// timeout, and at most maxConcurrent (1000) of them wait at once. The
+	// default is that cap plus as many slots again for the zone. So a dead
+	// upstream can never take the slots in-cluster names need. The worst
+	// case is about 16 MiB of stacks. Validate requires udpInFlight >
+	// maxConcurrent.
 	DefaultUDPInFlight = 2000
 	// DefaultTCPConnections bounds the open TCP connections. TCP is the rare
 	// path (truncated replies, zone transfers refused at once); each
@@ -111,9 +112,9 @@ const (
 	DefaultNodeLocalLockFile   = "/run/dnsconfigurer/node-local.lock"
 	// DefaultNodeLocalClusterTimeout bounds node-local's exchange with the
 	// cluster DNS. It exceeds the longest the cluster DNS takes for one
-	// query (its forward timeout, DefaultTimeout 2s, and AutopathDeadline),
-	// so that a name whose servers do not answer comes back as the cluster
-	// DNS's SERVFAIL before node-local gives up: that name's failure, never
+	// query: its forward timeout (DefaultTimeout, 2s) and AutopathDeadline.
+	// So a name whose servers do not answer comes back as the cluster DNS's
+	// SERVFAIL before node-local gives up. The failure is that name's, never
 	// the cluster DNS's. It stays under the 5s a glibc client waits by
 	// default.
 	DefaultNodeLocalClusterTimeout = Duration("3s")
@@ -426,10 +427,10 @@ type ServerLimits struct {
 	TCPWriteTimeout Duration `json:"tcpWriteTimeout,omitempty"`
 }
 
-// NodeLocal is the node-local stage: a caching forwarder (its cache is the
-// cache section, shared with mode cluster) that sends cluster names to the
-// cluster DNS over TCP, other names to the node's nameservers, and adds the
-// autopath search-list option.
+// NodeLocal is the node-local stage: a caching forwarder that adds the
+// autopath search-list option. It sends cluster names to the cluster DNS
+// over TCP and other names to the node's nameservers. Its cache is the
+// cache section, shared with mode cluster.
 type NodeLocal struct {
 	// ClusterUpstream are the cluster DNS addresses (ip or ip:port): a
 	// Service of its own with the cluster DNS pods as endpoints (node-cache's

@@ -3,7 +3,7 @@ package v1alpha1
 import "slices"
 
 // RestartFields are the fields of a ServerConfiguration a reload of the
-// file does not apply; `serve` keeps their running values and names those
+// file does not apply. `serve` keeps their running values and names those
 // that changed. Each is bound to something made once, at start:
 //
 //   - mode: the two modes are different programs (records and forwarding

@@ -108,11 +108,12 @@ type WebhookConfiguration struct {
 	// is answered 408 and gives back the bytes it took from the in-flight
 	// budget.
 	BodyProgressTimeout string `json:"bodyProgressTimeout,omitempty"`
-	// ClientCAFile, when set, is a PEM bundle of CAs: /validate then
-	// answers only clients with a certificate one of them signed (the API
-	// server, given a client certificate for the webhook in its admission
-	// control config), and 403 before reading the body otherwise. /healthz,
-	// /readyz and /metrics need no certificate. Read at start.
+	// ClientCAFile, when set, is a PEM bundle of CAs. /validate then
+	// answers only clients with a certificate one of them signed, and 403
+	// before reading the body otherwise. Such a client is the API server,
+	// given a client certificate for the webhook in its admission control
+	// config. /healthz, /readyz and /metrics need no certificate. Read at
+	// start.
 	ClientCAFile string `json:"clientCAFile,omitempty"`
 	// Trims is "warn" (default) or "deny".
 	Trims string `json:"trims,omitempty"`

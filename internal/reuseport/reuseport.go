@@ -1,6 +1,7 @@
-// Package reuseport is the socket option that lets a new instance of a
-// server bind the addresses an old one still serves (SO_REUSEPORT), so that
-// a rolling restart with surge has no gap: the DNS listeners and the
+// Package reuseport sets SO_REUSEPORT, so a new instance of a server can
+// bind the addresses an old one still serves.
+//
+// A rolling restart with surge then has no gap. The DNS listeners and the
 // metrics/health listener of `serve` share it.
 package reuseport
 

@@ -1,7 +1,9 @@
-// Package autopath is the pure core of server-side search expansion (KEP "DNS
-// Autopath in PodSpec"): it parses autopath query names
-// "<name>.search.<namespace>.<clusterDomain>.ap.k8s.io." from the right,
-// builds and validates the EDNS0 option that carries a pod's search list, and
+// Package autopath is the pure core of server-side search expansion (KEP
+// "DNS Autopath in PodSpec").
+//
+// It parses autopath query names
+// "<name>.search.<namespace>.<clusterDomain>.ap.k8s.io." from the right. It
+// builds and validates the EDNS0 option that carries a pod's search list. It
 // lists the names to try in order.
 //
 // A ClusterFirstWithAutopath pod has the single search path

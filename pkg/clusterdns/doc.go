@@ -1,13 +1,13 @@
 // Package clusterdns answers the cluster zone: records, the packed reply
 // cache, autopath expansion and the namespace amplification metrics.
 //
-// Server is the component `dnsconfigurer serve` runs in mode cluster:
-// New(cfg, deps) takes a validated v1alpha1.ServerConfiguration, and Run
-// builds the answer stack (the Handler with its forwarders, answer cache
-// and static records), loads the records, and serves them on a
+// Server is the component `dnsconfigurer serve` runs in mode cluster.
+// New(cfg, deps) takes a validated v1alpha1.ServerConfiguration. Run builds
+// the answer stack: the Handler with its forwarders, answer cache and
+// static records. It loads the records and serves them on a
 // dnsserver.Server and /metrics until its context ends. With Deps.Reload
-// it watches the config file and swaps in a new answer stack on a change,
-// keeping the forwarders when their settings did not change (see reloader
+// it watches the config file and swaps in a new answer stack on a change.
+// It keeps the forwarders when their settings did not change (see reloader
 // in reload.go). It also returns start-up memory to the OS (rss.go).
 // Errors of the configuration are marked v1alpha1.ErrConfig.
 //
@@ -21,15 +21,17 @@
 // Extra}: it answers without touching the wire. The autopath expander
 // reaches the zone through one method, candidateResolver's
 // resolveCandidate (Resolve, or with localOnly only what needs no
-// upstream); the handler builds its messages. ServeDNS wraps Resolve with the
-// message-level rules of pkg/dnsmsg, which the node-local stage shares:
-// FORMERR for a query without exactly one question, NOTIMP for opcodes other
-// than QUERY, BADVERS for EDNS versions other than 0, EDNS0 (the server
-// advertises dnsmsg.EDNSSize, 1232 bytes) and truncation to 512 bytes
-// without EDNS0, the client's EDNS0 size with it but never more than 1232
-// bytes over UDP (a claim of 65535 gets 1232), 64 KiB over TCP, with the TC
-// bit set when records were left out. Resolve answers REFUSED for classes
-// other than IN (and ANY) and for AXFR and IXFR (never a zone listing).
+// upstream); the handler builds its messages.
+//
+// ServeDNS wraps Resolve with the message-level rules of pkg/dnsmsg, which
+// the node-local stage shares. A query without exactly one question is
+// FORMERR. An opcode other than QUERY is NOTIMP. An EDNS version other
+// than 0 is BADVERS. The server advertises dnsmsg.EDNSSize (1232 bytes).
+// A reply is truncated to 512 bytes without EDNS0. With EDNS0 it gets the
+// client's size, but never more than 1232 bytes over UDP (a claim of 65535
+// gets 1232). Over TCP the limit is 64 KiB. The TC bit is set when records
+// were left out. Resolve answers REFUSED for classes other than IN (and
+// ANY) and for AXFR and IXFR (never a zone listing).
 //
 // Answers:
 //
@@ -88,7 +90,7 @@
 //     bounds each exchange in time, sheds beyond MaxConcurrent, health-checks
 //     its upstreams and fails fast when all are down, and keeps forwarding
 //     loops from forming (a per-query EDNS0 marker and loop probes); see its
-//     package doc. A TCP client's query goes upstream over TCP
+//     README. A TCP client's query goes upstream over TCP
 //     (forward.WithClientTCP); a failed forward answers forward.Rcode.
 //
 // # Metrics

@@ -18,7 +18,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
-// fuzzRecords is a small store: a ClusterIP Service, a headless one with a
+// fuzzStore is a small store: a ClusterIP Service, a headless one with a
 // hostname endpoint, and an in-zone ExternalName chain.
 func fuzzStore(tb testing.TB) *store.Store {
 	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5, Pods: store.PodsInsecure})

@@ -1,37 +1,39 @@
-// Package cri is dnsconfigurer's CRI shim: it sits on kubelet's
-// --container-runtime-endpoint in front of containerd, rewrites the DNS
-// config (and hostname) of RunPodSandbox requests with pkg/policy, and
-// passes every other call through untouched.
+// Package cri is dnsconfigurer's CRI shim: it rewrites the DNS config of
+// RunPodSandbox requests and passes every other call through.
+//
+// It sits on kubelet's --container-runtime-endpoint in front of containerd.
+// It rewrites the DNS config (and hostname) with pkg/policy and leaves every
+// other call untouched.
 //
 // # Interception
 //
 // The shim does not terminate gRPC: each kubelet connection is relayed to a
 // runtime connection of its own at the HTTP/2 frame level by pkg/h2relay
 // (proxy.go wires it). Frames pass through as read, byte for byte, in both
-// directions: every method of RuntimeService and ImageService, streams
-// such as GetContainerEvents, methods and services this build does not
-// know, and with them status codes, details, metadata, deadlines,
-// SETTINGS, PING and GOAWAY. Nothing is ever answered Unimplemented by the
-// shim. The relay holds the request of RunPodSandbox only (kubelet gets
-// its flow-control credit back at once, so a request larger than a window
-// does not stall) and hands the message to the shim's rewriter
-// (sandboxRewriter in proxy.go), which decodes the RunPodSandboxRequest
-// (unknown fields survive re-encoding), rewrites it (sandbox.go) and
-// returns it; the relay sends it on within the runtime's windows, with
-// flow control kept exact (see pkg/h2relay). An unchanged request is sent
-// on as the original bytes. A rejected one is answered with a trailers-only
-// response that leaves the HPACK dynamic table untouched, and the
-// runtime's stream is reset. A request that is not one uncompressed gRPC
-// message is a bad request under the failure policy. The response is never
-// decoded. The relay reports each call's method and status, which the
-// shim counts (dnsconfigurer_cri_calls_total, "other" for methods cri-api
-// does not have).
+// directions: every method of RuntimeService and ImageService, streams such
+// as GetContainerEvents, methods and services this build does not know, and
+// with them status codes, details, metadata, deadlines, SETTINGS, PING and
+// GOAWAY. Nothing is ever answered Unimplemented by the shim. The relay
+// holds the request of RunPodSandbox only. kubelet gets its flow-control
+// credit back at once, so a request larger than a window does not stall. The
+// relay hands the message to the shim's rewriter (sandboxRewriter in
+// proxy.go). The rewriter decodes the RunPodSandboxRequest (unknown fields
+// survive re-encoding), rewrites it (sandbox.go) and returns it. The relay
+// sends it on within the runtime's windows, with flow control kept exact
+// (see pkg/h2relay). An unchanged request is sent on as the original bytes.
+// A rejected one is answered with a trailers-only response that leaves the
+// HPACK dynamic table untouched, and the runtime's stream is reset. A
+// request that is not one uncompressed gRPC message is a bad request under
+// the failure policy. The response is never decoded. The relay reports each
+// call's method and status, which the shim counts
+// (dnsconfigurer_cri_calls_total, "other" for methods cri-api does not
+// have).
 //
 // Why a frame relay: a gRPC server plus client in the middle adds two
-// HTTP/2 stacks to every call (measured: +160 µs on Version, +380 µs on
-// ListContainers with 200 containers, against real containerd); the relay
-// adds a few microseconds more than a process that only copies bytes
-// (BenchmarkShimOverhead in test/e2e/shim measures both).
+// HTTP/2 stacks to every call. Measured against real containerd, that is
+// +160 µs on Version and +380 µs on ListContainers with 200 containers.
+// The relay adds a few microseconds more than a process that only copies
+// bytes (BenchmarkShimOverhead in test/e2e/shim measures both).
 //
 // # The rewrite
 //
@@ -48,10 +50,11 @@
 // dns_config is replaced by the engine's result; the hostname is replaced
 // only with facts from the API server and never for a host-network sandbox.
 //
-// Limits: LimitsTrim trims as kubelet does (Warning Event DNSConfigForming
-// on the pod through a podfacts.EventSink when an API server is configured, a log
-// line, dnsconfigurer_cri_limit_exceeded_total); LimitsReject fails the call
-// with InvalidArgument naming the limit, the pod and the values over it.
+// Limits: LimitsTrim trims as kubelet does. It logs a line, counts
+// dnsconfigurer_cri_limit_exceeded_total and, when an API server is
+// configured, posts a Warning Event DNSConfigForming on the pod through a
+// podfacts.EventSink. LimitsReject fails the call with InvalidArgument
+// naming the limit, the pod and the values over it.
 //
 // Failure policy: on an internal error (a malformed request, an unusable
 // host resolver config, an engine error, a panic) FailOpen forwards
@@ -74,22 +77,15 @@
 // socket, refuses a path a live process serves, and creates the socket with
 // mode 0660.
 //
+// WithMaxConns bounds the client connections: 4096 by default, and at
+// most ConnBudget of the open-file limit. Past it the longest idle one is
+// evicted with GOAWAY. A new one is refused only when every one has a call
+// in flight.
+//
 // # Metrics
 //
-// dnsconfigurer_cri_calls_total{method,code},
-// dnsconfigurer_cri_call_duration_seconds{method},
-// dnsconfigurer_cri_sandboxes_total{source,outcome},
-// dnsconfigurer_cri_rewrite_errors_total{reason},
-// dnsconfigurer_cri_limit_exceeded_total{limit,action},
-// dnsconfigurer_cri_pod_lookups_total{result},
-// dnsconfigurer_cri_rewrite_duration_seconds and
-// dnsconfigurer_cri_runtime_connected, dnsconfigurer_cri_connections,
-// dnsconfigurer_cri_connections_evicted_total and
-// dnsconfigurer_cri_connections_refused_total (at most WithMaxConns client
-// connections, 4096 by default and at most ConnBudget of the open-file
-// limit; past it the longest idle one is evicted with GOAWAY, and a new
-// one is refused only when every one has a call in flight), registered on
-// the Registerer given with WithRegistry.
+// The dnsconfigurer_cri_* series are registered on the Registerer given
+// with WithRegistry. README.md, "Metrics", lists them.
 //
 // The pod lookup, the inverse, the Events and the limits verdict are
 // pkg/podfacts', which the NRI plugin (pkg/nriplugin) uses too, so that

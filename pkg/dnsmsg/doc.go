@@ -1,6 +1,5 @@
 // Package dnsmsg holds the DNS message rules that the cluster DNS server
-// (pkg/clusterdns) and the node-local stage (pkg/nodelocal) share, so that
-// each is written once:
+// (pkg/clusterdns) and the node-local stage (pkg/nodelocal) share:
 //
 //   - EDNSSize, the EDNS0 UDP payload size both advertise, in their replies
 //     and in the queries they send upstream;

@@ -31,21 +31,20 @@
 // # Metrics
 //
 // The Server counts every query it answers, from its wire form or through
-// ServeDNS, before the reply leaves, with the information of CoreDNS's
-// coredns_dns_* families: dnsconfigurer_dnsserver_requests_total{zone,
+// ServeDNS, before the reply leaves. The families carry the information of
+// CoreDNS's coredns_dns_* ones: dnsconfigurer_dnsserver_requests_total{zone,
 // proto,family,type}, _responses_total{zone,rcode},
 // _request_duration_seconds{zone,type}, _request_size_bytes{zone,proto},
 // _response_size_bytes{zone,proto}; with _panics_total, _udp_dropped_total,
 // _tcp_refused_total, _tcp_connections and _lameduck, every series labelled
 // server=Server.Name when set. The label values are bounded: zone is the
-// closest of Server.Zones containing the name or "."; type one of
-// CoreDNS's monitored types (A, AAAA, CNAME, MX, NS, PTR, SOA, SRV, TXT,
-// HTTPS, SVCB, DS, DNSKEY, RRSIG, NSEC, NSEC3, IXFR, AXFR, ANY) or "other";
-// rcode a name or "other"; proto udp or tcp; family 1 or 2. Counting is a
-// few atomic adds in arrays indexed by those values, read at scrape time,
-// with no allocation (BenchmarkCountWire, TestCountingAllocatesNothing).
-// The cluster zone's own metrics (records, autopath, namespaces) are
-// pkg/clusterdns's.
+// closest of Server.Zones containing the name or "."; type one of CoreDNS's
+// monitored types (A, AAAA, CNAME, MX, NS, PTR, SOA, SRV, TXT, HTTPS, SVCB,
+// DS, DNSKEY, RRSIG, NSEC, NSEC3, IXFR, AXFR, ANY) or "other"; rcode a name
+// or "other"; proto udp or tcp; family 1 or 2. Counting is a few atomic adds
+// in arrays indexed by those values, read at scrape time, with no allocation
+// (BenchmarkCountWire, TestCountingAllocatesNothing). The cluster zone's own
+// metrics (records, autopath, namespaces) are pkg/clusterdns's.
 //
 // The DNS adapters (this package, pkg/clusterdns, pkg/dnsmsg, pkg/forward,
 // pkg/dnscache, pkg/hosts, pkg/nodelocal, and cmd) import miekg/dns; the

@@ -104,7 +104,7 @@ type Config struct {
 	LoopOptionCode uint16
 	// RelayOptions are the codes of the client's EDNS0 options sent on
 	// upstream; every other option of the query is dropped (see the
-	// package doc, "Options"). Loop markers (LoopOptionCode) are always
+	// package README, "Options"). Loop markers (LoopOptionCode) are always
 	// relayed. node-local relays its autopath option to the cluster DNS;
 	// the cluster DNS relays none.
 	RelayOptions []uint16

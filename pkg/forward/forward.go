@@ -37,7 +37,7 @@ func (s StaticUpstreams) Upstreams() []string { return s }
 // logEvery is how often forward errors are logged per upstream at most.
 const logEvery = 10 * time.Second
 
-// Forwarder sends queries to upstream servers; see the package doc for its
+// Forwarder sends queries to upstream servers; README.md gives its
 // behaviour and limits. Its methods are safe for concurrent use.
 type Forwarder struct {
 	cfg    Config

@@ -1,6 +1,9 @@
-// Package fqdn derives a pod's hostname, domain and kernel nodename exactly as
-// kubelet v1.36 does (GeneratePodHostNameAndDomain, GetNodenameForKernel), and
-// holds the RFC 1123 name checks the API server applies to those fields.
+// Package fqdn derives a pod's hostname, domain and kernel nodename exactly
+// as kubelet v1.36 does.
+//
+// The kubelet functions are GeneratePodHostNameAndDomain and
+// GetNodenameForKernel. The package also holds the RFC 1123 name checks the
+// API server applies to those fields.
 //
 // It is pure: standard library only, no client-go, gRPC, DNS library or
 // logger. Everything kubelet only logs (a truncated hostname) is returned as a

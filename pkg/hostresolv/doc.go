@@ -1,9 +1,11 @@
-// Package hostresolv watches the node's resolver file (kubelet's
-// resolvConf) and keeps a parsed, validated, last-good copy of it in
-// memory, published as immutable Snapshots to subscribers. Parsing and the
-// resolver-config model are pkg/resolvconf's. The package does not import
-// the policy engine: podfacts.HostOf is the engine's view of a snapshot,
-// the one conversion both node agents (the CRI shim, the NRI plugin) use.
+// Package hostresolv watches the node's resolver file (kubelet's resolvConf)
+// and keeps a parsed, validated, last-good copy in memory.
+//
+// It publishes the copy to subscribers as immutable Snapshots. Parsing and
+// the resolver-config model are pkg/resolvconf's. The package does not
+// import the policy engine: podfacts.HostOf is the engine's view of a
+// snapshot, the one conversion both node agents (the CRI shim, the NRI
+// plugin) use.
 //
 // The watcher follows in-place writes, renames over the file, delete and
 // re-create, a re-pointed symlink and changes of the symlink's target (it

@@ -6,23 +6,23 @@
 // builds the forwarders and the Handler, serves it on a dnsserver.Server
 // and /metrics, and stops them in reverse order.
 //
-// For every query it answers from a pkg/dnscache Cache (Config.Cache: the
-// byte bounds of answers and denials, TTL caps 30 s and 5 s by default
-// (dnscache's, which are api/v1alpha1's),
-// serve-stale and prefetch when asked; see pkg/dnscache for the rules and
-// its memory bound) or forwards it once, however many identical questions
-// are in flight (request coalescing), through an Exchanger: the Stage gives
-// it a forward.Router that sends names in the cluster zone, ap.k8s.io and
-// the reverse zones to the cluster DNS over TCP (a Service of the cluster
-// DNS pods of its own, node-cache's kube-dns-upstream) and every other name
-// to the node's nameservers (the watched resolv.conf), each through a
-// pkg/forward Forwarder (health checks, failfast, connection reuse,
-// max_concurrent). An upstream that fails is SERVFAIL, or a stale answer
-// when serve-stale is on. The query sent upstream is made afresh, without
-// the client's EDNS0 options, but the cache asks the Exchanger's
-// CheckLoop (dnscache.LoopChecker) about the client's query first: one that
-// came back round a forwarding loop with the stage's own marker is
-// SERVFAIL at once (TestLoopBack).
+// Every query is answered from a pkg/dnscache Cache or forwarded once,
+// however many identical questions are in flight (request coalescing).
+// Config.Cache sets the byte bounds of answers and denials, the TTL caps
+// (30s and 5s by default: dnscache's, which are api/v1alpha1's), and
+// serve-stale and prefetch when asked; pkg/dnscache's README gives the rules
+// and its memory bound. Queries go upstream through an Exchanger. The Stage
+// gives it a forward.Router, which sends names in the cluster zone,
+// ap.k8s.io and the reverse zones to the cluster DNS over TCP. That is a
+// Service of the cluster DNS pods of its own, node-cache's
+// kube-dns-upstream. Every other name goes to the node's nameservers (the
+// watched resolv.conf). Each route is a pkg/forward Forwarder (health
+// checks, failfast, connection reuse, max_concurrent). An upstream that
+// fails is SERVFAIL, or a stale answer when serve-stale is on. The query
+// sent upstream is made afresh, without the client's EDNS0 options. But the
+// cache first asks the Exchanger's CheckLoop (dnscache.LoopChecker) about
+// the client's query. One that came back round a forwarding loop with the
+// stage's own marker is SERVFAIL at once (TestLoopBack).
 //
 // Cache hits over UDP are answered from their wire form: Handler
 // implements dnsserver.WireAnswerer, so the server's UDP reader hands it

@@ -18,7 +18,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
-// Exchanger sends a query upstream (dnsserver.Forwarder implements it).
+// Exchanger sends a query upstream (forward.Forwarder implements it).
 type Exchanger interface {
 	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
 }

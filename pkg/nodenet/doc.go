@@ -1,7 +1,9 @@
 // Package nodenet sets up, keeps and removes what the node-local DNS stage
-// needs on the node in transparent mode (NodeLocal DNSCache's node-cache
-// does the same): its local addresses on an interface, and rules that take
-// DNS to and from those addresses out of connection tracking.
+// needs on the node in transparent mode.
+//
+// That is its local addresses on an interface, and rules that take DNS to
+// and from those addresses out of connection tracking. NodeLocal DNSCache's
+// node-cache does the same.
 //
 // Addresses. With SetupInterface, every Config.IPs address is put on
 // Config.Interface ("nodelocaldns"), a dummy device made for it; on a kernel
@@ -38,16 +40,17 @@
 // input by default must allow port 53 to the addresses itself.
 //
 // Lifecycle (Manager): Prepare takes the node's lease (a shared flock on
-// Config.LockFile), removes a notrack table left by an instance that did
-// not stop when no other instance runs (not with SkipTeardown), and puts the addresses in place
-// before the stage binds them; EnsureNotrack installs the table once the
-// stage serves (so a stage that fails to start never captures the Service
-// IP); Keep re-checks both every Config.Interval and repairs what was
-// removed (counted); on stop, Teardown removes the table first (so the
-// Service IP falls back to the cluster DNS through kube-proxy while the
-// stage still answers its lameduck) and then the addresses, unless
-// SkipTeardown is set or another instance holds the lease (a DaemonSet
-// surge: the new instance keeps the setup it shares).
+// Config.LockFile). When no other instance runs (and not with SkipTeardown),
+// it removes a notrack table left by an instance that did not stop. It then
+// puts the addresses in place before the stage binds them. EnsureNotrack
+// installs the table once the stage serves, so a stage that fails to start
+// never captures the Service IP. Keep re-checks both every Config.Interval
+// and repairs what was removed (counted). On stop, Teardown removes the
+// table first, so the Service IP falls back to the cluster DNS through
+// kube-proxy while the stage still answers its lameduck. Then it removes the
+// addresses. It does neither when SkipTeardown is set or another instance
+// holds the lease (a DaemonSet surge: the new instance keeps the setup it
+// shares).
 //
 // A process that is killed (SIGKILL, an OOM kill: no preStop hook runs)
 // leaves everything in place: the Service IP stays captured, and a pod's

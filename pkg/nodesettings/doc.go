@@ -1,7 +1,8 @@
-// Package nodesettings is the contract of GET /node-settings, served by the
-// node agents (`dnsconfigurer shim`, `dnsconfigurer nri`) on their metrics
-// listener and read by `dnsconfigurer explain`: the settings the agent's
-// policy engine runs with and the node resolver config it currently uses.
+// Package nodesettings is the contract of GET /node-settings: a node agent's
+// policy engine settings and the node resolver config it uses.
+//
+// The node agents (`dnsconfigurer shim`, `dnsconfigurer nri`) serve it on
+// their metrics listener. `dnsconfigurer explain` reads it.
 //
 // It holds the JSON type, the conversions from the agent's config and host
 // snapshot, and back to the engine's input, so the server and the reader

@@ -1,5 +1,5 @@
-// Package podfacts is what the node agents, the CRI shim and the NRI
-// plugin, know of a pod and how they report on it.
+// Package podfacts is what the node agents (the CRI shim and the NRI plugin)
+// know of a pod, and how they report on it.
 //
 // Both agents decide a pod's DNS the same way because both take their
 // facts from here. pkg/cri and pkg/nriplugin are siblings: each imports

@@ -1,9 +1,12 @@
-// Package policy is dnsconfigurer's pod DNS engine: from a pod's DNS fields,
-// the node's DNS settings and the node's resolver config it computes the
-// pod's nameservers, search list, options, hostname and FQDN with kubelet
-// v1.36's exact semantics (pkg/kubelet/network/dns), plus the
-// ClusterFirstWithAutopath policy of the KEP "DNS Autopath in PodSpec", and it
-// validates the same fields as the API server does.
+// Package policy is dnsconfigurer's pod DNS engine: it computes a pod's
+// nameservers, search list, options, hostname and FQDN as kubelet v1.36
+// does.
+//
+// Its inputs are the pod's DNS fields, the node's DNS settings and the
+// node's resolver config. It follows kubelet's semantics exactly
+// (pkg/kubelet/network/dns). It adds the ClusterFirstWithAutopath policy of
+// the KEP "DNS Autopath in PodSpec". It validates the same fields as the API
+// server does.
 //
 // It owns kubelet's rules once for every adapter: the ClusterFirst search
 // shape (ClusterSearches, NamespaceSearch), the limits (Max*), the autopath

@@ -116,7 +116,7 @@ func (e *Engine) Compute(in Input, host Host) (Result, error) {
 
 // compute is Compute, recording its decisions in t unless t is nil.
 func (e *Engine) compute(in Input, host Host, t *Trace) (Result, error) {
-	// kubelet reads the node file before it looks at the policy (S1).
+	// kubelet reads the node file before it looks at the policy.
 	if host.Err != nil {
 		err := fmt.Errorf("%w: %w", ErrHostConfig, host.Err)
 		if t != nil {

@@ -1,7 +1,8 @@
-// Package bench runs `dnsconfigurer serve` (the cluster DNS, and the
-// node-local stage with --mode node-local) and CoreDNS 1.15 side by side on
-// 127.0.0.1, as real processes, and measures what issue 15 (and the
-// node-local stage's issue) asks for:
+// Package bench runs `dnsconfigurer serve` and CoreDNS 1.15 side by side on
+// 127.0.0.1, as real processes, and measures them.
+//
+// It runs the cluster DNS, and the node-local stage with --mode node-local.
+// It measures what issue 15 (and the node-local stage's issue) asks for:
 //
 //   - TestSideBySide: queries per second, latency percentiles and CPU time
 //     per answer for one cached external name, dnsconfigurer's forwarder and

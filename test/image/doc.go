@@ -1,16 +1,18 @@
-// Package image tests the image users deploy, end to end: hack/build-image
-// builds one archive with an image index for linux/amd64 and linux/arm64,
-// twice (the archives and their SBOMs must be byte-identical); the test
-// lists the archive as ctr and docker read it, checks each platform's
-// files, config and binary, the SBOM against `go version -m` of the
-// binary and the version against the go command's own stamp; skopeo
-// (containers/image) reads it as a docker-save archive by each tag and as an
-// OCI archive; then, as
-// root with containerd installed (see test/e2e/containerd), it imports the
-// archive with `ctr images import` into a harness containerd, runs
-// `dnsconfigurer render` in a container of the host's image as the image's
-// non-root user, and imports every platform to read the other platform's
-// config from containerd's content store.
+// Package image tests the image users deploy, end to end.
+//
+// The script hack/build-image builds one archive with an image index for
+// linux/amd64 and linux/arm64, twice. The archives and their SBOMs must be
+// byte-identical. The test lists the archive as ctr and docker read it. It
+// checks each platform's files, config and binary, the SBOM against `go
+// version -m` of the binary, and the version against the go command's own
+// stamp. skopeo (containers/image) reads the archive as a docker-save
+// archive by each tag and as an OCI archive.
+//
+// Then, as root with containerd installed (see test/e2e/containerd), it
+// imports the archive with `ctr images import` into a harness containerd. It
+// runs `dnsconfigurer render` in a container of the host's image as the
+// image's non-root user. It imports every platform to read the other
+// platform's config from containerd's content store.
 //
 // The image builder itself, and the Dockerfile's agreement with it, are
 // tested in internal/imagebuild.

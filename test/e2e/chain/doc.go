@@ -1,9 +1,11 @@
 // Package chain is the end-to-end test of the whole dnsconfigurer chain on
-// one machine (issue 9): a real containerd (test/e2e/containerd) behind the
+// one machine (issue 9).
+//
+// The chain is a real containerd (test/e2e/containerd) behind the
 // `dnsconfigurer shim` binary, the cluster DNS (`dnsconfigurer serve` on
 // 10.96.0.10) and the node-local stage (`serve --mode node-local` on
-// 169.254.20.10), all started from the built binary inside the harness's
-// network namespace, and two upstream stubs (192.0.2.53, 192.0.2.54) served
+// 169.254.20.10). All are started from the built binary inside the harness's
+// network namespace. Two upstream stubs (192.0.2.53, 192.0.2.54) are served
 // in-process on sockets bound in that namespace.
 //
 // Pods of each dnsPolicy are started through the shim with the sandbox

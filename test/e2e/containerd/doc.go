@@ -1,7 +1,9 @@
-// Package containerd runs a real containerd, with its CRI plugin, runc and
-// a CNI bridge, for end-to-end tests of dnsconfigurer's CRI shim and of the
-// full chain. Nothing is mocked and nothing is pulled: the pause and test
-// images are built from test/e2e/images and packed as OCI tarballs here.
+// Package containerd runs a real containerd, with its CRI plugin, runc and a
+// CNI bridge, for end-to-end tests.
+//
+// The tests are those of dnsconfigurer's CRI shim and of the full chain.
+// Nothing is mocked and nothing is pulled: the pause and test images are
+// built from test/e2e/images and packed as OCI tarballs here.
 //
 // Start(t, Options{}) creates a network namespace "dnscfg-e2e-<random>"
 // holding only loopback and the pod bridge (dnscfg0, BridgeAddr on

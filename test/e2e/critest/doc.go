@@ -1,8 +1,9 @@
 // Package critest runs cri-tools' critest, the CRI validation suite every
-// container runtime passes, against the harness's containerd
-// (test/e2e/containerd) three ways: straight to containerd, through the
-// real `dnsconfigurer shim` binary, and (containerd 2.x) with the real
-// `dnsconfigurer nri` plugin attached.
+// container runtime passes, against the harness's containerd three ways.
+//
+// The harness is test/e2e/containerd. The three ways are straight to
+// containerd, through the real `dnsconfigurer shim` binary, and (containerd
+// 2.x) with the real `dnsconfigurer nri` plugin attached.
 //
 // Straight to containerd every spec runs, and exactly the skip list
 // (`skipped`, each entry with its reason) must fail: an entry that passes

@@ -1,5 +1,6 @@
-// Package netns gives tests a network namespace of their own: servers bind
-// inside it through Do, and commands run inside it with Exec, where
+// Package netns gives tests a network namespace of their own.
+//
+// Servers bind inside it through Do. Commands run inside it with Exec, where
 // /etc/resolv.conf is the file set by SetResolvConf (ip netns exec
 // bind-mounts /etc/netns/<name>/resolv.conf over it). Nothing in the
 // namespace can reach the host's network.

@@ -1,9 +1,12 @@
-// Command kubeletdns runs kubelet's own pod DNS code
-// (k8s.io/kubernetes/pkg/kubelet/network/dns, Configurer.GetPodDNS) over a
-// table of hand-written cases and a fixed-seed set of pseudo-random ones, and
-// writes what kubelet returned as plain JSON. pkg/policy tests its engine and
-// the engine's inverse against that file (pkg/policy/testdata/kubelet-outputs.json)
-// without importing any k8s.io package.
+// Command kubeletdns runs kubelet's own pod DNS code over a table of cases
+// and writes what kubelet returned as plain JSON.
+//
+// The code is Configurer.GetPodDNS of
+// k8s.io/kubernetes/pkg/kubelet/network/dns. The cases are hand-written ones
+// and a fixed-seed set of pseudo-random ones. pkg/policy tests its engine
+// and the engine's inverse against that file
+// (pkg/policy/testdata/kubelet-outputs.json) without importing any k8s.io
+// package.
 //
 // The generator only builds inputs and records outputs: every server, search
 // and option in the file comes from GetPodDNS. The one change it makes is to
