@@ -1,0 +1,176 @@
+package testkit
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fatalTB records Fatalf instead of ending the test.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic(f)
+}
+
+func TestWaitFor(t *testing.T) {
+	n := 0
+	WaitFor(t, time.Second, func() error {
+		if n++; n < 5 {
+			return fmt.Errorf("n=%d", n)
+		}
+		return nil
+	})
+	if n != 5 {
+		t.Errorf("cond ran %d times, want 5", n)
+	}
+
+	f := &fatalTB{TB: t}
+	start := time.Now()
+	func() {
+		defer func() { _ = recover() }()
+		WaitFor(f, 50*time.Millisecond, func() error { return errors.New("never") })
+	}()
+	if f.msg != "timed out after 50ms: never" {
+		t.Errorf("failure message %q", f.msg)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || d > 2*time.Second {
+		t.Errorf("gave up after %v, want 50ms", d)
+	}
+}
+
+func TestUpstream(t *testing.T) {
+	u := NewUpstream(t, Reply(func(q dns.Question, r *dns.Msg) {
+		if q.Name == "nx.example." {
+			r.Rcode = dns.RcodeNameError
+			return
+		}
+		r.Answer = []dns.RR{A(q.Name, 30, "192.0.2.1")}
+	}))
+	for _, tc := range []struct {
+		net, name string
+		rcode     int
+		answers   int
+	}{
+		{"udp", "web.example.", dns.RcodeSuccess, 1},
+		{"tcp", "web.example.", dns.RcodeSuccess, 1},
+		{"udp", "nx.example.", dns.RcodeNameError, 0},
+	} {
+		c := &dns.Client{Net: tc.net, Timeout: 2 * time.Second}
+		r, _, err := c.Exchange(new(dns.Msg).SetQuestion(tc.name, dns.TypeA), u.Addr)
+		if err != nil || r.Rcode != tc.rcode || len(r.Answer) != tc.answers {
+			t.Errorf("%s %s: %v %v", tc.net, tc.name, r, err)
+		}
+	}
+	if u.Count() != 3 {
+		t.Errorf("count %d, want 3", u.Count())
+	}
+	if q := u.Queries(); len(q) != 3 || q[1].Net != "tcp" || q[2].Msg.Question[0].Name != "nx.example." {
+		t.Errorf("queries %v", q)
+	}
+}
+
+func TestUpstreamSilentAndDelay(t *testing.T) {
+	silent := NewUpstream(t, Silent, UDPOnly())
+	c := &dns.Client{Timeout: 100 * time.Millisecond}
+	if _, _, err := c.Exchange(new(dns.Msg).SetQuestion("a.example.", dns.TypeA), silent.Addr); err == nil {
+		t.Error("a silent upstream answered")
+	}
+	if _, _, err := (&dns.Client{Net: "tcp", Timeout: time.Second}).Exchange(new(dns.Msg).SetQuestion("a.example.", dns.TypeA), silent.Addr); err == nil {
+		t.Error("UDPOnly: TCP answered")
+	}
+
+	slow := NewUpstream(t, Reply(func(dns.Question, *dns.Msg) {}), Delay(200*time.Millisecond))
+	start := time.Now()
+	if _, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion("a.example.", dns.TypeA), slow.Addr); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("answered after %v, want at least the 200ms delay", d)
+	}
+	// Stop ends a held answer at once.
+	slow.SetDelay(time.Hour)
+	asked := make(chan error)
+	go func() {
+		_, _, err := (&dns.Client{Timeout: time.Second}).Exchange(new(dns.Msg).SetQuestion("b.example.", dns.TypeA), slow.Addr)
+		asked <- err
+	}()
+	WaitFor(t, time.Second, func() error {
+		if slow.Count() != 2 {
+			return fmt.Errorf("%d queries", slow.Count())
+		}
+		return nil
+	})
+	start = time.Now()
+	slow.Stop()
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("Stop took %v", d)
+	}
+	if err := <-asked; err == nil {
+		t.Error("a held query was answered after Stop")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kit_total"}, []string{"b", "a"})
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kit_seconds"})
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "kit_up"})
+	reg.MustRegister(c, h, g)
+	c.WithLabelValues("2", "1").Add(3)
+	c.WithLabelValues("4", "3").Add(4)
+	h.Observe(0.5)
+	h.Observe(1)
+	g.Set(1)
+	want := Metrics{`kit_total{a="1",b="2"}`: 3, `kit_total{a="3",b="4"}`: 4, "kit_seconds_count": 2, "kit_seconds_sum": 1.5, "kit_up": 1}
+
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	scraped, err := Scrape(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]Metrics{"Gather": Gather(t, reg), "Scrape": scraped} {
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if s := want.Sum("kit_total"); s != 7 {
+		t.Errorf("Sum = %v, want 7", s)
+	}
+	if !want.Has("kit_up") || want.Has("kit") {
+		t.Error("Has")
+	}
+	bad := httptest.NewServer(http.NotFoundHandler())
+	defer bad.Close()
+	if _, err := Scrape(bad.URL); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("Scrape of a 404: %v", err)
+	}
+}
+
+func TestNode(t *testing.T) {
+	n := Node()
+	n.ClusterDNS[0] = "changed"
+	if Node().ClusterDNS[0] != ClusterDNS || len(Node().NodeLocalDNS) != 0 {
+		t.Errorf("Node shares its slices or has node-local DNS: %+v", Node())
+	}
+	if nl := NodeWithNodeLocal(); len(nl.NodeLocalDNS) != 1 || nl.NodeLocalDNS[0] != NodeLocalDNS {
+		t.Errorf("NodeWithNodeLocal = %+v", nl)
+	}
+}
