@@ -217,3 +217,15 @@ var Silent dns.Handler = dns.HandlerFunc(func(dns.ResponseWriter, *dns.Msg) {})
 func A(name string, ttl uint32, ip string) *dns.A {
 	return &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: net.ParseIP(ip).To4()}
 }
+
+// RefusedAddr is a 127.0.0.1 port with no socket (one just released): a
+// UDP query sent there is refused at once (ICMP port unreachable).
+func RefusedAddr(t testing.TB) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return pc.LocalAddr().String()
+}
