@@ -55,6 +55,19 @@ func TestWaitFor(t *testing.T) {
 	}
 }
 
+func TestWaitEqual(t *testing.T) {
+	n := 0
+	WaitEqual(t, time.Second, "n", func() int { n++; return n }, 3)
+	f := &fatalTB{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		WaitEqual(f, 10*time.Millisecond, "the answer", func() int { return 41 }, 42)
+	}()
+	if f.msg != "timed out after 10ms: the answer = 41, want 42" {
+		t.Errorf("failure message %q", f.msg)
+	}
+}
+
 func TestUpstream(t *testing.T) {
 	u := NewUpstream(t, Reply(func(q dns.Question, r *dns.Msg) {
 		if q.Name == "nx.example." {

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -30,4 +31,16 @@ func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
 		}
 		every = min(2*every, 50*time.Millisecond)
 	}
+}
+
+// WaitEqual is WaitFor for one value: it waits for get to return want, and
+// the failure names what with the last value got.
+func WaitEqual[T comparable](t testing.TB, timeout time.Duration, what string, get func() T, want T) {
+	t.Helper()
+	WaitFor(t, timeout, func() error {
+		if got := get(); got != want {
+			return fmt.Errorf("%s = %v, want %v", what, got, want)
+		}
+		return nil
+	})
 }
