@@ -448,7 +448,7 @@ func (c *counting) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 // the same replies; TCP and other queries reach ServeDNS.
 func TestAnswerWireServer(t *testing.T) {
 	up := startUpstream(t, answerA(300))
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}
