@@ -55,6 +55,19 @@ func TestWaitFor(t *testing.T) {
 	}
 }
 
+func TestWaitEvery(t *testing.T) {
+	var polls []time.Time
+	WaitEvery(t, time.Second, 20*time.Millisecond, func() error {
+		if polls = append(polls, time.Now()); len(polls) < 4 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if d := polls[3].Sub(polls[0]); d < 60*time.Millisecond {
+		t.Errorf("4 polls within %v, want 20ms apart", d)
+	}
+}
+
 func TestWaitEqual(t *testing.T) {
 	n := 0
 	WaitEqual(t, time.Second, "n", func() int { n++; return n }, 3)

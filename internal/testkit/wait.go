@@ -12,8 +12,25 @@ import (
 // t.Fatal itself (for a state that can never come right).
 func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
+	wait(t, timeout, 0, cond)
+}
+
+// WaitEvery is WaitFor polling every interval, for a test that times how
+// long cond took to hold.
+func WaitEvery(t testing.TB, timeout, every time.Duration, cond func() error) {
+	t.Helper()
+	wait(t, timeout, every, cond)
+}
+
+// wait polls every fixed interval, or backing off from 1 ms to 50 ms when
+// fixed is 0.
+func wait(t testing.TB, timeout, fixed time.Duration, cond func() error) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	every := time.Millisecond
+	if fixed > 0 {
+		every = fixed
+	}
 	for {
 		err := cond()
 		if err == nil {
@@ -22,14 +39,10 @@ func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v: %v", timeout, err)
 		}
-		timer := time.NewTimer(every)
-		select {
-		case <-timer.C:
-		case <-t.Context().Done():
-			timer.Stop()
-			t.Fatalf("test ended while waiting: %v", err)
+		<-time.After(every)
+		if fixed == 0 {
+			every = min(2*every, 50*time.Millisecond)
 		}
-		every = min(2*every, 50*time.Millisecond)
 	}
 }
 
