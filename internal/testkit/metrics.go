@@ -31,11 +31,13 @@ func Gather(t testing.TB, g prometheus.Gatherer) Metrics {
 	return flatten(mfs)
 }
 
-// Scrape reads the text exposition at url (http://host:port/metrics). It
-// returns an error rather than failing, so WaitFor can poll a process
-// that is still starting.
-func Scrape(url string) (Metrics, error) {
-	c := &http.Client{Timeout: 5 * time.Second}
+// Scrape reads the text exposition at url (http://host:port/metrics) with
+// c (nil: a plain client with a 5 s timeout). It returns an error rather
+// than failing, so WaitFor can poll a process that is still starting.
+func Scrape(c *http.Client, url string) (Metrics, error) {
+	if c == nil {
+		c = &http.Client{Timeout: 5 * time.Second}
+	}
 	resp, err := c.Get(url)
 	if err != nil {
 		return nil, err
@@ -60,6 +62,20 @@ func ParseText(r io.Reader) (Metrics, error) {
 		mfs = append(mfs, mf)
 	}
 	return flatten(mfs), nil
+}
+
+// Key is the key in Metrics of the series name with labels given as name,
+// value pairs, in any order.
+func Key(name string, labels ...string) string {
+	var pairs []string
+	for i := 0; i+1 < len(labels); i += 2 {
+		pairs = append(pairs, fmt.Sprintf("%s=%q", labels[i], labels[i+1]))
+	}
+	if len(pairs) == 0 {
+		return name
+	}
+	sort.Strings(pairs)
+	return name + "{" + strings.Join(pairs, ",") + "}"
 }
 
 // Sum is the sum over the series of name (name itself, or name{...}).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,29 @@ func TestWaitEvery(t *testing.T) {
 	}
 }
 
+func TestHolds(t *testing.T) {
+	start := time.Now()
+	n := 0
+	Holds(t, 50*time.Millisecond, func() error { n++; return nil })
+	if d := time.Since(start); d < 50*time.Millisecond || n < 3 {
+		t.Errorf("held for %v with %d polls, want 50ms and several", d, n)
+	}
+	f := &fatalTB{TB: t}
+	start = time.Now()
+	func() {
+		defer func() { _ = recover() }()
+		Holds(f, time.Minute, func() error {
+			if time.Since(start) > 20*time.Millisecond {
+				return errors.New("broke")
+			}
+			return nil
+		})
+	}()
+	if f.msg != "within 1m0s: broke" || time.Since(start) > 10*time.Second {
+		t.Errorf("failure %q after %v, want at the first error", f.msg, time.Since(start))
+	}
+}
+
 func TestWaitEqual(t *testing.T) {
 	n := 0
 	WaitEqual(t, time.Second, "n", func() int { n++; return n }, 3)
@@ -78,6 +102,25 @@ func TestWaitEqual(t *testing.T) {
 	}()
 	if f.msg != "timed out after 10ms: the answer = 41, want 42" {
 		t.Errorf("failure message %q", f.msg)
+	}
+}
+
+func TestBufferWaitMatch(t *testing.T) {
+	var b Buffer
+	go fmt.Fprint(&b, "starting\nlisten=127.0.0.1:53\n")
+	if m := b.WaitMatch(t, time.Second, regexp.MustCompile(`listen=(\S+)`), nil); m[1] != "127.0.0.1:53" {
+		t.Errorf("match %q", m)
+	}
+	exited := make(chan struct{})
+	close(exited)
+	f := &fatalTB{TB: t}
+	start := time.Now()
+	func() {
+		defer func() { _ = recover() }()
+		b.WaitMatch(f, time.Minute, regexp.MustCompile(`never`), exited)
+	}()
+	if !strings.HasPrefix(f.msg, `exited before its output matched "never"`) || time.Since(start) > 10*time.Second {
+		t.Errorf("after the writer exited: %q after %v", f.msg, time.Since(start))
 	}
 }
 
@@ -168,7 +211,7 @@ func TestMetrics(t *testing.T) {
 
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
-	scraped, err := Scrape(srv.URL)
+	scraped, err := Scrape(nil, srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +219,9 @@ func TestMetrics(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
+	}
+	if k := Key("kit_total", "b", "2", "a", "1"); want[k] != 3 {
+		t.Errorf("Key = %s, not a key of Gather", k)
 	}
 	if s := want.Sum("kit_total"); s != 7 {
 		t.Errorf("Sum = %v, want 7", s)
@@ -185,7 +231,7 @@ func TestMetrics(t *testing.T) {
 	}
 	bad := httptest.NewServer(http.NotFoundHandler())
 	defer bad.Close()
-	if _, err := Scrape(bad.URL); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, err := Scrape(nil, bad.URL); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("Scrape of a 404: %v", err)
 	}
 }

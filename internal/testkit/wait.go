@@ -57,3 +57,22 @@ func WaitEqual[T comparable](t testing.TB, timeout time.Duration, what string, g
 		return nil
 	})
 }
+
+// Holds polls cond for d, as WaitFor does, and fails t at its first error:
+// for a test that something does not happen.
+func Holds(t testing.TB, d time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	every := time.Millisecond
+	for {
+		if err := cond(); err != nil {
+			t.Fatalf("within %v: %v", d, err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		<-time.After(min(every, left))
+		every = min(2*every, 50*time.Millisecond)
+	}
+}
