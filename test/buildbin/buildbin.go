@@ -60,8 +60,14 @@ func Dnsconfigurer(t testing.TB) string {
 // of TestMain.
 func Main(m *testing.M) int {
 	code := m.Run()
+	Remove()
+	return code
+}
+
+// Remove deletes the binary, for a TestMain that runs the tests otherwise
+// (apiserver.RunTests) and then calls it.
+func Remove() {
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
-	return code
 }
