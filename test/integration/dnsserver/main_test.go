@@ -36,10 +36,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver/store"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 var controlPlane *apiserver.ControlPlane
@@ -49,7 +51,9 @@ func TestMain(m *testing.M) {
 	// which these tests cause on purpose; failures report the requests
 	// themselves (requestLog).
 	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
-	os.Exit(apiserver.RunTests(m, &controlPlane))
+	code := apiserver.RunTests(m, &controlPlane)
+	buildbin.Remove() // TestServeCommand's
+	os.Exit(code)
 }
 
 const (
@@ -135,6 +139,18 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 	return &server{addr: srv.Addrs()[0], handler: h, http: health.Handler(reg, health.Condition(h.Synced, "not synced")), requests: log}
 }
 
+// syncedServer is the frame of most tests: a namespace, the goroutine
+// check, an admin client and a synced server with the admin credentials.
+func syncedServer(t *testing.T, cp *apiserver.ControlPlane) (ns string, client kubernetes.Interface, srv *server) {
+	t.Helper()
+	ns = cp.Namespace(t)
+	checkGoroutines(t)
+	client = newClient(t, cp.Config())
+	srv = startServer(t, cp.Config())
+	srv.waitSynced(t)
+	return ns, client, srv
+}
+
 // readyz returns the status code of the server's /readyz.
 func (s *server) readyz() int {
 	rec := httptest.NewRecorder()
@@ -145,13 +161,12 @@ func (s *server) readyz() int {
 // waitSynced waits for the first full sync.
 func (s *server) waitSynced(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(followBound)
-	for !s.handler.Synced() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not synced after %v; API requests: %v", followBound, s.requests.summary())
+	testkit.WaitFor(t, followBound, func() error {
+		if !s.handler.Synced() {
+			return fmt.Errorf("not synced; API requests: %v", s.requests.summary())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // request is one API request the feed made: its method and path, and the
@@ -211,13 +226,12 @@ func (l *requestLog) count(match func(request) bool) int {
 // waitCount waits until at least n recorded requests match.
 func (l *requestLog) waitCount(t *testing.T, n int, what string, match func(request) bool) {
 	t.Helper()
-	deadline := time.Now().Add(followBound)
-	for l.count(match) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %d requests %s after %v; requests: %v", n, what, followBound, l.summary())
+	testkit.WaitFor(t, followBound, func() error {
+		if l.count(match) < n {
+			return fmt.Errorf("no %d requests %s; requests: %v", n, what, l.summary())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // summary lists the distinct requests, for failure messages.
@@ -274,19 +288,12 @@ func waitAnswer(t *testing.T, addr, name string, qtype uint16, want string) time
 func waitAnswerWithin(t *testing.T, bound time.Duration, addr, name string, qtype uint16, want string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	deadline := start.Add(bound)
-	var got string
-	var err error
-	for {
-		got, err = ask(addr, name, qtype, false)
-		if err == nil && got == want {
-			break
+	testkit.WaitEvery(t, bound, pollEvery, func() error {
+		if got, err := ask(addr, name, qtype, false); err != nil || got != want {
+			return fmt.Errorf("%s %s: got %q (err %v), want %q", name, dns.TypeToString[qtype], got, err, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s: got %q (err %v), want %q after %v", name, dns.TypeToString[qtype], got, err, want, bound)
-		}
-		time.Sleep(pollEvery)
-	}
+		return nil
+	})
 	took := time.Since(start)
 	if got, err := ask(addr, name, qtype, true); err != nil || got != want {
 		t.Fatalf("%s %s over TCP: got %q (err %v), want %q", name, dns.TypeToString[qtype], got, err, want)

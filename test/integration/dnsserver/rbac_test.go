@@ -244,13 +244,7 @@ func TestRBAC(t *testing.T) {
 		client := newClient(t, cp.Config())
 		srv := startServer(t, cfg)
 		srv.waitSynced(t)
-		s, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "web"},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := createService(t, client, ns, "web", corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}})
 		waitAnswer(t, srv.addr, "web."+ns+".svc."+zone, dns.TypeA, "NOERROR A "+s.Spec.ClusterIP)
 		if srv.readyz() != http.StatusOK {
 			t.Errorf("/readyz %d after sync", srv.readyz())
