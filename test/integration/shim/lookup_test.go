@@ -226,18 +226,33 @@ func TestPodOnAnotherNode(t *testing.T) {
 	}
 }
 
-// startedLookup is a PodLookup that reports each lookup as it starts.
-type startedLookup struct {
+// waitingLookup is a PodLookup that reports each lookup that missed the
+// pod and waits for it.
+type waitingLookup struct {
 	cri.PodLookup
-	started chan string // the uid, when a lookup starts
+	waiting chan string // the uid, when a lookup waits
 }
 
-func (l startedLookup) Pod(ctx context.Context, uid string) (policy.Input, bool) {
-	select {
-	case l.started <- uid:
-	default:
-	}
-	return l.PodLookup.Pod(ctx, uid)
+func (l waitingLookup) Pod(ctx context.Context, uid string) (policy.Input, bool) {
+	return l.PodLookup.Pod(&waitCtx{Context: ctx, wait: func() {
+		select {
+		case l.waiting <- uid:
+		default:
+		}
+	}}, uid)
+}
+
+// waitCtx calls wait the first time Done is asked for: the informer's
+// lookup asks only to wait, once it has missed the pod.
+type waitCtx struct {
+	context.Context
+	once sync.Once
+	wait func()
+}
+
+func (c *waitCtx) Done() <-chan struct{} {
+	c.once.Do(c.wait)
+	return c.Context.Done()
 }
 
 // TestPodBoundAfterSandboxCall: a sandbox whose pod the informer has not
@@ -250,10 +265,10 @@ func TestPodBoundAfterSandboxCall(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	ns := cp.Namespace(t)
 	checkGoroutines(t)
-	started := make(chan string, 1)
+	waiting := make(chan string, 1)
 	const timeout = 20 * time.Second
 	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout, lookup: func(p cri.PodLookup) cri.PodLookup {
-		return startedLookup{PodLookup: p, started: started}
+		return waitingLookup{PodLookup: p, waiting: waiting}
 	}})
 	eng := newEngine(t)
 	admin := newClient(t, cp.Config())
@@ -278,16 +293,13 @@ func TestPodBoundAfterSandboxCall(t *testing.T) {
 		took = time.Since(start)
 	})
 	select {
-	case uid := <-started:
+	case uid := <-waiting:
 		if uid != string(pod.UID) {
-			t.Errorf("lookup started for uid %s, want %s", uid, pod.UID)
+			t.Errorf("lookup waiting for uid %s, want %s", uid, pod.UID)
 		}
 	case <-time.After(waitBound):
-		t.Fatal("the shim did not look the pod up")
+		t.Fatal("the shim's lookup did not miss the pod and wait")
 	}
-	// The lookup is waiting now; give it a moment more to be sure it has
-	// missed the pod once.
-	time.Sleep(200 * time.Millisecond)
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},

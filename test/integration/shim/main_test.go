@@ -19,7 +19,6 @@
 package shim_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -45,17 +44,21 @@ import (
 	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 var controlPlane *apiserver.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, &controlPlane))
+	code := apiserver.RunTests(m, &controlPlane)
+	buildbin.Remove() // the shim command's
+	os.Exit(code)
 }
 
 const (
@@ -74,7 +77,7 @@ const (
 
 // testNode is the node's kubelet DNS settings, given to the shim and used
 // to compute what kubelet would send.
-var testNode = policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeLocalDNS: []string{"169.254.20.10"}}
+var testNode = testkit.NodeWithNodeLocal()
 
 // testHost is the engine's view of hostResolvConf.
 var testHost = policy.Host{Nameservers: []string{"192.0.2.53", "192.0.2.54"}, Searches: []string{"corp.example"}, Options: []string{"timeout:2"}}
@@ -228,7 +231,7 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 	if err := os.WriteFile(resolv, []byte(hostResolvConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	requests := &requestLog{}
 	t.Cleanup(func() {
@@ -305,42 +308,18 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 // waitSynced waits for the informer's first list.
 func (s *shim) waitSynced(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(waitBound)
-	for !s.informer.HasSynced() {
-		if time.Now().After(deadline) {
-			t.Fatalf("pod informer not synced after %v", waitBound)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitEqual(t, waitBound, "pod informer synced", s.informer.HasSynced, true)
 }
 
-// counter returns the value of the counter name with the given labels, 0
-// when the series does not exist.
+// counter returns the value of the series name with exactly labels, 0
+// when there is none.
 func (s *shim) counter(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := s.reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
+	var pairs []string
+	for k, v := range labels {
+		pairs = append(pairs, k, v)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
+	return testkit.Gather(t, s.reg)[testkit.Key(name, pairs...)]
 }
 
 // request is one API request of the shim: method, path and query, and the
@@ -408,24 +387,6 @@ func (t *loggingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (t *loggingTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // createPod creates pod in ns through the API and returns it as stored
 // (with its UID and defaults).
@@ -505,17 +466,15 @@ func podEvents(client kubernetes.Interface, ns string, uid string) ([]corev1.Eve
 // them, and returns them; it fails the test after bound.
 func waitEvents(t *testing.T, client kubernetes.Interface, ns, uid string, bound time.Duration, done func([]corev1.Event) bool) []corev1.Event {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		evs, err := podEvents(client, ns, uid)
-		if err == nil && done(evs) {
-			return evs
+	var evs []corev1.Event
+	testkit.WaitFor(t, bound, func() error {
+		var err error
+		if evs, err = podEvents(client, ns, uid); err != nil || !done(evs) {
+			return fmt.Errorf("events of pod %s (uid %s): %v (err %v)", ns, uid, summarize(evs), err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events of pod %s (uid %s) after %v: %v (err %v)", ns, uid, bound, summarize(evs), err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return evs
 }
 
 // summarize renders Events as "type reason xcount: message" for messages.
