@@ -133,3 +133,21 @@ func flatten(mfs []*dto.MetricFamily) Metrics {
 	}
 	return out
 }
+
+// GetOK is nil when GET url with c (nil: a plain client with a 5 s
+// timeout) answers 200, such as a /readyz; else the error or the status.
+func GetOK(c *http.Client, url string) error {
+	if c == nil {
+		c = &http.Client{Timeout: 5 * time.Second}
+	}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return nil
+}

@@ -234,6 +234,12 @@ func TestMetrics(t *testing.T) {
 	if _, err := Scrape(nil, bad.URL); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("Scrape of a 404: %v", err)
 	}
+	if err := GetOK(nil, bad.URL); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("GetOK of a 404: %v", err)
+	}
+	if err := GetOK(nil, srv.URL); err != nil {
+		t.Errorf("GetOK: %v", err)
+	}
 }
 
 func TestNode(t *testing.T) {

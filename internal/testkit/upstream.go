@@ -21,6 +21,8 @@ type Upstream struct {
 
 	h       dns.Handler
 	delay   atomic.Int64 // nanoseconds before each answer
+	count   atomic.Int64
+	record  bool
 	mu      sync.Mutex
 	queries []Query
 	servers []*dns.Server
@@ -37,11 +39,12 @@ type Query struct {
 }
 
 type upstreamConfig struct {
-	addr     string
-	nets     []string
-	listenIn func(func() error) error
-	tune     func(*dns.Server)
-	delay    time.Duration
+	addr      string
+	nets      []string
+	listenIn  func(func() error) error
+	tune      func(*dns.Server)
+	delay     time.Duration
+	countOnly bool
 }
 
 // UpstreamOption changes how NewUpstream listens.
@@ -63,6 +66,9 @@ func ListenIn(do func(func() error) error) UpstreamOption {
 // timeouts).
 func Tune(f func(*dns.Server)) UpstreamOption { return func(c *upstreamConfig) { c.tune = f } }
 
+// CountOnly keeps no query, only their count: for load tests.
+func CountOnly() UpstreamOption { return func(c *upstreamConfig) { c.countOnly = true } }
+
 // Delay holds every answer for d (SetDelay changes it later).
 func Delay(d time.Duration) UpstreamOption { return func(c *upstreamConfig) { c.delay = d } }
 
@@ -74,7 +80,7 @@ func NewUpstream(t testing.TB, h dns.Handler, opts ...UpstreamOption) *Upstream 
 	for _, o := range opts {
 		o(&c)
 	}
-	u := &Upstream{h: h, done: make(chan struct{})}
+	u := &Upstream{h: h, done: make(chan struct{}), record: !c.countOnly}
 	u.delay.Store(int64(c.delay))
 	var pc net.PacketConn
 	var ln net.Listener
@@ -151,13 +157,16 @@ func listenOnce(addr string, nets []string) (net.PacketConn, net.Listener, error
 }
 
 func (u *Upstream) serve(w dns.ResponseWriter, req *dns.Msg) {
-	q := Query{Msg: req.Copy(), Net: "udp", From: w.RemoteAddr()}
-	if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
-		q.Net = "tcp"
+	if u.record {
+		q := Query{Msg: req.Copy(), Net: "udp", From: w.RemoteAddr()}
+		if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+			q.Net = "tcp"
+		}
+		u.mu.Lock()
+		u.queries = append(u.queries, q)
+		u.mu.Unlock()
 	}
-	u.mu.Lock()
-	u.queries = append(u.queries, q)
-	u.mu.Unlock()
+	u.count.Add(1)
 	if d := time.Duration(u.delay.Load()); d > 0 {
 		timer := time.NewTimer(d)
 		select {
@@ -174,13 +183,9 @@ func (u *Upstream) serve(w dns.ResponseWriter, req *dns.Msg) {
 func (u *Upstream) SetDelay(d time.Duration) { u.delay.Store(int64(d)) }
 
 // Count is the number of queries it got.
-func (u *Upstream) Count() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.queries)
-}
+func (u *Upstream) Count() int { return int(u.count.Load()) }
 
-// Queries are the queries it got, in order.
+// Queries are the queries it got, in order (none with CountOnly).
 func (u *Upstream) Queries() []Query {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -227,5 +232,19 @@ func RefusedAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	defer pc.Close()
+	return pc.LocalAddr().String()
+}
+
+// FreeAddr is a host:port free for both UDP and TCP when called, for a
+// server not started yet (another process may take it in between: that
+// server then fails to start, the test does not pass wrongly).
+func FreeAddr(t testing.TB, host string) string {
+	t.Helper()
+	pc, ln, err := listen(net.JoinHostPort(host, "0"), []string{"udp", "tcp"})
+	if err != nil {
+		t.Fatalf("no port of %s free for UDP and TCP: %v", host, err)
+	}
+	pc.Close()
+	ln.Close()
 	return pc.LocalAddr().String()
 }
