@@ -65,12 +65,7 @@ func TestServeCommand(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	testkit.WaitFor(t, followBound, func() error {
-		if code, body := get("/readyz"); code != http.StatusOK {
-			return fmt.Errorf("/readyz %d: %s", code, body)
-		}
-		return nil
-	})
+	testkit.WaitFor(t, followBound, func() error { return testkit.GetOK(nil, "http://"+metricsAddr+"/readyz") })
 	if _, body := get("/metrics"); !strings.Contains(body, "\ndnsconfigurer_dnsserver_synced 1\n") {
 		t.Errorf("/metrics: no dnsconfigurer_dnsserver_synced 1")
 	}
