@@ -11,7 +11,6 @@ package forwardloop
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -40,28 +39,6 @@ func startServe(t *testing.T, listen, upstream string) *server {
 	return buildbin.StartServe(t, "../../../examples/objects", listen, upstream)
 }
 
-// freePort returns a port free for UDP and TCP on host, for a server not
-// started yet (another process may take it in between: the test then
-// fails to start that server, it does not pass wrongly).
-func freePort(t *testing.T, host string) string {
-	t.Helper()
-	for range 20 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		pc, err := net.ListenPacket("udp", addr)
-		ln.Close()
-		if err == nil {
-			pc.Close()
-			return addr
-		}
-	}
-	t.Fatal("no port free for UDP and TCP")
-	return ""
-}
-
 // ask sends name A over network and returns the reply and how long it took.
 func ask(t *testing.T, network, addr, name string) (*dns.Msg, time.Duration) {
 	t.Helper()
@@ -85,7 +62,7 @@ func ask(t *testing.T, network, addr, name string) (*dns.Msg, time.Duration) {
 // with -v.
 func TestServeForwardingLoop(t *testing.T) {
 	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
-	bAddr := freePort(t, "127.0.0.3")
+	bAddr := testkit.FreeAddr(t, "127.0.0.3")
 	a := startServe(t, "127.0.0.2:0", bAddr)
 	b := startServe(t, bAddr, a.DNS)
 	// Until B serves, A's queries to it are refused: A may rightly mark it
