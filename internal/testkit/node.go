@@ -1,6 +1,12 @@
 package testkit
 
-import "github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+)
 
 // The standard node: kubelet's --cluster-dns and --cluster-domain, and the
 // node-local DNS address (kind and kubeadm defaults).
@@ -21,4 +27,24 @@ func NodeWithNodeLocal() policy.Node {
 	n := Node()
 	n.NodeLocalDNS = []string{NodeLocalDNS}
 	return n
+}
+
+// HostResolvConf is the standard node's own resolv.conf.
+const HostResolvConf = "nameserver 10.233.0.1\nnameserver 10.233.0.2\nsearch host.test corp.test\noptions timeout:2 attempts:3\n"
+
+// NodeFlags are the standard node's flags (render, shim, nri) with
+// resolvConf its resolver file (WriteHostResolvConf).
+func NodeFlags(resolvConf string) []string {
+	return []string{"--cluster-dns", ClusterDNS, "--cluster-domain", ClusterDomain, "--resolv-conf", resolvConf, "--node-local-dns", NodeLocalDNS}
+}
+
+// WriteHostResolvConf writes HostResolvConf to resolv.conf in dir and
+// returns its path.
+func WriteHostResolvConf(t testing.TB, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(path, []byte(HostResolvConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,6 +90,16 @@ func TestHolds(t *testing.T) {
 	}()
 	if f.msg != "within 1m0s: broke" || time.Since(start) > 10*time.Second {
 		t.Errorf("failure %q after %v, want at the first error", f.msg, time.Since(start))
+	}
+}
+
+func TestPoll(t *testing.T) {
+	start, n := time.Now(), 0
+	if !Poll(time.Second, 10*time.Millisecond, func() bool { n++; return n == 3 }) || time.Since(start) < 30*time.Millisecond {
+		t.Errorf("Poll: %d calls in %v, want true after 3 intervals", n, time.Since(start))
+	}
+	if Poll(30*time.Millisecond, 10*time.Millisecond, func() bool { return false }) {
+		t.Error("Poll of a condition that never holds = true")
 	}
 }
 
@@ -250,5 +261,12 @@ func TestNode(t *testing.T) {
 	}
 	if nl := NodeWithNodeLocal(); len(nl.NodeLocalDNS) != 1 || nl.NodeLocalDNS[0] != NodeLocalDNS {
 		t.Errorf("NodeWithNodeLocal = %+v", nl)
+	}
+	path := WriteHostResolvConf(t, t.TempDir())
+	if b, err := os.ReadFile(path); err != nil || string(b) != HostResolvConf {
+		t.Errorf("WriteHostResolvConf: %q %v", b, err)
+	}
+	if f := NodeFlags(path); len(f) != 8 || f[5] != path {
+		t.Errorf("NodeFlags = %q", f)
 	}
 }

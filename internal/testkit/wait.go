@@ -76,3 +76,17 @@ func Holds(t testing.TB, d time.Duration, cond func() error) {
 		every = min(2*every, 50*time.Millisecond)
 	}
 }
+
+// Poll calls cond every interval, the first time one interval from now,
+// until it returns true or timeout passes, and reports whether it did: for
+// a wait that may end unmet without failing, such as counters settling.
+func Poll(timeout, every time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		<-time.After(every)
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
