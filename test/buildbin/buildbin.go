@@ -12,7 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Package is the import path of the command.
@@ -69,5 +71,20 @@ func Main(m *testing.M) int {
 func Remove() {
 	if dir != "" {
 		os.RemoveAll(dir)
+	}
+}
+
+// Terminate stops a process as kubelet does: SIGTERM, then SIGKILL if it
+// has not exited (exited closed) within grace. It reports whether it had
+// to kill.
+func Terminate(p *os.Process, exited <-chan struct{}, grace time.Duration) (killed bool) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return false
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-exited
+		return true
 	}
 }

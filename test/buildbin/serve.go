@@ -105,7 +105,7 @@ func StartServeArgs(t *testing.T, listen string, args ...string) *Serve {
 // Metric is the sum of the series of name on the process's /metrics.
 func (s *Serve) Metric(t *testing.T, name string) float64 {
 	t.Helper()
-	m, err := testkit.Scrape(nil, "http://" + s.Metrics + "/metrics")
+	m, err := testkit.Scrape(nil, "http://"+s.Metrics+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
