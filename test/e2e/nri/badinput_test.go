@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
@@ -35,12 +36,9 @@ const failOpen = `level=ERROR msg="cannot compute the pod's DNS; container creat
 // errors_total{stage="facts"} and containers_total{result="unchanged"}
 // each. A sound pod afterwards still gets the plugin's file.
 func TestCorruptSandboxFile(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	base := testPods()[0] // cluster-first
 	tests := []struct {
@@ -107,7 +105,7 @@ func TestCorruptSandboxFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := nriplugin.Header(sound.Namespace, sound.Name) + containerd.ResolvConfFor(render(t, sound).dns())
+	want := adjusted(t, sound)
 	if got, err := c.ResolvConf(ctx, ctr.ID); err != nil || got != want {
 		t.Errorf("sound pod after the corrupt ones: /etc/resolv.conf = %q, %v; want %q", got, err, want)
 	}
@@ -135,7 +133,7 @@ func TestCorruptSandboxFile(t *testing.T) {
 // timeout (2s by default); the test logs how long it took.
 func TestUnreachableAPIServer(t *testing.T) {
 	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	h := containerd.Start(t, containerd.Options{HostResolvConf: testkit.HostResolvConf})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +196,7 @@ current-context: down
 		if _, err := c.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ID}); err != nil {
 			t.Fatal(err)
 		}
-		want := nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns())
+		want := adjusted(t, pod)
 		if got, err := c.ResolvConf(ctx, ctr.ID); err != nil || got != want {
 			t.Errorf("%s: /etc/resolv.conf = %q, %v; want (render) %q", pod.Name, got, err, want)
 		}

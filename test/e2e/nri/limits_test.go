@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -26,12 +25,9 @@ import (
 // clients (as here); with an API server it rejects the pod spec's config
 // at RunPodSandbox instead (test/integration).
 func TestLimitsReject(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h, "--limits", "reject")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	searches := make([]string, 33)
 	for i := range searches {
@@ -94,7 +90,7 @@ func TestLimitsReject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns()); got != want {
+		if want := adjusted(t, pod); got != want {
 			t.Errorf("/etc/resolv.conf =\n%s\nwant\n%s", got, want)
 		}
 	})
