@@ -253,6 +253,15 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+func TestClock(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewClock(start)
+	c.Advance(time.Minute)
+	if got := c.Now(); !got.Equal(start.Add(time.Minute)) {
+		t.Errorf("Now after Advance(1m) = %v", got)
+	}
+}
+
 func TestNode(t *testing.T) {
 	n := Node()
 	n.ClusterDNS[0] = "changed"

@@ -3,7 +3,6 @@ package dnscache
 import (
 	"context"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,32 +15,14 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// clock is a manual clock for Cache.now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // newCache returns a cache on a manual clock.
-func newCache(t testing.TB, next Exchanger, cfg Config) (*Cache, *clock) {
+func newCache(t testing.TB, next Exchanger, cfg Config) (*Cache, *testkit.Clock) {
 	t.Helper()
 	c, err := New(next, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c.now = clk.Now
 	c.epoch = clk.Now()
 	t.Cleanup(c.Close)
