@@ -23,14 +23,12 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -49,7 +47,7 @@ var controlPlane *apiserver.ControlPlane
 func TestMain(m *testing.M) {
 	// client-go's reflectors log every refused or failed list and watch,
 	// which these tests cause on purpose; failures report the requests
-	// themselves (requestLog).
+	// themselves (apiserver.RequestLog).
 	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
 	code := apiserver.RunTests(m, &controlPlane)
 	buildbin.Remove() // TestServeCommand's
@@ -71,7 +69,7 @@ type server struct {
 	addr     string // UDP and TCP
 	handler  *dnsserver.Handler
 	http     http.Handler // /metrics, /healthz, /readyz
-	requests *requestLog
+	requests *apiserver.RequestLog
 }
 
 // newClient is apiserver.NewClient: a clientset whose connections are all
@@ -99,9 +97,9 @@ func checkGoroutines(t *testing.T) {
 // Resync. It does not wait for the first sync.
 func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *server {
 	t.Helper()
-	log := &requestLog{}
+	log := &apiserver.RequestLog{}
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(log.wrap)
+	cfg.Wrap(log.Wrap)
 	client := newClient(t, cfg)
 	st, err := store.New(store.Options{Zone: zone, TTL: 5, Pods: store.PodsVerified})
 	if err != nil {
@@ -163,92 +161,21 @@ func (s *server) waitSynced(t *testing.T) {
 	t.Helper()
 	testkit.WaitFor(t, followBound, func() error {
 		if !s.handler.Synced() {
-			return fmt.Errorf("not synced; API requests: %v", s.requests.summary())
+			return fmt.Errorf("not synced; API requests: %v", s.requests.Summary())
 		}
 		return nil
 	})
 }
 
-// request is one API request the feed made: its method and path, and the
-// response status or the transport error.
-type request struct {
-	method, path string
-	status       int
-	err          error
-}
-
-// requestLog records the API requests of a client, through rest.Config.Wrap.
-type requestLog struct {
-	mu   sync.Mutex
-	list []request
-}
-
-func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
-	return &loggingTransport{rt: rt, log: l}
-}
-
-// loggingTransport records each request in log. It is a
-// utilnet.RoundTripperWrapper, so CloseIdleConnectionsFor reaches through.
-type loggingTransport struct {
-	rt  http.RoundTripper
-	log *requestLog
-}
-
-var _ utilnet.RoundTripperWrapper = (*loggingTransport)(nil)
-
-func (t *loggingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(r)
-	rq := request{method: r.Method, path: r.URL.Path, err: err}
-	if resp != nil {
-		rq.status = resp.StatusCode
-	}
-	t.log.mu.Lock()
-	t.log.list = append(t.log.list, rq)
-	t.log.mu.Unlock()
-	return resp, err
-}
-
-func (t *loggingTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
-
-// count returns how many recorded requests match.
-func (l *requestLog) count(match func(request) bool) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, r := range l.list {
-		if match(r) {
-			n++
-		}
-	}
-	return n
-}
-
-// waitCount waits until at least n recorded requests match.
-func (l *requestLog) waitCount(t *testing.T, n int, what string, match func(request) bool) {
+// waitRequests waits until at least n recorded requests match.
+func waitRequests(t *testing.T, l *apiserver.RequestLog, n int, what string, match func(apiserver.Request) bool) {
 	t.Helper()
 	testkit.WaitFor(t, followBound, func() error {
-		if l.count(match) < n {
-			return fmt.Errorf("no %d requests %s; requests: %v", n, what, l.summary())
+		if l.Count(match) < n {
+			return fmt.Errorf("no %d requests %s; requests: %v", n, what, l.Summary())
 		}
 		return nil
 	})
-}
-
-// summary lists the distinct requests, for failure messages.
-func (l *requestLog) summary() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, r := range l.list {
-		s := fmt.Sprintf("%s %s %d", r.method, r.path, r.status)
-		if r.err != nil {
-			s = fmt.Sprintf("%s %s: %v", r.method, r.path, r.err)
-		}
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // ask sends one question to addr over UDP (or TCP) and returns the rcode

@@ -60,10 +60,10 @@ func TestAPIServerRestart(t *testing.T) {
 	// Wait until the informers have failed to reach the API server a few
 	// times (their watches broke and the relists are refused), asking the
 	// questions in between: the answers and readiness do not change.
-	failed := func(r request) bool { return r.err != nil }
-	first := srv.requests.count(failed) + 1
+	failed := func(r apiserver.Request) bool { return r.Err != nil }
+	first := srv.requests.Count(failed) + 1
 	for n := first; n < first+6; n++ {
-		srv.requests.waitCount(t, n, "failing while the API server is down", failed)
+		waitRequests(t, srv.requests, n, "failing while the API server is down", failed)
 		for q, want := range state {
 			mustAnswer(t, srv.addr, q, dns.TypeA, want)
 		}
@@ -71,7 +71,7 @@ func TestAPIServerRestart(t *testing.T) {
 			t.Fatalf("not ready while the API server is down: synced %v, /readyz %d", srv.handler.Synced(), srv.readyz())
 		}
 	}
-	t.Logf("API server down %v: %d API requests failed; answers and /readyz unchanged", time.Since(down).Round(time.Millisecond), srv.requests.count(failed))
+	t.Logf("API server down %v: %d API requests failed; answers and /readyz unchanged", time.Since(down).Round(time.Millisecond), srv.requests.Count(failed))
 
 	if err := cp.StartAPIServer(ctx); err != nil {
 		t.Fatalf("start kube-apiserver: %v", err)

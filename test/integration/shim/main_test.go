@@ -23,10 +23,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +37,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -200,7 +197,7 @@ type shim struct {
 	runtime  *fakeRuntime
 	informer *cri.PodInformer
 	reg      *prometheus.Registry
-	requests *requestLog // the API requests of the shim's client
+	requests *apiserver.RequestLog // the API requests of the shim's client
 }
 
 // shimOptions change startShim's wiring.
@@ -233,14 +230,14 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 	}
 	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	requests := &requestLog{}
+	requests := &apiserver.RequestLog{}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("shim log:\n%s\nAPI requests:\n%s", logs.String(), strings.Join(requests.summary(), "\n"))
+			t.Logf("shim log:\n%s\nAPI requests:\n%s", logs.String(), strings.Join(requests.Summary(), "\n"))
 		}
 	})
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(requests.wrap)
+	cfg.Wrap(requests.Wrap)
 	client := newClient(t, cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -321,72 +318,6 @@ func (s *shim) counter(t *testing.T, name string, labels map[string]string) floa
 	}
 	return testkit.Gather(t, s.reg)[testkit.Key(name, pairs...)]
 }
-
-// request is one API request of the shim: method, path and query, and the
-// response status or the transport error.
-type request struct {
-	method, path, query string
-	status              int
-	err                 error
-}
-
-func (r request) String() string {
-	if r.err != nil {
-		return fmt.Sprintf("%s %s?%s: %v", r.method, r.path, r.query, r.err)
-	}
-	return fmt.Sprintf("%s %s?%s %d", r.method, r.path, r.query, r.status)
-}
-
-// requestLog records the API requests of a client, through rest.Config.Wrap.
-type requestLog struct {
-	mu   sync.Mutex
-	list []request
-}
-
-func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
-	return &loggingTransport{rt: rt, log: l}
-}
-
-// all returns the requests so far.
-func (l *requestLog) all() []request {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.list)
-}
-
-// summary lists the distinct requests, for failure messages.
-func (l *requestLog) summary() []string {
-	var out []string
-	for _, r := range l.all() {
-		if s := r.String(); !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// loggingTransport records each request in log. It is a
-// utilnet.RoundTripperWrapper, so CloseIdleConnectionsFor reaches through.
-type loggingTransport struct {
-	rt  http.RoundTripper
-	log *requestLog
-}
-
-var _ utilnet.RoundTripperWrapper = (*loggingTransport)(nil)
-
-func (t *loggingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(r)
-	rq := request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, err: err}
-	if resp != nil {
-		rq.status = resp.StatusCode
-	}
-	t.log.mu.Lock()
-	t.log.list = append(t.log.list, rq)
-	t.log.mu.Unlock()
-	return resp, err
-}
-
-func (t *loggingTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 // createPod creates pod in ns through the API and returns it as stored
 // (with its UID and defaults).

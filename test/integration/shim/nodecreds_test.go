@@ -215,13 +215,13 @@ func TestNodeCredentials(t *testing.T) {
 		checkTrimEvents(t, admin, big, 1, waitBound)
 
 		podRequests := 0
-		for _, r := range s.requests.all() {
-			if r.err != nil || r.status >= 400 {
+		for _, r := range s.requests.All() {
+			if r.Err != nil || r.Status >= 400 {
 				t.Errorf("shim request refused or failed: %v", r)
 			}
-			if onResource(r.path, "pods") {
+			if onResource(r.Path, "pods") {
 				podRequests++
-				if q, _ := url.ParseQuery(r.query); q.Get("fieldSelector") != "spec.nodeName="+node {
+				if q, _ := url.ParseQuery(r.Query); q.Get("fieldSelector") != "spec.nodeName="+node {
 					t.Errorf("shim pod request without fieldSelector spec.nodeName=%s: %v", node, r)
 				}
 			}

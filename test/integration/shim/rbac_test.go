@@ -184,12 +184,12 @@ func TestRBACMinimal(t *testing.T) {
 			tc.check(t, s, client, ns)
 			testkit.WaitFor(t, waitBound, func() error {
 				if s.forbidden(tc.method, tc.resource, tc.watch) == 0 {
-					return fmt.Errorf("no forbidden %s of %s (watch %v); requests:\n%s", tc.method, tc.resource, tc.watch, strings.Join(s.requests.summary(), "\n"))
+					return fmt.Errorf("no forbidden %s of %s (watch %v); requests:\n%s", tc.method, tc.resource, tc.watch, strings.Join(s.requests.Summary(), "\n"))
 				}
 				return nil
 			})
-			for _, r := range s.requests.all() {
-				if r.status == http.StatusForbidden && (r.method != tc.method || !onResource(r.path, tc.resource) || strings.Contains(r.query, "watch=true") != tc.watch) {
+			for _, r := range s.requests.All() {
+				if r.Status == http.StatusForbidden && (r.Method != tc.method || !onResource(r.Path, tc.resource) || strings.Contains(r.Query, "watch=true") != tc.watch) {
 					t.Errorf("forbidden request of another verb: %v", r)
 				}
 			}
@@ -232,9 +232,9 @@ func bindRoleWithout(t *testing.T, admin kubernetes.Interface, role *rbacv1.Clus
 // resource, a watch or not.
 func (s *shim) forbidden(method, resource string, watch bool) int {
 	n := 0
-	for _, r := range s.requests.all() {
-		if r.status == http.StatusForbidden && r.method == method && onResource(r.path, resource) &&
-			strings.Contains(r.query, "watch=true") == watch {
+	for _, r := range s.requests.All() {
+		if r.Status == http.StatusForbidden && r.Method == method && onResource(r.Path, resource) &&
+			strings.Contains(r.Query, "watch=true") == watch {
 			n++
 		}
 	}
