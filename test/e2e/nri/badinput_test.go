@@ -1,7 +1,6 @@
 package nri_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
@@ -54,15 +52,7 @@ func TestCorruptSandboxFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := base.DeepCopy()
 			pod.Name, pod.UID = tc.name, corev1UID(3000+i)
-			sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := c.RemovePod(context.WithoutCancel(ctx), sb.ID); err != nil {
-					t.Error(err)
-				}
-			}()
+			sb := r.runPod(t, pod)
 			path := sandboxResolvConf(t, h, sb.ID)
 			if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil { // in place: the same inode
 				t.Fatal(err)
@@ -92,15 +82,7 @@ func TestCorruptSandboxFile(t *testing.T) {
 	}
 
 	sound := testPods()[1]
-	sb, err := c.RunPod(ctx, sandboxSpec(t, sound))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.RemovePod(context.WithoutCancel(ctx), sb.ID); err != nil {
-			t.Error(err)
-		}
-	}()
+	sb := r.runPod(t, sound)
 	ctr, err := c.StartContainer(ctx, sb, "main")
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +114,8 @@ func TestCorruptSandboxFile(t *testing.T) {
 // the pod. CreateContainer must return within containerd's NRI request
 // timeout (2s by default); the test logs how long it took.
 func TestUnreachableAPIServer(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: testkit.HostResolvConf})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -157,9 +139,6 @@ current-context: down
 		t.Fatal(err)
 	}
 	plugin := startPluginUntil(t, h, (*pluginProc).connected, "--kubeconfig", kubeconfig, "--node-name", "node-1")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	resp, err := http.Get("http://" + plugin.Metrics + "/readyz")
 	if err != nil {
@@ -174,15 +153,7 @@ current-context: down
 	const lookupTimeout, nriTimeout = time.Second, 2 * time.Second
 	pods := []*corev1.Pod{testPods()[0], testPods()[4]} // cluster-first, autopath
 	for _, pod := range pods {
-		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := c.RemovePod(context.Background(), sb.ID); err != nil {
-				t.Error(err)
-			}
-		})
+		sb := r.runPod(t, pod)
 		start := time.Now()
 		ctr, err := c.CreateContainer(ctx, sb, "main")
 		took := time.Since(start)

@@ -73,26 +73,12 @@ func TestLimitsReject(t *testing.T) {
 
 	t.Run("within-limits", func(t *testing.T) {
 		pod := testPods()[1] // cluster-first-config: 2 nameservers, 6 search paths
-		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := c.RemovePod(context.WithoutCancel(ctx), sb.ID); err != nil {
-				t.Error(err)
-			}
-		}()
+		sb := r.runPod(t, pod)
 		ctr, err := c.StartContainer(ctx, sb, "main")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.ResolvConf(ctx, ctr.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := adjusted(t, pod); got != want {
-			t.Errorf("/etc/resolv.conf =\n%s\nwant\n%s", got, want)
-		}
+		r.check(t, pod.Name, ctr.ID, adjusted(t, pod))
 	})
 
 	m := scrape(t, plugin.Metrics)

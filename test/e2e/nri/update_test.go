@@ -1,7 +1,6 @@
 package nri_test
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -37,15 +36,7 @@ func TestLiveUpdate(t *testing.T) {
 			continue
 		}
 		want[pod.Name] = nriplugin.Header(pod.Namespace, pod.Name) + want[pod.Name]
-		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := c.RemovePod(context.Background(), sb.ID); err != nil {
-				t.Error(err)
-			}
-		})
+		sb := r.runPod(t, pod)
 		ctr, err := c.StartContainer(ctx, sb, "main")
 		if err != nil {
 			t.Fatal(err)
