@@ -84,12 +84,7 @@ func checkTrimEvents(t *testing.T, client kubernetes.Interface, pod *corev1.Pod,
 // the API; when kubelet retries the sandbox, the Events are counted again
 // (client-go patches their count).
 func TestTrimEvents(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
-	s := startShim(t, cp.Config(), shimOptions{limits: cri.LimitsTrim})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{limits: cri.LimitsTrim})
 	pod := createPod(t, admin, ns, overLimitPod("big"))
 	req := kubeletSandbox(t, eng, pod)
 	for attempt := range 2 {
@@ -118,12 +113,7 @@ func TestTrimEvents(t *testing.T) {
 // replica, naming the Deployment and the fix; the other replicas' four are
 // counted, not posted (kubelet would post six).
 func TestTrimEventsOncePerWorkload(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
-	s := startShim(t, cp.Config(), shimOptions{limits: cri.LimitsTrim})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{limits: cri.LimitsTrim})
 	var pods []*corev1.Pod
 	for _, suffix := range []string{"x2k4p", "q8w7e", "m3n4b"} {
 		p := overLimitPod("web-5c6d9f-" + suffix)
@@ -159,12 +149,7 @@ func TestTrimEventsOncePerWorkload(t *testing.T) {
 // runtime never sees it, and the shim posts no Event (kubelet reports the
 // failed sandbox itself).
 func TestRejectLimits(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
-	s := startShim(t, cp.Config(), shimOptions{limits: cri.LimitsReject})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{limits: cri.LimitsReject})
 	pod := createPod(t, admin, ns, overLimitPod("big"))
 	err := runSandbox(s.client, kubeletSandbox(t, eng, pod))
 	st := status.Convert(err)

@@ -131,12 +131,7 @@ func apiPods(ns string) []struct {
 // through the shim: the runtime gets the DNS config and hostname computed
 // from the API pod, which differ from what the sandbox config alone gives.
 func TestPodFromAPIServer(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
-	s := startShim(t, cp.Config(), shimOptions{})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{})
 	hits := 0
 	for _, tc := range apiPods(ns) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,13 +172,8 @@ func TestPodFromAPIServer(t *testing.T) {
 // only, so a pod bound to another node is not found and its sandbox gets
 // what the sandbox config gives, after the lookup timeout.
 func TestPodOnAnotherNode(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
 	const timeout = 500 * time.Millisecond
-	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{lookupTimeout: timeout})
 	s.waitSynced(t)
 
 	base := apiPods(ns)[0].pod
@@ -329,13 +319,8 @@ func TestPodBoundAfterSandboxCall(t *testing.T) {
 // its own, the hash in kubernetes.io/config.mirror) and does not wait for
 // a mirror pod that does not exist.
 func TestStaticPod(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
 	const timeout = 20 * time.Second
-	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{lookupTimeout: timeout})
 	s.waitSynced(t)
 
 	static := func(name, hash string) *runtimeapi.RunPodSandboxRequest {

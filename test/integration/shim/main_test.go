@@ -302,6 +302,18 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 	return &shim{client: dialShim(t, path), runtime: rt, informer: informer, reg: reg, requests: requests}
 }
 
+// startShimTest is the frame of most tests: a namespace, the goroutine
+// check, an in-process shim with opts on the admin credentials, the
+// engine and an admin client.
+func startShimTest(t *testing.T, opts shimOptions) (*apiserver.ControlPlane, string, *shim, *policy.Engine, kubernetes.Interface) {
+	t.Helper()
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	checkGoroutines(t)
+	s := startShim(t, cp.Config(), opts)
+	return cp, ns, s, newEngine(t), newClient(t, cp.Config())
+}
+
 // waitSynced waits for the informer's first list.
 func (s *shim) waitSynced(t *testing.T) {
 	t.Helper()
