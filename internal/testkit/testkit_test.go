@@ -175,6 +175,7 @@ func TestUpstreamSilentAndDelay(t *testing.T) {
 	if _, _, err := (&dns.Client{Net: "tcp", Timeout: time.Second}).Exchange(new(dns.Msg).SetQuestion("a.example.", dns.TypeA), silent.Addr); err == nil {
 		t.Error("UDPOnly: TCP answered")
 	}
+	WaitEqual(t, time.Second, "queries the silent upstream read", silent.Count, 1)
 
 	slow := NewUpstream(t, Reply(func(dns.Question, *dns.Msg) {}), Delay(200*time.Millisecond))
 	start := time.Now()

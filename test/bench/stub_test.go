@@ -74,5 +74,5 @@ func serveUDPTCP(t *testing.T, h dns.Handler) string {
 // nothing but the silence). Its TCP port is not listened on.
 func startDead(t *testing.T) *testkit.Upstream {
 	t.Helper()
-	return testkit.NewUpstream(t, testkit.Silent, testkit.UDPOnly(), testkit.CountOnly())
+	return testkit.NewUpstream(t, testkit.Silent, testkit.UDPOnly())
 }
