@@ -151,7 +151,9 @@ func TestLifecycle(t *testing.T) {
 		got, errGot := call.do(c)
 		exp, errExp := call.do(direct)
 		// ImageFsInfo carries a timestamp: never equal.
-		differ := func() bool { return errGot == nil && errExp == nil && call.name != "ImageFsInfo" && !proto.Equal(got, exp) }
+		differ := func() bool {
+			return errGot == nil && errExp == nil && call.name != "ImageFsInfo" && !proto.Equal(got, exp)
+		}
 		if differ() {
 			// State may move between the two calls (a container's exit
 			// being recorded): ask both again for a while.
