@@ -50,11 +50,7 @@ func TestHostResolvConfLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.RemovePod(context.WithoutCancel(ctx), sb.ID)
-		ctr, err := c.StartContainer(ctx, sb, "main")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := c.ResolvConf(ctx, ctr.ID)
+		_, got, err := c.StartResolvConf(ctx, sb, "main")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -259,11 +259,7 @@ func parallelPod(ctx context.Context, c *containerd.Client, eng *policy.Engine, 
 	if err != nil {
 		return err
 	}
-	ctr, err := c.StartContainer(ctx, sb, "main")
-	if err != nil {
-		return err
-	}
-	got, err := c.ResolvConf(ctx, ctr.ID)
+	_, got, err := c.StartResolvConf(ctx, sb, "main")
 	if err != nil {
 		return err
 	}

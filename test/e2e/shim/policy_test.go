@@ -123,11 +123,7 @@ func TestPolicies(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.RemovePod(context.WithoutCancel(ctx), sb.ID)
-				ctr, err := c.StartContainer(ctx, sb, "main")
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := c.ResolvConf(ctx, ctr.ID)
+				ctr, got, err := c.StartResolvConf(ctx, sb, "main")
 				if err != nil {
 					t.Fatal(err)
 				}
