@@ -80,3 +80,15 @@ func TestApart(t *testing.T) {
 		})
 	}
 }
+
+// TestTestkitOnlyInTests keeps the test kit (a fake upstream, listeners)
+// out of the binary: only tests and test/ helpers may import it.
+func TestTestkitOnlyInTests(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"cmd/dnsconfigurer").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if slices.Contains(strings.Fields(string(out)), module+"internal/testkit") {
+		t.Error("cmd/dnsconfigurer imports internal/testkit; only tests may")
+	}
+}

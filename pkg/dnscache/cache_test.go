@@ -12,6 +12,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 func ttls(r *dns.Msg) []uint32 {
@@ -269,7 +271,7 @@ func TestRecursionDesired(t *testing.T) {
 				lead <- r
 			}()
 			// The RD=0 query is in flight, held by next.
-			waitFor(t, "the RD=0 query at next", func() bool { return rd0.Load() == 1 })
+			testkit.WaitEqual(t, 5*time.Second, "RD=0 queries at next", rd0.Load, 1)
 			type answer struct {
 				r   *dns.Msg
 				src Source
@@ -282,7 +284,12 @@ func TestRecursionDesired(t *testing.T) {
 			}()
 			// It answers on its own, or joins the RD=0 flight (the bug):
 			// the flight is then released to see what it gets.
-			waitFor(t, "the RD=1 answer or its coalescing", func() bool { return len(rd1) == 1 || c.coalesced.Load() > 0 })
+			testkit.WaitFor(t, 5*time.Second, func() error {
+				if len(rd1) == 0 && c.coalesced.Load() == 0 {
+					return errors.New("the RD=1 query neither answered nor coalesced")
+				}
+				return nil
+			})
 			close(release)
 			a := <-rd1
 			if a.err != nil || a.r.Rcode != dns.RcodeSuccess || len(a.r.Answer) != 1 || !a.r.RecursionDesired || a.src != Miss {
@@ -368,28 +375,35 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func TestServeStale(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		fail  func(s *stub) // makes the upstream fail
+		fail  func(s *testkit.Upstream, set func(answer)) // makes the upstream fail
 		stale bool
 		rcode int // when not stale
 	}{
-		{"upstream dies", func(s *stub) { s.stop() }, true, 0},
-		{"SERVFAIL", func(s *stub) { s.set(func(q dns.Question, r *dns.Msg) { r.Rcode = dns.RcodeServerFailure }) }, true, 0},
-		{"REFUSED", func(s *stub) { s.set(func(q dns.Question, r *dns.Msg) { r.Rcode = dns.RcodeRefused }) }, true, 0},
-		{"NXDOMAIN is an answer", func(s *stub) {
-			s.set(func(q dns.Question, r *dns.Msg) {
+		{"upstream dies", func(s *testkit.Upstream, _ func(answer)) { s.Stop() }, true, 0},
+		{"SERVFAIL", func(_ *testkit.Upstream, set func(answer)) {
+			set(func(q dns.Question, r *dns.Msg) { r.Rcode = dns.RcodeServerFailure })
+		}, true, 0},
+		{"REFUSED", func(_ *testkit.Upstream, set func(answer)) {
+			set(func(q dns.Question, r *dns.Msg) { r.Rcode = dns.RcodeRefused })
+		}, true, 0},
+		{"NXDOMAIN is an answer", func(_ *testkit.Upstream, set func(answer)) {
+			set(func(q dns.Question, r *dns.Msg) {
 				r.Rcode = dns.RcodeNameError
 				r.Ns = []dns.RR{soa("example.", 60, 60)}
 			})
 		}, false, dns.RcodeNameError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startStub(t, func(q dns.Question, r *dns.Msg) { r.Answer = []dns.RR{rrA(q.Name, 60)} })
-			c, clk := newCache(t, udpNext{s.addr}, Config{ServeStale: time.Hour})
+			var current atomic.Pointer[answer]
+			set := func(f answer) { current.Store(&f) }
+			set(func(q dns.Question, r *dns.Msg) { r.Answer = []dns.RR{rrA(q.Name, 60)} })
+			s := startStub(t, func(q dns.Question, r *dns.Msg) { (*current.Load())(q, r) })
+			c, clk := newCache(t, udpNext{s.Addr}, Config{ServeStale: time.Hour})
 			ctx := context.Background()
 			if r, err := c.Exchange(ctx, query("web.example.", dns.TypeA)); err != nil || len(r.Answer) != 1 {
 				t.Fatalf("first: %v %v", r, err)
 			}
-			tc.fail(s)
+			tc.fail(s, set)
 			clk.Advance(60*time.Second + 30*time.Minute)
 			r, src, err := c.Answer(ctx, query("web.example.", dns.TypeA))
 			if !tc.stale {
@@ -402,10 +416,10 @@ func TestServeStale(t *testing.T) {
 				t.Fatalf("got %v %v %v, want the stale answer with TTL 30", src, r, err)
 			}
 			// Within the recheck timer (StaleTTL) the upstream is not asked.
-			asked := s.queries.Load()
+			asked := s.Count()
 			clk.Advance(29 * time.Second)
-			if _, src, _ := c.Answer(ctx, query("web.example.", dns.TypeA)); src != Stale || s.queries.Load() != asked {
-				t.Fatalf("within the recheck timer: %v, upstream asked %d more", src, s.queries.Load()-asked)
+			if _, src, _ := c.Answer(ctx, query("web.example.", dns.TypeA)); src != Stale || s.Count() != asked {
+				t.Fatalf("within the recheck timer: %v, upstream asked %d more", src, s.Count()-asked)
 			}
 			if got := c.stale.Load(); got != 2 {
 				t.Errorf("stale_total %d, want 2", got)
@@ -442,7 +456,8 @@ func TestServeStale(t *testing.T) {
 	})
 }
 
-func (s *stub) set(f func(q dns.Question, r *dns.Msg)) { s.answer.Store(&f) }
+// answer completes a stub's reply.
+type answer = func(q dns.Question, r *dns.Msg)
 
 // TestPrefetch: a popular answer is refreshed before it expires: the
 // upstream sees the second query while the entry is still fresh, and later
@@ -451,7 +466,7 @@ func (s *stub) set(f func(q dns.Question, r *dns.Msg)) { s.answer.Store(&f) }
 // the "not yet" checks do not race the refresh's goroutine.
 func TestPrefetch(t *testing.T) {
 	s := startStub(t, func(q dns.Question, r *dns.Msg) { r.Answer = []dns.RR{rrA(q.Name, 100)} })
-	c, clk := newCache(t, udpNext{s.addr}, Config{Prefetch: Prefetch{Amount: 3, Window: time.Minute, Percentage: 10}})
+	c, clk := newCache(t, udpNext{s.Addr}, Config{Prefetch: Prefetch{Amount: 3, Window: time.Minute, Percentage: 10}})
 	ctx := context.Background()
 	ask := func() (*dns.Msg, Source) {
 		t.Helper()
@@ -467,7 +482,6 @@ func TestPrefetch(t *testing.T) {
 		return c.prefetching > 0 || c.prefetches.Load() > 0
 	}
 	ask() // miss at 0 s; the counting window starts
-	<-s.seen
 	clk.Advance(30 * time.Second)
 	for range 3 { // 3 hits in the window, but 70 s of 100 left: not due
 		ask()
@@ -484,11 +498,7 @@ func TestPrefetch(t *testing.T) {
 	if r, src := ask(); src != Hit || r.Answer[0].Header().Ttl != 9 { // hit 3: refresh
 		t.Fatalf("hit 3: %v %v", src, r)
 	}
-	select {
-	case <-s.seen:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no prefetch")
-	}
+	testkit.WaitEqual(t, 5*time.Second, "queries at the upstream (the miss, then the prefetch)", s.Count, 2)
 	if now := c.nanos(); now >= int64(100*time.Second) {
 		t.Fatalf("the upstream was asked at %v, after the entry expired", time.Duration(now))
 	}
@@ -497,8 +507,8 @@ func TestPrefetch(t *testing.T) {
 		t.Errorf("prefetches_total %d, want 1", got)
 	}
 	clk.Advance(50 * time.Second) // 141 s: the old entry expired at 100 s
-	if r, src := ask(); src != Hit || r.Answer[0].Header().Ttl != 50 || s.queries.Load() != 2 {
-		t.Fatalf("after the refresh: %v TTL %d, upstream asked %d times", src, r.Answer[0].Header().Ttl, s.queries.Load())
+	if r, src := ask(); src != Hit || r.Answer[0].Header().Ttl != 50 || s.Count() != 2 {
+		t.Fatalf("after the refresh: %v TTL %d, upstream asked %d times", src, r.Answer[0].Header().Ttl, s.Count())
 	}
 }
 
@@ -509,7 +519,7 @@ func TestCoalescing(t *testing.T) {
 		<-release
 		r.Answer = []dns.RR{rrA(q.Name, 30)}
 	})
-	c, _ := newCache(t, udpNext{s.addr}, Config{})
+	c, _ := newCache(t, udpNext{s.Addr}, Config{})
 	const n = 20
 	var wg sync.WaitGroup
 	srcs := make(chan Source, n)
@@ -524,7 +534,7 @@ func TestCoalescing(t *testing.T) {
 			srcs <- src
 		}()
 	}
-	waitFor(t, "the followers", func() bool { return c.coalesced.Load() == n-1 })
+	testkit.WaitEqual(t, 5*time.Second, "followers coalesced", c.coalesced.Load, n-1)
 	close(release)
 	wg.Wait()
 	close(srcs)
@@ -532,8 +542,8 @@ func TestCoalescing(t *testing.T) {
 	for s := range srcs {
 		count[s]++
 	}
-	if s.queries.Load() != 1 || count[Miss] != 1 || count[Coalesced] != n-1 {
-		t.Fatalf("upstream asked %d times; sources %v", s.queries.Load(), count)
+	if s.Count() != 1 || count[Miss] != 1 || count[Coalesced] != n-1 {
+		t.Fatalf("upstream asked %d times; sources %v", s.Count(), count)
 	}
 }
 
@@ -555,7 +565,7 @@ func TestCoalescingLeaderGone(t *testing.T) {
 		r, _ := c.Exchange(context.Background(), query("a.example.", dns.TypeA))
 		follower <- r
 	}()
-	waitFor(t, "the follower", func() bool { return c.coalesced.Load() == 1 })
+	testkit.WaitEqual(t, 5*time.Second, "followers coalesced", c.coalesced.Load, 1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("leader: %v", err)
@@ -639,46 +649,24 @@ func TestMetrics(t *testing.T) {
 	for _, name := range []string{"ok.example.", "ok.example.", "nx.example.", "nx.example.", "fail.example."} {
 		a.Exchange(context.Background(), query(name, dns.TypeA))
 	}
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.Metric {
-			var labels []string
-			server := ""
-			for _, l := range m.Label {
-				if l.GetName() == "server" {
-					server = l.GetValue()
-				} else {
-					labels = append(labels, l.GetValue())
-				}
-			}
-			if server != "cluster" {
-				continue
-			}
-			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			got[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
-		}
-	}
+	got := testkit.Gather(t, reg)
 	for name, want := range map[string]float64{
-		"dnsconfigurer_cache_hits_total{success}":      1,
-		"dnsconfigurer_cache_hits_total{denial}":       1,
-		"dnsconfigurer_cache_misses_total{success}":    1,
-		"dnsconfigurer_cache_misses_total{denial}":     1,
-		"dnsconfigurer_cache_misses_total{other}":      1,
-		"dnsconfigurer_cache_entries{success}":         1,
-		"dnsconfigurer_cache_entries{denial}":          1,
-		"dnsconfigurer_cache_stale_total{}":            0,
-		"dnsconfigurer_cache_prefetches_total{}":       0,
-		"dnsconfigurer_cache_evictions_total{success}": 0,
+		`dnsconfigurer_cache_hits_total{kind="success",server="cluster"}`:      1,
+		`dnsconfigurer_cache_hits_total{kind="denial",server="cluster"}`:       1,
+		`dnsconfigurer_cache_misses_total{kind="success",server="cluster"}`:    1,
+		`dnsconfigurer_cache_misses_total{kind="denial",server="cluster"}`:     1,
+		`dnsconfigurer_cache_misses_total{kind="other",server="cluster"}`:      1,
+		`dnsconfigurer_cache_entries{kind="success",server="cluster"}`:         1,
+		`dnsconfigurer_cache_entries{kind="denial",server="cluster"}`:          1,
+		`dnsconfigurer_cache_stale_total{server="cluster"}`:                    0,
+		`dnsconfigurer_cache_prefetches_total{server="cluster"}`:               0,
+		`dnsconfigurer_cache_evictions_total{kind="success",server="cluster"}`: 0,
 	} {
 		if v, ok := got[name]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
 		}
 	}
-	if got["dnsconfigurer_cache_bytes{success}"] <= 0 {
+	if got[`dnsconfigurer_cache_bytes{kind="success",server="cluster"}`] <= 0 {
 		t.Error("bytes{success} not reported")
 	}
 }
@@ -721,7 +709,7 @@ func TestPrefetchBounded(t *testing.T) {
 	if running != MaxPrefetches {
 		t.Fatalf("%d refreshes running, want %d", running, MaxPrefetches)
 	}
-	waitFor(t, "the refreshes to ask next", func() bool { return next.calls.Load() == n+MaxPrefetches })
+	testkit.WaitEqual(t, 5*time.Second, "queries at next (the misses, then the refreshes)", next.calls.Load, n+MaxPrefetches)
 	close(release)
 	c.Close()
 	if got := c.prefetches.Load(); got != MaxPrefetches {
@@ -763,7 +751,7 @@ func TestLoopChecker(t *testing.T) {
 		_, err := c.Exchange(context.Background(), query("loop.example.", dns.TypeA))
 		done <- err
 	}()
-	waitFor(t, "the first query at next", func() bool { return next.calls.Load() == 1 })
+	testkit.WaitEqual(t, 5*time.Second, "queries at next", next.calls.Load, 1)
 	back := query("loop.example.", dns.TypeA)
 	back.Id = 7
 	// Bounded: the flight it must not join ends only on release.

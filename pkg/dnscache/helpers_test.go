@@ -3,39 +3,22 @@ package dnscache
 import (
 	"context"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	"go.uber.org/goleak"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// clock is a manual clock for Cache.now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // newCache returns a cache on a manual clock. A test that sets no TTL cap
 // gets 1 h and 30 min: its records' TTLs are under them, so it sees the
 // rule it tests and not the default caps (TestDefaultCaps has those).
-func newCache(t testing.TB, next Exchanger, cfg Config) (*Cache, *clock) {
+func newCache(t testing.TB, next Exchanger, cfg Config) (*Cache, *testkit.Clock) {
 	t.Helper()
 	if cfg.MaxTTL == 0 {
 		cfg.MaxTTL = time.Hour
@@ -47,7 +30,7 @@ func newCache(t testing.TB, next Exchanger, cfg Config) (*Cache, *clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c.now = clk.Now
 	c.epoch = clk.Now()
 	t.Cleanup(c.Close)
@@ -65,52 +48,11 @@ func (n *nextFunc) Exchange(_ context.Context, q *dns.Msg) (*dns.Msg, error) {
 	return n.f(q)
 }
 
-// stub is an upstream DNS server on 127.0.0.1 (UDP) that reports every
-// query it gets on seen (when not nil) and answers with answer.
-type stub struct {
-	addr    string
-	queries atomic.Int32
-	seen    chan dns.Question
-	answer  atomic.Pointer[func(q dns.Question, r *dns.Msg)]
-	srv     *dns.Server
-	stopped sync.Once
-}
-
-func startStub(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *stub {
+// startStub is an upstream on 127.0.0.1 (UDP) that answers with answer.
+func startStub(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *testkit.Upstream {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stub{addr: pc.LocalAddr().String(), seen: make(chan dns.Question, 64)}
-	s.answer.Store(&answer)
-	started := make(chan struct{})
-	s.srv = &dns.Server{PacketConn: pc, NotifyStartedFunc: func() { close(started) },
-		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-			s.queries.Add(1)
-			select {
-			case s.seen <- req.Question[0]:
-			default:
-			}
-			r := new(dns.Msg)
-			r.SetReply(req)
-			(*s.answer.Load())(req.Question[0], r)
-			_ = w.WriteMsg(r)
-		})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.srv.ActivateAndServe()
-	}()
-	<-started
-	t.Cleanup(func() {
-		s.stop()
-		<-done
-	})
-	return s
+	return testkit.NewUpstream(t, testkit.Reply(answer), testkit.UDPOnly())
 }
-
-func (s *stub) stop() { s.stopped.Do(func() { _ = s.srv.Shutdown() }) }
 
 // udpNext asks addr over UDP.
 type udpNext struct{ addr string }
@@ -134,16 +76,4 @@ func query(name string, qtype uint16) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
 	return m
-}
-
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
@@ -266,5 +267,5 @@ func TestAnswerWirePrefetch(t *testing.T) {
 	if _, ok := wireAnswer(t, c, q, 1); !ok { // hit 2, 5 s of 100 left
 		t.Fatal("no wire answer")
 	}
-	waitFor(t, "the prefetch", func() bool { return next.calls.Load() == 2 })
+	testkit.WaitEqual(t, 5*time.Second, "queries at next (the miss, then the prefetch)", next.calls.Load, 2)
 }

@@ -3,8 +3,10 @@ package forward_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,86 +16,9 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
-
-// stub is a UDP upstream on 127.0.0.1 whose replies a function chooses:
-// none (it hangs), a wrong one then the right one, and so on.
-type stub struct {
-	addr    string
-	queries atomic.Int64
-	mu      sync.Mutex
-	ports   map[string]bool // client addresses seen
-}
-
-func (s *stub) clients() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.ports)
-}
-
-// answer is the right reply to req: 192.0.2.1.
-func answer(req *dns.Msg) *dns.Msg {
-	r := new(dns.Msg)
-	r.SetReply(req)
-	r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-		A: net.IPv4(192, 0, 2, 1)}}
-	return r
-}
-
-func runStub(t *testing.T, replies func(req *dns.Msg) []*dns.Msg) *stub {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stub{addr: pc.LocalAddr().String(), ports: map[string]bool{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			req := new(dns.Msg)
-			if req.Unpack(buf[:n]) != nil || len(req.Question) != 1 {
-				continue
-			}
-			if !strings.HasSuffix(req.Question[0].Name, ".loop-probe.dnsconfigurer.") {
-				s.queries.Add(1)
-			}
-			s.mu.Lock()
-			s.ports[from.String()] = true
-			s.mu.Unlock()
-			for _, r := range replies(req) {
-				b, _ := r.Pack()
-				_, _ = pc.WriteTo(b, from)
-			}
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done })
-	return s
-}
-
-func ask(f *forward.Forwarder, ctx context.Context, name string) (*dns.Msg, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(name, dns.TypeA)
-	return f.Exchange(ctx, m)
-}
-
-// await polls cond every millisecond until it holds or within is over.
-func await(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // TestReplyValidation: over UDP and over TCP, a reply with another ID or
 // another question (or the query echoed) is dropped, counted, and the read
@@ -154,7 +79,7 @@ func TestReplyValidation(t *testing.T) {
 					addr = runTCPStubReplies(t, tc.replies).addr
 					cfg.ForceTCP = true
 				} else {
-					addr = runStub(t, tc.replies).addr
+					addr = runStub(t, tc.replies).Addr
 				}
 				cfg.Upstreams = forward.StaticUpstreams{addr}
 				f := newForwarder(t, cfg)
@@ -171,7 +96,7 @@ func TestReplyValidation(t *testing.T) {
 				if took := time.Since(start); !tc.ok && took < 250*time.Millisecond {
 					t.Errorf("failed after %v: %v; want the 300ms timeout (a wrong reply is no answer)", took, err)
 				}
-				m := gather(t, reg)
+				m := testkit.Gather(t, reg)
 				if n := m[`dnsconfigurer_forward_dropped_replies_total{upstream="`+addr+`",zone="."}`]; n != 1 {
 					t.Errorf("dropped replies %v, want 1", n)
 				}
@@ -186,20 +111,20 @@ func TestReplyValidation(t *testing.T) {
 func TestPolicy(t *testing.T) {
 	cases := []struct {
 		policy string
-		check  func(counts []int64) bool
+		check  func(counts []int) bool
 	}{
-		{forward.PolicySequential, func(c []int64) bool { return c[0] == 30 && c[1] == 0 && c[2] == 0 }},
-		{forward.PolicyRoundRobin, func(c []int64) bool { return c[0] == 10 && c[1] == 10 && c[2] == 10 }},
-		{forward.PolicyRandom, func(c []int64) bool { return c[0] > 0 && c[1] > 0 && c[2] > 0 && c[0]+c[1]+c[2] == 30 }},
+		{forward.PolicySequential, func(c []int) bool { return c[0] == 30 && c[1] == 0 && c[2] == 0 }},
+		{forward.PolicyRoundRobin, func(c []int) bool { return c[0] == 10 && c[1] == 10 && c[2] == 10 }},
+		{forward.PolicyRandom, func(c []int) bool { return c[0] > 0 && c[1] > 0 && c[2] > 0 && c[0]+c[1]+c[2] == 30 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.policy, func(t *testing.T) {
-			var ups []*stub
+			var ups []*testkit.Upstream
 			var addrs forward.StaticUpstreams
 			for range 3 {
-				s := runStub(t, func(req *dns.Msg) []*dns.Msg { return []*dns.Msg{answer(req)} })
+				s := testkit.NewUpstream(t, answering, testkit.UDPOnly())
 				ups = append(ups, s)
-				addrs = append(addrs, s.addr)
+				addrs = append(addrs, s.Addr)
 			}
 			f := newForwarder(t, forward.Config{Upstreams: addrs, Policy: tc.policy})
 			for range 30 {
@@ -207,7 +132,7 @@ func TestPolicy(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			counts := []int64{ups[0].queries.Load(), ups[1].queries.Load(), ups[2].queries.Load()}
+			counts := []int{asked(ups[0]), asked(ups[1]), asked(ups[2])}
 			if !tc.check(counts) {
 				t.Errorf("queries per upstream %v", counts)
 			}
@@ -303,7 +228,12 @@ func TestConnectionReuse(t *testing.T) {
 		// The background work closes idle connections (its loop probe
 		// reuses this one).
 		f.Start(context.Background())
-		await(t, 2*time.Second, "the idle connection closed after Expire", func() bool { return up.closed.Load() == 1 })
+		testkit.WaitFor(t, 2*time.Second, func() error {
+			if n := up.closed.Load(); n != 1 {
+				return fmt.Errorf("%d connections closed, want the idle one closed after Expire", n)
+			}
+			return nil
+		})
 		if _, err := ask(f, context.Background(), "www.example.org."); err != nil || up.accepted.Load() != 2 {
 			t.Errorf("after expiry: %v, %d connections, want a new one", err, up.accepted.Load())
 		}
@@ -313,65 +243,47 @@ func TestConnectionReuse(t *testing.T) {
 // TestTruncatedGoesTCP: a truncated UDP reply is asked again over TCP on
 // the same port.
 func TestTruncatedGoesTCP(t *testing.T) {
-	tcp := runTCPStub(t, answer)
-	pc, err := net.ListenPacket("udp", tcp.addr)
-	if err != nil {
-		t.Skipf("UDP port of the TCP stub busy: %v", err)
-	}
-	var udpQueries atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			req := new(dns.Msg)
-			if req.Unpack(buf[:n]) != nil {
-				continue
-			}
-			udpQueries.Add(1)
-			r := new(dns.Msg)
-			r.SetReply(req)
-			r.Truncated = true
-			b, _ := r.Pack()
-			_, _ = pc.WriteTo(b, from)
+	up := testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		r := answer(req)
+		if w.RemoteAddr().Network() == "udp" {
+			r.Answer, r.Truncated = nil, true
 		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done })
-	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{tcp.addr}})
+		_ = w.WriteMsg(r)
+	}))
+	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}})
 	r, err := ask(f, context.Background(), "big.example.org.")
 	if err != nil || len(r.Answer) != 1 || r.Truncated {
 		t.Fatalf("%v %v, want the TCP answer", r, err)
 	}
-	if u, c := udpQueries.Load(), tcp.accepted.Load(); u != 1 || c != 1 {
-		t.Errorf("%d UDP queries, %d TCP connections; want 1 and 1", u, c)
+	var nets []string
+	for _, q := range up.Queries() {
+		nets = append(nets, q.Net)
+	}
+	if !slices.Equal(nets, []string{"udp", "tcp"}) {
+		t.Errorf("queries over %v; want one over UDP, then one over TCP", nets)
 	}
 }
 
 func TestShedRcode(t *testing.T) {
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	up, _ := heldUpstream(t, release)
-	// After the server is made, so it runs before its shutdown (which waits
-	// for the handlers held on release).
-	t.Cleanup(unblock)
+	up, _ := heldUpstream(t)
 	for _, tc := range []struct {
 		name string
 		cfg  int
 		want int
 	}{{"default", 0, dns.RcodeServerFailure}, {"refused", dns.RcodeRefused, dns.RcodeRefused}} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up}, MaxConcurrent: 1, ShedRcode: tc.cfg})
+			f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, MaxConcurrent: 1, ShedRcode: tc.cfg})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(f)
 			go func() { defer close(done); _, _ = ask(f, ctx, "held.example.org.") }()
-			await(t, time.Second, "one query in flight", func() bool { return gather(t, reg)[`dnsconfigurer_forward_in_flight{zone="."}`] == 1 })
+			testkit.WaitFor(t, time.Second, func() error {
+				if n := testkit.Gather(t, reg)[`dnsconfigurer_forward_in_flight{zone="."}`]; n != 1 {
+					return fmt.Errorf("%v queries in flight, want 1", n)
+				}
+				return nil
+			})
 			_, err := ask(f, context.Background(), "other.example.org.")
 			cancel()
 			<-done
@@ -420,7 +332,7 @@ func TestZonesShareRegistry(t *testing.T) {
 			t.Fatalf("zone %s: %v", z, err)
 		}
 	}
-	m := gather(t, reg)
+	m := testkit.Gather(t, reg)
 	if _, ok := m[`dnsconfigurer_forward_in_flight{zone="corp.example."}`]; !ok {
 		t.Errorf("no series for zone corp.example.: %v", m)
 	}
@@ -440,7 +352,7 @@ func TestRepliesByRcode(t *testing.T) {
 		}
 		return []*dns.Msg{r}
 	})
-	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{s.addr}, Zone: "."})
+	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{s.Addr}, Zone: "."})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(f)
 	for _, name := range []string{"a.example.", "b.example.", "nx.example.", "odd.example."} {
@@ -448,13 +360,13 @@ func TestRepliesByRcode(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	m := gather(t, reg)
+	m := testkit.Gather(t, reg)
 	for _, tc := range []struct {
 		rcode string
 		want  float64
 	}{{"NOERROR", 2}, {"NXDOMAIN", 1}, {"other", 1}} {
-		labels := `{rcode="` + tc.rcode + `",upstream="` + s.addr + `",zone="."}`
-		if got := m["dnsconfigurer_forward_request_duration_seconds"+labels+"_count"]; got != tc.want {
+		labels := `{rcode="` + tc.rcode + `",upstream="` + s.Addr + `",zone="."}`
+		if got := m["dnsconfigurer_forward_request_duration_seconds_count"+labels]; got != tc.want {
 			t.Errorf("request_duration_seconds%s count = %v, want %v", labels, got, tc.want)
 		}
 		if got := m["dnsconfigurer_forward_responses_total"+labels]; got != tc.want {

@@ -18,35 +18,12 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
-
-// deadUpstream is a UDP socket on 127.0.0.1 that reads every query and
-// never answers. It returns its address and the count of datagrams read.
-func deadUpstream(t *testing.T) (string, *atomic.Int64) {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := pc.ReadFrom(buf); err != nil {
-				return
-			}
-			n.Add(1)
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done })
-	return pc.LocalAddr().String(), &n
-}
 
 // runDNS serves h on 127.0.0.1:0 until the test ends and returns the address.
 func runDNS(t *testing.T, h dns.Handler) string {
@@ -81,9 +58,9 @@ func smallStore(t *testing.T) *store.Store {
 // at random, as CoreDNS: the timeout and the shedding bound the cost.)
 // Figures:
 func TestForwardDeadUpstream(t *testing.T) {
-	upA, seenA := deadUpstream(t)
-	upB, seenB := deadUpstream(t)
-	fwd := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{upA, upB}})
+	upA := testkit.NewUpstream(t, testkit.Silent, testkit.UDPOnly())
+	upB := testkit.NewUpstream(t, testkit.Silent, testkit.UDPOnly())
+	fwd := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{upA.Addr, upB.Addr}})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(fwd)
 	fwd.Start(context.Background())
@@ -236,12 +213,12 @@ func TestForwardDeadUpstream(t *testing.T) {
 	if len(outside) > 0 {
 		p50 = outside[len(outside)/2]
 	}
-	m := gather(t, reg)
+	m := testkit.Gather(t, reg)
 	t.Logf("%d queries in %v: %d unanswered; %d outside SERVFAIL: p50 %v, slowest %v (shed %v); "+
 		"in-cluster slowest %v; upstream reads %d + %d; max goroutines %d, max heap in use %.1f MiB",
 		total, sendTime.Round(time.Millisecond), missing, len(outside), p50.Round(time.Microsecond), slowOutside.Round(time.Millisecond),
 		m[`dnsconfigurer_forward_shed_total{zone="."}`],
-		slowestLocal.Round(time.Millisecond), seenA.Load(), seenB.Load(), maxG, float64(maxHeap)/(1<<20))
+		slowestLocal.Round(time.Millisecond), upA.Count(), upB.Count(), maxG, float64(maxHeap)/(1<<20))
 	if missing > 0 {
 		t.Errorf("%d queries not answered", missing)
 	}
@@ -310,7 +287,7 @@ func TestForwardLoop(t *testing.T) {
 	if took > 500*time.Millisecond {
 		t.Errorf("loop answered after %v, want at once", took)
 	}
-	if v := gather(t, reg)[`dnsconfigurer_forward_loops_total{zone="."}`]; v != 1 {
+	if v := testkit.Gather(t, reg)[`dnsconfigurer_forward_loops_total{zone="."}`]; v != 1 {
 		t.Errorf("forward_loops_total = %v, want 1", v)
 	}
 }
@@ -323,9 +300,9 @@ func TestForwardLoop(t *testing.T) {
 func TestForwardLoopThroughStrippingResolver(t *testing.T) {
 	var toRelay lateUpstreams
 	fwd, _ := forward.New(forward.Config{Upstreams: &toRelay, Timeout: 500 * time.Millisecond, Policy: forward.PolicyRoundRobin})
-	var nA, nRelay atomic.Int64
+	var nA atomic.Int64
 	a := runDNS(t, counting(clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwd)), &nA))
-	relay := runDNS(t, counting(dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+	relay := testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		q := new(dns.Msg)
 		q.SetQuestion(req.Question[0].Name, req.Question[0].Qtype)
 		r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(q, a)
@@ -335,8 +312,8 @@ func TestForwardLoopThroughStrippingResolver(t *testing.T) {
 		}
 		r.Id = req.Id
 		_ = w.WriteMsg(r)
-	}), &nRelay))
-	toRelay.addr.Store(&relay)
+	}))
+	toRelay.addr.Store(&relay.Addr)
 
 	m := new(dns.Msg)
 	m.SetQuestion("loop.example.org.", dns.TypeA)
@@ -344,60 +321,38 @@ func TestForwardLoopThroughStrippingResolver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("rcode %s; queries seen: server %d, relay %d", dns.RcodeToString[r.Rcode], nA.Load(), nRelay.Load())
+	t.Logf("rcode %s; queries seen: server %d, relay %d", dns.RcodeToString[r.Rcode], nA.Load(), relay.Count())
 	if r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
 	}
-	if n := nA.Load() + nRelay.Load(); n > 3 {
+	if n := int(nA.Load()) + relay.Count(); n > 3 {
 		t.Errorf("%d queries in the loop, want <= 3", n)
 	}
 }
 
-// heldUpstream answers every query with 192.0.2.1 once release is closed,
-// counting the queries.
-func heldUpstream(t *testing.T, release <-chan struct{}) (string, *atomic.Int64) {
+// heldUpstream answers every query with 192.0.2.1 once release is called
+// (at the latest when the test ends).
+func heldUpstream(t *testing.T) (up *testkit.Upstream, release func()) {
 	t.Helper()
-	var n atomic.Int64
-	addr := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		n.Add(1)
-		<-release
-		r := new(dns.Msg)
-		r.SetReply(req)
-		r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-			A: net.IPv4(192, 0, 2, 1)}}
-		_ = w.WriteMsg(r)
+	held := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	up = testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		<-held
+		_ = w.WriteMsg(answer(req))
 	}))
-	return addr, &n
-}
-
-// awaitCond polls cond until it holds or ten seconds have passed (the
-// race detector on a loaded machine is slow).
-func awaitCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	// After the upstream is made, so it runs before its shutdown (which
+	// waits for the held handlers).
+	t.Cleanup(release)
+	return up, release
 }
 
 func TestForwardCoalescesAndLimits(t *testing.T) {
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	up, seen := heldUpstream(t, release)
-	// After the server is made, so it runs before its shutdown (which waits
-	// for the handlers held on release).
-	t.Cleanup(unblock)
-	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: 2 * time.Second, Policy: forward.PolicyRoundRobin, MaxConcurrent: 10})
+	up, unblock := heldUpstream(t)
+	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Timeout: 2 * time.Second, Policy: forward.PolicyRoundRobin, MaxConcurrent: 10})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(fwd)
-	metric := func(name string) float64 { return gather(t, reg)["dnsconfigurer_forward_"+name+`{zone="."}`] }
+	metric := func(name string) float64 { return testkit.Gather(t, reg)["dnsconfigurer_forward_"+name+`{zone="."}`] }
 
 	type result struct {
 		id  uint16
@@ -417,8 +372,12 @@ func TestForwardCoalescesAndLimits(t *testing.T) {
 			results <- result{m.Id, r, err}
 		}()
 	}
-	awaitCond(t, "10 queries in flight, 9 of them waiting for the first", func() bool {
-		return metric("in_flight") == 10 && metric("coalesced_total") == 9
+	// Ten seconds: the race detector on a loaded machine is slow.
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		if f, c := metric("in_flight"), metric("coalesced_total"); f != 10 || c != 9 {
+			return fmt.Errorf("%v queries in flight, %v coalesced; want 10, 9 of them waiting for the first", f, c)
+		}
+		return nil
 	})
 	// The limit is reached: the next query fails at once.
 	m := new(dns.Msg)
@@ -433,7 +392,7 @@ func TestForwardCoalescesAndLimits(t *testing.T) {
 			t.Errorf("query %d: %v %v", res.id, res.r, res.err)
 		}
 	}
-	if n := seen.Load(); n != 1 {
+	if n := up.Count(); n != 1 {
 		t.Errorf("upstream got %d queries, want 1", n)
 	}
 	if c, r := metric("coalesced_total"), metric("shed_total"); c != 9 || r != 1 {
@@ -449,34 +408,13 @@ func TestForwardCoalescesAndLimits(t *testing.T) {
 // for it over UDP is asked again over TCP, that a TCP client's query goes
 // over TCP at once, and that the upstream gets the loop marker.
 func TestForwardAdvertisesEDNSSize(t *testing.T) {
-	type seen struct {
-		proto  string
-		size   uint16
-		marked bool
-	}
-	var mu sync.Mutex
-	var got []seen
-	up := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		s := seen{proto: w.RemoteAddr().Network()}
-		if o := req.IsEdns0(); o != nil {
-			s.size = o.UDPSize()
-			for _, e := range o.Option {
-				s.marked = s.marked || e.Option() == forward.DefaultLoopOptionCode
-			}
-		}
-		mu.Lock()
-		got = append(got, s)
-		mu.Unlock()
-		// A misbehaving upstream: 200 answers (3.2 KB) over UDP too,
-		// whatever size was advertised.
-		r := new(dns.Msg)
-		r.SetReply(req)
+	// A misbehaving upstream: 200 answers (3.2 KB) over UDP too, whatever
+	// size was advertised.
+	big := testkit.Reply(func(q dns.Question, r *dns.Msg) {
 		for i := range 200 {
-			r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-				A: net.IPv4(192, 0, 2, byte(i))})
+			r.Answer = append(r.Answer, testkit.A(q.Name, 30, fmt.Sprintf("192.0.2.%d", i)))
 		}
-		_ = w.WriteMsg(r)
-	}))
+	})
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
@@ -486,10 +424,8 @@ func TestForwardAdvertisesEDNSSize(t *testing.T) {
 		{"tcp client", forward.WithClientTCP(context.Background()), []string{"tcp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mu.Lock()
-			got = nil
-			mu.Unlock()
-			fwd := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up}})
+			up := testkit.NewUpstream(t, big)
+			fwd := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}})
 			m := new(dns.Msg)
 			m.SetQuestion("big.example.org.", dns.TypeA)
 			m.SetEdns0(65535, false)
@@ -497,13 +433,19 @@ func TestForwardAdvertisesEDNSSize(t *testing.T) {
 			if err != nil || len(r.Answer) != 200 || r.Id != m.Id {
 				t.Fatalf("%v %v, want 200 answers", r, err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
 			var protos []string
-			for _, s := range got {
-				protos = append(protos, s.proto)
-				if s.size != 1232 || !s.marked {
-					t.Errorf("upstream saw %+v, want EDNS0 size 1232 and the loop marker", s)
+			for _, q := range up.Queries() {
+				protos = append(protos, q.Net)
+				var size uint16
+				marked := false
+				if o := q.Msg.IsEdns0(); o != nil {
+					size = o.UDPSize()
+					for _, e := range o.Option {
+						marked = marked || e.Option() == forward.DefaultLoopOptionCode
+					}
+				}
+				if size != 1232 || !marked {
+					t.Errorf("upstream saw a query over %s with EDNS0 size %d, loop marker %v; want 1232 and the marker", q.Net, size, marked)
 				}
 			}
 			if !slices.Equal(protos, tc.want) {
@@ -537,13 +479,16 @@ func TestLoopProbe(t *testing.T) {
 	start := time.Now()
 	fwdA.Start(context.Background())
 	fwdB.Start(context.Background())
-	awaitWithin(t, 3*time.Second, "both loops detected", func() bool {
-		return gather(t, regA)[`dnsconfigurer_forward_loop_detected_total{zone="."}`] == 1 &&
-			gather(t, regB)[`dnsconfigurer_forward_loop_detected_total{zone="."}`] == 1
+	testkit.WaitFor(t, 3*time.Second, func() error {
+		const loops = `dnsconfigurer_forward_loop_detected_total{zone="."}`
+		if a, b := testkit.Gather(t, regA)[loops], testkit.Gather(t, regB)[loops]; a != 1 || b != 1 {
+			return fmt.Errorf("loops detected: A %v, B %v; want both 1", a, b)
+		}
+		return nil
 	})
 	t.Logf("loop found after %v; queries seen: A %d, B %d", time.Since(start).Round(time.Millisecond), nA.Load(), nB.Load())
 	for _, reg := range []*prometheus.Registry{regA, regB} {
-		if v := gather(t, reg)[`dnsconfigurer_forward_looping_upstreams{zone="."}`]; v != 0 {
+		if v := testkit.Gather(t, reg)[`dnsconfigurer_forward_looping_upstreams{zone="."}`]; v != 0 {
 			t.Errorf("looping_upstreams %v, want 0 (the marker stops the loop)", v)
 		}
 	}
@@ -569,12 +514,8 @@ func TestLoopProbe(t *testing.T) {
 	}
 	logMu.Unlock()
 
-	plain := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		r := new(dns.Msg)
-		r.SetRcode(req, dns.RcodeNameError)
-		_ = w.WriteMsg(r)
-	}))
-	fwdC := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{plain}, HealthCheck: 10 * time.Millisecond})
+	plain := testkit.NewUpstream(t, testkit.Reply(func(_ dns.Question, r *dns.Msg) { r.Rcode = dns.RcodeNameError }))
+	fwdC := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{plain.Addr}, HealthCheck: 10 * time.Millisecond})
 	regC := prometheus.NewRegistry()
 	regC.MustRegister(fwdC)
 	fwdC.Start(context.Background())
@@ -582,7 +523,7 @@ func TestLoopProbe(t *testing.T) {
 		t.Errorf("plain upstream: %v", err)
 	}
 	for _, name := range []string{"looping_upstreams", "loop_detected_total", "loops_total"} {
-		if v := gather(t, regC)[`dnsconfigurer_forward_`+name+`{zone="."}`]; v != 0 {
+		if v := testkit.Gather(t, regC)[`dnsconfigurer_forward_`+name+`{zone="."}`]; v != 0 {
 			t.Errorf("plain upstream: %s %v, want 0", name, v)
 		}
 	}
@@ -612,11 +553,19 @@ func TestLoopProbeLatePeer(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(fwdA)
 	fwdA.Start(context.Background())
-	awaitWithin(t, 3*time.Second, "the first loop probe", func() bool { return dropped.Load() > 0 })
+	testkit.WaitFor(t, 3*time.Second, func() error {
+		if dropped.Load() == 0 {
+			return errors.New("no loop probe yet")
+		}
+		return nil
+	})
 	up.Store(true)
 	start := time.Now()
-	awaitWithin(t, 5*time.Second, "the loop found by a later probe", func() bool {
-		return gather(t, reg)[`dnsconfigurer_forward_loop_detected_total{zone="."}`] == 1
+	testkit.WaitFor(t, 5*time.Second, func() error {
+		if n := testkit.Gather(t, reg)[`dnsconfigurer_forward_loop_detected_total{zone="."}`]; n != 1 {
+			return fmt.Errorf("%v loops detected, want 1 found by a later probe", n)
+		}
+		return nil
 	})
 	t.Logf("loop found %v after the peer came up; probes dropped before: %d", time.Since(start).Round(time.Millisecond), dropped.Load())
 }
@@ -630,18 +579,6 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
-}
-
-// awaitWithin polls cond until it holds or within has passed.
-func awaitWithin(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // TestSelfReason is the rule of which upstream is the server itself: the

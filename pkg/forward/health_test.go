@@ -3,7 +3,6 @@ package forward_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -24,7 +24,18 @@ func isProbe(req *dns.Msg) bool {
 // healthy is the upstream_healthy series of addr.
 func healthy(t *testing.T, reg *prometheus.Registry, addr string) float64 {
 	t.Helper()
-	return gather(t, reg)[`dnsconfigurer_forward_upstream_healthy{upstream="`+addr+`",zone="."}`]
+	return testkit.Gather(t, reg)[`dnsconfigurer_forward_upstream_healthy{upstream="`+addr+`",zone="."}`]
+}
+
+// waitHealthy waits for the upstream_healthy series of addr to be want.
+func waitHealthy(t *testing.T, reg *prometheus.Registry, addr string, want float64) {
+	t.Helper()
+	testkit.WaitFor(t, 5*time.Second, func() error {
+		if h := healthy(t, reg, addr); h != want {
+			return fmt.Errorf("upstream %s healthy %v, want %v", addr, h, want)
+		}
+		return nil
+	})
 }
 
 // TestHealthRules: a failed query only triggers a health probe; the probe
@@ -61,7 +72,7 @@ func TestHealthRules(t *testing.T) {
 				}
 				return nil
 			})
-			f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: timeout, HealthCheck: 20 * time.Millisecond})
+			f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Timeout: timeout, HealthCheck: 20 * time.Millisecond})
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(f)
 			f.Start(context.Background())
@@ -72,27 +83,32 @@ func TestHealthRules(t *testing.T) {
 				// Each failure asks for a probe; wait for it before the
 				// next failure.
 				want := int64(i + 1)
-				await(t, 5*time.Second, "the health probe", func() bool { return probes.Load() >= want })
+				testkit.WaitFor(t, 5*time.Second, func() error {
+					if n := probes.Load(); n < want {
+						return fmt.Errorf("%d health probes after %d failures", n, want)
+					}
+					return nil
+				})
 			}
 			if tc.down {
-				await(t, 5*time.Second, "the upstream down", func() bool { return healthy(t, reg, up.addr) == 0 })
+				waitHealthy(t, reg, up.Addr, 0)
 				// Still asked, not failed at once: the query reaches the
 				// upstream and waits for its timeout.
-				allDown := func() float64 { return gather(t, reg)[`dnsconfigurer_forward_all_down_total{zone="."}`] }
-				before, downBefore := up.queries.Load(), allDown()
+				allDown := func() float64 { return testkit.Gather(t, reg)[`dnsconfigurer_forward_all_down_total{zone="."}`] }
+				before, downBefore := asked(up), allDown()
 				start := time.Now()
 				if _, err := ask(f, context.Background(), "down.example.org."); err == nil {
 					t.Fatal("answered by a silent upstream")
 				}
-				if took := time.Since(start); up.queries.Load() != before+1 || took < timeout/2 {
-					t.Errorf("with every upstream down: %d queries sent, failed after %v; want 1, at the timeout", up.queries.Load()-before, took)
+				if took := time.Since(start); asked(up) != before+1 || took < timeout/2 {
+					t.Errorf("with every upstream down: %d queries sent, failed after %v; want 1, at the timeout", asked(up)-before, took)
 				}
 				if n := allDown() - downBefore; n != 1 {
 					t.Errorf("all_down_total grew by %v, want 1", n)
 				}
 				alive.Store(true)
-				await(t, 5*time.Second, "the upstream back", func() bool { return healthy(t, reg, up.addr) == 1 })
-			} else if h := healthy(t, reg, up.addr); h != 1 {
+				waitHealthy(t, reg, up.Addr, 1)
+			} else if h := healthy(t, reg, up.Addr); h != 1 {
 				t.Fatalf("upstream_healthy %v after %d timeouts on a silent zone, want 1 (its probe is answered)", h, 3*forward.DefaultMaxFails)
 			}
 			if r, err := ask(f, context.Background(), "www.example.org."); err != nil || len(r.Answer) != 1 {
@@ -106,14 +122,9 @@ func TestHealthRules(t *testing.T) {
 // unreachable) and the next upstream answers; its probes fail too, and once
 // down it is no longer asked.
 func TestDeadSocket(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := pc.LocalAddr().String()
-	pc.Close()
-	good := runStub(t, func(req *dns.Msg) []*dns.Msg { return []*dns.Msg{answer(req)} })
-	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{dead, good.addr}, Policy: forward.PolicySequential, HealthCheck: 20 * time.Millisecond})
+	dead := testkit.RefusedAddr(t)
+	good := testkit.NewUpstream(t, answering, testkit.UDPOnly())
+	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{dead, good.Addr}, Policy: forward.PolicySequential, HealthCheck: 20 * time.Millisecond})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(f)
 	f.Start(context.Background())
@@ -125,53 +136,19 @@ func TestDeadSocket(t *testing.T) {
 			t.Errorf("query %d took %v", i, took)
 		}
 	}
-	await(t, 5*time.Second, "the dead upstream down", func() bool { return healthy(t, reg, dead) == 0 })
-	errs := gather(t, reg)[`dnsconfigurer_forward_upstream_errors_total{upstream="`+dead+`",zone="."}`]
+	waitHealthy(t, reg, dead, 0)
+	errs := testkit.Gather(t, reg)[`dnsconfigurer_forward_upstream_errors_total{upstream="`+dead+`",zone="."}`]
 	for range 5 {
 		if _, err := ask(f, context.Background(), "www.example.org."); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := gather(t, reg)[`dnsconfigurer_forward_upstream_errors_total{upstream="`+dead+`",zone="."}`]; n != errs {
+	if n := testkit.Gather(t, reg)[`dnsconfigurer_forward_upstream_errors_total{upstream="`+dead+`",zone="."}`]; n != errs {
 		t.Errorf("dead upstream asked while down: errors %v, then %v", errs, n)
 	}
-	if n := good.queries.Load(); n != 10 {
+	if n := asked(good); n != 10 {
 		t.Errorf("good upstream asked %d times, want 10", n)
 	}
-}
-
-// runSlowStub is a UDP upstream on 127.0.0.1 that answers every query
-// (the health probe included) after delay, each on its own timer.
-func runSlowStub(t *testing.T, delay time.Duration) *stub {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stub{addr: pc.LocalAddr().String(), ports: map[string]bool{}}
-	var pending sync.WaitGroup
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			req := new(dns.Msg)
-			if req.Unpack(buf[:n]) != nil || len(req.Question) != 1 {
-				continue
-			}
-			s.queries.Add(1)
-			b, _ := answer(req).Pack()
-			pending.Add(1)
-			// The upstream's latency, not synchronisation.
-			time.AfterFunc(delay, func() { defer pending.Done(); _, _ = pc.WriteTo(b, from) })
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done; pending.Wait() })
-	return s
 }
 
 // TestSlowUpstreams: N = 1-3 upstreams that all answer in 1.2s, under the
@@ -183,7 +160,8 @@ func TestSlowUpstreams(t *testing.T) {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var addrs forward.StaticUpstreams
 			for range n {
-				addrs = append(addrs, runSlowStub(t, delay).addr)
+				// The upstream's latency, not synchronisation.
+				addrs = append(addrs, testkit.NewUpstream(t, answering, testkit.UDPOnly(), testkit.Delay(delay)).Addr)
 			}
 			f := newForwarder(t, forward.Config{Upstreams: addrs, HealthCheck: 20 * time.Millisecond})
 			reg := prometheus.NewRegistry()
@@ -219,15 +197,15 @@ func TestSlowUpstreams(t *testing.T) {
 // TestSourcePorts: every UDP query leaves from a fresh source port (RFC
 // 5452 §9.2). 1,000 queries on 4a5a5e7 used one pooled socket.
 func TestSourcePorts(t *testing.T) {
-	up := runStub(t, func(req *dns.Msg) []*dns.Msg { return []*dns.Msg{answer(req)} })
-	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.addr}})
+	up := testkit.NewUpstream(t, answering, testkit.UDPOnly())
+	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}})
 	const n = 1000
 	for i := range n {
 		if _, err := ask(f, context.Background(), fmt.Sprintf("q%d.example.org.", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ports := up.clients()
+	ports := clients(up)
 	t.Logf("%d queries, %d distinct source ports", n, ports)
 	// Random ports from Linux's ~28,000 ephemeral ones: about 982
 	// distinct expected for 1,000 draws.

@@ -1,53 +1,20 @@
 package forward_test
 
 import (
-	"fmt"
-	"sort"
+	"context"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/miekg/dns"
 	"go.uber.org/goleak"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 // TestMain fails the run if a test leaves goroutines behind (servers not
 // shut down, exchanges or probes still running).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// gather flattens a registry into "name{label="v",...}" → value (a
-// histogram gives name_count).
-func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			sort.Strings(labels)
-			key := mf.GetName()
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.GetCounter() != nil:
-				out[key] = m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				out[key] = m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				out[key+"_count"] = float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return out
-}
 
 // newForwarder is forward.New(cfg), closed when the test ends.
 func newForwarder(t *testing.T, cfg forward.Config) *forward.Forwarder {
@@ -58,4 +25,52 @@ func newForwarder(t *testing.T, cfg forward.Config) *forward.Forwarder {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// answer is the right reply to req: 192.0.2.1.
+func answer(req *dns.Msg) *dns.Msg {
+	r := new(dns.Msg)
+	r.SetReply(req)
+	r.Answer = []dns.RR{testkit.A(req.Question[0].Name, 30, "192.0.2.1")}
+	return r
+}
+
+// answering is an upstream handler that answers every query with answer.
+var answering = dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) { _ = w.WriteMsg(answer(req)) })
+
+// runStub is a UDP upstream whose replies a function chooses: none (it
+// hangs), a wrong one then the right one, and so on.
+func runStub(t *testing.T, replies func(req *dns.Msg) []*dns.Msg) *testkit.Upstream {
+	t.Helper()
+	return testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		for _, r := range replies(req) {
+			_ = w.WriteMsg(r)
+		}
+	}), testkit.UDPOnly())
+}
+
+// asked counts the queries up got, loop probes left out.
+func asked(up *testkit.Upstream) int {
+	n := 0
+	for _, q := range up.Queries() {
+		if !strings.HasSuffix(q.Msg.Question[0].Name, ".loop-probe.dnsconfigurer.") {
+			n++
+		}
+	}
+	return n
+}
+
+// clients counts the client addresses up got queries from.
+func clients(up *testkit.Upstream) int {
+	seen := map[string]bool{}
+	for _, q := range up.Queries() {
+		seen[q.From.String()] = true
+	}
+	return len(seen)
+}
+
+func ask(f *forward.Forwarder, ctx context.Context, name string) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	return f.Exchange(ctx, m)
 }

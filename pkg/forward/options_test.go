@@ -4,11 +4,11 @@ import (
 	"context"
 	"net"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -17,25 +17,6 @@ import (
 // Client Subnet, cookies, NSID, padding, keepalive and unknown codes do
 // not. The DO bit does.
 func TestForwardRelaysOnlyItsOptions(t *testing.T) {
-	var mu sync.Mutex
-	var codes []uint16
-	var do bool
-	up := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		mu.Lock()
-		codes, do = nil, false
-		if o := req.IsEdns0(); o != nil {
-			do = o.Do()
-			for _, e := range o.Option {
-				codes = append(codes, e.Option())
-			}
-		}
-		mu.Unlock()
-		r := new(dns.Msg)
-		r.SetReply(req)
-		r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-			A: net.IPv4(192, 0, 2, 1)}}
-		_ = w.WriteMsg(r)
-	}))
 	const autopathCode = 65001
 	client := []dns.EDNS0{
 		&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.IPv4(198, 51, 100, 0).To4()},
@@ -57,7 +38,8 @@ func TestForwardRelaysOnlyItsOptions(t *testing.T) {
 		{"node-local (relays autopath)", []uint16{autopathCode}, []uint16{autopathCode, forward.DefaultLoopOptionCode, forward.DefaultLoopOptionCode}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fwd := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up}, RelayOptions: tc.relay})
+			up := testkit.NewUpstream(t, answering)
+			fwd := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, RelayOptions: tc.relay})
 			m := new(dns.Msg)
 			m.SetQuestion("ecs.example.org.", dns.TypeA)
 			m.SetEdns0(1232, true)
@@ -65,8 +47,18 @@ func TestForwardRelaysOnlyItsOptions(t *testing.T) {
 			if _, err := fwd.Exchange(context.Background(), m); err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			qs := up.Queries()
+			if len(qs) != 1 {
+				t.Fatalf("upstream got %d queries, want 1", len(qs))
+			}
+			var codes []uint16
+			var do bool
+			if o := qs[0].Msg.IsEdns0(); o != nil {
+				do = o.Do()
+				for _, e := range o.Option {
+					codes = append(codes, e.Option())
+				}
+			}
 			if !slices.Equal(codes, tc.want) || !do {
 				t.Fatalf("upstream saw options %v (DO %v), want %v and DO", codes, do, tc.want)
 			}

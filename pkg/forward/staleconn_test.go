@@ -3,13 +3,13 @@ package forward_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -20,17 +20,8 @@ import (
 // on another closed one, so none fails (node-local's fill found 3-14
 // SERVFAIL in 100,000 before).
 func TestTCPServerClosesAfterQueries(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan struct{})
-	srv := &dns.Server{Listener: ln, MaxTCPQueries: 2, NotifyStartedFunc: func() { close(started) },
-		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) { w.WriteMsg(answer(r)) })}
-	go srv.ActivateAndServe()
-	<-started
-	t.Cleanup(func() { srv.Shutdown() })
-	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{ln.Addr().String()}, ForceTCP: true, MaxFails: forward.NoHealthCheck})
+	up := testkit.NewUpstream(t, answering, testkit.Tune(func(s *dns.Server) { s.MaxTCPQueries = 2 }))
+	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, ForceTCP: true, MaxFails: forward.NoHealthCheck})
 	var failed atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 8 {

@@ -3,7 +3,6 @@ package forward_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
@@ -21,17 +21,7 @@ import (
 // a UDP client, TCP for a TCP client, UDP for a TCP client with PreferUDP,
 // TCP for every client with ForceTCP.
 func TestUpstreamTransport(t *testing.T) {
-	var mu sync.Mutex
-	seen := map[string][]string{} // question name → transports, in order
-	up := runDNS(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		name := strings.ToLower(req.Question[0].Name)
-		if strings.HasSuffix(name, ".example.org.") {
-			mu.Lock()
-			seen[name] = append(seen[name], w.RemoteAddr().Network())
-			mu.Unlock()
-		}
-		_ = w.WriteMsg(answer(req))
-	}))
+	up := testkit.NewUpstream(t, answering)
 	cases := []struct {
 		name   string
 		client string
@@ -48,7 +38,7 @@ func TestUpstreamTransport(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
-			cfg.Upstreams = forward.StaticUpstreams{up}
+			cfg.Upstreams = forward.StaticUpstreams{up.Addr}
 			fwd := newForwarder(t, cfg)
 			addr := runDNS(t, clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwd)))
 			name := "q" + string(rune('a'+i)) + ".example.org."
@@ -56,9 +46,12 @@ func TestUpstreamTransport(t *testing.T) {
 			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 				t.Fatalf("%v %v, want the upstream's answer", r, err)
 			}
-			mu.Lock()
-			got := seen[name]
-			mu.Unlock()
+			var got []string // the transports of name's queries, in order
+			for _, q := range up.Queries() {
+				if strings.EqualFold(q.Msg.Question[0].Name, name) {
+					got = append(got, q.Net)
+				}
+			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("upstream asked over %v, want %v", got, tc.want)
 			}
@@ -115,15 +108,7 @@ func (h *recorder) lines(msg string) (levels []slog.Level, suppressed map[string
 // clock is a fake one the test moves.
 func TestForwardErrorLogRateLimit(t *testing.T) {
 	// Two closed sockets: a query fails at once (ICMP port unreachable).
-	dead := func() string {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
-		return pc.LocalAddr().String()
-	}
-	a, b := dead(), dead()
+	a, b := testkit.RefusedAddr(t), testkit.RefusedAddr(t)
 	type step struct {
 		advance  time.Duration // the clock moves, then
 		failures int           // this many queries fail

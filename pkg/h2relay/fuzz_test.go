@@ -25,6 +25,8 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // socketPair is two connected Unix stream sockets: in memory, with
@@ -1130,17 +1132,11 @@ func TestHeldSlotReleasedWhenCreditFails(t *testing.T) {
 	if _, err := upEnd.Write(frameBytes(http2.FrameRSTStream, 0, 1, []byte{0, 0, 0, byte(http2.ErrCodeCancel)})); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) { // polling the condition
+	testkit.WaitEqual(t, 5*time.Second, "streams open after the upstream's RST_STREAM", func() int {
 		r.mu.Lock()
-		n := len(r.streams)
-		r.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the upstream's RST_STREAM did not end the stream")
-		}
-	}
+		defer r.mu.Unlock()
+		return len(r.streams)
+	}, 0)
 	close(client.fail)
 	select {
 	case <-done:

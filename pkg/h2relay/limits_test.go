@@ -20,6 +20,8 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // rawClient is an HTTP/2 client written with x/net's Framer, which sends
@@ -745,10 +747,5 @@ func TestHeldSlotsShared(t *testing.T) {
 // client read the reply.
 func waitSlotsFree(t *testing.T, slots *HeldSlots) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); slots.InUse() != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("slots in use = %d 5s after the calls, want 0", slots.InUse())
-		}
-		time.Sleep(time.Millisecond) // polling the condition
-	}
+	testkit.WaitEqual(t, 5*time.Second, "slots in use after the calls", slots.InUse, 0)
 }

@@ -2,6 +2,7 @@ package nodelocal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 	"go.uber.org/goleak"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
@@ -21,39 +23,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// upstream is a fake cluster DNS on 127.0.0.1 that records what it gets.
-type upstream struct {
-	addr    string
-	queries atomic.Int32
-	delay   atomic.Int64 // nanoseconds
-	mu      sync.Mutex
-	options []string // autopath option values seen, "" when absent
-	sizes   []uint16 // EDNS0 UDP sizes advertised, 0 without EDNS0
-	answer  func(q dns.Question, r *dns.Msg)
-}
-
-func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *upstream {
+// startUpstream is a fake cluster DNS on 127.0.0.1 answering with answer.
+func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *testkit.Upstream {
 	t.Helper()
-	u := &upstream{answer: answer}
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		u.queries.Add(1)
-		time.Sleep(time.Duration(u.delay.Load()))
-		opt, size := "", uint16(0)
-		if o := req.IsEdns0(); o != nil {
-			size = o.UDPSize()
-			for _, e := range o.Option {
-				if l, ok := e.(*dns.EDNS0_LOCAL); ok && l.Code == 65001 {
-					opt = string(l.Data)
-				}
-			}
-		}
-		u.mu.Lock()
-		u.options = append(u.options, opt)
-		u.sizes = append(u.sizes, size)
-		u.mu.Unlock()
+	return testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		r := new(dns.Msg)
 		r.SetReply(req)
-		u.answer(req.Question[0], r)
+		answer(req.Question[0], r)
 		if o := req.IsEdns0(); o != nil {
 			r.SetEdns0(4096, false)
 			// echo the option back, as a careless server might
@@ -65,20 +41,31 @@ func startUpstream(t *testing.T, answer func(q dns.Question, r *dns.Msg)) *upstr
 		_, tcp := w.RemoteAddr().(*net.TCPAddr)
 		r.Truncate(dnsmsg.ReplySize(req.IsEdns0(), tcp))
 		w.WriteMsg(r)
-	})
-	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	u.addr = srv.Addrs()[0]
-	return u
+	}))
 }
 
-func startNodeLocal(t *testing.T, up *upstream, cfg Config) (*Handler, string) {
+// autopathOptions are the autopath option values of the queries up got,
+// "" where absent.
+func autopathOptions(up *testkit.Upstream) []string {
+	var out []string
+	for _, q := range up.Queries() {
+		opt := ""
+		if o := q.Msg.IsEdns0(); o != nil {
+			for _, e := range o.Option {
+				if l, ok := e.(*dns.EDNS0_LOCAL); ok && l.Code == 65001 {
+					opt = string(l.Data)
+				}
+			}
+		}
+		out = append(out, opt)
+	}
+	return out
+}
+
+func startNodeLocal(t *testing.T, up string, cfg Config) (*Handler, string) {
 	t.Helper()
 	// As serve wires it: the forwarder relays the stage's autopath option.
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin,
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin,
 		RelayOptions: []uint16{autopath.DefaultOptionCode}})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +120,7 @@ func answerA(ttl uint32) func(q dns.Question, r *dns.Msg) {
 
 func TestCache(t *testing.T) {
 	up := startUpstream(t, answerA(300))
-	h, addr := startNodeLocal(t, up, Config{Cache: dnscache.Config{MaxTTL: 30 * time.Second}})
+	h, addr := startNodeLocal(t, up.Addr, Config{Cache: dnscache.Config{MaxTTL: 30 * time.Second}})
 
 	r := ask(t, addr, "udp", "web.example.", dns.TypeA, false)
 	if len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 30 {
@@ -143,7 +130,7 @@ func TestCache(t *testing.T) {
 	if len(r.Answer) != 1 || r.Answer[0].Header().Name != "WEB.Example." || r.Question[0].Name != "WEB.Example." {
 		t.Fatalf("cached answer must echo the asker's case: %v", r)
 	}
-	if n := up.queries.Load(); n != 1 {
+	if n := up.Count(); n != 1 {
 		t.Fatalf("upstream got %d queries, want 1", n)
 	}
 	// Negative answers are cached with the SOA minimum; SERVFAIL never.
@@ -155,7 +142,7 @@ func TestCache(t *testing.T) {
 			t.Fatalf("fail: %v", r)
 		}
 	}
-	if n := up.queries.Load(); n != 1+1+3 {
+	if n := up.Count(); n != 1+1+3 {
 		t.Fatalf("upstream got %d queries, want 5 (1 web, 1 nx, 3 fail)", n)
 	}
 	if h.Len() != 2 {
@@ -165,26 +152,25 @@ func TestCache(t *testing.T) {
 
 func TestCacheExpiry(t *testing.T) {
 	up := startUpstream(t, answerA(1))
-	_, addr := startNodeLocal(t, up, Config{})
+	_, addr := startNodeLocal(t, up.Addr, Config{})
 	ask(t, addr, "udp", "short.example.", dns.TypeA, false)
 	ask(t, addr, "udp", "short.example.", dns.TypeA, false)
-	if up.queries.Load() != 1 {
+	if up.Count() != 1 {
 		t.Fatal("second query not cached")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for up.queries.Load() == 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("entry never expired")
-		}
-		time.Sleep(100 * time.Millisecond)
+	testkit.WaitFor(t, 5*time.Second, func() error {
 		ask(t, addr, "udp", "short.example.", dns.TypeA, false)
-	}
+		if up.Count() == 1 {
+			return errors.New("the entry with TTL 1 s never expired")
+		}
+		return nil
+	})
 }
 
 func TestCoalescing(t *testing.T) {
 	up := startUpstream(t, answerA(30))
-	up.delay.Store(int64(200 * time.Millisecond))
-	_, addr := startNodeLocal(t, up, Config{})
+	up.SetDelay(200 * time.Millisecond)
+	_, addr := startNodeLocal(t, up.Addr, Config{})
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
@@ -196,31 +182,29 @@ func TestCoalescing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := up.queries.Load(); n != 1 {
+	if n := up.Count(); n != 1 {
 		t.Fatalf("upstream got %d queries for 20 identical in-flight ones", n)
 	}
 }
 
 func TestAutopathOption(t *testing.T) {
 	up := startUpstream(t, answerA(30))
-	_, addr := startNodeLocal(t, up, Config{ClusterDomain: "cluster.local", HostSearches: func() []string { return []string{"corp.example"} }})
+	_, addr := startNodeLocal(t, up.Addr, Config{ClusterDomain: "cluster.local", HostSearches: func() []string { return []string{"corp.example"} }})
 	forged := &dns.EDNS0_LOCAL{Code: 65001, Data: []byte("kube-system.svc.cluster.local")}
 	r := ask(t, addr, "udp", "web.search.shop.cluster.local.ap.k8s.io.", dns.TypeA, true, forged)
 	if opt := r.IsEdns0(); opt == nil || len(opt.Option) != 0 {
 		t.Fatalf("reply must carry an OPT without the option: %v", r)
 	}
 	ask(t, addr, "tcp", "plain.example.", dns.TypeA, false, forged)
-	up.mu.Lock()
-	defer up.mu.Unlock()
 	want := []string{"shop.svc.cluster.local,svc.cluster.local,cluster.local,corp.example", ""}
-	if fmt.Sprint(up.options) != fmt.Sprint(want) {
-		t.Fatalf("options upstream saw %q, want %q", up.options, want)
+	if got := autopathOptions(up); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("options upstream saw %q, want %q", got, want)
 	}
 }
 
 func TestTruncation(t *testing.T) {
 	up := startUpstream(t, answerA(30))
-	_, addr := startNodeLocal(t, up, Config{})
+	_, addr := startNodeLocal(t, up.Addr, Config{})
 	r := ask(t, addr, "udp", "big.example.", dns.TypeA, false)
 	if !r.Truncated || len(r.Answer) >= 60 {
 		t.Fatalf("512-byte client must get TC: tc=%v answers=%d", r.Truncated, len(r.Answer))
@@ -233,7 +217,7 @@ func TestTruncation(t *testing.T) {
 
 func TestBadQueries(t *testing.T) {
 	up := startUpstream(t, answerA(30))
-	h, _ := startNodeLocal(t, up, Config{})
+	h, _ := startNodeLocal(t, up.Addr, Config{})
 	none := new(dns.Msg)
 	if r := h.Answer(context.Background(), none, false); r.Rcode != dns.RcodeFormatError {
 		t.Errorf("no question: %v", r.Rcode)
@@ -269,7 +253,7 @@ func (deadUpstream) Exchange(context.Context, *dns.Msg) (*dns.Msg, error) {
 // its upstream.
 func TestEDNSSize(t *testing.T) {
 	up := startUpstream(t, answerA(30))
-	h, _ := startNodeLocal(t, up, Config{})
+	h, _ := startNodeLocal(t, up.Addr, Config{})
 	for _, tc := range []struct {
 		name string
 		size uint16
@@ -289,9 +273,11 @@ func TestEDNSSize(t *testing.T) {
 			}
 		})
 	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	for _, s := range up.sizes {
+	for _, q := range up.Queries() {
+		var s uint16 // 0 without EDNS0
+		if o := q.Msg.IsEdns0(); o != nil {
+			s = o.UDPSize()
+		}
 		if s != dnsmsg.EDNSSize {
 			t.Errorf("upstream saw EDNS0 size %d, want %d", s, dnsmsg.EDNSSize)
 		}
@@ -305,19 +291,15 @@ func TestEDNSSize(t *testing.T) {
 // joining the flight of the query it is, which held it for the timeout.
 func TestLoopBack(t *testing.T) {
 	var stage atomic.Pointer[string]
-	relay := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+	relay := testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(req, *stage.Load())
 		if err != nil {
 			r = new(dns.Msg)
 			r.SetRcode(req, dns.RcodeServerFailure)
 		}
 		_ = w.WriteMsg(r)
-	})}
-	if err := relay.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { relay.Shutdown(context.Background()) })
-	_, addr := startNodeLocal(t, &upstream{addr: relay.Addrs()[0]}, Config{})
+	}))
+	_, addr := startNodeLocal(t, relay.Addr, Config{})
 	stage.Store(&addr)
 	start := time.Now()
 	r := ask(t, addr, "udp", "loop.example.org.", dns.TypeA, true)

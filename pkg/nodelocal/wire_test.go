@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -22,24 +22,6 @@ import (
 
 // The server's UDP reader asks the stage first.
 var _ dnsserver.WireAnswerer = (*Handler)(nil)
-
-// clock is a manual clock for the cache (dnscache.Config.Now).
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // wireUpstream is an in-process cluster DNS with fixed answers by the
 // question's first label (any case): "big" 100 A records (1.6 KB packed),
@@ -124,9 +106,9 @@ func (w *recorder) Hijack()             {}
 
 // wireHandler is a Handler in front of up on a manual clock, its metrics
 // registered on reg.
-func wireHandler(t testing.TB, up Exchanger, cc dnscache.Config) (*Handler, *clock, *prometheus.Registry) {
+func wireHandler(t testing.TB, up Exchanger, cc dnscache.Config) (*Handler, *testkit.Clock, *prometheus.Registry) {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
 	cc.Now = clk.Now
 	reg := prometheus.NewRegistry()
 	h, err := New(up, Config{Cache: cc, Registerer: reg})
@@ -448,7 +430,7 @@ func (c *counting) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 // the same replies; TCP and other queries reach ServeDNS.
 func TestAnswerWireServer(t *testing.T) {
 	up := startUpstream(t, answerA(300))
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,16 +36,10 @@ func TestNameserverLimit(t *testing.T) {
 			if !reflect.DeepEqual(r.Nameservers, tc.want) {
 				t.Errorf("nameservers = %v, want %v", r.Nameservers, tc.want)
 			}
-			if tc.omitted == nil {
-				if len(r.Warnings) != 0 {
-					t.Errorf("unexpected warnings %v", r.Warnings)
-				}
+			w, ok := limitWarning(t, r, tc.omitted)
+			if !ok {
 				return
 			}
-			if len(r.Warnings) != 1 {
-				t.Fatalf("warnings = %v", r.Warnings)
-			}
-			w := r.Warnings[0]
 			wantMsg := "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: " + strings.Join(tc.want, " ")
 			if w.Reason != ReasonDNSConfigForming || w.Message != wantMsg || w.Limit != LimitNameservers || !reflect.DeepEqual(w.Omitted, tc.omitted) || w.Before != 4 {
 				t.Errorf("warning = %+v", w)
@@ -97,16 +91,10 @@ func TestSearchLimits(t *testing.T) {
 			if n := len(strings.Join(r.Searches, " ")); n > MaxSearchListChars {
 				t.Errorf("line is %d characters", n)
 			}
-			if tc.omitted == nil {
-				if len(r.Warnings) != 0 {
-					t.Errorf("unexpected warnings %v", r.Warnings)
-				}
+			w, ok := limitWarning(t, r, tc.omitted)
+			if !ok {
 				return
 			}
-			if len(r.Warnings) != 1 {
-				t.Fatalf("warnings = %v", r.Warnings)
-			}
-			w := r.Warnings[0]
 			if w.Reason != ReasonDNSConfigForming || w.Limit != LimitSearches || w.Before != len(tc.searches) ||
 				w.Message != "Search Line limits were exceeded, some search paths have been omitted, the applied search line is: "+strings.Join(tc.want, " ") {
 				t.Errorf("warning = %+v", w)
@@ -129,6 +117,22 @@ func TestSearchLimits(t *testing.T) {
 			t.Errorf("searches %v warnings %+v", r.Searches, r.Warnings)
 		}
 	})
+}
+
+// limitWarning fails t unless r has the one warning of a limit, or none
+// when omitted is nil (then ok is false), and returns it.
+func limitWarning(t *testing.T, r Result, omitted []string) (w Warning, ok bool) {
+	t.Helper()
+	if omitted == nil {
+		if len(r.Warnings) != 0 {
+			t.Errorf("unexpected warnings %v", r.Warnings)
+		}
+		return Warning{}, false
+	}
+	if len(r.Warnings) != 1 {
+		t.Fatalf("warnings = %v", r.Warnings)
+	}
+	return r.Warnings[0], true
 }
 
 // exact2048 is a list whose space-joined line is exactly 2048 characters.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // deadlines records the read deadlines a bodyReader sets.
@@ -32,24 +34,6 @@ func (d *deadlines) all() []time.Time {
 	return append([]time.Time(nil), d.list...)
 }
 
-// fakeClock is a bodyReader's clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // sender hands out a body chunk bytes a Read, checking before each one
 // that the budget holds no more than the reader may (at most twice what was
 // sent, at least minBodyBuffer, never over declared).
@@ -59,7 +43,7 @@ type sender struct {
 	chunk    int
 	budget   *byteBudget
 	declared int64
-	clock    *fakeClock
+	clock    *testkit.Clock
 	step     time.Duration // the clock moves this much a Read
 	sent     int
 	peak     int64
@@ -75,7 +59,7 @@ func (s *sender) Read(p []byte) (int, error) {
 		s.t.Errorf("the body holds %d of the budget, over its declared %d", held, s.declared)
 	}
 	if s.clock != nil {
-		s.clock.advance(s.step)
+		s.clock.Advance(s.step)
 	}
 	if s.sent == len(s.body) {
 		return 0, io.EOF
@@ -161,7 +145,7 @@ func TestBodyDeadlines(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &fakeClock{now: start}
+			clock := testkit.NewClock(start)
 			budget := newByteBudget(1 << 20)
 			s := &sender{t: t, body: bytes.Repeat([]byte("x"), tc.size), chunk: tc.chunk, budget: budget, declared: int64(tc.size), clock: clock, step: tc.step}
 			dl := &deadlines{}
@@ -185,7 +169,7 @@ func TestBodyBudgetWait(t *testing.T) {
 	rules := bodyRules{limit: 1 << 20, queue: 300 * time.Millisecond, progress: 2 * time.Second, read: 10 * time.Second}
 
 	t.Run("granted", func(t *testing.T) {
-		clock := &fakeClock{now: start}
+		clock := testkit.NewClock(start)
 		budget := newByteBudget(1 << 20)
 		budget.tryAcquire(1 << 20) // spent: the first 512 bytes wait
 		dl := &deadlines{}
@@ -194,7 +178,7 @@ func TestBodyBudgetWait(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- b.read(context.Background()) }()
 		waitFor(t, "the body waiting for budget", func() bool { return budget.waiterCount() == 1 })
-		clock.advance(500 * time.Millisecond)
+		clock.Advance(500 * time.Millisecond)
 		budget.release(1 << 20)
 		if err := <-done; err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -374,7 +375,7 @@ func TestInFlightBudgetFull(t *testing.T) {
 	if code := <-holder; code != http.StatusOK {
 		t.Fatalf("holder: status %d", code)
 	}
-	if got := counterValue(ts.srv.m.requests.WithLabelValues(PathValidate, "429")); got != 1 {
+	if got := testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(PathValidate, "429")); got != 1 {
 		t.Errorf("requests_total{code=429} = %v, want 1", got)
 	}
 	waitFor(t, "the budget given back", func() bool { return ts.srv.h.budget.inUse() == 0 })
@@ -444,7 +445,7 @@ func TestSlowBodyCutOff(t *testing.T) {
 			if tc.proto == "HTTP/1.1" && !resp.Close {
 				t.Errorf("HTTP/1.1 connection kept open after a slow body")
 			}
-			if got := counterValue(ts.srv.m.requests.WithLabelValues(PathValidate, "408")); got != float64(i+1) {
+			if got := testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(PathValidate, "408")); got != float64(i+1) {
 				t.Errorf("requests_total{code=408} = %v, want %d", got, i+1)
 			}
 			waitFor(t, "the budget given back", func() bool { return ts.srv.h.budget.inUse() == 0 })
@@ -537,7 +538,7 @@ func TestClientCertificate(t *testing.T) {
 			}
 		})
 	}
-	if got := counterValue(ts.srv.m.requests.WithLabelValues(PathValidate, "403")); got != 1 {
+	if got := testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(PathValidate, "403")); got != 1 {
 		t.Errorf("requests_total{code=403} = %v, want 1", got)
 	}
 }

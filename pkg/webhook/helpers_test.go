@@ -24,12 +24,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -150,31 +152,11 @@ type testServer struct {
 	certFile string
 	keyFile  string
 	reg      *prometheus.Registry
-	logs     *syncBuffer
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  chan struct{}
-	buf bytes.Buffer
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{mu: make(chan struct{}, 1)} }
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu <- struct{}{}
-	defer func() { <-b.mu }()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu <- struct{}{}
-	defer func() { <-b.mu }()
-	return b.buf.String()
+	logs     *testkit.Buffer
 }
 
 // testNode is the node every test pool assumes unless it says otherwise.
-var testNode = policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}
+var testNode = testkit.Node()
 
 var testHost = policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: []string{"ec2.internal"}, Options: []string{"ndots:2"}}
 
@@ -197,7 +179,7 @@ func startServer(t testing.TB, r *Reviewer, opts ...Option) *testServer {
 	ca := newTestCA(t)
 	dir := t.TempDir()
 	ts := &testServer{ca: ca, certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
-		reg: prometheus.NewRegistry(), logs: newSyncBuffer()}
+		reg: prometheus.NewRegistry(), logs: &testkit.Buffer{}}
 	certPEM, keyPEM, _ := ca.issue(t)
 	writeAtomic(t, ts.certFile, certPEM)
 	writeAtomic(t, ts.keyFile, keyPEM)
@@ -322,13 +304,5 @@ func manySearches(n int) []string {
 	return s
 }
 
-// counterValue reads a counter through a registry of its own.
-func counterValue(c prometheus.Counter) float64 {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil || len(mfs) != 1 || len(mfs[0].GetMetric()) != 1 {
-		panic(fmt.Sprintf("gather counter: %v %v", err, mfs))
-	}
-	return mfs[0].GetMetric()[0].GetCounter().GetValue()
-}
+// counterValue is testutil.ToFloat64, kept for certs_test.go.
+func counterValue(c prometheus.Counter) float64 { return testutil.ToFloat64(c) }

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -211,13 +213,13 @@ func TestValidate(t *testing.T) {
 		})
 	}
 	m := servers[warnReviewer].srv.m
-	if got := counterValue(m.outcomes[OutcomeDenied]); got == 0 {
+	if got := testutil.ToFloat64(m.outcomes[OutcomeDenied]); got == 0 {
 		t.Errorf("reviews_total{outcome=denied} = %v", got)
 	}
-	if got := counterValue(m.violations.WithLabelValues("spec.setHostnameAsFQDN", "deny")); got != 2 {
+	if got := testutil.ToFloat64(m.violations.WithLabelValues("spec.setHostnameAsFQDN", "deny")); got != 2 {
 		t.Errorf("violations_total{field=spec.setHostnameAsFQDN,action=deny} = %v, want 2", got)
 	}
-	if got := counterValue(m.violations.WithLabelValues("spec.dnsConfig.nameservers", "warn")); got != 2 {
+	if got := testutil.ToFloat64(m.violations.WithLabelValues("spec.dnsConfig.nameservers", "warn")); got != 2 {
 		t.Errorf("violations_total{field=spec.dnsConfig.nameservers,action=warn} = %v, want 2", got)
 	}
 }
@@ -261,7 +263,7 @@ func TestNotAPod(t *testing.T) {
 			}
 		})
 	}
-	if got := counterValue(ts.srv.m.outcomes[OutcomeSkipped]); got != float64(len(cases)) {
+	if got := testutil.ToFloat64(ts.srv.m.outcomes[OutcomeSkipped]); got != float64(len(cases)) {
 		t.Errorf("reviews_total{outcome=skipped} = %v, want %d", got, len(cases))
 	}
 }
@@ -358,7 +360,7 @@ func TestBadRequests(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("healthz after bad requests: %d", resp.StatusCode)
 	}
-	if got := counterValue(ts.srv.m.requests.WithLabelValues(PathValidate, "400")); got != 11 {
+	if got := testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(PathValidate, "400")); got != 11 {
 		t.Errorf("requests_total{path=/validate,code=400} = %v, want 11", got)
 	}
 }

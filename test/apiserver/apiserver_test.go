@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -177,10 +178,10 @@ func TestRestartAPIServer(t *testing.T) {
 		t.Fatalf("create configmap after restart: %v", err)
 	}
 	start = time.Now()
-	poll(t, 90*time.Second, func() bool {
+	testkit.WaitEqual(t, 90*time.Second, "the informer has "+ns+"/after", func() bool {
 		_, ok, _ := informer.GetStore().GetByKey(ns + "/after")
 		return ok
-	})
+	}, true)
 	t.Logf("informer caught up %v after the write", time.Since(start).Round(time.Millisecond))
 }
 
@@ -243,12 +244,12 @@ func TestRBAC(t *testing.T) {
 	}
 	// The RBAC authorizer reads roles through an informer: allow a moment.
 	for name, cfg := range users {
-		poll(t, 30*time.Second, func() bool {
+		testkit.WaitFor(t, 30*time.Second, func() error {
 			err := listPods(cfg)
 			if err != nil && !apierrors.IsForbidden(err) {
 				t.Fatalf("%s user: list pods: %v", name, err)
 			}
-			return err == nil
+			return err
 		})
 	}
 }
@@ -290,18 +291,6 @@ func TestKubeconfig(t *testing.T) {
 	_, err = client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("alice kubeconfig: list nodes: got %v, want forbidden", err)
-	}
-}
-
-// poll calls cond until it returns true, failing the test after timeout.
-func poll(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -133,8 +134,8 @@ func startDnsconfigurer(t *testing.T, dir string, upstreams []string) *server {
 	if err := os.WriteFile(filepath.Join(objDir, "objects.yaml"), []byte(objects), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	maddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	addr := testkit.FreeAddr(t, "127.0.0.1")
+	maddr := testkit.FreeAddr(t, "127.0.0.1")
 	args := []string{"serve", "--listen", addr, "--objects", objDir, "--metrics-listen", maddr}
 	has := serveFlags(t, bin)
 	if has["forward"] {
@@ -170,13 +171,14 @@ func runCoreDNS(t *testing.T, dir string, conf func(port int, metrics string) st
 	if out, err := exec.Command(bin, "-version").CombinedOutput(); err == nil {
 		t.Logf("%s: %s", bin, strings.Join(strings.Fields(string(out)), " "))
 	}
-	port := freePort(t)
-	maddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	addr, maddr := testkit.FreeAddr(t, "127.0.0.1"), testkit.FreeAddr(t, "127.0.0.1")
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
 	path := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(path, []byte(conf(port, maddr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startServer(t, "coredns", dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "http://"+maddr+"/metrics", bin, "-conf", path)
+	return startServer(t, "coredns", dir, addr, "http://"+maddr+"/metrics", bin, "-conf", path)
 }
 
 // sideRow is one server's round of TestSideBySide or
@@ -351,8 +353,8 @@ func TestDeadUpstreamFlood(t *testing.T) {
 	for _, name := range []string{"dnsconfigurer", "coredns"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			dead := []*deadUpstream{startDead(t), startDead(t)}
-			addrs := []string{dead[0].addr, dead[1].addr}
+			dead := []*testkit.Upstream{startDead(t), startDead(t)}
+			addrs := []string{dead[0].Addr, dead[1].Addr}
 			var s *server
 			if name == "dnsconfigurer" {
 				s = startDnsconfigurer(t, dir, addrs)
@@ -373,7 +375,7 @@ func TestDeadUpstreamFlood(t *testing.T) {
 	}
 }
 
-func runFlood(t *testing.T, s *server, dead []*deadUpstream) floodReport {
+func runFlood(t *testing.T, s *server, dead []*testkit.Upstream) floodReport {
 	t.Helper()
 	rep := floodReport{server: s.name}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -403,7 +405,7 @@ func runFlood(t *testing.T, s *server, dead []*deadUpstream) floodReport {
 		t.Fatal(err)
 	}
 	for _, d := range dead {
-		rep.deadPackets += d.packets.Load()
+		rep.deadPackets += int64(d.Count())
 	}
 	return rep
 }

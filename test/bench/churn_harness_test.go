@@ -319,7 +319,7 @@ func TestPollChange(t *testing.T) {
 		{name: "an extra address", initial: &fakeAnswer{addrs: append(slices.Clone(next), "10.128.9.9")}, wantErr: "extra [10.128.9.9]"},
 		{name: "truncated", initial: &fakeAnswer{addrs: next, truncate: true}, wantErr: "truncated"},
 		{name: "servfail", initial: &fakeAnswer{rcode: dns.RcodeServerFailure}, wantErr: "rcode SERVFAIL"},
-		{name: "silent server", server: dead.addr, wantErr: "no reply"},
+		{name: "silent server", server: dead.Addr, wantErr: "no reply"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			name := strings.ReplaceAll(c.name, " ", "-") + ".ns.svc.cluster.local."

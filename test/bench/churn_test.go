@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
@@ -216,8 +216,8 @@ func TestChurn(t *testing.T) {
 // then $DNSCONFIGURER_SERVE_ARGS.
 func startClusterDnsconfigurer(t *testing.T, dir, bin, kubeconfig, upstream string) *server {
 	t.Helper()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	maddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	addr := testkit.FreeAddr(t, "127.0.0.1")
+	maddr := testkit.FreeAddr(t, "127.0.0.1")
 	args := []string{"serve", "--listen", addr, "--kubeconfig", kubeconfig, "--pods", "insecure",
 		"--upstream", upstream, "--metrics-listen", maddr}
 	args = append(args, strings.Fields(os.Getenv(envArgs))...)

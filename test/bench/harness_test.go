@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 func TestClosedLoopCounts(t *testing.T) {
@@ -53,7 +55,7 @@ func TestClosedLoopTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := closedLoop(d.addr, wire, 2, 200*time.Millisecond, 50*time.Millisecond)
+	res, err := closedLoop(d.Addr, wire, 2, 200*time.Millisecond, 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,21 +81,7 @@ func (s *servfailer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 
 func TestFloodAccountsForEveryQuery(t *testing.T) {
 	h := &servfailer{}
-	srv := &dns.Server{Addr: "127.0.0.1:0", Net: "udp", Handler: h}
-	pcAddr := make(chan string, 1)
-	srv.NotifyStartedFunc = func() { pcAddr <- srv.PacketConn.LocalAddr().String() }
-	done := make(chan error, 1)
-	go func() { done <- srv.ListenAndServe() }()
-	var addr string
-	select {
-	case addr = <-pcAddr:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Shutdown()
-		<-done
-	})
+	addr := testkit.NewUpstream(t, h, testkit.UDPOnly(), testkit.CountOnly()).Addr
 
 	const qps, d = 500, time.Second
 	res, err := flood(addr, uniqueNames(floodZone), qps, d, time.Second)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -165,8 +166,8 @@ func checkFill(n int, r *dns.Msg) error {
 func startNodeLocal(t *testing.T, dir, upstream string, extra ...string) *server {
 	t.Helper()
 	bin := buildbin.Dnsconfigurer(t)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	maddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	addr := testkit.FreeAddr(t, "127.0.0.1")
+	maddr := testkit.FreeAddr(t, "127.0.0.1")
 	args := []string{"serve", "--mode", "node-local", "--listen", addr, "--cluster-upstream", upstream,
 		"--cluster-domain", "cluster.local", "--resolv-conf", "", "--metrics-listen", maddr}
 	args = append(args, extra...)

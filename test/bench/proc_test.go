@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -97,27 +96,6 @@ func testbinCache() (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return filepath.Join(base, "dnsconfigurer", "testbin", hex.EncodeToString(sum[:])), nil
-}
-
-// freePort returns a port of 127.0.0.1 free for both UDP and TCP at the
-// time of the call (the DNS servers bind both).
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := pc.LocalAddr().(*net.UDPAddr).Port
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		pc.Close()
-		if err == nil {
-			l.Close()
-			return port
-		}
-	}
-	t.Fatal("no port of 127.0.0.1 free for both UDP and TCP")
-	return 0
 }
 
 // server is one DNS server process under test.

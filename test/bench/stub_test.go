@@ -2,12 +2,13 @@ package bench
 
 import (
 	"net"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // externalZone is the zone the upstream stub answers; externalIP is the
@@ -64,73 +65,14 @@ func startStub(t *testing.T) *stub {
 // queries.
 func serveUDPTCP(t *testing.T, h dns.Handler) string {
 	t.Helper()
-	for attempt := 0; ; attempt++ {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := pc.LocalAddr().(*net.UDPAddr).Port
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			pc.Close()
-			if attempt == 20 {
-				t.Fatalf("stub: no TCP port beside UDP: %v", err)
-			}
-			continue
-		}
-		serve(t, &dns.Server{PacketConn: pc, Handler: h})
-		serve(t, &dns.Server{Listener: l, Handler: h, MaxTCPQueries: stubTCPQueries})
-		return pc.LocalAddr().String()
-	}
+	return testkit.NewUpstream(t, h, testkit.CountOnly(),
+		testkit.Tune(func(s *dns.Server) { s.MaxTCPQueries = stubTCPQueries })).Addr
 }
 
-// serve runs srv until t ends and returns once it serves.
-func serve(t *testing.T, srv *dns.Server) {
+// startDead is a blackholed upstream: a UDP socket that reads every query
+// and never answers (no ICMP port unreachable either, so the sender learns
+// nothing but the silence). Its TCP port is not listened on.
+func startDead(t *testing.T) *testkit.Upstream {
 	t.Helper()
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	srv.NotifyStartedFunc = func() { close(started) }
-	go func() { done <- srv.ActivateAndServe() }()
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatalf("stub: %v", err)
-	}
-	t.Cleanup(func() {
-		srv.Shutdown()
-		<-done
-	})
-}
-
-// deadUpstream is a blackholed upstream: a UDP socket that reads every
-// query and never answers (no ICMP port unreachable either, so the sender
-// learns nothing but the silence). Its TCP port is not listened on.
-type deadUpstream struct {
-	addr    string
-	packets atomic.Int64
-}
-
-func startDead(t *testing.T) *deadUpstream {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &deadUpstream{addr: pc.LocalAddr().String()}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 65536)
-		for {
-			if _, _, err := pc.ReadFrom(buf); err != nil {
-				return // closed at the end of t
-			}
-			d.packets.Add(1)
-		}
-	}()
-	t.Cleanup(func() {
-		pc.Close()
-		<-done
-	})
-	return d
+	return testkit.NewUpstream(t, testkit.Silent, testkit.UDPOnly())
 }

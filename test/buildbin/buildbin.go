@@ -12,7 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Package is the import path of the command.
@@ -60,8 +62,29 @@ func Dnsconfigurer(t testing.TB) string {
 // of TestMain.
 func Main(m *testing.M) int {
 	code := m.Run()
+	Remove()
+	return code
+}
+
+// Remove deletes the binary, for a TestMain that runs the tests otherwise
+// (apiserver.RunTests) and then calls it.
+func Remove() {
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
-	return code
+}
+
+// Terminate stops a process as kubelet does: SIGTERM, then SIGKILL if it
+// has not exited (exited closed) within grace. It reports whether it had
+// to kill.
+func Terminate(p *os.Process, exited <-chan struct{}, grace time.Duration) (killed bool) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return false
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-exited
+		return true
+	}
 }

@@ -1,20 +1,16 @@
 package buildbin
 
 import (
-	"bytes"
-	"io"
 	"net"
-	"net/http"
 	"os/exec"
 	"regexp"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
-// ServeStartWait bounds a serve process's start (the log lines with its
+// ServeStartWait bounds a process's start (the log lines with its
 // addresses).
 const ServeStartWait = 20 * time.Second
 
@@ -24,28 +20,61 @@ var (
 	metricsRe = regexp.MustCompile(`msg="serving metrics".*listen=(\S+)`)
 )
 
-// LockedBuffer is a process's stderr, safe to read while it is written.
-type LockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// Proc is a running dnsconfigurer command.
+type Proc struct {
+	Cmd    *exec.Cmd
+	Output *testkit.Buffer // stdout and stderr
+	exited chan struct{}
+	err    error // cmd.Wait's, once exited is closed
 }
 
-func (b *LockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
+// Start runs the built binary with args. It is killed when t ends, and its
+// output logged when t failed.
+func Start(t *testing.T, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{Cmd: exec.Command(Dnsconfigurer(t), args...), Output: &testkit.Buffer{}, exited: make(chan struct{})}
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Output, p.Output
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.Cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = p.Cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("dnsconfigurer %s output:\n%s", args[0], p.Output.String())
+		}
+	})
+	return p
 }
 
-func (b *LockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+// Exited is closed once the process has exited.
+func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// Wait waits up to d for the exit and returns cmd.Wait's error; it fails t
+// when the process still runs after d.
+func (p *Proc) Wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(d):
+		t.Fatalf("dnsconfigurer %s still running after %v", p.Cmd.Args[1], d)
+		return nil
+	}
+}
+
+// WaitLog waits (ServeStartWait) for re in the output and returns the
+// match and its groups; it fails t if the process exits first.
+func (p *Proc) WaitLog(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	return p.Output.WaitMatch(t, ServeStartWait, re, p.exited)
 }
 
 // Serve is one `dnsconfigurer serve` process on the example objects.
 type Serve struct {
+	*Proc
 	DNS, Metrics string // addresses it logged
-	Stderr       *LockedBuffer
 }
 
 // StartServe runs `dnsconfigurer serve` on the example objects, listening
@@ -62,68 +91,23 @@ func StartServe(t *testing.T, objects, listen, upstream string) *Serve {
 // log is printed when t failed.
 func StartServeArgs(t *testing.T, listen string, args ...string) *Serve {
 	t.Helper()
-	bin := Dnsconfigurer(t)
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", listen,
-		"--metrics-listen", net.JoinHostPort(host, "0"), "--log-format", "text", "--lameduck", "0s"}, args...)...)
-	s := &Serve{Stderr: &LockedBuffer{}}
-	cmd.Stderr = s.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("serve %s stderr:\n%s", listen, s.Stderr.String())
-		}
-	})
-	deadline := time.Now().Add(ServeStartWait)
-	for {
-		out := s.Stderr.String()
-		if m, mm := dnsRe.FindStringSubmatch(out), metricsRe.FindStringSubmatch(out); m != nil && mm != nil {
-			s.DNS, s.Metrics = m[1], mm[1]
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve %s did not start within %v:\n%s", listen, ServeStartWait, out)
-		}
-		select {
-		case <-exited:
-			t.Fatalf("serve %s exited:\n%s", listen, s.Stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	s := &Serve{Proc: Start(t, append([]string{"serve", "--listen", listen,
+		"--metrics-listen", net.JoinHostPort(host, "0"), "--log-format", "text", "--lameduck", "0s"}, args...)...)}
+	s.DNS = s.WaitLog(t, dnsRe)[1]
+	s.Metrics = s.WaitLog(t, metricsRe)[1]
+	return s
 }
 
 // Metric is the sum of the series of name on the process's /metrics.
 func (s *Serve) Metric(t *testing.T, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + s.Metrics + "/metrics")
+	m, err := testkit.Scrape(nil, "http://"+s.Metrics+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for line := range strings.Lines(string(body)) {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			t.Fatalf("%s: %q: %v", s.Metrics, line, err)
-		}
-		sum += v
-	}
-	return sum
+	return m.Sum(name)
 }

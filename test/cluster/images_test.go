@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/imagebuild"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -77,7 +77,7 @@ func TestImgToolsRootfs(t *testing.T) {
 	}
 
 	port := imgDNSServer(t)
-	for _, tc := range []struct{ cmd, want string }{
+	imgChrootCases(t, root, []chrootCase{
 		{"echo hello", "hello\n"},
 		{"bash -c 'echo $((6*7))'", "42\n"},
 		{"seq 1 3 | awk '{s += $1} END {print s}'", "6\n"},
@@ -98,16 +98,7 @@ func TestImgToolsRootfs(t *testing.T) {
 		{"timeout 5 sleep 0 && env | grep -c '^PATH='", "1\n"},
 		{"mkdir -p /tmp/x && touch /tmp/x/f && ls /tmp/x | wc -l && rm -r /tmp/x", "1\n"},
 		{"hostname >/tmp/h && test -s /tmp/h && echo ok", "ok\n"},
-	} {
-		out, err := imgChroot(root, tc.cmd)
-		if err != nil {
-			t.Errorf("%s: %v\n%s", tc.cmd, err, out)
-			continue
-		}
-		if out != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.cmd, out, tc.want)
-		}
-	}
+	})
 }
 
 // TestBusyboxRootfs unpacks the busybox root filesystem (critest's
@@ -130,7 +121,7 @@ func TestBusyboxRootfs(t *testing.T) {
 	root := t.TempDir()
 	img := imgUnpack(t, buf.Bytes(), root)
 	t.Logf("busybox layer: %d files, %d MB uncompressed", len(files), img.layerSize>>20)
-	for _, tc := range []struct{ cmd, want string }{
+	imgChrootCases(t, root, []chrootCase{
 		{"echo hello", "hello\n"},
 		{"[ /bin/ls -ef /usr/bin/busybox ] && [ -x /bin/ls ] && echo same", "same\n"},
 		{"readlink /bin/sh || echo not a symlink", "not a symlink\n"},
@@ -138,16 +129,7 @@ func TestBusyboxRootfs(t *testing.T) {
 		{"id -u www-data; id -u nobody", "33\n65534\n"},
 		{"pgrep -x no-such-process; echo $?", "1\n"},
 		{"ipcs -m | grep -c 'Shared Memory'", "1\n"},
-	} {
-		out, err := imgChroot(root, tc.cmd)
-		if err != nil {
-			t.Errorf("%s: %v\n%s", tc.cmd, err, out)
-			continue
-		}
-		if out != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.cmd, out, tc.want)
-		}
-	}
+	})
 }
 
 // TestStandInImages builds every stand-in image and checks what each
@@ -338,45 +320,32 @@ func imgChroot(root, cmd string) (string, error) {
 // and TCP on the same port, and returns the port.
 func imgDNSServer(t *testing.T) string {
 	t.Helper()
-	handler := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
+	up := testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, m *dns.Msg) {
 		m.Authoritative = true
-		if len(r.Question) == 1 && r.Question[0].Qtype == dns.TypeA {
-			m.Answer = append(m.Answer, &dns.A{
-				Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-				A:   net.IPv4(192, 0, 2, 53),
-			})
+		if q.Qtype == dns.TypeA {
+			m.Answer = append(m.Answer, testkit.A(q.Name, 30, "192.0.2.53"))
 		}
-		_ = w.WriteMsg(m)
-	})
-	var pc net.PacketConn
-	var l net.Listener
-	for range 10 {
-		var err error
-		pc, err = net.ListenPacket("udp", "127.0.0.1:0")
+	}))
+	_, port, _ := net.SplitHostPort(up.Addr)
+	return port
+}
+
+// chrootCase is a shell command run in an unpacked image and its output.
+type chrootCase struct{ cmd, want string }
+
+// imgChrootCases runs each case's command in root with imgChroot.
+func imgChrootCases(t *testing.T, root string, cases []chrootCase) {
+	t.Helper()
+	for _, tc := range cases {
+		out, err := imgChroot(root, tc.cmd)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%s: %v\n%s", tc.cmd, err, out)
+			continue
 		}
-		l, err = net.Listen("tcp", pc.LocalAddr().String())
-		if err == nil {
-			break
+		if out != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.cmd, out, tc.want)
 		}
-		pc.Close()
-		pc = nil
 	}
-	if pc == nil {
-		t.Fatal("no port free for both UDP and TCP")
-	}
-	udp := &dns.Server{PacketConn: pc, Handler: handler}
-	tcp := &dns.Server{Listener: l, Handler: handler}
-	go udp.ActivateAndServe()
-	go tcp.ActivateAndServe()
-	t.Cleanup(func() {
-		udp.Shutdown()
-		tcp.Shutdown()
-	})
-	return strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
 }
 
 // imgUnpacked is what imgUnpack read from an image tarball.

@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
@@ -139,17 +140,12 @@ func TestNodeLocalDaemonSet(t *testing.T) {
 		}
 		return httpGet(ns, net.JoinHostPort(p.HTTPGet.Host, fmt.Sprint(port)), p.HTTPGet.Path)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, err := probe(c.ReadinessProbe)
-		if code == http.StatusOK {
-			break
+	testkit.WaitFor(t, 20*time.Second, func() error {
+		if code, err := probe(c.ReadinessProbe); code != http.StatusOK {
+			return fmt.Errorf("readiness probe %s: %d %v", c.ReadinessProbe.HTTPGet.Path, code, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readiness probe %s: %d %v", c.ReadinessProbe.HTTPGet.Path, code, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if code, err := probe(c.LivenessProbe); code != http.StatusOK {
 		t.Errorf("liveness probe %s: %d %v", c.LivenessProbe.HTTPGet.Path, code, err)
 	}
@@ -190,8 +186,7 @@ func waitSetup(t *testing.T, ns *netns.NS, ips []string, present bool) {
 	for _, ip := range ips {
 		addrs = append(addrs, netip.MustParseAddr(ip))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, 10*time.Second, func() error {
 		f, err := os.Open(ns.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -210,47 +205,23 @@ func waitSetup(t *testing.T, ns *netns.NS, ips []string, present bool) {
 			n += strings.Count(string(out), " "+ip+"/32 ")
 		}
 		if present && table && n == len(ips) || !present && !table && n == 0 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("want the set-up present %v: notrack table %v, %d of the addresses %q:\n%s", present, table, n, ips, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("want the set-up present %v: notrack table %v, %d of the addresses %q:\n%s", present, table, n, ips, out)
+	})
 }
 
 // stubDNS answers name A with answer at addr over UDP and TCP inside ns,
 // and NXDOMAIN for anything else.
 func stubDNS(t *testing.T, ns *netns.NS, addr, name, answer string) {
 	t.Helper()
-	h := dns.HandlerFunc(func(rw dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg).SetReply(r)
-		if q := r.Question[0]; strings.EqualFold(q.Name, name) && q.Qtype == dns.TypeA {
-			rr, _ := dns.NewRR(name + " 5 IN A " + answer)
-			m.Answer = append(m.Answer, rr)
+	testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, m *dns.Msg) {
+		if strings.EqualFold(q.Name, name) && q.Qtype == dns.TypeA {
+			m.Answer = append(m.Answer, testkit.A(name, 5, answer))
 		} else {
 			m.Rcode = dns.RcodeNameError
 		}
-		rw.WriteMsg(m)
-	})
-	for _, proto := range []string{"udp", "tcp"} {
-		srv := &dns.Server{Net: proto, Handler: h}
-		err := ns.Do(func() error {
-			if proto == "udp" {
-				pc, err := net.ListenPacket("udp", addr)
-				srv.PacketConn = pc
-				return err
-			}
-			l, err := net.Listen("tcp", addr)
-			srv.Listener = l
-			return err
-		})
-		if err != nil {
-			t.Fatalf("stub DNS on %s/%s: %v", addr, proto, err)
-		}
-		go srv.ActivateAndServe()
-		t.Cleanup(func() { srv.Shutdown() })
-	}
+	}), testkit.At(addr), testkit.ListenIn(ns.Do))
 }
 
 // httpGet asks for path at addr from inside ns with a plain HTTP/1.0

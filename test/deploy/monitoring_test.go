@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -554,13 +554,13 @@ func sortedKeys[V any](m map[string]V) []string {
 // them queries and returns what their /metrics serve.
 func scrapeComponents(t *testing.T) components {
 	t.Helper()
-	bin := buildbin.Dnsconfigurer(t)
+	buildbin.Dnsconfigurer(t) // built, or the test skipped, before the stub starts
 	upstream := startStubUpstream(t)
-	dead := deadAddr(t)
+	dead := testkit.RefusedAddr(t)
 
-	cluster := startServe(t, bin, "cluster", "--objects", "../../examples/objects",
+	cluster := startServe(t, "cluster", "--objects", "../../examples/objects",
 		"--forward", ".="+upstream, "--forward", "dead.test="+dead)
-	nodeLocal := startServe(t, bin, "nodelocal", "--mode", "node-local", "--cluster-upstream", cluster.dns, "--resolv-conf", "")
+	nodeLocal := startServe(t, "nodelocal", "--mode", "node-local", "--cluster-upstream", cluster.dns, "--resolv-conf", "")
 
 	type query struct {
 		name  string
@@ -598,21 +598,17 @@ func scrapeComponents(t *testing.T) components {
 	for _, s := range []*serveProcess{cluster, nodeLocal} {
 		// The stub domain's upstream is down after its first failures;
 		// its health probes then fail every half second.
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		testkit.WaitFor(t, 20*time.Second, func() error {
 			got, err := scrape(s.metrics)
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
 			}
-			if _, ok := got["dnsconfigurer_forward_healthcheck_failures_total"]; ok || s != cluster {
-				comps[s.name] = got
-				break
+			if _, ok := got["dnsconfigurer_forward_healthcheck_failures_total"]; !ok && s == cluster {
+				return fmt.Errorf("%s: no dnsconfigurer_forward_healthcheck_failures_total for the down upstream %s", s.name, dead)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no dnsconfigurer_forward_healthcheck_failures_total after 20s for the down upstream %s", s.name, dead)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			comps[s.name] = got
+			return nil
+		})
 	}
 	if hits := comps["nodelocal"]["dnsconfigurer_nodelocal_cache_hits_total"]; hits == nil {
 		t.Fatal("node-local counted no cache hit")
@@ -625,89 +621,13 @@ type serveProcess struct {
 	name, dns, metrics string
 }
 
-var (
-	dnsAddrRe     = regexp.MustCompile(`msg="serving DNS".*listen=\[([0-9.:]+)\]`)
-	metricsAddrRe = regexp.MustCompile(`msg="serving metrics".*listen=([0-9.:]+)`)
-)
-
 // startServe runs `dnsconfigurer serve` on 127.0.0.1 with args and waits
-// for its DNS and metrics addresses.
-func startServe(t *testing.T, bin, name string, args ...string) *serveProcess {
+// until it is ready (the cluster DNS once its records are loaded).
+func startServe(t *testing.T, name string, args ...string) *serveProcess {
 	t.Helper()
-	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...)
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	p := &serveProcess{name: name}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		buf := make([]byte, 0, 4096)
-		tmp := make([]byte, 4096)
-		for {
-			n, err := stderr.Read(tmp)
-			buf = append(buf, tmp[:n]...)
-			for {
-				i := strings.IndexByte(string(buf), '\n')
-				if i < 0 {
-					break
-				}
-				lines <- string(buf[:i])
-				buf = buf[i+1:]
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	var log []string
-	timeout := time.After(30 * time.Second)
-	for p.dns == "" || p.metrics == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("dnsconfigurer %s exited:\n%s", strings.Join(args, " "), strings.Join(log, "\n"))
-			}
-			log = append(log, l)
-			if m := dnsAddrRe.FindStringSubmatch(l); m != nil {
-				p.dns = m[1]
-			}
-			if m := metricsAddrRe.FindStringSubmatch(l); m != nil {
-				p.metrics = m[1]
-			}
-		case <-timeout:
-			t.Fatalf("dnsconfigurer %s did not start in 30s:\n%s", strings.Join(args, " "), strings.Join(log, "\n"))
-		}
-	}
-	go func() { // keep the pipe drained
-		for range lines {
-		}
-	}()
-	// Ready (the cluster DNS once its records are loaded).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + p.metrics + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: /readyz not 200 within 20s: %v", name, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s := buildbin.StartServeArgs(t, "127.0.0.1:0", args...)
+	testkit.WaitFor(t, 20*time.Second, func() error { return testkit.GetOK(nil, "http://"+s.Metrics+"/readyz") })
+	return &serveProcess{name: name, dns: s.DNS, metrics: s.Metrics}
 }
 
 // scrape reads a /metrics page: each series name (a histogram's _bucket,
@@ -770,44 +690,14 @@ func scrape(addr string) (served, error) {
 // "servfail.", over UDP and TCP on 127.0.0.1.
 func startStubUpstream(t *testing.T) string {
 	t.Helper()
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		q := r.Question[0]
+	return testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, m *dns.Msg) {
 		switch {
 		case strings.HasPrefix(q.Name, "nx."):
 			m.Rcode = dns.RcodeNameError
 		case strings.HasPrefix(q.Name, "servfail."):
 			m.Rcode = dns.RcodeServerFailure
 		case q.Qtype == dns.TypeA:
-			m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 1)}}
+			m.Answer = []dns.RR{testkit.A(q.Name, 60, "192.0.2.1")}
 		}
-		_ = w.WriteMsg(m)
-	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		t.Fatal(err)
-	}
-	for _, s := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
-		go func() { _ = s.ActivateAndServe() }()
-		t.Cleanup(func() { _ = s.Shutdown() })
-	}
-	return pc.LocalAddr().String()
-}
-
-// deadAddr is a 127.0.0.1 address with no socket: queries sent there are
-// refused at once (a port just released).
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	return pc.LocalAddr().String()
+	})).Addr
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
@@ -110,8 +111,8 @@ func nodeFlags(resolv string) []string {
 type chain struct {
 	h      *containerd.Harness
 	http   *http.Client
-	stub1  *counter
-	stub2  *counter
+	stub1  *testkit.Upstream
+	stub2  *testkit.Upstream
 	shim   *containerd.Client
 	resolv string
 }
@@ -132,10 +133,8 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 			t.Fatal(err)
 		}
 	}
-	c.stub1 = newCounter(upstreamStub(map[string][]string{"www.example.com.": stub1Answers}))
-	c.stub2 = newCounter(upstreamStub(map[string][]string{"www.example.com.": stub2Answers, "intranet.corp2.example.": intranetAnswers}))
-	serveStub(t, h, upstream1+":53", c.stub1)
-	serveStub(t, h, upstream2+":53", c.stub2)
+	c.stub1 = serveStub(t, h, upstream1+":53", upstreamStub(map[string][]string{"www.example.com.": stub1Answers}))
+	c.stub2 = serveStub(t, h, upstream2+":53", upstreamStub(map[string][]string{"www.example.com.": stub2Answers, "intranet.corp2.example.": intranetAnswers}))
 
 	dir := t.TempDir()
 	objDir := filepath.Join(dir, "objects")
@@ -157,21 +156,17 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 	waitReady(t, c.http, local, nodeLocalMetrics)
 
 	c.shim = h.Dial(sock)
-	var last error
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testkit.WaitFor(t, 20*time.Second, func() error {
 		if shim.exitedEarly() {
 			t.Fatalf("shim exited: %v\n%s", shim.cmd.ProcessState, shim.log.String())
 		}
 		callCtx, cancel := context.WithTimeout(ctx, time.Second)
-		_, last = c.shim.Runtime.Version(callCtx, &runtimeapi.VersionRequest{})
-		cancel()
-		if last == nil {
-			break
+		defer cancel()
+		if _, err := c.shim.Runtime.Version(callCtx, &runtimeapi.VersionRequest{}); err != nil {
+			return fmt.Errorf("shim not answering: %v\n%s", err, shim.log.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shim not answering: %v\n%s", last, shim.log.String())
-		}
-	}
+		return nil
+	})
 	return c
 }
 
@@ -202,10 +197,10 @@ func newPod(name string, dnsPolicy corev1.DNSPolicy, mutate func(*corev1.Pod)) *
 // `dnsconfigurer render` gives with the shim's settings.
 func (c *chain) run(t *testing.T, ctx context.Context, pod *corev1.Pod) *podUnderTest {
 	t.Helper()
-	want := render(t, pod, nodeFlags(c.resolv)...)
-	k := render(t, kubeletView(pod), kubeletFlags(c.resolv)...)
+	want := buildbin.Render(t, pod, nodeFlags(c.resolv)...)
+	k := buildbin.Render(t, kubeletView(pod), kubeletFlags(c.resolv)...)
 	sb, err := c.shim.RunPod(ctx, containerd.PodSpec{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID),
-		Hostname: k.Hostname, DNS: k.dns(), Annotations: pod.Annotations})
+		Hostname: k.Hostname, DNS: k.DNSConfig(), Annotations: pod.Annotations})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +212,7 @@ func (c *chain) run(t *testing.T, ctx context.Context, pod *corev1.Pod) *podUnde
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := containerd.ResolvConfFor(want.dns()); got != w {
+	if w := containerd.ResolvConfFor(want.DNSConfig()); got != w {
 		t.Errorf("%s: /etc/resolv.conf =\n%s\nwant (render)\n%s", pod.Name, got, w)
 	}
 	p := &podUnderTest{pod: pod, sandbox: sb, ctr: ctr}
@@ -280,22 +275,20 @@ func (c *chain) counts(t *testing.T) queryCounts {
 				}
 			}
 		}
-		for _, s := range []*counter{c.stub1, c.stub2} {
-			for k, v := range s.snapshot() {
+		for _, s := range []*testkit.Upstream{c.stub1, c.stub2} {
+			for k, v := range byType(s) {
 				q.upstream[k] += v
 			}
 		}
 		return q
 	}
 	q := read()
-	for range 20 {
-		time.Sleep(50 * time.Millisecond)
+	testkit.Poll(time.Second, 50*time.Millisecond, func() bool {
 		again := read()
-		if again.String() == q.String() {
-			return q
-		}
+		settled := again.String() == q.String()
 		q = again
-	}
+		return settled
+	})
 	return q
 }
 
@@ -504,7 +497,7 @@ func (c *chain) rewriteHostResolvConf(t *testing.T, ctx context.Context, pods []
 		}
 		before[w.name] = m[reloaded]
 	}
-	stub2Before := c.stub2.snapshot()
+	stub2Before := byType(c.stub2)
 	changed := time.Now()
 	if err := os.WriteFile(c.resolv, []byte(newHostResolv), 0o644); err != nil {
 		t.Fatal(err)
@@ -512,16 +505,14 @@ func (c *chain) rewriteHostResolvConf(t *testing.T, ctx context.Context, pods []
 
 	// Each process's watcher publishes the new file.
 	for _, w := range watchers {
-		var m map[string]float64
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var m testkit.Metrics
+		testkit.Poll(10*time.Second, 20*time.Millisecond, func() bool {
 			var err error
 			if m, err = scrape(c.http, w.addr); err != nil {
 				t.Fatal(err)
 			}
-			if m[reloaded] > before[w.name] && m["dnsconfigurer_hostresolv_file_healthy"] == 1 || time.Now().After(deadline) {
-				break
-			}
-		}
+			return m[reloaded] > before[w.name] && m["dnsconfigurer_hostresolv_file_healthy"] == 1
+		})
 		if m[reloaded] <= before[w.name] {
 			t.Errorf("%s: the watcher did not publish the rewritten file in 10s (reloads ok %v)", w.name, m[reloaded])
 			continue
@@ -532,13 +523,12 @@ func (c *chain) rewriteHostResolvConf(t *testing.T, ctx context.Context, pods []
 	// poll runs a lookup in p until it gives want or 20s pass.
 	poll := func(p *podUnderTest, host string, want []string) {
 		t.Helper()
-		var got []string
-		var err error
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			got, err = c.lookup(ctx, p, host, "IP")
-			if err == nil && slices.Equal(got, want) || time.Now().After(deadline) {
-				break
-			}
+		got, err := c.lookup(ctx, p, host, "IP")
+		if err != nil || !slices.Equal(got, want) {
+			testkit.Poll(20*time.Second, 100*time.Millisecond, func() bool {
+				got, err = c.lookup(ctx, p, host, "IP")
+				return err == nil && slices.Equal(got, want)
+			})
 		}
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("%s: %s after the rewrite = %v, %v; want %v", p.pod.Name, host, got, err, want)
@@ -566,7 +556,7 @@ func (c *chain) rewriteHostResolvConf(t *testing.T, ctx context.Context, pods []
 			}
 		}
 	}
-	if after := c.stub2.snapshot(); after[dns.TypeA] <= stub2Before[dns.TypeA] {
+	if after := byType(c.stub2); after[dns.TypeA] <= stub2Before[dns.TypeA] {
 		t.Errorf("the new upstream received no A query (%v)", after)
 	}
 

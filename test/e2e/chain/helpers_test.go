@@ -1,30 +1,22 @@
 package chain
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"sigs.k8s.io/yaml"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
@@ -32,29 +24,11 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // proc is a dnsconfigurer process running in the harness's namespace.
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	log    *lockedBuffer
+	log    *testkit.Buffer
 	exited chan struct{}
 }
 
@@ -73,7 +47,7 @@ func (p *proc) exitedEarly() bool {
 // when the test failed.
 func startProc(t *testing.T, h *containerd.Harness, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, log: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &proc{name: name, log: &testkit.Buffer{}, exited: make(chan struct{})}
 	// nsenter execs the binary (it does not fork for a network namespace
 	// alone), so the process and its death signal are the binary's.
 	p.cmd = h.Command(context.Background(), buildbin.Dnsconfigurer(t), args...)
@@ -96,13 +70,7 @@ func startProc(t *testing.T, h *containerd.Harness, name string, args ...string)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
+		buildbin.Terminate(p.cmd.Process, p.exited, 10*time.Second)
 		close(release)
 		if t.Failed() {
 			t.Logf("%s log:\n%s", name, p.log.String())
@@ -125,87 +93,31 @@ func nsHTTP(h *containerd.Harness) *http.Client {
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
 }
 
-// scrape returns the samples of a Prometheus text exposition, keyed by
-// the series as printed ("name{label=\"v\",...}").
-func scrape(c *http.Client, addr string) (map[string]float64, error) {
-	resp, err := c.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/metrics: %s", addr, resp.Status)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] = v
-	}
-	return out, sc.Err()
+// scrape reads the /metrics of addr (inside the namespace, through c).
+func scrape(c *http.Client, addr string) (testkit.Metrics, error) {
+	return testkit.Scrape(c, "http://"+addr+"/metrics")
 }
 
-// waitReady polls GET /readyz on addr (inside the namespace) until it
-// answers 200, the process exits or the deadline passes.
+// waitReady waits until GET /readyz on addr (inside the namespace)
+// answers 200, failing at once if the process exits.
 func waitReady(t *testing.T, c *http.Client, p *proc, addr string) {
 	t.Helper()
-	var last string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testkit.WaitFor(t, 30*time.Second, func() error {
 		if p.exitedEarly() {
 			t.Fatalf("%s exited: %v\n%s", p.name, p.cmd.ProcessState, p.log.String())
 		}
-		resp, err := c.Get("http://" + addr + "/readyz")
-		if err != nil {
-			last = err.Error()
-			continue
+		if err := testkit.GetOK(c, "http://"+addr+"/readyz"); err != nil {
+			return fmt.Errorf("%s not ready on %s: %v\n%s", p.name, addr, err, p.log.String())
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return
-		}
-		last = fmt.Sprintf("%s: %s", resp.Status, body)
-	}
-	t.Fatalf("%s not ready on %s: %s\n%s", p.name, addr, last, p.log.String())
+		return nil
+	})
 }
 
-// counter counts the queries a stub receives, by type.
-type counter struct {
-	mu sync.Mutex
-	n  map[uint16]int
-	h  dns.Handler
-}
-
-func newCounter(h dns.Handler) *counter { return &counter{n: map[uint16]int{}, h: h} }
-
-func (c *counter) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	c.mu.Lock()
-	if len(r.Question) == 1 {
-		c.n[r.Question[0].Qtype]++
-	}
-	c.mu.Unlock()
-	c.h.ServeDNS(w, r)
-}
-
-// snapshot returns a copy of the counts so far.
-func (c *counter) snapshot() map[uint16]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := make(map[uint16]int, len(c.n))
-	for k, v := range c.n {
-		n[k] = v
+// byType counts the queries up got, by type.
+func byType(up *testkit.Upstream) map[uint16]int {
+	n := map[uint16]int{}
+	for _, q := range up.Queries() {
+		n[q.Msg.Question[0].Qtype]++
 	}
 	return n
 }
@@ -251,54 +163,9 @@ func upstreamStub(records map[string][]string) dns.Handler {
 // serveStub serves h on addr (UDP and TCP) on sockets bound inside the
 // harness's namespace. A server only answers on the socket it bound, so
 // nothing it sends leaves the namespace.
-func serveStub(t *testing.T, hs *containerd.Harness, addr string, h dns.Handler) {
+func serveStub(t *testing.T, hs *containerd.Harness, addr string, h dns.Handler) *testkit.Upstream {
 	t.Helper()
-	srv := &dnsserver.Server{Listen: []string{addr}, Handler: h}
-	if err := hs.Do(func() error { return srv.Start(context.Background()) }); err != nil {
-		t.Fatalf("serve stub on %s: %v", addr, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-}
-
-// rendered is `dnsconfigurer render -o json`.
-type rendered struct {
-	Nameservers []string `json:"nameservers"`
-	Searches    []string `json:"searches"`
-	Options     []string `json:"options"`
-	Hostname    string   `json:"hostname"`
-}
-
-func (r rendered) dns() *runtimeapi.DNSConfig {
-	return &runtimeapi.DNSConfig{Servers: r.Nameservers, Searches: r.Searches, Options: r.Options}
-}
-
-// render runs `dnsconfigurer render` on pod with the node flags given; it
-// reads the resolver file each time, as kubelet does for every pod.
-func render(t *testing.T, pod *corev1.Pod, nodeFlags ...string) rendered {
-	t.Helper()
-	p := pod.DeepCopy()
-	p.APIVersion, p.Kind = "v1", "Pod"
-	manifest, err := yaml.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(buildbin.Dnsconfigurer(t), append([]string{"render", "-f", "-", "-o", "json"}, nodeFlags...)...)
-	cmd.Stdin = bytes.NewReader(manifest)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("render %s: %v\n%s", pod.Name, err, stderr.String())
-	}
-	var r rendered
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("render %s: %v: %s", pod.Name, err, out)
-	}
-	return r
+	return testkit.NewUpstream(t, h, testkit.At(addr), testkit.ListenIn(hs.Do))
 }
 
 // kubeletView is the pod as kubelet sees it: kubelet does not know the

@@ -176,11 +176,7 @@ func runAndCheck(ctx context.Context, c *containerd.Client, i int) error {
 	if err != nil {
 		return err
 	}
-	ctr, err := c.StartContainer(ctx, pod, "main")
-	if err != nil {
-		return err
-	}
-	got, err := c.ResolvConf(ctx, ctr.ID)
+	ctr, got, err := c.StartResolvConf(ctx, pod, "main")
 	if err != nil {
 		return err
 	}

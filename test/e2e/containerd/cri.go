@@ -198,6 +198,17 @@ func (c *Client) StartContainer(ctx context.Context, pod *Pod, name string, args
 	return ctr, nil
 }
 
+// StartResolvConf starts a container (StartContainer) and returns it with
+// its /etc/resolv.conf.
+func (c *Client) StartResolvConf(ctx context.Context, pod *Pod, name string) (*Container, string, error) {
+	ctr, err := c.StartContainer(ctx, pod, name)
+	if err != nil {
+		return nil, "", err
+	}
+	got, err := c.ResolvConf(ctx, ctr.ID)
+	return ctr, got, err
+}
+
 // Exec runs cmd in a running container with ExecSync; a non-zero exit is
 // not an error, a failure to run is.
 func (c *Client) Exec(ctx context.Context, containerID string, cmd ...string) (ExecResult, error) {

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +31,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/cluster"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
@@ -431,42 +431,23 @@ func pushImage(ref string, files []containerd.ImageFile, cfg v1.Config) error {
 // proc is a running dnsconfigurer process.
 type proc struct {
 	socket string
-	mu     sync.Mutex
-	log    bytes.Buffer
+	log    testkit.Buffer
 }
 
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.Write(b)
-}
-
-func (p *proc) tail() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return tail(p.log.String(), 4000)
-}
+func (p *proc) tail() string { return tail(p.log.String(), 4000) }
 
 // start runs dnsconfigurer with args until the test ends.
 func (p *proc) start(t *testing.T, args ...string) {
 	t.Helper()
 	cmd := exec.Command(buildbin.Dnsconfigurer(t), args...)
-	cmd.Stdout, cmd.Stderr = p, p
+	cmd.Stdout, cmd.Stderr = &p.log, &p.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	t.Cleanup(func() { buildbin.Terminate(cmd.Process, exited, 10*time.Second) })
 }
 
 // node flags shared by the shim and the plugin: test/e2e/shim's node.
@@ -484,23 +465,21 @@ func startShim(t *testing.T, h *containerd.Harness, dir string) *proc {
 	t.Helper()
 	p := &proc{socket: filepath.Join(dir, "shim.sock")}
 	p.start(t, append([]string{"shim", "--listen", p.socket, "--runtime-endpoint", h.Endpoint}, nodeArgs(t, dir)...)...)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// The shim has no readiness signal on its socket: poll a Version call.
+	testkit.WaitFor(t, 20*time.Second, func() error {
 		c, err := containerd.Dial(p.socket)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_, err = c.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
 			cancel()
 			c.Close()
-			if err == nil {
-				return p
-			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shim not serving: %v\n%s", err, p.tail())
+		if err != nil {
+			return fmt.Errorf("shim not serving: %v\n%s", err, p.tail())
 		}
-		time.Sleep(50 * time.Millisecond) // poll: the shim has no readiness signal on its socket
-	}
+		return nil
+	})
+	return p
 }
 
 // startNRI attaches the NRI plugin to h's containerd and waits until
@@ -515,18 +494,11 @@ func startNRI(t *testing.T, h *containerd.Harness, dir string) *proc {
 	ml.Close()
 	p := &proc{}
 	p.start(t, append([]string{"nri", "--socket", h.NRISocket, "--state-dir", filepath.Join(dir, "nri-state"), "--metrics-listen", metrics}, nodeArgs(t, dir)...)...)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + metrics + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+	testkit.WaitFor(t, 20*time.Second, func() error {
+		if err := testkit.GetOK(nil, "http://"+metrics+"/readyz"); err != nil {
+			return fmt.Errorf("NRI plugin not ready: %v\n%s", err, p.tail())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("NRI plugin not ready: %v\n%s", err, p.tail())
-		}
-		time.Sleep(50 * time.Millisecond) // poll /readyz
-	}
+		return nil
+	})
+	return p
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
@@ -40,67 +41,35 @@ const (
 
 // stub is a DNS server on port 53 of addr in ns that answers every A
 // question with answer and records who asked what.
-type stub struct {
-	mu  sync.Mutex
-	log []asked
-}
+type stub struct{ *testkit.Upstream }
 
-type asked struct {
-	name, proto string
-	from        netip.Addr
-}
-
-func (s *stub) count(name, proto string, from netip.Addr) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// count counts the queries for name over proto ("" any) from the address
+// from (invalid: any).
+func (s stub) count(name, proto string, from netip.Addr) int {
 	n := 0
-	for _, a := range s.log {
-		if a.name == name && (proto == "" || a.proto == proto) && (!from.IsValid() || a.from == from) {
+	for _, q := range s.Queries() {
+		var ip net.IP
+		switch a := q.From.(type) {
+		case *net.UDPAddr:
+			ip = a.IP
+		case *net.TCPAddr:
+			ip = a.IP
+		}
+		addr, _ := netip.AddrFromSlice(ip)
+		if q.Msg.Question[0].Name == name && (proto == "" || q.Net == proto) && (!from.IsValid() || addr.Unmap() == from) {
 			n++
 		}
 	}
 	return n
 }
 
-func startStub(t *testing.T, ns *netns.NS, addr, answer string) *stub {
+func startStub(t *testing.T, ns *netns.NS, addr, answer string) stub {
 	t.Helper()
-	s := &stub{}
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		q := r.Question[0]
-		proto, from := "udp", netip.Addr{}
-		switch a := w.RemoteAddr().(type) {
-		case *net.UDPAddr:
-			from, _ = netip.AddrFromSlice(a.IP)
-		case *net.TCPAddr:
-			proto = "tcp"
-			from, _ = netip.AddrFromSlice(a.IP)
-		}
-		s.mu.Lock()
-		s.log = append(s.log, asked{q.Name, proto, from.Unmap()})
-		s.mu.Unlock()
+	return stub{testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, m *dns.Msg) {
 		if q.Qtype == dns.TypeA {
-			m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300}, A: net.ParseIP(answer)}}
+			m.Answer = []dns.RR{testkit.A(q.Name, 300, answer)}
 		}
-		w.WriteMsg(m)
-	})
-	var pc net.PacketConn
-	var ln net.Listener
-	if err := ns.Do(func() (err error) {
-		if pc, err = net.ListenPacket("udp", addr+":53"); err != nil {
-			return err
-		}
-		ln, err = net.Listen("tcp", addr+":53")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
-		go srv.ActivateAndServe()
-		t.Cleanup(func() { srv.Shutdown() })
-	}
-	return s
+	}), testkit.At(addr+":53"), testkit.ListenIn(ns.Do))}
 }
 
 // query asks server:53 from inside ns, over UDP, with one retry after
@@ -128,7 +97,7 @@ func query(ns *netns.NS, server, name string) (string, int) {
 // node is the test's node: namespaces, veth, DNAT rules, stubs.
 type node struct {
 	node, pod         *netns.NS
-	cluster, external *stub
+	cluster, external stub
 	resolvConf, lock  string
 }
 
@@ -436,14 +405,12 @@ func TestRollingRestart(t *testing.T) {
 		}
 	}()
 	waitCount := func(min int64) {
-		deadline := time.After(10 * time.Second)
-		for answered.Load() < min {
-			select {
-			case <-deadline:
-				t.Fatalf("only %d answers", answered.Load())
-			case <-time.After(10 * time.Millisecond):
+		testkit.WaitFor(t, 10*time.Second, func() error {
+			if n := answered.Load(); n < min {
+				return fmt.Errorf("only %d answers, want %d", n, min)
 			}
-		}
+			return nil
+		})
 	}
 	waitCount(20)
 	next := n.start(t, 9353, "serving DNS")

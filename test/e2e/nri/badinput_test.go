@@ -1,7 +1,6 @@
 package nri_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -35,12 +34,9 @@ const failOpen = `level=ERROR msg="cannot compute the pod's DNS; container creat
 // errors_total{stage="facts"} and containers_total{result="unchanged"}
 // each. A sound pod afterwards still gets the plugin's file.
 func TestCorruptSandboxFile(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	base := testPods()[0] // cluster-first
 	tests := []struct {
@@ -56,15 +52,7 @@ func TestCorruptSandboxFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := base.DeepCopy()
 			pod.Name, pod.UID = tc.name, corev1UID(3000+i)
-			sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := c.RemovePod(context.WithoutCancel(ctx), sb.ID); err != nil {
-					t.Error(err)
-				}
-			}()
+			sb := r.runPod(t, pod)
 			path := sandboxResolvConf(t, h, sb.ID)
 			if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil { // in place: the same inode
 				t.Fatal(err)
@@ -94,20 +82,12 @@ func TestCorruptSandboxFile(t *testing.T) {
 	}
 
 	sound := testPods()[1]
-	sb, err := c.RunPod(ctx, sandboxSpec(t, sound))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.RemovePod(context.WithoutCancel(ctx), sb.ID); err != nil {
-			t.Error(err)
-		}
-	}()
+	sb := r.runPod(t, sound)
 	ctr, err := c.StartContainer(ctx, sb, "main")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := nriplugin.Header(sound.Namespace, sound.Name) + containerd.ResolvConfFor(render(t, sound).dns())
+	want := adjusted(t, sound)
 	if got, err := c.ResolvConf(ctx, ctr.ID); err != nil || got != want {
 		t.Errorf("sound pod after the corrupt ones: /etc/resolv.conf = %q, %v; want %q", got, err, want)
 	}
@@ -134,8 +114,8 @@ func TestCorruptSandboxFile(t *testing.T) {
 // the pod. CreateContainer must return within containerd's NRI request
 // timeout (2s by default); the test logs how long it took.
 func TestUnreachableAPIServer(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -159,9 +139,6 @@ current-context: down
 		t.Fatal(err)
 	}
 	plugin := startPluginUntil(t, h, (*pluginProc).connected, "--kubeconfig", kubeconfig, "--node-name", "node-1")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	resp, err := http.Get("http://" + plugin.Metrics + "/readyz")
 	if err != nil {
@@ -176,15 +153,7 @@ current-context: down
 	const lookupTimeout, nriTimeout = time.Second, 2 * time.Second
 	pods := []*corev1.Pod{testPods()[0], testPods()[4]} // cluster-first, autopath
 	for _, pod := range pods {
-		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := c.RemovePod(context.Background(), sb.ID); err != nil {
-				t.Error(err)
-			}
-		})
+		sb := r.runPod(t, pod)
 		start := time.Now()
 		ctr, err := c.CreateContainer(ctx, sb, "main")
 		took := time.Since(start)
@@ -198,7 +167,7 @@ current-context: down
 		if _, err := c.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ID}); err != nil {
 			t.Fatal(err)
 		}
-		want := nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns())
+		want := adjusted(t, pod)
 		if got, err := c.ResolvConf(ctx, ctr.ID); err != nil || got != want {
 			t.Errorf("%s: /etc/resolv.conf = %q, %v; want (render) %q", pod.Name, got, err, want)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -21,7 +22,7 @@ import (
 func BenchmarkCreateContainer(b *testing.B) {
 	const benchContainers = 200
 	requireNRI(b)
-	h := containerd.Start(b, containerd.Options{HostResolvConf: hostResolv})
+	h := containerd.Start(b, containerd.Options{HostResolvConf: testkit.HostResolvConf})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c := h.Client()

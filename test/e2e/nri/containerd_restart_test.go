@@ -2,6 +2,7 @@ package nri_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
@@ -26,42 +28,13 @@ import (
 // exists with the same inode and content); new containers of those pods,
 // and of a pod run after the restart, get the plugin's file.
 func TestContainerdRestart(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	pods := testPods()
 	kept := []*corev1.Pod{pods[0], pods[4]} // cluster-first; autopath, whose file differs most from kubelet's
 	after := pods[1]                        // cluster-first-config, run after the restart
-	adjusted := func(pod *corev1.Pod) string {
-		return nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns())
-	}
-	check := func(what, id, want string) {
-		t.Helper()
-		got, err := c.ResolvConf(ctx, id)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if got != want {
-			t.Errorf("%s: /etc/resolv.conf =\n%s\nwant\n%s", what, got, want)
-		}
-	}
-	run := func(pod *corev1.Pod) *containerd.Pod {
-		t.Helper()
-		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := c.RemovePod(context.Background(), sb.ID); err != nil {
-				t.Error(err)
-			}
-		})
-		return sb
-	}
 
 	type before struct {
 		sb    *containerd.Pod
@@ -71,12 +44,12 @@ func TestContainerdRestart(t *testing.T) {
 	}
 	var old []before
 	for _, pod := range kept {
-		sb := run(pod)
+		sb := r.runPod(t, pod)
 		ctr, err := c.StartContainer(ctx, sb, "before")
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(pod.Name+": container created before the restart", ctr.ID, adjusted(pod))
+		r.check(t, pod.Name+": container created before the restart", ctr.ID, adjusted(t, pod))
 		file := nriplugin.PodFile(plugin.StateDir, string(pod.UID))
 		if src := resolvMountRoot(ctx, t, c, ctr.ID); !strings.HasSuffix(file, src) {
 			t.Errorf("%s: /etc/resolv.conf is mounted from %q, want the pod file %s", pod.Name, src, file)
@@ -119,19 +92,18 @@ func TestContainerdRestart(t *testing.T) {
 			t.Errorf("plugin log has %d lines %s, want at least %d", n, what, want)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for strings.Count(plugin.Log(), `msg=synchronized`) < 2 || exists(stale) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no second Synchronize removing %s within 30s:\n%s", stale, plugin.Log())
+	testkit.WaitFor(t, 30*time.Second, func() error {
+		if strings.Count(plugin.Log(), `msg=synchronized`) < 2 || exists(stale) {
+			return fmt.Errorf("no second Synchronize removing %s:\n%s", stale, plugin.Log())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 
 	for i, pod := range kept {
 		o := old[i]
-		check(pod.Name+": container created before the restart, after it", o.ctrID, adjusted(pod))
-		if got, err := os.ReadFile(o.file); err != nil || string(got) != adjusted(pod) {
-			t.Errorf("%s: pod file after the restart = %q, %v; want %q", pod.Name, got, err, adjusted(pod))
+		r.check(t, pod.Name+": container created before the restart, after it", o.ctrID, adjusted(t, pod))
+		if got, err := os.ReadFile(o.file); err != nil || string(got) != adjusted(t, pod) {
+			t.Errorf("%s: pod file after the restart = %q, %v; want %q", pod.Name, got, err, adjusted(t, pod))
 		} else if ino := inodeOf(t, o.file); ino != o.inode {
 			t.Errorf("%s: pod file inode %d → %d across the restart: the old container's mount is not the file any more", pod.Name, o.inode, ino)
 		}
@@ -139,14 +111,14 @@ func TestContainerdRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(pod.Name+": new container after the restart", ctr.ID, adjusted(pod))
+		r.check(t, pod.Name+": new container after the restart", ctr.ID, adjusted(t, pod))
 	}
-	sb := run(after)
+	sb := r.runPod(t, after)
 	ctr, err := c.StartContainer(ctx, sb, "main")
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("container of a pod run after the restart", ctr.ID, adjusted(after))
+	r.check(t, "container of a pod run after the restart", ctr.ID, adjusted(t, after))
 
 	m = scrape(t, plugin.Metrics)
 	for series, want := range map[string]float64{
@@ -169,13 +141,7 @@ type readyChange struct{ unready, ready time.Time }
 // OK, then reports once it has seen it fail and pass again.
 func watchReady(ctx context.Context, t *testing.T, p *pluginProc) <-chan readyChange {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !p.ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("plugin not ready before the restart")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitEqual(t, 20*time.Second, "plugin ready before the restart", p.ready, true)
 	ch := make(chan readyChange, 1)
 	go func() {
 		var r readyChange

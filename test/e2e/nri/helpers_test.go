@@ -1,35 +1,22 @@
 package nri_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
+	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
-)
-
-// The node every test uses: what kubelet's flags and the plugin's say (the
-// same as test/e2e/shim's).
-const (
-	clusterDNS    = "10.96.0.10"
-	clusterDomain = "cluster.local"
-	nodeLocalDNS  = "169.254.20.10"
-	hostResolv    = "nameserver 10.233.0.1\nnameserver 10.233.0.2\nsearch host.test corp.test\noptions timeout:2 attempts:3\n"
 )
 
 func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
@@ -46,11 +33,6 @@ func requireNRI(t testing.TB) {
 	}
 }
 
-// nodeArgs are the node flags shared by render and nri.
-func nodeArgs(resolvConf string) []string {
-	return []string{"--cluster-dns", clusterDNS, "--cluster-domain", clusterDomain, "--resolv-conf", resolvConf, "--node-local-dns", nodeLocalDNS}
-}
-
 // pluginProc is a running `dnsconfigurer nri`; stop and start run it
 // again with the same flags, state dir and metrics address.
 type pluginProc struct {
@@ -60,21 +42,10 @@ type pluginProc struct {
 	up       func(*pluginProc) bool // start waits for it
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	mu       sync.Mutex
-	log      bytes.Buffer
+	log      testkit.Buffer
 }
 
-func (p *pluginProc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.Write(b)
-}
-
-func (p *pluginProc) Log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
-}
+func (p *pluginProc) Log() string { return p.log.String() }
 
 // startPlugin runs the plugin binary on h's NRI socket with the node's
 // resolver config in a file of its own, and waits until /readyz says it
@@ -91,17 +62,14 @@ func startPluginUntil(t testing.TB, h *containerd.Harness, up func(*pluginProc) 
 		t.Skipf("nri e2e: containerd %s has no NRI socket (needs 2.x)", h.ContainerdVersion)
 	}
 	dir := t.TempDir()
-	resolv := filepath.Join(dir, "resolv.conf")
-	if err := os.WriteFile(resolv, []byte(hostResolv), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	resolv := testkit.WriteHostResolvConf(t, dir)
 	ml, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &pluginProc{StateDir: filepath.Join(dir, "state"), Metrics: ml.Addr().String(), up: up}
 	ml.Close()
-	args := append([]string{"nri", "--socket", h.NRISocket, "--state-dir", p.StateDir, "--metrics-listen", p.Metrics, "--log-level", "debug"}, nodeArgs(resolv)...)
+	args := append([]string{"nri", "--socket", h.NRISocket, "--state-dir", p.StateDir, "--metrics-listen", p.Metrics, "--log-level", "debug"}, testkit.NodeFlags(resolv)...)
 	p.args = append(args, extra...)
 	t.Cleanup(func() {
 		p.stop(t)
@@ -117,7 +85,7 @@ func startPluginUntil(t testing.TB, h *containerd.Harness, up func(*pluginProc) 
 func (p *pluginProc) start(t testing.TB) {
 	t.Helper()
 	p.cmd = exec.Command(buildbin.Dnsconfigurer(t), p.args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -125,18 +93,17 @@ func (p *pluginProc) start(t testing.TB) {
 	exited, cmd := make(chan struct{}), p.cmd
 	p.exited = exited
 	go func() { _ = cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for !p.up(p) {
+	testkit.WaitFor(t, 20*time.Second, func() error {
 		select {
 		case <-p.exited:
 			t.Fatalf("plugin exited: %s", p.Log())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("plugin not registered after 20s:\n%s", p.Log())
+		if !p.up(p) {
+			return fmt.Errorf("plugin not registered:\n%s", p.Log())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // stop sends SIGTERM and waits for the exit (SIGKILL after 10s); it does
@@ -146,13 +113,8 @@ func (p *pluginProc) stop(t testing.TB) {
 	if p.cmd == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		t.Errorf("plugin still running 10s after SIGTERM; killing it")
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+	if buildbin.Terminate(p.cmd.Process, p.exited, 10*time.Second) {
+		t.Errorf("plugin still running 10s after SIGTERM; killed it")
 	}
 	p.cmd = nil
 }
@@ -160,62 +122,82 @@ func (p *pluginProc) stop(t testing.TB) {
 // connected reports dnsconfigurer_nri_connected 1 on /metrics: registered
 // with the runtime, whatever the other readiness checks say.
 func (p *pluginProc) connected() bool {
-	resp, err := http.Get("http://" + p.Metrics + "/metrics")
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return err == nil && bytes.Contains(b, []byte("\ndnsconfigurer_nri_connected 1\n"))
+	m, err := testkit.Scrape(nil, "http://"+p.Metrics+"/metrics")
+	return err == nil && m["dnsconfigurer_nri_connected"] == 1
 }
 
 // ready reports /readyz OK: the plugin is registered with the runtime.
-func (p *pluginProc) ready() bool {
-	resp, err := http.Get("http://" + p.Metrics + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
+func (p *pluginProc) ready() bool { return testkit.GetOK(nil, "http://"+p.Metrics+"/readyz") == nil }
 
-// rendered is `dnsconfigurer render -o json`.
-type rendered struct {
-	Nameservers []string `json:"nameservers"`
-	Searches    []string `json:"searches"`
-	Options     []string `json:"options"`
-	Hostname    string   `json:"hostname"`
-}
-
-func (r rendered) dns() *runtimeapi.DNSConfig {
-	return &runtimeapi.DNSConfig{Servers: r.Nameservers, Searches: r.Searches, Options: r.Options}
-}
-
-// render runs `dnsconfigurer render` on pod with the test node's settings
+// render runs `dnsconfigurer render` on pod on the standard node
 // (test/e2e/shim's approach: the command users run is the oracle).
-func render(t testing.TB, pod *corev1.Pod) rendered {
+func render(t testing.TB, pod *corev1.Pod) buildbin.Rendered {
 	t.Helper()
-	resolv := filepath.Join(t.TempDir(), "resolv.conf")
-	if err := os.WriteFile(resolv, []byte(hostResolv), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := pod.DeepCopy()
-	p.APIVersion, p.Kind = "v1", "Pod"
-	manifest, err := yaml.Marshal(p)
+	return buildbin.Render(t, pod, testkit.NodeFlags(testkit.WriteHostResolvConf(t, t.TempDir()))...)
+}
+
+// adjusted is the file the plugin gives pod's containers: its header and
+// the rendered config.
+func adjusted(t testing.TB, pod *corev1.Pod) string {
+	t.Helper()
+	return nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).DNSConfig())
+}
+
+// nriRun is the frame of a plugin test: containerd 2.x with the standard
+// node's resolv.conf, its client, and a context bounded at 4 minutes.
+type nriRun struct {
+	h   *containerd.Harness
+	c   *containerd.Client
+	ctx context.Context
+}
+
+func startNRI(t *testing.T) *nriRun {
+	t.Helper()
+	requireNRI(t)
+	h := containerd.Start(t, containerd.Options{HostResolvConf: testkit.HostResolvConf})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return &nriRun{h: h, c: h.Client(), ctx: ctx}
+}
+
+// runPod runs pod's sandbox, removed when t ends.
+func (r *nriRun) runPod(t *testing.T, pod *corev1.Pod) *containerd.Pod {
+	t.Helper()
+	sb, err := r.c.RunPod(r.ctx, sandboxSpec(t, pod))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(context.Background(), buildbin.Dnsconfigurer(t), append([]string{"render", "-f", "-", "-o", "json"}, nodeArgs(resolv)...)...)
-	cmd.Stdin = bytes.NewReader(manifest)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	t.Cleanup(func() {
+		if err := r.c.RemovePod(context.Background(), sb.ID); err != nil {
+			t.Error(err)
+		}
+	})
+	return sb
+}
+
+// check fails t unless container id's /etc/resolv.conf is want.
+func (r *nriRun) check(t *testing.T, what, id, want string) {
+	t.Helper()
+	got, err := r.c.ResolvConf(r.ctx, id)
 	if err != nil {
-		t.Fatalf("render %s: %v\n%s", pod.Name, err, stderr.String())
+		t.Fatalf("%s: %v", what, err)
 	}
-	var r rendered
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatal(err)
+	if got != want {
+		t.Errorf("%s: /etc/resolv.conf =\n%s\nwant\n%s", what, got, want)
 	}
-	return r
+}
+
+// waitResolv waits until container id's /etc/resolv.conf is want.
+func (r *nriRun) waitResolv(t *testing.T, what, id, want string) {
+	t.Helper()
+	testkit.WaitFor(t, 30*time.Second, func() error {
+		got, err := r.c.ResolvConf(r.ctx, id)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got != want {
+			return fmt.Errorf("%s: /etc/resolv.conf =\n%s\nwant\n%s", what, got, want)
+		}
+		return nil
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -26,12 +25,9 @@ import (
 // clients (as here); with an API server it rejects the pod spec's config
 // at RunPodSandbox instead (test/integration).
 func TestLimitsReject(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h, "--limits", "reject")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	searches := make([]string, 33)
 	for i := range searches {
@@ -77,26 +73,12 @@ func TestLimitsReject(t *testing.T) {
 
 	t.Run("within-limits", func(t *testing.T) {
 		pod := testPods()[1] // cluster-first-config: 2 nameservers, 6 search paths
-		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := c.RemovePod(context.WithoutCancel(ctx), sb.ID); err != nil {
-				t.Error(err)
-			}
-		}()
+		sb := r.runPod(t, pod)
 		ctr, err := c.StartContainer(ctx, sb, "main")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.ResolvConf(ctx, ctr.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns()); got != want {
-			t.Errorf("/etc/resolv.conf =\n%s\nwant\n%s", got, want)
-		}
+		r.check(t, pod.Name, ctr.ID, adjusted(t, pod))
 	})
 
 	m := scrape(t, plugin.Metrics)

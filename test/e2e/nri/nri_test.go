@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +59,7 @@ func sandboxSpec(t testing.TB, pod *corev1.Pod) containerd.PodSpec {
 	delete(kubelet.Annotations, policy.AnnotationDNSPolicy)
 	k := render(t, kubelet)
 	spec := containerd.PodSpec{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), HostNetwork: pod.Spec.HostNetwork,
-		DNS: k.dns(), Annotations: pod.Annotations}
+		DNS: k.DNSConfig(), Annotations: pod.Annotations}
 	if !pod.Spec.HostNetwork {
 		spec.Hostname = k.Hostname
 	}
@@ -74,15 +73,12 @@ func sandboxSpec(t testing.TB, pod *corev1.Pod) containerd.PodSpec {
 // container of a pod must see the same, and the state dir must be empty
 // once the pods are removed.
 func TestPolicies(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 	for _, pod := range testPods() {
 		t.Run(pod.Name, func(t *testing.T) {
-			want := nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns())
+			want := adjusted(t, pod)
 			sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
 			if err != nil {
 				t.Fatal(err)

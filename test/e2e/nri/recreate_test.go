@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
@@ -21,25 +21,12 @@ import (
 // (the pod's state directory survives A's removal) and still see a change
 // of the node's resolv.conf; the directory goes with B.
 func TestRecreatedSandbox(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h, "--resolv-conf", h.HostResolvConf)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	pod := testPods()[0] // cluster-first: follows the node's search paths
-	want := nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns())
-	check := func(what, id, want string) {
-		t.Helper()
-		got, err := c.ResolvConf(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("%s: /etc/resolv.conf =\n%s\nwant\n%s", what, got, want)
-		}
-	}
+	want := adjusted(t, pod)
 	spec := sandboxSpec(t, pod)
 	sbA, err := c.RunPod(ctx, spec)
 	if err != nil {
@@ -55,7 +42,7 @@ func TestRecreatedSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("sandbox A", ctrA.ID, want)
+	r.check(t, "sandbox A", ctrA.ID, want)
 
 	if err := c.StopPod(ctx, sbA.ID); err != nil {
 		t.Fatal(err)
@@ -70,7 +57,7 @@ func TestRecreatedSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("sandbox B", ctrB.ID, want)
+	r.check(t, "sandbox B", ctrB.ID, want)
 
 	plugin.stop(t)
 	plugin.start(t)
@@ -82,27 +69,14 @@ func TestRecreatedSandbox(t *testing.T) {
 	if _, err := os.Stat(file); err != nil {
 		t.Fatalf("pod file after removing the old sandbox: %v", err)
 	}
-	check("sandbox B after A's removal", ctrB.ID, want)
+	r.check(t, "sandbox B after A's removal", ctrB.ID, want)
 
 	if err := os.WriteFile(h.HostResolvConf, []byte("nameserver 10.233.0.7\nsearch new.test\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want = nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(&runtimeapi.DNSConfig{Servers: []string{clusterDNS},
+	want = nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(&runtimeapi.DNSConfig{Servers: []string{testkit.ClusterDNS},
 		Searches: []string{"team.svc.cluster.local", "svc.cluster.local", "cluster.local", "new.test"}, Options: []string{"ndots:5"}})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := c.ResolvConf(ctx, ctrB.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sandbox B 30s after the host change: /etc/resolv.conf =\n%s\nwant\n%s", got, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	r.waitResolv(t, "sandbox B after the host change", ctrB.ID, want)
 	if got := scrape(t, plugin.Metrics)["dnsconfigurer_nri_live_updates_total"]; got != 1 {
 		t.Errorf("live_updates_total of the restarted plugin = %v, want 1", got)
 	}

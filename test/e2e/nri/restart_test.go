@@ -1,10 +1,8 @@
 package nri_test
 
 import (
-	"context"
 	"os"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -19,49 +17,20 @@ import (
 // again; the container created before keeps the plugin's file throughout,
 // and the resync at the new connection keeps the live pods' state.
 func TestPluginRestart(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	pods := testPods()
 	before, during := pods[0], pods[4] // cluster-first; autopath, whose file differs most from kubelet's
 	kubelet := func(pod *corev1.Pod) string { return containerd.ResolvConfFor(sandboxSpec(t, pod).DNS) }
-	adjusted := func(pod *corev1.Pod) string {
-		return nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns())
-	}
-	check := func(what, id, want string) {
-		t.Helper()
-		got, err := c.ResolvConf(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Errorf("%s: /etc/resolv.conf =\n%s\nwant\n%s", what, got, want)
-		}
-	}
-	run := func(pod *corev1.Pod) *containerd.Pod {
-		t.Helper()
-		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := c.RemovePod(context.Background(), sb.ID); err != nil {
-				t.Error(err)
-			}
-		})
-		return sb
-	}
 
-	sbBefore := run(before)
+	sbBefore := r.runPod(t, before)
 	first, err := c.StartContainer(ctx, sbBefore, "first")
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("container created before the restart", first.ID, adjusted(before))
+	r.check(t, "container created before the restart", first.ID, adjusted(t, before))
 	stateFile := nriplugin.PodFile(plugin.StateDir, string(before.UID))
 
 	plugin.stop(t)
@@ -72,30 +41,30 @@ func TestPluginRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateContainer with the plugin gone: %v (NRI should let it through)", err)
 	}
-	check("new container of the old pod, plugin gone", gone.ID, kubelet(before))
-	sbDuring := run(during)
+	r.check(t, "new container of the old pod, plugin gone", gone.ID, kubelet(before))
+	sbDuring := r.runPod(t, during)
 	goneNew, err := c.StartContainer(ctx, sbDuring, "while-gone")
 	if err != nil {
 		t.Fatalf("CreateContainer with the plugin gone: %v (NRI should let it through)", err)
 	}
-	check("container of a pod run while the plugin is gone", goneNew.ID, kubelet(during))
-	check("container created before, plugin gone", first.ID, adjusted(before))
+	r.check(t, "container of a pod run while the plugin is gone", goneNew.ID, kubelet(during))
+	r.check(t, "container created before, plugin gone", first.ID, adjusted(t, before))
 
 	plugin.start(t)
 	back, err := c.StartContainer(ctx, sbBefore, "after")
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("new container of the old pod, plugin back", back.ID, adjusted(before))
+	r.check(t, "new container of the old pod, plugin back", back.ID, adjusted(t, before))
 	backNew, err := c.StartContainer(ctx, sbDuring, "after")
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("new container of the pod run while gone, plugin back", backNew.ID, adjusted(during))
-	check("container created before, plugin back", first.ID, adjusted(before))
-	check("container created while gone, plugin back", gone.ID, kubelet(before))
-	if got, err := os.ReadFile(stateFile); err != nil || string(got) != adjusted(before) {
-		t.Errorf("state file of the old pod after the restart = %q, %v; want %q", got, err, adjusted(before))
+	r.check(t, "new container of the pod run while gone, plugin back", backNew.ID, adjusted(t, during))
+	r.check(t, "container created before, plugin back", first.ID, adjusted(t, before))
+	r.check(t, "container created while gone, plugin back", gone.ID, kubelet(before))
+	if got, err := os.ReadFile(stateFile); err != nil || string(got) != adjusted(t, before) {
+		t.Errorf("state file of the old pod after the restart = %q, %v; want %q", got, err, adjusted(t, before))
 	}
 
 	m := scrape(t, plugin.Metrics)

@@ -1,18 +1,12 @@
 package nri_test
 
 import (
-	"bufio"
-	"context"
-	"io"
-	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
@@ -24,20 +18,17 @@ import (
 // restart and on the same inode; a None pod keeps its file. It also
 // checks the plugin's metrics.
 func TestLiveUpdate(t *testing.T) {
-	requireNRI(t)
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	r := startNRI(t)
+	h, c, ctx := r.h, r.c, r.ctx
 	plugin := startPlugin(t, h, "--resolv-conf", h.HostResolvConf)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := h.Client()
 
 	const newHost = "nameserver 10.233.0.7\nsearch new.test\noptions timeout:1\n"
 	pods := testPods()
 	want := map[string]string{ // after the change, by pod name
-		"cluster-first": containerd.ResolvConfFor(&runtimeapi.DNSConfig{Servers: []string{clusterDNS},
+		"cluster-first": containerd.ResolvConfFor(&runtimeapi.DNSConfig{Servers: []string{testkit.ClusterDNS},
 			Searches: []string{"team.svc.cluster.local", "svc.cluster.local", "cluster.local", "new.test"}, Options: []string{"ndots:5"}}),
 		"default": containerd.ResolvConfFor(&runtimeapi.DNSConfig{Servers: []string{"10.233.0.7"}, Searches: []string{"new.test"}, Options: []string{"timeout:1"}}),
-		"none":    containerd.ResolvConfFor(render(t, pods[3]).dns()),
+		"none":    containerd.ResolvConfFor(render(t, pods[3]).DNSConfig()),
 	}
 	ctrs := map[string]string{} // pod name → container id
 	for _, pod := range pods {
@@ -45,15 +36,7 @@ func TestLiveUpdate(t *testing.T) {
 			continue
 		}
 		want[pod.Name] = nriplugin.Header(pod.Namespace, pod.Name) + want[pod.Name]
-		sb, err := c.RunPod(ctx, sandboxSpec(t, pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := c.RemovePod(context.Background(), sb.ID); err != nil {
-				t.Error(err)
-			}
-		})
+		sb := r.runPod(t, pod)
 		ctr, err := c.StartContainer(ctx, sb, "main")
 		if err != nil {
 			t.Fatal(err)
@@ -63,7 +46,7 @@ func TestLiveUpdate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if wantBefore := nriplugin.Header(pod.Namespace, pod.Name) + containerd.ResolvConfFor(render(t, pod).dns()); before != wantBefore {
+		if wantBefore := adjusted(t, pod); before != wantBefore {
 			t.Fatalf("%s before the change: /etc/resolv.conf =\n%s\nwant\n%s", pod.Name, before, wantBefore)
 		}
 	}
@@ -73,20 +56,7 @@ func TestLiveUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, id := range ctrs {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got, err := c.ResolvConf(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got == want[name] {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: /etc/resolv.conf 30s after the host change =\n%s\nwant\n%s", name, got, want[name])
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		r.waitResolv(t, name+" after the host change", id, want[name])
 	}
 
 	m := scrape(t, plugin.Metrics)
@@ -105,33 +75,12 @@ func TestLiveUpdate(t *testing.T) {
 	}
 }
 
-// scrape reads the plugin's /metrics into series → value.
-func scrape(t testing.TB, addr string) map[string]float64 {
+// scrape reads the plugin's /metrics.
+func scrape(t testing.TB, addr string) testkit.Metrics {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	m, err := testkit.Scrape(nil, "http://"+addr+"/metrics")
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET /metrics: %s: %s", resp.Status, b)
-	}
-	m := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err == nil {
-			m[line[:i]] = v
-		}
 	}
 	return m
 }

@@ -16,6 +16,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -30,7 +31,7 @@ import (
 //
 //	go test -run '^$' -bench ShimOverhead -benchtime 1x ./test/e2e/shim/
 func BenchmarkShimOverhead(b *testing.B) {
-	h := containerd.Start(b, containerd.Options{HostResolvConf: hostResolv})
+	h := containerd.Start(b, containerd.Options{HostResolvConf: testkit.HostResolvConf})
 	s := startShim(b, h, "--log-level", "warn")
 	direct, shim := h.Client(), h.Dial(s.Socket)
 	bare := h.Dial(startBareRelay(b, h))
@@ -55,7 +56,7 @@ func BenchmarkShimOverhead(b *testing.B) {
 		b.Fatalf("ListContainers = %d, %v", len(list.GetContainers()), err)
 	}
 
-	dns := &runtimeapi.DNSConfig{Servers: []string{clusterDNS},
+	dns := &runtimeapi.DNSConfig{Servers: []string{testkit.ClusterDNS},
 		Searches: []string{"team.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.test", "corp.test"}, Options: []string{"ndots:5"}}
 	n := 0
 	runPod := func(c *containerd.Client) (time.Duration, error) {
@@ -123,12 +124,9 @@ func BenchmarkShimOverhead(b *testing.B) {
 			b.ReportMetric(float64(ps.Microseconds()), call.name+"-shim-p50-µs")
 			b.ReportMetric(100*float64(added)/float64(pd), call.name+"-added-%")
 		}
-		sum, count := s.metric(b, "dnsconfigurer_cri_rewrite_duration_seconds_sum"), s.metric(b, "dnsconfigurer_cri_rewrite_duration_seconds_count")
-		var fs, fc float64
-		if _, err := fmt.Sscan(sum, &fs); err == nil {
-			if _, err := fmt.Sscan(count, &fc); err == nil && fc > 0 {
-				b.Logf("the shim's own work per RunPodSandbox (rewrite_duration_seconds mean): %v over %v sandboxes", time.Duration(fs/fc*1e9).Round(time.Microsecond), fc)
-			}
+		m := s.metrics(b)
+		if fs, fc := m["dnsconfigurer_cri_rewrite_duration_seconds_sum"], m["dnsconfigurer_cri_rewrite_duration_seconds_count"]; fc > 0 {
+			b.Logf("the shim's own work per RunPodSandbox (rewrite_duration_seconds mean): %v over %v sandboxes", time.Duration(fs/fc*1e9).Round(time.Microsecond), fc)
 		}
 	}
 }
@@ -155,15 +153,15 @@ func startBareRelay(t testing.TB, h *containerd.Harness) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if c, err := net.Dial("unix", sock); err == nil {
-			c.Close()
-			return sock
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return fmt.Errorf("bare relay: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bare relay: %s never accepted", sock)
-		}
-	}
+		c.Close()
+		return nil
+	})
+	return sock
 }
 
 // bareRelay accepts on listen and copies each connection's bytes to and

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
@@ -19,7 +20,7 @@ import (
 // shim: Default-policy pods started after get the new nameservers without a
 // restart, and a broken file leaves them on the last good copy.
 func TestHostResolvConfLive(t *testing.T) {
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	h := containerd.Start(t, containerd.Options{HostResolvConf: testkit.HostResolvConf})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var pods []*corev1.Pod
@@ -33,12 +34,12 @@ func TestHostResolvConfLive(t *testing.T) {
 	resolv := w.Current().Path
 	waitFor := func(what string, cond func(hostresolv.Snapshot) bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !cond(w.Current()); {
-			if time.Now().After(deadline) {
-				t.Fatalf("watcher: %s: not seen in 5s (%+v)", what, w.Current())
+		testkit.WaitFor(t, 5*time.Second, func() error {
+			if s := w.Current(); !cond(s) {
+				return fmt.Errorf("watcher: %s: not seen (%+v)", what, s)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	c := h.Dial(sock)
 	run := func(pod *corev1.Pod) string {
@@ -49,11 +50,7 @@ func TestHostResolvConfLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.RemovePod(context.WithoutCancel(ctx), sb.ID)
-		ctr, err := c.StartContainer(ctx, sb, "main")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := c.ResolvConf(ctx, ctr.ID)
+		_, got, err := c.StartResolvConf(ctx, sb, "main")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
@@ -25,7 +26,7 @@ import (
 // start, exec, logs, status, list, stop, remove, image calls) and compares
 // the pass-through answers with containerd's own.
 func TestLifecycle(t *testing.T) {
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	h := containerd.Start(t, containerd.Options{HostResolvConf: testkit.HostResolvConf})
 	s := startShim(t, h)
 	c, direct := h.Dial(s.Socket), h.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -67,7 +68,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	want := render(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "life", Namespace: "team"}, Spec: corev1.PodSpec{DNSPolicy: corev1.DNSClusterFirst}})
-	pod, err := c.RunPod(ctx, containerd.PodSpec{Name: "life", Namespace: "team", Hostname: "life", DNS: want.dns()})
+	pod, err := c.RunPod(ctx, containerd.PodSpec{Name: "life", Namespace: "team", Hostname: "life", DNS: want.DNSConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestLifecycle(t *testing.T) {
 
 	// Exec: output, and a non-zero exit passed through as such.
 	r, err := c.Exec(ctx, main.ID, containerd.TestBinary, "cat", "/etc/resolv.conf")
-	if err != nil || r.ExitCode != 0 || string(r.Stdout) != containerd.ResolvConfFor(want.dns()) {
+	if err != nil || r.ExitCode != 0 || string(r.Stdout) != containerd.ResolvConfFor(want.DNSConfig()) {
 		t.Errorf("Exec cat resolv.conf = %q (exit %d), %v", r.Stdout, r.ExitCode, err)
 	}
 	r, err = c.Exec(ctx, main.ID, containerd.TestBinary, "cat", "/no/such/file")
@@ -103,18 +104,13 @@ func TestLifecycle(t *testing.T) {
 	}
 	// containerd copies the container's output to the log asynchronously:
 	// poll until it is all there.
-	wantLog := containerd.ResolvConfFor(want.dns()) + "life\n"
-	var stdout, stderr string
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		stdout, stderr, err = c.Logs(report)
-		if err == nil && stdout == wantLog || time.Now().After(deadline) {
-			break
+	wantLog := containerd.ResolvConfFor(want.DNSConfig()) + "life\n"
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		if stdout, stderr, err := c.Logs(report); err != nil || stdout != wantLog || stderr != "" {
+			return fmt.Errorf("logs = %q, %q, %v; want %q", stdout, stderr, err, wantLog)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil || stdout != wantLog || stderr != "" {
-		t.Errorf("logs = %q, %q, %v; want %q", stdout, stderr, err, wantLog)
-	}
+		return nil
+	})
 
 	// Status and list calls answer as containerd does.
 	for _, call := range []struct {
@@ -154,18 +150,24 @@ func TestLifecycle(t *testing.T) {
 	} {
 		got, errGot := call.do(c)
 		exp, errExp := call.do(direct)
-		for try := 0; try < 3 && errGot == nil && errExp == nil && !proto.Equal(got, exp); try++ {
+		// ImageFsInfo carries a timestamp: never equal.
+		differ := func() bool {
+			return errGot == nil && errExp == nil && call.name != "ImageFsInfo" && !proto.Equal(got, exp)
+		}
+		if differ() {
 			// State may move between the two calls (a container's exit
-			// being recorded): ask both again.
-			time.Sleep(100 * time.Millisecond)
-			got, errGot = call.do(c)
-			exp, errExp = call.do(direct)
+			// being recorded): ask both again for a while.
+			testkit.Poll(time.Second, 100*time.Millisecond, func() bool {
+				got, errGot = call.do(c)
+				exp, errExp = call.do(direct)
+				return !differ()
+			})
 		}
 		if status.Code(errGot) != status.Code(errExp) {
 			t.Errorf("%s: via the shim %v, direct %v", call.name, errGot, errExp)
 			continue
 		}
-		if errGot == nil && call.name != "ImageFsInfo" && !proto.Equal(got, exp) {
+		if differ() {
 			t.Errorf("%s via the shim differs:\n%v\ndirect:\n%v", call.name, got, exp)
 		}
 	}
@@ -203,12 +205,12 @@ func firstEvent(ctx context.Context, c *containerd.Client) (*runtimeapi.Containe
 // TestParallelSandboxes creates 50 sandboxes at once through the shim, half
 // of them autopath pods, and checks each container's /etc/resolv.conf.
 func TestParallelSandboxes(t *testing.T) {
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	h := containerd.Start(t, containerd.Options{HostResolvConf: testkit.HostResolvConf})
 	s := startShim(t, h)
 	c := h.Dial(s.Socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{clusterDNS}, ClusterDomain: clusterDomain, NodeLocalDNS: []string{nodeLocalDNS}})
+	eng, err := policy.New(testkit.NodeWithNodeLocal())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +235,8 @@ func TestParallelSandboxes(t *testing.T) {
 		}
 	}
 	t.Logf("%d sandboxes with a container each through the shim, in parallel: %v", n, time.Since(begin).Round(time.Millisecond))
-	if v := s.metric(t, `dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"}`); v != fmt.Sprint(n/2) {
-		t.Errorf("rewritten sandboxes = %q, want %d", v, n/2)
+	if v := s.metrics(t)[`dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"}`]; v != n/2 {
+		t.Errorf("rewritten sandboxes = %v, want %d", v, n/2)
 	}
 }
 
@@ -257,11 +259,7 @@ func parallelPod(ctx context.Context, c *containerd.Client, eng *policy.Engine, 
 	if err != nil {
 		return err
 	}
-	ctr, err := c.StartContainer(ctx, sb, "main")
-	if err != nil {
-		return err
-	}
-	got, err := c.ResolvConf(ctx, ctr.ID)
+	_, got, err := c.StartResolvConf(ctx, sb, "main")
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
@@ -78,7 +79,7 @@ func kubeletView(pod *corev1.Pod) *corev1.Pod {
 func sandboxSpec(t *testing.T, pod *corev1.Pod, dropAnnotations bool) containerd.PodSpec {
 	k := render(t, kubeletView(pod))
 	spec := containerd.PodSpec{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), HostNetwork: pod.Spec.HostNetwork,
-		Hostname: k.Hostname, DNS: k.dns()}
+		Hostname: k.Hostname, DNS: k.DNSConfig()}
 	if !dropAnnotations {
 		spec.Annotations = pod.Annotations
 	}
@@ -92,7 +93,7 @@ func sandboxSpec(t *testing.T, pod *corev1.Pod, dropAnnotations bool) containerd
 // (a fake clientset) and is sent sandbox configs without the pod
 // annotations, so autopath can only come from the API server.
 func TestPolicies(t *testing.T) {
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	h := containerd.Start(t, containerd.Options{HostResolvConf: testkit.HostResolvConf})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	pods := testPods()
@@ -123,15 +124,11 @@ func TestPolicies(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.RemovePod(context.WithoutCancel(ctx), sb.ID)
-				ctr, err := c.StartContainer(ctx, sb, "main")
+				ctr, got, err := c.StartResolvConf(ctx, sb, "main")
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := c.ResolvConf(ctx, ctr.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if wantResolv := containerd.ResolvConfFor(want.dns()); got != wantResolv {
+				if wantResolv := containerd.ResolvConfFor(want.DNSConfig()); got != wantResolv {
 					t.Errorf("/etc/resolv.conf =\n%s\nwant (render)\n%s", got, wantResolv)
 				}
 				host, err := c.Hostname(ctx, ctr.ID)
@@ -153,11 +150,12 @@ func TestPolicies(t *testing.T) {
 			})
 		}
 	}
-	if v := bin.metric(t, `dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"}`); v != "3" {
-		t.Errorf("binary shim: rewritten sandboxes = %q, want 3 (the autopath pods)", v)
+	m := bin.metrics(t)
+	if v := m[`dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"}`]; v != 3 {
+		t.Errorf("binary shim: rewritten sandboxes = %v, want 3 (the autopath pods)", v)
 	}
-	if v := bin.metric(t, `dnsconfigurer_cri_rewrite_errors_total{reason="compute"}`); v != "" {
-		t.Errorf("binary shim: rewrite errors %q", v)
+	if v, ok := m[`dnsconfigurer_cri_rewrite_errors_total{reason="compute"}`]; ok {
+		t.Errorf("binary shim: rewrite errors %v", v)
 	}
 }
 
@@ -168,7 +166,7 @@ func startInProcessShim(t *testing.T, ctx context.Context, h *containerd.Harness
 	t.Helper()
 	dir := t.TempDir()
 	resolv := filepath.Join(dir, "resolv.conf")
-	if err := os.WriteFile(resolv, []byte(hostResolv), 0o644); err != nil {
+	if err := os.WriteFile(resolv, []byte(testkit.HostResolvConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -177,7 +175,7 @@ func startInProcessShim(t *testing.T, ctx context.Context, h *containerd.Harness
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{clusterDNS}, ClusterDomain: clusterDomain, NodeLocalDNS: []string{nodeLocalDNS}})
+	eng, err := policy.New(testkit.NodeWithNodeLocal())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package shim_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -18,7 +20,7 @@ import (
 // a new shim replaces the stale socket, and the same client carries on,
 // with containers started before the restart still there.
 func TestShimRestart(t *testing.T) {
-	h := containerd.Start(t, containerd.Options{HostResolvConf: hostResolv})
+	h := containerd.Start(t, containerd.Options{HostResolvConf: testkit.HostResolvConf})
 	dir := t.TempDir()
 	s := startShimIn(t, h, dir)
 	c := h.Dial(s.Socket)
@@ -55,21 +57,19 @@ func TestShimRestart(t *testing.T) {
 	if s2.Socket != s.Socket {
 		t.Fatalf("socket moved: %s", s2.Socket)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		list, err := c.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: pod.ID}})
-		if err == nil {
-			if len(list.Containers) != 1 {
-				t.Errorf("containers after the restart = %v", list.Containers)
-			}
-			t.Logf("the client was back %v after the new shim started", time.Since(restarted).Round(time.Millisecond))
-			break
+	var list *runtimeapi.ListContainersResponse
+	testkit.WaitFor(t, 30*time.Second, func() error {
+		var err error
+		list, err = c.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: pod.ID}})
+		if err != nil {
+			return fmt.Errorf("client did not reconnect: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("client did not reconnect: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if len(list.Containers) != 1 {
+		t.Errorf("containers after the restart = %v", list.Containers)
 	}
+	t.Logf("the client was back %v after the new shim started", time.Since(restarted).Round(time.Millisecond))
 	if err := c.RemovePod(ctx, pod.ID); err != nil {
 		t.Fatal(err)
 	}

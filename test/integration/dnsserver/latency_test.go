@@ -8,7 +8,6 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
@@ -35,27 +34,10 @@ func TestProgrammingLatency(t *testing.T) {
 		{"back-to-back writes", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := cp.Namespace(t)
-			checkGoroutines(t)
-			client := newClient(t, cp.Config())
-			srv := startServer(t, cp.Config())
-			srv.waitSynced(t)
+			ns, client, srv := syncedServer(t, cp)
 			ctx := t.Context()
 
-			if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Name: "moving"},
-				Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone},
-			}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			slice, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
-				ObjectMeta:  metav1.ObjectMeta{Name: "moving-1", Labels: map[string]string{discoveryv1.LabelServiceName: "moving"}},
-				AddressType: discoveryv1.AddressTypeIPv4,
-				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.9.0"}}},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			slice := createHeadless(t, client, ns, "moving", "10.244.9.0")
 			moving := "moving." + ns + ".svc." + zone + "."
 			waitAnswer(t, srv.addr, moving, dns.TypeA, "NOERROR A 10.244.9.0")
 
@@ -65,20 +47,16 @@ func TestProgrammingLatency(t *testing.T) {
 				start := time.Now()
 				var name, want string
 				if i%2 == 0 {
-					s, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d", i)},
-						Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
-					}, metav1.CreateOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
+					s := createService(t, client, ns, fmt.Sprintf("s%d", i), corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}})
 					name, want = s.Name+"."+ns+".svc."+zone+".", "NOERROR A "+s.Spec.ClusterIP
 				} else {
 					ip := fmt.Sprintf("10.244.9.%d", i)
 					slice.Endpoints[0].Addresses = []string{ip}
-					if slice, err = client.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+					updated, err := client.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice, metav1.UpdateOptions{})
+					if err != nil {
 						t.Fatal(err)
 					}
+					slice = updated
 					name, want = moving, "NOERROR A "+ip
 				}
 				waitAnswer(t, srv.addr, name, dns.TypeA, want)

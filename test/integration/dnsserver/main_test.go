@@ -23,24 +23,24 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 var controlPlane *apiserver.ControlPlane
@@ -48,9 +48,11 @@ var controlPlane *apiserver.ControlPlane
 func TestMain(m *testing.M) {
 	// client-go's reflectors log every refused or failed list and watch,
 	// which these tests cause on purpose; failures report the requests
-	// themselves (requestLog).
+	// themselves (apiserver.RequestLog).
 	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
-	os.Exit(apiserver.RunTests(m, &controlPlane))
+	code := apiserver.RunTests(m, &controlPlane)
+	buildbin.Remove() // TestServeCommand's
+	os.Exit(code)
 }
 
 const (
@@ -68,7 +70,7 @@ type server struct {
 	addr     string // UDP and TCP
 	handler  *clusterdns.Handler
 	http     http.Handler // /metrics, /healthz, /readyz
-	requests *requestLog
+	requests *apiserver.RequestLog
 }
 
 // newClient is apiserver.NewClient: a clientset whose connections are all
@@ -96,9 +98,9 @@ func checkGoroutines(t *testing.T) {
 // Resync. It does not wait for the first sync.
 func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *server {
 	t.Helper()
-	log := &requestLog{}
+	log := &apiserver.RequestLog{}
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(log.wrap)
+	cfg.Wrap(log.Wrap)
 	client := newClient(t, cfg)
 	st, err := store.New(store.Options{Zone: zone, TTL: 5, Pods: store.PodsVerified})
 	if err != nil {
@@ -136,6 +138,18 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 	return &server{addr: srv.Addrs()[0], handler: h, http: health.Handler(reg, health.Condition(h.Synced, "not synced")), requests: log}
 }
 
+// syncedServer is the frame of most tests: a namespace, the goroutine
+// check, an admin client and a synced server with the admin credentials.
+func syncedServer(t *testing.T, cp *apiserver.ControlPlane) (ns string, client kubernetes.Interface, srv *server) {
+	t.Helper()
+	ns = cp.Namespace(t)
+	checkGoroutines(t)
+	client = newClient(t, cp.Config())
+	srv = startServer(t, cp.Config())
+	srv.waitSynced(t)
+	return ns, client, srv
+}
+
 // readyz returns the status code of the server's /readyz.
 func (s *server) readyz() int {
 	rec := httptest.NewRecorder()
@@ -146,96 +160,23 @@ func (s *server) readyz() int {
 // waitSynced waits for the first full sync.
 func (s *server) waitSynced(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(followBound)
-	for !s.handler.Synced() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not synced after %v; API requests: %v", followBound, s.requests.summary())
+	testkit.WaitFor(t, followBound, func() error {
+		if !s.handler.Synced() {
+			return fmt.Errorf("not synced; API requests: %v", s.requests.Summary())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
-// request is one API request the feed made: its method and path, and the
-// response status or the transport error.
-type request struct {
-	method, path string
-	status       int
-	err          error
-}
-
-// requestLog records the API requests of a client, through rest.Config.Wrap.
-type requestLog struct {
-	mu   sync.Mutex
-	list []request
-}
-
-func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
-	return &loggingTransport{rt: rt, log: l}
-}
-
-// loggingTransport records each request in log. It is a
-// utilnet.RoundTripperWrapper, so CloseIdleConnectionsFor reaches through.
-type loggingTransport struct {
-	rt  http.RoundTripper
-	log *requestLog
-}
-
-var _ utilnet.RoundTripperWrapper = (*loggingTransport)(nil)
-
-func (t *loggingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(r)
-	rq := request{method: r.Method, path: r.URL.Path, err: err}
-	if resp != nil {
-		rq.status = resp.StatusCode
-	}
-	t.log.mu.Lock()
-	t.log.list = append(t.log.list, rq)
-	t.log.mu.Unlock()
-	return resp, err
-}
-
-func (t *loggingTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
-
-// count returns how many recorded requests match.
-func (l *requestLog) count(match func(request) bool) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, r := range l.list {
-		if match(r) {
-			n++
-		}
-	}
-	return n
-}
-
-// waitCount waits until at least n recorded requests match.
-func (l *requestLog) waitCount(t *testing.T, n int, what string, match func(request) bool) {
+// waitRequests waits until at least n recorded requests match.
+func waitRequests(t *testing.T, l *apiserver.RequestLog, n int, what string, match func(apiserver.Request) bool) {
 	t.Helper()
-	deadline := time.Now().Add(followBound)
-	for l.count(match) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %d requests %s after %v; requests: %v", n, what, followBound, l.summary())
+	testkit.WaitFor(t, followBound, func() error {
+		if l.Count(match) < n {
+			return fmt.Errorf("no %d requests %s; requests: %v", n, what, l.Summary())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// summary lists the distinct requests, for failure messages.
-func (l *requestLog) summary() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, r := range l.list {
-		s := fmt.Sprintf("%s %s %d", r.method, r.path, r.status)
-		if r.err != nil {
-			s = fmt.Sprintf("%s %s: %v", r.method, r.path, r.err)
-		}
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
+		return nil
+	})
 }
 
 // ask sends one question to addr over UDP (or TCP) and returns the rcode
@@ -275,19 +216,12 @@ func waitAnswer(t *testing.T, addr, name string, qtype uint16, want string) time
 func waitAnswerWithin(t *testing.T, bound time.Duration, addr, name string, qtype uint16, want string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	deadline := start.Add(bound)
-	var got string
-	var err error
-	for {
-		got, err = ask(addr, name, qtype, false)
-		if err == nil && got == want {
-			break
+	testkit.WaitEvery(t, bound, pollEvery, func() error {
+		if got, err := ask(addr, name, qtype, false); err != nil || got != want {
+			return fmt.Errorf("%s %s: got %q (err %v), want %q", name, dns.TypeToString[qtype], got, err, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s: got %q (err %v), want %q after %v", name, dns.TypeToString[qtype], got, err, want, bound)
-		}
-		time.Sleep(pollEvery)
-	}
+		return nil
+	})
 	took := time.Since(start)
 	if got, err := ask(addr, name, qtype, true); err != nil || got != want {
 		t.Fatalf("%s %s over TCP: got %q (err %v), want %q", name, dns.TypeToString[qtype], got, err, want)

@@ -244,27 +244,21 @@ func TestRBAC(t *testing.T) {
 		client := newClient(t, cp.Config())
 		srv := startServer(t, cfg)
 		srv.waitSynced(t)
-		s, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "web"},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := createService(t, client, ns, "web", corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}})
 		waitAnswer(t, srv.addr, "web."+ns+".svc."+zone, dns.TypeA, "NOERROR A "+s.Spec.ClusterIP)
 		if srv.readyz() != http.StatusOK {
 			t.Errorf("/readyz %d after sync", srv.readyz())
 		}
 		// A new binding reaches the RBAC authorizer's cache a moment after
 		// it is written, so a 403 may precede the sync; none may follow it.
-		forbidden := func(r request) bool { return r.status == http.StatusForbidden }
-		if n := srv.requests.count(forbidden); n > 0 {
+		forbidden := func(r apiserver.Request) bool { return r.Status == http.StatusForbidden }
+		if n := srv.requests.Count(forbidden); n > 0 {
 			t.Logf("%d forbidden requests before the binding took effect", n)
 		}
 		for _, path := range feedResources {
-			ok := func(r request) bool { return r.path == path && r.status == http.StatusOK }
-			if srv.requests.count(ok) == 0 {
-				t.Errorf("no successful request to %s: %v", path, srv.requests.summary())
+			ok := func(r apiserver.Request) bool { return r.Path == path && r.Status == http.StatusOK }
+			if srv.requests.Count(ok) == 0 {
+				t.Errorf("no successful request to %s: %v", path, srv.requests.Summary())
 			}
 		}
 	})
@@ -328,7 +322,7 @@ func TestRBAC(t *testing.T) {
 				if path == missing {
 					continue
 				}
-				srv.requests.waitCount(t, 1, "listing "+path, func(r request) bool { return r.path == path && r.status == http.StatusOK })
+				waitRequests(t, srv.requests, 1, "listing "+path, func(r apiserver.Request) bool { return r.Path == path && r.Status == http.StatusOK })
 			}
 			waitRefusedAgain(t, srv, missing)
 			assertUnready(t, srv)
@@ -342,8 +336,8 @@ func TestRBAC(t *testing.T) {
 // that fails, a list: two requests; the third is the retry.
 func waitRefusedAgain(t *testing.T, srv *server, path string) {
 	t.Helper()
-	srv.requests.waitCount(t, 3, "forbidden on "+path, func(r request) bool {
-		return r.path == path && r.status == http.StatusForbidden
+	waitRequests(t, srv.requests, 3, "forbidden on "+path, func(r apiserver.Request) bool {
+		return r.Path == path && r.Status == http.StatusForbidden
 	})
 }
 

@@ -18,11 +18,7 @@ import (
 // through the API, and follows each change in the DNS answers.
 func TestServiceRecords(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
-	client := newClient(t, cp.Config())
-	srv := startServer(t, cp.Config())
-	srv.waitSynced(t)
+	ns, client, srv := syncedServer(t, cp)
 	ctx := t.Context()
 	svcs := client.CoreV1().Services(ns)
 	epSlices := client.DiscoveryV1().EndpointSlices(ns)
@@ -35,16 +31,10 @@ func TestServiceRecords(t *testing.T) {
 	var web *corev1.Service
 	if !t.Run("clusterip create", func(t *testing.T) {
 		var err error
-		web, err = svcs.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
-				{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
-				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
-			}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		web = createService(t, client, ns, "web", corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
+			{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
+		}})
 		waitAnswer(t, srv.addr, name("web"), dns.TypeA, "NOERROR A "+web.Spec.ClusterIP)
 		mustAnswer(t, srv.addr, "_http._tcp."+name("web"), dns.TypeSRV, "NOERROR SRV 0 100 80 "+name("web"))
 		mustAnswer(t, srv.addr, "_dns._udp."+name("web"), dns.TypeSRV, "NOERROR SRV 0 100 53 "+name("web"))
@@ -66,14 +56,7 @@ func TestServiceRecords(t *testing.T) {
 	})
 
 	t.Run("headless endpoints", func(t *testing.T) {
-		_, err := svcs.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "db"},
-			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
-				Ports: []corev1.ServicePort{{Name: "pg", Port: 5432, Protocol: corev1.ProtocolTCP}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		createService(t, client, ns, "db", corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "pg", Port: 5432, Protocol: corev1.ProtocolTCP}}})
 		// A headless Service without a ready endpoint has no name, as in
 		// CoreDNS 1.15 (pkg/clusterdns README, "Where we differ").
 		waitAnswer(t, srv.addr, name("db"), dns.TypeA, "NXDOMAIN")
@@ -137,13 +120,7 @@ func TestServiceRecords(t *testing.T) {
 	})
 
 	t.Run("externalname", func(t *testing.T) {
-		_, err := svcs.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "alias"},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "web." + ns + ".svc." + zone},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		createService(t, client, ns, "alias", corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "web." + ns + ".svc." + zone})
 		// In the zone: the CNAME, followed inside the server.
 		waitAnswer(t, srv.addr, name("alias"), dns.TypeA, "NOERROR A "+web.Spec.ClusterIP+" CNAME "+name("web"))
 
@@ -155,13 +132,7 @@ func TestServiceRecords(t *testing.T) {
 	})
 
 	t.Run("clusterip to externalname", func(t *testing.T) {
-		s, err := svcs.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "moved"},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := createService(t, client, ns, "moved", corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}})
 		waitAnswer(t, srv.addr, name("moved"), dns.TypeA, "NOERROR A "+s.Spec.ClusterIP)
 		updateService(t, client, ns, "moved", func(s *corev1.Service) {
 			s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "www.example.com"}
@@ -214,22 +185,10 @@ func TestPodRecords(t *testing.T) {
 	otherName := "10-244-7-3." + other + ".pod." + zone + "."
 
 	mustAnswer(t, srv.addr, name, dns.TypeA, "NXDOMAIN")
-	pod, err := pods.Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod := createPod(t, client, ns, "app")
 	// A pod without an IP yet, and then a pod in another namespace with the
 	// IP, give no record: that is what "verified" means.
-	other1, err := client.CoreV1().Pods(other).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "marker"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other1 := createPod(t, client, other, "marker")
 	setPodStatus(t, client, other1, corev1.PodRunning, "10.244.7.4")
 	waitAnswer(t, srv.addr, "10-244-7-4."+other+".pod."+zone, dns.TypeA, "NOERROR A 10.244.7.4")
 	mustAnswer(t, srv.addr, name, dns.TypeA, "NXDOMAIN")
@@ -243,19 +202,53 @@ func TestPodRecords(t *testing.T) {
 	waitAnswer(t, srv.addr, name, dns.TypeA, "NXDOMAIN")
 
 	// A new pod with the IP, then deleted.
-	pod2, err := pods.Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app2"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod2 := createPod(t, client, ns, "app2")
 	setPodStatus(t, client, pod2, corev1.PodRunning, ip)
 	waitAnswer(t, srv.addr, name, dns.TypeA, "NOERROR A "+ip)
 	if err := pods.Delete(ctx, "app2", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
 	waitAnswer(t, srv.addr, name, dns.TypeA, "NXDOMAIN")
+}
+
+// createService creates the Service ns/name with spec.
+func createService(t *testing.T, client kubernetes.Interface, ns, name string, spec corev1.ServiceSpec) *corev1.Service {
+	t.Helper()
+	s, err := client.CoreV1().Services(ns).Create(t.Context(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create service %s/%s: %v", ns, name, err)
+	}
+	return s
+}
+
+// createHeadless creates the headless Service ns/name with one endpoint at
+// ip, in the EndpointSlice name-1, and returns the slice.
+func createHeadless(t *testing.T, client kubernetes.Interface, ns, name, ip string) *discoveryv1.EndpointSlice {
+	t.Helper()
+	createService(t, client, ns, name, corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone})
+	slice, err := client.DiscoveryV1().EndpointSlices(ns).Create(t.Context(), &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create endpoint slice %s/%s-1: %v", ns, name, err)
+	}
+	return slice
+}
+
+// createPod creates the pod ns/name with one container (whose image is
+// never pulled: no kubelet runs).
+func createPod(t *testing.T, client kubernetes.Interface, ns, name string) *corev1.Pod {
+	t.Helper()
+	pod, err := client.CoreV1().Pods(ns).Create(t.Context(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s/%s: %v", ns, name, err)
+	}
+	return pod
 }
 
 // updateService gets a Service, changes it and writes it back.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
@@ -26,42 +25,13 @@ const catchUpBound = 45 * time.Second
 // objects written, changed and deleted then.
 func TestAPIServerRestart(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
-	client := newClient(t, cp.Config())
-	srv := startServer(t, cp.Config())
-	srv.waitSynced(t)
+	ns, client, srv := syncedServer(t, cp)
 	ctx := t.Context()
 	name := func(s string) string { return s + "." + ns + ".svc." + zone + "." }
 
-	before, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "before"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "headless"},
-		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	slice, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "headless-1", Labels: map[string]string{discoveryv1.LabelServiceName: "headless"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.5.1"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := createService(t, client, ns, "before", corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}})
+	slice := createHeadless(t, client, ns, "headless", "10.244.5.1")
+	pod := createPod(t, client, ns, "app")
 	setPodStatus(t, client, pod, corev1.PodRunning, "10.244.5.9")
 	podName := "10-244-5-9." + ns + ".pod." + zone + "."
 	state := map[string]string{
@@ -90,10 +60,10 @@ func TestAPIServerRestart(t *testing.T) {
 	// Wait until the informers have failed to reach the API server a few
 	// times (their watches broke and the relists are refused), asking the
 	// questions in between: the answers and readiness do not change.
-	failed := func(r request) bool { return r.err != nil }
-	first := srv.requests.count(failed) + 1
+	failed := func(r apiserver.Request) bool { return r.Err != nil }
+	first := srv.requests.Count(failed) + 1
 	for n := first; n < first+6; n++ {
-		srv.requests.waitCount(t, n, "failing while the API server is down", failed)
+		waitRequests(t, srv.requests, n, "failing while the API server is down", failed)
 		for q, want := range state {
 			mustAnswer(t, srv.addr, q, dns.TypeA, want)
 		}
@@ -101,7 +71,7 @@ func TestAPIServerRestart(t *testing.T) {
 			t.Fatalf("not ready while the API server is down: synced %v, /readyz %d", srv.handler.Synced(), srv.readyz())
 		}
 	}
-	t.Logf("API server down %v: %d API requests failed; answers and /readyz unchanged", time.Since(down).Round(time.Millisecond), srv.requests.count(failed))
+	t.Logf("API server down %v: %d API requests failed; answers and /readyz unchanged", time.Since(down).Round(time.Millisecond), srv.requests.Count(failed))
 
 	if err := cp.StartAPIServer(ctx); err != nil {
 		t.Fatalf("start kube-apiserver: %v", err)
@@ -110,13 +80,7 @@ func TestAPIServerRestart(t *testing.T) {
 	up := time.Now()
 	// Written after the restart: a new Service, a deleted one, a moved
 	// endpoint and a deleted pod.
-	after, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "after"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := createService(t, client, ns, "after", corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}})
 	if err := client.CoreV1().Services(ns).Delete(ctx, "before", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,11 @@
 package dnsserver_test
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,7 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 // TestServeCommand builds dnsconfigurer and runs `dnsconfigurer serve
@@ -29,16 +30,8 @@ import (
 // /readyz stays 200; afterwards it catches up. SIGTERM ends it with status 0.
 func TestServeCommand(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build dnsconfigurer: %v", err)
-	}
+	buildbin.Dnsconfigurer(t) // built, or the test skipped, first
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dnsconfigurer")
-	build := exec.CommandContext(t.Context(), goBin, "build", "-o", bin, "github.com/dnsconfigurer/dnsconfigurer/cmd/dnsconfigurer")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 
 	o := loadRBAC(t)
 	applyRBAC(t, cp.Client(), o)
@@ -58,33 +51,10 @@ func TestServeCommand(t *testing.T) {
 	ns := cp.Namespace(t)
 	client := newClient(t, cp.Config())
 
-	stderr := &syncBuffer{}
-	cmd := exec.Command(bin, "serve", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0",
+	p := buildbin.Start(t, "serve", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0",
 		"--metrics-listen", "127.0.0.1:0", "--pods", "verified", "--ttl", "7")
-	cmd.Stderr = stderr
-	cmd.Stdout = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("dnsconfigurer serve output:\n%s", stderr.String())
-		}
-	})
-	dnsAddr := stderr.waitMatch(t, exited, regexp.MustCompile(`msg="serving DNS".* listen=\[(127\.0\.0\.1:\d+)\]`))
-	metricsAddr := stderr.waitMatch(t, exited, regexp.MustCompile(`msg="serving metrics".* listen=(127\.0\.0\.1:\d+)`))
+	dnsAddr := p.WaitLog(t, regexp.MustCompile(`msg="serving DNS".* listen=\[(127\.0\.0\.1:\d+)\]`))[1]
+	metricsAddr := p.WaitLog(t, regexp.MustCompile(`msg="serving metrics".* listen=(127\.0\.0\.1:\d+)`))[1]
 	get := func(path string) (int, string) {
 		t.Helper()
 		resp, err := http.Get("http://" + metricsAddr + path)
@@ -95,40 +65,19 @@ func TestServeCommand(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	deadline := time.Now().Add(followBound)
-	for {
-		if code, _ := get("/readyz"); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 after %v", followBound)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, followBound, func() error { return testkit.GetOK(nil, "http://"+metricsAddr+"/readyz") })
 	if _, body := get("/metrics"); !strings.Contains(body, "\ndnsconfigurer_dnsserver_synced 1\n") {
 		t.Errorf("/metrics: no dnsconfigurer_dnsserver_synced 1")
 	}
 
 	name := func(s string) string { return s + "." + ns + ".svc." + zone + "." }
-	web, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	web := createService(t, client, ns, "web", corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}})
 	waitAnswer(t, dnsAddr, name("web"), dns.TypeA, "NOERROR A "+web.Spec.ClusterIP)
 	mustAnswer(t, dnsAddr, "_http._tcp."+name("web"), dns.TypeSRV, "NOERROR SRV 0 100 80 "+name("web"))
 	if ttl := answerTTL(t, dnsAddr, name("web")); ttl != 7 {
 		t.Errorf("TTL %d, want --ttl 7", ttl)
 	}
-	pod, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod := createPod(t, client, ns, "app")
 	setPodStatus(t, client, pod, corev1.PodRunning, "10.244.8.8")
 	podName := "10-244-8-8." + ns + ".pod." + zone + "."
 	waitAnswer(t, dnsAddr, podName, dns.TypeA, "NOERROR A 10.244.8.8")
@@ -160,13 +109,7 @@ func TestServeCommand(t *testing.T) {
 	}
 	restarted = true
 	up := time.Now()
-	after, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "after"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := createService(t, client, ns, "after", corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}})
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -174,18 +117,13 @@ func TestServeCommand(t *testing.T) {
 	waitAnswerWithin(t, catchUpBound, dnsAddr, podName, dns.TypeA, "NXDOMAIN")
 	t.Logf("caught up %v after the API server was back", time.Since(up).Round(time.Millisecond))
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("dnsconfigurer serve after SIGTERM: %v", waitErr)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("dnsconfigurer serve still running 15s after SIGTERM")
+	if err := p.Wait(t, 15*time.Second); err != nil {
+		t.Errorf("dnsconfigurer serve after SIGTERM: %v", err)
 	}
-	if strings.Contains(stderr.String(), "record feed stopped") {
+	if strings.Contains(p.Output.String(), "record feed stopped") {
 		t.Errorf("the feed stopped with an error")
 	}
 }
@@ -198,48 +136,6 @@ func answerTTL(t *testing.T, addr, name string) uint32 {
 		t.Fatalf("%s A: %v %v", name, r, err)
 	}
 	return r.Answer[0].Header().Ttl
-}
-
-// syncBuffer is a process's output, written and read concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// waitMatch waits for re to match the output and returns its first group.
-func (b *syncBuffer) waitMatch(t *testing.T, exited <-chan struct{}, re *regexp.Regexp) string {
-	t.Helper()
-	b.waitCount(t, exited, re, 1, followBound)
-	return re.FindStringSubmatch(b.String())[1]
-}
-
-// waitCount waits until re matches the output n times, failing if the
-// process exits first.
-func (b *syncBuffer) waitCount(t *testing.T, exited <-chan struct{}, re *regexp.Regexp, n int, bound time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for len(re.FindAllStringIndex(b.String(), -1)) < n {
-		select {
-		case <-exited:
-			t.Fatalf("dnsconfigurer serve exited before %d × %q", n, re)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %d × %q in the output after %v", n, re, bound)
-		}
-	}
 }
 
 // proxy passes TCP connections on to the API server and counts those it
@@ -345,11 +241,10 @@ func (p *proxy) refused() int {
 // waitRefused waits until n connections could not be passed on.
 func (p *proxy) waitRefused(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(catchUpBound)
-	for p.refused() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections refused after %v, want %d", p.refused(), catchUpBound, n)
+	testkit.WaitFor(t, catchUpBound, func() error {
+		if got := p.refused(); got < n {
+			return fmt.Errorf("%d connections refused, want %d", got, n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -16,72 +16,36 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
-// upstreamStub is a UDP upstream on 127.0.0.1: it answers 192.0.2.1 after
-// delay (each on its own timer), drops the names under silent, and notes
-// the source ports it saw.
-type upstreamStub struct {
-	addr  string
-	mu    sync.Mutex
-	ports map[int]bool
-}
-
-func runUpstream(t *testing.T, delay time.Duration, silent string) *upstreamStub {
+// runUpstream is a UDP upstream on 127.0.0.1: it answers 192.0.2.1
+// after delay (the upstream's latency, not synchronisation) and drops the
+// names under silent.
+func runUpstream(t *testing.T, delay time.Duration, silent string) *testkit.Upstream {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &upstreamStub{addr: pc.LocalAddr().String(), ports: map[int]bool{}}
-	var pending sync.WaitGroup
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			req := new(dns.Msg)
-			if req.Unpack(buf[:n]) != nil || len(req.Question) != 1 {
-				continue
-			}
-			s.mu.Lock()
-			s.ports[from.(*net.UDPAddr).Port] = true
-			s.mu.Unlock()
-			name := req.Question[0].Name
-			if silent != "" && strings.HasSuffix(strings.ToLower(name), silent) {
-				continue
-			}
-			r := new(dns.Msg)
-			r.SetReply(req)
-			if req.Question[0].Qtype == dns.TypeA {
-				r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.IPv4(192, 0, 2, 1)}}
-			}
-			b, err := r.Pack()
-			if err != nil {
-				continue
-			}
-			if delay == 0 {
-				_, _ = pc.WriteTo(b, from)
-				continue
-			}
-			pending.Add(1)
-			// The upstream's latency, not synchronisation.
-			time.AfterFunc(delay, func() { defer pending.Done(); _, _ = pc.WriteTo(b, from) })
+	return testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		q := req.Question[0]
+		if silent != "" && strings.HasSuffix(strings.ToLower(q.Name), silent) {
+			return
 		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done; pending.Wait() })
-	return s
+		r := new(dns.Msg)
+		r.SetReply(req)
+		if q.Qtype == dns.TypeA {
+			r.Answer = []dns.RR{testkit.A(q.Name, 30, "192.0.2.1")}
+		}
+		_ = w.WriteMsg(r)
+	}), testkit.UDPOnly(), testkit.Delay(delay))
 }
 
-func (s *upstreamStub) distinctPorts() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.ports)
+// distinctPorts counts the source ports of the queries up got.
+func distinctPorts(up *testkit.Upstream) int {
+	ports := map[int]bool{}
+	for _, q := range up.Queries() {
+		ports[q.From.(*net.UDPAddr).Port] = true
+	}
+	return len(ports)
 }
 
 // load asks qps random names made by name(i) for d, each query on its own
@@ -118,7 +82,7 @@ func load(addr string, qps int, d time.Duration, name func(i int) string) (sent,
 func TestServeSilentZone(t *testing.T) {
 	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
 	up := runUpstream(t, 0, ".silent.example.")
-	srv := startServe(t, "127.0.0.1:0", up.addr)
+	srv := startServe(t, "127.0.0.1:0", up.Addr)
 	const legitQPS, attackQPS = 20, 200
 	run := time.Now().UnixNano()
 	legit := func(phase string) func(int) string {
@@ -157,7 +121,7 @@ func TestServeSlowUpstreams(t *testing.T) {
 		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
 			var addrs []string
 			for range n {
-				addrs = append(addrs, runUpstream(t, delay, "").addr)
+				addrs = append(addrs, runUpstream(t, delay, "").Addr)
 			}
 			srv := startServe(t, "127.0.0.1:0", strings.Join(addrs, ","))
 			run := time.Now().UnixNano()
@@ -175,7 +139,7 @@ func TestServeSlowUpstreams(t *testing.T) {
 func TestServeSourcePorts(t *testing.T) {
 	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
 	up := runUpstream(t, 0, "")
-	srv := startServe(t, "127.0.0.1:0", up.addr)
+	srv := startServe(t, "127.0.0.1:0", up.Addr)
 	run := time.Now().UnixNano()
 	const n = 1000
 	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
@@ -186,7 +150,7 @@ func TestServeSourcePorts(t *testing.T) {
 			t.Fatalf("query %d: %v %v", i, r, err)
 		}
 	}
-	ports := up.distinctPorts()
+	ports := distinctPorts(up)
 	t.Logf("%d forwarded queries, %d distinct source ports", n, ports)
 	if ports < 900 {
 		t.Errorf("%d distinct source ports for %d queries, want at least 900", ports, n)

@@ -11,7 +11,6 @@ package forwardloop
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -37,28 +37,6 @@ type server = buildbin.Serve
 func startServe(t *testing.T, listen, upstream string) *server {
 	t.Helper()
 	return buildbin.StartServe(t, "../../../examples/objects", listen, upstream)
-}
-
-// freePort returns a port free for UDP and TCP on host, for a server not
-// started yet (another process may take it in between: the test then
-// fails to start that server, it does not pass wrongly).
-func freePort(t *testing.T, host string) string {
-	t.Helper()
-	for range 20 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		pc, err := net.ListenPacket("udp", addr)
-		ln.Close()
-		if err == nil {
-			pc.Close()
-			return addr
-		}
-	}
-	t.Fatal("no port free for UDP and TCP")
-	return ""
 }
 
 // ask sends name A over network and returns the reply and how long it took.
@@ -84,13 +62,13 @@ func ask(t *testing.T, network, addr, name string) (*dns.Msg, time.Duration) {
 // with -v.
 func TestServeForwardingLoop(t *testing.T) {
 	buildbin.Dnsconfigurer(t) // built, or the test skipped, before its stubs start
-	bAddr := freePort(t, "127.0.0.3")
+	bAddr := testkit.FreeAddr(t, "127.0.0.3")
 	a := startServe(t, "127.0.0.2:0", bAddr)
 	b := startServe(t, bAddr, a.DNS)
 	// Until B serves, A's queries to it are refused: A may rightly mark it
 	// down then (a slow start on a loaded machine), and up again once B
 	// answers. Only what A logs after B serves is the loop's doing.
-	before := map[*server]int{a: len(a.Stderr.String())}
+	before := map[*server]int{a: len(a.Output.String())}
 	peers := map[*server]string{a: b.DNS, b: a.DNS}
 	for _, s := range []*server{a, b} {
 		t.Logf("%s before any question: loops_total %v, loop_detected_total %v", s.DNS,
@@ -114,7 +92,7 @@ func TestServeForwardingLoop(t *testing.T) {
 		if v := s.Metric(t, "dnsconfigurer_forward_loop_detected_total"); v != 1 {
 			t.Errorf("%s: dnsconfigurer_forward_loop_detected_total %v, want 1", s.DNS, v)
 		}
-		logs := s.Stderr.String()
+		logs := s.Output.String()
 		if !regexp.MustCompile(`level=ERROR msg="forwarding loop: [^"]*".*upstream=` + regexp.QuoteMeta(peers[s])).MatchString(logs) {
 			t.Errorf("%s: no error line of the loop naming upstream %s:\n%s", s.DNS, peers[s], logs)
 		}
@@ -154,8 +132,8 @@ func TestServeChainNoLoop(t *testing.T) {
 				t.Errorf("%s: %s %v in a chain without a loop", s.DNS, name, v)
 			}
 		}
-		if strings.Contains(s.Stderr.String(), "loop") {
-			t.Errorf("%s logs a loop in a chain:\n%s", s.DNS, s.Stderr.String())
+		if strings.Contains(s.Output.String(), "loop") {
+			t.Errorf("%s logs a loop in a chain:\n%s", s.DNS, s.Output.String())
 		}
 	}
 }
@@ -164,22 +142,7 @@ func TestServeChainNoLoop(t *testing.T) {
 // 127.0.0.1.
 func plainUpstream(t *testing.T) string {
 	t.Helper()
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-			A: net.IPv4(192, 0, 2, 8)}}
-		_ = w.WriteMsg(m)
-	})
-	addr := freePort(t, "127.0.0.1")
-	for _, network := range []string{"udp", "tcp"} {
-		started := make(chan error, 1)
-		srv := &dns.Server{Addr: addr, Net: network, Handler: h, NotifyStartedFunc: func() { started <- nil }}
-		go func() { started <- srv.ListenAndServe() }()
-		if err := <-started; err != nil {
-			t.Fatalf("upstream %s %s: %v", network, addr, err)
-		}
-		t.Cleanup(func() { _ = srv.Shutdown() })
-	}
-	return addr
+	return testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, r *dns.Msg) {
+		r.Answer = []dns.RR{testkit.A(q.Name, 30, "192.0.2.8")}
+	})).Addr
 }

@@ -21,12 +21,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -60,52 +60,25 @@ func need53(t *testing.T, host string) {
 	ln.Close()
 }
 
-// stub is a DNS upstream on 127.0.0.53:53 (systemd-resolved's stub
+// runStub is a DNS upstream on 127.0.0.53:53 (systemd-resolved's stub
 // address) answering every A question with 192.0.2.53.
-type stub struct {
-	mu    sync.Mutex
-	names []string
+func runStub(t *testing.T) *testkit.Upstream {
+	t.Helper()
+	return testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, r *dns.Msg) {
+		if q.Qtype == dns.TypeA {
+			r.Answer = []dns.RR{testkit.A(q.Name, 30, "192.0.2.53")}
+		}
+	}), testkit.At("127.0.0.53:53"))
 }
 
-func (s *stub) asked(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, n := range s.names {
-		if strings.EqualFold(n, name) {
+// asked reports whether up got a query for name (any case).
+func asked(up *testkit.Upstream, name string) bool {
+	for _, q := range up.Queries() {
+		if strings.EqualFold(q.Msg.Question[0].Name, name) {
 			return true
 		}
 	}
 	return false
-}
-
-func runStub(t *testing.T) *stub {
-	t.Helper()
-	s := &stub{}
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		if len(r.Question) == 1 {
-			q := r.Question[0]
-			s.mu.Lock()
-			s.names = append(s.names, q.Name)
-			s.mu.Unlock()
-			if q.Qtype == dns.TypeA {
-				m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-					A: net.IPv4(192, 0, 2, 53)}}
-			}
-		}
-		_ = w.WriteMsg(m)
-	})
-	for _, network := range []string{"udp", "tcp"} {
-		started := make(chan error, 1)
-		srv := &dns.Server{Addr: "127.0.0.53:53", Net: network, Handler: h, NotifyStartedFunc: func() { started <- nil }}
-		go func() { started <- srv.ListenAndServe() }()
-		if err := <-started; err != nil {
-			t.Fatalf("stub %s 127.0.0.53:53: %v", network, err)
-		}
-		t.Cleanup(func() { _ = srv.Shutdown() })
-	}
-	return s
 }
 
 // writeResolvConf writes a node resolver file with nameservers, in
@@ -127,9 +100,9 @@ func writeResolvConf(t *testing.T, nameservers ...string) string {
 
 // startServe runs `dnsconfigurer serve --upstream-resolv-conf file`
 // listening on listen and returns its log once it serves DNS.
-func startServe(t *testing.T, listen, file string) *buildbin.LockedBuffer {
+func startServe(t *testing.T, listen, file string) *testkit.Buffer {
 	t.Helper()
-	return buildbin.StartServeArgs(t, listen, "--objects", objects, "--upstream-resolv-conf", file).Stderr
+	return buildbin.StartServeArgs(t, listen, "--objects", objects, "--upstream-resolv-conf", file).Output
 }
 
 // ask sends name A over network and returns the reply and how long it
@@ -169,7 +142,7 @@ func TestServeUpstreamResolvConfLoopbackNeighbour(t *testing.T) {
 				if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "192.0.2.53" {
 					t.Errorf("%s %s: %v\nwant the stub's 192.0.2.53", network, name, r)
 				}
-				if !up.asked(name) {
+				if !asked(up, name) {
 					t.Errorf("%s %s: the stub on 127.0.0.53:53 was not asked", network, name)
 				}
 			}

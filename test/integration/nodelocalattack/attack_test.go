@@ -20,19 +20,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -68,82 +65,21 @@ func writeObjects(t *testing.T) string {
 	return dir
 }
 
-// silentUpstream is a UDP socket on ip that reads every query and answers
-// none: the servers of the silent zone, and of every other name the
-// cluster DNS forwards.
+// silentUpstream is a UDP upstream on ip that answers no query: the
+// servers of the silent zone, and of every other name the cluster DNS
+// forwards.
 func silentUpstream(t *testing.T, ip string) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var read atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			if _, _, err := pc.ReadFrom(buf); err != nil {
-				return
-			}
-			read.Add(1)
-		}
-	}()
-	t.Cleanup(func() {
-		pc.Close()
-		<-done
-		t.Logf("the silent upstream read %d queries", read.Load())
-	})
-	return pc.LocalAddr().String()
+	up := testkit.NewUpstream(t, testkit.Silent, testkit.UDPOnly(), testkit.At(ip+":0"))
+	t.Cleanup(func() { t.Logf("the silent upstream read %d queries", up.Count()) })
+	return up.Addr
 }
 
-var (
-	dnsRe     = regexp.MustCompile(`msg="serving DNS".*listen=\[([0-9.:]+)\]`)
-	metricsRe = regexp.MustCompile(`msg="serving metrics".*listen=([0-9.:]+)`)
-)
-
 // startNodeLocal runs `serve --mode node-local` on listen in front of the
-// cluster DNS at cluster, every name to it (--resolv-conf ""), and waits
-// for its addresses, as buildbin.StartServe does for mode cluster.
+// cluster DNS at cluster, every name to it (--resolv-conf "").
 func startNodeLocal(t *testing.T, listen, cluster string, extra ...string) *buildbin.Serve {
 	t.Helper()
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"serve", "--mode", "node-local", "--listen", listen, "--cluster-upstream", cluster,
-		"--resolv-conf", "", "--metrics-listen", net.JoinHostPort(host, "0"), "--log-format", "text", "--lameduck", "0s"}, extra...)
-	cmd := exec.Command(buildbin.Dnsconfigurer(t), args...)
-	s := &buildbin.Serve{Stderr: &buildbin.LockedBuffer{}}
-	cmd.Stderr = s.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("node-local stderr:\n%s", s.Stderr.String())
-		}
-	})
-	deadline := time.Now().Add(buildbin.ServeStartWait)
-	for {
-		out := s.Stderr.String()
-		if m, mm := dnsRe.FindStringSubmatch(out), metricsRe.FindStringSubmatch(out); m != nil && mm != nil {
-			s.DNS, s.Metrics = m[1], mm[1]
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node-local did not start within %v:\n%s", buildbin.ServeStartWait, out)
-		}
-		select {
-		case <-exited:
-			t.Fatalf("node-local exited:\n%s", s.Stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return buildbin.StartServeArgs(t, listen, append([]string{"--mode", "node-local", "--cluster-upstream", cluster, "--resolv-conf", ""}, extra...)...)
 }
 
 // tally counts the outcomes of a kind of query: rcodes, and no reply

@@ -28,7 +28,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,12 +38,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
+	"github.com/dnsconfigurer/dnsconfigurer/test/admission"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -63,7 +64,7 @@ const (
 )
 
 var (
-	kubeletNode = policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeLocalDNS: []string{"169.254.20.10"}}
+	kubeletNode = testkit.NodeWithNodeLocal()
 	testHost    = policy.Host{Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example"}}
 )
 
@@ -169,7 +170,7 @@ func startShim(t *testing.T, cfg *rest.Config, eng *policy.Engine) *shim {
 	if err := os.WriteFile(resolv, []byte(hostResolvConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -263,19 +264,11 @@ func (s *shim) run(t *testing.T, client kubernetes.Interface, ns string, pod *co
 // waitLabel waits until the shim's namespace informer has value for ns.
 func (s *shim) waitLabel(t *testing.T, ns, value string) {
 	t.Helper()
-	deadline := time.Now().Add(waitBound)
-	for {
+	testkit.WaitEqual(t, waitBound, "namespace "+ns+"'s label", func() string {
 		ctx, cancel := context.WithTimeout(t.Context(), waitBound)
-		got := s.namespaces.NamespacePolicy(ctx, ns)
-		cancel()
-		if got == value {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace %s: label %q after %v, want %q", ns, got, waitBound, value)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer cancel()
+		return s.namespaces.NamespacePolicy(ctx, ns)
+	}, value)
 }
 
 func setLabel(t *testing.T, client kubernetes.Interface, ns, value string) {
@@ -391,10 +384,10 @@ func TestWebhookPolicyWarning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, caBundle := serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: testHost}, ClusterPolicy: true, NamespaceLabels: true})
-	register(t, cp.Client(), ns, url, caBundle)
+	url, caBundle := admission.Serve(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: testHost}, ClusterPolicy: true, NamespaceLabels: true})
+	admission.Register(t, cp.Client(), ns, url, caBundle)
 
-	var got warnings
+	var got admission.Warnings
 	cfg := cp.Config()
 	cfg.WarningHandler = &got
 	client := apiserver.NewClient(t, cfg)
@@ -405,12 +398,12 @@ func TestWebhookPolicyWarning(t *testing.T) {
 		if mod != nil {
 			mod(p)
 		}
-		got.take()
+		got.Take()
 		if _, err := client.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
 		var ours []string
-		for _, w := range got.take() {
+		for _, w := range got.Take() {
 			if strings.HasPrefix(w, webhook.WarningPrefix) {
 				ours = append(ours, w)
 			}
@@ -434,127 +427,4 @@ func TestWebhookPolicyWarning(t *testing.T) {
 	if ws := create("default", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }); len(ws) != 0 {
 		t.Errorf("Default pod: warnings %q", ws)
 	}
-}
-
-// warnings collects the Warning headers of a client's responses.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	l := w.list
-	w.list = nil
-	return l
-}
-
-// serveWebhook runs the webhook on 127.0.0.1 and returns its /validate URL
-// and CA bundle.
-func serveWebhook(t *testing.T, r *webhook.Reviewer) (string, []byte) {
-	t.Helper()
-	cert, err := apiserver.NewServingCert("dnsconfigurer-webhook", nil, []net.IP{net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, cert.Cert, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, cert.Key, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := webhook.New(r, certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook Serve: %v", err)
-		}
-	})
-	return "https://" + ln.Addr().String() + webhook.PathValidate, cert.CA
-}
-
-// register sends the pod CREATEs of ns to url and waits until the API
-// server calls the webhook (a dry-run create it denies).
-func register(t *testing.T, client kubernetes.Interface, ns, url string, caBundle []byte) {
-	t.Helper()
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	scope := admissionregistrationv1.NamespacedScope
-	timeout := int32(5)
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "dnsconfigurer-" + ns},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "pods.dns.dnsconfigurer.io",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			AdmissionReviewVersions: []string{"v1"},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			TimeoutSeconds:          &timeout,
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{ns}}}},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"pods"}, Scope: &scope},
-			}},
-		}},
-	}
-	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), vwc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
-	})
-	yes := true
-	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: corev1.PodSpec{
-		Hostname: "a-rather-long-hostname", Subdomain: "a-long-subdomain", SetHostnameAsFQDN: &yes,
-		Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1.0"}}}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := client.CoreV1().Pods(ns).Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil && strings.Contains(err.Error(), "pods.dns.dnsconfigurer.io") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API server did not start calling the webhook: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -2,6 +2,8 @@ package shim_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,19 +20,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
-
-// buildShim builds the dnsconfigurer command into a temporary directory.
-func buildShim(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "dnsconfigurer")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/dnsconfigurer/dnsconfigurer/cmd/dnsconfigurer")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // applyRBAC creates deploy/shim/rbac.yaml's objects (and their namespace)
 // through the admin client; objects left by an earlier run are kept.
@@ -58,7 +51,7 @@ var metricsAddr = regexp.MustCompile(`msg="serving metrics" listen=(\S+)`)
 type shimCommand struct {
 	client  runtimeapi.RuntimeServiceClient // on the shim's socket
 	runtime *fakeRuntime
-	logs    *lockedBuffer
+	logs    *testkit.Buffer
 	cmd     *exec.Cmd
 	exited  chan error
 	stopped bool
@@ -71,7 +64,7 @@ type shimCommand struct {
 // log is printed if the test failed.
 func startShimCommand(t *testing.T, kubeconfig string) *shimCommand {
 	t.Helper()
-	bin := buildShim(t)
+	bin := buildbin.Dnsconfigurer(t)
 	dir := socketDir(t)
 	rt, rtPath := startRuntime(t, dir)
 	resolv := filepath.Join(dir, "resolv.conf")
@@ -80,7 +73,7 @@ func startShimCommand(t *testing.T, kubeconfig string) *shimCommand {
 	}
 	sock := filepath.Join(dir, "shim.sock")
 
-	s := &shimCommand{runtime: rt, logs: &lockedBuffer{}, exited: make(chan error, 1)}
+	s := &shimCommand{runtime: rt, logs: &testkit.Buffer{}, exited: make(chan error, 1)}
 	s.cmd = exec.Command(bin, "shim",
 		"--listen", sock, "--runtime-endpoint", "unix://"+rtPath,
 		"--kubeconfig", kubeconfig, "--node-name", node,
@@ -105,33 +98,31 @@ func startShimCommand(t *testing.T, kubeconfig string) *shimCommand {
 	})
 
 	var addr string
-	deadline := time.Now().Add(waitBound)
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	for {
-		if addr == "" {
-			if m := metricsAddr.FindStringSubmatch(s.logs.String()); m != nil {
-				addr = m[1]
-			}
-		}
-		if addr != "" {
-			if resp, err := hc.Get("http://" + addr + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-		}
+	testkit.WaitFor(t, waitBound, func() error {
 		select {
 		case err := <-s.exited:
 			s.stopped = true
 			t.Fatalf("shim exited: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shim not ready after %v (metrics address %q)", waitBound, addr)
+		if addr == "" {
+			m := metricsAddr.FindStringSubmatch(s.logs.String())
+			if m == nil {
+				return errors.New("shim not ready: no metrics address logged")
+			}
+			addr = m[1]
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp, err := hc.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return fmt.Errorf("shim not ready: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("shim not ready: %s /readyz %d", addr, resp.StatusCode)
+		}
+		return nil
+	})
 	s.client = dialShim(t, sock)
 	return s
 }

@@ -132,12 +132,7 @@ func apiPods(ns string) []struct {
 // through the shim: the runtime gets the DNS config and hostname computed
 // from the API pod, which differ from what the sandbox config alone gives.
 func TestPodFromAPIServer(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
-	s := startShim(t, cp.Config(), shimOptions{})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{})
 	hits := 0
 	for _, tc := range apiPods(ns) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,13 +173,8 @@ func TestPodFromAPIServer(t *testing.T) {
 // only, so a pod bound to another node is not found and its sandbox gets
 // what the sandbox config gives, after the lookup timeout.
 func TestPodOnAnotherNode(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
 	const timeout = 500 * time.Millisecond
-	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{lookupTimeout: timeout})
 	s.waitSynced(t)
 
 	base := apiPods(ns)[0].pod
@@ -227,18 +217,33 @@ func TestPodOnAnotherNode(t *testing.T) {
 	}
 }
 
-// startedLookup is a PodLookup that reports each lookup as it starts.
-type startedLookup struct {
+// waitingLookup is a PodLookup that reports each lookup that missed the
+// pod and waits for it.
+type waitingLookup struct {
 	podfacts.PodLookup
-	started chan string // the uid, when a lookup starts
+	waiting chan string // the uid, when a lookup waits
 }
 
-func (l startedLookup) Pod(ctx context.Context, uid string) (policy.Input, bool) {
-	select {
-	case l.started <- uid:
-	default:
-	}
-	return l.PodLookup.Pod(ctx, uid)
+func (l waitingLookup) Pod(ctx context.Context, uid string) (policy.Input, bool) {
+	return l.PodLookup.Pod(&waitCtx{Context: ctx, wait: func() {
+		select {
+		case l.waiting <- uid:
+		default:
+		}
+	}}, uid)
+}
+
+// waitCtx calls wait the first time Done is asked for: the informer's
+// lookup asks only to wait, once it has missed the pod.
+type waitCtx struct {
+	context.Context
+	once sync.Once
+	wait func()
+}
+
+func (c *waitCtx) Done() <-chan struct{} {
+	c.once.Do(c.wait)
+	return c.Context.Done()
 }
 
 // TestPodBoundAfterSandboxCall: a sandbox whose pod the informer has not
@@ -251,10 +256,10 @@ func TestPodBoundAfterSandboxCall(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	ns := cp.Namespace(t)
 	checkGoroutines(t)
-	started := make(chan string, 1)
+	waiting := make(chan string, 1)
 	const timeout = 20 * time.Second
 	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout, lookup: func(p podfacts.PodLookup) podfacts.PodLookup {
-		return startedLookup{PodLookup: p, started: started}
+		return waitingLookup{PodLookup: p, waiting: waiting}
 	}})
 	eng := newEngine(t)
 	admin := newClient(t, cp.Config())
@@ -279,16 +284,13 @@ func TestPodBoundAfterSandboxCall(t *testing.T) {
 		took = time.Since(start)
 	})
 	select {
-	case uid := <-started:
+	case uid := <-waiting:
 		if uid != string(pod.UID) {
-			t.Errorf("lookup started for uid %s, want %s", uid, pod.UID)
+			t.Errorf("lookup waiting for uid %s, want %s", uid, pod.UID)
 		}
 	case <-time.After(waitBound):
-		t.Fatal("the shim did not look the pod up")
+		t.Fatal("the shim's lookup did not miss the pod and wait")
 	}
-	// The lookup is waiting now; give it a moment more to be sure it has
-	// missed the pod once.
-	time.Sleep(200 * time.Millisecond)
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
@@ -318,13 +320,8 @@ func TestPodBoundAfterSandboxCall(t *testing.T) {
 // its own, the hash in kubernetes.io/config.mirror) and does not wait for
 // a mirror pod that does not exist.
 func TestStaticPod(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
 	const timeout = 20 * time.Second
-	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{lookupTimeout: timeout})
 	s.waitSynced(t)
 
 	static := func(name, hash string) *runtimeapi.RunPodSandboxRequest {

@@ -19,15 +19,12 @@
 package shim_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,23 +37,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 var controlPlane *apiserver.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, &controlPlane))
+	code := apiserver.RunTests(m, &controlPlane)
+	buildbin.Remove() // the shim command's
+	os.Exit(code)
 }
 
 const (
@@ -75,7 +75,7 @@ const (
 
 // testNode is the node's kubelet DNS settings, given to the shim and used
 // to compute what kubelet would send.
-var testNode = policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeLocalDNS: []string{"169.254.20.10"}}
+var testNode = testkit.NodeWithNodeLocal()
 
 // testHost is the engine's view of hostResolvConf.
 var testHost = policy.Host{Nameservers: []string{"192.0.2.53", "192.0.2.54"}, Searches: []string{"corp.example"}, Options: []string{"timeout:2"}}
@@ -198,7 +198,7 @@ type shim struct {
 	runtime  *fakeRuntime
 	informer *podfacts.PodInformer
 	reg      *prometheus.Registry
-	requests *requestLog // the API requests of the shim's client
+	requests *apiserver.RequestLog // the API requests of the shim's client
 }
 
 // shimOptions change startShim's wiring.
@@ -229,16 +229,16 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 	if err := os.WriteFile(resolv, []byte(hostResolvConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	requests := &requestLog{}
+	requests := &apiserver.RequestLog{}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("shim log:\n%s\nAPI requests:\n%s", logs.String(), strings.Join(requests.summary(), "\n"))
+			t.Logf("shim log:\n%s\nAPI requests:\n%s", logs.String(), strings.Join(requests.Summary(), "\n"))
 		}
 	})
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(requests.wrap)
+	cfg.Wrap(requests.Wrap)
 	client := newClient(t, cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -303,129 +303,33 @@ func startShim(t *testing.T, cfg *rest.Config, o shimOptions) *shim {
 	return &shim{client: dialShim(t, path), runtime: rt, informer: informer, reg: reg, requests: requests}
 }
 
+// startShimTest is the frame of most tests: a namespace, the goroutine
+// check, an in-process shim with opts on the admin credentials, the
+// engine and an admin client.
+func startShimTest(t *testing.T, opts shimOptions) (*apiserver.ControlPlane, string, *shim, *policy.Engine, kubernetes.Interface) {
+	t.Helper()
+	cp := apiserver.Require(t, controlPlane)
+	ns := cp.Namespace(t)
+	checkGoroutines(t)
+	s := startShim(t, cp.Config(), opts)
+	return cp, ns, s, newEngine(t), newClient(t, cp.Config())
+}
+
 // waitSynced waits for the informer's first list.
 func (s *shim) waitSynced(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(waitBound)
-	for !s.informer.HasSynced() {
-		if time.Now().After(deadline) {
-			t.Fatalf("pod informer not synced after %v", waitBound)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitEqual(t, waitBound, "pod informer synced", s.informer.HasSynced, true)
 }
 
-// counter returns the value of the counter name with the given labels, 0
-// when the series does not exist.
+// counter returns the value of the series name with exactly labels, 0
+// when there is none.
 func (s *shim) counter(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := s.reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
+	var pairs []string
+	for k, v := range labels {
+		pairs = append(pairs, k, v)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
-// request is one API request of the shim: method, path and query, and the
-// response status or the transport error.
-type request struct {
-	method, path, query string
-	status              int
-	err                 error
-}
-
-func (r request) String() string {
-	if r.err != nil {
-		return fmt.Sprintf("%s %s?%s: %v", r.method, r.path, r.query, r.err)
-	}
-	return fmt.Sprintf("%s %s?%s %d", r.method, r.path, r.query, r.status)
-}
-
-// requestLog records the API requests of a client, through rest.Config.Wrap.
-type requestLog struct {
-	mu   sync.Mutex
-	list []request
-}
-
-func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
-	return &loggingTransport{rt: rt, log: l}
-}
-
-// all returns the requests so far.
-func (l *requestLog) all() []request {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.list)
-}
-
-// summary lists the distinct requests, for failure messages.
-func (l *requestLog) summary() []string {
-	var out []string
-	for _, r := range l.all() {
-		if s := r.String(); !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// loggingTransport records each request in log. It is a
-// utilnet.RoundTripperWrapper, so CloseIdleConnectionsFor reaches through.
-type loggingTransport struct {
-	rt  http.RoundTripper
-	log *requestLog
-}
-
-var _ utilnet.RoundTripperWrapper = (*loggingTransport)(nil)
-
-func (t *loggingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(r)
-	rq := request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, err: err}
-	if resp != nil {
-		rq.status = resp.StatusCode
-	}
-	t.log.mu.Lock()
-	t.log.list = append(t.log.list, rq)
-	t.log.mu.Unlock()
-	return resp, err
-}
-
-func (t *loggingTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	return testkit.Gather(t, s.reg)[testkit.Key(name, pairs...)]
 }
 
 // createPod creates pod in ns through the API and returns it as stored
@@ -506,17 +410,15 @@ func podEvents(client kubernetes.Interface, ns string, uid string) ([]corev1.Eve
 // them, and returns them; it fails the test after bound.
 func waitEvents(t *testing.T, client kubernetes.Interface, ns, uid string, bound time.Duration, done func([]corev1.Event) bool) []corev1.Event {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		evs, err := podEvents(client, ns, uid)
-		if err == nil && done(evs) {
-			return evs
+	var evs []corev1.Event
+	testkit.WaitFor(t, bound, func() error {
+		var err error
+		if evs, err = podEvents(client, ns, uid); err != nil || !done(evs) {
+			return fmt.Errorf("events of pod %s (uid %s): %v (err %v)", ns, uid, summarize(evs), err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events of pod %s (uid %s) after %v: %v (err %v)", ns, uid, bound, summarize(evs), err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return evs
 }
 
 // summarize renders Events as "type reason xcount: message" for messages.

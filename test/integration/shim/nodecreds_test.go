@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -214,13 +215,13 @@ func TestNodeCredentials(t *testing.T) {
 		checkTrimEvents(t, admin, big, 1, waitBound)
 
 		podRequests := 0
-		for _, r := range s.requests.all() {
-			if r.err != nil || r.status >= 400 {
+		for _, r := range s.requests.All() {
+			if r.Err != nil || r.Status >= 400 {
 				t.Errorf("shim request refused or failed: %v", r)
 			}
-			if onResource(r.path, "pods") {
+			if onResource(r.Path, "pods") {
 				podRequests++
-				if q, _ := url.ParseQuery(r.query); q.Get("fieldSelector") != "spec.nodeName="+node {
+				if q, _ := url.ParseQuery(r.Query); q.Get("fieldSelector") != "spec.nodeName="+node {
 					t.Errorf("shim pod request without fieldSelector spec.nodeName=%s: %v", node, r)
 				}
 			}
@@ -313,18 +314,12 @@ func podEvent(pod *corev1.Pod) *corev1.Event {
 // waitBound with its last error.
 func eventually(t *testing.T, fn func() error, what string) {
 	t.Helper()
-	deadline := time.Now().Add(waitBound)
-	for {
-		err := fn()
-		if err == nil {
-			return
+	testkit.WaitFor(t, waitBound, func() error {
+		if err := fn(); err != nil {
+			return fmt.Errorf("%s: %v", what, err)
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("%s: %v after %v", what, err, waitBound)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // clientCA is a CA the test's kube-apiserver trusts for client

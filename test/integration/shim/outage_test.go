@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
 // waitInformer waits until the shim's informer has the pod with uid.
@@ -26,12 +24,7 @@ func (s *shim) waitInformer(t *testing.T, uid types.UID) {
 // a sandbox with its UID gets what the sandbox config gives; the pod created
 // again under the same name has a new UID and is found by it.
 func TestDeletedPod(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
-	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: 500 * time.Millisecond})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	_, ns, s, eng, admin := startShimTest(t, shimOptions{lookupTimeout: 500 * time.Millisecond})
 	old := createPod(t, admin, ns, apiPods(ns)[0].pod)
 	s.waitInformer(t, old.UID)
 	// Without kubelet a bound pod is only removed with no grace period.
@@ -64,13 +57,8 @@ func TestDeletedPod(t *testing.T) {
 // wait for its Events; after the restart the Events queued meanwhile are
 // posted and a pod created then is found (the informer watches again).
 func TestAPIServerOutage(t *testing.T) {
-	cp := apiserver.Require(t, controlPlane)
-	ns := cp.Namespace(t)
-	checkGoroutines(t)
 	const timeout = 30 * time.Second
-	s := startShim(t, cp.Config(), shimOptions{lookupTimeout: timeout})
-	eng := newEngine(t)
-	admin := newClient(t, cp.Config())
+	cp, ns, s, eng, admin := startShimTest(t, shimOptions{lookupTimeout: timeout})
 	pods := apiPods(ns)
 	known := createPod(t, admin, ns, pods[0].pod)
 	big := createPod(t, admin, ns, overLimitPod("big"))

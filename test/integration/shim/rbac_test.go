@@ -3,6 +3,8 @@ package shim_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"reflect"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -127,26 +130,29 @@ func TestRBACMinimal(t *testing.T) {
 		check         func(t *testing.T, s *shim, client kubernetes.Interface, ns string)
 	}{
 		{"pods", "list", http.MethodGet, false, []string{"--feature-gates=WatchList=false"}, func(t *testing.T, s *shim, _ kubernetes.Interface, _ string) {
-			time.Sleep(absenceWait)
-			if s.informer.HasSynced() {
-				t.Error("the pod informer synced")
-			}
+			testkit.Holds(t, absenceWait, func() error {
+				if s.informer.HasSynced() {
+					return errors.New("the pod informer synced")
+				}
+				return nil
+			})
 		}},
 		{"pods", "watch", http.MethodGet, true, nil, func(t *testing.T, s *shim, client kubernetes.Interface, ns string) {
 			// The informer syncs from a list but never watches: it lists
 			// again and again, with a backoff.
-			if n := s.forbidden(t, http.MethodGet, "pods", true); n < 2 {
-				t.Errorf("%d forbidden watches, want the informer to keep retrying", n)
-			}
+			testkit.WaitFor(t, waitBound, func() error {
+				if n := s.forbidden(http.MethodGet, "pods", true); n < 2 {
+					return fmt.Errorf("%d forbidden watches, want the informer to keep retrying", n)
+				}
+				return nil
+			})
 		}},
 		{"events", "create", http.MethodPost, false, nil, func(t *testing.T, s *shim, client kubernetes.Interface, ns string) {
 			pod := createPod(t, client, ns, overLimitPod("big"))
 			if err := runSandbox(s.client, kubeletSandbox(t, newEngine(t), pod)); err != nil {
 				t.Fatalf("RunPodSandbox: %v", err)
 			}
-			if evs := eventsAfter(t, client, pod, absenceWait); len(evs) != 0 {
-				t.Errorf("events posted without create: %q", summarize(evs))
-			}
+			noEvents(t, client, pod, absenceWait, func(e corev1.Event) bool { return true })
 		}},
 		{"events", "patch", http.MethodPatch, false, nil, func(t *testing.T, s *shim, client kubernetes.Interface, ns string) {
 			pod := createPod(t, client, ns, overLimitPod("big"))
@@ -160,11 +166,8 @@ func TestRBACMinimal(t *testing.T) {
 					checkTrimEvents(t, client, pod, 1, waitBound)
 				}
 			}
-			for _, e := range eventsAfter(t, client, pod, absenceWait) {
-				if e.Count != 1 {
-					t.Errorf("event counted again without patch: %s x%d", e.Reason, e.Count)
-				}
-			}
+			// Counted again without patch?
+			noEvents(t, client, pod, absenceWait, func(e corev1.Event) bool { return e.Count != 1 })
 		}},
 	} {
 		t.Run("without "+tc.resource+" "+tc.verb, func(t *testing.T) {
@@ -179,11 +182,14 @@ func TestRBACMinimal(t *testing.T) {
 			s := startShim(t, cp.ConfigAs(user), shimOptions{lookupTimeout: time.Second})
 			client := newClient(t, cp.Config())
 			tc.check(t, s, client, ns)
-			if s.forbidden(t, tc.method, tc.resource, tc.watch) == 0 {
-				t.Errorf("no forbidden %s of %s (watch %v); requests:\n%s", tc.method, tc.resource, tc.watch, strings.Join(s.requests.summary(), "\n"))
-			}
-			for _, r := range s.requests.all() {
-				if r.status == http.StatusForbidden && (r.method != tc.method || !onResource(r.path, tc.resource) || strings.Contains(r.query, "watch=true") != tc.watch) {
+			testkit.WaitFor(t, waitBound, func() error {
+				if s.forbidden(tc.method, tc.resource, tc.watch) == 0 {
+					return fmt.Errorf("no forbidden %s of %s (watch %v); requests:\n%s", tc.method, tc.resource, tc.watch, strings.Join(s.requests.Summary(), "\n"))
+				}
+				return nil
+			})
+			for _, r := range s.requests.All() {
+				if r.Status == http.StatusForbidden && (r.Method != tc.method || !onResource(r.Path, tc.resource) || strings.Contains(r.Query, "watch=true") != tc.watch) {
 					t.Errorf("forbidden request of another verb: %v", r)
 				}
 			}
@@ -222,24 +228,17 @@ func bindRoleWithout(t *testing.T, admin kubernetes.Interface, role *rbacv1.Clus
 	})
 }
 
-// forbidden waits up to waitBound for a refused (403) request of the shim
-// with method on resource, a watch or not, and returns how many there are.
-func (s *shim) forbidden(t *testing.T, method, resource string, watch bool) int {
-	t.Helper()
-	deadline := time.Now().Add(waitBound)
-	for {
-		n := 0
-		for _, r := range s.requests.all() {
-			if r.status == http.StatusForbidden && r.method == method && onResource(r.path, resource) &&
-				strings.Contains(r.query, "watch=true") == watch {
-				n++
-			}
+// forbidden counts the refused (403) requests of the shim with method on
+// resource, a watch or not.
+func (s *shim) forbidden(method, resource string, watch bool) int {
+	n := 0
+	for _, r := range s.requests.All() {
+		if r.Status == http.StatusForbidden && r.Method == method && onResource(r.Path, resource) &&
+			strings.Contains(r.Query, "watch=true") == watch {
+			n++
 		}
-		if n > 0 || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	return n
 }
 
 // onResource reports whether an API path is of resource: the collection or
@@ -252,13 +251,20 @@ func onResource(path, resource string) bool {
 // happen: Events and the first sync take well under a second here.
 const absenceWait = 3 * time.Second
 
-// eventsAfter waits d and returns the pod's Events.
-func eventsAfter(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, d time.Duration) []corev1.Event {
+// noEvents lists the pod's Events for d and fails t at the first that
+// bad reports.
+func noEvents(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, d time.Duration, bad func(corev1.Event) bool) {
 	t.Helper()
-	time.Sleep(d)
-	evs, err := podEvents(client, pod.Namespace, string(pod.UID))
-	if err != nil {
-		t.Fatalf("list events: %v", err)
-	}
-	return evs
+	testkit.Holds(t, d, func() error {
+		evs, err := podEvents(client, pod.Namespace, string(pod.UID))
+		if err != nil {
+			return fmt.Errorf("list events: %v", err)
+		}
+		for _, e := range evs {
+			if bad(e) {
+				return fmt.Errorf("event of pod %s/%s: %s", pod.Namespace, pod.Name, summarize(evs))
+			}
+		}
+		return nil
+	})
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -42,72 +43,53 @@ func startServe(t *testing.T, listen, upstream string) string {
 	return buildbin.StartServe(t, "../../../examples/objects", listen, upstream).DNS
 }
 
-// stub is a recursive resolver on 127.0.0.4 (UDP and TCP): RD=0 gets
+// startStub is a recursive resolver on 127.0.0.4 (UDP and TCP): RD=0 gets
 // REFUSED (it does not answer from its cache), RD=1 gets plainAddr at TTL
-// 1, or tailoredAddr when the query carries a Client Subnet option. It
-// counts the queries with that option.
-type stub struct {
-	addr     string
-	ecs, rd0 atomic.Int64
-	queries  atomic.Int64
-}
-
-func startStub(t *testing.T) *stub {
+// 1, or tailoredAddr when the query carries a Client Subnet option.
+func startStub(t *testing.T) *testkit.Upstream {
 	t.Helper()
-	s := &stub{}
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		s.queries.Add(1)
+	return testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		r := new(dns.Msg)
 		r.SetReply(req)
 		r.RecursionAvailable = true
-		subnet := false
-		if o := req.IsEdns0(); o != nil {
-			for _, e := range o.Option {
-				if e.Option() == dns.EDNS0SUBNET {
-					subnet = true
-				}
-			}
-		}
-		if subnet {
-			s.ecs.Add(1)
-		}
 		switch {
 		case !req.RecursionDesired:
-			s.rd0.Add(1)
 			r.Rcode = dns.RcodeRefused
 		case req.Question[0].Qtype == dns.TypeA:
 			a := plainAddr
-			if subnet {
+			if hasSubnet(req) {
 				a = tailoredAddr
 			}
 			r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1}, A: a}}
 		}
 		_ = w.WriteMsg(r)
-	})
-	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.4:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", pc.LocalAddr().String())
-		if err != nil {
-			pc.Close()
-			continue
-		}
-		s.addr = pc.LocalAddr().String()
-		for _, srv := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
-			started := make(chan struct{})
-			srv.NotifyStartedFunc = func() { close(started) }
-			done := make(chan struct{})
-			go func() { defer close(done); _ = srv.ActivateAndServe() }()
-			<-started
-			t.Cleanup(func() { _ = srv.Shutdown(); <-done })
-		}
-		return s
-	}
-	t.Fatal("no port free for UDP and TCP on 127.0.0.4")
-	return nil
+	}), testkit.At("127.0.0.4:0"))
 }
+
+// hasSubnet reports whether req carries a Client Subnet option.
+func hasSubnet(req *dns.Msg) bool {
+	if o := req.IsEdns0(); o != nil {
+		for _, e := range o.Option {
+			if e.Option() == dns.EDNS0SUBNET {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// count counts the queries up got that match.
+func count(up *testkit.Upstream, match func(*dns.Msg) bool) int {
+	n := 0
+	for _, q := range up.Queries() {
+		if match(q.Msg) {
+			n++
+		}
+	}
+	return n
+}
+
+func rd0(m *dns.Msg) bool { return !m.RecursionDesired }
 
 // ask sends name A with rd and the options opts (none: no OPT).
 func ask(ctx context.Context, addr, name string, rd bool, opts ...dns.EDNS0) (*dns.Msg, error) {
@@ -137,7 +119,7 @@ func plainAnswer(r *dns.Msg) bool {
 // address. Figures: run with -v.
 func TestRD0DoesNotDecideRD1(t *testing.T) {
 	up := startStub(t)
-	srv := startServe(t, "127.0.0.5:0", up.addr)
+	srv := startServe(t, "127.0.0.5:0", up.Addr)
 	const (
 		name     = "rd.example.org."
 		duration = 10 * time.Second
@@ -187,7 +169,7 @@ func TestRD0DoesNotDecideRD1(t *testing.T) {
 	})
 	wg.Wait()
 	t.Logf("%v: %d RD=0 queries sent, %d RD=1 answers, %d wrong, %d RD=1 errors; stub: %d queries, %d with RD=0",
-		duration, rd0Sent.Load(), rd1.Load(), wrong.Load(), errs.Load(), up.queries.Load(), up.rd0.Load())
+		duration, rd0Sent.Load(), rd1.Load(), wrong.Load(), errs.Load(), up.Count(), count(up, rd0))
 	if rd1.Load() < duration.Milliseconds()*rd1QPS/1000/2 {
 		t.Errorf("only %d RD=1 answers: the load did not run", rd1.Load())
 	}
@@ -204,7 +186,7 @@ func TestRD0DoesNotDecideRD1(t *testing.T) {
 // stub never sees the option, and every client gets the untailored answer.
 func TestClientSubnetNotShared(t *testing.T) {
 	up := startStub(t)
-	srv := startServe(t, "127.0.0.6:0", up.addr)
+	srv := startServe(t, "127.0.0.6:0", up.Addr)
 	ecs := &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.IPv4(203, 0, 113, 0).To4()}
 	for round := range 3 {
 		// Each round a fresh name: the tailored answer (TTL 1) would be
@@ -225,8 +207,8 @@ func TestClientSubnetNotShared(t *testing.T) {
 			}
 		}
 	}
-	if n := up.ecs.Load(); n != 0 {
+	if n := count(up, hasSubnet); n != 0 {
 		t.Errorf("the upstream saw %d queries with the client's subnet option, want 0", n)
 	}
-	t.Logf("stub: %d queries, %d with ECS", up.queries.Load(), up.ecs.Load())
+	t.Logf("stub: %d queries, %d with ECS", up.Count(), count(up, hasSubnet))
 }

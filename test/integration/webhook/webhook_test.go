@@ -10,15 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,12 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
+	"github.com/dnsconfigurer/dnsconfigurer/test/admission"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 var controlPlane *apiserver.ControlPlane
@@ -42,116 +40,7 @@ func TestMain(m *testing.M) {
 	os.Exit(apiserver.RunTests(m, &controlPlane))
 }
 
-const webhookName = "pods.dns.dnsconfigurer.io"
-
-// warnings collects the Warning headers of a client's responses.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(code int, agent, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-var _ rest.WarningHandler = (*warnings)(nil)
-
-// take returns the warnings collected since the last take.
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	l := w.list
-	w.list = nil
-	return l
-}
-
-// serveWebhook runs the webhook on 127.0.0.1 with a certificate from a CA
-// made here and returns its /validate URL and the CA bundle.
-func serveWebhook(t *testing.T, r *webhook.Reviewer, opts ...webhook.Option) (url string, caBundle []byte) {
-	t.Helper()
-	cert, err := apiserver.NewServingCert("dnsconfigurer-webhook", nil, []net.IP{net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, cert.Cert, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, cert.Key, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := webhook.New(r, certFile, keyFile, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook Serve: %v", err)
-		}
-	})
-	return "https://" + ln.Addr().String() + webhook.PathValidate, cert.CA
-}
-
-// register adds a ValidatingWebhookConfiguration that sends the pod
-// CREATEs of namespace ns to url, and waits until the API server uses it.
-func register(t *testing.T, client kubernetes.Interface, ns, url string, caBundle []byte) {
-	t.Helper()
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "dnsconfigurer-" + ns},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    webhookName,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			AdmissionReviewVersions: []string{"v1"},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			TimeoutSeconds:          &timeout,
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{ns}}}},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"pods"}, Scope: ptr(admissionregistrationv1.NamespacedScope)},
-			}},
-		}},
-	}
-	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), vwc, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ValidatingWebhookConfiguration: %v", err)
-	}
-	t.Cleanup(func() {
-		err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
-		if err != nil {
-			t.Errorf("delete ValidatingWebhookConfiguration: %v", err)
-		}
-	})
-	// The API server picks the configuration up from a watch: probe with a
-	// dry-run create (the webhook has no side effects) until it denies.
-	probe := pod("probe", fqdnTooLong)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := client.CoreV1().Pods(ns).Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil && strings.Contains(err.Error(), webhookName) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API server did not start calling the webhook: last dry-run create: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+const webhookName = admission.Webhook
 
 func ptr[T any](v T) *T { return &v }
 
@@ -179,15 +68,15 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 	ns := cp.Namespace(t)
 	other := cp.Namespace(t)
 
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	eng, err := policy.New(testkit.Node())
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, caBundle := serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng,
+	url, caBundle := admission.Serve(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng,
 		Host: policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: []string{"corp.example"}}}})
-	register(t, cp.Client(), ns, url, caBundle)
+	admission.Register(t, cp.Client(), ns, url, caBundle)
 
-	var got warnings
+	var got admission.Warnings
 	cfg := cp.Config()
 	cfg.WarningHandler = &got
 	client, err := kubernetes.NewForConfig(cfg)
@@ -196,9 +85,9 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 	}
 	create := func(t *testing.T, namespace string, p *corev1.Pod) (*corev1.Pod, []string, error) {
 		t.Helper()
-		got.take()
+		got.Take()
 		created, err := client.CoreV1().Pods(namespace).Create(t.Context(), p, metav1.CreateOptions{})
-		return created, got.take(), err
+		return created, got.Take(), err
 	}
 	dnsWarnings := func(ws []string) []string {
 		var out []string
@@ -343,13 +232,13 @@ spec:
 func TestTrimsDenied(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	ns := cp.Namespace(t)
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	eng, err := policy.New(testkit.Node())
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, caBundle := serveWebhook(t, &webhook.Reviewer{DenyTrims: true, Default: webhook.Pool{Engine: eng,
+	url, caBundle := admission.Serve(t, &webhook.Reviewer{DenyTrims: true, Default: webhook.Pool{Engine: eng,
 		Host: policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: []string{"corp.example"}}}})
-	register(t, cp.Client(), ns, url, caBundle)
+	admission.Register(t, cp.Client(), ns, url, caBundle)
 	searches := make([]string, 29)
 	for i := range searches {
 		searches[i] = fmt.Sprintf("team-%02d.corp.example", i)
@@ -480,17 +369,7 @@ func TestDeployWebhookConfiguration(t *testing.T) {
 	own := "dnsconfigurer"
 	ns := cp.Namespace(t)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.CoreV1().Pods(ns).Create(t.Context(), pod("probe", fqdnTooLong), dry)
-		if err != nil && strings.Contains(err.Error(), vwc.Webhooks[0].Name) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API server did not start calling the webhook: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	admission.WaitCalled(t, vwc.Webhooks[0].Name, func() error { return admission.DryRunPod(t, c, ns, admission.DeniedPod("probe")) })
 	for _, skipped := range []string{"kube-system", own, own + "-node"} {
 		if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: skipped}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -552,12 +431,12 @@ func deployedWebhook(t *testing.T) (vwc *admissionregistrationv1.ValidatingWebho
 		t.Fatal(err)
 	}
 	vwc = obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-	eng, err := policy.New(policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"})
+	eng, err := policy.New(testkit.Node())
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg = prometheus.NewRegistry()
-	url, caBundle = serveWebhook(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: policy.Host{Nameservers: []string{"10.0.0.2"}}}}, webhook.WithRegistry(reg))
+	url, caBundle = admission.Serve(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: policy.Host{Nameservers: []string{"10.0.0.2"}}}}, webhook.WithRegistry(reg))
 	return vwc, reg, url, caBundle
 }
 
@@ -565,17 +444,5 @@ func deployedWebhook(t *testing.T) (vwc *admissionregistrationv1.ValidatingWebho
 // the reply leaves).
 func reviews(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == "dnsconfigurer_webhook_reviews_total" {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return testkit.Gather(t, reg).Sum("dnsconfigurer_webhook_reviews_total")
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/dnsconfigurer/dnsconfigurer/test/admission"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -136,7 +136,7 @@ func TestWorkloadsThroughAPIServer(t *testing.T) {
 		_ = admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(t.Context(), vwc.Name, metav1.DeleteOptions{})
 	})
 
-	var got warnings
+	var got admission.Warnings
 	cfg := cp.Config()
 	cfg.WarningHandler = &got
 	client, err := kubernetes.NewForConfig(cfg)
@@ -145,18 +145,8 @@ func TestWorkloadsThroughAPIServer(t *testing.T) {
 	}
 	creators := workloadCreators(client, ns)
 	// Wait until the API server calls the webhook for every entry.
-	deadline := time.Now().Add(30 * time.Second)
 	for _, kind := range []string{"Deployment", "CronJob", "PodTemplate"} {
-		for {
-			err := creators[kind](t, "probe", template(longFQDN), false)
-			if err != nil && strings.Contains(err.Error(), "dns.dnsconfigurer.io") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the API server did not start calling the webhook: %v", kind, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		admission.WaitCalled(t, "dns.dnsconfigurer.io", func() error { return creators[kind](t, "probe", template(longFQDN), false) })
 	}
 
 	paths := map[string]string{"CronJob": "spec.jobTemplate.spec.template.spec", "PodTemplate": "template.spec"}
@@ -182,11 +172,11 @@ func TestWorkloadsThroughAPIServer(t *testing.T) {
 			if n := reviews(t, reg) - before; n != 0 {
 				t.Errorf("plain template: %v webhook calls, want 0", n)
 			}
-			got.take()
+			got.Take()
 			if err := create(t, "trimmed", template(trimmed), false); err != nil {
 				t.Errorf("trimmed template: %v", err)
 			}
-			if ws := strings.Join(got.take(), "\n"); !strings.Contains(ws, "dnsconfigurer: "+path+".dnsConfig.nameservers") {
+			if ws := strings.Join(got.Take(), "\n"); !strings.Contains(ws, "dnsconfigurer: "+path+".dnsConfig.nameservers") {
 				t.Errorf("trimmed template: warnings %q", ws)
 			}
 		})
@@ -198,12 +188,12 @@ func TestWorkloadsThroughAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.Spec.Replicas = ptr(int32(3))
-		got.take()
+		got.Take()
 		d, err = client.AppsV1().Deployments(ns).Update(t.Context(), d, metav1.UpdateOptions{})
 		if err != nil {
 			t.Fatalf("scaling a Deployment with an old bad template: %v", err)
 		}
-		if ws := strings.Join(got.take(), "\n"); !strings.Contains(ws, "the DNS fields of spec.template are unchanged by this update") ||
+		if ws := strings.Join(got.Take(), "\n"); !strings.Contains(ws, "the DNS fields of spec.template are unchanged by this update") ||
 			!strings.Contains(ws, "spec.template.spec.setHostnameAsFQDN") {
 			t.Errorf("warnings %q", ws)
 		}

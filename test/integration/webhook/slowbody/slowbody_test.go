@@ -16,12 +16,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
@@ -63,7 +61,7 @@ type webhook struct {
 
 func startWebhook(t *testing.T) *webhook {
 	t.Helper()
-	bin := buildbin.Dnsconfigurer(t)
+	buildbin.Dnsconfigurer(t) // built, or the test skipped, first
 	cert, err := apiserver.NewServingCert("dnsconfigurer-webhook", nil, []net.IP{net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -75,22 +73,8 @@ func startWebhook(t *testing.T) *webhook {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(bin, "webhook", "--listen", "127.0.0.1:0", "--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
-		"--cluster-dns", "10.96.0.10", "--log-format", "text")
-	stderr := &buildbin.LockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("webhook stderr:\n%s", stderr.String())
-		}
-	})
+	p := buildbin.Start(t, "webhook", "--listen", "127.0.0.1:0", "--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
+		"--cluster-dns", testkit.ClusterDNS, "--log-format", "text")
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(cert.CA) {
 		t.Fatal("CA bundle: no certificate")
@@ -99,48 +83,18 @@ func startWebhook(t *testing.T) *webhook {
 	w := &webhook{tls: conf, client: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: conf.Clone(), ForceAttemptHTTP2: true}}}
 	t.Cleanup(w.client.CloseIdleConnections)
-	deadline := time.Now().Add(buildbin.ServeStartWait)
-	for {
-		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			w.addr = m[1]
-			return w
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhook did not start within %v:\n%s", buildbin.ServeStartWait, stderr.String())
-		}
-		select {
-		case <-exited:
-			t.Fatalf("the webhook exited:\n%s", stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	w.addr = p.WaitLog(t, addrRe)[1]
+	return w
 }
 
 // metric is the sum of the series of name on the webhook's /metrics.
 func (w *webhook) metric(t *testing.T, name string) float64 {
 	t.Helper()
-	resp, err := w.client.Get("https://" + w.addr + "/metrics")
+	m, err := testkit.Scrape(w.client, "https://"+w.addr+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for line := range strings.Lines(string(body)) {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		sum += v
-	}
-	return sum
+	return m.Sum(name)
 }
 
 // holderStats is what the holders saw.
@@ -290,16 +244,15 @@ func underAttack(t *testing.T, w *webhook, n int, a attack) outcome {
 
 	// The holders are in the handler once the webhook counts body bytes
 	// in flight.
-	deadline := time.Now().Add(20 * time.Second)
-	for s.open.Load() < int64(n) || w.metric(t, "dnsconfigurer_webhook_request_bytes_in_flight") == 0 {
-		if time.Now().After(deadline) {
+	testkit.WaitFor(t, 20*time.Second, func() error {
+		open, inFlight := s.open.Load(), w.metric(t, "dnsconfigurer_webhook_request_bytes_in_flight")
+		if open < int64(n) || inFlight == 0 {
 			s.mu.Lock()
-			err := s.err
-			s.mu.Unlock()
-			t.Fatalf("holders: %d open, bytes in flight %v, last error %v", s.open.Load(), w.metric(t, "dnsconfigurer_webhook_request_bytes_in_flight"), err)
+			defer s.mu.Unlock()
+			return fmt.Errorf("holders: %d open, bytes in flight %v, last error %v", open, inFlight, s.err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 
 	bodies := make([][]byte, reviews)
 	for i := range bodies {
@@ -389,13 +342,8 @@ func TestFastHolders(t *testing.T) {
 	if max := o.lat[len(o.lat)-1]; max > 8*time.Second {
 		t.Errorf("a review was answered after %v, want within the 5 s queue wait and some slack", max)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for w.metric(t, "dnsconfigurer_webhook_request_bytes_in_flight") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("body bytes still in flight after the attack: %v", w.metric(t, "dnsconfigurer_webhook_request_bytes_in_flight"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitEqual(t, 20*time.Second, "body bytes in flight after the attack",
+		func() float64 { return w.metric(t, "dnsconfigurer_webhook_request_bytes_in_flight") }, 0)
 }
 
 // send posts review i and checks that it got the AdmissionReview answer.

@@ -1,0 +1,18 @@
+// Package testkit is the one kit the tests share: a fake DNS upstream,
+// metric reading, waiting on a condition, a locked buffer, a manual clock
+// and the standard node.
+//
+//   - NewUpstream: UDP and TCP on 127.0.0.1:0 (or At, or ListenIn a
+//     namespace), answering with a handler (Reply, Silent), with Delay,
+//     Count and Queries.
+//   - Gather, Scrape: a registry or a /metrics page as Metrics, one value
+//     per series; GetOK for a /readyz.
+//   - WaitFor, WaitEqual, WaitEvery: poll a condition, fail with its last
+//     error; Holds: nothing happens for a while; Poll: a wait that may end
+//     unmet. No test sleeps to wait.
+//   - Buffer (with WaitMatch for a log line), Clock.
+//   - Node, NodeWithNodeLocal, ClusterDNS...: the node every test uses.
+//
+// Only tests and the test/ helper packages import it; the layering test
+// keeps it out of the binary.
+package testkit
