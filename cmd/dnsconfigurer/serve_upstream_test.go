@@ -5,10 +5,11 @@ import (
 	"io"
 	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // TestServeForwardFlag: a malformed --forward is a usage error naming the
@@ -42,12 +43,12 @@ func TestServeForwardFlag(t *testing.T) {
 // each, not "every upstream is one of the listen addresses" (forward's
 // TestSelfReason has the rule's other cases).
 func TestServeNoUsableUpstream(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	// Free for UDP and TCP: serve binds both (a port probed over UDP alone
+	// was sometimes another test's TCP connection).
+	_, port, err := net.SplitHostPort(testkit.FreeAddr(t, "127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
-	pc.Close()
 	for _, tc := range []struct {
 		name, listen, upstream, want string
 	}{
