@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,46 +41,24 @@ func nriFlags(fs *flag.FlagSet) *flagLayer[nriConfig] {
 	return l
 }
 
-func parseNRIFlags(args []string, stderr io.Writer) (*nriConfig, logFlags, error) {
-	fs := flag.NewFlagSet("nri", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	config := fs.String("config", "", "NRIConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
-	l := nriFlags(fs)
-	var logf logFlags
-	logf.register(fs, logText)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer nri --socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n"+
-			"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH|auto] [--node-local-dns IP[,IP]]\n"+
-			"    [--kubeconfig PATH] [--node-name NAME] [--state-dir DIR] [--limits trim|reject]\n"+
-			"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
-		fs.PrintDefaults()
-	}
-	if err := parseDaemonFlags(fs, args, &logf); err != nil {
-		return nil, logf, err
-	}
-	cfg := &nriConfig{}
-	if err := l.load(*config, v1alpha1.NRIKind, cfg); err != nil {
-		return nil, logf, l.named(err)
-	}
-	return cfg, logf, nil
+// nriCommand is `dnsconfigurer nri`.
+var nriCommand = agentCommand[nriConfig]{
+	name: "nri",
+	kind: v1alpha1.NRIKind,
+	usage: "usage: dnsconfigurer nri --socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n" +
+		"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH|auto] [--node-local-dns IP[,IP]]\n" +
+		"    [--kubeconfig PATH] [--node-name NAME] [--state-dir DIR] [--limits trim|reject]\n" +
+		"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]",
+	flags: nriFlags,
+	run:   runNRIParts,
 }
 
-func runNRI(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
-	cfg, logf, err := parseNRIFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitCode(stderr, "dnsconfigurer nri", usageError{err})
-	}
-	log, err := logf.logger(stderr)
-	if err != nil {
-		return exitCode(stderr, "dnsconfigurer nri", err)
-	}
-	logStart(log, "nri")
-	return exitCode(stderr, "dnsconfigurer nri", boundShutdown(ctx, shutdownLimit, log, func() error {
-		return runNRIParts(ctx, cfg, log, newRegistry())
-	}))
+func parseNRIFlags(args []string, stderr io.Writer) (*nriConfig, logFlags, error) {
+	return nriCommand.parse(args, stderr)
+}
+
+func runNRI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return nriCommand.main(ctx, args, stdin, stdout, stderr)
 }
 
 // runNRIParts runs the plugin (reconnecting to the runtime), its pod

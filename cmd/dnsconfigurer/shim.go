@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,46 +44,24 @@ func shimFlags(fs *flag.FlagSet) *flagLayer[shimConfig] {
 	return l
 }
 
-func parseShimFlags(args []string, stderr io.Writer) (*shimConfig, logFlags, error) {
-	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	config := fs.String("config", "", "ShimConfiguration file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
-	l := shimFlags(fs)
-	var logf logFlags
-	logf.register(fs, logText)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer shim --listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n"+
-			"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH]\n"+
-			"    [--kubeconfig PATH] [--node-name NAME] [--limits trim|reject] [--failure-policy open|closed]\n"+
-			"    [--metrics-listen ADDR] [--max-connections N] [--log-format text|json] [--log-level debug|info|warn|error]\n\nflags:")
-		fs.PrintDefaults()
-	}
-	if err := parseDaemonFlags(fs, args, &logf); err != nil {
-		return nil, logf, err
-	}
-	cfg := &shimConfig{}
-	if err := l.load(*config, v1alpha1.ShimKind, cfg); err != nil {
-		return nil, logf, l.named(err)
-	}
-	return cfg, logf, nil
+// shimCommand is `dnsconfigurer shim`.
+var shimCommand = agentCommand[shimConfig]{
+	name: "shim",
+	kind: v1alpha1.ShimKind,
+	usage: "usage: dnsconfigurer shim --listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n" +
+		"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH]\n" +
+		"    [--kubeconfig PATH] [--node-name NAME] [--limits trim|reject] [--failure-policy open|closed]\n" +
+		"    [--metrics-listen ADDR] [--max-connections N] [--log-format text|json] [--log-level debug|info|warn|error]",
+	flags: shimFlags,
+	run:   runShimParts,
 }
 
-func runShim(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
-	cfg, logf, err := parseShimFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitCode(stderr, "dnsconfigurer shim", usageError{err})
-	}
-	log, err := logf.logger(stderr)
-	if err != nil {
-		return exitCode(stderr, "dnsconfigurer shim", err)
-	}
-	logStart(log, "shim")
-	return exitCode(stderr, "dnsconfigurer shim", boundShutdown(ctx, shutdownLimit, log, func() error {
-		return runShimParts(ctx, cfg, log, newRegistry())
-	}))
+func parseShimFlags(args []string, stderr io.Writer) (*shimConfig, logFlags, error) {
+	return shimCommand.parse(args, stderr)
+}
+
+func runShim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return shimCommand.main(ctx, args, stdin, stdout, stderr)
 }
 
 // shutdownLimit bounds the shim's shutdown after SIGTERM: the CRI server
