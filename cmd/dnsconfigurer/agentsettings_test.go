@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 )
@@ -187,27 +189,22 @@ func TestAgentClusterDomainEmpty(t *testing.T) {
 				<-exited
 			}()
 			var s nodesettings.Settings
-			ok := waitFor(20*time.Second, func() bool {
+			testkit.WaitFor(t, 20*time.Second, func() error {
 				select {
 				case <-exited:
-					return true
+					t.Fatalf("%s exited: %s", tc.args[0], stderr.String())
 				default:
 				}
 				resp, err := http.Get("http://" + metrics + nodesettings.Path)
 				if err != nil {
-					return false
+					return fmt.Errorf("no %s: %w", nodesettings.Path, err)
 				}
 				defer resp.Body.Close()
-				return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&s) == nil
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("%s: %s", nodesettings.Path, resp.Status)
+				}
+				return json.NewDecoder(resp.Body).Decode(&s)
 			})
-			select {
-			case <-exited:
-				t.Fatalf("%s exited: %s", tc.args[0], stderr.String())
-			default:
-			}
-			if !ok {
-				t.Fatalf("no %s within 20s: %s", nodesettings.Path, stderr.String())
-			}
 			if s.ClusterDomain != tc.want || s.Kind != tc.args[0] {
 				t.Errorf("%s %s: kind %q clusterDomain %q, want %q", tc.args[0], nodesettings.Path, s.Kind, s.ClusterDomain, tc.want)
 			}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // procHWM returns the peak resident set size (VmHWM) of the process pid in
@@ -129,25 +131,25 @@ func (c *child) line(t *testing.T, wait time.Duration) string {
 // most wait.
 func (c *child) waitStderr(t *testing.T, wait time.Duration, want ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		s := c.stderr.String()
-		missing := slices.IndexFunc(want, func(w string) bool { return !strings.Contains(s, w) })
-		if missing < 0 {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stderr lacks %q after %v:\n%s", want[missing], wait, s)
-		}
+	var s string
+	testkit.WaitFor(t, wait, func() error {
+		exited := false
 		select {
 		case <-c.exited:
-			// the last write is in: check once more
-			if s := c.stderr.String(); !strings.Contains(s, want[missing]) {
-				t.Fatalf("exited (%v); stderr lacks %q:\n%s", c.waitErr, want[missing], s)
-			}
-		case <-time.After(10 * time.Millisecond):
+			exited = true // the last write is in: this check is the last
+		default:
 		}
-	}
+		s = c.stderr.String()
+		missing := slices.IndexFunc(want, func(w string) bool { return !strings.Contains(s, w) })
+		if missing < 0 {
+			return nil
+		}
+		if exited {
+			t.Fatalf("exited (%v); stderr lacks %q:\n%s", c.waitErr, want[missing], s)
+		}
+		return fmt.Errorf("stderr lacks %q:\n%s", want[missing], s)
+	})
+	return s
 }
 
 // terminate sends SIGTERM and returns how long the child took to exit,

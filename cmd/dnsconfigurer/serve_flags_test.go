@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -8,25 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
-
-// waitFor polls cond every 20 ms until it holds or within has passed, and
-// reports whether it held.
-func waitFor(within time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			return cond()
-		case <-tick.C:
-		}
-	}
-	return true
-}
 
 // heldUpstream is a UDP upstream on 127.0.0.1 that reads every query and
 // never answers; it returns its address and the count of queries read
@@ -93,11 +78,12 @@ func TestServeMaxConcurrent(t *testing.T) {
 				_, _, err := c.Exchange(new(dns.Msg).SetQuestion("held.example.org.", dns.TypeA), addr)
 				first <- err
 			}()
-			if !waitFor(5*time.Second, func() bool {
-				return metricValue(scrape(t, metrics), `dnsconfigurer_forward_in_flight{zone="."}`) == 1 && asked.Load() == 1
-			}) {
-				t.Fatalf("the first query is not waiting for the upstream:\n%s", scrape(t, metrics))
-			}
+			testkit.WaitFor(t, 5*time.Second, func() error {
+				if page := scrape(t, metrics); metricValue(page, `dnsconfigurer_forward_in_flight{zone="."}`) != 1 || asked.Load() != 1 {
+					return fmt.Errorf("the first query is not waiting for the upstream (asked %d):\n%s", asked.Load(), page)
+				}
+				return nil
+			})
 			start := time.Now()
 			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("next.example.org.", dns.TypeA), addr)
 			took := time.Since(start)
@@ -171,16 +157,15 @@ func TestServeLogQueries(t *testing.T) {
 				}
 			}
 			lines := []string{"name=web.prod.svc.cluster.local. type=A rcode=NOERROR", "name=nosuch.prod.svc.cluster.local. type=A rcode=NXDOMAIN"}
-			logged := func() bool {
-				for _, l := range lines {
-					if !strings.Contains(log.String(), l) {
-						return false
+			if tc.want {
+				testkit.WaitFor(t, 5*time.Second, func() error {
+					for _, l := range lines {
+						if !strings.Contains(log.String(), l) {
+							return fmt.Errorf("log lacks %q:\n%s", l, log.String())
+						}
 					}
-				}
-				return true
-			}
-			if tc.want && !waitFor(5*time.Second, logged) {
-				t.Fatalf("log lacks %q:\n%s", lines, log.String())
+					return nil
+				})
 			}
 			if !tc.want && strings.Contains(log.String(), `msg=query`) {
 				t.Fatalf("a query logged without --log-queries:\n%s", log.String())
@@ -209,15 +194,16 @@ func TestServePrefetch(t *testing.T) {
 			c := &dns.Client{Timeout: 2 * time.Second}
 			// Ask until the upstream has been asked a second time: by a
 			// prefetch before the answer expires, or by a miss after.
-			if !waitFor(10*time.Second, func() bool {
+			testkit.WaitEvery(t, 10*time.Second, 20*time.Millisecond, func() error {
 				r, _, err := c.Exchange(new(dns.Msg).SetQuestion("popular.example.org.", dns.TypeA), addr)
 				if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 					t.Fatalf("popular name: %v %v", r, err)
 				}
-				return count.Load() >= 2
-			}) {
-				t.Fatal("the upstream was not asked again within 10 s")
-			}
+				if n := count.Load(); n < 2 {
+					return fmt.Errorf("the upstream asked %d times, want a second", n)
+				}
+				return nil
+			})
 			n := metricValue(scrape(t, metrics), `dnsconfigurer_cache_prefetches_total{server="cluster"}`)
 			if (n >= 1) != tc.prefetch {
 				t.Errorf("cache_prefetches_total %v, want prefetch %v", n, tc.prefetch)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -40,26 +42,26 @@ func startServeLog(t *testing.T, args ...string) (string, *serveLog) {
 			t.Error("serve did not stop")
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			if mm := metricsRe.FindStringSubmatch(stderr.String()); mm != nil {
-				lastServeMetrics = mm[1]
-				return m[1], &stderr
-			}
-			if joined := strings.Join(args, " "); !strings.Contains(joined, "--config") && !strings.Contains(joined, "--metrics-listen") {
-				return m[1], &stderr
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", stderr.String())
-		}
+	var addr string
+	testkit.WaitFor(t, 20*time.Second, func() error {
 		select {
 		case code := <-done:
 			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-	}
+		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
+			if mm := metricsRe.FindStringSubmatch(stderr.String()); mm != nil {
+				lastServeMetrics, addr = mm[1], m[1]
+				return nil
+			}
+			if joined := strings.Join(args, " "); !strings.Contains(joined, "--config") && !strings.Contains(joined, "--metrics-listen") {
+				addr = m[1]
+				return nil
+			}
+		}
+		return fmt.Errorf("serve did not start: %s", stderr.String())
+	})
+	return addr, &stderr
 }
 
 // TestServeAutopathChain runs the cluster DNS and the node-local stage as

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -107,14 +108,15 @@ func TestServeReloadUnderLoad(t *testing.T) {
 		gen := reloads + 1
 		write(gen)
 		name, want := fmt.Sprintf("gen-%d.reload.example.", gen), fmt.Sprintf("192.0.2.%d", 100+gen%100)
-		if !waitFor(10*time.Second, func() bool {
+		testkit.WaitFor(t, 10*time.Second, func() error {
 			// Asked before the reload it is forwarded, and the stub
 			// answers 192.0.2.1.
 			r, _, err := c.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
-			return err == nil && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == want
-		}) {
-			t.Fatalf("reload %d not applied within 10 s", gen)
-		}
+			if err != nil || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != want {
+				return fmt.Errorf("reload %d not applied: %s = %v %v, want %s", gen, name, r, err, want)
+			}
+			return nil
+		})
 		reloads++
 	}
 	took := time.Since(start)

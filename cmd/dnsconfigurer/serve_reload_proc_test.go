@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // TestServeReloadProcess runs `dnsconfigurer serve --config FILE` in a
@@ -70,9 +72,12 @@ func TestServeReloadProcess(t *testing.T) {
 		t.Helper()
 		write(body)
 		reloads++
-		if !waitFor(15*time.Second, func() bool { return strings.Count(c.stderr.String(), reloaded) >= reloads }) {
-			t.Fatalf("reload %d not applied within 15 s:\n%s", reloads, c.stderr.String())
-		}
+		testkit.WaitFor(t, 15*time.Second, func() error {
+			if out := c.stderr.String(); strings.Count(out, reloaded) < reloads {
+				return fmt.Errorf("reload %d not applied:\n%s", reloads, out)
+			}
+			return nil
+		})
 		return c.stderr.String()
 	}
 	check := func(step, name string, rcode int, ttl uint32) {

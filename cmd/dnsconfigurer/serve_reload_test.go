@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -53,13 +54,7 @@ func TestServeConfigReload(t *testing.T) {
 	}
 	// The new upstream, and a TTL change (applied too).
 	write(config(upB, 9))
-	deadline := time.Now().Add(15 * time.Second)
-	for external() != "192.0.2.2" {
-		if time.Now().After(deadline) {
-			t.Fatal("the changed config file was not applied within 15 s")
-		}
-		time.Sleep(50 * time.Millisecond) // polling the reloader's 2 s tick
-	}
+	testkit.WaitEqual(t, 15*time.Second, "the external name after changing the config file", external, "192.0.2.2")
 	r, _, err := c.Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), addr)
 	if err != nil || len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 9 {
 		t.Fatalf("ttl: %v %v, want the reloaded 9", r, err)
@@ -67,13 +62,12 @@ func TestServeConfigReload(t *testing.T) {
 	// A broken file: the running config stays.
 	write("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nforward:\n- zone: .\n  upstreams: [\"not an address\"]\n")
 	metrics := metricsAddr(t)
-	deadline = time.Now().Add(15 * time.Second)
-	for !strings.Contains(scrape(t, metrics), `dnsconfigurer_serve_config_reloads_total{result="failed"} 1`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the broken file was not counted as a failed reload:\n%s", scrape(t, metrics))
+	testkit.WaitFor(t, 15*time.Second, func() error {
+		if page := scrape(t, metrics); !strings.Contains(page, `dnsconfigurer_serve_config_reloads_total{result="failed"} 1`) {
+			return fmt.Errorf("the broken file was not counted as a failed reload:\n%s", page)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := external(); got != "192.0.2.2" {
 		t.Fatalf("after a broken file: %s, want the running config's upstream", got)
 	}

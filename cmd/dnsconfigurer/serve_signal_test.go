@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -47,7 +49,7 @@ func TestServeSIGTERM(t *testing.T) {
 	}()
 
 	var addr, metrics string
-	if !waitFor(30*time.Second, func() bool {
+	testkit.WaitFor(t, 30*time.Second, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("serve exited: %v\n%s", waitErr, stderr.String())
@@ -59,10 +61,11 @@ func TestServeSIGTERM(t *testing.T) {
 		if m := metricsRe.FindStringSubmatch(stderr.String()); m != nil {
 			metrics = m[1]
 		}
-		return addr != "" && metrics != ""
-	}) {
-		t.Fatalf("serve did not start:\n%s", stderr.String())
-	}
+		if addr == "" || metrics == "" {
+			return fmt.Errorf("serve did not start:\n%s", stderr.String())
+		}
+		return nil
+	})
 	readyz := func() int {
 		resp, err := http.Get("http://" + metrics + "/readyz")
 		if err != nil {
@@ -78,17 +81,23 @@ func TestServeSIGTERM(t *testing.T) {
 		}
 		return err
 	}
-	if !waitFor(10*time.Second, func() bool { return readyz() == http.StatusOK }) {
-		t.Fatalf("/readyz never 200:\n%s", stderr.String())
-	}
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		if code := readyz(); code != http.StatusOK {
+			return fmt.Errorf("/readyz %d, want 200:\n%s", code, stderr.String())
+		}
+		return nil
+	})
 
 	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(time.Second, func() bool { return readyz() == http.StatusServiceUnavailable }) {
-		t.Fatalf("/readyz not 503 within 1 s of SIGTERM (%d)", readyz())
-	}
+	testkit.WaitEvery(t, time.Second, 20*time.Millisecond, func() error {
+		if code := readyz(); code != http.StatusServiceUnavailable {
+			return fmt.Errorf("/readyz %d after SIGTERM, want 503", code)
+		}
+		return nil
+	})
 	failing := time.Since(sent)
 	// Names answer through the lameduck: ask until the first half of it is
 	// over (each query is answered in well under a millisecond).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -101,15 +103,11 @@ func TestServeRuns(t *testing.T) {
 	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
 
 	var addr, metrics string
-	deadline := time.Now().Add(20 * time.Second)
-	for addr == "" || metrics == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not start: %s", stderr.String())
-		}
+	testkit.WaitFor(t, 20*time.Second, func() error {
 		select {
 		case code := <-done:
 			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
 			addr = m[1]
@@ -117,7 +115,11 @@ func TestServeRuns(t *testing.T) {
 		if m := metricsRe.FindStringSubmatch(stderr.String()); m != nil {
 			metrics = m[1]
 		}
-	}
+		if addr == "" || metrics == "" {
+			return fmt.Errorf("server did not start: %s", stderr.String())
+		}
+		return nil
+	})
 	for _, network := range []string{"udp", "tcp"} {
 		m := new(dns.Msg)
 		m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
@@ -205,20 +207,18 @@ func TestServeUpstreamResolvConf(t *testing.T) {
 		done <- runServe(ctx, []string{"--lameduck=0s", "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream-resolv-conf", rc}, nil, io.Discard, &stderr)
 	}()
 	var addr string
-	deadline := time.Now().Add(20 * time.Second)
-	for addr == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not start: %s", stderr.String())
-		}
+	testkit.WaitFor(t, 20*time.Second, func() error {
 		select {
 		case code := <-done:
 			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
 			addr = m[1]
+			return nil
 		}
-	}
+		return fmt.Errorf("server did not start: %s", stderr.String())
+	})
 	m := new(dns.Msg)
 	m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
 	if r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {

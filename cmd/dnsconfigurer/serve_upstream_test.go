@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -57,9 +58,12 @@ func TestServeNoUsableUpstream(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, log := startServeLog(t, "--listen", tc.listen, "--objects", "../../examples/objects", "--upstream", tc.upstream)
-			if !waitFor(10*time.Second, func() bool { return strings.Contains(log.String(), "no usable upstream") }) {
-				t.Fatalf("no warning: %s", log.String())
-			}
+			testkit.WaitFor(t, 10*time.Second, func() error {
+				if !strings.Contains(log.String(), "no usable upstream") {
+					return fmt.Errorf("no warning: %s", log.String())
+				}
+				return nil
+			})
 			got := log.String()
 			if !strings.Contains(got, tc.want) || strings.Contains(got, "every upstream is one of the listen addresses") {
 				t.Errorf("log %s\nwant the reason %q", got, tc.want)

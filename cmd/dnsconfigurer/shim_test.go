@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -104,7 +106,7 @@ func TestShimRun(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr bytes.Buffer
+	var stderr testkit.Buffer
 	code := make(chan int, 1)
 	args := []string{"--listen", shimSock, "--runtime-endpoint", "unix://" + rtSock, "--resolv-conf", resolv,
 		"--cluster-dns", "10.96.0.10", "--node-local-dns", "169.254.20.10", "--metrics-listen", metricsAddr, "--log-level", "error"}
@@ -123,19 +125,19 @@ func TestShimRun(t *testing.T) {
 		DnsConfig: &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"},
 			Searches: []string{"team.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"}, Options: []string{"ndots:5"}},
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		select {
+		case c := <-code:
+			t.Fatalf("shim exited %d: %s", c, stderr.String())
+		default:
+		}
 		cctx, ccancel := context.WithTimeout(ctx, time.Second)
-		_, err := client.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
-		ccancel()
-		if err == nil {
-			break
+		defer ccancel()
+		if _, err := client.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+			return fmt.Errorf("RunPodSandbox through the shim: %w\n%s", err, stderr.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("RunPodSandbox through the shim: %v\n%s", err, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	rt.mu.Lock()
 	got := rt.got[len(rt.got)-1].DnsConfig
 	rt.mu.Unlock()

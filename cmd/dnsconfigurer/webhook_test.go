@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"flag"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -197,23 +199,19 @@ nodePools:
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := client.Get("https://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
+	testkit.WaitFor(t, 10*time.Second, func() error {
 		select {
 		case code := <-done:
 			t.Fatalf("webhook exited %d: %s", code, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("webhook not serving: %v", err)
+		resp, err := client.Get("https://" + addr + "/healthz")
+		if err != nil {
+			return fmt.Errorf("webhook not serving: %w", err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return nil
+	})
 
 	review := func(p *corev1.Pod) *admissionv1.AdmissionResponse {
 		t.Helper()

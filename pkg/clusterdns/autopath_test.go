@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -119,7 +120,7 @@ func TestAutopath(t *testing.T) {
 	if after := count.get(); after != before {
 		t.Errorf("names under ap.k8s.io answered in the zone reached the upstream (%d → %d)", before, after)
 	}
-	m := gather(t, reg)
+	m := testkit.Gather(t, reg)
 	if m[`dnsconfigurer_dnsserver_autopath_hits_total{position="0"}`] < 2 || m[`dnsconfigurer_dnsserver_autopath_hits_total{position="3"}`] < 2 ||
 		m["dnsconfigurer_dnsserver_autopath_misses_total"] != 2 || m["dnsconfigurer_dnsserver_autopath_bad_options_total"] != 4 {
 		t.Errorf("metrics %v", m)
@@ -410,7 +411,7 @@ func TestAutopathBound(t *testing.T) {
 			up := newScripted(t, false, 0)
 			reg := prometheus.NewRegistry()
 			e := apServer(t, up.addr, time.Second, reg)
-			defer func() { truncated += gather(t, reg)["dnsconfigurer_dnsserver_autopath_truncated_total"] }()
+			defer func() { truncated += testkit.Gather(t, reg)["dnsconfigurer_dnsserver_autopath_truncated_total"] }()
 			up.reset(tc.known...)
 			r, target, _ := askAP(t, e.addr, tc.base, tc.option)
 			q := up.queries()

@@ -11,24 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
-
-// waitFor polls cond until it holds or within has passed.
-func waitFor(within time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			return cond()
-		case <-tick.C:
-		}
-	}
-	return true
-}
 
 // TestRecordFeedRewatch: a reload to pods: verified starts the API
 // server's informers again with the pods; a reload away from it and back
@@ -72,9 +57,7 @@ func TestRecordFeedRewatch(t *testing.T) {
 		return nil, false
 	}
 	const pod, web = "10-1-0-9.prod.pod.cluster.local.", "web.prod.svc.cluster.local."
-	if !waitFor(10*time.Second, func() bool { _, ok := lookup(web); return ok }) {
-		t.Fatal("no first sync")
-	}
+	testkit.WaitEqual(t, 10*time.Second, "web served (the first sync)", func() bool { _, ok := lookup(web); return ok }, true)
 	if _, ok := lookup(pod); ok {
 		t.Fatal("pods disabled: the pod's name is served")
 	}
@@ -83,9 +66,7 @@ func TestRecordFeedRewatch(t *testing.T) {
 		if err := r.apply(cfg); err != nil {
 			t.Fatal(err)
 		}
-		if !waitFor(10*time.Second, cond) {
-			t.Fatalf("%s: not applied", name)
-		}
+		testkit.WaitEqual(t, 10*time.Second, name+" applied", cond, true)
 	}
 	step("pods verified", config(v1alpha1.PodsVerified, 5), func() bool { _, ok := lookup(pod); return ok })
 	step("pods disabled", config(v1alpha1.PodsDisabled, 5), func() bool { _, ok := lookup(pod); return !ok })

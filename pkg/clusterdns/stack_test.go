@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
@@ -84,18 +86,15 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 		t.Cleanup(stack.stop)
 		out = append(out, &stackServer{addr: addr, stack: stack, log: &logs})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for i, s := range out {
-		if !slices.Contains(ups, s.addr) {
-			continue // no one's upstream: asked nothing
-		}
-		for dropped[i].Load() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no start-up loop probe within 10s", s.addr)
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		for i, s := range out {
+			// One no one has as an upstream is asked nothing.
+			if slices.Contains(ups, s.addr) && dropped[i].Load() == 0 {
+				return fmt.Errorf("%s: no start-up loop probe", s.addr)
 			}
-			time.Sleep(time.Millisecond)
 		}
-	}
+		return nil
+	})
 	for i, s := range out {
 		handlers[i].Store(s.stack.handler)
 	}

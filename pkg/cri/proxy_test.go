@@ -3,11 +3,13 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"golang.org/x/net/http2"
@@ -85,7 +87,7 @@ func TestPassThroughUnary(t *testing.T) {
 	// An expired deadline is the caller's DeadlineExceeded.
 	short, cancelShort := context.WithTimeout(ctx, time.Nanosecond)
 	defer cancelShort()
-	time.Sleep(time.Millisecond)
+	<-short.Done()
 	if _, err := e.runtime.Version(short, &runtimeapi.VersionRequest{}); status.Code(err) != codes.DeadlineExceeded {
 		t.Errorf("Version after deadline = %v, want DeadlineExceeded", err)
 	}
@@ -213,17 +215,12 @@ func TestRuntimeRestart(t *testing.T) {
 		}
 	}
 	startRuntime(t, e.rt, e.rtPath)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := e.runtime.Version(ctx, &runtimeapi.VersionRequest{})
-		if err == nil {
-			break
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		if _, err := e.runtime.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+			return fmt.Errorf("runtime back, still failing: %w", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("runtime back, still failing: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestMaxConnsEvictsIdle: at the maximum, a new connection is served and

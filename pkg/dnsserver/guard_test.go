@@ -3,6 +3,7 @@ package dnsserver_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
 
@@ -138,30 +140,30 @@ func TestUDPInFlightBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !pollUntil(5*time.Second, func() bool { return held.Load() == 4 }) {
-		t.Fatalf("held = %d, want 4", held.Load())
-	}
+	testkit.WaitEqual(t, 5*time.Second, "held", held.Load, 4)
 	for range 10 {
 		b, _ := new(dns.Msg).SetQuestion("more.example.", dns.TypeA).Pack()
 		if _, err := conn.Write(b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if !pollUntil(5*time.Second, func() bool { return metric(t, srv, "dnsconfigurer_dnsserver_udp_dropped_total") == 10 }) {
-		t.Fatalf("udp_dropped_total = %v, want 10", metric(t, srv, "dnsconfigurer_dnsserver_udp_dropped_total"))
-	}
+	testkit.WaitEqual(t, 5*time.Second, "udp_dropped_total",
+		func() float64 { return metric(t, srv, "dnsconfigurer_dnsserver_udp_dropped_total") }, 10)
 	close(release)
 	// The held queries free their slots once their replies are written: a
 	// query sent before that is dropped like the others, and the client
 	// asks again, as a resolver does.
 	c := &dns.Client{Timeout: 200 * time.Millisecond}
-	var r *dns.Msg
-	if !pollUntil(5*time.Second, func() bool {
-		r, _, err = c.Exchange(new(dns.Msg).SetQuestion("after.example.", dns.TypeA), addr)
-		return err == nil
-	}) || len(r.Answer) != 1 {
-		t.Fatalf("after release: %v %v", r, err)
-	}
+	testkit.WaitFor(t, 5*time.Second, func() error {
+		r, _, err := c.Exchange(new(dns.Msg).SetQuestion("after.example.", dns.TypeA), addr)
+		if err != nil {
+			return fmt.Errorf("after release: %w", err)
+		}
+		if len(r.Answer) != 1 {
+			t.Fatalf("after release: %v", r)
+		}
+		return nil
+	})
 }
 
 // TestTCPConnBound: beyond MaxTCPConns open connections a new one is closed
@@ -201,9 +203,8 @@ func TestTCPConnBound(t *testing.T) {
 		t.Errorf("tcp_refused_total = %v, want 1", got)
 	}
 	open[0].Close()
-	if !pollUntil(5*time.Second, func() bool { return metric(t, srv, "dnsconfigurer_dnsserver_tcp_connections") == 1 }) {
-		t.Fatal("closing a connection did not free its slot")
-	}
+	testkit.WaitEqual(t, 5*time.Second, "tcp_connections after closing one",
+		func() float64 { return metric(t, srv, "dnsconfigurer_dnsserver_tcp_connections") }, 1)
 	fourth, err := dns.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -230,9 +231,7 @@ func TestLameduck(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- srv.Run(ctx) }()
-			if !pollUntil(5*time.Second, func() bool { return len(srv.Addrs()) == 1 }) {
-				t.Fatal("server did not start")
-			}
+			testkit.WaitEqual(t, 5*time.Second, "the server's addresses", func() int { return len(srv.Addrs()) }, 1)
 			addr := srv.Addrs()[0]
 			if !srv.Ready() {
 				t.Fatal("not ready while serving")
@@ -241,9 +240,7 @@ func TestLameduck(t *testing.T) {
 				srv.SetLameduck(tc.setRun)
 			}
 			cancel()
-			if !pollUntil(5*time.Second, func() bool { return !srv.Ready() }) {
-				t.Fatal("still ready after the context ended")
-			}
+			testkit.WaitEqual(t, 5*time.Second, "ready after the context ended", srv.Ready, false)
 			c := &dns.Client{Timeout: time.Second}
 			if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("x.example.", dns.TypeA), addr); err != nil || len(r.Answer) != 1 {
 				t.Fatalf("query in lameduck: %v %v", r, err)
@@ -323,14 +320,12 @@ func TestLogQueries(t *testing.T) {
 		}
 	}
 	want := []string{"name=one.example. type=AAAA rcode=NOERROR", "proto=udp", "name=packed.example. type=AAAA rcode=NXDOMAIN", "proto=tcp"}
-	if !pollUntil(5*time.Second, func() bool {
+	testkit.WaitFor(t, 5*time.Second, func() error {
 		for _, w := range want {
 			if !strings.Contains(logs.String(), w) {
-				return false
+				return fmt.Errorf("query log lacks %q:\n%s", w, logs.String())
 			}
 		}
-		return true
-	}) {
-		t.Fatalf("query log lacks %q:\n%s", want, logs.String())
-	}
+		return nil
+	})
 }

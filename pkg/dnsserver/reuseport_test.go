@@ -10,6 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
 
@@ -155,7 +156,7 @@ func TestRestartUnderLoad(t *testing.T) {
 	runA := make(chan error, 1)
 	go func() { runA <- a.Run(ctxA) }()
 	var addr string
-	if !pollUntil(wait, func() bool {
+	if !testkit.Poll(wait, 10*time.Millisecond, func() bool {
 		if as := a.Addrs(); len(as) == 1 {
 			addr = as[0]
 		}
@@ -186,7 +187,7 @@ func TestRestartUnderLoad(t *testing.T) {
 
 	phase := func(name string, cond func() bool) {
 		t.Helper()
-		if !pollUntil(wait, cond) {
+		if !testkit.Poll(wait, 10*time.Millisecond, cond) {
 			stopClients()
 			t.Fatalf("%s: not within %v (A answered %d, B %d)", name, wait, na.Load(), nb.Load())
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -13,24 +14,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
-
-// pollUntil polls cond until it holds or d passes; it reports whether it held.
-func pollUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			return cond()
-		case <-tick.C:
-		}
-	}
-	return true
-}
 
 // TestTCPClientThatNeverReads: a client that pipelines queries with large
 // answers and never reads is dropped within 20 s, and the connection's
@@ -82,12 +68,14 @@ func TestTCPClientThatNeverReads(t *testing.T) {
 	}
 	sent := time.Now()
 	open := func() float64 { return metric(t, srv, "dnsconfigurer_dnsserver_tcp_connections") }
-	if !pollUntil(5*time.Second, func() bool { return open() == 1 }) {
-		t.Fatal("the server did not take the connection")
-	}
-	if !pollUntil(20*time.Second, func() bool { return open() == 0 }) {
-		t.Fatalf("connection still served 20 s after the queries (%v open)", open())
-	}
+	testkit.WaitEqual(t, 5*time.Second, "connections the server took", open, 1)
+	// Every 10 ms: released is timed.
+	testkit.WaitEvery(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if n := open(); n != 0 {
+			return fmt.Errorf("connection still served after the queries (%v open)", n)
+		}
+		return nil
+	})
 	released := time.Since(sent)
 	// The client sees the end of the connection (EOF or reset) once it reads
 	// what was left in flight, and not every answer arrived.
@@ -158,9 +146,8 @@ func TestTCPIdleTimeout(t *testing.T) {
 			if took > idle+2*time.Second {
 				t.Errorf("closed after %v, want within %v of the %v idle timeout", took, 2*time.Second, idle)
 			}
-			if !pollUntil(5*time.Second, func() bool { return metric(t, srv, "dnsconfigurer_dnsserver_tcp_connections") == 0 }) {
-				t.Error("the closed connection still holds its slot")
-			}
+			testkit.WaitEqual(t, 5*time.Second, "tcp_connections after the close",
+				func() float64 { return metric(t, srv, "dnsconfigurer_dnsserver_tcp_connections") }, 0)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
@@ -331,7 +332,13 @@ func TestWatchManySubscribers(t *testing.T) {
 	}
 	const subs, writes = 50, 20
 	var wg sync.WaitGroup
+	var mu sync.Mutex // finals
 	finals := make([]string, subs)
+	final := func(i int) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return finals[i]
+	}
 	for i := 0; i < subs; i++ {
 		ch, unsub := w.Subscribe()
 		if i%10 == 9 {
@@ -347,7 +354,9 @@ func TestWatchManySubscribers(t *testing.T) {
 				}
 				last = s.Generation
 				if len(ns(s)) > 0 {
+					mu.Lock()
 					finals[i] = ns(s)[0]
+					mu.Unlock()
 				}
 				_ = w.Current()
 			}
@@ -355,21 +364,25 @@ func TestWatchManySubscribers(t *testing.T) {
 	}
 	for i := 1; i <= writes; i++ {
 		renameOver(t, path, fmt.Sprintf("nameserver 192.0.2.%d\n", i))
-		deadline := time.Now().Add(wait)
-		for w.Current().Config.Nameservers[0] != fmt.Sprintf("192.0.2.%d", i) {
-			if time.Now().After(deadline) {
-				t.Fatalf("write %d not seen", i)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testkit.WaitEqual(t, wait, fmt.Sprintf("the nameserver after write %d", i),
+			func() string { return w.Current().Config.Nameservers[0] }, fmt.Sprintf("192.0.2.%d", i))
 	}
-	time.Sleep(50 * time.Millisecond) // let subscribers drain the last snapshot
+	// Every subscriber still in gets the last snapshot.
+	last := fmt.Sprintf("192.0.2.%d", writes)
+	testkit.WaitFor(t, wait, func() error {
+		for i := range subs {
+			if i%10 != 9 && final(i) != last {
+				return fmt.Errorf("subscriber %d on %q, want %q", i, final(i), last)
+			}
+		}
+		return nil
+	})
 	cancel()
 	<-w.Done()
 	wg.Wait() // every channel is closed on stop
-	for i, f := range finals {
-		if i%10 != 9 && f != fmt.Sprintf("192.0.2.%d", writes) {
-			t.Errorf("subscriber %d ended on %q", i, f)
+	for i := range subs {
+		if i%10 != 9 && final(i) != last {
+			t.Errorf("subscriber %d ended on %q", i, final(i))
 		}
 	}
 	names := []string{}

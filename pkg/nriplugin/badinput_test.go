@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 )
 
@@ -116,7 +117,7 @@ func TestPodDeletedMidCreation(t *testing.T) {
 		_, ok := inf.PodFor(expired, podfacts.SandboxPod{Namespace: "team", Name: "web", UID: uid})
 		return ok
 	}
-	waitFor(t, "the informer to list the pod", func() bool { return known("u-deleted") })
+	testkit.WaitEqual(t, 10*time.Second, "the informer knows the pod", func() bool { return known("u-deleted") }, true)
 
 	reg := prometheus.NewRegistry()
 	p := newPlugin(t, WithRegistry(reg), WithLogger(logs.logger()), WithPodLookup(inf, timeout))
@@ -145,7 +146,7 @@ func TestPodDeletedMidCreation(t *testing.T) {
 	if err := client.CoreV1().Pods("team").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the informer to drop the pod", func() bool { return !known("u-deleted") })
+	testkit.WaitEqual(t, 10*time.Second, "the informer knows the deleted pod", func() bool { return known("u-deleted") }, false)
 	path, took = create(nil, "u-deleted", "c2")
 	if lookups(lookupMiss) != 1 {
 		t.Errorf("lookup misses = %v, want 1", lookups(lookupMiss))
@@ -179,17 +180,5 @@ func checkFile(t *testing.T, path, want string) {
 	got, err := os.ReadFile(path)
 	if err != nil || string(got) != want {
 		t.Errorf("%s = %q, %v; want %q", path, got, err, want)
-	}
-}
-
-// waitFor polls cond every 10ms for at most 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

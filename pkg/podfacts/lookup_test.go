@@ -2,6 +2,7 @@ package podfacts
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -84,7 +86,13 @@ func TestPodInformer(t *testing.T) {
 		_, ok := p.Pod(lctx, "uid-late")
 		found <- ok
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// It waits rather than giving up at once.
+	testkit.Holds(t, 20*time.Millisecond, func() error {
+		if len(found) > 0 {
+			return errors.New("the lookup returned before the pod was created")
+		}
+		return nil
+	})
 	if _, err := client.CoreV1().Pods("team").Create(ctx, testPod("late", "uid-late", "node-1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func TestBodyBudgetWait(t *testing.T) {
 		b.now = clock.Now
 		done := make(chan error, 1)
 		go func() { done <- b.read(context.Background()) }()
-		waitFor(t, "the body waiting for budget", func() bool { return budget.waiterCount() == 1 })
+		testkit.WaitEqual(t, 10*time.Second, "the body waiting for budget", func() bool { return budget.waiterCount() == 1 }, true)
 		clock.Advance(500 * time.Millisecond)
 		budget.release(1 << 20)
 		if err := <-done; err != nil {
@@ -214,7 +214,7 @@ func TestBodyBudgetWait(t *testing.T) {
 		b := newBodyReader(strings.NewReader("{}"), 2, budget, bodyRules{limit: 1 << 20, queue: time.Minute, progress: time.Minute, read: time.Minute}, &deadlines{})
 		done := make(chan error, 1)
 		go func() { done <- b.read(ctx) }()
-		waitFor(t, "the body waiting for budget", func() bool { return budget.waiterCount() == 1 })
+		testkit.WaitEqual(t, 10*time.Second, "the body waiting for budget", func() bool { return budget.waiterCount() == 1 }, true)
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, errBudgetWait) {
 			t.Fatalf("read: %v, want the cancellation, not a budget refusal", err)

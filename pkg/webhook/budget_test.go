@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -89,9 +90,9 @@ func TestByteBudget(t *testing.T) {
 				results[i] = make(chan error, 1)
 				before := b.waiterCount()
 				go func() { results[i] <- b.acquire(ctx, w.n, w.held) }()
-				waitFor(t, fmt.Sprintf("waiter %d to return or queue", i), func() bool {
+				testkit.WaitEqual(t, 10*time.Second, fmt.Sprintf("waiter %d to return or queue", i), func() bool {
 					return len(results[i]) > 0 || b.waiterCount() > before
-				})
+				}, true)
 				if got := state(i); got != tc.want[i] {
 					t.Errorf("waiter %d (%d bytes, holding %d): %s, want %s", i, w.n, w.held, got, tc.want[i])
 				}
@@ -99,7 +100,7 @@ func TestByteBudget(t *testing.T) {
 			b.release(tc.release)
 			for i := range tc.waits {
 				if tc.after[i] == granted {
-					waitFor(t, fmt.Sprintf("waiter %d granted", i), func() bool { return len(results[i]) > 0 })
+					testkit.WaitEqual(t, 10*time.Second, fmt.Sprintf("waiter %d granted", i), func() bool { return len(results[i]) > 0 }, true)
 				}
 			}
 			for i := range tc.waits {
@@ -123,10 +124,10 @@ func TestByteBudgetCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() { first <- b.acquire(ctx, 5, 4) }()
-	waitFor(t, "the first waiter queued", func() bool { return b.waiterCount() == 1 })
+	testkit.WaitEqual(t, 10*time.Second, "the first waiter queued", func() bool { return b.waiterCount() == 1 }, true)
 	second := make(chan error, 1)
 	go func() { second <- b.acquire(context.Background(), 1, 1) }()
-	waitFor(t, "the second waiter queued", func() bool { return b.waiterCount() == 2 })
+	testkit.WaitEqual(t, 10*time.Second, "the second waiter queued", func() bool { return b.waiterCount() == 2 }, true)
 	cancel()
 	if err := <-first; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v", err)
@@ -354,7 +355,7 @@ func TestInFlightBudgetFull(t *testing.T) {
 		holder <- resp.StatusCode
 	}()
 	go pw.Write(held[:len(held)-1])
-	waitFor(t, "the holder's bytes taken", func() bool { return ts.srv.h.budget.inUse() == int64(len(held)) })
+	testkit.WaitEqual(t, 10*time.Second, "the holder's bytes taken", func() bool { return ts.srv.h.budget.inUse() == int64(len(held)) }, true)
 
 	if code, _, body := post(t, c, ts.url, podReview(t, pod("small"))); code != http.StatusOK {
 		t.Fatalf("small review while the budget is mostly taken: %d %s", code, body)
@@ -378,7 +379,7 @@ func TestInFlightBudgetFull(t *testing.T) {
 	if got := testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(PathValidate, "429")); got != 1 {
 		t.Errorf("requests_total{code=429} = %v, want 1", got)
 	}
-	waitFor(t, "the budget given back", func() bool { return ts.srv.h.budget.inUse() == 0 })
+	testkit.WaitEqual(t, 10*time.Second, "the budget given back", func() bool { return ts.srv.h.budget.inUse() == 0 }, true)
 }
 
 // slowRequest starts a POST /validate announcing declared bytes and sends
@@ -448,7 +449,7 @@ func TestSlowBodyCutOff(t *testing.T) {
 			if got := testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(PathValidate, "408")); got != float64(i+1) {
 				t.Errorf("requests_total{code=408} = %v, want %d", got, i+1)
 			}
-			waitFor(t, "the budget given back", func() bool { return ts.srv.h.budget.inUse() == 0 })
+			testkit.WaitEqual(t, 10*time.Second, "the budget given back", func() bool { return ts.srv.h.budget.inUse() == 0 }, true)
 		})
 	}
 	if !strings.Contains(ts.logs.String(), "request body too slow") {
@@ -471,7 +472,7 @@ func TestSlowHoldersHoldLittle(t *testing.T) {
 	for range holders {
 		slowRequest(t, c, ts.url, declared, []byte("{"))
 	}
-	waitFor(t, "every holder in the handler", func() bool { return ts.srv.h.budget.inUse() == holders*minBodyBuffer })
+	testkit.WaitEqual(t, 10*time.Second, "every holder in the handler", func() bool { return ts.srv.h.budget.inUse() == holders*minBodyBuffer }, true)
 	start := time.Now()
 	if code, _, body := post(t, c, ts.url, podReview(t, pod("web-0"))); code != http.StatusOK {
 		t.Fatalf("review among the holders: %d %s", code, body)

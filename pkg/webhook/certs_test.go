@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // get fetches /healthz and reports the serial of the certificate the
@@ -42,15 +45,16 @@ func freshSerial(t *testing.T, ts *testServer) int64 {
 	return s
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// reloads is the server's cert_reloads_total for result ("ok", "error";
+// "" for their sum).
+func reloads(t *testing.T, ts *testServer, result string) float64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	const name = "dnsconfigurer_webhook_cert_reloads_total"
+	m := testkit.Gather(t, ts.reg)
+	if result == "" {
+		return m.Sum(name)
 	}
+	return m[testkit.Key(name, "result", result)]
 }
 
 // TestCertRotation: a new pair is served to new connections, an open
@@ -92,8 +96,8 @@ func TestCertRotation(t *testing.T) {
 	certPEM, keyPEM, second := ts.ca.issue(t)
 	writeAtomic(t, ts.keyFile, keyPEM)
 	writeAtomic(t, ts.certFile, certPEM)
-	waitFor(t, "the new certificate on new connections", func() bool { return freshSerial(t, ts) == second })
-	if got := counterValue(ts.srv.m.reloads.WithLabelValues("ok")); got < 1 {
+	testkit.WaitEqual(t, 10*time.Second, "the new certificate on new connections", func() bool { return freshSerial(t, ts) == second }, true)
+	if got := reloads(t, ts, "ok"); got < 1 {
 		t.Errorf("cert_reloads_total{result=ok} = %v", got)
 	}
 
@@ -119,7 +123,7 @@ func TestCertRotation(t *testing.T) {
 
 	// A broken certificate file: logged, counted, the second pair stays.
 	writeAtomic(t, ts.certFile, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"))
-	waitFor(t, "the failed reload", func() bool { return counterValue(ts.srv.m.reloads.WithLabelValues("error")) >= 1 })
+	testkit.WaitEqual(t, 10*time.Second, "the failed reload", func() bool { return reloads(t, ts, "error") >= 1 }, true)
 	if s := freshSerial(t, ts); s != second {
 		t.Errorf("after a broken certificate: serial %d, want %d", s, second)
 	}
@@ -129,9 +133,9 @@ func TestCertRotation(t *testing.T) {
 
 	// A certificate that does not match the key: the same.
 	otherCert, _, _ := ts.ca.issue(t)
-	before := counterValue(ts.srv.m.reloads.WithLabelValues("error"))
+	before := reloads(t, ts, "error")
 	writeAtomic(t, ts.certFile, otherCert)
-	waitFor(t, "the failed reload", func() bool { return counterValue(ts.srv.m.reloads.WithLabelValues("error")) > before })
+	testkit.WaitEqual(t, 10*time.Second, "the failed reload", func() bool { return reloads(t, ts, "error") > before }, true)
 	if s := freshSerial(t, ts); s != second {
 		t.Errorf("after a mismatched pair: serial %d, want %d", s, second)
 	}
@@ -144,7 +148,7 @@ func TestCertRotation(t *testing.T) {
 	if err := os.WriteFile(ts.certFile, certPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the third certificate", func() bool { return freshSerial(t, ts) == third })
+	testkit.WaitEqual(t, 10*time.Second, "the third certificate", func() bool { return freshSerial(t, ts) == third }, true)
 	if s, reused := get(t, kept, ts.url); !reused || s != first {
 		t.Errorf("kept connection after two rotations: reused=%v serial=%d", reused, s)
 	}
@@ -200,8 +204,11 @@ func TestCertReloadUnrelatedChange(t *testing.T) {
 	if err := os.WriteFile(ts.certFile+".unrelated", []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // several debounce periods
-	if got := counterValue(ts.srv.m.reloads.WithLabelValues("ok")) + counterValue(ts.srv.m.reloads.WithLabelValues("error")); got != 0 {
-		t.Errorf("reloads after an unrelated change: %v", got)
-	}
+	// Several debounce periods (10 ms) without a reload.
+	testkit.Holds(t, 100*time.Millisecond, func() error {
+		if got := reloads(t, ts, ""); got != 0 {
+			return fmt.Errorf("reloads after an unrelated change: %v", got)
+		}
+		return nil
+	})
 }

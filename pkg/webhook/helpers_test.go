@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -303,6 +302,3 @@ func manySearches(n int) []string {
 	}
 	return s
 }
-
-// counterValue is testutil.ToFloat64, kept for certs_test.go.
-func counterValue(c prometheus.Counter) float64 { return testutil.ToFloat64(c) }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
 
@@ -30,18 +31,6 @@ func newStore(t *testing.T, opts store.Options) *store.Store {
 		t.Fatal(err)
 	}
 	return st
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func addrs(st *store.Store, name string) []string {
@@ -85,7 +74,7 @@ func TestClusterFeed(t *testing.T) {
 		done <- (&Cluster{Client: client, Store: st, Pods: true}).Run(ctx)
 	}()
 
-	eventually(t, "first sync", func() bool { return st.Snapshot() != nil })
+	testkit.WaitEqual(t, 10*time.Second, "first sync", func() bool { return st.Snapshot() != nil }, true)
 	cases := []struct {
 		name string
 		want []string
@@ -109,31 +98,31 @@ func TestClusterFeed(t *testing.T) {
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.30"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "new service", func() bool { return slices.Equal(addrs(st, "new.prod.svc.cluster.local."), []string{"10.96.0.30"}) })
+	testkit.WaitEqual(t, 10*time.Second, "new service", func() bool { return slices.Equal(addrs(st, "new.prod.svc.cluster.local."), []string{"10.96.0.30"}) }, true)
 
 	sl, _ := client.DiscoveryV1().EndpointSlices("prod").Get(ctx, "db-1", metav1.GetOptions{})
 	sl.Endpoints[1].Conditions.Ready = ptr(true)
 	if _, err := client.DiscoveryV1().EndpointSlices("prod").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "endpoint ready", func() bool {
+	testkit.WaitEqual(t, 10*time.Second, "endpoint ready", func() bool {
 		return slices.Equal(addrs(st, "db.prod.svc.cluster.local."), []string{"10.1.0.1", "10.1.0.2"})
-	})
+	}, true)
 
 	if err := cs.Services("prod").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "web deleted", func() bool {
+	testkit.WaitEqual(t, 10*time.Second, "web deleted", func() bool {
 		_, ok := st.Snapshot().Lookup("web.prod.svc.cluster.local.")
 		return !ok
-	})
+	}, true)
 
 	p, _ := cs.Pods("prod").Get(ctx, "p", metav1.GetOptions{})
 	p.Status.Phase = corev1.PodSucceeded
 	if _, err := cs.Pods("prod").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "finished pod dropped", func() bool { return addrs(st, "10-1-0-9.prod.pod.cluster.local.") == nil })
+	testkit.WaitEqual(t, 10*time.Second, "finished pod dropped", func() bool { return addrs(st, "10-1-0-9.prod.pod.cluster.local.") == nil }, true)
 
 	if err := cs.Namespaces().Delete(ctx, "prod", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -141,7 +130,7 @@ func TestClusterFeed(t *testing.T) {
 	if _, err := cs.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "namespace added", func() bool { return st.Snapshot().HasNamespace("fresh") })
+	testkit.WaitEqual(t, 10*time.Second, "namespace added", func() bool { return st.Snapshot().HasNamespace("fresh") }, true)
 
 	cancel()
 	if err := <-done; err != nil {
@@ -403,7 +392,7 @@ func TestManifestsReload(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	eventually(t, "first load", func() bool { return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.1"}) })
+	testkit.WaitEqual(t, 10*time.Second, "first load", func() bool { return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.1"}) }, true)
 
 	wait := func() error {
 		t.Helper()
@@ -430,10 +419,10 @@ func TestManifestsReload(t *testing.T) {
 	}
 	// Fixed: the new data is served.
 	writeFile(t, file, strings.Replace(svcA, "10.96.0.1", "10.96.0.2", 1))
-	eventually(t, "reload", func() bool { return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.2"}) })
+	testkit.WaitEqual(t, 10*time.Second, "reload", func() bool { return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.2"}) }, true)
 	// A new file in the directory.
 	writeFile(t, filepath.Join(dir, "b.yaml"), strings.Replace(svcA, "name: a", "name: b", 1))
-	eventually(t, "new file", func() bool { return addrs(st, "b.prod.svc.cluster.local.") != nil })
+	testkit.WaitEqual(t, 10*time.Second, "new file", func() bool { return addrs(st, "b.prod.svc.cluster.local.") != nil }, true)
 
 	cancel()
 	if err := <-done; err != nil {
@@ -454,16 +443,16 @@ func TestManifestsSingleFile(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	eventually(t, "first load", func() bool { return addrs(st, "a.prod.svc.cluster.local.") != nil })
+	testkit.WaitEqual(t, 10*time.Second, "first load", func() bool { return addrs(st, "a.prod.svc.cluster.local.") != nil }, true)
 
 	tmp := filepath.Join(dir, ".objects.yaml.tmp")
 	writeFile(t, tmp, strings.Replace(svcA, "10.96.0.1", "10.96.0.5", 1))
 	if err := os.Rename(tmp, file); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "rename-over reload", func() bool {
+	testkit.WaitEqual(t, 10*time.Second, "rename-over reload", func() bool {
 		return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.5"})
-	})
+	}, true)
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
