@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,7 +65,7 @@ func runChild() {
 type child struct {
 	pid    int
 	lines  chan string // stdout, a line at a time
-	stderr *lockedBuffer
+	stderr *testkit.Buffer
 	// exited is closed when the process has exited, with waitErr and
 	// state set.
 	exited  chan struct{}
@@ -85,7 +84,7 @@ func startChild(t *testing.T, test string, args ...string) *child {
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, childEnv+"=")
 	}), childEnv+"="+strings.Join(args, "\n"))
-	c := &child{lines: make(chan string, 64), stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	c := &child{lines: make(chan string, 64), stderr: &testkit.Buffer{}, exited: make(chan struct{})}
 	cmd.Stdout = &lineWriter{lines: c.lines}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
@@ -171,24 +170,6 @@ func (c *child) terminate(t *testing.T, within time.Duration) time.Duration {
 		t.Errorf("took %v to exit after SIGTERM, want at most %v", took.Round(time.Millisecond), within)
 	}
 	return took
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and concurrent readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // lineWriter sends what is written to it to lines, a line at a time; a

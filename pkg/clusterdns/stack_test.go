@@ -1,14 +1,12 @@
 package clusterdns
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +29,7 @@ const loopAnswerBound = 500 * time.Millisecond
 type stackServer struct {
 	addr  string
 	stack *answerStack
-	log   *syncLog
+	log   *testkit.Buffer
 }
 
 // startStackServers starts a DNS server on each of listen (127.0.0.x:0),
@@ -78,7 +76,7 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 			t.Fatal(err)
 		}
 		st.Publish()
-		var logs syncLog
+		var logs testkit.Buffer
 		stack, err := buildStack(ctx, cfg, st, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -99,24 +97,6 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 		handlers[i].Store(s.stack.handler)
 	}
 	return out
-}
-
-// syncLog is a goroutine-safe log buffer.
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // metric is the sum of the series of the stack's metric name.

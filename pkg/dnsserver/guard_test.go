@@ -1,13 +1,11 @@
 package dnsserver_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,7 +54,7 @@ func metric(t *testing.T, c prometheus.Collector, name string) float64 {
 // TCP, the panic is counted, its stack logged once, and the server keeps
 // answering.
 func TestPanicIsServfail(t *testing.T) {
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		if strings.HasPrefix(req.Question[0].Name, "boom.") {
 			var m map[string]int
@@ -92,25 +90,6 @@ func TestPanicIsServfail(t *testing.T) {
 	if !strings.Contains(logs.String(), "guard_test.go") {
 		t.Errorf("the log has no stack naming the panicking function:\n%s", logs.String())
 	}
-}
-
-// lockedBuffer is a log sink the server goroutines write while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestUDPInFlightBound: with MaxUDPInFlight queries held in the handler,
@@ -300,7 +279,7 @@ func TestSetHandler(t *testing.T) {
 // TestLogQueries: one line per query with its name, type, rcode and
 // transport, for replies written as messages and as packed bytes.
 func TestLogQueries(t *testing.T) {
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		if strings.HasPrefix(req.Question[0].Name, "packed.") {
 			m := new(dns.Msg)
