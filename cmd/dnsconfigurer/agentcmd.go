@@ -9,6 +9,8 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 )
 
 // agentCommand is what the node agents (shim, nri) share: a config kind
@@ -58,7 +60,7 @@ func (c agentCommand[T]) main(ctx context.Context, args []string, _ io.Reader, _
 	if err != nil {
 		return exitCode(stderr, prefix, err)
 	}
-	logStart(log, c.name)
+	logflags.Start(log, c.name)
 	return exitCode(stderr, prefix, boundShutdown(ctx, shutdownLimit, log, func() error {
 		return c.run(ctx, cfg, log, newRegistry())
 	}))

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 )
 
@@ -66,7 +67,7 @@ func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	}
 	log, _ := newLogger(stderr, logText, v1alpha1.DefaultLogLevel) // constants: no error
 	if *watch {
-		logStart(log, "hostresolv")
+		logflags.Start(log, "hostresolv")
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -68,9 +68,6 @@ func newLeveledLogger(w io.Writer, format string, level slog.Leveler) (*slog.Log
 	return log, asUsage(err)
 }
 
-// logStart logs a command's first line whatever the level.
-func logStart(log *slog.Logger, command string) { logflags.Start(log, command) }
-
 func asUsage(err error) error {
 	if err == nil {
 		return nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 )
@@ -101,7 +102,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		debug.SetGCPercent(gcPercent)
 	}
 	log = log.With("component", "dnsserver")
-	logStart(log, "serve")
+	logflags.Start(log, "serve")
 	err = f.run(ctx, cfg, log, level)
 	if errors.Is(err, v1alpha1.ErrConfig) {
 		err = usageError{err}

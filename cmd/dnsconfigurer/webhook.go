@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
@@ -127,7 +128,7 @@ func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wr
 	if err != nil {
 		return exitCode(stderr, "webhook", err)
 	}
-	logStart(log, "webhook")
+	logflags.Start(log, "webhook")
 	for _, w := range warnings {
 		log.Warn("node settings", "reason", w.Reason, "msg", w.Message)
 	}
