@@ -307,6 +307,9 @@ type ServerConfiguration struct {
 	// ReverseZones are CIDRs (the Service and Pod CIDRs) whose reverse names
 	// are answered authoritatively instead of forwarded.
 	ReverseZones []string `json:"reverseZones,omitempty"`
+	// Rewrites rename a question before it is answered and the answer's
+	// names back, as CoreDNS's "rewrite name". Rules run in order.
+	Rewrites []Rewrite `json:"rewrites,omitempty"`
 
 	// Lameduck is how long the server keeps answering after SIGTERM with
 	// /readyz failing, 0s-1m (default 5s).
@@ -409,6 +412,25 @@ type Override struct {
 	Addresses []string `json:"addresses"`
 	// TTL of the answers (default: hosts.ttl).
 	TTL Duration `json:"ttl,omitempty"`
+}
+
+// Rewrite renames questions that match From to To.
+type Rewrite struct {
+	// Match is how From is compared with the question name: exact, prefix,
+	// suffix, substring or regex.
+	Match string `json:"match"`
+	// From is the name, part or pattern matched.
+	From string `json:"from"`
+	// To replaces what From matched. With regex it may use {1}..{9}.
+	To string `json:"to"`
+	// AnswerFrom and AnswerTo rewrite the answer's names back (a regex and
+	// its replacement), as CoreDNS's "answer name". When both are empty the
+	// answer gets the question's original name back ("answer auto").
+	AnswerFrom string `json:"answerFrom,omitempty"`
+	AnswerTo   string `json:"answerTo,omitempty"`
+	// Continue goes on to the next rule after this one matched; by default
+	// the first matching rule is the last, as CoreDNS's "stop".
+	Continue bool `json:"continue,omitempty"`
 }
 
 // ServerLimits bound the resources clients can make the server hold.
