@@ -467,6 +467,17 @@ type NodeLocal struct {
 	// DNS's own SERVFAIL, and a timeout here only asks for a health probe
 	// of the cluster DNS.
 	ClusterTimeout Duration `json:"clusterTimeout,omitempty"`
+	// ClusterConfig is the path of the cluster DNS's own
+	// ServerConfiguration (the same ConfigMap, mounted). The stage reads and
+	// watches it to learn which names the cluster DNS treats specially
+	// (forward routes, hosts, overrides, rewrites) and sends them to
+	// clusterUpstream, so that they get the cluster DNS's answers.
+	ClusterConfig string `json:"clusterConfig,omitempty"`
+	// External says where the other names go: "cluster" sends them to
+	// clusterUpstream too, so every name gets the cluster DNS's answer;
+	// "direct" sends them to the node's nameservers (resolvConf), as
+	// NodeLocal DNSCache does.
+	External string `json:"external,omitempty"`
 	// ResolvConf is the node's resolv.conf (watched; default
 	// /etc/resolv.conf; "auto" picks systemd-resolved's upstream file when
 	// the node runs it): its nameservers answer every other name and its
