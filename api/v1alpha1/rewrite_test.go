@@ -59,16 +59,23 @@ func TestRewriteValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validServer()
 			c.Rewrites = tt.rules
-			c.SetDefaults()
-			err := c.Validate()
-			var got []string
-			if err != nil {
-				got = strings.Split(err.Error(), "\n")
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("Validate errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			}
+			checkValidate(t, c, tt.want)
 		})
+	}
+}
+
+// checkValidate sets c's defaults, validates it and fails t unless the
+// error lines are want, in order.
+func checkValidate(t *testing.T, c *ServerConfiguration, want []string) {
+	t.Helper()
+	c.SetDefaults()
+	err := c.Validate()
+	var got []string
+	if err != nil {
+		got = strings.Split(err.Error(), "\n")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Validate errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,14 +20,8 @@ func TestServeRewritesReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	write := func(rewrites string) {
 		t.Helper()
-		body := fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\nmetricsListen: 127.0.0.1:0\n"+
-			"forward:\n- zone: .\n  upstreams: [%q]\n%s", up, rewrites)
-		if err := os.WriteFile(path+".tmp", []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
+		renameInto(t, path, fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
+			"metricsListen: 127.0.0.1:0\nforward:\n- zone: .\n  upstreams: [%q]\n%s", up, rewrites))
 	}
 	c := &dns.Client{Timeout: 2 * time.Second}
 	var addr string

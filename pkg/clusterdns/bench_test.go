@@ -15,8 +15,8 @@ type benchWriter struct{ fakeWriter }
 func (w *benchWriter) WriteMsg(m *dns.Msg) error   { _, err := m.Pack(); return err }
 func (w *benchWriter) Write(b []byte) (int, error) { return len(b), nil }
 
-func benchQuery(b *testing.B, name string, qtype uint16, edns bool) {
-	h := NewHandler("cluster.local", fuzzStore(b))
+func benchQuery(b *testing.B, name string, qtype uint16, edns bool, opts ...Option) {
+	h := NewHandler("cluster.local", fuzzStore(b), opts...)
 	h.Warm()
 	req := new(dns.Msg)
 	req.SetQuestion(name, qtype)
@@ -68,15 +68,7 @@ func BenchmarkServeDNSRewrite(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		h := NewHandler("cluster.local", fuzzStore(b), rw)
-		h.Warm()
-		req := new(dns.Msg)
-		req.SetQuestion("db.example.com.", dns.TypeA)
-		w := &benchWriter{}
-		b.ReportAllocs()
-		for b.Loop() {
-			h.ServeDNS(w, req)
-		}
+		benchQuery(b, "db.example.com.", dns.TypeA, false, rw)
 	})
 	var rules []v1alpha1.Rewrite
 	for i := range 16 {

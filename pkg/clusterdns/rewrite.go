@@ -230,13 +230,16 @@ func (rv *reversal) record(rr dns.RR) dns.RR {
 	if _, ok := rr.(*dns.OPT); ok {
 		return rr
 	}
-	name := rr.Header().Name
-	value, hasValue := recordValue(rr)
+	name, value := rr.Header().Name, ""
+	field := valueField(rr)
+	if field != nil {
+		value = *field
+	}
 	newName, newValue := name, value
 	for i := len(rv.steps) - 1; i >= 0; i-- {
 		s := &rv.steps[i]
 		newName = s.rewriteString(newName)
-		if s.values && hasValue && newValue != "" {
+		if s.values && newValue != "" {
 			newValue = s.rewriteString(newValue)
 		}
 	}
@@ -246,7 +249,7 @@ func (rv *reversal) record(rr dns.RR) dns.RR {
 	c := dns.Copy(rr)
 	c.Header().Name = newName
 	if newValue != value {
-		setRecordValue(c, newValue)
+		*valueField(c) = newValue
 	}
 	return c
 }
@@ -269,47 +272,26 @@ func (rv *reversal) result(r Result) Result {
 	return r
 }
 
-// recordValue is the name rr points to, for the types CoreDNS's value
-// rewrite knows.
-func recordValue(rr dns.RR) (string, bool) {
+// valueField is the name rr points to, for the types CoreDNS's value
+// rewrite knows (nil for the others).
+func valueField(rr dns.RR) *string {
 	switch v := rr.(type) {
 	case *dns.CNAME:
-		return v.Target, true
+		return &v.Target
 	case *dns.SRV:
-		return v.Target, true
+		return &v.Target
 	case *dns.MX:
-		return v.Mx, true
+		return &v.Mx
 	case *dns.NS:
-		return v.Ns, true
+		return &v.Ns
 	case *dns.DNAME:
-		return v.Target, true
+		return &v.Target
 	case *dns.NAPTR:
-		return v.Replacement, true
+		return &v.Replacement
 	case *dns.SOA:
-		return v.Ns, true
+		return &v.Ns
 	case *dns.PTR:
-		return v.Ptr, true
+		return &v.Ptr
 	}
-	return "", false
-}
-
-func setRecordValue(rr dns.RR, s string) {
-	switch v := rr.(type) {
-	case *dns.CNAME:
-		v.Target = s
-	case *dns.SRV:
-		v.Target = s
-	case *dns.MX:
-		v.Mx = s
-	case *dns.NS:
-		v.Ns = s
-	case *dns.DNAME:
-		v.Target = s
-	case *dns.NAPTR:
-		v.Replacement = s
-	case *dns.SOA:
-		v.Ns = s
-	case *dns.PTR:
-		v.Ptr = s
-	}
+	return nil
 }
