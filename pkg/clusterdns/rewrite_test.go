@@ -1,6 +1,7 @@
 package clusterdns_test
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 func withRewrites(t *testing.T, rules ...v1alpha1.Rewrite) clusterdns.Option {
@@ -197,5 +199,29 @@ func TestWithRewritesInvalid(t *testing.T) {
 		if _, err := clusterdns.WithRewrites([]v1alpha1.Rewrite{r}); err == nil || !strings.HasPrefix(err.Error(), "rewrites[0].") {
 			t.Errorf("WithRewrites(%+v) = %v, want an error naming rewrites[0]", r, err)
 		}
+	}
+}
+
+// TestRewriteAutopathBySource: a pod's first search query expanded by its
+// source finds a rewritten candidate, as its own search would.
+func TestRewriteAutopathBySource(t *testing.T) {
+	withAP, err := clusterdns.WithAutopath(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, _ := upstream(t)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Policy: forward.PolicyRoundRobin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, clusterdns.WithForwarder(fwd), withAP,
+		clusterdns.WithAutopathBySource(), withRewrites(t, v1alpha1.Rewrite{Match: "suffix", From: ".corp.internal", To: ".svc.cluster.local"}))
+	e.st.SetPod(store.Pod{Namespace: "prod", Name: "client", IPs: []netip.Addr{netip.MustParseAddr("127.0.0.7")}})
+	e.st.Publish()
+	r := askFrom(t, "udp", "127.0.0.7", e.addr, "web.prod.corp.internal.prod.svc.cluster.local.", dns.TypeA)
+	want := []string{"web.prod.corp.internal. 5 IN A 10.96.0.10",
+		"web.prod.corp.internal.prod.svc.cluster.local. 5 IN CNAME web.prod.corp.internal."}
+	if got := rrStrings(r.Answer); r.Rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
+		t.Errorf("%s %v, want %v", dns.RcodeToString[r.Rcode], got, want)
 	}
 }
