@@ -186,6 +186,14 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	overrides:
 //	- {name: host.minikube.internal, addresses: [192.168.49.1], ttl: 1m}
 //	reverseZones: [10.96.0.0/12, 10.244.0.0/16, "fd00:10:96::/108"]
+//	rewrites:                           # CoreDNS's "rewrite name", in order; at most 64
+//	- {match: exact, from: db.example.com, to: db.prod.svc.cluster.local}
+//	- match: regex                      # exact (default), prefix, suffix, substring, regex
+//	  from: '^(.+)\.corp\.internal\.$'
+//	  to: '{1}.svc.cluster.local'
+//	  answerFrom: '^(.+)\.svc\.cluster\.local\.$'   # and answerTo, or neither: "answer auto"
+//	  answerTo: '{1}.corp.internal'
+//	  continue: false                   # true: go on to the next rule
 //	lameduck: 5s
 //	reusePort: true                     # a new instance binds before the old one stops
 //	limits: {udpInFlight: 2000, tcpConnections: 1000, tcpIdleTimeout: 10s, tcpWriteTimeout: 5s}
@@ -414,10 +422,12 @@ type Override struct {
 	TTL Duration `json:"ttl,omitempty"`
 }
 
-// Rewrite renames questions that match From to To.
+// Rewrite renames questions that match From to To. Names are compared in
+// lowercase with a trailing dot, as CoreDNS normalizes them: From and To
+// of every match type but regex get a trailing dot ("foo" is "foo.").
 type Rewrite struct {
-	// Match is how From is compared with the question name: exact, prefix,
-	// suffix, substring or regex.
+	// Match is how From is compared with the question name: exact
+	// (default), prefix, suffix, substring or regex.
 	Match string `json:"match"`
 	// From is the name, part or pattern matched.
 	From string `json:"from"`
@@ -541,6 +551,9 @@ func (c *ServerConfiguration) SetDefaults() {
 	for i := range c.Overrides {
 		setString(&c.Overrides[i].TTL, c.Hosts.TTL)
 	}
+	for i := range c.Rewrites {
+		c.Rewrites[i].setDefaults()
+	}
 	setString(&c.Lameduck, DefaultLameduck)
 	setInt(&c.Limits.UDPInFlight, DefaultUDPInFlight)
 	setInt(&c.Limits.TCPConnections, DefaultTCPConnections)
@@ -601,6 +614,7 @@ func (c *ServerConfiguration) Validate() error {
 	c.validateForward(&e)
 	c.Cache.validate(&e, "cache.")
 	c.validateStatic(&e)
+	c.validateRewrites(&e)
 	c.validateLimits(&e)
 	c.NodeLocal.validate(&e, c.Mode)
 	return e.join()

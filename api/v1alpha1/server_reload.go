@@ -26,7 +26,7 @@ import "slices"
 //     cluster nothing reads it.
 //
 // Every other field is applied by a reload: the forwarding routes and the
-// cache, hosts, overrides, autopath, reverse zones and loadbalance (the
+// cache, hosts, overrides, rewrites, autopath, reverse zones and loadbalance (the
 // answer stack is rebuilt), ttl, pods, namespaces, ignoreEmptyService,
 // endpointPodNames and noEndpoints (the records are published again with
 // them), namespaceMetrics, logQueries, logLevel and lameduck.

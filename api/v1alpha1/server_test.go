@@ -344,15 +344,7 @@ func TestServerValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validServer()
 			tt.mutate(c)
-			c.SetDefaults()
-			err := c.Validate()
-			var got []string
-			if err != nil {
-				got = strings.Split(err.Error(), "\n")
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("Validate errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			}
+			checkValidate(t, c, tt.want)
 		})
 	}
 }

@@ -1,9 +1,12 @@
 package clusterdns
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // benchWriter packs the reply as the server's writer would.
@@ -12,8 +15,8 @@ type benchWriter struct{ fakeWriter }
 func (w *benchWriter) WriteMsg(m *dns.Msg) error   { _, err := m.Pack(); return err }
 func (w *benchWriter) Write(b []byte) (int, error) { return len(b), nil }
 
-func benchQuery(b *testing.B, name string, qtype uint16, edns bool) {
-	h := NewHandler("cluster.local", fuzzStore(b))
+func benchQuery(b *testing.B, name string, qtype uint16, edns bool, opts ...Option) {
+	h := NewHandler("cluster.local", fuzzStore(b), opts...)
 	h.Warm()
 	req := new(dns.Msg)
 	req.SetQuestion(name, qtype)
@@ -52,5 +55,39 @@ func BenchmarkCeilingHandler(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h.ServeDNS(w, req)
+	}
+}
+
+// BenchmarkServeDNSRewrite is a rewritten question answered from the zone
+// (cached under the question as asked, as BenchmarkServeDNS), and the
+// rules alone on the miss path: 64 rules of every match type that do not
+// match, then one that does.
+func BenchmarkServeDNSRewrite(b *testing.B) {
+	b.Run("A-exact", func(b *testing.B) {
+		rw, err := WithRewrites([]v1alpha1.Rewrite{{From: "db.example.com", To: "web.ns.svc.cluster.local"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchQuery(b, "db.example.com.", dns.TypeA, false, rw)
+	})
+	var rules []v1alpha1.Rewrite
+	for i := range 16 {
+		rules = append(rules,
+			v1alpha1.Rewrite{Match: v1alpha1.RewriteExact, From: fmt.Sprintf("n%d.example.com", i), To: "a.example"},
+			v1alpha1.Rewrite{Match: v1alpha1.RewriteSuffix, From: fmt.Sprintf(".s%d.internal", i), To: ".svc.cluster.local"},
+			v1alpha1.Rewrite{Match: v1alpha1.RewriteSubstring, From: fmt.Sprintf("sub%d", i), To: "x"},
+			v1alpha1.Rewrite{Match: v1alpha1.RewriteRegex, From: fmt.Sprintf(`^(.+)\.r%d\.$`, i), To: "{1}.svc.cluster.local"})
+	}
+	rw, err := newRewriter(rules)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"www.example.org.", "n15.example.com."} {
+		b.Run("rules-64/"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _, _ = rw.rewrite(name)
+			}
+		})
 	}
 }

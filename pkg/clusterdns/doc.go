@@ -35,6 +35,12 @@
 //
 // Answers:
 //
+//   - WithRewrites renames the question before everything below, as
+//     CoreDNS's "rewrite name" (exact, prefix, suffix, substring, regex;
+//     rules in order, the first match the last unless it continues). The
+//     reply carries the question as asked and the answer's names mapped
+//     back (README "Rewrites"); it is cached under the question as asked.
+//     Autopath names are not rewritten, their candidates are;
 //   - names in the zone come from the snapshot (one map lookup on the
 //     lowercase name); the question's case is echoed in the answer owners.
 //     Replies made from the zone are cached packed, keyed by the question

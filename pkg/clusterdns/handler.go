@@ -76,6 +76,7 @@ type Handler struct {
 	lb       bool           // rotate A, AAAA and SRV RRsets per reply
 	lbN      atomic.Uint32  // replies rotated on the miss path
 	amp      *Amplification // nil: no namespace metrics
+	rw       *rewriter      // nil: no rewrites
 	// wire caches packed replies across snapshots.
 	wire wireCache
 
@@ -568,11 +569,28 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 
 // resolveCandidate implements candidateResolver, autopath's one door to the
 // zone: Resolve, or with localOnly only what asks no upstream.
+// Each candidate is rewritten as the client's own question for it would
+// be: autopath gives the answer the client's search would.
 func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnly bool) (Result, bool) {
+	var rev *reversal
+	if h.rw != nil {
+		name, rv, err := h.rw.rewrite(q.Name)
+		if err != nil {
+			h.log.DebugContext(ctx, "rewrite", "name", q.Name, "err", err)
+			return Result{Rcode: dns.RcodeServerFailure}, false
+		}
+		if rv != nil {
+			q.Name, rev = name, rv
+		}
+	}
 	if localOnly && h.costsUpstream(h.zone(), q) {
 		return Result{}, true
 	}
-	return h.Resolve(ctx, q), false
+	r := h.Resolve(ctx, q)
+	if rev != nil {
+		r = rev.result(r)
+	}
+	return r, false
 }
 
 // costsUpstream reports whether resolving q asks an upstream: a name the
@@ -711,6 +729,17 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 // respond builds the reply to req: the message that goes on the wire,
 // truncated to what the client can receive.
 func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool, deps []string) {
+	asked := req
+	var rev *reversal
+	if h.rw != nil {
+		var err error
+		if req, rev, err = h.rewriteRequest(req); err != nil {
+			h.log.DebugContext(ctx, "rewrite", "name", asked.Question[0].Name, "err", err)
+			m := new(dns.Msg)
+			m.SetRcode(asked, dns.RcodeServerFailure)
+			return dnsmsg.Finish(asked, m, tcp), false, nil
+		}
+	}
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
@@ -743,10 +772,31 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		deps = r.deps
 		fill(m, r)
 	}
+	if rev != nil {
+		rev.msg(m, asked.Question)
+		deps = append(deps, rev.names...)
+	}
 	if h.lb {
 		m.Answer = rotateAnswer(m.Answer, h.lbN.Add(1))
 	}
-	return dnsmsg.Finish(req, m, tcp), local, deps
+	return dnsmsg.Finish(asked, m, tcp), local, deps
+}
+
+// rewriteRequest is req with its question renamed by the rewrites, and
+// how to undo it; req itself and a nil reversal when no rule matched. A
+// query with other than one question is left alone, and so is an
+// autopath name: its candidates are rewritten (resolveCandidate).
+func (h *Handler) rewriteRequest(req *dns.Msg) (*dns.Msg, *reversal, error) {
+	if len(req.Question) != 1 || (h.ap != nil && h.ap.owns(req.Question[0].Name)) {
+		return req, nil, nil
+	}
+	name, rev, err := h.rw.rewrite(req.Question[0].Name)
+	if err != nil || rev == nil {
+		return req, nil, err
+	}
+	r := *req
+	r.Question = []dns.Question{{Name: name, Qtype: req.Question[0].Qtype, Qclass: req.Question[0].Qclass}}
+	return &r, rev, nil
 }
 
 // fill puts a Result into a reply.

@@ -113,6 +113,13 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 		}
 		opts = append(opts, rz)
 	}
+	if len(cfg.Rewrites) > 0 {
+		rw, err := WithRewrites(cfg.Rewrites)
+		if err != nil {
+			return nil, v1alpha1.ConfigErrorf("%v", err)
+		}
+		opts = append(opts, rw)
+	}
 	if cfg.AutopathEnabled() {
 		ap, err := WithAutopath(uint16(cfg.AutopathOptionCode), s.reg)
 		if err != nil {

@@ -35,7 +35,17 @@
 //     the query p99 under a fixed load with and without churn. It asserts
 //     that every change is answered.
 //
-// All skip unless DNSCONFIGURER_BENCH=1, so `go test ./...` stays fast:
+// TestRewriteSideBySide (issue 30) is a correctness test of about a
+// minute: the same rewrite rules in dnsconfigurer's rewrites and CoreDNS's
+// rewrite plugin, the same Services in a real kube-apiserver and etcd;
+// rcode, question and answer section (TTLs aside) must be equal for every
+// question. It needs no DNSCONFIGURER_BENCH, only the coredns,
+// kube-apiserver and etcd binaries (it skips without them, and in -short
+// mode):
+//
+//	DNSCONFIGURER_TESTBIN=$(test/testbin/build.sh) go test -count=1 -v -run TestRewriteSideBySide ./test/bench/
+//
+// The others skip unless DNSCONFIGURER_BENCH=1, so `go test ./...` stays fast:
 //
 //	DNSCONFIGURER_BENCH=1 go test -v -run 'TestSideBySide|TestDeadUpstreamFlood' ./test/bench/ -timeout 10m
 //	DNSCONFIGURER_BENCH=1 go test -count=1 -v -run 'TestNodeLocal' ./test/bench/ -timeout 10m
