@@ -20,6 +20,8 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 // clusterConfig is the cluster DNS's configuration of the routing tests:
@@ -370,5 +372,35 @@ func TestRoutesAllocateNothing(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { r.Cluster(q) }); n != 0 {
 			t.Errorf("%q: %v allocations", q, n)
 		}
+	}
+}
+
+// BenchmarkRouteDecision compares the routing decision of a forwarded
+// query before (a forward.Router of the cluster zones and ".") and now
+// (Routes.Cluster, with the cluster DNS's configuration), for a name
+// outside the cluster and one inside.
+func BenchmarkRouteDecision(b *testing.B) {
+	routes := []forward.Route{{Zone: "cluster.local", Upstream: fakeUp("cluster")}, {Zone: ".", Upstream: fakeUp("direct")}}
+	for _, z := range dnsserver.ClusterZones {
+		routes = append(routes, forward.Route{Zone: z, Upstream: fakeUp("cluster")})
+	}
+	fr, err := forward.NewRouter(routes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := NewRoutes("cluster.local", clusterConfig(), nil, nil)
+	for _, q := range []string{"www.example.com.", "web.prod.svc.cluster.local."} {
+		b.Run("forward.Router/"+q, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				fr.Route(q)
+			}
+		})
+		b.Run("Routes/"+q, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Cluster(q)
+			}
+		})
 	}
 }
