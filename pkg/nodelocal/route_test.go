@@ -201,17 +201,6 @@ func loadFile(path string) (*v1alpha1.ServerConfiguration, error) {
 	return c, c.Validate()
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 const configHead = "apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\n"
 
 // TestFollower: the routes follow the file and its hosts file; a bad
@@ -220,7 +209,7 @@ const configHead = "apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfigura
 func TestFollower(t *testing.T) {
 	dir := t.TempDir()
 	path, hostsPath := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "hosts")
-	writeFile(t, path, configHead+"forward:\n- zone: corp.example\n  upstreams: [10.0.1.53]\n")
+	testkit.WriteAtomic(t, path, configHead+"forward:\n- zone: corp.example\n  upstreams: [10.0.1.53]\n")
 	m, err := newRouteMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -242,15 +231,15 @@ func TestFollower(t *testing.T) {
 		direct  []string
 		bad     float64
 	}{
-		{"invalid: kept", func() { writeFile(t, path, configHead+"forward:\n- zone: corp..example\n") }, "forward[0].zone",
+		{"invalid: kept", func() { testkit.WriteAtomic(t, path, configHead+"forward:\n- zone: corp..example\n") }, "forward[0].zone",
 			[]string{"db.corp.example."}, []string{"nas.home."}, 1},
-		{"node-local's own file: kept", func() { writeFile(t, path, configHead+"mode: node-local\n") }, "not the cluster DNS's configuration",
+		{"node-local's own file: kept", func() { testkit.WriteAtomic(t, path, configHead+"mode: node-local\n") }, "not the cluster DNS's configuration",
 			[]string{"db.corp.example."}, []string{"nas.home."}, 2},
 		{"missing: kept", func() { os.Remove(path) }, "no such file",
 			[]string{"db.corp.example."}, []string{"nas.home."}, 3},
-		{"hosts file missing: every name", func() { writeFile(t, path, configHead+"hosts: {file: "+hostsPath+"}\n") }, "",
+		{"hosts file missing: every name", func() { testkit.WriteAtomic(t, path, configHead+"hosts: {file: "+hostsPath+"}\n") }, "",
 			[]string{"nas.home.", "www.example.com."}, nil, 3},
-		{"hosts file read", func() { writeFile(t, hostsPath, "192.168.2.1 nas.home\n") }, "",
+		{"hosts file read", func() { testkit.WriteAtomic(t, hostsPath, "192.168.2.1 nas.home\n") }, "",
 			[]string{"nas.home.", "1.2.168.192.in-addr.arpa."}, []string{"www.example.com.", "db.corp.example."}, 3},
 		{"hosts file gone: last good names", func() { os.Remove(hostsPath) }, "",
 			[]string{"nas.home."}, []string{"www.example.com."}, 3},

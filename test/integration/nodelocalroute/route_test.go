@@ -68,13 +68,7 @@ func (e *env) writeConfig(t *testing.T, stubZones ...string) {
 	for _, z := range stubZones {
 		body += fmt.Sprintf("- zone: %s\n  upstreams: [%q]\n", z, e.stub)
 	}
-	tmp := e.config + ".tmp"
-	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, e.config); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteAtomic(t, e.config, body)
 }
 
 // newEnv starts the fakes and the cluster DNS; base is the test's own
