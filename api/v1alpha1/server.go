@@ -746,7 +746,7 @@ func (c *ServerConfiguration) validateSource(e *fieldErrors) {
 
 func (c *ServerConfiguration) validateForward(e *fieldErrors) {
 	if c.Mode == ModeNodeLocal && len(c.Forward) > 0 {
-		e.add("forward", "not used in mode %q, which forwards to nodeLocal.clusterUpstream", ModeNodeLocal)
+		e.add("forward", "not used in mode %q, which forwards to nodeLocal.clusterUpstream: put stub domains in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file", ModeNodeLocal)
 	}
 	zones := map[string]int{}
 	for i := range c.Forward {

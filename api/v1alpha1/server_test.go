@@ -321,7 +321,7 @@ func TestServerValidate(t *testing.T) {
 		{"node-local with cluster fields", func(c *ServerConfiguration) {
 			c.Mode, c.Objects, c.NodeLocal.ClusterUpstream = "node-local", "/objects", []string{"10.96.0.10:53"}
 		}, []string{`objects: not used in mode "node-local", which has no records`,
-			`forward: not used in mode "node-local", which forwards to nodeLocal.clusterUpstream`}},
+			`forward: not used in mode "node-local", which forwards to nodeLocal.clusterUpstream: put stub domains in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file`}},
 		{"node-local kubeconfig", func(c *ServerConfiguration) { c.Mode, c.Forward, c.Kubeconfig = "node-local", nil, "/kc" },
 			[]string{`kubeconfig: not used in mode "node-local", which has no records`}},
 		{"node-local upstream", func(c *ServerConfiguration) {
