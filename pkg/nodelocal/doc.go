@@ -77,13 +77,13 @@
 // DNSCache, whose node-cache makes the same "nodelocaldns" interface and
 // addresses: the stage adds only the addresses missing, never deletes an
 // interface it did not make, and removes only the addresses it added
-// (test/integration/nodelocalroute TestNodeCacheInterfaceSurvives). Its
-// ports do collide: node-cache serves its Corefile's metrics on 9253, its
-// own setup metrics on 0.0.0.0:9353 (-metrics-listen-address) and health
-// on 169.254.20.10:8080 (nodelocaldns.yaml), while deploy/nodelocal serves
+// (test/integration/nodelocalroute TestNodeCacheInterfaceSurvives). The
+// ports collide, though. node-cache serves its Corefile's metrics on 9253,
+// its own setup metrics on 0.0.0.0:9353 (-metrics-listen-address) and
+// health on 169.254.20.10:8080 (nodelocaldns.yaml). deploy/nodelocal serves
 // this stage's metrics on 0.0.0.0:9353 of the node (metricsListen has no
-// default). Run both on one node only with another --metrics-listen port,
-// and never both on 169.254.20.10:53.
+// default). Beside node-cache, give --metrics-listen another port, and
+// never serve 169.254.20.10:53 from both.
 //
 // The forwarded query is made afresh (dnsmsg.Query): the question, RD and an
 // OPT with the client's DO bit, nothing else of the client's query. For a
@@ -103,6 +103,7 @@
 // The Handler imports miekg/dns, Prometheus, api/v1alpha1 (its defaults),
 // pkg/autopath, pkg/dnscache and pkg/dnsmsg (Exchanger is declared here).
 // The Stage adds the listener (pkg/dnsserver), the forwarders, the node's
-// resolv.conf watcher and pkg/nodenet; errors of its configuration are
-// marked v1alpha1.ErrConfig.
+// resolv.conf watcher, pkg/nodenet, and for the routes internal/filewatch,
+// internal/safefile and pkg/hosts (Table.Names); errors of its
+// configuration are marked v1alpha1.ErrConfig.
 package nodelocal
