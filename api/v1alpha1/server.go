@@ -644,9 +644,9 @@ func (c *ServerConfiguration) Validate() error {
 }
 
 // validateNodeLocalAnswers refuses, in mode node-local, the settings that
-// change answers (hosts, overrides, rewrites): the stage has no answer
-// stack, and they belong in the cluster DNS's configuration, whose names
-// nodeLocal.clusterConfig sends to it.
+// change answers (hosts, overrides; rewrites are validateRewrites'): the
+// stage has no answer stack, and they belong in the cluster DNS's
+// configuration, whose names nodeLocal.clusterConfig sends to it.
 func (c *ServerConfiguration) validateNodeLocalAnswers(e *fieldErrors) {
 	if c.Mode != ModeNodeLocal {
 		return
@@ -657,9 +657,6 @@ func (c *ServerConfiguration) validateNodeLocalAnswers(e *fieldErrors) {
 	}
 	if len(c.Overrides) > 0 {
 		e.add("overrides", "not used in mode %q: %s", ModeNodeLocal, where)
-	}
-	if len(c.Rewrites) > 0 {
-		e.add("rewrites", "not used in mode %q: %s", ModeNodeLocal, where)
 	}
 }
 

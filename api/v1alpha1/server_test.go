@@ -367,9 +367,9 @@ func TestServerValidate(t *testing.T) {
 			c.Hosts.File = "/etc/hosts"
 			c.Overrides = []Override{{Name: "db.example", Addresses: []string{"10.0.0.1"}}}
 			c.Rewrites = []Rewrite{{Match: "exact", From: "a.example", To: "b.example"}}
-		}, []string{`hosts.file: not used in mode "node-local": put it in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file: its names then go to the cluster DNS`,
-			`overrides: not used in mode "node-local": put it in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file: its names then go to the cluster DNS`,
-			`rewrites: not used in mode "node-local": put it in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file: its names then go to the cluster DNS`}},
+		}, []string{`rewrites: not used in mode "node-local": the cluster DNS rewrites (nodeLocal.clusterConfig)`,
+			`hosts.file: not used in mode "node-local": put it in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file: its names then go to the cluster DNS`,
+			`overrides: not used in mode "node-local": put it in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file: its names then go to the cluster DNS`}},
 		{"local IPs in cluster mode", func(c *ServerConfiguration) { c.NodeLocal.LocalIPs = []string{"169.254.20.10"} },
 			[]string{`nodeLocal: localIPs, setupInterface and setupNotrack are for mode "node-local"`}},
 		{"every error reported", func(c *ServerConfiguration) { c.Mode, c.LogLevel, c.Lameduck = "x", "y", "z" },

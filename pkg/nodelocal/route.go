@@ -113,12 +113,13 @@ func NewRoutes(clusterDomain string, cl *v1alpha1.ServerConfiguration, hosts ite
 			}
 		}
 	}
-	for i, rw := range cl.Rewrites {
-		from := lowerFQDN(rw.From)
+	for i := range cl.Rewrites {
+		rw := &cl.Rewrites[i]
+		from := rw.FromValue()
 		switch rw.Match {
-		case "", "exact":
+		case "", v1alpha1.RewriteExact:
 			name(from)
-		case "suffix":
+		case v1alpha1.RewriteSuffix:
 			// A suffix may start inside a label ("example.com." matches
 			// "myexample.com."): the zone is then its parent.
 			if z, ok := strings.CutPrefix(from, "."); ok && z != "" {

@@ -47,9 +47,10 @@ func TestNodeCacheInterfaceSurvives(t *testing.T) {
 	n.IP(t, "link", "set", "nodelocaldns", "up")
 	before := addrsOn(t, n, "nodelocaldns")
 
+	bin := buildbin.Dnsconfigurer(t) // built before the clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := n.Exec(ctx, buildbin.Dnsconfigurer(t), "serve", "--mode", "node-local", "--lameduck", "0s",
+	cmd := n.Exec(ctx, bin, "serve", "--mode", "node-local", "--lameduck", "0s",
 		"--local-ip", "169.254.20.10,10.96.0.10,169.254.20.11", "--setup-interface", "--cluster-upstream", "10.96.0.11",
 		"--resolv-conf", "", "--lock-file", filepath.Join(t.TempDir(), "nl.lock"))
 	out := &testkit.Buffer{}

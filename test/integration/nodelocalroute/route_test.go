@@ -3,8 +3,9 @@
 // node-local --cluster-config` of the same file), both the binary built by
 // test/buildbin, on loopback addresses, with fake upstreams: the cluster
 // DNS's default route, a stub domain's servers and the node's nameserver
-// (issue 30). The cluster DNS's stub domain, hosts file and override get
-// its answers through node-local in both nodeLocal.external modes; other
+// (issue 30). The cluster DNS's stub domain, hosts file, override and
+// rewrites (exact and suffix) get its answers through node-local in both
+// nodeLocal.external modes; other
 // names reach the node's nameserver directly with "direct" and go through
 // the cluster DNS with "cluster"; a stub domain added to the file is in
 // service in node-local without a restart and without a failed query.
@@ -64,6 +65,7 @@ func (e *env) writeConfig(t *testing.T, stubZones ...string) {
 	t.Helper()
 	body := fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\n"+
 		"hosts: {file: %s}\noverrides:\n- {name: db.override.example, addresses: [%s]}\n"+
+		"rewrites:\n- {match: exact, from: old.rewrite.example, to: a.stub.example}\n- {match: suffix, from: .legacy.example, to: .stub.example}\n"+
 		"forward:\n- zone: .\n  upstreams: [%q]\n", filepath.Join(e.dir, "hosts"), viaOverride, e.def)
 	for _, z := range stubZones {
 		body += fmt.Sprintf("- zone: %s\n  upstreams: [%q]\n", z, e.stub)
@@ -134,6 +136,8 @@ func TestClusterAnswersThroughNodeLocal(t *testing.T) {
 				{"a.stub.example.", viaStub},
 				{"nas.home.", viaHosts},
 				{"db.override.example.", viaOverride},
+				{"old.rewrite.example.", viaStub}, // rewritten to a.stub.example
+				{"web.legacy.example.", viaStub},  // rewritten to web.stub.example
 				{"web.prod.svc.cluster.local.", ""}, // the cluster DNS's records: compared below
 				{"www.example.com.", tt.plain},
 			} {
