@@ -136,8 +136,8 @@ func TestClusterAnswersThroughNodeLocal(t *testing.T) {
 				{"a.stub.example.", viaStub},
 				{"nas.home.", viaHosts},
 				{"db.override.example.", viaOverride},
-				{"old.rewrite.example.", viaStub}, // rewritten to a.stub.example
-				{"web.legacy.example.", viaStub},  // rewritten to web.stub.example
+				{"old.rewrite.example.", viaStub},   // rewritten to a.stub.example
+				{"web.legacy.example.", viaStub},    // rewritten to web.stub.example
 				{"web.prod.svc.cluster.local.", ""}, // the cluster DNS's records: compared below
 				{"www.example.com.", tt.plain},
 			} {
