@@ -118,6 +118,20 @@ const (
 	// the cluster DNS's. It stays under the 5s a glibc client waits by
 	// default.
 	DefaultNodeLocalClusterTimeout = Duration("3s")
+	// DefaultNodeLocalExternal sends every name to the cluster DNS, so that
+	// every answer is the cluster DNS's (its stub domains, hosts,
+	// overrides and rewrites included).
+	DefaultNodeLocalExternal = ExternalCluster
+)
+
+// Where the node-local stage sends the names the cluster DNS does not
+// treat specially (nodeLocal.external).
+const (
+	// ExternalCluster sends them to nodeLocal.clusterUpstream.
+	ExternalCluster = "cluster"
+	// ExternalDirect sends them to the node's nameservers
+	// (nodeLocal.resolvConf), as NodeLocal DNSCache does.
+	ExternalDirect = "direct"
 )
 
 // AutopathDeadline bounds one autopath expansion at the cluster DNS, every
@@ -200,6 +214,8 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	nodeLocal:                          # read in mode node-local only
 //	  # clusterUpstream: [10.96.0.10]   # required in mode node-local
 //	  clusterTimeout: 3s                # above the cluster DNS's forward timeout (2s) and autopath deadline (2.5s)
+//	  # clusterConfig: /etc/dnsconfigurer/cluster/config.yaml   # the cluster DNS's own file (watched)
+//	  # external: cluster               # other names: cluster (to clusterUpstream) or direct (to resolvConf's nameservers)
 //	  resolvConf: /etc/resolv.conf      # nameservers for other names, search domains; "": none
 //	  # localIPs: [169.254.20.10, 10.96.0.10]   # transparent mode: also the cluster DNS Service IP
 //	  setupInterface: false             # put localIPs on interfaceName (dummy, or lo)
@@ -460,9 +476,10 @@ type ServerLimits struct {
 }
 
 // NodeLocal is the node-local stage: a caching forwarder that adds the
-// autopath search-list option. It sends cluster names to the cluster DNS
-// over TCP and other names to the node's nameservers. Its cache is the
-// cache section, shared with mode cluster.
+// autopath search-list option. It sends cluster names, and the names
+// clusterConfig makes special, to the cluster DNS over TCP, and other
+// names there too or, with external "direct", to the node's nameservers.
+// Its cache is the cache section, shared with mode cluster.
 type NodeLocal struct {
 	// ClusterUpstream are the cluster DNS addresses (ip or ip:port): a
 	// Service of its own with the cluster DNS pods as endpoints (node-cache's
@@ -481,18 +498,20 @@ type NodeLocal struct {
 	// ServerConfiguration (the same ConfigMap, mounted). The stage reads and
 	// watches it to learn which names the cluster DNS treats specially
 	// (forward routes, hosts, overrides, rewrites) and sends them to
-	// clusterUpstream, so that they get the cluster DNS's answers.
+	// clusterUpstream, so that they get the cluster DNS's answers. It must
+	// be an absolute path; "" (default) reads none. Mode node-local only.
 	ClusterConfig string `json:"clusterConfig,omitempty"`
-	// External says where the other names go: "cluster" sends them to
-	// clusterUpstream too, so every name gets the cluster DNS's answer;
-	// "direct" sends them to the node's nameservers (resolvConf), as
-	// NodeLocal DNSCache does.
+	// External says where the other names go: "cluster" (default) sends
+	// them to clusterUpstream too, so every name gets the cluster DNS's
+	// answer; "direct" sends them to the node's nameservers (resolvConf),
+	// as NodeLocal DNSCache does, and needs resolvConf. Mode node-local
+	// only.
 	External string `json:"external,omitempty"`
 	// ResolvConf is the node's resolv.conf (watched; default
 	// /etc/resolv.conf; "auto" picks systemd-resolved's upstream file when
-	// the node runs it): its nameservers answer every other name and its
-	// search domains end autopath search lists. "" for none: then every
-	// name goes to clusterUpstream.
+	// the node runs it): its search domains end autopath search lists,
+	// and with external "direct" its nameservers answer every other name.
+	// "" for none.
 	ResolvConf *string `json:"resolvConf,omitempty"`
 	// LocalIPs are addresses to serve port 53 on besides listen:
 	// 169.254.20.10 and, in transparent mode, the cluster DNS Service IP,
@@ -565,6 +584,9 @@ func (c *ServerConfiguration) SetDefaults() {
 	setString(&c.NodeLocal.InterfaceName, DefaultNodeLocalInterface)
 	setString(&c.NodeLocal.LockFile, DefaultNodeLocalLockFile)
 	setString(&c.NodeLocal.ClusterTimeout, DefaultNodeLocalClusterTimeout)
+	if c.Mode == ModeNodeLocal {
+		setString(&c.NodeLocal.External, DefaultNodeLocalExternal)
+	}
 }
 
 func (r *ForwardRoute) setDefaults() {
@@ -617,7 +639,25 @@ func (c *ServerConfiguration) Validate() error {
 	c.validateRewrites(&e)
 	c.validateLimits(&e)
 	c.NodeLocal.validate(&e, c.Mode)
+	c.validateNodeLocalAnswers(&e)
 	return e.join()
+}
+
+// validateNodeLocalAnswers refuses, in mode node-local, the settings that
+// change answers (hosts, overrides; rewrites are validateRewrites'): the
+// stage has no answer stack, and they belong in the cluster DNS's
+// configuration, whose names nodeLocal.clusterConfig sends to it.
+func (c *ServerConfiguration) validateNodeLocalAnswers(e *fieldErrors) {
+	if c.Mode != ModeNodeLocal {
+		return
+	}
+	const where = "put it in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file: its names then go to the cluster DNS"
+	if c.Hosts.File != "" {
+		e.add("hosts.file", "not used in mode %q: %s", ModeNodeLocal, where)
+	}
+	if len(c.Overrides) > 0 {
+		e.add("overrides", "not used in mode %q: %s", ModeNodeLocal, where)
+	}
 }
 
 // CheckComplete reports the required fields Validate leaves to the flags:
@@ -703,7 +743,7 @@ func (c *ServerConfiguration) validateSource(e *fieldErrors) {
 
 func (c *ServerConfiguration) validateForward(e *fieldErrors) {
 	if c.Mode == ModeNodeLocal && len(c.Forward) > 0 {
-		e.add("forward", "not used in mode %q, which forwards to nodeLocal.clusterUpstream", ModeNodeLocal)
+		e.add("forward", "not used in mode %q, which forwards to nodeLocal.clusterUpstream: put stub domains in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file", ModeNodeLocal)
 	}
 	zones := map[string]int{}
 	for i := range c.Forward {
@@ -885,6 +925,19 @@ func (n *NodeLocal) validate(e *fieldErrors, mode string) {
 	if d := n.ClusterTimeout.check(e, "nodeLocal.clusterTimeout", time.Millisecond, time.Minute); d > 0 && d <= AutopathDeadline {
 		e.add("nodeLocal.clusterTimeout", "%q: must be above %v, the longest the cluster DNS takes for an autopath query: a name slow at the cluster DNS would time out here instead of being its SERVFAIL", n.ClusterTimeout, AutopathDeadline)
 	}
+	if mode == ModeCluster && n.ClusterConfig != "" {
+		e.add("nodeLocal.clusterConfig", "only used in mode %q", ModeNodeLocal)
+	} else if n.ClusterConfig != "" && !filepath.IsAbs(n.ClusterConfig) {
+		e.add("nodeLocal.clusterConfig", "%q: must be an absolute path", n.ClusterConfig)
+	}
+	switch {
+	case mode == ModeCluster && n.External != "":
+		e.add("nodeLocal.external", "only used in mode %q", ModeNodeLocal)
+	case mode == ModeNodeLocal && !oneOf(n.External, ExternalCluster, ExternalDirect):
+		e.add("nodeLocal.external", "%q: must be %q or %q", n.External, ExternalCluster, ExternalDirect)
+	case mode == ModeNodeLocal && n.External == ExternalDirect && n.ResolvConfPath() == "":
+		e.add("nodeLocal.external", "%q needs nodeLocal.resolvConf, the node's nameservers", ExternalDirect)
+	}
 	if mode == ModeCluster && (len(n.LocalIPs) > 0 || n.SetupInterface || n.SetupNotrack) {
 		e.add("nodeLocal", "localIPs, setupInterface and setupNotrack are for mode %q", ModeNodeLocal)
 	}
@@ -1063,6 +1116,14 @@ func (n *NodeLocal) LocalAddrs() []netip.Addr {
 		}
 	}
 	return ips
+}
+
+// ExternalMode is external (DefaultNodeLocalExternal when unset).
+func (n *NodeLocal) ExternalMode() string {
+	if n.External == "" {
+		return DefaultNodeLocalExternal
+	}
+	return n.External
 }
 
 // ResolvConfPath is resolvConf ("" for none; the default when unset).

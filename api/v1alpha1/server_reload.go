@@ -66,5 +66,6 @@ func (n *NodeLocal) equal(o *NodeLocal) bool {
 		slices.Equal(n.LocalIPs, o.LocalIPs) && n.SetupInterface == o.SetupInterface &&
 		n.InterfaceName == o.InterfaceName && n.SetupNotrack == o.SetupNotrack &&
 		n.SkipTeardown == o.SkipTeardown && n.LockFile == o.LockFile &&
-		n.ClusterTimeout.Duration() == o.ClusterTimeout.Duration()
+		n.ClusterTimeout.Duration() == o.ClusterTimeout.Duration() &&
+		n.ClusterConfig == o.ClusterConfig && n.ExternalMode() == o.ExternalMode()
 }

@@ -82,6 +82,18 @@ func TestServerDefaults(t *testing.T) {
 		}
 	}
 
+	t.Run("node-local", func(t *testing.T) {
+		c := ServerConfiguration{Mode: ModeNodeLocal}
+		c.SetDefaults()
+		if c.NodeLocal.External != "cluster" || c.NodeLocal.ExternalMode() != "cluster" || c.NodeLocal.ClusterConfig != "" {
+			t.Errorf("node-local defaults: external %q, clusterConfig %q", c.NodeLocal.External, c.NodeLocal.ClusterConfig)
+		}
+		var cl ServerConfiguration
+		cl.SetDefaults()
+		if cl.NodeLocal.External != "" || cl.NodeLocal.ExternalMode() != "cluster" {
+			t.Errorf("mode cluster: external %q set", cl.NodeLocal.External)
+		}
+	})
 	t.Run("route", func(t *testing.T) {
 		c := ServerConfiguration{Forward: []ForwardRoute{{Zone: ".", Upstreams: []string{"/etc/resolv.conf"}}}}
 		c.SetDefaults()
@@ -309,7 +321,7 @@ func TestServerValidate(t *testing.T) {
 		{"node-local with cluster fields", func(c *ServerConfiguration) {
 			c.Mode, c.Objects, c.NodeLocal.ClusterUpstream = "node-local", "/objects", []string{"10.96.0.10:53"}
 		}, []string{`objects: not used in mode "node-local", which has no records`,
-			`forward: not used in mode "node-local", which forwards to nodeLocal.clusterUpstream`}},
+			`forward: not used in mode "node-local", which forwards to nodeLocal.clusterUpstream: put stub domains in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file`}},
 		{"node-local kubeconfig", func(c *ServerConfiguration) { c.Mode, c.Forward, c.Kubeconfig = "node-local", nil, "/kc" },
 			[]string{`kubeconfig: not used in mode "node-local", which has no records`}},
 		{"node-local upstream", func(c *ServerConfiguration) {
@@ -334,6 +346,30 @@ func TestServerValidate(t *testing.T) {
 		{"setup without local IPs", func(c *ServerConfiguration) {
 			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream, c.NodeLocal.SetupInterface = "node-local", nil, []string{"10.96.0.11"}, true
 		}, []string{`nodeLocal.localIPs: required by setupInterface and setupNotrack`}},
+		{"node-local external direct", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.11"}
+			c.NodeLocal.External, c.NodeLocal.ClusterConfig = "direct", "/etc/dnsconfigurer/cluster/config.yaml"
+		}, nil},
+		{"node-local external", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.11"}
+			c.NodeLocal.External, c.NodeLocal.ClusterConfig = "Direct", "cluster/config.yaml"
+		}, []string{`nodeLocal.clusterConfig: "cluster/config.yaml": must be an absolute path`,
+			`nodeLocal.external: "Direct": must be "cluster" or "direct"`}},
+		{"node-local direct without resolv.conf", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.11"}
+			c.NodeLocal.External, c.NodeLocal.ResolvConf = "direct", new(string)
+		}, []string{`nodeLocal.external: "direct" needs nodeLocal.resolvConf, the node's nameservers`}},
+		{"node-local fields in cluster mode", func(c *ServerConfiguration) {
+			c.NodeLocal.External, c.NodeLocal.ClusterConfig = "cluster", "/etc/x.yaml"
+		}, []string{`nodeLocal.clusterConfig: only used in mode "node-local"`, `nodeLocal.external: only used in mode "node-local"`}},
+		{"node-local answers", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.11"}
+			c.Hosts.File = "/etc/hosts"
+			c.Overrides = []Override{{Name: "db.example", Addresses: []string{"10.0.0.1"}}}
+			c.Rewrites = []Rewrite{{Match: "exact", From: "a.example", To: "b.example"}}
+		}, []string{`rewrites: not used in mode "node-local": the cluster DNS rewrites (nodeLocal.clusterConfig)`,
+			`hosts.file: not used in mode "node-local": put it in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file: its names then go to the cluster DNS`,
+			`overrides: not used in mode "node-local": put it in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file: its names then go to the cluster DNS`}},
 		{"local IPs in cluster mode", func(c *ServerConfiguration) { c.NodeLocal.LocalIPs = []string{"169.254.20.10"} },
 			[]string{`nodeLocal: localIPs, setupInterface and setupNotrack are for mode "node-local"`}},
 		{"every error reported", func(c *ServerConfiguration) { c.Mode, c.LogLevel, c.Lameduck = "x", "y", "z" },

@@ -166,9 +166,17 @@ func (l *flagLayer[T]) load(path, kind string, cfg *T) error {
 // Other errors are returned as they are. The result wraps err.
 func (l *flagLayer[T]) named(err error) error {
 	msg := err.Error()
-	for _, b := range l.binds {
-		if strings.HasPrefix(msg, b.field+":") || strings.HasPrefix(msg, b.field+"[") {
-			return namedError{"--" + b.name + " (" + strings.Replace(msg, ":", "):", 1), err}
+	set := map[string]bool{}
+	if l.fs != nil {
+		l.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
+	// A flag given on the command line names the field first: --forward,
+	// not --upstream, for a forward error when --forward was given.
+	for _, given := range []bool{true, false} {
+		for _, b := range l.binds {
+			if set[b.name] == given && (strings.HasPrefix(msg, b.field+":") || strings.HasPrefix(msg, b.field+"[")) {
+				return namedError{"--" + b.name + " (" + strings.Replace(msg, ":", "):", 1), err}
+			}
 		}
 	}
 	return err

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // Hardening targets (issue 20): `dnsconfigurer hostresolv` exits within
@@ -48,19 +50,6 @@ func snapshotLine(t *testing.T, line string) snapshotJSON {
 		t.Fatalf("output line %q: %v", line, err)
 	}
 	return s
-}
-
-// renameInto writes content to a temporary file next to path and renames
-// it over path, as a resolv.conf manager does.
-func renameInto(t *testing.T, path, content string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // mkfifoAt makes a named pipe (with no writer) at path, directly or
@@ -139,7 +128,7 @@ func hostresolvFIFO(t *testing.T) {
 		}
 		c.waitStderr(t, hostresolvLineWait, append([]string{"level=ERROR", "resolver file is broken and there is no good config to serve"}, wantLog...)...)
 
-		renameInto(t, path, "nameserver 192.0.2.1\n")
+		testkit.WriteAtomic(t, path, "nameserver 192.0.2.1\n")
 		if s := snapshotLine(t, c.line(t, hostresolvLineWait)); s.Error != "" || s.Problem != "" || strings.Join(s.Nameservers, ",") != "192.0.2.1" {
 			t.Fatalf("good file after the pipe: %+v", s)
 		}
@@ -201,7 +190,7 @@ func hostresolv64MB(t *testing.T) {
 	dir := t.TempDir()
 	path, good := filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "good.conf")
 	sparseAt(t, path, size)
-	renameInto(t, good, "nameserver 192.0.2.1\nsearch corp.example\n")
+	testkit.WriteAtomic(t, good, "nameserver 192.0.2.1\nsearch corp.example\n")
 	wantErr := []string{strconv.Quote(path), "file too large (67108864 bytes), at most 10485760"}
 	wantLog := []string{"path=" + path, wantErr[1]} // slog's text quotes the error again
 	checkErr := func(t *testing.T, what, err string) {
@@ -247,7 +236,7 @@ func hostresolv64MB(t *testing.T) {
 	})
 
 	t.Run("watch", func(t *testing.T) {
-		renameInto(t, path, "nameserver 192.0.2.1\nsearch corp.example\n")
+		testkit.WriteAtomic(t, path, "nameserver 192.0.2.1\nsearch corp.example\n")
 		c := startChild(t, "TestHostresolvProcess", "hostresolv", "--resolv-conf", path, "--watch")
 		if s := snapshotLine(t, c.line(t, hostresolvLineWait)); s.Generation != 1 || s.Error != "" || strings.Join(s.Nameservers, ",") != "192.0.2.1" {
 			t.Fatalf("first snapshot %+v, want the good file", s)

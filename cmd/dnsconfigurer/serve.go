@@ -114,7 +114,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 // cluster DNS with its record source and, with --config, its reload.
 func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, level *slog.LevelVar) error {
 	if cfg.Mode == v1alpha1.ModeNodeLocal {
-		stage, err := nodelocal.NewStage(cfg, nodelocal.Deps{Logger: log, Registry: newRegistry()})
+		stage, err := nodelocal.NewStage(cfg, nodelocal.Deps{Logger: log, Registry: newRegistry(), LoadConfig: loadServerConfig})
 		if err != nil {
 			return err
 		}
@@ -147,4 +147,14 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 		return err
 	}
 	return srv.Run(ctx)
+}
+
+// loadServerConfig reads a ServerConfiguration file as --config is read:
+// node-local's nodeLocal.clusterConfig, the cluster DNS's own file.
+func loadServerConfig(path string) (*serverConfig, error) {
+	c := &serverConfig{}
+	if err := loadConfig(path, v1alpha1.ServerKind, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,4 +155,34 @@ func waitJSONLog(t *testing.T, log *serveLog, done <-chan int, msg, key string) 
 	}
 	t.Fatalf("no %q record with %q within 20s: %s", msg, key, log.String())
 	return ""
+}
+
+// TestServeNodeLocalRefused: node-local's settings that change answers, or
+// that it cannot use, are refused at start with an error naming the flag
+// or field, never ignored (issue 30 item 3).
+func TestServeNodeLocalRefused(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nforward: [{zone: corp..example, upstreams: [10.0.0.53]}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "10.96.0.10", "--resolv-conf", ""}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--hosts", "/etc/hosts"}, "--hosts (hosts.file): not used in mode \"node-local\""},
+		{[]string{"--forward", "corp.example=10.0.0.53"}, "--forward (forward): not used in mode \"node-local\""},
+		{[]string{"--external", "sometimes"}, "--external (nodeLocal.external): \"sometimes\": must be \"cluster\" or \"direct\""},
+		{[]string{"--external", "direct"}, "--external (nodeLocal.external): \"direct\" needs nodeLocal.resolvConf"},
+		{[]string{"--cluster-config", "cluster.yaml"}, "--cluster-config (nodeLocal.clusterConfig): \"cluster.yaml\": must be an absolute path"},
+		{[]string{"--cluster-config", filepath.Join(dir, "missing.yaml")}, "nodeLocal.clusterConfig"},
+		{[]string{"--cluster-config", bad}, "forward[0].zone"},
+	} {
+		var stderr serveLog
+		args := append(slices.Clone(base), tt.args...)
+		if code := runServe(context.Background(), append([]string{"--lameduck=0s"}, args...), nil, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tt.args, code, stderr.String(), exitUsage, tt.want)
+		}
+	}
 }

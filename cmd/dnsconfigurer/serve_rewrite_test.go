@@ -20,7 +20,7 @@ func TestServeRewritesReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	write := func(rewrites string) {
 		t.Helper()
-		renameInto(t, path, fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
+		testkit.WriteAtomic(t, path, fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
 			"metricsListen: 127.0.0.1:0\nforward:\n- zone: .\n  upstreams: [%q]\n%s", up, rewrites))
 	}
 	c := &dns.Client{Timeout: 2 * time.Second}

@@ -37,7 +37,11 @@
 // _request_duration_seconds{zone,type}, _request_size_bytes{zone,proto},
 // _response_size_bytes{zone,proto}; with _panics_total, _udp_dropped_total,
 // _tcp_refused_total, _tcp_connections and _lameduck, every series labelled
-// server=Server.Name when set. The label values are bounded: zone is the
+// server=Server.Name when set. _listen_queries_total{listen} counts the
+// queries received on each Listen address as configured ("10.96.0.10:53"):
+// the node-local stage's alert on an address that gets none (a node whose
+// pods resolve through something else, such as Cilium's eBPF rewriting the
+// Service IP) reads it. The label values are bounded: zone is the
 // closest of Server.Zones containing the name or "."; type one of CoreDNS's
 // monitored types (A, AAAA, CNAME, MX, NS, PTR, SOA, SRV, TXT, HTTPS, SVCB,
 // DS, DNSKEY, RRSIG, NSEC, NSEC3, IXFR, AXFR, ANY) or "other"; rcode a name

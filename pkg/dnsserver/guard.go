@@ -31,6 +31,9 @@ type guard struct {
 	tcpRefused atomic.Uint64
 	tcpOpen    atomic.Int64
 	loggedOnce atomic.Bool
+
+	mu      sync.Mutex
+	listens []*listenCount // by listen address, in Start's order
 }
 
 func (g *guard) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
@@ -118,7 +121,7 @@ func isUDP(w dns.ResponseWriter) bool {
 
 // listenerDescs are the descriptors of the listener metrics of a Server.
 type listenerDescs struct {
-	panics, udpDropped, tcpRefused, tcpOpen, draining *prometheus.Desc
+	panics, udpDropped, tcpRefused, tcpOpen, draining, listenQueries *prometheus.Desc
 }
 
 func newListenerDescs(labels prometheus.Labels) listenerDescs {
@@ -131,6 +134,8 @@ func newListenerDescs(labels prometheus.Labels) listenerDescs {
 		tcpRefused: d("tcp_refused_total", "TCP connections closed at once because MaxTCPConns were open."),
 		tcpOpen:    d("tcp_connections", "Open TCP connections."),
 		draining:   d("lameduck", "1 while the server is in lameduck (still answering, /readyz failing)."),
+		listenQueries: prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_listen_queries_total",
+			"Queries received on each listen address as configured (UDP and TCP, answered from the wire or not).", []string{"listen"}, labels),
 	}
 }
 
@@ -139,11 +144,13 @@ func newListenerDescs(labels prometheus.Labels) listenerDescs {
 // (dnsconfigurer_dnsserver_requests_total, _responses_total,
 // _request_duration_seconds, _request_size_bytes, _response_size_bytes;
 // see Server.Zones), and dnsconfigurer_dnsserver_panics_total,
-// _udp_dropped_total, _tcp_refused_total, _tcp_connections and _lameduck.
+// _udp_dropped_total, _tcp_refused_total, _tcp_connections, _lameduck and
+// _listen_queries_total{listen} (one series per Listen address once
+// started).
 func (s *Server) Describe(ch chan<- *prometheus.Desc) {
 	g := s.guard()
 	ds := g.descs
-	for _, d := range []*prometheus.Desc{ds.panics, ds.udpDropped, ds.tcpRefused, ds.tcpOpen, ds.draining} {
+	for _, d := range []*prometheus.Desc{ds.panics, ds.udpDropped, ds.tcpRefused, ds.tcpOpen, ds.draining, ds.listenQueries} {
 		ch <- d
 	}
 	g.req.describe(ch)
@@ -163,4 +170,43 @@ func (s *Server) Collect(ch chan<- prometheus.Metric) {
 		draining = 1
 	}
 	ch <- prometheus.MustNewConstMetric(d.draining, prometheus.GaugeValue, draining)
+	g.mu.Lock()
+	listens := g.listens
+	g.mu.Unlock()
+	for _, l := range listens {
+		ch <- prometheus.MustNewConstMetric(d.listenQueries, prometheus.CounterValue, float64(l.queries.Load()), l.addr)
+	}
+}
+
+// listenCount counts the queries of one listen address, both transports.
+type listenCount struct {
+	addr    string
+	queries atomic.Uint64
+}
+
+// listen returns the counter of the listen address addr, made on first
+// use (a second Start counts on).
+func (g *guard) listen(addr string) *listenCount {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, l := range g.listens {
+		if l.addr == addr {
+			return l
+		}
+	}
+	l := &listenCount{addr: addr}
+	g.listens = append(g.listens, l)
+	return l
+}
+
+// listenHandler is the handler of one listen address: it counts the query
+// there, then serves it through the guard.
+type listenHandler struct {
+	g *guard
+	c *listenCount
+}
+
+func (h listenHandler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	h.c.queries.Add(1)
+	h.g.ServeDNS(w, r)
 }

@@ -204,9 +204,10 @@ func (s *Server) Start(ctx context.Context) error {
 		if err != nil {
 			return fail(fmt.Errorf("listen %q: %w", a, err))
 		}
+		lh := listenHandler{g: g, c: g.listen(a)}
 		servers = append(servers,
-			&dns.Server{PacketConn: pc, Handler: g, UDPSize: readBuffer, DecorateReader: s.wireReader},
-			&dns.Server{Listener: &tcpListener{Listener: ln, g: g, slots: conns, write: write}, Handler: g,
+			&dns.Server{PacketConn: pc, Handler: lh, UDPSize: readBuffer, DecorateReader: s.wireReaderOf(lh.c)},
+			&dns.Server{Listener: &tcpListener{Listener: ln, g: g, slots: conns, write: write}, Handler: lh,
 				ReadTimeout: min(tcpReadTimeout, idle), IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
 		addrs = append(addrs, pc.LocalAddr().String())
 	}
@@ -238,8 +239,11 @@ func (s *Server) Start(ctx context.Context) error {
 
 // wireReader is the DecorateReader of the UDP listeners: a handler that
 // implements WireAnswerer answers what it can as the datagrams are read.
-func (s *Server) wireReader(next dns.Reader) dns.Reader {
-	return &wireReader{Reader: next, s: s, g: s.guard()}
+// It counts the datagrams it answers on c, the listen address's counter.
+func (s *Server) wireReaderOf(c *listenCount) func(dns.Reader) dns.Reader {
+	return func(next dns.Reader) dns.Reader {
+		return &wireReader{Reader: next, s: s, g: s.guard(), listen: c}
+	}
 }
 
 // Addrs returns the bound addresses (UDP and TCP share each), in the order of

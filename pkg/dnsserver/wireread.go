@@ -47,7 +47,8 @@ type wireReader struct {
 	s        *Server
 	g        *guard
 	buf, out []byte
-	cleared  bool // the read deadline has been cleared
+	cleared  bool         // the read deadline has been cleared
+	listen   *listenCount // the listen address's query counter
 }
 
 var _ dns.PacketConnReader = (*wireReader)(nil)
@@ -87,6 +88,7 @@ func (r *wireReader) ReadUDP(conn *net.UDPConn, timeout time.Duration) ([]byte, 
 			if out, ok := r.answer(wa, m); ok {
 				// Counted before the reply leaves, as ServeDNS's.
 				r.g.req.wire(m, out, sess.RemoteAddr(), start)
+				r.listen.queries.Add(1)
 				if _, err := dns.WriteToSessionUDP(conn, out, sess); err != nil {
 					r.g.log.Debug("write reply", "remote", sess.RemoteAddr().String(), "err", err)
 				}

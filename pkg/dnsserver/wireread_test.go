@@ -182,6 +182,11 @@ func TestQueriesCounted(t *testing.T) {
 		want[`dnsconfigurer_dnsserver_requests_total{family="`+family+`",proto="tcp",type="A",zone="example."}`] = 1
 		want[`dnsconfigurer_dnsserver_requests_total{family="`+family+`",proto="udp",type="A",zone="."}`] = 1
 	}
+	// Each listen address counts its own queries, from the wire or not,
+	// by the address as configured.
+	for _, l := range srv.Listen {
+		want[`dnsconfigurer_dnsserver_listen_queries_total{listen="`+l+`"}`] = 5
+	}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)

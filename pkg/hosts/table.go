@@ -3,6 +3,7 @@ package hosts
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/netip"
 	"time"
@@ -261,6 +262,19 @@ func (t *Table) Lookup(name string, qtype uint16) (rrs []dns.RR, found bool) {
 		return nd.all, true
 	}
 	return nil, true
+}
+
+// Names are the owner names the table answers (lowercase, fully
+// qualified): the host names and the reverse names of their addresses, in
+// no order.
+func (t *Table) Names() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for n := range t.names {
+			if !yield(n) {
+				return
+			}
+		}
+	}
 }
 
 // Len is the number of (address, name) entries the table serves, overrides

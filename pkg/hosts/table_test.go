@@ -217,3 +217,25 @@ func TestOverridesCountTowardsMaxEntries(t *testing.T) {
 		t.Fatalf("ParseConfig with an overridden name: %v", err)
 	}
 }
+
+// TestNames: every owner name the table answers, host names and reverse
+// names, overrides included; an early stop ends the iteration.
+func TestNames(t *testing.T) {
+	tab := mustParse(t, fixture, Config{Overrides: []Override{{Name: "Host.Example", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.7")}}}})
+	got := slices.Sorted(tab.Names())
+	want := []string{"1.0.0.10.in-addr.arpa.", "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.",
+		"2.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", "2.0.0.10.in-addr.arpa.",
+		"7.2.0.192.in-addr.arpa.", "db.", "host.example.", "v6only.", "web.", "www."}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("Names = %q\nwant %q", got, want)
+	}
+	n := 0
+	for range tab.Names() {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Errorf("iteration went on after a stop: %d", n)
+	}
+}

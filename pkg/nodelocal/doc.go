@@ -12,11 +12,22 @@
 // (30s and 5s by default: dnscache's, which are api/v1alpha1's), and
 // serve-stale and prefetch when asked; pkg/dnscache's README gives the rules
 // and its memory bound. Queries go upstream through an Exchanger. The Stage
-// gives it a forward.Router, which sends names in the cluster zone,
-// ap.k8s.io and the reverse zones to the cluster DNS over TCP. That is a
-// Service of the cluster DNS pods of its own, node-cache's
-// kube-dns-upstream. Every other name goes to the node's nameservers (the
-// watched resolv.conf). Each route is a pkg/forward Forwarder (health
+// gives it its router, which sends every name to the cluster DNS over TCP
+// (nodeLocal.external "cluster", the default). That is a Service of the
+// cluster DNS pods of its own, node-cache's kube-dns-upstream. With
+// external "direct" only the names of its Routes go there: the cluster
+// zone, ap.k8s.io, the reverse zones, and the names the cluster DNS's own
+// configuration (nodeLocal.clusterConfig, read with the command's
+// LoadFunc and watched by internal/filewatch) treats specially: its stub
+// domains, the names its default route excepts, its overrides, its hosts
+// file's names, its exact and suffix rewrites. A prefix, substring or regex
+// rewrite, or a hosts file the stage cannot read, is unbounded: every name
+// then goes to the cluster DNS, and a log line and
+// dnsconfigurer_nodelocal_cluster_routes_unbounded say so. Other names go
+// to the node's nameservers (the watched resolv.conf). Routes.Cluster is a
+// map lookup per label, without allocation; a change of the files swaps
+// the Routes atomically, and a bad file keeps the last good ones. Each
+// upstream is a pkg/forward Forwarder (health
 // checks, failfast, connection reuse, max_concurrent). An upstream that
 // fails is SERVFAIL, or a stale answer when serve-stale is on. The query
 // sent upstream is made afresh, without the client's EDNS0 options. But the
@@ -48,10 +59,31 @@
 // (latency and health per upstream) are registered beside them, and the
 // server's dnsconfigurer_dnsserver_*{server="nodelocal"} (requests by
 // zone, transport, family and type, responses by rcode, latency, sizes,
-// panics), which count the wire answers too.
+// panics), which count the wire answers too. The routing metrics are
+// dnsconfigurer_nodelocal_forwarded_total{upstream} ("cluster" or
+// "direct"), _cluster_routes, _cluster_routes_unbounded,
+// _cluster_config_errors_total and _cluster_config_last_read_ok.
+//
+// No traffic: dnsconfigurer_dnsserver_listen_queries_total{server=
+// "nodelocal",listen="10.96.0.10:53"} (and "169.254.20.10:53") counts the
+// queries received on each local address. One that stays flat while the
+// node's pods resolve means they reach the cluster DNS another way: Cilium's
+// eBPF socket load balancing rewrites 10.96.0.10 before the packet reaches
+// the node-local address (cilium/cilium#13040), so the stage is bypassed
+// without an error anywhere.
 //
 // Transparent mode (its addresses, including the cluster DNS Service IP,
-// and the notrack table on the node) is pkg/nodenet's.
+// and the notrack table on the node) is pkg/nodenet's. Beside NodeLocal
+// DNSCache, whose node-cache makes the same "nodelocaldns" interface and
+// addresses: the stage adds only the addresses missing, never deletes an
+// interface it did not make, and removes only the addresses it added
+// (test/integration/nodelocalroute TestNodeCacheInterfaceSurvives). The
+// ports collide, though. node-cache serves its Corefile's metrics on 9253,
+// its own setup metrics on 0.0.0.0:9353 (-metrics-listen-address) and
+// health on 169.254.20.10:8080 (nodelocaldns.yaml). deploy/nodelocal serves
+// this stage's metrics on 0.0.0.0:9353 of the node (metricsListen has no
+// default). Beside node-cache, give --metrics-listen another port, and
+// never serve 169.254.20.10:53 from both.
 //
 // The forwarded query is made afresh (dnsmsg.Query): the question, RD and an
 // OPT with the client's DO bit, nothing else of the client's query. For a
@@ -71,6 +103,7 @@
 // The Handler imports miekg/dns, Prometheus, api/v1alpha1 (its defaults),
 // pkg/autopath, pkg/dnscache and pkg/dnsmsg (Exchanger is declared here).
 // The Stage adds the listener (pkg/dnsserver), the forwarders, the node's
-// resolv.conf watcher and pkg/nodenet; errors of its configuration are
-// marked v1alpha1.ErrConfig.
+// resolv.conf watcher, pkg/nodenet, and for the routes internal/filewatch,
+// internal/safefile and pkg/hosts (Table.Names); errors of its
+// configuration are marked v1alpha1.ErrConfig.
 package nodelocal

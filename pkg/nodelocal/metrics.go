@@ -62,3 +62,31 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+// routeMetrics are the stage's routing metrics: where forwarded queries
+// went, and the routes of nodeLocal.clusterConfig.
+type routeMetrics struct {
+	toCluster, toDirect prometheus.Counter
+	routes, unbounded   prometheus.Gauge
+	configErrors        prometheus.Counter
+	configOK            prometheus.Gauge
+}
+
+func newRouteMetrics(reg prometheus.Registerer) (*routeMetrics, error) {
+	s := prom.NewSet("nodelocal")
+	fwd := s.CounterVec("forwarded_total", "Queries forwarded, by upstream: cluster (nodeLocal.clusterUpstream) or direct (the node's nameservers).", "upstream")
+	m := &routeMetrics{
+		toCluster: fwd.WithLabelValues("cluster"),
+		toDirect:  fwd.WithLabelValues("direct"),
+		routes:    s.Gauge("cluster_routes", "Zones and names sent to the cluster DNS: the cluster zones and those nodeLocal.clusterConfig makes special."),
+		unbounded: s.Gauge("cluster_routes_unbounded", "1 when every name goes to the cluster DNS because a rule of nodeLocal.clusterConfig cannot be bounded to zones (a prefix, substring or regex rewrite; an unreadable hosts file)."),
+		configErrors: s.Counter("cluster_config_errors_total",
+			"Reads of nodeLocal.clusterConfig that failed (missing, unreadable, invalid); the last good routes stay in service."),
+		configOK: s.Gauge("cluster_config_last_read_ok", "1 when the last read of nodeLocal.clusterConfig was good (or none is set)."),
+	}
+	m.configOK.Set(1)
+	if err := s.Register(reg); err != nil {
+		return nil, fmt.Errorf("register nodelocal route metrics: %w", err)
+	}
+	return m, nil
+}

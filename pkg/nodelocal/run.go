@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
@@ -26,6 +28,11 @@ type Deps struct {
 	// Registry is the process's. The stage registers its metrics on it
 	// and serves it on /metrics (default: a new registry).
 	Registry *prometheus.Registry
+	// LoadConfig reads nodeLocal.clusterConfig, the cluster DNS's
+	// ServerConfiguration (required when it is set).
+	LoadConfig LoadFunc
+	// WatchOptions tune the watch of nodeLocal.clusterConfig (tests).
+	WatchOptions []filewatch.Option
 }
 
 // Stage is the node-local stage, `serve --mode node-local`: a caching
@@ -33,9 +40,10 @@ type Deps struct {
 // names to the node's nameservers, and adds the autopath option. In
 // transparent mode it sets up its addresses and notrack table on the node.
 type Stage struct {
-	cfg *v1alpha1.ServerConfiguration
-	log *slog.Logger
-	reg *prometheus.Registry
+	cfg  *v1alpha1.ServerConfiguration
+	log  *slog.Logger
+	reg  *prometheus.Registry
+	deps Deps
 }
 
 // NewStage returns the stage of cfg, a defaulted and validated
@@ -44,7 +52,10 @@ func NewStage(cfg *v1alpha1.ServerConfiguration, deps Deps) (*Stage, error) {
 	if cfg.Mode != v1alpha1.ModeNodeLocal {
 		return nil, fmt.Errorf("nodelocal: mode %q, want %q", cfg.Mode, v1alpha1.ModeNodeLocal)
 	}
-	s := &Stage{cfg: cfg, log: deps.Logger, reg: deps.Registry}
+	if cfg.NodeLocal.ClusterConfig != "" && deps.LoadConfig == nil {
+		return nil, fmt.Errorf("nodelocal: nodeLocal.clusterConfig %q set without a loader", cfg.NodeLocal.ClusterConfig)
+	}
+	s := &Stage{cfg: cfg, log: deps.Logger, reg: deps.Registry, deps: deps}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -85,6 +96,15 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var tasks []lifecycle.Task
+	if path := cfg.NodeLocal.ClusterConfig; path != "" {
+		f := &follower{path: path, load: s.deps.LoadConfig, domain: cfg.ClusterDomain, r: up, log: log.With("clusterConfig", path),
+			m: up.m, opts: s.deps.WatchOptions}
+		if err := f.reload(); err != nil {
+			return v1alpha1.ConfigErrorf("%v", err)
+		}
+		tasks = append(tasks, f.run)
+	}
 	nl := cfg.NodeLocal
 	h, err := New(up, Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
 		Cache: dnscache.ConfigOf(cfg.Cache), Timeout: nl.ClusterTimeout.Duration(), HostSearches: searches, Logger: log, Registerer: reg})
@@ -104,7 +124,6 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("metricsListen: %w", err)
 	}
-	var tasks []lifecycle.Task
 	if ops != nil {
 		tasks = append(tasks, ops.Run)
 	}
@@ -115,9 +134,9 @@ func (s *Stage) Run(ctx context.Context) error {
 }
 
 // upstreams is the router of the stage's forwarders (cluster names to the
-// cluster DNS over TCP, others to the watched resolv.conf's nameservers)
-// and the node's search domains.
-func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (Exchanger, func() []string, error) {
+// cluster DNS over TCP; others there too, or with external "direct" to the
+// watched resolv.conf's nameservers) and the node's search domains.
+func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (*router, func() []string, error) {
 	nl := cfg.NodeLocal
 	var ups []string
 	for _, a := range nl.ClusterUpstreamAddrs() {
@@ -143,12 +162,16 @@ func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog
 	if len(cluster.Upstreams()) == 0 {
 		return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.clusterUpstream %v: every address is one the stage listens on (give the cluster DNS pods' own Service, not the Service IP the stage takes over)", ups)
 	}
-	routes := []forward.Route{{Zone: cfg.ClusterDomain, Upstream: cluster}}
-	for _, z := range dnsserver.ClusterZones {
-		routes = append(routes, forward.Route{Zone: z, Upstream: cluster})
+	if _, ok := dns.IsDomainName(cfg.ClusterDomain); !ok {
+		return nil, nil, v1alpha1.ConfigErrorf("clusterDomain %q: not a domain name", cfg.ClusterDomain)
 	}
+	m, err := newRouteMetrics(reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &router{cluster: cluster, m: m}
+	r.routes.Store(NewRoutes(cfg.ClusterDomain, nil, nil, nil))
 	searches := func() []string { return nil }
-	external := forward.Exchanger(cluster)
 	if path := nl.ResolvConfPath(); path != "" {
 		w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg), hostresolv.ForUpstreams())
 		if err != nil {
@@ -156,18 +179,15 @@ func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog
 		}
 		*closers = append(*closers, func() { <-w.Done() })
 		searches = func() []string { return w.Current().Config.Searches }
-		host, err := newForwarder(".", forward.UpstreamFunc(func() []string { return w.Current().Raw.Nameservers }), false, 0)
-		if err != nil {
-			return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.resolvConf: %v", err)
+		if nl.ExternalMode() == v1alpha1.ExternalDirect {
+			host, err := newForwarder(".", forward.UpstreamFunc(func() []string { return w.Current().Raw.Nameservers }), false, 0)
+			if err != nil {
+				return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.resolvConf: %v", err)
+			}
+			r.external = host
 		}
-		external = host
 	}
-	routes = append(routes, forward.Route{Zone: ".", Upstream: external})
-	router, err := forward.NewRouter(routes)
-	if err != nil {
-		return nil, nil, v1alpha1.ConfigErrorf("clusterDomain %q: %v", cfg.ClusterDomain, err)
-	}
-	return router, searches, nil
+	return r, searches, nil
 }
 
 // nodeSetup is the transparent mode's setup of addresses and notrack

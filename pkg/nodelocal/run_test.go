@@ -20,6 +20,7 @@ func TestStageConfigErrors(t *testing.T) {
 	}{
 		{"cluster mode", func(c *v1alpha1.ServerConfiguration) { c.Mode = v1alpha1.ModeCluster }, false},
 		{"cluster upstream is the stage", func(c *v1alpha1.ServerConfiguration) { c.NodeLocal.ClusterUpstream = []string{"127.0.0.1:5399"} }, true},
+		{"cluster config missing", func(c *v1alpha1.ServerConfiguration) { c.NodeLocal.ClusterConfig = "/nonexistent/config.yaml" }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -30,7 +31,7 @@ func TestStageConfigErrors(t *testing.T) {
 			cfg.SetDefaults()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			stage, err := NewStage(cfg, Deps{})
+			stage, err := NewStage(cfg, Deps{LoadConfig: loadFile})
 			if err == nil {
 				err = stage.Run(ctx)
 			}

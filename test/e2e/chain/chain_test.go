@@ -147,7 +147,7 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 	cluster := startProc(t, h, "cluster DNS", "serve", "--listen", clusterDNS+":53", "--cluster-domain", clusterDomain,
 		"--objects", objDir, "--upstream-resolv-conf", c.resolv, "--metrics-listen", clusterMetrics, "--log-level", "debug")
 	local := startProc(t, h, "node-local", "serve", "--mode", "node-local", "--listen", nodeLocalDNS+":53",
-		"--cluster-upstream", clusterDNS+":53", "--cluster-domain", clusterDomain, "--resolv-conf", c.resolv,
+		"--cluster-upstream", clusterDNS+":53", "--cluster-domain", clusterDomain, "--resolv-conf", c.resolv, "--external", "direct",
 		"--metrics-listen", nodeLocalMetrics, "--log-level", "debug")
 	sock := filepath.Join(dir, "shim.sock")
 	shim := startProc(t, h, "shim", append([]string{"shim", "--listen", sock, "--runtime-endpoint", h.Endpoint,

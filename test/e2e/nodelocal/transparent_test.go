@@ -159,7 +159,7 @@ type instance struct {
 func (n *node) start(t *testing.T, metricsPort int, waitFor string, extra ...string) *instance {
 	t.Helper()
 	args := append([]string{"serve", "--mode", "node-local", "--local-ip", linkLocal + "," + serviceIP,
-		"--setup-interface", "--setup-notrack", "--cluster-upstream", upstreamIP, "--resolv-conf", n.resolvConf,
+		"--setup-interface", "--setup-notrack", "--cluster-upstream", upstreamIP, "--resolv-conf", n.resolvConf, "--external", "direct",
 		"--lock-file", n.lock, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--reuse-port",
 		"--lameduck", "1s"}, extra...)
 	cmd := n.node.Exec(context.Background(), buildbin.Dnsconfigurer(t), args...)
