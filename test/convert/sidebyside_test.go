@@ -44,7 +44,7 @@ type example struct {
 	// runs (default: the input's Corefile).
 	input, coredns string
 	custom         string            // imported files (k3s, AKS coredns-custom)
-	upstreams      map[string]string // upstream in the input → "default" or "stub"
+	upstreams      map[string]string // upstream in the input → "default", "default2" or "stub"
 	exit           int               // convert's exit code
 	extra          []question        // besides the common questions
 }
@@ -60,7 +60,7 @@ var sideExamples = []example{
 		upstreams: map[string]string{"/etc/resolv.conf": "default", "10.20.0.53": "stub"},
 		extra:     []question{{"k3s-server.", dns.TypeA}, {"x.corp.example.", dns.TypeA}, {"nx.corp.example.", dns.TypeA}}},
 	{name: "kube-dns", input: "kubedns/configmap.yaml", coredns: "testdata/kubedns.Corefile",
-		upstreams: map[string]string{"8.8.8.8": "default", `"8.8.4.4", `: "", "8.8.4.4 ": "", "1.2.3.4": "stub"},
+		upstreams: map[string]string{"8.8.8.8": "default", "8.8.4.4": "default2", "1.2.3.4": "stub"},
 		extra:     []question{{"x.acme.local.", dns.TypeA}}},
 	{name: "minikube", input: "minikube/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"},
 		extra: []question{{"host.minikube.internal.", dns.TypeA}}},
@@ -103,17 +103,22 @@ func TestSideBySide(t *testing.T) {
 	for _, ex := range sideExamples {
 		t.Run(ex.name, func(t *testing.T) {
 			dir := t.TempDir()
-			up := map[string]string{"default": fakeUpstream(t, externalIP), "stub": fakeUpstream(t, stubIP), "": ""}
+			up := map[string]string{"default": fakeUpstream(t, externalIP), "default2": fakeUpstream(t, externalIP), "stub": fakeUpstream(t, stubIP)}
 			rw := rewriter(t, dir, cp.Kubeconfig(), ex, up)
 			input, corefileText := ex.prepare(t, dir, rw)
 			cd := startCoreDNS(t, corednsBin, dir, corefileText)
 			config := filepath.Join(dir, "config.yaml")
-			out, err := exec.Command(buildbin.Dnsconfigurer(t), "convert", "-o", config, input).CombinedOutput()
+			args := []string{"convert", "-o", config, input}
+			if ex.custom != "" {
+				args = []string{"convert", "--import-dir", filepath.Join(dir, "custom"), "-o", config, input}
+			}
+			out, err := exec.Command(buildbin.Dnsconfigurer(t), args...).CombinedOutput()
 			if code := exitCode(err); code != ex.exit {
 				t.Fatalf("convert: exit %d, want %d:\n%s", code, ex.exit, out)
 			}
 			t.Logf("convert report:\n%s", out)
-			dc := buildbin.StartServeArgs(t, "127.0.0.1:0", "--config", config)
+			// kube-dns has no kubeconfig of its own (in-cluster config).
+			dc := buildbin.StartServeArgs(t, "127.0.0.1:0", "--config", config, "--kubeconfig", cp.Kubeconfig())
 			qs := append(common(reverse(t, webIP)), ex.extra...)
 			for _, addr := range []string{cd, dc.DNS} {
 				testkit.WaitFor(t, startBound, func() error {
