@@ -168,8 +168,11 @@ func (in Input) block(sb caddyfile.ServerBlock) Block {
 	sort.SliceStable(b.Directives, func(i, j int) bool {
 		return lessWhere(b.Directives[i].Where, b.Directives[j].Where, in.Name)
 	})
+	b.Where = in.Name
 	if len(b.Directives) > 0 {
 		b.Where = in.keyLine(b.Directives[0].Where, b.Keys)
+	} else if len(b.Keys) > 0 {
+		b.Where = in.keyLine(fmt.Sprintf("%s:%d", in.Name, strings.Count(string(in.Text), "\n")+1), b.Keys)
 	}
 	return b
 }
