@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 const examples = "../../pkg/corefile/testdata/"
@@ -46,16 +47,8 @@ func TestConvert(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, errOut)
 			}
-			for _, s := range tc.stdout {
-				if !strings.Contains(out, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, out)
-				}
-			}
-			for _, s := range tc.stderr {
-				if !strings.Contains(errOut, s) {
-					t.Errorf("stderr lacks %q:\n%s", s, errOut)
-				}
-			}
+			testkit.WantSubstrings(t, "stdout", out, tc.stdout...)
+			testkit.WantSubstrings(t, "stderr", errOut, tc.stderr...)
 			if tc.configFrom != "" {
 				var cfg v1alpha1.ServerConfiguration
 				if err := yaml.UnmarshalStrict([]byte(out), &cfg); err != nil {

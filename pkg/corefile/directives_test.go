@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // convertText converts a Corefile and returns its YAML and report.
@@ -82,16 +84,8 @@ func TestDirectives(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, rep := convertText(t, ".:53 {\n"+tc.body+"\n}\n"+tc.extra)
-			for _, s := range tc.config {
-				if !strings.Contains(cfg, s) {
-					t.Errorf("config lacks %q:\n%s", s, cfg)
-				}
-			}
-			for _, s := range tc.report {
-				if !strings.Contains(rep, s) {
-					t.Errorf("report lacks %q:\n%s", s, rep)
-				}
-			}
+			testkit.WantSubstrings(t, "config", cfg, tc.config...)
+			testkit.WantSubstrings(t, "report", rep, tc.report...)
 		})
 	}
 }
