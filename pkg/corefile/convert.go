@@ -23,6 +23,7 @@ type converter struct {
 	hosts    string         // where the hosts file came from
 	cache    string         // where the cache came from
 	kube     string         // where the kubernetes directive came from
+	main     string         // where the root zone's block is
 	autopath bool
 }
 
@@ -84,6 +85,9 @@ func fqdn(z string) string {
 
 func (c *converter) block(b Block, main bool) {
 	s := scope{main: main}
+	if main {
+		c.main = b.Where
+	}
 	for _, k := range b.Keys {
 		z, p, err := splitKey(k)
 		if err != nil {
@@ -115,6 +119,10 @@ func (c *converter) block(b Block, main bool) {
 func (c *converter) finish() {
 	if c.autopath && c.cfg.Pods != v1alpha1.PodsVerified {
 		c.cfg.Pods = v1alpha1.PodsVerified
+	}
+	if c.cache == "" && len(c.cfg.Forward) > 0 {
+		c.add(c.main, "server", Differs, "no cache plugin: forwarded answers are cached here (cache.successBytes %s, maxTTL %s)",
+			v1alpha1.DefaultSuccessBytes, v1alpha1.DefaultMaxTTL)
 	}
 }
 

@@ -71,7 +71,10 @@ func (c *converter) bind(s scope, d Directive) {
 		}
 		listen = append(listen, netip.AddrPortFrom(ip, uint16(atoi(s.port))).String())
 	}
-	if len(listen) > 0 && s.main {
+	if len(listen) == 0 {
+		return
+	}
+	if s.main {
 		c.cfg.Listen = listen
 	}
 	c.add(d.Where, d.Name, Converted, "listen %s", strings.Join(listen, " "))

@@ -78,7 +78,11 @@ func merge(fs []Finding) []Finding {
 		switch {
 		case m.Reason == "":
 			m.Reason = f.Reason
-		case f.Reason != "":
+		case f.Reason == "":
+		case f.Status == Converted:
+			// What was converted reads first, then what differs.
+			m.Reason = f.Reason + "; " + m.Reason
+		default:
 			m.Reason += "; " + f.Reason
 		}
 	}
