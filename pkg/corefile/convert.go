@@ -16,15 +16,17 @@ type Result struct {
 
 // converter holds the state of one Convert.
 type converter struct {
-	cfg      v1alpha1.ServerConfiguration
-	out      []Finding
-	port     string         // the main server block's port
-	routes   map[string]int // zone → index in cfg.Forward
-	hosts    string         // where the hosts file came from
-	cache    string         // where the cache came from
-	kube     string         // where the kubernetes directive came from
-	main     string         // where the root zone's block is
-	autopath bool
+	cfg    v1alpha1.ServerConfiguration
+	out    []Finding
+	port   string         // the main server block's port
+	routes map[string]int // zone → index in cfg.Forward
+	hosts  string         // where the hosts file came from
+	cache  string         // where the cache came from
+	kube   string         // where the kubernetes directive came from
+	main   string         // where the root zone's block is
+	// routeWhere is where each route's forward is.
+	routeWhere map[string]string
+	autopath   bool
 }
 
 // scope is the server block a directive is in.
@@ -36,7 +38,7 @@ type scope struct {
 
 // Convert maps the server blocks of a Corefile onto a ServerConfiguration.
 func Convert(blocks []Block) Result {
-	c := &converter{routes: map[string]int{}, port: "53"}
+	c := &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53"}
 	c.cfg.APIVersion = v1alpha1.GroupVersion
 	c.cfg.Kind = v1alpha1.ServerKind
 	mainIdx := -1
@@ -120,6 +122,16 @@ func (c *converter) finish() {
 	if c.autopath && c.cfg.Pods != v1alpha1.PodsVerified {
 		c.cfg.Pods = v1alpha1.PodsVerified
 	}
+	cluster := fqdn(c.clusterDomain())
+	kept := c.cfg.Forward[:0]
+	for _, r := range c.cfg.Forward {
+		if fqdn(r.Zone) == cluster {
+			c.add(c.routeWhere[r.Zone], "forward", Dropped, "a route for the cluster domain %s itself: its names come from the cluster; workaround: forward a zone inside it", r.Zone)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	c.cfg.Forward = kept
 	if c.cache == "" && len(c.cfg.Forward) > 0 {
 		c.add(c.main, "server", Differs, "no cache plugin: forwarded answers are cached here (cache.successBytes %s, maxTTL %s)",
 			v1alpha1.DefaultSuccessBytes, v1alpha1.DefaultMaxTTL)

@@ -79,6 +79,7 @@ func TestDirectives(t *testing.T) {
 		{name: "prometheus localhost", body: "prometheus", config: []string{"metricsListen: 127.0.0.1:9153"}},
 		{name: "port", body: "errors", config: []string{"- :53"}},
 		{name: "stub domain", extra: "corp.example:53 {\n forward . 10.0.0.53\n}", config: []string{"zone: corp.example"}, report: []string{"Corefile:4  server", "Corefile:1  server"}},
+		{name: "route for the cluster domain", extra: "cluster.local:53 {\n forward . 10.0.0.53\n}", report: []string{"Corefile:5  forward  dropped", "a route for the cluster domain cluster.local itself"}},
 		{name: "stub domain other port", extra: "corp.example:5300 {\n forward . 10.0.0.53\n}", report: []string{"not port 5300"}},
 		{name: "tls server", extra: "tls://.:853 {\n forward . 10.0.0.53\n}", report: []string{"tls:// servers are not supported"}},
 		{name: "snippet", extra: "(common) {\n errors\n}\nx.example {\n import common\n forward . 10.0.0.9\n}", config: []string{"zone: x.example"}, report: []string{"errors"}},
@@ -115,5 +116,25 @@ func TestAnyDropped(t *testing.T) {
 	}
 	if !AnyDropped([]Finding{{Status: Converted}, {Status: Dropped}}) {
 		t.Error("a drop not counted")
+	}
+}
+
+// TestInvalid: values CoreDNS takes that serve refuses are errors naming
+// the field.
+func TestInvalid(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"duration without unit", ".:53 {\n forward . 10.0.0.1 {\n  expire 10\n }\n}\n", `forward[0].expire: "10": not a duration`},
+		{"duplicate upstream", ".:53 {\n forward . 10.0.0.1 10.0.0.1:53\n}\n", "forward[0].upstreams[1]"},
+		{"policy", ".:53 {\n forward . 10.0.0.1 {\n  policy fastest\n }\n}\n", `forward[0].policy: "fastest"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Input{Name: "Corefile", Text: []byte(tc.text)}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := KubeDNS(map[string]string{"stubDomains": `{"a.example": ["not-an-ip"]}`}); err == nil || !strings.Contains(err.Error(), "forward[1].upstreams[0]") {
+		t.Errorf("kube-dns: got %v", err)
 	}
 }

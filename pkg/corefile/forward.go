@@ -45,6 +45,7 @@ func (c *converter) forward(s scope, d Directive) {
 		if z == "." {
 			rz.Zone = "."
 		}
+		c.routeWhere[rz.Zone] = d.Where
 		c.routes[z] = len(c.cfg.Forward)
 		c.cfg.Forward = append(c.cfg.Forward, rz)
 		c.add(d.Where, d.Name, Converted, "forward route %s: %s", rz.Zone, strings.Join(done, ", "))

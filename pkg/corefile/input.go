@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // configMap is the part of a ConfigMap the conversion reads.
@@ -75,5 +78,24 @@ func Run(in Input, keys []string) (Result, error) {
 		return lessWhere(r.Findings[i].Where, r.Findings[j].Where, in.Name)
 	})
 	r.Findings = merge(r.Findings)
-	return r, nil
+	return r, check(r.Config)
+}
+
+// check validates a copy of cfg with the defaults filled in: a value
+// CoreDNS accepts but serve does not (a duration without a unit, a
+// policy) is an error of the input.
+func check(cfg v1alpha1.ServerConfiguration) error {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	var c v1alpha1.ServerConfiguration
+	if err := json.Unmarshal(b, &c); err != nil {
+		return err
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("the converted configuration is not valid: %w", err)
+	}
+	return nil
 }

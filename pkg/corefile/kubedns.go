@@ -56,5 +56,5 @@ func KubeDNS(data map[string]string) (Result, error) {
 		}
 	}
 	c.cfg.Forward = append([]v1alpha1.ForwardRoute{{Zone: ".", Upstreams: upstream}}, c.cfg.Forward...)
-	return Result{Config: c.cfg, Findings: c.out}, nil
+	return Result{Config: c.cfg, Findings: c.out}, check(c.cfg)
 }
