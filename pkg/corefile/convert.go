@@ -87,7 +87,7 @@ func fqdn(z string) string {
 
 func (c *converter) block(b Block, main bool) {
 	s := scope{main: main}
-	if main {
+	if main || c.main == "" {
 		c.main = b.Where
 	}
 	for _, k := range b.Keys {
