@@ -112,7 +112,7 @@ func (c *converter) kubeOption(o Option, reverse []string, fell *bool) (string, 
 		}
 		return "reverse names of no Service or pod forwarded", true
 	case "upstream":
-		return "upstream (ignored since CoreDNS 1.7; ExternalName targets are resolved here too)", true
+		return "upstream (removed in CoreDNS 1.7, which refuses it; ExternalName targets are resolved here)", true
 	case "endpoint", "tls":
 		c.add(o.Where, "kubernetes", Dropped, "%s: the API server comes from a kubeconfig; workaround: kubeconfig: with its address and certificates", o.Name)
 		return "", false

@@ -46,6 +46,7 @@ type example struct {
 	custom         string            // imported files (k3s, AKS coredns-custom)
 	upstreams      map[string]string // upstream in the input → "default", "default2" or "stub"
 	exit           int               // convert's exit code
+	corednsDrop    string            // a line CoreDNS 1.15 refuses, left out of its Corefile
 	extra          []question        // besides the common questions
 }
 
@@ -64,6 +65,9 @@ var sideExamples = []example{
 		extra:     []question{{"x.acme.local.", dns.TypeA}}},
 	{name: "minikube", input: "minikube/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"},
 		extra: []question{{"host.minikube.internal.", dns.TypeA}}},
+	// CoreDNS 1.15 refuses kubernetes' upstream (removed in 1.7); kops
+	// dropped it from its template then.
+	{name: "kops", input: "kops/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"}, corednsDrop: "upstream"},
 	{name: "eks", input: "eks/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"}},
 	{name: "eks-multiregion", input: "eks-multiregion/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default", "10.1.2.3": "stub"},
 		extra: []question{{"web.paris.svc.cluster.local.", dns.TypeA}, {"paris.svc.cluster.local.", dns.TypeA}}},
@@ -106,7 +110,7 @@ func TestSideBySide(t *testing.T) {
 			up := map[string]string{"default": fakeUpstream(t, externalIP), "default2": fakeUpstream(t, externalIP), "stub": fakeUpstream(t, stubIP)}
 			rw := rewriter(t, dir, cp.Kubeconfig(), ex, up)
 			input, corefileText := ex.prepare(t, dir, rw)
-			cd := startCoreDNS(t, corednsBin, dir, corefileText)
+			cd, cdExited := startCoreDNS(t, corednsBin, dir, corefileText)
 			config := filepath.Join(dir, "config.yaml")
 			args := []string{"convert", "-o", config, input}
 			if ex.custom != "" {
@@ -122,6 +126,13 @@ func TestSideBySide(t *testing.T) {
 			qs := append(common(reverse(t, webIP)), ex.extra...)
 			for _, addr := range []string{cd, dc.DNS} {
 				testkit.WaitFor(t, startBound, func() error {
+					select {
+					case <-cdExited:
+						t.Fatal("coredns exited")
+					case <-dc.Exited():
+						t.Fatal("dnsconfigurer serve exited")
+					default:
+					}
 					got, err := ask(addr, qs[0])
 					if err == nil && !strings.HasPrefix(got, "NOERROR [web") {
 						err = fmt.Errorf("%s: %s", addr, got)
@@ -184,6 +195,9 @@ func (ex example) prepare(t *testing.T, dir string, rw func(string) string) (str
 			write(t, filepath.Join(dir, "custom", filepath.Base(f)), rw(string(b)))
 		}
 	}
+	if ex.corednsDrop != "" {
+		text = regexp.MustCompile(`(?m)^\s*`+ex.corednsDrop+`\s*\n`).ReplaceAllString(text, "")
+	}
 	return input, rw(text)
 }
 
@@ -234,8 +248,8 @@ func rewriter(t *testing.T, dir, kubeconfig string, ex example, up map[string]st
 }
 
 // startCoreDNS runs coredns on corefile (its addresses are the test's) and
-// returns its DNS address.
-func startCoreDNS(t *testing.T, bin, dir, corefile string) string {
+// returns its DNS address and a channel closed when it exits.
+func startCoreDNS(t *testing.T, bin, dir, corefile string) (string, <-chan struct{}) {
 	t.Helper()
 	path := filepath.Join(dir, "Corefile.coredns")
 	write(t, path, corefile)
@@ -250,14 +264,16 @@ func startCoreDNS(t *testing.T, bin, dir, corefile string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		if t.Failed() {
 			t.Logf("coredns output:\n%s\nCorefile:\n%s", out.String(), corefile)
 		}
 	})
-	return net.JoinHostPort(addr[1], port[1])
+	return net.JoinHostPort(addr[1], port[1]), exited
 }
 
 func exitCode(err error) int {
