@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/benbjohnson/immutable v0.4.3
 	github.com/containerd/nri v0.12.3
+	github.com/coredns/caddy v1.1.4
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/go-containerregistry v0.22.1
 	github.com/google/nftables v0.3.0

@@ -10,7 +10,7 @@ go build -o "$bin" ./cmd/dnsconfigurer
 	echo "Generated from \`dnsconfigurer <subcommand> -h\` (regenerate with \`docs/gen-reference.sh\`). The versioned config files are in [api/v1alpha1](../api/v1alpha1): \`ShimConfiguration\` (shim), \`NRIConfiguration\` (nri), \`WebhookConfiguration\` (webhook) and \`ServerConfiguration\` (serve), \`apiVersion: dnsconfigurer.io/v1alpha1\`; flags given on the command line override the file, and the file overrides the defaults, which api/v1alpha1 holds. \`--cluster-domain \"\"\` is no cluster domain everywhere but serve, which refuses it."
 	echo
 	"$bin" help 2>&1 | sed 's/^/    /'
-	for c in demo render validate explain hostresolv serve shim nri webhook version; do
+	for c in demo render validate explain hostresolv convert serve shim nri webhook version; do
 		echo
 		echo "## $c"
 		echo

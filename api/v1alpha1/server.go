@@ -229,7 +229,10 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 // Names outside the cluster domain go to the route of the longest zone that
 // contains them and that does not list them (or a parent of them) in except;
 // an excepted name goes to the next less specific route, and a name no route
-// takes is not forwarded. Zones are compared case-insensitively
+// takes is not forwarded. A route for a zone inside the cluster domain
+// ("paris.svc.cluster.local", another cluster's namespace) takes its names
+// before the cluster zone answers them, as a CoreDNS server block for that
+// zone does; a route for the cluster domain itself is an error. Zones are compared case-insensitively
 // with a trailing dot, so "Corp.Example" and "corp.example." are one zone.
 //
 // # Reload
@@ -750,6 +753,9 @@ func (c *ServerConfiguration) validateForward(e *fieldErrors) {
 		r := &c.Forward[i]
 		prefix := fmt.Sprintf("forward[%d].", i)
 		r.validate(e, prefix)
+		if z, err := normalizeName(r.Zone); err == nil && z != "." && z == c.ClusterZone() {
+			e.add(prefix+"zone", "%q: the cluster domain itself, whose names come from the cluster; forward a zone inside it instead", r.Zone)
+		}
 		if z, err := normalizeName(r.Zone); err == nil {
 			if j, dup := zones[z]; dup {
 				e.add(prefix+"zone", "%q: forward[%d] already routes zone %q", r.Zone, j, z)

@@ -213,6 +213,9 @@ func TestServerValidate(t *testing.T) {
 		{"zone", func(c *ServerConfiguration) { c.Forward[1].Zone = "corp example" },
 			[]string{`forward[1].zone: "corp example": has the character ' '`}},
 		{"zone empty", func(c *ServerConfiguration) { c.Forward[1].Zone = "" }, []string{`forward[1].zone: "": empty`}},
+		{"zone the cluster domain", func(c *ServerConfiguration) { c.Forward[1].Zone = "Cluster.Local." },
+			[]string{`forward[1].zone: "Cluster.Local.": the cluster domain itself, whose names come from the cluster; forward a zone inside it instead`}},
+		{"zone inside the cluster domain", func(c *ServerConfiguration) { c.Forward[1].Zone = "paris.svc.cluster.local" }, nil},
 		{"zone twice case and dot", func(c *ServerConfiguration) {
 			c.Forward = append(c.Forward, ForwardRoute{Zone: "CORP.example.", Upstreams: []string{"10.0.0.54"}})
 		}, []string{`forward[2].zone: "CORP.example.": forward[1] already routes zone "corp.example."`}},

@@ -31,6 +31,7 @@ type command struct {
 // commands are every subcommand, in the order `dnsconfigurer help` lists
 // them. Each one's flags and run loop live in its own file.
 var commands = map[string]command{
+	"convert":    {"convert a CoreDNS Corefile or coredns/kube-dns ConfigMap to serve's config, with a report of every directive", runConvert},
 	"demo":       {"run the chain on the embedded examples: render a pod, serve the example objects, resolve through it", runDemo},
 	"explain":    {"why a live pod has its resolv.conf: its node's settings, the trace, what its containers have", runExplain},
 	"hostresolv": {"print the node resolver config pods get (--watch: every change)", runHostresolv},

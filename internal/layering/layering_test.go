@@ -27,6 +27,9 @@ var core = []struct {
 	// sorted map, no I/O, no logger).
 	{"pkg/clusterdns/store", nil, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
 	{"api/v1alpha1", nil, nil},
+	// The Corefile converter: CoreDNS's own parser, and YAML for a
+	// ConfigMap; it reads only the files an import names.
+	{"pkg/corefile", []string{"api/v1alpha1"}, []string{"github.com/coredns/caddy/caddyfile", "sigs.k8s.io/yaml", "go.yaml.in/yaml/v2"}},
 }
 
 func TestPureCore(t *testing.T) {

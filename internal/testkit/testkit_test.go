@@ -280,3 +280,35 @@ func TestNode(t *testing.T) {
 		t.Errorf("NodeFlags = %q", f)
 	}
 }
+
+// errorTB records Errorf calls.
+type errorTB struct {
+	testing.TB
+	errs []string
+}
+
+func (e *errorTB) Helper() {}
+func (e *errorTB) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+func TestWantSubstrings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		subs []string
+		errs int
+	}{
+		{"all there", []string{"a", "bc"}, 0},
+		{"none", nil, 0},
+		{"one missing", []string{"a", "x"}, 1},
+		{"two missing", []string{"x", "y"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &errorTB{}
+			WantSubstrings(rec, "out", "abc", tc.subs...)
+			if len(rec.errs) != tc.errs {
+				t.Errorf("%d errors, want %d: %v", len(rec.errs), tc.errs, rec.errs)
+			}
+		})
+	}
+}

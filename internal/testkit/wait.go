@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,4 +90,14 @@ func Poll(timeout, every time.Duration, cond func() bool) bool {
 		}
 	}
 	return false
+}
+
+// WantSubstrings fails t for each of subs that s (named what) lacks.
+func WantSubstrings(t testing.TB, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s lacks %q:\n%s", what, sub, s)
+		}
+	}
 }

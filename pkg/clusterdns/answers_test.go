@@ -462,3 +462,39 @@ func TestNoForwarderRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDelegations: a forward route for a zone inside the cluster domain
+// (another cluster's namespace) takes its names before the zone answers
+// them, as a CoreDNS server block for that zone does; the rest of the zone
+// is still answered locally, and without the delegation the name is the
+// zone's NXDOMAIN.
+func TestDelegations(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		delegated []string
+		qname     string
+		rcode     int
+		answer    string // the A record's address, "" for none
+		forwarded int64
+	}{
+		{"delegated name", []string{"paris.svc.cluster.local"}, "web.paris.svc.cluster.local.", dns.RcodeSuccess, "192.0.2.1", 1},
+		{"delegated apex", []string{"paris.svc.cluster.local."}, "paris.svc.cluster.local.", dns.RcodeSuccess, "192.0.2.1", 1},
+		{"zone name beside it", []string{"paris.svc.cluster.local"}, "db.prod.svc.cluster.local.", dns.RcodeSuccess, "", 0},
+		{"not delegated", nil, "web.paris.svc.cluster.local.", dns.RcodeNameError, "", 0},
+		{"outside the zone ignored", []string{"example.org"}, "db.prod.svc.cluster.local.", dns.RcodeSuccess, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, count := withForwarder(t, fixture, clusterdns.WithDelegations(tc.delegated))
+			r := ask(t, "udp", e.addr, tc.qname, dns.TypeA, 0)
+			if r.Rcode != tc.rcode {
+				t.Fatalf("rcode %s, want %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode])
+			}
+			if tc.answer != "" && (len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != tc.answer) {
+				t.Errorf("answer %v, want the upstream's %s", r.Answer, tc.answer)
+			}
+			if n := count.get(); n != tc.forwarded {
+				t.Errorf("%d queries reached the upstream, want %d", n, tc.forwarded)
+			}
+		})
+	}
+}

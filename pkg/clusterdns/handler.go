@@ -72,11 +72,14 @@ type Handler struct {
 	log      *slog.Logger
 	ap       *autopathExpander // nil: autopath off
 	static   Static
-	reverse  []reverseAuth  // reverse zones answered authoritatively
-	lb       bool           // rotate A, AAAA and SRV RRsets per reply
-	lbN      atomic.Uint32  // replies rotated on the miss path
-	amp      *Amplification // nil: no namespace metrics
-	rw       *rewriter      // nil: no rewrites
+	// delegated are zones inside the cluster zone whose names are
+	// forwarded, not answered from the zone.
+	delegated []string
+	reverse   []reverseAuth  // reverse zones answered authoritatively
+	lb        bool           // rotate A, AAAA and SRV RRsets per reply
+	lbN       atomic.Uint32  // replies rotated on the miss path
+	amp       *Amplification // nil: no namespace metrics
+	rw        *rewriter      // nil: no rewrites
 	// wire caches packed replies across snapshots.
 	wire wireCache
 
@@ -96,6 +99,32 @@ type Option func(*Handler)
 // reverse names go. Without it they are answered REFUSED (and unknown
 // reverse names NXDOMAIN).
 func WithForwarder(e Exchanger) Option { return func(h *Handler) { h.fwd = e } }
+
+// WithDelegations forwards the names of zones inside the cluster zone
+// (forward routes such as "paris.svc.cluster.local") instead of answering
+// them from the zone, as CoreDNS does with a server block for that zone.
+// Zones not inside the cluster zone are ignored; it needs WithForwarder.
+func WithDelegations(zones []string) Option {
+	return func(h *Handler) {
+		for _, z := range zones {
+			h.delegated = append(h.delegated, lowerFQDN(z))
+		}
+	}
+}
+
+// delegatedName reports whether lname, a name of the cluster zone, is
+// under a delegated zone.
+func (h *Handler) delegatedName(lname string) bool {
+	if h.fwd == nil {
+		return false
+	}
+	for _, z := range h.delegated {
+		if z != h.zoneName && inZone(lname, z) {
+			return true
+		}
+	}
+	return false
+}
 
 // WithReplyCache bounds the packed replies cached at bytes (default
 // DefaultReplyCacheBytes; 0 keeps the default). The replies in use stay
@@ -273,6 +302,9 @@ func (h *Handler) route(q dns.Question, lname string) (kind int, z *zone, rrs []
 		return routeRefused, nil, nil, nil
 	}
 	if inZone(lname, h.zoneName) {
+		if h.delegatedName(lname) {
+			return routeForward, nil, nil, nil
+		}
 		if z = h.zone(); z == nil {
 			return routeServfail, nil, nil, nil
 		}
@@ -417,7 +449,7 @@ func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lnam
 // chase answers for an ExternalName: the CNAME, then the target's records,
 // followed inside the zone or asked upstream.
 func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, cname dns.RR, target string, depth int) Result {
-	if inZone(target, z.name) {
+	if inZone(target, z.name) && !h.delegatedName(target) {
 		if depth >= maxChase {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
@@ -613,7 +645,7 @@ func (h *Handler) costsUpstream(z *zone, q dns.Question) bool {
 		if !ok || n.CNAME == "" {
 			return false
 		}
-		if !inZone(n.CNAME, z.name) {
+		if !inZone(n.CNAME, z.name) || h.delegatedName(n.CNAME) {
 			return true
 		}
 		name = n.CNAME

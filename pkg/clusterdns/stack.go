@@ -151,7 +151,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 				return nil, err
 			}
 		}
-		opts = append(opts, WithForwarder(s.fwd.cache))
+		opts = append(opts, WithForwarder(s.fwd.cache), WithDelegations(delegations(cfg)))
 	}
 	if cfg.Hosts.File != "" || len(cfg.Overrides) > 0 {
 		static, err := s.static(sctx, cfg, log)
@@ -314,4 +314,15 @@ func (g *stackGatherer) Gather() ([]*dto.MetricFamily, error) {
 // forwarding timeout.
 func retireAfter(old *answerStack, keep *forwarding, d time.Duration) {
 	time.AfterFunc(d, func() { old.stopKeeping(keep) })
+}
+
+// delegations are the forward routes' zones inside the cluster domain.
+func delegations(cfg *v1alpha1.ServerConfiguration) []string {
+	var zs []string
+	for i := range cfg.Forward {
+		if z := cfg.Forward[i].ZoneName(); inZone(z, cfg.ClusterZone()) {
+			zs = append(zs, z)
+		}
+	}
+	return zs
 }

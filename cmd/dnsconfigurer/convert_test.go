@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+)
+
+const examples = "../../pkg/corefile/testdata/"
+
+// TestConvert: exit codes, where the output goes and what the errors name.
+func TestConvert(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		stdin      string
+		args       []string
+		code       int
+		stdout     []string // substrings
+		stderr     []string
+		configFrom string // stdout holds a ServerConfiguration that must validate
+	}{
+		{name: "kubeadm", args: []string{examples + "kubeadm/Corefile"}, code: exitOK,
+			stdout: []string{"clusterDomain: cluster.local", "ttl: 30"}, stderr: []string{"kubeadm/Corefile:16", "11 directives: 8 converted, 3 differ, 0 dropped"}, configFrom: "stdout"},
+		{name: "kube-dns", args: []string{examples + "kubedns/configmap.yaml"}, code: exitOK,
+			stdout: []string{"zone: acme.local", "8.8.4.4"}, stderr: []string{"data.stubDomains.acme.local"}, configFrom: "stdout"},
+		{name: "aks dropped templates", args: []string{"--import-dir", examples + "aks/custom", examples + "aks/configmap.yaml"}, code: exitDropped,
+			stdout: []string{"zone: puglife.world"}, stderr: []string{"Corefile:19", "template", "dropped", "2 dropped"}},
+		{name: "configmap wrap", args: []string{"--configmap", "dnsconfigurer-dns", "--namespace", "dns", examples + "eks/Corefile"}, code: exitOK,
+			stdout: []string{"kind: ConfigMap", "name: dnsconfigurer-dns", "namespace: dns", "config.yaml: |", "    kind: ServerConfiguration"}},
+		{name: "stdin", stdin: ".:53 {\n  forward . 10.0.0.53\n}\n", args: []string{"-"}, code: exitOK,
+			stdout: []string{"- 10.0.0.53"}, stderr: []string{"Corefile:2  forward"}},
+		{name: "unknown directive", stdin: ".:53 {\n  errors\n  forwardd . 1.1.1.1\n}\n", args: []string{"-"}, code: exitFail,
+			stderr: []string{"Corefile:3", "Unknown directive 'forwardd'"}},
+		{name: "bad stub domains", stdin: "kind: ConfigMap\ndata:\n  stubDomains: '[1'\n", args: []string{"-"}, code: exitFail,
+			stderr: []string{"data.stubDomains: not a JSON object"}},
+		{name: "missing file", args: []string{"/nonexistent/Corefile"}, code: exitUsage, stderr: []string{"/nonexistent/Corefile"}},
+		{name: "no file", code: exitUsage, stderr: []string{"want one input file"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.stdin, append([]string{"convert"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, errOut)
+			}
+			testkit.WantSubstrings(t, "stdout", out, tc.stdout...)
+			testkit.WantSubstrings(t, "stderr", errOut, tc.stderr...)
+			if tc.configFrom != "" {
+				var cfg v1alpha1.ServerConfiguration
+				if err := yaml.UnmarshalStrict([]byte(out), &cfg); err != nil {
+					t.Fatal(err)
+				}
+				cfg.SetDefaults()
+				if err := cfg.Validate(); err != nil {
+					t.Errorf("invalid output: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestConvertOutputFile: -o writes the file and nothing to stdout.
+func TestConvertOutputFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	code, out, errOut := run(t, "", "convert", "-o", path, examples+"k3s/configmap.yaml")
+	if code != exitOK || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "file: /etc/coredns/NodeHosts") {
+		t.Errorf("%s:\n%s", path, b)
+	}
+}

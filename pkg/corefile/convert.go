@@ -1,0 +1,178 @@
+package corefile
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+// Result is a converted configuration and the fate of each directive.
+type Result struct {
+	Config   v1alpha1.ServerConfiguration
+	Findings []Finding
+}
+
+// converter holds the state of one Convert.
+type converter struct {
+	cfg    v1alpha1.ServerConfiguration
+	out    []Finding
+	port   string         // the main server block's port
+	routes map[string]int // zone → index in cfg.Forward
+	hosts  string         // where the hosts file came from
+	cache  string         // where the cache came from
+	kube   string         // where the kubernetes directive came from
+	main   string         // where the root zone's block is
+	// routeWhere is where each route's forward is.
+	routeWhere map[string]string
+	autopath   bool
+}
+
+// scope is the server block a directive is in.
+type scope struct {
+	main  bool     // the root zone's block
+	zones []string // its zones, FQDN
+	port  string
+}
+
+// Convert maps the server blocks of a Corefile onto a ServerConfiguration.
+func Convert(blocks []Block) Result {
+	c := &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53"}
+	c.cfg.APIVersion = v1alpha1.GroupVersion
+	c.cfg.Kind = v1alpha1.ServerKind
+	mainIdx := -1
+	for i, b := range blocks {
+		for _, k := range b.Keys {
+			if z, p, err := splitKey(k); err == nil && z == "." && mainIdx < 0 {
+				mainIdx, c.port = i, p
+			}
+		}
+	}
+	c.cfg.Listen = []string{":" + c.port}
+	for i, b := range blocks {
+		c.block(b, i == mainIdx)
+	}
+	c.finish()
+	return Result{Config: c.cfg, Findings: c.out}
+}
+
+func (c *converter) add(where, plugin string, s Status, format string, args ...any) {
+	c.out = append(c.out, Finding{Where: where, Plugin: plugin, Status: s, Reason: fmt.Sprintf(format, args...)})
+}
+
+// splitKey reads a server block key: [dns://]zone[:port].
+func splitKey(k string) (zone, port string, err error) {
+	rest := k
+	if i := strings.Index(rest, "://"); i >= 0 {
+		if scheme := rest[:i]; scheme != "dns" {
+			return "", "", fmt.Errorf("%s:// servers are not supported; serve answers plain DNS over UDP and TCP", scheme)
+		}
+		rest = rest[i+3:]
+	}
+	port = "53"
+	if h, p, err := net.SplitHostPort(rest); err == nil {
+		rest, port = h, p
+	}
+	return fqdn(rest), port, nil
+}
+
+func fqdn(z string) string {
+	z = strings.ToLower(z)
+	if z == "" || z == "." {
+		return "."
+	}
+	return strings.TrimSuffix(z, ".") + "."
+}
+
+func (c *converter) block(b Block, main bool) {
+	s := scope{main: main}
+	if main || c.main == "" {
+		c.main = b.Where
+	}
+	for _, k := range b.Keys {
+		z, p, err := splitKey(k)
+		if err != nil {
+			c.add(b.Where, "server", Dropped, "%s: %v", k, err)
+			return
+		}
+		s.zones, s.port = append(s.zones, z), p
+	}
+	switch {
+	case main && s.port != "53":
+		c.add(b.Where, "server", Differs, "%s: listen :%s; a cluster DNS Service sends port 53 there", strings.Join(b.Keys, " "), s.port)
+	case main:
+		c.add(b.Where, "server", Converted, "%s: listen :%s", strings.Join(b.Keys, " "), s.port)
+	case s.port != c.port:
+		c.add(b.Where, "server", Differs, "%s: its names are served on the main listen :%s, not port %s", strings.Join(b.Keys, " "), c.port, s.port)
+	default:
+		c.add(b.Where, "server", Converted, "%s: its names are served on listen :%s", strings.Join(b.Keys, " "), c.port)
+	}
+	for _, d := range b.Directives {
+		if h, ok := handlers[d.Name]; ok {
+			h(c, s, d)
+			continue
+		}
+		c.add(d.Where, d.Name, Dropped, "no such feature in dnsconfigurer serve; workaround: keep a CoreDNS for these names and forward them to it")
+	}
+}
+
+// finish adds what depends on several directives.
+func (c *converter) finish() {
+	if c.autopath && c.cfg.Pods != v1alpha1.PodsVerified {
+		c.cfg.Pods = v1alpha1.PodsVerified
+	}
+	cluster := fqdn(c.clusterDomain())
+	kept := c.cfg.Forward[:0]
+	for _, r := range c.cfg.Forward {
+		if fqdn(r.Zone) == cluster {
+			c.add(c.routeWhere[r.Zone], "forward", Dropped, "a route for the cluster domain %s itself: its names come from the cluster; workaround: forward a zone inside it", r.Zone)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	c.cfg.Forward = kept
+	if c.cache == "" && len(c.cfg.Forward) > 0 {
+		c.add(c.main, "server", Differs, "no cache plugin: forwarded answers are cached here (cache.successBytes %s, maxTTL %s)",
+			v1alpha1.DefaultSuccessBytes, v1alpha1.DefaultMaxTTL)
+	}
+}
+
+// simple are the directives with a fixed finding.
+var simple = map[string]struct {
+	s      Status
+	reason string
+}{
+	"errors":   {Converted, "errors are always logged"},
+	"reload":   {Converted, "serve --config reloads its file when it changes"},
+	"loop":     {Converted, "forwarding loops are detected and broken (pkg/forward)"},
+	"cancel":   {Converted, "every query has a deadline"},
+	"ready":    {Differs, "readiness is /readyz on metricsListen, not :8181/ready"},
+	"debug":    {Differs, "no debug mode; logLevel: debug logs more"},
+	"whoami":   {Dropped, "no whoami answers; workaround: none needed for Kubernetes DNS"},
+	"template": {Dropped, "no template answers; workaround: overrides for fixed names, or keep a CoreDNS for the zone and forward it there"},
+	"any":      {Differs, "ANY is answered minimally (RFC 8482) for the cluster's names only; other ANY queries are forwarded"},
+	"tls":      {Dropped, "no DNS over TLS server; workaround: a TLS-terminating proxy in front"},
+}
+
+// handlers map a plugin to its conversion.
+var handlers map[string]func(*converter, scope, Directive)
+
+func init() {
+	handlers = map[string]func(*converter, scope, Directive){
+		"kubernetes":  (*converter).kubernetes,
+		"forward":     (*converter).forward,
+		"cache":       (*converter).cacheDirective,
+		"hosts":       (*converter).hostsDirective,
+		"rewrite":     (*converter).rewrite,
+		"log":         (*converter).log,
+		"health":      (*converter).health,
+		"prometheus":  (*converter).prometheus,
+		"loadbalance": (*converter).loadbalance,
+		"autopath":    (*converter).autopathDirective,
+		"bind":        (*converter).bind,
+	}
+	for name, f := range simple {
+		handlers[name] = func(c *converter, _ scope, d Directive) { c.add(d.Where, d.Name, f.s, "%s", f.reason) }
+	}
+}

@@ -1,0 +1,140 @@
+package corefile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+)
+
+// convertText converts a Corefile and returns its YAML and report.
+func convertText(t *testing.T, text string) (string, string) {
+	t.Helper()
+	r, err := Run(Input{Name: "Corefile", Text: []byte(text)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := yaml.Marshal(r.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep strings.Builder
+	if err := WriteReport(&rep, r.Findings); err != nil {
+		t.Fatal(err)
+	}
+	return string(y), rep.String()
+}
+
+// TestDirectives: each plugin and option maps onto its field, or gets the
+// finding that says why not.
+func TestDirectives(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		body   string   // inside ".:53 { }"
+		extra  string   // after it
+		config []string // YAML substrings
+		report []string // report substrings
+	}{
+		{name: "forward options", body: "forward . dns://10.0.0.1 10.0.0.2:5353 {\n except corp.example\n force_tcp\n expire 20s\n max_fails 3\n health_check 1s\n policy sequential\n max_concurrent 500\n}",
+			config: []string{"- 10.0.0.1\n", "- 10.0.0.2:5353", "except:\n  - corp.example", "forceTCP: true", "expire: 20s", "maxFails: 3", "healthCheck: 1s", "policy: sequential", "maxConcurrent: 500"},
+			report: []string{"converted  forward route .: upstreams 10.0.0.1 10.0.0.2:5353"}},
+		{name: "forward tls", body: "forward . tls://9.9.9.9 {\n tls_servername dns.quad9.net\n}",
+			report: []string{"Corefile:2  forward  dropped    tls://9.9.9.9: no DNS over TLS"}},
+		{name: "forward next", body: "forward . 10.0.0.1 {\n next NXDOMAIN\n}", report: []string{"Corefile:3  forward  dropped    next NXDOMAIN"}},
+		{name: "prefer udp", body: "forward . 10.0.0.1 {\n prefer_udp\n}", config: []string{"preferUDP: true"}},
+		{name: "cache options", body: "cache 60 {\n success 10000 600 10\n denial 2000 30\n prefetch 5 2m 20%\n serve_stale 2h\n}",
+			config: []string{"successBytes: 5000Ki", "denialBytes: 1000Ki", "maxTTL: 600s", "minTTL: 10s", "maxNegativeTTL: 30s", "amount: 5", "window: 2m", "percentage: 20", "serveStale: 2h"},
+			report: []string{"success 10000 entries: bounded as 5000Ki bytes", "prefetch 5 2m 20%"}},
+		{name: "cache disable elsewhere", body: "cache 30 {\n disable success example.org\n}", report: []string{"differs    disable success example.org"}},
+		{name: "no cache", body: "forward . 10.0.0.1", report: []string{"Corefile:1  server   differs    .:53: listen :53; no cache plugin"}},
+		{name: "cache default", body: "cache", config: []string{"maxTTL: 3600s", "maxNegativeTTL: 1800s"}},
+		{name: "kubernetes options", body: "kubernetes my.domain in-addr.arpa {\n pods verified\n ttl 10\n namespaces a b\n endpoint_pod_names\n noendpoints\n ignore empty_service\n kubeconfig /k.yaml ctx\n}",
+			config: []string{"clusterDomain: my.domain", "pods: verified", "ttl: 10", "namespaces:\n- a\n- b", "endpointPodNames: true", "noEndpoints: true", "ignoreEmptyService: true", "kubeconfig: /k.yaml"},
+			report: []string{"kubeconfig context ctx", "CoreDNS answers them NXDOMAIN without fallthrough"}},
+		{name: "kubernetes extra zone", body: "kubernetes cluster.local other.zone", report: []string{"kubernetes  dropped", "zones other.zone: one cluster domain"}},
+		{name: "kubernetes fallthrough all", body: "kubernetes cluster.local {\n fallthrough\n}", report: []string{"fallthrough: names of the cluster domain that do not exist are NXDOMAIN"}},
+		{name: "kubernetes endpoint", body: "kubernetes cluster.local {\n endpoint https://10.0.0.1\n}", report: []string{"dropped    endpoint: the API server comes from a kubeconfig"}},
+		{name: "hosts inline", body: "hosts /etc/extra {\n 10.0.0.1 a.example b.example\n 10.0.0.2 a.example\n ttl 60\n reload 1m\n no_reverse\n fallthrough\n}",
+			config: []string{"file: /etc/extra", "ttl: 60s", "reload: 1m", "name: a.example", "- 10.0.0.1\n  - 10.0.0.2", "name: b.example"},
+			report: []string{"no_reverse: PTR records"}},
+		{name: "hosts in the cluster domain", body: "hosts {\n 10.0.0.1 x.svc.cluster.local\n fallthrough\n}", report: []string{"dropped    x.svc.cluster.local: inside the cluster domain"}},
+		{name: "hosts without fallthrough", body: "hosts /etc/extra", report: []string{"CoreDNS answers them NXDOMAIN"}},
+		{name: "two hosts files", body: "hosts /a {\n fallthrough\n}\nhosts /b {\n fallthrough\n}", report: []string{"dropped    a second hosts file /b"}},
+		{name: "rewrite exact", body: "rewrite name a.example b.example", config: []string{"match: exact", "from: a.example", "to: b.example"}},
+		{name: "rewrite continue suffix", body: "rewrite continue name suffix .old .new", config: []string{"match: suffix", "continue: true"}},
+		{name: "rewrite regex answer", body: "rewrite name regex (.*)\\.a {1}.b answer name (.*)\\.b {1}.a", config: []string{"answerFrom: (.*)\\.b", "answerTo: '{1}.a'"}, report: []string{"converted  rewrite regex"}},
+		{name: "rewrite regex without answer", body: "rewrite name regex (.*)\\.a {1}.b", report: []string{"differs", "needs answer name"}},
+		{name: "rewrite type", body: "rewrite type ANY HINFO", report: []string{"dropped    rewrite type: only name rules"}},
+		{name: "log class", body: "log . {\n class denial\n}", config: []string{"logQueries: true"}, report: []string{"differs    logQueries logs"}},
+		{name: "bind", body: "bind 127.0.0.1 ::1", config: []string{"listen:\n- 127.0.0.1:53\n- '[::1]:53'"}},
+		{name: "bind interface", body: "bind eth0", report: []string{"dropped    eth0: not an IP address"}},
+		{name: "autopath", body: "autopath @kubernetes\nkubernetes cluster.local {\n pods insecure\n}", config: []string{"autopathBySource: true", "pods: verified"}},
+		{name: "loadbalance weighted", body: "loadbalance weighted /w", report: []string{"dropped    loadbalance weighted"}},
+		{name: "unsupported plugin", body: "dnssec", report: []string{"dnssec  dropped"}},
+		{name: "health address", body: "health :8091 {\n lameduck 3s\n}", config: []string{"lameduck: 3s"}, report: []string{"not :8091/health"}},
+		{name: "prometheus localhost", body: "prometheus", config: []string{"metricsListen: 127.0.0.1:9153"}},
+		{name: "port", body: "errors", config: []string{"- :53"}},
+		{name: "stub domain", extra: "corp.example:53 {\n forward . 10.0.0.53\n}", config: []string{"zone: corp.example"}, report: []string{"Corefile:4  server", "Corefile:1  server"}},
+		{name: "route for the cluster domain", extra: "cluster.local:53 {\n forward . 10.0.0.53\n}", report: []string{"Corefile:5  forward  dropped", "a route for the cluster domain cluster.local itself"}},
+		{name: "stub domain other port", extra: "corp.example:5300 {\n forward . 10.0.0.53\n}", report: []string{"not port 5300"}},
+		{name: "tls server", extra: "tls://.:853 {\n forward . 10.0.0.53\n}", report: []string{"tls:// servers are not supported"}},
+		{name: "snippet", extra: "(common) {\n errors\n}\nx.example {\n import common\n forward . 10.0.0.9\n}", config: []string{"zone: x.example"}, report: []string{"errors"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, rep := convertText(t, ".:53 {\n"+tc.body+"\n}\n"+tc.extra)
+			testkit.WantSubstrings(t, "config", cfg, tc.config...)
+			testkit.WantSubstrings(t, "report", rep, tc.report...)
+		})
+	}
+}
+
+// TestEnv: {$VAR} is expanded as CoreDNS does, in directives and imports.
+func TestEnv(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.server"), []byte("a.example {\n forward . {$UPSTREAM}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("UPSTREAM", "10.9.9.9")
+	t.Setenv("IMPORTS", dir)
+	cfg, rep := convertText(t, ".:53 {\n forward . {$UPSTREAM}\n}\nimport {$IMPORTS}/*.server\n")
+	if strings.Count(cfg, "10.9.9.9") != 2 {
+		t.Errorf("config:\n%s", cfg)
+	}
+	if !strings.Contains(rep, "a.server:1") {
+		t.Errorf("report:\n%s", rep)
+	}
+}
+
+// TestAnyDropped: the exit status of convert follows it.
+func TestAnyDropped(t *testing.T) {
+	if AnyDropped([]Finding{{Status: Converted}, {Status: Differs}}) {
+		t.Error("differences counted as dropped")
+	}
+	if !AnyDropped([]Finding{{Status: Converted}, {Status: Dropped}}) {
+		t.Error("a drop not counted")
+	}
+}
+
+// TestInvalid: values CoreDNS takes that serve refuses are errors naming
+// the field.
+func TestInvalid(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"duration without unit", ".:53 {\n forward . 10.0.0.1 {\n  expire 10\n }\n}\n", `forward[0].expire: "10": not a duration`},
+		{"duplicate upstream", ".:53 {\n forward . 10.0.0.1 10.0.0.1:53\n}\n", "forward[0].upstreams[1]"},
+		{"policy", ".:53 {\n forward . 10.0.0.1 {\n  policy fastest\n }\n}\n", `forward[0].policy: "fastest"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Input{Name: "Corefile", Text: []byte(tc.text)}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := KubeDNS(map[string]string{"stubDomains": `{"a.example": ["not-an-ip"]}`}); err == nil || !strings.Contains(err.Error(), "forward[1].upstreams[0]") {
+		t.Errorf("kube-dns: got %v", err)
+	}
+}

@@ -1,0 +1,15 @@
+// Package corefile converts a CoreDNS Corefile, or a kube-dns ConfigMap,
+// into a dnsconfigurer ServerConfiguration with a finding per directive.
+//
+// Parse reads a Corefile with CoreDNS's own parser
+// (github.com/coredns/caddy/caddyfile): snippets, {$VAR} and import work
+// as in CoreDNS. Convert maps each plugin onto ServerConfiguration fields.
+// Each directive gets one Finding: converted, differs (what differs) or
+// dropped (why, and the workaround). KubeDNS does the same for a kube-dns
+// ConfigMap's stubDomains and upstreamNameservers.
+//
+// The package reads only the files an import names, and writes a
+// ConfigMap's keys only where WriteImports is told. It logs nothing. It
+// imports api/v1alpha1, the caddyfile parser and sigs.k8s.io/yaml (for a
+// ConfigMap). `dnsconfigurer convert` (docs/convert.md) is its command.
+package corefile

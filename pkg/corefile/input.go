@@ -1,0 +1,101 @@
+package corefile
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+// configMap is the part of a ConfigMap the conversion reads.
+type configMap struct {
+	Kind string            `json:"kind"`
+	Data map[string]string `json:"data"`
+}
+
+// ConfigMapData returns the data of a ConfigMap manifest; ok is false when
+// text is not one (a Corefile).
+func ConfigMapData(text []byte) (data map[string]string, ok bool, err error) {
+	var cm configMap
+	if yaml.Unmarshal(text, &cm) != nil || cm.Kind != "ConfigMap" {
+		return nil, false, nil
+	}
+	if len(cm.Data) == 0 {
+		return nil, true, fmt.Errorf("configmap: no data")
+	}
+	return cm.Data, true, nil
+}
+
+// IsKubeDNS reports a kube-dns ConfigMap: no Corefile key.
+func IsKubeDNS(data map[string]string) bool {
+	_, ok := data["Corefile"]
+	return !ok
+}
+
+// WriteImports writes a ConfigMap's keys but Corefile into dir, where
+// imports find them (as the k3s and AKS mounts do).
+func WriteImports(dir string, data map[string]string) error {
+	for k, v := range data {
+		if k == "Corefile" {
+			continue
+		}
+		if strings.ContainsAny(k, `/\`) || k == "." || k == ".." {
+			return fmt.Errorf("configmap key %q: not a file name", k)
+		}
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
+			return fmt.Errorf("write configmap key %q: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// Run parses and converts a Corefile. keys are the ConfigMap keys it came
+// with (nil for a file): a hosts file named after one gets a finding.
+func Run(in Input, keys []string) (Result, error) {
+	blocks, imports, err := Parse(in)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Convert(blocks)
+	r.Findings = append(imports, r.Findings...)
+	if f := r.Config.Hosts.File; f != "" && contains(keys, filepath.Base(f)) {
+		where := in.Name
+		for _, x := range r.Findings {
+			if x.Plugin == "hosts" && strings.Contains(x.Reason, "hosts.file") {
+				where = x.Where
+			}
+		}
+		r.Findings = append(r.Findings, Finding{Where: where, Plugin: "hosts", Status: Differs,
+			Reason: fmt.Sprintf("%s is the ConfigMap key %s: mount it there in the dnsconfigurer pod", f, filepath.Base(f))})
+	}
+	sort.SliceStable(r.Findings, func(i, j int) bool {
+		return lessWhere(r.Findings[i].Where, r.Findings[j].Where, in.Name)
+	})
+	r.Findings = merge(r.Findings)
+	return r, check(r.Config)
+}
+
+// check validates a copy of cfg with the defaults filled in: a value
+// CoreDNS accepts but serve does not (a duration without a unit, a
+// policy) is an error of the input.
+func check(cfg v1alpha1.ServerConfiguration) error {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	var c v1alpha1.ServerConfiguration
+	if err := json.Unmarshal(b, &c); err != nil {
+		return err
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("the converted configuration is not valid: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package corefile
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+func isReverse(z string) bool {
+	return strings.HasSuffix(z, "in-addr.arpa.") || strings.HasSuffix(z, "ip6.arpa.")
+}
+
+// kubernetes: the cluster domain and the record options.
+func (c *converter) kubernetes(s scope, d Directive) {
+	if c.kube != "" {
+		c.add(d.Where, d.Name, Dropped, "a second kubernetes (first at %s): one cluster domain per server; workaround: run a second dnsconfigurer serve and forward its zone to it", c.kube)
+		return
+	}
+	c.kube = d.Where
+	zones := d.Args
+	if len(zones) == 0 {
+		zones = s.zones
+	}
+	var cluster string
+	var reverse, extra []string
+	for _, z := range zones {
+		z = fqdn(z)
+		switch {
+		case isReverse(z):
+			reverse = append(reverse, z)
+		case cluster == "" && z != ".":
+			cluster = z
+		default:
+			extra = append(extra, strings.TrimSuffix(z, "."))
+		}
+	}
+	done := []string{}
+	if cluster != "" {
+		c.cfg.ClusterDomain = strings.TrimSuffix(cluster, ".")
+		done = append(done, "clusterDomain "+c.cfg.ClusterDomain)
+	}
+	if len(extra) > 0 {
+		c.add(d.Where, d.Name, Dropped, "zones %s: one cluster domain (%s); workaround: rewrite name suffix %s %s",
+			strings.Join(extra, " "), c.cfg.ClusterDomain, extra[0], c.cfg.ClusterDomain)
+	}
+	fell := false
+	for _, o := range d.Options {
+		if note, ok := c.kubeOption(o, reverse, &fell); ok && note != "" {
+			done = append(done, note)
+		}
+	}
+	if len(reverse) > 0 && !fell {
+		c.add(d.Where, d.Name, Differs, "reverse names of no Service or pod are forwarded; CoreDNS answers them NXDOMAIN without fallthrough")
+	}
+	c.add(d.Where, d.Name, Converted, "%s", strings.Join(done, ", "))
+}
+
+// kubeOption converts one option; ok false when it got a finding of its own.
+func (c *converter) kubeOption(o Option, reverse []string, fell *bool) (string, bool) {
+	arg := func(i int) string {
+		if i < len(o.Args) {
+			return o.Args[i]
+		}
+		return ""
+	}
+	switch o.Name {
+	case "pods":
+		c.cfg.Pods = arg(0)
+		return "pods " + arg(0), true
+	case "ttl":
+		n, err := strconv.Atoi(arg(0))
+		if err != nil || n < 0 || n > v1alpha1.MaxRecordTTL {
+			c.add(o.Where, "kubernetes", Dropped, "ttl %q: not 0-%d", arg(0), v1alpha1.MaxRecordTTL)
+			return "", false
+		}
+		c.cfg.TTL = &n
+		return "ttl " + arg(0), true
+	case "namespaces":
+		c.cfg.Namespaces = o.Args
+		return "namespaces " + strings.Join(o.Args, " "), true
+	case "endpoint_pod_names":
+		c.cfg.EndpointPodNames = true
+		return "endpointPodNames", true
+	case "noendpoints":
+		c.cfg.NoEndpoints = true
+		return "noEndpoints", true
+	case "ignore":
+		if slices.Equal(o.Args, []string{"empty_service"}) {
+			c.cfg.IgnoreEmptyService = true
+			return "ignoreEmptyService", true
+		}
+	case "kubeconfig":
+		c.cfg.Kubeconfig = arg(0)
+		if len(o.Args) > 1 {
+			c.add(o.Where, "kubernetes", Differs, "kubeconfig context %s: the kubeconfig's current context is used", arg(1))
+			return "", false
+		}
+		return "kubeconfig " + arg(0), true
+	case "fallthrough":
+		*fell = true
+		for _, z := range o.Args {
+			if !isReverse(fqdn(z)) {
+				c.add(o.Where, "kubernetes", Differs, "fallthrough %s: names of the cluster domain that do not exist are NXDOMAIN, never passed on", z)
+				return "", false
+			}
+		}
+		if len(o.Args) == 0 {
+			c.add(o.Where, "kubernetes", Differs, "fallthrough: names of the cluster domain that do not exist are NXDOMAIN, never passed on; reverse names are forwarded")
+			return "", false
+		}
+		return "reverse names of no Service or pod forwarded", true
+	case "upstream":
+		return "upstream (removed in CoreDNS 1.7, which refuses it; ExternalName targets are resolved here)", true
+	case "endpoint", "tls":
+		c.add(o.Where, "kubernetes", Dropped, "%s: the API server comes from a kubeconfig; workaround: kubeconfig: with its address and certificates", o.Name)
+		return "", false
+	case "labels", "namespace_labels":
+		c.add(o.Where, "kubernetes", Dropped, "%s: no label selectors; workaround: namespaces: lists the namespaces served", o.Name)
+		return "", false
+	case "startup_timeout":
+		c.add(o.Where, "kubernetes", Differs, "startup_timeout: serve is not ready and answers the zone SERVFAIL until its first sync")
+		return "", false
+	}
+	c.add(o.Where, "kubernetes", Dropped, "%s: not supported (multicluster, apex and the like)", o.Name)
+	return "", false
+}
+
+// autopath @kubernetes: server-side search expansion for pods.
+func (c *converter) autopathDirective(_ scope, d Directive) {
+	if len(d.Args) != 1 || d.Args[0] != "@kubernetes" {
+		c.add(d.Where, d.Name, Dropped, "autopath %s: only @kubernetes is supported; workaround: pod dnsConfig searches", strings.Join(d.Args, " "))
+		return
+	}
+	c.autopath = true
+	c.cfg.AutopathBySource = true
+	c.add(d.Where, d.Name, Converted, "autopathBySource with pods: verified, as autopath needs")
+}

@@ -1,0 +1,230 @@
+package corefile
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/coredns/caddy/caddyfile"
+)
+
+// Input is a Corefile and where its imports come from.
+type Input struct {
+	// Name labels the Corefile in findings and errors ("Corefile", or its
+	// path). A relative import is resolved against its directory.
+	Name string
+	Text []byte
+	// ImportDir, when set, holds the imported files: an import's directory
+	// is replaced by it and only the file pattern kept. A ConfigMap's other
+	// keys are written there (k3s's /etc/coredns/custom mount).
+	ImportDir string
+}
+
+// Block is one server block: its keys ("zone:port") and directives in
+// the order of the input.
+type Block struct {
+	Where      string
+	Keys       []string
+	Directives []Directive
+}
+
+// Directive is one plugin line with its block of options.
+type Directive struct {
+	Name    string
+	Where   string
+	Args    []string
+	Options []Option
+}
+
+// Option is a line of a directive's block.
+type Option struct {
+	Name  string
+	Where string
+	Args  []string
+}
+
+// plugins are CoreDNS's directives (plugin.cfg); any other name is a
+// syntax error, as in CoreDNS.
+var plugins = []string{
+	"root", "metadata", "geoip", "cancel", "tls", "quic", "grpc_server", "https", "https3",
+	"timeouts", "multisocket", "reload", "nsid", "bufsize", "bind", "debug", "trace", "ready",
+	"health", "pprof", "prometheus", "errors", "log", "dnstap", "local", "dns64", "acl", "any",
+	"chaos", "loadbalance", "tsig", "cache", "rewrite", "header", "dnssec", "autopath",
+	"minimal", "template", "transfer", "hosts", "route53", "azure", "clouddns", "k8s_external",
+	"kubernetes", "file", "auto", "secondary", "etcd", "loop", "forward", "grpc", "erratic",
+	"whoami", "on", "sign", "view", "nomad",
+}
+
+// importLine is an import directive on a line of its own.
+var importLine = regexp.MustCompile(`^(\s*)import\s+(\S+)\s*$`)
+
+// Parse reads the server blocks of in. The findings are the file imports.
+func Parse(in Input) ([]Block, []Finding, error) {
+	if in.ImportDir != "" {
+		abs, err := filepath.Abs(in.ImportDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("import dir: %w", err)
+		}
+		in.ImportDir = abs
+	}
+	text, found, err := resolveImports(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	sbs, err := caddyfile.Parse(in.Name, bytes.NewReader(text), plugins)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse %s: %w", in.Name, err)
+	}
+	blocks := make([]Block, 0, len(sbs))
+	for _, sb := range sbs {
+		blocks = append(blocks, in.block(sb))
+	}
+	return blocks, found, nil
+}
+
+// resolveImports points file imports at ImportDir and blanks those that
+// match no file (CoreDNS only warns about them); line numbers stay.
+func resolveImports(in Input) ([]byte, []Finding, error) {
+	lines := strings.Split(string(in.Text), "\n")
+	var found []Finding
+	for i, l := range lines {
+		m := importLine.FindStringSubmatch(l)
+		if m == nil || !strings.ContainsAny(m[2], "/*") {
+			continue // a snippet
+		}
+		where := fmt.Sprintf("%s:%d", in.Name, i+1)
+		pattern := caddyEnv(m[2])
+		switch {
+		case in.ImportDir != "":
+			pattern = filepath.Join(in.ImportDir, filepath.Base(pattern))
+		case !filepath.IsAbs(pattern):
+			pattern = filepath.Join(filepath.Dir(in.Name), pattern)
+		}
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: import %s: %w", where, m[2], err)
+		}
+		if len(files) == 0 && !strings.Contains(pattern, "*") {
+			return nil, nil, fmt.Errorf("%s: import %s: file not found", where, m[2])
+		}
+		if len(files) == 0 {
+			lines[i] = ""
+			found = append(found, Finding{where, "import", Converted, fmt.Sprintf("%s matches no file", m[2])})
+			continue
+		}
+		names := make([]string, len(files))
+		for j, f := range files {
+			names[j] = in.label(f)
+		}
+		lines[i] = m[1] + "import " + pattern
+		found = append(found, Finding{where, "import", Converted, fmt.Sprintf("%s: %s", m[2], strings.Join(names, ", "))})
+	}
+	return []byte(strings.Join(lines, "\n")), found, nil
+}
+
+// caddyEnv expands {$VAR} as caddy does.
+func caddyEnv(s string) string {
+	for {
+		i := strings.Index(s, "{$")
+		if i < 0 {
+			return s
+		}
+		j := strings.Index(s[i:], "}")
+		if j < 0 {
+			return s
+		}
+		s = s[:i] + os.Getenv(s[i+2:i+j]) + s[i+j+1:]
+	}
+}
+
+// label names a token's file in findings: an imported file of ImportDir
+// by its base name (the ConfigMap key).
+func (in Input) label(file string) string {
+	if in.ImportDir != "" && strings.HasPrefix(file, in.ImportDir+string(filepath.Separator)) {
+		return filepath.Base(file)
+	}
+	return file
+}
+
+func (in Input) block(sb caddyfile.ServerBlock) Block {
+	b := Block{Keys: sb.Keys}
+	for _, toks := range sb.Tokens {
+		d := caddyfile.NewDispenserTokens(in.Name, toks)
+		for d.Next() {
+			dir := Directive{Name: d.Val(), Where: in.where(&d)}
+			dir.Args = d.RemainingArgs()
+			for d.NextBlock() {
+				o := Option{Name: d.Val(), Where: in.where(&d)}
+				o.Args = d.RemainingArgs()
+				dir.Options = append(dir.Options, o)
+			}
+			b.Directives = append(b.Directives, dir)
+		}
+	}
+	sort.SliceStable(b.Directives, func(i, j int) bool {
+		return lessWhere(b.Directives[i].Where, b.Directives[j].Where, in.Name)
+	})
+	b.Where = in.Name
+	if len(b.Directives) > 0 {
+		b.Where = in.keyLine(b.Directives[0].Where, b.Keys)
+	} else if len(b.Keys) > 0 {
+		b.Where = in.keyLine(fmt.Sprintf("%s:%d", in.Name, strings.Count(string(in.Text), "\n")+1), b.Keys)
+	}
+	return b
+}
+
+// keyLine finds the line of a block's keys: the last line before its
+// first directive that holds the first key. Caddy keeps no key lines.
+func (in Input) keyLine(first string, keys []string) string {
+	file, line := splitWhere(first)
+	text := in.Text
+	if file != in.Name {
+		path := file
+		if in.ImportDir != "" && !filepath.IsAbs(file) {
+			path = filepath.Join(in.ImportDir, file)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return first
+		}
+		text = b
+	}
+	lines := strings.Split(string(text), "\n")
+	for i := min(line-1, len(lines)) - 1; i >= 0 && len(keys) > 0; i-- {
+		if strings.Contains(lines[i], keys[0]) {
+			return fmt.Sprintf("%s:%d", file, i+1)
+		}
+	}
+	return first
+}
+
+func (in Input) where(d *caddyfile.Dispenser) string {
+	return fmt.Sprintf("%s:%d", in.label(d.File()), d.Line())
+}
+
+// lessWhere orders "file:line": the main file first, then by name and line.
+func lessWhere(a, b, main string) bool {
+	fa, la := splitWhere(a)
+	fb, lb := splitWhere(b)
+	if fa != fb {
+		if fa == main || fb == main {
+			return fa == main
+		}
+		return fa < fb
+	}
+	return la < lb
+}
+
+func splitWhere(w string) (string, int) {
+	i := strings.LastIndex(w, ":")
+	if i < 0 {
+		return w, 0
+	}
+	var n int
+	fmt.Sscanf(w[i+1:], "%d", &n)
+	return w[:i], n
+}
