@@ -171,12 +171,9 @@ func kustomizationFor(t *testing.T, tp topology) string {
 	var k strings.Builder
 	fmt.Fprintf(&k, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n- %s\n", rel("webhook"), rel("namespace-node"))
 	if tp.placement == "replace-coredns" {
-		fmt.Fprintf(&k, "- %s\n- service-kube-dns.yaml\n", rel("overlays/replace-coredns/dns"))
-		b, err := os.ReadFile(filepath.Join(deploy, "overlays/replace-coredns/service-kube-dns.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, dir, "service-kube-dns.yaml", b)
+		// The chart keeps kube-dns (helm.sh/resource-policy: keep); deploy/
+		// has it apart, in deploy/kube-dns, which no rollback deletes.
+		fmt.Fprintf(&k, "- %s\n- %s\n", rel("overlays/replace-coredns/dns"), rel("kube-dns"))
 	} else {
 		fmt.Fprintf(&k, "- %s\n", rel("dnsserver"))
 	}

@@ -105,7 +105,7 @@ func TestOverlays(t *testing.T) {
 			if err := src.add(tc.dir+"/cluster-settings.yaml", b); err != nil {
 				t.Fatal(err)
 			}
-			r, _ := renderObjects(t, filepath.Join(deployDir, tc.dir))
+			r, _ := renderObjects(t, withKubeDNS(t, tc.dir))
 			checkSettings(t, r, settingsOf(t, src), tc.dnsService, "dnsconfigurer-shim")
 			if d := r.workload(t, "Deployment", "dnsconfigurer-dns"); !slices.ContainsFunc(r.deployments, func(x appsv1.Deployment) bool {
 				return x.Name == d.name && x.Namespace == tc.dnsNamespace
@@ -128,7 +128,7 @@ func TestOverlays(t *testing.T) {
 		r.workload(t, "Deployment", "dnsconfigurer-dns-autoscaler")
 	})
 	t.Run("replace-coredns is kube-dns", func(t *testing.T) {
-		r, _ := renderObjects(t, filepath.Join(deployDir, "overlays/replace-coredns"))
+		r, _ := renderObjects(t, withKubeDNS(t, "overlays/replace-coredns"))
 		checkKubeDNS(t, r)
 	})
 	t.Run("one source", func(t *testing.T) {
@@ -192,6 +192,18 @@ func tempKustomization(t *testing.T, resources, components []string, files map[s
 	return dir
 }
 
+// withKubeDNS returns the directory to render for the overlay dir of
+// deploy/ as a cluster has it: overlays/replace-coredns with kubeadm's
+// kube-dns Service (deploy/kube-dns), which the overlay itself leaves out
+// so that no rollback deletes it; any other overlay as it is.
+func withKubeDNS(t *testing.T, dir string) string {
+	t.Helper()
+	if dir != "overlays/replace-coredns" {
+		return filepath.Join(deployDir, dir)
+	}
+	return tempKustomization(t, []string{dir, "kube-dns"}, nil, nil)
+}
+
 // checkKubeDNS: the replace-CoreDNS overlay looks like kubeadm's CoreDNS
 // from outside: kube-system/kube-dns with CoreDNS's ports and port names,
 // selecting k8s-app: kube-dns, which the cluster DNS pods carry.
@@ -247,7 +259,9 @@ func grepLines(s, sub string) string {
 // template is listed by the policy's own selector as the API server stored
 // it. Skips without kubectl or the test/testbin binaries.
 func TestReplaceCoreDNSApply(t *testing.T) {
-	r, cp, _ := applyOverlay(t, "overlays/replace-coredns")
+	// kubeadm's kube-dns is there before the overlay is applied.
+	dir := "overlays/replace-coredns"
+	r, cp, _ := applyRendered(t, dir, renderDir(t, withKubeDNS(t, dir)))
 	ctx := t.Context()
 	c := cp.Client()
 	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
