@@ -1,0 +1,223 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+// rollbackSets are the kustomizations deploy/README.md tells to
+// `kubectl delete -k`, each with whether the set may hold the cluster DNS
+// server. An overlay may: the README deletes it only once CoreDNS answers
+// again (replace-coredns) or while CoreDNS never stopped (side-by-side).
+// An agent's set may not: rolling the agent back must leave the only
+// cluster DNS running.
+var rollbackSets = map[string]bool{
+	"deploy/overlays/side-by-side":    true,
+	"deploy/overlays/replace-coredns": true,
+	"deploy/nri":                      false,
+	"deploy/shim":                     false,
+}
+
+// clusterOwned are objects of the cluster (kubeadm's CoreDNS add-on) that
+// no set a rollback deletes may hold: kubectl has no keep-on-delete, so
+// they must not be in the set at all.
+var clusterOwned = []string{
+	"Service kube-system/kube-dns",
+	"Deployment kube-system/coredns",
+	"ConfigMap kube-system/coredns",
+	"ServiceAccount kube-system/coredns",
+}
+
+// clusterDNS are the objects of dnsconfigurer's cluster DNS server, in
+// either placement.
+var clusterDNS = regexp.MustCompile(`^(Deployment|Service) (dnsconfigurer|kube-system)/dnsconfigurer-dns(-upstream)?$`)
+
+// deleteK finds the `kubectl delete -k DIR` commands of a document.
+var deleteK = regexp.MustCompile("kubectl delete -k (deploy/[A-Za-z0-9_./-]+[A-Za-z0-9_-])")
+
+// TestRollbackDocumented: the sets deploy/README.md deletes are exactly
+// rollbackSets, so that TestRollbackSets checks every one of them.
+func TestRollbackDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(deployDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, m := range deleteK.FindAllStringSubmatch(string(b), -1) {
+		found[m[1]] = true
+	}
+	for dir := range found {
+		if _, ok := rollbackSets[dir]; !ok {
+			t.Errorf("deploy/README.md: kubectl delete -k %s is not in rollbackSets: add it there, so that its set is checked", dir)
+		}
+	}
+	for dir := range rollbackSets {
+		if !found[dir] {
+			t.Errorf("rollbackSets: %s is not deleted in deploy/README.md", dir)
+		}
+	}
+}
+
+// TestRollbackSets renders every set deploy/README.md deletes with the
+// real kustomize and checks that none holds kube-system/kube-dns or
+// CoreDNS, and that an agent's set does not hold the cluster DNS.
+func TestRollbackSets(t *testing.T) {
+	kustomize := kustomizeBin(t)
+	for dir, mayHoldDNS := range rollbackSets {
+		t.Run(dir, func(t *testing.T) {
+			names := renderedNames(t, kustomize, filepath.Join(deployDir, strings.TrimPrefix(dir, "deploy/")))
+			checkNoClusterOwned(t, "kubectl delete -k "+dir, names)
+			if mayHoldDNS {
+				return
+			}
+			for _, n := range names {
+				if clusterDNS.MatchString(n) || strings.HasPrefix(n, "Namespace ") {
+					t.Errorf("kubectl delete -k %s deletes %s: rolling the agent back would take the cluster DNS (or the namespace of the node-local stage) with it", dir, n)
+				}
+			}
+		})
+	}
+}
+
+// TestCompositions renders every combination of deploy/components (agent ×
+// placement × canary) as a kustomization of one's own would compose them,
+// with the real kustomize: each renders, holds nothing of the cluster's
+// (its `kubectl delete -k` is a rollback too), runs one agent and the
+// cluster DNS, and with the canary component the node DaemonSets, and only
+// they, select the canary label.
+func TestCompositions(t *testing.T) {
+	kustomize := kustomizeBin(t)
+	for _, agent := range []string{"shim", "nri"} {
+		for _, placement := range []string{"side-by-side", "replace-coredns"} {
+			for _, canary := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/canary=%t", agent, placement, canary)
+				t.Run(name, func(t *testing.T) {
+					comps := []string{"components/" + placement, "components/agent-" + agent, "components/cluster-settings"}
+					if canary {
+						comps = append(comps, "components/canary")
+					}
+					dir := tempKustomization(t, []string{"webhook", "namespace-node", "nodelocal"}, comps,
+						map[string]string{"cluster-settings.yaml": clusterSettings(cmpDNS, cmpUpstream, cmpDomain)})
+					out, err := exec.CommandContext(t.Context(), kustomize, "build", dir).Output()
+					if err != nil {
+						t.Fatalf("kustomize build: %v", stderrOf(err))
+					}
+					r := &objects{}
+					for i, doc := range splitDocs(out) {
+						if err := r.add(fmt.Sprintf("%s: document %d", name, i+1), doc); err != nil {
+							t.Fatal(err)
+						}
+					}
+					checkNoClusterOwned(t, name, r.names)
+					checkConfigCopy(t, r)
+					dnsNS := map[string]string{"side-by-side": namespace, "replace-coredns": "kube-system"}[placement]
+					if !slices.Contains(r.names, "Deployment "+dnsNS+"/dnsconfigurer-dns") {
+						t.Errorf("no Deployment %s/dnsconfigurer-dns in %q", dnsNS, r.names)
+					}
+					var agents []string
+					for _, d := range r.daemonSets {
+						if d.Name == "dnsconfigurer-shim" || d.Name == "dnsconfigurer-nri" {
+							agents = append(agents, d.Name)
+						}
+					}
+					if want := []string{"dnsconfigurer-" + agent}; !slices.Equal(agents, want) {
+						t.Errorf("agent DaemonSets %q, want %q", agents, want)
+					}
+					for _, w := range r.workloads() {
+						_, got := w.spec.NodeSelector[canaryLabel]
+						want := canary && w.kind == "DaemonSet"
+						if got != want || got && w.spec.NodeSelector[canaryLabel] != "true" {
+							t.Errorf("%s %s: nodeSelector %v; want %s=true %t", w.kind, w.name, w.spec.NodeSelector, canaryLabel, want)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestTakeOverExample: deploy/examples/take-over-nodelocaldns renders the
+// node-local stage on kubelet's clusterDNS and the link-local address, on
+// canary nodes only, and its Corefile settings (dns-config, a component
+// before cluster-settings) reach the node-local stage's copy.
+func TestTakeOverExample(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), kustomizeBin(t), "build", filepath.Join(deployDir, "examples/take-over-nodelocaldns")).Output()
+	if err != nil {
+		t.Fatalf("kustomize build: %v", stderrOf(err))
+	}
+	r := &objects{}
+	for i, doc := range splitDocs(out) {
+		if err := r.add(fmt.Sprintf("document %d", i+1), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkNoClusterOwned(t, "examples/take-over-nodelocaldns", r.names)
+	cfg := checkConfigCopy(t, r)
+	if cfg.Pods != "insecure" {
+		t.Errorf("the cluster DNS runs pods %q, want dns-config/cm.yaml's insecure", cfg.Pods)
+	}
+	nl := r.workload(t, "DaemonSet", "dnsconfigurer-node-local-dns")
+	if got := flagAll(nl.spec.Containers[0].Args, "local-ip"); !slices.Equal(got, []string{clusterDNSIP, nodeLocalIP}) {
+		t.Errorf("node-local --local-ip %q, want kubelet's clusterDNS and the link-local address", got)
+	}
+	if nl.spec.NodeSelector[canaryLabel] != "true" {
+		t.Errorf("node-local nodeSelector %v: not on canary nodes only", nl.spec.NodeSelector)
+	}
+}
+
+// checkConfigCopy: the node-local stage's --cluster-config is the cluster
+// DNS's ServerConfiguration. It returns that configuration.
+func checkConfigCopy(t *testing.T, r *objects) v1alpha1.ServerConfiguration {
+	t.Helper()
+	dns := r.workload(t, "Deployment", "dnsconfigurer-dns")
+	nl := r.workload(t, "DaemonSet", "dnsconfigurer-node-local-dns")
+	dnsCfg := r.serveConfig(t, dns, dns.spec.Containers[0], "config")
+	if nlCfg := r.serveConfig(t, nl, nl.spec.Containers[0], "cluster-config"); !reflect.DeepEqual(nlCfg, dnsCfg) {
+		t.Errorf("node-local --cluster-config %+v, the cluster DNS runs %+v: want the same", nlCfg, dnsCfg)
+	}
+	return dnsCfg
+}
+
+// canaryLabel is the node label of components/canary.
+const canaryLabel = "dnsconfigurer.io/canary"
+
+// checkNoClusterOwned fails for every object of clusterOwned in names.
+func checkNoClusterOwned(t *testing.T, what string, names []string) {
+	t.Helper()
+	for _, n := range names {
+		if slices.Contains(clusterOwned, n) {
+			t.Errorf("%s holds %s, which belongs to the cluster: its kubectl delete -k would delete it", what, n)
+		}
+	}
+}
+
+// renderedNames builds dir with kustomize and returns "Kind ns/name" of
+// every object, whatever its kind.
+func renderedNames(t *testing.T, kustomize, dir string) []string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), kustomize, "build", dir).Output()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, stderrOf(err))
+	}
+	var names []string
+	for _, doc := range splitDocs(out) {
+		h, err := headOf(doc)
+		if err != nil {
+			t.Fatalf("kustomize build %s: %v", dir, err)
+		}
+		names = append(names, h.Kind+" "+h.Metadata.Namespace+"/"+h.Metadata.Name)
+	}
+	if len(names) == 0 {
+		t.Fatalf("kustomize build %s: no objects", dir)
+	}
+	return names
+}
