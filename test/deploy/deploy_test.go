@@ -192,6 +192,7 @@ type objects struct {
 	issuers             []cmIssuer
 	certificates        []cmCertificate
 	prometheusRules     []prometheusRule // deploy/monitoring (monitoring_test.go)
+	redirectPolicies    []localRedirectPolicy
 	shimConfigs         []v1alpha1.ShimConfiguration
 	webhookConfigs      []v1alpha1.WebhookConfiguration
 	// serverConfigs are the ServerConfigurations of ConfigMaps, by
@@ -211,6 +212,39 @@ func strict[T any](doc []byte, list *[]T) (T, error) {
 	}
 	*list = append(*list, v)
 	return v, nil
+}
+
+// localRedirectPolicy is Cilium's CiliumLocalRedirectPolicy (cilium.io/v2),
+// the fields deploy/examples/cilium uses, for a strict decode without the
+// CRD.
+type localRedirectPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		RedirectFrontend struct {
+			ServiceMatcher *struct {
+				ServiceName string         `json:"serviceName"`
+				Namespace   string         `json:"namespace"`
+				ToPorts     []redirectPort `json:"toPorts,omitempty"`
+			} `json:"serviceMatcher,omitempty"`
+			AddressMatcher *struct {
+				IP      string         `json:"ip"`
+				ToPorts []redirectPort `json:"toPorts"`
+			} `json:"addressMatcher,omitempty"`
+		} `json:"redirectFrontend"`
+		RedirectBackend struct {
+			LocalEndpointSelector metav1.LabelSelector `json:"localEndpointSelector"`
+			ToPorts               []redirectPort       `json:"toPorts"`
+		} `json:"redirectBackend"`
+		SkipRedirectFromBackend bool   `json:"skipRedirectFromBackend,omitempty"`
+		Description             string `json:"description,omitempty"`
+	} `json:"spec"`
+}
+
+type redirectPort struct {
+	Port     string `json:"port"`
+	Name     string `json:"name,omitempty"`
+	Protocol string `json:"protocol"`
 }
 
 // head is what names an object.
@@ -278,6 +312,8 @@ func (o *objects) add(where string, doc []byte) error {
 		_, err = strict(doc, &o.issuers)
 	case "cert-manager.io/v1 Certificate":
 		_, err = strict(doc, &o.certificates)
+	case "cilium.io/v2 CiliumLocalRedirectPolicy":
+		_, err = strict(doc, &o.redirectPolicies)
 	case "monitoring.coreos.com/v1 PrometheusRule":
 		_, err = strict(doc, &o.prometheusRules)
 	case "dnsconfigurer.io/v1alpha1 ShimConfiguration", "dnsconfigurer.io/v1alpha1 WebhookConfiguration",

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,4 +221,34 @@ func renderedNames(t *testing.T, kustomize, dir string) []string {
 		t.Fatalf("kustomize build %s: no objects", dir)
 	}
 	return names
+}
+
+// TestCiliumExample: deploy/examples/cilium's CiliumLocalRedirectPolicy
+// redirects the kube-dns Service to pods with the node-local stage's
+// labels, on the DNS ports of both protocols, in the Service's namespace.
+func TestCiliumExample(t *testing.T) {
+	o := &objects{}
+	b, err := os.ReadFile(filepath.Join(deployDir, "examples/cilium/localredirectpolicy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.add("examples/cilium/localredirectpolicy.yaml", b); err != nil {
+		t.Fatal(err)
+	}
+	p := o.redirectPolicies[0]
+	sm := p.Spec.RedirectFrontend.ServiceMatcher
+	if sm == nil || sm.ServiceName != "kube-dns" || sm.Namespace != "kube-system" || p.Namespace != sm.Namespace {
+		t.Errorf("redirectFrontend %+v in namespace %q: want the Service kube-system/kube-dns, from its namespace", sm, p.Namespace)
+	}
+	nl := loadSources(t).workload(t, "DaemonSet", "dnsconfigurer-node-local-dns")
+	if !maps.Equal(p.Spec.RedirectBackend.LocalEndpointSelector.MatchLabels, nl.selector.MatchLabels) {
+		t.Errorf("localEndpointSelector %v, want the node-local DaemonSet's selector %v", p.Spec.RedirectBackend.LocalEndpointSelector.MatchLabels, nl.selector.MatchLabels)
+	}
+	var ports []string
+	for _, tp := range p.Spec.RedirectBackend.ToPorts {
+		ports = append(ports, tp.Name+" "+tp.Port+"/"+tp.Protocol)
+	}
+	if want := []string{"dns 53/UDP", "dns-tcp 53/TCP"}; !slices.Equal(ports, want) {
+		t.Errorf("redirectBackend toPorts %q, want %q", ports, want)
+	}
 }
