@@ -193,6 +193,8 @@ type objects struct {
 	certificates        []cmCertificate
 	prometheusRules     []prometheusRule // deploy/monitoring (monitoring_test.go)
 	redirectPolicies    []localRedirectPolicy
+	podMonitors         []podMonitor     // components/monitoring (migration_test.go)
+	serviceMonitors     []serviceMonitor // components/monitoring
 	shimConfigs         []v1alpha1.ShimConfiguration
 	webhookConfigs      []v1alpha1.WebhookConfiguration
 	// serverConfigs are the ServerConfigurations of ConfigMaps, by
@@ -314,6 +316,10 @@ func (o *objects) add(where string, doc []byte) error {
 		_, err = strict(doc, &o.certificates)
 	case "cilium.io/v2 CiliumLocalRedirectPolicy":
 		_, err = strict(doc, &o.redirectPolicies)
+	case "monitoring.coreos.com/v1 PodMonitor":
+		_, err = strict(doc, &o.podMonitors)
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		_, err = strict(doc, &o.serviceMonitors)
 	case "monitoring.coreos.com/v1 PrometheusRule":
 		_, err = strict(doc, &o.prometheusRules)
 	case "dnsconfigurer.io/v1alpha1 ShimConfiguration", "dnsconfigurer.io/v1alpha1 WebhookConfiguration",

@@ -12,6 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
@@ -250,5 +255,159 @@ func TestCiliumExample(t *testing.T) {
 	}
 	if want := []string{"dns 53/UDP", "dns-tcp 53/TCP"}; !slices.Equal(ports, want) {
 		t.Errorf("redirectBackend toPorts %q, want %q", ports, want)
+	}
+}
+
+// podMonitor and serviceMonitor are the Prometheus Operator's kinds
+// (monitoring.coreos.com/v1), the fields components/monitoring uses, for a
+// strict decode without the CRDs (kubectl cannot check them either).
+type podMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		NamespaceSelector   *namespaceSelector   `json:"namespaceSelector,omitempty"`
+		Selector            metav1.LabelSelector `json:"selector"`
+		PodMetricsEndpoints []struct {
+			Port       string              `json:"port,omitempty"`
+			TargetPort *intstr.IntOrString `json:"targetPort,omitempty"`
+			Path       string              `json:"path"`
+			Interval   string              `json:"interval,omitempty"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
+type serviceMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		NamespaceSelector *namespaceSelector   `json:"namespaceSelector,omitempty"`
+		Selector          metav1.LabelSelector `json:"selector"`
+		Endpoints         []struct {
+			Port      string `json:"port"`
+			Path      string `json:"path"`
+			Scheme    string `json:"scheme,omitempty"`
+			Interval  string `json:"interval,omitempty"`
+			TLSConfig *struct {
+				ServerName string `json:"serverName,omitempty"`
+				CA         struct {
+					Secret *corev1.SecretKeySelector `json:"secret,omitempty"`
+				} `json:"ca"`
+			} `json:"tlsConfig,omitempty"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+type namespaceSelector struct {
+	Any        bool     `json:"any,omitempty"`
+	MatchNames []string `json:"matchNames,omitempty"`
+}
+
+// TestMonitoringComponent renders components/monitoring over each
+// placement and checks that every monitor selects its workload, in the
+// workload's namespace, on the port its metrics are served on: the cluster
+// DNS's container port, node-local's --metrics-listen port, the webhook
+// Service's HTTPS port with the CA of its certificate's Secret.
+func TestMonitoringComponent(t *testing.T) {
+	kustomize := kustomizeBin(t)
+	for _, placement := range []string{"side-by-side", "replace-coredns"} {
+		t.Run(placement, func(t *testing.T) {
+			dir := tempKustomization(t, []string{"webhook", "namespace-node", "nodelocal"},
+				[]string{"components/" + placement, "components/agent-shim", "components/cluster-settings", "components/monitoring"},
+				map[string]string{"cluster-settings.yaml": clusterSettings(cmpDNS, cmpUpstream, cmpDomain)})
+			out, err := exec.CommandContext(t.Context(), kustomize, "build", dir).Output()
+			if err != nil {
+				t.Fatalf("kustomize build: %v", stderrOf(err))
+			}
+			r := &objects{}
+			for i, doc := range splitDocs(out) {
+				if err := r.add(fmt.Sprintf("document %d", i+1), doc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(r.podMonitors) != 2 || len(r.serviceMonitors) != 1 {
+				t.Fatalf("%d PodMonitors and %d ServiceMonitors, want 2 and 1", len(r.podMonitors), len(r.serviceMonitors))
+			}
+			for _, pm := range r.podMonitors {
+				checkPodMonitor(t, r, pm)
+			}
+			checkWebhookMonitor(t, r, r.serviceMonitors[0])
+		})
+	}
+}
+
+// checkPodMonitor: pm selects exactly one workload's pods, in a namespace
+// it watches, on the port that workload serves /metrics on.
+func checkPodMonitor(t *testing.T, r *objects, pm podMonitor) {
+	t.Helper()
+	sel, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+	if err != nil {
+		t.Fatalf("PodMonitor %s: %v", pm.Name, err)
+	}
+	var hit []workload
+	for _, w := range r.workloads() {
+		if sel.Matches(labels.Set(w.podLabels)) {
+			hit = append(hit, w)
+		}
+	}
+	if len(hit) != 1 || len(pm.Spec.PodMetricsEndpoints) != 1 {
+		t.Fatalf("PodMonitor %s: selects %d workloads with %d endpoints, want 1 and 1", pm.Name, len(hit), len(pm.Spec.PodMetricsEndpoints))
+	}
+	w, ep := hit[0], pm.Spec.PodMetricsEndpoints[0]
+	ns := []string{pm.Namespace}
+	if pm.Spec.NamespaceSelector != nil {
+		ns = pm.Spec.NamespaceSelector.MatchNames
+	}
+	if !slices.Contains(ns, w.namespace) {
+		t.Errorf("PodMonitor %s: watches namespaces %q, the pods are in %s", pm.Name, ns, w.namespace)
+	}
+	c := w.spec.Containers[0]
+	var scraped string
+	if ep.Port != "" {
+		cp, ok := port(c, ep.Port)
+		if !ok {
+			t.Fatalf("PodMonitor %s: port %q is no container port of %s", pm.Name, ep.Port, w.name)
+		}
+		scraped = fmt.Sprint(cp.ContainerPort)
+	} else if ep.TargetPort != nil {
+		scraped = ep.TargetPort.String()
+	}
+	listen, ok := flag(c.Args, "metrics-listen")
+	if !ok && w.kind == "Deployment" {
+		listen = r.serveConfig(t, w, c, "config").MetricsListen
+	}
+	if scraped == "" || !strings.HasSuffix(listen, ":"+scraped) {
+		t.Errorf("PodMonitor %s: scrapes port %q, %s serves metrics on %q", pm.Name, scraped, w.name, listen)
+	}
+	if ep.Path != "/metrics" {
+		t.Errorf("PodMonitor %s: path %q, want /metrics", pm.Name, ep.Path)
+	}
+}
+
+// checkWebhookMonitor: sm selects the webhook's Service, scrapes its HTTPS
+// port and checks the serving certificate with the CA of its Secret.
+func checkWebhookMonitor(t *testing.T, r *objects, sm serviceMonitor) {
+	t.Helper()
+	svc := r.service(t, "dnsconfigurer-webhook")
+	sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(svc.Labels)) || sm.Namespace != svc.Namespace {
+		t.Errorf("ServiceMonitor %s in %s: selector %v does not select Service %s/%s (labels %v)", sm.Name, sm.Namespace, sm.Spec.Selector, svc.Namespace, svc.Name, svc.Labels)
+	}
+	if len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("ServiceMonitor %s: %d endpoints, want 1", sm.Name, len(sm.Spec.Endpoints))
+	}
+	ep := sm.Spec.Endpoints[0]
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) || ep.Scheme != "https" || ep.Path != "/metrics" {
+		t.Errorf("ServiceMonitor %s: endpoint %s %s %s, want https /metrics on a port of Service %s", sm.Name, ep.Scheme, ep.Port, ep.Path, svc.Name)
+	}
+	host := svc.Name + "." + svc.Namespace + ".svc"
+	var secret string
+	for _, c := range r.certificates {
+		if slices.Contains(c.Spec.DNSNames, host) {
+			secret = c.Spec.SecretName
+		}
+	}
+	if tc := ep.TLSConfig; tc == nil || tc.CA.Secret == nil || tc.CA.Secret.Name != secret || tc.CA.Secret.Key != "ca.crt" ||
+		tc.ServerName != host || secret == "" {
+		t.Errorf("ServiceMonitor %s: tlsConfig %+v, want the CA of Secret %q and server name %s", sm.Name, ep.TLSConfig, secret, host)
 	}
 }
