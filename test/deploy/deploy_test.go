@@ -249,29 +249,20 @@ type redirectPort struct {
 	Protocol string `json:"protocol"`
 }
 
-// head is what names an object.
-type head struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-}
-
-// headOf reads the head of one YAML document.
-func headOf(doc []byte) (head, error) {
-	var h head
-	err := yaml.Unmarshal(doc, &h)
-	return h, err
-}
-
 // add decodes one YAML document strictly by its apiVersion and kind.
 func (o *objects) add(where string, doc []byte) error {
-	head, err := headOf(doc)
-	if err != nil {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return fmt.Errorf("%s: %v", where, err)
 	}
+	var err error
 	switch head.APIVersion + " " + head.Kind {
 	case "v1 Namespace":
 		_, err = strict(doc, &o.namespaces)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/manifest"
 )
 
 // rollbackSets are the kustomizations deploy/README.md tells to
@@ -111,18 +112,7 @@ func TestCompositions(t *testing.T) {
 					if canary {
 						comps = append(comps, "components/canary")
 					}
-					dir := tempKustomization(t, []string{"webhook", "namespace-node", "nodelocal"}, comps,
-						map[string]string{"cluster-settings.yaml": clusterSettings(cmpDNS, cmpUpstream, cmpDomain)})
-					out, err := exec.CommandContext(t.Context(), kustomize, "build", dir).Output()
-					if err != nil {
-						t.Fatalf("kustomize build: %v", stderrOf(err))
-					}
-					r := &objects{}
-					for i, doc := range splitDocs(out) {
-						if err := r.add(fmt.Sprintf("%s: document %d", name, i+1), doc); err != nil {
-							t.Fatal(err)
-						}
-					}
+					r := kustomizeObjects(t, kustomize, composition(t, comps...))
 					checkNoClusterOwned(t, name, r.names)
 					checkConfigCopy(t, r)
 					dnsNS := map[string]string{"side-by-side": namespace, "replace-coredns": "kube-system"}[placement]
@@ -156,16 +146,7 @@ func TestCompositions(t *testing.T) {
 // canary nodes only, and its Corefile settings (dns-config, a component
 // before cluster-settings) reach the node-local stage's copy.
 func TestTakeOverExample(t *testing.T) {
-	out, err := exec.CommandContext(t.Context(), kustomizeBin(t), "build", filepath.Join(deployDir, "examples/take-over-nodelocaldns")).Output()
-	if err != nil {
-		t.Fatalf("kustomize build: %v", stderrOf(err))
-	}
-	r := &objects{}
-	for i, doc := range splitDocs(out) {
-		if err := r.add(fmt.Sprintf("document %d", i+1), doc); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := kustomizeObjects(t, kustomizeBin(t), filepath.Join(deployDir, "examples/take-over-nodelocaldns"))
 	checkNoClusterOwned(t, "examples/take-over-nodelocaldns", r.names)
 	cfg := checkConfigCopy(t, r)
 	if cfg.Pods != "insecure" {
@@ -193,6 +174,32 @@ func checkConfigCopy(t *testing.T, r *objects) v1alpha1.ServerConfiguration {
 	return dnsCfg
 }
 
+// composition writes a kustomization of deploy/'s webhook, namespace-node
+// and nodelocal with the components comps, as an overlay composes them,
+// and the comparison's cluster settings; it returns its directory.
+func composition(t *testing.T, comps ...string) string {
+	t.Helper()
+	return tempKustomization(t, []string{"webhook", "namespace-node", "nodelocal"}, comps,
+		map[string]string{"cluster-settings.yaml": clusterSettings(cmpDNS, cmpUpstream, cmpDomain)})
+}
+
+// kustomizeObjects builds dir with kustomize and decodes the objects
+// strictly.
+func kustomizeObjects(t *testing.T, kustomize, dir string) *objects {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), kustomize, "build", dir).Output()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, stderrOf(err))
+	}
+	r := &objects{}
+	for i, doc := range splitDocs(out) {
+		if err := r.add(fmt.Sprintf("%s: document %d", dir, i+1), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
 // canaryLabel is the node label of components/canary.
 const canaryLabel = "dnsconfigurer.io/canary"
 
@@ -214,13 +221,13 @@ func renderedNames(t *testing.T, kustomize, dir string) []string {
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, stderrOf(err))
 	}
+	objs, err := manifest.Parse(dir, out, manifest.DefaultLimits.MaxObjects)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
 	var names []string
-	for _, doc := range splitDocs(out) {
-		h, err := headOf(doc)
-		if err != nil {
-			t.Fatalf("kustomize build %s: %v", dir, err)
-		}
-		names = append(names, h.Kind+" "+h.Metadata.Namespace+"/"+h.Metadata.Name)
+	for _, o := range objs {
+		names = append(names, o.Kind+" "+o.Namespace+"/"+o.Name)
 	}
 	if len(names) == 0 {
 		t.Fatalf("kustomize build %s: no objects", dir)
@@ -262,11 +269,9 @@ func TestCiliumExample(t *testing.T) {
 // (monitoring.coreos.com/v1), the fields components/monitoring uses, for a
 // strict decode without the CRDs (kubectl cannot check them either).
 type podMonitor struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              struct {
-		NamespaceSelector   *namespaceSelector   `json:"namespaceSelector,omitempty"`
-		Selector            metav1.LabelSelector `json:"selector"`
+	monitorHead `json:",inline"`
+	Spec        struct {
+		monitorSelector     `json:",inline"`
 		PodMetricsEndpoints []struct {
 			Port       string              `json:"port,omitempty"`
 			TargetPort *intstr.IntOrString `json:"targetPort,omitempty"`
@@ -277,12 +282,10 @@ type podMonitor struct {
 }
 
 type serviceMonitor struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              struct {
-		NamespaceSelector *namespaceSelector   `json:"namespaceSelector,omitempty"`
-		Selector          metav1.LabelSelector `json:"selector"`
-		Endpoints         []struct {
+	monitorHead `json:",inline"`
+	Spec        struct {
+		monitorSelector `json:",inline"`
+		Endpoints       []struct {
 			Port      string `json:"port"`
 			Path      string `json:"path"`
 			Scheme    string `json:"scheme,omitempty"`
@@ -295,6 +298,17 @@ type serviceMonitor struct {
 			} `json:"tlsConfig,omitempty"`
 		} `json:"endpoints"`
 	} `json:"spec"`
+}
+
+// monitorHead and monitorSelector are what both monitor kinds share.
+type monitorHead struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+}
+
+type monitorSelector struct {
+	NamespaceSelector *namespaceSelector   `json:"namespaceSelector,omitempty"`
+	Selector          metav1.LabelSelector `json:"selector"`
 }
 
 type namespaceSelector struct {
@@ -311,19 +325,8 @@ func TestMonitoringComponent(t *testing.T) {
 	kustomize := kustomizeBin(t)
 	for _, placement := range []string{"side-by-side", "replace-coredns"} {
 		t.Run(placement, func(t *testing.T) {
-			dir := tempKustomization(t, []string{"webhook", "namespace-node", "nodelocal"},
-				[]string{"components/" + placement, "components/agent-shim", "components/cluster-settings", "components/monitoring"},
-				map[string]string{"cluster-settings.yaml": clusterSettings(cmpDNS, cmpUpstream, cmpDomain)})
-			out, err := exec.CommandContext(t.Context(), kustomize, "build", dir).Output()
-			if err != nil {
-				t.Fatalf("kustomize build: %v", stderrOf(err))
-			}
-			r := &objects{}
-			for i, doc := range splitDocs(out) {
-				if err := r.add(fmt.Sprintf("document %d", i+1), doc); err != nil {
-					t.Fatal(err)
-				}
-			}
+			r := kustomizeObjects(t, kustomize, composition(t,
+				"components/"+placement, "components/agent-shim", "components/cluster-settings", "components/monitoring"))
 			if len(r.podMonitors) != 2 || len(r.serviceMonitors) != 1 {
 				t.Fatalf("%d PodMonitors and %d ServiceMonitors, want 2 and 1", len(r.podMonitors), len(r.serviceMonitors))
 			}
