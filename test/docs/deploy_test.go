@@ -15,6 +15,9 @@ var deployCommand = regexp.MustCompile("kubectl (?:apply|delete) -k (deploy/[A-Z
 // deploy/ prefix, as deploy/README.md writes them.
 var deployPath = regexp.MustCompile("`((?:components|overlays|examples)/[A-Za-z0-9_-]+)`")
 
+// myDNS is the operator's own copy the migration steps work in.
+const myDNS = "deploy/overlays/my-dns"
+
 // TestDeployREADMEPaths: every kustomization deploy/README.md applies,
 // deletes or names (its migration steps and rollbacks included) exists,
 // so that no documented command fails on a path.
@@ -23,6 +26,9 @@ func TestDeployREADMEPaths(t *testing.T) {
 	n := 0
 	check := func(dir string) {
 		t.Helper()
+		if dir == myDNS {
+			return
+		}
 		n++
 		if _, err := os.Stat(filepath.Join(root, dir, "kustomization.yaml")); err != nil {
 			t.Errorf("deploy/README.md names %s: no kustomization there (%v)", dir, err)
@@ -38,7 +44,7 @@ func TestDeployREADMEPaths(t *testing.T) {
 		t.Errorf("deploy/README.md: %d kustomizations named, want the entry points, components and rollbacks", n)
 	}
 	for _, step := range []string{"**1. Convert the Corefile.**", "**2. Deploy side by side.**", "**3. Canary one node.**",
-		"**4. Take over node-local everywhere.**", "**5. Replace CoreDNS.**", "**6. Finish.**"} {
+		"**4. Take over node-local everywhere.**", "**5. Replace CoreDNS**", "**6. Finish.**"} {
 		if !strings.Contains(doc, step) {
 			t.Errorf("deploy/README.md: migration step %q missing", step)
 		}
