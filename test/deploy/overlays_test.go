@@ -132,17 +132,18 @@ func TestOverlays(t *testing.T) {
 		checkKubeDNS(t, r)
 	})
 	t.Run("one source", func(t *testing.T) {
-		checkOneSource(t, []string{"base"}, "dnsconfigurer-shim")
+		checkOneSource(t, []string{"base"}, nil, "dnsconfigurer-shim")
 	})
 }
 
 // checkOneSource renders the directories resources of deploy/ with the
-// cluster-settings component and settings other than the defaults, and
+// components and then cluster-settings, with settings other than the
+// defaults, and
 // checks that the settings reached every place and no default is left.
-func checkOneSource(t *testing.T, resources []string, agent string) {
+func checkOneSource(t *testing.T, resources, components []string, agent string) {
 	t.Helper()
 	want := settings{"10.100.0.10", "10.100.0.11", "example.internal"}
-	dir := tempKustomization(t, resources, []string{"components/cluster-settings"}, map[string]string{
+	dir := tempKustomization(t, resources, append(slices.Clone(components), "components/cluster-settings"), map[string]string{
 		"cluster-settings.yaml": clusterSettings(want.clusterDNS, want.upstream, want.domain),
 	})
 	r, out := renderObjects(t, dir)
@@ -427,16 +428,21 @@ func TestNRIOverlay(t *testing.T) {
 		if err := yaml.UnmarshalStrict(b, &k); err != nil {
 			t.Fatal(err)
 		}
-		var dirs []string
+		var dirs, comps []string
 		for _, res := range k.Resources {
 			if d, ok := strings.CutPrefix(res, "../../"); ok {
 				dirs = append(dirs, d)
 			}
 		}
-		if !slices.Contains(dirs, "nri") || slices.Contains(dirs, "shim") || slices.Contains(dirs, "base") {
-			t.Fatalf("%s resources %q: want ../../nri and neither ../../shim nor ../../base", nriDir, k.Resources)
+		for _, c := range k.Components {
+			if d, ok := strings.CutPrefix(c, "../../"); ok && d != "components/cluster-settings" {
+				comps = append(comps, d)
+			}
 		}
-		checkOneSource(t, dirs, "dnsconfigurer-nri")
+		if !slices.Contains(comps, "components/agent-nri") || slices.Contains(comps, "components/agent-shim") || slices.Contains(dirs, "base") {
+			t.Fatalf("%s resources %q components %q: want components/agent-nri and neither components/agent-shim nor ../../base", nriDir, k.Resources, k.Components)
+		}
+		checkOneSource(t, dirs, comps, "dnsconfigurer-nri")
 	})
 	t.Run("flags", func(t *testing.T) {
 		if testing.Short() {
