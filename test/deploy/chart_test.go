@@ -29,6 +29,8 @@ const chartKubeVersion = "1.30.0"
 type topology struct {
 	agent, placement      string
 	nodeLocal, monitoring bool
+	// canary is components/canary, canary.enabled (TestChartCanary).
+	canary bool
 }
 
 func (tp topology) String() string {
@@ -43,7 +45,7 @@ func topologies() []topology {
 		for _, placement := range []string{"side-by-side", "replace-coredns"} {
 			for _, nl := range []bool{true, false} {
 				for _, mon := range []bool{false, true} {
-					all = append(all, topology{agent, placement, nl, mon})
+					all = append(all, topology{agent: agent, placement: placement, nodeLocal: nl, monitoring: mon})
 				}
 			}
 		}
@@ -67,7 +69,7 @@ func (tp topology) sets() []string {
 		"--set", fmt.Sprintf("nodeLocal.enabled=%t", tp.nodeLocal), "--set", fmt.Sprintf("monitoring.enabled=%t", tp.monitoring),
 		"--set", "monitoring.namespace=" + monitorNS,
 		"--set", "cluster.dns=" + cmpDNS, "--set", "cluster.dnsUpstream=" + cmpUpstream, "--set", "cluster.domain=" + cmpDomain,
-		"--set", "image.tag=latest",
+		"--set", "image.tag=latest", "--set", fmt.Sprintf("canary.enabled=%t", tp.canary),
 	}
 }
 
@@ -152,6 +154,23 @@ func TestChartMatchesKustomize(t *testing.T) {
 	}
 }
 
+// TestChartCanary: canary.enabled renders what components/canary does,
+// for each agent.
+func TestChartCanary(t *testing.T) {
+	helm := helmBin(t)
+	kustomize := kustomizeBin(t)
+	for _, agent := range []string{"shim", "nri"} {
+		tp := topology{agent: agent, placement: "side-by-side", nodeLocal: true, canary: true}
+		t.Run(tp.String(), func(t *testing.T) {
+			out, err := exec.CommandContext(t.Context(), kustomize, "build", kustomizationFor(t, tp)).Output()
+			if err != nil {
+				t.Fatalf("kustomize build: %v", stderrOf(err))
+			}
+			compareObjects(t, chartObjects(t, "kustomize", out), chartObjects(t, "helm", helmTemplate(t, helm, tp.sets()...)))
+		})
+	}
+}
+
 // kustomizationFor writes a kustomization of deploy/'s components for tp
 // with the comparison's cluster settings, and returns its directory.
 func kustomizationFor(t *testing.T, tp topology) string {
@@ -171,12 +190,9 @@ func kustomizationFor(t *testing.T, tp topology) string {
 	var k strings.Builder
 	fmt.Fprintf(&k, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n- %s\n", rel("webhook"), rel("namespace-node"))
 	if tp.placement == "replace-coredns" {
-		fmt.Fprintf(&k, "- %s\n- service-kube-dns.yaml\n", rel("overlays/replace-coredns/dns"))
-		b, err := os.ReadFile(filepath.Join(deploy, "overlays/replace-coredns/service-kube-dns.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, dir, "service-kube-dns.yaml", b)
+		// The chart keeps kube-dns (helm.sh/resource-policy: keep); deploy/
+		// has it apart, in deploy/kube-dns, which no rollback deletes.
+		fmt.Fprintf(&k, "- %s\n- %s\n", rel("overlays/replace-coredns/dns"), rel("kube-dns"))
 	} else {
 		fmt.Fprintf(&k, "- %s\n", rel("dnsserver"))
 	}
@@ -184,6 +200,9 @@ func kustomizationFor(t *testing.T, tp topology) string {
 		fmt.Fprintf(&k, "- %s\n", rel("nodelocal"))
 	}
 	fmt.Fprintf(&k, "- %s\n- cluster-settings.yaml\ncomponents:\n- %s\n", rel(tp.agent), rel("components/cluster-settings"))
+	if tp.canary {
+		fmt.Fprintf(&k, "- %s\n", rel("components/canary"))
+	}
 	if tp.placement == "replace-coredns" {
 		k.WriteString(`replacements:
 - source: {kind: ConfigMap, name: dnsconfigurer-cluster-settings, fieldPath: data.clusterDNS}

@@ -160,12 +160,15 @@ type kustomization struct {
 	} `json:"images,omitempty"`
 	Patches []struct {
 		Target map[string]string `json:"target"`
-		Patch  string            `json:"patch"`
+		Patch  string            `json:"patch,omitempty"`
+		Path   string            `json:"path,omitempty"`
 	} `json:"patches,omitempty"`
 	ConfigMapGenerator []struct {
-		Name    string   `json:"name"`
-		Files   []string `json:"files"`
-		Options *struct {
+		Name      string   `json:"name"`
+		Namespace string   `json:"namespace,omitempty"`
+		Behavior  string   `json:"behavior,omitempty"`
+		Files     []string `json:"files"`
+		Options   *struct {
 			DisableNameSuffixHash bool              `json:"disableNameSuffixHash,omitempty"`
 			Labels                map[string]string `json:"labels,omitempty"`
 		} `json:"options,omitempty"`
@@ -189,9 +192,15 @@ type objects struct {
 	issuers             []cmIssuer
 	certificates        []cmCertificate
 	prometheusRules     []prometheusRule // deploy/monitoring (monitoring_test.go)
+	redirectPolicies    []localRedirectPolicy
+	podMonitors         []podMonitor     // components/monitoring (migration_test.go)
+	serviceMonitors     []serviceMonitor // components/monitoring
 	shimConfigs         []v1alpha1.ShimConfiguration
 	webhookConfigs      []v1alpha1.WebhookConfiguration
-	kustomizations      map[string]kustomization // by directory
+	// serverConfigs are the ServerConfigurations of ConfigMaps, by
+	// "namespace/name" of the ConfigMap.
+	serverConfigs  map[string]v1alpha1.ServerConfiguration
+	kustomizations map[string]kustomization // by directory
 	// settings are the cluster settings ConfigMaps (local-config).
 	settings []corev1.ConfigMap
 	// names are "Kind namespace/name" of the API objects, in order.
@@ -205,6 +214,39 @@ func strict[T any](doc []byte, list *[]T) (T, error) {
 	}
 	*list = append(*list, v)
 	return v, nil
+}
+
+// localRedirectPolicy is Cilium's CiliumLocalRedirectPolicy (cilium.io/v2),
+// the fields deploy/examples/cilium uses, for a strict decode without the
+// CRD.
+type localRedirectPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		RedirectFrontend struct {
+			ServiceMatcher *struct {
+				ServiceName string         `json:"serviceName"`
+				Namespace   string         `json:"namespace"`
+				ToPorts     []redirectPort `json:"toPorts,omitempty"`
+			} `json:"serviceMatcher,omitempty"`
+			AddressMatcher *struct {
+				IP      string         `json:"ip"`
+				ToPorts []redirectPort `json:"toPorts"`
+			} `json:"addressMatcher,omitempty"`
+		} `json:"redirectFrontend"`
+		RedirectBackend struct {
+			LocalEndpointSelector metav1.LabelSelector `json:"localEndpointSelector"`
+			ToPorts               []redirectPort       `json:"toPorts"`
+		} `json:"redirectBackend"`
+		SkipRedirectFromBackend bool   `json:"skipRedirectFromBackend,omitempty"`
+		Description             string `json:"description,omitempty"`
+	} `json:"spec"`
+}
+
+type redirectPort struct {
+	Port     string `json:"port"`
+	Name     string `json:"name,omitempty"`
+	Protocol string `json:"protocol"`
 }
 
 // add decodes one YAML document strictly by its apiVersion and kind.
@@ -238,6 +280,9 @@ func (o *objects) add(where string, doc []byte) error {
 		if cm, err = strict(doc, &o.configMaps); err == nil {
 			err = o.addConfigFiles(cm)
 		}
+		if err == nil {
+			err = o.addServerConfig(cm)
+		}
 	case "v1 Service":
 		_, err = strict(doc, &o.services)
 	case "apps/v1 Deployment":
@@ -260,9 +305,16 @@ func (o *objects) add(where string, doc []byte) error {
 		_, err = strict(doc, &o.issuers)
 	case "cert-manager.io/v1 Certificate":
 		_, err = strict(doc, &o.certificates)
+	case "cilium.io/v2 CiliumLocalRedirectPolicy":
+		_, err = strict(doc, &o.redirectPolicies)
+	case "monitoring.coreos.com/v1 PodMonitor":
+		_, err = strict(doc, &o.podMonitors)
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		_, err = strict(doc, &o.serviceMonitors)
 	case "monitoring.coreos.com/v1 PrometheusRule":
 		_, err = strict(doc, &o.prometheusRules)
-	case "dnsconfigurer.io/v1alpha1 ShimConfiguration", "dnsconfigurer.io/v1alpha1 WebhookConfiguration":
+	case "dnsconfigurer.io/v1alpha1 ShimConfiguration", "dnsconfigurer.io/v1alpha1 WebhookConfiguration",
+		"dnsconfigurer.io/v1alpha1 " + v1alpha1.ServerKind:
 		err = o.addConfig(doc)
 		if err == nil {
 			return nil // a config file, not an API object
@@ -287,6 +339,13 @@ func (o *objects) addConfig(doc []byte) error {
 		return err
 	}
 	switch kind.Kind {
+	case v1alpha1.ServerKind:
+		var c v1alpha1.ServerConfiguration
+		if err := yaml.UnmarshalStrict(doc, &c); err != nil {
+			return err
+		}
+		c.SetDefaults()
+		return c.Validate()
 	case v1alpha1.ShimKind:
 		c, err := strict(doc, &o.shimConfigs)
 		if err != nil {
@@ -333,6 +392,46 @@ func (o *objects) webhookEffective(t *testing.T, cfg v1alpha1.WebhookConfigurati
 	if v, ok := flag(args, "cluster-domain"); ok {
 		cfg.Cluster.ClusterDomain = &v
 	}
+	return cfg
+}
+
+// addServerConfig keeps the ServerConfiguration of a ConfigMap's
+// config.yaml, as written (no defaults), by the ConfigMap's name.
+func (o *objects) addServerConfig(cm corev1.ConfigMap) error {
+	data, ok := cm.Data["config.yaml"]
+	if !ok || !strings.Contains(data, "kind: "+v1alpha1.ServerKind) {
+		return nil
+	}
+	var c v1alpha1.ServerConfiguration
+	if err := yaml.UnmarshalStrict([]byte(data), &c); err != nil {
+		return fmt.Errorf("data[\"config.yaml\"]: %v", err)
+	}
+	if o.serverConfigs == nil {
+		o.serverConfigs = map[string]v1alpha1.ServerConfiguration{}
+	}
+	o.serverConfigs[cm.Namespace+"/"+cm.Name] = c
+	return nil
+}
+
+// serveConfig is the ServerConfiguration a serve container runs with: the
+// file its flag (--config, or --cluster-config with cluster true) names,
+// from the ConfigMap mounted there, with defaults. The flags are not
+// applied.
+func (o *objects) serveConfig(t *testing.T, w workload, c corev1.Container, name string) v1alpha1.ServerConfiguration {
+	t.Helper()
+	path, ok := flag(c.Args, name)
+	if !ok {
+		t.Fatalf("%s %s: no --%s", w.kind, w.name, name)
+	}
+	m, ok := mountsOf(t, w, c)[filepath.Dir(path)]
+	if !ok || m.vol.ConfigMap == nil || !m.readOnly {
+		t.Fatalf("%s %s: --%s %s is not on a read-only ConfigMap mount: %+v", w.kind, w.name, name, path, m)
+	}
+	cfg, ok := o.serverConfigs[w.namespace+"/"+m.vol.ConfigMap.Name]
+	if !ok || filepath.Base(path) != "config.yaml" {
+		t.Fatalf("%s %s: --%s %s: no ServerConfiguration in ConfigMap %s/%s config.yaml", w.kind, w.name, name, path, w.namespace, m.vol.ConfigMap.Name)
+	}
+	cfg.SetDefaults()
 	return cfg
 }
 
@@ -513,9 +612,16 @@ func checkKustomizations(t *testing.T, o *objects) {
 	if !slices.Contains(root.Resources, "base") || !slices.Contains(root.Components, "components/cluster-settings") {
 		t.Errorf("deploy/kustomization.yaml: resources %q components %q, want base and components/cluster-settings", root.Resources, root.Components)
 	}
+	// A directory some kustomization lists under components is one.
+	components := map[string]bool{}
+	for dir, k := range o.kustomizations {
+		for _, c := range k.Components {
+			components[filepath.Join(dir, c)] = true
+		}
+	}
 	for dir, k := range o.kustomizations {
 		wantKind := "kustomize.config.k8s.io/v1beta1 Kustomization"
-		if strings.HasPrefix(dir, "components/") {
+		if strings.HasPrefix(dir, "components/") || components[dir] {
 			wantKind = "kustomize.config.k8s.io/v1alpha1 Component"
 		}
 		if got := k.APIVersion + " " + k.Kind; got != wantKind {
@@ -525,6 +631,11 @@ func checkKustomizations(t *testing.T, o *objects) {
 			t.Errorf("deploy/base/kustomization.yaml does not include ../%s", dir)
 		}
 		listed := slices.Clone(k.Resources)
+		for _, p := range k.Patches {
+			if p.Path != "" {
+				listed = append(listed, p.Path)
+			}
+		}
 		for _, g := range k.ConfigMapGenerator {
 			for _, f := range g.Files {
 				if _, src, ok := strings.Cut(f, "="); ok {
@@ -568,15 +679,16 @@ type workload struct {
 	spec       corev1.PodSpec
 	selector   *metav1.LabelSelector
 	podLabels  map[string]string
+	namespace  string
 }
 
 func (o *objects) workloads() []workload {
 	var ws []workload
 	for _, d := range o.deployments {
-		ws = append(ws, workload{"Deployment", d.Name, d.Spec.Template.Spec, d.Spec.Selector, d.Spec.Template.Labels})
+		ws = append(ws, workload{"Deployment", d.Name, d.Spec.Template.Spec, d.Spec.Selector, d.Spec.Template.Labels, d.Namespace})
 	}
 	for _, d := range o.daemonSets {
-		ws = append(ws, workload{"DaemonSet", d.Name, d.Spec.Template.Spec, d.Spec.Selector, d.Spec.Template.Labels})
+		ws = append(ws, workload{"DaemonSet", d.Name, d.Spec.Template.Spec, d.Spec.Selector, d.Spec.Template.Labels, d.Namespace})
 	}
 	return ws
 }
@@ -602,6 +714,18 @@ func flagAll(args []string, name string) []string {
 		}
 	}
 	return vs
+}
+
+// flags returns the --name=value flags of args (the subcommand and bare
+// switches left out) by name.
+func flags(args []string) map[string]string {
+	m := map[string]string{}
+	for _, a := range args {
+		if name, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
+			m[name] = v
+		}
+	}
+	return m
 }
 
 func flag(args []string, name string) (string, bool) {
@@ -904,11 +1028,17 @@ func checkDNS(t *testing.T, o *objects) {
 	if len(c.Args) == 0 || c.Args[0] != "serve" {
 		t.Errorf("Deployment %s: args %q, want serve ...", dep.Name, c.Args)
 	}
-	if l, _ := flag(c.Args, "listen"); !strings.HasSuffix(l, ":53") {
-		t.Errorf("Deployment %s: --listen %q, want port 53", dep.Name, l)
+	// The settings are in the ConfigMap; a flag would override the file.
+	w := o.workload(t, "Deployment", dep.Name)
+	cfg := o.serveConfig(t, w, c, "config")
+	if got := slices.Collect(maps.Keys(flags(c.Args))); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"cluster-domain", "config"}) {
+		t.Errorf("Deployment %s: flags %q, want --cluster-domain and --config only (the rest is the ConfigMap's)", dep.Name, got)
 	}
-	if _, ok := flag(c.Args, "mode"); ok {
-		t.Errorf("Deployment %s: --mode set; the cluster DNS runs in the default mode", dep.Name)
+	if len(cfg.Listen) == 0 || !strings.HasSuffix(cfg.Listen[0], ":53") {
+		t.Errorf("Deployment %s: listen %q, want port 53", dep.Name, cfg.Listen)
+	}
+	if cfg.Mode != v1alpha1.ModeCluster {
+		t.Errorf("Deployment %s: mode %q; the cluster DNS runs in the default mode", dep.Name, cfg.Mode)
 	}
 	// The Service's named target ports are ports of the container.
 	for _, p := range svc.Spec.Ports {
@@ -917,9 +1047,12 @@ func checkDNS(t *testing.T, o *objects) {
 			t.Errorf("Service %s port %s: targetPort %q is no %s port of Deployment %s", svc.Name, p.Name, p.TargetPort.String(), p.Protocol, dep.Name)
 		}
 	}
-	// --pods verified is what the pods rule of the ClusterRole is for.
-	if pods, _ := flag(c.Args, "pods"); pods != "verified" {
-		t.Errorf("Deployment %s: --pods %q: the ServiceAccount may watch pods, which only --pods verified needs", dep.Name, pods)
+	// pods: verified is what the pods rule of the ClusterRole is for.
+	if cfg.Pods != v1alpha1.PodsVerified {
+		t.Errorf("Deployment %s: pods %q: the ServiceAccount may watch pods, which only pods: verified needs", dep.Name, cfg.Pods)
+	}
+	if _, port, _ := net.SplitHostPort(cfg.MetricsListen); port != "9153" {
+		t.Errorf("Deployment %s: metricsListen %q, want port 9153 (the probes' and the Service's)", dep.Name, cfg.MetricsListen)
 	}
 }
 
@@ -950,6 +1083,18 @@ func checkNodeLocal(t *testing.T, o *objects) {
 		if got, _ := flag(c.Args, name); got != want {
 			t.Errorf("node-local: --%s %q, want %q", name, got, want)
 		}
+	}
+	// Not node-cache's interface name: during a take-over neither deletes
+	// the other's.
+	if got, _ := flag(c.Args, "interface-name"); got == "" || got == v1alpha1.DefaultNodeLocalInterface {
+		t.Errorf("node-local: --interface-name %q, want one of its own (node-cache's is %s)", got, v1alpha1.DefaultNodeLocalInterface)
+	}
+	// The cluster DNS's own ServerConfiguration, a copy of its ConfigMap.
+	// Sources (kustomizations read) hold a placeholder; the rendered copy
+	// is the cluster DNS's (components/cluster-settings).
+	o.serveConfig(t, w, c, "cluster-config")
+	if len(o.kustomizations) == 0 {
+		checkConfigCopy(t, o)
 	}
 	for _, f := range []string{"--setup-interface", "--setup-notrack", "--reuse-port"} {
 		if !slices.Contains(c.Args, f) {
@@ -1303,7 +1448,7 @@ func expand(t *testing.T, role string, r rbacv1.PolicyRule) []string {
 // the rest in namespace.
 func namespaceOf(name string) string {
 	if strings.HasPrefix(name, "dnsconfigurer-shim") || strings.HasPrefix(name, "dnsconfigurer-nri") ||
-		strings.HasPrefix(name, "dnsconfigurer-node-local-dns") {
+		strings.HasPrefix(name, "dnsconfigurer-node-local-dns") || name == "dnsconfigurer-cluster-dns" {
 		return nodeNamespace
 	}
 	return namespace

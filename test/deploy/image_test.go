@@ -101,6 +101,12 @@ func TestSetImage(t *testing.T) {
 			// everything built on it.
 			dir := filepath.Join(setImageTree(t), entry)
 			before := renderedContainers(t, dir)
+			if len(before) == 0 {
+				if entry == "deploy/examples/cilium" {
+					t.Skipf("%s renders no container: a policy only", entry)
+				}
+				t.Fatalf("%s renders no container", entry)
+			}
 			cmd := exec.Command(kustomize, "edit", "set", "image", arg)
 			cmd.Dir = dir
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -134,7 +140,8 @@ func TestSetImage(t *testing.T) {
 type container struct{ where, image string }
 
 // renderedContainers renders dir with kubectl kustomize and lists the
-// containers and init containers of its Deployments and DaemonSets.
+// containers and init containers of its Deployments and DaemonSets (none
+// for a kustomization of other objects).
 func renderedContainers(t *testing.T, dir string) []container {
 	t.Helper()
 	r, _ := renderObjects(t, dir)
@@ -143,9 +150,6 @@ func renderedContainers(t *testing.T, dir string) []container {
 		for _, c := range slices.Concat(w.spec.InitContainers, w.spec.Containers) {
 			cs = append(cs, container{fmt.Sprintf("%s %s container %s", w.kind, w.name, c.Name), c.Image})
 		}
-	}
-	if len(cs) == 0 {
-		t.Fatalf("%s renders no container", dir)
 	}
 	return cs
 }

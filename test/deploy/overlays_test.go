@@ -105,7 +105,7 @@ func TestOverlays(t *testing.T) {
 			if err := src.add(tc.dir+"/cluster-settings.yaml", b); err != nil {
 				t.Fatal(err)
 			}
-			r, _ := renderObjects(t, filepath.Join(deployDir, tc.dir))
+			r, _ := renderObjects(t, withKubeDNS(t, tc.dir))
 			checkSettings(t, r, settingsOf(t, src), tc.dnsService, "dnsconfigurer-shim")
 			if d := r.workload(t, "Deployment", "dnsconfigurer-dns"); !slices.ContainsFunc(r.deployments, func(x appsv1.Deployment) bool {
 				return x.Name == d.name && x.Namespace == tc.dnsNamespace
@@ -128,21 +128,22 @@ func TestOverlays(t *testing.T) {
 		r.workload(t, "Deployment", "dnsconfigurer-dns-autoscaler")
 	})
 	t.Run("replace-coredns is kube-dns", func(t *testing.T) {
-		r, _ := renderObjects(t, filepath.Join(deployDir, "overlays/replace-coredns"))
+		r, _ := renderObjects(t, withKubeDNS(t, "overlays/replace-coredns"))
 		checkKubeDNS(t, r)
 	})
 	t.Run("one source", func(t *testing.T) {
-		checkOneSource(t, []string{"base"}, "dnsconfigurer-shim")
+		checkOneSource(t, []string{"base"}, nil, "dnsconfigurer-shim")
 	})
 }
 
 // checkOneSource renders the directories resources of deploy/ with the
-// cluster-settings component and settings other than the defaults, and
+// components and then cluster-settings, with settings other than the
+// defaults, and
 // checks that the settings reached every place and no default is left.
-func checkOneSource(t *testing.T, resources []string, agent string) {
+func checkOneSource(t *testing.T, resources, components []string, agent string) {
 	t.Helper()
 	want := settings{"10.100.0.10", "10.100.0.11", "example.internal"}
-	dir := tempKustomization(t, resources, []string{"components/cluster-settings"}, map[string]string{
+	dir := tempKustomization(t, resources, append(slices.Clone(components), "components/cluster-settings"), map[string]string{
 		"cluster-settings.yaml": clusterSettings(want.clusterDNS, want.upstream, want.domain),
 	})
 	r, out := renderObjects(t, dir)
@@ -190,6 +191,18 @@ func tempKustomization(t *testing.T, resources, components []string, files map[s
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// withKubeDNS returns the directory to render for the overlay dir of
+// deploy/ as a cluster has it: overlays/replace-coredns with kubeadm's
+// kube-dns Service (deploy/kube-dns), which the overlay itself leaves out
+// so that no rollback deletes it; any other overlay as it is.
+func withKubeDNS(t *testing.T, dir string) string {
+	t.Helper()
+	if dir != "overlays/replace-coredns" {
+		return filepath.Join(deployDir, dir)
+	}
+	return tempKustomization(t, []string{dir, "kube-dns"}, nil, nil)
 }
 
 // checkKubeDNS: the replace-CoreDNS overlay looks like kubeadm's CoreDNS
@@ -247,7 +260,9 @@ func grepLines(s, sub string) string {
 // template is listed by the policy's own selector as the API server stored
 // it. Skips without kubectl or the test/testbin binaries.
 func TestReplaceCoreDNSApply(t *testing.T) {
-	r, cp, _ := applyOverlay(t, "overlays/replace-coredns")
+	// kubeadm's kube-dns is there before the overlay is applied.
+	dir := "overlays/replace-coredns"
+	r, cp, _ := applyRendered(t, dir, renderDir(t, withKubeDNS(t, dir)))
 	ctx := t.Context()
 	c := cp.Client()
 	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
@@ -413,16 +428,21 @@ func TestNRIOverlay(t *testing.T) {
 		if err := yaml.UnmarshalStrict(b, &k); err != nil {
 			t.Fatal(err)
 		}
-		var dirs []string
+		var dirs, comps []string
 		for _, res := range k.Resources {
 			if d, ok := strings.CutPrefix(res, "../../"); ok {
 				dirs = append(dirs, d)
 			}
 		}
-		if !slices.Contains(dirs, "nri") || slices.Contains(dirs, "shim") || slices.Contains(dirs, "base") {
-			t.Fatalf("%s resources %q: want ../../nri and neither ../../shim nor ../../base", nriDir, k.Resources)
+		for _, c := range k.Components {
+			if d, ok := strings.CutPrefix(c, "../../"); ok && d != "components/cluster-settings" {
+				comps = append(comps, d)
+			}
 		}
-		checkOneSource(t, dirs, "dnsconfigurer-nri")
+		if !slices.Contains(comps, "components/agent-nri") || slices.Contains(comps, "components/agent-shim") || slices.Contains(dirs, "base") {
+			t.Fatalf("%s resources %q components %q: want components/agent-nri and neither components/agent-shim nor ../../base", nriDir, k.Resources, k.Components)
+		}
+		checkOneSource(t, dirs, comps, "dnsconfigurer-nri")
 	})
 	t.Run("flags", func(t *testing.T) {
 		if testing.Short() {

@@ -28,3 +28,17 @@
 {{- define "dnsconfigurer.shimConfig" -}}
 {{- .Values.shim.config | default (.Files.Get "files/shim.yaml") -}}
 {{- end -}}
+
+{{/* The cluster DNS's ServerConfiguration: dns.config, else deploy/'s for the placement. */}}
+{{- define "dnsconfigurer.dnsConfig" -}}
+{{- if .Values.dns.config }}{{ .Values.dns.config }}
+{{- else if eq .Values.placement "replace-coredns" }}{{ .Files.Get "files/dns-kubeadm.yaml" }}
+{{- else }}{{ .Files.Get "files/dns.yaml" }}{{ end -}}
+{{- end -}}
+
+{{/* The canary nodeSelector of the node DaemonSets (deploy/components/canary). */}}
+{{- define "dnsconfigurer.canarySelector" -}}
+{{- if .Values.canary.enabled }}
+{{ .Values.canary.label }}: "true"
+{{- end -}}
+{{- end -}}
