@@ -43,42 +43,12 @@ func TestCommandFlags(t *testing.T) {
 				continue
 			}
 			n++
-			checkFlagsParse(t, bin, w.kind+" "+w.name, withoutPending(t, bin, c.Args))
+			checkFlagsParse(t, bin, w.kind+" "+w.name, c.Args)
 		}
 	}
 	if n != 4 {
 		t.Errorf("checked %d dnsconfigurer containers, want 4", n)
 	}
-}
-
-// pendingFlags are flags the manifests pass for a change being merged in
-// parallel (issue 30: the node-local stage's --cluster-config, branch
-// w/nlroute). Until the binary knows one, withoutPending drops it, with a
-// log line; once it does, the flag is checked like any other. Remove an
-// entry when its change is on main.
-var pendingFlags = []string{"cluster-config"}
-
-// withoutPending returns args without the pending flags bin does not know.
-func withoutPending(t *testing.T, bin string, args []string) []string {
-	t.Helper()
-	if len(args) == 0 {
-		return args
-	}
-	help, _ := exec.CommandContext(t.Context(), bin, args[0], "-h").CombinedOutput()
-	out := slices.Clone(args)
-	for _, name := range pendingFlags {
-		if strings.Contains(string(help), "-"+name+" ") {
-			continue
-		}
-		out = slices.DeleteFunc(out, func(a string) bool {
-			drop := strings.HasPrefix(a, "--"+name+"=")
-			if drop {
-				t.Logf("dnsconfigurer %s has no --%s yet (pendingFlags): not passed", args[0], name)
-			}
-			return drop
-		})
-	}
-	return out
 }
 
 // checkFlagsParse runs bin with args and a final -h. Help exits 0 or 2
@@ -123,7 +93,7 @@ func TestNodeLocalDaemonSet(t *testing.T) {
 			}
 		}
 	}
-	args := withoutPending(t, bin, c.Args)
+	args := c.Args
 	for i, a := range args {
 		if strings.HasPrefix(a, "--cluster-config=") {
 			args[i] = "--cluster-config=" + clusterConfig
