@@ -68,6 +68,8 @@ const (
 	// own in the namespace query metrics; MaxNamespaceMetrics bounds it.
 	DefaultNamespaceMetrics = 20
 	MaxNamespaceMetrics     = 1000
+	// DefaultCoreDNSMetrics: /metrics has dnsconfigurer's names only.
+	DefaultCoreDNSMetrics = false
 
 	DefaultSuccessBytes       = ByteSize("32Mi")
 	DefaultDenialBytes        = ByteSize("8Mi")
@@ -169,6 +171,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	autopathBySource: false             # needs pods: verified
 //	autopathOptionCode: 65001
 //	namespaceMetrics: 20                # busiest namespaces with series of their own in dnsconfigurer_dnsserver_namespace_*; 0: off
+//	coreDNSMetrics: false               # also CoreDNS's metric names (coredns_dns_*, coredns_cache_*, coredns_forward_*, ...)
 //	forward:
 //	- zone: .                           # the default route
 //	  upstreams: [/etc/resolv.conf]     # a resolv.conf whose nameservers are used (watched)
@@ -310,6 +313,13 @@ type ServerConfiguration struct {
 	// the others being "other": 0-1000 (default 20); 0 turns them off.
 	// Mode cluster only.
 	NamespaceMetrics *int `json:"namespaceMetrics,omitempty"`
+	// CoreDNSMetrics also serves the request, cache and forward metrics
+	// on /metrics under CoreDNS's names and labels (coredns_dns_*,
+	// coredns_cache_*, coredns_forward_*, coredns_proxy_*, ...; table in
+	// deploy/monitoring/README.md), so that dashboards and alerts written
+	// for CoreDNS work unchanged (default false). Its label server is
+	// CoreDNSServer. It needs metricsListen.
+	CoreDNSMetrics bool `json:"coreDNSMetrics,omitempty"`
 
 	// Forward are the forwarding routes, at most one per zone; zone "." is
 	// the default route. Mode cluster only.
@@ -674,6 +684,9 @@ func (c *ServerConfiguration) CheckComplete() error {
 	if c.Mode == ModeNodeLocal && len(c.NodeLocal.ClusterUpstream) == 0 {
 		e.add("nodeLocal.clusterUpstream", "required in mode %q", ModeNodeLocal)
 	}
+	if c.CoreDNSMetrics && c.MetricsListen == "" {
+		e.add("coreDNSMetrics", "needs metricsListen: without it no /metrics is served")
+	}
 	return e.join()
 }
 
@@ -995,6 +1008,35 @@ func (c *ServerConfiguration) TopNamespaces() int {
 		return DefaultNamespaceMetrics
 	}
 	return *c.NamespaceMetrics
+}
+
+// CoreDNSServer is the value of the label server of the CoreDNS metrics
+// (coreDNSMetrics), in CoreDNS's form "dns://[<bind>]:<port>" for the
+// first listen address (else the first nodeLocal.localIPs, port 53):
+// "dns://:53" for an unspecified address, as a CoreDNS server block
+// without bind (kubeadm's), else "dns://169.254.20.10:53", as one with
+// bind.
+func (c *ServerConfiguration) CoreDNSServer() string {
+	addr := ""
+	switch {
+	case len(c.Listen) > 0:
+		addr = c.Listen[0]
+	case len(c.NodeLocal.LocalIPs) > 0:
+		addr = net.JoinHostPort(c.NodeLocal.LocalIPs[0], "53")
+	default:
+		return "dns://:53"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "dns://" + addr
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+		host = ""
+	}
+	if host == "" {
+		return "dns://:" + port
+	}
+	return "dns://" + net.JoinHostPort(host, port)
 }
 
 // LoadbalanceEnabled reports loadbalance (true when unset).

@@ -29,7 +29,8 @@ import "slices"
 // cache, hosts, overrides, rewrites, autopath, reverse zones and loadbalance (the
 // answer stack is rebuilt), ttl, pods, namespaces, ignoreEmptyService,
 // endpointPodNames and noEndpoints (the records are published again with
-// them), namespaceMetrics, logQueries, logLevel and lameduck.
+// them), namespaceMetrics, coreDNSMetrics, logQueries, logLevel and
+// lameduck.
 var RestartFields = []string{"mode", "listen", "reusePort", "metricsListen", "clusterDomain", "logFormat",
 	"kubeconfig", "objects", "limits", "nodeLocal"}
 

@@ -42,7 +42,7 @@ func TestServerDefaults(t *testing.T) {
 	got := map[string]any{
 		"mode": c.Mode, "clusterDomain": c.ClusterDomain, "ClusterZone": c.ClusterZone(), "logLevel": c.LogLevel, "logFormat": c.LogFormat,
 		"pods": c.Pods, "RecordTTL": c.RecordTTL(), "autopath": c.AutopathEnabled(), "autopathOptionCode": c.AutopathOptionCode,
-		"TopNamespaces": c.TopNamespaces(),
+		"TopNamespaces": c.TopNamespaces(), "coreDNSMetrics": c.CoreDNSMetrics,
 		"maxConcurrent": c.MaxConcurrent, "shedRcode": c.ShedRcode, "ShedRcodeValue": c.ShedRcodeValue(),
 		"cache.successBytes": c.Cache.SuccessBytes.Bytes(), "cache.denialBytes": c.Cache.DenialBytes.Bytes(),
 		"cache.zoneBytes": c.Cache.ZoneBytes.Bytes(),
@@ -61,7 +61,7 @@ func TestServerDefaults(t *testing.T) {
 	want := map[string]any{
 		"mode": "cluster", "clusterDomain": "cluster.local", "ClusterZone": "cluster.local.", "logLevel": "info", "logFormat": "text",
 		"pods": "disabled", "RecordTTL": uint32(5), "autopath": true, "autopathOptionCode": 65001,
-		"TopNamespaces": 20,
+		"TopNamespaces": 20, "coreDNSMetrics": false,
 		"maxConcurrent": 1000, "shedRcode": "SERVFAIL", "ShedRcodeValue": 2,
 		"cache.successBytes": int64(32 << 20), "cache.denialBytes": int64(8 << 20),
 		"cache.zoneBytes": int64(16 << 20),
@@ -398,6 +398,9 @@ func TestServerCheckComplete(t *testing.T) {
 		{"no listen", func(c *ServerConfiguration) { c.Listen = nil }, `listen: required: at least one address such as "0.0.0.0:53" (or nodeLocal.localIPs)`},
 		{"node-local without upstream", func(c *ServerConfiguration) { c.Mode, c.Forward = "node-local", nil },
 			`nodeLocal.clusterUpstream: required in mode "node-local"`},
+		{"coreDNSMetrics with metricsListen", func(c *ServerConfiguration) { c.CoreDNSMetrics, c.MetricsListen = true, "127.0.0.1:9153" }, ""},
+		{"coreDNSMetrics without metricsListen", func(c *ServerConfiguration) { c.CoreDNSMetrics, c.MetricsListen = true, "" },
+			`coreDNSMetrics: needs metricsListen: without it no /metrics is served`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -602,6 +605,23 @@ func TestServerAccessors(t *testing.T) {
 		netip.MustParseAddrPort("10.96.0.11:53")}
 	if got := c.NodeLocal.ClusterUpstreamAddrs(); !slices.Equal(got, want) {
 		t.Errorf("ClusterUpstreamAddrs = %v, want %v", got, want)
+	}
+	for _, tt := range []struct {
+		listen, localIPs []string
+		want             string
+	}{
+		{[]string{"0.0.0.0:53", "[::]:53"}, nil, "dns://:53"}, // kubeadm's CoreDNS: ".:53" without bind
+		{[]string{"[::]:5353"}, nil, "dns://:5353"},
+		{[]string{":53"}, nil, "dns://:53"},
+		{[]string{"10.96.0.10:53"}, nil, "dns://10.96.0.10:53"},
+		{[]string{"[fd00::10]:53"}, nil, "dns://[fd00::10]:53"},
+		{nil, []string{"169.254.20.10", "10.96.0.10"}, "dns://169.254.20.10:53"}, // node-cache's bind
+		{nil, nil, "dns://:53"},
+	} {
+		c := ServerConfiguration{Listen: tt.listen, NodeLocal: NodeLocal{LocalIPs: tt.localIPs}}
+		if got := c.CoreDNSServer(); got != tt.want {
+			t.Errorf("CoreDNSServer of listen %v, localIPs %v = %q, want %q", tt.listen, tt.localIPs, got, tt.want)
+		}
 	}
 	if got := Duration("bad").Duration(); got != 0 {
 		t.Errorf("Duration of an invalid value = %v, want 0", got)

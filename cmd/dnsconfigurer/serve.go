@@ -48,7 +48,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveArgs, error) {
 		fmt.Fprintln(stderr, "usage: dnsconfigurer serve --listen ADDR [--listen ADDR...] [--cluster-domain cluster.local]\n"+
 			"    [--objects PATH | --kubeconfig PATH] [--pods verified|insecure|disabled] [--ttl N]\n"+
 			"    [--upstream ADDR[,ADDR...] | --upstream-resolv-conf PATH] [--forward ZONE=ADDR[,ADDR...]]...\n"+
-			"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]\n"+
+			"    [--metrics-listen ADDR [--coredns-metrics]] [--log-format text|json] [--log-level debug|info|warn|error]\n"+
 			"    [--config FILE (ServerConfiguration, reloaded on change)]\n\nflags:")
 		fs.PrintDefaults()
 	}

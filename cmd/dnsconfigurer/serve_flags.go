@@ -26,6 +26,7 @@ func serveFlags(fs *flag.FlagSet) *flagLayer[serverConfig] {
 	l.Defined("ttl", "ttl", func(c *serverConfig) { n := int(*ttl); c.TTL = &n })
 	registerUpstreamFlags(l)
 	l.String(func(c *serverConfig) *string { return &c.MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR`")
+	l.Bool(func(c *serverConfig) *bool { return &c.CoreDNSMetrics }, "coredns-metrics", v1alpha1.DefaultCoreDNSMetrics, "also serve the request, cache and forward metrics under CoreDNS's names and labels (coredns_dns_*, coredns_cache_*, coredns_forward_*, ...), for dashboards and alerts written for CoreDNS")
 	listVar(l, func(c *serverConfig) *[]string { return &c.Namespaces }, "namespaces", "only serve these namespaces (comma-separated or repeated)")
 	l.Bool(func(c *serverConfig) *bool { return &c.IgnoreEmptyService }, "ignore-empty-service", false, "answer NXDOMAIN for Services without a ready endpoint")
 	l.Bool(func(c *serverConfig) *bool { return &c.EndpointPodNames }, "endpoint-pod-names", false, "name endpoints without a hostname after their pod instead of their dashed IP")

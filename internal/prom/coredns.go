@@ -1,8 +1,6 @@
 package prom
 
 import (
-	"net"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -24,7 +22,8 @@ type CoreDNSNames struct {
 }
 
 // NewCoreDNSNames gathers g, adding CoreDNS's names when on. server is
-// the value of CoreDNS's label server (CoreDNSServer).
+// the value of CoreDNS's label server, such as "dns://:53"
+// (v1alpha1.ServerConfiguration.CoreDNSServer).
 func NewCoreDNSNames(g prometheus.Gatherer, server string, on bool) *CoreDNSNames {
 	c := &CoreDNSNames{g: g, server: server}
 	c.on.Store(on)
@@ -43,24 +42,6 @@ func (c *CoreDNSNames) Gather() ([]*dto.MetricFamily, error) {
 	out := append(mfs, CoreDNSFamilies(mfs, c.server)...)
 	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return out, err
-}
-
-// CoreDNSServer is the value of CoreDNS's label server for a server
-// listening on addr ("ip:port"): "dns://:53" for an unspecified address,
-// as a CoreDNS server block without bind, else "dns://10.96.0.10:53", as
-// one with bind.
-func CoreDNSServer(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "dns://" + addr
-	}
-	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
-		host = ""
-	}
-	if host == "" {
-		return "dns://:" + port
-	}
-	return "dns://" + net.JoinHostPort(host, port)
 }
 
 // label is one label of a CoreDNS series: copied from the label from of

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -44,6 +45,7 @@ type reloader struct {
 	records *recordFeed
 	srv     *dnsserver.Server
 	gather  *stackGatherer
+	coredns *prom.CoreDNSNames
 	log     *slog.Logger
 	level   func(string) error // nil: the log level is not reloaded
 	stack   **answerStack
@@ -115,6 +117,7 @@ func (r *reloader) reload(ctx context.Context) error {
 	stack.handler.Warm()
 	r.srv.SetHandler(dnsserver.QueryLogged(next, stack.handler, r.log))
 	r.srv.SetLameduck(next.Lameduck.Duration())
+	r.coredns.SetEnabled(next.CoreDNSMetrics)
 	if r.level != nil {
 		if err := r.level(next.LogLevel); err != nil { // validated: not reached
 			r.log.Error("config reload: log level", "err", err)

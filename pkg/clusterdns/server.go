@@ -12,6 +12,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
@@ -115,7 +116,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	synced := func() bool { return s.st.Snapshot() != nil }
-	ops, err := health.Bind(s.cfg.MetricsListen, s.cfg.ReusePort, health.Handler(gather,
+	metrics := prom.NewCoreDNSNames(gather, s.cfg.CoreDNSServer(), s.cfg.CoreDNSMetrics)
+	ops, err := health.Bind(s.cfg.MetricsListen, s.cfg.ReusePort, health.Handler(metrics,
 		health.Condition(synced, "not synced"), health.Condition(srv.Ready, "lameduck")), s.log)
 	if err != nil {
 		return fmt.Errorf("metricsListen: %w", err)
@@ -126,7 +128,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	tasks = append(tasks, records.run)
 	if src := s.deps.Reload; src != nil {
-		r := &reloader{src: *src, running: s.cfg, st: s.st, records: records, srv: srv, gather: gather,
+		r := &reloader{src: *src, running: s.cfg, st: s.st, records: records, srv: srv, gather: gather, coredns: metrics,
 			log: s.log, level: src.SetLogLevel, stack: &stack}
 		if err := s.reg.Register(r); err != nil {
 			return err

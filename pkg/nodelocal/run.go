@@ -13,6 +13,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -119,8 +120,9 @@ func (s *Stage) Run(ctx context.Context) error {
 		return err
 	}
 	// The node-local stage has no records to sync: ready once it serves,
-	// until its lameduck.
-	ops, err := health.Bind(cfg.MetricsListen, cfg.ReusePort, health.Handler(reg, health.Condition(srv.Ready, "lameduck")), log)
+	// until its lameduck. It reads its file once: coreDNSMetrics is fixed.
+	metrics := prom.NewCoreDNSNames(reg, cfg.CoreDNSServer(), cfg.CoreDNSMetrics)
+	ops, err := health.Bind(cfg.MetricsListen, cfg.ReusePort, health.Handler(metrics, health.Condition(srv.Ready, "lameduck")), log)
 	if err != nil {
 		return fmt.Errorf("metricsListen: %w", err)
 	}
