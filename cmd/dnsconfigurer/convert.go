@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 
 	"sigs.k8s.io/yaml"
 
@@ -15,9 +14,6 @@ import (
 
 // exitDropped is convert's exit code when a directive was dropped.
 const exitDropped = 3
-
-// configMapKey is the key of the converted file in --configmap output.
-const configMapKey = "config.yaml"
 
 type convertFlags struct {
 	out, configMap, namespace, importDir string
@@ -28,7 +24,7 @@ func runConvert(_ context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.SetOutput(stderr)
 	var f convertFlags
 	fs.StringVar(&f.out, "o", "", "write the ServerConfiguration to FILE instead of stdout")
-	fs.StringVar(&f.configMap, "configmap", "", "wrap it in a ConfigMap of this name, key "+configMapKey)
+	fs.StringVar(&f.configMap, "configmap", "", "wrap it in a ConfigMap of this name, key "+corefile.ConfigKey)
 	fs.StringVar(&f.namespace, "namespace", "kube-system", "the ConfigMap's namespace (with --configmap)")
 	fs.StringVar(&f.importDir, "import-dir", "", "directory of the files a Corefile imports (default: the import's own directory; for a ConfigMap, its other keys)")
 	fs.Usage = func() {
@@ -48,7 +44,7 @@ func runConvert(_ context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "convert: %v\n", err)
 		return exitUsage
 	}
-	r, err := convertInput(name, text, f.importDir)
+	r, err := convertInput(name, text, f.importDir, f.configMap != "")
 	if err != nil {
 		fmt.Fprintf(stderr, "convert: %v\n", err)
 		return exitFail
@@ -75,8 +71,10 @@ func readInput(path string, stdin io.Reader) (string, []byte, error) {
 	return path, b, err
 }
 
-// convertInput converts a Corefile or a ConfigMap (coredns or kube-dns).
-func convertInput(name string, text []byte, importDir string) (corefile.Result, error) {
+// convertInput converts a Corefile or a ConfigMap (coredns or kube-dns);
+// toConfigMap carries a hosts file that is a key of the input ConfigMap
+// into the output ConfigMap.
+func convertInput(name string, text []byte, importDir string, toConfigMap bool) (corefile.Result, error) {
 	data, isCM, err := corefile.ConfigMapData(text)
 	switch {
 	case err != nil:
@@ -97,20 +95,8 @@ func convertInput(name string, text []byte, importDir string) (corefile.Result, 
 		}
 		importDir = dir
 	}
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return corefile.Run(corefile.Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: importDir}, keys)
-}
-
-// convertedConfigMap is the ConfigMap --configmap writes.
-type convertedConfigMap struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   map[string]string `json:"metadata"`
-	Data       map[string]string `json:"data"`
+	return corefile.Run(corefile.Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: importDir},
+		&corefile.ConfigMapKeys{Data: data, Carry: toConfigMap})
 }
 
 func (f *convertFlags) write(r corefile.Result, from string, stdout io.Writer) error {
@@ -120,11 +106,8 @@ func (f *convertFlags) write(r corefile.Result, from string, stdout io.Writer) e
 	}
 	head := "# converted by `dnsconfigurer convert` from " + from + "\n"
 	if f.configMap != "" {
-		cm := convertedConfigMap{APIVersion: "v1", Kind: "ConfigMap",
-			Metadata: map[string]string{"name": f.configMap, "namespace": f.namespace},
-			Data:     map[string]string{configMapKey: head + string(b)}}
-		if b, err = yaml.Marshal(cm); err != nil {
-			return fmt.Errorf("encode yaml: %w", err)
+		if b, err = r.ConfigMap(f.configMap, f.namespace, head+string(b)); err != nil {
+			return err
 		}
 	}
 	out := append([]byte(head), b...)

@@ -33,6 +33,17 @@ func TestConvert(t *testing.T) {
 			stdout: []string{"zone: puglife.world"}, stderr: []string{"Corefile:19", "template", "dropped", "2 dropped"}},
 		{name: "configmap wrap", args: []string{"--configmap", "dnsconfigurer-dns", "--namespace", "dns", examples + "eks/Corefile"}, code: exitOK,
 			stdout: []string{"kind: ConfigMap", "name: dnsconfigurer-dns", "namespace: dns", "config.yaml: |", "    kind: ServerConfiguration"}},
+		{name: "configmap carries the hosts key", args: []string{"--configmap", "dnsconfigurer-dns", examples + "k3s-kubectl/configmap.yaml"}, code: exitOK,
+			stdout: []string{"  NodeHosts: |\n    192.168.1.10 k3s-server\n    192.168.1.11 k3s-agent-1\n", "      file: /etc/dnsconfigurer/NodeHosts\n"},
+			stderr: []string{"Corefile:9   hosts        converted  hosts.file /etc/dnsconfigurer/NodeHosts, ttl 60s, reload 15s; /etc/coredns/NodeHosts was the ConfigMap key NodeHosts: the output ConfigMap carries it"}},
+		{name: "without --configmap the hosts key is reported", args: []string{examples + "k3s-kubectl/configmap.yaml"}, code: exitOK,
+			stdout: []string{"file: /etc/coredns/NodeHosts"}, stderr: []string{"differs    hosts.file /etc/coredns/NodeHosts, ttl 60s, reload 15s; /etc/coredns/NodeHosts is the ConfigMap key NodeHosts: mount it there"}, configFrom: "stdout"},
+		{name: "hosts key not a ConfigMap key", stdin: hostsKeyConfigMap("node:hosts"), args: []string{"--configmap", "x", "-"}, code: exitFail,
+			stderr: []string{`convert: hosts file /etc/coredns/node:hosts: ConfigMap key "node:hosts" cannot be carried in the output ConfigMap`}},
+		{name: "hosts key config.yaml", stdin: hostsKeyConfigMap("config.yaml"), args: []string{"--configmap", "x", "-"}, code: exitFail,
+			stderr: []string{`ConfigMap key "config.yaml" cannot be carried in the output ConfigMap: the converted ServerConfiguration is its key config.yaml`}},
+		{name: "hosts key config.yaml without --configmap", stdin: hostsKeyConfigMap("config.yaml"), args: []string{"-"}, code: exitOK,
+			stderr: []string{"is the ConfigMap key config.yaml: mount it there"}},
 		{name: "stdin", stdin: ".:53 {\n  forward . 10.0.0.53\n}\n", args: []string{"-"}, code: exitOK,
 			stdout: []string{"- 10.0.0.53"}, stderr: []string{"Corefile:2  forward"}},
 		{name: "unknown directive", stdin: ".:53 {\n  errors\n  forwardd . 1.1.1.1\n}\n", args: []string{"-"}, code: exitFail,
@@ -60,6 +71,47 @@ func TestConvert(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// hostsKeyConfigMap is a coredns ConfigMap whose hosts file is its key.
+func hostsKeyConfigMap(key string) string {
+	return "kind: ConfigMap\ndata:\n  Corefile: |\n    .:53 {\n      hosts /etc/coredns/" + key + " {\n        fallthrough\n      }\n      forward . 10.0.0.53\n    }\n  " + key + ": |\n    10.0.0.1 a\n"
+}
+
+// TestConvertConfigMapFile: --configmap -o on `kubectl get configmap
+// coredns -o yaml` output writes a ConfigMap with exactly config.yaml, valid,
+// and the hosts key, where the configuration's hosts.file points.
+func TestConvertConfigMapFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cm.yaml")
+	code, out, errOut := run(t, "", "convert", "--configmap", "dnsconfigurer-dns", "-o", path, examples+"k3s-kubectl/configmap.yaml")
+	if code != exitOK || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   map[string]string `json:"metadata"`
+		Data       map[string]string `json:"data"`
+	}
+	if err := yaml.UnmarshalStrict(b, &cm); err != nil {
+		t.Fatal(err)
+	}
+	var cfg v1alpha1.ServerConfiguration
+	if err := yaml.UnmarshalStrict([]byte(cm.Data["config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("invalid config.yaml: %v", err)
+	}
+	if cm.APIVersion != "v1" || cm.Kind != "ConfigMap" || cm.Metadata["name"] != "dnsconfigurer-dns" || cm.Metadata["namespace"] != "kube-system" || len(cm.Data) != 2 ||
+		cm.Data["NodeHosts"] != "192.168.1.10 k3s-server\n192.168.1.11 k3s-agent-1\n" || cfg.Hosts.File != "/etc/dnsconfigurer/NodeHosts" {
+		t.Errorf("%s:\n%s", path, b)
 	}
 }
 

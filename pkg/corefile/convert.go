@@ -12,6 +12,9 @@ import (
 type Result struct {
 	Config   v1alpha1.ServerConfiguration
 	Findings []Finding
+	// Files are the input ConfigMap's keys the output ConfigMap carries
+	// (key → content): a hosts file, when ConfigMapKeys.Carry is set.
+	Files map[string]string
 }
 
 // converter holds the state of one Convert.

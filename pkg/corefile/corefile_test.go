@@ -16,8 +16,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // load converts an example directory as `dnsconfigurer convert` does: its
-// Corefile, or its configmap.yaml with custom/ as the import directory.
-func load(t *testing.T, dir string) Result {
+// Corefile, or its configmap.yaml with custom/ as the import directory;
+// carry is --configmap.
+func load(t *testing.T, dir string, carry bool) Result {
 	t.Helper()
 	if text, err := os.ReadFile(filepath.Join(dir, "Corefile")); err == nil {
 		r, err := Run(Input{Name: filepath.Join(dir, "Corefile"), Text: text}, nil)
@@ -48,11 +49,7 @@ func load(t *testing.T, dir string) Result {
 			t.Fatal(err)
 		}
 	}
-	keys := []string{}
-	for k := range data {
-		keys = append(keys, k)
-	}
-	r, err := Run(Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: imports}, keys)
+	r, err := Run(Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: imports}, &ConfigMapKeys{Data: data, Carry: carry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +74,9 @@ func golden(t *testing.T, path string, got []byte) {
 }
 
 // TestExamples converts every example under testdata; the configuration
-// must validate, and it and the report match their golden files.
+// must validate, and it and the report match their golden files. An
+// example whose ConfigMap output (--configmap) carries a key has that
+// ConfigMap and its report as golden files too.
 func TestExamples(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/*")
 	if err != nil || len(dirs) == 0 {
@@ -88,27 +87,48 @@ func TestExamples(t *testing.T) {
 			continue
 		}
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			r := load(t, dir)
-			out, err := yaml.Marshal(r.Config)
+			r := load(t, dir, false)
+			golden(t, filepath.Join(dir, "config.golden.yaml"), validConfig(t, r))
+			golden(t, filepath.Join(dir, "report.golden.txt"), report(t, r))
+			r = load(t, dir, true)
+			if len(r.Files) == 0 {
+				return
+			}
+			cm, err := r.ConfigMap("dnsconfigurer-dns", "kube-system", string(validConfig(t, r)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var cfg v1alpha1.ServerConfiguration
-			if err := yaml.UnmarshalStrict(out, &cfg); err != nil {
-				t.Fatal(err)
-			}
-			cfg.SetDefaults()
-			if err := cfg.Validate(); err != nil {
-				t.Errorf("the converted configuration does not validate: %v", err)
-			}
-			golden(t, filepath.Join(dir, "config.golden.yaml"), out)
-			var rep bytes.Buffer
-			if err := WriteReport(&rep, r.Findings); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, filepath.Join(dir, "report.golden.txt"), rep.Bytes())
+			golden(t, filepath.Join(dir, "configmap.golden.yaml"), cm)
+			golden(t, filepath.Join(dir, "report.configmap.golden.txt"), report(t, r))
 		})
 	}
+}
+
+// validConfig returns r's configuration as YAML; it must validate.
+func validConfig(t *testing.T, r Result) []byte {
+	t.Helper()
+	out, err := yaml.Marshal(r.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg v1alpha1.ServerConfiguration
+	if err := yaml.UnmarshalStrict(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the converted configuration does not validate: %v", err)
+	}
+	return out
+}
+
+func report(t *testing.T, r Result) []byte {
+	t.Helper()
+	var rep bytes.Buffer
+	if err := WriteReport(&rep, r.Findings); err != nil {
+		t.Fatal(err)
+	}
+	return rep.Bytes()
 }
 
 func TestParseErrors(t *testing.T) {

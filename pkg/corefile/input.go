@@ -55,30 +55,44 @@ func WriteImports(dir string, data map[string]string) error {
 	return nil
 }
 
-// Run parses and converts a Corefile. keys are the ConfigMap keys it came
-// with (nil for a file): a hosts file named after one gets a finding.
-func Run(in Input, keys []string) (Result, error) {
+// Run parses and converts a Corefile. keys are the ConfigMap it came in
+// (nil for a file). A hosts file named after one of its keys is carried in
+// the output ConfigMap when keys.Carry is set (Result.Files), else it gets
+// a finding: the operator mounts it.
+func Run(in Input, keys *ConfigMapKeys) (Result, error) {
 	blocks, imports, err := Parse(in)
 	if err != nil {
 		return Result{}, err
 	}
 	r := Convert(blocks)
 	r.Findings = append(imports, r.Findings...)
-	if f := r.Config.Hosts.File; f != "" && contains(keys, filepath.Base(f)) {
-		where := in.Name
-		for _, x := range r.Findings {
-			if x.Plugin == "hosts" && strings.Contains(x.Reason, "hosts.file") {
-				where = x.Where
+	if key, ok := keys.key(r.Config.Hosts.File); ok {
+		if keys.Carry {
+			if err := carryHosts(&r, key, keys.Data[key]); err != nil {
+				return Result{}, err
 			}
+		} else {
+			r.Findings = append(r.Findings, Finding{Where: hostsWhere(r.Findings, in.Name), Plugin: "hosts", Status: Differs,
+				Reason: fmt.Sprintf("%s is the ConfigMap key %s: mount it there in the dnsconfigurer pod", r.Config.Hosts.File, key)})
 		}
-		r.Findings = append(r.Findings, Finding{Where: where, Plugin: "hosts", Status: Differs,
-			Reason: fmt.Sprintf("%s is the ConfigMap key %s: mount it there in the dnsconfigurer pod", f, filepath.Base(f))})
 	}
 	sort.SliceStable(r.Findings, func(i, j int) bool {
 		return lessWhere(r.Findings[i].Where, r.Findings[j].Where, in.Name)
 	})
 	r.Findings = merge(r.Findings)
 	return r, check(r.Config)
+}
+
+// hostsWhere is where the hosts file was named: its finding's place, else
+// the Corefile's name.
+func hostsWhere(fs []Finding, name string) string {
+	where := name
+	for _, x := range fs {
+		if x.Plugin == "hosts" && strings.Contains(x.Reason, "hosts.file") {
+			where = x.Where
+		}
+	}
+	return where
 }
 
 // check validates a copy of cfg with the defaults filled in: a value

@@ -1,0 +1,94 @@
+package corefile
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// MountDir is where deploy/ mounts the cluster DNS's ConfigMap
+// (dnsconfigurer-dns) in its pod, as a directory: each key is a file there
+// (deploy/dnsserver/deployment.yaml, which overlays/replace-coredns reuses,
+// and the chart's dnsserver.yaml).
+const MountDir = "/etc/dnsconfigurer"
+
+// ConfigKey is the key of the ServerConfiguration in that ConfigMap; serve
+// runs with --config MountDir/ConfigKey.
+const ConfigKey = "config.yaml"
+
+// ConfigMapKeys are the keys of the ConfigMap a Corefile came in.
+type ConfigMapKeys struct {
+	// Data is the ConfigMap's data, Corefile included.
+	Data map[string]string
+	// Carry is set when the output is a ConfigMap (convert --configmap): a
+	// hosts file that is one of Data's keys is then carried in it, under
+	// the same key, and hosts.file becomes MountDir/KEY.
+	Carry bool
+}
+
+// key returns the ConfigMap key a hosts file path names, if any.
+func (k *ConfigMapKeys) key(file string) (string, bool) {
+	if k == nil || file == "" {
+		return "", false
+	}
+	base := path.Base(file)
+	_, ok := k.Data[base]
+	return base, ok
+}
+
+// carryHosts carries the hosts file that is the ConfigMap key key into
+// r.Files and points hosts.file at its place in the dnsconfigurer pod; the
+// finding that names the file says so.
+func carryHosts(r *Result, key, content string) error {
+	from := r.Config.Hosts.File
+	if errs := validation.IsConfigMapKey(key); len(errs) > 0 {
+		return fmt.Errorf("hosts file %s: ConfigMap key %q cannot be carried in the output ConfigMap: %s", from, key, strings.Join(errs, "; "))
+	}
+	if key == ConfigKey {
+		return fmt.Errorf("hosts file %s: ConfigMap key %q cannot be carried in the output ConfigMap: the converted ServerConfiguration is its key %s; rename the key (and the Corefile's hosts line)", from, key, ConfigKey)
+	}
+	to := path.Join(MountDir, key)
+	r.Config.Hosts.File = to
+	r.Files = map[string]string{key: content}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if f.Plugin == "hosts" && f.Status == Converted && strings.HasPrefix(f.Reason, "hosts.file "+from) {
+			f.Reason = fmt.Sprintf("hosts.file %s%s; %s was the ConfigMap key %s: the output ConfigMap carries it, mounted at %s (edit it there from now on)",
+				to, strings.TrimPrefix(f.Reason, "hosts.file "+from), from, key, to)
+			return nil
+		}
+	}
+	return fmt.Errorf("hosts file %s: no finding names it", from)
+}
+
+// ConfigMap is the ConfigMap `convert --configmap` writes: the
+// ServerConfiguration (config, with its header) under ConfigKey, and the
+// files the conversion carries (Result.Files) under their keys.
+func (r Result) ConfigMap(name, namespace, config string) ([]byte, error) {
+	type meta struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	}
+	cm := struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   meta              `json:"metadata"`
+		Data       map[string]string `json:"data"`
+	}{APIVersion: "v1", Kind: "ConfigMap", Metadata: meta{name, namespace}, Data: map[string]string{ConfigKey: config}}
+	for _, k := range slices.Sorted(maps.Keys(r.Files)) {
+		if _, dup := cm.Data[k]; dup {
+			return nil, fmt.Errorf("configmap key %q: used twice", k)
+		}
+		cm.Data[k] = r.Files[k]
+	}
+	b, err := yaml.Marshal(cm)
+	if err != nil {
+		return nil, fmt.Errorf("encode yaml: %w", err)
+	}
+	return b, nil
+}
