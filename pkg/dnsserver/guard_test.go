@@ -18,7 +18,7 @@ import (
 )
 
 // startServer starts srv on 127.0.0.1 and shuts it down at cleanup.
-func startServer(t *testing.T, srv *dnsserver.Server) string {
+func startServer(t testing.TB, srv *dnsserver.Server) string {
 	t.Helper()
 	srv.Listen = []string{"127.0.0.1:0"}
 	if err := srv.Start(context.Background()); err != nil {

@@ -376,9 +376,10 @@ func (m *requestMetrics) response(q query, rcode, size int) {
 }
 
 // wire counts a UDP query answered from its wire form (q, a datagram of at
-// least a header) with reply, read at start (now).
-func (m *requestMetrics) wire(q, reply []byte, addr net.Addr, start time.Duration) {
-	qr := query{zone: len(m.zones) - 1, typ: otherType, family: familyOf(addr), start: start}
+// least a header) with reply, from a client of the family slot family,
+// read at start (now).
+func (m *requestMetrics) wire(q, reply []byte, family int, start time.Duration) {
+	qr := query{zone: len(m.zones) - 1, typ: otherType, family: family, start: start}
 	if end, ok := questionEnd(q); ok {
 		qr.zone = m.zoneOfWire(q, 12, end)
 		qr.typ = typeSlot(binary.BigEndian.Uint16(q[end:]))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,15 @@ type Server struct {
 	// accept queue not yet accepted are lost (the client's retry goes to
 	// the instances that remain). Port 0 picks a port no socket holds.
 	ReusePort bool
+	// UDPSockets is how many UDP sockets each listen address is bound
+	// with, each read by a goroutine of its own (CoreDNS's multisocket);
+	// 0, the default (DefaultUDPSockets), is GOMAXPROCS. With more than one
+	// the UDP sockets are bound with SO_REUSEPORT, whatever ReusePort says,
+	// and Linux spreads the clients over them by a hash of their address
+	// and port. The TCP socket is one, bound with SO_REUSEPORT only with
+	// ReusePort, and bound first: a second instance without ReusePort
+	// fails there and never joins the UDP sockets.
+	UDPSockets int
 	// Zones label the request metrics (Describe): a query is counted under
 	// the closest of them that contains its name, or under "." (default:
 	// none, every query under "."). Set before the first Start, SetHandler
@@ -102,12 +112,15 @@ type Server struct {
 
 	mu       sync.Mutex
 	servers  []*dns.Server
+	udp      *udpSet
 	addrs    []string
 	g        *guard
 	draining atomic.Bool
 	stopping atomic.Bool                   // Shutdown has begun (wireReader)
 	lameduck atomic.Pointer[time.Duration] // SetLameduck's, over Lameduck
 	serving  chan struct{}                 // closed once Start has bound every address
+
+	perDatagram bool // tests: read and write one datagram at a time
 }
 
 // guard returns the listeners' handler wrapper, made on first use.
@@ -186,30 +199,39 @@ func (s *Server) Start(ctx context.Context) error {
 		maxConns = DefaultMaxTCPConns
 	}
 	conns := make(chan struct{}, maxConns)
+	nsock := s.UDPSockets
+	if nsock <= 0 {
+		nsock = runtime.GOMAXPROCS(0)
+	}
 	var servers []*dns.Server
 	var addrs []string
+	set := &udpSet{log: s.Logger, stopping: &s.stopping}
 	fail := func(err error) error {
+		set.close()
 		for _, srv := range servers {
-			if srv.PacketConn != nil {
-				srv.PacketConn.Close()
-			}
-			if srv.Listener != nil {
-				srv.Listener.Close()
-			}
+			srv.Listener.Close()
 		}
 		return err
 	}
 	for _, a := range s.Listen {
-		pc, ln, err := bindPair(ctx, a, s.ReusePort)
+		pcs, ln, err := bindAddr(ctx, a, nsock, s.ReusePort)
 		if err != nil {
 			return fail(fmt.Errorf("listen %q: %w", a, err))
 		}
 		lh := listenHandler{g: g, c: g.listen(a)}
-		servers = append(servers,
-			&dns.Server{PacketConn: pc, Handler: lh, UDPSize: readBuffer, DecorateReader: s.wireReaderOf(lh.c)},
-			&dns.Server{Listener: &tcpListener{Listener: ln, g: g, slots: conns, write: write}, Handler: lh,
-				ReadTimeout: min(tcpReadTimeout, idle), IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
-		addrs = append(addrs, pc.LocalAddr().String())
+		servers = append(servers, &dns.Server{Listener: &tcpListener{Listener: ln, g: g, slots: conns, write: write}, Handler: lh,
+			ReadTimeout: min(tcpReadTimeout, idle), IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
+		for i, pc := range pcs {
+			u, err := newUDPSocket(pc, g, lh, set, s.perDatagram)
+			if err != nil {
+				for _, pc := range pcs[i:] {
+					pc.Close()
+				}
+				return fail(fmt.Errorf("listen %q: %w", a, err))
+			}
+			set.socks = append(set.socks, u)
+		}
+		addrs = append(addrs, pcs[0].LocalAddr().String())
 	}
 	s.stopping.Store(false)
 	var wg sync.WaitGroup
@@ -222,9 +244,10 @@ func (s *Server) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	set.start()
 	wg.Wait()
 	s.mu.Lock()
-	s.servers, s.addrs = servers, addrs
+	s.servers, s.udp, s.addrs = servers, set, addrs
 	if s.serving == nil {
 		s.serving = make(chan struct{})
 	}
@@ -235,15 +258,6 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	return nil
-}
-
-// wireReader is the DecorateReader of the UDP listeners: a handler that
-// implements WireAnswerer answers what it can as the datagrams are read.
-// It counts the datagrams it answers on c, the listen address's counter.
-func (s *Server) wireReaderOf(c *listenCount) func(dns.Reader) dns.Reader {
-	return func(next dns.Reader) dns.Reader {
-		return &wireReader{Reader: next, s: s, g: s.guard(), listen: c}
-	}
 }
 
 // Addrs returns the bound addresses (UDP and TCP share each), in the order of
@@ -258,11 +272,16 @@ func (s *Server) Addrs() []string {
 // by ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	servers := s.servers
-	s.servers = nil
+	servers, udp := s.servers, s.udp
+	s.servers, s.udp = nil, nil
 	s.mu.Unlock()
 	s.stopping.Store(true)
 	var errs []error
+	if udp != nil {
+		if err := udp.shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, srv := range servers {
 		if err := srv.ShutdownContext(ctx); err != nil {
 			errs = append(errs, err)
@@ -304,35 +323,39 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// bindPair binds UDP and TCP on the same address, with SO_REUSEPORT when
-// reuse is set; with port 0 it retries until both transports get the same
-// free port.
-func bindPair(ctx context.Context, addr string, reuse bool) (net.PacketConn, net.Listener, error) {
+// bindAddr binds n UDP sockets and one TCP socket on addr. TCP is bound
+// first, with SO_REUSEPORT when reuse is set; then the UDP sockets, with
+// SO_REUSEPORT when reuse is set or n is over one. With port 0 it retries
+// until both transports get the same free port.
+func bindAddr(ctx context.Context, addr string, n int, reuse bool) ([]*net.UDPConn, net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	var lc net.ListenConfig
+	var tcp, udp net.ListenConfig
 	if reuse {
-		lc.Control = reuseport.Control
+		tcp.Control = reuseport.Control
+	}
+	if reuse || n > 1 {
+		udp.Control = reuseport.Control
 	}
 	var lastErr error
 	for range 20 {
 		a := addr
-		if reuse && port == "0" {
+		if port == "0" && udp.Control != nil {
 			// Linux may give a SO_REUSEPORT bind to UDP port 0 a port that
 			// another SO_REUSEPORT socket of the same user holds, and the two
 			// would then share its datagrams: take the port that plain binds
 			// get for both transports, release it and bind that one.
-			pc, ln, err := bindPair(ctx, addr, false)
+			pcs, ln, err := bindAddr(ctx, addr, 1, false)
 			if err != nil {
 				return nil, nil, err
 			}
-			a = net.JoinHostPort(host, strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port))
-			pc.Close()
+			a = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+			pcs[0].Close()
 			ln.Close()
 		}
-		pc, err := lc.ListenPacket(ctx, "udp", a)
+		ln, err := tcp.Listen(ctx, "tcp", a)
 		if err != nil {
 			if a != addr { // the probed port was taken meanwhile
 				lastErr = err
@@ -340,18 +363,34 @@ func bindPair(ctx context.Context, addr string, reuse bool) (net.PacketConn, net
 			}
 			return nil, nil, err
 		}
-		p := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
-		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, p))
+		a = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		pcs, err := listenUDP(ctx, &udp, a, n)
 		if err == nil {
-			return pc, ln, nil
+			return pcs, ln, nil
 		}
-		pc.Close()
+		ln.Close()
 		lastErr = err
 		if port != "0" {
 			break
 		}
 	}
 	return nil, nil, lastErr
+}
+
+// listenUDP binds n UDP sockets on addr, or none.
+func listenUDP(ctx context.Context, lc *net.ListenConfig, addr string, n int) ([]*net.UDPConn, error) {
+	pcs := make([]*net.UDPConn, 0, n)
+	for range n {
+		pc, err := lc.ListenPacket(ctx, "udp", addr)
+		if err != nil {
+			for _, pc := range pcs {
+				pc.Close()
+			}
+			return nil, err
+		}
+		pcs = append(pcs, pc.(*net.UDPConn))
+	}
+	return pcs, nil
 }
 
 // tcpListener hands out connections whose writes time out, at most

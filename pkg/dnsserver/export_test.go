@@ -1,0 +1,20 @@
+package dnsserver
+
+// PerDatagram makes s read and write one datagram at a time, the path
+// where batching is unavailable.
+func PerDatagram(s *Server) { s.perDatagram = true }
+
+// SocketReads are the datagrams each UDP socket of s has read, in the
+// order of Listen, then of the sockets of each address.
+func SocketReads(s *Server) []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.udp == nil {
+		return nil
+	}
+	var n []uint64
+	for _, u := range s.udp.socks {
+		n = append(n, u.read.Load())
+	}
+	return n
+}
