@@ -87,6 +87,13 @@ func TestMonitoring(t *testing.T) {
 		}
 	}
 	t.Logf("%d queries checked against %d cluster DNS and %d node-local series names", len(exprs), len(comps["cluster"]), len(comps["nodelocal"]))
+	for name, comp := range comps {
+		for series := range comp {
+			if strings.HasPrefix(series, "coredns_") {
+				t.Errorf("%s serves %s without --coredns-metrics", name, series)
+			}
+		}
+	}
 	checkRuleFields(t)
 	checkRenderedMonitoring(t)
 }
@@ -552,16 +559,50 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // scrapeComponents runs the cluster DNS and the node-local stage, sends
 // them queries and returns what their /metrics serve.
-func scrapeComponents(t *testing.T) components {
+func scrapeComponents(t *testing.T, extra ...string) components {
+	t.Helper()
+	cluster, nodeLocal := startComponents(t, extra...)
+	for round := range 3 { // node-local answers the third round's cached names from their wire form
+		sendQueries(t, round, cluster, nodeLocal)
+	}
+	waitHealthFailures(t, cluster, nodeLocal)
+	comps := components{}
+	for _, s := range []*serveProcess{cluster, nodeLocal} {
+		got, err := scrape(s.metrics)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		comps[s.name] = got
+	}
+	if hits := comps["nodelocal"]["dnsconfigurer_nodelocal_cache_hits_total"]; hits == nil {
+		t.Fatal("node-local counted no cache hit")
+	}
+	return comps
+}
+
+// startComponents runs the cluster DNS (the records of examples/objects,
+// a stub upstream for ".", and the stub domain dead.test whose upstream
+// is down) and the node-local stage in front of it (and of a cluster DNS
+// address that is down), both with the flags extra.
+func startComponents(t *testing.T, extra ...string) (cluster, nodeLocal *serveProcess) {
 	t.Helper()
 	buildbin.Dnsconfigurer(t) // built, or the test skipped, before the stub starts
 	upstream := startStubUpstream(t)
 	dead := testkit.RefusedAddr(t)
+	cluster = startServe(t, "cluster", append([]string{"--objects", "../../examples/objects",
+		"--forward", ".=" + upstream, "--forward", "dead.test=" + dead}, extra...)...)
+	// A second cluster upstream that is down: node-local asks the live one
+	// after it and probes it, as the cluster DNS does dead.test's.
+	nodeLocal = startServe(t, "nodelocal", append([]string{"--mode", "node-local", "--cluster-upstream", cluster.dns + "," + testkit.RefusedAddr(t),
+		"--resolv-conf", ""}, extra...)...)
+	return cluster, nodeLocal
+}
 
-	cluster := startServe(t, "cluster", "--objects", "../../examples/objects",
-		"--forward", ".="+upstream, "--forward", "dead.test="+dead)
-	nodeLocal := startServe(t, "nodelocal", "--mode", "node-local", "--cluster-upstream", cluster.dns, "--resolv-conf", "")
-
+// sendQueries sends each component a round of queries over UDP and TCP:
+// cluster names, forwarded and cached ones, a denial, the upstream's
+// SERVFAIL and a stub domain whose upstream is down.
+func sendQueries(t *testing.T, round int, procs ...*serveProcess) {
+	t.Helper()
 	type query struct {
 		name  string
 		qtype uint16
@@ -577,43 +618,40 @@ func scrapeComponents(t *testing.T) components {
 		{"x.dead.test.", dns.TypeA, dns.RcodeServerFailure},          // no upstream answers
 		{"1.0.0.10.in-addr.arpa.", dns.TypePTR, -1},
 	}
-	for _, s := range []*serveProcess{cluster, nodeLocal} {
-		for round := range 3 { // node-local answers the third round's cached names from their wire form
-			for _, network := range []string{"udp", "tcp"} {
-				for _, q := range queries {
-					m := new(dns.Msg).SetQuestion(q.name, q.qtype)
-					m.SetEdns0(1232, false)
-					r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(m, s.dns)
-					if err != nil {
-						t.Fatalf("%s round %d: %s %s over %s: %v", s.name, round, q.name, dns.TypeToString[q.qtype], network, err)
-					}
-					if q.rcode >= 0 && r.Rcode != q.rcode {
-						t.Fatalf("%s: %s %s over %s: %s, want %s", s.name, q.name, dns.TypeToString[q.qtype], network, dns.RcodeToString[r.Rcode], dns.RcodeToString[q.rcode])
-					}
+	for _, s := range procs {
+		for _, network := range []string{"udp", "tcp"} {
+			for _, q := range queries {
+				m := new(dns.Msg).SetQuestion(q.name, q.qtype)
+				m.SetEdns0(1232, false)
+				r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(m, s.dns)
+				if err != nil {
+					t.Fatalf("%s round %d: %s %s over %s: %v", s.name, round, q.name, dns.TypeToString[q.qtype], network, err)
+				}
+				if q.rcode >= 0 && r.Rcode != q.rcode {
+					t.Fatalf("%s: %s %s over %s: %s, want %s", s.name, q.name, dns.TypeToString[q.qtype], network, dns.RcodeToString[r.Rcode], dns.RcodeToString[q.rcode])
 				}
 			}
 		}
 	}
-	comps := components{}
-	for _, s := range []*serveProcess{cluster, nodeLocal} {
-		// The stub domain's upstream is down after its first failures;
-		// its health probes then fail every half second.
+}
+
+// waitHealthFailures waits until each component counts failed health
+// probes: an upstream that is down is marked so after its first failures,
+// and its probes then fail every half second.
+func waitHealthFailures(t *testing.T, procs ...*serveProcess) {
+	t.Helper()
+	for _, s := range procs {
 		testkit.WaitFor(t, 20*time.Second, func() error {
 			got, err := scrape(s.metrics)
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
 			}
-			if _, ok := got["dnsconfigurer_forward_healthcheck_failures_total"]; !ok && s == cluster {
-				return fmt.Errorf("%s: no dnsconfigurer_forward_healthcheck_failures_total for the down upstream %s", s.name, dead)
+			if _, ok := got["dnsconfigurer_forward_healthcheck_failures_total"]; !ok {
+				return fmt.Errorf("%s: no dnsconfigurer_forward_healthcheck_failures_total for the down upstream", s.name)
 			}
-			comps[s.name] = got
 			return nil
 		})
 	}
-	if hits := comps["nodelocal"]["dnsconfigurer_nodelocal_cache_hits_total"]; hits == nil {
-		t.Fatal("node-local counted no cache hit")
-	}
-	return comps
 }
 
 // serveProcess is a running `dnsconfigurer serve`.
