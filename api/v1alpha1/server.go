@@ -109,6 +109,14 @@ const (
 	DefaultTCPIdleTimeout  = Duration("10s")
 	DefaultTCPWriteTimeout = Duration("5s")
 
+	// DefaultUDPSockets (0) binds GOMAXPROCS UDP sockets on each listen
+	// address, as CoreDNS's multisocket: each is read by a goroutine of its
+	// own, in batches, and the kernel spreads the clients over them, so
+	// the UDP path uses every core the process may. MaxUDPSockets bounds
+	// it, as CoreDNS does.
+	DefaultUDPSockets = 0
+	MaxUDPSockets     = 1024
+
 	DefaultNodeLocalResolvConf = "/etc/resolv.conf"
 	DefaultNodeLocalInterface  = "nodelocaldns"
 	DefaultNodeLocalLockFile   = "/run/dnsconfigurer/node-local.lock"
@@ -213,6 +221,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	  continue: false                   # true: go on to the next rule
 //	lameduck: 5s
 //	reusePort: true                     # a new instance binds before the old one stops
+//	udpSockets: 0                       # UDP sockets per listen address (CoreDNS's multisocket); 0: GOMAXPROCS
 //	limits: {udpInFlight: 2000, tcpConnections: 1000, tcpIdleTimeout: 10s, tcpWriteTimeout: 5s}
 //	nodeLocal:                          # read in mode node-local only
 //	  # clusterUpstream: [10.96.0.10]   # required in mode node-local
@@ -241,7 +250,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 // # Reload
 //
 // `serve --config` reads the file again when it changes and applies every
-// field but RestartFields (mode, listen, reusePort, metricsListen,
+// field but RestartFields (mode, listen, reusePort, udpSockets, metricsListen,
 // clusterDomain, logFormat, kubeconfig, objects, limits, nodeLocal), which
 // keep their running values and are named in a warning when their value
 // changed (KeepRestartFields). Mode node-local reads the file once.
@@ -355,6 +364,13 @@ type ServerConfiguration struct {
 	// instance serves them before the old one stops (a DaemonSet's
 	// maxSurge); every instance sharing them must set it.
 	ReusePort bool `json:"reusePort,omitempty"`
+	// UDPSockets is how many UDP sockets each listen address is bound
+	// with, each read by a goroutine of its own (CoreDNS's multisocket),
+	// 0-1024 (default 0: GOMAXPROCS, the CPUs the process may use). With
+	// more than one they are bound with SO_REUSEPORT even without
+	// reusePort (the TCP socket only with it), and Linux spreads the
+	// clients over them by a hash of their address and port.
+	UDPSockets int `json:"udpSockets,omitempty"`
 	// Limits bound what clients can make the server hold.
 	Limits ServerLimits `json:"limits"`
 
@@ -915,6 +931,9 @@ func (c *ServerConfiguration) validateStatic(e *fieldErrors) {
 		}
 	}
 	c.Lameduck.check(e, "lameduck", 0, time.Minute)
+	if c.UDPSockets < 0 || c.UDPSockets > MaxUDPSockets {
+		e.add("udpSockets", "%d: must be between 0 (GOMAXPROCS) and %d", c.UDPSockets, MaxUDPSockets)
+	}
 }
 
 func (c *ServerConfiguration) validateLimits(e *fieldErrors) {

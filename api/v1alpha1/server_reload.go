@@ -8,8 +8,8 @@ import "slices"
 //
 //   - mode: the two modes are different programs (records and forwarding
 //     routes, or a forwarding stage with its node setup).
-//   - listen, reusePort: the sockets are bound at start, and SO_REUSEPORT
-//     can only be set before the bind.
+//   - listen, reusePort, udpSockets: the sockets are bound at start, and
+//     SO_REUSEPORT can only be set before the bind.
 //   - metricsListen: the socket of /metrics and the probes kubelet asks.
 //   - clusterDomain: the record store indexes its names under it, the
 //     request metrics are labelled with it, and every pod's search list
@@ -31,7 +31,7 @@ import "slices"
 // endpointPodNames and noEndpoints (the records are published again with
 // them), namespaceMetrics, coreDNSMetrics, logQueries, logLevel and
 // lameduck.
-var RestartFields = []string{"mode", "listen", "reusePort", "metricsListen", "clusterDomain", "logFormat",
+var RestartFields = []string{"mode", "listen", "reusePort", "udpSockets", "metricsListen", "clusterDomain", "logFormat",
 	"kubeconfig", "objects", "limits", "nodeLocal"}
 
 // KeepRestartFields sets the RestartFields of c (the file just read) to
@@ -50,6 +50,7 @@ func (c *ServerConfiguration) KeepRestartFields(running *ServerConfiguration) []
 	keep("mode", c.Mode != running.Mode, func() { c.Mode = running.Mode })
 	keep("listen", !slices.Equal(c.Listen, running.Listen), func() { c.Listen = running.Listen })
 	keep("reusePort", c.ReusePort != running.ReusePort, func() { c.ReusePort = running.ReusePort })
+	keep("udpSockets", c.UDPSockets != running.UDPSockets, func() { c.UDPSockets = running.UDPSockets })
 	keep("metricsListen", c.MetricsListen != running.MetricsListen, func() { c.MetricsListen = running.MetricsListen })
 	keep("clusterDomain", c.ClusterZone() != running.ClusterZone(), func() { c.ClusterDomain = running.ClusterDomain })
 	keep("logFormat", c.LogFormat != running.LogFormat, func() { c.LogFormat = running.LogFormat })

@@ -47,8 +47,9 @@ func serveFlags(fs *flag.FlagSet) *flagLayer[serverConfig] {
 	l.Duration(func(c *serverConfig) *v1alpha1.Duration { return &c.Lameduck }, "lameduck", v1alpha1.DefaultLameduck, "on SIGTERM keep answering this long with /readyz failing, then stop")
 	l.Bool(func(c *serverConfig) *bool { return &c.LogQueries }, "log-queries", false, "log every query (client, name, type, rcode, duration); for debugging")
 	l.Int(func(c *serverConfig) *int { return &c.Limits.UDPInFlight }, "max-udp-in-flight", v1alpha1.DefaultUDPInFlight, "UDP queries answered at once; further datagrams are dropped and counted")
+	l.Int(func(c *serverConfig) *int { return &c.UDPSockets }, "udp-sockets", v1alpha1.DefaultUDPSockets, "UDP sockets bound on each listen address with SO_REUSEPORT, each read by its own goroutine (CoreDNS's multisocket); 0: GOMAXPROCS")
 	l.Int(func(c *serverConfig) *int { return &c.Limits.TCPConnections }, "max-tcp-conns", v1alpha1.DefaultTCPConnections, "open TCP connections; further ones are closed at once and counted")
-	fs.String("config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes, but for the fields that need a restart: mode, listen, reusePort, metricsListen, clusterDomain, logFormat, kubeconfig, objects, limits and nodeLocal (logged when changed)")
+	fs.String("config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes, but for the fields that need a restart: mode, listen, reusePort, udpSockets, metricsListen, clusterDomain, logFormat, kubeconfig, objects, limits and nodeLocal (logged when changed)")
 	var routes routeFlag
 	l.Var(&routes, "forward", "forward", "forward names under `ZONE=ADDR[,ADDR...]` to these upstreams (stub domains; \".\" is the default route); repeatable", func(c *serverConfig) {
 		for _, r := range routes {

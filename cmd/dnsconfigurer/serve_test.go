@@ -57,6 +57,7 @@ func TestServeFlags(t *testing.T) {
 		{"missing objects", []string{"--listen", "127.0.0.1:0", "--objects", filepath.Join(dir, "nope")}, exitUsage, "objects: "},
 		{"stray argument", []string{"--listen", "127.0.0.1:0", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{"no UDP slots", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--max-udp-in-flight", "0"}, exitUsage, "--max-udp-in-flight 0"},
+		{"udp sockets out of range", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--udp-sockets", "-1"}, exitUsage, "--udp-sockets (udpSockets): -1: must be between 0 (GOMAXPROCS) and 1024"},
 		{"option code 0", []string{"--listen", "127.0.0.1:0", "--objects", dir, "--autopath-option-code", "0"}, exitUsage, "--autopath-option-code 0"},
 		{"node-local with objects", []string{"--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "10.0.0.10", "--objects", dir}, exitUsage, "--objects (objects): not used in mode"},
 		{"help", []string{"-h"}, exitOK, "--upstream-resolv-conf"},

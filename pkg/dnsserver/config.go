@@ -16,10 +16,11 @@ import (
 var ClusterZones = []string{autopath.Suffix, "in-addr.arpa", "ip6.arpa"}
 
 // NewServer is the listener of cfg, in either mode: its addresses, limits,
-// lameduck and SO_REUSEPORT, and its metric labels. Name is "cluster" or
+// lameduck, SO_REUSEPORT and UDP sockets, and its metric labels. Name is "cluster" or
 // "nodelocal". The handler is set with SetHandler (see QueryLogged).
 func NewServer(cfg *v1alpha1.ServerConfiguration, log *slog.Logger) *Server {
 	srv := &Server{Listen: cfg.ListenAddrs(), Logger: log, Lameduck: cfg.Lameduck.Duration(), ReusePort: cfg.ReusePort,
+		UDPSockets:     cfg.UDPSockets,
 		MaxUDPInFlight: cfg.Limits.UDPInFlight, MaxTCPConns: cfg.Limits.TCPConnections,
 		TCPIdleTimeout: cfg.Limits.TCPIdleTimeout.Duration(), TCPWriteTimeout: cfg.Limits.TCPWriteTimeout.Duration(),
 		Zones: metricZones(cfg), Name: "cluster"}

@@ -40,6 +40,8 @@ const (
 	tcpMaxQueries         = 128
 	DefaultMaxUDPInFlight = v1alpha1.DefaultUDPInFlight
 	DefaultMaxTCPConns    = v1alpha1.DefaultTCPConnections
+	// DefaultUDPSockets (0) is GOMAXPROCS sockets per listen address.
+	DefaultUDPSockets = v1alpha1.DefaultUDPSockets
 )
 
 // Default TCP timeouts, v1alpha1's DefaultTCPIdleTimeout and
