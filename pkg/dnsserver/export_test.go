@@ -18,3 +18,18 @@ func SocketReads(s *Server) []uint64 {
 	}
 	return n
 }
+
+// SocketBatches are the reads of each UDP socket of s that returned
+// datagrams (SocketReads's order).
+func SocketBatches(s *Server) []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.udp == nil {
+		return nil
+	}
+	var n []uint64
+	for _, u := range s.udp.socks {
+		n = append(n, u.batches.Load())
+	}
+	return n
+}

@@ -59,7 +59,9 @@ type udpSocket struct {
 	lh     listenHandler
 	pktinf bool // the socket reports each datagram's destination (a wildcard bind)
 	set    *udpSet
-	read   atomic.Uint64 // datagrams of a header or more read (tests: how the kernel spread them)
+	// Tests: the datagrams of a header or more read (how the kernel spread
+	// them), and the reads that returned any.
+	read, batches atomic.Uint64
 }
 
 // udpSet are the UDP sockets of one Start and the goroutines serving
@@ -152,6 +154,7 @@ func (u *udpSocket) handle(ms []udpMsg) {
 		u.serveDNS(m)
 	}
 	u.read.Add(read)
+	u.batches.Add(1)
 	if replies == 0 {
 		return
 	}
