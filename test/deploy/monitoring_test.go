@@ -1,9 +1,20 @@
 package deploy
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +30,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -120,6 +132,8 @@ func TestCheckExprCatches(t *testing.T) {
 		`histogram_quantile(0.99, sum by (zone, le) (rate(dnsconfigurer_dnsserver_request_duration_seconds_bucket{job=~"$job"}[$__rate_interval])))`,
 		`absent(dnsconfigurer_dnsserver_synced)`,
 		`label_values(dnsconfigurer_nodelocal_cache_hits_total{job=~"$job"}, type)`,
+		`max by (pod, node) (kube_pod_info{namespace="x"}) unless on (pod) (kube_pod_status_ready{condition="true"} == 1)`,
+		`up{pod=~"x-.*"} == 0`,
 	}
 	for _, q := range good {
 		if err := checkExpr(comps, q, nil); err != nil {
@@ -142,6 +156,8 @@ func TestCheckExprCatches(t *testing.T) {
 		{"annotation label", `sum by (zone) (rate(dnsconfigurer_dnsserver_responses_total[5m])) > 1`, []string{"upstream"}, `"upstream"`},
 		{"label_values label", `label_values(dnsconfigurer_dnsserver_synced, zone)`, nil, `"zone"`},
 		{"not PromQL", `sum by (zone (x)`, nil, "parse"},
+		{"label of no external metric", `kube_pod_info{nodename="a"}`, nil, `"nodename" is not one of kube-state-metrics's`},
+		{"unknown external metric", `kube_pod_status_phase{phase="Running"}`, nil, "nor of externalMetrics"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,11 +262,19 @@ func readRule(t *testing.T) prometheusRule {
 	return r
 }
 
-// checkRuleFields: every alert has a severity of warning or critical, a
-// summary and a description, and a valid for; alerts of one name differ
-// in severity.
+// checkRuleFields: the groups load with Prometheus's rule parser
+// (rulefmt, as Prometheus loads a rule file); every alert has a severity
+// of warning or critical, a summary and a description, and a valid for;
+// alerts of one name differ in severity.
 func checkRuleFields(t *testing.T) {
 	r := readRule(t)
+	groups, err := yaml.Marshal(map[string]any{"groups": r.Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errs := rulefmt.Parse(groups, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler)); len(errs) > 0 {
+		t.Errorf("prometheusrule.yaml: Prometheus's rule parser: %v", errors.Join(errs...))
+	}
 	seen := map[string]bool{}
 	for _, g := range r.Spec.Groups {
 		for _, rule := range g.Rules {
@@ -495,8 +519,11 @@ func selectorLabels(comps components, vs *parser.VectorSelector) (map[string]boo
 			server = m.Value
 		}
 	}
+	if ext, ok := externalMetrics[name]; ok {
+		return externalLabels(vs, ext)
+	}
 	if !strings.HasPrefix(name, "dnsconfigurer_") && !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
-		return nil, fmt.Errorf("metric %q: not one of dnsconfigurer's (dnsconfigurer_*, go_*, process_*)", name)
+		return nil, fmt.Errorf("metric %q: not one of dnsconfigurer's (dnsconfigurer_*, go_*, process_*) nor of externalMetrics", name)
 	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for c := range comps {
@@ -548,6 +575,43 @@ func selectorLabels(comps components, vs *parser.VectorSelector) (map[string]boo
 	return nil, fmt.Errorf("%s: %s", vs, strings.Join(reasons, "; "))
 }
 
+// externalMetric is a series the rules use that no dnsconfigurer
+// component serves: who makes it, and its labels.
+type externalMetric struct {
+	source string
+	labels []string
+}
+
+// externalMetrics are the series of others the rules use. The node
+// agent's and the node-local stage's pods are watched through
+// kube-state-metrics (v2; the agent serves its metrics on the node's
+// loopback only, so no Prometheus scrapes it), and a failing scrape
+// through Prometheus's own up.
+var externalMetrics = map[string]externalMetric{
+	"up":                    {"Prometheus (every scrape target)", nil},
+	"kube_pod_info":         {"kube-state-metrics", []string{"namespace", "pod", "uid", "host_ip", "pod_ip", "node", "created_by_kind", "created_by_name", "priority_class", "host_network"}},
+	"kube_pod_status_ready": {"kube-state-metrics", []string{"namespace", "pod", "uid", "condition"}},
+	"kube_daemonset_status_number_unavailable": {"kube-state-metrics", []string{"namespace", "daemonset"}},
+}
+
+// externalLabels checks a selector of an external metric against its
+// known labels (and the target labels) and returns them.
+func externalLabels(vs *parser.VectorSelector, ext externalMetric) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, l := range ext.labels {
+		out[l] = true
+	}
+	for _, l := range targetLabels {
+		out[l] = true
+	}
+	for _, m := range vs.LabelMatchers {
+		if m.Name != model.MetricNameLabel && !out[m.Name] {
+			return nil, fmt.Errorf("%s: label %q is not one of %s's %v", vs, m.Name, ext.source, ext.labels)
+		}
+	}
+	return out, nil
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -574,6 +638,7 @@ func scrapeComponents(t *testing.T, extra ...string) components {
 		}
 		comps[s.name] = got
 	}
+	comps["webhook"] = scrapeWebhook(t)
 	if hits := comps["nodelocal"]["dnsconfigurer_nodelocal_cache_hits_total"]; hits == nil {
 		t.Fatal("node-local counted no cache hit")
 	}
@@ -654,6 +719,79 @@ func waitHealthFailures(t *testing.T, procs ...*serveProcess) {
 	}
 }
 
+// scrapeWebhook runs `dnsconfigurer webhook` with a self-signed
+// certificate and returns what its /metrics serve.
+func scrapeWebhook(t *testing.T) served {
+	t.Helper()
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeSelfSigned(t, cert, key)
+	addr := freeAddr(t)
+	cmd := exec.Command(buildbin.Dnsconfigurer(t), "webhook", "--tls-cert-file", cert, "--tls-private-key-file", key, "--listen", addr)
+	var out testkit.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { buildbin.Terminate(cmd.Process, exited, 10*time.Second) })
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var got served
+	testkit.WaitFor(t, 20*time.Second, func() error {
+		resp, err := client.Get("https://" + addr + "/metrics")
+		if err != nil {
+			return fmt.Errorf("webhook: %v\n%s", err, out.String())
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		got, err = parseServed(body)
+		return err
+	})
+	return got
+}
+
+// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and its
+// key, PEM.
+func writeSelfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dnsconfigurer-webhook"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freeAddr is a 127.0.0.1 TCP address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // serveProcess is a running `dnsconfigurer serve`.
 type serveProcess struct {
 	name, dns, metrics string
@@ -680,6 +818,11 @@ func scrape(addr string) (served, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseServed(body)
+}
+
+// parseServed reads a /metrics page (scrape).
+func parseServed(body []byte) (served, error) {
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	mfs, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
 	if err != nil {
