@@ -173,6 +173,13 @@ func entryCost(k cacheKey, e wireEntry) int64 {
 // store puts e into the current generation, rotating it first when it is
 // full. c.mu is held.
 func (c *wireCache) store(k cacheKey, e wireEntry) {
+	// e's references count first: releasing the entry it replaces (the
+	// same question, made again after another of its names changed) or a
+	// generation being dropped must not forget a tag e holds, or a later
+	// change of that name would not retire e.
+	for _, t := range e.deps {
+		t.refs++
+	}
 	cost := entryCost(k, e)
 	g := c.gensLocked()
 	if g.cur.size.Load()+cost > c.max/2 {
@@ -189,9 +196,6 @@ func (c *wireCache) store(k cacheKey, e wireEntry) {
 	}
 	g.cur.m.Store(k, e)
 	g.cur.size.Add(cost)
-	for _, t := range e.deps {
-		t.refs++
-	}
 }
 
 // releaseGen drops the tag references of a generation being dropped.
