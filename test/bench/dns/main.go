@@ -16,7 +16,7 @@
 // generator shares the cores), its RSS (/proc/<pid>/status), and the ratio of
 // the server's QPS to the ceiling's.
 //
-// Run: go run ./test/bench/dns [-duration 5s] [-c 16] [-bin path/to/dnsconfigurer]
+// Run: go run ./test/bench/dns [-duration 5s] [-c 16] [-bin path/to/dnsconfigurer] [-serve-args "--udp-sockets 1"]
 package main
 
 import (
@@ -64,6 +64,7 @@ func main() {
 	bin := flag.String("bin", "", "dnsconfigurer binary (default: go build ./cmd/dnsconfigurer)")
 	cases := flag.String("cases", "a,b,c", "cases to run")
 	rounds := flag.Int("rounds", 4, "alternating rounds per case (the duration is split between them)")
+	serveArgs := flag.String("serve-args", "", "more flags for serve, split on spaces (\"--udp-sockets 1\")")
 	flag.Parse()
 	if *mode == "ceiling" {
 		if err := runCeiling(*listen); err != nil {
@@ -72,7 +73,7 @@ func main() {
 		}
 		return
 	}
-	if err := bench(*bin, *duration, *warmup, *conc, *rounds, strings.Split(*cases, ",")); err != nil {
+	if err := bench(*bin, *duration, *warmup, *conc, *rounds, strings.Split(*cases, ","), strings.Fields(*serveArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -445,7 +446,7 @@ func start(name string, args ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-func bench(bin string, d, warm time.Duration, conc, rounds int, cases []string) error {
+func bench(bin string, d, warm time.Duration, conc, rounds int, cases, serveArgs []string) error {
 	if rounds < 1 {
 		rounds = 1
 	}
@@ -489,7 +490,7 @@ func bench(bin string, d, warm time.Duration, conc, rounds int, cases []string) 
 		return err
 	}
 	t0 := time.Now()
-	srv, err := start(bin, "serve", "--listen", srvAddr, "--objects", objects, "--ttl", "5", "--log-level", "warn")
+	srv, err := start(bin, append([]string{"serve", "--listen", srvAddr, "--objects", objects, "--ttl", "5", "--log-level", "warn"}, serveArgs...)...)
 	if err != nil {
 		return err
 	}
