@@ -118,7 +118,7 @@ type Server struct {
 	addrs    []string
 	g        *guard
 	draining atomic.Bool
-	stopping atomic.Bool                   // Shutdown has begun (wireReader)
+	stopping atomic.Bool                   // Shutdown has begun (the UDP reads)
 	lameduck atomic.Pointer[time.Duration] // SetLameduck's, over Lameduck
 	serving  chan struct{}                 // closed once Start has bound every address
 
