@@ -59,7 +59,11 @@ var sideExamples = []example{
 	{name: "kubeadm", input: "kubeadm/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"}},
 	{name: "k3s", input: "k3s/configmap.yaml", custom: "k3s/custom",
 		upstreams: map[string]string{"/etc/resolv.conf": "default", "10.20.0.53": "stub"},
-		extra:     []question{{"k3s-server.", dns.TypeA}, {"x.corp.example.", dns.TypeA}, {"nx.corp.example.", dns.TypeA}}},
+		extra: []question{{"k3s-server.", dns.TypeA}, {"x.corp.example.", dns.TypeA}, {"nx.corp.example.", dns.TypeA},
+			// The rewrite override: NXDOMAIN from both, since
+			// registry.kube-system has no Service here; not rewritten, it
+			// would be forwarded and the fake upstream would answer.
+			{"registry.local.", dns.TypeA}}},
 	{name: "kube-dns", input: "kubedns/configmap.yaml", coredns: "testdata/kubedns.Corefile",
 		upstreams: map[string]string{"8.8.8.8": "default", "8.8.4.4": "default2", "1.2.3.4": "stub"},
 		extra:     []question{{"x.acme.local.", dns.TypeA}}},
@@ -73,7 +77,9 @@ var sideExamples = []example{
 		extra: []question{{"web.paris.svc.cluster.local.", dns.TypeA}, {"paris.svc.cluster.local.", dns.TypeA}}},
 	{name: "aks", input: "aks/configmap.yaml", custom: "aks/custom", exit: 3,
 		upstreams: map[string]string{"/etc/resolv.conf": "default", "192.11.0.1": "stub"},
-		extra:     []question{{"x.puglife.world.", dns.TypeA}}},
+		extra: []question{{"x.puglife.world.", dns.TypeA},
+			// The regex rewrite and its answer name: web and db are Services.
+			{"web.example.com.", dns.TypeA}, {"db.example.com.", dns.TypeA}, {"nope.example.com.", dns.TypeA}}},
 }
 
 // common are the questions every example is asked: cluster names, pod
