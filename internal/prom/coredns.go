@@ -85,6 +85,8 @@ var coreDNSMappings = []mapping{
 		labels: []label{serverLabel, copyOf("zone"), fixed("view", ""), copyOf("proto")}},
 	{to: "coredns_dns_response_size_bytes", from: "dnsconfigurer_dnsserver_response_size_bytes", help: "Size of the returned response in bytes.",
 		labels: []label{serverLabel, copyOf("zone"), fixed("view", ""), copyOf("proto")}},
+	{to: "coredns_dns_do_requests_total", from: "dnsconfigurer_dnsserver_do_requests_total", help: "Counter of DNS requests with DO bit set per zone.",
+		labels: []label{serverLabel, copyOf("zone"), fixed("view", "")}},
 	{to: "coredns_panics_total", from: "dnsconfigurer_dnsserver_panics_total", help: "A metrics that counts the number of panics."},
 	{to: "coredns_build_info", from: "dnsconfigurer_build_info", help: "A metric with a constant '1' value labeled by version, revision, and goversion from which CoreDNS was built.",
 		labels: []label{copyOf("version"), copyOf("revision"), copyOf("goversion")}},

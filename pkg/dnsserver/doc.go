@@ -67,8 +67,9 @@
 // CoreDNS's coredns_dns_* ones: dnsconfigurer_dnsserver_requests_total{zone,
 // proto,family,type}, _responses_total{zone,rcode},
 // _request_duration_seconds{zone,type}, _request_size_bytes{zone,proto},
-// _response_size_bytes{zone,proto}; with _panics_total, _udp_dropped_total,
-// _tcp_refused_total, _tcp_connections and _lameduck, every series labelled
+// _response_size_bytes{zone,proto}, _do_requests_total{zone}; with
+// _panics_total, _udp_dropped_total, _tcp_refused_total, _tcp_connections
+// and _lameduck, every series labelled
 // server=Server.Name when set. _listen_queries_total{listen} counts the
 // queries received on each Listen address as configured ("10.96.0.10:53"):
 // the node-local stage's alert on an address that gets none (a node whose

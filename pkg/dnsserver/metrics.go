@@ -179,6 +179,7 @@ func (h *histogram) metric(desc *prometheus.Desc, les []float64, scale float64, 
 //   - dnsconfigurer_dnsserver_request_duration_seconds{zone,type}
 //   - dnsconfigurer_dnsserver_request_size_bytes{zone,proto}
 //   - dnsconfigurer_dnsserver_response_size_bytes{zone,proto}
+//   - dnsconfigurer_dnsserver_do_requests_total{zone}
 //
 // Every series is an atomic counter (or histogram) in an array indexed by
 // the label values' slots, read at scrape time, which reports the series
@@ -190,7 +191,7 @@ type requestMetrics struct {
 	zoneWire [][]byte // zones[i] in wire form, lowercase; nil for "."
 	base     time.Time
 
-	requests, responses, duration, reqSize, respSize *prometheus.Desc
+	requests, responses, duration, reqSize, respSize, do *prometheus.Desc
 
 	by []zoneSeries // by zone index
 }
@@ -200,7 +201,8 @@ type zoneSeries struct {
 	requests          [2][2][numTypes]atomic.Uint64 // proto, family, type
 	responses         [numRcodes]atomic.Uint64
 	duration          [numTypes]histogram
-	reqSize, respSize [2]histogram // proto
+	reqSize, respSize [2]histogram  // proto
+	do                atomic.Uint64 // queries with the DO bit
 }
 
 // newRequestMetrics returns the metrics labelled with zones (lowercased,
@@ -243,6 +245,7 @@ func newRequestMetrics(zones []string, labels prometheus.Labels) *requestMetrics
 	m.duration = desc("request_duration_seconds", "Time from reading a query to writing its reply (forwarding included), by zone and query type.", "zone", "type")
 	m.reqSize = desc("request_size_bytes", "Size of the queries in bytes, by zone and transport.", "zone", "proto")
 	m.respSize = desc("response_size_bytes", "Size of the replies in bytes, by zone and transport.", "zone", "proto")
+	m.do = desc("do_requests_total", "DNS queries with the DO bit (DNSSEC OK) set in their EDNS0 OPT record, by zone.", "zone")
 	return m
 }
 
@@ -256,7 +259,7 @@ func containsString(list []string, s string) bool {
 }
 
 func (m *requestMetrics) describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.requests, m.responses, m.duration, m.reqSize, m.respSize} {
+	for _, d := range []*prometheus.Desc{m.requests, m.responses, m.duration, m.reqSize, m.respSize, m.do} {
 		ch <- d
 	}
 }
@@ -280,6 +283,9 @@ func (m *requestMetrics) collect(ch chan<- prometheus.Metric) {
 			}
 			hist(&zs.reqSize[p], m.reqSize, sizeBuckets, 1, zone, protoNames[p])
 			hist(&zs.respSize[p], m.respSize, sizeBuckets, 1, zone, protoNames[p])
+		}
+		if n := zs.do.Load(); n > 0 {
+			ch <- prometheus.MustNewConstMetric(m.do, prometheus.CounterValue, float64(n), zone)
 		}
 		for rc := range zs.responses {
 			if n := zs.responses[rc].Load(); n > 0 {
@@ -354,6 +360,9 @@ func (m *requestMetrics) start(r *dns.Msg, addr net.Addr, udp bool) query {
 		q.typ = typeSlot(r.Question[0].Qtype)
 	}
 	m.request(q, r.Len())
+	if o := r.IsEdns0(); o != nil && o.Do() {
+		m.by[q.zone].do.Add(1)
+	}
 	return q
 }
 
@@ -380,12 +389,29 @@ func (m *requestMetrics) response(q query, rcode, size int) {
 // read at start (now).
 func (m *requestMetrics) wire(q, reply []byte, family int, start time.Duration) {
 	qr := query{zone: len(m.zones) - 1, typ: otherType, family: family, start: start}
-	if end, ok := questionEnd(q); ok {
+	end, ok := questionEnd(q)
+	if ok {
 		qr.zone = m.zoneOfWire(q, 12, end)
 		qr.typ = typeSlot(binary.BigEndian.Uint16(q[end:]))
 	}
 	m.request(qr, len(q))
+	if ok && wireDO(q, end) {
+		m.by[qr.zone].do.Add(1)
+	}
 	m.response(qr, replyRcode(reply), len(reply))
+}
+
+// wireDO reports the DO bit of the packed query q whose question name
+// ends at end: a plain query (one question, no answer or authority
+// records) whose first additional record is an OPT for the root.
+func wireDO(q []byte, end int) bool {
+	off := end + 4 // type and class
+	if binary.BigEndian.Uint16(q[6:]) != 0 || binary.BigEndian.Uint16(q[8:]) != 0 || binary.BigEndian.Uint16(q[10:]) == 0 ||
+		len(q) < off+11 || q[off] != 0 || binary.BigEndian.Uint16(q[off+1:]) != dns.TypeOPT {
+		return false
+	}
+	// OPT's TTL: extended rcode, version, then the flags, DO first.
+	return q[off+7]&0x80 != 0
 }
 
 // questionEnd is the offset past the name of the first question of the

@@ -225,3 +225,50 @@ func TestServerNameLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestDOCounted: queries with the DO bit are counted by zone, answered
+// from the wire form or by ServeDNS, over UDP and TCP; EDNS0 without DO
+// and plain queries are not.
+func TestDOCounted(t *testing.T) {
+	h := &wireHandler{}
+	srv := &dnsserver.Server{Handler: h, Listen: []string{"127.0.0.1:0"}, Zones: []string{"example"}}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	addr := srv.Addrs()[0]
+	ask := func(network, name string, edns, do bool) {
+		t.Helper()
+		m := new(dns.Msg).SetQuestion(name, dns.TypeA)
+		if edns {
+			m.SetEdns0(1232, do)
+		}
+		if _, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr); err != nil {
+			t.Fatalf("%s %s: %v", network, name, err)
+		}
+	}
+	ask("udp", "fast.example.", true, true)     // AnswerWire
+	ask("udp", "slow.example.", true, true)     // ServeDNS
+	ask("tcp", "fast.example.", true, true)     // ServeDNS
+	ask("udp", "slow.example.org.", true, true) // outside the zone
+	ask("udp", "fast.example.", true, false)    // EDNS0 without DO
+	ask("udp", "slow.example.", false, false)   // no EDNS0
+	if h.wired.Load() < 1 {
+		t.Fatal("no query answered from the wire form")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(srv)
+	got := gather(t, reg)
+	for k, v := range map[string]float64{
+		`dnsconfigurer_dnsserver_do_requests_total{zone="example."}`: 3,
+		`dnsconfigurer_dnsserver_do_requests_total{zone="."}`:        1,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}

@@ -672,22 +672,23 @@ func sendQueries(t *testing.T, round int, procs ...*serveProcess) {
 		name  string
 		qtype uint16
 		rcode int
+		do    bool
 	}
 	queries := []query{
-		{"web.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess},
-		{"web.prod.svc.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess},
-		{"nosuch.prod.svc.cluster.local.", dns.TypeA, dns.RcodeNameError},
-		{"www.example.com.", dns.TypeA, dns.RcodeSuccess},            // forwarded, then cached
-		{"nx.example.com.", dns.TypeA, dns.RcodeNameError},           // a cached denial
-		{"servfail.example.com.", dns.TypeA, dns.RcodeServerFailure}, // the upstream's SERVFAIL
-		{"x.dead.test.", dns.TypeA, dns.RcodeServerFailure},          // no upstream answers
-		{"1.0.0.10.in-addr.arpa.", dns.TypePTR, -1},
+		{"web.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, false},
+		{"web.prod.svc.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess, true}, // DNSSEC OK
+		{"nosuch.prod.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, false},
+		{"www.example.com.", dns.TypeA, dns.RcodeSuccess, false},            // forwarded, then cached
+		{"nx.example.com.", dns.TypeA, dns.RcodeNameError, false},           // a cached denial
+		{"servfail.example.com.", dns.TypeA, dns.RcodeServerFailure, false}, // the upstream's SERVFAIL
+		{"x.dead.test.", dns.TypeA, dns.RcodeServerFailure, false},          // no upstream answers
+		{"1.0.0.10.in-addr.arpa.", dns.TypePTR, -1, false},
 	}
 	for _, s := range procs {
 		for _, network := range []string{"udp", "tcp"} {
 			for _, q := range queries {
 				m := new(dns.Msg).SetQuestion(q.name, q.qtype)
-				m.SetEdns0(1232, false)
+				m.SetEdns0(1232, q.do)
 				r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(m, s.dns)
 				if err != nil {
 					t.Fatalf("%s round %d: %s %s over %s: %v", s.name, round, q.name, dns.TypeToString[q.qtype], network, err)
