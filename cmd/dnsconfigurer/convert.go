@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/corefile"
@@ -96,7 +97,7 @@ func convertInput(name string, text []byte, importDir string, toConfigMap bool) 
 		importDir = dir
 	}
 	return corefile.Run(corefile.Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: importDir},
-		&corefile.ConfigMapKeys{Data: data, Carry: toConfigMap})
+		&corefile.ConfigMapKeys{Data: data, Carry: toConfigMap, CheckKey: validation.IsConfigMapKey})
 }
 
 func (f *convertFlags) write(r corefile.Result, from string, stdout io.Writer) error {

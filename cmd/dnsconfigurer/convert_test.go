@@ -39,7 +39,7 @@ func TestConvert(t *testing.T) {
 		{name: "without --configmap the hosts key is reported", args: []string{examples + "k3s-kubectl/configmap.yaml"}, code: exitOK,
 			stdout: []string{"file: /etc/coredns/NodeHosts"}, stderr: []string{"differs    hosts.file /etc/coredns/NodeHosts, ttl 60s, reload 15s; /etc/coredns/NodeHosts is the ConfigMap key NodeHosts: mount it there"}, configFrom: "stdout"},
 		{name: "hosts key not a ConfigMap key", stdin: hostsKeyConfigMap("node:hosts"), args: []string{"--configmap", "x", "-"}, code: exitFail,
-			stderr: []string{`convert: hosts file /etc/coredns/node:hosts: ConfigMap key "node:hosts" cannot be carried in the output ConfigMap`}},
+			stderr: []string{`convert: hosts file /etc/coredns/node:hosts: ConfigMap key "node:hosts" cannot be carried in the output ConfigMap: a valid config key must consist of`}},
 		{name: "hosts key config.yaml", stdin: hostsKeyConfigMap("config.yaml"), args: []string{"--configmap", "x", "-"}, code: exitFail,
 			stderr: []string{`ConfigMap key "config.yaml" cannot be carried in the output ConfigMap: the converted ServerConfiguration is its key config.yaml`}},
 		{name: "hosts key config.yaml without --configmap", stdin: hostsKeyConfigMap("config.yaml"), args: []string{"-"}, code: exitOK,

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,6 +28,11 @@ type ConfigMapKeys struct {
 	// hosts file that is one of Data's keys is then carried in it, under
 	// the same key, and hosts.file becomes MountDir/KEY.
 	Carry bool
+	// CheckKey is Kubernetes' rule for a ConfigMap key: what is wrong
+	// with key, nothing when it is valid. Carry needs it. The command
+	// passes apimachinery's validation.IsConfigMapKey, which this pure
+	// package does not import (internal/layering).
+	CheckKey func(key string) []string
 }
 
 // key returns the ConfigMap key a hosts file path names, if any.
@@ -44,9 +48,12 @@ func (k *ConfigMapKeys) key(file string) (string, bool) {
 // carryHosts carries the hosts file that is the ConfigMap key key into
 // r.Files and points hosts.file at its place in the dnsconfigurer pod; the
 // finding that names the file says so.
-func carryHosts(r *Result, key, content string) error {
+func carryHosts(r *Result, k *ConfigMapKeys, key string) error {
 	from := r.Config.Hosts.File
-	if errs := validation.IsConfigMapKey(key); len(errs) > 0 {
+	if k.CheckKey == nil {
+		return fmt.Errorf("hosts file %s: ConfigMap key %q: no key check to carry it (ConfigMapKeys.CheckKey)", from, key)
+	}
+	if errs := k.CheckKey(key); len(errs) > 0 {
 		return fmt.Errorf("hosts file %s: ConfigMap key %q cannot be carried in the output ConfigMap: %s", from, key, strings.Join(errs, "; "))
 	}
 	if key == ConfigKey {
@@ -54,7 +61,7 @@ func carryHosts(r *Result, key, content string) error {
 	}
 	to := path.Join(MountDir, key)
 	r.Config.Hosts.File = to
-	r.Files = map[string]string{key: content}
+	r.Files = map[string]string{key: k.Data[key]}
 	for i := range r.Findings {
 		f := &r.Findings[i]
 		if f.Plugin == "hosts" && f.Status == Converted && strings.HasPrefix(f.Reason, "hosts.file "+from) {

@@ -10,6 +10,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// checkKey stands in for validation.IsConfigMapKey, which the command
+// passes: a colon is not allowed.
+func checkKey(key string) []string {
+	if strings.Contains(key, ":") {
+		return []string{"no colon", "see the key rule"}
+	}
+	return nil
+}
+
 // TestHostsConfigMapKey: a hosts file that is a key of the input ConfigMap
 // is carried in the output ConfigMap with --configmap (Carry), and only
 // then; a key that cannot be carried is an error naming it.
@@ -30,15 +39,15 @@ func TestHostsConfigMapKey(t *testing.T) {
 		noFinding bool
 	}{
 		{desc: "carried", text: corefile("/etc/coredns/NodeHosts", "ttl 60"),
-			keys: &ConfigMapKeys{Data: map[string]string{"Corefile": "", "NodeHosts": nodeHosts}, Carry: true},
+			keys: &ConfigMapKeys{Data: map[string]string{"Corefile": "", "NodeHosts": nodeHosts}, Carry: true, CheckKey: checkKey},
 			file: "/etc/dnsconfigurer/NodeHosts", files: map[string]string{"NodeHosts": nodeHosts}, status: Converted,
 			reason: []string{"hosts.file /etc/dnsconfigurer/NodeHosts, ttl 60s; /etc/coredns/NodeHosts was the ConfigMap key NodeHosts: the output ConfigMap carries it, mounted at /etc/dnsconfigurer/NodeHosts"}},
 		{desc: "carried, a relative path", text: corefile("NodeHosts"),
-			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true},
+			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true, CheckKey: checkKey},
 			file: "/etc/dnsconfigurer/NodeHosts", files: map[string]string{"NodeHosts": nodeHosts}, status: Converted,
 			reason: []string{"NodeHosts was the ConfigMap key NodeHosts"}},
 		{desc: "carried, its other differences kept", text: ".:53 {\n  hosts /etc/coredns/NodeHosts\n  forward . 10.0.0.53\n}\n",
-			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true},
+			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true, CheckKey: checkKey},
 			file: "/etc/dnsconfigurer/NodeHosts", files: map[string]string{"NodeHosts": nodeHosts}, status: Differs,
 			reason: []string{"hosts.file /etc/dnsconfigurer/NodeHosts;", "the output ConfigMap carries it", "as with fallthrough"}},
 		{desc: "not carried without --configmap", text: corefile("/etc/coredns/NodeHosts"),
@@ -48,13 +57,16 @@ func TestHostsConfigMapKey(t *testing.T) {
 		{desc: "a Corefile file", text: corefile("/etc/coredns/NodeHosts"),
 			file: "/etc/coredns/NodeHosts", status: Converted, reason: []string{"hosts.file /etc/coredns/NodeHosts"}, noFinding: true},
 		{desc: "not a key", text: corefile("/etc/hosts.d/extra"),
-			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true},
+			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true, CheckKey: checkKey},
 			file: "/etc/hosts.d/extra", status: Converted, reason: []string{"hosts.file /etc/hosts.d/extra"}, noFinding: true},
 		{desc: "not a valid ConfigMap key", text: corefile("/etc/coredns/node:hosts"),
-			keys:    &ConfigMapKeys{Data: map[string]string{"node:hosts": nodeHosts}, Carry: true},
-			wantErr: []string{`hosts file /etc/coredns/node:hosts: ConfigMap key "node:hosts" cannot be carried`, "a valid config key must consist of"}},
+			keys:    &ConfigMapKeys{Data: map[string]string{"node:hosts": nodeHosts}, Carry: true, CheckKey: checkKey},
+			wantErr: []string{`hosts file /etc/coredns/node:hosts: ConfigMap key "node:hosts" cannot be carried in the output ConfigMap: no colon; see the key rule`}},
+		{desc: "no key check", text: corefile("/etc/coredns/NodeHosts"),
+			keys:    &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true},
+			wantErr: []string{`ConfigMap key "NodeHosts": no key check`}},
 		{desc: "the key of the configuration", text: corefile("/etc/coredns/config.yaml"),
-			keys:    &ConfigMapKeys{Data: map[string]string{"config.yaml": nodeHosts}, Carry: true},
+			keys:    &ConfigMapKeys{Data: map[string]string{"config.yaml": nodeHosts}, Carry: true, CheckKey: checkKey},
 			wantErr: []string{`ConfigMap key "config.yaml" cannot be carried`, "the converted ServerConfiguration is its key config.yaml"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

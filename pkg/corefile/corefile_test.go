@@ -49,7 +49,7 @@ func load(t *testing.T, dir string, carry bool) Result {
 			t.Fatal(err)
 		}
 	}
-	r, err := Run(Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: imports}, &ConfigMapKeys{Data: data, Carry: carry})
+	r, err := Run(Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: imports}, &ConfigMapKeys{Data: data, Carry: carry, CheckKey: checkKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,12 @@
 // A coredns ConfigMap's hosts file that is one of its keys (k3s's
 // NodeHosts) is carried into the output ConfigMap when ConfigMapKeys.Carry
 // is set (Result.Files, Result.ConfigMap), at MountDir, where deploy/
-// mounts that ConfigMap.
+// mounts that ConfigMap. ConfigMapKeys.CheckKey, Kubernetes' key rule,
+// comes from the caller.
 //
 // The package reads only the files an import names, and writes a
 // ConfigMap's keys only where WriteImports is told. It logs nothing. It
-// imports api/v1alpha1, the caddyfile parser, sigs.k8s.io/yaml (for a
-// ConfigMap) and apimachinery's validation (ConfigMap keys).
-// `dnsconfigurer convert` (docs/convert.md) is its command.
+// imports api/v1alpha1, the caddyfile parser and sigs.k8s.io/yaml (for a
+// ConfigMap), nothing of apimachinery. `dnsconfigurer convert`
+// (docs/convert.md) is its command.
 package corefile

@@ -68,7 +68,7 @@ func Run(in Input, keys *ConfigMapKeys) (Result, error) {
 	r.Findings = append(imports, r.Findings...)
 	if key, ok := keys.key(r.Config.Hosts.File); ok {
 		if keys.Carry {
-			if err := carryHosts(&r, key, keys.Data[key]); err != nil {
+			if err := carryHosts(&r, keys, key); err != nil {
 				return Result{}, err
 			}
 		} else {
