@@ -139,3 +139,26 @@ func AppendName(dst, name []byte, lower bool) []byte {
 	}
 	return dst
 }
+
+// Shape is what makes Finish's UDP replies to the same answer and question
+// as sent differ besides the ID, the RD and CD bits and the TTLs: whether
+// the query has an OPT (the reply then has one) and ReplySize. A cache of
+// finished replies keys them by it (pkg/dnscache Keep). opt is the query's
+// OPT, nil without EDNS0.
+func Shape(opt *dns.OPT) uint32 {
+	if opt == nil {
+		return shape(false, 0)
+	}
+	return shape(true, opt.UDPSize())
+}
+
+// Shape is Shape for the query read from the wire.
+func (q *WireQuery) Shape() uint32 { return shape(q.EDNS, q.UDPSize) }
+
+func shape(edns bool, size uint16) uint32 {
+	s := uint32(replySize(edns, size, false))
+	if edns {
+		s |= 1 << 16
+	}
+	return s
+}

@@ -159,3 +159,38 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+// TestShape: the shape of a query read from the wire is that of the same
+// query unpacked, and queries whose Finish differs have different shapes.
+func TestShape(t *testing.T) {
+	seen := map[uint32]string{}
+	for _, tc := range []struct {
+		name string
+		size uint16 // 0: no OPT
+	}{{"no OPT", 0}, {"OPT 100", 100}, {"OPT 512", 512}, {"OPT 1232", 1232}, {"OPT 4096", 4096}, {"OPT 800", 800}} {
+		m := new(dns.Msg)
+		m.SetQuestion("a.example.", dns.TypeA)
+		if tc.size > 0 {
+			m.SetEdns0(tc.size, false)
+		}
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, ok := ParseQuery(b)
+		if !ok {
+			t.Fatalf("%s: ParseQuery refused it", tc.name)
+		}
+		if got, want := q.Shape(), Shape(m.IsEdns0()); got != want {
+			t.Errorf("%s: WireQuery.Shape %#x, Shape %#x", tc.name, got, want)
+		}
+		// 100, 512 and 4096 are 512, 512 and 1232 after ReplySize.
+		if other, ok := seen[q.Shape()]; ok && tc.name != "OPT 4096" && tc.name != "OPT 512" {
+			t.Errorf("%s has the shape of %s", tc.name, other)
+		}
+		seen[q.Shape()] = tc.name
+	}
+	if Shape(nil) == Shape(&dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT, Class: 512}}) {
+		t.Error("no OPT and an OPT of 512 have one shape")
+	}
+}

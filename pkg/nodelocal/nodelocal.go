@@ -118,8 +118,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if !tcp {
 		// Kept before the reply leaves: the client's next query finds
 		// the wire form.
-		opt := req.IsEdns0()
-		h.cache.Keep(t, shape(opt != nil, dnsmsg.ReplySize(opt, false)), b)
+		h.cache.Keep(t, dnsmsg.Shape(req.IsEdns0()), b)
 	}
 	if _, err := w.Write(b); err != nil {
 		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
@@ -131,17 +130,6 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 const maxPooled = 4 << 10
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}
-
-// shape is what makes UDP replies to the same question as sent differ
-// besides their ID, RD and CD bits and TTLs: whether the query has an OPT
-// (the reply then has one) and the size the reply is truncated to.
-func shape(edns bool, size int) uint32 {
-	s := uint32(size)
-	if edns {
-		s |= 1 << 16
-	}
-	return s
-}
 
 // AnswerWire answers a UDP query from its wire form, without unpacking it,
 // when it is a plain query (dnsmsg.ParseQuery) whose answer is cached and
@@ -155,7 +143,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	b, ok := h.cache.AnswerWire(dst, &q, shape(q.EDNS, q.ReplySize()))
+	b, ok := h.cache.AnswerWire(dst, &q, q.Shape())
 	if ok {
 		h.m.hits.inc(q.Qtype)
 	}
