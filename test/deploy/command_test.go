@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
@@ -68,10 +69,11 @@ func checkFlagsParse(t *testing.T, bin, where string, args []string) {
 // separate lock file: a stub cluster DNS at that upstream address,
 // a stub node resolver in the node's resolv.conf. The binary sets the node
 // up itself: both --local-ip addresses answer over UDP and TCP, cluster
-// names from the cluster stub and other names from the node's resolver,
-// the probes answer 200, and after SIGTERM the addresses and the notrack
-// table are gone (so that the Service IP is the cluster DNS's again). Needs
-// root and ip(8).
+// names from the cluster stub, and an external name from where the
+// DaemonSet's --external sends it (the cluster stub by default, the node's
+// resolver with direct; the two answer it differently), the probes answer
+// 200, and after SIGTERM the addresses and the notrack table are gone (so
+// that the Service IP is the cluster DNS's again). Needs root and ip(8).
 func TestNodeLocalDaemonSet(t *testing.T) {
 	netns.Require(t)
 	o := loadSources(t)
@@ -105,14 +107,30 @@ func TestNodeLocalDaemonSet(t *testing.T) {
 		t.Fatalf("--local-ip %q, want the Service address and the link-local one", ips)
 	}
 	upstreamService, _ := flag(args, "cluster-upstream")
+	external, ok := flag(args, "external")
+	if !ok {
+		external = v1alpha1.DefaultNodeLocalExternal
+	}
 
 	// The cluster DNS behind the upstream Service, and the node's resolver.
+	// Each answers the external name its own way, so the answer tells which
+	// one was asked.
 	const clusterName, clusterAnswer = "kubernetes.default.svc.cluster.local.", "10.96.0.1"
-	const externalName, externalAnswer = "www.example.com.", "192.0.2.80"
+	const externalName = "www.example.com."
+	const externalViaCluster, externalDirect = "192.0.2.81", "192.0.2.80"
 	ns.AddAddress(t, upstreamService+"/32")
 	ns.AddAddress(t, nodeResolver+"/32")
-	stubDNS(t, ns, net.JoinHostPort(upstreamService, "53"), clusterName, clusterAnswer)
-	stubDNS(t, ns, net.JoinHostPort(nodeResolver, "53"), externalName, externalAnswer)
+	stubDNS(t, ns, net.JoinHostPort(upstreamService, "53"), map[string]string{clusterName: clusterAnswer, externalName: externalViaCluster})
+	stubDNS(t, ns, net.JoinHostPort(nodeResolver, "53"), map[string]string{externalName: externalDirect})
+	var externalAnswer string
+	switch external {
+	case v1alpha1.ExternalCluster:
+		externalAnswer = externalViaCluster
+	case v1alpha1.ExternalDirect:
+		externalAnswer = externalDirect
+	default:
+		t.Fatalf("--external=%s, want %s or %s", external, v1alpha1.ExternalCluster, v1alpha1.ExternalDirect)
+	}
 
 	// The container, stopped as kubelet stops it: SIGTERM.
 	ctx, cancel := context.WithCancel(t.Context())
@@ -181,7 +199,7 @@ func TestNodeLocalDaemonSet(t *testing.T) {
 					continue
 				}
 				if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || !strings.HasSuffix(r.Answer[0].String(), "\t"+want) {
-					t.Errorf("%s query for %s to %s: rcode %s, answer %v; want %s", proto, name, ip, dns.RcodeToString[r.Rcode], r.Answer, want)
+					t.Errorf("%s query for %s to %s (external %s): rcode %s, answer %v; want %s", proto, name, ip, external, dns.RcodeToString[r.Rcode], r.Answer, want)
 				}
 			}
 		}
@@ -226,13 +244,14 @@ func waitSetup(t *testing.T, ns *netns.NS, ips []string, present bool) {
 	})
 }
 
-// stubDNS answers name A with answer at addr over UDP and TCP inside ns,
-// and NXDOMAIN for anything else.
-func stubDNS(t *testing.T, ns *netns.NS, addr, name, answer string) {
+// stubDNS answers the A query of each name in answers (lower case) with
+// its address at addr over UDP and TCP inside ns, and NXDOMAIN for anything
+// else.
+func stubDNS(t *testing.T, ns *netns.NS, addr string, answers map[string]string) {
 	t.Helper()
 	testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, m *dns.Msg) {
-		if strings.EqualFold(q.Name, name) && q.Qtype == dns.TypeA {
-			m.Answer = append(m.Answer, testkit.A(name, 5, answer))
+		if answer, ok := answers[strings.ToLower(q.Name)]; ok && q.Qtype == dns.TypeA {
+			m.Answer = append(m.Answer, testkit.A(q.Name, 5, answer))
 		} else {
 			m.Rcode = dns.RcodeNameError
 		}
