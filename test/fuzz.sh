@@ -18,9 +18,11 @@ cd "$(dirname "$0")/.."
 fuzztime="${1:-20000x}"
 # Targets whose every execution builds a state directory on disk run a tenth
 # of the default count (about 2 ms an execution idle, 20 ms on a loaded
-# machine: 20,000 would add 7-10 minutes to CI). An explicit FUZZTIME
-# applies to them as to the others.
-declare -A slow=([FuzzStateDir]=2000x [FuzzEvents]=2000x)
+# machine: 20,000 would add 7-10 minutes to CI), and so does
+# FuzzReplyCacheChurn, whose every execution replays a whole sequence of
+# changes and queries against a fresh build (about 30 executions a second).
+# An explicit FUZZTIME applies to them as to the others.
+declare -A slow=([FuzzStateDir]=2000x [FuzzEvents]=2000x [FuzzReplyCacheChurn]=2000x)
 status=0
 while IFS=: read -r file name; do
 	pkg="./$(dirname "$file")"

@@ -247,7 +247,7 @@ func (o propOp) String() string {
 		return fmt.Sprintf("query %s %s upper=%v edns=%v tcp=%v wire=%v", q.Name, dns.TypeToString[q.Qtype], o.upper, o.edns, o.tcp, o.wire)
 	}
 	if o.kind == opSweep {
-		return fmt.Sprintf("sweep %d (%s, or a touched one when even)", o.q, propKeys[o.q%len(propKeys)])
+		return fmt.Sprintf("sweep %d", o.q)
 	}
 	return fmt.Sprintf("check sample %d", o.q)
 }
@@ -364,8 +364,19 @@ func decodeProp(b []byte) (propConfig, []propOp) {
 		case k < 15:
 			ops = append(ops, propOp{kind: opDelete, obj: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.pick(propNSObj)}}})
 		case k < 23:
-			if len(hist) > 0 {
-				set(editObject(r, hist[r.intn(len(hist))]))
+			// Mostly an EndpointSlice: endpoints are what churns.
+			kind := map[int]string{0: "*v1.Service", 1: "*v1.Pod"}[r.intn(5)]
+			if kind == "" {
+				kind = "*v1.EndpointSlice"
+			}
+			var of []metav1.Object
+			for _, h := range hist {
+				if strings.HasPrefix(objectKey(h), kind+"/") {
+					of = append(of, h)
+				}
+			}
+			if len(of) > 0 {
+				set(editObject(r, of[r.intn(len(of))]))
 			}
 		case k < 24:
 			ops = append(ops, propOp{kind: opReapply, q: r.next()})
@@ -704,11 +715,18 @@ type propRun struct {
 	asked   map[int]propOp
 	keys    map[string]bool // touched since the start
 	changed map[string]bool // touched since the last publish
+	note    string          // what the current step resolved to
 }
 
 // runProp returns the first difference between the handler under test and
 // a fresh build ("" when there is none).
 func runProp(tb testing.TB, cfg propConfig, ops []propOp) string {
+	return runPropNotes(tb, cfg, ops, nil)
+}
+
+// runPropNotes is runProp that appends to notes, per step, what the step
+// resolved to (the key of a sweep).
+func runPropNotes(tb testing.TB, cfg propConfig, ops []propOp, notes *[]string) string {
 	st, err := store.New(cfg.storeOptions())
 	if err != nil {
 		tb.Fatal(err)
@@ -720,6 +738,10 @@ func runProp(tb testing.TB, cfg propConfig, ops []propOp) string {
 		if msg := r.apply(op); msg != "" {
 			return fmt.Sprintf("step %d (%s): %s", i, op, msg)
 		}
+		if notes != nil {
+			*notes = append(*notes, r.note)
+		}
+		r.note = ""
 	}
 	if msg := r.publish(); msg != "" {
 		return "at the end: " + msg
@@ -765,10 +787,11 @@ func (r *propRun) apply(op propOp) string {
 		return r.compare(propQuestions[qi].q, op, 1)
 	case opSweep:
 		key := propKeys[op.q%len(propKeys)]
-		if touched := slices.DeleteFunc(slices.Clone(propKeys), func(k string) bool { return !r.keys[k] }); len(touched) > 0 && op.q&1 == 0 {
+		if touched := slices.DeleteFunc(slices.Clone(propKeys), func(k string) bool { return !r.keys[k] }); len(touched) > 0 && op.q%4 != 0 {
 			// Mostly a Service or address the sequence has touched.
-			key = touched[op.q/2%len(touched)]
+			key = touched[op.q/4%len(touched)]
 		}
+		r.note = key
 		for i, pq := range propQuestions {
 			if !slices.Contains(pq.keys, key) || !slices.Contains(sweepTypes, pq.q.Qtype) {
 				continue
@@ -841,6 +864,7 @@ func (r *propRun) publish() string {
 	}
 	r.fresh = nil
 	changed := r.changed
+	changed["any"] = true // the apexes' serial, autopath
 	r.changed = map[string]bool{}
 	for _, k := range slices.Sorted(mapsKeys(r.asked)) {
 		pq := propQuestions[k>>3]
@@ -929,7 +953,7 @@ func (r *propRun) compare(q dns.Question, op propOp, tries int) string {
 }
 
 // propAsk returns h's reply to q with id 0 and SOA serials 0 (a fresh
-// store has its own). With wire the query goes to AnswerWire first, as the
+// store has its own) when they are right: an answer's the current one. With wire the query goes to AnswerWire first, as the
 // UDP listener does, then to ServeDNS on a miss.
 func propAsk(tb testing.TB, h *Handler, q dns.Question, edns, tcp, wire bool) *dns.Msg {
 	tb.Helper()
@@ -961,9 +985,12 @@ func propAsk(tb testing.TB, h *Handler, q dns.Question, edns, tcp, wire bool) *d
 		m = w.msg
 	}
 	m.Id = 0
-	for _, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+	serial := h.records.Snapshot().Serial
+	for i, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
 		for _, rr := range sec {
-			if soa, ok := rr.(*dns.SOA); ok {
+			// An apex's SOA answer carries the current serial; a negative
+			// answer's SOA the serial it was made with.
+			if soa, ok := rr.(*dns.SOA); ok && (i > 0 || soa.Serial == serial) {
 				soa.Serial = 0
 			}
 		}
@@ -1061,9 +1088,15 @@ func checkProp(t *testing.T, what string, b []byte) {
 		return
 	}
 	min, msg := shrinkProp(t, cfg, ops)
+	var notes []string
+	runPropNotes(t, cfg, min, &notes)
 	var sb strings.Builder
 	for i, op := range min {
-		fmt.Fprintf(&sb, "  %d. %s\n", i, op)
+		fmt.Fprintf(&sb, "  %d. %s", i, op)
+		if i < len(notes) && notes[i] != "" {
+			fmt.Fprintf(&sb, " (%s)", notes[i])
+		}
+		sb.WriteByte('\n')
 	}
 	t.Fatalf("%s: the reply cache differs from a fresh build\nconfig: %s\nminimal sequence (%d of %d steps, then publish and the final check):\n%s%s",
 		what, cfg, len(min), len(ops), sb.String(), msg)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -556,10 +558,11 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 		}
 	}
-	m, local, deps := h.respond(context.Background(), req, tcp)
+	m, local, deps, ticket := h.respond(context.Background(), req, tcp)
 	b, err := m.PackBuffer((*bp)[:cap(*bp)])
 	if err != nil {
 		h.log.Debug("pack reply", "err", err)
+		ticket = dnscache.Ticket{}
 		m = new(dns.Msg)
 		m.SetRcode(req, dns.RcodeServerFailure)
 		if b, err = m.PackBuffer((*bp)[:cap(*bp)]); err != nil {
@@ -596,7 +599,24 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 		h.wire.put(key, e, z.snap, append(deps, lowerFQDN(key.name)))
 	}
+	if ticket != (dnscache.Ticket{}) && !tcp && ac.c == nil {
+		// Kept before the reply leaves, as the zone's: for AnswerWire.
+		h.fwd.(*dnscache.Cache).Keep(ticket, h.forwardShape(req.IsEdns0()), b)
+	}
 	h.write(w, b)
+}
+
+// forwardShape is the shape (dnsmsg.Shape) under which a finished forwarded
+// reply is kept in the answer cache: with load balancing on, only replies
+// with nothing to rotate are kept, so they are kept apart from those made
+// without it (a reload may switch it and keep the cache).
+func (h *Handler) forwardShape(opt *dns.OPT) uint32 { return shapeLB(dnsmsg.Shape(opt), h.lb) }
+
+func shapeLB(shape uint32, lb bool) uint32 {
+	if lb {
+		shape |= 1 << 17
+	}
+	return shape
 }
 
 // resolveCandidate implements candidateResolver, autopath's one door to the
@@ -732,9 +752,11 @@ func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool
 // current snapshot's reply cache is answered from its wire form, on the
 // socket's reading goroutine, without being unpacked. Its key
 // (cacheKeyOfWire) is cacheKeyOf's for the same query, so the reply is the
-// one ServeDNS would send. Everything else (a miss, a
-// query ParseQuery leaves to miekg/dns, and every query while autopath
-// answers by source) is left to ServeDNS.
+// one ServeDNS would send. So is a query that ServeDNS would forward and
+// whose answer the answer cache holds with the finished reply ServeDNS kept
+// for its shape (forwardedWire). Everything else (a miss, a query
+// ParseQuery leaves to miekg/dns, and every query while autopath answers
+// by source) is left to ServeDNS.
 func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	if h.ap != nil && h.ap.sourceIP {
 		return dst, false
@@ -743,11 +765,45 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	z := h.zone()
-	if z == nil {
+	var buf [256]byte
+	lname := dnsmsg.AppendName(buf[:0], q.Name, true)
+	outside := !inZoneBytes(lname, h.zoneName) && !inZoneBytes(lname, reverse4) && !inZoneBytes(lname, reverse6)
+	// The reply cache holds replies of other names only through rewrites.
+	if z := h.zone(); z != nil && (!outside || h.rw != nil) {
+		if b, ok := h.cached(dst, z, cacheKeyOfWire(&q), q.ID, q.RD, q.CD); ok {
+			return b, true
+		}
+	}
+	if !outside {
 		return dst, false
 	}
-	return h.cached(dst, z, cacheKeyOfWire(&q), q.ID, q.RD, q.CD)
+	return h.forwardedWire(dst, &q, lname)
+}
+
+// forwardedWire answers q, whose lowercase name lname is outside the
+// cluster and reverse zones, from the answer cache (dnscache.AnswerWire)
+// when ServeDNS would forward it as it is: of class IN or ANY, not under
+// the autopath suffix, without static records, and no rewrites
+// configured. The cache has a reply only where ServeDNS kept one, for the
+// same shape and load balancing.
+func (h *Handler) forwardedWire(dst []byte, q *dnsmsg.WireQuery, lname []byte) ([]byte, bool) {
+	cache, ok := h.fwd.(*dnscache.Cache)
+	if !ok || h.rw != nil || (q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY) ||
+		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR || inZoneBytes(lname, autopath.Suffix) {
+		return dst, false
+	}
+	if h.static != nil {
+		if _, found := h.static.Lookup(string(lname), q.Qtype); found {
+			return dst, false
+		}
+	}
+	return cache.AnswerWire(dst, q, shapeLB(q.Shape(), h.lb))
+}
+
+// inZoneBytes is inZone for a name as bytes.
+func inZoneBytes(name []byte, zone string) bool {
+	return string(name) == zone || (len(name) > len(zone) && name[len(name)-len(zone)-1] == '.' &&
+		string(name[len(name)-len(zone):]) == zone)
 }
 
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {
@@ -759,8 +815,10 @@ func (h *Handler) write(w dns.ResponseWriter, b []byte) {
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // respond builds the reply to req: the message that goes on the wire,
-// truncated to what the client can receive.
-func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool, deps []string) {
+// truncated to what the client can receive. A forwarded reply made from an
+// answer of the answer cache that nothing here changed per reply (no
+// rewrite, no rotation) comes with the cache's ticket, for Keep.
+func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket) {
 	asked := req
 	var rev *reversal
 	if h.rw != nil {
@@ -769,7 +827,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 			h.log.DebugContext(ctx, "rewrite", "name", asked.Question[0].Name, "err", err)
 			m := new(dns.Msg)
 			m.SetRcode(asked, dns.RcodeServerFailure)
-			return dnsmsg.Finish(asked, m, tcp), false, nil
+			return dnsmsg.Finish(asked, m, tcp), false, nil, t
 		}
 	}
 	m := new(dns.Msg)
@@ -792,8 +850,8 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 			// The client asked over TCP: so does the forwarder.
 			ctx = forward.WithClientTCP(ctx)
 		}
-		if r, err := h.forwardMsg(ctx, req); err == nil {
-			m = r
+		if r, rt, err := h.forwardMsg(ctx, req); err == nil {
+			m, t = r, rt
 		} else {
 			// SERVFAIL, or the forwarder's shed rcode (REFUSED).
 			m.Rcode = forward.Rcode(err)
@@ -807,11 +865,17 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 	if rev != nil {
 		rev.msg(m, asked.Question)
 		deps = append(deps, rev.names...)
+		t = dnscache.Ticket{}
 	}
 	if h.lb {
-		m.Answer = rotateAnswer(m.Answer, h.lbN.Add(1))
+		if r := rotateAnswer(m.Answer, h.lbN.Add(1)); len(r) > 0 && &r[0] != &m.Answer[0] {
+			m.Answer, t = r, dnscache.Ticket{}
+		}
 	}
-	return dnsmsg.Finish(asked, m, tcp), local, deps
+	if h.rw != nil || (h.ap != nil && h.ap.sourceIP) {
+		t = dnscache.Ticket{} // AnswerWire would not use it
+	}
+	return dnsmsg.Finish(asked, m, tcp), local, deps, t
 }
 
 // rewriteRequest is req with its question renamed by the rewrites, and
@@ -839,8 +903,10 @@ func fill(m *dns.Msg, r Result) {
 }
 
 // forwardMsg relays the client's query upstream as it is (keeping its EDNS0
-// options and DO bit) and returns the reply, ready for our OPT.
-func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, error) {
+// options and DO bit) and returns the reply, ready for our OPT, and the
+// answer cache's ticket when the forwarder is one (*dnscache.Cache: serve's)
+// and answered from its cache.
+func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, dnscache.Ticket, error) {
 	// The question and the OPT only: records a client put in the other
 	// sections (TSIG included) are not relayed. The Forwarder rewrites the
 	// OPT (size, loop marker).
@@ -854,18 +920,25 @@ func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 	} else {
 		up.SetEdns0(dnsmsg.EDNSSize, false)
 	}
-	r, err := h.fwd.Exchange(ctx, up)
+	var r *dns.Msg
+	var t dnscache.Ticket
+	var err error
+	if fc, ok := h.fwd.(*dnscache.Cache); ok {
+		r, _, t, err = fc.AnswerTicket(ctx, up)
+	} else {
+		r, err = h.fwd.Exchange(ctx, up)
+	}
 	if err != nil {
 		q := req.Question[0]
 		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
-		return nil, err
+		return nil, dnscache.Ticket{}, err
 	}
 	r.Id = req.Id
 	r.Question = req.Question
 	r.Extra = dnsmsg.WithoutOPT(r.Extra)
 	r.RecursionAvailable = true
 	r.Compress = true
-	return r, nil
+	return r, t, nil
 }
 
 // rotateAnswer returns rrs with each run of A, AAAA, or same-priority SRV
