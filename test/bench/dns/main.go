@@ -9,14 +9,22 @@
 //	(b) the ndots:5 search-miss mix: a pod resolving "svc.ns" (one miss,
 //	    one hit) and an external name (three in-zone misses), 80% NXDOMAIN;
 //	(c) SRV queries, half ClusterIP (1 record), half headless (20 records
-//	    and 20 additional addresses, EDNS0 1232).
+//	    and 20 additional addresses, EDNS0 1232);
+//	(d) the miss mix of (b) over 87,000 distinct questions, every one in the
+//	    cluster zone: more than the 16 MiB reply cache holds;
+//	(f) A queries for 100 external names, forwarded to a stub upstream in
+//	    this process and then answered from the answer cache.
+//
+// With -base-bin a second dnsconfigurer (an earlier build, say) is driven
+// in the same alternating rounds, so a change is measured before and after
+// against the same ceiling in one run.
 //
 // It prints queries per second, p50/p99 latency, the responder's CPU time per
 // answered query (utime+stime from /proc/<pid>/stat, since the load
 // generator shares the cores), its RSS (/proc/<pid>/status), and the ratio of
 // the server's QPS to the ceiling's.
 //
-// Run: go run ./test/bench/dns [-duration 5s] [-c 16] [-bin path/to/dnsconfigurer] [-serve-args "--udp-sockets 1"]
+// Run: go run ./test/bench/dns [-duration 5s] [-c 16] [-bin path/to/dnsconfigurer] [-base-bin path/to/older] [-serve-args "--udp-sockets 1"]
 package main
 
 import (
@@ -62,7 +70,8 @@ func main() {
 	warmup := flag.Duration("warmup", 300*time.Millisecond, "warm-up time before each round")
 	conc := flag.Int("c", 16, "queries in flight (one UDP socket each)")
 	bin := flag.String("bin", "", "dnsconfigurer binary (default: go build ./cmd/dnsconfigurer)")
-	cases := flag.String("cases", "a,b,c", "cases to run")
+	cases := flag.String("cases", "a,b,c", "cases to run (a, b, c, d, f)")
+	baseBin := flag.String("base-bin", "", "a second dnsconfigurer binary driven in the same rounds (before/after)")
 	rounds := flag.Int("rounds", 4, "alternating rounds per case (the duration is split between them)")
 	serveArgs := flag.String("serve-args", "", "more flags for serve, split on spaces (\"--udp-sockets 1\")")
 	flag.Parse()
@@ -73,7 +82,7 @@ func main() {
 		}
 		return
 	}
-	if err := bench(*bin, *duration, *warmup, *conc, *rounds, strings.Split(*cases, ","), strings.Fields(*serveArgs)); err != nil {
+	if err := bench(*bin, *baseBin, *duration, *warmup, *conc, *rounds, strings.Split(*cases, ","), strings.Fields(*serveArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -147,6 +156,32 @@ func workload(c string) []query {
 				qs = append(qs, query{pack(strings.TrimSuffix(ext, ".")+"."+suffix, dns.TypeA, 0), dns.RcodeNameError})
 			}
 		}
+	case "d":
+		// The mix of b until 87,000 distinct questions: every lookup's
+		// external name is its own, and "svc.ns" is asked from a random
+		// namespace.
+		seen := map[string]bool{}
+		for i := 0; len(seen) < missMixDistinct; i++ {
+			name, ns := svcName(r.IntN(namespaces * perNS))
+			own := fmt.Sprintf("ns-%d", r.IntN(namespaces))
+			short := name + "." + ns
+			add := func(fq string, rcode int) {
+				if len(seen) < missMixDistinct {
+					seen[fq] = true
+					qs = append(qs, query{pack(fq, dns.TypeA, 0), rcode})
+				}
+			}
+			add(short+"."+own+".svc."+zone, dns.RcodeNameError)
+			add(short+".svc."+zone, dns.RcodeSuccess)
+			ext := fmt.Sprintf("api-%d.example.com", i)
+			for _, suffix := range []string{own + ".svc." + zone, "svc." + zone, zone} {
+				add(ext+"."+suffix, dns.RcodeNameError)
+			}
+		}
+	case "f":
+		for range 20000 {
+			qs = append(qs, query{pack(externalName(r.IntN(externalNames)), dns.TypeA, 0), dns.RcodeSuccess})
+		}
 	case "c":
 		for i := range 20000 {
 			var name, ns string
@@ -159,6 +194,40 @@ func workload(c string) []query {
 		}
 	}
 	return qs
+}
+
+// missMixDistinct is the number of distinct questions of case d (issue 28:
+// more than the 16 MiB reply cache holds).
+const missMixDistinct = 87000
+
+// externalNames is the number of external names of case f; externalName
+// is the i-th, which the upstream stub and the ceiling answer with
+// externalAddr.
+const externalNames = 100
+
+func externalName(i int) string { return fmt.Sprintf("www-%d.example.com.", i) }
+
+const externalAddr = "192.0.2.1"
+
+// runUpstream serves every A question with externalAddr, TTL 300, and
+// every other with NODATA: the stub upstream of case f.
+func runUpstream() (addr string, stop func(), err error) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		if len(r.Question) == 1 && r.Question[0].Qtype == dns.TypeA {
+			m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300},
+				A: net.ParseIP(externalAddr).To4()}}
+		}
+		_ = w.WriteMsg(m)
+	})
+	srv := &dns.Server{PacketConn: pc, Handler: h}
+	go func() { _ = srv.ActivateAndServe() }()
+	return pc.LocalAddr().String(), func() { _ = srv.Shutdown() }, nil
 }
 
 // ceilingTable is the fixed map of the ceiling responder: the same names
@@ -194,6 +263,10 @@ func ceilingTable() map[ceilingKey]ceilingEntry {
 			e.extra = append(e.extra, &dns.A{Hdr: hdr(target, dns.TypeA), A: net.ParseIP(ip).To4()})
 		}
 		t[ceilingKey{"_http._tcp." + fq, dns.TypeSRV}] = e
+	}
+	for i := range externalNames {
+		name := externalName(i)
+		t[ceilingKey{name, dns.TypeA}] = ceilingEntry{answer: []dns.RR{&dns.A{Hdr: hdr(name, dns.TypeA), A: net.ParseIP(externalAddr).To4()}}}
 	}
 	return t
 }
@@ -446,7 +519,35 @@ func start(name string, args ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-func bench(bin string, d, warm time.Duration, conc, rounds int, cases, serveArgs []string) error {
+// target is a responder the load generator drives.
+type target struct {
+	name string
+	addr string
+	pid  int
+	res  result
+}
+
+// startServer starts bin's serve on the objects, forwarding to upstream,
+// and waits until it answers.
+func startServer(bin, objects, upstream string, serveArgs []string) (*exec.Cmd, string, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	args := append([]string{"serve", "--listen", addr, "--objects", objects, "--upstream", upstream, "--ttl", "5", "--log-level", "warn"}, serveArgs...)
+	srv, err := start(bin, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := waitAnswer(addr, "svc-0.ns-0.svc."+zone, dns.TypeA, 60*time.Second); err != nil {
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		return nil, "", fmt.Errorf("server %s: %w", bin, err)
+	}
+	return srv, addr, nil
+}
+
+func bench(bin, baseBin string, d, warm time.Duration, conc, rounds int, cases, serveArgs []string) error {
 	if rounds < 1 {
 		rounds = 1
 	}
@@ -474,6 +575,11 @@ func bench(bin string, d, warm time.Duration, conc, rounds int, cases, serveArgs
 	if err != nil {
 		return err
 	}
+	upstream, stopUpstream, err := runUpstream()
+	if err != nil {
+		return err
+	}
+	defer stopUpstream()
 
 	ceilAddr, err := freePort()
 	if err != nil {
@@ -484,61 +590,66 @@ func bench(bin string, d, warm time.Duration, conc, rounds int, cases, serveArgs
 		return err
 	}
 	defer func() { _ = ceil.Process.Kill(); _ = ceil.Wait() }()
-
-	srvAddr, err := freePort()
-	if err != nil {
-		return err
-	}
-	t0 := time.Now()
-	srv, err := start(bin, append([]string{"serve", "--listen", srvAddr, "--objects", objects, "--ttl", "5", "--log-level", "warn"}, serveArgs...)...)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
-
 	probe := "svc-0.ns-0.svc." + zone
 	if err := waitAnswer(ceilAddr, probe, dns.TypeA, 30*time.Second); err != nil {
 		return fmt.Errorf("ceiling: %w", err)
 	}
-	if err := waitAnswer(srvAddr, probe, dns.TypeA, 60*time.Second); err != nil {
-		return fmt.Errorf("server: %w", err)
+	targets := []*target{{name: "ceiling", addr: ceilAddr, pid: ceil.Process.Pid}}
+
+	bins := []struct{ name, path string }{{"server", bin}}
+	if baseBin != "" {
+		bins = append(bins, struct{ name, path string }{"base", baseBin})
 	}
-	idle, _ := readProc(srv.Process.Pid)
-	fmt.Printf("server ready in %v with %d Services in %d namespaces + %d headless x %d endpoints; idle RSS %.1f MiB (anon %.1f, file %.1f)\n",
-		time.Since(t0).Round(time.Millisecond), namespaces*perNS, namespaces, headless, endpointsHL,
-		float64(idle.rssKiB)/1024, float64(idle.anonKiB)/1024, float64(idle.fileKiB)/1024)
+	for _, b := range bins {
+		t0 := time.Now()
+		srv, addr, err := startServer(b.path, objects, upstream, serveArgs)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
+		idle, _ := readProc(srv.Process.Pid)
+		fmt.Printf("%s (%s) ready in %v with %d Services in %d namespaces + %d headless x %d endpoints; idle RSS %.1f MiB (anon %.1f, file %.1f)\n",
+			b.name, b.path, time.Since(t0).Round(time.Millisecond), namespaces*perNS, namespaces, headless, endpointsHL,
+			float64(idle.rssKiB)/1024, float64(idle.anonKiB)/1024, float64(idle.fileKiB)/1024)
+		targets = append(targets, &target{name: b.name, addr: addr, pid: srv.Process.Pid})
+	}
 	fmt.Printf("load: %d UDP sockets in flight, %v per case and target in %d alternating rounds (+%v warm-up each); load average %s\n\n",
 		conc, d, rounds, warm, loadavg())
 	fmt.Printf("%-4s %-8s %10s %9s %9s %10s %8s %8s %8s %7s %6s\n", "case", "target", "qps", "p50", "p99", "cpu_us/q", "rss_MiB", "anon_MiB", "hwm_MiB", "errors", "ratio")
 	for _, c := range cases {
-		qs := workload(strings.TrimSpace(c))
+		c = strings.TrimSpace(c)
+		qs := workload(c)
 		if len(qs) == 0 {
 			return fmt.Errorf("unknown case %q", c)
 		}
-		// Alternate short rounds of both targets so that load from other
-		// processes on the machine hits both alike.
-		var ce, sv result
-		for range rounds {
-			r, err := load(ceilAddr, ceil.Process.Pid, qs, conc, warm, d/time.Duration(rounds))
-			if err != nil {
-				return err
-			}
-			ce.merge(r)
-			if r, err = load(srvAddr, srv.Process.Pid, qs, conc, warm, d/time.Duration(rounds)); err != nil {
-				return err
-			}
-			sv.merge(r)
+		// Alternate short rounds of the targets so that load from other
+		// processes on the machine hits them alike; the servers' order
+		// turns each round.
+		for _, t := range targets {
+			t.res = result{}
 		}
-		for _, row := range []struct {
-			name string
-			r    result
-		}{{"ceiling", ce}, {"server", sv}} {
-			ratio := ""
-			if row.name == "server" && ce.qps > 0 {
-				ratio = fmt.Sprintf("%.2f", row.r.qps/ce.qps)
+		for round := range rounds {
+			order := append([]*target{targets[0]}, targets[1:]...)
+			if round%2 == 1 {
+				slices.Reverse(order[1:])
 			}
-			fmt.Printf("%-4s %-8s %10.0f %9v %9v %10.1f %8.1f %8.1f %8.1f %7d %6s\n", c, row.name, row.r.qps,
-				row.r.p50.Round(time.Microsecond), row.r.p99.Round(time.Microsecond), row.r.cpuUS, row.r.rssMiB, row.r.anonMiB, row.r.hwmMiB, row.r.errors, ratio)
+			for _, t := range order {
+				r, err := load(t.addr, t.pid, qs, conc, warm, d/time.Duration(rounds))
+				if err != nil {
+					return err
+				}
+				t.res.merge(r)
+			}
+		}
+		ce := targets[0].res
+		for _, t := range targets {
+			ratio := ""
+			if t != targets[0] && ce.qps > 0 {
+				ratio = fmt.Sprintf("%.2f", t.res.qps/ce.qps)
+			}
+			r := t.res
+			fmt.Printf("%-4s %-8s %10.0f %9v %9v %10.1f %8.1f %8.1f %8.1f %7d %6s\n", c, t.name, r.qps,
+				r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuUS, r.rssMiB, r.anonMiB, r.hwmMiB, r.errors, ratio)
 		}
 	}
 	return nil
