@@ -98,6 +98,16 @@
 //     loops from forming (a per-query EDNS0 marker and loop probes); see its
 //     README. A TCP client's query goes upstream over TCP
 //     (forward.WithClientTCP); a failed forward answers forward.Rcode.
+//     When that Exchanger is serve's answer cache (*dnscache.Cache), a
+//     UDP reply made from a cache hit is kept with the cached answer in
+//     its finished wire form (dnscache.Keep), and AnswerWire answers the
+//     next query of that shape from it, as the node-local stage does:
+//     ID, RD and CD set, TTLs aged, the hit counted. Not kept: replies
+//     load balancing rotates, and every reply while rewrites or autopath
+//     by source are on. AnswerWire serves a kept reply only to a name that
+//     ServeDNS would forward now (outside the cluster, reverse and
+//     autopath zones, without static records): a reload may keep the
+//     cache and change that.
 //
 // # Metrics
 //
