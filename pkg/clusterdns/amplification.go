@@ -198,13 +198,14 @@ type ampCount struct {
 // whose existence the result depends on (a namespace is known when
 // <ns>.svc.<zone> exists).
 func (a *Amplification) classify(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) (ac ampCount) {
-	if dep == nil {
-		dep = func(string) {}
-	}
 	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery || req.Response {
 		return ac
 	}
-	qname := req.Question[0].Name
+	return a.classifyName(req.Question[0].Name, snap, rcode, bySource, dep)
+}
+
+// classifyName is classify for a plain query for qname (as asked).
+func (a *Amplification) classifyName(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) (ac ampCount) {
 	name := strings.TrimSuffix(qname, ".")
 	var hit uint8
 	if rcode == dns.RcodeSuccess {
@@ -267,7 +268,9 @@ func (a *Amplification) exists(snap *store.Snapshot, x, sep string, dep func(str
 	var buf [256]byte
 	b := lowerInto(buf[:0], x)
 	b = append(append(append(b, sep...), a.zone...), '.')
-	dep(string(b))
+	if dep != nil {
+		dep(string(b))
+	}
 	_, ok := snap.Lookup(string(b))
 	return ok
 }

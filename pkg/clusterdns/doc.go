@@ -53,7 +53,12 @@
 //   - a name that does not exist is NXDOMAIN, a name that exists (including
 //     an empty non-terminal) without the asked type is NOERROR with no
 //     answer; both carry the SOA of the zone the name is in in the authority
-//     section, its minimum TTL equal to the record TTL;
+//     section, its minimum TTL equal to the record TTL. WithWireMisses (serve
+//     sets it) answers a UDP query for a zone name that does not exist from
+//     its wire form, before ServeDNS: the snapshot lookup, then the NXDOMAIN
+//     with the SOA written as miekg/dns packs it (missWire), counted in the
+//     namespace metrics; not cached, since the ndots:5 misses of a busy
+//     cluster outnumber the reply cache;
 //   - ANY is answered minimally (RFC 8482) for the names this server
 //     answers: a synthesized HINFO "RFC8482" for a name that exists (an
 //     ExternalName: its CNAME), NXDOMAIN with the SOA for a zone name that

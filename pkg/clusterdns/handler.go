@@ -81,7 +81,9 @@ type Handler struct {
 	lb        bool           // rotate A, AAAA and SRV RRsets per reply
 	lbN       atomic.Uint32  // replies rotated on the miss path
 	amp       *Amplification // nil: no namespace metrics
-	rw        *rewriter      // nil: no rewrites
+	// wireMisses answers the zone's NXDOMAINs from the wire (missWire).
+	wireMisses bool
+	rw         *rewriter // nil: no rewrites
 	// wire caches packed replies across snapshots.
 	wire wireCache
 
@@ -139,6 +141,12 @@ func WithReplyCache(bytes int64) Option {
 		}
 	}
 }
+
+// WithWireMisses answers a UDP query for a name of the zone that does not
+// exist from its wire form (AnswerWire), without unpacking it: NXDOMAIN
+// with the zone's SOA, the bytes ServeDNS sends (missWire). Off by
+// default; serve turns it on.
+func WithWireMisses() Option { return func(h *Handler) { h.wireMisses = true } }
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
@@ -754,7 +762,8 @@ func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool
 // (cacheKeyOfWire) is cacheKeyOf's for the same query, so the reply is the
 // one ServeDNS would send. So is a query that ServeDNS would forward and
 // whose answer the answer cache holds with the finished reply ServeDNS kept
-// for its shape (forwardedWire). Everything else (a miss, a query
+// for its shape (forwardedWire), and, WithWireMisses, a query for a name
+// of the zone that does not exist (missWire). Everything else (a miss, a query
 // ParseQuery leaves to miekg/dns, and every query while autopath answers
 // by source) is left to ServeDNS.
 func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
@@ -769,13 +778,17 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	lname := dnsmsg.AppendName(buf[:0], q.Name, true)
 	outside := !inZoneBytes(lname, h.zoneName) && !inZoneBytes(lname, reverse4) && !inZoneBytes(lname, reverse6)
 	// The reply cache holds replies of other names only through rewrites.
-	if z := h.zone(); z != nil && (!outside || h.rw != nil) {
+	z := h.zone()
+	if z != nil && (!outside || h.rw != nil) {
 		if b, ok := h.cached(dst, z, cacheKeyOfWire(&q), q.ID, q.RD, q.CD); ok {
 			return b, true
 		}
 	}
 	if !outside {
-		return dst, false
+		if z == nil || !h.wireMisses || !inZoneBytes(lname, h.zoneName) {
+			return dst, false
+		}
+		return h.missWire(dst, z, &q, lname)
 	}
 	return h.forwardedWire(dst, &q, lname)
 }

@@ -105,7 +105,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 		}
 	}()
 	opts := []Option{WithLogger(log), WithLoadBalance(cfg.LoadbalanceEnabled()),
-		WithReplyCache(cfg.Cache.ZoneBytes.Bytes())}
+		WithReplyCache(cfg.Cache.ZoneBytes.Bytes()), WithWireMisses()}
 	if prefixes := cfg.ReverseZonePrefixes(); len(prefixes) > 0 {
 		rz, err := WithReverseZones(prefixes)
 		if err != nil {

@@ -1,0 +1,183 @@
+package clusterdns
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+)
+
+// missWire answers from the wire a UDP query for a name of the cluster
+// zone that the snapshot does not hold: NXDOMAIN with the zone's SOA, the
+// reply ServeDNS makes (Resolve's answer), written byte for byte as
+// miekg/dns packs it, without unpacking the query or making a dns.Msg.
+// The namespace metrics count it as ServeDNS does. It returns false for
+// every other query: a name that exists, a delegated zone's name, an
+// insecure pod name, a class other than IN and ANY, AXFR and IXFR, and
+// every query while rewrites are configured. q's name is in the zone
+// (lname, lowercase); its reply is not cached (a miss costs less than a
+// cache entry).
+func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byte) ([]byte, bool) {
+	if h.rw != nil || (q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY) ||
+		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR || h.delegatedBytes(lname) {
+		return dst, false
+	}
+	if z.snap.Options.Pods == store.PodsInsecure && inZoneBytes(lname, "pod."+z.name) {
+		return dst, false
+	}
+	if _, ok := z.snap.Lookup(string(lname)); ok {
+		return dst, false
+	}
+	soa, ok := z.soa[0].(*dns.SOA)
+	if !ok {
+		return dst, false
+	}
+	b := appendNXDOMAIN(dst, q, h.fwd != nil, soa)
+	if len(b) > q.ReplySize() {
+		return dst, false // a long zone name: truncation is ServeDNS's
+	}
+	if h.amp != nil {
+		var nb [256]byte
+		ac := h.amp.classifyName(string(dnsmsg.AppendName(nb[:0], q.Name, false)), z.snap, dns.RcodeNameError, false, nil)
+		h.amp.observe(&ac)
+	}
+	return b, true
+}
+
+// delegatedBytes is delegatedName for a name as bytes.
+func (h *Handler) delegatedBytes(lname []byte) bool {
+	if h.fwd == nil {
+		return false
+	}
+	for _, z := range h.delegated {
+		if z != h.zoneName && inZoneBytes(lname, z) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendNXDOMAIN appends to dst[:0] the NXDOMAIN reply to q with soa in
+// the authority section and, when q has EDNS0, dnsmsg.Finish's OPT: the
+// bytes miekg/dns packs for that reply (SetReply, AA, RA when ra).
+func appendNXDOMAIN(dst []byte, q *dnsmsg.WireQuery, ra bool, soa *dns.SOA) []byte {
+	var flags uint16 = 0x8000 | 0x0400 | dns.RcodeNameError // QR, AA
+	if q.RD {
+		flags |= 0x0100
+	}
+	if ra {
+		flags |= 0x0080
+	}
+	if q.CD {
+		flags |= 0x0010
+	}
+	var ar uint16
+	if q.EDNS {
+		ar = 1
+	}
+	b := binary.BigEndian.AppendUint16(dst[:0], q.ID)
+	b = binary.BigEndian.AppendUint16(b, flags)
+	b = binary.BigEndian.AppendUint16(b, 1)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint16(b, 1)
+	b = binary.BigEndian.AppendUint16(b, ar)
+	var names nameTable
+	b = names.append(b, q.Name)
+	b = binary.BigEndian.AppendUint16(b, q.Qtype)
+	b = binary.BigEndian.AppendUint16(b, q.Qclass)
+
+	var buf [256]byte
+	b = names.append(b, wireName(buf[:0], soa.Hdr.Name))
+	b = binary.BigEndian.AppendUint16(b, dns.TypeSOA)
+	b = binary.BigEndian.AppendUint16(b, soa.Hdr.Class)
+	b = binary.BigEndian.AppendUint32(b, soa.Hdr.Ttl)
+	rdlen := len(b)
+	b = append(b, 0, 0)
+	b = names.append(b, wireName(buf[:0], soa.Ns))
+	b = names.append(b, wireName(buf[:0], soa.Mbox))
+	for _, v := range [...]uint32{soa.Serial, soa.Refresh, soa.Retry, soa.Expire, soa.Minttl} {
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
+	binary.BigEndian.PutUint16(b[rdlen:], uint16(len(b)-rdlen-2))
+	if q.EDNS {
+		var ednsFlags uint16
+		if q.DO {
+			ednsFlags = 0x8000
+		}
+		b = append(b, 0) // the root
+		b = binary.BigEndian.AppendUint16(b, dns.TypeOPT)
+		b = binary.BigEndian.AppendUint16(b, dnsmsg.EDNSSize)
+		b = append(b, 0, 0) // extended rcode, version
+		b = binary.BigEndian.AppendUint16(b, ednsFlags)
+		b = binary.BigEndian.AppendUint16(b, 0)
+	}
+	return b
+}
+
+// wireName appends the wire form of the fully qualified text name s (plain
+// labels: the zone's names).
+func wireName(dst []byte, s string) []byte {
+	for len(s) > 0 && s != "." {
+		i := 0
+		for i < len(s) && s[i] != '.' {
+			i++
+		}
+		dst = append(append(dst, byte(i)), s[:i]...)
+		if i == len(s) {
+			break
+		}
+		s = s[i+1:]
+	}
+	return append(dst, 0)
+}
+
+// nameTable is miekg/dns's name compression for one message: every name
+// suffix is kept at the offset where it was first written, and a later
+// name ending in an equal suffix (byte for byte, case included, as
+// miekg/dns's map of names) points there.
+type nameTable struct {
+	offs [128]uint16
+	n    int
+}
+
+// append appends the uncompressed wire name s to b, compressed.
+func (t *nameTable) append(b, s []byte) []byte {
+	for i := 0; i < len(s) && s[i] != 0; i += 1 + int(s[i]) {
+		for _, o := range t.offs[:t.n] {
+			if equalName(b, int(o), s[i:]) {
+				return append(b, byte(0xc0|o>>8), byte(o))
+			}
+		}
+		if len(b) < 0x3fff && t.n < len(t.offs) {
+			t.offs[t.n] = uint16(len(b))
+			t.n++
+		}
+		b = append(b, s[i:i+1+int(s[i])]...)
+	}
+	return append(b, 0)
+}
+
+// equalName reports whether the name at o in b (its pointers followed)
+// is s, uncompressed, byte for byte. The name being written is not
+// finished in b: it reaches the end of b and is longer than s.
+func equalName(b []byte, o int, s []byte) bool {
+	for {
+		if o >= len(b) {
+			return false
+		}
+		for b[o]&0xc0 == 0xc0 {
+			o = int(binary.BigEndian.Uint16(b[o:]) & 0x3fff)
+		}
+		l := int(b[o])
+		if len(s) < 1+l || int(s[0]) != l || !bytes.Equal(b[o+1:o+1+l], s[1:1+l]) {
+			return false
+		}
+		if l == 0 {
+			return true
+		}
+		o, s = o+1+l, s[1+l:]
+	}
+}

@@ -1,0 +1,135 @@
+package clusterdns
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+)
+
+// TestMissWireIsServeDNS: a query for a name of the zone that does not
+// exist is answered from the wire with the bytes ServeDNS sends for it
+// (ID, RD, CD, the question's case, the SOA compressed as miekg/dns
+// compresses it, OPT), and counted in the namespace metrics as ServeDNS
+// counts it; nothing is asked upstream.
+func TestMissWireIsServeDNS(t *testing.T) {
+	names := []string{
+		"nope.ns.svc.cluster.local.", "web.ns.svc.cluster.local.ns.svc.cluster.local.",
+		"Foo.NS.svc.Cluster.Local.", "foo.Cluster.local.", "foo.cluster.Local.",
+		"www.example.com.ns.svc.cluster.local.", "www.example.com.svc.cluster.local.", "www.example.com.cluster.local.",
+		"x.dns.cluster.local.", "ns.dns.cluster.local.x.cluster.local.", "a.hostmaster.cluster.local.",
+		"hostmaster.cluster.local.", "web.other.svc.cluster.local.", "_http._tcp.nope.ns.svc.cluster.local.",
+	}
+	for _, name := range names {
+		for _, tc := range []struct {
+			qtype      uint16
+			rd, cd, do bool
+			size       uint16
+		}{{dns.TypeA, true, false, false, 0}, {dns.TypeAAAA, false, true, false, 1232}, {dns.TypeSRV, true, false, true, 4096}, {dns.TypeANY, true, false, false, 100}} {
+			for _, fwd := range []bool{false, true} {
+				opts := []Option{WithWireMisses()}
+				if fwd {
+					opts = append(opts, WithForwarder(&upstreamStub{}))
+				}
+				ampA, _ := NewAmplification(5)
+				ampB, _ := NewAmplification(5)
+				ha := NewHandler("cluster.local", fuzzStore(t), append(opts, WithAmplification(ampA))...)
+				hb := NewHandler("cluster.local", fuzzStore(t), append(opts, WithAmplification(ampB))...)
+				req := wireQuery(name, tc.qtype, tc.rd, tc.cd, tc.size, tc.do)
+				got, ok := ha.AnswerWire(nil, mustPack(t, req))
+				if !ok {
+					t.Fatalf("%s %d: not answered from the wire", name, tc.qtype)
+				}
+				want := serveUDP(t, hb, req)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%s %d (forwarder %v): reply differs from ServeDNS's:\n got %x\nwant %x", name, tc.qtype, fwd, got, want)
+				}
+				if a, b := gatherText(t, ampA), gatherText(t, ampB); a != b {
+					t.Fatalf("%s: namespace metrics differ:\nwire %s\nServeDNS %s", name, a, b)
+				}
+			}
+		}
+	}
+}
+
+func gatherText(t *testing.T, c prometheus.Collector) string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	n, err := testutil.GatherAndCount(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, _ := reg.Gather()
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		b.WriteString(mf.String())
+	}
+	_ = n
+	return b.String()
+}
+
+// TestMissWireLeftToServeDNS: names that exist, names ServeDNS answers
+// otherwise (delegated, insecure pods, rewritten) and queries before the
+// first sync are not answered by the miss path.
+func TestMissWireLeftToServeDNS(t *testing.T) {
+	rw, err := WithRewrites([]v1alpha1.Rewrite{{From: "db.example.com", To: "web.ns.svc.cluster.local"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		qname string
+		qtype uint16
+		opts  []Option
+	}{
+		{"existing", "web.ns.svc.cluster.local.", dns.TypeA, nil},
+		{"NODATA", "web.ns.svc.cluster.local.", dns.TypeTXT, nil},
+		{"empty non-terminal", "svc.cluster.local.", dns.TypeA, nil},
+		{"apex", "cluster.local.", dns.TypeA, nil},
+		{"insecure pod", "10-0-0-9.ns.pod.cluster.local.", dns.TypeA, nil},
+		{"delegated", "x.paris.svc.cluster.local.", dns.TypeA, []Option{WithForwarder(&upstreamStub{}), WithDelegations([]string{"paris.svc.cluster.local"})}},
+		{"rewrites", "nope.ns.svc.cluster.local.", dns.TypeA, []Option{rw}},
+		{"class CH", "nope.ns.svc.cluster.local.", dns.TypeA, nil},
+		{"without WithWireMisses", "nope.ns.svc.cluster.local.", dns.TypeA, nil},
+		{"AXFR", "nope.ns.svc.cluster.local.", dns.TypeAXFR, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			if tc.name != "without WithWireMisses" {
+				opts = append(opts, WithWireMisses())
+			}
+			h := NewHandler("cluster.local", fuzzStore(t), opts...)
+			req := wireQuery(tc.qname, tc.qtype, true, false, 0, false)
+			if tc.name == "class CH" {
+				req.Question[0].Qclass = dns.ClassCHAOS
+			}
+			if b, ok := h.AnswerWire(nil, mustPack(t, req)); ok {
+				m := new(dns.Msg)
+				_ = m.Unpack(b)
+				t.Fatalf("answered from the wire: %v", m)
+			}
+		})
+	}
+}
+
+// BenchmarkMissWire: an NXDOMAIN of the zone answered from the wire, as
+// the listener asks (allocations per answer), with the namespace metrics
+// on, as serve runs.
+func BenchmarkMissWire(b *testing.B) {
+	amp, _ := NewAmplification(20)
+	h := NewHandler("cluster.local", fuzzStore(b), WithAmplification(amp), WithWireMisses())
+	q, _ := wireQuery("api.example.com.ns.svc.cluster.local.", dns.TypeA, true, false, 0, false).Pack()
+	dst := make([]byte, 0, 512)
+	if _, ok := h.AnswerWire(dst, q); !ok {
+		b.Fatal("not answered from the wire")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		dst, _ = h.AnswerWire(dst, q)
+	}
+}
