@@ -6,7 +6,6 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
@@ -56,20 +55,19 @@ func TestMissWireIsServeDNS(t *testing.T) {
 	}
 }
 
+// gatherText is what c exports, as text.
 func gatherText(t *testing.T, c prometheus.Collector) string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
-	n, err := testutil.GatherAndCount(reg)
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	mfs, _ := reg.Gather()
 	var b bytes.Buffer
 	for _, mf := range mfs {
 		b.WriteString(mf.String())
 	}
-	_ = n
 	return b.String()
 }
 
@@ -132,4 +130,39 @@ func BenchmarkMissWire(b *testing.B) {
 	for b.Loop() {
 		dst, _ = h.AnswerWire(dst, q)
 	}
+}
+
+// FuzzMissWire: whatever the query, a reply of the miss path is the reply
+// ServeDNS sends, byte for byte, and the namespace metrics count alike.
+func FuzzMissWire(f *testing.F) {
+	f.Add("nope.ns.svc.cluster.local.", uint16(dns.TypeA), uint8(0), uint16(0))
+	f.Add("A.dns.Cluster.local.", uint16(dns.TypeANY), uint8(3), uint16(1232))
+	f.Add("x.hostmaster.cluster.local.cluster.local.", uint16(dns.TypeSRV), uint8(5), uint16(100))
+	f.Add("10-0-0-9.ns.pod.cluster.local.", uint16(dns.TypeA), uint8(1), uint16(4096))
+	f.Fuzz(func(t *testing.T, name string, qtype uint16, bits uint8, size uint16) {
+		if _, ok := dns.IsDomainName(name); !ok {
+			return
+		}
+		req := wireQuery(dns.Fqdn(name), qtype, bits&1 != 0, bits&2 != 0, size, bits&4 != 0)
+		q, err := req.Pack()
+		if err != nil {
+			return
+		}
+		ampA, _ := NewAmplification(5)
+		ampB, _ := NewAmplification(5)
+		ha := NewHandler("cluster.local", fuzzStore(t), WithWireMisses(), WithAmplification(ampA))
+		hb := NewHandler("cluster.local", fuzzStore(t), WithAmplification(ampB))
+		got, ok := ha.AnswerWire(nil, q)
+		if !ok {
+			return
+		}
+		w := &fakeWriter{}
+		hb.ServeDNS(w, req)
+		if !bytes.Equal(got, w.wire) {
+			t.Fatalf("%q %d: reply differs from ServeDNS's:\n got %x\nwant %x", name, qtype, got, w.wire)
+		}
+		if a, b := gatherText(t, ampA), gatherText(t, ampB); a != b {
+			t.Fatalf("%q: namespace metrics differ:\nwire %s\nServeDNS %s", name, a, b)
+		}
+	})
 }
