@@ -30,10 +30,13 @@
 //   - shorter than a header: dropped;
 //   - a handler that implements WireAnswerer answers it from its wire
 //     form, on the reading goroutine: the cluster handler's cached zone
-//     replies and the node-local stage's cache hits. Its reply is counted
-//     and joins the batch's other replies, sent in one call (sendmmsg) once
-//     the batch is done. Nothing is allocated for such a datagram
-//     (BenchmarkServeUDPWire: 0 allocs/op);
+//     replies, forwarded cache hits and zone NXDOMAINs, and the node-local
+//     stage's cache hits. Its reply is counted and joins the batch's other
+//     replies, sent in one call (sendmmsg) once the batch is done. The
+//     listener allocates nothing for such a datagram
+//     (BenchmarkServeUDPWire: 0 allocs/op); the handlers' answers allocate
+//     nothing for cache hits of the answer cache, one for a zone reply
+//     (its key) and four for a zone miss with namespace metrics;
 //   - every other datagram is copied and served on a goroutine of its own,
 //     as miekg/dns serves it: its default MsgAcceptFunc (a response is
 //     ignored, an opcode but QUERY and NOTIFY gets NOTIMP, more than one

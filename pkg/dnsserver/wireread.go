@@ -15,8 +15,9 @@ import (
 // anything but a lock held briefly) must return false, since the socket is
 // not read meanwhile.
 //
-// The cluster Handler implements it for its cached zone replies, the
-// node-local stage's handler for its cache hits.
+// The cluster Handler implements it for its cached zone replies, its
+// forwarded cache hits and the zone's NXDOMAINs, the node-local stage's
+// handler for its cache hits.
 type WireAnswerer interface {
 	// AnswerWire returns the reply to the UDP query q appended to dst[:0],
 	// and true; or false, having written nothing, for a query that
