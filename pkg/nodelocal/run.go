@@ -113,6 +113,9 @@ func (s *Stage) Run(ctx context.Context) error {
 		return v1alpha1.ConfigErrorf("cache: %v", err)
 	}
 	closers = append(closers, h.Close)
+	// A new instance beside an old one (a surge pod) gets its share of the
+	// queries as soon as it binds: it binds once the cluster DNS answers.
+	waitCluster(ctx, up.cluster, cfg.ClusterDomain, clusterWait, log)
 	srvLog := log.With("cluster-upstream", nl.ClusterUpstream, "zone", cfg.ClusterDomain)
 	srv := dnsserver.NewServer(cfg, srvLog)
 	srv.SetHandler(dnsserver.QueryLogged(cfg, h, srvLog))
@@ -250,5 +253,35 @@ func releaseTask(setup *nodenet.Manager, log *slog.Logger) lifecycle.Task {
 			log.Error("remove the node-local addresses", "err", err)
 		}
 		return nil
+	}
+}
+
+// clusterWait bounds how long a starting stage waits for the cluster DNS
+// to answer before it serves anyway.
+const clusterWait = 10 * time.Second
+
+// waitCluster asks the cluster DNS for the zone's SOA until it answers
+// (any rcode but SERVFAIL), at most for wait. A rolled-out stage and its
+// cluster DNS start together: its upstream Service may have no endpoint
+// for a moment, and queries this instance took meanwhile would fail.
+func waitCluster(ctx context.Context, cluster Exchanger, zone string, wait time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	q := new(dns.Msg).SetQuestion(dns.Fqdn(zone), dns.TypeSOA)
+	delay := 50 * time.Millisecond
+	for {
+		actx, acancel := context.WithTimeout(ctx, time.Second)
+		r, err := cluster.Exchange(actx, q.Copy())
+		acancel()
+		if err == nil && r.Rcode != dns.RcodeServerFailure {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			log.Warn("the cluster DNS does not answer yet: serving anyway", "waited", wait, "err", err)
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
 	}
 }
