@@ -134,7 +134,15 @@ func (c *Cluster) writeOverlay() (string, error) {
 	if c.Agent == AgentNRI {
 		base = filepath.Join(base, "overlays", "nri")
 	}
-	dir := c.path("deploy-overlay")
+	return c.WriteOverlayFor(base, "deploy-overlay")
+}
+
+// WriteOverlayFor writes, in the cluster directory's subdirectory name, an
+// overlay of the kustomization in base with what this cluster needs (see
+// DeployDNS), and returns its directory. base may be any entry point of
+// deploy/ or a copy of one.
+func (c *Cluster) WriteOverlayFor(base, name string) (string, error) {
+	dir := c.path(name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

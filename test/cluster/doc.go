@@ -58,6 +58,14 @@
 // file, a trimmed pod's DNSConfigForming Event, a node resolv.conf change
 // reaching running containers, and state removed with the pod.
 //
+// TestClusterMigration starts a third cluster the way operators have one:
+// kubeadm's CoreDNS with a customised Corefile and NodeLocal DNSCache in
+// front of it (operator.go; node-cache is a stand-in: CoreDNS with
+// NodeLocal's Corefile and node-cache's set-up around it). Pods resolve
+// with glibc's, musl's and Go's resolvers all the while (resolveloop), as
+// deploy/README.md's migration is followed and rolled back; no lookup may
+// fail and no answer change.
+//
 // Run it as root after test/e2e/setup.sh and test/testbin/build.sh:
 //
 //	sudo go test -timeout 60m ./test/cluster/

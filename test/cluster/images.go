@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,6 +38,13 @@ const (
 	DnsutilsImage = "registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7"
 	BusyboxImage  = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 	PauseImage    = "registry.k8s.io/pause:3.10.1"
+	// CoreDNSImage is kubeadm's CoreDNS: /coredns (test/testbin's
+	// CoreDNS) as its entrypoint, nothing else, as upstream's image.
+	CoreDNSImage = "registry.k8s.io/coredns/coredns:v1.12.1"
+	// NodeCacheImage stands in for NodeLocal DNSCache's node-cache (not
+	// on the module proxy): the tools with /coredns. Its DaemonSet's
+	// command does node-cache's set-up around it (TestClusterMigration).
+	NodeCacheImage = "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4"
 	// ProductImage is the name deploy/kustomization.yaml renders.
 	ProductImage = "dnsconfigurer:latest"
 )
@@ -59,8 +67,9 @@ var imgTools = []string{
 }
 
 // imgOptionalTools are copied when the host has them (setup.sh installs
-// netcat-openbsd; curl and wget are the usual Debian ones).
-var imgOptionalTools = []string{"nc", "curl", "wget", "ss"}
+// netcat-openbsd; curl and wget are the usual Debian ones; chroot, with
+// which the node-cache stand-in runs the node's iptables).
+var imgOptionalTools = []string{"nc", "curl", "wget", "ss", "chroot"}
 
 // imgLibDirs are the directories the dynamic loader searches when there is
 // no ld.so.cache, as in the stand-in images: Debian's multiarch system
@@ -161,6 +170,13 @@ func standInImages(ctx context.Context, dir, binDir string) (map[string]string, 
 		{DnsutilsImage, containerd.Image{Files: tools, Cmd: []string{"bash"}}},
 		// busybox images: CMD ["sh"].
 		{BusyboxImage, containerd.Image{Files: tools, Cmd: []string{"sh"}}},
+		{CoreDNSImage, containerd.Image{Files: []containerd.ImageFile{
+			{Path: "/coredns", Mode: 0o755, Data: coredns},
+			{Path: "/etc/passwd", Mode: 0o644, Data: []byte(imgPasswd)},
+			{Path: "/etc/group", Mode: 0o644, Data: []byte(imgGroup)},
+		}, Entrypoint: []string{"/coredns"}}},
+		{NodeCacheImage, containerd.Image{Files: append(slices.Clone(tools),
+			containerd.ImageFile{Path: "/coredns", Mode: 0o755, Data: coredns}), Cmd: []string{"sh"}}},
 		{PauseImage, containerd.Image{Files: []containerd.ImageFile{
 			{Path: "/pause", Mode: 0o755, Data: pause},
 			{Path: "/etc/passwd", Mode: 0o644, Data: []byte(imgPasswd)},

@@ -171,10 +171,12 @@ func TestStandInImages(t *testing.T) {
 		name            string
 		entrypoint, cmd []string
 	}{
-		AgnhostImage:  {AgnhostImage, []string{"/agnhost"}, []string{"pause"}},
-		DnsutilsImage: {DnsutilsImage, nil, []string{"bash"}},
-		BusyboxImage:  {BusyboxImage, nil, []string{"sh"}},
-		PauseImage:    {PauseImage, []string{"/pause"}, nil},
+		AgnhostImage:   {AgnhostImage, []string{"/agnhost"}, []string{"pause"}},
+		DnsutilsImage:  {DnsutilsImage, nil, []string{"bash"}},
+		BusyboxImage:   {BusyboxImage, nil, []string{"sh"}},
+		PauseImage:     {PauseImage, []string{"/pause"}, nil},
+		CoreDNSImage:   {CoreDNSImage, []string{"/coredns"}, nil},
+		NodeCacheImage: {NodeCacheImage, nil, []string{"sh"}},
 	}
 	if len(tars) != len(want) {
 		t.Errorf("got %d images, want %d", len(tars), len(want))
@@ -213,6 +215,7 @@ func TestStandInImages(t *testing.T) {
 		{AgnhostImage, "dig -v 2>&1 | cut -d' ' -f1", "DiG\n"},
 		{AgnhostImage, "id -u user-defined-in-image; test -d /uploads && echo uploads", "1000\nuploads\n"},
 		{DnsutilsImage, "dig -v 2>&1 | cut -d' ' -f1", "DiG\n"},
+		{NodeCacheImage, "/coredns -version | grep -c CoreDNS", "1\n"},
 	} {
 		out, err := imgChroot(roots[tc.ref], tc.cmd)
 		if err != nil {

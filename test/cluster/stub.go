@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,11 +28,20 @@ var (
 // and ExternalAAAA, and NXDOMAIN for every other name.
 type Stub struct {
 	servers []*dns.Server
+	zones   []string
+	a, aaaa netip.Addr
 }
 
 func startStub(h *containerd.Harness) (*Stub, error) {
-	s := &Stub{}
-	addr := net.JoinHostPort(NodeIP.String(), "53")
+	return startStubAt(h, 53, ExternalZones, ExternalA, ExternalAAAA)
+}
+
+// startStubAt starts a stub on NodeIP:port that answers A and AAAA
+// questions for names under zones with a and aaaa, and NXDOMAIN for every
+// other name.
+func startStubAt(h *containerd.Harness, port int, zones []string, a, aaaa netip.Addr) (*Stub, error) {
+	s := &Stub{zones: zones, a: a, aaaa: aaaa}
+	addr := net.JoinHostPort(NodeIP.String(), strconv.Itoa(port))
 	var pc net.PacketConn
 	var l net.Listener
 	if err := h.Do(func() error {
@@ -75,12 +85,12 @@ func (s *Stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	q := r.Question[0]
 	name := strings.ToLower(q.Name)
 	switch {
-	case !external(name):
+	case !inZones(s.zones, name):
 		m.Rcode = dns.RcodeNameError
 	case q.Qtype == dns.TypeA:
-		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: ExternalA.AsSlice()})
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: s.a.AsSlice()})
 	case q.Qtype == dns.TypeAAAA:
-		m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: 30}, AAAA: ExternalAAAA.AsSlice()})
+		m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: 30}, AAAA: s.aaaa.AsSlice()})
 	}
 	_ = w.WriteMsg(m)
 }
@@ -88,8 +98,8 @@ func (s *Stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 // ExternalZones are the zones the stub has names in.
 var ExternalZones = []string{"example.com.", "example.org."}
 
-func external(name string) bool {
-	for _, z := range ExternalZones {
+func inZones(zones []string, name string) bool {
+	for _, z := range zones {
 		if dns.IsSubDomain(z, name) {
 			return true
 		}

@@ -5,14 +5,15 @@
 # bind9-dnsutils (dig, nslookup, host) and netcat-openbsd, which the cluster's
 # stand-in test images copy from the host; busybox (not busybox-static, whose
 # shell runs applets without a $PATH lookup), of which the critest suite's
-# stand-in images are made; skopeo, which test/image reads the image archive
+# stand-in images are made; musl-tools, whose musl-gcc builds the musl
+# resolver of test/cluster's migration test; skopeo, which test/image reads the image archive
 # with as docker load and an OCI archive reader do. It is idempotent: a
 # second run installs nothing and only prints the versions. It never starts a
 # containerd of its own and never touches the host's network configuration;
 # the tests start everything themselves inside a network namespace.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates busybox skopeo)
+packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates busybox skopeo musl-tools)
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "test/e2e/setup.sh: must run as root (apt-get install)" >&2

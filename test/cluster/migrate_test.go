@@ -1,0 +1,789 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+// TestClusterMigration follows deploy/README.md's "Migrating from CoreDNS
+// (and NodeLocal DNSCache)" on a cluster that has what operators have:
+// kubeadm's CoreDNS with a customised Corefile (a stub domain, hosts
+// entries, a NodeHosts file, a rewrite) and NodeLocal DNSCache in front of
+// it (operatorManifests). Pods resolve all the while with glibc's, musl's
+// and Go's resolvers: cluster, stub-zone, hosts, NodeHosts, rewritten and
+// external names. It converts the Corefile, deploys side by side, takes
+// the node over from node-cache (the canary), replaces CoreDNS, then rolls
+// everything back, and asserts that no lookup failed and no answer changed
+// at any step. It prints one line per step:
+//
+//	migration: step NAME: lookups N failed M changed K longest-ms L
+func TestClusterMigration(t *testing.T) {
+	withCluster(t, Options{}, "kubelet Ready through the shim; kubeadm's CoreDNS and a NodeLocal DNSCache stand-in", func(t *testing.T, c *Cluster, st *steps) {
+		m := &migration{c: c, outer: t}
+		if !st.run(t, "operator's cluster", m.setUp) {
+			return
+		}
+		for _, s := range m.steps() {
+			ok := st.run(t, s.name, func(t *testing.T) { m.step(t, s) })
+			if !ok {
+				break
+			}
+		}
+		st.run(t, "lookups", m.check)
+	})
+}
+
+// migration is the state of TestClusterMigration.
+type migration struct {
+	c     *Cluster
+	outer *testing.T
+	// ns holds the resolving pods and the Service "web".
+	ns string
+	// myDNS is the operator's copy of deploy/examples/take-over-nodelocaldns
+	// (deploy/overlays/my-dns of a copy of deploy/), overlay the test
+	// overlay around it (WriteOverlayFor).
+	myDNS, overlay string
+	// want is each looked-up name's addresses.
+	want map[string]string
+
+	mu      sync.Mutex
+	windows []window
+}
+
+// window is a step's time span: lookups that ended in it count for it.
+type window struct {
+	name     string
+	from, to time.Time
+}
+
+// lookupNames are the names the pods look up; want holds their answers.
+var lookupNames = []string{
+	"web",                // a Service of the pod's namespace, through the search list
+	"kubernetes.default", // another namespace's Service
+	"db.corp.example",    // the stub domain
+	"legacy.internal",    // an inline hosts entry
+	NodeName,             // the NodeHosts file
+	"registry.local",     // the rewrite
+	"www.example.com",    // an external name
+}
+
+// resolvers are the pods that look lookupNames up, by stub resolver: the
+// binary (in the resolvers directory on the node) and the image it runs in.
+var resolvers = []struct{ pod, binary, image string }{
+	{"glibc", "resolveloop-glibc", DnsutilsImage},
+	{"musl", "resolveloop-musl", BusyboxImage},
+	{"go", "resolveloop-go", BusyboxImage},
+}
+
+// pauseMS is each resolver's pause between two lookups: with three pods,
+// well over 20 lookups a second in all.
+const pauseMS = 50
+
+// settle is how long each step runs under the pods' lookups once its
+// commands are done.
+const settle = 12 * time.Second
+
+// migrationStep is one step of deploy/README.md's migration or its undo.
+type migrationStep struct {
+	name string
+	run  func(t *testing.T, ctx context.Context)
+}
+
+func (m *migration) steps() []migrationStep {
+	return []migrationStep{
+		{"0 CoreDNS and node-cache", m.baseline},
+		{"1 convert the Corefile", m.convert},
+		{"2 side by side", m.sideBySide},
+		{"3 canary node takes over node-local", m.canary},
+		{"5 replace CoreDNS", m.replace},
+		{"undo 5a: CoreDNS back", m.coreDNSBack},
+		{"undo 3: node-cache back", m.undoCanary},
+		{"undo 5b: dnsconfigurer deleted", m.deleteOurs},
+	}
+}
+
+// step runs one step inside its window and lets the lookups go on for
+// settle afterwards.
+func (m *migration) step(t *testing.T, s migrationStep) {
+	ctx := testContext(t, 10*time.Minute)
+	from := time.Now()
+	defer func() {
+		m.mu.Lock()
+		m.windows = append(m.windows, window{s.name, from, time.Now()})
+		m.mu.Unlock()
+	}()
+	s.run(t, ctx)
+	if t.Failed() {
+		return
+	}
+	select {
+	case <-time.After(settle):
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+}
+
+// setUp builds the resolvers, starts the stub domain's server, applies the
+// operator's DNS and starts the resolving pods.
+func (m *migration) setUp(t *testing.T) {
+	c := m.c
+	ctx := testContext(t, 10*time.Minute)
+	if err := m.buildResolvers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stub, err := startStubAt(c.Node, StubZonePort, []string{StubZone}, StubZoneA, StubZoneAAAA)
+	if err != nil {
+		t.Fatalf("stub domain's server: %v", err)
+	}
+	m.outer.Cleanup(stub.Close)
+
+	manifests := c.path("operator.yaml")
+	if err := os.WriteFile(manifests, []byte(operatorManifests()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Kubectl(ctx, "apply", "-f", manifests); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, w := range []struct{ kind, name string }{{"deployment", "coredns"}, {"daemonset", "node-local-dns"}} {
+		if err := c.WaitRollout(ctx, w.kind, "kube-system", w.name); err != nil {
+			t.Fatalf("%v\n%s", err, c.logTails(20))
+		}
+	}
+	if err := m.waitNodeCache(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+
+	m.ns = namespace(m.outer, c)
+	web, err := c.Client.CoreV1().Services(m.ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry, err := c.Client.CoreV1().Services("kube-system").Get(ctx, "registry", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.want = map[string]string{
+		"web":                web.Spec.ClusterIP,
+		"kubernetes.default": kubernetesIP,
+		"db.corp.example":    StubZoneA.String(),
+		"legacy.internal":    HostsA.String(),
+		NodeName:             NodeIP.String(),
+		"registry.local":     registry.Spec.ClusterIP,
+		"www.example.com":    ExternalA.String(),
+	}
+	for _, r := range resolvers {
+		runPod(t, c, m.ns, m.resolverPod(r.pod, r.binary, r.image))
+	}
+}
+
+// buildResolvers builds the three lookup loops into the node's resolvers
+// directory: testdata/resolveloop.c against glibc and (static) musl, and
+// resolveloop with CGO_ENABLED=0.
+func (m *migration) buildResolvers(ctx context.Context) error {
+	root, err := containerd.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	dir := m.c.path("resolvers")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	src := filepath.Join(root, "test", "cluster", "testdata", "resolveloop.c")
+	for _, b := range []struct {
+		bin  string
+		args []string
+		env  []string
+	}{
+		{"gcc", []string{"-O2", "-o", filepath.Join(dir, "resolveloop-glibc"), src}, nil},
+		// musl-gcc comes with Debian's musl-tools (test/e2e/setup.sh).
+		{"musl-gcc", []string{"-static", "-O2", "-o", filepath.Join(dir, "resolveloop-musl"), src}, nil},
+		{"go", []string{"build", "-o", filepath.Join(dir, "resolveloop-go"), "./test/cluster/resolveloop"}, []string{"CGO_ENABLED=0"}},
+	} {
+		cmd := exec.CommandContext(ctx, b.bin, b.args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), b.env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %s: %w\n%s (test/e2e/setup.sh installs gcc's and musl's tool chains)", b.bin, strings.Join(b.args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// resolverPod is a ClusterFirst pod whose container "c" runs one lookup
+// loop from the node's resolvers directory.
+func (m *migration) resolverPod(name, binary, image string) *corev1.Pod {
+	grace := int64(1)
+	args := append([]string{"/resolvers/" + binary, strconv.Itoa(pauseMS)}, lookupNames...)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name:         "c",
+				Image:        image,
+				Command:      args,
+				VolumeMounts: []corev1.VolumeMount{{Name: "resolvers", MountPath: "/resolvers", ReadOnly: true}},
+			}},
+			Volumes: []corev1.Volume{{Name: "resolvers", VolumeSource: corev1.VolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: m.c.path("resolvers")},
+			}}},
+		},
+	}
+}
+
+// waitNodeCache waits until the node-cache stand-in holds (or no longer
+// holds) both addresses on the node, with its pod Ready (or gone).
+func (m *migration) waitNodeCache(ctx context.Context, present bool) error {
+	c := m.c
+	return waitFor(ctx, fmt.Sprintf("node-cache on the node: %v", present), func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=node-local-dns"})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		addrs, err := m.addrsOn(ctx, "nodelocaldns")
+		if err != nil {
+			return false, err
+		}
+		if present {
+			return ready == 1 && addrs == 2, fmt.Errorf("%d node-cache pods Ready, %d of its addresses on nodelocaldns", ready, addrs)
+		}
+		return len(pods.Items) == 0 && addrs == 0, fmt.Errorf("%d node-cache pods, %d of its addresses on nodelocaldns", len(pods.Items), addrs)
+	})
+}
+
+// addrsOn counts the node-local addresses (NodeLocalDNS, ClusterDNS) on
+// one device of the node; a missing device has none.
+func (m *migration) addrsOn(ctx context.Context, dev string) (int, error) {
+	out, err := exec.CommandContext(ctx, "ip", "-n", m.c.Node.NetNS, "-o", "addr", "show").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("ip addr: %w: %s", err, out)
+	}
+	n := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || f[1] != dev {
+			continue
+		}
+		if f[3] == NodeLocalDNS.String()+"/32" || f[3] == ClusterDNS.String()+"/32" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ourSetup reports whether dnsconfigurer's node-local set-up is on the
+// node: its notrack table and both addresses on lo (this kernel has no
+// dummy link type). node-cache's are on its own interface meanwhile.
+func (m *migration) ourSetup(ctx context.Context) (bool, error) {
+	f, err := os.Open(m.c.Node.NetNSPath)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	table, err := nodenet.NewNftNotrack(int(f.Fd())).Present([]netip.Addr{NodeLocalDNS, ClusterDNS}, 53)
+	if err != nil {
+		return false, err
+	}
+	n, err := m.addrsOn(ctx, "lo")
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case table && n == 2:
+		return true, nil
+	case !table && n == 0:
+		return false, nil
+	}
+	return false, fmt.Errorf("partial set-up: notrack table %v, %d of the addresses on lo", table, n)
+}
+
+// waitOurSetup waits until dnsconfigurer's set-up is (or is not) on the
+// node.
+func (m *migration) waitOurSetup(ctx context.Context, present bool) error {
+	return waitFor(ctx, fmt.Sprintf("dnsconfigurer's node-local set-up on the node: %v", present), func(ctx context.Context) (bool, error) {
+		got, err := m.ourSetup(ctx)
+		return got == present && err == nil, fmt.Errorf("present %v (%v)", got, err)
+	})
+}
+
+// baseline: CoreDNS and node-cache answer, before anything of
+// dnsconfigurer's is there.
+func (m *migration) baseline(t *testing.T, ctx context.Context) {
+	if present, err := m.ourSetup(ctx); err != nil || present {
+		t.Fatalf("dnsconfigurer's node-local set-up before the migration: %v (%v)", present, err)
+	}
+}
+
+// convert is step 1: the coredns ConfigMap, as kubectl gives it, through
+// dnsconfigurer convert into the copy of the take-over example.
+func (m *migration) convert(t *testing.T, ctx context.Context) {
+	c := m.c
+	deployDir, err := DeployDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The operator works in a copy of deploy/, at the example's depth.
+	work := c.path("work")
+	if err := os.CopyFS(filepath.Join(work, "deploy"), os.DirFS(deployDir)); err != nil {
+		t.Fatal(err)
+	}
+	m.myDNS = filepath.Join(work, "deploy", "overlays", "my-dns")
+	if err := os.CopyFS(m.myDNS, os.DirFS(filepath.Join(deployDir, "examples", "take-over-nodelocaldns"))); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := c.Kubectl(ctx, "-n", "kube-system", "get", "configmap", "coredns", "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(work, "coredns.yaml")
+	if err := os.WriteFile(in, []byte(cm), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, c.Product, "convert", "--configmap", "dnsconfigurer-dns", "-o", filepath.Join(m.myDNS, "dns-config", "cm.yaml"), in)
+	report, err := cmd.CombinedOutput()
+	t.Logf("dnsconfigurer convert:\n%s", report)
+	if err != nil {
+		t.Fatalf("convert: %v (exit 3: a directive was dropped)", err)
+	}
+	if m.overlay, err = c.WriteOverlayFor(m.myDNS, "overlay-my-dns"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sideBySide is step 2: kubectl apply -k of the copy; the new server
+// answers every name as CoreDNS does, asked directly.
+func (m *migration) sideBySide(t *testing.T, ctx context.Context) {
+	c := m.c
+	if out, err := c.Kubectl(ctx, "apply", "-k", m.overlay); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, w := range []struct{ ns, name string }{{DeployNamespace, DNSDeployment}, {DeployNamespace, WebhookName}} {
+		if err := c.WaitRollout(ctx, "deployment", w.ns, w.name); err != nil {
+			t.Fatalf("%v\n%s", err, c.describeNamespace(w.ns))
+		}
+	}
+	// dig in the glibc pod, at dnsconfigurer's Service and at CoreDNS's
+	// (through node-cache), for each name made absolute.
+	for _, name := range lookupNames {
+		fqdn := m.absolute(name)
+		for _, server := range []string{"10.96.0.53", ClusterDNS.String()} {
+			out, err := c.exec(ctx, m.ns, "glibc", "dig", "+short", "+tries=2", "+time=2", "@"+server, fqdn, "A")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// dig notes a retry (a Service kube-proxy has only just
+			// programmed) on a ";;" line before the answer.
+			var addrs []string
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				if l != "" && !strings.HasPrefix(l, ";;") {
+					addrs = append(addrs, l)
+				}
+			}
+			if got := strings.Join(addrs, ","); got != m.want[name] {
+				t.Errorf("dig @%s %s: %q, want %q", server, fqdn, got, m.want[name])
+			}
+		}
+	}
+}
+
+// absolute is the name a lookup of name ends at (the search list's first
+// match for the one relative cluster name).
+func (m *migration) absolute(name string) string {
+	switch name {
+	case "web":
+		return "web." + m.ns + ".svc." + ClusterDomain + "."
+	case "kubernetes.default":
+		return "kubernetes.default.svc." + ClusterDomain + "."
+	}
+	return name + "."
+}
+
+// canary is step 3: dnsconfigurer's stage starts beside node-cache on
+// the labelled node (both serve the addresses, from their own interfaces,
+// with SO_REUSEPORT), then node-cache is asked off the node and leaves.
+func (m *migration) canary(t *testing.T, ctx context.Context) {
+	c := m.c
+	readme := readDeployREADME(t)
+	if _, err := c.nodeLocalQueries(ctx); err == nil {
+		t.Fatal("dnsconfigurer's node-local stage answers before the label")
+	}
+	for _, args := range [][]string{
+		{"-n", "kube-system", "patch", "daemonset", "node-local-dns", "--type", "merge", "-p", "'" + nodeCachePatch + "'"},
+		{"label", "node", "NODE", "dnsconfigurer.io/canary=true"},
+		{"-n", NodeNamespace, "rollout", "status", "daemonset/" + NodeLocalDS},
+		{"label", "node", "NODE", "dnsconfigurer.io/node-cache=off"},
+	} {
+		line := "kubectl " + strings.Join(args, " ")
+		if !strings.Contains(readme, line) {
+			t.Fatalf("deploy/README.md does not say %s", line)
+		}
+		for i, a := range args {
+			args[i] = strings.Trim(strings.ReplaceAll(a, "NODE", NodeName), "'")
+		}
+		if out, err := c.Kubectl(ctx, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if args[2] == "rollout" {
+			// Ours serves beside node-cache before node-cache is asked off.
+			if err := m.waitOurSetup(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.waitNodeCache(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m.waitTakenOver(t, ctx)
+}
+
+// nodeCachePatch is deploy/README.md's patch of node-cache's DaemonSet: off
+// nodes labelled dnsconfigurer.io/node-cache=off, and no restart of its
+// running pods.
+const nodeCachePatch = `{"spec":{"updateStrategy":{"type":"OnDelete","rollingUpdate":null},"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"dnsconfigurer.io/node-cache","operator":"NotIn","values":["off"]}]}]}}}}}}}`
+
+// waitTakenOver waits until node-cache has left the node and
+// dnsconfigurer's stage holds its set-up, then checks that the pods'
+// lookups reach the stage.
+func (m *migration) waitTakenOver(t *testing.T, ctx context.Context) {
+	c := m.c
+	err := waitFor(ctx, "node-cache gone, dnsconfigurer's node-local set-up on the node", func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=node-local-dns"})
+		if err != nil {
+			return false, err
+		}
+		present, err := m.ourSetup(ctx)
+		return len(pods.Items) == 0 && present && err == nil, fmt.Errorf("%d node-cache pods, set-up present %v (%v)", len(pods.Items), present, err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n0, err := c.nodeLocalQueries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = waitFor(ctx, "the pods' lookups at dnsconfigurer's node-local stage", func(ctx context.Context) (bool, error) {
+		n, err := c.nodeLocalQueries(ctx)
+		return n >= n0+50, fmt.Errorf("%d queries (%v)", n-n0, err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replaceEdits are deploy/README.md's step 5 edits of the copy: the
+// placement component, the addresses, and the take-over patch, which
+// cluster-settings.yaml now makes unneeded.
+var replaceEdits = []string{
+	`sed -i 's#components/side-by-side#components/replace-coredns#' kustomization.yaml`,
+	`sed -i 's#^  clusterDNS: .*#  clusterDNS: 10.96.0.10#; s#^  clusterDNSUpstream: .*#  clusterDNSUpstream: 10.96.0.11#' cluster-settings.yaml`,
+	`sed -i '/^patches:/,$d' kustomization.yaml`,
+}
+
+// replace is step 5: the copy turned into its replace-coredns form and
+// applied, CoreDNS scaled to 0, the side-by-side server removed.
+func (m *migration) replace(t *testing.T, ctx context.Context) {
+	c := m.c
+	readme := readDeployREADME(t)
+	for _, e := range replaceEdits {
+		if !strings.Contains(readme, e) {
+			t.Fatalf("deploy/README.md does not say %q", e)
+		}
+		cmd := exec.CommandContext(ctx, "sh", "-c", e)
+		cmd.Dir = m.myDNS
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", e, err, out)
+		}
+	}
+	t.Logf("%s kubectl apply -k (the replace form)", time.Now().Format("15:04:05.000"))
+	if out, err := c.Kubectl(ctx, "apply", "-k", m.overlay); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if err := c.WaitRollout(ctx, "deployment", "kube-system", DNSDeployment); err != nil {
+		t.Fatalf("%v\n%s", err, c.describeNamespace("kube-system"))
+	}
+	t.Logf("%s cluster DNS rolled out", time.Now().Format("15:04:05.000"))
+	if err := c.WaitRollout(ctx, "daemonset", NodeNamespace, NodeLocalDS); err != nil {
+		t.Fatalf("%v\n%s", err, c.describeNamespace(NodeNamespace))
+	}
+	t.Logf("%s node-local rolled out", time.Now().Format("15:04:05.000"))
+	for _, args := range [][]string{
+		{"-n", "kube-system", "scale", "deployment", "coredns", "--replicas=0"},
+		{"-n", NodeNamespace, "get", "pods", "-o", "wide"},
+		{"-n", DeployNamespace, "delete", "deployment/dnsconfigurer-dns", "service/dnsconfigurer-dns", "service/dnsconfigurer-dns-upstream",
+			"poddisruptionbudget/dnsconfigurer-dns", "configmap/dnsconfigurer-dns", "serviceaccount/dnsconfigurer-dns"},
+	} {
+		if !strings.Contains(readme, "kubectl "+strings.Join(args, " ")) {
+			t.Fatalf("deploy/README.md does not say kubectl %s", strings.Join(args, " "))
+		}
+		if args[1] == NodeNamespace {
+			// No old node-local pod left: a draining one still forwards
+			// to the side-by-side server.
+			err := waitFor(ctx, "one node-local pod", func(ctx context.Context) (bool, error) {
+				uids, err := c.nodeLocalPods(ctx)
+				return len(uids) == 1, fmt.Errorf("%d pods (%v)", len(uids), err)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("%s kubectl %s", time.Now().Format("15:04:05.000"), strings.Join(args, " "))
+		if out, err := c.Kubectl(ctx, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	t.Cleanup(func() {
+		// What the node-local stage and the cluster DNS said meanwhile.
+		for _, q := range [][]string{
+			{"-n", NodeNamespace, "logs", "-l", "app.kubernetes.io/component=node-local-dns", "--timestamps", "--tail=40", "--prefix"},
+			{"-n", "kube-system", "logs", "-l", "app.kubernetes.io/instance=dnsconfigurer-dns", "--timestamps", "--tail=20", "--prefix"},
+		} {
+			out, _ := c.Kubectl(context.Background(), q...)
+			t.Logf("kubectl %s:\n%s", strings.Join(q, " "), out)
+		}
+	})
+	err := waitFor(ctx, "no CoreDNS pod", func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns,app.kubernetes.io/instance!=dnsconfigurer-dns"})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, fmt.Errorf("%d CoreDNS pods", len(pods.Items))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.waitTakenOver(t, ctx)
+}
+
+// coreDNSBack is the first part of step 5's undo: CoreDNS scaled up
+// again, next to dnsconfigurer's server in kube-dns.
+func (m *migration) coreDNSBack(t *testing.T, ctx context.Context) {
+	for _, args := range [][]string{
+		{"-n", "kube-system", "scale", "deployment", "coredns", "--replicas=2"},
+		{"-n", "kube-system", "rollout", "status", "deployment/coredns"},
+	} {
+		if out, err := m.c.Kubectl(ctx, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+// undoCanary is step 3's undo, in reverse: node-cache back beside
+// dnsconfigurer's stage, then ours off the node.
+func (m *migration) undoCanary(t *testing.T, ctx context.Context) {
+	if out, err := m.c.Kubectl(ctx, "label", "node", "--all", "dnsconfigurer.io/node-cache-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if err := m.waitNodeCache(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := m.c.Kubectl(ctx, "label", "node", "--all", "dnsconfigurer.io/canary-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if err := m.waitOurSetup(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteOurs is the end of step 5's undo: dnsconfigurer's server pods
+// leave kube-dns while they still serve (so that kube-proxy moves the UDP
+// flows node-cache keeps open to them over to CoreDNS), then kubectl
+// delete -k of the copy, which leaves kube-dns and CoreDNS's objects.
+func (m *migration) deleteOurs(t *testing.T, ctx context.Context) {
+	c := m.c
+	readme := readDeployREADME(t)
+	unlabel := []string{"-n", "kube-system", "label", "pods", "-l", "app.kubernetes.io/instance=dnsconfigurer-dns", "k8s-app-"}
+	if line := "kubectl " + strings.Join(unlabel, " "); !strings.Contains(readme, line) {
+		t.Fatalf("deploy/README.md does not say %s", line)
+	}
+	pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=dnsconfigurer-dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Kubectl(ctx, unlabel...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// Gone from kube-proxy's rules for kube-dns and kube-dns-upstream
+	// (their endpoint rules carry the Service's name as a comment; our
+	// own upstream Service still has them).
+	err = waitFor(ctx, "dnsconfigurer's server pods out of kube-proxy's rules for kube-dns", func(ctx context.Context) (bool, error) {
+		rules, err := exec.CommandContext(ctx, "ip", "netns", "exec", c.Node.NetNS, "iptables-save", "-t", "nat").CombinedOutput()
+		if err != nil {
+			return false, fmt.Errorf("iptables-save: %w: %s", err, rules)
+		}
+		for _, l := range strings.Split(string(rules), "\n") {
+			if !strings.Contains(l, "kube-system/kube-dns") {
+				continue
+			}
+			for _, p := range pods.Items {
+				if p.Status.PodIP != "" && strings.Contains(l, p.Status.PodIP+":53") {
+					return false, fmt.Errorf("pod %s (%s) still in kube-proxy's rules: %s", p.Name, p.Status.PodIP, l)
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Kubectl(ctx, "delete", "-k", m.overlay); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, o := range []struct{ kind, name string }{{"service", "kube-dns"}, {"deployment", "coredns"}, {"configmap", "coredns"}, {"daemonset", "node-local-dns"}} {
+		if _, err := c.Kubectl(ctx, "-n", "kube-system", "get", o.kind, o.name); err != nil {
+			t.Errorf("after the rollback: %v", err)
+		}
+	}
+	if err := m.waitNodeCache(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readDeployREADME returns deploy/README.md.
+func readDeployREADME(t *testing.T) string {
+	dir, err := DeployDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// lookupLine is one line of a lookup loop's output.
+type lookupLine struct {
+	at     time.Time
+	name   string
+	ok     bool
+	tookMS int
+	detail string // the addresses, or why it failed
+}
+
+// parseLookup parses "<unix ms> <name> ok|fail <ms> <detail>".
+func parseLookup(s string) (lookupLine, bool) {
+	f := strings.SplitN(s, " ", 5)
+	if len(f) < 4 || (f[2] != "ok" && f[2] != "fail") {
+		return lookupLine{}, false
+	}
+	ms, err1 := strconv.ParseInt(f[0], 10, 64)
+	took, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil {
+		return lookupLine{}, false
+	}
+	l := lookupLine{at: time.UnixMilli(ms), name: f[1], ok: f[2] == "ok", tookMS: took}
+	if len(f) == 5 {
+		l.detail = f[4]
+	}
+	return l, true
+}
+
+// stepFigures are one window's counts.
+type stepFigures struct {
+	lookups, failed, changed, longestMS int
+	bad, slow                           []string
+}
+
+// check reads the pods' logs and reports each step's lookups, failures,
+// changed answers and longest lookup; every step must have at least 20
+// lookups a second, none failed and none changed.
+func (m *migration) check(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	m.mu.Lock()
+	windows := slices.Clone(m.windows)
+	m.mu.Unlock()
+	if len(windows) == 0 || m.ns == "" {
+		t.Fatal("no step ran")
+	}
+	figures := make([]stepFigures, len(windows))
+	for _, r := range resolvers {
+		lines, err := m.podLines(ctx, r.pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			i := slices.IndexFunc(windows, func(w window) bool { return !l.at.Before(w.from) && l.at.Before(w.to) })
+			if i < 0 {
+				continue
+			}
+			f := &figures[i]
+			f.lookups++
+			f.longestMS = max(f.longestMS, l.tookMS)
+			if l.tookMS >= 1000 {
+				f.slow = append(f.slow, fmt.Sprintf("%s %s %s: %d ms", l.at.Format("15:04:05.000"), r.pod, l.name, l.tookMS))
+			}
+			switch {
+			case !l.ok:
+				f.failed++
+				f.bad = append(f.bad, fmt.Sprintf("%s %s %s: failed after %d ms: %s", l.at.Format("15:04:05.000"), r.pod, l.name, l.tookMS, l.detail))
+			case l.detail != m.want[l.name]:
+				f.changed++
+				f.bad = append(f.bad, fmt.Sprintf("%s %s %s: %s, want %s", l.at.Format("15:04:05.000"), r.pod, l.name, l.detail, m.want[l.name]))
+			}
+		}
+	}
+	var total stepFigures
+	for i, w := range windows {
+		f := figures[i]
+		fmt.Printf("migration: step %s: lookups %d failed %d changed %d longest-ms %d\n", w.name, f.lookups, f.failed, f.changed, f.longestMS)
+		total.lookups += f.lookups
+		total.failed += f.failed
+		total.changed += f.changed
+		if rate := float64(f.lookups) / w.to.Sub(w.from).Seconds(); rate < 20 {
+			t.Errorf("step %s: %.1f lookups/s, want at least 20", w.name, rate)
+		}
+		if len(f.slow) > 0 {
+			t.Logf("step %s: lookups of a second or more (a retry after a lost query):\n%s", w.name, strings.Join(f.slow[:min(len(f.slow), 30)], "\n"))
+		}
+		if len(f.bad) > 0 {
+			t.Errorf("step %s: %d failed, %d changed:\n%s", w.name, f.failed, f.changed, strings.Join(f.bad[:min(len(f.bad), 30)], "\n"))
+		}
+	}
+	t.Logf("migration: %d lookups, %d failed, %d changed, over %d steps", total.lookups, total.failed, total.changed, len(windows))
+}
+
+// podLines returns the lookup lines a resolver pod has printed.
+func (m *migration) podLines(ctx context.Context, pod string) ([]lookupLine, error) {
+	rc, err := m.c.Client.CoreV1().Pods(m.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "c"}).Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", pod, err)
+	}
+	defer rc.Close()
+	var lines []lookupLine
+	sc := bufio.NewScanner(io.LimitReader(rc, 64<<20))
+	for sc.Scan() {
+		if l, ok := parseLookup(sc.Text()); ok {
+			lines = append(lines, l)
+		}
+	}
+	return lines, sc.Err()
+}
