@@ -433,7 +433,7 @@ func (m *migration) absolute(name string) string {
 func (m *migration) canary(t *testing.T, ctx context.Context) {
 	c := m.c
 	readme := readDeployREADME(t)
-	if _, err := c.nodeLocalQueries(ctx); err == nil {
+	if _, err := m.nodeLocalQueries(ctx); err == nil {
 		t.Fatal("dnsconfigurer's node-local stage answers before the label")
 	}
 	for _, args := range [][]string{
@@ -486,12 +486,12 @@ func (m *migration) waitTakenOver(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n0, err := c.nodeLocalQueries(ctx)
+	n0, err := m.nodeLocalQueries(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = waitFor(ctx, "the pods' lookups at dnsconfigurer's node-local stage", func(ctx context.Context) (bool, error) {
-		n, err := c.nodeLocalQueries(ctx)
+		n, err := m.nodeLocalQueries(ctx)
 		return n >= n0+50, fmt.Errorf("%d queries (%v)", n-n0, err)
 	})
 	if err != nil {
@@ -500,12 +500,10 @@ func (m *migration) waitTakenOver(t *testing.T, ctx context.Context) {
 }
 
 // replaceEdits are deploy/README.md's step 5 edits of the copy: the
-// placement component, the addresses, and the take-over patch, which
-// cluster-settings.yaml now makes unneeded.
+// placement component and the addresses.
 var replaceEdits = []string{
 	`sed -i 's#components/side-by-side#components/replace-coredns#' kustomization.yaml`,
 	`sed -i 's#^  clusterDNS: .*#  clusterDNS: 10.96.0.10#; s#^  clusterDNSUpstream: .*#  clusterDNSUpstream: 10.96.0.11#' cluster-settings.yaml`,
-	`sed -i '/^patches:/,$d' kustomization.yaml`,
 }
 
 // replace is step 5: the copy turned into its replace-coredns form and
@@ -665,6 +663,12 @@ func (m *migration) deleteOurs(t *testing.T, ctx context.Context) {
 	if err := m.waitNodeCache(ctx, true); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// nodeLocalQueries is the stage's query count, from its /metrics on the
+// take-over example's port (9354: node-cache holds 9353).
+func (m *migration) nodeLocalQueries(ctx context.Context) (int, error) {
+	return m.c.scrape(ctx, "http://127.0.0.1:9354/metrics", "dnsconfigurer_nodelocal_cache_hits_total", "dnsconfigurer_nodelocal_cache_misses_total")
 }
 
 // readDeployREADME returns deploy/README.md.

@@ -92,8 +92,9 @@ func indent(s string, n int) string {
 // set-up around it from a shell: both addresses on an interface of its own
 // named "nodelocaldns" as node-cache's (a veth pair: this kernel has no
 // dummy link type, which node-cache uses), node-cache's NOTRACK and ACCEPT
-// rules with the node's own iptables, and on SIGTERM their removal once
-// CoreDNS has stopped. The Corefile's "."
+// rules with the node's own iptables, a listener on node-cache's own
+// metrics port (0.0.0.0:9353), and on SIGTERM their removal once CoreDNS
+// has stopped. The Corefile's "."
 // goes to the cluster DNS, as kops's forwardToKubeDNS has it, so that the
 // cluster DNS's stub domain, hosts and rewrite hold through it.
 func operatorManifests() string {
@@ -373,6 +374,7 @@ rules() {
 }
 teardown() {
   kill -TERM "$pid" 2>/dev/null; wait "$pid"
+  kill "$nc" 2>/dev/null
   rules -D
   ip link del nodelocaldns
   echo "node-cache stand-in: torn down"
@@ -384,6 +386,9 @@ ip link set nodelocaldns up
 for ip in $ips; do ip addr add $ip/32 dev nodelocaldns; done
 rules -I
 sed "s/__PILLAR__CLUSTER__DNS__/$KUBE_DNS_UPSTREAM_SERVICE_HOST/g" /etc/coredns/Corefile.base > /tmp/Corefile
+# node-cache's own metrics listener (-metrics-listen-address 0.0.0.0:9353).
+nc -lk 9353 >/dev/null 2>&1 &
+nc=$!
 /coredns -conf /tmp/Corefile &
 pid=$!
 trap teardown TERM INT
