@@ -7,21 +7,17 @@ func PerDatagram(s *Server) { s.perDatagram = true }
 // SocketReads are the datagrams each UDP socket of s has read, in the
 // order of Listen, then of the sockets of each address.
 func SocketReads(s *Server) []uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.udp == nil {
-		return nil
-	}
-	var n []uint64
-	for _, u := range s.udp.socks {
-		n = append(n, u.read.Load())
-	}
-	return n
+	return socketCounts(s, func(u *udpSocket) uint64 { return u.read.Load() })
 }
 
 // SocketBatches are the reads of each UDP socket of s that returned
 // datagrams (SocketReads's order).
 func SocketBatches(s *Server) []uint64 {
+	return socketCounts(s, func(u *udpSocket) uint64 { return u.batches.Load() })
+}
+
+// socketCounts reads one counter of each UDP socket of s.
+func socketCounts(s *Server, count func(*udpSocket) uint64) []uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.udp == nil {
@@ -29,7 +25,7 @@ func SocketBatches(s *Server) []uint64 {
 	}
 	var n []uint64
 	for _, u := range s.udp.socks {
-		n = append(n, u.batches.Load())
+		n = append(n, count(u))
 	}
 	return n
 }
