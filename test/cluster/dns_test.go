@@ -185,7 +185,13 @@ func testAutopath(t *testing.T, c *Cluster) {
 // nodeLocalQueries returns the node-local stage's query count so far, from
 // its /metrics on the node's loopback.
 func (c *Cluster) nodeLocalQueries(ctx context.Context) (int, error) {
-	return c.scrape(ctx, "http://127.0.0.1:9353/metrics", "dnsconfigurer_nodelocal_cache_hits_total", "dnsconfigurer_nodelocal_cache_misses_total")
+	return c.nodeLocalQueriesAt(ctx, 9353)
+}
+
+// nodeLocalQueriesAt is nodeLocalQueries for a stage whose metrics are on
+// another port of the node's loopback.
+func (c *Cluster) nodeLocalQueriesAt(ctx context.Context, port int) (int, error) {
+	return c.scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), "dnsconfigurer_nodelocal_cache_hits_total", "dnsconfigurer_nodelocal_cache_misses_total")
 }
 
 // scrape sums every series of the named metrics at url, dialled from the

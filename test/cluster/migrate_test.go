@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -269,7 +267,7 @@ func (m *migration) waitNodeCache(ctx context.Context, present bool) error {
 				}
 			}
 		}
-		addrs, err := m.addrsOn(ctx, "nodelocaldns")
+		addrs, err := c.localAddrs("nodelocaldns")
 		if err != nil {
 			return false, err
 		}
@@ -280,57 +278,11 @@ func (m *migration) waitNodeCache(ctx context.Context, present bool) error {
 	})
 }
 
-// addrsOn counts the node-local addresses (NodeLocalDNS, ClusterDNS) on
-// one device of the node; a missing device has none.
-func (m *migration) addrsOn(ctx context.Context, dev string) (int, error) {
-	out, err := exec.CommandContext(ctx, "ip", "-n", m.c.Node.NetNS, "-o", "addr", "show").CombinedOutput()
-	if err != nil {
-		return 0, fmt.Errorf("ip addr: %w: %s", err, out)
-	}
-	n := 0
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 4 || f[1] != dev {
-			continue
-		}
-		if f[3] == NodeLocalDNS.String()+"/32" || f[3] == ClusterDNS.String()+"/32" {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// ourSetup reports whether dnsconfigurer's node-local set-up is on the
-// node: its notrack table and both addresses on lo (this kernel has no
-// dummy link type). node-cache's are on its own interface meanwhile.
-func (m *migration) ourSetup(ctx context.Context) (bool, error) {
-	f, err := os.Open(m.c.Node.NetNSPath)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	table, err := nodenet.NewNftNotrack(int(f.Fd())).Present([]netip.Addr{NodeLocalDNS, ClusterDNS}, 53)
-	if err != nil {
-		return false, err
-	}
-	n, err := m.addrsOn(ctx, "lo")
-	if err != nil {
-		return false, err
-	}
-	switch {
-	case table && n == 2:
-		return true, nil
-	case !table && n == 0:
-		return false, nil
-	}
-	return false, fmt.Errorf("partial set-up: notrack table %v, %d of the addresses on lo", table, n)
-}
-
 // waitOurSetup waits until dnsconfigurer's set-up is (or is not) on the
 // node.
 func (m *migration) waitOurSetup(ctx context.Context, present bool) error {
 	return waitFor(ctx, fmt.Sprintf("dnsconfigurer's node-local set-up on the node: %v", present), func(ctx context.Context) (bool, error) {
-		got, err := m.ourSetup(ctx)
+		got, err := m.c.nodeLocalSetupOn("lo")
 		return got == present && err == nil, fmt.Errorf("present %v (%v)", got, err)
 	})
 }
@@ -338,7 +290,7 @@ func (m *migration) waitOurSetup(ctx context.Context, present bool) error {
 // baseline: CoreDNS and node-cache answer, before anything of
 // dnsconfigurer's is there.
 func (m *migration) baseline(t *testing.T, ctx context.Context) {
-	if present, err := m.ourSetup(ctx); err != nil || present {
+	if present, err := m.c.nodeLocalSetupOn("lo"); err != nil || present {
 		t.Fatalf("dnsconfigurer's node-local set-up before the migration: %v (%v)", present, err)
 	}
 }
@@ -442,10 +394,7 @@ func (m *migration) canary(t *testing.T, ctx context.Context) {
 		{"-n", NodeNamespace, "rollout", "status", "daemonset/" + NodeLocalDS},
 		{"label", "node", "NODE", "dnsconfigurer.io/node-cache=off"},
 	} {
-		line := "kubectl " + strings.Join(args, " ")
-		if !strings.Contains(readme, line) {
-			t.Fatalf("deploy/README.md does not say %s", line)
-		}
+		readmeSays(t, readme, "kubectl "+strings.Join(args, " "))
 		for i, a := range args {
 			args[i] = strings.Trim(strings.ReplaceAll(a, "NODE", NodeName), "'")
 		}
@@ -480,7 +429,7 @@ func (m *migration) waitTakenOver(t *testing.T, ctx context.Context) {
 		if err != nil {
 			return false, err
 		}
-		present, err := m.ourSetup(ctx)
+		present, err := m.c.nodeLocalSetupOn("lo")
 		return len(pods.Items) == 0 && present && err == nil, fmt.Errorf("%d node-cache pods, set-up present %v (%v)", len(pods.Items), present, err)
 	})
 	if err != nil {
@@ -512,9 +461,7 @@ func (m *migration) replace(t *testing.T, ctx context.Context) {
 	c := m.c
 	readme := readDeployREADME(t)
 	for _, e := range replaceEdits {
-		if !strings.Contains(readme, e) {
-			t.Fatalf("deploy/README.md does not say %q", e)
-		}
+		readmeSays(t, readme, e)
 		cmd := exec.CommandContext(ctx, "sh", "-c", e)
 		cmd.Dir = m.myDNS
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -539,9 +486,7 @@ func (m *migration) replace(t *testing.T, ctx context.Context) {
 		{"-n", DeployNamespace, "delete", "deployment/dnsconfigurer-dns", "service/dnsconfigurer-dns", "service/dnsconfigurer-dns-upstream",
 			"poddisruptionbudget/dnsconfigurer-dns", "configmap/dnsconfigurer-dns", "serviceaccount/dnsconfigurer-dns"},
 	} {
-		if !strings.Contains(readme, "kubectl "+strings.Join(args, " ")) {
-			t.Fatalf("deploy/README.md does not say kubectl %s", strings.Join(args, " "))
-		}
+		readmeSays(t, readme, "kubectl "+strings.Join(args, " "))
 		if args[1] == NodeNamespace {
 			// No old node-local pod left: a draining one still forwards
 			// to the side-by-side server.
@@ -619,9 +564,7 @@ func (m *migration) deleteOurs(t *testing.T, ctx context.Context) {
 	c := m.c
 	readme := readDeployREADME(t)
 	unlabel := []string{"-n", "kube-system", "label", "pods", "-l", "app.kubernetes.io/instance=dnsconfigurer-dns", "k8s-app-"}
-	if line := "kubectl " + strings.Join(unlabel, " "); !strings.Contains(readme, line) {
-		t.Fatalf("deploy/README.md does not say %s", line)
-	}
+	readmeSays(t, readme, "kubectl "+strings.Join(unlabel, " "))
 	pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=dnsconfigurer-dns"})
 	if err != nil {
 		t.Fatal(err)
@@ -668,7 +611,16 @@ func (m *migration) deleteOurs(t *testing.T, ctx context.Context) {
 // nodeLocalQueries is the stage's query count, from its /metrics on the
 // take-over example's port (9354: node-cache holds 9353).
 func (m *migration) nodeLocalQueries(ctx context.Context) (int, error) {
-	return m.c.scrape(ctx, "http://127.0.0.1:9354/metrics", "dnsconfigurer_nodelocal_cache_hits_total", "dnsconfigurer_nodelocal_cache_misses_total")
+	return m.c.nodeLocalQueriesAt(ctx, 9354)
+}
+
+// readmeSays fails t unless deploy/README.md (readme) holds command as
+// written: the test runs the guide's own commands.
+func readmeSays(t *testing.T, readme, command string) {
+	t.Helper()
+	if !strings.Contains(readme, command) {
+		t.Fatalf("deploy/README.md does not say %s", command)
+	}
 }
 
 // readDeployREADME returns deploy/README.md.

@@ -231,7 +231,12 @@ func (c *Cluster) nodeLocalPods(ctx context.Context) ([]types.UID, error) {
 // nodeLocalSetup reports whether the node has node-local's transparent
 // set-up: both addresses local and the notrack table in place. A partial
 // set-up is an error.
-func (c *Cluster) nodeLocalSetup() (bool, error) {
+func (c *Cluster) nodeLocalSetup() (bool, error) { return c.nodeLocalSetupOn("") }
+
+// nodeLocalSetupOn is nodeLocalSetup with the addresses counted on one
+// device only ("" for any), for a node where another program holds them
+// too on its own interface.
+func (c *Cluster) nodeLocalSetupOn(dev string) (bool, error) {
 	f, err := os.Open(c.Node.NetNSPath)
 	if err != nil {
 		return false, err
@@ -242,13 +247,9 @@ func (c *Cluster) nodeLocalSetup() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	out, err := exec.Command("ip", "-n", c.Node.NetNS, "-o", "addr", "show").CombinedOutput()
+	n, err := c.localAddrs(dev)
 	if err != nil {
-		return false, fmt.Errorf("ip addr: %w: %s", err, out)
-	}
-	n := 0
-	for _, ip := range ips {
-		n += strings.Count(string(out), " "+ip.String()+"/32 ")
+		return false, err
 	}
 	switch {
 	case table && n == len(ips):
@@ -257,6 +258,26 @@ func (c *Cluster) nodeLocalSetup() (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("partial set-up: notrack table %v, %d of the addresses %v", table, n, ips)
+}
+
+// localAddrs counts the node-local addresses (NodeLocalDNS, ClusterDNS)
+// on one device of the node ("" for any); a missing device has none.
+func (c *Cluster) localAddrs(dev string) (int, error) {
+	out, err := exec.Command("ip", "-n", c.Node.NetNS, "-o", "addr", "show").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("ip addr: %w: %s", err, out)
+	}
+	n := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || (dev != "" && f[1] != dev) {
+			continue
+		}
+		if f[3] == NodeLocalDNS.String()+"/32" || f[3] == ClusterDNS.String()+"/32" {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // clusterDNSQueries sums dnsconfigurer_dnsserver_requests_total over the
