@@ -136,14 +136,14 @@ func (u *udpSocket) handle(ms []udpMsg) {
 	h := *u.g.handler.Load() // the handler current once the batch is read (SetHandler)
 	wa, wire := h.(WireAnswerer)
 	var start = u.g.req.now()
-	var read, replies uint64
+	u.batches.Add(1) // before any answer leaves (tests count them)
+	var replies uint64
 	for i := range ms {
 		m := &ms[i]
 		m.reply = false
 		if len(m.buf) < headerSize {
 			continue
 		}
-		read++
 		if wire && u.answer(wa, m) {
 			// Counted before the reply leaves, as ServeDNS's.
 			u.g.req.wire(m.buf, m.out, addrFamily(m.peer.Addr()), start)
@@ -151,10 +151,11 @@ func (u *udpSocket) handle(ms []udpMsg) {
 			replies++
 			continue
 		}
+		// Counted before its goroutine can answer it.
+		u.read.Add(1)
 		u.serveDNS(m)
 	}
-	u.read.Add(read)
-	u.batches.Add(1)
+	u.read.Add(replies) // the wire answers, before they leave
 	if replies == 0 {
 		return
 	}
