@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +48,9 @@ var (
 	// ClusterDNS is kubelet's clusterDNS, the address of the DNS Service
 	// that deploy/ creates.
 	ClusterDNS = netip.MustParseAddr("10.96.0.10")
+	// ClusterDNSUpstream is the cluster DNS pods' second Service, the
+	// node-local stage's upstream (deploy/dnsserver/service-upstream.yaml).
+	ClusterDNSUpstream = netip.MustParseAddr("10.96.0.11")
 	// NodeLocalDNS is the node-local stage's address (deploy/nodelocal).
 	NodeLocalDNS = netip.MustParseAddr("169.254.20.10")
 )
@@ -69,7 +71,19 @@ type Options struct {
 	// StartTimeout bounds the start once the images are built; the default
 	// is 5 minutes.
 	StartTimeout time.Duration
+	// Nodes is how many nodes the cluster has, 1 (the default) to
+	// MaxNodes. The first runs the control plane too (see nodes.go).
+	Nodes int
+	// ProxyMode is kube-proxy's mode: ProxyIPTables (the default) or
+	// ProxyNFTables. This kernel has no IPVS.
+	ProxyMode string
 }
+
+// kube-proxy's modes.
+const (
+	ProxyIPTables = "iptables"
+	ProxyNFTables = "nftables"
+)
 
 // imageBuildTimeout bounds building the cluster's images, which compiles
 // the product binary and the test images.
@@ -106,12 +120,16 @@ type Cluster struct {
 	Images map[string]string
 	// Agent is Options.Agent: AgentShim or AgentNRI.
 	Agent string
+	// Nodes are the cluster's nodes; Nodes[0] runs the control plane and
+	// is Node's.
+	Nodes []*Node
 
-	t        testing.TB
-	procs    map[string]*proc
-	order    []string
-	sysctls  map[string]string
-	shimSock string
+	t         testing.TB
+	procs     map[string]*proc
+	order     []string
+	sysctls   map[string]string
+	proxyMode string
+	fabric    string // the network namespace joining the nodes ("" for one node)
 }
 
 // Start brings a cluster up and registers its teardown with t.Cleanup. It
@@ -135,6 +153,23 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	if opts.Agent != AgentShim && opts.Agent != AgentNRI {
 		t.Fatalf("cluster: agent %q is neither %q nor %q", opts.Agent, AgentShim, AgentNRI)
 	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 1
+	}
+	if opts.Nodes < 1 || opts.Nodes > MaxNodes {
+		t.Fatalf("cluster: %d nodes; 1 to %d are supported", opts.Nodes, MaxNodes)
+	}
+	if opts.ProxyMode == "" {
+		opts.ProxyMode = ProxyIPTables
+	}
+	if opts.ProxyMode != ProxyIPTables && opts.ProxyMode != ProxyNFTables {
+		t.Fatalf("cluster: kube-proxy mode %q is neither %q nor %q (this kernel has no IPVS)", opts.ProxyMode, ProxyIPTables, ProxyNFTables)
+	}
+	if opts.ProxyMode == ProxyNFTables {
+		if _, err := exec.LookPath("nft"); err != nil {
+			t.Skip("cluster: kube-proxy's nftables mode needs nft; run test/e2e/setup.sh")
+		}
+	}
 	if opts.Agent == AgentNRI && os.Getenv(containerd.RuntimeEnv) == "" {
 		t.Skipf("cluster: the NRI plugin needs containerd 2.x; set $%s to its binaries (test/e2e/containerd2.sh builds them)", containerd.RuntimeEnv)
 	}
@@ -153,7 +188,7 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
-	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}}
+	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}, proxyMode: opts.ProxyMode}
 	t.Cleanup(func() {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("cluster: remove %s: %v", dir, err)
@@ -164,10 +199,20 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	}
 	t.Cleanup(c.restoreSysctls)
 
-	for _, d := range []string{c.kubeletRoot(), c.podLogs(), filepath.Join(dir, "images")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatalf("cluster: %v", err)
+	for i := range opts.Nodes {
+		n := c.newNode(i)
+		// The hostPath directories of node-local's lock and the NRI
+		// plugin's state exist before containerd binds the node's own over
+		// the first node's (harnessOptions).
+		for _, d := range []string{n.kubeletRoot(), n.podLogs(), n.path("run-dnsconfigurer"), n.path("nri-state")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatalf("cluster: %v", err)
+			}
 		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "images"), 0o755); err != nil {
+		t.Fatalf("cluster: %v", err)
 	}
 	// Building the images compiles the product binary (a cold build takes
 	// minutes on a loaded 2-core machine): it has its own bound, and the
@@ -180,14 +225,11 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
-	c.Node = containerd.Start(t, containerd.Options{
-		Routes:         []netip.Prefix{ServiceCIDR, netip.PrefixFrom(NodeLocalDNS, 32)},
-		HostResolvConf: c.nodeResolvConf(),
-		SharedDirs:     []string{c.kubeletRoot()},
-		Images:         c.Images,
-		StartTimeout:   2 * time.Minute,
-	})
-	t.Cleanup(c.stopAll) // runs before the harness's Close
+	for _, n := range c.Nodes {
+		n.Harness = containerd.Start(t, c.harnessOptions(n))
+	}
+	c.Node = c.first().Harness
+	t.Cleanup(c.stopAll) // runs before the harnesses' Close
 	if c.Agent == AgentNRI && c.Node.NRISocket == "" {
 		t.Skipf("cluster: containerd %s has no NRI socket (the NRI plugin needs 2.x)", c.Node.ContainerdVersion)
 	}
@@ -199,7 +241,12 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 
 // start brings up everything after containerd, in dependency order.
 func (c *Cluster) start(ctx context.Context) error {
-	if err := c.setupNetwork(ctx); err != nil {
+	for _, n := range c.Nodes {
+		if err := c.setupNetwork(ctx, n); err != nil {
+			return err
+		}
+	}
+	if err := c.joinNodes(ctx); err != nil {
 		return err
 	}
 	var err error
@@ -207,13 +254,16 @@ func (c *Cluster) start(ctx context.Context) error {
 		return fmt.Errorf("upstream stub: %w", err)
 	}
 	c.t.Cleanup(c.Upstream.Close)
-	c.ControlPlane, err = apiserver.Start(ctx,
+	cpOpts := []apiserver.Option{
 		apiserver.WithNetwork(apiserver.Network{NetNSPath: c.Node.NetNSPath, Address: NodeIP, Port: APIPort}),
-		apiserver.WithUser("system:node:"+NodeName, "system:nodes"),
 		apiserver.WithUser("system:kube-proxy"),
 		// The node's name resolves nowhere: reach kubelet by its address.
 		apiserver.WithAPIServerArgs("--kubelet-preferred-address-types=InternalIP"),
-	)
+	}
+	for _, n := range c.Nodes {
+		cpOpts = append(cpOpts, apiserver.WithUser("system:node:"+n.Name, "system:nodes"))
+	}
+	c.ControlPlane, err = apiserver.Start(ctx, cpOpts...)
 	if err != nil {
 		return err
 	}
@@ -225,22 +275,49 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.Config = c.ControlPlane.Config()
 	c.Client = c.ControlPlane.Client()
 	c.Kubeconfig = c.ControlPlane.Kubeconfig()
-	if err := c.writeConfigs(); err != nil {
-		return err
-	}
-	if err := makeCgroupParent(c.Node.CgroupParent); err != nil {
-		return err
-	}
-	components := []string{"kube-controller-manager", "kube-scheduler", "shim", "kubelet", "kube-proxy"}
-	if c.Agent == AgentNRI {
-		components = slices.DeleteFunc(components, func(n string) bool { return n == "shim" })
-	}
-	for _, name := range components {
-		if err := c.startProc(ctx, name); err != nil {
+	for _, n := range c.Nodes {
+		if err := c.writeConfigs(n); err != nil {
+			return err
+		}
+		if err := makeCgroupParent(n.Harness.CgroupParent); err != nil {
 			return err
 		}
 	}
-	return c.waitNodeReady(ctx)
+	for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
+		if err := c.startProc(ctx, c.first(), name); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := c.startNode(ctx, n); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := c.waitNodeReady(ctx, n.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeComponents are the processes of every node, in start order.
+func (c *Cluster) nodeComponents() []string {
+	if c.Agent == AgentNRI {
+		return []string{"kubelet", "kube-proxy"}
+	}
+	return []string{"shim", "kubelet", "kube-proxy"}
+}
+
+// startNode starts (or starts again) a node's shim, kubelet and
+// kube-proxy.
+func (c *Cluster) startNode(ctx context.Context, n *Node) error {
+	for _, name := range c.nodeComponents() {
+		if err := c.startProc(ctx, n, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setupNetwork gives the namespace what a node has beyond the pod bridge:
@@ -248,17 +325,17 @@ func (c *Cluster) start(ctx context.Context) error {
 // through one; kube-proxy's DNAT happens after routing), forwarding, and
 // bridged pod traffic through iptables (the reply of a pod reached through
 // a ClusterIP by another pod of the bridge), all inside the namespace only.
-func (c *Cluster) setupNetwork(ctx context.Context) error {
-	if err := run(ctx, "ip", "-n", c.Node.NetNS, "route", "add", ServiceCIDR.String(), "dev", containerd.BridgeName, "src", NodeIP.String()); err != nil {
+func (c *Cluster) setupNetwork(ctx context.Context, n *Node) error {
+	if err := run(ctx, "ip", "-n", n.Harness.NetNS, "route", "add", ServiceCIDR.String(), "dev", containerd.BridgeName, "src", n.IP.String()); err != nil {
 		return err
 	}
 	// A pod reaching a ClusterIP sends to the bridge's address, and after
 	// kube-proxy's DNAT the node forwards the packet to the backend pod:
 	// forwarding is off in a new namespace.
-	if err := c.nsSysctl(ctx, "net.ipv4.ip_forward", "1"); err != nil {
+	if err := nsSysctl(ctx, n, "net.ipv4.ip_forward", "1"); err != nil {
 		return err
 	}
-	return c.nsSysctl(ctx, "net.bridge.bridge-nf-call-iptables", "1")
+	return nsSysctl(ctx, n, "net.bridge.bridge-nf-call-iptables", "1")
 }
 
 // makeCgroupParent creates kubelet's cgroupRoot in every cgroup v1
@@ -293,14 +370,15 @@ func makeCgroupParent(parent string) error {
 	return nil
 }
 
-// startProc starts one component and waits until it answers.
-func (c *Cluster) startProc(ctx context.Context, name string) error {
-	p := c.procs[name]
+// startProc starts one component of node n and waits until it answers.
+func (c *Cluster) startProc(ctx context.Context, n *Node, name string) error {
+	key := n.procKey(name)
+	p := c.procs[key]
 	if p == nil {
-		bin, args := c.command(name)
-		p = &proc{name: name, netns: c.Node.NetNSPath, bin: bin, args: args, logPath: filepath.Join(c.Dir, name+".log")}
-		c.procs[name] = p
-		c.order = append(c.order, name)
+		bin, args := c.command(n, name)
+		p = &proc{name: key, netns: n.Harness.NetNSPath, bin: bin, args: args, logPath: n.path(name + ".log")}
+		c.procs[key] = p
+		c.order = append(c.order, key)
 	}
 	if err := p.start(); err != nil {
 		return err
@@ -311,7 +389,7 @@ func (c *Cluster) startProc(ctx context.Context, name string) error {
 		if !p.running() {
 			return false, fmt.Errorf("%s exited:\n%s", name, p.logTail(30))
 		}
-		return c.healthy(ctx, name)
+		return c.healthy(ctx, n, name)
 	})
 }
 
@@ -319,14 +397,19 @@ func (c *Cluster) startProc(ctx context.Context, name string) error {
 // command line, then waits until it answers: "kubelet", "shim",
 // "kube-proxy", "kube-controller-manager" or "kube-scheduler".
 func (c *Cluster) Restart(ctx context.Context, name string) error {
-	p := c.procs[name]
+	return c.RestartOn(ctx, c.first(), name)
+}
+
+// RestartOn is Restart for a component of node n.
+func (c *Cluster) RestartOn(ctx context.Context, n *Node, name string) error {
+	p := c.procs[n.procKey(name)]
 	if p == nil {
-		return fmt.Errorf("no component %q", name)
+		return fmt.Errorf("no component %q on %s", name, n.Name)
 	}
 	if err := p.stop(30 * time.Second); err != nil {
 		return err
 	}
-	return c.startProc(ctx, name)
+	return c.startProc(ctx, n, name)
 }
 
 // stopAll stops the components in reverse start order: kube-proxy and

@@ -96,8 +96,17 @@ func checkTeardown(t *testing.T, c *Cluster, before map[string]string) {
 	if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
 		t.Errorf("cluster directory %s still there (%v)", c.Dir, err)
 	}
-	if _, err := os.Stat(c.Node.NetNSPath); !os.IsNotExist(err) {
-		t.Errorf("network namespace %s still there (%v)", c.Node.NetNS, err)
+	netns := []string{}
+	for _, n := range c.Nodes {
+		netns = append(netns, n.Harness.NetNS)
+	}
+	if c.fabric != "" {
+		netns = append(netns, c.fabric)
+	}
+	for _, ns := range netns {
+		if _, err := os.Stat(filepath.Join("/run/netns", ns)); !os.IsNotExist(err) {
+			t.Errorf("network namespace %s still there (%v)", ns, err)
+		}
 	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -106,9 +115,11 @@ func checkTeardown(t *testing.T, c *Cluster, before map[string]string) {
 	if strings.Contains(string(mounts), c.Dir) {
 		t.Errorf("mounts under %s remain:\n%s", c.Dir, grepLines(string(mounts), c.Dir))
 	}
-	cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", c.Node.CgroupParent))
-	if len(cgroups) > 0 {
-		t.Errorf("cgroups remain: %v", cgroups)
+	for _, n := range c.Nodes {
+		cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", n.Harness.CgroupParent))
+		if len(cgroups) > 0 {
+			t.Errorf("cgroups of %s remain: %v", n.Name, cgroups)
+		}
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,9 @@ const conformanceSkip = `\[Serial\]|\[Disruptive\]|\[Slow\]|\[Feature:|\[Provide
 
 // testConformance runs the upstream e2e binary (e2e.test of the same
 // release as the cluster) on the DNS specs against this cluster, with
-// dnsconfigurer as the cluster DNS, and reports what ran and passed.
-func testConformance(t *testing.T, c *Cluster) {
+// dnsconfigurer as the cluster DNS, and reports what ran and passed; it
+// returns the counts of DNS specs passed, failed and skipped.
+func testConformance(t *testing.T, c *Cluster) (npassed, nfailed, nskipped int) {
 	report := filepath.Join(c.Dir, "e2e-report")
 	if err := os.MkdirAll(report, 0o755); err != nil {
 		t.Fatal(err)
@@ -37,7 +39,7 @@ func testConformance(t *testing.T, c *Cluster) {
 	cmd := c.Command(ctx, filepath.Join(c.BinDir, "e2e.test"),
 		"--kubeconfig="+c.Kubeconfig,
 		"--provider=local",
-		"--num-nodes=1",
+		"--num-nodes="+strconv.Itoa(len(c.Nodes)),
 		"--dns-domain="+ClusterDomain,
 		"--report-dir="+report,
 		"--ginkgo.focus="+conformanceFocus,
@@ -92,6 +94,7 @@ func testConformance(t *testing.T, c *Cluster) {
 	if len(failed) > 0 {
 		t.Logf("e2e output (tail):\n%s", tail(string(out), 200))
 	}
+	return len(passed), len(failed), len(skippedDNS)
 }
 
 // junitCase is one spec in e2e.test's JUnit report.

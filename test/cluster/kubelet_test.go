@@ -236,7 +236,7 @@ func testRestarts(t *testing.T, c *Cluster) {
 			if err := c.Restart(ctx, name); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.waitNodeReady(ctx); err != nil {
+			if err := c.waitNodeReady(ctx, NodeName); err != nil {
 				t.Fatal(err)
 			}
 			after := runPod(t, c, ns, toolsPod("after-"+name))

@@ -1,10 +1,8 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,11 +197,16 @@ func (m *migration) setUp(t *testing.T) {
 // directory: testdata/resolveloop.c against glibc and (static) musl, and
 // resolveloop with CGO_ENABLED=0.
 func (m *migration) buildResolvers(ctx context.Context) error {
+	return buildResolvers(ctx, m.c.path("resolvers"))
+}
+
+// buildResolvers builds the lookup loops into dir (a hostPath every node
+// shares).
+func buildResolvers(ctx context.Context, dir string) error {
 	root, err := containerd.ModuleRoot()
 	if err != nil {
 		return err
 	}
-	dir := m.c.path("resolvers")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -729,17 +732,5 @@ func (m *migration) check(t *testing.T) {
 
 // podLines returns the lookup lines a resolver pod has printed.
 func (m *migration) podLines(ctx context.Context, pod string) ([]lookupLine, error) {
-	rc, err := m.c.Client.CoreV1().Pods(m.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "c"}).Stream(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("logs of %s: %w", pod, err)
-	}
-	defer rc.Close()
-	var lines []lookupLine
-	sc := bufio.NewScanner(io.LimitReader(rc, 64<<20))
-	for sc.Scan() {
-		if l, ok := parseLookup(sc.Text()); ok {
-			lines = append(lines, l)
-		}
-	}
-	return lines, sc.Err()
+	return m.c.lookupLines(ctx, m.ns, pod)
 }

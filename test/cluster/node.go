@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
-	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
 // Binaries are what BinDir must hold besides kube-apiserver and etcd.
@@ -54,9 +53,14 @@ const (
 	shimMetricsPort    = 9310
 )
 
-func (c *Cluster) kubeletRoot() string     { return filepath.Join(c.Dir, "kubelet") }
-func (c *Cluster) podLogs() string         { return filepath.Join(c.Dir, "pod-logs") }
+func (c *Cluster) kubeletRoot() string     { return c.first().kubeletRoot() }
 func (c *Cluster) path(name string) string { return filepath.Join(c.Dir, name) }
+
+func (n *Node) kubeletRoot() string     { return n.path("kubelet") }
+func (n *Node) podLogs() string         { return n.path("pod-logs") }
+func (n *Node) path(name string) string { return filepath.Join(n.Dir, name) }
+func (n *Node) resolvConfPath() string  { return n.path("node-resolv.conf") }
+func (n *Node) shimSocket() string      { return n.path("shim.sock") }
 
 // nodeResolvConf is the node's resolver config, kubelet's resolvConf:
 // the upstream stub on the node's address and a search domain of the
@@ -66,37 +70,37 @@ func (c *Cluster) nodeResolvConf() string {
 }
 
 // NodeResolvConfPath is the file kubelet and the shim read as the node's
-// resolv.conf.
-func (c *Cluster) NodeResolvConfPath() string { return c.path("node-resolv.conf") }
+// resolv.conf (the first node's; every node's has the same content).
+func (c *Cluster) NodeResolvConfPath() string { return c.first().resolvConfPath() }
 
-// writeConfigs writes the kubeconfigs and the component configuration
+// writeConfigs writes a node's kubeconfigs and component configuration
 // files.
-func (c *Cluster) writeConfigs() error {
-	nodeCfg, err := c.ControlPlane.UserConfig("system:node:" + NodeName)
+func (c *Cluster) writeConfigs(n *Node) error {
+	nodeCfg, err := c.ControlPlane.UserConfig("system:node:" + n.Name)
 	if err != nil {
 		return err
 	}
-	if err := apiserver.WriteKubeconfig(c.path("kubelet.kubeconfig"), nodeCfg); err != nil {
+	if err := apiserver.WriteKubeconfig(n.path("kubelet.kubeconfig"), nodeCfg); err != nil {
 		return err
 	}
 	proxyCfg, err := c.ControlPlane.UserConfig("system:kube-proxy")
 	if err != nil {
 		return err
 	}
-	if err := apiserver.WriteKubeconfig(c.path("kube-proxy.kubeconfig"), proxyCfg); err != nil {
+	if err := apiserver.WriteKubeconfig(n.path("kube-proxy.kubeconfig"), proxyCfg); err != nil {
 		return err
 	}
 	files := map[string]string{
 		"node-resolv.conf": c.nodeResolvConf(),
-		"kubelet.yaml":     c.kubeletConfig(),
-		"kube-proxy.yaml":  c.kubeProxyConfig(),
-		"shim.yaml":        c.shimConfig(),
+		"kubelet.yaml":     c.kubeletConfig(n),
+		"kube-proxy.yaml":  c.kubeProxyConfig(n),
+		"shim.yaml":        c.shimConfig(n),
 	}
-	if err := os.MkdirAll(c.path("kubelet-plugins"), 0o755); err != nil {
+	if err := os.MkdirAll(n.path("kubelet-plugins"), 0o755); err != nil {
 		return err
 	}
 	for name, content := range files {
-		p := c.path(name)
+		p := n.path(name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
@@ -115,7 +119,7 @@ func (c *Cluster) writeConfigs() error {
 //     in a namespace nothing else can reach.
 //   - no image GC and eviction thresholds near zero: the stand-in images
 //     cannot be pulled again, and the test machine's disk is shared.
-func (c *Cluster) kubeletConfig() string {
+func (c *Cluster) kubeletConfig(n *Node) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %[1]s
@@ -152,18 +156,19 @@ volumePluginDir: %[9]s
 syncFrequency: 10s
 fileCheckFrequency: 10s
 serializeImagePulls: false
-`, NodeIP, kubeletHealthzPort, c.Node.CgroupParent, c.runtimeSocket(), ClusterDNS, ClusterDomain,
-		c.NodeResolvConfPath(), c.podLogs(), c.path("kubelet-plugins"))
+`, n.IP, kubeletHealthzPort, n.Harness.CgroupParent, c.runtimeSocket(n), ClusterDNS, ClusterDomain,
+		n.resolvConfPath(), n.podLogs(), n.path("kubelet-plugins"))
 }
 
-// kubeProxyConfig is kube-proxy's configuration: iptables mode, and no
-// conntrack settings, which are global sysctls of the machine.
-func (c *Cluster) kubeProxyConfig() string {
+// kubeProxyConfig is kube-proxy's configuration: iptables mode (or
+// Options.ProxyMode), and no conntrack settings, which are global sysctls
+// of the machine.
+func (c *Cluster) kubeProxyConfig(n *Node) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
   kubeconfig: %s
-mode: iptables
+mode: %s
 clusterCIDR: %s
 hostnameOverride: %s
 healthzBindAddress: 127.0.0.1:%d
@@ -173,25 +178,23 @@ conntrack:
   min: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, c.path("kube-proxy.kubeconfig"), containerd.PodSubnet, NodeName, kubeProxyHealthz)
+`, n.path("kube-proxy.kubeconfig"), c.proxyMode, c.clusterCIDR(), n.Name, kubeProxyHealthz)
 }
-
-func (c *Cluster) shimSocket() string { return c.path("shim.sock") }
 
 // runtimeSocket is kubelet's containerRuntimeEndpoint: the shim's socket,
 // or containerd's own when the NRI plugin is the agent.
-func (c *Cluster) runtimeSocket() string {
+func (c *Cluster) runtimeSocket(n *Node) string {
 	if c.Agent == AgentNRI {
-		return c.Node.Socket
+		return n.Harness.Socket
 	}
-	return c.shimSocket()
+	return n.shimSocket()
 }
 
 // shimConfig is the ShimConfiguration: kubelet's DNS settings, the node's
 // resolv.conf, the nameservers of autopath pods (the node-local address,
 // then the cluster DNS as deploy/shim/shim.yaml has them), and the API
 // server for pod lookups with the node's own credentials.
-func (c *Cluster) shimConfig() string {
+func (c *Cluster) shimConfig(n *Node) string {
 	return fmt.Sprintf(`apiVersion: dnsconfigurer.io/v1alpha1
 kind: ShimConfiguration
 clusterDNS: [%s]
@@ -203,12 +206,12 @@ runtimeEndpoint: %s
 kubeconfig: %s
 nodeName: %s
 metricsListen: 127.0.0.1:%d
-`, ClusterDNS, ClusterDomain, c.NodeResolvConfPath(), NodeLocalDNS, ClusterDNS, c.shimSocket(), c.Node.Endpoint,
-		c.path("kubelet.kubeconfig"), NodeName, shimMetricsPort)
+`, ClusterDNS, ClusterDomain, n.resolvConfPath(), NodeLocalDNS, ClusterDNS, n.shimSocket(), n.Harness.Endpoint,
+		n.path("kubelet.kubeconfig"), n.Name, shimMetricsPort)
 }
 
-// command is each component's command line.
-func (c *Cluster) command(name string) (string, []string) {
+// command is each component's command line on node n.
+func (c *Cluster) command(n *Node, name string) (string, []string) {
 	bin := filepath.Join(c.BinDir, name)
 	switch name {
 	case "kube-controller-manager":
@@ -222,19 +225,19 @@ func (c *Cluster) command(name string) (string, []string) {
 	case "kube-scheduler":
 		return bin, c.controllerFlags(schedulerPort, "scheduler-certs")
 	case "shim":
-		return c.Product, []string{"shim", "--config", c.path("shim.yaml"), "--log-level", "debug"}
+		return c.Product, []string{"shim", "--config", n.path("shim.yaml"), "--log-level", "debug"}
 	case "kubelet":
 		return bin, []string{
-			"--config=" + c.path("kubelet.yaml"),
-			"--kubeconfig=" + c.path("kubelet.kubeconfig"),
-			"--root-dir=" + c.kubeletRoot(),
-			"--cert-dir=" + c.path("kubelet-pki"),
-			"--hostname-override=" + NodeName,
-			"--node-ip=" + NodeIP.String(),
+			"--config=" + n.path("kubelet.yaml"),
+			"--kubeconfig=" + n.path("kubelet.kubeconfig"),
+			"--root-dir=" + n.kubeletRoot(),
+			"--cert-dir=" + n.path("kubelet-pki"),
+			"--hostname-override=" + n.Name,
+			"--node-ip=" + n.IP.String(),
 			"--v=2",
 		}
 	case "kube-proxy":
-		return bin, []string{"--config=" + c.path("kube-proxy.yaml"), "--v=2"}
+		return bin, []string{"--config=" + n.path("kube-proxy.yaml"), "--v=2"}
 	}
 	panic("cluster: unknown component " + name)
 }
@@ -256,8 +259,9 @@ func (c *Cluster) controllerFlags(port int, certDir string) []string {
 	}
 }
 
-// healthy probes a component's health endpoint from inside the namespace.
-func (c *Cluster) healthy(ctx context.Context, name string) (bool, error) {
+// healthy probes a component's health endpoint from inside its node's
+// namespace.
+func (c *Cluster) healthy(ctx context.Context, n *Node, name string) (bool, error) {
 	var url string
 	switch name {
 	case "kube-controller-manager":
@@ -275,15 +279,15 @@ func (c *Cluster) healthy(ctx context.Context, name string) (bool, error) {
 	default:
 		return false, fmt.Errorf("no probe for %q", name)
 	}
-	return c.probe(ctx, url)
+	return c.probe(ctx, n, url)
 }
 
-// probe GETs url from inside the namespace and reports a 200.
-func (c *Cluster) probe(ctx context.Context, url string) (bool, error) {
+// probe GETs url from inside node n's namespace and reports a 200.
+func (c *Cluster) probe(ctx context.Context, n *Node, url string) (bool, error) {
 	client := &http.Client{
 		Timeout: 2 * time.Second,
 		Transport: &http.Transport{
-			DialContext:       c.dialContext,
+			DialContext:       n.dialContext,
 			DisableKeepAlives: true,
 			// The components serve self-signed certificates; this only
 			// asks whether they are up.
@@ -306,15 +310,26 @@ func (c *Cluster) probe(ctx context.Context, url string) (bool, error) {
 	return true, nil
 }
 
-// dialContext dials from inside the node's network namespace.
+// dialContext dials from inside the first node's network namespace.
 func (c *Cluster) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	return c.Config.Dial(ctx, network, addr)
+	return c.first().dialContext(ctx, network, addr)
 }
 
-// waitNodeReady waits for the node object to turn Ready.
-func (c *Cluster) waitNodeReady(ctx context.Context) error {
-	return waitFor(ctx, "node "+NodeName+" Ready", func(ctx context.Context) (bool, error) {
-		n, err := c.Client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+// dialContext dials from inside the node's network namespace.
+func (n *Node) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	err := n.Harness.Do(func() error {
+		var err error
+		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
+}
+
+// waitNodeReady waits for a node object to turn Ready.
+func (c *Cluster) waitNodeReady(ctx context.Context, name string) error {
+	return waitFor(ctx, "node "+name+" Ready", func(ctx context.Context) (bool, error) {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -411,7 +426,12 @@ func sweepStale(t testing.TB) {
 		}
 		errs := []error{restoreSysctls(saved)}
 		if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mounts), dir) {
-			errs = append(errs, run(context.Background(), "umount", "--recursive", "--lazy", filepath.Join(dir, "kubelet")))
+			roots, _ := filepath.Glob(filepath.Join(dir, "*", "kubelet"))
+			for _, root := range append([]string{filepath.Join(dir, "kubelet")}, roots...) {
+				if strings.Contains(string(mounts), root) {
+					errs = append(errs, run(context.Background(), "umount", "--recursive", "--lazy", root))
+				}
+			}
 		}
 		errs = append(errs, os.RemoveAll(dir))
 		if err := errors.Join(errs...); err != nil {
@@ -432,10 +452,10 @@ func HostSysctls() map[string]string {
 	return m
 }
 
-// nsSysctl sets a per-namespace sysctl inside the node's namespace.
-func (c *Cluster) nsSysctl(ctx context.Context, key, value string) error {
+// nsSysctl sets a per-namespace sysctl inside node n's namespace.
+func nsSysctl(ctx context.Context, n *Node, key, value string) error {
 	p := "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
-	cmd := exec.CommandContext(ctx, "nsenter", "--net="+c.Node.NetNSPath, "--", "sh", "-c", `echo "$2" > "$1"`, "sh", p, value)
+	cmd := exec.CommandContext(ctx, "nsenter", "--net="+n.Harness.NetNSPath, "--", "sh", "-c", `echo "$2" > "$1"`, "sh", p, value)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("set %s=%s in the node namespace: %w: %s", key, value, err, out)
 	}

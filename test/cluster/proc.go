@@ -111,6 +111,25 @@ func (p *proc) stop(grace time.Duration) error {
 	return err
 }
 
+// kill kills the process group at once (SIGKILL) and waits for the exit,
+// as a machine that loses power. Killing a stopped process does nothing.
+func (p *proc) kill() error {
+	if p.cmd == nil {
+		return nil
+	}
+	defer func() {
+		close(p.release)
+		p.cmd = nil
+	}()
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.cmd.Process.Pid)
+	}
+}
+
 // logTail returns the last n lines of the process's log.
 func (p *proc) logTail(n int) string {
 	b, err := os.ReadFile(p.logPath)

@@ -6,14 +6,15 @@
 # stand-in test images copy from the host; busybox (not busybox-static, whose
 # shell runs applets without a $PATH lookup), of which the critest suite's
 # stand-in images are made; musl-tools, whose musl-gcc builds the musl
-# resolver of test/cluster's migration test; skopeo, which test/image reads the image archive
-# with as docker load and an OCI archive reader do. It is idempotent: a
+# resolver of test/cluster's migration test; nftables, whose nft kube-proxy's nftables
+# mode drives (test/cluster's multi-node run); skopeo, which test/image reads the image
+# archive with as docker load and an OCI archive reader do. It is idempotent: a
 # second run installs nothing and only prints the versions. It never starts a
 # containerd of its own and never touches the host's network configuration;
 # the tests start everything themselves inside a network namespace.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates busybox skopeo musl-tools)
+packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates busybox skopeo musl-tools nftables)
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "test/e2e/setup.sh: must run as root (apt-get install)" >&2

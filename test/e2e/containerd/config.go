@@ -89,11 +89,11 @@ var (
 	BridgeAddr = netip.MustParseAddr("10.233.0.1")
 )
 
-// cniConfList renders the bridge network: host-local IPAM on PodSubnet, no
-// gateway on the bridge from the plugin (the harness sets BridgeAddr
+// cniConfList renders the bridge network: host-local IPAM on subnet (a
+// /24), no gateway on the bridge from the plugin (the harness sets its first address
 // itself), no masquerade, and routes only for the extra prefixes asked for;
 // with hostPorts, the portmap plugin after it.
-func cniConfList(ipamDir string, routes []netip.Prefix, hostPorts bool) ([]byte, error) {
+func cniConfList(ipamDir string, subnet netip.Prefix, routes []netip.Prefix, hostPorts bool) ([]byte, error) {
 	type route struct {
 		Dst string `json:"dst"`
 		GW  string `json:"gw,omitempty"`
@@ -119,9 +119,12 @@ func cniConfList(ipamDir string, routes []netip.Prefix, hostPorts bool) ([]byte,
 		HairpinMode bool   `json:"hairpinMode"`
 		IPAM        ipam   `json:"ipam"`
 	}
+	gw := subnet.Addr().Next()
+	base := subnet.Addr().As4()
+	host := func(b byte) string { a := base; a[3] = b; return netip.AddrFrom4(a).String() }
 	var rs []route
 	for _, r := range routes {
-		rs = append(rs, route{Dst: r.Masked().String(), GW: BridgeAddr.String()})
+		rs = append(rs, route{Dst: r.Masked().String(), GW: gw.String()})
 	}
 	type portmap struct {
 		Type         string          `json:"type"`
@@ -142,10 +145,10 @@ func cniConfList(ipamDir string, routes []netip.Prefix, hostPorts bool) ([]byte,
 				Type:    "host-local",
 				DataDir: ipamDir,
 				Ranges: [][]rangeT{{{
-					Subnet:     PodSubnet.String(),
-					RangeStart: "10.233.0.10",
-					RangeEnd:   "10.233.0.250",
-					Gateway:    BridgeAddr.String(),
+					Subnet:     subnet.String(),
+					RangeStart: host(10),
+					RangeEnd:   host(250),
+					Gateway:    gw.String(),
 				}}},
 				Routes: rs,
 			},

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +86,15 @@ type Options struct {
 	// port mappings (hostPort) forward from the harness's namespace,
 	// 127.0.0.1 included. It needs iptables.
 	HostPorts bool
+	// PodSubnet is this harness's pod network, a /24 of which the bridge
+	// holds the first address (Harness.BridgeAddr). The default is
+	// PodSubnet; the nodes of a multi-node cluster each take their own.
+	PodSubnet netip.Prefix
+	// NodeDirs maps directories of the machine to this node's own: each
+	// is bind-mounted over the machine's in containerd's mount namespace,
+	// so a hostPath volume of that path is the node's own directory, as
+	// when each node is a machine. The machine's directory must exist.
+	NodeDirs map[string]string
 }
 
 // Harness is a running containerd with the CRI plugin, runc and a CNI
@@ -122,6 +133,10 @@ type Harness struct {
 	Started time.Duration
 	// SharedDirs are Options.SharedDirs, once mounted.
 	SharedDirs []string
+	// PodSubnet is Options.PodSubnet (or the default) and BridgeAddr the
+	// bridge's address in it.
+	PodSubnet  netip.Prefix
+	BridgeAddr netip.Addr
 
 	t       testing.TB
 	cmd     *exec.Cmd
@@ -129,6 +144,9 @@ type Harness struct {
 	release chan struct{} // closed by Close to unlock the forking thread
 	logFile *os.File
 	cniBin  string
+
+	launchArgs  []string // the containerd shell's arguments (launch)
+	propagation string   // its mount namespace's propagation
 
 	closeOnce sync.Once
 	clients   []*Client
@@ -227,12 +245,19 @@ func Start(t testing.TB, opts Options) *Harness {
 		LogRoot:      filepath.Join(dir, "pods"),
 		CgroupParent: "/dnscfg-e2e-" + id + "-" + suffix,
 		cniBin:       cniBin,
-		exited:       make(chan struct{}),
 		Runtime:      DefaultRuntime(),
 	}
 	if opts.Runtime != nil {
 		h.Runtime = *opts.Runtime
 	}
+	h.PodSubnet = PodSubnet
+	if opts.PodSubnet.IsValid() {
+		if opts.PodSubnet.Bits() != 24 || !opts.PodSubnet.Addr().Is4() {
+			t.Fatalf("containerd e2e: pod subnet %s is not an IPv4 /24", opts.PodSubnet)
+		}
+		h.PodSubnet = opts.PodSubnet.Masked()
+	}
+	h.BridgeAddr = h.PodSubnet.Addr().Next()
 	h.Endpoint = "unix://" + h.Socket
 	t.Cleanup(h.Close)
 	owner := fmt.Sprintf("%d %s %s\n", os.Getpid(), h.NetNS, h.CgroupParent)
@@ -281,7 +306,7 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 	if err := os.WriteFile(config, []byte(render(p)), 0o644); err != nil {
 		return err
 	}
-	cni, err := cniConfList(p.ipamDir, opts.Routes, opts.HostPorts)
+	cni, err := cniConfList(p.ipamDir, h.PodSubnet, opts.Routes, opts.HostPorts)
 	if err != nil {
 		return fmt.Errorf("render cni config: %w", err)
 	}
@@ -317,65 +342,24 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 		return err
 	}
 
-	// containerd must see the machine's cgroup mounts, which `ip netns
-	// exec` hides (it remounts /sys), so the namespace is joined with
-	// nsenter instead. unshare gives containerd a private mount namespace
-	// (its overlay, shm and netns mounts never reach the host and vanish
-	// with it) and a PID namespace whose PID 1 is the shell below (when it
-	// exits the kernel kills every shim and container left). Inside, the
-	// shims' socket directory /run/containerd is a bind mount of Dir/run,
-	// and libcni's result cache /var/lib/cni one of Dir/cni/cache. The
-	// shell runs containerd and, when containerd exits with the restart
-	// file present (Restart), removes it and runs containerd again in the
-	// same namespaces; otherwise it exits with containerd.
-	const script = `set -e
-mkdir -p /run/containerd
-mount --bind "$1/run" /run/containerd
-mkdir -p /var/lib/cni
-mount --bind "$1/cni/cache" /var/lib/cni
-if [ -n "$2" ]; then mount --bind "$2" /etc/resolv.conf; fi
-if [ -n "$5" ]; then mount --make-rshared /; fi
-while :; do
-	"$4" --config "$1/config.toml" --log-level "$3" &
-	wait $! || true
-	rm "$1/` + restartFile + `" 2>/dev/null || exit 0
-done
-`
-	sharedRoot := ""
+	h.launchArgs = []string{h.Dir, h.HostResolvConf, opts.LogLevel, h.Runtime.bin("containerd"), ""}
 	if opts.SharedRoot {
-		sharedRoot = "1"
+		h.launchArgs[4] = "1"
 	}
+	for _, machine := range slices.Sorted(maps.Keys(opts.NodeDirs)) {
+		if err := os.MkdirAll(opts.NodeDirs[machine], 0o755); err != nil {
+			return err
+		}
+		h.launchArgs = append(h.launchArgs, machine, opts.NodeDirs[machine])
+	}
+	h.propagation = propagation
 	h.logFile, err = os.Create(filepath.Join(h.Dir, "containerd.log"))
 	if err != nil {
 		return err
 	}
-	h.cmd = exec.Command("nsenter", "--net="+h.NetNSPath, "--",
-		"unshare", "--mount", "--propagation", propagation, "--pid", "--fork", "--mount-proc", "--kill-child",
-		"--", "/bin/sh", "-c", script, "sh", h.Dir, h.HostResolvConf, opts.LogLevel, h.Runtime.bin("containerd"), sharedRoot)
-	h.cmd.Env = h.Runtime.env()
-	h.cmd.Stdout, h.cmd.Stderr = h.logFile, h.logFile
-	// Should the test process die without cleaning up (a go test timeout
-	// exits at once), the kernel kills unshare, which kills containerd, and
-	// the next Start sweeps the rest (see sweepStale). The death signal
-	// follows the thread that forked, so that thread stays locked to a
-	// goroutine until Close.
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	h.release = make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		started <- h.cmd.Start()
-		<-h.release
-	}()
-	if err := <-started; err != nil {
-		return fmt.Errorf("start containerd: %w", err)
+	if err := h.launch(); err != nil {
+		return err
 	}
-	go func() {
-		_ = h.cmd.Wait()
-		close(h.exited)
-	}()
-
 	c, err := Dial(h.Endpoint)
 	if err != nil {
 		return err
@@ -413,6 +397,68 @@ done
 	return nil
 }
 
+// launch starts containerd's shell in the harness's namespaces (a new
+// private mount and PID namespace each time) with h.launchArgs.
+func (h *Harness) launch() error {
+	// containerd must see the machine's cgroup mounts, which `ip netns
+	// exec` hides (it remounts /sys), so the namespace is joined with
+	// nsenter instead. unshare gives containerd a private mount namespace
+	// (its overlay, shm and netns mounts never reach the host and vanish
+	// with it) and a PID namespace whose PID 1 is the shell below (when it
+	// exits the kernel kills every shim and container left). Inside, the
+	// shims' socket directory /run/containerd is a bind mount of Dir/run,
+	// and libcni's result cache /var/lib/cni one of Dir/cni/cache. The
+	// shell runs containerd and, when containerd exits with the restart
+	// file present (Restart), removes it and runs containerd again in the
+	// same namespaces; otherwise it exits with containerd. The node's own
+	// directories (Options.NodeDirs) are bind-mounted over the machine's.
+	const script = `set -e
+dir=$1 resolv=$2 level=$3 bin=$4 shared=$5
+shift 5
+mkdir -p /run/containerd
+mount --bind "$dir/run" /run/containerd
+mkdir -p /var/lib/cni
+mount --bind "$dir/cni/cache" /var/lib/cni
+if [ -n "$resolv" ]; then mount --bind "$resolv" /etc/resolv.conf; fi
+while [ $# -ge 2 ]; do mount --bind "$2" "$1"; shift 2; done
+if [ -n "$shared" ]; then mount --make-rshared /; fi
+while :; do
+	"$bin" --config "$dir/config.toml" --log-level "$level" &
+	wait $! || true
+	rm "$dir/` + restartFile + `" 2>/dev/null || exit 0
+done
+`
+	h.cmd = exec.Command("nsenter", append([]string{"--net=" + h.NetNSPath, "--",
+		"unshare", "--mount", "--propagation", h.propagation, "--pid", "--fork", "--mount-proc", "--kill-child",
+		"--", "/bin/sh", "-c", script, "sh"}, h.launchArgs...)...)
+	h.cmd.Env = h.Runtime.env()
+	h.cmd.Stdout, h.cmd.Stderr = h.logFile, h.logFile
+	// Should the test process die without cleaning up (a go test timeout
+	// exits at once), the kernel kills unshare, which kills containerd, and
+	// the next Start sweeps the rest (see sweepStale). The death signal
+	// follows the thread that forked, so that thread stays locked to a
+	// goroutine until Close.
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	h.release = make(chan struct{})
+	h.exited = make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		started <- h.cmd.Start()
+		<-h.release
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	cmd, exited := h.cmd, h.exited
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return nil
+}
+
 // setupNetNS creates the namespace with loopback up and the pod bridge up
 // with BridgeAddr, so that test servers have an address pods reach. The
 // namespace has no other link: nothing in it can reach the machine's
@@ -428,7 +474,7 @@ func (h *Harness) setupNetNS(ctx context.Context) error {
 		// ARP entry for BridgeAddr goes stale; its packets are then lost
 		// until the entry expires (about 30 s).
 		{"link", "add", BridgeName, "address", bridgeMAC, "type", "bridge"},
-		{"addr", "add", BridgeAddr.String() + "/" + fmt.Sprint(PodSubnet.Bits()), "dev", BridgeName},
+		{"addr", "add", netip.PrefixFrom(h.BridgeAddr, h.PodSubnet.Bits()).String(), "dev", BridgeName},
 		{"link", "set", BridgeName, "up"},
 	} {
 		if _, err := output(ctx, "ip", append([]string{"-n", h.NetNS}, args...)...); err != nil {
@@ -643,6 +689,51 @@ func (h *Harness) Restart(ctx context.Context) error {
 	defer c.Close()
 	if err := h.waitReady(ctx, c); err != nil {
 		return fmt.Errorf("restart containerd: %w%s", err, h.logTail(40))
+	}
+	return nil
+}
+
+// Kill kills containerd's process group at once (SIGKILL), as a node
+// that loses power: the shell that is PID 1 of its PID namespace dies with
+// it, and the kernel kills every shim and container. Nothing is removed:
+// the root, state, CNI allocations and the network namespace stay, as on
+// a node's disk. Revive starts containerd again on them.
+func (h *Harness) Kill(ctx context.Context) error {
+	if h.cmd == nil || h.cmd.Process == nil {
+		return errors.New("kill containerd: not started")
+	}
+	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-h.exited:
+	case <-ctx.Done():
+		return fmt.Errorf("kill containerd: process group %d still there: %w", h.cmd.Process.Pid, ctx.Err())
+	}
+	close(h.release)
+	h.release = nil
+	return nil
+}
+
+// Revive starts containerd again after Kill, in new mount and PID
+// namespaces on the same network namespace, config, root and state, as a
+// node's containerd boots, and waits until the CRI plugin reports the
+// runtime and the network ready. The sandboxes it finds in its state are
+// dead; kubelet removes and recreates them.
+func (h *Harness) Revive(ctx context.Context) error {
+	select {
+	case <-h.exited:
+	default:
+		return errors.New("revive containerd: still running (Kill first)")
+	}
+	if err := h.launch(); err != nil {
+		return err
+	}
+	c, err := Dial(h.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := h.waitReady(ctx, c); err != nil {
+		return fmt.Errorf("revive containerd: %w%s", err, h.logTail(40))
 	}
 	return nil
 }

@@ -1,0 +1,214 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+)
+
+// MaxNodes is the most nodes a cluster has.
+const MaxNodes = 3
+
+// Several nodes on one machine (Options.Nodes), as kind puts them in
+// containers:
+//
+//   - each node is a containerd harness: a network namespace of its own
+//     with its pod bridge, containerd, and its own shim, kubelet (root
+//     directory, cgroup root, pod logs) and kube-proxy; node i's pods are
+//     on 10.233.i.0/24 and its address (kubelet's node IP) is the bridge's,
+//     10.233.i.1, as the one node's is;
+//   - a fabric namespace holds a bridge, and a veth pair joins each node
+//     to it (eth0 in the node, fabricAddr(i)); each node routes the other
+//     nodes' pod subnets over it, so pods, nodes and the API server (on the
+//     first node) reach each other without NAT, as a flat pod network;
+//   - pods route the whole pod CIDR (clusterPodCIDR) through their node;
+//   - the node's own hostPath directories (the node-local stage's lock and
+//     state) are bind-mounted over the first node's in its containerd's
+//     mount namespace (containerd.Options.NodeDirs): one DaemonSet
+//     template, a directory per node, as on separate machines.
+//
+// KillNode takes a node off at once (link down, every process and pod
+// killed); ReviveNode brings it back as a node that boots.
+var (
+	// clusterPodCIDR holds every node's pod subnet.
+	clusterPodCIDR = netip.MustParsePrefix("10.233.0.0/16")
+	// fabricSubnet is the nodes' link to each other.
+	fabricSubnet = netip.MustParsePrefix("10.234.0.0/24")
+)
+
+// Node is one node of the cluster.
+type Node struct {
+	// Name is the node object's name; the first node's is NodeName.
+	Name string
+	// IP is kubelet's node IP, the pod bridge's address.
+	IP netip.Addr
+	// Harness is the node's containerd, namespace and pod bridge.
+	Harness *containerd.Harness
+	// Dir holds the node's files (the cluster's Dir for the first node).
+	Dir string
+
+	index int
+}
+
+// newNode describes node i (not started).
+func (c *Cluster) newNode(i int) *Node {
+	n := &Node{Name: NodeName, Dir: c.Dir, index: i, IP: nodeSubnet(i).Addr().Next()}
+	if i > 0 {
+		n.Name = NodeName + "-" + strconv.Itoa(i+1)
+		n.Dir = filepath.Join(c.Dir, n.Name)
+	}
+	return n
+}
+
+// first is the control-plane node.
+func (c *Cluster) first() *Node { return c.Nodes[0] }
+
+// procKey names a node's component among the cluster's processes: the
+// first node's by its name alone, as before there were several.
+func (n *Node) procKey(name string) string {
+	if n.index == 0 {
+		return name
+	}
+	return name + "@" + n.Name
+}
+
+// nodeSubnet is node i's pod subnet, 10.233.i.0/24.
+func nodeSubnet(i int) netip.Prefix {
+	a := clusterPodCIDR.Addr().As4()
+	a[2] = byte(i)
+	return netip.PrefixFrom(netip.AddrFrom4(a), 24)
+}
+
+// fabricAddr is node i's address on the fabric, 10.234.0.(i+1).
+func fabricAddr(i int) netip.Addr {
+	a := fabricSubnet.Addr().As4()
+	a[3] = byte(i + 1)
+	return netip.AddrFrom4(a)
+}
+
+// clusterCIDR is kube-proxy's clusterCIDR: the one node's pod subnet, or
+// every node's.
+func (c *Cluster) clusterCIDR() netip.Prefix {
+	if len(c.Nodes) == 1 {
+		return containerd.PodSubnet
+	}
+	return clusterPodCIDR
+}
+
+// harnessOptions are node n's containerd harness options.
+func (c *Cluster) harnessOptions(n *Node) containerd.Options {
+	routes := []netip.Prefix{ServiceCIDR, netip.PrefixFrom(NodeLocalDNS, 32)}
+	o := containerd.Options{
+		HostResolvConf: c.nodeResolvConf(),
+		SharedDirs:     []string{n.kubeletRoot()},
+		Images:         c.Images,
+		StartTimeout:   2 * time.Minute,
+		PodSubnet:      nodeSubnet(n.index),
+	}
+	if len(c.Nodes) > 1 {
+		routes = append(routes, clusterPodCIDR)
+	}
+	if n.index > 0 {
+		first := c.first()
+		o.NodeDirs = map[string]string{}
+		for _, d := range []string{"run-dnsconfigurer", "nri-state"} {
+			o.NodeDirs[first.path(d)] = n.path(d)
+		}
+	}
+	o.Routes = routes
+	return o
+}
+
+// joinNodes creates the fabric and routes each node's pod subnet to the
+// others; one node has nothing to join.
+func (c *Cluster) joinNodes(ctx context.Context) error {
+	if len(c.Nodes) == 1 {
+		return nil
+	}
+	c.fabric = c.first().Harness.NetNS + "-fab"
+	c.t.Cleanup(func() {
+		if err := run(context.Background(), "ip", "netns", "del", c.fabric); err != nil {
+			c.t.Errorf("cluster: %v", err)
+		}
+	})
+	steps := [][]string{
+		{"ip", "netns", "add", c.fabric},
+		{"ip", "-n", c.fabric, "link", "set", "lo", "up"},
+		{"ip", "-n", c.fabric, "link", "add", "fab0", "type", "bridge"},
+		{"ip", "-n", c.fabric, "link", "set", "fab0", "up"},
+	}
+	for _, n := range c.Nodes {
+		port := "n" + strconv.Itoa(n.index)
+		steps = append(steps,
+			[]string{"ip", "-n", c.fabric, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", n.Harness.NetNS},
+			[]string{"ip", "-n", c.fabric, "link", "set", port, "master", "fab0", "up"},
+			[]string{"ip", "-n", n.Harness.NetNS, "addr", "add", netip.PrefixFrom(fabricAddr(n.index), fabricSubnet.Bits()).String(), "dev", "eth0"},
+			[]string{"ip", "-n", n.Harness.NetNS, "link", "set", "eth0", "up"},
+		)
+		for _, m := range c.Nodes {
+			if m != n {
+				steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "route", "add", nodeSubnet(m.index).String(), "via", fabricAddr(m.index).String(), "dev", "eth0"})
+			}
+		}
+	}
+	for _, s := range steps {
+		if err := run(ctx, s[0], s[1:]...); err != nil {
+			return fmt.Errorf("join the nodes: %w", err)
+		}
+	}
+	return nil
+}
+
+// NodeByName returns the node called name, or nil.
+func (c *Cluster) NodeByName(name string) *Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// KillNode takes node n off the cluster at once, as a machine that loses
+// power: its fabric link goes down (packets to it are lost, not refused),
+// its shim, kubelet and kube-proxy are killed (SIGKILL), and its
+// containerd with every pod. The control plane's node cannot be killed.
+func (c *Cluster) KillNode(ctx context.Context, n *Node) error {
+	if n.index == 0 {
+		return errors.New("kill node: the first node runs the control plane")
+	}
+	if err := run(ctx, "ip", "-n", c.fabric, "link", "set", "n"+strconv.Itoa(n.index), "down"); err != nil {
+		return fmt.Errorf("kill node %s: %w", n.Name, err)
+	}
+	var errs []error
+	for _, name := range c.nodeComponents() {
+		errs = append(errs, c.procs[n.procKey(name)].kill())
+	}
+	errs = append(errs, n.Harness.Kill(ctx))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kill node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// ReviveNode boots a killed node again: containerd on its old state, its
+// link up, then the shim, kubelet and kube-proxy; it returns once the node
+// is Ready.
+func (c *Cluster) ReviveNode(ctx context.Context, n *Node) error {
+	if err := n.Harness.Revive(ctx); err != nil {
+		return fmt.Errorf("revive node %s: %w", n.Name, err)
+	}
+	if err := run(ctx, "ip", "-n", c.fabric, "link", "set", "n"+strconv.Itoa(n.index), "up"); err != nil {
+		return fmt.Errorf("revive node %s: %w", n.Name, err)
+	}
+	if err := c.startNode(ctx, n); err != nil {
+		return fmt.Errorf("revive node %s: %w", n.Name, err)
+	}
+	return c.waitNodeReady(ctx, n.Name)
+}
