@@ -1,12 +1,15 @@
 // Package reuseport sets SO_REUSEPORT, so a new instance of a server can
 // bind the addresses an old one still serves.
 //
-// A rolling restart with surge then has no gap. The DNS listeners and the
-// metrics/health listener of `serve` share it.
+// A rolling restart with surge then has no gap. The DNS listeners (Listen)
+// and the metrics/health listener of `serve` share it.
 package reuseport
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,4 +29,75 @@ func Control(_, _ string, c syscall.RawConn) error {
 		return fmt.Errorf("SO_REUSEPORT: %w", serr)
 	}
 	return nil
+}
+
+// Listen binds n UDP sockets and one TCP socket on addr, a DNS server's
+// listen address. TCP is bound first, with SO_REUSEPORT when reuse is set;
+// then the UDP sockets, with SO_REUSEPORT when reuse is set or n is over
+// one. With port 0 it retries until both transports get the same free
+// port.
+func Listen(ctx context.Context, addr string, n int, reuse bool) ([]*net.UDPConn, net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tcp, udp net.ListenConfig
+	if reuse {
+		tcp.Control = Control
+	}
+	if reuse || n > 1 {
+		udp.Control = Control
+	}
+	var lastErr error
+	for range 20 {
+		a := addr
+		if port == "0" && udp.Control != nil {
+			// Linux may give a SO_REUSEPORT bind to UDP port 0 a port that
+			// another SO_REUSEPORT socket of the same user holds, and the two
+			// would then share its datagrams: take the port that plain binds
+			// get for both transports, release it and bind that one.
+			pcs, ln, err := Listen(ctx, addr, 1, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			a = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+			pcs[0].Close()
+			ln.Close()
+		}
+		ln, err := tcp.Listen(ctx, "tcp", a)
+		if err != nil {
+			if a != addr { // the probed port was taken meanwhile
+				lastErr = err
+				continue
+			}
+			return nil, nil, err
+		}
+		a = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		pcs, err := listenUDP(ctx, &udp, a, n)
+		if err == nil {
+			return pcs, ln, nil
+		}
+		ln.Close()
+		lastErr = err
+		if port != "0" {
+			break
+		}
+	}
+	return nil, nil, lastErr
+}
+
+// listenUDP binds n UDP sockets on addr, or none.
+func listenUDP(ctx context.Context, lc *net.ListenConfig, addr string, n int) ([]*net.UDPConn, error) {
+	pcs := make([]*net.UDPConn, 0, n)
+	for range n {
+		pc, err := lc.ListenPacket(ctx, "udp", addr)
+		if err != nil {
+			for _, pc := range pcs {
+				pc.Close()
+			}
+			return nil, err
+		}
+		pcs = append(pcs, pc.(*net.UDPConn))
+	}
+	return pcs, nil
 }

@@ -217,7 +217,7 @@ func ttlOffsets(b []byte, off int) ([]uint16, bool) {
 	var ttls []uint16
 	for i := range an + ns + ar {
 		var ok bool
-		if off, ok = skipName(b, off); !ok || off+10 > len(b) {
+		if off, ok = dnsmsg.SkipName(b, off); !ok || off+10 > len(b) {
 			return nil, false
 		}
 		if i < an+ns || binary.BigEndian.Uint16(b[off:]) != dns.TypeOPT {
@@ -229,22 +229,4 @@ func ttlOffsets(b []byte, off int) ([]uint16, bool) {
 		}
 	}
 	return ttls, off == len(b)
-}
-
-// skipName returns the offset after the name at off in b: its labels up to
-// the root label or a compression pointer.
-func skipName(b []byte, off int) (int, bool) {
-	for off < len(b) {
-		switch c := int(b[off]); {
-		case c == 0:
-			return off + 1, true
-		case c&0xc0 == 0xc0:
-			return off + 2, off+2 <= len(b)
-		case c&0xc0 != 0:
-			return 0, false
-		default:
-			off += 1 + c
-		}
-	}
-	return 0, false
 }

@@ -162,3 +162,97 @@ func shape(edns bool, size uint16) uint32 {
 	}
 	return s
 }
+
+// QuestionEnd is the offset past the name of the first question of the
+// packed query q, if it is uncompressed and followed by its type and class.
+func QuestionEnd(q []byte) (int, bool) {
+	if len(q) < 12 || binary.BigEndian.Uint16(q[4:]) == 0 {
+		return 0, false
+	}
+	off := 12
+	for off < len(q) {
+		l := int(q[off])
+		if l == 0 {
+			if off+5 > len(q) {
+				return 0, false
+			}
+			return off + 1, true
+		}
+		if l >= 64 {
+			return 0, false
+		}
+		off += l + 1
+	}
+	return 0, false
+}
+
+// QueryDO reports the DO bit of the packed query q whose question name
+// ends at end (QuestionEnd): a plain query (one question, no answer or
+// authority records) whose first additional record is an OPT for the root.
+func QueryDO(q []byte, end int) bool {
+	off := end + 4 // type and class
+	if binary.BigEndian.Uint16(q[6:]) != 0 || binary.BigEndian.Uint16(q[8:]) != 0 || binary.BigEndian.Uint16(q[10:]) == 0 ||
+		len(q) < off+11 || q[off] != 0 || binary.BigEndian.Uint16(q[off+1:]) != dns.TypeOPT {
+		return false
+	}
+	// OPT's TTL: extended rcode, version, then the flags, DO first.
+	return q[off+7]&0x80 != 0
+}
+
+// Rcode is the rcode of the packed reply b: the header's four bits, with
+// the extended bits of its OPT record, if any (BADVERS); -1 for a message
+// shorter than a header.
+func Rcode(b []byte) int {
+	if len(b) < 12 {
+		return -1
+	}
+	rc := int(b[3] & 0x0f)
+	if binary.BigEndian.Uint16(b[10:]) == 0 {
+		return rc
+	}
+	if ext, ok := optExtRcode(b); ok {
+		rc |= int(ext) << 4
+	}
+	return rc
+}
+
+// optExtRcode finds the OPT record of the packed message b and returns the
+// upper eight bits of its extended rcode.
+func optExtRcode(b []byte) (uint8, bool) {
+	off, ok := 12, true
+	for range binary.BigEndian.Uint16(b[4:]) {
+		if off, ok = SkipName(b, off); !ok || off+4 > len(b) {
+			return 0, false
+		}
+		off += 4
+	}
+	rrs := int(binary.BigEndian.Uint16(b[6:])) + int(binary.BigEndian.Uint16(b[8:])) + int(binary.BigEndian.Uint16(b[10:]))
+	for range rrs {
+		if off, ok = SkipName(b, off); !ok || off+10 > len(b) {
+			return 0, false
+		}
+		if binary.BigEndian.Uint16(b[off:]) == dns.TypeOPT {
+			return b[off+4], true
+		}
+		off += 10 + int(binary.BigEndian.Uint16(b[off+8:]))
+	}
+	return 0, false
+}
+
+// SkipName returns the offset after the name at off in b: its labels up to
+// the root label or a compression pointer.
+func SkipName(b []byte, off int) (int, bool) {
+	for off < len(b) {
+		switch c := int(b[off]); {
+		case c == 0:
+			return off + 1, true
+		case c&0xc0 == 0xc0:
+			return off + 2, off+2 <= len(b)
+		case c&0xc0 != 0:
+			return 0, false
+		default:
+			off += 1 + c
+		}
+	}
+	return 0, false
+}

@@ -23,18 +23,18 @@
 // as CoreDNS's multisocket; the ServerConfiguration's udpSockets, serve's
 // --udp-sockets), with SO_REUSEPORT when there are several, so that Linux
 // spreads the clients over them by a hash of their address and port. Each
-// socket is read by one goroutine, up to 16 datagrams a call (recvmmsg),
-// into buffers of its own (16 of 4096 bytes: a longer datagram is cut, and
-// then malformed). For each datagram of the batch:
+// socket is read by one goroutine, a batch at a time (internal/udpbatch:
+// up to 16 datagrams a call), into buffers of 4096 bytes (a longer
+// datagram is cut, and then malformed). For each datagram of the batch:
 //
 //   - shorter than a header: dropped;
 //   - a handler that implements WireAnswerer answers it from its wire
 //     form, on the reading goroutine: the cluster handler's cached zone
 //     replies, forwarded cache hits and zone NXDOMAINs, and the node-local
 //     stage's cache hits. Its reply is counted and joins the batch's other
-//     replies, sent in one call (sendmmsg) once the batch is done. The
-//     listener allocates nothing for such a datagram
-//     (BenchmarkServeUDPWire: 0 allocs/op); the handlers' answers allocate
+//     replies, sent in one call once the batch is done. The listener
+//     allocates nothing for such a datagram (BenchmarkServeUDPWire:
+//     0 allocs/op); the handlers' answers allocate
 //     nothing for cache hits of the answer cache, one for a zone reply
 //     (its key) and four for a zone miss with namespace metrics;
 //   - every other datagram is copied and served on a goroutine of its own,
@@ -44,17 +44,12 @@
 //     it does not unpack), then the handler's ServeDNS. The replies are
 //     miekg/dns's byte for byte (TestUDPBatch).
 //
-// On a wildcard address (0.0.0.0, [::]) every datagram is read with its
-// destination address and the reply leaves from it, as miekg/dns does.
-// Without ReusePort the TCP socket is bound first and without
-// SO_REUSEPORT, so a second instance fails there before it binds a UDP
-// socket; the UDP sockets still carry SO_REUSEPORT when there are several,
+// On a wildcard address (0.0.0.0, [::]) a reply leaves from the address
+// its query was sent to, as miekg/dns's does. Without ReusePort the TCP
+// socket is bound first and without SO_REUSEPORT, so a second instance
+// fails there before it binds a UDP socket; the UDP sockets still carry SO_REUSEPORT when there are several,
 // so another program of the same user that sets it could share them
 // (udpSockets 1 binds one socket without it).
-// recvmmsg and sendmmsg are called on the socket directly: x/net's
-// ReadBatch allocates the client's address for every datagram. Where
-// batching is unavailable (a kernel or sandbox without recvmmsg, another
-// OS) each socket reads and writes one datagram at a time, the same way.
 //
 // SetHandler swaps the handler without dropping a query (serve's config
 // reload). A panic in the handler answers SERVFAIL; the panic is counted

@@ -9,6 +9,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // guard is the dns.Handler every listener of a Server calls. It reads the
@@ -68,7 +70,7 @@ type countingWriter struct {
 var countingWriters = sync.Pool{New: func() any { return new(countingWriter) }}
 
 func (w *countingWriter) Write(b []byte) (int, error) {
-	w.count(replyRcode(b), len(b))
+	w.count(dnsmsg.Rcode(b), len(b))
 	return w.ResponseWriter.Write(b)
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 const (
@@ -389,107 +391,14 @@ func (m *requestMetrics) response(q query, rcode, size int) {
 // read at start (now).
 func (m *requestMetrics) wire(q, reply []byte, family int, start time.Duration) {
 	qr := query{zone: len(m.zones) - 1, typ: otherType, family: family, start: start}
-	end, ok := questionEnd(q)
+	end, ok := dnsmsg.QuestionEnd(q)
 	if ok {
 		qr.zone = m.zoneOfWire(q, 12, end)
 		qr.typ = typeSlot(binary.BigEndian.Uint16(q[end:]))
 	}
 	m.request(qr, len(q))
-	if ok && wireDO(q, end) {
+	if ok && dnsmsg.QueryDO(q, end) {
 		m.by[qr.zone].do.Add(1)
 	}
-	m.response(qr, replyRcode(reply), len(reply))
-}
-
-// wireDO reports the DO bit of the packed query q whose question name
-// ends at end: a plain query (one question, no answer or authority
-// records) whose first additional record is an OPT for the root.
-func wireDO(q []byte, end int) bool {
-	off := end + 4 // type and class
-	if binary.BigEndian.Uint16(q[6:]) != 0 || binary.BigEndian.Uint16(q[8:]) != 0 || binary.BigEndian.Uint16(q[10:]) == 0 ||
-		len(q) < off+11 || q[off] != 0 || binary.BigEndian.Uint16(q[off+1:]) != dns.TypeOPT {
-		return false
-	}
-	// OPT's TTL: extended rcode, version, then the flags, DO first.
-	return q[off+7]&0x80 != 0
-}
-
-// questionEnd is the offset past the name of the first question of the
-// packed query q, if it is uncompressed and followed by its type and class.
-func questionEnd(q []byte) (int, bool) {
-	if len(q) < 12 || binary.BigEndian.Uint16(q[4:]) == 0 {
-		return 0, false
-	}
-	off := 12
-	for off < len(q) {
-		l := int(q[off])
-		if l == 0 {
-			if off+5 > len(q) {
-				return 0, false
-			}
-			return off + 1, true
-		}
-		if l >= 64 {
-			return 0, false
-		}
-		off += l + 1
-	}
-	return 0, false
-}
-
-// replyRcode is the rcode of the packed reply b: the header's four bits,
-// with the extended bits of its OPT record, if any (BADVERS); -1 for a
-// message shorter than a header.
-func replyRcode(b []byte) int {
-	if len(b) < 12 {
-		return -1
-	}
-	rc := int(b[3] & 0x0f)
-	if binary.BigEndian.Uint16(b[10:]) == 0 {
-		return rc
-	}
-	if ext, ok := optExtRcode(b); ok {
-		rc |= int(ext) << 4
-	}
-	return rc
-}
-
-// optExtRcode finds the OPT record of the packed message b and returns the
-// upper eight bits of its extended rcode.
-func optExtRcode(b []byte) (uint8, bool) {
-	off := 12
-	skipName := func() bool {
-		for off < len(b) {
-			l := int(b[off])
-			switch {
-			case l == 0:
-				off++
-				return true
-			case l&0xc0 == 0xc0: // a pointer ends the name
-				off += 2
-				return off <= len(b)
-			case l >= 64:
-				return false
-			}
-			off += l + 1
-		}
-		return false
-	}
-	for range binary.BigEndian.Uint16(b[4:]) {
-		if !skipName() || off+4 > len(b) {
-			return 0, false
-		}
-		off += 4
-	}
-	rrs := int(binary.BigEndian.Uint16(b[6:])) + int(binary.BigEndian.Uint16(b[8:])) + int(binary.BigEndian.Uint16(b[10:]))
-	for range rrs {
-		if !skipName() || off+10 > len(b) {
-			return 0, false
-		}
-		if binary.BigEndian.Uint16(b[off:]) == dns.TypeOPT {
-			return b[off+4], true
-		}
-		off += 10 + int(binary.BigEndian.Uint16(b[off+8:]))
-	}
-	return 0, false
+	m.response(qr, dnsmsg.Rcode(reply), len(reply))
 }

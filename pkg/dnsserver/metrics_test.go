@@ -7,48 +7,9 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-)
 
-func TestReplyRcode(t *testing.T) {
-	reply := func(rcode int, edns bool, answers int) []byte {
-		m := new(dns.Msg)
-		m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
-		m.Response = true
-		m.Compress = true
-		for range answers {
-			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: "web.prod.svc.cluster.local.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.IPv4(10, 0, 0, 1)})
-		}
-		if edns {
-			m.SetEdns0(1232, false)
-		}
-		m.Rcode = rcode
-		b, err := m.Pack()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	cases := []struct {
-		name string
-		b    []byte
-		want int
-	}{
-		{"NOERROR", reply(dns.RcodeSuccess, false, 1), dns.RcodeSuccess},
-		{"NOERROR with OPT and compressed answers", reply(dns.RcodeSuccess, true, 3), dns.RcodeSuccess},
-		{"NXDOMAIN with OPT", reply(dns.RcodeNameError, true, 0), dns.RcodeNameError},
-		{"BADVERS: extended bits in the OPT", reply(dns.RcodeBadVers, true, 0), dns.RcodeBadVers},
-		{"BADCOOKIE: low and extended bits", reply(dns.RcodeBadCookie, true, 1), dns.RcodeBadCookie},
-		{"short", []byte{1, 2, 3}, -1},
-		{"truncated after the header", reply(dns.RcodeSuccess, true, 1)[:20], dns.RcodeSuccess},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := replyRcode(tc.b); got != tc.want {
-				t.Errorf("replyRcode = %d, want %d", got, tc.want)
-			}
-		})
-	}
-}
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+)
 
 func TestZoneOf(t *testing.T) {
 	m := newRequestMetrics([]string{"cluster.local", "in-addr.arpa.", "Example.COM.", "corp.cluster.local.", ".", "cluster.local."}, nil)
@@ -87,37 +48,12 @@ func TestZoneOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			end, ok := questionEnd(q)
+			end, ok := dnsmsg.QuestionEnd(q)
 			if !ok {
-				t.Fatalf("questionEnd(%q) failed", tc.name)
+				t.Fatalf("QuestionEnd(%q) failed", tc.name)
 			}
 			if got := m.zones[m.zoneOfWire(q, 12, end)]; got != tc.want {
 				t.Errorf("zoneOfWire = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestQuestionEnd(t *testing.T) {
-	q, _ := new(dns.Msg).SetQuestion("a.example.", dns.TypeAAAA).Pack()
-	cases := []struct {
-		name string
-		b    []byte
-		end  int
-		ok   bool
-	}{
-		{"query", q, 12 + 11, true},
-		{"no type and class", q[:len(q)-1], 0, false},
-		{"cut name", q[:15], 0, false},
-		{"no question", append(append([]byte(nil), q[:4]...), make([]byte, 8)...), 0, false},
-		{"pointer", append(append([]byte(nil), q[:12]...), 0xc0, 12, 0, 1, 0, 1), 0, false},
-		{"header only", q[:12], 0, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			end, ok := questionEnd(tc.b)
-			if end != tc.end || ok != tc.ok {
-				t.Errorf("questionEnd = %d %v, want %d %v", end, ok, tc.end, tc.ok)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // LogQueries returns h with one log line per answered query (serve
@@ -46,7 +48,7 @@ func (w *recordingWriter) WriteMsg(m *dns.Msg) error {
 }
 
 func (w *recordingWriter) Write(b []byte) (int, error) {
-	w.rcode = replyRcode(b)
+	w.rcode = dnsmsg.Rcode(b)
 	w.size = len(b)
 	return w.ResponseWriter.Write(b)
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,7 +215,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	for _, a := range s.Listen {
-		pcs, ln, err := bindAddr(ctx, a, nsock, s.ReusePort)
+		pcs, ln, err := reuseport.Listen(ctx, a, nsock, s.ReusePort)
 		if err != nil {
 			return fail(fmt.Errorf("listen %q: %w", a, err))
 		}
@@ -323,76 +322,6 @@ func (s *Server) Run(ctx context.Context) error {
 		s.Logger.Warn("dns shutdown", "err", err)
 	}
 	return err
-}
-
-// bindAddr binds n UDP sockets and one TCP socket on addr. TCP is bound
-// first, with SO_REUSEPORT when reuse is set; then the UDP sockets, with
-// SO_REUSEPORT when reuse is set or n is over one. With port 0 it retries
-// until both transports get the same free port.
-func bindAddr(ctx context.Context, addr string, n int, reuse bool) ([]*net.UDPConn, net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	var tcp, udp net.ListenConfig
-	if reuse {
-		tcp.Control = reuseport.Control
-	}
-	if reuse || n > 1 {
-		udp.Control = reuseport.Control
-	}
-	var lastErr error
-	for range 20 {
-		a := addr
-		if port == "0" && udp.Control != nil {
-			// Linux may give a SO_REUSEPORT bind to UDP port 0 a port that
-			// another SO_REUSEPORT socket of the same user holds, and the two
-			// would then share its datagrams: take the port that plain binds
-			// get for both transports, release it and bind that one.
-			pcs, ln, err := bindAddr(ctx, addr, 1, false)
-			if err != nil {
-				return nil, nil, err
-			}
-			a = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-			pcs[0].Close()
-			ln.Close()
-		}
-		ln, err := tcp.Listen(ctx, "tcp", a)
-		if err != nil {
-			if a != addr { // the probed port was taken meanwhile
-				lastErr = err
-				continue
-			}
-			return nil, nil, err
-		}
-		a = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-		pcs, err := listenUDP(ctx, &udp, a, n)
-		if err == nil {
-			return pcs, ln, nil
-		}
-		ln.Close()
-		lastErr = err
-		if port != "0" {
-			break
-		}
-	}
-	return nil, nil, lastErr
-}
-
-// listenUDP binds n UDP sockets on addr, or none.
-func listenUDP(ctx context.Context, lc *net.ListenConfig, addr string, n int) ([]*net.UDPConn, error) {
-	pcs := make([]*net.UDPConn, 0, n)
-	for range n {
-		pc, err := lc.ListenPacket(ctx, "udp", addr)
-		if err != nil {
-			for _, pc := range pcs {
-				pc.Close()
-			}
-			return nil, err
-		}
-		pcs = append(pcs, pc.(*net.UDPConn))
-	}
-	return pcs, nil
 }
 
 // tcpListener hands out connections whose writes time out, at most

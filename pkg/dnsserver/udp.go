@@ -11,54 +11,23 @@ import (
 	"sync/atomic"
 
 	"github.com/miekg/dns"
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
-)
 
-// udpBatch is the most datagrams one read takes from a socket (recvmmsg),
-// and so the most replies one write sends (sendmmsg). A socket holds
-// udpBatch read buffers of readBuffer bytes (64 KiB).
-const udpBatch = 16
+	"github.com/dnsconfigurer/dnsconfigurer/internal/udpbatch"
+)
 
 // headerSize is a DNS header's; a shorter datagram is dropped unanswered,
 // as miekg/dns drops it.
 const headerSize = 12
-
-// udpMsg is one datagram of a batch and, when it was answered from its
-// wire form, its reply.
-type udpMsg struct {
-	buf   []byte         // the datagram as read, cut at readBuffer bytes
-	arena []byte         // buf's backing array, readBuffer bytes
-	peer  netip.AddrPort // the client
-	dst   netip.Addr     // the query's destination address, when the socket reports it (a wildcard bind): the reply's source
-	out   []byte         // the reply (reply set), reused for the next datagram
-	reply bool
-	raw   rawMsg // the batch path's own state (udp_linux.go)
-}
-
-// packetIO reads and writes one socket's datagrams: a batch at a time
-// (recvmmsg and sendmmsg on Linux), or one at a time.
-type packetIO interface {
-	// read fills ms[:n] with what it read, at least one datagram; it
-	// blocks until one arrives or the socket's read deadline passes.
-	read(ms []udpMsg) (n int, err error)
-	// write sends the reply of every message of ms that has one, and
-	// returns the last error (each datagram is tried).
-	write(ms []udpMsg) error
-}
 
 // udpSocket is one of the UDP sockets of a listen address and the
 // goroutine that reads it: it answers from the wire form what the handler
 // answers so, writes those replies as a batch, and starts a goroutine for
 // every other datagram, which miekg/dns unpacks and the handler serves.
 type udpSocket struct {
-	conn   *net.UDPConn
-	io     packetIO
-	ms     []udpMsg
-	g      *guard
-	lh     listenHandler
-	pktinf bool // the socket reports each datagram's destination (a wildcard bind)
-	set    *udpSet
+	conn *udpbatch.Conn
+	g    *guard
+	lh   listenHandler
+	set  *udpSet
 	// Tests: the datagrams of a header or more read (how the kernel spread
 	// them), and the reads that returned any.
 	read, batches atomic.Uint64
@@ -74,49 +43,24 @@ type udpSet struct {
 	stopping *atomic.Bool
 }
 
-// newUDPSocket prepares conn to be served: its messages' buffers, its
-// batch path (or one datagram at a time with perDatagram, or where
-// batching is unavailable), and the destination address of every datagram
-// when conn is bound to a wildcard address (as miekg/dns does, so that a
-// reply leaves from the address the query was sent to).
+// newUDPSocket prepares conn to be served (one datagram at a time with
+// perDatagram).
 func newUDPSocket(conn *net.UDPConn, g *guard, lh listenHandler, set *udpSet, perDatagram bool) (*udpSocket, error) {
-	u := &udpSocket{conn: conn, g: g, lh: lh, set: set}
-	if la, ok := conn.LocalAddr().(*net.UDPAddr); ok && la.IP.IsUnspecified() && oobSize > 0 {
-		err6 := ipv6.NewPacketConn(conn).SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface, true)
-		err4 := ipv4.NewPacketConn(conn).SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true)
-		if err6 != nil && err4 != nil {
-			return nil, err4
-		}
-		u.pktinf = true
+	bc, err := udpbatch.New(conn, readBuffer, perDatagram)
+	if err != nil {
+		return nil, err
 	}
-	n := udpBatch
-	if !perDatagram {
-		u.io = newBatchIO(conn, u.pktinf)
-	}
-	if u.io == nil {
-		u.io, n = &datagramIO{conn: conn, pktinf: u.pktinf}, 1
-	}
-	arena := make([]byte, n*readBuffer)
-	u.ms = make([]udpMsg, n)
-	for i := range u.ms {
-		u.ms[i].arena = arena[i*readBuffer : (i+1)*readBuffer : (i+1)*readBuffer]
-	}
-	return u, nil
+	return &udpSocket{conn: bc, g: g, lh: lh, set: set}, nil
 }
 
 // serve reads the socket until it is closed or the server stops.
 func (u *udpSocket) serve(stopping *atomic.Bool) {
 	defer u.set.loops.Done()
 	for {
-		n, err := u.io.read(u.ms)
+		ms, err := u.conn.Read()
 		if err != nil {
 			if stopping.Load() || errors.Is(err, net.ErrClosed) {
 				return
-			}
-			if batchUnavailable(err) {
-				// A kernel or sandbox without recvmmsg: one datagram at a time.
-				u.io, u.ms = &datagramIO{conn: u.conn, pktinf: u.pktinf}, u.ms[:1]
-				continue
 			}
 			var t interface{ Temporary() bool }
 			if errors.As(err, &t) && t.Temporary() {
@@ -125,14 +69,14 @@ func (u *udpSocket) serve(stopping *atomic.Bool) {
 			u.set.log.Error("dns server stopped", "err", err)
 			return
 		}
-		u.handle(u.ms[:n])
+		u.handle(ms)
 	}
 }
 
 // handle serves one batch: the wire answers first, as they are found,
 // then the handler's other datagrams are handed to goroutines, then the
 // wire replies leave together.
-func (u *udpSocket) handle(ms []udpMsg) {
+func (u *udpSocket) handle(ms []udpbatch.Msg) {
 	h := *u.g.handler.Load() // the handler current once the batch is read (SetHandler)
 	wa, wire := h.(WireAnswerer)
 	var start = u.g.req.now()
@@ -140,14 +84,14 @@ func (u *udpSocket) handle(ms []udpMsg) {
 	var replies uint64
 	for i := range ms {
 		m := &ms[i]
-		m.reply = false
-		if len(m.buf) < headerSize {
+		m.Reply = false
+		if len(m.Buf) < headerSize {
 			continue
 		}
 		if wire && u.answer(wa, m) {
 			// Counted before the reply leaves, as ServeDNS's.
-			u.g.req.wire(m.buf, m.out, addrFamily(m.peer.Addr()), start)
-			m.reply = true
+			u.g.req.wire(m.Buf, m.Out, addrFamily(m.Peer.Addr()), start)
+			m.Reply = true
 			replies++
 			continue
 		}
@@ -160,7 +104,7 @@ func (u *udpSocket) handle(ms []udpMsg) {
 		return
 	}
 	u.lh.c.queries.Add(replies)
-	if err := u.io.write(ms); err != nil {
+	if err := u.conn.Write(ms); err != nil {
 		u.set.log.Debug("write reply", "err", err)
 	}
 	for i := range ms {
@@ -170,13 +114,13 @@ func (u *udpSocket) handle(ms []udpMsg) {
 
 // serveDNS serves m's datagram on a goroutine of its own, as miekg/dns
 // does: the datagram is copied, since its buffer is read into again.
-func (u *udpSocket) serveDNS(m *udpMsg) {
-	q := append(make([]byte, 0, len(m.buf)), m.buf...)
-	peer := net.UDPAddrFromAddrPort(m.peer)
-	if z := m.raw.zone(); z != "" && peer.Zone == "" {
+func (u *udpSocket) serveDNS(m *udpbatch.Msg) {
+	q := append(make([]byte, 0, len(m.Buf)), m.Buf...)
+	peer := net.UDPAddrFromAddrPort(m.Peer)
+	if z := m.Zone(); z != "" && peer.Zone == "" {
 		peer.Zone = z
 	}
-	w := &udpResponse{u: u, peer: peer, dst: m.dst}
+	w := &udpResponse{u: u, peer: peer, dst: m.Dst}
 	u.set.inflight.Add(1)
 	go func() {
 		defer u.set.inflight.Done()
@@ -267,7 +211,7 @@ type udpResponse struct {
 
 var _ dns.ResponseWriter = (*udpResponse)(nil)
 
-func (w *udpResponse) LocalAddr() net.Addr  { return w.u.conn.LocalAddr() }
+func (w *udpResponse) LocalAddr() net.Addr  { return w.u.conn.UDPConn().LocalAddr() }
 func (w *udpResponse) RemoteAddr() net.Addr { return w.peer }
 
 func (w *udpResponse) WriteMsg(m *dns.Msg) error {
@@ -286,13 +230,7 @@ func (w *udpResponse) Write(b []byte) (int, error) {
 	if w.closed {
 		return 0, errors.New("dns: Write called after Close")
 	}
-	var oob []byte
-	if w.u.pktinf && w.dst.IsValid() {
-		var buf [oobSize]byte
-		oob = buf[:putPktinfo(buf[:], w.dst)]
-	}
-	n, _, err := w.u.conn.WriteMsgUDP(b, oob, w.peer)
-	return n, err
+	return w.u.conn.WriteTo(b, w.peer, w.dst)
 }
 
 // Close marks the writer closed; the socket is the listener's and stays
@@ -309,51 +247,6 @@ func (w *udpResponse) TsigStatus() error   { return nil }
 func (w *udpResponse) TsigTimersOnly(bool) {}
 func (w *udpResponse) Hijack()             {}
 
-// datagramIO reads and writes one datagram at a time: where batching is
-// unavailable.
-type datagramIO struct {
-	conn   *net.UDPConn
-	pktinf bool
-	oob    [oobSize]byte
-	woob   [oobSize]byte
-}
-
-func (d *datagramIO) read(ms []udpMsg) (int, error) {
-	m := &ms[0]
-	var oob []byte
-	if d.pktinf {
-		oob = d.oob[:]
-	}
-	n, oobn, _, peer, err := d.conn.ReadMsgUDPAddrPort(m.arena, oob)
-	if err != nil {
-		return 0, err
-	}
-	m.buf, m.peer, m.dst = m.arena[:n], peer, netip.Addr{}
-	m.raw = rawMsg{}
-	if oobn > 0 {
-		m.dst = parsePktinfo(d.oob[:oobn])
-	}
-	return 1, nil
-}
-
-func (d *datagramIO) write(ms []udpMsg) error {
-	var last error
-	for i := range ms {
-		m := &ms[i]
-		if !m.reply || len(m.out) == 0 {
-			continue
-		}
-		var oob []byte
-		if d.pktinf && m.dst.IsValid() {
-			oob = d.woob[:putPktinfo(d.woob[:], m.dst)]
-		}
-		if _, _, err := d.conn.WriteMsgUDPAddrPort(m.out, oob, m.peer); err != nil {
-			last = err
-		}
-	}
-	return last
-}
-
 // start serves every socket of the set.
 func (set *udpSet) start() {
 	for _, u := range set.socks {
@@ -367,7 +260,7 @@ func (set *udpSet) start() {
 // caller has set stopping.
 func (set *udpSet) shutdown(ctx context.Context) error {
 	for _, u := range set.socks {
-		_ = u.conn.SetReadDeadline(aLongTimeAgo)
+		_ = u.conn.UDPConn().SetReadDeadline(aLongTimeAgo)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -382,7 +275,7 @@ func (set *udpSet) shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	for _, u := range set.socks {
-		u.conn.Close()
+		u.conn.UDPConn().Close()
 	}
 	return err
 }
@@ -390,6 +283,6 @@ func (set *udpSet) shutdown(ctx context.Context) error {
 // close releases sockets bound by a Start that failed.
 func (set *udpSet) close() {
 	for _, u := range set.socks {
-		u.conn.Close()
+		u.conn.UDPConn().Close()
 	}
 }

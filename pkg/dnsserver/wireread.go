@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/udpbatch"
 )
 
 // WireAnswerer is implemented by a Handler that can answer some UDP queries
@@ -32,23 +34,23 @@ var aLongTimeAgo = time.Unix(1, 0)
 // panic is counted and logged as the handler's
 // (dnsconfigurer_dnsserver_panics_total) and the query is then served as
 // usual.
-func (u *udpSocket) answer(wa WireAnswerer, m *udpMsg) (ok bool) {
+func (u *udpSocket) answer(wa WireAnswerer, m *udpbatch.Msg) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			u.g.panicked(v, "query left to ServeDNS")
 			ok = false
 		}
 	}()
-	out, ok := wa.AnswerWire(m.out[:0], m.buf)
+	out, ok := wa.AnswerWire(m.Out[:0], m.Buf)
 	if ok {
-		m.out = out
+		m.Out = out
 	}
 	return ok
 }
 
 // keepReply drops a reply buffer too large to keep for the next datagram.
-func keepReply(m *udpMsg) {
-	if cap(m.out) > dns.MaxMsgSize {
-		m.out = nil
+func keepReply(m *udpbatch.Msg) {
+	if cap(m.Out) > dns.MaxMsgSize {
+		m.Out = nil
 	}
 }

@@ -1,4 +1,4 @@
-package dnsserver
+package udpbatch
 
 import (
 	"encoding/binary"
@@ -12,12 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// The batch path calls recvmmsg and sendmmsg on the socket itself rather
-// than through golang.org/x/net's ReadBatch and WriteBatch: those allocate
-// the client's address (a net.UDPAddr and its IP) for every datagram read,
-// and this path allocates nothing per datagram. Everything a batch needs
-// (headers, iovecs, addresses, control messages) is made once per socket.
 
 // mmsghdr is struct mmsghdr: a msghdr and the length the call set (Go
 // pads it as C does).
@@ -54,20 +48,22 @@ func (r *rawMsg) zone() string {
 	return strconv.Itoa(int(id))
 }
 
-// batchIO reads and writes a socket's datagrams udpBatch at a time.
+// batchIO reads and writes a socket's datagrams Batch at a time.
 type batchIO struct {
 	rc     syscall.RawConn
 	pktinf bool
-	rh, wh [udpBatch]mmsghdr
-	riov   [udpBatch]unix.Iovec
-	wiov   [udpBatch]unix.Iovec
+	rh, wh [Batch]mmsghdr
+	riov   [Batch]unix.Iovec
+	wiov   [Batch]unix.Iovec
 
-	// The state of the call in progress, for the functions RawConn runs
-	// (made once: a method value allocates).
-	n, want     int
-	wcur        []mmsghdr // the replies not sent yet
-	errno       syscall.Errno
-	recvF, sndF func(fd uintptr) bool
+	// The call in progress, for the function RawConn runs (made once: a
+	// method value allocates): recvmmsg or sendmmsg over cur, and what it
+	// returned.
+	trap  uintptr
+	cur   []mmsghdr
+	n     int
+	errno syscall.Errno
+	callF func(fd uintptr) bool
 }
 
 // newBatchIO is the batch path of conn, or nil where it has none.
@@ -77,40 +73,27 @@ func newBatchIO(conn *net.UDPConn, pktinf bool) packetIO {
 		return nil
 	}
 	b := &batchIO{rc: rc, pktinf: pktinf}
-	b.recvF, b.sndF = b.recvmmsg, b.sendmmsg
+	b.callF = b.call
 	return b
 }
 
-func (b *batchIO) recvmmsg(fd uintptr) bool {
+// call makes the call set in b on fd; false to wait until fd is ready.
+func (b *batchIO) call(fd uintptr) bool {
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rh[0])), uintptr(b.want), 0, 0, 0)
+		n, _, e := unix.Syscall6(b.trap, fd, uintptr(unsafe.Pointer(&b.cur[0])), uintptr(len(b.cur)), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false // wait until readable
+			return false
 		}
 		b.n, b.errno = int(n), e
 		return true
 	}
 }
 
-func (b *batchIO) sendmmsg(fd uintptr) bool {
-	for {
-		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.wcur[0])), uintptr(len(b.wcur)), 0, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false // wait until writable
-		}
-		b.n, b.errno = int(n), e
-		return true
-	}
-}
-
-func (b *batchIO) read(ms []udpMsg) (int, error) {
-	want := min(len(ms), udpBatch)
+func (b *batchIO) read(ms []Msg) (int, error) {
+	want := min(len(ms), Batch)
 	for i := range want {
 		m, h := &ms[i], &b.rh[i]
 		b.riov[i].Base = &m.arena[0]
@@ -123,8 +106,10 @@ func (b *batchIO) read(ms []udpMsg) (int, error) {
 		}
 		h.len = 0
 	}
-	b.want, b.n, b.errno = want, 0, 0
-	if err := b.rc.Read(b.recvF); err != nil {
+	b.trap, b.cur, b.n, b.errno = unix.SYS_RECVMMSG, b.rh[:want], 0, 0
+	err := b.rc.Read(b.callF)
+	b.cur = nil
+	if err != nil {
 		return 0, err
 	}
 	if b.errno != 0 {
@@ -133,41 +118,42 @@ func (b *batchIO) read(ms []udpMsg) (int, error) {
 	n := b.n
 	for i := range n {
 		m, h := &ms[i], &b.rh[i]
-		m.buf = m.arena[:h.len]
+		m.Buf = m.arena[:h.len]
 		m.raw.namelen = h.hdr.Namelen
-		m.peer = sockaddrPort(m.raw.name[:], h.hdr.Namelen)
-		m.dst = netip.Addr{}
+		m.Peer = sockaddrPort(m.raw.name[:], h.hdr.Namelen)
+		m.Dst = netip.Addr{}
 		if b.pktinf && h.hdr.Controllen > 0 {
-			m.dst = parsePktinfo(m.raw.oob[:h.hdr.Controllen])
+			m.Dst = parsePktinfo(m.raw.oob[:h.hdr.Controllen])
 		}
 	}
 	return n, nil
 }
 
-func (b *batchIO) write(ms []udpMsg) error {
+func (b *batchIO) write(ms []Msg) error {
 	k := 0
 	for i := range ms {
 		m := &ms[i]
-		if !m.reply || len(m.out) == 0 {
+		if !m.Reply || len(m.Out) == 0 {
 			continue
 		}
 		h := &b.wh[k]
-		b.wiov[k].Base = &m.out[0]
-		b.wiov[k].SetLen(len(m.out))
+		b.wiov[k].Base = &m.Out[0]
+		b.wiov[k].SetLen(len(m.Out))
 		h.hdr = unix.Msghdr{Name: &m.raw.name[0], Namelen: m.raw.namelen, Iov: &b.wiov[k]}
 		h.hdr.SetIovlen(1)
-		if b.pktinf && m.dst.IsValid() {
+		if b.pktinf && m.Dst.IsValid() {
 			h.hdr.Control = &m.raw.woob[0]
-			h.hdr.SetControllen(putPktinfo(m.raw.woob[:], m.dst))
+			h.hdr.SetControllen(putPktinfo(m.raw.woob[:], m.Dst))
 		}
 		h.len = 0
 		k++
 	}
 	var last error
-	for b.wcur = b.wh[:k]; len(b.wcur) > 0; b.wcur = b.wcur[b.n:] {
+	b.trap = unix.SYS_SENDMMSG
+	for b.cur = b.wh[:k]; len(b.cur) > 0; b.cur = b.cur[b.n:] {
 		b.n, b.errno = 0, 0
-		if err := b.rc.Write(b.sndF); err != nil {
-			b.wcur = nil
+		if err := b.rc.Write(b.callF); err != nil {
+			b.cur = nil
 			return err // the socket is closed
 		}
 		if b.errno != 0 {

@@ -1,14 +1,14 @@
 //go:build !linux
 
-package dnsserver
+package udpbatch
 
 import (
 	"net"
 	"net/netip"
 )
 
-// Without Linux's recvmmsg and sendmmsg the sockets are read one datagram
-// at a time, and a reply leaves from the address the kernel picks (the
+// Without Linux's recvmmsg and sendmmsg a Conn reads one datagram at a
+// time, and a reply leaves from the address the kernel picks (the
 // destination of a query to a wildcard address is not read).
 
 type rawMsg struct{}
