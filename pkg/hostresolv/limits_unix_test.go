@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
@@ -99,9 +100,7 @@ func TestWatchOversizedFile(t *testing.T) {
 func TestWatchFIFO(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
+	testkit.FIFO(t, path)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var (

@@ -1,7 +1,6 @@
 package hosts
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -9,51 +8,19 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
-// logBuffer is a log destination safe for concurrent writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// count is the number of log lines that contain s.
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
-
-// writeAtomic replaces path with content by a rename, as kubelet updates a
-// mounted ConfigMap: a reader sees the old file or the new one.
-func writeAtomic(t *testing.T, path, content string) {
+func newTestSource(t *testing.T, path string, cfg Config, opts ...Option) (*Source, *testkit.Buffer) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func newTestSource(t *testing.T, path string, cfg Config, opts ...Option) (*Source, *logBuffer) {
-	t.Helper()
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	opts = append([]Option{WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}, opts...)
 	s, err := NewSource(context.Background(), path, cfg, opts...)
 	if err != nil {
@@ -62,38 +29,14 @@ func newTestSource(t *testing.T, path string, cfg Config, opts ...Option) (*Sour
 	return s, logs
 }
 
-// metrics gathers the Source's metrics as "name{label=value}" → value.
-func metrics(t *testing.T, s *Source) map[string]float64 {
+// metrics gathers the Source's metrics as testkit.Key → value.
+func metrics(t *testing.T, s *Source) testkit.Metrics {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(s); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			key := mf.GetName()
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			sort.Strings(labels)
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.GetCounter() != nil:
-				out[key] = m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				out[key] = m.GetGauge().GetValue()
-			}
-		}
-	}
-	return out
+	return testkit.Gather(t, reg)
 }
 
 func wantMetrics(t *testing.T, s *Source, want map[string]float64) {
@@ -117,7 +60,7 @@ func a(t *testing.T, s *Source, name string) []string {
 func TestSourceReloads(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "NodeHosts")
-	writeAtomic(t, path, "10.0.0.1 node-1\n")
+	testkit.WriteAtomic(t, path, "10.0.0.1 node-1\n")
 	s, logs := newTestSource(t, path, Config{})
 
 	steps := []struct {
@@ -136,13 +79,13 @@ func TestSourceReloads(t *testing.T) {
 		},
 		{
 			name:   "a new file renamed over it",
-			change: func(t *testing.T) { writeAtomic(t, path, "10.0.0.2 node-1\n10.0.0.3 node-2\nbad line\n") },
+			change: func(t *testing.T) { testkit.WriteAtomic(t, path, "10.0.0.2 node-1\n10.0.0.3 node-2\nbad line\n") },
 			node1:  []string{"10.0.0.2"}, gen: 2,
 			metrics: map[string]float64{"dnsconfigurer_hosts_entries": 2, "dnsconfigurer_hosts_reloads_total": 2, "dnsconfigurer_hosts_warnings": 1},
 		},
 		{
 			name:   "the same content again keeps the table",
-			change: func(t *testing.T) { writeAtomic(t, path, "10.0.0.2 node-1\n10.0.0.3 node-2\nbad line\n") },
+			change: func(t *testing.T) { testkit.WriteAtomic(t, path, "10.0.0.2 node-1\n10.0.0.3 node-2\nbad line\n") },
 			node1:  []string{"10.0.0.2"}, gen: 2,
 			metrics: map[string]float64{"dnsconfigurer_hosts_reloads_total": 2},
 		},
@@ -150,14 +93,14 @@ func TestSourceReloads(t *testing.T) {
 			name:   "removed: the last good table stays",
 			change: func(t *testing.T) { os.Remove(path) },
 			node1:  []string{"10.0.0.2"}, gen: 2, err: fs.ErrNotExist,
-			metrics: map[string]float64{"dnsconfigurer_hosts_reload_errors_total{reason=missing}": 1, "dnsconfigurer_hosts_file_healthy": 0,
+			metrics: map[string]float64{testkit.Key("dnsconfigurer_hosts_reload_errors_total", "reason", "missing"): 1, "dnsconfigurer_hosts_file_healthy": 0,
 				"dnsconfigurer_hosts_entries": 2},
 		},
 		{
 			name:   "still missing: counted once",
 			change: func(t *testing.T) {},
 			node1:  []string{"10.0.0.2"}, gen: 2, err: fs.ErrNotExist,
-			metrics: map[string]float64{"dnsconfigurer_hosts_reload_errors_total{reason=missing}": 1},
+			metrics: map[string]float64{testkit.Key("dnsconfigurer_hosts_reload_errors_total", "reason", "missing"): 1},
 		},
 		{
 			name: "a directory in its place",
@@ -167,7 +110,7 @@ func TestSourceReloads(t *testing.T) {
 				}
 			},
 			node1: []string{"10.0.0.2"}, gen: 2, err: ErrNotRegular, errText: "a directory",
-			metrics: map[string]float64{"dnsconfigurer_hosts_reload_errors_total{reason=not_regular}": 1},
+			metrics: map[string]float64{testkit.Key("dnsconfigurer_hosts_reload_errors_total", "reason", "not_regular"): 1},
 		},
 		{
 			name: "over MaxFileSize: refused from its size",
@@ -183,17 +126,19 @@ func TestSourceReloads(t *testing.T) {
 				}
 			},
 			node1: []string{"10.0.0.2"}, gen: 2, err: ErrTooLarge, errText: "(16777217 bytes)",
-			metrics: map[string]float64{"dnsconfigurer_hosts_reload_errors_total{reason=too_large}": 1},
+			metrics: map[string]float64{testkit.Key("dnsconfigurer_hosts_reload_errors_total", "reason", "too_large"): 1},
 		},
 		{
-			name:   "a line over the bound",
-			change: func(t *testing.T) { writeAtomic(t, path, "10.0.0.9 node-1 "+strings.Repeat("x ", MaxLineLength)) },
-			node1:  []string{"10.0.0.2"}, gen: 2, err: ErrLineTooLong, errText: "line 1",
-			metrics: map[string]float64{"dnsconfigurer_hosts_reload_errors_total{reason=line_too_long}": 1},
+			name: "a line over the bound",
+			change: func(t *testing.T) {
+				testkit.WriteAtomic(t, path, "10.0.0.9 node-1 "+strings.Repeat("x ", MaxLineLength))
+			},
+			node1: []string{"10.0.0.2"}, gen: 2, err: ErrLineTooLong, errText: "line 1",
+			metrics: map[string]float64{testkit.Key("dnsconfigurer_hosts_reload_errors_total", "reason", "line_too_long"): 1},
 		},
 		{
 			name:   "good again",
-			change: func(t *testing.T) { writeAtomic(t, path, "10.0.0.4 node-1\n") },
+			change: func(t *testing.T) { testkit.WriteAtomic(t, path, "10.0.0.4 node-1\n") },
 			node1:  []string{"10.0.0.4"}, gen: 3,
 			metrics: map[string]float64{"dnsconfigurer_hosts_entries": 1, "dnsconfigurer_hosts_reloads_total": 3,
 				"dnsconfigurer_hosts_file_healthy": 1, "dnsconfigurer_hosts_warnings": 0},
@@ -226,10 +171,10 @@ func TestSourceReloads(t *testing.T) {
 			wantMetrics(t, s, st.metrics)
 		})
 	}
-	if n := logs.count("the last good entries stay in service"); n != 4 {
-		t.Errorf("%d problems logged, want 4 (one per distinct problem):\n%s", n, logs.b.String())
+	if n := strings.Count(logs.String(), "the last good entries stay in service"); n != 4 {
+		t.Errorf("%d problems logged, want 4 (one per distinct problem):\n%s", n, logs.String())
 	}
-	if n := logs.count("hosts file is good again"); n != 1 {
+	if n := strings.Count(logs.String(), "hosts file is good again"); n != 1 {
 		t.Errorf("recovery logged %d times, want 1", n)
 	}
 	if m := metrics(t, s); m["dnsconfigurer_hosts_last_reload_success_timestamp_seconds"] < float64(time.Now().Add(-time.Hour).Unix()) {
@@ -246,7 +191,7 @@ func TestSourceStamp(t *testing.T) {
 	path := filepath.Join(dir, "hosts")
 	old := time.Now().Add(-time.Hour)
 	put := func(content string) {
-		writeAtomic(t, path, content)
+		testkit.WriteAtomic(t, path, content)
 		if err := os.Chtimes(path, old, old); err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +213,7 @@ func TestSourceStamp(t *testing.T) {
 // served; an emptied file is, once a second read confirms it.
 func TestSourceEmptyFileConfirmed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hosts")
-	writeAtomic(t, path, "10.0.0.1 a\n")
+	testkit.WriteAtomic(t, path, "10.0.0.1 a\n")
 	s, _ := newTestSource(t, path, Config{})
 	if err := os.WriteFile(path, nil, 0o644); err != nil { // truncated in place
 		t.Fatal(err)
@@ -308,10 +253,10 @@ func TestSourceStartsWithoutFile(t *testing.T) {
 	if got := a(t, s, "pinned."); !equal(got, []string{"10.9.9.9"}) {
 		t.Fatalf("overrides not served: %v", got)
 	}
-	if logs.count("level=ERROR") != 1 {
-		t.Errorf("the missing file was not logged as an error:\n%s", logs.b.String())
+	if strings.Count(logs.String(), "level=ERROR") != 1 {
+		t.Errorf("the missing file was not logged as an error:\n%s", logs.String())
 	}
-	writeAtomic(t, path, "10.0.0.1 a\n10.0.0.2 pinned\n")
+	testkit.WriteAtomic(t, path, "10.0.0.1 a\n10.0.0.2 pinned\n")
 	s.check()
 	if got := a(t, s, "a."); !equal(got, []string{"10.0.0.1"}) {
 		t.Errorf("a. A = %v", got)
@@ -323,7 +268,7 @@ func TestSourceStartsWithoutFile(t *testing.T) {
 
 func TestSourceSetConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hosts")
-	writeAtomic(t, path, "10.0.0.1 a\n")
+	testkit.WriteAtomic(t, path, "10.0.0.1 a\n")
 	s, _ := newTestSource(t, path, Config{})
 	os.Remove(path) // SetConfig works from the last good content
 	s.check()
@@ -373,13 +318,11 @@ func waitFor(t *testing.T, s *Source, what string, cond func(Status) bool) {
 
 func TestSourceRun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hosts")
-	writeAtomic(t, path, "10.0.0.1 a\n")
+	testkit.WriteAtomic(t, path, "10.0.0.1 a\n")
 	s, _ := newTestSource(t, path, Config{}, WithInterval(5*time.Millisecond))
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- s.Run(ctx) }()
+	run := testkit.Go(t, "Run", s.Run)
 
-	writeAtomic(t, path, "10.0.0.2 a\n")
+	testkit.WriteAtomic(t, path, "10.0.0.2 a\n")
 	waitFor(t, s, "the new file", func(Status) bool { return equal(a(t, s, "a."), []string{"10.0.0.2"}) })
 	if err := os.WriteFile(path, []byte("10.0.0.3 a\n10.0.0.4 b\n"), 0o644); err != nil { // in place
 		t.Fatal(err)
@@ -390,18 +333,10 @@ func TestSourceRun(t *testing.T) {
 	if got := a(t, s, "b."); !equal(got, []string{"10.0.0.4"}) {
 		t.Errorf("the last good table was not kept: b. A = %v", got)
 	}
-	if err := s.Run(ctx); err == nil {
+	if err := s.Run(context.Background()); err == nil {
 		t.Error("a second Run did not fail")
 	}
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancellation")
-	}
+	run.Stop()
 }
 
 // TestSourceReadOnce: interval 0 reads the file once (hosts.reload: 0s,
@@ -409,35 +344,22 @@ func TestSourceRun(t *testing.T) {
 // control: once it has seen the change, the first still has the old table.
 func TestSourceReadOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hosts")
-	writeAtomic(t, path, "10.0.0.1 a\n")
+	testkit.WriteAtomic(t, path, "10.0.0.1 a\n")
 	once, _ := newTestSource(t, path, Config{}, WithInterval(0))
 	watched, _ := newTestSource(t, path, Config{}, WithInterval(5*time.Millisecond))
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 2)
-	go func() { errc <- once.Run(ctx) }()
-	go func() { errc <- watched.Run(ctx) }()
+	testkit.Go(t, "Run", once.Run)
+	testkit.Go(t, "Run", watched.Run)
 
-	writeAtomic(t, path, "10.0.0.2 a\n")
+	testkit.WriteAtomic(t, path, "10.0.0.2 a\n")
 	waitFor(t, watched, "the new file", func(Status) bool { return equal(a(t, watched, "a."), []string{"10.0.0.2"}) })
 	if got := a(t, once, "a."); !equal(got, []string{"10.0.0.1"}) {
 		t.Errorf("a source with interval 0 reloaded: a. A = %v, want [10.0.0.1]", got)
-	}
-	cancel()
-	for range 2 {
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not return after cancellation")
-		}
 	}
 }
 
 func TestNewSourceErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hosts")
-	writeAtomic(t, path, "10.0.0.1 a\n")
+	testkit.WriteAtomic(t, path, "10.0.0.1 a\n")
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
