@@ -6,11 +6,13 @@
 //     namespace), answering with a handler (Reply, Silent), with Delay,
 //     Count and Queries.
 //   - Gather, Scrape: a registry or a /metrics page as Metrics, one value
-//     per series; GetOK for a /readyz.
+//     per series; Value for one series; GetOK for a /readyz.
 //   - WaitFor, WaitEqual, WaitEvery: poll a condition, fail with its last
 //     error; Holds: nothing happens for a while; Poll: a wait that may end
 //     unmet. No test sleeps to wait.
-//   - Buffer (with WaitMatch for a log line), Clock.
+//   - Go, Start, RunSynced: a run stopped and checked when the test ends.
+//   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO.
+//   - CA: certificates for a TLS server and its clients.
 //   - Node, NodeWithNodeLocal, ClusterDNS...: the node every test uses.
 //
 // Only tests and the test/ helper packages import it; the layering test

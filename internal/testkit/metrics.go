@@ -151,3 +151,14 @@ func GetOK(c *http.Client, url string) error {
 	}
 	return nil
 }
+
+// Value is g's value of the series key (a name, or Key's form); it fails
+// t when g has no such series.
+func Value(t testing.TB, g prometheus.Gatherer, key string) float64 {
+	t.Helper()
+	v, ok := Gather(t, g)[key]
+	if !ok {
+		t.Fatalf("no series %s", key)
+	}
+	return v
+}

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -55,5 +56,24 @@ func (r *Running) Stop() {
 		case <-time.After(StopTimeout):
 			r.t.Fatalf("%s did not return within %v of cancellation", r.what, StopTimeout)
 		}
+	})
+}
+
+// Start is Go for a run that returns nothing, such as an informer's Run.
+func Start(t testing.TB, run func(context.Context)) *Running {
+	t.Helper()
+	return Go(t, "Run", func(ctx context.Context) error { run(ctx); return nil })
+}
+
+// RunSynced starts run, such as an informer's Run, and waits up to 10 s
+// for synced to hold, such as its HasSynced.
+func RunSynced(t testing.TB, run func(context.Context), synced func() bool) {
+	t.Helper()
+	Start(t, run)
+	WaitFor(t, 10*time.Second, func() error {
+		if !synced() {
+			return errors.New("not synced")
+		}
+		return nil
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestGo(t *testing.T) {
@@ -23,5 +25,23 @@ func TestGo(t *testing.T) {
 	failed.Stop()
 	if len(rec.errs) != 1 || rec.errs[0] != "Serve = broke after cancellation, want nil" {
 		t.Errorf("Stop of a run that returned an error: %q", rec.errs)
+	}
+}
+
+func TestValue(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "c_total"})
+	reg.MustRegister(c)
+	c.Add(2)
+	if v := Value(t, reg, "c_total"); v != 2 {
+		t.Errorf("Value = %v, want 2", v)
+	}
+	f := &fatalTB{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		Value(f, reg, "d_total")
+	}()
+	if f.msg != "no series d_total" {
+		t.Errorf("failure %q", f.msg)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -448,31 +449,12 @@ func TestAmplificationSeries(t *testing.T) {
 	ampQuery(t, h, "10.244.0.1", "x.c.svc.cluster.local.", dns.TypeA)
 	amp.observe(&cached)
 	check("c's names are other's", map[string]float64{"a": 3, "b": 0, "other": 275})
-	if got := testCounter(t, reg, "dnsconfigurer_dnsserver_namespace_series_changes_total"); got != 6 {
+	if got := testkit.Value(t, reg, "dnsconfigurer_dnsserver_namespace_series_changes_total"); got != 6 {
 		t.Errorf("series changes %v, want 6 (a, b, c given; b taken; c deleted; b given)", got)
 	}
-	if got := testCounter(t, reg, "dnsconfigurer_dnsserver_namespaces_tracked"); got != 3 {
+	if got := testkit.Value(t, reg, "dnsconfigurer_dnsserver_namespaces_tracked"); got != 3 {
 		t.Errorf("namespaces tracked %v, want 3 (a, b, other)", got)
 	}
-}
-
-func testCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no %s", name)
-	return 0
 }
 
 // TestAmplificationCardinality: 10,000 namespaces of the store, each with
@@ -627,7 +609,7 @@ func TestAmplificationCardinality(t *testing.T) {
 		if busy != topN {
 			t.Errorf("round 2: %d of the new busiest namespaces have series, want %d: %v", busy, topN, s[ampQueriesFamily])
 		}
-		if got := testCounter(t, reg, "dnsconfigurer_dnsserver_namespaces_tracked"); got != namespaces {
+		if got := testkit.Value(t, reg, "dnsconfigurer_dnsserver_namespaces_tracked"); got != namespaces {
 			t.Errorf("namespaces tracked %v, want %d", got, namespaces)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // BenchmarkShim measures each call against the fake runtime directly and
@@ -77,7 +79,7 @@ func BenchmarkShim(b *testing.B) {
 // BenchmarkRewrite is the shim's own work on a RunPodSandbox request
 // (sandbox source, autopath rewrite), without any I/O.
 func BenchmarkRewrite(b *testing.B) {
-	s, err := newServerForTest("/run/bench.sock", WithLogger(testLogger(b)))
+	s, err := newServerForTest("/run/bench.sock", WithLogger(testkit.Logger(b)))
 	if err != nil {
 		b.Fatal(err)
 	}

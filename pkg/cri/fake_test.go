@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -281,7 +280,7 @@ func newEnv(t testing.TB, host HostConfig, opts ...Option) *env {
 	if host == nil {
 		host = hostSnap([]string{"192.0.2.53"}, []string{"corp.example"}, []string{"timeout:2"})
 	}
-	opts = append([]Option{WithLogger(testLogger(t))}, opts...)
+	opts = append([]Option{WithLogger(testkit.Logger(t))}, opts...)
 	e.shim, err = New("unix://"+e.rtPath, eng, host, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -304,21 +303,6 @@ func newEnv(t testing.TB, host HostConfig, opts ...Option) *env {
 	e.images = runtimeapi.NewImageServiceClient(e.conn)
 	e.direct = runtimeapi.NewRuntimeServiceClient(dial(t, e.rtPath))
 	return e
-}
-
-// testLogger logs to the test log with -v, nowhere otherwise.
-func testLogger(t testing.TB) *slog.Logger {
-	if !testing.Verbose() {
-		return slog.New(slog.DiscardHandler)
-	}
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 func dial(t testing.TB, path string) *grpc.ClientConn {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -47,7 +48,7 @@ func FuzzRewrite(f *testing.F) {
 		}
 		orig := proto.Clone(req).(*runtimeapi.RunPodSandboxRequest)
 		fwd, _, err := eng.rewrite(context.Background(), req)
-		if n := counterValue(eng.m.rewriteErrors.WithLabelValues("panic")); n != 0 {
+		if n := testutil.ToFloat64(eng.m.rewriteErrors.WithLabelValues("panic")); n != 0 {
 			t.Fatalf("rewrite panicked on %v", orig)
 		}
 		if err != nil {

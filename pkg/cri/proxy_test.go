@@ -264,10 +264,10 @@ func TestMaxConnsEvictsIdle(t *testing.T) {
 	if _, err := e.runtime.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
 		t.Errorf("the other idle client: %v", err)
 	}
-	if n := metricValue(t, reg, "dnsconfigurer_cri_connections_evicted_total"); n != 1 {
+	if n := testkit.Value(t, reg, "dnsconfigurer_cri_connections_evicted_total"); n != 1 {
 		t.Errorf("connections_evicted_total = %v, want 1", n)
 	}
-	if n := metricValue(t, reg, "dnsconfigurer_cri_connections_refused_total"); n != 0 {
+	if n := testkit.Value(t, reg, "dnsconfigurer_cri_connections_refused_total"); n != 0 {
 		t.Errorf("connections_refused_total = %v, want 0", n)
 	}
 }
@@ -299,10 +299,10 @@ func TestMaxConnsAllBusy(t *testing.T) {
 	if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("connection beyond the limit, every one busy: read %d bytes, %v; want EOF", n, err)
 	}
-	if n := metricValue(t, reg, "dnsconfigurer_cri_connections_refused_total"); n != 1 {
+	if n := testkit.Value(t, reg, "dnsconfigurer_cri_connections_refused_total"); n != 1 {
 		t.Errorf("connections_refused_total = %v, want 1", n)
 	}
-	if n := metricValue(t, reg, "dnsconfigurer_cri_connections_evicted_total"); n != 0 {
+	if n := testkit.Value(t, reg, "dnsconfigurer_cri_connections_evicted_total"); n != 0 {
 		t.Errorf("connections_evicted_total = %v, want 0", n)
 	}
 	for range 2 {
@@ -339,23 +339,4 @@ func rawClient(t *testing.T, path string) (net.Conn, *http2.Framer) {
 		t.Fatalf("raw client: first frame %v, want SETTINGS", f)
 	}
 	return c, fr
-}
-
-// metricValue is the value of an unlabelled counter or gauge in reg.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			m := mf.GetMetric()[0]
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return -1
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -20,9 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -289,13 +289,13 @@ func TestLimits(t *testing.T) {
 			t.Errorf("events = %q", ev)
 		}
 		s := e.shim.m
-		if n := counterValue(s.limits.WithLabelValues("nameservers", "trimmed")); n != 1 {
+		if n := testutil.ToFloat64(s.limits.WithLabelValues("nameservers", "trimmed")); n != 1 {
 			t.Errorf("limit_exceeded_total{nameservers,trimmed} = %v", n)
 		}
-		if n := counterValue(s.sandboxes.WithLabelValues("apiserver", "rewritten")); n != 1 {
+		if n := testutil.ToFloat64(s.sandboxes.WithLabelValues("apiserver", "rewritten")); n != 1 {
 			t.Errorf("sandboxes_total{apiserver,rewritten} = %v", n)
 		}
-		if n := gatherCount(t, reg, "dnsconfigurer_cri_calls_total"); n == 0 {
+		if !testkit.Gather(t, reg).Has("dnsconfigurer_cri_calls_total") {
 			t.Errorf("dnsconfigurer_cri_calls_total: no series")
 		}
 	})
@@ -358,7 +358,7 @@ func TestFailurePolicy(t *testing.T) {
 			} else if e.rt.sandbox(-1) != nil {
 				t.Error("the runtime got a sandbox failed closed")
 			}
-			if n := counterValue(e.shim.m.rewriteErrors.WithLabelValues(tt.reason)); n != 1 {
+			if n := testutil.ToFloat64(e.shim.m.rewriteErrors.WithLabelValues(tt.reason)); n != 1 {
 				t.Errorf("rewrite_errors_total{%s} = %v, want 1", tt.reason, n)
 			}
 		})
@@ -377,28 +377,6 @@ func TestNoDNSConfigForwardedUnchanged(t *testing.T) {
 	if got := e.rt.sandbox(-1); !proto.Equal(got, cfg) {
 		t.Errorf("runtime got %v, want %v", got, cfg)
 	}
-}
-
-func counterValue(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		return -1
-	}
-	return m.GetCounter().GetValue()
-}
-
-func gatherCount(t *testing.T, reg *prometheus.Registry, name string) int {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return len(mf.GetMetric())
-		}
-	}
-	return 0
 }
 
 // blockingLookup knows no pod and waits for its context.
@@ -428,7 +406,7 @@ func TestLookupWait(t *testing.T) {
 			t.Errorf("config.source %s: RunPodSandbox took %v, want %v..%v", tt.source, d, tt.min, tt.max)
 		}
 	}
-	if n := counterValue(e.shim.m.lookups.WithLabelValues("miss")); n != 2 {
+	if n := testutil.ToFloat64(e.shim.m.lookups.WithLabelValues("miss")); n != 2 {
 		t.Errorf("lookup misses = %v, want 2", n)
 	}
 }
@@ -503,19 +481,11 @@ func tenantPod(ns, name, uid, mirror string) *corev1.Pod {
 // ends and waits for its first list.
 func startInformer(t *testing.T, client *fake.Clientset) *podfacts.PodInformer {
 	t.Helper()
-	p, err := podfacts.NewPodInformer(client, "node-1", testLogger(t))
+	p, err := podfacts.NewPodInformer(client, "node-1", testkit.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-	defer scancel()
-	if !cache.WaitForCacheSync(sctx.Done(), p.HasSynced) {
-		t.Fatal("informer did not sync")
-	}
+	testkit.RunSynced(t, p.Run, p.HasSynced)
 	return p
 }
 

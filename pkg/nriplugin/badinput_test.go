@@ -1,12 +1,10 @@
 package nriplugin
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,25 +19,8 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 )
 
-// logBuffer is a concurrency-safe log sink.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+// textLogger logs text to b.
+func textLogger(b *testkit.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // TestBadSandboxFile gives CreateContainer sandbox files containerd cannot
 // have written from kubelet's config. Each must leave the container
@@ -61,9 +42,9 @@ func TestBadSandboxFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs logBuffer
+			var logs testkit.Buffer
 			reg := prometheus.NewRegistry()
-			p := newPlugin(t, WithRegistry(reg), WithLogger(logs.logger()))
+			p := newPlugin(t, WithRegistry(reg), WithLogger(textLogger(&logs)))
 			pod, ctr := sandbox(t, "u-bad", tt.file, nil, false)
 			adj, upd, err := p.CreateContainer(context.Background(), pod, ctr)
 			if err != nil || adj != nil || upd != nil {
@@ -102,15 +83,13 @@ func TestPodDeletedMidCreation(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team", UID: types.UID("u-deleted")},
 		Spec:       corev1.PodSpec{NodeName: "node-1", DNSPolicy: corev1.DNSClusterFirst},
 	})
-	var logs logBuffer
-	inf, err := podfacts.NewPodInformer(client, "node-1", logs.logger())
+	var logs testkit.Buffer
+	inf, err := podfacts.NewPodInformer(client, "node-1", textLogger(&logs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { inf.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	testkit.Start(t, inf.Run)
+	ctx := context.Background()
 	known := func(uid string) bool { // no wait: an expired context
 		expired, cancel := context.WithTimeout(ctx, 0)
 		defer cancel()
@@ -120,7 +99,7 @@ func TestPodDeletedMidCreation(t *testing.T) {
 	testkit.WaitEqual(t, 10*time.Second, "the informer knows the pod", func() bool { return known("u-deleted") }, true)
 
 	reg := prometheus.NewRegistry()
-	p := newPlugin(t, WithRegistry(reg), WithLogger(logs.logger()), WithPodLookup(inf, timeout))
+	p := newPlugin(t, WithRegistry(reg), WithLogger(textLogger(&logs)), WithPodLookup(inf, timeout))
 	want := Header("team", "web") + clusterFirst
 	create := func(pod *corev1.Pod, uid, ctrID string) (string, time.Duration) {
 		t.Helper()

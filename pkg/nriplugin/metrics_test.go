@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -55,27 +56,12 @@ dnsconfigurer_nri_containers_total{result="unchanged"} 2
 			t.Errorf("errors_total{stage=%q} = %v, want %v", stage, got, n)
 		}
 	}
-	if got := histCount(t, reg, "dnsconfigurer_nri_adjust_duration_seconds"); got != 5 {
-		t.Errorf("adjust_duration_seconds count = %d, want 5", got)
+	if got := testkit.Value(t, reg, "dnsconfigurer_nri_adjust_duration_seconds_count"); got != 5 {
+		t.Errorf("adjust_duration_seconds count = %v, want 5", got)
 	}
 	if got := testutil.ToFloat64(p.m.connected); got != 0 {
 		t.Errorf("connected = %v, want 0", got)
 	}
-}
-
-func histCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
-		}
-	}
-	t.Fatalf("%s not gathered", name)
-	return 0
 }
 
 // TestMetricsRegisterTwice: a second plugin on the same registry is an

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
@@ -392,9 +393,9 @@ func TestLoadRecordRejects(t *testing.T) {
 // unusable, counts an update error and logs the pod and the reason; the
 // pod's file stays.
 func TestRecordUnusable(t *testing.T) {
-	var logs logBuffer
+	var logs testkit.Buffer
 	reg := prometheus.NewRegistry()
-	p := newPlugin(t, WithLogger(logs.logger()), WithRegistry(reg))
+	p := newPlugin(t, WithLogger(textLogger(&logs)), WithRegistry(reg))
 	dir, err := p.podDir("u-1")
 	if err != nil {
 		t.Fatal(err)

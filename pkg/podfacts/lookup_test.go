@@ -3,7 +3,6 @@ package podfacts
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -15,26 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
-
-// testLogger logs to the test log with -v, nowhere otherwise.
-func testLogger(t testing.TB) *slog.Logger {
-	if !testing.Verbose() {
-		return slog.New(slog.DiscardHandler)
-	}
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 func testPod(name, uid, node string) *corev1.Pod {
 	return &corev1.Pod{
@@ -49,14 +32,12 @@ func testPod(name, uid, node string) *corev1.Pod {
 
 func TestPodInformer(t *testing.T) {
 	client := fake.NewClientset(testPod("known", "uid-known", "node-1"))
-	p, err := NewPodInformer(client, "node-1", testLogger(t))
+	p, err := NewPodInformer(client, "node-1", testkit.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	testkit.Start(t, p.Run)
+	ctx := context.Background()
 
 	lctx, lcancel := context.WithTimeout(ctx, 5*time.Second)
 	in, ok := p.Pod(lctx, "uid-known")
@@ -129,19 +110,11 @@ func TestPodInformer(t *testing.T) {
 // ends and waits for its first list.
 func startInformer(t *testing.T, client *fake.Clientset, node string, opts ...InformerOption) *PodInformer {
 	t.Helper()
-	p, err := NewPodInformer(client, node, testLogger(t), opts...)
+	p, err := NewPodInformer(client, node, testkit.Logger(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-	defer scancel()
-	if !cache.WaitForCacheSync(sctx.Done(), p.HasSynced) {
-		t.Fatal("informer did not sync")
-	}
+	testkit.RunSynced(t, p.Run, p.HasSynced)
 	return p
 }
 

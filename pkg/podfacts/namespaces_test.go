@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -42,7 +43,7 @@ func TestPodInformerNamespaceLabel(t *testing.T) {
 	meta := metadataClient(
 		testNamespace("team", map[string]string{policy.AnnotationDNSPolicy: ap, "other": "x"}),
 		testNamespace("plain", map[string]string{"other": "x"}))
-	ns, err := NewNamespaceInformer(meta, testLogger(t))
+	ns, err := NewNamespaceInformer(meta, testkit.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +59,13 @@ func TestPodInformerNamespaceLabel(t *testing.T) {
 	plainPod := testPod("p2", "uid-2", "node-1")
 	plainPod.Namespace = "plain"
 	client := fake.NewClientset(testPod("p1", "uid-1", "node-1"), plainPod)
-	p, err := NewPodInformer(client, "node-1", testLogger(t), WithNamespaces(ns))
+	p, err := NewPodInformer(client, "node-1", testkit.Logger(t), WithNamespaces(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { p.Run(ctx); done <- struct{}{} }()
-	go func() { ns.Run(ctx); done <- struct{}{} }()
-	defer func() { cancel(); <-done; <-done }()
+	testkit.Start(t, p.Run)
+	testkit.Start(t, ns.Run)
+	ctx := context.Background()
 
 	lookup := func(uid string) policy.Input {
 		t.Helper()
@@ -108,7 +107,7 @@ func TestPodInformerNamespaceLabel(t *testing.T) {
 // Unsynced, a lookup whose context ends gets no label (the cluster default).
 func TestNamespaceInformerUnsynced(t *testing.T) {
 	meta := metadataClient()
-	ns, err := NewNamespaceInformer(meta, testLogger(t))
+	ns, err := NewNamespaceInformer(meta, testkit.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,18 +130,15 @@ func TestNamespaceInformerForbidden(t *testing.T) {
 		}
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New("node credentials"))
 	})
-	ns, err := NewNamespaceInformer(meta, testLogger(t))
+	ns, err := NewNamespaceInformer(meta, testkit.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { ns.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	testkit.Start(t, ns.Run)
 	<-refused
 	// A lookup stops waiting once the refusal is recorded, long before
 	// its context ends.
-	lctx, lcancel := context.WithTimeout(ctx, time.Minute)
+	lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer lcancel()
 	if got := ns.NamespacePolicy(lctx, "team"); got != "" {
 		t.Errorf("forbidden: %q", got)

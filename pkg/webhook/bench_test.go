@@ -105,7 +105,7 @@ func BenchmarkAdmission(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			ts := startServer(b, testReviewer(b))
 			tr := &http.Transport{
-				TLSClientConfig:     &tls.Config{RootCAs: ts.ca.pool(), MinVersion: tls.VersionTLS12},
+				TLSClientConfig:     &tls.Config{RootCAs: ts.ca.Pool(), MinVersion: tls.VersionTLS12},
 				ForceAttemptHTTP2:   bc.h2,
 				MaxIdleConnsPerHost: 64,
 			}

@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // budgetState is what became of an acquire call.
@@ -206,7 +207,7 @@ func largeReview(t testing.TB, size int) []byte {
 // server replicas and goroutines would.
 func http1Client(ts *testServer) *http.Client {
 	tr := &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: ts.ca.pool(), MinVersion: tls.VersionTLS12},
+		TLSClientConfig: &tls.Config{RootCAs: ts.ca.Pool(), MinVersion: tls.VersionTLS12},
 		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
 		MaxIdleConns:    100, MaxIdleConnsPerHost: 100,
 	}
@@ -217,7 +218,7 @@ func http1Client(ts *testServer) *http.Client {
 // server and curl do.
 func h2Client(ts *testServer) *http.Client {
 	tr := &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: ts.ca.pool(), MinVersion: tls.VersionTLS12},
+		TLSClientConfig:   &tls.Config{RootCAs: ts.ca.Pool(), MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2: true,
 	}
 	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
@@ -490,12 +491,12 @@ func TestSlowHoldersHoldLittle(t *testing.T) {
 // certificate from another CA fails the handshake, and kubelet's probes
 // need none.
 func TestClientCertificate(t *testing.T) {
-	clientCA, otherCA := newTestCA(t), newTestCA(t)
+	clientCA, otherCA := testkit.NewCA(t), testkit.NewCA(t)
 	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
-	writeAtomic(t, caFile, clientCA.pem)
+	testkit.WriteAtomic(t, caFile, string(clientCA.PEM))
 	ts := startServer(t, testReviewer(t), WithClientCAFile(caFile))
 	client := func(certs ...tls.Certificate) *http.Client {
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ts.ca.pool(), MinVersion: tls.VersionTLS12, Certificates: certs},
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ts.ca.Pool(), MinVersion: tls.VersionTLS12, Certificates: certs},
 			ForceAttemptHTTP2: true}
 		t.Cleanup(tr.CloseIdleConnections)
 		return &http.Client{Transport: tr, Timeout: 10 * time.Second}
@@ -510,8 +511,8 @@ func TestClientCertificate(t *testing.T) {
 	}{
 		{"no certificate", client(), PathValidate, http.StatusForbidden, "a client certificate signed by the webhook's client CA is required"},
 		{"no certificate, probe", client(), PathHealthz, http.StatusOK, ""},
-		{"the client CA's certificate", client(clientCA.issueClient(t)), PathValidate, http.StatusOK, `"allowed":true`},
-		{"another CA's certificate", client(otherCA.issueClient(t)), PathValidate, 0, ""},
+		{"the client CA's certificate", client(clientCA.Client(t, "kube-apiserver-webhook-client")), PathValidate, http.StatusOK, `"allowed":true`},
+		{"another CA's certificate", client(otherCA.Client(t, "kube-apiserver-webhook-client")), PathValidate, 0, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

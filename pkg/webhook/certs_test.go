@@ -93,9 +93,9 @@ func TestCertRotation(t *testing.T) {
 	}
 
 	// Rotate: key first, then certificate, both by rename.
-	certPEM, keyPEM, second := ts.ca.issue(t)
-	writeAtomic(t, ts.keyFile, keyPEM)
-	writeAtomic(t, ts.certFile, certPEM)
+	certPEM, keyPEM, second := issue(t, ts.ca)
+	testkit.WriteAtomic(t, ts.keyFile, string(keyPEM))
+	testkit.WriteAtomic(t, ts.certFile, string(certPEM))
 	testkit.WaitEqual(t, 10*time.Second, "the new certificate on new connections", func() bool { return freshSerial(t, ts) == second }, true)
 	if got := reloads(t, ts, "ok"); got < 1 {
 		t.Errorf("cert_reloads_total{result=ok} = %v", got)
@@ -122,7 +122,7 @@ func TestCertRotation(t *testing.T) {
 	}
 
 	// A broken certificate file: logged, counted, the second pair stays.
-	writeAtomic(t, ts.certFile, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"))
+	testkit.WriteAtomic(t, ts.certFile, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
 	testkit.WaitEqual(t, 10*time.Second, "the failed reload", func() bool { return reloads(t, ts, "error") >= 1 }, true)
 	if s := freshSerial(t, ts); s != second {
 		t.Errorf("after a broken certificate: serial %d, want %d", s, second)
@@ -132,16 +132,16 @@ func TestCertRotation(t *testing.T) {
 	}
 
 	// A certificate that does not match the key: the same.
-	otherCert, _, _ := ts.ca.issue(t)
+	otherCert, _, _ := issue(t, ts.ca)
 	before := reloads(t, ts, "error")
-	writeAtomic(t, ts.certFile, otherCert)
+	testkit.WriteAtomic(t, ts.certFile, string(otherCert))
 	testkit.WaitEqual(t, 10*time.Second, "the failed reload", func() bool { return reloads(t, ts, "error") > before }, true)
 	if s := freshSerial(t, ts); s != second {
 		t.Errorf("after a mismatched pair: serial %d, want %d", s, second)
 	}
 
 	// In place writes (no rename) of a good pair are seen too.
-	certPEM, keyPEM, third := ts.ca.issue(t)
+	certPEM, keyPEM, third := issue(t, ts.ca)
 	if err := os.WriteFile(ts.keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +157,12 @@ func TestCertRotation(t *testing.T) {
 // TestNewBadCert: the server does not start without a good pair.
 func TestNewBadCert(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t)
-	certPEM, _, _ := ca.issue(t)
-	_, keyPEM, _ := ca.issue(t)
+	ca := testkit.NewCA(t)
+	certPEM, _, _ := issue(t, ca)
+	_, keyPEM, _ := issue(t, ca)
 	cert, key := dir+"/tls.crt", dir+"/tls.key"
-	writeAtomic(t, cert, certPEM)
-	writeAtomic(t, key, keyPEM)
+	testkit.WriteAtomic(t, cert, string(certPEM))
+	testkit.WriteAtomic(t, key, string(keyPEM))
 	for _, tc := range []struct{ name, cert, key, want string }{
 		{"mismatch", cert, key, "private key does not match public key"},
 		{"missing", dir + "/nope.crt", key, "read certificate"},
@@ -176,15 +176,15 @@ func TestNewBadCert(t *testing.T) {
 		})
 	}
 	notPEM := dir + "/ca.txt"
-	writeAtomic(t, notPEM, []byte("not a certificate\n"))
+	testkit.WriteAtomic(t, notPEM, "not a certificate\n")
 	for _, tc := range []struct{ name, caFile, want string }{
 		{"client CA missing", dir + "/nope-ca.crt", "webhook: client CA: open " + dir + "/nope-ca.crt"},
 		{"client CA not PEM", notPEM, "webhook: client CA " + notPEM + ": no PEM certificate in it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			certPEM, keyPEM, _ := ca.issue(t)
-			writeAtomic(t, cert, certPEM)
-			writeAtomic(t, key, keyPEM)
+			certPEM, keyPEM, _ := issue(t, ca)
+			testkit.WriteAtomic(t, cert, string(certPEM))
+			testkit.WriteAtomic(t, key, string(keyPEM))
 			_, err := New(testReviewer(t), cert, key, WithClientCAFile(tc.caFile))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New: %v, want an error containing %q", err, tc.want)

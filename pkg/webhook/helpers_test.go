@@ -3,23 +3,14 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,124 +25,23 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert   *x509.Certificate
-	key    *ecdsa.PrivateKey
-	pem    []byte
-	serial atomic.Int64
-}
-
-func newTestCA(t testing.TB) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "dnsconfigurer test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	ca.serial.Store(1)
-	return ca
-}
-
-func (ca *testCA) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
-
-// issue makes a serving certificate for 127.0.0.1, ::1 and localhost; it
-// returns the PEM pair and the serial number.
-func (ca *testCA) issue(t testing.TB) (certPEM, keyPEM []byte, serial int64) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial = ca.serial.Add(1)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: "dnsconfigurer-webhook"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "dnsconfigurer-webhook.dnsconfigurer.svc"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), serial
-}
-
-// issueClient makes a client certificate, as the API server would present
-// with a kubeconfig for the webhook.
-func (ca *testCA) issueClient(t testing.TB) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.serial.Add(1)),
-		Subject:      pkix.Name{CommonName: "kube-apiserver-webhook-client"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-// writeAtomic replaces path's content by a rename, as cert-manager and the
-// kubelet's Secret volumes do.
-func writeAtomic(t testing.TB, path string, data []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // testServer is a Server running on 127.0.0.1 for one test.
 type testServer struct {
 	srv      *Server
 	url      string
-	ca       *testCA
+	ca       *testkit.CA
 	certFile string
 	keyFile  string
 	reg      *prometheus.Registry
 	logs     *testkit.Buffer
+}
+
+// issue makes the webhook's serving certificate, for 127.0.0.1, ::1,
+// localhost and its Service name; it returns the PEM pair and the serial
+// number.
+func issue(t testing.TB, ca *testkit.CA) (certPEM, keyPEM []byte, serial int64) {
+	t.Helper()
+	return ca.Serving(t, "dnsconfigurer-webhook", "dnsconfigurer-webhook.dnsconfigurer.svc")
 }
 
 // testNode is the node every test pool assumes unless it says otherwise.
@@ -175,13 +65,13 @@ func testPool(t testing.TB, name string, sel map[string]string, node policy.Node
 
 func startServer(t testing.TB, r *Reviewer, opts ...Option) *testServer {
 	t.Helper()
-	ca := newTestCA(t)
+	ca := testkit.NewCA(t)
 	dir := t.TempDir()
 	ts := &testServer{ca: ca, certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
 		reg: prometheus.NewRegistry(), logs: &testkit.Buffer{}}
-	certPEM, keyPEM, _ := ca.issue(t)
-	writeAtomic(t, ts.certFile, certPEM)
-	writeAtomic(t, ts.keyFile, keyPEM)
+	certPEM, keyPEM, _ := issue(t, ca)
+	testkit.WriteAtomic(t, ts.certFile, string(certPEM))
+	testkit.WriteAtomic(t, ts.keyFile, string(keyPEM))
 	opts = append([]Option{WithLogger(slog.New(slog.NewTextHandler(ts.logs, nil))), WithRegistry(ts.reg), WithReloadDebounce(10 * time.Millisecond)}, opts...)
 	srv, err := New(r, ts.certFile, ts.keyFile, opts...)
 	if err != nil {
@@ -193,20 +83,7 @@ func startServer(t testing.TB, r *Reviewer, opts ...Option) *testServer {
 		t.Fatal(err)
 	}
 	ts.url = "https://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("Serve did not return after its context was cancelled")
-		}
-	})
+	testkit.Go(t, "Serve", func(ctx context.Context) error { return srv.Serve(ctx, ln) })
 	return ts
 }
 
@@ -215,7 +92,7 @@ func startServer(t testing.TB, r *Reviewer, opts ...Option) *testServer {
 func (ts *testServer) client(t testing.TB) *http.Client {
 	t.Helper()
 	tr := &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: ts.ca.pool(), MinVersion: tls.VersionTLS12},
+		TLSClientConfig:   &tls.Config{RootCAs: ts.ca.Pool(), MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2: true,
 		MaxIdleConns:      10,
 		IdleConnTimeout:   30 * time.Second,

@@ -382,7 +382,7 @@ func TestHTTPSOnly(t *testing.T) {
 		}
 	}
 	old := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: ts.ca.pool(), MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}}}
+		RootCAs: ts.ca.Pool(), MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}}}
 	if resp, err := old.Get(ts.url + PathHealthz); err == nil {
 		resp.Body.Close()
 		t.Fatalf("TLS 1.1 handshake succeeded")
