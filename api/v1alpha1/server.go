@@ -270,7 +270,10 @@ type ServerConfiguration struct {
 	// option).
 	Mode string `json:"mode,omitempty"`
 	// Listen are the addresses, "ip:port" (or ":port" for every address),
-	// each served over UDP and TCP.
+	// each served over UDP and TCP. On Linux "0.0.0.0:53", "[::]:53" and
+	// ":53" each take both families; listed together, "0.0.0.0:53" takes
+	// IPv4 and "[::]:53" IPv6 (BindFamily). A wildcard beside a specific
+	// address on its port needs reusePort.
 	Listen []string `json:"listen,omitempty"`
 	// ClusterDomain is the cluster zone (default "cluster.local").
 	ClusterDomain string `json:"clusterDomain,omitempty"`
@@ -721,6 +724,7 @@ func (c *ServerConfiguration) validateTop(e *fieldErrors) {
 			seen[l] = i
 		}
 	}
+	c.checkBindOverlap(e)
 	if _, err := normalizeName(c.ClusterDomain); err != nil || c.ClusterDomain == "." {
 		e.add("clusterDomain", "%q: not a domain name such as \"cluster.local\"", c.ClusterDomain)
 	}
@@ -1301,4 +1305,94 @@ func oneOf(s string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// BindFamily is the address family listen[i] binds: "4" or "6" for an
+// unspecified address ("0.0.0.0", "::") when the list also holds the
+// unspecified address of the other family on the same port, so that the
+// two sockets split the families; else "" (both families where the
+// address allows: on Linux Go binds "0.0.0.0", "::" and ":port" as one
+// IPv6 socket that accepts IPv4 too, and a second one would fail with
+// "address already in use").
+func BindFamily(listen []string, i int) string {
+	ip, port, ok := listenHost(listen[i])
+	if !ok || !ip.IsValid() || !ip.IsUnspecified() {
+		return ""
+	}
+	for j, l := range listen {
+		o, p, ok := listenHost(l)
+		if j != i && ok && p == port && o.IsValid() && o.IsUnspecified() && o.Is4() != ip.Is4() {
+			if ip.Is4() {
+				return "4"
+			}
+			return "6"
+		}
+	}
+	return ""
+}
+
+// listenHost is a listen address's IP (invalid for ":port") and port.
+func listenHost(s string) (netip.Addr, string, bool) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.Addr{}, "", false
+	}
+	if host == "" {
+		return netip.Addr{}, port, true
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, "", false
+	}
+	return ip.Unmap(), port, true
+}
+
+// bindCovers reports the families a listen address binds on its port
+// (BindFamily's rule) and whether it is a wildcard.
+func bindCovers(listen []string, i int) (v4, v6, wildcard bool) {
+	ip, _, _ := listenHost(listen[i])
+	switch {
+	case !ip.IsValid() || ip.IsUnspecified():
+		f := BindFamily(listen, i)
+		return f != "6", f != "4", true
+	case ip.Is4():
+		return true, false, false
+	}
+	return false, true, false
+}
+
+// checkBindOverlap reports the listen addresses (with port 53 of the
+// localIPs: ListenAddrs) that Linux will not bind beside an earlier one
+// without SO_REUSEPORT: a wildcard and any address of a family it
+// covers, on the same port. With reusePort they bind, and the most
+// specific address gets each query.
+func (c *ServerConfiguration) checkBindOverlap(e *fieldErrors) {
+	if c.ReusePort {
+		return
+	}
+	addrs := c.ListenAddrs()
+	name := func(i int) string {
+		if i < len(c.Listen) {
+			return fmt.Sprintf("listen[%d]", i)
+		}
+		return "nodeLocal.localIPs"
+	}
+	for j := range addrs {
+		_, pj, okj := listenHost(addrs[j])
+		if !okj {
+			continue
+		}
+		for i := range j {
+			_, pi, oki := listenHost(addrs[i])
+			if !oki || pi != pj || addrs[i] == addrs[j] {
+				continue
+			}
+			a4, a6, aw := bindCovers(addrs, i)
+			b4, b6, bw := bindCovers(addrs, j)
+			if (aw || bw) && ((a4 && b4) || (a6 && b6)) {
+				e.add(name(j), "%q: binds the same port as %s %q, and a wildcard address takes every address of its family: set reusePort (--reuse-port), or listen on specific addresses only", addrs[j], name(i), addrs[i])
+				break
+			}
+		}
+	}
 }

@@ -185,6 +185,23 @@ func TestServerValidate(t *testing.T) {
 		{"listen port", func(c *ServerConfiguration) { c.Listen = []string{":65536"} }, []string{`listen[0]: ":65536": invalid port`}},
 		{"listen twice", func(c *ServerConfiguration) { c.Listen = []string{":53", "127.0.0.1:0", ":53"} },
 			[]string{`listen[2]: ":53": the same as listen[0]`}},
+		{"listen both wildcards", func(c *ServerConfiguration) { c.Listen = []string{"0.0.0.0:53", "[::]:53"} }, nil},
+		{"listen wildcard and a specific address", func(c *ServerConfiguration) {
+			c.Listen = []string{"[::]:53", "0.0.0.0:54", "[fd00::10]:54", "127.0.0.1:53"}
+		},
+			[]string{`listen[2]: "[fd00::10]:54": binds the same port as listen[1] "0.0.0.0:54", and a wildcard address takes every address of its family: set reusePort (--reuse-port), or listen on specific addresses only`,
+				`listen[3]: "127.0.0.1:53": binds the same port as listen[0] "[::]:53", and a wildcard address takes every address of its family: set reusePort (--reuse-port), or listen on specific addresses only`}},
+		{"listen split wildcards and specific addresses", func(c *ServerConfiguration) {
+			c.Listen = []string{"0.0.0.0:53", "[::]:53", "[fd00::10]:53"}
+		}, []string{`listen[2]: "[fd00::10]:53": binds the same port as listen[1] "[::]:53", and a wildcard address takes every address of its family: set reusePort (--reuse-port), or listen on specific addresses only`}},
+		{"listen wildcard and specific addresses with reusePort", func(c *ServerConfiguration) {
+			c.Listen, c.ReusePort = []string{"0.0.0.0:53", "[::]:53", "[fd00::10]:53", "127.0.0.1:53"}, true
+		}, nil},
+		{"listen wildcard and node-local addresses", func(c *ServerConfiguration) {
+			c.Mode, c.Forward, c.Listen = ModeNodeLocal, nil, []string{":53"}
+			c.NodeLocal = NodeLocal{ClusterUpstream: []string{"fd00:10:96::b"}, LocalIPs: []string{"fd00::10"}}
+		}, []string{`nodeLocal.localIPs: "[fd00::10]:53": binds the same port as listen[0] ":53", and a wildcard address takes every address of its family: set reusePort (--reuse-port), or listen on specific addresses only`}},
+		{"listen specific addresses of both families", func(c *ServerConfiguration) { c.Listen = []string{"127.0.0.1:53", "[::1]:53", "[fd00::10]:53"} }, nil},
 		{"cluster domain", func(c *ServerConfiguration) { c.ClusterDomain = "cluster..local" },
 			[]string{`clusterDomain: "cluster..local": not a domain name such as "cluster.local"`}},
 		{"cluster domain root", func(c *ServerConfiguration) { c.ClusterDomain = "." },
@@ -682,5 +699,29 @@ func TestParseBytes(t *testing.T) {
 				t.Errorf("parseBytes(%q) = %d, resource.Quantity says %d", tt.in, got, q.Value())
 			}
 		})
+	}
+}
+
+func TestBindFamily(t *testing.T) {
+	for _, tt := range []struct {
+		listen []string
+		want   []string
+	}{
+		{[]string{"0.0.0.0:53"}, []string{""}}, // Go's dual-stack socket, as before
+		{[]string{"[::]:53"}, []string{""}},
+		{[]string{":53"}, []string{""}},
+		{[]string{"0.0.0.0:53", "[::]:53"}, []string{"4", "6"}},
+		{[]string{"[::]:53", "0.0.0.0:53", "[::1]:53"}, []string{"6", "4", ""}},
+		{[]string{"0.0.0.0:53", "[::]:54"}, []string{"", ""}}, // other ports
+		{[]string{":53", "0.0.0.0:53"}, []string{"", ""}},     // ":53" is both families: a conflict Validate reports
+		{[]string{"127.0.0.1:53", "[fd00::10]:53"}, []string{"", ""}},
+	} {
+		var got []string
+		for i := range tt.listen {
+			got = append(got, BindFamily(tt.listen, i))
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("BindFamily of %v = %q, want %q", tt.listen, got, tt.want)
+		}
 	}
 }

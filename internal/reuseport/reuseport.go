@@ -32,11 +32,12 @@ func Control(_, _ string, c syscall.RawConn) error {
 }
 
 // Listen binds n UDP sockets and one TCP socket on addr, a DNS server's
-// listen address. TCP is bound first, with SO_REUSEPORT when reuse is set;
+// listen address, of the family fam ("4", "6", or "" for Go's choice:
+// v1alpha1.BindFamily). TCP is bound first, with SO_REUSEPORT when reuse is set;
 // then the UDP sockets, with SO_REUSEPORT when reuse is set or n is over
 // one. With port 0 it retries until both transports get the same free
 // port.
-func Listen(ctx context.Context, addr string, n int, reuse bool) ([]*net.UDPConn, net.Listener, error) {
+func Listen(ctx context.Context, addr, fam string, n int, reuse bool) ([]*net.UDPConn, net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, nil, err
@@ -56,7 +57,7 @@ func Listen(ctx context.Context, addr string, n int, reuse bool) ([]*net.UDPConn
 			// another SO_REUSEPORT socket of the same user holds, and the two
 			// would then share its datagrams: take the port that plain binds
 			// get for both transports, release it and bind that one.
-			pcs, ln, err := Listen(ctx, addr, 1, false)
+			pcs, ln, err := Listen(ctx, addr, fam, 1, false)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -64,7 +65,7 @@ func Listen(ctx context.Context, addr string, n int, reuse bool) ([]*net.UDPConn
 			pcs[0].Close()
 			ln.Close()
 		}
-		ln, err := tcp.Listen(ctx, "tcp", a)
+		ln, err := tcp.Listen(ctx, "tcp"+fam, a)
 		if err != nil {
 			if a != addr { // the probed port was taken meanwhile
 				lastErr = err
@@ -73,7 +74,7 @@ func Listen(ctx context.Context, addr string, n int, reuse bool) ([]*net.UDPConn
 			return nil, nil, err
 		}
 		a = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-		pcs, err := listenUDP(ctx, &udp, a, n)
+		pcs, err := listenUDP(ctx, &udp, "udp"+fam, a, n)
 		if err == nil {
 			return pcs, ln, nil
 		}
@@ -86,11 +87,11 @@ func Listen(ctx context.Context, addr string, n int, reuse bool) ([]*net.UDPConn
 	return nil, nil, lastErr
 }
 
-// listenUDP binds n UDP sockets on addr, or none.
-func listenUDP(ctx context.Context, lc *net.ListenConfig, addr string, n int) ([]*net.UDPConn, error) {
+// listenUDP binds n UDP sockets of network on addr, or none.
+func listenUDP(ctx context.Context, lc *net.ListenConfig, network, addr string, n int) ([]*net.UDPConn, error) {
 	pcs := make([]*net.UDPConn, 0, n)
 	for range n {
-		pc, err := lc.ListenPacket(ctx, "udp", addr)
+		pc, err := lc.ListenPacket(ctx, network, addr)
 		if err != nil {
 			for _, pc := range pcs {
 				pc.Close()

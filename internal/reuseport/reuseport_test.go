@@ -11,7 +11,7 @@ import (
 // listen is Listen, closing what it bound at the end of the test.
 func listen(t *testing.T, addr string, n int, reuse bool) ([]*net.UDPConn, net.Listener, error) {
 	t.Helper()
-	pcs, ln, err := reuseport.Listen(context.Background(), addr, n, reuse)
+	pcs, ln, err := reuseport.Listen(context.Background(), addr, "", n, reuse)
 	if err == nil {
 		t.Cleanup(func() {
 			ln.Close()

@@ -214,8 +214,8 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return err
 	}
-	for _, a := range s.Listen {
-		pcs, ln, err := reuseport.Listen(ctx, a, nsock, s.ReusePort)
+	for i, a := range s.Listen {
+		pcs, ln, err := reuseport.Listen(ctx, a, v1alpha1.BindFamily(s.Listen, i), nsock, s.ReusePort)
 		if err != nil {
 			return fail(fmt.Errorf("listen %q: %w", a, err))
 		}

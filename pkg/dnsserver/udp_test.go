@@ -431,3 +431,56 @@ func TestUDPShutdownBounded(t *testing.T) {
 	}
 	pc.Close()
 }
+
+// freePort is a port free for TCP and UDP on both families now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	for range 20 {
+		ln, err := net.Listen("tcp", "[::]:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		pc, err := net.ListenPacket("udp", "[::]:"+port)
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return port
+		}
+	}
+	t.Fatal("no port free for both transports")
+	return ""
+}
+
+// TestListenBothWildcards: "0.0.0.0:P" and "[::]:P" together bind (Go
+// would make each a socket of both families, and the second bind fail)
+// and split the families: IPv4 queries reach the first, IPv6 ones the
+// second, over UDP and TCP, on both read paths.
+func TestListenBothWildcards(t *testing.T) {
+	if pc, err := net.ListenPacket("udp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	} else {
+		pc.Close()
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			srv := newServer(dns.HandlerFunc(answerA), 1, p.perDatagram)
+			port := freePort(t)
+			srv.Listen = []string{"0.0.0.0:" + port, "[::]:" + port}
+			if err := srv.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+			for _, ip := range []string{"127.0.0.1", "::1", "127.0.0.1"} {
+				for _, network := range []string{"udp", "tcp"} {
+					exchange(t, network, net.JoinHostPort(ip, port), "a.example.")
+				}
+			}
+			for l, want := range map[string]float64{"0.0.0.0:" + port: 4, "[::]:" + port: 2} {
+				if got := metric(t, srv, `dnsconfigurer_dnsserver_listen_queries_total{listen="`+l+`"}`); got != want {
+					t.Errorf("listen %s answered %v queries, want %v", l, got, want)
+				}
+			}
+		})
+	}
+}

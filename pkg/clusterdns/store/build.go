@@ -354,5 +354,5 @@ func endpointLabel(ep Endpoint, a netip.Addr, podNames bool) string {
 	if podNames && ep.PodName != "" && len(ep.PodName) <= maxLabel {
 		return strings.ToLower(ep.PodName)
 	}
-	return DashedIP(a)
+	return EndpointDashedIP(a)
 }

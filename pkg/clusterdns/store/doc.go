@@ -54,7 +54,7 @@
 //   - <host>.<svc>.<ns>.svc.<zone>: the served endpoints of ClusterIP and
 //     headless Services (as CoreDNS), <host> being the endpoint hostname,
 //     else (with EndpointPodNames) the pod name, else the dashed IP
-//     (10-1-2-3, fd00--1);
+//     (10-1-2-3, fd00--1; fd00--0 for fd00::, as CoreDNS);
 //   - PTR for ClusterIPs and for served endpoints (in-addr.arpa, ip6.arpa);
 //   - <dashed-ip>.<ns>.pod.<zone> for pods in the verified mode (the
 //     insecure mode is answered by the wire layer without the store), and

@@ -100,6 +100,18 @@ func DashedIP(a netip.Addr) string {
 	return strings.ReplaceAll(a.WithZone("").String(), ":", "-")
 }
 
+// EndpointDashedIP is the label of an endpoint without a hostname:
+// DashedIP, with a "0" after a trailing '-' (an IPv6 address ending in
+// "::"), as CoreDNS names endpoints. Pod names keep DashedIP, as CoreDNS's
+// verified mode matches them.
+func EndpointDashedIP(a netip.Addr) string {
+	l := DashedIP(a)
+	if strings.HasSuffix(l, "-") {
+		l += "0"
+	}
+	return l
+}
+
 // ParseDashedIP is the inverse of DashedIP. A label with exactly three dashes
 // and no "--" is IPv4, anything else is tried as IPv6.
 func ParseDashedIP(label string) (netip.Addr, bool) {

@@ -28,6 +28,15 @@ func TestDashedIP(t *testing.T) {
 			}
 		})
 	}
+	for ip, want := range map[string]string{"fd00::": "fd00--0", "fd00:10:244::": "fd00-10-244--0", "fd00::5": "fd00--5", "10.1.2.0": "10-1-2-0"} {
+		a := netip.MustParseAddr(ip)
+		if got := EndpointDashedIP(a); got != want {
+			t.Errorf("EndpointDashedIP(%s) = %q, want %q", ip, got, want)
+		}
+		if back, ok := ParseDashedIP(want); !ok || back != a {
+			t.Errorf("ParseDashedIP(%q) = %v %v, want %v", want, back, ok, a)
+		}
+	}
 	for _, bad := range []string{"", "abc", "10-1-2", "10-1-2-300", "1-2-3-4-5", "fd00-zz--1"} {
 		if a, ok := ParseDashedIP(bad); ok {
 			t.Errorf("ParseDashedIP(%q) = %v, want failure", bad, a)
@@ -102,6 +111,33 @@ func TestBuild(t *testing.T) {
 	}
 	if snap.Counts.Services != 2 || snap.Counts.Endpoints != 2 || snap.Counts.EndpointSlices != 2 {
 		t.Errorf("counts = %+v", snap.Counts)
+	}
+}
+
+// TestBuildIPv6SubnetZero: an endpoint at an IPv6 address ending in "::"
+// is named fd00-1--0 (no label ends in '-'), its PTR points there, and a
+// pod at that address keeps fd00-1-- (CoreDNS's names for both).
+func TestBuildIPv6SubnetZero(t *testing.T) {
+	st, err := New(Options{Zone: "cluster.local.", TTL: 5, Pods: PodsVerified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetService(Service{Namespace: "ns", Name: "hl", Type: Headless})
+	st.SetEndpointSlice(EndpointSlice{Namespace: "ns", Name: "v6", Service: "hl", Ports: []Port{{Name: "http", Protocol: "tcp", Port: 80}},
+		Endpoints: []Endpoint{{Addresses: addrs("fd00:1::"), Ready: true}}})
+	st.SetPod(Pod{Namespace: "ns", Name: "p", IPs: addrs("fd00:1::")})
+	snap := st.Publish()
+	if n, ok := snap.Lookup("fd00-1--0.hl.ns.svc.cluster.local."); !ok || !slices.Equal(n.AAAA, addrs("fd00:1::")) {
+		t.Errorf("endpoint name = %+v %v", n, ok)
+	}
+	if srv, _ := snap.Lookup("_http._tcp.hl.ns.svc.cluster.local."); srv == nil || len(srv.SRV) != 1 || srv.SRV[0].Target != "fd00-1--0.hl.ns.svc.cluster.local." {
+		t.Errorf("SRV = %+v", srv)
+	}
+	if p, _ := snap.Lookup(ReverseName(netip.MustParseAddr("fd00:1::"))); p == nil || !slices.Equal(p.PTR, []string{"fd00-1--0.hl.ns.svc.cluster.local."}) {
+		t.Errorf("PTR = %+v", p)
+	}
+	if n, ok := snap.Lookup("fd00-1--.ns.pod.cluster.local."); !ok || !slices.Equal(n.AAAA, addrs("fd00:1::")) {
+		t.Errorf("pod name = %+v %v", n, ok)
 	}
 }
 
