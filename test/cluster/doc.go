@@ -1,4 +1,4 @@
-// Package cluster runs a real one-node Kubernetes cluster, with
+// Package cluster runs a real Kubernetes cluster of one node (or three), with
 // dnsconfigurer in it, for the project's end-to-end tests.
 //
 // Start(t, product, Options{}) brings up, inside one network namespace it
@@ -66,9 +66,25 @@
 // deploy/README.md's migration is followed and rolled back; no lookup may
 // fail and no answer change.
 //
+// TestClusterMultiNode (with $DNSCONFIGURER_MULTINODE=all, or a list of
+// topologies) starts clusters of three nodes (Options.Nodes, nodes.go):
+// each node its own namespace, containerd, shim, kubelet and kube-proxy,
+// joined by a fabric bridge, kube-proxy in iptables or nftables mode
+// (Options.ProxyMode; the kernel has no IPVS). On each it runs the
+// upstream DNS specs, then rolls out the cluster DNS and the node-local
+// stage, restarts the shims, scales the cluster DNS 2-1-2, restarts the
+// API server and kills a node with a cluster DNS pod on it, while Go
+// resolvers on every node look names up behind the node-local stage and
+// straight at the cluster DNS (events_test.go). It prints one summary line
+// per result:
+//
+//	multinode: e2e dns TOPOLOGY: passed N failed M skipped K
+//	multinode: event TOPOLOGY/NAME[/direct]: lookups N failed M longest-gap-ms G
+//
 // Run it as root after test/e2e/setup.sh and test/testbin/build.sh:
 //
 //	sudo go test -timeout 60m ./test/cluster/
+//	sudo DNSCONFIGURER_MULTINODE=all go test -timeout 90m -run TestClusterMultiNode ./test/cluster/
 //
 // Without root, containerd or the binaries it skips with a message saying
 // what to run. This package is test infrastructure: only tests import it.

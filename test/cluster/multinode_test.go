@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,15 +14,28 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// multiNodeEnv runs TestClusterMultiNode (it takes three clusters' time).
+// multiNodeEnv selects the topologies TestClusterMultiNode runs: "all"
+// (or "1"), or a comma-separated list of names. Unset, it skips: each
+// topology takes a cluster's time and more.
 const multiNodeEnv = "DNSCONFIGURER_MULTINODE"
+
+// topology is one multi-node cluster's shape.
+type topology struct {
+	name string
+	opts Options
+}
+
+func topologyNames() []string {
+	var names []string
+	for _, t := range topologies {
+		names = append(names, t.name)
+	}
+	return names
+}
 
 // topologies are the multi-node clusters, by the name the summary lines
 // carry. Dual-stack and IPv6-only are not built yet.
-var topologies = []struct {
-	name string
-	opts Options
-}{
+var topologies = []topology{
 	{"3node-iptables", Options{Nodes: 3, ProxyMode: ProxyIPTables}},
 	{"3node-nftables", Options{Nodes: 3, ProxyMode: ProxyNFTables}},
 }
@@ -36,12 +50,24 @@ var topologies = []struct {
 //	multinode: e2e dns TOPOLOGY: passed N failed M skipped K
 //	multinode: event NAME: lookups N failed M longest-gap-ms G
 //
-// It runs when $DNSCONFIGURER_MULTINODE is set (.ci/run sets it).
+// It runs the topologies $DNSCONFIGURER_MULTINODE names (.ci/run sets
+// it).
 func TestClusterMultiNode(t *testing.T) {
-	if os.Getenv(multiNodeEnv) == "" {
-		t.Skipf("set $%s=1 to run the multi-node clusters", multiNodeEnv)
+	want := os.Getenv(multiNodeEnv)
+	if want == "" {
+		t.Skipf("set $%s=all (or a list of topologies) to run the multi-node clusters", multiNodeEnv)
+	}
+	if want != "all" && want != "1" {
+		for _, name := range strings.Split(want, ",") {
+			if !slices.ContainsFunc(topologies, func(t topology) bool { return t.name == name }) {
+				t.Fatalf("$%s: no topology %q (there are %v)", multiNodeEnv, name, topologyNames())
+			}
+		}
 	}
 	for _, topo := range topologies {
+		if want != "all" && want != "1" && !slices.Contains(strings.Split(want, ","), topo.name) {
+			continue
+		}
 		t.Run(topo.name, func(t *testing.T) {
 			withCluster(t, topo.opts, topo.name, func(t *testing.T, c *Cluster, st *steps) {
 				if !st.run(t, "deploy", func(t *testing.T) { deploySpread(t, c) }) {

@@ -153,7 +153,11 @@ func (c *Cluster) joinNodes(ctx context.Context) error {
 		)
 		for _, m := range c.Nodes {
 			if m != n {
-				steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "route", "add", nodeSubnet(m.index).String(), "via", fabricAddr(m.index).String(), "dev", "eth0"})
+				// From the node's own address: pods route only the pod
+				// CIDR back, so a reply to the fabric address would be lost
+				// (the API server's proxy to a pod on another node).
+				steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "route", "add", nodeSubnet(m.index).String(),
+					"via", fabricAddr(m.index).String(), "dev", "eth0", "src", n.IP.String()})
 			}
 		}
 	}
