@@ -51,6 +51,8 @@ var (
 	// ClusterDNSUpstream is the cluster DNS pods' second Service, the
 	// node-local stage's upstream (deploy/dnsserver/service-upstream.yaml).
 	ClusterDNSUpstream = netip.MustParseAddr("10.96.0.11")
+	// ServiceCIDR6 is the IPv6 Service range of a dual-stack cluster.
+	ServiceCIDR6 = netip.MustParsePrefix("fd00:10:96::/112")
 	// NodeLocalDNS is the node-local stage's address (deploy/nodelocal).
 	NodeLocalDNS = netip.MustParseAddr("169.254.20.10")
 )
@@ -77,6 +79,9 @@ type Options struct {
 	// ProxyMode is kube-proxy's mode: ProxyIPTables (the default) or
 	// ProxyNFTables. This kernel has no IPVS.
 	ProxyMode string
+	// DualStack gives Services, pods and nodes an IPv6 address too, IPv4
+	// first (ServiceCIDR6, nodeSubnet6).
+	DualStack bool
 }
 
 // kube-proxy's modes.
@@ -129,6 +134,7 @@ type Cluster struct {
 	order     []string
 	sysctls   map[string]string
 	proxyMode string
+	dualStack bool
 	fabric    string // the network namespace joining the nodes ("" for one node)
 }
 
@@ -188,7 +194,7 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
-	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}, proxyMode: opts.ProxyMode}
+	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}, proxyMode: opts.ProxyMode, dualStack: opts.DualStack}
 	t.Cleanup(func() {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("cluster: remove %s: %v", dir, err)
@@ -260,6 +266,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		// The node's name resolves nowhere: reach kubelet by its address.
 		apiserver.WithAPIServerArgs("--kubelet-preferred-address-types=InternalIP"),
 	}
+	if c.dualStack {
+		cpOpts = append(cpOpts, apiserver.WithAPIServerArgs("--service-cluster-ip-range="+c.serviceCIDRs()))
+	}
 	for _, n := range c.Nodes {
 		cpOpts = append(cpOpts, apiserver.WithUser("system:node:"+n.Name, "system:nodes"))
 	}
@@ -328,6 +337,16 @@ func (c *Cluster) startNode(ctx context.Context, n *Node) error {
 func (c *Cluster) setupNetwork(ctx context.Context, n *Node) error {
 	if err := run(ctx, "ip", "-n", n.Harness.NetNS, "route", "add", ServiceCIDR.String(), "dev", containerd.BridgeName, "src", n.IP.String()); err != nil {
 		return err
+	}
+	if c.dualStack {
+		if err := run(ctx, "ip", "-n", n.Harness.NetNS, "route", "add", ServiceCIDR6.String(), "dev", containerd.BridgeName, "src", n.IP6.String()); err != nil {
+			return err
+		}
+		for _, k := range []string{"net.ipv6.conf.all.forwarding", "net.bridge.bridge-nf-call-ip6tables"} {
+			if err := nsSysctl(ctx, n, k, "1"); err != nil {
+				return err
+			}
+		}
 	}
 	// A pod reaching a ClusterIP sends to the bridge's address, and after
 	// kube-proxy's DNAT the node forwards the packet to the backend pod:

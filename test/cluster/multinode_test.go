@@ -23,6 +23,8 @@ const multiNodeEnv = "DNSCONFIGURER_MULTINODE"
 type topology struct {
 	name string
 	opts Options
+	// events runs the rollout and failure events (testEvents) too.
+	events bool
 }
 
 func topologyNames() []string {
@@ -34,10 +36,11 @@ func topologyNames() []string {
 }
 
 // topologies are the multi-node clusters, by the name the summary lines
-// carry. Dual-stack and IPv6-only are not built yet.
+// carry. IPv6-only is not built yet.
 var topologies = []topology{
-	{"3node-iptables", Options{Nodes: 3, ProxyMode: ProxyIPTables}},
-	{"3node-nftables", Options{Nodes: 3, ProxyMode: ProxyNFTables}},
+	{"3node-iptables", Options{Nodes: 3, ProxyMode: ProxyIPTables}, true},
+	{"3node-nftables", Options{Nodes: 3, ProxyMode: ProxyNFTables}, true},
+	{"dualstack", Options{Nodes: 3, ProxyMode: ProxyIPTables, DualStack: true}, false},
 }
 
 // TestClusterMultiNode brings up three-node clusters (nodes.go), one per
@@ -77,7 +80,12 @@ func TestClusterMultiNode(t *testing.T) {
 					p, f, s := testConformance(t, c)
 					fmt.Printf("multinode: e2e dns %s: passed %d failed %d skipped %d\n", topo.name, p, f, s)
 				})
-				st.run(t, "events", func(t *testing.T) { testEvents(t, c, topo.name) })
+				if topo.opts.DualStack {
+					st.run(t, "dualstack", func(t *testing.T) { testDualStack(t, c) })
+				}
+				if topo.events {
+					st.run(t, "events", func(t *testing.T) { testEvents(t, c, topo.name) })
+				}
 			})
 		})
 	}

@@ -178,7 +178,7 @@ conntrack:
   min: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, n.path("kube-proxy.kubeconfig"), c.proxyMode, c.clusterCIDR(), n.Name, kubeProxyHealthz)
+`, n.path("kube-proxy.kubeconfig"), c.proxyMode, c.clusterCIDRs(), n.Name, kubeProxyHealthz)
 }
 
 // runtimeSocket is kubelet's containerRuntimeEndpoint: the shim's socket,
@@ -219,7 +219,7 @@ func (c *Cluster) command(n *Node, name string) (string, []string) {
 			"--service-account-private-key-file="+c.ControlPlane.ServiceAccountKeyFile(),
 			"--root-ca-file="+c.ControlPlane.CAFile(),
 			"--use-service-account-credentials=true",
-			"--service-cluster-ip-range="+ServiceCIDR.String(),
+			"--service-cluster-ip-range="+c.serviceCIDRs(),
 			"--cluster-name=dnscfg",
 		)
 	case "kube-scheduler":
@@ -233,7 +233,7 @@ func (c *Cluster) command(n *Node, name string) (string, []string) {
 			"--root-dir=" + n.kubeletRoot(),
 			"--cert-dir=" + n.path("kubelet-pki"),
 			"--hostname-override=" + n.Name,
-			"--node-ip=" + n.IP.String(),
+			"--node-ip=" + n.nodeIPs(),
 			"--v=2",
 		}
 	case "kube-proxy":

@@ -40,14 +40,19 @@ var (
 	clusterPodCIDR = netip.MustParsePrefix("10.233.0.0/16")
 	// fabricSubnet is the nodes' link to each other.
 	fabricSubnet = netip.MustParsePrefix("10.234.0.0/24")
+	// The IPv6 ones of a dual-stack cluster: node i's pods are on
+	// fd00:10:233:i::/64, its fabric address fd00:10:234::(i+1).
+	clusterPodCIDR6 = netip.MustParsePrefix("fd00:10:233::/56")
+	fabricSubnet6   = netip.MustParsePrefix("fd00:10:234::/64")
 )
 
 // Node is one node of the cluster.
 type Node struct {
 	// Name is the node object's name; the first node's is NodeName.
 	Name string
-	// IP is kubelet's node IP, the pod bridge's address.
-	IP netip.Addr
+	// IP is kubelet's node IP, the pod bridge's address; IP6 its IPv6
+	// one in a dual-stack cluster.
+	IP, IP6 netip.Addr
 	// Harness is the node's containerd, namespace and pod bridge.
 	Harness *containerd.Harness
 	// Dir holds the node's files (the cluster's Dir for the first node).
@@ -59,6 +64,9 @@ type Node struct {
 // newNode describes node i (not started).
 func (c *Cluster) newNode(i int) *Node {
 	n := &Node{Name: NodeName, Dir: c.Dir, index: i, IP: nodeSubnet(i).Addr().Next()}
+	if c.dualStack {
+		n.IP6 = nodeSubnet6(i).Addr().Next()
+	}
 	if i > 0 {
 		n.Name = NodeName + "-" + strconv.Itoa(i+1)
 		n.Dir = filepath.Join(c.Dir, n.Name)
@@ -83,6 +91,45 @@ func nodeSubnet(i int) netip.Prefix {
 	a := clusterPodCIDR.Addr().As4()
 	a[2] = byte(i)
 	return netip.PrefixFrom(netip.AddrFrom4(a), 24)
+}
+
+// nodeSubnet6 is node i's IPv6 pod subnet, fd00:10:233:i::/64.
+func nodeSubnet6(i int) netip.Prefix {
+	a := clusterPodCIDR6.Addr().As16()
+	a[7] = byte(i)
+	return netip.PrefixFrom(netip.AddrFrom16(a), 64)
+}
+
+// fabricAddr6 is node i's IPv6 address on the fabric.
+func fabricAddr6(i int) netip.Addr {
+	a := fabricSubnet6.Addr().As16()
+	a[15] = byte(i + 1)
+	return netip.AddrFrom16(a)
+}
+
+// nodeIPs is kubelet's --node-ip: IPv4, then IPv6 in a dual-stack
+// cluster.
+func (n *Node) nodeIPs() string {
+	if n.IP6.IsValid() {
+		return n.IP.String() + "," + n.IP6.String()
+	}
+	return n.IP.String()
+}
+
+// serviceCIDRs is the Service range(s), IPv4 first.
+func (c *Cluster) serviceCIDRs() string {
+	if c.dualStack {
+		return ServiceCIDR.String() + "," + ServiceCIDR6.String()
+	}
+	return ServiceCIDR.String()
+}
+
+// clusterCIDRs is kube-proxy's clusterCIDR, IPv4 first.
+func (c *Cluster) clusterCIDRs() string {
+	if c.dualStack {
+		return c.clusterCIDR().String() + "," + clusterPodCIDR6.String()
+	}
+	return c.clusterCIDR().String()
 }
 
 // fabricAddr is node i's address on the fabric, 10.234.0.(i+1).
@@ -113,6 +160,10 @@ func (c *Cluster) harnessOptions(n *Node) containerd.Options {
 	}
 	if len(c.Nodes) > 1 {
 		routes = append(routes, clusterPodCIDR)
+	}
+	if c.dualStack {
+		o.PodSubnet6 = nodeSubnet6(n.index)
+		routes = append(routes, ServiceCIDR6, clusterPodCIDR6)
 	}
 	if n.index > 0 {
 		first := c.first()
@@ -151,6 +202,9 @@ func (c *Cluster) joinNodes(ctx context.Context) error {
 			[]string{"ip", "-n", n.Harness.NetNS, "addr", "add", netip.PrefixFrom(fabricAddr(n.index), fabricSubnet.Bits()).String(), "dev", "eth0"},
 			[]string{"ip", "-n", n.Harness.NetNS, "link", "set", "eth0", "up"},
 		)
+		if c.dualStack {
+			steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "addr", "add", netip.PrefixFrom(fabricAddr6(n.index), fabricSubnet6.Bits()).String(), "dev", "eth0", "nodad"})
+		}
 		for _, m := range c.Nodes {
 			if m != n {
 				// From the node's own address: pods route only the pod
@@ -158,6 +212,10 @@ func (c *Cluster) joinNodes(ctx context.Context) error {
 				// (the API server's proxy to a pod on another node).
 				steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "route", "add", nodeSubnet(m.index).String(),
 					"via", fabricAddr(m.index).String(), "dev", "eth0", "src", n.IP.String()})
+				if c.dualStack {
+					steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "route", "add", nodeSubnet6(m.index).String(),
+						"via", fabricAddr6(m.index).String(), "dev", "eth0", "src", n.IP6.String()})
+				}
 			}
 		}
 	}

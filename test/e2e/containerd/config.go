@@ -90,10 +90,10 @@ var (
 )
 
 // cniConfList renders the bridge network: host-local IPAM on subnet (a
-// /24), no gateway on the bridge from the plugin (the harness sets its first address
+// /24) and, when valid, subnet6 (an IPv6 /64), no gateway on the bridge from the plugin (the harness sets its first address
 // itself), no masquerade, and routes only for the extra prefixes asked for;
 // with hostPorts, the portmap plugin after it.
-func cniConfList(ipamDir string, subnet netip.Prefix, routes []netip.Prefix, hostPorts bool) ([]byte, error) {
+func cniConfList(ipamDir string, subnet, subnet6 netip.Prefix, routes []netip.Prefix, hostPorts bool) ([]byte, error) {
 	type route struct {
 		Dst string `json:"dst"`
 		GW  string `json:"gw,omitempty"`
@@ -122,9 +122,26 @@ func cniConfList(ipamDir string, subnet netip.Prefix, routes []netip.Prefix, hos
 	gw := subnet.Addr().Next()
 	base := subnet.Addr().As4()
 	host := func(b byte) string { a := base; a[3] = b; return netip.AddrFrom4(a).String() }
+	ranges := [][]rangeT{{{Subnet: subnet.String(), RangeStart: host(10), RangeEnd: host(250), Gateway: gw.String()}}}
+	gw6 := netip.Addr{}
+	if subnet6.IsValid() {
+		gw6 = subnet6.Addr().Next()
+		b := subnet6.Addr().As16()
+		b[15] = 0x10
+		start := netip.AddrFrom16(b)
+		b[15] = 0xfa
+		ranges = append(ranges, []rangeT{{Subnet: subnet6.String(), RangeStart: start.String(), RangeEnd: netip.AddrFrom16(b).String(), Gateway: gw6.String()}})
+	}
 	var rs []route
 	for _, r := range routes {
-		rs = append(rs, route{Dst: r.Masked().String(), GW: gw.String()})
+		switch {
+		case r.Addr().Is4():
+			rs = append(rs, route{Dst: r.Masked().String(), GW: gw.String()})
+		case gw6.IsValid():
+			rs = append(rs, route{Dst: r.Masked().String(), GW: gw6.String()})
+		default:
+			return nil, fmt.Errorf("route %s: an IPv6 route on a pod network without IPv6", r)
+		}
 	}
 	type portmap struct {
 		Type         string          `json:"type"`
@@ -144,13 +161,8 @@ func cniConfList(ipamDir string, subnet netip.Prefix, routes []netip.Prefix, hos
 			IPAM: ipam{
 				Type:    "host-local",
 				DataDir: ipamDir,
-				Ranges: [][]rangeT{{{
-					Subnet:     subnet.String(),
-					RangeStart: host(10),
-					RangeEnd:   host(250),
-					Gateway:    gw.String(),
-				}}},
-				Routes: rs,
+				Ranges:  ranges,
+				Routes:  rs,
 			},
 		}},
 	}

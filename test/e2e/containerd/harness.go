@@ -95,6 +95,10 @@ type Options struct {
 	// so a hostPath volume of that path is the node's own directory, as
 	// when each node is a machine. The machine's directory must exist.
 	NodeDirs map[string]string
+	// PodSubnet6, when set, makes the pod network dual-stack: pods get an
+	// address of this IPv6 /64 too, and the bridge its first one
+	// (Harness.BridgeAddr6). Routes of the IPv6 family go via it.
+	PodSubnet6 netip.Prefix
 }
 
 // Harness is a running containerd with the CRI plugin, runc and a CNI
@@ -137,6 +141,10 @@ type Harness struct {
 	// bridge's address in it.
 	PodSubnet  netip.Prefix
 	BridgeAddr netip.Addr
+	// PodSubnet6 and BridgeAddr6 are the IPv6 ones of a dual-stack pod
+	// network (Options.PodSubnet6); invalid otherwise.
+	PodSubnet6  netip.Prefix
+	BridgeAddr6 netip.Addr
 
 	t       testing.TB
 	cmd     *exec.Cmd
@@ -258,6 +266,13 @@ func Start(t testing.TB, opts Options) *Harness {
 		h.PodSubnet = opts.PodSubnet.Masked()
 	}
 	h.BridgeAddr = h.PodSubnet.Addr().Next()
+	if opts.PodSubnet6.IsValid() {
+		if opts.PodSubnet6.Bits() != 64 || !opts.PodSubnet6.Addr().Is6() {
+			t.Fatalf("containerd e2e: pod subnet %s is not an IPv6 /64", opts.PodSubnet6)
+		}
+		h.PodSubnet6 = opts.PodSubnet6.Masked()
+		h.BridgeAddr6 = h.PodSubnet6.Addr().Next()
+	}
 	h.Endpoint = "unix://" + h.Socket
 	t.Cleanup(h.Close)
 	owner := fmt.Sprintf("%d %s %s\n", os.Getpid(), h.NetNS, h.CgroupParent)
@@ -306,7 +321,7 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 	if err := os.WriteFile(config, []byte(render(p)), 0o644); err != nil {
 		return err
 	}
-	cni, err := cniConfList(p.ipamDir, h.PodSubnet, opts.Routes, opts.HostPorts)
+	cni, err := cniConfList(p.ipamDir, h.PodSubnet, h.PodSubnet6, opts.Routes, opts.HostPorts)
 	if err != nil {
 		return fmt.Errorf("render cni config: %w", err)
 	}
@@ -476,6 +491,17 @@ func (h *Harness) setupNetNS(ctx context.Context) error {
 		{"link", "add", BridgeName, "address", bridgeMAC, "type", "bridge"},
 		{"addr", "add", netip.PrefixFrom(h.BridgeAddr, h.PodSubnet.Bits()).String(), "dev", BridgeName},
 		{"link", "set", BridgeName, "up"},
+	} {
+		if _, err := output(ctx, "ip", append([]string{"-n", h.NetNS}, args...)...); err != nil {
+			return err
+		}
+	}
+	if !h.PodSubnet6.IsValid() {
+		return nil
+	}
+	// No duplicate address detection: the address is usable at once.
+	for _, args := range [][]string{
+		{"addr", "add", netip.PrefixFrom(h.BridgeAddr6, h.PodSubnet6.Bits()).String(), "dev", BridgeName, "nodad"},
 	} {
 		if _, err := output(ctx, "ip", append([]string{"-n", h.NetNS}, args...)...); err != nil {
 			return err
