@@ -1,26 +1,17 @@
 package v1alpha1
 
 import (
-	"strings"
 	"testing"
 )
 
 func TestNRIConfiguration(t *testing.T) {
-	var def NRIConfiguration
-	def.SetDefaults()
-	if err := def.Validate(); err != nil {
-		t.Fatalf("defaults do not validate: %v", err)
-	}
+	def := defaulted[NRIConfiguration](t)
 	if def.Socket != DefaultNRISocket || def.PluginName != "dnsconfigurer" || def.PluginIndex != "10" ||
 		def.StateDir != DefaultNRIStateDir || def.Limits != "trim" || def.PodLookupTimeout != "1s" || *def.ResolvConf != "/etc/resolv.conf" ||
 		def.DefaultDNSPolicy != "ClusterFirst" {
 		t.Errorf("defaults = %+v", def)
 	}
-	tests := []struct {
-		name    string
-		mutate  func(*NRIConfiguration)
-		wantErr string
-	}{
+	testValidate(t, []validateCase[NRIConfiguration]{
 		{"ok", func(c *NRIConfiguration) { c.ClusterDNS = []string{"10.96.0.10"}; c.MetricsListen = "127.0.0.1:9311" }, ""},
 		{"cluster dns", func(c *NRIConfiguration) { c.ClusterDNS = []string{"x"} }, "clusterDNS[0]"},
 		{"socket relative", func(c *NRIConfiguration) { c.Socket = "nri.sock" }, "socket:"},
@@ -37,22 +28,5 @@ func TestNRIConfiguration(t *testing.T) {
 		}, ""},
 		{"default policy", func(c *NRIConfiguration) { c.DefaultDNSPolicy = "None" }, "defaultDNSPolicy:"},
 		{"ndots", func(c *NRIConfiguration) { c.Ndots = ptr(99) }, "ndots:"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var c NRIConfiguration
-			tt.mutate(&c)
-			c.SetDefaults()
-			err := c.Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
-				t.Errorf("Validate = %v, want an error starting %q", err, tt.wantErr)
-			}
-		})
-	}
+	})
 }

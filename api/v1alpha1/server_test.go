@@ -31,11 +31,7 @@ func decodeServer(data []byte) (*ServerConfiguration, error) {
 }
 
 func TestServerDefaults(t *testing.T) {
-	var c ServerConfiguration
-	c.SetDefaults()
-	if err := c.Validate(); err != nil {
-		t.Fatalf("defaults do not validate: %v", err)
-	}
+	c := defaulted[ServerConfiguration](t)
 	if err := c.CheckComplete(); err == nil || err.Error() != `listen: required: at least one address such as "0.0.0.0:53" (or nodeLocal.localIPs)` {
 		t.Errorf("CheckComplete of the defaults = %v, want listen required", err)
 	}

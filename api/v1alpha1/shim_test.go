@@ -6,21 +6,13 @@ import (
 )
 
 func TestShimConfiguration(t *testing.T) {
-	var def ShimConfiguration
-	def.SetDefaults()
-	if err := def.Validate(); err != nil {
-		t.Fatalf("defaults do not validate: %v", err)
-	}
+	def := defaulted[ShimConfiguration](t)
 	if def.Listen != DefaultShimListen || def.RuntimeEndpoint != DefaultShimRuntimeEndpoint || def.Limits != "trim" ||
 		def.FailurePolicy != "open" || def.Domain() != "cluster.local" || *def.ResolvConf != "/etc/resolv.conf" || def.ResolvConfMode != "last-good" ||
 		def.DefaultDNSPolicy != "ClusterFirst" || def.NamespaceLabels || def.Ndots != nil || def.MaxConnections != 4096 {
 		t.Errorf("defaults = %+v", def)
 	}
-	tests := []struct {
-		name    string
-		mutate  func(*ShimConfiguration)
-		wantErr string
-	}{
+	testValidate(t, []validateCase[ShimConfiguration]{
 		{"ok", func(c *ShimConfiguration) { c.ClusterDNS = []string{"10.96.0.10"}; c.MetricsListen = "127.0.0.1:9310" }, ""},
 		{"cluster dns", func(c *ShimConfiguration) { c.ClusterDNS = []string{"x"} }, "clusterDNS[0]"},
 		{"node ip", func(c *ShimConfiguration) { c.NodeIPs = []string{"1.2.3.4", "nope"} }, "nodeIPs[1]"},
@@ -44,22 +36,5 @@ func TestShimConfiguration(t *testing.T) {
 		{"default policy", func(c *ShimConfiguration) { c.DefaultDNSPolicy = "Default" }, "defaultDNSPolicy:"},
 		{"ndots high", func(c *ShimConfiguration) { c.Ndots = ptr(16) }, "ndots:"},
 		{"ndots negative", func(c *ShimConfiguration) { c.Ndots = ptr(-1) }, "ndots:"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var c ShimConfiguration
-			tt.mutate(&c)
-			c.SetDefaults()
-			err := c.Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
-				t.Errorf("Validate = %v, want an error starting %q", err, tt.wantErr)
-			}
-		})
-	}
+	})
 }

@@ -7,11 +7,7 @@ import (
 )
 
 func TestWebhookDefaults(t *testing.T) {
-	var w WebhookConfiguration
-	w.SetDefaults()
-	if err := w.Validate(); err != nil {
-		t.Fatalf("defaults do not validate: %v", err)
-	}
+	w := defaulted[WebhookConfiguration](t)
 	if w.Listen != ":8443" || w.MaxRequestBytes != 6<<20 || w.Trims != TrimsWarn || w.Workloads != WorkloadsCheck || w.Cluster.Domain() != "cluster.local" || w.Cluster.NodeOS != "linux" {
 		t.Errorf("defaults: %+v", w)
 	}
