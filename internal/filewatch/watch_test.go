@@ -302,22 +302,14 @@ func TestWatchChanges(t *testing.T) {
 			want:   "two\n",
 		},
 		{
-			name: "file added to a watched directory",
-			setup: func(t *testing.T, dir string) (string, func() string) {
-				os.Mkdir(filepath.Join(dir, "d"), 0o755)
-				write(t, filepath.Join(dir, "d", "a"), "one\n")
-				return filepath.Join(dir, "d"), readDir(filepath.Join(dir, "d"))
-			},
+			name:   "file added to a watched directory",
+			setup:  dirWith("d", "a", "one\n"),
 			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "d", "b"), "two\n") },
 			want:   "a=one\n;b=two\n;",
 		},
 		{
-			name: "file in a watched directory written in place",
-			setup: func(t *testing.T, dir string) (string, func() string) {
-				os.Mkdir(filepath.Join(dir, "d"), 0o755)
-				write(t, filepath.Join(dir, "d", "a"), "one\n")
-				return filepath.Join(dir, "d"), readDir(filepath.Join(dir, "d"))
-			},
+			name:   "file in a watched directory written in place",
+			setup:  dirWith("d", "a", "one\n"),
 			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "d", "a"), "two\n") },
 			want:   "a=two\n;",
 		},
@@ -342,6 +334,16 @@ func file(name, content string) func(t *testing.T, dir string) (string, func() s
 		path := filepath.Join(dir, name)
 		write(t, path, content)
 		return path, readFile(path)
+	}
+}
+
+// dirWith watches a directory name holding one file.
+func dirWith(name, file, content string) func(t *testing.T, dir string) (string, func() string) {
+	return func(t *testing.T, dir string) (string, func() string) {
+		d := filepath.Join(dir, name)
+		os.Mkdir(d, 0o755)
+		write(t, filepath.Join(d, file), content)
+		return d, readDir(d)
 	}
 }
 

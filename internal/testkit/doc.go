@@ -13,7 +13,9 @@
 //   - Go, Start, RunSynced: a run stopped and checked when the test ends.
 //   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO.
 //   - CA: certificates for a TLS server and its clients.
-//   - Node, NodeWithNodeLocal, ClusterDNS...: the node every test uses.
+//   - Counting: a handler's ServeDNS calls counted, AnswerWire kept.
+//   - Node, NodeWithNodeLocal, ClusterDNS...: the node every test uses;
+//     KubeletDNS: what kubelet gives a pod on it.
 //
 // Only tests and the test/ helper packages import it; the layering test
 // keeps it out of the binary.

@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
@@ -298,24 +298,12 @@ func TestReplyCacheBound(t *testing.T) {
 	}
 }
 
-// countingHandler counts the queries that reach ServeDNS; AnswerWire is
-// the Handler's.
-type countingHandler struct {
-	*Handler
-	served atomic.Int32
-}
-
-func (c *countingHandler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	c.served.Add(1)
-	c.Handler.ServeDNS(w, r)
-}
-
 // TestAnswerWireServer: behind a real Server on loopback, the reply
 // ServeDNS cached answers every later UDP query for the question from its
 // wire form (ServeDNS is not called, the reply is the same), from the very
 // next query on; TCP and other questions reach ServeDNS.
 func TestAnswerWireServer(t *testing.T) {
-	c := &countingHandler{Handler: NewHandler("cluster.local", fuzzStore(t))}
+	c := &testkit.Counting{WireHandler: NewHandler("cluster.local", fuzzStore(t))}
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: c}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -338,12 +326,12 @@ func TestAnswerWireServer(t *testing.T) {
 			t.Fatalf("wire answer %v, first answer %v", r, first)
 		}
 	}
-	if n := c.served.Load(); n != 1 {
+	if n := c.Served(); n != 1 {
 		t.Fatalf("ServeDNS served %d queries, want 1: the cached ones are wire answers", n)
 	}
 	ask("tcp", "web.ns.svc.cluster.local.")
 	ask("udp", "nx.ns.svc.cluster.local.")
-	if n := c.served.Load(); n != 3 {
+	if n := c.Served(); n != 3 {
 		t.Fatalf("ServeDNS served %d queries, want 3 (TCP and a miss)", n)
 	}
 }

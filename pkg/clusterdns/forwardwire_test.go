@@ -247,14 +247,7 @@ func BenchmarkForwardedWire(b *testing.B) {
 				h.ServeDNS(&fakeWriter{}, req.Copy())
 			}
 			q, _ := req.Pack()
-			dst := make([]byte, 0, 512)
-			if _, ok := h.AnswerWire(dst, q); !ok {
-				b.Fatal("not answered from the wire")
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				dst, _ = h.AnswerWire(dst, q)
-			}
+			benchWire(b, h, q)
 		})
 	}
 }

@@ -173,18 +173,7 @@ func TestPlanRotationNameRunsIntoRun(t *testing.T) {
 // cache hits rotated in place.
 func BenchmarkServeDNSLoadBalance(b *testing.B) {
 	run := func(b *testing.B, name string, qtype uint16, edns bool) {
-		h := NewHandler("cluster.local", fuzzStore(b), WithLoadBalance(true))
-		h.Warm()
-		req := new(dns.Msg)
-		req.SetQuestion(name, qtype)
-		if edns {
-			req.SetEdns0(1232, false)
-		}
-		w := &benchWriter{}
-		b.ReportAllocs()
-		for b.Loop() {
-			h.ServeDNS(w, req)
-		}
+		benchQuery(b, name, qtype, edns, WithLoadBalance(true))
 	}
 	b.Run("A", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.", dns.TypeA, false) })
 	b.Run("A-headless", func(b *testing.B) { run(b, "hl.ns.svc.cluster.local.", dns.TypeA, false) })

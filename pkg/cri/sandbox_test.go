@@ -43,22 +43,25 @@ func sandboxConfig(name, namespace, uid string, hostNet bool, dns *runtimeapi.DN
 
 func strp(s string) *string { return &s }
 
+// sourceEnv is a shim whose pod facts come from source: lookup for
+// sourceAPIServer, the sandbox alone for sourceSandbox.
+func sourceEnv(t *testing.T, host HostConfig, source string, lookup fakeLookup) *env {
+	t.Helper()
+	if source == sourceAPIServer {
+		return newEnv(t, host, WithPodLookup(lookup))
+	}
+	return newEnv(t, host)
+}
+
 // kubeletConfig is the sandbox config kubelet sends for pod: kubelet's DNS
 // (the engine without the autopath annotation, which kubelet does not
 // know) with its options in an order of its own (kubelet renders them from
 // a map; reversed here), its hostname, and the pod's annotations.
 func kubeletConfig(t *testing.T, eng *policy.Engine, host policy.Host, pod policy.Input) *runtimeapi.PodSandboxConfig {
 	t.Helper()
-	k := pod
-	k.PolicyAnnotation = ""
-	res, err := eng.Compute(k, host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := slices.Clone(res.Options)
-	slices.Reverse(opts)
+	res := testkit.KubeletDNS(t, eng, host, pod)
 	cfg := sandboxConfig(pod.Name, pod.Namespace, pod.UID, pod.HostNetwork,
-		&runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: opts})
+		&runtimeapi.DNSConfig{Servers: res.Nameservers, Searches: res.Searches, Options: res.Options})
 	cfg.Hostname = res.Hostname
 	if pod.PolicyAnnotation != "" {
 		cfg.Annotations = map[string]string{policy.AnnotationDNSPolicy: pod.PolicyAnnotation, "other": "x"}
@@ -132,11 +135,7 @@ func TestRunPodSandboxDNS(t *testing.T) {
 		podCases[i] = tc
 	}
 	for _, source := range []string{sourceAPIServer, sourceSandbox} {
-		var opts []Option
-		if source == sourceAPIServer {
-			opts = append(opts, WithPodLookup(lookup))
-		}
-		e := newEnv(t, host, opts...)
+		e := sourceEnv(t, host, source, lookup)
 		for _, tc := range podCases {
 			t.Run(source+"/"+tc.name, func(t *testing.T) {
 				want, err := eng.Compute(tc.pod, phost)
@@ -207,11 +206,7 @@ func TestRunPodSandboxLoopback(t *testing.T) {
 		lookup[c.pod.UID] = c.pod
 	}
 	for _, source := range []string{sourceAPIServer, sourceSandbox} {
-		var opts []Option
-		if source == sourceAPIServer {
-			opts = append(opts, WithPodLookup(lookup))
-		}
-		e := newEnv(t, host, opts...)
+		e := sourceEnv(t, host, source, lookup)
 		for _, tc := range cases {
 			t.Run(source+"/"+tc.name, func(t *testing.T) {
 				cfg := sandboxConfig(tc.pod.Name, tc.pod.Namespace, tc.pod.UID, tc.pod.HostNetwork, proto.Clone(tc.kubelet).(*runtimeapi.DNSConfig))

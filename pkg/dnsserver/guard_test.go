@@ -17,10 +17,13 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
 
-// startServer starts srv on 127.0.0.1 and shuts it down at cleanup.
+// startServer starts srv, on 127.0.0.1 unless it has Listen, and shuts
+// it down at cleanup. It returns its first address.
 func startServer(t testing.TB, srv *dnsserver.Server) string {
 	t.Helper()
-	srv.Listen = []string{"127.0.0.1:0"}
+	if len(srv.Listen) == 0 {
+		srv.Listen = []string{"127.0.0.1:0"}
+	}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -39,15 +42,24 @@ func answerA(w dns.ResponseWriter, req *dns.Msg) {
 	_ = w.WriteMsg(m)
 }
 
+// holding is answerA, but it holds a query for hold.* until release is
+// closed, counting it in held.
+func holding(release <-chan struct{}, held *atomic.Int64) dns.Handler {
+	return dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if strings.HasPrefix(req.Question[0].Name, "hold.") {
+			held.Add(1)
+			<-release
+		}
+		answerA(w, req)
+	})
+}
+
+// metric is the value of the series name of c's metrics.
 func metric(t *testing.T, c prometheus.Collector, name string) float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
-	v, ok := gather(t, reg)[name]
-	if !ok {
-		t.Fatalf("metric %s not found", name)
-	}
-	return v
+	return testkit.Value(t, reg, name)
 }
 
 // TestPanicIsServfail: a handler that panics answers SERVFAIL over UDP and
@@ -98,14 +110,7 @@ func TestPanicIsServfail(t *testing.T) {
 func TestUDPInFlightBound(t *testing.T) {
 	release := make(chan struct{})
 	var held atomic.Int64
-	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		if strings.HasPrefix(req.Question[0].Name, "hold.") {
-			held.Add(1)
-			<-release
-		}
-		answerA(w, req)
-	})
-	srv := &dnsserver.Server{Handler: handler, MaxUDPInFlight: 4}
+	srv := &dnsserver.Server{Handler: holding(release, &held), MaxUDPInFlight: 4}
 	addr := startServer(t, srv)
 	conn, err := net.Dial("udp", addr)
 	if err != nil {

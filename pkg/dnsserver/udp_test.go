@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -343,14 +342,7 @@ func TestUDPShutdown(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			release := make(chan struct{})
 			var held atomic.Int64
-			h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-				if strings.HasPrefix(req.Question[0].Name, "hold.") {
-					held.Add(1)
-					<-release
-				}
-				answerA(w, req)
-			})
-			srv := newServer(h, 3, p.perDatagram)
+			srv := newServer(holding(release, &held), 3, p.perDatagram)
 			srv.Listen = []string{"127.0.0.1:0"}
 			if err := srv.Start(context.Background()); err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
 
@@ -139,14 +140,7 @@ func TestQueriesCounted(t *testing.T) {
 		ln.Close()
 		srv.Listen = append(srv.Listen, "[::1]:0")
 	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
+	startServer(t, srv)
 	var wireBytes float64
 	for _, addr := range srv.Addrs() {
 		for range 2 {
@@ -164,7 +158,7 @@ func TestQueriesCounted(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(srv)
-	got := gather(t, reg)
+	got := testkit.Gather(t, reg)
 	want := map[string]float64{
 		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",zone="example."}`:         4 * n,
 		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",zone="."}`:                n,
@@ -207,7 +201,7 @@ func TestServerNameLabel(t *testing.T) {
 	exchange(t, "udp", addr, "slow.example.")
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(srv)
-	got := gather(t, reg)
+	got := testkit.Gather(t, reg)
 	for _, k := range []string{
 		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",server="nodelocal",type="A",zone="."}`,
 		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",server="nodelocal",zone="."}`,
@@ -231,16 +225,8 @@ func TestServerNameLabel(t *testing.T) {
 // and plain queries are not.
 func TestDOCounted(t *testing.T) {
 	h := &wireHandler{}
-	srv := &dnsserver.Server{Handler: h, Listen: []string{"127.0.0.1:0"}, Zones: []string{"example"}}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	addr := srv.Addrs()[0]
+	srv := &dnsserver.Server{Handler: h, Zones: []string{"example"}}
+	addr := startServer(t, srv)
 	ask := func(network, name string, edns, do bool) {
 		t.Helper()
 		m := new(dns.Msg).SetQuestion(name, dns.TypeA)
@@ -262,7 +248,7 @@ func TestDOCounted(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(srv)
-	got := gather(t, reg)
+	got := testkit.Gather(t, reg)
 	for k, v := range map[string]float64{
 		`dnsconfigurer_dnsserver_do_requests_total{zone="example."}`: 3,
 		`dnsconfigurer_dnsserver_do_requests_total{zone="."}`:        1,

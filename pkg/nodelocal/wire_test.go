@@ -414,17 +414,6 @@ func TestAnswerWirePrefetch(t *testing.T) {
 	}
 }
 
-// counting is a Handler that counts the queries that reach ServeDNS.
-type counting struct {
-	*Handler
-	served atomic.Int32
-}
-
-func (c *counting) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	c.served.Add(1)
-	c.Handler.ServeDNS(w, r)
-}
-
 // TestAnswerWireServer: behind a real dnsserver.Server on loopback, cached
 // UDP answers are wire answers (ServeDNS is not called for them) and are
 // the same replies; TCP and other queries reach ServeDNS.
@@ -439,7 +428,7 @@ func TestAnswerWireServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
-	c := &counting{Handler: h}
+	c := &testkit.Counting{WireHandler: h}
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: c}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -449,7 +438,7 @@ func TestAnswerWireServer(t *testing.T) {
 
 	first := ask(t, addr, "udp", "web.example.", dns.TypeA, true) // miss
 	ask(t, addr, "udp", "web.example.", dns.TypeA, true)          // hit, kept
-	if n := c.served.Load(); n != 2 {
+	if n := c.Served(); n != 2 {
 		t.Fatalf("ServeDNS served %d queries, want 2", n)
 	}
 	for range 20 {
@@ -458,12 +447,12 @@ func TestAnswerWireServer(t *testing.T) {
 			t.Fatalf("wire answer %v, first answer %v", r, first)
 		}
 	}
-	if n := c.served.Load(); n != 2 {
+	if n := c.Served(); n != 2 {
 		t.Fatalf("ServeDNS served %d queries, want 2: the cached ones are wire answers", n)
 	}
 	ask(t, addr, "tcp", "web.example.", dns.TypeA, true)
 	ask(t, addr, "udp", "other.example.", dns.TypeA, true)
-	if n := c.served.Load(); n != 4 {
+	if n := c.Served(); n != 4 {
 		t.Fatalf("ServeDNS served %d queries, want 4 (TCP and a miss)", n)
 	}
 }

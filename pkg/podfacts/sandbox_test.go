@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -128,7 +129,7 @@ func TestFromSandboxClusterDefault(t *testing.T) {
 }
 
 // testNode is the node of the unit tests.
-var testNode = policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeLocalDNS: []string{"169.254.20.10"}}
+var testNode = testkit.NodeWithNodeLocal()
 
 // kubeletSandbox is the sandbox kubelet makes for pod: kubelet's DNS (the
 // engine without the autopath annotation, which kubelet does not know)
@@ -136,16 +137,9 @@ var testNode = policy.Node{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "c
 // map; reversed here), its hostname, and the pod's annotations.
 func kubeletSandbox(t *testing.T, eng *policy.Engine, host policy.Host, pod policy.Input) Sandbox {
 	t.Helper()
-	k := pod
-	k.PolicyAnnotation = ""
-	res, err := eng.Compute(k, host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := slices.Clone(res.Options)
-	slices.Reverse(opts)
+	res := testkit.KubeletDNS(t, eng, host, pod)
 	sb := Sandbox{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, HostNetwork: pod.HostNetwork, Hostname: res.Hostname,
-		DNS: &policy.Output{Nameservers: res.Nameservers, Searches: res.Searches, Options: opts}}
+		DNS: &policy.Output{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options}}
 	if pod.PolicyAnnotation != "" {
 		sb.Annotations = map[string]string{policy.AnnotationDNSPolicy: pod.PolicyAnnotation, "other": "x"}
 	}

@@ -389,9 +389,7 @@ func TestManifestsReload(t *testing.T) {
 	st := newStore(t, store.Options{})
 	reloads := make(chan error, 16)
 	m := &Manifests{Path: dir, Store: st, Debounce: 10 * time.Millisecond, OnReload: func(err error) { reloads <- err }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	run := testkit.Go(t, "Run", m.Run)
 	testkit.WaitEqual(t, 10*time.Second, "first load", func() bool { return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.1"}) }, true)
 
 	wait := func() error {
@@ -424,10 +422,7 @@ func TestManifestsReload(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "b.yaml"), strings.Replace(svcA, "name: a", "name: b", 1))
 	testkit.WaitEqual(t, 10*time.Second, "new file", func() bool { return addrs(st, "b.prod.svc.cluster.local.") != nil }, true)
 
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run = %v", err)
-	}
+	run.Stop()
 }
 
 // TestManifestsSingleFile watches one file: other files of its directory do
@@ -440,9 +435,7 @@ func TestManifestsSingleFile(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "other.yaml"), "not: [valid")
 	st := newStore(t, store.Options{})
 	m := &Manifests{Path: file, Store: st, Debounce: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	run := testkit.Go(t, "Run", m.Run)
 	testkit.WaitEqual(t, 10*time.Second, "first load", func() bool { return addrs(st, "a.prod.svc.cluster.local.") != nil }, true)
 
 	tmp := filepath.Join(dir, ".objects.yaml.tmp")
@@ -453,10 +446,7 @@ func TestManifestsSingleFile(t *testing.T) {
 	testkit.WaitEqual(t, 10*time.Second, "rename-over reload", func() bool {
 		return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.5"})
 	}, true)
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run = %v", err)
-	}
+	run.Stop()
 }
 
 // TestKeyedStoreRelist: a relist (Replace) sets every listed object and

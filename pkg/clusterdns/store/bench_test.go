@@ -50,29 +50,22 @@ func headlessSlice(j, shift int) EndpointSlice {
 // BenchmarkServiceChange is one Service changed (its ClusterIP moves) and
 // published, at each size: what the feed does per Service event.
 func BenchmarkServiceChange(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
-			st := populate(b, n)
-			b.ReportAllocs()
-			cpu := cpuTime()
-			i := 0
-			for b.Loop() {
-				i++
-				st.SetService(Service{Namespace: "ns-7", Name: "svc-7", Type: ClusterIP,
-					ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 240, byte(i >> 8), byte(i)})},
-					Ports:      []Port{{Name: "http", Protocol: "tcp", Port: 80}}})
-				st.Publish()
-			}
-			reportCPU(b, cpu)
-			reportHeap(b)
-			runtime.KeepAlive(st)
-		})
-	}
+	benchChange(b, func(st *Store, i int) {
+		st.SetService(Service{Namespace: "ns-7", Name: "svc-7", Type: ClusterIP,
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 240, byte(i >> 8), byte(i)})},
+			Ports:      []Port{{Name: "http", Protocol: "tcp", Port: 80}}})
+	})
 }
 
 // BenchmarkSliceChange is one EndpointSlice of a 50-endpoint headless
 // Service changed (an endpoint moves) and published, at each size.
 func BenchmarkSliceChange(b *testing.B) {
+	benchChange(b, func(st *Store, i int) { st.SetEndpointSlice(headlessSlice(3, i)) })
+}
+
+// benchChange makes the i-th change and publishes it, at each size, and
+// reports the CPU time and the live heap.
+func benchChange(b *testing.B, change func(st *Store, i int)) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			st := populate(b, n)
@@ -81,10 +74,12 @@ func BenchmarkSliceChange(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				st.SetEndpointSlice(headlessSlice(3, i))
+				change(st, i)
 				st.Publish()
 			}
 			reportCPU(b, cpu)
+			reportHeap(b)
+			runtime.KeepAlive(st)
 		})
 	}
 }
