@@ -57,6 +57,19 @@ func lineValue(key string) func(*testing.T, string) string {
 	return func(t *testing.T, text string) string { return submatch(t, re, text, key) }
 }
 
+// goStrings reads Go string constants NAME = "value" and joins their
+// values with ", ".
+func goStrings(names ...string) func(*testing.T, string) string {
+	return func(t *testing.T, text string) string {
+		var vals []string
+		for _, n := range names {
+			re := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(n) + `\s*=\s*"([^"]+)"`)
+			vals = append(vals, submatch(t, re, text, n))
+		}
+		return strings.Join(vals, ", ")
+	}
+}
+
 // aptPackage checks that setup.sh's packages list installs pkg and returns
 // its name: the pin is the package, its version the CI machine's release.
 func aptPackage(pkg string) func(*testing.T, string) string {
@@ -94,7 +107,7 @@ var pins = []pin{
 	{component: "containerd 1.6", file: "test/e2e/setup.sh", version: aptPackage("containerd"),
 		match: func(cell, pinned string) bool { return strings.HasPrefix(cell, "1.6 ") && mentions(cell, pinned) }},
 	{component: "critest", file: "test/e2e/critest.sh", version: shellVar("version")},
-	{component: "kube-proxy mode", file: "test/cluster/node.go", version: lineValue("mode:")},
+	{component: "kube-proxy mode", file: "test/cluster/cluster.go", version: goStrings("ProxyIPTables", "ProxyNFTables")},
 	{component: "CNI plugins", file: "test/e2e/setup.sh", version: aptPackage("containernetworking-plugins"), match: mentions},
 	{component: "Helm", file: "test/testbin/helm.sh", version: shellVar("version")},
 	{component: "kustomize", file: "test/testbin/kustomize.sh", version: shellVar("version")},
