@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -26,16 +25,11 @@ type agentCommand[T any] struct {
 // parse reads --config, the agent's flags and the log flags, then layers
 // the flags over the file.
 func (c agentCommand[T]) parse(args []string, stderr io.Writer) (*T, logFlags, error) {
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(c.name, stderr, c.usage+"\n\nflags:")
 	config := fs.String("config", "", c.kind+" file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
 	l := c.flags(fs)
 	var logf logFlags
 	logf.register(fs, logText)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, c.usage+"\n\nflags:")
-		fs.PrintDefaults()
-	}
 	if err := parseDaemonFlags(fs, args, &logf); err != nil {
 		return nil, logf, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,18 +20,13 @@ type convertFlags struct {
 }
 
 func runConvert(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("convert", stderr, "usage: dnsconfigurer convert [-o FILE] [--configmap NAME [--namespace NS]] [--import-dir DIR] FILE|-\n"+
+		"\nFILE is a Corefile, a coredns ConfigMap (data.Corefile) or a kube-dns ConfigMap\n(data.stubDomains, data.upstreamNameservers). The report goes to stderr, one line\na directive. Exit 0: all converted (differences allowed); 3: something was\ndropped; 1: the input is invalid; 2: bad flags or unreadable input.")
 	var f convertFlags
 	fs.StringVar(&f.out, "o", "", "write the ServerConfiguration to FILE instead of stdout")
 	fs.StringVar(&f.configMap, "configmap", "", "wrap it in a ConfigMap of this name, key "+corefile.ConfigKey)
 	fs.StringVar(&f.namespace, "namespace", "kube-system", "the ConfigMap's namespace (with --configmap)")
 	fs.StringVar(&f.importDir, "import-dir", "", "directory of the files a Corefile imports (default: the import's own directory; for a ConfigMap, its other keys)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer convert [-o FILE] [--configmap NAME [--namespace NS]] [--import-dir DIR] FILE|-")
-		fmt.Fprintln(stderr, "\nFILE is a Corefile, a coredns ConfigMap (data.Corefile) or a kube-dns ConfigMap\n(data.stubDomains, data.upstreamNameservers). The report goes to stderr, one line\na directive. Exit 0: all converted (differences allowed); 3: something was\ndropped; 1: the input is invalid; 2: bad flags or unreadable input.")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}

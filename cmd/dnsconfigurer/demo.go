@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -33,15 +32,10 @@ var demoNode = v1alpha1.NodeDNS{ClusterDNS: []string{demoClusterDNS}}
 
 // runDemo is the newcomer's first command: no cluster, no root, loopback only.
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo", stderr, "usage: dnsconfigurer demo [--pod POD.yaml] [--resolv-conf PATH] [--objects DIR]")
 	podFile := fs.String("pod", "examples/pod.yaml", "pod manifest to render")
 	resolv := fs.String("resolv-conf", "examples/node-resolv.conf", "the node's resolv.conf")
 	objects := fs.String("objects", "examples/objects", "manifests the cluster DNS serves")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer demo [--pod POD.yaml] [--resolv-conf PATH] [--objects DIR]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}

@@ -26,22 +26,17 @@ var explainAdapters = func(rc *rest.Config, client kubernetes.Interface) (explai
 }
 
 func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("explain", stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json] [--agent-namespace NS] [--timeout 30s] [--no-exec]\n\n"+
+		"Reads the pod, the node settings its node's agent publishes at "+nodesettings.Path+" (port-forward to the agent's\n"+
+		"metrics port), computes the pod's resolv.conf with its trace, and compares each running container's\n"+
+		"/etc/resolv.conf (exec cat). Needs: get pods, list pods in the agent namespace, create pods/portforward\n"+
+		"there, create pods/exec (unless --no-exec), get namespaces (with the agent's namespaceLabels).\n\nflags:")
 	var kube kubectlFlags
 	kube.register(fs)
 	out := fs.String("o", "text", "output: text (a resolv.conf with # comments) or json")
 	agentNS := fs.String("agent-namespace", explain.DefaultAgentNamespace, "namespace of the shim or nri DaemonSet's pods")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound of each API server step (get, list, port-forward, exec)")
 	noExec := fs.Bool("no-exec", false, "do not read the containers' /etc/resolv.conf (no pods/exec needed)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json] [--agent-namespace NS] [--timeout 30s] [--no-exec]\n\n"+
-			"Reads the pod, the node settings its node's agent publishes at "+nodesettings.Path+" (port-forward to the agent's\n"+
-			"metrics port), computes the pod's resolv.conf with its trace, and compares each running container's\n"+
-			"/etc/resolv.conf (exec cat). Needs: get pods, list pods in the agent namespace, create pods/portforward\n"+
-			"there, create pods/exec (unless --no-exec), get namespaces (with the agent's namespaceLabels).\n\nflags:")
-		fs.PrintDefaults()
-	}
 	pod, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
@@ -48,15 +47,10 @@ func toJSON(s hostresolv.Snapshot) snapshotJSON {
 }
 
 func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("hostresolv", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("hostresolv", stderr, "usage: dnsconfigurer hostresolv [--resolv-conf PATH|auto] [--watch] [--mode last-good|strict]")
 	path := fs.String("resolv-conf", v1alpha1.DefaultResolvConf, `node resolver file; "auto" follows systemd-resolved, "" is kubelet's resolvConf switched off`)
 	watch := fs.Bool("watch", false, "keep running and print every change as one JSON line")
 	mode := fs.String("mode", v1alpha1.DefaultResolvConfMode, "last-good (keep the last good config while the file is broken) or strict (kubelet)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer hostresolv [--resolv-conf PATH|auto] [--watch] [--mode last-good|strict]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}

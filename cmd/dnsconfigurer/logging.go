@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -36,11 +35,8 @@ func (l *logFlags) check() error {
 // parseDaemonFlags parses args into fs for a long-running command: no
 // positional argument, and log flags that make a logger.
 func parseDaemonFlags(fs *flag.FlagSet, args []string, l *logFlags) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return l.check()
 }

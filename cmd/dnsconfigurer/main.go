@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -91,14 +89,4 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun `dnsconfigurer <subcommand> -h` for its flags.")
-}
-
-// parseExit is the exit code of a failed flag parse: -h and --help
-// (flag.ErrHelp, the usage already printed on stderr) exit 0, as with the
-// flag package's ExitOnError; a bad flag exits exitUsage.
-func parseExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
 }

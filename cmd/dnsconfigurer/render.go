@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -40,24 +39,15 @@ type decisionJSON struct {
 }
 
 func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("render", stderr, "usage: dnsconfigurer render -f FILE|DIR|- [-f ...] [-R] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml] [--explain]")
 	var node nodeFlags
 	node.register(fs)
 	var input inputFlags
 	input.register(fs)
 	out := fs.String("o", "resolv.conf", "output: resolv.conf, json or yaml")
 	explain := fs.Bool("explain", false, "print every decision behind the result after it (# comments; a trace array with -o json|yaml); a single Pod only")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer render -f FILE|DIR|- [-f ...] [-R] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml] [--explain]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "render: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseCommand(fs, args); !ok {
+		return code
 	}
 	if err := checkOutput(*out, "resolv.conf", outJSON, outYAML); err != nil {
 		fmt.Fprintf(stderr, "render: %v\n", err)

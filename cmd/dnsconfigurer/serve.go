@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -42,22 +41,14 @@ type serveArgs struct {
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveArgs, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer serve --listen ADDR [--listen ADDR...] [--cluster-domain cluster.local]\n"+
-			"    [--objects PATH | --kubeconfig PATH] [--pods verified|insecure|disabled] [--ttl N]\n"+
-			"    [--upstream ADDR[,ADDR...] | --upstream-resolv-conf PATH] [--forward ZONE=ADDR[,ADDR...]]...\n"+
-			"    [--metrics-listen ADDR [--coredns-metrics]] [--log-format text|json] [--log-level debug|info|warn|error]\n"+
-			"    [--config FILE (ServerConfiguration, reloaded on change)]\n\nflags:")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("serve", stderr, "usage: dnsconfigurer serve --listen ADDR [--listen ADDR...] [--cluster-domain cluster.local]\n"+
+		"    [--objects PATH | --kubeconfig PATH] [--pods verified|insecure|disabled] [--ttl N]\n"+
+		"    [--upstream ADDR[,ADDR...] | --upstream-resolv-conf PATH] [--forward ZONE=ADDR[,ADDR...]]...\n"+
+		"    [--metrics-listen ADDR [--coredns-metrics]] [--log-format text|json] [--log-level debug|info|warn|error]\n"+
+		"    [--config FILE (ServerConfiguration, reloaded on change)]\n\nflags:")
 	a := &serveArgs{layer: serveFlags(fs)}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err := checkServeFlags(fs); err != nil {
 		return nil, err

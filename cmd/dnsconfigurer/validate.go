@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -22,8 +21,7 @@ type validateJSON struct {
 }
 
 func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("validate", stderr, "usage: dnsconfigurer validate -f FILE|DIR|- [-f ...] [-R] [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml|sarif] [--explain]")
 	var node nodeFlags
 	node.register(fs)
 	var input inputFlags
@@ -31,16 +29,8 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 	strict := fs.Bool("strict", false, "also reject what the node would fail or trim later")
 	out := fs.String("o", "text", "output: text, json, yaml or sarif (SARIF 2.1.0, for code review)")
 	explain := fs.Bool("explain", false, "also print every decision the node would take for the pod, as render --explain does (a single Pod only)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer validate -f FILE|DIR|- [-f ...] [-R] [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml|sarif] [--explain]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "validate: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseCommand(fs, args); !ok {
+		return code
 	}
 	if err := checkOutput(*out, "text", outJSON, outYAML, outSARIF); err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)

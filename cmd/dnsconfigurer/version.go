@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -12,18 +11,10 @@ import (
 )
 
 func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("version", stderr, "usage: dnsconfigurer version [-o text|json|yaml]   (or dnsconfigurer --version)")
 	out := fs.String("o", "text", "output: text, json or yaml")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer version [-o text|json|yaml]   (or dnsconfigurer --version)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
-	}
-	if fs.NArg() > 0 {
-		return exitCode(stderr, "version", usagef("unexpected argument %q", fs.Arg(0)))
+	if code, ok := parseCommand(fs, args); !ok {
+		return code
 	}
 	if err := checkOutput(*out, "text", outJSON, outYAML); err != nil {
 		return exitCode(stderr, "version", usageError{err})

@@ -145,17 +145,12 @@ func runWebhook(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wr
 // parseWebhookFlags parses the command line into the webhook's config and
 // its logging flags.
 func parseWebhookFlags(args []string, stderr io.Writer) (*webhookConfig, logFlags, error) {
-	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("webhook", stderr, "usage: dnsconfigurer webhook --tls-cert-file F --tls-private-key-file F [--config F] [--listen ADDR] [--cluster-domain D] [--cluster-dns IP[,IP]] [--trims warn|deny]\n"+
+		"    [--workloads check|skip] [--log-format json|text] [--log-level debug|info|warn|error]\n"+
+		"\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE and workload CREATE/UPDATE), GET /healthz, /readyz and /metrics over HTTPS.\n"+
+		"Flags given on the command line replace the config file's fields.")
 	var f webhookFlags
 	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dnsconfigurer webhook --tls-cert-file F --tls-private-key-file F [--config F] [--listen ADDR] [--cluster-domain D] [--cluster-dns IP[,IP]] [--trims warn|deny]")
-		fmt.Fprintln(stderr, "    [--workloads check|skip] [--log-format json|text] [--log-level debug|info|warn|error]")
-		fmt.Fprintln(stderr, "\nServes POST /validate (admission.k8s.io/v1 AdmissionReview for Pod CREATE and workload CREATE/UPDATE), GET /healthz, /readyz and /metrics over HTTPS.")
-		fmt.Fprintln(stderr, "Flags given on the command line replace the config file's fields.")
-		fs.PrintDefaults()
-	}
 	if err := parseDaemonFlags(fs, args, &f.log); err != nil {
 		return nil, f.log, err
 	}

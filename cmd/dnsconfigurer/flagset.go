@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// newFlagSet is the flag set of the command name: its errors and its usage
+// go to stderr, the usage text first, then the flags.
+func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseExit is the exit code of a failed flag parse: -h and --help
+// (flag.ErrHelp, the usage already printed on stderr) exit 0, as with the
+// flag package's ExitOnError; a bad flag exits exitUsage.
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// parseNoArgs parses args into fs, which takes no positional argument.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return extraArg(fs.Arg(0))
+	}
+	return nil
+}
+
+// extraArg is a positional argument where a command takes none.
+type extraArg string
+
+func (a extraArg) Error() string { return fmt.Sprintf("unexpected argument %q", string(a)) }
+
+// parseCommand is parseNoArgs for a command that runs next: false with the
+// exit code when it must not run, the error printed (the flag package
+// prints its own; an argument as "<name>: unexpected argument").
+func parseCommand(fs *flag.FlagSet, args []string) (int, bool) {
+	err := parseNoArgs(fs, args)
+	var extra extraArg
+	switch {
+	case err == nil:
+		return exitOK, true
+	case errors.As(err, &extra):
+		fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
+		return exitUsage, false
+	}
+	return parseExit(err), false
+}
