@@ -41,11 +41,9 @@ const (
 //	ndots: 5                 # unset: kubelet's ndots:5
 type NRIConfiguration struct {
 	TypeMeta `json:",inline"`
-	// NodeDNS is what kubelet's clusterDNS, clusterDomain and resolvConf
-	// say, plus the node-local DNS address and the node OS.
-	NodeDNS `json:",inline"`
-	// PodPolicy is the cluster's DNS policy for pods that did not choose.
-	PodPolicy `json:",inline"`
+	// NodeAgent is what both node agents take: kubelet's DNS settings, the
+	// pod policy, the API server, limits and metrics.
+	NodeAgent `json:",inline"`
 
 	// Socket is the runtime's NRI socket (default /var/run/nri/nri.sock).
 	Socket string `json:"socket,omitempty"`
@@ -58,41 +56,25 @@ type NRIConfiguration struct {
 	// (default /run/dnsconfigurer/nri).
 	StateDir string `json:"stateDir,omitempty"`
 
-	// Kubeconfig is the API server's kubeconfig; "" uses the files of
-	// $KUBECONFIG, else the in-cluster config when running in a pod, and
-	// no API server otherwise.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-	// NodeName is this node's name, required with an API server.
-	NodeName string `json:"nodeName,omitempty"`
 	// PodLookupTimeout is how long a container waits for a pod the
 	// informer has not seen yet (default "1s"; NRI's request timeout is
 	// 2s by default).
 	PodLookupTimeout string `json:"podLookupTimeout,omitempty"`
-
-	// Limits is "trim" (default) or "reject" (the container, and with an
-	// API server the sandbox, fails).
-	Limits string `json:"limits,omitempty"`
-
-	// MetricsListen is the HTTP address of /metrics, /healthz and
-	// /readyz; "" (default) serves none.
-	MetricsListen string `json:"metricsListen,omitempty"`
 }
 
 // SetDefaults fills unset fields.
 func (c *NRIConfiguration) SetDefaults() {
-	c.NodeDNS.SetDefaults()
-	c.PodPolicy.SetDefaults()
+	c.NodeAgent.SetDefaults()
 	setString(&c.Socket, DefaultNRISocket)
 	setString(&c.PluginName, DefaultNRIPluginName)
 	setString(&c.PluginIndex, DefaultNRIPluginIndex)
 	setString(&c.StateDir, DefaultNRIStateDir)
 	setString(&c.PodLookupTimeout, DefaultNRIPodLookupTimeout.String())
-	setString(&c.Limits, DefaultLimits)
 }
 
 // Validate reports the first invalid field by name.
 func (c *NRIConfiguration) Validate() error {
-	if err := validNodePolicy(&c.NodeDNS, &c.PodPolicy); err != nil {
+	if err := c.validPolicy(); err != nil {
 		return err
 	}
 	if err := socketPath(c.Socket); err != nil {
@@ -110,11 +92,5 @@ func (c *NRIConfiguration) Validate() error {
 	if d, err := time.ParseDuration(c.PodLookupTimeout); err != nil || d < 0 || d > 10*time.Second {
 		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 10s", c.PodLookupTimeout)
 	}
-	if err := either("limits", c.Limits, LimitsTrim, LimitsReject); err != nil {
-		return err
-	}
-	if err := validNodeAgent(c.NodeName, c.MetricsListen); err != nil {
-		return err
-	}
-	return nil
+	return c.validAgent()
 }

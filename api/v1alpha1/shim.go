@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
 	"time"
@@ -69,11 +68,9 @@ const (
 //	ndots: 5                 # unset: kubelet's ndots:5
 type ShimConfiguration struct {
 	TypeMeta `json:",inline"`
-	// NodeDNS is what kubelet's clusterDNS, clusterDomain and resolvConf
-	// say, plus the node-local DNS address and the node OS.
-	NodeDNS `json:",inline"`
-	// PodPolicy is the cluster's DNS policy for pods that did not choose.
-	PodPolicy `json:",inline"`
+	// NodeAgent is what both node agents take: kubelet's DNS settings, the
+	// pod policy, the API server, limits and metrics.
+	NodeAgent `json:",inline"`
 
 	// NodeIPs decide the loopback nameserver of host-type pods when
 	// resolvConf is "" (kubelet's node IPs).
@@ -90,27 +87,13 @@ type ShimConfiguration struct {
 	// unix:///run/containerd/containerd.sock).
 	RuntimeEndpoint string `json:"runtimeEndpoint,omitempty"`
 
-	// Kubeconfig is the API server's kubeconfig; "" uses the files of
-	// $KUBECONFIG, else the in-cluster config when running in a pod, and
-	// no API server otherwise.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-	// NodeName is this node's name, required with an API server (the pod
-	// informer watches spec.nodeName=<nodeName>).
-	NodeName string `json:"nodeName,omitempty"`
 	// PodLookupTimeout is how long RunPodSandbox waits for a pod the
 	// informer has not seen yet, as a Go duration (default "2s").
 	PodLookupTimeout string `json:"podLookupTimeout,omitempty"`
 
-	// Limits is "trim" (default: kubelet's behaviour, with an Event) or
-	// "reject" (RunPodSandbox fails with InvalidArgument).
-	Limits string `json:"limits,omitempty"`
 	// FailurePolicy is "open" (default: on an internal error kubelet's
 	// request is forwarded unchanged) or "closed" (the sandbox fails).
 	FailurePolicy string `json:"failurePolicy,omitempty"`
-
-	// MetricsListen is the HTTP address of /metrics, /healthz and
-	// /readyz; "" (default) serves none.
-	MetricsListen string `json:"metricsListen,omitempty"`
 
 	// MaxConnections bounds the client connections (kubelet, crictl,
 	// critest) served at once (default 4096, at most 1048576; fewer when
@@ -124,13 +107,11 @@ type ShimConfiguration struct {
 
 // SetDefaults fills unset fields.
 func (c *ShimConfiguration) SetDefaults() {
-	c.NodeDNS.SetDefaults()
-	c.PodPolicy.SetDefaults()
+	c.NodeAgent.SetDefaults()
 	setString(&c.ResolvConfMode, DefaultResolvConfMode)
 	setString(&c.Listen, DefaultShimListen)
 	setString(&c.RuntimeEndpoint, DefaultShimRuntimeEndpoint)
 	setString(&c.PodLookupTimeout, DefaultPodLookupTimeout.String())
-	setString(&c.Limits, DefaultLimits)
 	setString(&c.FailurePolicy, DefaultFailurePolicy)
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultShimMaxConnections
@@ -139,7 +120,7 @@ func (c *ShimConfiguration) SetDefaults() {
 
 // Validate reports the first invalid field by name.
 func (c *ShimConfiguration) Validate() error {
-	if err := validNodePolicy(&c.NodeDNS, &c.PodPolicy); err != nil {
+	if err := c.validPolicy(); err != nil {
 		return err
 	}
 	for i, ip := range c.NodeIPs {
@@ -162,40 +143,14 @@ func (c *ShimConfiguration) Validate() error {
 	if d, err := time.ParseDuration(c.PodLookupTimeout); err != nil || d < 0 || d > time.Minute {
 		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 1m", c.PodLookupTimeout)
 	}
-	if err := either("limits", c.Limits, LimitsTrim, LimitsReject); err != nil {
-		return err
-	}
 	if err := either("failurePolicy", c.FailurePolicy, FailurePolicyOpen, FailurePolicyClose); err != nil {
 		return err
 	}
-	if err := validNodeAgent(c.NodeName, c.MetricsListen); err != nil {
+	if err := c.validAgent(); err != nil {
 		return err
 	}
 	if c.MaxConnections < 1 || c.MaxConnections > MaxShimMaxConnections {
 		return fmt.Errorf("maxConnections: %d must be between 1 and %d", c.MaxConnections, MaxShimMaxConnections)
-	}
-	return nil
-}
-
-// validNodePolicy checks the node and pod policy fields of a node agent
-// (the shim and the NRI plugin).
-func validNodePolicy(n *NodeDNS, p *PodPolicy) error {
-	if err := n.Validate(""); err != nil {
-		return err
-	}
-	return p.Validate("")
-}
-
-// validNodeAgent checks the nodeName and metricsListen fields of a node
-// agent (the shim and the NRI plugin).
-func validNodeAgent(nodeName, metricsListen string) error {
-	if nodeName != "" && (len(nodeName) > 253 || strings.ContainsAny(nodeName, " /\t")) {
-		return fmt.Errorf("nodeName: %q is not a node name", nodeName)
-	}
-	if metricsListen != "" {
-		if _, _, err := net.SplitHostPort(metricsListen); err != nil {
-			return fmt.Errorf("metricsListen: %q is not host:port", metricsListen)
-		}
 	}
 	return nil
 }

@@ -15,11 +15,11 @@ import (
 
 // agentSettings is what an agent publishes at /node-settings: its config
 // and, at each call, the watcher's current host snapshot.
-func agentSettings(kind, nodeName string, node v1alpha1.NodeDNS, pp v1alpha1.PodPolicy, nodeIPs []string, limits string, w *hostresolv.Watcher) func() nodesettings.Settings {
+func agentSettings(kind string, a *v1alpha1.NodeAgent, nodeIPs []string, w *hostresolv.Watcher) func() nodesettings.Settings {
 	return func() nodesettings.Settings {
-		return nodesettings.Settings{Kind: kind, Version: version.Get().Version, NodeName: nodeName,
-			ClusterDNS: node.ClusterDNS, ClusterDomain: node.Domain(), NodeLocalDNS: node.NodeLocalDNS,
-			NodeOS: node.NodeOS, NodeIPs: nodeIPs, Limits: limits, PodPolicy: pp, Host: nodesettings.HostOf(w.Current())}
+		return nodesettings.Settings{Kind: kind, Version: version.Get().Version, NodeName: a.NodeName,
+			ClusterDNS: a.ClusterDNS, ClusterDomain: a.Domain(), NodeLocalDNS: a.NodeLocalDNS,
+			NodeOS: a.NodeOS, NodeIPs: nodeIPs, Limits: a.Limits, PodPolicy: a.PodPolicy, Host: nodesettings.HostOf(w.Current())}
 	}
 }
 

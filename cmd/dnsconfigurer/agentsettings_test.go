@@ -44,7 +44,8 @@ func TestNodeSettings(t *testing.T) {
 	ndots := 2
 	node := v1alpha1.NodeDNS{ClusterDNS: []string{"10.96.0.10"}, NodeOS: "linux"}
 	pp := v1alpha1.PodPolicy{DefaultDNSPolicy: v1alpha1.DNSPolicyClusterFirstWithAutopath, NamespaceLabels: true, Ndots: &ndots}
-	srv := httptest.NewServer(agentHandler(nil, agentSettings(nodesettings.KindShim, "node-a", node, pp, nil, v1alpha1.LimitsTrim, w)))
+	agent := v1alpha1.NodeAgent{NodeDNS: node, PodPolicy: pp, NodeName: "node-a", Limits: v1alpha1.LimitsTrim}
+	srv := httptest.NewServer(agentHandler(nil, agentSettings(nodesettings.KindShim, &agent, nil, w)))
 	defer srv.Close()
 
 	raw := getJSON(t, srv.URL+nodesettings.Path)

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
@@ -29,15 +27,8 @@ func nriFlags(fs *flag.FlagSet) *flagLayer[nriConfig] {
 	l.String(func(c *nriConfig) *string { return &c.Socket }, "socket", v1alpha1.DefaultNRISocket, "the runtime's NRI socket `PATH`")
 	l.String(func(c *nriConfig) *string { return &c.PluginName }, "plugin-name", v1alpha1.DefaultNRIPluginName, "plugin name; it registers as <index>-<name>")
 	l.String(func(c *nriConfig) *string { return &c.PluginIndex }, "plugin-index", v1alpha1.DefaultNRIPluginIndex, "plugin index, two digits: the order among the runtime's plugins")
-	registerAgentFlags(l, agentFields[nriConfig]{
-		node:       func(c *nriConfig) *v1alpha1.NodeDNS { return &c.NodeDNS },
-		policy:     func(c *nriConfig) *v1alpha1.PodPolicy { return &c.PodPolicy },
-		kubeconfig: func(c *nriConfig) *string { return &c.Kubeconfig },
-		nodeName:   func(c *nriConfig) *string { return &c.NodeName },
-	})
+	registerAgentFlags(l, func(c *nriConfig) *v1alpha1.NodeAgent { return &c.NodeAgent }, "trim (as kubelet) or reject (the container fails)")
 	l.String(func(c *nriConfig) *string { return &c.StateDir }, "state-dir", v1alpha1.DefaultNRIStateDir, "directory of the pods' resolv.conf files (`DIR`/<pod uid>/resolv.conf)")
-	l.String(func(c *nriConfig) *string { return &c.Limits }, "limits", v1alpha1.DefaultLimits, "over kubelet's DNS limits: trim (as kubelet) or reject (the container fails)")
-	l.String(func(c *nriConfig) *string { return &c.MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
 	return l
 }
 
@@ -71,73 +62,30 @@ func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watcher, err := hostresolv.Watch(ctx, *cfg.ResolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped (SIGTERM) before the first read finished
-		}
-		return fmt.Errorf("--resolv-conf: %w", err)
+	watcher, err := watchHostResolv(ctx, *cfg.ResolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
+	if watcher == nil {
+		return err
 	}
 	opts := []nriplugin.Option{nriplugin.WithLogger(log), nriplugin.WithSocket(cfg.Socket), nriplugin.WithRegistry(reg),
 		nriplugin.WithIdentity(cfg.PluginName, cfg.PluginIndex), nriplugin.WithLimits(nriplugin.Limits(cfg.Limits))}
-	kube, err := nriAPIServer(cfg, log, reg)
+	kube, err := agentAPIServer(&cfg.NodeAgent, "nri", podfacts.ComponentNRI, log, reg)
 	if err != nil {
 		return err
 	}
-	if kube.lookup != nil {
-		defer kube.stopEvents()
+	defer kube.stop()
+	if kube.pods != nil {
 		timeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
-		opts = append(opts, nriplugin.WithPodLookup(kube.lookup, timeout), nriplugin.WithEvents(kube.events))
+		opts = append(opts, nriplugin.WithPodLookup(kube.pods, timeout), nriplugin.WithEvents(kube.events))
 	}
-	tasks, checks := kube.tasks, kube.checks
 	plugin, err := nriplugin.New(eng, watcher, cfg.StateDir, opts...)
 	if err != nil {
 		return usageError{err}
 	}
-	checks = append([]health.Check{health.Condition(plugin.Connected, "not connected to the runtime's NRI socket")}, checks...)
-	settings := agentSettings(nodesettings.KindNRI, cfg.NodeName, cfg.NodeDNS, cfg.PodPolicy, nil, cfg.Limits, watcher)
+	checks := append([]health.Check{health.Condition(plugin.Connected, "not connected to the runtime's NRI socket")}, kube.checks...)
+	settings := agentSettings(nodesettings.KindNRI, &cfg.NodeAgent, nil, watcher)
 	ops, err := agentOpsTasks(cfg.MetricsListen, reg, log, settings, checks...)
 	if err != nil {
 		return err
 	}
-	return runTasks(ctx, append(append(tasks, ops...), plugin.Run)...)
-}
-
-// nriAPI is what the plugin takes from the API server, when there is one:
-// the pod informer's task, its readiness check, the lookup and the Event
-// recorder (and its stop function).
-type nriAPI struct {
-	tasks      []task
-	checks     []health.Check
-	lookup     podfacts.SandboxLookup
-	events     podfacts.EventSink
-	stopEvents func()
-}
-
-// nriAPIServer builds the plugin's API server parts; all zero without an
-// API server.
-func nriAPIServer(cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg prometheus.Registerer) (nriAPI, error) {
-	rc, client, err := kubeREST(cfg.Kubeconfig, "nri")
-	if err != nil {
-		return nriAPI{}, usageError{err}
-	}
-	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, rc, log)
-	if err != nil || client == nil {
-		return nriAPI{}, err
-	}
-	if cfg.NodeName == "" {
-		return nriAPI{}, usagef("--node-name (or $NODE_NAME) is required with an API server")
-	}
-	klog.SetSlogLogger(log.With("component", "client-go"))
-	informer, err := podfacts.NewPodInformer(client, cfg.NodeName, log, append(nsOpts, podfacts.InformerRegistry(reg))...)
-	if err != nil {
-		return nriAPI{}, err
-	}
-	rec, stop, err := podfacts.NewAgentEvents(client, podfacts.ComponentNRI, cfg.NodeName, reg)
-	if err != nil {
-		return nriAPI{}, err
-	}
-	run := func(ctx context.Context) error { informer.Run(ctx); return nil }
-	return nriAPI{tasks: append(nsTasks, run), checks: append(nsChecks, health.Condition(informer.HasSynced, "pod informer not synced")),
-		lookup: informer, events: rec, stopEvents: stop}, nil
+	return runTasks(ctx, append(append(kube.tasks, ops...), plugin.Run)...)
 }

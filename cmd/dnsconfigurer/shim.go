@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
@@ -28,18 +27,11 @@ func shimFlags(fs *flag.FlagSet) *flagLayer[shimConfig] {
 	l := newFlagLayer[shimConfig](fs)
 	l.String(func(c *shimConfig) *string { return &c.Listen }, "listen", v1alpha1.DefaultShimListen, "the shim's unix socket `PATH`, kubelet's --container-runtime-endpoint")
 	l.String(func(c *shimConfig) *string { return &c.RuntimeEndpoint }, "runtime-endpoint", v1alpha1.DefaultShimRuntimeEndpoint, "containerd's CRI socket (path or unix:// URL)")
-	registerAgentFlags(l, agentFields[shimConfig]{
-		node:       func(c *shimConfig) *v1alpha1.NodeDNS { return &c.NodeDNS },
-		policy:     func(c *shimConfig) *v1alpha1.PodPolicy { return &c.PodPolicy },
-		kubeconfig: func(c *shimConfig) *string { return &c.Kubeconfig },
-		nodeName:   func(c *shimConfig) *string { return &c.NodeName },
-	})
+	registerAgentFlags(l, func(c *shimConfig) *v1alpha1.NodeAgent { return &c.NodeAgent }, "trim (as kubelet, with an Event) or reject (InvalidArgument)")
 	l.String(func(c *shimConfig) *string { return &c.ResolvConfMode }, "resolv-conf-mode", v1alpha1.DefaultResolvConfMode, "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
 	l.List(func(c *shimConfig) *[]string { return &c.NodeIPs }, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
 	l.String(func(c *shimConfig) *string { return &c.PodLookupTimeout }, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout.String(), "how long a sandbox waits for a pod the informer has not seen")
-	l.String(func(c *shimConfig) *string { return &c.Limits }, "limits", v1alpha1.DefaultLimits, "over kubelet's DNS limits: trim (as kubelet, with an Event) or reject (InvalidArgument)")
 	l.String(func(c *shimConfig) *string { return &c.FailurePolicy }, "failure-policy", v1alpha1.DefaultFailurePolicy, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
-	l.String(func(c *shimConfig) *string { return &c.MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
 	l.Int(func(c *shimConfig) *int { return &c.MaxConnections }, "max-connections", v1alpha1.DefaultShimMaxConnections, "serve at most `N` client connections at once (fewer if the open-file limit is lower); past it a new one replaces the longest idle one (GOAWAY), refused only when all are busy")
 	return l
 }
@@ -103,21 +95,11 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	if err != nil {
 		return usagef("--resolv-conf-mode: %v", err)
 	}
-	rc, client, err := kubeREST(cfg.Kubeconfig, "shim")
-	if err != nil {
-		return usageError{err}
-	}
-	if client != nil && cfg.NodeName == "" {
-		return usagef("--node-name (or $NODE_NAME) is required with an API server")
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watcher, err := hostresolv.Watch(ctx, *cfg.ResolvConf, hostresolv.WithMode(mode), hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped (SIGTERM) before the first read finished
-		}
-		return fmt.Errorf("--resolv-conf: %w", err)
+	watcher, err := watchHostResolv(ctx, *cfg.ResolvConf, hostresolv.WithMode(mode), hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
+	if watcher == nil {
+		return err
 	}
 	if s := watcher.Current(); s.Err != nil {
 		log.Warn("node resolver config unusable: sandboxes fail (or pass unchanged with failure policy open) until it is fixed", "path", s.Path, "err", s.Err)
@@ -125,26 +107,13 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	lookupTimeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
 	opts := []cri.Option{cri.WithLogger(log), cri.WithRegistry(reg), cri.WithLimits(cri.Limits(cfg.Limits)),
 		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout), cri.WithMaxConns(cfg.MaxConnections)}
-	var tasks []task
-	checks := []health.Check{}
-	nsOpts, nsTasks, nsChecks, err := agentNamespaces(cfg.PodPolicy, rc, log)
+	kube, err := agentAPIServer(&cfg.NodeAgent, "shim", podfacts.ComponentShim, log, reg)
 	if err != nil {
 		return err
 	}
-	if client != nil {
-		klog.SetSlogLogger(log.With("component", "client-go"))
-		informer, err := podfacts.NewPodInformer(client, cfg.NodeName, log, append(nsOpts, podfacts.InformerRegistry(reg))...)
-		if err != nil {
-			return err
-		}
-		tasks = append(append(tasks, nsTasks...), func(ctx context.Context) error { informer.Run(ctx); return nil })
-		checks = append(append(checks, nsChecks...), health.Condition(informer.HasSynced, "pod informer not synced"))
-		rec, stop, err := podfacts.NewAgentEvents(client, podfacts.ComponentShim, cfg.NodeName, reg)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		opts = append(opts, cri.WithPodLookup(informer), cri.WithEvents(rec))
+	defer kube.stop()
+	if kube.pods != nil {
+		opts = append(opts, cri.WithPodLookup(kube.pods), cri.WithEvents(kube.events))
 	}
 	srv, err := cri.New(cfg.RuntimeEndpoint, eng, watcher, opts...)
 	if err != nil {
@@ -155,12 +124,12 @@ func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slo
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	checks = append([]health.Check{health.Condition(srv.RuntimeReady, "runtime not connected")}, checks...)
-	settings := agentSettings(nodesettings.KindShim, cfg.NodeName, cfg.NodeDNS, cfg.PodPolicy, cfg.NodeIPs, cfg.Limits, watcher)
+	checks := append([]health.Check{health.Condition(srv.RuntimeReady, "runtime not connected")}, kube.checks...)
+	settings := agentSettings(nodesettings.KindShim, &cfg.NodeAgent, cfg.NodeIPs, watcher)
 	ops, err := agentOpsTasks(cfg.MetricsListen, reg, log, settings, checks...)
 	if err != nil {
 		l.Close()
 		return err
 	}
-	return runTasks(ctx, append(append(tasks, ops...), func(ctx context.Context) error { return srv.Serve(ctx, l) })...)
+	return runTasks(ctx, append(append(kube.tasks, ops...), func(ctx context.Context) error { return srv.Serve(ctx, l) })...)
 }
