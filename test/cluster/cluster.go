@@ -51,8 +51,15 @@ var (
 	// ClusterDNSUpstream is the cluster DNS pods' second Service, the
 	// node-local stage's upstream (deploy/dnsserver/service-upstream.yaml).
 	ClusterDNSUpstream = netip.MustParseAddr("10.96.0.11")
-	// ServiceCIDR6 is the IPv6 Service range of a dual-stack cluster.
-	ServiceCIDR6 = netip.MustParsePrefix("fd00:10:96::/112")
+	// ServiceCIDR6 is the IPv6 Service range of a dual-stack cluster, and
+	// ClusterDNS6 and ClusterDNSUpstream6 the DNS Services' IPv6
+	// ClusterIPs there.
+	ServiceCIDR6        = netip.MustParsePrefix("fd00:10:96::/112")
+	ClusterDNS6         = netip.MustParseAddr("fd00:10:96::a")
+	ClusterDNSUpstream6 = netip.MustParseAddr("fd00:10:96::b")
+	// NodeLocalDNS6 is the node-local stage's IPv6 address in a
+	// dual-stack cluster, a ULA as NodeLocal DNSCache's IPv6 set-ups use.
+	NodeLocalDNS6 = netip.MustParseAddr("fd00::10")
 	// NodeLocalDNS is the node-local stage's address (deploy/nodelocal).
 	NodeLocalDNS = netip.MustParseAddr("169.254.20.10")
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,9 +23,12 @@ const (
 	// NodeNamespace holds the node DaemonSets (Pod Security privileged).
 	NodeNamespace = "dnsconfigurer-node"
 	DNSDeployment = "dnsconfigurer-dns"
-	NodeLocalDS   = "dnsconfigurer-node-local-dns"
-	WebhookName   = "dnsconfigurer-webhook"
-	NRIDS         = "dnsconfigurer-nri"
+	// DNSService is the cluster DNS Service (and, with "-upstream", the
+	// node-local stage's upstream Service).
+	DNSService  = "dnsconfigurer-dns"
+	NodeLocalDS = "dnsconfigurer-node-local-dns"
+	WebhookName = "dnsconfigurer-webhook"
+	NRIDS       = "dnsconfigurer-nri"
 )
 
 // DeployDir returns the repository's deploy/ directory.
@@ -219,13 +223,52 @@ patches:
     - op: replace
       path: /spec/template/spec/volumes/2/hostPath/path
       value: %s
-`, rel, agentPatch, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved, run)
+%s`, rel, agentPatch, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved, run, c.dualStackPatch())
 	for name, content := range map[string]string{"kustomization.yaml": kustomization, "webhook-tls.yaml": secret} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return "", err
 		}
 	}
 	return dir, nil
+}
+
+// dualStackPatch gives a dual-stack cluster's DNS Services an IPv6
+// ClusterIP too (PreferDualStack, IPv4 first), and the node-local stage
+// NodeLocalDNS6 and the IPv6 cluster DNS address besides the IPv4 ones;
+// "" otherwise.
+func (c *Cluster) dualStackPatch() string {
+	if !c.dualStack {
+		return ""
+	}
+	var b strings.Builder
+	for _, s := range []struct {
+		name   string
+		v4, v6 netip.Addr
+	}{{DNSService, ClusterDNS, ClusterDNS6}, {DNSService + "-upstream", ClusterDNSUpstream, ClusterDNSUpstream6}} {
+		fmt.Fprintf(&b, `- target:
+    kind: Service
+    name: %s
+  patch: |
+    - op: add
+      path: /spec/ipFamilyPolicy
+      value: PreferDualStack
+    - op: add
+      path: /spec/clusterIPs
+      value: [%q, %q]
+`, s.name, s.v4, s.v6)
+	}
+	fmt.Fprintf(&b, `- target:
+    kind: DaemonSet
+    name: %s
+  patch: |
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --local-ip=%s
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --local-ip=%s
+`, NodeLocalDS, NodeLocalDNS6, ClusterDNS6)
+	return b.String()
 }
 
 // NRIStateDir is the NRI plugin's --state-dir: <pod uid>/resolv.conf

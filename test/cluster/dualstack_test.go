@@ -18,7 +18,9 @@ import (
 // headless dual-stack Service with the pods' IPv6 addresses, NODATA (not
 // NXDOMAIN) for AAAA of an IPv4-only Service, PTR in ip6.arpa for the IPv6
 // ClusterIP, AAAA of a pod's IPv6 record, and serves over IPv6 (asked at a
-// cluster DNS pod's IPv6 address).
+// cluster DNS pod's IPv6 address); the node agent writes both clusterDNS
+// addresses as nameservers, and the node-local stage answers on
+// NodeLocalDNS6 and on the IPv6 cluster DNS address.
 func testDualStack(t *testing.T, c *Cluster) {
 	ns := namespace(t, c)
 	ctx := testContext(t, 5*time.Minute)
@@ -107,7 +109,19 @@ func testDualStack(t *testing.T, c *Cluster) {
 		{"PTR of the IPv6 ClusterIP", []string{"-x", v6}, []string{svcName("ds") + "."}},
 		{"AAAA of a pod's IPv6 record", []string{strings.ReplaceAll(client6, ":", "-") + "." + ns + ".pod." + ClusterDomain, "AAAA"}, []string{client6}},
 		{"over IPv6, at a cluster DNS pod", []string{"@" + dns6, "kubernetes.default.svc." + ClusterDomain, "A"}, []string{"10.96.0.1"}},
+		{"at node-local's IPv6 address", []string{"@" + NodeLocalDNS6.String(), svcName("ds"), "AAAA"}, []string{v6}},
+		{"at the IPv6 cluster DNS address (node-local)", []string{"@" + ClusterDNS6.String(), svcName("ds"), "A"}, []string{v4}},
 	}
+	t.Run("nameservers", func(t *testing.T) {
+		out, err := c.exec(ctx, ns, "client", "cat", "/etc/resolv.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := parseResolvConf(out).nameservers
+		if want := []string{ClusterDNS.String(), ClusterDNS6.String()}; !slices.Equal(got, want) {
+			t.Errorf("client's nameservers %q, want %q:\n%s", got, want, out)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.what, func(t *testing.T) {
 			out, err := c.exec(ctx, ns, "client", append([]string{"dig", "+noall", "+comments", "+answer"}, tc.args...)...)

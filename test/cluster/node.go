@@ -156,7 +156,7 @@ volumePluginDir: %[9]s
 syncFrequency: 10s
 fileCheckFrequency: 10s
 serializeImagePulls: false
-`, n.IP, kubeletHealthzPort, n.Harness.CgroupParent, c.runtimeSocket(n), ClusterDNS, ClusterDomain,
+`, n.IP, kubeletHealthzPort, n.Harness.CgroupParent, c.runtimeSocket(n), c.clusterDNS(), ClusterDomain,
 		n.resolvConfPath(), n.podLogs(), n.path("kubelet-plugins"))
 }
 
@@ -206,7 +206,7 @@ runtimeEndpoint: %s
 kubeconfig: %s
 nodeName: %s
 metricsListen: 127.0.0.1:%d
-`, ClusterDNS, ClusterDomain, n.resolvConfPath(), NodeLocalDNS, ClusterDNS, n.shimSocket(), n.Harness.Endpoint,
+`, c.clusterDNS(), ClusterDomain, n.resolvConfPath(), NodeLocalDNS, ClusterDNS, n.shimSocket(), n.Harness.Endpoint,
 		n.path("kubelet.kubeconfig"), n.Name, shimMetricsPort)
 }
 
@@ -432,6 +432,9 @@ func sweepStale(t testing.TB) {
 					errs = append(errs, run(context.Background(), "umount", "--recursive", "--lazy", root))
 				}
 			}
+		}
+		if _, err := os.Stat(filepath.Join("/run/netns", fabricNetNS(dir))); err == nil {
+			errs = append(errs, run(context.Background(), "ip", "netns", "del", fabricNetNS(dir)))
 		}
 		errs = append(errs, os.RemoveAll(dir))
 		if err := errors.Join(errs...); err != nil {

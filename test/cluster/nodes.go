@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
@@ -116,6 +117,15 @@ func (n *Node) nodeIPs() string {
 	return n.IP.String()
 }
 
+// clusterDNS is kubelet's (and the shim's) clusterDNS list: the IPv4
+// address, then the IPv6 one in a dual-stack cluster.
+func (c *Cluster) clusterDNS() string {
+	if c.dualStack {
+		return `"` + ClusterDNS.String() + `", "` + ClusterDNS6.String() + `"`
+	}
+	return ClusterDNS.String()
+}
+
 // serviceCIDRs is the Service range(s), IPv4 first.
 func (c *Cluster) serviceCIDRs() string {
 	if c.dualStack {
@@ -163,7 +173,7 @@ func (c *Cluster) harnessOptions(n *Node) containerd.Options {
 	}
 	if c.dualStack {
 		o.PodSubnet6 = nodeSubnet6(n.index)
-		routes = append(routes, ServiceCIDR6, clusterPodCIDR6)
+		routes = append(routes, ServiceCIDR6, clusterPodCIDR6, netip.PrefixFrom(NodeLocalDNS6, 128))
 	}
 	if n.index > 0 {
 		first := c.first()
@@ -182,7 +192,7 @@ func (c *Cluster) joinNodes(ctx context.Context) error {
 	if len(c.Nodes) == 1 {
 		return nil
 	}
-	c.fabric = c.first().Harness.NetNS + "-fab"
+	c.fabric = fabricNetNS(c.Dir)
 	c.t.Cleanup(func() {
 		if err := run(context.Background(), "ip", "netns", "del", c.fabric); err != nil {
 			c.t.Errorf("cluster: %v", err)
@@ -225,6 +235,12 @@ func (c *Cluster) joinNodes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// fabricNetNS names the fabric namespace of the cluster in dir, so that
+// sweepStale finds it from the directory alone.
+func fabricNetNS(dir string) string {
+	return "dnscfg-fab-" + strings.TrimPrefix(filepath.Base(dir), dirPrefix)
 }
 
 // NodeByName returns the node called name, or nil.
