@@ -124,7 +124,14 @@ func clusterNS(t *testing.T) (*netns.NS, *testkit.Upstream) {
 	ns.IP(t, "addr", "add", "10.244.0.5/24", "dev", "eth0")
 	ns.IP(t, "addr", "add", pod6+"/64", "dev", "eth0", "nodad")
 	ns.IP(t, "link", "set", "eth0", "up")
-	up := testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, m *dns.Msg) {
+	up := testkit.NewUpstream(t, externalReply(), testkit.At("["+upstream+"]:5353"), testkit.ListenIn(ns.Do))
+	return ns, up
+}
+
+// externalReply answers www.example.com with an A and an AAAA record,
+// every other name NXDOMAIN: the upstream for names outside the cluster.
+func externalReply() dns.Handler {
+	return testkit.Reply(func(q dns.Question, m *dns.Msg) {
 		if !strings.EqualFold(q.Name, "www.example.com.") {
 			m.Rcode = dns.RcodeNameError
 			return
@@ -136,8 +143,7 @@ func clusterNS(t *testing.T) (*netns.NS, *testkit.Upstream) {
 			rr, _ := dns.NewRR(q.Name + " 60 IN AAAA 2001:db8::80")
 			m.Answer = []dns.RR{rr}
 		}
-	}), testkit.At("["+upstream+"]:5353"), testkit.ListenIn(ns.Do))
-	return ns, up
+	})
 }
 
 // startCluster runs the cluster DNS on both wildcards and the IPv6

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +51,20 @@ func start(t *testing.T, ns *netns.NS, args ...string) *proc {
 		}
 	})
 	return p
+}
+
+// stop sends SIGTERM and wants a clean exit within 15s.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		if err := p.cmd.ProcessState; !err.Success() {
+			t.Errorf("dnsconfigurer %s exit: %v", p.cmd.Args[len(p.cmd.Args)-1], err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("still running 15s after SIGTERM")
+	}
 }
 
 // waitLog waits for re in the process's output.
