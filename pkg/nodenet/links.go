@@ -220,6 +220,12 @@ func (l *NetlinkLinks) AddAddr(dev string, ip netip.Addr) error {
 	msg := nl.NewIfAddrmsg(family)
 	msg.Index = uint32(ln.Attrs().Index)
 	msg.Prefixlen = uint8(ip.BitLen())
+	if ip.Is6() {
+		// Without NODAD an IPv6 address is tentative until the kernel's
+		// DAD work runs, even where it skips DAD (lo, a dummy): a bind in
+		// that window fails with "cannot assign requested address".
+		msg.Flags |= unix.IFA_F_NODAD
+	}
 	req := l.request(unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 	req.AddData(msg)
 	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, ip.AsSlice()))

@@ -2,6 +2,7 @@ package nodenet
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -305,5 +306,34 @@ func TestRestartAfterKill(t *testing.T) {
 	}
 	if !slices.Contains(others, other) {
 		t.Errorf("%s, not ours, was removed from lo (%v)", other, others)
+	}
+}
+
+// TestIPv6AddrBindsAtOnce: an IPv6 address AddAddr puts on lo can be
+// bound at once. Without NODAD it is tentative until the kernel's DAD work
+// runs (which skips DAD on lo), and a bind in that window fails with
+// "cannot assign requested address" (a node-local stage failing to start).
+func TestIPv6AddrBindsAtOnce(t *testing.T) {
+	n, fd := newNS(t)
+	links, _ := kernelLinks(t, fd)
+	failed := 0
+	for i := range 200 {
+		ip := netip.AddrFrom16([16]byte{0xfd, 15: byte(i + 1)})
+		if err := links.AddAddr("lo", ip); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Do(func() error {
+			pc, err := net.ListenPacket("udp6", netip.AddrPortFrom(ip, 53).String())
+			if err == nil {
+				pc.Close()
+			}
+			return err
+		}); err != nil {
+			failed++
+			t.Logf("bind %s right after AddAddr: %v", ip, err)
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of 200 IPv6 addresses could not be bound right after AddAddr", failed)
 	}
 }

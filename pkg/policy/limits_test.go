@@ -153,3 +153,69 @@ func sorted(s []string) []string {
 	}
 	return c
 }
+
+// TestDualStackNameservers: IPv6 and dual-stack clusterDNS (kubelet's
+// --cluster-dns takes a list), the 3-nameserver limit counted across
+// families, and host nameservers with a zone index, as kubelet has them.
+func TestDualStackNameservers(t *testing.T) {
+	dual := Node{ClusterDNS: []string{"10.96.0.10", "fd00:10:96::a"}, ClusterDomain: "cluster.local"}
+	tests := []struct {
+		name    string
+		node    Node
+		in      Input
+		host    Host
+		want    []string
+		omitted []string
+		invalid int // node warnings (skipped clusterDNS entries)
+	}{
+		{name: "IPv6-only cluster DNS", node: Node{ClusterDNS: []string{"fd00:10:96::a"}, ClusterDomain: "cluster.local"},
+			in: Input{Policy: ClusterFirst}, host: host, want: []string{"fd00:10:96::a"}},
+		{name: "dual-stack cluster DNS in kubelet's order", node: Node{ClusterDNS: []string{"fd00:10:96::a", "10.96.0.10"}, ClusterDomain: "cluster.local"},
+			in: Input{Policy: ClusterFirst}, host: host, want: []string{"fd00:10:96::a", "10.96.0.10"}},
+		{name: "dual-stack cluster DNS plus 2 pod servers: the limit of 3 counts both families", node: dual,
+			in:   Input{Policy: ClusterFirst, DNSConfig: &DNSConfig{Nameservers: []string{"2001:db8::53", "192.0.2.53"}}},
+			want: []string{"10.96.0.10", "fd00:10:96::a", "2001:db8::53"}, omitted: []string{"192.0.2.53"}},
+		{name: "a clusterDNS entry with a zone index is invalid, as for kubelet's ParseIPSloppy",
+			node: Node{ClusterDNS: []string{"fe80::1%eth0", "fd00:10:96::a"}, ClusterDomain: "cluster.local"},
+			in:   Input{Policy: ClusterFirst}, host: host, want: []string{"fd00:10:96::a"}, invalid: 1},
+		{name: "Default keeps a host nameserver's zone index verbatim (kubelet does not parse them)", node: dual,
+			in: Input{Policy: Default}, host: Host{Nameservers: []string{"fe80::1%eth0", "2001:db8::1"}}, want: []string{"fe80::1%eth0", "2001:db8::1"}},
+		{name: "Default: 4 host nameservers of both families are cut to 3", node: dual,
+			in:   Input{Policy: Default},
+			host: Host{Nameservers: []string{"fe80::1%eth0", "192.0.2.1", "2001:db8::1", "192.0.2.2"}},
+			want: []string{"fe80::1%eth0", "192.0.2.1", "2001:db8::1"}, omitted: []string{"192.0.2.2"}},
+		{name: "Default drops an IPv6 loopback stub in the pod's own namespace", node: dual,
+			in: Input{Policy: Default}, host: Host{Nameservers: []string{"::1", "2001:db8::1"}}, want: []string{"2001:db8::1"}},
+		{name: "ClusterFirst replaces IPv6 host nameservers", node: dual,
+			in: Input{Policy: ClusterFirst}, host: Host{Nameservers: []string{"fe80::1%eth0", "2001:db8::1", "2001:db8::2", "2001:db8::3"}},
+			want: []string{"10.96.0.10", "fd00:10:96::a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := New(tc.node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(e.Warnings()); got != tc.invalid {
+				t.Errorf("node warnings = %v, want %d", e.Warnings(), tc.invalid)
+			}
+			tc.in.Name, tc.in.Namespace = "p", "ns"
+			r, err := e.Compute(tc.in, tc.host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(r.Nameservers, tc.want) {
+				t.Errorf("nameservers = %v, want %v", r.Nameservers, tc.want)
+			}
+			var omitted []string
+			for _, w := range r.Warnings {
+				if w.Limit == LimitNameservers {
+					omitted = w.Omitted
+				}
+			}
+			if !reflect.DeepEqual(omitted, tc.omitted) {
+				t.Errorf("omitted = %v, want %v (warnings %+v)", omitted, tc.omitted, r.Warnings)
+			}
+		})
+	}
+}

@@ -30,6 +30,8 @@ func TestParse(t *testing.T) {
 			want: Config{Nameservers: []string{"not-an-ip"}, Searches: []string{}, Options: []string{}}},
 		{name: "options accumulate and override by name in place", in: "options ndots:1 timeout:2\noptions attempts:3 ndots:4\n",
 			want: Config{Nameservers: []string{}, Searches: []string{}, Options: []string{"ndots:4", "timeout:2", "attempts:3"}}},
+		{name: "IPv6 nameservers, a zone index kept verbatim (kubelet does not parse them)", in: "nameserver fe80::1%eth0\nnameserver 2001:db8::53\nnameserver 192.0.2.53\nnameserver fd00::53\n",
+			want: Config{Nameservers: []string{"fe80::1%eth0", "2001:db8::53", "192.0.2.53", "fd00::53"}, Searches: []string{}, Options: []string{}}},
 		{name: "CRLF and spaces", in: "nameserver 10.0.0.1\r\n   search  x.example  \r\n", want: Config{Nameservers: []string{"10.0.0.1"}, Searches: []string{"x.example"}, Options: []string{}}},
 		{name: "bare nameserver is an error naming the line", in: "nameserver 10.0.0.1\nnameserver\n", wantErr: ErrEmptyNameserver,
 			want: Config{Nameservers: []string{"10.0.0.1"}, Searches: []string{}, Options: []string{}}},
