@@ -11,6 +11,8 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 )
 
@@ -158,11 +160,27 @@ func (n *dualNode) conntrack(t *testing.T, ip string) string {
 	return strings.Join(entries, "\n")
 }
 
-// lookupAll resolves the dual-stack names with every resolver in the pod
-// through the nameserver server, over UDP.
-func (n *dualNode) lookupAll(t *testing.T, res []resolver, server string) {
+// podConf is the resolv.conf the node agents give a ClusterFirst pod in
+// prod on a node whose kubelet has clusterDNS servers (the policy engine's).
+func podConf(t *testing.T, servers ...string) string {
 	t.Helper()
-	n.pod.SetResolvConf(t, "nameserver "+server+"\nsearch prod.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n")
+	e, err := policy.New(policy.Node{ClusterDNS: servers, ClusterDomain: "cluster.local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Compute(policy.Input{Name: "client", Namespace: "prod", Policy: policy.ClusterFirst}, policy.Host{Nameservers: []string{upstream}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resolvconf.Format(r.Config())
+}
+
+// lookupAll resolves the dual-stack names with every resolver in the pod
+// through the nameservers of conf, over UDP.
+func (n *dualNode) lookupAll(t *testing.T, res []resolver, conf string) {
+	t.Helper()
+	n.pod.SetResolvConf(t, conf)
+	server := strings.Join(strings.Fields(conf), " ")
 	for _, r := range res {
 		for _, lk := range []struct{ host, want string }{
 			{"web", "10.96.0.20 fd00:10:96::20"},
@@ -216,8 +234,11 @@ func TestNodeLocalDualStack(t *testing.T) {
 		t.Fatalf("setup after start: table %v, addresses %v", table, addrs)
 	}
 	udp6, udp4, tcp6 := n.clusterQueries(t, "udp", "2"), n.clusterQueries(t, "udp", "1"), n.clusterQueries(t, "tcp", "2")
-	for _, server := range []string{dns6, local6, dns4} {
-		n.lookupAll(t, res, server)
+	// The agents' resolv.conf for a dual-stack kubelet (clusterDNS IPv6
+	// first), and each address alone.
+	n.lookupAll(t, res, podConf(t, dns6, dns4))
+	for _, server := range []string{local6, dns4} {
+		n.lookupAll(t, res, podConf(t, server))
 	}
 	if got := n.clusterQueries(t, "udp", "2") - udp6; got != 0 {
 		t.Errorf("cluster DNS saw %v UDP queries over IPv6 while node-local served, want 0", got)
