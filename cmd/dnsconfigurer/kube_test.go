@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 )
 
@@ -154,7 +155,7 @@ func TestKubeconfigEnv(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.env)
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
 			t.Setenv("NODE_NAME", "")
-			var stderr serveLog
+			var stderr testkit.Buffer
 			code := dispatch(context.Background(), tc.args, strings.NewReader(""), io.Discard, &stderr)
 			if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("exit %d, stderr %q; want exit %d, stderr containing %q", code, stderr.String(), exitUsage, tc.want)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,42 +26,29 @@ func startServe(t *testing.T, args ...string) string {
 // startServeLog is startServe that also returns the command's log; with
 // --config or --metrics-listen it waits for the metrics address too
 // (metricsAddr).
-func startServeLog(t *testing.T, args ...string) (string, *serveLog) {
+func startServeLog(t *testing.T, args ...string) (string, *testkit.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr serveLog
-	done := make(chan int, 1)
 	// No lameduck unless the test asks: stopping would wait 5 s.
 	args = append([]string{"--lameduck=0s"}, args...)
-	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
+	s := goServe(ctx, args)
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case <-s.exited:
 		case <-time.After(10 * time.Second):
 			t.Error("serve did not stop")
 		}
 	})
-	var addr string
-	testkit.WaitFor(t, 20*time.Second, func() error {
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		default:
-		}
-		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			if mm := metricsRe.FindStringSubmatch(stderr.String()); mm != nil {
-				lastServeMetrics, addr = mm[1], m[1]
-				return nil
-			}
-			if joined := strings.Join(args, " "); !strings.Contains(joined, "--config") && !strings.Contains(joined, "--metrics-listen") {
-				addr = m[1]
-				return nil
-			}
-		}
-		return fmt.Errorf("serve did not start: %s", stderr.String())
-	})
-	return addr, &stderr
+	joined := strings.Join(args, " ")
+	addr, metrics := s.addrs(t, strings.Contains(joined, "--config") || strings.Contains(joined, "--metrics-listen"))
+	if m := metricsRe.FindStringSubmatch(s.log.String()); metrics == "" && m != nil {
+		metrics = m[1]
+	}
+	if metrics != "" {
+		lastServeMetrics = metrics
+	}
+	return addr, &s.log
 }
 
 // TestServeAutopathChain runs the cluster DNS and the node-local stage as
@@ -103,7 +89,7 @@ func TestServeNodeLocalFlags(t *testing.T) {
 		{"--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "10.96.0.10", "--cache-bytes", "0"},
 		{"--mode", "node-local", "--listen", "127.0.0.1:5353", "--cluster-upstream", "127.0.0.1:5353"},
 	} {
-		var stderr serveLog
+		var stderr testkit.Buffer
 		if code := runServe(context.Background(), args, nil, io.Discard, &stderr); code != exitUsage || stderr.String() == "" {
 			t.Errorf("%v: exit %d, %q", args, code, stderr.String())
 		}
@@ -114,28 +100,26 @@ func TestServeNodeLocalFlags(t *testing.T) {
 // info; --log-format json makes every log line a JSON object.
 func TestServeNodeLocalMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr serveLog
-	done := make(chan int, 1)
 	args := []string{"--lameduck=0s", "--mode", "node-local", "--listen", "127.0.0.1:0", "--cluster-upstream", "127.0.0.1:1",
 		"--resolv-conf", "", "--metrics-listen", "127.0.0.1:0", "--log-format", "json"}
-	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
+	s := goServe(ctx, args)
 	defer func() {
 		cancel()
-		if code := <-done; code != exitOK {
-			t.Errorf("exit %d: %s", code, stderr.String())
+		if <-s.exited; s.code != exitOK {
+			t.Errorf("exit %d: %s", s.code, s.log.String())
 		}
 	}()
-	addr := waitJSONLog(t, &stderr, done, "serving metrics", "listen")
+	addr := waitJSONLog(t, s, "serving metrics", "listen")
 	wantBuildInfo(t, "serve --mode node-local", scrape(t, addr))
 }
 
 // waitJSONLog waits for the JSON log record with message msg and returns
 // its attribute key; a line that is not JSON fails the test.
-func waitJSONLog(t *testing.T, log *serveLog, done <-chan int, msg, key string) string {
+func waitJSONLog(t *testing.T, s *serving, msg, key string) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(s.log.String()), "\n") {
 			var rec map[string]any
 			if line == "" {
 				continue
@@ -148,12 +132,12 @@ func waitJSONLog(t *testing.T, log *serveLog, done <-chan int, msg, key string) 
 			}
 		}
 		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, log.String())
+		case <-s.exited:
+			t.Fatalf("serve exited %d: %s", s.code, s.log.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	t.Fatalf("no %q record with %q within 20s: %s", msg, key, log.String())
+	t.Fatalf("no %q record with %q within 20s: %s", msg, key, s.log.String())
 	return ""
 }
 
@@ -179,7 +163,7 @@ func TestServeNodeLocalRefused(t *testing.T) {
 		{[]string{"--cluster-config", filepath.Join(dir, "missing.yaml")}, "nodeLocal.clusterConfig"},
 		{[]string{"--cluster-config", bad}, "forward[0].zone"},
 	} {
-		var stderr serveLog
+		var stderr testkit.Buffer
 		args := append(slices.Clone(base), tt.args...)
 		if code := runServe(context.Background(), append([]string{"--lameduck=0s"}, args...), nil, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("%v: exit %d, %q; want %d and %q", tt.args, code, stderr.String(), exitUsage, tt.want)

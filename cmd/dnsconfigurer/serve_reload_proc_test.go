@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,13 +28,7 @@ func TestServeReloadProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	write := func(body string) {
 		t.Helper()
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteAtomic(t, path, body)
 	}
 	base := "apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: " + objects + "\n"
 	write(base + "ttl: 7\n")

@@ -26,13 +26,7 @@ func TestServeConfigReload(t *testing.T) {
 	path := filepath.Join(dir, "server.yaml")
 	write := func(body string) {
 		t.Helper()
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteAtomic(t, path, body)
 	}
 	config := func(up string, ttl int) string {
 		return fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\nttl: %d\n"+
@@ -176,7 +170,7 @@ func TestServeReusePort(t *testing.T) {
 			t.Fatalf("%s: %v %v", network, r, err)
 		}
 	}
-	var stderr serveLog
+	var stderr testkit.Buffer
 	code := runServe(t.Context(), []string{"--lameduck=0s", "--listen", first, "--objects", "../../examples/objects"}, nil, io.Discard, &stderr)
 	if code == exitOK || !strings.Contains(stderr.String(), "address already in use") {
 		t.Fatalf("without --reuse-port: exit %d, %q; want a bind error", code, stderr.String())

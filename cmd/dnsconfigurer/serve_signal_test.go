@@ -35,7 +35,7 @@ func TestServeSIGTERM(t *testing.T) {
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") || strings.HasPrefix(kv, "KUBECONFIG=")
 	}), "DNSCONFIGURER_SERVE_CHILD="+strings.Join(args, "\n"))
-	var stderr serveLog
+	var stderr testkit.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -48,24 +48,8 @@ func TestServeSIGTERM(t *testing.T) {
 		<-exited
 	}()
 
-	var addr, metrics string
-	testkit.WaitFor(t, 30*time.Second, func() error {
-		select {
-		case <-exited:
-			t.Fatalf("serve exited: %v\n%s", waitErr, stderr.String())
-		default:
-		}
-		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-		}
-		if m := metricsRe.FindStringSubmatch(stderr.String()); m != nil {
-			metrics = m[1]
-		}
-		if addr == "" || metrics == "" {
-			return fmt.Errorf("serve did not start:\n%s", stderr.String())
-		}
-		return nil
-	})
+	addr := stderr.WaitMatch(t, 30*time.Second, addrRe, exited)[1]
+	metrics := stderr.WaitMatch(t, 30*time.Second, metricsRe, exited)[1]
 	readyz := func() int {
 		resp, err := http.Get("http://" + metrics + "/readyz")
 		if err != nil {

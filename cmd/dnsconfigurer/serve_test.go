@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,22 +15,32 @@ import (
 	"github.com/miekg/dns"
 )
 
-// serveLog is a goroutine-safe writer for the command's stderr.
-type serveLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// serving is runServe running in a goroutine.
+type serving struct {
+	log    testkit.Buffer // its stderr
+	exited chan struct{}  // closed when runServe has returned, code then set
+	code   int
 }
 
-func (l *serveLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+// goServe runs serve with args until ctx ends.
+func goServe(ctx context.Context, args []string) *serving {
+	s := &serving{exited: make(chan struct{})}
+	go func() {
+		s.code = runServe(ctx, args, nil, io.Discard, &s.log)
+		close(s.exited)
+	}()
+	return s
 }
 
-func (l *serveLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// addrs waits for the DNS address in the log and, with metrics, for the
+// metrics address; serve exiting first fails t.
+func (s *serving) addrs(t *testing.T, metrics bool) (dnsAddr, metricsAddr string) {
+	t.Helper()
+	dnsAddr = s.log.WaitMatch(t, 20*time.Second, addrRe, s.exited)[1]
+	if metrics {
+		metricsAddr = s.log.WaitMatch(t, 20*time.Second, metricsRe, s.exited)[1]
+	}
+	return dnsAddr, metricsAddr
 }
 
 func TestServeFlags(t *testing.T) {
@@ -64,7 +71,7 @@ func TestServeFlags(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var stderr serveLog
+			var stderr testkit.Buffer
 			// Bounded: a case that is wrongly accepted serves until then.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -82,7 +89,7 @@ func TestServeBadManifestNamesFileAndDocument(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stderr serveLog
+	var stderr testkit.Buffer
 	code := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--objects", dir}, nil, io.Discard, &stderr)
 	if code != exitUsage || !strings.Contains(stderr.String(), "svc.yaml") || !strings.Contains(stderr.String(), "document 2") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
@@ -97,30 +104,10 @@ var metricsRe = regexp.MustCompile(`msg="serving metrics".*listen=([0-9.:]+)`)
 func TestServeRuns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr serveLog
-	done := make(chan int, 1)
 	args := []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--pods", "insecure",
 		"--ttl", "7", "--metrics-listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--lameduck", "2s"}
-	go func() { done <- runServe(ctx, args, nil, io.Discard, &stderr) }()
-
-	var addr, metrics string
-	testkit.WaitFor(t, 20*time.Second, func() error {
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		default:
-		}
-		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-		}
-		if m := metricsRe.FindStringSubmatch(stderr.String()); m != nil {
-			metrics = m[1]
-		}
-		if addr == "" || metrics == "" {
-			return fmt.Errorf("server did not start: %s", stderr.String())
-		}
-		return nil
-	})
+	s := goServe(ctx, args)
+	addr, metrics := s.addrs(t, true)
 	for _, network := range []string{"udp", "tcp"} {
 		m := new(dns.Msg)
 		m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
@@ -169,8 +156,8 @@ func TestServeRuns(t *testing.T) {
 			break
 		}
 		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d without a lameduck", code)
+		case <-s.exited:
+			t.Fatalf("serve exited %d without a lameduck", s.code)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -180,9 +167,9 @@ func TestServeRuns(t *testing.T) {
 		t.Fatalf("query in lameduck: %v %v", r, err)
 	}
 	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Fatalf("exit %d after cancel: %s", code, stderr.String())
+	case <-s.exited:
+		if s.code != exitOK {
+			t.Fatalf("exit %d after cancel: %s", s.code, s.log.String())
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop after its lameduck")
@@ -199,27 +186,11 @@ func TestServeUpstreamResolvConf(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr serveLog
-	done := make(chan int, 1)
 	// The only upstream is 127.0.0.1:53; listening on 127.0.0.1:53 is not
 	// possible in tests, so listen elsewhere and check the forwarder keeps
 	// it (a SERVFAIL from an unreachable upstream, not REFUSED).
-	go func() {
-		done <- runServe(ctx, []string{"--lameduck=0s", "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream-resolv-conf", rc}, nil, io.Discard, &stderr)
-	}()
-	var addr string
-	testkit.WaitFor(t, 20*time.Second, func() error {
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		default:
-		}
-		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-			return nil
-		}
-		return fmt.Errorf("server did not start: %s", stderr.String())
-	})
+	s := goServe(ctx, []string{"--lameduck=0s", "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream-resolv-conf", rc})
+	addr, _ := s.addrs(t, false)
 	m := new(dns.Msg)
 	m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
 	if r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {
@@ -231,7 +202,7 @@ func TestServeUpstreamResolvConf(t *testing.T) {
 		t.Fatalf("outside name: %v %v (want it forwarded)", r, err)
 	}
 	cancel()
-	if code := <-done; code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	if <-s.exited; s.code != exitOK {
+		t.Fatalf("exit %d: %s", s.code, s.log.String())
 	}
 }

@@ -30,7 +30,7 @@ func TestServeForwardFlag(t *testing.T) {
 		{"second upstream", ".=10.0.0.53,10.0.0.x", `upstream "10.0.0.x" is not an address`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var stderr serveLog
+			var stderr testkit.Buffer
 			code := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--forward", tc.value}, nil, io.Discard, &stderr)
 			if code != exitUsage || !strings.Contains(stderr.String(), "-forward") || !strings.Contains(stderr.String(), tc.want) {
 				t.Fatalf("exit %d, stderr %q; want exit %d naming -forward and %q", code, stderr.String(), exitUsage, tc.want)

@@ -190,7 +190,7 @@ nodePools:
 `)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr serveLog
+	var stderr testkit.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- dispatch(ctx, []string{"webhook", "--config", cfgFile, "--listen", addr, "--cluster-domain", "k8s.example", "--log-format", "text"},
