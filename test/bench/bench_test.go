@@ -349,30 +349,18 @@ type floodReport struct {
 // samples goroutines, RSS and the answer time of an in-cluster name.
 func TestDeadUpstreamFlood(t *testing.T) {
 	requireBench(t)
-	var reports []floodReport
-	for _, name := range []string{"dnsconfigurer", "coredns"} {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			dead := []*testkit.Upstream{startDead(t), startDead(t)}
-			addrs := []string{dead[0].Addr, dead[1].Addr}
-			var s *server
-			if name == "dnsconfigurer" {
-				s = startDnsconfigurer(t, dir, addrs)
-			} else {
-				s = startCoreDNS(t, dir, addrs)
-			}
-			rep := runFlood(t, s, dead)
-			reports = append(reports, rep)
-			if name == "dnsconfigurer" {
-				for _, v := range floodViolations(rep) {
-					t.Error(v)
-				}
-			}
-		})
-	}
-	if len(reports) > 0 {
-		t.Log(floodTables(reports))
-	}
+	sideBySide(t, func(t *testing.T, name string) floodReport {
+		dir := t.TempDir()
+		dead := []*testkit.Upstream{startDead(t), startDead(t)}
+		addrs := []string{dead[0].Addr, dead[1].Addr}
+		var s *server
+		if name == "dnsconfigurer" {
+			s = startDnsconfigurer(t, dir, addrs)
+		} else {
+			s = startCoreDNS(t, dir, addrs)
+		}
+		return runFlood(t, s, dead)
+	}, floodViolations, floodTables)
 }
 
 func runFlood(t *testing.T, s *server, dead []*testkit.Upstream) floodReport {

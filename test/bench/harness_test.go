@@ -128,15 +128,36 @@ func goodFlood() floodReport {
 	return r
 }
 
-func TestFloodViolations(t *testing.T) {
-	if v := floodViolations(goodFlood()); len(v) != 0 {
+// spoiled is a report spoiled one way, and what the one violation it
+// then has must say.
+type spoiled[R any] struct {
+	name  string
+	spoil func(R)
+	want  string
+}
+
+// wantViolations checks that good() has no violations and that each case
+// spoils it into exactly one, naming what the case wants.
+func wantViolations[R any](t *testing.T, good func() R, violations func(R) []string, cases []spoiled[R]) {
+	t.Helper()
+	if v := violations(good()); len(v) != 0 {
 		t.Fatalf("the good report violates %q", v)
 	}
-	for _, c := range []struct {
-		name  string
-		spoil func(*floodReport)
-		want  string
-	}{
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := good()
+			c.spoil(r)
+			if v := violations(r); len(v) != 1 || !strings.Contains(v[0], c.want) {
+				t.Errorf("violations %q, want one with %q", v, c.want)
+			}
+		})
+	}
+}
+
+func TestFloodViolations(t *testing.T) {
+	good := func() *floodReport { r := goodFlood(); return &r }
+	violations := func(r *floodReport) []string { return floodViolations(*r) }
+	wantViolations(t, good, violations, []spoiled[*floodReport]{
 		{"goroutines", func(r *floodReport) { r.samples[5].goroutines = 3001 }, "3001 goroutines"},
 		{"not scraped", func(r *floodReport) {
 			for i := range r.samples {
@@ -173,16 +194,7 @@ func TestFloodViolations(t *testing.T) {
 				r.probes[i].lat = 150 * time.Millisecond
 			}
 		}, "p99 150ms"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			r := goodFlood()
-			c.spoil(&r)
-			v := floodViolations(r)
-			if len(v) != 1 || !strings.Contains(v[0], c.want) {
-				t.Errorf("violations %q, want one with %q", v, c.want)
-			}
-		})
-	}
+	})
 }
 
 func TestPercentile(t *testing.T) {
@@ -283,14 +295,9 @@ func goodFill() fillReport {
 }
 
 func TestFillViolations(t *testing.T) {
-	if v := fillViolations(goodFill()); len(v) != 0 {
-		t.Fatalf("the good report violates %q", v)
-	}
-	for _, c := range []struct {
-		name  string
-		spoil func(*fillReport)
-		want  string
-	}{
+	good := func() *fillReport { r := goodFill(); return &r }
+	violations := func(r *fillReport) []string { return fillViolations(*r) }
+	wantViolations(t, good, violations, []spoiled[*fillReport]{
 		{"wrong", func(r *fillReport) { r.res.wrong, r.res.firstBad = 1, "fill-7: rcode SERVFAIL" }, "fill-7: rcode SERVFAIL"},
 		{"unanswered", func(r *fillReport) { r.res.failed = 2 }, "2 unanswered"},
 		{"too little", func(r *fillReport) { r.res.bytes = 60 << 20 }, "offered 60.0 MiB"},
@@ -298,16 +305,7 @@ func TestFillViolations(t *testing.T) {
 		{"cache", func(r *fillReport) { r.endCacheBytes = 33 << 20 }, "33.0 MiB, want at most 32"},
 		{"hwm", func(r *fillReport) { r.end.hwmKiB = 129 << 10 }, "129.0 MiB (VmHWM)"},
 		{"rss sample", func(r *fillReport) { r.maxRSSKiB = 130 << 10 }, "130.0 MiB (VmHWM)"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			r := goodFill()
-			c.spoil(&r)
-			v := fillViolations(r)
-			if len(v) != 1 || !strings.Contains(v[0], c.want) {
-				t.Errorf("violations %q, want one with %q", v, c.want)
-			}
-		})
-	}
+	})
 }
 
 func TestMetricSum(t *testing.T) {

@@ -370,29 +370,17 @@ func TestNodeLocalMemoryFill(t *testing.T) {
 	// No help from the Go runtime: the bound must come from the cache.
 	t.Setenv("GOMEMLIMIT", "")
 	os.Unsetenv("GOMEMLIMIT")
-	var reports []fillReport
-	for _, name := range []string{"dnsconfigurer", "coredns"} {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			st := startClusterStub(t)
-			var s *server
-			if name == "dnsconfigurer" {
-				s = startNodeLocal(t, dir, st.addr, "--cache-size", "32Mi") // fillCacheSize
-			} else {
-				s = startNodeLocalCoreDNS(t, dir, st.addr)
-			}
-			rep := runFill(t, s, st)
-			reports = append(reports, rep)
-			if name == "dnsconfigurer" {
-				for _, v := range fillViolations(rep) {
-					t.Error(v)
-				}
-			}
-		})
-	}
-	if len(reports) > 0 {
-		t.Log(fillTable(reports))
-	}
+	sideBySide(t, func(t *testing.T, name string) fillReport {
+		dir := t.TempDir()
+		st := startClusterStub(t)
+		var s *server
+		if name == "dnsconfigurer" {
+			s = startNodeLocal(t, dir, st.addr, "--cache-size", "32Mi") // fillCacheSize
+		} else {
+			s = startNodeLocalCoreDNS(t, dir, st.addr)
+		}
+		return runFill(t, s, st)
+	}, fillViolations, fillTable)
 }
 
 func runFill(t *testing.T, s *server, st *clusterStub) fillReport {

@@ -37,6 +37,28 @@ func requireBench(t *testing.T) {
 	}
 }
 
+// sideBySide runs run against dnsconfigurer and then CoreDNS, each in a
+// subtest. dnsconfigurer's report must have no violations; table logs
+// both reports.
+func sideBySide[R any](t *testing.T, run func(t *testing.T, name string) R, violations func(R) []string, table func([]R) string) {
+	t.Helper()
+	var reports []R
+	for _, name := range []string{"dnsconfigurer", "coredns"} {
+		t.Run(name, func(t *testing.T) {
+			rep := run(t, name)
+			reports = append(reports, rep)
+			if name == "dnsconfigurer" {
+				for _, v := range violations(rep) {
+					t.Error(v)
+				}
+			}
+		})
+	}
+	if len(reports) > 0 {
+		t.Log(table(reports))
+	}
+}
+
 // corednsPath finds the coredns binary: $DNSCONFIGURER_COREDNS, then
 // $DNSCONFIGURER_TESTBIN/coredns, then build.sh's cache directory. A path
 // named by a variable must exist (it fails t); without either variable a
