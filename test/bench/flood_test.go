@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -191,30 +192,27 @@ func probeLoop(ctx context.Context, addr string, q *dns.Msg, start time.Time, in
 	}
 	buf := make([]byte, 2048)
 	var out []probe
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for id := uint16(1); ; id++ {
-		select {
-		case <-ctx.Done():
-			return out, nil
-		case <-tick.C:
-		}
+	id := uint16(0)
+	testkit.Every(ctx, interval, func() bool {
+		id++
 		binary.BigEndian.PutUint16(wire, id)
 		sent := time.Now()
-		if _, err := conn.Write(wire); err != nil {
-			return out, err
+		if _, err = conn.Write(wire); err != nil {
+			return false
 		}
-		if err := conn.SetReadDeadline(sent.Add(timeout)); err != nil {
-			return out, err
+		if err = conn.SetReadDeadline(sent.Add(timeout)); err != nil {
+			return false
 		}
 		p := probe{at: sent.Sub(start), lat: timeout}
 		for {
-			n, err := conn.Read(buf)
+			var n int
+			n, err = conn.Read(buf)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = nil
 				break
 			}
 			if err != nil {
-				return out, err
+				return false
 			}
 			if n < 12 || binary.BigEndian.Uint16(buf) != id {
 				continue
@@ -223,7 +221,9 @@ func probeLoop(ctx context.Context, addr string, q *dns.Msg, start time.Time, in
 			break
 		}
 		out = append(out, p)
-	}
+		return true
+	})
+	return out, err
 }
 
 // sample is the state of a server process at one moment of the flood.
@@ -238,19 +238,14 @@ type sample struct {
 func sampleLoop(ctx context.Context, s *server, start time.Time, interval time.Duration) []sample {
 	client := &http.Client{Timeout: interval}
 	var out []sample
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return out
-		case <-tick.C:
-		}
+	testkit.Every(ctx, interval, func() bool {
 		smp := sample{at: time.Since(start), goroutines: -1}
 		if g, err := goroutines(ctx, client, s.metrics); err == nil {
 			smp.goroutines = g
 		}
 		smp.u, _ = readUsage(s.cmd.Process.Pid)
 		out = append(out, smp)
-	}
+		return true
+	})
+	return out
 }

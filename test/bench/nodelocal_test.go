@@ -413,16 +413,7 @@ func runFill(t *testing.T, s *server, st *clusterStub) fillReport {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				observe(ctx)
-			}
-		}
+		testkit.Every(ctx, 250*time.Millisecond, func() bool { observe(ctx); return true })
 	}()
 	res, err := fill(s.dns, *fillNames, *fillConns, *fillFor)
 	cancel()

@@ -145,14 +145,7 @@ func watchReady(ctx context.Context, t *testing.T, p *pluginProc) <-chan readyCh
 	ch := make(chan readyChange, 1)
 	go func() {
 		var r readyChange
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+		testkit.Every(ctx, 10*time.Millisecond, func() bool {
 			ok := p.ready()
 			switch {
 			case !ok && r.unready.IsZero():
@@ -160,9 +153,10 @@ func watchReady(ctx context.Context, t *testing.T, p *pluginProc) <-chan readyCh
 			case ok && !r.unready.IsZero():
 				r.ready = time.Now()
 				ch <- r
-				return
+				return false
 			}
-		}
+			return true
+		})
 	}()
 	return ch
 }

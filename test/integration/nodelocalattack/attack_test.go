@@ -131,15 +131,9 @@ func load(ctx context.Context, wg *sync.WaitGroup, server string, qps int, next 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(time.Second / time.Duration(qps))
-		defer tick.Stop()
 		client := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
-		for i := 0; ; i++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+		i := 0
+		testkit.Every(ctx, time.Second/time.Duration(qps), func() bool {
 			wg.Add(1)
 			go func(name string) {
 				defer wg.Done()
@@ -149,7 +143,9 @@ func load(ctx context.Context, wg *sync.WaitGroup, server string, qps int, next 
 				r, _, err := client.Exchange(m, server)
 				c.add(r, err, time.Since(start))
 			}(next(i))
-		}
+			i++
+			return true
+		})
 	}()
 }
 

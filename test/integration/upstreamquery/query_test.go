@@ -134,17 +134,11 @@ func TestRD0DoesNotDecideRD1(t *testing.T) {
 	var wg sync.WaitGroup
 	pace := func(qps int, each func()) {
 		defer wg.Done()
-		tick := time.NewTicker(time.Second / time.Duration(qps))
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				wg.Add(1)
-				go func() { defer wg.Done(); each() }()
-			}
-		}
+		testkit.Every(ctx, time.Second/time.Duration(qps), func() bool {
+			wg.Add(1)
+			go func() { defer wg.Done(); each() }()
+			return true
+		})
 	}
 	wg.Add(2)
 	go pace(rd0QPS, func() {
