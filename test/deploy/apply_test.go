@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,20 +53,10 @@ func TestApply(t *testing.T) {
 		{"dnsconfigurer-webhook", "list", "", "pods", "", false},
 		{"dnsconfigurer-node-local-dns", "list", "", "services", "", false},
 	} {
-		saNS := namespaceOf(a.sa)
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   "system:serviceaccount:" + saNS + ":" + a.sa,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNS, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource,
-			},
-		}}
-		got, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status.Allowed != a.allowed {
-			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", a.sa, a.verb, a.group, a.resource, a.ns, got.Status.Allowed, a.allowed, got.Status.Reason)
+		user, groups := apiserver.ServiceAccountUser(namespaceOf(a.sa), a.sa)
+		attrs := authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource}
+		if allowed, reason := apiserver.Allowed(t, c, user, groups, attrs); allowed != a.allowed {
+			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", a.sa, a.verb, a.group, a.resource, a.ns, allowed, a.allowed, reason)
 		}
 	}
 

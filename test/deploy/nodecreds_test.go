@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -257,7 +258,7 @@ func TestNodeCredentialsApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	const node = "node-a"
-	sa := tc.agent
+	saUser, saGroups := apiserver.ServiceAccountUser(nodeNamespace, tc.agent)
 	for _, a := range []struct {
 		user     string
 		groups   []string
@@ -267,9 +268,9 @@ func TestNodeCredentialsApply(t *testing.T) {
 		selector string
 		allowed  bool
 	}{
-		{"system:serviceaccount:" + nodeNamespace + ":" + sa, []string{"system:serviceaccounts", "system:serviceaccounts:" + nodeNamespace}, "list", "pods", "", "", false},
-		{"system:serviceaccount:" + nodeNamespace + ":" + sa, []string{"system:serviceaccounts", "system:serviceaccounts:" + nodeNamespace}, "watch", "pods", "", "spec.nodeName=" + node, false},
-		{"system:serviceaccount:" + nodeNamespace + ":" + sa, []string{"system:serviceaccounts", "system:serviceaccounts:" + nodeNamespace}, "create", "events", "default", "", false},
+		{saUser, saGroups, "list", "pods", "", "", false},
+		{saUser, saGroups, "watch", "pods", "", "spec.nodeName=" + node, false},
+		{saUser, saGroups, "create", "events", "default", "", false},
 		{"system:node:" + node, []string{"system:nodes"}, "list", "pods", "", "", false},
 		{"system:node:" + node, []string{"system:nodes"}, "list", "pods", "", "spec.nodeName=node-b", false},
 		{"system:node:" + node, []string{"system:nodes"}, "list", "pods", "", "spec.nodeName=" + node, true},
@@ -278,22 +279,15 @@ func TestNodeCredentialsApply(t *testing.T) {
 		{"system:node:" + node, []string{"system:nodes"}, "patch", "events", "default", "", true},
 		{"system:node:" + node, []string{"system:nodes"}, "list", "secrets", "", "", false},
 	} {
-		attrs := &authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Resource: a.resource}
+		attrs := authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Resource: a.resource}
 		if a.selector != "" {
 			attrs.FieldSelector = &authorizationv1.FieldSelectorAttributes{RawSelector: a.selector}
 		}
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: a.user, Groups: append(a.groups, "system:authenticated"), ResourceAttributes: attrs,
-		}}
-		got, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status.Allowed != a.allowed {
-			t.Errorf("%s %s %s in %q (fieldSelector %q): allowed %v, want %v (%s)", a.user, a.verb, a.resource, a.ns, a.selector, got.Status.Allowed, a.allowed, got.Status.Reason)
+		if allowed, reason := apiserver.Allowed(t, c, a.user, a.groups, attrs); allowed != a.allowed {
+			t.Errorf("%s %s %s in %q (fieldSelector %q): allowed %v, want %v (%s)", a.user, a.verb, a.resource, a.ns, a.selector, allowed, a.allowed, reason)
 		}
 	}
-	w := r.workload(t, "DaemonSet", sa)
+	w := r.workload(t, "DaemonSet", tc.agent)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: w.name + "-", Namespace: nodeNamespace, Labels: w.podLabels},
 		Spec:       w.spec,

@@ -541,19 +541,10 @@ func TestNRIApply(t *testing.T) {
 		{"list", "", "secrets", "", false},
 		{"list", "", "nodes", "", false},
 	} {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   "system:serviceaccount:" + nodeNamespace + ":" + sa,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + nodeNamespace, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource,
-			},
-		}}
-		got, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status.Allowed != a.allowed {
-			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", sa, a.verb, a.group, a.resource, a.ns, got.Status.Allowed, a.allowed, got.Status.Reason)
+		user, groups := apiserver.ServiceAccountUser(nodeNamespace, sa)
+		attrs := authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource}
+		if allowed, reason := apiserver.Allowed(t, c, user, groups, attrs); allowed != a.allowed {
+			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", sa, a.verb, a.group, a.resource, a.ns, allowed, a.allowed, reason)
 		}
 	}
 	for _, w := range r.workloads() {

@@ -33,10 +33,10 @@ func TestServeCommand(t *testing.T) {
 	buildbin.Dnsconfigurer(t) // built, or the test skipped, first
 	dir := t.TempDir()
 
-	o := loadRBAC(t)
-	applyRBAC(t, cp.Client(), o)
+	o := apiserver.LoadRBAC(t, rbacManifest)
+	o.Apply(t, cp.Client())
 	ctx := t.Context()
-	cfg, err := cp.ServiceAccountConfig(ctx, o.sa.Namespace, o.sa.Name)
+	cfg, err := cp.ServiceAccountConfig(ctx, o.Account.Namespace, o.Account.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -24,26 +21,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
-
-// applyRBAC creates deploy/shim/rbac.yaml's objects (and their namespace)
-// through the admin client; objects left by an earlier run are kept.
-func applyRBAC(t *testing.T, admin kubernetes.Interface, r shimRBAC) {
-	t.Helper()
-	ctx := context.Background()
-	ignoreExists := func(what string, err error) {
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %s: %v", what, err)
-		}
-	}
-	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.account.Namespace}}, metav1.CreateOptions{})
-	ignoreExists("namespace", err)
-	_, err = admin.CoreV1().ServiceAccounts(r.account.Namespace).Create(ctx, r.account, metav1.CreateOptions{})
-	ignoreExists("service account", err)
-	_, err = admin.RbacV1().ClusterRoles().Create(ctx, r.role, metav1.CreateOptions{})
-	ignoreExists("cluster role", err)
-	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, r.binding, metav1.CreateOptions{})
-	ignoreExists("cluster role binding", err)
-}
 
 var metricsAddr = regexp.MustCompile(`msg="serving metrics" listen=(\S+)`)
 
@@ -161,9 +138,9 @@ func TestShimCommand(t *testing.T) {
 	ns := cp.Namespace(t)
 	checkGoroutines(t)
 	admin := newClient(t, cp.Config())
-	r := loadRBAC(t)
-	applyRBAC(t, admin, r)
-	saCfg, err := cp.ServiceAccountConfig(context.Background(), r.account.Namespace, r.account.Name)
+	r := apiserver.LoadRBAC(t, rbacFile)
+	r.Apply(t, admin)
+	saCfg, err := cp.ServiceAccountConfig(context.Background(), r.Account.Namespace, r.Account.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

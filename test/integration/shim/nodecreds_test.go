@@ -238,9 +238,9 @@ func TestNodeCredentials(t *testing.T) {
 	})
 
 	t.Run("service account", func(t *testing.T) {
-		r := loadRBAC(t)
-		applyRBAC(t, admin, r)
-		saCfg, err := cp.ServiceAccountConfig(ctx, r.account.Namespace, r.account.Name)
+		r := apiserver.LoadRBAC(t, rbacFile)
+		r.Apply(t, admin)
+		saCfg, err := cp.ServiceAccountConfig(ctx, r.Account.Namespace, r.Account.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
