@@ -38,29 +38,9 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 )
 
-const manifests = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: other}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: shop}
-spec:
-  clusterIP: 10.96.1.1
-  ports: [{name: http, port: 80}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: db, namespace: other}
-spec:
-  clusterIP: 10.96.2.2
-  ports: [{name: postgres, port: 5432}]
-`
+// manifests are the cluster shop/web and other/db, shared with the chain
+// test.
+const manifests = "../testdata/shop.yaml"
 
 // bigHeadless is the endpoint count of the headless Service "hl" in shop:
 // its A answer (about 2 KB compressed) does not fit a 512-byte or a
@@ -230,8 +210,12 @@ func TestAutopathQueryCount(t *testing.T) {
 		t.Skip("needs getent (libc-bin)")
 	}
 
+	shop, err := os.ReadFile(manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(manifests+headless(bigHeadless)), 0o644)
+	os.WriteFile(filepath.Join(dir, "objects.yaml"), append(shop, headless(bigHeadless)...), 0o644)
 	objs, err := feed.LoadManifests(dir)
 	if err != nil {
 		t.Fatal(err)

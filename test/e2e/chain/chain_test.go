@@ -53,30 +53,11 @@ var (
 	intranetAnswers = []string{"198.51.100.99"}
 )
 
-// objects are the cluster the cluster DNS serves (--objects).
-const objects = `apiVersion: v1
-kind: Namespace
-metadata: {name: shop}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: other}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: shop}
-spec:
-  clusterIP: 10.96.1.1
-  ports: [{name: http, port: 80, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: db, namespace: other}
-spec:
-  clusterIP: 10.96.2.2
-  ports: [{name: postgres, port: 5432, protocol: TCP}]
----
-apiVersion: v1
+// The cluster the cluster DNS serves (--objects): the autopath test's
+// shop/web and other/db, and the headless shop/peers.
+const (
+	shopObjects  = "../testdata/shop.yaml"
+	peersObjects = `apiVersion: v1
 kind: Service
 metadata: {name: peers, namespace: shop}
 spec:
@@ -96,6 +77,7 @@ endpoints:
   hostname: peer-0
   conditions: {ready: true}
 `
+)
 
 // kubeletFlags are the node settings kubelet has (render with them is the
 // sandbox config kubelet sends); nodeFlags are the shim's.
@@ -141,7 +123,14 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 	if err := os.Mkdir(objDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(objDir, "cluster.yaml"), []byte(objects), 0o644); err != nil {
+	shop, err := os.ReadFile(shopObjects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(objDir, "cluster.yaml"), shop, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(objDir, "peers.yaml"), []byte(peersObjects), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cluster := startProc(t, h, "cluster DNS", "serve", "--listen", clusterDNS+":53", "--cluster-domain", clusterDomain,

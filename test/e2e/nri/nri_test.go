@@ -2,52 +2,31 @@ package nri_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/testpod"
 )
-
-func strp(s string) *string { return &s }
 
 // testPods are one pod per dnsPolicy, the autopath annotation and a
 // host-network pod.
 func testPods() []*corev1.Pod {
-	pod := func(i int, name string, dnsPolicy corev1.DNSPolicy, mutate func(*corev1.Pod)) *corev1.Pod {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", 1000+i)),
-				Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
-			Spec: corev1.PodSpec{NodeName: "node-1", DNSPolicy: dnsPolicy, Containers: []corev1.Container{{Name: "main", Image: containerd.TestImage}}},
-		}
-		if mutate != nil {
-			mutate(p)
-		}
-		return p
-	}
-	withConfig := func(p *corev1.Pod) {
-		p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.233.0.53"}, Searches: []string{"extra.test"},
-			Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: strp("2")}, {Name: "edns0"}}}
-	}
-	annotate := func(p *corev1.Pod) {
-		p.Annotations[policy.AnnotationDNSPolicy] = string(policy.ClusterFirstWithAutopath)
+	pod := func(i int, name string, dnsPolicy corev1.DNSPolicy, mutate ...func(*corev1.Pod)) *corev1.Pod {
+		return testpod.New(name, 1000+i, dnsPolicy, containerd.TestImage, mutate...)
 	}
 	return []*corev1.Pod{
-		pod(1, "cluster-first", corev1.DNSClusterFirst, nil),
-		pod(2, "cluster-first-config", corev1.DNSClusterFirst, withConfig),
-		pod(3, "default", corev1.DNSDefault, nil),
-		pod(4, "none", corev1.DNSNone, func(p *corev1.Pod) {
-			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.233.0.9"}, Searches: []string{"only.test"}}
-		}),
-		pod(5, "autopath", corev1.DNSClusterFirst, annotate),
-		pod(6, "autopath-config", corev1.DNSClusterFirst, func(p *corev1.Pod) { annotate(p); withConfig(p) }),
-		pod(7, "hostnet-with-hostnet", corev1.DNSClusterFirstWithHostNet, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+		pod(1, "cluster-first", corev1.DNSClusterFirst),
+		pod(2, "cluster-first-config", corev1.DNSClusterFirst, testpod.WithConfig),
+		pod(3, "default", corev1.DNSDefault),
+		pod(4, "none", corev1.DNSNone, testpod.OnlyConfig),
+		pod(5, "autopath", corev1.DNSClusterFirst, testpod.Autopath),
+		pod(6, "autopath-config", corev1.DNSClusterFirst, testpod.Autopath, testpod.WithConfig),
+		pod(7, "hostnet-with-hostnet", corev1.DNSClusterFirstWithHostNet, testpod.HostNetwork),
 	}
 }
 

@@ -2,7 +2,6 @@ package shim_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
@@ -21,47 +19,31 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/testpod"
 )
-
-func strp(s string) *string { return &s }
-func boolp(b bool) *bool    { return &b }
 
 const autopath = string(policy.ClusterFirstWithAutopath)
 
 // testPods are one pod per dnsPolicy, autopath and hostNetwork included.
 func testPods() []*corev1.Pod {
-	pod := func(name string, dnsPolicy corev1.DNSPolicy, mutate func(*corev1.Pod)) *corev1.Pod {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", len(name)*1000+int(name[0]))),
-				Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
-			Spec: corev1.PodSpec{NodeName: "node-1", DNSPolicy: dnsPolicy, Containers: []corev1.Container{{Name: "main", Image: containerd.TestImage}}},
-		}
-		if mutate != nil {
-			mutate(p)
-		}
-		return p
+	pod := func(name string, dnsPolicy corev1.DNSPolicy, mutate ...func(*corev1.Pod)) *corev1.Pod {
+		return testpod.New(name, len(name)*1000+int(name[0]), dnsPolicy, containerd.TestImage, mutate...)
 	}
-	withConfig := func(p *corev1.Pod) {
-		p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.233.0.53"}, Searches: []string{"extra.test"},
-			Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: strp("2")}, {Name: "edns0"}}}
-	}
-	annotate := func(p *corev1.Pod) { p.Annotations[policy.AnnotationDNSPolicy] = autopath }
+	fqdn := true
 	return []*corev1.Pod{
 		pod("cluster-first", corev1.DNSClusterFirst, func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "web-0", "web" }),
-		pod("cluster-first-config", corev1.DNSClusterFirst, withConfig),
-		pod("autopath", corev1.DNSClusterFirst, annotate),
-		pod("autopath-config", corev1.DNSClusterFirst, func(p *corev1.Pod) { annotate(p); withConfig(p) }),
-		pod("default", corev1.DNSDefault, nil),
-		pod("default-config", corev1.DNSDefault, withConfig),
-		pod("none", corev1.DNSNone, func(p *corev1.Pod) {
-			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.233.0.9"}, Searches: []string{"only.test"}}
-		}),
+		pod("cluster-first-config", corev1.DNSClusterFirst, testpod.WithConfig),
+		pod("autopath", corev1.DNSClusterFirst, testpod.Autopath),
+		pod("autopath-config", corev1.DNSClusterFirst, testpod.Autopath, testpod.WithConfig),
+		pod("default", corev1.DNSDefault),
+		pod("default-config", corev1.DNSDefault, testpod.WithConfig),
+		pod("none", corev1.DNSNone, testpod.OnlyConfig),
 		pod("fqdn", corev1.DNSClusterFirst, func(p *corev1.Pod) {
-			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "db-0", "db", boolp(true)
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "db-0", "db", &fqdn
 		}),
-		pod("hostnet-with-hostnet", corev1.DNSClusterFirstWithHostNet, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
-		pod("hostnet-cluster-first", corev1.DNSClusterFirst, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
-		pod("hostnet-autopath", corev1.DNSClusterFirstWithHostNet, func(p *corev1.Pod) { p.Spec.HostNetwork = true; annotate(p) }),
+		pod("hostnet-with-hostnet", corev1.DNSClusterFirstWithHostNet, testpod.HostNetwork),
+		pod("hostnet-cluster-first", corev1.DNSClusterFirst, testpod.HostNetwork),
+		pod("hostnet-autopath", corev1.DNSClusterFirstWithHostNet, testpod.HostNetwork, testpod.Autopath),
 	}
 }
 
