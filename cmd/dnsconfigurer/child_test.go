@@ -76,13 +76,19 @@ type child struct {
 // startChild starts dnsconfigurer args in a child process; test is the
 // test (calling runChild first) that the child runs. The child gets this
 // process's environment without the Go runtime's memory settings (GOGC,
-// GOMEMLIMIT), as a pod does. Cleanup kills it if it is still running and,
+// GOMEMLIMIT), as a pod does, and without an API server (KUBECONFIG,
+// KUBERNETES_SERVICE_HOST). Cleanup kills it if it is still running and,
 // if the test failed, logs its stderr.
 func startChild(t *testing.T, test string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, childEnv+"=")
+		for _, drop := range []string{"GOGC=", "GOMEMLIMIT=", "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", childEnv + "="} {
+			if strings.HasPrefix(kv, drop) {
+				return true
+			}
+		}
+		return false
 	}), childEnv+"="+strings.Join(args, "\n"))
 	c := &child{lines: make(chan string, 64), stderr: &testkit.Buffer{}, exited: make(chan struct{})}
 	cmd.Stdout = &lineWriter{lines: c.lines}
@@ -149,6 +155,20 @@ func (c *child) waitStderr(t *testing.T, wait time.Duration, want ...string) str
 		return fmt.Errorf("stderr lacks %q:\n%s", want[missing], s)
 	})
 	return s
+}
+
+// waitUntil waits for cond as testkit.WaitFor does; the child exiting
+// first fails t at once.
+func (c *child) waitUntil(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	testkit.WaitFor(t, timeout, func() error {
+		select {
+		case <-c.exited:
+			t.Fatalf("exited (%v) before the wait ended:\n%s", c.waitErr, c.stderr.String())
+		default:
+		}
+		return cond()
+	})
 }
 
 // terminate sends SIGTERM and returns how long the child took to exit,

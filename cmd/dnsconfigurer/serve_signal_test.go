@@ -3,10 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,33 +17,14 @@ import (
 // and TCP for the lameduck, then the process exits 0 within the lameduck
 // and a bound.
 func TestServeSIGTERM(t *testing.T) {
-	if args := os.Getenv("DNSCONFIGURER_SERVE_CHILD"); args != "" {
-		os.Args = append([]string{"dnsconfigurer", "serve"}, strings.Split(args, "\n")...)
-		main() // exits
-	}
+	runChild()
 	const (
 		lameduck = 2 * time.Second
 		bound    = 3 * time.Second // after the lameduck: the listeners' shutdown and the exit
 	)
-	args := []string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--metrics-listen", "127.0.0.1:0",
-		"--upstream", "127.0.0.1:1", "--lameduck", lameduck.String()}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSIGTERM$")
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") || strings.HasPrefix(kv, "KUBECONFIG=")
-	}), "DNSCONFIGURER_SERVE_CHILD="+strings.Join(args, "\n"))
-	var stderr testkit.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{}) // closed when serve has exited, with waitErr set
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	defer func() {
-		cmd.Process.Kill() // fails if it has exited
-		<-exited
-	}()
-
+	c := startChild(t, "TestServeSIGTERM", "serve", "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--metrics-listen", "127.0.0.1:0",
+		"--upstream", "127.0.0.1:1", "--lameduck", lameduck.String())
+	stderr, exited := c.stderr, c.exited
 	addr := stderr.WaitMatch(t, 30*time.Second, addrRe, exited)[1]
 	metrics := stderr.WaitMatch(t, 30*time.Second, metricsRe, exited)[1]
 	readyz := func() int {
@@ -73,7 +50,7 @@ func TestServeSIGTERM(t *testing.T) {
 	})
 
 	sent := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(c.pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitEvery(t, time.Second, 20*time.Millisecond, func() error {
@@ -101,9 +78,9 @@ func TestServeSIGTERM(t *testing.T) {
 	case <-exited:
 		took := time.Since(sent)
 		t.Logf("/readyz 503 %v after SIGTERM; %d queries answered in the lameduck; exited %v after SIGTERM (lameduck %v): %v",
-			failing.Round(time.Millisecond), answered, took.Round(time.Millisecond), lameduck, waitErr)
-		if waitErr != nil {
-			t.Errorf("serve exit: %v\n%s", waitErr, stderr.String())
+			failing.Round(time.Millisecond), answered, took.Round(time.Millisecond), lameduck, c.waitErr)
+		if c.waitErr != nil {
+			t.Errorf("serve exit: %v\n%s", c.waitErr, stderr.String())
 		}
 		if took < lameduck {
 			t.Errorf("exited %v after SIGTERM, before the %v lameduck ended", took, lameduck)

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,10 +38,7 @@ const (
 // and that its peak RSS (VmHWM) stays at or under 150 MiB. Each flood has
 // a process of its own, so that each peak is its own.
 func TestShimFlood(t *testing.T) {
-	if args := os.Getenv("DNSCONFIGURER_SHIM_CHILD"); args != "" {
-		os.Args = append([]string{"dnsconfigurer", "shim"}, strings.Split(args, "\n")...)
-		main() // exits
-	}
+	runChild()
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the shim's peak RSS from /proc/<pid>/status")
 	}
@@ -85,45 +79,17 @@ func startFloodShim(t *testing.T, draining bool) *floodShim {
 		t.Cleanup(rt.close)
 	}
 
-	args := []string{"--listen", shimSock, "--runtime-endpoint", "unix://" + rtSock, "--resolv-conf", resolv,
-		"--cluster-dns", "10.96.0.10", "--log-level", "info"}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShimFlood$")
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") }),
-		"DNSCONFIGURER_SHIM_CHILD="+strings.Join(args, "\n"))
-	var stderr bytes.Buffer // read only once the shim has exited
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{}) // closed when the shim has exited, with waitErr set
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill() // fails if it has exited
-		<-exited
-		if t.Failed() {
-			t.Logf("shim stderr:\n%s", stderr.String())
+	c := startChild(t, "TestShimFlood", "shim", "--listen", shimSock, "--runtime-endpoint", "unix://"+rtSock, "--resolv-conf", resolv,
+		"--cluster-dns", "10.96.0.10", "--log-level", "info")
+	c.waitUntil(t, 20*time.Second, func() error {
+		conn, err := net.Dial("unix", shimSock)
+		if err != nil {
+			return fmt.Errorf("shim not listening on %s: %w", shimSock, err)
 		}
+		conn.Close()
+		return nil
 	})
-
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
-	for {
-		c, err := net.Dial("unix", shimSock)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("shim exited before listening: %v", waitErr)
-		case <-deadline:
-			t.Fatalf("shim not listening on %s after 20s: %v", shimSock, err)
-		case <-tick.C:
-		}
-	}
-	s := &floodShim{pid: cmd.Process.Pid, sock: shimSock}
+	s := &floodShim{pid: c.pid, sock: shimSock}
 	s.baseline = s.hwm(t)
 	return s
 }

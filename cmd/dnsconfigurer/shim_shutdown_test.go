@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,10 +82,7 @@ func (r *stalledRuntime) close() {
 // client had sent of it within its window still goes on to the runtime,
 // and those writes stall.
 func TestShimSIGTERMStalledRuntime(t *testing.T) {
-	if args := os.Getenv("DNSCONFIGURER_SHIM_CHILD"); args != "" {
-		os.Args = append([]string{"dnsconfigurer", "shim"}, strings.Split(args, "\n")...)
-		main() // exits
-	}
+	runChild()
 	dir := t.TempDir()
 	rtSock, shimSock := filepath.Join(dir, "rt.sock"), filepath.Join(dir, "shim.sock")
 	resolv := filepath.Join(dir, "resolv.conf")
@@ -101,23 +95,9 @@ func TestShimSIGTERMStalledRuntime(t *testing.T) {
 	go rt.serve()
 	defer rt.close()
 
-	args := []string{"--listen", shimSock, "--runtime-endpoint", "unix://" + rtSock, "--resolv-conf", resolv,
-		"--cluster-dns", "10.96.0.10", "--log-level", "info"}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShimSIGTERMStalledRuntime$")
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") }),
-		"DNSCONFIGURER_SHIM_CHILD="+strings.Join(args, "\n"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{}) // closed when the shim has exited, with waitErr set
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	defer func() {
-		cmd.Process.Kill() // fails if it has exited
-		<-exited
-	}()
+	c := startChild(t, "TestShimSIGTERMStalledRuntime", "shim", "--listen", shimSock, "--runtime-endpoint", "unix://"+rtSock, "--resolv-conf", resolv,
+		"--cluster-dns", "10.96.0.10", "--log-level", "info")
+	stderr, exited := c.stderr, c.exited
 
 	conn, err := grpc.NewClient("unix://"+shimSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -149,18 +129,12 @@ func TestShimSIGTERMStalledRuntime(t *testing.T) {
 	}
 	// Wait until the runtime holds 64 KiB it has not read: the relay is
 	// blocked writing the refused request's DATA.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
-	for rt.unread() < 64<<10 {
-		select {
-		case <-exited:
-			t.Fatalf("shim exited early: %v\n%s", waitErr, stderr.String())
-		case <-deadline:
-			t.Fatalf("runtime got %d unread bytes, want 64 KiB", rt.unread())
-		case <-tick.C:
+	c.waitUntil(t, 20*time.Second, func() error {
+		if n := rt.unread(); n < 64<<10 {
+			return fmt.Errorf("runtime got %d unread bytes, want 64 KiB", n)
 		}
-	}
+		return nil
+	})
 	// Then calls that pass through, whose frames the relay copies as read.
 	for range 4 {
 		calls.Add(1)
@@ -171,15 +145,15 @@ func TestShimSIGTERMStalledRuntime(t *testing.T) {
 		}()
 	}
 	begin := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(c.pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-exited:
 		took := time.Since(begin)
-		t.Logf("shim exited %v after SIGTERM (runtime holding %d unread bytes): %v", took.Round(time.Millisecond), rt.unread(), waitErr)
-		if waitErr != nil {
-			t.Errorf("shim exit: %v\n%s", waitErr, stderr.String())
+		t.Logf("shim exited %v after SIGTERM (runtime holding %d unread bytes): %v", took.Round(time.Millisecond), rt.unread(), c.waitErr)
+		if c.waitErr != nil {
+			t.Errorf("shim exit: %v\n%s", c.waitErr, stderr.String())
 		}
 		if took > 10*time.Second {
 			t.Errorf("shim took %v to exit after SIGTERM, want at most 10s", took)

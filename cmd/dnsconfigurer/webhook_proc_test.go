@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,25 +119,8 @@ func startWebhookProcess(t *testing.T, cert, key string, pool *x509.CertPool) (*
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 2 * time.Second}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
-	for {
-		resp, err := client.Get("https://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c, addr
-			}
-		}
-		select {
-		case <-c.exited:
-			t.Fatalf("webhook exited before serving: %v", c.waitErr)
-		case <-deadline:
-			t.Fatalf("webhook not serving on %s after 20s: %v", addr, err)
-		case <-tick.C:
-		}
-	}
+	c.waitUntil(t, 20*time.Second, func() error { return testkit.GetOK(client, "https://"+addr+"/healthz") })
+	return c, addr
 }
 
 // webhookAnswer is what one review got.
