@@ -127,14 +127,27 @@ func DryRunPod(t *testing.T, client kubernetes.Interface, ns string, pod *corev1
 	return err
 }
 
+// Pod is the pod the admission tests send: one container, changed by
+// each mod.
+func Pod(name string, mod ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1.0"}}},
+	}
+	for _, m := range mod {
+		m(p)
+	}
+	return p
+}
+
 // DeniedPod is a pod the webhook denies: its hostname as FQDN is 69
 // characters in namespace "default" (longer in a test namespace), over
 // the kernel's 64.
 func DeniedPod(name string) *corev1.Pod {
 	yes := true
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
-		Hostname: "a-rather-long-hostname", Subdomain: "a-long-subdomain", SetHostnameAsFQDN: &yes,
-		Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1.0"}}}}
+	return Pod(name, func(p *corev1.Pod) {
+		p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "a-rather-long-hostname", "a-long-subdomain", &yes
+	})
 }
 
 // Warnings collects the Warning headers of a client's responses.
@@ -149,6 +162,16 @@ func (w *Warnings) HandleWarningHeader(_ int, _, text string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.list = append(w.list, text)
+}
+
+// WarnedClient is a client of cfg whose responses' Warning headers are
+// collected in the Warnings it returns.
+func WarnedClient(t *testing.T, cfg *rest.Config) (kubernetes.Interface, *Warnings) {
+	t.Helper()
+	w := &Warnings{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = w
+	return apiserver.NewClient(t, cfg), w
 }
 
 // Take returns the warnings collected since the last Take.

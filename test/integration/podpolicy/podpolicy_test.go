@@ -387,14 +387,10 @@ func TestWebhookPolicyWarning(t *testing.T) {
 	url, caBundle := admission.Serve(t, &webhook.Reviewer{Default: webhook.Pool{Engine: eng, Host: testHost}, ClusterPolicy: true, NamespaceLabels: true})
 	admission.Register(t, cp.Client(), ns, url, caBundle)
 
-	var got admission.Warnings
-	cfg := cp.Config()
-	cfg.WarningHandler = &got
-	client := apiserver.NewClient(t, cfg)
+	client, got := admission.WarnedClient(t, cp.Config())
 	create := func(name string, mod func(*corev1.Pod)) []string {
 		t.Helper()
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1.0"}}}}
+		p := admission.Pod(name)
 		if mod != nil {
 			mod(p)
 		}

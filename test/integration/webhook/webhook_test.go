@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
@@ -43,17 +42,6 @@ func TestMain(m *testing.M) {
 const webhookName = admission.Webhook
 
 func ptr[T any](v T) *T { return &v }
-
-func pod(name string, mod ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1.0"}}},
-	}
-	for _, m := range mod {
-		m(p)
-	}
-	return p
-}
 
 // fqdnTooLong gives the pod an FQDN of 69 characters in namespace
 // "default"; test namespaces are longer, which only adds to it.
@@ -76,13 +64,7 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 		Host: policy.Host{Nameservers: []string{"10.0.0.2"}, Searches: []string{"corp.example"}}}})
 	admission.Register(t, cp.Client(), ns, url, caBundle)
 
-	var got admission.Warnings
-	cfg := cp.Config()
-	cfg.WarningHandler = &got
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, got := admission.WarnedClient(t, cp.Config())
 	create := func(t *testing.T, namespace string, p *corev1.Pod) (*corev1.Pod, []string, error) {
 		t.Helper()
 		got.Take()
@@ -106,15 +88,15 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 			fields []string
 			text   string
 		}{
-			{"fqdn too long", pod("web-0", fqdnTooLong), []string{"spec.setHostnameAsFQDN"},
+			{"fqdn too long", admission.Pod("web-0", fqdnTooLong), []string{"spec.setHostnameAsFQDN"},
 				`admission webhook "` + webhookName + `" denied the request: Pod "web-0" is invalid: spec.setHostnameAsFQDN: Invalid value: true: the pod's FQDN "a-rather-long-hostname.a-long-subdomain.` + ns + `.svc.cluster.local" is`},
-			{"generateName", pod("", fqdnTooLong, func(p *corev1.Pod) { p.GenerateName = "web-" }), []string{"spec.setHostnameAsFQDN"},
+			{"generateName", admission.Pod("", fqdnTooLong, func(p *corev1.Pod) { p.GenerateName = "web-" }), []string{"spec.setHostnameAsFQDN"},
 				"shorten spec.hostname (or the pod name), spec.subdomain or the namespace by"},
-			{"autopath on Default", pod("web-1", func(p *corev1.Pod) {
+			{"autopath on Default", admission.Pod("web-1", func(p *corev1.Pod) {
 				p.Annotations = map[string]string{policy.AnnotationDNSPolicy: string(policy.ClusterFirstWithAutopath)}
 				p.Spec.DNSPolicy = corev1.DNSDefault
 			}), []string{"metadata.annotations[dnsconfigurer.io/dns-policy]"}, `Invalid value: "ClusterFirstWithAutopath"`},
-			{"unknown autopath value", pod("web-2", func(p *corev1.Pod) {
+			{"unknown autopath value", admission.Pod("web-2", func(p *corev1.Pod) {
 				p.Annotations = map[string]string{policy.AnnotationDNSPolicy: "Autopath"}
 			}), []string{"metadata.annotations[dnsconfigurer.io/dns-policy]"}, `Unsupported value: "Autopath"`},
 		}
@@ -148,7 +130,7 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 	})
 
 	t.Run("allowed with a warning", func(t *testing.T) {
-		p := pod("web-3", func(p *corev1.Pod) {
+		p := admission.Pod("web-3", func(p *corev1.Pod) {
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "8.8.8.8", "9.9.9.9"}}
 		})
 		created, ws, err := create(t, ns, p)
@@ -167,7 +149,7 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 	})
 
 	t.Run("allowed", func(t *testing.T) {
-		p := pod("web-4", func(p *corev1.Pod) {
+		p := admission.Pod("web-4", func(p *corev1.Pod) {
 			p.Spec.Hostname = "web-4"
 			p.Spec.Subdomain = "web"
 			p.Spec.SetHostnameAsFQDN = ptr(true)
@@ -178,7 +160,7 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 	})
 
 	t.Run("API server warnings not repeated", func(t *testing.T) {
-		_, ws, err := create(t, ns, pod("web.5"))
+		_, ws, err := create(t, ns, admission.Pod("web.5"))
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
@@ -221,7 +203,7 @@ spec:
 	})
 
 	t.Run("namespace not selected", func(t *testing.T) {
-		if _, ws, err := create(t, other, pod("web-0", fqdnTooLong)); err != nil || len(dnsWarnings(ws)) != 0 {
+		if _, ws, err := create(t, other, admission.Pod("web-0", fqdnTooLong)); err != nil || len(dnsWarnings(ws)) != 0 {
 			t.Errorf("create in %s: %v, warnings %q", other, err, ws)
 		}
 	})
@@ -243,7 +225,7 @@ func TestTrimsDenied(t *testing.T) {
 	for i := range searches {
 		searches[i] = fmt.Sprintf("team-%02d.corp.example", i)
 	}
-	p := pod("web-0", func(p *corev1.Pod) { p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: searches} })
+	p := admission.Pod("web-0", func(p *corev1.Pod) { p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: searches} })
 	_, err = cp.Client().CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{})
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) || !apierrors.IsInvalid(err) || se.ErrStatus.Details == nil || len(se.ErrStatus.Details.Causes) != 1 ||
@@ -376,7 +358,7 @@ func TestDeployWebhookConfiguration(t *testing.T) {
 		}
 		// Other admission (dnsconfigurer enforces Pod Security
 		// restricted) may refuse the probe; the webhook must not.
-		if _, err := c.CoreV1().Pods(skipped).Create(t.Context(), pod("probe", fqdnTooLong), dry); err != nil && strings.Contains(err.Error(), vwc.Webhooks[0].Name) {
+		if _, err := c.CoreV1().Pods(skipped).Create(t.Context(), admission.Pod("probe", fqdnTooLong), dry); err != nil && strings.Contains(err.Error(), vwc.Webhooks[0].Name) {
 			t.Errorf("pod in %s: %v; the webhook must not be called there", skipped, err)
 		}
 	}
@@ -404,7 +386,7 @@ func TestDeployWebhookConfiguration(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := reviews(t, reg)
-			p := pod("probe")
+			p := admission.Pod("probe")
 			tc.mod(p)
 			if _, err := c.CoreV1().Pods(ns).Create(t.Context(), p, dry); err != nil {
 				t.Fatal(err)

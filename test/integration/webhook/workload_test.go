@@ -136,13 +136,7 @@ func TestWorkloadsThroughAPIServer(t *testing.T) {
 		_ = admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(t.Context(), vwc.Name, metav1.DeleteOptions{})
 	})
 
-	var got admission.Warnings
-	cfg := cp.Config()
-	cfg.WarningHandler = &got
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, got := admission.WarnedClient(t, cp.Config())
 	creators := workloadCreators(client, ns)
 	// Wait until the API server calls the webhook for every entry.
 	for _, kind := range []string{"Deployment", "CronJob", "PodTemplate"} {
