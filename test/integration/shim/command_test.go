@@ -162,14 +162,8 @@ func checkShimCommand(t *testing.T, s *shimCommand, admin kubernetes.Interface, 
 	// Found by UID.
 	pod := createPod(t, admin, ns, apiPods(ns)[0].pod)
 	req := kubeletSandbox(t, eng, pod)
-	want, other := fromAPI(t, eng, pod, req), fromSandbox(t, eng, req)
-	if want == other {
-		t.Fatalf("bad case: the API pod and the sandbox config give the same %s", want)
-	}
-	if err := runSandbox(s.client, req); err != nil {
-		t.Fatalf("RunPodSandbox: %v", err)
-	}
-	if got := gotSandbox(t, s.runtime, string(pod.UID)); got != want {
+	want, other := apiAndSandbox(t, eng, pod, req)
+	if got := sandboxGot(t, s.client, s.runtime, req, pod.Name); got != want {
 		t.Errorf("runtime got %s\nwant (API pod) %s\nsandbox config alone gives %s", got, want, other)
 	}
 

@@ -52,6 +52,28 @@ func fromSandbox(t *testing.T, eng *policy.Engine, req *runtimeapi.RunPodSandbox
 	return resultOf(res)
 }
 
+// apiAndSandbox are what the shim sends for pod when its lookup finds the
+// API pod and when it does not. A case whose two are the same tells
+// nothing and fails t.
+func apiAndSandbox(t *testing.T, eng *policy.Engine, pod *corev1.Pod, req *runtimeapi.RunPodSandboxRequest) (api, sandbox string) {
+	t.Helper()
+	api, sandbox = fromAPI(t, eng, pod, req), fromSandbox(t, eng, req)
+	if api == sandbox {
+		t.Fatalf("bad case: the API pod and the sandbox config give the same %s", api)
+	}
+	return api, sandbox
+}
+
+// sandboxGot runs req through the shim on client and returns what the
+// runtime rt then got; what names the call in a failure.
+func sandboxGot(t *testing.T, client runtimeapi.RuntimeServiceClient, rt *fakeRuntime, req *runtimeapi.RunPodSandboxRequest, what string) string {
+	t.Helper()
+	if err := runSandbox(client, req); err != nil {
+		t.Fatalf("RunPodSandbox, %s: %v", what, err)
+	}
+	return gotSandbox(t, rt, req.Config.Metadata.Uid)
+}
+
 // gotSandbox is what the runtime received for uid.
 func gotSandbox(t *testing.T, rt *fakeRuntime, uid string) string {
 	t.Helper()
@@ -141,15 +163,9 @@ func TestPodFromAPIServer(t *testing.T) {
 			if tc.stale != nil {
 				tc.stale(req.Config)
 			}
-			want, other := fromAPI(t, eng, pod, req), fromSandbox(t, eng, req)
-			if want == other {
-				t.Fatalf("bad case: the API pod and the sandbox config give the same %s", want)
-			}
-			if err := runSandbox(s.client, req); err != nil {
-				t.Fatalf("RunPodSandbox: %v", err)
-			}
+			want, other := apiAndSandbox(t, eng, pod, req)
+			got := sandboxGot(t, s.client, s.runtime, req, pod.Name)
 			hits++
-			got := gotSandbox(t, s.runtime, string(pod.UID))
 			if got != want {
 				t.Errorf("runtime got %s\nwant (API pod) %s\nsandbox config alone gives %s", got, want, other)
 			}
@@ -186,18 +202,12 @@ func TestPodOnAnotherNode(t *testing.T) {
 	// The pod of this node first: once it is found, the informer has had
 	// time to see the other too, had the selector let it through.
 	req := kubeletSandbox(t, eng, mine)
-	if err := runSandbox(s.client, req); err != nil {
-		t.Fatalf("RunPodSandbox, this node's pod: %v", err)
-	}
-	if got, want := gotSandbox(t, s.runtime, string(mine.UID)), fromAPI(t, eng, mine, req); got != want {
+	if got, want := sandboxGot(t, s.client, s.runtime, req, "this node's pod"), fromAPI(t, eng, mine, req); got != want {
 		t.Fatalf("this node's pod: runtime got %s, want %s", got, want)
 	}
 
 	req = kubeletSandbox(t, eng, other)
-	want, fromPod := fromSandbox(t, eng, req), fromAPI(t, eng, other, req)
-	if want == fromPod {
-		t.Fatalf("bad case: the API pod and the sandbox config give the same %s", want)
-	}
+	fromPod, want := apiAndSandbox(t, eng, other, req)
 	start := time.Now()
 	if err := runSandbox(s.client, req); err != nil {
 		t.Fatalf("RunPodSandbox, other node's pod: %v", err)
@@ -270,10 +280,7 @@ func TestPodBoundAfterSandboxCall(t *testing.T) {
 	pod := createPod(t, admin, ns, unbound)
 	pod.Spec.NodeName = node // as it will be once bound, for kubelet's request
 	req := kubeletSandbox(t, eng, pod)
-	want, other := fromAPI(t, eng, pod, req), fromSandbox(t, eng, req)
-	if want == other {
-		t.Fatalf("bad case: the API pod and the sandbox config give the same %s", want)
-	}
+	want, other := apiAndSandbox(t, eng, pod, req)
 
 	var wg sync.WaitGroup
 	var callErr error
@@ -349,14 +356,8 @@ func TestStaticPod(t *testing.T) {
 		}
 		req := static(mirror.Name, hash)
 		mirror.UID = types.UID(hash) // the engine's input carries the static pod's UID
-		want, other := fromAPI(t, eng, mirror, req), fromSandbox(t, eng, req)
-		if want == other {
-			t.Fatalf("bad case: the mirror pod and the sandbox config give the same %s", want)
-		}
-		if err := runSandbox(s.client, req); err != nil {
-			t.Fatalf("RunPodSandbox: %v", err)
-		}
-		if got := gotSandbox(t, s.runtime, hash); got != want {
+		want, other := apiAndSandbox(t, eng, mirror, req)
+		if got := sandboxGot(t, s.client, s.runtime, req, "mirror pod"); got != want {
 			t.Errorf("runtime got %s\nwant (mirror pod) %s\nsandbox config alone gives %s", got, want, other)
 		}
 	})

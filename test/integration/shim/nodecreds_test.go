@@ -186,21 +186,12 @@ func TestNodeCredentials(t *testing.T) {
 		eng := newEngine(t)
 
 		req := kubeletSandbox(t, eng, mine)
-		if err := runSandbox(s.client, req); err != nil {
-			t.Fatalf("RunPodSandbox, node-a's pod: %v", err)
-		}
-		if got, want := gotSandbox(t, s.runtime, string(mine.UID)), fromAPI(t, eng, mine, req); got != want {
+		if got, want := sandboxGot(t, s.client, s.runtime, req, "node-a's pod"), fromAPI(t, eng, mine, req); got != want {
 			t.Errorf("node-a's pod: runtime got %s, want (API pod) %s", got, want)
 		}
 		req = kubeletSandbox(t, eng, theirs)
-		want, fromPod := fromSandbox(t, eng, req), fromAPI(t, eng, theirs, req)
-		if want == fromPod {
-			t.Fatalf("bad case: the API pod and the sandbox config give the same %s", want)
-		}
-		if err := runSandbox(s.client, req); err != nil {
-			t.Fatalf("RunPodSandbox, node-b's pod: %v", err)
-		}
-		if got := gotSandbox(t, s.runtime, string(theirs.UID)); got != want {
+		fromPod, want := apiAndSandbox(t, eng, theirs, req)
+		if got := sandboxGot(t, s.client, s.runtime, req, "node-b's pod"); got != want {
 			t.Errorf("node-b's pod: runtime got %s, want (sandbox config) %s; the API pod would give %s", got, want, fromPod)
 		}
 		if n := s.counter(t, "dnsconfigurer_cri_pod_lookups_total", map[string]string{"result": "hit"}); n != 1 {

@@ -37,17 +37,11 @@ func TestDeletedPod(t *testing.T) {
 	s.waitInformer(t, again.UID)
 
 	req := kubeletSandbox(t, eng, old)
-	if err := runSandbox(s.client, req); err != nil {
-		t.Fatalf("RunPodSandbox, deleted pod: %v", err)
-	}
-	if got, want := gotSandbox(t, s.runtime, string(old.UID)), fromSandbox(t, eng, req); got != want {
+	if got, want := sandboxGot(t, s.client, s.runtime, req, "deleted pod"), fromSandbox(t, eng, req); got != want {
 		t.Errorf("deleted pod: runtime got %s\nwant (sandbox config) %s", got, want)
 	}
 	req = kubeletSandbox(t, eng, again)
-	if err := runSandbox(s.client, req); err != nil {
-		t.Fatalf("RunPodSandbox, pod created again: %v", err)
-	}
-	if got, want := gotSandbox(t, s.runtime, string(again.UID)), fromAPI(t, eng, again, req); got != want {
+	if got, want := sandboxGot(t, s.client, s.runtime, req, "pod created again"), fromAPI(t, eng, again, req); got != want {
 		t.Errorf("pod created again: runtime got %s\nwant (API pod) %s", got, want)
 	}
 }
