@@ -1,14 +1,12 @@
 package image
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"debug/elf"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -227,21 +226,9 @@ func checkArchive(t *testing.T, path, version, revision string) builtImage {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, hdr.Name)
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blobs[hdr.Name] = b
+	for _, e := range testkit.ReadTar(t, f) {
+		names = append(names, e.Name)
+		blobs[e.Name] = e.Data
 	}
 	if len(names) != 12 || names[9] != "index.json" || names[10] != "manifest.json" || names[11] != "oci-layout" {
 		t.Errorf("archive holds %q, want blobs/, blobs/sha256/, 7 blobs, index.json, manifest.json, oci-layout", names)
@@ -401,20 +388,10 @@ func checkImage(t *testing.T, img v1.Image, arch, version, revision string) []by
 	defer rc.Close()
 	var files []string
 	var bin []byte
-	lr := tar.NewReader(rc)
-	for {
-		hdr, err := lr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, fmt.Sprintf("%s %o %d:%d", hdr.Name, hdr.Mode, hdr.Uid, hdr.Gid))
-		if hdr.Name == "usr/local/bin/dnsconfigurer" {
-			if bin, err = io.ReadAll(lr); err != nil {
-				t.Fatal(err)
-			}
+	for _, e := range testkit.ReadTar(t, rc) {
+		files = append(files, fmt.Sprintf("%s %o %d:%d", e.Name, e.Mode, e.Uid, e.Gid))
+		if e.Name == "usr/local/bin/dnsconfigurer" {
+			bin = e.Data
 		}
 	}
 	wantFiles := []string{
