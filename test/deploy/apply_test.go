@@ -6,7 +6,6 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -72,11 +71,7 @@ func TestApply(t *testing.T) {
 	}
 	for _, w := range r.workloads() {
 		ns := namespaceOf(w.name)
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: w.name + "-", Namespace: ns, Labels: w.podLabels},
-			Spec:       w.spec,
-		}
-		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if err := w.createPod(ctx, c, ns); err != nil {
 			t.Errorf("%s %s: a pod of its template in namespace %s: %v", w.kind, w.name, ns, err)
 		}
 	}

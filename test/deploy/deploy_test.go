@@ -7,6 +7,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -26,6 +27,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
@@ -249,16 +251,22 @@ type redirectPort struct {
 	Protocol string `json:"protocol"`
 }
 
+// docHead is what names a document's object.
+type docHead struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+// key is "Kind namespace/name".
+func (h docHead) key() string { return h.Kind + " " + h.Metadata.Namespace + "/" + h.Metadata.Name }
+
 // add decodes one YAML document strictly by its apiVersion and kind.
 func (o *objects) add(where string, doc []byte) error {
-	var head struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
+	var head docHead
 	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return fmt.Errorf("%s: %v", where, err)
 	}
@@ -325,7 +333,7 @@ func (o *objects) add(where string, doc []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: %s %q: %v", where, head.Kind, head.Metadata.Name, err)
 	}
-	o.names = append(o.names, head.Kind+" "+head.Metadata.Namespace+"/"+head.Metadata.Name)
+	o.names = append(o.names, head.key())
 	return nil
 }
 
@@ -693,6 +701,31 @@ func (o *objects) workloads() []workload {
 	return ws
 }
 
+// createPod creates a pod of w's template in namespace ns, for admission
+// and pod validation, which run on pods only. Nothing schedules it.
+func (w workload) createPod(ctx context.Context, c kubernetes.Interface, ns string) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: w.name + "-", Namespace: ns, Labels: w.podLabels},
+		Spec:       w.spec,
+	}
+	_, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	return err
+}
+
+// onlyContainer returns w's one container, which runs the binary's
+// command. An init container or a second container fails t.
+func (w workload) onlyContainer(t *testing.T, what, command string) corev1.Container {
+	t.Helper()
+	if len(w.spec.Containers) != 1 || len(w.spec.InitContainers) != 0 {
+		t.Fatalf("%s: %d containers and %d init containers, want 1 and 0", what, len(w.spec.Containers), len(w.spec.InitContainers))
+	}
+	c := w.spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != command {
+		t.Errorf("%s: args %q, want %s ...", what, c.Args, command)
+	}
+	return c
+}
+
 func (o *objects) workload(t *testing.T, kind, name string) workload {
 	t.Helper()
 	for _, w := range o.workloads() {
@@ -933,28 +966,33 @@ func checkHardening(t *testing.T, where string, c corev1.Container) {
 	}
 }
 
+// named returns the object of items named name; kind names it when
+// there is none.
+func named[T any, P interface {
+	*T
+	GetName() string
+}](t *testing.T, kind string, items []T, name string) T {
+	t.Helper()
+	for _, it := range items {
+		if P(&it).GetName() == name {
+			return it
+		}
+	}
+	t.Fatalf("no %s %s", kind, name)
+	var zero T
+	return zero
+}
+
 // service returns the Service named name.
 func (o *objects) service(t *testing.T, name string) corev1.Service {
 	t.Helper()
-	for _, s := range o.services {
-		if s.Name == name {
-			return s
-		}
-	}
-	t.Fatalf("no Service %s", name)
-	return corev1.Service{}
+	return named(t, "Service", o.services, name)
 }
 
 // daemonSet returns the DaemonSet named name.
 func (o *objects) daemonSet(t *testing.T, name string) appsv1.DaemonSet {
 	t.Helper()
-	for _, d := range o.daemonSets {
-		if d.Name == name {
-			return d
-		}
-	}
-	t.Fatalf("no DaemonSet %s", name)
-	return appsv1.DaemonSet{}
+	return named(t, "DaemonSet", o.daemonSets, name)
 }
 
 func (o *objects) dnsService(t *testing.T) corev1.Service {
@@ -1066,13 +1104,8 @@ func checkNodeLocal(t *testing.T, o *objects) {
 		t.Error("node-local: not hostNetwork")
 	}
 	checkNodeCritical(t, w)
-	if len(w.spec.Containers) != 1 || len(w.spec.InitContainers) != 0 {
-		t.Fatalf("node-local: %d containers and %d init containers, want 1 and 0 (the binary sets the node up)", len(w.spec.Containers), len(w.spec.InitContainers))
-	}
-	c := w.spec.Containers[0]
-	if len(c.Args) == 0 || c.Args[0] != "serve" {
-		t.Errorf("node-local: args %q, want serve ...", c.Args)
-	}
+	// One container and no init container: the binary sets the node up.
+	c := w.onlyContainer(t, "node-local", "serve")
 	clusterIP := o.dnsService(t).Spec.ClusterIP
 	up := o.service(t, "dnsconfigurer-dns-upstream")
 	for name, want := range map[string]string{

@@ -145,17 +145,11 @@ func docsByName(t *testing.T, out []byte) map[string][]byte {
 	t.Helper()
 	m := map[string][]byte{}
 	for _, doc := range splitDocs(out) {
-		var head struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
+		var head docHead
 		if err := yaml.Unmarshal(doc, &head); err != nil {
 			t.Fatal(err)
 		}
-		key := head.Kind + " " + head.Metadata.Namespace + "/" + head.Metadata.Name
+		key := head.key()
 		if _, dup := m[key]; dup {
 			t.Fatalf("rendered %s twice", key)
 		}
@@ -287,12 +281,7 @@ func TestNodeCredentialsApply(t *testing.T) {
 			t.Errorf("%s %s %s in %q (fieldSelector %q): allowed %v, want %v (%s)", a.user, a.verb, a.resource, a.ns, a.selector, allowed, a.allowed, reason)
 		}
 	}
-	w := r.workload(t, "DaemonSet", tc.agent)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: w.name + "-", Namespace: nodeNamespace, Labels: w.podLabels},
-		Spec:       w.spec,
-	}
-	if _, err := c.CoreV1().Pods(nodeNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Errorf("a pod of the %s template: %v", w.name, err)
+	if err := r.workload(t, "DaemonSet", tc.agent).createPod(ctx, c, nodeNamespace); err != nil {
+		t.Errorf("a pod of the %s template: %v", tc.agent, err)
 	}
 }

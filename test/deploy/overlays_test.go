@@ -461,13 +461,7 @@ func TestNRIOverlay(t *testing.T) {
 func checkNRI(t *testing.T, o *objects) {
 	w := o.workload(t, "DaemonSet", "dnsconfigurer-nri")
 	checkNodeCritical(t, w)
-	if len(w.spec.Containers) != 1 || len(w.spec.InitContainers) != 0 {
-		t.Fatalf("nri: %d containers and %d init containers, want 1 and 0", len(w.spec.Containers), len(w.spec.InitContainers))
-	}
-	c := w.spec.Containers[0]
-	if len(c.Args) == 0 || c.Args[0] != "nri" {
-		t.Errorf("nri: args %q, want nri ...", c.Args)
-	}
+	c := w.onlyContainer(t, "nri", "nri")
 	if psc := w.spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Error("nri: pod seccompProfile not RuntimeDefault")
 	}
@@ -549,11 +543,7 @@ func TestNRIApply(t *testing.T) {
 	}
 	for _, w := range r.workloads() {
 		ns := namespaceOf(w.name)
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: w.name + "-", Namespace: ns, Labels: w.podLabels},
-			Spec:       w.spec,
-		}
-		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if err := w.createPod(ctx, c, ns); err != nil {
 			t.Errorf("%s %s: a pod of its template in namespace %s: %v", w.kind, w.name, ns, err)
 		}
 	}
