@@ -12,8 +12,10 @@
 //     unmet. No test sleeps to wait.
 //   - Go, Start, RunSynced: a run stopped and checked when the test ends.
 //   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO.
-//   - CA: certificates for a TLS server and its clients.
-//   - Counting: a handler's ServeDNS calls counted, AnswerWire kept.
+//   - CA: certificates for a TLS server and its clients;
+//     CertManagerIssuer, CertManagerCertificate for decoding manifests.
+//   - StartServer: a DNS server on loopback, shut down when the test
+//     ends; Counting: a handler's ServeDNS calls counted, AnswerWire kept.
 //   - Node, NodeWithNodeLocal, ClusterDNS...: the node every test uses;
 //     KubeletDNS: what kubelet gives a pod on it.
 //

@@ -688,16 +688,7 @@ func TestAmplificationUDP(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(amp)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: NewHandler("cluster.local", ampStore(t, "ns", "b"), WithForwarder(fwd), WithAmplification(amp))}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	testkit.StartServer(t, srv)
 	clients := map[string]string{"127.0.0.1": "ns"}
 	if c, err := net.ListenPacket("udp", "127.0.0.2:0"); err == nil {
 		c.Close()

@@ -2,7 +2,6 @@ package clusterdns
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -305,11 +304,7 @@ func TestReplyCacheBound(t *testing.T) {
 func TestAnswerWireServer(t *testing.T) {
 	c := &testkit.Counting{WireHandler: NewHandler("cluster.local", fuzzStore(t))}
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: c}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	addr := srv.Addrs()[0]
+	addr := testkit.StartServer(t, srv)
 	ask := func(network, name string) *dns.Msg {
 		t.Helper()
 		cl := &dns.Client{Net: network, Timeout: 3 * time.Second}

@@ -231,15 +231,7 @@ func newScripted(t *testing.T, silent bool, barrier int) *scripted {
 	t.Helper()
 	s := &scripted{silent: silent, barrier: barrier, full: make(chan struct{}), known: map[string]bool{}}
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(s.serve)}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	s.addr = srv.Addrs()[0]
+	s.addr = testkit.StartServer(t, srv)
 	return s
 }
 

@@ -58,17 +58,7 @@ func serve(t *testing.T, st *store.Store, hopts ...clusterdns.Option) *env {
 	t.Helper()
 	h := clusterdns.NewHandler(st.Options().Zone, st, hopts...)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h, Zones: []string{st.Options().Zone}}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return &env{addr: srv.Addrs()[0], st: st, h: h, srv: srv}
+	return &env{addr: testkit.StartServer(t, srv), st: st, h: h, srv: srv}
 }
 
 // ask sends one query over network ("udp" or "tcp"); edns > 0 adds an OPT
@@ -507,11 +497,7 @@ func upstream(t *testing.T) (string, *int64Counter) {
 		_ = w.WriteMsg(m)
 	})
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return srv.Addrs()[0], n
+	return testkit.StartServer(t, srv), n
 }
 
 func TestConformanceForwarding(t *testing.T) {
@@ -586,11 +572,7 @@ func TestForwarderNeverSelf(t *testing.T) {
 	st.Publish()
 	h := clusterdns.NewHandler("cluster.local", st)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
-	self := srv.Addrs()[0]
+	self := testkit.StartServer(t, srv)
 	f, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{self}, Self: []string{self}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	h2 := clusterdns.NewHandler("cluster.local", st, clusterdns.WithForwarder(f))
 	if r := h2.Resolve(context.Background(), dns.Question{Name: "example.org.", Qtype: dns.TypeA, Qclass: dns.ClassINET}); r.Rcode != dns.RcodeServerFailure {

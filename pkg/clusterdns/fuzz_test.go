@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -208,11 +209,7 @@ func fuzzUpstream(w dns.ResponseWriter, req *dns.Msg) {
 func TestBadDatagrams(t *testing.T) {
 	h := NewHandler("cluster.local", fuzzStore(t))
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
-	addr := srv.Addrs()[0]
+	addr := testkit.StartServer(t, srv)
 
 	good := seed("web.ns.svc.cluster.local.", dns.TypeA, false)
 	multi := new(dns.Msg)

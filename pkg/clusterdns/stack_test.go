@@ -128,11 +128,7 @@ func plainUpstream(t *testing.T) string {
 			A: net.IPv4(192, 0, 2, 8)}}
 		_ = w.WriteMsg(m)
 	})}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return srv.Addrs()[0]
+	return testkit.StartServer(t, srv)
 }
 
 // TestStackForwardingLoop runs two answer stacks as serve builds them

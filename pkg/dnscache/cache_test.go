@@ -3,6 +3,7 @@ package dnscache
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,7 +89,7 @@ func TestTTLRules(t *testing.T) {
 			if r.Id != 4242 {
 				t.Errorf("reply ID %d, want the query's", r.Id)
 			}
-			if got := ttls(r); !equal(got, tc.served) {
+			if got := ttls(r); !slices.Equal(got, tc.served) {
 				t.Errorf("first reply TTLs %v, want %v", got, tc.served)
 			}
 			if tc.kind == Uncached {
@@ -120,18 +121,6 @@ func TestTTLRules(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equal(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestAging: TTLs age by whole seconds; the reply echoes the asker's case.

@@ -24,15 +24,7 @@ func startServer(t testing.TB, srv *dnsserver.Server) string {
 	if len(srv.Listen) == 0 {
 		srv.Listen = []string{"127.0.0.1:0"}
 	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return srv.Addrs()[0]
+	return testkit.StartServer(t, srv)
 }
 
 func answerA(w dns.ResponseWriter, req *dns.Msg) {

@@ -1,7 +1,6 @@
 package dnsserver_test
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,16 +33,7 @@ func TestTCPClientThatNeverReads(t *testing.T) {
 		_ = w.WriteMsg(m)
 	})
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: handler}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	testkit.StartServer(t, srv)
 	c, err := net.DialTimeout("tcp", srv.Addrs()[0], 3*time.Second)
 	if err != nil {
 		t.Fatal(err)

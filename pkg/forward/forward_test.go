@@ -29,11 +29,7 @@ import (
 func runDNS(t *testing.T, h dns.Handler) string {
 	t.Helper()
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return srv.Addrs()[0]
+	return testkit.StartServer(t, srv)
 }
 
 // smallStore holds web.ns.svc.cluster.local → 10.0.0.1.

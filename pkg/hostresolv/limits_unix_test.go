@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -26,14 +27,9 @@ import (
 func within(t *testing.T, what string, f func()) time.Duration {
 	t.Helper()
 	begin := time.Now()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(wait):
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if !safefile.Await(ctx, f) {
 		t.Fatalf("%s: still blocked after %v", what, wait)
 	}
 	return time.Since(begin)

@@ -74,12 +74,7 @@ func startNodeLocal(t *testing.T, up string, cfg Config) (*Handler, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return h, srv.Addrs()[0]
+	return h, testkit.StartServer(t, &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h})
 }
 
 func ask(t *testing.T, addr, netw, name string, qtype uint16, edns bool, opts ...dns.EDNS0) *dns.Msg {

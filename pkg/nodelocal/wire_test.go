@@ -430,11 +430,7 @@ func TestAnswerWireServer(t *testing.T) {
 	t.Cleanup(h.Close)
 	c := &testkit.Counting{WireHandler: h}
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: c}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	addr := srv.Addrs()[0]
+	addr := testkit.StartServer(t, srv)
 
 	first := ask(t, addr, "udp", "web.example.", dns.TypeA, true) // miss
 	ask(t, addr, "udp", "web.example.", dns.TypeA, true)          // hit, kept

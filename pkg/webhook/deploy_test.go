@@ -21,54 +21,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 const deployDir = "../../deploy/webhook"
-
-// The cert-manager v1 fields the manifests use; decoding into these
-// strictly catches a misspelt or misplaced field.
-type cmIssuer struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Spec struct {
-		SelfSigned *struct{} `json:"selfSigned,omitempty"`
-		CA         *struct {
-			SecretName string `json:"secretName"`
-		} `json:"ca,omitempty"`
-	} `json:"spec"`
-}
-
-type cmCertificate struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Spec struct {
-		IsCA        bool     `json:"isCA,omitempty"`
-		CommonName  string   `json:"commonName,omitempty"`
-		SecretName  string   `json:"secretName"`
-		DNSNames    []string `json:"dnsNames,omitempty"`
-		Duration    string   `json:"duration,omitempty"`
-		RenewBefore string   `json:"renewBefore,omitempty"`
-		Usages      []string `json:"usages,omitempty"`
-		PrivateKey  struct {
-			Algorithm      string `json:"algorithm"`
-			Size           int    `json:"size"`
-			RotationPolicy string `json:"rotationPolicy,omitempty"`
-		} `json:"privateKey"`
-		IssuerRef struct {
-			Name  string `json:"name"`
-			Kind  string `json:"kind"`
-			Group string `json:"group"`
-		} `json:"issuerRef"`
-	} `json:"spec"`
-}
 
 type kustomization struct {
 	APIVersion string   `json:"apiVersion"`
@@ -84,26 +40,65 @@ type kustomization struct {
 	} `json:"images"`
 }
 
-// manifests holds the decoded objects of deploy/webhook.
-type manifests struct {
-	namespaces      []corev1.Namespace
-	serviceAccounts []corev1.ServiceAccount
-	configMaps      []corev1.ConfigMap
-	services        []corev1.Service
-	deployments     []appsv1.Deployment
-	pdbs            []policyv1.PodDisruptionBudget
-	webhooks        []admissionregistrationv1.ValidatingWebhookConfiguration
-	issuers         []cmIssuer
-	certificates    []cmCertificate
+// manifests holds the documents of deploy/webhook by "apiVersion kind".
+type manifests map[string][]manifestDoc
+
+type manifestDoc struct {
+	where string // file and document number
+	data  []byte
 }
 
-func decodeStrict[T any](t *testing.T, where string, doc []byte, list *[]T) {
+// The kinds deploy/webhook holds.
+const (
+	kindNamespace      = "v1 Namespace"
+	kindServiceAccount = "v1 ServiceAccount"
+	kindConfigMap      = "v1 ConfigMap"
+	kindService        = "v1 Service"
+	kindDeployment     = "apps/v1 Deployment"
+	kindPDB            = "policy/v1 PodDisruptionBudget"
+	kindWebhook        = "admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration"
+	kindIssuer         = "cert-manager.io/v1 Issuer"
+	kindCertificate    = "cert-manager.io/v1 Certificate"
+)
+
+// decoders checks the documents of each kind.
+var decoders = map[string]func(t *testing.T, m manifests, kind string){
+	kindNamespace:      check[corev1.Namespace],
+	kindServiceAccount: check[corev1.ServiceAccount],
+	kindConfigMap:      check[corev1.ConfigMap],
+	kindService:        check[corev1.Service],
+	kindDeployment:     check[appsv1.Deployment],
+	kindPDB:            check[policyv1.PodDisruptionBudget],
+	kindWebhook:        check[admissionregistrationv1.ValidatingWebhookConfiguration],
+	kindIssuer:         check[testkit.CertManagerIssuer],
+	kindCertificate:    check[testkit.CertManagerCertificate],
+}
+
+// check decodes every document of kind strictly into a T.
+func check[T any](t *testing.T, m manifests, kind string) { all[T](t, m, kind) }
+
+// all decodes every document of kind strictly into a T.
+func all[T any](t *testing.T, m manifests, kind string) []T {
 	t.Helper()
-	var v T
-	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
-		t.Fatalf("%s: %v", where, err)
+	var list []T
+	for _, d := range m[kind] {
+		var v T
+		if err := yaml.UnmarshalStrict(d.data, &v); err != nil {
+			t.Fatalf("%s: %v", d.where, err)
+		}
+		list = append(list, v)
 	}
-	*list = append(*list, v)
+	return list
+}
+
+// one is the one document of kind.
+func one[T any](t *testing.T, m manifests, kind string) *T {
+	t.Helper()
+	list := all[T](t, m, kind)
+	if len(list) != 1 {
+		t.Fatalf("%d of %s, want 1", len(list), kind)
+	}
+	return &list[0]
 }
 
 func loadManifests(t *testing.T) (manifests, kustomization) {
@@ -134,54 +129,32 @@ func loadManifests(t *testing.T) (manifests, kustomization) {
 		t.Errorf("kustomization resources %q, want every manifest of the directory %q", got, want)
 	}
 
-	var m manifests
+	m := manifests{}
 	for _, name := range k.Resources {
 		data, err := os.ReadFile(filepath.Join(deployDir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, doc := range bytes.Split(data, []byte("\n---\n")) {
-			where := fmt.Sprintf("%s document %d", name, i+1)
+			d := manifestDoc{where: fmt.Sprintf("%s document %d", name, i+1), data: doc}
 			var head struct {
 				APIVersion string `json:"apiVersion"`
 				Kind       string `json:"kind"`
 			}
 			if err := yaml.Unmarshal(doc, &head); err != nil {
-				t.Fatalf("%s: %v", where, err)
+				t.Fatalf("%s: %v", d.where, err)
 			}
-			switch head.APIVersion + " " + head.Kind {
-			case "v1 Namespace":
-				decodeStrict(t, where, doc, &m.namespaces)
-			case "v1 ServiceAccount":
-				decodeStrict(t, where, doc, &m.serviceAccounts)
-			case "v1 ConfigMap":
-				decodeStrict(t, where, doc, &m.configMaps)
-			case "v1 Service":
-				decodeStrict(t, where, doc, &m.services)
-			case "apps/v1 Deployment":
-				decodeStrict(t, where, doc, &m.deployments)
-			case "policy/v1 PodDisruptionBudget":
-				decodeStrict(t, where, doc, &m.pdbs)
-			case "admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration":
-				decodeStrict(t, where, doc, &m.webhooks)
-			case "cert-manager.io/v1 Issuer":
-				decodeStrict(t, where, doc, &m.issuers)
-			case "cert-manager.io/v1 Certificate":
-				decodeStrict(t, where, doc, &m.certificates)
-			default:
-				t.Fatalf("%s: unexpected apiVersion %q kind %q", where, head.APIVersion, head.Kind)
+			kind := head.APIVersion + " " + head.Kind
+			if _, ok := decoders[kind]; !ok {
+				t.Fatalf("%s: unexpected apiVersion %q kind %q", d.where, head.APIVersion, head.Kind)
 			}
+			m[kind] = append(m[kind], d)
 		}
 	}
-	return m, k
-}
-
-func one[T any](t *testing.T, what string, list []T) *T {
-	t.Helper()
-	if len(list) != 1 {
-		t.Fatalf("%d %s, want 1", len(list), what)
+	for kind, check := range decoders {
+		check(t, m, kind)
 	}
-	return &list[0]
+	return m, k
 }
 
 // TestDeployManifests decodes deploy/webhook strictly and checks that its
@@ -189,13 +162,13 @@ func one[T any](t *testing.T, what string, list []T) *T {
 // the config file.
 func TestDeployManifests(t *testing.T) {
 	m, _ := loadManifests(t)
-	ns := one(t, "namespaces", m.namespaces).Name
-	vwc := one(t, "ValidatingWebhookConfigurations", m.webhooks)
-	svc := one(t, "Services", m.services)
-	dep := one(t, "Deployments", m.deployments)
-	cm := one(t, "ConfigMaps", m.configMaps)
-	sa := one(t, "ServiceAccounts", m.serviceAccounts)
-	pdb := one(t, "PodDisruptionBudgets", m.pdbs)
+	ns := one[corev1.Namespace](t, m, kindNamespace).Name
+	vwc := one[admissionregistrationv1.ValidatingWebhookConfiguration](t, m, kindWebhook)
+	svc := one[corev1.Service](t, m, kindService)
+	dep := one[appsv1.Deployment](t, m, kindDeployment)
+	cm := one[corev1.ConfigMap](t, m, kindConfigMap)
+	sa := one[corev1.ServiceAccount](t, m, kindServiceAccount)
+	pdb := one[policyv1.PodDisruptionBudget](t, m, kindPDB)
 	for _, o := range []struct{ kind, ns string }{{"Service", svc.Namespace}, {"Deployment", dep.Namespace},
 		{"ConfigMap", cm.Namespace}, {"ServiceAccount", sa.Namespace}, {"PodDisruptionBudget", pdb.Namespace}} {
 		if o.ns != ns {
@@ -381,10 +354,11 @@ func TestDeployManifests(t *testing.T) {
 
 	// cert-manager: the serving certificate goes to the mounted Secret, is
 	// valid for the Service, and is the one the caBundle comes from.
-	var serving *cmCertificate
-	for i := range m.certificates {
-		if m.certificates[i].Spec.SecretName == tlsSecret {
-			serving = &m.certificates[i]
+	certificates := all[testkit.CertManagerCertificate](t, m, kindCertificate)
+	var serving *testkit.CertManagerCertificate
+	for i := range certificates {
+		if certificates[i].Spec.SecretName == tlsSecret {
+			serving = &certificates[i]
 		}
 	}
 	if serving == nil {
@@ -396,11 +370,11 @@ func TestDeployManifests(t *testing.T) {
 	if got, want := vwc.Annotations["cert-manager.io/inject-ca-from"], serving.Metadata.Namespace+"/"+serving.Metadata.Name; got != want {
 		t.Errorf("inject-ca-from %q, want %q", got, want)
 	}
-	issuers := map[string]cmIssuer{}
-	for _, is := range m.issuers {
+	issuers := map[string]testkit.CertManagerIssuer{}
+	for _, is := range all[testkit.CertManagerIssuer](t, m, kindIssuer) {
 		issuers[is.Metadata.Name] = is
 	}
-	for _, cert := range m.certificates {
+	for _, cert := range certificates {
 		is, ok := issuers[cert.Spec.IssuerRef.Name]
 		if !ok || cert.Spec.IssuerRef.Kind != "Issuer" || is.Metadata.Namespace != cert.Metadata.Namespace {
 			t.Errorf("certificate %s: issuer %+v is not an Issuer of the manifests", cert.Metadata.Name, cert.Spec.IssuerRef)
@@ -437,8 +411,10 @@ func TestDeployKustomize(t *testing.T) {
 		t.Fatalf("kubectl kustomize: %v\n%s", err, out)
 	}
 	m, _ := loadManifests(t)
-	want := len(m.namespaces) + len(m.serviceAccounts) + len(m.configMaps) + len(m.services) + len(m.deployments) +
-		len(m.pdbs) + len(m.webhooks) + len(m.issuers) + len(m.certificates)
+	want := 0
+	for _, docs := range m {
+		want += len(docs)
+	}
 	if got := bytes.Count(append([]byte("\n"), out...), []byte("\nkind: ")); got != want {
 		t.Errorf("kustomize emitted %d objects, want %d:\n%s", got, want, out)
 	}
