@@ -39,8 +39,9 @@ func newPKI(dir string, extra netip.Addr) (*pki, error) {
 		saPubFile: filepath.Join(dir, "sa.pub"),
 	}
 	// 10.96.0.1 is the "kubernetes" Service's cluster IP, the first
-	// address of --service-cluster-ip-range.
-	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)}
+	// address of --service-cluster-ip-range; fd00:10:96::1 is it in
+	// test/cluster's IPv6-only clusters.
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1), net.ParseIP("fd00:10:96::1")}
 	if extra.IsValid() {
 		ips = append(ips, extra.AsSlice())
 	}

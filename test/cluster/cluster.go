@@ -89,6 +89,9 @@ type Options struct {
 	// DualStack gives Services, pods and nodes an IPv6 address too, IPv4
 	// first (ServiceCIDR6, nodeSubnet6).
 	DualStack bool
+	// IPv6Only makes Services, pods and nodes IPv6 only (the nodes'
+	// bridges keep an IPv4 address for the node's own servers).
+	IPv6Only bool
 }
 
 // kube-proxy's modes.
@@ -142,6 +145,7 @@ type Cluster struct {
 	sysctls   map[string]string
 	proxyMode string
 	dualStack bool
+	ipv6Only  bool
 	fabric    string // the network namespace joining the nodes ("" for one node)
 }
 
@@ -172,6 +176,9 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	if opts.Nodes < 1 || opts.Nodes > MaxNodes {
 		t.Fatalf("cluster: %d nodes; 1 to %d are supported", opts.Nodes, MaxNodes)
 	}
+	if opts.DualStack && opts.IPv6Only {
+		t.Fatal("cluster: DualStack and IPv6Only both set")
+	}
 	if opts.ProxyMode == "" {
 		opts.ProxyMode = ProxyIPTables
 	}
@@ -201,7 +208,7 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
-	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}, proxyMode: opts.ProxyMode, dualStack: opts.DualStack}
+	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}, proxyMode: opts.ProxyMode, dualStack: opts.DualStack, ipv6Only: opts.IPv6Only}
 	t.Cleanup(func() {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("cluster: remove %s: %v", dir, err)
@@ -263,17 +270,17 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if c.Upstream, err = startStub(c.Node); err != nil {
+	if c.Upstream, err = startStub(c.Node, c.first().addrs()...); err != nil {
 		return fmt.Errorf("upstream stub: %w", err)
 	}
 	c.t.Cleanup(c.Upstream.Close)
 	cpOpts := []apiserver.Option{
-		apiserver.WithNetwork(apiserver.Network{NetNSPath: c.Node.NetNSPath, Address: NodeIP, Port: APIPort}),
+		apiserver.WithNetwork(apiserver.Network{NetNSPath: c.Node.NetNSPath, Address: c.first().primaryIP(), Port: APIPort}),
 		apiserver.WithUser("system:kube-proxy"),
 		// The node's name resolves nowhere: reach kubelet by its address.
 		apiserver.WithAPIServerArgs("--kubelet-preferred-address-types=InternalIP"),
 	}
-	if c.dualStack {
+	if c.hasIPv6() {
 		cpOpts = append(cpOpts, apiserver.WithAPIServerArgs("--service-cluster-ip-range="+c.serviceCIDRs()))
 	}
 	for _, n := range c.Nodes {
@@ -345,7 +352,7 @@ func (c *Cluster) setupNetwork(ctx context.Context, n *Node) error {
 	if err := run(ctx, "ip", "-n", n.Harness.NetNS, "route", "add", ServiceCIDR.String(), "dev", containerd.BridgeName, "src", n.IP.String()); err != nil {
 		return err
 	}
-	if c.dualStack {
+	if c.hasIPv6() {
 		if err := run(ctx, "ip", "-n", n.Harness.NetNS, "route", "add", ServiceCIDR6.String(), "dev", containerd.BridgeName, "src", n.IP6.String()); err != nil {
 			return err
 		}

@@ -138,7 +138,39 @@ func (c *Cluster) writeOverlay() (string, error) {
 	if c.Agent == AgentNRI {
 		base = filepath.Join(base, "overlays", "nri")
 	}
+	if c.ipv6Only {
+		if base, err = c.ipv6Deploy(base); err != nil {
+			return "", err
+		}
+	}
 	return c.WriteOverlayFor(base, "deploy-overlay")
+}
+
+// ipv6Deploy copies deploy/ with the IPv6 cluster DNS addresses in its
+// cluster-settings.yaml, as deploy/README.md tells an operator to set
+// them, and returns the copy's entry point.
+func (c *Cluster) ipv6Deploy(base string) (string, error) {
+	dir := c.path("deploy-ipv6")
+	if err := run(context.Background(), "cp", "-r", base, dir); err != nil {
+		return "", err
+	}
+	settings := filepath.Join(dir, "cluster-settings.yaml")
+	b, err := os.ReadFile(settings)
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	for _, r := range []struct{ key, v4, v6 string }{
+		{"clusterDNS", ClusterDNS.String(), ClusterDNS6.String()},
+		{"clusterDNSUpstream", ClusterDNSUpstream.String(), ClusterDNSUpstream6.String()},
+	} {
+		old := "  " + r.key + ": " + r.v4 + "\n"
+		if !strings.Contains(s, old) {
+			return "", fmt.Errorf("%s: no %q", settings, strings.TrimSpace(old))
+		}
+		s = strings.Replace(s, old, "  "+r.key+": \""+r.v6+"\"\n", 1)
+	}
+	return dir, os.WriteFile(settings, []byte(s), 0o644)
 }
 
 // WriteOverlayFor writes, in the cluster directory's subdirectory name, an
@@ -237,6 +269,22 @@ patches:
 // NodeLocalDNS6 and the IPv6 cluster DNS address besides the IPv4 ones;
 // "" otherwise.
 func (c *Cluster) dualStackPatch() string {
+	if c.ipv6Only {
+		// The Services take their IPv6 address from cluster-settings.yaml
+		// (ipv6Deploy); the stage's link-local IPv4 address becomes
+		// NodeLocalDNS6.
+		return fmt.Sprintf(`- target:
+    kind: DaemonSet
+    name: %s
+  patch: |
+    - op: test
+      path: /spec/template/spec/containers/0/args/4
+      value: --local-ip=%s
+    - op: replace
+      path: /spec/template/spec/containers/0/args/4
+      value: --local-ip=%s
+`, NodeLocalDS, NodeLocalDNS, NodeLocalDNS6)
+	}
 	if !c.dualStack {
 		return ""
 	}

@@ -21,6 +21,9 @@ import (
 // cluster DNS pod's IPv6 address); the node agent writes both clusterDNS
 // addresses as nameservers, and the node-local stage answers on
 // NodeLocalDNS6 and on the IPv6 cluster DNS address.
+//
+// On an IPv6-only cluster (c.ipv6Only) the same questions have the IPv6
+// answers alone: Services are IPv6, A is NODATA.
 func testDualStack(t *testing.T, c *Cluster) {
 	ns := namespace(t, c)
 	ctx := testContext(t, 5*time.Minute)
@@ -38,11 +41,14 @@ func testDualStack(t *testing.T, c *Cluster) {
 		t.Fatal(err)
 	}
 	dual := corev1.IPFamilyPolicyRequireDualStack
+	if c.ipv6Only {
+		dual = corev1.IPFamilyPolicySingleStack
+	}
 	port := []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}
 	for _, s := range []*corev1.Service{
 		{ObjectMeta: metav1.ObjectMeta{Name: "ds"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: port, IPFamilyPolicy: &dual}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "hl"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: port, IPFamilyPolicy: &dual, ClusterIP: corev1.ClusterIPNone}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "v4"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: port}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "single"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: port}},
 	} {
 		if _, err := c.Client.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -56,10 +62,17 @@ func testDualStack(t *testing.T, c *Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(svc.Spec.ClusterIPs) != 2 {
-		t.Fatalf("Service ds has ClusterIPs %v, want two families", svc.Spec.ClusterIPs)
+	var v4, v6 []string // ds's ClusterIPs
+	for _, ip := range svc.Spec.ClusterIPs {
+		if netip.MustParseAddr(ip).Is4() {
+			v4 = append(v4, ip)
+		} else {
+			v6 = append(v6, ip)
+		}
 	}
-	v4, v6 := svc.Spec.ClusterIPs[0], svc.Spec.ClusterIPs[1]
+	if len(v6) != 1 || len(v4) != len(svc.Spec.ClusterIPs)-1 || (len(v4) == 0) != c.ipv6Only {
+		t.Fatalf("Service ds has ClusterIPs %v", svc.Spec.ClusterIPs)
+	}
 	var pod4, pod6 []string
 	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil {
@@ -96,21 +109,27 @@ func testDualStack(t *testing.T, c *Cluster) {
 		}
 	}
 	svcName := func(n string) string { return n + "." + ns + ".svc." + ClusterDomain }
+	kubernetes, kubernetesType, nameservers := []string{"10.96.0.1"}, "A", []string{ClusterDNS.String(), ClusterDNS6.String()}
+	single, singleType := "AAAA", "an IPv4-only Service"
+	if c.ipv6Only {
+		kubernetes, kubernetesType, nameservers = []string{"fd00:10:96::1"}, "AAAA", []string{ClusterDNS6.String()}
+		single, singleType = "A", "an IPv6 Service"
+	}
 	tests := []struct {
 		what string
 		args []string
 		want []string
 	}{
-		{"A of a dual-stack Service", []string{svcName("ds"), "A"}, []string{v4}},
-		{"AAAA of a dual-stack Service", []string{svcName("ds"), "AAAA"}, []string{v6}},
-		{"A of a headless dual-stack Service", []string{svcName("hl"), "A"}, pod4},
-		{"AAAA of a headless dual-stack Service", []string{svcName("hl"), "AAAA"}, pod6},
-		{"AAAA of an IPv4-only Service (NODATA)", []string{svcName("v4"), "AAAA"}, nil},
-		{"PTR of the IPv6 ClusterIP", []string{"-x", v6}, []string{svcName("ds") + "."}},
+		{"A of the Service", []string{svcName("ds"), "A"}, v4},
+		{"AAAA of the Service", []string{svcName("ds"), "AAAA"}, v6},
+		{"A of a headless Service", []string{svcName("hl"), "A"}, pod4},
+		{"AAAA of a headless Service", []string{svcName("hl"), "AAAA"}, pod6},
+		{single + " of " + singleType + " (NODATA)", []string{svcName("single"), single}, nil},
+		{"PTR of the IPv6 ClusterIP", []string{"-x", v6[0]}, []string{svcName("ds") + "."}},
 		{"AAAA of a pod's IPv6 record", []string{strings.ReplaceAll(client6, ":", "-") + "." + ns + ".pod." + ClusterDomain, "AAAA"}, []string{client6}},
-		{"over IPv6, at a cluster DNS pod", []string{"@" + dns6, "kubernetes.default.svc." + ClusterDomain, "A"}, []string{"10.96.0.1"}},
-		{"at node-local's IPv6 address", []string{"@" + NodeLocalDNS6.String(), svcName("ds"), "AAAA"}, []string{v6}},
-		{"at the IPv6 cluster DNS address (node-local)", []string{"@" + ClusterDNS6.String(), svcName("ds"), "A"}, []string{v4}},
+		{"over IPv6, at a cluster DNS pod", []string{"@" + dns6, "kubernetes.default.svc." + ClusterDomain, kubernetesType}, kubernetes},
+		{"at node-local's IPv6 address", []string{"@" + NodeLocalDNS6.String(), svcName("ds"), "AAAA"}, v6},
+		{"at the IPv6 cluster DNS address (node-local)", []string{"@" + ClusterDNS6.String(), svcName("ds"), "AAAA"}, v6},
 	}
 	t.Run("nameservers", func(t *testing.T) {
 		out, err := c.exec(ctx, ns, "client", "cat", "/etc/resolv.conf")
@@ -118,7 +137,7 @@ func testDualStack(t *testing.T, c *Cluster) {
 			t.Fatal(err)
 		}
 		got := parseResolvConf(out).nameservers
-		if want := []string{ClusterDNS.String(), ClusterDNS6.String()}; !slices.Equal(got, want) {
+		if want := nameservers; !slices.Equal(got, want) {
 			t.Errorf("client's nameservers %q, want %q:\n%s", got, want, out)
 		}
 	})

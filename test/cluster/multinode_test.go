@@ -36,11 +36,12 @@ func topologyNames() []string {
 }
 
 // topologies are the multi-node clusters, by the name the summary lines
-// carry. IPv6-only is not built yet.
+// carry.
 var topologies = []topology{
 	{"3node-iptables", Options{Nodes: 3, ProxyMode: ProxyIPTables}, true},
 	{"3node-nftables", Options{Nodes: 3, ProxyMode: ProxyNFTables}, true},
 	{"dualstack", Options{Nodes: 3, ProxyMode: ProxyIPTables, DualStack: true}, false},
+	{"ipv6only", Options{Nodes: 3, ProxyMode: ProxyIPTables, IPv6Only: true}, false},
 }
 
 // TestClusterMultiNode brings up three-node clusters (nodes.go), one per
@@ -80,7 +81,7 @@ func TestClusterMultiNode(t *testing.T) {
 					p, f, s := testConformance(t, c)
 					fmt.Printf("multinode: e2e dns %s: passed %d failed %d skipped %d\n", topo.name, p, f, s)
 				})
-				if topo.opts.DualStack {
+				if topo.opts.DualStack || topo.opts.IPv6Only {
 					st.run(t, "dualstack", func(t *testing.T) { testDualStack(t, c) })
 				}
 				if topo.events {

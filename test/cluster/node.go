@@ -66,7 +66,7 @@ func (n *Node) shimSocket() string      { return n.path("shim.sock") }
 // the upstream stub on the node's address and a search domain of the
 // node's own, as a real node has.
 func (c *Cluster) nodeResolvConf() string {
-	return "nameserver " + NodeIP.String() + "\nsearch node.test\n"
+	return "nameserver " + c.first().primaryIP().String() + "\nsearch node.test\n"
 }
 
 // NodeResolvConfPath is the file kubelet and the shim read as the node's
@@ -156,7 +156,7 @@ volumePluginDir: %[9]s
 syncFrequency: 10s
 fileCheckFrequency: 10s
 serializeImagePulls: false
-`, n.IP, kubeletHealthzPort, n.Harness.CgroupParent, c.runtimeSocket(n), c.clusterDNS(), ClusterDomain,
+`, n.primaryIP(), kubeletHealthzPort, n.Harness.CgroupParent, c.runtimeSocket(n), c.clusterDNS(), ClusterDomain,
 		n.resolvConfPath(), n.podLogs(), n.path("kubelet-plugins"))
 }
 
@@ -206,7 +206,7 @@ runtimeEndpoint: %s
 kubeconfig: %s
 nodeName: %s
 metricsListen: 127.0.0.1:%d
-`, c.clusterDNS(), ClusterDomain, n.resolvConfPath(), NodeLocalDNS, ClusterDNS, n.shimSocket(), n.Harness.Endpoint,
+`, c.clusterDNS(), ClusterDomain, n.resolvConfPath(), c.nodeLocalDNS(), c.firstClusterDNS(), n.shimSocket(), n.Harness.Endpoint,
 		n.path("kubelet.kubeconfig"), n.Name, shimMetricsPort)
 }
 

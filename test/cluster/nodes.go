@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,13 +60,34 @@ type Node struct {
 	// Dir holds the node's files (the cluster's Dir for the first node).
 	Dir string
 
-	index int
+	index    int
+	ipv6Only bool
+}
+
+// hasIPv6 reports whether Services, pods and nodes have IPv6 addresses.
+func (c *Cluster) hasIPv6() bool { return c.dualStack || c.ipv6Only }
+
+// primaryIP is the node's address in the cluster's first family: the
+// API server's on the first node, kubelet's listen address.
+func (n *Node) primaryIP() netip.Addr {
+	if n.ipv6Only {
+		return n.IP6
+	}
+	return n.IP
+}
+
+// addrs are the node's addresses, IPv4 first.
+func (n *Node) addrs() []netip.Addr {
+	if n.IP6.IsValid() {
+		return []netip.Addr{n.IP, n.IP6}
+	}
+	return []netip.Addr{n.IP}
 }
 
 // newNode describes node i (not started).
 func (c *Cluster) newNode(i int) *Node {
-	n := &Node{Name: NodeName, Dir: c.Dir, index: i, IP: nodeSubnet(i).Addr().Next()}
-	if c.dualStack {
+	n := &Node{Name: NodeName, Dir: c.Dir, index: i, IP: nodeSubnet(i).Addr().Next(), ipv6Only: c.ipv6Only}
+	if c.hasIPv6() {
 		n.IP6 = nodeSubnet6(i).Addr().Next()
 	}
 	if i > 0 {
@@ -111,6 +133,9 @@ func fabricAddr6(i int) netip.Addr {
 // nodeIPs is kubelet's --node-ip: IPv4, then IPv6 in a dual-stack
 // cluster.
 func (n *Node) nodeIPs() string {
+	if n.ipv6Only {
+		return n.IP6.String()
+	}
 	if n.IP6.IsValid() {
 		return n.IP.String() + "," + n.IP6.String()
 	}
@@ -120,14 +145,38 @@ func (n *Node) nodeIPs() string {
 // clusterDNS is kubelet's (and the shim's) clusterDNS list: the IPv4
 // address, then the IPv6 one in a dual-stack cluster.
 func (c *Cluster) clusterDNS() string {
+	if c.ipv6Only {
+		return `"` + ClusterDNS6.String() + `"`
+	}
 	if c.dualStack {
 		return `"` + ClusterDNS.String() + `", "` + ClusterDNS6.String() + `"`
 	}
 	return ClusterDNS.String()
 }
 
+// firstClusterDNS is the cluster DNS address of the cluster's first
+// family.
+func (c *Cluster) firstClusterDNS() netip.Addr {
+	if c.ipv6Only {
+		return ClusterDNS6
+	}
+	return ClusterDNS
+}
+
+// nodeLocalDNS is the node-local stage's address of the cluster's first
+// family.
+func (c *Cluster) nodeLocalDNS() netip.Addr {
+	if c.ipv6Only {
+		return NodeLocalDNS6
+	}
+	return NodeLocalDNS
+}
+
 // serviceCIDRs is the Service range(s), IPv4 first.
 func (c *Cluster) serviceCIDRs() string {
+	if c.ipv6Only {
+		return ServiceCIDR6.String()
+	}
 	if c.dualStack {
 		return ServiceCIDR.String() + "," + ServiceCIDR6.String()
 	}
@@ -136,6 +185,9 @@ func (c *Cluster) serviceCIDRs() string {
 
 // clusterCIDRs is kube-proxy's clusterCIDR, IPv4 first.
 func (c *Cluster) clusterCIDRs() string {
+	if c.ipv6Only {
+		return clusterPodCIDR6.String()
+	}
 	if c.dualStack {
 		return c.clusterCIDR().String() + "," + clusterPodCIDR6.String()
 	}
@@ -171,9 +223,13 @@ func (c *Cluster) harnessOptions(n *Node) containerd.Options {
 	if len(c.Nodes) > 1 {
 		routes = append(routes, clusterPodCIDR)
 	}
-	if c.dualStack {
+	if c.hasIPv6() {
 		o.PodSubnet6 = nodeSubnet6(n.index)
 		routes = append(routes, ServiceCIDR6, clusterPodCIDR6, netip.PrefixFrom(NodeLocalDNS6, 128))
+	}
+	if c.ipv6Only {
+		o.IPv6Only = true
+		routes = slices.DeleteFunc(routes, func(p netip.Prefix) bool { return p.Addr().Is4() })
 	}
 	if n.index > 0 {
 		first := c.first()
@@ -212,7 +268,7 @@ func (c *Cluster) joinNodes(ctx context.Context) error {
 			[]string{"ip", "-n", n.Harness.NetNS, "addr", "add", netip.PrefixFrom(fabricAddr(n.index), fabricSubnet.Bits()).String(), "dev", "eth0"},
 			[]string{"ip", "-n", n.Harness.NetNS, "link", "set", "eth0", "up"},
 		)
-		if c.dualStack {
+		if c.hasIPv6() {
 			steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "addr", "add", netip.PrefixFrom(fabricAddr6(n.index), fabricSubnet6.Bits()).String(), "dev", "eth0", "nodad"})
 		}
 		for _, m := range c.Nodes {
@@ -222,7 +278,7 @@ func (c *Cluster) joinNodes(ctx context.Context) error {
 				// (the API server's proxy to a pod on another node).
 				steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "route", "add", nodeSubnet(m.index).String(),
 					"via", fabricAddr(m.index).String(), "dev", "eth0", "src", n.IP.String()})
-				if c.dualStack {
+				if c.hasIPv6() {
 					steps = append(steps, []string{"ip", "-n", n.Harness.NetNS, "route", "add", nodeSubnet6(m.index).String(),
 						"via", fabricAddr6(m.index).String(), "dev", "eth0", "src", n.IP6.String()})
 				}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +31,23 @@ type Stub struct {
 	a, aaaa netip.Addr
 }
 
-func startStub(h *containerd.Harness) (*Stub, error) {
-	return startStubAt(h, 53, ExternalZones, ExternalA, ExternalAAAA)
+// startStub starts the node's upstream stub on port 53 of the first node's
+// addresses.
+func startStub(h *containerd.Harness, addrs ...netip.Addr) (*Stub, error) {
+	s, err := startStubAt(h, 53, ExternalZones, ExternalA, ExternalAAAA)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if a == NodeIP {
+			continue
+		}
+		if err := s.listen(h, netip.AddrPortFrom(a, 53)); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // startStubAt starts a stub on NodeIP:port that answers A and AAAA
@@ -41,7 +55,16 @@ func startStub(h *containerd.Harness) (*Stub, error) {
 // other name.
 func startStubAt(h *containerd.Harness, port int, zones []string, a, aaaa netip.Addr) (*Stub, error) {
 	s := &Stub{zones: zones, a: a, aaaa: aaaa}
-	addr := net.JoinHostPort(NodeIP.String(), strconv.Itoa(port))
+	if err := s.listen(h, netip.AddrPortFrom(NodeIP, uint16(port))); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// listen serves the stub on UDP and TCP at ap too.
+func (s *Stub) listen(h *containerd.Harness, ap netip.AddrPort) error {
+	addr := ap.String()
 	var pc net.PacketConn
 	var l net.Listener
 	if err := h.Do(func() error {
@@ -55,7 +78,7 @@ func startStubAt(h *containerd.Harness, port int, zones []string, a, aaaa netip.
 		if pc != nil {
 			pc.Close()
 		}
-		return nil, err
+		return err
 	}
 	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: s}, {Listener: l, Handler: s}} {
 		started := make(chan struct{})
@@ -64,12 +87,11 @@ func startStubAt(h *containerd.Harness, port int, zones []string, a, aaaa netip.
 		select {
 		case <-started:
 		case <-time.After(10 * time.Second):
-			s.Close()
-			return nil, fmt.Errorf("stub on %s did not start", addr)
+			return fmt.Errorf("stub on %s did not start", addr)
 		}
 		s.servers = append(s.servers, srv)
 	}
-	return s, nil
+	return nil
 }
 
 // ServeDNS answers one question.

@@ -90,7 +90,7 @@ var (
 )
 
 // cniConfList renders the bridge network: host-local IPAM on subnet (a
-// /24) and, when valid, subnet6 (an IPv6 /64), no gateway on the bridge from the plugin (the harness sets its first address
+// /24; invalid for IPv6 only) and, when valid, subnet6 (an IPv6 /64), no gateway on the bridge from the plugin (the harness sets its first address
 // itself), no masquerade, and routes only for the extra prefixes asked for;
 // with hostPorts, the portmap plugin after it.
 func cniConfList(ipamDir string, subnet, subnet6 netip.Prefix, routes []netip.Prefix, hostPorts bool) ([]byte, error) {
@@ -119,10 +119,14 @@ func cniConfList(ipamDir string, subnet, subnet6 netip.Prefix, routes []netip.Pr
 		HairpinMode bool   `json:"hairpinMode"`
 		IPAM        ipam   `json:"ipam"`
 	}
-	gw := subnet.Addr().Next()
-	base := subnet.Addr().As4()
-	host := func(b byte) string { a := base; a[3] = b; return netip.AddrFrom4(a).String() }
-	ranges := [][]rangeT{{{Subnet: subnet.String(), RangeStart: host(10), RangeEnd: host(250), Gateway: gw.String()}}}
+	var ranges [][]rangeT
+	gw := netip.Addr{}
+	if subnet.IsValid() {
+		gw = subnet.Addr().Next()
+		base := subnet.Addr().As4()
+		host := func(b byte) string { a := base; a[3] = b; return netip.AddrFrom4(a).String() }
+		ranges = append(ranges, []rangeT{{Subnet: subnet.String(), RangeStart: host(10), RangeEnd: host(250), Gateway: gw.String()}})
+	}
 	gw6 := netip.Addr{}
 	if subnet6.IsValid() {
 		gw6 = subnet6.Addr().Next()
@@ -135,8 +139,10 @@ func cniConfList(ipamDir string, subnet, subnet6 netip.Prefix, routes []netip.Pr
 	var rs []route
 	for _, r := range routes {
 		switch {
-		case r.Addr().Is4():
+		case r.Addr().Is4() && subnet.IsValid():
 			rs = append(rs, route{Dst: r.Masked().String(), GW: gw.String()})
+		case r.Addr().Is4():
+			return nil, fmt.Errorf("route %s: an IPv4 route on a pod network without IPv4", r)
 		case gw6.IsValid():
 			rs = append(rs, route{Dst: r.Masked().String(), GW: gw6.String()})
 		default:

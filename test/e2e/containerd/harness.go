@@ -99,6 +99,9 @@ type Options struct {
 	// address of this IPv6 /64 too, and the bridge its first one
 	// (Harness.BridgeAddr6). Routes of the IPv6 family go via it.
 	PodSubnet6 netip.Prefix
+	// IPv6Only gives pods an address of PodSubnet6 only (it must be set);
+	// the bridge keeps its IPv4 address for the node's own servers.
+	IPv6Only bool
 }
 
 // Harness is a running containerd with the CRI plugin, runc and a CNI
@@ -321,7 +324,14 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 	if err := os.WriteFile(config, []byte(render(p)), 0o644); err != nil {
 		return err
 	}
-	cni, err := cniConfList(p.ipamDir, h.PodSubnet, h.PodSubnet6, opts.Routes, opts.HostPorts)
+	subnet := h.PodSubnet
+	if opts.IPv6Only {
+		if !h.PodSubnet6.IsValid() {
+			return errors.New("IPv6Only without PodSubnet6")
+		}
+		subnet = netip.Prefix{}
+	}
+	cni, err := cniConfList(p.ipamDir, subnet, h.PodSubnet6, opts.Routes, opts.HostPorts)
 	if err != nil {
 		return fmt.Errorf("render cni config: %w", err)
 	}
