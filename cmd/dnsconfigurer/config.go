@@ -3,9 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"sigs.k8s.io/yaml"
 )
 
@@ -23,7 +22,7 @@ type configFile interface {
 // errors) into cfg, checks apiVersion and kind, applies defaults and
 // validates. Errors name the file and the field.
 func loadConfig(path, kind string, cfg configFile) error {
-	data, err := readConfig(path)
+	data, err := safefile.ReadNamed(path, maxConfigBytes)
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
@@ -41,21 +40,4 @@ func loadConfig(path, kind string, cfg configFile) error {
 		return fmt.Errorf("config %q: %w", path, err)
 	}
 	return nil
-}
-
-// readConfig reads at most maxConfigBytes of path.
-func readConfig(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxConfigBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigBytes)
-	}
-	return data, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 )
 
 var (
@@ -37,6 +38,25 @@ func Read(path string, limit int64) ([]byte, fs.FileInfo, error) {
 		return nil, nil, fmt.Errorf("read %q: %w", path, err)
 	}
 	return data, fi, nil
+}
+
+// ReadNamed reads a file an operator names on the command line (a config
+// file, a certificate) whole, at most limit bytes. Unlike Read it opens
+// the file as it is, so a pipe such as /dev/stdin works too.
+func ReadNamed(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return data, nil
 }
 
 // ReadAtMost reads r to its end, at most limit bytes: more is ErrTooLarge.

@@ -53,3 +53,25 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
+
+// TestReadNamed: a file at the limit is read whole, one byte more is
+// refused naming the file, a missing one fails.
+func TestReadNamed(t *testing.T) {
+	dir := t.TempDir()
+	at, over := filepath.Join(dir, "at"), filepath.Join(dir, "over")
+	if err := os.WriteFile(at, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(over, []byte("0123456789a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadNamed(at, 10); err != nil || string(got) != "0123456789" {
+		t.Errorf("at the limit: %q, %v", got, err)
+	}
+	if _, err := ReadNamed(over, 10); err == nil || err.Error() != over+": larger than 10 bytes" {
+		t.Errorf("over the limit: %v", err)
+	}
+	if _, err := ReadNamed(filepath.Join(dir, "missing"), 10); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing: %v, want ErrNotExist", err)
+	}
+}

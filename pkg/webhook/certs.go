@@ -6,14 +6,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 )
 
 // certReloader serves the latest good certificate and key from two files.
@@ -47,11 +46,11 @@ func (c *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 // load reads both files and switches to them if they changed and form a
 // good pair. changed is false when the files still hold the pair in use.
 func (c *certReloader) load() (changed bool, err error) {
-	certPEM, err := readCapped(c.certFile)
+	certPEM, err := safefile.ReadNamed(c.certFile, maxPEMFile)
 	if err != nil {
 		return false, fmt.Errorf("read certificate: %w", err)
 	}
-	keyPEM, err := readCapped(c.keyFile)
+	keyPEM, err := safefile.ReadNamed(c.keyFile, maxPEMFile)
 	if err != nil {
 		return false, fmt.Errorf("read private key: %w", err)
 	}
@@ -80,22 +79,6 @@ func (c *certReloader) load() (changed bool, err error) {
 // maxPEMFile caps the certificate and key files: a chain of a few
 // certificates is a few KiB.
 const maxPEMFile = 1 << 20
-
-func readCapped(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxPEMFile {
-		return nil, fmt.Errorf("%q is larger than %d bytes", path, maxPEMFile)
-	}
-	return data, nil
-}
 
 // reload is load after a file change, reported to the log and metrics.
 func (c *certReloader) reload() {
