@@ -116,9 +116,9 @@ func WithDelegations(zones []string) Option {
 	}
 }
 
-// delegatedName reports whether lname, a name of the cluster zone, is
-// under a delegated zone.
-func (h *Handler) delegatedName(lname string) bool {
+// delegated reports whether lname, a name of the cluster zone, is under
+// a delegated zone.
+func delegated[S ~string | ~[]byte](h *Handler, lname S) bool {
 	if h.fwd == nil {
 		return false
 	}
@@ -312,7 +312,7 @@ func (h *Handler) route(q dns.Question, lname string) (kind int, z *zone, rrs []
 		return routeRefused, nil, nil, nil
 	}
 	if inZone(lname, h.zoneName) {
-		if h.delegatedName(lname) {
+		if delegated(h, lname) {
 			return routeForward, nil, nil, nil
 		}
 		if z = h.zone(); z == nil {
@@ -459,7 +459,7 @@ func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lnam
 // chase answers for an ExternalName: the CNAME, then the target's records,
 // followed inside the zone or asked upstream.
 func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, cname dns.RR, target string, depth int) Result {
-	if inZone(target, z.name) && !h.delegatedName(target) {
+	if inZone(target, z.name) && !delegated(h, target) {
 		if depth >= maxChase {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
@@ -673,7 +673,7 @@ func (h *Handler) costsUpstream(z *zone, q dns.Question) bool {
 		if !ok || n.CNAME == "" {
 			return false
 		}
-		if !inZone(n.CNAME, z.name) || h.delegatedName(n.CNAME) {
+		if !inZone(n.CNAME, z.name) || delegated(h, n.CNAME) {
 			return true
 		}
 		name = n.CNAME
@@ -776,7 +776,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	}
 	var buf [256]byte
 	lname := dnsmsg.AppendName(buf[:0], q.Name, true)
-	outside := !inZoneBytes(lname, h.zoneName) && !inZoneBytes(lname, reverse4) && !inZoneBytes(lname, reverse6)
+	outside := !inZone(lname, h.zoneName) && !inZone(lname, reverse4) && !inZone(lname, reverse6)
 	// The reply cache holds replies of other names only through rewrites.
 	z := h.zone()
 	if z != nil && (!outside || h.rw != nil) {
@@ -785,7 +785,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 		}
 	}
 	if !outside {
-		if z == nil || !h.wireMisses || !inZoneBytes(lname, h.zoneName) {
+		if z == nil || !h.wireMisses || !inZone(lname, h.zoneName) {
 			return dst, false
 		}
 		return h.missWire(dst, z, &q, lname)
@@ -802,7 +802,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 func (h *Handler) forwardedWire(dst []byte, q *dnsmsg.WireQuery, lname []byte) ([]byte, bool) {
 	cache, ok := h.fwd.(*dnscache.Cache)
 	if !ok || h.rw != nil || (q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY) ||
-		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR || inZoneBytes(lname, autopath.Suffix) {
+		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR || inZone(lname, autopath.Suffix) {
 		return dst, false
 	}
 	if h.static != nil {
@@ -811,12 +811,6 @@ func (h *Handler) forwardedWire(dst []byte, q *dnsmsg.WireQuery, lname []byte) (
 		}
 	}
 	return cache.AnswerWire(dst, q, shapeLB(q.Shape(), h.lb))
-}
-
-// inZoneBytes is inZone for a name as bytes.
-func inZoneBytes(name []byte, zone string) bool {
-	return string(name) == zone || (len(name) > len(zone) && name[len(name)-len(zone)-1] == '.' &&
-		string(name[len(name)-len(zone):]) == zone)
 }
 
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {

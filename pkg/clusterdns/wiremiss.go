@@ -22,10 +22,10 @@ import (
 // cache entry).
 func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byte) ([]byte, bool) {
 	if h.rw != nil || (q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY) ||
-		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR || h.delegatedBytes(lname) {
+		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR || delegated(h, lname) {
 		return dst, false
 	}
-	if z.snap.Options.Pods == store.PodsInsecure && inZoneBytes(lname, "pod."+z.name) {
+	if z.snap.Options.Pods == store.PodsInsecure && inZone(lname, "pod."+z.name) {
 		return dst, false
 	}
 	if _, ok := z.snap.Lookup(string(lname)); ok {
@@ -45,19 +45,6 @@ func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byt
 		h.amp.observe(&ac)
 	}
 	return b, true
-}
-
-// delegatedBytes is delegatedName for a name as bytes.
-func (h *Handler) delegatedBytes(lname []byte) bool {
-	if h.fwd == nil {
-		return false
-	}
-	for _, z := range h.delegated {
-		if z != h.zoneName && inZoneBytes(lname, z) {
-			return true
-		}
-	}
-	return false
 }
 
 // appendNXDOMAIN appends to dst[:0] the NXDOMAIN reply to q with soa in

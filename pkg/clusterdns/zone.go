@@ -185,9 +185,11 @@ func newZone(snap *store.Snapshot, wire *wireCache) *zone {
 
 func clip(rrs []dns.RR) []dns.RR { return rrs[:len(rrs):len(rrs)] }
 
-// inZone reports whether the lowercase fqdn name is the zone or below it.
-func inZone(name, zone string) bool {
-	return name == zone || (len(name) > len(zone) && name[len(name)-len(zone)-1] == '.' && strings.HasSuffix(name, zone))
+// inZone reports whether the lowercase fqdn name (text or bytes) is the
+// zone or below it.
+func inZone[S ~string | ~[]byte](name S, zone string) bool {
+	return string(name) == zone || (len(name) > len(zone) && name[len(name)-len(zone)-1] == '.' &&
+		string(name[len(name)-len(zone):]) == zone)
 }
 
 // reverse zones answered from the store (names not found are forwarded, as
