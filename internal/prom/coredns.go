@@ -68,6 +68,25 @@ type mapping struct {
 	where          map[string]string
 }
 
+// The label sets the families share: the request families' server, zone
+// and view; the caches' server, kind, zones and view (one cache for every
+// name); the proxies' name and upstream. Each is followed by the family's
+// own labels.
+func zoneLabels(ls ...label) []label {
+	return append([]label{serverLabel, copyOf("zone"), fixed("view", "")}, ls...)
+}
+
+func cacheLabels(ls ...label) []label {
+	return append(append([]label{serverLabel}, ls...), fixed("zones", "."), fixed("view", ""))
+}
+
+func proxyLabels(ls ...label) []label {
+	return append([]label{fixed("proxy_name", "forward"), rename("to", "upstream")}, ls...)
+}
+
+// byKind is a cache family's type label, our kind.
+var byKind = rename("type", "kind")
+
 // The CoreDNS 1.15 families (plugin/metrics/vars, plugin/cache,
 // plugin/forward, plugin/pkg/proxy), and the forward plugin's names
 // before CoreDNS 1.11 moved them to coredns_proxy_*, which the
@@ -76,48 +95,48 @@ type mapping struct {
 // is no plugin chain), zones "." (one cache for every name).
 var coreDNSMappings = []mapping{
 	{to: "coredns_dns_requests_total", from: "dnsconfigurer_dnsserver_requests_total", help: "Counter of DNS requests made per zone, protocol and family.",
-		labels: []label{serverLabel, copyOf("zone"), fixed("view", ""), copyOf("proto"), copyOf("family"), copyOf("type")}},
+		labels: zoneLabels(copyOf("proto"), copyOf("family"), copyOf("type"))},
 	{to: "coredns_dns_responses_total", from: "dnsconfigurer_dnsserver_responses_total", help: "Counter of response status codes.",
-		labels: []label{serverLabel, copyOf("zone"), fixed("view", ""), copyOf("rcode"), fixed("plugin", "")}},
+		labels: zoneLabels(copyOf("rcode"), fixed("plugin", ""))},
 	{to: "coredns_dns_request_duration_seconds", from: "dnsconfigurer_dnsserver_request_duration_seconds", help: "Histogram of the time (in seconds) each request took per zone.",
-		labels: []label{serverLabel, copyOf("zone"), fixed("view", "")}},
+		labels: zoneLabels()},
 	{to: "coredns_dns_request_size_bytes", from: "dnsconfigurer_dnsserver_request_size_bytes", help: "Size of the EDNS0 UDP buffer in bytes (64K for TCP) per zone and protocol.",
-		labels: []label{serverLabel, copyOf("zone"), fixed("view", ""), copyOf("proto")}},
+		labels: zoneLabels(copyOf("proto"))},
 	{to: "coredns_dns_response_size_bytes", from: "dnsconfigurer_dnsserver_response_size_bytes", help: "Size of the returned response in bytes.",
-		labels: []label{serverLabel, copyOf("zone"), fixed("view", ""), copyOf("proto")}},
+		labels: zoneLabels(copyOf("proto"))},
 	{to: "coredns_dns_do_requests_total", from: "dnsconfigurer_dnsserver_do_requests_total", help: "Counter of DNS requests with DO bit set per zone.",
-		labels: []label{serverLabel, copyOf("zone"), fixed("view", "")}},
+		labels: zoneLabels()},
 	{to: "coredns_panics_total", from: "dnsconfigurer_dnsserver_panics_total", help: "A metrics that counts the number of panics."},
 	{to: "coredns_build_info", from: "dnsconfigurer_build_info", help: "A metric with a constant '1' value labeled by version, revision, and goversion from which CoreDNS was built.",
 		labels: []label{copyOf("version"), copyOf("revision"), copyOf("goversion")}},
 
 	{to: "coredns_cache_entries", from: "dnsconfigurer_cache_entries", help: "The number of elements in the cache.",
-		labels: []label{serverLabel, rename("type", "kind"), fixed("zones", "."), fixed("view", "")}},
+		labels: cacheLabels(byKind)},
 	{to: "coredns_cache_hits_total", from: "dnsconfigurer_cache_hits_total", help: "The count of cache hits.",
-		labels: []label{serverLabel, rename("type", "kind"), fixed("zones", "."), fixed("view", "")}},
+		labels: cacheLabels(byKind)},
 	{to: "coredns_cache_misses_total", from: "dnsconfigurer_cache_misses_total", help: "The count of cache misses. Deprecated, derive misses from cache hits/requests counters.",
-		labels: []label{serverLabel, fixed("zones", "."), fixed("view", "")}},
+		labels: cacheLabels()},
 	{to: "coredns_cache_requests_total", from: "dnsconfigurer_cache_hits_total", help: "The count of cache requests.",
-		labels: []label{serverLabel, fixed("zones", "."), fixed("view", "")}},
+		labels: cacheLabels()},
 	{to: "coredns_cache_requests_total", from: "dnsconfigurer_cache_misses_total",
-		labels: []label{serverLabel, fixed("zones", "."), fixed("view", "")}},
+		labels: cacheLabels()},
 	{to: "coredns_cache_evictions_total", from: "dnsconfigurer_cache_evictions_total", help: "The count of cache evictions.",
-		labels: []label{serverLabel, rename("type", "kind"), fixed("zones", "."), fixed("view", "")}},
+		labels: cacheLabels(byKind)},
 	{to: "coredns_cache_served_stale_total", from: "dnsconfigurer_cache_stale_total", help: "The number of requests served from stale cache entries.",
-		labels: []label{serverLabel, fixed("zones", "."), fixed("view", "")}},
+		labels: cacheLabels()},
 	{to: "coredns_cache_prefetch_total", from: "dnsconfigurer_cache_prefetches_total", help: "The number of times the cache has prefetched a cached item.",
-		labels: []label{serverLabel, fixed("zones", "."), fixed("view", "")}},
+		labels: cacheLabels()},
 
 	{to: "coredns_forward_healthcheck_broken_total", from: "dnsconfigurer_forward_all_down_total", help: "Counter of the number of complete failures of the healthchecks."},
 	{to: "coredns_forward_max_concurrent_rejects_total", from: "dnsconfigurer_forward_shed_total", help: "Counter of the number of queries rejected because the concurrent queries were at maximum."},
 	{to: "coredns_proxy_request_duration_seconds", from: "dnsconfigurer_forward_request_duration_seconds", help: "Histogram of the time each request took.",
-		labels: []label{fixed("proxy_name", "forward"), rename("to", "upstream"), copyOf("rcode")}},
+		labels: proxyLabels(copyOf("rcode"))},
 	{to: "coredns_proxy_healthcheck_failures_total", from: "dnsconfigurer_forward_healthcheck_failures_total", help: "Counter of the number of failed healthchecks.",
-		labels: []label{fixed("proxy_name", "forward"), rename("to", "upstream")}},
+		labels: proxyLabels()},
 	{to: "coredns_proxy_conn_cache_hits_total", from: "dnsconfigurer_forward_conn_cache_hits_total", help: "Counter of connection cache hits per upstream and protocol.",
-		labels: []label{fixed("proxy_name", "forward"), rename("to", "upstream"), copyOf("proto")}},
+		labels: proxyLabels(copyOf("proto"))},
 	{to: "coredns_proxy_conn_cache_misses_total", from: "dnsconfigurer_forward_conn_cache_misses_total", help: "Counter of connection cache misses per upstream and protocol.",
-		labels: []label{fixed("proxy_name", "forward"), rename("to", "upstream"), copyOf("proto")}},
+		labels: proxyLabels(copyOf("proto"))},
 
 	// The forward plugin's own names before CoreDNS 1.11.
 	{to: "coredns_forward_requests_total", from: "dnsconfigurer_forward_requests_total", help: "Counter of requests made per upstream.",
