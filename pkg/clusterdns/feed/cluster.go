@@ -319,12 +319,27 @@ func slimMeta(m metav1.ObjectMeta, keepLabel string) metav1.ObjectMeta {
 // The transforms keep only what DNS reads, so a streamed initial list does
 // not hold full API objects (managed fields, annotations, pod specs...)
 // until it is applied.
+var (
+	stripService       = strip(slimService)
+	stripEndpointSlice = strip(slimEndpointSlice)
+	stripPod           = strip(slimPod)
+	stripNamespace     = strip(func(n *corev1.Namespace) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: slimMeta(n.ObjectMeta, "")}
+	})
+)
 
-func stripService(obj any) (any, error) {
-	s, ok := obj.(*corev1.Service)
-	if !ok {
+// strip is the transform that keeps what slim keeps of a *T; anything else
+// (a tombstone) passes unchanged.
+func strip[T any](slim func(*T) *T) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		if t, ok := obj.(*T); ok {
+			return slim(t), nil
+		}
 		return obj, nil
 	}
+}
+
+func slimService(s *corev1.Service) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: slimMeta(s.ObjectMeta, ""),
 		Spec: corev1.ServiceSpec{
@@ -332,14 +347,10 @@ func stripService(obj any) (any, error) {
 			ExternalName: s.Spec.ExternalName, Ports: s.Spec.Ports,
 			PublishNotReadyAddresses: s.Spec.PublishNotReadyAddresses,
 		},
-	}, nil
+	}
 }
 
-func stripEndpointSlice(obj any) (any, error) {
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return obj, nil
-	}
+func slimEndpointSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	out := &discoveryv1.EndpointSlice{
 		ObjectMeta:  slimMeta(s.ObjectMeta, serviceNameLabel),
 		AddressType: s.AddressType,
@@ -353,24 +364,12 @@ func stripEndpointSlice(obj any) (any, error) {
 			out.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: e.TargetRef.Kind, Name: e.TargetRef.Name}
 		}
 	}
-	return out, nil
+	return out
 }
 
-func stripPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
+func slimPod(p *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: slimMeta(p.ObjectMeta, ""),
 		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
-	}, nil
-}
-
-func stripNamespace(obj any) (any, error) {
-	n, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return obj, nil
 	}
-	return &corev1.Namespace{ObjectMeta: slimMeta(n.ObjectMeta, "")}, nil
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
@@ -166,21 +165,13 @@ func decodeJSON(js []byte, objs *store.Objects) error {
 		}
 		return nil
 	case "Service":
-		var s corev1.Service
-		if err := strictJSON(js, &s, tm); err != nil {
-			return err
-		}
-		v, err := ToService(&s)
+		v, err := decodeAs(js, tm, ToService)
 		if err != nil {
 			return err
 		}
 		objs.Services = append(objs.Services, v)
 	case "EndpointSlice":
-		var s discoveryv1.EndpointSlice
-		if err := strictJSON(js, &s, tm); err != nil {
-			return err
-		}
-		v, err := ToEndpointSlice(&s)
+		v, err := decodeAs(js, tm, ToEndpointSlice)
 		if err != nil {
 			return err
 		}
@@ -216,6 +207,17 @@ func decodeJSON(js []byte, objs *store.Objects) error {
 		return fmt.Errorf("kind is missing")
 	}
 	return nil
+}
+
+// decodeAs decodes js strictly as a T (strictJSON) and converts it to its
+// store record.
+func decodeAs[T, V any](js []byte, tm typeMeta, conv func(*T) (V, error)) (V, error) {
+	var obj T
+	if err := strictJSON(js, &obj, tm); err != nil {
+		var none V
+		return none, err
+	}
+	return conv(&obj)
 }
 
 func strictJSON(js []byte, v any, tm typeMeta) error {
