@@ -40,9 +40,7 @@ func renameOver(t *testing.T, path, content string) {
 func relink(t *testing.T, target, link string) {
 	t.Helper()
 	tmp := link + "_tmp"
-	if err := os.Symlink(target, tmp); err != nil {
-		t.Fatal(err)
-	}
+	symlink(t, target, tmp)
 	if err := os.Rename(tmp, link); err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +77,7 @@ func swap(t *testing.T, dir, ts string, files map[string]string) string {
 	for name := range files {
 		link := filepath.Join(dir, name)
 		if _, err := os.Lstat(link); err != nil {
-			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
-				t.Fatal(err)
-			}
+			symlink(t, filepath.Join("..data", name), link)
 		}
 	}
 	return old
@@ -220,7 +216,7 @@ func TestWatchChanges(t *testing.T) {
 		{
 			name: "missing at start",
 			setup: func(t *testing.T, dir string) (string, func() string) {
-				return filepath.Join(dir, "conf"), readFile(filepath.Join(dir, "conf"))
+				return watchedFile(filepath.Join(dir, "conf"))
 			},
 			change: func(t *testing.T, dir string) { renameOver(t, filepath.Join(dir, "conf"), "two\n") },
 			want:   "two\n",
@@ -229,7 +225,7 @@ func TestWatchChanges(t *testing.T) {
 			name: "ConfigMap swap",
 			setup: func(t *testing.T, dir string) (string, func() string) {
 				configMap(t, dir, "..2026_11_25_10_00_00.000000001", map[string]string{"conf": "one\n", "other": "x\n"})
-				return filepath.Join(dir, "conf"), readFile(filepath.Join(dir, "conf"))
+				return watchedFile(filepath.Join(dir, "conf"))
 			},
 			change: func(t *testing.T, dir string) {
 				configMap(t, dir, "..2026_11_25_10_01_00.000000002", map[string]string{"conf": "two\n", "other": "x\n"})
@@ -240,7 +236,7 @@ func TestWatchChanges(t *testing.T) {
 			name: "ConfigMap ..data swap, the old version not yet removed",
 			setup: func(t *testing.T, dir string) (string, func() string) {
 				configMap(t, dir, "..2026_11_25_10_00_00.000000001", map[string]string{"conf": "one\n"})
-				return filepath.Join(dir, "conf"), readFile(filepath.Join(dir, "conf"))
+				return watchedFile(filepath.Join(dir, "conf"))
 			},
 			change: func(t *testing.T, dir string) {
 				swap(t, dir, "..2026_11_25_10_01_00.000000002", map[string]string{"conf": "two\n"})
@@ -265,10 +261,8 @@ func TestWatchChanges(t *testing.T) {
 			setup: func(t *testing.T, dir string) (string, func() string) {
 				write(t, filepath.Join(dir, "a"), "one\n")
 				write(t, filepath.Join(dir, "b"), "two\n")
-				if err := os.Symlink("a", filepath.Join(dir, "conf")); err != nil {
-					t.Fatal(err)
-				}
-				return filepath.Join(dir, "conf"), readFile(filepath.Join(dir, "conf"))
+				symlink(t, "a", filepath.Join(dir, "conf"))
+				return watchedFile(filepath.Join(dir, "conf"))
 			},
 			change: func(t *testing.T, dir string) { relink(t, "b", filepath.Join(dir, "conf")) },
 			want:   "two\n",
@@ -279,10 +273,8 @@ func TestWatchChanges(t *testing.T) {
 				os.Mkdir(filepath.Join(dir, "run"), 0o755)
 				os.Mkdir(filepath.Join(dir, "etc"), 0o755)
 				write(t, filepath.Join(dir, "run", "stub"), "one\n")
-				if err := os.Symlink("../run/stub", filepath.Join(dir, "etc", "conf")); err != nil {
-					t.Fatal(err)
-				}
-				return filepath.Join(dir, "etc", "conf"), readFile(filepath.Join(dir, "etc", "conf"))
+				symlink(t, "../run/stub", filepath.Join(dir, "etc", "conf"))
+				return watchedFile(filepath.Join(dir, "etc", "conf"))
 			},
 			change: func(t *testing.T, dir string) { renameOver(t, filepath.Join(dir, "run", "stub"), "two\n") },
 			want:   "two\n",
@@ -296,7 +288,7 @@ func TestWatchChanges(t *testing.T) {
 				if err := os.Link(filepath.Join(dir, "node", "conf"), filepath.Join(dir, "pod", "conf")); err != nil {
 					t.Skipf("hard link: %v", err)
 				}
-				return filepath.Join(dir, "pod", "conf"), readFile(filepath.Join(dir, "pod", "conf"))
+				return watchedFile(filepath.Join(dir, "pod", "conf"))
 			},
 			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "node", "conf"), "two\n") },
 			want:   "two\n",
@@ -333,9 +325,20 @@ func file(name, content string) func(t *testing.T, dir string) (string, func() s
 	return func(t *testing.T, dir string) (string, func() string) {
 		path := filepath.Join(dir, name)
 		write(t, path, content)
-		return path, readFile(path)
+		return watchedFile(path)
 	}
 }
+
+// symlink makes link point at target.
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// watchedFile is what a setup returns for the file at path.
+func watchedFile(path string) (string, func() string) { return path, readFile(path) }
 
 // dirWith watches a directory name holding one file.
 func dirWith(name, file, content string) func(t *testing.T, dir string) (string, func() string) {
@@ -361,9 +364,7 @@ func TestWatchIgnores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("a", conf); err != nil {
-		t.Fatal(err)
-	}
+	symlink(t, "a", conf)
 	ch := start(t, []string{conf}, WithPoll(10*time.Millisecond), WithDebounce(10*time.Millisecond, 0))
 	write(t, filepath.Join(dir, "unrelated"), "x\n")
 	quiet(t, ch)
