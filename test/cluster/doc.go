@@ -70,8 +70,10 @@
 // topologies) starts clusters of three nodes (Options.Nodes, nodes.go):
 // each node its own namespace, containerd, shim, kubelet and kube-proxy,
 // joined by a fabric bridge, kube-proxy in iptables or nftables mode
-// (Options.ProxyMode; the kernel has no IPVS). On each it runs the
-// upstream DNS specs, then rolls out the cluster DNS and the node-local
+// (Options.ProxyMode; the kernel has no IPVS), dual-stack
+// (Options.DualStack) and IPv6-only (Options.IPv6Only). On each it runs
+// the upstream DNS specs; on the last two testDualStack checks the IPv6
+// answers; on the first two it rolls out the cluster DNS and the node-local
 // stage, restarts the shims, scales the cluster DNS 2-1-2, restarts the
 // API server and kills a node with a cluster DNS pod on it, while Go
 // resolvers on every node look names up behind the node-local stage and
@@ -84,7 +86,7 @@
 // Run it as root after test/e2e/setup.sh and test/testbin/build.sh:
 //
 //	sudo go test -timeout 60m ./test/cluster/
-//	sudo DNSCONFIGURER_MULTINODE=all go test -timeout 90m -run TestClusterMultiNode ./test/cluster/
+//	sudo DNSCONFIGURER_MULTINODE=all go test -timeout 120m -run TestClusterMultiNode ./test/cluster/
 //
 // Without root, containerd or the binaries it skips with a message saying
 // what to run. This package is test infrastructure: only tests import it.
