@@ -224,7 +224,7 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 		// The hostPath directories of node-local's lock and the NRI
 		// plugin's state exist before containerd binds the node's own over
 		// the first node's (harnessOptions).
-		for _, d := range []string{n.kubeletRoot(), n.podLogs(), n.path("run-dnsconfigurer"), n.path("nri-state")} {
+		for _, d := range []string{n.kubeletRoot(), n.podLogs(), n.path("run-dnsconfigurer"), n.path("nri-state"), n.path("nri")} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				t.Fatalf("cluster: %v", err)
 			}

@@ -78,6 +78,9 @@ func testEvents(t *testing.T, c *Cluster, topo string) {
 			return r.rolloutRestart(ctx, "daemonset", NodeNamespace, NodeLocalDS)
 		}},
 		{"agent-restart", func(ctx context.Context) error {
+			if c.Agent == AgentNRI {
+				return r.rolloutRestart(ctx, "daemonset", NodeNamespace, NRIDS)
+			}
 			// The shim is a node process here (kubelet's runtime
 			// endpoint), restarted node by node as a package upgrade does.
 			for _, n := range c.Nodes {

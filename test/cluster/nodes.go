@@ -231,10 +231,15 @@ func (c *Cluster) harnessOptions(n *Node) containerd.Options {
 		o.IPv6Only = true
 		routes = slices.DeleteFunc(routes, func(p netip.Prefix) bool { return p.Addr().Is4() })
 	}
+	if c.Agent == AgentNRI && len(c.Nodes) > 1 {
+		// One socket path for the NRI plugin's DaemonSet: each node's
+		// own directory over the first node's (NodeDirs).
+		o.NRISocket = n.path(filepath.Join("nri", "nri.sock"))
+	}
 	if n.index > 0 {
 		first := c.first()
 		o.NodeDirs = map[string]string{}
-		for _, d := range []string{"run-dnsconfigurer", "nri-state"} {
+		for _, d := range []string{"run-dnsconfigurer", "nri-state", "nri"} {
 			o.NodeDirs[first.path(d)] = n.path(d)
 		}
 	}

@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -102,6 +103,9 @@ type Options struct {
 	// IPv6Only gives pods an address of PodSubnet6 only (it must be set);
 	// the bridge keeps its IPv4 address for the node's own servers.
 	IPv6Only bool
+	// NRISocket is where containerd 2.x puts its NRI socket; the default
+	// is nri.sock in the harness's directory. Its directory is created.
+	NRISocket string
 }
 
 // Harness is a running containerd with the CRI plugin, runc and a CNI
@@ -299,11 +303,11 @@ func (h *Harness) start(ctx context.Context, opts Options, images map[string][]b
 		cniConfDir:  filepath.Join(h.Dir, "cni", "net.d"),
 		cniBinDir:   h.cniBin,
 		ipamDir:     filepath.Join(h.Dir, "cni", "ipam"),
-		nriSocket:   filepath.Join(h.Dir, "nri.sock"),
+		nriSocket:   cmp.Or(opts.NRISocket, filepath.Join(h.Dir, "nri.sock")),
 		nriDir:      filepath.Join(h.Dir, "nri"),
 		registryDir: opts.RegistryConfigDir,
 	}
-	for _, d := range []string{p.root, p.state, p.runcRoot, p.opt, p.nriDir, p.cniConfDir, p.ipamDir, filepath.Join(h.Dir, "cni", "cache"), h.LogRoot, filepath.Join(h.Dir, "run"), filepath.Join(h.Dir, "images")} {
+	for _, d := range []string{filepath.Dir(p.nriSocket), p.root, p.state, p.runcRoot, p.opt, p.nriDir, p.cniConfDir, p.ipamDir, filepath.Join(h.Dir, "cni", "cache"), h.LogRoot, filepath.Join(h.Dir, "run"), filepath.Join(h.Dir, "images")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
