@@ -991,8 +991,8 @@ func (n *NodeLocal) validate(e *fieldErrors, mode string) {
 		case err != nil:
 			e.add(path, "%q: not an IP address", s)
 			continue
-		case ip.Zone() != "":
-			e.add(path, "%q: no zone allowed", s)
+		case CheckNodeLocalIP(s) != nil:
+			e.add(path, "%v", CheckNodeLocalIP(s))
 		case ip.IsLoopback() || ip.IsUnspecified() || ip.IsMulticast():
 			e.add(path, "%q: a loopback, unspecified or multicast address cannot be a node-local address", s)
 		}

@@ -359,11 +359,12 @@ func TestServerValidate(t *testing.T) {
 		}, nil},
 		{"node-local local IPs", func(c *ServerConfiguration) {
 			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.11"}
-			c.NodeLocal.LocalIPs = []string{"169.254.20.10", "127.0.0.1", "x", "169.254.20.10", "fe80::1%eth0"}
+			c.NodeLocal.LocalIPs = []string{"169.254.20.10", "127.0.0.1", "x", "169.254.20.10", "fe80::1%eth0", "fe80::10"}
 			c.NodeLocal.InterfaceName, c.NodeLocal.LockFile, c.NodeLocal.SetupNotrack = "a/b", "run/x.lock", true
 		}, []string{`nodeLocal.localIPs[1]: "127.0.0.1": a loopback, unspecified or multicast address cannot be a node-local address`,
 			`nodeLocal.localIPs[2]: "x": not an IP address`, `nodeLocal.localIPs[3]: "169.254.20.10": also nodeLocal.localIPs[0]`,
 			`nodeLocal.localIPs[4]: "fe80::1%eth0": no zone allowed`,
+			`nodeLocal.localIPs[5]: "fe80::10": an IPv6 link-local address is reachable from a pod only with a zone of its own; use a unique local address (fd00::/8) such as fd00::10`,
 			`nodeLocal.interfaceName: "a/b": not a Linux interface name (at most 15 characters, no '/', ':' or space)`,
 			`nodeLocal.lockFile: "run/x.lock": must be an absolute path`}},
 		{"setup without local IPs", func(c *ServerConfiguration) {

@@ -100,8 +100,8 @@ func (n *NodeDNS) Validate(prefix string) error {
 		}
 	}
 	for i, ip := range n.NodeLocalDNS {
-		if _, err := netip.ParseAddr(ip); err != nil {
-			return fmt.Errorf("%snodeLocalDNS[%d]: %q is not an IP address", prefix, i, ip)
+		if err := CheckNodeLocalIP(ip); err != nil {
+			return fmt.Errorf("%snodeLocalDNS[%d]: %w", prefix, i, err)
 		}
 	}
 	if d := n.Domain(); strings.ContainsAny(d, " \t/") || strings.HasPrefix(d, ".") {
@@ -128,4 +128,22 @@ func either(path, v, a, b string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %q must be %q or %q", path, v, a, b)
+}
+
+// CheckNodeLocalIP reports why s cannot be an address pods reach the
+// node-local DNS at (nodeLocalDNS, nodeLocal.localIPs), or nil. A zone
+// names one of the node's interfaces, which no pod has, and an IPv6
+// link-local address needs one: NodeLocal DNSCache's advice for IPv6 is
+// a unique local address (fd00::/8), as 169.254.0.0/16 for IPv4.
+func CheckNodeLocalIP(s string) error {
+	ip, err := netip.ParseAddr(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not an IP address", s)
+	case ip.Zone() != "":
+		return fmt.Errorf("%q: no zone allowed", s)
+	case ip.Is6() && !ip.Is4In6() && ip.IsLinkLocalUnicast():
+		return fmt.Errorf("%q: an IPv6 link-local address is reachable from a pod only with a zone of its own; use a unique local address (fd00::/8) such as fd00::10", s)
+	}
+	return nil
 }

@@ -26,6 +26,9 @@ func TestNodeDNS(t *testing.T) {
 		{"bad domain", NodeDNS{ClusterDomain: ptr("a b")}, "a b", "clusterDomain:", ""},
 		{"sloppy cluster DNS", NodeDNS{ClusterDNS: []string{"010.096.000.010"}}, DefaultClusterDomain, "clusterDNS[0]:", ""},
 		{"bad node-local DNS", NodeDNS{NodeLocalDNS: []string{"x"}}, DefaultClusterDomain, "nodeLocalDNS[0]:", ""},
+		{"dual-stack node-local DNS", NodeDNS{ClusterDNS: []string{"10.96.0.10", "fd00:10:96::a"}, NodeLocalDNS: []string{"169.254.20.10", "fd00::10"}}, DefaultClusterDomain, "", ""},
+		{"node-local DNS with a zone", NodeDNS{NodeLocalDNS: []string{"fd00::10", "fd00::11%eth0"}}, DefaultClusterDomain, `nodeLocalDNS[1]: "fd00::11%eth0": no zone allowed`, ""},
+		{"IPv6 link-local node-local DNS", NodeDNS{NodeLocalDNS: []string{"fe80::10"}}, DefaultClusterDomain, `nodeLocalDNS[0]: "fe80::10": an IPv6 link-local address`, ""},
 		{"windows", NodeDNS{NodeOS: NodeOSWindows}, DefaultClusterDomain, "", ""},
 		{"bad OS", NodeDNS{NodeOS: "plan9"}, DefaultClusterDomain, `nodeOS: "plan9" must be "linux" or "windows"`, "nodeOS:"},
 	}

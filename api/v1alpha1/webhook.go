@@ -255,8 +255,8 @@ func (w *WebhookConfiguration) Validate() error {
 			}
 		}
 		for j, ip := range p.NodeLocalDNS {
-			if _, err := netip.ParseAddr(ip); err != nil {
-				return fmt.Errorf("%snodeLocalDNS[%d]: %q is not an IP address", prefix, j, ip)
+			if err := CheckNodeLocalIP(ip); err != nil {
+				return fmt.Errorf("%snodeLocalDNS[%d]: %w", prefix, j, err)
 			}
 		}
 	}
