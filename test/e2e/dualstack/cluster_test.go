@@ -313,3 +313,35 @@ func TestClusterResolvers(t *testing.T) {
 	}
 	t.Logf("resolvers: %d, upstream queries over IPv6: %d", len(res), up.Count())
 }
+
+// TestZonedUpstream: a node resolv.conf whose nameserver is an IPv6
+// link-local address with a zone index (fe80::1%eth1, as kubelet passes it
+// on) is forwarded to through that interface.
+func TestZonedUpstream(t *testing.T) {
+	ns := netns.New(t)
+	ns.IP(t, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1")
+	ns.IP(t, "addr", "add", "fe80::2/64", "dev", "eth0", "nodad")
+	ns.IP(t, "addr", "add", "fe80::1/64", "dev", "eth1", "nodad")
+	ns.IP(t, "link", "set", "eth0", "up")
+	ns.IP(t, "link", "set", "eth1", "up")
+	up := testkit.NewUpstream(t, externalReply(), testkit.At("[fe80::1%eth1]:53"), testkit.ListenIn(ns.Do))
+	conf := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(conf, []byte("nameserver fe80::1%eth1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, ns, "serve", "--listen", "[::1]:53", "--objects", t.TempDir(), "--upstream-resolv-conf", conf, "--lameduck", "0s")
+	p.waitLog(t, `msg="serving DNS"`)
+	r := ask(t, ns, "udp", "::1", netip.Addr{}, "www.example.com", dns.TypeAAAA)
+	if got := rrs(r.Answer); !slices.Equal(got, []string{"www.example.com. 0 IN AAAA 2001:db8::80"}) {
+		t.Errorf("answer %v, want the upstream's AAAA", got)
+	}
+	n := 0
+	for _, q := range up.Queries() {
+		if q.Msg.Question[0].Name == "www.example.com." {
+			n++
+		}
+	}
+	if n != 1 { // besides the forwarder's loop probes
+		t.Errorf("the link-local upstream got %d queries for www.example.com, want 1", n)
+	}
+}
