@@ -58,7 +58,7 @@ func TestWebhookProcess(t *testing.T) {
 		t.Skip("sends 600 MB and measures the process's memory: run without -short and -race")
 	}
 	dir := t.TempDir()
-	cert, key, pool := whSelfSigned(t, dir)
+	cert, key, pool := whServingCert(t, dir)
 	body := largeWebhookReview(t, webhookBodySize)
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 		t.Run(proto, func(t *testing.T) { webhookLargeBodies(t, proto, cert, key, pool, body) })

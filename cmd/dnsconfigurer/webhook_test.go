@@ -3,18 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -30,38 +24,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// whSelfSigned writes a self-signed certificate for 127.0.0.1 and its key
-// into dir and returns their paths and a pool trusting it.
-func whSelfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+// whServingCert writes a serving certificate for 127.0.0.1 and its key,
+// from a CA of the test's own, into dir and returns their paths and a
+// pool trusting the CA.
+func whServingCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webhook test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	kder, _ := x509.MarshalECPrivateKey(key)
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
+	ca := testkit.NewCA(t)
+	certPEM, keyPEM, _ := ca.Serving(t, "webhook test")
+	certFile = writeFile(t, filepath.Join(dir, "tls.crt"), string(certPEM))
+	keyFile = writeFile(t, filepath.Join(dir, "tls.key"), string(keyPEM))
+	return certFile, keyFile, ca.Pool()
 }
 
 func writeFile(t *testing.T, path, content string) string {
@@ -74,7 +46,7 @@ func writeFile(t *testing.T, path, content string) string {
 
 func TestWebhookUsage(t *testing.T) {
 	dir := t.TempDir()
-	cert, key, _ := whSelfSigned(t, dir)
+	cert, key, _ := whServingCert(t, dir)
 	bad := writeFile(t, filepath.Join(dir, "bad.yaml"), "apiVersion: dnsconfigurer.io/v1alpha1\nkind: WebhookConfiguration\ntrim: deny\n")
 	wrongKind := writeFile(t, filepath.Join(dir, "kind.yaml"), "apiVersion: dnsconfigurer.io/v1alpha1\nkind: ShimConfiguration\n")
 	resolv := writeFile(t, filepath.Join(dir, "resolv.yaml"), "apiVersion: dnsconfigurer.io/v1alpha1\nkind: WebhookConfiguration\ncluster: {resolvConf: /etc/resolv.conf}\n")
@@ -103,7 +75,7 @@ func TestWebhookUsage(t *testing.T) {
 		})
 	}
 	// A key that does not match the certificate fails at start.
-	_, otherKey, _ := whSelfSigned(t, t.TempDir())
+	_, otherKey, _ := whServingCert(t, t.TempDir())
 	code, _, stderr := run(t, "", "webhook", "--listen", "127.0.0.1:0", "--tls-cert-file", cert, "--tls-private-key-file", otherKey)
 	if code != exitFail || !strings.Contains(stderr, "private key does not match public key") {
 		t.Errorf("mismatched pair: exit %d, stderr %q", code, stderr)
@@ -161,7 +133,7 @@ cluster:
 // reviews over HTTPS and stops it through its context.
 func TestWebhookServes(t *testing.T) {
 	dir := t.TempDir()
-	cert, key, pool := whSelfSigned(t, dir)
+	cert, key, pool := whServingCert(t, dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

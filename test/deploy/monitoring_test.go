@@ -1,20 +1,12 @@
 package deploy
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -720,14 +712,20 @@ func waitHealthFailures(t *testing.T, procs ...*serveProcess) {
 	}
 }
 
-// scrapeWebhook runs `dnsconfigurer webhook` with a self-signed
-// certificate and returns what its /metrics serve.
+// scrapeWebhook runs `dnsconfigurer webhook` with a certificate of a
+// test CA and returns what its /metrics serve.
 func scrapeWebhook(t *testing.T) served {
 	t.Helper()
 	dir := t.TempDir()
 	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	writeSelfSigned(t, cert, key)
-	addr := freeAddr(t)
+	certPEM, keyPEM, _ := testkit.NewCA(t).Serving(t, "dnsconfigurer-webhook")
+	if err := os.WriteFile(cert, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := testkit.FreeAddr(t, "127.0.0.1")
 	cmd := exec.Command(buildbin.Dnsconfigurer(t), "webhook", "--tls-cert-file", cert, "--tls-private-key-file", key, "--listen", addr)
 	var out testkit.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -753,44 +751,6 @@ func scrapeWebhook(t *testing.T) served {
 		return err
 	})
 	return got
-}
-
-// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and its
-// key, PEM.
-func writeSelfSigned(t *testing.T, certFile, keyFile string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dnsconfigurer-webhook"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// freeAddr is a 127.0.0.1 TCP address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // serveProcess is a running `dnsconfigurer serve`.

@@ -2,14 +2,7 @@ package shim_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -316,35 +309,18 @@ func eventually(t *testing.T, fn func() error, what string) {
 // clientCA is a CA the test's kube-apiserver trusts for client
 // certificates (--client-ca-file), as kubeadm's cluster CA signs kubelets'.
 type clientCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	*testkit.CA
 	file string
 }
 
 func newClientCA(t *testing.T) *clientCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes-client-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testkit.NewCA(t)
 	file := filepath.Join(t.TempDir(), "client-ca.crt")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := os.WriteFile(file, ca.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &clientCA{cert: cert, key: key, file: file}
+	return &clientCA{CA: ca, file: file}
 }
 
 // kubeletConf writes node's kubelet credentials as a kubeadm node has
@@ -356,31 +332,14 @@ func newClientCA(t *testing.T) *clientCA {
 // whose cluster embeds the API server's CA. It returns kubelet.conf's path.
 func (ca *clientCA) kubeletConf(t *testing.T, cp *apiserver.ControlPlane, node string) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	certPEM, keyPEM := ca.NodeClient(t, node)
 	dir := t.TempDir()
 	pki := filepath.Join(dir, "pki")
 	if err := os.Mkdir(pki, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	stamped := fmt.Sprintf("kubelet-client-%s.pem", time.Now().Format("2006-01-02-15-04-05"))
-	data := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
+	data := append(certPEM, keyPEM...)
 	if err := os.WriteFile(filepath.Join(pki, stamped), data, 0o600); err != nil {
 		t.Fatal(err)
 	}

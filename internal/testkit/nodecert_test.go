@@ -1,0 +1,27 @@
+package testkit
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"slices"
+	"testing"
+)
+
+func TestNodeClient(t *testing.T) {
+	ca := NewCA(t)
+	certPEM, keyPEM := ca.NodeClient(t, "node-a")
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "system:node:node-a" || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("subject %v", cert.Subject)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("not a client certificate of the CA: %v", err)
+	}
+}
