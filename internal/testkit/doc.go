@@ -11,9 +11,11 @@
 //     error; Holds: nothing happens for a while; Poll: a wait that may end
 //     unmet. No test sleeps to wait.
 //   - Go, Start, RunSynced: a run stopped and checked when the test ends.
+//     Every: the pace of a load or a sampler.
 //   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO.
-//   - CA: certificates for a TLS server and its clients;
-//     CertManagerIssuer, CertManagerCertificate for decoding manifests.
+//   - CA: certificates for a TLS server and its clients (NodeClient: a
+//     kubelet's); CertManagerIssuer, CertManagerCertificate for decoding
+//     manifests. ReadTar: the entries of a tar stream.
 //   - StartServer: a DNS server on loopback, shut down when the test
 //     ends; Counting: a handler's ServeDNS calls counted, AnswerWire kept.
 //   - Node, NodeWithNodeLocal, ClusterDNS...: the node every test uses;
