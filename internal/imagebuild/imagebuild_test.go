@@ -29,6 +29,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // testOptions are options that need no git, no go and no CA bundle on the
@@ -59,25 +61,14 @@ func readTar(t *testing.T, r io.Reader) ([]entry, map[string][]byte) {
 	t.Helper()
 	var entries []entry
 	data := map[string][]byte{}
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return entries, data
+	for _, f := range testkit.ReadTar(t, r) {
+		if f.Uname != "" || f.Gname != "" {
+			t.Errorf("%s: owner names %q %q, want none", f.Name, f.Uname, f.Gname)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if hdr.Uname != "" || hdr.Gname != "" {
-			t.Errorf("%s: owner names %q %q, want none", hdr.Name, hdr.Uname, hdr.Gname)
-		}
-		entries = append(entries, entry{hdr.Name, hdr.Typeflag, hdr.Mode, hdr.Uid, hdr.Gid, hdr.Size, hdr.ModTime.Unix()})
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data[hdr.Name] = b
+		entries = append(entries, entry{f.Name, f.Typeflag, f.Mode, f.Uid, f.Gid, f.Size, f.ModTime.Unix()})
+		data[f.Name] = f.Data
 	}
+	return entries, data
 }
 
 // testBinaries are hack/buildimage built for linux/amd64 and linux/arm64:
