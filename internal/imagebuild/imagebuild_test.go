@@ -57,11 +57,13 @@ type entry struct {
 	ModTime  int64
 }
 
-func readTar(t *testing.T, r io.Reader) ([]entry, map[string][]byte) {
+// readTar is files as entries and their contents by name; it fails t for
+// an entry with an owner name.
+func readTar(t *testing.T, files []testkit.TarFile) ([]entry, map[string][]byte) {
 	t.Helper()
 	var entries []entry
 	data := map[string][]byte{}
-	for _, f := range testkit.ReadTar(t, r) {
+	for _, f := range files {
 		if f.Uname != "" || f.Gname != "" {
 			t.Errorf("%s: owner names %q %q, want none", f.Name, f.Uname, f.Gname)
 		}
@@ -115,7 +117,7 @@ func TestArchive(t *testing.T) {
 
 	// The archive: sorted, fixed owners, modes and times, and every blob
 	// named by its digest.
-	entries, files := readTar(t, bytes.NewReader(buf.Bytes()))
+	entries, files := readTar(t, testkit.ReadTar(t, bytes.NewReader(buf.Bytes())))
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.Name)
@@ -359,16 +361,7 @@ func checkImage(t *testing.T, img v1.Image, arch string, o resolved, bin, certs 
 	if !reflect.DeepEqual(cf.Config, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", cf.Config, want)
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers: %d, %v; want 1", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	entries, data := readTar(t, rc)
+	entries, data := readTar(t, testkit.ImageLayer(t, img))
 	m := o.Time.Unix()
 	wantEntries := []entry{
 		{"etc/", tar.TypeDir, 0o755, 0, 0, 0, m},

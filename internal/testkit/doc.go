@@ -15,7 +15,8 @@
 //   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO.
 //   - CA: certificates for a TLS server and its clients (NodeClient: a
 //     kubelet's); CertManagerIssuer, CertManagerCertificate for decoding
-//     manifests. ReadTar: the entries of a tar stream.
+//     manifests. ReadTar: the entries of a tar stream; ImageLayer: those
+//     of an image's one layer.
 //   - StartServer: a DNS server on loopback, shut down when the test
 //     ends; Counting: a handler's ServeDNS calls counted, AnswerWire kept.
 //   - Node, NodeWithNodeLocal, ClusterDNS...: the node every test uses;
