@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -37,14 +38,8 @@ func TestServeJSONLogProcess(t *testing.T) {
 	path := filepath.Join(dir, "server.yaml")
 	config := func(ttl int) {
 		t.Helper()
-		body := fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: %s\nttl: %d\n"+
-			"forward:\n- zone: .\n  upstreams: [%s]\n", objects, ttl, resolv)
-		if err := os.WriteFile(path+".tmp", []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteAtomic(t, path, fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: %s\nttl: %d\n"+
+			"forward:\n- zone: .\n  upstreams: [%s]\n", objects, ttl, resolv))
 	}
 	config(5)
 	c := startChild(t, "TestServeJSONLogProcess", "serve", "--listen", "127.0.0.1:0", "--log-format", "json",

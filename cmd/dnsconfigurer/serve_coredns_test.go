@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -39,14 +38,7 @@ func TestServeCoreDNSMetrics(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "server.yaml")
 		write := func(on bool) {
 			t.Helper()
-			body := fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
-				"metricsListen: 127.0.0.1:0\ncoreDNSMetrics: %t\n", on)
-			if err := os.WriteFile(path+".tmp", []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(path+".tmp", path); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteAtomic(t, path, exampleConfig(fmt.Sprintf("coreDNSMetrics: %t\n", on)))
 		}
 		write(false)
 		addr := startServe(t, "--listen", "127.0.0.1:0", "--config", path)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,18 +31,11 @@ func TestServeReloadUnderLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	write := func(gen int) {
 		t.Helper()
-		body := fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
-			"metricsListen: 127.0.0.1:0\nloadbalance: %v\nforward:\n- zone: .\n  upstreams: [%q]\noverrides:\n", gen%2 == 0, up)
+		body := exampleConfig(fmt.Sprintf("loadbalance: %v\nforward:\n- zone: .\n  upstreams: [%q]\noverrides:\n", gen%2 == 0, up))
 		for g := 0; g <= gen; g++ {
 			body += fmt.Sprintf("- name: gen-%d.reload.example\n  addresses: [\"192.0.2.%d\"]\n", g, 100+g%100)
 		}
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteAtomic(t, path, body)
 	}
 	write(0)
 	addr := startServe(t, "--listen", "127.0.0.1:0", "--config", path)

@@ -15,6 +15,12 @@ import (
 	"github.com/miekg/dns"
 )
 
+// exampleConfig is a ServerConfiguration serving the example objects, with
+// metrics on a free port, and more of its YAML.
+func exampleConfig(more string) string {
+	return "apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\nmetricsListen: 127.0.0.1:0\n" + more
+}
+
 // TestServeConfigReload: serve --config forwards as the file says; a
 // changed file is applied while the server runs (the new upstream answers,
 // nothing is dropped meanwhile, the new ttl is served), and a broken file
@@ -29,8 +35,7 @@ func TestServeConfigReload(t *testing.T) {
 		testkit.WriteAtomic(t, path, body)
 	}
 	config := func(up string, ttl int) string {
-		return fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\nttl: %d\n"+
-			"metricsListen: 127.0.0.1:0\nforward:\n- zone: .\n  upstreams: [%q]\n", ttl, up)
+		return exampleConfig(fmt.Sprintf("ttl: %d\nforward:\n- zone: .\n  upstreams: [%q]\n", ttl, up))
 	}
 	write(config(upA, 7))
 	addr := startServe(t, "--listen", "127.0.0.1:0", "--config", path)
@@ -134,8 +139,7 @@ func TestServeStubDomains(t *testing.T) {
 	corp, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 2))
 	lab, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 3))
 	path := filepath.Join(t.TempDir(), "server.yaml")
-	body := fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
-		"metricsListen: 127.0.0.1:0\nforward:\n- zone: .\n  upstreams: [%q]\n- zone: corp.example\n  except: [public.corp.example]\n  upstreams: [%q]\n  policy: sequential\n", def, corp)
+	body := exampleConfig(fmt.Sprintf("forward:\n- zone: .\n  upstreams: [%q]\n- zone: corp.example\n  except: [public.corp.example]\n  upstreams: [%q]\n  policy: sequential\n", def, corp))
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,7 @@ func TestServeRewritesReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	write := func(rewrites string) {
 		t.Helper()
-		testkit.WriteAtomic(t, path, fmt.Sprintf("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nobjects: ../../examples/objects\n"+
-			"metricsListen: 127.0.0.1:0\nforward:\n- zone: .\n  upstreams: [%q]\n%s", up, rewrites))
+		testkit.WriteAtomic(t, path, exampleConfig(fmt.Sprintf("forward:\n- zone: .\n  upstreams: [%q]\n%s", up, rewrites)))
 	}
 	c := &dns.Client{Timeout: 2 * time.Second}
 	var addr string
