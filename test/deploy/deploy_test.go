@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 const (
@@ -78,54 +79,6 @@ var wantRules = map[string][]string{
 	// Neither calls the API server.
 	"dnsconfigurer-webhook":        nil,
 	"dnsconfigurer-node-local-dns": nil,
-}
-
-// The cert-manager v1 fields the manifests use; decoding into these
-// strictly catches a misspelt or misplaced field.
-type cmMeta struct {
-	Name        string            `json:"name"`
-	Namespace   string            `json:"namespace,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-}
-
-type cmIssuerRef struct {
-	Name  string `json:"name"`
-	Kind  string `json:"kind"`
-	Group string `json:"group"`
-}
-
-type cmIssuer struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   cmMeta `json:"metadata"`
-	Spec       struct {
-		SelfSigned *struct{} `json:"selfSigned,omitempty"`
-		CA         *struct {
-			SecretName string `json:"secretName"`
-		} `json:"ca,omitempty"`
-	} `json:"spec"`
-}
-
-type cmCertificate struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   cmMeta `json:"metadata"`
-	Spec       struct {
-		IsCA        bool     `json:"isCA,omitempty"`
-		CommonName  string   `json:"commonName,omitempty"`
-		SecretName  string   `json:"secretName"`
-		DNSNames    []string `json:"dnsNames,omitempty"`
-		Duration    string   `json:"duration,omitempty"`
-		RenewBefore string   `json:"renewBefore,omitempty"`
-		Usages      []string `json:"usages,omitempty"`
-		PrivateKey  struct {
-			Algorithm      string `json:"algorithm"`
-			Size           int    `json:"size"`
-			RotationPolicy string `json:"rotationPolicy,omitempty"`
-		} `json:"privateKey"`
-		IssuerRef cmIssuerRef `json:"issuerRef"`
-	} `json:"spec"`
 }
 
 // kustomization holds the kustomize fields deploy/ uses.
@@ -191,8 +144,8 @@ type objects struct {
 	roles               []rbacv1.Role
 	roleBindings        []rbacv1.RoleBinding
 	webhooks            []admissionregistrationv1.ValidatingWebhookConfiguration
-	issuers             []cmIssuer
-	certificates        []cmCertificate
+	issuers             []testkit.CertManagerIssuer
+	certificates        []testkit.CertManagerCertificate
 	prometheusRules     []prometheusRule // deploy/monitoring (monitoring_test.go)
 	redirectPolicies    []localRedirectPolicy
 	podMonitors         []podMonitor     // components/monitoring (migration_test.go)

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
@@ -36,9 +37,9 @@ const monitoringDir = deployDir + "/monitoring"
 // prometheusRule is the monitoring.coreos.com/v1 PrometheusRule fields
 // deploy/monitoring uses (decoded strictly by loadSources too).
 type prometheusRule struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   cmMeta `json:"metadata"`
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
 	Spec       struct {
 		Groups []struct {
 			Name     string `json:"name"`
