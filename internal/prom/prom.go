@@ -9,14 +9,25 @@ const Namespace = "dnsconfigurer"
 // agent spends on one pod's DNS.
 var AgentBuckets = []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .01, .1, 1, 5}
 
-// Set holds the metrics of one subsystem in the order they were built.
+// Set builds the metrics of one subsystem for New, and holds them in the
+// order they were built.
 type Set struct {
 	sub string
 	cs  []prometheus.Collector
 }
 
-// NewSet starts the metrics of subsystem sub.
-func NewSet(sub string) *Set { return &Set{sub: sub} }
+// New builds the metrics T of subsystem sub with build, then registers
+// every metric build made on reg (nil: none): each component's metrics
+// constructor.
+func New[T any](reg prometheus.Registerer, sub string, build func(*Set) T) (T, error) {
+	s := &Set{sub: sub}
+	m := build(s)
+	if err := s.register(reg); err != nil {
+		var none T
+		return none, err
+	}
+	return m, nil
+}
 
 func add[C prometheus.Collector](s *Set, c C) C {
 	s.cs = append(s.cs, c)
@@ -53,9 +64,9 @@ func (s *Set) HistogramVec(name, help string, buckets []float64, labels ...strin
 	return add(s, prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: s.sub, Name: name, Help: help, Buckets: buckets}, labels))
 }
 
-// Register registers every metric built so far on reg; a nil reg
+// register registers every metric built so far on reg; a nil reg
 // registers none.
-func (s *Set) Register(reg prometheus.Registerer) error {
+func (s *Set) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}

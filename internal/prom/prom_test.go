@@ -8,19 +8,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func TestSetNamesAndRegisters(t *testing.T) {
-	s := NewSet("cri")
+// build makes one metric of each kind, as a component's constructor does.
+func build(s *Set) prometheus.Counter {
 	c := s.Counter("calls_total", "Calls.")
 	s.CounterVec("codes_total", "Codes.", "code").WithLabelValues("OK").Inc()
 	s.Gauge("up", "Up.")
 	s.GaugeFunc("bytes", "Bytes.", func() float64 { return 3 })
 	s.Histogram("seconds", "Seconds.", AgentBuckets)
 	s.HistogramVec("call_seconds", "Call seconds.", []float64{1}, "method")
-	c.Inc()
+	return c
+}
+
+func TestNewNamesAndRegisters(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if err := s.Register(reg); err != nil {
+	c, err := New(reg, "cri", build)
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.Inc()
 	want := `
 # HELP dnsconfigurer_cri_calls_total Calls.
 # TYPE dnsconfigurer_cri_calls_total counter
@@ -35,10 +40,10 @@ dnsconfigurer_cri_bytes 3
 	if n := testutil.CollectAndCount(reg); n != 5 {
 		t.Errorf("%d series, want 5 (calls, codes{OK}, up, bytes, seconds; the vector of histograms has none)", n)
 	}
-	if err := s.Register(reg); err == nil {
-		t.Error("registering twice: no error")
+	if c, err := New(reg, "cri", build); err == nil || c != nil {
+		t.Errorf("registering twice: %v, %v; want an error and no metrics", c, err)
 	}
-	if err := NewSet("x").Register(nil); err != nil {
+	if _, err := New(nil, "x", build); err != nil {
 		t.Errorf("nil registry: %v", err)
 	}
 }

@@ -60,18 +60,19 @@ func WithAutopath(code uint16, reg prometheus.Registerer) (Option, error) {
 	if code == 0 {
 		code = autopath.DefaultOptionCode
 	}
-	s := prom.NewSet("dnsserver")
-	a := &autopathExpander{code: code,
-		exp: s.Counter("autopath_expansions_total", "Autopath queries expanded on the server."),
-		hits: s.CounterVec("autopath_hits_total",
-			"Autopath expansions answered, by the position of the name that answered (0 = first search domain; the last position is the name itself).",
-			"position"),
-		misses:  s.Counter("autopath_misses_total", "Autopath expansions where every name was NXDOMAIN."),
-		formErr: s.Counter("autopath_bad_options_total", "Autopath queries rejected with FORMERR for an invalid search-list option."),
-		cut: s.Counter("autopath_truncated_total",
-			"Autopath expansions that left search domains untried because more than 8 names needed forwarding."),
-	}
-	if err := s.Register(reg); err != nil {
+	a, err := prom.New(reg, "dnsserver", func(s *prom.Set) *autopathExpander {
+		return &autopathExpander{code: code,
+			exp: s.Counter("autopath_expansions_total", "Autopath queries expanded on the server."),
+			hits: s.CounterVec("autopath_hits_total",
+				"Autopath expansions answered, by the position of the name that answered (0 = first search domain; the last position is the name itself).",
+				"position"),
+			misses:  s.Counter("autopath_misses_total", "Autopath expansions where every name was NXDOMAIN."),
+			formErr: s.Counter("autopath_bad_options_total", "Autopath queries rejected with FORMERR for an invalid search-list option."),
+			cut: s.Counter("autopath_truncated_total",
+				"Autopath expansions that left search domains untried because more than 8 names needed forwarding."),
+		}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("register autopath metrics: %w", err)
 	}
 	return func(h *Handler) {

@@ -49,15 +49,16 @@ func (b *byType) inc(qtype uint16) {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	s := prom.NewSet("nodelocal")
-	m := &metrics{
-		hits:      newByType(s, "cache_hits_total", "Queries answered from the cache, by query type."),
-		misses:    newByType(s, "cache_misses_total", "Queries not in the cache (forwarded, or waiting for an identical query in flight), by query type."),
-		coalesced: s.Counter("coalesced_total", "Queries that waited for an identical query already in flight instead of being forwarded."),
-		options:   s.Counter("autopath_options_total", "Queries forwarded with the autopath search-list option."),
-		failures:  s.Counter("upstream_failures_total", "Queries answered SERVFAIL because no upstream answered."),
-	}
-	if err := s.Register(reg); err != nil {
+	m, err := prom.New(reg, "nodelocal", func(s *prom.Set) *metrics {
+		return &metrics{
+			hits:      newByType(s, "cache_hits_total", "Queries answered from the cache, by query type."),
+			misses:    newByType(s, "cache_misses_total", "Queries not in the cache (forwarded, or waiting for an identical query in flight), by query type."),
+			coalesced: s.Counter("coalesced_total", "Queries that waited for an identical query already in flight instead of being forwarded."),
+			options:   s.Counter("autopath_options_total", "Queries forwarded with the autopath search-list option."),
+			failures:  s.Counter("upstream_failures_total", "Queries answered SERVFAIL because no upstream answered."),
+		}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("register nodelocal metrics: %w", err)
 	}
 	return m, nil
@@ -73,19 +74,21 @@ type routeMetrics struct {
 }
 
 func newRouteMetrics(reg prometheus.Registerer) (*routeMetrics, error) {
-	s := prom.NewSet("nodelocal")
-	fwd := s.CounterVec("forwarded_total", "Queries forwarded, by upstream: cluster (nodeLocal.clusterUpstream) or direct (the node's nameservers).", "upstream")
-	m := &routeMetrics{
-		toCluster: fwd.WithLabelValues("cluster"),
-		toDirect:  fwd.WithLabelValues("direct"),
-		routes:    s.Gauge("cluster_routes", "Zones and names sent to the cluster DNS: the cluster zones and those nodeLocal.clusterConfig makes special."),
-		unbounded: s.Gauge("cluster_routes_unbounded", "1 when every name goes to the cluster DNS because a rule of nodeLocal.clusterConfig cannot be bounded to zones (a prefix, substring or regex rewrite; an unreadable hosts file)."),
-		configErrors: s.Counter("cluster_config_errors_total",
-			"Reads of nodeLocal.clusterConfig that failed (missing, unreadable, invalid); the last good routes stay in service."),
-		configOK: s.Gauge("cluster_config_last_read_ok", "1 when the last read of nodeLocal.clusterConfig was good (or none is set)."),
-	}
-	m.configOK.Set(1)
-	if err := s.Register(reg); err != nil {
+	m, err := prom.New(reg, "nodelocal", func(s *prom.Set) *routeMetrics {
+		fwd := s.CounterVec("forwarded_total", "Queries forwarded, by upstream: cluster (nodeLocal.clusterUpstream) or direct (the node's nameservers).", "upstream")
+		m := &routeMetrics{
+			toCluster: fwd.WithLabelValues("cluster"),
+			toDirect:  fwd.WithLabelValues("direct"),
+			routes:    s.Gauge("cluster_routes", "Zones and names sent to the cluster DNS: the cluster zones and those nodeLocal.clusterConfig makes special."),
+			unbounded: s.Gauge("cluster_routes_unbounded", "1 when every name goes to the cluster DNS because a rule of nodeLocal.clusterConfig cannot be bounded to zones (a prefix, substring or regex rewrite; an unreadable hosts file)."),
+			configErrors: s.Counter("cluster_config_errors_total",
+				"Reads of nodeLocal.clusterConfig that failed (missing, unreadable, invalid); the last good routes stay in service."),
+			configOK: s.Gauge("cluster_config_last_read_ok", "1 when the last read of nodeLocal.clusterConfig was good (or none is set)."),
+		}
+		m.configOK.Set(1)
+		return m
+	})
+	if err != nil {
 		return nil, fmt.Errorf("register nodelocal route metrics: %w", err)
 	}
 	return m, nil

@@ -43,37 +43,35 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	s := prom.NewSet("nri")
-	m := &metrics{
-		containers: s.CounterVec("containers_total",
-			"CreateContainer events by result: adjusted (resolv.conf replaced), unchanged (left with kubelet's file), rejected (over the limits in limits mode reject).",
-			"result"),
-		errors: s.CounterVec("errors_total",
-			"Internal errors by stage (facts, host_config, compute, write, remove, prune, update); a container that hit one was created unchanged.",
-			"stage"),
-		adjustSeconds: s.Histogram("adjust_duration_seconds",
-			"Time the plugin spends on a CreateContainer event, pod lookup and file write included.",
-			prom.AgentBuckets),
-		connected: s.Gauge("connected",
-			"1 while the plugin is registered on the runtime's NRI socket, 0 otherwise."),
-		updates: s.Counter("live_updates_total",
-			"Running pods' files rewritten in place after a change of the node's resolver config."),
-		lookups: s.CounterVec("pod_lookups_total",
-			"Pod lookups in the API server cache at CreateContainer: hit, miss (not seen within the lookup timeout; the facts come from the sandbox resolv.conf).",
-			"result"),
-	}
-	// Pre-resolve the bounded label values so that they are exported at 0.
-	for _, r := range []string{resultAdjusted, resultUnchanged, resultRejected} {
-		m.containers.WithLabelValues(r)
-	}
-	for _, r := range []string{lookupHit, lookupMiss} {
-		m.lookups.WithLabelValues(r)
-	}
-	for _, st := range []string{stageFacts, stageHostConfig, stageCompute, stageWrite, stageRemove, stagePrune, stageUpdate} {
-		m.errors.WithLabelValues(st)
-	}
-	if err := s.Register(reg); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return prom.New(reg, "nri", func(s *prom.Set) *metrics {
+		m := &metrics{
+			containers: s.CounterVec("containers_total",
+				"CreateContainer events by result: adjusted (resolv.conf replaced), unchanged (left with kubelet's file), rejected (over the limits in limits mode reject).",
+				"result"),
+			errors: s.CounterVec("errors_total",
+				"Internal errors by stage (facts, host_config, compute, write, remove, prune, update); a container that hit one was created unchanged.",
+				"stage"),
+			adjustSeconds: s.Histogram("adjust_duration_seconds",
+				"Time the plugin spends on a CreateContainer event, pod lookup and file write included.",
+				prom.AgentBuckets),
+			connected: s.Gauge("connected",
+				"1 while the plugin is registered on the runtime's NRI socket, 0 otherwise."),
+			updates: s.Counter("live_updates_total",
+				"Running pods' files rewritten in place after a change of the node's resolver config."),
+			lookups: s.CounterVec("pod_lookups_total",
+				"Pod lookups in the API server cache at CreateContainer: hit, miss (not seen within the lookup timeout; the facts come from the sandbox resolv.conf).",
+				"result"),
+		}
+		// Pre-resolve the bounded label values so that they are exported at 0.
+		for _, r := range []string{resultAdjusted, resultUnchanged, resultRejected} {
+			m.containers.WithLabelValues(r)
+		}
+		for _, r := range []string{lookupHit, lookupMiss} {
+			m.lookups.WithLabelValues(r)
+		}
+		for _, st := range []string{stageFacts, stageHostConfig, stageCompute, stageWrite, stageRemove, stagePrune, stageUpdate} {
+			m.errors.WithLabelValues(st)
+		}
+		return m
+	})
 }

@@ -39,37 +39,35 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, budget *byteBudget) (*metrics, error) {
-	s := prom.NewSet("webhook")
-	m := &metrics{
-		requests: s.CounterVec("requests_total",
-			"HTTP requests, by path (/validate, /healthz, /metrics, other) and status code.",
-			"path", "code"),
-		reviews: s.CounterVec("reviews_total",
-			"Admission decisions: allowed, warned (allowed with warnings), denied, skipped (not a Pod CREATE).",
-			"outcome"),
-		violations: s.CounterVec("violations_total",
-			"Problems found in pods, by field path (indexes removed) and action (deny or warn).",
-			"field", "action"),
-		duration: s.Histogram("review_duration_seconds",
-			"Time to answer a /validate request with an AdmissionResponse, from the handler's start to the response written.",
-			[]float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5}),
-		reloads: s.CounterVec("cert_reloads_total",
-			"Loads of the serving certificate and key after a file change, by result (ok, error); on error the previous pair stays in use.",
-			"result"),
-		notAfter: s.Gauge("cert_not_after_timestamp_seconds",
-			"Expiry (Unix time) of the serving certificate in use."),
-		inFlight: s.GaugeFunc("request_bytes_in_flight",
-			"Request body bytes being read and decoded, as taken from the in-flight budget.",
-			func() float64 { return float64(budget.inUse()) }),
-	}
-	m.outcomes = map[Outcome]prometheus.Counter{}
-	for _, o := range []Outcome{OutcomeAllowed, OutcomeWarned, OutcomeDenied, OutcomeSkipped} {
-		m.outcomes[o] = m.reviews.WithLabelValues(string(o))
-	}
-	if err := s.Register(reg); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return prom.New(reg, "webhook", func(s *prom.Set) *metrics {
+		m := &metrics{
+			requests: s.CounterVec("requests_total",
+				"HTTP requests, by path (/validate, /healthz, /metrics, other) and status code.",
+				"path", "code"),
+			reviews: s.CounterVec("reviews_total",
+				"Admission decisions: allowed, warned (allowed with warnings), denied, skipped (not a Pod CREATE).",
+				"outcome"),
+			violations: s.CounterVec("violations_total",
+				"Problems found in pods, by field path (indexes removed) and action (deny or warn).",
+				"field", "action"),
+			duration: s.Histogram("review_duration_seconds",
+				"Time to answer a /validate request with an AdmissionResponse, from the handler's start to the response written.",
+				[]float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5}),
+			reloads: s.CounterVec("cert_reloads_total",
+				"Loads of the serving certificate and key after a file change, by result (ok, error); on error the previous pair stays in use.",
+				"result"),
+			notAfter: s.Gauge("cert_not_after_timestamp_seconds",
+				"Expiry (Unix time) of the serving certificate in use."),
+			inFlight: s.GaugeFunc("request_bytes_in_flight",
+				"Request body bytes being read and decoded, as taken from the in-flight budget.",
+				func() float64 { return float64(budget.inUse()) }),
+		}
+		m.outcomes = map[Outcome]prometheus.Counter{}
+		for _, o := range []Outcome{OutcomeAllowed, OutcomeWarned, OutcomeDenied, OutcomeSkipped} {
+			m.outcomes[o] = m.reviews.WithLabelValues(string(o))
+		}
+		return m
+	})
 }
 
 var fieldIndex = regexp.MustCompile(`\[[^\]]*\]`)
