@@ -722,12 +722,7 @@ func (h *Harness) Restart(ctx context.Context) error {
 			return fmt.Errorf("restart containerd: process %d still there after SIGKILL: %w", pid, err)
 		}
 	}
-	c, err := Dial(h.Endpoint)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := h.waitReady(ctx, c); err != nil {
+	if err := h.dialReady(ctx); err != nil {
 		return fmt.Errorf("restart containerd: %w%s", err, h.logTail(40))
 	}
 	return nil
@@ -767,15 +762,21 @@ func (h *Harness) Revive(ctx context.Context) error {
 	if err := h.launch(); err != nil {
 		return err
 	}
+	if err := h.dialReady(ctx); err != nil {
+		return fmt.Errorf("revive containerd: %w%s", err, h.logTail(40))
+	}
+	return nil
+}
+
+// dialReady connects to containerd and waits until its CRI plugin reports
+// the runtime and the network ready.
+func (h *Harness) dialReady(ctx context.Context) error {
 	c, err := Dial(h.Endpoint)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := h.waitReady(ctx, c); err != nil {
-		return fmt.Errorf("revive containerd: %w%s", err, h.logTail(40))
-	}
-	return nil
+	return h.waitReady(ctx, c)
 }
 
 // containerdPID is the running containerd's PID (in the test's PID
