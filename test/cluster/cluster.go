@@ -275,7 +275,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.t.Cleanup(c.Upstream.Close)
 	cpOpts := []apiserver.Option{
-		apiserver.WithNetwork(apiserver.Network{NetNSPath: c.Node.NetNSPath, Address: c.first().primaryIP(), Port: APIPort}),
+		apiserver.WithNetwork(apiserver.Network{NetNSPath: c.Node.NetNSPath, Address: c.primaryIP(c.first()), Port: APIPort}),
 		apiserver.WithUser("system:kube-proxy"),
 		// The node's name resolves nowhere: reach kubelet by its address.
 		apiserver.WithAPIServerArgs("--kubelet-preferred-address-types=InternalIP"),

@@ -255,7 +255,7 @@ patches:
     - op: replace
       path: /spec/template/spec/volumes/2/hostPath/path
       value: %s
-%s`, rel, agentPatch, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved, run, c.dualStackPatch())
+%s`, rel, agentPatch, base64.StdEncoding.EncodeToString(cert.CA), NodeLocalDS, c.NodeResolvConfPath(), resolved, run, c.familyPatch())
 	for name, content := range map[string]string{"kustomization.yaml": kustomization, "webhook-tls.yaml": secret} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return "", err
@@ -264,11 +264,12 @@ patches:
 	return dir, nil
 }
 
-// dualStackPatch gives a dual-stack cluster's DNS Services an IPv6
+// familyPatch gives a dual-stack cluster's DNS Services an IPv6
 // ClusterIP too (PreferDualStack, IPv4 first), and the node-local stage
 // NodeLocalDNS6 and the IPv6 cluster DNS address besides the IPv4 ones;
-// "" otherwise.
-func (c *Cluster) dualStackPatch() string {
+// on an IPv6-only cluster it moves the stage's link-local address to
+// NodeLocalDNS6; "" on an IPv4 cluster.
+func (c *Cluster) familyPatch() string {
 	if c.ipv6Only {
 		// The Services take their IPv6 address from cluster-settings.yaml
 		// (ipv6Deploy); the stage's link-local IPv4 address becomes

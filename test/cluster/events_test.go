@@ -146,23 +146,8 @@ func (r *eventRun) startPods(t *testing.T, ctx context.Context) {
 // podSpec is a lookup pod: Go's resolver in a loop, pinned to its node;
 // a direct pod's only nameserver is the cluster DNS's upstream Service.
 func (r *eventRun) podSpec(p lookupPod) *corev1.Pod {
-	grace := int64(1)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name},
-		Spec: corev1.PodSpec{
-			NodeName:                      p.node,
-			TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{
-				Name:         "c",
-				Image:        BusyboxImage,
-				Command:      append([]string{"/resolvers/resolveloop-go", strconv.Itoa(eventPauseMS)}, eventNames...),
-				VolumeMounts: []corev1.VolumeMount{{Name: "resolvers", MountPath: "/resolvers", ReadOnly: true}},
-			}},
-			Volumes: []corev1.Volume{{Name: "resolvers", VolumeSource: corev1.VolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: r.c.path("resolvers")},
-			}}},
-		},
-	}
+	pod := r.c.resolverPod(p.name, BusyboxImage, append([]string{"resolveloop-go", strconv.Itoa(eventPauseMS)}, eventNames...))
+	pod.Spec.NodeName = p.node
 	if p.direct {
 		ndots := "5"
 		pod.Spec.DNSPolicy = corev1.DNSNone

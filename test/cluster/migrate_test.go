@@ -234,8 +234,14 @@ func buildResolvers(ctx context.Context, dir string) error {
 // resolverPod is a ClusterFirst pod whose container "c" runs one lookup
 // loop from the node's resolvers directory.
 func (m *migration) resolverPod(name, binary, image string) *corev1.Pod {
+	return m.c.resolverPod(name, image, append([]string{binary, strconv.Itoa(pauseMS)}, lookupNames...))
+}
+
+// resolverPod is a ClusterFirst pod whose container "c" runs a lookup loop
+// from the resolvers directory every node shares (buildResolvers): args
+// are the binary's name and its arguments.
+func (c *Cluster) resolverPod(name, image string, args []string) *corev1.Pod {
 	grace := int64(1)
-	args := append([]string{"/resolvers/" + binary, strconv.Itoa(pauseMS)}, lookupNames...)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
@@ -243,11 +249,11 @@ func (m *migration) resolverPod(name, binary, image string) *corev1.Pod {
 			Containers: []corev1.Container{{
 				Name:         "c",
 				Image:        image,
-				Command:      args,
+				Command:      append([]string{"/resolvers/" + args[0]}, args[1:]...),
 				VolumeMounts: []corev1.VolumeMount{{Name: "resolvers", MountPath: "/resolvers", ReadOnly: true}},
 			}},
 			Volumes: []corev1.Volume{{Name: "resolvers", VolumeSource: corev1.VolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: m.c.path("resolvers")},
+				HostPath: &corev1.HostPathVolumeSource{Path: c.path("resolvers")},
 			}}},
 		},
 	}

@@ -66,7 +66,7 @@ func (n *Node) shimSocket() string      { return n.path("shim.sock") }
 // the upstream stub on the node's address and a search domain of the
 // node's own, as a real node has.
 func (c *Cluster) nodeResolvConf() string {
-	return "nameserver " + c.first().primaryIP().String() + "\nsearch node.test\n"
+	return "nameserver " + c.primaryIP(c.first()).String() + "\nsearch node.test\n"
 }
 
 // NodeResolvConfPath is the file kubelet and the shim read as the node's
@@ -156,7 +156,7 @@ volumePluginDir: %[9]s
 syncFrequency: 10s
 fileCheckFrequency: 10s
 serializeImagePulls: false
-`, n.primaryIP(), kubeletHealthzPort, n.Harness.CgroupParent, c.runtimeSocket(n), c.clusterDNS(), ClusterDomain,
+`, c.primaryIP(n), kubeletHealthzPort, n.Harness.CgroupParent, c.runtimeSocket(n), c.clusterDNS(), ClusterDomain,
 		n.resolvConfPath(), n.podLogs(), n.path("kubelet-plugins"))
 }
 
@@ -233,7 +233,7 @@ func (c *Cluster) command(n *Node, name string) (string, []string) {
 			"--root-dir=" + n.kubeletRoot(),
 			"--cert-dir=" + n.path("kubelet-pki"),
 			"--hostname-override=" + n.Name,
-			"--node-ip=" + n.nodeIPs(),
+			"--node-ip=" + c.nodeIPs(n),
 			"--v=2",
 		}
 	case "kube-proxy":

@@ -60,17 +60,16 @@ type Node struct {
 	// Dir holds the node's files (the cluster's Dir for the first node).
 	Dir string
 
-	index    int
-	ipv6Only bool
+	index int
 }
 
 // hasIPv6 reports whether Services, pods and nodes have IPv6 addresses.
 func (c *Cluster) hasIPv6() bool { return c.dualStack || c.ipv6Only }
 
-// primaryIP is the node's address in the cluster's first family: the
-// API server's on the first node, kubelet's listen address.
-func (n *Node) primaryIP() netip.Addr {
-	if n.ipv6Only {
+// primaryIP is node n's address in the cluster's first family: the API
+// server's on the first node, kubelet's listen address.
+func (c *Cluster) primaryIP(n *Node) netip.Addr {
+	if c.ipv6Only {
 		return n.IP6
 	}
 	return n.IP
@@ -86,7 +85,7 @@ func (n *Node) addrs() []netip.Addr {
 
 // newNode describes node i (not started).
 func (c *Cluster) newNode(i int) *Node {
-	n := &Node{Name: NodeName, Dir: c.Dir, index: i, IP: nodeSubnet(i).Addr().Next(), ipv6Only: c.ipv6Only}
+	n := &Node{Name: NodeName, Dir: c.Dir, index: i, IP: nodeSubnet(i).Addr().Next()}
 	if c.hasIPv6() {
 		n.IP6 = nodeSubnet6(i).Addr().Next()
 	}
@@ -132,8 +131,8 @@ func fabricAddr6(i int) netip.Addr {
 
 // nodeIPs is kubelet's --node-ip: IPv4, then IPv6 in a dual-stack
 // cluster.
-func (n *Node) nodeIPs() string {
-	if n.ipv6Only {
+func (c *Cluster) nodeIPs(n *Node) string {
+	if c.ipv6Only {
 		return n.IP6.String()
 	}
 	if n.IP6.IsValid() {

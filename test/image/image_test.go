@@ -377,18 +377,9 @@ func checkImage(t *testing.T, img v1.Image, arch, version, revision string) []by
 		t.Errorf("config %s/%s %+v\nwant linux/%s %+v", cf.OS, cf.Architecture, cf.Config, arch, wantCfg)
 	}
 
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("%d layers, %v; want 1", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	var files []string
 	var bin []byte
-	for _, e := range testkit.ReadTar(t, rc) {
+	for _, e := range testkit.ImageLayer(t, img) {
 		files = append(files, fmt.Sprintf("%s %o %d:%d", e.Name, e.Mode, e.Uid, e.Gid))
 		if e.Name == "usr/local/bin/dnsconfigurer" {
 			bin = e.Data
