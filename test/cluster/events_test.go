@@ -304,12 +304,12 @@ type eventFigures struct {
 // start, and to its end).
 func (f *eventFigures) add(lines []lookupLine, w window, pod string) {
 	last := w.from
-	any := false
+	seen := false
 	for _, l := range lines {
 		if l.at.Before(w.from) || !l.at.Before(w.to) {
 			continue
 		}
-		any = true
+		seen = true
 		f.lookups++
 		if !l.ok {
 			f.failed++
@@ -323,7 +323,7 @@ func (f *eventFigures) add(lines []lookupLine, w window, pod string) {
 		f.longestGapMS = max(f.longestGapMS, int(l.at.Sub(last).Milliseconds()))
 		last = l.at
 	}
-	if any {
+	if seen {
 		f.longestGapMS = max(f.longestGapMS, int(w.to.Sub(last).Milliseconds()))
 	}
 }
