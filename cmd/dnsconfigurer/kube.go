@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,10 +36,16 @@ func kubeREST(path, component string) (*rest.Config, kubernetes.Interface, error
 	return kubeFor(rc, component)
 }
 
-// kubeFor is the client of rc, rc with the component's User-Agent.
+// kubeFor is the client of rc, rc with the component's User-Agent. The
+// typed client speaks protobuf, as kubelet and CoreDNS do: a watch event
+// decodes in a fraction of JSON's CPU. rc itself stays JSON, for the
+// clients of other kinds (CRDs have no protobuf form).
 func kubeFor(rc *rest.Config, component string) (*rest.Config, kubernetes.Interface, error) {
 	rc.UserAgent = version.Get().UserAgent(component)
-	c, err := kubernetes.NewForConfig(rc)
+	pc := rest.CopyConfig(rc)
+	pc.ContentType = runtime.ContentTypeProtobuf
+	pc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	c, err := kubernetes.NewForConfig(pc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
 	}

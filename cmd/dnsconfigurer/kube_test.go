@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
@@ -132,6 +133,40 @@ func TestKubeClientUserAgent(t *testing.T) {
 		if want := version.Get().UserAgent(component); got != want || !strings.HasPrefix(got, "dnsconfigurer-"+component+"/") {
 			t.Errorf("%s: User-Agent %q, want %q", component, got, want)
 		}
+	}
+}
+
+// TestKubeClientProtobuf: the typed client asks for protobuf first, as
+// CoreDNS and kubelet do, and still reads a JSON reply; the config handed
+// to the clients of other kinds stays JSON.
+func TestKubeClientProtobuf(t *testing.T) {
+	accepts := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case accepts <- r.Header.Get("Accept"):
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"prod"}}`)
+	}))
+	defer srv.Close()
+	t.Setenv("KUBECONFIG", writeKubeconfig(t, t.TempDir(), "kubeconfig", srv.URL))
+	rc, client, err := kubeREST("", "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := client.CoreV1().Namespaces().Get(context.Background(), "prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Name != "prod" {
+		t.Errorf("namespace %q, want prod", ns.Name)
+	}
+	if got := <-accepts; !strings.HasPrefix(got, "application/vnd.kubernetes.protobuf,") {
+		t.Errorf("Accept %q, want protobuf first", got)
+	}
+	if rc.ContentType != "" || rc.AcceptContentTypes != "" {
+		t.Errorf("the shared config has ContentType %q, Accept %q; want the defaults (JSON)", rc.ContentType, rc.AcceptContentTypes)
 	}
 }
 
