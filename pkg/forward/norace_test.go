@@ -1,5 +1,0 @@
-//go:build !race
-
-package forward_test
-
-const raceEnabled = false
