@@ -3,10 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,37 +11,13 @@ import (
 	"github.com/miekg/dns"
 )
 
-// stubUpstream answers every A question with 192.0.2.7 and the given TTL
-// on 127.0.0.1 (UDP), counting the queries; stop closes it.
-func stubUpstream(t *testing.T, ttl uint32) (addr string, count *atomic.Int64, stop func()) {
-	return stubUpstreamIP(t, ttl, net.IPv4(192, 0, 2, 7))
-}
-
-// stubUpstreamIP is stubUpstream answering ip.
-func stubUpstreamIP(t *testing.T, ttl uint32, ip net.IP) (addr string, count *atomic.Int64, stop func()) {
+// stubUpstream is a UDP upstream on 127.0.0.1 answering every question
+// with an A record of ip at ttl.
+func stubUpstream(t *testing.T, ttl uint32, ip string) *testkit.Upstream {
 	t.Helper()
-	count = new(atomic.Int64)
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		if q := r.Question[0].Name; q != "." && !strings.Contains(q, "dnsconfigurer") {
-			count.Add(1) // not the forwarder's health and loop probes
-		}
-		m := new(dns.Msg)
-		m.SetReply(r)
-		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}}
-		_ = w.WriteMsg(m)
-	})}
-	started := make(chan struct{})
-	srv.NotifyStartedFunc = func() { close(started) }
-	go func() { _ = srv.ActivateAndServe() }()
-	<-started
-	var once sync.Once
-	stop = func() { once.Do(func() { _ = srv.Shutdown() }) }
-	t.Cleanup(stop)
-	return pc.LocalAddr().String(), count, stop
+	return testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, r *dns.Msg) {
+		r.Answer = []dns.RR{testkit.A(q.Name, ttl, ip)}
+	}), testkit.UDPOnly())
 }
 
 // TestServeCachesForwarded: the cluster DNS caches forwarded answers (the
@@ -52,8 +25,8 @@ func stubUpstreamIP(t *testing.T, ttl uint32, ip net.IP) (addr string, count *at
 // --serve-stale answers an expired name with TTL 30 once the upstream is
 // gone.
 func TestServeCachesForwarded(t *testing.T) {
-	up, count, stop := stubUpstream(t, 1)
-	addr := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up,
+	up := stubUpstream(t, 1, "192.0.2.7")
+	addr := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up.Addr,
 		"--serve-stale", "1h", "--cache-size", "4Mi")
 	c := &dns.Client{Timeout: 2 * time.Second}
 	ask := func() *dns.Msg {
@@ -69,10 +42,10 @@ func TestServeCachesForwarded(t *testing.T) {
 			t.Fatalf("forwarded answer: %v", r)
 		}
 	}
-	if n := count.Load(); n != 1 {
+	if n := up.ClientQueries(); n != 1 {
 		t.Fatalf("upstream asked %d times for 5 identical questions, want 1 (cached)", n)
 	}
-	stop()
+	up.Stop()
 	// Every 100 ms while the 1 s TTL runs out.
 	testkit.WaitEvery(t, 10*time.Second, 100*time.Millisecond, func() error {
 		r := ask()

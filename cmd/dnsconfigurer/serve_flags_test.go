@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,47 +10,8 @@ import (
 	"github.com/miekg/dns"
 )
 
-// heldUpstream is a UDP upstream on 127.0.0.1 that reads every query and
-// never answers; it returns its address and the count of queries read
-// (health and loop probes excluded).
-func heldUpstream(t *testing.T) (string, *atomic.Int64) {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := new(atomic.Int64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			k, _, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			m := new(dns.Msg)
-			if m.Unpack(buf[:k]) == nil && len(m.Question) == 1 && m.Question[0].Name != "." && !strings.Contains(m.Question[0].Name, "dnsconfigurer") {
-				n.Add(1)
-			}
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done })
-	return pc.LocalAddr().String(), n
-}
-
-// metricValue is the value of the series line (name and labels as
-// /metrics prints them) in a scrape, or -1 without one.
-func metricValue(scrape, series string) float64 {
-	for _, line := range strings.Split(scrape, "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
-				return v
-			}
-		}
-	}
-	return -1
-}
+// held is a handler that never answers.
+var held = dns.HandlerFunc(func(dns.ResponseWriter, *dns.Msg) {})
 
 // TestServeMaxConcurrent: with --max-concurrent 1 and one query waiting for
 // a silent upstream, the next outside query is shed at once (SERVFAIL,
@@ -68,9 +26,9 @@ func TestServeMaxConcurrent(t *testing.T) {
 		{"default", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up, asked := heldUpstream(t)
+			up := testkit.NewUpstream(t, held, testkit.UDPOnly())
 			addr, _ := startServeLog(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects",
-				"--upstream", up, "--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
+				"--upstream", up.Addr, "--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
 			metrics := metricsAddr(t)
 			c := &dns.Client{Timeout: 5 * time.Second}
 			first := make(chan error, 1)
@@ -79,8 +37,8 @@ func TestServeMaxConcurrent(t *testing.T) {
 				first <- err
 			}()
 			testkit.WaitFor(t, 5*time.Second, func() error {
-				if page := scrape(t, metrics); metricValue(page, `dnsconfigurer_forward_in_flight{zone="."}`) != 1 || asked.Load() != 1 {
-					return fmt.Errorf("the first query is not waiting for the upstream (asked %d):\n%s", asked.Load(), page)
+				if m := scrape(t, metrics); m[`dnsconfigurer_forward_in_flight{zone="."}`] != 1 || up.ClientQueries() != 1 {
+					return fmt.Errorf("the first query is not waiting for the upstream (asked %d): %v", up.ClientQueries(), m)
 				}
 				return nil
 			})
@@ -90,14 +48,18 @@ func TestServeMaxConcurrent(t *testing.T) {
 			if err != nil || r.Rcode != dns.RcodeServerFailure {
 				t.Fatalf("second query: %v %v, want SERVFAIL", r, err)
 			}
-			shed := metricValue(scrape(t, metrics), `dnsconfigurer_forward_shed_total{zone="."}`)
-			t.Logf("second query SERVFAIL after %v; shed_total %v; upstream asked %d", took.Round(time.Millisecond), shed, asked.Load())
+			shed, counted := scrape(t, metrics)[`dnsconfigurer_forward_shed_total{zone="."}`]
+			asked := up.ClientQueries()
+			t.Logf("second query SERVFAIL after %v; shed_total %v; upstream asked %d", took.Round(time.Millisecond), shed, asked)
+			if !counted {
+				t.Errorf("no dnsconfigurer_forward_shed_total series")
+			}
 			if tc.shed {
-				if shed != 1 || took > time.Second || asked.Load() != 1 {
-					t.Errorf("want it shed at once: after %v, shed_total %v, upstream asked %d times", took, shed, asked.Load())
+				if shed != 1 || took > time.Second || asked != 1 {
+					t.Errorf("want it shed at once: after %v, shed_total %v, upstream asked %d times", took, shed, asked)
 				}
-			} else if shed != 0 || asked.Load() != 2 {
-				t.Errorf("want it forwarded: shed_total %v, upstream asked %d times", shed, asked.Load())
+			} else if shed != 0 || asked != 2 {
+				t.Errorf("want it forwarded: shed_total %v, upstream asked %d times", shed, asked)
 			}
 			if err := <-first; err != nil {
 				t.Errorf("first query: %v", err)
@@ -187,9 +149,9 @@ func TestServePrefetch(t *testing.T) {
 		{"default", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up, count, _ := stubUpstream(t, 2)
+			up := stubUpstream(t, 2, "192.0.2.7")
 			addr, _ := startServeLog(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects",
-				"--upstream", up, "--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
+				"--upstream", up.Addr, "--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
 			metrics := metricsAddr(t)
 			c := &dns.Client{Timeout: 2 * time.Second}
 			// Ask until the upstream has been asked a second time: by a
@@ -199,12 +161,12 @@ func TestServePrefetch(t *testing.T) {
 				if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 					t.Fatalf("popular name: %v %v", r, err)
 				}
-				if n := count.Load(); n < 2 {
+				if n := up.ClientQueries(); n < 2 {
 					return fmt.Errorf("the upstream asked %d times, want a second", n)
 				}
 				return nil
 			})
-			n := metricValue(scrape(t, metrics), `dnsconfigurer_cache_prefetches_total{server="cluster"}`)
+			n := scrape(t, metrics)[`dnsconfigurer_cache_prefetches_total{server="cluster"}`]
 			if (n >= 1) != tc.prefetch {
 				t.Errorf("cache_prefetches_total %v, want prefetch %v", n, tc.prefetch)
 			}
@@ -225,8 +187,8 @@ func TestServeReverseZones(t *testing.T) {
 		{"default", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up, count, _ := stubUpstream(t, 30)
-			addr := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up}, tc.args...)...)
+			up := stubUpstream(t, 30, "192.0.2.7")
+			addr := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up.Addr}, tc.args...)...)
 			c := &dns.Client{Timeout: 2 * time.Second}
 			// A known ClusterIP is the zone's either way.
 			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("30.0.96.10.in-addr.arpa.", dns.TypePTR), addr)
@@ -238,8 +200,8 @@ func TestServeReverseZones(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !tc.auth {
-				if count.Load() != 1 {
-					t.Errorf("unknown reverse name: upstream asked %d times, want forwarded once", count.Load())
+				if n := up.ClientQueries(); n != 1 {
+					t.Errorf("unknown reverse name: upstream asked %d times, want forwarded once", n)
 				}
 				return
 			}
@@ -250,7 +212,7 @@ func TestServeReverseZones(t *testing.T) {
 			if r.Rcode != dns.RcodeNameError || !r.Authoritative || soa == nil || soa.Hdr.Name != "10.in-addr.arpa." {
 				t.Errorf("unknown reverse name: %v, want an authoritative NXDOMAIN with the SOA of 10.in-addr.arpa.", r)
 			}
-			if n := count.Load(); n != 0 {
+			if n := up.ClientQueries(); n != 0 {
 				t.Errorf("upstream asked %d times for a name of the reverse zones", n)
 			}
 		})

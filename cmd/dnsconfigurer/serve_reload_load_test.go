@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,7 +24,8 @@ func TestServeReloadUnderLoad(t *testing.T) {
 	interval := reloadInterval
 	t.Cleanup(func() { reloadInterval = interval })
 	reloadInterval = 20 * time.Millisecond
-	up, asked := namedStub(t)
+	stub := stubUpstream(t, 300, "192.0.2.1")
+	up, asked := stub.Addr, stub.AskedFor
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	write := func(gen int) {
 		t.Helper()
@@ -44,7 +42,7 @@ func TestServeReloadUnderLoad(t *testing.T) {
 	if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("www.example.org.", dns.TypeA), addr); err != nil || len(r.Answer) != 1 {
 		t.Fatalf("outside name: %v %v", r, err)
 	}
-	requestsBefore := metricValue(scrape(t, metrics), `dnsconfigurer_forward_requests_total{upstream="`+up+`",zone="."}`)
+	requestsBefore := scrape(t, metrics)[`dnsconfigurer_forward_requests_total{upstream="`+up+`",zone="."}`]
 
 	n := 2000
 	if raceEnabled {
@@ -122,8 +120,8 @@ func TestServeReloadUnderLoad(t *testing.T) {
 	}
 	took := time.Since(start)
 	m := scrape(t, metrics)
-	applied := metricValue(m, `dnsconfigurer_serve_config_reloads_total{result="applied"}`)
-	requestsAfter := metricValue(m, `dnsconfigurer_forward_requests_total{upstream="`+up+`",zone="."}`)
+	applied := m[`dnsconfigurer_serve_config_reloads_total{result="applied"}`]
+	requestsAfter := m[`dnsconfigurer_forward_requests_total{upstream="`+up+`",zone="."}`]
 	t.Logf("%d queries in %v over %d reloads (%v applied): %d answered, %d wrong, %d lost; outside name asked upstream %d times; forward requests_total %v → %v",
 		total.sent, took.Round(time.Millisecond), reloads, applied, total.ok, total.wrong, total.lost, asked("www.example.org."), requestsBefore, requestsAfter)
 	if total.lost != 0 || total.wrong != 0 || total.ok != total.sent || total.sent < 5*n {
@@ -137,36 +135,5 @@ func TestServeReloadUnderLoad(t *testing.T) {
 	}
 	if requestsAfter < requestsBefore {
 		t.Errorf("forward requests_total went from %v to %v: the forwarder was replaced", requestsBefore, requestsAfter)
-	}
-}
-
-// namedStub is a UDP upstream on 127.0.0.1 answering every A question with
-// 192.0.2.1 (TTL 300); asked counts the queries for a name.
-func namedStub(t *testing.T) (addr string, asked func(name string) int) {
-	t.Helper()
-	var mu sync.Mutex
-	counts := map[string]int{}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		mu.Lock()
-		counts[strings.ToLower(r.Question[0].Name)]++
-		mu.Unlock()
-		m := new(dns.Msg)
-		m.SetReply(r)
-		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300}, A: net.IPv4(192, 0, 2, 1)}}
-		_ = w.WriteMsg(m)
-	})}
-	started := make(chan struct{})
-	srv.NotifyStartedFunc = func() { close(started) }
-	go func() { _ = srv.ActivateAndServe() }()
-	<-started
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return pc.LocalAddr().String(), func(name string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return counts[name]
 	}
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +24,8 @@ func exampleConfig(more string) string {
 // nothing is dropped meanwhile, the new ttl is served), and a broken file
 // keeps the running config and is counted.
 func TestServeConfigReload(t *testing.T) {
-	upA, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 1))
-	upB, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 2))
+	upA := stubUpstream(t, 300, "192.0.2.1").Addr
+	upB := stubUpstream(t, 300, "192.0.2.2").Addr
 	dir := t.TempDir()
 	path := filepath.Join(dir, "server.yaml")
 	write := func(body string) {
@@ -62,8 +60,8 @@ func TestServeConfigReload(t *testing.T) {
 	write("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\nforward:\n- zone: .\n  upstreams: [\"not an address\"]\n")
 	metrics := metricsAddr(t)
 	testkit.WaitFor(t, 15*time.Second, func() error {
-		if page := scrape(t, metrics); !strings.Contains(page, `dnsconfigurer_serve_config_reloads_total{result="failed"} 1`) {
-			return fmt.Errorf("the broken file was not counted as a failed reload:\n%s", page)
+		if m := scrape(t, metrics); m[`dnsconfigurer_serve_config_reloads_total{result="failed"}`] != 1 {
+			return fmt.Errorf("the broken file was not counted as a failed reload: %v", m)
 		}
 		return nil
 	})
@@ -84,26 +82,25 @@ func metricsAddr(t *testing.T) string {
 	return lastServeMetrics
 }
 
-func scrape(t *testing.T, addr string) string {
+// scrape reads the /metrics page at addr.
+func scrape(t *testing.T, addr string) testkit.Metrics {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	m, err := testkit.Scrape(nil, "http://"+addr+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return m
 }
 
 // TestServeHosts: --hosts names are answered before forwarding, their
 // reverse names too, and the zone keeps its names.
 func TestServeHosts(t *testing.T) {
-	up, count, _ := stubUpstream(t, 300)
+	up := stubUpstream(t, 300, "192.0.2.7")
 	hostsFile := filepath.Join(t.TempDir(), "hosts")
 	if err := os.WriteFile(hostsFile, []byte("192.168.49.1 host.minikube.internal\n# a comment\n10.0.0.9 web.prod.svc.cluster.local\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up, "--hosts", hostsFile)
+	addr := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up.Addr, "--hosts", hostsFile)
 	c := &dns.Client{Timeout: 2 * time.Second}
 	for _, tc := range []struct {
 		name  string
@@ -126,7 +123,7 @@ func TestServeHosts(t *testing.T) {
 			t.Errorf("%s: the hosts file shadowed the zone: %v", tc.name, r.Answer[0])
 		}
 	}
-	if n := count.Load(); n != 0 {
+	if n := up.ClientQueries(); n != 0 {
 		t.Errorf("upstream asked %d times for names the hosts file and the zone answer", n)
 	}
 }
@@ -135,9 +132,9 @@ func TestServeHosts(t *testing.T) {
 // a --config route go to its upstreams, an excepted name and every other
 // name to the default route, and --forward on the command line adds a zone.
 func TestServeStubDomains(t *testing.T) {
-	def, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 1))
-	corp, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 2))
-	lab, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 3))
+	def := stubUpstream(t, 300, "192.0.2.1").Addr
+	corp := stubUpstream(t, 300, "192.0.2.2").Addr
+	lab := stubUpstream(t, 300, "192.0.2.3").Addr
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	body := exampleConfig(fmt.Sprintf("forward:\n- zone: .\n  upstreams: [%q]\n- zone: corp.example\n  except: [public.corp.example]\n  upstreams: [%q]\n  policy: sequential\n", def, corp))
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

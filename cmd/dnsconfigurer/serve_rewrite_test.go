@@ -16,7 +16,7 @@ import (
 // name with a Service's address (TTLs zeroed in the comparison), and a
 // reload that drops them sends the name upstream again.
 func TestServeRewritesReload(t *testing.T) {
-	up, _, _ := stubUpstreamIP(t, 300, net.IPv4(192, 0, 2, 1))
+	up := stubUpstream(t, 300, "192.0.2.1").Addr
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	write := func(rewrites string) {
 		t.Helper()

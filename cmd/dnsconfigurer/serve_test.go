@@ -120,30 +120,23 @@ func TestServeRuns(t *testing.T) {
 			t.Fatalf("%s insecure pod: %v %v", network, r, err)
 		}
 	}
-	resp, err := http.Get("http://" + metrics + "/readyz")
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("/readyz: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	resp, err = http.Get("http://" + metrics + "/metrics")
-	if err != nil {
+	if err := testkit.GetOK(nil, "http://"+metrics+"/readyz"); err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{
-		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",server="cluster",type="A",zone="cluster.local."} 2`,
-		`dnsconfigurer_dnsserver_requests_total{family="1",proto="tcp",server="cluster",type="A",zone="cluster.local."} 2`,
-		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",server="cluster",zone="cluster.local."} 4`,
+	page := scrape(t, metrics)
+	for series, want := range map[string]float64{
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",server="cluster",type="A",zone="cluster.local."}`: 2,
+		`dnsconfigurer_dnsserver_requests_total{family="1",proto="tcp",server="cluster",type="A",zone="cluster.local."}`: 2,
+		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",server="cluster",zone="cluster.local."}`:                4,
 	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		if got, ok := page[series]; !ok || got != want {
+			t.Errorf("/metrics: %s = %v (present %v), want %v: %v", series, got, ok, want, page)
 		}
 	}
-	if !strings.Contains(string(body), "dnsconfigurer_forward_in_flight") {
-		t.Errorf("/metrics lacks the forwarder's metrics:\n%s", body)
+	if !page.Has("dnsconfigurer_forward_in_flight") {
+		t.Errorf("/metrics lacks the forwarder's metrics: %v", page)
 	}
-	wantBuildInfo(t, "serve", string(body))
+	wantBuildInfo(t, "serve", page)
 	// Lameduck: after the signal /readyz fails while names still answer.
 	cancel()
 	for {

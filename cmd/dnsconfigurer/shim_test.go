@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,16 +144,11 @@ func TestShimRun(t *testing.T) {
 		t.Errorf("runtime got %v, want %s", got, want)
 	}
 
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	page := scrape(t, metricsAddr)
+	if page[`dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"}`] != 1 {
+		t.Errorf("/metrics lacks the rewrite: %v", page)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !bytes.Contains(body, []byte(`dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"} 1`)) {
-		t.Errorf("/metrics lacks the rewrite:\n%s", body)
-	}
-	wantBuildInfo(t, "shim", string(body))
+	wantBuildInfo(t, "shim", page)
 
 	// A second shim on the same socket fails clearly.
 	var stderr2 bytes.Buffer

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 )
 
@@ -71,11 +72,13 @@ func buildInfoLine() string {
 	return fmt.Sprintf(`dnsconfigurer_build_info{goversion=%q,revision=%q,version=%q} 1`, i.GoVersion, i.Revision, i.Version)
 }
 
-// wantBuildInfo fails t unless a /metrics body has the build info.
-func wantBuildInfo(t *testing.T, component, metrics string) {
+// wantBuildInfo fails t unless a /metrics page has the build info.
+func wantBuildInfo(t *testing.T, component string, metrics testkit.Metrics) {
 	t.Helper()
-	if !strings.Contains(metrics, buildInfoLine()+"\n") {
-		t.Errorf("%s /metrics lacks %s:\n%s", component, buildInfoLine(), metrics)
+	i := version.Get()
+	key := testkit.Key("dnsconfigurer_build_info", "goversion", i.GoVersion, "revision", i.Revision, "version", i.Version)
+	if metrics[key] != 1 {
+		t.Errorf("%s /metrics lacks %s 1: %v", component, key, metrics)
 	}
 }
 

@@ -222,16 +222,14 @@ nodePools:
 		t.Errorf("pod outside the pools: %+v", r)
 	}
 	// /metrics is served.
-	resp, err := client.Get("https://" + addr + "/metrics")
+	m, err := testkit.Scrape(client, "https://"+addr+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(m), `dnsconfigurer_webhook_reviews_total{outcome="denied"} 1`) {
-		t.Errorf("/metrics lacks the denial:\n%s", m)
+	if m[`dnsconfigurer_webhook_reviews_total{outcome="denied"}`] != 1 {
+		t.Errorf("/metrics lacks the denial: %v", m)
 	}
-	wantBuildInfo(t, "webhook", string(m))
+	wantBuildInfo(t, "webhook", m)
 	// --log-format text replaces the JSON default.
 	if !strings.Contains(stderr.String(), "level=INFO msg=starting listen="+addr) {
 		t.Errorf("webhook log is not text:\n%s", stderr.String())
