@@ -34,11 +34,7 @@ func startServeLog(t *testing.T, args ...string) (string, *testkit.Buffer) {
 	s := goServe(ctx, args)
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-s.exited:
-		case <-time.After(10 * time.Second):
-			t.Error("serve did not stop")
-		}
+		s.wait(t, 10*time.Second)
 	})
 	joined := strings.Join(args, " ")
 	addr, metrics := s.addrs(t, strings.Contains(joined, "--config") || strings.Contains(joined, "--metrics-listen"))
@@ -105,8 +101,8 @@ func TestServeNodeLocalMetrics(t *testing.T) {
 	s := goServe(ctx, args)
 	defer func() {
 		cancel()
-		if <-s.exited; s.code != exitOK {
-			t.Errorf("exit %d: %s", s.code, s.log.String())
+		if code := s.wait(t, 10*time.Second); code != exitOK {
+			t.Errorf("exit %d: %s", code, s.log.String())
 		}
 	}()
 	addr := waitJSONLog(t, s, "serving metrics", "listen")
@@ -115,7 +111,7 @@ func TestServeNodeLocalMetrics(t *testing.T) {
 
 // waitJSONLog waits for the JSON log record with message msg and returns
 // its attribute key; a line that is not JSON fails the test.
-func waitJSONLog(t *testing.T, s *serving, msg, key string) string {
+func waitJSONLog(t *testing.T, s *running, msg, key string) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

@@ -15,26 +15,47 @@ import (
 	"github.com/miekg/dns"
 )
 
-// serving is runServe running in a goroutine.
-type serving struct {
+// running is a subcommand running in a goroutine.
+type running struct {
+	name   string         // the subcommand
 	log    testkit.Buffer // its stderr
-	exited chan struct{}  // closed when runServe has returned, code then set
+	exited chan struct{}  // closed when the command has returned, code then set
 	code   int
 }
 
-// goServe runs serve with args until ctx ends.
-func goServe(ctx context.Context, args []string) *serving {
-	s := &serving{exited: make(chan struct{})}
+// goRun runs the subcommand args (its name, then its flags) until ctx
+// ends.
+func goRun(ctx context.Context, args ...string) *running {
+	s := &running{name: args[0], exited: make(chan struct{})}
 	go func() {
-		s.code = runServe(ctx, args, nil, io.Discard, &s.log)
+		s.code = dispatch(ctx, args, nil, io.Discard, &s.log)
 		close(s.exited)
 	}()
 	return s
 }
 
+// goServe runs serve with args until ctx ends.
+func goServe(ctx context.Context, args []string) *running {
+	return goRun(ctx, append([]string{"serve"}, args...)...)
+}
+
+// wait waits up to within for the command to return (its context ended)
+// and returns its exit code; it fails t, and returns -1, when the command
+// runs on.
+func (s *running) wait(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-s.exited:
+		return s.code
+	case <-time.After(within):
+		t.Errorf("%s did not stop within %v", s.name, within)
+		return -1
+	}
+}
+
 // addrs waits for the DNS address in the log and, with metrics, for the
 // metrics address; serve exiting first fails t.
-func (s *serving) addrs(t *testing.T, metrics bool) (dnsAddr, metricsAddr string) {
+func (s *running) addrs(t *testing.T, metrics bool) (dnsAddr, metricsAddr string) {
 	t.Helper()
 	dnsAddr = s.log.WaitMatch(t, 20*time.Second, addrRe, s.exited)[1]
 	if metrics {
@@ -159,13 +180,8 @@ func TestServeRuns(t *testing.T) {
 	if r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {
 		t.Fatalf("query in lameduck: %v %v", r, err)
 	}
-	select {
-	case <-s.exited:
-		if s.code != exitOK {
-			t.Fatalf("exit %d after cancel: %s", s.code, s.log.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop after its lameduck")
+	if code := s.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("exit %d after cancel and its lameduck: %s", code, s.log.String())
 	}
 }
 
@@ -195,7 +211,7 @@ func TestServeUpstreamResolvConf(t *testing.T) {
 		t.Fatalf("outside name: %v %v (want it forwarded)", r, err)
 	}
 	cancel()
-	if <-s.exited; s.code != exitOK {
-		t.Fatalf("exit %d: %s", s.code, s.log.String())
+	if code := s.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("exit %d: %s", code, s.log.String())
 	}
 }

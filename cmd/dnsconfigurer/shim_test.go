@@ -105,11 +105,9 @@ func TestShimRun(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr testkit.Buffer
-	code := make(chan int, 1)
-	args := []string{"--listen", shimSock, "--runtime-endpoint", "unix://" + rtSock, "--resolv-conf", resolv,
+	args := []string{"shim", "--listen", shimSock, "--runtime-endpoint", "unix://" + rtSock, "--resolv-conf", resolv,
 		"--cluster-dns", "10.96.0.10", "--node-local-dns", "169.254.20.10", "--metrics-listen", metricsAddr, "--log-level", "error"}
-	go func() { code <- runShim(ctx, args, nil, io.Discard, &stderr) }()
+	shim := goRun(ctx, args...)
 
 	conn, err := grpc.NewClient("unix://"+shimSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -126,14 +124,14 @@ func TestShimRun(t *testing.T) {
 	}
 	testkit.WaitFor(t, 10*time.Second, func() error {
 		select {
-		case c := <-code:
-			t.Fatalf("shim exited %d: %s", c, stderr.String())
+		case <-shim.exited:
+			t.Fatalf("shim exited %d: %s", shim.code, shim.log.String())
 		default:
 		}
 		cctx, ccancel := context.WithTimeout(ctx, time.Second)
 		defer ccancel()
 		if _, err := client.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
-			return fmt.Errorf("RunPodSandbox through the shim: %w\n%s", err, stderr.String())
+			return fmt.Errorf("RunPodSandbox through the shim: %w\n%s", err, shim.log.String())
 		}
 		return nil
 	})
@@ -158,13 +156,8 @@ func TestShimRun(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case c := <-code:
-		if c != exitOK {
-			t.Errorf("shim exit %d: %s", c, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("shim did not stop")
+	if code := shim.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("shim exit %d: %s", code, shim.log.String())
 	}
 	if _, err := os.Stat(shimSock); !os.IsNotExist(err) {
 		t.Errorf("socket left behind: %v", err)

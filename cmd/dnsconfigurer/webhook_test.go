@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -162,19 +161,14 @@ nodePools:
 `)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr testkit.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- dispatch(ctx, []string{"webhook", "--config", cfgFile, "--listen", addr, "--cluster-domain", "k8s.example", "--log-format", "text"},
-			strings.NewReader(""), io.Discard, &stderr)
-	}()
+	webhook := goRun(ctx, "webhook", "--config", cfgFile, "--listen", addr, "--cluster-domain", "k8s.example", "--log-format", "text")
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	testkit.WaitFor(t, 10*time.Second, func() error {
 		select {
-		case code := <-done:
-			t.Fatalf("webhook exited %d: %s", code, stderr.String())
+		case <-webhook.exited:
+			t.Fatalf("webhook exited %d: %s", webhook.code, webhook.log.String())
 		default:
 		}
 		resp, err := client.Get("https://" + addr + "/healthz")
@@ -231,17 +225,12 @@ nodePools:
 	}
 	wantBuildInfo(t, "webhook", m)
 	// --log-format text replaces the JSON default.
-	if !strings.Contains(stderr.String(), "level=INFO msg=starting listen="+addr) {
-		t.Errorf("webhook log is not text:\n%s", stderr.String())
+	if !strings.Contains(webhook.log.String(), "level=INFO msg=starting listen="+addr) {
+		t.Errorf("webhook log is not text:\n%s", webhook.log.String())
 	}
 
 	cancel()
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Errorf("exit %d after cancel: %s", code, stderr.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("webhook did not stop")
+	if code := webhook.wait(t, 15*time.Second); code != exitOK {
+		t.Errorf("exit %d after cancel: %s", code, webhook.log.String())
 	}
 }
