@@ -108,6 +108,10 @@ type Store struct {
 	// dirty holds, for each unit touched since the last Publish, what it
 	// contributed then (built from the records before the first touch).
 	dirty map[unitKey]*contribution
+	// recent keeps the published contributions of recently changed units
+	// of many names, so that their next change does not build what they
+	// contribute again (see keepRecent).
+	recent recentUnits
 	// state is what the last Publish applied (nil before the first).
 	state *applied
 	// lost counts the Publishes that found the index not matching the
@@ -204,7 +208,11 @@ func (s *Store) touch(u unitKey) {
 		return
 	}
 	if _, ok := s.dirty[u]; !ok {
-		s.dirty[u] = s.buildUnit(u)
+		c, ok := s.recent.take(u)
+		if !ok {
+			c = s.buildUnit(u)
+		}
+		s.dirty[u] = c
 	}
 }
 
@@ -355,6 +363,7 @@ func (s *Store) Publish() *Snapshot {
 	prev := s.snap.Load()
 	var snap *Snapshot
 	if s.full || s.state == nil {
+		s.recent.clear()
 		snap = s.rebuild()
 		s.log.add(snap, nil, true)
 	} else if next, changed, ok := s.apply(prev); ok {
@@ -362,6 +371,7 @@ func (s *Store) Publish() *Snapshot {
 		s.log.add(snap, changed, false)
 	} else {
 		s.lost++
+		s.recent.clear()
 		snap = s.rebuild()
 		s.log.add(snap, nil, true)
 	}

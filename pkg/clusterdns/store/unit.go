@@ -55,7 +55,11 @@ func (s *Store) buildUnit(u unitKey) *contribution {
 		b.addFixedNames()
 	case unitService:
 		if svc, ok := s.services[u.nsName]; ok {
-			b.addService(&svc, s.serviceSlices(u.nsName))
+			sls := s.serviceSlices(u.nsName)
+			if n := namesHint(sls); n > 8 {
+				b.names = make(map[string]*Node, n)
+			}
+			b.addService(&svc, sls)
 		}
 	case unitPod:
 		if p, ok := s.pods[u.nsName]; ok {
@@ -74,6 +78,16 @@ func (s *Store) buildUnit(u unitKey) *contribution {
 		c.ns = ns
 	}
 	return c
+}
+
+// namesHint is about the number of names a Service with these slices
+// makes: its own few, and a name and a PTR per endpoint.
+func namesHint(sls []*EndpointSlice) int {
+	n := 8
+	for _, sl := range sls {
+		n += 2 * len(sl.Endpoints)
+	}
+	return n
 }
 
 // serviceSlices returns the slices labelled with Service k in the order of
@@ -206,6 +220,14 @@ func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
 	for name, n := range c.names {
 		if !same(name, n, old) {
 			st.addName(t, name, n, d)
+			continue
+		}
+		// Keep the published node, so that c, when kept for the unit's
+		// next change, holds no copy of it.
+		if _, ok := st.shared[name]; !ok {
+			if m, ok := t.get(name); ok {
+				c.names[name] = m
+			}
 		}
 	}
 	st.refs(old, -1, d)
@@ -448,7 +470,9 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 	d := newDelta()
 	o := &overlay{base: prev.names, m: map[string]*Node{}}
 	for u, old := range s.dirty {
-		st.replace(o, old, s.buildUnit(u), d)
+		c := s.buildUnit(u)
+		st.replace(o, old, c, d)
+		s.recent.keep(u, c, prev.names.len())
 	}
 	nsChanged := s.updateNamespaces(o, d)
 	st.finish(o, d)

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestRecentBound: the kept contributions never hold more names than a
+// quarter of the index plus recentSpare, small units are not kept, and
+// take hands a contribution back once.
+func TestRecentBound(t *testing.T) {
+	contrib := func(n int) *contribution {
+		c := &contribution{names: map[string]*Node{}}
+		for i := range n {
+			c.names[fmt.Sprintf("n%d.", i)] = &Node{}
+		}
+		return c
+	}
+	var r recentUnits
+	total := 8000 // limit: 2000 + recentSpare
+	limit := total/4 + recentSpare
+	for i := range 200 {
+		u := unitKey{kind: unitService, nsName: nsName{"ns", fmt.Sprintf("s%d", i)}}
+		r.keep(u, contrib(10+i%90), total)
+		sum := 0
+		for _, c := range r.m {
+			sum += len(c.names)
+		}
+		if sum != r.names || r.names > limit {
+			t.Fatalf("after %d keeps: %d names kept (counted %d), limit %d", i+1, sum, r.names, limit)
+		}
+	}
+	small := unitKey{kind: unitService, nsName: nsName{"ns", "small"}}
+	r.keep(small, contrib(recentMinNames-1), total)
+	if _, ok := r.take(small); ok {
+		t.Error("a unit of fewer than recentMinNames names was kept")
+	}
+	u := unitKey{kind: unitService, nsName: nsName{"ns", "last"}}
+	c := contrib(20)
+	r.keep(u, c, total)
+	if got, ok := r.take(u); !ok || got != c {
+		t.Fatalf("take: %p, %v; want the kept contribution %p", got, ok, c)
+	}
+	if _, ok := r.take(u); ok {
+		t.Error("take gave the same contribution twice")
+	}
+}
+
+// TestRecentReused: a Service's second change takes its old contribution
+// from the kept one, whose nodes are the published ones, and the Snapshot
+// still equals a build from scratch.
+func TestRecentReused(t *testing.T) {
+	st, err := New(Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetService(Service{Namespace: "ns-0", Name: "hl-0", Type: Headless})
+	st.SetEndpointSlice(headlessSlice(0, 0))
+	st.Publish()
+	u := unitKey{kind: unitService, nsName: nsName{"ns-0", "hl-0"}}
+	for i := 1; i <= 3; i++ {
+		st.SetEndpointSlice(headlessSlice(0, i))
+		snap := st.Publish()
+		kept, ok := st.recent.m[u]
+		if !ok {
+			t.Fatalf("change %d: the Service's contribution was not kept", i)
+		}
+		for name, n := range kept.names {
+			if pub, _ := snap.Lookup(name); pub != n {
+				t.Fatalf("change %d: kept node of %s is not the published one", i, name)
+			}
+		}
+		if msg := compareView(snap, st.oracle(), nil); msg != "" {
+			t.Fatalf("change %d: %s", i, msg)
+		}
+		st.SetEndpointSlice(headlessSlice(0, i+100))
+		if st.dirty[u] != kept {
+			t.Fatalf("change %d: the next change built the old contribution instead of taking the kept one", i)
+		}
+		snap = st.Publish()
+		if msg := compareView(snap, st.oracle(), nil); msg != "" || st.lost != 0 {
+			t.Fatalf("change %d after reuse: %s (lost %d)", i, msg, st.lost)
+		}
+	}
+}
