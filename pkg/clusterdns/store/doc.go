@@ -12,8 +12,9 @@
 // a Pod, a Namespace object, a known namespace's <ns>.svc and <ns>.pod
 // names, and the fixed names. The record rules (build.go) run over one unit
 // at a time; a unit's first change after a Publish builds what it
-// contributed from its records as they were, and the next Publish takes
-// that out and puts the new contribution in. Most names have one
+// contributed from its records as they were (or takes it from the
+// contributions kept of recently changed units of many names: recent.go),
+// and the next Publish takes that out and puts the new contribution in. Most names have one
 // contributor, and for them the published node is the contribution: the
 // Snapshot itself is the index. Only names of two or more contributions
 // (a PTR shared by two Services, a pod IP of two pods, <ns>.svc) are kept
