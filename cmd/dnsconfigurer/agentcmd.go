@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
@@ -16,6 +17,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
 // agentCommand is what the node agents (shim, nri) share: a config kind
@@ -64,6 +66,89 @@ func (c agentCommand[T]) main(ctx context.Context, args []string, _ io.Reader, _
 	return exitCode(stderr, prefix, boundShutdown(ctx, shutdownLimit, log, func() error {
 		return c.run(ctx, cfg, log, newRegistry())
 	}))
+}
+
+// shutdownLimit bounds the shim's shutdown after SIGTERM: the CRI server
+// gives calls in flight 5s and then closes every connection itself, so this
+// is a backstop against a part that does not return; it stays under 10s,
+// well inside the pod's termination grace period (30s).
+const shutdownLimit = 8 * time.Second
+
+// boundShutdown runs run and returns its error, but once ctx is done waits
+// at most limit for it: a component that does not stop in time is left
+// behind (the process exits) with an error saying so.
+func boundShutdown(ctx context.Context, limit time.Duration, log *slog.Logger, run func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- run() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		log.Error("shutdown did not complete in time; exiting anyway", "limit", limit.String())
+		return fmt.Errorf("shutdown did not complete within %s", limit)
+	}
+}
+
+// agentPart is the component a node agent runs (the shim's CRI server, the
+// NRI plugin): its task, its readiness check and, if set, what to close
+// once it has stopped.
+type agentPart struct {
+	run   task
+	ready health.Check
+	close func()
+}
+
+// agentRun is one node agent for runAgent.
+type agentRun struct {
+	kind      string // nodesettings.KindShim or KindNRI; its User-Agent component too
+	component string // the source of its Events
+	agent     *v1alpha1.NodeAgent
+	nodeIPs   []string
+	hostOpts  []hostresolv.Option // of the node resolver watch, beyond logger and registry
+	// part builds the component on the policy engine, the node resolver
+	// watch and the API server parts.
+	part func(eng *policy.Engine, host *hostresolv.Watcher, kube agentAPI) (agentPart, error)
+}
+
+// runAgent runs a node agent until ctx is done or one of its parts fails:
+// its component, the pod informer (with an API server) and the metrics
+// server with /node-settings.
+func runAgent(ctx context.Context, r agentRun, log *slog.Logger, reg *prometheus.Registry) error {
+	eng, err := nodeEngine(r.agent.NodeDNS, r.agent.PodPolicy, r.nodeIPs, log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watcher, err := watchHostResolv(ctx, *r.agent.ResolvConf, append(r.hostOpts, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))...)
+	if watcher == nil {
+		return err
+	}
+	kube, err := agentAPIServer(r.agent, r.kind, r.component, log, reg)
+	if err != nil {
+		return err
+	}
+	defer kube.stop()
+	part, err := r.part(eng, watcher, kube)
+	if err != nil {
+		return err
+	}
+	if part.close != nil {
+		defer part.close()
+	}
+	settings := agentSettings(r.kind, r.agent, r.nodeIPs, watcher)
+	ops, err := agentOpsTasks(r.agent.MetricsListen, reg, log, settings, append([]health.Check{part.ready}, kube.checks...)...)
+	if err != nil {
+		return err
+	}
+	return runTasks(ctx, append(append(kube.tasks, ops...), part.run)...)
 }
 
 // watchHostResolv watches the node's resolver file at path; nil and no

@@ -15,6 +15,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
 // nriConfig is the config of `dnsconfigurer nri`.
@@ -56,36 +57,18 @@ func runNRI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // informer (with an API server) and its metrics server until ctx is done
 // or one of them fails.
 func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
-	eng, err := nodeEngine(cfg.NodeDNS, cfg.PodPolicy, nil, log)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	watcher, err := watchHostResolv(ctx, *cfg.ResolvConf, hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
-	if watcher == nil {
-		return err
-	}
-	opts := []nriplugin.Option{nriplugin.WithLogger(log), nriplugin.WithSocket(cfg.Socket), nriplugin.WithRegistry(reg),
-		nriplugin.WithIdentity(cfg.PluginName, cfg.PluginIndex), nriplugin.WithLimits(nriplugin.Limits(cfg.Limits))}
-	kube, err := agentAPIServer(&cfg.NodeAgent, "nri", podfacts.ComponentNRI, log, reg)
-	if err != nil {
-		return err
-	}
-	defer kube.stop()
-	if kube.pods != nil {
-		timeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
-		opts = append(opts, nriplugin.WithPodLookup(kube.pods, timeout), nriplugin.WithEvents(kube.events))
-	}
-	plugin, err := nriplugin.New(eng, watcher, cfg.StateDir, opts...)
-	if err != nil {
-		return usageError{err}
-	}
-	checks := append([]health.Check{health.Condition(plugin.Connected, "not connected to the runtime's NRI socket")}, kube.checks...)
-	settings := agentSettings(nodesettings.KindNRI, &cfg.NodeAgent, nil, watcher)
-	ops, err := agentOpsTasks(cfg.MetricsListen, reg, log, settings, checks...)
-	if err != nil {
-		return err
-	}
-	return runTasks(ctx, append(append(kube.tasks, ops...), plugin.Run)...)
+	return runAgent(ctx, agentRun{kind: nodesettings.KindNRI, component: podfacts.ComponentNRI, agent: &cfg.NodeAgent,
+		part: func(eng *policy.Engine, host *hostresolv.Watcher, kube agentAPI) (agentPart, error) {
+			opts := []nriplugin.Option{nriplugin.WithLogger(log), nriplugin.WithSocket(cfg.Socket), nriplugin.WithRegistry(reg),
+				nriplugin.WithIdentity(cfg.PluginName, cfg.PluginIndex), nriplugin.WithLimits(nriplugin.Limits(cfg.Limits))}
+			if kube.pods != nil {
+				timeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
+				opts = append(opts, nriplugin.WithPodLookup(kube.pods, timeout), nriplugin.WithEvents(kube.events))
+			}
+			plugin, err := nriplugin.New(eng, host, cfg.StateDir, opts...)
+			if err != nil {
+				return agentPart{}, usageError{err}
+			}
+			return agentPart{run: plugin.Run, ready: health.Condition(plugin.Connected, "not connected to the runtime's NRI socket")}, nil
+		}}, log, reg)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
 // shimConfig is the config of `dnsconfigurer shim`.
@@ -56,80 +57,42 @@ func runShim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return shimCommand.main(ctx, args, stdin, stdout, stderr)
 }
 
-// shutdownLimit bounds the shim's shutdown after SIGTERM: the CRI server
-// gives calls in flight 5s and then closes every connection itself, so this
-// is a backstop against a part that does not return; it stays under 10s,
-// well inside the pod's termination grace period (30s).
-const shutdownLimit = 8 * time.Second
-
-// boundShutdown runs run and returns its error, but once ctx is done waits
-// at most limit for it: a component that does not stop in time is left
-// behind (the process exits) with an error saying so.
-func boundShutdown(ctx context.Context, limit time.Duration, log *slog.Logger, run func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- run() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	t := time.NewTimer(limit)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		log.Error("shutdown did not complete in time; exiting anyway", "limit", limit.String())
-		return fmt.Errorf("shutdown did not complete within %s", limit)
-	}
-}
-
 // runShimParts runs the shim, its pod informer (with an API server) and its
 // metrics server until ctx is done or one of them fails.
 func runShimParts(ctx context.Context, cfg *v1alpha1.ShimConfiguration, log *slog.Logger, reg *prometheus.Registry) error {
-	eng, err := nodeEngine(cfg.NodeDNS, cfg.PodPolicy, cfg.NodeIPs, log)
-	if err != nil {
-		return err
-	}
 	mode, err := hostresolv.ParseMode(cfg.ResolvConfMode)
 	if err != nil {
 		return usagef("--resolv-conf-mode: %v", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	watcher, err := watchHostResolv(ctx, *cfg.ResolvConf, hostresolv.WithMode(mode), hostresolv.WithLogger(log), hostresolv.WithRegistry(reg))
-	if watcher == nil {
-		return err
-	}
-	if s := watcher.Current(); s.Err != nil {
+	return runAgent(ctx, agentRun{kind: nodesettings.KindShim, component: podfacts.ComponentShim, agent: &cfg.NodeAgent,
+		nodeIPs: cfg.NodeIPs, hostOpts: []hostresolv.Option{hostresolv.WithMode(mode)},
+		part: func(eng *policy.Engine, host *hostresolv.Watcher, kube agentAPI) (agentPart, error) {
+			return shimPart(cfg, log, reg, eng, host, kube)
+		}}, log, reg)
+}
+
+// shimPart is the shim's CRI server on its socket.
+func shimPart(cfg *shimConfig, log *slog.Logger, reg *prometheus.Registry, eng *policy.Engine, host *hostresolv.Watcher, kube agentAPI) (agentPart, error) {
+	if s := host.Current(); s.Err != nil {
 		log.Warn("node resolver config unusable: sandboxes fail (or pass unchanged with failure policy open) until it is fixed", "path", s.Path, "err", s.Err)
 	}
 	lookupTimeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
 	opts := []cri.Option{cri.WithLogger(log), cri.WithRegistry(reg), cri.WithLimits(cri.Limits(cfg.Limits)),
 		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout), cri.WithMaxConns(cfg.MaxConnections)}
-	kube, err := agentAPIServer(&cfg.NodeAgent, "shim", podfacts.ComponentShim, log, reg)
-	if err != nil {
-		return err
-	}
-	defer kube.stop()
 	if kube.pods != nil {
 		opts = append(opts, cri.WithPodLookup(kube.pods), cri.WithEvents(kube.events))
 	}
-	srv, err := cri.New(cfg.RuntimeEndpoint, eng, watcher, opts...)
+	srv, err := cri.New(cfg.RuntimeEndpoint, eng, host, opts...)
 	if err != nil {
-		return usageError{err}
+		return agentPart{}, usageError{err}
 	}
-	defer srv.Close()
 	l, err := cri.Listen(cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		srv.Close()
+		return agentPart{}, fmt.Errorf("--listen: %w", err)
 	}
-	checks := append([]health.Check{health.Condition(srv.RuntimeReady, "runtime not connected")}, kube.checks...)
-	settings := agentSettings(nodesettings.KindShim, &cfg.NodeAgent, cfg.NodeIPs, watcher)
-	ops, err := agentOpsTasks(cfg.MetricsListen, reg, log, settings, checks...)
-	if err != nil {
-		l.Close()
-		return err
-	}
-	return runTasks(ctx, append(append(kube.tasks, ops...), func(ctx context.Context) error { return srv.Serve(ctx, l) })...)
+	// Serve closes both; close is for when it does not run.
+	return agentPart{run: func(ctx context.Context) error { return srv.Serve(ctx, l) },
+		ready: health.Condition(srv.RuntimeReady, "runtime not connected"),
+		close: func() { l.Close(); srv.Close() }}, nil
 }
