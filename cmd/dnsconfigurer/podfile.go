@@ -94,3 +94,55 @@ func (i *inputFlags) read(stdin io.Reader) (manifests, error) {
 	}
 	return m, nil
 }
+
+// commandFlags are the flags render and validate share: the node's
+// settings, the manifests, -o and --explain.
+type commandFlags struct {
+	node    nodeFlags
+	input   inputFlags
+	out     string
+	explain bool
+}
+
+func (f *commandFlags) register(fs *flag.FlagSet, out, outHelp, explainHelp string) {
+	f.node.register(fs)
+	f.input.register(fs)
+	fs.StringVar(&f.out, "o", out, outHelp)
+	fs.BoolVar(&f.explain, "explain", false, explainHelp)
+}
+
+// parse parses args and checks -o, one of outs; false, with the exit
+// code, when the command ends there (the error printed).
+func (f *commandFlags) parse(fs *flag.FlagSet, args []string, outs ...string) (int, bool) {
+	if code, ok := parseCommand(fs, args); !ok {
+		return code, false
+	}
+	if err := checkOutput(f.out, outs...); err != nil {
+		return usageExit(fs, err), false
+	}
+	return exitOK, true
+}
+
+// read reads the manifests; false, with the exit code, when the command
+// ends there (the error printed). --explain takes a single Pod.
+func (f *commandFlags) read(fs *flag.FlagSet, stdin io.Reader) (manifests, int, bool) {
+	m, err := f.input.read(stdin)
+	if err == nil && f.explain && f.whole(m) {
+		err = errors.New("--explain takes a single Pod")
+	}
+	if err != nil {
+		return manifests{}, usageExit(fs, err), false
+	}
+	return m, exitOK, true
+}
+
+// usageExit prints err after the command's name and is exitUsage.
+func usageExit(fs *flag.FlagSet, err error) int {
+	fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
+	return exitUsage
+}
+
+// whole tells whether m is taken as a whole, one result per pod template,
+// rather than as the single Pod it may be: several objects, or -o sarif
+// (a report of findings).
+func (f *commandFlags) whole(m manifests) bool { return m.pod == nil || f.out == outSARIF }

@@ -40,37 +40,24 @@ type decisionJSON struct {
 
 func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("render", stderr, "usage: dnsconfigurer render -f FILE|DIR|- [-f ...] [-R] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml] [--explain]")
-	var node nodeFlags
-	node.register(fs)
-	var input inputFlags
-	input.register(fs)
-	out := fs.String("o", "resolv.conf", "output: resolv.conf, json or yaml")
-	explain := fs.Bool("explain", false, "print every decision behind the result after it (# comments; a trace array with -o json|yaml); a single Pod only")
-	if code, ok := parseCommand(fs, args); !ok {
+	var f commandFlags
+	f.register(fs, "resolv.conf", "output: resolv.conf, json or yaml",
+		"print every decision behind the result after it (# comments; a trace array with -o json|yaml); a single Pod only")
+	if code, ok := f.parse(fs, args, "resolv.conf", outJSON, outYAML); !ok {
 		return code
 	}
-	if err := checkOutput(*out, "resolv.conf", outJSON, outYAML); err != nil {
-		fmt.Fprintf(stderr, "render: %v\n", err)
-		return exitUsage
-	}
-	eng, err := node.engine()
+	eng, err := f.node.engine()
 	if err != nil {
-		fmt.Fprintf(stderr, "render: %v\n", err)
-		return exitUsage
+		return usageExit(fs, err)
 	}
-	m, err := input.read(stdin)
-	if err != nil {
-		fmt.Fprintf(stderr, "render: %v\n", err)
-		return exitUsage
+	m, code, ok := f.read(fs, stdin)
+	if !ok {
+		return code
 	}
-	if m.pod == nil {
-		if *explain {
-			fmt.Fprintln(stderr, "render: --explain takes a single Pod")
-			return exitUsage
-		}
-		return renderTemplates(m, &node, eng, *out, stdout, stderr)
+	if f.whole(m) {
+		return renderTemplates(m, &f.node, eng, f.out, stdout, stderr)
 	}
-	return renderPod(m.pod, &node, eng, *explain, *out, stdout, stderr)
+	return renderPod(m.pod, &f.node, eng, f.explain, f.out, stdout, stderr)
 }
 
 // renderPod renders a single Pod as render always has.

@@ -22,33 +22,21 @@ type validateJSON struct {
 
 func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("validate", stderr, "usage: dnsconfigurer validate -f FILE|DIR|- [-f ...] [-R] [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml|sarif] [--explain]")
-	var node nodeFlags
-	node.register(fs)
-	var input inputFlags
-	input.register(fs)
+	var f commandFlags
+	f.register(fs, "text", "output: text, json, yaml or sarif (SARIF 2.1.0, for code review)",
+		"also print every decision the node would take for the pod, as render --explain does (a single Pod only)")
 	strict := fs.Bool("strict", false, "also reject what the node would fail or trim later")
-	out := fs.String("o", "text", "output: text, json, yaml or sarif (SARIF 2.1.0, for code review)")
-	explain := fs.Bool("explain", false, "also print every decision the node would take for the pod, as render --explain does (a single Pod only)")
-	if code, ok := parseCommand(fs, args); !ok {
+	if code, ok := f.parse(fs, args, "text", outJSON, outYAML, outSARIF); !ok {
 		return code
 	}
-	if err := checkOutput(*out, "text", outJSON, outYAML, outSARIF); err != nil {
-		fmt.Fprintf(stderr, "validate: %v\n", err)
-		return exitUsage
+	m, code, ok := f.read(fs, stdin)
+	if !ok {
+		return code
 	}
-	m, err := input.read(stdin)
-	if err != nil {
-		fmt.Fprintf(stderr, "validate: %v\n", err)
-		return exitUsage
+	if f.whole(m) {
+		return lintManifests(m, &f.node, *strict, f.out, stdout, stderr)
 	}
-	if m.pod == nil || *out == outSARIF {
-		if *explain {
-			fmt.Fprintln(stderr, "validate: --explain takes a single Pod")
-			return exitUsage
-		}
-		return lintManifests(m, &node, *strict, *out, stdout, stderr)
-	}
-	return validatePod(m.pod, &node, *strict, *explain, *out, stdout, stderr)
+	return validatePod(m.pod, &f.node, *strict, f.explain, f.out, stdout, stderr)
 }
 
 // validatePod validates a single Pod as validate always has.
