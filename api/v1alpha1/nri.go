@@ -59,7 +59,7 @@ type NRIConfiguration struct {
 	// PodLookupTimeout is how long a container waits for a pod the
 	// informer has not seen yet (default "1s"; NRI's request timeout is
 	// 2s by default).
-	PodLookupTimeout string `json:"podLookupTimeout,omitempty"`
+	PodLookupTimeout Duration `json:"podLookupTimeout,omitempty"`
 }
 
 // SetDefaults fills unset fields.
@@ -69,7 +69,7 @@ func (c *NRIConfiguration) SetDefaults() {
 	setString(&c.PluginName, DefaultNRIPluginName)
 	setString(&c.PluginIndex, DefaultNRIPluginIndex)
 	setString(&c.StateDir, DefaultNRIStateDir)
-	setString(&c.PodLookupTimeout, DefaultNRIPodLookupTimeout.String())
+	setString(&c.PodLookupTimeout, Duration(DefaultNRIPodLookupTimeout.String()))
 }
 
 // Validate reports the first invalid field by name.
@@ -89,7 +89,7 @@ func (c *NRIConfiguration) Validate() error {
 	if !strings.HasPrefix(c.StateDir, "/") {
 		return fmt.Errorf("stateDir: %q must be an absolute path", c.StateDir)
 	}
-	if d, err := time.ParseDuration(c.PodLookupTimeout); err != nil || d < 0 || d > 10*time.Second {
+	if d, err := time.ParseDuration(string(c.PodLookupTimeout)); err != nil || d < 0 || d > 10*time.Second {
 		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 10s", c.PodLookupTimeout)
 	}
 	return c.validAgent()

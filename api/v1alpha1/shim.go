@@ -89,7 +89,7 @@ type ShimConfiguration struct {
 
 	// PodLookupTimeout is how long RunPodSandbox waits for a pod the
 	// informer has not seen yet, as a Go duration (default "2s").
-	PodLookupTimeout string `json:"podLookupTimeout,omitempty"`
+	PodLookupTimeout Duration `json:"podLookupTimeout,omitempty"`
 
 	// FailurePolicy is "open" (default: on an internal error kubelet's
 	// request is forwarded unchanged) or "closed" (the sandbox fails).
@@ -111,7 +111,7 @@ func (c *ShimConfiguration) SetDefaults() {
 	setString(&c.ResolvConfMode, DefaultResolvConfMode)
 	setString(&c.Listen, DefaultShimListen)
 	setString(&c.RuntimeEndpoint, DefaultShimRuntimeEndpoint)
-	setString(&c.PodLookupTimeout, DefaultPodLookupTimeout.String())
+	setString(&c.PodLookupTimeout, Duration(DefaultPodLookupTimeout.String()))
 	setString(&c.FailurePolicy, DefaultFailurePolicy)
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultShimMaxConnections
@@ -140,7 +140,7 @@ func (c *ShimConfiguration) Validate() error {
 	if strings.TrimPrefix(c.Listen, "unix://") == strings.TrimPrefix(c.RuntimeEndpoint, "unix://") {
 		return fmt.Errorf("listen: %q is the runtime endpoint itself", c.Listen)
 	}
-	if d, err := time.ParseDuration(c.PodLookupTimeout); err != nil || d < 0 || d > time.Minute {
+	if d, err := time.ParseDuration(string(c.PodLookupTimeout)); err != nil || d < 0 || d > time.Minute {
 		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 1m", c.PodLookupTimeout)
 	}
 	if err := either("failurePolicy", c.FailurePolicy, FailurePolicyOpen, FailurePolicyClose); err != nil {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -62,8 +61,7 @@ func runNRIParts(ctx context.Context, cfg *v1alpha1.NRIConfiguration, log *slog.
 			opts := []nriplugin.Option{nriplugin.WithLogger(log), nriplugin.WithSocket(cfg.Socket), nriplugin.WithRegistry(reg),
 				nriplugin.WithIdentity(cfg.PluginName, cfg.PluginIndex), nriplugin.WithLimits(nriplugin.Limits(cfg.Limits))}
 			if kube.pods != nil {
-				timeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
-				opts = append(opts, nriplugin.WithPodLookup(kube.pods, timeout), nriplugin.WithEvents(kube.events))
+				opts = append(opts, nriplugin.WithPodLookup(kube.pods, cfg.PodLookupTimeout.Duration()), nriplugin.WithEvents(kube.events))
 			}
 			plugin, err := nriplugin.New(eng, host, cfg.StateDir, opts...)
 			if err != nil {

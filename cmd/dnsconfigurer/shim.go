@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,7 +30,8 @@ func shimFlags(fs *flag.FlagSet) *flagLayer[shimConfig] {
 	registerAgentFlags(l, func(c *shimConfig) *v1alpha1.NodeAgent { return &c.NodeAgent }, "trim (as kubelet, with an Event) or reject (InvalidArgument)")
 	l.String(func(c *shimConfig) *string { return &c.ResolvConfMode }, "resolv-conf-mode", v1alpha1.DefaultResolvConfMode, "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
 	l.List(func(c *shimConfig) *[]string { return &c.NodeIPs }, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
-	l.String(func(c *shimConfig) *string { return &c.PodLookupTimeout }, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout.String(), "how long a sandbox waits for a pod the informer has not seen")
+	lookup := fs.String("pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout.String(), "how long a sandbox waits for a pod the informer has not seen")
+	l.Defined("pod-lookup-timeout", "podLookupTimeout", func(c *shimConfig) { c.PodLookupTimeout = v1alpha1.Duration(*lookup) })
 	l.String(func(c *shimConfig) *string { return &c.FailurePolicy }, "failure-policy", v1alpha1.DefaultFailurePolicy, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
 	l.Int(func(c *shimConfig) *int { return &c.MaxConnections }, "max-connections", v1alpha1.DefaultShimMaxConnections, "serve at most `N` client connections at once (fewer if the open-file limit is lower); past it a new one replaces the longest idle one (GOAWAY), refused only when all are busy")
 	return l
@@ -76,9 +76,8 @@ func shimPart(cfg *shimConfig, log *slog.Logger, reg *prometheus.Registry, eng *
 	if s := host.Current(); s.Err != nil {
 		log.Warn("node resolver config unusable: sandboxes fail (or pass unchanged with failure policy open) until it is fixed", "path", s.Path, "err", s.Err)
 	}
-	lookupTimeout, _ := time.ParseDuration(cfg.PodLookupTimeout) // validated
 	opts := []cri.Option{cri.WithLogger(log), cri.WithRegistry(reg), cri.WithLimits(cri.Limits(cfg.Limits)),
-		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(lookupTimeout), cri.WithMaxConns(cfg.MaxConnections)}
+		cri.WithFailurePolicy(cri.FailurePolicy(cfg.FailurePolicy)), cri.WithLookupTimeout(cfg.PodLookupTimeout.Duration()), cri.WithMaxConns(cfg.MaxConnections)}
 	if kube.pods != nil {
 		opts = append(opts, cri.WithPodLookup(kube.pods), cri.WithEvents(kube.events))
 	}
