@@ -259,18 +259,15 @@ func addImage(blobs map[string][]byte, img v1.Image) (PlatformImage, tarball.Des
 	if err != nil {
 		return pi, tarball.Descriptor{}, fmt.Errorf("image manifest: %w", err)
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return pi, tarball.Descriptor{}, fmt.Errorf("image manifest: %w", err)
-	}
 	config, err := img.RawConfigFile()
 	if err != nil {
 		return pi, tarball.Descriptor{}, fmt.Errorf("image config: %w", err)
 	}
-	configName, err := img.ConfigName()
-	if err != nil {
-		return pi, tarball.Descriptor{}, fmt.Errorf("image config: %w", err)
-	}
+	// Each blob is named by the digest of the bytes stored (what
+	// img.Digest and img.ConfigName compute again); reading a
+	// bytes.Reader does not fail.
+	digest, _, _ := v1.SHA256(bytes.NewReader(manifest))
+	configName, _, _ := v1.SHA256(bytes.NewReader(config))
 	blobs[blobPath(digest)], blobs[blobPath(configName)] = manifest, config
 	pi.Digest = digest.String()
 	desc := tarball.Descriptor{Config: blobPath(configName)}
