@@ -27,16 +27,8 @@ type snapshotJSON struct {
 
 func toJSON(s hostresolv.Snapshot) snapshotJSON {
 	j := snapshotJSON{Path: s.Path, Disabled: s.Disabled, Generation: s.Generation, Hash: s.Hash,
-		Nameservers: s.Config.Nameservers, Searches: s.Config.Searches, Options: s.Config.Options, DroppedLoopback: s.DroppedLoopback}
-	if j.Nameservers == nil {
-		j.Nameservers = []string{}
-	}
-	if j.Searches == nil {
-		j.Searches = []string{}
-	}
-	if j.Options == nil {
-		j.Options = []string{}
-	}
+		Nameservers: nonNil(s.Config.Nameservers), Searches: nonNil(s.Config.Searches), Options: nonNil(s.Config.Options),
+		DroppedLoopback: s.DroppedLoopback}
 	if s.Problem != nil {
 		j.Problem = s.Problem.Error()
 	}

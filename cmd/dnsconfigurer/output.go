@@ -46,3 +46,12 @@ func writeOutput(w io.Writer, format string, v any) error {
 	}
 	return fmt.Errorf("output %q: not %s or %s", format, outJSON, outYAML)
 }
+
+// nonNil is s, or an empty list for nil: the JSON lists of the commands'
+// output are [], never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -141,14 +141,7 @@ func writeTrace(w io.Writer, trace policy.Trace) {
 func traceJSON(trace policy.Trace) []decisionJSON {
 	var out []decisionJSON
 	for _, d := range trace {
-		j := decisionJSON{Step: d.Step, Rule: d.Rule, Detail: d.Detail, Added: d.Added, Removed: d.Removed}
-		if j.Added == nil {
-			j.Added = []string{}
-		}
-		if j.Removed == nil {
-			j.Removed = []string{}
-		}
-		out = append(out, j)
+		out = append(out, decisionJSON{Step: d.Step, Rule: d.Rule, Detail: d.Detail, Added: nonNil(d.Added), Removed: nonNil(d.Removed)})
 	}
 	return out
 }

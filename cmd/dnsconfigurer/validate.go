@@ -144,12 +144,5 @@ func printValidation(stdout, stderr io.Writer, out string, v policy.Validation, 
 		writeTrace(stdout, trace)
 		return nil
 	}
-	j := validateJSON{Allowed: len(v.Errors) == 0, Errors: v.Errors, Warnings: v.Warnings, Trace: traceJSON(trace)}
-	if j.Errors == nil {
-		j.Errors = []policy.FieldError{}
-	}
-	if j.Warnings == nil {
-		j.Warnings = []string{}
-	}
-	return writeOutput(stdout, out, j)
+	return writeOutput(stdout, out, validateJSON{Allowed: len(v.Errors) == 0, Errors: nonNil(v.Errors), Warnings: nonNil(v.Warnings), Trace: traceJSON(trace)})
 }
