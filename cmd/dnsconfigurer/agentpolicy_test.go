@@ -27,19 +27,19 @@ func TestAgentPodPolicy(t *testing.T) {
 	shim := write("shim.yaml", head+"ShimConfiguration\ndefaultDNSPolicy: ClusterFirstWithAutopath\nnamespaceLabels: true\nndots: 2\n")
 	nri := write("nri.yaml", head+"NRIConfiguration\ndefaultDNSPolicy: ClusterFirstWithAutopath\nnamespaceLabels: true\nndots: 0\n")
 
-	s, _, err := parseShimFlags([]string{"--config", shim}, io.Discard)
+	s, _, err := shimCommand.parse([]string{"--config", shim}, io.Discard)
 	if err != nil || s.DefaultDNSPolicy != v1alpha1.DNSPolicyClusterFirstWithAutopath || !s.NamespaceLabels || s.Ndots == nil || *s.Ndots != 2 {
 		t.Errorf("shim file = %+v, %v", s, err)
 	}
-	s, _, err = parseShimFlags([]string{"--config", shim, "--ndots", "3", "--default-dns-policy", "ClusterFirst", "--namespace-labels=false"}, io.Discard)
+	s, _, err = shimCommand.parse([]string{"--config", shim, "--ndots", "3", "--default-dns-policy", "ClusterFirst", "--namespace-labels=false"}, io.Discard)
 	if err != nil || s.DefaultDNSPolicy != "ClusterFirst" || s.NamespaceLabels || *s.Ndots != 3 {
 		t.Errorf("shim file with flags = %+v, %v", s, err)
 	}
-	s, _, err = parseShimFlags(nil, io.Discard)
+	s, _, err = shimCommand.parse(nil, io.Discard)
 	if err != nil || s.DefaultDNSPolicy != "ClusterFirst" || s.NamespaceLabels || s.Ndots != nil {
 		t.Errorf("shim defaults = %+v, %v", s, err)
 	}
-	n, _, err := parseNRIFlags([]string{"--config", nri}, io.Discard)
+	n, _, err := nriCommand.parse([]string{"--config", nri}, io.Discard)
 	if err != nil || n.DefaultDNSPolicy != v1alpha1.DNSPolicyClusterFirstWithAutopath || !n.NamespaceLabels || n.Ndots == nil || *n.Ndots != 0 {
 		t.Errorf("nri file = %+v, %v", n, err)
 	}
@@ -60,9 +60,9 @@ func TestAgentPodPolicy(t *testing.T) {
 	for _, tc := range tests {
 		var err error
 		if tc.nri {
-			_, _, err = parseNRIFlags(tc.args, io.Discard)
+			_, _, err = nriCommand.parse(tc.args, io.Discard)
 		} else {
-			_, _, err = parseShimFlags(tc.args, io.Discard)
+			_, _, err = shimCommand.parse(tc.args, io.Discard)
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.args, err, tc.want)

@@ -40,14 +40,14 @@ func TestEmptyClusterDomainAgrees(t *testing.T) {
 		}
 	}
 	shim := agent(func(args []string, w io.Writer) (engineInputs, error) {
-		cfg, _, err := parseShimFlags(append(args, "--resolv-conf", resolv), w)
+		cfg, _, err := shimCommand.parse(append(args, "--resolv-conf", resolv), w)
 		if err != nil {
 			return engineInputs{}, err
 		}
 		return engineInputs{cfg.NodeDNS, cfg.PodPolicy, cfg.NodeIPs}, nil
 	})
 	nri := agent(func(args []string, w io.Writer) (engineInputs, error) {
-		cfg, _, err := parseNRIFlags(append(args, "--resolv-conf", resolv), w)
+		cfg, _, err := nriCommand.parse(append(args, "--resolv-conf", resolv), w)
 		if err != nil {
 			return engineInputs{}, err
 		}

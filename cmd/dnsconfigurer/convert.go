@@ -36,8 +36,7 @@ func runConvert(_ context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	name, text, err := readInput(fs.Arg(0), stdin)
 	if err != nil {
-		fmt.Fprintf(stderr, "convert: %v\n", err)
-		return exitUsage
+		return usageExit(stderr, "convert", err)
 	}
 	r, err := convertInput(name, text, f.importDir, f.configMap != "")
 	if err != nil {
@@ -45,8 +44,7 @@ func runConvert(_ context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 	if err := f.write(r, name, stdout); err != nil {
-		fmt.Fprintf(stderr, "convert: %v\n", err)
-		return exitUsage
+		return usageExit(stderr, "convert", err)
 	}
 	if err := corefile.WriteReport(stderr, r.Findings); err != nil {
 		return exitUsage

@@ -48,13 +48,11 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		err = fmt.Errorf("--timeout %s: must be positive", *timeout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "explain: %v\n", err)
-		return exitUsage
+		return usageExit(stderr, "explain", err)
 	}
 	rc, client, ns, err := kube.client("explain")
 	if err != nil {
-		fmt.Fprintf(stderr, "explain: %v\n", err)
-		return exitUsage
+		return usageExit(stderr, "explain", err)
 	}
 	e := explain.Explainer{Client: client, AgentNamespace: *agentNS, Timeout: *timeout}
 	e.Settings, e.Resolv = explainAdapters(rc, client)

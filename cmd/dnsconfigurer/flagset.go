@@ -19,6 +19,13 @@ func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
 	return fs
 }
 
+// usageExit prints err after the command's name on stderr and is
+// exitUsage.
+func usageExit(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	return exitUsage
+}
+
 // parseExit is the exit code of a failed flag parse: -h and --help
 // (flag.ErrHelp, the usage already printed on stderr) exit 0, as with the
 // flag package's ExitOnError; a bad flag exits exitUsage.

@@ -48,8 +48,7 @@ func runHostresolv(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	}
 	m, err := hostresolv.ParseMode(*mode)
 	if err != nil {
-		fmt.Fprintf(stderr, "hostresolv: --mode: %v\n", err)
-		return exitUsage
+		return usageExit(stderr, "hostresolv", fmt.Errorf("--mode: %w", err))
 	}
 	log, _ := newLogger(stderr, logText, v1alpha1.DefaultLogLevel) // constants: no error
 	if *watch {

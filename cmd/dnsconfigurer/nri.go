@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"io"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,14 +41,6 @@ var nriCommand = agentCommand[nriConfig]{
 		"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]",
 	flags: nriFlags,
 	run:   runNRIParts,
-}
-
-func parseNRIFlags(args []string, stderr io.Writer) (*nriConfig, logFlags, error) {
-	return nriCommand.parse(args, stderr)
-}
-
-func runNRI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return nriCommand.main(ctx, args, stdin, stdout, stderr)
 }
 
 // runNRIParts runs the plugin (reconnecting to the runtime), its pod

@@ -9,7 +9,7 @@ import (
 )
 
 func TestNRIFlags(t *testing.T) {
-	def, _, err := parseNRIFlags(nil, io.Discard)
+	def, _, err := nriCommand.parse(nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestNRIFlags(t *testing.T) {
 		"clusterDNS: [10.96.0.10]\nclusterDomain: corp.local\nlimits: reject\nsocket: /run/nri/a.sock\nstateDir: /run/a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := parseNRIFlags([]string{"--config", file, "--limits", "trim", "--plugin-index", "20", "--resolv-conf", "auto"}, io.Discard)
+	cfg, _, err := nriCommand.parse([]string{"--config", file, "--limits", "trim", "--plugin-index", "20", "--resolv-conf", "auto"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +46,8 @@ func TestNRIFlags(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
-		if _, _, err := parseNRIFlags(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("parseNRIFlags(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+		if _, _, err := nriCommand.parse(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("nriCommand.parse(%q) = %v, want an error containing %q", tt.args, err, tt.want)
 		}
 	}
 }

@@ -118,7 +118,7 @@ func (f *commandFlags) parse(fs *flag.FlagSet, args []string, outs ...string) (i
 		return code, false
 	}
 	if err := checkOutput(f.out, outs...); err != nil {
-		return usageExit(fs, err), false
+		return usageExit(fs.Output(), fs.Name(), err), false
 	}
 	return exitOK, true
 }
@@ -131,15 +131,9 @@ func (f *commandFlags) read(fs *flag.FlagSet, stdin io.Reader) (manifests, int, 
 		err = errors.New("--explain takes a single Pod")
 	}
 	if err != nil {
-		return manifests{}, usageExit(fs, err), false
+		return manifests{}, usageExit(fs.Output(), fs.Name(), err), false
 	}
 	return m, exitOK, true
-}
-
-// usageExit prints err after the command's name and is exitUsage.
-func usageExit(fs *flag.FlagSet, err error) int {
-	fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
-	return exitUsage
 }
 
 // whole tells whether m is taken as a whole, one result per pod template,

@@ -48,7 +48,7 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	eng, err := f.node.engine()
 	if err != nil {
-		return usageExit(fs, err)
+		return usageExit(stderr, "render", err)
 	}
 	m, code, ok := f.read(fs, stdin)
 	if !ok {

@@ -24,8 +24,7 @@ type renderTemplateJSON struct {
 func renderTemplates(m manifests, node *nodeFlags, eng *policy.Engine, out string, stdout, stderr io.Writer) int {
 	targets, skipped, err := lint.Targets(m.objs)
 	if err != nil {
-		fmt.Fprintf(stderr, "render: %v\n", err)
-		return exitUsage
+		return usageExit(stderr, "render", err)
 	}
 	host := node.host()
 	code := exitOK

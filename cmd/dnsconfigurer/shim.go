@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,14 +46,6 @@ var shimCommand = agentCommand[shimConfig]{
 		"    [--metrics-listen ADDR] [--max-connections N] [--log-format text|json] [--log-level debug|info|warn|error]",
 	flags: shimFlags,
 	run:   runShimParts,
-}
-
-func parseShimFlags(args []string, stderr io.Writer) (*shimConfig, logFlags, error) {
-	return shimCommand.parse(args, stderr)
-}
-
-func runShim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return shimCommand.main(ctx, args, stdin, stdout, stderr)
 }
 
 // runShimParts runs the shim, its pod informer (with an API server) and its

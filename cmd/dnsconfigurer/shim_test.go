@@ -26,7 +26,7 @@ func TestShimFlags(t *testing.T) {
 		"clusterDNS: [10.96.0.10]\nclusterDomain: corp.local\nlimits: reject\nlisten: /run/a.sock\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := parseShimFlags([]string{"--config", file, "--limits", "trim", "--failure-policy", "closed"}, io.Discard)
+	cfg, _, err := shimCommand.parse([]string{"--config", file, "--limits", "trim", "--failure-policy", "closed"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestShimFlags(t *testing.T) {
 		t.Errorf("config with flags = %+v", cfg)
 	}
 
-	example, _, err := parseShimFlags([]string{"--config", "../../deploy/shim/shim.yaml"}, io.Discard)
+	example, _, err := shimCommand.parse([]string{"--config", "../../deploy/shim/shim.yaml"}, io.Discard)
 	if err != nil || example.Listen != "/run/dnsconfigurer/cri.sock" || *example.ResolvConf != "auto" {
 		t.Errorf("deploy/shim/shim.yaml = %+v, %v", example, err)
 	}
@@ -61,9 +61,9 @@ func TestShimFlags(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
-		_, _, err := parseShimFlags(tt.args, io.Discard)
+		_, _, err := shimCommand.parse(tt.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("parseShimFlags(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+			t.Errorf("shimCommand.parse(%q) = %v, want an error containing %q", tt.args, err, tt.want)
 		}
 	}
 }
@@ -150,7 +150,7 @@ func TestShimRun(t *testing.T) {
 
 	// A second shim on the same socket fails clearly.
 	var stderr2 bytes.Buffer
-	if c := runShim(ctx, []string{"--listen", shimSock, "--runtime-endpoint", rtSock, "--resolv-conf", resolv}, nil, io.Discard, &stderr2); c != exitFail ||
+	if c := shimCommand.main(ctx, []string{"--listen", shimSock, "--runtime-endpoint", rtSock, "--resolv-conf", resolv}, nil, io.Discard, &stderr2); c != exitFail ||
 		!strings.Contains(stderr2.String(), "in use by a live process") {
 		t.Errorf("second shim: exit %d, %s", c, stderr2.String())
 	}

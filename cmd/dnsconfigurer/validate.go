@@ -46,15 +46,9 @@ func validatePod(pod *corev1.Pod, node *nodeFlags, strict, explain bool, out str
 	var v policy.Validation
 	var trace policy.Trace
 	if strict || explain {
-		eng, err := node.engine()
+		eng, host, err := validateNode(node, strict)
 		if err != nil {
-			fmt.Fprintf(stderr, "validate: %v\n", err)
-			return exitUsage
-		}
-		host := node.host()
-		if strict && host.Err != nil {
-			fmt.Fprintf(stderr, "validate: --resolv-conf: %v\n", host.Err)
-			return exitUsage
+			return usageExit(stderr, "validate", err)
 		}
 		if explain {
 			_, trace, _ = eng.ComputeExplained(in, host) // a failure is the trace's last decision
@@ -77,25 +71,32 @@ func validatePod(pod *corev1.Pod, node *nodeFlags, strict, explain bool, out str
 	return exitOK
 }
 
+// validateNode is the engine of the node flags and their host config;
+// with strict the host config must be usable (it is the node's).
+func validateNode(node *nodeFlags, strict bool) (*policy.Engine, policy.Host, error) {
+	eng, err := node.engine()
+	if err != nil {
+		return nil, policy.Host{}, err
+	}
+	host := node.host()
+	if strict && host.Err != nil {
+		return nil, policy.Host{}, fmt.Errorf("--resolv-conf: %w", host.Err)
+	}
+	return eng, host, nil
+}
+
 // lintManifests validates every pod template of m: one result per
 // template, findings on stdout, the summary on stderr (-o text).
 func lintManifests(m manifests, node *nodeFlags, strict bool, out string, stdout, stderr io.Writer) int {
 	targets, skipped, err := lint.Targets(m.objs)
 	if err != nil {
-		fmt.Fprintf(stderr, "validate: %v\n", err)
-		return exitUsage
+		return usageExit(stderr, "validate", err)
 	}
 	check := lint.APICheck
 	if strict {
-		eng, err := node.engine()
+		eng, host, err := validateNode(node, true)
 		if err != nil {
-			fmt.Fprintf(stderr, "validate: %v\n", err)
-			return exitUsage
-		}
-		host := node.host()
-		if host.Err != nil {
-			fmt.Fprintf(stderr, "validate: --resolv-conf: %v\n", host.Err)
-			return exitUsage
+			return usageExit(stderr, "validate", err)
 		}
 		check = lint.NodeCheck(eng, host)
 	}
