@@ -49,6 +49,13 @@ const (
 	DefaultPodRecords          = PodsDisabled
 	DefaultAutopath            = true
 	DefaultLoadbalance         = true
+	// DefaultUDPAnswerLimit (0) leaves every answer whole: every ready
+	// endpoint of a headless Service, as the Kubernetes DNS specification
+	// says. MaxUDPAnswerLimit bounds udpAnswerLimit: a 1232-byte UDP reply
+	// holds at most 74 A records, so a larger limit never cuts an answer
+	// that would not be truncated anyway.
+	DefaultUDPAnswerLimit = 0
+	MaxUDPAnswerLimit     = 100
 	// DefaultRecordTTL is the TTL of the zone's records and denials (CoreDNS
 	// kubernetes' default); MaxRecordTTL is the largest allowed.
 	DefaultRecordTTL   = 5
@@ -207,6 +214,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	  staleTTL: 30s
 //	  prefetch: {amount: 10, window: 1m, percentage: 10}
 //	loadbalance: true
+//	udpAnswerLimit: 0                   # a UDP answer holds at most this many A or AAAA records of a name (TCP: all); 0: off
 //	hosts: {file: /etc/dnsconfigurer/hosts, ttl: 1h, reload: 5s}
 //	overrides:
 //	- {name: host.minikube.internal, addresses: [192.168.49.1], ttl: 1m}
@@ -347,6 +355,18 @@ type ServerConfiguration struct {
 	// Loadbalance rotates A, AAAA and same-priority SRV records in every
 	// answer (default true).
 	Loadbalance *bool `json:"loadbalance,omitempty"`
+	// UDPAnswerLimit cuts an A or AAAA RRset of more than this many
+	// records to this many in a reply over UDP, with TC clear, as Consul's
+	// udp_answer_limit; over TCP the reply holds them all. Each reply of a
+	// name hands out the next records (its window moves by the limit), so
+	// every endpoint is handed out across queries. It spares glibc's
+	// getaddrinfo the rounds a big answer costs it (pkg/clusterdns README,
+	// "UDP answer limit"). 0 (default) is off: every ready endpoint in
+	// every answer, as the Kubernetes DNS specification says; at most
+	// MaxUDPAnswerLimit. In mode node-local the stage cuts its UDP replies
+	// to pods the same way: it asks the cluster DNS over TCP, which
+	// answers whole.
+	UDPAnswerLimit int `json:"udpAnswerLimit,omitempty"`
 	// Hosts is a file in the /etc/hosts format, answered before forwarding.
 	Hosts HostsFile `json:"hosts"`
 	// Overrides are names answered with fixed addresses before forwarding.
@@ -935,6 +955,9 @@ func (c *ServerConfiguration) validateStatic(e *fieldErrors) {
 		}
 	}
 	c.Lameduck.check(e, "lameduck", 0, time.Minute)
+	if c.UDPAnswerLimit < 0 || c.UDPAnswerLimit > MaxUDPAnswerLimit {
+		e.add("udpAnswerLimit", "%d: must be between 0 (off) and %d", c.UDPAnswerLimit, MaxUDPAnswerLimit)
+	}
 	if c.UDPSockets < 0 || c.UDPSockets > MaxUDPSockets {
 		e.add("udpSockets", "%d: must be between 0 (GOMAXPROCS) and %d", c.UDPSockets, MaxUDPSockets)
 	}

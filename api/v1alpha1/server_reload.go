@@ -26,11 +26,11 @@ import "slices"
 //     cluster nothing reads it.
 //
 // Every other field is applied by a reload: the forwarding routes and the
-// cache, hosts, overrides, rewrites, autopath, reverse zones and loadbalance (the
-// answer stack is rebuilt), ttl, pods, namespaces, ignoreEmptyService,
-// endpointPodNames and noEndpoints (the records are published again with
-// them), namespaceMetrics, coreDNSMetrics, logQueries, logLevel and
-// lameduck.
+// cache, hosts, overrides, rewrites, autopath, reverse zones, loadbalance
+// and udpAnswerLimit (the answer stack is rebuilt), ttl, pods, namespaces,
+// ignoreEmptyService, endpointPodNames and noEndpoints (the records are
+// published again with them), namespaceMetrics, coreDNSMetrics,
+// logQueries, logLevel and lameduck.
 var RestartFields = []string{"mode", "listen", "reusePort", "udpSockets", "metricsListen", "clusterDomain", "logFormat",
 	"kubeconfig", "objects", "limits", "nodeLocal"}
 

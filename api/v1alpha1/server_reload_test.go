@@ -35,6 +35,7 @@ func TestKeepRestartFields(t *testing.T) {
 		{"nodeLocal in mode node-local", nodeLocal,
 			head + listen + "mode: node-local\nnodeLocal: {clusterUpstream: [10.0.0.10], resolvConf: \"\"}\n", []string{"nodeLocal"}},
 		{"listen", cluster, head + "listen: [\"127.0.0.2:53\"]\n" + objects, []string{"listen"}},
+		{"udpAnswerLimit is applied", cluster, cluster + "udpAnswerLimit: 24\n", nil},
 		{"udpSockets set to its default", cluster, cluster + "udpSockets: 0\n", nil},
 		{"udpSockets", cluster, cluster + "udpSockets: 4\n", []string{"udpSockets"}},
 		{"several", cluster, cluster + "reusePort: true\nudpSockets: 2\nmetricsListen: 127.0.0.1:9153\nclusterDomain: example.org\n" +

@@ -43,6 +43,7 @@ func serveFlags(fs *flag.FlagSet) *flagLayer[serverConfig] {
 	l.String(func(c *serverConfig) *string { return &c.NodeLocal.External }, "external", "", "node-local mode: where names the cluster DNS does not treat specially go: cluster (the default: to --cluster-upstream, every answer the cluster DNS's) or direct (to the --resolv-conf nameservers, as NodeLocal DNSCache)")
 	registerCacheFlags(l)
 	l.BoolPtr(func(c *serverConfig) **bool { return &c.Loadbalance }, "loadbalance", v1alpha1.DefaultLoadbalance, "rotate A, AAAA and same-priority SRV records in every answer (CoreDNS's loadbalance)")
+	l.Int(func(c *serverConfig) *int { return &c.UDPAnswerLimit }, "udp-answer-limit", v1alpha1.DefaultUDPAnswerLimit, "a UDP answer holds at most `N` (0-100) A or AAAA records of a name, the next ones each reply, TC clear; TCP gets them all (Consul's udp_answer_limit); 0: off, every ready endpoint in every answer")
 	listVar(l, func(c *serverConfig) *[]string { return &c.ReverseZones }, "reverse-zones", "answer the reverse names of these `CIDR`s authoritatively (the Service and Pod CIDRs): unknown ones are NXDOMAIN with the zone's SOA, not forwarded")
 	l.Duration(func(c *serverConfig) *v1alpha1.Duration { return &c.Lameduck }, "lameduck", v1alpha1.DefaultLameduck, "on SIGTERM keep answering this long with /readyz failing, then stop")
 	l.Bool(func(c *serverConfig) *bool { return &c.LogQueries }, "log-queries", false, "log every query (client, name, type, rcode, duration); for debugging")

@@ -57,11 +57,12 @@ type propConfig struct {
 	rewrites    bool
 	amp         bool
 	static      bool
+	udpLimit    int // WithUDPAnswerLimit
 }
 
 func (c propConfig) String() string {
-	return fmt.Sprintf("pods=%s ignoreEmpty=%v podNames=%v noEndpoints=%v onlyNS=%v lb=%v smallCache=%v reverse=%v rewrites=%v amp=%v static=%v",
-		c.pods, c.ignoreEmpty, c.podNames, c.noEndpoints, c.onlyNS, c.lb, c.smallCache, c.reverse, c.rewrites, c.amp, c.static)
+	return fmt.Sprintf("pods=%s ignoreEmpty=%v podNames=%v noEndpoints=%v onlyNS=%v lb=%v smallCache=%v reverse=%v rewrites=%v amp=%v static=%v udpLimit=%d",
+		c.pods, c.ignoreEmpty, c.podNames, c.noEndpoints, c.onlyNS, c.lb, c.smallCache, c.reverse, c.rewrites, c.amp, c.static, c.udpLimit)
 }
 
 func (c propConfig) storeOptions() store.Options {
@@ -103,7 +104,7 @@ func (c propConfig) handler(tb testing.TB, st *store.Store) *Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opts := []Option{WithLoadBalance(c.lb), ap}
+	opts := []Option{WithLoadBalance(c.lb), WithUDPAnswerLimit(c.udpLimit), ap}
 	if c.smallCache {
 		opts = append(opts, WithReplyCache(4096))
 	}
@@ -333,6 +334,11 @@ func decodeProp(b []byte) (propConfig, []propOp) {
 	c := propConfig{pods: store.PodMode(c0 % 3), ignoreEmpty: c0&4 != 0, podNames: c0&8 != 0, noEndpoints: c0&0x70 == 0x70,
 		onlyNS: c0&0x80 != 0 && c0&0x10 != 0, lb: c1&1 == 0, smallCache: c1&2 != 0, reverse: c1&4 == 0, rewrites: c1&8 == 0,
 		amp: c1&16 != 0, static: c1&32 != 0}
+	if c1&64 != 0 {
+		// Fewer than the pools' addresses: the runs of a Service's
+		// endpoints get cut.
+		c.udpLimit = 2
+	}
 	var ops []propOp
 	var hist []metav1.Object // the last object decoded under each key, in order of first use
 	set := func(obj metav1.Object) {
@@ -938,9 +944,10 @@ func (r *propRun) compare(q dns.Question, op propOp, tries int) string {
 		r.wants[wk] = want
 	}
 	var full *dns.Msg
-	if r.cfg.lb && want.Truncated {
-		// Rotated before it was truncated: which records fit depends on
-		// the rotation. They must be records of the whole answer.
+	if (r.cfg.lb && want.Truncated) || (r.cfg.udpLimit > 0 && !op.tcp) {
+		// Rotated before it was truncated, or cut to the UDP answer
+		// limit: which records are in depends on how often the reply
+		// was served. They must be records of the whole answer.
 		full = propAsk(r.tb, r.fresh, q, op.edns, true, false)
 	}
 	for try := range tries {

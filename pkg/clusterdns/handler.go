@@ -80,6 +80,8 @@ type Handler struct {
 	reverse   []reverseAuth  // reverse zones answered authoritatively
 	lb        bool           // rotate A, AAAA and SRV RRsets per reply
 	lbN       atomic.Uint32  // replies rotated on the miss path
+	udpLimit  int            // A or AAAA records in a UDP reply; 0: all
+	cutN      atomic.Uint32  // replies cut to udpLimit on the miss path
 	amp       *Amplification // nil: no namespace metrics
 	// wireMisses answers the zone's NXDOMAINs from the wire (missWire).
 	wireMisses bool
@@ -537,6 +539,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if h.ap != nil && h.ap.sourceIP {
 		// Answers that depend on the source are never cached.
 		if m, ok := h.answerBySource(context.Background(), w.RemoteAddr(), req, tcp); ok {
+			h.limitUDP(m, tcp)
 			if h.lb {
 				m.Answer = rotateAnswer(m.Answer, h.lbN.Add(1))
 			}
@@ -566,7 +569,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 		}
 	}
-	m, local, deps, ticket := h.respond(context.Background(), req, tcp)
+	m, local, deps, ticket, cut := h.respond(context.Background(), req, tcp)
 	b, err := m.PackBuffer((*bp)[:cap(*bp)])
 	if err != nil {
 		h.log.Debug("pack reply", "err", err)
@@ -593,19 +596,26 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	// Cached before the reply leaves: the client's next query finds it.
 	if cacheable && local && z != nil && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
-		// The cached form has RD and CD clear; they are set per request.
-		c := append([]byte(nil), b...)
-		c[2] &^= 0x01
-		c[3] &^= 0x10
-		e := wireEntry{wire: c, rcode: m.Rcode}
-		if h.lb {
-			e.lb = planRotation(c)
+		e := wireEntry{rcode: m.Rcode}
+		if cut != nil {
+			// Kept whole, to hand out the next window on each hit.
+			e.wire, e.win = h.windowReply(m, cut, int(key.limit))
+		} else {
+			// The cached form has RD and CD clear; they are set per request.
+			e.wire = append([]byte(nil), b...)
+			e.wire[2] &^= 0x01
+			e.wire[3] &^= 0x10
+			if h.lb {
+				e.lb = planRotation(e.wire)
+			}
 		}
 		if ac.c != nil {
 			e.amp = new(ampCount)
 			*e.amp = ac
 		}
-		h.wire.put(key, e, z.snap, append(deps, lowerFQDN(key.name)))
+		if e.wire != nil {
+			h.wire.put(key, e, z.snap, append(deps, lowerFQDN(key.name)))
+		}
 	}
 	if ticket != (dnscache.Ticket{}) && !tcp && ac.c == nil {
 		// Kept before the reply leaves, as the zone's: for AnswerWire.
@@ -736,9 +746,12 @@ func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool
 		return dst, false
 	}
 	var b []byte
-	if e.lb != nil {
+	switch {
+	case e.win != nil:
+		b = e.win.apply(dst[:0], e.wire)
+	case e.lb != nil:
 		b = e.lb.apply(dst[:0], e.wire)
-	} else {
+	default:
 		b = append(dst[:0], e.wire...)
 	}
 	b[0], b[1] = byte(id>>8), byte(id)
@@ -824,8 +837,10 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 // respond builds the reply to req: the message that goes on the wire,
 // truncated to what the client can receive. A forwarded reply made from an
 // answer of the answer cache that nothing here changed per reply (no
-// rewrite, no rotation) comes with the cache's ticket, for Keep.
-func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket) {
+// rewrite, no rotation) comes with the cache's ticket, for Keep. A UDP
+// reply made here whose answer was cut to the UDP answer limit says how
+// (cut), for the reply cache.
+func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
 	asked := req
 	var rev *reversal
 	if h.rw != nil {
@@ -834,12 +849,13 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 			h.log.DebugContext(ctx, "rewrite", "name", asked.Question[0].Name, "err", err)
 			m := new(dns.Msg)
 			m.SetRcode(asked, dns.RcodeServerFailure)
-			return dnsmsg.Finish(asked, m, tcp), false, nil, t
+			return dnsmsg.Finish(asked, m, tcp), false, nil, t, nil
 		}
 	}
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
+	made := false // answered here, not relayed from upstream: cut to the UDP answer limit
 	switch _, rcode := dnsmsg.Check(req); {
 	case rcode != dns.RcodeSuccess:
 		m.Rcode = rcode
@@ -850,6 +866,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		actx, cancel := context.WithTimeout(ctx, forward.DefaultTimeout)
 		fill(m, h.ap.expand(actx, h, req, h.autopathTTL()))
 		cancel()
+		made = true
 	case !h.local(req.Question[0]) && h.fwd == nil:
 		m.Rcode = dns.RcodeRefused
 	case !h.local(req.Question[0]):
@@ -868,11 +885,15 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 		local = !r.Forwarded && !r.volatile
 		deps = r.deps
 		fill(m, r)
+		made = true
 	}
 	if rev != nil {
 		rev.msg(m, asked.Question)
 		deps = append(deps, rev.names...)
 		t = dnscache.Ticket{}
+	}
+	if made {
+		cut = h.limitUDP(m, tcp)
 	}
 	if h.lb {
 		if r := rotateAnswer(m.Answer, h.lbN.Add(1)); len(r) > 0 && &r[0] != &m.Answer[0] {
@@ -882,7 +903,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *d
 	if h.rw != nil || (h.ap != nil && h.ap.sourceIP) {
 		t = dnscache.Ticket{} // AnswerWire would not use it
 	}
-	return dnsmsg.Finish(asked, m, tcp), local, deps, t
+	return dnsmsg.Finish(asked, m, tcp), local, deps, t, cut
 }
 
 // rewriteRequest is req with its question renamed by the rewrites, and

@@ -104,7 +104,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 			s.stopKeeping(prev)
 		}
 	}()
-	opts := []Option{WithLogger(log), WithLoadBalance(cfg.LoadbalanceEnabled()),
+	opts := []Option{WithLogger(log), WithLoadBalance(cfg.LoadbalanceEnabled()), WithUDPAnswerLimit(cfg.UDPAnswerLimit),
 		WithReplyCache(cfg.Cache.ZoneBytes.Bytes()), WithWireMisses()}
 	if prefixes := cfg.ReverseZonePrefixes(); len(prefixes) > 0 {
 		rz, err := WithReverseZones(prefixes)

@@ -40,6 +40,9 @@ type wireEntry struct {
 	// lb rotates the answer's RRsets per hit (WithLoadBalance); nil when
 	// the reply has nothing to rotate or cannot be rotated in place.
 	lb *rotation
+	// win hands out the next records of an answer cut to the UDP answer
+	// limit per hit (WithUDPAnswerLimit); wire then holds them all.
+	win *window
 	// amp is what the query adds to the namespace metrics
 	// (WithAmplification); nil when they are off or do not count it.
 	amp *ampCount
