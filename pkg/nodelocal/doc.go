@@ -100,6 +100,16 @@
 // dnsmsg.EDNSSize (1232) in replies to EDNS0 clients and in forwarded
 // queries, and truncation to what the client can receive.
 //
+// Config.UDPAnswerLimit (udpAnswerLimit, off by default) is the cluster
+// DNS's UDP answer limit applied here: the stage asks the cluster DNS over
+// TCP, whose answers are whole, so it cuts the A or AAAA RRset of a
+// cluster or autopath name in its own UDP replies to pods
+// (dnsmsg.LimitAnswer, TC clear), the window moving on every reply. Such
+// a reply is not kept for AnswerWire, which would serve one window until
+// the answer expires: a cut name costs a ServeDNS per UDP query. Names
+// outside the cluster zone are relayed whole, as the cluster DNS relays
+// them.
+//
 // The Handler imports miekg/dns, Prometheus, api/v1alpha1 (its defaults),
 // pkg/autopath, pkg/dnscache and pkg/dnsmsg (Exchanger is declared here).
 // The Stage adds the listener (pkg/dnsserver), the forwarders, the node's

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -43,6 +44,13 @@ type Config struct {
 	// HostSearches returns the node's host search domains, appended to
 	// autopath search lists (nil: none).
 	HostSearches func() []string
+	// UDPAnswerLimit cuts an A or AAAA RRset of more than this many
+	// records to this many in a UDP reply to a name the cluster DNS
+	// answers itself (the cluster zone and autopath names), as the
+	// cluster DNS cuts its own (v1alpha1 udpAnswerLimit,
+	// dnsmsg.LimitAnswer); 0: off. The stage asks the cluster DNS over
+	// TCP, whose answers are whole, so only this stage can cut them.
+	UDPAnswerLimit int
 	// Logger (default: discard).
 	Logger *slog.Logger
 	// Registerer for the metrics (default: none).
@@ -56,6 +64,8 @@ type Handler struct {
 	log   *slog.Logger
 	m     *metrics
 	cache *dnscache.Cache
+	zone  string        // the cluster zone, lowercase with a trailing dot
+	cutN  atomic.Uint32 // replies cut to the UDP answer limit
 }
 
 var _ dns.Handler = (*Handler)(nil)
@@ -85,7 +95,7 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{up: up, cfg: cfg, log: log.With("component", "nodelocal"), m: m}
+	h := &Handler{up: up, cfg: cfg, log: log.With("component", "nodelocal"), m: m, zone: dns.CanonicalName(cfg.ClusterDomain)}
 	cc := cfg.Cache
 	cc.Server, cc.Logger = "nodelocal", log
 	h.cache, err = dnscache.New(forwarder{h}, cc)
@@ -186,7 +196,30 @@ func (h *Handler) answer(ctx context.Context, req *dns.Msg, tcp bool) (*dns.Msg,
 	if len(r.Question) != 1 || r.Question[0] != req.Question[0] {
 		r.Question = []dns.Question{req.Question[0]}
 	}
+	if h.limitUDP(r, tcp) {
+		// Not kept: a kept reply would serve one window until it expires.
+		t = dnscache.Ticket{}
+	}
 	return dnsmsg.Finish(req, r, tcp), t
+}
+
+// limitUDP cuts r's answer to the UDP answer limit when it came over UDP
+// for a name the cluster DNS answers itself, and reports whether it did.
+func (h *Handler) limitUDP(r *dns.Msg, tcp bool) bool {
+	n := h.cfg.UDPAnswerLimit
+	if tcp || n <= 0 || len(r.Answer) <= n {
+		return false
+	}
+	name := dns.CanonicalName(r.Question[0].Name)
+	if !dns.IsSubDomain(h.zone, name) && !dns.IsSubDomain(autopath.Suffix, name) {
+		return false
+	}
+	cut := dnsmsg.LimitAnswer(r.Answer, n, h.cutN.Add(1))
+	if len(cut) == len(r.Answer) {
+		return false
+	}
+	r.Answer = cut
+	return true
 }
 
 func (h *Handler) fail(req *dns.Msg, rcode int, tcp bool) *dns.Msg {

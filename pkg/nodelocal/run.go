@@ -108,7 +108,8 @@ func (s *Stage) Run(ctx context.Context) error {
 	}
 	nl := cfg.NodeLocal
 	h, err := New(up, Config{ClusterDomain: cfg.ClusterDomain, OptionCode: uint16(cfg.AutopathOptionCode),
-		Cache: dnscache.ConfigOf(cfg.Cache), Timeout: nl.ClusterTimeout.Duration(), HostSearches: searches, Logger: log, Registerer: reg})
+		Cache: dnscache.ConfigOf(cfg.Cache), Timeout: nl.ClusterTimeout.Duration(), HostSearches: searches,
+		UDPAnswerLimit: cfg.UDPAnswerLimit, Logger: log, Registerer: reg})
 	if err != nil {
 		return v1alpha1.ConfigErrorf("cache: %v", err)
 	}
