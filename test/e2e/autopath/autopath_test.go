@@ -1,14 +1,16 @@
 // Package autopath measures what issue 5 is about: how many DNS queries a
 // pod's real stub resolver sends per lookup under ClusterFirst versus
 // ClusterFirstWithAutopath, with and without the node-local stage, and that
-// the answers are the same.
+// the answers are the same. It measures issue 28 too: what udpAnswerLimit
+// saves glibc on a big headless Service.
 //
 // Everything runs in a network namespace the test creates: the cluster DNS
 // (10.96.0.10), the node-local stage (169.254.20.10) and an upstream stub
 // (192.0.2.53) are served in-process on sockets bound inside it, their
 // outgoing queries use sockets opened inside it, and the lookups are glibc's
-// getaddrinfo (`getent ahosts`) and the pure Go resolver, run with `ip netns
-// exec`, which shows them the rendered resolv.conf as /etc/resolv.conf.
+// getaddrinfo (`getent ahosts`), musl's (../testdata/lookup.c, static) and
+// the pure Go resolver, run with `ip netns exec`, which shows them the
+// rendered resolv.conf as /etc/resolv.conf.
 package autopath
 
 import (
@@ -44,8 +46,13 @@ const manifests = "../testdata/shop.yaml"
 
 // bigHeadless is the endpoint count of the headless Service "hl" in shop:
 // its A answer (about 2 KB compressed) does not fit a 512-byte or a
-// 1232-byte UDP reply, so every resolver goes on to TCP.
+// 1232-byte UDP reply, so every resolver but musl goes on to TCP.
 const bigHeadless = 120
+
+// answerLimit is the udpAnswerLimit of the second pass: the most A records
+// of one name glibc 2.36's getaddrinfo takes in its first 1 KiB buffer
+// (40 bytes an address, the name once), so it resolves hl in one round.
+const answerLimit = 24
 
 // headless returns the manifests of the headless Service shop/hl with n
 // ready endpoints 10.244.<i/250>.<i%250+1>.
@@ -69,7 +76,8 @@ func headlessAddrs(n int) []string {
 	return ips
 }
 
-// counter counts the queries a server receives, by type.
+// counter counts the queries a server receives, by type, and passes them
+// to the handler of the current pass.
 type counter struct {
 	mu    sync.Mutex
 	n     map[uint16]int
@@ -86,8 +94,16 @@ func (c *counter) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		}
 		c.names[strings.ToLower(r.Question[0].Name)] = true
 	}
+	h := c.h
 	c.mu.Unlock()
-	c.h.ServeDNS(w, r)
+	h.ServeDNS(w, r)
+}
+
+// set makes h answer the queries from now on.
+func (c *counter) set(h dns.Handler) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.h = h
 }
 
 func (c *counter) take() map[uint16]int {
@@ -105,14 +121,20 @@ func (c *counter) takeNames() (map[uint16]int, int) {
 }
 
 // nsExchanger sends queries from sockets opened inside the namespace, so a
-// server's forwarding never leaves it.
+// server's forwarding never leaves it: over UDP, then TCP when the reply
+// is truncated, or over TCP only (tcp).
 type nsExchanger struct {
 	ns   *netns.NS
 	addr string
+	tcp  bool
 }
 
 func (x nsExchanger) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
-	for _, network := range []string{"udp", "tcp"} {
+	networks := []string{"udp", "tcp"}
+	if x.tcp {
+		networks = networks[1:]
+	}
+	for _, network := range networks {
 		var conn net.Conn
 		if err := x.ns.Do(func() (err error) {
 			conn, err = net.Dial(network, x.addr)
@@ -171,6 +193,14 @@ func resolvers(t *testing.T) []resolver {
 	out := []resolver{{"glibc", func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
 		return ns.Exec(ctx, "getent", "ahosts", host)
 	}}}
+	musl := filepath.Join(t.TempDir(), "lookup-musl")
+	if b, err := exec.Command("musl-gcc", "-static", "-O1", "-o", musl, "../testdata/lookup.c").CombinedOutput(); err == nil {
+		out = append(out, resolver{"musl", func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
+			return ns.Exec(ctx, musl, host)
+		}})
+	} else {
+		t.Logf("no musl-gcc (musl-tools): musl left out: %v: %s", err, b)
+	}
 	bin := filepath.Join(t.TempDir(), "testbin")
 	build := exec.Command("go", "build", "-o", bin, "../images/testbin")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -192,6 +222,42 @@ var addrRE = func(out string) []string {
 	}
 	sort.Strings(ips)
 	return ips
+}
+
+// stage is the cluster DNS and the node-local stage of one pass.
+type stage struct {
+	cluster dns.Handler
+	local   *nodelocal.Handler
+}
+
+// newStage builds both over st with udpAnswerLimit limit (0: off).
+func newStage(t *testing.T, ns *netns.NS, st *store.Store, hostSearches []string, limit int) stage {
+	t.Helper()
+	withAP, _ := clusterdns.WithAutopath(0, nil)
+	cluster := clusterdns.NewHandler("cluster.local", st, clusterdns.WithForwarder(nsExchanger{ns, "192.0.2.53:53", false}), withAP,
+		clusterdns.WithUDPAnswerLimit(limit))
+	// The node-local stage asks the cluster DNS over TCP, as deployed.
+	nl, err := nodelocal.New(nsExchanger{ns, "10.96.0.10:53", true}, nodelocal.Config{ClusterDomain: "cluster.local",
+		HostSearches: func() []string { return hostSearches }, UDPAnswerLimit: limit,
+		Cache: dnscache.Config{MaxTTL: time.Nanosecond, MaxNegativeTTL: time.Nanosecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nl.Close)
+	return stage{cluster, nl}
+}
+
+// digTCP returns the addresses dig finds for name over TCP at server,
+// from inside ns.
+func digTCP(t *testing.T, ns *netns.NS, server, name string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := ns.Exec(ctx, "dig", "+tcp", "+short", "+tries=1", "@"+server, name, "A").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dig +tcp @%s %s: %v: %s", server, name, err, out)
+	}
+	return addrRE(string(out))
 }
 
 func TestAutopathQueryCount(t *testing.T) {
@@ -223,16 +289,9 @@ func TestAutopathQueryCount(t *testing.T) {
 	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
 	st.Replace(objs)
 	st.Publish()
-	withAP, _ := clusterdns.WithAutopath(0, nil)
-	cluster := &counter{n: map[uint16]int{}, h: clusterdns.NewHandler("cluster.local", st,
-		clusterdns.WithForwarder(nsExchanger{ns, "192.0.2.53:53"}), withAP)}
 	hostSearches := []string{"corp.example"}
-	nl, err := nodelocal.New(nsExchanger{ns, "10.96.0.10:53"}, nodelocal.Config{ClusterDomain: "cluster.local",
-		HostSearches: func() []string { return hostSearches }, Cache: dnscache.Config{MaxTTL: time.Nanosecond, MaxNegativeTTL: time.Nanosecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local := &counter{n: map[uint16]int{}, h: nl}
+	cluster := &counter{n: map[uint16]int{}}
+	local := &counter{n: map[uint16]int{}}
 	stub := &counter{n: map[uint16]int{}, h: upstreamStub()}
 	serveIn(t, ns, "10.96.0.10:53", cluster)
 	serveIn(t, ns, "169.254.20.10:53", local)
@@ -262,6 +321,45 @@ func TestAutopathQueryCount(t *testing.T) {
 		{"Autopath", render("ClusterFirstWithAutopath", false), cluster},
 		{"Autopath+node-local", render("ClusterFirstWithAutopath", true), local},
 	}
+	res := resolvers(t)
+	var table []string
+	for _, limit := range []int{0, answerLimit} {
+		s := newStage(t, ns, st, hostSearches, limit)
+		cluster.set(s.cluster)
+		local.set(s.local)
+		for _, r := range res {
+			table = append(table, countLookups(t, ns, r, limit, modes[:], cluster, local)...)
+		}
+		if limit == 0 {
+			continue
+		}
+		// TCP still gets every endpoint, from both stages and for the
+		// autopath name.
+		for _, q := range []struct{ server, name string }{
+			{"10.96.0.10", "hl.shop.svc.cluster.local."},
+			{"10.96.0.10", "hl.search.shop.cluster.local.ap.k8s.io."},
+			{"169.254.20.10", "hl.search.shop.cluster.local.ap.k8s.io."},
+		} {
+			if got := digTCP(t, ns, q.server, q.name); !slices.Equal(got, headlessAddrs(bigHeadless)) {
+				t.Errorf("dig +tcp @%s %s: %d addresses, want all %d", q.server, q.name, len(got), bigHeadless)
+			}
+		}
+	}
+	t.Logf("queries the pod sent per lookup (first hop):\n| udpAnswerLimit | resolver | lookup | ClusterFirst | Autopath | Autopath+node-local |\n|---|---|---|---|---|---|\n%s",
+		strings.Join(table, "\n"))
+	for _, m := range modes {
+		t.Logf("%s resolv.conf:\n%s", m.name, m.conf)
+	}
+}
+
+// countLookups looks up each name with res in each mode and returns the
+// table rows: the queries the pod sent to its first hop.
+func countLookups(t *testing.T, ns *netns.NS, res resolver, limit int, modes []struct {
+	name  string
+	conf  string
+	first *counter
+}, cluster, local *counter) []string {
+	t.Helper()
 	// big: an answer too big for UDP, for which autopath allows two
 	// queries per address family (UDP, then TCP) instead of one.
 	lookups := []struct {
@@ -274,58 +372,84 @@ func TestAutopathQueryCount(t *testing.T) {
 		{"external name", "www.example.com", []string{"2001:db8::80", "203.0.113.80"}, false},
 		{fmt.Sprintf("%d-endpoint headless", bigHeadless), "hl", headlessAddrs(bigHeadless), true},
 	}
-	var table []string
-	for _, res := range resolvers(t) {
-		for _, lk := range lookups {
-			row := fmt.Sprintf("| %s | %s (`%s`) |", res.name, lk.name, lk.host)
-			for _, m := range modes {
-				ns.SetResolvConf(t, m.conf)
-				cluster.take()
-				local.take()
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				out, err := res.cmd(ctx, ns, lk.host).CombinedOutput()
-				cancel()
-				if err != nil {
-					t.Fatalf("%s %s %s: %v: %s\nresolv.conf:\n%s", res.name, m.name, lk.host, err, out, m.conf)
-				}
-				if got := addrRE(string(out)); !slices.Equal(got, lk.want) {
-					t.Errorf("%s %s %s: addresses %v, want %v", res.name, m.name, lk.host, got, lk.want)
-				}
-				sent, names := m.first.takeNames()
-				if m.first == local {
-					cluster.take()
-				}
-				total := 0
-				for _, n := range sent {
-					total += n
-				}
-				row += fmt.Sprintf(" %d (A %d, AAAA %d) |", total, sent[dns.TypeA], sent[dns.TypeAAAA])
-				if m.name == "ClusterFirst" {
-					continue
-				}
-				// Autopath: one name, the first the search path gives.
-				if names != 1 {
-					t.Errorf("%s %s %s: the pod asked %d names; autopath answers the first", res.name, m.name, lk.host, names)
-				}
-				// And one query per address family, or two (UDP, then TCP)
-				// for an answer too big for UDP. glibc's getaddrinfo is the
-				// exception for a big answer: when the addresses overflow
-				// its buffer (1 KiB, doubled each time) it asks everything
-				// again, so 120 addresses cost it 4 rounds of A+AAAA over
-				// UDP and TCP (16 queries) whatever the server does.
-				perFamily := 1
-				if lk.big {
-					perFamily = 2
-				}
-				if (!lk.big || res.name != "glibc") && (sent[dns.TypeA] > perFamily || sent[dns.TypeAAAA] > perFamily) {
-					t.Errorf("%s %s %s: the pod sent %v queries; autopath allows %d per address family", res.name, m.name, lk.host, sent, perFamily)
-				}
+	var rows []string
+	for _, lk := range lookups {
+		row := fmt.Sprintf("| %d | %s | %s (`%s`) |", limit, res.name, lk.name, lk.host)
+		for _, m := range modes {
+			ns.SetResolvConf(t, m.conf)
+			cluster.take()
+			local.take()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			out, err := res.cmd(ctx, ns, lk.host).CombinedOutput()
+			cancel()
+			if err != nil {
+				t.Fatalf("%s %s %s: %v: %s\nresolv.conf:\n%s", res.name, m.name, lk.host, err, out, m.conf)
 			}
-			table = append(table, row)
+			got := addrRE(string(out))
+			switch {
+			case lk.big && limit > 0:
+				// A window of the endpoints, over UDP, for every resolver.
+				if len(got) != limit || !subset(got, lk.want) {
+					t.Errorf("%s %s %s: %d addresses %v, want %d of the endpoints", res.name, m.name, lk.host, len(got), got, limit)
+				}
+			case lk.big && res.name == "musl":
+				// musl 1.2.3 never retries over TCP: what fits 512 bytes.
+				if len(got) == 0 || !subset(got, lk.want) {
+					t.Errorf("%s %s %s: addresses %v, want some of the endpoints", res.name, m.name, lk.host, got)
+				}
+			case !slices.Equal(got, lk.want):
+				t.Errorf("%s %s %s: addresses %v, want %v", res.name, m.name, lk.host, got, lk.want)
+			}
+			sent, names := m.first.takeNames()
+			if m.first == local {
+				cluster.take()
+			}
+			total := 0
+			for _, n := range sent {
+				total += n
+			}
+			row += fmt.Sprintf(" %d (A %d, AAAA %d) |", total, sent[dns.TypeA], sent[dns.TypeAAAA])
+			if lk.big && limit > 0 && (sent[dns.TypeA] != 1 || sent[dns.TypeAAAA] != 1) {
+				// Issue 28: with the limit every resolver, glibc
+				// included, resolves the big name in one query per
+				// address family.
+				t.Errorf("%s %s %s: the pod sent %v queries; with udpAnswerLimit %d one per address family", res.name, m.name, lk.host, sent, limit)
+			}
+			if lk.big && limit == 0 && res.name == "glibc" && total <= 4 {
+				t.Errorf("%s %s %s: the pod sent %v queries; glibc's rounds for a big answer are gone without udpAnswerLimit?", res.name, m.name, lk.host, sent)
+			}
+			if m.name == "ClusterFirst" {
+				continue
+			}
+			// Autopath: one name, the first the search path gives.
+			if names != 1 {
+				t.Errorf("%s %s %s: the pod asked %d names; autopath answers the first", res.name, m.name, lk.host, names)
+			}
+			// And one query per address family, or two (UDP, then TCP)
+			// for an answer too big for UDP. glibc's getaddrinfo is the
+			// exception for a big answer without udpAnswerLimit: when the
+			// addresses overflow its buffer (1 KiB, doubled each time) it
+			// asks everything again, so 120 addresses cost it 4 rounds of
+			// A+AAAA over UDP and TCP (16 queries).
+			perFamily := 1
+			if lk.big && limit == 0 {
+				perFamily = 2
+			}
+			if (!lk.big || limit > 0 || res.name != "glibc") && (sent[dns.TypeA] > perFamily || sent[dns.TypeAAAA] > perFamily) {
+				t.Errorf("%s %s %s: the pod sent %v queries; autopath allows %d per address family", res.name, m.name, lk.host, sent, perFamily)
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// subset reports whether every address of got is in all.
+func subset(got, all []string) bool {
+	for _, a := range got {
+		if !slices.Contains(all, a) {
+			return false
 		}
 	}
-	t.Logf("queries the pod sent per lookup (first hop):\n| resolver | lookup | ClusterFirst | Autopath | Autopath+node-local |\n|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
-	for _, m := range modes {
-		t.Logf("%s resolv.conf:\n%s", m.name, m.conf)
-	}
+	return true
 }

@@ -142,7 +142,7 @@ type resolver struct {
 }
 
 // resolvers are glibc's getaddrinfo and getnameinfo (getent), musl's
-// (testdata/lookup.c, static) and the pure Go resolver (testbin); those
+// (test/e2e/testdata/lookup.c, static) and the pure Go resolver (testbin); those
 // whose tool is missing are left out with a log line.
 func resolvers(t *testing.T) []resolver {
 	t.Helper()
@@ -160,7 +160,7 @@ func resolvers(t *testing.T) []resolver {
 	}
 	dir := t.TempDir()
 	musl := filepath.Join(dir, "lookup-musl")
-	if b, err := exec.Command("musl-gcc", "-static", "-O1", "-o", musl, "testdata/lookup.c").CombinedOutput(); err == nil {
+	if b, err := exec.Command("musl-gcc", "-static", "-O1", "-o", musl, "../testdata/lookup.c").CombinedOutput(); err == nil {
 		out = append(out, resolver{name: "musl",
 			addr: func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd { return ns.Exec(ctx, musl, host) },
 			ptr:  func(ctx context.Context, ns *netns.NS, ip string) *exec.Cmd { return ns.Exec(ctx, musl, "-x", ip) }})
