@@ -71,6 +71,11 @@
 //     step per reply; a cached reply is rotated in its packed bytes (the
 //     runs' ranges and the compression pointers into them are recorded
 //     when it is cached), or served unrotated when that is not safe;
+//   - WithUDPAnswerLimit cuts the A or AAAA RRset of a UDP reply made here
+//     (zone, chase, autopath; not a relayed one) to the limit, TC clear,
+//     the window moving by the limit each reply (dnsmsg.LimitAnswer); a
+//     cached cut reply is kept whole and each hit writes the next window
+//     of its packed run (planWindow), or it is not cached;
 //   - before the first full sync every zone and reverse name is SERVFAIL;
 //   - ExternalName Services answer with their CNAME followed by the target's
 //     records: looked up in the snapshot when the target is in the zone,

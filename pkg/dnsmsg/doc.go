@@ -8,6 +8,8 @@
 //   - ReplySize and Finish, the OPT of a reply and the size it is truncated
 //     to (512 bytes without EDNS0, the client's EDNS0 size with it but at
 //     most EDNSSize, 64 KiB over TCP);
+//   - LimitAnswer, the UDP answer limit (udpAnswerLimit): an A or AAAA
+//     RRset cut to a window of the limit that moves each reply;
 //   - Query, how a question is asked upstream, and WithoutOPT, which drops
 //     an upstream reply's OPT so the client gets only ours;
 //   - ParseQuery, which reads a plain query (one question with a name that
