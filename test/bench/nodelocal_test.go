@@ -39,9 +39,11 @@ const (
 	// (deploy/nodelocal/daemonset.yaml): the fill's peak RSS must stay
 	// within it.
 	maxNodeLocalHWMKiB = 128 << 10
-	// qpsTarget is the issue's target for the node-local stage: this many
-	// times CoreDNS's QPS on a cached name (logged, not asserted).
-	qpsTarget = 1.3
+	// qpsTarget and cpuTarget are issue 28's targets for the node-local
+	// stage on a cached name: at least this many times CoreDNS's QPS, at
+	// most this fraction of its CPU per answer (logged, not asserted).
+	qpsTarget = 2.0
+	cpuTarget = 1.0 / 3
 )
 
 // CoreDNS as NodeLocal DNSCache runs it, reduced to its forward and cache
@@ -66,6 +68,7 @@ const nodeLocalCorefile = `.:%d {
 type clusterStub struct {
 	addr     string
 	cached   atomic.Int64 // A queries for clusterName
+	external atomic.Int64 // A queries for cachedName (an external name)
 	fill     atomic.Int64 // A queries for fill names
 	udp, tcp atomic.Int64 // every query, by transport
 }
@@ -92,6 +95,9 @@ func (s *clusterStub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		if name == clusterName {
 			s.cached.Add(1)
 			m.Answer = append(m.Answer, aRecord(q.Name, net.ParseIP(clusterIP)))
+		} else if name == cachedName {
+			s.external.Add(1)
+			m.Answer = append(m.Answer, aRecord(q.Name, net.ParseIP(externalIP)))
 		} else if n, ok := fillIndex(name); ok {
 			s.fill.Add(1)
 			for i := range fillRecords(n) {
@@ -190,39 +196,57 @@ func startNodeLocalCoreDNS(t *testing.T, dir, upstream string) *server {
 
 // TestNodeLocalSideBySide measures the queries per second the node-local
 // stage and CoreDNS (forward and cache, as NodeLocal DNSCache) answer for
-// one cached cluster name, in alternating rounds.
+// one cached name, in alternating rounds: a cluster name, and an external
+// name (the node-local stage sends it to the cluster DNS, its default; the
+// stub answers both).
 func TestNodeLocalSideBySide(t *testing.T) {
 	requireBench(t)
-	dir := t.TempDir()
-	dcStub, cdStub := startClusterStub(t), startClusterStub(t)
-	servers := []*server{startNodeLocal(t, dir, dcStub.addr), startNodeLocalCoreDNS(t, dir, cdStub.addr)}
-	stubs := map[*server]*clusterStub{servers[0]: dcStub, servers[1]: cdStub}
-	q := question(clusterName, dns.TypeA)
-	rows := sideRounds(t, servers, q, func(s *server) int64 { return stubs[s].cached.Load() })
-	for _, s := range servers {
-		s.waitAnswer(t, q, answersA(clusterIP)) // still the right answer after the load
+	for _, c := range []struct {
+		what, name, ip string
+		asked          func(*clusterStub) int64
+	}{
+		{"cached cluster name", clusterName, clusterIP, func(s *clusterStub) int64 { return s.cached.Load() }},
+		{"cached external name", cachedName, externalIP, func(s *clusterStub) int64 { return s.external.Load() }},
+	} {
+		t.Run(strings.ReplaceAll(c.what, " ", "-"), func(t *testing.T) {
+			dir := t.TempDir()
+			dcStub, cdStub := startClusterStub(t), startClusterStub(t)
+			servers := []*server{startNodeLocal(t, dir, dcStub.addr), startNodeLocalCoreDNS(t, dir, cdStub.addr)}
+			stubs := map[*server]*clusterStub{servers[0]: dcStub, servers[1]: cdStub}
+			q := question(c.name, dns.TypeA)
+			for _, s := range servers {
+				s.waitAnswer(t, q, answersA(c.ip))
+			}
+			rows := sideRounds(t, servers, q, func(s *server) int64 { return c.asked(stubs[s]) })
+			for _, s := range servers {
+				s.waitAnswer(t, q, answersA(c.ip)) // still the right answer after the load
+			}
+			t.Log(sideTable(c.what+" "+c.name+" (node-local stage)", rows))
+			for _, s := range servers {
+				st := stubs[s]
+				t.Logf("%s's stub: %d queries over UDP, %d over TCP, %d for %s", s.name, st.udp.Load(), st.tcp.Load(), c.asked(st), c.name)
+			}
+			for _, row := range rows {
+				if row.res.answered == 0 || (row.server == "dnsconfigurer" && row.res.bad > 0) {
+					t.Errorf("%s round %d: %d answered, %d wrong replies for %s", row.server, row.round, row.res.answered, row.res.bad, c.name)
+				}
+			}
+			dcQPS, dcCPU := sideMedians(rows, "dnsconfigurer")
+			cdQPS, cdCPU := sideMedians(rows, "coredns")
+			if dcQPS <= 0 || cdQPS <= 0 || dcCPU <= 0 || cdCPU <= 0 {
+				t.Fatalf("ratios not measured: median QPS %.0f and %.0f, CPU µs/answer %.1f and %.1f", dcQPS, cdQPS, dcCPU, cdCPU)
+			}
+			t.Logf("targets (issue 28, not asserted: the machine is shared), %s: QPS >= %.1f× CoreDNS's: %.2f×, %s; CPU per answer <= %.2f× CoreDNS's: %.2f×, %s",
+				c.what, qpsTarget, dcQPS/cdQPS, met(dcQPS/cdQPS >= qpsTarget), cpuTarget, dcCPU/cdCPU, met(dcCPU/cdCPU <= cpuTarget))
+		})
 	}
-	t.Log(sideTable("cached cluster name "+clusterName+" (node-local stage)", rows))
-	for _, s := range servers {
-		st := stubs[s]
-		t.Logf("%s's stub: %d queries over UDP, %d over TCP, %d for %s", s.name, st.udp.Load(), st.tcp.Load(), st.cached.Load(), clusterName)
+}
+
+func met(ok bool) string {
+	if ok {
+		return "MET"
 	}
-	for _, row := range rows {
-		if row.res.answered == 0 || (row.server == "dnsconfigurer" && row.res.bad > 0) {
-			t.Errorf("%s round %d: %d answered, %d wrong replies for %s", row.server, row.round, row.res.answered, row.res.bad, clusterName)
-		}
-	}
-	dcQPS, dcCPU := sideMedians(rows, "dnsconfigurer")
-	cdQPS, cdCPU := sideMedians(rows, "coredns")
-	if dcQPS <= 0 || cdQPS <= 0 || dcCPU <= 0 || cdCPU <= 0 {
-		t.Fatalf("ratios not measured: median QPS %.0f and %.0f, CPU µs/answer %.1f and %.1f", dcQPS, cdQPS, dcCPU, cdCPU)
-	}
-	verdict := "MET"
-	if dcQPS/cdQPS < qpsTarget {
-		verdict = "NOT MET"
-	}
-	t.Logf("target (issue, not asserted: the machine is shared): node-local QPS >= %.1f× CoreDNS's on a cached name: %.2f×, %s; CPU per answer %.2f× CoreDNS's (<= %.2f× goes with the target)",
-		qpsTarget, dcQPS/cdQPS, verdict, dcCPU/cdCPU, 1/qpsTarget)
+	return "NOT MET"
 }
 
 // fillResult is what a fill saw.
