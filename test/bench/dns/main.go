@@ -28,6 +28,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,7 +58,10 @@ const (
 func svcName(i int) (name, ns string) {
 	return fmt.Sprintf("svc-%d", i%perNS), fmt.Sprintf("ns-%d", i/perNS)
 }
-func clusterIP(i int) string { return fmt.Sprintf("10.96.%d.%d", i/250, i%250+1) }
+
+// clusterIP is the i-th Service's address: from 10.96.1.1 on, clear of
+// the API server's own Service ("kubernetes", 10.96.0.1).
+func clusterIP(i int) string { return fmt.Sprintf("10.96.%d.%d", i/250+1, i%250+1) }
 func hlName(j int) (name, ns string) {
 	return fmt.Sprintf("hl-%d", j), fmt.Sprintf("ns-%d", j%namespaces)
 }
@@ -74,6 +78,7 @@ func main() {
 	baseBin := flag.String("base-bin", "", "a second dnsconfigurer binary driven in the same rounds (before/after)")
 	rounds := flag.Int("rounds", 4, "alternating rounds per case (the duration is split between them)")
 	serveArgs := flag.String("serve-args", "", "more flags for serve, split on spaces (\"--udp-sockets 1\")")
+	coredns := flag.Bool("coredns", false, "also drive CoreDNS 1.15 (kubeadm's Corefile, multisocket) in the same rounds; the objects go into a real kube-apiserver that it and serve --kubeconfig watch (populating takes about 2 min)")
 	flag.Parse()
 	if *mode == "ceiling" {
 		if err := runCeiling(*listen); err != nil {
@@ -82,32 +87,12 @@ func main() {
 		}
 		return
 	}
-	if err := bench(*bin, *baseBin, *duration, *warmup, *conc, *rounds, strings.Split(*cases, ","), strings.Fields(*serveArgs)); err != nil {
+	s := settings{bin: *bin, baseBin: *baseBin, duration: *duration, warm: *warmup, conc: *conc, rounds: *rounds,
+		cases: strings.Split(*cases, ","), serveArgs: strings.Fields(*serveArgs), coredns: *coredns}
+	if err := bench(s); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-}
-
-// writeManifests writes the benchmark objects into dir.
-func writeManifests(dir string) error {
-	var b strings.Builder
-	for n := range namespaces {
-		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns-%d}\n", n)
-	}
-	for i := range namespaces * perNS {
-		name, ns := svcName(i)
-		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\nspec:\n  clusterIP: %s\n  ports: [{name: http, port: 80, protocol: TCP}]\n",
-			name, ns, clusterIP(i))
-	}
-	for j := range headless {
-		name, ns := hlName(j)
-		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\nspec:\n  clusterIP: None\n  ports: [{name: http, port: 80, protocol: TCP}]\n", name, ns)
-		fmt.Fprintf(&b, "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: %s-1\n  namespace: %s\n  labels: {kubernetes.io/service-name: %s}\naddressType: IPv4\nports: [{name: http, port: 80, protocol: TCP}]\nendpoints:\n", name, ns, name)
-		for k := range endpointsHL {
-			fmt.Fprintf(&b, "- addresses: [%s]\n  conditions: {ready: true}\n", endpointIP(j, k))
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(b.String()), 0o644)
 }
 
 // query is one prepared query and the rcode it must get.
@@ -316,14 +301,14 @@ func freePort() (string, error) {
 	return "", errors.New("no free port")
 }
 
-// waitAnswer polls addr until name resolves with NOERROR.
+// waitAnswer polls addr until name resolves with NOERROR and an answer.
 func waitAnswer(addr, name string, qtype uint16, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
-	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
 	for {
 		m := new(dns.Msg)
 		m.SetQuestion(name, qtype)
-		r, _, err := c.Exchange(m, addr)
+		m.SetEdns0(1232, false) // room for the SRV answer of a headless Service
+		r, err := exchange(addr, m, 200*time.Millisecond)
 		if err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0 {
 			return nil
 		}
@@ -331,6 +316,31 @@ func waitAnswer(addr, name string, qtype uint16, limit time.Duration) error {
 			return fmt.Errorf("%s did not answer %s within %v (last: %v)", addr, name, limit, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// exchange asks addr m over UDP and reads the reply into a 64 KiB buffer:
+// the ceiling answers without name compression and without regard to the
+// EDNS0 size, so its SRV answers for headless Services outgrow 1232 bytes.
+func exchange(addr string, m *dns.Msg, timeout time.Duration) (*dns.Msg, error) {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	co := &dns.Conn{Conn: c, UDPSize: dns.MaxMsgSize}
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if err := co.WriteMsg(m); err != nil {
+		return nil, err
+	}
+	for {
+		r, err := co.ReadMsg()
+		if err != nil {
+			return nil, err
+		}
+		if r.Id == m.Id {
+			return r, nil
+		}
 	}
 }
 
@@ -400,7 +410,8 @@ type result struct {
 	rssMiB   float64
 	hwmMiB   float64
 	anonMiB  float64
-	errors   int64
+	wrong    int64 // replies with another rcode than the case's
+	lost     int64 // queries without a reply within 1 s
 	answered int64
 
 	elapsed time.Duration
@@ -411,7 +422,8 @@ type result struct {
 // merge adds a round to r and recomputes the derived numbers.
 func (r *result) merge(o result) {
 	r.answered += o.answered
-	r.errors += o.errors
+	r.wrong += o.wrong
+	r.lost += o.lost
 	r.elapsed += o.elapsed
 	r.ticks += o.ticks
 	r.lats = append(r.lats, o.lats...)
@@ -431,7 +443,7 @@ func load(addr string, pid int, qs []query, conc int, warm, d time.Duration) (re
 	var res result
 	var stop atomic.Bool
 	var measuring atomic.Bool
-	var answered, errs atomic.Int64
+	var answered, wrong, lost atomic.Int64
 	lat := make([][]time.Duration, conc)
 	var wg sync.WaitGroup
 	for w := range conc {
@@ -455,21 +467,21 @@ func load(addr string, pid int, qs []query, conc int, warm, d time.Duration) (re
 				out[0], out[1] = byte(id>>8), byte(id)
 				start := time.Now()
 				if _, err := conn.Write(out); err != nil {
-					errs.Add(1)
+					lost.Add(1)
 					continue
 				}
 				_ = conn.SetReadDeadline(start.Add(time.Second))
 				for {
 					n, err := conn.Read(buf)
 					if err != nil {
-						errs.Add(1)
+						lost.Add(1)
 						break
 					}
 					if n < 12 || buf[0] != byte(id>>8) || buf[1] != byte(id) {
 						continue // a late reply to an earlier query
 					}
 					if int(buf[3]&0x0f) != q.rcode {
-						errs.Add(1)
+						wrong.Add(1)
 					}
 					if measuring.Load() {
 						answered.Add(1)
@@ -500,7 +512,7 @@ func load(addr string, pid int, qs []query, conc int, warm, d time.Duration) (re
 		res.lats = append(res.lats, l...)
 	}
 	res.answered = answered.Load()
-	res.errors = errs.Load()
+	res.wrong, res.lost = wrong.Load(), lost.Load()
 	res.elapsed = elapsed
 	res.ticks = after.ticks - before.ticks
 	res.rssMiB = float64(after.rssKiB) / 1024
@@ -527,49 +539,142 @@ type target struct {
 	res  result
 }
 
-// startServer starts bin's serve on the objects, forwarding to upstream,
-// and waits until it answers.
-func startServer(bin, objects, upstream string, serveArgs []string) (*exec.Cmd, string, error) {
+// Target names: the ceiling, the dnsconfigurer builds and CoreDNS.
+const (
+	nameCeiling = "ceiling"
+	nameServer  = "server"
+	nameBase    = "base"
+	nameCoreDNS = "coredns"
+)
+
+// waitReady waits until addr answers the first and the last Service and
+// the SRV question of the last headless Service: the objects are loaded.
+func waitReady(addr string, cmd *exec.Cmd) error {
+	lastSvc, lastNS := svcName(namespaces*perNS - 1)
+	lastHL, hlNS := hlName(headless - 1)
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"svc-0.ns-0.svc." + zone, dns.TypeA},
+		{lastSvc + "." + lastNS + ".svc." + zone, dns.TypeA},
+		{"_http._tcp." + lastHL + "." + hlNS + ".svc." + zone, dns.TypeSRV},
+	} {
+		if err := waitAnswer(addr, q.name, q.qtype, 2*time.Minute); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return err
+		}
+	}
+	return nil
+}
+
+// startServer starts bin's serve on the objects source names (--objects
+// or --kubeconfig), forwarding to upstream, and waits until it answers.
+func startServer(bin string, source []string, upstream string, serveArgs []string) (*exec.Cmd, string, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
-	args := append([]string{"serve", "--listen", addr, "--objects", objects, "--upstream", upstream, "--ttl", "5", "--log-level", "warn"}, serveArgs...)
-	srv, err := start(bin, args...)
+	args := append([]string{"serve", "--listen", addr}, source...)
+	args = append(args, "--upstream", upstream, "--ttl", "5", "--log-level", "warn")
+	srv, err := start(bin, append(args, serveArgs...)...)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := waitAnswer(addr, "svc-0.ns-0.svc."+zone, dns.TypeA, 60*time.Second); err != nil {
-		_ = srv.Process.Kill()
-		_ = srv.Wait()
+	if err := waitReady(addr, srv); err != nil {
 		return nil, "", fmt.Errorf("server %s: %w", bin, err)
 	}
 	return srv, addr, nil
 }
 
-func bench(bin, baseBin string, d, warm time.Duration, conc, rounds int, cases, serveArgs []string) error {
-	if rounds < 1 {
-		rounds = 1
+// startCoreDNS writes the Corefile into dir, starts bin on it and waits
+// until it answers.
+func startCoreDNS(bin, dir, kubeconfig, upstream string) (*exec.Cmd, string, error) {
+	var p corednsPorts
+	for _, a := range []*string{&p.dns, &p.health, &p.ready, &p.metrics} {
+		var err error
+		if *a, err = freePort(); err != nil {
+			return nil, "", err
+		}
+	}
+	path := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(path, []byte(renderCorefile(p, kubeconfig, upstream)), 0o644); err != nil {
+		return nil, "", err
+	}
+	cmd, err := start(bin, "-conf", path)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := waitReady(p.dns, cmd); err != nil {
+		return nil, "", fmt.Errorf("coredns %s: %w", bin, err)
+	}
+	return cmd, p.dns, nil
+}
+
+// settings are the command line of a benchmark run.
+type settings struct {
+	bin, baseBin string
+	duration     time.Duration
+	warm         time.Duration
+	conc, rounds int
+	cases        []string
+	serveArgs    []string
+	coredns      bool
+}
+
+func bench(s settings) error {
+	if s.rounds < 1 {
+		s.rounds = 1
 	}
 	tmp, err := os.MkdirTemp("", "dnsbench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if bin == "" {
-		bin = filepath.Join(tmp, "dnsconfigurer")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/dnsconfigurer")
+	if s.bin == "" {
+		s.bin = filepath.Join(tmp, "dnsconfigurer")
+		build := exec.Command("go", "build", "-o", s.bin, "./cmd/dnsconfigurer")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("go build ./cmd/dnsconfigurer (run from the module root, or pass -bin): %w", err)
 		}
 	}
-	objects := filepath.Join(tmp, "objects")
-	if err := os.Mkdir(objects, 0o755); err != nil {
-		return err
+	corednsBin := ""
+	if s.coredns {
+		if corednsBin, err = corednsPath(); err != nil {
+			return err
+		}
+		out, err := exec.Command(corednsBin, "-version").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s -version: %w", corednsBin, err)
+		}
+		fmt.Printf("%s: %s\n", corednsBin, strings.Join(strings.Fields(string(out)), " "))
 	}
-	if err := writeManifests(objects); err != nil {
-		return err
+	objs := benchObjects()
+	// source is where serve reads the objects: the manifests, or with
+	// CoreDNS the API server both watch.
+	var source []string
+	kubeconfig := ""
+	if s.coredns {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		cp, err := startCluster(ctx, objs)
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cp.Close() }()
+		kubeconfig = cp.Kubeconfig()
+		source = []string{"--kubeconfig", kubeconfig, "--pods", "insecure"}
+	} else {
+		objects := filepath.Join(tmp, "objects")
+		if err := os.Mkdir(objects, 0o755); err != nil {
+			return err
+		}
+		if err := writeManifests(objects, objs); err != nil {
+			return err
+		}
+		source = []string{"--objects", objects}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -590,23 +695,31 @@ func bench(bin, baseBin string, d, warm time.Duration, conc, rounds int, cases, 
 		return err
 	}
 	defer func() { _ = ceil.Process.Kill(); _ = ceil.Wait() }()
-	probe := "svc-0.ns-0.svc." + zone
-	if err := waitAnswer(ceilAddr, probe, dns.TypeA, 30*time.Second); err != nil {
+	if err := waitReady(ceilAddr, ceil); err != nil {
 		return fmt.Errorf("ceiling: %w", err)
 	}
-	targets := []*target{{name: "ceiling", addr: ceilAddr, pid: ceil.Process.Pid}}
+	targets := []*target{{name: nameCeiling, addr: ceilAddr, pid: ceil.Process.Pid}}
 
-	bins := []struct{ name, path string }{{"server", bin}}
-	if baseBin != "" {
-		bins = append(bins, struct{ name, path string }{"base", baseBin})
+	bins := []struct{ name, path string }{{nameServer, s.bin}}
+	if s.baseBin != "" {
+		bins = append(bins, struct{ name, path string }{nameBase, s.baseBin})
+	}
+	if s.coredns {
+		bins = append(bins, struct{ name, path string }{nameCoreDNS, corednsBin})
 	}
 	for _, b := range bins {
 		t0 := time.Now()
-		srv, addr, err := startServer(b.path, objects, upstream, serveArgs)
+		var srv *exec.Cmd
+		var addr string
+		if b.name == nameCoreDNS {
+			srv, addr, err = startCoreDNS(b.path, tmp, kubeconfig, upstream)
+		} else {
+			srv, addr, err = startServer(b.path, source, upstream, s.serveArgs)
+		}
 		if err != nil {
 			return err
 		}
-		defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
+		defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
 		idle, _ := readProc(srv.Process.Pid)
 		fmt.Printf("%s (%s) ready in %v with %d Services in %d namespaces + %d headless x %d endpoints; idle RSS %.1f MiB (anon %.1f, file %.1f)\n",
 			b.name, b.path, time.Since(t0).Round(time.Millisecond), namespaces*perNS, namespaces, headless, endpointsHL,
@@ -614,13 +727,27 @@ func bench(bin, baseBin string, d, warm time.Duration, conc, rounds int, cases, 
 		targets = append(targets, &target{name: b.name, addr: addr, pid: srv.Process.Pid})
 	}
 	fmt.Printf("load: %d UDP sockets in flight, %v per case and target in %d alternating rounds (+%v warm-up each); load average %s\n\n",
-		conc, d, rounds, warm, loadavg())
-	fmt.Printf("%-4s %-8s %10s %9s %9s %10s %8s %8s %8s %7s %6s\n", "case", "target", "qps", "p50", "p99", "cpu_us/q", "rss_MiB", "anon_MiB", "hwm_MiB", "errors", "ratio")
-	for _, c := range cases {
+		s.conc, s.duration, s.rounds, s.warm, loadavg())
+	var out strings.Builder
+	for _, c := range s.cases {
 		c = strings.TrimSpace(c)
 		qs := workload(c)
 		if len(qs) == 0 {
 			return fmt.Errorf("unknown case %q", c)
+		}
+		for _, t := range targets[1:] {
+			n, diffs, err := verify(t.addr, ceilAddr, qs, verifySample)
+			if err != nil {
+				return fmt.Errorf("verify case %s on %s: %w", c, t.name, err)
+			}
+			fmt.Printf("verify: case %s, %s: %d of %d sampled answers as the ceiling's\n", c, t.name, n-len(diffs), n)
+			for i, d := range diffs {
+				if i == 3 {
+					fmt.Printf("  ... %d more\n", len(diffs)-i)
+					break
+				}
+				fmt.Printf("  %s\n", d)
+			}
 		}
 		// Alternate short rounds of the targets so that load from other
 		// processes on the machine hits them alike; the servers' order
@@ -628,29 +755,64 @@ func bench(bin, baseBin string, d, warm time.Duration, conc, rounds int, cases, 
 		for _, t := range targets {
 			t.res = result{}
 		}
-		for round := range rounds {
+		for round := range s.rounds {
 			order := append([]*target{targets[0]}, targets[1:]...)
 			if round%2 == 1 {
 				slices.Reverse(order[1:])
 			}
 			for _, t := range order {
-				r, err := load(t.addr, t.pid, qs, conc, warm, d/time.Duration(rounds))
+				r, err := load(t.addr, t.pid, qs, s.conc, s.warm, s.duration/time.Duration(s.rounds))
 				if err != nil {
 					return err
 				}
 				t.res.merge(r)
 			}
 		}
-		ce := targets[0].res
-		for _, t := range targets {
-			ratio := ""
-			if t != targets[0] && ce.qps > 0 {
-				ratio = fmt.Sprintf("%.2f", t.res.qps/ce.qps)
-			}
-			r := t.res
-			fmt.Printf("%-4s %-8s %10.0f %9v %9v %10.1f %8.1f %8.1f %8.1f %7d %6s\n", c, t.name, r.qps,
-				r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuUS, r.rssMiB, r.anonMiB, r.hwmMiB, r.errors, ratio)
+		var rows strings.Builder
+		writeTable(&rows, c, targets)
+		fmt.Print(tableHeader + rows.String())
+		out.WriteString(rows.String())
+	}
+	fmt.Printf("\nall cases (load average %s):\n%s%s", loadavg(), tableHeader, out.String())
+	return nil
+}
+
+// tableHeader heads writeTable's rows: q/ and cpu/ are a target's QPS and
+// CPU µs per query over the ceiling's and (a dnsconfigurer build's) over
+// CoreDNS's.
+var tableHeader = fmt.Sprintf("%-4s %-7s %8s %9s %9s %8s %7s %8s %7s %6s %6s %6s %8s %6s %8s\n", "case", "target", "qps",
+	"p50", "p99", "cpu_us/q", "rss_MiB", "anon_MiB", "hwm_MiB", "wrong", "lost", "q/ceil", "cpu/ceil", "q/cdns", "cpu/cdns")
+
+// writeTable writes a row per target for case c.
+func writeTable(w *strings.Builder, c string, targets []*target) {
+	var ceiling, coredns *result
+	for _, t := range targets {
+		switch t.name {
+		case nameCeiling:
+			ceiling = &t.res
+		case nameCoreDNS:
+			coredns = &t.res
 		}
 	}
-	return nil
+	for _, t := range targets {
+		r := t.res
+		var rs [4]string
+		if t.name != nameCeiling && ceiling != nil {
+			rs[0], rs[1] = ratio(r.qps, ceiling.qps), ratio(r.cpuUS, ceiling.cpuUS)
+		}
+		if t.name != nameCeiling && t.name != nameCoreDNS && coredns != nil {
+			rs[2], rs[3] = ratio(r.qps, coredns.qps), ratio(r.cpuUS, coredns.cpuUS)
+		}
+		fmt.Fprintf(w, "%-4s %-7s %8.0f %9v %9v %8.1f %7.1f %8.1f %7.1f %6d %6d %6s %8s %6s %8s\n", c, t.name, r.qps,
+			r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuUS, r.rssMiB, r.anonMiB, r.hwmMiB,
+			r.wrong, r.lost, rs[0], rs[1], rs[2], rs[3])
+	}
+}
+
+// ratio is a over b with two decimals, "-" when either is not positive.
+func ratio(a, b float64) string {
+	if a <= 0 || b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
 }
