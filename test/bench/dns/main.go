@@ -19,12 +19,21 @@
 // in the same alternating rounds, so a change is measured before and after
 // against the same ceiling in one run.
 //
+// With -coredns, CoreDNS 1.15 is a third target: kubeadm's Corefile with
+// multisocket. Its kubernetes plugin reads only from an API server, so the
+// objects go into a real etcd and kube-apiserver (test/apiserver) through
+// client-go, and serve watches the same API server (--kubeconfig) instead of
+// reading manifests. Before the rounds of each case, a sample of its
+// queries is asked of every target and the answers compared with the
+// ceiling's.
+//
 // It prints queries per second, p50/p99 latency, the responder's CPU time per
 // answered query (utime+stime from /proc/<pid>/stat, since the load
 // generator shares the cores), its RSS (/proc/<pid>/status), and the ratio of
-// the server's QPS to the ceiling's.
+// each server's QPS and CPU per query to the ceiling's and, with -coredns,
+// dnsconfigurer's to CoreDNS's.
 //
-// Run: go run ./test/bench/dns [-duration 5s] [-c 16] [-bin path/to/dnsconfigurer] [-base-bin path/to/older] [-serve-args "--udp-sockets 1"]
+// Run: go run ./test/bench/dns [-duration 5s] [-c 16] [-bin path/to/dnsconfigurer] [-base-bin path/to/older] [-serve-args "--udp-sockets 1"] [-coredns]
 package main
 
 import (
