@@ -5,6 +5,8 @@
 //   - NewUpstream: UDP and TCP on 127.0.0.1:0 (or At, or ListenIn a
 //     namespace), answering with a handler (Reply, Silent), with Delay,
 //     Count and Queries.
+//   - Ask, AskFrom: one exchange with a server, failing the test when no
+//     reply comes; NewQuery: a query, with EDNS0 and options when asked.
 //   - Gather, Scrape: a registry or a /metrics page as Metrics, one value
 //     per series; Value for one series; GetOK for a /readyz.
 //   - WaitFor, WaitEqual, WaitEvery: poll a condition, fail with its last

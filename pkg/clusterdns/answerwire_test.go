@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 
@@ -307,12 +306,7 @@ func TestAnswerWireServer(t *testing.T) {
 	addr := testkit.StartServer(t, srv)
 	ask := func(network, name string) *dns.Msg {
 		t.Helper()
-		cl := &dns.Client{Net: network, Timeout: 3 * time.Second}
-		r, _, err := cl.Exchange(wireQuery(name, dns.TypeA, true, false, 1232, false), addr)
-		if err != nil {
-			t.Fatalf("%s %s: %v", network, name, err)
-		}
-		return r
+		return testkit.Ask(t, network, addr, wireQuery(name, dns.TypeA, true, false, 1232, false))
 	}
 	first := ask("udp", "web.ns.svc.cluster.local.") // the miss, cached
 	for range 20 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -26,25 +25,24 @@ import (
 
 const ap = ".search.prod.cluster.local.ap.k8s.io."
 
+// askOpt asks with EDNS0 and, unless option is empty, the autopath option.
 func askOpt(t *testing.T, network, addr, name string, qtype uint16, option string) *dns.Msg {
 	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.SetEdns0(1232, false)
-	if option != "" {
-		m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_LOCAL{Code: 65001, Data: []byte(option)}}
+	return testkit.Ask(t, network, addr, apQuery(name, qtype, option))
+}
+
+// apQuery is a query with EDNS0 and, unless option is empty, the autopath
+// option holding it.
+func apQuery(name string, qtype uint16, option string) *dns.Msg {
+	if option == "" {
+		return testkit.NewQuery(name, qtype, 1232)
 	}
-	c := &dns.Client{Net: network, Timeout: 3 * time.Second}
-	r, _, err := c.Exchange(m, addr)
-	if err != nil {
-		t.Fatalf("%s %s: %v", network, name, err)
-	}
-	return r
+	return testkit.NewQuery(name, qtype, 1232, &dns.EDNS0_LOCAL{Code: 65001, Data: []byte(option)})
 }
 
 func TestAutopath(t *testing.T) {
-	up, count := upstream(t)
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	up := upstream(t)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +111,11 @@ func TestAutopath(t *testing.T) {
 			})
 		}
 	}
-	before := count.get()
+	before := up.Count()
 	askOpt(t, "udp", e.addr, "x.search.prod.cluster.local.ap.k8s.io"+ap, dns.TypeA, "")
 	askOpt(t, "udp", e.addr, "web.search.prod.other.zone.ap.k8s.io.", dns.TypeA, "")
 	askOpt(t, "udp", e.addr, "web"+ap, dns.TypeA, "")
-	if after := count.get(); after != before {
+	if after := up.Count(); after != before {
 		t.Errorf("names under ap.k8s.io answered in the zone reached the upstream (%d → %d)", before, after)
 	}
 	m := testkit.Gather(t, reg)
@@ -128,37 +126,24 @@ func TestAutopath(t *testing.T) {
 }
 
 func TestAutopathOff(t *testing.T) {
-	up, count := upstream(t)
-	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	up := upstream(t)
+	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	e := start(t, store.Options{TTL: 5}, fixture, clusterdns.WithForwarder(fwd))
 	r := askOpt(t, "udp", e.addr, "web"+ap, dns.TypeA, "")
 	// Without autopath the name is just another external name.
-	if count.get() != 1 || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].Header().Rrtype != dns.TypeA {
-		t.Fatalf("autopath off: %v (upstream queries %d)", r, count.get())
+	if up.Count() != 1 || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].Header().Rrtype != dns.TypeA {
+		t.Fatalf("autopath off: %v (upstream queries %d)", r, up.Count())
 	}
 }
 
 func askFrom(t *testing.T, network, src, addr, name string, qtype uint16) *dns.Msg {
 	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	d := &net.Dialer{Timeout: 3 * time.Second}
-	if network == "udp" {
-		d.LocalAddr = &net.UDPAddr{IP: net.ParseIP(src)}
-	} else {
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
-	}
-	c := &dns.Client{Net: network, Dialer: d, Timeout: 3 * time.Second}
-	r, _, err := c.Exchange(m, addr)
-	if err != nil {
-		t.Fatalf("%s from %s %s: %v", network, src, name, err)
-	}
-	return r
+	return testkit.AskFrom(t, network, src, addr, new(dns.Msg).SetQuestion(name, qtype))
 }
 
 func TestAutopathBySource(t *testing.T) {
-	up, _ := upstream(t)
-	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	up := upstream(t)
+	fwd, _ := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	withAP, _ := clusterdns.WithAutopath(0, nil)
 	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, clusterdns.WithForwarder(fwd), withAP, clusterdns.WithAutopathBySource())
 	e.st.SetPod(store.Pod{Namespace: "prod", Name: "client", IPs: []netip.Addr{mustAddr("127.0.0.7")}})
@@ -198,16 +183,9 @@ func TestAutopathBySourceRejects(t *testing.T) {
 	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture, withAP, clusterdns.WithAutopathBySource())
 	e.st.SetPod(store.Pod{Namespace: "prod", Name: "client", IPs: []netip.Addr{mustAddr("127.0.0.7")}})
 	e.st.Publish()
-	m := new(dns.Msg)
-	m.SetQuestion("kubernetes.default.prod.svc.cluster.local.", dns.TypeA)
-	m.SetEdns0(1232, false)
+	m := testkit.NewQuery("kubernetes.default.prod.svc.cluster.local.", dns.TypeA, 1232)
 	m.IsEdns0().SetVersion(1)
-	c := &dns.Client{Net: "udp", Timeout: 3 * time.Second,
-		Dialer: &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.UDPAddr{IP: net.ParseIP("127.0.0.7")}}}
-	r, _, err := c.Exchange(m, e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := testkit.AskFrom(t, "udp", "127.0.0.7", e.addr, m)
 	if r.Rcode != dns.RcodeBadVers || len(r.Answer) != 0 {
 		t.Fatalf("EDNS version 1 from a pod: %s %v, want BADVERS", dns.RcodeToString[r.Rcode], r.Answer)
 	}
@@ -294,12 +272,8 @@ func externals(n int, first ...string) string {
 // returns the reply, the CNAME target (or "") and how long it took.
 func askAP(t *testing.T, addr, base, option string) (*dns.Msg, string, time.Duration) {
 	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(base+ap, dns.TypeA)
-	m.SetEdns0(1232, false)
-	m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_LOCAL{Code: 65001, Data: []byte(option)}}
 	start := time.Now()
-	r, _, err := (&dns.Client{Net: "udp", Timeout: 20 * time.Second}).Exchange(m, addr)
+	r, _, err := (&dns.Client{Net: "udp", Timeout: 20 * time.Second}).Exchange(apQuery(base+ap, dns.TypeA, option), addr)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatalf("%s: %v", base, err)

@@ -65,17 +65,7 @@ func serve(t *testing.T, st *store.Store, hopts ...clusterdns.Option) *env {
 // with that size.
 func ask(t *testing.T, network, addr, name string, qtype uint16, edns uint16) *dns.Msg {
 	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	if edns > 0 {
-		m.SetEdns0(edns, false)
-	}
-	c := &dns.Client{Net: network, Timeout: 3 * time.Second}
-	r, _, err := c.Exchange(m, addr)
-	if err != nil {
-		t.Fatalf("%s %s %s: %v", network, name, dns.TypeToString[qtype], err)
-	}
-	return r
+	return testkit.Ask(t, network, addr, testkit.NewQuery(name, qtype, edns))
 }
 
 func rrStrings(rrs []dns.RR) []string {
@@ -471,16 +461,11 @@ func askRaw(t *testing.T, addr, name string, qtype uint16, edns uint16) (*dns.Ms
 	return r, n
 }
 
-// upstream runs a miekg server on 127.0.0.1:0 that answers every A query
-// with 192.0.2.1 and counts queries.
-func upstream(t *testing.T) (string, *int64Counter) {
+// upstream is a fake upstream on 127.0.0.1 that answers every A query
+// with 192.0.2.1 (PTR, ANY and nx.* as below); its Count is the queries.
+func upstream(t *testing.T) *testkit.Upstream {
 	t.Helper()
-	n := &int64Counter{}
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		n.add()
-		m := new(dns.Msg)
-		m.SetReply(r)
-		q := r.Question[0]
+	return testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, m *dns.Msg) {
 		switch {
 		case strings.HasPrefix(q.Name, "nx."):
 			m.Rcode = dns.RcodeNameError
@@ -494,15 +479,12 @@ func upstream(t *testing.T) (string, *int64Counter) {
 			rr, _ := dns.NewRR(q.Name + ` 60 IN HINFO "RFC8482" ""`)
 			m.Answer = append(m.Answer, rr)
 		}
-		_ = w.WriteMsg(m)
-	})
-	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h}
-	return testkit.StartServer(t, srv), n
+	}))
 }
 
 func TestConformanceForwarding(t *testing.T) {
-	up, count := upstream(t)
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Self: []string{"127.0.0.1:53"}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
+	up := upstream(t)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Self: []string{"127.0.0.1:53"}, Timeout: time.Second, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,12 +511,12 @@ func TestConformanceForwarding(t *testing.T) {
 			}
 		})
 	}
-	before := count.get()
+	before := up.Count()
 	// In-zone names, known reverse names and NXDOMAIN in the zone never go
 	// upstream.
 	ask(t, "udp", e.addr, "nosuch.prod.svc.cluster.local.", dns.TypeA, 0)
 	ask(t, "udp", e.addr, "10.0.96.10.in-addr.arpa.", dns.TypePTR, 0)
-	if after := count.get(); after != before {
+	if after := up.Count(); after != before {
 		t.Errorf("in-zone queries reached the upstream (%d → %d)", before, after)
 	}
 }
@@ -674,7 +656,6 @@ func TestMetricsAndHealth(t *testing.T) {
 // new snapshot is served at once.
 func TestWireCacheFollowsRequestsAndSnapshots(t *testing.T) {
 	e := start(t, store.Options{TTL: 5}, fixture)
-	c := &dns.Client{Net: "udp", Timeout: 3 * time.Second}
 	cases := []struct {
 		name   string
 		qname  string
@@ -696,10 +677,7 @@ func TestWireCacheFollowsRequestsAndSnapshots(t *testing.T) {
 				if tc.edns {
 					m.SetEdns0(1232, true)
 				}
-				r, _, err := c.Exchange(m, e.addr)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := testkit.Ask(t, "udp", e.addr, m)
 				if r.Id != m.Id || r.RecursionDesired != tc.rd || r.CheckingDisabled != tc.cd || (r.IsEdns0() != nil) != tc.edns {
 					t.Fatalf("reply flags: id %d/%d rd %v cd %v opt %v", r.Id, m.Id, r.RecursionDesired, r.CheckingDisabled, r.IsEdns0())
 				}

@@ -281,11 +281,9 @@ func TestBadDatagrams(t *testing.T) {
 		// After every bad packet, a good query still gets the right answer
 		// over UDP and TCP.
 		for _, network := range []string{"udp", "tcp"} {
-			m := new(dns.Msg)
-			m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
-			r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr)
-			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.0.0.1" {
-				t.Fatalf("after %s over %s: %v %v", tc.name, network, r, err)
+			r := testkit.Ask(t, network, addr, new(dns.Msg).SetQuestion("web.ns.svc.cluster.local.", dns.TypeA))
+			if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.0.0.1" {
+				t.Fatalf("after %s over %s: %v", tc.name, network, r)
 			}
 		}
 	}
@@ -297,11 +295,8 @@ func TestBadDatagrams(t *testing.T) {
 	_, _ = c.Write([]byte{0x00, 0x05, 1, 2, 3, 4, 5})
 	_, _ = c.Write([]byte{0xff, 0xff})
 	c.Close()
-	m := new(dns.Msg)
-	m.SetQuestion("hl.ns.svc.cluster.local.", dns.TypeA)
-	r, _, err := (&dns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(m, addr)
-	if err != nil || len(r.Answer) != 1 {
-		t.Fatalf("tcp after garbage: %v %v", r, err)
+	if r := testkit.Ask(t, "tcp", addr, new(dns.Msg).SetQuestion("hl.ns.svc.cluster.local.", dns.TypeA)); len(r.Answer) != 1 {
+		t.Fatalf("tcp after garbage: %v", r)
 	}
 }
 

@@ -1,18 +1,16 @@
 package clusterdns_test
 
 import (
-	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
@@ -20,11 +18,6 @@ import (
 // TestMain fails the run if a test leaves goroutines behind (servers not
 // shut down, forwarder exchanges still running).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-type int64Counter struct{ n atomic.Int64 }
-
-func (c *int64Counter) add()       { c.n.Add(1) }
-func (c *int64Counter) get() int64 { return c.n.Load() }
 
 func TestHTTPEndpoints(t *testing.T) {
 	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
@@ -35,30 +28,18 @@ func TestHTTPEndpoints(t *testing.T) {
 	h := clusterdns.NewHandler("cluster.local", st)
 	srv := httptest.NewServer(health.Handler(reg, health.Condition(h.Synced, "not synced")))
 	defer srv.Close()
-	get := func(path string) (int, string) {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		var b strings.Builder
-		_, _ = fmt.Fprint(&b, resp.Header.Get("Content-Type"))
-		buf := make([]byte, 1<<16)
-		n, _ := resp.Body.Read(buf)
-		return resp.StatusCode, string(buf[:n])
+	if err := testkit.GetOK(nil, srv.URL+"/healthz"); err != nil {
+		t.Errorf("/healthz: %v", err)
 	}
-	if code, _ := get("/healthz"); code != http.StatusOK {
-		t.Errorf("/healthz = %d", code)
-	}
-	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
-		t.Errorf("/readyz before sync = %d, want 503", code)
+	if err := testkit.GetOK(nil, srv.URL+"/readyz"); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("/readyz before sync: %v, want 503", err)
 	}
 	st.Publish()
-	if code, _ := get("/readyz"); code != http.StatusOK {
-		t.Errorf("/readyz after sync = %d, want 200", code)
+	if err := testkit.GetOK(nil, srv.URL+"/readyz"); err != nil {
+		t.Errorf("/readyz after sync: %v, want 200", err)
 	}
-	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "dnsconfigurer_dnsserver_synced 1") {
-		t.Errorf("/metrics = %d %q", code, body)
+	if m, err := testkit.Scrape(nil, srv.URL+"/metrics"); err != nil || m["dnsconfigurer_dnsserver_synced"] != 1 {
+		t.Errorf("/metrics: synced %v (%v), want 1", m["dnsconfigurer_dnsserver_synced"], err)
 	}
 }
 

@@ -209,8 +209,8 @@ func TestRewriteAutopathBySource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, _ := upstream(t)
-	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up}, Policy: forward.PolicyRoundRobin})
+	up := upstream(t)
+	fwd, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Policy: forward.PolicyRoundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}

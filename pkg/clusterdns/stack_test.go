@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -102,33 +101,15 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 // metric is the sum of the series of the stack's metric name.
 func (s *stackServer) metric(t *testing.T, name string) float64 {
 	t.Helper()
-	mfs, err := s.stack.gatherers().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
+	return testkit.Gather(t, s.stack.gatherers()).Sum(name)
 }
 
 // plainUpstream answers every question with 192.0.2.8 over UDP and TCP.
 func plainUpstream(t *testing.T) string {
 	t.Helper()
-	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-			A: net.IPv4(192, 0, 2, 8)}}
-		_ = w.WriteMsg(m)
-	})}
-	return testkit.StartServer(t, srv)
+	return testkit.NewUpstream(t, testkit.Reply(func(q dns.Question, r *dns.Msg) {
+		r.Answer = []dns.RR{testkit.A(q.Name, 30, "192.0.2.8")}
+	})).Addr
 }
 
 // TestStackForwardingLoop runs two answer stacks as serve builds them
@@ -143,14 +124,9 @@ func TestStackForwardingLoop(t *testing.T) {
 		for i, name := range []string{"loop-udp.example.org.", "loop-tcp.example.org."} {
 			network := [...]string{"udp", "tcp"}[i]
 			for _, srv := range s {
-				m := new(dns.Msg)
-				m.SetQuestion(name, dns.TypeA)
 				start := time.Now()
-				r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(m, srv.addr)
+				r := testkit.Ask(t, network, srv.addr, new(dns.Msg).SetQuestion(name, dns.TypeA))
 				took := time.Since(start)
-				if err != nil {
-					t.Fatalf("%s to %s: %v", network, srv.addr, err)
-				}
 				t.Logf("%s to %s: %s after %v", network, srv.addr, dns.RcodeToString[r.Rcode], took.Round(time.Microsecond))
 				if r.Rcode != dns.RcodeServerFailure || took > loopAnswerBound {
 					t.Errorf("%s to %s: %s after %v, want SERVFAIL within %v", network, srv.addr, dns.RcodeToString[r.Rcode], took, loopAnswerBound)
@@ -182,11 +158,9 @@ func TestStackForwardingLoop(t *testing.T) {
 		s := startStackServers(t, []string{"127.0.0.2:0", "127.0.0.3:0"}, func(a []string) []string { return []string{a[1], up} })
 		for _, network := range []string{"udp", "tcp"} {
 			for _, srv := range s {
-				m := new(dns.Msg)
-				m.SetQuestion("chain-"+network+".example.org.", dns.TypeA)
-				r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(m, srv.addr)
-				if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-					t.Fatalf("%s to %s: %v %v, want the upstream's answer", network, srv.addr, r, err)
+				r := testkit.Ask(t, network, srv.addr, new(dns.Msg).SetQuestion("chain-"+network+".example.org.", dns.TypeA))
+				if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+					t.Fatalf("%s to %s: %v, want the upstream's answer", network, srv.addr, r)
 				}
 			}
 		}

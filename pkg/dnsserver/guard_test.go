@@ -27,12 +27,8 @@ func startServer(t testing.TB, srv *dnsserver.Server) string {
 	return testkit.StartServer(t, srv)
 }
 
-func answerA(w dns.ResponseWriter, req *dns.Msg) {
-	m := new(dns.Msg)
-	m.SetReply(req)
-	m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.IPv4(192, 0, 2, 1)}}
-	_ = w.WriteMsg(m)
-}
+// answerA answers every query with one A record, 192.0.2.1.
+var answerA = testkit.Reply(func(q dns.Question, r *dns.Msg) { r.Answer = []dns.RR{testkit.A(q.Name, 5, "192.0.2.1")} })
 
 // holding is answerA, but it holds a query for hold.* until release is
 // closed, counting it in held.
@@ -42,7 +38,7 @@ func holding(release <-chan struct{}, held *atomic.Int64) dns.Handler {
 			held.Add(1)
 			<-release
 		}
-		answerA(w, req)
+		answerA.ServeDNS(w, req)
 	})
 }
 
@@ -64,20 +60,19 @@ func TestPanicIsServfail(t *testing.T) {
 			var m map[string]int
 			m["x"]++ // nil map write: a real runtime panic
 		}
-		answerA(w, req)
+		answerA.ServeDNS(w, req)
 	})
 	srv := &dnsserver.Server{Handler: handler, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	addr := startServer(t, srv)
 	for _, network := range []string{"udp", "tcp"} {
 		t.Run(network, func(t *testing.T) {
-			c := &dns.Client{Net: network, Timeout: 2 * time.Second}
-			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("boom.example.", dns.TypeA), addr)
-			if err != nil || r.Rcode != dns.RcodeServerFailure {
-				t.Fatalf("panicking query: %v %v, want SERVFAIL", r, err)
+			r := testkit.Ask(t, network, addr, new(dns.Msg).SetQuestion("boom.example.", dns.TypeA))
+			if r.Rcode != dns.RcodeServerFailure {
+				t.Fatalf("panicking query: %v, want SERVFAIL", r)
 			}
-			r, _, err = c.Exchange(new(dns.Msg).SetQuestion("fine.example.", dns.TypeA), addr)
-			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-				t.Fatalf("query after the panic: %v %v", r, err)
+			r = testkit.Ask(t, network, addr, new(dns.Msg).SetQuestion("fine.example.", dns.TypeA))
+			if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+				t.Fatalf("query after the panic: %v", r)
 			}
 		})
 	}
@@ -145,7 +140,7 @@ func TestUDPInFlightBound(t *testing.T) {
 // TestTCPConnBound: beyond MaxTCPConns open connections a new one is closed
 // at once and counted; closing one frees its slot.
 func TestTCPConnBound(t *testing.T) {
-	srv := &dnsserver.Server{Handler: dns.HandlerFunc(answerA), MaxTCPConns: 2}
+	srv := &dnsserver.Server{Handler: answerA, MaxTCPConns: 2}
 	addr := startServer(t, srv)
 	query := func(c *dns.Conn) error {
 		if err := c.WriteMsg(new(dns.Msg).SetQuestion("x.example.", dns.TypeA)); err != nil {
@@ -203,7 +198,7 @@ func TestLameduck(t *testing.T) {
 		{"set while running", 0, 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(answerA), Lameduck: tc.field}
+			srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: answerA, Lameduck: tc.field}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- srv.Run(ctx) }()
@@ -248,7 +243,7 @@ func TestSetHandler(t *testing.T) {
 			close(entered)
 			<-release
 		}
-		answerA(w, req)
+		answerA.ServeDNS(w, req)
 	})
 	srv := &dnsserver.Server{Handler: old}
 	addr := startServer(t, srv)
@@ -263,9 +258,8 @@ func TestSetHandler(t *testing.T) {
 		m.SetRcode(req, dns.RcodeNameError)
 		_ = w.WriteMsg(m)
 	}))
-	c := &dns.Client{Timeout: 2 * time.Second}
-	if r, _, err := c.Exchange(new(dns.Msg).SetQuestion("new.example.", dns.TypeA), addr); err != nil || r.Rcode != dns.RcodeNameError {
-		t.Fatalf("after SetHandler: %v %v, want NXDOMAIN from the new handler", r, err)
+	if r := testkit.Ask(t, "udp", addr, new(dns.Msg).SetQuestion("new.example.", dns.TypeA)); r.Rcode != dns.RcodeNameError {
+		t.Fatalf("after SetHandler: %v, want NXDOMAIN from the new handler", r)
 	}
 	close(release)
 	if r := <-slow; r == nil || len(r.Answer) != 1 {
@@ -285,15 +279,12 @@ func TestLogQueries(t *testing.T) {
 			_, _ = w.Write(b)
 			return
 		}
-		answerA(w, req)
+		answerA.ServeDNS(w, req)
 	})
 	srv := &dnsserver.Server{Handler: dnsserver.LogQueries(h, slog.New(slog.NewTextHandler(&logs, nil)))}
 	addr := startServer(t, srv)
 	for _, q := range []struct{ network, name string }{{"udp", "one.example."}, {"tcp", "packed.example."}} {
-		c := &dns.Client{Net: q.network, Timeout: 2 * time.Second}
-		if _, _, err := c.Exchange(new(dns.Msg).SetQuestion(q.name, dns.TypeAAAA), addr); err != nil {
-			t.Fatal(err)
-		}
+		testkit.Ask(t, q.network, addr, new(dns.Msg).SetQuestion(q.name, dns.TypeAAAA))
 	}
 	want := []string{"name=one.example. type=AAAA rcode=NOERROR", "proto=udp", "name=packed.example. type=AAAA rcode=NXDOMAIN", "proto=tcp"}
 	testkit.WaitFor(t, 5*time.Second, func() error {

@@ -16,12 +16,9 @@ import (
 
 // countingA answers every query with one A record, ip, and counts it.
 func countingA(ip net.IP, n *atomic.Int64) dns.Handler {
-	return dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+	return testkit.Reply(func(q dns.Question, r *dns.Msg) {
 		n.Add(1)
-		m := new(dns.Msg)
-		m.SetReply(req)
-		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: ip}}
-		_ = w.WriteMsg(m)
+		r.Answer = []dns.RR{testkit.A(q.Name, 5, ip.String())}
 	})
 }
 
@@ -63,11 +60,9 @@ func TestReusePortBind(t *testing.T) {
 	// to each server, over each transport.
 	for _, network := range []string{"udp", "tcp"} {
 		a0, b0 := na.Load(), nb.Load()
-		c := &dns.Client{Net: network, Timeout: 2 * time.Second}
 		for i := 0; i < 200 && (na.Load() == a0 || nb.Load() == b0); i++ {
-			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("x.example.", dns.TypeA), addr)
-			if err != nil || len(r.Answer) != 1 {
-				t.Fatalf("%s query %d: %v %v", network, i, r, err)
+			if r := testkit.Ask(t, network, addr, new(dns.Msg).SetQuestion("x.example.", dns.TypeA)); len(r.Answer) != 1 {
+				t.Fatalf("%s query %d: %v", network, i, r)
 			}
 		}
 		if na.Load() == a0 || nb.Load() == b0 {

@@ -93,7 +93,7 @@ func errOrEOF(err error) error {
 // about the timeout and within a bound, and the connection's slot is freed.
 func TestTCPIdleTimeout(t *testing.T) {
 	const idle = 400 * time.Millisecond
-	srv := &dnsserver.Server{Handler: dns.HandlerFunc(answerA), TCPIdleTimeout: idle}
+	srv := &dnsserver.Server{Handler: answerA, TCPIdleTimeout: idle}
 	addr := startServer(t, srv)
 	for _, tc := range []struct {
 		name    string

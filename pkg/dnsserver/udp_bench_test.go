@@ -13,7 +13,7 @@ import (
 // the least a wire answer can cost.
 type echoWire struct{}
 
-func (echoWire) ServeDNS(w dns.ResponseWriter, r *dns.Msg) { answerA(w, r) }
+func (echoWire) ServeDNS(w dns.ResponseWriter, r *dns.Msg) { answerA.ServeDNS(w, r) }
 
 func (echoWire) AnswerWire(dst, q []byte) ([]byte, bool) {
 	dst = append(dst[:0], q...)

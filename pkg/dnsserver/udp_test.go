@@ -207,7 +207,7 @@ func malformed() []struct {
 func TestUDPBatch(t *testing.T) {
 	// miekg/dns's answers to the malformed datagrams, the reference.
 	// It reads 4096 bytes of a datagram, as the server did with it.
-	ref := &dns.Server{PacketConn: listenUDP(t), Handler: dns.HandlerFunc(answerA), UDPSize: 4096}
+	ref := &dns.Server{PacketConn: listenUDP(t), Handler: answerA, UDPSize: 4096}
 	started := make(chan struct{})
 	ref.NotifyStartedFunc = func() { close(started) }
 	go func() { _ = ref.ActivateAndServe() }()
@@ -314,11 +314,7 @@ func TestUDPWildcardSource(t *testing.T) {
 			h := &wireHandler{}
 			srv := newServer(h, 2, p.perDatagram)
 			srv.Listen = []string{"0.0.0.0:0"}
-			if err := srv.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-			_, port, _ := net.SplitHostPort(srv.Addrs()[0])
+			_, port, _ := net.SplitHostPort(testkit.StartServer(t, srv))
 			targets := []string{"127.0.0.1", "127.0.0.2"}
 			if pc, err := net.ListenPacket("udp", "[::1]:0"); err == nil {
 				pc.Close()
@@ -424,26 +420,6 @@ func TestUDPShutdownBounded(t *testing.T) {
 	pc.Close()
 }
 
-// freePort is a port free for TCP and UDP on both families now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		ln, err := net.Listen("tcp", "[::]:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		pc, err := net.ListenPacket("udp", "[::]:"+port)
-		ln.Close()
-		if err == nil {
-			pc.Close()
-			return port
-		}
-	}
-	t.Fatal("no port free for both transports")
-	return ""
-}
-
 // TestListenBothWildcards: "0.0.0.0:P" and "[::]:P" together bind (Go
 // would make each a socket of both families, and the second bind fail)
 // and split the families: IPv4 queries reach the first, IPv6 ones the
@@ -456,13 +432,10 @@ func TestListenBothWildcards(t *testing.T) {
 	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
-			srv := newServer(dns.HandlerFunc(answerA), 1, p.perDatagram)
-			port := freePort(t)
+			srv := newServer(answerA, 1, p.perDatagram)
+			_, port, _ := net.SplitHostPort(testkit.FreeAddr(t, "::"))
 			srv.Listen = []string{"0.0.0.0:" + port, "[::]:" + port}
-			if err := srv.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+			testkit.StartServer(t, srv)
 			for _, ip := range []string{"127.0.0.1", "::1", "127.0.0.1"} {
 				for _, network := range []string{"udp", "tcp"} {
 					exchange(t, network, net.JoinHostPort(ip, port), "a.example.")

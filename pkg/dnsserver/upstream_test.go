@@ -5,10 +5,10 @@ import (
 	"net"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
 
@@ -23,11 +23,8 @@ func TestListenSeveralAddresses(t *testing.T) {
 	} else {
 		ln.Close()
 	}
-	srv := &dnsserver.Server{Listen: listen, Handler: dns.HandlerFunc(answerA)}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
+	srv := &dnsserver.Server{Listen: listen, Handler: answerA}
+	testkit.StartServer(t, srv)
 	addrs := srv.Addrs()
 	if len(addrs) != len(listen) {
 		t.Fatalf("Addrs = %v for %v", addrs, listen)
@@ -36,14 +33,13 @@ func TestListenSeveralAddresses(t *testing.T) {
 		for _, network := range []string{"udp", "tcp"} {
 			m := new(dns.Msg)
 			m.SetQuestion("b.a.svc.cluster.local.", dns.TypeA)
-			r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, a)
-			if err != nil || len(r.Answer) != 1 {
-				t.Errorf("%s %s: %v %v", network, a, r, err)
+			if r := testkit.Ask(t, network, a, m); len(r.Answer) != 1 {
+				t.Errorf("%s %s: %v", network, a, r)
 			}
 		}
 	}
 	// A busy address fails Start and releases what it bound.
-	busy := &dnsserver.Server{Listen: []string{"127.0.0.1:0", addrs[0]}, Handler: dns.HandlerFunc(answerA)}
+	busy := &dnsserver.Server{Listen: []string{"127.0.0.1:0", addrs[0]}, Handler: answerA}
 	if err := busy.Start(context.Background()); err == nil {
 		busy.Shutdown(context.Background())
 		t.Fatalf("Start on a busy address succeeded")

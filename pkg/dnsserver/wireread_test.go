@@ -24,7 +24,7 @@ type wireHandler struct {
 
 func (h *wireHandler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	h.served.Add(1)
-	answerA(w, req)
+	answerA.ServeDNS(w, req)
 }
 
 func (h *wireHandler) AnswerWire(dst, q []byte) ([]byte, bool) {
@@ -53,11 +53,7 @@ var _ dnsserver.WireAnswerer = (*wireHandler)(nil)
 // exchange asks addr for name A over network.
 func exchange(t *testing.T, network, addr, name string) *dns.Msg {
 	t.Helper()
-	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
-	r, _, err := c.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
-	if err != nil {
-		t.Fatalf("%s %s: %v", network, name, err)
-	}
+	r := testkit.Ask(t, network, addr, new(dns.Msg).SetQuestion(name, dns.TypeA))
 	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 		t.Fatalf("%s %s: %v", network, name, r)
 	}
@@ -233,9 +229,7 @@ func TestDOCounted(t *testing.T) {
 		if edns {
 			m.SetEdns0(1232, do)
 		}
-		if _, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr); err != nil {
-			t.Fatalf("%s %s: %v", network, name, err)
-		}
+		testkit.Ask(t, network, addr, m)
 	}
 	ask("udp", "fast.example.", true, true)     // AnswerWire
 	ask("udp", "slow.example.", true, true)     // ServeDNS

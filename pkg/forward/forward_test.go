@@ -304,13 +304,8 @@ func TestForwardLoop(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(fwdA)
 
-	m := new(dns.Msg)
-	m.SetQuestion("loop.example.org.", dns.TypeA)
 	start := time.Now()
-	r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := testkit.Ask(t, "udp", a, new(dns.Msg).SetQuestion("loop.example.org.", dns.TypeA))
 	took := time.Since(start)
 	t.Logf("rcode %s after %v; queries seen: A %d, B %d", dns.RcodeToString[r.Rcode], took.Round(time.Millisecond), nA.Load(), nB.Load())
 	if r.Rcode != dns.RcodeServerFailure {
@@ -350,12 +345,7 @@ func TestForwardLoopThroughStrippingResolver(t *testing.T) {
 	}))
 	toRelay.addr.Store(&relay.Addr)
 
-	m := new(dns.Msg)
-	m.SetQuestion("loop.example.org.", dns.TypeA)
-	r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := testkit.Ask(t, "udp", a, new(dns.Msg).SetQuestion("loop.example.org.", dns.TypeA))
 	t.Logf("rcode %s; queries seen: server %d, relay %d", dns.RcodeToString[r.Rcode], nA.Load(), relay.Count())
 	if r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
@@ -528,12 +518,10 @@ func TestLoopProbe(t *testing.T) {
 		}
 	}
 	before := nA.Load() + nB.Load()
-	m := new(dns.Msg)
-	m.SetQuestion("loop.example.org.", dns.TypeA)
+	m := new(dns.Msg).SetQuestion("loop.example.org.", dns.TypeA)
 	qstart := time.Now()
-	r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, a)
-	if err != nil || r.Rcode != dns.RcodeServerFailure {
-		t.Fatalf("query after the probe: %v %v, want SERVFAIL", r, err)
+	if r := testkit.Ask(t, "udp", a, m); r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("query after the probe: %v, want SERVFAIL", r)
 	}
 	if took := time.Since(qstart); took > 500*time.Millisecond {
 		t.Errorf("SERVFAIL after %v, want at once", took)

@@ -42,9 +42,8 @@ func TestUpstreamTransport(t *testing.T) {
 			fwd := newForwarder(t, cfg)
 			addr := runDNS(t, clusterdns.NewHandler("cluster.local", smallStore(t), clusterdns.WithForwarder(fwd)))
 			name := "q" + string(rune('a'+i)) + ".example.org."
-			r, _, err := (&dns.Client{Net: tc.client, Timeout: 3 * time.Second}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
-			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-				t.Fatalf("%v %v, want the upstream's answer", r, err)
+			if r := testkit.Ask(t, tc.client, addr, new(dns.Msg).SetQuestion(name, dns.TypeA)); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+				t.Fatalf("%v, want the upstream's answer", r)
 			}
 			var got []string // the transports of name's queries, in order
 			for _, q := range up.Queries() {

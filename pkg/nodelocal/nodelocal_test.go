@@ -77,20 +77,14 @@ func startNodeLocal(t *testing.T, up string, cfg Config) (*Handler, string) {
 	return h, testkit.StartServer(t, &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h})
 }
 
+// ask asks addr over netw; with edns or opts the query has EDNS0 (1232).
 func ask(t *testing.T, addr, netw, name string, qtype uint16, edns bool, opts ...dns.EDNS0) *dns.Msg {
 	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
+	var size uint16
 	if edns || len(opts) > 0 {
-		m.SetEdns0(1232, false)
-		m.IsEdns0().Option = opts
+		size = 1232
 	}
-	c := &dns.Client{Net: netw, Timeout: 3 * time.Second}
-	r, _, err := c.Exchange(m, addr)
-	if err != nil {
-		t.Fatalf("%s %s: %v", netw, name, err)
-	}
-	return r
+	return testkit.Ask(t, netw, addr, testkit.NewQuery(name, qtype, size, opts...))
 }
 
 func answerA(ttl uint32) func(q dns.Question, r *dns.Msg) {

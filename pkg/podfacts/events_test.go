@@ -2,12 +2,15 @@ package podfacts
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 func TestEventRecorder(t *testing.T) {
@@ -15,25 +18,20 @@ func TestEventRecorder(t *testing.T) {
 	rec, stop := NewEventRecorder(client, ComponentShim, "node-1")
 	defer stop()
 	rec.Warning(PodRef{Namespace: "team", Name: "big", UID: "u1"}, "DNSConfigForming", "Nameserver limits were exceeded")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		list, err := client.CoreV1().Events("team").List(ctx, metav1.ListOptions{})
+	var list *corev1.EventList
+	testkit.WaitFor(t, 10*time.Second, func() (err error) {
+		list, err = client.CoreV1().Events("team").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list.Items) == 1 {
-			ev := list.Items[0]
-			if ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.Name != "big" || string(ev.InvolvedObject.UID) != "u1" ||
-				ev.Type != corev1.EventTypeWarning || ev.Reason != "DNSConfigForming" || ev.Source.Component != "dnsconfigurer-shim" || ev.Source.Host != "node-1" {
-				t.Errorf("event = %+v", ev)
-			}
-			return
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d events recorded, want 1", len(list.Items))
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no event recorded")
-		case <-time.After(10 * time.Millisecond):
-		}
+		return nil
+	})
+	ev := list.Items[0]
+	if ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.Name != "big" || string(ev.InvolvedObject.UID) != "u1" ||
+		ev.Type != corev1.EventTypeWarning || ev.Reason != "DNSConfigForming" || ev.Source.Component != "dnsconfigurer-shim" || ev.Source.Host != "node-1" {
+		t.Errorf("event = %+v", ev)
 	}
 }
