@@ -312,11 +312,7 @@ func TestAutopathQueryCount(t *testing.T) {
 		}
 		return resolvconf.Format(r.Config())
 	}
-	modes := []struct {
-		name  string
-		conf  string
-		first *counter // the server the pod talks to
-	}{
+	modes := []mode{
 		{"ClusterFirst", render("", false), cluster},
 		{"Autopath", render("ClusterFirstWithAutopath", false), cluster},
 		{"Autopath+node-local", render("ClusterFirstWithAutopath", true), local},
@@ -328,7 +324,7 @@ func TestAutopathQueryCount(t *testing.T) {
 		cluster.set(s.cluster)
 		local.set(s.local)
 		for _, r := range res {
-			table = append(table, countLookups(t, ns, r, limit, modes[:], cluster, local)...)
+			table = append(table, countLookups(t, ns, r, limit, modes, cluster, local)...)
 		}
 		if limit == 0 {
 			continue
@@ -352,13 +348,16 @@ func TestAutopathQueryCount(t *testing.T) {
 	}
 }
 
-// countLookups looks up each name with res in each mode and returns the
-// table rows: the queries the pod sent to its first hop.
-func countLookups(t *testing.T, ns *netns.NS, res resolver, limit int, modes []struct {
+// mode is a column of the table: the pod's resolv.conf.
+type mode struct {
 	name  string
 	conf  string
-	first *counter
-}, cluster, local *counter) []string {
+	first *counter // the server the pod talks to
+}
+
+// countLookups looks up each name with res in each mode and returns the
+// table rows: the queries the pod sent to its first hop.
+func countLookups(t *testing.T, ns *netns.NS, res resolver, limit int, modes []mode, cluster, local *counter) []string {
 	t.Helper()
 	// big: an answer too big for UDP, for which autopath allows two
 	// queries per address family (UDP, then TCP) instead of one.
