@@ -123,13 +123,16 @@ func planWindow(b []byte, limit, size int, c uint32) *window {
 	return w
 }
 
-// recordLen is the length of record k of the run.
-func (w *window) recordLen(k int) int {
-	if k+1 < len(w.offs) {
-		return w.offs[k+1] - w.offs[k]
+// offset is where record k of the run starts (k = len: where it ends).
+func (w *window) offset(k int) int {
+	if k < len(w.offs) {
+		return w.offs[k]
 	}
-	return w.end - w.offs[k]
+	return w.end
 }
+
+// recordLen is the length of record k of the run.
+func (w *window) recordLen(k int) int { return w.offset(k+1) - w.offs[k] }
 
 // maxBytes is the length of the longest window.
 func (w *window) maxBytes() int {
@@ -153,9 +156,12 @@ func (w *window) apply(dst, src []byte) []byte {
 	n := len(w.offs)
 	first := int(uint64(c) * uint64(w.limit) % uint64(n))
 	dst = append(dst[:0], src[:w.start]...)
-	for k := range w.limit {
-		r := (first + k) % n
-		dst = append(dst, src[w.offs[r]:w.offs[r]+w.recordLen(r)]...)
+	// The window is one range of the run, or two when it wraps round.
+	if last := first + w.limit; last <= n {
+		dst = append(dst, src[w.offs[first]:w.offset(last)]...)
+	} else {
+		dst = append(dst, src[w.offs[first]:w.end]...)
+		dst = append(dst, src[w.start:w.offs[last-n]]...)
 	}
 	dst = append(dst, src[w.end:]...)
 	binary.BigEndian.PutUint16(dst[6:], uint16(w.ancount-n+w.limit))

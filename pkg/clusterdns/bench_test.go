@@ -104,3 +104,29 @@ func BenchmarkServeDNSRewrite(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUDPAnswerLimit is a 120-endpoint headless A answer over UDP
+// (EDNS0) from the reply cache: whole and truncated to 1232 bytes without
+// the limit, cut to 24 with it (the next window each hit), from ServeDNS
+// and from the wire.
+func BenchmarkUDPAnswerLimit(b *testing.B) {
+	for _, limit := range []int{0, 24} {
+		h := NewHandler("cluster.local", limitStore(b), WithUDPAnswerLimit(limit))
+		req := new(dns.Msg)
+		req.SetQuestion("big.ns.svc.cluster.local.", dns.TypeA)
+		req.SetEdns0(1232, false)
+		w := &benchWriter{}
+		h.ServeDNS(w, req) // cached
+		b.Run(fmt.Sprintf("limit-%d/ServeDNS", limit), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeDNS(w, req)
+			}
+		})
+		q, err := req.Pack()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("limit-%d/wire", limit), func(b *testing.B) { benchWire(b, h, q) })
+	}
+}
