@@ -57,21 +57,10 @@ type window struct {
 // make the reply larger than size. c is the counter of the reply made
 // when b was (the first hit takes the next window).
 func planWindow(b []byte, limit, size int, c uint32) *window {
-	if len(b) < 12 {
-		return nil
-	}
-	counts := [4]int{}
-	for i := range counts {
-		counts[i] = int(binary.BigEndian.Uint16(b[4+2*i:]))
-	}
 	var ptrs [][2]int
-	off := 12
-	for range counts[0] {
-		var ok bool
-		if off, ok = walkName(b, off, &ptrs); !ok || off+4 > len(b) {
-			return nil
-		}
-		off += 4
+	counts, off, ok := walkQuestions(b, &ptrs)
+	if !ok {
+		return nil
 	}
 	var w *window
 	var run []wireRR

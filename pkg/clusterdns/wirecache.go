@@ -338,21 +338,10 @@ type wireRR struct {
 // pointer (one inside a run pointing into a run), or b holds a record type
 // whose data may hold names that this parser does not know.
 func planRotation(b []byte) *rotation {
-	if len(b) < 12 {
-		return nil
-	}
-	counts := [4]int{}
-	for i := range counts {
-		counts[i] = int(binary.BigEndian.Uint16(b[4+2*i:]))
-	}
 	var ptrs [][2]int // position, target
-	off := 12
-	for range counts[0] {
-		var ok bool
-		if off, ok = walkName(b, off, &ptrs); !ok || off+4 > len(b) {
-			return nil
-		}
-		off += 4
+	counts, off, ok := walkQuestions(b, &ptrs)
+	if !ok {
+		return nil
 	}
 	var answer []wireRR
 	for i := range counts[1] + counts[2] + counts[3] {
@@ -480,6 +469,26 @@ func findRun(runs []rotRun, off int) (run, rr int) {
 		}
 	}
 	return -1, -1
+}
+
+// walkQuestions reads the section counts of the packed message b and
+// walks its questions, appending their compression pointers to ptrs; off
+// is where the answer section starts. ok is false when b is cut short.
+func walkQuestions(b []byte, ptrs *[][2]int) (counts [4]int, off int, ok bool) {
+	if len(b) < 12 {
+		return counts, 0, false
+	}
+	for i := range counts {
+		counts[i] = int(binary.BigEndian.Uint16(b[4+2*i:]))
+	}
+	off = 12
+	for range counts[0] {
+		if off, ok = walkName(b, off, ptrs); !ok || off+4 > len(b) {
+			return counts, 0, false
+		}
+		off += 4
+	}
+	return counts, off, true
 }
 
 // walkName skips the name at off, appending its compression pointer (if
