@@ -666,7 +666,7 @@ func bench(s settings) error {
 	var source []string
 	kubeconfig := ""
 	if s.coredns {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 		cp, err := startCluster(ctx, objs)
 		cancel()
 		if err != nil {
