@@ -392,6 +392,21 @@ func (cp *ControlPlane) host() string {
 // Network's address). It stays the same across RestartAPIServer.
 func (cp *ControlPlane) Host() string { return cp.host() }
 
+// EtcdPrefix is where kube-apiserver keeps its objects in etcd: it runs
+// with the default --etcd-prefix, so a Service is under
+// /registry/services/specs/<namespace>/<name>.
+const EtcdPrefix = "/registry"
+
+// EtcdURL returns the client URL of etcd, http://127.0.0.1:<port>, for
+// tests that read or write kube-apiserver's storage directly. It is
+// reachable from this process only when the control plane runs without a
+// Network.
+func (cp *ControlPlane) EtcdURL() string {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.etcdURL
+}
+
 // CAData returns the PEM CA bundle that verifies the API server.
 func (cp *ControlPlane) CAData() []byte { return slices.Clone(cp.pki.caPEM) }
 
