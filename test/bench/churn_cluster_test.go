@@ -37,6 +37,10 @@ const (
 	populateWorkers = 32
 	// attempts bounds the tries of one API write on transient errors.
 	attempts = 6
+	// servicePort and headlessPort are the one port of a ClusterIP and
+	// of a headless Service.
+	servicePort  = 80
+	headlessPort = 8080
 )
 
 // endpointBase is the first endpoint address: endpoints are numbered in
@@ -122,10 +126,23 @@ type populateStats struct {
 	// created, since the first create.
 	deciles [10]time.Duration
 	retries int64
+	// direct: written into etcd (populateDirect), which fills the
+	// fields below and not retries.
+	direct                       bool
+	namespacesTook, checkTook    time.Duration
+	servedServices, servedSlices int // listed through the API afterwards
 }
 
 func (p populateStats) String() string {
 	var b strings.Builder
+	if p.direct {
+		fmt.Fprintf(&b, "populate straight into etcd: %s namespaces through the API in %v; %s ClusterIP Services and their IPAddress objects in %v (%.0f/s); ",
+			count(p.namespaces), p.namespacesTook.Round(time.Millisecond), count(p.services), p.servicesTook.Round(time.Millisecond), perSecond(p.services, p.servicesTook))
+		fmt.Fprintf(&b, "%s headless Services with an EndpointSlice of %d in %v (%.0f/s); then listed through the API: %s Services, %s EndpointSlices in %v",
+			count(p.headless), endpointsPerSlice, p.headlessTook.Round(time.Millisecond), perSecond(p.headless, p.headlessTook),
+			count(p.servedServices), count(p.servedSlices), p.checkTook.Round(time.Millisecond))
+		return b.String()
+	}
 	fmt.Fprintf(&b, "populate: %s namespaces; %s ClusterIP Services in %v (%.0f/s", count(p.namespaces), count(p.services),
 		p.servicesTook.Round(time.Millisecond), perSecond(p.services, p.servicesTook))
 	if p.services >= 10 {
@@ -150,18 +167,8 @@ func perSecond(n int, d time.Duration) float64 {
 func populate(ctx context.Context, client kubernetes.Interface, set churnSettings, logf func(string, ...any)) (*churnCluster, populateStats, error) {
 	c := newChurnCluster(set.services, set.headless)
 	st := populateStats{services: set.services, headless: set.headless, namespaces: c.namespaces}
-	for i := range c.namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace(i)}}
-		err := c.retry(ctx, func() error {
-			_, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return nil
-			}
-			return err
-		})
-		if err != nil {
-			return nil, st, fmt.Errorf("namespace %s: %w", ns.Name, err)
-		}
+	if err := c.createNamespaces(ctx, client); err != nil {
+		return nil, st, err
 	}
 
 	var done atomic.Int64
@@ -170,7 +177,7 @@ func populate(ctx context.Context, client kubernetes.Interface, set churnSetting
 	err := parallel(ctx, set.services, func(ctx context.Context, i int) error {
 		svc, err := c.createService(ctx, client, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i), Namespace: c.namespace(i)},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: servicePort}}},
 		})
 		if err != nil {
 			return err
@@ -204,6 +211,25 @@ func populate(ctx context.Context, client kubernetes.Interface, set churnSetting
 	return c, st, err
 }
 
+// createNamespaces creates the namespaces churn-0 … churn-<n-1>, one at
+// a time.
+func (c *churnCluster) createNamespaces(ctx context.Context, client kubernetes.Interface) error {
+	for i := range c.namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace(i)}}
+		err := c.retry(ctx, func() error {
+			_, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("namespace %s: %w", ns.Name, err)
+		}
+	}
+	return nil
+}
+
 // progress logs every 10 s how many of total are done, until stop.
 func progress(logf func(string, ...any), what string, total int, done *atomic.Int64) (stop func()) {
 	quit := make(chan struct{})
@@ -229,11 +255,16 @@ func progress(logf func(string, ...any), what string, total int, done *atomic.In
 // parallel runs f for 0 … n-1, populateWorkers at a time, and returns the
 // first error (the others stop taking work).
 func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	return parallelN(ctx, populateWorkers, n, f)
+}
+
+// parallelN is parallel with workers at a time.
+func parallelN(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range populateWorkers {
+	for range workers {
 		wg.Go(func() {
 			for i := range next {
 				if err := f(ctx, i); err != nil {
@@ -314,13 +345,32 @@ func (c *churnCluster) createHeadless(ctx context.Context, client kubernetes.Int
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Ports:     []corev1.ServicePort{{Name: "http", Port: 8080}},
+			Ports:     []corev1.ServicePort{{Name: "http", Port: headlessPort}},
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	tcp, port, portName, ready := corev1.ProtocolTCP, int32(8080), "http", true
+	slice := headlessSlice(name, ns, i)
+	var got *discoveryv1.EndpointSlice
+	err = c.retry(ctx, func() error {
+		var err error
+		got, err = client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			got, err = client.DiscoveryV1().EndpointSlices(ns).Get(ctx, slice.Name, metav1.GetOptions{})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("endpointslice %s/%s: %w", ns, slice.Name, err)
+	}
+	return &headlessService{qname: serviceName(name, ns), slice: got}, nil
+}
+
+// headlessSlice is the EndpointSlice of headless Service i, name in ns:
+// endpointsPerSlice ready endpoints, numbered from i*endpointsPerSlice.
+func headlessSlice(name, ns string, i int) *discoveryv1.EndpointSlice {
+	tcp, port, portName, ready := corev1.ProtocolTCP, int32(headlessPort), "http", true
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: ns, Labels: map[string]string{
 			discoveryv1.LabelServiceName: name,
@@ -335,19 +385,7 @@ func (c *churnCluster) createHeadless(ctx context.Context, client kubernetes.Int
 			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
 		})
 	}
-	var got *discoveryv1.EndpointSlice
-	err = c.retry(ctx, func() error {
-		var err error
-		got, err = client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			got, err = client.DiscoveryV1().EndpointSlices(ns).Get(ctx, slice.Name, metav1.GetOptions{})
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("endpointslice %s/%s: %w", ns, slice.Name, err)
-	}
-	return &headlessService{qname: serviceName(name, ns), slice: got}, nil
+	return slice
 }
 
 // sliceAddrs are the sorted addresses of a slice's ready endpoints.

@@ -31,7 +31,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 func TestParseChurnSettings(t *testing.T) {
 	def := churnSettings{services: 10000, headless: 200, rates: []int{10, 50}, churnFor: 30 * time.Second,
-		queryQPS: 5000, queryFor: 10 * time.Second, populateQPS: 500}
+		queryQPS: 5000, queryFor: 10 * time.Second, populateQPS: 500, populate: populateAPI}
 	for _, c := range []struct {
 		name    string
 		env     map[string]string
@@ -41,11 +41,14 @@ func TestParseChurnSettings(t *testing.T) {
 		{name: "defaults", want: def},
 		{name: "all set", env: map[string]string{
 			envChurnServices: "50000", envChurnHeadless: "0", envChurnRate: "5, 100", envChurnFor: "1m",
-			envChurnQueryQPS: "0", envChurnQueryFor: "2s", envChurnPopulateQPS: "50",
+			envChurnQueryQPS: "0", envChurnQueryFor: "2s", envChurnPopulateQPS: "50", envChurnPopulate: "etcd",
 		}, want: churnSettings{services: 50000, headless: 0, rates: []int{5, 100}, churnFor: time.Minute,
-			queryQPS: 0, queryFor: 2 * time.Second, populateQPS: 50}},
+			queryQPS: 0, queryFor: 2 * time.Second, populateQPS: 50, populate: populateEtcd}},
+		{name: "populate through the API", env: map[string]string{envChurnPopulate: "api"}, want: def},
 		{name: "bad numbers", env: map[string]string{envChurnServices: "10k", envChurnHeadless: "-1", envChurnRate: "10,0"},
 			wantErr: []string{`DNSCONFIGURER_CHURN_SERVICES="10k"`, `DNSCONFIGURER_CHURN_HEADLESS="-1"`, `DNSCONFIGURER_CHURN_RATE="10,0"`}},
+		{name: "bad populate", env: map[string]string{envChurnPopulate: "etcd3"},
+			wantErr: []string{`DNSCONFIGURER_CHURN_POPULATE="etcd3": want api or etcd`}},
 		{name: "bad durations", env: map[string]string{envChurnFor: "30", envChurnQueryFor: "1h"},
 			wantErr: []string{`DNSCONFIGURER_CHURN_FOR="30"`, `DNSCONFIGURER_CHURN_QUERY_FOR="1h"`}},
 		{name: "query load past the generator's IDs", env: map[string]string{envChurnQueryQPS: "50000", envChurnQueryFor: "20s"},

@@ -25,6 +25,14 @@ const (
 	envChurnQueryQPS    = "DNSCONFIGURER_CHURN_QUERY_QPS"
 	envChurnQueryFor    = "DNSCONFIGURER_CHURN_QUERY_FOR"
 	envChurnPopulateQPS = "DNSCONFIGURER_CHURN_POPULATE_QPS"
+	envChurnPopulate    = "DNSCONFIGURER_CHURN_POPULATE"
+)
+
+// How populate writes the objects: through the API server (client-go), or
+// straight into its etcd (populateDirect).
+const (
+	populateAPI  = "api"
+	populateEtcd = "etcd"
 )
 
 // churnServiceCIDR replaces test/apiserver's /16, which holds 65,534
@@ -50,6 +58,7 @@ type churnSettings struct {
 	queryQPS    int           // the fixed query load; 0 turns it off
 	queryFor    time.Duration // the query load per server, without and with churn
 	populateQPS int           // the populating client's rate limit
+	populate    string        // populateAPI or populateEtcd
 }
 
 // parseChurnSettings reads the knobs through getenv (os.Getenv), with
@@ -88,6 +97,14 @@ func parseChurnSettings(getenv func(string) string) (churnSettings, error) {
 		queryFor:    duration(envChurnQueryFor, 10*time.Second, time.Second, 10*time.Minute),
 		populateQPS: whole(envChurnPopulateQPS, 500, 1, 10000),
 		rates:       []int{10, 50},
+		populate:    populateAPI,
+	}
+	switch v := strings.TrimSpace(getenv(envChurnPopulate)); v {
+	case "", populateAPI:
+	case populateEtcd:
+		s.populate = v
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q: want %s or %s", envChurnPopulate, v, populateAPI, populateEtcd))
 	}
 	if v := getenv(envChurnRate); v != "" {
 		s.rates = nil
@@ -125,7 +142,13 @@ func TestChurn(t *testing.T) {
 
 	cfg := cp.Config()
 	cfg.QPS, cfg.Burst = float32(set.populateQPS), set.populateQPS
-	c, pop, err := populate(ctx, apiserver.NewClient(t, cfg), set, t.Logf)
+	var c *churnCluster
+	var pop populateStats
+	if set.populate == populateEtcd {
+		c, pop, err = populateDirect(ctx, apiserver.NewClient(t, cfg), dialEtcd(t, cp.EtcdURL()), set, t.Logf)
+	} else {
+		c, pop, err = populate(ctx, apiserver.NewClient(t, cfg), set, t.Logf)
+	}
 	if err != nil {
 		t.Fatalf("populate: %v", err)
 	}
