@@ -13,28 +13,14 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // wait bounds every wait for a change; one normally takes milliseconds.
 const wait = 10 * time.Second
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// renameOver replaces path by a rename, as editors and kubelet do.
-func renameOver(t *testing.T, path, content string) {
-	t.Helper()
-	write(t, path+".tmp", content)
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // relink points the symlink link at target atomically (ln -sfn via rename).
 func relink(t *testing.T, target, link string) {
@@ -71,7 +57,7 @@ func swap(t *testing.T, dir, ts string, files map[string]string) string {
 		t.Fatal(err)
 	}
 	for name, content := range files {
-		write(t, filepath.Join(tsDir, name), content)
+		testkit.WriteFile(t, filepath.Join(tsDir, name), content)
 	}
 	relink(t, ts, filepath.Join(dir, "..data"))
 	for name := range files {
@@ -193,13 +179,13 @@ func TestWatchChanges(t *testing.T) {
 		{
 			name:   "write in place",
 			setup:  file("conf", "one\n"),
-			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "conf"), "two\n") },
+			change: func(t *testing.T, dir string) { testkit.WriteFile(t, filepath.Join(dir, "conf"), "two\n") },
 			want:   "two\n",
 		},
 		{
 			name:   "rename over",
 			setup:  file("conf", "one\n"),
-			change: func(t *testing.T, dir string) { renameOver(t, filepath.Join(dir, "conf"), "two\n") },
+			change: func(t *testing.T, dir string) { testkit.WriteAtomic(t, filepath.Join(dir, "conf"), "two\n") },
 			want:   "two\n",
 		},
 		{
@@ -209,7 +195,7 @@ func TestWatchChanges(t *testing.T) {
 				if err := os.Remove(filepath.Join(dir, "conf")); err != nil {
 					t.Fatal(err)
 				}
-				write(t, filepath.Join(dir, "conf"), "two\n")
+				testkit.WriteFile(t, filepath.Join(dir, "conf"), "two\n")
 			},
 			want: "two\n",
 		},
@@ -218,7 +204,7 @@ func TestWatchChanges(t *testing.T) {
 			setup: func(t *testing.T, dir string) (string, func() string) {
 				return watchedFile(filepath.Join(dir, "conf"))
 			},
-			change: func(t *testing.T, dir string) { renameOver(t, filepath.Join(dir, "conf"), "two\n") },
+			change: func(t *testing.T, dir string) { testkit.WriteAtomic(t, filepath.Join(dir, "conf"), "two\n") },
 			want:   "two\n",
 		},
 		{
@@ -259,8 +245,8 @@ func TestWatchChanges(t *testing.T) {
 		{
 			name: "symlink re-pointed",
 			setup: func(t *testing.T, dir string) (string, func() string) {
-				write(t, filepath.Join(dir, "a"), "one\n")
-				write(t, filepath.Join(dir, "b"), "two\n")
+				testkit.WriteFile(t, filepath.Join(dir, "a"), "one\n")
+				testkit.WriteFile(t, filepath.Join(dir, "b"), "two\n")
 				symlink(t, "a", filepath.Join(dir, "conf"))
 				return watchedFile(filepath.Join(dir, "conf"))
 			},
@@ -272,11 +258,11 @@ func TestWatchChanges(t *testing.T) {
 			setup: func(t *testing.T, dir string) (string, func() string) {
 				os.Mkdir(filepath.Join(dir, "run"), 0o755)
 				os.Mkdir(filepath.Join(dir, "etc"), 0o755)
-				write(t, filepath.Join(dir, "run", "stub"), "one\n")
+				testkit.WriteFile(t, filepath.Join(dir, "run", "stub"), "one\n")
 				symlink(t, "../run/stub", filepath.Join(dir, "etc", "conf"))
 				return watchedFile(filepath.Join(dir, "etc", "conf"))
 			},
-			change: func(t *testing.T, dir string) { renameOver(t, filepath.Join(dir, "run", "stub"), "two\n") },
+			change: func(t *testing.T, dir string) { testkit.WriteAtomic(t, filepath.Join(dir, "run", "stub"), "two\n") },
 			want:   "two\n",
 		},
 		{
@@ -284,25 +270,25 @@ func TestWatchChanges(t *testing.T) {
 			setup: func(t *testing.T, dir string) (string, func() string) {
 				os.Mkdir(filepath.Join(dir, "node"), 0o755)
 				os.Mkdir(filepath.Join(dir, "pod"), 0o755)
-				write(t, filepath.Join(dir, "node", "conf"), "one\n")
+				testkit.WriteFile(t, filepath.Join(dir, "node", "conf"), "one\n")
 				if err := os.Link(filepath.Join(dir, "node", "conf"), filepath.Join(dir, "pod", "conf")); err != nil {
 					t.Skipf("hard link: %v", err)
 				}
 				return watchedFile(filepath.Join(dir, "pod", "conf"))
 			},
-			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "node", "conf"), "two\n") },
+			change: func(t *testing.T, dir string) { testkit.WriteFile(t, filepath.Join(dir, "node", "conf"), "two\n") },
 			want:   "two\n",
 		},
 		{
 			name:   "file added to a watched directory",
 			setup:  dirWith("d", "a", "one\n"),
-			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "d", "b"), "two\n") },
+			change: func(t *testing.T, dir string) { testkit.WriteFile(t, filepath.Join(dir, "d", "b"), "two\n") },
 			want:   "a=one\n;b=two\n;",
 		},
 		{
 			name:   "file in a watched directory written in place",
 			setup:  dirWith("d", "a", "one\n"),
-			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "d", "a"), "two\n") },
+			change: func(t *testing.T, dir string) { testkit.WriteFile(t, filepath.Join(dir, "d", "a"), "two\n") },
 			want:   "a=two\n;",
 		},
 	}
@@ -324,7 +310,7 @@ func TestWatchChanges(t *testing.T) {
 func file(name, content string) func(t *testing.T, dir string) (string, func() string) {
 	return func(t *testing.T, dir string) (string, func() string) {
 		path := filepath.Join(dir, name)
-		write(t, path, content)
+		testkit.WriteFile(t, path, content)
 		return watchedFile(path)
 	}
 }
@@ -345,7 +331,7 @@ func dirWith(name, file, content string) func(t *testing.T, dir string) (string,
 	return func(t *testing.T, dir string) (string, func() string) {
 		d := filepath.Join(dir, name)
 		os.Mkdir(d, 0o755)
-		write(t, filepath.Join(d, file), content)
+		testkit.WriteFile(t, filepath.Join(d, file), content)
 		return d, readDir(d)
 	}
 }
@@ -356,8 +342,8 @@ func dirWith(name, file, content string) func(t *testing.T, dir string) (string,
 func TestWatchIgnores(t *testing.T) {
 	dir := t.TempDir()
 	conf, a, b := filepath.Join(dir, "conf"), filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	write(t, a, "one\n")
-	write(t, b, "two\n")
+	testkit.WriteFile(t, a, "one\n")
+	testkit.WriteFile(t, b, "two\n")
 	old := time.Now().Add(-time.Hour)
 	for _, p := range []string{a, b} {
 		if err := os.Chtimes(p, old, old); err != nil {
@@ -366,15 +352,15 @@ func TestWatchIgnores(t *testing.T) {
 	}
 	symlink(t, "a", conf)
 	ch := start(t, []string{conf}, WithPoll(10*time.Millisecond), WithDebounce(10*time.Millisecond, 0))
-	write(t, filepath.Join(dir, "unrelated"), "x\n")
+	testkit.WriteFile(t, filepath.Join(dir, "unrelated"), "x\n")
 	quiet(t, ch)
 
 	relink(t, "b", conf)
 	until(t, ch, readFile(conf), "two\n")
 	quiet(t, ch)
-	write(t, a, "one again\n")
+	testkit.WriteFile(t, a, "one again\n")
 	quiet(t, ch)
-	write(t, b, "three\n")
+	testkit.WriteFile(t, b, "three\n")
 	until(t, ch, readFile(conf), "three\n")
 }
 
@@ -384,7 +370,7 @@ func TestWatchIgnores(t *testing.T) {
 func TestWatchSameStamp(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf")
 	mtime := time.Now().Add(time.Second) // not settled for three seconds
-	write(t, path, "one\n")
+	testkit.WriteFile(t, path, "one\n")
 	if err := os.Chtimes(path, mtime, mtime); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +397,7 @@ func TestWatchSameStamp(t *testing.T) {
 // burst that never ends still within maxWait.
 func TestWatchBurst(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf")
-	write(t, path, "0\n")
+	testkit.WriteFile(t, path, "0\n")
 	ch := start(t, []string{path}, WithPoll(0), WithDebounce(time.Hour, 50*time.Millisecond))
 	deadline := time.After(wait)
 	for i := 0; ; i++ {
@@ -423,7 +409,7 @@ func TestWatchBurst(t *testing.T) {
 			t.Fatal("a burst delayed the report past maxWait")
 		default:
 		}
-		write(t, path, "x\n")
+		testkit.WriteFile(t, path, "x\n")
 	}
 }
 
@@ -437,10 +423,10 @@ func TestWatchAllowMissing(t *testing.T) {
 	}
 	ch := start(t, []string{path}, AllowMissing(path), WithPoll(10*time.Millisecond), WithDebounce(10*time.Millisecond, 0))
 	os.Mkdir(filepath.Join(dir, "later"), 0o755)
-	write(t, path, "one\n")
+	testkit.WriteFile(t, path, "one\n")
 	until(t, ch, readFile(path), "one\n")
 	// Watched by events now too.
-	write(t, path, "two\n")
+	testkit.WriteFile(t, path, "two\n")
 	until(t, ch, readFile(path), "two\n")
 }
 
@@ -473,14 +459,14 @@ func TestWatchErrors(t *testing.T) {
 func TestWatchStops(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	path := filepath.Join(t.TempDir(), "conf")
-	write(t, path, "one\n")
+	testkit.WriteFile(t, path, "one\n")
 	for _, opts := range [][]Option{nil, {withoutEvents}} {
 		ctx, cancel := context.WithCancel(context.Background())
 		ch, err := Watch(ctx, []string{path}, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		write(t, path, "two\n")
+		testkit.WriteFile(t, path, "two\n")
 		cancel()
 		closed(t, ch)
 	}

@@ -7,14 +7,18 @@
 //     Count and Queries.
 //   - Ask, AskFrom: one exchange with a server, failing the test when no
 //     reply comes; NewQuery: a query, with EDNS0 and options when asked.
+//     Named: an upstream whose TXT answer names it, for routing tests.
+//     ListenBoth: UDP and TCP on one port, for a hand-made server.
 //   - Gather, Scrape: a registry or a /metrics page as Metrics, one value
-//     per series; Value for one series; GetOK for a /readyz.
+//     per series; Value for one series; GetOK for a /readyz. Registry: a
+//     pedantic registry holding the collectors a test built.
 //   - WaitFor, WaitEqual, WaitEvery: poll a condition, fail with its last
 //     error; Holds: nothing happens for a while; Poll: a wait that may end
 //     unmet. No test sleeps to wait.
 //   - Go, Start, RunSynced: a run stopped and checked when the test ends.
 //     Every: the pace of a load or a sampler.
-//   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO.
+//   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO;
+//     WriteFile (in place) and WriteAtomic (by a rename) for watch tests.
 //   - CA: certificates for a TLS server and its clients (NodeClient: a
 //     kubelet's); CertManagerIssuer, CertManagerCertificate for decoding
 //     manifests. ReadTar: the entries of a tar stream; ImageLayer: those

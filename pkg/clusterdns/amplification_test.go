@@ -401,8 +401,7 @@ func TestAmplificationSeries(t *testing.T) {
 	h, amp := newAmpHandler(t, st, 2)
 	clock := time.Unix(1e9, 0)
 	amp.now = func() time.Time { return clock }
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(amp)
+	reg := testkit.Registry(t, amp)
 	ask := func(ns string, n int) {
 		for range n {
 			ampQuery(t, h, "10.244.0.1", "web."+ns+".svc.cluster.local.", dns.TypeA)
@@ -520,8 +519,7 @@ func TestAmplificationCardinality(t *testing.T) {
 		h, amp := newAmpHandler(t, st, topN)
 		clock := time.Unix(1e9, 0)
 		amp.now = func() time.Time { return clock }
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(amp)
+		reg := testkit.Registry(t, amp)
 		ampSeries(t, reg) // the first choice, of nothing
 		// round: namespace i looks up www.example.com weight(i) times (3
 		// queries each in the zone), and 2,000 names of namespaces that do
@@ -685,8 +683,7 @@ func TestAmplificationUDP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(amp)
+	reg := testkit.Registry(t, amp)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: NewHandler("cluster.local", ampStore(t, "ns", "b"), WithForwarder(fwd), WithAmplification(amp))}
 	testkit.StartServer(t, srv)
 	clients := map[string]string{"127.0.0.1": "ns"}

@@ -213,17 +213,7 @@ func TestWindowMatchesLimitAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := new(dns.Msg)
-			m.SetQuestion(tt.qname, dns.TypeA)
-			m.Response, m.Compress = true, true
-			for _, s := range tt.answer {
-				m.Answer = append(m.Answer, mustRR(t, s))
-			}
-			m.SetEdns0(dnsmsg.EDNSSize, false)
-			wire, err := m.Pack()
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, wire := packedReply(t, tt.qname, tt.answer, nil)
 			const c0 = 5
 			w := planWindow(wire, limit, tt.size, c0)
 			if (w != nil) != tt.plan {

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 )
 
@@ -42,8 +41,7 @@ func (u *upstreamStub) Exchange(_ context.Context, m *dns.Msg) (*dns.Msg, error)
 				A: net.IPv4(192, 0, 2, byte(i+1))})
 		}
 	default:
-		r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300},
-			A: net.IPv4(192, 0, 2, 1)}}
+		r.Answer = []dns.RR{testkit.A(q.Name, 300, "192.0.2.1")}
 	}
 	return r, nil
 }
@@ -102,8 +100,7 @@ func TestForwardedWireIsServeDNSHit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, cache, up, clock := forwardingHandler(t, WithLoadBalance(tc.lb))
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(cache)
+			reg := testkit.Registry(t, cache)
 			q := mustPack(t, tc.req)
 			serveUDP(t, h, tc.req) // a miss: asks upstream
 			if _, ok := h.AnswerWire(nil, q); ok {
@@ -112,12 +109,12 @@ func TestForwardedWireIsServeDNSHit(t *testing.T) {
 			serveUDP(t, h, tc.req)                                    // a hit: keeps the finished reply
 			for _, age := range []time.Duration{0, 3 * time.Second} { // denials are cached 5 s
 				clock.advance(age)
-				hits := testutil.ToFloat64(cacheHits(reg))
+				hits := testkit.Gather(t, reg).Sum("dnsconfigurer_cache_hits_total")
 				got, ok := h.AnswerWire(make([]byte, 0, 512), q)
 				if !ok {
 					t.Fatalf("age %v: not answered from the wire", age)
 				}
-				if n := testutil.ToFloat64(cacheHits(reg)); n != hits+1 {
+				if n := testkit.Gather(t, reg).Sum("dnsconfigurer_cache_hits_total"); n != hits+1 {
 					t.Errorf("age %v: cache hits %v → %v, want one more", age, hits, n)
 				}
 				want := serveUDP(t, h, tc.req)
@@ -135,22 +132,6 @@ func TestForwardedWireIsServeDNSHit(t *testing.T) {
 			}
 		})
 	}
-}
-
-// cacheHits is the cache's hit counter of every kind, as one collector.
-func cacheHits(reg *prometheus.Registry) prometheus.Collector {
-	return prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
-		mfs, _ := reg.Gather()
-		var n float64
-		for _, mf := range mfs {
-			if mf.GetName() == "dnsconfigurer_cache_hits_total" {
-				for _, m := range mf.GetMetric() {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("hits", "", nil, nil), prometheus.CounterValue, n)
-	})
 }
 
 // TestForwardedWireLeftToServeDNS: forwarded replies that ServeDNS changes
@@ -223,7 +204,7 @@ func (s staticMap) Lookup(name string, qtype uint16) ([]dns.RR, bool) {
 	if qtype != dns.TypeA {
 		return nil, true
 	}
-	return []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 9)}}, true
+	return []dns.RR{testkit.A(name, 60, "192.0.2.9")}, true
 }
 
 // BenchmarkForwardedWire: a cached forwarded name answered from the wire,

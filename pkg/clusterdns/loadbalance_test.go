@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 func mustRR(t *testing.T, s string) dns.RR {
@@ -16,6 +18,27 @@ func mustRR(t *testing.T, s string) dns.RR {
 		t.Fatalf("NewRR(%q): %v", s, err)
 	}
 	return rr
+}
+
+// packedReply is a compressed reply to qname A holding answer and extra
+// (records in text form) with an OPT record, and its wire form.
+func packedReply(t *testing.T, qname string, answer, extra []string) (*dns.Msg, []byte) {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(qname, dns.TypeA)
+	m.Response, m.Compress = true, true
+	for _, s := range answer {
+		m.Answer = append(m.Answer, mustRR(t, s))
+	}
+	for _, s := range extra {
+		m.Extra = append(m.Extra, mustRR(t, s))
+	}
+	m.SetEdns0(dnsmsg.EDNSSize, false)
+	wire, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, wire
 }
 
 func rrLines(rrs []dns.RR) []string {
@@ -64,20 +87,7 @@ func TestPackedRotationMatchesMessageRotation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := new(dns.Msg)
-			m.SetQuestion(tc.qname, dns.TypeA)
-			m.Response, m.Compress = true, true
-			for _, s := range tc.answer {
-				m.Answer = append(m.Answer, mustRR(t, s))
-			}
-			for _, s := range tc.extra {
-				m.Extra = append(m.Extra, mustRR(t, s))
-			}
-			m.SetEdns0(1232, false)
-			wire, err := m.Pack()
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, wire := packedReply(t, tc.qname, tc.answer, tc.extra)
 			p := planRotation(wire)
 			if (p != nil) != tc.plan {
 				t.Fatalf("plan %v, want one: %v", p, tc.plan)

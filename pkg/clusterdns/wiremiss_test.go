@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // TestMissWireIsServeDNS: a query for a name of the zone that does not
@@ -58,8 +59,7 @@ func TestMissWireIsServeDNS(t *testing.T) {
 // gatherText is what c exports, as text.
 func gatherText(t *testing.T, c prometheus.Collector) string {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
+	reg := testkit.Registry(t, c)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

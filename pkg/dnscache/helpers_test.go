@@ -2,7 +2,6 @@ package dnscache
 
 import (
 	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,7 +63,7 @@ func (u udpNext) Exchange(ctx context.Context, q *dns.Msg) (*dns.Msg, error) {
 }
 
 func rrA(name string, ttl uint32) dns.RR {
-	return &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: net.IPv4(192, 0, 2, 1)}
+	return testkit.A(name, ttl, "192.0.2.1")
 }
 
 func soa(zone string, ttl, minttl uint32) dns.RR {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -42,12 +41,10 @@ func holding(release <-chan struct{}, held *atomic.Int64) dns.Handler {
 	})
 }
 
-// metric is the value of the series name of c's metrics.
-func metric(t *testing.T, c prometheus.Collector, name string) float64 {
+// metric is the value of the series name of srv's metrics.
+func metric(t *testing.T, srv *dnsserver.Server, name string) float64 {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	return testkit.Value(t, reg, name)
+	return testkit.Value(t, testkit.Registry(t, srv), name)
 }
 
 // TestPanicIsServfail: a handler that panics answers SERVFAIL over UDP and

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
@@ -136,7 +137,7 @@ func TestCountingAllocatesNothing(t *testing.T) {
 var cannedReply = func() []byte {
 	m := new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
 	m.Response = true
-	m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "web.prod.svc.cluster.local.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.IPv4(10, 0, 0, 1)}}
+	m.Answer = []dns.RR{testkit.A("web.prod.svc.cluster.local.", 5, "10.0.0.1")}
 	m.SetEdns0(1232, false)
 	b, err := m.Pack()
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -43,7 +42,7 @@ func (h *wireHandler) AnswerWire(dst, q []byte) ([]byte, bool) {
 	h.wired.Add(1)
 	m := new(dns.Msg)
 	m.SetReply(req)
-	m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 7}, A: net.IPv4(192, 0, 2, 1)}}
+	m.Answer = []dns.RR{testkit.A(req.Question[0].Name, 7, "192.0.2.1")}
 	b, err := m.PackBuffer(dst[:0])
 	return b, err == nil
 }
@@ -152,8 +151,7 @@ func TestQueriesCounted(t *testing.T) {
 	if got := float64(h.wired.Load()); got != 2*n {
 		t.Fatalf("AnswerWire answered %v queries, want %v", got, 2*n)
 	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(srv)
+	reg := testkit.Registry(t, srv)
 	got := testkit.Gather(t, reg)
 	want := map[string]float64{
 		`dnsconfigurer_dnsserver_responses_total{rcode="NOERROR",zone="example."}`:         4 * n,
@@ -195,8 +193,7 @@ func TestServerNameLabel(t *testing.T) {
 	srv := &dnsserver.Server{Handler: &wireHandler{}, Name: "nodelocal"}
 	addr := startServer(t, srv)
 	exchange(t, "udp", addr, "slow.example.")
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(srv)
+	reg := testkit.Registry(t, srv)
 	got := testkit.Gather(t, reg)
 	for _, k := range []string{
 		`dnsconfigurer_dnsserver_requests_total{family="1",proto="udp",server="nodelocal",type="A",zone="."}`,
@@ -240,8 +237,7 @@ func TestDOCounted(t *testing.T) {
 	if h.wired.Load() < 1 {
 		t.Fatal("no query answered from the wire form")
 	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(srv)
+	reg := testkit.Registry(t, srv)
 	got := testkit.Gather(t, reg)
 	for k, v := range map[string]float64{
 		`dnsconfigurer_dnsserver_do_requests_total{zone="example."}`: 3,

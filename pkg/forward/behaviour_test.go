@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -83,8 +82,7 @@ func TestReplyValidation(t *testing.T) {
 				}
 				cfg.Upstreams = forward.StaticUpstreams{addr}
 				f := newForwarder(t, cfg)
-				reg := prometheus.NewRegistry()
-				reg.MustRegister(f)
+				reg := testkit.Registry(t, f)
 				start := time.Now()
 				r, err := ask(f, context.Background(), "www.example.org.")
 				if tc.ok != (err == nil) {
@@ -275,8 +273,7 @@ func TestShedRcode(t *testing.T) {
 			f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, MaxConcurrent: 1, ShedRcode: tc.cfg})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(f)
+			reg := testkit.Registry(t, f)
 			go func() { defer close(done); _, _ = ask(f, ctx, "held.example.org.") }()
 			testkit.WaitFor(t, time.Second, func() error {
 				if n := testkit.Gather(t, reg)[`dnsconfigurer_forward_in_flight{zone="."}`]; n != 1 {
@@ -325,14 +322,9 @@ func TestConfigErrors(t *testing.T) {
 
 // TestZonesShareRegistry: one Forwarder per zone on one registry.
 func TestZonesShareRegistry(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	for _, z := range []string{".", "corp.example."} {
-		f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{"127.0.0.1:1"}, Zone: z})
-		if err := reg.Register(f); err != nil {
-			t.Fatalf("zone %s: %v", z, err)
-		}
-	}
-	m := testkit.Gather(t, reg)
+	root := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{"127.0.0.1:1"}, Zone: "."})
+	corp := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{"127.0.0.1:1"}, Zone: "corp.example."})
+	m := testkit.Gather(t, testkit.Registry(t, root, corp))
 	if _, ok := m[`dnsconfigurer_forward_in_flight{zone="corp.example."}`]; !ok {
 		t.Errorf("no series for zone corp.example.: %v", m)
 	}
@@ -353,8 +345,7 @@ func TestRepliesByRcode(t *testing.T) {
 		return []*dns.Msg{r}
 	})
 	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{s.Addr}, Zone: "."})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(f)
+	reg := testkit.Registry(t, f)
 	for _, name := range []string{"a.example.", "b.example.", "nx.example.", "odd.example."} {
 		if _, err := ask(f, context.Background(), name); err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
@@ -36,15 +37,7 @@ func startRawUpstream(tb testing.TB) *rawUpstream {
 	tb.Helper()
 	u := &rawUpstream{}
 	u.payload.Store(&rawPayload{})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		tb.Fatal(err)
-	}
+	pc, ln := testkit.ListenBoth(tb, "127.0.0.1:0")
 	u.addr = pc.LocalAddr().String()
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -166,7 +159,7 @@ func upstreamReplySeeds() []upstreamReplySeed {
 	q.SetQuestion("fuzz.example.", dns.TypeA)
 	ok := new(dns.Msg)
 	ok.SetReply(q)
-	ok.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "fuzz.example.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.IPv4(192, 0, 2, 1)}}
+	ok.Answer = []dns.RR{testkit.A("fuzz.example.", 30, "192.0.2.1")}
 	okWire, _ := ok.Pack()
 	tc := ok.Copy()
 	tc.Truncated = true

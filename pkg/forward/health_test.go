@@ -73,8 +73,7 @@ func TestHealthRules(t *testing.T) {
 				return nil
 			})
 			f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{up.Addr}, Timeout: timeout, HealthCheck: 20 * time.Millisecond})
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(f)
+			reg := testkit.Registry(t, f)
 			f.Start(context.Background())
 			for i := range 3 * forward.DefaultMaxFails {
 				if _, err := ask(f, context.Background(), fmt.Sprintf("n%d.silent.example.", i)); err == nil {
@@ -125,8 +124,7 @@ func TestDeadSocket(t *testing.T) {
 	dead := testkit.RefusedAddr(t)
 	good := testkit.NewUpstream(t, answering, testkit.UDPOnly())
 	f := newForwarder(t, forward.Config{Upstreams: forward.StaticUpstreams{dead, good.Addr}, Policy: forward.PolicySequential, HealthCheck: 20 * time.Millisecond})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(f)
+	reg := testkit.Registry(t, f)
 	f.Start(context.Background())
 	for i := range 5 {
 		start := time.Now()
@@ -164,8 +162,7 @@ func TestSlowUpstreams(t *testing.T) {
 				addrs = append(addrs, testkit.NewUpstream(t, answering, testkit.UDPOnly(), testkit.Delay(delay)).Addr)
 			}
 			f := newForwarder(t, forward.Config{Upstreams: addrs, HealthCheck: 20 * time.Millisecond})
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(f)
+			reg := testkit.Registry(t, f)
 			f.Start(context.Background())
 			// Three rounds of 10 concurrent queries: a round after an
 			// upstream was marked down would show it.

@@ -7,22 +7,15 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
-
-type named string
-
-func (n named) Exchange(_ context.Context, m *dns.Msg) (*dns.Msg, error) {
-	r := new(dns.Msg)
-	r.SetReply(m)
-	r.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: m.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{string(n)}}}
-	return r, nil
-}
 
 func TestRouter(t *testing.T) {
 	r, err := NewRouter([]Route{
-		{Zone: ".", Upstream: named("default")},
-		{Zone: "corp.example", Except: []string{"public.corp.example."}, Upstream: named("corp")},
-		{Zone: "lab.corp.example.", Upstream: named("lab")},
+		{Zone: ".", Upstream: testkit.Named("default")},
+		{Zone: "corp.example", Except: []string{"public.corp.example."}, Upstream: testkit.Named("corp")},
+		{Zone: "lab.corp.example.", Upstream: testkit.Named("lab")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +35,7 @@ func TestRouter(t *testing.T) {
 			}
 		})
 	}
-	stub, err := NewRouter([]Route{{Zone: "corp.example", Upstream: named("corp")}})
+	stub, err := NewRouter([]Route{{Zone: "corp.example", Upstream: testkit.Named("corp")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +46,10 @@ func TestRouter(t *testing.T) {
 
 func TestRouterErrors(t *testing.T) {
 	_, err := NewRouter([]Route{
-		{Zone: "a.example", Upstream: named("x")},
-		{Zone: "A.example.", Upstream: named("y")},
-		{Zone: "b..example", Upstream: named("z")},
-		{Zone: "c.example", Except: []string{"d.example"}, Upstream: named("z")},
+		{Zone: "a.example", Upstream: testkit.Named("x")},
+		{Zone: "A.example.", Upstream: testkit.Named("y")},
+		{Zone: "b..example", Upstream: testkit.Named("z")},
+		{Zone: "c.example", Except: []string{"d.example"}, Upstream: testkit.Named("z")},
 		{Zone: "e.example"},
 	})
 	for _, want := range []string{`routes[1].zone: "A.example." is also routes[0]'s`, `routes[2].zone: "b..example" is not a domain name`,

@@ -37,7 +37,7 @@ func within(t *testing.T, what string, f func()) time.Duration {
 
 func sparse(t *testing.T, path string, size int64) {
 	t.Helper()
-	write(t, path, "")
+	testkit.WriteFile(t, path, "")
 	if err := os.Truncate(path, size); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestWatchOversizedFile(t *testing.T) {
 		t.Errorf("start-up with a 64 MB file allocated %d bytes, want at most 1 MiB", n)
 	}
 
-	renameOver(t, path, "nameserver 192.0.2.1\n")
+	testkit.WriteAtomic(t, path, "nameserver 192.0.2.1\n")
 	if s := next(t, ch); s.Err != nil || !reflect.DeepEqual(ns(s), []string{"192.0.2.1"}) {
 		t.Fatalf("good file: %+v", s)
 	}
@@ -115,7 +115,7 @@ func TestWatchFIFO(t *testing.T) {
 	ch, unsub := w.Subscribe()
 	defer unsub()
 	next(t, ch)
-	renameOver(t, path, "nameserver 192.0.2.1\n")
+	testkit.WriteAtomic(t, path, "nameserver 192.0.2.1\n")
 	if s := next(t, ch); s.Err != nil || !reflect.DeepEqual(ns(s), []string{"192.0.2.1"}) {
 		t.Fatalf("good file: %+v", s)
 	}
@@ -155,7 +155,7 @@ func (b *blockingRead) read(path string) ([]byte, error) {
 func TestWatchCancelBlockedRead(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
-	write(t, path, "nameserver 192.0.2.1\n")
+	testkit.WriteFile(t, path, "nameserver 192.0.2.1\n")
 	b := &blockingRead{entered: make(chan struct{}, 8), release: make(chan struct{})}
 	defer close(b.release) // lets the abandoned reads finish before goleak looks
 	withRead := func(o *options) { o.read = b.read }
@@ -194,7 +194,7 @@ func TestWatchCancelBlockedRead(t *testing.T) {
 		}
 		b.on.Store(true)
 		defer b.on.Store(false)
-		write(t, path, "nameserver 192.0.2.2\n")
+		testkit.WriteFile(t, path, "nameserver 192.0.2.2\n")
 		<-b.entered
 		cancel()
 		took := within(t, "stop while a read blocks", func() { <-w.Done() })

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestWatchWriteThroughAnotherPath(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
-	write(t, path, "nameserver 10.0.0.1\n")
+	testkit.WriteFile(t, path, "nameserver 10.0.0.1\n")
 	node := filepath.Join(other, "node-resolv.conf")
 	if err := os.Link(path, node); err != nil {
 		t.Skipf("hard link: %v", err)
@@ -29,7 +30,7 @@ func TestWatchWriteThroughAnotherPath(t *testing.T) {
 		t.Fatalf("first snapshot %v", got)
 	}
 	for i, want := range []string{"10.0.0.2", "10.0.0.3"} {
-		write(t, node, "nameserver "+want+"\n")
+		testkit.WriteFile(t, node, "nameserver "+want+"\n")
 		if got := ns(next(t, ch)); !slices.Equal(got, []string{want}) {
 			t.Fatalf("write %d through %s: snapshot %v, want [%s]", i, node, got, want)
 		}
@@ -37,11 +38,11 @@ func TestWatchWriteThroughAnotherPath(t *testing.T) {
 	// A rename over the watched path makes it a new inode: the write
 	// through the old link no longer concerns it, a write to the new file
 	// is still seen.
-	renameOver(t, path, "nameserver 10.0.0.4\n")
+	testkit.WriteAtomic(t, path, "nameserver 10.0.0.4\n")
 	if got := ns(next(t, ch)); !slices.Equal(got, []string{"10.0.0.4"}) {
 		t.Fatalf("after the rename: %v", got)
 	}
-	write(t, path, "nameserver 10.0.0.5\n")
+	testkit.WriteFile(t, path, "nameserver 10.0.0.5\n")
 	if got := ns(next(t, ch)); !slices.Equal(got, []string{"10.0.0.5"}) {
 		t.Fatalf("in place after the rename: %v", got)
 	}
@@ -51,14 +52,14 @@ func TestWatchWriteThroughAnotherPath(t *testing.T) {
 // (podfacts.HostOf carries it to the engine's trace).
 func TestSnapshotLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "resolv.conf")
-	write(t, path, "# node\nnameserver 10.0.0.1\nsearch a.example\nnameserver 10.0.0.2\noptions ndots:2\n")
+	testkit.WriteFile(t, path, "# node\nnameserver 10.0.0.1\nsearch a.example\nnameserver 10.0.0.2\noptions ndots:2\n")
 	_, ch := start(t, path)
 	s := next(t, ch)
 	want := resolvconf.Lines{Nameservers: []int{2, 4}, Search: 3, Options: []int{5}}
 	if !reflect.DeepEqual(s.Lines, want) {
 		t.Errorf("snapshot lines %+v, want %+v", s.Lines, want)
 	}
-	write(t, path, "nameserver 10.0.0.3\n")
+	testkit.WriteFile(t, path, "nameserver 10.0.0.3\n")
 	if s := next(t, ch); !reflect.DeepEqual(s.Lines, resolvconf.Lines{Nameservers: []int{1}}) {
 		t.Errorf("after the rewrite: lines %+v", s.Lines)
 	}

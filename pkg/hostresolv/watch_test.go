@@ -25,24 +25,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const wait = 5 * time.Second // deadline for an expected snapshot; normally ~10-20ms
 
-func write(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// renameOver writes content to a temp file in the same directory and renames
-// it over path, as resolvconf, NetworkManager and systemd-resolved do.
-func renameOver(t testing.TB, path, content string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	write(t, tmp, content)
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func next(t *testing.T, ch <-chan Snapshot) Snapshot {
 	t.Helper()
 	select {
@@ -90,7 +72,7 @@ func start(t *testing.T, path string, opts ...Option) (*Watcher, <-chan Snapshot
 func TestWatchChanges(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
-	write(t, path, "nameserver 192.0.2.1\n")
+	testkit.WriteFile(t, path, "nameserver 192.0.2.1\n")
 	_, ch := start(t, path)
 
 	s := next(t, ch)
@@ -102,14 +84,14 @@ func TestWatchChanges(t *testing.T) {
 		change func()
 		want   []string // nameservers; nil means a problem snapshot keeping the old config
 	}{
-		{"in-place write", func() { write(t, path, "nameserver 192.0.2.2\n") }, []string{"192.0.2.2"}},
-		{"rename over", func() { renameOver(t, path, "nameserver 192.0.2.3\n") }, []string{"192.0.2.3"}},
+		{"in-place write", func() { testkit.WriteFile(t, path, "nameserver 192.0.2.2\n") }, []string{"192.0.2.2"}},
+		{"rename over", func() { testkit.WriteAtomic(t, path, "nameserver 192.0.2.3\n") }, []string{"192.0.2.3"}},
 		{"delete", func() { os.Remove(path) }, nil},
-		{"re-create", func() { write(t, path, "nameserver 192.0.2.4\n") }, []string{"192.0.2.4"}},
-		{"bare nameserver line", func() { write(t, path, "nameserver\n") }, nil},
-		{"fixed", func() { write(t, path, "nameserver 192.0.2.5\nsearch a.example\n") }, []string{"192.0.2.5"}},
-		{"all nameservers removed", func() { write(t, path, "search a.example\n") }, nil},
-		{"back", func() { write(t, path, "nameserver 192.0.2.6\n") }, []string{"192.0.2.6"}},
+		{"re-create", func() { testkit.WriteFile(t, path, "nameserver 192.0.2.4\n") }, []string{"192.0.2.4"}},
+		{"bare nameserver line", func() { testkit.WriteFile(t, path, "nameserver\n") }, nil},
+		{"fixed", func() { testkit.WriteFile(t, path, "nameserver 192.0.2.5\nsearch a.example\n") }, []string{"192.0.2.5"}},
+		{"all nameservers removed", func() { testkit.WriteFile(t, path, "search a.example\n") }, nil},
+		{"back", func() { testkit.WriteFile(t, path, "nameserver 192.0.2.6\n") }, []string{"192.0.2.6"}},
 	}
 	gen := s.Generation
 	good := ns(s)
@@ -133,7 +115,7 @@ func TestWatchChanges(t *testing.T) {
 		quiet(t, ch)
 	}
 	// Rewriting identical content publishes nothing.
-	write(t, path, "nameserver 192.0.2.6\n")
+	testkit.WriteFile(t, path, "nameserver 192.0.2.6\n")
 	quiet(t, ch)
 }
 
@@ -143,8 +125,8 @@ func TestWatchSymlinks(t *testing.T) {
 	os.MkdirAll(run, 0o755)
 	stub := filepath.Join(run, "stub-resolv.conf")
 	other := filepath.Join(run, "resolv.conf")
-	write(t, stub, "nameserver 192.0.2.1\n")
-	write(t, other, "nameserver 192.0.2.9\n")
+	testkit.WriteFile(t, stub, "nameserver 192.0.2.1\n")
+	testkit.WriteFile(t, other, "nameserver 192.0.2.9\n")
 	etc := filepath.Join(dir, "etc")
 	os.MkdirAll(etc, 0o755)
 	link := filepath.Join(etc, "resolv.conf")
@@ -157,7 +139,7 @@ func TestWatchSymlinks(t *testing.T) {
 	}
 
 	// The link target changes (systemd-resolved rewrites its file by rename).
-	renameOver(t, stub, "nameserver 192.0.2.2\n")
+	testkit.WriteAtomic(t, stub, "nameserver 192.0.2.2\n")
 	if s := next(t, ch); !reflect.DeepEqual(ns(s), []string{"192.0.2.2"}) {
 		t.Fatalf("target change: %+v", s)
 	}
@@ -175,9 +157,9 @@ func TestWatchSymlinks(t *testing.T) {
 	quiet(t, ch)
 
 	// Now the new target's changes are followed, and the old one's are not.
-	write(t, stub, "nameserver 192.0.2.3\n")
+	testkit.WriteFile(t, stub, "nameserver 192.0.2.3\n")
 	quiet(t, ch)
-	write(t, other, "nameserver 192.0.2.10\n")
+	testkit.WriteFile(t, other, "nameserver 192.0.2.10\n")
 	if s := next(t, ch); !reflect.DeepEqual(ns(s), []string{"192.0.2.10"}) {
 		t.Fatalf("new target change: %+v", s)
 	}
@@ -186,14 +168,14 @@ func TestWatchSymlinks(t *testing.T) {
 func TestWatchBurst(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
-	write(t, path, "nameserver 192.0.2.1\n")
+	testkit.WriteFile(t, path, "nameserver 192.0.2.1\n")
 	w, ch := start(t, path)
 	next(t, ch)
 	for i := 0; i < 1000; i++ {
 		if i%2 == 0 {
-			write(t, path, fmt.Sprintf("nameserver 10.0.%d.%d\n", i/256, i%256))
+			testkit.WriteFile(t, path, fmt.Sprintf("nameserver 10.0.%d.%d\n", i/256, i%256))
 		} else {
-			renameOver(t, path, fmt.Sprintf("nameserver 10.0.%d.%d\n", i/256, i%256))
+			testkit.WriteAtomic(t, path, fmt.Sprintf("nameserver 10.0.%d.%d\n", i/256, i%256))
 		}
 	}
 	last := "10.0.3.231" // i = 999
@@ -231,16 +213,16 @@ func TestWatchBurst(t *testing.T) {
 func TestWatchStrictMode(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
-	write(t, path, "nameserver 192.0.2.1\n")
+	testkit.WriteFile(t, path, "nameserver 192.0.2.1\n")
 	_, ch := start(t, path, WithMode(Strict))
 	next(t, ch)
-	renameOver(t, path, "nameserver\n")
+	testkit.WriteAtomic(t, path, "nameserver\n")
 	s := next(t, ch)
 	if s.Err == nil || len(ns(s)) != 0 || !errors.Is(s.Err, resolvconf.ErrEmptyNameserver) {
 		t.Fatalf("strict: broken file must be what pods get: %+v", s)
 	}
 	// kubelet accepts a file without nameservers; strict does too.
-	renameOver(t, path, "search a.example\n")
+	testkit.WriteAtomic(t, path, "search a.example\n")
 	s = next(t, ch)
 	if s.Err != nil || len(ns(s)) != 0 || !reflect.DeepEqual(s.Config.Searches, []string{"a.example"}) {
 		t.Fatalf("strict, no nameservers: %+v", s)
@@ -255,7 +237,7 @@ func TestWatchMissingAtStart(t *testing.T) {
 	if !errors.Is(s.Err, fs.ErrNotExist) || !errors.Is(s.Problem, fs.ErrNotExist) {
 		t.Fatalf("missing file at start: %+v", s)
 	}
-	renameOver(t, path, "nameserver 192.0.2.1\n")
+	testkit.WriteAtomic(t, path, "nameserver 192.0.2.1\n")
 	if s := next(t, ch); s.Err != nil || s.Problem != nil || !reflect.DeepEqual(ns(s), []string{"192.0.2.1"}) {
 		t.Fatalf("created: %+v", s)
 	}
@@ -286,7 +268,7 @@ func TestWatchLoopbackAndAuto(t *testing.T) {
 	etc := filepath.Join(dir, "etc-resolv.conf")
 	resolvedDir := filepath.Join(dir, "resolve")
 	resolved := filepath.Join(resolvedDir, "resolv.conf")
-	write(t, etc, "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch corp.example\n")
+	testkit.WriteFile(t, etc, "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch corp.example\n")
 
 	t.Run("an explicit path keeps the file but never hands loopback to pods", func(t *testing.T) {
 		_, ch := start(t, etc)
@@ -302,18 +284,18 @@ func TestWatchLoopbackAndAuto(t *testing.T) {
 		}
 	})
 	os.MkdirAll(resolvedDir, 0o755)
-	write(t, resolved, "nameserver 192.0.2.53\nnameserver ::1\nsearch corp.example\n")
+	testkit.WriteFile(t, resolved, "nameserver 192.0.2.53\nnameserver ::1\nsearch corp.example\n")
 	t.Run("auto switches to systemd-resolved's file and back", func(t *testing.T) {
 		_, ch := start(t, Auto, WithAutoPaths(etc, resolved))
 		s := next(t, ch)
 		if s.Path != resolved || !reflect.DeepEqual(ns(s), []string{"192.0.2.53"}) || !reflect.DeepEqual(s.DroppedLoopback, []string{"::1"}) {
 			t.Fatalf("switch: %+v", s)
 		}
-		write(t, resolved, "nameserver 192.0.2.54\n")
+		testkit.WriteFile(t, resolved, "nameserver 192.0.2.54\n")
 		if s := next(t, ch); s.Path != resolved || !reflect.DeepEqual(ns(s), []string{"192.0.2.54"}) {
 			t.Fatalf("resolved change: %+v", s)
 		}
-		renameOver(t, etc, "nameserver 192.0.2.1\n")
+		testkit.WriteAtomic(t, etc, "nameserver 192.0.2.1\n")
 		if s := next(t, ch); s.Path != etc || !reflect.DeepEqual(ns(s), []string{"192.0.2.1"}) {
 			t.Fatalf("back to the primary: %+v", s)
 		}
@@ -323,7 +305,7 @@ func TestWatchLoopbackAndAuto(t *testing.T) {
 func TestWatchManySubscribers(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
-	write(t, path, "nameserver 192.0.2.0\n")
+	testkit.WriteFile(t, path, "nameserver 192.0.2.0\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := prometheus.NewRegistry()
 	w, err := Watch(ctx, path, WithRegistry(reg), WithResync(0))
@@ -363,7 +345,7 @@ func TestWatchManySubscribers(t *testing.T) {
 		}(i)
 	}
 	for i := 1; i <= writes; i++ {
-		renameOver(t, path, fmt.Sprintf("nameserver 192.0.2.%d\n", i))
+		testkit.WriteAtomic(t, path, fmt.Sprintf("nameserver 192.0.2.%d\n", i))
 		testkit.WaitEqual(t, wait, fmt.Sprintf("the nameserver after write %d", i),
 			func() string { return w.Current().Config.Nameservers[0] }, fmt.Sprintf("192.0.2.%d", i))
 	}
@@ -406,7 +388,7 @@ func TestWatchManySubscribers(t *testing.T) {
 func BenchmarkPropagation(b *testing.B) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
-	write(b, path, "nameserver 192.0.2.0\n")
+	testkit.WriteFile(b, path, "nameserver 192.0.2.0\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := Watch(ctx, path, WithResync(0))
@@ -422,7 +404,7 @@ func BenchmarkPropagation(b *testing.B) {
 		i++
 		want := fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
 		t0 := time.Now()
-		renameOver(b, path, "nameserver "+want+"\n")
+		testkit.WriteAtomic(b, path, "nameserver "+want+"\n")
 		for s := range ch {
 			if s.Config.Nameservers[0] == want {
 				break

@@ -102,7 +102,7 @@ func answerA(ttl uint32) func(q dns.Question, r *dns.Msg) {
 					A: net.IPv4(10, 0, byte(i/256), byte(i%256))})
 			}
 		default:
-			r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: net.IPv4(192, 0, 2, 1)}}
+			r.Answer = []dns.RR{testkit.A(q.Name, ttl, "192.0.2.1")}
 		}
 	}
 }

@@ -130,16 +130,6 @@ func TestRoutesUnbounded(t *testing.T) {
 	}
 }
 
-// fakeUp is an upstream that names itself in each answer's TXT record.
-type fakeUp string
-
-func (f fakeUp) Exchange(_ context.Context, q *dns.Msg) (*dns.Msg, error) {
-	r := new(dns.Msg)
-	r.SetReply(q)
-	r.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{string(f)}}}
-	return r, nil
-}
-
 // TestRouter: with external "direct" the routes split the names; with
 // "cluster" (no external upstream) every name goes to the cluster DNS;
 // both are counted by upstream.
@@ -149,7 +139,7 @@ func TestRouter(t *testing.T) {
 		external Exchanger
 		want     map[string]string
 	}{
-		{"direct", fakeUp("direct"), map[string]string{"corp.example.": "cluster", "web.prod.svc.cluster.local.": "cluster", "www.example.com.": "direct"}},
+		{"direct", testkit.Named("direct"), map[string]string{"corp.example.": "cluster", "web.prod.svc.cluster.local.": "cluster", "www.example.com.": "direct"}},
 		{"cluster", nil, map[string]string{"corp.example.": "cluster", "www.example.com.": "cluster"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,7 +147,7 @@ func TestRouter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &router{cluster: fakeUp("cluster"), external: tt.external, m: m}
+			r := &router{cluster: testkit.Named("cluster"), external: tt.external, m: m}
 			r.routes.Store(NewRoutes("cluster.local", clusterConfig(), nil, nil))
 			counts := map[string]float64{}
 			for name, want := range tt.want {
@@ -214,7 +204,7 @@ func TestFollower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &router{cluster: fakeUp("cluster"), external: fakeUp("direct"), m: m}
+	r := &router{cluster: testkit.Named("cluster"), external: testkit.Named("direct"), m: m}
 	f := &follower{path: path, load: loadFile, domain: "cluster.local", r: r, log: slog.New(slog.NewTextHandler(&testkit.Buffer{}, nil)), m: m}
 	cluster := func(name string) bool { return r.routes.Load().Cluster(name) }
 	if err := f.reload(); err != nil {
@@ -303,7 +293,7 @@ func TestFollowerWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &router{cluster: fakeUp("cluster"), external: fakeUp("direct"), m: m}
+	r := &router{cluster: testkit.Named("cluster"), external: testkit.Named("direct"), m: m}
 	f := &follower{path: path, load: loadFile, domain: "cluster.local", r: r, log: slog.New(slog.DiscardHandler), m: m,
 		opts: []filewatch.Option{filewatch.WithDebounce(10*time.Millisecond, 100*time.Millisecond), filewatch.WithPoll(50 * time.Millisecond)}}
 	if err := f.reload(); err != nil {
@@ -369,9 +359,9 @@ func TestRoutesAllocateNothing(t *testing.T) {
 // (Routes.Cluster, with the cluster DNS's configuration), for a name
 // outside the cluster and one inside.
 func BenchmarkRouteDecision(b *testing.B) {
-	routes := []forward.Route{{Zone: "cluster.local", Upstream: fakeUp("cluster")}, {Zone: ".", Upstream: fakeUp("direct")}}
+	routes := []forward.Route{{Zone: "cluster.local", Upstream: testkit.Named("cluster")}, {Zone: ".", Upstream: testkit.Named("direct")}}
 	for _, z := range dnsserver.ClusterZones {
-		routes = append(routes, forward.Route{Zone: z, Upstream: fakeUp("cluster")})
+		routes = append(routes, forward.Route{Zone: z, Upstream: testkit.Named("cluster")})
 	}
 	fr, err := forward.NewRouter(routes)
 	if err != nil {
