@@ -38,6 +38,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/stubresolver"
 )
 
 // manifests are the cluster shop/web and other/db, shared with the chain
@@ -66,7 +67,8 @@ func headless(n int) string {
 	return b.String()
 }
 
-// headlessAddrs is what a lookup of shop/hl returns, sorted as addrRE sorts.
+// headlessAddrs is what a lookup of shop/hl returns, sorted as
+// stubresolver sorts.
 func headlessAddrs(n int) []string {
 	var ips []string
 	for i := range n {
@@ -184,46 +186,6 @@ func upstreamStub() dns.Handler {
 	})
 }
 
-type resolver struct {
-	name string
-	cmd  func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd
-}
-
-func resolvers(t *testing.T) []resolver {
-	out := []resolver{{"glibc", func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
-		return ns.Exec(ctx, "getent", "ahosts", host)
-	}}}
-	musl := filepath.Join(t.TempDir(), "lookup-musl")
-	if b, err := exec.Command("musl-gcc", "-static", "-O1", "-o", musl, "../testdata/lookup.c").CombinedOutput(); err == nil {
-		out = append(out, resolver{"musl", func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
-			return ns.Exec(ctx, musl, host)
-		}})
-	} else {
-		t.Logf("no musl-gcc (musl-tools): musl left out: %v: %s", err, b)
-	}
-	bin := filepath.Join(t.TempDir(), "testbin")
-	build := exec.Command("go", "build", "-o", bin, "../images/testbin")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Logf("no Go resolver run: %v: %s", err, b)
-		return out
-	}
-	return append(out, resolver{"go", func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
-		return ns.Exec(ctx, bin, "lookup", host, "IP")
-	}})
-}
-
-var addrRE = func(out string) []string {
-	var ips []string
-	for _, f := range strings.Fields(out) {
-		if net.ParseIP(f) != nil && !slices.Contains(ips, f) {
-			ips = append(ips, f)
-		}
-	}
-	sort.Strings(ips)
-	return ips
-}
-
 // stage is the cluster DNS and the node-local stage of one pass.
 type stage struct {
 	cluster dns.Handler
@@ -257,7 +219,8 @@ func digTCP(t *testing.T, ns *netns.NS, server, name string) []string {
 	if err != nil {
 		t.Fatalf("dig +tcp @%s %s: %v: %s", server, name, err, out)
 	}
-	return addrRE(string(out))
+	addrs, _ := stubresolver.Parse(out)
+	return addrs
 }
 
 func TestAutopathQueryCount(t *testing.T) {
@@ -317,7 +280,7 @@ func TestAutopathQueryCount(t *testing.T) {
 		{"Autopath", render("ClusterFirstWithAutopath", false), cluster},
 		{"Autopath+node-local", render("ClusterFirstWithAutopath", true), local},
 	}
-	res := resolvers(t)
+	res := stubresolver.New(t)
 	var table []string
 	for _, limit := range []int{0, answerLimit} {
 		s := newStage(t, ns, st, hostSearches, limit)
@@ -357,7 +320,7 @@ type mode struct {
 
 // countLookups looks up each name with res in each mode and returns the
 // table rows: the queries the pod sent to its first hop.
-func countLookups(t *testing.T, ns *netns.NS, res resolver, limit int, modes []mode, cluster, local *counter) []string {
+func countLookups(t *testing.T, ns *netns.NS, res stubresolver.Resolver, limit int, modes []mode, cluster, local *counter) []string {
 	t.Helper()
 	// big: an answer too big for UDP, for which autopath allows two
 	// queries per address family (UDP, then TCP) instead of one.
@@ -373,31 +336,28 @@ func countLookups(t *testing.T, ns *netns.NS, res resolver, limit int, modes []m
 	}
 	var rows []string
 	for _, lk := range lookups {
-		row := fmt.Sprintf("| %d | %s | %s (`%s`) |", limit, res.name, lk.name, lk.host)
+		row := fmt.Sprintf("| %d | %s | %s (`%s`) |", limit, res.Name, lk.name, lk.host)
 		for _, m := range modes {
 			ns.SetResolvConf(t, m.conf)
 			cluster.take()
 			local.take()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			out, err := res.cmd(ctx, ns, lk.host).CombinedOutput()
-			cancel()
+			got, err := res.Addrs(ns, lk.host)
 			if err != nil {
-				t.Fatalf("%s %s %s: %v: %s\nresolv.conf:\n%s", res.name, m.name, lk.host, err, out, m.conf)
+				t.Fatalf("%s %s %s: %v\nresolv.conf:\n%s", res.Name, m.name, lk.host, err, m.conf)
 			}
-			got := addrRE(string(out))
 			switch {
 			case lk.big && limit > 0:
 				// A window of the endpoints, over UDP, for every resolver.
 				if len(got) != limit || !subset(got, lk.want) {
-					t.Errorf("%s %s %s: %d addresses %v, want %d of the endpoints", res.name, m.name, lk.host, len(got), got, limit)
+					t.Errorf("%s %s %s: %d addresses %v, want %d of the endpoints", res.Name, m.name, lk.host, len(got), got, limit)
 				}
-			case lk.big && res.name == "musl":
+			case lk.big && res.Name == "musl":
 				// musl 1.2.3 never retries over TCP: what fits 512 bytes.
 				if len(got) == 0 || !subset(got, lk.want) {
-					t.Errorf("%s %s %s: addresses %v, want some of the endpoints", res.name, m.name, lk.host, got)
+					t.Errorf("%s %s %s: addresses %v, want some of the endpoints", res.Name, m.name, lk.host, got)
 				}
 			case !slices.Equal(got, lk.want):
-				t.Errorf("%s %s %s: addresses %v, want %v", res.name, m.name, lk.host, got, lk.want)
+				t.Errorf("%s %s %s: addresses %v, want %v", res.Name, m.name, lk.host, got, lk.want)
 			}
 			sent, names := m.first.takeNames()
 			if m.first == local {
@@ -412,17 +372,17 @@ func countLookups(t *testing.T, ns *netns.NS, res resolver, limit int, modes []m
 				// Issue 28: with the limit every resolver, glibc
 				// included, resolves the big name in one query per
 				// address family.
-				t.Errorf("%s %s %s: the pod sent %v queries; with udpAnswerLimit %d one per address family", res.name, m.name, lk.host, sent, limit)
+				t.Errorf("%s %s %s: the pod sent %v queries; with udpAnswerLimit %d one per address family", res.Name, m.name, lk.host, sent, limit)
 			}
-			if lk.big && limit == 0 && res.name == "glibc" && total <= 4 {
-				t.Errorf("%s %s %s: the pod sent %v queries; glibc's rounds for a big answer are gone without udpAnswerLimit?", res.name, m.name, lk.host, sent)
+			if lk.big && limit == 0 && res.Name == "glibc" && total <= 4 {
+				t.Errorf("%s %s %s: the pod sent %v queries; glibc's rounds for a big answer are gone without udpAnswerLimit?", res.Name, m.name, lk.host, sent)
 			}
 			if m.name == "ClusterFirst" {
 				continue
 			}
 			// Autopath: one name, the first the search path gives.
 			if names != 1 {
-				t.Errorf("%s %s %s: the pod asked %d names; autopath answers the first", res.name, m.name, lk.host, names)
+				t.Errorf("%s %s %s: the pod asked %d names; autopath answers the first", res.Name, m.name, lk.host, names)
 			}
 			// And one query per address family, or two (UDP, then TCP)
 			// for an answer too big for UDP. glibc's getaddrinfo is the
@@ -434,8 +394,8 @@ func countLookups(t *testing.T, ns *netns.NS, res resolver, limit int, modes []m
 			if lk.big && limit == 0 {
 				perFamily = 2
 			}
-			if (!lk.big || limit > 0 || res.name != "glibc") && (sent[dns.TypeA] > perFamily || sent[dns.TypeAAAA] > perFamily) {
-				t.Errorf("%s %s %s: the pod sent %v queries; autopath allows %d per address family", res.name, m.name, lk.host, sent, perFamily)
+			if (!lk.big || limit > 0 || res.Name != "glibc") && (sent[dns.TypeA] > perFamily || sent[dns.TypeAAAA] > perFamily) {
+				t.Errorf("%s %s %s: the pod sent %v queries; autopath allows %d per address family", res.Name, m.name, lk.host, sent, perFamily)
 			}
 		}
 		rows = append(rows, row)

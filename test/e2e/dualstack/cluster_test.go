@@ -1,10 +1,8 @@
 package dualstack
 
 import (
-	"context"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/stubresolver"
 )
 
 // A dual-stack cluster's objects: Services of each family (web both, web6
@@ -250,7 +249,7 @@ func TestClusterAnswers(t *testing.T) {
 func TestClusterResolvers(t *testing.T) {
 	ns, up := clusterNS(t)
 	startCluster(t, ns)
-	res := resolvers(t)
+	res := stubresolver.New(t)
 	const search = "search prod.svc.cluster.local svc.cluster.local cluster.local\n"
 	confs := []struct {
 		name, conf, listen string
@@ -281,23 +280,23 @@ func TestClusterResolvers(t *testing.T) {
 	for _, c := range confs {
 		ns.SetResolvConf(t, c.conf)
 		for _, r := range res {
-			if c.tcp && !r.tcp {
+			if c.tcp && !r.TCP {
 				continue // musl has no use-vc: it uses TCP only after a truncated reply
 			}
 			for _, lk := range lookups {
-				got, _, err := run(func(ctx context.Context) *exec.Cmd { return r.addr(ctx, ns, lk.host) })
+				got, err := r.Addrs(ns, lk.host)
 				if err != nil {
-					t.Errorf("%s, %s: %s: %v", c.name, r.name, lk.host, err)
+					t.Errorf("%s, %s: %s: %v", c.name, r.Name, lk.host, err)
 				} else if strings.Join(got, " ") != lk.want {
-					t.Errorf("%s, %s: %s = %v, want %s", c.name, r.name, lk.host, got, lk.want)
+					t.Errorf("%s, %s: %s = %v, want %s", c.name, r.Name, lk.host, got, lk.want)
 				}
 			}
 			for _, p := range ptrs {
-				_, names, err := run(func(ctx context.Context) *exec.Cmd { return r.ptr(ctx, ns, p.ip) })
+				names, err := r.Names(ns, p.ip)
 				if err != nil {
-					t.Errorf("%s, %s: PTR %s: %v", c.name, r.name, p.ip, err)
+					t.Errorf("%s, %s: PTR %s: %v", c.name, r.Name, p.ip, err)
 				} else if !slices.Equal(names, []string{p.want}) {
-					t.Errorf("%s, %s: PTR %s = %v, want %s", c.name, r.name, p.ip, names, p.want)
+					t.Errorf("%s, %s: PTR %s = %v, want %s", c.name, r.Name, p.ip, names, p.want)
 				}
 			}
 		}

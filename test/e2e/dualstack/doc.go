@@ -2,9 +2,9 @@
 // IPv6 and dual-stack addresses, with real resolvers (issue 31).
 //
 // The real binary serves in network namespaces the tests create, on ULA
-// (fd00::/8) and loopback addresses. glibc (getent), musl (test/e2e/
-// testdata/lookup.c, built with musl-gcc) and the pure Go resolver
-// (test/e2e/images/testbin) look names up over UDP and TCP; a DNS client checks
+// (fd00::/8) and loopback addresses. glibc (getent), musl (built with
+// musl-gcc) and the pure Go resolver, run by test/e2e/stubresolver, look
+// names up over UDP and TCP; a DNS client checks
 // the exact answers (AAAA, NODATA, PTR under ip6.arpa, SRV, pod names,
 // autopath by an IPv6 source).
 //

@@ -2,13 +2,11 @@ package dualstack
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -130,81 +128,4 @@ func rrs(section []dns.RR) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// resolver is a real stub resolver run as a program inside a namespace:
-// addrs resolves a name to its addresses, ptr an address to its names.
-type resolver struct {
-	name string
-	tcp  bool // honours "options use-vc"
-	addr func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd
-	ptr  func(ctx context.Context, ns *netns.NS, ip string) *exec.Cmd
-}
-
-// resolvers are glibc's getaddrinfo and getnameinfo (getent), musl's
-// (test/e2e/testdata/lookup.c, static) and the pure Go resolver (testbin); those
-// whose tool is missing are left out with a log line.
-func resolvers(t *testing.T) []resolver {
-	t.Helper()
-	var out []resolver
-	if _, err := exec.LookPath("getent"); err == nil {
-		out = append(out, resolver{name: "glibc", tcp: true,
-			addr: func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
-				return ns.Exec(ctx, "getent", "ahosts", host)
-			},
-			ptr: func(ctx context.Context, ns *netns.NS, ip string) *exec.Cmd {
-				return ns.Exec(ctx, "getent", "hosts", ip)
-			}})
-	} else {
-		t.Log("no getent: glibc left out")
-	}
-	dir := t.TempDir()
-	musl := filepath.Join(dir, "lookup-musl")
-	if b, err := exec.Command("musl-gcc", "-static", "-O1", "-o", musl, "../testdata/lookup.c").CombinedOutput(); err == nil {
-		out = append(out, resolver{name: "musl",
-			addr: func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd { return ns.Exec(ctx, musl, host) },
-			ptr:  func(ctx context.Context, ns *netns.NS, ip string) *exec.Cmd { return ns.Exec(ctx, musl, "-x", ip) }})
-	} else {
-		t.Logf("no musl-gcc (musl-tools): musl left out: %v: %s", err, b)
-	}
-	gobin := filepath.Join(dir, "testbin")
-	build := exec.Command("go", "build", "-o", gobin, "../images/testbin")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build testbin: %v: %s", err, b)
-	}
-	out = append(out, resolver{name: "go", tcp: true,
-		addr: func(ctx context.Context, ns *netns.NS, host string) *exec.Cmd {
-			return ns.Exec(ctx, gobin, "lookup", host, "IP")
-		},
-		ptr: func(ctx context.Context, ns *netns.NS, ip string) *exec.Cmd {
-			return ns.Exec(ctx, gobin, "lookup", ip, "PTR")
-		}})
-	return out
-}
-
-// run runs cmd with a 20s bound and returns its output's fields split
-// into addresses and names (a trailing dot trimmed), each sorted and
-// without duplicates.
-func run(mk func(ctx context.Context) *exec.Cmd) (addrs, names []string, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := mk(ctx).CombinedOutput()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%v: %s", err, out)
-	}
-	for _, f := range strings.Fields(string(out)) {
-		if a, err := netip.ParseAddr(f); err == nil {
-			if s := a.String(); !slices.Contains(addrs, s) {
-				addrs = append(addrs, s)
-			}
-		} else if f != "STREAM" && f != "DGRAM" && f != "RAW" {
-			if s := strings.TrimSuffix(f, "."); !slices.Contains(names, s) {
-				names = append(names, s)
-			}
-		}
-	}
-	slices.Sort(addrs)
-	slices.Sort(names)
-	return addrs, names, nil
 }

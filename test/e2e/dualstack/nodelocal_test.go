@@ -1,7 +1,6 @@
 package dualstack
 
 import (
-	"context"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/stubresolver"
 )
 
 // The node's addresses: the node-local stage's own (a ULA, NodeLocal
@@ -177,7 +177,7 @@ func podConf(t *testing.T, servers ...string) string {
 
 // lookupAll resolves the dual-stack names with every resolver in the pod
 // through the nameservers of conf, over UDP.
-func (n *dualNode) lookupAll(t *testing.T, res []resolver, conf string) {
+func (n *dualNode) lookupAll(t *testing.T, res []stubresolver.Resolver, conf string) {
 	t.Helper()
 	n.pod.SetResolvConf(t, conf)
 	server := strings.Join(strings.Fields(conf), " ")
@@ -189,16 +189,16 @@ func (n *dualNode) lookupAll(t *testing.T, res []resolver, conf string) {
 			{"db", "10.244.0.7 fd00:10:244:: fd00:10:244::7"},
 			{"www.example.com", "192.0.2.80 2001:db8::80"},
 		} {
-			got, _, err := run(func(ctx context.Context) *exec.Cmd { return r.addr(ctx, n.pod, lk.host) })
+			got, err := r.Addrs(n.pod, lk.host)
 			if err != nil {
-				t.Errorf("via %s, %s: %s: %v", server, r.name, lk.host, err)
+				t.Errorf("via %s, %s: %s: %v", server, r.Name, lk.host, err)
 			} else if strings.Join(got, " ") != lk.want {
-				t.Errorf("via %s, %s: %s = %v, want %s", server, r.name, lk.host, got, lk.want)
+				t.Errorf("via %s, %s: %s = %v, want %s", server, r.Name, lk.host, got, lk.want)
 			}
 		}
-		_, names, err := run(func(ctx context.Context) *exec.Cmd { return r.ptr(ctx, n.pod, "fd00:10:96::20") })
+		names, err := r.Names(n.pod, "fd00:10:96::20")
 		if err != nil || strings.Join(names, " ") != "web.prod.svc.cluster.local" {
-			t.Errorf("via %s, %s: PTR fd00:10:96::20 = %v %v, want web.prod.svc.cluster.local", server, r.name, names, err)
+			t.Errorf("via %s, %s: PTR fd00:10:96::20 = %v %v, want web.prod.svc.cluster.local", server, r.Name, names, err)
 		}
 	}
 }
@@ -211,7 +211,7 @@ func (n *dualNode) lookupAll(t *testing.T, res []resolver, conf string) {
 // DNAT answers again.
 func TestNodeLocalDualStack(t *testing.T) {
 	n := newDualNode(t)
-	res := resolvers(t)
+	res := stubresolver.New(t)
 
 	// Before: kube-proxy's DNAT takes the pod's queries to the cluster DNS.
 	r := ask(t, n.pod, "udp", dns6, netip.Addr{}, "web6.prod.svc.cluster.local", 28)
