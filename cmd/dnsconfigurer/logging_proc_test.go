@@ -52,7 +52,7 @@ func TestServeJSONLogProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitStderr(t, 30*time.Second, `"msg":"resolver file is broken; pods keep the last good config","component":"dnsserver.hostresolv"`)
-	r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), m[1])
+	r, err := testkit.Exchange("udp", m[1], "web.prod.svc.cluster.local.", dns.TypeA)
 	if err != nil || len(r.Answer) != 1 {
 		t.Fatalf("query: %v %v", r, err)
 	}

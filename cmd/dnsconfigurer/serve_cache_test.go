@@ -28,10 +28,9 @@ func TestServeCachesForwarded(t *testing.T) {
 	up := stubUpstream(t, 1, "192.0.2.7")
 	addr := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up.Addr,
 		"--serve-stale", "1h", "--cache-size", "4Mi")
-	c := &dns.Client{Timeout: 2 * time.Second}
 	ask := func() *dns.Msg {
 		t.Helper()
-		r, _, err := c.Exchange(new(dns.Msg).SetQuestion("www.example.org.", dns.TypeA), addr)
+		r, err := testkit.Exchange("udp", addr, "www.example.org.", dns.TypeA)
 		if err != nil {
 			t.Fatal(err)
 		}

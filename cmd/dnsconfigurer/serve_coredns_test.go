@@ -44,7 +44,7 @@ func corednsNames(m testkit.Metrics) bool {
 func TestServeCoreDNSMetrics(t *testing.T) {
 	ask := func(addr string) {
 		t.Helper()
-		if _, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), addr); err != nil {
+		if _, err := testkit.Exchange("udp", addr, "web.prod.svc.cluster.local.", dns.TypeA); err != nil {
 			t.Fatal(err)
 		}
 	}

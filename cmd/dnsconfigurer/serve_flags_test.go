@@ -30,10 +30,9 @@ func TestServeMaxConcurrent(t *testing.T) {
 			addr, _ := startServeLog(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects",
 				"--upstream", up.Addr, "--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
 			metrics := metricsAddr(t)
-			c := &dns.Client{Timeout: 5 * time.Second}
 			first := make(chan error, 1)
 			go func() {
-				_, _, err := c.Exchange(new(dns.Msg).SetQuestion("held.example.org.", dns.TypeA), addr)
+				_, err := testkit.Exchange("udp", addr, "held.example.org.", dns.TypeA)
 				first <- err
 			}()
 			testkit.WaitFor(t, 5*time.Second, func() error {
@@ -43,7 +42,7 @@ func TestServeMaxConcurrent(t *testing.T) {
 				return nil
 			})
 			start := time.Now()
-			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("next.example.org.", dns.TypeA), addr)
+			r, err := testkit.Exchange("udp", addr, "next.example.org.", dns.TypeA)
 			took := time.Since(start)
 			if err != nil || r.Rcode != dns.RcodeServerFailure {
 				t.Fatalf("second query: %v %v, want SERVFAIL", r, err)
@@ -86,7 +85,7 @@ func TestServeLoadbalance(t *testing.T) {
 			firsts := map[string]bool{}
 			for _, network := range []string{"udp", "tcp"} {
 				for range 3 {
-					r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion("db.prod.svc.cluster.local.", dns.TypeA), addr)
+					r, err := testkit.Exchange(network, addr, "db.prod.svc.cluster.local.", dns.TypeA)
 					if err != nil || len(r.Answer) != 3 {
 						t.Fatalf("%s: %v %v, want the 3 ready endpoints", network, r, err)
 					}
@@ -114,7 +113,7 @@ func TestServeLogQueries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, log := startServeLog(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects"}, tc.args...)...)
 			for _, name := range []string{"web.prod.svc.cluster.local.", "nosuch.prod.svc.cluster.local."} {
-				if _, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr); err != nil {
+				if _, err := testkit.Exchange("udp", addr, name, dns.TypeA); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -153,11 +152,10 @@ func TestServePrefetch(t *testing.T) {
 			addr, _ := startServeLog(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects",
 				"--upstream", up.Addr, "--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
 			metrics := metricsAddr(t)
-			c := &dns.Client{Timeout: 2 * time.Second}
 			// Ask until the upstream has been asked a second time: by a
 			// prefetch before the answer expires, or by a miss after.
 			testkit.WaitEvery(t, 10*time.Second, 20*time.Millisecond, func() error {
-				r, _, err := c.Exchange(new(dns.Msg).SetQuestion("popular.example.org.", dns.TypeA), addr)
+				r, err := testkit.Exchange("udp", addr, "popular.example.org.", dns.TypeA)
 				if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 					t.Fatalf("popular name: %v %v", r, err)
 				}
@@ -189,13 +187,12 @@ func TestServeReverseZones(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := stubUpstream(t, 30, "192.0.2.7")
 			addr := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up.Addr}, tc.args...)...)
-			c := &dns.Client{Timeout: 2 * time.Second}
 			// A known ClusterIP is the zone's either way.
-			r, _, err := c.Exchange(new(dns.Msg).SetQuestion("30.0.96.10.in-addr.arpa.", dns.TypePTR), addr)
+			r, err := testkit.Exchange("udp", addr, "30.0.96.10.in-addr.arpa.", dns.TypePTR)
 			if err != nil || len(r.Answer) != 1 {
 				t.Fatalf("known ClusterIP: %v %v", r, err)
 			}
-			r, _, err = c.Exchange(new(dns.Msg).SetQuestion("99.0.96.10.in-addr.arpa.", dns.TypePTR), addr)
+			r, err = testkit.Exchange("udp", addr, "99.0.96.10.in-addr.arpa.", dns.TypePTR)
 			if err != nil {
 				t.Fatal(err)
 			}

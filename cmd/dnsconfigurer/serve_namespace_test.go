@@ -3,8 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -28,8 +28,7 @@ func TestServeNamespaceMetrics(t *testing.T) {
 				"--metrics-listen", "127.0.0.1:0"}, tc.args...)...)
 			metrics := metricsAddr(t)
 			ask := func() {
-				m := new(dns.Msg).SetQuestion("www.example.com.prod.svc.cluster.local.", dns.TypeA)
-				r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr)
+				r, err := testkit.Exchange("udp", addr, "www.example.com.prod.svc.cluster.local.", dns.TypeA)
 				if err != nil || r.Rcode != dns.RcodeNameError {
 					t.Fatalf("%v %v, want NXDOMAIN", r, err)
 				}

@@ -57,9 +57,7 @@ func TestServeAutopathChain(t *testing.T) {
 
 	for _, network := range []string{"udp", "tcp"} {
 		for _, addr := range []string{cluster, local} {
-			m := new(dns.Msg)
-			m.SetQuestion("web.search.prod.cluster.local.ap.k8s.io.", dns.TypeA)
-			r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr)
+			r, err := testkit.Exchange(network, addr, "web.search.prod.cluster.local.ap.k8s.io.", dns.TypeA)
 			if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 2 || r.Answer[0].Header().Rrtype != dns.TypeCNAME ||
 				!strings.EqualFold(r.Answer[0].(*dns.CNAME).Target, "web.prod.svc.cluster.local.") {
 				t.Fatalf("%s via %s: %v %v", network, addr, r, err)

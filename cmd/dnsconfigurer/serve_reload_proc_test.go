@@ -38,12 +38,11 @@ func TestServeReloadProcess(t *testing.T) {
 		t.Fatalf("no address in the log:\n%s", c.stderr.String())
 	}
 	addr := m[1]
-	client := &dns.Client{Timeout: 2 * time.Second}
 	// answer is the rcode and the TTL of the first answer record (0 with
 	// none) of name's A query.
 	answer := func(name string) (int, uint32) {
 		t.Helper()
-		r, _, err := client.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
+		r, err := testkit.Exchange("udp", addr, name, dns.TypeA)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -37,10 +37,9 @@ func TestServeConfigReload(t *testing.T) {
 	}
 	write(config(upA, 7))
 	addr := startServe(t, "--listen", "127.0.0.1:0", "--config", path)
-	c := &dns.Client{Timeout: 2 * time.Second}
 	external := func() string {
 		t.Helper()
-		r, _, err := c.Exchange(new(dns.Msg).SetQuestion("www.example.org.", dns.TypeA), addr)
+		r, err := testkit.Exchange("udp", addr, "www.example.org.", dns.TypeA)
 		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 			t.Fatalf("external name: %v %v", r, err)
 		}
@@ -52,7 +51,7 @@ func TestServeConfigReload(t *testing.T) {
 	// The new upstream, and a TTL change (applied too).
 	write(config(upB, 9))
 	testkit.WaitEqual(t, 15*time.Second, "the external name after changing the config file", external, "192.0.2.2")
-	r, _, err := c.Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), addr)
+	r, err := testkit.Exchange("udp", addr, "web.prod.svc.cluster.local.", dns.TypeA)
 	if err != nil || len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 9 {
 		t.Fatalf("ttl: %v %v, want the reloaded 9", r, err)
 	}
@@ -101,7 +100,6 @@ func TestServeHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := startServe(t, "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream", up.Addr, "--hosts", hostsFile)
-	c := &dns.Client{Timeout: 2 * time.Second}
 	for _, tc := range []struct {
 		name  string
 		qtype uint16
@@ -111,7 +109,7 @@ func TestServeHosts(t *testing.T) {
 		{"1.49.168.192.in-addr.arpa.", dns.TypePTR, "host.minikube.internal."},
 		{"web.prod.svc.cluster.local.", dns.TypeA, ""}, // the zone's, not the file's 10.0.0.9
 	} {
-		r, _, err := c.Exchange(new(dns.Msg).SetQuestion(tc.name, tc.qtype), addr)
+		r, err := testkit.Exchange("udp", addr, tc.name, tc.qtype)
 		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
 			t.Fatalf("%s: %v %v", tc.name, r, err)
 		}
@@ -148,7 +146,7 @@ func TestServeStubDomains(t *testing.T) {
 		{"x.lab.example.", "192.0.2.3"},
 	} {
 		for _, network := range []string{"udp", "tcp"} {
-			r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion(tc.name, dns.TypeA), addr)
+			r, err := testkit.Exchange(network, addr, tc.name, dns.TypeA)
 			if err != nil || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != tc.want {
 				t.Errorf("%s over %s: %v %v, want %s", tc.name, network, r, err, tc.want)
 			}
@@ -166,7 +164,7 @@ func TestServeReusePort(t *testing.T) {
 		t.Fatalf("second instance on %s, want %s", second, first)
 	}
 	for _, network := range []string{"udp", "tcp"} {
-		r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), first)
+		r, err := testkit.Exchange(network, first, "web.prod.svc.cluster.local.", dns.TypeA)
 		if err != nil || len(r.Answer) != 1 {
 			t.Fatalf("%s: %v %v", network, r, err)
 		}

@@ -22,11 +22,10 @@ func TestServeRewritesReload(t *testing.T) {
 		t.Helper()
 		testkit.WriteAtomic(t, path, exampleConfig(fmt.Sprintf("forward:\n- zone: .\n  upstreams: [%q]\n%s", up, rewrites)))
 	}
-	c := &dns.Client{Timeout: 2 * time.Second}
 	var addr string
 	answer := func() string {
 		t.Helper()
-		r, _, err := c.Exchange(new(dns.Msg).SetQuestion("db.example.com.", dns.TypeA), addr)
+		r, err := testkit.Exchange("udp", addr, "db.example.com.", dns.TypeA)
 		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 			t.Fatalf("db.example.com: %v %v", r, err)
 		}
@@ -38,7 +37,7 @@ func TestServeRewritesReload(t *testing.T) {
 	}
 	write("rewrites:\n- {from: db.example.com, to: web.prod.svc.cluster.local}\n")
 	addr = startServe(t, "--listen", "127.0.0.1:0", "--config", path)
-	r, _, err := c.Exchange(new(dns.Msg).SetQuestion("web.prod.svc.cluster.local.", dns.TypeA), addr)
+	r, err := testkit.Exchange("udp", addr, "web.prod.svc.cluster.local.", dns.TypeA)
 	if err != nil || len(r.Answer) != 1 {
 		t.Fatalf("web: %v %v", r, err)
 	}

@@ -130,14 +130,11 @@ func TestServeRuns(t *testing.T) {
 	s := goServe(ctx, args)
 	addr, metrics := s.addrs(t, true)
 	for _, network := range []string{"udp", "tcp"} {
-		m := new(dns.Msg)
-		m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
-		r, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr)
+		r, err := testkit.Exchange(network, addr, "web.prod.svc.cluster.local.", dns.TypeA)
 		if err != nil || len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 7 {
 			t.Fatalf("%s: %v %v", network, r, err)
 		}
-		m.SetQuestion("10-9-9-9.prod.pod.cluster.local.", dns.TypeA)
-		if r, _, err = (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {
+		if r, err = testkit.Exchange(network, addr, "10-9-9-9.prod.pod.cluster.local.", dns.TypeA); err != nil || len(r.Answer) != 1 {
 			t.Fatalf("%s insecure pod: %v %v", network, r, err)
 		}
 	}
@@ -175,9 +172,7 @@ func TestServeRuns(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	m := new(dns.Msg)
-	m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
-	if r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {
+	if r, err := testkit.Exchange("udp", addr, "web.prod.svc.cluster.local.", dns.TypeA); err != nil || len(r.Answer) != 1 {
 		t.Fatalf("query in lameduck: %v %v", r, err)
 	}
 	if code := s.wait(t, 10*time.Second); code != exitOK {
@@ -200,13 +195,10 @@ func TestServeUpstreamResolvConf(t *testing.T) {
 	// it (a SERVFAIL from an unreachable upstream, not REFUSED).
 	s := goServe(ctx, []string{"--lameduck=0s", "--listen", "127.0.0.1:0", "--objects", "../../examples/objects", "--upstream-resolv-conf", rc})
 	addr, _ := s.addrs(t, false)
-	m := new(dns.Msg)
-	m.SetQuestion("web.prod.svc.cluster.local.", dns.TypeA)
-	if r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr); err != nil || len(r.Answer) != 1 {
+	if r, err := testkit.Exchange("udp", addr, "web.prod.svc.cluster.local.", dns.TypeA); err != nil || len(r.Answer) != 1 {
 		t.Fatalf("in-zone: %v %v", r, err)
 	}
-	m.SetQuestion("example.invalid.", dns.TypeA)
-	r, _, err := (&dns.Client{Timeout: 5 * time.Second}).Exchange(m, addr)
+	r, err := testkit.Exchange("udp", addr, "example.invalid.", dns.TypeA)
 	if err != nil || r.Rcode == dns.RcodeRefused {
 		t.Fatalf("outside name: %v %v (want it forwarded)", r, err)
 	}

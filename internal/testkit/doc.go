@@ -4,9 +4,11 @@
 //
 //   - NewUpstream: UDP and TCP on 127.0.0.1:0 (or At, or ListenIn a
 //     namespace), answering with a handler (Reply, Silent), with Delay,
-//     Count and Queries.
+//     Count and Queries; ClientQueries leaves the forwarder's probes
+//     (Probe) out, AskedFor counts one name.
 //   - Ask, AskFrom: one exchange with a server, failing the test when no
-//     reply comes; NewQuery: a query, with EDNS0 and options when asked.
+//     reply comes; NewQuery: a query, with EDNS0 and options when asked;
+//     Exchange: Ask of a plain question returning the error instead.
 //     Named: an upstream whose TXT answer names it, for routing tests.
 //     ListenBoth: UDP and TCP on one port, for a hand-made server.
 //   - Gather, Scrape: a registry or a /metrics page as Metrics, one value
@@ -16,7 +18,11 @@
 //     error; Holds: nothing happens for a while; Poll: a wait that may end
 //     unmet. No test sleeps to wait.
 //   - Go, Start, RunSynced: a run stopped and checked when the test ends.
-//     Every: the pace of a load or a sampler.
+//     Every: the pace of a load or a sampler. Parallel: n calls at once,
+//     every error reported.
+//   - InNetNS: a function run inside a network namespace (its sockets
+//     stay there); StartLocked: a child started from a thread kept alive,
+//     so that its parent-death signal holds.
 //   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO;
 //     WriteFile (in place) and WriteAtomic (by a rename) for watch tests.
 //   - CA: certificates for a TLS server and its clients (NodeClient: a

@@ -295,10 +295,7 @@ func exitCode(err error) int {
 // ask sends q over UDP and returns its rcode and answer section with TTLs
 // zeroed and records sorted.
 func ask(addr string, q question) (string, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(q.name, q.qtype)
-	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
-	r, _, err := c.Exchange(m, addr)
+	r, err := testkit.Exchange("udp", addr, q.name, q.qtype)
 	if err != nil {
 		return "", fmt.Errorf("%s %s at %s: %w", q.name, dns.TypeToString[q.qtype], addr, err)
 	}

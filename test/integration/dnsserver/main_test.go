@@ -183,12 +183,11 @@ func waitRequests(t *testing.T, l *apiserver.RequestLog, n int, what string, mat
 // and the answer section, one "TYPE rdata" per record, sorted:
 // "NOERROR A 10.96.0.10", "NXDOMAIN", "NOERROR CNAME web.ns.svc.cluster.local. A 10.96.0.10".
 func ask(addr, name string, qtype uint16, tcp bool) (string, error) {
-	c := &dns.Client{Timeout: 2 * time.Second}
+	network := "udp"
 	if tcp {
-		c.Net = "tcp"
+		network = "tcp"
 	}
-	m := new(dns.Msg).SetQuestion(dns.Fqdn(name), qtype)
-	r, _, err := c.Exchange(m, addr)
+	r, err := testkit.Exchange(network, addr, dns.Fqdn(name), qtype)
 	if err != nil {
 		return "", err
 	}

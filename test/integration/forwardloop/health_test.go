@@ -142,11 +142,8 @@ func TestServeSourcePorts(t *testing.T) {
 	srv := startServe(t, "127.0.0.1:0", up.Addr)
 	run := time.Now().UnixNano()
 	const n = 1000
-	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
 	for i := range n {
-		m := new(dns.Msg)
-		m.SetQuestion(fmt.Sprintf("p%d-%d.example.org.", run, i), dns.TypeA)
-		if r, _, err := c.Exchange(m, srv.DNS); err != nil || r.Rcode != dns.RcodeSuccess {
+		if r, err := testkit.Exchange("udp", srv.DNS, fmt.Sprintf("p%d-%d.example.org.", run, i), dns.TypeA); err != nil || r.Rcode != dns.RcodeSuccess {
 			t.Fatalf("query %d: %v %v", i, r, err)
 		}
 	}

@@ -42,10 +42,8 @@ func startServe(t *testing.T, listen, upstream string) *server {
 // ask sends name A over network and returns the reply and how long it took.
 func ask(t *testing.T, network, addr, name string) (*dns.Msg, time.Duration) {
 	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(name, dns.TypeA)
 	start := time.Now()
-	r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(m, addr)
+	r, err := testkit.Exchange(network, addr, name, dns.TypeA)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatalf("%s to %s: %v", network, addr, err)

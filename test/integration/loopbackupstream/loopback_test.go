@@ -110,7 +110,7 @@ func startServe(t *testing.T, listen, file string) *testkit.Buffer {
 func ask(t *testing.T, network, addr, name string) (*dns.Msg, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
+	r, err := testkit.Exchange(network, addr, name, dns.TypeA)
 	if err != nil {
 		t.Fatalf("%s %s to %s: %v", network, name, addr, err)
 	}

@@ -185,7 +185,7 @@ func TestSlowNamesThroughNodeLocal(t *testing.T) {
 	silent := silentUpstream(t, "127.0.0.31")
 	cluster := buildbin.StartServe(t, writeObjects(t), "127.0.0.32:0", silent)
 	nl := startNodeLocal(t, "127.0.0.33:0", cluster.DNS)
-	warm, _, err := (&dns.Client{Timeout: 5 * time.Second}).Exchange(new(dns.Msg).SetQuestion("svc-0.prod.svc.cluster.local.", dns.TypeA), nl.DNS)
+	warm, err := testkit.Exchange("udp", nl.DNS, "svc-0.prod.svc.cluster.local.", dns.TypeA)
 	if err != nil || warm.Rcode != dns.RcodeSuccess || len(warm.Answer) != 1 {
 		t.Fatalf("node-local does not answer an ordinary name: %v %v", warm, err)
 	}

@@ -103,7 +103,7 @@ func newEnv(t *testing.T, base string) *env {
 // ask returns the first A record's address of name at server ("" for
 // none), failing on an error or an rcode other than NOERROR.
 func ask(server, name string) (string, error) {
-	r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), server)
+	r, err := testkit.Exchange("udp", server, name, dns.TypeA)
 	switch {
 	case err != nil:
 		return "", err
