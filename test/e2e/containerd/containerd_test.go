@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -146,22 +146,7 @@ func TestParallelSandboxes(t *testing.T) {
 
 	const n = 10
 	begin := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- runAndCheck(ctx, c, i)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	testkit.Parallel(t, n, func(i int) error { return runAndCheck(ctx, c, i) })
 	t.Logf("%d sandboxes with a container each, in parallel: %v", n, time.Since(begin).Round(time.Millisecond))
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -218,22 +217,7 @@ func TestParallelSandboxes(t *testing.T) {
 
 	const n = 50
 	begin := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- parallelPod(ctx, c, eng, host, i)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	testkit.Parallel(t, n, func(i int) error { return parallelPod(ctx, c, eng, host, i) })
 	t.Logf("%d sandboxes with a container each through the shim, in parallel: %v", n, time.Since(begin).Round(time.Millisecond))
 	if v := s.metrics(t)[`dnsconfigurer_cri_sandboxes_total{outcome="rewritten",source="sandbox"}`]; v != n/2 {
 		t.Errorf("rewritten sandboxes = %v, want %d", v, n/2)
