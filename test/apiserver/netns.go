@@ -2,13 +2,10 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"runtime"
 
-	"golang.org/x/sys/unix"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // Network places a control plane inside a network namespace, for a test
@@ -64,28 +61,7 @@ func (n Network) do(fn func() error) error {
 	if n.NetNSPath == "" {
 		return fn()
 	}
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		if err := enterNetNS(n.NetNSPath); err != nil {
-			done <- err
-			return
-		}
-		done <- fn()
-	}()
-	return <-done
-}
-
-func enterNetNS(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %q: %w", path, err)
-	}
-	return nil
+	return testkit.InNetNS(n.NetNSPath, fn)
 }
 
 // command returns bin's command line, wrapped in nsenter when the control

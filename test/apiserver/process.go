@@ -6,9 +6,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // process is one child: etcd or kube-apiserver, logging to a file.
@@ -41,23 +42,17 @@ func startProcess(name, bin string, args []string, logPath string, out io.Writer
 	// process: a thread that exits (as one locked by a goroutine that ends,
 	// like the namespace dialer's) would take the child with it. So the
 	// fork happens on a thread kept locked until the child exits.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	release, err := testkit.StartLocked(cmd)
+	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		release()
+		close(p.done)
+	}()
 	return p, nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,21 +56,14 @@ func startProc(t *testing.T, h *containerd.Harness, name string, args ...string)
 	// and h.Do ends the threads it switches into the namespace: a fork on
 	// a pooled thread that h.Do later takes would kill the child then. So
 	// fork from a thread locked to a goroutine that lives until cleanup.
-	started, release := make(chan error, 1), make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		started <- p.cmd.Start()
-		<-release
-	}()
-	if err := <-started; err != nil {
-		close(release)
+	release, err := testkit.StartLocked(p.cmd)
+	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		buildbin.Terminate(p.cmd.Process, p.exited, 10*time.Second)
-		close(release)
+		release()
 		if t.Failed() {
 			t.Logf("%s log:\n%s", name, p.log.String())
 		}

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -156,7 +157,7 @@ type Harness struct {
 	t       testing.TB
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has been waited for
-	release chan struct{} // closed by Close to unlock the forking thread
+	release func()        // called by Close to unlock the forking thread
 	logFile *os.File
 	cniBin  string
 
@@ -468,18 +469,12 @@ done
 	// follows the thread that forked, so that thread stays locked to a
 	// goroutine until Close.
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	h.release = make(chan struct{})
 	h.exited = make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		started <- h.cmd.Start()
-		<-h.release
-	}()
-	if err := <-started; err != nil {
+	release, err := testkit.StartLocked(h.cmd)
+	if err != nil {
 		return fmt.Errorf("start containerd: %w", err)
 	}
+	h.release = release
 	cmd, exited := h.cmd, h.exited
 	go func() {
 		_ = cmd.Wait()
@@ -603,26 +598,7 @@ func (h *Harness) NodeCommand(ctx context.Context, name string, args ...string) 
 // Do runs fn on an OS thread switched into the harness's network
 // namespace. Sockets fn opens stay in that namespace after it returns, so a
 // test can serve in-process on BridgeAddr. The thread is discarded after.
-func (h *Harness) Do(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the goroutine's exit ends the thread, so no other
-		// goroutine runs in the namespace.
-		runtime.LockOSThread()
-		f, err := os.Open(h.NetNSPath)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if _, _, e := syscall.RawSyscall(sysSetns, f.Fd(), syscall.CLONE_NEWNET, 0); e != 0 {
-			errc <- fmt.Errorf("setns %q: %w", h.NetNSPath, e)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
+func (h *Harness) Do(fn func() error) error { return testkit.InNetNS(h.NetNSPath, fn) }
 
 // AddAddress adds an address to the loopback interface of the harness's
 // network namespace, for a server that pods reach through Options.Routes
@@ -667,7 +643,7 @@ func (h *Harness) Close() {
 			errs = append(errs, h.stopContainerd())
 		}
 		if h.release != nil {
-			close(h.release)
+			h.release()
 		}
 		if h.logFile != nil {
 			h.logFile.Close()
@@ -743,7 +719,7 @@ func (h *Harness) Kill(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("kill containerd: process group %d still there: %w", h.cmd.Process.Pid, ctx.Err())
 	}
-	close(h.release)
+	h.release()
 	h.release = nil
 	return nil
 }

@@ -10,16 +10,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // NS is a network namespace created for one test.
@@ -94,21 +91,4 @@ func (n *NS) Exec(ctx context.Context, name string, args ...string) *exec.Cmd {
 // Do runs fn on an OS thread that has joined the namespace, so sockets fn
 // opens live there (and stay there after fn returns). The thread is never
 // returned to the Go scheduler: it ends with its goroutine.
-func (n *NS) Do(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open(n.Path)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if _, _, e := syscall.RawSyscall(unix.SYS_SETNS, f.Fd(), unix.CLONE_NEWNET, 0); e != 0 {
-			errc <- fmt.Errorf("setns %q: %w", n.Path, e)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
+func (n *NS) Do(fn func() error) error { return testkit.InNetNS(n.Path, fn) }
