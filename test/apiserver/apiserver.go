@@ -39,6 +39,9 @@ const (
 	// portAttempts bounds retries when a free port was taken before the
 	// child could bind it.
 	portAttempts = 3
+	// portFreeBound bounds the wait for a restarted API server's port,
+	// which the previous process's socket may hold for a moment.
+	portFreeBound = 10 * time.Second
 )
 
 // User is a static-token user known to the API server, added with WithUser.
@@ -235,7 +238,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, first bool) error {
 			cp.apiPort = ports[0]
 		} else if attempt > 0 {
 			// The previous process's socket may linger for a moment.
-			time.Sleep(time.Second)
+			if err := cp.waitPortFree(ctx); err != nil {
+				return fmt.Errorf("start kube-apiserver: %w", err)
+			}
 		}
 		bin, args := cp.opts.network.command(filepath.Join(cp.binDir, "kube-apiserver"), cp.apiServerArgs())
 		p, startErr := startProcess("kube-apiserver", bin, args, filepath.Join(cp.dir, "kube-apiserver.log"), cp.opts.out)
@@ -253,6 +258,25 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, first bool) error {
 		}
 	}
 	return fmt.Errorf("start kube-apiserver: %w", err)
+}
+
+// waitPortFree waits up to portFreeBound, or until ctx ends, for the API
+// server's port to be free to bind again.
+func (cp *ControlPlane) waitPortFree(ctx context.Context) error {
+	addr := net.JoinHostPort(cp.opts.network.address(), strconv.Itoa(cp.apiPort))
+	ctx, cancel := context.WithTimeout(ctx, portFreeBound)
+	defer cancel()
+	for {
+		l, err := cp.opts.network.listen("tcp", addr)
+		if err == nil {
+			return l.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s still taken: %w", addr, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (cp *ControlPlane) apiServerArgs() []string {
