@@ -1,9 +1,13 @@
 package testkit
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,4 +34,19 @@ func InNetNS(path string, fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// NetNSClient is an HTTP client whose connections are opened inside the
+// network namespace at path, for a server on its loopback such as a
+// /metrics: 5 s timeout, no connection kept.
+func NetNSClient(path string) *http.Client {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := InNetNS(path, func() (err error) {
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
 }

@@ -109,7 +109,7 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 	}
 	h := containerd.Start(t, containerd.Options{Routes: routes, HostResolvConf: hostResolv})
 	buildbin.Dnsconfigurer(t) // build before anything is timed
-	c := &chain{h: h, http: nsHTTP(h), resolv: h.HostResolvConf}
+	c := &chain{h: h, http: testkit.NetNSClient(h.NetNSPath), resolv: h.HostResolvConf}
 	for _, a := range []string{clusterDNS, nodeLocalDNS, upstream1, upstream2} {
 		if err := h.AddAddress(ctx, netip.MustParsePrefix(a+"/32")); err != nil {
 			t.Fatal(err)

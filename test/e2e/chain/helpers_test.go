@@ -71,20 +71,6 @@ func startProc(t *testing.T, h *containerd.Harness, name string, args ...string)
 	return p
 }
 
-// nsHTTP is an HTTP client whose connections are opened inside h's network
-// namespace, for the servers' /metrics and /readyz on its loopback.
-func nsHTTP(h *containerd.Harness) *http.Client {
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := h.Do(func() (err error) {
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
-}
-
 // scrape reads the /metrics of addr (inside the namespace, through c).
 func scrape(c *http.Client, addr string) (testkit.Metrics, error) {
 	return testkit.Scrape(c, "http://"+addr+"/metrics")

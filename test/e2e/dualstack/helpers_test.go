@@ -3,7 +3,6 @@ package dualstack
 import (
 	"context"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -74,16 +73,7 @@ func (p *proc) waitLog(t *testing.T, re string) {
 // metrics scrapes http://addr/metrics from inside ns.
 func metrics(t *testing.T, ns *netns.NS, addr string) testkit.Metrics {
 	t.Helper()
-	dial := func(ctx context.Context, network, a string) (net.Conn, error) {
-		var c net.Conn
-		err := ns.Do(func() (err error) {
-			c, err = (&net.Dialer{}).DialContext(ctx, network, a)
-			return err
-		})
-		return c, err
-	}
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
-	m, err := testkit.Scrape(c, "http://"+addr+"/metrics")
+	m, err := testkit.Scrape(testkit.NetNSClient(ns.Path), "http://"+addr+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

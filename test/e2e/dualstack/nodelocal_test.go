@@ -110,24 +110,12 @@ func (n *dualNode) startNodeLocal(t *testing.T) *proc {
 // whether they are on an interface of the node.
 func (n *dualNode) setup(t *testing.T) (table, addrs bool) {
 	t.Helper()
-	f, err := os.Open(n.node.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	ips := []netip.Addr{netip.MustParseAddr(local6), netip.MustParseAddr(dns6), netip.MustParseAddr(local4), netip.MustParseAddr(dns4)}
-	if table, err = nodenet.NewNftNotrack(int(f.Fd())).Present(ips, 53); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("ip", "-n", n.node.Name, "addr", "show").CombinedOutput()
+	table, err := nodenet.NewNftNotrack(int(n.node.Open(t).Fd())).Present(ips, 53)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addrs = true
-	for _, a := range []string{local6 + "/128", dns6 + "/128", local4 + "/32", dns4 + "/32"} {
-		addrs = addrs && strings.Contains(string(out), " "+a+" ")
-	}
-	return table, addrs
+	return table, n.node.HasAddresses(t, ips...)
 }
 
 // clusterQueries is the cluster DNS's query count over proto from

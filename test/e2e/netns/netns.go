@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,3 +93,31 @@ func (n *NS) Exec(ctx context.Context, name string, args ...string) *exec.Cmd {
 // opens live there (and stay there after fn returns). The thread is never
 // returned to the Go scheduler: it ends with its goroutine.
 func (n *NS) Do(fn func() error) error { return testkit.InNetNS(n.Path, fn) }
+
+// Open opens the namespace's file, for a call that takes its descriptor
+// (a netlink or nftables connection); it is closed when t ends.
+func (n *NS) Open(t testing.TB) *os.File {
+	t.Helper()
+	f, err := os.Open(n.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// HasAddresses reports whether each of ips is an address of one of the
+// namespace's interfaces (/32 or /128).
+func (n *NS) HasAddresses(t testing.TB, ips ...netip.Addr) bool {
+	t.Helper()
+	out, err := exec.Command("ip", "-n", n.Name, "addr", "show").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip -n %s addr show: %v: %s", n.Name, err, out)
+	}
+	for _, ip := range ips {
+		if !strings.Contains(string(out), " "+netip.PrefixFrom(ip, ip.BitLen()).String()+" ") {
+			return false
+		}
+	}
+	return true
+}

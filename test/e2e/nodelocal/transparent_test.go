@@ -258,21 +258,12 @@ func (n *node) requests(t *testing.T, in *instance) float64 {
 // the node namespace.
 func (n *node) setupPresent(t *testing.T) (table, addrs bool) {
 	t.Helper()
-	f, err := os.Open(n.node.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	ips := []netip.Addr{netip.MustParseAddr(linkLocal), netip.MustParseAddr(serviceIP)}
-	table, err = nodenet.NewNftNotrack(int(f.Fd())).Present(ips, 53)
+	table, err := nodenet.NewNftNotrack(int(n.node.Open(t).Fd())).Present(ips, 53)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("ip", "-n", n.node.Name, "addr", "show").CombinedOutput()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return table, strings.Contains(string(out), " "+linkLocal+"/32 ") && strings.Contains(string(out), " "+serviceIP+"/32 ")
+	return table, n.node.HasAddresses(t, ips...)
 }
 
 // conntrackTo lists the node's conntrack entries of UDP to ip port 53.
