@@ -15,9 +15,11 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
 // TestMain keeps the developer's cluster out of the tests: a test that
@@ -38,22 +40,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// writeKubeconfig writes a kubeconfig for server into dir/name.
+// writeKubeconfig writes a kubeconfig for server, with a token, into
+// dir/name.
 func writeKubeconfig(t *testing.T, dir, name, server string) string {
 	t.Helper()
-	return writeFile(t, filepath.Join(dir, name), fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: %q}
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`, server))
+	path := filepath.Join(dir, name)
+	if err := apiserver.WriteKubeconfig(path, &rest.Config{Host: server, BearerToken: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func TestRestConfig(t *testing.T) {

@@ -295,3 +295,20 @@ func TestKubeconfig(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestWriteKubeconfigInsecure: a config that skips TLS verification keeps
+// that in the file, with its server and token.
+func TestWriteKubeconfigInsecure(t *testing.T) {
+	path := t.TempDir() + "/kubeconfig"
+	in := &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "tok", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	if err := apiserver.WriteKubeconfig(path, in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Host != in.Host || got.BearerToken != in.BearerToken || !got.Insecure {
+		t.Errorf("read back %s, token %q, insecure %v; want %s, %q, true", got.Host, got.BearerToken, got.Insecure, in.Host, in.BearerToken)
+	}
+}

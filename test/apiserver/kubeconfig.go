@@ -11,9 +11,9 @@ import (
 )
 
 // WriteKubeconfig writes cfg as a kubeconfig file at path (mode 0600), for
-// binaries under test that take --kubeconfig. It keeps the server, CA data,
-// bearer token and impersonation, which is all Config, UserConfig, ConfigAs
-// and ServiceAccountConfig set.
+// binaries under test that take --kubeconfig. It keeps the server, CA data
+// (or Insecure), bearer token and impersonation, which is all Config,
+// UserConfig, ConfigAs and ServiceAccountConfig set.
 func WriteKubeconfig(path string, cfg *rest.Config) error {
 	if cfg.BearerTokenFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.CAFile != "" {
 		return errors.New("apiserver: WriteKubeconfig supports inline credentials only")
@@ -23,6 +23,7 @@ func WriteKubeconfig(path string, cfg *rest.Config) error {
 	kc.Clusters[name] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host,
 		CertificateAuthorityData: cfg.CAData,
+		InsecureSkipTLSVerify:    cfg.Insecure,
 	}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
 		Token:                 cfg.BearerToken,

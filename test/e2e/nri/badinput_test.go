@@ -13,9 +13,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -123,19 +125,7 @@ func TestUnreachableAPIServer(t *testing.T) {
 	server := "https://" + l.Addr().String()
 	l.Close() // nothing listens there any more
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: down
-  cluster: {server: %q, insecure-skip-tls-verify: true}
-users:
-- name: nri
-  user: {token: unused}
-contexts:
-- name: down
-  context: {cluster: down, user: nri}
-current-context: down
-`, server)), 0o600); err != nil {
+	if err := apiserver.WriteKubeconfig(kubeconfig, &rest.Config{Host: server, BearerToken: "unused", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}); err != nil {
 		t.Fatal(err)
 	}
 	plugin := startPluginUntil(t, h, (*pluginProc).connected, "--kubeconfig", kubeconfig, "--node-name", "node-1")
