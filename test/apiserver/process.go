@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"go.uber.org/goleak"
 )
 
 // process is one child: etcd or kube-apiserver, logging to a file.
@@ -135,4 +136,13 @@ func (pw *prefixWriter) Write(b []byte) (int, error) {
 		}
 		pw.buf = pw.buf[i+1:]
 	}
+}
+
+// IgnoreProcesses are the goleak options for the control plane's own
+// goroutines of a process it started during a test (a kube-apiserver
+// started again): its waiter and the thread it was started from, which
+// live as long as the control plane.
+var IgnoreProcesses = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/dnsconfigurer/dnsconfigurer/test/apiserver.startProcess.func1"),
+	goleak.IgnoreAnyFunction("github.com/dnsconfigurer/dnsconfigurer/internal/testkit.StartLocked.func1"),
 }

@@ -85,10 +85,7 @@ func newClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 // cp.Namespace (whose shared admin connection outlives the test).
 func checkGoroutines(t *testing.T) {
 	t.Helper()
-	ignore := []goleak.Option{goleak.IgnoreCurrent(),
-		// The waiter of a kube-apiserver restarted by the test lives as
-		// long as the control plane.
-		goleak.IgnoreAnyFunction("github.com/dnsconfigurer/dnsconfigurer/test/apiserver.startProcess.func1")}
+	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, apiserver.IgnoreProcesses...)
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore...) })
 }
 

@@ -109,10 +109,8 @@ func socketDir(t *testing.T) string {
 // started again).
 func checkGoroutines(t *testing.T) {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/dnsconfigurer/dnsconfigurer/test/apiserver.startProcess.func1"))
-	})
+	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, apiserver.IgnoreProcesses...)
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore...) })
 }
 
 // newClient is apiserver.NewClient: a clientset whose connections are all
