@@ -162,6 +162,16 @@ type objects struct {
 	names []string
 }
 
+// decode decodes doc strictly into a T; an error fails t, naming what.
+func decode[T any](t *testing.T, what string, doc []byte) T {
+	t.Helper()
+	var v T
+	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
 func strict[T any](doc []byte, list *[]T) (T, error) {
 	var v T
 	if err := yaml.UnmarshalStrict(doc, &v); err != nil {

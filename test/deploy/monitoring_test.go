@@ -248,11 +248,7 @@ func readRule(t *testing.T) prometheusRule {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r prometheusRule
-	if err := yaml.UnmarshalStrict(data, &r); err != nil {
-		t.Fatalf("prometheusrule.yaml: %v", err)
-	}
-	return r
+	return decode[prometheusRule](t, "prometheusrule.yaml", data)
 }
 
 // checkRuleFields: the groups load with Prometheus's rule parser
@@ -328,10 +324,7 @@ func checkRenderedMonitoring(t *testing.T) {
 			}
 			rules++
 		case "ConfigMap":
-			var cm corev1.ConfigMap
-			if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
-				t.Fatalf("rendered ConfigMap: %v", err)
-			}
+			cm := decode[corev1.ConfigMap](t, "rendered ConfigMap", doc)
 			if cm.Labels["grafana_dashboard"] != "1" || cm.Data["dashboard.json"] != string(dashboard) {
 				t.Errorf("rendered ConfigMap %s: labels %v, dashboard.json %d bytes, want grafana_dashboard: \"1\" and the file's %d bytes",
 					cm.Name, cm.Labels, len(cm.Data["dashboard.json"]), len(dashboard))

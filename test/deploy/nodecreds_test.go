@@ -163,13 +163,8 @@ func docsByName(t *testing.T, out []byte) map[string][]byte {
 // automountServiceAccountToken false, and nothing else.
 func checkNodeCredsDaemonSet(t *testing.T, plainDoc, withDoc []byte) {
 	t.Helper()
-	var plain, with appsv1.DaemonSet
-	if err := yaml.UnmarshalStrict(plainDoc, &plain); err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(withDoc, &with); err != nil {
-		t.Fatal(err)
-	}
+	plain := decode[appsv1.DaemonSet](t, "the DaemonSet without the component", plainDoc)
+	with := decode[appsv1.DaemonSet](t, "the DaemonSet with the component", withDoc)
 	spec := &with.Spec.Template.Spec
 	where := "DaemonSet " + with.Name
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
@@ -220,13 +215,8 @@ func checkNodeCredsDaemonSet(t *testing.T, plainDoc, withDoc []byte) {
 // the one without plus automountServiceAccountToken false.
 func checkNodeCredsAccount(t *testing.T, plainDoc, withDoc []byte) {
 	t.Helper()
-	var plain, with corev1.ServiceAccount
-	if err := yaml.UnmarshalStrict(plainDoc, &plain); err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(withDoc, &with); err != nil {
-		t.Fatal(err)
-	}
+	plain := decode[corev1.ServiceAccount](t, "the ServiceAccount without the component", plainDoc)
+	with := decode[corev1.ServiceAccount](t, "the ServiceAccount with the component", withDoc)
 	if with.AutomountServiceAccountToken == nil || *with.AutomountServiceAccountToken {
 		t.Errorf("ServiceAccount %s: automountServiceAccountToken not false", with.Name)
 	}

@@ -420,14 +420,11 @@ func TestNRIOverlay(t *testing.T) {
 	})
 	t.Run("one source", func(t *testing.T) {
 		// The overlay's own directories, with other settings.
-		var k kustomization
 		b, err := os.ReadFile(filepath.Join(deployDir, nriDir, "kustomization.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := yaml.UnmarshalStrict(b, &k); err != nil {
-			t.Fatal(err)
-		}
+		k := decode[kustomization](t, nriDir+"/kustomization.yaml", b)
 		var dirs, comps []string
 		for _, res := range k.Resources {
 			if d, ok := strings.CutPrefix(res, "../../"); ok {
