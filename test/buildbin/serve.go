@@ -4,6 +4,7 @@ import (
 	"net"
 	"os/exec"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,25 +25,53 @@ var (
 type Proc struct {
 	Cmd    *exec.Cmd
 	Output *testkit.Buffer // stdout and stderr
+	Name   string          // names it in failures
 	exited chan struct{}
 	err    error // cmd.Wait's, once exited is closed
 }
 
 // Start runs the built binary with args. It is killed when t ends, and its
 // output logged when t failed.
-func Start(t *testing.T, args ...string) *Proc {
+func Start(t testing.TB, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Cmd: exec.Command(Dnsconfigurer(t), args...), Output: &testkit.Buffer{}, exited: make(chan struct{})}
+	return StartCommand(t, args[0], exec.Command(Dnsconfigurer(t), args...), 0)
+}
+
+// StartCommand runs cmd, the built binary (Dnsconfigurer) perhaps wrapped
+// to run in a network namespace (ip netns exec, nsenter), named name in
+// failures, with its stdout and stderr in Output. A parent-death signal in
+// cmd.SysProcAttr holds: the fork is made from a kept thread
+// (testkit.StartLocked). When t ends the process is stopped with
+// Terminate, or killed at once with grace 0, and its output logged when t
+// failed.
+func StartCommand(t testing.TB, name string, cmd *exec.Cmd, grace time.Duration) *Proc {
+	t.Helper()
+	p := &Proc{Cmd: cmd, Output: &testkit.Buffer{}, Name: name, exited: make(chan struct{})}
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Output, p.Output
-	if err := p.Cmd.Start(); err != nil {
-		t.Fatal(err)
+	release := func() {}
+	if a := cmd.SysProcAttr; a != nil && a.Pdeathsig != 0 {
+		r, err := testkit.StartLocked(cmd)
+		if err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		release = r
+	} else if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
 	}
-	go func() { p.err = p.Cmd.Wait(); close(p.exited) }()
+	go func() {
+		p.err = p.Cmd.Wait()
+		release()
+		close(p.exited)
+	}()
 	t.Cleanup(func() {
-		_ = p.Cmd.Process.Kill()
-		<-p.exited
+		if grace > 0 {
+			Terminate(p.Cmd.Process, p.exited, grace)
+		} else {
+			_ = p.Cmd.Process.Kill()
+			<-p.exited
+		}
 		if t.Failed() {
-			t.Logf("dnsconfigurer %s output:\n%s", args[0], p.Output.String())
+			t.Logf("dnsconfigurer %s output:\n%s", name, p.Output.String())
 		}
 	})
 	return p
@@ -50,6 +79,16 @@ func Start(t *testing.T, args ...string) *Proc {
 
 // Exited is closed once the process has exited.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// HasExited reports whether the process has exited.
+func (p *Proc) HasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
 
 // Wait waits up to d for the exit and returns cmd.Wait's error; it fails t
 // when the process still runs after d.
@@ -59,8 +98,17 @@ func (p *Proc) Wait(t *testing.T, d time.Duration) error {
 	case <-p.exited:
 		return p.err
 	case <-time.After(d):
-		t.Fatalf("dnsconfigurer %s still running after %v", p.Cmd.Args[1], d)
+		t.Fatalf("dnsconfigurer %s still running after %v", p.Name, d)
 		return nil
+	}
+}
+
+// Stop sends SIGTERM and wants a clean exit within d.
+func (p *Proc) Stop(t *testing.T, d time.Duration) {
+	t.Helper()
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.Wait(t, d); err != nil {
+		t.Errorf("dnsconfigurer %s exit after SIGTERM: %v", p.Name, err)
 	}
 }
 

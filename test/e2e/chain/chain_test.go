@@ -146,13 +146,13 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 
 	c.shim = h.Dial(sock)
 	testkit.WaitFor(t, 20*time.Second, func() error {
-		if shim.exitedEarly() {
-			t.Fatalf("shim exited: %v\n%s", shim.cmd.ProcessState, shim.log.String())
+		if shim.HasExited() {
+			t.Fatalf("shim exited: %v\n%s", shim.Cmd.ProcessState, shim.Output.String())
 		}
 		callCtx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		if _, err := c.shim.Runtime.Version(callCtx, &runtimeapi.VersionRequest{}); err != nil {
-			return fmt.Errorf("shim not answering: %v\n%s", err, shim.log.String())
+			return fmt.Errorf("shim not answering: %v\n%s", err, shim.Output.String())
 		}
 		return nil
 	})

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,52 +22,19 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
-// proc is a dnsconfigurer process running in the harness's namespace.
-type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	log    *testkit.Buffer
-	exited chan struct{}
-}
-
-// exitedEarly reports whether the process has exited.
-func (p *proc) exitedEarly() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
-
 // startProc starts the built binary with args inside h's network namespace
 // and stops it (SIGTERM, SIGKILL after 10s) on cleanup, logging its output
 // when the test failed.
-func startProc(t *testing.T, h *containerd.Harness, name string, args ...string) *proc {
+func startProc(t *testing.T, h *containerd.Harness, name string, args ...string) *buildbin.Proc {
 	t.Helper()
-	p := &proc{name: name, log: &testkit.Buffer{}, exited: make(chan struct{})}
 	// nsenter execs the binary (it does not fork for a network namespace
-	// alone), so the process and its death signal are the binary's.
-	p.cmd = h.Command(context.Background(), buildbin.Dnsconfigurer(t), args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	// The death signal follows the thread that forked, not the process,
-	// and h.Do ends the threads it switches into the namespace: a fork on
-	// a pooled thread that h.Do later takes would kill the child then. So
-	// fork from a thread locked to a goroutine that lives until cleanup.
-	release, err := testkit.StartLocked(p.cmd)
-	if err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		buildbin.Terminate(p.cmd.Process, p.exited, 10*time.Second)
-		release()
-		if t.Failed() {
-			t.Logf("%s log:\n%s", name, p.log.String())
-		}
-	})
-	return p
+	// alone), so the process and its death signal are the binary's. The
+	// death signal follows the thread that forked, not the process, and
+	// h.Do ends the threads it switches into the namespace: StartCommand
+	// forks from a thread kept until the process has exited.
+	cmd := h.Command(context.Background(), buildbin.Dnsconfigurer(t), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return buildbin.StartCommand(t, name, cmd, 10*time.Second)
 }
 
 // scrape reads the /metrics of addr (inside the namespace, through c).
@@ -78,14 +44,14 @@ func scrape(c *http.Client, addr string) (testkit.Metrics, error) {
 
 // waitReady waits until GET /readyz on addr (inside the namespace)
 // answers 200, failing at once if the process exits.
-func waitReady(t *testing.T, c *http.Client, p *proc, addr string) {
+func waitReady(t *testing.T, c *http.Client, p *buildbin.Proc, addr string) {
 	t.Helper()
 	testkit.WaitFor(t, 30*time.Second, func() error {
-		if p.exitedEarly() {
-			t.Fatalf("%s exited: %v\n%s", p.name, p.cmd.ProcessState, p.log.String())
+		if p.HasExited() {
+			t.Fatalf("%s exited: %v\n%s", p.Name, p.Cmd.ProcessState, p.Output.String())
 		}
 		if err := testkit.GetOK(c, "http://"+addr+"/readyz"); err != nil {
-			return fmt.Errorf("%s not ready on %s: %v\n%s", p.name, addr, err, p.log.String())
+			return fmt.Errorf("%s not ready on %s: %v\n%s", p.Name, addr, err, p.Output.String())
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/stubresolver"
 )
@@ -149,7 +150,7 @@ func externalReply() dns.Handler {
 // ClusterIP at once (SO_REUSEPORT lets a wildcard and a specific address
 // share port 53), pods verified, autopath by source, the Service and Pod
 // CIDRs of both families as reverse zones, the upstream over IPv6.
-func startCluster(t *testing.T, ns *netns.NS) *proc {
+func startCluster(t *testing.T, ns *netns.NS) *buildbin.Proc {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(objects), 0o644); err != nil {
@@ -158,7 +159,7 @@ func startCluster(t *testing.T, ns *netns.NS) *proc {
 	p := start(t, ns, "serve", "--listen", "0.0.0.0:53", "--listen", "[::]:53", "--listen", "["+dns6+"]:53", "--reuse-port",
 		"--objects", dir, "--autopath-by-source", "--reverse-zones", "10.96.0.0/12,fd00:10:96::/108,fd00:10:244::/64",
 		"--upstream", "["+upstream+"]:5353", "--metrics-listen", "127.0.0.1:9153", "--lameduck", "0s")
-	p.waitLog(t, `msg="serving DNS"`)
+	waitLog(t, p, `msg="serving DNS"`)
 	return p
 }
 
@@ -329,7 +330,7 @@ func TestZonedUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := start(t, ns, "serve", "--listen", "[::1]:53", "--objects", t.TempDir(), "--upstream-resolv-conf", conf, "--lameduck", "0s")
-	p.waitLog(t, `msg="serving DNS"`)
+	waitLog(t, p, `msg="serving DNS"`)
 	r := ask(t, ns, "udp", "::1", netip.Addr{}, "www.example.com", dns.TypeAAAA)
 	if got := rrs(r.Answer); !slices.Equal(got, []string{"www.example.com. 0 IN AAAA 2001:db8::80"}) {
 		t.Errorf("answer %v, want the upstream's AAAA", got)

@@ -5,11 +5,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,52 +20,19 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
-// proc is a dnsconfigurer process running in a test namespace.
-type proc struct {
-	cmd    *exec.Cmd
-	out    *testkit.Buffer
-	exited chan struct{}
-}
-
 // start runs the built binary with args in ns. On cleanup it gets SIGTERM
-// (SIGKILL after 15s); its output is logged when t failed.
-func start(t *testing.T, ns *netns.NS, args ...string) *proc {
+// (SIGKILL after 15s); its output is logged when t failed. It has no
+// Pdeathsig: that follows the forking thread, and ns.Do ends the threads
+// it uses, which may include that one.
+func start(t *testing.T, ns *netns.NS, args ...string) *buildbin.Proc {
 	t.Helper()
-	p := &proc{cmd: ns.Exec(context.Background(), buildbin.Dnsconfigurer(t), args...), out: &testkit.Buffer{}, exited: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	// No Pdeathsig: it follows the forking thread, and ns.Do ends the
-	// threads it uses, which may include that one.
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		buildbin.Terminate(p.cmd.Process, p.exited, 15*time.Second)
-		if t.Failed() {
-			t.Logf("dnsconfigurer %s output:\n%s", args[0], p.out.String())
-		}
-	})
-	return p
+	return buildbin.StartCommand(t, args[0], ns.Exec(context.Background(), buildbin.Dnsconfigurer(t), args...), 15*time.Second)
 }
 
-// stop sends SIGTERM and wants a clean exit within 15s.
-func (p *proc) stop(t *testing.T) {
+// waitLog waits for re in p's output.
+func waitLog(t *testing.T, p *buildbin.Proc, re string) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		if err := p.cmd.ProcessState; !err.Success() {
-			t.Errorf("dnsconfigurer %s exit: %v", p.cmd.Args[len(p.cmd.Args)-1], err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("still running 15s after SIGTERM")
-	}
-}
-
-// waitLog waits for re in the process's output.
-func (p *proc) waitLog(t *testing.T, re string) {
-	t.Helper()
-	p.out.WaitMatch(t, 30*time.Second, regexp.MustCompile(re), p.exited)
+	p.Output.WaitMatch(t, 30*time.Second, regexp.MustCompile(re), p.Exited())
 }
 
 // metrics scrapes http://addr/metrics from inside ns.

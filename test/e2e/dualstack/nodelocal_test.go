@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/stubresolver"
 )
@@ -89,20 +91,20 @@ func newDualNode(t *testing.T) *dualNode {
 	}
 	p := start(t, n.node, "serve", "--listen", "["+dnsPod6+"]:53", "--listen", dnsPod4+":53", "--objects", n.dir,
 		"--upstream", "["+upstream+"]:5353", "--metrics-listen", "127.0.0.1:9153", "--lameduck", "0s")
-	p.waitLog(t, `msg="serving DNS"`)
+	waitLog(t, p, `msg="serving DNS"`)
 	return n
 }
 
 // startNodeLocal runs the node-local stage in transparent mode on both
 // families: its own addresses and the kube-dns ClusterIPs, the upstream
 // Service over IPv6.
-func (n *dualNode) startNodeLocal(t *testing.T) *proc {
+func (n *dualNode) startNodeLocal(t *testing.T) *buildbin.Proc {
 	t.Helper()
 	p := start(t, n.node, "serve", "--mode", "node-local", "--local-ip", local6+","+dns6+","+local4+","+dns4,
 		"--setup-interface", "--setup-notrack", "--cluster-upstream", "["+upstream6+"]:53",
 		"--resolv-conf", filepath.Join(n.dir, "resolv.conf"), "--lock-file", filepath.Join(n.dir, "run", "node-local.lock"),
 		"--metrics-listen", "127.0.0.1:9353", "--reuse-port", "--lameduck", "0s")
-	p.waitLog(t, "notrack table in place")
+	waitLog(t, p, "notrack table in place")
 	return p
 }
 
@@ -250,7 +252,7 @@ func TestNodeLocalDualStack(t *testing.T) {
 	}
 
 	// Stop: the setup goes, and the IPv6 ClusterIP is the cluster DNS's again.
-	nl.stop(t)
+	nl.Stop(t, 15*time.Second)
 	if table, addrs := n.setup(t); table || addrs {
 		t.Fatalf("setup left after node-local stopped: table %v, addresses %v", table, addrs)
 	}

@@ -29,21 +29,19 @@ func TestMain(m *testing.M) {
 
 // shimProc is a running `dnsconfigurer shim`.
 type shimProc struct {
+	*buildbin.Proc
 	Socket  string
 	Metrics string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	log     *testkit.Buffer
 }
 
 // Kill kills the shim with SIGKILL, leaving its socket behind, and waits
 // for it to exit.
 func (s *shimProc) Kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.exited
+	_ = s.Cmd.Process.Kill()
+	<-s.Exited()
 }
 
-func (s *shimProc) Log() string { return s.log.String() }
+func (s *shimProc) Log() string { return s.Output.String() }
 
 // startShim runs the shim binary in front of h's containerd, with the
 // node's resolver config in a file of its own, and waits until it answers.
@@ -65,35 +63,21 @@ func startShimIn(t testing.TB, h *containerd.Harness, dir string, extra ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &shimProc{Socket: filepath.Join(dir, "shim.sock"), Metrics: ml.Addr().String(), log: &testkit.Buffer{}}
+	s := &shimProc{Socket: filepath.Join(dir, "shim.sock"), Metrics: ml.Addr().String()}
 	ml.Close()
 	args := append([]string{"shim", "--listen", s.Socket, "--runtime-endpoint", h.Endpoint, "--metrics-listen", s.Metrics}, testkit.NodeFlags(resolv)...)
 	args = append(args, extra...)
-	s.cmd = exec.Command(buildbin.Dnsconfigurer(t), args...)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	s.exited = exited
-	go func() { _ = s.cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		buildbin.Terminate(s.cmd.Process, exited, 10*time.Second)
-		if t.Failed() {
-			t.Logf("shim log:\n%s", s.Log())
-		}
-	})
+	cmd := exec.Command(buildbin.Dnsconfigurer(t), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.Proc = buildbin.StartCommand(t, "shim", cmd, 10*time.Second)
 	c, err := containerd.Dial(s.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	testkit.WaitFor(t, 20*time.Second, func() error {
-		select {
-		case <-exited:
+		if s.HasExited() {
 			t.Fatalf("shim exited: %s", s.Log())
-		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
