@@ -21,8 +21,9 @@
 //     Every: the pace of a load or a sampler. Parallel: n calls at once,
 //     every error reported.
 //   - InNetNS: a function run inside a network namespace (its sockets
-//     stay there); StartLocked: a child started from a thread kept alive,
-//     so that its parent-death signal holds.
+//     stay there); NetNSClient: an HTTP client dialing inside one;
+//     StartLocked: a child started from a thread kept alive, so that its
+//     parent-death signal holds.
 //   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO;
 //     WriteFile (in place) and WriteAtomic (by a rename) for watch tests.
 //   - CA: certificates for a TLS server and its clients (NodeClient: a
