@@ -118,6 +118,14 @@ func (c *churnCluster) queryNames() []string {
 	return names
 }
 
+// serviceDone records the time since start when the n-th of total
+// ClusterIP Services completes a tenth of them.
+func (st *populateStats) serviceDone(n, total int, start time.Time) {
+	if k := n * 10 / total; k > 0 && (n-1)*10/total < k {
+		st.deciles[k-1] = time.Since(start)
+	}
+}
+
 // populateStats is how the API server took the objects.
 type populateStats struct {
 	services, headless, namespaces int
@@ -183,10 +191,7 @@ func populate(ctx context.Context, client kubernetes.Interface, set churnSetting
 			return err
 		}
 		c.services[i] = expect{serviceName(svc.Name, svc.Namespace), []string{svc.Spec.ClusterIP}}
-		n := int(done.Add(1))
-		if k := n * 10 / set.services; k > 0 && (n-1)*10/set.services < k {
-			st.deciles[k-1] = time.Since(start)
-		}
+		st.serviceDone(int(done.Add(1)), set.services, start)
 		return nil
 	})
 	stop()

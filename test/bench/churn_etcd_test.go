@@ -297,10 +297,7 @@ func populateDirect(ctx context.Context, client kubernetes.Interface, w kvWriter
 	}, func(i int, objs []runtime.Object, _ int64) {
 		svc := objs[0].(*corev1.Service)
 		c.services[i] = expect{serviceName(svc.Name, svc.Namespace), []string{svc.Spec.ClusterIP}}
-		n := int(done.Add(1))
-		if k := n * 10 / set.services; k > 0 && (n-1)*10/set.services < k {
-			st.deciles[k-1] = time.Since(start)
-		}
+		st.serviceDone(int(done.Add(1)), set.services, start)
 	})
 	stop()
 	st.servicesTook = time.Since(start)
