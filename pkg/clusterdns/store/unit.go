@@ -217,6 +217,7 @@ func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
 			st.removeName(t, name, n, d)
 		}
 	}
+	kept := len(c.names) >= recentMinNames // c may be kept (recentUnits.keep)
 	for name, n := range c.names {
 		if !same(name, n, old) {
 			st.addName(t, name, n, d)
@@ -224,6 +225,9 @@ func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
 		}
 		// Keep the published node, so that c, when kept for the unit's
 		// next change, holds no copy of it.
+		if !kept {
+			continue
+		}
 		if _, ok := st.shared[name]; !ok {
 			if m, ok := t.get(name); ok {
 				c.names[name] = m
