@@ -311,26 +311,23 @@ func (m *Manifests) Run(ctx context.Context) error {
 		}
 	}
 	log.InfoContext(ctx, "manifests loaded", "path", m.Path)
-	for {
-		select {
-		case <-ctx.Done():
+	// The channel closes when ctx is done.
+	for range changes {
+		if ctx.Err() != nil {
 			return nil
-		case _, ok := <-changes:
-			if !ok {
-				return nil
-			}
-			err := m.Load()
-			// Loading makes garbage several times the size of the records;
-			// give it back rather than keep it as RSS.
-			debug.FreeOSMemory()
-			if err != nil {
-				log.ErrorContext(ctx, "manifest reload failed, serving the previous records", "path", m.Path, "err", err)
-			} else {
-				log.InfoContext(ctx, "manifests reloaded", "path", m.Path)
-			}
-			if m.OnReload != nil {
-				m.OnReload(err)
-			}
+		}
+		err := m.Load()
+		// Loading makes garbage several times the size of the records;
+		// give it back rather than keep it as RSS.
+		debug.FreeOSMemory()
+		if err != nil {
+			log.ErrorContext(ctx, "manifest reload failed, serving the previous records", "path", m.Path, "err", err)
+		} else {
+			log.InfoContext(ctx, "manifests reloaded", "path", m.Path)
+		}
+		if m.OnReload != nil {
+			m.OnReload(err)
 		}
 	}
+	return nil
 }
