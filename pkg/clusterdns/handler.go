@@ -772,7 +772,7 @@ func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool
 // AnswerWire implements dnsserver.WireAnswerer: a UDP query whose reply is in the
 // current snapshot's reply cache is answered from its wire form, on the
 // socket's reading goroutine, without being unpacked. Its key
-// (cacheKeyOfWire) is cacheKeyOf's for the same query, so the reply is the
+// (wireKey) is cacheKeyOf's for the same query, so the reply is the
 // one ServeDNS would send. So is a query that ServeDNS would forward and
 // whose answer the answer cache holds with the finished reply ServeDNS kept
 // for its shape (forwardedWire), and, WithWireMisses, a query for a name
@@ -787,16 +787,21 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	var buf [256]byte
-	lname := dnsmsg.AppendName(buf[:0], q.Name, true)
-	outside := !inZone(lname, h.zoneName) && !inZone(lname, reverse4) && !inZone(lname, reverse6)
+	// The name as asked keys the reply cache. It is written in dst, which
+	// the reply overwrites only once the lookup is done: a key on the stack
+	// would escape to the heap through the cache's map. The lowercase name
+	// is made only for a miss.
+	name := dnsmsg.AppendName(dst[:0], q.Name, false)
+	outside := !inZoneFold(name, h.zoneName) && !inZoneFold(name, reverse4) && !inZoneFold(name, reverse6)
 	// The reply cache holds replies of other names only through rewrites.
 	z := h.zone()
 	if z != nil && (!outside || h.rw != nil) {
-		if b, ok := h.cached(dst, z, cacheKeyOfWire(&q), q.ID, q.RD, q.CD); ok {
+		if b, ok := h.cached(dst, z, wireKey(&q, name), q.ID, q.RD, q.CD); ok {
 			return b, true
 		}
 	}
+	var lbuf [256]byte
+	lname := dnsmsg.AppendName(lbuf[:0], q.Name, true)
 	if !outside {
 		if z == nil || !h.wireMisses || !inZone(lname, h.zoneName) {
 			return dst, false

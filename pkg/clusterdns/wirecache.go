@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/miekg/dns"
 
@@ -138,6 +139,7 @@ func (c *wireCache) get(k cacheKey) (wireEntry, bool) {
 	}
 	c.mu.Lock()
 	if e.valid() {
+		k.name = strings.Clone(k.name) // k may borrow its name (wireKey)
 		c.store(k, e)
 	}
 	c.mu.Unlock()
@@ -290,12 +292,13 @@ func cacheKeyOf(req *dns.Msg, tcp bool) (cacheKey, bool) {
 	return k, true
 }
 
-// cacheKeyOfWire is cacheKeyOf for a UDP query read by dnsmsg.ParseQuery
-// (which reads only plain queries dnsmsg.Check accepts): the same key as
-// for the same query unpacked.
-func cacheKeyOfWire(q *dnsmsg.WireQuery) cacheKey {
-	var name [256]byte
-	return cacheKey{name: string(dnsmsg.AppendName(name[:0], q.Name, false)), qtype: q.Qtype, qclass: q.Qclass,
+// wireKey is cacheKeyOf for a UDP query read by dnsmsg.ParseQuery (which
+// reads only plain queries dnsmsg.Check accepts), name being its name as
+// dnsmsg.AppendName writes it: the same key as for the same query
+// unpacked. The key borrows name, so it is good for get only, and only
+// while name is.
+func wireKey(q *dnsmsg.WireQuery, name []byte) cacheKey {
+	return cacheKey{name: unsafe.String(unsafe.SliceData(name), len(name)), qtype: q.Qtype, qclass: q.Qclass,
 		edns: q.EDNS, do: q.DO, limit: uint16(q.ReplySize())}
 }
 

@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 )
 
 func TestWireCacheGenerations(t *testing.T) {
@@ -34,5 +35,69 @@ func TestWireCacheGenerations(t *testing.T) {
 	}
 	if _, ok := c.get(cacheKey{name: "n49999.", qtype: 1}); !ok {
 		t.Errorf("newest entry missing")
+	}
+}
+
+// TestInZoneFold: the reply cache's zone test on a name as asked agrees
+// with inZone on the same name in lowercase, and folds ASCII only.
+func TestInZoneFold(t *testing.T) {
+	for _, tc := range []struct {
+		name, zone string
+		want       bool
+	}{
+		{"web.ns.svc.cluster.local.", "cluster.local.", true},
+		{"WEB.NS.SVC.Cluster.LOCAL.", "cluster.local.", true},
+		{"cluster.local.", "cluster.local.", true},
+		{"CLUSTER.LOCAL.", "cluster.local.", true},
+		{"xcluster.local.", "cluster.local.", false},
+		{"luster.local.", "cluster.local.", false},
+		{"web.cluster.locax.", "cluster.local.", false},
+		{"1.0.0.10.IN-ADDR.ARPA.", reverse4, true},
+		{"example.com.", "", true}, // the root holds every name, as inZone
+		{"web.ns.svc.cluster.loc\xc4\xb1.", "cluster.local.", false}, // no Unicode folding
+		{"web.ns.svc.\xe2\x84\xaaluster.local.", "kluster.local.", false},
+	} {
+		if got := inZoneFold([]byte(tc.name), tc.zone); got != tc.want {
+			t.Errorf("inZoneFold(%q, %q) = %v, want %v", tc.name, tc.zone, got, tc.want)
+		}
+		if got, want := inZoneFold([]byte(tc.name), tc.zone), inZone(asciiLower(tc.name), tc.zone); got != want {
+			t.Errorf("inZoneFold(%q, %q) = %v, inZone of its lowercase %v", tc.name, tc.zone, got, want)
+		}
+	}
+}
+
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// TestWireCacheBorrowedKey: a get through a key that borrows its name
+// (wireKey) keeps working after the name's bytes are reused, also when the
+// get moved the entry into the current generation.
+func TestWireCacheBorrowedKey(t *testing.T) {
+	c := wireCache{max: 6 << 20}
+	entry := wireEntry{wire: make([]byte, 400)}
+	c.put(cacheKey{name: "hot.", qtype: 1}, entry, nil, []string{"hot."})
+	buf := make([]byte, 4)
+	for i := range 50000 {
+		c.put(cacheKey{name: fmt.Sprintf("n%d.", i), qtype: 1}, entry, nil, []string{fmt.Sprintf("n%d.", i)})
+		if i%1000 == 0 {
+			copy(buf, "hot.")
+			if _, ok := c.get(cacheKey{name: unsafe.String(&buf[0], len(buf)), qtype: 1}); !ok {
+				t.Fatalf("hot entry evicted after %d inserts", i)
+			}
+			copy(buf, "xot.")
+		}
+	}
+	if _, ok := c.get(cacheKey{name: "hot.", qtype: 1}); !ok {
+		t.Error("hot entry lost once the borrowed name's bytes were reused")
+	}
+	if _, ok := c.get(cacheKey{name: "xot.", qtype: 1}); ok {
+		t.Error("an entry is keyed by the reused bytes")
 	}
 }

@@ -22,8 +22,9 @@ import (
 // handler for its cache hits.
 type WireAnswerer interface {
 	// AnswerWire returns the reply to the UDP query q appended to dst[:0],
-	// and true; or false, having written nothing, for a query that
-	// ServeDNS is to answer. It must keep neither q nor the reply.
+	// and true; or false for a query that ServeDNS is to answer. It may use
+	// dst's capacity as scratch either way. It must keep neither q nor the
+	// reply.
 	AnswerWire(dst, q []byte) ([]byte, bool)
 }
 
@@ -41,12 +42,20 @@ func (u *udpSocket) answer(wa WireAnswerer, m *udpbatch.Msg) (ok bool) {
 			ok = false
 		}
 	}()
+	if m.Out == nil {
+		// Kept with the slot: the answerer's scratch and the next reply.
+		m.Out = make([]byte, 0, replyBuf)
+	}
 	out, ok := wa.AnswerWire(m.Out[:0], m.Buf)
 	if ok {
 		m.Out = out
 	}
 	return ok
 }
+
+// replyBuf is the first capacity of a slot's reply buffer: a reply that
+// fits in the classic UDP size.
+const replyBuf = dns.MinMsgSize
 
 // keepReply drops a reply buffer too large to keep for the next datagram.
 func keepReply(m *udpbatch.Msg) {
