@@ -53,7 +53,7 @@ func TestInZoneFold(t *testing.T) {
 		{"luster.local.", "cluster.local.", false},
 		{"web.cluster.locax.", "cluster.local.", false},
 		{"1.0.0.10.IN-ADDR.ARPA.", reverse4, true},
-		{"example.com.", "", true}, // the root holds every name, as inZone
+		{"example.com.", "", true},                                   // the root holds every name, as inZone
 		{"web.ns.svc.cluster.loc\xc4\xb1.", "cluster.local.", false}, // no Unicode folding
 		{"web.ns.svc.\xe2\x84\xaaluster.local.", "kluster.local.", false},
 	} {
