@@ -431,6 +431,18 @@ func (cp *ControlPlane) EtcdURL() string {
 	return cp.etcdURL
 }
 
+// PIDs returns the process IDs of etcd and, while it runs, kube-apiserver,
+// for tests that measure what the control plane itself uses.
+func (cp *ControlPlane) PIDs() []int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	pids := []int{cp.etcd.cmd.Process.Pid}
+	if cp.api != nil {
+		pids = append(pids, cp.api.cmd.Process.Pid)
+	}
+	return pids
+}
+
 // CAData returns the PEM CA bundle that verifies the API server.
 func (cp *ControlPlane) CAData() []byte { return slices.Clone(cp.pki.caPEM) }
 

@@ -152,13 +152,18 @@ func startServer(t *testing.T, name, dir, dnsAddr, metricsURL, bin string, args 
 		close(s.exited)
 	}()
 	t.Cleanup(func() {
-		s.cmd.Process.Kill()
-		<-s.exited
+		s.stop()
 		if t.Failed() {
 			t.Logf("%s output (last 4 KiB):\n%s", name, tail(s.logPath, 4096))
 		}
 	})
 	return s
+}
+
+// stop kills s and waits for it to exit.
+func (s *server) stop() {
+	s.cmd.Process.Kill()
+	<-s.exited
 }
 
 func tail(path string, n int64) string {
@@ -357,3 +362,41 @@ func hasLabels(set string, labels []string) bool {
 }
 
 func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+// settle waits until the processes pids together use less than a tenth of
+// a core over a second, for at most limit, and returns how long it waited
+// and whether they settled. After a populate the API server still works
+// through it (its watch cache, etcd's compaction); a server started then
+// would pay for that work in its start-up time.
+func settle(ctx context.Context, pids []int, limit time.Duration) (time.Duration, bool) {
+	const window = time.Second
+	start := time.Now()
+	prev := cpuOf(pids)
+	tick := time.NewTicker(window)
+	defer tick.Stop()
+	for time.Since(start) < limit {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false
+		case <-tick.C:
+		}
+		cur := cpuOf(pids)
+		if cur-prev < window/10 {
+			return time.Since(start), true
+		}
+		prev = cur
+	}
+	return time.Since(start), false
+}
+
+// cpuOf is the CPU time the processes pids have used (a process gone
+// counts nothing).
+func cpuOf(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		if u, err := readUsage(pid); err == nil {
+			sum += u.cpu
+		}
+	}
+	return sum
+}
