@@ -107,8 +107,8 @@ func addPTR(n *Node, target string) {
 
 // served is an endpoint address published under a Service.
 type served struct {
-	addr  netip.Addr
-	label string
+	addr netip.Addr
+	host string // <label>.<service name>
 }
 
 // srvKey is one SRV record of a Service: a port (name empty when unnamed)
@@ -190,9 +190,8 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	// Endpoint names and PTRs, for every Service with endpoints (as
 	// CoreDNS does).
 	for _, e := range eps {
-		host := e.label + "." + base
-		addAddr(b.node(host), e.addr)
-		addPTR(b.node(ReverseName(e.addr)), host)
+		addAddr(b.node(e.host), e.addr)
+		addPTR(b.node(ReverseName(e.addr)), e.host)
 	}
 }
 
@@ -200,8 +199,16 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 // or all with PublishNotReadyAddresses), deduplicated, and for a headless
 // Service one srvKey per endpoint and port (name empty for unnamed ports).
 func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base string) ([]served, []srvKey) {
-	var eps []served
+	n, ports := 0, 0
+	for _, sl := range epSlices {
+		n += len(sl.Endpoints)
+		ports = max(ports, len(sl.Ports))
+	}
+	eps := make([]served, 0, n)
 	var srvs []srvKey
+	if svc.Type == Headless {
+		srvs = make([]srvKey, 0, n*ports)
+	}
 	for _, sl := range epSlices {
 		for _, ep := range sl.Endpoints {
 			if !ep.Ready && !svc.PublishNotReadyAddresses {
@@ -209,8 +216,8 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 			}
 			for _, a := range ep.Addresses {
 				a = a.Unmap()
-				label := endpointLabel(ep, a, b.opts.EndpointPodNames)
-				if e := (served{addr: a, label: label}); !slices.Contains(eps, e) {
+				host := endpointLabel(ep, a, b.opts.EndpointPodNames) + "." + base
+				if e := (served{addr: a, host: host}); !slices.Contains(eps, e) {
 					eps = append(eps, e)
 				}
 				if svc.Type != Headless {
@@ -220,7 +227,7 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 					if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
 						continue
 					}
-					k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, label + "." + base}
+					k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, host}
 					if !slices.Contains(srvs, k) {
 						srvs = append(srvs, k)
 					}
