@@ -296,23 +296,32 @@ func weighSRV(g []SRV) {
 // addHeadlessSRV adds the SRV records of a headless Service: one per
 // endpoint and named port, grouped by port, weight 100/N within a group.
 func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
-	groups := map[string][]SRV{}
-	var order []string
+	// A Service has few named ports: the groups are found by a scan, and
+	// each owner name is made once.
+	type group struct {
+		name, proto string
+		srv         []SRV
+	}
+	var groups []group
 	for _, k := range srvs {
 		if k.name == "" {
 			continue
 		}
-		owner := "_" + k.name + "._" + k.proto + "." + base
-		if _, ok := groups[owner]; !ok {
-			order = append(order, owner)
+		i := slices.IndexFunc(groups, func(g group) bool { return g.name == k.name && g.proto == k.proto })
+		if i < 0 {
+			i = len(groups)
+			groups = append(groups, group{name: k.name, proto: k.proto})
 		}
-		groups[owner] = append(groups[owner], SRV{Port: k.port, Target: k.target})
+		groups[i].srv = append(groups[i].srv, SRV{Port: k.port, Target: k.target})
 	}
-	for _, owner := range order {
-		g := groups[owner]
-		weighSRV(g)
-		n := b.node(owner)
-		n.SRV = append(n.SRV, g...)
+	for _, g := range groups {
+		weighSRV(g.srv)
+		n := b.node("_" + g.name + "._" + g.proto + "." + base)
+		if n.SRV == nil {
+			n.SRV = slices.Clip(g.srv) // the usual case: the node takes the group
+		} else {
+			n.SRV = append(n.SRV, g.srv...)
+		}
 	}
 }
 
