@@ -180,6 +180,13 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 	if s.AddressType == discoveryv1.AddressTypeFQDN {
 		return out, nil
 	}
+	// One array holds every endpoint's addresses.
+	n := 0
+	for _, ep := range s.Endpoints {
+		n += len(ep.Addresses)
+	}
+	addrs := make([]netip.Addr, 0, n)
+	out.Endpoints = make([]store.Endpoint, 0, len(s.Endpoints))
 	for i, ep := range s.Endpoints {
 		e := store.Endpoint{Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready}
 		if ep.Hostname != nil && *ep.Hostname != "" {
@@ -193,12 +200,16 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 		if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" && len(validation.IsDNS1123Subdomain(ep.TargetRef.Name)) == 0 {
 			e.PodName = ep.TargetRef.Name
 		}
+		first := len(addrs)
 		for j, a := range ep.Addresses {
 			ip, err := parseIP(a)
 			if err != nil {
 				return out, fmt.Errorf("endpointslice %s/%s: endpoints[%d].addresses[%d] %q: %w", out.Namespace, s.Name, i, j, a, err)
 			}
-			e.Addresses = append(e.Addresses, ip)
+			addrs = append(addrs, ip)
+		}
+		if len(addrs) > first {
+			e.Addresses = addrs[first:len(addrs):len(addrs)]
 		}
 		out.Endpoints = append(out.Endpoints, e)
 	}
