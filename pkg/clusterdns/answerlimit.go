@@ -77,12 +77,13 @@ func planWindow(b []byte, limit, size int, c uint32) *window {
 		}
 		return true
 	}
+	prev := ""
 	for i := range counts[1] + counts[2] + counts[3] {
-		rr, ok := walkRR(b, off, &ptrs)
+		rr, ok := walkRR(b, off, &ptrs, prev)
 		if !ok {
 			return nil
 		}
-		off = rr.end
+		off, prev = rr.end, rr.owner
 		if i >= counts[1] {
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
-func mustRR(t *testing.T, s string) dns.RR {
+func mustRR(t testing.TB, s string) dns.RR {
 	t.Helper()
 	rr, err := dns.NewRR(s)
 	if err != nil {
@@ -188,4 +188,25 @@ func BenchmarkServeDNSLoadBalance(b *testing.B) {
 	b.Run("A", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.", dns.TypeA, false) })
 	b.Run("A-headless", func(b *testing.B) { run(b, "hl.ns.svc.cluster.local.", dns.TypeA, false) })
 	b.Run("SRV-headless-EDNS", func(b *testing.B) { run(b, "_http._tcp.hl.ns.svc.cluster.local.", dns.TypeSRV, true) })
+}
+
+// BenchmarkPlanRotation plans the rotation of a 50-address reply, as the
+// reply cache does for each new headless answer.
+func BenchmarkPlanRotation(b *testing.B) {
+	m := new(dns.Msg)
+	m.SetQuestion("db.ns.svc.cluster.local.", dns.TypeA)
+	m.Compress = true
+	for i := range 50 {
+		m.Answer = append(m.Answer, mustRR(b, fmt.Sprintf("db.ns.svc.cluster.local. 5 IN A 10.0.0.%d", i+1)))
+	}
+	wire, err := m.Pack()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if planRotation(wire) == nil {
+			b.Fatal("no plan")
+		}
+	}
 }

@@ -346,16 +346,17 @@ func planRotation(b []byte) *rotation {
 	if !ok {
 		return nil
 	}
-	var answer []wireRR
+	answer := make([]wireRR, 0, counts[1])
+	prev := ""
 	for i := range counts[1] + counts[2] + counts[3] {
-		rr, ok := walkRR(b, off, &ptrs)
+		rr, ok := walkRR(b, off, &ptrs, prev)
 		if !ok {
 			return nil
 		}
 		if i < counts[1] {
 			answer = append(answer, rr)
 		}
-		off = rr.end
+		off, prev = rr.end, rr.owner
 	}
 	if off != len(b) {
 		return nil
@@ -369,7 +370,7 @@ func planRotation(b []byte) *rotation {
 			}
 		}
 		if j-i >= 2 {
-			r := rotRun{end: answer[j-1].end}
+			r := rotRun{end: answer[j-1].end, offs: make([]int, 0, j-i)}
 			for _, rr := range answer[i:j] {
 				r.offs = append(r.offs, rr.start)
 			}
@@ -519,13 +520,13 @@ func walkName(b []byte, off int, ptrs *[][2]int) (int, bool) {
 }
 
 // walkRR parses the record at off.
-func walkRR(b []byte, off int, ptrs *[][2]int) (wireRR, bool) {
+func walkRR(b []byte, off int, ptrs *[][2]int, prevOwner string) (wireRR, bool) {
 	rr := wireRR{start: off}
 	end, ok := walkName(b, off, ptrs)
 	if !ok || end+10 > len(b) {
 		return rr, false
 	}
-	rr.owner = readName(b, off)
+	rr.owner = readName(b, off, prevOwner)
 	rr.rrtype = binary.BigEndian.Uint16(b[end:])
 	rdlen := int(binary.BigEndian.Uint16(b[end+8:]))
 	rd := end + 10
@@ -560,23 +561,37 @@ func walkRR(b []byte, off int, ptrs *[][2]int) (wireRR, bool) {
 	return rr, true
 }
 
+// maxNameBytes bounds a name's presentation form: 255 octets on the wire.
+const maxNameBytes = 256
+
 // readName returns the lowercase presentation form of the name at off,
-// following at most 16 compression pointers ("" when it is malformed).
-func readName(b []byte, off int) string {
-	var sb strings.Builder
+// following at most 16 compression pointers ("" when it is malformed or
+// longer than a name can be). It returns prev itself when the name is
+// prev: the records of an RRset share their owner's string.
+func readName(b []byte, off int, prev string) string {
+	var buf [maxNameBytes]byte
+	name := buf[:0]
 	for hops := 0; off < len(b); {
 		c := int(b[off])
 		switch {
 		case c == 0:
-			return strings.ToLower(sb.String())
+			if string(name) == prev {
+				return prev
+			}
+			return string(name)
 		case c&0xc0 == 0xc0:
 			if hops++; hops > 16 || off+2 > len(b) {
 				return ""
 			}
 			off = int(binary.BigEndian.Uint16(b[off:])) & maxPointer
-		case c&0xc0 == 0 && off+1+c <= len(b):
-			sb.Write(b[off+1 : off+1+c])
-			sb.WriteByte('.')
+		case c&0xc0 == 0 && off+1+c <= len(b) && len(name)+c+1 <= len(buf):
+			for _, x := range b[off+1 : off+1+c] {
+				if 'A' <= x && x <= 'Z' {
+					x += 'a' - 'A'
+				}
+				name = append(name, x)
+			}
+			name = append(name, '.')
 			off += 1 + c
 		default:
 			return ""
