@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,6 +146,34 @@ func TestReadUsageSelf(t *testing.T) {
 	}
 	if after.cpu <= before.cpu {
 		t.Errorf("CPU time %v then %v: not counted", before.cpu, after.cpu)
+	}
+}
+
+// TestSettle: an idle process settles within a few seconds; processes
+// that spin do not settle before the limit.
+func TestSettle(t *testing.T) {
+	start := func(name string, args ...string) int {
+		cmd := exec.Command(name, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		return cmd.Process.Pid
+	}
+	idle := start("sleep", "60")
+	if took, ok := settle(t.Context(), []int{idle}, 10*time.Second); !ok {
+		t.Errorf("an idle process did not settle in %v", took)
+	}
+	// Four spinners keep above a tenth of a core even on a loaded machine.
+	pids := []int{idle}
+	for range 4 {
+		pids = append(pids, start("sh", "-c", "while :; do :; done"))
+	}
+	if took, ok := settle(t.Context(), pids, 3*time.Second); ok {
+		t.Errorf("spinning processes settled after %v", took)
 	}
 }
 
