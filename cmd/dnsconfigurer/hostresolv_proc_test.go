@@ -57,9 +57,7 @@ func snapshotLine(t *testing.T, line string) snapshotJSON {
 func mkfifoAt(t *testing.T, path string) {
 	t.Helper()
 	tmp := path + ".fifo"
-	if err := syscall.Mkfifo(tmp, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
+	testkit.FIFO(t, tmp)
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}

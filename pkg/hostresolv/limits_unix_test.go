@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,9 +119,7 @@ func TestWatchFIFO(t *testing.T) {
 		t.Fatalf("good file: %+v", s)
 	}
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.FIFO(t, fifo)
 	if err := os.Rename(fifo, path); err != nil {
 		t.Fatal(err)
 	}
