@@ -792,7 +792,8 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	// would escape to the heap through the cache's map. The lowercase name
 	// is made only for a miss.
 	name := dnsmsg.AppendName(dst[:0], q.Name, false)
-	outside := !inZoneFold(name, h.zoneName) && !inZoneFold(name, reverse4) && !inZoneFold(name, reverse6)
+	inCluster := inZoneFold(name, h.zoneName)
+	outside := !inCluster && !inZoneFold(name, reverse4) && !inZoneFold(name, reverse6)
 	// The reply cache holds replies of other names only through rewrites.
 	z := h.zone()
 	if z != nil && (!outside || h.rw != nil) {
@@ -803,7 +804,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	var lbuf [256]byte
 	lname := dnsmsg.AppendName(lbuf[:0], q.Name, true)
 	if !outside {
-		if z == nil || !h.wireMisses || !inZone(lname, h.zoneName) {
+		if z == nil || !h.wireMisses || !inCluster {
 			return dst, false
 		}
 		return h.missWire(dst, z, &q, lname)
