@@ -37,8 +37,11 @@ func TestMissWireIsServeDNS(t *testing.T) {
 				}
 				ampA, _ := NewAmplification(5)
 				ampB, _ := NewAmplification(5)
-				ha := NewHandler("cluster.local", fuzzStore(t), append(opts, WithAmplification(ampA))...)
-				hb := NewHandler("cluster.local", fuzzStore(t), append(opts, WithAmplification(ampB))...)
+				// One store: two would differ in their SOA serials when
+				// built on either side of a second.
+				st := fuzzStore(t)
+				ha := NewHandler("cluster.local", st, append(opts, WithAmplification(ampA))...)
+				hb := NewHandler("cluster.local", st, append(opts, WithAmplification(ampB))...)
 				req := wireQuery(name, tc.qtype, tc.rd, tc.cd, tc.size, tc.do)
 				got, ok := ha.AnswerWire(nil, mustPack(t, req))
 				if !ok {
@@ -143,8 +146,9 @@ func FuzzMissWire(f *testing.F) {
 		}
 		ampA, _ := NewAmplification(5)
 		ampB, _ := NewAmplification(5)
-		ha := NewHandler("cluster.local", fuzzStore(t), WithWireMisses(), WithAmplification(ampA))
-		hb := NewHandler("cluster.local", fuzzStore(t), WithAmplification(ampB))
+		st := fuzzStore(t) // one store, one SOA serial
+		ha := NewHandler("cluster.local", st, WithWireMisses(), WithAmplification(ampA))
+		hb := NewHandler("cluster.local", st, WithAmplification(ampB))
 		got, ok := ha.AnswerWire(nil, q)
 		if !ok {
 			return
