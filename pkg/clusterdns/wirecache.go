@@ -98,8 +98,8 @@ type wireCache struct {
 type wireGens struct{ cur, prev *wireGen }
 
 type wireGen struct {
-	m    sync.Map     // cacheKey → wireEntry
-	size atomic.Int64 // changed under wireCache.mu
+	tab  atomic.Pointer[wireTable] // nil until the first store
+	size atomic.Int64              // changed under wireCache.mu
 }
 
 func (c *wireCache) gens() *wireGens {
@@ -122,25 +122,21 @@ func (c *wireCache) gensLocked() *wireGens {
 
 func (c *wireCache) get(k cacheKey) (wireEntry, bool) {
 	g := c.gens()
-	if v, ok := g.cur.m.Load(k); ok {
-		e := v.(wireEntry)
+	h := hashKey(k)
+	if e, ok := g.cur.load(h, k); ok {
 		return e, e.valid()
 	}
 	if g.prev == nil {
 		return wireEntry{}, false
 	}
-	v, ok := g.prev.m.Load(k)
-	if !ok {
-		return wireEntry{}, false
-	}
-	e := v.(wireEntry)
-	if !e.valid() {
+	e, ok := g.prev.load(h, k)
+	if !ok || !e.valid() {
 		return wireEntry{}, false
 	}
 	c.mu.Lock()
 	if e.valid() {
 		k.name = strings.Clone(k.name) // k may borrow its name (wireKey)
-		c.store(k, e)
+		c.store(h, k, e)
 	}
 	c.mu.Unlock()
 	return e, true
@@ -168,7 +164,7 @@ func (c *wireCache) put(k cacheKey, e wireEntry, snap *store.Snapshot, deps []st
 			e.deps = append(e.deps, t)
 		}
 	}
-	c.store(k, e)
+	c.store(hashKey(k), k, e)
 }
 
 func entryCost(k cacheKey, e wireEntry) int64 {
@@ -176,8 +172,8 @@ func entryCost(k cacheKey, e wireEntry) int64 {
 }
 
 // store puts e into the current generation, rotating it first when it is
-// full. c.mu is held.
-func (c *wireCache) store(k cacheKey, e wireEntry) {
+// full. c.mu is held; h is hashKey(k).
+func (c *wireCache) store(h uint64, k cacheKey, e wireEntry) {
 	// e's references count first: releasing the entry it replaces (the
 	// same question, made again after another of its names changed) or a
 	// generation being dropped must not forget a tag e holds, or a later
@@ -194,22 +190,17 @@ func (c *wireCache) store(k cacheKey, e wireEntry) {
 		g = &wireGens{cur: &wireGen{}, prev: g.cur}
 		c.gen.Store(g)
 	}
-	if v, ok := g.cur.m.Load(k); ok {
-		old := v.(wireEntry)
+	if old, ok := g.cur.store(h, k, e); ok {
 		g.cur.size.Add(-entryCost(k, old))
 		c.release(old)
 	}
-	g.cur.m.Store(k, e)
 	g.cur.size.Add(cost)
 }
 
 // releaseGen drops the tag references of a generation being dropped.
 // c.mu is held.
 func (c *wireCache) releaseGen(g *wireGen) {
-	g.m.Range(func(_, v any) bool {
-		c.release(v.(wireEntry))
-		return true
-	})
+	g.all(c.release)
 }
 
 // release drops e's tag references, forgetting tags no entry holds. c.mu
