@@ -22,6 +22,12 @@ type builder struct {
 	counts     Counts
 	namespaces map[string]struct{} // known and exposed, lowercase
 	podIPs     []podIP             // verified mode
+
+	// memo keeps the endpoint names of a Service built after a change
+	// (nil: not kept); prev is the unit's previous contribution's names,
+	// whose endpoint nodes the build may take (see addEndpointNames).
+	memo *epMemo
+	prev map[string]*Node
 }
 
 // podIP is a pod IP claimed by a pod of namespace ns (lowercase).
@@ -49,6 +55,12 @@ func namespaceExposed(exposed map[string]struct{}, ns string) bool {
 func (b *builder) node(name string) *Node {
 	n, ok := b.names[name]
 	if ok && n != b.ent {
+		if p, taken := b.prev[name]; taken && p == n {
+			// Taken from the previous contribution, which must not
+			// change: a second endpoint of the name gets a copy.
+			n = cloneNode(n)
+			b.names[name] = n
+		}
 		return n
 	}
 	n = &Node{TTL: b.ttl}
@@ -109,6 +121,7 @@ func addPTR(n *Node, target string) {
 type served struct {
 	addr netip.Addr
 	host string // <label>.<service name>
+	ptr  string // ReverseName(addr), or "" when not made yet
 }
 
 // srvKey is one SRV record of a Service: a port (name empty when unnamed)
@@ -181,18 +194,17 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	case ClusterIP:
 		b.addClusterIP(svc, svcNode, base)
 	case Headless:
+		svcNode.A = make([]netip.Addr, 0, len(eps)) // most clusters: one family
 		for _, e := range eps {
 			addAddr(svcNode, e.addr)
 		}
+		svcNode.A = slices.Clip(svcNode.A)
 		b.addHeadlessSRV(base, srvs)
 		svcNode.SRV = bareSRV(srvs)
 	}
 	// Endpoint names and PTRs, for every Service with endpoints (as
 	// CoreDNS does).
-	for _, e := range eps {
-		addAddr(b.node(e.host), e.addr)
-		addPTR(b.node(ReverseName(e.addr)), e.host)
-	}
+	b.addEndpointNames(eps)
 }
 
 // servedEndpoints collects the endpoints served under a Service (ready ones,
@@ -216,8 +228,9 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 			}
 			for _, a := range ep.Addresses {
 				a = a.Unmap()
-				host := endpointLabel(ep, a, b.opts.EndpointPodNames) + "." + base
-				if e := (served{addr: a, host: host}); !slices.Contains(eps, e) {
+				e := b.endpointNames(ep, a, base)
+				host := e.host
+				if !slices.Contains(eps, e) {
 					eps = append(eps, e)
 				}
 				if svc.Type != Headless {
@@ -264,7 +277,7 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 // whatever the protocol (CoreDNS keys its duplicates on target and port),
 // weight 100/N, sorted by target and port.
 func bareSRV(keys []srvKey) []SRV {
-	var out []SRV
+	out := make([]SRV, 0, len(keys))
 	for _, k := range keys {
 		s := SRV{Port: k.port, Target: k.target}
 		if !slices.Contains(out, s) {
@@ -303,6 +316,7 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 		srv         []SRV
 	}
 	var groups []group
+	var sizes [8]int // the records of the first groups, to size them
 	for _, k := range srvs {
 		if k.name == "" {
 			continue
@@ -311,6 +325,18 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 		if i < 0 {
 			i = len(groups)
 			groups = append(groups, group{name: k.name, proto: k.proto})
+		}
+		if i < len(sizes) {
+			sizes[i]++
+		}
+	}
+	for _, k := range srvs {
+		if k.name == "" {
+			continue
+		}
+		i := slices.IndexFunc(groups, func(g group) bool { return g.name == k.name && g.proto == k.proto })
+		if groups[i].srv == nil && i < len(sizes) {
+			groups[i].srv = make([]SRV, 0, sizes[i])
 		}
 		groups[i].srv = append(groups[i].srv, SRV{Port: k.port, Target: k.target})
 	}

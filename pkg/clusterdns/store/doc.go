@@ -14,7 +14,10 @@
 // at a time; a unit's first change after a Publish builds what it
 // contributed from its records as they were (or takes it from the
 // contributions kept of recently changed units of many names: recent.go),
-// and the next Publish takes that out and puts the new contribution in. Most names have one
+// and the next Publish takes that out and puts the new contribution in. A
+// Service built again keeps its endpoints' names and takes the nodes of
+// its unchanged endpoints from its previous contribution (endpoints.go),
+// so a moved endpoint costs its own names. Most names have one
 // contributor, and for them the published node is the contribution: the
 // Snapshot itself is the index. Only names of two or more contributions
 // (a PTR shared by two Services, a pod IP of two pods, <ns>.svc) are kept

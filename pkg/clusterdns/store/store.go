@@ -210,7 +210,7 @@ func (s *Store) touch(u unitKey) {
 	if _, ok := s.dirty[u]; !ok {
 		c, ok := s.recent.take(u)
 		if !ok {
-			c = s.buildUnit(u)
+			c = s.buildUnit(u, true, nil)
 		}
 		s.dirty[u] = c
 	}

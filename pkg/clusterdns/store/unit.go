@@ -44,11 +44,17 @@ type contribution struct {
 	counts Counts // Services, Endpoints and Pods
 	ns     string // the namespace the unit makes known (lowercase), or ""
 	podIPs []podIP
+	// eps are the names of the unit's endpoints (a Service built after a
+	// change), or nil.
+	eps *epMemo
 }
 
 // buildUnit runs the record rules over the records of unit u as they are
-// now. s.mu is held and s.state is set.
-func (s *Store) buildUnit(u unitKey) *contribution {
+// now. A unit built again after a change (memo) keeps its endpoints' names
+// for the next build; prev, when not nil, is its previous contribution,
+// whose endpoint nodes the build takes where they are the same (see
+// addEndpointNames). s.mu is held and s.state is set.
+func (s *Store) buildUnit(u unitKey, memo bool, prev *contribution) *contribution {
 	b := newBuilder(s.zone, s.opts, s.exposed, s.state.ent, 8)
 	switch u.kind {
 	case unitFixed:
@@ -58,6 +64,9 @@ func (s *Store) buildUnit(u unitKey) *contribution {
 			sls := s.serviceSlices(u.nsName)
 			if n := namesHint(sls); n > 8 {
 				b.names = make(map[string]*Node, n)
+			}
+			if memo {
+				b.useMemo(prev)
 			}
 			b.addService(&svc, sls)
 		}
@@ -73,7 +82,8 @@ func (s *Store) buildUnit(u unitKey) *contribution {
 		b.addNamespaceNames(u.name)
 	}
 	b.sortNodes()
-	c := &contribution{names: b.names, counts: b.counts, podIPs: b.podIPs}
+	c := &contribution{names: b.names, counts: b.counts, podIPs: b.podIPs, eps: b.memo}
+	b.memo.prune()
 	for ns := range b.namespaces {
 		c.ns = ns
 	}
@@ -397,7 +407,7 @@ func (s *Store) updateNamespaces(t nameTable, d *delta) bool {
 			continue
 		}
 		changed = true
-		c := s.buildUnit(unitKey{kind: unitNamespace, nsName: nsName{name: ns}})
+		c := s.buildUnit(unitKey{kind: unitNamespace, nsName: nsName{name: ns}}, false, nil)
 		if is {
 			st.known[ns] = struct{}{}
 			st.add(t, c, 1, d)
@@ -431,7 +441,7 @@ func (s *Store) rebuild() *Snapshot {
 	s.state = st
 	d := newDelta()
 	names := newShardMap[string, *Node](s.sizeHint())
-	s.allUnits(func(u unitKey) { st.add(names, s.buildUnit(u), 1, d) })
+	s.allUnits(func(u unitKey) { st.add(names, s.buildUnit(u, false, nil), 1, d) })
 	s.updateNamespaces(names, d)
 	st.finish(names, d)
 
@@ -474,7 +484,7 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 	d := newDelta()
 	o := &overlay{base: prev.names, m: map[string]*Node{}}
 	for u, old := range s.dirty {
-		c := s.buildUnit(u)
+		c := s.buildUnit(u, true, old)
 		st.replace(o, old, c, d)
 		s.recent.keep(u, c, prev.names.len())
 	}

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// A Service unit built again after a change costs what its changed
+// endpoints make, not all of them: the build keeps each endpoint's names
+// for the next one (epMemo), and takes an endpoint's two nodes, its name's
+// and its PTR's, from the unit's previous contribution when they are the
+// same. A moved endpoint of a 50-endpoint Service then makes its own two
+// names and the Service's aggregate ones (the Service name, the SRV
+// records), not 100 names more.
+
+// epKey is an endpoint address of a Service as its records give it. With
+// the Service and the options, which do not change while a memo lives
+// (SetOptions rebuilds everything), it decides the endpoint's names.
+type epKey struct {
+	addr              netip.Addr
+	hostname, podName string
+}
+
+// epNames are the names one endpoint address makes.
+type epNames struct {
+	host, ptr string
+	seen      uint32 // the build that last used them
+}
+
+// epMemo keeps a Service unit's endpoint names from one build to the next.
+// It passes from a unit's contribution to the next one; the earlier one is
+// dropped by then.
+type epMemo struct {
+	m   map[epKey]epNames
+	gen uint32 // the current build
+}
+
+// useMemo makes the builder keep endpoint names, taking them and the
+// endpoint nodes from prev when it has them.
+func (b *builder) useMemo(prev *contribution) {
+	b.memo = &epMemo{}
+	if prev != nil {
+		b.prev = prev.names
+		if prev.eps != nil {
+			b.memo = prev.eps
+		}
+	}
+	b.memo.gen++
+}
+
+// endpointNames returns the names of endpoint address a of ep under the
+// Service name base: from the memo when the builder keeps one.
+func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
+	if b.memo == nil {
+		return served{addr: a, host: endpointLabel(ep, a, b.opts.EndpointPodNames) + "." + base}
+	}
+	k := epKey{a, ep.Hostname, ep.PodName}
+	n, ok := b.memo.m[k]
+	if !ok {
+		n = epNames{host: endpointLabel(ep, a, b.opts.EndpointPodNames) + "." + base, ptr: ReverseName(a)}
+		if b.memo.m == nil {
+			b.memo.m = map[epKey]epNames{}
+		}
+	}
+	n.seen = b.memo.gen
+	b.memo.m[k] = n
+	return served{addr: a, host: n.host, ptr: n.ptr}
+}
+
+// prune forgets the names of endpoints the last build did not see, once
+// they are many.
+func (m *epMemo) prune() {
+	if m == nil {
+		return
+	}
+	stale := 0
+	for _, n := range m.m {
+		if n.seen != m.gen {
+			stale++
+		}
+	}
+	if stale <= 16+len(m.m)/4 {
+		return
+	}
+	for k, n := range m.m {
+		if n.seen != m.gen {
+			delete(m.m, k)
+		}
+	}
+}
+
+// addEndpointNames adds each served endpoint's name (its address) and its
+// PTR (the name).
+func (b *builder) addEndpointNames(eps []served) {
+	for _, e := range eps {
+		if b.takeEndpoint(e) {
+			continue
+		}
+		ptr := e.ptr
+		if ptr == "" {
+			ptr = ReverseName(e.addr)
+		}
+		addAddr(b.node(e.host), e.addr)
+		addPTR(b.node(ptr), e.host)
+	}
+}
+
+// takeEndpoint puts in the build the previous contribution's nodes of
+// endpoint e when they hold just what e makes: its address, its name. It
+// reports whether it did. Neither name may hold data of this build yet; a
+// later endpoint that adds to one gets a copy (builder.node).
+func (b *builder) takeEndpoint(e served) bool {
+	if b.prev == nil || e.ptr == "" {
+		return false
+	}
+	hn, ok := b.prev[e.host]
+	if !ok || !b.onlyAddr(hn, e.addr) {
+		return false
+	}
+	pn, ok := b.prev[e.ptr]
+	if !ok || !b.onlyPTR(pn, e.host) {
+		return false
+	}
+	if n, ok := b.names[e.host]; ok && n != b.ent {
+		return false
+	}
+	if _, ok := b.names[e.ptr]; ok {
+		return false
+	}
+	if _, ok := b.names[e.host]; !ok {
+		b.ancestors(e.host)
+	}
+	b.names[e.host] = hn
+	b.names[e.ptr] = pn
+	return true
+}
+
+// onlyAddr reports whether n is a node of this build's TTL holding the
+// one address a.
+func (b *builder) onlyAddr(n *Node, a netip.Addr) bool {
+	if n == b.ent || n.TTL != b.ttl || n.CNAME != "" || len(n.SRV)+len(n.PTR)+len(n.TXT) != 0 {
+		return false
+	}
+	if a.Is4() {
+		return len(n.AAAA) == 0 && len(n.A) == 1 && n.A[0] == a
+	}
+	return len(n.A) == 0 && len(n.AAAA) == 1 && n.AAAA[0] == a
+}
+
+// onlyPTR reports whether n is a node of this build's TTL holding the one
+// PTR target.
+func (b *builder) onlyPTR(n *Node, target string) bool {
+	return n != b.ent && n.TTL == b.ttl && n.CNAME == "" && len(n.A)+len(n.AAAA)+len(n.SRV)+len(n.TXT) == 0 &&
+		len(n.PTR) == 1 && n.PTR[0] == target
+}
+
+// cloneNode is a copy of n that shares no slice with it.
+func cloneNode(n *Node) *Node {
+	return &Node{A: slices.Clone(n.A), AAAA: slices.Clone(n.AAAA), SRV: slices.Clone(n.SRV), CNAME: n.CNAME,
+		PTR: slices.Clone(n.PTR), TXT: slices.Clone(n.TXT), TTL: n.TTL}
+}

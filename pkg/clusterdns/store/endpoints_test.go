@@ -1,0 +1,103 @@
+package store
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// TestEndpointChangeCost: moving one endpoint of a headless Service costs
+// about the same allocations at 50 endpoints as at 400: the build takes
+// the unchanged endpoints' names and nodes from the previous contribution.
+// The Snapshot still equals a build from scratch.
+func TestEndpointChangeCost(t *testing.T) {
+	allocs := map[int]float64{}
+	for _, n := range []int{50, 400} {
+		st, err := New(Options{Zone: "cluster.local", TTL: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slice := func(shift int) EndpointSlice {
+			eps := make([]Endpoint, n)
+			for k := range eps {
+				eps[k] = Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 1, byte(k >> 8), byte(k)})}, Ready: true}
+			}
+			eps[0].Addresses = []netip.Addr{netip.AddrFrom4([4]byte{10, 2, byte(shift >> 8), byte(shift)})}
+			return EndpointSlice{Namespace: "ns", Name: "hl-1", Service: "hl", Endpoints: eps,
+				Ports: []Port{{Name: "http", Protocol: "tcp", Port: 80}}}
+		}
+		st.SetService(Service{Namespace: "ns", Name: "hl", Type: Headless})
+		st.SetEndpointSlice(slice(0))
+		st.Publish()
+		i := 0
+		allocs[n] = testing.AllocsPerRun(20, func() {
+			i++
+			st.SetEndpointSlice(slice(i))
+			st.Publish()
+		})
+		if msg := compareView(st.Publish(), st.oracle(), nil); msg != "" || st.lost != 0 {
+			t.Fatalf("%d endpoints: %s (lost %d)", n, msg, st.lost)
+		}
+	}
+	// The slice itself (made in the loop) costs an allocation per endpoint.
+	if grow := allocs[400] - allocs[50] - 350; grow > 40 {
+		t.Errorf("moving one endpoint allocates %.0f times at 50 endpoints and %.0f at 400 (the slice's own 350 aside: %.0f more)",
+			allocs[50], allocs[400], grow)
+	}
+}
+
+// TestEndpointNodeShared: an endpoint node taken from the previous
+// contribution is copied, not changed, when another endpoint adds to its
+// name (a second address under the same hostname) or its PTR (a second
+// hostname on the same address); the previous Snapshot keeps answering as
+// it did.
+func TestEndpointNodeShared(t *testing.T) {
+	a1, a2 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	// Enough other endpoints that the Service's contribution is kept
+	// (recentMinNames): its nodes are then the published ones.
+	var others []Endpoint
+	for k := range 5 {
+		others = append(others, Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 1, 0, byte(k)})}, Ready: true})
+	}
+	slice := func(eps ...Endpoint) EndpointSlice {
+		return EndpointSlice{Namespace: "ns", Name: "web-1", Service: "web", Endpoints: append(eps, others...)}
+	}
+	for _, tc := range []struct {
+		name   string
+		second Endpoint
+		owner  string // the name whose node gains a record
+		want   int    // records there afterwards
+	}{
+		{"same hostname", Endpoint{Addresses: []netip.Addr{a2}, Hostname: "h", Ready: true}, "h.web.ns.svc.cluster.local.", 2},
+		{"same address", Endpoint{Addresses: []netip.Addr{a1}, Hostname: "g", Ready: true}, ReverseName(a1), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := New(Options{Zone: "cluster.local", TTL: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := Endpoint{Addresses: []netip.Addr{a1}, Hostname: "h", Ready: true}
+			st.SetService(Service{Namespace: "ns", Name: "web", Type: Headless})
+			st.SetEndpointSlice(slice(first))
+			st.Publish()
+			st.SetEndpointSlice(slice(first)) // a change that keeps the records: the build takes the nodes
+			prev := st.Publish()
+			before, _ := prev.Lookup(tc.owner)
+			beforeView := st.oracle()
+			st.SetEndpointSlice(slice(first, tc.second))
+			snap := st.Publish()
+			if msg := compareView(snap, st.oracle(), nil); msg != "" || st.lost != 0 {
+				t.Fatalf("%s (lost %d)", msg, st.lost)
+			}
+			if msg := compareView(prev, beforeView, nil); msg != "" {
+				t.Fatalf("the previous snapshot changed: %s", msg)
+			}
+			after, _ := snap.Lookup(tc.owner)
+			if got := len(after.A) + len(after.PTR); got != tc.want {
+				t.Errorf("%s holds %d records, want %d", tc.owner, got, tc.want)
+			}
+			if got := len(before.A) + len(before.PTR); got != 1 {
+				t.Errorf("the previous snapshot's %s holds %d records, want 1", tc.owner, got)
+			}
+		})
+	}
+}
