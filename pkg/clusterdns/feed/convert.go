@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -30,11 +31,15 @@ func parseIP(s string) (netip.Addr, error) {
 // protocol is the lowercase protocol of a port: TCP (the default), UDP or
 // SCTP, as the API server allows (in any case, for manifests).
 func protocol(p corev1.Protocol) (string, error) {
-	switch s := strings.ToLower(string(p)); s {
-	case "":
+	// The constants, not a lowercase copy: a record keeps no string of
+	// its own for them.
+	for _, s := range [...]string{"tcp", "udp", "sctp"} {
+		if strings.EqualFold(string(p), s) {
+			return s, nil
+		}
+	}
+	if p == "" {
 		return "tcp", nil
-	case "tcp", "udp", "sctp":
-		return s, nil
 	}
 	return "", fmt.Errorf("%q: want TCP, UDP or SCTP", p)
 }
@@ -66,20 +71,25 @@ func checkHostname(name string) error {
 	return nil
 }
 
-// checkPort returns why a port's name (empty or a DNS-1123 label) or
-// protocol is refused, naming the field (field is the port's path).
-func checkPort(field, name string, p corev1.Protocol) (string, error) {
+// checkPort returns the lowercase protocol of port i of a list (field, e.g.
+// "spec.ports"), or why its name (empty or a DNS-1123 label) or protocol
+// is refused, naming the field.
+func checkPort(field string, i int, name string, p corev1.Protocol) (string, error) {
 	if name != "" {
 		if err := checkName(name, validation.IsDNS1123Label); err != nil {
-			return "", fmt.Errorf("%s.name %w", field, err)
+			return "", fmt.Errorf("%s[%d].name %w", field, i, err)
 		}
 	}
 	proto, err := protocol(p)
 	if err != nil {
-		return "", fmt.Errorf("%s.protocol %w", field, err)
+		return "", fmt.Errorf("%s[%d].protocol %w", field, i, err)
 	}
 	return proto, nil
 }
+
+// intern returns the one copy of a string many records repeat (a
+// namespace, a port name), so that each record does not keep its own.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // ToService converts a Service to its slim record. Errors name the field.
 func ToService(s *corev1.Service) (store.Service, error) {
@@ -101,11 +111,11 @@ func ToService(s *corev1.Service) (store.Service, error) {
 		if p.Port <= 0 || p.Port > 65535 {
 			return out, fmt.Errorf("service %s/%s: spec.ports[%d].port %d out of range", out.Namespace, s.Name, i, p.Port)
 		}
-		proto, err := checkPort(fmt.Sprintf("spec.ports[%d]", i), p.Name, p.Protocol)
+		proto, err := checkPort("spec.ports", i, p.Name, p.Protocol)
 		if err != nil {
 			return out, fmt.Errorf("service %s/%s: %w", out.Namespace, s.Name, err)
 		}
-		out.Ports = append(out.Ports, store.Port{Name: p.Name, Protocol: proto, Port: uint16(p.Port)})
+		out.Ports = append(out.Ports, store.Port{Name: intern(p.Name), Protocol: proto, Port: uint16(p.Port)})
 	}
 	switch {
 	case s.Spec.Type == corev1.ServiceTypeExternalName:
@@ -166,13 +176,13 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 		sp := store.Port{Port: uint16(*p.Port)}
 		var proto corev1.Protocol
 		if p.Name != nil {
-			sp.Name = *p.Name
+			sp.Name = intern(*p.Name)
 		}
 		if p.Protocol != nil {
 			proto = *p.Protocol
 		}
 		var err error
-		if sp.Protocol, err = checkPort(fmt.Sprintf("ports[%d]", i), sp.Name, proto); err != nil {
+		if sp.Protocol, err = checkPort("ports", i, sp.Name, proto); err != nil {
 			return out, fmt.Errorf("endpointslice %s/%s: %w", out.Namespace, s.Name, err)
 		}
 		out.Ports = append(out.Ports, sp)
@@ -251,5 +261,5 @@ func namespaceOf(m metav1.Object) string {
 	if m.GetNamespace() == "" {
 		return metav1.NamespaceDefault
 	}
-	return m.GetNamespace()
+	return intern(m.GetNamespace())
 }

@@ -99,12 +99,14 @@ func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }
 
-// reportHeap reports the live heap after a collection, in MB.
+// reportHeap reports the live heap after a collection, in MB, and its
+// objects in thousands (the collector's work grows with both).
 func reportHeap(b *testing.B) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapAlloc)/1e6, "live-MB")
+	b.ReportMetric(float64(ms.HeapObjects)/1e3, "live-kobjects")
 }
 
 // BenchmarkLookup is Snapshot.Lookup of existing names at 50k Services,

@@ -71,6 +71,49 @@ func (b *builder) node(name string) *Node {
 	return n
 }
 
+// nodeWithAddr and nodeWithPTR are a node and room for its first record
+// in one object: most nodes of addresses and PTRs hold one, and the
+// collector's work grows with the number of objects.
+type nodeWithAddr struct {
+	n Node
+	a [1]netip.Addr
+}
+
+type nodeWithPTR struct {
+	n Node
+	p [1]string
+}
+
+// addAddrTo adds address a to the node of name, as node does.
+func (b *builder) addAddrTo(name string, a netip.Addr) {
+	if n, ok := b.names[name]; !ok || n == b.ent {
+		x := &nodeWithAddr{n: Node{TTL: b.ttl}}
+		if a.Unmap().Is4() {
+			x.n.A = x.a[:0:1]
+		} else {
+			x.n.AAAA = x.a[:0:1]
+		}
+		b.names[name] = &x.n
+		if !ok {
+			b.ancestors(name)
+		}
+	}
+	addAddr(b.node(name), a)
+}
+
+// addPTRTo adds the PTR target to the node of name, as node does.
+func (b *builder) addPTRTo(name, target string) {
+	if n, ok := b.names[name]; !ok || n == b.ent {
+		x := &nodeWithPTR{n: Node{TTL: b.ttl}}
+		x.n.PTR = x.p[:0:1]
+		b.names[name] = &x.n
+		if !ok {
+			b.ancestors(name)
+		}
+	}
+	addPTR(b.node(name), target)
+}
+
 // ensure makes name exist, as an empty non-terminal when it is new.
 func (b *builder) ensure(name string) {
 	if _, ok := b.names[name]; ok {
@@ -189,7 +232,13 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	}
 	b.counts.Endpoints += len(eps)
 	b.ensure(ns + ".svc." + b.zone)
-	svcNode := b.node(base)
+	var svcNode *Node
+	if svc.Type == ClusterIP && len(svc.ClusterIPs) > 0 {
+		b.addAddrTo(base, svc.ClusterIPs[0])
+		svcNode = b.names[base]
+	} else {
+		svcNode = b.node(base)
+	}
 	switch svc.Type {
 	case ClusterIP:
 		b.addClusterIP(svc, svcNode, base)
@@ -256,7 +305,7 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 	for _, ip := range svc.ClusterIPs {
 		addAddr(svcNode, ip)
-		addPTR(b.node(ReverseName(ip)), base)
+		b.addPTRTo(ReverseName(ip), base)
 	}
 	var bare []srvKey
 	for _, p := range svc.Ports {
@@ -360,7 +409,7 @@ func (b *builder) addPod(p *Pod) {
 	}
 	b.counts.Pods++
 	for _, ip := range p.IPs {
-		addAddr(b.node(DashedIP(ip)+"."+ns+".pod."+b.zone), ip)
+		b.addAddrTo(DashedIP(ip)+"."+ns+".pod."+b.zone, ip)
 		b.podIPs = append(b.podIPs, podIP{ip.Unmap(), ns})
 	}
 }

@@ -100,8 +100,8 @@ func (b *builder) addEndpointNames(eps []served) {
 		if ptr == "" {
 			ptr = ReverseName(e.addr)
 		}
-		addAddr(b.node(e.host), e.addr)
-		addPTR(b.node(ptr), e.host)
+		b.addAddrTo(e.host, e.addr)
+		b.addPTRTo(ptr, e.host)
 	}
 }
 
