@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // builder applies the record rules to records: the names they make, with
@@ -28,6 +29,54 @@ type builder struct {
 	// whose endpoint nodes the build may take (see addEndpointNames).
 	memo *epMemo
 	prev map[string]*Node
+	// chunks, in a rebuild, hold the names the builder makes (nil: each
+	// name is its own string).
+	chunks *nameChunks
+}
+
+// nameChunks are runs of bytes a rebuild cuts the names it keeps from: a
+// chunk holds a few hundred names, so 50k Services' names are a few hundred
+// objects for the collector, not 150,000. A chunk lives while any name cut
+// from it does, so it holds at most the names of the rebuild; builds after
+// a change make their own strings.
+type nameChunks struct{ buf []byte }
+
+const nameChunkSize = 16 << 10
+
+// concat returns the concatenation of parts, cut from the chunks when the
+// builder has them.
+func (b *builder) concat(parts ...string) string {
+	if b.chunks == nil {
+		return strings.Join(parts, "")
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n == 0 {
+		return ""
+	}
+	c := b.chunks
+	if cap(c.buf)-len(c.buf) < n {
+		c.buf = make([]byte, 0, max(n, nameChunkSize))
+	}
+	start := len(c.buf)
+	for _, p := range parts {
+		c.buf = append(c.buf, p...)
+	}
+	// The bytes are never written again: a full chunk is left, not grown.
+	return unsafe.String(&c.buf[start], n)
+}
+
+// reverseName is ReverseName(a), cut from the chunks when the builder has
+// them.
+func (b *builder) reverseName(a netip.Addr) string {
+	var buf [74]byte
+	name := appendReverseName(buf[:0], a)
+	if b.chunks == nil {
+		return string(name)
+	}
+	return b.concat(unsafe.String(&name[0], len(name))) // copied at once
 }
 
 // podIP is a pod IP claimed by a pod of namespace ns (lowercase).
@@ -212,7 +261,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	if svc.Type == Headless && b.opts.NoEndpoints {
 		return
 	}
-	base := name + "." + ns + ".svc." + b.zone
+	base := b.concat(name, ".", ns, ".svc.", b.zone)
 	if svc.Type == ExternalName {
 		b.ensure(ns + ".svc." + b.zone)
 		b.node(base).CNAME = svc.ExternalName
@@ -305,7 +354,7 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 	for _, ip := range svc.ClusterIPs {
 		addAddr(svcNode, ip)
-		b.addPTRTo(ReverseName(ip), base)
+		b.addPTRTo(b.reverseName(ip), base)
 	}
 	var bare []srvKey
 	for _, p := range svc.Ports {
@@ -315,7 +364,7 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 		if p.Name == "" || p.Protocol == "" {
 			continue
 		}
-		n := b.node("_" + strings.ToLower(p.Name) + "._" + p.Protocol + "." + base)
+		n := b.node(b.concat("_", strings.ToLower(p.Name), "._", p.Protocol, ".", base))
 		n.SRV = append(n.SRV, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
 	}
 	svcNode.SRV = bareSRV(bare)
@@ -391,7 +440,7 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 	}
 	for _, g := range groups {
 		weighSRV(g.srv)
-		n := b.node("_" + g.name + "._" + g.proto + "." + base)
+		n := b.node(b.concat("_", g.name, "._", g.proto, ".", base))
 		if n.SRV == nil {
 			n.SRV = slices.Clip(g.srv) // the usual case: the node takes the group
 		} else {
@@ -409,7 +458,7 @@ func (b *builder) addPod(p *Pod) {
 	}
 	b.counts.Pods++
 	for _, ip := range p.IPs {
-		b.addAddrTo(DashedIP(ip)+"."+ns+".pod."+b.zone, ip)
+		b.addAddrTo(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone), ip)
 		b.podIPs = append(b.podIPs, podIP{ip.Unmap(), ns})
 	}
 }

@@ -52,7 +52,7 @@ func (b *builder) useMemo(prev *contribution) {
 // Service name base: from the memo when the builder keeps one.
 func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
 	if b.memo == nil {
-		return served{addr: a, host: endpointLabel(ep, a, b.opts.EndpointPodNames) + "." + base}
+		return served{addr: a, host: b.concat(endpointLabel(ep, a, b.opts.EndpointPodNames), ".", base)}
 	}
 	k := epKey{a, ep.Hostname, ep.PodName}
 	n, ok := b.memo.m[k]
@@ -98,7 +98,7 @@ func (b *builder) addEndpointNames(eps []served) {
 		}
 		ptr := e.ptr
 		if ptr == "" {
-			ptr = ReverseName(e.addr)
+			ptr = b.reverseName(e.addr)
 		}
 		b.addAddrTo(e.host, e.addr)
 		b.addPTRTo(ptr, e.host)

@@ -137,26 +137,26 @@ const hexDigits = "0123456789abcdef"
 // ReverseName is the PTR owner name of an address: d.c.b.a.in-addr.arpa. for
 // IPv4 and the 32-nibble form under ip6.arpa. for IPv6.
 func ReverseName(a netip.Addr) string {
+	var buf [74]byte
+	return string(appendReverseName(buf[:0], a))
+}
+
+// appendReverseName appends ReverseName(a) to dst.
+func appendReverseName(dst []byte, a netip.Addr) []byte {
 	a = a.Unmap()
 	if a.Is4() {
 		b := a.As4()
-		var buf [32]byte
-		out := buf[:0]
 		for i := 3; i >= 0; i-- {
-			out = strconv.AppendUint(out, uint64(b[i]), 10)
-			out = append(out, '.')
+			dst = strconv.AppendUint(dst, uint64(b[i]), 10)
+			dst = append(dst, '.')
 		}
-		out = append(out, "in-addr.arpa."...)
-		return string(out)
+		return append(dst, "in-addr.arpa."...)
 	}
 	b := a.As16()
-	var buf [74]byte
-	out := buf[:0]
 	for i := 15; i >= 0; i-- {
-		out = append(out, hexDigits[b[i]&0xf], '.', hexDigits[b[i]>>4], '.')
+		dst = append(dst, hexDigits[b[i]&0xf], '.', hexDigits[b[i]>>4], '.')
 	}
-	out = append(out, "ip6.arpa."...)
-	return string(out)
+	return append(dst, "ip6.arpa."...)
 }
 
 // reverseAddr is the inverse of ReverseName: the address of a full PTR owner

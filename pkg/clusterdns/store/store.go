@@ -118,6 +118,8 @@ type Store struct {
 	// records and rebuilt everything (a bug; the tests want none).
 	lost int
 	log  *changeLog
+	// chunks hold the names a rebuild makes while it runs (build.go).
+	chunks *nameChunks
 
 	snap atomic.Pointer[Snapshot]
 }

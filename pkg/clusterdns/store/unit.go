@@ -47,6 +47,9 @@ type contribution struct {
 	// eps are the names of the unit's endpoints (a Service built after a
 	// change), or nil.
 	eps *epMemo
+	// published is set when the nodes of the names only this unit makes
+	// are the published ones (replace put them in place).
+	published bool
 }
 
 // buildUnit runs the record rules over the records of unit u as they are
@@ -56,6 +59,7 @@ type contribution struct {
 // addEndpointNames). s.mu is held and s.state is set.
 func (s *Store) buildUnit(u unitKey, memo bool, prev *contribution) *contribution {
 	b := newBuilder(s.zone, s.opts, s.exposed, s.state.ent, 8)
+	b.chunks = s.chunks
 	switch u.kind {
 	case unitFixed:
 		b.addFixedNames()
@@ -234,8 +238,9 @@ func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
 			continue
 		}
 		// Keep the published node, so that c, when kept for the unit's
-		// next change, holds no copy of it.
-		if !kept {
+		// next change, holds no copy of it. A node c took from old is
+		// that node already when old's nodes are the published ones.
+		if !kept || (old.published && old.names[name] == n) {
 			continue
 		}
 		if _, ok := st.shared[name]; !ok {
@@ -246,6 +251,7 @@ func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
 	}
 	st.refs(old, -1, d)
 	st.refs(c, 1, d)
+	c.published = kept
 }
 
 // refs counts (sign 1) or uncounts (sign -1) the namespace and the pod IPs
@@ -441,7 +447,9 @@ func (s *Store) rebuild() *Snapshot {
 	s.state = st
 	d := newDelta()
 	names := newShardMap[string, *Node](s.sizeHint())
+	s.chunks = &nameChunks{}
 	s.allUnits(func(u unitKey) { st.add(names, s.buildUnit(u, false, nil), 1, d) })
+	s.chunks = nil
 	s.updateNamespaces(names, d)
 	st.finish(names, d)
 
