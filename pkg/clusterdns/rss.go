@@ -16,8 +16,9 @@ func releaseStartup() {
 
 // releaseAfterSync gives back the pages start-up touched once more: the
 // feed's first steps (the informers' initial list, the watcher) run after
-// the listeners, so it waits for the first sync and a second more.
-func releaseAfterSync(synced func() bool) func(context.Context) error {
+// the listeners, so it waits for the first sync and a second more. Then it
+// calls after, when set, and returns the freed heap to the OS.
+func releaseAfterSync(synced func() bool, after func()) func(context.Context) error {
 	return func(ctx context.Context) error {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
@@ -31,6 +32,10 @@ func releaseAfterSync(synced func() bool) func(context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
+			if after != nil {
+				after()
+				debug.FreeOSMemory()
+			}
 			releaseStartupPages()
 		}
 		return nil

@@ -31,6 +31,10 @@ type Deps struct {
 	Client kubernetes.Interface
 	// Reload watches the config file (nil: no reload).
 	Reload *Reload
+	// AfterSync, when set, is called once, a second after the records
+	// first synced (serve lowers its GC target there); the server then
+	// gives the heap the collector freed back to the OS.
+	AfterSync func()
 }
 
 // Reload is the config file a running server watches, and how it is
@@ -137,5 +141,5 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// Stopped in reverse: the listener's lameduck runs while the feed and
 	// /readyz still do.
-	return lifecycle.Run(ctx, append(tasks, srv.Run, releaseAfterSync(synced))...)
+	return lifecycle.Run(ctx, append(tasks, srv.Run, releaseAfterSync(synced, s.deps.AfterSync))...)
 }

@@ -48,3 +48,34 @@ func TestServerConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServerAfterSync: the server calls Deps.AfterSync once, after the
+// records first synced, and keeps serving.
+func TestServerAfterSync(t *testing.T) {
+	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.1:0"}, MetricsListen: "127.0.0.1:0", Objects: t.TempDir(), Lameduck: "1ms"}
+	cfg.SetDefaults()
+	called := make(chan struct{}, 2)
+	srv, err := clusterdns.New(cfg, clusterdns.Deps{AfterSync: func() { called <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case <-called:
+	case err := <-done:
+		cancel()
+		t.Fatalf("Run ended before AfterSync: %v", err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("AfterSync not called within 10s of start")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(called) != 0 {
+		t.Error("AfterSync called more than once")
+	}
+}
