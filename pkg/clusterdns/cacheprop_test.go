@@ -104,7 +104,7 @@ func (c propConfig) handler(tb testing.TB, st *store.Store) *Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opts := []Option{WithLoadBalance(c.lb), WithUDPAnswerLimit(c.udpLimit), ap}
+	opts := []Option{WithLoadBalance(c.lb), WithUDPAnswerLimit(c.udpLimit), ap, WithWireMisses()}
 	if c.smallCache {
 		opts = append(opts, WithReplyCache(4096))
 	}
