@@ -101,28 +101,28 @@ func namespaceExposed(exposed map[string]struct{}, ns string) bool {
 // node returns the node of name for adding data, creating it and, for names
 // inside the zone, every missing ancestor down to the zone as empty
 // non-terminals.
-func (b *builder) node(name string) *Node {
-	n, ok := b.names[name]
-	if ok && n != b.ent {
-		if p, taken := b.prev[name]; taken && p == n {
-			// Taken from the previous contribution, which must not
-			// change: a second endpoint of the name gets a copy.
-			n = cloneNode(n)
-			b.names[name] = n
-		}
-		return n
+func (b *builder) node(name string) *Node { return b.nodeWith(name, roomNone) }
+
+// room is what a new node is allocated with room for, in the same object:
+// most nodes of addresses and PTRs hold one record, and the collector's
+// work grows with the number of objects.
+type room uint8
+
+const (
+	roomNone room = iota
+	roomA
+	roomAAAA
+	roomPTR
+)
+
+// roomFor is the room for a node of address a.
+func roomFor(a netip.Addr) room {
+	if a.Unmap().Is4() {
+		return roomA
 	}
-	n = &Node{TTL: b.ttl}
-	b.names[name] = n
-	if !ok {
-		b.ancestors(name)
-	}
-	return n
+	return roomAAAA
 }
 
-// nodeWithAddr and nodeWithPTR are a node and room for its first record
-// in one object: most nodes of addresses and PTRs hold one, and the
-// collector's work grows with the number of objects.
 type nodeWithAddr struct {
 	n Node
 	a [1]netip.Addr
@@ -133,34 +133,39 @@ type nodeWithPTR struct {
 	p [1]string
 }
 
-// addAddrTo adds address a to the node of name, as node does.
-func (b *builder) addAddrTo(name string, a netip.Addr) {
-	if n, ok := b.names[name]; !ok || n == b.ent {
+// nodeWith is node, a new node made with room r.
+func (b *builder) nodeWith(name string, r room) *Node {
+	n, ok := b.names[name]
+	if ok && n != b.ent {
+		if p, taken := b.prev[name]; taken && p == n {
+			// Taken from the previous contribution, which must not
+			// change: a second endpoint of the name gets a copy.
+			n = cloneNode(n)
+			b.names[name] = n
+		}
+		return n
+	}
+	switch r {
+	case roomA, roomAAAA:
 		x := &nodeWithAddr{n: Node{TTL: b.ttl}}
-		if a.Unmap().Is4() {
+		if r == roomA {
 			x.n.A = x.a[:0:1]
 		} else {
 			x.n.AAAA = x.a[:0:1]
 		}
-		b.names[name] = &x.n
-		if !ok {
-			b.ancestors(name)
-		}
-	}
-	addAddr(b.node(name), a)
-}
-
-// addPTRTo adds the PTR target to the node of name, as node does.
-func (b *builder) addPTRTo(name, target string) {
-	if n, ok := b.names[name]; !ok || n == b.ent {
+		n = &x.n
+	case roomPTR:
 		x := &nodeWithPTR{n: Node{TTL: b.ttl}}
 		x.n.PTR = x.p[:0:1]
-		b.names[name] = &x.n
-		if !ok {
-			b.ancestors(name)
-		}
+		n = &x.n
+	default:
+		n = &Node{TTL: b.ttl}
 	}
-	addPTR(b.node(name), target)
+	b.names[name] = n
+	if !ok {
+		b.ancestors(name)
+	}
+	return n
 }
 
 // ensure makes name exist, as an empty non-terminal when it is new.
@@ -281,13 +286,11 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	}
 	b.counts.Endpoints += len(eps)
 	b.ensure(ns + ".svc." + b.zone)
-	var svcNode *Node
+	r := roomNone
 	if svc.Type == ClusterIP && len(svc.ClusterIPs) > 0 {
-		b.addAddrTo(base, svc.ClusterIPs[0])
-		svcNode = b.names[base]
-	} else {
-		svcNode = b.node(base)
+		r = roomFor(svc.ClusterIPs[0])
 	}
+	svcNode := b.nodeWith(base, r)
 	switch svc.Type {
 	case ClusterIP:
 		b.addClusterIP(svc, svcNode, base)
@@ -354,7 +357,7 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 	for _, ip := range svc.ClusterIPs {
 		addAddr(svcNode, ip)
-		b.addPTRTo(b.reverseName(ip), base)
+		addPTR(b.nodeWith(b.reverseName(ip), roomPTR), base)
 	}
 	var bare []srvKey
 	for _, p := range svc.Ports {
@@ -411,32 +414,33 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 	// each owner name is made once.
 	type group struct {
 		name, proto string
+		n           int // its records, to size srv
 		srv         []SRV
 	}
 	var groups []group
-	var sizes [8]int // the records of the first groups, to size them
+	find := func(k srvKey) int {
+		return slices.IndexFunc(groups, func(g group) bool { return g.name == k.name && g.proto == k.proto })
+	}
 	for _, k := range srvs {
 		if k.name == "" {
 			continue
 		}
-		i := slices.IndexFunc(groups, func(g group) bool { return g.name == k.name && g.proto == k.proto })
+		i := find(k)
 		if i < 0 {
 			i = len(groups)
 			groups = append(groups, group{name: k.name, proto: k.proto})
 		}
-		if i < len(sizes) {
-			sizes[i]++
-		}
+		groups[i].n++
 	}
 	for _, k := range srvs {
 		if k.name == "" {
 			continue
 		}
-		i := slices.IndexFunc(groups, func(g group) bool { return g.name == k.name && g.proto == k.proto })
-		if groups[i].srv == nil && i < len(sizes) {
-			groups[i].srv = make([]SRV, 0, sizes[i])
+		g := &groups[find(k)]
+		if g.srv == nil {
+			g.srv = make([]SRV, 0, g.n)
 		}
-		groups[i].srv = append(groups[i].srv, SRV{Port: k.port, Target: k.target})
+		g.srv = append(g.srv, SRV{Port: k.port, Target: k.target})
 	}
 	for _, g := range groups {
 		weighSRV(g.srv)
@@ -458,7 +462,7 @@ func (b *builder) addPod(p *Pod) {
 	}
 	b.counts.Pods++
 	for _, ip := range p.IPs {
-		b.addAddrTo(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone), ip)
+		addAddr(b.nodeWith(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone), roomFor(ip)), ip)
 		b.podIPs = append(b.podIPs, podIP{ip.Unmap(), ns})
 	}
 }

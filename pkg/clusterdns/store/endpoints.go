@@ -38,12 +38,11 @@ type epMemo struct {
 // useMemo makes the builder keep endpoint names, taking them and the
 // endpoint nodes from prev when it has them.
 func (b *builder) useMemo(prev *contribution) {
-	b.memo = &epMemo{}
 	if prev != nil {
-		b.prev = prev.names
-		if prev.eps != nil {
-			b.memo = prev.eps
-		}
+		b.prev, b.memo = prev.names, prev.eps
+	}
+	if b.memo == nil {
+		b.memo = &epMemo{}
 	}
 	b.memo.gen++
 }
@@ -57,7 +56,7 @@ func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
 	k := epKey{a, ep.Hostname, ep.PodName}
 	n, ok := b.memo.m[k]
 	if !ok {
-		n = epNames{host: endpointLabel(ep, a, b.opts.EndpointPodNames) + "." + base, ptr: ReverseName(a)}
+		n = epNames{host: b.concat(endpointLabel(ep, a, b.opts.EndpointPodNames), ".", base), ptr: b.reverseName(a)}
 		if b.memo.m == nil {
 			b.memo.m = map[epKey]epNames{}
 		}
@@ -100,8 +99,8 @@ func (b *builder) addEndpointNames(eps []served) {
 		if ptr == "" {
 			ptr = b.reverseName(e.addr)
 		}
-		b.addAddrTo(e.host, e.addr)
-		b.addPTRTo(ptr, e.host)
+		addAddr(b.nodeWith(e.host, roomFor(e.addr)), e.addr)
+		addPTR(b.nodeWith(ptr, roomPTR), e.host)
 	}
 }
 

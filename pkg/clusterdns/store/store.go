@@ -212,7 +212,7 @@ func (s *Store) touch(u unitKey) {
 	if _, ok := s.dirty[u]; !ok {
 		c, ok := s.recent.take(u)
 		if !ok {
-			c = s.buildUnit(u, true, nil)
+			c = s.buildUnit(u, nil)
 		}
 		s.dirty[u] = c
 	}

@@ -53,11 +53,12 @@ type contribution struct {
 }
 
 // buildUnit runs the record rules over the records of unit u as they are
-// now. A unit built again after a change (memo) keeps its endpoints' names
-// for the next build; prev, when not nil, is its previous contribution,
-// whose endpoint nodes the build takes where they are the same (see
-// addEndpointNames). s.mu is held and s.state is set.
-func (s *Store) buildUnit(u unitKey, memo bool, prev *contribution) *contribution {
+// now. Outside a rebuild (which cuts its names from chunks), a Service
+// keeps its endpoints' names for its next build; prev, when not nil, is
+// its previous contribution, whose endpoint nodes the build takes where
+// they are the same (see addEndpointNames). s.mu is held and s.state is
+// set.
+func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 	b := newBuilder(s.zone, s.opts, s.exposed, s.state.ent, 8)
 	b.chunks = s.chunks
 	switch u.kind {
@@ -69,7 +70,7 @@ func (s *Store) buildUnit(u unitKey, memo bool, prev *contribution) *contributio
 			if n := namesHint(sls); n > 8 {
 				b.names = make(map[string]*Node, n)
 			}
-			if memo {
+			if s.chunks == nil {
 				b.useMemo(prev)
 			}
 			b.addService(&svc, sls)
@@ -413,7 +414,7 @@ func (s *Store) updateNamespaces(t nameTable, d *delta) bool {
 			continue
 		}
 		changed = true
-		c := s.buildUnit(unitKey{kind: unitNamespace, nsName: nsName{name: ns}}, false, nil)
+		c := s.buildUnit(unitKey{kind: unitNamespace, nsName: nsName{name: ns}}, nil)
 		if is {
 			st.known[ns] = struct{}{}
 			st.add(t, c, 1, d)
@@ -448,7 +449,7 @@ func (s *Store) rebuild() *Snapshot {
 	d := newDelta()
 	names := newShardMap[string, *Node](s.sizeHint())
 	s.chunks = &nameChunks{}
-	s.allUnits(func(u unitKey) { st.add(names, s.buildUnit(u, false, nil), 1, d) })
+	s.allUnits(func(u unitKey) { st.add(names, s.buildUnit(u, nil), 1, d) })
 	s.chunks = nil
 	s.updateNamespaces(names, d)
 	st.finish(names, d)
@@ -492,7 +493,7 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 	d := newDelta()
 	o := &overlay{base: prev.names, m: map[string]*Node{}}
 	for u, old := range s.dirty {
-		c := s.buildUnit(u, true, old)
+		c := s.buildUnit(u, old)
 		st.replace(o, old, c, d)
 		s.recent.keep(u, c, prev.names.len())
 	}
