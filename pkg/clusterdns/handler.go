@@ -438,10 +438,10 @@ func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lnam
 		return Result{Rcode: dns.RcodeNameError, Ns: z.negative(lname), Authoritative: true}
 	}
 	if qtype == dns.TypeANY {
-		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{anyRR(owner, n.CNAME, n.TTL)}, Authoritative: true}
+		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{anyRR(owner, n.CNAME(), n.TTL)}, Authoritative: true}
 	}
-	if n.CNAME != "" && qtype != dns.TypeCNAME {
-		return h.chase(ctx, z, qtype, cnameRR(owner, n.CNAME, n.TTL), n.CNAME, depth)
+	if n.CNAME() != "" && qtype != dns.TypeCNAME {
+		return h.chase(ctx, z, qtype, cnameRR(owner, n.CNAME(), n.TTL), n.CNAME(), depth)
 	}
 	ans := z.records(owner, lname, n, qtype)
 	if len(ans) == 0 {
@@ -450,8 +450,8 @@ func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lnam
 	var extra []dns.RR
 	var deps []string
 	if qtype == dns.TypeSRV {
-		extra = z.srvExtra(n.SRV)
-		for _, s := range n.SRV {
+		extra = z.srvExtra(n.SRV())
+		for _, s := range n.SRV() {
 			deps = append(deps, s.Target)
 		}
 	}
@@ -680,13 +680,13 @@ func (h *Handler) costsUpstream(z *zone, q dns.Question) bool {
 	name := lowerFQDN(q.Name)
 	for range maxChase + 1 {
 		n, ok := z.snap.Lookup(name)
-		if !ok || n.CNAME == "" {
+		if !ok || n.CNAME() == "" {
 			return false
 		}
-		if !inZone(n.CNAME, z.name) || delegated(h, n.CNAME) {
+		if !inZone(n.CNAME(), z.name) || delegated(h, n.CNAME()) {
 			return true
 		}
-		name = n.CNAME
+		name = n.CNAME()
 	}
 	return false
 }

@@ -126,18 +126,18 @@ func (z *zone) records(owner, lname string, n *store.Node, t uint16) []dns.RR {
 			return z.apexRecords(owner, z.name, z.soa[0].(*dns.SOA), t)
 		}
 	case dns.TypeA:
-		return appendA(nil, owner, n.A, n.TTL)
+		return appendA(nil, owner, n.A(), n.TTL)
 	case dns.TypeAAAA:
-		return appendAAAA(nil, owner, n.AAAA, n.TTL)
+		return appendAAAA(nil, owner, n.AAAA(), n.TTL)
 	case dns.TypeSRV:
-		return appendSRV(nil, owner, n.SRV, n.TTL)
+		return appendSRV(nil, owner, n.SRV(), n.TTL)
 	case dns.TypePTR:
-		return appendPTR(nil, owner, n.PTR, n.TTL)
+		return appendPTR(nil, owner, n.PTR(), n.TTL)
 	case dns.TypeTXT:
-		return appendTXT(nil, owner, n.TXT, n.TTL)
+		return appendTXT(nil, owner, n.TXT(), n.TTL)
 	case dns.TypeCNAME:
-		if n.CNAME != "" {
-			return []dns.RR{cnameRR(owner, n.CNAME, n.TTL)}
+		if n.CNAME() != "" {
+			return []dns.RR{cnameRR(owner, n.CNAME(), n.TTL)}
 		}
 	}
 	return nil
@@ -169,8 +169,8 @@ func (z *zone) srvExtra(srvs []store.SRV) []dns.RR {
 			continue
 		}
 		if tn, ok := z.snap.Lookup(s.Target); ok {
-			extra = appendA(extra, s.Target, tn.A, tn.TTL)
-			extra = appendAAAA(extra, s.Target, tn.AAAA, tn.TTL)
+			extra = appendA(extra, s.Target, tn.A(), tn.TTL)
+			extra = appendAAAA(extra, s.Target, tn.AAAA(), tn.TTL)
 		}
 	}
 	return extra

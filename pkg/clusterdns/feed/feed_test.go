@@ -43,7 +43,7 @@ func addrs(st *store.Store, name string) []string {
 		return nil
 	}
 	var out []string
-	for _, a := range append(append([]netip.Addr(nil), n.A...), n.AAAA...) {
+	for _, a := range append(append([]netip.Addr(nil), n.A()...), n.AAAA()...) {
 		out = append(out, a.String())
 	}
 	return out

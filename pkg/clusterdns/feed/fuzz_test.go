@@ -65,11 +65,11 @@ func checkSnapshotNames(t *testing.T, snap *store.Snapshot) {
 		if !valid(name) {
 			t.Fatalf("snapshot holds the name %q", name)
 		}
-		targets := slices.Clone(n.PTR)
-		if n.CNAME != "" {
-			targets = append(targets, n.CNAME)
+		targets := slices.Clone(n.PTR())
+		if n.CNAME() != "" {
+			targets = append(targets, n.CNAME())
 		}
-		for _, s := range n.SRV {
+		for _, s := range n.SRV() {
 			targets = append(targets, s.Target)
 		}
 		for _, tg := range targets {
@@ -235,7 +235,7 @@ func FuzzIngest(f *testing.F) {
 		if podErr == nil && keep {
 			for _, ip := range pod.IPs {
 				owner := store.DashedIP(ip) + "." + strings.ToLower(pod.Namespace) + ".pod.cluster.local."
-				if n, ok := snap.Lookup(owner); !ok || !slices.Contains(append(slices.Clone(n.A), n.AAAA...), ip) {
+				if n, ok := snap.Lookup(owner); !ok || !slices.Contains(append(slices.Clone(n.A()), n.AAAA()...), ip) {
 					t.Fatalf("pod IP %s: %s has no record for it", ip, owner)
 				}
 			}
@@ -252,7 +252,7 @@ func checkService(t *testing.T, snap *store.Snapshot, svc store.Service, slice s
 	n, ok := snap.Lookup(base)
 	switch svc.Type {
 	case store.ExternalName:
-		if !ok || n.CNAME != svc.ExternalName {
+		if !ok || n.CNAME() != svc.ExternalName {
 			t.Fatalf("%s: CNAME %+v, want %q", base, n, svc.ExternalName)
 		}
 		return
@@ -261,10 +261,10 @@ func checkService(t *testing.T, snap *store.Snapshot, svc store.Service, slice s
 			t.Fatalf("%s missing", base)
 		}
 		for _, ip := range svc.ClusterIPs {
-			if !slices.Contains(append(slices.Clone(n.A), n.AAAA...), ip) {
+			if !slices.Contains(append(slices.Clone(n.A()), n.AAAA()...), ip) {
 				t.Fatalf("%s lacks its clusterIP %s", base, ip)
 			}
-			if p, ok := snap.Lookup(store.ReverseName(ip)); !ok || !slices.Contains(p.PTR, base) {
+			if p, ok := snap.Lookup(store.ReverseName(ip)); !ok || !slices.Contains(p.PTR(), base) {
 				t.Fatalf("no PTR %s for %s", store.ReverseName(ip), base)
 			}
 		}
@@ -284,7 +284,7 @@ func checkService(t *testing.T, snap *store.Snapshot, svc store.Service, slice s
 				label = ep.PodName
 			}
 			host := label + "." + base
-			if h, ok := snap.Lookup(host); !ok || !slices.Contains(append(slices.Clone(h.A), h.AAAA...), a) {
+			if h, ok := snap.Lookup(host); !ok || !slices.Contains(append(slices.Clone(h.A()), h.AAAA()...), a) {
 				t.Fatalf("endpoint %s: %s has no record for it", a, host)
 			}
 		}

@@ -103,36 +103,6 @@ func namespaceExposed(exposed map[string]struct{}, ns string) bool {
 // non-terminals.
 func (b *builder) node(name string) *Node { return b.nodeWith(name, roomNone) }
 
-// room is what a new node is allocated with room for, in the same object:
-// most nodes of addresses and PTRs hold one record, and the collector's
-// work grows with the number of objects.
-type room uint8
-
-const (
-	roomNone room = iota
-	roomA
-	roomAAAA
-	roomPTR
-)
-
-// roomFor is the room for a node of address a.
-func roomFor(a netip.Addr) room {
-	if a.Unmap().Is4() {
-		return roomA
-	}
-	return roomAAAA
-}
-
-type nodeWithAddr struct {
-	n Node
-	a [1]netip.Addr
-}
-
-type nodeWithPTR struct {
-	n Node
-	p [1]string
-}
-
 // nodeWith is node, a new node made with room r.
 func (b *builder) nodeWith(name string, r room) *Node {
 	n, ok := b.names[name]
@@ -145,22 +115,7 @@ func (b *builder) nodeWith(name string, r room) *Node {
 		}
 		return n
 	}
-	switch r {
-	case roomA, roomAAAA:
-		x := &nodeWithAddr{n: Node{TTL: b.ttl}}
-		if r == roomA {
-			x.n.A = x.a[:0:1]
-		} else {
-			x.n.AAAA = x.a[:0:1]
-		}
-		n = &x.n
-	case roomPTR:
-		x := &nodeWithPTR{n: Node{TTL: b.ttl}}
-		x.n.PTR = x.p[:0:1]
-		n = &x.n
-	default:
-		n = &Node{TTL: b.ttl}
-	}
+	n = newNode(b.ttl, r)
 	b.names[name] = n
 	if !ok {
 		b.ancestors(name)
@@ -195,25 +150,6 @@ func (b *builder) ancestors(name string) {
 	}
 }
 
-func addAddr(n *Node, a netip.Addr) {
-	a = a.Unmap()
-	if a.Is4() {
-		if !slices.Contains(n.A, a) {
-			n.A = append(n.A, a)
-		}
-		return
-	}
-	if !slices.Contains(n.AAAA, a) {
-		n.AAAA = append(n.AAAA, a)
-	}
-}
-
-func addPTR(n *Node, target string) {
-	if !slices.Contains(n.PTR, target) {
-		n.PTR = append(n.PTR, target)
-	}
-}
-
 // served is an endpoint address published under a Service.
 type served struct {
 	addr netip.Addr
@@ -242,7 +178,7 @@ func (b *builder) expose(ns string) bool {
 // addFixedNames adds the apex, dns-version and the svc and pod subtrees.
 func (b *builder) addFixedNames() {
 	b.names[b.zone] = &Node{TTL: b.ttl}
-	b.node("dns-version." + b.zone).TXT = []string{SchemaVersion}
+	addTXT(b.node("dns-version."+b.zone), SchemaVersion)
 	b.names["dns-version."+b.zone].TTL = VersionTTL
 	b.ensure("svc." + b.zone)
 	b.ensure("pod." + b.zone)
@@ -269,7 +205,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	base := b.concat(name, ".", ns, ".svc.", b.zone)
 	if svc.Type == ExternalName {
 		b.ensure(ns + ".svc." + b.zone)
-		b.node(base).CNAME = svc.ExternalName
+		setCNAME(b.node(base), svc.ExternalName)
 		b.counts.Services++
 		return
 	}
@@ -295,13 +231,13 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	case ClusterIP:
 		b.addClusterIP(svc, svcNode, base)
 	case Headless:
-		svcNode.A = make([]netip.Addr, 0, len(eps)) // most clusters: one family
+		svcNode.addrs = make([]netip.Addr, 0, len(eps))
 		for _, e := range eps {
 			addAddr(svcNode, e.addr)
 		}
-		svcNode.A = slices.Clip(svcNode.A)
+		svcNode.addrs = slices.Clip(svcNode.addrs)
 		b.addHeadlessSRV(base, srvs)
-		svcNode.SRV = bareSRV(srvs)
+		takeSRV(svcNode, bareSRV(srvs))
 	}
 	// Endpoint names and PTRs, for every Service with endpoints (as
 	// CoreDNS does).
@@ -367,10 +303,10 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 		if p.Name == "" || p.Protocol == "" {
 			continue
 		}
-		n := b.node(b.concat("_", strings.ToLower(p.Name), "._", p.Protocol, ".", base))
-		n.SRV = append(n.SRV, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
+		n := b.nodeWith(b.concat("_", strings.ToLower(p.Name), "._", p.Protocol, ".", base), roomSRV)
+		addSRV(n, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
 	}
-	svcNode.SRV = bareSRV(bare)
+	takeSRV(svcNode, bareSRV(bare))
 }
 
 // bareSRV is the SRV RRset at the bare Service name (a CoreDNS extension to
@@ -444,12 +380,7 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 	}
 	for _, g := range groups {
 		weighSRV(g.srv)
-		n := b.node(b.concat("_", g.name, "._", g.proto, ".", base))
-		if n.SRV == nil {
-			n.SRV = slices.Clip(g.srv) // the usual case: the node takes the group
-		} else {
-			n.SRV = append(n.SRV, g.srv...)
-		}
+		takeSRV(b.node(b.concat("_", g.name, "._", g.proto, ".", base)), g.srv)
 	}
 }
 
@@ -482,9 +413,7 @@ func (b *builder) sortNodes() {
 		if n == b.ent {
 			continue
 		}
-		slices.SortFunc(n.A, netip.Addr.Compare)
-		slices.SortFunc(n.AAAA, netip.Addr.Compare)
-		slices.Sort(n.PTR)
+		sortRecords(n)
 	}
 }
 

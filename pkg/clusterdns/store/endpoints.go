@@ -2,7 +2,6 @@ package store
 
 import (
 	"net/netip"
-	"slices"
 )
 
 // A Service unit built again after a change costs what its changed
@@ -137,24 +136,15 @@ func (b *builder) takeEndpoint(e served) bool {
 // onlyAddr reports whether n is a node of this build's TTL holding the
 // one address a.
 func (b *builder) onlyAddr(n *Node, a netip.Addr) bool {
-	if n == b.ent || n.TTL != b.ttl || n.CNAME != "" || len(n.SRV)+len(n.PTR)+len(n.TXT) != 0 {
+	if n == b.ent || n.TTL != b.ttl || len(n.strs)+len(n.srv) != 0 || len(n.addrs) != 1 || n.addrs[0] != a {
 		return false
 	}
-	if a.Is4() {
-		return len(n.AAAA) == 0 && len(n.A) == 1 && n.A[0] == a
-	}
-	return len(n.A) == 0 && len(n.AAAA) == 1 && n.AAAA[0] == a
+	return (n.nA == 1) == a.Is4()
 }
 
 // onlyPTR reports whether n is a node of this build's TTL holding the one
 // PTR target.
 func (b *builder) onlyPTR(n *Node, target string) bool {
-	return n != b.ent && n.TTL == b.ttl && n.CNAME == "" && len(n.A)+len(n.AAAA)+len(n.SRV)+len(n.TXT) == 0 &&
-		len(n.PTR) == 1 && n.PTR[0] == target
-}
-
-// cloneNode is a copy of n that shares no slice with it.
-func cloneNode(n *Node) *Node {
-	return &Node{A: slices.Clone(n.A), AAAA: slices.Clone(n.AAAA), SRV: slices.Clone(n.SRV), CNAME: n.CNAME,
-		PTR: slices.Clone(n.PTR), TXT: slices.Clone(n.TXT), TTL: n.TTL}
+	return n != b.ent && n.TTL == b.ttl && len(n.addrs)+len(n.srv) == 0 && !n.cname && n.nPTR == 1 &&
+		len(n.strs) == 1 && n.strs[0] == target
 }

@@ -92,10 +92,10 @@ func TestEndpointNodeShared(t *testing.T) {
 				t.Fatalf("the previous snapshot changed: %s", msg)
 			}
 			after, _ := snap.Lookup(tc.owner)
-			if got := len(after.A) + len(after.PTR); got != tc.want {
+			if got := len(after.A()) + len(after.PTR()); got != tc.want {
 				t.Errorf("%s holds %d records, want %d", tc.owner, got, tc.want)
 			}
-			if got := len(before.A) + len(before.PTR); got != 1 {
+			if got := len(before.A()) + len(before.PTR()); got != 1 {
 				t.Errorf("the previous snapshot's %s holds %d records, want 1", tc.owner, got)
 			}
 		})

@@ -251,7 +251,7 @@ func compareView(snap *Snapshot, o *oracleView, ips []netip.Addr) string {
 			return fmt.Sprintf("PodNamespace(%s) = %q %v, want %q %v", ip, ns, ok, wns, wok)
 		}
 		var ptr bool
-		if n, ok := o.names[ReverseName(ip)]; ok && len(n.PTR) > 0 {
+		if n, ok := o.names[ReverseName(ip)]; ok && len(n.PTR()) > 0 {
 			ptr = true
 		}
 		if got := snap.HasPTRIn(netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen())); got != ptr {

@@ -393,19 +393,6 @@ type SRV struct {
 	Target string
 }
 
-// Node is one name of a Snapshot. A Node without data is an empty
-// non-terminal: the name exists (NOERROR, no answer) but holds no records.
-type Node struct {
-	A     []netip.Addr
-	AAAA  []netip.Addr
-	SRV   []SRV
-	CNAME string
-	PTR   []string
-	TXT   []string
-	// TTL of the node's records.
-	TTL uint32
-}
-
 // Counts are the sizes of a Snapshot, for metrics.
 type Counts struct {
 	Services       int

@@ -88,16 +88,16 @@ func TestBuild(t *testing.T) {
 	}
 
 	n, ok := snap.Lookup("hl.ns.svc.cluster.local.")
-	if !ok || !slices.Equal(n.A, addrs("10.0.0.1", "10.0.0.2")) {
+	if !ok || !slices.Equal(n.A(), addrs("10.0.0.1", "10.0.0.2")) {
 		t.Fatalf("hl = %+v, want the two ready addresses once each", n)
 	}
 	srv, _ := snap.Lookup("_http._tcp.hl.ns.svc.cluster.local.")
-	if srv == nil || len(srv.SRV) != 2 || srv.SRV[0].Target != "10-0-0-2.hl.ns.svc.cluster.local." || srv.SRV[1].Target != "x.hl.ns.svc.cluster.local." {
+	if srv == nil || len(srv.SRV()) != 2 || srv.SRV()[0].Target != "10-0-0-2.hl.ns.svc.cluster.local." || srv.SRV()[1].Target != "x.hl.ns.svc.cluster.local." {
 		t.Fatalf("SRV = %+v", srv)
 	}
 	for _, ent := range []string{"_tcp.hl.ns.svc.cluster.local.", "ns.svc.cluster.local.", "svc.cluster.local.", "pod.cluster.local.", "cluster.local."} {
 		n, ok := snap.Lookup(ent)
-		if !ok || len(n.A)+len(n.SRV)+len(n.PTR) != 0 {
+		if !ok || len(n.A())+len(n.SRV())+len(n.PTR()) != 0 {
 			t.Errorf("%s = %+v %v, want an empty non-terminal", ent, n, ok)
 		}
 	}
@@ -106,7 +106,7 @@ func TestBuild(t *testing.T) {
 			t.Errorf("%s exists", absent)
 		}
 	}
-	if p, _ := snap.Lookup("1.0.0.10.in-addr.arpa."); p == nil || !slices.Equal(p.PTR, []string{"x.hl.ns.svc.cluster.local."}) {
+	if p, _ := snap.Lookup("1.0.0.10.in-addr.arpa."); p == nil || !slices.Equal(p.PTR(), []string{"x.hl.ns.svc.cluster.local."}) {
 		t.Errorf("PTR = %+v", p)
 	}
 	if snap.Counts.Services != 2 || snap.Counts.Endpoints != 2 || snap.Counts.EndpointSlices != 2 {
@@ -127,16 +127,16 @@ func TestBuildIPv6SubnetZero(t *testing.T) {
 		Endpoints: []Endpoint{{Addresses: addrs("fd00:1::"), Ready: true}}})
 	st.SetPod(Pod{Namespace: "ns", Name: "p", IPs: addrs("fd00:1::")})
 	snap := st.Publish()
-	if n, ok := snap.Lookup("fd00-1--0.hl.ns.svc.cluster.local."); !ok || !slices.Equal(n.AAAA, addrs("fd00:1::")) {
+	if n, ok := snap.Lookup("fd00-1--0.hl.ns.svc.cluster.local."); !ok || !slices.Equal(n.AAAA(), addrs("fd00:1::")) {
 		t.Errorf("endpoint name = %+v %v", n, ok)
 	}
-	if srv, _ := snap.Lookup("_http._tcp.hl.ns.svc.cluster.local."); srv == nil || len(srv.SRV) != 1 || srv.SRV[0].Target != "fd00-1--0.hl.ns.svc.cluster.local." {
+	if srv, _ := snap.Lookup("_http._tcp.hl.ns.svc.cluster.local."); srv == nil || len(srv.SRV()) != 1 || srv.SRV()[0].Target != "fd00-1--0.hl.ns.svc.cluster.local." {
 		t.Errorf("SRV = %+v", srv)
 	}
-	if p, _ := snap.Lookup(ReverseName(netip.MustParseAddr("fd00:1::"))); p == nil || !slices.Equal(p.PTR, []string{"fd00-1--0.hl.ns.svc.cluster.local."}) {
+	if p, _ := snap.Lookup(ReverseName(netip.MustParseAddr("fd00:1::"))); p == nil || !slices.Equal(p.PTR(), []string{"fd00-1--0.hl.ns.svc.cluster.local."}) {
 		t.Errorf("PTR = %+v", p)
 	}
-	if n, ok := snap.Lookup("fd00-1--.ns.pod.cluster.local."); !ok || !slices.Equal(n.AAAA, addrs("fd00:1::")) {
+	if n, ok := snap.Lookup("fd00-1--.ns.pod.cluster.local."); !ok || !slices.Equal(n.AAAA(), addrs("fd00:1::")) {
 		t.Errorf("pod name = %+v %v", n, ok)
 	}
 }

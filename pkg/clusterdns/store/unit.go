@@ -381,24 +381,19 @@ func (st *applied) merged(sn *sharedName) *Node {
 	}
 	m := &Node{TTL: sn.data[0].TTL}
 	for _, n := range sn.data {
-		for _, a := range n.A {
+		for _, a := range n.addrs {
 			addAddr(m, a)
 		}
-		for _, a := range n.AAAA {
-			addAddr(m, a)
-		}
-		for _, p := range n.PTR {
+		for _, p := range n.PTR() {
 			addPTR(m, p)
 		}
-		m.SRV = append(m.SRV, n.SRV...)
-		m.TXT = append(m.TXT, n.TXT...)
-		if m.CNAME == "" {
-			m.CNAME = n.CNAME
+		m.srv = append(m.srv, n.srv...)
+		addTXT(m, n.TXT()...)
+		if !m.cname && n.cname {
+			setCNAME(m, n.CNAME())
 		}
 	}
-	slices.SortFunc(m.A, netip.Addr.Compare)
-	slices.SortFunc(m.AAAA, netip.Addr.Compare)
-	slices.Sort(m.PTR)
+	sortRecords(m)
 	return m
 }
 
@@ -458,7 +453,7 @@ func (s *Store) rebuild() *Snapshot {
 	snap.names = names.resized()
 	ptrs := immutable.NewSortedMapBuilder[netip.Addr, struct{}](addrComparer{})
 	snap.names.all(func(name string, n *Node) {
-		if len(n.PTR) > 0 {
+		if n.nPTR > 0 {
 			if a, ok := reverseAddr(name); ok {
 				ptrs.Set(a, struct{}{})
 			}
@@ -522,7 +517,7 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 			names.del(name)
 		}
 		if a, ok := reverseAddr(name); ok {
-			if has && len(n.PTR) > 0 {
+			if has && n.nPTR > 0 {
 				ptrs = ptrs.Set(a, struct{}{})
 			} else {
 				ptrs = ptrs.Delete(a)
@@ -565,12 +560,6 @@ func (s *Store) finishCounts(snap *Snapshot) {
 	c.Namespaces = len(s.state.known)
 	c.Names = snap.names.len()
 	snap.Counts = c
-}
-
-// equalNode reports whether two nodes hold the same data.
-func equalNode(a, b *Node) bool {
-	return a.TTL == b.TTL && a.CNAME == b.CNAME && slices.Equal(a.A, b.A) && slices.Equal(a.AAAA, b.AAAA) &&
-		slices.Equal(a.SRV, b.SRV) && slices.Equal(a.PTR, b.PTR) && slices.Equal(a.TXT, b.TXT)
 }
 
 type addrComparer struct{}
