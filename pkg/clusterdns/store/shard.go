@@ -30,10 +30,14 @@ func newShardMap[K comparable, V any](size int) *shardMap[K, V] {
 		n *= 2
 	}
 	m := &shardMap[K, V]{seed: maphash.MakeSeed(), blocks: make([]*shardBlock[K, V], n)}
+	// Each shard is made for its share of size, and a little more: a
+	// shard that grows while the map is filled rehashes what it holds.
+	per := size/(n*blockSize) + 1
+	per += per / 4
 	for i := range m.blocks {
 		m.blocks[i] = new(shardBlock[K, V])
 		for j := range m.blocks[i] {
-			m.blocks[i][j] = map[K]V{}
+			m.blocks[i][j] = make(map[K]V, per)
 		}
 	}
 	return m

@@ -435,6 +435,35 @@ func (s *Store) allUnits(f func(unitKey)) {
 	}
 }
 
+// buildAll builds every unit and hands each contribution to add. The units
+// are built on a second goroutine while add runs on this one: a rebuild is
+// the start-up's largest step, and the two halves take about as long. s.mu
+// is held and s.state is set; the builds read the records and s.state.ent
+// only, and only they use s.chunks.
+func (s *Store) buildAll(add func(*contribution)) {
+	const batch = 64
+	built := make(chan []*contribution, 16)
+	s.chunks = &nameChunks{}
+	go func() {
+		defer close(built)
+		cs := make([]*contribution, 0, batch)
+		s.allUnits(func(u unitKey) {
+			cs = append(cs, s.buildUnit(u, nil))
+			if len(cs) == batch {
+				built <- cs
+				cs = make([]*contribution, 0, batch)
+			}
+		})
+		built <- cs
+	}()
+	for cs := range built {
+		for _, c := range cs {
+			add(c)
+		}
+	}
+	s.chunks = nil
+}
+
 // rebuild applies every unit to a new state and makes a Snapshot of it
 // from scratch. s.mu is held.
 func (s *Store) rebuild() *Snapshot {
@@ -443,9 +472,7 @@ func (s *Store) rebuild() *Snapshot {
 	s.state = st
 	d := newDelta()
 	names := newShardMap[string, *Node](s.sizeHint())
-	s.chunks = &nameChunks{}
-	s.allUnits(func(u unitKey) { st.add(names, s.buildUnit(u, nil), 1, d) })
-	s.chunks = nil
+	s.buildAll(func(c *contribution) { st.add(names, c, 1, d) })
 	s.updateNamespaces(names, d)
 	st.finish(names, d)
 
