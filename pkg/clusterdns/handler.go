@@ -209,7 +209,7 @@ func WithReverseZones(prefixes []netip.Prefix) (Option, error) {
 // reading records from r.
 func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
 	h := &Handler{zoneName: lowerFQDN(zoneName), records: r}
-	h.wire.max = DefaultReplyCacheBytes
+	h.wire.max, h.wire.idle = DefaultReplyCacheBytes, replyIdle
 	for _, o := range opts {
 		o(h)
 	}

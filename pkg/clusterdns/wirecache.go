@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/miekg/dns"
@@ -82,11 +83,16 @@ type nameTag struct {
 // current one is full it becomes the previous one (the older is dropped),
 // and a hit in the previous generation is moved to the current one, so the
 // replies in use stay while a flood of one-off names (random NXDOMAIN) only
-// churns the generations. Reads take no lock; puts, moves, rotations and
-// advance take mu.
+// churns the generations. The current generation also becomes the previous
+// one when it is idle old (replyIdle in a Handler): a reply nobody asked
+// for in two such periods is dropped, so the cache's memory follows what
+// clients ask rather than every name ever asked. Reads take no lock; puts,
+// moves, rotations and advance take mu.
 type wireCache struct {
-	max int64 // bytes of both generations together
-	gen atomic.Pointer[wireGens]
+	max  int64         // bytes of both generations together
+	idle time.Duration // the age that rotates a generation; 0: none
+	now  func() time.Time
+	gen  atomic.Pointer[wireGens]
 
 	mu   sync.Mutex
 	tags map[string]*nameTag // the live tag of each name
@@ -100,6 +106,35 @@ type wireGens struct{ cur, prev *wireGen }
 type wireGen struct {
 	tab  atomic.Pointer[wireTable] // nil until the first store
 	size atomic.Int64              // changed under wireCache.mu
+	born time.Time
+}
+
+// replyIdle is how long a cached reply may go unasked before the reply
+// cache may drop it (it is dropped after one to two such periods).
+const replyIdle = time.Minute
+
+// clock is the cache's time: now, or time.Now.
+func (c *wireCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// rotate makes a new current generation, the current one the previous one,
+// and drops the previous one. c.mu is held.
+func (c *wireCache) rotate(g *wireGens) *wireGens {
+	if g.prev != nil {
+		c.releaseGen(g.prev)
+	}
+	g = &wireGens{cur: &wireGen{born: c.clock()}, prev: g.cur}
+	c.gen.Store(g)
+	return g
+}
+
+// aged reports whether g holds replies and is idle old. c.mu is held.
+func (c *wireCache) aged(g *wireGen) bool {
+	return c.idle > 0 && g.size.Load() > 0 && c.clock().Sub(g.born) >= c.idle
 }
 
 func (c *wireCache) gens() *wireGens {
@@ -115,7 +150,7 @@ func (c *wireCache) gensLocked() *wireGens {
 	if g := c.gen.Load(); g != nil {
 		return g
 	}
-	g := &wireGens{cur: &wireGen{}}
+	g := &wireGens{cur: &wireGen{born: c.clock()}}
 	c.gen.Store(g)
 	return g
 }
@@ -183,12 +218,8 @@ func (c *wireCache) store(h uint64, k cacheKey, e wireEntry) {
 	}
 	cost := entryCost(k, e)
 	g := c.gensLocked()
-	if g.cur.size.Load()+cost > c.max/2 {
-		if g.prev != nil {
-			c.releaseGen(g.prev)
-		}
-		g = &wireGens{cur: &wireGen{}, prev: g.cur}
-		c.gen.Store(g)
+	if g.cur.size.Load()+cost > c.max/2 || c.aged(g.cur) {
+		g = c.rotate(g)
 	}
 	if old, ok := g.cur.store(h, k, e); ok {
 		g.cur.size.Add(-entryCost(k, old))
@@ -221,11 +252,14 @@ func (c *wireCache) advance(prev, next *store.Snapshot, always []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.snap = next
+	if g := c.gen.Load(); g != nil && c.aged(g.cur) {
+		c.rotate(g)
+	}
 	if prev == nil {
 		return
 	}
 	if !next.ChangedSince(prev, c.retire) {
-		c.gen.Store(&wireGens{cur: &wireGen{}})
+		c.gen.Store(&wireGens{cur: &wireGen{born: c.clock()}})
 		for _, t := range c.tags {
 			t.stale.Store(true)
 		}

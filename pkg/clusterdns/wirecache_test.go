@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"fmt"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -99,5 +100,48 @@ func TestWireCacheBorrowedKey(t *testing.T) {
 	}
 	if _, ok := c.get(cacheKey{name: "xot.", qtype: 1}); ok {
 		t.Error("an entry is keyed by the reused bytes")
+	}
+}
+
+// TestWireCacheIdle: a reply asked for within each idle period stays, one
+// not asked for in two periods is dropped, by a put or by a new snapshot,
+// and a cache that holds nothing does not rotate.
+func TestWireCacheIdle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := wireCache{max: 6 << 20, idle: time.Minute, now: func() time.Time { return now }}
+	entry := wireEntry{wire: make([]byte, 100)}
+	key := func(n string) cacheKey { return cacheKey{name: n + ".", qtype: 1} }
+	put := func(n string) { c.put(key(n), entry, nil, []string{n + "."}) }
+	has := func(n string) bool { _, ok := c.get(key(n)); return ok }
+
+	put("hot")
+	put("cold")
+	now = now.Add(59 * time.Second)
+	put("young")
+	if g := c.gens(); g.prev != nil {
+		t.Fatalf("rotated before the generation was idle old")
+	}
+	now = now.Add(time.Second)
+	put("fresh") // rotates: hot, cold and young are now the previous generation
+	if !has("hot") {
+		t.Fatalf("hot reply dropped after one idle period")
+	}
+	now = now.Add(time.Minute)
+	c.advance(nil, nil, nil) // a new snapshot rotates too
+	for n, want := range map[string]bool{"hot": true, "fresh": true, "cold": false, "young": false} {
+		if has(n) != want {
+			t.Errorf("after two idle periods: %s cached %v, want %v", n, !want, want)
+		}
+	}
+	if len(c.tags) != 2 {
+		t.Errorf("tags of dropped replies kept: %d tags, want 2", len(c.tags))
+	}
+
+	empty := wireCache{max: 6 << 20, idle: time.Minute, now: func() time.Time { return now }}
+	g := empty.gens()
+	now = now.Add(time.Hour)
+	empty.advance(nil, nil, nil)
+	if empty.gens() != g {
+		t.Errorf("an empty cache rotated")
 	}
 }
