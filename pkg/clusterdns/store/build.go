@@ -231,7 +231,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	case ClusterIP:
 		b.addClusterIP(svc, svcNode, base)
 	case Headless:
-		svcNode.addrs = make([]netip.Addr, 0, len(eps))
+		svcNode.addrs = slices.Grow(svcNode.addrs, len(eps))
 		for _, e := range eps {
 			addAddr(svcNode, e.addr)
 		}
