@@ -224,7 +224,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	b.ensure(ns + ".svc." + b.zone)
 	r := roomNone
 	if svc.Type == ClusterIP && len(svc.ClusterIPs) > 0 {
-		r = roomFor(svc.ClusterIPs[0])
+		r = roomAddr
 	}
 	svcNode := b.nodeWith(base, r)
 	switch svc.Type {
@@ -393,7 +393,7 @@ func (b *builder) addPod(p *Pod) {
 	}
 	b.counts.Pods++
 	for _, ip := range p.IPs {
-		addAddr(b.nodeWith(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone), roomFor(ip)), ip)
+		addAddr(b.nodeWith(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone), roomAddr), ip)
 		b.podIPs = append(b.podIPs, podIP{ip.Unmap(), ns})
 	}
 }

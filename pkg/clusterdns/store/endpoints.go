@@ -98,7 +98,7 @@ func (b *builder) addEndpointNames(eps []served) {
 		if ptr == "" {
 			ptr = b.reverseName(e.addr)
 		}
-		addAddr(b.nodeWith(e.host, roomFor(e.addr)), e.addr)
+		addAddr(b.nodeWith(e.host, roomAddr), e.addr)
 		addPTR(b.nodeWith(ptr, roomPTR), e.host)
 	}
 }

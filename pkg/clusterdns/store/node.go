@@ -63,46 +63,33 @@ type room uint8
 
 const (
 	roomNone room = iota
-	roomA
-	roomAAAA
+	roomAddr
 	roomPTR
 	roomSRV
 )
 
-// roomFor is the room for a node of address a.
-func roomFor(a netip.Addr) room {
-	if a.Unmap().Is4() {
-		return roomA
-	}
-	return roomAAAA
-}
-
 // newNode is an empty node of ttl with room r.
 func newNode(ttl uint32, r room) *Node {
 	switch r {
-	case roomA, roomAAAA:
-		x := &struct {
-			n Node
-			a [1]netip.Addr
-		}{n: Node{TTL: ttl}}
-		x.n.addrs = x.a[:0:1]
-		return &x.n
+	case roomAddr:
+		return withRoom(ttl, func(n *Node) *[]netip.Addr { return &n.addrs })
 	case roomPTR:
-		x := &struct {
-			n Node
-			p [1]string
-		}{n: Node{TTL: ttl}}
-		x.n.strs = x.p[:0:1]
-		return &x.n
+		return withRoom(ttl, func(n *Node) *[]string { return &n.strs })
 	case roomSRV:
-		x := &struct {
-			n Node
-			s [1]SRV
-		}{n: Node{TTL: ttl}}
-		x.n.srv = x.s[:0:1]
-		return &x.n
+		return withRoom(ttl, func(n *Node) *[]SRV { return &n.srv })
 	}
 	return &Node{TTL: ttl}
+}
+
+// withRoom is a node of ttl allocated with one record of room behind it,
+// as the capacity of the slice that field gives.
+func withRoom[T any](ttl uint32, field func(*Node) *[]T) *Node {
+	x := &struct {
+		n Node
+		r [1]T
+	}{n: Node{TTL: ttl}}
+	*field(&x.n) = x.r[:0:1]
+	return &x.n
 }
 
 // addAddr adds a to n unless n has it.

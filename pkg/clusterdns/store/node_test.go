@@ -25,7 +25,7 @@ func TestNodeRecords(t *testing.T) {
 		{"cname", "txt", "srv", "ptr", "a", "aaaa", "v4map"},
 		{"txt", "ptr", "v4map", "srv", "aaaa", "cname", "a"},
 	}
-	for _, r := range []room{roomNone, roomA, roomAAAA, roomPTR, roomSRV} {
+	for _, r := range []room{roomNone, roomAddr, roomPTR, roomSRV} {
 		for _, order := range orders {
 			n := newNode(7, r)
 			for _, k := range order {
