@@ -29,24 +29,35 @@ type builder struct {
 	// whose endpoint nodes the build may take (see addEndpointNames).
 	memo *epMemo
 	prev map[string]*Node
-	// chunks, in a rebuild, hold the names the builder makes (nil: each
-	// name is its own string).
-	chunks *nameChunks
+	// arena is what a rebuild's builds share (nil outside a rebuild).
+	arena *rebuildArena
 }
 
-// nameChunks are runs of bytes a rebuild cuts the names it keeps from: a
-// chunk holds a few hundred names, so 50k Services' names are a few hundred
-// objects for the collector, not 150,000. A chunk lives while any name cut
-// from it does, so it holds at most the names of the rebuild; builds after
-// a change make their own strings.
-type nameChunks struct{ buf []byte }
+// rebuildArena is what the builds of one rebuild share. buf is the run of
+// bytes they cut the names they keep from: a chunk holds a few hundred
+// names, so 50k Services' names are a few hundred objects for the
+// collector, not 150,000. A chunk lives while any name cut from it does, so
+// it holds at most the names of the rebuild; builds after a change make
+// their own strings. ptrs are the addresses the builds gave a PTR record,
+// as reverseAddr reads them back from the names.
+type rebuildArena struct {
+	buf  []byte
+	ptrs []netip.Addr
+}
+
+// notePTR records that a was given a PTR record, in a rebuild.
+func (b *builder) notePTR(a netip.Addr) {
+	if b.arena != nil {
+		b.arena.ptrs = append(b.arena.ptrs, a.Unmap().WithZone(""))
+	}
+}
 
 const nameChunkSize = 16 << 10
 
 // concat returns the concatenation of parts, cut from the chunks when the
 // builder has them.
 func (b *builder) concat(parts ...string) string {
-	if b.chunks == nil {
+	if b.arena == nil {
 		return strings.Join(parts, "")
 	}
 	n := 0
@@ -56,7 +67,7 @@ func (b *builder) concat(parts ...string) string {
 	if n == 0 {
 		return ""
 	}
-	c := b.chunks
+	c := b.arena
 	if cap(c.buf)-len(c.buf) < n {
 		c.buf = make([]byte, 0, max(n, nameChunkSize))
 	}
@@ -73,7 +84,7 @@ func (b *builder) concat(parts ...string) string {
 func (b *builder) reverseName(a netip.Addr) string {
 	var buf [74]byte
 	name := appendReverseName(buf[:0], a)
-	if b.chunks == nil {
+	if b.arena == nil {
 		return string(name)
 	}
 	return b.concat(unsafe.String(&name[0], len(name))) // copied at once
@@ -294,6 +305,7 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 	for _, ip := range svc.ClusterIPs {
 		addAddr(svcNode, ip)
 		addPTR(b.nodeWith(b.reverseName(ip), roomPTR), base)
+		b.notePTR(ip)
 	}
 	var bare []srvKey
 	for _, p := range svc.Ports {

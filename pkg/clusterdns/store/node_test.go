@@ -72,3 +72,47 @@ func TestNodeRecords(t *testing.T) {
 		t.Errorf("an empty node has records")
 	}
 }
+
+// TestRebuildPTRSet: the PTR address set a rebuild gathers from its builds
+// is the set of PTR names of the snapshot, read back (IPv4, IPv6, 4in6
+// and zoned addresses, an address two Services share, endpoints and
+// ClusterIPs).
+func TestRebuildPTRSet(t *testing.T) {
+	st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips := func(s ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, x := range s {
+			out = append(out, netip.MustParseAddr(x))
+		}
+		return out
+	}
+	st.SetService(Service{Namespace: "a", Name: "v4", Type: ClusterIP, ClusterIPs: ips("10.96.0.1")})
+	st.SetService(Service{Namespace: "a", Name: "dual", Type: ClusterIP, ClusterIPs: ips("10.96.0.2", "fd00::2")})
+	st.SetService(Service{Namespace: "b", Name: "mapped", Type: ClusterIP, ClusterIPs: ips("::ffff:10.96.0.3")})
+	st.SetService(Service{Namespace: "b", Name: "shared", Type: ClusterIP, ClusterIPs: ips("10.96.0.1")})
+	st.SetService(Service{Namespace: "b", Name: "hl", Type: Headless})
+	st.SetEndpointSlice(EndpointSlice{Namespace: "b", Name: "hl-1", Service: "hl", Endpoints: []Endpoint{
+		{Addresses: ips("10.0.0.1"), Ready: true}, {Addresses: ips("fe80::1%eth0"), Ready: true},
+		{Addresses: ips("10.0.0.2"), Ready: false}}})
+	st.SetPod(Pod{Namespace: "b", Name: "p", IPs: ips("10.0.0.9")})
+	snap := st.Publish()
+
+	var want []netip.Addr
+	snap.Names(func(name string, n *Node) {
+		if a, ok := reverseAddr(name); ok && len(n.PTR()) > 0 {
+			want = append(want, a)
+		}
+	})
+	slices.SortFunc(want, netip.Addr.Compare)
+	var got []netip.Addr
+	for it := snap.ptrs.Iterator(); !it.Done(); {
+		a, _, _ := it.Next()
+		got = append(got, a)
+	}
+	if len(want) != 6 || !slices.Equal(got, want) {
+		t.Errorf("rebuild's PTR set %v, the snapshot's PTR names %v (want 6)", got, want)
+	}
+}

@@ -118,8 +118,9 @@ type Store struct {
 	// records and rebuilt everything (a bug; the tests want none).
 	lost int
 	log  *changeLog
-	// chunks hold the names a rebuild makes while it runs (build.go).
-	chunks *nameChunks
+	// arena is what the builds of a rebuild share while it runs
+	// (build.go).
+	arena *rebuildArena
 
 	snap atomic.Pointer[Snapshot]
 }

@@ -53,14 +53,14 @@ type contribution struct {
 }
 
 // buildUnit runs the record rules over the records of unit u as they are
-// now. Outside a rebuild (which cuts its names from chunks), a Service
+// now. Outside a rebuild (which cuts its names from an arena), a Service
 // keeps its endpoints' names for its next build; prev, when not nil, is
 // its previous contribution, whose endpoint nodes the build takes where
 // they are the same (see addEndpointNames). s.mu is held and s.state is
 // set.
 func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 	b := newBuilder(s.zone, s.opts, s.exposed, s.state.ent, 8)
-	b.chunks = s.chunks
+	b.arena = s.arena
 	switch u.kind {
 	case unitFixed:
 		b.addFixedNames()
@@ -70,7 +70,7 @@ func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 			if n := namesHint(sls); n > 8 {
 				b.names = make(map[string]*Node, n)
 			}
-			if s.chunks == nil {
+			if s.arena == nil {
 				b.useMemo(prev)
 			}
 			b.addService(&svc, sls)
@@ -437,15 +437,18 @@ func (s *Store) allUnits(f func(unitKey)) {
 
 // buildAll builds every unit and hands each contribution to add. The units
 // are built on a second goroutine while add runs on this one: a rebuild is
-// the start-up's largest step, and the two halves take about as long. s.mu
-// is held and s.state is set; the builds read the records and s.state.ent
-// only, and only they use s.chunks.
-func (s *Store) buildAll(add func(*contribution)) {
+// the start-up's largest step, and the two halves take about as long. Once
+// every unit is built, that goroutine also makes the set of PTR addresses
+// and sends it on the channel buildAll returns, while the caller finishes
+// the names. s.mu is held and s.state is set; the builds read the records
+// and s.state.ent only, and only they use s.arena.
+func (s *Store) buildAll(add func(*contribution)) <-chan *immutable.SortedMap[netip.Addr, struct{}] {
 	const batch = 64
 	built := make(chan []*contribution, 16)
-	s.chunks = &nameChunks{}
+	ptrs := make(chan *immutable.SortedMap[netip.Addr, struct{}], 1)
+	arena := &rebuildArena{}
+	s.arena = arena
 	go func() {
-		defer close(built)
 		cs := make([]*contribution, 0, batch)
 		s.allUnits(func(u unitKey) {
 			cs = append(cs, s.buildUnit(u, nil))
@@ -455,13 +458,26 @@ func (s *Store) buildAll(add func(*contribution)) {
 			}
 		})
 		built <- cs
+		close(built)
+		ptrs <- ptrSet(arena.ptrs)
 	}()
 	for cs := range built {
 		for _, c := range cs {
 			add(c)
 		}
 	}
-	s.chunks = nil
+	s.arena = nil
+	return ptrs
+}
+
+// ptrSet is the sorted set of addrs (sorted in place).
+func ptrSet(addrs []netip.Addr) *immutable.SortedMap[netip.Addr, struct{}] {
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	b := immutable.NewSortedMapBuilder[netip.Addr, struct{}](addrComparer{})
+	for _, a := range slices.Compact(addrs) {
+		b.Set(a, struct{}{})
+	}
+	return b.Map()
 }
 
 // rebuild applies every unit to a new state and makes a Snapshot of it
@@ -472,21 +488,12 @@ func (s *Store) rebuild() *Snapshot {
 	s.state = st
 	d := newDelta()
 	names := newShardMap[string, *Node](s.sizeHint())
-	s.buildAll(func(c *contribution) { st.add(names, c, 1, d) })
+	ptrs := s.buildAll(func(c *contribution) { st.add(names, c, 1, d) })
 	s.updateNamespaces(names, d)
 	st.finish(names, d)
 
 	snap := s.newSnapshot()
 	snap.names = names.resized()
-	ptrs := immutable.NewSortedMapBuilder[netip.Addr, struct{}](addrComparer{})
-	snap.names.all(func(name string, n *Node) {
-		if n.nPTR > 0 {
-			if a, ok := reverseAddr(name); ok {
-				ptrs.Set(a, struct{}{})
-			}
-		}
-	})
-	snap.ptrs = ptrs.Map()
 	snap.podNS = newShardMap[netip.Addr, string](len(st.claims))
 	for ip := range st.claims {
 		v, _ := st.podNS(ip)
@@ -494,6 +501,7 @@ func (s *Store) rebuild() *Snapshot {
 	}
 	snap.namespaces = maps.Clone(st.known)
 	s.finishCounts(snap)
+	snap.ptrs = <-ptrs
 	return snap
 }
 
