@@ -63,6 +63,26 @@ func BenchmarkSliceChange(b *testing.B) {
 	benchChange(b, func(st *Store, i int) { st.SetEndpointSlice(headlessSlice(3, i)) })
 }
 
+// BenchmarkRebuild is a whole rebuild of a populated store, at each size:
+// the largest step of start-up (the first Publish), of SetOptions and of
+// Replace. ns/op is the wall time, which the build goroutine shortens;
+// cpu-ns/op counts both goroutines and the collector.
+func BenchmarkRebuild(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			st := populate(b, n)
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				st.mu.Lock()
+				st.rebuild()
+				st.mu.Unlock()
+			}
+			reportCPU(b, cpu)
+		})
+	}
+}
+
 // benchChange makes the i-th change and publishes it, at each size, and
 // reports the CPU time and the live heap.
 func benchChange(b *testing.B, change func(st *Store, i int)) {
