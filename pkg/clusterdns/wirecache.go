@@ -84,10 +84,11 @@ type nameTag struct {
 // and a hit in the previous generation is moved to the current one, so the
 // replies in use stay while a flood of one-off names (random NXDOMAIN) only
 // churns the generations. The current generation also becomes the previous
-// one when it is idle old (replyIdle in a Handler): a reply nobody asked
-// for in two such periods is dropped, so the cache's memory follows what
-// clients ask rather than every name ever asked. Reads take no lock; puts,
-// moves, rotations and advance take mu.
+// one at the first put or snapshot once it is idle old (replyIdle in a
+// Handler). So a reply nobody asked for in two such periods goes at the
+// next put or snapshot, and the cache's memory follows what clients ask
+// rather than every name ever asked. Reads take no lock; puts, moves,
+// rotations and advance take mu.
 type wireCache struct {
 	max  int64         // bytes of both generations together
 	idle time.Duration // the age that rotates a generation; 0: none
@@ -109,8 +110,9 @@ type wireGen struct {
 	born time.Time
 }
 
-// replyIdle is how long a cached reply may go unasked before the reply
-// cache may drop it (it is dropped after one to two such periods).
+// replyIdle is the age at which the reply cache's current generation
+// becomes the previous one: a reply unasked for one to two periods is
+// dropped.
 const replyIdle = time.Minute
 
 // clock is the cache's time: now, or time.Now.
