@@ -53,21 +53,29 @@ func (l *changeLog) add(snap *Snapshot, names []string, all bool) {
 // rebuild (SetOptions, Replace) came between; then anything may have
 // changed. Names outside the cluster zone are PTR owner names.
 func (s *Snapshot) ChangedSince(old *Snapshot, f func(name string)) bool {
-	if old == nil || old.log != s.log || old.seq > s.seq {
+	if old == nil || old.log != s.log {
 		return false
 	}
-	if old.seq == s.seq {
+	return s.log.changed(old.seq, s.seq, f)
+}
+
+// changed calls f with every name that may have changed from the Snapshot
+// numbered from to the one numbered to, as ChangedSince.
+func (l *changeLog) changed(from, to uint64, f func(name string)) bool {
+	if from > to {
+		return false
+	}
+	if from == to {
 		return true
 	}
 	var lists [][]string
-	l := s.log
 	l.mu.Lock()
-	ok := len(l.entries) > 0 && l.entries[0].seq <= old.seq+1
+	ok := len(l.entries) > 0 && l.entries[0].seq <= from+1
 	for _, e := range l.entries {
 		if !ok {
 			break
 		}
-		if e.seq <= old.seq || e.seq > s.seq {
+		if e.seq <= from || e.seq > to {
 			continue
 		}
 		if e.all {

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/benbjohnson/immutable"
 )
 
 // PodMode is how pod records (<dashed-ip>.<ns>.pod.<zone>) are answered, as
@@ -118,6 +116,8 @@ type Store struct {
 	// records and rebuilt everything (a bug; the tests want none).
 	lost int
 	log  *changeLog
+	// ptrIdx makes the PTR sets of the Snapshots (ptrs.go).
+	ptrIdx *ptrIndex
 	// arena is what the builds of a rebuild share while it runs
 	// (build.go).
 	arena *rebuildArena
@@ -146,6 +146,7 @@ func New(opts Options) (*Store, error) {
 		full:       true,
 		dirty:      map[unitKey]*contribution{},
 		log:        &changeLog{},
+		ptrIdx:     &ptrIndex{},
 	}
 	return s, nil
 }
@@ -369,6 +370,7 @@ func (s *Store) Publish() *Snapshot {
 		s.recent.clear()
 		snap = s.rebuild()
 		s.log.add(snap, nil, true)
+		s.ptrIdx.keep(snap)
 	} else if next, changed, ok := s.apply(prev); ok {
 		snap = next
 		s.log.add(snap, changed, false)
@@ -377,6 +379,7 @@ func (s *Store) Publish() *Snapshot {
 		s.recent.clear()
 		snap = s.rebuild()
 		s.log.add(snap, nil, true)
+		s.ptrIdx.keep(snap)
 	}
 	snap.Serial = serial
 	s.full = false
@@ -420,7 +423,7 @@ type Snapshot struct {
 	namespaces map[string]struct{} // replaced, not modified, when it changes
 	exposed    map[string]struct{}
 	podNS      *shardMap[netip.Addr, string] // verified mode: pod IP → namespace, "" when two namespaces share the IP
-	ptrs       *immutable.SortedMap[netip.Addr, struct{}]
+	ptrs       snapPTRs                      // made on first use (ptrs.go)
 
 	// seq numbers the Snapshots of a Store; log tells what changed
 	// between two of them (ChangedSince).
@@ -457,7 +460,7 @@ func (s *Snapshot) HasNamespace(ns string) bool {
 // HasPTRIn reports whether the address of a PTR name of the snapshot lies
 // in p.
 func (s *Snapshot) HasPTRIn(p netip.Prefix) bool {
-	it := s.ptrs.Iterator()
+	it := s.ptrs.idx.of(s).Iterator()
 	it.Seek(p.Masked().Addr())
 	a, _, ok := it.Next()
 	return ok && p.Contains(a)

@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-
-	"github.com/benbjohnson/immutable"
 )
 
 // unitKind is what a unit of contribution is.
@@ -442,10 +440,10 @@ func (s *Store) allUnits(f func(unitKey)) {
 // and sends it on the channel buildAll returns, while the caller finishes
 // the names. s.mu is held and s.state is set; the builds read the records
 // and s.state.ent only, and only they use s.arena.
-func (s *Store) buildAll(add func(*contribution)) <-chan *immutable.SortedMap[netip.Addr, struct{}] {
+func (s *Store) buildAll(add func(*contribution)) <-chan *ptrSet {
 	const batch = 64
 	built := make(chan []*contribution, 16)
-	ptrs := make(chan *immutable.SortedMap[netip.Addr, struct{}], 1)
+	ptrs := make(chan *ptrSet, 1)
 	arena := &rebuildArena{}
 	s.arena = arena
 	go func() {
@@ -459,7 +457,7 @@ func (s *Store) buildAll(add func(*contribution)) <-chan *immutable.SortedMap[ne
 		})
 		built <- cs
 		close(built)
-		ptrs <- ptrSet(arena.ptrs)
+		ptrs <- sortedPTRs(arena.ptrs)
 	}()
 	for cs := range built {
 		for _, c := range cs {
@@ -468,16 +466,6 @@ func (s *Store) buildAll(add func(*contribution)) <-chan *immutable.SortedMap[ne
 	}
 	s.arena = nil
 	return ptrs
-}
-
-// ptrSet is the sorted set of addrs (sorted in place).
-func ptrSet(addrs []netip.Addr) *immutable.SortedMap[netip.Addr, struct{}] {
-	slices.SortFunc(addrs, netip.Addr.Compare)
-	b := immutable.NewSortedMapBuilder[netip.Addr, struct{}](addrComparer{})
-	for _, a := range slices.Compact(addrs) {
-		b.Set(a, struct{}{})
-	}
-	return b.Map()
 }
 
 // rebuild applies every unit to a new state and makes a Snapshot of it
@@ -501,7 +489,7 @@ func (s *Store) rebuild() *Snapshot {
 	}
 	snap.namespaces = maps.Clone(st.known)
 	s.finishCounts(snap)
-	snap.ptrs = <-ptrs
+	snap.ptrs.set.Store(<-ptrs)
 	return snap
 }
 
@@ -535,7 +523,6 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 
 	snap = s.newSnapshot()
 	names := prev.names.edit()
-	ptrs := prev.ptrs
 	for name, n := range o.m {
 		has := n != nil
 		old, had := prev.names.get(name)
@@ -551,16 +538,8 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 		} else {
 			names.del(name)
 		}
-		if a, ok := reverseAddr(name); ok {
-			if has && n.nPTR > 0 {
-				ptrs = ptrs.Set(a, struct{}{})
-			} else {
-				ptrs = ptrs.Delete(a)
-			}
-		}
 	}
 	snap.names = names.done()
-	snap.ptrs = ptrs
 	snap.podNS = prev.podNS
 	if len(d.ips) > 0 {
 		pe := prev.podNS.edit()
@@ -583,7 +562,9 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 }
 
 func (s *Store) newSnapshot() *Snapshot {
-	return &Snapshot{Zone: s.zone, Options: s.opts, exposed: s.exposed}
+	snap := &Snapshot{Zone: s.zone, Options: s.opts, exposed: s.exposed}
+	snap.ptrs.idx = s.ptrIdx
+	return snap
 }
 
 // finishCounts fills the counts of snap from the state. s.mu is held.
@@ -596,7 +577,3 @@ func (s *Store) finishCounts(snap *Snapshot) {
 	c.Names = snap.names.len()
 	snap.Counts = c
 }
-
-type addrComparer struct{}
-
-func (addrComparer) Compare(a, b netip.Addr) int { return a.Compare(b) }
