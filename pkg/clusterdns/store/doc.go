@@ -39,10 +39,12 @@
 // and a Snapshot shares the rest with the one before. Lookup is a hash and a
 // map lookup: the persistent hash map tried first
 // (github.com/benbjohnson/immutable) cost 3-4 times a Go map per Lookup, on
-// the path of every reply-cache miss. The PTR addresses, which need order,
-// are such a sorted map. Each Publish logs the names it changed, so a reader
-// of an older Snapshot learns what to forget (ChangedSince; the reply cache
-// of pkg/clusterdns uses it).
+// the path of every reply-cache miss. Each Publish logs the names it
+// changed, so a reader of an older Snapshot learns what to forget
+// (ChangedSince; the reply cache of pkg/clusterdns uses it). The PTR
+// addresses, which need order, are such a sorted map, made for a Snapshot
+// only when HasPTRIn first asks (ptrs.go): from the newest one made and the
+// log, or from every name when the log no longer reaches back.
 //
 // The record layout follows the Kubernetes DNS-Based Service Discovery
 // specification 1.1.0 plus what CoreDNS's kubernetes plugin serves:
