@@ -123,6 +123,13 @@ func TestUDPSocketsDefault(t *testing.T) {
 // by ID (every query of a test has its own).
 func rawExchange(t *testing.T, addr string, qs [][]byte, want int, wait time.Duration) map[uint16][]byte {
 	t.Helper()
+	return rawExchangeSent(t, addr, qs, want, wait, nil)
+}
+
+// rawExchangeSent is rawExchange calling sent, when set, once every
+// datagram is written.
+func rawExchangeSent(t *testing.T, addr string, qs [][]byte, want int, wait time.Duration, sent func()) map[uint16][]byte {
+	t.Helper()
 	conn, err := net.Dial("udp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +139,9 @@ func rawExchange(t *testing.T, addr string, qs [][]byte, want int, wait time.Dur
 		if _, err := conn.Write(q); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if sent != nil {
+		sent()
 	}
 	got := map[uint16][]byte{}
 	buf := make([]byte, 65535)
@@ -229,7 +239,10 @@ func TestUDPBatch(t *testing.T) {
 
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
-			h := &wireHandler{}
+			// The first wire answer waits until the burst is sent, so
+			// the batches that follow find it queued, however the
+			// scheduler runs the reader.
+			h := &wireHandler{gate: make(chan struct{})}
 			srv := newServer(h, 1, p.perDatagram)
 			addr := startServer(t, srv)
 			var qs [][]byte
@@ -251,7 +264,7 @@ func TestUDPBatch(t *testing.T) {
 			for _, b := range bad { // every one at least once
 				qs = append(qs, b.q)
 			}
-			replies := rawExchange(t, addr, qs, len(good)+wantBad, 5*time.Second)
+			replies := rawExchangeSent(t, addr, qs, len(good)+wantBad, 5*time.Second, func() { close(h.gate) })
 			for id, name := range good {
 				r, ok := replies[id]
 				if !ok {

@@ -19,6 +19,10 @@ import (
 // reply but TTL 7) and, by panicking, those starting with "boom.".
 type wireHandler struct {
 	served, wired atomic.Int32
+	// gate, when set, holds the first wire answer until it is closed: the
+	// reader waits in it while the rest of a burst queues on the socket.
+	gate  chan struct{}
+	gated atomic.Bool
 }
 
 func (h *wireHandler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
@@ -38,6 +42,9 @@ func (h *wireHandler) AnswerWire(dst, q []byte) ([]byte, bool) {
 	req := new(dns.Msg)
 	if err := req.Unpack(q); err != nil {
 		return dst, false
+	}
+	if h.gate != nil && h.gated.CompareAndSwap(false, true) {
+		<-h.gate
 	}
 	h.wired.Add(1)
 	m := new(dns.Msg)
