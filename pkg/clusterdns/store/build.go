@@ -33,24 +33,13 @@ type builder struct {
 	arena *rebuildArena
 }
 
-// rebuildArena is what the builds of one rebuild share. buf is the run of
-// bytes they cut the names they keep from: a chunk holds a few hundred
-// names, so 50k Services' names are a few hundred objects for the
-// collector, not 150,000. A chunk lives while any name cut from it does, so
-// it holds at most the names of the rebuild; builds after a change make
-// their own strings. ptrs are the addresses the builds gave a PTR record,
-// as reverseAddr reads them back from the names.
-type rebuildArena struct {
-	buf  []byte
-	ptrs []netip.Addr
-}
-
-// notePTR records that a was given a PTR record, in a rebuild.
-func (b *builder) notePTR(a netip.Addr) {
-	if b.arena != nil {
-		b.arena.ptrs = append(b.arena.ptrs, a.Unmap().WithZone(""))
-	}
-}
+// rebuildArena is what the builds of one rebuild share: the run of bytes
+// they cut the names they keep from. A chunk holds a few hundred names, so
+// 50k Services' names are a few hundred objects for the collector, not
+// 150,000. A chunk lives while any name cut from it does, so it holds at
+// most the names of the rebuild; builds after a change make their own
+// strings.
+type rebuildArena struct{ buf []byte }
 
 const nameChunkSize = 16 << 10
 
@@ -305,7 +294,6 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 	for _, ip := range svc.ClusterIPs {
 		addAddr(svcNode, ip)
 		addPTR(b.nodeWith(b.reverseName(ip), roomPTR), base)
-		b.notePTR(ip)
 	}
 	var bare []srvKey
 	for _, p := range svc.Ports {

@@ -100,7 +100,6 @@ func (b *builder) addEndpointNames(eps []served) {
 		}
 		addAddr(b.nodeWith(e.host, roomAddr), e.addr)
 		addPTR(b.nodeWith(ptr, roomPTR), e.host)
-		b.notePTR(e.addr)
 	}
 }
 

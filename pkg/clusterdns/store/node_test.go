@@ -76,10 +76,9 @@ func TestNodeRecords(t *testing.T) {
 	}
 }
 
-// TestRebuildPTRSet: the PTR address set a rebuild gathers from its builds
-// is the set of PTR names of the snapshot, read back (IPv4, IPv6, 4in6
-// and zoned addresses, an address two Services share, endpoints and
-// ClusterIPs).
+// TestRebuildPTRSet: the PTR address set of a rebuild's snapshot is the
+// set of its PTR names, read back (IPv4, IPv6, 4in6 and zoned addresses, an
+// address two Services share, endpoints and ClusterIPs).
 func TestRebuildPTRSet(t *testing.T) {
 	st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
 	if err != nil {
@@ -111,7 +110,7 @@ func TestRebuildPTRSet(t *testing.T) {
 	})
 	slices.SortFunc(want, netip.Addr.Compare)
 	var got []netip.Addr
-	for it := snap.ptrs.set.Load().Iterator(); !it.Done(); {
+	for it := snap.ptrs.idx.of(snap).Iterator(); !it.Done(); {
 		a, _, _ := it.Next()
 		got = append(got, a)
 	}

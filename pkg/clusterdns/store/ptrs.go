@@ -18,10 +18,10 @@ type ptrSet = immutable.SortedMap[netip.Addr, struct{}]
 // are not addresses, and keeping the set at every Publish cost a third of
 // a change's allocations. A Snapshot's set is the newest set made, changed
 // by the PTR names the change log says changed between the two Snapshots
-// (in either direction). When the log no longer reaches back (over 1,024
-// publishes, or a rebuild, since a set was last asked for), the set is
-// built from the Snapshot's names: one pass over every name, on the
-// query that asks.
+// (in either direction). When there is none, or the log no longer reaches
+// back (over 1,024 publishes, or a rebuild, since a set was last asked
+// for), the set is built from the Snapshot's names: one pass over every
+// name, on the query that asks.
 //
 // The index keeps the newest set and its Snapshot's number, not the
 // Snapshot: an old Snapshot would keep every node and shard it had.
@@ -35,16 +35,6 @@ type ptrIndex struct {
 type snapPTRs struct {
 	idx *ptrIndex
 	set atomic.Pointer[ptrSet]
-}
-
-// keep records the set a rebuild made for snap as the index's newest.
-// snap is numbered.
-func (x *ptrIndex) keep(snap *Snapshot) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if snap.seq >= x.seq {
-		x.seq, x.set = snap.seq, snap.ptrs.set.Load()
-	}
 }
 
 // of returns snap's set, making it when needed.
@@ -78,13 +68,7 @@ func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
 		ok = snap.log.changed(snap.seq, x.seq, update)
 	}
 	if !ok {
-		var addrs []netip.Addr
-		snap.names.all(func(name string, n *Node) {
-			if a, isPTR := reverseAddr(name); isPTR && n.nPTR > 0 {
-				addrs = append(addrs, a)
-			}
-		})
-		set = sortedPTRs(addrs)
+		set = ptrsOf(snap)
 	}
 	snap.ptrs.set.Store(set)
 	if snap.seq > x.seq {
@@ -93,8 +77,14 @@ func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
 	return set
 }
 
-// sortedPTRs is the set of addrs (sorted in place).
-func sortedPTRs(addrs []netip.Addr) *ptrSet {
+// ptrsOf is the PTR set of snap, from every name of it.
+func ptrsOf(snap *Snapshot) *ptrSet {
+	var addrs []netip.Addr
+	snap.names.all(func(name string, n *Node) {
+		if a, isPTR := reverseAddr(name); isPTR && n.nPTR > 0 {
+			addrs = append(addrs, a)
+		}
+	})
 	slices.SortFunc(addrs, netip.Addr.Compare)
 	b := immutable.NewSortedMapBuilder[netip.Addr, struct{}](addrComparer{})
 	for _, a := range slices.Compact(addrs) {

@@ -370,7 +370,6 @@ func (s *Store) Publish() *Snapshot {
 		s.recent.clear()
 		snap = s.rebuild()
 		s.log.add(snap, nil, true)
-		s.ptrIdx.keep(snap)
 	} else if next, changed, ok := s.apply(prev); ok {
 		snap = next
 		s.log.add(snap, changed, false)
@@ -379,7 +378,6 @@ func (s *Store) Publish() *Snapshot {
 		s.recent.clear()
 		snap = s.rebuild()
 		s.log.add(snap, nil, true)
-		s.ptrIdx.keep(snap)
 	}
 	snap.Serial = serial
 	s.full = false

@@ -435,18 +435,15 @@ func (s *Store) allUnits(f func(unitKey)) {
 
 // buildAll builds every unit and hands each contribution to add. The units
 // are built on a second goroutine while add runs on this one: a rebuild is
-// the start-up's largest step, and the two halves take about as long. Once
-// every unit is built, that goroutine also makes the set of PTR addresses
-// and sends it on the channel buildAll returns, while the caller finishes
-// the names. s.mu is held and s.state is set; the builds read the records
-// and s.state.ent only, and only they use s.arena.
-func (s *Store) buildAll(add func(*contribution)) <-chan *ptrSet {
+// the start-up's largest step, and the two halves take about as long. s.mu
+// is held and s.state is set; the builds read the records and s.state.ent
+// only, and only they use s.arena.
+func (s *Store) buildAll(add func(*contribution)) {
 	const batch = 64
 	built := make(chan []*contribution, 16)
-	ptrs := make(chan *ptrSet, 1)
-	arena := &rebuildArena{}
-	s.arena = arena
+	s.arena = &rebuildArena{}
 	go func() {
+		defer close(built)
 		cs := make([]*contribution, 0, batch)
 		s.allUnits(func(u unitKey) {
 			cs = append(cs, s.buildUnit(u, nil))
@@ -456,8 +453,6 @@ func (s *Store) buildAll(add func(*contribution)) <-chan *ptrSet {
 			}
 		})
 		built <- cs
-		close(built)
-		ptrs <- sortedPTRs(arena.ptrs)
 	}()
 	for cs := range built {
 		for _, c := range cs {
@@ -465,7 +460,6 @@ func (s *Store) buildAll(add func(*contribution)) <-chan *ptrSet {
 		}
 	}
 	s.arena = nil
-	return ptrs
 }
 
 // rebuild applies every unit to a new state and makes a Snapshot of it
@@ -476,7 +470,7 @@ func (s *Store) rebuild() *Snapshot {
 	s.state = st
 	d := newDelta()
 	names := newShardMap[string, *Node](s.sizeHint())
-	ptrs := s.buildAll(func(c *contribution) { st.add(names, c, 1, d) })
+	s.buildAll(func(c *contribution) { st.add(names, c, 1, d) })
 	s.updateNamespaces(names, d)
 	st.finish(names, d)
 
@@ -489,7 +483,6 @@ func (s *Store) rebuild() *Snapshot {
 	}
 	snap.namespaces = maps.Clone(st.known)
 	s.finishCounts(snap)
-	snap.ptrs.set.Store(<-ptrs)
 	return snap
 }
 
