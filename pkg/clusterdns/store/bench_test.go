@@ -36,13 +36,16 @@ func populate(b *testing.B, n int) *Store {
 }
 
 // headlessSlice is the slice of headless Service j, its first endpoint's
-// address moved by shift.
+// address moved by shift (not moved when 0: each Service has addresses of
+// its own).
 func headlessSlice(j, shift int) EndpointSlice {
 	eps := make([]Endpoint, 50)
 	for k := range eps {
 		eps[k] = Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 200 + byte(j>>8), byte(j), byte(k + 1)})}, Ready: true}
 	}
-	eps[0].Addresses = []netip.Addr{netip.AddrFrom4([4]byte{10, 250, byte(shift >> 8), byte(shift)})}
+	if shift != 0 {
+		eps[0].Addresses = []netip.Addr{netip.AddrFrom4([4]byte{10, 250, byte(shift >> 8), byte(shift)})}
+	}
 	return EndpointSlice{Namespace: fmt.Sprintf("ns-%d", j/2), Name: fmt.Sprintf("hl-%d-1", j), Service: fmt.Sprintf("hl-%d", j),
 		Endpoints: eps, Ports: []Port{{Name: "http", Protocol: "tcp", Port: 80}}}
 }
@@ -61,6 +64,16 @@ func BenchmarkServiceChange(b *testing.B) {
 // Service changed (an endpoint moves) and published, at each size.
 func BenchmarkSliceChange(b *testing.B) {
 	benchChange(b, func(st *Store, i int) { st.SetEndpointSlice(headlessSlice(3, i)) })
+}
+
+// BenchmarkSliceSpread moves an endpoint of a different headless Service
+// each time, round all of them, as a cluster's churn spreads: each
+// Service's change finds its last contribution gone or never kept.
+func BenchmarkSliceSpread(b *testing.B) {
+	benchChange(b, func(st *Store, i int) {
+		n := len(st.bySvc)
+		st.SetEndpointSlice(headlessSlice(i%n, i))
+	})
 }
 
 // BenchmarkRebuild is a whole rebuild of a populated store, at each size:

@@ -53,7 +53,8 @@ func TestEndpointChangeCost(t *testing.T) {
 func TestEndpointNodeShared(t *testing.T) {
 	a1, a2 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	// Enough other endpoints that the Service's contribution is kept
-	// (recentMinNames): its nodes are then the published ones.
+	// (recentMinNames). The first endpoint's names are new at the second
+	// Publish, so the kept nodes of them are the published ones.
 	var others []Endpoint
 	for k := range 5 {
 		others = append(others, Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 1, 0, byte(k)})}, Ready: true})
@@ -77,10 +78,13 @@ func TestEndpointNodeShared(t *testing.T) {
 			}
 			first := Endpoint{Addresses: []netip.Addr{a1}, Hostname: "h", Ready: true}
 			st.SetService(Service{Namespace: "ns", Name: "web", Type: Headless})
-			st.SetEndpointSlice(slice(first))
+			st.SetEndpointSlice(slice())
 			st.Publish()
-			st.SetEndpointSlice(slice(first)) // a change that keeps the records: the build takes the nodes
+			st.SetEndpointSlice(slice(first)) // publishes the nodes the next build takes
 			prev := st.Publish()
+			if n, _ := prev.Lookup(tc.owner); n == nil || st.recent.m[unitKey{kind: unitService, nsName: nsName{"ns", "web"}}].names[tc.owner] != n {
+				t.Fatalf("the kept contribution does not hold the published node of %s", tc.owner)
+			}
 			before, _ := prev.Lookup(tc.owner)
 			beforeView := st.oracle()
 			st.SetEndpointSlice(slice(first, tc.second))

@@ -148,6 +148,42 @@ func sortRecords(n *Node) {
 	slices.Sort(n.PTR())
 }
 
+// mergeNodes is one node with the records of all of nodes (two or more of
+// the same TTL): addresses and PTR targets deduplicated and sorted, SRV
+// records and TXT strings in order, the first CNAME. It sorts once, so a
+// name that many units share (an address behind many Services) costs
+// O(k log k), not O(k²).
+func mergeNodes(nodes []*Node) *Node {
+	m := &Node{TTL: nodes[0].TTL}
+	var a6 []netip.Addr
+	var ptrs, txt []string
+	cname := ""
+	for _, n := range nodes {
+		m.addrs = append(m.addrs, n.A()...)
+		a6 = append(a6, n.AAAA()...)
+		ptrs = append(ptrs, n.PTR()...)
+		txt = append(txt, n.TXT()...)
+		m.srv = append(m.srv, n.srv...)
+		if cname == "" {
+			cname = n.CNAME()
+		}
+	}
+	slices.SortFunc(m.addrs, netip.Addr.Compare)
+	m.addrs = slices.Compact(m.addrs)
+	m.nA = uint32(len(m.addrs))
+	slices.SortFunc(a6, netip.Addr.Compare)
+	m.addrs = append(m.addrs, slices.Compact(a6)...)
+	slices.Sort(ptrs)
+	ptrs = slices.Compact(ptrs)
+	m.nPTR = uint32(len(ptrs))
+	if cname != "" {
+		m.strs = append(m.strs, cname)
+		m.cname = true
+	}
+	m.strs = append(append(m.strs, ptrs...), txt...)
+	return m
+}
+
 // cloneNode is a copy of n that shares no slice with it.
 func cloneNode(n *Node) *Node {
 	m := *n

@@ -45,9 +45,6 @@ type contribution struct {
 	// eps are the names of the unit's endpoints (a Service built after a
 	// change), or nil.
 	eps *epMemo
-	// published is set when the nodes of the names only this unit makes
-	// are the published ones (replace put them in place).
-	published bool
 }
 
 // buildUnit runs the record rules over the records of unit u as they are
@@ -230,27 +227,13 @@ func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
 			st.removeName(t, name, n, d)
 		}
 	}
-	kept := len(c.names) >= recentMinNames // c may be kept (recentUnits.keep)
 	for name, n := range c.names {
 		if !same(name, n, old) {
 			st.addName(t, name, n, d)
-			continue
-		}
-		// Keep the published node, so that c, when kept for the unit's
-		// next change, holds no copy of it. A node c took from old is
-		// that node already when old's nodes are the published ones.
-		if !kept || (old.published && old.names[name] == n) {
-			continue
-		}
-		if _, ok := st.shared[name]; !ok {
-			if m, ok := t.get(name); ok {
-				c.names[name] = m
-			}
 		}
 	}
 	st.refs(old, -1, d)
 	st.refs(c, 1, d)
-	c.published = kept
 }
 
 // refs counts (sign 1) or uncounts (sign -1) the namespace and the pod IPs
@@ -377,22 +360,7 @@ func (st *applied) merged(sn *sharedName) *Node {
 	case 1:
 		return sn.data[0]
 	}
-	m := &Node{TTL: sn.data[0].TTL}
-	for _, n := range sn.data {
-		for _, a := range n.addrs {
-			addAddr(m, a)
-		}
-		for _, p := range n.PTR() {
-			addPTR(m, p)
-		}
-		m.srv = append(m.srv, n.srv...)
-		addTXT(m, n.TXT()...)
-		if !m.cname && n.cname {
-			setCNAME(m, n.CNAME())
-		}
-	}
-	sortRecords(m)
-	return m
+	return mergeNodes(sn.data)
 }
 
 // updateNamespaces adds to t or removes the names of the namespaces in d
@@ -506,7 +474,7 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 	for u, old := range s.dirty {
 		c := s.buildUnit(u, old)
 		st.replace(o, old, c, d)
-		s.recent.keep(u, c, prev.names.len())
+		s.recent.keep(u, c)
 	}
 	nsChanged := s.updateNamespaces(o, d)
 	st.finish(o, d)
