@@ -210,3 +210,49 @@ func TestPTRSetConcurrent(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestMergeNodes: the node of a name many units share holds what adding
+// every unit's records one by one to one node makes: addresses and PTR
+// targets once each and sorted, SRV records and TXT strings in order, the
+// first CNAME; no input node changes.
+func TestMergeNodes(t *testing.T) {
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}) }
+	for _, k := range []int{2, 3, 40, 1000} {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			var nodes, copies []*Node
+			want := &Node{TTL: 5}
+			for i := range k {
+				n := &Node{TTL: 5}
+				for _, add := range []func(*Node){
+					func(n *Node) { addAddr(n, addr(k-i)) },
+					func(n *Node) { addAddr(n, addr(i%7)) }, // shared by several
+					func(n *Node) { addAddr(n, netip.MustParseAddr(fmt.Sprintf("fd00::%x", i%5+1))) },
+					func(n *Node) { addPTR(n, fmt.Sprintf("p%d.", (k-i)%11)) },
+					func(n *Node) { addSRV(n, SRV{Port: uint16(i), Target: "t."}) },
+				} {
+					add(n)
+					add(want)
+				}
+				if i%3 == 1 {
+					addTXT(n, fmt.Sprint("txt", i))
+					addTXT(want, fmt.Sprint("txt", i))
+				}
+				if i == 1 {
+					setCNAME(n, "c.")
+					setCNAME(want, "c.")
+				}
+				sortRecords(n)
+				nodes, copies = append(nodes, n), append(copies, cloneNode(n))
+			}
+			sortRecords(want)
+			if got := mergeNodes(nodes); !equalNode(got, want) {
+				t.Errorf("merged:\n%+v\nwant:\n%+v", got, want)
+			}
+			for i := range nodes {
+				if !equalNode(nodes[i], copies[i]) {
+					t.Fatalf("input node %d changed", i)
+				}
+			}
+		})
+	}
+}
