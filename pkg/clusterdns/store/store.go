@@ -221,16 +221,10 @@ func (s *Store) touch(u unitKey) {
 }
 
 // SetService adds or replaces a Service.
-func (s *Store) SetService(v Service) {
-	k := nsName{v.Namespace, v.Name}
-	setIn(s, &s.services, unitKey{kind: unitService, nsName: k}, k, v)
-}
+func (s *Store) SetService(v Service) { setObject(s, &s.services, unitService, v.Namespace, v.Name, v) }
 
 // DeleteService removes a Service.
-func (s *Store) DeleteService(ns, name string) {
-	k := nsName{ns, name}
-	deleteIn(s, &s.services, unitKey{kind: unitService, nsName: k}, k)
-}
+func (s *Store) DeleteService(ns, name string) { deleteObject(s, &s.services, unitService, ns, name) }
 
 // SetEndpointSlice adds or replaces an EndpointSlice.
 func (s *Store) SetEndpointSlice(v EndpointSlice) {
@@ -280,16 +274,10 @@ func (s *Store) addSlice(v EndpointSlice) {
 }
 
 // SetPod adds or replaces a Pod.
-func (s *Store) SetPod(v Pod) {
-	k := nsName{v.Namespace, v.Name}
-	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, v)
-}
+func (s *Store) SetPod(v Pod) { setObject(s, &s.pods, unitPod, v.Namespace, v.Name, v) }
 
 // DeletePod removes a Pod.
-func (s *Store) DeletePod(ns, name string) {
-	k := nsName{ns, name}
-	deleteIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k)
-}
+func (s *Store) DeletePod(ns, name string) { deleteObject(s, &s.pods, unitPod, ns, name) }
 
 // SetNamespace adds a Namespace.
 func (s *Store) SetNamespace(v Namespace) {
@@ -299,6 +287,19 @@ func (s *Store) SetNamespace(v Namespace) {
 // DeleteNamespace removes a Namespace (not the objects in it).
 func (s *Store) DeleteNamespace(name string) {
 	deleteIn(s, &s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}}, name)
+}
+
+// setObject is setIn for an object that is a unit of its own, keyed by
+// namespace and name.
+func setObject[V any](s *Store, m *map[nsName]V, kind unitKind, ns, name string, v V) {
+	k := nsName{ns, name}
+	setIn(s, m, unitKey{kind: kind, nsName: k}, k, v)
+}
+
+// deleteObject is deleteIn for an object that is a unit of its own.
+func deleteObject[V any](s *Store, m *map[nsName]V, kind unitKind, ns, name string) {
+	k := nsName{ns, name}
+	deleteIn(s, m, unitKey{kind: kind, nsName: k}, k)
 }
 
 // setIn stores v under k in *m after recording what unit u contributes
