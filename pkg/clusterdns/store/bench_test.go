@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +75,46 @@ func BenchmarkSliceSpread(b *testing.B) {
 		n := len(st.bySvc)
 		st.SetEndpointSlice(headlessSlice(i%n, i))
 	})
+}
+
+// BenchmarkLargeService moves one endpoint of a headless Service of 100 to
+// 5,000 endpoints (slices of 100, two named ports) and publishes: a change
+// should cost about the Service's size, not its square.
+func BenchmarkLargeService(b *testing.B) {
+	addr := func(net byte, i int) netip.Addr { return netip.AddrFrom4([4]byte{10, net, byte(i >> 8), byte(i)}) }
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
+			st, err := New(Options{Zone: "cluster.local", TTL: 5})
+			if err != nil {
+				b.Fatal(err)
+			}
+			st.SetService(Service{Namespace: "ns", Name: "big", Type: Headless})
+			var first EndpointSlice
+			for s := 0; s*100 < n; s++ {
+				eps := make([]Endpoint, 100)
+				for k := range eps {
+					eps[k] = Endpoint{Addresses: []netip.Addr{addr(1, s*100+k)}, Ready: true}
+				}
+				sl := EndpointSlice{Namespace: "ns", Name: fmt.Sprint("big-", s), Service: "big", Endpoints: eps,
+					Ports: []Port{{Name: "http", Protocol: "tcp", Port: 80}, {Name: "grpc", Protocol: "tcp", Port: 81}}}
+				if s == 0 {
+					first = sl
+				}
+				st.SetEndpointSlice(sl)
+			}
+			st.Publish()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				sl := first
+				sl.Endpoints = slices.Clone(first.Endpoints)
+				sl.Endpoints[0] = Endpoint{Addresses: []netip.Addr{addr(2, i)}, Ready: true}
+				st.SetEndpointSlice(sl)
+				st.Publish()
+			}
+		})
+	}
 }
 
 // BenchmarkRebuild is a whole rebuild of a populated store, at each size:

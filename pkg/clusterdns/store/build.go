@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 	"strings"
@@ -231,11 +232,11 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	case ClusterIP:
 		b.addClusterIP(svc, svcNode, base)
 	case Headless:
-		svcNode.addrs = slices.Grow(svcNode.addrs, len(eps))
-		for _, e := range eps {
-			addAddr(svcNode, e.addr)
+		addrs := make([]netip.Addr, len(eps))
+		for i, e := range eps {
+			addrs[i] = e.addr
 		}
-		svcNode.addrs = slices.Clip(svcNode.addrs)
+		addAddrs(svcNode, addrs)
 		b.addHeadlessSRV(base, srvs)
 		takeSRV(svcNode, bareSRV(srvs))
 	}
@@ -266,10 +267,7 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 			for _, a := range ep.Addresses {
 				a = a.Unmap()
 				e := b.endpointNames(ep, a, base)
-				host := e.host
-				if !slices.Contains(eps, e) {
-					eps = append(eps, e)
-				}
+				eps = append(eps, e)
 				if svc.Type != Headless {
 					continue
 				}
@@ -277,15 +275,50 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 					if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
 						continue
 					}
-					k := srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, host}
-					if !slices.Contains(srvs, k) {
-						srvs = append(srvs, k)
-					}
+					srvs = append(srvs, srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, e.host})
 				}
 			}
 		}
 	}
-	return eps, srvs
+	return dedup(eps, compareServed), dedup(srvs, compareSRVKey)
+}
+
+// dedupScan is the longest list dedup scans for repeats; a longer one is
+// sorted, so that a Service of thousands of endpoints costs a build of
+// O(n log n), not O(n²).
+const dedupScan = 32
+
+// dedup removes the repeats of s in place: in its order when short, else
+// sorted by cmp. The builds do not depend on the order.
+func dedup[T comparable](s []T, cmp func(a, b T) int) []T {
+	if len(s) > dedupScan {
+		slices.SortFunc(s, cmp)
+		return slices.Compact(s)
+	}
+	out := s[:0]
+	for _, v := range s {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// compareServed orders served endpoints by address, then name (the PTR
+// name follows from the address).
+func compareServed(a, b served) int {
+	if c := a.addr.Compare(b.addr); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.host, b.host); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ptr, b.ptr)
+}
+
+func compareSRVKey(a, b srvKey) int {
+	return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.proto, b.proto),
+		cmp.Compare(a.port, b.port), strings.Compare(a.target, b.target))
 }
 
 // addClusterIP adds the addresses, PTRs and named-port SRV records of a
@@ -314,16 +347,17 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 // whatever the protocol (CoreDNS keys its duplicates on target and port),
 // weight 100/N, sorted by target and port.
 func bareSRV(keys []srvKey) []SRV {
-	out := make([]SRV, 0, len(keys))
-	for _, k := range keys {
-		s := SRV{Port: k.port, Target: k.target}
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	if len(out) == 0 {
+	if len(keys) == 0 {
 		return nil
 	}
+	out := make([]SRV, len(keys))
+	for i, k := range keys {
+		out[i] = SRV{Port: k.port, Target: k.target}
+	}
+	// The keys differ by port name too: sorted, the repeats of a port
+	// and target are neighbours.
+	slices.SortFunc(out, compareSRV)
+	out = slices.Compact(out)
 	weighSRV(out)
 	return slices.Clip(out)
 }
@@ -335,12 +369,15 @@ func weighSRV(g []SRV) {
 	for i := range g {
 		g[i].Weight = w
 	}
-	slices.SortFunc(g, func(a, b SRV) int {
-		if c := strings.Compare(a.Target, b.Target); c != 0 {
-			return c
-		}
-		return int(a.Port) - int(b.Port)
-	})
+	slices.SortFunc(g, compareSRV)
+}
+
+// compareSRV orders SRV records by target, then port.
+func compareSRV(a, b SRV) int {
+	if c := strings.Compare(a.Target, b.Target); c != 0 {
+		return c
+	}
+	return int(a.Port) - int(b.Port)
 }
 
 // addHeadlessSRV adds the SRV records of a headless Service: one per

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -103,5 +107,84 @@ func TestEndpointNodeShared(t *testing.T) {
 				t.Errorf("the previous snapshot's %s holds %d records, want 1", tc.owner, got)
 			}
 		})
+	}
+}
+
+// TestLargeService: a headless Service of more endpoints than dedupScan,
+// with repeats across its slices, an address under two hostnames and a
+// port named twice, holds each address, name and SRV record once, as
+// counted here without the builder (two port names on one number make
+// one record of the Service's own SRV set); a moved endpoint then leaves the
+// Snapshot equal to a build from scratch.
+func TestLargeService(t *testing.T) {
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}) }
+	ports := []Port{{Name: "http", Protocol: "tcp", Port: 80}, {Name: "grpc", Protocol: "tcp", Port: 81},
+		{Name: "http", Protocol: "tcp", Port: 80}, {Name: "web", Protocol: "tcp", Port: 80}}
+	var sls []EndpointSlice
+	addrs := map[netip.Addr]bool{}
+	hosts := map[string]bool{} // the endpoint names
+	for s := range 3 {
+		var eps []Endpoint
+		for k := range 50 {
+			i := s*40 + k // slices s and s+1 share ten endpoints
+			ep := Endpoint{Addresses: []netip.Addr{addr(i)}, Ready: i%17 != 0}
+			if i%5 == 0 {
+				ep.Hostname = fmt.Sprint("h", i)
+			}
+			eps = append(eps, ep)
+			if i%10 == 3 { // the same address under a second hostname
+				eps = append(eps, Endpoint{Addresses: []netip.Addr{addr(i)}, Hostname: fmt.Sprint("alias", i), Ready: true})
+				hosts[fmt.Sprintf("alias%d.big.ns.svc.cluster.local.", i)] = true
+				addrs[addr(i)] = true
+			}
+			if ep.Ready {
+				addrs[addr(i)] = true
+				label := strings.ReplaceAll(addr(i).String(), ".", "-")
+				if ep.Hostname != "" {
+					label = ep.Hostname
+				}
+				hosts[label+".big.ns.svc.cluster.local."] = true
+			}
+		}
+		sls = append(sls, EndpointSlice{Namespace: "ns", Name: fmt.Sprint("big-", s), Service: "big", Endpoints: eps, Ports: ports})
+	}
+	st, err := New(Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetService(Service{Namespace: "ns", Name: "big", Type: Headless})
+	for _, sl := range sls {
+		st.SetEndpointSlice(sl)
+	}
+	snap := st.Publish()
+	svc, _ := snap.Lookup("big.ns.svc.cluster.local.")
+	want := slices.SortedFunc(maps.Keys(addrs), netip.Addr.Compare)
+	if !slices.Equal(svc.A(), want) {
+		t.Errorf("the Service's A records: %d, want the %d distinct ready addresses", len(svc.A()), len(want))
+	}
+	if snap.Counts.Endpoints != len(hosts) {
+		t.Errorf("%d endpoints counted, want %d", snap.Counts.Endpoints, len(hosts))
+	}
+	for _, name := range []string{"_http._tcp.big.ns.svc.cluster.local.", "_grpc._tcp.big.ns.svc.cluster.local.", "_web._tcp.big.ns.svc.cluster.local."} {
+		n, _ := snap.Lookup(name)
+		targets := map[string]bool{}
+		for _, r := range n.SRV() {
+			targets[r.Target] = true
+			if r.Weight != uint16(max(1, 100/len(hosts))) {
+				t.Fatalf("%s: weight %d with %d records", name, r.Weight, len(hosts))
+			}
+		}
+		if len(n.SRV()) != len(hosts) || len(targets) != len(hosts) {
+			t.Errorf("%s: %d SRV records to %d targets, want one to each of the %d names", name, len(n.SRV()), len(targets), len(hosts))
+		}
+	}
+	if got := len(svc.SRV()); got != 2*len(hosts) {
+		t.Errorf("the Service's SRV records: %d, want %d (two ports to each name)", got, 2*len(hosts))
+	}
+	sls[1].Endpoints = slices.Clone(sls[1].Endpoints)
+	sls[1].Endpoints[7] = Endpoint{Addresses: []netip.Addr{addr(999)}, Ready: true}
+	st.SetEndpointSlice(sls[1])
+	if msg := compareView(st.Publish(), st.oracle(), nil); msg != "" || st.lost != 0 {
+		t.Fatalf("after a move: %s (lost %d)", msg, st.lost)
 	}
 }

@@ -107,6 +107,24 @@ func addAddr(n *Node, a netip.Addr) {
 	}
 }
 
+// addAddrs adds addrs (in any order, repeated or not) to n, sorting
+// once: the many addresses of a large Service cost O(n log n), not the
+// O(n²) of adding each with addAddr.
+func addAddrs(n *Node, addrs []netip.Addr) {
+	all := make([]netip.Addr, 0, len(n.addrs)+len(addrs))
+	all = append(all, n.addrs...)
+	for _, a := range addrs {
+		all = append(all, a.Unmap())
+	}
+	slices.SortFunc(all, netip.Addr.Compare) // IPv4 before IPv6
+	all = slices.Compact(all)
+	v6 := slices.IndexFunc(all, func(a netip.Addr) bool { return !a.Is4() })
+	if v6 < 0 {
+		v6 = len(all)
+	}
+	n.addrs, n.nA = all, uint32(v6)
+}
+
 // addPTR adds target to n unless n has it.
 func addPTR(n *Node, target string) {
 	if !slices.Contains(n.PTR(), target) {

@@ -5,7 +5,7 @@ package store
 // instead of building it again from the records (half the work of a
 // change). Only units of at least recentMinNames names are kept (a Service
 // with endpoints, whose build is the costly one), and at most recentNames
-// names in all: when full, an arbitrary entry goes (Go's map order), so a
+// names in all, or the one last unit when it alone has more: when full, an arbitrary entry goes (Go's map order), so a
 // rotation over more units than fit still hits in proportion. A kept
 // contribution holds its map, its endpoint memo and the nodes the
 // Snapshot does not share with it (those of an unchanged name whose old
@@ -34,10 +34,10 @@ func (r *recentUnits) keep(u unitKey, c *contribution) {
 	if len(c.names) < recentMinNames {
 		return
 	}
-	limit := recentNames
-	if len(c.names) > limit {
-		return
-	}
+	// A unit larger than the budget is kept alone: a Service of
+	// thousands of endpoints in a rollout changes again and again, and
+	// each build it saves is the costliest.
+	limit := max(recentNames, len(c.names))
 	if r.m == nil {
 		r.m = map[unitKey]*contribution{}
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // TestRecentBound: the kept contributions never hold more than recentNames
-// names, small units are not kept, and
+// names, but for one larger unit kept alone; small units are not kept, and
 // take hands a contribution back once.
 func TestRecentBound(t *testing.T) {
 	contrib := func(n int) *contribution {
@@ -28,6 +28,15 @@ func TestRecentBound(t *testing.T) {
 		if sum != r.names || r.names > limit {
 			t.Fatalf("after %d keeps: %d names kept (counted %d), limit %d", i+1, sum, r.names, limit)
 		}
+	}
+	big := unitKey{kind: unitService, nsName: nsName{"ns", "big"}}
+	r.keep(big, contrib(recentNames+1))
+	if len(r.m) != 1 || r.names != recentNames+1 || r.m[big] == nil {
+		t.Fatalf("a unit over the budget: %d units of %d names kept, want it alone", len(r.m), r.names)
+	}
+	r.keep(unitKey{kind: unitService, nsName: nsName{"ns", "next"}}, contrib(10))
+	if len(r.m) != 1 || r.names != 10 {
+		t.Fatalf("after the unit over the budget: %d units of %d names kept, want the next alone", len(r.m), r.names)
 	}
 	small := unitKey{kind: unitService, nsName: nsName{"ns", "small"}}
 	r.keep(small, contrib(recentMinNames-1))
