@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -21,9 +22,8 @@ import (
 // Cluster feeds the store from client-go reflectors on Services,
 // EndpointSlices (unless NoEndpoints), Namespaces and, when Pods is set,
 // Pods. There is no informer cache: each event is converted to the store's
-// slim record at once, and a reflector keeps only the keys it has applied
-// (to find what a relist no longer has), so the store's records are the
-// only copy of the cluster. The store is published after the first full
+// slim record at once, and a relist asks the store which keys it holds,
+// so the store's records are the only copy of the cluster. The store is published after the first full
 // sync and then right after each change (changes that arrive while a
 // publish runs go into the next one).
 type Cluster struct {
@@ -98,6 +98,7 @@ type kind struct {
 	lw        *cache.ListWatch
 	transform cache.TransformFunc // what a streamed initial list keeps
 	set, del  func(obj any)
+	keys      func() []store.Key // what the store holds of the kind
 }
 
 // kinds lists the resources Run follows, each applying its events to the
@@ -107,6 +108,7 @@ func (c *Cluster) kinds(s sink) []kind {
 	ks := []kind{{
 		name: "services", example: &corev1.Service{}, transform: stripService,
 		set: setter(s, "service", keepAll(ToService), s.store.SetService, s.store.DeleteService), del: deleter(s.store.DeleteService),
+		keys: s.keys(store.KindService),
 		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return core.Services("").List(ctx, o)
 		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -117,7 +119,7 @@ func (c *Cluster) kinds(s sink) []kind {
 		ks = append(ks, kind{
 			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stripEndpointSlice,
 			set: setter(s, "endpointslice", keepAll(ToEndpointSlice), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice),
-			del: deleter(s.store.DeleteEndpointSlice),
+			del: deleter(s.store.DeleteEndpointSlice), keys: s.keys(store.KindEndpointSlice),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return disc.EndpointSlices("").List(ctx, o)
 			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -127,6 +129,7 @@ func (c *Cluster) kinds(s sink) []kind {
 	}
 	ks = append(ks, kind{
 		name: "namespaces", example: &corev1.Namespace{}, transform: stripNamespace, set: s.setNamespace, del: s.deleteNamespace,
+		keys: s.keys(store.KindNamespace),
 		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return core.Namespaces().List(ctx, o)
 		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -137,6 +140,7 @@ func (c *Cluster) kinds(s sink) []kind {
 		ks = append(ks, kind{
 			name: "pods", example: &corev1.Pod{}, transform: stripPod,
 			set: setter(s, "pod", ToPod, s.store.SetPod, s.store.DeletePod), del: deleter(s.store.DeletePod),
+			keys: s.keys(store.KindPod),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Pods("").List(ctx, o)
 			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -153,14 +157,12 @@ func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, e
 }
 
 // keyedStore is a reflector's store that holds no objects: it applies each
-// event through its kind's set and del, then notifies, and keeps the keys
-// it has applied so that a relist (Replace) deletes what the list no longer
-// has. A reflector calls it from one goroutine; hasSynced may be called
-// from any.
+// event through its kind's set and del, then notifies. A relist (Replace)
+// deletes what the store holds and the list no longer has. A reflector
+// calls it from one goroutine; hasSynced may be called from any.
 type keyedStore struct {
 	kind   kind
 	notify func()
-	keys   map[string]struct{}
 	synced chan struct{} // closed by the first Replace
 }
 
@@ -183,49 +185,37 @@ func (k *keyedStore) Resync() error { return nil }
 func (k *keyedStore) Transformer() cache.TransformFunc { return k.kind.transform }
 
 func (k *keyedStore) apply(obj any, set bool) error {
-	key, err := cache.MetaNamespaceKeyFunc(obj)
-	if err != nil {
+	if _, err := cache.MetaNamespaceKeyFunc(obj); err != nil {
 		return fmt.Errorf("%s: %w", k.kind.name, err)
-	}
-	if k.keys == nil {
-		k.keys = map[string]struct{}{}
 	}
 	if set {
 		k.kind.set(obj)
-		k.keys[key] = struct{}{}
 	} else {
 		k.kind.del(obj)
-		delete(k.keys, key)
 	}
 	k.notify()
 	return nil
 }
 
 // Replace applies a full list: every object in it, then a delete for each
-// key it no longer has.
+// object the store holds that the list no longer has.
 func (k *keyedStore) Replace(list []any, _ string) error {
-	keys := make(map[string]struct{}, len(list))
+	listed := make(map[store.Key]struct{}, len(list))
 	var errs []error
 	for _, obj := range list {
-		key, err := cache.MetaNamespaceKeyFunc(obj)
+		m, err := meta.Accessor(obj)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		k.kind.set(obj)
-		keys[key] = struct{}{}
+		listed[store.Key{Namespace: m.GetNamespace(), Name: m.GetName()}] = struct{}{}
 	}
-	for key := range k.keys {
-		if _, ok := keys[key]; ok {
-			continue
+	for _, key := range k.kind.keys() {
+		if _, ok := listed[key]; !ok {
+			k.kind.del(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 		}
-		ns, name, err := cache.SplitMetaNamespaceKey(key)
-		if err != nil {
-			continue // a key this store made always splits
-		}
-		k.kind.del(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	}
-	k.keys = keys
 	select {
 	case <-k.synced:
 	default:
@@ -292,6 +282,11 @@ func deleter(del func(ns, name string)) func(obj any) {
 			del(namespaceOf(m), m.GetName())
 		}
 	}
+}
+
+// keys returns what the store holds of kind k.
+func (s sink) keys(k store.ObjectKind) func() []store.Key {
+	return func() []store.Key { return s.store.Keys(k) }
 }
 
 func (s sink) setNamespace(obj any) {

@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -450,15 +451,22 @@ func TestManifestsSingleFile(t *testing.T) {
 }
 
 // TestKeyedStoreRelist: a relist (Replace) sets every listed object and
-// deletes the keys it no longer has; a delete with an unknown final state
-// is applied; the store is synced from the first Replace on.
+// deletes what the store holds that the list no longer has; a delete with
+// an unknown final state is applied; the store is synced from the first
+// Replace on.
 func TestKeyedStoreRelist(t *testing.T) {
 	var log []string
+	held := map[store.Key]bool{} // the store
+	key := func(obj any) store.Key {
+		m := obj.(metav1.Object)
+		return store.Key{Namespace: m.GetNamespace(), Name: m.GetName()}
+	}
 	notified := 0
 	k := &keyedStore{
 		kind: kind{name: "services",
-			set: func(obj any) { m := obj.(metav1.Object); log = append(log, "set "+m.GetNamespace()+"/"+m.GetName()) },
-			del: func(obj any) { m := obj.(metav1.Object); log = append(log, "del "+m.GetNamespace()+"/"+m.GetName()) }},
+			set:  func(obj any) { held[key(obj)] = true; log = append(log, "set "+key(obj).Namespace+"/"+key(obj).Name) },
+			del:  func(obj any) { delete(held, key(obj)); log = append(log, "del "+key(obj).Namespace+"/"+key(obj).Name) },
+			keys: func() []store.Key { return slices.Collect(maps.Keys(held)) }},
 		notify: func() { notified++ },
 		synced: make(chan struct{}),
 	}
@@ -477,6 +485,11 @@ func TestKeyedStoreRelist(t *testing.T) {
 		{func() error { return k.Replace([]any{svc("b", "y")}, "2") }, []string{"set b/y", "del a/x", "del c/z"}},
 		{func() error { return k.Delete(cache.DeletedFinalStateUnknown{Key: "b/y", Obj: svc("b", "y")}) }, []string{"del b/y"}},
 		{func() error { return k.Replace(nil, "3") }, nil},
+		{func() error { return k.Replace([]any{svc("d", "w")}, "4") }, []string{"set d/w"}},
+		{func() error {
+			held[store.Key{Namespace: "e", Name: "v"}] = true
+			return k.Replace([]any{svc("d", "w")}, "5")
+		}, []string{"set d/w", "del e/v"}},
 	}
 	for i, st := range steps {
 		log = nil

@@ -243,6 +243,9 @@ type Publisher interface {
 	DeletePod(ns, name string)
 	SetNamespace(store.Namespace)
 	DeleteNamespace(name string)
+	// Keys are the objects of a kind the store holds (a relist deletes
+	// those it no longer lists).
+	Keys(store.ObjectKind) []store.Key
 	Publish() *store.Snapshot
 }
 

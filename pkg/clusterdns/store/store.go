@@ -351,6 +351,51 @@ func (s *Store) Replace(o Objects) {
 	}
 }
 
+// ObjectKind is a kind of object the Store holds, for Keys.
+type ObjectKind uint8
+
+// The kinds of object a Store holds.
+const (
+	KindService ObjectKind = iota
+	KindEndpointSlice
+	KindPod
+	KindNamespace
+)
+
+// Key is an object's namespace ("" for a Namespace) and name.
+type Key struct{ Namespace, Name string }
+
+// Keys returns the keys of the objects of kind k the Store holds, in no
+// order: a relist deletes those its list no longer has, and the feed keeps
+// no copy of them.
+func (s *Store) Keys(k ObjectKind) []Key {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch k {
+	case KindService:
+		return keysOf(s.services)
+	case KindEndpointSlice:
+		return keysOf(s.slices)
+	case KindPod:
+		return keysOf(s.pods)
+	case KindNamespace:
+		out := make([]Key, 0, len(s.namespaces))
+		for name := range s.namespaces {
+			out = append(out, Key{Name: name})
+		}
+		return out
+	}
+	return nil
+}
+
+func keysOf[V any](m map[nsName]V) []Key {
+	out := make([]Key, 0, len(m))
+	for k := range m {
+		out = append(out, Key{k.ns, k.name})
+	}
+	return out
+}
+
 // Snapshot returns the current Snapshot, nil before the first Publish.
 func (s *Store) Snapshot() *Snapshot { return s.snap.Load() }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -187,5 +188,36 @@ func TestSetOptions(t *testing.T) {
 	}
 	if got := st.Options(); got.TTL != 30 {
 		t.Errorf("a refused SetOptions changed the options: %+v", got)
+	}
+}
+
+// TestKeys: Keys lists what the store holds of each kind, deletes
+// included.
+func TestKeys(t *testing.T) {
+	st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetService(Service{Namespace: "a", Name: "s1", Type: Headless})
+	st.SetService(Service{Namespace: "b", Name: "s2", Type: Headless})
+	st.DeleteService("b", "s2")
+	st.SetEndpointSlice(EndpointSlice{Namespace: "a", Name: "s1-x", Service: "s1"})
+	st.SetPod(Pod{Namespace: "a", Name: "p", IPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")}})
+	st.SetNamespace(Namespace{Name: "a"})
+	st.SetNamespace(Namespace{Name: "b"})
+	for _, tc := range []struct {
+		kind ObjectKind
+		want []Key
+	}{
+		{KindService, []Key{{"a", "s1"}}},
+		{KindEndpointSlice, []Key{{"a", "s1-x"}}},
+		{KindPod, []Key{{"a", "p"}}},
+		{KindNamespace, []Key{{"", "a"}, {"", "b"}}},
+	} {
+		got := st.Keys(tc.kind)
+		slices.SortFunc(got, func(x, y Key) int { return strings.Compare(x.Namespace+"/"+x.Name, y.Namespace+"/"+y.Name) })
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Keys(%d) = %v, want %v", tc.kind, got, tc.want)
+		}
 	}
 }
