@@ -5,9 +5,9 @@
 // for verified pod records) without informer caches: each event converts
 // the object to the store's slim record (ToService, ToEndpointSlice, ToPod)
 // at once, and an object that does not convert is logged and removed from
-// the store. A reflector keeps only the keys it applied, for relists; a
-// streamed initial list (WatchList) holds stripped objects (the fields DNS
-// reads) until it is applied. Conversion refuses the
+// the store. A reflector keeps nothing: a relist asks the store what it
+// holds (store.Keys). A streamed initial list (WatchList) holds stripped
+// objects (the fields DNS reads) until it is applied. Conversion refuses the
 // names the API server refuses (manifests are not checked by it), so every
 // name the store holds fits a DNS message. The store is published after
 // the first full sync, then right after each change: a publish costs what
