@@ -5,11 +5,13 @@ package store
 // instead of building it again from the records (half the work of a
 // change). Only units of at least recentMinNames names are kept (a Service
 // with endpoints, whose build is the costly one), and at most recentNames
-// names in all, or the one last unit when it alone has more: when full, an arbitrary entry goes (Go's map order), so a
-// rotation over more units than fit still hits in proportion. A kept
-// contribution holds its map, its endpoint memo and the nodes the
+// names in all, or the one last unit when it alone has more. When full,
+// an arbitrary entry goes (Go's map order), so a rotation over more units
+// than fit still hits in proportion.
+//
+// A kept contribution holds its map, its endpoint memo and the nodes the
 // Snapshot does not share with it (those of an unchanged name whose old
-// contribution was built again, not kept): about 80 to 200 bytes a name.
+// contribution was built again, not kept): 80 to 200 bytes a name.
 // Putting the published nodes back in their place would cost a lookup of
 // every unchanged name at each change (80 µs of a 330 µs change at 50k).
 //
@@ -25,7 +27,7 @@ type recentUnits struct {
 
 const (
 	recentMinNames = 8
-	// recentNames holds about 80 Services of 50 endpoints (under 1 MB).
+	// recentNames holds about 80 Services of 50 endpoints (under 2 MB).
 	recentNames = 8192
 )
 
