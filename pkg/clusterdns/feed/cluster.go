@@ -23,9 +23,9 @@ import (
 // EndpointSlices (unless NoEndpoints), Namespaces and, when Pods is set,
 // Pods. There is no informer cache: each event is converted to the store's
 // slim record at once, and a relist asks the store which keys it holds,
-// so the store's records are the only copy of the cluster. The store is published after the first full
-// sync and then right after each change (changes that arrive while a
-// publish runs go into the next one).
+// so the store's records are the only copy of the cluster. The store is
+// published after the first full sync and then right after each change
+// (changes that arrive while a publish runs go into the next one).
 type Cluster struct {
 	Client      kubernetes.Interface
 	Store       Publisher
