@@ -285,8 +285,8 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 
 // dedupScan is the longest list dedup scans for repeats; a longer one is
 // sorted, so that a Service of thousands of endpoints costs a build of
-// O(n log n), not O(n²).
-const dedupScan = 32
+// O(n log n), not O(n²). A variable for the tests only.
+var dedupScan = 32
 
 // dedup removes the repeats of s in place: in its order when short, else
 // sorted by cmp. The builds do not depend on the order.

@@ -165,6 +165,22 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 	if testing.Short() {
 		seeds = 50
 	}
+	incrementalEqualsRebuild(t, seeds)
+}
+
+// TestIncrementalEqualsRebuildSorted is TestIncrementalEqualsRebuild with
+// every endpoint list deduplicated by a sort, as a Service of more than
+// dedupScan endpoints is (the worlds are smaller).
+func TestIncrementalEqualsRebuildSorted(t *testing.T) {
+	defer func(n int) { dedupScan = n }(dedupScan)
+	dedupScan = 0
+	incrementalEqualsRebuild(t, 100)
+}
+
+// incrementalEqualsRebuild applies random changes to random worlds and
+// compares each Snapshot with a build from scratch.
+func incrementalEqualsRebuild(t *testing.T, seeds int) {
+	t.Helper()
 	for seed := range uint64(seeds) {
 		w := newWorld(seed)
 		st, err := New(w.options())
