@@ -271,7 +271,7 @@ func (a *Amplification) exists(snap *store.Snapshot, x, sep string, dep func(str
 	if dep != nil {
 		dep(string(b))
 	}
-	_, ok := snap.Lookup(string(b))
+	_, ok := snap.Lookup(borrowString(b))
 	return ok
 }
 

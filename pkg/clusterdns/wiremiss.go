@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"bytes"
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/miekg/dns"
 
@@ -28,7 +29,7 @@ func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byt
 	if z.snap.Options.Pods == store.PodsInsecure && inZone(lname, "pod."+z.name) {
 		return dst, false
 	}
-	if _, ok := z.snap.Lookup(string(lname)); ok {
+	if _, ok := z.snap.Lookup(borrowString(lname)); ok {
 		return dst, false
 	}
 	soa, ok := z.soa[0].(*dns.SOA)
@@ -41,11 +42,17 @@ func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byt
 	}
 	if h.amp != nil {
 		var nb [256]byte
-		ac := h.amp.classifyName(string(dnsmsg.AppendName(nb[:0], q.Name, false)), z.snap, dns.RcodeNameError, false, nil)
+		// classifyName keeps no part of the name (its counters copy the
+		// namespace), so the name can borrow the buffer.
+		ac := h.amp.classifyName(borrowString(dnsmsg.AppendName(nb[:0], q.Name, false)), z.snap, dns.RcodeNameError, false, nil)
 		h.amp.observe(&ac)
 	}
 	return b, true
 }
+
+// borrowString is b as a string without a copy, for a lookup or a parse
+// that keeps no part of it while b is not written.
+func borrowString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // appendNXDOMAIN appends to dst[:0] the NXDOMAIN reply to q with soa in
 // the authority section and, when q has EDNS0, dnsmsg.Finish's OPT: the

@@ -170,3 +170,24 @@ func FuzzMissWire(f *testing.F) {
 		}
 	})
 }
+
+// TestMissWireAllocs: the miss path answers a long name (over the 32 bytes
+// a string conversion may keep on the stack) and counts it in the
+// namespace metrics without allocating.
+func TestMissWireAllocs(t *testing.T) {
+	amp, err := NewAmplification(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler("cluster.local", fuzzStore(t), WithWireMisses(), WithAmplification(amp))
+	for _, name := range []string{"www.example.com.ns.svc.cluster.local.", "web.ns.svc.cluster.local.ns.svc.cluster.local."} {
+		q := mustPack(t, wireQuery(name, dns.TypeA, true, false, 1232, false))
+		dst := make([]byte, 0, 512)
+		if _, ok := h.AnswerWire(dst, q); !ok {
+			t.Fatalf("%s: not answered from the wire", name)
+		}
+		if allocs := testing.AllocsPerRun(100, func() { h.AnswerWire(dst, q) }); allocs != 0 {
+			t.Errorf("%s: %.1f allocations per miss, want 0", name, allocs)
+		}
+	}
+}
