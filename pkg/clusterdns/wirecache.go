@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/miekg/dns"
 
@@ -325,7 +324,7 @@ func cacheKeyOf(req *dns.Msg, tcp bool) (cacheKey, bool) {
 // unpacked. The key borrows name, so it is good for get only, and only
 // while name is.
 func wireKey(q *dnsmsg.WireQuery, name []byte) cacheKey {
-	return cacheKey{name: unsafe.String(unsafe.SliceData(name), len(name)), qtype: q.Qtype, qclass: q.Qclass,
+	return cacheKey{name: borrowString(name), qtype: q.Qtype, qclass: q.Qclass,
 		edns: q.EDNS, do: q.DO, limit: uint16(q.ReplySize())}
 }
 
