@@ -173,12 +173,11 @@ func sortRecords(n *Node) {
 // O(k log k), not O(k²).
 func mergeNodes(nodes []*Node) *Node {
 	m := &Node{TTL: nodes[0].TTL}
-	var a6 []netip.Addr
+	var addrs []netip.Addr
 	var ptrs, txt []string
 	cname := ""
 	for _, n := range nodes {
-		m.addrs = append(m.addrs, n.A()...)
-		a6 = append(a6, n.AAAA()...)
+		addrs = append(addrs, n.addrs...)
 		ptrs = append(ptrs, n.PTR()...)
 		txt = append(txt, n.TXT()...)
 		m.srv = append(m.srv, n.srv...)
@@ -186,11 +185,7 @@ func mergeNodes(nodes []*Node) *Node {
 			cname = n.CNAME()
 		}
 	}
-	slices.SortFunc(m.addrs, netip.Addr.Compare)
-	m.addrs = slices.Compact(m.addrs)
-	m.nA = uint32(len(m.addrs))
-	slices.SortFunc(a6, netip.Addr.Compare)
-	m.addrs = append(m.addrs, slices.Compact(a6)...)
+	addAddrs(m, addrs)
 	slices.Sort(ptrs)
 	ptrs = slices.Compact(ptrs)
 	m.nPTR = uint32(len(ptrs))
