@@ -27,9 +27,10 @@ type builder struct {
 
 	// memo keeps the endpoint names of a Service built after a change
 	// (nil: not kept); prev is the unit's previous contribution's names,
-	// whose endpoint nodes the build may take (see addEndpointNames).
+	// or the published ones, whose endpoint nodes the build may take (see
+	// addEndpointNames).
 	memo *epMemo
-	prev map[string]*Node
+	prev nodeSource
 	// arena is what a rebuild's builds share (nil outside a rebuild).
 	arena *rebuildArena
 }
@@ -108,7 +109,7 @@ func (b *builder) node(name string) *Node { return b.nodeWith(name, roomNone) }
 func (b *builder) nodeWith(name string, r room) *Node {
 	n, ok := b.names[name]
 	if ok && n != b.ent {
-		if p, taken := b.prev[name]; taken && p == n {
+		if p, taken := b.prevNode(name); taken && p == n {
 			// Taken from the previous contribution, which must not
 			// change: a second endpoint of the name gets a copy.
 			n = cloneNode(n)
@@ -253,6 +254,9 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 	for _, sl := range epSlices {
 		n += len(sl.Endpoints)
 		ports = max(ports, len(sl.Ports))
+	}
+	if b.memo != nil && b.memo.m == nil {
+		b.memo.m = make(map[epKey]epNames, n)
 	}
 	eps := make([]served, 0, n)
 	var srvs []srvKey

@@ -34,11 +34,35 @@ type epMemo struct {
 	gen uint32 // the current build
 }
 
+// nodeSource is where a build takes endpoint nodes from: a previous
+// contribution's names, or the published Snapshot's.
+type nodeSource interface {
+	get(name string) (*Node, bool)
+}
+
+// contributed is a contribution's names as a nodeSource.
+type contributed map[string]*Node
+
+func (c contributed) get(name string) (*Node, bool) {
+	n, ok := c[name]
+	return n, ok
+}
+
 // useMemo makes the builder keep endpoint names, taking them and the
-// endpoint nodes from prev when it has them.
-func (b *builder) useMemo(prev *contribution) {
-	if prev != nil {
-		b.prev, b.memo = prev.names, prev.eps
+// endpoint nodes from prev when it has them, else the nodes from
+// published (nil: none).
+//
+// A unit's first build after a Publish makes what it contributed then, so
+// the published node of one of its endpoint names that holds just what
+// the endpoint makes (takeEndpoint) is that contribution's node, or one
+// equal to it: an endpoint's host name is under its Service's name, and a
+// PTR name two units make holds both targets.
+func (b *builder) useMemo(prev *contribution, published nodeSource) {
+	switch {
+	case prev != nil:
+		b.prev, b.memo = contributed(prev.names), prev.eps
+	case published != nil:
+		b.prev = published
 	}
 	if b.memo == nil {
 		b.memo = &epMemo{}
@@ -103,6 +127,14 @@ func (b *builder) addEndpointNames(eps []served) {
 	}
 }
 
+// prevNode is the node of name where the build takes nodes from.
+func (b *builder) prevNode(name string) (*Node, bool) {
+	if b.prev == nil {
+		return nil, false
+	}
+	return b.prev.get(name)
+}
+
 // takeEndpoint puts in the build the previous contribution's nodes of
 // endpoint e when they hold just what e makes: its address, its name. It
 // reports whether it did. Neither name may hold data of this build yet; a
@@ -111,11 +143,11 @@ func (b *builder) takeEndpoint(e served) bool {
 	if b.prev == nil || e.ptr == "" {
 		return false
 	}
-	hn, ok := b.prev[e.host]
+	hn, ok := b.prev.get(e.host)
 	if !ok || !b.onlyAddr(hn, e.addr) {
 		return false
 	}
-	pn, ok := b.prev[e.ptr]
+	pn, ok := b.prev.get(e.ptr)
 	if !ok || !b.onlyPTR(pn, e.host) {
 		return false
 	}

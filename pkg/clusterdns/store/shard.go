@@ -1,11 +1,19 @@
 package store
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"slices"
+)
 
-// shardMap is an immutable map split into shards of plain Go maps: a
-// lookup costs a hash and a map lookup, and an update copies only the shards
+// shardMap is an immutable map split into shards: a lookup costs one hash
+// and a binary search of one shard, and an update copies only the shards
 // it touches (see shardEdit), so a Snapshot shares every other shard with
 // the one before it.
+//
+// A shard is a slice of entries sorted by the key's hash, not a Go map: a
+// Go map would hash the name a second time, copying one rehashes every
+// entry, and its slots cost about half again the entries' size. Copying a
+// shard is one copy of its bytes.
 type shardMap[K comparable, V any] struct {
 	seed maphash.Seed
 	// blocks hold the shards, blockSize each; their number is a power of
@@ -14,11 +22,18 @@ type shardMap[K comparable, V any] struct {
 	n      int
 }
 
+// entry is one key of a shard with its hash.
+type entry[K comparable, V any] struct {
+	h uint64
+	k K
+	v V
+}
+
 // blockSize is the number of shards per block: an update copies the block
 // array and the blocks it touches, not every shard pointer.
 const blockSize = 64
 
-type shardBlock[K comparable, V any] [blockSize]map[K]V
+type shardBlock[K comparable, V any] [blockSize][]entry[K, V]
 
 // shardTarget is the number of entries per shard a new or resized map aims
 // at: small enough that copying a shard is cheap.
@@ -30,34 +45,62 @@ func newShardMap[K comparable, V any](size int) *shardMap[K, V] {
 		n *= 2
 	}
 	m := &shardMap[K, V]{seed: maphash.MakeSeed(), blocks: make([]*shardBlock[K, V], n)}
-	// Each shard is made for its share of size, and a little more: a
-	// shard that grows while the map is filled rehashes what it holds.
+	// Each shard is made for its share of size, and a little more: a map
+	// filled to size then holds few slices that grew (compact trims
+	// those). Each is an object of its own, so that an edit's copy frees
+	// the one it replaces.
 	per := size/(n*blockSize) + 1
 	per += per / 4
 	for i := range m.blocks {
 		m.blocks[i] = new(shardBlock[K, V])
 		for j := range m.blocks[i] {
-			m.blocks[i][j] = make(map[K]V, per)
+			m.blocks[i][j] = make([]entry[K, V], 0, per)
 		}
 	}
 	return m
 }
 
-func (m *shardMap[K, V]) shard(k K) int {
-	var h uint64
+func (m *shardMap[K, V]) hash(k K) uint64 {
 	if s, ok := any(k).(string); ok {
-		h = maphash.String(m.seed, s) // the names: faster than Comparable
-	} else {
-		h = maphash.Comparable(m.seed, k)
+		return maphash.String(m.seed, s) // the names: faster than Comparable
 	}
-	return int(h & uint64(len(m.blocks)*blockSize-1))
+	return maphash.Comparable(m.seed, k)
 }
 
-func (m *shardMap[K, V]) at(i int) map[K]V { return m.blocks[i/blockSize][i%blockSize] }
+// shard is the index of the shard of hash h.
+func (m *shardMap[K, V]) shard(h uint64) int { return int(h & uint64(len(m.blocks)*blockSize-1)) }
+
+func (m *shardMap[K, V]) at(i int) []entry[K, V] { return m.blocks[i/blockSize][i%blockSize] }
+
+// find returns the position of k (hash h) in shard s, or where it would go.
+// The hashes are uniform, so the search starts where h would sit if they
+// were evenly spread (from its top bits; the low bits chose the shard)
+// and walks from there: a lookup touches a line or two of the shard, where
+// a binary search would touch four or five.
+func find[K comparable, V any](s []entry[K, V], h uint64, k K) (int, bool) {
+	i := int((h >> 32) * uint64(len(s)) >> 32)
+	for i > 0 && s[i-1].h >= h {
+		i--
+	}
+	for i < len(s) && s[i].h < h {
+		i++
+	}
+	for j := i; j < len(s) && s[j].h == h; j++ {
+		if s[j].k == k {
+			return j, true
+		}
+	}
+	return i, false
+}
 
 func (m *shardMap[K, V]) get(k K) (V, bool) {
-	v, ok := m.at(m.shard(k))[k]
-	return v, ok
+	h := m.hash(k)
+	s := m.at(m.shard(h))
+	if i, ok := find(s, h, k); ok {
+		return s[i].v, true
+	}
+	var zero V
+	return zero, false
 }
 
 func (m *shardMap[K, V]) len() int { return m.n }
@@ -65,8 +108,8 @@ func (m *shardMap[K, V]) len() int { return m.n }
 func (m *shardMap[K, V]) all(f func(K, V)) {
 	for _, b := range m.blocks {
 		for _, s := range b {
-			for k, v := range s {
-				f(k, v)
+			for _, e := range s {
+				f(e.k, e.v)
 			}
 		}
 	}
@@ -76,48 +119,56 @@ func (m *shardMap[K, V]) all(f func(K, V)) {
 // array once, and each block and shard at its first change.
 type shardEdit[K comparable, V any] struct {
 	m      *shardMap[K, V]
-	blocks map[int]bool // copied
-	shards map[int]bool // copied
+	blocks []bool // copied, by block
+	shards []int  // copied; a change touches few
 }
 
 func (m *shardMap[K, V]) edit() *shardEdit[K, V] {
-	next := &shardMap[K, V]{seed: m.seed, blocks: append([]*shardBlock[K, V](nil), m.blocks...), n: m.n}
-	return &shardEdit[K, V]{m: next, blocks: map[int]bool{}, shards: map[int]bool{}}
+	next := &shardMap[K, V]{seed: m.seed, blocks: slices.Clone(m.blocks), n: m.n}
+	return &shardEdit[K, V]{m: next, blocks: make([]bool, len(m.blocks))}
 }
 
-func (e *shardEdit[K, V]) own(i int) map[K]V {
+// own returns shard i of the edit, copied at its first change with room
+// for one more entry.
+func (e *shardEdit[K, V]) own(i int) *[]entry[K, V] {
 	b := i / blockSize
 	if !e.blocks[b] {
 		c := *e.m.blocks[b]
 		e.m.blocks[b] = &c
 		e.blocks[b] = true
 	}
-	if !e.shards[i] {
-		old := e.m.blocks[b][i%blockSize]
-		s := make(map[K]V, len(old)+1)
-		for k, v := range old {
-			s[k] = v
-		}
-		e.m.blocks[b][i%blockSize] = s
-		e.shards[i] = true
+	p := &e.m.blocks[b][i%blockSize]
+	if !slices.Contains(e.shards, i) {
+		s := make([]entry[K, V], len(*p), len(*p)+1)
+		copy(s, *p)
+		*p = s
+		e.shards = append(e.shards, i)
 	}
-	return e.m.blocks[b][i%blockSize]
+	return p
 }
 
 func (e *shardEdit[K, V]) set(k K, v V) {
-	s := e.own(e.m.shard(k))
-	if _, ok := s[k]; !ok {
-		e.m.n++
+	h := e.m.hash(k)
+	i := e.m.shard(h)
+	if j, ok := find(e.m.at(i), h, k); ok {
+		(*e.own(i))[j].v = v
+		return
 	}
-	s[k] = v
+	e.m.n++
+	p := e.own(i)
+	j, _ := find(*p, h, k)
+	*p = slices.Insert(*p, j, entry[K, V]{h, k, v})
 }
 
 func (e *shardEdit[K, V]) del(k K) {
-	i := e.m.shard(k)
-	if _, ok := e.m.at(i)[k]; !ok {
+	h := e.m.hash(k)
+	i := e.m.shard(h)
+	j, ok := find(e.m.at(i), h, k)
+	if !ok {
 		return
 	}
-	delete(e.own(i), k)
+	p := e.own(i)
+	*p = slices.Delete(*p, j, j+1)
 	e.m.n--
 }
 
@@ -135,25 +186,44 @@ func (m *shardMap[K, V]) resized() *shardMap[K, V] {
 	}
 	r := newShardMap[K, V](m.n)
 	m.all(func(k K, v V) { r.set(k, v) })
-	return r
+	return r.compact()
 }
 
 // set adds or replaces an entry of a map that is not published yet.
 func (m *shardMap[K, V]) set(k K, v V) {
-	s := m.at(m.shard(k))
-	if _, ok := s[k]; !ok {
-		m.n++
+	h := m.hash(k)
+	p := &m.blocks[m.shard(h)/blockSize][m.shard(h)%blockSize]
+	j, ok := find(*p, h, k)
+	if ok {
+		(*p)[j].v = v
+		return
 	}
-	s[k] = v
+	m.n++
+	*p = slices.Insert(*p, j, entry[K, V]{h, k, v})
 }
 
 // del removes an entry of a map that is not published yet.
 func (m *shardMap[K, V]) del(k K) {
-	s := m.at(m.shard(k))
-	if _, ok := s[k]; ok {
-		delete(s, k)
+	h := m.hash(k)
+	p := &m.blocks[m.shard(h)/blockSize][m.shard(h)%blockSize]
+	if j, ok := find(*p, h, k); ok {
+		*p = slices.Delete(*p, j, j+1)
 		m.n--
 	}
+}
+
+// compact copies the shards of a map that is not published yet that grew
+// past their room in newShardMap's run, where an append left up to twice
+// their entries' room.
+func (m *shardMap[K, V]) compact() *shardMap[K, V] {
+	for _, b := range m.blocks {
+		for i, s := range b {
+			if cap(s)-len(s) > len(s)/4+2 {
+				b[i] = append(make([]entry[K, V], 0, len(s)), s...)
+			}
+		}
+	}
+	return m
 }
 
 // get is the entry of k in the map being edited.

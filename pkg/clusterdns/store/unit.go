@@ -66,7 +66,7 @@ func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 				b.names = make(map[string]*Node, n)
 			}
 			if s.arena == nil {
-				b.useMemo(prev)
+				b.useMemo(prev, s.published(prev))
 			}
 			b.addService(&svc, sls)
 		}
@@ -88,6 +88,19 @@ func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 		c.ns = ns
 	}
 	return c
+}
+
+// published is the published name index when a build of a unit without
+// prev makes what the unit contributed to it (Store.touch), else nil.
+// s.mu is held.
+func (s *Store) published(prev *contribution) nodeSource {
+	if prev != nil || s.full {
+		return nil
+	}
+	if snap := s.snap.Load(); snap != nil {
+		return snap.names
+	}
+	return nil
 }
 
 // namesHint is about the number of names a Service with these slices
@@ -443,12 +456,13 @@ func (s *Store) rebuild() *Snapshot {
 	st.finish(names, d)
 
 	snap := s.newSnapshot()
-	snap.names = names.resized()
+	snap.names = names.compact().resized()
 	snap.podNS = newShardMap[netip.Addr, string](len(st.claims))
 	for ip := range st.claims {
 		v, _ := st.podNS(ip)
 		snap.podNS.set(ip, v)
 	}
+	snap.podNS.compact()
 	snap.namespaces = maps.Clone(st.known)
 	s.finishCounts(snap)
 	return snap
