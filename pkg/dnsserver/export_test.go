@@ -29,3 +29,16 @@ func socketCounts(s *Server, count func(*udpSocket) uint64) []uint64 {
 	}
 	return n
 }
+
+// MaxIdleWorkers bounds the goroutines kept waiting for datagrams.
+const MaxIdleWorkers = maxIdleWorkers
+
+// IdleWorkers is the number of goroutines of s waiting for a datagram.
+func IdleWorkers(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.udp == nil {
+		return 0
+	}
+	return int(s.udp.idle.Load())
+}

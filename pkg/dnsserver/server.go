@@ -206,7 +206,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	var servers []*dns.Server
 	var addrs []string
-	set := &udpSet{log: s.Logger, stopping: &s.stopping}
+	set := &udpSet{log: s.Logger, stopping: &s.stopping, work: make(chan udpJob)}
 	fail := func(err error) error {
 		set.close()
 		for _, srv := range servers {

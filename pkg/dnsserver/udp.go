@@ -41,6 +41,53 @@ type udpSet struct {
 	inflight sync.WaitGroup // the queries being served by ServeDNS
 	log      *slog.Logger
 	stopping *atomic.Bool
+	// work hands a datagram to a goroutine that served one and waits for
+	// the next (at most maxIdleWorkers wait; idle counts them). Such a
+	// goroutine's stack has grown to what ServeDNS needs: a new goroutine
+	// per datagram grows a small stack again each time. Closed once the
+	// reading goroutines are done.
+	work chan udpJob
+	idle atomic.Int32
+}
+
+// udpJob is one datagram for ServeDNS and the writer of its reply.
+type udpJob struct {
+	u *udpSocket
+	w *udpResponse
+	q []byte
+}
+
+// maxIdleWorkers bounds the goroutines kept waiting for datagrams.
+const maxIdleWorkers = 16
+
+// dispatch serves j on a waiting goroutine, or on a new one when none
+// waits: a datagram never waits for another.
+func (set *udpSet) dispatch(j udpJob) {
+	set.inflight.Add(1)
+	select {
+	case set.work <- j:
+	default:
+		go set.worker(j)
+	}
+}
+
+// worker serves j, then waits for more while fewer than maxIdleWorkers
+// wait.
+func (set *udpSet) worker(j udpJob) {
+	for {
+		j.u.serveQuery(j.w, j.q)
+		set.inflight.Done()
+		if set.idle.Add(1) > maxIdleWorkers {
+			set.idle.Add(-1)
+			return
+		}
+		var ok bool
+		j, ok = <-set.work
+		set.idle.Add(-1)
+		if !ok {
+			return
+		}
+	}
 }
 
 // newUDPSocket prepares conn to be served (one datagram at a time with
@@ -112,20 +159,16 @@ func (u *udpSocket) handle(ms []udpbatch.Msg) {
 	}
 }
 
-// serveDNS serves m's datagram on a goroutine of its own, as miekg/dns
-// does: the datagram is copied, since its buffer is read into again.
+// serveDNS serves m's datagram on a goroutine other than the reading one,
+// as miekg/dns does (dispatch): the datagram is copied, since its buffer
+// is read into again.
 func (u *udpSocket) serveDNS(m *udpbatch.Msg) {
 	q := append(make([]byte, 0, len(m.Buf)), m.Buf...)
 	peer := net.UDPAddrFromAddrPort(m.Peer)
 	if z := m.Zone(); z != "" && peer.Zone == "" {
 		peer.Zone = z
 	}
-	w := &udpResponse{u: u, peer: peer, dst: m.Dst}
-	u.set.inflight.Add(1)
-	go func() {
-		defer u.set.inflight.Done()
-		u.serveQuery(w, q)
-	}()
+	u.set.dispatch(udpJob{u: u, w: &udpResponse{u: u, peer: peer, dst: m.Dst}, q: q})
 }
 
 // serveQuery is miekg/dns's Server.serveDNS for one UDP datagram of at
@@ -265,6 +308,7 @@ func (set *udpSet) shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		set.loops.Wait()
+		close(set.work) // nothing sends any more: the waiting workers end
 		set.inflight.Wait()
 		close(done)
 	}()

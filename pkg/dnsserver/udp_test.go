@@ -399,6 +399,65 @@ func TestUDPShutdown(t *testing.T) {
 	}
 }
 
+// TestUDPWorkers: a datagram for ServeDNS goes to a goroutine that
+// served one before and waits, when one does; at most MaxIdleWorkers wait
+// once a burst is over; and Shutdown ends them (goleak).
+func TestUDPWorkers(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	release := make(chan struct{})
+	var held atomic.Int64
+	srv := newServer(holding(release, &held), 1, false)
+	srv.Listen = []string{"127.0.0.1:0"}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addrs()[0]
+	if n := dnsserver.IdleWorkers(srv); n != 0 {
+		t.Fatalf("%d goroutines wait before any query", n)
+	}
+
+	// A burst of held queries: one goroutine each, then MaxIdleWorkers
+	// of them stay.
+	const burst = dnsserver.MaxIdleWorkers + 24
+	errs := make(chan error, burst)
+	ask := func(name string) {
+		c := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
+		_, _, err := c.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), addr)
+		errs <- err
+	}
+	for range burst {
+		go ask("hold.example.")
+	}
+	testkit.WaitEqual(t, 5*time.Second, "held", held.Load, burst)
+	close(release)
+	for range burst {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitEqual(t, 5*time.Second, "idle workers", func() int { return dnsserver.IdleWorkers(srv) }, dnsserver.MaxIdleWorkers)
+
+	// The next datagram goes to one of them: one fewer waits while it is
+	// served, and it waits again after.
+	release2 := make(chan struct{})
+	srv.SetHandler(holding(release2, &held))
+	go ask("hold.example.")
+	testkit.WaitEqual(t, 5*time.Second, "held", held.Load, burst+1)
+	if n := dnsserver.IdleWorkers(srv); n != dnsserver.MaxIdleWorkers-1 {
+		t.Errorf("%d goroutines wait while one serves, want %d", n, dnsserver.MaxIdleWorkers-1)
+	}
+	close(release2)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitEqual(t, 5*time.Second, "idle workers", func() int { return dnsserver.IdleWorkers(srv) }, dnsserver.MaxIdleWorkers)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestUDPShutdownBounded: a query that is never answered does not hold
 // Shutdown past its context; the sockets are closed all the same.
 func TestUDPShutdownBounded(t *testing.T) {

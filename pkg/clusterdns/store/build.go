@@ -33,6 +33,48 @@ type builder struct {
 	prev nodeSource
 	// arena is what a rebuild's builds share (nil outside a rebuild).
 	arena *rebuildArena
+	// scratch holds the lists a build makes and drops; reuse says whether
+	// it came from the Store's previous build (one runs at a time).
+	scratch buildScratch
+	reuse   bool
+}
+
+// buildScratch is the lists of a Service's build that no contribution
+// keeps.
+type buildScratch struct {
+	eps   []served
+	srvs  []srvKey
+	addrs []netip.Addr
+}
+
+// scratchKeep is the longest list a Store keeps for its next build: a
+// Service of thousands of endpoints makes its own.
+const scratchKeep = 1024
+
+// scratchList is s emptied when it is reused and has room for n, else a
+// new list.
+func scratchList[T any](reuse bool, s []T, n int) []T {
+	if !reuse || cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// kept is sc as the Store keeps it for the next build: emptied of the
+// names the lists point at (they may go), without the long ones.
+func (sc buildScratch) kept() buildScratch {
+	clear(sc.eps[:cap(sc.eps)])
+	clear(sc.srvs[:cap(sc.srvs)])
+	if cap(sc.eps) > scratchKeep {
+		sc.eps = nil
+	}
+	if cap(sc.srvs) > scratchKeep {
+		sc.srvs = nil
+	}
+	if cap(sc.addrs) > scratchKeep {
+		sc.addrs = nil
+	}
+	return sc
 }
 
 // rebuildArena is what the builds of one rebuild share: the run of bytes
@@ -233,11 +275,12 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	case ClusterIP:
 		b.addClusterIP(svc, svcNode, base)
 	case Headless:
-		addrs := make([]netip.Addr, len(eps))
-		for i, e := range eps {
-			addrs[i] = e.addr
+		addrs := scratchList(b.reuse, b.scratch.addrs, len(eps))
+		for _, e := range eps {
+			addrs = append(addrs, e.addr)
 		}
 		addAddrs(svcNode, addrs)
+		b.scratch.addrs = addrs
 		b.addHeadlessSRV(base, srvs)
 		takeSRV(svcNode, bareSRV(srvs))
 	}
@@ -258,11 +301,12 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 	if b.memo != nil && b.memo.m == nil {
 		b.memo.m = make(map[epKey]epNames, n)
 	}
-	eps := make([]served, 0, n)
+	eps := scratchList(b.reuse, b.scratch.eps, n)
 	var srvs []srvKey
 	if svc.Type == Headless {
-		srvs = make([]srvKey, 0, n*ports)
+		srvs = scratchList(b.reuse, b.scratch.srvs, n*ports)
 	}
+	defer func() { b.scratch.eps, b.scratch.srvs = eps, srvs }()
 	for _, sl := range epSlices {
 		for _, ep := range sl.Endpoints {
 			if !ep.Ready && !svc.PublishNotReadyAddresses {

@@ -121,6 +121,9 @@ type Store struct {
 	// arena is what the builds of a rebuild share while it runs
 	// (build.go).
 	arena *rebuildArena
+	// scratch is the lists the last build outside a rebuild made and
+	// dropped, for the next one (build.go).
+	scratch buildScratch
 
 	snap atomic.Pointer[Snapshot]
 }

@@ -56,6 +56,10 @@ type contribution struct {
 func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 	b := newBuilder(s.zone, s.opts, s.exposed, s.state.ent, 8)
 	b.arena = s.arena
+	if s.arena == nil {
+		b.scratch, b.reuse = s.scratch, true
+		defer func() { s.scratch = b.scratch.kept() }()
+	}
 	switch u.kind {
 	case unitFixed:
 		b.addFixedNames()
