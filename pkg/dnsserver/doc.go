@@ -37,8 +37,9 @@
 //     0 allocs/op); the handlers' answers allocate
 //     nothing for cache hits of the answer cache, one for a zone reply
 //     (its key) and four for a zone miss with namespace metrics;
-//   - every other datagram is copied and served on a goroutine of its own,
-//     as miekg/dns serves it: its default MsgAcceptFunc (a response is
+//   - every other datagram is copied and served on a goroutine other than
+//     the reading one (one of at most 16 that served one before and wait,
+//     else a new one), as miekg/dns serves it: its default MsgAcceptFunc (a response is
 //     ignored, an opcode but QUERY and NOTIFY gets NOTIMP, more than one
 //     question or too many records FORMERR), then unpacked (FORMERR when
 //     it does not unpack), then the handler's ServeDNS. The replies are

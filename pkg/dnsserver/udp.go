@@ -21,8 +21,9 @@ const headerSize = 12
 
 // udpSocket is one of the UDP sockets of a listen address and the
 // goroutine that reads it: it answers from the wire form what the handler
-// answers so, writes those replies as a batch, and starts a goroutine for
-// every other datagram, which miekg/dns unpacks and the handler serves.
+// answers so, writes those replies as a batch, and hands every other
+// datagram to another goroutine (udpSet.dispatch), where miekg/dns unpacks
+// it and the handler serves it.
 type udpSocket struct {
 	conn *udpbatch.Conn
 	g    *guard
