@@ -31,6 +31,9 @@ type builder struct {
 	// addEndpointNames).
 	memo *epMemo
 	prev nodeSource
+	// published is the published index when the build makes what the unit
+	// contributed to it (prev is then that index too), else nil.
+	published *shardMap[string, *Node]
 	// arena is what a rebuild's builds share (nil outside a rebuild).
 	arena *rebuildArena
 	// scratch holds the lists a build makes and drops; reuse says whether
@@ -504,6 +507,35 @@ func (b *builder) sortNodes() {
 
 // maxLabel is the longest DNS label.
 const maxLabel = 63
+
+// appendEndpointLabel appends endpointLabel(ep, a, podNames) to dst.
+func appendEndpointLabel(dst []byte, ep Endpoint, a netip.Addr, podNames bool) []byte {
+	switch {
+	case ep.Hostname != "" && len(ep.Hostname) <= maxLabel:
+		return appendLower(dst, ep.Hostname)
+	case podNames && ep.PodName != "" && len(ep.PodName) <= maxLabel:
+		return appendLower(dst, ep.PodName)
+	}
+	return appendEndpointDashedIP(dst, a)
+}
+
+// appendLower appends strings.ToLower(s) to dst, without a copy of s when
+// it is ASCII.
+func appendLower(dst []byte, s string) []byte {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return append(dst, strings.ToLower(s)...)
+		}
+	}
+	for i := range len(s) {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
 
 func endpointLabel(ep Endpoint, a netip.Addr, podNames bool) string {
 	if ep.Hostname != "" && len(ep.Hostname) <= maxLabel {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"net/netip"
+	"unsafe"
 )
 
 // A Service unit built again after a change costs what its changed
@@ -57,12 +58,12 @@ func (c contributed) get(name string) (*Node, bool) {
 // the endpoint makes (takeEndpoint) is that contribution's node, or one
 // equal to it: an endpoint's host name is under its Service's name, and a
 // PTR name two units make holds both targets.
-func (b *builder) useMemo(prev *contribution, published nodeSource) {
+func (b *builder) useMemo(prev *contribution, published *shardMap[string, *Node]) {
 	switch {
 	case prev != nil:
 		b.prev, b.memo = contributed(prev.names), prev.eps
 	case published != nil:
-		b.prev = published
+		b.prev, b.published = published, published
 	}
 	if b.memo == nil {
 		b.memo = &epMemo{}
@@ -79,7 +80,7 @@ func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
 	k := epKey{a, ep.Hostname, ep.PodName}
 	n, ok := b.memo.m[k]
 	if !ok {
-		n = epNames{host: b.concat(endpointLabel(ep, a, b.opts.EndpointPodNames), ".", base), ptr: b.reverseName(a)}
+		n = b.newEndpointNames(ep, a, base)
 		if b.memo.m == nil {
 			b.memo.m = map[epKey]epNames{}
 		}
@@ -87,6 +88,31 @@ func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
 	n.seen = b.memo.gen
 	b.memo.m[k] = n
 	return served{addr: a, host: n.host, ptr: n.ptr}
+}
+
+// newEndpointNames makes the names of endpoint address a of ep under base.
+// A build of what a unit published shares the published index's strings
+// of the names it has, which are most: the names the memo keeps then cost
+// nothing but the memo.
+func (b *builder) newEndpointNames(ep Endpoint, a netip.Addr, base string) epNames {
+	if b.published == nil {
+		return epNames{host: b.concat(endpointLabel(ep, a, b.opts.EndpointPodNames), ".", base), ptr: b.reverseName(a)}
+	}
+	var buf [320]byte
+	host := appendEndpointLabel(buf[:0], ep, a, b.opts.EndpointPodNames)
+	host = append(append(host, '.'), base...)
+	n := epNames{host: indexed(b.published, host)}
+	n.ptr = indexed(b.published, appendReverseName(buf[:0], a))
+	return n
+}
+
+// indexed is name as the index m holds it, or a copy of it when m does not
+// have it; name is not kept.
+func indexed(m *shardMap[string, *Node], name []byte) string {
+	if k, _, ok := m.entry(unsafe.String(unsafe.SliceData(name), len(name))); ok {
+		return k
+	}
+	return string(name)
 }
 
 // prune forgets the names of endpoints the last build did not see, once

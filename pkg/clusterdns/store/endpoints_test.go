@@ -188,3 +188,33 @@ func TestLargeService(t *testing.T) {
 		t.Fatalf("after a move: %s (lost %d)", msg, st.lost)
 	}
 }
+
+// TestAppendEndpointLabel: the label a build of published names appends is
+// endpointLabel's, for hostnames and pod names of any case and for both
+// families' dashed addresses.
+func TestAppendEndpointLabel(t *testing.T) {
+	v4, v6, v6end, mapped := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("fd00::1"),
+		netip.MustParseAddr("fd00::"), netip.MustParseAddr("::ffff:10.0.0.2")
+	for _, tc := range []struct {
+		ep       Endpoint
+		a        netip.Addr
+		podNames bool
+		want     string
+	}{
+		{Endpoint{Hostname: "web-0"}, v4, false, "web-0"},
+		{Endpoint{Hostname: "Web-0"}, v4, false, "web-0"},
+		{Endpoint{Hostname: "ÄB-x"}, v4, false, "äb-x"},
+		{Endpoint{PodName: "Pod-A"}, v4, true, "pod-a"},
+		{Endpoint{PodName: "pod-a"}, v4, false, "10-1-2-3"},
+		{Endpoint{Hostname: strings.Repeat("a", 64)}, v4, false, "10-1-2-3"},
+		{Endpoint{}, v6, false, "fd00--1"},
+		{Endpoint{}, v6end, false, "fd00--0"},
+		{Endpoint{}, mapped, false, "10-0-0-2"},
+	} {
+		got := string(appendEndpointLabel([]byte("x."), tc.ep, tc.a, tc.podNames))
+		if got != "x."+tc.want || endpointLabel(tc.ep, tc.a, tc.podNames) != tc.want {
+			t.Errorf("%+v %v: appended %q, endpointLabel %q; want %q", tc.ep, tc.a, got,
+				endpointLabel(tc.ep, tc.a, tc.podNames), tc.want)
+		}
+	}
+}

@@ -85,31 +85,44 @@ type Objects struct {
 // DashedIP is the label a pod or an endpoint without a hostname gets:
 // 10-1-2-3 for IPv4, the compressed IPv6 form with ':' replaced by '-'
 // (fd00--1) for IPv6.
-func DashedIP(a netip.Addr) string {
+func DashedIP(a netip.Addr) string { return string(appendDashedIP(nil, a)) }
+
+// appendDashedIP appends DashedIP(a) to dst.
+func appendDashedIP(dst []byte, a netip.Addr) []byte {
 	a = a.Unmap()
 	if a.Is4() {
 		b := a.As4()
-		var buf [15]byte
-		out := strconv.AppendUint(buf[:0], uint64(b[0]), 10)
+		dst = strconv.AppendUint(dst, uint64(b[0]), 10)
 		for _, x := range b[1:] {
-			out = append(out, '-')
-			out = strconv.AppendUint(out, uint64(x), 10)
+			dst = append(dst, '-')
+			dst = strconv.AppendUint(dst, uint64(x), 10)
 		}
-		return string(out)
+		return dst
 	}
-	return strings.ReplaceAll(a.WithZone("").String(), ":", "-")
+	start := len(dst)
+	dst = a.WithZone("").AppendTo(dst)
+	for i := start; i < len(dst); i++ {
+		if dst[i] == ':' {
+			dst[i] = '-'
+		}
+	}
+	return dst
 }
 
 // EndpointDashedIP is the label of an endpoint without a hostname:
 // DashedIP, with a "0" after a trailing '-' (an IPv6 address ending in
 // "::"), as CoreDNS names endpoints. Pod names keep DashedIP, as CoreDNS's
 // verified mode matches them.
-func EndpointDashedIP(a netip.Addr) string {
-	l := DashedIP(a)
-	if strings.HasSuffix(l, "-") {
-		l += "0"
+func EndpointDashedIP(a netip.Addr) string { return string(appendEndpointDashedIP(nil, a)) }
+
+// appendEndpointDashedIP appends EndpointDashedIP(a) to dst.
+func appendEndpointDashedIP(dst []byte, a netip.Addr) []byte {
+	start := len(dst)
+	dst = appendDashedIP(dst, a)
+	if len(dst) > start && dst[len(dst)-1] == '-' {
+		dst = append(dst, '0')
 	}
-	return l
+	return dst
 }
 
 // ParseDashedIP is the inverse of DashedIP. A label with exactly three dashes

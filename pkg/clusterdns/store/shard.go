@@ -103,6 +103,19 @@ func (m *shardMap[K, V]) get(k K) (V, bool) {
 	return zero, false
 }
 
+// entry is get with the key as the map holds it: a name built again can
+// share the map's string instead of keeping a copy.
+func (m *shardMap[K, V]) entry(k K) (K, V, bool) {
+	h := m.hash(k)
+	s := m.at(m.shard(h))
+	if i, ok := find(s, h, k); ok {
+		return s[i].k, s[i].v, true
+	}
+	var zk K
+	var zv V
+	return zk, zv, false
+}
+
 func (m *shardMap[K, V]) len() int { return m.n }
 
 func (m *shardMap[K, V]) all(f func(K, V)) {

@@ -97,7 +97,7 @@ func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 // published is the published name index when a build of a unit without
 // prev makes what the unit contributed to it (Store.touch), else nil.
 // s.mu is held.
-func (s *Store) published(prev *contribution) nodeSource {
+func (s *Store) published(prev *contribution) *shardMap[string, *Node] {
 	if prev != nil || s.full {
 		return nil
 	}
