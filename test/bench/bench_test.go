@@ -324,9 +324,12 @@ const (
 	maxGoroutines = 3000
 	maxRSSKiB     = 200 << 10
 	// servfailBy is how long a query to a dead upstream may wait for its
-	// SERVFAIL; from fastFrom after the flood began (the detection time
-	// plus a second of grace) queries must be answered at once, fastLatency
-	// (p99), as must the in-cluster name throughout.
+	// SERVFAIL. From fastFrom after the flood began (the detection time
+	// plus a second of grace) 99 % of the queries must be answered within
+	// it, p99 included: with every upstream down, one is still tried, as
+	// CoreDNS does (issue 27 item 1), so a query waits for the forward
+	// timeout unless max-concurrent sheds it. The in-cluster name must be
+	// answered within fastLatency (p99) throughout.
 	servfailBy  = 2500 * time.Millisecond
 	fastFrom    = servfailBy + time.Second
 	fastLatency = 100 * time.Millisecond
@@ -482,8 +485,8 @@ func floodViolations(r floodReport) []string {
 		if st.afterAnswered*100 < st.afterSent*99 {
 			v = append(v, fmt.Sprintf("%d of %d queries sent %v after the flood began answered, want 99%%", st.afterAnswered, st.afterSent, fastFrom))
 		}
-		if p99 := percentile(st.afterLat, 0.99); p99 > fastLatency {
-			v = append(v, fmt.Sprintf("queries sent %v after the flood began: reply p99 %v, want at most %v (SERVFAIL at once while the upstreams stay down)", fastFrom, p99, fastLatency))
+		if p99 := percentile(st.afterLat, 0.99); p99 > servfailBy {
+			v = append(v, fmt.Sprintf("queries sent %v after the flood began: reply p99 %v, want at most %v (the forward timeout, while the upstreams stay down)", fastFrom, p99, servfailBy))
 		}
 	}
 	if len(r.probes) == 0 || st.probeLost > 0 {
