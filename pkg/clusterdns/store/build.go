@@ -309,7 +309,12 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 	if svc.Type == Headless {
 		srvs = scratchList(b.reuse, b.scratch.srvs, n*ports)
 	}
-	defer func() { b.scratch.eps, b.scratch.srvs = eps, srvs }()
+	defer func() {
+		b.scratch.eps = eps
+		if srvs != nil { // a ClusterIP Service makes none: keep the list
+			b.scratch.srvs = srvs
+		}
+	}()
 	for _, sl := range epSlices {
 		for _, ep := range sl.Endpoints {
 			if !ep.Ready && !svc.PublishNotReadyAddresses {
