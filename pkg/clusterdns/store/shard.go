@@ -6,7 +6,7 @@ import (
 )
 
 // shardMap is an immutable map split into shards: a lookup costs one hash
-// and a binary search of one shard, and an update copies only the shards
+// and a short walk of one shard (find), and an update copies only the shards
 // it touches (see shardEdit), so a Snapshot shares every other shard with
 // the one before it.
 //
@@ -70,7 +70,10 @@ func (m *shardMap[K, V]) hash(k K) uint64 {
 // shard is the index of the shard of hash h.
 func (m *shardMap[K, V]) shard(h uint64) int { return int(h & uint64(len(m.blocks)*blockSize-1)) }
 
-func (m *shardMap[K, V]) at(i int) []entry[K, V] { return m.blocks[i/blockSize][i%blockSize] }
+func (m *shardMap[K, V]) at(i int) []entry[K, V] { return *m.slot(i) }
+
+// slot is where shard i is held, for a map or an edit that may replace it.
+func (m *shardMap[K, V]) slot(i int) *[]entry[K, V] { return &m.blocks[i/blockSize][i%blockSize] }
 
 // find returns the position of k (hash h) in shard s, or where it would go.
 // The hashes are uniform, so the search starts where h would sit if they
@@ -150,7 +153,7 @@ func (e *shardEdit[K, V]) own(i int) *[]entry[K, V] {
 		e.m.blocks[b] = &c
 		e.blocks[b] = true
 	}
-	p := &e.m.blocks[b][i%blockSize]
+	p := e.m.slot(i)
 	if !slices.Contains(e.shards, i) {
 		s := make([]entry[K, V], len(*p), len(*p)+1)
 		copy(s, *p)
@@ -163,13 +166,13 @@ func (e *shardEdit[K, V]) own(i int) *[]entry[K, V] {
 func (e *shardEdit[K, V]) set(k K, v V) {
 	h := e.m.hash(k)
 	i := e.m.shard(h)
-	if j, ok := find(e.m.at(i), h, k); ok {
-		(*e.own(i))[j].v = v
+	j, ok := find(e.m.at(i), h, k)
+	p := e.own(i) // a copy of what find read: j holds in it
+	if ok {
+		(*p)[j].v = v
 		return
 	}
 	e.m.n++
-	p := e.own(i)
-	j, _ := find(*p, h, k)
 	*p = slices.Insert(*p, j, entry[K, V]{h, k, v})
 }
 
@@ -205,7 +208,7 @@ func (m *shardMap[K, V]) resized() *shardMap[K, V] {
 // set adds or replaces an entry of a map that is not published yet.
 func (m *shardMap[K, V]) set(k K, v V) {
 	h := m.hash(k)
-	p := &m.blocks[m.shard(h)/blockSize][m.shard(h)%blockSize]
+	p := m.slot(m.shard(h))
 	j, ok := find(*p, h, k)
 	if ok {
 		(*p)[j].v = v
@@ -218,7 +221,7 @@ func (m *shardMap[K, V]) set(k K, v V) {
 // del removes an entry of a map that is not published yet.
 func (m *shardMap[K, V]) del(k K) {
 	h := m.hash(k)
-	p := &m.blocks[m.shard(h)/blockSize][m.shard(h)%blockSize]
+	p := m.slot(m.shard(h))
 	if j, ok := find(*p, h, k); ok {
 		*p = slices.Delete(*p, j, j+1)
 		m.n--
@@ -226,8 +229,8 @@ func (m *shardMap[K, V]) del(k K) {
 }
 
 // compact copies the shards of a map that is not published yet that grew
-// past their room in newShardMap's run, where an append left up to twice
-// their entries' room.
+// past the room newShardMap gave them: an append left up to twice their
+// entries' room.
 func (m *shardMap[K, V]) compact() *shardMap[K, V] {
 	for _, b := range m.blocks {
 		for i, s := range b {
