@@ -39,6 +39,8 @@ type recordFeed struct {
 	watching feedWatch      // the reloader's: what the feed watches
 	rewatch  chan feedWatch // to run: watch this instead
 
+	firstPublish func(publish func()) // Deps.FirstPublish
+
 	mu     sync.Mutex
 	synced bool // the running feed has published its records
 }
@@ -146,7 +148,15 @@ type syncedStore struct {
 }
 
 func (s syncedStore) Publish() *store.Snapshot {
-	snap := s.Store.Publish()
+	s.feed.mu.Lock()
+	first := !s.feed.synced
+	s.feed.mu.Unlock()
+	var snap *store.Snapshot
+	if first && s.feed.firstPublish != nil {
+		s.feed.firstPublish(func() { snap = s.Store.Publish() })
+	} else {
+		snap = s.Store.Publish()
+	}
 	s.feed.mu.Lock()
 	s.feed.synced = true
 	s.feed.mu.Unlock()

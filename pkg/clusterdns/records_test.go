@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 // server's informers again with the pods; a reload away from it and back
 // starts from an empty store, so a pod deleted while the pods were not
 // watched does not come back; a reload that changes only the ttl
-// publishes the records again without a restart.
+// publishes the records again without a restart. Each start's first
+// publish, and only it, runs through firstPublish (Deps.FirstPublish).
 func TestRecordFeedRewatch(t *testing.T) {
 	client := fake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}},
@@ -41,6 +43,17 @@ func TestRecordFeedRewatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &recordFeed{st: st, log: slog.New(slog.DiscardHandler), client: client, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
+	var firsts atomic.Int32
+	r.firstPublish = func(publish func()) {
+		firsts.Add(1)
+		publish()
+	}
+	wantFirsts := func(step string, n int32) {
+		t.Helper()
+		if got := firsts.Load(); got != n {
+			t.Errorf("after %s: %d first publishes, want %d", step, got, n)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.run(ctx) }()
@@ -61,6 +74,7 @@ func TestRecordFeedRewatch(t *testing.T) {
 	if _, ok := lookup(pod); ok {
 		t.Fatal("pods disabled: the pod's name is served")
 	}
+	wantFirsts("the first sync", 1)
 	step := func(name string, cfg *v1alpha1.ServerConfiguration, cond func() bool) {
 		t.Helper()
 		if err := r.apply(cfg); err != nil {
@@ -69,7 +83,9 @@ func TestRecordFeedRewatch(t *testing.T) {
 		testkit.WaitEqual(t, 10*time.Second, name+" applied", cond, true)
 	}
 	step("pods verified", config(v1alpha1.PodsVerified, 5), func() bool { _, ok := lookup(pod); return ok })
+	wantFirsts("pods verified", 2)
 	step("pods disabled", config(v1alpha1.PodsDisabled, 5), func() bool { _, ok := lookup(pod); return !ok })
+	wantFirsts("pods disabled", 3)
 	if err := client.CoreV1().Pods("prod").Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,5 +93,7 @@ func TestRecordFeedRewatch(t *testing.T) {
 	if _, ok := lookup(pod); ok {
 		t.Error("a pod deleted while pods were not watched is served again")
 	}
+	wantFirsts("pods verified again", 4)
 	step("ttl only", config(v1alpha1.PodsVerified, 9), func() bool { n, ok := lookup(web); return ok && n.TTL == 9 })
+	wantFirsts("ttl only", 4)
 }

@@ -35,6 +35,10 @@ type Deps struct {
 	// first synced (serve lowers its GC target there); the server then
 	// gives the heap the collector freed back to the OS.
 	AfterSync func()
+	// FirstPublish, when set, runs each first publish of the API server's
+	// records, which builds the whole index at once (serve raises its GC
+	// target around it).
+	FirstPublish func(publish func())
 }
 
 // Reload is the config file a running server watches, and how it is
@@ -107,6 +111,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	records.firstPublish = s.deps.FirstPublish
 	// With manifests the records are loaded: compile them now, then give
 	// the loading garbage and the start-up pages back to the OS.
 	stack.handler.Warm()

@@ -32,7 +32,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 func TestParseChurnSettings(t *testing.T) {
 	def := churnSettings{services: 10000, headless: 200, rates: []int{10, 50}, churnFor: 30 * time.Second,
-		queryQPS: 5000, queryFor: 10 * time.Second, populateQPS: 500, populate: populateAPI}
+		queryQPS: 5000, queryFor: 10 * time.Second, populateQPS: 500, populate: populateAPI, starts: 2}
 	for _, c := range []struct {
 		name    string
 		env     map[string]string
@@ -43,11 +43,12 @@ func TestParseChurnSettings(t *testing.T) {
 		{name: "all set", env: map[string]string{
 			envChurnServices: "50000", envChurnHeadless: "0", envChurnRate: "5, 100", envChurnFor: "1m",
 			envChurnQueryQPS: "0", envChurnQueryFor: "2s", envChurnPopulateQPS: "50", envChurnPopulate: "etcd",
+			envChurnStarts: "4",
 		}, want: churnSettings{services: 50000, headless: 0, rates: []int{5, 100}, churnFor: time.Minute,
-			queryQPS: 0, queryFor: 2 * time.Second, populateQPS: 50, populate: populateEtcd}},
+			queryQPS: 0, queryFor: 2 * time.Second, populateQPS: 50, populate: populateEtcd, starts: 4}},
 		{name: "populate through the API", env: map[string]string{envChurnPopulate: "api"}, want: def},
-		{name: "bad numbers", env: map[string]string{envChurnServices: "10k", envChurnHeadless: "-1", envChurnRate: "10,0"},
-			wantErr: []string{`DNSCONFIGURER_CHURN_SERVICES="10k"`, `DNSCONFIGURER_CHURN_HEADLESS="-1"`, `DNSCONFIGURER_CHURN_RATE="10,0"`}},
+		{name: "bad numbers", env: map[string]string{envChurnServices: "10k", envChurnHeadless: "-1", envChurnRate: "10,0", envChurnStarts: "0"},
+			wantErr: []string{`DNSCONFIGURER_CHURN_SERVICES="10k"`, `DNSCONFIGURER_CHURN_HEADLESS="-1"`, `DNSCONFIGURER_CHURN_RATE="10,0"`, `DNSCONFIGURER_CHURN_STARTS="0"`}},
 		{name: "bad populate", env: map[string]string{envChurnPopulate: "etcd3"},
 			wantErr: []string{`DNSCONFIGURER_CHURN_POPULATE="etcd3": want api or etcd`}},
 		{name: "bad durations", env: map[string]string{envChurnFor: "30", envChurnQueryFor: "1h"},
@@ -704,14 +705,14 @@ func goodChurn() *churnReport {
 		loadAvg: "2.10 1.50 1.00",
 	}
 	r.servers = []serverRun{
-		{name: "dnsconfigurer", start: 2450 * time.Millisecond,
+		{name: "dnsconfigurer", starts: []time.Duration{2450 * time.Millisecond, 2650 * time.Millisecond},
 			sync: usage{anonKiB: 48 << 10}, end: usage{anonKiB: 94 << 10, hwmKiB: 160 << 10},
 			baseQuery: q(360*time.Microsecond, 0),
 			phases: []serverPhase{
 				{polls: polls(190*time.Millisecond, 300), cpu: 18 * time.Second, query: q(12*time.Millisecond, 3), loaded: polls(200*time.Millisecond, 200)},
 				{polls: polls(210*time.Millisecond, 1500), cpu: 18450 * time.Millisecond, query: q(12300*time.Microsecond, 0), loaded: polls(220*time.Millisecond, 1000)},
 			}},
-		{name: "coredns", start: 1640 * time.Millisecond,
+		{name: "coredns", starts: []time.Duration{1640 * time.Millisecond, 1240 * time.Millisecond},
 			sync: usage{anonKiB: 47 << 10}, end: usage{anonKiB: 52 << 10, hwmKiB: 90 << 10},
 			baseQuery: q(600*time.Microsecond, 0),
 			phases: []serverPhase{

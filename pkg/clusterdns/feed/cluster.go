@@ -53,16 +53,22 @@ func (c *Cluster) Run(ctx context.Context) error {
 		default:
 		}
 	}
-	var synced []cache.InformerSynced
+	var synced []<-chan struct{}
 	for _, k := range c.kinds(sink{ctx: ctx, log: log, store: c.Store}) {
 		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{})}
 		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, c.Client), k.example, ks,
 			cache.ReflectorOptions{Name: k.name})
-		synced = append(synced, ks.hasSynced)
+		synced = append(synced, ks.synced)
 		wg.Go(func() { r.RunWithContext(ctx) })
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("wait for sync: %w", ctx.Err())
+	// Wait on each kind's first list itself: cache.WaitForCacheSync polls
+	// every 100 ms, which would add 50 ms to a start on average.
+	for _, ch := range synced {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for sync: %w", ctx.Err())
+		}
 	}
 	// Drain the notifications of the initial lists: the publish covers them.
 	select {
@@ -96,7 +102,7 @@ type kind struct {
 	name      string
 	example   runtime.Object
 	lw        *cache.ListWatch
-	transform cache.TransformFunc // what a streamed initial list keeps
+	transform cache.TransformFunc // what a streamed initial list holds of an object until its Replace
 	set, del  func(obj any)
 	keys      func() []store.Key // what the store holds of the kind
 }
@@ -105,9 +111,10 @@ type kind struct {
 // store through s.
 func (c *Cluster) kinds(s sink) []kind {
 	core, disc := c.Client.CoreV1(), c.Client.DiscoveryV1()
+	setService, stageService := setter(s, "service", keepAll(ToService), s.store.SetService, s.store.DeleteService)
 	ks := []kind{{
-		name: "services", example: &corev1.Service{}, transform: stripService,
-		set: setter(s, "service", keepAll(ToService), s.store.SetService, s.store.DeleteService), del: deleter(s.store.DeleteService),
+		name: "services", example: &corev1.Service{}, transform: stageService,
+		set: setService, del: deleter(s.store.DeleteService),
 		keys: s.keys(store.KindService),
 		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return core.Services("").List(ctx, o)
@@ -116,9 +123,9 @@ func (c *Cluster) kinds(s sink) []kind {
 		}),
 	}}
 	if !c.NoEndpoints {
+		set, stage := setter(s, "endpointslice", keepAll(ToEndpointSlice), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
 		ks = append(ks, kind{
-			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stripEndpointSlice,
-			set: setter(s, "endpointslice", keepAll(ToEndpointSlice), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice),
+			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stage, set: set,
 			del: deleter(s.store.DeleteEndpointSlice), keys: s.keys(store.KindEndpointSlice),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return disc.EndpointSlices("").List(ctx, o)
@@ -137,9 +144,9 @@ func (c *Cluster) kinds(s sink) []kind {
 		}),
 	})
 	if c.Pods {
+		set, stage := setter(s, "pod", ToPod, s.store.SetPod, s.store.DeletePod)
 		ks = append(ks, kind{
-			name: "pods", example: &corev1.Pod{}, transform: stripPod,
-			set: setter(s, "pod", ToPod, s.store.SetPod, s.store.DeletePod), del: deleter(s.store.DeletePod),
+			name: "pods", example: &corev1.Pod{}, transform: stage, set: set, del: deleter(s.store.DeletePod),
 			keys: s.keys(store.KindPod),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Pods("").List(ctx, o)
@@ -159,7 +166,7 @@ func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, e
 // keyedStore is a reflector's store that holds no objects: it applies each
 // event through its kind's set and del, then notifies. A relist (Replace)
 // deletes what the store holds and the list no longer has. A reflector
-// calls it from one goroutine; hasSynced may be called from any.
+// calls it from one goroutine; synced may be waited on from any.
 type keyedStore struct {
 	kind   kind
 	notify func()
@@ -180,9 +187,22 @@ func (k *keyedStore) Delete(obj any) error {
 // Resync has nothing to resend: the store holds the records.
 func (k *keyedStore) Resync() error { return nil }
 
-// Transformer strips the objects a streamed initial list holds until its
-// Replace, so that list's high-water mark is stripped objects.
+// Transformer converts the objects of a streamed initial list as they
+// arrive: the list holds records, not API objects, until its Replace, and
+// the Replace at its end only stores them.
 func (k *keyedStore) Transformer() cache.TransformFunc { return k.kind.transform }
+
+// keyOf is the namespace and name of a listed object.
+func keyOf(obj any) (store.Key, error) {
+	if s, ok := obj.(keyed); ok {
+		return s.key(), nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return store.Key{}, err
+	}
+	return store.Key{Namespace: m.GetNamespace(), Name: m.GetName()}, nil
+}
 
 func (k *keyedStore) apply(obj any, set bool) error {
 	if _, err := cache.MetaNamespaceKeyFunc(obj); err != nil {
@@ -203,13 +223,13 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 	listed := make(map[store.Key]struct{}, len(list))
 	var errs []error
 	for _, obj := range list {
-		m, err := meta.Accessor(obj)
+		key, err := keyOf(obj)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		k.kind.set(obj)
-		listed[store.Key{Namespace: m.GetNamespace(), Name: m.GetName()}] = struct{}{}
+		listed[key] = struct{}{}
 	}
 	for _, key := range k.kind.keys() {
 		if _, ok := listed[key]; !ok {
@@ -228,15 +248,6 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 	return nil
 }
 
-func (k *keyedStore) hasSynced() bool {
-	select {
-	case <-k.synced:
-		return true
-	default:
-		return false
-	}
-}
-
 // sink applies watch events to the store: objects are converted to slim
 // records, and one that does not convert is logged and removed. ctx is
 // Run's, for the log records only.
@@ -246,25 +257,61 @@ type sink struct {
 	store Publisher
 }
 
+// staged is what a kind's transform makes of an object of a streamed
+// initial list: its record, converted while the list streams, so that
+// the Replace at the list's end only stores it. The reflector's temporary
+// store files it under the object's namespace and name.
+type staged[R any] struct {
+	ns, name string
+	rec      R
+	keep     bool
+	err      error
+}
+
+// GetObjectMeta names the object, for the reflector's key function.
+func (s *staged[R]) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: s.ns, Name: s.name}
+}
+
+func (s *staged[R]) key() store.Key { return store.Key{Namespace: s.ns, Name: s.name} }
+
+// keyed is an object that names itself without an ObjectMeta (staged).
+type keyed interface{ key() store.Key }
+
 // setter returns the handler that stores what conv keeps of a T and
-// removes a T it does not keep (a pod that ToPod drops, say); what names
-// the kind in the log.
-func setter[T metav1.Object, R any](s sink, what string, conv func(T) (R, bool, error), set func(R), del func(ns, name string)) func(obj any) {
-	return func(obj any) {
-		v, ok := obj.(T)
-		if !ok {
-			return
-		}
-		rec, keep, err := conv(v)
+// removes a T it does not keep (a pod that ToPod drops, say), and the
+// transform that converts a streamed T ahead of it; what names the kind
+// in the log.
+func setter[T metav1.Object, R any](s sink, what string, conv func(T) (R, bool, error), set func(R), del func(ns, name string)) (func(obj any), cache.TransformFunc) {
+	apply := func(ns, name string, rec R, keep bool, err error) {
 		if err != nil {
 			s.log.WarnContext(s.ctx, "skipping "+what, "err", err)
 		}
 		if err != nil || !keep {
-			del(namespaceOf(v), v.GetName())
+			del(defaultNamespace(ns), name)
 			return
 		}
 		set(rec)
 	}
+	setFn := func(obj any) {
+		switch v := obj.(type) {
+		case *staged[R]:
+			apply(v.ns, v.name, v.rec, v.keep, v.err)
+		case T:
+			rec, keep, err := conv(v)
+			apply(v.GetNamespace(), v.GetName(), rec, keep, err)
+		}
+	}
+	transform := func(obj any) (any, error) {
+		v, ok := obj.(T)
+		if !ok {
+			return obj, nil // a tombstone
+		}
+		st := &staged[R]{ns: v.GetNamespace(), name: v.GetName()}
+		st.rec, st.keep, st.err = conv(v)
+		return st, nil
+	}
+	return setFn, transform
 }
 
 // keepAll adapts a converter that keeps every object that converts.
@@ -278,7 +325,11 @@ func keepAll[T, R any](conv func(T) (R, error)) func(T) (R, bool, error) {
 // deleter returns the handler that removes an object by namespace and name.
 func deleter(del func(ns, name string)) func(obj any) {
 	return func(obj any) {
-		if m, ok := obj.(metav1.Object); ok {
+		switch m := obj.(type) {
+		case keyed:
+			k := m.key()
+			del(defaultNamespace(k.Namespace), k.Name)
+		case metav1.Object:
 			del(namespaceOf(m), m.GetName())
 		}
 	}
@@ -303,68 +354,11 @@ func (s sink) deleteNamespace(obj any) {
 
 func storeNamespace(name string) store.Namespace { return store.Namespace{Name: name} }
 
-func slimMeta(m metav1.ObjectMeta, keepLabel string) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
-	if v, ok := m.Labels[keepLabel]; ok && keepLabel != "" {
-		out.Labels = map[string]string{keepLabel: v}
+// stripNamespace is the namespaces' transform: a streamed initial list
+// keeps only their names until it is applied.
+func stripNamespace(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Namespace); ok {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}, nil
 	}
-	return out
-}
-
-// The transforms keep only what DNS reads, so a streamed initial list does
-// not hold full API objects (managed fields, annotations, pod specs...)
-// until it is applied.
-var (
-	stripService       = strip(slimService)
-	stripEndpointSlice = strip(slimEndpointSlice)
-	stripPod           = strip(slimPod)
-	stripNamespace     = strip(func(n *corev1.Namespace) *corev1.Namespace {
-		return &corev1.Namespace{ObjectMeta: slimMeta(n.ObjectMeta, "")}
-	})
-)
-
-// strip is the transform that keeps what slim keeps of a *T; anything else
-// (a tombstone) passes unchanged.
-func strip[T any](slim func(*T) *T) func(any) (any, error) {
-	return func(obj any) (any, error) {
-		if t, ok := obj.(*T); ok {
-			return slim(t), nil
-		}
-		return obj, nil
-	}
-}
-
-func slimService(s *corev1.Service) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: slimMeta(s.ObjectMeta, ""),
-		Spec: corev1.ServiceSpec{
-			Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP, ClusterIPs: s.Spec.ClusterIPs,
-			ExternalName: s.Spec.ExternalName, Ports: s.Spec.Ports,
-			PublishNotReadyAddresses: s.Spec.PublishNotReadyAddresses,
-		},
-	}
-}
-
-func slimEndpointSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
-	out := &discoveryv1.EndpointSlice{
-		ObjectMeta:  slimMeta(s.ObjectMeta, serviceNameLabel),
-		AddressType: s.AddressType,
-		Ports:       s.Ports,
-		Endpoints:   make([]discoveryv1.Endpoint, len(s.Endpoints)),
-	}
-	for i, e := range s.Endpoints {
-		out.Endpoints[i] = discoveryv1.Endpoint{Addresses: e.Addresses, Hostname: e.Hostname,
-			Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready}}
-		if e.TargetRef != nil {
-			out.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: e.TargetRef.Kind, Name: e.TargetRef.Name}
-		}
-	}
-	return out
-}
-
-func slimPod(p *corev1.Pod) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: slimMeta(p.ObjectMeta, ""),
-		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
-	}
+	return obj, nil // a tombstone
 }

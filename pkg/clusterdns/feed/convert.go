@@ -257,9 +257,12 @@ func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
 	return pod, true, nil
 }
 
-func namespaceOf(m metav1.Object) string {
-	if m.GetNamespace() == "" {
+func namespaceOf(m metav1.Object) string { return defaultNamespace(m.GetNamespace()) }
+
+// defaultNamespace is ns, "default" when it is empty, interned.
+func defaultNamespace(ns string) string {
+	if ns == "" {
 		return metav1.NamespaceDefault
 	}
-	return intern(m.GetNamespace())
+	return intern(ns)
 }

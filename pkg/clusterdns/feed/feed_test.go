@@ -3,6 +3,8 @@ package feed
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"maps"
 	"net/netip"
 	"os"
@@ -153,21 +155,87 @@ func TestClusterFeedCancelBeforeSync(t *testing.T) {
 	}
 }
 
-func TestStripKeepsOnlyDNSFields(t *testing.T) {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "b", Annotations: map[string]string{"x": "y"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}, Labels: map[string]string{"app": "a"}},
-		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.1", Selector: map[string]string{"app": "a"}}}
-	out, _ := stripService(svc)
-	s := out.(*corev1.Service)
-	if s.Annotations != nil || s.ManagedFields != nil || s.Labels != nil || s.Spec.Selector != nil || s.Spec.ClusterIP != "10.0.0.1" || s.Name != "a" {
-		t.Errorf("stripped service = %+v", s)
+// TestStagedEqualsDirect: a streamed initial list converts its objects in
+// the reflector's transform (staged) and stores them at its Replace. The
+// store must then hold what the same objects give through the watch path,
+// a bad one skipped and a dropped pod removed in both.
+func TestStagedEqualsDirect(t *testing.T) {
+	objs := map[string][]any{
+		"services": {
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod", Annotations: map[string]string{"x": "y"}},
+				Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "None"}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "Bad_Name", Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.11"}},
+		},
+		"endpointslices": {
+			&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "prod", Labels: map[string]string{discoveryv1.LabelServiceName: "db"}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}, Hostname: ptr("db-0")}, {Addresses: []string{"10.1.0.2"}}}},
+		},
+		"pods": {
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "prod"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.9"}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: "prod"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded, PodIP: "10.1.0.8"}},
+		},
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
-		Status: corev1.PodStatus{PodIP: "10.0.0.2", Conditions: []corev1.PodCondition{{Type: corev1.PodReady}}}}
-	out, _ = stripPod(pod)
-	p := out.(*corev1.Pod)
-	if p.Spec.Containers != nil || p.Status.Conditions != nil || p.Status.PodIP != "10.0.0.2" {
-		t.Errorf("stripped pod = %+v", p)
+	load := func(staged bool) *store.Store {
+		st := newStore(t, store.Options{Pods: store.PodsVerified})
+		// A record each bad or dropped object replaces, so that its removal shows.
+		st.SetService(store.Service{Namespace: "prod", Name: "Bad_Name", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.99")}})
+		st.SetPod(store.Pod{Namespace: "prod", Name: "done", IPs: []netip.Addr{netip.MustParseAddr("10.1.0.8")}})
+		c := &Cluster{Client: fake.NewClientset(), Store: st, Pods: true}
+		for _, k := range c.kinds(sink{ctx: t.Context(), log: slog.New(slog.DiscardHandler), store: st}) {
+			ks := &keyedStore{kind: k, notify: func() {}, synced: make(chan struct{})}
+			var list []any
+			for _, obj := range objs[k.name] {
+				if staged {
+					var err error
+					if obj, err = ks.Transformer()(obj); err != nil {
+						t.Fatal(err)
+					}
+					if _, ok := obj.(keyed); !ok {
+						t.Fatalf("%s: transform gave %T, not a staged record", k.name, obj)
+					}
+				}
+				list = append(list, obj)
+			}
+			// The bad service and the dropped pod stay listed: Replace
+			// keeps their keys, the set removes them.
+			if err := ks.Replace(list, "1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.Publish()
+		return st
+	}
+	dump := func(st *store.Store) []string {
+		var out []string
+		st.Snapshot().Names(func(name string, _ *store.Node) {
+			out = append(out, name+" "+strings.Join(addrs(st, name), ","))
+		})
+		slices.Sort(out)
+		for _, k := range []store.ObjectKind{store.KindService, store.KindEndpointSlice, store.KindPod} {
+			keys := st.Keys(k)
+			slices.SortFunc(keys, func(a, b store.Key) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+			out = append(out, fmt.Sprint(k, keys))
+		}
+		return out
+	}
+	direct, staged := dump(load(false)), dump(load(true))
+	if !slices.Equal(staged, direct) {
+		t.Errorf("staged list stored\n%s\nthe watch path stored\n%s", strings.Join(staged, "\n"), strings.Join(direct, "\n"))
+	}
+	for _, want := range []string{"web.prod.svc.cluster.local. 10.96.0.10", "db-0.db.prod.svc.cluster.local. 10.1.0.1",
+		"10-1-0-9.prod.pod.cluster.local. 10.1.0.9"} {
+		if !slices.Contains(staged, want) {
+			t.Errorf("staged list lacks %q", want)
+		}
+	}
+	for _, gone := range []string{"10.96.0.99", "10-1-0-8."} {
+		for _, l := range staged {
+			if strings.Contains(l, gone) {
+				t.Errorf("staged list kept %q: %s", gone, l)
+			}
+		}
 	}
 }
 
@@ -473,7 +541,7 @@ func TestKeyedStoreRelist(t *testing.T) {
 	svc := func(ns, name string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
-	if k.hasSynced() {
+	if closed(k.synced) {
 		t.Fatal("synced before the first list")
 	}
 	steps := []struct {
@@ -503,7 +571,7 @@ func TestKeyedStoreRelist(t *testing.T) {
 		if !slices.Equal(got, st.want) {
 			t.Errorf("step %d: %v, want %v", i, got, st.want)
 		}
-		if !k.hasSynced() {
+		if !closed(k.synced) {
 			t.Errorf("step %d: not synced", i)
 		}
 	}
@@ -512,5 +580,15 @@ func TestKeyedStoreRelist(t *testing.T) {
 	}
 	if err := k.Add("not an object"); err == nil {
 		t.Error("Add of a non-object: no error")
+	}
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
