@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
@@ -44,4 +45,12 @@ func registerAgentFlags[T any](l *flagLayer[T], agent func(*T) *v1alpha1.NodeAge
 	l.IntPtr(func(c *T) **int { return &pp(c).Ndots }, "ndots", "ndots `N` (0-"+strconv.Itoa(v1alpha1.MaxNdots)+") for cluster DNS pods whose dnsConfig.options do not set it (default kubelet's 5)")
 	l.String(func(c *T) *string { return &agent(c).Limits }, "limits", v1alpha1.DefaultLimits, "over kubelet's DNS limits: "+limitsHelp)
 	l.String(func(c *T) *string { return &agent(c).MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
+}
+
+// podLookupFlag binds --pod-lookup-timeout, each agent with its own
+// default and bound. The value is kept as written, so that the config's
+// validation names a bad one.
+func podLookupFlag[T any](l *flagLayer[T], field func(*T) *v1alpha1.Duration, def time.Duration, usage string) {
+	v := l.fs.String("pod-lookup-timeout", def.String(), usage)
+	l.bind("pod-lookup-timeout", fieldPath(field), func(c *T) { *field(c) = v1alpha1.Duration(*v) })
 }

@@ -28,6 +28,8 @@ func nriFlags(fs *flag.FlagSet) *flagLayer[nriConfig] {
 	l.String(func(c *nriConfig) *string { return &c.PluginIndex }, "plugin-index", v1alpha1.DefaultNRIPluginIndex, "plugin index, two digits: the order among the runtime's plugins")
 	registerAgentFlags(l, func(c *nriConfig) *v1alpha1.NodeAgent { return &c.NodeAgent }, "trim (as kubelet) or reject (the container fails)")
 	l.String(func(c *nriConfig) *string { return &c.StateDir }, "state-dir", v1alpha1.DefaultNRIStateDir, "directory of the pods' resolv.conf files (`DIR`/<pod uid>/resolv.conf)")
+	podLookupFlag(l, func(c *nriConfig) *v1alpha1.Duration { return &c.PodLookupTimeout }, v1alpha1.DefaultNRIPodLookupTimeout,
+		"how long a container waits for a pod the informer has not seen (at most 10s: NRI's request timeout is 2s)")
 	return l
 }
 
@@ -37,7 +39,7 @@ var nriCommand = agentCommand[nriConfig]{
 	kind: v1alpha1.NRIKind,
 	usage: "usage: dnsconfigurer nri --socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n" +
 		"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH|auto] [--node-local-dns IP[,IP]]\n" +
-		"    [--kubeconfig PATH] [--node-name NAME] [--state-dir DIR] [--limits trim|reject]\n" +
+		"    [--kubeconfig PATH] [--node-name NAME] [--state-dir DIR] [--limits trim|reject] [--pod-lookup-timeout 1s]\n" +
 		"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]",
 	flags: nriFlags,
 	run:   runNRIParts,

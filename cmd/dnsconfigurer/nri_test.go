@@ -24,12 +24,13 @@ func TestNRIFlags(t *testing.T) {
 		"clusterDNS: [10.96.0.10]\nclusterDomain: corp.local\nlimits: reject\nsocket: /run/nri/a.sock\nstateDir: /run/a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := nriCommand.parse([]string{"--config", file, "--limits", "trim", "--plugin-index", "20", "--resolv-conf", "auto"}, io.Discard)
+	cfg, _, err := nriCommand.parse([]string{"--config", file, "--limits", "trim", "--plugin-index", "20", "--resolv-conf", "auto",
+		"--pod-lookup-timeout", "1500ms"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Limits != "trim" || cfg.PluginIndex != "20" || cfg.Domain() != "corp.local" || cfg.Socket != "/run/nri/a.sock" ||
-		cfg.StateDir != "/run/a" || len(cfg.ClusterDNS) != 1 || *cfg.ResolvConf != "auto" {
+		cfg.StateDir != "/run/a" || len(cfg.ClusterDNS) != 1 || *cfg.ResolvConf != "auto" || cfg.PodLookupTimeout != "1500ms" {
 		t.Errorf("config with flags = %+v", cfg)
 	}
 
@@ -42,6 +43,7 @@ func TestNRIFlags(t *testing.T) {
 		{[]string{"--state-dir", "rel"}, "--state-dir (stateDir)"},
 		{[]string{"--socket", "nri.sock"}, "--socket (socket)"},
 		{[]string{"--limits", "cut"}, "--limits (limits)"},
+		{[]string{"--pod-lookup-timeout", "20s"}, "--pod-lookup-timeout (podLookupTimeout)"},
 		{[]string{"--cluster-dns", "x"}, "--cluster-dns (clusterDNS[0])"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	}

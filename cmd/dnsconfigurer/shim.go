@@ -29,8 +29,8 @@ func shimFlags(fs *flag.FlagSet) *flagLayer[shimConfig] {
 	registerAgentFlags(l, func(c *shimConfig) *v1alpha1.NodeAgent { return &c.NodeAgent }, "trim (as kubelet, with an Event) or reject (InvalidArgument)")
 	l.String(func(c *shimConfig) *string { return &c.ResolvConfMode }, "resolv-conf-mode", v1alpha1.DefaultResolvConfMode, "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
 	l.List(func(c *shimConfig) *[]string { return &c.NodeIPs }, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
-	lookup := fs.String("pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout.String(), "how long a sandbox waits for a pod the informer has not seen")
-	l.Defined("pod-lookup-timeout", "podLookupTimeout", func(c *shimConfig) { c.PodLookupTimeout = v1alpha1.Duration(*lookup) })
+	podLookupFlag(l, func(c *shimConfig) *v1alpha1.Duration { return &c.PodLookupTimeout }, v1alpha1.DefaultPodLookupTimeout,
+		"how long a sandbox waits for a pod the informer has not seen")
 	l.String(func(c *shimConfig) *string { return &c.FailurePolicy }, "failure-policy", v1alpha1.DefaultFailurePolicy, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
 	l.Int(func(c *shimConfig) *int { return &c.MaxConnections }, "max-connections", v1alpha1.DefaultShimMaxConnections, "serve at most `N` client connections at once (fewer if the open-file limit is lower); past it a new one replaces the longest idle one (GOAWAY), refused only when all are busy")
 	return l
