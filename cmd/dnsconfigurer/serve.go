@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -82,6 +83,36 @@ const startupGCPercent = 200
 // its CPU). The heap still stays within 5× the live heap.
 const rebuildGCPercent = 400
 
+// startupGC moves the GC target through the cluster DNS's start:
+// startupGCPercent, rebuildGCPercent around each first publish, then
+// gcPercent from the sync on. A first publish (the first, or one after a
+// rewatch) puts back the target of the phase it ends in.
+type startupGC struct {
+	mu     sync.Mutex
+	synced bool
+}
+
+func (g *startupGC) afterSync() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.synced = true
+	debug.SetGCPercent(gcPercent)
+}
+
+func (g *startupGC) firstPublish(publish func()) {
+	debug.SetGCPercent(rebuildGCPercent)
+	defer func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.synced {
+			debug.SetGCPercent(gcPercent)
+		} else {
+			debug.SetGCPercent(startupGCPercent)
+		}
+	}()
+	publish()
+}
+
 // tunedGC reports whether serve sets the GC target (GOGC is not set).
 func tunedGC() bool { return os.Getenv("GOGC") == "" }
 
@@ -131,13 +162,9 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	}
 	deps := clusterdns.Deps{Logger: log, Registry: newRegistry()}
 	if tunedGC() {
+		g := &startupGC{}
 		debug.SetGCPercent(startupGCPercent)
-		deps.AfterSync = func() { debug.SetGCPercent(gcPercent) }
-		deps.FirstPublish = func(publish func()) {
-			was := debug.SetGCPercent(rebuildGCPercent)
-			defer debug.SetGCPercent(was)
-			publish()
-		}
+		deps.AfterSync, deps.FirstPublish = g.afterSync, g.firstPublish
 	}
 	if cfg.Objects == "" {
 		klog.SetSlogLogger(log.With("component", "client-go"))
