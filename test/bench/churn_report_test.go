@@ -74,10 +74,10 @@ func (ph phaseRun) reached(polls []pollResult) string {
 type serverRun struct {
 	name      string
 	starts    []time.Duration // process start → every Service answered, each start
-	sync      usage         // once both servers answered every Service
-	end       usage         // after the last churn phase
-	baseQuery queryStats    // the query load without churn
-	phases    []serverPhase // as churnReport.phases
+	sync      usage           // once both servers answered every Service
+	end       usage           // after the last churn phase
+	baseQuery queryStats      // the query load without churn
+	phases    []serverPhase   // as churnReport.phases
 }
 
 // meanDuration is the mean of ds (0 for none).
