@@ -54,10 +54,12 @@
 //     an empty non-terminal) without the asked type is NOERROR with no
 //     answer; both carry the SOA of the zone the name is in in the authority
 //     section, its minimum TTL equal to the record TTL. WithWireMisses (serve
-//     sets it) answers a UDP query for a zone name that does not exist from
-//     its wire form, before ServeDNS: the snapshot lookup, then the NXDOMAIN
-//     with the SOA written as miekg/dns packs it (missWire), counted in the
-//     namespace metrics; not cached, since the ndots:5 misses of a busy
+//     sets it) answers two UDP replies that miss the reply cache from the
+//     query's wire form, before ServeDNS: the snapshot lookup, then the
+//     NXDOMAIN with the SOA, or the one address of an A or AAAA query for a
+//     name that has exactly one (a ClusterIP Service), written as
+//     miekg/dns packs them (missWire), counted in the namespace metrics;
+//     not cached, since the ndots:5 misses and the names of a large
 //     cluster outnumber the reply cache;
 //   - ANY is answered minimally (RFC 8482) for the names this server
 //     answers: a synthesized HINFO "RFC8482" for a name that exists (an

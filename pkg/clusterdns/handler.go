@@ -83,7 +83,8 @@ type Handler struct {
 	udpLimit  int            // A or AAAA records in a UDP reply; 0: all
 	cutN      atomic.Uint32  // replies cut to udpLimit on the miss path
 	amp       *Amplification // nil: no namespace metrics
-	// wireMisses answers the zone's NXDOMAINs from the wire (missWire).
+	// wireMisses answers the zone's NXDOMAINs and one-address replies
+	// from the wire (missWire).
 	wireMisses bool
 	rw         *rewriter // nil: no rewrites
 	// wire caches packed replies across snapshots.
@@ -144,10 +145,11 @@ func WithReplyCache(bytes int64) Option {
 	}
 }
 
-// WithWireMisses answers a UDP query for a name of the zone that does not
-// exist from its wire form (AnswerWire), without unpacking it: NXDOMAIN
-// with the zone's SOA, the bytes ServeDNS sends (missWire). Off by
-// default; serve turns it on.
+// WithWireMisses answers from its wire form (AnswerWire), without
+// unpacking it, a UDP query the reply cache misses for a name of the zone
+// that does not exist (NXDOMAIN with the zone's SOA) or that has exactly
+// one address of the asked type, A or AAAA: the bytes ServeDNS sends
+// (missWire). Off by default; serve turns it on.
 func WithWireMisses() Option { return func(h *Handler) { h.wireMisses = true } }
 
 // WithLogger sets the logger (default: discard).
@@ -776,7 +778,8 @@ func (h *Handler) cached(dst []byte, z *zone, k cacheKey, id uint16, rd, cd bool
 // one ServeDNS would send. So is a query that ServeDNS would forward and
 // whose answer the answer cache holds with the finished reply ServeDNS kept
 // for its shape (forwardedWire), and, WithWireMisses, a query for a name
-// of the zone that does not exist (missWire). Everything else (a miss, a query
+// of the zone that does not exist or has one address of the asked type
+// (missWire). Everything else (a miss, a query
 // ParseQuery leaves to miekg/dns, and every query while autopath answers
 // by source) is left to ServeDNS.
 func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {

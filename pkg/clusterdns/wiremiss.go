@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"unsafe"
 
 	"github.com/miekg/dns"
@@ -12,15 +13,20 @@ import (
 )
 
 // missWire answers from the wire a UDP query for a name of the cluster
-// zone that the snapshot does not hold: NXDOMAIN with the zone's SOA, the
-// reply ServeDNS makes (Resolve's answer), written byte for byte as
-// miekg/dns packs it, without unpacking the query or making a dns.Msg.
+// zone that ServeDNS would answer from the snapshot with one of two simple
+// replies, written byte for byte as miekg/dns packs them, without
+// unpacking the query or making a dns.Msg:
+//   - NXDOMAIN with the zone's SOA, for a name the snapshot does not hold
+//     (Resolve's answer);
+//   - the one address of an A or AAAA query, for a name whose node holds
+//     exactly one of that type and no alias (a ClusterIP Service's name):
+//     one record, so there is nothing to rotate or cut.
+//
 // The namespace metrics count it as ServeDNS does. It returns false for
-// every other query: a name that exists, a delegated zone's name, an
-// insecure pod name, a class other than IN and ANY, AXFR and IXFR, and
-// every query while rewrites are configured. q's name is in the zone
-// (lname, lowercase); its reply is not cached (a miss costs less than a
-// cache entry).
+// every other query: other answers, a delegated zone's name, an insecure
+// pod name, a class other than IN and ANY, AXFR and IXFR, and every query
+// while rewrites are configured. q's name is in the zone (lname,
+// lowercase); its reply is not cached (it costs less than a cache entry).
 func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byte) ([]byte, bool) {
 	if h.rw != nil || (q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY) ||
 		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR || delegated(h, lname) {
@@ -29,25 +35,49 @@ func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byt
 	if z.snap.Options.Pods == store.PodsInsecure && inZone(lname, "pod."+z.name) {
 		return dst, false
 	}
-	if _, ok := z.snap.Lookup(borrowString(lname)); ok {
-		return dst, false
+	var b []byte
+	rcode := dns.RcodeNameError
+	if n, ok := z.snap.Lookup(borrowString(lname)); ok {
+		addr, ok := soleAddr(n, q.Qtype)
+		if !ok {
+			return dst, false
+		}
+		rcode = dns.RcodeSuccess
+		b = appendAddr(dst, q, h.fwd != nil, n.TTL, addr)
+	} else {
+		soa, ok := z.soa[0].(*dns.SOA)
+		if !ok {
+			return dst, false
+		}
+		b = appendNXDOMAIN(dst, q, h.fwd != nil, soa)
 	}
-	soa, ok := z.soa[0].(*dns.SOA)
-	if !ok {
-		return dst, false
-	}
-	b := appendNXDOMAIN(dst, q, h.fwd != nil, soa)
 	if len(b) > q.ReplySize() {
-		return dst, false // a long zone name: truncation is ServeDNS's
+		return dst, false // a long name: truncation is ServeDNS's
 	}
 	if h.amp != nil {
 		var nb [256]byte
 		// classifyName keeps no part of the name (its counters copy the
 		// namespace), so the name can borrow the buffer.
-		ac := h.amp.classifyName(borrowString(dnsmsg.AppendName(nb[:0], q.Name, false)), z.snap, dns.RcodeNameError, false, nil)
+		ac := h.amp.classifyName(borrowString(dnsmsg.AppendName(nb[:0], q.Name, false)), z.snap, rcode, false, nil)
 		h.amp.observe(&ac)
 	}
 	return b, true
+}
+
+// soleAddr is the address an A or AAAA query for n is answered with, when
+// n holds exactly one of that type and no CNAME.
+func soleAddr(n *store.Node, qtype uint16) (netip.Addr, bool) {
+	var as []netip.Addr
+	switch qtype {
+	case dns.TypeA:
+		as = n.A()
+	case dns.TypeAAAA:
+		as = n.AAAA()
+	}
+	if len(as) != 1 || n.CNAME() != "" {
+		return netip.Addr{}, false
+	}
+	return as[0], true
 }
 
 // borrowString is b as a string without a copy, for a lookup or a parse
@@ -58,7 +88,50 @@ func borrowString(b []byte) string { return unsafe.String(unsafe.SliceData(b), l
 // the authority section and, when q has EDNS0, dnsmsg.Finish's OPT: the
 // bytes miekg/dns packs for that reply (SetReply, AA, RA when ra).
 func appendNXDOMAIN(dst []byte, q *dnsmsg.WireQuery, ra bool, soa *dns.SOA) []byte {
-	var flags uint16 = 0x8000 | 0x0400 | dns.RcodeNameError // QR, AA
+	b, names := appendHeader(dst, q, ra, dns.RcodeNameError, 0, 1)
+	var buf [256]byte
+	b = names.append(b, wireName(buf[:0], soa.Hdr.Name))
+	b = binary.BigEndian.AppendUint16(b, dns.TypeSOA)
+	b = binary.BigEndian.AppendUint16(b, soa.Hdr.Class)
+	b = binary.BigEndian.AppendUint32(b, soa.Hdr.Ttl)
+	rdlen := len(b)
+	b = append(b, 0, 0)
+	b = names.append(b, wireName(buf[:0], soa.Ns))
+	b = names.append(b, wireName(buf[:0], soa.Mbox))
+	for _, v := range [...]uint32{soa.Serial, soa.Refresh, soa.Retry, soa.Expire, soa.Minttl} {
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
+	binary.BigEndian.PutUint16(b[rdlen:], uint16(len(b)-rdlen-2))
+	return appendOPT(b, q)
+}
+
+// appendAddr appends to dst[:0] the reply to q answered with one address
+// record of a, its owner the question's name: as appendNXDOMAIN, the bytes
+// miekg/dns packs for it.
+func appendAddr(dst []byte, q *dnsmsg.WireQuery, ra bool, ttl uint32, a netip.Addr) []byte {
+	b, _ := appendHeader(dst, q, ra, dns.RcodeSuccess, 1, 0)
+	b = append(b, 0xc0, 12) // the question's name, right after the header
+	b = binary.BigEndian.AppendUint16(b, q.Qtype)
+	b = binary.BigEndian.AppendUint16(b, dns.ClassINET)
+	b = binary.BigEndian.AppendUint32(b, ttl)
+	if a.Is4() {
+		v := a.As4()
+		b = binary.BigEndian.AppendUint16(b, 4)
+		b = append(b, v[:]...)
+	} else {
+		v := a.As16()
+		b = binary.BigEndian.AppendUint16(b, 16)
+		b = append(b, v[:]...)
+	}
+	return appendOPT(b, q)
+}
+
+// appendHeader appends to dst[:0] the header of an authoritative reply to
+// q with rcode and an answer and ns records (and q's OPT, when it has one,
+// counted), then q's question; names holds the question's name, for
+// compression.
+func appendHeader(dst []byte, q *dnsmsg.WireQuery, ra bool, rcode int, an, ns uint16) ([]byte, nameTable) {
+	flags := 0x8000 | 0x0400 | uint16(rcode) // QR, AA
 	if q.RD {
 		flags |= 0x0100
 	}
@@ -75,40 +148,31 @@ func appendNXDOMAIN(dst []byte, q *dnsmsg.WireQuery, ra bool, soa *dns.SOA) []by
 	b := binary.BigEndian.AppendUint16(dst[:0], q.ID)
 	b = binary.BigEndian.AppendUint16(b, flags)
 	b = binary.BigEndian.AppendUint16(b, 1)
-	b = binary.BigEndian.AppendUint16(b, 0)
-	b = binary.BigEndian.AppendUint16(b, 1)
+	b = binary.BigEndian.AppendUint16(b, an)
+	b = binary.BigEndian.AppendUint16(b, ns)
 	b = binary.BigEndian.AppendUint16(b, ar)
 	var names nameTable
 	b = names.append(b, q.Name)
 	b = binary.BigEndian.AppendUint16(b, q.Qtype)
 	b = binary.BigEndian.AppendUint16(b, q.Qclass)
+	return b, names
+}
 
-	var buf [256]byte
-	b = names.append(b, wireName(buf[:0], soa.Hdr.Name))
-	b = binary.BigEndian.AppendUint16(b, dns.TypeSOA)
-	b = binary.BigEndian.AppendUint16(b, soa.Hdr.Class)
-	b = binary.BigEndian.AppendUint32(b, soa.Hdr.Ttl)
-	rdlen := len(b)
-	b = append(b, 0, 0)
-	b = names.append(b, wireName(buf[:0], soa.Ns))
-	b = names.append(b, wireName(buf[:0], soa.Mbox))
-	for _, v := range [...]uint32{soa.Serial, soa.Refresh, soa.Retry, soa.Expire, soa.Minttl} {
-		b = binary.BigEndian.AppendUint32(b, v)
+// appendOPT appends dnsmsg.Finish's OPT when q has EDNS0.
+func appendOPT(b []byte, q *dnsmsg.WireQuery) []byte {
+	if !q.EDNS {
+		return b
 	}
-	binary.BigEndian.PutUint16(b[rdlen:], uint16(len(b)-rdlen-2))
-	if q.EDNS {
-		var ednsFlags uint16
-		if q.DO {
-			ednsFlags = 0x8000
-		}
-		b = append(b, 0) // the root
-		b = binary.BigEndian.AppendUint16(b, dns.TypeOPT)
-		b = binary.BigEndian.AppendUint16(b, dnsmsg.EDNSSize)
-		b = append(b, 0, 0) // extended rcode, version
-		b = binary.BigEndian.AppendUint16(b, ednsFlags)
-		b = binary.BigEndian.AppendUint16(b, 0)
+	var ednsFlags uint16
+	if q.DO {
+		ednsFlags = 0x8000
 	}
-	return b
+	b = append(b, 0) // the root
+	b = binary.BigEndian.AppendUint16(b, dns.TypeOPT)
+	b = binary.BigEndian.AppendUint16(b, dnsmsg.EDNSSize)
+	b = append(b, 0, 0) // extended rcode, version
+	b = binary.BigEndian.AppendUint16(b, ednsFlags)
+	return binary.BigEndian.AppendUint16(b, 0)
 }
 
 // wireName appends the wire form of the fully qualified text name s (plain

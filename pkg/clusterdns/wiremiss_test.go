@@ -2,6 +2,8 @@ package clusterdns
 
 import (
 	"bytes"
+	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
 
 // TestMissWireIsServeDNS: a query for a name of the zone that does not
@@ -59,6 +62,53 @@ func TestMissWireIsServeDNS(t *testing.T) {
 	}
 }
 
+// TestAddrWireIsServeDNS: an A or AAAA query for a name with one address
+// of that type (a ClusterIP Service, a one-endpoint headless Service, an
+// endpoint) is answered from the wire with the bytes ServeDNS sends
+// (ID, RD, CD, the question's case, the owner compressed to it, the TTL,
+// OPT), and counted in the namespace metrics as ServeDNS counts it.
+func TestAddrWireIsServeDNS(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"web.ns.svc.cluster.local.", dns.TypeA}, {"WEB.Ns.svc.Cluster.LOCAL.", dns.TypeA},
+		{"hl.ns.svc.cluster.local.", dns.TypeA}, {"hl.ns.svc.cluster.local.", dns.TypeAAAA},
+		{"a.hl.ns.svc.cluster.local.", dns.TypeA}, {"A.HL.ns.svc.cluster.local.", dns.TypeA},
+	} {
+		for _, bits := range []struct {
+			rd, cd, do bool
+			size       uint16
+			class      uint16
+		}{{true, false, false, 0, dns.ClassINET}, {false, true, false, 1232, dns.ClassINET}, {true, true, true, 4096, dns.ClassANY}} {
+			for _, fwd := range []bool{false, true} {
+				opts := []Option{WithWireMisses()}
+				if fwd {
+					opts = append(opts, WithForwarder(&upstreamStub{}))
+				}
+				ampA, _ := NewAmplification(5)
+				ampB, _ := NewAmplification(5)
+				st := fuzzStore(t)
+				ha := NewHandler("cluster.local", st, append(opts, WithAmplification(ampA))...)
+				hb := NewHandler("cluster.local", st, append(opts, WithAmplification(ampB))...)
+				req := wireQuery(tc.name, tc.qtype, bits.rd, bits.cd, bits.size, bits.do)
+				req.Question[0].Qclass = bits.class
+				got, ok := ha.AnswerWire(nil, mustPack(t, req))
+				if !ok {
+					t.Fatalf("%s %d: not answered from the wire", tc.name, tc.qtype)
+				}
+				want := serveUDP(t, hb, req)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%s %d %+v (forwarder %v): reply differs from ServeDNS's:\n got %x\nwant %x", tc.name, tc.qtype, bits, fwd, got, want)
+				}
+				if a, b := gatherText(t, ampA), gatherText(t, ampB); a != b {
+					t.Fatalf("%s: namespace metrics differ:\nwire %s\nServeDNS %s", tc.name, a, b)
+				}
+			}
+		}
+	}
+}
+
 // gatherText is what c exports, as text.
 func gatherText(t *testing.T, c prometheus.Collector) string {
 	t.Helper()
@@ -88,8 +138,13 @@ func TestMissWireLeftToServeDNS(t *testing.T) {
 		qtype uint16
 		opts  []Option
 	}{
-		{"existing", "web.ns.svc.cluster.local.", dns.TypeA, nil},
+		{"existing, SRV", "_http._tcp.web.ns.svc.cluster.local.", dns.TypeSRV, nil},
+		{"existing, ANY", "web.ns.svc.cluster.local.", dns.TypeANY, nil},
 		{"NODATA", "web.ns.svc.cluster.local.", dns.TypeTXT, nil},
+		{"NODATA AAAA", "web.ns.svc.cluster.local.", dns.TypeAAAA, nil},
+		{"alias", "loop1.ns.svc.cluster.local.", dns.TypeA, nil},
+		{"two addresses", "two.ns.svc.cluster.local.", dns.TypeA, nil},
+		{"PTR", "1.0.0.10.in-addr.arpa.", dns.TypePTR, nil},
 		{"empty non-terminal", "svc.cluster.local.", dns.TypeA, nil},
 		{"apex", "cluster.local.", dns.TypeA, nil},
 		{"insecure pod", "10-0-0-9.ns.pod.cluster.local.", dns.TypeA, nil},
@@ -104,7 +159,13 @@ func TestMissWireLeftToServeDNS(t *testing.T) {
 			if tc.name != "without WithWireMisses" {
 				opts = append(opts, WithWireMisses())
 			}
-			h := NewHandler("cluster.local", fuzzStore(t), opts...)
+			st := fuzzStore(t)
+			st.SetService(store.Service{Namespace: "ns", Name: "two", Type: store.Headless})
+			st.SetEndpointSlice(store.EndpointSlice{Namespace: "ns", Name: "two-1", Service: "two",
+				Endpoints: []store.Endpoint{{Addresses: []netip.Addr{netip.MustParseAddr("10.1.0.7")}, Ready: true},
+					{Addresses: []netip.Addr{netip.MustParseAddr("10.1.0.8")}, Ready: true}}})
+			st.Publish()
+			h := NewHandler("cluster.local", st, opts...)
 			req := wireQuery(tc.qname, tc.qtype, true, false, 0, false)
 			if tc.name == "class CH" {
 				req.Question[0].Qclass = dns.ClassCHAOS
@@ -118,14 +179,19 @@ func TestMissWireLeftToServeDNS(t *testing.T) {
 	}
 }
 
-// BenchmarkMissWire: an NXDOMAIN of the zone answered from the wire, as
-// the listener asks (allocations per answer), with the namespace metrics
-// on, as serve runs.
+// BenchmarkMissWire: an NXDOMAIN of the zone, and a ClusterIP Service's
+// address, answered from the wire past the reply cache, as the listener
+// asks (allocations per answer), with the namespace metrics on, as serve
+// runs.
 func BenchmarkMissWire(b *testing.B) {
 	amp, _ := NewAmplification(20)
 	h := NewHandler("cluster.local", fuzzStore(b), WithAmplification(amp), WithWireMisses())
-	q, _ := wireQuery("api.example.com.ns.svc.cluster.local.", dns.TypeA, true, false, 0, false).Pack()
-	benchWire(b, h, q)
+	for _, name := range []string{"api.example.com.ns.svc.cluster.local.", "web.ns.svc.cluster.local."} {
+		b.Run(strings.SplitN(name, ".", 2)[0], func(b *testing.B) {
+			q, _ := wireQuery(name, dns.TypeA, true, false, 0, false).Pack()
+			benchWire(b, h, q)
+		})
+	}
 }
 
 // FuzzMissWire: whatever the query, a reply of the miss path is the reply
@@ -135,6 +201,8 @@ func FuzzMissWire(f *testing.F) {
 	f.Add("A.dns.Cluster.local.", uint16(dns.TypeANY), uint8(3), uint16(1232))
 	f.Add("x.hostmaster.cluster.local.cluster.local.", uint16(dns.TypeSRV), uint8(5), uint16(100))
 	f.Add("10-0-0-9.ns.pod.cluster.local.", uint16(dns.TypeA), uint8(1), uint16(4096))
+	f.Add("Web.ns.svc.cluster.local.", uint16(dns.TypeA), uint8(7), uint16(512))
+	f.Add("a.HL.ns.svc.cluster.local.", uint16(dns.TypeAAAA), uint8(2), uint16(0))
 	f.Fuzz(func(t *testing.T, name string, qtype uint16, bits uint8, size uint16) {
 		if _, ok := dns.IsDomainName(name); !ok {
 			return
@@ -172,15 +240,15 @@ func FuzzMissWire(f *testing.F) {
 }
 
 // TestMissWireAllocs: the miss path answers a long name (over the 32 bytes
-// a string conversion may keep on the stack) and counts it in the
-// namespace metrics without allocating.
+// a string conversion may keep on the stack), and an existing name's one
+// address, and counts them in the namespace metrics without allocating.
 func TestMissWireAllocs(t *testing.T) {
 	amp, err := NewAmplification(5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := NewHandler("cluster.local", fuzzStore(t), WithWireMisses(), WithAmplification(amp))
-	for _, name := range []string{"www.example.com.ns.svc.cluster.local.", "web.ns.svc.cluster.local.ns.svc.cluster.local."} {
+	for _, name := range []string{"www.example.com.ns.svc.cluster.local.", "web.ns.svc.cluster.local.ns.svc.cluster.local.", "WEB.ns.svc.cluster.local."} {
 		q := mustPack(t, wireQuery(name, dns.TypeA, true, false, 1232, false))
 		dst := make([]byte, 0, 512)
 		if _, ok := h.AnswerWire(dst, q); !ok {
