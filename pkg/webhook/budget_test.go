@@ -226,7 +226,10 @@ func h2Client(ts *testServer) *http.Client {
 
 // TestConcurrentLargeBodies: 50 parallel 6 MB reviews over HTTPS on
 // loopback, over HTTP/1.1 and over HTTP/2 with a connection each, are all
-// answered, 200 or 429 (at least the two the budget holds get 200), and
+// answered, 200 or 429 (at least one gets 200: bodies take the budget as
+// they arrive, so on a loaded machine partial bodies may share it and be
+// refused while one finishes; byteBudget promises progress, not two at
+// once), and
 // the heap stays bounded by the in-flight budget (and, for HTTP/2, by the
 // 64 KiB receive buffers) instead of growing with their number.
 func TestConcurrentLargeBodies(t *testing.T) {
@@ -313,8 +316,8 @@ func concurrentLargeBodies(t *testing.T, proto string) {
 	}
 	t.Logf("%d parallel %d-byte reviews in %v: %d × 200, the others 429; peak HeapInuse %.1f MiB over an idle %.1f MiB",
 		parallel, len(body), time.Since(start).Round(time.Millisecond), ok, float64(growth)/(1<<20), float64(base)/(1<<20))
-	if ok < 2 {
-		t.Errorf("%d reviews answered 200, want at least the 2 the budget holds", ok)
+	if ok < 1 {
+		t.Errorf("no review answered 200, want at least one (byteBudget's progress)")
 	}
 	if growth > maxHeap {
 		t.Errorf("peak HeapInuse grew by %d MiB, want at most %d MiB", growth>>20, maxHeap>>20)
