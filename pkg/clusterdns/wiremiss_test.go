@@ -34,31 +34,39 @@ func TestMissWireIsServeDNS(t *testing.T) {
 			size       uint16
 		}{{dns.TypeA, true, false, false, 0}, {dns.TypeAAAA, false, true, false, 1232}, {dns.TypeSRV, true, false, true, 4096}, {dns.TypeANY, true, false, false, 100}} {
 			for _, fwd := range []bool{false, true} {
-				opts := []Option{WithWireMisses()}
-				if fwd {
-					opts = append(opts, WithForwarder(&upstreamStub{}))
-				}
-				ampA, _ := NewAmplification(5)
-				ampB, _ := NewAmplification(5)
-				// One store: two would differ in their SOA serials when
-				// built on either side of a second.
-				st := fuzzStore(t)
-				ha := NewHandler("cluster.local", st, append(opts, WithAmplification(ampA))...)
-				hb := NewHandler("cluster.local", st, append(opts, WithAmplification(ampB))...)
-				req := wireQuery(name, tc.qtype, tc.rd, tc.cd, tc.size, tc.do)
-				got, ok := ha.AnswerWire(nil, mustPack(t, req))
-				if !ok {
-					t.Fatalf("%s %d: not answered from the wire", name, tc.qtype)
-				}
-				want := serveUDP(t, hb, req)
-				if !bytes.Equal(got, want) {
-					t.Fatalf("%s %d (forwarder %v): reply differs from ServeDNS's:\n got %x\nwant %x", name, tc.qtype, fwd, got, want)
-				}
-				if a, b := gatherText(t, ampA), gatherText(t, ampB); a != b {
-					t.Fatalf("%s: namespace metrics differ:\nwire %s\nServeDNS %s", name, a, b)
-				}
+				wireIsServeDNS(t, wireQuery(name, tc.qtype, tc.rd, tc.cd, tc.size, tc.do), fwd)
 			}
 		}
+	}
+}
+
+// wireIsServeDNS fails t unless req is answered from the wire with the
+// bytes ServeDNS sends for it, and counted alike in the namespace metrics,
+// with a forwarder or without.
+func wireIsServeDNS(t *testing.T, req *dns.Msg, fwd bool) {
+	t.Helper()
+	opts := []Option{WithWireMisses()}
+	if fwd {
+		opts = append(opts, WithForwarder(&upstreamStub{}))
+	}
+	ampA, _ := NewAmplification(5)
+	ampB, _ := NewAmplification(5)
+	// One store: two would differ in their SOA serials when built on
+	// either side of a second.
+	st := fuzzStore(t)
+	ha := NewHandler("cluster.local", st, append(opts, WithAmplification(ampA))...)
+	hb := NewHandler("cluster.local", st, append(opts, WithAmplification(ampB))...)
+	q := req.Question[0]
+	got, ok := ha.AnswerWire(nil, mustPack(t, req))
+	if !ok {
+		t.Fatalf("%s %d: not answered from the wire", q.Name, q.Qtype)
+	}
+	want := serveUDP(t, hb, req)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s %d class %d (forwarder %v): reply differs from ServeDNS's:\n got %x\nwant %x", q.Name, q.Qtype, q.Qclass, fwd, got, want)
+	}
+	if a, b := gatherText(t, ampA), gatherText(t, ampB); a != b {
+		t.Fatalf("%s: namespace metrics differ:\nwire %s\nServeDNS %s", q.Name, a, b)
 	}
 }
 
@@ -82,28 +90,9 @@ func TestAddrWireIsServeDNS(t *testing.T) {
 			class      uint16
 		}{{true, false, false, 0, dns.ClassINET}, {false, true, false, 1232, dns.ClassINET}, {true, true, true, 4096, dns.ClassANY}} {
 			for _, fwd := range []bool{false, true} {
-				opts := []Option{WithWireMisses()}
-				if fwd {
-					opts = append(opts, WithForwarder(&upstreamStub{}))
-				}
-				ampA, _ := NewAmplification(5)
-				ampB, _ := NewAmplification(5)
-				st := fuzzStore(t)
-				ha := NewHandler("cluster.local", st, append(opts, WithAmplification(ampA))...)
-				hb := NewHandler("cluster.local", st, append(opts, WithAmplification(ampB))...)
 				req := wireQuery(tc.name, tc.qtype, bits.rd, bits.cd, bits.size, bits.do)
 				req.Question[0].Qclass = bits.class
-				got, ok := ha.AnswerWire(nil, mustPack(t, req))
-				if !ok {
-					t.Fatalf("%s %d: not answered from the wire", tc.name, tc.qtype)
-				}
-				want := serveUDP(t, hb, req)
-				if !bytes.Equal(got, want) {
-					t.Fatalf("%s %d %+v (forwarder %v): reply differs from ServeDNS's:\n got %x\nwant %x", tc.name, tc.qtype, bits, fwd, got, want)
-				}
-				if a, b := gatherText(t, ampA), gatherText(t, ampB); a != b {
-					t.Fatalf("%s: namespace metrics differ:\nwire %s\nServeDNS %s", tc.name, a, b)
-				}
+				wireIsServeDNS(t, req, fwd)
 			}
 		}
 	}
