@@ -89,8 +89,8 @@ func (c *NRIConfiguration) Validate() error {
 	if !strings.HasPrefix(c.StateDir, "/") {
 		return fmt.Errorf("stateDir: %q must be an absolute path", c.StateDir)
 	}
-	if d, err := time.ParseDuration(string(c.PodLookupTimeout)); err != nil || d < 0 || d > 10*time.Second {
-		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 10s", c.PodLookupTimeout)
+	if _, err := c.PodLookupTimeout.within(0, 10*time.Second); err != nil {
+		return fmt.Errorf("podLookupTimeout: %w", err)
 	}
 	return c.validAgent()
 }

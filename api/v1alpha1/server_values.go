@@ -27,16 +27,24 @@ func (d Duration) Duration() time.Duration {
 // check adds an error at path unless d is a duration in [lo, hi]; it
 // returns d parsed, or 0 when it is invalid.
 func (d Duration) check(e *fieldErrors, path string, lo, hi time.Duration) time.Duration {
+	v, err := d.within(lo, hi)
+	if err != nil {
+		e.add(path, "%v", err)
+	}
+	return v
+}
+
+// within returns d parsed, or an error unless it is a duration in
+// [lo, hi]: the one rule of every duration field.
+func (d Duration) within(lo, hi time.Duration) (time.Duration, error) {
 	v, err := time.ParseDuration(string(d))
 	switch {
 	case err != nil:
-		e.add(path, "%q: not a duration such as \"5s\" or \"500ms\"", d)
-		return 0
+		return 0, fmt.Errorf("%q: not a duration such as \"5s\" or \"500ms\"", d)
 	case v < lo || v > hi:
-		e.add(path, "%q: must be between %v and %v", d, lo, hi)
-		return 0
+		return 0, fmt.Errorf("%q: must be between %v and %v", d, lo, hi)
 	}
-	return v
+	return v, nil
 }
 
 // ByteSize is a size in bytes: an integer (33554432) or a Kubernetes-style

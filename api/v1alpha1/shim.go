@@ -140,8 +140,8 @@ func (c *ShimConfiguration) Validate() error {
 	if strings.TrimPrefix(c.Listen, "unix://") == strings.TrimPrefix(c.RuntimeEndpoint, "unix://") {
 		return fmt.Errorf("listen: %q is the runtime endpoint itself", c.Listen)
 	}
-	if d, err := time.ParseDuration(string(c.PodLookupTimeout)); err != nil || d < 0 || d > time.Minute {
-		return fmt.Errorf("podLookupTimeout: %q must be a duration between 0s and 1m", c.PodLookupTimeout)
+	if _, err := c.PodLookupTimeout.within(0, time.Minute); err != nil {
+		return fmt.Errorf("podLookupTimeout: %w", err)
 	}
 	if err := either("failurePolicy", c.FailurePolicy, FailurePolicyOpen, FailurePolicyClose); err != nil {
 		return err
