@@ -181,38 +181,37 @@ func TestChurn(t *testing.T) {
 		t.Logf("%s: every Service answered %v after its start", s.name, took.Round(time.Millisecond))
 		return s, took
 	}
-	startDC := func() *server { return startClusterDnsconfigurer(t, dir, dcBin, cp.Kubeconfig(), up.addr) }
-	startCD := func() *server { return startClusterCoreDNS(t, dir, corednsBin, cp.Kubeconfig()) }
-	var dc, cd *server
-	var dcStarts, cdStarts []time.Duration
+	// A server kind: how to start it, the running one, its start-ups.
+	type starter struct {
+		start  func() *server
+		s      *server
+		starts []time.Duration
+	}
+	dcS := &starter{start: func() *server { return startClusterDnsconfigurer(t, dir, dcBin, cp.Kubeconfig(), up.addr) }}
+	cdS := &starter{start: func() *server { return startClusterCoreDNS(t, dir, corednsBin, cp.Kubeconfig()) }}
 	for i := range set.starts {
-		first, second := &dc, &cd
+		order := []*starter{dcS, cdS}
 		if i%2 == 1 {
-			first, second = &cd, &dc
+			order = []*starter{cdS, dcS}
 		}
-		for j, s := range []**server{first, second} {
+		for j, st := range order {
 			// Every other server is stopped, but in the last round the
 			// first one started keeps running: both take the churn.
-			for _, o := range []**server{&dc, &cd} {
-				if *o != nil && (o == s || i < set.starts-1 || j == 0) {
-					(*o).stop()
-					*o = nil
+			for _, o := range []*starter{dcS, cdS} {
+				if o.s != nil && (o == st || i < set.starts-1 || j == 0) {
+					o.s.stop()
+					o.s = nil
 				}
 			}
-			if s == &dc {
-				var took time.Duration
-				dc, took = timed(startDC)
-				dcStarts = append(dcStarts, took)
-			} else {
-				var took time.Duration
-				cd, took = timed(startCD)
-				cdStarts = append(cdStarts, took)
-			}
+			var took time.Duration
+			st.s, took = timed(st.start)
+			st.starts = append(st.starts, took)
 		}
 	}
+	dc, cd := dcS.s, cdS.s
 
 	servers := []*server{dc, cd}
-	rep.servers = []serverRun{{name: dc.name, starts: dcStarts}, {name: cd.name, starts: cdStarts}}
+	rep.servers = []serverRun{{name: dc.name, starts: dcS.starts}, {name: cd.name, starts: cdS.starts}}
 	for i, s := range servers {
 		rep.servers[i].sync = mustUsage(t, s)
 	}
