@@ -25,15 +25,24 @@ import (
 type agentCommand[T any] struct {
 	name  string // the subcommand
 	kind  string // the config file's kind
-	usage string // the usage lines before the flags
+	own   string // the agent's own arguments in the usage: required ones, then options
 	flags func(*flag.FlagSet) *flagLayer[T]
 	run   func(ctx context.Context, cfg *T, log *slog.Logger, reg *prometheus.Registry) error
+}
+
+// usage is the synopsis before the flags: the agent's own arguments, then
+// those every agent has (--config, registerAgentFlags, the log flags).
+func (c agentCommand[T]) usage() string {
+	return "usage: dnsconfigurer " + c.name + " " + c.own + "\n" +
+		"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH|auto] [--node-local-dns IP[,IP]]\n" +
+		"    [--kubeconfig PATH] [--node-name NAME] [--limits trim|reject] [--metrics-listen ADDR]\n" +
+		"    [--log-format text|json] [--log-level debug|info|warn|error]"
 }
 
 // parse reads --config, the agent's flags and the log flags, then layers
 // the flags over the file.
 func (c agentCommand[T]) parse(args []string, stderr io.Writer) (*T, logFlags, error) {
-	fs := newFlagSet(c.name, stderr, c.usage+"\n\nflags:")
+	fs := newFlagSet(c.name, stderr, c.usage()+"\n\nflags:")
 	config := fs.String("config", "", c.kind+" file (YAML or JSON, apiVersion dnsconfigurer.io/v1alpha1); flags override it")
 	l := c.flags(fs)
 	var logf logFlags

@@ -37,10 +37,8 @@ func nriFlags(fs *flag.FlagSet) *flagLayer[nriConfig] {
 var nriCommand = agentCommand[nriConfig]{
 	name: "nri",
 	kind: v1alpha1.NRIKind,
-	usage: "usage: dnsconfigurer nri --socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n" +
-		"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH|auto] [--node-local-dns IP[,IP]]\n" +
-		"    [--kubeconfig PATH] [--node-name NAME] [--state-dir DIR] [--limits trim|reject] [--pod-lookup-timeout 1s]\n" +
-		"    [--metrics-listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]",
+	own: "--socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n" +
+		"    [--state-dir DIR] [--pod-lookup-timeout 1s]",
 	flags: nriFlags,
 	run:   runNRIParts,
 }

@@ -40,10 +40,8 @@ func shimFlags(fs *flag.FlagSet) *flagLayer[shimConfig] {
 var shimCommand = agentCommand[shimConfig]{
 	name: "shim",
 	kind: v1alpha1.ShimKind,
-	usage: "usage: dnsconfigurer shim --listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n" +
-		"    [--config FILE] [--cluster-dns IP[,IP]] [--cluster-domain D] [--resolv-conf PATH]\n" +
-		"    [--kubeconfig PATH] [--node-name NAME] [--limits trim|reject] [--failure-policy open|closed]\n" +
-		"    [--metrics-listen ADDR] [--max-connections N] [--log-format text|json] [--log-level debug|info|warn|error]",
+	own: "--listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n" +
+		"    [--failure-policy open|closed] [--max-connections N] [--pod-lookup-timeout 1s]",
 	flags: shimFlags,
 	run:   runShimParts,
 }
