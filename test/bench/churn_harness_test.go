@@ -720,6 +720,8 @@ func goodChurn() *churnReport {
 				{polls: polls(time.Millisecond, 1500), cpu: 1050 * time.Millisecond, query: q(6300*time.Microsecond, 0), loaded: polls(time.Millisecond, 1000)},
 			}},
 	}
+	r.control = &serverRun{name: "control", baseQuery: q(300*time.Microsecond, 0),
+		phases: []serverPhase{{query: q(900*time.Microsecond, 0)}, {query: q(1200*time.Microsecond, 1)}}}
 	return r
 }
 
@@ -756,6 +758,8 @@ func TestChurnViolations(t *testing.T) {
 		}, "churn 10/s: 1 writes failed, first: etcdserver: request timed out"},
 		{"wrong rcode under churn", func(r *churnReport) { r.servers[0].phases[0].query.wrong = 4 }, "dnsconfigurer, churn 10/s: 4 of 50000 queries"},
 		{"wrong rcode at rest", func(r *churnReport) { r.servers[1].baseQuery.wrong = 1 }, "coredns, no churn: 1 of 50000"},
+		{"control: wrong rcode under churn", func(r *churnReport) { r.control.phases[1].query.wrong = 2 }, "control, churn 50/s: 2 of 50000 queries"},
+		{"control: wrong rcode at rest", func(r *churnReport) { r.control.baseQuery.wrong = 3 }, "control, no churn: 3 of 50000"},
 	})
 }
 

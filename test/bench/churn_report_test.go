@@ -38,6 +38,7 @@ type churnReport struct {
 	populate populateStats
 	phases   []phaseRun  // one per rate
 	servers  []serverRun // dnsconfigurer, then CoreDNS
+	control  *serverRun  // the query load on a server with no watch (startControl); nil without the load
 	loadAvg  string
 }
 
@@ -194,7 +195,36 @@ func (r *churnReport) table() string {
 	}
 	memRow("RssAnon after churn", func(s serverRun) int64 { return s.end.anonKiB })
 	memRow("VmHWM at the end", func(s serverRun) int64 { return s.end.hwmKiB })
+	r.churnCost(&b, dc, cd)
 	return b.String()
+}
+
+// churnCost is a second table: each server's query p99 under churn over
+// its p99 without, the control's beside them. The control does no work
+// for a change, so its ratio is what the churn costs through the shared
+// CPU alone.
+func (r *churnReport) churnCost(b *strings.Builder, dc, cd serverRun) {
+	ctl := r.control
+	if ctl == nil || r.set.queryQPS == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n| query p99 at %s qps (÷ no churn) | CoreDNS 1.15 | dnsconfigurer | control: dnsconfigurer from a file, no watch |\n|---|---:|---:|---:|\n", count(r.set.queryQPS))
+	all := []serverRun{cd, dc, *ctl}
+	cells := make([]string, len(all))
+	for i, s := range all {
+		cells[i] = queryCell(s.baseQuery)
+	}
+	fmt.Fprintf(b, "| no churn | %s |\n", strings.Join(cells, " | "))
+	for i, ph := range r.phases {
+		for j, s := range all {
+			cells[j] = "–"
+			if i < len(s.phases) {
+				q := s.phases[i].query
+				cells[j] = queryCell(q) + " (" + ratio(q.p99.Seconds(), s.baseQuery.p99.Seconds()) + ")"
+			}
+		}
+		fmt.Fprintf(b, "| churn %d/s | %s |\n", ph.rate, strings.Join(cells, " | "))
+	}
 }
 
 func (r *churnReport) server(name string) serverRun {
@@ -231,7 +261,16 @@ func (r *churnReport) violations() []string {
 			}
 		}
 	}
-	for _, s := range r.servers {
+	all := r.servers
+	if r.control != nil {
+		all = append(slices.Clone(all), *r.control)
+		for i, ph := range r.control.phases {
+			if ph.query.wrong > 0 && i < len(r.phases) {
+				v = append(v, fmt.Sprintf("control, churn %d/s: %d of %d queries for existing names answered with an error rcode", r.phases[i].rate, ph.query.wrong, ph.query.sent))
+			}
+		}
+	}
+	for _, s := range all {
 		if s.baseQuery.wrong > 0 {
 			v = append(v, fmt.Sprintf("%s, no churn: %d of %d queries for existing names answered with an error rcode", s.name, s.baseQuery.wrong, s.baseQuery.sent))
 		}

@@ -216,10 +216,13 @@ func TestChurn(t *testing.T) {
 		rep.servers[i].sync = mustUsage(t, s)
 	}
 	names := c.queryNames()
+	var ctl *server
 	if set.queryQPS > 0 {
+		ctl = startControl(ctx, t, dir, dcBin, apiserver.NewClient(t, cp.Config()), up.addr, c.services)
 		for i, s := range servers {
 			rep.servers[i].baseQuery = queryLoad(t, s, names, set)
 		}
+		rep.control = &serverRun{name: ctl.name, baseQuery: queryLoad(t, ctl, names, set)}
 	}
 
 	cfg = cp.Config()
@@ -248,6 +251,7 @@ func TestChurn(t *testing.T) {
 			for i, s := range servers {
 				rep.servers[i].phases[len(rep.servers[i].phases)-1].query = queryLoad(t, s, names, set)
 			}
+			rep.control.phases = append(rep.control.phases, serverPhase{query: queryLoad(t, ctl, names, set)})
 			lcancel()
 			wg.Wait()
 			ph.loadedWrites = loaded.writes
