@@ -62,16 +62,22 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveArgs, error) {
 // component's default); tests shorten it.
 var reloadInterval time.Duration
 
-// gcPercent is the GOGC of serve unless the GOGC variable is set: the live
-// heap is mostly the long-lived record index and a query makes little
-// garbage, so a low GC target keeps RSS near the live heap for little GC
-// CPU. 75 rather than 50 since the reply cache no longer holds the
-// one-address replies: at 10k Services, CPU per change 0.84-0.94×
-// CoreDNS 1.15's and RssAnon after churn 0.78× (test/bench TestChurn).
+// gcPercent is the GOGC of serve unless the GOGC variable is set, and
+// the node-local stage's throughout: its live heap is mostly its answer
+// cache, bounded by --cache-size, and a low target keeps its RSS within the
+// DaemonSet's 128 MiB (test/bench TestNodeLocalMemoryFill).
 const gcPercent = 75
 
+// clusterGCPercent is the cluster DNS's GOGC once its records synced, Go's
+// and CoreDNS's default. Its live heap is mostly the long-lived record
+// index, and the garbage is a change's: at 75 the collector took about a
+// seventh of the CPU of a change. At 50k Services, with 100 rather than 75:
+// CPU per change 0.98-1.00× CoreDNS 1.15's against 1.09×, RssAnon after
+// churn 0.81× against 0.77× (test/bench TestChurn).
+const clusterGCPercent = 100
+
 // startupGCPercent is the cluster DNS's GOGC until its records first
-// synced: the initial list allocates the whole index, and at gcPercent the
+// synced: the initial list allocates the whole index, and at clusterGCPercent the
 // collector would mark the growing heap several times more often. At 100k
 // Services, 200 rather than 100 saved about 0.25 s of CPU in a 2 s start
 // on 2 cores shared with the API server, for a high-water mark of 350-420
@@ -87,7 +93,7 @@ const rebuildGCPercent = 400
 
 // startupGC moves the GC target through the cluster DNS's start:
 // startupGCPercent, rebuildGCPercent around each first publish, then
-// gcPercent from the sync on. A first publish (the first, or one after a
+// clusterGCPercent from the sync on. A first publish (the first, or one after a
 // rewatch) puts back the target of the phase it ends in.
 type startupGC struct {
 	mu     sync.Mutex
@@ -98,7 +104,7 @@ func (g *startupGC) afterSync() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.synced = true
-	debug.SetGCPercent(gcPercent)
+	debug.SetGCPercent(clusterGCPercent)
 }
 
 func (g *startupGC) firstPublish(publish func()) {
@@ -107,7 +113,7 @@ func (g *startupGC) firstPublish(publish func()) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.synced {
-			debug.SetGCPercent(gcPercent)
+			debug.SetGCPercent(clusterGCPercent)
 		} else {
 			debug.SetGCPercent(startupGCPercent)
 		}

@@ -27,12 +27,12 @@ func TestStartupGC(t *testing.T) {
 	g.firstPublish(func() { want("during the first publish", rebuildGCPercent) })
 	want("after the first publish", startupGCPercent)
 	g.afterSync()
-	want("after the sync", gcPercent)
+	want("after the sync", clusterGCPercent)
 	g.firstPublish(func() { want("during a rewatch's first publish", rebuildGCPercent) })
-	want("after a rewatch's first publish", gcPercent)
+	want("after a rewatch's first publish", clusterGCPercent)
 
 	debug.SetGCPercent(startupGCPercent)
 	g = &startupGC{}
 	g.firstPublish(func() { g.afterSync() })
-	want("a sync during the first publish", gcPercent)
+	want("a sync during the first publish", clusterGCPercent)
 }
