@@ -4,15 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 )
 
 // controlFileBytes is where dumpServices starts a new manifest file: under
@@ -30,7 +36,7 @@ func startControl(ctx context.Context, t *testing.T, dir, bin string, client kub
 	if err := os.Mkdir(objects, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	n, err := dumpServices(ctx, client, objects)
+	n, err := dumpServices(ctx, client, objects, controlFileBytes)
 	if err != nil {
 		t.Fatalf("control: %v", err)
 	}
@@ -44,20 +50,30 @@ func startControl(ctx context.Context, t *testing.T, dir, bin string, client kub
 }
 
 // dumpServices writes every Service of the cluster to JSON documents in
-// files of dir, and returns how many it wrote.
-func dumpServices(ctx context.Context, client kubernetes.Interface, dir string) (int, error) {
+// files of dir, a new file before one would pass fileBytes, and returns
+// how many it wrote.
+func dumpServices(ctx context.Context, client kubernetes.Interface, dir string, fileBytes int) (n int, err error) {
 	var f *os.File
-	written, files, n := 0, 0, 0
+	written, files := 0, 0
+	defer func() {
+		if f != nil {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}()
 	next := func() error {
 		if f != nil {
-			if err := f.Close(); err != nil {
+			err := f.Close()
+			f = nil
+			if err != nil {
 				return err
 			}
 		}
 		files++
+		written = 0
 		var err error
 		f, err = os.Create(filepath.Join(dir, fmt.Sprintf("services-%03d.yaml", files)))
-		written = 0
 		return err
 	}
 	if err := next(); err != nil {
@@ -77,7 +93,7 @@ func dumpServices(ctx context.Context, client kubernetes.Interface, dir string) 
 			if err != nil {
 				return n, err
 			}
-			if written+len(doc) > controlFileBytes {
+			if written > 0 && written+len(doc) > fileBytes {
 				if err := next(); err != nil {
 					return n, err
 				}
@@ -90,8 +106,43 @@ func dumpServices(ctx context.Context, client kubernetes.Interface, dir string) 
 			n++
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
+			return n, nil
 		}
 	}
-	return n, f.Close()
+}
+
+// TestDumpServices: the control's manifest is what serve --objects reads,
+// split over files as they fill.
+func TestDumpServices(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 5 {
+		objs = append(objs, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "churn-0", Name: fmt.Sprintf("svc-%d", i)},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: fmt.Sprintf("10.96.0.%d", i+10),
+				ClusterIPs: []string{fmt.Sprintf("10.96.0.%d", i+10)}, Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
+		})
+	}
+	dir := t.TempDir()
+	n, err := dumpServices(t.Context(), fake.NewClientset(objs...), dir, 600)
+	if err != nil || n != 5 {
+		t.Fatalf("dumpServices = %d, %v; want 5, nil", n, err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "services-*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("files %v (%v): want the Services split over several", files, err)
+	}
+	got, err := feed.LoadManifests(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Services) != 5 {
+		t.Fatalf("serve --objects would read %d Services, want 5", len(got.Services))
+	}
+	for _, svc := range got.Services {
+		var i int
+		if _, err := fmt.Sscanf(svc.Name, "svc-%d", &i); err != nil || svc.Namespace != "churn-0" ||
+			!slices.Equal(svc.ClusterIPs, []netip.Addr{netip.AddrFrom4([4]byte{10, 96, 0, byte(i + 10)})}) {
+			t.Errorf("Service %s/%s: ClusterIPs %v", svc.Namespace, svc.Name, svc.ClusterIPs)
+		}
+	}
 }
