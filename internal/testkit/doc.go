@@ -1,6 +1,6 @@
-// Package testkit is the one kit the tests share: a fake DNS upstream,
-// metric reading, waiting on a condition, a locked buffer, a manual clock
-// and the standard node.
+// Package testkit is the one kit the tests share. It has a fake DNS
+// upstream, metric reading, waiting on a condition, a locked buffer, a
+// manual clock and the standard node.
 //
 //   - NewUpstream: UDP and TCP on 127.0.0.1:0 (or At, or ListenIn a
 //     namespace), answering with a handler (Reply, Silent), with Delay,

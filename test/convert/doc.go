@@ -1,8 +1,8 @@
-// Package convert proves `dnsconfigurer convert` side by side: for each
-// example of pkg/corefile/testdata, CoreDNS runs the original Corefile
-// and `dnsconfigurer serve` the converted configuration, against the same
-// kube-apiserver and the same fake upstreams, and both are asked the same
-// questions. It needs $DNSCONFIGURER_TESTBIN (coredns, kube-apiserver,
+// Package convert proves `dnsconfigurer convert` side by side with CoreDNS.
+// For each example of pkg/corefile/testdata, CoreDNS runs the original
+// Corefile and `dnsconfigurer serve` the converted configuration, against
+// the same kube-apiserver and the same fake upstreams. Both are asked the
+// same questions. It needs $DNSCONFIGURER_TESTBIN (coredns, kube-apiserver,
 // etcd; see test/testbin/build.sh) and skips without it:
 //
 //	DNSCONFIGURER_TESTBIN=$(test/testbin/build.sh) go test -v ./test/convert/

@@ -1,5 +1,5 @@
-// Command resolveloop looks names up with Go's own resolver (no cgo), in a
-// loop, and prints one line per lookup, as testdata/resolveloop.c does for
+// Command resolveloop looks names up in a loop with Go's own resolver (no
+// cgo). It prints one line per lookup, as testdata/resolveloop.c does for
 // glibc and musl:
 //
 //	<unix ms> <name> ok <duration ms> <addresses, sorted, comma-separated>

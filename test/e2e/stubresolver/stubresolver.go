@@ -1,8 +1,9 @@
-// Package stubresolver runs real stub resolvers, as an application in a
-// pod calls them, inside a test's network namespace: glibc's getaddrinfo
-// and getnameinfo (getent), musl's (test/e2e/testdata/lookup.c, linked
-// statically with musl-gcc) and the pure Go resolver (test/e2e/images/testbin). Each
-// reads the namespace's /etc/resolv.conf (netns.NS.SetResolvConf).
+// Package stubresolver runs real stub resolvers inside a test's network
+// namespace, as an application in a pod calls them. They are glibc's
+// getaddrinfo and getnameinfo (getent), musl's (test/e2e/testdata/lookup.c,
+// linked statically with musl-gcc) and the pure Go resolver
+// (test/e2e/images/testbin). Each reads the namespace's /etc/resolv.conf
+// (netns.NS.SetResolvConf).
 package stubresolver
 
 import (

@@ -1,6 +1,6 @@
 // Package testpod builds the pods the node e2e tests run through the shim
-// and the NRI plugin: one per dnsPolicy, with the autopath annotation,
-// a dnsConfig or the host network.
+// and the NRI plugin. There is one per dnsPolicy, and others with the
+// autopath annotation, a dnsConfig or the host network.
 package testpod
 
 import (
