@@ -36,90 +36,92 @@
 // Answers:
 //
 //   - WithRewrites renames the question before everything below, as
-//     CoreDNS's "rewrite name" (exact, prefix, suffix, substring, regex;
-//     rules in order, the first match the last unless it continues). The
-//     reply carries the question as asked and the answer's names mapped
-//     back (README "Rewrites"); it is cached under the question as asked.
-//     Autopath names are not rewritten, their candidates are;
-//   - names in the zone come from the snapshot (one map lookup on the
-//     lowercase name); the question's case is echoed in the answer owners.
-//     Replies made from the zone are cached packed, keyed by the question
-//     as asked, EDNS0 presence, DO bit and size limit; a cache hit patches
-//     the ID and the RD and CD bits and writes the bytes (over UDP found
-//     from the query's wire form, AnswerWire). The cache is bounded
-//     (WithReplyCache, 16 MiB by default, in two generations) and lives
-//     across snapshots: a new snapshot retires the replies made from the
-//     names that changed (see wireCache), so it never serves stale data;
-//   - a name that does not exist is NXDOMAIN, a name that exists (including
-//     an empty non-terminal) without the asked type is NOERROR with no
-//     answer; both carry the SOA of the zone the name is in in the authority
-//     section, its minimum TTL equal to the record TTL. WithWireMisses (serve
-//     sets it) answers two UDP replies that miss the reply cache from the
-//     query's wire form, before ServeDNS: the snapshot lookup, then the
-//     NXDOMAIN with the SOA, or the one address of an A or AAAA query for a
-//     name that has exactly one (a ClusterIP Service), written as
-//     miekg/dns packs them (missWire), counted in the namespace metrics;
-//     not cached, since the ndots:5 misses and the names of a large
-//     cluster outnumber the reply cache;
+//     CoreDNS's "rewrite name" does (exact, prefix, suffix, substring,
+//     regex). The rules run in order, and the first match is the last
+//     unless it continues. The reply carries the question as asked, with
+//     the answer's names mapped back (README "Rewrites"). It is cached
+//     under the question as asked. Autopath names are not rewritten; their
+//     candidates are.
+//   - Names in the zone come from the snapshot: one lookup of the
+//     lowercase name. The answer owners echo the question's case.
+//   - Replies made from the zone are cached packed. The key is the
+//     question as asked, EDNS0 presence, the DO bit and the size limit. A
+//     hit patches the ID and the RD and CD bits and writes the bytes; over
+//     UDP it is found from the query's wire form (AnswerWire). The cache is
+//     bounded (WithReplyCache: 16 MiB by default, in two generations) and
+//     lives across snapshots. A new snapshot retires the replies made from
+//     the names that changed (see wireCache), so stale data is never
+//     served.
+//   - A name that does not exist is NXDOMAIN. A name that exists (an empty
+//     non-terminal too) without the asked type is NOERROR with no answer.
+//     Both carry the SOA of the name's zone in the authority section, its
+//     minimum TTL equal to the record TTL.
+//   - WithWireMisses (serve sets it) answers two kinds of UDP reply cache
+//     misses from the query's wire form, before ServeDNS (missWire). They
+//     are NXDOMAIN with the SOA, and an A or AAAA query for a name with
+//     exactly one such address and no alias (a ClusterIP Service). The
+//     bytes are those miekg/dns packs, and the namespace metrics count
+//     them. They are not cached: the ndots:5 misses and the names of a
+//     large cluster outnumber the reply cache.
 //   - ANY is answered minimally (RFC 8482) for the names this server
-//     answers: a synthesized HINFO "RFC8482" for a name that exists (an
-//     ExternalName: its CNAME), NXDOMAIN with the SOA for a zone name that
-//     does not; ANY for other names is forwarded like any other type, as
-//     CoreDNS's forward does (REFUSED without a forwarder);
-//   - a headless Service without a ready endpoint has no name (NXDOMAIN),
-//     and SRV at the bare Service name lists every port, as CoreDNS;
-//   - WithLoadBalance rotates each run of A or AAAA records, and of SRV
-//     records of one priority, of one owner in the answer section by one
-//     step per reply; a cached reply is rotated in its packed bytes (the
+//     answers. A name that exists gets a synthesized HINFO "RFC8482" (an
+//     ExternalName: its CNAME). A zone name that does not exist gets
+//     NXDOMAIN with the SOA. ANY for other names is forwarded like any
+//     other type, as CoreDNS's forward does (REFUSED without a forwarder).
+//   - A headless Service without a ready endpoint has no name (NXDOMAIN).
+//     SRV at the bare Service name lists every port, as in CoreDNS.
+//   - WithLoadBalance rotates by one step per reply each run of A or AAAA
+//     records, and of SRV records of one priority, of one owner in the
+//     answer section. A cached reply is rotated in its packed bytes: the
 //     runs' ranges and the compression pointers into them are recorded
-//     when it is cached), or served unrotated when that is not safe;
+//     when it is cached. When that is not safe it is served unrotated.
 //   - WithUDPAnswerLimit cuts the A or AAAA RRset of a UDP reply made here
-//     (zone, chase, autopath; not a relayed one) to the limit, TC clear,
-//     the window moving by the limit each reply (dnsmsg.LimitAnswer); a
-//     cached cut reply is kept whole and each hit writes the next window
-//     of its packed run (planWindow), or it is not cached;
-//   - before the first full sync every zone and reverse name is SERVFAIL;
-//   - ExternalName Services answer with their CNAME followed by the target's
-//     records: looked up in the snapshot when the target is in the zone,
-//     asked upstream otherwise;
-//   - reverse names (in-addr.arpa, ip6.arpa) of ClusterIPs and endpoints are
-//     answered from the snapshot; inside the WithReverseZones prefixes the
-//     others are NXDOMAIN (NODATA above known addresses) with the SOA of
-//     the prefix's octet- or nibble-aligned reverse zone; other reverse
-//     names are forwarded, as CoreDNS's default "fallthrough in-addr.arpa
-//     ip6.arpa";
-//   - names outside the cluster zone that the Static source (WithStatic)
-//     has are answered from it, authoritatively and uncached, before
-//     forwarding: NOERROR with no answer and no SOA for types it has none
-//     of; cluster-zone names come from the zone only;
-//   - names under the autopath suffix (search.<ns>.<zone>.ap.k8s.io) are
-//     never forwarded: each candidate of the search list (from the EDNS0
-//     local option, else the namespace's cluster searches; pkg/autopath's
-//     rules) is tried and the first that is not NXDOMAIN, in search-list
-//     order, answers behind a CNAME from the asked name; such answers are
-//     not cached. Zone candidates are free; at most 8 candidates that need
-//     an upstream (the name itself always among them) are asked, in
-//     parallel, the others are not tried, and the expansion ends within 2 s
-//     (2.5 s by source: v1alpha1.AutopathDeadline, below node-local's
-//     timeout toward this server);
-//   - every other name is forwarded (REFUSED without a forwarder) through
-//     the Exchanger given to WithForwarder: a pkg/forward Forwarder (or
-//     Router), which never sends to the server's own listen addresses,
-//     bounds each exchange in time, sheds beyond MaxConcurrent, health-checks
-//     its upstreams and fails fast when all are down, and keeps forwarding
-//     loops from forming (a per-query EDNS0 marker and loop probes); see its
-//     README. A TCP client's query goes upstream over TCP
-//     (forward.WithClientTCP); a failed forward answers forward.Rcode.
-//     When that Exchanger is serve's answer cache (*dnscache.Cache), a
-//     UDP reply made from a cache hit is kept with the cached answer in
-//     its finished wire form (dnscache.Keep), and AnswerWire answers the
-//     next query of that shape from it, as the node-local stage does:
-//     ID, RD and CD set, TTLs aged, the hit counted. Not kept: replies
-//     load balancing rotates, and every reply while rewrites or autopath
-//     by source are on. AnswerWire serves a kept reply only to a name that
-//     ServeDNS would forward now (outside the cluster, reverse and
-//     autopath zones, without static records): a reload may keep the
-//     cache and change that.
+//     (zone, chase, autopath; not a relayed one) to the limit, TC clear
+//     (dnsmsg.LimitAnswer). The window moves by the limit each reply. A
+//     cached cut reply is kept whole, and each hit writes the next window
+//     of its packed run (planWindow); otherwise it is not cached.
+//   - Before the first full sync every zone and reverse name is SERVFAIL.
+//   - ExternalName Services answer with their CNAME, then the target's
+//     records. A target in the zone is looked up in the snapshot; any
+//     other is asked upstream.
+//   - Reverse names (in-addr.arpa, ip6.arpa) of ClusterIPs and endpoints
+//     are answered from the snapshot. Inside the WithReverseZones
+//     prefixes the others are NXDOMAIN (NODATA above known addresses),
+//     with the SOA of the prefix's octet- or nibble-aligned reverse zone.
+//     Other reverse names are forwarded, as with CoreDNS's default
+//     "fallthrough in-addr.arpa ip6.arpa".
+//   - Names outside the cluster zone that the Static source (WithStatic)
+//     has are answered from it before forwarding, authoritatively and
+//     uncached. A type it has none of is NOERROR with no answer and no
+//     SOA. Cluster-zone names come from the zone only.
+//   - Names under the autopath suffix (search.<ns>.<zone>.ap.k8s.io) are
+//     never forwarded. Each candidate of the search list is tried: from
+//     the EDNS0 local option, else the namespace's cluster searches
+//     (pkg/autopath's rules). The first that is not NXDOMAIN, in
+//     search-list order, answers behind a CNAME from the asked name. Such
+//     answers are not cached. Zone candidates are free. At most 8
+//     candidates that need an upstream are asked, in parallel, the name
+//     itself always among them; the others are not tried. The expansion
+//     ends within 2 s, 2.5 s by source (v1alpha1.AutopathDeadline, below
+//     node-local's timeout toward this server).
+//   - Every other name is forwarded through the Exchanger given to
+//     WithForwarder (REFUSED without one). That is a pkg/forward Forwarder
+//     or Router; see its README. It never sends to the server's own listen
+//     addresses, bounds each exchange in time and sheds beyond
+//     MaxConcurrent. It health-checks its upstreams, fails fast when all
+//     are down, and keeps forwarding loops from forming (a per-query EDNS0
+//     marker and loop probes). A TCP client's query goes upstream over TCP
+//     (forward.WithClientTCP). A failed forward answers forward.Rcode.
+//   - When that Exchanger is serve's answer cache (*dnscache.Cache), a UDP
+//     reply made from a cache hit is kept with the cached answer in its
+//     finished wire form (dnscache.Keep). AnswerWire answers the next
+//     query of that shape from it, as the node-local stage does: ID, RD
+//     and CD set, TTLs aged, the hit counted. Replies that load balancing
+//     rotates are not kept, nor any reply while rewrites or autopath by
+//     source are on. AnswerWire serves a kept reply only for a name that
+//     ServeDNS would forward now: outside the cluster, reverse and autopath
+//     zones, without static records. A reload may keep the cache and
+//     change that.
 //
 // # Metrics
 //
