@@ -19,38 +19,40 @@
 // # The UDP path
 //
 // UDP is served by the package itself; TCP by miekg/dns's server. Each
-// listen address is bound with UDPSockets UDP sockets (default GOMAXPROCS,
-// as CoreDNS's multisocket; the ServerConfiguration's udpSockets, serve's
-// --udp-sockets), with SO_REUSEPORT when there are several, so that Linux
-// spreads the clients over them by a hash of their address and port. Each
-// socket is read by one goroutine, a batch at a time (internal/udpbatch:
-// up to 16 datagrams a call), into buffers of 4096 bytes (a longer
-// datagram is cut, and then malformed). For each datagram of the batch:
+// listen address is bound with UDPSockets UDP sockets: by default
+// GOMAXPROCS, as CoreDNS's multisocket (the ServerConfiguration's
+// udpSockets, serve's --udp-sockets). With several, each has SO_REUSEPORT,
+// and Linux spreads the clients over them by a hash of their address and
+// port. Each socket is read by one goroutine, a batch at a time
+// (internal/udpbatch: up to 16 datagrams a call). The buffers hold 4096
+// bytes; a longer datagram is cut, and then malformed. Each datagram of a
+// batch goes one of three ways:
 //
-//   - shorter than a header: dropped;
-//   - a handler that implements WireAnswerer answers it from its wire
-//     form, on the reading goroutine: the cluster handler's cached zone
-//     replies, forwarded cache hits and zone NXDOMAINs, and the node-local
-//     stage's cache hits. Its reply is counted and joins the batch's other
+//   - Shorter than a header: dropped.
+//   - A handler that implements WireAnswerer answers it from its wire form,
+//     on the reading goroutine. These are the cluster handler's cached zone
+//     replies, forwarded cache hits and wire misses, and the node-local
+//     stage's cache hits. The reply is counted and joins the batch's other
 //     replies, sent in one call once the batch is done. The listener
-//     allocates nothing for such a datagram (BenchmarkServeUDPWire:
-//     0 allocs/op); the handlers' answers allocate
-//     nothing for cache hits of the answer cache, one for a zone reply
-//     (its key) and four for a zone miss with namespace metrics;
-//   - every other datagram is copied and served on a goroutine other than
-//     the reading one (one of at most 16 that served one before and wait,
-//     else a new one), as miekg/dns serves it: its default MsgAcceptFunc (a response is
-//     ignored, an opcode but QUERY and NOTIFY gets NOTIMP, more than one
-//     question or too many records FORMERR), then unpacked (FORMERR when
-//     it does not unpack), then the handler's ServeDNS. The replies are
-//     miekg/dns's byte for byte (TestUDPBatch).
+//     allocates nothing for such a datagram (BenchmarkServeUDPWire: 0
+//     allocs/op). The handlers allocate nothing for a hit of the answer
+//     cache, one object for a zone reply (its key) and four for a zone miss
+//     with namespace metrics.
+//   - Every other datagram is copied and served on another goroutine: one
+//     of at most 16 that served one before and wait, else a new one. It is
+//     served as miekg/dns serves it. First its default MsgAcceptFunc: a
+//     response is ignored, an opcode other than QUERY and NOTIFY gets
+//     NOTIMP, and more than one question or too many records get FORMERR.
+//     Then it is unpacked (FORMERR when that fails), then the handler's
+//     ServeDNS runs. The replies are miekg/dns's byte for byte
+//     (TestUDPBatch).
 //
 // On a wildcard address (0.0.0.0, [::]) a reply leaves from the address
 // its query was sent to, as miekg/dns's does. Without ReusePort the TCP
 // socket is bound first and without SO_REUSEPORT, so a second instance
-// fails there before it binds a UDP socket; the UDP sockets still carry SO_REUSEPORT when there are several,
-// so another program of the same user that sets it could share them
-// (udpSockets 1 binds one socket without it).
+// fails there before it binds a UDP socket. The UDP sockets still carry
+// SO_REUSEPORT when there are several, so another program of the same user
+// that sets it could share them (udpSockets 1 binds one socket without it).
 //
 // SetHandler swaps the handler without dropping a query (serve's config
 // reload). A panic in the handler answers SERVFAIL; the panic is counted
