@@ -77,8 +77,9 @@ const gcPercent = 75
 const clusterGCPercent = 100
 
 // startupGCPercent is the cluster DNS's GOGC until its records first
-// synced: the initial list allocates the whole index, and at clusterGCPercent the
-// collector would mark the growing heap several times more often. At 100k
+// synced: the initial list allocates the whole index, and at
+// clusterGCPercent the collector would mark the growing heap several times
+// more often. At 100k
 // Services, 200 rather than 100 saved about 0.25 s of CPU in a 2 s start
 // on 2 cores shared with the API server, for a high-water mark of 350-420
 // MiB rather than 330-360 (CoreDNS's: 460-480). The heap freed is given
@@ -93,8 +94,8 @@ const rebuildGCPercent = 400
 
 // startupGC moves the GC target through the cluster DNS's start:
 // startupGCPercent, rebuildGCPercent around each first publish, then
-// clusterGCPercent from the sync on. A first publish (the first, or one after a
-// rewatch) puts back the target of the phase it ends in.
+// clusterGCPercent from the sync on. A first publish (the first, or one
+// after a rewatch) puts back the target of the phase it ends in.
 type startupGC struct {
 	mu     sync.Mutex
 	synced bool
