@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -116,11 +115,7 @@ func dumpServices(ctx context.Context, client kubernetes.Interface, dir string, 
 func TestDumpServices(t *testing.T) {
 	var objs []runtime.Object
 	for i := range 5 {
-		objs = append(objs, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "churn-0", Name: fmt.Sprintf("svc-%d", i)},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: fmt.Sprintf("10.96.0.%d", i+10),
-				ClusterIPs: []string{fmt.Sprintf("10.96.0.%d", i+10)}, Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
-		})
+		objs = append(objs, directService(fmt.Sprintf("svc-%d", i), "churn-0", fmt.Sprintf("10.96.0.%d", i+10), 80, metav1.Now()))
 	}
 	dir := t.TempDir()
 	n, err := dumpServices(t.Context(), fake.NewClientset(objs...), dir, 600)

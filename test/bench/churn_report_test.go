@@ -204,8 +204,8 @@ func (r *churnReport) table() string {
 // for a change, so its ratio is what the churn costs through the shared
 // CPU alone.
 func (r *churnReport) churnCost(b *strings.Builder, dc, cd serverRun) {
-	ctl := r.control
-	if ctl == nil || r.set.queryQPS == 0 {
+	ctl := r.control // set only with the query load
+	if ctl == nil {
 		return
 	}
 	fmt.Fprintf(b, "\n| query p99 at %s qps (÷ no churn) | CoreDNS 1.15 | dnsconfigurer | control: dnsconfigurer from a file, no watch |\n|---|---:|---:|---:|\n", count(r.set.queryQPS))
