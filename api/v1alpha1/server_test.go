@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// decodeServer is cmd/dnsconfigurer's loadConfig on bytes: strict YAML,
+// decodeServer is internal/flaglayer's ReadFile on bytes: strict YAML,
 // kind check, defaults, validation.
 func decodeServer(data []byte) (*ServerConfiguration, error) {
 	c := &ServerConfiguration{}

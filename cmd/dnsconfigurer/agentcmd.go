@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
@@ -26,7 +27,7 @@ type agentCommand[T any] struct {
 	name  string // the subcommand
 	kind  string // the config file's kind
 	own   string // the agent's own arguments in the usage: required ones, then options
-	flags func(*flag.FlagSet) *flagLayer[T]
+	flags func(*flag.FlagSet) *flaglayer.Layer[T]
 	run   func(ctx context.Context, cfg *T, log *slog.Logger, reg *prometheus.Registry) error
 }
 
@@ -51,8 +52,8 @@ func (c agentCommand[T]) parse(args []string, stderr io.Writer) (*T, logFlags, e
 		return nil, logf, err
 	}
 	cfg := new(T)
-	if err := l.load(*config, c.kind, cfg); err != nil {
-		return nil, logf, l.named(err)
+	if err := l.Load(*config, c.kind, cfg); err != nil {
+		return nil, logf, l.Named(err)
 	}
 	return cfg, logf, nil
 }

@@ -1,37 +1,17 @@
 package main
 
 import (
-	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 )
-
-// optionalInt is an int flag that may stay unset.
-type optionalInt struct{ v *int }
-
-func (o *optionalInt) String() string {
-	if o == nil || o.v == nil {
-		return ""
-	}
-	return strconv.Itoa(*o.v)
-}
-
-func (o *optionalInt) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a number", s)
-	}
-	o.v = &n
-	return nil
-}
 
 // registerAgentFlags binds the flags of the part of a node agent's config
 // (T) both agents have (agent reaches it): kubelet's DNS settings, the
 // node-local address, the API server, the node's name, the cluster's pod
 // DNS policy, what --limits does (limitsHelp) and the metrics address.
-func registerAgentFlags[T any](l *flagLayer[T], agent func(*T) *v1alpha1.NodeAgent, limitsHelp string) {
+func registerAgentFlags[T any](l *flaglayer.Layer[T], agent func(*T) *v1alpha1.NodeAgent, limitsHelp string) {
 	node := func(c *T) *v1alpha1.NodeDNS { return &agent(c).NodeDNS }
 	pp := func(c *T) *v1alpha1.PodPolicy { return &agent(c).PodPolicy }
 	l.List(func(c *T) *[]string { return &node(c).ClusterDNS }, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
@@ -45,12 +25,4 @@ func registerAgentFlags[T any](l *flagLayer[T], agent func(*T) *v1alpha1.NodeAge
 	l.IntPtr(func(c *T) **int { return &pp(c).Ndots }, "ndots", "ndots `N` (0-"+strconv.Itoa(v1alpha1.MaxNdots)+") for cluster DNS pods whose dnsConfig.options do not set it (default kubelet's 5)")
 	l.String(func(c *T) *string { return &agent(c).Limits }, "limits", v1alpha1.DefaultLimits, "over kubelet's DNS limits: "+limitsHelp)
 	l.String(func(c *T) *string { return &agent(c).MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR` (host:port)")
-}
-
-// podLookupFlag binds --pod-lookup-timeout, each agent with its own
-// default and bound. The value is kept as written, so that the config's
-// validation names a bad one.
-func podLookupFlag[T any](l *flagLayer[T], field func(*T) *v1alpha1.Duration, def time.Duration, usage string) {
-	v := l.fs.String("pod-lookup-timeout", def.String(), usage)
-	l.bind("pod-lookup-timeout", fieldPath(field), func(c *T) { *field(c) = v1alpha1.Duration(*v) })
 }

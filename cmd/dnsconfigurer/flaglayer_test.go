@@ -6,17 +6,17 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 )
 
 // checkFlagDefaults: each flag set to the default it shows gives the
 // config the layer gives without it, base with the api defaults. A flag
 // whose default is not the api's fails here.
-func checkFlagDefaults[T any](t *testing.T, register func(*flag.FlagSet) *flagLayer[T], base T) {
+func checkFlagDefaults[T any](t *testing.T, register func(*flag.FlagSet) *flaglayer.Layer[T], base T) {
 	t.Helper()
 	load := func(args ...string) T {
 		t.Helper()
@@ -27,7 +27,7 @@ func checkFlagDefaults[T any](t *testing.T, register func(*flag.FlagSet) *flagLa
 			t.Fatal(err)
 		}
 		cfg := base
-		if err := l.load("", "", &cfg); err != nil {
+		if err := l.Load("", "", &cfg); err != nil {
 			t.Fatalf("%q: %v", args, err)
 		}
 		return cfg
@@ -35,16 +35,16 @@ func checkFlagDefaults[T any](t *testing.T, register func(*flag.FlagSet) *flagLa
 	t.Setenv("NODE_NAME", "")
 	def := load()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	for _, b := range register(fs).binds {
-		f := fs.Lookup(b.name)
-		if _, unset := f.Value.(*optionalInt); unset && f.DefValue == "" {
+	for _, b := range register(fs).Bindings() {
+		f := fs.Lookup(b.Flag)
+		if _, unset := f.Value.(*flaglayer.OptionalInt); unset && f.DefValue == "" {
 			continue // no default: the engine's (kubelet's ndots:5)
 		}
 		if f.DefValue == "" && f.Value.Set("") != nil {
 			continue // no default to show: a repeatable flag such as --forward
 		}
-		if got := load("--" + b.name + "=" + f.DefValue); !reflect.DeepEqual(got, def) {
-			t.Errorf("--%s %q (%s): %+v, without it %+v", b.name, f.DefValue, b.field, got, def)
+		if got := load("--" + b.Flag + "=" + f.DefValue); !reflect.DeepEqual(got, def) {
+			t.Errorf("--%s %q (%s): %+v, without it %+v", b.Flag, f.DefValue, b.Field, got, def)
 		}
 	}
 }
@@ -54,40 +54,19 @@ func TestFlagDefaultsAreTheAPIs(t *testing.T) {
 	t.Run("nri", func(t *testing.T) { checkFlagDefaults(t, nriFlags, nriConfig{}) })
 	t.Run("serve", func(t *testing.T) { checkFlagDefaults(t, serveFlags, serverConfig{}) })
 	t.Run("webhook", func(t *testing.T) {
-		checkFlagDefaults(t, func(fs *flag.FlagSet) *flagLayer[webhookConfig] {
+		checkFlagDefaults(t, func(fs *flag.FlagSet) *flaglayer.Layer[webhookConfig] {
 			var f webhookFlags
 			f.register(fs)
 			return f.layer
 		}, webhookConfig{})
 	})
 	t.Run("render", func(t *testing.T) {
-		checkFlagDefaults(t, func(fs *flag.FlagSet) *flagLayer[nodeConfig] {
+		checkFlagDefaults(t, func(fs *flag.FlagSet) *flaglayer.Layer[nodeConfig] {
 			var n nodeFlags
 			n.register(fs)
 			return n.layer
 		}, nodeConfig{NodeDNS: v1alpha1.NodeDNS{ClusterDNS: []string{v1alpha1.DefaultRenderClusterDNS}}})
 	})
-}
-
-// TestFieldPath: a flag's field is named by its path in the config file.
-func TestFieldPath(t *testing.T) {
-	tests := []struct {
-		got, want string
-	}{
-		{fieldPath(func(c *shimConfig) *string { return &c.Listen }), "listen"},
-		{fieldPath(func(c *shimConfig) *[]string { return &c.ClusterDNS }), "clusterDNS"},
-		{fieldPath(func(c *shimConfig) **string { return &c.ClusterDomain }), "clusterDomain"},
-		{fieldPath(func(c *shimConfig) **int { return &c.Ndots }), "ndots"},
-		{fieldPath(func(c *shimConfig) *string { return &c.APIVersion }), "apiVersion"},
-		{fieldPath(func(c *webhookConfig) **string { return &c.Cluster.ClusterDomain }), "cluster.clusterDomain"},
-		{fieldPath(func(c *webhookConfig) *[]string { return &c.Cluster.ClusterDNS }), "cluster.clusterDNS"},
-		{fieldPath(func(c *nodeConfig) *[]string { return &c.NodeIPs }), "nodeIPs"},
-	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("fieldPath = %q, want %q", tt.got, tt.want)
-		}
-	}
 }
 
 // TestFlagLayer: a flag set on the command line wins over the file, the
@@ -128,9 +107,9 @@ func TestFlagLayer(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := &shimConfig{}
-			err := l.load(tt.config, v1alpha1.ShimKind, cfg)
+			err := l.Load(tt.config, v1alpha1.ShimKind, cfg)
 			if err != nil {
-				err = l.named(err)
+				err = l.Named(err)
 			}
 			switch {
 			case tt.wantErr != "":
@@ -144,68 +123,7 @@ func TestFlagLayer(t *testing.T) {
 			}
 		})
 	}
-	if err := errors.New("other"); newFlagLayer[shimConfig](nil).named(err) != err {
+	if err := errors.New("other"); flaglayer.New[shimConfig](nil).Named(err) != err {
 		t.Error("named changed an error that names no field")
-	}
-}
-
-// routesConfig is a config whose field a repeatable flag fills.
-type routesConfig struct {
-	Routes []string `json:"routes"`
-}
-
-func (c *routesConfig) SetDefaults() {
-	if c.Routes == nil {
-		c.Routes = []string{"default"}
-	}
-}
-
-func (c *routesConfig) Validate() error {
-	if slices.Contains(c.Routes, "bad") {
-		return errors.New(`routes[0]: "bad" is not a route`)
-	}
-	return nil
-}
-
-// repeatFlag is a flag.Value that collects each value it is given.
-type repeatFlag []string
-
-func (r *repeatFlag) String() string { return strings.Join(*r, ",") }
-
-func (r *repeatFlag) Set(v string) error { *r = append(*r, v); return nil }
-
-// TestFlagLayerVar: a flag of any kind layers like the others, and
-// errors name it.
-func TestFlagLayerVar(t *testing.T) {
-	for _, tc := range []struct {
-		args    []string
-		want    []string
-		wantErr string
-	}{
-		{nil, []string{"default"}, ""},
-		{[]string{"--route", "a", "--route", "b"}, []string{"a", "b"}, ""},
-		{[]string{"--route", "bad"}, nil, `--route (routes[0]): "bad" is not a route`},
-	} {
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		l := newFlagLayer[routesConfig](fs)
-		var routes repeatFlag
-		l.Var(&routes, "route", "routes", "a route; repeatable", func(c *routesConfig) { c.Routes = routes })
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		var cfg routesConfig
-		err := l.load("", "", &cfg)
-		if err != nil {
-			err = l.named(err)
-		}
-		if tc.wantErr != "" {
-			if err == nil || err.Error() != tc.wantErr {
-				t.Errorf("%q: error %v, want %q", tc.args, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || !slices.Equal(cfg.Routes, tc.want) {
-			t.Errorf("%q: routes %q (%v), want %q", tc.args, cfg.Routes, err, tc.want)
-		}
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -41,13 +41,13 @@ func (c *nodeConfig) Validate() error {
 // nodeFlags are the node flags shared by render and validate, and the
 // value of the pod's namespace label.
 type nodeFlags struct {
-	layer           *flagLayer[nodeConfig]
+	layer           *flaglayer.Layer[nodeConfig]
 	namespacePolicy string
 	cfg             nodeConfig // set by engine
 }
 
 func (n *nodeFlags) register(fs *flag.FlagSet) {
-	l := newFlagLayer[nodeConfig](fs)
+	l := flaglayer.New[nodeConfig](fs)
 	l.List(func(c *nodeConfig) *[]string { return &c.ClusterDNS }, "cluster-dns", v1alpha1.DefaultRenderClusterDNS, "kubelet clusterDNS: comma-separated IPs (\"\" for none)")
 	l.StringPtr(func(c *nodeConfig) **string { return &c.ClusterDomain }, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none)")
 	l.StringPtr(func(c *nodeConfig) **string { return &c.ResolvConf }, "resolv-conf", v1alpha1.DefaultResolvConf, "kubelet resolvConf: the node's resolver file (\"\" switches it off)")
@@ -64,20 +64,10 @@ func (n *nodeFlags) register(fs *flag.FlagSet) {
 // DefaultRenderClusterDNS); its error names the flag.
 func (n *nodeFlags) config() (nodeConfig, error) {
 	cfg := nodeConfig{NodeDNS: v1alpha1.NodeDNS{ClusterDNS: []string{v1alpha1.DefaultRenderClusterDNS}}}
-	if err := n.layer.load("", "", &cfg); err != nil {
-		return cfg, n.layer.named(err)
+	if err := n.layer.Load("", "", &cfg); err != nil {
+		return cfg, n.layer.Named(err)
 	}
 	return cfg, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // engine is the engine of the node flags; its error names the flag. Call

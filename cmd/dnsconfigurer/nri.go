@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
@@ -21,14 +22,14 @@ type nriConfig = v1alpha1.NRIConfiguration
 
 // nriFlags binds the flags of `dnsconfigurer nri` to its config; with
 // --config, each one set on the command line replaces the file's field.
-func nriFlags(fs *flag.FlagSet) *flagLayer[nriConfig] {
-	l := newFlagLayer[nriConfig](fs)
+func nriFlags(fs *flag.FlagSet) *flaglayer.Layer[nriConfig] {
+	l := flaglayer.New[nriConfig](fs)
 	l.String(func(c *nriConfig) *string { return &c.Socket }, "socket", v1alpha1.DefaultNRISocket, "the runtime's NRI socket `PATH`")
 	l.String(func(c *nriConfig) *string { return &c.PluginName }, "plugin-name", v1alpha1.DefaultNRIPluginName, "plugin name; it registers as <index>-<name>")
 	l.String(func(c *nriConfig) *string { return &c.PluginIndex }, "plugin-index", v1alpha1.DefaultNRIPluginIndex, "plugin index, two digits: the order among the runtime's plugins")
 	registerAgentFlags(l, func(c *nriConfig) *v1alpha1.NodeAgent { return &c.NodeAgent }, "trim (as kubelet) or reject (the container fails)")
 	l.String(func(c *nriConfig) *string { return &c.StateDir }, "state-dir", v1alpha1.DefaultNRIStateDir, "directory of the pods' resolv.conf files (`DIR`/<pod uid>/resolv.conf)")
-	podLookupFlag(l, func(c *nriConfig) *v1alpha1.Duration { return &c.PodLookupTimeout }, v1alpha1.DefaultNRIPodLookupTimeout,
+	flaglayer.Text(l, func(c *nriConfig) *v1alpha1.Duration { return &c.PodLookupTimeout }, "pod-lookup-timeout", v1alpha1.DefaultNRIPodLookupTimeout.String(),
 		"how long a container waits for a pod the informer has not seen (at most 10s: NRI's request timeout is 2s)")
 	return l
 }

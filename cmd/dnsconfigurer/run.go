@@ -11,13 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 )
 
 // usageError is a problem with the command line or its input files: exit
-// code exitUsage. Any other error of a command is exitFail.
+// code exitUsage, as is a flaglayer.InvalidError. Any other error of a command is exitFail.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
@@ -34,7 +35,8 @@ func exitCode(stderr io.Writer, prefix string, err error) int {
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
 	var u usageError
-	if errors.As(err, &u) {
+	var invalid flaglayer.InvalidError
+	if errors.As(err, &u) || errors.As(err, &invalid) {
 		return exitUsage
 	}
 	return exitFail

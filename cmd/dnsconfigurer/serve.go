@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
@@ -38,7 +39,7 @@ func (l *listFlag) Set(v string) error {
 // layered over it.
 type serveArgs struct {
 	config string
-	layer  *flagLayer[serverConfig]
+	layer  *flaglayer.Layer[serverConfig]
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveArgs, error) {
@@ -206,7 +207,7 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 // node-local's nodeLocal.clusterConfig, the cluster DNS's own file.
 func loadServerConfig(path string) (*serverConfig, error) {
 	c := &serverConfig{}
-	if err := loadConfig(path, v1alpha1.ServerKind, c); err != nil {
+	if err := flaglayer.ReadFile(path, v1alpha1.ServerKind, c); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 )
 
 // minCacheSize is the smallest --cache-size: below it a few large answers
@@ -31,7 +32,7 @@ func (b *byteSize) Set(v string) error {
 
 // registerCacheFlags binds the cache flags to the cache section (both
 // modes). --cache-size is split: 4/5 for answers, 1/5 for denials.
-func registerCacheFlags(l *flagLayer[serverConfig]) {
+func registerCacheFlags(l *flaglayer.Layer[serverConfig]) {
 	type cfg = serverConfig
 	size := byteSize(v1alpha1.DefaultSuccessBytes.Bytes() + v1alpha1.DefaultDenialBytes.Bytes())
 	split := func(c *cfg) {

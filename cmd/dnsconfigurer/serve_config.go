@@ -51,11 +51,11 @@ func (r *routeFlag) Set(v string) error {
 // every reload of the file, with the same flags.
 func (a *serveArgs) serverConfig() (*serverConfig, error) {
 	cfg := &serverConfig{}
-	if err := a.layer.load(a.config, v1alpha1.ServerKind, cfg); err != nil {
-		return nil, a.layer.named(err)
+	if err := a.layer.Load(a.config, v1alpha1.ServerKind, cfg); err != nil {
+		return nil, a.layer.Named(err)
 	}
 	if err := cfg.CheckComplete(); err != nil {
-		return nil, usageError{a.layer.named(err)}
+		return nil, usageError{a.layer.Named(err)}
 	}
 	return cfg, nil
 }

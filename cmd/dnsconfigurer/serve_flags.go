@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 )
 
 // serverConfig is the config of `dnsconfigurer serve`.
@@ -15,8 +16,8 @@ type serverConfig = v1alpha1.ServerConfiguration
 
 // serveFlags binds the flags of `dnsconfigurer serve` to its config; with
 // --config, each one set on the command line replaces the file's field.
-func serveFlags(fs *flag.FlagSet) *flagLayer[serverConfig] {
-	l := newFlagLayer[serverConfig](fs)
+func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
+	l := flaglayer.New[serverConfig](fs)
 	listVar(l, func(c *serverConfig) *[]string { return &c.Listen }, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
 	l.String(func(c *serverConfig) *string { return &c.ClusterDomain }, "cluster-domain", v1alpha1.DefaultServerClusterDomain, "the cluster `zone`")
 	l.String(func(c *serverConfig) *string { return &c.Objects }, "objects", "", "serve the Services, EndpointSlices, Pods and Namespaces of this manifest file or directory (watched)")
@@ -65,15 +66,15 @@ func serveFlags(fs *flag.FlagSet) *flagLayer[serverConfig] {
 }
 
 // listVar binds a repeatable, comma-separated flag to a list field.
-func listVar(l *flagLayer[serverConfig], field func(*serverConfig) *[]string, name, usage string) {
+func listVar(l *flaglayer.Layer[serverConfig], field func(*serverConfig) *[]string, name, usage string) {
 	var v listFlag
-	l.Var(&v, name, fieldPath(field), usage, func(c *serverConfig) { *field(c) = slices.Clone(v) })
+	l.Var(&v, name, flaglayer.FieldPath(field), usage, func(c *serverConfig) { *field(c) = slices.Clone(v) })
 }
 
 // registerUpstreamFlags: --upstream and --upstream-resolv-conf are the
 // default route ("."), replacing the file's; empty, they add none (their
 // default).
-func registerUpstreamFlags(l *flagLayer[serverConfig]) {
+func registerUpstreamFlags(l *flaglayer.Layer[serverConfig]) {
 	var ups listFlag
 	l.Var(&ups, "upstream", "forward", "forward names outside the cluster zone to these `ADDR`s (ip or ip:port); repeatable or comma-separated", func(c *serverConfig) {
 		if len(ups) == 0 {
@@ -81,7 +82,7 @@ func registerUpstreamFlags(l *flagLayer[serverConfig]) {
 		}
 		c.Forward = replaceRoute(c.Forward, v1alpha1.ForwardRoute{Zone: ".", Upstreams: slices.Clone(ups)})
 	})
-	rc := l.fs.String("upstream-resolv-conf", "", "forward to the nameservers of this resolv.conf (watched; the last good file is kept)")
+	rc := l.FlagSet().String("upstream-resolv-conf", "", "forward to the nameservers of this resolv.conf (watched; the last good file is kept)")
 	l.Defined("upstream-resolv-conf", "forward", func(c *serverConfig) {
 		// A route names a file by an absolute path; the flag is a path.
 		path := *rc
@@ -97,8 +98,8 @@ func registerUpstreamFlags(l *flagLayer[serverConfig]) {
 
 // registerAutopathFlags binds the autopath flags; --autopath-by-source
 // implies --pods verified.
-func registerAutopathFlags(l *flagLayer[serverConfig]) {
-	fs := l.fs
+func registerAutopathFlags(l *flaglayer.Layer[serverConfig]) {
+	fs := l.FlagSet()
 	l.BoolPtr(func(c *serverConfig) **bool { return &c.Autopath }, "autopath", v1alpha1.DefaultAutopath, "cluster mode: answer <name>.search.<ns>.<zone>.ap.k8s.io by server-side search expansion")
 	bySource := fs.Bool("autopath-by-source", false, "cluster mode: also expand plain queries from known pod IPs with that pod's namespace search list (implies --pods verified)")
 	l.Defined("autopath-by-source", "autopathBySource", func(c *serverConfig) {
@@ -115,14 +116,14 @@ func registerAutopathFlags(l *flagLayer[serverConfig]) {
 
 // registerNodeLocalFlags binds the transparent-mode flags of --mode
 // node-local (node-cache's names).
-func registerNodeLocalFlags(l *flagLayer[serverConfig]) {
+func registerNodeLocalFlags(l *flaglayer.Layer[serverConfig]) {
 	type cfg = serverConfig
 	listVar(l, func(c *cfg) *[]string { return &c.NodeLocal.LocalIPs }, "local-ip", "node-local mode: also serve port 53 of these `IP`s (169.254.20.10 and, in transparent mode, the cluster DNS Service IP); comma-separated or repeated")
 	l.Bool(func(c *cfg) *bool { return &c.NodeLocal.SetupInterface }, "setup-interface", false, "node-local mode: put the --local-ip addresses on --interface-name (a dummy device, or lo without the dummy type) and remove them on exit")
 	l.String(func(c *cfg) *string { return &c.NodeLocal.InterfaceName }, "interface-name", v1alpha1.DefaultNodeLocalInterface, "node-local mode: the interface of --setup-interface")
 	var notrack bool
-	l.fs.BoolVar(&notrack, "setup-notrack", false, "node-local mode: once serving, add an nftables table that takes DNS to and from the --local-ip addresses out of connection tracking (so kube-proxy's DNAT of the Service IP does not apply); removed on exit")
-	l.fs.BoolVar(&notrack, "setup-iptables", false, "node-local mode: node-cache's name of --setup-notrack")
+	l.FlagSet().BoolVar(&notrack, "setup-notrack", false, "node-local mode: once serving, add an nftables table that takes DNS to and from the --local-ip addresses out of connection tracking (so kube-proxy's DNAT of the Service IP does not apply); removed on exit")
+	l.FlagSet().BoolVar(&notrack, "setup-iptables", false, "node-local mode: node-cache's name of --setup-notrack")
 	for _, name := range []string{"setup-notrack", "setup-iptables"} {
 		l.Defined(name, "nodeLocal.setupNotrack", func(c *cfg) { c.NodeLocal.SetupNotrack = notrack })
 	}

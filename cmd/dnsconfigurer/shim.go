@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
@@ -22,14 +23,14 @@ type shimConfig = v1alpha1.ShimConfiguration
 
 // shimFlags binds the flags of `dnsconfigurer shim` to its config; with
 // --config, each one set on the command line replaces the file's field.
-func shimFlags(fs *flag.FlagSet) *flagLayer[shimConfig] {
-	l := newFlagLayer[shimConfig](fs)
+func shimFlags(fs *flag.FlagSet) *flaglayer.Layer[shimConfig] {
+	l := flaglayer.New[shimConfig](fs)
 	l.String(func(c *shimConfig) *string { return &c.Listen }, "listen", v1alpha1.DefaultShimListen, "the shim's unix socket `PATH`, kubelet's --container-runtime-endpoint")
 	l.String(func(c *shimConfig) *string { return &c.RuntimeEndpoint }, "runtime-endpoint", v1alpha1.DefaultShimRuntimeEndpoint, "containerd's CRI socket (path or unix:// URL)")
 	registerAgentFlags(l, func(c *shimConfig) *v1alpha1.NodeAgent { return &c.NodeAgent }, "trim (as kubelet, with an Event) or reject (InvalidArgument)")
 	l.String(func(c *shimConfig) *string { return &c.ResolvConfMode }, "resolv-conf-mode", v1alpha1.DefaultResolvConfMode, "a broken resolver file: last-good (keep the last good copy) or strict (pods fail, as kubelet)")
 	l.List(func(c *shimConfig) *[]string { return &c.NodeIPs }, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
-	podLookupFlag(l, func(c *shimConfig) *v1alpha1.Duration { return &c.PodLookupTimeout }, v1alpha1.DefaultPodLookupTimeout,
+	flaglayer.Text(l, func(c *shimConfig) *v1alpha1.Duration { return &c.PodLookupTimeout }, "pod-lookup-timeout", v1alpha1.DefaultPodLookupTimeout.String(),
 		"how long a sandbox waits for a pod the informer has not seen")
 	l.String(func(c *shimConfig) *string { return &c.FailurePolicy }, "failure-policy", v1alpha1.DefaultFailurePolicy, "on an internal error: open (forward kubelet's request unchanged) or closed (fail the sandbox)")
 	l.Int(func(c *shimConfig) *int { return &c.MaxConnections }, "max-connections", v1alpha1.DefaultShimMaxConnections, "serve at most `N` client connections at once (fewer if the open-file limit is lower); past it a new one replaces the longest idle one (GOAWAY), refused only when all are busy")

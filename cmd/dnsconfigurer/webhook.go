@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
@@ -23,13 +24,13 @@ type webhookConfig = v1alpha1.WebhookConfiguration
 // the fields each flag set on the command line replaces, and logging.
 type webhookFlags struct {
 	config string
-	layer  *flagLayer[webhookConfig]
+	layer  *flaglayer.Layer[webhookConfig]
 	log    logFlags
 }
 
 func (f *webhookFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "WebhookConfiguration file (YAML or JSON, apiVersion "+v1alpha1.GroupVersion+")")
-	l := newFlagLayer[webhookConfig](fs)
+	l := flaglayer.New[webhookConfig](fs)
 	l.String(func(c *webhookConfig) *string { return &c.Listen }, "listen", v1alpha1.DefaultWebhookListen, "HTTPS listen address (config: listen)")
 	l.String(func(c *webhookConfig) *string { return &c.TLSCertFile }, "tls-cert-file", "", "serving certificate, PEM, re-read on change (config: tlsCertFile)")
 	l.String(func(c *webhookConfig) *string { return &c.TLSPrivateKeyFile }, "tls-private-key-file", "", "serving private key, PEM, re-read on change (config: tlsPrivateKeyFile)")
@@ -45,7 +46,7 @@ func (f *webhookFlags) register(fs *flag.FlagSet) {
 // fs, the set f was registered on.
 func (f *webhookFlags) webhookConfig(*flag.FlagSet) (*webhookConfig, error) {
 	cfg := &webhookConfig{}
-	if err := f.layer.load(f.config, v1alpha1.WebhookKind, cfg); err != nil {
+	if err := f.layer.Load(f.config, v1alpha1.WebhookKind, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.CheckComplete() != nil {
