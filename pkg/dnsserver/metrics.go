@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -215,7 +216,7 @@ func newRequestMetrics(zones []string, labels prometheus.Labels) *requestMetrics
 	m := &requestMetrics{base: time.Now()}
 	for _, z := range zones {
 		z = strings.ToLower(dns.Fqdn(z))
-		if z == "." || containsString(m.zones, z) {
+		if z == "." || slices.Contains(m.zones, z) {
 			continue
 		}
 		m.zones = append(m.zones, z)
@@ -249,15 +250,6 @@ func newRequestMetrics(zones []string, labels prometheus.Labels) *requestMetrics
 	m.respSize = desc("response_size_bytes", "Size of the replies in bytes, by zone and transport.", "zone", "proto")
 	m.do = desc("do_requests_total", "DNS queries with the DO bit (DNSSEC OK) set in their EDNS0 OPT record, by zone.", "zone")
 	return m
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (m *requestMetrics) describe(ch chan<- *prometheus.Desc) {

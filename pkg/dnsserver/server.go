@@ -22,18 +22,11 @@ import (
 // then rejected as malformed.
 const readBuffer = 4096
 
-// Listener defaults. A TCP connection is closed when its first query does
-// not arrive within tcpReadTimeout (or TCPIdleTimeout when shorter), when no
-// further query arrives within TCPIdleTimeout, after tcpMaxQueries queries, and when one reply cannot be
-// written within TCPWriteTimeout: a client that sends queries and never
-// reads fills the socket buffers, the next write times out and the
-// connection, its goroutine and its socket are released (about
-// TCPWriteTimeout after the buffers fill). miekg/dns has a WriteTimeout field
-// but never sets a write deadline, so the listener does it (tcpConn)
-// (RFC 7766 6.2.3).
-//
-// The defaults are api/v1alpha1's (the limits section of a
-// ServerConfiguration explains them).
+// Listener defaults, api/v1alpha1's (its limits section explains them).
+// A TCP connection is closed when its first query does not arrive within
+// tcpReadTimeout, after tcpMaxQueries queries, and as TCPIdleTimeout and
+// TCPWriteTimeout say. miekg/dns never sets a write deadline, so tcpConn
+// does (RFC 7766 6.2.3).
 const (
 	tcpReadTimeout        = 5 * time.Second
 	tcpMaxQueries         = 128
@@ -56,10 +49,8 @@ type Server struct {
 	// Port 0 picks one free port used by both transports.
 	Listen []string
 	// Handler answers the queries (or SetHandler's, set before Start). One
-	// that implements WireAnswerer
-	// answers UDP queries from their wire form first; those answers are
-	// written by the goroutine reading the socket and are not counted in
-	// MaxUDPInFlight.
+	// that implements WireAnswerer answers UDP queries from their wire form
+	// first, on the reading goroutine, outside MaxUDPInFlight.
 	Handler dns.Handler
 	// Logger (default: discard).
 	Logger *slog.Logger
@@ -81,24 +72,14 @@ type Server struct {
 	// SetLameduck changes it while Run runs.
 	Lameduck time.Duration
 	// ReusePort binds the UDP and the TCP socket of every address with
-	// SO_REUSEPORT (default false), so that a new instance can bind the same
-	// address while this one still serves, and take over when it stops
-	// (a DaemonSet rolling update with maxSurge). Every socket sharing the
-	// address must set it, and on Linux belong to the same user. Linux
-	// spreads datagrams and new connections over the sockets by a hash of
-	// the client's address and port; when one instance closes its sockets,
-	// the datagrams waiting in its UDP buffer and the connections in its
-	// accept queue not yet accepted are lost (the client's retry goes to
-	// the instances that remain). Port 0 picks a port no socket holds.
+	// SO_REUSEPORT (default false), so that a new instance can bind the
+	// address while this one still serves. Every socket sharing it must
+	// set it. README.md says what a restart loses.
 	ReusePort bool
 	// UDPSockets is how many UDP sockets each listen address is bound
-	// with, each read by a goroutine of its own (CoreDNS's multisocket);
-	// 0, the default (DefaultUDPSockets), is GOMAXPROCS. With more than one
-	// the UDP sockets are bound with SO_REUSEPORT, whatever ReusePort says,
-	// and Linux spreads the clients over them by a hash of their address
-	// and port. The TCP socket is one, bound with SO_REUSEPORT only with
-	// ReusePort, and bound first: a second instance without ReusePort
-	// fails there and never joins the UDP sockets.
+	// with, each read by its own goroutine (CoreDNS's multisocket); 0, the
+	// default, is GOMAXPROCS. With more than one they carry SO_REUSEPORT,
+	// whatever ReusePort says. The TCP socket is one, and bound first.
 	UDPSockets int
 	// Zones label the request metrics (Describe): a query is counted under
 	// the closest of them that contains its name, or under "." (default:
