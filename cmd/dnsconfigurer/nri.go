@@ -34,15 +34,13 @@ func nriFlags(fs *flag.FlagSet) *flaglayer.Layer[nriConfig] {
 	return l
 }
 
+// nriOwn are the arguments of `dnsconfigurer nri` in its usage, before
+// those every agent has.
+const nriOwn = "--socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n" +
+	"    [--state-dir DIR] [--pod-lookup-timeout 1s]"
+
 // nriCommand is `dnsconfigurer nri`.
-var nriCommand = agentCommand[nriConfig]{
-	name: "nri",
-	kind: v1alpha1.NRIKind,
-	own: "--socket /var/run/nri/nri.sock [--plugin-name dnsconfigurer] [--plugin-index 10]\n" +
-		"    [--state-dir DIR] [--pod-lookup-timeout 1s]",
-	flags: nriFlags,
-	run:   runNRIParts,
-}
+var nriCommand = agentCommand[nriConfig]{"nri", v1alpha1.NRIKind, nriOwn, nriFlags, runNRIParts}
 
 // runNRIParts runs the plugin (reconnecting to the runtime), its pod
 // informer (with an API server) and its metrics server until ctx is done

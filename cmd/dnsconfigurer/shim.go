@@ -37,15 +37,13 @@ func shimFlags(fs *flag.FlagSet) *flaglayer.Layer[shimConfig] {
 	return l
 }
 
+// shimOwn are the arguments of `dnsconfigurer shim` in its usage, before
+// those every agent has.
+const shimOwn = "--listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n" +
+	"    [--failure-policy open|closed] [--max-connections N] [--pod-lookup-timeout 1s]"
+
 // shimCommand is `dnsconfigurer shim`.
-var shimCommand = agentCommand[shimConfig]{
-	name: "shim",
-	kind: v1alpha1.ShimKind,
-	own: "--listen PATH --runtime-endpoint unix:///run/containerd/containerd.sock\n" +
-		"    [--failure-policy open|closed] [--max-connections N] [--pod-lookup-timeout 1s]",
-	flags: shimFlags,
-	run:   runShimParts,
-}
+var shimCommand = agentCommand[shimConfig]{"shim", v1alpha1.ShimKind, shimOwn, shimFlags, runShimParts}
 
 // runShimParts runs the shim, its pod informer (with an API server) and its
 // metrics server until ctx is done or one of them fails.
