@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -285,8 +284,7 @@ func TestSBOM(t *testing.T) {
 		}
 	}
 	for i, arch := range []string{"amd64", "arm64"} {
-		want := goVersionM(t, bins[i])
-		want = append(want, "stdlib@"+runtime.Version())
+		want := testkit.GoVersionM(t, bins[i], "v0.0.0-test")
 		got := deps["Binary-linux-"+arch]
 		slices.Sort(want)
 		slices.Sort(got)
@@ -306,33 +304,6 @@ func TestSBOM(t *testing.T) {
 	if img == nil || len(img.PackageChecksums) != 1 || "sha256:"+img.PackageChecksums[0].Value != res.Digest {
 		t.Errorf("image package %+v, want the index digest %s", img, res.Digest)
 	}
-}
-
-// goVersionM lists the modules `go version -m` reads from bin, as
-// path@version, the main module with the test's version.
-func goVersionM(t *testing.T, bin []byte) []string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "bin")
-	if err := os.WriteFile(p, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("go", "version", "-m", p).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mods []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) >= 2 && f[0] == "mod":
-			mods = append(mods, f[1]+"@v0.0.0-test")
-		case len(f) >= 3 && f[0] == "dep":
-			mods = append(mods, f[1]+"@"+f[2])
-		case len(f) >= 3 && f[0] == "=>": // the replacement of the dep before
-			mods[len(mods)-1] = f[1] + "@" + f[2]
-		}
-	}
-	return mods
 }
 
 // checkImage checks an image's config and its only layer.

@@ -314,3 +314,14 @@ func TestWantSubstrings(t *testing.T) {
 		})
 	}
 }
+
+// TestWantErr: no error wanted and none is "go on"; an error wanted and
+// got is "stop". The failing branches fail the test itself.
+func TestWantErr(t *testing.T) {
+	if !WantErr(t, nil, "") {
+		t.Error("WantErr(nil, \"\") = false, want true")
+	}
+	if WantErr(t, errors.New("limits: \"cut\" must be trim or reject"), "must be") {
+		t.Error("WantErr(matching error) = true, want false")
+	}
+}

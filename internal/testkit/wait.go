@@ -101,3 +101,20 @@ func WantSubstrings(t testing.TB, what, s string, subs ...string) {
 		}
 	}
 }
+
+// WantErr checks err against want. With want "", err must be nil (t fails
+// at once otherwise) and WantErr is true: the test goes on. Otherwise err
+// must contain want (t fails at once otherwise) and WantErr is false.
+func WantErr(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+	return false
+}

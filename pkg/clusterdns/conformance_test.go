@@ -431,12 +431,7 @@ func TestConformanceTruncation(t *testing.T) {
 // its size on the wire.
 func askRaw(t *testing.T, addr, name string, qtype uint16, edns uint16) (*dns.Msg, int) {
 	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	if edns > 0 {
-		m.SetEdns0(edns, false)
-	}
-	b, err := m.Pack()
+	b, err := testkit.NewQuery(name, qtype, edns).Pack()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func quiet(t *testing.T, ch <-chan Snapshot) {
 
 func ns(s Snapshot) []string { return s.Config.Nameservers }
 
-func start(t *testing.T, path string, opts ...Option) (*Watcher, <-chan Snapshot) {
+func start(t testing.TB, path string, opts ...Option) (*Watcher, <-chan Snapshot) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := Watch(ctx, path, append([]Option{WithResync(0)}, opts...)...)
@@ -389,14 +389,7 @@ func BenchmarkPropagation(b *testing.B) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "resolv.conf")
 	testkit.WriteFile(b, path, "nameserver 192.0.2.0\n")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w, err := Watch(ctx, path, WithResync(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ch, unsub := w.Subscribe()
-	defer unsub()
+	_, ch := start(b, path)
 	<-ch
 	var lat []time.Duration
 	i := 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -147,14 +148,8 @@ func TestCreateContainer(t *testing.T) {
 			if upd != nil {
 				t.Errorf("updates = %v, want none", upd)
 			}
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
+			if !testkit.WantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			file := PodFile(p.stateDir, uid)
 			if tt.want == "" {

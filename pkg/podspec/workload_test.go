@@ -1,10 +1,11 @@
 package podspec
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 func TestTemplates(t *testing.T) {
@@ -33,14 +34,8 @@ func TestTemplates(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.kind+"/"+tc.path+tc.err, func(t *testing.T) {
 			got, err := Templates(tc.kind, []byte(tc.obj))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want %q", err, tc.err)
-				}
+			if !testkit.WantErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(got) != 1 {
 				t.Fatalf("%d templates", len(got))

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	_ "embed"
 	"flag"
 	"fmt"
 	"net"
@@ -42,30 +43,11 @@ const (
 	floodZone   = "flood." + externalZone
 )
 
-const objects = `apiVersion: v1
-kind: Namespace
-metadata: {name: prod}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: prod}
-spec:
-  clusterIP: ` + clusterIP + `
-  clusterIPs: [` + clusterIP + `]
-  ports: [{name: http, port: 80, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: web-1
-  namespace: prod
-  labels: {kubernetes.io/service-name: web}
-addressType: IPv4
-ports: [{name: http, port: 8080, protocol: TCP}]
-endpoints:
-- addresses: [10.1.0.1]
-  conditions: {ready: true}
-`
+// objects are the cluster objects both servers answer: Service web at
+// clusterIP with one endpoint.
+//
+//go:embed testdata/objects.yaml
+var objects string
 
 // The Corefile of kubeadm's forward and cache lines, with a hosts entry in
 // place of the kubernetes plugin.
@@ -386,11 +368,7 @@ func runFlood(t *testing.T, s *server, dead []*testkit.Upstream) floodReport {
 	if probeErr != nil {
 		t.Fatalf("%s: in-cluster probe: %v", s.name, probeErr)
 	}
-	select {
-	case <-s.exited:
-		t.Fatalf("%s exited during the flood: %v", s.name, s.waitErr)
-	default:
-	}
+	s.alive(t, "the flood")
 	rep.res = res
 	if rep.end, err = readUsage(s.cmd.Process.Pid); err != nil {
 		t.Fatal(err)

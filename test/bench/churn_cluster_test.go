@@ -179,41 +179,54 @@ func populate(ctx context.Context, client kubernetes.Interface, set churnSetting
 		return nil, st, err
 	}
 
+	err := c.populatePhases(set, &st, logf, func(serviceDone func()) error {
+		return parallel(ctx, set.services, func(ctx context.Context, i int) error {
+			svc, err := c.createService(ctx, client, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i), Namespace: c.namespace(i)},
+				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: servicePort}}},
+			})
+			if err != nil {
+				return err
+			}
+			c.services[i] = expect{serviceName(svc.Name, svc.Namespace), []string{svc.Spec.ClusterIP}}
+			serviceDone()
+			return nil
+		})
+	}, func(headlessDone func()) error {
+		return parallel(ctx, set.headless, func(ctx context.Context, i int) error {
+			h, err := c.createHeadless(ctx, client, i)
+			c.headless[i] = h
+			headlessDone()
+			return err
+		})
+	})
+	st.retries = c.retries.Load()
+	return c, st, err
+}
+
+// populatePhases runs a populate's two phases, each timed into st with
+// its progress logged: the ClusterIP Services (services calls serviceDone
+// for each one), then the headless Services (headless calls headlessDone
+// for each one).
+func (c *churnCluster) populatePhases(set churnSettings, st *populateStats, logf func(string, ...any),
+	services, headless func(done func()) error) error {
 	var done atomic.Int64
 	start := time.Now()
 	stop := progress(logf, "ClusterIP Services", set.services, &done)
-	err := parallel(ctx, set.services, func(ctx context.Context, i int) error {
-		svc, err := c.createService(ctx, client, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i), Namespace: c.namespace(i)},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: servicePort}}},
-		})
-		if err != nil {
-			return err
-		}
-		c.services[i] = expect{serviceName(svc.Name, svc.Namespace), []string{svc.Spec.ClusterIP}}
-		st.serviceDone(int(done.Add(1)), set.services, start)
-		return nil
-	})
+	err := services(func() { st.serviceDone(int(done.Add(1)), set.services, start) })
 	stop()
 	st.servicesTook = time.Since(start)
 	if err != nil {
-		return nil, st, err
+		return err
 	}
-
 	done.Store(0)
 	start = time.Now()
 	stop = progress(logf, "headless Services", set.headless, &done)
 	c.nextAddr.Store(uint32(set.headless * endpointsPerSlice))
-	err = parallel(ctx, set.headless, func(ctx context.Context, i int) error {
-		h, err := c.createHeadless(ctx, client, i)
-		c.headless[i] = h
-		done.Add(1)
-		return err
-	})
+	err = headless(func() { done.Add(1) })
 	stop()
 	st.headlessTook = time.Since(start)
-	st.retries = c.retries.Load()
-	return c, st, err
+	return err
 }
 
 // createNamespaces creates the namespaces churn-0 … churn-<n-1>, one at

@@ -17,11 +17,9 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
 const (
@@ -288,38 +288,26 @@ func populateDirect(ctx context.Context, client kubernetes.Interface, w kvWriter
 	}
 	created := metav1.Now().Rfc3339Copy()
 
-	var done atomic.Int64
-	start = time.Now()
-	stop := progress(logf, "ClusterIP Services", set.services, &done)
-	err = putItems(ctx, w, set.services, 2, func(i int) []runtime.Object {
-		name, ns := fmt.Sprintf("svc-%d", i), c.namespace(i)
-		return []runtime.Object{directService(name, ns, ips[i], servicePort, created), directIPAddress(ips[i], ns, name, created)}
-	}, func(i int, objs []runtime.Object, _ int64) {
-		svc := objs[0].(*corev1.Service)
-		c.services[i] = expect{serviceName(svc.Name, svc.Namespace), []string{svc.Spec.ClusterIP}}
-		st.serviceDone(int(done.Add(1)), set.services, start)
+	err = c.populatePhases(set, &st, logf, func(serviceDone func()) error {
+		return putItems(ctx, w, set.services, 2, func(i int) []runtime.Object {
+			name, ns := fmt.Sprintf("svc-%d", i), c.namespace(i)
+			return []runtime.Object{directService(name, ns, ips[i], servicePort, created), directIPAddress(ips[i], ns, name, created)}
+		}, func(i int, objs []runtime.Object, _ int64) {
+			svc := objs[0].(*corev1.Service)
+			c.services[i] = expect{serviceName(svc.Name, svc.Namespace), []string{svc.Spec.ClusterIP}}
+			serviceDone()
+		})
+	}, func(headlessDone func()) error {
+		return putItems(ctx, w, set.headless, 2, func(i int) []runtime.Object {
+			name, ns := fmt.Sprintf("hl-%d", i), c.namespace(i)
+			return []runtime.Object{directService(name, ns, corev1.ClusterIPNone, headlessPort, created), directSlice(name, ns, i, created)}
+		}, func(i int, objs []runtime.Object, rev int64) {
+			svc, slice := objs[0].(*corev1.Service), objs[1].(*discoveryv1.EndpointSlice)
+			slice.ResourceVersion = strconv.FormatInt(rev, 10)
+			c.headless[i] = &headlessService{qname: serviceName(svc.Name, svc.Namespace), slice: slice}
+			headlessDone()
+		})
 	})
-	stop()
-	st.servicesTook = time.Since(start)
-	if err != nil {
-		return nil, st, err
-	}
-
-	done.Store(0)
-	start = time.Now()
-	stop = progress(logf, "headless Services", set.headless, &done)
-	c.nextAddr.Store(uint32(set.headless * endpointsPerSlice))
-	err = putItems(ctx, w, set.headless, 2, func(i int) []runtime.Object {
-		name, ns := fmt.Sprintf("hl-%d", i), c.namespace(i)
-		return []runtime.Object{directService(name, ns, corev1.ClusterIPNone, headlessPort, created), directSlice(name, ns, i, created)}
-	}, func(i int, objs []runtime.Object, rev int64) {
-		svc, slice := objs[0].(*corev1.Service), objs[1].(*discoveryv1.EndpointSlice)
-		slice.ResourceVersion = strconv.FormatInt(rev, 10)
-		c.headless[i] = &headlessService{qname: serviceName(svc.Name, svc.Namespace), slice: slice}
-		done.Add(1)
-	})
-	stop()
-	st.headlessTook = time.Since(start)
 	if err != nil {
 		return nil, st, err
 	}

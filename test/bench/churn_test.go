@@ -262,11 +262,7 @@ func TestChurn(t *testing.T) {
 		}
 		rep.phases = append(rep.phases, ph)
 		for _, s := range servers {
-			select {
-			case <-s.exited:
-				t.Fatalf("%s exited during the churn at %d/s: %v\n%s", s.name, rate, s.waitErr, tail(s.logPath, 4096))
-			default:
-			}
+			s.alive(t, fmt.Sprintf("the churn at %d/s", rate))
 		}
 	}
 	for i, s := range servers {

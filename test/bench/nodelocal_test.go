@@ -445,11 +445,7 @@ func runFill(t *testing.T, s *server, st *clusterStub) fillReport {
 	if err != nil {
 		t.Fatalf("%s: fill: %v", s.name, err)
 	}
-	select {
-	case <-s.exited:
-		t.Fatalf("%s exited during the fill: %v", s.name, s.waitErr)
-	default:
-	}
+	s.alive(t, "the fill")
 	rep.res = res
 	rep.endCacheBytes, rep.endEntries = observe(context.Background())
 	if rep.end, err = readUsage(s.cmd.Process.Pid); err != nil {

@@ -160,6 +160,17 @@ func startServer(t *testing.T, name, dir, dnsAddr, metricsURL, bin string, args 
 	return s
 }
 
+// alive fails t when s has exited during what ("the flood"), with the
+// end of its output.
+func (s *server) alive(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-s.exited:
+		t.Fatalf("%s exited during %s: %v\n%s", s.name, what, s.waitErr, tail(s.logPath, 4096))
+	default:
+	}
+}
+
 // stop kills s and waits for it to exit.
 func (s *server) stop() {
 	s.cmd.Process.Kill()

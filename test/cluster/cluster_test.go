@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -113,7 +114,7 @@ func checkTeardown(t *testing.T, c *Cluster, before map[string]string) {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(mounts), c.Dir) {
-		t.Errorf("mounts under %s remain:\n%s", c.Dir, grepLines(string(mounts), c.Dir))
+		t.Errorf("mounts under %s remain:\n%s", c.Dir, testkit.GrepLines(string(mounts), c.Dir))
 	}
 	for _, n := range c.Nodes {
 		cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", n.Harness.CgroupParent))
@@ -134,16 +135,6 @@ func checkTeardown(t *testing.T, c *Cluster, before map[string]string) {
 			t.Errorf("sysctl %s = %s after the cluster, %s before", k, after[k], v)
 		}
 	}
-}
-
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // testContext is a context bounded by the test's deadline, or d.

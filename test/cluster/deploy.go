@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	_ "embed"
 	"encoding/base64"
 	"fmt"
 	"net/netip"
@@ -173,6 +174,25 @@ func (c *Cluster) ipv6Deploy(base string) (string, error) {
 	return dir, os.WriteFile(settings, []byte(s), 0o644)
 }
 
+// deployFiles makes what every deploy of the DNS parts needs on this
+// cluster: the webhook's serving certificate, and the node directories
+// the DaemonSets mount (systemd-resolved's, the agents' run directory and
+// the NRI state directory).
+func (c *Cluster) deployFiles() (cert apiserver.ServingCert, resolved, run string, err error) {
+	host := WebhookName + "." + DeployNamespace + ".svc"
+	cert, err = apiserver.NewServingCert(host, []string{host, strings.TrimSuffix(host, ".svc")}, nil)
+	if err != nil {
+		return cert, "", "", err
+	}
+	resolved, run = c.path("systemd-resolve"), c.path("run-dnsconfigurer")
+	for _, d := range []string{resolved, run, c.NRIStateDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return cert, "", "", err
+		}
+	}
+	return cert, resolved, run, nil
+}
+
 // WriteOverlayFor writes, in the cluster directory's subdirectory name, an
 // overlay of the kustomization in base with what this cluster needs (see
 // DeployDNS), and returns its directory. base may be any entry point of
@@ -186,16 +206,9 @@ func (c *Cluster) WriteOverlayFor(base, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	host := WebhookName + "." + DeployNamespace + ".svc"
-	cert, err := apiserver.NewServingCert(host, []string{host, strings.TrimSuffix(host, ".svc")}, nil)
+	cert, resolved, run, err := c.deployFiles()
 	if err != nil {
 		return "", err
-	}
-	resolved, run := c.path("systemd-resolve"), c.path("run-dnsconfigurer")
-	for _, d := range []string{resolved, run, c.NRIStateDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", err
-		}
 	}
 	secret := fmt.Sprintf(`apiVersion: v1
 kind: Secret
@@ -324,44 +337,15 @@ func (c *Cluster) familyPatch() string {
 // files, on the node and at the same path in the plugin's container.
 func (c *Cluster) NRIStateDir() string { return c.path("nri-state") }
 
+// nriPatchFormat is nriPatch's JSON patch, a fmt format.
+//
+//go:embed testdata/nri-patch.yaml
+var nriPatchFormat string
+
 // nriPatch points the NRI plugin's host paths at this cluster: the
 // harness's directory, where containerd 2.x's NRI socket is (nri.sock,
 // the name --socket expects), the node resolv.conf, and the state
 // directory at one path inside and out.
 func (c *Cluster) nriPatch(resolved string) string {
-	return fmt.Sprintf(`- target:
-    kind: DaemonSet
-    name: %[1]s
-  patch: |
-    - op: test
-      path: /spec/template/spec/volumes/0/name
-      value: nri-socket
-    - op: replace
-      path: /spec/template/spec/volumes/0/hostPath/path
-      value: %[2]s
-    - op: test
-      path: /spec/template/spec/volumes/1/name
-      value: state
-    - op: replace
-      path: /spec/template/spec/volumes/1/hostPath/path
-      value: %[3]s
-    - op: replace
-      path: /spec/template/spec/containers/0/volumeMounts/1/mountPath
-      value: %[3]s
-    - op: test
-      path: /spec/template/spec/containers/0/args/5
-      value: --state-dir=/run/dnsconfigurer/nri
-    - op: replace
-      path: /spec/template/spec/containers/0/args/5
-      value: --state-dir=%[3]s
-    - op: test
-      path: /spec/template/spec/volumes/2/name
-      value: resolv-conf
-    - op: replace
-      path: /spec/template/spec/volumes/2/hostPath/path
-      value: %[4]s
-    - op: replace
-      path: /spec/template/spec/volumes/3/hostPath/path
-      value: %[5]s
-`, NRIDS, filepath.Dir(c.Node.NRISocket), c.NRIStateDir(), c.NodeResolvConfPath(), resolved)
+	return fmt.Sprintf(nriPatchFormat, NRIDS, filepath.Dir(c.Node.NRISocket), c.NRIStateDir(), c.NodeResolvConfPath(), resolved)
 }

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
 // HelmEnv names the helm CLI (test/testbin/helm.sh prints it).
@@ -51,20 +49,13 @@ func (c *Cluster) DeployHelm(ctx context.Context, bin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	host := WebhookName + "." + DeployNamespace + ".svc"
-	cert, err := apiserver.NewServingCert(host, []string{host, strings.TrimSuffix(host, ".svc")}, nil)
+	cert, resolved, run, err := c.deployFiles()
 	if err != nil {
 		return "", err
 	}
 	certFile, keyFile := c.path("helm-webhook.crt"), c.path("helm-webhook.key")
 	for p, b := range map[string][]byte{certFile: cert.Cert, keyFile: cert.Key} {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
-			return "", err
-		}
-	}
-	resolved, run := c.path("systemd-resolve"), c.path("run-dnsconfigurer")
-	for _, d := range []string{resolved, run, c.NRIStateDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", err
 		}
 	}

@@ -241,22 +241,12 @@ func (m *migration) resolverPod(name, binary, image string) *corev1.Pod {
 // from the resolvers directory every node shares (buildResolvers): args
 // are the binary's name and its arguments.
 func (c *Cluster) resolverPod(name, image string, args []string) *corev1.Pod {
-	grace := int64(1)
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{
-				Name:         "c",
-				Image:        image,
-				Command:      append([]string{"/resolvers/" + args[0]}, args[1:]...),
-				VolumeMounts: []corev1.VolumeMount{{Name: "resolvers", MountPath: "/resolvers", ReadOnly: true}},
-			}},
-			Volumes: []corev1.Volume{{Name: "resolvers", VolumeSource: corev1.VolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: c.path("resolvers")},
-			}}},
-		},
-	}
+	p := onePod(name, image, append([]string{"/resolvers/" + args[0]}, args[1:]...))
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "resolvers", MountPath: "/resolvers", ReadOnly: true}}
+	p.Spec.Volumes = []corev1.Volume{{Name: "resolvers", VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: c.path("resolvers")},
+	}}}
+	return p
 }
 
 // waitNodeCache waits until the node-cache stand-in holds (or no longer

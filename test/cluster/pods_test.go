@@ -44,16 +44,18 @@ func namespace(t *testing.T, c *Cluster) string {
 // toolsPod is a pod whose one container, "c", sleeps in the agnhost
 // stand-in image (which has a shell, dig and getent).
 func toolsPod(name string) *corev1.Pod {
+	return onePod(name, AgnhostImage, []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"})
+}
+
+// onePod is a ClusterFirst pod whose one container, "c", runs command in
+// image; it stops within a second.
+func onePod(name, image string, command []string) *corev1.Pod {
 	grace := int64(1)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{
-				Name:    "c",
-				Image:   AgnhostImage,
-				Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"},
-			}},
+			Containers:                    []corev1.Container{{Name: "c", Image: image, Command: command}},
 		},
 	}
 }

@@ -215,17 +215,10 @@ type redirectPort struct {
 }
 
 // docHead is what names a document's object.
-type docHead struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-}
+type docHead struct{ metav1.PartialObjectMetadata }
 
 // key is "Kind namespace/name".
-func (h docHead) key() string { return h.Kind + " " + h.Metadata.Namespace + "/" + h.Metadata.Name }
+func (h docHead) key() string { return h.Kind + " " + h.Namespace + "/" + h.Name }
 
 // add decodes one YAML document strictly by its apiVersion and kind.
 func (o *objects) add(where string, doc []byte) error {
@@ -294,7 +287,7 @@ func (o *objects) add(where string, doc []byte) error {
 		return fmt.Errorf("%s: unexpected apiVersion %q kind %q", where, head.APIVersion, head.Kind)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %s %q: %v", where, head.Kind, head.Metadata.Name, err)
+		return fmt.Errorf("%s: %s %q: %v", where, head.Kind, head.Name, err)
 	}
 	o.names = append(o.names, head.key())
 	return nil

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
@@ -150,7 +151,7 @@ func checkOneSource(t *testing.T, resources, components []string, agent string) 
 	checkSettings(t, r, want, "dnsconfigurer-dns", agent)
 	for _, def := range []string{clusterDNSIP, "10.96.0.11", "cluster.local"} {
 		if bytes.Contains(out, []byte(def)) {
-			t.Errorf("the render with other settings still holds the default %q:\n%s", def, grepLines(string(out), def))
+			t.Errorf("the render with other settings still holds the default %q:\n%s", def, testkit.GrepLines(string(out), def))
 		}
 	}
 }
@@ -241,16 +242,6 @@ func checkKubeDNS(t *testing.T, r *objects) {
 			t.Errorf("kube-dns port %s: targetPort %s is no %s port of the cluster DNS pods", p.Name, p.TargetPort.String(), p.Protocol)
 		}
 	}
-}
-
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // TestReplaceCoreDNSApply applies the replace-CoreDNS overlay to a real

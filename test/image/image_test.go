@@ -275,7 +275,7 @@ func checkArchive(t *testing.T, path, version, revision string) builtImage {
 			t.Fatal(err)
 		}
 		bin := checkImage(t, img, arch, version, revision)
-		got, want := sbom["Binary-linux-"+arch], goVersionM(t, bin, version)
+		got, want := sbom["Binary-linux-"+arch], testkit.GoVersionM(t, bin, version)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("linux/%s: the SBOM lists\n%q\ngo version -m of the image's binary (and stdlib)\n%q", arch, got, want)
 		}
@@ -323,36 +323,6 @@ func readSBOM(t *testing.T, path string) map[string][]string {
 		sort.Strings(d)
 	}
 	return deps
-}
-
-// goVersionM is what `go version -m` lists for bin, as path@version
-// sorted, the main module at version, plus stdlib at the Go version.
-func goVersionM(t *testing.T, bin []byte, version string) []string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "bin")
-	if err := os.WriteFile(p, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("go", "version", "-m", p).Output()
-	if err != nil {
-		t.Fatalf("go version -m: %v", err)
-	}
-	var mods []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) >= 2 && strings.HasSuffix(f[0], ":"): // the first line: "PATH: go1.x"
-			mods = append(mods, "stdlib@"+f[1])
-		case len(f) >= 2 && f[0] == "mod":
-			mods = append(mods, f[1]+"@"+version)
-		case len(f) >= 3 && f[0] == "dep":
-			mods = append(mods, f[1]+"@"+f[2])
-		case len(f) >= 3 && f[0] == "=>": // the replacement of the dep before
-			mods[len(mods)-1] = f[1] + "@" + f[2]
-		}
-	}
-	sort.Strings(mods)
-	return mods
 }
 
 // checkImage checks one platform's image: its config, its files, and its

@@ -57,26 +57,7 @@ var (
 // shop/web and other/db, and the headless shop/peers.
 const (
 	shopObjects  = "../testdata/shop.yaml"
-	peersObjects = `apiVersion: v1
-kind: Service
-metadata: {name: peers, namespace: shop}
-spec:
-  clusterIP: None
-  ports: [{name: gossip, port: 7946, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: peers-abcde
-  namespace: shop
-  labels: {kubernetes.io/service-name: peers}
-addressType: IPv4
-ports: [{name: gossip, port: 7946, protocol: TCP}]
-endpoints:
-- addresses: [10.244.1.10]
-  hostname: peer-0
-  conditions: {ready: true}
-`
+	peersObjects = "../testdata/peers.yaml"
 )
 
 // kubeletFlags are the node settings kubelet has (render with them is the
@@ -130,7 +111,11 @@ func startChain(t *testing.T, ctx context.Context) *chain {
 	if err := os.WriteFile(filepath.Join(objDir, "cluster.yaml"), shop, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(objDir, "peers.yaml"), []byte(peersObjects), 0o644); err != nil {
+	peers, err := os.ReadFile(peersObjects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(objDir, "peers.yaml"), peers, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cluster := startProc(t, h, "cluster DNS", "serve", "--listen", clusterDNS+":53", "--cluster-domain", clusterDomain,

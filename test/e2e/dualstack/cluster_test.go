@@ -1,6 +1,7 @@
 package dualstack
 
 import (
+	_ "embed"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -21,83 +22,9 @@ import (
 // IPv6 only, web4 IPv4 only), a headless Service with an IPv4 and an IPv6
 // EndpointSlice (one endpoint at fd00:10:244::, whose dashed label would end
 // in '-'), and a dual-stack pod.
-const objects = `apiVersion: v1
-kind: Namespace
-metadata: {name: prod}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: prod}
-spec:
-  ipFamilyPolicy: PreferDualStack
-  ipFamilies: [IPv4, IPv6]
-  clusterIP: 10.96.0.20
-  clusterIPs: [10.96.0.20, "fd00:10:96::20"]
-  ports: [{name: http, port: 80, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web6, namespace: prod}
-spec:
-  ipFamilyPolicy: SingleStack
-  ipFamilies: [IPv6]
-  clusterIP: "fd00:10:96::21"
-  clusterIPs: ["fd00:10:96::21"]
-  ports: [{name: http, port: 80, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web4, namespace: prod}
-spec:
-  clusterIP: 10.96.0.22
-  clusterIPs: [10.96.0.22]
-  ports: [{name: http, port: 80, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: db, namespace: prod}
-spec:
-  clusterIP: None
-  ipFamilyPolicy: RequireDualStack
-  ipFamilies: [IPv6, IPv4]
-  ports: [{name: pg, port: 5432, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: db-v6
-  namespace: prod
-  labels: {kubernetes.io/service-name: db}
-addressType: IPv6
-ports: [{name: pg, port: 5432, protocol: TCP}]
-endpoints:
-- addresses: ["fd00:10:244::7"]
-  conditions: {ready: true}
-- addresses: ["fd00:10:244::"]
-  conditions: {ready: true}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: db-v4
-  namespace: prod
-  labels: {kubernetes.io/service-name: db}
-addressType: IPv4
-ports: [{name: pg, port: 5432, protocol: TCP}]
-endpoints:
-- addresses: [10.244.0.7]
-  conditions: {ready: true}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client, namespace: prod}
-spec:
-  containers: [{name: c, image: x}]
-status:
-  phase: Running
-  podIP: 10.244.0.5
-  podIPs: [{ip: 10.244.0.5}, {ip: "fd00:10:244::5"}]
-`
+//
+//go:embed testdata/objects.yaml
+var objects string
 
 // The cluster DNS's addresses (kube-dns's two ClusterIPs), the pod's, and
 // the upstream for other names.
