@@ -16,7 +16,8 @@
 //     pedantic registry holding the collectors a test built.
 //   - WaitFor, WaitEqual, WaitEvery: poll a condition, fail with its last
 //     error; Holds: nothing happens for a while; Poll: a wait that may end
-//     unmet. No test sleeps to wait.
+//     unmet. No test sleeps to wait. WantErr: the want-an-error-or-none
+//     check of a table test.
 //   - Go, Start, RunSynced: a run stopped and checked when the test ends.
 //     Every: the pace of a load or a sampler. Parallel: n calls at once,
 //     every error reported.
@@ -24,12 +25,12 @@
 //     stay there); NetNSClient: an HTTP client dialing inside one;
 //     StartLocked: a child started from a thread kept alive, so that its
 //     parent-death signal holds.
-//   - Buffer (with WaitMatch for a log line), Logger, Clock, FIFO;
+//   - Buffer (with WaitMatch for a log line), Logger, GrepLines, Clock, FIFO;
 //     WriteFile (in place) and WriteAtomic (by a rename) for watch tests.
 //   - CA: certificates for a TLS server and its clients (NodeClient: a
 //     kubelet's); CertManagerIssuer, CertManagerCertificate for decoding
 //     manifests. ReadTar: the entries of a tar stream; ImageLayer: those
-//     of an image's one layer.
+//     of an image's one layer; GoVersionM: the modules of a Go binary.
 //   - StartServer: a DNS server on loopback, shut down when the test
 //     ends; Counting: a handler's ServeDNS calls counted, AnswerWire kept.
 //   - Node, NodeWithNodeLocal, ClusterDNS...: the node every test uses;
