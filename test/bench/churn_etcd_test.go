@@ -318,11 +318,36 @@ func populateDirect(ctx context.Context, client kubernetes.Interface, w kvWriter
 	return c, st, err
 }
 
-// checkServed lists the Services and EndpointSlices of the churn
+// checkServed waits up to servedWithin for the API server to serve every
+// object written into etcd as written (checkServedOnce), checking every
+// 100 ms: a direct write reaches the API server's watch cache a moment
+// later. It returns the last check's counts and error.
+func (c *churnCluster) checkServed(ctx context.Context, client kubernetes.Interface) (services, slices int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, servedWithin)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		services, slices, err = c.checkServedOnce(ctx, client)
+		if err == nil {
+			return services, slices, nil
+		}
+		select {
+		case <-ctx.Done():
+			return services, slices, err
+		case <-tick.C:
+		}
+	}
+}
+
+// servedWithin bounds checkServed.
+const servedWithin = 30 * time.Second
+
+// checkServedOnce lists the Services and EndpointSlices of the churn
 // namespaces through the API server, checkPage at a time, and gets the
 // last ClusterIP Service and the last EndpointSlice. It fails unless the
 // API server has every one as written.
-func (c *churnCluster) checkServed(ctx context.Context, client kubernetes.Interface) (services, slices int, err error) {
+func (c *churnCluster) checkServedOnce(ctx context.Context, client kubernetes.Interface) (services, slices int, err error) {
 	want := make(map[string]string, len(c.services)+len(c.headless))
 	for _, e := range c.services {
 		want[e.qname] = e.want[0]
