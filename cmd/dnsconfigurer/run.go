@@ -18,7 +18,8 @@ import (
 )
 
 // usageError is a problem with the command line or its input files: exit
-// code exitUsage, as is a flaglayer.InvalidError. Any other error of a command is exitFail.
+// code exitUsage, as is a flaglayer.InvalidError. Any other error of a
+// command is exitFail.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
