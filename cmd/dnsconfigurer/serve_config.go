@@ -7,6 +7,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -29,8 +30,7 @@ func (r *routeFlag) Set(v string) error {
 	if _, ok := dns.IsDomainName(zone); !ok {
 		return fmt.Errorf("%q: zone %q is not a domain name", v, zone)
 	}
-	var ups listFlag
-	_ = ups.Set(addrs)
+	ups := flaglayer.SplitList(addrs)
 	for _, u := range ups {
 		if strings.HasPrefix(u, "/") || strings.HasPrefix(u, "$(") {
 			// A resolv.conf whose nameservers are the upstreams; an

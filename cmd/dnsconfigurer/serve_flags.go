@@ -18,7 +18,7 @@ type serverConfig = v1alpha1.ServerConfiguration
 // --config, each one set on the command line replaces the file's field.
 func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 	l := flaglayer.New[serverConfig](fs)
-	listVar(l, func(c *serverConfig) *[]string { return &c.Listen }, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
+	l.Repeated(func(c *serverConfig) *[]string { return &c.Listen }, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
 	l.String(func(c *serverConfig) *string { return &c.ClusterDomain }, "cluster-domain", v1alpha1.DefaultServerClusterDomain, "the cluster `zone`")
 	l.String(func(c *serverConfig) *string { return &c.Objects }, "objects", "", "serve the Services, EndpointSlices, Pods and Namespaces of this manifest file or directory (watched)")
 	l.String(func(c *serverConfig) *string { return &c.Kubeconfig }, "kubeconfig", "", "watch the cluster of this kubeconfig (default with neither: $KUBECONFIG, else the in-cluster config)")
@@ -28,7 +28,7 @@ func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 	registerUpstreamFlags(l)
 	l.String(func(c *serverConfig) *string { return &c.MetricsListen }, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `ADDR`")
 	l.Bool(func(c *serverConfig) *bool { return &c.CoreDNSMetrics }, "coredns-metrics", v1alpha1.DefaultCoreDNSMetrics, "also serve the request, cache and forward metrics under CoreDNS's names and labels (coredns_dns_*, coredns_cache_*, coredns_forward_*, ...), for dashboards and alerts written for CoreDNS")
-	listVar(l, func(c *serverConfig) *[]string { return &c.Namespaces }, "namespaces", "only serve these namespaces (comma-separated or repeated)")
+	l.Repeated(func(c *serverConfig) *[]string { return &c.Namespaces }, "namespaces", "only serve these namespaces (comma-separated or repeated)")
 	l.Bool(func(c *serverConfig) *bool { return &c.IgnoreEmptyService }, "ignore-empty-service", false, "answer NXDOMAIN for Services without a ready endpoint")
 	l.Bool(func(c *serverConfig) *bool { return &c.EndpointPodNames }, "endpoint-pod-names", false, "name endpoints without a hostname after their pod instead of their dashed IP")
 	l.Bool(func(c *serverConfig) *bool { return &c.NoEndpoints }, "no-endpoints", false, "serve no endpoint records (headless Services and endpoint names are NXDOMAIN)")
@@ -38,14 +38,14 @@ func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 	l.Defined("log-level", "logLevel", func(c *serverConfig) { c.LogLevel = logf.level })
 	l.String(func(c *serverConfig) *string { return &c.Mode }, "mode", v1alpha1.DefaultServerMode, "cluster (the cluster DNS) or node-local (a caching forwarder to --cluster-upstream that adds the autopath option)")
 	registerAutopathFlags(l)
-	listVar(l, func(c *serverConfig) *[]string { return &c.NodeLocal.ClusterUpstream }, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port), asked over TCP for cluster names: a Service of the cluster DNS pods of its own, not the Service IP node-local takes over")
+	l.Repeated(func(c *serverConfig) *[]string { return &c.NodeLocal.ClusterUpstream }, "cluster-upstream", "node-local mode: the cluster DNS `ADDR`s (ip or ip:port), asked over TCP for cluster names: a Service of the cluster DNS pods of its own, not the Service IP node-local takes over")
 	l.StringPtr(func(c *serverConfig) **string { return &c.NodeLocal.ResolvConf }, "resolv-conf", v1alpha1.DefaultNodeLocalResolvConf, "node-local mode: the node's resolv.conf (watched; auto: systemd-resolved's when it runs): its search domains end autopath search lists and, with --external direct, its nameservers answer names outside the cluster; \"\" for none")
 	l.String(func(c *serverConfig) *string { return &c.NodeLocal.ClusterConfig }, "cluster-config", "", "node-local mode: the cluster DNS's own ServerConfiguration `FILE` (watched): its stub domains, hosts, overrides and rewrites name the names sent to --cluster-upstream")
 	l.String(func(c *serverConfig) *string { return &c.NodeLocal.External }, "external", "", "node-local mode: where names the cluster DNS does not treat specially go: cluster (the default: to --cluster-upstream, every answer the cluster DNS's) or direct (to the --resolv-conf nameservers, as NodeLocal DNSCache)")
 	registerCacheFlags(l)
 	l.BoolPtr(func(c *serverConfig) **bool { return &c.Loadbalance }, "loadbalance", v1alpha1.DefaultLoadbalance, "rotate A, AAAA and same-priority SRV records in every answer (CoreDNS's loadbalance)")
 	l.Int(func(c *serverConfig) *int { return &c.UDPAnswerLimit }, "udp-answer-limit", v1alpha1.DefaultUDPAnswerLimit, "a UDP answer holds at most `N` (0-100) A or AAAA records of a name, the next ones each reply, TC clear; TCP gets them all (Consul's udp_answer_limit); 0: off, every ready endpoint in every answer")
-	listVar(l, func(c *serverConfig) *[]string { return &c.ReverseZones }, "reverse-zones", "answer the reverse names of these `CIDR`s authoritatively (the Service and Pod CIDRs): unknown ones are NXDOMAIN with the zone's SOA, not forwarded")
+	l.Repeated(func(c *serverConfig) *[]string { return &c.ReverseZones }, "reverse-zones", "answer the reverse names of these `CIDR`s authoritatively (the Service and Pod CIDRs): unknown ones are NXDOMAIN with the zone's SOA, not forwarded")
 	l.Duration(func(c *serverConfig) *v1alpha1.Duration { return &c.Lameduck }, "lameduck", v1alpha1.DefaultLameduck, "on SIGTERM keep answering this long with /readyz failing, then stop")
 	l.Bool(func(c *serverConfig) *bool { return &c.LogQueries }, "log-queries", false, "log every query (client, name, type, rcode, duration); for debugging")
 	l.Int(func(c *serverConfig) *int { return &c.Limits.UDPInFlight }, "max-udp-in-flight", v1alpha1.DefaultUDPInFlight, "UDP queries answered at once; further datagrams are dropped and counted")
@@ -65,17 +65,11 @@ func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 	return l
 }
 
-// listVar binds a repeatable, comma-separated flag to a list field.
-func listVar(l *flaglayer.Layer[serverConfig], field func(*serverConfig) *[]string, name, usage string) {
-	var v listFlag
-	l.Var(&v, name, flaglayer.FieldPath(field), usage, func(c *serverConfig) { *field(c) = slices.Clone(v) })
-}
-
 // registerUpstreamFlags: --upstream and --upstream-resolv-conf are the
 // default route ("."), replacing the file's; empty, they add none (their
 // default).
 func registerUpstreamFlags(l *flaglayer.Layer[serverConfig]) {
-	var ups listFlag
+	var ups flaglayer.ListValue
 	l.Var(&ups, "upstream", "forward", "forward names outside the cluster zone to these `ADDR`s (ip or ip:port); repeatable or comma-separated", func(c *serverConfig) {
 		if len(ups) == 0 {
 			return
@@ -118,7 +112,7 @@ func registerAutopathFlags(l *flaglayer.Layer[serverConfig]) {
 // node-local (node-cache's names).
 func registerNodeLocalFlags(l *flaglayer.Layer[serverConfig]) {
 	type cfg = serverConfig
-	listVar(l, func(c *cfg) *[]string { return &c.NodeLocal.LocalIPs }, "local-ip", "node-local mode: also serve port 53 of these `IP`s (169.254.20.10 and, in transparent mode, the cluster DNS Service IP); comma-separated or repeated")
+	l.Repeated(func(c *cfg) *[]string { return &c.NodeLocal.LocalIPs }, "local-ip", "node-local mode: also serve port 53 of these `IP`s (169.254.20.10 and, in transparent mode, the cluster DNS Service IP); comma-separated or repeated")
 	l.Bool(func(c *cfg) *bool { return &c.NodeLocal.SetupInterface }, "setup-interface", false, "node-local mode: put the --local-ip addresses on --interface-name (a dummy device, or lo without the dummy type) and remove them on exit")
 	l.String(func(c *cfg) *string { return &c.NodeLocal.InterfaceName }, "interface-name", v1alpha1.DefaultNodeLocalInterface, "node-local mode: the interface of --setup-interface")
 	var notrack bool

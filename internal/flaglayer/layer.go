@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,7 +34,7 @@ func New[T any](fs *flag.FlagSet) *Layer[T] {
 func (l *Layer[T]) FlagSet() *flag.FlagSet { return l.fs }
 
 // Bindings lists the bound flags in the order they were bound.
-func (l *Layer[T]) Bindings() []Binding { return l.binds }
+func (l *Layer[T]) Bindings() []Binding { return slices.Clone(l.binds) }
 
 func (l *Layer[T]) bind(name, field string, apply func(*T)) {
 	l.binds = append(l.binds, Binding{Flag: name, Field: field})
@@ -75,6 +76,13 @@ func (l *Layer[T]) StringPtr(field func(*T) **string, name, def, usage string) {
 func (l *Layer[T]) List(field func(*T) *[]string, name, def, usage string) {
 	v := l.fs.String(name, def, usage)
 	l.bind(name, FieldPath(field), func(c *T) { *field(c) = SplitList(*v) })
+}
+
+// Repeated binds a repeatable flag to a list field. Each value given may
+// hold several, comma-separated; together they make the list.
+func (l *Layer[T]) Repeated(field func(*T) *[]string, name, usage string) {
+	var v ListValue
+	l.Var(&v, name, FieldPath(field), usage, func(c *T) { *field(c) = slices.Clone(v) })
 }
 
 // Int binds an int flag to the field.
@@ -135,6 +143,18 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// ListValue is a repeatable flag whose values may hold several,
+// comma-separated (SplitList).
+type ListValue []string
+
+func (l *ListValue) String() string { return strings.Join(*l, ",") }
+
+// Set adds the items of v.
+func (l *ListValue) Set(v string) error {
+	*l = append(*l, SplitList(v)...)
+	return nil
 }
 
 // OptionalInt is an int flag that may stay unset (V nil).

@@ -59,21 +59,13 @@ func (c *routesConfig) Validate() error {
 	return nil
 }
 
-// repeatFlag is a flag.Value that collects each value it is given.
-type repeatFlag []string
-
-func (r *repeatFlag) String() string { return strings.Join(*r, ",") }
-
-func (r *repeatFlag) Set(v string) error { *r = append(*r, v); return nil }
-
-// routesLayer is a Layer over routesConfig: --route (Var), --name (with
+// routesLayer is a Layer over routesConfig: --route (Repeated), --name (with
 // $ROUTES_NAME) and --count.
 func routesLayer() (*flag.FlagSet, *flaglayer.Layer[routesConfig]) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	l := flaglayer.New[routesConfig](fs)
-	var routes repeatFlag
-	l.Var(&routes, "route", "routes", "a route; repeatable", func(c *routesConfig) { c.Routes = routes })
+	l.Repeated(func(c *routesConfig) *[]string { return &c.Routes }, "route", "a route; repeatable")
 	l.StringEnv(func(c *routesConfig) *string { return &c.Name }, "name", "ROUTES_NAME", "a name")
 	l.IntPtr(func(c *routesConfig) **int { return &c.Count }, "count", "a count")
 	return fs, l
@@ -91,6 +83,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{"", nil, routesConfig{Routes: []string{"default"}}, ""},
 		{"", []string{"--route", "a", "--route", "b"}, routesConfig{Routes: []string{"a", "b"}}, ""},
+		{"", []string{"--route", "a, b", "--route", "c,"}, routesConfig{Routes: []string{"a", "b", "c"}}, ""},
 		{"from-env", nil, routesConfig{Routes: []string{"default"}, Name: "from-env"}, ""},
 		{"from-env", []string{"--name", "flag"}, routesConfig{Routes: []string{"default"}, Name: "flag"}, ""},
 		{"", []string{"--count", "3"}, routesConfig{Routes: []string{"default"}, Count: new(int)}, ""},
