@@ -14,8 +14,7 @@ import (
 // Layer binds a command's flags to the fields of its config type T.
 type Layer[T any] struct {
 	fs    *flag.FlagSet
-	binds []Binding
-	apply []func(*T) // apply[i] copies binds[i]'s value into the config
+	binds []bound[T]
 	env   []func(*T) // fill fields from the environment, after the flags
 }
 
@@ -34,11 +33,22 @@ func New[T any](fs *flag.FlagSet) *Layer[T] {
 func (l *Layer[T]) FlagSet() *flag.FlagSet { return l.fs }
 
 // Bindings lists the bound flags in the order they were bound.
-func (l *Layer[T]) Bindings() []Binding { return slices.Clone(l.binds) }
+func (l *Layer[T]) Bindings() []Binding {
+	out := make([]Binding, len(l.binds))
+	for i, b := range l.binds {
+		out[i] = b.Binding
+	}
+	return out
+}
+
+// bound is a Binding with what copies the flag's value into the config.
+type bound[T any] struct {
+	Binding
+	apply func(*T)
+}
 
 func (l *Layer[T]) bind(name, field string, apply func(*T)) {
-	l.binds = append(l.binds, Binding{Flag: name, Field: field})
-	l.apply = append(l.apply, apply)
+	l.binds = append(l.binds, bound[T]{Binding{Flag: name, Field: field}, apply})
 }
 
 // String binds a string flag to the field.

@@ -77,9 +77,9 @@ func (l *Layer[T]) Load(path, kind string, cfg *T) error {
 		}
 	}
 	set := l.set()
-	for i, b := range l.binds {
+	for _, b := range l.binds {
 		if set[b.Flag] {
-			l.apply[i](cfg)
+			b.apply(cfg)
 		}
 	}
 	for _, env := range l.env {
