@@ -34,6 +34,12 @@ type builder struct {
 	// published is the published index when the build makes what the unit
 	// contributed to it (prev is then that index too), else nil.
 	published *shardMap[string, *Node]
+	// ownOnly leaves out the endpoint names and PTRs of a Service: the
+	// build makes what a delta makes again (delta.go). targets, when not
+	// nil, are SRV records sorted by target whose strings the endpoint
+	// names are taken from (targetHost).
+	ownOnly bool
+	targets []SRV
 	// arena is what a rebuild's builds share (nil outside a rebuild).
 	arena *rebuildArena
 	// scratch holds the lists a build makes and drops; reuse says whether
@@ -289,7 +295,9 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	}
 	// Endpoint names and PTRs, for every Service with endpoints (as
 	// CoreDNS does).
-	b.addEndpointNames(eps)
+	if !b.ownOnly {
+		b.addEndpointNames(eps)
+	}
 }
 
 // servedEndpoints collects the endpoints served under a Service (ready ones,

@@ -15,9 +15,13 @@
 // contributed from its records as they were (or takes it from the
 // contributions kept of recently changed units of many names: recent.go),
 // and the next Publish takes that out and puts the new contribution in. A
-// Service built again keeps its endpoints' names and takes the nodes of
-// its unchanged endpoints from its previous contribution (endpoints.go),
-// so a moved endpoint costs its own names. Most names have one
+// Service keeps its records as they were instead, and the Publish applies
+// a change of its endpoints alone as a delta (delta.go): the endpoints
+// that went and came, and the Service's own name and SRV names made again,
+// with neither contribution built. Any other change of a Service is built
+// as above; a Service built again keeps its endpoints' names and takes the
+// nodes of its unchanged endpoints from its previous contribution
+// (endpoints.go), so a moved endpoint costs its own names. Most names have one
 // contributor, and for them the published node is the contribution: the
 // Snapshot itself is the index. Only names of two or more contributions
 // (a PTR shared by two Services, a pod IP of two pods, <ns>.svc) are kept

@@ -74,6 +74,9 @@ func (b *builder) useMemo(prev *contribution, published *shardMap[string, *Node]
 // endpointNames returns the names of endpoint address a of ep under the
 // Service name base: from the memo when the builder keeps one.
 func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
+	if b.targets != nil {
+		return served{addr: a, host: b.targetHost(ep, a, base)}
+	}
 	if b.memo == nil {
 		return served{addr: a, host: b.concat(endpointLabel(ep, a, b.opts.EndpointPodNames), ".", base)}
 	}

@@ -82,7 +82,11 @@ func TestEndpointNodeShared(t *testing.T) {
 			}
 			first := Endpoint{Addresses: []netip.Addr{a1}, Hostname: "h", Ready: true}
 			st.SetService(Service{Namespace: "ns", Name: "web", Type: Headless})
-			st.SetEndpointSlice(slice())
+			// The slice's port goes with the next change, so that it is
+			// built, not applied as a delta (delta.go), and kept.
+			sl := slice()
+			sl.Ports = []Port{{Name: "http", Protocol: "tcp", Port: 80}}
+			st.SetEndpointSlice(sl)
 			st.Publish()
 			st.SetEndpointSlice(slice(first)) // publishes the nodes the next build takes
 			prev := st.Publish()

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -105,8 +106,45 @@ func (w *world) objects() Objects {
 	return o
 }
 
+// move changes one endpoint of a slice st holds, as a rollout does: a new
+// address, readiness or hostname, or an endpoint more or less; the slice's
+// name, Service and ports stay. It returns "" when st holds no slice.
+func (w *world) move(st *Store) string {
+	keys := st.Keys(KindEndpointSlice)
+	if len(keys) == 0 {
+		return ""
+	}
+	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+	k := keys[w.r.IntN(len(keys))]
+	v := st.slices[nsName{k.Namespace, k.Name}]
+	v.Endpoints = slices.Clone(v.Endpoints)
+	i := -1
+	if len(v.Endpoints) > 0 {
+		i = w.r.IntN(len(v.Endpoints))
+	}
+	switch c := w.r.IntN(5); {
+	case i < 0 || c == 0:
+		v.Endpoints = append(v.Endpoints, Endpoint{Addresses: w.addrs(1), Hostname: w.pick(worldHosts), Ready: true})
+	case c == 1:
+		v.Endpoints = slices.Delete(v.Endpoints, i, i+1)
+	case c == 2:
+		v.Endpoints[i].Ready = !v.Endpoints[i].Ready
+	case c == 3:
+		v.Endpoints[i].Hostname = w.pick(worldHosts)
+	default:
+		v.Endpoints[i].Addresses = []netip.Addr{w.ips[w.r.IntN(len(w.ips))]}
+	}
+	st.SetEndpointSlice(v)
+	return fmt.Sprintf("SetEndpointSlice (moved) %+v", v)
+}
+
 // change applies one random change to st and says what it was.
 func (w *world) change(st *Store) string {
+	if w.r.IntN(2) == 0 {
+		if what := w.move(st); what != "" {
+			return what
+		}
+	}
 	switch k := w.r.IntN(20); {
 	case k < 4:
 		v := w.service()
@@ -181,6 +219,14 @@ func TestIncrementalEqualsRebuildSorted(t *testing.T) {
 // compares each Snapshot with a build from scratch.
 func incrementalEqualsRebuild(t *testing.T, seeds int) {
 	t.Helper()
+	deltas := 0
+	defer func() {
+		// The moves must reach the delta path, or it is not tested.
+		t.Logf("%d changes applied as deltas in %d worlds", deltas, seeds)
+		if !t.Failed() && deltas < seeds {
+			t.Errorf("%d changes applied as deltas in %d worlds, want at least one a world", deltas, seeds)
+		}
+	}()
 	for seed := range uint64(seeds) {
 		w := newWorld(seed)
 		st, err := New(w.options())
@@ -219,6 +265,7 @@ func incrementalEqualsRebuild(t *testing.T, seeds int) {
 			}
 			prev, prevView = snap, want
 		}
+		deltas += st.deltas
 	}
 }
 

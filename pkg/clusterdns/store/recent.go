@@ -3,7 +3,9 @@ package store
 // recentUnits keeps the published contributions of recently changed units,
 // so that a unit's next change takes its old contribution from here
 // instead of building it again from the records (half the work of a
-// change). Only units of at least recentMinNames names are kept (a Service
+// change). A Service's change that is applied as a delta (delta.go)
+// builds no contribution, so only Services whose changes are built are
+// kept. Only units of at least recentMinNames names are kept (a Service
 // with endpoints, whose build is the costly one), and at most recentNames
 // names in all, or the one last unit when it alone has more. When full,
 // an arbitrary entry goes (Go's map order), so a rotation over more units

@@ -56,18 +56,24 @@ func TestRecentBound(t *testing.T) {
 
 // TestRecentReused: a Service's second change takes its old contribution
 // from the kept one, whose nodes hold the published records, and the
-// Snapshot still equals a build from scratch.
+// Snapshot still equals a build from scratch. Two of its endpoints share a
+// hostname, so that its changes are built, not applied as deltas.
 func TestRecentReused(t *testing.T) {
 	st, err := New(Options{Zone: "cluster.local", TTL: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
+	slice := func(shift int) EndpointSlice {
+		sl := headlessSlice(0, shift)
+		sl.Endpoints[1].Hostname, sl.Endpoints[2].Hostname = "twice", "twice"
+		return sl
+	}
 	st.SetService(Service{Namespace: "ns-0", Name: "hl-0", Type: Headless})
-	st.SetEndpointSlice(headlessSlice(0, 0))
+	st.SetEndpointSlice(slice(0))
 	st.Publish()
 	u := unitKey{kind: unitService, nsName: nsName{"ns-0", "hl-0"}}
 	for i := 1; i <= 3; i++ {
-		st.SetEndpointSlice(headlessSlice(0, i))
+		st.SetEndpointSlice(slice(i))
 		snap := st.Publish()
 		kept, ok := st.recent.m[u]
 		if !ok {
@@ -81,13 +87,13 @@ func TestRecentReused(t *testing.T) {
 		if msg := compareView(snap, st.oracle(), nil); msg != "" {
 			t.Fatalf("change %d: %s", i, msg)
 		}
-		st.SetEndpointSlice(headlessSlice(0, i+100))
-		if st.dirty[u] != kept {
+		st.SetEndpointSlice(slice(i + 100))
+		if st.olds[u].kept != kept {
 			t.Fatalf("change %d: the next change built the old contribution instead of taking the kept one", i)
 		}
 		snap = st.Publish()
-		if msg := compareView(snap, st.oracle(), nil); msg != "" || st.lost != 0 {
-			t.Fatalf("change %d after reuse: %s (lost %d)", i, msg, st.lost)
+		if msg := compareView(snap, st.oracle(), nil); msg != "" || st.lost != 0 || st.deltas != 0 {
+			t.Fatalf("change %d after reuse: %s (lost %d, deltas %d)", i, msg, st.lost, st.deltas)
 		}
 	}
 }

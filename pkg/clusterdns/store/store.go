@@ -104,8 +104,13 @@ type Store struct {
 	// first one, after SetOptions and Replace.
 	full bool
 	// dirty holds, for each unit touched since the last Publish, what it
-	// contributed then (built from the records before the first touch).
+	// contributed then (built from the records before the first touch),
+	// or nil for a Service unit, whose records then are in olds.
 	dirty map[unitKey]*contribution
+	olds  map[unitKey]*oldRecords
+	// deltas counts the Service changes applied as deltas (delta.go).
+	deltas       int
+	deltaScratch deltaScratch
 	// recent keeps the published contributions of recently changed units
 	// of many names, so that their next change does not build what they
 	// contribute again (see keepRecent).
@@ -148,6 +153,7 @@ func New(opts Options) (*Store, error) {
 		bySvc:      map[nsName]map[string]struct{}{},
 		full:       true,
 		dirty:      map[unitKey]*contribution{},
+		olds:       map[unitKey]*oldRecords{},
 		log:        &changeLog{},
 		ptrIdx:     &ptrIndex{},
 	}
@@ -209,18 +215,26 @@ func (s *Store) SetOptions(opts Options) error {
 func (s *Store) Zone() string { return s.zone }
 
 // touch records what unit u contributes now, before its first change since
-// the last Publish. s.mu is held.
+// the last Publish: a Service unit's records, which the Publish applies as
+// a delta when it can (delta.go), else the contribution. s.mu is held.
 func (s *Store) touch(u unitKey) {
 	if s.full {
 		return
 	}
-	if _, ok := s.dirty[u]; !ok {
-		c, ok := s.recent.take(u)
-		if !ok {
-			c = s.buildUnit(u, nil)
-		}
-		s.dirty[u] = c
+	if _, ok := s.dirty[u]; ok {
+		return
 	}
+	kept, _ := s.recent.take(u)
+	if u.kind == unitService {
+		svc, had := s.services[u.nsName]
+		s.olds[u] = &oldRecords{svc: svc, had: had, slices: s.serviceSlices(u.nsName), kept: kept}
+		s.dirty[u] = nil
+		return
+	}
+	if kept == nil {
+		kept = s.buildUnit(u, nil)
+	}
+	s.dirty[u] = kept
 }
 
 // SetService adds or replaces a Service.
@@ -431,6 +445,7 @@ func (s *Store) Publish() *Snapshot {
 	snap.Serial = serial
 	s.full = false
 	clear(s.dirty)
+	clear(s.olds)
 	s.snap.Store(snap)
 	return snap
 }

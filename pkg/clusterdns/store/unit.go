@@ -54,6 +54,18 @@ type contribution struct {
 // they are the same (see addEndpointNames). s.mu is held and s.state is
 // set.
 func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
+	var rec *oldRecords
+	if u.kind == unitService {
+		rec = &oldRecords{}
+		if rec.svc, rec.had = s.services[u.nsName]; rec.had {
+			rec.slices = s.serviceSlices(u.nsName)
+		}
+	}
+	return s.buildRecords(u, rec, prev)
+}
+
+// buildRecords is buildUnit over the records rec of a Service unit.
+func (s *Store) buildRecords(u unitKey, rec *oldRecords, prev *contribution) *contribution {
 	b := newBuilder(s.zone, s.opts, s.exposed, s.state.ent, 8)
 	b.arena = s.arena
 	if s.arena == nil {
@@ -64,15 +76,18 @@ func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 	case unitFixed:
 		b.addFixedNames()
 	case unitService:
-		if svc, ok := s.services[u.nsName]; ok {
-			sls := s.serviceSlices(u.nsName)
+		if rec.had {
+			sls := rec.slices
+			if s.opts.NoEndpoints {
+				sls = nil
+			}
 			if n := namesHint(sls); n > 8 {
 				b.names = make(map[string]*Node, n)
 			}
 			if s.arena == nil {
 				b.useMemo(prev, s.published(prev))
 			}
-			b.addService(&svc, sls)
+			b.addService(&rec.svc, sls)
 		}
 	case unitPod:
 		if p, ok := s.pods[u.nsName]; ok {
@@ -490,6 +505,15 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 	d := newDelta()
 	o := &overlay{base: prev.names, m: map[string]*Node{}}
 	for u, old := range s.dirty {
+		if old == nil {
+			rec := s.olds[u]
+			if s.applyDelta(o, u, rec, d) {
+				continue
+			}
+			if old = rec.kept; old == nil {
+				old = s.buildRecords(u, rec, nil)
+			}
+		}
 		c := s.buildUnit(u, old)
 		st.replace(o, old, c, d)
 		s.recent.keep(u, c)

@@ -1,0 +1,305 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"net/netip"
+	"slices"
+	"strings"
+	"unsafe"
+)
+
+// A Service whose only change since the last Publish is in the endpoints
+// of its slices is applied as a delta of its endpoints: the endpoints that
+// went take out their two names (the endpoint's and its PTR), the ones that
+// came put in theirs, and a headless Service's own name and SRV names are
+// made again from the served addresses. Neither what the Service
+// contributed before nor all it contributes now is built, so a moved
+// endpoint costs its own names and one pass over the Service's endpoints,
+// with no lookup of the unchanged ones in the index.
+//
+// The delta is taken only where it is exact: the Service record, its
+// slices' names and ports, and which slices serve an endpoint are the same;
+// it serves an endpoint before and after; every served address and every
+// endpoint label is its own, and no ClusterIP is the address of an
+// endpoint that changed (each endpoint name holds one address, each PTR
+// of the Service one target); and no label or PTR name makes an empty
+// non-terminal. Anything else is built as before, from the records the
+// Service had at its first change (oldRecords).
+
+// oldRecords are a Service unit's records at its first change since the
+// last Publish, kept until the Publish decides how to apply the change.
+type oldRecords struct {
+	svc    Service
+	had    bool
+	slices []*EndpointSlice
+	// kept is the unit's published contribution when recentUnits had it.
+	kept *contribution
+}
+
+// servedEP is one served endpoint address of a Service and its label, a
+// range of its servedSet's text.
+type servedEP struct {
+	addr   netip.Addr
+	lo, hi int32
+}
+
+// servedSet is the served endpoint addresses of a Service, sorted by
+// address, each once.
+type servedSet struct {
+	eps  []servedEP
+	text []byte
+}
+
+func (s *servedSet) label(e servedEP) []byte { return s.text[e.lo:e.hi] }
+
+// host is the endpoint name of e under the Service name base.
+func (s *servedSet) host(e servedEP, base string) string {
+	l := s.label(e)
+	buf := make([]byte, 0, len(l)+1+len(base))
+	buf = append(append(append(buf, l...), '.'), base...)
+	return unsafe.String(unsafe.SliceData(buf), len(buf))
+}
+
+// deltaScratch is the lists a delta makes and drops, for the next one.
+type deltaScratch struct {
+	sets   [2]servedSet
+	labels []servedEP
+}
+
+// servedOf fills set with the served endpoints of svc with slices sls, and
+// reports whether each of its addresses and labels is its own and every
+// label is one label. labels is scratch space; it returns it.
+func (s *Store) servedOf(set *servedSet, labels []servedEP, svc *Service, sls []*EndpointSlice) ([]servedEP, bool) {
+	n := 0
+	for _, sl := range sls {
+		n += len(sl.Endpoints)
+	}
+	set.eps, set.text = slices.Grow(set.eps[:0], n), slices.Grow(set.text[:0], 16*n)
+	named := false // a label other than the dashed address
+	for _, sl := range sls {
+		for _, ep := range sl.Endpoints {
+			if !ep.Ready && !svc.PublishNotReadyAddresses {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				a = a.Unmap()
+				lo := len(set.text)
+				set.text = appendEndpointLabel(set.text, ep, a, s.opts.EndpointPodNames)
+				named = named || ep.Hostname != "" || (s.opts.EndpointPodNames && ep.PodName != "")
+				if bytes.IndexByte(set.text[lo:], '.') >= 0 {
+					return labels, false
+				}
+				set.eps = append(set.eps, servedEP{addr: a, lo: int32(lo), hi: int32(len(set.text))})
+			}
+		}
+	}
+	slices.SortFunc(set.eps, func(a, b servedEP) int {
+		return cmp.Or(a.addr.Compare(b.addr), bytes.Compare(set.label(a), set.label(b)))
+	})
+	set.eps = slices.CompactFunc(set.eps, func(a, b servedEP) bool {
+		return a.addr == b.addr && bytes.Equal(set.label(a), set.label(b))
+	})
+	for i := 1; i < len(set.eps); i++ {
+		if set.eps[i].addr == set.eps[i-1].addr {
+			return labels, false
+		}
+	}
+	if !named {
+		return labels, true // the dashed addresses differ as the addresses do
+	}
+	labels = append(labels[:0], set.eps...)
+	slices.SortFunc(labels, func(a, b servedEP) int { return bytes.Compare(set.label(a), set.label(b)) })
+	for i := 1; i < len(labels); i++ {
+		if bytes.Equal(set.label(labels[i]), set.label(labels[i-1])) {
+			return labels, false
+		}
+	}
+	return labels, true
+}
+
+// diffServed returns the endpoints of was that is has not, and those of is
+// that was has not.
+func diffServed(was, is *servedSet) (gone, came []servedEP) {
+	i, j := 0, 0
+	for i < len(was.eps) || j < len(is.eps) {
+		c := 0
+		switch {
+		case i == len(was.eps):
+			c = 1
+		case j == len(is.eps):
+			c = -1
+		default:
+			c = cmp.Or(was.eps[i].addr.Compare(is.eps[j].addr), bytes.Compare(was.label(was.eps[i]), is.label(is.eps[j])))
+		}
+		switch {
+		case c < 0:
+			gone = append(gone, was.eps[i])
+			i++
+		case c > 0:
+			came = append(came, is.eps[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return gone, came
+}
+
+// sameService reports whether a and b are the same record.
+func sameService(a, b *Service) bool {
+	return a.Namespace == b.Namespace && a.Name == b.Name && a.Type == b.Type &&
+		slices.Equal(a.ClusterIPs, b.ClusterIPs) && a.ExternalName == b.ExternalName &&
+		slices.Equal(a.Ports, b.Ports) && a.PublishNotReadyAddresses == b.PublishNotReadyAddresses
+}
+
+// sameShape reports whether two lists of a Service's slices have the same
+// names and ports, and the same slices serving an endpoint: then the
+// Service's SRV names are the same.
+func sameShape(was, is []*EndpointSlice, notReady bool) bool {
+	serves := func(sl *EndpointSlice) bool {
+		return slices.ContainsFunc(sl.Endpoints, func(ep Endpoint) bool {
+			return (ep.Ready || notReady) && len(ep.Addresses) > 0
+		})
+	}
+	return slices.EqualFunc(was, is, func(a, b *EndpointSlice) bool {
+		return a.Name == b.Name && slices.Equal(a.Ports, b.Ports) && serves(a) == serves(b)
+	})
+}
+
+// applyDelta applies the change of Service unit u, whose records were
+// old, as a delta of its endpoints when it is one (see above), and
+// reports whether it did. It changes nothing when it does not. s.mu is
+// held.
+func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bool {
+	st := s.state
+	svc, ok := s.services[u.nsName]
+	if !ok || !old.had || s.opts.NoEndpoints || (svc.Type != ClusterIP && svc.Type != Headless) ||
+		!sameService(&svc, &old.svc) || !namespaceExposed(s.exposed, strings.ToLower(svc.Namespace)) {
+		return false
+	}
+	sls := s.serviceSlices(u.nsName)
+	if !sameShape(old.slices, sls, svc.PublishNotReadyAddresses) {
+		return false
+	}
+	sc := &s.deltaScratch
+	was, is := &sc.sets[0], &sc.sets[1]
+	// With the same slices serving, is has endpoints when was has.
+	if sc.labels, ok = s.servedOf(was, sc.labels, &svc, old.slices); !ok || len(was.eps) == 0 {
+		return false
+	}
+	if sc.labels, ok = s.servedOf(is, sc.labels, &svc, sls); !ok {
+		return false
+	}
+	gone, came := diffServed(was, is)
+	base := strings.ToLower(svc.Name) + "." + strings.ToLower(svc.Namespace) + ".svc." + s.zone
+	var own map[string]*Node
+	if svc.Type == Headless {
+		if own = s.headlessNames(&svc, sls, base, t); own == nil {
+			return false
+		}
+	}
+	ptrs := make([]string, 0, len(gone)+len(came))
+	for _, e := range slices.Concat(gone, came) {
+		// A ClusterIP's PTR is a second target on the endpoint's.
+		if slices.ContainsFunc(svc.ClusterIPs, func(ip netip.Addr) bool { return ip.Unmap() == e.addr }) {
+			return false
+		}
+		ptr := ReverseName(e.addr)
+		if strings.HasSuffix(ptr, "."+s.zone) {
+			return false
+		}
+		ptrs = append(ptrs, ptr)
+	}
+
+	// From here on the delta is applied.
+	for i, e := range gone {
+		host := was.host(e, base)
+		st.removeName(t, host, addrNode(s.opts.TTL, e.addr), d)
+		st.removeName(t, ptrs[i], ptrNode(s.opts.TTL, host), d)
+	}
+	for i, e := range came {
+		host := is.host(e, base)
+		st.addName(t, host, addrNode(s.opts.TTL, e.addr), d)
+		st.addName(t, ptrs[len(gone)+i], ptrNode(s.opts.TTL, host), d)
+	}
+	for name, n := range own {
+		t.set(name, n)
+	}
+	st.counts.Endpoints += len(is.eps) - len(was.eps)
+	s.deltas++
+	return true
+}
+
+// headlessNames makes the data names a headless Service contributes
+// besides its endpoints' (its name and its SRV names) from its records as
+// they are, and returns those that changed, or nil when one is not in t
+// as the Service's alone. The endpoint names are taken from the SRV
+// targets the Service name has in t (targetHost), so the unchanged ones
+// cost neither a lookup nor a copy.
+func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t nameTable) map[string]*Node {
+	st := s.state
+	prev, ok := t.get(base)
+	if !ok || prev == st.ent {
+		return nil
+	}
+	b := newBuilder(s.zone, s.opts, s.exposed, st.ent, 8)
+	b.scratch, b.reuse = s.scratch, true
+	defer func() { s.scratch = b.scratch.kept() }()
+	b.ownOnly, b.targets = true, prev.SRV()
+	b.addService(svc, sls)
+	b.sortNodes()
+	changed := map[string]*Node{}
+	for name, n := range b.names {
+		if n == st.ent {
+			continue
+		}
+		if _, shared := st.shared[name]; shared {
+			return nil
+		}
+		p, ok := t.get(name)
+		if !ok || p == st.ent {
+			return nil
+		}
+		if !equalNode(p, n) {
+			changed[name] = n
+		}
+	}
+	return changed
+}
+
+// targetHost is the name of endpoint address a of ep under base, the
+// string of b.targets when one of them is that name.
+func (b *builder) targetHost(ep Endpoint, a netip.Addr, base string) string {
+	var buf [320]byte
+	host := append(appendEndpointLabel(buf[:0], ep, a, b.opts.EndpointPodNames), '.')
+	host = append(host, base...)
+	lo, hi := 0, len(b.targets)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if b.targets[m].Target < string(host) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(b.targets) && b.targets[lo].Target == string(host) {
+		return b.targets[lo].Target
+	}
+	return string(host)
+}
+
+// addrNode is the node of an endpoint name: its one address.
+func addrNode(ttl uint32, a netip.Addr) *Node {
+	n := newNode(ttl, roomAddr)
+	addAddr(n, a)
+	return n
+}
+
+// ptrNode is the node of an endpoint's PTR name: its one target.
+func ptrNode(ttl uint32, target string) *Node {
+	n := newNode(ttl, roomPTR)
+	addPTR(n, target)
+	return n
+}
