@@ -4,6 +4,7 @@ package bench
 // fake DNS zone on 127.0.0.1 and client-go's fake clientset.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -43,12 +44,14 @@ func TestParseChurnSettings(t *testing.T) {
 		{name: "all set", env: map[string]string{
 			envChurnServices: "50000", envChurnHeadless: "0", envChurnRate: "5, 100", envChurnFor: "1m",
 			envChurnQueryQPS: "0", envChurnQueryFor: "2s", envChurnPopulateQPS: "50", envChurnPopulate: "etcd",
-			envChurnStarts: "4",
+			envChurnStarts: "4", envChurnControlNice: "10",
 		}, want: churnSettings{services: 50000, headless: 0, rates: []int{5, 100}, churnFor: time.Minute,
-			queryQPS: 0, queryFor: 2 * time.Second, populateQPS: 50, populate: populateEtcd, starts: 4}},
+			queryQPS: 0, queryFor: 2 * time.Second, populateQPS: 50, populate: populateEtcd, starts: 4, controlNice: 10}},
 		{name: "populate through the API", env: map[string]string{envChurnPopulate: "api"}, want: def},
-		{name: "bad numbers", env: map[string]string{envChurnServices: "10k", envChurnHeadless: "-1", envChurnRate: "10,0", envChurnStarts: "0"},
-			wantErr: []string{`DNSCONFIGURER_CHURN_SERVICES="10k"`, `DNSCONFIGURER_CHURN_HEADLESS="-1"`, `DNSCONFIGURER_CHURN_RATE="10,0"`, `DNSCONFIGURER_CHURN_STARTS="0"`}},
+		{name: "bad numbers", env: map[string]string{envChurnServices: "10k", envChurnHeadless: "-1", envChurnRate: "10,0", envChurnStarts: "0",
+			envChurnControlNice: "20"},
+			wantErr: []string{`DNSCONFIGURER_CHURN_SERVICES="10k"`, `DNSCONFIGURER_CHURN_HEADLESS="-1"`, `DNSCONFIGURER_CHURN_RATE="10,0"`, `DNSCONFIGURER_CHURN_STARTS="0"`,
+				`DNSCONFIGURER_CHURN_CONTROL_NICE="20"`}},
 		{name: "bad populate", env: map[string]string{envChurnPopulate: "etcd3"},
 			wantErr: []string{`DNSCONFIGURER_CHURN_POPULATE="etcd3": want api or etcd`}},
 		{name: "bad durations", env: map[string]string{envChurnFor: "30", envChurnQueryFor: "1h"},
@@ -147,6 +150,39 @@ func TestReadUsageSelf(t *testing.T) {
 	}
 	if after.cpu <= before.cpu {
 		t.Errorf("CPU time %v then %v: not counted", before.cpu, after.cpu)
+	}
+}
+
+// TestRenice: every thread of a process takes the nice value, the ones it
+// starts later too.
+func TestRenice(t *testing.T) {
+	// A shell that starts a subshell after the renice: its nice value
+	// shows that a later child inherits it.
+	cmd := exec.Command("sh", "-c", "read _; sh -c 'cut -d\\) -f2 /proc/self/stat'")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := renice(cmd.Process.Pid, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := niceOf(cmd.Process.Pid); err != nil || got != 7 {
+		t.Errorf("nice %d (%v), want 7", got, err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(out.String()); len(f) < 17 || f[16] != "7" {
+		t.Errorf("the child's stat after the command %q: nice is not 7", out.String())
+	}
+	if err := renice(1<<30, 7); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }
 

@@ -153,6 +153,9 @@ func (r *churnReport) table() string {
 	if r.set.queryQPS > 0 {
 		fmt.Fprintf(&b, "; query load %s qps of existing names for %v per server", count(r.set.queryQPS), r.set.queryFor)
 	}
+	if r.set.controlNice > 0 {
+		fmt.Fprintf(&b, "; the API server and etcd at nice %d during the churn", r.set.controlNice)
+	}
 	fmt.Fprintf(&b, "; load average %s\n%s\n\n", r.loadAvg, r.populate)
 	size := shortCount(r.set.services) + " + " + count(r.set.headless)
 	b.WriteString("| size | measure | CoreDNS 1.15 | dnsconfigurer | dnsconfigurer ÷ CoreDNS |\n|---|---|---:|---:|---:|\n")

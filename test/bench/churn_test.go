@@ -27,6 +27,7 @@ const (
 	envChurnPopulateQPS = "DNSCONFIGURER_CHURN_POPULATE_QPS"
 	envChurnPopulate    = "DNSCONFIGURER_CHURN_POPULATE"
 	envChurnStarts      = "DNSCONFIGURER_CHURN_STARTS"
+	envChurnControlNice = "DNSCONFIGURER_CHURN_CONTROL_NICE"
 )
 
 // How populate writes the objects: through the API server (client-go), or
@@ -61,6 +62,10 @@ type churnSettings struct {
 	populateQPS int           // the populating client's rate limit
 	populate    string        // populateAPI or populateEtcd
 	starts      int           // starts of each server before the churn
+	// controlNice is the nice value of the API server's and etcd's threads
+	// once both servers have started (0: left alone): on a cluster the
+	// control plane runs on other machines than the DNS servers.
+	controlNice int
 }
 
 // parseChurnSettings reads the knobs through getenv (os.Getenv), with
@@ -99,6 +104,7 @@ func parseChurnSettings(getenv func(string) string) (churnSettings, error) {
 		queryFor:    duration(envChurnQueryFor, 10*time.Second, time.Second, 10*time.Minute),
 		populateQPS: whole(envChurnPopulateQPS, 500, 1, 10000),
 		starts:      whole(envChurnStarts, 2, 1, 10),
+		controlNice: whole(envChurnControlNice, 0, 0, 19),
 		rates:       []int{10, 50},
 		populate:    populateAPI,
 	}
@@ -209,6 +215,14 @@ func TestChurn(t *testing.T) {
 		}
 	}
 	dc, cd := dcS.s, cdS.s
+	if set.controlNice > 0 {
+		for _, pid := range cp.PIDs() {
+			if err := renice(pid, set.controlNice); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("the API server and etcd run at nice %d from here on", set.controlNice)
+	}
 
 	servers := []*server{dc, cd}
 	rep.servers = []serverRun{{name: dc.name, starts: dcS.starts}, {name: cd.name, starts: cdS.starts}}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -410,4 +411,39 @@ func cpuOf(pids []int) time.Duration {
 		}
 	}
 	return sum
+}
+
+// renice sets the nice value of every thread of process pid. Linux keeps
+// a nice value per thread; a thread started later takes its creator's.
+func renice(pid, nice int) error {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return fmt.Errorf("renice %d: %w", pid, err)
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		// A thread that ended since the listing is no error.
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("renice thread %d of %d: %w", tid, pid, err)
+		}
+	}
+	return nil
+}
+
+// niceOf is the nice value of thread tid, from /proc/<tid>/stat.
+func niceOf(tid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command, which ends at the last ')': state is
+	// field 3, nice field 19.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 17 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command", tid, len(f))
+	}
+	return strconv.Atoi(f[16])
 }
