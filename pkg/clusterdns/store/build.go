@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -323,28 +324,48 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 			b.scratch.srvs = srvs
 		}
 	}()
-	for _, sl := range epSlices {
-		for _, ep := range sl.Endpoints {
-			if !ep.Ready && !svc.PublishNotReadyAddresses {
+	for sa := range servedAddrs(svc, epSlices) {
+		e := b.endpointNames(*sa.ep, sa.addr, base)
+		eps = append(eps, e)
+		if svc.Type != Headless {
+			continue
+		}
+		for _, p := range sa.slice.Ports {
+			if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
 				continue
 			}
-			for _, a := range ep.Addresses {
-				a = a.Unmap()
-				e := b.endpointNames(ep, a, base)
-				eps = append(eps, e)
-				if svc.Type != Headless {
+			srvs = append(srvs, srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, e.host})
+		}
+	}
+	return dedup(eps, compareServed), dedup(srvs, compareSRVKey)
+}
+
+// servedAddr is one served address of an endpoint of a slice.
+type servedAddr struct {
+	slice *EndpointSlice
+	ep    *Endpoint
+	addr  netip.Addr // unmapped
+}
+
+// servedAddrs yields the served endpoint addresses of svc's slices sls, in
+// their order: every address of a ready endpoint, or of any endpoint with
+// PublishNotReadyAddresses.
+func servedAddrs(svc *Service, sls []*EndpointSlice) iter.Seq[servedAddr] {
+	return func(yield func(servedAddr) bool) {
+		for _, sl := range sls {
+			for i := range sl.Endpoints {
+				ep := &sl.Endpoints[i]
+				if !ep.Ready && !svc.PublishNotReadyAddresses {
 					continue
 				}
-				for _, p := range sl.Ports {
-					if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
-						continue
+				for _, a := range ep.Addresses {
+					if !yield(servedAddr{sl, ep, a.Unmap()}) {
+						return
 					}
-					srvs = append(srvs, srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, e.host})
 				}
 			}
 		}
 	}
-	return dedup(eps, compareServed), dedup(srvs, compareSRVKey)
 }
 
 // dedupScan is the longest list dedup scans for repeats; a longer one is

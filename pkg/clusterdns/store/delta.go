@@ -77,22 +77,14 @@ func (s *Store) servedOf(set *servedSet, labels []servedEP, svc *Service, sls []
 	}
 	set.eps, set.text = slices.Grow(set.eps[:0], n), slices.Grow(set.text[:0], 16*n)
 	named := false // a label other than the dashed address
-	for _, sl := range sls {
-		for _, ep := range sl.Endpoints {
-			if !ep.Ready && !svc.PublishNotReadyAddresses {
-				continue
-			}
-			for _, a := range ep.Addresses {
-				a = a.Unmap()
-				lo := len(set.text)
-				set.text = appendEndpointLabel(set.text, ep, a, s.opts.EndpointPodNames)
-				named = named || ep.Hostname != "" || (s.opts.EndpointPodNames && ep.PodName != "")
-				if bytes.IndexByte(set.text[lo:], '.') >= 0 {
-					return labels, false
-				}
-				set.eps = append(set.eps, servedEP{addr: a, lo: int32(lo), hi: int32(len(set.text))})
-			}
+	for sa := range servedAddrs(svc, sls) {
+		lo := len(set.text)
+		set.text = appendEndpointLabel(set.text, *sa.ep, sa.addr, s.opts.EndpointPodNames)
+		named = named || sa.ep.Hostname != "" || (s.opts.EndpointPodNames && sa.ep.PodName != "")
+		if bytes.IndexByte(set.text[lo:], '.') >= 0 {
+			return labels, false
 		}
+		set.eps = append(set.eps, servedEP{addr: sa.addr, lo: int32(lo), hi: int32(len(set.text))})
 	}
 	slices.SortFunc(set.eps, func(a, b servedEP) int {
 		return cmp.Or(a.addr.Compare(b.addr), bytes.Compare(set.label(a), set.label(b)))
@@ -157,11 +149,12 @@ func sameService(a, b *Service) bool {
 // sameShape reports whether two lists of a Service's slices have the same
 // names and ports, and the same slices serving an endpoint: then the
 // Service's SRV names are the same.
-func sameShape(was, is []*EndpointSlice, notReady bool) bool {
+func sameShape(svc *Service, was, is []*EndpointSlice) bool {
 	serves := func(sl *EndpointSlice) bool {
-		return slices.ContainsFunc(sl.Endpoints, func(ep Endpoint) bool {
-			return (ep.Ready || notReady) && len(ep.Addresses) > 0
-		})
+		for range servedAddrs(svc, []*EndpointSlice{sl}) {
+			return true
+		}
+		return false
 	}
 	return slices.EqualFunc(was, is, func(a, b *EndpointSlice) bool {
 		return a.Name == b.Name && slices.Equal(a.Ports, b.Ports) && serves(a) == serves(b)
@@ -180,7 +173,7 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 		return false
 	}
 	sls := s.serviceSlices(u.nsName)
-	if !sameShape(old.slices, sls, svc.PublishNotReadyAddresses) {
+	if !sameShape(&svc, old.slices, sls) {
 		return false
 	}
 	sc := &s.deltaScratch
