@@ -153,6 +153,9 @@ func (r *churnReport) table() string {
 	if r.set.queryQPS > 0 {
 		fmt.Fprintf(&b, "; query load %s qps of existing names for %v per server", count(r.set.queryQPS), r.set.queryFor)
 	}
+	if r.set.queryChild {
+		fmt.Fprintf(&b, "; the query load in a process of its own at nice %d", r.set.queryNice)
+	}
 	if r.set.controlNice > 0 {
 		fmt.Fprintf(&b, "; the API server and etcd at nice %d during the churn", r.set.controlNice)
 	}

@@ -28,6 +28,7 @@ const (
 	envChurnPopulate    = "DNSCONFIGURER_CHURN_POPULATE"
 	envChurnStarts      = "DNSCONFIGURER_CHURN_STARTS"
 	envChurnControlNice = "DNSCONFIGURER_CHURN_CONTROL_NICE"
+	envChurnQueryNice   = "DNSCONFIGURER_CHURN_QUERY_NICE"
 )
 
 // How populate writes the objects: through the API server (client-go), or
@@ -66,6 +67,10 @@ type churnSettings struct {
 	// once both servers have started (0: left alone): on a cluster the
 	// control plane runs on other machines than the DNS servers.
 	controlNice int
+	// queryChild runs the query load in a process of its own at nice
+	// value queryNice (churn_query_test.go).
+	queryChild bool
+	queryNice  int
 }
 
 // parseChurnSettings reads the knobs through getenv (os.Getenv), with
@@ -114,6 +119,13 @@ func parseChurnSettings(getenv func(string) string) (churnSettings, error) {
 		s.populate = v
 	default:
 		errs = append(errs, fmt.Errorf("%s=%q: want %s or %s", envChurnPopulate, v, populateAPI, populateEtcd))
+	}
+	if v := strings.TrimSpace(getenv(envChurnQueryNice)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -20 || n > 19 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a nice value from -20 to 19", envChurnQueryNice, v))
+		}
+		s.queryChild, s.queryNice = err == nil, n
 	}
 	if v := getenv(envChurnRate); v != "" {
 		s.rates = nil
@@ -464,6 +476,13 @@ func usages(t *testing.T, servers []*server) []usage {
 // for set.queryFor.
 func queryLoad(t *testing.T, s *server, names []string, set churnSettings) queryStats {
 	t.Helper()
+	if set.queryChild {
+		st, err := queryLoadChild(t, s.dns, names, set.queryQPS, set.queryFor, set.queryNice)
+		if err != nil {
+			t.Fatalf("%s: query load: %v", s.name, err)
+		}
+		return st
+	}
 	res, err := flood(s.dns, func(n int) string { return names[n%len(names)] }, set.queryQPS, set.queryFor, queryDrain)
 	if err != nil {
 		t.Fatalf("%s: query load: %v", s.name, err)
