@@ -67,6 +67,19 @@ type deltaScratch struct {
 	labels []servedEP
 }
 
+// trim drops the lists a Service of thousands of endpoints made, as
+// buildScratch.kept does.
+func (sc *deltaScratch) trim() {
+	for i := range sc.sets {
+		if cap(sc.sets[i].eps) > scratchKeep {
+			sc.sets[i] = servedSet{}
+		}
+	}
+	if cap(sc.labels) > scratchKeep {
+		sc.labels = nil
+	}
+}
+
 // servedOf fills set with the served endpoints of svc with slices sls, and
 // reports whether each of its addresses and labels is its own and every
 // label is one label. labels is scratch space; it returns it.
@@ -177,6 +190,7 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 		return false
 	}
 	sc := &s.deltaScratch
+	defer sc.trim()
 	was, is := &sc.sets[0], &sc.sets[1]
 	// With the same slices serving, is has endpoints when was has.
 	if sc.labels, ok = s.servedOf(was, sc.labels, &svc, old.slices); !ok || len(was.eps) == 0 {
