@@ -78,9 +78,6 @@ func (s *Store) buildRecords(u unitKey, rec *oldRecords, prev *contribution) *co
 	case unitService:
 		if rec.had {
 			sls := rec.slices
-			if s.opts.NoEndpoints {
-				sls = nil
-			}
 			if n := namesHint(sls); n > 8 {
 				b.names = make(map[string]*Node, n)
 			}
