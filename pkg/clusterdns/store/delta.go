@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"unsafe"
 )
 
 // A Service whose only change since the last Publish is in the endpoints
@@ -55,10 +54,7 @@ func (s *servedSet) label(e servedEP) []byte { return s.text[e.lo:e.hi] }
 
 // host is the endpoint name of e under the Service name base.
 func (s *servedSet) host(e servedEP, base string) string {
-	l := s.label(e)
-	buf := make([]byte, 0, len(l)+1+len(base))
-	buf = append(append(append(buf, l...), '.'), base...)
-	return unsafe.String(unsafe.SliceData(buf), len(buf))
+	return string(s.label(e)) + "." + base
 }
 
 // deltaScratch is the lists a delta makes and drops, for the next one.
@@ -201,12 +197,6 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 	}
 	gone, came := diffServed(was, is)
 	base := strings.ToLower(svc.Name) + "." + strings.ToLower(svc.Namespace) + ".svc." + s.zone
-	var own map[string]*Node
-	if svc.Type == Headless {
-		if own = s.headlessNames(&svc, sls, base, t); own == nil {
-			return false
-		}
-	}
 	ptrs := make([]string, 0, len(gone)+len(came))
 	for _, e := range slices.Concat(gone, came) {
 		// A ClusterIP's PTR is a second target on the endpoint's.
@@ -218,6 +208,12 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 			return false
 		}
 		ptrs = append(ptrs, ptr)
+	}
+	var own map[string]*Node
+	if svc.Type == Headless {
+		if own = s.headlessNames(&svc, sls, base, t); own == nil {
+			return false
+		}
 	}
 
 	// From here on the delta is applied.
