@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,15 +46,17 @@ func TestParseChurnSettings(t *testing.T) {
 		{name: "all set", env: map[string]string{
 			envChurnServices: "50000", envChurnHeadless: "0", envChurnRate: "5, 100", envChurnFor: "1m",
 			envChurnQueryQPS: "0", envChurnQueryFor: "2s", envChurnPopulateQPS: "50", envChurnPopulate: "etcd",
-			envChurnStarts: "4", envChurnControlNice: "10", envChurnQueryNice: "-5",
+			envChurnStarts: "4", envChurnControlNice: "10", envChurnQueryNice: "-5", envChurnPin: "1",
 		}, want: churnSettings{services: 50000, headless: 0, rates: []int{5, 100}, churnFor: time.Minute,
 			queryQPS: 0, queryFor: 2 * time.Second, populateQPS: 50, populate: populateEtcd, starts: 4, controlNice: 10,
-			queryChild: true, queryNice: -5}},
+			queryChild: true, queryNice: -5, pinned: true, pinCPU: 1}},
+		{name: "pinned: the load in a process of its own at nice 0", env: map[string]string{envChurnPin: "0"},
+			want: func() churnSettings { s := def; s.pinned, s.queryChild = true, true; return s }()},
 		{name: "populate through the API", env: map[string]string{envChurnPopulate: "api"}, want: def},
 		{name: "bad numbers", env: map[string]string{envChurnServices: "10k", envChurnHeadless: "-1", envChurnRate: "10,0", envChurnStarts: "0",
-			envChurnControlNice: "20", envChurnQueryNice: "-21"},
+			envChurnControlNice: "20", envChurnQueryNice: "-21", envChurnPin: "-1"},
 			wantErr: []string{`DNSCONFIGURER_CHURN_SERVICES="10k"`, `DNSCONFIGURER_CHURN_HEADLESS="-1"`, `DNSCONFIGURER_CHURN_RATE="10,0"`, `DNSCONFIGURER_CHURN_STARTS="0"`,
-				`DNSCONFIGURER_CHURN_CONTROL_NICE="20"`, `DNSCONFIGURER_CHURN_QUERY_NICE="-21"`}},
+				`DNSCONFIGURER_CHURN_CONTROL_NICE="20"`, `DNSCONFIGURER_CHURN_QUERY_NICE="-21"`, `DNSCONFIGURER_CHURN_PIN="-1"`}},
 		{name: "bad populate", env: map[string]string{envChurnPopulate: "etcd3"},
 			wantErr: []string{`DNSCONFIGURER_CHURN_POPULATE="etcd3": want api or etcd`}},
 		{name: "bad durations", env: map[string]string{envChurnFor: "30", envChurnQueryFor: "1h"},
@@ -185,6 +189,100 @@ func TestRenice(t *testing.T) {
 	if err := renice(1<<30, 7); err == nil {
 		t.Error("no error for a process that does not exist")
 	}
+}
+
+// TestSetAffinity: every thread of a process takes the CPUs, the ones it
+// starts later too, and cpuPin sets a loaded process apart from the rest
+// and puts them back.
+func TestSetAffinity(t *testing.T) {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	first := -1
+	for cpu := 0; first < 0 && cpu < 1024; cpu++ {
+		if all.IsSet(cpu) {
+			first = cpu
+		}
+	}
+	var one unix.CPUSet
+	one.Set(first)
+	// A shell that starts a subshell after the change: its
+	// Cpus_allowed_list shows that a later child takes the CPUs.
+	start := func() (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
+		cmd := exec.Command("sh", "-c", "read _; sh -c 'grep Cpus_allowed_list /proc/self/status'")
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, stdin, &out
+	}
+	cpusOf := func(pid int) unix.CPUSet {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(pid, &set); err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	cmd, stdin, out := start()
+	if err := setAffinity(cmd.Process.Pid, &one); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpusOf(cmd.Process.Pid); got != one {
+		t.Errorf("CPUs of the process: %d of them, want CPU %d only", got.Count(), first)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("Cpus_allowed_list:\t%d\n", first); out.String() != want {
+		t.Errorf("the later child: %q, want %q", out.String(), want)
+	}
+	if err := setAffinity(1<<30, &one); err == nil {
+		t.Error("no error for a process that does not exist")
+	}
+
+	if all.Count() < 2 {
+		t.Logf("one CPU: cpuPin is not tried")
+		return
+	}
+	if _, err := newCPUPin(1 << 20); err == nil || !strings.Contains(err.Error(), envChurnPin) {
+		t.Errorf("a CPU this process may not run on: %v, want an error naming %s", err, envChurnPin)
+	}
+	pin, err := newCPUPin(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, lin, _ := start()
+	other, oin, _ := start()
+	if err := pin.apart(loaded.Process.Pid, []int{other.Process.Pid}); err != nil {
+		t.Fatal(err)
+	}
+	rest := all
+	rest.Clear(first)
+	if got := cpusOf(loaded.Process.Pid); got != one {
+		t.Errorf("the loaded process: %d CPUs, want CPU %d only", got.Count(), first)
+	}
+	if got := cpusOf(other.Process.Pid); got != rest {
+		t.Errorf("the other process: %d CPUs (CPU %d: %v), want the %d but CPU %d", got.Count(), first, got.IsSet(first), rest.Count(), first)
+	}
+	if err := pin.back([]int{loaded.Process.Pid, other.Process.Pid}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{loaded.Process.Pid, other.Process.Pid} {
+		if got := cpusOf(pid); got != all {
+			t.Errorf("process %d after back: %d CPUs, want all %d", pid, got.Count(), all.Count())
+		}
+	}
+	lin.Close()
+	oin.Close()
+	loaded.Wait()
+	other.Wait()
 }
 
 // TestSettle: an idle process settles within a few seconds; processes

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // With DNSCONFIGURER_CHURN_QUERY_NICE the query load runs in a process of
@@ -65,8 +68,8 @@ func TestQueryLoadChild(t *testing.T) {
 }
 
 // queryLoadChild runs the query load of queryLoad in a child process at
-// nice value nice.
-func queryLoadChild(t *testing.T, addr string, names []string, qps int, d time.Duration, nice int) (queryStats, error) {
+// nice value nice, on the CPUs cpus unless nil.
+func queryLoadChild(t *testing.T, addr string, names []string, qps int, d time.Duration, nice int, cpus *unix.CPUSet) (queryStats, error) {
 	t.Helper()
 	dir := t.TempDir()
 	b, err := json.Marshal(queryJob{Addr: addr, QPS: qps, For: d, Names: names})
@@ -78,8 +81,22 @@ func queryLoadChild(t *testing.T, addr string, names []string, qps int, d time.D
 	}
 	cmd := exec.Command("nice", "-n", strconv.Itoa(nice), os.Args[0], "-test.run", "^TestQueryLoadChild$", "-test.count", "1")
 	cmd.Env = append(os.Environ(), envQueryChild+"="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return queryStats{}, fmt.Errorf("the query load's process: %w\n%s", err, out)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return queryStats{}, fmt.Errorf("the query load's process: %w", err)
+	}
+	// The child reads its job before it sends a query; it is set apart
+	// long before.
+	if cpus != nil {
+		if err := setAffinity(cmd.Process.Pid, cpus); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return queryStats{}, err
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return queryStats{}, fmt.Errorf("the query load's process: %w\n%s", err, out.Bytes())
 	}
 	var r queryResult
 	b, err = os.ReadFile(filepath.Join(dir, "result.json"))
@@ -96,7 +113,7 @@ func queryLoadChild(t *testing.T, addr string, names []string, qps int, d time.D
 // value counts every query it sent, and the stub answers them.
 func TestQueryLoadInChild(t *testing.T) {
 	up := startStub(t)
-	st, err := queryLoadChild(t, up.addr, []string{"a." + externalZone, "b." + externalZone}, 200, time.Second, 5)
+	st, err := queryLoadChild(t, up.addr, []string{"a." + externalZone, "b." + externalZone}, 200, time.Second, 5, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

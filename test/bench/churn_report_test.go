@@ -159,6 +159,9 @@ func (r *churnReport) table() string {
 	if r.set.controlNice > 0 {
 		fmt.Fprintf(&b, "; the API server and etcd at nice %d during the churn", r.set.controlNice)
 	}
+	if r.set.pinned {
+		fmt.Fprintf(&b, "; the server taking the query load and the load's process on CPU %d, every other process on the other CPUs", r.set.pinCPU)
+	}
 	fmt.Fprintf(&b, "; load average %s\n%s\n\n", r.loadAvg, r.populate)
 	size := shortCount(r.set.services) + " + " + count(r.set.headless)
 	b.WriteString("| size | measure | CoreDNS 1.15 | dnsconfigurer | dnsconfigurer ÷ CoreDNS |\n|---|---|---:|---:|---:|\n")

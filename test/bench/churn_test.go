@@ -14,6 +14,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
+	"golang.org/x/sys/unix"
 )
 
 // The knobs of TestChurn.
@@ -29,6 +30,7 @@ const (
 	envChurnStarts      = "DNSCONFIGURER_CHURN_STARTS"
 	envChurnControlNice = "DNSCONFIGURER_CHURN_CONTROL_NICE"
 	envChurnQueryNice   = "DNSCONFIGURER_CHURN_QUERY_NICE"
+	envChurnPin         = "DNSCONFIGURER_CHURN_PIN"
 )
 
 // How populate writes the objects: through the API server (client-go), or
@@ -71,6 +73,12 @@ type churnSettings struct {
 	// value queryNice (churn_query_test.go).
 	queryChild bool
 	queryNice  int
+	// pinned runs the server taking the query load and the load's process
+	// on CPU pinCPU, and every other process of the run on the other CPUs
+	// (cpuPin). It runs the load in a process of its own, at nice 0 unless
+	// queryNice says otherwise.
+	pinned bool
+	pinCPU int
 }
 
 // parseChurnSettings reads the knobs through getenv (os.Getenv), with
@@ -126,6 +134,14 @@ func parseChurnSettings(getenv func(string) string) (churnSettings, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: want a nice value from -20 to 19", envChurnQueryNice, v))
 		}
 		s.queryChild, s.queryNice = err == nil, n
+	}
+	if v := strings.TrimSpace(getenv(envChurnPin)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1023 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a CPU number from 0 to 1023", envChurnPin, v))
+		} else {
+			s.pinned, s.pinCPU, s.queryChild = true, n, true
+		}
 	}
 	if v := getenv(envChurnRate); v != "" {
 		s.rates = nil
@@ -245,10 +261,40 @@ func TestChurn(t *testing.T) {
 	var ctl *server
 	if set.queryQPS > 0 {
 		ctl = startControl(ctx, t, dir, dcBin, apiserver.NewClient(t, cp.Config()), up.addr, c.services)
-		for i, s := range servers {
-			rep.servers[i].baseQuery = queryLoad(t, s, names, set)
+	}
+	var pin *cpuPin
+	if set.pinned {
+		if pin, err = newCPUPin(set.pinCPU); err != nil {
+			t.Fatal(err)
 		}
-		rep.control = &serverRun{name: ctl.name, baseQuery: queryLoad(t, ctl, names, set)}
+	}
+	// load runs the query load on s, on a CPU of their own with
+	// DNSCONFIGURER_CHURN_PIN.
+	load := func(s *server) queryStats {
+		if pin == nil {
+			return queryLoad(t, s, names, set, nil)
+		}
+		others := append(cp.PIDs(), os.Getpid())
+		for _, o := range []*server{dc, cd, ctl} {
+			if o != s {
+				others = append(others, o.cmd.Process.Pid)
+			}
+		}
+		if err := pin.apart(s.cmd.Process.Pid, others); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := pin.back(append(others, s.cmd.Process.Pid)); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		return queryLoad(t, s, names, set, &pin.one)
+	}
+	if set.queryQPS > 0 {
+		for i, s := range servers {
+			rep.servers[i].baseQuery = load(s)
+		}
+		rep.control = &serverRun{name: ctl.name, baseQuery: load(ctl)}
 	}
 
 	cfg = cp.Config()
@@ -275,9 +321,9 @@ func TestChurn(t *testing.T) {
 			var loaded driveResult
 			wg.Go(func() { loaded = drive(lctx, rate, lanes, addrs, changeBound) })
 			for i, s := range servers {
-				rep.servers[i].phases[len(rep.servers[i].phases)-1].query = queryLoad(t, s, names, set)
+				rep.servers[i].phases[len(rep.servers[i].phases)-1].query = load(s)
 			}
-			rep.control.phases = append(rep.control.phases, serverPhase{query: queryLoad(t, ctl, names, set)})
+			rep.control.phases = append(rep.control.phases, serverPhase{query: load(ctl)})
 			lcancel()
 			wg.Wait()
 			ph.loadedWrites = loaded.writes
@@ -473,11 +519,12 @@ func usages(t *testing.T, servers []*server) []usage {
 }
 
 // queryLoad sends set.queryQPS queries per second of existing names to s
-// for set.queryFor.
-func queryLoad(t *testing.T, s *server, names []string, set churnSettings) queryStats {
+// for set.queryFor, from a process of its own on the CPUs cpus if they
+// are not nil.
+func queryLoad(t *testing.T, s *server, names []string, set churnSettings, cpus *unix.CPUSet) queryStats {
 	t.Helper()
 	if set.queryChild {
-		st, err := queryLoadChild(t, s.dns, names, set.queryQPS, set.queryFor, set.queryNice)
+		st, err := queryLoadChild(t, s.dns, names, set.queryQPS, set.queryFor, set.queryNice, cpus)
 		if err != nil {
 			t.Fatalf("%s: query load: %v", s.name, err)
 		}

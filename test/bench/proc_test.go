@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -446,4 +447,77 @@ func niceOf(tid int) (int, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command", tid, len(f))
 	}
 	return strconv.Atoi(f[16])
+}
+
+// setAffinity puts every thread of process pid on the CPUs of set. Linux
+// keeps the CPUs a thread may run on per thread, and a thread started
+// later takes its creator's, so it passes over the threads until a pass
+// finds none it has not set: one started during a pass is set by the next.
+func setAffinity(pid int, set *unix.CPUSet) error {
+	done := map[int]bool{}
+	for range 10 {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return fmt.Errorf("the CPUs of %d: %w", pid, err)
+		}
+		fresh := false
+		for _, task := range tasks {
+			tid, err := strconv.Atoi(task.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			// A thread that ended since the listing is no error.
+			if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("the CPUs of thread %d of %d: %w", tid, pid, err)
+			}
+			done[tid], fresh = true, true
+		}
+		if !fresh {
+			return nil
+		}
+	}
+	return fmt.Errorf("the CPUs of %d: it kept starting threads", pid)
+}
+
+// cpuPin is DNSCONFIGURER_CHURN_PIN at work: while a server takes the
+// query load, it and the load's process run on one CPU and every other
+// process of the run on the rest, as a DNS server with a CPU of its own
+// on a node away from the control plane.
+type cpuPin struct {
+	all, one, rest unix.CPUSet
+}
+
+// newCPUPin takes CPU cpu for the loaded server out of the CPUs this
+// process may run on; it needs that CPU and one more.
+func newCPUPin(cpu int) (*cpuPin, error) {
+	p := &cpuPin{}
+	if err := unix.SchedGetaffinity(0, &p.all); err != nil {
+		return nil, fmt.Errorf("the CPUs of this process: %w", err)
+	}
+	if !p.all.IsSet(cpu) || p.all.Count() < 2 {
+		return nil, fmt.Errorf("%s=%d: this process may run on %d CPUs; want CPU %d among them and one more", envChurnPin, cpu, p.all.Count(), cpu)
+	}
+	p.one.Set(cpu)
+	p.rest = p.all
+	p.rest.Clear(cpu)
+	return p, nil
+}
+
+// apart puts loaded on the pinned CPU and others on the rest; back puts
+// them all on every CPU again.
+func (p *cpuPin) apart(loaded int, others []int) error {
+	for _, pid := range others {
+		if err := setAffinity(pid, &p.rest); err != nil {
+			return err
+		}
+	}
+	return setAffinity(loaded, &p.one)
+}
+
+func (p *cpuPin) back(pids []int) error {
+	var errs []error
+	for _, pid := range pids {
+		errs = append(errs, setAffinity(pid, &p.all))
+	}
+	return errors.Join(errs...)
 }
