@@ -2,8 +2,11 @@ package fqdn
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestForPod(t *testing.T) {
@@ -105,5 +108,52 @@ func TestNameChecks(t *testing.T) {
 		if m := Subdomain(s); m == nil {
 			t.Errorf("Subdomain(%q) accepted", s)
 		}
+	}
+}
+
+// TestChecksAgreeWithAPIServer: Label and Subdomain accept exactly what the
+// API server's checks (k8s.io/apimachinery validation) accept, on random
+// strings of the characters that matter, short and at the length limits.
+func TestChecksAgreeWithAPIServer(t *testing.T) {
+	const chars = "ab09-._A"
+	rng := rand.New(rand.NewPCG(1, 2))
+	gen := func() string {
+		var n int
+		switch rng.IntN(4) {
+		case 0:
+			n = MaxLabelLength - 1 + rng.IntN(3)
+		case 1:
+			n = MaxSubdomainLength - 1 + rng.IntN(3)
+		default:
+			n = rng.IntN(8)
+		}
+		b := make([]byte, n)
+		for i := range b {
+			// Mostly letters, so that long strings are valid often.
+			if rng.IntN(4) == 0 {
+				b[i] = chars[rng.IntN(len(chars))]
+			} else {
+				b[i] = 'a' + byte(rng.IntN(26))
+			}
+		}
+		return string(b)
+	}
+	valid := [2]int{}
+	for range 200000 {
+		s := gen()
+		if got, want := Label(s) == nil, validation.IsDNS1123Label(s) == nil; got != want {
+			t.Fatalf("Label(%q) valid %v, the API server's %v", s, got, want)
+		} else if got {
+			valid[0]++
+		}
+		if got, want := Subdomain(s) == nil, validation.IsDNS1123Subdomain(s) == nil; got != want {
+			t.Fatalf("Subdomain(%q) valid %v, the API server's %v", s, got, want)
+		} else if got {
+			valid[1]++
+		}
+	}
+	// Both sides are tried: many strings of each check are valid.
+	if valid[0] < 10000 || valid[1] < 10000 {
+		t.Errorf("valid labels %d, subdomains %d of 200,000: too few to compare", valid[0], valid[1])
 	}
 }

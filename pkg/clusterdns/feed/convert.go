@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/fqdn"
 )
 
 // serviceNameLabel links an EndpointSlice to its Service.
@@ -60,12 +61,12 @@ func checkName(value string, check func(string) []string) error {
 // checkHostname returns why name (no trailing dot) is not a DNS-1123
 // subdomain of labels DNS can carry (63 bytes each), or nil.
 func checkHostname(name string) error {
-	if err := checkName(name, validation.IsDNS1123Subdomain); err != nil {
+	if err := checkName(name, fqdn.Subdomain); err != nil {
 		return err
 	}
 	for _, l := range strings.Split(name, ".") {
-		if len(l) > validation.DNS1123LabelMaxLength {
-			return fmt.Errorf("%q: label %q longer than %d bytes", name, l, validation.DNS1123LabelMaxLength)
+		if len(l) > fqdn.MaxLabelLength {
+			return fmt.Errorf("%q: label %q longer than %d bytes", name, l, fqdn.MaxLabelLength)
 		}
 	}
 	return nil
@@ -76,7 +77,7 @@ func checkHostname(name string) error {
 // is refused, naming the field.
 func checkPort(field string, i int, name string, p corev1.Protocol) (string, error) {
 	if name != "" {
-		if err := checkName(name, validation.IsDNS1123Label); err != nil {
+		if err := checkName(name, fqdn.Label); err != nil {
 			return "", fmt.Errorf("%s[%d].name %w", field, i, err)
 		}
 	}
@@ -104,7 +105,7 @@ func ToService(s *corev1.Service) (store.Service, error) {
 	if err := checkName(s.Name, validation.IsDNS1035Label); err != nil {
 		return out, fmt.Errorf("service %s/%s: metadata.name %w", out.Namespace, s.Name, err)
 	}
-	if err := checkName(out.Namespace, validation.IsDNS1123Label); err != nil {
+	if err := checkName(out.Namespace, fqdn.Label); err != nil {
 		return out, fmt.Errorf("service %s/%s: metadata.namespace %w", out.Namespace, s.Name, err)
 	}
 	for i, p := range s.Spec.Ports {
@@ -163,7 +164,7 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 	if s.Name == "" {
 		return out, fmt.Errorf("endpointslice: metadata.name is empty")
 	}
-	if err := checkName(out.Namespace, validation.IsDNS1123Label); err != nil {
+	if err := checkName(out.Namespace, fqdn.Label); err != nil {
 		return out, fmt.Errorf("endpointslice %s/%s: metadata.namespace %w", out.Namespace, s.Name, err)
 	}
 	for i, p := range s.Ports {
@@ -200,14 +201,14 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 	for i, ep := range s.Endpoints {
 		e := store.Endpoint{Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready}
 		if ep.Hostname != nil && *ep.Hostname != "" {
-			if err := checkName(*ep.Hostname, validation.IsDNS1123Label); err != nil {
+			if err := checkName(*ep.Hostname, fqdn.Label); err != nil {
 				return out, fmt.Errorf("endpointslice %s/%s: endpoints[%d].hostname %w", out.Namespace, s.Name, i, err)
 			}
 			e.Hostname = *ep.Hostname
 		}
 		// The API server does not check targetRef.name: a name that is not
 		// a pod name is not used (the endpoint gets its dashed IP).
-		if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" && len(validation.IsDNS1123Subdomain(ep.TargetRef.Name)) == 0 {
+		if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" && len(fqdn.Subdomain(ep.TargetRef.Name)) == 0 {
 			e.PodName = ep.TargetRef.Name
 		}
 		first := len(addrs)
@@ -233,7 +234,7 @@ func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
 	if p.Name == "" {
 		return pod, false, fmt.Errorf("pod: metadata.name is empty")
 	}
-	if err := checkName(pod.Namespace, validation.IsDNS1123Label); err != nil {
+	if err := checkName(pod.Namespace, fqdn.Label); err != nil {
 		return pod, false, fmt.Errorf("pod %s/%s: metadata.namespace %w", pod.Namespace, p.Name, err)
 	}
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {

@@ -17,13 +17,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/fqdn"
 )
 
 // MaxManifestSize caps the size of one manifest file.
@@ -199,7 +199,7 @@ func decodeJSON(js []byte, objs *store.Objects) error {
 		if n.Name == "" {
 			return fmt.Errorf("namespace: metadata.name is empty")
 		}
-		if err := checkName(n.Name, validation.IsDNS1123Label); err != nil {
+		if err := checkName(n.Name, fqdn.Label); err != nil {
 			return fmt.Errorf("namespace %s: metadata.name %w", n.Name, err)
 		}
 		objs.Namespaces = append(objs.Namespaces, store.Namespace{Name: n.Name})
