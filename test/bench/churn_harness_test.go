@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -923,5 +924,47 @@ func TestCountFormats(t *testing.T) {
 		if got := shortCount(n); got != want {
 			t.Errorf("shortCount(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestPairedP99: the interval holds the p99 ratio of the polls and
+// narrows to it when every change keeps the same ratio; first counts the
+// changes answered strictly first.
+func TestPairedP99(t *testing.T) {
+	polls := func(lats ...time.Duration) []pollResult {
+		out := make([]pollResult, len(lats))
+		for i, l := range lats {
+			out[i] = pollResult{ok: true, lat: l}
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var spread, half []time.Duration
+	for range 400 {
+		d := time.Duration(500+rng.IntN(5000)) * time.Microsecond
+		spread = append(spread, d)
+		half = append(half, d/2)
+	}
+	other := slices.Clone(spread)
+	rng.Shuffle(len(other), func(i, j int) { other[i], other[j] = other[j], other[i] })
+
+	if lo, hi, first, n := pairedP99(polls(half...), polls(spread...)); lo != 0.5 || hi != 0.5 || first != 1 || n != 400 {
+		t.Errorf("every change twice as fast: %.3f-%.3f, first %.2f of %d; want 0.5-0.5, first 1 of 400", lo, hi, first, n)
+	}
+	if lo, hi, first, _ := pairedP99(polls(spread...), polls(spread...)); lo != 1 || hi != 1 || first != 0 {
+		t.Errorf("the same latencies: %.3f-%.3f, first %.2f; want 1-1, first 0 (a tie is not first)", lo, hi, first)
+	}
+	lo, hi, first, _ := pairedP99(polls(other...), polls(spread...))
+	if lo > 1 || hi < 1 || lo >= hi || first < 0.4 || first > 0.6 {
+		t.Errorf("the same latencies shuffled: %.3f-%.3f, first %.2f; want an interval around 1 and about half first", lo, hi, first)
+	}
+	// A change one server missed is left out of both.
+	a, b := polls(half...), polls(spread...)
+	a[0].ok = false
+	if _, _, _, n := pairedP99(a, b); n != 399 {
+		t.Errorf("one change missed: %d pairs, want 399", n)
+	}
+	if _, _, _, n := pairedP99(nil, b); n != 0 || intervalCell(nil, b) != "–" {
+		t.Errorf("no pairs: n %d, cell %q", n, intervalCell(nil, b))
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,58 @@ func latencies(polls []pollResult, kind string) []time.Duration {
 	return out
 }
 
+// bootstrapRounds is how many resamples pairedP99 draws.
+const bootstrapRounds = 2000
+
+// pairedP99 compares the write→answer p99 of two servers that were polled
+// for the same changes at the same time (a[i] and b[i] are change i). It
+// returns the 95 % interval of a's p99 ÷ b's by a paired bootstrap: each
+// resample draws changes, each with both its latencies, so what the two
+// servers shared (the API server's delay, a busy CPU) stays paired. first
+// is the share of the changes a answered before b; n the changes both
+// answered. A p99 of a few hundred changes moves with its few slowest,
+// and the interval says how far.
+func pairedP99(a, b []pollResult) (lo, hi, first float64, n int) {
+	var la, lb []time.Duration
+	for i := range min(len(a), len(b)) {
+		if a[i].ok && b[i].ok {
+			la, lb = append(la, a[i].lat), append(lb, b[i].lat)
+			if a[i].lat < b[i].lat {
+				first++
+			}
+		}
+	}
+	n = len(la)
+	if n == 0 {
+		return 0, 0, 0, 0
+	}
+	first /= float64(n)
+	// A fixed seed: the same polls give the same interval.
+	rng := rand.New(rand.NewPCG(28, 99))
+	ratios := make([]float64, bootstrapRounds)
+	ra, rb := make([]time.Duration, n), make([]time.Duration, n)
+	for r := range ratios {
+		for i := range n {
+			j := rng.IntN(n)
+			ra[i], rb[i] = la[j], lb[j]
+		}
+		slices.Sort(ra)
+		slices.Sort(rb)
+		ratios[r] = percentile(ra, 0.99).Seconds() / max(percentile(rb, 0.99).Seconds(), 1e-9)
+	}
+	slices.Sort(ratios)
+	return ratios[bootstrapRounds/40], ratios[bootstrapRounds-1-bootstrapRounds/40], first, n
+}
+
+// intervalCell is pairedP99's result for the table.
+func intervalCell(a, b []pollResult) string {
+	lo, hi, first, n := pairedP99(a, b)
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s–%s; first in %.0f %% of %d", ratio(lo, 1), ratio(hi, 1), 100*first, n)
+}
+
 // missed are the changes not answered within the bound.
 func missed(polls []pollResult) []pollResult {
 	var out []pollResult
@@ -190,6 +243,7 @@ func (r *churnReport) table() string {
 		dp, cp := dc.phases[i], cd.phases[i]
 		row(fmt.Sprintf("write→answer p50 / p99%s (%s)", at, ph.reached(dp.polls)),
 			pair(cp.polls, ""), pair(dp.polls, ""), pairRatio(dp.polls, cp.polls, ""))
+		row("write→answer p99 ÷ CoreDNS's, 95 % interval of a paired bootstrap; dnsconfigurer answered first"+at, "", "", intervalCell(dp.polls, cp.polls))
 		row("write→answer p99, new Service / moved endpoint"+at, kindP99(cp.polls), kindP99(dp.polls), "")
 		row("CPU per 100 changes"+at, fmt.Sprintf("%.3f s", cpuPer100(cp.cpu, ph.writes)), fmt.Sprintf("%.3f s", cpuPer100(dp.cpu, ph.writes)),
 			ratio(cpuPer100(dp.cpu, ph.writes), cpuPer100(cp.cpu, ph.writes)))
