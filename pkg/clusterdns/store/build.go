@@ -41,6 +41,10 @@ type builder struct {
 	// names are taken from (targetHost).
 	ownOnly bool
 	targets []SRV
+	// distinct says that the served endpoints differ in address and label
+	// and each slice's ports in name, protocol and number (a delta checked
+	// them): the build does not deduplicate its endpoints and SRV keys.
+	distinct bool
 	// arena is what a rebuild's builds share (nil outside a rebuild).
 	arena *rebuildArena
 	// scratch holds the lists a build makes and drops; reuse says whether
@@ -336,6 +340,9 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 			}
 			srvs = append(srvs, srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, e.host})
 		}
+	}
+	if b.distinct {
+		return eps, srvs // no repeats; addService sorts what it publishes
 	}
 	return dedup(eps, compareServed), dedup(srvs, compareSRVKey)
 }

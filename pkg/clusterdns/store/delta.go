@@ -48,6 +48,9 @@ type servedEP struct {
 type servedSet struct {
 	eps  []servedEP
 	text []byte
+	// repeats says that an address was served more than once with the
+	// same label (by two slices, or twice in one).
+	repeats bool
 }
 
 func (s *servedSet) label(e servedEP) []byte { return s.text[e.lo:e.hi] }
@@ -98,9 +101,11 @@ func (s *Store) servedOf(set *servedSet, labels []servedEP, svc *Service, sls []
 	slices.SortFunc(set.eps, func(a, b servedEP) int {
 		return cmp.Or(a.addr.Compare(b.addr), bytes.Compare(set.label(a), set.label(b)))
 	})
+	n = len(set.eps)
 	set.eps = slices.CompactFunc(set.eps, func(a, b servedEP) bool {
 		return a.addr == b.addr && bytes.Equal(set.label(a), set.label(b))
 	})
+	set.repeats = len(set.eps) < n
 	for i := 1; i < len(set.eps); i++ {
 		if set.eps[i].addr == set.eps[i-1].addr {
 			return labels, false
@@ -211,7 +216,7 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 	}
 	var own map[string]*Node
 	if svc.Type == Headless {
-		if own = s.headlessNames(&svc, sls, base, t); own == nil {
+		if own = s.headlessNames(&svc, sls, base, t, !is.repeats && portsDistinct(sls)); own == nil {
 			return false
 		}
 	}
@@ -240,8 +245,8 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 // they are, and returns those that changed, or nil when one is not in t
 // as the Service's alone. The endpoint names are taken from the SRV
 // targets the Service name has in t (targetHost), so the unchanged ones
-// cost neither a lookup nor a copy.
-func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t nameTable) map[string]*Node {
+// cost neither a lookup nor a copy. distinct is builder.distinct.
+func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t nameTable, distinct bool) map[string]*Node {
 	st := s.state
 	prev, ok := t.get(base)
 	if !ok || prev == st.ent {
@@ -250,7 +255,7 @@ func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t
 	b := newBuilder(s.zone, s.opts, s.exposed, st.ent, 8)
 	b.scratch, b.reuse = s.scratch, true
 	defer func() { s.scratch = b.scratch.kept() }()
-	b.ownOnly, b.targets = true, prev.SRV()
+	b.ownOnly, b.targets, b.distinct = true, prev.SRV(), distinct
 	b.addService(svc, sls)
 	b.sortNodes()
 	changed := map[string]*Node{}
@@ -270,6 +275,21 @@ func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t
 		}
 	}
 	return changed
+}
+
+// portsDistinct reports whether each slice of sls lists each port (name,
+// protocol, number) once.
+func portsDistinct(sls []*EndpointSlice) bool {
+	for _, sl := range sls {
+		for i, p := range sl.Ports {
+			for _, q := range sl.Ports[:i] {
+				if p.Port == q.Port && p.Protocol == q.Protocol && strings.EqualFold(p.Name, q.Name) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // targetHost is the name of endpoint address a of ep under base, the

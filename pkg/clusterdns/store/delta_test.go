@@ -106,6 +106,31 @@ func TestDelta(t *testing.T) {
 				sl.Endpoints = append(sl.Endpoints, Endpoint{Addresses: []netip.Addr{addr(1)}, Hostname: "h", Ready: true})
 				st.SetEndpointSlice(sl)
 			}},
+		{name: "an endpoint served by two slices, another moves", svc: headless, delta: true,
+			before: []EndpointSlice{slice("s1", 5), slice("s2", 1)},
+			change: func(st *Store) { st.SetEndpointSlice(moved(slice("s1", 5), 2, addr(99))) }},
+		{name: "a slice lists its port twice", svc: headless, delta: true,
+			before: []EndpointSlice{func() EndpointSlice {
+				sl := slice("s1", 5)
+				sl.Ports = []Port{ports[0], {Name: "HTTP", Protocol: "tcp", Port: 80}}
+				return sl
+			}()},
+			change: func(st *Store) {
+				sl := moved(slice("s1", 5), 0, addr(99))
+				sl.Ports = []Port{ports[0], {Name: "HTTP", Protocol: "tcp", Port: 80}}
+				st.SetEndpointSlice(sl)
+			}},
+		{name: "two port names on one number", svc: headless, delta: true,
+			before: []EndpointSlice{func() EndpointSlice {
+				sl := slice("s1", 5)
+				sl.Ports = []Port{ports[0], {Name: "web", Protocol: "tcp", Port: 80}, {Protocol: "tcp", Port: 80}}
+				return sl
+			}()},
+			change: func(st *Store) {
+				sl := moved(slice("s1", 5), 4, addr(99))
+				sl.Ports = []Port{ports[0], {Name: "web", Protocol: "tcp", Port: 80}, {Protocol: "tcp", Port: 80}}
+				st.SetEndpointSlice(sl)
+			}},
 		{name: "an endpoint on the ClusterIP", svc: clusterIP, before: []EndpointSlice{slice("s1", 5)},
 			change: func(st *Store) { st.SetEndpointSlice(moved(slice("s1", 5), 0, netip.MustParseAddr("10.96.0.9"))) }},
 		{name: "PTR names inside the zone", opts: Options{Zone: "in-addr.arpa"}, svc: headless, before: []EndpointSlice{slice("s1", 5)},
