@@ -235,6 +235,11 @@ func (f *Forwarder) list() *upstreamList {
 	}
 	f.bgMu.Unlock()
 	f.cur.Store(nl)
+	// The background work probes a new list for loops at once.
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
 	return nl
 }
 

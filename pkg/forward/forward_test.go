@@ -590,6 +590,69 @@ func TestLoopProbeLatePeer(t *testing.T) {
 	t.Logf("loop found %v after the peer came up; probes dropped before: %d", time.Since(start).Round(time.Millisecond), dropped.Load())
 }
 
+// TestProbesAtRest: a Forwarder at rest (its upstream answered its loop
+// probe, none down) sleeps until a pooled connection may expire, not a
+// health check interval; a new upstream list and a failed query still wake
+// it at once. Health checks and expiry here are an hour apart, so only
+// those wakes can make the probes the test waits for.
+func TestProbesAtRest(t *testing.T) {
+	probes := func(up *testkit.Upstream, qtype uint16) int {
+		n := 0
+		for _, q := range up.Queries() {
+			if q.Msg.Question[0].Qtype == qtype {
+				n++
+			}
+		}
+		return n
+	}
+	first := testkit.NewUpstream(t, answering, testkit.UDPOnly())
+	var list lateUpstreams
+	list.addr.Store(&first.Addr)
+	fwd := newForwarder(t, forward.Config{Upstreams: &list, HealthCheck: time.Hour, Expire: time.Hour, Timeout: 200 * time.Millisecond})
+	fwd.Start(context.Background())
+	testkit.WaitFor(t, 3*time.Second, func() error {
+		if probes(first, dns.TypeHINFO) != 1 {
+			return errors.New("no loop probe of the first list yet")
+		}
+		return nil
+	})
+
+	// A new list: the query that reads it wakes the background work, which
+	// probes the new upstream for loops.
+	second := testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if req.Question[0].Qtype == dns.TypeA && strings.HasPrefix(req.Question[0].Name, "drop.") {
+			return // a name whose servers drop queries: the query times out
+		}
+		_ = w.WriteMsg(answer(req))
+	}), testkit.UDPOnly())
+	list.addr.Store(&second.Addr)
+	m := new(dns.Msg).SetQuestion("www.example.org.", dns.TypeA)
+	if _, err := fwd.Exchange(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 3*time.Second, func() error {
+		if probes(second, dns.TypeHINFO) != 1 {
+			return errors.New("no loop probe of the new list")
+		}
+		return nil
+	})
+
+	// A failed query: a health probe (NS of the root) follows at once.
+	m = new(dns.Msg).SetQuestion("drop.example.org.", dns.TypeA)
+	if _, err := fwd.Exchange(context.Background(), m); err == nil {
+		t.Fatal("the dropped query was answered")
+	}
+	testkit.WaitFor(t, 3*time.Second, func() error {
+		if probes(second, dns.TypeNS) == 0 {
+			return errors.New("no health probe after the failed query")
+		}
+		return nil
+	})
+	if n := probes(first, dns.TypeHINFO) + probes(first, dns.TypeNS); n != 1 {
+		t.Errorf("the first upstream got %d probes, want its one loop probe", n)
+	}
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	b  *strings.Builder

@@ -70,8 +70,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 func (f *Forwarder) run(ctx context.Context) error {
 	f.started.Store(true)
 	defer f.started.Store(false)
-	tick := time.NewTicker(f.cfg.HealthCheck)
-	defer tick.Stop()
+	wake := time.NewTimer(f.cfg.HealthCheck)
+	defer wake.Stop()
 	var probed []string // the raw list last probed for loops
 	for {
 		l := f.list()
@@ -86,10 +86,11 @@ func (f *Forwarder) run(ctx context.Context) error {
 			u.udp.expire(f.cfg.Expire)
 			u.tcp.expire(f.cfg.Expire)
 		}
+		wake.Reset(f.nextWake(l.ups))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-wake.C:
 		case <-f.kick:
 		}
 	}
@@ -198,6 +199,28 @@ func (f *Forwarder) loopProbe(ctx context.Context, ups []*upstream) {
 		u.gap = min(max(2*u.gap, f.cfg.HealthCheck), maxLoopRecheck)
 		u.probeAt = now.Add(u.gap)
 	}
+}
+
+// nextWake is how long the background work may sleep: Config.HealthCheck
+// while an upstream is down or suspect, until the next loop probe due
+// (not less), else until the next pooled connection may expire
+// (Config.Expire, not less than Config.HealthCheck). A server at rest then
+// wakes every few seconds, not twice a second: each wake costs the Go
+// runtime a few hundred microseconds of CPU. A failed exchange and a new
+// upstream list wake it at once (kick).
+func (f *Forwarder) nextWake(ups []*upstream) time.Duration {
+	d := max(f.cfg.Expire, f.cfg.HealthCheck)
+	now := time.Now()
+	for _, u := range ups {
+		switch {
+		case u.looping.Load():
+		case u.down.Load() || u.suspect.Load():
+			return f.cfg.HealthCheck
+		case !u.checked:
+			d = min(d, max(u.probeAt.Sub(now), f.cfg.HealthCheck))
+		}
+	}
+	return d
 }
 
 // loopProbeDue returns the upstreams whose loop probe got no reply and
