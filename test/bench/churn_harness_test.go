@@ -30,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -842,14 +844,14 @@ func goodChurn() *churnReport {
 	}
 	r.servers = []serverRun{
 		{name: "dnsconfigurer", starts: []time.Duration{2450 * time.Millisecond, 2650 * time.Millisecond},
-			sync: usage{anonKiB: 48 << 10}, end: usage{anonKiB: 94 << 10, hwmKiB: 160 << 10},
+			sync: usage{anonKiB: 48 << 10}, rest: 450 * time.Microsecond, end: usage{anonKiB: 94 << 10, hwmKiB: 160 << 10},
 			baseQuery: q(360*time.Microsecond, 0),
 			phases: []serverPhase{
 				{polls: polls(190*time.Millisecond, 300), cpu: 18 * time.Second, query: q(12*time.Millisecond, 3), loaded: polls(200*time.Millisecond, 200)},
 				{polls: polls(210*time.Millisecond, 1500), cpu: 18450 * time.Millisecond, query: q(12300*time.Microsecond, 0), loaded: polls(220*time.Millisecond, 1000)},
 			}},
 		{name: "coredns", starts: []time.Duration{1640 * time.Millisecond, 1240 * time.Millisecond},
-			sync: usage{anonKiB: 47 << 10}, end: usage{anonKiB: 52 << 10, hwmKiB: 90 << 10},
+			sync: usage{anonKiB: 47 << 10}, rest: 150 * time.Microsecond, end: usage{anonKiB: 52 << 10, hwmKiB: 90 << 10},
 			baseQuery: q(600*time.Microsecond, 0),
 			phases: []serverPhase{
 				{polls: polls(time.Millisecond, 300), cpu: 240 * time.Millisecond, query: q(6300*time.Microsecond, 0), loaded: polls(time.Millisecond, 200)},
@@ -966,5 +968,35 @@ func TestPairedP99(t *testing.T) {
 	}
 	if _, _, _, n := pairedP99(nil, b); n != 0 || intervalCell(nil, b) != "–" {
 		t.Errorf("no pairs: n %d, cell %q", n, intervalCell(nil, b))
+	}
+}
+
+// TestThreadsCPU: a process that spins gathers CPU time in its threads'
+// schedstat, one that sleeps next to none, and one that does not exist is
+// an error.
+func TestThreadsCPU(t *testing.T) {
+	start := func(args ...string) int {
+		cmd := exec.Command(args[0], args[1:]...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		return cmd.Process.Pid
+	}
+	spin, idle := start("sh", "-c", "while :; do :; done"), start("sleep", "60")
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		if d, err := threadsCPU(spin); err != nil || d < 100*time.Millisecond {
+			return fmt.Errorf("the spinning process: %v (%v), want 100 ms or more", d, err)
+		}
+		return nil
+	})
+	if d, err := threadsCPU(idle); err != nil || d > 50*time.Millisecond {
+		t.Errorf("the sleeping process: %v (%v), want under 50 ms", d, err)
+	}
+	if _, err := threadsCPU(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }

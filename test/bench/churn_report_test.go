@@ -77,6 +77,7 @@ type serverRun struct {
 	name      string
 	starts    []time.Duration // process start → every Service answered, each start
 	sync      usage           // once both servers answered every Service
+	rest      time.Duration   // CPU per second at rest, after the sync
 	end       usage           // after the last churn phase
 	baseQuery queryStats      // the query load without churn
 	phases    []serverPhase   // as churnReport.phases
@@ -234,6 +235,7 @@ func (r *churnReport) table() string {
 		row(measure, mibs(of(cd)), mibs(of(dc)), ratio(float64(of(dc)), float64(of(cd))))
 	}
 	memRow("RssAnon after sync", func(s serverRun) int64 { return s.sync.anonKiB })
+	row(fmt.Sprintf("CPU at rest, per second over %v", restWindow), micros(cd.rest), micros(dc.rest), ratio(dc.rest.Seconds(), cd.rest.Seconds()))
 	q := "query p99 at " + count(r.set.queryQPS) + " qps"
 	if r.set.queryQPS > 0 {
 		row(q+", no churn", queryCell(cd.baseQuery), queryCell(dc.baseQuery), ratio(dc.baseQuery.p99.Seconds(), cd.baseQuery.p99.Seconds()))
@@ -353,6 +355,8 @@ func latency(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", ms)
 	}
 }
+
+func micros(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 

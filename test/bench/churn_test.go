@@ -257,6 +257,20 @@ func TestChurn(t *testing.T) {
 	for i, s := range servers {
 		rep.servers[i].sync = mustUsage(t, s)
 	}
+	// Both servers at rest, side by side: what they cost with nothing to do.
+	before := make([]time.Duration, len(servers))
+	for i, s := range servers {
+		before[i] = mustThreadsCPU(t, s)
+	}
+	rest := time.NewTimer(restWindow)
+	select {
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-rest.C:
+	}
+	for i, s := range servers {
+		rep.servers[i].rest = (mustThreadsCPU(t, s) - before[i]) * time.Second / restWindow
+	}
 	names := c.queryNames()
 	var ctl *server
 	if set.queryQPS > 0 {
@@ -507,6 +521,19 @@ func mustUsage(t *testing.T, s *server) usage {
 		t.Fatalf("%s: %v", s.name, err)
 	}
 	return u
+}
+
+// restWindow is how long both servers are watched at rest.
+const restWindow = 20 * time.Second
+
+// mustThreadsCPU is threadsCPU of s's process.
+func mustThreadsCPU(t *testing.T, s *server) time.Duration {
+	t.Helper()
+	d, err := threadsCPU(s.cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("%s: %v", s.name, err)
+	}
+	return d
 }
 
 func usages(t *testing.T, servers []*server) []usage {
