@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/containerd"
 )
 
@@ -188,9 +191,40 @@ func (m *migration) setUp(t *testing.T) {
 		"registry.local":     registry.Spec.ClusterIP,
 		"www.example.com":    ExternalA.String(),
 	}
+	// The operator's CoreDNS has no readiness probe: its rollout ends
+	// before it has the new Service, and a lookup in its first seconds
+	// got SERVFAIL. The lookups start once the cluster DNS address answers
+	// web from the node.
+	if err := m.waitAnswered(ctx, "web."+m.ns+".svc.cluster.local.", m.want["web"]); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range resolvers {
 		runPod(t, c, m.ns, m.resolverPod(r.pod, r.binary, r.image))
 	}
+}
+
+// waitAnswered waits until the cluster DNS address answers name, asked
+// from the node's network namespace, with the one address want.
+func (m *migration) waitAnswered(ctx context.Context, name, want string) error {
+	return waitFor(ctx, fmt.Sprintf("%s answered %s at %s", name, want, ClusterDNS), func(ctx context.Context) (bool, error) {
+		var r *dns.Msg
+		err := testkit.InNetNS(m.c.Node.NetNSPath, func() error {
+			var err error
+			r, err = dns.ExchangeContext(ctx, new(dns.Msg).SetQuestion(name, dns.TypeA), netip.AddrPortFrom(ClusterDNS, 53).String())
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			return false, fmt.Errorf("rcode %s, %d answers", dns.RcodeToString[r.Rcode], len(r.Answer))
+		}
+		a, ok := r.Answer[0].(*dns.A)
+		if !ok || a.A.String() != want {
+			return false, fmt.Errorf("answer %v, want %s", r.Answer[0], want)
+		}
+		return true, nil
+	})
 }
 
 // buildResolvers builds the three lookup loops into the node's resolvers
