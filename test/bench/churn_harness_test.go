@@ -161,21 +161,30 @@ func TestReadUsageSelf(t *testing.T) {
 	}
 }
 
-// TestRenice: every thread of a process takes the nice value, the ones it
-// starts later too.
-func TestRenice(t *testing.T) {
-	// A shell that starts a subshell after the renice: its nice value
-	// shows that a later child inherits it.
-	cmd := exec.Command("sh", "-c", "read _; sh -c 'cut -d\\) -f2 /proc/self/stat'")
+// startHeld starts a shell that waits for its stdin to close, then runs
+// script in a subshell: a child started after whatever the test does to
+// the shell meanwhile. out is the script's output.
+func startHeld(t *testing.T, script string) (cmd *exec.Cmd, stdin io.WriteCloser, out *bytes.Buffer) {
+	t.Helper()
+	cmd = exec.Command("sh", "-c", "read _; sh -c '"+script+"'")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	out = new(bytes.Buffer)
+	cmd.Stdout = out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, stdin, out
+}
+
+// TestRenice: every thread of a process takes the nice value, the ones it
+// starts later too.
+func TestRenice(t *testing.T) {
+	// The subshell's stat shows that a child started after the renice
+	// inherits it.
+	cmd, stdin, out := startHeld(t, "cut -d\\) -f2 /proc/self/stat")
 	if err := renice(cmd.Process.Pid, 7); err != nil {
 		t.Fatal(err)
 	}
@@ -210,20 +219,10 @@ func TestSetAffinity(t *testing.T) {
 	}
 	var one unix.CPUSet
 	one.Set(first)
-	// A shell that starts a subshell after the change: its
-	// Cpus_allowed_list shows that a later child takes the CPUs.
+	// The subshell's Cpus_allowed_list shows that a child started after
+	// the change takes the CPUs.
 	start := func() (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
-		cmd := exec.Command("sh", "-c", "read _; sh -c 'grep Cpus_allowed_list /proc/self/status'")
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd, stdin, &out
+		return startHeld(t, "grep Cpus_allowed_list /proc/self/status")
 	}
 	cpusOf := func(pid int) unix.CPUSet {
 		var set unix.CPUSet
@@ -288,28 +287,32 @@ func TestSetAffinity(t *testing.T) {
 	other.Wait()
 }
 
+// startKilled starts name with args, killed when t ends, and returns its
+// pid.
+func startKilled(t *testing.T, name string, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
+
 // TestSettle: an idle process settles within a few seconds; processes
 // that spin do not settle before the limit.
 func TestSettle(t *testing.T) {
-	start := func(name string, args ...string) int {
-		cmd := exec.Command(name, args...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-		return cmd.Process.Pid
-	}
-	idle := start("sleep", "60")
+	idle := startKilled(t, "sleep", "60")
 	if took, ok := settle(t.Context(), []int{idle}, 10*time.Second); !ok {
 		t.Errorf("an idle process did not settle in %v", took)
 	}
 	// Four spinners keep above a tenth of a core even on a loaded machine.
 	pids := []int{idle}
 	for range 4 {
-		pids = append(pids, start("sh", "-c", "while :; do :; done"))
+		pids = append(pids, startKilled(t, "sh", "-c", "while :; do :; done"))
 	}
 	if took, ok := settle(t.Context(), pids, 3*time.Second); ok {
 		t.Errorf("spinning processes settled after %v", took)
@@ -975,18 +978,7 @@ func TestPairedP99(t *testing.T) {
 // schedstat, one that sleeps next to none, and one that does not exist is
 // an error.
 func TestThreadsCPU(t *testing.T) {
-	start := func(args ...string) int {
-		cmd := exec.Command(args[0], args[1:]...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-		return cmd.Process.Pid
-	}
-	spin, idle := start("sh", "-c", "while :; do :; done"), start("sleep", "60")
+	spin, idle := startKilled(t, "sh", "-c", "while :; do :; done"), startKilled(t, "sleep", "60")
 	testkit.WaitFor(t, 10*time.Second, func() error {
 		if d, err := threadsCPU(spin); err != nil || d < 100*time.Millisecond {
 			return fmt.Errorf("the spinning process: %v (%v), want 100 ms or more", d, err)
