@@ -414,24 +414,9 @@ func cpuOf(pids []int) time.Duration {
 	return sum
 }
 
-// renice sets the nice value of every thread of process pid. Linux keeps
-// a nice value per thread; a thread started later takes its creator's.
+// renice sets the nice value of every thread of process pid (eachThread).
 func renice(pid, nice int) error {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return fmt.Errorf("renice %d: %w", pid, err)
-	}
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		if err != nil {
-			continue
-		}
-		// A thread that ended since the listing is no error.
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("renice thread %d of %d: %w", tid, pid, err)
-		}
-	}
-	return nil
+	return eachThread(pid, "renice", func(tid int) error { return syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice) })
 }
 
 // niceOf is the nice value of thread tid, from /proc/<tid>/stat.
@@ -449,16 +434,24 @@ func niceOf(tid int) (int, error) {
 	return strconv.Atoi(f[16])
 }
 
-// setAffinity puts every thread of process pid on the CPUs of set. Linux
-// keeps the CPUs a thread may run on per thread, and a thread started
-// later takes its creator's, so it passes over the threads until a pass
-// finds none it has not set: one started during a pass is set by the next.
+// setAffinity puts every thread of process pid on the CPUs of set
+// (eachThread).
 func setAffinity(pid int, set *unix.CPUSet) error {
+	return eachThread(pid, "the CPUs of", func(tid int) error { return unix.SchedSetaffinity(tid, set) })
+}
+
+// eachThread calls set for every thread of process pid; what names it in
+// errors. Linux keeps a nice value and the CPUs a thread may run on per
+// thread, and a thread started later takes its creator's, so it passes
+// over the threads until a pass finds none it has not set: one started
+// during a pass is set by the next. A thread that ended since the listing
+// is no error.
+func eachThread(pid int, what string, set func(tid int) error) error {
 	done := map[int]bool{}
 	for range 10 {
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		if err != nil {
-			return fmt.Errorf("the CPUs of %d: %w", pid, err)
+			return fmt.Errorf("%s %d: %w", what, pid, err)
 		}
 		fresh := false
 		for _, task := range tasks {
@@ -466,9 +459,8 @@ func setAffinity(pid int, set *unix.CPUSet) error {
 			if err != nil || done[tid] {
 				continue
 			}
-			// A thread that ended since the listing is no error.
-			if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("the CPUs of thread %d of %d: %w", tid, pid, err)
+			if err := set(tid); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("%s thread %d of %d: %w", what, tid, pid, err)
 			}
 			done[tid], fresh = true, true
 		}
@@ -476,7 +468,7 @@ func setAffinity(pid int, set *unix.CPUSet) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the CPUs of %d: it kept starting threads", pid)
+	return fmt.Errorf("%s %d: it kept starting threads", what, pid)
 }
 
 // cpuPin is DNSCONFIGURER_CHURN_PIN at work: while a server takes the
