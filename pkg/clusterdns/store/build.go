@@ -47,6 +47,11 @@ type builder struct {
 	distinct bool
 	// arena is what a rebuild's builds share (nil outside a rebuild).
 	arena *rebuildArena
+	// stable is set while the build makes the names a Service object
+	// alone changes: those of a ClusterIP or ExternalName Service but
+	// its endpoints'. Their nodes are cut from slabs of their own
+	// (arena.go): a change of endpoints makes the others again.
+	stable bool
 	// scratch holds the lists a build makes and drops; reuse says whether
 	// it came from the Store's previous build (one runs at a time).
 	scratch buildScratch
@@ -91,16 +96,6 @@ func (sc buildScratch) kept() buildScratch {
 	return sc
 }
 
-// rebuildArena is what the builds of one rebuild share: the run of bytes
-// they cut the names they keep from. A chunk holds a few hundred names, so
-// 50k Services' names are a few hundred objects for the collector, not
-// 150,000. A chunk lives while any name cut from it does, so it holds at
-// most the names of the rebuild; builds after a change make their own
-// strings.
-type rebuildArena struct{ buf []byte }
-
-const nameChunkSize = 16 << 10
-
 // concat returns the concatenation of parts, cut from the chunks when the
 // builder has them.
 func (b *builder) concat(parts ...string) string {
@@ -114,16 +109,11 @@ func (b *builder) concat(parts ...string) string {
 	if n == 0 {
 		return ""
 	}
-	c := b.arena
-	if cap(c.buf)-len(c.buf) < n {
-		c.buf = make([]byte, 0, max(n, nameChunkSize))
-	}
-	start := len(c.buf)
+	buf := cut(&b.arena.buf, n, byteChunk)
 	for _, p := range parts {
-		c.buf = append(c.buf, p...)
+		buf = append(buf, p...)
 	}
-	// The bytes are never written again: a full chunk is left, not grown.
-	return unsafe.String(&c.buf[start], n)
+	return unsafe.String(&buf[0], n)
 }
 
 // reverseName is ReverseName(a), cut from the chunks when the builder has
@@ -173,7 +163,13 @@ func (b *builder) nodeWith(name string, r room) *Node {
 		}
 		return n
 	}
-	n = newNode(b.ttl, r)
+	if b.arena != nil && b.stable {
+		n = b.arena.stable.newNode(b.ttl, r)
+	} else if b.arena != nil {
+		n = b.arena.other.newNode(b.ttl, r)
+	} else {
+		n = newNode(b.ttl, r)
+	}
 	b.names[name] = n
 	if !ok {
 		b.ancestors(name)
@@ -261,6 +257,8 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 		return
 	}
 	base := b.concat(name, ".", ns, ".svc.", b.zone)
+	b.stable = svc.Type != Headless
+	defer func() { b.stable = false }()
 	if svc.Type == ExternalName {
 		b.ensure(ns + ".svc." + b.zone)
 		setCNAME(b.node(base), svc.ExternalName)
@@ -296,11 +294,12 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 		addAddrs(svcNode, addrs)
 		b.scratch.addrs = addrs
 		b.addHeadlessSRV(base, srvs)
-		takeSRV(svcNode, bareSRV(srvs))
+		takeSRV(svcNode, b.bareSRV(srvs))
 	}
 	// Endpoint names and PTRs, for every Service with endpoints (as
 	// CoreDNS does).
 	if !b.ownOnly {
+		b.stable = false
 		b.addEndpointNames(eps)
 	}
 }
@@ -431,20 +430,23 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 		n := b.nodeWith(b.concat("_", strings.ToLower(p.Name), "._", p.Protocol, ".", base), roomSRV)
 		addSRV(n, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
 	}
-	takeSRV(svcNode, bareSRV(bare))
+	takeSRV(svcNode, b.bareSRV(bare))
 }
 
 // bareSRV is the SRV RRset at the bare Service name (a CoreDNS extension to
 // the specification): one record per target and port number, named or not,
 // whatever the protocol (CoreDNS keys its duplicates on target and port),
 // weight 100/N, sorted by target and port.
-func bareSRV(keys []srvKey) []SRV {
+func (b *builder) bareSRV(keys []srvKey) []SRV {
 	if len(keys) == 0 {
 		return nil
 	}
-	out := make([]SRV, len(keys))
-	for i, k := range keys {
-		out[i] = SRV{Port: k.port, Target: k.target}
+	out := make([]SRV, 0, len(keys))
+	if b.arena != nil && b.stable {
+		out = cut(&b.arena.srvs, len(keys), nodeSlab)
+	}
+	for _, k := range keys {
+		out = append(out, SRV{Port: k.port, Target: k.target})
 	}
 	// The keys differ by port name too: sorted, the repeats of a port
 	// and target are neighbours.

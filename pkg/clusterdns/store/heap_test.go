@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 // liveHeap is the live heap after a collection (/gc/heap/live:bytes), in
@@ -17,24 +18,47 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// heapObjects is the number of objects on the heap after a collection.
+func heapObjects() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/objects:objects"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// markTime is the wall time of a collection on one CPU (GOMAXPROCS 1, as
+// a DNS pod of one CPU runs): it grows with the objects and pointers the
+// collector marks, and the queries wait on it.
+func markTime() time.Duration {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	start := time.Now()
+	runtime.GC()
+	return time.Since(start)
+}
+
 // BenchmarkHeap reports the live heap of a populated store at rest, after
 // its first Publish (rest-MB) and after 1,000 published changes (churn-MB):
 // Services moving their ClusterIP, headless slices moving an endpoint, and
 // Services deleted and added again. base-MB is the heap before the store
-// existed; the figures include the records the store holds.
+// existed; the figures include the records the store holds. rest-kobjects
+// is the objects the store adds, and gc-ms the time of a collection on one
+// CPU after the churn (with the little the benchmark holds besides).
 func BenchmarkHeap(b *testing.B) {
-	for _, n := range benchSizes {
+	for _, n := range append(benchSizes, 100000) {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				base := liveHeap()
+				base, baseObjs := liveHeap(), heapObjects()
 				st := populate(b, n)
-				rest := liveHeap()
+				rest, restObjs := liveHeap(), heapObjects()
 				churn(st, n, 1000)
 				after := liveHeap()
+				gc := markTime()
 				runtime.KeepAlive(st)
 				b.ReportMetric(float64(base)/1e6, "base-MB")
 				b.ReportMetric(float64(rest-base)/1e6, "rest-MB")
 				b.ReportMetric(float64(after-base)/1e6, "churn-MB")
+				b.ReportMetric(float64(restObjs-baseObjs)/1e3, "rest-kobjects")
+				b.ReportMetric(float64(gc.Microseconds())/1e3, "gc-ms")
 			}
 		})
 	}

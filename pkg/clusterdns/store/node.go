@@ -81,13 +81,16 @@ func newNode(ttl uint32, r room) *Node {
 	return &Node{TTL: ttl}
 }
 
+// roomy is a node with room for one record of T behind it.
+type roomy[T any] struct {
+	n Node
+	r [1]T
+}
+
 // withRoom is a node of ttl allocated with one record of room behind it,
 // as the capacity of the slice that field gives.
 func withRoom[T any](ttl uint32, field func(*Node) *[]T) *Node {
-	x := &struct {
-		n Node
-		r [1]T
-	}{n: Node{TTL: ttl}}
+	x := &roomy[T]{n: Node{TTL: ttl}}
 	*field(&x.n) = x.r[:0:1]
 	return &x.n
 }

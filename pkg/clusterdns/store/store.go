@@ -124,8 +124,11 @@ type Store struct {
 	// ptrIdx makes the PTR sets of the Snapshots (ptrs.go).
 	ptrIdx *ptrIndex
 	// arena is what the builds of a rebuild share while it runs
-	// (build.go).
+	// (arena.go).
 	arena *rebuildArena
+	// records is where the records set while full is set keep their
+	// names and lists (arena.go); nil otherwise.
+	records *recordArena
 	// scratch is the lists the last build outside a rebuild made and
 	// dropped, for the next one (build.go).
 	scratch buildScratch
@@ -238,7 +241,9 @@ func (s *Store) touch(u unitKey) {
 }
 
 // SetService adds or replaces a Service.
-func (s *Store) SetService(v Service) { setObject(s, &s.services, unitService, v.Namespace, v.Name, v) }
+func (s *Store) SetService(v Service) {
+	setObject(s, &s.services, unitService, (*recordArena).service, v)
+}
 
 // DeleteService removes a Service.
 func (s *Store) DeleteService(ns, name string) { deleteObject(s, &s.services, unitService, ns, name) }
@@ -291,7 +296,7 @@ func (s *Store) addSlice(v EndpointSlice) {
 }
 
 // SetPod adds or replaces a Pod.
-func (s *Store) SetPod(v Pod) { setObject(s, &s.pods, unitPod, v.Namespace, v.Name, v) }
+func (s *Store) SetPod(v Pod) { setObject(s, &s.pods, unitPod, nil, v) }
 
 // DeletePod removes a Pod.
 func (s *Store) DeletePod(ns, name string) { deleteObject(s, &s.pods, unitPod, ns, name) }
@@ -306,11 +311,38 @@ func (s *Store) DeleteNamespace(name string) {
 	deleteIn(s, &s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}}, name)
 }
 
-// setObject is setIn for an object that is a unit of its own, keyed by
-// namespace and name.
-func setObject[V any](s *Store, m *map[nsName]V, kind unitKind, ns, name string, v V) {
-	k := nsName{ns, name}
-	setIn(s, m, unitKey{kind: kind, nsName: k}, k, v)
+// setObject stores an object that is a unit of its own under its
+// namespace and name in *m, after recording what it contributes now. It
+// takes s.mu; m points at a field of s because Replace swaps the maps.
+// While a full Publish is pending, pack (when not nil) first packs the
+// object into the record arena.
+func setObject[V named](s *Store, m *map[nsName]V, kind unitKind, pack func(*recordArena, V) V, v V) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.recordArena(); a != nil && pack != nil {
+		v = pack(a, v)
+	}
+	k := v.key()
+	s.touch(unitKey{kind: kind, nsName: k})
+	(*m)[k] = v
+}
+
+// named is a record kept under its namespace and name.
+type named interface{ key() nsName }
+
+func (v Service) key() nsName { return nsName{v.Namespace, v.Name} }
+func (v Pod) key() nsName     { return nsName{v.Namespace, v.Name} }
+
+// recordArena is the record arena while a full Publish is pending, else
+// nil. s.mu is held.
+func (s *Store) recordArena() *recordArena {
+	if !s.full {
+		return nil
+	}
+	if s.records == nil {
+		s.records = &recordArena{}
+	}
+	return s.records
 }
 
 // deleteObject is deleteIn for an object that is a unit of its own.
@@ -320,8 +352,7 @@ func deleteObject[V any](s *Store, m *map[nsName]V, kind unitKind, ns, name stri
 }
 
 // setIn stores v under k in *m after recording what unit u contributes
-// now. It takes s.mu; m points at a field of s because Replace swaps the
-// maps.
+// now. It takes s.mu, as setObject does.
 func setIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K, v V) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -347,9 +378,11 @@ func (s *Store) Replace(o Objects) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.full = true
+	a := s.recordArena()
 	s.services = make(map[nsName]Service, len(o.Services))
 	for _, v := range o.Services {
-		s.services[nsName{v.Namespace, v.Name}] = v
+		v = a.service(v)
+		s.services[v.key()] = v
 	}
 	s.slices = make(map[nsName]EndpointSlice, len(o.EndpointSlices))
 	s.bySvc = map[nsName]map[string]struct{}{}
@@ -360,7 +393,7 @@ func (s *Store) Replace(o Objects) {
 	}
 	s.pods = make(map[nsName]Pod, len(o.Pods))
 	for _, v := range o.Pods {
-		s.pods[nsName{v.Namespace, v.Name}] = v
+		s.pods[v.key()] = v
 	}
 	s.namespaces = make(map[string]struct{}, len(o.Namespaces))
 	for _, v := range o.Namespaces {
@@ -444,6 +477,7 @@ func (s *Store) Publish() *Snapshot {
 	}
 	snap.Serial = serial
 	s.full = false
+	s.records = nil
 	clear(s.dirty)
 	clear(s.olds)
 	s.snap.Store(snap)

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+	"unsafe"
+)
+
+func TestCut(t *testing.T) {
+	cases := []struct {
+		name       string
+		used, room int // the chunk before: length and capacity (0: none)
+		n, size    int
+		from       string // "chunk" (the one there), "new chunk" or "alone"
+		chunkAfter int    // the chunk's length after
+	}{
+		{name: "first cut makes a chunk", n: 3, size: 64, from: "new chunk", chunkAfter: 3},
+		{name: "fits", used: 10, room: 64, n: 8, size: 64, from: "chunk", chunkAfter: 18},
+		{name: "fits exactly", used: 56, room: 64, n: 8, size: 64, from: "chunk", chunkAfter: 64},
+		{name: "no room: a new chunk", used: 60, room: 64, n: 5, size: 64, from: "new chunk", chunkAfter: 5},
+		{name: "a large list alone", used: 10, room: 64, n: 9, size: 64, from: "alone", chunkAfter: 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var chunk []int
+			if tc.room > 0 {
+				chunk = make([]int, tc.used, tc.room)
+			}
+			before := chunk
+			got := cut(&chunk, tc.n, tc.size)
+			if len(got) != 0 || cap(got) != tc.n {
+				t.Fatalf("cut = len %d cap %d, want 0 and %d", len(got), cap(got), tc.n)
+			}
+			if len(chunk) != tc.chunkAfter || (tc.from != "new chunk" && cap(chunk) != tc.room) || (tc.from == "new chunk" && cap(chunk) != tc.size) {
+				t.Errorf("chunk len %d cap %d, want %d", len(chunk), cap(chunk), tc.chunkAfter)
+			}
+			from := "alone"
+			switch {
+			case before != nil && unsafe.SliceData(got) == &before[:cap(before)][tc.used]:
+				from = "chunk"
+			case unsafe.SliceData(got) == unsafe.SliceData(chunk):
+				from = "new chunk"
+			}
+			if from != tc.from {
+				t.Errorf("cut from %s, want %s", from, tc.from)
+			}
+		})
+	}
+	// An append past a cut's room moves it: the next cut keeps its items.
+	var chunk []int
+	a := append(cut(&chunk, 2, 64), 1, 2)
+	b := append(cut(&chunk, 2, 64), 3, 4)
+	a = append(a, 5)
+	if b[0] != 3 || b[1] != 4 || len(a) != 3 {
+		t.Errorf("after appending to the first cut: %v %v", a, b)
+	}
+}
+
+func TestRecordArena(t *testing.T) {
+	ip := netip.MustParseAddr
+	web := Service{Namespace: "ns", Name: "web", Type: ClusterIP, ClusterIPs: []netip.Addr{ip("10.96.0.10"), ip("fd00::10")},
+		Ports: []Port{{Name: "http", Protocol: "tcp", Port: 80}}}
+	ext := Service{Namespace: "ns", Name: "ext", Type: ExternalName, ExternalName: "example.org."}
+
+	a := &recordArena{}
+	pweb, pext := a.service(web), a.service(ext)
+	if !reflect.DeepEqual(pweb, web) || !reflect.DeepEqual(pext, ext) {
+		t.Fatalf("packed %+v %+v, want %+v %+v", pweb, pext, web, ext)
+	}
+	// The packed records share nothing with what they were made from.
+	if &pweb.ClusterIPs[0] == &web.ClusterIPs[0] || &pweb.Ports[0] == &web.Ports[0] ||
+		unsafe.StringData(pweb.Name) == unsafe.StringData(web.Name) ||
+		unsafe.StringData(pext.ExternalName) == unsafe.StringData(ext.ExternalName) {
+		t.Error("a packed record shares memory with its source")
+	}
+	// Nor with each other: appending to one list leaves the next alone.
+	pweb2 := a.service(web)
+	ips := append(pweb.ClusterIPs, ip("10.96.0.11"))
+	if ips[0] != web.ClusterIPs[0] || !reflect.DeepEqual(pweb2, web) {
+		t.Error("an append to a packed list wrote over another record")
+	}
+}
+
+// TestRecordArenaBulk checks when a Store packs records: while a full
+// Publish is pending (before the first, after Replace), and not after.
+func TestRecordArenaBulk(t *testing.T) {
+	st, err := New(Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips := []netip.Addr{netip.MustParseAddr("10.96.0.10")}
+	st.SetService(Service{Namespace: "ns", Name: "web", Type: ClusterIP, ClusterIPs: ips})
+	if st.records == nil || &st.services[nsName{"ns", "web"}].ClusterIPs[0] == &ips[0] {
+		t.Fatal("a Service set before the first Publish was not packed")
+	}
+	st.Publish()
+	if st.records != nil {
+		t.Fatal("the record arena outlived the first Publish")
+	}
+	st.SetService(Service{Namespace: "ns", Name: "api", Type: ClusterIP, ClusterIPs: ips})
+	if st.records != nil {
+		t.Fatal("a change after the first Publish made a record arena")
+	}
+	st.Replace(Objects{Services: []Service{{Namespace: "ns", Name: "web", Type: ClusterIP, ClusterIPs: ips}}})
+	if st.records == nil {
+		t.Fatal("Replace did not pack its records")
+	}
+	snap := st.Publish()
+	if st.records != nil {
+		t.Fatal("the record arena outlived the Publish after Replace")
+	}
+	if n, ok := snap.Lookup("web.ns.svc.cluster.local."); !ok || len(n.A()) != 1 || n.A()[0] != ips[0] {
+		t.Fatalf("web after Replace: %+v", n)
+	}
+}
+
+// TestSlabsApart checks that a rebuild cuts the nodes of a Service's own
+// names and those of its endpoints from different slabs, so that moving
+// endpoints does not leave dead nodes in the Service's slab.
+func TestSlabsApart(t *testing.T) {
+	st, err := New(Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := netip.MustParseAddr
+	st.SetService(Service{Namespace: "ns", Name: "web", Type: ClusterIP, ClusterIPs: []netip.Addr{ip("10.96.0.10")},
+		Ports: []Port{{Name: "http", Protocol: "tcp", Port: 80}}})
+	st.SetEndpointSlice(EndpointSlice{Namespace: "ns", Name: "web-1", Service: "web", Ports: []Port{{Name: "http", Protocol: "tcp", Port: 8080}},
+		Endpoints: []Endpoint{{Addresses: []netip.Addr{ip("10.0.0.1")}, Hostname: "a", Ready: true}}})
+	st.mu.Lock()
+	st.state = &applied{ent: &Node{TTL: 5}}
+	var a *rebuildArena
+	var names map[string]*Node
+	st.buildAll(func(c *contribution) {
+		a = st.arena
+		if c.names["web.ns.svc.cluster.local."] != nil {
+			names = c.names
+		}
+	})
+	st.mu.Unlock()
+	in := func(n *Node, slab []roomy[netip.Addr]) bool {
+		for i := range slab {
+			if &slab[i].n == n {
+				return true
+			}
+		}
+		return false
+	}
+	svc, ep := names["web.ns.svc.cluster.local."], names["a.web.ns.svc.cluster.local."]
+	if svc == nil || ep == nil {
+		t.Fatalf("names built: %v", names)
+	}
+	if !in(svc, a.stable.addrs) || in(svc, a.other.addrs) {
+		t.Error("the Service's name is not in the stable slab")
+	}
+	if !in(ep, a.other.addrs) || in(ep, a.stable.addrs) {
+		t.Error("the endpoint's name is not in the other slab")
+	}
+}
