@@ -12,9 +12,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +25,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -832,7 +837,7 @@ func goodChurn() *churnReport {
 		return out
 	}
 	q := func(p99 time.Duration, lost int) queryStats {
-		return queryStats{sent: 50000, answered: 50000 - lost, lost: lost, p50: p99 / 4, p99: p99}
+		return queryStats{sent: 50000, answered: 50000 - lost, lost: lost, p50: p99 / 4, p99: p99, collections: lost % 2}
 	}
 	r := &churnReport{
 		set: churnSettings{services: 10000, headless: 200, rates: []int{10, 50}, churnFor: 30 * time.Second,
@@ -850,15 +855,19 @@ func goodChurn() *churnReport {
 			sync: usage{anonKiB: 48 << 10}, rest: 450 * time.Microsecond, end: usage{anonKiB: 94 << 10, hwmKiB: 160 << 10},
 			baseQuery: q(360*time.Microsecond, 0),
 			phases: []serverPhase{
-				{polls: polls(190*time.Millisecond, 300), cpu: 18 * time.Second, query: q(12*time.Millisecond, 3), loaded: polls(200*time.Millisecond, 200)},
-				{polls: polls(210*time.Millisecond, 1500), cpu: 18450 * time.Millisecond, query: q(12300*time.Microsecond, 0), loaded: polls(220*time.Millisecond, 1000)},
+				{polls: polls(190*time.Millisecond, 300), cpu: 18 * time.Second, gc: gcFigures{collections: 9, allocated: 300 * 80 << 10},
+					query: q(12*time.Millisecond, 3), loaded: polls(200*time.Millisecond, 200)},
+				{polls: polls(210*time.Millisecond, 1500), cpu: 18450 * time.Millisecond, gc: gcFigures{collections: 30, allocated: 1500 * 60 << 10},
+					query: q(12300*time.Microsecond, 0), loaded: polls(220*time.Millisecond, 1000)},
 			}},
 		{name: "coredns", starts: []time.Duration{1640 * time.Millisecond, 1240 * time.Millisecond},
 			sync: usage{anonKiB: 47 << 10}, rest: 150 * time.Microsecond, end: usage{anonKiB: 52 << 10, hwmKiB: 90 << 10},
 			baseQuery: q(600*time.Microsecond, 0),
 			phases: []serverPhase{
-				{polls: polls(time.Millisecond, 300), cpu: 240 * time.Millisecond, query: q(6300*time.Microsecond, 0), loaded: polls(time.Millisecond, 200)},
-				{polls: polls(time.Millisecond, 1500), cpu: 1050 * time.Millisecond, query: q(6300*time.Microsecond, 0), loaded: polls(time.Millisecond, 1000)},
+				{polls: polls(time.Millisecond, 300), cpu: 240 * time.Millisecond, gc: gcFigures{collections: 1, allocated: 300 * 20 << 10},
+					query: q(6300*time.Microsecond, 0), loaded: polls(time.Millisecond, 200)},
+				{polls: polls(time.Millisecond, 1500), cpu: 1050 * time.Millisecond, gc: gcFigures{collections: 4, allocated: 1500 * 20 << 10},
+					query: q(6300*time.Microsecond, 0), loaded: polls(time.Millisecond, 1000)},
 			}},
 	}
 	r.control = &serverRun{name: "control", baseQuery: q(300*time.Microsecond, 0),
@@ -990,5 +999,39 @@ func TestThreadsCPU(t *testing.T) {
 	}
 	if _, err := threadsCPU(1 << 30); err == nil {
 		t.Error("no error for a process that does not exist")
+	}
+}
+
+// TestReadGC: the collector counters of a Go collector's exposition (as
+// both servers export) rise with a collection and with allocations, and an
+// exposition without them is an error.
+func TestReadGC(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	hs := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer hs.Close()
+	s := &server{name: "this process", metrics: hs.URL}
+	before, err := readGC(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := make([][]byte, 0, 64)
+	for range 64 {
+		keep = append(keep, make([]byte, 64<<10))
+	}
+	goruntime.KeepAlive(keep)
+	goruntime.GC()
+	after, err := readGC(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := after.minus(before)
+	if d.collections < 1 || d.allocated < 64*64<<10 {
+		t.Errorf("after 4 MiB allocated and a collection: %+v", d)
+	}
+	empty := httptest.NewServer(promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}))
+	defer empty.Close()
+	if _, err := readGC(t.Context(), &server{name: "empty", metrics: empty.URL}); err == nil {
+		t.Error("no error for an exposition without the counters")
 	}
 }

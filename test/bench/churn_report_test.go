@@ -15,6 +15,10 @@ import (
 type queryStats struct {
 	sent, answered, wrong, lost int // answered: NOERROR; wrong: another rcode
 	p50, p99                    time.Duration
+	// collections are the server's garbage collections that ended
+	// while the load ran: while one marks, a server of one CPU answers
+	// late.
+	collections int
 }
 
 func queryStatsOf(r floodResult) queryStats {
@@ -99,6 +103,7 @@ func meanDuration(ds []time.Duration) time.Duration {
 type serverPhase struct {
 	polls  []pollResult  // the changes written without the query load
 	cpu    time.Duration // the server's CPU time while they were written and answered
+	gc     gcFigures     // its collector's work meanwhile (the difference of two readings)
 	query  queryStats    // the query load under the same churn
 	loaded []pollResult  // the changes written while it ran
 }
@@ -249,6 +254,8 @@ func (r *churnReport) table() string {
 		row("write→answer p99, new Service / moved endpoint"+at, kindP99(cp.polls), kindP99(dp.polls), "")
 		row("CPU per 100 changes"+at, fmt.Sprintf("%.3f s", cpuPer100(cp.cpu, ph.writes)), fmt.Sprintf("%.3f s", cpuPer100(dp.cpu, ph.writes)),
 			ratio(cpuPer100(dp.cpu, ph.writes), cpuPer100(cp.cpu, ph.writes)))
+		row("heap allocated per change; garbage collections"+at, gcCell(cp.gc, ph.writes), gcCell(dp.gc, ph.writes),
+			ratio(dp.gc.allocated/float64(max(ph.writes, 1)), cp.gc.allocated/float64(max(ph.writes, 1))))
 		missedRow := "changes missed; polls per change"
 		if r.set.queryQPS > 0 {
 			row(q+at, queryCell(cp.query), queryCell(dp.query), ratio(dp.query.p99.Seconds(), cp.query.p99.Seconds()))
@@ -265,9 +272,9 @@ func (r *churnReport) table() string {
 }
 
 // churnCost is a second table: each server's query p99 under churn over
-// its p99 without, the control's beside them. The control does no work
-// for a change, so its ratio is what the churn costs through the shared
-// CPU alone.
+// its p99 without, the control's beside them, with the collections that
+// ended while each load ran. The control does no work for a change, so
+// its ratio is what the churn costs through the shared CPU alone.
 func (r *churnReport) churnCost(b *strings.Builder, dc, cd serverRun) {
 	ctl := r.control // set only with the query load
 	if ctl == nil {
@@ -277,7 +284,7 @@ func (r *churnReport) churnCost(b *strings.Builder, dc, cd serverRun) {
 	all := []serverRun{cd, dc, *ctl}
 	cells := make([]string, len(all))
 	for i, s := range all {
-		cells[i] = queryCell(s.baseQuery)
+		cells[i] = queryCell(s.baseQuery) + collections(s.baseQuery)
 	}
 	fmt.Fprintf(b, "| no churn | %s |\n", strings.Join(cells, " | "))
 	for i, ph := range r.phases {
@@ -285,7 +292,7 @@ func (r *churnReport) churnCost(b *strings.Builder, dc, cd serverRun) {
 			cells[j] = "–"
 			if i < len(s.phases) {
 				q := s.phases[i].query
-				cells[j] = queryCell(q) + " (" + ratio(q.p99.Seconds(), s.baseQuery.p99.Seconds()) + ")"
+				cells[j] = queryCell(q) + " (" + ratio(q.p99.Seconds(), s.baseQuery.p99.Seconds()) + ")" + collections(q)
 			}
 		}
 		fmt.Fprintf(b, "| churn %d/s | %s |\n", ph.rate, strings.Join(cells, " | "))
@@ -423,6 +430,20 @@ func queryCell(q queryStats) string {
 		s += fmt.Sprintf(" (%s lost, %s wrong of %s)", count(q.lost), count(q.wrong), count(q.sent))
 	}
 	return s
+}
+
+// gcCell is a server's heap allocated per change and its collections
+// over a churn phase of writes changes.
+func gcCell(g gcFigures, writes int) string {
+	return fmt.Sprintf("%.1f KiB; %d", g.allocated/1024/float64(max(writes, 1)), g.collections)
+}
+
+// collections notes the collections that ended during a query load.
+func collections(q queryStats) string {
+	if q.collections == 1 {
+		return ", 1 collection"
+	}
+	return fmt.Sprintf(", %d collections", q.collections)
 }
 
 // count writes n with thousands separators.

@@ -269,9 +269,9 @@ func TestChurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// load runs the query load on s, on a CPU of their own with
+	// loadOn runs the query load on s, on a CPU of their own with
 	// DNSCONFIGURER_CHURN_PIN.
-	load := func(s *server) queryStats {
+	loadOn := func(s *server) queryStats {
 		if pin == nil {
 			return queryLoad(t, s, names, set, nil)
 		}
@@ -290,6 +290,13 @@ func TestChurn(t *testing.T) {
 			}
 		}()
 		return queryLoad(t, s, names, set, &pin.one)
+	}
+	// load is loadOn, with the collections that ended meanwhile.
+	load := func(s *server) queryStats {
+		before := mustGC(t, s)
+		st := loadOn(s)
+		st.collections = mustGC(t, s).minus(before).collections
+		return st
 	}
 	if set.queryQPS > 0 {
 		for i, s := range servers {
@@ -329,14 +336,15 @@ func TestChurn(t *testing.T) {
 	addrs := []string{dc.dns, cd.dns}
 	for _, rate := range set.rates {
 		ph := phaseRun{rate: rate}
-		before := usages(t, servers)
+		before, beforeGC := usages(t, servers), gcOf(t, servers)
 		pctx, cancel := context.WithTimeout(ctx, set.churnFor)
 		res := drive(pctx, rate, lanes, addrs, changeBound)
 		cancel()
-		after := usages(t, servers)
+		after, afterGC := usages(t, servers), gcOf(t, servers)
 		ph.took, ph.writes, ph.dropped, ph.writeErrs = res.took, res.writes, res.dropped, res.writeErrs
 		for i := range servers {
-			rep.servers[i].phases = append(rep.servers[i].phases, serverPhase{polls: res.polls[i], cpu: after[i].cpu - before[i].cpu})
+			rep.servers[i].phases = append(rep.servers[i].phases, serverPhase{polls: res.polls[i], cpu: after[i].cpu - before[i].cpu,
+				gc: afterGC[i].minus(beforeGC[i])})
 		}
 		t.Logf("churn %d/s: %d changes in %v, %d ticks dropped", rate, res.writes, res.took.Round(time.Millisecond), res.dropped)
 		if set.queryQPS > 0 {
@@ -546,6 +554,26 @@ func mustThreadsCPU(t *testing.T, s *server) time.Duration {
 		t.Fatalf("%s: %v", s.name, err)
 	}
 	return d
+}
+
+// mustGC reads s's collector counters or fails t.
+func mustGC(t *testing.T, s *server) gcFigures {
+	t.Helper()
+	g, err := readGC(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// gcOf is mustGC of each server.
+func gcOf(t *testing.T, servers []*server) []gcFigures {
+	t.Helper()
+	out := make([]gcFigures, len(servers))
+	for i, s := range servers {
+		out[i] = mustGC(t, s)
+	}
+	return out
 }
 
 func usages(t *testing.T, servers []*server) []usage {

@@ -313,6 +313,31 @@ func goroutines(ctx context.Context, client *http.Client, url string) (int, erro
 	return int(g), nil
 }
 
+// gcFigures are a Go server's collector counters, from its metrics (both
+// servers export client_golang's Go collector).
+type gcFigures struct {
+	collections int     // go_gc_duration_seconds_count: collections ended
+	allocated   float64 // go_memstats_alloc_bytes_total: bytes allocated
+}
+
+func (g gcFigures) minus(o gcFigures) gcFigures {
+	return gcFigures{collections: g.collections - o.collections, allocated: g.allocated - o.allocated}
+}
+
+// readGC scrapes s's collector counters.
+func readGC(ctx context.Context, s *server) (gcFigures, error) {
+	text, err := scrape(ctx, &http.Client{Timeout: 5 * time.Second}, s.metrics)
+	if err != nil {
+		return gcFigures{}, err
+	}
+	n, ok := metricSum(text, "go_gc_duration_seconds_count")
+	a, ok2 := metricSum(text, "go_memstats_alloc_bytes_total")
+	if !ok || !ok2 {
+		return gcFigures{}, fmt.Errorf("%s: no go_gc_duration_seconds_count or go_memstats_alloc_bytes_total at %s", s.name, s.metrics)
+	}
+	return gcFigures{collections: int(n), allocated: a}, nil
+}
+
 // scrape reads a Prometheus endpoint's text exposition (at most 16 MiB).
 func scrape(ctx context.Context, client *http.Client, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
