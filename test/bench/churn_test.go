@@ -336,11 +336,11 @@ func TestChurn(t *testing.T) {
 	addrs := []string{dc.dns, cd.dns}
 	for _, rate := range set.rates {
 		ph := phaseRun{rate: rate}
-		before, beforeGC := usages(t, servers), gcOf(t, servers)
+		before, beforeGC := each(t, servers, mustUsage), each(t, servers, mustGC)
 		pctx, cancel := context.WithTimeout(ctx, set.churnFor)
 		res := drive(pctx, rate, lanes, addrs, changeBound)
 		cancel()
-		after, afterGC := usages(t, servers), gcOf(t, servers)
+		after, afterGC := each(t, servers, mustUsage), each(t, servers, mustGC)
 		ph.took, ph.writes, ph.dropped, ph.writeErrs = res.took, res.writes, res.dropped, res.writeErrs
 		for i := range servers {
 			rep.servers[i].phases = append(rep.servers[i].phases, serverPhase{polls: res.polls[i], cpu: after[i].cpu - before[i].cpu,
@@ -566,21 +566,12 @@ func mustGC(t *testing.T, s *server) gcFigures {
 	return g
 }
 
-// gcOf is mustGC of each server.
-func gcOf(t *testing.T, servers []*server) []gcFigures {
+// each is read of each server, in order (mustUsage, mustGC).
+func each[T any](t *testing.T, servers []*server, read func(*testing.T, *server) T) []T {
 	t.Helper()
-	out := make([]gcFigures, len(servers))
+	out := make([]T, len(servers))
 	for i, s := range servers {
-		out[i] = mustGC(t, s)
-	}
-	return out
-}
-
-func usages(t *testing.T, servers []*server) []usage {
-	t.Helper()
-	out := make([]usage, len(servers))
-	for i, s := range servers {
-		out[i] = mustUsage(t, s)
+		out[i] = read(t, s)
 	}
 	return out
 }
