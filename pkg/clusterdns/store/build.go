@@ -163,12 +163,13 @@ func (b *builder) nodeWith(name string, r room) *Node {
 		}
 		return n
 	}
-	if b.arena != nil && b.stable {
-		n = b.arena.stable.newNode(b.ttl, r)
-	} else if b.arena != nil {
-		n = b.arena.other.newNode(b.ttl, r)
-	} else {
+	switch {
+	case b.arena == nil:
 		n = newNode(b.ttl, r)
+	case b.stable:
+		n = b.arena.stable.newNode(b.ttl, r)
+	default:
+		n = b.arena.other.newNode(b.ttl, r)
 	}
 	b.names[name] = n
 	if !ok {
@@ -441,9 +442,11 @@ func (b *builder) bareSRV(keys []srvKey) []SRV {
 	if len(keys) == 0 {
 		return nil
 	}
-	out := make([]SRV, 0, len(keys))
+	var out []SRV
 	if b.arena != nil && b.stable {
 		out = cut(&b.arena.srvs, len(keys), nodeSlab)
+	} else {
+		out = make([]SRV, 0, len(keys))
 	}
 	for _, k := range keys {
 		out = append(out, SRV{Port: k.port, Target: k.target})

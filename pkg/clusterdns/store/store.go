@@ -126,7 +126,7 @@ type Store struct {
 	// arena is what the builds of a rebuild share while it runs
 	// (arena.go).
 	arena *rebuildArena
-	// records is where the records set while full is set keep their
+	// records is where the Services set while full is set keep their
 	// names and lists (arena.go); nil otherwise.
 	records *recordArena
 	// scratch is the lists the last build outside a rebuild made and
@@ -319,8 +319,8 @@ func (s *Store) DeleteNamespace(name string) {
 func setObject[V named](s *Store, m *map[nsName]V, kind unitKind, pack func(*recordArena, V) V, v V) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a := s.recordArena(); a != nil && pack != nil {
-		v = pack(a, v)
+	if pack != nil && s.full {
+		v = pack(s.recordArena(), v)
 	}
 	k := v.key()
 	s.touch(unitKey{kind: kind, nsName: k})
