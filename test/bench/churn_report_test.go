@@ -255,7 +255,7 @@ func (r *churnReport) table() string {
 		row("CPU per 100 changes"+at, fmt.Sprintf("%.3f s", cpuPer100(cp.cpu, ph.writes)), fmt.Sprintf("%.3f s", cpuPer100(dp.cpu, ph.writes)),
 			ratio(cpuPer100(dp.cpu, ph.writes), cpuPer100(cp.cpu, ph.writes)))
 		row("heap allocated per change; garbage collections"+at, gcCell(cp.gc, ph.writes), gcCell(dp.gc, ph.writes),
-			ratio(dp.gc.allocated/float64(max(ph.writes, 1)), cp.gc.allocated/float64(max(ph.writes, 1))))
+			ratio(dp.gc.perChange(ph.writes), cp.gc.perChange(ph.writes)))
 		missedRow := "changes missed; polls per change"
 		if r.set.queryQPS > 0 {
 			row(q+at, queryCell(cp.query), queryCell(dp.query), ratio(dp.query.p99.Seconds(), cp.query.p99.Seconds()))
@@ -435,7 +435,7 @@ func queryCell(q queryStats) string {
 // gcCell is a server's heap allocated per change and its collections
 // over a churn phase of writes changes.
 func gcCell(g gcFigures, writes int) string {
-	return fmt.Sprintf("%.1f KiB; %d", g.allocated/1024/float64(max(writes, 1)), g.collections)
+	return fmt.Sprintf("%.1f KiB; %d", g.perChange(writes)/1024, g.collections)
 }
 
 // collections notes the collections that ended during a query load.

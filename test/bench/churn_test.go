@@ -321,13 +321,10 @@ func TestChurn(t *testing.T) {
 	if set.queryQPS == 0 {
 		wait()
 	}
-	before := make([]time.Duration, len(servers))
-	for i, s := range servers {
-		before[i] = mustThreadsCPU(t, s)
-	}
+	restStart := each(t, servers, mustThreadsCPU)
 	wait()
-	for i, s := range servers {
-		rep.servers[i].rest = (mustThreadsCPU(t, s) - before[i]) * time.Second / restWindow
+	for i, end := range each(t, servers, mustThreadsCPU) {
+		rep.servers[i].rest = (end - restStart[i]) * time.Second / restWindow
 	}
 
 	cfg = cp.Config()
@@ -566,7 +563,8 @@ func mustGC(t *testing.T, s *server) gcFigures {
 	return g
 }
 
-// each is read of each server, in order (mustUsage, mustGC).
+// each is read of each server, in order (mustUsage, mustGC,
+// mustThreadsCPU).
 func each[T any](t *testing.T, servers []*server, read func(*testing.T, *server) T) []T {
 	t.Helper()
 	out := make([]T, len(servers))

@@ -320,6 +320,9 @@ type gcFigures struct {
 	allocated   float64 // go_memstats_alloc_bytes_total: bytes allocated
 }
 
+// perChange is the bytes allocated per change over writes changes.
+func (g gcFigures) perChange(writes int) float64 { return g.allocated / float64(max(writes, 1)) }
+
 func (g gcFigures) minus(o gcFigures) gcFigures {
 	return gcFigures{collections: g.collections - o.collections, allocated: g.allocated - o.allocated}
 }
