@@ -67,17 +67,16 @@ func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byt
 // soleAddr is the address an A or AAAA query for n is answered with, when
 // n holds exactly one of that type and no CNAME.
 func soleAddr(n *store.Node, qtype uint16) (netip.Addr, bool) {
-	var as []netip.Addr
-	switch qtype {
-	case dns.TypeA:
-		as = n.A()
-	case dns.TypeAAAA:
-		as = n.AAAA()
-	}
-	if len(as) != 1 || n.CNAME() != "" {
+	if n.CNAME() != "" {
 		return netip.Addr{}, false
 	}
-	return as[0], true
+	switch {
+	case qtype == dns.TypeA && n.NumA() == 1:
+		return n.AAt(0), true
+	case qtype == dns.TypeAAAA && n.NumAAAA() == 1:
+		return n.AAAAAt(0), true
+	}
+	return netip.Addr{}, false
 }
 
 // borrowString is b as a string without a copy, for a lookup or a parse

@@ -22,10 +22,11 @@ import (
 // of both kinds would keep the dead endpoints' nodes as long as the
 // Services live. Nor are the EndpointSlice and Pod records packed.
 
-// byteChunk and nodeSlab are the sizes of the chunks: bytes of names, and
-// nodes or list items of the other kinds.
+// byteChunk, nodeChunk and nodeSlab are the sizes of the chunks: bytes
+// of names, bytes of packed nodes, and items of the records' lists.
 const (
 	byteChunk = 16 << 10
+	nodeChunk = 32 << 10
 	nodeSlab  = 256
 )
 
@@ -47,45 +48,27 @@ func cut[T any](chunk *[]T, n, size int) []T {
 }
 
 // rebuildArena is what the builds of one rebuild share: the names they
-// keep, their nodes (those of builder.stable apart), and the SRV lists of
-// the stable bare Service names. A rebuild is the bulk (the start-up's
-// first Publish, a Replace, new options).
+// keep, their packed nodes (those of builder.stable apart), the drafts
+// they make them from and the lists they drop. A rebuild is the bulk (the
+// start-up's first Publish, a Replace, new options); its builds run one
+// at a time.
 type rebuildArena struct {
-	buf    []byte
-	stable nodeSlabs
-	other  nodeSlabs
-	srvs   []SRV
+	buf     []byte
+	stable  []byte
+	other   []byte
+	drafts  draftPool
+	scratch buildScratch
 }
 
-// nodeSlabs are slabs of nodes, by the room they are made with.
-type nodeSlabs struct {
-	bare  []Node
-	addrs []roomy[netip.Addr]
-	strs  []roomy[string]
-	srv   []roomy[SRV]
-}
-
-// newNode is newNode from the slabs.
-func (a *nodeSlabs) newNode(ttl uint32, r room) *Node {
-	switch r {
-	case roomAddr:
-		return slabRoom(&a.addrs, ttl, func(n *Node) *[]netip.Addr { return &n.addrs })
-	case roomPTR:
-		return slabRoom(&a.strs, ttl, func(n *Node) *[]string { return &n.strs })
-	case roomSRV:
-		return slabRoom(&a.srv, ttl, func(n *Node) *[]SRV { return &n.srv })
+// pack packs d into the chunk of its kind. A packed node's size is
+// rounded up to 8 bytes, so that each starts aligned.
+func (a *rebuildArena) pack(d *draft) *Node {
+	chunk := &a.other
+	if d.stable {
+		chunk = &a.stable
 	}
-	n := &cut(&a.bare, 1, nodeSlab)[:1][0]
-	n.TTL = ttl
-	return n
-}
-
-// slabRoom is withRoom, the node cut from the slab s.
-func slabRoom[T any](s *[]roomy[T], ttl uint32, field func(*Node) *[]T) *Node {
-	x := &cut(s, 1, nodeSlab)[:1][0]
-	x.n.TTL = ttl
-	*field(&x.n) = x.r[:0:1]
-	return &x.n
+	n := (d.packedSize() + 7) &^ 7
+	return d.packInto(cut(chunk, n, nodeChunk)[:n])
 }
 
 // recordArena is where the Services set while a full Publish is pending

@@ -115,10 +115,10 @@ func TestRecordArenaBulk(t *testing.T) {
 	}
 }
 
-// TestSlabsApart checks that a rebuild cuts the nodes of a Service's own
-// names and those of its endpoints from different slabs, so that moving
-// endpoints does not leave dead nodes in the Service's slab.
-func TestSlabsApart(t *testing.T) {
+// TestChunksApart checks that a rebuild packs the nodes of a Service's
+// own names and those of its endpoints in different chunks, so that
+// moving endpoints does not leave dead nodes in the Service's chunk.
+func TestChunksApart(t *testing.T) {
 	st, err := New(Options{Zone: "cluster.local", TTL: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestSlabsApart(t *testing.T) {
 	st.SetEndpointSlice(EndpointSlice{Namespace: "ns", Name: "web-1", Service: "web", Ports: []Port{{Name: "http", Protocol: "tcp", Port: 8080}},
 		Endpoints: []Endpoint{{Addresses: []netip.Addr{ip("10.0.0.1")}, Hostname: "a", Ready: true}}})
 	st.mu.Lock()
-	st.state = &applied{ent: &Node{TTL: 5}}
+	st.state = &applied{ent: emptyNode(5)}
 	var a *rebuildArena
 	var names map[string]*Node
 	st.buildAll(func(c *contribution) {
@@ -139,22 +139,22 @@ func TestSlabsApart(t *testing.T) {
 		}
 	})
 	st.mu.Unlock()
-	in := func(n *Node, slab []roomy[netip.Addr]) bool {
-		for i := range slab {
-			if &slab[i].n == n {
-				return true
-			}
-		}
-		return false
+	in := func(n *Node, chunk []byte) bool {
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(chunk)))
+		p := uintptr(unsafe.Pointer(n))
+		return p >= start && p < start+uintptr(cap(chunk))
 	}
 	svc, ep := names["web.ns.svc.cluster.local."], names["a.web.ns.svc.cluster.local."]
 	if svc == nil || ep == nil {
 		t.Fatalf("names built: %v", names)
 	}
-	if !in(svc, a.stable.addrs) || in(svc, a.other.addrs) {
-		t.Error("the Service's name is not in the stable slab")
+	if !in(svc, a.stable) || in(svc, a.other) {
+		t.Error("the Service's name is not in the stable chunk")
 	}
-	if !in(ep, a.other.addrs) || in(ep, a.stable.addrs) {
-		t.Error("the endpoint's name is not in the other slab")
+	if !in(ep, a.other) || in(ep, a.stable) {
+		t.Error("the endpoint's name is not in the other chunk")
+	}
+	if p := uintptr(unsafe.Pointer(ep)); p%8 != 0 {
+		t.Errorf("a packed node starts at %#x, not aligned", p)
 	}
 }

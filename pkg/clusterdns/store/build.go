@@ -18,7 +18,12 @@ type builder struct {
 	ttl     uint32
 	opts    Options
 	exposed map[string]struct{}
-	names   map[string]*Node
+	// names are the names the build made: empty non-terminals (ent),
+	// nodes taken from the previous contribution, and the names of drafts
+	// (drafting) until finish packs them.
+	names  map[string]*Node
+	drafts map[string]*draft
+	pool   *draftPool
 	// ent is the one Node shared by every empty non-terminal.
 	ent *Node
 
@@ -49,7 +54,7 @@ type builder struct {
 	arena *rebuildArena
 	// stable is set while the build makes the names a Service object
 	// alone changes: those of a ClusterIP or ExternalName Service but
-	// its endpoints'. Their nodes are cut from slabs of their own
+	// its endpoints'. Their nodes are cut from chunks of their own
 	// (arena.go): a change of endpoints makes the others again.
 	stable bool
 	// scratch holds the lists a build makes and drops; reuse says whether
@@ -61,9 +66,12 @@ type builder struct {
 // buildScratch is the lists of a Service's build that no contribution
 // keeps.
 type buildScratch struct {
-	eps   []served
-	srvs  []srvKey
-	addrs []netip.Addr
+	eps     []served
+	srvs    []srvKey
+	addrs   []netip.Addr
+	bare    []SRV
+	named   []SRV // addHeadlessSRV's
+	targets []SRV // delta.go's
 }
 
 // scratchKeep is the longest list a Store keeps for its next build: a
@@ -93,7 +101,19 @@ func (sc buildScratch) kept() buildScratch {
 	if cap(sc.addrs) > scratchKeep {
 		sc.addrs = nil
 	}
+	sc.bare = keptSRV(sc.bare)
+	sc.named = keptSRV(sc.named)
+	sc.targets = keptSRV(sc.targets)
 	return sc
+}
+
+// keptSRV is s as buildScratch.kept keeps it.
+func keptSRV(s []SRV) []SRV {
+	clear(s[:cap(s)])
+	if cap(s) > scratchKeep {
+		return nil
+	}
+	return s[:0]
 }
 
 // concat returns the concatenation of parts, cut from the chunks when the
@@ -146,36 +166,55 @@ func namespaceExposed(exposed map[string]struct{}, ns string) bool {
 	return ok
 }
 
-// node returns the node of name for adding data, creating it and, for names
-// inside the zone, every missing ancestor down to the zone as empty
-// non-terminals.
-func (b *builder) node(name string) *Node { return b.nodeWith(name, roomNone) }
+// drafting stands in builder.names for a name whose draft the build
+// makes.
+var drafting = new(Node)
 
-// nodeWith is node, a new node made with room r.
-func (b *builder) nodeWith(name string, r room) *Node {
+// node returns the draft of name for adding data, creating it and, for
+// names inside the zone, every missing ancestor down to the zone as empty
+// non-terminals.
+func (b *builder) node(name string) *draft {
+	if d, ok := b.drafts[name]; ok {
+		return d
+	}
+	if b.pool == nil {
+		b.pool = &draftPool{}
+	}
+	if b.drafts == nil {
+		b.drafts = b.pool.names()
+	}
 	n, ok := b.names[name]
+	d := b.pool.get(b.ttl)
 	if ok && n != b.ent {
-		if p, taken := b.prevNode(name); taken && p == n {
-			// Taken from the previous contribution, which must not
-			// change: a second endpoint of the name gets a copy.
-			n = cloneNode(n)
-			b.names[name] = n
-		}
-		return n
+		// Taken from the previous contribution, which must not
+		// change: a second endpoint of the name gets a copy.
+		n.unpack(d)
 	}
-	switch {
-	case b.arena == nil:
-		n = newNode(b.ttl, r)
-	case b.stable:
-		n = b.arena.stable.newNode(b.ttl, r)
-	default:
-		n = b.arena.other.newNode(b.ttl, r)
-	}
-	b.names[name] = n
+	d.stable = b.stable
+	b.drafts[name] = d
+	b.names[name] = drafting
 	if !ok {
 		b.ancestors(name)
 	}
-	return n
+	return d
+}
+
+// finish packs the drafts of the build into its names, and gives them
+// back to the pool. It sorts their records first.
+func (b *builder) finish() {
+	for name, d := range b.drafts {
+		sortRecords(d)
+		if b.arena != nil {
+			b.names[name] = b.arena.pack(d)
+		} else {
+			b.names[name] = d.pack()
+		}
+		b.pool.put(d)
+	}
+	if b.drafts != nil {
+		b.pool.putNames(b.drafts)
+		b.drafts = nil
+	}
 }
 
 // ensure makes name exist, as an empty non-terminal when it is new.
@@ -232,9 +271,10 @@ func (b *builder) expose(ns string) bool {
 
 // addFixedNames adds the apex, dns-version and the svc and pod subtrees.
 func (b *builder) addFixedNames() {
-	b.names[b.zone] = &Node{TTL: b.ttl}
-	addTXT(b.node("dns-version."+b.zone), SchemaVersion)
-	b.names["dns-version."+b.zone].TTL = VersionTTL
+	b.node(b.zone)
+	v := b.node("dns-version." + b.zone)
+	addTXT(v, SchemaVersion)
+	v.ttl = VersionTTL
 	b.ensure("svc." + b.zone)
 	b.ensure("pod." + b.zone)
 }
@@ -279,11 +319,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	}
 	b.counts.Endpoints += len(eps)
 	b.ensure(ns + ".svc." + b.zone)
-	r := roomNone
-	if svc.Type == ClusterIP && len(svc.ClusterIPs) > 0 {
-		r = roomAddr
-	}
-	svcNode := b.nodeWith(base, r)
+	svcNode := b.node(base)
 	switch svc.Type {
 	case ClusterIP:
 		b.addClusterIP(svc, svcNode, base)
@@ -415,10 +451,10 @@ func compareSRVKey(a, b srvKey) int {
 
 // addClusterIP adds the addresses, PTRs and named-port SRV records of a
 // ClusterIP Service.
-func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
+func (b *builder) addClusterIP(svc *Service, svcNode *draft, base string) {
 	for _, ip := range svc.ClusterIPs {
 		addAddr(svcNode, ip)
-		addPTR(b.nodeWith(b.reverseName(ip), roomPTR), base)
+		addPTR(b.node(b.reverseName(ip)), base)
 	}
 	var bare []srvKey
 	for _, p := range svc.Ports {
@@ -428,7 +464,7 @@ func (b *builder) addClusterIP(svc *Service, svcNode *Node, base string) {
 		if p.Name == "" || p.Protocol == "" {
 			continue
 		}
-		n := b.nodeWith(b.concat("_", strings.ToLower(p.Name), "._", p.Protocol, ".", base), roomSRV)
+		n := b.node(b.concat("_", strings.ToLower(p.Name), "._", p.Protocol, ".", base))
 		addSRV(n, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
 	}
 	takeSRV(svcNode, b.bareSRV(bare))
@@ -442,21 +478,17 @@ func (b *builder) bareSRV(keys []srvKey) []SRV {
 	if len(keys) == 0 {
 		return nil
 	}
-	var out []SRV
-	if b.arena != nil && b.stable {
-		out = cut(&b.arena.srvs, len(keys), nodeSlab)
-	} else {
-		out = make([]SRV, 0, len(keys))
-	}
+	out := scratchList(b.reuse, b.scratch.bare, len(keys))
 	for _, k := range keys {
 		out = append(out, SRV{Port: k.port, Target: k.target})
 	}
+	b.scratch.bare = out
 	// The keys differ by port name too: sorted, the repeats of a port
 	// and target are neighbours.
 	slices.SortFunc(out, compareSRV)
 	out = slices.Compact(out)
 	weighSRV(out)
-	return slices.Clip(out)
+	return out
 }
 
 // weighSRV gives each record of one RRset weight 100/N (at least 1) and
@@ -502,14 +534,21 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 		}
 		groups[i].n++
 	}
+	total := 0
+	for _, g := range groups {
+		total += g.n
+	}
+	all := scratchList(b.reuse, b.scratch.named, total)[:total]
+	b.scratch.named = all
+	for i, off := 0, 0; i < len(groups); i++ {
+		groups[i].srv = all[off : off : off+groups[i].n]
+		off += groups[i].n
+	}
 	for _, k := range srvs {
 		if k.name == "" {
 			continue
 		}
 		g := &groups[find(k)]
-		if g.srv == nil {
-			g.srv = make([]SRV, 0, g.n)
-		}
 		g.srv = append(g.srv, SRV{Port: k.port, Target: k.target})
 	}
 	for _, g := range groups {
@@ -527,7 +566,7 @@ func (b *builder) addPod(p *Pod) {
 	}
 	b.counts.Pods++
 	for _, ip := range p.IPs {
-		addAddr(b.nodeWith(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone), roomAddr), ip)
+		addAddr(b.node(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone)), ip)
 		b.podIPs = append(b.podIPs, podIP{ip.Unmap(), ns})
 	}
 }
@@ -538,16 +577,6 @@ func (b *builder) addNamespaceNames(ns string) {
 	b.ensure(ns + ".svc." + b.zone)
 	if b.opts.Pods != PodsDisabled {
 		b.ensure(ns + ".pod." + b.zone)
-	}
-}
-
-// sortNodes sorts the record data of every node the builder made.
-func (b *builder) sortNodes() {
-	for _, n := range b.names {
-		if n == b.ent {
-			continue
-		}
-		sortRecords(n)
 	}
 }
 

@@ -253,11 +253,13 @@ func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t
 		return nil
 	}
 	b := newBuilder(s.zone, s.opts, s.exposed, st.ent, 8)
-	b.scratch, b.reuse = s.scratch, true
+	b.scratch, b.reuse, b.pool = s.scratch, true, &s.drafts
 	defer func() { s.scratch = b.scratch.kept() }()
-	b.ownOnly, b.targets, b.distinct = true, prev.SRV(), distinct
+	b.ownOnly, b.distinct = true, distinct
+	b.targets = prev.appendSRV(b.scratch.targets[:0])
+	b.scratch.targets = b.targets
 	b.addService(svc, sls)
-	b.sortNodes()
+	b.finish()
 	changed := map[string]*Node{}
 	for name, n := range b.names {
 		if n == st.ent {
@@ -315,14 +317,13 @@ func (b *builder) targetHost(ep Endpoint, a netip.Addr, base string) string {
 
 // addrNode is the node of an endpoint name: its one address.
 func addrNode(ttl uint32, a netip.Addr) *Node {
-	n := newNode(ttl, roomAddr)
-	addAddr(n, a)
-	return n
+	d := draft{ttl: ttl}
+	addAddr(&d, a)
+	return d.pack()
 }
 
 // ptrNode is the node of an endpoint's PTR name: its one target.
 func ptrNode(ttl uint32, target string) *Node {
-	n := newNode(ttl, roomPTR)
-	addPTR(n, target)
-	return n
+	d := draft{ttl: ttl, ptrs: []string{target}}
+	return d.pack()
 }

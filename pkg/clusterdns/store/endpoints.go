@@ -151,8 +151,8 @@ func (b *builder) addEndpointNames(eps []served) {
 		if ptr == "" {
 			ptr = b.reverseName(e.addr)
 		}
-		addAddr(b.nodeWith(e.host, roomAddr), e.addr)
-		addPTR(b.nodeWith(ptr, roomPTR), e.host)
+		addAddr(b.node(e.host), e.addr)
+		addPTR(b.node(ptr), e.host)
 	}
 }
 
@@ -197,15 +197,21 @@ func (b *builder) takeEndpoint(e served) bool {
 // onlyAddr reports whether n is a node of this build's TTL holding the
 // one address a.
 func (b *builder) onlyAddr(n *Node, a netip.Addr) bool {
-	if n == b.ent || n.TTL != b.ttl || len(n.strs)+len(n.srv) != 0 || len(n.addrs) != 1 || n.addrs[0] != a {
+	if n == b.ent || n.TTL != b.ttl || n.nPTR+n.nTXT+n.nSRV != 0 || n.cname || n.nA+n.n6 != 1 {
 		return false
 	}
-	return (n.nA == 1) == a.Is4()
+	if a.Is4() {
+		return n.nA == 1 && n.AAt(0) == a
+	}
+	return n.n6 == 1 && n.AAAAAt(0) == a
 }
 
 // onlyPTR reports whether n is a node of this build's TTL holding the one
 // PTR target.
 func (b *builder) onlyPTR(n *Node, target string) bool {
-	return n != b.ent && n.TTL == b.ttl && len(n.addrs)+len(n.srv) == 0 && !n.cname && n.nPTR == 1 &&
-		len(n.strs) == 1 && n.strs[0] == target
+	if n == b.ent || n.TTL != b.ttl || n.nA+n.n6+n.nTXT+n.nSRV != 0 || n.cname || n.nPTR != 1 {
+		return false
+	}
+	s, _ := n.str(0)
+	return s == target
 }

@@ -4,75 +4,133 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
 
-// TestNodeRecords adds records of every kind in every order, through each
-// room a node is made with, and reads each kind back unmixed.
+// TestNodeRecords adds records of every kind in every order to a draft,
+// packs it on the heap and in a rebuild's chunk, and reads each kind back
+// unmixed; a node unpacked and changed leaves the packed one alone.
 func TestNodeRecords(t *testing.T) {
 	a1, a2 := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.1")
 	b1, b2 := netip.MustParseAddr("fd00::2"), netip.MustParseAddr("::ffff:10.0.0.3")
-	adds := map[string]func(n *Node){
-		"aaaa":  func(n *Node) { addAddr(n, b1) },
-		"a":     func(n *Node) { addAddr(n, a1); addAddr(n, a2); addAddr(n, a1) },
-		"v4map": func(n *Node) { addAddr(n, b2) },
-		"ptr":   func(n *Node) { addPTR(n, "z."); addPTR(n, "y."); addPTR(n, "z.") },
-		"txt":   func(n *Node) { addTXT(n, "t1", "t2") },
-		"cname": func(n *Node) { setCNAME(n, "old."); setCNAME(n, "c.") },
-		"srv":   func(n *Node) { addSRV(n, SRV{Port: 1, Target: "s."}); takeSRV(n, []SRV{{Port: 2, Target: "s."}}) },
+	long := strings.Repeat("l", 200) + "." // a length of two uvarint bytes
+	adds := map[string]func(d *draft){
+		"aaaa":  func(d *draft) { addAddr(d, b1) },
+		"a":     func(d *draft) { addAddr(d, a1); addAddr(d, a2); addAddr(d, a1) },
+		"v4map": func(d *draft) { addAddr(d, b2) },
+		"ptr":   func(d *draft) { addPTR(d, "z."); addPTR(d, long); addPTR(d, "z.") },
+		"txt":   func(d *draft) { addTXT(d, "t1", "", "t2") },
+		"cname": func(d *draft) { setCNAME(d, "old."); setCNAME(d, "c.") },
+		"srv": func(d *draft) {
+			addSRV(d, SRV{Priority: 1, Weight: 2, Port: 1, Target: "s."})
+			takeSRV(d, []SRV{{Port: 65535, Weight: 100, Target: long}})
+		},
 	}
 	orders := [][]string{
 		{"aaaa", "a", "v4map", "ptr", "txt", "cname", "srv"},
 		{"cname", "txt", "srv", "ptr", "a", "aaaa", "v4map"},
 		{"txt", "ptr", "v4map", "srv", "aaaa", "cname", "a"},
 	}
-	for _, r := range []room{roomNone, roomAddr, roomPTR, roomSRV} {
+	packs := map[string]func(d *draft) *Node{
+		"heap":  (*draft).pack,
+		"chunk": func(d *draft) *Node { return new(rebuildArena).pack(d) },
+	}
+	for where, pack := range packs {
 		for _, order := range orders {
-			n := newNode(7, r)
+			d := &draft{ttl: 7}
 			for _, k := range order {
-				adds[k](n)
+				adds[k](d)
 			}
-			sortRecords(n)
+			sortRecords(d)
+			n := pack(d)
 			check := func(what string) {
 				t.Helper()
 				want := map[string]bool{
-					"A":     slices.Equal(n.A(), []netip.Addr{a2, a1, b2.Unmap()}),
-					"AAAA":  slices.Equal(n.AAAA(), []netip.Addr{b1}),
-					"PTR":   slices.Equal(n.PTR(), []string{"y.", "z."}),
-					"TXT":   slices.Equal(n.TXT(), []string{"t1", "t2"}),
+					"A":     slices.Equal(n.A(), []netip.Addr{a2, a1, b2.Unmap()}) && n.NumA() == 3 && n.AAt(2) == b2.Unmap(),
+					"AAAA":  slices.Equal(n.AAAA(), []netip.Addr{b1}) && n.NumAAAA() == 1 && n.AAAAAt(0) == b1,
+					"PTR":   slices.Equal(n.PTR(), []string{long, "z."}),
+					"TXT":   slices.Equal(n.TXT(), []string{"t1", "", "t2"}),
 					"CNAME": n.CNAME() == "c.",
-					"SRV":   slices.Equal(n.SRV(), []SRV{{Port: 1, Target: "s."}, {Port: 2, Target: "s."}}),
+					"SRV":   slices.Equal(n.SRV(), []SRV{{Priority: 1, Weight: 2, Port: 1, Target: "s."}, {Port: 65535, Weight: 100, Target: long}}),
 					"TTL":   n.TTL == 7,
 				}
 				for k, ok := range want {
 					if !ok {
-						t.Errorf("room %d, order %v, %s: %s wrong: A %v AAAA %v PTR %v TXT %v CNAME %q SRV %v",
-							r, order, what, k, n.A(), n.AAAA(), n.PTR(), n.TXT(), n.CNAME(), n.SRV())
+						t.Errorf("%s, order %v, %s: %s wrong: A %v AAAA %v PTR %v TXT %v CNAME %q SRV %v",
+							where, order, what, k, n.A(), n.AAAA(), n.PTR(), n.TXT(), n.CNAME(), n.SRV())
 					}
 				}
 			}
-			check("built")
-			c := cloneNode(n)
-			if !equalNode(c, n) {
-				t.Errorf("room %d, order %v: clone differs", r, order)
+			check("packed")
+			var c draft
+			n.unpack(&c)
+			if again := c.pack(); !equalNode(again, n) {
+				t.Errorf("%s, order %v: unpacked and packed again differs", where, order)
 			}
-			// The clone shares no slice: writing over its records and
-			// adding more leaves n alone.
-			c.addrs[0], c.strs[0], c.srv[0] = netip.MustParseAddr("10.9.9.8"), "w.", SRV{Port: 9}
-			addAddr(c, netip.MustParseAddr("10.9.9.9"))
-			addPTR(c, "x.")
-			addSRV(c, SRV{Port: 3})
-			setCNAME(c, "d.")
-			if equalNode(c, n) {
-				t.Errorf("room %d, order %v: the changed clone equals its source", r, order)
+			addAddr(&c, netip.MustParseAddr("10.9.9.9"))
+			addPTR(&c, "x.")
+			addSRV(&c, SRV{Port: 3})
+			setCNAME(&c, "d.")
+			if equalNode(c.pack(), n) {
+				t.Errorf("%s, order %v: the changed copy equals its source", where, order)
 			}
-			check("after the clone changed")
+			check("after the copy changed")
 		}
 	}
-	if n := newNode(5, roomNone); len(n.A())+len(n.AAAA())+len(n.PTR())+len(n.TXT())+len(n.SRV()) != 0 || n.CNAME() != "" {
-		t.Errorf("an empty node has records")
+	for _, n := range []*Node{emptyNode(5), new(Node)} {
+		if len(n.A())+len(n.AAAA())+len(n.PTR())+len(n.TXT())+len(n.SRV()) != 0 || n.CNAME() != "" || n.NumA()+n.NumAAAA() != 0 {
+			t.Errorf("an empty node has records")
+		}
+	}
+}
+
+// TestNodeLarge packs a node of more records than a list of a pooled
+// draft keeps, with each kind, and reads them back.
+func TestNodeLarge(t *testing.T) {
+	var d draft
+	var want4, want6 []netip.Addr
+	var wantSRV []SRV
+	for i := range 70000 {
+		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		b := netip.AddrFrom16([16]byte{0xfd, 15: byte(i), 14: byte(i >> 8), 13: byte(i >> 16)})
+		want4, want6 = append(want4, a), append(want6, b)
+		wantSRV = append(wantSRV, SRV{Port: uint16(i), Target: fmt.Sprint(i, ".")})
+	}
+	addAddrs(&d, append(slices.Clone(want6), want4...))
+	takeSRV(&d, wantSRV)
+	n := d.pack()
+	if !slices.Equal(n.A(), want4) || !slices.Equal(n.AAAA(), want6) || !slices.Equal(n.SRV(), wantSRV) {
+		t.Errorf("a node of %d A, %d AAAA and %d SRV records read back wrong", n.NumA(), n.NumAAAA(), len(n.SRV()))
+	}
+}
+
+// TestDraftPool: a pooled draft comes back empty, and the pool keeps
+// neither long lists nor more than poolKeep drafts.
+func TestDraftPool(t *testing.T) {
+	var p draftPool
+	d := p.get(5)
+	addAddr(d, netip.MustParseAddr("10.0.0.1"))
+	addPTR(d, "p.")
+	setCNAME(d, "c.")
+	addTXT(d, "t")
+	addSRV(d, SRV{Target: "s."})
+	p.put(d)
+	if got := p.get(9); got != d || got.ttl != 9 || len(got.addrs)+len(got.ptrs)+len(got.txts)+len(got.srv) != 0 || got.cname != "" || got.nA != 0 {
+		t.Errorf("a pooled draft came back as %+v", got)
+	}
+	big := &draft{addrs: make([]netip.Addr, 0, draftKeep+1)}
+	p.put(big)
+	if len(p.free) != 0 {
+		t.Error("the pool kept a draft of a long list")
+	}
+	for range poolKeep + 10 {
+		p.put(&draft{})
+	}
+	if len(p.free) != poolKeep {
+		t.Errorf("the pool keeps %d drafts, want %d", len(p.free), poolKeep)
 	}
 }
 
@@ -220,33 +278,33 @@ func TestMergeNodes(t *testing.T) {
 	for _, k := range []int{2, 3, 40, 1000} {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			var nodes, copies []*Node
-			want := &Node{TTL: 5}
+			want := &draft{ttl: 5}
 			for i := range k {
-				n := &Node{TTL: 5}
-				for _, add := range []func(*Node){
-					func(n *Node) { addAddr(n, addr(k-i)) },
-					func(n *Node) { addAddr(n, addr(i%7)) }, // shared by several
-					func(n *Node) { addAddr(n, netip.MustParseAddr(fmt.Sprintf("fd00::%x", i%5+1))) },
-					func(n *Node) { addPTR(n, fmt.Sprintf("p%d.", (k-i)%11)) },
-					func(n *Node) { addSRV(n, SRV{Port: uint16(i), Target: "t."}) },
+				d := &draft{ttl: 5}
+				for _, add := range []func(*draft){
+					func(d *draft) { addAddr(d, addr(k-i)) },
+					func(d *draft) { addAddr(d, addr(i%7)) }, // shared by several
+					func(d *draft) { addAddr(d, netip.MustParseAddr(fmt.Sprintf("fd00::%x", i%5+1))) },
+					func(d *draft) { addPTR(d, fmt.Sprintf("p%d.", (k-i)%11)) },
+					func(d *draft) { addSRV(d, SRV{Port: uint16(i), Target: "t."}) },
 				} {
-					add(n)
+					add(d)
 					add(want)
 				}
 				if i%3 == 1 {
-					addTXT(n, fmt.Sprint("txt", i))
+					addTXT(d, fmt.Sprint("txt", i))
 					addTXT(want, fmt.Sprint("txt", i))
 				}
 				if i == 1 {
-					setCNAME(n, "c.")
+					setCNAME(d, "c.")
 					setCNAME(want, "c.")
 				}
-				sortRecords(n)
-				nodes, copies = append(nodes, n), append(copies, cloneNode(n))
+				sortRecords(d)
+				nodes, copies = append(nodes, d.pack()), append(copies, d.pack())
 			}
 			sortRecords(want)
-			if got := mergeNodes(nodes); !equalNode(got, want) {
-				t.Errorf("merged:\n%+v\nwant:\n%+v", got, want)
+			if got, w := mergeNodes(nodes), want.pack(); !equalNode(got, w) {
+				t.Errorf("merged:\n%+v\nwant:\n%+v", got, w)
 			}
 			for i := range nodes {
 				if !equalNode(nodes[i], copies[i]) {

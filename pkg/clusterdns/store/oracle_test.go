@@ -21,7 +21,7 @@ type oracleView struct {
 func (s *Store) oracle() *oracleView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := newBuilder(s.zone, s.opts, s.exposed, &Node{TTL: s.opts.TTL}, 16)
+	b := newBuilder(s.zone, s.opts, s.exposed, emptyNode(s.opts.TTL), 16)
 	for ns := range s.namespaces {
 		b.expose(strings.ToLower(ns))
 	}
@@ -44,7 +44,7 @@ func (s *Store) oracle() *oracleView {
 	for ns := range b.namespaces {
 		b.addNamespaceNames(ns)
 	}
-	b.sortNodes()
+	b.finish()
 	o.names = b.names
 	o.namespaces = maps.Clone(b.namespaces)
 	o.counts = b.counts

@@ -130,8 +130,10 @@ type Store struct {
 	// names and lists (arena.go); nil otherwise.
 	records *recordArena
 	// scratch is the lists the last build outside a rebuild made and
-	// dropped, for the next one (build.go).
+	// dropped, for the next one (build.go), and drafts the drafts of
+	// nodes the builds made and packed (node.go).
 	scratch buildScratch
+	drafts  draftPool
 
 	snap atomic.Pointer[Snapshot]
 }

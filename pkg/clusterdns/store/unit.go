@@ -67,10 +67,13 @@ func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 // buildRecords is buildUnit over the records rec of a Service unit.
 func (s *Store) buildRecords(u unitKey, rec *oldRecords, prev *contribution) *contribution {
 	b := newBuilder(s.zone, s.opts, s.exposed, s.state.ent, 8)
-	b.arena = s.arena
+	b.arena, b.pool, b.reuse = s.arena, &s.drafts, true
 	if s.arena == nil {
-		b.scratch, b.reuse = s.scratch, true
+		b.scratch = s.scratch
 		defer func() { s.scratch = b.scratch.kept() }()
+	} else {
+		b.pool, b.scratch = &s.arena.drafts, s.arena.scratch
+		defer func() { s.arena.scratch = b.scratch.kept() }()
 	}
 	switch u.kind {
 	case unitFixed:
@@ -97,7 +100,7 @@ func (s *Store) buildRecords(u unitKey, rec *oldRecords, prev *contribution) *co
 	case unitNamespace:
 		b.addNamespaceNames(u.name)
 	}
-	b.sortNodes()
+	b.finish()
 	c := &contribution{names: b.names, counts: b.counts, podIPs: b.podIPs, eps: b.memo}
 	b.memo.prune()
 	for ns := range b.namespaces {
@@ -462,7 +465,7 @@ func (s *Store) buildAll(add func(*contribution)) {
 // rebuild applies every unit to a new state and makes a Snapshot of it
 // from scratch. s.mu is held.
 func (s *Store) rebuild() *Snapshot {
-	st := &applied{ent: &Node{TTL: s.opts.TTL}, shared: map[string]*sharedName{},
+	st := &applied{ent: emptyNode(s.opts.TTL), shared: map[string]*sharedName{},
 		nsRefs: map[string]int{}, known: map[string]struct{}{}, claims: map[netip.Addr][]nsCount{}}
 	s.state = st
 	d := newDelta()
