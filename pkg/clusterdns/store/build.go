@@ -88,28 +88,17 @@ func scratchList[T any](reuse bool, s []T, n int) []T {
 }
 
 // kept is sc as the Store keeps it for the next build: emptied of the
-// names the lists point at (they may go), without the long ones.
+// names the lists point at (they may go), without the long ones. A list
+// is cleared as far as the build used it: what lies past that was
+// cleared when an earlier build kept it.
 func (sc buildScratch) kept() buildScratch {
-	clear(sc.eps[:cap(sc.eps)])
-	clear(sc.srvs[:cap(sc.srvs)])
-	if cap(sc.eps) > scratchKeep {
-		sc.eps = nil
-	}
-	if cap(sc.srvs) > scratchKeep {
-		sc.srvs = nil
-	}
-	if cap(sc.addrs) > scratchKeep {
-		sc.addrs = nil
-	}
-	sc.bare = keptSRV(sc.bare)
-	sc.named = keptSRV(sc.named)
-	sc.targets = keptSRV(sc.targets)
-	return sc
+	return buildScratch{eps: keptList(sc.eps), srvs: keptList(sc.srvs), addrs: keptList(sc.addrs),
+		bare: keptList(sc.bare), named: keptList(sc.named), targets: keptList(sc.targets)}
 }
 
-// keptSRV is s as buildScratch.kept keeps it.
-func keptSRV(s []SRV) []SRV {
-	clear(s[:cap(s)])
+// keptList is s as buildScratch.kept keeps it.
+func keptList[T any](s []T) []T {
+	clear(s)
 	if cap(s) > scratchKeep {
 		return nil
 	}
