@@ -1,9 +1,6 @@
 package store
 
-import (
-	"net/netip"
-	"unsafe"
-)
+import "unsafe"
 
 // A store of 100k Services held a million objects: a node per name, each
 // record's name and lists. The collector marks them at every cycle, and
@@ -72,13 +69,11 @@ func (a *rebuildArena) pack(d *draft) *Node {
 }
 
 // recordArena is where the Services set while a full Publish is pending
-// keep their names and lists: the bulk is a start's first lists (or a
-// Replace). Namespaces and port names are not copied: the feed interns
-// them.
+// keep their names and packed records (svcrecord.go): the bulk is a
+// start's first lists (or a Replace). Namespaces are not copied: the feed
+// interns them.
 type recordArena struct {
-	buf   []byte
-	addrs []netip.Addr
-	ports []Port
+	buf []byte
 }
 
 // str is a copy of s cut from the arena.
@@ -90,19 +85,8 @@ func (a *recordArena) str(s string) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-// list is a copy of x cut from chunk; nil stays nil.
-func list[T any](chunk *[]T, x []T) []T {
-	if len(x) == 0 {
-		return x
-	}
-	return append(cut(chunk, len(x), nodeSlab), x...)
-}
-
-// service is v with its name and lists in the arena.
-func (a *recordArena) service(v Service) Service {
-	v.Name = a.str(v.Name)
-	v.ExternalName = a.str(v.ExternalName)
-	v.ClusterIPs = list(&a.addrs, v.ClusterIPs)
-	v.Ports = list(&a.ports, v.Ports)
-	return v
+// service is v's name and record, cut from the arena.
+func (a *recordArena) service(v *Service) (string, svcRecord) {
+	var tmp [256]byte
+	return a.str(v.Name), svcRecord(a.str(string(appendService(tmp[:0], v))))
 }

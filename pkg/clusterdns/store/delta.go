@@ -181,7 +181,7 @@ func sameShape(svc *Service, was, is []*EndpointSlice) bool {
 // held.
 func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bool {
 	st := s.state
-	svc, ok := s.services[u.nsName]
+	svc, ok := s.service(u.nsName)
 	if !ok || !old.had || s.opts.NoEndpoints || (svc.Type != ClusterIP && svc.Type != Headless) ||
 		!sameService(&svc, &old.svc) || !namespaceExposed(s.exposed, strings.ToLower(svc.Namespace)) {
 		return false

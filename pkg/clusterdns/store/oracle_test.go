@@ -27,8 +27,9 @@ func (s *Store) oracle() *oracleView {
 	}
 	b.addFixedNames()
 	bySvc := oracleSlicesByService(b, s.slices)
-	for _, svc := range s.services {
-		b.addService(&svc, bySvc[nsName{svc.Namespace, svc.Name}])
+	for k, r := range s.services {
+		svc := r.service(k)
+		b.addService(&svc, bySvc[k])
 	}
 	for _, p := range s.pods {
 		b.addPod(&p)

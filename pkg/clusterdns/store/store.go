@@ -90,7 +90,7 @@ type Store struct {
 	mu         sync.Mutex
 	opts       Options
 	exposed    map[string]struct{}
-	services   map[nsName]Service
+	services   map[nsName]svcRecord
 	slices     map[nsName]EndpointSlice
 	pods       map[nsName]Pod
 	namespaces map[string]struct{}
@@ -151,7 +151,7 @@ func New(opts Options) (*Store, error) {
 		opts:       opts,
 		zone:       zone,
 		exposed:    exposedSet(opts.Namespaces),
-		services:   map[nsName]Service{},
+		services:   map[nsName]svcRecord{},
 		slices:     map[nsName]EndpointSlice{},
 		pods:       map[nsName]Pod{},
 		namespaces: map[string]struct{}{},
@@ -231,7 +231,7 @@ func (s *Store) touch(u unitKey) {
 	}
 	kept, _ := s.recent.take(u)
 	if u.kind == unitService {
-		svc, had := s.services[u.nsName]
+		svc, had := s.service(u.nsName)
 		s.olds[u] = &oldRecords{svc: svc, had: had, slices: s.serviceSlices(u.nsName), kept: kept}
 		s.dirty[u] = nil
 		return
@@ -244,7 +244,26 @@ func (s *Store) touch(u unitKey) {
 
 // SetService adds or replaces a Service.
 func (s *Store) SetService(v Service) {
-	setObject(s, &s.services, unitService, (*recordArena).service, v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := v.key()
+	var r svcRecord
+	if a := s.recordArena(); a != nil {
+		k.name, r = a.service(&v)
+	} else {
+		r = newSvcRecord(&v)
+	}
+	s.touch(unitKey{kind: unitService, nsName: k})
+	s.services[k] = r
+}
+
+// service is the Service record of k. s.mu is held.
+func (s *Store) service(k nsName) (Service, bool) {
+	r, ok := s.services[k]
+	if !ok {
+		return Service{}, false
+	}
+	return r.service(k), true
 }
 
 // DeleteService removes a Service.
@@ -298,7 +317,7 @@ func (s *Store) addSlice(v EndpointSlice) {
 }
 
 // SetPod adds or replaces a Pod.
-func (s *Store) SetPod(v Pod) { setObject(s, &s.pods, unitPod, nil, v) }
+func (s *Store) SetPod(v Pod) { setObject(s, &s.pods, unitPod, v) }
 
 // DeletePod removes a Pod.
 func (s *Store) DeletePod(ns, name string) { deleteObject(s, &s.pods, unitPod, ns, name) }
@@ -316,14 +335,9 @@ func (s *Store) DeleteNamespace(name string) {
 // setObject stores an object that is a unit of its own under its
 // namespace and name in *m, after recording what it contributes now. It
 // takes s.mu; m points at a field of s because Replace swaps the maps.
-// While a full Publish is pending, pack (when not nil) first packs the
-// object into the record arena.
-func setObject[V named](s *Store, m *map[nsName]V, kind unitKind, pack func(*recordArena, V) V, v V) {
+func setObject[V named](s *Store, m *map[nsName]V, kind unitKind, v V) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pack != nil && s.full {
-		v = pack(s.recordArena(), v)
-	}
 	k := v.key()
 	s.touch(unitKey{kind: kind, nsName: k})
 	(*m)[k] = v
@@ -381,10 +395,12 @@ func (s *Store) Replace(o Objects) {
 	defer s.mu.Unlock()
 	s.full = true
 	a := s.recordArena()
-	s.services = make(map[nsName]Service, len(o.Services))
+	s.services = make(map[nsName]svcRecord, len(o.Services))
 	for _, v := range o.Services {
-		v = a.service(v)
-		s.services[v.key()] = v
+		k := v.key()
+		var r svcRecord
+		k.name, r = a.service(&v)
+		s.services[k] = r
 	}
 	s.slices = make(map[nsName]EndpointSlice, len(o.EndpointSlices))
 	s.bySvc = map[nsName]map[string]struct{}{}

@@ -57,7 +57,7 @@ func (s *Store) buildUnit(u unitKey, prev *contribution) *contribution {
 	var rec *oldRecords
 	if u.kind == unitService {
 		rec = &oldRecords{}
-		if rec.svc, rec.had = s.services[u.nsName]; rec.had {
+		if rec.svc, rec.had = s.service(u.nsName); rec.had {
 			rec.slices = s.serviceSlices(u.nsName)
 		}
 	}

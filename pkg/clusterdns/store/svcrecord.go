@@ -1,0 +1,102 @@
+package store
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"unsafe"
+)
+
+// svcRecord is a Service record as the Store keeps it: packed in one
+// string, which holds no pointer. The map of 100k Services held nine
+// pointers a record (its names, its lists, an address's zone), and the
+// collector marked them at every cycle: a third of a collection's time.
+// The record is unpacked when a build reads it, one Service at a time.
+//
+// The string holds the type, a flag byte (PublishNotReadyAddresses), the
+// ClusterIPs (a uvarint count, then each as netip.Addr.MarshalBinary
+// gives it, after its uvarint length), the ExternalName and the ports (a
+// uvarint count, then each port's name and protocol, then its number in
+// 2 bytes). Strings are a uvarint length and their bytes. The namespace
+// and the name are the map's key.
+type svcRecord string
+
+// appendService appends v packed to b.
+func appendService(b []byte, v *Service) []byte {
+	var flags byte
+	if v.PublishNotReadyAddresses {
+		flags = 1
+	}
+	b = append(b, byte(v.Type), flags)
+	b = binary.AppendUvarint(b, uint64(len(v.ClusterIPs)))
+	for _, a := range v.ClusterIPs {
+		var tmp [64]byte
+		ab, _ := a.AppendBinary(tmp[:0]) // it does not fail
+		b = appendStr(b, unsafe.String(unsafe.SliceData(ab), len(ab)))
+	}
+	b = appendStr(b, v.ExternalName)
+	b = binary.AppendUvarint(b, uint64(len(v.Ports)))
+	for _, p := range v.Ports {
+		b = appendStr(appendStr(b, p.Name), p.Protocol)
+		b = binary.BigEndian.AppendUint16(b, p.Port)
+	}
+	return b
+}
+
+func appendStr(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// newSvcRecord is v packed in a string of its own.
+func newSvcRecord(v *Service) svcRecord {
+	var tmp [256]byte
+	return svcRecord(appendService(tmp[:0], v))
+}
+
+// service is the record unpacked, with k's namespace and name. Its
+// strings share the record's bytes; its lists are its own.
+func (r svcRecord) service(k nsName) Service {
+	s := string(r)
+	v := Service{Namespace: k.ns, Name: k.name, Type: ServiceType(s[0]), PublishNotReadyAddresses: s[1]&1 != 0}
+	off := 2
+	n, off := recUvarint(s, off)
+	if n > 0 {
+		v.ClusterIPs = make([]netip.Addr, n)
+		for i := range v.ClusterIPs {
+			var a string
+			a, off = recStr(s, off)
+			v.ClusterIPs[i].UnmarshalBinary(unsafe.Slice(unsafe.StringData(a), len(a))) // made by MarshalBinary
+		}
+	}
+	v.ExternalName, off = recStr(s, off)
+	n, off = recUvarint(s, off)
+	if n > 0 {
+		v.Ports = make([]Port, n)
+		for i := range v.Ports {
+			p := &v.Ports[i]
+			p.Name, off = recStr(s, off)
+			p.Protocol, off = recStr(s, off)
+			p.Port = uint16(s[off])<<8 | uint16(s[off+1])
+			off += 2
+		}
+	}
+	return v
+}
+
+// recUvarint is the uvarint at s[off:] and the offset after it.
+func recUvarint(s string, off int) (int, int) {
+	var x uint64
+	for shift := 0; ; shift += 7 {
+		c := s[off]
+		off++
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int(x), off
+		}
+	}
+}
+
+// recStr is the string at s[off:] and the offset after it.
+func recStr(s string, off int) (string, int) {
+	n, off := recUvarint(s, off)
+	return s[off : off+n], off + n
+}
