@@ -4,10 +4,11 @@ import "unsafe"
 
 // A store of 100k Services held a million objects: a node per name, each
 // record's name and lists. The collector marks them at every cycle, and
-// while it marks, a DNS server of one CPU answers late. Two arenas carve
-// the long-lived ones from shared chunks: a collection at 100k takes 30 %
-// less time (BenchmarkHeap's gc-ms), chiefly because the nodes a build
-// makes together lie together.
+// while it marks, a DNS server of one CPU answers late. The nodes and the
+// Service records are packed without pointers now (node.go,
+// svcrecord.go), and two arenas carve the long-lived ones from shared
+// chunks, with the names the index keeps: the objects a build makes
+// together lie together.
 //
 // A chunk lives while anything cut from it does. So an arena serves only
 // a bulk of objects made together, and is dropped after: a chunk then
@@ -19,12 +20,11 @@ import "unsafe"
 // of both kinds would keep the dead endpoints' nodes as long as the
 // Services live. Nor are the EndpointSlice and Pod records packed.
 
-// byteChunk, nodeChunk and nodeSlab are the sizes of the chunks: bytes
-// of names, bytes of packed nodes, and items of the records' lists.
+// byteChunk and nodeChunk are the sizes of the chunks: bytes of names and
+// records, bytes of packed nodes.
 const (
 	byteChunk = 16 << 10
 	nodeChunk = 32 << 10
-	nodeSlab  = 256
 )
 
 // cut returns an empty slice with room for n items, cut from the end of
