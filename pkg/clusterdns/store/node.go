@@ -66,25 +66,19 @@ func (n *Node) AAAAAt(i int) netip.Addr {
 }
 
 // A is the node's IPv4 addresses, in a new slice.
-func (n *Node) A() []netip.Addr {
-	if n.nA == 0 {
-		return nil
-	}
-	out := make([]netip.Addr, n.nA)
-	for i := range out {
-		out[i] = n.AAt(i)
-	}
-	return out
-}
+func (n *Node) A() []netip.Addr { return addrList(n.NumA(), n.AAt) }
 
 // AAAA is the node's IPv6 addresses, in a new slice.
-func (n *Node) AAAA() []netip.Addr {
-	if n.n6 == 0 {
+func (n *Node) AAAA() []netip.Addr { return addrList(n.NumAAAA(), n.AAAAAt) }
+
+// addrList is the count addresses at gives, in a new slice.
+func addrList(count int, at func(int) netip.Addr) []netip.Addr {
+	if count == 0 {
 		return nil
 	}
-	out := make([]netip.Addr, n.n6)
+	out := make([]netip.Addr, count)
 	for i := range out {
-		out[i] = n.AAAAAt(i)
+		out[i] = at(i)
 	}
 	return out
 }
@@ -260,20 +254,26 @@ func sortRecords(d *draft) {
 func (d *draft) packedSize() int {
 	n := nodeHeader + 4*d.nA + 16*(len(d.addrs)-d.nA)
 	str := func(s string) { n += uvarintLen(len(s)) + len(s) }
-	if d.cname != "" {
-		str(d.cname)
-	}
-	for _, s := range d.ptrs {
-		str(s)
-	}
-	for _, s := range d.txts {
-		str(s)
-	}
+	d.eachStr(str)
 	for _, s := range d.srv {
 		n += 6
 		str(s.Target)
 	}
 	return n
+}
+
+// eachStr calls f with d's strings in their packed order: the CNAME
+// target, the PTR targets, the TXT strings.
+func (d *draft) eachStr(f func(string)) {
+	if d.cname != "" {
+		f(d.cname)
+	}
+	for _, s := range d.ptrs {
+		f(s)
+	}
+	for _, s := range d.txts {
+		f(s)
+	}
 }
 
 func uvarintLen(x int) int {
@@ -300,15 +300,7 @@ func (d *draft) packInto(buf []byte) *Node {
 		b = append(b, x[:]...)
 	}
 	str := func(s string) { b = append(binary.AppendUvarint(b, uint64(len(s))), s...) }
-	if n.cname {
-		str(d.cname)
-	}
-	for _, s := range d.ptrs {
-		str(s)
-	}
-	for _, s := range d.txts {
-		str(s)
-	}
+	d.eachStr(str)
 	for _, s := range d.srv {
 		b = binary.BigEndian.AppendUint16(b, s.Priority)
 		b = binary.BigEndian.AppendUint16(b, s.Weight)

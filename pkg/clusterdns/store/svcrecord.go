@@ -84,15 +84,9 @@ func (r svcRecord) service(k nsName) Service {
 
 // recUvarint is the uvarint at s[off:] and the offset after it.
 func recUvarint(s string, off int) (int, int) {
-	var x uint64
-	for shift := 0; ; shift += 7 {
-		c := s[off]
-		off++
-		x |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return int(x), off
-		}
-	}
+	rest := s[off:]
+	x, k := binary.Uvarint(unsafe.Slice(unsafe.StringData(rest), len(rest)))
+	return int(x), off + k
 }
 
 // recStr is the string at s[off:] and the offset after it.
