@@ -156,14 +156,6 @@ func (b *builder) addEndpointNames(eps []served) {
 	}
 }
 
-// prevNode is the node of name where the build takes nodes from.
-func (b *builder) prevNode(name string) (*Node, bool) {
-	if b.prev == nil {
-		return nil, false
-	}
-	return b.prev.get(name)
-}
-
 // takeEndpoint puts in the build the previous contribution's nodes of
 // endpoint e when they hold just what e makes: its address, its name. It
 // reports whether it did. Neither name may hold data of this build yet; a
