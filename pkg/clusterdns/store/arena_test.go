@@ -15,12 +15,15 @@ func TestCut(t *testing.T) {
 		n, size    int
 		from       string // "chunk" (the one there), "new chunk" or "alone"
 		chunkAfter int    // the chunk's length after
+		chunkCap   int    // the chunk's capacity after
 	}{
-		{name: "first cut makes a chunk", n: 3, size: 64, from: "new chunk", chunkAfter: 3},
-		{name: "fits", used: 10, room: 64, n: 8, size: 64, from: "chunk", chunkAfter: 18},
-		{name: "fits exactly", used: 56, room: 64, n: 8, size: 64, from: "chunk", chunkAfter: 64},
-		{name: "no room: a new chunk", used: 60, room: 64, n: 5, size: 64, from: "new chunk", chunkAfter: 5},
-		{name: "a large list alone", used: 10, room: 64, n: 9, size: 64, from: "alone", chunkAfter: 10},
+		{name: "first cut makes a chunk of a 32nd", n: 3, size: 256, from: "new chunk", chunkAfter: 3, chunkCap: 8},
+		{name: "a first cut larger than a 32nd", n: 20, size: 256, from: "new chunk", chunkAfter: 20, chunkCap: 20},
+		{name: "fits", used: 10, room: 64, n: 8, size: 64, from: "chunk", chunkAfter: 18, chunkCap: 64},
+		{name: "fits exactly", used: 56, room: 64, n: 8, size: 64, from: "chunk", chunkAfter: 64, chunkCap: 64},
+		{name: "no room: a new chunk twice the last", used: 14, room: 16, n: 4, size: 256, from: "new chunk", chunkAfter: 4, chunkCap: 32},
+		{name: "no room: a new chunk of at most size", used: 60, room: 64, n: 5, size: 64, from: "new chunk", chunkAfter: 5, chunkCap: 64},
+		{name: "a large list alone", used: 10, room: 64, n: 9, size: 64, from: "alone", chunkAfter: 10, chunkCap: 64},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -33,8 +36,8 @@ func TestCut(t *testing.T) {
 			if len(got) != 0 || cap(got) != tc.n {
 				t.Fatalf("cut = len %d cap %d, want 0 and %d", len(got), cap(got), tc.n)
 			}
-			if len(chunk) != tc.chunkAfter || (tc.from != "new chunk" && cap(chunk) != tc.room) || (tc.from == "new chunk" && cap(chunk) != tc.size) {
-				t.Errorf("chunk len %d cap %d, want %d", len(chunk), cap(chunk), tc.chunkAfter)
+			if len(chunk) != tc.chunkAfter || cap(chunk) != tc.chunkCap {
+				t.Errorf("chunk len %d cap %d, want %d and %d", len(chunk), cap(chunk), tc.chunkAfter, tc.chunkCap)
 			}
 			from := "alone"
 			switch {
