@@ -38,9 +38,9 @@
 // never scans it. A build makes drafts of its nodes and packs them when
 // it finishes; a rebuild packs them in shared chunks (arena.go). The
 // Service records are packed too, one string each (svcrecord.go).
-// BenchmarkHeap gives the live heap at rest (10, 52 and 104 MiB at 10k,
+// BenchmarkHeap gives the live heap at rest (12, 53 and 105 MiB at 10k,
 // 50k and 100k Services), its objects and the time of a collection on
-// one CPU (46 ms at 100k).
+// one CPU (39 ms at 100k).
 //
 // The published index is sharded copy-on-write (shard.go): runs of about
 // 32 names sorted by hash behind a two-level array; a Publish copies the
