@@ -319,17 +319,36 @@ func (d *draft) pack() *Node {
 // unpack makes d, emptied, hold n's records.
 func (n *Node) unpack(d *draft) {
 	d.reset(n.TTL)
+	n.addTo(d)
+}
+
+// addTo adds n's records to d: its addresses after d's (A, then AAAA:
+// in order for an empty d, and mergeNodes sorts them), its PTR targets,
+// TXT strings and SRV records after d's, its CNAME when d has none.
+func (n *Node) addTo(d *draft) {
 	for i := range n.NumA() {
 		d.addrs = append(d.addrs, n.AAt(i))
 	}
 	for i := range n.NumAAAA() {
 		d.addrs = append(d.addrs, n.AAAAAt(i))
 	}
-	d.nA = n.NumA()
-	d.cname = n.CNAME()
-	d.ptrs = append(d.ptrs, n.PTR()...)
-	d.txts = append(d.txts, n.TXT()...)
-	d.srv = append(d.srv, n.SRV()...)
+	d.nA += n.NumA()
+	off := n.strStart()
+	var s string
+	if n.cname {
+		if s, off = n.str(off); d.cname == "" {
+			d.cname = s
+		}
+	}
+	for range n.nPTR {
+		s, off = n.str(off)
+		d.ptrs = append(d.ptrs, s)
+	}
+	for range n.nTXT {
+		s, off = n.str(off)
+		d.txts = append(d.txts, s)
+	}
+	d.srv = n.appendSRV(d.srv)
 }
 
 // reset empties d for a node of ttl; it keeps its lists' room and drops
@@ -354,17 +373,10 @@ func emptyNode(ttl uint32) *Node {
 // O(k log k), not O(k²).
 func mergeNodes(nodes []*Node) *Node {
 	m := &draft{ttl: nodes[0].TTL}
-	var addrs []netip.Addr
 	for _, n := range nodes {
-		addrs = append(append(addrs, n.A()...), n.AAAA()...)
-		m.ptrs = append(m.ptrs, n.PTR()...)
-		m.txts = append(m.txts, n.TXT()...)
-		m.srv = append(m.srv, n.SRV()...)
-		if m.cname == "" {
-			m.cname = n.CNAME()
-		}
+		n.addTo(m)
 	}
-	addAddrs(m, addrs)
+	addAddrs(m, nil) // sorts the families apart and counts the A records again
 	slices.Sort(m.ptrs)
 	m.ptrs = slices.Compact(m.ptrs)
 	return m.pack()
