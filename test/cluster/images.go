@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -33,10 +34,15 @@ import (
 // reference, and so do the tarballs: busybox:1.36 is imported as
 // docker.io/library/busybox:1.36, which is the name the CRI looks up for a
 // pod that asks for busybox:1.36.
+//
+// The test images are those of test/utils/image/manifest.go at the
+// release test/testbin pins (v1.37.2), so that e2e.test finds them.
 const (
-	AgnhostImage  = "registry.k8s.io/e2e-test-images/agnhost:2.56"
-	DnsutilsImage = "registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7"
-	BusyboxImage  = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+	AgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.66.1"
+	// DnsutilsImage is the DNS specs' client image: glibc-dns-testing,
+	// jessie-dnsutils before v1.36.
+	DnsutilsImage = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1"
+	BusyboxImage  = "registry.k8s.io/e2e-test-images/busybox:1.37.0-2"
 	PauseImage    = "registry.k8s.io/pause:3.10.1"
 	// CoreDNSImage is kubeadm's CoreDNS: /coredns (test/testbin's
 	// CoreDNS) as its entrypoint, nothing else, as upstream's image.
@@ -48,6 +54,15 @@ const (
 	// ProductImage is the name deploy/kustomization.yaml renders.
 	ProductImage = "dnsconfigurer:latest"
 )
+
+// prevReleaseImages are the same stand-ins under the names of the oldest
+// tested release's e2e.test (v1.34.4, test/testbin/release-1.34): the
+// TestClusterOldest stage runs that release's specs on this cluster.
+var prevReleaseImages = map[string]string{
+	"registry.k8s.io/e2e-test-images/agnhost:2.56":        AgnhostImage,
+	"registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7": DnsutilsImage,
+	"registry.k8s.io/e2e-test-images/busybox:1.37.0-1":    BusyboxImage,
+}
 
 // imgEnv is the environment of every stand-in image: Debian's PATH.
 var imgEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
@@ -166,7 +181,7 @@ func standInImages(ctx context.Context, dir, binDir string) (map[string]string, 
 	}{
 		// agnhost: ENTRYPOINT ["/agnhost"], CMD ["pause"].
 		{AgnhostImage, containerd.Image{Files: agnhostFiles, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}},
-		// jessie-dnsutils inherits debian's CMD ["bash"].
+		// glibc-dns-testing (and jessie-dnsutils) inherit debian's CMD ["bash"].
 		{DnsutilsImage, containerd.Image{Files: tools, Cmd: []string{"bash"}}},
 		// busybox images: CMD ["sh"].
 		{BusyboxImage, containerd.Image{Files: tools, Cmd: []string{"sh"}}},
@@ -182,6 +197,16 @@ func standInImages(ctx context.Context, dir, binDir string) (map[string]string, 
 			{Path: "/etc/passwd", Mode: 0o644, Data: []byte(imgPasswd)},
 			{Path: "/etc/group", Mode: 0o644, Data: []byte(imgGroup)},
 		}, Entrypoint: []string{"/pause"}}},
+	}
+	for _, old := range slices.Sorted(maps.Keys(prevReleaseImages)) {
+		for _, im := range images {
+			if im.ref == prevReleaseImages[old] {
+				images = append(images, struct {
+					ref string
+					img containerd.Image
+				}{old, im.img})
+			}
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("stand-in images: %w", err)

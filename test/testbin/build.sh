@@ -5,10 +5,15 @@
 # kube-proxy, e2e.test, agnhost and coredns) run, and prints the directory
 # holding them.
 #
-# Usage: test/testbin/build.sh [OUTDIR]
+# Usage: test/testbin/build.sh [-m MODULE] [OUTDIR]
+#
+# MODULE is the Go module that pins the release: test/testbin itself (the
+# default, the newest release CI tests) or one of its release-* directories
+# (release-1.34: the oldest release CI tests). e2e.test is upstream's
+# sig-network specs alone (e2edns), not the whole upstream suite.
 #
 # Without OUTDIR the binaries go to a cache directory outside the repository,
-# keyed by the sha256 of test/testbin/go.sum:
+# keyed by the sha256 of the module's go.sum:
 #
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/dnsconfigurer/testbin/<sha256 of go.sum>/
 #
@@ -23,18 +28,31 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+usage() {
+	echo "usage: $0 [-m MODULE] [OUTDIR]" >&2
+	exit 2
+}
+if [[ "${1:-}" == "-m" ]]; then
+	[[ $# -ge 2 ]] || usage
+	case "$2" in
+	/*) here="$2" ;;
+	*) here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$2" ;;
+	esac
+	[[ -f "$here/go.mod" ]] || { echo "build.sh: $here has no go.mod" >&2; exit 2; }
+	here="$(cd "$here" && pwd)"
+	shift 2
+fi
 # coredns is a module of its own (its dependencies would move Kubernetes'
 # ones), built with go install at this pinned version; agnhost's image ships
 # it as /coredns, and the upstream DNS e2e specs run it from there.
 coredns_version=v1.15.0
 sum="$(sha256sum "$here/go.sum" | cut -d' ' -f1)"
 # The stamp names everything the binaries were built from.
-stamp="$sum coredns $coredns_version"
+stamp="$sum coredns $coredns_version e2edns $(sha256sum "$here/e2edns/dns_test.go" | cut -d' ' -f1)"
 bins=(kube-apiserver etcd kubectl kubelet kube-controller-manager kube-scheduler kube-proxy agnhost e2e.test coredns)
 
 if [[ $# -gt 1 ]]; then
-	echo "usage: $0 [OUTDIR]" >&2
-	exit 2
+	usage
 fi
 if [[ $# -eq 1 ]]; then
 	out="$1"
@@ -102,7 +120,7 @@ go build -trimpath -ldflags "$ldflags" -o "$tmp/" \
 	k8s.io/kubernetes/cmd/kubectl \
 	k8s.io/kubernetes/test/images/agnhost
 echo "build.sh: building e2e.test $version ($((SECONDS - start))s so far)" >&2
-go test -c -trimpath -ldflags "$ldflags" -o "$tmp/e2e.test" k8s.io/kubernetes/test/e2e
+go test -c -trimpath -ldflags "$ldflags" -o "$tmp/e2e.test" ./e2edns
 echo "build.sh: building etcd $(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3) ($((SECONDS - start))s so far)" >&2
 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
 echo "build.sh: building coredns $coredns_version ($((SECONDS - start))s so far)" >&2

@@ -1,0 +1,111 @@
+# .ci/lib.sh: stages with their times, and builds in the background, for .ci/run and .ci/long.
+# Sourced, not run.
+
+ci_tmp="$(mktemp -d)"
+ci_begin=$SECONDS
+ci_stage=""
+ci_stage_begin=$SECONDS
+ci_times=()
+ci_pids=()
+
+# stage NAME starts a stage: it ends the one before, printing its time.
+stage() {
+	stage_end
+	ci_stage="$1"
+	ci_stage_begin=$SECONDS
+	echo "== $ci_stage"
+}
+
+stage_end() {
+	if [ -n "$ci_stage" ]; then
+		local took=$((SECONDS - ci_stage_begin))
+		ci_times+=("$(printf '%5ds  %s' "$took" "$ci_stage")")
+		echo "ci: stage took ${took}s (${ci_stage})"
+		ci_stage=""
+	fi
+}
+
+# stage_summary ends the last stage and prints every stage's time and the total.
+stage_summary() {
+	stage_end
+	echo "== stage times (total $((SECONDS - ci_begin))s, $(((SECONDS - ci_begin + 30) / 60)) min)"
+	printf 'ci: %s\n' "${ci_times[@]}"
+	local name
+	for name in "${!ci_build_took[@]}"; do
+		echo "ci: background build $name took ${ci_build_took[$name]}s"
+	done
+}
+
+declare -A ci_build_pid=()
+declare -A ci_build_took=()
+
+# start_build NAME CMD... runs CMD in the background at low priority, its stdout (a directory)
+# and stderr kept for wait_build. Builds run one after another, in the order they were started:
+# each holds a lock of its own while it runs and waits for the lock of the one before.
+ci_build_last=""
+start_build() {
+	local name="$1" prev="$ci_build_last"
+	shift
+	exec 9>"$ci_tmp/$name.lock"
+	flock 9
+	(
+		if [ -n "$prev" ]; then
+			flock "$ci_tmp/$prev.lock" true
+		fi
+		begin=$SECONDS
+		rc=0
+		nice -n 15 "$@" >"$ci_tmp/$name.out" 2>"$ci_tmp/$name.log" || rc=$?
+		echo "$((SECONDS - begin))" >"$ci_tmp/$name.took"
+		exit "$rc"
+	) &
+	exec 9>&-
+	ci_build_pid[$name]=$!
+	ci_pids+=("$!")
+	ci_build_last="$name"
+}
+
+# wait_build NAME waits for a build started with start_build, prints its log, sets ci_built to
+# its output (a directory), and fails the run when it failed. Not in $(...): only this shell can
+# wait for the build.
+wait_build() {
+	local name="$1"
+	if ! wait "${ci_build_pid[$name]}"; then
+		echo "build $name failed:"
+		cat "$ci_tmp/$name.log"
+		exit 1
+	fi
+	cat "$ci_tmp/$name.log"
+	ci_build_took[$name]="$(cat "$ci_tmp/$name.took")"
+	ci_built="$(cat "$ci_tmp/$name.out")"
+	echo "ci: background build $name took ${ci_build_took[$name]}s: $ci_built"
+}
+
+# summarize_cluster passes a verbose go test run of test/cluster through whole when it failed,
+# else only its result lines and the upstream DNS specs' counts (the full log stays in a file).
+summarize_cluster() {
+	local log="$ci_tmp/cluster-$SECONDS.log"
+	cat >"$log"
+	if grep -qE '^(--- FAIL|FAIL)' "$log"; then
+		tail -n 400 "$log"
+		return 1
+	fi
+	grep -E '^(multinode:|ok|PASS)|--- (PASS|FAIL|SKIP)|upstream DNS specs|cluster up in|  (passed|skipped): ' "$log"
+}
+
+# ci_kill_tree PID ends a process and everything it started.
+ci_kill_tree() {
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		ci_kill_tree "$c"
+	done
+	kill "$1" 2>/dev/null || true
+}
+
+ci_cleanup() {
+	local p
+	for p in "${ci_pids[@]}"; do
+		ci_kill_tree "$p"
+	done
+	rm -rf "$ci_tmp"
+}
+trap ci_cleanup EXIT
