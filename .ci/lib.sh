@@ -25,7 +25,29 @@ stage_end() {
 	fi
 }
 
-# stage_summary ends the last stage and prints every stage's time and the total.
+# run_stage NAME FUNC runs FUNC as a stage of its own, in a subshell with errexit on: a stage that
+# fails is reported and the run goes on to the next stage; stage_summary then fails the run. (A
+# stage that sets variables for later ones runs in this shell, with stage.)
+ci_failed=()
+run_stage() {
+	local name="$1" rc
+	shift
+	stage "$name"
+	set +e
+	(
+		set -e
+		"$@"
+	)
+	rc=$?
+	set -e
+	if [ "$rc" -ne 0 ]; then
+		ci_failed+=("$name")
+		echo "ci: stage FAILED (exit $rc): $name"
+	fi
+}
+
+# stage_summary ends the last stage, prints every stage's time and the total, and fails when a
+# stage failed.
 stage_summary() {
 	stage_end
 	echo "== stage times (total $((SECONDS - ci_begin))s, $(((SECONDS - ci_begin + 30) / 60)) min)"
@@ -34,6 +56,11 @@ stage_summary() {
 	for name in "${!ci_build_took[@]}"; do
 		echo "ci: background build $name took ${ci_build_took[$name]}s"
 	done
+	if [ "${#ci_failed[@]}" -gt 0 ]; then
+		printf 'ci: FAILED: %s\n' "${ci_failed[@]}"
+		return 1
+	fi
+	echo "ci: every stage passed"
 }
 
 declare -A ci_build_pid=()
