@@ -25,13 +25,19 @@ import (
 // slim record at once, and a relist asks the store which keys it holds,
 // so the store's records are the only copy of the cluster. The store is
 // published after the first full sync and then right after each change
-// (changes that arrive while a publish runs go into the next one).
+// (changes that arrive while a publish runs go into the next one). An
+// object that does not convert is removed from the store and reported
+// through Skips.
 type Cluster struct {
 	Client      kubernetes.Interface
 	Store       Publisher
 	Logger      *slog.Logger
 	Pods        bool
 	NoEndpoints bool
+	// Skips reports the objects that do not convert (default: logged
+	// with Logger, counted on no registry, no Events). Share one across
+	// the feeds of a server so that each problem is reported once.
+	Skips *Skips
 }
 
 // Run starts the reflectors, publishes after the first sync and keeps the
@@ -53,8 +59,12 @@ func (c *Cluster) Run(ctx context.Context) error {
 		default:
 		}
 	}
+	skips := c.Skips
+	if skips == nil {
+		skips = unregisteredSkips(log)
+	}
 	var synced []<-chan struct{}
-	for _, k := range c.kinds(sink{ctx: ctx, log: log, store: c.Store}) {
+	for _, k := range c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}) {
 		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{})}
 		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, c.Client), k.example, ks,
 			cache.ReflectorOptions{Name: k.name})
@@ -105,17 +115,29 @@ type kind struct {
 	transform cache.TransformFunc // what a streamed initial list holds of an object until its Replace
 	set, del  func(obj any)
 	keys      func() []store.Key // what the store holds of the kind
+	// relisted, when set, learns the keys of a full list.
+	relisted func(listed map[store.Key]struct{})
 }
+
+// objectKind is a kind of object the feed converts: its label (KindService,
+// ...) and what an Event's reference to one says.
+type objectKind struct{ label, kind, apiVersion string }
+
+var (
+	serviceKind       = objectKind{KindService, "Service", "v1"}
+	endpointSliceKind = objectKind{KindEndpointSlice, "EndpointSlice", "discovery.k8s.io/v1"}
+	podKind           = objectKind{KindPod, "Pod", "v1"}
+)
 
 // kinds lists the resources Run follows, each applying its events to the
 // store through s.
 func (c *Cluster) kinds(s sink) []kind {
 	core, disc := c.Client.CoreV1(), c.Client.DiscoveryV1()
-	setService, stageService := setter(s, "service", keepAll(ToService), s.store.SetService, s.store.DeleteService)
+	setService, stageService := setter(s, serviceKind, keepAll(ToService), s.store.SetService, s.store.DeleteService)
 	ks := []kind{{
 		name: "services", example: &corev1.Service{}, transform: stageService,
-		set: setService, del: deleter(s.store.DeleteService),
-		keys: s.keys(store.KindService),
+		set: setService, del: s.deleter(serviceKind, s.store.DeleteService),
+		keys: s.keys(store.KindService), relisted: s.relisted(serviceKind),
 		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return core.Services("").List(ctx, o)
 		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -123,10 +145,11 @@ func (c *Cluster) kinds(s sink) []kind {
 		}),
 	}}
 	if !c.NoEndpoints {
-		set, stage := setter(s, "endpointslice", keepAll(ToEndpointSlice), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
+		set, stage := setter(s, endpointSliceKind, keepAll(ToEndpointSlice), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
 		ks = append(ks, kind{
 			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stage, set: set,
-			del: deleter(s.store.DeleteEndpointSlice), keys: s.keys(store.KindEndpointSlice),
+			del: s.deleter(endpointSliceKind, s.store.DeleteEndpointSlice), keys: s.keys(store.KindEndpointSlice),
+			relisted: s.relisted(endpointSliceKind),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return disc.EndpointSlices("").List(ctx, o)
 			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -144,10 +167,10 @@ func (c *Cluster) kinds(s sink) []kind {
 		}),
 	})
 	if c.Pods {
-		set, stage := setter(s, "pod", ToPod, s.store.SetPod, s.store.DeletePod)
+		set, stage := setter(s, podKind, ToPod, s.store.SetPod, s.store.DeletePod)
 		ks = append(ks, kind{
-			name: "pods", example: &corev1.Pod{}, transform: stage, set: set, del: deleter(s.store.DeletePod),
-			keys: s.keys(store.KindPod),
+			name: "pods", example: &corev1.Pod{}, transform: stage, set: set, del: s.deleter(podKind, s.store.DeletePod),
+			keys: s.keys(store.KindPod), relisted: s.relisted(podKind),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Pods("").List(ctx, o)
 			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -218,7 +241,8 @@ func (k *keyedStore) apply(obj any, set bool) error {
 }
 
 // Replace applies a full list: every object in it, then a delete for each
-// object the store holds that the list no longer has.
+// object the store holds that the list no longer has; the skipped objects
+// the list no longer has are forgotten.
 func (k *keyedStore) Replace(list []any, _ string) error {
 	listed := make(map[store.Key]struct{}, len(list))
 	var errs []error
@@ -236,6 +260,9 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 			k.kind.del(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 		}
 	}
+	if k.kind.relisted != nil {
+		k.kind.relisted(listed)
+	}
 	select {
 	case <-k.synced:
 	default:
@@ -249,12 +276,12 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 }
 
 // sink applies watch events to the store: objects are converted to slim
-// records, and one that does not convert is logged and removed. ctx is
-// Run's, for the log records only.
+// records, and one that does not convert is removed and reported through
+// skips. ctx is Run's, for the log records only.
 type sink struct {
 	ctx   context.Context
-	log   *slog.Logger
 	store Publisher
+	skips *Skips
 }
 
 // staged is what a kind's transform makes of an object of a streamed
@@ -280,15 +307,19 @@ type keyed interface{ key() store.Key }
 
 // setter returns the handler that stores what conv keeps of a T and
 // removes a T it does not keep (a pod that ToPod drops, say), and the
-// transform that converts a streamed T ahead of it; what names the kind
-// in the log.
-func setter[T metav1.Object, R any](s sink, what string, conv func(T) (R, bool, error), set func(R), del func(ns, name string)) (func(obj any), cache.TransformFunc) {
+// transform that converts a streamed T ahead of it. A T that does not
+// convert is removed and reported (once per problem) as an object of k.
+func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool, error), set func(R), del func(ns, name string)) (func(obj any), cache.TransformFunc) {
 	apply := func(ns, name string, rec R, keep bool, err error) {
+		ns = defaultNamespace(ns)
 		if err != nil {
-			s.log.WarnContext(s.ctx, "skipping "+what, "err", err)
+			s.skips.object(s.ctx, k, err)
+			del(ns, name)
+			return
 		}
-		if err != nil || !keep {
-			del(defaultNamespace(ns), name)
+		s.skips.served(k.label, ns, name)
+		if !keep {
+			del(ns, name)
 			return
 		}
 		set(rec)
@@ -322,17 +353,29 @@ func keepAll[T, R any](conv func(T) (R, error)) func(T) (R, bool, error) {
 	}
 }
 
-// deleter returns the handler that removes an object by namespace and name.
-func deleter(del func(ns, name string)) func(obj any) {
+// deleter returns the handler that removes an object of k by namespace
+// and name, and forgets its problem.
+func (s sink) deleter(k objectKind, del func(ns, name string)) func(obj any) {
 	return func(obj any) {
+		var ns, name string
 		switch m := obj.(type) {
 		case keyed:
-			k := m.key()
-			del(defaultNamespace(k.Namespace), k.Name)
+			key := m.key()
+			ns, name = defaultNamespace(key.Namespace), key.Name
 		case metav1.Object:
-			del(namespaceOf(m), m.GetName())
+			ns, name = namespaceOf(m), m.GetName()
+		default:
+			return
 		}
+		del(ns, name)
+		s.skips.served(k.label, ns, name)
 	}
+}
+
+// relisted returns what forgets the problems of the objects of k that a
+// full list no longer has.
+func (s sink) relisted(k objectKind) func(map[store.Key]struct{}) {
+	return func(listed map[store.Key]struct{}) { s.skips.relisted(k.label, listed) }
 }
 
 // keys returns what the store holds of kind k.

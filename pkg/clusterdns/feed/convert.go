@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/fqdn"
@@ -45,9 +46,98 @@ func protocol(p corev1.Protocol) (string, error) {
 	return "", fmt.Errorf("%q: want TCP, UDP or SCTP", p)
 }
 
-// Names become DNS names: convert refuses those the API server refuses
-// (a manifest is not validated by it), so that every name in the store
-// is one a DNS message can carry.
+// Names become DNS names: convert refuses those the API server of the
+// newest release refuses (a manifest is not validated by it), and the few
+// it stores that a DNS message cannot carry, so that every name in the
+// store is one it can.
+
+// Kinds of objects, as ObjectError.Kind and the kind label of
+// objects_skipped_total.
+const (
+	KindService       = "service"
+	KindEndpointSlice = "endpointslice"
+	KindPod           = "pod"
+	KindNamespace     = "namespace"
+)
+
+// Reasons an object is skipped: the reason label of objects_skipped_total.
+const (
+	// ReasonInvalidName: metadata.name or metadata.namespace is empty or
+	// not a name DNS can serve.
+	ReasonInvalidName = "invalid-name"
+	// ReasonInvalidField: another field, such as an address, a port, a
+	// protocol, a hostname or an ExternalName.
+	ReasonInvalidField = "invalid-field"
+	// ReasonMissingLabel: a manifest's EndpointSlice without the
+	// kubernetes.io/service-name label.
+	ReasonMissingLabel = "missing-label"
+	// ReasonDecode: a manifest document that does not decode (YAML, JSON,
+	// a strict field error, no kind), or the rest of a YAML stream that
+	// cannot be split.
+	ReasonDecode = "decode"
+	// ReasonUnreadable: a manifest file that cannot be read.
+	ReasonUnreadable = "unreadable"
+	// ReasonTooLarge: a manifest file larger than MaxManifestSize.
+	ReasonTooLarge = "too-large"
+)
+
+// ObjectError is why an object does not convert: the field and what is
+// wrong with it.
+type ObjectError struct {
+	Kind      string // KindService, KindEndpointSlice, KindPod or KindNamespace
+	Namespace string // "" for a Namespace
+	Name      string
+	UID       types.UID // the API server's, for an Event on the object
+	Field     string    // such as metadata.name or spec.ports[1].protocol
+	Err       error
+}
+
+// Error is "service prod/web: spec.ports[1].protocol "QUIC": want TCP, UDP
+// or SCTP".
+func (e *ObjectError) Error() string {
+	return e.Object() + ": " + e.Problem()
+}
+
+// Object names the object: "service prod/web", "namespace prod", or the
+// kind alone when the name is empty.
+func (e *ObjectError) Object() string {
+	switch {
+	case e.Name == "":
+		return e.Kind
+	case e.Kind == KindNamespace:
+		return e.Kind + " " + e.Name
+	}
+	return e.Kind + " " + e.Namespace + "/" + e.Name
+}
+
+// Problem is the field and what is wrong with it, without the object.
+func (e *ObjectError) Problem() string { return e.Field + " " + e.Err.Error() }
+
+func (e *ObjectError) Unwrap() error { return e.Err }
+
+// Reason is the reason label of the error: ReasonInvalidName for the
+// object's name and namespace, ReasonMissingLabel for a label,
+// ReasonInvalidField otherwise.
+func (e *ObjectError) Reason() string {
+	switch {
+	case e.Field == "metadata.name" || e.Field == "metadata.namespace":
+		return ReasonInvalidName
+	case strings.HasPrefix(e.Field, "metadata.labels"):
+		return ReasonMissingLabel
+	}
+	return ReasonInvalidField
+}
+
+// objectErr returns the ObjectError of field of m, an object of kind.
+func objectErr(kind string, m metav1.Object, field string, err error) *ObjectError {
+	e := &ObjectError{Kind: kind, Name: m.GetName(), UID: m.GetUID(), Field: field, Err: err}
+	if kind != KindNamespace {
+		e.Namespace = namespaceOf(m)
+	}
+	return e
+}
+
+var errEmpty = errors.New("is empty")
 
 // checkName returns why value fails check (an API server name rule), or
 // nil.
@@ -72,49 +162,54 @@ func checkHostname(name string) error {
 	return nil
 }
 
-// checkPort returns the lowercase protocol of port i of a list (field, e.g.
-// "spec.ports"), or why its name (empty or a DNS-1123 label) or protocol
-// is refused, naming the field.
-func checkPort(field string, i int, name string, p corev1.Protocol) (string, error) {
+// checkPort returns the lowercase protocol of port i of a list (list, e.g.
+// "spec.ports"), or the field (list[i].name or list[i].protocol) and why
+// its name (empty or a DNS-1123 label) or protocol is refused.
+func checkPort(list string, i int, name string, p corev1.Protocol) (proto, field string, err error) {
 	if name != "" {
 		if err := checkName(name, fqdn.Label); err != nil {
-			return "", fmt.Errorf("%s[%d].name %w", field, i, err)
+			return "", fmt.Sprintf("%s[%d].name", list, i), err
 		}
 	}
-	proto, err := protocol(p)
-	if err != nil {
-		return "", fmt.Errorf("%s[%d].protocol %w", field, i, err)
+	if proto, err = protocol(p); err != nil {
+		return "", fmt.Sprintf("%s[%d].protocol", list, i), err
 	}
-	return proto, nil
+	return proto, "", nil
 }
 
 // intern returns the one copy of a string many records repeat (a
 // namespace, a port name), so that each record does not keep its own.
 func intern(s string) string { return unique.Make(s).Value() }
 
-// ToService converts a Service to its slim record. Errors name the field.
+// ToService converts a Service to its slim record. Its name is a DNS-1123
+// label, as the API server accepts since Kubernetes 1.36 (KEP-5311: "1web"
+// is a Service name; older releases stored DNS-1035 labels only, a
+// subset). Errors are *ObjectError.
 func ToService(s *corev1.Service) (store.Service, error) {
 	out := store.Service{
 		Namespace:                namespaceOf(s),
 		Name:                     s.Name,
 		PublishNotReadyAddresses: s.Spec.PublishNotReadyAddresses,
 	}
-	if s.Name == "" {
-		return out, fmt.Errorf("service: metadata.name is empty")
+	bad := func(field string, err error) (store.Service, error) {
+		return out, objectErr(KindService, s, field, err)
 	}
-	if err := checkName(s.Name, validation.IsDNS1035Label); err != nil {
-		return out, fmt.Errorf("service %s/%s: metadata.name %w", out.Namespace, s.Name, err)
+	if s.Name == "" {
+		return bad("metadata.name", errEmpty)
+	}
+	if err := checkName(s.Name, fqdn.Label); err != nil {
+		return bad("metadata.name", err)
 	}
 	if err := checkName(out.Namespace, fqdn.Label); err != nil {
-		return out, fmt.Errorf("service %s/%s: metadata.namespace %w", out.Namespace, s.Name, err)
+		return bad("metadata.namespace", err)
 	}
 	for i, p := range s.Spec.Ports {
 		if p.Port <= 0 || p.Port > 65535 {
-			return out, fmt.Errorf("service %s/%s: spec.ports[%d].port %d out of range", out.Namespace, s.Name, i, p.Port)
+			return bad(fmt.Sprintf("spec.ports[%d].port", i), fmt.Errorf("%d out of range", p.Port))
 		}
-		proto, err := checkPort("spec.ports", i, p.Name, p.Protocol)
+		proto, field, err := checkPort("spec.ports", i, p.Name, p.Protocol)
 		if err != nil {
-			return out, fmt.Errorf("service %s/%s: %w", out.Namespace, s.Name, err)
+			return bad(field, err)
 		}
 		out.Ports = append(out.Ports, store.Port{Name: intern(p.Name), Protocol: proto, Port: uint16(p.Port)})
 	}
@@ -124,10 +219,12 @@ func ToService(s *corev1.Service) (store.Service, error) {
 		out.Ports = nil
 		name := strings.ToLower(strings.TrimSpace(s.Spec.ExternalName))
 		if name == "" {
-			return out, fmt.Errorf("service %s/%s: spec.externalName is empty", out.Namespace, s.Name)
+			return bad("spec.externalName", errEmpty)
 		}
+		// The API server checks a DNS-1123 subdomain but not the length
+		// of its labels: it stores names DNS cannot carry.
 		if err := checkHostname(strings.TrimSuffix(name, ".")); err != nil {
-			return out, fmt.Errorf("service %s/%s: spec.externalName %w", out.Namespace, s.Name, err)
+			return bad("spec.externalName", err)
 		}
 		out.ExternalName = strings.TrimSuffix(name, ".") + "."
 	case s.Spec.ClusterIP == corev1.ClusterIPNone:
@@ -145,7 +242,7 @@ func ToService(s *corev1.Service) (store.Service, error) {
 			}
 			a, err := parseIP(ip)
 			if err != nil {
-				return out, fmt.Errorf("service %s/%s: %s[%d] %q: %w", out.Namespace, s.Name, field, i, ip, err)
+				return bad(fmt.Sprintf("%s[%d]", field, i), fmt.Errorf("%q: %w", ip, err))
 			}
 			out.ClusterIPs = append(out.ClusterIPs, a)
 		}
@@ -155,24 +252,28 @@ func ToService(s *corev1.Service) (store.Service, error) {
 
 // ToEndpointSlice converts an EndpointSlice to its slim record. FQDN slices
 // carry no addresses for DNS and convert to a slice without endpoints.
+// Errors are *ObjectError.
 func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) {
 	out := store.EndpointSlice{
 		Namespace: namespaceOf(s),
 		Name:      s.Name,
 		Service:   s.Labels[serviceNameLabel],
 	}
+	bad := func(field string, err error) (store.EndpointSlice, error) {
+		return out, objectErr(KindEndpointSlice, s, field, err)
+	}
 	if s.Name == "" {
-		return out, fmt.Errorf("endpointslice: metadata.name is empty")
+		return bad("metadata.name", errEmpty)
 	}
 	if err := checkName(out.Namespace, fqdn.Label); err != nil {
-		return out, fmt.Errorf("endpointslice %s/%s: metadata.namespace %w", out.Namespace, s.Name, err)
+		return bad("metadata.namespace", err)
 	}
 	for i, p := range s.Ports {
 		if p.Port == nil {
 			continue
 		}
 		if *p.Port <= 0 || *p.Port > 65535 {
-			return out, fmt.Errorf("endpointslice %s/%s: ports[%d].port %d out of range", out.Namespace, s.Name, i, *p.Port)
+			return bad(fmt.Sprintf("ports[%d].port", i), fmt.Errorf("%d out of range", *p.Port))
 		}
 		sp := store.Port{Port: uint16(*p.Port)}
 		var proto corev1.Protocol
@@ -182,9 +283,10 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 		if p.Protocol != nil {
 			proto = *p.Protocol
 		}
+		var field string
 		var err error
-		if sp.Protocol, err = checkPort("ports", i, sp.Name, proto); err != nil {
-			return out, fmt.Errorf("endpointslice %s/%s: %w", out.Namespace, s.Name, err)
+		if sp.Protocol, field, err = checkPort("ports", i, sp.Name, proto); err != nil {
+			return bad(field, err)
 		}
 		out.Ports = append(out.Ports, sp)
 	}
@@ -202,7 +304,7 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 		e := store.Endpoint{Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready}
 		if ep.Hostname != nil && *ep.Hostname != "" {
 			if err := checkName(*ep.Hostname, fqdn.Label); err != nil {
-				return out, fmt.Errorf("endpointslice %s/%s: endpoints[%d].hostname %w", out.Namespace, s.Name, i, err)
+				return bad(fmt.Sprintf("endpoints[%d].hostname", i), err)
 			}
 			e.Hostname = *ep.Hostname
 		}
@@ -215,7 +317,7 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 		for j, a := range ep.Addresses {
 			ip, err := parseIP(a)
 			if err != nil {
-				return out, fmt.Errorf("endpointslice %s/%s: endpoints[%d].addresses[%d] %q: %w", out.Namespace, s.Name, i, j, a, err)
+				return bad(fmt.Sprintf("endpoints[%d].addresses[%d]", i, j), fmt.Errorf("%q: %w", a, err))
 			}
 			addrs = append(addrs, ip)
 		}
@@ -229,13 +331,17 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 
 // ToPod converts a Pod to its slim record. ok is false for pods that have
 // finished (Succeeded, Failed): their IPs may already belong to another pod.
+// Errors are *ObjectError.
 func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
 	pod = store.Pod{Namespace: namespaceOf(p), Name: p.Name}
+	bad := func(field string, err error) (store.Pod, bool, error) {
+		return pod, false, objectErr(KindPod, p, field, err)
+	}
 	if p.Name == "" {
-		return pod, false, fmt.Errorf("pod: metadata.name is empty")
+		return bad("metadata.name", errEmpty)
 	}
 	if err := checkName(pod.Namespace, fqdn.Label); err != nil {
-		return pod, false, fmt.Errorf("pod %s/%s: metadata.namespace %w", pod.Namespace, p.Name, err)
+		return bad("metadata.namespace", err)
 	}
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return pod, false, nil
@@ -251,11 +357,22 @@ func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
 	for i, ip := range ips {
 		a, err := parseIP(ip)
 		if err != nil {
-			return pod, false, fmt.Errorf("pod %s/%s: %s[%d] %q: %w", pod.Namespace, p.Name, field, i, ip, err)
+			return bad(fmt.Sprintf("%s[%d]", field, i), fmt.Errorf("%q: %w", ip, err))
 		}
 		pod.IPs = append(pod.IPs, a)
 	}
 	return pod, true, nil
+}
+
+// ToNamespace converts a Namespace to its record. Errors are *ObjectError.
+func ToNamespace(n *corev1.Namespace) (store.Namespace, error) {
+	if n.Name == "" {
+		return store.Namespace{}, objectErr(KindNamespace, n, "metadata.name", errEmpty)
+	}
+	if err := checkName(n.Name, fqdn.Label); err != nil {
+		return store.Namespace{}, objectErr(KindNamespace, n, "metadata.name", err)
+	}
+	return store.Namespace{Name: n.Name}, nil
 }
 
 func namespaceOf(m metav1.Object) string { return defaultNamespace(m.GetNamespace()) }

@@ -11,16 +11,20 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
@@ -158,7 +162,7 @@ func TestClusterFeedCancelBeforeSync(t *testing.T) {
 // TestStagedEqualsDirect: a streamed initial list converts its objects in
 // the reflector's transform (staged) and stores them at its Replace. The
 // store must then hold what the same objects give through the watch path,
-// a bad one skipped and a dropped pod removed in both.
+// a bad one skipped (and counted) and a dropped pod removed in both.
 func TestStagedEqualsDirect(t *testing.T) {
 	objs := map[string][]any{
 		"services": {
@@ -177,13 +181,14 @@ func TestStagedEqualsDirect(t *testing.T) {
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: "prod"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded, PodIP: "10.1.0.8"}},
 		},
 	}
-	load := func(staged bool) *store.Store {
+	load := func(staged bool) (*store.Store, float64) {
 		st := newStore(t, store.Options{Pods: store.PodsVerified})
 		// A record each bad or dropped object replaces, so that its removal shows.
 		st.SetService(store.Service{Namespace: "prod", Name: "Bad_Name", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.99")}})
 		st.SetPod(store.Pod{Namespace: "prod", Name: "done", IPs: []netip.Addr{netip.MustParseAddr("10.1.0.8")}})
 		c := &Cluster{Client: fake.NewClientset(), Store: st, Pods: true}
-		for _, k := range c.kinds(sink{ctx: t.Context(), log: slog.New(slog.DiscardHandler), store: st}) {
+		skips, reg, _ := newSkips(t, nil)
+		for _, k := range c.kinds(sink{ctx: t.Context(), store: st, skips: skips}) {
 			ks := &keyedStore{kind: k, notify: func() {}, synced: make(chan struct{})}
 			var list []any
 			for _, obj := range objs[k.name] {
@@ -205,7 +210,7 @@ func TestStagedEqualsDirect(t *testing.T) {
 			}
 		}
 		st.Publish()
-		return st
+		return st, skipCount(t, reg, KindService, ReasonInvalidName)
 	}
 	dump := func(st *store.Store) []string {
 		var out []string
@@ -220,7 +225,12 @@ func TestStagedEqualsDirect(t *testing.T) {
 		}
 		return out
 	}
-	direct, staged := dump(load(false)), dump(load(true))
+	directStore, directSkips := load(false)
+	stagedStore, stagedSkips := load(true)
+	direct, staged := dump(directStore), dump(stagedStore)
+	if directSkips != 1 || stagedSkips != 1 {
+		t.Errorf("Bad_Name counted %v times staged, %v through the watch path; want 1", stagedSkips, directSkips)
+	}
 	if !slices.Equal(staged, direct) {
 		t.Errorf("staged list stored\n%s\nthe watch path stored\n%s", strings.Join(staged, "\n"), strings.Join(direct, "\n"))
 	}
@@ -279,7 +289,7 @@ func TestConvertErrorsNameTheField(t *testing.T) {
 		{"service name", func() error {
 			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web.x", Namespace: "n"}})
 			return err
-		}(), `service n/web.x: metadata.name "web.x": a DNS-1035 label`},
+		}(), `service n/web.x: metadata.name "web.x": must not contain dots`},
 		{"service namespace", func() error {
 			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "N"}})
 			return err
@@ -353,37 +363,235 @@ metadata: {name: a, namespace: prod}
 spec: {clusterIP: 10.96.0.1}
 `
 
-func TestLoadManifestsErrors(t *testing.T) {
+// TestServiceNames: a Service name is a DNS-1123 label, as the API server
+// accepts since Kubernetes 1.36 (KEP-5311), digits first included; what
+// it refuses is refused with ReasonInvalidName.
+func TestServiceNames(t *testing.T) {
 	cases := []struct {
-		name     string
-		content  string
-		wantDoc  int
-		contains string
+		name string
+		ok   bool
 	}{
-		{"bad yaml", svcA + "---\nkind: Service\n  bad: [indent\n", 2, "parse yaml"},
-		{"unknown field", svcA + "---\n" + strings.Replace(svcA, "clusterIP", "clusterIp", 1), 2, "unknown field"},
-		{"bad ip third doc", svcA + "---\n# comment only\n---\n" + strings.Replace(svcA, "10.96.0.1", "10.96.0.999", 1), 3, `spec.clusterIP[0] "10.96.0.999"`},
-		{"missing kind", "---\napiVersion: v1\nmetadata: {name: x}\n", 1, "kind is missing"},
-		{"crlf", strings.ReplaceAll(svcA+"---\n"+strings.Replace(svcA, "clusterIP", "clusterIp", 1), "\n", "\r\n"), 2, "unknown field"},
-		// The reader fails on the separator line, while reading document 1.
-		{"content after separator", svcA + "--- {kind: Service}\n", 1, "invalid Yaml document separator: {kind: Service}"},
-		{"slice without service label", "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: e}\naddressType: IPv4\nendpoints: []\n", 1, "kubernetes.io/service-name"},
-		{"list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  status: {podIP: bad}\n", 1, "items[0]"},
+		{"web", true},
+		{"1kubernetes", true},
+		{"10-96-0-1", true},
+		{"0", true},
+		{"a-1", true},
+		{strings.Repeat("1", 63), true},
+		{strings.Repeat("1", 64), false},
+		{"-web", false},
+		{"web-", false},
+		{"Web", false},
+		{"web.x", false},
+		{"web_x", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1"}})
+			if tc.ok {
+				if err != nil || svc.Name != tc.name {
+					t.Fatalf("ToService(%q) = %+v, %v; want it served", tc.name, svc, err)
+				}
+				return
+			}
+			var oe *ObjectError
+			if !errors.As(err, &oe) || oe.Field != "metadata.name" || oe.Reason() != ReasonInvalidName || oe.Name != tc.name {
+				t.Fatalf("ToService(%q) error %v, want an invalid-name error of metadata.name", tc.name, err)
+			}
+		})
+	}
+}
+
+// TestObjectErrorReasons: each error of a converter is an *ObjectError
+// whose reason label follows its field.
+func TestObjectErrorReasons(t *testing.T) {
+	cases := []struct {
+		name   string
+		err    error
+		kind   string
+		field  string
+		reason string
+	}{
+		{"empty service name", func() error { _, err := ToService(&corev1.Service{}); return err }(), KindService, "metadata.name", ReasonInvalidName},
+		{"service namespace", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "A"}})
+			return err
+		}(), KindService, "metadata.namespace", ReasonInvalidName},
+		{"service port", func() error {
+			_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 0}}}})
+			return err
+		}(), KindService, "spec.ports[0].port", ReasonInvalidField},
+		{"slice address", func() error {
+			_, err := ToEndpointSlice(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"x"}}}})
+			return err
+		}(), KindEndpointSlice, "endpoints[0].addresses[0]", ReasonInvalidField},
+		{"pod ip", func() error {
+			_, _, err := ToPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "x"}}}})
+			return err
+		}(), KindPod, "status.podIPs[0]", ReasonInvalidField},
+		{"namespace name", func() error {
+			_, err := ToNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a.b"}})
+			return err
+		}(), KindNamespace, "metadata.name", ReasonInvalidName},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var oe *ObjectError
+			if !errors.As(tc.err, &oe) || oe.Kind != tc.kind || oe.Field != tc.field || oe.Reason() != tc.reason {
+				t.Fatalf("error %v (%+v), want kind %s field %s reason %s", tc.err, oe, tc.kind, tc.field, tc.reason)
+			}
+		})
+	}
+}
+
+// skipped is a ManifestError as the tests compare it: file (base name),
+// document, item, kind, object, reason.
+type skipped struct {
+	file        string
+	doc         int
+	item, kind  string
+	object      string // namespace/name, or name
+	reason      string
+	errContains string
+}
+
+func skipsOf(t *testing.T, err error) []skipped {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var errs ManifestErrors
+	if !errors.As(err, &errs) {
+		t.Fatalf("error %v (%T), want ManifestErrors", err, err)
+	}
+	var out []skipped
+	for _, e := range errs {
+		obj := e.Name
+		if e.Namespace != "" {
+			obj = e.Namespace + "/" + e.Name
+		}
+		out = append(out, skipped{file: filepath.Base(e.File), doc: e.Doc, item: e.Item, kind: e.Kind, object: obj, reason: e.Reason, errContains: e.Error()})
+	}
+	return out
+}
+
+func serviceNames(objs store.Objects) []string {
+	var out []string
+	for _, s := range objs.Services {
+		out = append(out, s.Namespace+"/"+s.Name)
+	}
+	return out
+}
+
+// TestLoadManifestsSkips: a document or object that cannot be served is
+// skipped, named with its file, document and field, and every other
+// object is served; a stream that cannot be split loses the rest of its
+// file only.
+func TestLoadManifestsSkips(t *testing.T) {
+	svcB := strings.NewReplacer("name: a", "name: b", "10.96.0.1", "10.96.0.2").Replace(svcA)
+	cases := []struct {
+		name    string
+		content string
+		served  []string // Services, besides a.yaml's prod/a
+		skipped []skipped
+	}{
+		{"digit-first service", strings.Replace(svcA, "name: a", "name: 1kubernetes", 1), []string{"prod/1kubernetes"}, nil},
+		{"bad yaml", svcB + "---\nkind: Service\n  bad: [indent\n", []string{"prod/b"},
+			[]skipped{{file: "b.yaml", doc: 2, kind: KindDocument, reason: ReasonDecode, errContains: `b.yaml" document 2: parse yaml: yaml: line 2`}}},
+		{"unknown field", svcB + "---\n" + strings.Replace(svcA, "clusterIP", "clusterIp", 1), []string{"prod/b"},
+			[]skipped{{file: "b.yaml", doc: 2, kind: KindService, object: "prod/a", reason: ReasonDecode, errContains: `unknown field "spec.clusterIp"`}}},
+		{"bad ip third doc", svcB + "---\n# comment only\n---\n" + strings.Replace(svcA, "10.96.0.1", "10.96.0.999", 1), []string{"prod/b"},
+			[]skipped{{file: "b.yaml", doc: 3, kind: KindService, object: "prod/a", reason: ReasonInvalidField, errContains: `service prod/a: spec.clusterIP[0] "10.96.0.999"`}}},
+		{"bad name among good ones", svcB + "---\n" + strings.Replace(svcA, "name: a", "name: Bad_Name", 1) + "---\n" + strings.Replace(svcA, "name: a", "name: c", 1),
+			[]string{"prod/b", "prod/c"},
+			[]skipped{{file: "b.yaml", doc: 2, kind: KindService, object: "prod/Bad_Name", reason: ReasonInvalidName, errContains: `metadata.name "Bad_Name"`}}},
+		{"missing kind", "---\napiVersion: v1\nmetadata: {name: x}\n---\n" + svcB, []string{"prod/b"},
+			[]skipped{{file: "b.yaml", doc: 1, kind: KindDocument, reason: ReasonDecode, errContains: "kind is missing"}}},
+		{"crlf", strings.ReplaceAll(svcB+"---\n"+strings.Replace(svcA, "clusterIP", "clusterIp", 1), "\n", "\r\n"), []string{"prod/b"},
+			[]skipped{{file: "b.yaml", doc: 2, kind: KindService, object: "prod/a", reason: ReasonDecode, errContains: "unknown field"}}},
+		// The reader fails on the separator line, while reading document
+		// 1: the rest of the file is skipped.
+		{"content after separator", svcB + "--- {kind: Service}\n" + svcB, nil,
+			[]skipped{{file: "b.yaml", doc: 1, kind: KindDocument, reason: ReasonDecode, errContains: "invalid Yaml document separator: {kind: Service}; the rest of the file is skipped"}}},
+		{"slice without service label", "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: e}\naddressType: IPv4\nendpoints: []\n", nil,
+			[]skipped{{file: "b.yaml", doc: 1, kind: KindEndpointSlice, object: "default/e", reason: ReasonMissingLabel, errContains: `metadata.labels["kubernetes.io/service-name"] is missing`}}},
+		{"list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  status: {podIP: bad}\n- " +
+			strings.ReplaceAll(strings.TrimSpace(svcB), "\n", "\n  ") + "\n", []string{"prod/b"},
+			[]skipped{{file: "b.yaml", doc: 1, item: "items[0]", kind: KindPod, object: "default/p", reason: ReasonInvalidField, errContains: `document 1 items[0]: pod default/p: status.podIP[0] "bad"`}}},
+		{"bad namespace", "apiVersion: v1\nkind: Namespace\nmetadata: {name: Prod}\n---\n" + svcB, []string{"prod/b"},
+			[]skipped{{file: "b.yaml", doc: 1, kind: KindNamespace, object: "Prod", reason: ReasonInvalidName, errContains: `namespace Prod: metadata.name "Prod"`}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "a.yaml"), svcA)
 			writeFile(t, filepath.Join(dir, "b.yaml"), tc.content)
-			_, err := LoadManifests(dir)
-			var me *ManifestError
-			if !errors.As(err, &me) {
-				t.Fatalf("error = %v, want a *ManifestError", err)
+			objs, err := LoadManifests(dir)
+			if got, want := serviceNames(objs), append([]string{"prod/a"}, tc.served...); !slices.Equal(got, want) {
+				t.Errorf("served %v, want %v", got, want)
 			}
-			if me.File != filepath.Join(dir, "b.yaml") || me.Doc != tc.wantDoc || !strings.Contains(err.Error(), tc.contains) {
-				t.Fatalf("error = %v (file %q doc %d), want b.yaml document %d containing %q", err, me.File, me.Doc, tc.wantDoc, tc.contains)
+			got := skipsOf(t, err)
+			if len(got) != len(tc.skipped) {
+				t.Fatalf("skipped %+v, want %+v", got, tc.skipped)
+			}
+			for i, w := range tc.skipped {
+				g := got[i]
+				if !strings.Contains(g.errContains, w.errContains) {
+					t.Errorf("error %q, want it to contain %q", g.errContains, w.errContains)
+				}
+				g.errContains = w.errContains
+				if g != w {
+					t.Errorf("skipped %+v, want %+v", g, w)
+				}
 			}
 		})
+	}
+}
+
+// TestLoadManifestsFiles: a file of a directory that cannot be read is
+// skipped with its objects and the other files load; the one file a path
+// names, or a path that is not there, cannot be loaded at all.
+func TestLoadManifestsFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), svcA)
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxManifestSize+1); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "gone.yaml") // as a ConfigMap's link to a removed key
+	if err := os.Symlink(filepath.Join(dir, "..data", "gone.yaml"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := LoadManifests(dir)
+	if got := serviceNames(objs); !slices.Equal(got, []string{"prod/a"}) {
+		t.Errorf("served %v, want prod/a", got)
+	}
+	want := []skipped{
+		{file: "big.yaml", kind: KindFile, reason: ReasonTooLarge, errContains: fmt.Sprintf(`manifest %q: larger than 67108864 bytes`, big)},
+		{file: "gone.yaml", kind: KindFile, reason: ReasonUnreadable, errContains: fmt.Sprintf(`manifest %q: open`, dangling)},
+	}
+	got := skipsOf(t, err)
+	if len(got) != len(want) {
+		t.Fatalf("skipped %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if !strings.Contains(got[i].errContains, want[i].errContains) {
+			t.Errorf("error %q, want %q", got[i].errContains, want[i].errContains)
+		}
+		got[i].errContains = want[i].errContains
+		if got[i] != want[i] {
+			t.Errorf("skipped %+v, want %+v", got[i], want[i])
+		}
+	}
+
+	for _, path := range []string{dangling, filepath.Join(dir, "nope.yaml")} {
+		objs, err := LoadManifests(path)
+		var errs ManifestErrors
+		if err == nil || errors.As(err, &errs) || len(objs.Services) != 0 {
+			t.Errorf("LoadManifests(%s) = %v, %v; want a plain error and nothing", filepath.Base(path), serviceNames(objs), err)
+		}
 	}
 }
 
@@ -450,43 +658,71 @@ items:
 	}
 }
 
+// newSkips is a Skips logging to the returned buffer, its counter on the
+// returned registry, its Events to rec (nil: none).
+func newSkips(t *testing.T, rec EventRecorder) (*Skips, *prometheus.Registry, *testkit.Buffer) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	var logs testkit.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	skips, err := prom.New(reg, "dnsserver", func(s *prom.Set) *Skips { return NewSkips(s, log, rec) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return skips, reg, &logs
+}
+
+const skippedMetric = "dnsconfigurer_dnsserver_objects_skipped_total"
+
+// skipCount reads objects_skipped_total{kind,reason} from reg.
+func skipCount(t *testing.T, reg *prometheus.Registry, kind, reason string) float64 {
+	t.Helper()
+	return testkit.Gather(t, reg)[testkit.Key(skippedMetric, "kind", kind, "reason", reason)]
+}
+
+// TestManifestsReload: a reload serves what loads and skips the rest; a
+// skipped document is counted and logged once across reloads, again when
+// it breaks again after a fix.
 func TestManifestsReload(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	dir := t.TempDir()
 	file := filepath.Join(dir, "svc.yaml")
 	writeFile(t, file, svcA)
 	st := newStore(t, store.Options{})
-	reloads := make(chan error, 16)
-	m := &Manifests{Path: dir, Store: st, Debounce: 10 * time.Millisecond, OnReload: func(err error) { reloads <- err }}
+	skips, reg, logs := newSkips(t, nil)
+	m := &Manifests{Path: dir, Store: st, Skips: skips, Debounce: 10 * time.Millisecond}
 	run := testkit.Go(t, "Run", m.Run)
-	testkit.WaitEqual(t, 10*time.Second, "first load", func() bool { return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.1"}) }, true)
-
-	wait := func() error {
-		t.Helper()
-		select {
-		case err := <-reloads:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatal("no reload")
-			return nil
+	withIP := func(ip string) string { return strings.Replace(svcA, "10.96.0.1", ip, 1) }
+	const bad = "---\nkind: Service\nspec: [\n"
+	const logged = "skipping a manifest document"
+	steps := []struct {
+		name    string
+		content string
+		ip      string  // a's address once reloaded
+		count   float64 // document/decode
+		logs    int
+	}{
+		{"first load", svcA, "10.96.0.1", 0, 0},
+		{"a bad document, the rest served", withIP("10.96.0.2") + bad, "10.96.0.2", 1, 1},
+		{"the same problem again", withIP("10.96.0.3") + bad, "10.96.0.3", 1, 1},
+		{"fixed", withIP("10.96.0.4"), "10.96.0.4", 1, 1},
+		{"broken again", withIP("10.96.0.5") + bad, "10.96.0.5", 2, 2},
+	}
+	for _, step := range steps {
+		writeFile(t, file, step.content)
+		testkit.WaitEqual(t, 10*time.Second, step.name, func() bool {
+			return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{step.ip})
+		}, true)
+		if got := skipCount(t, reg, KindDocument, ReasonDecode); got != step.count {
+			t.Errorf("%s: counted %v, want %v", step.name, got, step.count)
+		}
+		if got := strings.Count(logs.String(), logged); got != step.logs {
+			t.Errorf("%s: logged %d times, want %d:\n%s", step.name, got, step.logs, logs.String())
 		}
 	}
-	// A bad manifest: reported with file and document, old data kept.
-	writeFile(t, file, svcA+"---\nkind: Service\nspec: [\n")
-	err := wait()
-	for err == nil { // an editor may produce several events
-		err = wait()
+	if !strings.Contains(logs.String(), "document=2") || !strings.Contains(logs.String(), "file="+file) {
+		t.Errorf("the log does not name the file and document:\n%s", logs.String())
 	}
-	var me *ManifestError
-	if !errors.As(err, &me) || me.File != file || me.Doc != 2 {
-		t.Fatalf("reload error = %v, want svc.yaml document 2", err)
-	}
-	if got := addrs(st, "a.prod.svc.cluster.local."); !slices.Equal(got, []string{"10.96.0.1"}) {
-		t.Fatalf("after a bad reload a = %v, want the previous data", got)
-	}
-	// Fixed: the new data is served.
-	writeFile(t, file, strings.Replace(svcA, "10.96.0.1", "10.96.0.2", 1))
-	testkit.WaitEqual(t, 10*time.Second, "reload", func() bool { return slices.Equal(addrs(st, "a.prod.svc.cluster.local."), []string{"10.96.0.2"}) }, true)
 	// A new file in the directory.
 	writeFile(t, filepath.Join(dir, "b.yaml"), strings.Replace(svcA, "name: a", "name: b", 1))
 	testkit.WaitEqual(t, 10*time.Second, "new file", func() bool { return addrs(st, "b.prod.svc.cluster.local.") != nil }, true)
@@ -590,5 +826,190 @@ func closed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// recorder is an EventRecorder that keeps what it is asked to post.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	ref := obj.(*corev1.ObjectReference)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, fmt.Sprintf("%s %s %s %s %s/%s uid=%s: %s", eventtype, reason, ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.UID, message))
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// TestClusterFeedSkips: from the API server, a Service named with a digit
+// first is served; an object the API server stores but DNS cannot serve
+// (an ExternalName with a 64-byte label, which the API server's subdomain
+// check lets through) is skipped, counted, logged and given a Warning
+// Event once per problem: not again on an update with the same problem,
+// again when the problem changes or comes back after a fix or a delete.
+func TestClusterFeedSkips(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	long := strings.Repeat("a", 64) + ".example.com"
+	ext := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext", Namespace: "prod", UID: "uid-ext"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: name}}
+	}
+	client := fake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "1kubernetes", Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1"}},
+		ext(long),
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "1kubernetes-x", Namespace: "prod", UID: "uid-slice",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "1kubernetes"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.300"}}}},
+	)
+	st := newStore(t, store.Options{})
+	rec := &recorder{}
+	skips, reg, logs := newSkips(t, rec)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&Cluster{Client: client, Store: st, Skips: skips}).Run(ctx) }()
+	testkit.WaitEqual(t, 10*time.Second, "first sync", func() bool { return st.Snapshot() != nil }, true)
+
+	if got := addrs(st, "1kubernetes.prod.svc.cluster.local."); !slices.Equal(got, []string{"10.96.0.1"}) {
+		t.Errorf("1kubernetes = %v, want 10.96.0.1", got)
+	}
+	if got := skipCount(t, reg, KindEndpointSlice, ReasonInvalidField); got != 1 {
+		t.Errorf("endpointslice/invalid-field counted %v, want 1", got)
+	}
+
+	svcs := client.CoreV1().Services("prod")
+	markers := 0
+	// settle waits until a new Service, created after the changes before
+	// it, is served: the reflector has applied those changes.
+	settle := func(t *testing.T) {
+		t.Helper()
+		markers++
+		name := fmt.Sprintf("marker%d", markers)
+		if _, err := svcs.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.9"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitEqual(t, 10*time.Second, name, func() bool { return addrs(st, name+".prod.svc.cluster.local.") != nil }, true)
+	}
+	update := func(name string) func(t *testing.T) {
+		return func(t *testing.T) {
+			s := ext(name)
+			s.Annotations = map[string]string{"change": fmt.Sprint(markers)}
+			if _, err := svcs.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	steps := []struct {
+		name   string
+		do     func(t *testing.T)
+		served bool    // ext answers
+		count  float64 // service/invalid-field
+	}{
+		{"initial list", func(*testing.T) {}, false, 1},
+		{"update with the same problem", update(long), false, 1},
+		{"another problem", update("x." + long), false, 2},
+		{"fixed", update("example.com"), true, 2},
+		{"broken again", update(long), false, 3},
+		{"deleted", func(t *testing.T) {
+			if err := svcs.Delete(ctx, "ext", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, 3},
+		{"created broken", func(t *testing.T) {
+			if _, err := svcs.Create(ctx, ext(long), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, 4},
+	}
+	for _, step := range steps {
+		step.do(t)
+		settle(t)
+		if _, ok := st.Snapshot().Lookup("ext.prod.svc.cluster.local."); ok != step.served {
+			t.Errorf("%s: ext served %v, want %v", step.name, ok, step.served)
+		}
+		if got := skipCount(t, reg, KindService, ReasonInvalidField); got != step.count {
+			t.Errorf("%s: service/invalid-field counted %v, want %v", step.name, got, step.count)
+		}
+		if n := strings.Count(logs.String(), "kind=service"); float64(n) != step.count {
+			t.Errorf("%s: %d service log records, want %v", step.name, n, step.count)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+	want := []string{
+		"Warning DNSRecordSkipped discovery.k8s.io/v1 EndpointSlice prod/1kubernetes-x uid=uid-slice: not served by the cluster DNS: endpoints[0].addresses[0] \"10.1.0.300\"",
+		"Warning DNSRecordSkipped v1 Service prod/ext uid=uid-ext: not served by the cluster DNS: spec.externalName \"" + long + "\": label \"" + strings.Repeat("a", 64) + "\" longer than 63 bytes",
+		"Warning DNSRecordSkipped v1 Service prod/ext uid=uid-ext: not served by the cluster DNS: spec.externalName \"" + long + "\"",
+		"Warning DNSRecordSkipped v1 Service prod/ext uid=uid-ext: not served by the cluster DNS: spec.externalName \"" + long + "\"",
+		"Warning DNSRecordSkipped v1 Service prod/ext uid=uid-ext: not served by the cluster DNS: spec.externalName \"x." + long + "\"",
+	}
+	got := rec.list()
+	slices.Sort(got)
+	if len(got) != len(want) {
+		t.Fatalf("events\n%s\nwant %d", strings.Join(got, "\n"), len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("event %d:\n%s\nwant a prefix\n%s", i, got[i], want[i])
+		}
+	}
+}
+
+// TestSkipsRecord: what Skips remembers is forgotten when a relist no
+// longer has the object, and holds at most maxSkipsRemembered problems;
+// past that a problem is still counted, maybe more than once, and the
+// bound is logged once.
+func TestSkipsRecord(t *testing.T) {
+	skips, reg, logs := newSkips(t, nil)
+	bad := func(name string) error {
+		_, err := ToService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "x"}})
+		return err
+	}
+	ctx := t.Context()
+	count := func() float64 { return skipCount(t, reg, KindService, ReasonInvalidField) }
+	skips.object(ctx, serviceKind, bad("a"))
+	skips.object(ctx, serviceKind, bad("a"))
+	skips.relisted(KindService, map[store.Key]struct{}{{Namespace: "prod", Name: "a"}: {}})
+	skips.object(ctx, serviceKind, bad("a"))
+	if got := count(); got != 1 {
+		t.Fatalf("counted %v, want 1: still listed, the same problem", got)
+	}
+	skips.relisted(KindEndpointSlice, nil) // another kind
+	skips.object(ctx, serviceKind, bad("a"))
+	skips.relisted(KindService, nil)
+	skips.object(ctx, serviceKind, bad("a"))
+	if got := count(); got != 2 {
+		t.Fatalf("counted %v, want 2: the relist forgot it", got)
+	}
+
+	for i := range maxSkipsRemembered {
+		skips.object(ctx, serviceKind, bad(fmt.Sprint("s", i)))
+	}
+	// a and s0 .. s9998 are remembered; s9999 is not.
+	last := fmt.Sprint("s", maxSkipsRemembered-1)
+	for _, name := range []string{"a", "s0", last, last} {
+		skips.object(ctx, serviceKind, bad(name))
+	}
+	if got, want := count(), float64(2+maxSkipsRemembered+2); got != want {
+		t.Errorf("counted %v, want %v", got, want)
+	}
+	if n := strings.Count(logs.String(), "too many skipped objects"); n != 1 {
+		t.Errorf("the bound logged %d times, want 1", n)
+	}
+	if got := len(skips.seen); got != maxSkipsRemembered {
+		t.Errorf("remembers %d problems, want %d", got, maxSkipsRemembered)
+	}
+	skips.relisted(KindService, nil)
+	if len(skips.seen) != 0 {
+		t.Errorf("remembers %d problems after a relist of none", len(skips.seen))
 	}
 }

@@ -23,44 +23,88 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/fqdn"
 )
 
 // MaxManifestSize caps the size of one manifest file.
 const MaxManifestSize = 64 << 20
 
-// ManifestError is a problem with one document of one manifest file.
-// Doc counts documents from 1; 0 means the file as a whole.
+// ManifestError is a file, document or object of a manifest that is
+// skipped.
 type ManifestError struct {
 	File string
-	Doc  int
-	Err  error
+	// Doc counts documents from 1; 0 means the file as a whole.
+	Doc int
+	// Item is the path of a List's item ("items[2]"), "" for the
+	// document itself.
+	Item string
+	// Kind is the kind label: KindService, KindEndpointSlice, KindPod,
+	// KindNamespace, else KindDocument or KindFile.
+	Kind string
+	// Namespace and Name are the object's, when known.
+	Namespace, Name string
+	// Reason is the reason label (ReasonInvalidName, ReasonDecode, ...).
+	Reason string
+	Err    error
 }
 
 func (e *ManifestError) Error() string {
-	if e.Doc == 0 {
-		return fmt.Sprintf("manifest %q: %v", e.File, e.Err)
+	at := fmt.Sprintf("manifest %q", e.File)
+	if e.Doc > 0 {
+		at += fmt.Sprintf(" document %d", e.Doc)
 	}
-	return fmt.Sprintf("manifest %q document %d: %v", e.File, e.Doc, e.Err)
+	if e.Item != "" {
+		at += " " + e.Item
+	}
+	return at + ": " + e.Err.Error()
 }
 
 func (e *ManifestError) Unwrap() error { return e.Err }
 
+// key is what Skips remembers the problem under: the object, else the
+// document and item (or the file).
+func (e *ManifestError) key() skipKey {
+	if e.Name != "" {
+		return skipKey{kind: e.Kind, file: e.File, ns: e.Namespace, name: e.Name}
+	}
+	return skipKey{kind: e.Kind, file: e.File, doc: e.Doc, item: e.Item}
+}
+
+// ManifestErrors are the files, documents and objects a load skipped, in
+// the order met.
+type ManifestErrors []*ManifestError
+
+func (e ManifestErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, m := range e {
+		msgs[i] = m.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Unwrap lets errors.As find each *ManifestError.
+func (e ManifestErrors) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, m := range e {
+		errs[i] = m
+	}
+	return errs
+}
+
 // manifestFiles lists the files of path: path itself when it is a file,
-// else its *.yaml, *.yml and *.json files (not recursive), sorted.
-func manifestFiles(path string) ([]string, error) {
+// else its *.yaml, *.yml and *.json files (not recursive), sorted. dir
+// tells which.
+func manifestFiles(path string) (files []string, dir bool, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("objects %q: %w", path, err)
+		return nil, false, fmt.Errorf("objects %q: %w", path, err)
 	}
 	if !fi.IsDir() {
-		return []string{path}, nil
+		return []string{path}, false, nil
 	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
-		return nil, fmt.Errorf("objects %q: %w", path, err)
+		return nil, true, fmt.Errorf("objects %q: %w", path, err)
 	}
-	var files []string
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() || strings.HasPrefix(n, ".") {
@@ -72,39 +116,58 @@ func manifestFiles(path string) ([]string, error) {
 		}
 	}
 	sort.Strings(files)
-	return files, nil
+	return files, true, nil
 }
 
 // LoadManifests reads the Services, EndpointSlices, Pods and Namespaces of a
 // manifest file or directory (the YAML a user would kubectl apply; "List"
-// documents are unpacked, other kinds are skipped). The first problem is
-// returned as a *ManifestError naming the file and document.
-func LoadManifests(path string) (store.Objects, error) {
-	var objs store.Objects
-	files, err := manifestFiles(path)
+// documents are unpacked, other kinds are skipped). A file of a directory
+// that cannot be read, a document that does not decode and an object that
+// does not convert are skipped: objs holds everything else, and err is
+// then the ManifestErrors naming each file, document and field. Any other
+// error means path itself (a directory, or the one file it names) cannot
+// be read, and objs is empty.
+func LoadManifests(path string) (objs store.Objects, err error) {
+	files, dir, err := manifestFiles(path)
 	if err != nil {
 		return objs, err
 	}
+	var l loader
 	for _, f := range files {
-		if err := loadFile(f, &objs); err != nil {
-			return store.Objects{}, err
+		if fe := l.file(f); fe != nil {
+			if !dir {
+				return store.Objects{}, fe
+			}
+			l.skipped = append(l.skipped, fe)
 		}
 	}
-	return objs, nil
+	if len(l.skipped) > 0 {
+		return l.objs, l.skipped
+	}
+	return l.objs, nil
 }
 
-func loadFile(path string, objs *store.Objects) error {
+// loader collects the objects of manifest files and the problems of what
+// it skips.
+type loader struct {
+	objs    store.Objects
+	skipped ManifestErrors
+}
+
+// file loads the documents of one file. It returns the file's problem when
+// it is not read at all.
+func (l *loader) file(path string) *ManifestError {
 	fh, err := os.Open(path)
 	if err != nil {
-		return &ManifestError{File: path, Err: err}
+		return &ManifestError{File: path, Kind: KindFile, Reason: ReasonUnreadable, Err: err}
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(io.LimitReader(fh, MaxManifestSize+1))
 	if err != nil {
-		return &ManifestError{File: path, Err: err}
+		return &ManifestError{File: path, Kind: KindFile, Reason: ReasonUnreadable, Err: err}
 	}
 	if len(data) > MaxManifestSize {
-		return &ManifestError{File: path, Err: fmt.Errorf("larger than %d bytes", MaxManifestSize)}
+		return &ManifestError{File: path, Kind: KindFile, Reason: ReasonTooLarge, Err: fmt.Errorf("larger than %d bytes", MaxManifestSize)}
 	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for i := 1; ; i++ {
@@ -112,12 +175,13 @@ func loadFile(path string, objs *store.Objects) error {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		if err == nil {
-			err = decodeDocument(doc, objs)
-		}
 		if err != nil {
-			return &ManifestError{File: path, Doc: i, Err: err}
+			// The stream cannot be split past here.
+			l.skipped = append(l.skipped, &ManifestError{File: path, Doc: i, Kind: KindDocument, Reason: ReasonDecode,
+				Err: fmt.Errorf("split the YAML stream: %w; the rest of the file is skipped", err)})
+			return nil
 		}
+		l.document(path, i, doc)
 	}
 }
 
@@ -137,76 +201,103 @@ func isBlank(doc []byte) bool {
 	return true
 }
 
-func decodeDocument(doc []byte, objs *store.Objects) error {
-	if isBlank(doc) {
-		return nil
+// document loads document doc (counted from 1) of file.
+func (l *loader) document(file string, doc int, data []byte) {
+	if isBlank(data) {
+		return
 	}
-	js, err := yaml.YAMLToJSON(doc)
+	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return fmt.Errorf("parse yaml: %w", err)
+		l.skipped = append(l.skipped, &ManifestError{File: file, Doc: doc, Kind: KindDocument, Reason: ReasonDecode, Err: fmt.Errorf("parse yaml: %w", err)})
+		return
 	}
-	return decodeJSON(js, objs)
+	l.json(file, doc, "", js)
 }
 
-func decodeJSON(js []byte, objs *store.Objects) error {
+// json loads the object js, item of document doc of file ("" for the
+// document itself).
+func (l *loader) json(file string, doc int, item string, js []byte) {
+	skip := func(e *ManifestError) {
+		e.File, e.Doc, e.Item = file, doc, item
+		l.skipped = append(l.skipped, e)
+	}
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		return nil
+		return
 	}
 	var tm typeMeta
 	if err := json.Unmarshal(js, &tm); err != nil {
-		return fmt.Errorf("parse object: %w", err)
+		skip(&ManifestError{Kind: KindDocument, Reason: ReasonDecode, Err: fmt.Errorf("parse object: %w", err)})
+		return
 	}
+	objs := &l.objs
+	var err error
 	switch tm.Kind {
 	case "List", "ServiceList", "EndpointSliceList", "PodList", "NamespaceList":
 		for i, it := range tm.Items {
-			if err := decodeJSON(it, objs); err != nil {
-				return fmt.Errorf("items[%d]: %w", i, err)
-			}
+			l.json(file, doc, joinItem(item, i), it)
 		}
-		return nil
+		return
 	case "Service":
-		v, err := decodeAs(js, tm, ToService)
-		if err != nil {
-			return err
+		var v store.Service
+		if v, err = decodeAs(js, tm, ToService); err == nil {
+			objs.Services = append(objs.Services, v)
 		}
-		objs.Services = append(objs.Services, v)
 	case "EndpointSlice":
-		v, err := decodeAs(js, tm, ToEndpointSlice)
-		if err != nil {
-			return err
+		var v store.EndpointSlice
+		if v, err = decodeAs(js, tm, ToEndpointSlice); err == nil && v.Service == "" {
+			err = &ObjectError{Kind: KindEndpointSlice, Namespace: v.Namespace, Name: v.Name,
+				Field: fmt.Sprintf("metadata.labels[%q]", serviceNameLabel), Err: errors.New("is missing")}
 		}
-		if v.Service == "" {
-			return fmt.Errorf("endpointslice %s/%s: metadata.labels[%q] is missing", v.Namespace, v.Name, serviceNameLabel)
+		if err == nil {
+			objs.EndpointSlices = append(objs.EndpointSlices, v)
 		}
-		objs.EndpointSlices = append(objs.EndpointSlices, v)
 	case "Pod":
 		var p corev1.Pod
-		if err := strictJSON(js, &p, tm); err != nil {
-			return err
-		}
-		v, ok, err := ToPod(&p)
-		if err != nil {
-			return err
-		}
-		if ok {
-			objs.Pods = append(objs.Pods, v)
+		if err = strictJSON(js, &p, tm); err == nil {
+			var v store.Pod
+			var ok bool
+			if v, ok, err = ToPod(&p); err == nil && ok {
+				objs.Pods = append(objs.Pods, v)
+			}
 		}
 	case "Namespace":
-		var n corev1.Namespace
-		if err := strictJSON(js, &n, tm); err != nil {
-			return err
+		var v store.Namespace
+		if v, err = decodeAs(js, tm, ToNamespace); err == nil {
+			objs.Namespaces = append(objs.Namespaces, v)
 		}
-		if n.Name == "" {
-			return fmt.Errorf("namespace: metadata.name is empty")
-		}
-		if err := checkName(n.Name, fqdn.Label); err != nil {
-			return fmt.Errorf("namespace %s: metadata.name %w", n.Name, err)
-		}
-		objs.Namespaces = append(objs.Namespaces, store.Namespace{Name: n.Name})
 	case "":
-		return fmt.Errorf("kind is missing")
+		skip(&ManifestError{Kind: KindDocument, Reason: ReasonDecode, Err: errors.New("kind is missing")})
 	}
-	return nil
+	if err != nil {
+		skip(objectProblem(tm, js, err))
+	}
+}
+
+// joinItem is the path of item i of the List at item.
+func joinItem(item string, i int) string {
+	if item == "" {
+		return fmt.Sprintf("items[%d]", i)
+	}
+	return fmt.Sprintf("%s.items[%d]", item, i)
+}
+
+// objectProblem is the ManifestError of an object of a known kind that
+// does not decode or convert.
+func objectProblem(tm typeMeta, js []byte, err error) *ManifestError {
+	if oe, ok := err.(*ObjectError); ok {
+		return &ManifestError{Kind: oe.Kind, Namespace: oe.Namespace, Name: oe.Name, Reason: oe.Reason(), Err: err}
+	}
+	// A decode error: name the object when its metadata says (best effort).
+	var m struct {
+		Metadata struct{ Name, Namespace string } `json:"metadata"`
+	}
+	_ = json.Unmarshal(js, &m)
+	kind := strings.ToLower(tm.Kind)
+	ns := defaultNamespace(m.Metadata.Namespace)
+	if kind == KindNamespace {
+		ns = ""
+	}
+	return &ManifestError{Kind: kind, Namespace: ns, Name: m.Metadata.Name, Reason: ReasonDecode, Err: err}
 }
 
 // decodeAs decodes js strictly as a T (strictJSON) and converts it to its
@@ -250,9 +341,10 @@ type Publisher interface {
 }
 
 // Manifests serves the records of a manifest file or directory and reloads
-// them when the files change (internal/filewatch). A reload that fails is
-// logged with its file and document and the previous records keep being
-// served.
+// them when the files change (internal/filewatch). What a load skips (a
+// file of the directory, a document, an object) is reported through Skips
+// and the rest is served; a load that cannot read Path at all is logged and
+// the previous records keep being served.
 type Manifests struct {
 	// Path is a manifest file or directory.
 	Path string
@@ -260,26 +352,43 @@ type Manifests struct {
 	Store Publisher
 	// Logger (default: discard).
 	Logger *slog.Logger
+	// Skips reports what a load skips, once per object and problem across
+	// reloads (default: logged with Logger, counted on no registry).
+	Skips *Skips
 	// Debounce is the quiet time after a change before reloading (default
 	// 100ms).
 	Debounce time.Duration
 	// OnReload, when set, is called after every reload attempt with its
-	// error (nil on success).
+	// error: nil when the records were replaced (skips included).
 	OnReload func(error)
 
 	loaded bool
 }
 
-// Load reads the manifests once and publishes them. Run calls it first.
+// Load reads the manifests once and publishes them, skipping (and
+// reporting) what cannot be served. It fails only when Path cannot be
+// read; then the store is left as it was. Run calls it first.
 func (m *Manifests) Load() error {
+	_, err := m.load(context.Background())
+	return err
+}
+
+// load is Load, returning how many files, documents and objects it
+// skipped.
+func (m *Manifests) load(ctx context.Context) (skipped int, err error) {
 	objs, err := LoadManifests(m.Path)
-	if err != nil {
-		return err
+	var errs ManifestErrors
+	if err != nil && !errors.As(err, &errs) {
+		return 0, err
 	}
+	if m.Skips == nil {
+		m.Skips = unregisteredSkips(m.Logger)
+	}
+	m.Skips.manifests(ctx, errs)
 	m.Store.Replace(objs)
 	m.Store.Publish()
 	m.loaded = true
-	return nil
+	return len(errs), nil
 }
 
 // Run loads the manifests (unless Load already did) and watches them until
@@ -309,7 +418,7 @@ func (m *Manifests) Run(ctx context.Context) error {
 		}
 	}()
 	if !m.loaded {
-		if err := m.Load(); err != nil {
+		if _, err := m.load(ctx); err != nil {
 			return err
 		}
 	}
@@ -319,14 +428,14 @@ func (m *Manifests) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		err := m.Load()
+		skipped, err := m.load(ctx)
 		// Loading makes garbage several times the size of the records;
 		// give it back rather than keep it as RSS.
 		debug.FreeOSMemory()
 		if err != nil {
 			log.ErrorContext(ctx, "manifest reload failed, serving the previous records", "path", m.Path, "err", err)
 		} else {
-			log.InfoContext(ctx, "manifests reloaded", "path", m.Path)
+			log.InfoContext(ctx, "manifests reloaded", "path", m.Path, "skipped", skipped)
 		}
 		if m.OnReload != nil {
 			m.OnReload(err)
