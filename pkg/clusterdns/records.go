@@ -35,6 +35,7 @@ type recordFeed struct {
 	log       *slog.Logger
 	manifests *feed.Manifests      // or
 	client    kubernetes.Interface // the API server's
+	skips     *feed.Skips          // shared by each cluster feed started
 
 	watching feedWatch      // the reloader's: what the feed watches
 	rewatch  chan feedWatch // to run: watch this instead
@@ -54,11 +55,13 @@ func watchOf(cfg *v1alpha1.ServerConfiguration) feedWatch {
 }
 
 // newRecordFeed is the feed of cfg's record source: its manifests, else
-// client.
-func newRecordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client kubernetes.Interface, log *slog.Logger) (*recordFeed, error) {
-	r := &recordFeed{st: st, log: log, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
+// client. skips reports the objects it cannot serve.
+func newRecordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client kubernetes.Interface, skips *feed.Skips, log *slog.Logger) (*recordFeed, error) {
+	r := &recordFeed{st: st, log: log, skips: skips, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
 	if cfg.Objects != "" {
-		r.manifests = &feed.Manifests{Path: cfg.Objects, Store: st, Logger: log}
+		// Objects that do not load are skipped and reported; only a path
+		// that cannot be read refuses to start.
+		r.manifests = &feed.Manifests{Path: cfg.Objects, Store: st, Logger: log, Skips: skips}
 		if err := r.manifests.Load(); err != nil {
 			return nil, v1alpha1.ConfigErrorf("objects: %v", err)
 		}
@@ -86,7 +89,7 @@ func (r *recordFeed) run(ctx context.Context) error {
 	for {
 		fctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		c := &feed.Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints}
+		c := &feed.Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints, Skips: r.skips}
 		go func() { done <- c.Run(fctx) }()
 		select {
 		case err := <-done:

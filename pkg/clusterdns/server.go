@@ -13,6 +13,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
@@ -107,7 +108,17 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { stack.stop() }()
-	records, err := newRecordFeed(s.cfg, s.st, s.deps.Client, s.log)
+	var events feed.EventRecorder
+	if s.cfg.Objects == "" && s.deps.Client != nil {
+		rec, stop := NewEventRecorder(s.deps.Client)
+		defer stop()
+		events = rec
+	}
+	skips, err := NewSkips(s.reg, s.log, events)
+	if err != nil {
+		return err
+	}
+	records, err := newRecordFeed(s.cfg, s.st, s.deps.Client, skips, s.log)
 	if err != nil {
 		return err
 	}

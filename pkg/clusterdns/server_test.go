@@ -3,12 +3,21 @@ package clusterdns_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 )
 
 // TestServerConfigErrors: a configuration the server cannot apply fails
@@ -78,4 +87,45 @@ func TestServerAfterSync(t *testing.T) {
 	if len(called) != 0 {
 		t.Error("AfterSync called more than once")
 	}
+}
+
+// TestServerSkips: fed by an API server, the server counts an object it
+// cannot serve on its registry and posts a Warning Event on it through the
+// same client (a fake clientset here; test/integration/dnsserver has the
+// real API server).
+func TestServerSkips(t *testing.T) {
+	long := strings.Repeat("a", 64) + ".example.com"
+	client := fake.NewClientset(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext", Namespace: "prod"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: long}})
+	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.1:0"}, Lameduck: "1ms"}
+	cfg.SetDefaults()
+	reg := prometheus.NewRegistry()
+	srv, err := clusterdns.New(cfg, clusterdns.Deps{Client: client, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := testkit.Go(t, "Run", srv.Run)
+	series := testkit.Key("dnsconfigurer_dnsserver_objects_skipped_total", "kind", feed.KindService, "reason", feed.ReasonInvalidField)
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		if got := testkit.Gather(t, reg)[series]; got != 1 {
+			return fmt.Errorf("%s = %v, want 1", series, got)
+		}
+		return nil
+	})
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		list, err := client.CoreV1().Events("prod").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d events, want 1", len(list.Items))
+		}
+		e := list.Items[0]
+		if e.Type != corev1.EventTypeWarning || e.Reason != feed.EventReasonSkipped || e.InvolvedObject.Name != "ext" ||
+			e.Source.Component != clusterdns.EventComponent || !strings.Contains(e.Message, "spec.externalName") {
+			return fmt.Errorf("event %+v", e)
+		}
+		return nil
+	})
+	run.Stop()
 }
