@@ -58,8 +58,10 @@ const (
 // component's code needs.
 var wantRules = map[string][]string{
 	// pkg/clusterdns/feed: informers (list, watch) on Services, Namespaces,
-	// EndpointSlices and, with --pods verified, Pods.
+	// EndpointSlices and, with --pods verified, Pods; pkg/clusterdns
+	// events.go: a Warning Event on an object it cannot serve.
 	"dnsconfigurer-dns": {
+		"/events create", "/events patch",
 		"/namespaces list", "/namespaces watch",
 		"/pods list", "/pods watch",
 		"/services list", "/services watch",
