@@ -70,6 +70,7 @@ type server struct {
 	addr     string // UDP and TCP
 	handler  *clusterdns.Handler
 	http     http.Handler // /metrics, /healthz, /readyz
+	reg      *prometheus.Registry
 	requests *apiserver.RequestLog
 }
 
@@ -90,9 +91,10 @@ func checkGoroutines(t *testing.T) {
 }
 
 // startServer runs the DNS server as `dnsconfigurer serve --kubeconfig
-// --pods verified` does, with the API credentials of cfg, on 127.0.0.1:0.
-// Every API request it makes is recorded. opts change the feed, e.g. its
-// Resync. It does not wait for the first sync.
+// --pods verified` does, with the API credentials of cfg, on 127.0.0.1:0:
+// the objects it skips are counted on its registry and get their Events
+// through the same client. Every API request it makes is recorded. opts
+// change the feed, e.g. its Resync. It does not wait for the first sync.
 func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *server {
 	t.Helper()
 	log := &apiserver.RequestLog{}
@@ -107,15 +109,22 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 	if err := clusterdns.RegisterRecordMetrics(reg, st); err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
+	events, stopEvents := clusterdns.NewEventRecorder(client)
+	skips, err := clusterdns.NewSkips(reg, testkit.Logger(t), events)
+	if err != nil {
+		stopEvents()
+		t.Fatalf("skips: %v", err)
+	}
 	h := clusterdns.NewHandler(zone, st)
 	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: h, Zones: []string{zone}}
 	reg.MustRegister(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := srv.Start(ctx); err != nil {
 		cancel()
+		stopEvents()
 		t.Fatalf("start dns server: %v", err)
 	}
-	c := &feed.Cluster{Client: client, Store: st, Pods: true}
+	c := &feed.Cluster{Client: client, Store: st, Pods: true, Skips: skips}
 	for _, o := range opts {
 		o(c)
 	}
@@ -131,8 +140,9 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 		if err := srv.Shutdown(sctx); err != nil {
 			t.Errorf("dns shutdown: %v", err)
 		}
+		stopEvents()
 	})
-	return &server{addr: srv.Addrs()[0], handler: h, http: health.Handler(reg, health.Condition(h.Synced, "not synced")), requests: log}
+	return &server{addr: srv.Addrs()[0], handler: h, http: health.Handler(reg, health.Condition(h.Synced, "not synced")), reg: reg, requests: log}
 }
 
 // syncedServer is the frame of most tests: a namespace, the goroutine

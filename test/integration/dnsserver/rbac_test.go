@@ -2,6 +2,7 @@ package dnsserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
@@ -36,6 +39,10 @@ var feedResources = map[groupResource]string{
 	{"discovery.k8s.io", "endpointslices"}: "/apis/discovery.k8s.io/v1/endpointslices",
 }
 
+// eventsResource is what the server writes: Events on the objects it
+// skips (pkg/clusterdns/events.go), created and patched.
+var eventsResource = groupResource{"", "events"}
+
 // sortedResources returns the keys of feedResources in a stable order.
 func sortedResources() []groupResource {
 	keys := make([]groupResource, 0, len(feedResources))
@@ -48,7 +55,8 @@ func sortedResources() []groupResource {
 
 // TestRBACManifest checks deploy/dnsserver/rbac.yaml without an API server:
 // it decodes strictly, the binding ties the account to the role, and the
-// role grants list and watch on what the feed reads and nothing else.
+// role grants list and watch on what the feed reads, create and patch on
+// Events, and nothing else.
 func TestRBACManifest(t *testing.T) {
 	o := apiserver.LoadRBAC(t, rbacManifest)
 	if o.Account.Namespace != "dnsconfigurer" {
@@ -68,13 +76,19 @@ func TestRBACManifest(t *testing.T) {
 		}
 	}
 	for key, verbs := range granted {
-		if _, ok := feedResources[key]; !ok {
-			t.Errorf("grants %s, which the feed does not read", key)
+		want := []string{"list", "watch"}
+		if key == eventsResource {
+			want = []string{"create", "patch"}
+		} else if _, ok := feedResources[key]; !ok {
+			t.Errorf("grants %s, which the server does not use", key)
 		}
 		slices.Sort(verbs)
-		if !slices.Equal(slices.Compact(verbs), []string{"list", "watch"}) {
-			t.Errorf("%s: verbs %v, want [list watch]", key, verbs)
+		if !slices.Equal(slices.Compact(verbs), want) {
+			t.Errorf("%s: verbs %v, want %v", key, verbs, want)
 		}
+	}
+	if _, ok := granted[eventsResource]; !ok {
+		t.Errorf("does not grant %s, which the server posts", eventsResource)
 	}
 	for key := range feedResources {
 		if _, ok := granted[key]; !ok {
@@ -90,9 +104,11 @@ func TestRBACManifest(t *testing.T) {
 }
 
 // TestRBAC runs the server with the token of deploy/dnsserver's
-// ServiceAccount, bound to exactly its ClusterRole: it syncs and answers
-// without a single forbidden request. Without the binding, or with the role
-// missing any one of its rules, it never syncs: SERVFAIL and /readyz 503.
+// ServiceAccount, bound to exactly its ClusterRole: it syncs, answers and
+// posts the Event on an object it skips without a single forbidden request.
+// Without the binding, or with the role missing any one of its read rules,
+// it never syncs: SERVFAIL and /readyz 503. Without the events rule it
+// serves as well and only its Event is refused.
 func TestRBAC(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	o := apiserver.LoadRBAC(t, rbacManifest)
@@ -127,6 +143,19 @@ func TestRBAC(t *testing.T) {
 				t.Errorf("no successful request to %s: %v", path, srv.requests.Summary())
 			}
 		}
+		skipAndWaitEvent(t, client, srv, ns, http.StatusCreated)
+	})
+
+	t.Run("without events", func(t *testing.T) {
+		ns := cp.Namespace(t)
+		cfg := boundWithout(t, cp, o, ns, eventsResource)
+		checkGoroutines(t)
+		client := newClient(t, cp.Config())
+		srv := startServer(t, cfg)
+		srv.waitSynced(t)
+		s := createService(t, client, ns, "web", corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}})
+		waitAnswer(t, srv.addr, "web."+ns+".svc."+zone, dns.TypeA, "NOERROR A "+s.Spec.ClusterIP)
+		skipAndWaitEvent(t, client, srv, ns, http.StatusForbidden)
 	})
 
 	t.Run("unbound", func(t *testing.T) {
@@ -149,36 +178,7 @@ func TestRBAC(t *testing.T) {
 	for _, gr := range sortedResources() {
 		t.Run("without "+gr.String(), func(t *testing.T) {
 			ns := cp.Namespace(t)
-			role := o.Role.DeepCopy()
-			role.Name = ns + "-without"
-			role.Rules = nil
-			for _, r := range o.Role.Rules {
-				r = *r.DeepCopy()
-				if slices.Contains(r.APIGroups, gr.group) {
-					r.Resources = slices.DeleteFunc(r.Resources, func(res string) bool { return res == gr.resource })
-				}
-				if len(r.Resources) > 0 {
-					role.Rules = append(role.Rules, r)
-				}
-			}
-			binding := o.Binding.DeepCopy()
-			binding.Name = role.Name
-			binding.RoleRef.Name = role.Name
-			binding.Subjects[0].Namespace = ns
-			if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-				_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-			})
-			cfg, err := cp.ServiceAccountConfig(ctx, ns, o.Account.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := boundWithout(t, cp, o, ns, gr)
 			checkGoroutines(t)
 			srv := startServer(t, cfg)
 			missing := feedResources[gr]
@@ -194,6 +194,62 @@ func TestRBAC(t *testing.T) {
 			assertUnready(t, srv)
 		})
 	}
+}
+
+// boundWithout binds the deployed role, less the resource gr, to the
+// ServiceAccount of deploy/dnsserver in namespace ns, and returns its
+// credentials.
+func boundWithout(t *testing.T, cp *apiserver.ControlPlane, o apiserver.RBAC, ns string, gr groupResource) *rest.Config {
+	t.Helper()
+	ctx := t.Context()
+	admin := cp.Client()
+	role := o.Role.DeepCopy()
+	role.Name = ns + "-without"
+	role.Rules = nil
+	for _, r := range o.Role.Rules {
+		r = *r.DeepCopy()
+		if slices.Contains(r.APIGroups, gr.group) {
+			r.Resources = slices.DeleteFunc(r.Resources, func(res string) bool { return res == gr.resource })
+		}
+		if len(r.Resources) > 0 {
+			role.Rules = append(role.Rules, r)
+		}
+	}
+	binding := o.Binding.DeepCopy()
+	binding.Name = role.Name
+	binding.RoleRef.Name = role.Name
+	binding.Subjects[0].Namespace = ns
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	cfg, err := cp.ServiceAccountConfig(ctx, ns, o.Account.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// skipAndWaitEvent creates in ns a Service the server skips (an
+// ExternalName with a 64-byte label) and waits for the server's request
+// posting its Event to get status.
+func skipAndWaitEvent(t *testing.T, client kubernetes.Interface, srv *server, ns string, status int) {
+	t.Helper()
+	createService(t, client, ns, "ext", corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: strings.Repeat("a", 64) + ".example.com"})
+	// The control plane outlives the test: leave nothing other servers skip.
+	t.Cleanup(func() {
+		_ = client.CoreV1().Services(ns).Delete(context.Background(), "ext", metav1.DeleteOptions{})
+	})
+	path := "/api/v1/namespaces/" + ns + "/events"
+	waitRequests(t, srv.requests, 1, fmt.Sprintf("posting the Event with status %d", status), func(r apiserver.Request) bool {
+		return r.Method == http.MethodPost && r.Path == path && r.Status == status
+	})
 }
 
 // waitRefusedAgain waits until a list or watch of path was forbidden and
