@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -89,8 +90,10 @@ func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.
 	if err != nil {
 		return nil, nil, err
 	}
+	// What does not load is skipped, as serve skips it, and listed below.
 	objs, err := feed.LoadManifests(objects)
-	if err != nil {
+	var skipped feed.ManifestErrors
+	if err != nil && !errors.As(err, &skipped) {
 		return nil, nil, usagef("--objects: %v", err)
 	}
 	st.Replace(objs)
@@ -108,6 +111,9 @@ func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.
 		return nil, nil, err
 	}
 	fmt.Fprintf(stdout, "\n== cluster DNS on %s serving %s (%d Services); node-local stage on %s\n", cluster.Addrs()[0], objects, len(objs.Services), local.Addrs()[0])
+	for _, e := range skipped {
+		fmt.Fprintf(stdout, "   skipped %v\n", e)
+	}
 	return cluster, local, nil
 }
 

@@ -104,16 +104,34 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
-func TestServeBadManifestNamesFileAndDocument(t *testing.T) {
+// TestServeSkipsBadObjects: a manifest object that cannot be served is
+// skipped, logged with its file, document and field, and counted; the
+// rest is served, a Service named with a digit first included.
+func TestServeSkipsBadObjects(t *testing.T) {
 	dir := t.TempDir()
-	bad := "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {clusterIP: 10.0.0.300}\n"
-	if err := os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(bad), 0o644); err != nil {
+	manifest := "apiVersion: v1\nkind: Service\nmetadata: {name: 1kubernetes, namespace: a}\nspec: {clusterIP: 10.0.0.1}\n" +
+		"---\napiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: a}\nspec: {clusterIP: 10.0.0.300}\n"
+	if err := os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stderr testkit.Buffer
-	code := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--objects", dir}, nil, io.Discard, &stderr)
-	if code != exitUsage || !strings.Contains(stderr.String(), "svc.yaml") || !strings.Contains(stderr.String(), "document 2") {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := goServe(ctx, []string{"--lameduck=0s", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--objects", dir})
+	addr, metrics := s.addrs(t, true)
+	if r, err := testkit.Exchange("udp", addr, "1kubernetes.a.svc.cluster.local.", dns.TypeA); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("1kubernetes: %v %v", r, err)
+	}
+	if r, err := testkit.Exchange("udp", addr, "s.a.svc.cluster.local.", dns.TypeA); err != nil || r.Rcode != dns.RcodeNameError {
+		t.Fatalf("the skipped Service: %v %v, want NXDOMAIN", r, err)
+	}
+	testkit.WantSubstrings(t, "serve's log", s.log.String(), "skipping a manifest object", "svc.yaml", "document=2", `spec.clusterIP[0] \"10.0.0.300\"`)
+	series := `dnsconfigurer_dnsserver_objects_skipped_total{kind="service",reason="invalid-field"}`
+	if got := scrape(t, metrics)[series]; got != 1 {
+		t.Errorf("%s = %v, want 1", series, got)
+	}
+	cancel()
+	if code := s.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("exit %d: %s", code, s.log.String())
 	}
 }
 
