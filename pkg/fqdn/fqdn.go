@@ -11,7 +11,7 @@ type Pod struct {
 	Namespace        string  // metadata.namespace
 	Hostname         string  // spec.hostname
 	Subdomain        string  // spec.subdomain
-	HostnameOverride *string // spec.hostnameOverride (feature HostnameOverride, on by default since 1.35)
+	HostnameOverride *string // spec.hostnameOverride (feature HostnameOverride: on by default since 1.35, GA in 1.37)
 }
 
 // Names is what kubelet derives from a Pod.

@@ -39,7 +39,8 @@ func Subdomain(s string) []string {
 }
 
 // SearchDomain checks one dnsConfig search entry as the API server does with
-// relaxed search validation (GA since Kubernetes 1.34): "." alone is valid;
+// relaxed search validation (GA and locked on in Kubernetes 1.34, the only
+// rule since 1.37, where the gate is gone): "." alone is valid;
 // otherwise one trailing dot is dropped and the rest must be a subdomain whose
 // labels may also start with '_' and contain '_' (e.g. _tcp.example.com).
 // Labels are not limited to 63 characters. The returned value is the one the

@@ -1,19 +1,29 @@
 // Package policy is dnsconfigurer's pod DNS engine: it computes a pod's
-// nameservers, search list, options, hostname and FQDN as kubelet v1.36
-// does.
+// nameservers, search list, options, hostname and FQDN as kubelet v1.37
+// does, or the node's own kubelet where releases differ.
 //
 // Its inputs are the pod's DNS fields, the node's DNS settings and the
 // node's resolver config. It follows kubelet's semantics exactly
-// (pkg/kubelet/network/dns). It adds the ClusterFirstWithAutopath policy of
-// the KEP "DNS Autopath in PodSpec". It validates the same fields as the API
-// server does.
+// (pkg/kubelet/network/dns, GeneratePodHostNameAndDomain). It adds the
+// ClusterFirstWithAutopath policy of the KEP "DNS Autopath in PodSpec". It
+// validates the same fields as the API server does (ValidateAPI: v1.37;
+// ValidateAPIFor: a given release).
+//
+// Kubernetes 1.34 to 1.37 differ for pod DNS only in rules that follow a
+// feature gate's default, each kept in release.go: kubelet before 1.35
+// ignores spec.hostnameOverride (Node.KubeletVersion selects), and the API
+// server before 1.36 only warns about nameservers with leading zeros or in
+// IPv4-mapped form, and before 1.35 drops hostnameOverride. kubelet's DNS
+// config itself (GetPodDNS) is the same in v1.34.4 and v1.37.2: both
+// fixtures record it.
 //
 // It owns kubelet's rules once for every adapter: the ClusterFirst search
 // shape (ClusterSearches, NamespaceSearch), the limits (Max*), the autopath
 // zone, and the inverse of kubelet's output (Engine.Recover, which the CRI
 // shim uses when only a sandbox config is known; its property, recomputing
 // the recovered input gives kubelet's output back, is fuzzed and checked
-// against real kubelet outputs in testdata/kubelet-outputs.json). The node
+// against real kubelet outputs in testdata/kubelet-outputs-<version>.json,
+// one file per Kubernetes release). The node
 // file's loopback nameservers are dropped for host-type pods in their own
 // network namespace (resolvconf.WithoutLoopback), the one deliberate
 // difference from kubelet besides autopath. kubelet and containerd hand

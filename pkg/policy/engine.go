@@ -21,6 +21,7 @@ type Engine struct {
 	hostOffline  []string // nameservers for host-type pods with resolvConf ""
 	shape        searchShape
 	windows      bool
+	release      Release // the node's kubelet (Node.KubeletVersion)
 	ndots        string  // the base option of cluster DNS pods: ndots5, or Node.Ndots's
 	kubelet      *Engine // this engine as kubelet: no cluster policy, no loopback rule (Recover)
 	keepLoopback bool    // the loopback rule is off (kubelet's own output)
@@ -30,7 +31,7 @@ type Engine struct {
 
 // New prepares an engine for node. Unparsable clusterDNS or nodeLocalDNS
 // entries are skipped and reported as warnings (kubelet logs "Invalid
-// clusterDNS IP"); an unknown OS is an error.
+// clusterDNS IP"); an unknown OS or kubelet version is an error.
 func New(node Node) (*Engine, error) {
 	e := &Engine{node: node}
 	switch node.OS {
@@ -40,6 +41,11 @@ func New(node Node) (*Engine, error) {
 	default:
 		return nil, fmt.Errorf("node os %q: must be \"linux\" or \"windows\"", node.OS)
 	}
+	rel, err := ParseRelease(node.KubeletVersion)
+	if err != nil {
+		return nil, fmt.Errorf("node kubelet %w", err)
+	}
+	e.release = rel
 	e.clusterDNS = e.parseIPs(node.ClusterDNS, "clusterDNS")
 	e.nodeLocalDNS = e.parseIPs(node.NodeLocalDNS, "nodeLocalDNS")
 	for _, s := range node.NodeIPs {
@@ -312,8 +318,18 @@ func (e *Engine) hostBase(r *Result, host Host, hostNetwork bool, t *Trace) {
 
 // names sets the pod's hostname and FQDN (non-hostNetwork pods only).
 func (e *Engine) names(in Input, r *Result, t *Trace) error {
+	override := in.HostnameOverride
+	if override != nil && !e.release.hostnameOverride() {
+		w := Warning{Reason: ReasonHostnameOverrideIgnored,
+			Message: fmt.Sprintf("kubelet %s ignores spec.hostnameOverride %q (feature gate HostnameOverride is off before 1.35): the hostname comes from spec.hostname or the pod name, the domain from spec.subdomain", e.release, *override)}
+		r.Warnings = append(r.Warnings, w)
+		if t != nil {
+			t.add(stepHostname, "hostname.override.ignored", w.Message, nil, []string{*override})
+		}
+		override = nil
+	}
 	names, err := fqdn.ForPod(fqdn.Pod{Name: in.Name, Namespace: in.Namespace, Hostname: in.Hostname,
-		Subdomain: in.Subdomain, HostnameOverride: in.HostnameOverride}, e.node.ClusterDomain)
+		Subdomain: in.Subdomain, HostnameOverride: override}, e.node.ClusterDomain)
 	if t != nil {
 		traceNames(t, in, names, err)
 	}
@@ -354,7 +370,7 @@ func traceNames(t *Trace, in Input, names fqdn.Names, err error) {
 	switch {
 	case f != "":
 		t.add(stepFQDN, "fqdn.subdomain", "spec.subdomain: the FQDN is hostname.subdomain.namespace.svc.cluster-domain", []string{f}, nil)
-	case in.HostnameOverride != nil:
+	case names.From == "spec.hostnameOverride":
 		t.add(stepFQDN, "fqdn.none", "spec.hostnameOverride: no FQDN", nil, nil)
 	default:
 		t.add(stepFQDN, "fqdn.none", "no spec.subdomain: no FQDN", nil, nil)

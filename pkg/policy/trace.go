@@ -74,6 +74,7 @@ type Decision struct {
 //	hostname.podname                the hostname is metadata.name
 //	hostname.spec                   the hostname is spec.hostname
 //	hostname.override               the hostname is spec.hostnameOverride
+//	hostname.override.ignored       a kubelet before 1.35 ignores spec.hostnameOverride (Node.KubeletVersion)
 //	hostname.truncate               a hostname over 63 characters is cut
 //	fqdn.subdomain                  <hostname>.<subdomain>.<ns>.svc.<domain>
 //	fqdn.none                       no subdomain, or hostnameOverride: no FQDN

@@ -306,6 +306,13 @@ func TestTrace(t *testing.T) {
 			want: []string{"policy policy.none", "hostname hostname.override +over.ride", "fqdn fqdn.none"}, detail: "spec.hostnameOverride: no FQDN",
 		},
 		{
+			name:   "kubelet 1.34 ignores hostnameOverride",
+			node:   &Node{ClusterDNS: node.ClusterDNS, ClusterDomain: node.ClusterDomain, KubeletVersion: "v1.34.4"},
+			in:     Input{Name: "p", Namespace: "ns", Policy: None, Subdomain: "s", HostnameOverride: ptr("over.ride")},
+			want:   []string{"policy policy.none", "hostname hostname.override.ignored -over.ride", "hostname hostname.podname +p", "fqdn fqdn.subdomain +p.s.ns.svc.cluster.local"},
+			detail: "feature gate HostnameOverride is off before 1.35",
+		},
+		{
 			name: "a long pod name is truncated",
 			in:   Input{Name: strings.Repeat("a", 64), Namespace: "ns", Policy: None},
 			want: []string{"policy policy.none", "hostname hostname.podname +" + strings.Repeat("a", 64), "hostname hostname.truncate +" + strings.Repeat("a", 63) + " -" + strings.Repeat("a", 64), "fqdn fqdn.none"},

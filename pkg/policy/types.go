@@ -107,6 +107,11 @@ type Node struct {
 	NodeIPs []string
 	// OS is "linux" (the default when empty) or "windows".
 	OS string
+	// KubeletVersion is the node's kubelet version, such as "v1.34.4"
+	// (ParseRelease); "" is the newest this package mirrors. It selects
+	// kubelet's behaviour where releases differ: before 1.35 kubelet
+	// ignores spec.hostnameOverride.
+	KubeletVersion string
 
 	// DefaultPolicy is the cluster's policy for pods that did not choose
 	// (no AnnotationDNSPolicy annotation, no namespace label):
@@ -185,6 +190,7 @@ const (
 	ReasonAutopathIgnored           = "AutopathIgnored"
 	ReasonWindowsOptionsIgnored     = "WindowsOptionsIgnored"
 	ReasonLoopbackNameserver        = "LoopbackNameserverDropped"
+	ReasonHostnameOverrideIgnored   = "HostnameOverrideIgnored"
 )
 
 // Limit names carried by Warning.Limit.

@@ -41,10 +41,17 @@ func (v *Validation) trim(field, format string, args ...any) {
 var supportedPolicies = []Policy{ClusterFirstWithHostNet, ClusterFirst, Default, None}
 
 // ValidateAPI checks the pod's naming and DNS fields as the Kubernetes API
-// server (v1.36) does on create, after defaulting: dnsPolicy, dnsConfig,
-// hostname, subdomain, hostnameOverride, and the pod name and namespace. It
-// reports every violation, and the API server's warnings.
-func ValidateAPI(in Input) Validation {
+// server of the newest release this package mirrors (v1.37; v1.36 checks
+// these fields the same way) does on create, after defaulting: dnsPolicy,
+// dnsConfig, hostname, subdomain, hostnameOverride, and the pod name and
+// namespace. It reports every violation, and the API server's warnings.
+func ValidateAPI(in Input) Validation { return ValidateAPIFor(in, Release{}) }
+
+// ValidateAPIFor is ValidateAPI as the API server of release apiServer
+// (default feature gates) checks the pod: before 1.36 nameservers with
+// leading zeros or in IPv4-mapped form only draw a warning, and before
+// 1.35 spec.hostnameOverride is dropped unchecked.
+func ValidateAPIFor(in Input, apiServer Release) Validation {
 	var v Validation
 	switch {
 	case in.Name == "":
@@ -52,10 +59,10 @@ func ValidateAPI(in Input) Validation {
 	default:
 		if msgs := fqdn.Subdomain(in.Name); len(msgs) > 0 {
 			v.add("metadata.name", "Invalid value: %q: %s", in.Name, strings.Join(msgs, "; "))
-		} else if in.Hostname == "" && in.HostnameOverride == nil {
-			if msgs := fqdn.Label(in.Name); len(msgs) > 0 {
-				v.Warnings = append(v.Warnings, fmt.Sprintf("metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [%s]", strings.Join(msgs, ", ")))
-			}
+		} else if msgs := fqdn.Label(in.Name); len(msgs) > 0 {
+			// podStrategy.WarningsOnCreate warns whatever the hostname's
+			// source.
+			v.Warnings = append(v.Warnings, fmt.Sprintf("metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [%s]", strings.Join(msgs, ", ")))
 		}
 	}
 	if in.Namespace != "" {
@@ -64,7 +71,7 @@ func ValidateAPI(in Input) Validation {
 		}
 	}
 	validatePolicy(in.Policy, &v)
-	validateDNSConfig(in.Policy, in.DNSConfig, &v)
+	validateDNSConfig(in.Policy, in.DNSConfig, apiServer, &v)
 	if in.Hostname != "" {
 		if msgs := fqdn.Label(in.Hostname); len(msgs) > 0 {
 			v.add("spec.hostname", "Invalid value: %q: %s", in.Hostname, strings.Join(msgs, "; "))
@@ -75,13 +82,13 @@ func ValidateAPI(in Input) Validation {
 			v.add("spec.subdomain", "Invalid value: %q: %s", in.Subdomain, strings.Join(msgs, "; "))
 		}
 	}
-	if in.HostnameOverride != nil {
+	if in.HostnameOverride != nil && apiServer.hostnameOverride() {
 		h := *in.HostnameOverride
 		if in.SetHostnameAsFQDN {
-			v.add("spec.hostnameOverride", "Invalid value: %q: may not be specified when setHostnameAsFQDN is true", h)
+			v.add("spec.hostnameOverride", "Forbidden: may not be specified when setHostnameAsFQDN is true")
 		}
 		if in.HostNetwork {
-			v.add("spec.hostnameOverride", "Invalid value: %q: may not be specified when hostNetwork is true", h)
+			v.add("spec.hostnameOverride", "Forbidden: may not be specified when hostNetwork is true")
 		}
 		if len(h) > fqdn.MaxKernelHostname {
 			v.add("spec.hostnameOverride", "Too long: may not be more than 64 bytes")
@@ -108,7 +115,7 @@ func validatePolicy(p Policy, v *Validation) {
 
 // validateDNSConfig is validatePodDNSConfig, in its order and with its
 // early returns.
-func validateDNSConfig(p Policy, c *DNSConfig, v *Validation) {
+func validateDNSConfig(p Policy, c *DNSConfig, apiServer Release, v *Validation) {
 	if p == None {
 		if c == nil {
 			v.add("spec.dnsConfig", "Required value: must provide `dnsConfig` when `dnsPolicy` is None")
@@ -127,7 +134,7 @@ func validateDNSConfig(p Policy, c *DNSConfig, v *Validation) {
 	}
 	for i, ns := range c.Nameservers {
 		field := fmt.Sprintf("spec.dnsConfig.nameservers[%d]", i)
-		msg, warn := checkIP(ns)
+		msg, warn := checkIP(ns, apiServer.strictIP())
 		if msg != "" {
 			v.add(field, "Invalid value: %q: %s", ns, msg)
 		}
@@ -153,28 +160,46 @@ func validateDNSConfig(p Policy, c *DNSConfig, v *Validation) {
 	}
 }
 
-// checkIP is IsValidIPForLegacyField with StrictIPCIDRValidation, plus the
-// API server's warnings for non-canonical spellings.
-func checkIP(s string) (msg, warning string) {
+// checkIP is IsValidIPForLegacyField, strict with StrictIPCIDRValidation
+// (Release.strictIP), plus the API server's warnings for non-canonical
+// spellings (GetWarningsForIP), which come whether or not the value is
+// rejected.
+func checkIP(s string, strict bool) (msg, warning string) {
+	const invalid = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 	ip, err := netip.ParseAddr(s)
 	if err != nil {
 		sloppy := parseIPSloppy(s)
 		if sloppy == nil || strings.Contains(s, "%") {
-			return "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)", ""
+			return invalid, ""
 		}
-		canon := sloppy.String()
-		return "must not have leading 0s", fmt.Sprintf("non-standard IP address %q is invalid: use %q", s, canon)
+		return strictOnly(strict, "must not have leading 0s"), nonStandardIP(s, sloppy.String(), strict)
 	}
 	if ip.Zone() != "" {
-		return "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)", ""
+		return invalid, ""
 	}
 	if ip.Is4In6() {
-		return "must not be an IPv4-mapped IPv6 address", fmt.Sprintf("non-standard IP address %q is invalid: use %q", s, ip.Unmap().String())
+		return strictOnly(strict, "must not be an IPv4-mapped IPv6 address"), nonStandardIP(s, ip.Unmap().String(), strict)
 	}
 	if ip.Is6() && ip.String() != s {
 		return "", fmt.Sprintf("IPv6 address %q should be in RFC 5952 canonical format (%q)", s, ip.String())
 	}
 	return "", ""
+}
+
+func strictOnly(strict bool, msg string) string {
+	if strict {
+		return msg
+	}
+	return ""
+}
+
+// nonStandardIP is GetWarningsForIP's warning for a spelling that parses
+// only sloppily; its text changed when StrictIPCIDRValidation turned on.
+func nonStandardIP(s, canon string, strict bool) string {
+	if strict {
+		return fmt.Sprintf("non-standard IP address %q is invalid: use %q", s, canon)
+	}
+	return fmt.Sprintf("non-standard IP address %q will be considered invalid in a future Kubernetes release: use %q", s, canon)
 }
 
 func quoteList(s []string) string {

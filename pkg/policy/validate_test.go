@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -79,9 +80,13 @@ func TestValidateAPI(t *testing.T) {
 			in.HostnameOverride = ptr(strings.Repeat("o", 65))
 			in.SetHostnameAsFQDN = true
 			in.HostNetwork = true
-		}), errs: []string{"spec.hostnameOverride: Invalid value: \"ooo", "spec.hostnameOverride: Invalid value: \"ooo", "spec.hostnameOverride: Too long: may not be more than 64 bytes"}},
+		}), errs: []string{"spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true", "spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true", "spec.hostnameOverride: Too long: may not be more than 64 bytes"}},
+		{name: "invalid hostnameOverride", in: base(func(in *Input) { in.HostnameOverride = ptr("Bad_Name") }),
+			errs: []string{`spec.hostnameOverride: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain`}},
 		{name: "64-character hostnameOverride accepted", in: base(func(in *Input) { in.HostnameOverride = ptr(strings.Repeat("o", 64)) })},
 		{name: "dotted pod name warns", in: base(func(in *Input) { in.Name = "web.v1" }),
+			warnings: []string{"metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]"}},
+		{name: "dotted pod name warns whatever the hostname", in: base(func(in *Input) { in.Name, in.Hostname, in.HostnameOverride = "web.v1", "web", ptr("web") }),
 			warnings: []string{"metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]"}},
 		{name: "missing name", in: base(func(in *Input) { in.Name = "" }), errs: []string{"metadata.name: Required value"}},
 	}
@@ -91,6 +96,62 @@ func TestValidateAPI(t *testing.T) {
 			checkErrors(t, v.Errors, tc.errs)
 			checkWarnings(t, v.Warnings, tc.warnings)
 		})
+	}
+}
+
+// TestValidateAPIFor: the API server's checks that changed between 1.34
+// and 1.37 (default feature gates), release by release. The zero Release
+// is the newest.
+func TestValidateAPIFor(t *testing.T) {
+	sloppy := Input{Name: "web", Namespace: "ns", Policy: ClusterFirst, DNSConfig: &DNSConfig{Nameservers: []string{"010.0.0.1", "::ffff:1.2.3.4"}}}
+	override := Input{Name: "web", Namespace: "ns", Policy: ClusterFirst, HostNetwork: true, SetHostnameAsFQDN: true, HostnameOverride: ptr("Bad_Name")}
+	lenient := []string{
+		`spec.dnsConfig.nameservers[0]: non-standard IP address "010.0.0.1" will be considered invalid in a future Kubernetes release: use "10.0.0.1"`,
+		`spec.dnsConfig.nameservers[1]: non-standard IP address "::ffff:1.2.3.4" will be considered invalid in a future Kubernetes release: use "1.2.3.4"`,
+	}
+	strictErrs := []string{
+		`spec.dnsConfig.nameservers[0]: Invalid value: "010.0.0.1": must not have leading 0s`,
+		`spec.dnsConfig.nameservers[1]: Invalid value: "::ffff:1.2.3.4": must not be an IPv4-mapped IPv6 address`,
+	}
+	strictWarns := []string{
+		`spec.dnsConfig.nameservers[0]: non-standard IP address "010.0.0.1" is invalid: use "10.0.0.1"`,
+		`spec.dnsConfig.nameservers[1]: non-standard IP address "::ffff:1.2.3.4" is invalid: use "1.2.3.4"`,
+	}
+	overrideErrs := []string{
+		"spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
+		"spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
+		`spec.hostnameOverride: Invalid value: "Bad_Name"`,
+	}
+	tests := []struct {
+		name     string
+		release  Release
+		in       Input
+		errs     []string
+		warnings []string
+	}{
+		// StrictIPCIDRValidation: alpha (off) until 1.35, beta (on) in 1.36.
+		{name: "1.34 warns about sloppy nameservers", release: Release{1, 34}, in: sloppy, warnings: lenient},
+		{name: "1.35 warns about sloppy nameservers", release: Release{1, 35}, in: sloppy, warnings: lenient},
+		{name: "1.36 rejects sloppy nameservers", release: Release{1, 36}, in: sloppy, errs: strictErrs, warnings: strictWarns},
+		{name: "1.37 rejects sloppy nameservers", release: Release{1, 37}, in: sloppy, errs: strictErrs, warnings: strictWarns},
+		{name: "newest rejects sloppy nameservers", in: sloppy, errs: strictErrs, warnings: strictWarns},
+		// HostnameOverride: alpha (off, the field is dropped) in 1.34, beta (on) in 1.35.
+		{name: "1.34 drops hostnameOverride unchecked", release: Release{1, 34}, in: override},
+		{name: "1.35 checks hostnameOverride", release: Release{1, 35}, in: override, errs: overrideErrs},
+		{name: "1.37 checks hostnameOverride", release: Release{1, 37}, in: override, errs: overrideErrs},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := ValidateAPIFor(tc.in, tc.release)
+			checkErrors(t, v.Errors, tc.errs)
+			checkWarnings(t, v.Warnings, tc.warnings)
+		})
+	}
+	// ValidateAPI is the newest release.
+	for _, in := range []Input{sloppy, override} {
+		if got, want := ValidateAPI(in), ValidateAPIFor(in, Release{1, 37}); !reflect.DeepEqual(got, want) {
+			t.Errorf("ValidateAPI = %+v, 1.37 = %+v", got, want)
+		}
 	}
 }
 

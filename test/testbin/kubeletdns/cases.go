@@ -423,5 +423,78 @@ func handWritten() []caseJSON {
 			Searches:    numbered("p", 25),
 		})),
 	)
-	return cs
+	return append(cs, nameCases()...)
+}
+
+// named is a ClusterFirst pod off the host network, changed by mod.
+func named(mod func(*podJSON)) podJSON {
+	p := pod("ClusterFirst", false)
+	mod(&p)
+	return p
+}
+
+// nameCases cover the sandbox hostname and FQDN: the pod name,
+// spec.hostname and spec.subdomain, truncation to 63 characters,
+// setHostnameAsFQDN at and past the kernel's 64, the errors, and
+// spec.hostnameOverride, which kubelet ignores before 1.35 (feature gate
+// HostnameOverride: alpha and off in 1.34, beta and on in 1.35, GA in 1.37).
+func nameCases() []caseJSON {
+	noDomain := baseNode()
+	noDomain.ClusterDomain = ""
+	// "s.ns1.svc.cluster.local" is 23 characters: a 40-character hostname
+	// makes a 64-character FQDN.
+	const domainLen = len("s.ns1.svc.cluster.local")
+	return []caseJSON{
+		mk("names-hostname-and-subdomain", baseNode(), named(func(p *podJSON) { p.Hostname, p.Subdomain = "web-0", "web" })),
+		mk("names-subdomain-only", baseNode(), named(func(p *podJSON) { p.Subdomain = "web" })),
+		mk("names-subdomain-no-clusterdomain", noDomain, named(func(p *podJSON) { p.Subdomain = "web" })),
+		mk("names-subdomain-empty-namespace", baseNode(), named(func(p *podJSON) { p.Namespace, p.Subdomain = "", "web" })),
+		mk("names-dotted-podname", baseNode(), named(func(p *podJSON) { p.Name = "web.v1" })),
+		mk("names-podname-63", baseNode(), named(func(p *podJSON) { p.Name = strings.Repeat("a", 63) })),
+		mk("names-podname-64-truncated", baseNode(), named(func(p *podJSON) { p.Name = strings.Repeat("a", 64) })),
+		mk("names-podname-truncated-then-trimmed", baseNode(), named(func(p *podJSON) { p.Name = strings.Repeat("a", 60) + ".-.-x" })),
+		mk("names-podname-nothing-left", baseNode(), named(func(p *podJSON) { p.Name = strings.Repeat("-", 70) })),
+		mk("names-hostname-64-invalid", baseNode(), named(func(p *podJSON) { p.Hostname = strings.Repeat("h", 64) })),
+		mk("names-hostname-uppercase-invalid", baseNode(), named(func(p *podJSON) { p.Hostname = "Web" })),
+		mk("names-subdomain-dotted-invalid", baseNode(), named(func(p *podJSON) { p.Subdomain = "a.b" })),
+		mk("names-fqdn-64", baseNode(), named(func(p *podJSON) {
+			p.Hostname, p.Subdomain, p.SetHostnameAsFQDN = strings.Repeat("h", 63-domainLen), "s", true
+		})),
+		mk("names-fqdn-65-too-long", baseNode(), named(func(p *podJSON) {
+			p.Hostname, p.Subdomain, p.SetHostnameAsFQDN = strings.Repeat("h", 64-domainLen), "s", true
+		})),
+		mk("names-fqdn-no-subdomain", baseNode(), named(func(p *podJSON) { p.Hostname, p.SetHostnameAsFQDN = "web-0", true })),
+		mk("names-fqdn-truncated-hostname-too-long", baseNode(), named(func(p *podJSON) {
+			p.Name, p.Subdomain, p.SetHostnameAsFQDN = strings.Repeat("a", 70), "s", true
+		})),
+		mk("names-fqdn-hostnetwork", baseNode(), func() podJSON {
+			p := pod("ClusterFirstWithHostNet", true)
+			p.Hostname, p.Subdomain, p.SetHostnameAsFQDN = "web-0", "web", true
+			return p
+		}()),
+
+		// spec.hostnameOverride: the hostname from 1.35, ignored before.
+		mk("names-override", baseNode(), named(func(p *podJSON) { p.HostnameOverride = ptr("over.ride.example") })),
+		mk("names-override-with-hostname-and-subdomain", baseNode(), named(func(p *podJSON) {
+			p.Hostname, p.Subdomain, p.HostnameOverride = "web-0", "web", ptr("custom-host")
+		})),
+		mk("names-override-64-truncated", baseNode(), named(func(p *podJSON) { p.HostnameOverride = ptr(strings.Repeat("o", 64)) })),
+		mk("names-override-truncated-then-trimmed", baseNode(), named(func(p *podJSON) {
+			p.HostnameOverride = ptr(strings.Repeat("o", 61) + ".p." + strings.Repeat("q", 10))
+		})),
+		mk("names-override-invalid", baseNode(), named(func(p *podJSON) { p.HostnameOverride = ptr("Bad_Name") })),
+		mk("names-override-empty", baseNode(), named(func(p *podJSON) { p.HostnameOverride = ptr("") })),
+		mk("names-override-with-fqdn", baseNode(), named(func(p *podJSON) {
+			p.Hostname, p.Subdomain, p.SetHostnameAsFQDN, p.HostnameOverride = "web-0", "web", true, ptr("custom-host")
+		})),
+		mk("names-override-with-fqdn-too-long", baseNode(), named(func(p *podJSON) {
+			p.Hostname, p.Subdomain, p.SetHostnameAsFQDN, p.HostnameOverride = strings.Repeat("h", 64-domainLen), "s", true, ptr("custom-host")
+		})),
+		mk("names-override-invalid-hostname", baseNode(), named(func(p *podJSON) { p.Hostname, p.HostnameOverride = "Web", ptr("custom-host") })),
+		mk("names-override-hostnetwork", baseNode(), func() podJSON {
+			p := pod("ClusterFirstWithHostNet", true)
+			p.HostnameOverride = ptr("custom-host")
+			return p
+		}()),
+	}
 }

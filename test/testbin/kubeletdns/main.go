@@ -2,36 +2,44 @@
 // and writes what kubelet returned as plain JSON.
 //
 // The code is Configurer.GetPodDNS of
-// k8s.io/kubernetes/pkg/kubelet/network/dns. The cases are hand-written ones
-// and a fixed-seed set of pseudo-random ones. pkg/policy tests its engine
-// and the engine's inverse against that file
-// (pkg/policy/testdata/kubelet-outputs.json) without importing any k8s.io
-// package.
+// k8s.io/kubernetes/pkg/kubelet/network/dns, and the sandbox hostname
+// kubelet derives beside it (Kubelet.GeneratePodHostNameAndDomain, then
+// util.GetNodenameForKernel, as kuberuntime's generatePodSandboxConfig
+// does), with kubelet's default feature gates. The cases are hand-written
+// ones and a fixed-seed set of pseudo-random ones. pkg/policy tests its
+// engine and the engine's inverse against that file
+// (pkg/policy/testdata/kubelet-outputs-<version>.json, one per Kubernetes
+// release) without importing any k8s.io package.
 //
-// The generator only builds inputs and records outputs: every server, search
-// and option in the file comes from GetPodDNS. The one change it makes is to
-// sort the options, which kubelet builds from a Go map and so returns in a
-// random order; the servers and searches keep kubelet's order.
+// The generator only builds inputs and records outputs: every server,
+// search, option, event and name in the file comes from kubelet. The one
+// change it makes is to sort the options, which kubelet builds from a Go map
+// and so returns in a random order; the servers and searches keep kubelet's
+// order.
 //
 // Usage, from test/testbin:
 //
-//	go run ./kubeletdns -out ../../pkg/policy/testdata/kubelet-outputs.json
+//	go run ./kubeletdns -dir ../../pkg/policy/testdata
 package main
 
-//go:generate go run . -out ../../../pkg/policy/testdata/kubelet-outputs.json
+//go:generate go run . -dir ../../../pkg/policy/testdata
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
@@ -39,13 +47,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/kubelet"
 	"k8s.io/kubernetes/pkg/kubelet/network/dns"
+	kubeletutil "k8s.io/kubernetes/pkg/kubelet/util"
 	netutils "k8s.io/utils/net"
 )
 
-// kubeletVersion names the code the fixture comes from; keep it equal to
-// the k8s.io/kubernetes requirement in test/testbin/go.mod.
-const kubeletVersion = "k8s.io/kubernetes v1.34.4"
+// kubernetesModule is the module whose kubelet code the fixture records;
+// its version (from the binary's build info) names the fixture.
+const kubernetesModule = "k8s.io/kubernetes"
 
 // fixture is the file's top level.
 type fixture struct {
@@ -53,14 +63,20 @@ type fixture struct {
 	Cases   []caseJSON `json:"cases"`
 }
 
-// caseJSON is one GetPodDNS call: the node's kubelet settings, the pod, and
-// kubelet's answer (Output) or its error (Error, with Output null).
+// caseJSON is one pod on one node: the node's kubelet settings, the pod,
+// kubelet's DNS answer (Output) or its error (Error, with Output null), the
+// events GetPodDNS recorded, and the sandbox names (Names) or their error
+// (NamesError, with Names null). A hostNetwork pod has no sandbox names:
+// kubelet leaves it the node's hostname.
 type caseJSON struct {
-	Name   string      `json:"name"`
-	Node   nodeJSON    `json:"node"`
-	Pod    podJSON     `json:"pod"`
-	Output *outputJSON `json:"output"`
-	Error  string      `json:"error"`
+	Name       string      `json:"name"`
+	Node       nodeJSON    `json:"node"`
+	Pod        podJSON     `json:"pod"`
+	Output     *outputJSON `json:"output"`
+	Error      string      `json:"error"`
+	Events     []string    `json:"events,omitempty"`
+	Names      *namesJSON  `json:"names"`
+	NamesError string      `json:"namesError"`
 }
 
 // nodeJSON holds the kubelet configuration fields that reach
@@ -75,14 +91,20 @@ type nodeJSON struct {
 	ResolvConfDisabled bool     `json:"resolvConfDisabled"`
 }
 
-// podJSON holds the pod fields GetPodDNS reads. DNSConfig nil is a pod
-// without spec.dnsConfig, which kubelet treats differently from an empty one.
+// podJSON holds the pod fields GetPodDNS and the sandbox names read.
+// DNSConfig nil is a pod without spec.dnsConfig, which kubelet treats
+// differently from an empty one; HostnameOverride nil is a pod without
+// spec.hostnameOverride.
 type podJSON struct {
-	Name        string         `json:"name"`
-	Namespace   string         `json:"namespace"`
-	DNSPolicy   string         `json:"dnsPolicy"`
-	HostNetwork bool           `json:"hostNetwork"`
-	DNSConfig   *dnsConfigJSON `json:"dnsConfig"`
+	Name              string         `json:"name"`
+	Namespace         string         `json:"namespace"`
+	DNSPolicy         string         `json:"dnsPolicy"`
+	HostNetwork       bool           `json:"hostNetwork"`
+	DNSConfig         *dnsConfigJSON `json:"dnsConfig"`
+	Hostname          string         `json:"hostname,omitempty"`
+	Subdomain         string         `json:"subdomain,omitempty"`
+	HostnameOverride  *string        `json:"hostnameOverride,omitempty"`
+	SetHostnameAsFQDN bool           `json:"setHostnameAsFQDN,omitempty"`
 }
 
 type dnsConfigJSON struct {
@@ -106,23 +128,62 @@ type outputJSON struct {
 	Options  []string `json:"options"`
 }
 
+// namesJSON is what kubelet names a pod's sandbox: the hostname and domain
+// of GeneratePodHostNameAndDomain, and the PodSandboxConfig.Hostname
+// GetNodenameForKernel makes of them (the FQDN with setHostnameAsFQDN).
+type namesJSON struct {
+	Hostname       string `json:"hostname"`
+	Domain         string `json:"domain"`
+	KernelHostname string `json:"kernelHostname"`
+}
+
 func main() {
-	out := flag.String("out", "kubelet-outputs.json", "file to write the fixture to")
+	dir := flag.String("dir", ".", "directory to write kubelet-outputs-<k8s.io/kubernetes version>.json to")
+	out := flag.String("out", "", "file to write the fixture to, instead of the one -dir names")
 	seed := flag.Uint64("seed", defaultSeed, "seed of the pseudo-random cases; the committed fixture uses the default")
 	n := flag.Int("random", 300, "number of pseudo-random cases")
 	flag.Parse()
-	if err := run(*out, *seed, *n); err != nil {
+	if err := run(*dir, *out, *seed, *n); err != nil {
 		fmt.Fprintf(os.Stderr, "kubeletdns: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string, seed uint64, n int) error {
-	dir, err := os.MkdirTemp("", "kubeletdns-")
+// kubernetesVersion is the version of kubernetesModule this binary was
+// built with, so that the fixture names the code it comes from without a
+// constant to keep in step with go.mod.
+func kubernetesVersion() (string, error) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", errors.New("no build info: build with module support")
+	}
+	for _, d := range bi.Deps {
+		if d.Path != kubernetesModule {
+			continue
+		}
+		if d.Replace != nil {
+			d = d.Replace
+		}
+		return d.Version, nil
+	}
+	return "", fmt.Errorf("build info lists no %s", kubernetesModule)
+}
+
+func run(dir, out string, seed uint64, n int) error {
+	version, err := kubernetesVersion()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if out == "" {
+		out = filepath.Join(dir, "kubelet-outputs-"+version+".json")
+	}
+	// kubelet before 1.36 logs a truncated hostname through the global klog.
+	klog.SetLogger(logr.Discard())
+	tmp, err := os.MkdirTemp("", "kubeletdns-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
 
 	cases := append(handWritten(), randomCases(seed, n)...)
 	seen := map[string]bool{}
@@ -133,12 +194,15 @@ func run(out string, seed uint64, n int) error {
 			return fmt.Errorf("duplicate case name %q", c.Name)
 		}
 		seen[c.Name] = true
-		events, err := call(c, filepath.Join(dir, "resolv.conf"))
+		events, err := call(c, filepath.Join(tmp, "resolv.conf"))
 		if err != nil {
 			return fmt.Errorf("case %q: %w", c.Name, err)
 		}
 		if c.Error != "" {
 			stats["error"]++
+		}
+		if c.NamesError != "" {
+			stats["names error"]++
 		}
 		for _, e := range events {
 			stats[e]++
@@ -149,7 +213,7 @@ func run(out string, seed uint64, n int) error {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(fixture{Kubelet: kubeletVersion, Cases: cases}); err != nil {
+	if err := enc.Encode(fixture{Kubelet: kubernetesModule + " " + version, Cases: cases}); err != nil {
 		return err
 	}
 	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
@@ -162,9 +226,9 @@ func run(out string, seed uint64, n int) error {
 	return nil
 }
 
-// call runs kubelet's Configurer for c and fills c.Output or c.Error. It
-// returns the kinds of event kubelet recorded, for the summary on stderr;
-// events are not part of the fixture.
+// call runs kubelet's Configurer for c and fills c.Output or c.Error,
+// c.Events, and c.Names or c.NamesError. It returns the kinds of event
+// kubelet recorded, for the summary on stderr.
 func call(c *caseJSON, resolvPath string) ([]string, error) {
 	normalise(c)
 	resolverConfig := ""
@@ -194,7 +258,8 @@ func call(c *caseJSON, resolvPath string) ([]string, error) {
 	configurer := dns.NewConfigurer(recorder, nodeRef, nodeIPs, clusterDNS, c.Node.ClusterDomain, resolverConfig)
 	// kubelet logs limit and policy problems; they are not part of the fixture.
 	ctx := klog.NewContext(context.Background(), logr.Discard())
-	got, err := configurer.GetPodDNS(ctx, toPod(c.Pod))
+	pod := toPod(c.Pod)
+	got, err := configurer.GetPodDNS(ctx, pod)
 	if err != nil {
 		c.Error = err.Error()
 		if c.Error == "" {
@@ -213,9 +278,17 @@ func call(c *caseJSON, resolvPath string) ([]string, error) {
 			Options:  nonNil(options),
 		}
 	}
+	c.Names, err = sandboxNames(configurer, pod)
+	if err != nil {
+		c.NamesError = err.Error()
+		if c.NamesError == "" {
+			return nil, fmt.Errorf("kubelet returned a names error with empty text")
+		}
+	}
 	close(recorder.Events)
 	var events []string
 	for e := range recorder.Events {
+		c.Events = append(c.Events, e)
 		// "Warning DNSConfigForming Search Line limits were exceeded, ..."
 		// → "DNSConfigForming Search"; one entry per kind and case.
 		f := strings.Fields(e)
@@ -228,6 +301,54 @@ func call(c *caseJSON, resolvPath string) ([]string, error) {
 		}
 	}
 	return events, nil
+}
+
+// hostnameGenerator is Kubelet.GeneratePodHostNameAndDomain: from kubelet
+// 1.36 it takes a logger, before it does not.
+type (
+	hostnameGenerator interface {
+		GeneratePodHostNameAndDomain(klog.Logger, *v1.Pod) (string, string, error)
+	}
+	hostnameGeneratorNoLogger interface {
+		GeneratePodHostNameAndDomain(*v1.Pod) (string, string, error)
+	}
+)
+
+// sandboxNames is what kuberuntime's generatePodSandboxConfig does for the
+// sandbox hostname: nothing for a hostNetwork pod, else
+// GeneratePodHostNameAndDomain, then GetNodenameForKernel.
+func sandboxNames(configurer *dns.Configurer, pod *v1.Pod) (*namesJSON, error) {
+	if pod.Spec.HostNetwork {
+		return nil, nil
+	}
+	// GeneratePodHostNameAndDomain reads only the Kubelet's dnsConfigurer
+	// (its ClusterDomain) and the feature gates; the field is unexported
+	// and building a whole Kubelet is out of the question here.
+	kl := &kubelet.Kubelet{}
+	f := reflect.ValueOf(kl).Elem().FieldByName("dnsConfigurer")
+	if !f.IsValid() || f.Type() != reflect.TypeOf(configurer) {
+		return nil, fmt.Errorf("kubelet.Kubelet has no dnsConfigurer field of type %T", configurer)
+	}
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(configurer))
+
+	var hostname, domain string
+	var err error
+	switch g := any(kl).(type) {
+	case hostnameGenerator:
+		hostname, domain, err = g.GeneratePodHostNameAndDomain(logr.Discard(), pod)
+	case hostnameGeneratorNoLogger:
+		hostname, domain, err = g.GeneratePodHostNameAndDomain(pod)
+	default:
+		return nil, errors.New("kubelet.Kubelet has no GeneratePodHostNameAndDomain of a known signature")
+	}
+	if err != nil {
+		return nil, err
+	}
+	kernel, err := kubeletutil.GetNodenameForKernel(hostname, domain, pod.Spec.SetHostnameAsFQDN)
+	if err != nil {
+		return nil, err
+	}
+	return &namesJSON{Hostname: hostname, Domain: domain, KernelHostname: kernel}, nil
 }
 
 // parseIPs reads IPs the way kubelet reads clusterDNS from its
@@ -257,7 +378,16 @@ func toPod(p podJSON) *v1.Pod {
 		Spec: v1.PodSpec{
 			DNSPolicy:   v1.DNSPolicy(p.DNSPolicy),
 			HostNetwork: p.HostNetwork,
+			Hostname:    p.Hostname,
+			Subdomain:   p.Subdomain,
 		},
+	}
+	if p.HostnameOverride != nil {
+		h := *p.HostnameOverride
+		pod.Spec.HostnameOverride = &h
+	}
+	if p.SetHostnameAsFQDN {
+		pod.Spec.SetHostnameAsFQDN = &p.SetHostnameAsFQDN
 	}
 	if d := p.DNSConfig; d != nil {
 		cfg := &v1.PodDNSConfig{
