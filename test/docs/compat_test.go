@@ -24,16 +24,21 @@ const (
 	root       = "../.."
 	compatPath = "docs/compatibility.md"
 	testedHead = "## Tested in CI"
+	longHead   = "## Tested by .ci/long"
 	kindsHead  = "## Config kinds and their stability"
 )
 
-// pin is one row the "Tested in CI" table must have: the row whose first
-// cell starts with component, whose Pin cell names file, and whose Version
-// cell is what version reads from that file.
+// pin is one row the "Tested in CI" table (or, with head, another
+// table) must have: the row whose first cell starts with component, whose
+// Pin cell names file, and whose Version cell is what version reads from
+// that file.
 type pin struct {
 	component string
 	file      string
-	version   func(t *testing.T, text string) string
+	// head is the heading of the pin's table: testedHead (the default,
+	// .ci/run) or longHead (.ci/long).
+	head    string
+	version func(t *testing.T, text string) string
 	// match compares the row's Version cell with the pinned version;
 	// nil means equal.
 	match func(cell, pinned string) bool
@@ -101,13 +106,17 @@ func mentions(cell, pinned string) bool { return strings.Contains(cell, "`"+pinn
 // here and in docs/compatibility.md.
 var pins = []pin{
 	{component: "Kubernetes", file: "test/testbin/go.mod", version: goModRequire("k8s.io/kubernetes")},
+	{component: "Kubernetes, oldest tested", file: "test/testbin/release-1.34/go.mod", version: goModRequire("k8s.io/kubernetes")},
+	{component: "Kubernetes 1.36", file: "test/testbin/release-1.36/go.mod", version: goModRequire("k8s.io/kubernetes"), head: longHead},
+	{component: "Kubernetes 1.35", file: "test/testbin/release-1.35/go.mod", version: goModRequire("k8s.io/kubernetes"), head: longHead},
 	{component: "etcd", file: "test/testbin/go.mod", version: goModRequire("go.etcd.io/etcd/server/v3")},
 	{component: "CoreDNS", file: "test/testbin/build.sh", version: shellVar("coredns_version")},
 	{component: "containerd 2.x", file: "test/e2e/containerd2.sh", version: shellVar("version")},
 	{component: "containerd 1.6", file: "test/e2e/setup.sh", version: aptPackage("containerd"),
 		match: func(cell, pinned string) bool { return strings.HasPrefix(cell, "1.6 ") && mentions(cell, pinned) }},
 	{component: "critest", file: "test/e2e/critest.sh", version: shellVar("version")},
-	{component: "kube-proxy mode", file: "test/cluster/cluster.go", version: goStrings("ProxyIPTables", "ProxyNFTables")},
+	{component: "kube-proxy mode", file: "test/cluster/cluster.go", version: goStrings("ProxyIPTables")},
+	{component: "kube-proxy nftables mode", file: "test/cluster/cluster.go", version: goStrings("ProxyNFTables"), head: longHead},
 	{component: "CNI plugins", file: "test/e2e/setup.sh", version: aptPackage("containernetworking-plugins"), match: mentions},
 	{component: "Helm", file: "test/testbin/helm.sh", version: shellVar("version")},
 	{component: "kustomize", file: "test/testbin/kustomize.sh", version: shellVar("version")},
@@ -165,54 +174,83 @@ func read(t *testing.T, rel string) string {
 	return string(b)
 }
 
-// TestTestedRowsMatchPins checks each "Tested in CI" row against its pin,
-// and that no row stands without one.
+// headOf is the heading of p's table.
+func (p pin) headOf() string {
+	if p.head == "" {
+		return testedHead
+	}
+	return p.head
+}
+
+// runner is the script that runs what p's table says is tested.
+func (p pin) runner() string {
+	if p.headOf() == longHead {
+		return ".ci/long"
+	}
+	return ".ci/run"
+}
+
+// TestTestedRowsMatchPins checks each row of the "Tested in CI" and
+// "Tested by .ci/long" tables against its pin, and that no row stands
+// without one.
 func TestTestedRowsMatchPins(t *testing.T) {
 	doc := read(t, compatPath)
-	rows := table(t, doc, testedHead)
-	used := make([]bool, len(rows))
-	for _, p := range pins {
-		t.Run(p.component, func(t *testing.T) {
-			want := p.version(t, read(t, p.file))
-			i := slices.IndexFunc(rows, func(r row) bool { return strings.HasPrefix(r[0], p.component) })
-			if i < 0 {
-				t.Fatalf("%s: no %q row under %q (pinned %s in %s)", compatPath, p.component, testedHead, want, p.file)
+	for _, head := range []string{testedHead, longHead} {
+		rows := table(t, doc, head)
+		used := make([]bool, len(rows))
+		for _, p := range pins {
+			if p.headOf() != head {
+				continue
 			}
-			used[i] = true
-			r := rows[i]
-			if len(r) < 3 {
-				t.Fatalf("%s: row %q has %d cells, want Component | Version | Pin | ...", compatPath, r[0], len(r))
+			t.Run(p.component, func(t *testing.T) {
+				want := p.version(t, read(t, p.file))
+				i := slices.IndexFunc(rows, func(r row) bool { return strings.HasPrefix(r[0], p.component) })
+				if i < 0 {
+					t.Fatalf("%s: no %q row under %q (pinned %s in %s)", compatPath, p.component, head, want, p.file)
+				}
+				used[i] = true
+				r := rows[i]
+				if len(r) < 3 {
+					t.Fatalf("%s: row %q has %d cells, want Component | Version | Pin | ...", compatPath, r[0], len(r))
+				}
+				version, pinCell := strings.Trim(r[1], "`"), r[2]
+				match := p.match
+				if match == nil {
+					match = func(cell, pinned string) bool { return cell == pinned }
+				}
+				if !match(version, want) {
+					t.Errorf("%s: %s is %q, but %s pins %q", compatPath, p.component, r[1], p.file, want)
+				}
+				if !strings.Contains(pinCell, "`"+p.file+"`") {
+					t.Errorf("%s: %s's Pin cell %q does not name `%s`", compatPath, p.component, pinCell, p.file)
+				}
+			})
+		}
+		for i, r := range rows {
+			if !used[i] {
+				t.Errorf("%s: row %q under %q has no pin in this test to back it", compatPath, r[0], head)
 			}
-			version, pinCell := strings.Trim(r[1], "`"), r[2]
-			match := p.match
-			if match == nil {
-				match = func(cell, pinned string) bool { return cell == pinned }
-			}
-			if !match(version, want) {
-				t.Errorf("%s: %s is %q, but %s pins %q", compatPath, p.component, r[1], p.file, want)
-			}
-			if !strings.Contains(pinCell, "`"+p.file+"`") {
-				t.Errorf("%s: %s's Pin cell %q does not name `%s`", compatPath, p.component, pinCell, p.file)
-			}
-		})
-	}
-	for i, r := range rows {
-		if !used[i] {
-			t.Errorf("%s: row %q is marked tested in CI but no pin in this test backs it", compatPath, r[0])
 		}
 	}
 }
 
-// TestPinScriptsRunInCI checks that .ci/run calls every script a tested row
-// names: a version CI does not build is not tested in CI.
+// TestPinScriptsRunInCI checks that .ci/run (or .ci/long, for its table)
+// calls every script a tested row names, and names every release module
+// (test/testbin/release-*): a version the runner does not build is not
+// tested by it.
 func TestPinScriptsRunInCI(t *testing.T) {
-	ci := read(t, ".ci/run")
 	for _, p := range pins {
-		if !strings.HasSuffix(p.file, ".sh") {
-			continue
-		}
-		if !strings.Contains(ci, p.file) {
-			t.Errorf(".ci/run does not call %s, yet %s names it as %s's CI pin", p.file, compatPath, p.component)
+		runner := read(t, p.runner())
+		switch {
+		case strings.HasSuffix(p.file, ".sh"):
+			if !strings.Contains(runner, p.file) {
+				t.Errorf("%s does not call %s, yet %s names it as %s's pin", p.runner(), p.file, compatPath, p.component)
+			}
+		case strings.HasPrefix(p.file, "test/testbin/release-"):
+			dir := filepath.Base(filepath.Dir(p.file))
+			if !strings.Contains(runner, "-m "+dir) {
+				t.Errorf("%s does not build %s, yet %s names it as %s's pin", p.runner(), dir, compatPath, p.component)
+			}
 		}
 	}
 }
