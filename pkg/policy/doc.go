@@ -14,8 +14,8 @@
 // ignores spec.hostnameOverride (Node.KubeletVersion selects), and the API
 // server before 1.36 only warns about nameservers with leading zeros or in
 // IPv4-mapped form, and before 1.35 drops hostnameOverride. kubelet's DNS
-// config itself (GetPodDNS) is the same in v1.34.4 and v1.37.2: both
-// fixtures record it.
+// config itself (GetPodDNS) is the same in all four: their fixtures
+// record it.
 //
 // It owns kubelet's rules once for every adapter: the ClusterFirst search
 // shape (ClusterSearches, NamespaceSearch), the limits (Max*), the autopath

@@ -245,35 +245,48 @@ func eventWarnings(ws []Warning) []string {
 	return out
 }
 
-// TestKubeletReleasesDiffer: between the oldest and the newest fixture,
-// kubelet answered differently exactly where a release-dependent rule
-// says (Release.hostnameOverride: a pod off the host network with
-// spec.hostnameOverride); everything else, the DNS config and the events
-// included, is the same.
+// TestKubeletReleasesDiffer: each fixture differs from the newest
+// (v1.37.2) exactly where a release-dependent rule says
+// (Release.hostnameOverride: a pod off the host network with
+// spec.hostnameOverride, before 1.35); everything else, the DNS config and
+// the events included, is the same.
 func TestKubeletReleasesDiffer(t *testing.T) {
 	fxs := loadKubeletFixtures(t)
-	old, cur := byName(fxs["v1.34.4"]), byName(fxs["v1.37.2"])
-	if len(old) != len(cur) {
-		t.Fatalf("fixtures have %d and %d cases", len(old), len(cur))
-	}
-	var differ, want []string
-	for name, o := range old {
-		if _, ok := cur[name]; !ok {
-			t.Fatalf("case %q only in v1.34.4", name)
-		}
-		if o.Pod.HostnameOverride != nil && !o.Pod.HostNetwork {
-			want = append(want, name)
-		}
-		ob, _ := json.Marshal(o)
-		nb, _ := json.Marshal(cur[name])
-		if string(ob) != string(nb) {
-			differ = append(differ, name)
-		}
-	}
-	slices.Sort(differ)
-	slices.Sort(want)
-	if len(want) < 5 || !reflect.DeepEqual(differ, want) {
-		t.Errorf("kubelet v1.34.4 and v1.37.2 differ in %q\nwant exactly the hostnameOverride cases %q", differ, want)
+	newest := byName(fxs["v1.37.2"])
+	for version, fx := range fxs {
+		t.Run(version, func(t *testing.T) {
+			rel, err := ParseRelease(version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := byName(fx)
+			if len(old) != len(newest) {
+				t.Fatalf("%d cases, v1.37.2 has %d", len(old), len(newest))
+			}
+			var differ, want []string
+			for name, o := range old {
+				n, ok := newest[name]
+				if !ok {
+					t.Fatalf("case %q not in v1.37.2", name)
+				}
+				if o.Pod.HostnameOverride != nil && !o.Pod.HostNetwork && !rel.hostnameOverride() {
+					want = append(want, name)
+				}
+				ob, _ := json.Marshal(o)
+				nb, _ := json.Marshal(n)
+				if string(ob) != string(nb) {
+					differ = append(differ, name)
+				}
+			}
+			slices.Sort(differ)
+			slices.Sort(want)
+			if !reflect.DeepEqual(differ, want) {
+				t.Errorf("kubelet %s and v1.37.2 differ in %q\nwant %q", version, differ, want)
+			}
+			if !rel.hostnameOverride() && len(want) < 5 {
+				t.Errorf("only %d hostnameOverride cases", len(want))
+			}
+		})
 	}
 }
 
