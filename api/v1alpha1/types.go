@@ -68,6 +68,11 @@ type NodeDNS struct {
 	NodeLocalDNS []string `json:"nodeLocalDNS,omitempty"`
 	// NodeOS is "linux" (default) or "windows".
 	NodeOS string `json:"nodeOS,omitempty"`
+	// KubeletVersion is the node's kubelet version, such as "v1.34.4":
+	// the engine follows that release's kubelet where releases differ
+	// (before 1.35 kubelet ignores spec.hostnameOverride; see
+	// docs/compatibility.md). Empty is the newest release.
+	KubeletVersion string `json:"kubeletVersion,omitempty"`
 }
 
 // Domain is the cluster domain: ClusterDomain, DefaultClusterDomain when

@@ -17,6 +17,7 @@ func registerAgentFlags[T any](l *flaglayer.Layer[T], agent func(*T) *v1alpha1.N
 	l.List(func(c *T) *[]string { return &node(c).ClusterDNS }, "cluster-dns", "", "kubelet clusterDNS: comma-separated `IP`s")
 	l.StringPtr(func(c *T) **string { return &node(c).ClusterDomain }, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none)")
 	l.StringPtr(func(c *T) **string { return &node(c).ResolvConf }, "resolv-conf", v1alpha1.DefaultResolvConf, "kubelet resolvConf: the node's resolver file, \"auto\" (systemd-resolved aware) or \"\" (off)")
+	l.String(func(c *T) *string { return &node(c).KubeletVersion }, "kubelet-version", "", "this node's kubelet `VERSION` (e.g. v1.34.4): kubelet's pod DNS rules of that release where releases differ (default: the newest)")
 	l.List(func(c *T) *[]string { return &node(c).NodeLocalDNS }, "node-local-dns", "", "node-local DNS `IP`s for ClusterFirstWithAutopath pods (default: the cluster DNS)")
 	l.String(func(c *T) *string { return &agent(c).Kubeconfig }, "kubeconfig", "", "API server kubeconfig `PATH` (default: $KUBECONFIG, else the in-cluster config when in a pod, else no API server)")
 	l.StringEnv(func(c *T) *string { return &agent(c).NodeName }, "node-name", "NODE_NAME", "this node's name (required with an API server; default $NODE_NAME)")

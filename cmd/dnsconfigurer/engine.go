@@ -13,7 +13,7 @@ import (
 // validate, explain and demo all build their engine through it.
 func policyNode(n v1alpha1.NodeDNS, p v1alpha1.PodPolicy, nodeIPs []string) policy.Node {
 	node := policy.Node{ClusterDNS: n.ClusterDNS, ClusterDomain: n.Domain(), NodeLocalDNS: n.NodeLocalDNS,
-		NodeIPs: nodeIPs, OS: n.NodeOS, Ndots: p.Ndots}
+		NodeIPs: nodeIPs, OS: n.NodeOS, Ndots: p.Ndots, KubeletVersion: n.KubeletVersion}
 	if p.DefaultDNSPolicy == v1alpha1.DNSPolicyClusterFirstWithAutopath {
 		node.DefaultPolicy = policy.ClusterFirstWithAutopath
 	}

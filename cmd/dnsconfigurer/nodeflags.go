@@ -52,6 +52,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet) {
 	l.StringPtr(func(c *nodeConfig) **string { return &c.ClusterDomain }, "cluster-domain", v1alpha1.DefaultClusterDomain, "kubelet clusterDomain (\"\" for none)")
 	l.StringPtr(func(c *nodeConfig) **string { return &c.ResolvConf }, "resolv-conf", v1alpha1.DefaultResolvConf, "kubelet resolvConf: the node's resolver file (\"\" switches it off)")
 	l.String(func(c *nodeConfig) *string { return &c.NodeOS }, "node-os", v1alpha1.DefaultNodeOS, "node OS: linux or windows")
+	l.String(func(c *nodeConfig) *string { return &c.KubeletVersion }, "kubelet-version", "", "the node's kubelet `VERSION` (e.g. v1.34.4): kubelet's pod DNS rules of that release where releases differ (default: the newest)")
 	l.List(func(c *nodeConfig) *[]string { return &c.NodeLocalDNS }, "node-local-dns", "", "node-local DNS address(es) for ClusterFirstWithAutopath pods (default: the cluster DNS)")
 	l.List(func(c *nodeConfig) *[]string { return &c.NodeIPs }, "node-ip", "", "node IPs, comma-separated (only used when --resolv-conf is \"\")")
 	l.String(func(c *nodeConfig) *string { return &c.DefaultDNSPolicy }, "default-dns-policy", v1alpha1.DefaultDNSPolicy, "the agents' defaultDNSPolicy: ClusterFirst or ClusterFirstWithAutopath (for ClusterFirst pods without the annotation or namespace label)")
