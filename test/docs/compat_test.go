@@ -106,7 +106,7 @@ func mentions(cell, pinned string) bool { return strings.Contains(cell, "`"+pinn
 // here and in docs/compatibility.md.
 var pins = []pin{
 	{component: "Kubernetes", file: "test/testbin/go.mod", version: goModRequire("k8s.io/kubernetes")},
-	{component: "Kubernetes, oldest tested", file: "test/testbin/release-1.34/go.mod", version: goModRequire("k8s.io/kubernetes")},
+	{component: "Kubernetes, oldest tested", file: "test/testbin/release-1.34/go.mod", version: goModRequire("k8s.io/kubernetes"), head: longHead},
 	{component: "Kubernetes 1.36", file: "test/testbin/release-1.36/go.mod", version: goModRequire("k8s.io/kubernetes"), head: longHead},
 	{component: "Kubernetes 1.35", file: "test/testbin/release-1.35/go.mod", version: goModRequire("k8s.io/kubernetes"), head: longHead},
 	{component: "etcd", file: "test/testbin/go.mod", version: goModRequire("go.etcd.io/etcd/server/v3")},
