@@ -60,8 +60,8 @@ var topologies = []topology{
 //	multinode: e2e dns TOPOLOGY: passed N failed M skipped K
 //	multinode: event NAME: lookups N failed M longest-gap-ms G
 //
-// It runs the topologies $DNSCONFIGURER_MULTINODE names (.ci/run sets
-// it).
+// It runs the topologies $DNSCONFIGURER_MULTINODE names (.ci/long sets
+// it to all).
 func TestClusterMultiNode(t *testing.T) {
 	want := os.Getenv(multiNodeEnv)
 	if want == "" {
