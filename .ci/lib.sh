@@ -6,7 +6,6 @@ ci_begin=$SECONDS
 ci_stage=""
 ci_stage_begin=$SECONDS
 ci_times=()
-ci_pids=()
 
 # stage NAME starts a stage: it ends the one before, printing its time.
 stage() {
@@ -87,7 +86,6 @@ start_build() {
 	) &
 	exec 9>&-
 	ci_build_pid[$name]=$!
-	ci_pids+=("$!")
 	ci_build_last="$name"
 }
 
@@ -130,7 +128,7 @@ ci_kill_tree() {
 
 ci_cleanup() {
 	local p
-	for p in "${ci_pids[@]}"; do
+	for p in "${ci_build_pid[@]}"; do
 		ci_kill_tree "$p"
 	done
 	rm -rf "$ci_tmp"
