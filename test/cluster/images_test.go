@@ -178,8 +178,8 @@ func TestStandInImages(t *testing.T) {
 		CoreDNSImage:   {CoreDNSImage, []string{"/coredns"}, nil},
 		NodeCacheImage: {NodeCacheImage, nil, []string{"sh"}},
 	}
-	if len(tars) != len(want) {
-		t.Errorf("got %d images, want %d", len(tars), len(want))
+	if len(tars) != len(want)+len(prevReleaseImages) {
+		t.Errorf("got %d images, want %d and %d under the oldest release's names", len(tars), len(want), len(prevReleaseImages))
 	}
 	roots := map[string]string{}
 	layers := map[string]string{}
@@ -206,6 +206,25 @@ func TestStandInImages(t *testing.T) {
 	}
 	if layers[DnsutilsImage] != layers[BusyboxImage] {
 		t.Errorf("the tools images have different layers: %v", layers)
+	}
+	// The oldest release's names carry the same layer under their own name.
+	for old, cur := range prevReleaseImages {
+		p, ok := tars[old]
+		if !ok {
+			t.Errorf("no image %s (the oldest release's name for %s)", old, cur)
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := imgUnpack(t, data, t.TempDir())
+		if img.name != imgNormalizeRef(old) {
+			t.Errorf("%s: named %q, want %q", old, img.name, imgNormalizeRef(old))
+		}
+		if img.layerDigest != layers[cur] {
+			t.Errorf("%s: layer %s, want %s's %s", old, img.layerDigest, cur, layers[cur])
+		}
 	}
 
 	for _, tc := range []struct{ ref, cmd, want string }{
