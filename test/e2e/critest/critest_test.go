@@ -65,6 +65,19 @@ var skipped = []struct {
 		why: "containerd 1.6 answers StopContainer of an unknown container with NotFound (2.x answers OK, as the CRI asks: the 2.x run has no such entry)"},
 }
 
+// racy are specs that race inside the runtime, not in what is tested: a
+// run where one fails reruns it alone, up to twice, and only a spec that
+// fails every time counts as failed. Each passes most runs.
+var racy = []struct{ spec, why string }{
+	{spec: `should terminate with exitCode 137 and reason OOMKilled`,
+		why: "the container's exit and its OOM event race in containerd's CRI: the reason is Error when the exit is handled first " +
+			"(containerd/containerd#8180 and #12260; containerd's own critest job skips the spec on systemd cgroups, #12819). " +
+			"Seen on containerd 1.6 with cgroup v1 on a loaded 2-core machine, straight and through the shim alike."},
+}
+
+// racyRetries is how many times a failed racy spec is rerun alone.
+const racyRetries = 2
+
 // skips returns the skip list entries for containerd major version major.
 func skips(major int) (specs []string) {
 	for _, s := range skipped {
@@ -169,6 +182,17 @@ var (
 // the node's processes), skipping the specs skip matches.
 func runCritest(t *testing.T, h *containerd.Harness, bin, endpoint string, skip []string) result {
 	t.Helper()
+	return retryRacy(t, h, bin, endpoint, critestRun(t, h, bin, endpoint, skip, os.Getenv(FocusEnv)))
+}
+
+// runCritestFocus runs only the specs focus matches.
+func runCritestFocus(t *testing.T, h *containerd.Harness, bin, endpoint, focus string) result {
+	t.Helper()
+	return critestRun(t, h, bin, endpoint, nil, focus)
+}
+
+func critestRun(t *testing.T, h *containerd.Harness, bin, endpoint string, skip []string, focus string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	args := []string{"-runtime-endpoint", endpoint, "-image-endpoint", endpoint,
@@ -176,8 +200,8 @@ func runCritest(t *testing.T, h *containerd.Harness, bin, endpoint string, skip 
 	if len(skip) > 0 {
 		args = append(args, "-ginkgo.skip", strings.Join(skip, "|"))
 	}
-	if f := os.Getenv(FocusEnv); f != "" {
-		args = append(args, "-ginkgo.focus", f)
+	if focus != "" {
+		args = append(args, "-ginkgo.focus", focus)
 	}
 	cmd := h.NodeCommand(ctx, bin, args...)
 	cmd.Dir = t.TempDir() // critest writes nothing else, but keep it off the tree
@@ -203,12 +227,50 @@ func runCritest(t *testing.T, h *containerd.Harness, bin, endpoint string, skip 
 	if (err != nil) != (r.FailedN > 0) {
 		t.Errorf("critest exit %v with %d failed", err, r.FailedN)
 	}
-	if r.FailedN > 0 || os.Getenv(FocusEnv) != "" {
+	if r.FailedN > 0 || focus != "" {
 		p := filepath.Join(os.TempDir(), fmt.Sprintf("critest-%d.log", time.Now().UnixNano()))
 		_ = os.WriteFile(p, out.Bytes(), 0o644)
 		t.Logf("critest output: %s", p)
 	}
 	return r
+}
+
+// retryRacy reruns, alone, each racy spec that failed in r, up to
+// racyRetries times, and counts it passed when a rerun passes.
+func retryRacy(t *testing.T, h *containerd.Harness, bin, endpoint string, r result) result {
+	t.Helper()
+	var failed []string
+	for _, f := range r.Failed {
+		re := racySpec(f)
+		if re == "" {
+			failed = append(failed, f)
+			continue
+		}
+		passed := false
+		for try := 1; try <= racyRetries && !passed; try++ {
+			again := runCritestFocus(t, h, bin, endpoint, re)
+			passed = again.Ran == 1 && again.ok()
+			t.Logf("racy spec %q failed; rerun %d alone: %s", specText(f), try, again)
+		}
+		if !passed {
+			failed = append(failed, f)
+			continue
+		}
+		r.FailedN--
+		r.Passed++
+	}
+	r.Failed = failed
+	return r
+}
+
+// racySpec returns the racy entry whose spec matches the failure f, or "".
+func racySpec(f string) string {
+	for _, s := range racy {
+		if regexp.MustCompile(s.spec).MatchString(specText(f)) {
+			return s.spec
+		}
+	}
+	return ""
 }
 
 func tail(s string, n int) string {
