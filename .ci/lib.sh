@@ -45,6 +45,39 @@ run_stage() {
 	fi
 }
 
+# start_stage NAME FUNC runs FUNC as a stage in the background (a subshell with errexit on, its
+# output kept in a file) while the stages after it run; wait_stage NAME prints that output, the
+# stage's time and, when it failed, reports it as run_stage does. Only stages that mostly wait (on
+# containers, clusters) belong there: the foreground keeps the two cores.
+declare -A ci_bg_pid=() ci_bg_begin=() ci_bg_log=()
+start_stage() {
+	local name="$1"
+	shift
+	ci_bg_log[$name]="$ci_tmp/stage-${#ci_bg_pid[@]}.log"
+	ci_bg_begin[$name]=$SECONDS
+	echo "== $name (starts in the background)"
+	(
+		set -e
+		"$@"
+	) >"${ci_bg_log[$name]}" 2>&1 &
+	ci_bg_pid[$name]=$!
+}
+
+wait_stage() {
+	local name="$1" rc=0 took
+	wait "${ci_bg_pid[$name]}" || rc=$?
+	took=$((SECONDS - ci_bg_begin[$name]))
+	unset "ci_bg_pid[$name]"
+	echo "== $name (ran in the background)"
+	cat "${ci_bg_log[$name]}"
+	ci_times+=("$(printf '%5ds  %s (background)' "$took" "$name")")
+	echo "ci: stage took ${took}s (${name}, in the background)"
+	if [ "$rc" -ne 0 ]; then
+		ci_failed+=("$name")
+		echo "ci: stage FAILED (exit $rc): $name"
+	fi
+}
+
 # stage_summary ends the last stage, prints every stage's time and the total, and fails when a
 # stage failed.
 stage_summary() {
@@ -128,7 +161,7 @@ ci_kill_tree() {
 
 ci_cleanup() {
 	local p
-	for p in "${ci_build_pid[@]}"; do
+	for p in "${ci_build_pid[@]}" "${ci_bg_pid[@]}"; do
 		ci_kill_tree "$p"
 	done
 	rm -rf "$ci_tmp"
