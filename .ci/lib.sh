@@ -65,6 +65,7 @@ start_stage() {
 
 wait_stage() {
 	local name="$1" rc=0 took
+	stage_end
 	wait "${ci_bg_pid[$name]}" || rc=$?
 	took=$((SECONDS - ci_bg_begin[$name]))
 	unset "ci_bg_pid[$name]"
