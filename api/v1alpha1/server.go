@@ -112,9 +112,15 @@ const (
 	// connection holds a goroutine and a socket for up to tcpIdleTimeout
 	// between queries, so 1000 allows 100 new connections a second that
 	// idle out, well inside a pod's file descriptor limit.
-	DefaultTCPConnections  = 1000
-	DefaultTCPIdleTimeout  = Duration("10s")
-	DefaultTCPWriteTimeout = Duration("5s")
+	DefaultTCPConnections = 1000
+	// DefaultTCPConnectionsPerClient bounds the open TCP connections of
+	// one client address, so that no client can hold more than a quarter
+	// of the slots. Node-local asks the cluster DNS over TCP, one query a
+	// connection, from its node's address: 250 is 250 of its queries in
+	// flight at one replica. Under tcpConnections when that is lower.
+	DefaultTCPConnectionsPerClient = 250
+	DefaultTCPIdleTimeout          = Duration("10s")
+	DefaultTCPWriteTimeout         = Duration("5s")
 
 	// DefaultUDPSockets (0) binds GOMAXPROCS UDP sockets on each listen
 	// address, as CoreDNS's multisocket: each is read by a goroutine of its
@@ -230,7 +236,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	lameduck: 5s
 //	reusePort: true                     # a new instance binds before the old one stops
 //	udpSockets: 0                       # UDP sockets per listen address (CoreDNS's multisocket); 0: GOMAXPROCS
-//	limits: {udpInFlight: 2000, tcpConnections: 1000, tcpIdleTimeout: 10s, tcpWriteTimeout: 5s}
+//	limits: {udpInFlight: 2000, tcpConnections: 1000, tcpConnectionsPerClient: 250, tcpIdleTimeout: 10s, tcpWriteTimeout: 5s}
 //	nodeLocal:                          # read in mode node-local only
 //	  # clusterUpstream: [10.96.0.10]   # required in mode node-local
 //	  clusterTimeout: 3s                # above the cluster DNS's forward timeout (2s) and autopath deadline (2.5s)
@@ -516,9 +522,16 @@ type ServerLimits struct {
 	// UDPInFlight bounds the UDP queries answered at once (default 2000);
 	// further datagrams are dropped and counted.
 	UDPInFlight int `json:"udpInFlight,omitempty"`
-	// TCPConnections bounds the open TCP connections (default 1000);
-	// further ones are closed at once and counted.
+	// TCPConnections bounds the open TCP connections (default 1000).
+	// When every one is taken, a new connection takes the place of an idle
+	// one (waiting for its next query) of the client holding the most,
+	// which is closed (RFC 7766 6.2.3: the client reconnects); only when
+	// none is idle is the new one closed at once. Both are counted.
 	TCPConnections int `json:"tcpConnections,omitempty"`
+	// TCPConnectionsPerClient bounds the open TCP connections of one client
+	// address (default 250, or tcpConnections when lower); further ones
+	// are closed at once and counted.
+	TCPConnectionsPerClient int `json:"tcpConnectionsPerClient,omitempty"`
 	// TCPIdleTimeout closes a connection with no query for this long
 	// (default 10s).
 	TCPIdleTimeout Duration `json:"tcpIdleTimeout,omitempty"`
@@ -628,6 +641,7 @@ func (c *ServerConfiguration) SetDefaults() {
 	setString(&c.Lameduck, DefaultLameduck)
 	setInt(&c.Limits.UDPInFlight, DefaultUDPInFlight)
 	setInt(&c.Limits.TCPConnections, DefaultTCPConnections)
+	setInt(&c.Limits.TCPConnectionsPerClient, min(DefaultTCPConnectionsPerClient, c.Limits.TCPConnections))
 	setString(&c.Limits.TCPIdleTimeout, DefaultTCPIdleTimeout)
 	setString(&c.Limits.TCPWriteTimeout, DefaultTCPWriteTimeout)
 	if c.NodeLocal.ResolvConf == nil {
@@ -973,6 +987,8 @@ func (c *ServerConfiguration) validateLimits(e *fieldErrors) {
 	}
 	if l.TCPConnections < 1 {
 		e.add("limits.tcpConnections", "%d: must be > 0", l.TCPConnections)
+	} else if l.TCPConnectionsPerClient < 1 || l.TCPConnectionsPerClient > l.TCPConnections {
+		e.add("limits.tcpConnectionsPerClient", "%d: must be between 1 and tcpConnections (%d)", l.TCPConnectionsPerClient, l.TCPConnections)
 	}
 	l.TCPIdleTimeout.check(e, "limits.tcpIdleTimeout", time.Millisecond, time.Hour)
 	l.TCPWriteTimeout.check(e, "limits.tcpWriteTimeout", time.Millisecond, time.Minute)

@@ -50,7 +50,8 @@ func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 	l.Bool(func(c *serverConfig) *bool { return &c.LogQueries }, "log-queries", false, "log every query (client, name, type, rcode, duration); for debugging")
 	l.Int(func(c *serverConfig) *int { return &c.Limits.UDPInFlight }, "max-udp-in-flight", v1alpha1.DefaultUDPInFlight, "UDP queries answered at once; further datagrams are dropped and counted")
 	l.Int(func(c *serverConfig) *int { return &c.UDPSockets }, "udp-sockets", v1alpha1.DefaultUDPSockets, "UDP sockets bound on each listen address with SO_REUSEPORT, each read by its own goroutine (CoreDNS's multisocket); 0: GOMAXPROCS")
-	l.Int(func(c *serverConfig) *int { return &c.Limits.TCPConnections }, "max-tcp-conns", v1alpha1.DefaultTCPConnections, "open TCP connections; further ones are closed at once and counted")
+	l.Int(func(c *serverConfig) *int { return &c.Limits.TCPConnections }, "max-tcp-conns", v1alpha1.DefaultTCPConnections, "open TCP connections; past it a new one takes the place of an idle one of the client holding the most, else it is closed at once; both counted")
+	l.Int(func(c *serverConfig) *int { return &c.Limits.TCPConnectionsPerClient }, "max-tcp-conns-per-client", v1alpha1.DefaultTCPConnectionsPerClient, "open TCP connections of one client address (at most --max-tcp-conns); further ones are closed at once and counted")
 	fs.String("config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes, but for the fields that need a restart: mode, listen, reusePort, udpSockets, metricsListen, clusterDomain, logFormat, kubeconfig, objects, limits and nodeLocal (logged when changed)")
 	var routes routeFlag
 	l.Var(&routes, "forward", "forward", "forward names under `ZONE=ADDR[,ADDR...]` to these upstreams (stub domains; \".\" is the default route); repeatable", func(c *serverConfig) {

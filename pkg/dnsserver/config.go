@@ -22,7 +22,8 @@ func NewServer(cfg *v1alpha1.ServerConfiguration, log *slog.Logger) *Server {
 	srv := &Server{Listen: cfg.ListenAddrs(), Logger: log, Lameduck: cfg.Lameduck.Duration(), ReusePort: cfg.ReusePort,
 		UDPSockets:     cfg.UDPSockets,
 		MaxUDPInFlight: cfg.Limits.UDPInFlight, MaxTCPConns: cfg.Limits.TCPConnections,
-		TCPIdleTimeout: cfg.Limits.TCPIdleTimeout.Duration(), TCPWriteTimeout: cfg.Limits.TCPWriteTimeout.Duration(),
+		MaxTCPConnsPerClient: cfg.Limits.TCPConnectionsPerClient,
+		TCPIdleTimeout:       cfg.Limits.TCPIdleTimeout.Duration(), TCPWriteTimeout: cfg.Limits.TCPWriteTimeout.Duration(),
 		Zones: metricZones(cfg), Name: "cluster"}
 	if cfg.Mode == v1alpha1.ModeNodeLocal {
 		srv.Name = "nodelocal"

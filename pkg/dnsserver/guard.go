@@ -31,8 +31,12 @@ type guard struct {
 	panics     atomic.Uint64
 	udpDropped atomic.Uint64
 	tcpRefused atomic.Uint64
-	tcpOpen    atomic.Int64
-	loggedOnce atomic.Bool
+	tcpEvicted atomic.Uint64
+	// tcpClientLimited: connections closed at once for their client's
+	// MaxTCPConnsPerClient.
+	tcpClientLimited atomic.Uint64
+	tcpOpen          atomic.Int64
+	loggedOnce       atomic.Bool
 
 	mu      sync.Mutex
 	listens []*listenCount // by listen address, in Start's order
@@ -123,7 +127,7 @@ func isUDP(w dns.ResponseWriter) bool {
 
 // listenerDescs are the descriptors of the listener metrics of a Server.
 type listenerDescs struct {
-	panics, udpDropped, tcpRefused, tcpOpen, draining, listenQueries *prometheus.Desc
+	panics, udpDropped, tcpRefused, tcpEvicted, tcpClientLimited, tcpOpen, draining, listenQueries *prometheus.Desc
 }
 
 func newListenerDescs(labels prometheus.Labels) listenerDescs {
@@ -131,11 +135,13 @@ func newListenerDescs(labels prometheus.Labels) listenerDescs {
 		return prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_"+name, help, nil, labels)
 	}
 	return listenerDescs{
-		panics:     d("panics_total", "Queries whose handler panicked (answered SERVFAIL)."),
-		udpDropped: d("udp_dropped_total", "UDP queries dropped because MaxUDPInFlight queries were being answered."),
-		tcpRefused: d("tcp_refused_total", "TCP connections closed at once because MaxTCPConns were open."),
-		tcpOpen:    d("tcp_connections", "Open TCP connections."),
-		draining:   d("lameduck", "1 while the server is in lameduck (still answering, /readyz failing)."),
+		panics:           d("panics_total", "Queries whose handler panicked (answered SERVFAIL)."),
+		udpDropped:       d("udp_dropped_total", "UDP queries dropped because MaxUDPInFlight queries were being answered."),
+		tcpRefused:       d("tcp_refused_total", "TCP connections closed at once because MaxTCPConns were open, none of them idle."),
+		tcpEvicted:       d("tcp_evicted_total", "Idle TCP connections closed to make room for a new one when MaxTCPConns were open (of the client holding the most)."),
+		tcpClientLimited: d("tcp_client_limited_total", "TCP connections closed at once because their client address held MaxTCPConnsPerClient."),
+		tcpOpen:          d("tcp_connections", "Open TCP connections."),
+		draining:         d("lameduck", "1 while the server is in lameduck (still answering, /readyz failing)."),
 		listenQueries: prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_listen_queries_total",
 			"Queries received on each listen address as configured (UDP and TCP, answered from the wire or not).", []string{"listen"}, labels),
 	}
@@ -146,13 +152,14 @@ func newListenerDescs(labels prometheus.Labels) listenerDescs {
 // (dnsconfigurer_dnsserver_requests_total, _responses_total,
 // _request_duration_seconds, _request_size_bytes, _response_size_bytes;
 // see Server.Zones), and dnsconfigurer_dnsserver_panics_total,
-// _udp_dropped_total, _tcp_refused_total, _tcp_connections, _lameduck and
+// _udp_dropped_total, _tcp_refused_total, _tcp_evicted_total,
+// _tcp_client_limited_total, _tcp_connections, _lameduck and
 // _listen_queries_total{listen} (one series per Listen address once
 // started).
 func (s *Server) Describe(ch chan<- *prometheus.Desc) {
 	g := s.guard()
 	ds := g.descs
-	for _, d := range []*prometheus.Desc{ds.panics, ds.udpDropped, ds.tcpRefused, ds.tcpOpen, ds.draining, ds.listenQueries} {
+	for _, d := range []*prometheus.Desc{ds.panics, ds.udpDropped, ds.tcpRefused, ds.tcpEvicted, ds.tcpClientLimited, ds.tcpOpen, ds.draining, ds.listenQueries} {
 		ch <- d
 	}
 	g.req.describe(ch)
@@ -166,6 +173,8 @@ func (s *Server) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(d.panics, prometheus.CounterValue, float64(g.panics.Load()))
 	ch <- prometheus.MustNewConstMetric(d.udpDropped, prometheus.CounterValue, float64(g.udpDropped.Load()))
 	ch <- prometheus.MustNewConstMetric(d.tcpRefused, prometheus.CounterValue, float64(g.tcpRefused.Load()))
+	ch <- prometheus.MustNewConstMetric(d.tcpEvicted, prometheus.CounterValue, float64(g.tcpEvicted.Load()))
+	ch <- prometheus.MustNewConstMetric(d.tcpClientLimited, prometheus.CounterValue, float64(g.tcpClientLimited.Load()))
 	ch <- prometheus.MustNewConstMetric(d.tcpOpen, prometheus.GaugeValue, float64(g.tcpOpen.Load()))
 	var draining float64
 	if s.draining.Load() {

@@ -134,55 +134,6 @@ func TestUDPInFlightBound(t *testing.T) {
 	})
 }
 
-// TestTCPConnBound: beyond MaxTCPConns open connections a new one is closed
-// at once and counted; closing one frees its slot.
-func TestTCPConnBound(t *testing.T) {
-	srv := &dnsserver.Server{Handler: answerA, MaxTCPConns: 2}
-	addr := startServer(t, srv)
-	query := func(c *dns.Conn) error {
-		if err := c.WriteMsg(new(dns.Msg).SetQuestion("x.example.", dns.TypeA)); err != nil {
-			return err
-		}
-		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
-		_, err := c.ReadMsg()
-		return err
-	}
-	var open []*dns.Conn
-	for range 2 {
-		c, err := dns.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := query(c); err != nil {
-			t.Fatalf("connection within the bound: %v", err)
-		}
-		open = append(open, c)
-	}
-	third, err := dns.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := query(third); err == nil {
-		t.Fatal("a third connection was answered, want it closed")
-	}
-	third.Close()
-	if got := metric(t, srv, "dnsconfigurer_dnsserver_tcp_refused_total"); got != 1 {
-		t.Errorf("tcp_refused_total = %v, want 1", got)
-	}
-	open[0].Close()
-	testkit.WaitEqual(t, 5*time.Second, "tcp_connections after closing one",
-		func() float64 { return metric(t, srv, "dnsconfigurer_dnsserver_tcp_connections") }, 1)
-	fourth, err := dns.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fourth.Close()
-	if err := query(fourth); err != nil {
-		t.Fatalf("after a slot was freed: %v", err)
-	}
-}
-
 // TestLameduck: after Run's context ends the server keeps answering for
 // Lameduck, or the lameduck SetLameduck gave while it ran (serve's
 // config reload), with Ready false, then stops.

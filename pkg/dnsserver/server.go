@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,6 +31,8 @@ const (
 	tcpMaxQueries         = 128
 	DefaultMaxUDPInFlight = v1alpha1.DefaultUDPInFlight
 	DefaultMaxTCPConns    = v1alpha1.DefaultTCPConnections
+	// DefaultMaxTCPConnsPerClient is v1alpha1's.
+	DefaultMaxTCPConnsPerClient = v1alpha1.DefaultTCPConnectionsPerClient
 	// DefaultUDPSockets (0) is GOMAXPROCS sockets per listen address.
 	DefaultUDPSockets = v1alpha1.DefaultUDPSockets
 )
@@ -57,9 +58,15 @@ type Server struct {
 	// MaxUDPInFlight bounds the UDP queries answered at once; further
 	// datagrams are dropped and counted (default DefaultMaxUDPInFlight).
 	MaxUDPInFlight int
-	// MaxTCPConns bounds the open TCP connections; further connections are
-	// closed at once and counted (default DefaultMaxTCPConns).
+	// MaxTCPConns bounds the open TCP connections (default
+	// DefaultMaxTCPConns): past it, a new connection takes the place of an
+	// idle one of the client holding the most (tcpSlots), or is closed at
+	// once when none is idle; both counted.
 	MaxTCPConns int
+	// MaxTCPConnsPerClient bounds the open TCP connections of one client
+	// address (default DefaultMaxTCPConnsPerClient, at most MaxTCPConns);
+	// further ones are closed at once and counted.
+	MaxTCPConnsPerClient int
 	// TCPIdleTimeout closes a TCP connection with no query for this long
 	// (default DefaultTCPIdleTimeout); a connection whose first query does
 	// not come is closed after 5 s, or TCPIdleTimeout when shorter.
@@ -176,11 +183,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if write <= 0 {
 		write = DefaultTCPWriteTimeout
 	}
-	maxConns := s.MaxTCPConns
+	maxConns, perClient := s.MaxTCPConns, s.MaxTCPConnsPerClient
 	if maxConns <= 0 {
 		maxConns = DefaultMaxTCPConns
 	}
-	conns := make(chan struct{}, maxConns)
+	if perClient <= 0 {
+		perClient = DefaultMaxTCPConnsPerClient
+	}
+	conns := newTCPSlots(g, maxConns, perClient)
 	nsock := s.UDPSockets
 	if nsock <= 0 {
 		nsock = runtime.GOMAXPROCS(0)
@@ -201,7 +211,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return fail(fmt.Errorf("listen %q: %w", a, err))
 		}
 		lh := listenHandler{g: g, c: g.listen(a)}
-		servers = append(servers, &dns.Server{Listener: &tcpListener{Listener: ln, g: g, slots: conns, write: write}, Handler: lh,
+		servers = append(servers, &dns.Server{Listener: &tcpListener{Listener: ln, slots: conns, write: write}, Handler: lh,
 			ReadTimeout: min(tcpReadTimeout, idle), IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
 		for i, pc := range pcs {
 			u, err := newUDPSocket(pc, g, lh, set, s.perDatagram)
@@ -302,63 +312,5 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		s.Logger.Warn("dns shutdown", "err", err)
 	}
-	return err
-}
-
-// tcpListener hands out connections whose writes time out, at most
-// cap(slots) at once: a connection beyond that is closed at once (the
-// client sees the close and retries elsewhere) instead of waiting in the
-// backlog.
-type tcpListener struct {
-	net.Listener
-	g     *guard
-	slots chan struct{}
-	write time.Duration
-}
-
-func (l *tcpListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		select {
-		case l.slots <- struct{}{}:
-			l.g.tcpOpen.Add(1)
-			return &tcpConn{Conn: c, l: l}, nil
-		default:
-			l.g.tcpRefused.Add(1)
-			c.Close()
-		}
-	}
-}
-
-// tcpConn bounds every write by the write timeout and closes the connection
-// when a write fails, so that the server's read loop ends too (miekg/dns
-// keeps reading after a failed write). Closing it frees its slot, once.
-type tcpConn struct {
-	net.Conn
-	l      *tcpListener
-	closed sync.Once
-}
-
-func (c *tcpConn) Write(b []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.l.write)); err != nil {
-		c.Close()
-		return 0, err
-	}
-	n, err := c.Conn.Write(b)
-	if err != nil {
-		c.Close()
-	}
-	return n, err
-}
-
-func (c *tcpConn) Close() error {
-	err := c.Conn.Close()
-	c.closed.Do(func() {
-		<-c.l.slots
-		c.l.g.tcpOpen.Add(-1)
-	})
 	return err
 }

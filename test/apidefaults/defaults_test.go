@@ -56,6 +56,7 @@ func TestFallbacksAreTheAPIDefaults(t *testing.T) {
 		{"forward.DefaultMaxConcurrent", forward.DefaultMaxConcurrent, v1alpha1.DefaultMaxConcurrent},
 		{"dnsserver.DefaultMaxUDPInFlight", dnsserver.DefaultMaxUDPInFlight, v1alpha1.DefaultUDPInFlight},
 		{"dnsserver.DefaultMaxTCPConns", dnsserver.DefaultMaxTCPConns, v1alpha1.DefaultTCPConnections},
+		{"dnsserver.DefaultMaxTCPConnsPerClient", dnsserver.DefaultMaxTCPConnsPerClient, v1alpha1.DefaultTCPConnectionsPerClient},
 		{"dnsserver.DefaultUDPSockets", dnsserver.DefaultUDPSockets, v1alpha1.DefaultUDPSockets},
 		{"dnsserver.DefaultTCPIdleTimeout", dnsserver.DefaultTCPIdleTimeout, v1alpha1.DefaultTCPIdleTimeout.Duration()},
 		{"dnsserver.DefaultTCPWriteTimeout", dnsserver.DefaultTCPWriteTimeout, v1alpha1.DefaultTCPWriteTimeout.Duration()},
