@@ -107,22 +107,22 @@ func Default(pod *corev1.Pod) {
 // fields (the webhook's fast path), Fields.Pod keeps only them in a cache
 // (the shim's pod informer), and Input converts them.
 type Meta struct {
-	Name         string            `json:"name"`
-	GenerateName string            `json:"generateName"`
-	Namespace    string            `json:"namespace"`
-	UID          types.UID         `json:"uid"`
-	Annotations  map[string]string `json:"annotations"`
+	Name         string      `json:"name"`
+	GenerateName string      `json:"generateName"`
+	Namespace    string      `json:"namespace"`
+	UID          types.UID   `json:"uid"`
+	Annotations  Annotations `json:"annotations"`
 }
 
 // Spec is the part of a PodSpec the engine reads; see Meta.
 type Spec struct {
-	DNSPolicy         corev1.DNSPolicy     `json:"dnsPolicy"`
-	DNSConfig         *corev1.PodDNSConfig `json:"dnsConfig"`
-	HostNetwork       bool                 `json:"hostNetwork"`
-	Hostname          string               `json:"hostname"`
-	Subdomain         string               `json:"subdomain"`
-	HostnameOverride  *string              `json:"hostnameOverride"`
-	SetHostnameAsFQDN *bool                `json:"setHostnameAsFQDN"`
+	DNSPolicy         corev1.DNSPolicy `json:"dnsPolicy"`
+	DNSConfig         *DNSConfig       `json:"dnsConfig"`
+	HostNetwork       bool             `json:"hostNetwork"`
+	Hostname          string           `json:"hostname"`
+	Subdomain         string           `json:"subdomain"`
+	HostnameOverride  *string          `json:"hostnameOverride"`
+	SetHostnameAsFQDN *bool            `json:"setHostnameAsFQDN"`
 }
 
 // Fields is a Pod reduced to Meta and Spec.
@@ -136,7 +136,7 @@ func FieldsOf(pod *corev1.Pod) Fields {
 	return Fields{
 		Metadata: Meta{Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace, UID: pod.UID,
 			Annotations: pod.Annotations},
-		Spec: Spec{DNSPolicy: pod.Spec.DNSPolicy, DNSConfig: pod.Spec.DNSConfig, HostNetwork: pod.Spec.HostNetwork,
+		Spec: Spec{DNSPolicy: pod.Spec.DNSPolicy, DNSConfig: (*DNSConfig)(pod.Spec.DNSConfig), HostNetwork: pod.Spec.HostNetwork,
 			Hostname: pod.Spec.Hostname, Subdomain: pod.Spec.Subdomain, HostnameOverride: pod.Spec.HostnameOverride,
 			SetHostnameAsFQDN: pod.Spec.SetHostnameAsFQDN},
 	}
@@ -149,7 +149,7 @@ func (f Fields) Pod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace,
 			UID: m.UID, Annotations: m.Annotations},
-		Spec: corev1.PodSpec{DNSPolicy: sp.DNSPolicy, DNSConfig: sp.DNSConfig, HostNetwork: sp.HostNetwork,
+		Spec: corev1.PodSpec{DNSPolicy: sp.DNSPolicy, DNSConfig: (*corev1.PodDNSConfig)(sp.DNSConfig), HostNetwork: sp.HostNetwork,
 			Hostname: sp.Hostname, Subdomain: sp.Subdomain, HostnameOverride: sp.HostnameOverride,
 			SetHostnameAsFQDN: sp.SetHostnameAsFQDN},
 	}

@@ -21,7 +21,7 @@ type Template struct {
 	// workload's when the template has none.
 	Fields Fields
 	// NodeSelector is the template's spec.nodeSelector.
-	NodeSelector map[string]string
+	NodeSelector NodeSelector
 }
 
 // templatePaths maps each kind that carries a pod template (group-less kind
@@ -115,7 +115,7 @@ func Templates(kind string, obj []byte) ([]Template, error) {
 		Fields
 		Spec struct {
 			Spec
-			NodeSelector map[string]string `json:"nodeSelector"`
+			NodeSelector NodeSelector `json:"nodeSelector"`
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(raw, &f); err != nil {

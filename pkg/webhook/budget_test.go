@@ -193,13 +193,15 @@ func TestByteBudgetNoDeadlock(t *testing.T) {
 	}
 }
 
-// largeReview is an AdmissionReview for a valid pod padded with an
-// annotation to about size bytes.
+// largeReview is an AdmissionReview for a valid pod padded to about size
+// bytes with a container's environment variable (annotations are bounded
+// by the API server's 256 KiB, and so by the webhook's decode).
 func largeReview(t testing.TB, size int) []byte {
 	t.Helper()
 	small := len(podReview(t, pod("web-0")))
 	return podReview(t, pod("web-0", func(p *corev1.Pod) {
-		p.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", size-small-40)}
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "pad", Image: "registry.example/pad:1",
+			Env: []corev1.EnvVar{{Name: "PADDING", Value: strings.Repeat("x", size-small-120)}}})
 	}))
 }
 

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 )
@@ -174,16 +177,40 @@ func (h *handler) badRequest(w http.ResponseWriter, r *http.Request, err error) 
 	http.Error(w, err.Error(), http.StatusBadRequest)
 }
 
-// decodeReview checks that body is an admission.k8s.io/v1 AdmissionReview.
+// wireReview is the part of an AdmissionReview the webhook reads. Its
+// userInfo, options and dryRun are not decoded: anyone who can reach the
+// webhook could fill their lists and maps, and nothing here reads them.
+type wireReview struct {
+	metav1.TypeMeta `json:",inline"`
+	Request         *struct {
+		UID         types.UID                   `json:"uid"`
+		Kind        metav1.GroupVersionKind     `json:"kind"`
+		Resource    metav1.GroupVersionResource `json:"resource"`
+		SubResource string                      `json:"subResource"`
+		Name        string                      `json:"name"`
+		Namespace   string                      `json:"namespace"`
+		Operation   admissionv1.Operation       `json:"operation"`
+		Object      runtime.RawExtension        `json:"object"`
+		OldObject   runtime.RawExtension        `json:"oldObject"`
+	} `json:"request"`
+}
+
+// decodeReview checks that body is an admission.k8s.io/v1 AdmissionReview
+// and decodes the fields the reviewer reads.
 func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil {
+	var w wireReview
+	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, badRequest("the body is not a JSON AdmissionReview: %s", oneLine(err))
 	}
-	if review.APIVersion != admissionv1.SchemeGroupVersion.String() || review.Kind != "AdmissionReview" {
-		return nil, badRequest("the body is apiVersion %q kind %q; an admission.k8s.io/v1 AdmissionReview is expected", review.APIVersion, review.Kind)
+	if w.APIVersion != admissionv1.SchemeGroupVersion.String() || w.Kind != "AdmissionReview" {
+		return nil, badRequest("the body is apiVersion %q kind %q; an admission.k8s.io/v1 AdmissionReview is expected", w.APIVersion, w.Kind)
 	}
-	return &review, nil
+	review := &admissionv1.AdmissionReview{TypeMeta: w.TypeMeta}
+	if r := w.Request; r != nil {
+		review.Request = &admissionv1.AdmissionRequest{UID: r.UID, Kind: r.Kind, Resource: r.Resource, SubResource: r.SubResource,
+			Name: r.Name, Namespace: r.Namespace, Operation: r.Operation, Object: r.Object, OldObject: r.OldObject}
+	}
+	return review, nil
 }
 
 func (h *handler) respond(w http.ResponseWriter, in *admissionv1.AdmissionReview, resp *admissionv1.AdmissionResponse) {

@@ -307,7 +307,7 @@ type slimPod struct {
 	Metadata podspec.Meta `json:"metadata"`
 	Spec     struct {
 		podspec.Spec
-		NodeSelector map[string]string `json:"nodeSelector"`
+		NodeSelector podspec.NodeSelector `json:"nodeSelector"`
 	} `json:"spec"`
 }
 
