@@ -24,7 +24,9 @@ func TestMembers(t *testing.T) {
 // TestBoundedDecode: a list or map past its bound is an error naming the
 // field, before its elements are made; at the bound it decodes.
 func TestBoundedDecode(t *testing.T) {
-	list := func(elem string, n int) string { return "[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]" }
+	list := func(elem string, n int) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]"
+	}
 	ann := func(n, valueLen int) string {
 		var b strings.Builder
 		b.WriteString("{")
