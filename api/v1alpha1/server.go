@@ -207,6 +207,8 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	  forceTCP: false
 //	  preferUDP: false
 //	maxConcurrent: 1000
+//	maxConcurrentPerDomain: 100         # a tenth of maxConcurrent
+//	failFastAllUnhealthy: false
 //	shedRcode: SERVFAIL                 # or REFUSED
 //	cache:
 //	  successBytes: 32Mi                # bytes, or a quantity such as 32Mi
@@ -353,6 +355,22 @@ type ServerConfiguration struct {
 	// MaxConcurrent bounds the forwarded queries in flight (default 1000);
 	// beyond it a query is answered ShedRcode at once.
 	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+	// MaxConcurrentPerDomain bounds those of one registrable domain (its
+	// public suffix and one label more: "example.com" for
+	// "a.b.example.com"; default a tenth of maxConcurrent, at most
+	// maxConcurrent): the names of a domain whose servers never answer
+	// cannot hold every slot. Beyond it that domain's queries are answered
+	// ShedRcode at once; every other name is still forwarded.
+	MaxConcurrentPerDomain int `json:"maxConcurrentPerDomain,omitempty"`
+	// FailFastAllUnhealthy answers SERVFAIL at once when every upstream of
+	// a route is down by its health probes, instead of asking one of them
+	// at random (CoreDNS's failfast_all_unhealthy_upstreams; default
+	// false). It suits upstreams that fail together and come back
+	// together (one resolver, or one site's): clients fail over at once
+	// instead of waiting each query's timeout. Leave it off when a probe's
+	// failure may be bad luck, as one query answered is better than none.
+	// Every route needs health checks (maxFails over 0).
+	FailFastAllUnhealthy bool `json:"failFastAllUnhealthy,omitempty"`
 	// ShedRcode is SERVFAIL (default) or REFUSED.
 	ShedRcode string `json:"shedRcode,omitempty"`
 	// Cache bounds the cache of forwarded answers.
@@ -625,6 +643,7 @@ func (c *ServerConfiguration) SetDefaults() {
 		c.Forward[i].setDefaults()
 	}
 	setInt(&c.MaxConcurrent, DefaultMaxConcurrent)
+	setInt(&c.MaxConcurrentPerDomain, max(c.MaxConcurrent/10, 1))
 	setString(&c.ShedRcode, ShedServfail)
 	c.Cache.setDefaults()
 	if c.Loadbalance == nil {
@@ -833,6 +852,15 @@ func (c *ServerConfiguration) validateForward(e *fieldErrors) {
 	}
 	if c.MaxConcurrent < 1 {
 		e.add("maxConcurrent", "%d: must be > 0", c.MaxConcurrent)
+	} else if c.MaxConcurrentPerDomain < 1 || c.MaxConcurrentPerDomain > c.MaxConcurrent {
+		e.add("maxConcurrentPerDomain", "%d: must be between 1 and maxConcurrent (%d)", c.MaxConcurrentPerDomain, c.MaxConcurrent)
+	}
+	if c.FailFastAllUnhealthy {
+		for i, r := range c.Forward {
+			if r.MaxFailsValue() == 0 {
+				e.add(fmt.Sprintf("forward[%d].maxFails", i), "0 (no health checks) does not go with failFastAllUnhealthy, which needs them")
+			}
+		}
 	}
 	if !oneOf(c.ShedRcode, ShedServfail, ShedRefused) {
 		e.add("shedRcode", "%q: must be %q or %q", c.ShedRcode, ShedServfail, ShedRefused)

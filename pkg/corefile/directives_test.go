@@ -46,6 +46,8 @@ func TestDirectives(t *testing.T) {
 			report: []string{"Corefile:2  forward  dropped    tls://9.9.9.9: no DNS over TLS"}},
 		{name: "forward next", body: "forward . 10.0.0.1 {\n next NXDOMAIN\n}", report: []string{"Corefile:3  forward  dropped    next NXDOMAIN"}},
 		{name: "prefer udp", body: "forward . 10.0.0.1 {\n prefer_udp\n}", config: []string{"preferUDP: true"}},
+		{name: "failfast", body: "forward . 10.0.0.1 {\n failfast_all_unhealthy_upstreams\n}", config: []string{"failFastAllUnhealthy: true"},
+			report: []string{"failFastAllUnhealthy"}},
 		{name: "cache options", body: "cache 60 {\n success 10000 600 10\n denial 2000 30\n prefetch 5 2m 20%\n serve_stale 2h\n}",
 			config: []string{"successBytes: 5000Ki", "denialBytes: 1000Ki", "maxTTL: 600s", "minTTL: 10s", "maxNegativeTTL: 30s", "amount: 5", "window: 2m", "percentage: 20", "serveStale: 2h"},
 			report: []string{"success 10000 entries: bounded as 5000Ki bytes", "prefetch 5 2m 20%"}},

@@ -100,9 +100,12 @@ func (c *converter) forwardOption(r *v1alpha1.ForwardRoute, o Option) string {
 	case o.Name == "failover":
 		c.add(o.Where, "forward", Dropped, "failover: an upstream's rcode is the answer; workaround: list only upstreams that agree")
 		return ""
-	case o.Name == "failfast_all_unhealthy_upstreams":
-		c.add(o.Where, "forward", Differs, "failfast_all_unhealthy_upstreams: with every upstream down one is still tried")
-		return ""
+	case o.Name == "failfast_all_unhealthy_upstreams" && len(o.Args) == 0:
+		if len(c.cfg.Forward) > 1 {
+			c.add(o.Where, "forward", Differs, "failfast_all_unhealthy_upstreams: one setting for every route (failFastAllUnhealthy)")
+		}
+		c.cfg.FailFastAllUnhealthy = true
+		return "failFastAllUnhealthy"
 	}
 	c.add(o.Where, "forward", Dropped, "%s %s: not supported", o.Name, strings.Join(o.Args, " "))
 	return ""

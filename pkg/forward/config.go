@@ -95,6 +95,18 @@ type Config struct {
 	// (default DefaultMaxConcurrent); beyond it Exchange fails at once with
 	// ErrOverloaded.
 	MaxConcurrent int
+	// MaxConcurrentPerDomain is how many of those may be for names of one
+	// registrable domain (its public suffix and one label more:
+	// "example.com" for "a.b.example.com"; DomainOf), so that the names of
+	// a domain whose servers never answer cannot hold every slot (default
+	// a tenth of MaxConcurrent, at least 1; at most MaxConcurrent). Beyond
+	// it Exchange fails at once with ErrOverloaded, for that domain only.
+	MaxConcurrentPerDomain int
+	// FailFastAllUnhealthy answers at once (ErrAllDown) when every usable
+	// upstream is down by its health probes, instead of asking one of them
+	// at random (CoreDNS's failfast_all_unhealthy_upstreams). Needs health
+	// checks (MaxFails not NoHealthCheck).
+	FailFastAllUnhealthy bool
 	// ShedRcode is the rcode Rcode gives for ErrOverloaded: SERVFAIL
 	// (default) or REFUSED (CoreDNS's max_concurrent answer).
 	ShedRcode int
@@ -159,6 +171,13 @@ func (c Config) withDefaults() (Config, error) {
 		bad("PreferUDP", "not with ForceTCP")
 	}
 	orDefault(bad, "MaxConcurrent", &c.MaxConcurrent, DefaultMaxConcurrent)
+	orDefault(bad, "MaxConcurrentPerDomain", &c.MaxConcurrentPerDomain, max(c.MaxConcurrent/10, 1))
+	if c.MaxConcurrentPerDomain > c.MaxConcurrent && c.MaxConcurrent > 0 {
+		bad("MaxConcurrentPerDomain", "%d is over MaxConcurrent (%d)", c.MaxConcurrentPerDomain, c.MaxConcurrent)
+	}
+	if c.FailFastAllUnhealthy && c.MaxFails == 0 {
+		bad("FailFastAllUnhealthy", "needs health checks (MaxFails is NoHealthCheck)")
+	}
 	switch c.ShedRcode {
 	case 0:
 		c.ShedRcode = dns.RcodeServerFailure

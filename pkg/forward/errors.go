@@ -16,6 +16,11 @@ var (
 	// MaxConcurrent queries are already waiting for an upstream.
 	ErrOverloaded = errors.New("forward: too many forwarded queries in flight")
 
+	// ErrAllDown is returned at once, without asking anyone, when every
+	// usable upstream is down by its health probes and
+	// Config.FailFastAllUnhealthy is set.
+	ErrAllDown = errors.New("forward: every upstream is down by its health probes")
+
 	// ErrLoop is returned for a query that carries this Forwarder's own loop
 	// marker (it went round a forwarding loop and came back), the markers of
 	// more than MaxHops forwarders, or this Forwarder's own loop probe.

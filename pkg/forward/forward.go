@@ -71,7 +71,11 @@ type Forwarder struct {
 	bgDone chan struct{}
 	closed bool
 
-	shed, loops, loopDetected, allDown, coalesced atomic.Uint64
+	// domains counts the exchanges in flight per registrable domain
+	// (MaxConcurrentPerDomain).
+	domains domainSlots
+
+	shed, domainShed, loops, loopDetected, allDown, coalesced atomic.Uint64
 }
 
 // upstreamList is the parsed upstream list of one source reading.
@@ -94,6 +98,7 @@ func New(cfg Config) (*Forwarder, error) {
 		log:     cfg.Logger.With("zone", cfg.Zone),
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		flights: map[string]*flight{},
+		domains: domainSlots{n: map[string]int{}},
 		kick:    make(chan struct{}, 1),
 		now:     time.Now,
 	}
@@ -292,7 +297,17 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
 	tcp := f.cfg.ForceTCP || (clientTCP(ctx) && !f.cfg.PreferUDP)
+	// Only an exchange of its own counts against the name's domain: a
+	// query that joins a flight asks no upstream.
+	dom := ""
+	if len(m.Question) > 0 {
+		dom = DomainOf(m.Question[0].Name)
+	}
 	if key == "" {
+		if !f.takeDomain(dom) {
+			return nil, &shedError{rcode: f.cfg.ShedRcode}
+		}
+		defer f.domains.release(dom)
 		r, err := f.exchange(ctx, ups, up, mark, tcp)
 		if r != nil {
 			r.Id = m.Id
@@ -322,6 +337,11 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 		r.Id = m.Id
 		return r, nil
 	}
+	if !f.takeDomain(dom) {
+		f.mu.Unlock()
+		return nil, &shedError{rcode: f.cfg.ShedRcode}
+	}
+	defer f.domains.release(dom)
 	fl := &flight{ctx: ctx, done: make(chan struct{})}
 	f.flights[key] = fl
 	f.mu.Unlock()
@@ -344,6 +364,17 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 		r.Id = m.Id
 	}
 	return r, err
+}
+
+// takeDomain counts an exchange against dom's MaxConcurrentPerDomain, or
+// counts it shed when that many are in flight.
+func (f *Forwarder) takeDomain(dom string) bool {
+	if f.domains.take(dom, f.cfg.MaxConcurrentPerDomain) {
+		return true
+	}
+	f.shed.Add(1)
+	f.domainShed.Add(1)
+	return false
 }
 
 // flight is an exchange in progress that identical queries wait for.
@@ -378,6 +409,9 @@ func (f *Forwarder) pick() ([]*upstream, error) {
 		return nil, ErrNoUpstream
 	case len(ups) == 0:
 		f.allDown.Add(1)
+		if f.cfg.FailFastAllUnhealthy {
+			return nil, ErrAllDown
+		}
 		return []*upstream{usable[rand.IntN(len(usable))]}, nil
 	}
 	switch f.cfg.Policy {

@@ -84,7 +84,8 @@ func TestForwardDeadUpstream(t *testing.T) {
 	var ms runtime.MemStats
 	for sent := 0; sent < total; {
 		for end := min(total, sent+batch); sent < end; sent++ {
-			name := fmt.Sprintf("q%d.example.org.", sent)
+			// A domain each: MaxConcurrentPerDomain is not what this tests.
+			name := fmt.Sprintf("q%d.example%d.org.", sent, sent)
 			if isLocal(sent) {
 				name = "web.ns.svc.cluster.local."
 			}

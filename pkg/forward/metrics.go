@@ -8,7 +8,7 @@ import (
 // metrics are a Forwarder's own, every one with the const label zone
 // (Config.Zone), so that one Forwarder per zone registers on one registry.
 type metrics struct {
-	inFlight, shed, loops, loopDetected, looping, allDown, coalesced, healthy *prometheus.Desc
+	inFlight, shed, domainShed, loops, loopDetected, looping, allDown, coalesced, healthy *prometheus.Desc
 
 	requests      *prometheus.CounterVec   // upstream
 	responses     *prometheus.CounterVec   // upstream, rcode
@@ -32,7 +32,8 @@ func newMetrics(zone string) *metrics {
 	}
 	m := &metrics{
 		inFlight:     desc("in_flight", "Forwarded queries waiting for an upstream (coalesced ones included)."),
-		shed:         desc("shed_total", "Queries not forwarded because MaxConcurrent were in flight (ErrOverloaded)."),
+		shed:         desc("shed_total", "Queries not forwarded because MaxConcurrent were in flight, or MaxConcurrentPerDomain for their domain (ErrOverloaded)."),
+		domainShed:   desc("domain_shed_total", "Queries not forwarded because MaxConcurrentPerDomain were in flight for their registrable domain (also in shed_total)."),
 		loops:        desc("loops_total", "Queries not forwarded because they carried this forwarder's loop marker or too many, or were its own loop probe."),
 		loopDetected: desc("loop_detected_total", "Upstreams found to forward queries back to this forwarder (a query or loop probe came back), once each until the upstream list changes."),
 		looping:      desc("looping_upstreams", "Upstreams not used because their loop probe came back without the loop marker."),
@@ -80,10 +81,11 @@ func (m *metrics) forget(addr string) {
 // Config.Zone register together). Every series has the label zone:
 //
 //   - dnsconfigurer_forward_in_flight
-//   - dnsconfigurer_forward_shed_total
+//   - dnsconfigurer_forward_shed_total, _domain_shed_total
 //   - dnsconfigurer_forward_loops_total (per-query marker or own probe)
 //   - dnsconfigurer_forward_loop_detected_total, _looping_upstreams
-//   - dnsconfigurer_forward_all_down_total (failfast)
+//   - dnsconfigurer_forward_all_down_total (every upstream down: one asked
+//     at random, or none with FailFastAllUnhealthy)
 //   - dnsconfigurer_forward_coalesced_total
 //   - dnsconfigurer_forward_upstream_healthy{upstream}
 //   - dnsconfigurer_forward_requests_total{upstream}
@@ -99,7 +101,7 @@ var _ prometheus.Collector = (*Forwarder)(nil)
 // Describe implements prometheus.Collector.
 func (f *Forwarder) Describe(ch chan<- *prometheus.Desc) {
 	m := f.m
-	for _, d := range []*prometheus.Desc{m.inFlight, m.shed, m.loops, m.loopDetected, m.looping, m.allDown, m.coalesced, m.healthy} {
+	for _, d := range []*prometheus.Desc{m.inFlight, m.shed, m.domainShed, m.loops, m.loopDetected, m.looping, m.allDown, m.coalesced, m.healthy} {
 		ch <- d
 	}
 	for _, c := range m.collectorsVec {
@@ -118,6 +120,7 @@ func (f *Forwarder) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(m.inFlight, float64(len(f.slots)))
 	count(m.shed, f.shed.Load())
+	count(m.domainShed, f.domainShed.Load())
 	count(m.loops, f.loops.Load())
 	count(m.loopDetected, f.loopDetected.Load())
 	count(m.allDown, f.allDown.Load())
