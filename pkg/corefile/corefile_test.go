@@ -137,7 +137,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"unknown plugin", ".:53 {\n  forwardd . 1.1.1.1\n}\n", "Corefile:2 - Error during parsing: Unknown directive 'forwardd'"},
 		{"open block", ".:53 {\n  errors\n", "Corefile:2"},
-		{"missing import", ".:53 {\n  import /nonexistent/file.conf\n}\n", "Corefile:2"},
+		{"missing import", ".:53 {\n  import nonexistent/file.conf\n}\n", "Corefile:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(Input{Name: "Corefile", Text: []byte(tc.text)}, nil)

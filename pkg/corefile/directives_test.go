@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,19 +96,89 @@ func TestDirectives(t *testing.T) {
 }
 
 // TestEnv: {$VAR} is expanded as CoreDNS does, in directives and imports.
+// TestEnv (issue 55 row 4): {$VAR} is refused with the variable and its
+// line, in the Corefile and in an imported file; the value in convert's
+// own environment never reaches the output.
 func TestEnv(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.server"), []byte("a.example {\n forward . {$UPSTREAM}\n}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("UPSTREAM", "10.9.9.9")
-	t.Setenv("IMPORTS", dir)
-	cfg, rep := convertText(t, ".:53 {\n forward . {$UPSTREAM}\n}\nimport {$IMPORTS}/*.server\n")
-	if strings.Count(cfg, "10.9.9.9") != 2 {
-		t.Errorf("config:\n%s", cfg)
+	for _, tc := range []struct {
+		name, text, err string
+	}{
+		{"in the Corefile", ".:53 {\n forward . {$UPSTREAM}\n}\n", "Corefile:2: {$UPSTREAM}: convert does not read environment variables"},
+		{"windows form", ".:53 {\n forward . {%UPSTREAM%}\n}\n", "Corefile:2: {%UPSTREAM%}: convert does not read environment variables"},
+		{"in an import", ".:53 {\n forward . 10.0.0.1\n}\nimport *.server\n", "a.server:2: {$UPSTREAM}: convert does not read environment variables"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(Input{Name: filepath.Join(dir, "Corefile"), Text: []byte(tc.text), ImportDir: dir}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("got %v (config %+v), want an error containing %q", err, r.Config, tc.err)
+			}
+			if strings.Contains(err.Error(), "10.9.9.9") {
+				t.Errorf("the environment's value is in the error: %v", err)
+			}
+		})
 	}
-	if !strings.Contains(rep, "a.server:1") {
-		t.Errorf("report:\n%s", rep)
+}
+
+// TestImportsStayInTheirDirectory (issue 55 rows 4 and 5): an import reads
+// only files of its directory (the ConfigMap's keys, or the Corefile's
+// directory), an import of a file inside an imported file is refused (a
+// key that imports itself never ends in caddy), and so is an import that
+// is not on a line of its own.
+func TestImportsStayInTheirDirectory(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("topsecret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"self.server": "b.example {\n forward . 10.0.0.2\n}\nimport /etc/coredns/custom/*.server\n",
+		"ok.server":   "c.example {\n forward . 10.0.0.3\n}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, text, importDir, err, finding string
+	}{
+		{name: "absolute path outside", text: ".:53 {\n forward . 10.0.0.1\n}\nimport " + outside + "/secret\n",
+			finding: "outside " + dir + ", not read"},
+		{name: "relative path outside", text: ".:53 {\n forward . 10.0.0.1\n}\nimport ../" + filepath.Base(outside) + "/secret\n",
+			finding: ", not read"},
+		{name: "a file by its bare name", text: ".:53 {\n forward . 10.0.0.1\n}\nimport ok.server\n", finding: "c.example: its names are served"},
+		{name: "inside a block on one line", text: ".:53 { import " + outside + "/secret }\n",
+			err: "Corefile:1: import: convert reads an import only on a line of its own"},
+		{name: "a key importing itself", text: ".:53 {\n forward . 10.0.0.1\n}\nimport /etc/coredns/custom/*.server\n", importDir: dir,
+			err: "self.server:4: import in an imported file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(Input{Name: filepath.Join(dir, "Corefile"), Text: []byte(tc.text), ImportDir: tc.importDir}, nil)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, want an error containing %q", err, tc.err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			var all strings.Builder
+			if err != nil {
+				all.WriteString(err.Error())
+			}
+			for _, f := range r.Findings {
+				fmt.Fprintf(&all, "%s %s %s %s\n", f.Where, f.Plugin, f.Status, f.Reason)
+			}
+			if strings.Contains(all.String(), "topsecret") {
+				t.Errorf("the outside file's content reached the output:\n%s", all.String())
+			}
+			if tc.finding != "" && !strings.Contains(all.String(), tc.finding) {
+				t.Errorf("findings:\n%s\nwant one containing %q", all.String(), tc.finding)
+			}
+		})
 	}
 }
 

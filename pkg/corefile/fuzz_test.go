@@ -1,8 +1,10 @@
 package corefile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -33,6 +35,50 @@ func FuzzRun(f *testing.F) {
 		for _, fd := range r.Findings {
 			if fd.Where == "" || fd.Plugin == "" || fd.Status == "" {
 				t.Fatalf("incomplete finding %+v", fd)
+			}
+		}
+	})
+}
+
+// FuzzImports (issue 55 rows 4 and 5): a Corefile and one imported file,
+// both fuzzed, converted with the import directory of a ConfigMap. Beside
+// the directory is a file whose content must never be read, and convert's
+// environment holds a variable whose value must never appear: in the
+// configuration, the findings or the error. It ends (no import cycle).
+func FuzzImports(f *testing.F) {
+	f.Add(".:53 {\n forward . 10.0.0.1\n}\nimport /etc/coredns/custom/*.server\n", "a.example {\n forward . 10.0.0.2\n}\n")
+	f.Add(".:53 {\n forward . {$FUZZ_SECRET}\n}\n", "")
+	f.Add(".:53 {\n import ../secret\n}\n", "import x.server\n")
+	f.Add("(s) {\n forward . 10.0.0.1\n}\n.:53 {\n import s\n}\nimport *.server\n", "b.example {\n import s\n}\nimport *.server\n")
+	f.Add(".:53 { import ../secret }\n", "")
+	base := f.TempDir()
+	if err := os.WriteFile(filepath.Join(base, "secret"), []byte("fuzz-secret-file\n"), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	f.Setenv("FUZZ_SECRET", "fuzz-secret-env")
+	n := 0
+	f.Fuzz(func(t *testing.T, corefile, imported string) {
+		n++
+		dir := filepath.Join(base, "cm"+strconv.Itoa(n))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		if err := os.WriteFile(filepath.Join(dir, "x.server"), []byte(imported), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(Input{Name: "Corefile", Text: []byte(corefile), ImportDir: dir}, nil)
+		var out strings.Builder
+		if err != nil {
+			out.WriteString(err.Error())
+		}
+		fmt.Fprintf(&out, "%+v", r.Config)
+		for _, fd := range r.Findings {
+			fmt.Fprintf(&out, "%+v", fd)
+		}
+		for _, secret := range []string{"fuzz-secret-file", "fuzz-secret-env"} {
+			if strings.Contains(out.String(), secret) && !strings.Contains(corefile+imported, secret) {
+				t.Fatalf("%q reached the output:\n%s", secret, out.String())
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package corefile
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -86,23 +87,67 @@ func Parse(in Input) ([]Block, []Finding, error) {
 	return blocks, found, nil
 }
 
+// Bounds of what convert reads through imports: files matched, and bytes
+// of each.
+const (
+	maxImportedFiles = 64
+	maxImportBytes   = 1 << 20
+)
+
+var (
+	// importToken is an import directive anywhere on a line.
+	importToken = regexp.MustCompile(`(^|[\s{])import(\s|$)`)
+	// snippetDef is a snippet's definition: "(name) {".
+	snippetDef = regexp.MustCompile(`^\s*\(([^)\s]+)\)`)
+)
+
 // resolveImports points file imports at ImportDir and blanks those that
-// match no file (CoreDNS only warns about them); line numbers stay.
+// match no file (CoreDNS only warns about them); line numbers stay. It
+// reads no file outside its directory (ImportDir, else the Corefile's),
+// refuses {$VAR} (CoreDNS fills it from its own environment, which convert
+// does not have), and refuses imports inside imported files, so that
+// nothing the Corefile names can make caddy open another file or import a
+// file into itself.
 func resolveImports(in Input) ([]byte, []Finding, error) {
+	if err := checkEnv(in.Name, in.Text); err != nil {
+		return nil, nil, err
+	}
+	snippets := snippetNames(in.Text)
+	base := in.ImportDir
+	if base == "" {
+		abs, err := filepath.Abs(filepath.Dir(in.Name))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", in.Name, err)
+		}
+		base = abs
+	}
 	lines := strings.Split(string(in.Text), "\n")
 	var found []Finding
+	read := 0
 	for i, l := range lines {
-		m := importLine.FindStringSubmatch(l)
-		if m == nil || !strings.ContainsAny(m[2], "/*") {
-			continue // a snippet
-		}
 		where := fmt.Sprintf("%s:%d", in.Name, i+1)
-		pattern := caddyEnv(m[2])
+		m := importLine.FindStringSubmatch(l)
+		if m == nil {
+			if importToken.MatchString(stripComment(l)) {
+				return nil, nil, fmt.Errorf("%s: import: convert reads an import only on a line of its own", where)
+			}
+			continue
+		}
+		if snippets[m[2]] {
+			continue
+		}
+		pattern := m[2]
 		switch {
 		case in.ImportDir != "":
 			pattern = filepath.Join(in.ImportDir, filepath.Base(pattern))
 		case !filepath.IsAbs(pattern):
-			pattern = filepath.Join(filepath.Dir(in.Name), pattern)
+			pattern = filepath.Join(base, pattern)
+		}
+		pattern = filepath.Clean(pattern)
+		if !within(base, pattern) {
+			lines[i] = ""
+			found = append(found, Finding{where, "import", Dropped, fmt.Sprintf("%s: outside %s, not read; give the imported files in the Corefile's directory, or as keys of its ConfigMap", m[2], base)})
+			continue
 		}
 		files, err := filepath.Glob(pattern)
 		if err != nil {
@@ -118,6 +163,12 @@ func resolveImports(in Input) ([]byte, []Finding, error) {
 		}
 		names := make([]string, len(files))
 		for j, f := range files {
+			if read++; read > maxImportedFiles {
+				return nil, nil, fmt.Errorf("%s: import %s: more than %d files imported", where, m[2], maxImportedFiles)
+			}
+			if err := checkImported(in.label(f), f, snippets); err != nil {
+				return nil, nil, err
+			}
 			names[j] = in.label(f)
 		}
 		lines[i] = m[1] + "import " + pattern
@@ -126,19 +177,77 @@ func resolveImports(in Input) ([]byte, []Finding, error) {
 	return []byte(strings.Join(lines, "\n")), found, nil
 }
 
-// caddyEnv expands {$VAR} as caddy does.
-func caddyEnv(s string) string {
-	for {
-		i := strings.Index(s, "{$")
-		if i < 0 {
-			return s
-		}
-		j := strings.Index(s[i:], "}")
-		if j < 0 {
-			return s
-		}
-		s = s[:i] + os.Getenv(s[i+2:i+j]) + s[i+j+1:]
+// checkImported reads an imported file (at most maxImportBytes) and
+// refuses {$VAR} and any import in it but of a snippet.
+func checkImported(label, path string, snippets map[string]bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", label, err)
 	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
+	if err != nil {
+		return fmt.Errorf("import %s: %w", label, err)
+	}
+	if len(text) > maxImportBytes {
+		return fmt.Errorf("import %s: over %d bytes", label, maxImportBytes)
+	}
+	if err := checkEnv(label, text); err != nil {
+		return err
+	}
+	own := snippetNames(text)
+	for i, l := range strings.Split(string(text), "\n") {
+		if !importToken.MatchString(stripComment(l)) {
+			continue
+		}
+		if m := importLine.FindStringSubmatch(l); m != nil && (snippets[m[2]] || own[m[2]]) {
+			continue
+		}
+		return fmt.Errorf("%s:%d: import in an imported file: convert reads the Corefile's imports only (a file importing itself would never end); put its content in the Corefile or the imported file", label, i+1)
+	}
+	return nil
+}
+
+// checkEnv refuses {$VAR} and {%VAR%}: CoreDNS fills them from its own
+// environment; convert does not read the environment of whoever runs it.
+func checkEnv(name string, text []byte) error {
+	for i, l := range strings.Split(string(text), "\n") {
+		for _, open := range []string{"{$", "{%"} {
+			if j := strings.Index(l, open); j >= 0 {
+				v := l[j:]
+				if k := strings.IndexByte(v, '}'); k >= 0 {
+					v = v[:k+1]
+				}
+				return fmt.Errorf("%s:%d: %s: convert does not read environment variables (CoreDNS fills them from its own); write the value into the Corefile", name, i+1, v)
+			}
+		}
+	}
+	return nil
+}
+
+// snippetNames are the snippets text defines.
+func snippetNames(text []byte) map[string]bool {
+	names := map[string]bool{}
+	for _, l := range strings.Split(string(text), "\n") {
+		if m := snippetDef.FindStringSubmatch(l); m != nil {
+			names[m[1]] = true
+		}
+	}
+	return names
+}
+
+// stripComment is a line without its comment.
+func stripComment(l string) string {
+	if i := strings.IndexByte(l, '#'); i >= 0 {
+		return l[:i]
+	}
+	return l
+}
+
+// within reports whether path is dir or under it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // label names a token's file in findings: an imported file of ImportDir
