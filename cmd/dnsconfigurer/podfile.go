@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -72,14 +73,14 @@ type manifests struct {
 }
 
 // read reads every -f within manifest.DefaultLimits.
-func (i *inputFlags) read(stdin io.Reader) (manifests, error) {
+func (i *inputFlags) read(ctx context.Context, stdin io.Reader) (manifests, error) {
 	if len(i.files) == 0 {
 		return manifests{}, usagef("-f is required: a manifest file or directory, or - for stdin")
 	}
 	lim := manifest.DefaultLimits
 	lim.MaxFileSize = podspec.MaxManifestSize
 	r := manifest.Reader{Limits: lim, Recursive: i.recursive, Stdin: stdin, Keep: podspec.HasTemplate}
-	objs, files, err := r.Read(i.files)
+	objs, files, err := r.Read(ctx, i.files)
 	if err != nil {
 		return manifests{}, err
 	}
@@ -125,10 +126,14 @@ func (f *commandFlags) parse(fs *flag.FlagSet, args []string, outs ...string) (i
 
 // read reads the manifests; false, with the exit code, when the command
 // ends there (the error printed). --explain takes a single Pod.
-func (f *commandFlags) read(fs *flag.FlagSet, stdin io.Reader) (manifests, int, bool) {
-	m, err := f.input.read(stdin)
+func (f *commandFlags) read(ctx context.Context, fs *flag.FlagSet, stdin io.Reader) (manifests, int, bool) {
+	m, err := f.input.read(ctx, stdin)
 	if err == nil && f.explain && f.whole(m) {
 		err = errors.New("--explain takes a single Pod")
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(fs.Output(), "%s: stopped: %v\n", fs.Name(), ctx.Err())
+		return manifests{}, exitFail, false
 	}
 	if err != nil {
 		return manifests{}, usageExit(fs.Output(), fs.Name(), err), false

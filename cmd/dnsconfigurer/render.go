@@ -38,7 +38,7 @@ type decisionJSON struct {
 	Removed []string `json:"removed"`
 }
 
-func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("render", stderr, "usage: dnsconfigurer render -f FILE|DIR|- [-f ...] [-R] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o resolv.conf|json|yaml] [--explain]")
 	var f commandFlags
 	f.register(fs, "resolv.conf", "output: resolv.conf, json or yaml",
@@ -50,7 +50,7 @@ func runRender(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return usageExit(stderr, "render", err)
 	}
-	m, code, ok := f.read(fs, stdin)
+	m, code, ok := f.read(ctx, fs, stdin)
 	if !ok {
 		return code
 	}

@@ -20,7 +20,7 @@ type validateJSON struct {
 	Trace    []decisionJSON      `json:"trace,omitempty"` // --explain only
 }
 
-func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("validate", stderr, "usage: dnsconfigurer validate -f FILE|DIR|- [-f ...] [-R] [--strict] [--cluster-dns IP[,IP...]] [--cluster-domain DOMAIN] [--resolv-conf PATH] [--node-os linux|windows] [-o text|json|yaml|sarif] [--explain]")
 	var f commandFlags
 	f.register(fs, "text", "output: text, json, yaml or sarif (SARIF 2.1.0, for code review)",
@@ -29,12 +29,12 @@ func runValidate(_ context.Context, args []string, stdin io.Reader, stdout, stde
 	if code, ok := f.parse(fs, args, "text", outJSON, outYAML, outSARIF); !ok {
 		return code
 	}
-	m, code, ok := f.read(fs, stdin)
+	m, code, ok := f.read(ctx, fs, stdin)
 	if !ok {
 		return code
 	}
 	if f.whole(m) {
-		return lintManifests(m, &f.node, *strict, f.out, stdout, stderr)
+		return lintManifests(ctx, m, &f.node, *strict, f.out, stdout, stderr)
 	}
 	return validatePod(m.pod, &f.node, *strict, f.explain, f.out, stdout, stderr)
 }
@@ -87,7 +87,7 @@ func validateNode(node *nodeFlags, strict bool) (*policy.Engine, policy.Host, er
 
 // lintManifests validates every pod template of m: one result per
 // template, findings on stdout, the summary on stderr (-o text).
-func lintManifests(m manifests, node *nodeFlags, strict bool, out string, stdout, stderr io.Writer) int {
+func lintManifests(ctx context.Context, m manifests, node *nodeFlags, strict bool, out string, stdout, stderr io.Writer) int {
 	targets, skipped, err := lint.Targets(m.objs)
 	if err != nil {
 		return usageExit(stderr, "validate", err)
@@ -103,7 +103,11 @@ func lintManifests(m manifests, node *nodeFlags, strict bool, out string, stdout
 	for i := range targets {
 		targets[i].Input.NamespacePolicy = node.namespacePolicy
 	}
-	rep := lint.Run(targets, check)
+	rep, err := lint.Run(ctx, targets, check)
+	if err != nil {
+		fmt.Fprintf(stderr, "validate: stopped: %v\n", err)
+		return exitFail
+	}
 	rep.Summary.Files, rep.Summary.Objects, rep.Summary.Skipped = m.files, len(m.objs), skipped
 	if err := writeReport(stdout, stderr, out, rep); err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -48,7 +49,10 @@ func TestFindingFields(t *testing.T) {
 			if err != nil || skipped != 0 {
 				t.Fatalf("Targets: %v, %d skipped", err, skipped)
 			}
-			rep := Run(targets, APICheck)
+			rep, err := Run(context.Background(), targets, APICheck)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var got []Finding
 			for _, r := range rep.Results {
 				for _, f := range r.Findings {
@@ -71,5 +75,18 @@ func TestTargetsSkipsAndRefuses(t *testing.T) {
 	_, _, err = Targets(parse(t, "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}}\n"))
 	if err == nil || err.Error() != "f.yaml: document 1: items[0]: Deployment: spec: Required value" {
 		t.Errorf("Deployment without template: %v", err)
+	}
+}
+
+// TestRunStops: a run whose context has ended stops with its error.
+func TestRunStops(t *testing.T) {
+	targets, _, err := Targets(parse(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: x}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, targets, APICheck); err != context.Canceled {
+		t.Errorf("got %v, want context.Canceled", err)
 	}
 }

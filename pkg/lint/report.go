@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,15 +42,32 @@ type Report struct {
 	Summary Summary  `json:"summary"`
 }
 
-// Run checks every target.
-func Run(targets []Target, check Check) Report {
+// Run checks every target. Each document is parsed for line numbers once,
+// when the first of its targets has a finding (a List's items share its
+// document), so a run is linear in its input. It stops with ctx's error
+// when ctx ends (SIGTERM).
+func Run(ctx context.Context, targets []Target, check Check) (Report, error) {
 	r := Report{Results: []Result{}}
+	type docKey struct {
+		source string
+		doc    int
+	}
+	locators := map[docKey]manifest.Locator{}
 	for _, t := range targets {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
 		res := NewResult(t)
 		found := check(t.Input)
 		var loc manifest.Locator
 		if len(found) > 0 {
-			loc = t.Object.Locator()
+			k := docKey{t.Object.Source, t.Object.Document}
+			var ok bool
+			if loc, ok = locators[k]; !ok {
+				loc = t.Object.Locator()
+				locators[k] = loc
+			}
+			loc = loc.For(t.Object)
 		}
 		for _, f := range found {
 			f.Field = t.Field(f.Field)
@@ -68,7 +86,7 @@ func Run(targets []Target, check Check) Report {
 		r.Results = append(r.Results, res)
 	}
 	r.Summary.Templates = len(targets)
-	return r
+	return r, nil
 }
 
 // NewResult is a finding-free result for t.

@@ -31,6 +31,13 @@ func (o Object) Locator() Locator {
 	return l
 }
 
+// For is l for another object of the same document (a List's item): its
+// own line is the fallback.
+func (l Locator) For(o Object) Locator {
+	l.fallback = o.Line
+	return l
+}
+
 // FieldLine is the file line of the deepest node on path that the
 // document holds, such as "items[1].spec.template.spec.dnsConfig.searches[32]"
 // (a missing field is reported where its parent is), or the object's line.

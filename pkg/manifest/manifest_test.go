@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -119,7 +120,7 @@ func TestReadDirectory(t *testing.T) {
 		{true, []string{"a", "b", "c", "d"}},
 	} {
 		r := Reader{Limits: DefaultLimits, Recursive: tc.recursive}
-		objs, files, err := r.Read([]string{dir})
+		objs, files, err := r.Read(context.Background(), []string{dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func TestReadLimits(t *testing.T) {
 			if tc.name == "stdin too large" {
 				r.Stdin = strings.NewReader(strings.Repeat("#", 101))
 			}
-			_, _, err := r.Read(tc.sources)
+			_, _, err := r.Read(context.Background(), tc.sources)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -171,7 +172,7 @@ func TestReadKeep(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "a.yaml", pod("a")+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: v}\n")
 	r := Reader{Limits: DefaultLimits, Keep: func(kind string) bool { return kind == "Pod" }}
-	objs, _, err := r.Read([]string{dir})
+	objs, _, err := r.Read(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -27,6 +28,7 @@ type Reader struct {
 	// bytes only while its file is parsed.
 	Keep func(kind string) bool
 
+	ctx   context.Context
 	total int64
 	files int
 	objs  []Object
@@ -34,8 +36,10 @@ type Reader struct {
 
 // Read reads every source in order: a file, a directory (its .json, .yaml
 // and .yml files, sorted) or "-" for stdin. It returns the objects and the
-// number of files read.
-func (r *Reader) Read(sources []string) ([]Object, int, error) {
+// number of files read. It stops with ctx's error between files when ctx
+// ends (SIGTERM).
+func (r *Reader) Read(ctx context.Context, sources []string) ([]Object, int, error) {
+	r.ctx = ctx
 	for _, src := range sources {
 		if err := r.source(src); err != nil {
 			return nil, r.files, err
@@ -76,6 +80,9 @@ func (r *Reader) source(src string) error {
 }
 
 func (r *Reader) file(path string) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return &Error{Source: path, Err: unwrapPath(err)}
