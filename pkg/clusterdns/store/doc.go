@@ -30,8 +30,12 @@
 // PTRs deduplicated and sorted as one build over every record makes them.
 // A contribution to take out that is not there (a bug) makes the Publish
 // rebuild everything. Namespaces, counts and the pod-IP index are kept by
-// reference counts. SetOptions and Replace rebuild everything; a rebuild
-// builds the units on a second goroutine while it adds them.
+// reference counts. SetOptions and Replace rebuild everything, and so does
+// a change that touches more than an eighth of the objects (a resync, a
+// drain that moves every endpoint: applying a unit costs about four times
+// what building it in a rebuild does); a rebuild builds the units on a
+// second goroutine while it adds them. BenchmarkWideChange against
+// BenchmarkRebuild gives the two.
 //
 // A published Node (node.go) is packed: a header and its records in bytes
 // of one allocation that holds no pointer, so the collector marks it and

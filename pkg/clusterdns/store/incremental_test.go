@@ -206,6 +206,15 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 	incrementalEqualsRebuild(t, seeds)
 }
 
+// TestIncrementalEqualsRebuildWide is TestIncrementalEqualsRebuild with
+// every change of more than two units a wide one, which the Publish
+// rebuilds (issue 55 row 7), mixed with those it applies.
+func TestIncrementalEqualsRebuildWide(t *testing.T) {
+	defer func(n int) { minWideChange = n }(minWideChange)
+	minWideChange = 2
+	incrementalEqualsRebuild(t, 100)
+}
+
 // TestIncrementalEqualsRebuildSorted is TestIncrementalEqualsRebuild with
 // every endpoint list deduplicated by a sort, as a Service of more than
 // dedupScan endpoints is (the worlds are smaller).

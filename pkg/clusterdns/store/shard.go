@@ -136,12 +136,15 @@ func (m *shardMap[K, V]) all(f func(K, V)) {
 type shardEdit[K comparable, V any] struct {
 	m      *shardMap[K, V]
 	blocks []bool // copied, by block
-	shards []int  // copied; a change touches few
+	// shards has a bit per shard copied, a word per block (blockSize is
+	// 64): a change that touches every shard costs one test each, not a
+	// search of those copied before.
+	shards []uint64
 }
 
 func (m *shardMap[K, V]) edit() *shardEdit[K, V] {
 	next := &shardMap[K, V]{seed: m.seed, blocks: slices.Clone(m.blocks), n: m.n}
-	return &shardEdit[K, V]{m: next, blocks: make([]bool, len(m.blocks))}
+	return &shardEdit[K, V]{m: next, blocks: make([]bool, len(m.blocks)), shards: make([]uint64, len(m.blocks))}
 }
 
 // own returns shard i of the edit, copied at its first change with room
@@ -154,11 +157,11 @@ func (e *shardEdit[K, V]) own(i int) *[]entry[K, V] {
 		e.blocks[b] = true
 	}
 	p := e.m.slot(i)
-	if !slices.Contains(e.shards, i) {
+	if bit := uint64(1) << (i % blockSize); e.shards[b]&bit == 0 {
 		s := make([]entry[K, V], len(*p), len(*p)+1)
 		copy(s, *p)
 		*p = s
-		e.shards = append(e.shards, i)
+		e.shards[b] |= bit
 	}
 	return p
 }
