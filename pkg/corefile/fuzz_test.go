@@ -83,3 +83,32 @@ func FuzzImports(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKubeDNS (issue 55): a kube-dns ConfigMap's stubDomains and
+// upstreamNameservers, any JSON or not: either an error, or a
+// configuration serve accepts, with complete findings.
+func FuzzKubeDNS(f *testing.F) {
+	f.Add(`{"acme.local": ["1.2.3.4"], "corp.example": ["10.0.0.53:5353", "fd00::53"]}`, `["8.8.8.8", "8.8.4.4"]`, "")
+	f.Add(`{"": ["1.2.3.4"]}`, `[]`, "federations")
+	f.Add(`{"cluster.local": ["10.0.0.1"]}`, `["not an ip"]`, "")
+	f.Add(`{"a": null}`, `null`, "")
+	f.Add(`[]`, `{}`, "")
+	f.Fuzz(func(t *testing.T, stubs, upstreams, other string) {
+		data := map[string]string{"stubDomains": stubs, "upstreamNameservers": upstreams}
+		if other != "" {
+			data[other] = "x"
+		}
+		r, err := KubeDNS(data)
+		if err != nil {
+			return
+		}
+		if err := check(r.Config); err != nil {
+			t.Fatalf("converted without an error but invalid: %v", err)
+		}
+		for _, fd := range r.Findings {
+			if fd.Where == "" || fd.Plugin == "" || fd.Status == "" {
+				t.Fatalf("incomplete finding %+v", fd)
+			}
+		}
+	})
+}

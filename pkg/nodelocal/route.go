@@ -24,7 +24,8 @@ type Routes struct {
 }
 
 // Cluster reports whether name goes to the cluster DNS. It is one map
-// lookup per label, case-insensitive, without allocating.
+// lookup per label, case-insensitive, without allocating; an escaped dot
+// is inside its label ("x\\.cluster.local." is under "local.").
 func (r *Routes) Cluster(name string) bool {
 	if len(r.unbounded) > 0 {
 		return true
@@ -48,13 +49,23 @@ func (r *Routes) Cluster(name string) bool {
 		return true
 	}
 	for i := 0; i < n-1; i++ {
-		if b[i] == '.' {
+		if b[i] == '.' && !escaped(b, i) {
 			if zone := r.names[string(b[i+1:])]; zone {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// escaped reports whether b[i] is escaped: an odd number of backslashes
+// before it ("a\.b" is one label, "a\\.b" two).
+func escaped(b []byte, i int) bool {
+	n := 0
+	for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // Len is the number of zones and names.

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -214,4 +215,42 @@ func TestSkipWorkloads(t *testing.T) {
 	if resp.Allowed || outcome != OutcomeDenied {
 		t.Errorf("pod with skipped workloads: allowed %v, outcome %s", resp.Allowed, outcome)
 	}
+}
+
+// FuzzWorkloadReview (issue 55): any object JSON as each workload kind,
+// created or updated from any old object: a response with the request's
+// UID (allowed, or denied with a status) or a reason for a 400, never a
+// panic.
+func FuzzWorkloadReview(f *testing.F) {
+	kinds := []struct{ kind, group string }{
+		{"Deployment", "apps"}, {"ReplicaSet", "apps"}, {"StatefulSet", "apps"}, {"DaemonSet", "apps"},
+		{"Job", "batch"}, {"CronJob", "batch"}, {"PodTemplate", ""}, {"ReplicationController", ""},
+	}
+	for i, k := range kinds {
+		f.Add(uint8(i), true, workloadJSON(k.kind, goodSpec), []byte(nil))
+		f.Add(uint8(i), false, workloadJSON(k.kind, badSearches), workloadJSON(k.kind, badSearches))
+		f.Add(uint8(i), false, workloadJSON(k.kind, fourServers), workloadJSON(k.kind, goodSpec))
+	}
+	f.Add(uint8(5), true, []byte(`{"spec":{"jobTemplate":null}}`), []byte(nil))
+	f.Add(uint8(0), true, []byte(`{"spec":{"template":{"spec":{"dnsConfig":{"options":[{},{"name":"ndots","value":"x"}]}}}}}`), []byte(nil))
+	r := testReviewer(f)
+	f.Fuzz(func(t *testing.T, k uint8, create bool, obj, old []byte) {
+		kind := kinds[int(k)%len(kinds)]
+		op := admissionv1.Update
+		if create {
+			op, old = admissionv1.Create, nil
+		}
+		req := workloadRequest(kind.kind, kind.group, op, obj, old)
+		resp, outcome, _, err := r.Review(req)
+		if err != nil {
+			var bad *BadRequestError
+			if !errors.As(err, &bad) || bad.Reason == "" {
+				t.Fatalf("error %v is not a reason for a 400", err)
+			}
+			return
+		}
+		if resp == nil || resp.UID != req.UID || outcome == "" || resp.Allowed == (resp.Result != nil) {
+			t.Fatalf("response %+v, outcome %q", resp, outcome)
+		}
+	})
 }
