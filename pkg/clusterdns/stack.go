@@ -31,6 +31,9 @@ type answerStack struct {
 	fwd     *forwarding // nil without forward routes
 	cancel  context.CancelFunc
 	closers []func()
+	// watched is one watcher per resolv.conf path: routes that name the
+	// same file share it (and its metrics).
+	watched map[string]*hostresolv.Watcher
 }
 
 // forwarding is the forwarders of the routes behind the answer cache, their
@@ -42,6 +45,9 @@ type forwarding struct {
 	reg     *prometheus.Registry
 	cancel  context.CancelFunc
 	closers []func()
+	// watched is one watcher per resolv.conf path: routes that name the
+	// same file share it (and its metrics).
+	watched map[string]*hostresolv.Watcher
 }
 
 // stop ends the forwarding's background work and releases its sockets.
@@ -250,11 +256,19 @@ func (f *forwarding) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log
 		}
 		return forward.StaticUpstreams(addrs), nil
 	}
-	w, err := hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(f.reg), hostresolv.ForUpstreams())
-	if err != nil {
-		return nil, err
+	w, ok := f.watched[path]
+	if !ok {
+		var err error
+		w, err = hostresolv.Watch(ctx, path, hostresolv.WithLogger(log), hostresolv.WithRegistry(f.reg), hostresolv.ForUpstreams())
+		if err != nil {
+			return nil, err
+		}
+		if f.watched == nil {
+			f.watched = map[string]*hostresolv.Watcher{}
+		}
+		f.watched[path] = w
+		f.closers = append(f.closers, func() { <-w.Done() })
 	}
-	f.closers = append(f.closers, func() { <-w.Done() })
 	if snap := w.Current(); snap.Err != nil {
 		return nil, fmt.Errorf("%q: %w", path, snap.Err)
 	}

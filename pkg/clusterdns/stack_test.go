@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -219,5 +220,38 @@ func TestForwardingKey(t *testing.T) {
 				t.Errorf("same key %v, want %v", same, tc.same)
 			}
 		})
+	}
+}
+
+// TestStackSharedResolvConf: two routes that take their upstreams from the
+// same resolv.conf (AKS's coredns-custom pattern, "forward .
+// /etc/resolv.conf" in two server blocks) share one watcher of the file:
+// the stack builds, and both routes use the file's nameserver. Before,
+// the second watcher's metrics collided and serve exited.
+func TestStackSharedResolvConf(t *testing.T) {
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	testkit.WriteFile(t, resolv, "nameserver 127.0.0.7\n")
+	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.2:0"}, Objects: "x",
+		Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{resolv}}, {Zone: "corp.example", Upstreams: []string{resolv}}}}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(store.Options{Zone: cfg.ClusterDomain, TTL: cfg.RecordTTL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Publish()
+	stack, err := buildStack(context.Background(), cfg, st, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatalf("two routes to one resolv.conf: %v", err)
+	}
+	t.Cleanup(stack.stop)
+	m := testkit.Gather(t, stack.gatherers())
+	for _, zone := range []string{".", "corp.example."} {
+		key := testkit.Key("dnsconfigurer_forward_upstream_healthy", "zone", zone, "upstream", "127.0.0.7:53")
+		if _, ok := m[key]; !ok {
+			t.Errorf("no %s among the stack's metrics", key)
+		}
 	}
 }
