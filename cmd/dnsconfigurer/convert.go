@@ -19,7 +19,7 @@ type convertFlags struct {
 	out, configMap, namespace, importDir string
 }
 
-func runConvert(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("convert", stderr, "usage: dnsconfigurer convert [-o FILE] [--configmap NAME [--namespace NS]] [--import-dir DIR] FILE|-\n"+
 		"\nFILE is a Corefile, a coredns ConfigMap (data.Corefile) or a kube-dns ConfigMap\n(data.stubDomains, data.upstreamNameservers). The report goes to stderr, one line\na directive. Exit 0: all converted (differences allowed); 3: something was\ndropped; 1: the input is invalid; 2: bad flags or unreadable input.")
 	var f convertFlags
@@ -41,6 +41,10 @@ func runConvert(_ context.Context, args []string, stdin io.Reader, stdout, stder
 	r, err := convertInput(name, text, f.importDir, f.configMap != "")
 	if err != nil {
 		fmt.Fprintf(stderr, "convert: %v\n", err)
+		return exitFail
+	}
+	if err := checkStarts(ctx, r.Config); err != nil {
+		fmt.Fprintf(stderr, "convert: the converted configuration does not start (a bug of convert; please report it with the input): %v\n", err)
 		return exitFail
 	}
 	if err := f.write(r, name, stdout); err != nil {

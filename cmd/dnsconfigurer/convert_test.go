@@ -46,6 +46,10 @@ func TestConvert(t *testing.T) {
 			stderr: []string{"is the ConfigMap key config.yaml: mount it there"}},
 		{name: "stdin", stdin: ".:53 {\n  forward . 10.0.0.53\n}\n", args: []string{"-"}, code: exitOK,
 			stdout: []string{"- 10.0.0.53"}, stderr: []string{"Corefile:2  forward"}},
+		// AKS's coredns-custom pattern: serve exited 2 on this output
+		// (duplicate metrics collector); convert now builds the server.
+		{name: "two routes to /etc/resolv.conf", stdin: ".:53 {\n  kubernetes cluster.local\n  forward . /etc/resolv.conf\n}\ncorp.example:53 {\n  forward . /etc/resolv.conf\n}\n",
+			args: []string{"-"}, code: exitOK, stdout: []string{"zone: corp.example"}, configFrom: "stdout"},
 		{name: "unknown directive", stdin: ".:53 {\n  errors\n  forwardd . 1.1.1.1\n}\n", args: []string{"-"}, code: exitFail,
 			stderr: []string{"Corefile:3", "Unknown directive 'forwardd'"}},
 		{name: "bad stub domains", stdin: "kind: ConfigMap\ndata:\n  stubDomains: '[1'\n", args: []string{"-"}, code: exitFail,
