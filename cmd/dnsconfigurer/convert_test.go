@@ -26,7 +26,7 @@ func TestConvert(t *testing.T) {
 		configFrom string // stdout holds a ServerConfiguration that must validate
 	}{
 		{name: "kubeadm", args: []string{examples + "kubeadm/Corefile"}, code: exitOK,
-			stdout: []string{"clusterDomain: cluster.local", "ttl: 30"}, stderr: []string{"kubeadm/Corefile:16", "11 directives: 8 converted, 3 differ, 0 dropped"}, configFrom: "stdout"},
+			stdout: []string{"clusterDomain: cluster.local", "ttl: 30"}, stderr: []string{"kubeadm/Corefile:16", "11 directives: 9 converted, 2 differ, 0 dropped"}, configFrom: "stdout"},
 		{name: "kube-dns", args: []string{examples + "kubedns/configmap.yaml"}, code: exitOK,
 			stdout: []string{"zone: acme.local", "8.8.4.4"}, stderr: []string{"data.stubDomains.acme.local"}, configFrom: "stdout"},
 		{name: "aks dropped templates", args: []string{"--import-dir", examples + "aks/custom", examples + "aks/configmap.yaml"}, code: exitDropped,

@@ -38,7 +38,8 @@ func (c *converter) prometheus(_ scope, d Directive) {
 		addr = net.JoinHostPort("127.0.0.1", p)
 	}
 	c.cfg.MetricsListen = addr
-	c.add(d.Where, d.Name, Differs, "metricsListen %s; the metrics are dnsconfigurer_*, not coredns_* (docs/reference.md)", addr)
+	c.cfg.CoreDNSMetrics = true
+	c.add(d.Where, d.Name, Converted, "metricsListen %s, coreDNSMetrics: CoreDNS's request, cache and forward metrics (coredns_*) keep their names beside dnsconfigurer_*, so its dashboards and alerts keep working (docs/reference.md)", addr)
 }
 
 func orDefault(args []string, def string) string {
