@@ -68,19 +68,32 @@ func readInput(path string, stdin io.Reader) (string, []byte, error) {
 	return path, b, err
 }
 
-// convertInput converts a Corefile or a ConfigMap (coredns or kube-dns);
-// toConfigMap carries a hosts file that is a key of the input ConfigMap
-// into the output ConfigMap.
+// convertInput converts a Corefile or the DNS ConfigMap of an input
+// (coredns, kube-dns; corefile.ReadSource finds it in a manifest, a List
+// or a fragment); toConfigMap carries a hosts file that is a key of the
+// input ConfigMap into the output ConfigMap.
 func convertInput(name string, text []byte, importDir string, toConfigMap bool) (corefile.Result, error) {
-	data, isCM, err := corefile.ConfigMapData(text)
-	switch {
-	case err != nil:
-		return corefile.Result{}, fmt.Errorf("%s: %w", name, err)
-	case !isCM:
-		return corefile.Run(corefile.Input{Name: name, Text: text, ImportDir: importDir}, nil)
-	case corefile.IsKubeDNS(data):
-		return corefile.KubeDNS(data)
+	src, err := corefile.ReadSource(name, text)
+	if err != nil {
+		return corefile.Result{}, err
 	}
+	r, err := convertSource(name, src, importDir, toConfigMap)
+	if err == nil && src.Taken != "" {
+		r.Findings = append([]corefile.Finding{{Where: name, Plugin: "input", Status: corefile.Converted, Reason: src.Taken}}, r.Findings...)
+	}
+	return r, err
+}
+
+func convertSource(name string, src corefile.Source, importDir string, toConfigMap bool) (corefile.Result, error) {
+	switch src.Form {
+	case corefile.FormCorefile:
+		return corefile.Run(corefile.Input{Name: name, Text: src.Text, ImportDir: importDir}, nil)
+	case corefile.FormKubeDNS:
+		return corefile.KubeDNS(src.Data)
+	case corefile.FormNodeLocal:
+		return corefile.NodeLocal(corefile.Input{Name: "Corefile", Text: []byte(src.Data["Corefile"])})
+	}
+	data := src.Data
 	if importDir == "" {
 		dir, err := os.MkdirTemp("", "dnsconfigurer-convert-")
 		if err != nil {

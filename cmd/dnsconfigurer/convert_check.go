@@ -16,7 +16,8 @@ import (
 // configuration serve refuses or crashes on. The files cfg names are the
 // pod's, not this machine's: each resolv.conf and the hosts file are
 // stood in by files in a temporary directory, one per path, so routes that
-// share a file here share it there too.
+// share a file here share it there too. A node-local configuration is
+// validated only.
 func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration) error {
 	b, err := json.Marshal(cfg)
 	if err != nil {
@@ -55,6 +56,11 @@ func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration) error {
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
 		return err
+	}
+	if c.Mode == v1alpha1.ModeNodeLocal {
+		// The node-local stage builds its parts on the node (interfaces,
+		// nftables); its configuration is checked by Validate alone.
+		return nil
 	}
 	return clusterdns.Check(ctx, &c)
 }

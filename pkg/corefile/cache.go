@@ -2,7 +2,9 @@ package corefile
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
@@ -19,6 +21,18 @@ const (
 
 // cacheDirective: TTL caps, capacities, prefetch and serve_stale.
 func (c *converter) cacheDirective(s scope, d Directive) {
+	if len(d.Args) > 0 {
+		if ttl, err := intArg(d.Args[0]); err == nil && ttl <= 0 {
+			c.refuse(d.Where, d.Name, "cache TTL can not be zero or negative: %d", ttl)
+			return
+		}
+	}
+	for _, o := range d.Options {
+		if err := cacheOptionErr(o); err != nil {
+			c.refuse(o.Where, d.Name, "%v", err)
+			return
+		}
+	}
 	if c.cache != "" {
 		c.add(d.Where, d.Name, Differs, "one cache for every route; the settings of %s apply", c.cache)
 		return
@@ -125,4 +139,122 @@ func (c *converter) clusterDomain() string {
 		return v1alpha1.DefaultServerClusterDomain
 	}
 	return c.cfg.ClusterDomain
+}
+
+// argErr is caddy's Dispenser.ArgErr message, which CoreDNS's setups
+// return for a wrong number of arguments.
+func argErr(after string) error {
+	return fmt.Errorf("Wrong argument count or unexpected line ending after '%s'", after)
+}
+
+// intArg is strconv.Atoi's result and error, as CoreDNS reports it.
+func intArg(s string) (int, error) { return strconv.Atoi(s) }
+
+// cacheOptionErr is what CoreDNS's cache setup refuses in an option.
+func cacheOptionErr(o Option) error {
+	a := o.Args
+	switch o.Name {
+	case "success", "denial":
+		if len(a) == 0 {
+			return argErr(o.Name)
+		}
+		if _, err := intArg(a[0]); err != nil {
+			return err
+		}
+		if len(a) > 1 {
+			ttl, err := intArg(a[1])
+			if err != nil {
+				return err
+			}
+			if ttl <= 0 {
+				return fmt.Errorf("cache TTL can not be zero or negative: %d", ttl)
+			}
+		}
+		if len(a) > 2 {
+			minTTL, err := intArg(a[2])
+			if err != nil {
+				return err
+			}
+			if minTTL < 0 {
+				return fmt.Errorf("cache min TTL can not be negative: %d", minTTL)
+			}
+		}
+	case "prefetch":
+		if len(a) == 0 || len(a) > 3 {
+			return argErr(o.Name)
+		}
+		n, err := intArg(a[0])
+		if err != nil {
+			return err
+		}
+		if n < 0 {
+			return fmt.Errorf("prefetch amount should be positive: %d", n)
+		}
+		if len(a) > 1 {
+			if _, err := time.ParseDuration(a[1]); err != nil {
+				return err
+			}
+		}
+		if len(a) > 2 {
+			pct, ok := strings.CutSuffix(a[2], "%")
+			if !ok {
+				return fmt.Errorf("last character of percentage should be `%%`, but is: %q", a[2][len(a[2])-1])
+			}
+			num, err := intArg(pct)
+			if err != nil {
+				return err
+			}
+			if num < 10 || num > 90 {
+				return fmt.Errorf("percentage should fall in range [10, 90]: %d", num)
+			}
+		}
+	case "serve_stale":
+		if len(a) > 5 {
+			return argErr(o.Name)
+		}
+		if len(a) > 0 {
+			d, err := time.ParseDuration(a[0])
+			if err != nil {
+				return err
+			}
+			if d < 0 {
+				return fmt.Errorf("invalid negative duration for serve_stale")
+			}
+		}
+		if len(a) > 1 && a[1] != "immediate" && a[1] != "verify" {
+			return fmt.Errorf("invalid value for serve_stale refresh mode: %s", a[1])
+		}
+	case "servfail":
+		if len(a) != 1 {
+			return argErr(o.Name)
+		}
+		d, err := time.ParseDuration(a[0])
+		if err != nil {
+			return err
+		}
+		if d < 0 {
+			return fmt.Errorf("invalid negative ttl for servfail")
+		}
+		if d > 5*time.Minute {
+			return fmt.Errorf("caching SERVFAIL responses over 5 minutes is not permitted")
+		}
+	case "disable":
+		if len(a) < 1 {
+			return argErr(o.Name)
+		}
+		if a[0] != "success" && a[0] != "denial" {
+			return fmt.Errorf("cache type for disable must be %q or %q", "success", "denial")
+		}
+	case "keepttl":
+		if len(a) != 0 {
+			return argErr(o.Name)
+		}
+	case "serve_stale_policy":
+		if len(a) != 1 {
+			return argErr(o.Name)
+		}
+	default:
+		return argErr(o.Name)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -15,6 +16,8 @@ type Result struct {
 	// Files are the input ConfigMap's keys the output ConfigMap carries
 	// (key → content): a hosts file, when ConfigMapKeys.Carry is set.
 	Files map[string]string
+	// refused are the directives CoreDNS refuses at setup (Run's error).
+	refused error
 }
 
 // converter holds the state of one Convert.
@@ -30,6 +33,8 @@ type converter struct {
 	// routeWhere is where each route's forward is.
 	routeWhere map[string]string
 	autopath   bool
+	// refused: what CoreDNS's setup refuses, with its reason.
+	refused []error
 }
 
 // scope is the server block a directive is in.
@@ -57,7 +62,13 @@ func Convert(blocks []Block) Result {
 		c.block(b, i == mainIdx)
 	}
 	c.finish()
-	return Result{Config: c.cfg, Findings: c.out}
+	return Result{Config: c.cfg, Findings: c.out, refused: errors.Join(c.refused...)}
+}
+
+// refuse records a directive CoreDNS refuses, with the reason its setup
+// gives: the input is invalid, so convert fails.
+func (c *converter) refuse(where, plugin, format string, args ...any) {
+	c.refused = append(c.refused, fmt.Errorf("%s: %s: %s (CoreDNS refuses it too)", where, plugin, fmt.Sprintf(format, args...)))
 }
 
 func (c *converter) add(where, plugin string, s Status, format string, args ...any) {
@@ -111,7 +122,13 @@ func (c *converter) block(b Block, main bool) {
 	default:
 		c.add(b.Where, "server", Converted, "%s: its names are served on listen :%s", strings.Join(b.Keys, " "), c.port)
 	}
+	seen := map[string]bool{}
 	for _, d := range b.Directives {
+		if onceOnly[d.Name] && seen[d.Name] {
+			c.refuse(d.Where, d.Name, "this plugin can only be used once per Server Block")
+			continue
+		}
+		seen[d.Name] = true
 		if h, ok := handlers[d.Name]; ok {
 			h(c, s, d)
 			continue
@@ -140,6 +157,11 @@ func (c *converter) finish() {
 			v1alpha1.DefaultSuccessBytes, v1alpha1.DefaultMaxTTL)
 	}
 }
+
+// onceOnly are the plugins CoreDNS's setup takes once per server block
+// (plugin.ErrOnce).
+var onceOnly = map[string]bool{"cache": true, "dnssec": true, "errors": true, "grpc": true, "hosts": true, "kubernetes": true,
+	"loop": true, "prometheus": true, "nsid": true, "pprof": true, "ready": true, "shed": true, "tsig": true, "view": true}
 
 // simple are the directives with a fixed finding.
 var simple = map[string]struct {

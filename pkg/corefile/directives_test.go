@@ -66,7 +66,7 @@ func TestDirectives(t *testing.T) {
 			report: []string{"no_reverse: PTR records"}},
 		{name: "hosts in the cluster domain", body: "hosts {\n 10.0.0.1 x.svc.cluster.local\n fallthrough\n}", report: []string{"dropped    x.svc.cluster.local: inside the cluster domain"}},
 		{name: "hosts without fallthrough", body: "hosts /etc/extra", report: []string{"CoreDNS answers them NXDOMAIN"}},
-		{name: "two hosts files", body: "hosts /a {\n fallthrough\n}\nhosts /b {\n fallthrough\n}", report: []string{"dropped    a second hosts file /b"}},
+		{name: "two hosts files", body: "hosts /a {\n fallthrough\n}", extra: "x.example {\n hosts /b {\n  fallthrough\n }\n}", report: []string{"a second hosts file /b (the first is at Corefile:2)"}},
 		{name: "rewrite exact", body: "rewrite name a.example b.example", config: []string{"match: exact", "from: a.example", "to: b.example"}},
 		{name: "rewrite continue suffix", body: "rewrite continue name suffix .old .new", config: []string{"match: suffix", "continue: true"}},
 		{name: "rewrite regex answer", body: "rewrite name regex (.*)\\.a {1}.b answer name (.*)\\.b {1}.a", config: []string{"answerFrom: (.*)\\.b", "answerTo: '{1}.a'"}, report: []string{"converted  rewrite regex"}},

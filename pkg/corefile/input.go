@@ -65,6 +65,9 @@ func Run(in Input, keys *ConfigMapKeys) (Result, error) {
 		return Result{}, err
 	}
 	r := Convert(blocks)
+	if r.refused != nil {
+		return Result{}, r.refused
+	}
 	r.Findings = append(imports, r.Findings...)
 	if key, ok := keys.key(r.Config.Hosts.File); ok {
 		if keys.Carry {

@@ -70,9 +70,17 @@ func (c *converter) kubeOption(o Option, reverse []string, fell *bool) (string, 
 		c.cfg.Pods = arg(0)
 		return "pods " + arg(0), true
 	case "ttl":
+		if len(o.Args) == 0 {
+			c.refuse(o.Where, "kubernetes", "%v", argErr("ttl"))
+			return "", false
+		}
 		n, err := strconv.Atoi(arg(0))
-		if err != nil || n < 0 || n > v1alpha1.MaxRecordTTL {
-			c.add(o.Where, "kubernetes", Dropped, "ttl %q: not 0-%d", arg(0), v1alpha1.MaxRecordTTL)
+		if err != nil {
+			c.refuse(o.Where, "kubernetes", "%v", err)
+			return "", false
+		}
+		if n < 0 || n > v1alpha1.MaxRecordTTL {
+			c.refuse(o.Where, "kubernetes", "ttl must be in range [0, 3600]: %d", n)
 			return "", false
 		}
 		c.cfg.TTL = &n
@@ -111,8 +119,6 @@ func (c *converter) kubeOption(o Option, reverse []string, fell *bool) (string, 
 			return "", false
 		}
 		return "reverse names of no Service or pod forwarded", true
-	case "upstream":
-		return "upstream (removed in CoreDNS 1.7, which refuses it; ExternalName targets are resolved here)", true
 	case "endpoint", "tls":
 		c.add(o.Where, "kubernetes", Dropped, "%s: the API server comes from a kubeconfig; workaround: kubeconfig: with its address and certificates", o.Name)
 		return "", false
@@ -123,9 +129,19 @@ func (c *converter) kubeOption(o Option, reverse []string, fell *bool) (string, 
 		c.add(o.Where, "kubernetes", Differs, "startup_timeout: serve is not ready and answers the zone SERVFAIL until its first sync")
 		return "", false
 	}
-	c.add(o.Where, "kubernetes", Dropped, "%s: not supported (multicluster, apex and the like)", o.Name)
+	if !kubernetesProperties[o.Name] {
+		c.refuse(o.Where, "kubernetes", "unknown property '%s'", o.Name)
+		return "", false
+	}
+	c.add(o.Where, "kubernetes", Dropped, "%s: not supported", o.Name)
 	return "", false
 }
+
+// kubernetesProperties are the options CoreDNS's kubernetes plugin knows;
+// any other is refused ("upstream" since CoreDNS 1.7).
+var kubernetesProperties = map[string]bool{"endpoint_pod_names": true, "pods": true, "namespaces": true, "endpoint": true, "tls": true,
+	"labels": true, "namespace_labels": true, "fallthrough": true, "ttl": true, "noendpoints": true, "zonal": true, "ignore": true,
+	"kubeconfig": true, "multicluster": true, "startup_timeout": true, "apiserver_qps": true, "apiserver_burst": true, "apiserver_max_inflight": true}
 
 // autopath @kubernetes: server-side search expansion for pods.
 func (c *converter) autopathDirective(_ scope, d Directive) {

@@ -69,9 +69,7 @@ var sideExamples = []example{
 		extra:     []question{{"x.acme.local.", dns.TypeA}}},
 	{name: "minikube", input: "minikube/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"},
 		extra: []question{{"host.minikube.internal.", dns.TypeA}}},
-	// CoreDNS 1.15 refuses kubernetes' upstream (removed in 1.7); kops
-	// dropped it from its template then.
-	{name: "kops", input: "kops/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"}, corednsDrop: "upstream"},
+	{name: "kops", input: "kops/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"}},
 	{name: "eks", input: "eks/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default"}},
 	{name: "eks-multiregion", input: "eks-multiregion/Corefile", upstreams: map[string]string{"/etc/resolv.conf": "default", "10.1.2.3": "stub"},
 		extra: []question{{"web.paris.svc.cluster.local.", dns.TypeA}, {"paris.svc.cluster.local.", dns.TypeA}}},

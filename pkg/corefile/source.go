@@ -1,0 +1,273 @@
+package corefile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	yaml3 "go.yaml.in/yaml/v3"
+)
+
+// Form is what an input holds.
+type Form string
+
+// The forms of Source.
+const (
+	// FormCorefile: a Corefile (Source.Text).
+	FormCorefile Form = "Corefile"
+	// FormCoreDNS: a coredns ConfigMap (Source.Data has the Corefile key).
+	FormCoreDNS Form = "coredns ConfigMap"
+	// FormKubeDNS: a kube-dns ConfigMap (stubDomains, upstreamNameservers).
+	FormKubeDNS Form = "kube-dns ConfigMap"
+	// FormNodeLocal: NodeLocal DNSCache's ConfigMap (its Corefile).
+	FormNodeLocal Form = "NodeLocal DNSCache ConfigMap"
+)
+
+// Source is the configuration found in an input: a Corefile, or the one
+// ConfigMap of a manifest, a kubectl List, a kubectl edit fragment or a
+// single object that holds a DNS configuration.
+type Source struct {
+	Form Form
+	// Text is the Corefile of FormCorefile.
+	Text []byte
+	// Data is the ConfigMap's data; for FormCoreDNS with the keys of the
+	// coredns-custom ConfigMaps given with it added (the files its imports
+	// read).
+	Data map[string]string
+	// Taken says which object of several was taken, and what else was
+	// used ("" for a Corefile or a lone ConfigMap).
+	Taken string
+}
+
+// maxObjects bounds the objects of one input read.
+const maxObjects = 1000
+
+// object is the part of a Kubernetes object ReadSource reads.
+type object struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Data  map[string]string `json:"data"`
+	Items []json.RawMessage `json:"items"`
+	// doc is the document's number (1-based) in the input.
+	doc int
+}
+
+func (o object) String() string {
+	name := o.Metadata.Name
+	if o.Metadata.Namespace != "" {
+		name = o.Metadata.Namespace + "/" + name
+	}
+	if name == "" {
+		name = "(no name)"
+	}
+	kind := o.Kind
+	if kind == "" {
+		kind = "ConfigMap fragment"
+	}
+	return kind + " " + name
+}
+
+// ReadSource finds the DNS configuration in text, an input named name. A
+// YAML or JSON input with Kubernetes objects (kind:, or a kubectl edit
+// fragment starting at data:) is read as such: several documents and
+// kubectl's List are searched for the ConfigMap; anything else is a
+// Corefile. An empty or binary input is an error.
+func ReadSource(name string, text []byte) (Source, error) {
+	switch {
+	case len(bytes.TrimSpace(text)) == 0:
+		return Source{}, fmt.Errorf("%s: empty input: want a Corefile or a ConfigMap", name)
+	case bytes.IndexByte(text, 0) >= 0 || !utf8.Valid(text):
+		return Source{}, fmt.Errorf("%s: binary input (not UTF-8 text): want a Corefile or a ConfigMap", name)
+	}
+	objs, isYAML, err := objects(text)
+	if !isYAML {
+		return Source{Form: FormCorefile, Text: text}, nil
+	}
+	if err != nil {
+		return Source{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return pick(name, objs)
+}
+
+// objects reads the Kubernetes objects of text; isYAML is false when its
+// first document is not a mapping with kind, apiVersion or data (a
+// Corefile).
+func objects(text []byte) (objs []object, isYAML bool, err error) {
+	dec := yaml3.NewDecoder(bytes.NewReader(text))
+	for doc := 1; ; doc++ {
+		var v map[string]any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return objs, true, nil
+		}
+		if err != nil {
+			if doc == 1 {
+				return nil, false, nil
+			}
+			return nil, true, fmt.Errorf("document %d: %v", doc, err)
+		}
+		if v == nil {
+			continue // an empty document: "---" twice
+		}
+		_, hasKind := v["kind"]
+		_, hasAPI := v["apiVersion"]
+		_, hasData := v["data"]
+		if doc == 1 && !hasKind && !hasAPI && !hasData {
+			return nil, false, nil
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, true, fmt.Errorf("document %d: %v", doc, err)
+		}
+		var o object
+		if err := json.Unmarshal(b, &o); err != nil {
+			return nil, true, fmt.Errorf("document %d: not a Kubernetes object: %v", doc, err)
+		}
+		o.doc = doc
+		if strings.HasSuffix(o.Kind, "List") {
+			for i, raw := range o.Items {
+				var item object
+				if err := json.Unmarshal(raw, &item); err != nil {
+					return nil, true, fmt.Errorf("document %d: items[%d]: %v", doc, i, err)
+				}
+				item.doc = doc
+				objs = append(objs, item)
+			}
+		} else {
+			objs = append(objs, o)
+		}
+		if len(objs) > maxObjects {
+			return nil, true, fmt.Errorf("more than %d objects", maxObjects)
+		}
+	}
+}
+
+// role is what a ConfigMap is to the conversion.
+func role(o object) Form {
+	if o.Kind != "" && o.Kind != "ConfigMap" {
+		return ""
+	}
+	if _, ok := o.Data["Corefile"]; ok {
+		n := strings.ToLower(o.Metadata.Name)
+		if strings.Contains(n, "nodelocal") || strings.Contains(n, "node-local") || strings.Contains(o.Data["Corefile"], "__PILLAR__") {
+			return FormNodeLocal
+		}
+		return FormCoreDNS
+	}
+	if _, ok := o.Data["stubDomains"]; ok {
+		return FormKubeDNS
+	}
+	if _, ok := o.Data["upstreamNameservers"]; ok {
+		return FormKubeDNS
+	}
+	return ""
+}
+
+// isCustom: a coredns-custom ConfigMap (AKS, k3s): imported keys only.
+func isCustom(o object) bool {
+	if o.Kind != "" && o.Kind != "ConfigMap" || len(o.Data) == 0 {
+		return false
+	}
+	if o.Metadata.Name == "coredns-custom" {
+		return true
+	}
+	for k := range o.Data {
+		if !strings.HasSuffix(k, ".server") && !strings.HasSuffix(k, ".override") && !strings.HasSuffix(k, ".include") {
+			return false
+		}
+	}
+	return true
+}
+
+// pick takes the ConfigMap to convert among objs.
+func pick(name string, objs []object) (Source, error) {
+	var found, custom []object
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kind := o.Kind
+		if kind == "" {
+			kind = "fragment"
+		}
+		kinds[kind]++
+		switch {
+		case role(o) != "":
+			found = append(found, o)
+		case isCustom(o):
+			custom = append(custom, o)
+		}
+	}
+	if len(found) > 1 {
+		// A manifest may hold NodeLocal DNSCache's and CoreDNS's: take
+		// the one named coredns.
+		var named []object
+		for _, o := range found {
+			if o.Metadata.Name == "coredns" {
+				named = append(named, o)
+			}
+		}
+		if len(named) != 1 {
+			var list []string
+			for _, o := range found {
+				list = append(list, fmt.Sprintf("%s (document %d, %s)", o, o.doc, role(o)))
+			}
+			return Source{}, fmt.Errorf("%s: %d DNS ConfigMaps and none named coredns: %s; give one of them", name, len(found), strings.Join(list, ", "))
+		}
+		found = named
+	}
+	if len(found) == 0 {
+		if len(custom) > 0 {
+			return Source{}, fmt.Errorf("%s: %s is a coredns-custom ConfigMap (keys %s): it only adds server blocks and overrides to a coredns ConfigMap; "+
+				"give the coredns ConfigMap with it (both in one file, or the coredns ConfigMap with --import-dir holding these keys)",
+				name, custom[0], strings.Join(keys(custom[0].Data), ", "))
+		}
+		var list []string
+		for k, n := range kinds {
+			list = append(list, fmt.Sprintf("%d %s", n, k))
+		}
+		sort.Strings(list)
+		return Source{}, fmt.Errorf("%s: no ConfigMap with data.Corefile (coredns, NodeLocal DNSCache) or data.stubDomains or data.upstreamNameservers (kube-dns) among its objects (%s)",
+			name, strings.Join(list, ", "))
+	}
+	o := found[0]
+	s := Source{Form: role(o), Data: o.Data}
+	var used []string
+	if len(objs) > 1 {
+		used = append(used, fmt.Sprintf("%s (document %d of the input)", o, o.doc))
+	}
+	if s.Form == FormCoreDNS && len(custom) > 0 {
+		s.Data = map[string]string{}
+		for k, v := range o.Data {
+			s.Data[k] = v
+		}
+		for _, c := range custom {
+			for k, v := range c.Data {
+				if _, dup := s.Data[k]; dup {
+					return Source{}, fmt.Errorf("%s: key %s is in %s and in %s", name, k, c, o)
+				}
+				s.Data[k] = v
+			}
+			used = append(used, fmt.Sprintf("the keys of %s as the files its imports read", c))
+		}
+	}
+	if len(used) > 0 {
+		s.Taken = "took " + strings.Join(used, ", with ")
+	}
+	return s, nil
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
