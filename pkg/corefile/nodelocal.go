@@ -26,6 +26,14 @@ func NodeLocal(in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	// What CoreDNS refuses, in any block, is found as Convert finds it.
+	probe := &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53"}
+	for _, b := range blocks {
+		probe.block(b, false)
+	}
+	if len(probe.refused) > 0 {
+		return Result{}, errors.Join(probe.refused...)
+	}
 	c := &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53"}
 	c.cfg.APIVersion, c.cfg.Kind, c.cfg.Mode = v1alpha1.GroupVersion, v1alpha1.ServerKind, v1alpha1.ModeNodeLocal
 	cluster := clusterBlock(blocks)
@@ -34,9 +42,6 @@ func NodeLocal(in Input) (Result, error) {
 	}
 	if cluster < 0 {
 		c.add(in.Name, "server", Differs, "no block for the cluster domain (one that forwards to the cluster DNS, as the reverse zones do): set nodeLocal.clusterUpstream, or --cluster-upstream")
-	}
-	if len(c.refused) > 0 {
-		return Result{}, errors.Join(c.refused...)
 	}
 	out := append(imports, c.out...)
 	sort.SliceStable(out, func(i, j int) bool { return lessWhere(out[i].Where, out[j].Where, in.Name) })

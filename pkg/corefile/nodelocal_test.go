@@ -1,0 +1,96 @@
+package corefile
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+)
+
+// nodeCache is NodeLocal DNSCache's Corefile as its addon ships it
+// (kubernetes cluster/addons/dns/nodelocaldns/nodelocaldns.yaml), with
+// the placeholders node-cache fills filled in, or not.
+const nodeCache = `cluster.local:53 {
+    errors
+    cache {
+            success 9984 30
+            denial 9984 5
+    }
+    reload
+    loop
+    bind 169.254.20.10 10.96.0.10
+    forward . CLUSTER {
+            force_tcp
+    }
+    prometheus :9253
+    health 169.254.20.10:8080
+    }
+in-addr.arpa:53 {
+    errors
+    cache 30
+    bind 169.254.20.10 10.96.0.10
+    forward . CLUSTER {
+            force_tcp
+    }
+    }
+.:53 {
+    errors
+    cache 30
+    bind 169.254.20.10 10.96.0.10
+    forward . UPSTREAM
+    prometheus :9253
+    }
+`
+
+// TestNodeLocal: NodeLocal DNSCache's Corefile becomes a node-local
+// configuration, with the placeholders node-cache fills at start reported.
+func TestNodeLocal(t *testing.T) {
+	for _, tc := range []struct {
+		name, cluster, upstream string
+		extra                   string // appended to the Corefile
+		config, report          []string
+		err                     string
+	}{
+		{name: "rendered", cluster: "10.96.118.208", upstream: "/etc/resolv.conf",
+			config: []string{"mode: node-local", "clusterDomain: cluster.local", "clusterUpstream:\n  - 10.96.118.208", "external: direct",
+				"localIPs:\n  - 169.254.20.10\n  - 10.96.0.10", "setupInterface: true", "setupNotrack: true", "resolvConf: /etc/resolv.conf",
+				"maxTTL: 30s", "maxNegativeTTL: 5s", "metricsListen: :9253"},
+			report: []string{"Corefile:10  forward     converted  nodeLocal.clusterUpstream 10.96.118.208, over TCP", "Corefile:28  forward     converted  nodeLocal.external direct"}},
+		{name: "as the addon ships it", cluster: pillarClusterDNS, upstream: pillarUpstreams,
+			config: []string{"external: direct"}, report: []string{"differs    __PILLAR__CLUSTER__DNS__ is filled by node-cache"}},
+		{name: "everything to the cluster DNS", cluster: "10.96.118.208", upstream: "10.96.118.208",
+			config: []string{"external: cluster"}, report: []string{"converted  nodeLocal.external cluster"}},
+		{name: "another upstream", cluster: "10.96.118.208", upstream: "8.8.8.8",
+			config: []string{"external: cluster"}, report: []string{"differs    the other names go to the cluster DNS (nodeLocal.external cluster), not to 8.8.8.8"}},
+		{name: "a stub zone", cluster: "10.96.118.208", upstream: "/etc/resolv.conf", extra: "corp.example:53 {\n    forward . 10.0.0.53\n}\n",
+			report: []string{"corp.example:53: its names go to the cluster DNS (nodeLocal.external: cluster), not to 10.0.0.53"}},
+		{name: "refused like CoreDNS", cluster: "10.96.118.208", upstream: "/etc/resolv.conf", extra: "x.example {\n    cache 0\n}\n",
+			err: "cache TTL can not be zero or negative: 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.NewReplacer("CLUSTER", tc.cluster, "UPSTREAM", tc.upstream).Replace(nodeCache) + tc.extra
+			r, err := NodeLocal(Input{Name: "Corefile", Text: []byte(text)})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, err := yaml.Marshal(r.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep strings.Builder
+			if err := WriteReport(&rep, r.Findings); err != nil {
+				t.Fatal(err)
+			}
+			testkit.WantSubstrings(t, "config", string(y), tc.config...)
+			testkit.WantSubstrings(t, "report", rep.String(), tc.report...)
+		})
+	}
+}
