@@ -39,6 +39,7 @@ func TestDirectives(t *testing.T) {
 		extra  string   // after it
 		config []string // YAML substrings
 		report []string // report substrings
+		absent []string // YAML substrings it must not have
 	}{
 		{name: "forward options", body: "forward . dns://10.0.0.1 10.0.0.2:5353 {\n except corp.example\n force_tcp\n expire 20s\n max_fails 3\n health_check 1s\n policy sequential\n max_concurrent 500\n}",
 			config: []string{"- 10.0.0.1\n", "- 10.0.0.2:5353", "except:\n  - corp.example", "forceTCP: true", "expire: 20s", "maxFails: 3", "healthCheck: 1s", "policy: sequential", "maxConcurrent: 500"},
@@ -73,6 +74,9 @@ func TestDirectives(t *testing.T) {
 		{name: "rewrite regex without answer", body: "rewrite name regex (.*)\\.a {1}.b", report: []string{"differs", "needs answer name"}},
 		{name: "rewrite type", body: "rewrite type ANY HINFO", report: []string{"dropped    rewrite type: only name rules"}},
 		{name: "log class", body: "log . {\n class denial\n}", config: []string{"logQueries: true"}, report: []string{"differs    logQueries logs"}},
+		{name: "log class error", body: "log . {\n class error\n}", report: []string{"converted  class error: errors are always logged; logQueries stays off"}, absent: []string{"logQueries"}},
+		{name: "log in a zone's block", extra: "corp.example {\n log\n forward . 10.0.0.53\n}", config: []string{"logQueries: true"},
+			report: []string{"differs    in the corp.example. block: logQueries logs every query, not only the zone's"}},
 		{name: "bind", body: "bind 127.0.0.1 ::1", config: []string{"listen:\n- 127.0.0.1:53\n- '[::1]:53'"}},
 		{name: "bind interface", body: "bind eth0", report: []string{"dropped    eth0: not an IP address"}},
 		{name: "autopath", body: "autopath @kubernetes\nkubernetes cluster.local {\n pods insecure\n}", config: []string{"autopathBySource: true", "pods: verified"}},
@@ -91,6 +95,11 @@ func TestDirectives(t *testing.T) {
 			cfg, rep := convertText(t, ".:53 {\n"+tc.body+"\n}\n"+tc.extra)
 			testkit.WantSubstrings(t, "config", cfg, tc.config...)
 			testkit.WantSubstrings(t, "report", rep, tc.report...)
+			for _, a := range tc.absent {
+				if strings.Contains(cfg, a) {
+					t.Errorf("config has %q:\n%s", a, cfg)
+				}
+			}
 		})
 	}
 }

@@ -10,13 +10,30 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
-func (c *converter) log(_ scope, d Directive) {
-	c.cfg.LogQueries = true
-	if len(d.Args) > 0 && !(len(d.Args) == 1 && d.Args[0] == ".") || len(d.Options) > 0 {
-		c.add(d.Where, d.Name, Differs, "logQueries logs every query in its own format; names, classes and formats are not filtered")
+func (c *converter) log(s scope, d Directive) {
+	classes := map[string]bool{}
+	for _, o := range d.Options {
+		if o.Name == "class" {
+			for _, a := range o.Args {
+				classes[a] = true
+			}
+		}
+	}
+	// "class error" (and denial) only: CoreDNS logs failures, which serve
+	// logs anyway; every query is not logged.
+	if len(classes) > 0 && !classes["all"] && !classes["success"] && !classes["denial"] && len(d.Options) == 1 {
+		c.add(d.Where, d.Name, Converted, "class %s: errors are always logged; logQueries stays off", strings.Join(d.Options[0].Args, " "))
 		return
 	}
-	c.add(d.Where, d.Name, Converted, "logQueries: every query is logged (client, name, type, rcode, duration)")
+	c.cfg.LogQueries = true
+	switch {
+	case !s.main:
+		c.add(d.Where, d.Name, Differs, "in the %s block: logQueries logs every query, not only the zone's", strings.Join(s.zones, " "))
+	case len(d.Args) > 0 && !(len(d.Args) == 1 && d.Args[0] == ".") || len(d.Options) > 0:
+		c.add(d.Where, d.Name, Differs, "logQueries logs every query in its own format; names, classes and formats are not filtered")
+	default:
+		c.add(d.Where, d.Name, Converted, "logQueries: every query is logged (client, name, type, rcode, duration)")
+	}
 }
 
 func (c *converter) health(_ scope, d Directive) {
