@@ -453,6 +453,9 @@ type ForwardRoute struct {
 	// client used TCP. They are exclusive.
 	ForceTCP  bool `json:"forceTCP,omitempty"`
 	PreferUDP bool `json:"preferUDP,omitempty"`
+	// Cache is the route's own cache policy (RouteCache); unset, its
+	// answers follow cache:.
+	Cache *RouteCache `json:"cache,omitempty"`
 }
 
 // ServerCache bounds the cache of forwarded answers, and the size of the
@@ -678,6 +681,9 @@ func (r *ForwardRoute) setDefaults() {
 	setString(&r.Policy, PolicyRandom)
 	if r.MaxFails == nil {
 		r.MaxFails = ptr(DefaultMaxFails)
+		if r.Cache != nil {
+			r.Cache.setDefaults()
+		}
 	}
 	setString(&r.HealthCheck, DefaultHealthCheck)
 	setString(&r.Timeout, DefaultTimeout)
@@ -839,6 +845,10 @@ func (c *ServerConfiguration) validateForward(e *fieldErrors) {
 		r := &c.Forward[i]
 		prefix := fmt.Sprintf("forward[%d].", i)
 		r.validate(e, prefix)
+		if r.Cache != nil {
+			z, _ := normalizeName(r.Zone)
+			r.Cache.validate(e, prefix+"cache.", z, c.Cache)
+		}
 		if z, err := normalizeName(r.Zone); err == nil && z != "." && z == c.ClusterZone() {
 			e.add(prefix+"zone", "%q: the cluster domain itself, whose names come from the cluster; forward a zone inside it instead", r.Zone)
 		}

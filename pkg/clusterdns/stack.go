@@ -205,7 +205,7 @@ func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguratio
 	if err != nil {
 		return v1alpha1.ConfigErrorf("forward: %v", err)
 	}
-	cc := dnscache.ConfigOf(cfg.Cache)
+	cc := dnscache.ConfigOf(cfg.Cache, cfg.Forward...)
 	cc.Server, cc.Logger = "cluster", log
 	cache, err := dnscache.New(router, cc)
 	if err != nil {

@@ -33,12 +33,18 @@ func (c *converter) cacheDirective(s scope, d Directive) {
 			return
 		}
 	}
-	if c.cache != "" {
-		c.add(d.Where, d.Name, Differs, "one cache for every route; the settings of %s apply", c.cache)
+	if !s.main {
+		c.zoneCache(s, d)
 		return
 	}
 	c.cache = d.Where
-	cc := &c.cfg.Cache
+	done := c.fillCache(&c.cfg.Cache, d)
+	c.add(d.Where, d.Name, Converted, "%s", strings.Join(append(done, "minTTL 5s as CoreDNS"), ", "))
+}
+
+// fillCache sets cc as the cache directive d says, from CoreDNS's
+// defaults, and returns what it set.
+func (c *converter) fillCache(cc *v1alpha1.ServerCache, d Directive) []string {
 	cc.MaxTTL, cc.MaxNegativeTTL = corednsMaxTTL, corednsMaxNegTTL
 	cc.MinTTL, cc.MinNegativeTTL = corednsMinTTL, corednsMinTTL
 	done := []string{}
@@ -50,21 +56,66 @@ func (c *converter) cacheDirective(s scope, d Directive) {
 		args = args[1:]
 	}
 	if len(args) > 0 && !(len(args) == 1 && fqdn(args[0]) == ".") {
-		c.add(d.Where, d.Name, Differs, "zones %s: every forwarded answer is cached", strings.Join(args, " "))
-	}
-	if !s.main {
-		c.add(d.Where, d.Name, Differs, "in the %s block: one cache for every route, with these settings", strings.Join(s.zones, " "))
+		c.add(d.Where, d.Name, Differs, "zones %s: every answer of the block is cached", strings.Join(args, " "))
 	}
 	for _, o := range d.Options {
-		if note := c.cacheOption(o); note != "" {
+		if note := c.cacheOption(cc, o); note != "" {
 			done = append(done, note)
 		}
 	}
-	c.add(d.Where, d.Name, Converted, "%s", strings.Join(append(done, "minTTL 5s as CoreDNS"), ", "))
+	return done
 }
 
-func (c *converter) cacheOption(o Option) string {
-	cc := &c.cfg.Cache
+// zoneCache: the cache of another zone's block is the cache policy of
+// that zone's forward route (finish sets it); its capacities are shared.
+func (c *converter) zoneCache(s scope, d Directive) {
+	var cc v1alpha1.ServerCache
+	done := c.fillCache(&cc, d)
+	if cc.SuccessBytes != "" || cc.DenialBytes != "" {
+		c.add(d.Where, d.Name, Differs, "in the %s block: the capacities are shared with the main block's cache (cache.successBytes, cache.denialBytes)", strings.Join(s.zones, " "))
+	}
+	rc := &v1alpha1.RouteCache{MaxTTL: cc.MaxTTL, MinTTL: cc.MinTTL, MaxNegativeTTL: cc.MaxNegativeTTL, MinNegativeTTL: cc.MinNegativeTTL,
+		ServeStale: cc.ServeStale, StaleTTL: cc.StaleTTL}
+	if cc.Prefetch.Amount > 0 {
+		p := cc.Prefetch
+		rc.Prefetch = &p
+	}
+	for _, z := range s.zones {
+		c.zoneCaches[z] = zoneCache{rc: rc, where: d.Where}
+	}
+	c.add(d.Where, d.Name, Converted, "the cache of the route of %s: %s", strings.Join(s.zones, " "), strings.Join(append(done, "minTTL 5s as CoreDNS"), ", "))
+}
+
+// zoneCache is a block's cache, for its zone's route.
+type zoneCache struct {
+	rc    *v1alpha1.RouteCache
+	where string
+}
+
+// routeCaches gives each route of another zone's block its block's cache
+// policy, or none (CoreDNS caches nothing of a block without cache).
+func (c *converter) routeCaches() {
+	used := map[string]bool{}
+	for i := range c.cfg.Forward {
+		r := &c.cfg.Forward[i]
+		z := fqdn(r.Zone)
+		if zc, ok := c.zoneCaches[z]; ok {
+			r.Cache, used[z] = zc.rc, true
+			continue
+		}
+		if c.blockRoutes[z] {
+			r.Cache = &v1alpha1.RouteCache{Disabled: true}
+			c.add(c.routeWhere[r.Zone], "forward", Converted, "route %s: not cached (cache.disabled), as CoreDNS caches nothing of a block without cache", r.Zone)
+		}
+	}
+	for z, zc := range c.zoneCaches {
+		if !used[z] {
+			c.add(zc.where, "cache", Differs, "the %s block forwards nothing: its cache applies to no route", z)
+		}
+	}
+}
+
+func (c *converter) cacheOption(cc *v1alpha1.ServerCache, o Option) string {
 	switch o.Name {
 	case "success", "denial":
 		if len(o.Args) == 0 || atoi(o.Args[0]) < 0 {

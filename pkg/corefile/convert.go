@@ -35,6 +35,10 @@ type converter struct {
 	autopath   bool
 	// refused: what CoreDNS's setup refuses, with its reason.
 	refused []error
+	// zoneCaches are the caches of other zones' blocks, by zone;
+	// blockRoutes the zones whose route such a block made.
+	zoneCaches  map[string]zoneCache
+	blockRoutes map[string]bool
 }
 
 // scope is the server block a directive is in.
@@ -46,7 +50,7 @@ type scope struct {
 
 // Convert maps the server blocks of a Corefile onto a ServerConfiguration.
 func Convert(blocks []Block) Result {
-	c := &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53"}
+	c := newConverter()
 	c.cfg.APIVersion = v1alpha1.GroupVersion
 	c.cfg.Kind = v1alpha1.ServerKind
 	mainIdx := -1
@@ -69,6 +73,11 @@ func Convert(blocks []Block) Result {
 // gives: the input is invalid, so convert fails.
 func (c *converter) refuse(where, plugin, format string, args ...any) {
 	c.refused = append(c.refused, fmt.Errorf("%s: %s: %s (CoreDNS refuses it too)", where, plugin, fmt.Sprintf(format, args...)))
+}
+
+func newConverter() *converter {
+	return &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53",
+		zoneCaches: map[string]zoneCache{}, blockRoutes: map[string]bool{}}
 }
 
 func (c *converter) add(where, plugin string, s Status, format string, args ...any) {
@@ -152,7 +161,12 @@ func (c *converter) finish() {
 		kept = append(kept, r)
 	}
 	c.cfg.Forward = kept
-	if c.cache == "" && len(c.cfg.Forward) > 0 {
+	c.routeCaches()
+	inherit := false
+	for _, r := range c.cfg.Forward {
+		inherit = inherit || r.Cache == nil
+	}
+	if c.cache == "" && inherit {
 		c.add(c.main, "server", Differs, "no cache plugin: forwarded answers are cached here (cache.successBytes %s, maxTTL %s)",
 			v1alpha1.DefaultSuccessBytes, v1alpha1.DefaultMaxTTL)
 	}

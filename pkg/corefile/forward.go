@@ -46,6 +46,9 @@ func (c *converter) forward(s scope, d Directive) {
 			rz.Zone = "."
 		}
 		c.routeWhere[rz.Zone] = d.Where
+		if !s.main {
+			c.blockRoutes[z] = true
+		}
 		c.routes[z] = len(c.cfg.Forward)
 		c.cfg.Forward = append(c.cfg.Forward, rz)
 		c.add(d.Where, d.Name, Converted, "forward route %s: %s", rz.Zone, strings.Join(done, ", "))

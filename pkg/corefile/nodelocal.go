@@ -27,14 +27,14 @@ func NodeLocal(in Input) (Result, error) {
 		return Result{}, err
 	}
 	// What CoreDNS refuses, in any block, is found as Convert finds it.
-	probe := &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53"}
+	probe := newConverter()
 	for _, b := range blocks {
 		probe.block(b, false)
 	}
 	if len(probe.refused) > 0 {
 		return Result{}, errors.Join(probe.refused...)
 	}
-	c := &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53"}
+	c := newConverter()
 	c.cfg.APIVersion, c.cfg.Kind, c.cfg.Mode = v1alpha1.GroupVersion, v1alpha1.ServerKind, v1alpha1.ModeNodeLocal
 	cluster := clusterBlock(blocks)
 	for i, b := range blocks {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,6 +96,11 @@ type Config struct {
 	// Prefetch refreshes popular answers in the background before they
 	// expire (off unless Prefetch.Amount > 0).
 	Prefetch Prefetch
+	// Zones set the TTL bounds, stale serving and prefetch of the names
+	// under a zone apart (the longest zone a name is under wins), or turn
+	// caching off there: CoreDNS's cache of one server block. The
+	// capacities stay shared.
+	Zones []Zone
 	// Server is the const label "server" of the metrics, so that several
 	// caches share one registry.
 	Server string
@@ -114,6 +120,37 @@ type Prefetch struct {
 	// Percentage: an answer is refreshed when its remaining TTL drops under
 	// Percentage % of its lifetime, or to 1 s (10; 10 to 90).
 	Percentage int
+}
+
+// Zone is the cache policy of the names under Zone. A zero field takes
+// the default a Config's would (not the Config's value): a zone's policy
+// is whole, as a CoreDNS server block's cache is.
+type Zone struct {
+	// Zone is a domain name ("corp.example"), not the root.
+	Zone string
+	// Off: answers under the zone are not cached (a CoreDNS server block
+	// without cache).
+	Off                            bool
+	MaxTTL, MinTTL                 time.Duration
+	MaxNegativeTTL, MinNegativeTTL time.Duration
+	ServeStale, StaleTTL           time.Duration
+	Prefetch                       Prefetch
+}
+
+// policy is what a cached answer's zone says (the Config's, or a Zone's
+// with the Config's values filled in).
+type policy struct {
+	off                            bool
+	maxTTL, minTTL                 time.Duration
+	maxNegativeTTL, minNegativeTTL time.Duration
+	serveStale, staleTTL           time.Duration
+	prefetch                       Prefetch
+}
+
+// zonePolicy is a Zone's policy and the suffix that picks it.
+type zonePolicy struct {
+	zone string // lower case, FQDN
+	p    *policy
 }
 
 // Kind is the kind of a cached answer.
@@ -157,6 +194,9 @@ type Cache struct {
 	next  Exchanger
 	loops LoopChecker // next's, or nil
 	cfg   Config
+	// pol is the Config's policy; zones the Zones', longest first.
+	pol   *policy
+	zones []zonePolicy
 	log   *slog.Logger
 	now   func() time.Time // the clock; tests replace it
 	epoch time.Time
@@ -201,8 +241,9 @@ type entry struct {
 	cost       int64           // with the forms'
 	stored     int64
 	expires    int64
-	window     int64 // start of the prefetch counting window
-	retry      int64 // stale: next is not asked before this
+	window     int64   // start of the prefetch counting window
+	retry      int64   // stale: next is not asked before this
+	pol        *policy // its zone's
 	prev, next *entry
 }
 
@@ -258,7 +299,43 @@ func New(next Exchanger, cfg Config) (*Cache, error) {
 	}
 	c.kinds[Success].capacity = cfg.SuccessBytes
 	c.kinds[Denial].capacity = cfg.DenialBytes
+	c.pol = &policy{maxTTL: cfg.MaxTTL, minTTL: cfg.MinTTL, maxNegativeTTL: cfg.MaxNegativeTTL, minNegativeTTL: cfg.MinNegativeTTL,
+		serveStale: cfg.ServeStale, staleTTL: cfg.StaleTTL, prefetch: cfg.Prefetch}
+	for _, z := range cfg.Zones {
+		zp, err := c.zone(z)
+		if err != nil {
+			return nil, err
+		}
+		c.zones = append(c.zones, zp)
+	}
+	sort.SliceStable(c.zones, func(i, j int) bool { return len(c.zones[i].zone) > len(c.zones[j].zone) })
 	return c, nil
+}
+
+// zone is z's policy: its values, with the defaults of a Config for the
+// ones unset (not the Config's own values), checked as a Config's are.
+func (c *Cache) zone(z Zone) (zonePolicy, error) {
+	name := strings.ToLower(dns.Fqdn(z.Zone))
+	if _, ok := dns.IsDomainName(name); !ok || name == "." {
+		return zonePolicy{}, fmt.Errorf("dnscache: zone %q: not a domain name below the root", z.Zone)
+	}
+	cfg := Config{SuccessBytes: 1, DenialBytes: 1, MaxTTL: z.MaxTTL, MinTTL: z.MinTTL, MaxNegativeTTL: z.MaxNegativeTTL,
+		MinNegativeTTL: z.MinNegativeTTL, ServeStale: z.ServeStale, StaleTTL: z.StaleTTL, Prefetch: z.Prefetch}
+	if err := cfg.defaults(); err != nil {
+		return zonePolicy{}, fmt.Errorf("zone %s: %w", name, err)
+	}
+	return zonePolicy{zone: name, p: &policy{off: z.Off, maxTTL: cfg.MaxTTL, minTTL: cfg.MinTTL, maxNegativeTTL: cfg.MaxNegativeTTL,
+		minNegativeTTL: cfg.MinNegativeTTL, serveStale: cfg.ServeStale, staleTTL: cfg.StaleTTL, prefetch: cfg.Prefetch}}, nil
+}
+
+// policyOf is the policy of name (lower case, FQDN).
+func (c *Cache) policyOf(name string) *policy {
+	for _, z := range c.zones {
+		if name == z.zone || strings.HasSuffix(name, z.zone) && name[len(name)-len(z.zone)-1] == '.' {
+			return z.p
+		}
+	}
+	return c.pol
 }
 
 func (cfg *Config) defaults() error {
@@ -360,6 +437,7 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source,
 	c.mu.Lock()
 	e := c.items[k]
 	var stale []byte
+	var stalePol *policy
 	if e != nil {
 		switch {
 		case now < e.expires:
@@ -373,11 +451,11 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source,
 			}
 			r, err := c.reply(m, wire, age, -1)
 			return r, Hit, Ticket{e: e, age: age}, err
-		case now < e.expires+int64(c.cfg.ServeStale):
-			stale = e.wire
+		case now < e.expires+int64(e.pol.serveStale):
+			stale, stalePol = e.wire, e.pol
 			if now < e.retry {
 				c.mu.Unlock()
-				r, src, err := c.serveStale(m, stale)
+				r, src, err := c.serveStale(m, stale, stalePol)
 				return r, src, Ticket{}, err
 			}
 		default:
@@ -397,10 +475,10 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source,
 	if res.failed && stale != nil {
 		c.mu.Lock()
 		if e := c.items[k]; e != nil && !(now < e.expires) {
-			e.retry = now + int64(c.cfg.StaleTTL)
+			e.retry = now + int64(e.pol.staleTTL)
 		}
 		c.mu.Unlock()
-		r, src, err := c.serveStale(m, stale)
+		r, src, err := c.serveStale(m, stale, stalePol)
 		return r, src, Ticket{}, err
 	}
 	switch {
@@ -423,9 +501,9 @@ func (c *Cache) checkLoop(m *dns.Msg) error {
 	return c.loops.CheckLoop(m)
 }
 
-func (c *Cache) serveStale(m *dns.Msg, wire []byte) (*dns.Msg, Source, error) {
+func (c *Cache) serveStale(m *dns.Msg, wire []byte, pol *policy) (*dns.Msg, Source, error) {
 	c.stale.Add(1)
-	r, err := c.reply(m, wire, 0, int64(c.cfg.StaleTTL/time.Second))
+	r, err := c.reply(m, wire, 0, int64(pol.staleTTL/time.Second))
 	return r, Stale, err
 }
 
@@ -512,14 +590,15 @@ func (c *Cache) fetch(ctx context.Context, k key, m *dns.Msg) result {
 		return result{err: err, kind: Uncached, failed: true}
 	}
 	r.Extra = withoutOPT(r.Extra)
-	kind, lifetime := c.classify(m, r)
+	pol := c.policyOf(k.name)
+	kind, lifetime := c.classify(m, r, pol)
 	if kind == Uncached {
 		return result{msg: r, kind: Uncached, failed: r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused}
 	}
 	secs := uint32(lifetime / time.Second)
-	floor := uint32(c.cfg.MinTTL / time.Second)
+	floor := uint32(pol.minTTL / time.Second)
 	if kind == Denial {
-		floor = uint32(c.cfg.MinNegativeTTL / time.Second)
+		floor = uint32(pol.minNegativeTTL / time.Second)
 	}
 	for _, sec := range [3][]dns.RR{r.Answer, r.Ns, r.Extra} {
 		for _, rr := range sec {
@@ -538,13 +617,16 @@ func (c *Cache) fetch(ctx context.Context, k key, m *dns.Msg) result {
 	}
 	// Pack may return a buffer bigger than the message: keep just the bytes.
 	wire = append(make([]byte, 0, len(wire)), wire...)
-	c.store(k, kind, wire, secs)
+	c.store(k, kind, wire, secs, pol)
 	return result{wire: wire, kind: kind}
 }
 
-// classify returns the kind of r, the reply to m, and how long it may be
-// cached (Uncached and 0 when it may not).
-func (c *Cache) classify(m, r *dns.Msg) (Kind, time.Duration) {
+// classify returns the kind of r, the reply to m, and how long pol lets
+// it be cached (Uncached and 0 when it may not).
+func (c *Cache) classify(m, r *dns.Msg, pol *policy) (Kind, time.Duration) {
+	if pol.off {
+		return Uncached, 0
+	}
 	q := m.Question[0]
 	switch {
 	case r.Truncated, len(r.Question) != 1, r.Opcode != dns.OpcodeQuery,
@@ -557,16 +639,16 @@ func (c *Cache) classify(m, r *dns.Msg) (Kind, time.Duration) {
 	var ttl time.Duration
 	switch {
 	case r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0:
-		kind, ttl = Success, c.cfg.MaxTTL
+		kind, ttl = Success, pol.maxTTL
 		for _, sec := range [3][]dns.RR{r.Answer, r.Ns, r.Extra} {
 			for _, rr := range sec {
 				ttl = min(ttl, time.Duration(rr.Header().Ttl)*time.Second)
 			}
 		}
-		ttl = min(max(ttl, c.cfg.MinTTL), c.cfg.MaxTTL)
+		ttl = min(max(ttl, pol.minTTL), pol.maxTTL)
 	case r.Rcode == dns.RcodeSuccess || r.Rcode == dns.RcodeNameError:
 		soa := false
-		kind, ttl = Denial, c.cfg.MaxNegativeTTL
+		kind, ttl = Denial, pol.maxNegativeTTL
 		for _, rr := range r.Ns {
 			if s, ok := rr.(*dns.SOA); ok {
 				soa = true
@@ -576,7 +658,7 @@ func (c *Cache) classify(m, r *dns.Msg) (Kind, time.Duration) {
 		if !soa {
 			return Uncached, 0 // RFC 2308 section 5
 		}
-		ttl = min(max(ttl, c.cfg.MinNegativeTTL), c.cfg.MaxNegativeTTL)
+		ttl = min(max(ttl, pol.minNegativeTTL), pol.maxNegativeTTL)
 	default:
 		return Uncached, 0
 	}
@@ -586,8 +668,8 @@ func (c *Cache) classify(m, r *dns.Msg) (Kind, time.Duration) {
 	return kind, ttl
 }
 
-// store caches wire under k for secs seconds.
-func (c *Cache) store(k key, kind Kind, wire []byte, secs uint32) {
+// store caches wire under k for secs seconds, under pol.
+func (c *Cache) store(k key, kind Kind, wire []byte, secs uint32, pol *policy) {
 	cost := int64(allocSize(len(wire))+len(k.name)) + EntryOverhead
 	now := c.nanos()
 	c.mu.Lock()
@@ -605,7 +687,7 @@ func (c *Cache) store(k key, kind Kind, wire []byte, secs uint32) {
 		l.evicted++
 	}
 	e := &entry{key: k, kind: kind, ttl: secs, wire: wire, cost: cost, stored: now,
-		expires: now + int64(secs)*int64(time.Second), window: now}
+		expires: now + int64(secs)*int64(time.Second), window: now, pol: pol}
 	c.items[k] = e
 	e.prev, e.next = &l.root, l.root.next
 	e.prev.next, e.next.prev = e, e
@@ -637,7 +719,7 @@ func (c *Cache) unlink(e *entry) {
 // duePrefetch counts a hit on e and says whether to refresh it now; it then
 // takes a prefetch slot (c.mu held).
 func (c *Cache) duePrefetch(e *entry, now int64) bool {
-	p := c.cfg.Prefetch
+	p := e.pol.prefetch
 	if p.Amount == 0 || e.prefetch {
 		return false
 	}
