@@ -261,7 +261,9 @@ func TestServerValidate(t *testing.T) {
 			[]string{`forward[0].upstreams[1]: "/etc/resolv.conf": a resolv.conf path must be the only upstream`}},
 		{"relative resolv.conf", func(c *ServerConfiguration) { c.Forward[0].Upstreams = []string{"resolv.conf"} },
 			[]string{`forward[0].upstreams[0]: "resolv.conf": not an address such as "10.0.0.53", "10.0.0.53:53" or "[fd00::53]:53"`}},
-		{"route cache", func(c *ServerConfiguration) { c.Forward[1].Cache = &RouteCache{MaxTTL: "3600s", Prefetch: &Prefetch{Amount: 2}} }, nil},
+		{"route cache", func(c *ServerConfiguration) {
+			c.Forward[1].Cache = &RouteCache{MaxTTL: "3600s", Prefetch: &Prefetch{Amount: 2}}
+		}, nil},
 		{"route cache off", func(c *ServerConfiguration) { c.Forward[1].Cache = &RouteCache{Disabled: true} }, nil},
 		{"route cache bounds", func(c *ServerConfiguration) { c.Forward[1].Cache = &RouteCache{MinTTL: "2h"} },
 			[]string{`forward[1].cache.minTTL: "2h": over maxTTL "30s"`}},
