@@ -14,8 +14,22 @@ func (c *converter) forward(s scope, d Directive) {
 	}
 	from := fqdn(d.Args[0])
 	zones := []string{from}
-	if from == "." && !s.main {
-		zones = s.zones // a stub domain: "zone { forward . ip }"
+	if !s.main {
+		// The names it takes are in both FROM and the block's zones: a
+		// stub domain ("zone { forward . ip }"), or the narrower of the two.
+		zones = nil
+		for _, z := range s.zones {
+			switch {
+			case inZone(from, z):
+				zones = append(zones, from)
+			case inZone(z, from):
+				zones = append(zones, z)
+			}
+		}
+		if len(zones) == 0 {
+			c.add(d.Where, d.Name, Dropped, "forward %s in the %s block takes no name: the block serves none of %s; CoreDNS never uses it either", d.Args[0], strings.Join(s.zones, " "), d.Args[0])
+			return
+		}
 	}
 	r := v1alpha1.ForwardRoute{}
 	for _, to := range d.Args[1:] {
@@ -123,4 +137,9 @@ func atoi(s string) int {
 		n = n*10 + int(r-'0')
 	}
 	return n
+}
+
+// inZone reports whether name (FQDN) is zone or under it.
+func inZone(name, zone string) bool {
+	return zone == "." || name == zone || strings.HasSuffix(name, "."+zone)
 }
