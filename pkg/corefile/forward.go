@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"net/netip"
 	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
@@ -39,6 +40,9 @@ func (c *converter) forward(s scope, d Directive) {
 			return
 		case strings.HasPrefix(to, "/"):
 			r.Upstreams = append(r.Upstreams, to)
+		case !isAddr(strings.TrimPrefix(to, "dns://")):
+			c.refuse(d.Where, d.Name, "not an IP address or file %q (a resolv.conf is an absolute path)", to)
+			return
 		default:
 			r.Upstreams = append(r.Upstreams, strings.TrimPrefix(to, "dns://"))
 		}
@@ -142,4 +146,14 @@ func atoi(s string) int {
 // inZone reports whether name (FQDN) is zone or under it.
 func inZone(name, zone string) bool {
 	return zone == "." || name == zone || strings.HasSuffix(name, "."+zone)
+}
+
+// isAddr: an IP address, with a port or not (CoreDNS's HostPortOrFile,
+// files aside).
+func isAddr(s string) bool {
+	if _, err := netip.ParseAddrPort(s); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	return err == nil
 }

@@ -33,6 +33,8 @@ func TestRefused(t *testing.T) {
 		{"cache twice", "cache 30\ncache 60", "Corefile:3: cache: this plugin can only be used once per Server Block"},
 		{"hosts twice", "hosts /a\nhosts /b", "this plugin can only be used once per Server Block"},
 		{"kubernetes upstream", "kubernetes cluster.local {\n upstream\n}", "Corefile:3: kubernetes: unknown property 'upstream'"},
+		{"forward to a name", "forward . dns.google", `Corefile:2: forward: not an IP address or file "dns.google"`},
+		{"forward typographic quotes", "forward . \u201c8.8.8.8\u201d", "not an IP address or file \"\u201c8.8.8.8\u201d\""},
 		{"kubernetes ttl", "kubernetes cluster.local {\n ttl 7200\n}", "ttl must be in range [0, 3600]: 7200"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

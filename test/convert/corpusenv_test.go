@@ -1,0 +1,201 @@
+package convert_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
+)
+
+// hostResolver is the nameserver of the /etc/resolv.conf both servers see
+// in their namespaces (ip netns exec mounts it over the host's).
+const hostResolver = "10.255.0.53"
+
+// upstreamTarget is one address a configuration forwards to.
+type upstreamTarget struct {
+	addr netip.AddrPort
+	n    int // the fake's number: it answers A 192.0.2.<n>
+}
+
+// world is what one server of a side-by-side pair runs in: a network
+// namespace with the configuration's addresses on its loopback, a fake
+// upstream on each address it forwards to, a resolv.conf naming one more,
+// and the API server's address forwarded to the host's API server.
+type world struct {
+	ns *netns.NS
+}
+
+// newWorld builds a world. ips are the addresses the configuration names
+// (bind, health, forward); targets the ones it forwards to; api the API
+// server's host:port (on 127.0.0.1).
+func newWorld(t *testing.T, ips []netip.Addr, targets []upstreamTarget, api string) *world {
+	t.Helper()
+	w := &world{ns: netns.New(t)}
+	w.ns.SetResolvConf(t, "nameserver "+hostResolver+"\n")
+	for _, ip := range ips {
+		w.ns.AddAddress(t, netip.PrefixFrom(ip, ip.BitLen()).String())
+	}
+	for _, u := range targets {
+		testkit.NewUpstream(t, fakeAnswers(u.n), testkit.At(u.addr.String()), testkit.ListenIn(w.ns.Do))
+	}
+	w.forward(t, api)
+	return w
+}
+
+// fakeAnswers is upstream n: A 192.0.2.n, PTR extN.example., NXDOMAIN for
+// names under nx., no data for other types, with TTL 7200, so that the
+// caches' caps show. Each upstream answers apart, so that a name sent to
+// another upstream shows.
+func fakeAnswers(n int) dns.Handler {
+	ip := fmt.Sprintf("192.0.2.%d", n)
+	return testkit.Reply(func(q dns.Question, r *dns.Msg) {
+		switch {
+		case strings.HasPrefix(q.Name, "nx."):
+			r.Rcode = dns.RcodeNameError
+		case q.Qtype == dns.TypeA:
+			r.Answer = append(r.Answer, testkit.A(q.Name, 7200, ip))
+		case q.Qtype == dns.TypePTR:
+			r.Answer = append(r.Answer, &dns.PTR{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: 7200},
+				Ptr: fmt.Sprintf("ext%d.example.", n)})
+		}
+	})
+}
+
+// forward listens on addr inside the namespace and relays each connection
+// to addr on the host, where the test's API server is.
+func (w *world) forward(t *testing.T, addr string) {
+	t.Helper()
+	var l net.Listener
+	if err := w.ns.Do(func() (err error) {
+		l, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("listen %s in the namespace: %v", addr, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", addr)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(out, in); out.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+}
+
+// ask sends q over UDP to addr inside the world's namespace and returns
+// the rcode and the answer records, sorted, TTLs kept: each question is
+// asked once, so a TTL is a cache's cap or the record's own.
+func (w *world) ask(addr string, q question) (string, error) {
+	var conn net.Conn
+	if err := w.ns.Do(func() (err error) {
+		conn, err = net.Dial("udp", addr)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	c := &dns.Client{Net: "udp", Timeout: testkit.AskTimeout}
+	r, _, err := c.ExchangeWithConn(testkit.NewQuery(q.name, q.qtype, 0), &dns.Conn{Conn: conn})
+	if err != nil {
+		return "", fmt.Errorf("%s %s at %s: %w", q.name, dns.TypeToString[q.qtype], addr, err)
+	}
+	var rrs []string
+	for _, rr := range r.Answer {
+		rrs = append(rrs, rr.String())
+	}
+	slices.Sort(rrs)
+	return dns.RcodeToString[r.Rcode] + " [" + strings.Join(rrs, "; ") + "]", nil
+}
+
+var (
+	ipRe      = regexp.MustCompile(`(?:^|[\s:/"(])((?:\d{1,3}\.){3}\d{1,3})(?::(\d+))?\b`)
+	forwardRe = regexp.MustCompile(`(?m)^\s*(?:forward|proxy)\s+\S+\s+([^{#\n]*)`)
+)
+
+// addresses are the IPv4 addresses text names, to put on the loopback
+// (none of 0.0.0.0, 127/8), and the addresses it forwards to (port 53
+// unless given), numbered in order of appearance.
+func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
+	var ips []netip.Addr
+	var targets []upstreamTarget
+	add := func(ip netip.Addr) {
+		if ip.IsUnspecified() || ip.IsLoopback() || slices.Contains(ips, ip) {
+			return
+		}
+		ips = append(ips, ip)
+	}
+	target := func(ap netip.AddrPort) {
+		for _, u := range targets {
+			if u.addr == ap {
+				return
+			}
+		}
+		targets = append(targets, upstreamTarget{addr: ap, n: len(targets) + 2})
+	}
+	resolver := netip.MustParseAddr(hostResolver)
+	add(resolver)
+	target(netip.AddrPortFrom(resolver, 53))
+	for _, text := range texts {
+		for _, m := range ipRe.FindAllStringSubmatch(text, -1) {
+			if ip, err := netip.ParseAddr(m[1]); err == nil {
+				add(ip)
+			}
+		}
+		for _, m := range forwardRe.FindAllStringSubmatch(text, -1) {
+			for _, to := range strings.Fields(m[1]) {
+				to = strings.TrimPrefix(to, "dns://")
+				if ap, err := netip.ParseAddrPort(to); err == nil {
+					target(ap)
+				} else if ip, err := netip.ParseAddr(to); err == nil {
+					target(netip.AddrPortFrom(ip, 53))
+				}
+			}
+		}
+	}
+	return ips, targets
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
