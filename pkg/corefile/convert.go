@@ -39,6 +39,8 @@ type converter struct {
 	// blockRoutes the zones whose route such a block made.
 	zoneCaches  map[string]zoneCache
 	blockRoutes map[string]bool
+	// pillars: node-cache's __PILLAR__ placeholders stand for addresses.
+	pillars bool
 }
 
 // scope is the server block a directive is in.

@@ -40,6 +40,8 @@ func (c *converter) forward(s scope, d Directive) {
 			return
 		case strings.HasPrefix(to, "/"):
 			r.Upstreams = append(r.Upstreams, to)
+		case c.pillars && strings.HasPrefix(to, "__PILLAR__"):
+			r.Upstreams = append(r.Upstreams, to) // node-cache fills it in
 		case !isAddr(strings.TrimPrefix(to, "dns://")):
 			c.refuse(d.Where, d.Name, "not an IP address or file %q (a resolv.conf is an absolute path)", to)
 			return

@@ -28,6 +28,7 @@ func NodeLocal(in Input) (Result, error) {
 	}
 	// What CoreDNS refuses, in any block, is found as Convert finds it.
 	probe := newConverter()
+	probe.pillars = true
 	for _, b := range blocks {
 		probe.block(b, false)
 	}
