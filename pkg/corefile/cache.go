@@ -99,6 +99,9 @@ func (c *converter) routeCaches() {
 	for i := range c.cfg.Forward {
 		r := &c.cfg.Forward[i]
 		z := fqdn(r.Zone)
+		if z == "." {
+			continue // the root's answers follow cache:
+		}
 		if zc, ok := c.zoneCaches[z]; ok {
 			r.Cache, used[z] = zc.rc, true
 			continue
@@ -109,7 +112,7 @@ func (c *converter) routeCaches() {
 		}
 	}
 	for z, zc := range c.zoneCaches {
-		if !used[z] {
+		if !used[z] && z != "." {
 			c.add(zc.where, "cache", Differs, "the %s block forwards nothing: its cache applies to no route", z)
 		}
 	}

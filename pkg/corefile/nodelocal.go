@@ -141,11 +141,17 @@ func (c *converter) nodeLocalBind(d Directive) {
 			c.add(d.Where, d.Name, Dropped, "%s: not an IP address (interface names are not supported); workaround: list its addresses", a)
 			continue
 		}
+		if ip.IsUnspecified() {
+			// Every address of the node: no local IP to set up.
+			c.cfg.Listen = []string{netip.AddrPortFrom(ip, 53).String()}
+			c.add(d.Where, d.Name, Converted, "listen %s: every address of the node, no local IP set up", c.cfg.Listen[0])
+			continue
+		}
 		if !slices.Contains(c.cfg.NodeLocal.LocalIPs, ip.String()) {
 			c.cfg.NodeLocal.LocalIPs = append(c.cfg.NodeLocal.LocalIPs, ip.String())
 		}
 	}
-	if !c.cfg.NodeLocal.SetupInterface {
+	if len(c.cfg.NodeLocal.LocalIPs) > 0 && !c.cfg.NodeLocal.SetupInterface {
 		c.cfg.NodeLocal.SetupInterface, c.cfg.NodeLocal.SetupNotrack = true, true
 		c.add(d.Where, d.Name, Converted, "nodeLocal.localIPs %s, set up on the node's interface with NOTRACK rules, as node-cache does", strings.Join(c.cfg.NodeLocal.LocalIPs, " "))
 	}

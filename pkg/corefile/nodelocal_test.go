@@ -50,6 +50,7 @@ func TestNodeLocal(t *testing.T) {
 	for _, tc := range []struct {
 		name, cluster, upstream string
 		extra                   string // appended to the Corefile
+		mutate                  func(string) string
 		config, report          []string
 		err                     string
 	}{
@@ -66,11 +67,17 @@ func TestNodeLocal(t *testing.T) {
 			config: []string{"external: cluster"}, report: []string{"differs    the other names go to the cluster DNS (nodeLocal.external cluster), not to 8.8.8.8"}},
 		{name: "a stub zone", cluster: "10.96.118.208", upstream: "/etc/resolv.conf", extra: "corp.example:53 {\n    forward . 10.0.0.53\n}\n",
 			report: []string{"corp.example:53: its names go to the cluster DNS (nodeLocal.external: cluster), not to 10.0.0.53"}},
+		{name: "bind 0.0.0.0 (Cilium's local redirect policy)", cluster: "10.96.118.208", upstream: "/etc/resolv.conf",
+			mutate: func(s string) string { return strings.ReplaceAll(s, "bind 169.254.20.10 10.96.0.10", "bind 0.0.0.0") },
+			config: []string{"listen:\n- 0.0.0.0:53"}, report: []string{"listen 0.0.0.0:53: every address of the node, no local IP set up"}},
 		{name: "refused like CoreDNS", cluster: "10.96.118.208", upstream: "/etc/resolv.conf", extra: "x.example {\n    cache 0\n}\n",
 			err: "cache TTL can not be zero or negative: 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := strings.NewReplacer("CLUSTER", tc.cluster, "UPSTREAM", tc.upstream).Replace(nodeCache) + tc.extra
+			if tc.mutate != nil {
+				text = tc.mutate(text)
+			}
 			r, err := NodeLocal(Input{Name: "Corefile", Text: []byte(text)})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
