@@ -163,6 +163,9 @@ func (c *converter) finish() {
 		kept = append(kept, r)
 	}
 	c.cfg.Forward = kept
+	if c.kube == "" {
+		c.add(c.main, "server", Differs, "no kubernetes plugin: serve answers the names of the cluster domain %s from the API server, where CoreDNS sent them on", cluster)
+	}
 	c.routeCaches()
 	inherit := false
 	for _, r := range c.cfg.Forward {

@@ -54,7 +54,7 @@ func TestDirectives(t *testing.T) {
 			config: []string{"successBytes: 5000Ki", "denialBytes: 1000Ki", "maxTTL: 600s", "minTTL: 10s", "maxNegativeTTL: 30s", "amount: 5", "window: 2m", "percentage: 20", "serveStale: 2h"},
 			report: []string{"success 10000 entries: bounded as 5000Ki bytes", "prefetch 5 2m 20%"}},
 		{name: "cache disable elsewhere", body: "cache 30 {\n disable success example.org\n}", report: []string{"differs    disable success example.org"}},
-		{name: "no cache", body: "forward . 10.0.0.1", report: []string{"Corefile:1  server   differs    .:53: listen :53; no cache plugin"}},
+		{name: "no cache", body: "forward . 10.0.0.1", report: []string{"Corefile:1  server   differs    .:53: listen :53; no kubernetes plugin: serve answers the names of the cluster domain cluster.local. from the API server", "; no cache plugin"}},
 		{name: "cache default", body: "cache", config: []string{"maxTTL: 3600s", "maxNegativeTTL: 1800s"}},
 		{name: "kubernetes options", body: "kubernetes my.domain in-addr.arpa {\n pods verified\n ttl 10\n namespaces a b\n endpoint_pod_names\n noendpoints\n ignore empty_service\n kubeconfig /k.yaml ctx\n}",
 			config: []string{"clusterDomain: my.domain", "pods: verified", "ttl: 10", "namespaces:\n- a\n- b", "endpointPodNames: true", "noEndpoints: true", "ignoreEmptyService: true", "kubeconfig: /k.yaml"},

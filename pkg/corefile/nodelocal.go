@@ -50,29 +50,52 @@ func NodeLocal(in Input) (Result, error) {
 	return r, check(r.Config)
 }
 
-// clusterBlock is the index of the cluster domain's block: the one that
-// is neither the root nor a reverse zone and forwards where the reverse
-// zones do (node-cache's template), else the first such block; -1 if none.
+// clusterBlock is the index of the cluster domain's block: among the
+// blocks neither of the root nor of a reverse zone, the one that forwards
+// where the reverse zones do, over TCP (node-cache's template), with a
+// zone named cluster.local breaking ties; -1 if there is none.
 func clusterBlock(blocks []Block) int {
-	reverseTo, first := "", -1
+	reverseTo := ""
 	for _, b := range blocks {
 		if z := blockZone(b); isReverse(z) {
 			reverseTo = forwardTo(b)
 		}
 	}
+	best, bestScore := -1, -1
 	for i, b := range blocks {
 		z := blockZone(b)
 		if z == "." || isReverse(z) {
 			continue
 		}
+		score := 0
 		if reverseTo != "" && forwardTo(b) == reverseTo {
-			return i
+			score += 4
 		}
-		if first < 0 {
-			first = i
+		if forcesTCP(b) {
+			score += 2
+		}
+		if z == "cluster.local." {
+			score++
+		}
+		if score > bestScore {
+			best, bestScore = i, score
 		}
 	}
-	return first
+	return best
+}
+
+// forcesTCP: the block's forward has force_tcp.
+func forcesTCP(b Block) bool {
+	for _, d := range b.Directives {
+		if d.Name == "forward" {
+			for _, o := range d.Options {
+				if o.Name == "force_tcp" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func blockZone(b Block) string {

@@ -70,6 +70,12 @@ func TestNodeLocal(t *testing.T) {
 		{name: "bind 0.0.0.0 (Cilium's local redirect policy)", cluster: "10.96.118.208", upstream: "/etc/resolv.conf",
 			mutate: func(s string) string { return strings.ReplaceAll(s, "bind 169.254.20.10 10.96.0.10", "bind 0.0.0.0") },
 			config: []string{"listen:\n- 0.0.0.0:53"}, report: []string{"listen 0.0.0.0:53: every address of the node, no local IP set up"}},
+		// kubespray's template: a zone of the operator's that forwards to
+		// the cluster DNS too, before the cluster domain's block.
+		{name: "another zone to the cluster DNS first", cluster: "10.96.118.208", upstream: "/etc/resolv.conf",
+			mutate: func(s string) string { return "mydomain.tld {\n    forward . 10.96.118.208\n}\n" + s },
+			config: []string{"clusterDomain: cluster.local", "clusterUpstream:\n  - 10.96.118.208"},
+			report: []string{"mydomain.tld: its names go to the cluster DNS"}},
 		{name: "refused like CoreDNS", cluster: "10.96.118.208", upstream: "/etc/resolv.conf", extra: "x.example {\n    cache 0\n}\n",
 			err: "cache TTL can not be zero or negative: 0"},
 	} {

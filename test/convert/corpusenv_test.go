@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,25 +30,50 @@ type upstreamTarget struct {
 }
 
 // world is what one server of a side-by-side pair runs in: a network
-// namespace with the configuration's addresses on its loopback, a fake
-// upstream on each address it forwards to, a resolv.conf naming one more,
-// and the API server's address forwarded to the host's API server.
+// namespace with the configuration's own addresses (bind, health) on its
+// loopback, a resolv.conf, and the API server's address forwarded to the
+// host's API server. The fake upstreams, one on each address it forwards
+// to (and the resolv.conf's nameserver), are in a second namespace behind
+// a veth pair, so that a server on the wildcard address and port 53 does
+// not collide with them; a loopback upstream stays in the first.
 type world struct {
 	ns *netns.NS
 }
 
-// newWorld builds a world. ips are the addresses the configuration names
-// (bind, health, forward); targets the ones it forwards to; api the API
-// server's host:port (on 127.0.0.1).
+// newWorld builds a world. ips are the addresses the configuration names;
+// targets the ones it forwards to; api the API server's host:port (on
+// 127.0.0.1).
 func newWorld(t *testing.T, ips []netip.Addr, targets []upstreamTarget, api string) *world {
 	t.Helper()
 	w := &world{ns: netns.New(t)}
+	up := netns.New(t)
 	w.ns.SetResolvConf(t, "nameserver "+hostResolver+"\n")
-	for _, ip := range ips {
-		w.ns.AddAddress(t, netip.PrefixFrom(ip, ip.BitLen()).String())
+	suffix := w.ns.Name[len(w.ns.Name)-6:]
+	if out, err := exec.Command("ip", "link", "add", "vw"+suffix, "netns", w.ns.Name, "type", "veth", "peer", "name", "vu"+suffix, "netns", up.Name).CombinedOutput(); err != nil {
+		t.Fatalf("veth: %v: %s", err, out)
 	}
+	w.ns.IP(t, "addr", "add", "10.254.0.1/30", "dev", "vw"+suffix)
+	w.ns.IP(t, "link", "set", "vw"+suffix, "up")
+	up.IP(t, "addr", "add", "10.254.0.2/30", "dev", "vu"+suffix)
+	up.IP(t, "link", "set", "vu"+suffix, "up")
+	upstreamIPs := map[netip.Addr]bool{}
 	for _, u := range targets {
-		testkit.NewUpstream(t, fakeAnswers(u.n), testkit.At(u.addr.String()), testkit.ListenIn(w.ns.Do))
+		ip := u.addr.Addr()
+		if ip.IsLoopback() {
+			testkit.NewUpstream(t, fakeAnswers(u.n), testkit.At(u.addr.String()), testkit.ListenIn(w.ns.Do))
+			continue
+		}
+		if !upstreamIPs[ip] {
+			upstreamIPs[ip] = true
+			up.AddAddress(t, netip.PrefixFrom(ip, 32).String())
+			w.ns.IP(t, "route", "add", netip.PrefixFrom(ip, 32).String(), "via", "10.254.0.2")
+		}
+		testkit.NewUpstream(t, fakeAnswers(u.n), testkit.At(u.addr.String()), testkit.ListenIn(up.Do))
+	}
+	for _, ip := range ips {
+		if !upstreamIPs[ip] {
+			w.ns.AddAddress(t, netip.PrefixFrom(ip, ip.BitLen()).String())
+		}
 	}
 	w.forward(t, api)
 	return w
@@ -150,7 +176,9 @@ var (
 
 // addresses are the IPv4 addresses text names, to put on the loopback
 // (none of 0.0.0.0, 127/8), and the addresses it forwards to (port 53
-// unless given), numbered in order of appearance.
+// unless given), numbered by forward directive in order of appearance:
+// the upstreams of one directive answer alike, since either server may
+// pick any of them.
 func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 	var ips []netip.Addr
 	var targets []upstreamTarget
@@ -160,13 +188,14 @@ func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 		}
 		ips = append(ips, ip)
 	}
+	group := 2
 	target := func(ap netip.AddrPort) {
 		for _, u := range targets {
 			if u.addr == ap {
 				return
 			}
 		}
-		targets = append(targets, upstreamTarget{addr: ap, n: len(targets) + 2})
+		targets = append(targets, upstreamTarget{addr: ap, n: group})
 	}
 	resolver := netip.MustParseAddr(hostResolver)
 	add(resolver)
@@ -178,6 +207,7 @@ func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 			}
 		}
 		for _, m := range forwardRe.FindAllStringSubmatch(text, -1) {
+			group++
 			for _, to := range strings.Fields(m[1]) {
 				to = strings.TrimPrefix(to, "dns://")
 				if ap, err := netip.ParseAddrPort(to); err == nil {
