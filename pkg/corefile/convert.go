@@ -163,6 +163,9 @@ func (c *converter) finish() {
 		kept = append(kept, r)
 	}
 	c.cfg.Forward = kept
+	if len(c.cfg.Forward) == 0 {
+		c.add(c.main, "server", Differs, "no forward: names outside the cluster domain are answered REFUSED, where CoreDNS answers SERVFAIL (no next plugin)")
+	}
 	if c.kube == "" {
 		c.add(c.main, "server", Differs, "no kubernetes plugin: serve answers the names of the cluster domain %s from the API server, where CoreDNS sent them on", cluster)
 	}

@@ -86,6 +86,7 @@ func TestDirectives(t *testing.T) {
 		{name: "a forward of another zone's block", extra: "example.org {\n forward foo.com 10.0.0.53\n}", absent: []string{"zone: foo.com"},
 			report: []string{"dropped    forward foo.com in the example.org. block takes no name"}},
 		{name: "a narrower forward in a zone's block", extra: "example.org {\n forward a.example.org 10.0.0.53\n}", config: []string{"zone: a.example.org"}},
+		{name: "no forward", body: "kubernetes cluster.local", report: []string{"no forward: names outside the cluster domain are answered REFUSED"}},
 		{name: "bind", body: "bind 127.0.0.1 ::1", config: []string{"listen:\n- 127.0.0.1:53\n- '[::1]:53'"}},
 		{name: "bind interface", body: "bind eth0", report: []string{"dropped    eth0: not an IP address"}},
 		{name: "autopath", body: "autopath @kubernetes\nkubernetes cluster.local {\n pods insecure\n}", config: []string{"autopathBySource: true", "pods: verified"}},
