@@ -50,10 +50,12 @@ run_stage() {
 # stage's time and, when it failed, reports it as run_stage does. Only stages that mostly wait (on
 # containers, clusters) belong there: the foreground keeps the two cores.
 declare -A ci_bg_pid=() ci_bg_begin=() ci_bg_log=()
+ci_bg_n=0
 start_stage() {
 	local name="$1"
 	shift
-	ci_bg_log[$name]="$ci_tmp/stage-${#ci_bg_pid[@]}.log"
+	ci_bg_n=$((ci_bg_n + 1))
+	ci_bg_log[$name]="$ci_tmp/stage-$ci_bg_n.log"
 	ci_bg_begin[$name]=$SECONDS
 	echo "== $name (starts in the background)"
 	(
