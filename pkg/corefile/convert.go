@@ -163,6 +163,9 @@ func (c *converter) finish() {
 		kept = append(kept, r)
 	}
 	c.cfg.Forward = kept
+	if c.main == "" {
+		return // no server block: nothing to say it of
+	}
 	if len(c.cfg.Forward) == 0 {
 		c.add(c.main, "server", Differs, "no forward: names outside the cluster domain are answered REFUSED, where CoreDNS answers SERVFAIL (no next plugin)")
 	}
