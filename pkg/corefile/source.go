@@ -3,14 +3,13 @@ package corefile
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
-	yaml3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
 )
 
 // Form is what an input holds.
@@ -97,32 +96,33 @@ func ReadSource(name string, text []byte) (Source, error) {
 	return pick(name, objs)
 }
 
+// docSep is a YAML document separator line.
+var docSep = regexp.MustCompile(`(?m)^---[ \t]*(?:#.*)?$`)
+
 // objects reads the Kubernetes objects of text; isYAML is false when its
 // first document is not a mapping with kind, apiVersion or data (a
 // Corefile).
 func objects(text []byte) (objs []object, isYAML bool, err error) {
-	dec := yaml3.NewDecoder(bytes.NewReader(text))
-	for doc := 1; ; doc++ {
+	first := true
+	for i, d := range docSep.Split(string(text), -1) {
+		doc := i + 1
 		var v map[string]any
-		err := dec.Decode(&v)
-		if errors.Is(err, io.EOF) {
-			return objs, true, nil
-		}
-		if err != nil {
-			if doc == 1 {
+		if err := yaml.Unmarshal([]byte(d), &v); err != nil {
+			if first {
 				return nil, false, nil
 			}
 			return nil, true, fmt.Errorf("document %d: %v", doc, err)
 		}
 		if v == nil {
-			continue // an empty document: "---" twice
+			continue // empty, or comments only
 		}
 		_, hasKind := v["kind"]
 		_, hasAPI := v["apiVersion"]
 		_, hasData := v["data"]
-		if doc == 1 && !hasKind && !hasAPI && !hasData {
+		if first && !hasKind && !hasAPI && !hasData {
 			return nil, false, nil
 		}
+		first = false
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, true, fmt.Errorf("document %d: %v", doc, err)
@@ -133,10 +133,10 @@ func objects(text []byte) (objs []object, isYAML bool, err error) {
 		}
 		o.doc = doc
 		if strings.HasSuffix(o.Kind, "List") {
-			for i, raw := range o.Items {
+			for k, raw := range o.Items {
 				var item object
 				if err := json.Unmarshal(raw, &item); err != nil {
-					return nil, true, fmt.Errorf("document %d: items[%d]: %v", doc, i, err)
+					return nil, true, fmt.Errorf("document %d: items[%d]: %v", doc, k, err)
 				}
 				item.doc = doc
 				objs = append(objs, item)
@@ -148,6 +148,10 @@ func objects(text []byte) (objs []object, isYAML bool, err error) {
 			return nil, true, fmt.Errorf("more than %d objects", maxObjects)
 		}
 	}
+	if first {
+		return nil, false, nil
+	}
+	return objs, true, nil
 }
 
 // role is what a ConfigMap is to the conversion.
