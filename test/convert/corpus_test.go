@@ -17,7 +17,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/corefile"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
@@ -243,7 +242,7 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 		cdAddr = queryAddr(corefileText)
 		path := filepath.Join(work, "Corefile.coredns")
 		write(t, path, withKubeconfig(corefileText, kubeconfig))
-		res.coredns = runCoreDNS(t, cd, corednsBin, path, work, cdAddr)
+		res.coredns = startCoreDNSIn(t, cd, corednsBin, path, work, cdAddr)
 	}
 	refused := strings.HasPrefix(res.coredns, "refused")
 	// A file the configuration names that is missing here (a CA bundle)
@@ -327,25 +326,13 @@ func verdict(code int, report string) string {
 	return fmt.Sprintf("exit %d: %s", code, strings.ReplaceAll(last, "|", `\|`))
 }
 
-// runCoreDNS starts CoreDNS in w and returns its verdict: "runs" once it
+// startCoreDNSIn starts CoreDNS in w and returns its verdict: "runs" once it
 // answers at addr, or "refused: REASON" when it exits first.
-func runCoreDNS(t *testing.T, w *world, bin, corefilePath, work, addr string) string {
+func startCoreDNSIn(t *testing.T, w *world, bin, corefilePath, work, addr string) string {
 	t.Helper()
-	var out testkit.Buffer
 	cmd := w.ns.Exec(t.Context(), bin, "-conf", corefilePath)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = work, &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("coredns output:\n%s", out.String())
-		}
-	})
+	cmd.Dir = work
+	out, exited := runCoreDNS(t, cmd, "")
 	if waitAnswering(w, addr, exited, startBound) {
 		return "runs"
 	}

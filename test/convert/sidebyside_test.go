@@ -262,9 +262,17 @@ func startCoreDNS(t *testing.T, bin, dir, corefile string) (string, <-chan struc
 	if addr == nil || port == nil {
 		t.Fatalf("no address in the Corefile:\n%s", corefile)
 	}
-	var out testkit.Buffer
-	cmd := exec.Command(bin, "-conf", path)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	_, exited := runCoreDNS(t, exec.Command(bin, "-conf", path), "\nCorefile:\n"+corefile)
+	return net.JoinHostPort(addr[1], port[1]), exited
+}
+
+// runCoreDNS starts cmd, a coredns command, and returns its output and a
+// channel closed when it exits. It is killed when t ends, and its output
+// (then more) logged when t failed.
+func runCoreDNS(t *testing.T, cmd *exec.Cmd, more string) (*testkit.Buffer, <-chan struct{}) {
+	t.Helper()
+	out := &testkit.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -274,10 +282,10 @@ func startCoreDNS(t *testing.T, bin, dir, corefile string) (string, <-chan struc
 		_ = cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
-			t.Logf("coredns output:\n%s\nCorefile:\n%s", out.String(), corefile)
+			t.Logf("coredns output:\n%s%s", out.String(), more)
 		}
 	})
-	return net.JoinHostPort(addr[1], port[1]), exited
+	return out, exited
 }
 
 func exitCode(err error) int {
