@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -1472,4 +1473,15 @@ func (c *ServerConfiguration) checkBindOverlap(e *fieldErrors) {
 			}
 		}
 	}
+}
+
+// Copy is a deep copy of c (through its JSON form, which every field has).
+func (c *ServerConfiguration) Copy() (ServerConfiguration, error) {
+	var out ServerConfiguration
+	b, err := json.Marshal(c)
+	if err != nil {
+		return out, err
+	}
+	err = json.Unmarshal(b, &out)
+	return out, err
 }

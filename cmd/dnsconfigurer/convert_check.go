@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,12 +18,8 @@ import (
 // share a file here share it there too. A node-local configuration is
 // validated only.
 func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration) error {
-	b, err := json.Marshal(cfg)
+	c, err := cfg.Copy()
 	if err != nil {
-		return err
-	}
-	var c v1alpha1.ServerConfiguration
-	if err := json.Unmarshal(b, &c); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "dnsconfigurer-convert-check-")

@@ -67,15 +67,7 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 	for i, addr := range addrs {
 		cfg := &v1alpha1.ServerConfiguration{Listen: []string{addr}, Objects: "x",
 			Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{ups[i]}}}}
-		cfg.SetDefaults()
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		st, err := store.New(store.Options{Zone: cfg.ClusterDomain, TTL: cfg.RecordTTL()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.Publish()
+		st := emptyStore(t, cfg)
 		var logs testkit.Buffer
 		stack, err := buildStack(ctx, cfg, st, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 		if err != nil {
@@ -97,6 +89,22 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 		handlers[i].Store(s.stack.handler)
 	}
 	return out
+}
+
+// emptyStore sets cfg's defaults, validates it and returns its record
+// store, published empty.
+func emptyStore(t *testing.T, cfg *v1alpha1.ServerConfiguration) *store.Store {
+	t.Helper()
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(store.Options{Zone: cfg.ClusterDomain, TTL: cfg.RecordTTL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Publish()
+	return st
 }
 
 // metric is the sum of the series of the stack's metric name.
@@ -233,16 +241,7 @@ func TestStackSharedResolvConf(t *testing.T) {
 	testkit.WriteFile(t, resolv, "nameserver 127.0.0.7\n")
 	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.2:0"}, Objects: "x",
 		Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{resolv}}, {Zone: "corp.example", Upstreams: []string{resolv}}}}
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.New(store.Options{Zone: cfg.ClusterDomain, TTL: cfg.RecordTTL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Publish()
-	stack, err := buildStack(context.Background(), cfg, st, slog.New(slog.DiscardHandler), nil)
+	stack, err := buildStack(context.Background(), cfg, emptyStore(t, cfg), slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatalf("two routes to one resolv.conf: %v", err)
 	}

@@ -19,6 +19,12 @@ func convertText(t *testing.T, text string) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return render(t, r)
+}
+
+// render is a result's configuration as YAML and its report.
+func render(t *testing.T, r Result) (string, string) {
+	t.Helper()
 	y, err := yaml.Marshal(r.Config)
 	if err != nil {
 		t.Fatal(err)

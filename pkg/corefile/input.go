@@ -1,7 +1,6 @@
 package corefile
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,12 +101,8 @@ func hostsWhere(fs []Finding, name string) string {
 // CoreDNS accepts but serve does not (a duration without a unit, a
 // policy) is an error of the input.
 func check(cfg v1alpha1.ServerConfiguration) error {
-	b, err := json.Marshal(cfg)
+	c, err := cfg.Copy()
 	if err != nil {
-		return err
-	}
-	var c v1alpha1.ServerConfiguration
-	if err := json.Unmarshal(b, &c); err != nil {
 		return err
 	}
 	c.SetDefaults()

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
@@ -94,16 +92,9 @@ func TestNodeLocal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			y, err := yaml.Marshal(r.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rep strings.Builder
-			if err := WriteReport(&rep, r.Findings); err != nil {
-				t.Fatal(err)
-			}
-			testkit.WantSubstrings(t, "config", string(y), tc.config...)
-			testkit.WantSubstrings(t, "report", rep.String(), tc.report...)
+			y, rep := render(t, r)
+			testkit.WantSubstrings(t, "config", y, tc.config...)
+			testkit.WantSubstrings(t, "report", rep, tc.report...)
 		})
 	}
 }
