@@ -166,6 +166,9 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 		if err != nil {
 			return nil, err
 		}
+		if s.fwd != nil {
+			static = cappedStatic{static, s.fwd.cache.MaxTTL}
+		}
 		opts = append(opts, WithStatic(static))
 	}
 	s.handler = NewHandler(cfg.ClusterDomain, st, opts...)

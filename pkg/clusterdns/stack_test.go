@@ -254,3 +254,36 @@ func TestStackSharedResolvConf(t *testing.T) {
 		}
 	}
 }
+
+// TestStackStaticTTLCap: hosts entries are answered with TTLs capped at the
+// reply cache's maxTTL of their name's route, as CoreDNS's cache caps every
+// answer of its block; a route without a cache leaves them.
+func TestStackStaticTTLCap(t *testing.T) {
+	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.2:0"}, Objects: "x",
+		Cache: v1alpha1.ServerCache{MaxTTL: "30s"},
+		Forward: []v1alpha1.ForwardRoute{
+			{Zone: ".", Upstreams: []string{"127.0.0.7"}},
+			{Zone: "corp.example", Upstreams: []string{"127.0.0.7"}, Cache: &v1alpha1.RouteCache{MaxTTL: "5s"}},
+			{Zone: "off.example", Upstreams: []string{"127.0.0.7"}, Cache: &v1alpha1.RouteCache{Disabled: true}},
+		},
+		Overrides: []v1alpha1.Override{
+			{Name: "a.corp.example", Addresses: []string{"10.1.2.3"}},
+			{Name: "b.example", Addresses: []string{"10.1.2.4"}},
+			{Name: "c.off.example", Addresses: []string{"10.1.2.5"}},
+			{Name: "d.example", Addresses: []string{"10.1.2.6"}, TTL: "10s"},
+		}}
+	stack, err := buildStack(context.Background(), cfg, emptyStore(t, cfg), slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.stop)
+	for _, tc := range []struct {
+		name string
+		ttl  uint32
+	}{{"a.corp.example.", 5}, {"b.example.", 30}, {"c.off.example.", 3600}, {"d.example.", 10}} {
+		r := stack.handler.Resolve(context.Background(), dns.Question{Name: tc.name, Qtype: dns.TypeA, Qclass: dns.ClassINET})
+		if len(r.Answer) != 1 || r.Answer[0].Header().Ttl != tc.ttl {
+			t.Errorf("%s: %v, want one record of TTL %d", tc.name, r.Answer, tc.ttl)
+		}
+	}
+}

@@ -121,10 +121,13 @@ func (c *converter) routeCaches() {
 func (c *converter) cacheOption(cc *v1alpha1.ServerCache, o Option) string {
 	switch o.Name {
 	case "success", "denial":
-		if len(o.Args) == 0 || atoi(o.Args[0]) < 0 {
+		if len(o.Args) == 0 {
 			break
 		}
-		size := v1alpha1.ByteSize(fmt.Sprintf("%dKi", (atoi(o.Args[0])*bytesPerEntry+1023)/1024))
+		// CoreDNS's cache has 256 shards of at least 4 entries each: a
+		// capacity under 1,024 (0 included) holds 1,024.
+		entries := max(atoi(o.Args[0])/256, 4) * 256
+		size := v1alpha1.ByteSize(fmt.Sprintf("%dKi", (entries*bytesPerEntry+1023)/1024))
 		maxp, minp := &cc.MaxTTL, &cc.MinTTL
 		if o.Name == "success" {
 			cc.SuccessBytes = size
@@ -138,7 +141,7 @@ func (c *converter) cacheOption(cc *v1alpha1.ServerCache, o Option) string {
 		if len(o.Args) > 2 {
 			*minp = v1alpha1.Duration(o.Args[2] + "s")
 		}
-		c.add(o.Where, "cache", Differs, "%s %s entries: bounded as %s bytes (%d bytes an entry)", o.Name, o.Args[0], size, bytesPerEntry)
+		c.add(o.Where, "cache", Differs, "%s %s entries (CoreDNS holds %d): bounded as %s bytes (%d bytes an entry)", o.Name, o.Args[0], entries, size, bytesPerEntry)
 		return ""
 	case "prefetch":
 		if len(o.Args) == 0 {

@@ -62,15 +62,26 @@ func carryHosts(r *Result, k *ConfigMapKeys, key string) error {
 	to := path.Join(MountDir, key)
 	r.Config.Hosts.File = to
 	r.Files = map[string]string{key: k.Data[key]}
+	named := false
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		if f.Plugin == "hosts" && f.Status == Converted && strings.HasPrefix(f.Reason, "hosts.file "+from) {
-			f.Reason = fmt.Sprintf("hosts.file %s%s; %s was the ConfigMap key %s: the output ConfigMap carries it, mounted at %s (edit it there from now on)",
-				to, strings.TrimPrefix(f.Reason, "hosts.file "+from), from, key, to)
-			return nil
+		if f.Plugin != "hosts" || !strings.HasPrefix(f.Reason, "hosts.file "+from) {
+			continue
 		}
+		rest := strings.TrimPrefix(f.Reason, "hosts.file "+from)
+		if named || f.Status != Converted {
+			// The same file in another block.
+			f.Reason = "hosts.file " + to + rest
+			continue
+		}
+		f.Reason = fmt.Sprintf("hosts.file %s%s; %s was the ConfigMap key %s: the output ConfigMap carries it, mounted at %s (edit it there from now on)",
+			to, rest, from, key, to)
+		named = true
 	}
-	return fmt.Errorf("hosts file %s: no finding names it", from)
+	if !named {
+		return fmt.Errorf("hosts file %s: no finding names it", from)
+	}
+	return nil
 }
 
 // ConfigMap is the ConfigMap `convert --configmap` writes: the

@@ -115,6 +115,35 @@ func TestHostsConfigMapKey(t *testing.T) {
 	}
 }
 
+// TestHostsConfigMapKeyInEveryBlock: kubespray puts one hosts file in
+// every server block. It is carried once, every block's finding names
+// the new place, and no block's is a difference or a second file.
+func TestHostsConfigMapKeyInEveryBlock(t *testing.T) {
+	const text = "corp.example {\n  hosts /etc/coredns/hosts {\n    fallthrough\n  }\n  forward . 10.0.0.54\n}\n" +
+		".:53 {\n  hosts /etc/coredns/hosts {\n    fallthrough\n  }\n  forward . 10.0.0.53\n}\n"
+	keys := &ConfigMapKeys{Data: map[string]string{"hosts": "10.1.2.3 legacy.internal\n"}, Carry: true, CheckKey: checkKey}
+	r, err := Run(Input{Name: "Corefile", Text: []byte(text)}, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.Hosts.File != "/etc/dnsconfigurer/hosts" || len(r.Files) != 1 {
+		t.Errorf("hosts.file %q, files %q", r.Config.Hosts.File, r.Files)
+	}
+	var n int
+	for _, f := range r.Findings {
+		if f.Plugin != "hosts" {
+			continue
+		}
+		n++
+		if f.Status != Converted || !strings.HasPrefix(f.Reason, "hosts.file /etc/dnsconfigurer/hosts") {
+			t.Errorf("%s: %s %s, want converted, naming /etc/dnsconfigurer/hosts", f.Where, f.Status, f.Reason)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d hosts findings, want 2", n)
+	}
+}
+
 // TestResultConfigMap: the ConfigMap holds the configuration under
 // config.yaml and each carried file under its key.
 func TestResultConfigMap(t *testing.T) {

@@ -27,6 +27,8 @@ type converter struct {
 	port   string         // the main server block's port
 	routes map[string]int // zone → index in cfg.Forward
 	hosts  string         // where the hosts file came from
+	// mainHosts is the hosts file of the root zone's block, if any.
+	mainHosts string
 	cache  string         // where the cache came from
 	kube   string         // where the kubernetes directive came from
 	main   string         // where the root zone's block is
@@ -64,6 +66,9 @@ func Convert(blocks []Block) Result {
 		}
 	}
 	c.cfg.Listen = []string{":" + c.port}
+	if mainIdx >= 0 {
+		c.mainHosts = hostsFile(blocks[mainIdx])
+	}
 	for i, b := range blocks {
 		c.block(b, i == mainIdx)
 	}

@@ -13,7 +13,9 @@ func (c *converter) hostsDirective(s scope, d Directive) {
 	if len(d.Args) > 0 {
 		file = d.Args[0]
 	}
-	if len(d.Args) > 1 || !s.main {
+	// A zone block's hosts file that the root zone's block reads too
+	// answers every zone in CoreDNS as well.
+	if len(d.Args) > 1 || !s.main && (file == "" || file != c.mainHosts) {
 		c.add(d.Where, d.Name, Differs, "its names are answered for every query, not only in zones %s", strings.Join(append(d.Args[min(1, len(d.Args)):], s.zones...), " "))
 	}
 	var entries, opts []Option
@@ -29,6 +31,10 @@ func (c *converter) hostsDirective(s scope, d Directive) {
 	}
 	done := []string{}
 	switch {
+	case file != "" && c.hosts != "" && file == c.cfg.Hosts.File:
+		// The file again in another block (kubespray puts it in every
+		// block): one hosts.file serves it for all of them.
+		done = append(done, "hosts.file "+file+", the same file as at "+c.hosts)
 	case file != "" && c.hosts != "":
 		c.add(d.Where, d.Name, Dropped, "a second hosts file %s (the first is at %s); workaround: merge the files into one", file, c.hosts)
 		return
@@ -91,4 +97,14 @@ func (c *converter) overrides(entries []Option) int {
 		}
 	}
 	return n
+}
+
+// hostsFile is the file a block's hosts directive reads, or "".
+func hostsFile(b Block) string {
+	for _, d := range b.Directives {
+		if d.Name == "hosts" && len(d.Args) > 0 {
+			return d.Args[0]
+		}
+	}
+	return ""
 }

@@ -45,8 +45,20 @@ func (c *converter) kubernetes(s scope, d Directive) {
 		c.add(d.Where, d.Name, Dropped, "zones %s: one cluster domain (%s); workaround: rewrite name suffix %s %s",
 			strings.Join(extra, " "), c.cfg.ClusterDomain, extra[0], c.cfg.ClusterDomain)
 	}
+	// CoreDNS keeps the last fallthrough line: each replaces the zones of
+	// the one before.
+	last := -1
+	for i, o := range d.Options {
+		if o.Name == "fallthrough" {
+			last = i
+		}
+	}
 	fell := false
-	for _, o := range d.Options {
+	for i, o := range d.Options {
+		if o.Name == "fallthrough" && i != last {
+			c.add(o.Where, d.Name, Differs, "fallthrough %s: replaced by the fallthrough at %s, as in CoreDNS, which keeps the last", strings.Join(o.Args, " "), d.Options[last].Where)
+			continue
+		}
 		if note, ok := c.kubeOption(o, reverse, &fell); ok && note != "" {
 			done = append(done, note)
 		}
@@ -107,7 +119,10 @@ func (c *converter) kubeOption(o Option, reverse []string, fell *bool) (string, 
 		}
 		return "kubeconfig " + arg(0), true
 	case "fallthrough":
-		*fell = true
+		*fell = len(o.Args) == 0
+		for _, z := range o.Args {
+			*fell = *fell || isReverse(fqdn(z))
+		}
 		for _, z := range o.Args {
 			if !isReverse(fqdn(z)) {
 				c.add(o.Where, "kubernetes", Differs, "fallthrough %s: names of the cluster domain that do not exist are NXDOMAIN, never passed on", z)

@@ -338,6 +338,14 @@ func (c *Cache) policyOf(name string) *policy {
 	return c.pol
 }
 
+// MaxTTL is the longest TTL the cache serves an answer for name (a
+// domain name in any case, FQDN) with: the maxTTL of its zone, or of the
+// Config. ok is false where answers under name are not cached.
+func (c *Cache) MaxTTL(name string) (d time.Duration, ok bool) {
+	p := c.policyOf(strings.ToLower(name))
+	return p.maxTTL, !p.off && p.maxTTL >= time.Second
+}
+
 func (cfg *Config) defaults() error {
 	for _, f := range []struct {
 		name string

@@ -24,11 +24,12 @@ import (
 
 // TestClusterMigration follows deploy/README.md's "Migrating from CoreDNS
 // (and NodeLocal DNSCache)" on a cluster that has what operators have:
-// kubeadm's CoreDNS with a customised Corefile (a stub domain, hosts
-// entries, a NodeHosts file, a rewrite) and NodeLocal DNSCache in front of
-// it (operatorManifests). Pods resolve all the while with glibc's, musl's
-// and Go's resolvers: cluster, stub-zone, hosts, NodeHosts, rewritten and
-// external names. It converts the Corefile, deploys side by side, takes
+// kubeadm's CoreDNS running kubespray's Corefile rendered with its
+// documented examples (two server blocks with their own caches, a stub
+// domain, regex and suffix rewrites, a hosts file; operatorCorefile) and
+// NodeLocal DNSCache in front of it (operatorManifests). Pods resolve all
+// the while with glibc's, musl's and Go's resolvers: cluster, stub-zone,
+// hosts, rewritten and external names. It converts the Corefile, deploys side by side, takes
 // the node over from node-cache (the canary), replaces CoreDNS, then rolls
 // everything back, and asserts that no lookup failed and no answer changed
 // at any step. It prints one line per step:
@@ -75,13 +76,18 @@ type window struct {
 
 // lookupNames are the names the pods look up; want holds their answers.
 var lookupNames = []string{
-	"web",                // a Service of the pod's namespace, through the search list
-	"kubernetes.default", // another namespace's Service
-	"db.corp.example",    // the stub domain
-	"legacy.internal",    // an inline hosts entry
-	NodeName,             // the NodeHosts file
-	"registry.local",     // the rewrite
-	"www.example.com",    // an external name
+	"web",                                  // a Service of the pod's namespace, through the search list
+	"kubernetes.default",                   // another namespace's Service
+	"db.corp.example",                      // the stub domain
+	"legacy.internal",                      // the hosts file
+	NodeName,                               // the hosts file, the node's line
+	"registry.kube-system.svc.cluster.old", // the suffix rewrite (old_dns_domains)
+	// the regex rewrite, absolute: kubespray's documented pattern is not
+	// anchored, so it would rewrite the search list's expansions too
+	// (registry.kube-system.my.domain.NS.svc.cluster.local), in CoreDNS
+	// as here, and answer for another name than the question's.
+	"registry.kube-system.my.domain.",
+	"www.example.com", // an external name
 }
 
 // resolvers are the pods that look lookupNames up, by stub resolver: the
@@ -183,13 +189,14 @@ func (m *migration) setUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.want = map[string]string{
-		"web":                web.Spec.ClusterIP,
-		"kubernetes.default": kubernetesIP,
-		"db.corp.example":    StubZoneA.String(),
-		"legacy.internal":    HostsA.String(),
-		NodeName:             NodeIP.String(),
-		"registry.local":     registry.Spec.ClusterIP,
-		"www.example.com":    ExternalA.String(),
+		"web":                                  web.Spec.ClusterIP,
+		"kubernetes.default":                   kubernetesIP,
+		"db.corp.example":                      StubZoneA.String(),
+		"legacy.internal":                      HostsA.String(),
+		NodeName:                               NodeIP.String(),
+		"registry.kube-system.svc.cluster.old": registry.Spec.ClusterIP,
+		"registry.kube-system.my.domain.":      registry.Spec.ClusterIP,
+		"www.example.com":                      ExternalA.String(),
 	}
 	// The operator's CoreDNS has no readiness probe: its rollout ends
 	// before it has the new Service, and a lookup in its first seconds
@@ -409,7 +416,7 @@ func (m *migration) absolute(name string) string {
 	case "kubernetes.default":
 		return "kubernetes.default.svc." + ClusterDomain + "."
 	}
-	return name + "."
+	return strings.TrimSuffix(name, ".") + "."
 }
 
 // canary is step 3: dnsconfigurer's stage starts beside node-cache on

@@ -14,7 +14,7 @@ var (
 	// on NodeIP:StubZonePort) for every name under it.
 	StubZoneA    = netip.MustParseAddr("198.51.100.7")
 	StubZoneAAAA = netip.MustParseAddr("2001:db8::7")
-	// HostsA is the address of the Corefile's inline hosts entry.
+	// HostsA is the address of legacy.internal in the hosts file.
 	HostsA = netip.MustParseAddr("10.1.2.3")
 )
 
@@ -34,12 +34,25 @@ var (
 	operatorManifestsFormat string
 )
 
-// operatorCorefile is kubeadm's Corefile (v1.34) with what operators add:
-// a rewrite (answer auto, so that stub resolvers accept the answer), an
-// inline hosts entry with the k3s-style NodeHosts file, and a stub domain
-// in its own server block.
+// operatorCorefile is kubespray's Corefile: its template
+// (roles/kubernetes-apps/ansible/templates/coredns-config.yml.j2 at
+// kubespray 46dbdd39, the source of test/convert/corpus/02) rendered with
+// the values its docs (docs/advanced/dns-stack.md, defaults/main.yml)
+// give as examples, CoreDNS accepting them all:
+//   - coredns_external_zones: corp.example, its nameserver the stub
+//     domain's server, the default cache 5: a server block of its own;
+//   - coredns_default_zone_cache_block: cache 3600 with success 3000,
+//     denial 0 and prefetch 10 1m, so the two blocks' caches differ;
+//   - coredns_rewrite_block: the documented "rewrite stop" regex pair;
+//   - old_dns_domains: cluster.old, a suffix rewrite with answer auto;
+//   - dns_etchosts: the ConfigMap key hosts, read in every block;
+//   - errors' consolidate line (dns_upstream_forward_extra_opts
+//     defaults), upstream_dns_servers empty (/etc/resolv.conf).
+//
+// Where kubespray writes no address of the test's (the nameserver), the
+// format fills it.
 func operatorCorefile() string {
-	return fmt.Sprintf(operatorCorefileFormat, HostsA, NodeIP, StubZonePort)
+	return fmt.Sprintf(operatorCorefileFormat, NodeIP, StubZonePort)
 }
 
 // indent prefixes every line of s with n spaces (a YAML block scalar).
@@ -57,8 +70,7 @@ func indent(s string, n int) string {
 
 // operatorManifests are kubeadm's CoreDNS add-on objects (ServiceAccount,
 // RBAC, ConfigMap, Deployment, Service kube-dns at ClusterDNS), the
-// ConfigMap with a NodeHosts key as k3s has it, the Service the rewrite
-// points at, and NodeLocal DNSCache as its upstream manifest
+// ConfigMap with kubespray's hosts key, the Service the rewrites point at, and NodeLocal DNSCache as its upstream manifest
 // (nodelocaldns.yaml) has it: Service kube-dns-upstream, ConfigMap
 // node-local-dns, DaemonSet node-local-dns.
 //
@@ -73,7 +85,7 @@ func indent(s string, n int) string {
 // goes to the cluster DNS, as kops's forwardToKubeDNS has it, so that the
 // cluster DNS's stub domain, hosts and rewrite hold through it.
 func operatorManifests() string {
-	return fmt.Sprintf(operatorManifestsFormat, indent(operatorCorefile(), 4), NodeIP, NodeName, CoreDNSImage, ClusterDNS, NodeLocalDNS, NodeCacheImage, nodeCacheScript())
+	return fmt.Sprintf(operatorManifestsFormat, indent(operatorCorefile(), 4), NodeIP, NodeName, CoreDNSImage, ClusterDNS, NodeLocalDNS, NodeCacheImage, nodeCacheScript(), HostsA)
 }
 
 // nodeCacheScript is the node-cache stand-in's set-up (see

@@ -1,8 +1,10 @@
 package convert_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -184,7 +186,7 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 	files, _ := filepath.Glob(filepath.Join(c.dir, "*"))
 	custom, _ := filepath.Glob(filepath.Join(c.dir, "custom", "*"))
 	for _, f := range append(files, custom...) {
-		if st, err := os.Stat(f); err != nil || st.IsDir() || filepath.Base(f) == "SOURCE" {
+		if st, err := os.Stat(f); err != nil || st.IsDir() || filepath.Base(f) == "SOURCE" || filepath.Base(f) == "QUESTIONS" {
 			continue
 		}
 		rel, _ := filepath.Rel(c.dir, f)
@@ -277,7 +279,7 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 		importDir = filepath.Join(work, "custom")
 	}
 	blocks, _, _ := corefile.Parse(corefile.Input{Name: "Corefile", Text: []byte(corefileText), ImportDir: importDir})
-	for _, q := range questions(blocks, corefileText, webIP) {
+	for _, q := range append(questions(blocks, corefileText, webIP), extraQuestions(t, c.dir)...) {
 		want, err1 := cd.ask(cdAddr, q)
 		got, err2 := dc.ask(dcAddr, q)
 		if err1 != nil {
@@ -444,6 +446,32 @@ func questions(blocks []corefile.Block, text, webIP string) []question {
 				}
 			}
 		}
+	}
+	return qs
+}
+
+// extraQuestions are the lines of dir/QUESTIONS, "NAME TYPE" each: names
+// the configuration answers that questions cannot guess (a regex
+// rewrite's, a hosts file's).
+func extraQuestions(t *testing.T, dir string) []question {
+	b, err := os.ReadFile(filepath.Join(dir, "QUESTIONS"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []question
+	for i, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			t.Fatalf("%s/QUESTIONS:%d: %q: want NAME TYPE", dir, i+1, l)
+		}
+		qt, ok := dns.StringToType[strings.ToUpper(f[1])]
+		if !ok {
+			t.Fatalf("%s/QUESTIONS:%d: %q: no such type", dir, i+1, f[1])
+		}
+		qs = append(qs, question{dns.Fqdn(f[0]), qt})
 	}
 	return qs
 }
