@@ -29,9 +29,9 @@ type converter struct {
 	hosts  string         // where the hosts file came from
 	// mainHosts is the hosts file of the root zone's block, if any.
 	mainHosts string
-	cache  string         // where the cache came from
-	kube   string         // where the kubernetes directive came from
-	main   string         // where the root zone's block is
+	cache     string // where the cache came from
+	kube      string // where the kubernetes directive came from
+	main      string // where the root zone's block is
 	// routeWhere is where each route's forward is.
 	routeWhere map[string]string
 	autopath   bool
