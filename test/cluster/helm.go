@@ -63,6 +63,9 @@ func (c *Cluster) DeployHelm(ctx context.Context, bin string) (string, error) {
 	args := []string{"install", HelmRelease, chart, "-n", HelmNamespace,
 		"--set", "image.repository=" + image, "--set", "image.tag=" + tag,
 		"--set", "agent=" + c.Agent,
+		// This cluster has no kube-dns: the chart takes kubelet's
+		// clusterDNS itself.
+		"--set", "cluster.dns=" + ClusterDNS.String(), "--set", "cluster.dnsUpstream=" + ClusterDNSUpstream.String(),
 		"--set", "webhook.certManager.enabled=false",
 		"--set", "webhook.caBundle=" + base64.StdEncoding.EncodeToString(cert.CA),
 		"--set-file", "webhook.tls.cert=" + certFile, "--set-file", "webhook.tls.key=" + keyFile,

@@ -61,8 +61,10 @@ type migration struct {
 	// (deploy/overlays/my-dns of a copy of deploy/), overlay the test
 	// overlay around it (WriteOverlayFor).
 	myDNS, overlay string
-	// want is each looked-up name's addresses.
-	want map[string]string
+	// want is each looked-up name's addresses; names the names, when
+	// not lookupNames.
+	want  map[string]string
+	names []string
 
 	mu      sync.Mutex
 	windows []window
@@ -275,7 +277,11 @@ func buildResolvers(ctx context.Context, dir string) error {
 // resolverPod is a ClusterFirst pod whose container "c" runs one lookup
 // loop from the node's resolvers directory.
 func (m *migration) resolverPod(name, binary, image string) *corev1.Pod {
-	return m.c.resolverPod(name, image, append([]string{binary, strconv.Itoa(pauseMS)}, lookupNames...))
+	names := lookupNames
+	if m.names != nil {
+		names = m.names
+	}
+	return m.c.resolverPod(name, image, append([]string{binary, strconv.Itoa(pauseMS)}, names...))
 }
 
 // resolverPod is a ClusterFirst pod whose container "c" runs a lookup loop

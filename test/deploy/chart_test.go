@@ -70,6 +70,8 @@ func (tp topology) sets() []string {
 		"--set", "monitoring.namespace=" + monitorNS,
 		"--set", "cluster.dns=" + cmpDNS, "--set", "cluster.dnsUpstream=" + cmpUpstream, "--set", "cluster.domain=" + cmpDomain,
 		"--set", "image.tag=latest", "--set", fmt.Sprintf("canary.enabled=%t", tp.canary),
+		// deploy/webhook has cert-manager's Certificate.
+		"--set", "webhook.certManager.enabled=true",
 	}
 }
 

@@ -113,7 +113,7 @@ func TestChartValues(t *testing.T) {
 			if a := args(firstContainer(obj(t, objs, "DaemonSet", nodeNS, "dnsconfigurer-node-local-dns"))); !slices.Contains(a, "--local-ip=169.254.25.10") {
 				t.Errorf("node-local args %q", a)
 			}
-			if a := args(firstContainer(obj(t, objs, "DaemonSet", nodeNS, "dnsconfigurer-shim"))); !slices.Contains(a, "--node-local-dns=169.254.25.10,10.96.0.10") {
+			if a := args(firstContainer(obj(t, objs, "DaemonSet", nodeNS, "dnsconfigurer-shim"))); !slices.Contains(a, "--node-local-dns=169.254.25.10,10.96.0.53") {
 				t.Errorf("shim args %q", a)
 			}
 		}},
@@ -266,7 +266,7 @@ func TestChartSchema(t *testing.T) {
 		{"image.digest=sha256:xyz", "at '/image/digest'"},
 		{"image.pullPolicy=Sometimes", "at '/image/pullPolicy'"},
 		{"node.resolvConf=etc/resolv.conf", "at '/node/resolvConf'"},
-		{"webhook.certManager.enabled=false", "webhook.caBundle: the CA bundle"},
+		{"webhook.caBundle=Q0E=", "give all three, or none"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := helmTemplateErr(t, helm, "--set", tc.set)
@@ -322,7 +322,8 @@ func TestChartInstall(t *testing.T) {
 	// release adopt the Service.
 	run("kubectl", "-n", "kube-system", "annotate", "service", "kube-dns", "meta.helm.sh/release-name=dnsconfigurer", "meta.helm.sh/release-namespace=kube-system")
 	run("kubectl", "-n", "kube-system", "label", "service", "kube-dns", "app.kubernetes.io/managed-by=Helm")
-	values := []string{"--set", "placement=replace-coredns", "--set", "webhook.certManager.enabled=false",
+	values := []string{"--set", "placement=replace-coredns", "--set", "cluster.dns=10.96.0.10", "--set", "cluster.dnsUpstream=10.96.0.11",
+		"--set", "webhook.certManager.enabled=false",
 		"--set", "webhook.caBundle=" + base64.StdEncoding.EncodeToString(cert.CA),
 		"--set-file", "webhook.tls.cert=" + filepath.Join(dir, "tls.crt"), "--set-file", "webhook.tls.key=" + filepath.Join(dir, "tls.key")}
 	out := run(helm, append([]string{"install", "dnsconfigurer", chartDir, "-n", "kube-system", "--set", "agent=nri"}, values...)...)

@@ -42,3 +42,31 @@
 {{ .Values.canary.label }}: "true"
 {{- end -}}
 {{- end -}}
+
+{{/*
+The webhook's serving certificate when cert-manager is off, as JSON with
+base64 "ca", "crt" and "key": webhook.caBundle and webhook.tls when given
+(all three), else the one this release made before (Secret
+dnsconfigurer-webhook-tls keeps its CA as ca.crt), else a new CA and
+certificate for dnsconfigurer-webhook.dnsconfigurer.svc (10 years). Include
+it once per file: each call of a new one makes another.
+*/}}
+{{- define "dnsconfigurer.webhookTLS" -}}
+{{- $w := .Values.webhook -}}
+{{- if or $w.caBundle $w.tls.cert $w.tls.key -}}
+{{- if not (and $w.caBundle $w.tls.cert $w.tls.key) -}}
+{{- fail "webhook.caBundle, webhook.tls.cert and webhook.tls.key: give all three, or none (the chart then makes a CA and certificate)" -}}
+{{- end -}}
+{{- dict "ca" $w.caBundle "crt" ($w.tls.cert | b64enc) "key" ($w.tls.key | b64enc) | toJson -}}
+{{- else -}}
+{{- $s := lookup "v1" "Secret" "dnsconfigurer" "dnsconfigurer-webhook-tls" -}}
+{{- if and $s $s.data (index $s.data "ca.crt") -}}
+{{- dict "ca" (index $s.data "ca.crt") "crt" (index $s.data "tls.crt") "key" (index $s.data "tls.key") | toJson -}}
+{{- else -}}
+{{- $ca := genCA "dnsconfigurer-webhook-ca" 3650 -}}
+{{- $cn := "dnsconfigurer-webhook.dnsconfigurer.svc" -}}
+{{- $cert := genSignedCert $cn nil (list $cn "dnsconfigurer-webhook.dnsconfigurer.svc.cluster.local" "dnsconfigurer-webhook.dnsconfigurer" "dnsconfigurer-webhook") 3650 $ca -}}
+{{- dict "ca" ($ca.Cert | b64enc) "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc) | toJson -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
