@@ -56,11 +56,22 @@ func (l *fileList) Set(v string) error {
 type inputFlags struct {
 	files     fileList
 	recursive bool
+	// keep says which kinds hold pod templates (default
+	// podspec.HasTemplate); other objects are read without their JSON.
+	keep func(kind string) bool
 }
 
 func (i *inputFlags) register(fs *flag.FlagSet) {
 	fs.Var(&i.files, "f", "manifest file or directory (YAML or JSON; any workload kind, Lists, several documents), - for stdin; repeatable")
 	fs.BoolVar(&i.recursive, "R", false, "with -f DIR: also read its subdirectories (.yaml, .yml and .json files)")
+}
+
+// single is the one file -f names, "" for stdin or several.
+func (i *inputFlags) single() string {
+	if len(i.files) == 1 && i.files[0] != manifest.Stdin {
+		return i.files[0]
+	}
+	return ""
 }
 
 // manifests is what inputFlags read.
@@ -78,14 +89,21 @@ func (i *inputFlags) read(ctx context.Context, stdin io.Reader) (manifests, erro
 		return manifests{}, usagef("-f is required: a manifest file or directory, or - for stdin")
 	}
 	lim := manifest.DefaultLimits
-	lim.MaxFileSize = podspec.MaxManifestSize
-	r := manifest.Reader{Limits: lim, Recursive: i.recursive, Stdin: stdin, Keep: podspec.HasTemplate}
+	lim.MaxObjectSize = podspec.MaxManifestSize
+	keep := i.keep
+	if keep == nil {
+		keep = podspec.HasTemplate
+	}
+	r := manifest.Reader{Limits: lim, Recursive: i.recursive, Stdin: stdin, Keep: keep}
 	objs, files, err := r.Read(ctx, i.files)
 	if err != nil {
 		return manifests{}, err
 	}
 	m := manifests{objs: objs, files: files}
-	if len(i.files) == 1 && files == 1 && len(objs) == 1 && objs[0].Kind == "Pod" && objs[0].Item < 0 {
+	if len(i.files) == 1 && files == 1 && len(objs) == 1 && objs[0].Kind == "Pod" && objs[0].Item < 0 && objs[0].Err == nil {
+		if _, err := podspec.Templates("Pod", objs[0].JSON); err != nil {
+			return m, nil // a field of the wrong type: a finding at its line
+		}
 		pod, err := podspec.DecodeBytes(objs[0].JSON)
 		if err != nil {
 			return manifests{}, &manifest.Error{Source: objs[0].Source, Err: err}

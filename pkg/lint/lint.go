@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/manifest"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -14,7 +13,7 @@ const (
 	RuleAPI     = "api"     // the API server refuses the pod
 	RuleNode    = "node"    // kubelet fails the pod's sandbox (--strict)
 	RuleTrim    = "trim"    // kubelet trims the pod's DNS config (--strict)
-	RuleWarning = "warning" // the API server accepts it with a warning
+	RuleWarning = "warning" // accepted, with a warning: the API server's or kubelet's
 )
 
 // Finding is one problem at one field.
@@ -25,12 +24,16 @@ type Finding struct {
 	// Line is the file line of the field, or of its nearest parent in
 	// the manifest (0: not known).
 	Line int `json:"line,omitempty"`
+	// alt is where to look for the line when Field is not written (a
+	// defaulted field): a field of the same template.
+	alt string
 }
 
 // Fails reports whether the finding fails the lint (all rules but warning).
 func (f Finding) Fails() bool { return f.Rule != RuleWarning }
 
-// Target is one pod template and where it was read.
+// Target is one pod template and where it was read, or an object that
+// cannot be read with the problem that says why.
 type Target struct {
 	Object manifest.Object
 	// Template is the template's path in its object ("spec.template"),
@@ -38,37 +41,37 @@ type Target struct {
 	Template string
 	// Input is the engine's input, defaulted as the API server would.
 	Input policy.Input
+	// Problem is why the object or its template cannot be read: the API
+	// server refuses it whole. Input is then empty, and the problem is
+	// the target's one finding. Its field is the object's.
+	Problem *Finding
+	// err is the problem as render reports it (Targets).
+	err error
 	// ownName: the template names itself; else metadata.name findings
 	// are the object's.
 	ownName bool
+	// podSpec: Template is a PodSpec, not a PodTemplateSpec; the pod's
+	// metadata is the object's.
+	podSpec bool
 }
 
-// Targets returns the pod templates of objs, and the number of objects
-// skipped because their kind has no pod template.
+// Targets returns the pod templates of objs of Kubernetes' own kinds,
+// and the number of objects of other kinds; an object that cannot be
+// read is an error. render reads its input so; validate reports such an
+// object as a finding (Finder).
 func Targets(objs []manifest.Object) ([]Target, int, error) {
-	var out []Target
-	skipped := 0
-	for _, o := range objs {
-		if !podspec.HasTemplate(o.Kind) {
-			skipped++
-			continue
-		}
-		tpls, err := podspec.Templates(o.Kind, o.JSON)
-		if err != nil {
-			return nil, 0, &manifest.Error{Source: o.Source, Document: o.Document, Err: at(o, err)}
-		}
-		for _, t := range tpls {
-			pod := t.Fields.Pod()
-			podspec.Default(pod)
-			tg := Target{Object: o, Input: podspec.Input(pod)}
-			if t.Path != nil {
-				tg.Template = t.Path.String()
-				tg.ownName = t.Fields.Metadata.Name != o.Name || o.Name == ""
-			}
-			out = append(out, tg)
+	targets, skipped := Finder{}.Find(objs)
+	n := 0
+	for _, k := range skipped {
+		n += k.Objects
+	}
+	for _, t := range targets {
+		if t.err != nil {
+			o := t.Object
+			return nil, 0, &manifest.Error{Source: o.Source, Document: o.Document, Err: at(o, t.err)}
 		}
 	}
-	return out, skipped, nil
+	return targets, n, nil
 }
 
 // at names the List item an error is in.
@@ -90,7 +93,12 @@ func (t Target) Field(f string) string {
 	}
 	inherited := strings.HasPrefix(f, "metadata.namespace") ||
 		(strings.HasPrefix(f, "metadata.name") && !t.ownName)
-	if t.Template != "" && !inherited && f != "" {
+	switch {
+	case t.Problem != nil || f == "":
+	case t.podSpec && (f == "spec" || strings.HasPrefix(f, "spec.")):
+		f = t.Template + strings.TrimPrefix(f, "spec")
+	case t.podSpec && strings.HasPrefix(f, "metadata"):
+	case t.Template != "" && !inherited:
 		parts = append(parts, t.Template)
 	}
 	if f != "" {

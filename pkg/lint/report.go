@@ -34,6 +34,8 @@ type Summary struct {
 	Failed    int `json:"failed"`  // templates with an error finding
 	Errors    int `json:"errors"`
 	Warnings  int `json:"warnings"`
+	// SkippedKinds names the kinds of the skipped objects.
+	SkippedKinds []KindCount `json:"skippedKinds"`
 }
 
 // Report is the outcome of a run.
@@ -58,7 +60,12 @@ func Run(ctx context.Context, targets []Target, check Check) (Report, error) {
 			return r, err
 		}
 		res := NewResult(t)
-		found := check(t.Input)
+		var found []Finding
+		if t.Problem != nil {
+			found = []Finding{*t.Problem}
+		} else {
+			found = check(t.Input)
+		}
 		var loc manifest.Locator
 		if len(found) > 0 {
 			k := docKey{t.Object.Source, t.Object.Document}
@@ -71,7 +78,12 @@ func Run(ctx context.Context, targets []Target, check Check) (Report, error) {
 		}
 		for _, f := range found {
 			f.Field = t.Field(f.Field)
-			f.Line = loc.FieldLine(f.Field)
+			var whole bool
+			f.Line, whole = loc.Find(f.Field)
+			if !whole && f.alt != "" {
+				f.Line = loc.FieldLine(t.Field(f.alt))
+			}
+			f.alt = ""
 			res.Findings = append(res.Findings, f)
 			if f.Fails() {
 				res.Allowed = false
@@ -92,8 +104,12 @@ func Run(ctx context.Context, targets []Target, check Check) (Report, error) {
 // NewResult is a finding-free result for t.
 func NewResult(t Target) Result {
 	o := t.Object
+	ns := t.Input.Namespace
+	if t.Problem != nil {
+		ns = o.Namespace
+	}
 	res := Result{File: displayName(o.Source), Document: o.Document, Line: o.Line, APIVersion: o.APIVersion,
-		Kind: o.Kind, Namespace: t.Input.Namespace, Name: o.Name, Template: t.Template, Allowed: true,
+		Kind: o.Kind, Namespace: ns, Name: o.Name, Template: t.Template, Allowed: true,
 		Findings: []Finding{}}
 	if o.Item >= 0 {
 		item := o.Item
@@ -124,7 +140,11 @@ func (r Result) labelAt(line int) string {
 	if r.Item != nil {
 		doc += fmt.Sprintf(", items[%d]", *r.Item)
 	}
-	return fmt.Sprintf("%s (%s) %s %s/%s", loc, doc, r.Kind, r.Namespace, r.Name)
+	kind := r.Kind
+	if kind == "" {
+		kind = "object"
+	}
+	return fmt.Sprintf("%s (%s) %s %s/%s", loc, doc, kind, r.Namespace, r.Name)
 }
 
 // WriteText prints one line per finding, "LABEL: FIELD: MESSAGE" (the
@@ -149,9 +169,28 @@ func (r Report) WriteText(w io.Writer) error {
 	return err
 }
 
+// String is the summary line, and a line naming the skipped kinds when
+// objects were skipped.
 func (s Summary) String() string {
-	return fmt.Sprintf("%d pod templates in %d objects (%d files; %d objects of other kinds skipped): %d with errors; %d errors, %d warnings",
+	line := fmt.Sprintf("%d pod templates in %d objects (%d files; %d objects of other kinds skipped): %d with errors; %d errors, %d warnings",
 		s.Templates, s.Objects, s.Files, s.Skipped, s.Failed, s.Errors, s.Warnings)
+	if k := s.Kinds(); k != "" {
+		line += "\n" + k
+	}
+	return line
+}
+
+// Kinds names the skipped kinds: "skipped (no pod template known): 2
+// ConfigMap, 1 Workflow.example.com", or "" when none was skipped.
+func (s Summary) Kinds() string {
+	if len(s.SkippedKinds) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(s.SkippedKinds))
+	for _, k := range s.SkippedKinds {
+		parts = append(parts, fmt.Sprintf("%d %s", k.Objects, k.Kind))
+	}
+	return "skipped (no pod template known; --pod-template KIND.GROUP=PATH names one): " + strings.Join(parts, ", ")
 }
 
 // WriteJSON prints the report as indented JSON.

@@ -21,8 +21,22 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
+	Tool        sarifTool         `json:"tool"`
+	Invocations []sarifInvocation `json:"invocations"`
+	Results     []sarifResult     `json:"results"`
+}
+
+// sarifInvocation says whether the run could read its input, and what
+// it skipped.
+type sarifInvocation struct {
+	ExecutionSuccessful bool                `json:"executionSuccessful"`
+	Notifications       []sarifNotification `json:"toolExecutionNotifications,omitempty"`
+}
+
+type sarifNotification struct {
+	Level     string          `json:"level"`
+	Message   sarifText       `json:"message"`
+	Locations []sarifLocation `json:"locations,omitempty"`
 }
 
 type sarifTool struct {
@@ -61,7 +75,7 @@ type sarifResult struct {
 
 type sarifLocation struct {
 	Physical sarifPhysical  `json:"physicalLocation"`
-	Logical  []sarifLogical `json:"logicalLocations"`
+	Logical  []sarifLogical `json:"logicalLocations,omitempty"`
 }
 
 type sarifPhysical struct {
@@ -84,10 +98,10 @@ type sarifLogical struct {
 
 // rules are the SARIF rules, in ruleIndex order.
 var rules = []sarifRule{
-	{ID: RuleAPI, Name: "APIServerRejects", ShortDescription: sarifText{"The API server refuses a pod with this DNS setting."}, Default: sarifRuleLevel{"error"}},
+	{ID: RuleAPI, Name: "APIServerRejects", ShortDescription: sarifText{"The API server refuses a pod with this DNS setting, or refuses the object whole (no kind, a field of the wrong type, too large)."}, Default: sarifRuleLevel{"error"}},
 	{ID: RuleNode, Name: "NodeFailsSandbox", ShortDescription: sarifText{"kubelet fails the pod sandbox with this DNS setting."}, Default: sarifRuleLevel{"error"}},
 	{ID: RuleTrim, Name: "NodeTrims", ShortDescription: sarifText{"kubelet silently trims this DNS setting."}, Default: sarifRuleLevel{"error"}},
-	{ID: RuleWarning, Name: "APIServerWarns", ShortDescription: sarifText{"The API server accepts this DNS setting with a warning."}, Default: sarifRuleLevel{"warning"}},
+	{ID: RuleWarning, Name: "AcceptedWithWarning", ShortDescription: sarifText{"The API server warns about this DNS setting, or kubelet applies it with a warning (an Event or a log line)."}, Default: sarifRuleLevel{"warning"}},
 }
 
 func ruleIndex(id string) int {
@@ -102,15 +116,40 @@ func ruleIndex(id string) int {
 // WriteSARIF prints the report as a SARIF 2.1.0 log: one result per
 // finding, located at its file and the line of its field (or of the
 // field's nearest parent in the manifest, or of its document).
+// The skipped kinds are a note of the run's invocation.
 func (r Report) WriteSARIF(w io.Writer, version string) error {
-	run := sarifRun{Tool: sarifTool{Driver: sarifDriver{Name: "dnsconfigurer",
-		InformationURI: "https://github.com/dnsconfigurer/dnsconfigurer", Version: version, Rules: rules}},
-		Results: []sarifResult{}}
+	run := newSARIFRun(version, true)
+	if k := r.Summary.Kinds(); k != "" {
+		run.Invocations[0].Notifications = []sarifNotification{{Level: "note", Message: sarifText{k}}}
+	}
 	for _, res := range r.Results {
 		for _, f := range res.Findings {
 			run.Results = append(run.Results, sarifFinding(res, f))
 		}
 	}
+	return writeSARIF(w, run)
+}
+
+// WriteSARIFError prints a SARIF 2.1.0 log for a run that could not read
+// its input: no results, and msg as the invocation's error, at file when
+// it is known. A code review then shows the failure, not an empty file.
+func WriteSARIFError(w io.Writer, version, msg, file string) error {
+	run := newSARIFRun(version, false)
+	n := sarifNotification{Level: "error", Message: sarifText{msg}}
+	if file != "" {
+		n.Locations = []sarifLocation{{Physical: sarifPhysical{Artifact: sarifArtifact{URI: fileURI(file)}}}}
+	}
+	run.Invocations[0].Notifications = []sarifNotification{n}
+	return writeSARIF(w, run)
+}
+
+func newSARIFRun(version string, ok bool) sarifRun {
+	return sarifRun{Tool: sarifTool{Driver: sarifDriver{Name: "dnsconfigurer",
+		InformationURI: "https://github.com/dnsconfigurer/dnsconfigurer", Version: version, Rules: rules}},
+		Invocations: []sarifInvocation{{ExecutionSuccessful: ok}}, Results: []sarifResult{}}
+}
+
+func writeSARIF(w io.Writer, run sarifRun) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}})
@@ -125,15 +164,19 @@ func sarifFinding(res Result, f Finding) sarifResult {
 	if f.Field != "" {
 		msg = f.Field + ": " + msg
 	}
+	kind := res.Kind
+	if kind == "" {
+		kind = "object"
+	}
 	loc := sarifLocation{Physical: sarifPhysical{Artifact: sarifArtifact{URI: fileURI(res.File)}},
-		Logical: []sarifLogical{{FullyQualifiedName: res.Kind + "/" + res.Namespace + "/" + res.Name + "/" + f.Field, Kind: "member"}}}
+		Logical: []sarifLogical{{FullyQualifiedName: kind + "/" + res.Namespace + "/" + res.Name + "/" + f.Field, Kind: "member"}}}
 	if line := f.Line; line > 0 {
 		loc.Physical.Region = &sarifRegion{StartLine: line}
 	} else if res.Line > 0 {
 		loc.Physical.Region = &sarifRegion{StartLine: res.Line}
 	}
 	return sarifResult{RuleID: f.Rule, RuleIndex: ruleIndex(f.Rule), Level: level,
-		Message: sarifText{res.Kind + " " + res.Namespace + "/" + res.Name + ": " + msg}, Locations: []sarifLocation{loc}}
+		Message: sarifText{kind + " " + res.Namespace + "/" + res.Name + ": " + msg}, Locations: []sarifLocation{loc}}
 }
 
 // fileURI is a relative URI for a relative path, a file URI for an

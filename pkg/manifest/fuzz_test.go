@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzParse: any input parses or fails with a *Error; every object is
-// JSON with a kind, lies within the input's lines, and its fields are
+// JSON with a kind or has a problem instead, lies within the input's lines, and its fields are
 // located within them too.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Pod}]\n"))
@@ -23,7 +23,11 @@ func FuzzParse(f *testing.F) {
 		}
 		lines := bytes.Count(data, []byte("\n")) + 1
 		for _, o := range objs {
-			if o.Kind == "" || !json.Valid(o.JSON) {
+			if o.Err != nil {
+				if o.JSON != nil {
+					t.Fatalf("object %+v: a problem and JSON", o)
+				}
+			} else if o.Kind == "" || !json.Valid(o.JSON) {
 				t.Fatalf("object %+v: no kind or not JSON", o)
 			}
 			if o.Line < 0 || o.Line > lines {

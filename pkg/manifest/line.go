@@ -42,21 +42,28 @@ func (l Locator) For(o Object) Locator {
 // document holds, such as "items[1].spec.template.spec.dnsConfig.searches[32]"
 // (a missing field is reported where its parent is), or the object's line.
 func (l Locator) FieldLine(path string) int {
+	line, _ := l.Find(path)
+	return line
+}
+
+// Find is FieldLine, and whether the document holds the whole path.
+func (l Locator) Find(path string) (int, bool) {
 	if l.root == nil {
-		return l.fallback
+		return l.fallback, false
 	}
-	n, line := l.root, 0
+	n, line, whole := l.root, 0, true
 	for _, step := range steps(path) {
 		next, at := child(n, step)
 		if next == nil {
+			whole = false
 			break
 		}
 		n, line = next, at
 	}
 	if line == 0 {
-		return l.fallback
+		return l.fallback, false
 	}
-	return l.first + line - 1
+	return l.first + line - 1, whole
 }
 
 // steps splits a field path: "a.b[2].c[x.y/z]" is a, b, 2, c, x.y/z.

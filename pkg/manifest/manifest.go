@@ -1,31 +1,31 @@
 package manifest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
-
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 // Limits bound what one read holds in memory.
 type Limits struct {
-	// MaxFileSize caps one file (or stdin), in bytes.
-	MaxFileSize int64
-	// MaxTotalSize caps all files together, in bytes.
-	MaxTotalSize int64
-	// MaxObjects caps the objects of all files, List items included.
+	// MaxObjectSize caps one object, in bytes of JSON: a document, or
+	// one item of a List. The API server refuses a larger request body,
+	// so a larger object is read as a problem of its own (Object.Err).
+	MaxObjectSize int64
+	// MaxDocumentSize caps one document as read: a List with all its
+	// items. Documents are read one at a time, so a stream may be larger.
+	MaxDocumentSize int64
+	// MaxKeptSize caps the bytes of the objects a read returns with
+	// their JSON (Reader.Keep), all sources together.
+	MaxKeptSize int64
+	// MaxObjects caps the objects of all sources, List items included.
 	MaxObjects int
 }
 
-// DefaultLimits: a file as large as the API server takes a request body
-// (3 MiB), 64 MiB in all, 10,000 objects.
-var DefaultLimits = Limits{MaxFileSize: 3 << 20, MaxTotalSize: 64 << 20, MaxObjects: 10000}
+// DefaultLimits: an object as large as the API server takes a request
+// body (3 MiB), a document of 64 MiB, 64 MiB kept, 10,000 objects.
+var DefaultLimits = Limits{MaxObjectSize: 3 << 20, MaxDocumentSize: 64 << 20, MaxKeptSize: 64 << 20, MaxObjects: 10000}
 
 // Object is one API object and where it was read.
 type Object struct {
@@ -42,11 +42,17 @@ type Object struct {
 	APIVersion, Kind, Namespace, Name string
 	// JSON is the object as JSON.
 	JSON []byte
+	// Err, when set, says why the API server would refuse the object
+	// before it looks at its fields: not a mapping, no kind, a field of
+	// the wrong type, too large. Such an object has no JSON.
+	Err *FieldError
 
 	// raw is the document's text, which starts at file line rawLine (0:
 	// not known); Locator reads them.
 	raw     []byte
 	rawLine int
+	// large: over Limits.MaxObjectSize, kept without its text.
+	large bool
 }
 
 // Prefix is the field path of the object in its document: "items[3]" for
@@ -78,47 +84,31 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Parse splits data, read from source, into its objects: YAML documents
-// separated by "---" lines, or a stream of JSON objects. Empty documents
-// are dropped; Lists (kind List or *List with items) are expanded.
-func Parse(source string, data []byte, maxObjects int) ([]Object, error) {
-	return parse(source, data, 0, maxObjects, nil)
+// FieldError is a problem at one field of an object, with the field path
+// in the API server's form ("metadata.name", "kind").
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
-// parse is Parse for a read that already holds have objects; objects
-// whose kind keep refuses are kept without their JSON and text.
-func parse(source string, data []byte, have, maxObjects int, keep func(kind string) bool) ([]Object, error) {
-	docs, err := split(data)
-	if err != nil {
-		return nil, &Error{Source: source, Err: err}
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Message
 	}
-	var objs []Object
-	for _, d := range docs {
-		got, err := decode(d)
-		if err != nil {
-			return nil, &Error{Source: source, Document: d.index, Err: err}
-		}
-		var items Locator // a List's, parsed once for all its items
-		for i, o := range got {
-			o.Source, o.Document, o.Line = source, d.index, d.line
-			o.raw, o.rawLine = d.raw, d.rawLine
-			if o.Item >= 0 {
-				if i == 0 {
-					items = o.Locator()
-				}
-				o.Line = items.FieldLine(o.Prefix())
-			}
-			if keep != nil && !keep(o.Kind) {
-				o.JSON, o.raw = nil, nil
-			}
-			objs = append(objs, o)
-		}
-		if have+len(objs) > maxObjects {
-			return nil, &Error{Source: source, Document: d.index,
-				Err: fmt.Errorf("more than %d objects in all: split the input", maxObjects)}
-		}
+	return e.Field + ": " + e.Message
+}
+
+// Parse splits data, read from source, into its objects: YAML documents
+// separated by "---" lines, or a stream of JSON values. Empty documents
+// are dropped; Lists (kind List or *List with items) are expanded.
+func Parse(source string, data []byte, maxObjects int) ([]Object, error) {
+	lim := DefaultLimits
+	lim.MaxObjects = maxObjects
+	r := Reader{Limits: lim}
+	if _, err := r.parse(source, bytes.NewReader(data)); err != nil {
+		return nil, err
 	}
-	return objs, nil
+	return r.objs, nil
 }
 
 // doc is one document's JSON with its number and first line.
@@ -128,67 +118,6 @@ type doc struct {
 	line    int
 	raw     []byte
 	rawLine int
-}
-
-// split cuts data into documents as JSON.
-func split(data []byte) ([]doc, error) {
-	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
-	if trimmed := bytes.TrimLeft(data, " \t\n"); len(trimmed) > 0 && trimmed[0] == '{' {
-		return splitJSON(data)
-	}
-	return splitYAML(data)
-}
-
-// splitJSON reads a stream of JSON values.
-func splitJSON(data []byte) ([]doc, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var docs []doc
-	for n := 1; ; n++ {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: invalid JSON: %w", n, err)
-		}
-		end := int(dec.InputOffset())
-		start := end - len(raw)
-		line := 1 + bytes.Count(data[:start], []byte("\n"))
-		docs = append(docs, doc{json: raw, index: n, line: line, raw: raw, rawLine: line})
-	}
-}
-
-// splitYAML reads YAML documents with apimachinery's reader, as kubectl
-// does, and finds each document's line in data.
-func splitYAML(data []byte) ([]doc, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs []doc
-	cursor := 0
-	for n := 1; ; n++ {
-		raw, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", n, err)
-		}
-		line, rawLine := 0, 0
-		if i := bytes.Index(data[cursor:], bytes.TrimSuffix(raw, []byte("\n"))); i >= 0 {
-			at := cursor + i
-			cursor = at + len(raw) - 1
-			rawLine = 1 + bytes.Count(data[:at], []byte("\n"))
-			line = rawLine + leadingLines(raw)
-		}
-		js, err := yaml.YAMLToJSON(raw)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: invalid YAML: %s", n, oneLine(err))
-		}
-		if t := bytes.TrimSpace(js); bytes.Equal(t, []byte("null")) {
-			continue // blank, only comments, or null
-		}
-		docs = append(docs, doc{json: js, index: n, line: line, raw: raw, rawLine: rawLine})
-	}
 }
 
 // leadingLines counts the blank, comment and "---" lines that open a
@@ -216,39 +145,37 @@ type head struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-// decode reads one document: an object, or a List of objects.
-func decode(d doc) ([]Object, error) {
+// decode reads one document: an object, or a List of objects. An object
+// that cannot be used carries its problem in Err.
+func decode(d doc, maxObject int64) []Object {
 	h, err := readHead(d.json)
-	if err != nil {
-		return nil, err
-	}
-	if !isList(h) {
-		return []Object{object(h, d.json, -1)}, nil
+	if err != nil || !isList(h) {
+		return []Object{object(h, d.json, -1, err, maxObject)}
 	}
 	objs := make([]Object, 0, len(h.Items))
 	for i, item := range h.Items {
 		ih, err := readHead(item)
-		if err != nil {
-			return nil, fmt.Errorf("items[%d]: %w", i, err)
-		}
-		objs = append(objs, object(ih, item, i))
+		objs = append(objs, object(ih, item, i, err, maxObject))
 	}
-	return objs, nil
+	return objs
 }
 
-func readHead(js []byte) (head, error) {
+func readHead(js []byte) (head, *FieldError) {
 	var h head
 	if t := bytes.TrimSpace(js); len(t) == 0 || t[0] != '{' {
-		return h, errors.New("not an object: a Kubernetes manifest is a mapping with apiVersion and kind")
+		return h, &FieldError{Message: "not an object: a Kubernetes manifest is a mapping with apiVersion and kind"}
 	}
 	if err := json.Unmarshal(js, &h); err != nil {
-		return h, fmt.Errorf("not a Kubernetes object: %s", oneLine(err))
+		if fe, ok := TypeError(js, err); ok {
+			return h, fe
+		}
+		return h, &FieldError{Message: "not a Kubernetes object: " + oneLine(err)}
 	}
 	if h.Kind == "" {
-		return h, errors.New("kind: Required value")
+		return h, &FieldError{Field: "kind", Message: "Required value"}
 	}
 	if h.APIVersion == "" {
-		return h, errors.New("apiVersion: Required value")
+		return h, &FieldError{Field: "apiVersion", Message: "Required value"}
 	}
 	return h, nil
 }
@@ -259,9 +186,17 @@ func isList(h head) bool {
 	return strings.HasSuffix(h.Kind, "List") && h.Items != nil
 }
 
-func object(h head, js []byte, item int) Object {
-	return Object{Item: item, APIVersion: h.APIVersion, Kind: h.Kind,
-		Namespace: h.Metadata.Namespace, Name: h.Metadata.Name, JSON: js}
+func object(h head, js []byte, item int, err *FieldError, maxObject int64) Object {
+	o := Object{Item: item, APIVersion: h.APIVersion, Kind: h.Kind,
+		Namespace: h.Metadata.Namespace, Name: h.Metadata.Name, JSON: js, Err: err}
+	if err == nil && int64(len(js)) > maxObject {
+		o.Err = &FieldError{Message: fmt.Sprintf("Request entity too large: the object is %d bytes of JSON and the API server takes a request of at most %d", len(js), maxObject)}
+		o.large = true
+	}
+	if o.Err != nil {
+		o.JSON = nil
+	}
+	return o
 }
 
 func oneLine(err error) string {

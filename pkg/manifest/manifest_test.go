@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -69,10 +70,6 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"bad YAML in document 2", "apiVersion: v1\nkind: Pod\n---\nkind: [\n", "f.yaml: document 2: invalid YAML: "},
 		{"bad separator", "apiVersion: v1\nkind: Pod\n--- x\n", "f.yaml: document 1: invalid Yaml document separator"},
-		{"scalar", "hello\n", "f.yaml: document 1: not an object"},
-		{"no kind", "apiVersion: v1\n", "f.yaml: document 1: kind: Required value"},
-		{"no apiVersion", "kind: Pod\n", "f.yaml: document 1: apiVersion: Required value"},
-		{"bad List item", "apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Pod}, 3]\n", "f.yaml: document 1: items[1]: not an object"},
 		{"bad JSON", "{\"kind\": \"Pod\"}\n{\"kind\": ", "f.yaml: document 2: invalid JSON"},
 		{"too many objects", strings.Repeat("apiVersion: v1\nkind: Pod\n---\n", 4), "f.yaml: document 4: more than 3 objects in all"},
 	}
@@ -87,6 +84,90 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %T is not a *manifest.Error", err)
 			}
 		})
+	}
+}
+
+// TestParseObjectErrors: a document that parses but is no usable object
+// is an object with a problem at its line, not a failed read.
+func TestParseObjectErrors(t *testing.T) {
+	tests := []struct {
+		name, in string
+		line     int
+		want     FieldError
+	}{
+		{"scalar", "hello\n", 1, FieldError{Message: "not an object: a Kubernetes manifest is a mapping with apiVersion and kind"}},
+		{"no kind", "# c\napiVersion: v1\n", 2, FieldError{Field: "kind", Message: "Required value"}},
+		{"no apiVersion", "kind: Pod\n", 1, FieldError{Field: "apiVersion", Message: "Required value"}},
+		{"bad List item", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod}\n- 3\n", 5,
+			FieldError{Message: "not an object: a Kubernetes manifest is a mapping with apiVersion and kind"}},
+		{"name of the wrong type", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: 12\n", 1,
+			FieldError{Field: "metadata.name", Message: "Invalid value: 12: must be a string, not a number: the API server refuses the object (quote it: \"12\"; helm --set-string keeps it a string)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := Parse("f.yaml", []byte(tc.in), 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := objs[len(objs)-1]
+			if o.Err == nil || *o.Err != tc.want || o.JSON != nil || o.Line != tc.line {
+				t.Fatalf("got line %d, JSON %q, problem %+v; want line %d, no JSON, %+v", o.Line, o.JSON, o.Err, tc.line, tc.want)
+			}
+		})
+	}
+}
+
+// TestTypeError: encoding/json's field path gets its list indexes back,
+// at the first value of the kind it names.
+func TestTypeError(t *testing.T) {
+	js := []byte(`{"spec": {"template": {"spec": {"dnsConfig": {"options": [{"name": "a"}, {"name": "ndots", "value": 2}], "searches": [["x"]]}, "hostNetwork": "yes"}}}}`)
+	tests := []struct {
+		name string
+		into any
+		want string
+	}{
+		{"number for a string", &struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						DNSConfig struct {
+							Options []struct {
+								Name  string  `json:"name"`
+								Value *string `json:"value"`
+							} `json:"options"`
+						} `json:"dnsConfig"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}{}, "spec.template.spec.dnsConfig.options[1].value: Invalid value: 2: must be a string, not a number"},
+		{"list for a string, found from a suffix", &struct {
+			Spec struct {
+				DNSConfig struct {
+					Searches []string `json:"searches"`
+				} `json:"dnsConfig"`
+			} `json:"spec"`
+		}{}, "spec.template.spec.dnsConfig.searches[0]: Invalid value: array: must be a string, not a list"},
+		{"string for a bool", &struct {
+			Spec struct {
+				HostNetwork bool `json:"hostNetwork"`
+			} `json:"spec"`
+		}{}, "spec.template.spec.hostNetwork: Invalid value: \"yes\": must be true or false, not a string"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			part := js
+			if tc.name != "number for a string" {
+				part = []byte(`{"spec": {"dnsConfig": {"searches": [["x"]]}, "hostNetwork": "yes"}}`)
+			}
+			err := json.Unmarshal(part, tc.into)
+			fe, ok := TypeError(js, err)
+			if !ok || !strings.HasPrefix(fe.Error(), tc.want) {
+				t.Fatalf("TypeError(%v) = %v, %v; want %q...", err, fe, ok, tc.want)
+			}
+		})
+	}
+	if _, ok := TypeError(js, errors.New("other")); ok {
+		t.Error("TypeError takes an error that is no type error")
 	}
 }
 
@@ -138,33 +219,67 @@ func TestReadLimits(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "a.yaml", pod("a")+"---\n"+pod("b"))
 	write(t, dir, "big.yaml", pod("big")+"# "+strings.Repeat("x", 200)+"\n")
-	lim := Limits{MaxFileSize: 100, MaxTotalSize: 1000, MaxObjects: 10}
+	write(t, dir, "empty.yaml", "# nothing\n---\n\n")
+	write(t, dir, "empty/a.yaml", "")
+	lim := Limits{MaxObjectSize: 100, MaxDocumentSize: 150, MaxKeptSize: 1000, MaxObjects: 10}
 	tests := []struct {
 		name    string
 		lim     Limits
 		sources []string
+		stdin   string
 		want    string
 	}{
-		{"file size", lim, []string{filepath.Join(dir, "big.yaml")}, "big.yaml: larger than 100 bytes"},
-		{"total size", Limits{MaxFileSize: 100, MaxTotalSize: 100, MaxObjects: 10},
-			[]string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml")}, "input is larger than 100 bytes in all"},
-		{"objects across files", Limits{MaxFileSize: 100, MaxTotalSize: 1000, MaxObjects: 3},
-			[]string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml")}, "a.yaml: document 2: more than 3 objects in all"},
-		{"missing", lim, []string{filepath.Join(dir, "nope.yaml")}, "nope.yaml: no such file or directory"},
-		{"stdin unset", lim, []string{Stdin}, "stdin: no standard input"},
-		{"stdin too large", lim, []string{Stdin}, "stdin: larger than 100 bytes"},
+		{"document size", lim, []string{filepath.Join(dir, "big.yaml")}, "", "big.yaml: document 1: larger than 150 bytes"},
+		{"kept size", Limits{MaxObjectSize: 100, MaxDocumentSize: 100, MaxKeptSize: 100, MaxObjects: 10},
+			[]string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml")}, "", "the objects to check hold more than 100 bytes in all"},
+		{"objects across files", Limits{MaxObjectSize: 100, MaxDocumentSize: 150, MaxKeptSize: 1 << 20, MaxObjects: 10},
+			[]string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml")}, "", "a.yaml: document 1: more than 10 objects in all"},
+		{"missing", lim, []string{filepath.Join(dir, "nope.yaml")}, "", "nope.yaml: no such file or directory"},
+		{"stdin unset", lim, []string{Stdin}, "", "stdin: no standard input"},
+		{"stdin too large", lim, []string{Stdin}, strings.Repeat("#", 300), "stdin: document 1: larger than 150 bytes"},
+		{"one line too long", lim, []string{Stdin}, "apiVersion: v1\nkind: ConfigMap\ndata: {a: " + strings.Repeat("x", 1<<20), "stdin: document 1: larger than 150 bytes"},
+		{"stdin empty", lim, []string{Stdin}, "", "stdin: no objects: the input is empty"},
+		{"stdin only comments", lim, []string{Stdin}, "# helm: nothing\n---\n\n", "stdin: no objects"},
+		{"file empty", lim, []string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "empty.yaml")}, "", "empty.yaml: no objects"},
+		{"directory empty", lim, []string{filepath.Join(dir, "empty")}, "", "empty: no objects"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Reader{Limits: tc.lim}
-			if tc.name == "stdin too large" {
-				r.Stdin = strings.NewReader(strings.Repeat("#", 101))
+			if tc.name != "stdin unset" {
+				r.Stdin = strings.NewReader(tc.stdin)
 			}
 			_, _, err := r.Read(context.Background(), tc.sources)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReadPerObject: the size limit is each object's. A stream of many
+// objects passes it; an object over it is a problem of its own, and the
+// next object is read as usual.
+func TestReadPerObject(t *testing.T) {
+	var in strings.Builder
+	for i := range 50 {
+		in.WriteString(pod(fmt.Sprintf("p%d", i)) + "---\n")
+	}
+	in.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {a: " + strings.Repeat("x", 300) + "}\n---\n" + pod("last"))
+	r := Reader{Limits: Limits{MaxObjectSize: 100, MaxDocumentSize: 1000, MaxKeptSize: 1 << 20, MaxObjects: 100}, Stdin: strings.NewReader(in.String())}
+	objs, _, err := r.Read(context.Background(), []string{Stdin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 52 {
+		t.Fatalf("read %d objects, want 52", len(objs))
+	}
+	big, last := objs[50], objs[51]
+	if big.Err == nil || !strings.HasPrefix(big.Err.Message, "Request entity too large") || big.JSON != nil || big.Line != 201 || big.Name != "big" {
+		t.Errorf("big object: %+v at line %d", big.Err, big.Line)
+	}
+	if last.Err != nil || last.Name != "last" || last.Line != 206 {
+		t.Errorf("last object: %+v %s at line %d, want last at line 206", last.Err, last.Name, last.Line)
 	}
 }
 
