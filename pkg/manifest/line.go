@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -10,8 +11,10 @@ import (
 // Locator finds the line of a field in one object's document.
 type Locator struct {
 	root *yaml.Node
-	// first is the file line of the document text's first line.
-	first int
+	// first and last are the file lines of the document text's first
+	// and last line, counted in '\n's (YAML also breaks lines at a lone
+	// '\r'; a line past last is last).
+	first, last int
 	// fallback is the object's line.
 	fallback int
 }
@@ -19,7 +22,7 @@ type Locator struct {
 // Locator parses the object's document for FieldLine. It is cheap to
 // skip: call it only for an object with findings.
 func (o Object) Locator() Locator {
-	l := Locator{first: o.rawLine, fallback: o.Line}
+	l := Locator{first: o.rawLine, last: o.rawLine + bytes.Count(bytes.TrimSuffix(o.raw, []byte("\n")), []byte("\n")), fallback: o.Line}
 	if o.rawLine == 0 || o.raw == nil {
 		return l
 	}
@@ -63,7 +66,7 @@ func (l Locator) Find(path string) (int, bool) {
 	if line == 0 {
 		return l.fallback, false
 	}
-	return l.first + line - 1, whole
+	return min(l.first+line-1, l.last), whole
 }
 
 // steps splits a field path: "a.b[2].c[x.y/z]" is a, b, 2, c, x.y/z.
