@@ -65,9 +65,10 @@ func TestChartPreflight(t *testing.T) {
 			want: []string{"nodeLocal.ip 169.254.20.10 is NodeLocal DNSCache's: ConfigMap kube-system/node-local-dns binds it"}},
 		{name: "beside NodeLocal DNSCache on another address", nodeCache: true, sets: []string{"nodeLocal.ip=169.254.20.11"}},
 		{name: "beside NodeLocal DNSCache without node-local", nodeCache: true, sets: []string{"nodeLocal.enabled=false"}},
-		{name: "replace-coredns, kube-dns not handed over", sets: []string{"placement=replace-coredns", "cluster.dns=10.96.0.10", "cluster.dnsUpstream=10.96.0.11"},
+		// cluster.dns left empty takes kube-dns's address: only the hand-over is missing.
+		{name: "replace-coredns, kube-dns not handed over", sets: []string{"placement=replace-coredns"},
 			want: []string{"Service kube-system/kube-dns exists and is not this release's", "meta.helm.sh/release-name=dnsconfigurer meta.helm.sh/release-namespace=kube-system"}},
-		{name: "replace-coredns at another address", sets: []string{"placement=replace-coredns"},
+		{name: "replace-coredns at another address", sets: []string{"placement=replace-coredns", "cluster.dns=10.96.0.53"},
 			want: []string{"cluster.dns 10.96.0.53: placement replace-coredns keeps Service kube-system/kube-dns, which is at 10.96.0.10; set cluster.dns=10.96.0.10"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,7 +20,7 @@
 {{/* The agents' --node-local-dns: the node-local stage, else none (the cluster DNS). */}}
 {{- define "dnsconfigurer.nodeLocalDNSArg" -}}
 {{- if .Values.nodeLocal.enabled }}
-- --node-local-dns={{ .Values.nodeLocal.ip }},{{ .Values.cluster.dns }}
+- --node-local-dns={{ .Values.nodeLocal.ip }},{{ include "dnsconfigurer.clusterDNS" . }}
 {{- end -}}
 {{- end -}}
 
@@ -68,5 +68,22 @@ it once per file: each call of a new one makes another.
 {{- $cert := genSignedCert $cn nil (list $cn "dnsconfigurer-webhook.dnsconfigurer.svc.cluster.local" "dnsconfigurer-webhook.dnsconfigurer" "dnsconfigurer-webhook") 3650 $ca -}}
 {{- dict "ca" ($ca.Cert | b64enc) "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc) | toJson -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The cluster DNS Service's address: cluster.dns, else by placement:
+side-by-side 10.96.0.53 (free beside kubeadm's kube-dns), replace-coredns
+the address of kube-system/kube-dns (lookup; 10.96.0.10, kubeadm's, under
+helm template).
+*/}}
+{{- define "dnsconfigurer.clusterDNS" -}}
+{{- if .Values.cluster.dns -}}
+{{ .Values.cluster.dns }}
+{{- else if eq .Values.placement "replace-coredns" -}}
+{{- $s := lookup "v1" "Service" "kube-system" "kube-dns" -}}
+{{- if and $s $s.spec $s.spec.clusterIP -}}{{ $s.spec.clusterIP }}{{- else -}}10.96.0.10{{- end -}}
+{{- else -}}
+10.96.0.53
 {{- end -}}
 {{- end -}}
