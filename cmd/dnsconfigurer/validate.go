@@ -50,7 +50,8 @@ that kind.
 
 Exit status: 0 no error finding, 1 an error finding, 2 input that cannot be
 read (no such file, not YAML or JSON, no objects at all) or a bad flag. With
--o sarif the output is a SARIF 2.1.0 log even then.`
+-o sarif, input that cannot be read still gives a SARIF 2.1.0 log, with the
+error as its invocation's notification.`
 
 func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("validate", stderr, validateUsage)
