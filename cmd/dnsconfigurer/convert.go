@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -16,19 +18,40 @@ import (
 const exitDropped = 3
 
 type convertFlags struct {
-	out, configMap, namespace, importDir string
+	format, output, configMap, namespace, importDir string
 }
 
+const convertUsage = `usage: dnsconfigurer convert [-o yaml|json] [--output FILE] [--configmap NAME [--namespace NS]] [--import-dir DIR] FILE|-
+
+FILE (- for stdin) is one of, as YAML or JSON where it is a ConfigMap:
+  a Corefile;
+  a coredns ConfigMap (data.Corefile; its other keys are the files its imports read);
+  a kube-dns ConfigMap (data.stubDomains, data.upstreamNameservers);
+  NodeLocal DNSCache's ConfigMap (node-local-dns), converted to a mode: node-local config;
+  a manifest of several documents, a kubectl get -o yaml List or a kubectl edit
+  fragment (data: / Corefile: |) holding one of these ConfigMaps: the one named
+  coredns is taken when there are several, and the report's first line says which;
+  AKS's and k3s's coredns-custom ConfigMap, in the same input as the coredns one,
+  for the files its imports read (alone it is refused).
+The ServerConfiguration (with --configmap: the ConfigMap holding it) goes to
+stdout, or to --output FILE, as -o asks: yaml (the default) or json. The report
+goes to stderr, one line a directive. Exit 0: all converted (differences
+allowed); 3: something was dropped; 1: the input is invalid; 2: bad flags or
+unreadable input.`
+
 func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("convert", stderr, "usage: dnsconfigurer convert [-o FILE] [--configmap NAME [--namespace NS]] [--import-dir DIR] FILE|-\n"+
-		"\nFILE is a Corefile, a coredns ConfigMap (data.Corefile) or a kube-dns ConfigMap\n(data.stubDomains, data.upstreamNameservers). The report goes to stderr, one line\na directive. Exit 0: all converted (differences allowed); 3: something was\ndropped; 1: the input is invalid; 2: bad flags or unreadable input.")
+	fs := newFlagSet("convert", stderr, convertUsage)
 	var f convertFlags
-	fs.StringVar(&f.out, "o", "", "write the ServerConfiguration to FILE instead of stdout")
+	fs.StringVar(&f.format, "o", outYAML, "output format: yaml or json")
+	fs.StringVar(&f.output, "output", "", "write the result to `FILE` instead of stdout")
 	fs.StringVar(&f.configMap, "configmap", "", "wrap it in a ConfigMap of this name, key "+corefile.ConfigKey)
 	fs.StringVar(&f.namespace, "namespace", "kube-system", "the ConfigMap's namespace (with --configmap)")
 	fs.StringVar(&f.importDir, "import-dir", "", "directory of the files a Corefile imports (default: the import's own directory; for a ConfigMap, its other keys)")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
+	}
+	if err := checkConvertFormat(f.format); err != nil {
+		return usageExit(stderr, "convert", err)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "convert: want one input file (or - for stdin)")
@@ -109,21 +132,50 @@ func convertSource(name string, src corefile.Source, importDir string, toConfigM
 		&corefile.ConfigMapKeys{Data: data, Carry: toConfigMap, CheckKey: validation.IsConfigMapKey})
 }
 
+// checkConvertFormat checks -o. Before it was the format, -o was the
+// output file: a value that looks like a path says where that went.
+func checkConvertFormat(format string) error {
+	err := checkOutput(format, outYAML, outJSON)
+	if err == nil {
+		return nil
+	}
+	if _, statErr := os.Stat(format); statErr == nil || strings.ContainsAny(format, "/.") {
+		return fmt.Errorf("%w; -o is the output format: to write a file use --output FILE", err)
+	}
+	return err
+}
+
+// write prints the result as -o asks, to --output or stdout. YAML starts
+// with a comment naming the input; JSON has no comments. The ConfigMap's
+// config.yaml is YAML either way.
 func (f *convertFlags) write(r corefile.Result, from string, stdout io.Writer) error {
-	b, err := yaml.Marshal(r.Config)
-	if err != nil {
-		return fmt.Errorf("encode yaml: %w", err)
-	}
-	head := "# converted by `dnsconfigurer convert` from " + from + "\n"
-	if f.configMap != "" {
-		if b, err = r.ConfigMap(f.configMap, f.namespace, head+string(b)); err != nil {
-			return err
-		}
-	}
-	out := append([]byte(head), b...)
-	if f.out == "" {
-		_, err = stdout.Write(out)
+	var cfg bytes.Buffer
+	if err := writeOutput(&cfg, outYAML, r.Config); err != nil {
 		return err
 	}
-	return os.WriteFile(f.out, out, 0o644)
+	head := "# converted by `dnsconfigurer convert` from " + from + "\n"
+	var v any = r.Config
+	out := append([]byte(head), cfg.Bytes()...)
+	if f.configMap != "" {
+		cm, err := r.ConfigMap(f.configMap, f.namespace, string(out))
+		if err != nil {
+			return err
+		}
+		out = append([]byte(head), cm...)
+		if err := yaml.Unmarshal(cm, &v); err != nil {
+			return fmt.Errorf("decode the configmap: %w", err)
+		}
+	}
+	if f.format == outJSON {
+		var b bytes.Buffer
+		if err := writeOutput(&b, outJSON, v); err != nil {
+			return err
+		}
+		out = b.Bytes()
+	}
+	if f.output == "" {
+		_, err := stdout.Write(out)
+		return err
+	}
+	return os.WriteFile(f.output, out, 0o644)
 }

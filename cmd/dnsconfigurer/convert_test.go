@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -54,6 +55,18 @@ func TestConvert(t *testing.T) {
 			stderr: []string{"Corefile:3", "Unknown directive 'forwardd'"}},
 		{name: "bad stub domains", stdin: "kind: ConfigMap\ndata:\n  stubDomains: '[1'\n", args: []string{"-"}, code: exitFail,
 			stderr: []string{"data.stubDomains: not a JSON object"}},
+		{name: "json", args: []string{"-o", "json", examples + "kubeadm/Corefile"}, code: exitOK,
+			stdout: []string{"{\n  \"apiVersion\": \"dnsconfigurer.io/v1alpha1\",\n", "  \"clusterDomain\": \"cluster.local\",\n"}, stderr: []string{"11 directives: 9 converted, 2 differ, 0 dropped"}, configFrom: "stdout"},
+		{name: "json dropped", args: []string{"-o", "json", "--import-dir", examples + "aks/custom", examples + "aks/configmap.yaml"}, code: exitDropped,
+			stdout: []string{`"zone": "puglife.world"`}, stderr: []string{"2 dropped"}},
+		{name: "json configmap", args: []string{"-o", "json", "--configmap", "dnsconfigurer-dns", examples + "k3s-kubectl/configmap.yaml"}, code: exitOK,
+			stdout: []string{"{\n  \"apiVersion\": \"v1\",\n", `"kind": "ConfigMap"`, `"NodeHosts": "192.168.1.10 k3s-server\n192.168.1.11 k3s-agent-1\n"`, `"config.yaml": "# converted by`}},
+		{name: "-o an unknown format", args: []string{"-o", "xml", examples + "eks/Corefile"}, code: exitUsage, stderr: []string{"convert: -o \"xml\": must be yaml or json\n"}},
+		// -o FILE was the output file before --output.
+		{name: "-o a file name", args: []string{"-o", "config.yaml", examples + "eks/Corefile"}, code: exitUsage,
+			stderr: []string{"convert: -o \"config.yaml\": must be yaml or json; -o is the output format: to write a file use --output FILE\n"}},
+		{name: "-o a path", args: []string{"-o", "out/cm", examples + "eks/Corefile"}, code: exitUsage, stderr: []string{"to write a file use --output FILE"}},
+		{name: "-o an existing file", args: []string{"-o", "testdata", examples + "eks/Corefile"}, code: exitUsage, stderr: []string{"to write a file use --output FILE"}},
 		{name: "missing file", args: []string{"/nonexistent/Corefile"}, code: exitUsage, stderr: []string{"/nonexistent/Corefile"}},
 		{name: "no file", code: exitUsage, stderr: []string{"want one input file"}},
 	} {
@@ -83,12 +96,12 @@ func hostsKeyConfigMap(key string) string {
 	return "kind: ConfigMap\ndata:\n  Corefile: |\n    .:53 {\n      hosts /etc/coredns/" + key + " {\n        fallthrough\n      }\n      forward . 10.0.0.53\n    }\n  " + key + ": |\n    10.0.0.1 a\n"
 }
 
-// TestConvertConfigMapFile: --configmap -o on `kubectl get configmap
-// coredns -o yaml` output writes a ConfigMap with exactly config.yaml, valid,
+// TestConvertConfigMapFile: --configmap --output on `kubectl get
+// configmap coredns -o yaml` output writes a ConfigMap with exactly config.yaml, valid,
 // and the hosts key, where the configuration's hosts.file points.
 func TestConvertConfigMapFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cm.yaml")
-	code, out, errOut := run(t, "", "convert", "--configmap", "dnsconfigurer-dns", "-o", path, examples+"k3s-kubectl/configmap.yaml")
+	code, out, errOut := run(t, "", "convert", "--configmap", "dnsconfigurer-dns", "--output", path, examples+"k3s-kubectl/configmap.yaml")
 	if code != exitOK || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
@@ -119,10 +132,10 @@ func TestConvertConfigMapFile(t *testing.T) {
 	}
 }
 
-// TestConvertOutputFile: -o writes the file and nothing to stdout.
+// TestConvertOutputFile: --output writes the file and nothing to stdout.
 func TestConvertOutputFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
-	code, out, errOut := run(t, "", "convert", "-o", path, examples+"k3s/configmap.yaml")
+	code, out, errOut := run(t, "", "convert", "--output", path, examples+"k3s/configmap.yaml")
 	if code != exitOK || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
@@ -132,5 +145,66 @@ func TestConvertOutputFile(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "file: /etc/coredns/NodeHosts") {
 		t.Errorf("%s:\n%s", path, b)
+	}
+}
+
+// TestConvertFormats: -o json is the same object as -o yaml (the default),
+// the ServerConfiguration or the ConfigMap, indented, with a trailing
+// newline; --output writes the format asked.
+func TestConvertFormats(t *testing.T) {
+	formats := []struct {
+		name   string
+		flags  []string
+		json   bool
+		output bool // --output FILE
+	}{
+		{"default", nil, false, false},
+		{"yaml", []string{"-o", "yaml"}, false, false},
+		{"json", []string{"-o", "json"}, true, false},
+		{"json to a file", []string{"-o", "json"}, true, true},
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"corefile", []string{examples + "kubeadm/Corefile"}},
+		{"kube-dns", []string{examples + "kubedns/configmap.yaml"}},
+		{"configmap", []string{"--configmap", "dnsconfigurer-dns", "--namespace", "dns", examples + "k3s-kubectl/configmap.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want any
+			for _, f := range formats {
+				args := append(append([]string{"convert"}, f.flags...), tc.args...)
+				file := filepath.Join(t.TempDir(), "out")
+				if f.output {
+					args = append(append([]string{"convert", "--output", file}, f.flags...), tc.args...)
+				}
+				code, out, errOut := run(t, "", args...)
+				if code != exitOK {
+					t.Fatalf("%v: exit %d, stderr:\n%s", args, code, errOut)
+				}
+				if f.output {
+					b, err := os.ReadFile(file)
+					if err != nil || out != "" {
+						t.Fatalf("%v: stdout %q, %v", args, out, err)
+					}
+					out = string(b)
+				}
+				isJSON := strings.HasPrefix(out, "{\n  \"apiVersion\": ") && strings.HasSuffix(out, "\n}\n")
+				isYAML := strings.HasPrefix(out, "# converted by `dnsconfigurer convert` from ")
+				if isJSON != f.json || isYAML == f.json {
+					t.Errorf("%v: not %s:\n%s", args, f.name, out)
+				}
+				var v any
+				if err := yaml.Unmarshal([]byte(out), &v); err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+				if want == nil {
+					want = v
+				} else if !reflect.DeepEqual(v, want) {
+					t.Errorf("%v differs from the default:\n%v\n%v", args, v, want)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/explain"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
@@ -26,14 +28,14 @@ var explainAdapters = func(rc *rest.Config, client kubernetes.Interface) (explai
 }
 
 func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json] [--agent-namespace NS] [--timeout 30s] [--no-exec]\n\n"+
+	fs := newFlagSet("explain", stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json|yaml] [--agent-namespace NS] [--timeout 30s] [--no-exec]\n\n"+
 		"Reads the pod, the node settings its node's agent publishes at "+nodesettings.Path+" (port-forward to the agent's\n"+
 		"metrics port), computes the pod's resolv.conf with its trace, and compares each running container's\n"+
 		"/etc/resolv.conf (exec cat). Needs: get pods, list pods in the agent namespace, create pods/portforward\n"+
 		"there, create pods/exec (unless --no-exec), get namespaces (with the agent's namespaceLabels).\n\nflags:")
 	var kube kubectlFlags
 	kube.register(fs)
-	out := fs.String("o", "text", "output: text (a resolv.conf with # comments) or json")
+	out := fs.String("o", "text", "output: text (a resolv.conf with # comments), json or yaml")
 	agentNS := fs.String("agent-namespace", explain.DefaultAgentNamespace, "namespace of the shim or nri DaemonSet's pods")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound of each API server step (get, list, port-forward, exec)")
 	noExec := fs.Bool("no-exec", false, "do not read the containers' /etc/resolv.conf (no pods/exec needed)")
@@ -42,7 +44,7 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return exitOK
 	}
 	if err == nil {
-		err = checkOutput(*out, explain.FormatText, explain.FormatJSON)
+		err = checkOutput(*out, explain.FormatText, explain.FormatJSON, outYAML)
 	}
 	if err == nil && *timeout <= 0 {
 		err = fmt.Errorf("--timeout %s: must be positive", *timeout)
@@ -108,9 +110,24 @@ func explainCompute(warn io.Writer, f explain.Facts) (explain.Computed, error) {
 }
 
 // writeExplain prints the facts as -o asks; it is explain's pure part.
+// yaml is the json report converted, its control characters escaped as
+// the json's are.
 func writeExplain(stdout, stderr io.Writer, out string, f explain.Facts) int {
-	if explain.Write(stdout, stderr, out, f, explainCompute) != nil {
+	if out != outYAML {
+		if explain.Write(stdout, stderr, out, f, explainCompute) != nil {
+			return exitFail
+		}
+		return exitOK
+	}
+	var j bytes.Buffer
+	if explain.Write(&j, stderr, explain.FormatJSON, f, explainCompute) != nil {
 		return exitFail
 	}
+	y, err := yaml.JSONToYAML(j.Bytes())
+	if err != nil {
+		fmt.Fprintf(stderr, "explain: encode yaml: %v\n", err)
+		return exitFail
+	}
+	stdout.Write(y)
 	return exitOK
 }

@@ -132,7 +132,7 @@ func TestExplainFlags(t *testing.T) {
 	}{
 		{[]string{"explain"}, "explain: want one POD argument, got 0\n"},
 		{[]string{"explain", "a", "b"}, "explain: want one POD argument, got 2\n"},
-		{[]string{"explain", "web", "-o", "yaml"}, "explain: -o \"yaml\": must be text or json\n"},
+		{[]string{"explain", "web", "-o", "xml"}, "explain: -o \"xml\": must be text, json or yaml\n"},
 		{[]string{"explain", "web", "--timeout", "0s"}, "explain: --timeout 0s: must be positive\n"},
 		{[]string{"explain", "web"}, "explain: no API server: give --kubeconfig, set $KUBECONFIG or write ~/.kube/config\n"},
 	} {

@@ -8,7 +8,8 @@ import (
 )
 
 // newFlagSet is the flag set of the command name: its errors and its usage
-// go to stderr, the usage text first, then the flags.
+// go to stderr, the usage text first, then the flags. A stderr that is a
+// flagRecorder is handed the flag set.
 func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -16,7 +17,18 @@ func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
 		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
 	}
+	if r, ok := stderr.(flagRecorder); ok {
+		r.recordFlags(fs)
+	}
 	return fs
+}
+
+// flagRecorder is a stderr that keeps the flag sets made for it.
+// Completion runs each command with -h and such a stderr, so the scripts
+// come from the flags the commands really define.
+type flagRecorder interface {
+	io.Writer
+	recordFlags(fs *flag.FlagSet)
 }
 
 // usageExit prints err after the command's name on stderr and is

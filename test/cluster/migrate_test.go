@@ -366,7 +366,7 @@ func (m *migration) convert(t *testing.T, ctx context.Context) {
 	if err := os.WriteFile(in, []byte(cm), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, c.Product, "convert", "--configmap", "dnsconfigurer-dns", "-o", filepath.Join(m.myDNS, "dns-config", "cm.yaml"), in)
+	cmd := exec.CommandContext(ctx, c.Product, "convert", "--configmap", "dnsconfigurer-dns", "--output", filepath.Join(m.myDNS, "dns-config", "cm.yaml"), in)
 	report, err := cmd.CombinedOutput()
 	t.Logf("dnsconfigurer convert:\n%s", report)
 	if err != nil {

@@ -223,7 +223,7 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 
 	// convert
 	config := filepath.Join(work, "config.yaml")
-	args := []string{"convert", "-o", config}
+	args := []string{"convert", "--output", config}
 	if len(custom) > 0 && c.input != "Corefile" {
 		args = append(args, "--import-dir", filepath.Join(work, "custom"))
 	}

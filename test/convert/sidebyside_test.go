@@ -116,9 +116,9 @@ func TestSideBySide(t *testing.T) {
 			input, corefileText := ex.prepare(t, dir, rw)
 			cd, cdExited := startCoreDNS(t, corednsBin, dir, corefileText)
 			config := filepath.Join(dir, "config.yaml")
-			args := []string{"convert", "-o", config, input}
+			args := []string{"convert", "--output", config, input}
 			if ex.custom != "" {
-				args = []string{"convert", "--import-dir", filepath.Join(dir, "custom"), "-o", config, input}
+				args = []string{"convert", "--import-dir", filepath.Join(dir, "custom"), "--output", config, input}
 			}
 			out, err := exec.Command(buildbin.Dnsconfigurer(t), args...).CombinedOutput()
 			if code := exitCode(err); code != ex.exit {
