@@ -18,7 +18,9 @@ if [[ $# -ne 3 ]]; then
 	exit 2
 fi
 name=$1 version=$2 pkg=$3
-out="${XDG_CACHE_HOME:-$HOME/.cache}/dnsconfigurer/$name/$version"
+# GOINSTALL_LDFLAGS adds -X settings (the cache directory then carries
+# GOINSTALL_VARIANT, so that a build without them is not taken for one).
+out="${XDG_CACHE_HOME:-$HOME/.cache}/dnsconfigurer/$name/$version${GOINSTALL_VARIANT:+-$GOINSTALL_VARIANT}"
 if [[ -x "$out/$name" ]]; then
 	echo "$out/$name"
 	exit 0
@@ -29,7 +31,7 @@ trap 'rm -rf "$tmp"' EXIT
 start=$SECONDS
 echo "goinstall.sh: building $name $version into $out" >&2
 (cd "$tmp" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOBIN="$tmp" \
-	go install -trimpath -ldflags "-s -w" "$pkg@$version")
+	go install -trimpath -ldflags "-s -w ${GOINSTALL_LDFLAGS:-}" "$pkg@$version")
 mv -f "$tmp/$name" "$out/$name"
 echo "goinstall.sh: done in $((SECONDS - start))s" >&2
 echo "$out/$name"

@@ -23,4 +23,10 @@ if [[ $# -ne 0 ]]; then
 	echo "usage: $0" >&2
 	exit 2
 fi
+# A release of helm carries its version and the Kubernetes version its
+# client-go is (1.34 for v3.19), set by its Makefile with -X; without them
+# helm says v3.19.0+unknown... and takes Kubernetes for v1.20, so a chart
+# needing 1.30 (this one) refuses `helm template` without --kube-version.
+export GOINSTALL_VARIANT=k8s1.34
+export GOINSTALL_LDFLAGS="-X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34"
 exec "$(dirname "${BASH_SOURCE[0]}")/goinstall.sh" helm "$version" helm.sh/helm/v3/cmd/helm
