@@ -6,7 +6,7 @@
 #
 # The binary goes to
 #
-#   ${XDG_CACHE_HOME:-$HOME/.cache}/dnsconfigurer/helm/<version>/helm
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/dnsconfigurer/helm/<version>-k8s1.34/helm
 #
 # and the build is skipped when it is already there. goinstall.sh builds
 # it at the pinned version. test/deploy looks in the same place, or at
