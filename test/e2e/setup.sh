@@ -8,13 +8,14 @@
 # stand-in images are made; musl-tools, whose musl-gcc builds the musl
 # resolver of test/cluster's migration test; nftables, whose nft kube-proxy's nftables
 # mode drives (test/cluster's multi-node run); skopeo, which test/image reads the image
-# archive with as docker load and an OCI archive reader do. It is idempotent: a
+# archive with as docker load and an OCI archive reader do; zsh and fish, which
+# cmd/dnsconfigurer's TestCompletionShells completes in. It is idempotent: a
 # second run installs nothing and only prints the versions. It never starts a
 # containerd of its own and never touches the host's network configuration;
 # the tests start everything themselves inside a network namespace.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates busybox skopeo musl-tools nftables)
+packages=(containerd runc containernetworking-plugins iproute2 iptables conntrack bind9-dnsutils netcat-openbsd ca-certificates busybox skopeo musl-tools nftables zsh fish)
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "test/e2e/setup.sh: must run as root (apt-get install)" >&2
