@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -87,16 +86,8 @@ func (m *migration) setUpKubeDNS(t *testing.T) {
 	if err := c.WaitRollout(ctx, "deployment", "kube-system", "coredns"); err != nil {
 		t.Fatalf("%v\n%s", err, c.logTails(20))
 	}
-	m.ns = namespace(m.outer, c)
-	web, err := c.Client.CoreV1().Services(m.ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	m.want = map[string]string{
-		"web":                web.Spec.ClusterIP,
+		"web":                m.webService(t, ctx),
 		"kubernetes.default": kubernetesIP,
 		"legacy.internal":    HostsA.String(),
 		"www.example.com":    ExternalA.String(),

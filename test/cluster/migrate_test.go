@@ -178,20 +178,13 @@ func (m *migration) setUp(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m.ns = namespace(m.outer, c)
-	web, err := c.Client.CoreV1().Services(m.ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	web := m.webService(t, ctx)
 	registry, err := c.Client.CoreV1().Services("kube-system").Get(ctx, "registry", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.want = map[string]string{
-		"web":                                  web.Spec.ClusterIP,
+		"web":                                  web,
 		"kubernetes.default":                   kubernetesIP,
 		"db.corp.example":                      StubZoneA.String(),
 		"legacy.internal":                      HostsA.String(),
@@ -210,6 +203,20 @@ func (m *migration) setUp(t *testing.T) {
 	for _, r := range resolvers {
 		runPod(t, c, m.ns, m.resolverPod(r.pod, r.binary, r.image))
 	}
+}
+
+// webService makes the test's namespace and its Service "web", and
+// returns the Service's address.
+func (m *migration) webService(t *testing.T, ctx context.Context) string {
+	m.ns = namespace(m.outer, m.c)
+	web, err := m.c.Client.CoreV1().Services(m.ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return web.Spec.ClusterIP
 }
 
 // waitAnswered waits until the cluster DNS address answers name, asked
