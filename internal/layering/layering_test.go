@@ -25,7 +25,7 @@ var core = []struct {
 	{"pkg/autopath", []string{"pkg/policy", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
 	// The sorted set of PTR addresses kept per change (a persistent
 	// sorted map, no I/O, no logger).
-	{"pkg/clusterdns/store", nil, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
+	{"pkg/clusterdns/store", []string{"api/v1alpha1"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
 	{"api/v1alpha1", nil, nil},
 	// The Corefile converter: CoreDNS's own parser, and YAML for a
 	// ConfigMap; it reads only the files an import names.

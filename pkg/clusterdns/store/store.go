@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // PodMode is how pod records (<dashed-ip>.<ns>.pod.<zone>) are answered, as
@@ -133,9 +136,9 @@ type Store struct {
 	records *recordArena
 	// scratch is the lists the last build outside a rebuild made and
 	// dropped, for the next one (build.go), and drafts the drafts of
-	// nodes the builds made and packed (node.go).
+	// nodes the builds made and packed (package pack).
 	scratch buildScratch
-	drafts  draftPool
+	drafts  pack.DraftPool
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -170,10 +173,10 @@ func New(opts Options) (*Store, error) {
 // checkOptions validates opts and returns the lowercase zone with its
 // trailing dot.
 func checkOptions(opts Options) (string, error) {
-	zone := strings.ToLower(strings.TrimSuffix(opts.Zone, "."))
-	if zone == "" || strings.HasPrefix(zone, ".") || strings.Contains(zone, "..") {
-		return "", fmt.Errorf("%w: zone %q", ErrBadOptions, opts.Zone)
+	if err := v1alpha1.ValidateClusterDomain(opts.Zone); err != nil {
+		return "", fmt.Errorf("%w: zone: %w", ErrBadOptions, err)
 	}
+	zone := strings.ToLower(strings.TrimSuffix(opts.Zone, "."))
 	if opts.TTL > MaxTTL {
 		return "", fmt.Errorf("%w: ttl %d above %d", ErrBadOptions, opts.TTL, MaxTTL)
 	}
@@ -527,13 +530,7 @@ func (s *Store) Publish() *Snapshot {
 }
 
 // SRV is the data of one SRV record.
-type SRV struct {
-	Priority uint16
-	Weight   uint16
-	Port     uint16
-	// Target is a lowercase fully qualified name inside the zone.
-	Target string
-}
+type SRV = pack.SRV
 
 // Counts are the sizes of a Snapshot, for metrics.
 type Counts struct {
