@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // PodMode is how pod records (<dashed-ip>.<ns>.pod.<zone>) are answered, as
@@ -136,9 +135,9 @@ type Store struct {
 	records *recordArena
 	// scratch is the lists the last build outside a rebuild made and
 	// dropped, for the next one (build.go), and drafts the drafts of
-	// nodes the builds made and packed (package pack).
+	// nodes the builds made and packed (node.go).
 	scratch buildScratch
-	drafts  pack.DraftPool
+	drafts  draftPool
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -530,7 +529,13 @@ func (s *Store) Publish() *Snapshot {
 }
 
 // SRV is the data of one SRV record.
-type SRV = pack.SRV
+type SRV struct {
+	Priority uint16
+	Weight   uint16
+	Port     uint16
+	// Target is a lowercase fully qualified name inside the zone.
+	Target string
+}
 
 // Counts are the sizes of a Snapshot, for metrics.
 type Counts struct {
