@@ -25,7 +25,9 @@ var core = []struct {
 	{"pkg/autopath", []string{"pkg/policy", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
 	// The sorted set of PTR addresses kept per change (a persistent
 	// sorted map, no I/O, no logger).
-	{"pkg/clusterdns/store", []string{"api/v1alpha1"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
+	{"pkg/clusterdns/store", []string{"api/v1alpha1", "pkg/clusterdns/store/pack"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
+	// The store's packed layout: its only use of unsafe.
+	{"pkg/clusterdns/store/pack", nil, nil},
 	{"api/v1alpha1", nil, nil},
 	// The Corefile converter: CoreDNS's own parser, and YAML for a
 	// ConfigMap; it reads only the files an import names.

@@ -6,60 +6,9 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
-)
 
-func TestCut(t *testing.T) {
-	cases := []struct {
-		name       string
-		used, room int // the chunk before: length and capacity (0: none)
-		n, size    int
-		from       string // "chunk" (the one there), "new chunk" or "alone"
-		chunkAfter int    // the chunk's length after
-		chunkCap   int    // the chunk's capacity after
-	}{
-		{name: "first cut makes a chunk of a 32nd", n: 3, size: 256, from: "new chunk", chunkAfter: 3, chunkCap: 8},
-		{name: "a first cut larger than a 32nd", n: 20, size: 256, from: "new chunk", chunkAfter: 20, chunkCap: 20},
-		{name: "fits", used: 10, room: 64, n: 8, size: 64, from: "chunk", chunkAfter: 18, chunkCap: 64},
-		{name: "fits exactly", used: 56, room: 64, n: 8, size: 64, from: "chunk", chunkAfter: 64, chunkCap: 64},
-		{name: "no room: a new chunk twice the last", used: 14, room: 16, n: 4, size: 256, from: "new chunk", chunkAfter: 4, chunkCap: 32},
-		{name: "no room: a new chunk of at most size", used: 60, room: 64, n: 5, size: 64, from: "new chunk", chunkAfter: 5, chunkCap: 64},
-		{name: "a large list alone", used: 10, room: 64, n: 9, size: 64, from: "alone", chunkAfter: 10, chunkCap: 64},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var chunk []int
-			if tc.room > 0 {
-				chunk = make([]int, tc.used, tc.room)
-			}
-			before := chunk
-			got := cut(&chunk, tc.n, tc.size)
-			if len(got) != 0 || cap(got) != tc.n {
-				t.Fatalf("cut = len %d cap %d, want 0 and %d", len(got), cap(got), tc.n)
-			}
-			if len(chunk) != tc.chunkAfter || cap(chunk) != tc.chunkCap {
-				t.Errorf("chunk len %d cap %d, want %d and %d", len(chunk), cap(chunk), tc.chunkAfter, tc.chunkCap)
-			}
-			from := "alone"
-			switch {
-			case before != nil && unsafe.SliceData(got) == &before[:cap(before)][tc.used]:
-				from = "chunk"
-			case unsafe.SliceData(got) == unsafe.SliceData(chunk):
-				from = "new chunk"
-			}
-			if from != tc.from {
-				t.Errorf("cut from %s, want %s", from, tc.from)
-			}
-		})
-	}
-	// An append past a cut's room moves it: the next cut keeps its items.
-	var chunk []int
-	a := append(cut(&chunk, 2, 64), 1, 2)
-	b := append(cut(&chunk, 2, 64), 3, 4)
-	a = append(a, 5)
-	if b[0] != 3 || b[1] != 4 || len(a) != 3 {
-		t.Errorf("after appending to the first cut: %v %v", a, b)
-	}
-}
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+)
 
 func TestRecordArena(t *testing.T) {
 	ip := netip.MustParseAddr
@@ -112,7 +61,7 @@ func TestRecordArenaBulk(t *testing.T) {
 	}
 	ips := []netip.Addr{netip.MustParseAddr("10.96.0.10")}
 	st.SetService(Service{Namespace: "ns", Name: "web", Type: ClusterIP, ClusterIPs: ips})
-	if st.records == nil || len(st.records.buf) == 0 {
+	if st.records == nil || st.records.strs.Len() == 0 {
 		t.Fatal("a Service set before the first Publish was not packed")
 	}
 	st.Publish()
@@ -150,7 +99,7 @@ func TestChunksApart(t *testing.T) {
 	st.SetEndpointSlice(EndpointSlice{Namespace: "ns", Name: "web-1", Service: "web", Ports: []Port{{Name: "http", Protocol: "tcp", Port: 8080}},
 		Endpoints: []Endpoint{{Addresses: []netip.Addr{ip("10.0.0.1")}, Hostname: "a", Ready: true}}})
 	st.mu.Lock()
-	st.state = &applied{ent: emptyNode(5)}
+	st.state = &applied{ent: pack.Empty(5)}
 	var a *rebuildArena
 	var names map[string]*Node
 	st.buildAll(func(c *contribution) {
@@ -160,22 +109,23 @@ func TestChunksApart(t *testing.T) {
 		}
 	})
 	st.mu.Unlock()
-	in := func(n *Node, chunk []byte) bool {
+	in := func(n *Node, chunk []uint32) bool {
 		start := uintptr(unsafe.Pointer(unsafe.SliceData(chunk)))
 		p := uintptr(unsafe.Pointer(n))
-		return p >= start && p < start+uintptr(cap(chunk))
+		return p >= start && p < start+4*uintptr(cap(chunk))
 	}
+	stable, other := a.nodes.Chunks()
 	svc, ep := names["web.ns.svc.cluster.local."], names["a.web.ns.svc.cluster.local."]
 	if svc == nil || ep == nil {
 		t.Fatalf("names built: %v", names)
 	}
-	if !in(svc, a.stable) || in(svc, a.other) {
+	if !in(svc, stable) || in(svc, other) {
 		t.Error("the Service's name is not in the stable chunk")
 	}
-	if !in(ep, a.other) || in(ep, a.stable) {
+	if !in(ep, other) || in(ep, stable) {
 		t.Error("the endpoint's name is not in the other chunk")
 	}
-	if p := uintptr(unsafe.Pointer(ep)); p%8 != 0 {
+	if p := uintptr(unsafe.Pointer(ep)); p%4 != 0 {
 		t.Errorf("a packed node starts at %#x, not aligned", p)
 	}
 }

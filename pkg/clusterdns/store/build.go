@@ -6,7 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"unsafe"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // builder applies the record rules to records: the names they make, with
@@ -22,8 +23,8 @@ type builder struct {
 	// nodes taken from the previous contribution, and the names of drafts
 	// (drafting) until finish packs them.
 	names  map[string]*Node
-	drafts map[string]*draft
-	pool   *draftPool
+	drafts map[string]*pack.Draft
+	pool   *pack.DraftPool
 	// ent is the one Node shared by every empty non-terminal.
 	ent *Node
 
@@ -111,18 +112,7 @@ func (b *builder) concat(parts ...string) string {
 	if b.arena == nil {
 		return strings.Join(parts, "")
 	}
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	if n == 0 {
-		return ""
-	}
-	buf := cut(&b.arena.buf, n, byteChunk)
-	for _, p := range parts {
-		buf = append(buf, p...)
-	}
-	return unsafe.String(&buf[0], n)
+	return b.arena.names.Concat(parts...)
 }
 
 // reverseName is ReverseName(a), cut from the chunks when the builder has
@@ -133,7 +123,7 @@ func (b *builder) reverseName(a netip.Addr) string {
 	if b.arena == nil {
 		return string(name)
 	}
-	return b.concat(unsafe.String(&name[0], len(name))) // copied at once
+	return b.arena.names.CopyBytes(name)
 }
 
 // podIP is a pod IP claimed by a pod of namespace ns (lowercase).
@@ -162,24 +152,24 @@ var drafting = new(Node)
 // node returns the draft of name for adding data, creating it and, for
 // names inside the zone, every missing ancestor down to the zone as empty
 // non-terminals.
-func (b *builder) node(name string) *draft {
+func (b *builder) node(name string) *pack.Draft {
 	if d, ok := b.drafts[name]; ok {
 		return d
 	}
 	if b.pool == nil {
-		b.pool = &draftPool{}
+		b.pool = &pack.DraftPool{}
 	}
 	if b.drafts == nil {
-		b.drafts = b.pool.names()
+		b.drafts = b.pool.Names()
 	}
 	n, ok := b.names[name]
-	d := b.pool.get(b.ttl)
+	d := b.pool.Get(b.ttl)
 	if ok && n != b.ent {
 		// Taken from the previous contribution, which must not
 		// change: a second endpoint of the name gets a copy.
-		n.unpack(d)
+		n.Unpack(d)
 	}
-	d.stable = b.stable
+	d.Stable = b.stable
 	b.drafts[name] = d
 	b.names[name] = drafting
 	if !ok {
@@ -192,16 +182,16 @@ func (b *builder) node(name string) *draft {
 // back to the pool. It sorts their records first.
 func (b *builder) finish() {
 	for name, d := range b.drafts {
-		sortRecords(d)
+		d.Sort()
 		if b.arena != nil {
-			b.names[name] = b.arena.pack(d)
+			b.names[name] = b.arena.nodes.Pack(d)
 		} else {
-			b.names[name] = d.pack()
+			b.names[name] = d.Pack()
 		}
-		b.pool.put(d)
+		b.pool.Put(d)
 	}
 	if b.drafts != nil {
-		b.pool.putNames(b.drafts)
+		b.pool.PutNames(b.drafts)
 		b.drafts = nil
 	}
 }
@@ -262,8 +252,8 @@ func (b *builder) expose(ns string) bool {
 func (b *builder) addFixedNames() {
 	b.node(b.zone)
 	v := b.node("dns-version." + b.zone)
-	addTXT(v, SchemaVersion)
-	v.ttl = VersionTTL
+	v.AddTXT(SchemaVersion)
+	v.TTL = VersionTTL
 	b.ensure("svc." + b.zone)
 	b.ensure("pod." + b.zone)
 }
@@ -291,7 +281,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	defer func() { b.stable = false }()
 	if svc.Type == ExternalName {
 		b.ensure(ns + ".svc." + b.zone)
-		setCNAME(b.node(base), svc.ExternalName)
+		b.node(base).SetCNAME(svc.ExternalName)
 		b.counts.Services++
 		return
 	}
@@ -317,10 +307,10 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 		for _, e := range eps {
 			addrs = append(addrs, e.addr)
 		}
-		addAddrs(svcNode, addrs)
+		svcNode.AddAddrs(addrs)
 		b.scratch.addrs = addrs
 		b.addHeadlessSRV(base, srvs)
-		takeSRV(svcNode, b.bareSRV(srvs))
+		svcNode.TakeSRV(b.bareSRV(srvs))
 	}
 	// Endpoint names and PTRs, for every Service with endpoints (as
 	// CoreDNS does).
@@ -440,10 +430,10 @@ func compareSRVKey(a, b srvKey) int {
 
 // addClusterIP adds the addresses, PTRs and named-port SRV records of a
 // ClusterIP Service.
-func (b *builder) addClusterIP(svc *Service, svcNode *draft, base string) {
+func (b *builder) addClusterIP(svc *Service, svcNode *pack.Draft, base string) {
 	for _, ip := range svc.ClusterIPs {
-		addAddr(svcNode, ip)
-		addPTR(b.node(b.reverseName(ip)), base)
+		svcNode.AddAddr(ip)
+		b.node(b.reverseName(ip)).AddPTR(base)
 	}
 	var bare []srvKey
 	for _, p := range svc.Ports {
@@ -454,9 +444,9 @@ func (b *builder) addClusterIP(svc *Service, svcNode *draft, base string) {
 			continue
 		}
 		n := b.node(b.concat("_", strings.ToLower(p.Name), "._", p.Protocol, ".", base))
-		addSRV(n, SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
+		n.AddSRV(SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
 	}
-	takeSRV(svcNode, b.bareSRV(bare))
+	svcNode.TakeSRV(b.bareSRV(bare))
 }
 
 // bareSRV is the SRV RRset at the bare Service name (a CoreDNS extension to
@@ -542,7 +532,7 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 	}
 	for _, g := range groups {
 		weighSRV(g.srv)
-		takeSRV(b.node(b.concat("_", g.name, "._", g.proto, ".", base)), g.srv)
+		b.node(b.concat("_", g.name, "._", g.proto, ".", base)).TakeSRV(g.srv)
 	}
 }
 
@@ -555,7 +545,7 @@ func (b *builder) addPod(p *Pod) {
 	}
 	b.counts.Pods++
 	for _, ip := range p.IPs {
-		addAddr(b.node(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone)), ip)
+		b.node(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone)).AddAddr(ip)
 		b.podIPs = append(b.podIPs, podIP{ip.Unmap(), ns})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // A Service whose only change since the last Publish is in the endpoints
@@ -256,7 +258,7 @@ func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t
 	b.scratch, b.reuse, b.pool = s.scratch, true, &s.drafts
 	defer func() { s.scratch = b.scratch.kept() }()
 	b.ownOnly, b.distinct = true, distinct
-	b.targets = prev.appendSRV(b.scratch.targets[:0])
+	b.targets = prev.AppendSRV(b.scratch.targets[:0])
 	b.scratch.targets = b.targets
 	b.addService(svc, sls)
 	b.finish()
@@ -272,7 +274,7 @@ func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t
 		if !ok || p == st.ent {
 			return nil
 		}
-		if !equalNode(p, n) {
+		if !pack.Equal(p, n) {
 			changed[name] = n
 		}
 	}
@@ -317,13 +319,14 @@ func (b *builder) targetHost(ep Endpoint, a netip.Addr, base string) string {
 
 // addrNode is the node of an endpoint name: its one address.
 func addrNode(ttl uint32, a netip.Addr) *Node {
-	d := draft{ttl: ttl}
-	addAddr(&d, a)
-	return d.pack()
+	d := pack.Draft{TTL: ttl}
+	d.AddAddr(a)
+	return d.Pack()
 }
 
 // ptrNode is the node of an endpoint's PTR name: its one target.
 func ptrNode(ttl uint32, target string) *Node {
-	d := draft{ttl: ttl, ptrs: []string{target}}
-	return d.pack()
+	d := pack.Draft{TTL: ttl}
+	d.AddPTR(target)
+	return d.Pack()
 }

@@ -37,11 +37,12 @@
 // second goroutine while it adds them. BenchmarkWideChange against
 // BenchmarkRebuild gives the two.
 //
-// A published Node (node.go) is packed: a header and its records in bytes
-// of one allocation that holds no pointer, so the collector marks it and
-// never scans it. A build makes drafts of its nodes and packs them when
-// it finishes; a rebuild packs them in shared chunks (arena.go). The
-// Service records are packed too, one string each (svcrecord.go).
+// A published Node is packed: a header and its records in one allocation
+// that holds no pointer, so the collector marks it and never scans it.
+// Package pack lays it out, and is the store's only use of unsafe. A
+// build makes drafts of its nodes and packs them when it finishes; a
+// rebuild packs them in shared chunks (arena.go). The Service records are
+// packed too, one string each (svcrecord.go).
 // BenchmarkHeap gives the live heap at rest (12, 53 and 105 MiB at 10k,
 // 50k and 100k Services), its objects and the time of a collection on
 // one CPU (39 ms at 100k).
@@ -90,5 +91,6 @@
 // NoEndpoints drops every endpoint record and headless Services.
 //
 // This package must not import miekg/dns, client-go, k8s.io/api or a logger;
-// besides the standard library it imports github.com/benbjohnson/immutable.
+// besides the standard library it imports github.com/benbjohnson/immutable
+// and its own package pack.
 package store

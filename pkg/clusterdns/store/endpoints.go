@@ -2,7 +2,8 @@ package store
 
 import (
 	"net/netip"
-	"unsafe"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // A Service unit built again after a change costs what its changed
@@ -112,7 +113,7 @@ func (b *builder) newEndpointNames(ep Endpoint, a netip.Addr, base string) epNam
 // indexed is name as the index m holds it, or a copy of it when m does not
 // have it; name is not kept.
 func indexed(m *shardMap[string, *Node], name []byte) string {
-	if k, _, ok := m.entry(unsafe.String(unsafe.SliceData(name), len(name))); ok {
+	if k, _, ok := m.entry(pack.Borrow(name)); ok {
 		return k
 	}
 	return string(name)
@@ -151,8 +152,8 @@ func (b *builder) addEndpointNames(eps []served) {
 		if ptr == "" {
 			ptr = b.reverseName(e.addr)
 		}
-		addAddr(b.node(e.host), e.addr)
-		addPTR(b.node(ptr), e.host)
+		b.node(e.host).AddAddr(e.addr)
+		b.node(ptr).AddPTR(e.host)
 	}
 }
 
@@ -189,21 +190,20 @@ func (b *builder) takeEndpoint(e served) bool {
 // onlyAddr reports whether n is a node of this build's TTL holding the
 // one address a.
 func (b *builder) onlyAddr(n *Node, a netip.Addr) bool {
-	if n == b.ent || n.TTL != b.ttl || n.nPTR+n.nTXT+n.nSRV != 0 || n.cname || n.nA+n.n6 != 1 {
+	if n == b.ent || n.TTL != b.ttl || n.NumPTR()+n.NumTXT()+n.NumSRV() != 0 || n.HasCNAME() || n.NumA()+n.NumAAAA() != 1 {
 		return false
 	}
 	if a.Is4() {
-		return n.nA == 1 && n.AAt(0) == a
+		return n.NumA() == 1 && n.AAt(0) == a
 	}
-	return n.n6 == 1 && n.AAAAAt(0) == a
+	return n.NumAAAA() == 1 && n.AAAAAt(0) == a
 }
 
 // onlyPTR reports whether n is a node of this build's TTL holding the one
 // PTR target.
 func (b *builder) onlyPTR(n *Node, target string) bool {
-	if n == b.ent || n.TTL != b.ttl || n.nA+n.n6+n.nTXT+n.nSRV != 0 || n.cname || n.nPTR != 1 {
+	if n == b.ent || n.TTL != b.ttl || n.NumA()+n.NumAAAA()+n.NumTXT()+n.NumSRV() != 0 || n.HasCNAME() || n.NumPTR() != 1 {
 		return false
 	}
-	s, _ := n.str(0)
-	return s == target
+	return n.FirstPTR() == target
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // world draws random records from small pools, so that random changes
@@ -301,7 +303,7 @@ func compareView(snap *Snapshot, o *oracleView, ips []netip.Addr) string {
 		switch {
 		case !ok:
 			msg = fmt.Sprintf("extra name %s = %+v", name, n)
-		case !equalNode(n, want):
+		case !pack.Equal(n, want):
 			msg = fmt.Sprintf("%s = %+v, want %+v", name, n, want)
 		}
 	})
@@ -344,7 +346,7 @@ func compareView(snap *Snapshot, o *oracleView, ips []netip.Addr) string {
 func differing(a, b *oracleView) []string {
 	var out []string
 	for name, n := range a.names {
-		if m, ok := b.names[name]; !ok || !equalNode(n, m) {
+		if m, ok := b.names[name]; !ok || !pack.Equal(n, m) {
 			out = append(out, name)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // oracleView is what one build over every record makes: the whole-snapshot
@@ -21,7 +23,7 @@ type oracleView struct {
 func (s *Store) oracle() *oracleView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := newBuilder(s.zone, s.opts, s.exposed, emptyNode(s.opts.TTL), 16)
+	b := newBuilder(s.zone, s.opts, s.exposed, pack.Empty(s.opts.TTL), 16)
 	for ns := range s.namespaces {
 		b.expose(strings.ToLower(ns))
 	}

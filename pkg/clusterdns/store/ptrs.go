@@ -53,7 +53,7 @@ func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
 		if !isPTR {
 			return
 		}
-		if n, has := snap.names.get(name); has && n.nPTR > 0 {
+		if n, has := snap.names.get(name); has && n.NumPTR() > 0 {
 			set = set.Set(a, struct{}{})
 		} else {
 			set = set.Delete(a)
@@ -81,7 +81,7 @@ func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
 func ptrsOf(snap *Snapshot) *ptrSet {
 	var addrs []netip.Addr
 	snap.names.all(func(name string, n *Node) {
-		if a, isPTR := reverseAddr(name); isPTR && n.nPTR > 0 {
+		if a, isPTR := reverseAddr(name); isPTR && n.NumPTR() > 0 {
 			addrs = append(addrs, a)
 		}
 	})

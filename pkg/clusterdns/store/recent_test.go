@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // TestRecentBound: the kept contributions never hold more than recentNames
@@ -80,7 +82,7 @@ func TestRecentReused(t *testing.T) {
 			t.Fatalf("change %d: the Service's contribution was not kept", i)
 		}
 		for name, n := range kept.names {
-			if pub, _ := snap.Lookup(name); pub == nil || !equalNode(pub, n) {
+			if pub, _ := snap.Lookup(name); pub == nil || !pack.Equal(pub, n) {
 				t.Fatalf("change %d: kept node of %s does not hold the published records", i, name)
 			}
 		}

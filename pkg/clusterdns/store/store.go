@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // PodMode is how pod records (<dashed-ip>.<ns>.pod.<zone>) are answered, as
@@ -135,9 +136,9 @@ type Store struct {
 	records *recordArena
 	// scratch is the lists the last build outside a rebuild made and
 	// dropped, for the next one (build.go), and drafts the drafts of
-	// nodes the builds made and packed (node.go).
+	// nodes the builds made and packed (package pack).
 	scratch buildScratch
-	drafts  draftPool
+	drafts  pack.DraftPool
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -529,13 +530,7 @@ func (s *Store) Publish() *Snapshot {
 }
 
 // SRV is the data of one SRV record.
-type SRV struct {
-	Priority uint16
-	Weight   uint16
-	Port     uint16
-	// Target is a lowercase fully qualified name inside the zone.
-	Target string
-}
+type SRV = pack.SRV
 
 // Counts are the sizes of a Snapshot, for metrics.
 type Counts struct {

@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/binary"
 	"net/netip"
-	"unsafe"
 )
 
 // svcRecord is a Service record as the Store keeps it: packed in one
@@ -14,7 +13,8 @@ import (
 //
 // The string holds the type, a flag byte (PublishNotReadyAddresses), the
 // ClusterIPs (a uvarint count, then each as netip.Addr.MarshalBinary
-// gives it, after its uvarint length), the ExternalName and the ports (a
+// gives it, after its uvarint length: 4 or 16 bytes, and the zone), the
+// ExternalName and the ports (a
 // uvarint count, then each port's name and protocol, then its number in
 // 2 bytes). Strings are a uvarint length and their bytes. The namespace
 // and the name are the map's key.
@@ -31,7 +31,7 @@ func appendService(b []byte, v *Service) []byte {
 	for _, a := range v.ClusterIPs {
 		var tmp [64]byte
 		ab, _ := a.AppendBinary(tmp[:0]) // it does not fail
-		b = appendStr(b, unsafe.String(unsafe.SliceData(ab), len(ab)))
+		b = appendStr(b, ab)
 	}
 	b = appendStr(b, v.ExternalName)
 	b = binary.AppendUvarint(b, uint64(len(v.Ports)))
@@ -42,7 +42,7 @@ func appendService(b []byte, v *Service) []byte {
 	return b
 }
 
-func appendStr(b []byte, s string) []byte {
+func appendStr[S string | []byte](b []byte, s S) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
@@ -64,7 +64,7 @@ func (r svcRecord) service(k nsName) Service {
 		for i := range v.ClusterIPs {
 			var a string
 			a, off = recStr(s, off)
-			v.ClusterIPs[i].UnmarshalBinary(unsafe.Slice(unsafe.StringData(a), len(a))) // made by MarshalBinary
+			v.ClusterIPs[i] = recAddr(a)
 		}
 	}
 	v.ExternalName, off = recStr(s, off)
@@ -82,11 +82,34 @@ func (r svcRecord) service(k nsName) Service {
 	return v
 }
 
-// recUvarint is the uvarint at s[off:] and the offset after it.
+// recAddr is the address a, as netip.Addr.AppendBinary made it: 4 or 16
+// bytes read in place, a zoned one (never a ClusterIP) through a copy.
+func recAddr(a string) netip.Addr {
+	switch len(a) {
+	case 4:
+		return netip.AddrFrom4([4]byte{a[0], a[1], a[2], a[3]})
+	case 16:
+		var x [16]byte
+		copy(x[:], a)
+		return netip.AddrFrom16(x)
+	}
+	var ip netip.Addr
+	ip.UnmarshalBinary([]byte(a)) // made by AppendBinary: it does not fail
+	return ip
+}
+
+// recUvarint is the uvarint at s[off:] and the offset after it, as
+// binary.Uvarint reads it (the record is well formed).
 func recUvarint(s string, off int) (int, int) {
-	rest := s[off:]
-	x, k := binary.Uvarint(unsafe.Slice(unsafe.StringData(rest), len(rest)))
-	return int(x), off + k
+	var x uint64
+	for shift := 0; ; shift += 7 {
+		c := s[off]
+		off++
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int(x), off
+		}
+	}
 }
 
 // recStr is the string at s[off:] and the offset after it.

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // unitKind is what a unit of contribution is.
@@ -252,7 +254,7 @@ func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
 	st.counts.Pods += c.counts.Pods - old.counts.Pods
 	same := func(name string, n *Node, other *contribution) bool {
 		m, ok := other.names[name]
-		return ok && (m == n || (m != st.ent && n != st.ent && equalNode(m, n)))
+		return ok && (m == n || (m != st.ent && n != st.ent && pack.Equal(m, n)))
 	}
 	for name, n := range old.names {
 		if !same(name, n, c) {
@@ -311,7 +313,7 @@ func (st *applied) addTo(sn *sharedName, n *Node) {
 func (st *applied) removeName(t nameTable, name string, n *Node, d *delta) {
 	if sn, ok := st.shared[name]; ok {
 		d.shared[name] = struct{}{}
-		switch i := slices.IndexFunc(sn.data, func(m *Node) bool { return equalNode(m, n) }); {
+		switch i := slices.IndexFunc(sn.data, func(m *Node) bool { return pack.Equal(m, n) }); {
 		case n == st.ent && sn.ents > 0:
 			sn.ents--
 		case n != st.ent && i >= 0:
@@ -322,7 +324,7 @@ func (st *applied) removeName(t nameTable, name string, n *Node, d *delta) {
 		return
 	}
 	only, had := t.get(name)
-	if !had || (only == st.ent) != (n == st.ent) || !equalNode(only, n) {
+	if !had || (only == st.ent) != (n == st.ent) || !pack.Equal(only, n) {
 		d.lost = true
 		return
 	}
@@ -392,7 +394,7 @@ func (st *applied) merged(sn *sharedName) *Node {
 	case 1:
 		return sn.data[0]
 	}
-	return mergeNodes(sn.data)
+	return pack.Merge(sn.data)
 }
 
 // updateNamespaces adds to t or removes the names of the namespaces in d
@@ -465,7 +467,7 @@ func (s *Store) buildAll(add func(*contribution)) {
 // rebuild applies every unit to a new state and makes a Snapshot of it
 // from scratch. s.mu is held.
 func (s *Store) rebuild() *Snapshot {
-	st := &applied{ent: emptyNode(s.opts.TTL), shared: map[string]*sharedName{},
+	st := &applied{ent: pack.Empty(s.opts.TTL), shared: map[string]*sharedName{},
 		nsRefs: map[string]int{}, known: map[string]struct{}{}, claims: map[netip.Addr][]nsCount{}}
 	s.state = st
 	d := newDelta()
@@ -529,7 +531,7 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 	for name, n := range o.m {
 		has := n != nil
 		old, had := prev.names.get(name)
-		if had && has && (old == n || equalNode(old, n)) {
+		if had && has && (old == n || pack.Equal(old, n)) {
 			continue
 		}
 		if !had && !has {
