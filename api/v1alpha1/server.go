@@ -785,8 +785,8 @@ func (c *ServerConfiguration) validateTop(e *fieldErrors) {
 		}
 	}
 	c.checkBindOverlap(e)
-	if _, err := normalizeName(c.ClusterDomain); err != nil || c.ClusterDomain == "." {
-		e.add("clusterDomain", "%q: not a domain name such as \"cluster.local\"", c.ClusterDomain)
+	if err := ValidateClusterDomain(c.ClusterDomain); err != nil {
+		e.add("clusterDomain", "%v", err)
 	}
 	if c.MetricsListen != "" {
 		if err := checkListen(c.MetricsListen); err != nil {

@@ -3,7 +3,6 @@ package v1alpha1
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // GroupVersion is the apiVersion of every dnsconfigurer config file.
@@ -109,8 +108,10 @@ func (n *NodeDNS) Validate(prefix string) error {
 			return fmt.Errorf("%snodeLocalDNS[%d]: %w", prefix, i, err)
 		}
 	}
-	if d := n.Domain(); strings.ContainsAny(d, " \t/") || strings.HasPrefix(d, ".") {
-		return fmt.Errorf("%sclusterDomain: %q is not a domain name", prefix, d)
+	if d := n.Domain(); d != "" {
+		if err := ValidateClusterDomain(d); err != nil {
+			return fmt.Errorf("%sclusterDomain: %w", prefix, err)
+		}
 	}
 	return n.ValidateAsKubelet(prefix)
 }

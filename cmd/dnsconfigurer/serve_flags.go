@@ -149,8 +149,8 @@ func checkServeFlags(fs *flag.FlagSet) error {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "cluster-domain" })
 	if set && value("cluster-domain") == "" {
-		// The agents' "" is no cluster domain; a DNS server needs its zone.
-		return usagef("--cluster-domain: empty: serve needs the cluster zone (default %q)", v1alpha1.DefaultServerClusterDomain)
+		// SetDefaults reads "" as unset, so Validate cannot see it.
+		return usagef("--cluster-domain (clusterDomain): %v", v1alpha1.ValidateClusterDomain(""))
 	}
 	return checkCacheSize(*fs.Lookup("cache-size").Value.(*byteSize))
 }

@@ -168,8 +168,8 @@ func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog
 	if len(cluster.Upstreams()) == 0 {
 		return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.clusterUpstream %v: every address is one the stage listens on (give the cluster DNS pods' own Service, not the Service IP the stage takes over)", ups)
 	}
-	if _, ok := dns.IsDomainName(cfg.ClusterDomain); !ok {
-		return nil, nil, v1alpha1.ConfigErrorf("clusterDomain %q: not a domain name", cfg.ClusterDomain)
+	if err := v1alpha1.ValidateClusterDomain(cfg.ClusterDomain); err != nil {
+		return nil, nil, v1alpha1.ConfigErrorf("clusterDomain: %v", err)
 	}
 	m, err := newRouteMetrics(reg)
 	if err != nil {

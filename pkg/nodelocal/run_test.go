@@ -17,10 +17,14 @@ func TestStageConfigErrors(t *testing.T) {
 		name   string
 		change func(*v1alpha1.ServerConfiguration)
 		marked bool
+		msg    string // the error, when given
 	}{
-		{"cluster mode", func(c *v1alpha1.ServerConfiguration) { c.Mode = v1alpha1.ModeCluster }, false},
-		{"cluster upstream is the stage", func(c *v1alpha1.ServerConfiguration) { c.NodeLocal.ClusterUpstream = []string{"127.0.0.1:5399"} }, true},
-		{"cluster config missing", func(c *v1alpha1.ServerConfiguration) { c.NodeLocal.ClusterConfig = "/nonexistent/config.yaml" }, true},
+		{"cluster mode", func(c *v1alpha1.ServerConfiguration) { c.Mode = v1alpha1.ModeCluster }, false, ""},
+		{"cluster upstream is the stage", func(c *v1alpha1.ServerConfiguration) { c.NodeLocal.ClusterUpstream = []string{"127.0.0.1:5399"} }, true, ""},
+		{"cluster config missing", func(c *v1alpha1.ServerConfiguration) { c.NodeLocal.ClusterConfig = "/nonexistent/config.yaml" }, true, ""},
+		// The rule is v1alpha1.ValidateClusterDomain's, under the field's name.
+		{"bad cluster domain", func(c *v1alpha1.ServerConfiguration) { c.ClusterDomain = "cluster..local" }, true,
+			`clusterDomain: "cluster..local" is not a domain such as "cluster.local": has an empty label`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,6 +44,9 @@ func TestStageConfigErrors(t *testing.T) {
 			}
 			if got := errors.Is(err, v1alpha1.ErrConfig); got != tc.marked {
 				t.Errorf("%v: marked ErrConfig %v, want %v", err, got, tc.marked)
+			}
+			if tc.msg != "" && err.Error() != tc.msg {
+				t.Errorf("err %q, want %q", err, tc.msg)
 			}
 		})
 	}
