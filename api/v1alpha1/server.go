@@ -168,9 +168,11 @@ const AutopathDeadline = 2500 * time.Millisecond
 // maxDNSTTL is the largest TTL a DNS record may carry (RFC 2181 8).
 const maxDNSTTL = (1<<31 - 1) * time.Second
 
-// ServerConfiguration is the config file of `dnsconfigurer serve`; flags
-// override it. Every top-level field is optional; a complete file with the defaults
-// spelled out (testdata/server-full.yaml holds the same):
+// ServerConfiguration is the config file of `dnsconfigurer serve`. Flags
+// override it. Every top-level field is optional. Below is a complete file.
+// Each field holds its default. A field without one, or off by default,
+// holds an example value. testdata/server-full.yaml is the same file;
+// TestServerExampleDefaults checks each value against SetDefaults.
 //
 //	apiVersion: dnsconfigurer.io/v1alpha1
 //	kind: ServerConfiguration
@@ -215,9 +217,9 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	  successBytes: 32Mi                # bytes, or a quantity such as 32Mi
 //	  denialBytes: 8Mi
 //	  zoneBytes: 16Mi                   # packed replies made from the zone (cluster mode)
-//	  maxTTL: 1h
+//	  maxTTL: 30s
 //	  minTTL: 0s
-//	  maxNegativeTTL: 30m
+//	  maxNegativeTTL: 5s
 //	  minNegativeTTL: 0s
 //	  serveStale: 1h                    # 0s: off
 //	  staleTTL: 30s
