@@ -114,14 +114,6 @@ func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q
 	return r, true
 }
 
-// owns reports a name under the autopath suffix: such names are always
-// answered here, never forwarded.
-func (a *autopathExpander) owns(name string) bool {
-	return len(name) >= len(autopath.Suffix) &&
-		strings.EqualFold(name[len(name)-len(autopath.Suffix):], autopath.Suffix) &&
-		(len(name) == len(autopath.Suffix) || name[len(name)-len(autopath.Suffix)-1] == '.')
-}
-
 // expand answers an autopath question: the first name of the search list
 // (then the name itself) whose answer is not NXDOMAIN, behind a CNAME from
 // the asked name. ttl is the zone's.
@@ -262,4 +254,67 @@ func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q d
 		return Result{Rcode: dns.RcodeServerFailure, Forwarded: forwarded}
 	}
 	return a.negative(ttl)
+}
+
+// resolveCandidate implements candidateResolver, autopath's one door to the
+// zone: Resolve, or with localOnly only what asks no upstream.
+// Each candidate is rewritten as the client's own question for it would
+// be: autopath gives the answer the client's search would.
+func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnly bool) (Result, bool) {
+	d := h.decideQ(q)
+	var rev *reversal
+	if d.rewrite {
+		name, rv, err := h.rw.rewrite(q.Name)
+		if err != nil {
+			h.log.DebugContext(ctx, "rewrite", "name", q.Name, "err", err)
+			return Result{Rcode: dns.RcodeServerFailure}, false
+		}
+		if rv != nil {
+			q.Name, rev = name, rv
+			d = h.decideQ(q)
+		}
+	}
+	if localOnly && h.costsUpstream(q, d) {
+		return Result{}, true
+	}
+	r := h.resolve(ctx, q, d)
+	if rev != nil {
+		r = rev.result(r)
+	}
+	return r, false
+}
+
+// costsUpstream reports whether resolving q as d says asks an upstream: a
+// name the handler forwards, or a zone name whose CNAME chain
+// (ExternalName) leaves the zone (Resolve's chase).
+func (h *Handler) costsUpstream(q dns.Question, d decision) bool {
+	switch {
+	case h.fwd == nil:
+		return false
+	case d.route == routeForward || d.route == routeAutopath:
+		return true
+	case d.route != routeZone || q.Qtype == dns.TypeCNAME || q.Qtype == dns.TypeANY:
+		return false
+	}
+	name := lowerFQDN(q.Name)
+	for range maxChase + 1 {
+		n, ok := d.z.snap.Lookup(name)
+		if !ok || n.CNAME() == "" {
+			return false
+		}
+		if !inZone(n.CNAME(), d.z.name) || delegated(h, n.CNAME()) {
+			return true
+		}
+		name = n.CNAME()
+	}
+	return false
+}
+
+// autopathTTL is the TTL of autopath's CNAME and SOA: the zone's, or 5 s
+// before the first sync.
+func (h *Handler) autopathTTL() uint32 {
+	if z := h.zone(); z != nil {
+		return z.ttl
+	}
+	return 5
 }

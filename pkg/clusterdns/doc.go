@@ -112,16 +112,15 @@
 //     are down, and keeps forwarding loops from forming (a per-query EDNS0
 //     marker and loop probes). A TCP client's query goes upstream over TCP
 //     (forward.WithClientTCP). A failed forward answers forward.Rcode.
-//   - When that Exchanger is serve's answer cache (*dnscache.Cache), a UDP
+//   - Given WithAnswerCache (serve's *dnscache.Cache) instead, a UDP
 //     reply made from a cache hit is kept with the cached answer in its
 //     finished wire form (dnscache.Keep). AnswerWire answers the next
 //     query of that shape from it, as the node-local stage does: ID, RD
 //     and CD set, TTLs aged, the hit counted. Replies that load balancing
 //     rotates are not kept, nor any reply while rewrites or autopath by
 //     source are on. AnswerWire serves a kept reply only for a name that
-//     ServeDNS would forward now: outside the cluster, reverse and autopath
-//     zones, without static records. A reload may keep the cache and
-//     change that.
+//     decide routes upstream now, as ServeDNS would. A reload may keep
+//     the cache and change that.
 //
 // # Metrics
 //

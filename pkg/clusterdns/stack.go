@@ -159,7 +159,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 				return nil, err
 			}
 		}
-		opts = append(opts, WithForwarder(s.fwd.cache), WithDelegations(delegations(cfg)))
+		opts = append(opts, WithAnswerCache(s.fwd.cache), WithDelegations(delegations(cfg)))
 	}
 	if cfg.Hosts.File != "" || len(cfg.Overrides) > 0 {
 		static, err := s.static(sctx, cfg, log)

@@ -23,15 +23,10 @@ import (
 //     one record, so there is nothing to rotate or cut.
 //
 // The namespace metrics count it as ServeDNS does. It returns false for
-// every other query: other answers, a delegated zone's name, an insecure
-// pod name, a class other than IN and ANY, AXFR and IXFR, and every query
-// while rewrites are configured. q's name is in the zone (lname,
-// lowercase); its reply is not cached (it costs less than a cache entry).
+// every other answer, and for an insecure pod name. decide has routed q
+// to the zone (routeZone); its name is in the zone (lname, lowercase).
+// Its reply is not cached (it costs less than a cache entry).
 func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byte) ([]byte, bool) {
-	if h.rw != nil || (q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY) ||
-		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR || delegated(h, lname) {
-		return dst, false
-	}
 	if z.snap.Options.Pods == store.PodsInsecure && inZone(lname, "pod."+z.name) {
 		return dst, false
 	}

@@ -100,9 +100,9 @@ func checkKeep(t *testing.T, c *Cache, q, got *dns.Msg, tk Ticket, wire []byte) 
 		return
 	}
 	for _, shape := range []uint32{2, 3} {
-		c.AnswerWire(nil, &wq, shape) // never panics
+		c.AnswerWire(nil, wq, shape) // never panics
 	}
-	if w, ok := c.AnswerWire(nil, &wq, 1); ok && !bytes.Equal(w, packed) {
+	if w, ok := c.AnswerWire(nil, wq, 1); ok && !bytes.Equal(w, packed) {
 		t.Fatalf("AnswerWire\n%x\nAnswerTicket's reply\n%x", w, packed)
 	}
 }

@@ -136,7 +136,8 @@ func (e *entry) form(shape uint32, name []byte) *form {
 	return nil
 }
 
-// AnswerWire answers the query q (read with dnsmsg.ParseQuery) from a form
+// AnswerWire answers the query q (read with dnsmsg.ParseQuery; by value, so
+// a caller through an interface keeps it on its stack) from a form
 // kept with its cached answer for shape (Keep): the form with q's ID, RD
 // and CD bits, and its TTLs aged by the time the answer has been cached,
 // appended to dst[:0]. The answer must be fresh (not expired: stale answers
@@ -144,7 +145,7 @@ func (e *entry) form(shape uint32, name []byte) *form {
 // the cache and may start its prefetch, as AnswerTicket's hits. It returns
 // false, having done nothing, when there is no such form: the caller then
 // answers by AnswerTicket, and may Keep the form.
-func (c *Cache) AnswerWire(dst []byte, q *dnsmsg.WireQuery, shape uint32) ([]byte, bool) {
+func (c *Cache) AnswerWire(dst []byte, q dnsmsg.WireQuery, shape uint32) ([]byte, bool) {
 	var buf [256]byte
 	name := dnsmsg.AppendName(buf[:0], q.Name, true)
 	now := c.nanos()
@@ -166,7 +167,7 @@ func (c *Cache) AnswerWire(dst []byte, q *dnsmsg.WireQuery, shape uint32) ([]byt
 	c.mu.Unlock()
 	c.hits[kind].Add(1)
 	if refresh {
-		go c.refresh(e.key, wireMsg(q), e)
+		go c.refresh(e.key, wireMsg(&q), e)
 	}
 	b := append(dst[:0], f.wire...)
 	b[0], b[1] = byte(q.ID>>8), byte(q.ID)

@@ -39,7 +39,7 @@ func wireAnswer(t *testing.T, c *Cache, q *dns.Msg, shape uint32) ([]byte, bool)
 	if !ok {
 		t.Fatalf("ParseQuery does not read %v", q)
 	}
-	return c.AnswerWire(nil, &wq, shape)
+	return c.AnswerWire(nil, wq, shape)
 }
 
 // replyPacked is AnswerTicket's reply to q, packed.

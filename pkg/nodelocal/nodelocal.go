@@ -153,7 +153,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	b, ok := h.cache.AnswerWire(dst, &q, q.Shape())
+	b, ok := h.cache.AnswerWire(dst, q, q.Shape())
 	if ok {
 		h.m.hits.inc(q.Qtype)
 	}
