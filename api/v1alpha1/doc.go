@@ -5,8 +5,10 @@
 // Each kind has SetDefaults and Validate. Flags show the Default*
 // constants here, and components fall back to them when a field is zero.
 // test/apidefaults checks that each component's fallback equals the
-// default here. pkg/policy is pure core and may not import this package,
-// so that test also ties its copies (MaxNdots, the policy names).
+// default here, and ties the copies the pure core still keeps (the policy
+// names). Shared rules are functions here: ValidateClusterDomain,
+// ValidateNdots, IsDNSLabel. The pure core (pkg/policy, the record store)
+// may import this package, which imports nothing of the module.
 //
 // It imports only the standard library. Decoding from YAML lives in
 // cmd/dnsconfigurer, which layers the flags set on the command line over

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -70,5 +71,28 @@ func TestClusterDomainCallers(t *testing.T) {
 	c.ClusterDomain = bad
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("ServerConfiguration.Validate = %v, want %q", err, want)
+	}
+}
+
+// TestValidateNdots is the ndots rule every component calls.
+func TestValidateNdots(t *testing.T) {
+	tests := []struct {
+		name string
+		in   int
+		want string // "" when valid
+	}{
+		{"zero", 0, ""},
+		{"kubelet's", 5, ""},
+		{"glibc's largest", MaxNdots, ""},
+		{"above", MaxNdots + 1, "16 must be between 0 and 15"},
+		{"negative", -1, "-1 must be between 0 and 15"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateNdots(tt.in)
+			if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+				t.Errorf("ValidateNdots(%d) = %v, want %q", tt.in, err, tt.want)
+			}
+		})
 	}
 }

@@ -17,9 +17,16 @@ const DefaultDNSPolicy = DNSPolicyClusterFirst
 const LabelDNSPolicy = "dnsconfigurer.io/dns-policy"
 
 // MaxNdots is the largest ndots glibc's resolver accepts (RES_MAXNDOTS).
-// pkg/policy, which may not import this package, keeps a copy that
-// test/apidefaults ties to it.
 const MaxNdots = 15
+
+// ValidateNdots reports an ndots outside 0 to MaxNdots, or nil. Every
+// component checks ndots here.
+func ValidateNdots(n int) error {
+	if n < 0 || n > MaxNdots {
+		return fmt.Errorf("%d must be between 0 and %d", n, MaxNdots)
+	}
+	return nil
+}
 
 // PodPolicy is the cluster's DNS policy for pods that did not choose one,
 // shared by the shim, the NRI plugin and the webhook:
@@ -64,8 +71,10 @@ func (p *PodPolicy) Validate(prefix string) error {
 	if err := either(prefix+"defaultDNSPolicy", p.DefaultDNSPolicy, DNSPolicyClusterFirst, DNSPolicyClusterFirstWithAutopath); err != nil {
 		return err
 	}
-	if p.Ndots != nil && (*p.Ndots < 0 || *p.Ndots > MaxNdots) {
-		return fmt.Errorf("%sndots: %d must be between 0 and %d", prefix, *p.Ndots, MaxNdots)
+	if p.Ndots != nil {
+		if err := ValidateNdots(*p.Ndots); err != nil {
+			return fmt.Errorf("%sndots: %w", prefix, err)
+		}
 	}
 	return nil
 }

@@ -21,8 +21,8 @@ var core = []struct {
 	{"internal/safefile", nil, nil},
 	{"pkg/resolvconf", []string{"internal/safefile"}, nil},
 	{"pkg/fqdn", nil, nil},
-	{"pkg/policy", []string{"pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
-	{"pkg/autopath", []string{"pkg/policy", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
+	{"pkg/policy", []string{"api/v1alpha1", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
+	{"pkg/autopath", []string{"api/v1alpha1", "pkg/policy", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
 	// The sorted set of PTR addresses kept per change (a persistent
 	// sorted map, no I/O, no logger).
 	{"pkg/clusterdns/store", []string{"api/v1alpha1", "pkg/clusterdns/store/pack"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},

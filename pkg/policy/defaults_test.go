@@ -3,6 +3,8 @@ package policy
 import (
 	"slices"
 	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // The cluster policy: pod annotation > namespace label > cluster default;
@@ -72,7 +74,7 @@ func TestClusterPolicyPrecedence(t *testing.T) {
 }
 
 func TestNewRejectsBadDefaults(t *testing.T) {
-	big, neg := MaxNdots+1, -1
+	big, neg := v1alpha1.MaxNdots+1, -1
 	for _, n := range []Node{{DefaultPolicy: "Default"}, {DefaultPolicy: None}, {Ndots: &big}, {Ndots: &neg}} {
 		if _, err := New(n); err == nil {
 			t.Errorf("New(%+v) accepted", n)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/fqdn"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
@@ -71,8 +72,8 @@ func New(node Node) (*Engine, error) {
 	}
 	e.ndots = ndots5
 	if node.Ndots != nil {
-		if *node.Ndots < 0 || *node.Ndots > MaxNdots {
-			return nil, fmt.Errorf("ndots %d: must be between 0 and %d", *node.Ndots, MaxNdots)
+		if err := v1alpha1.ValidateNdots(*node.Ndots); err != nil {
+			return nil, fmt.Errorf("ndots: %w", err)
 		}
 		e.ndots = "ndots:" + strconv.Itoa(*node.Ndots)
 	}

@@ -35,11 +35,6 @@ const (
 	MaxSearchPaths     = 32
 	MaxSearchListChars = 2048
 	MaxSearchLength    = 253
-
-	// MaxNdots is the largest ndots glibc's resolver accepts (RES_MAXNDOTS).
-	// The rule is v1alpha1.MaxNdots; this pure package may not import the
-	// api, so test/apidefaults ties the two.
-	MaxNdots = 15
 )
 
 // Option is one entry of spec.dnsConfig.options. A nil Value and an empty
@@ -119,7 +114,7 @@ type Node struct {
 	// ClusterFirst (not hostNetwork, Default or None pods); "" and
 	// ClusterFirst change nothing.
 	DefaultPolicy Policy
-	// Ndots, when set (0 to MaxNdots), replaces kubelet's ndots:5 in the
+	// Ndots, when set (0 to v1alpha1.MaxNdots), replaces kubelet's ndots:5 in the
 	// base options of cluster DNS pods (ClusterFirst and autopath); a
 	// pod's dnsConfig.options ndots still wins. Host-type and None pods
 	// keep their options.

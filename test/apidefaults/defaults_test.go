@@ -28,7 +28,6 @@ func TestFallbacksAreTheAPIDefaults(t *testing.T) {
 		got, api  any
 	}{
 		// The pure core keeps copies: it may not import the api.
-		{"policy.MaxNdots", policy.MaxNdots, v1alpha1.MaxNdots},
 		{"policy.ClusterFirst", string(policy.ClusterFirst), v1alpha1.DNSPolicyClusterFirst},
 		{"policy.ClusterFirstWithAutopath", string(policy.ClusterFirstWithAutopath), v1alpha1.DNSPolicyClusterFirstWithAutopath},
 		{"policy.AnnotationDNSPolicy", policy.AnnotationDNSPolicy, v1alpha1.LabelDNSPolicy},
@@ -113,7 +112,7 @@ func TestModesParse(t *testing.T) {
 		}
 	}
 	over := v1alpha1.MaxNdots + 1
-	if _, err := policy.New(policy.Node{Ndots: &over}); err == nil {
-		t.Errorf("policy.New accepts ndots %d the api refuses", over)
+	if _, err := policy.New(policy.Node{Ndots: &over}); err == nil || err.Error() != "ndots: "+v1alpha1.ValidateNdots(over).Error() {
+		t.Errorf("policy.New(ndots %d) = %v, want the api's refusal", over, err)
 	}
 }
