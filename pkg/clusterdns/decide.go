@@ -142,3 +142,17 @@ func (h *Handler) resolve(ctx context.Context, q dns.Question, d decision) Resul
 	}
 	return h.forwardQuestion(ctx, q)
 }
+
+// delegated reports whether lname, a name of the cluster zone, is under
+// a delegated zone.
+func delegated[S ~string | ~[]byte](h *Handler, lname S) bool {
+	if h.fwd == nil {
+		return false
+	}
+	for _, z := range h.delegated {
+		if z != h.zoneName && inZone(lname, z) {
+			return true
+		}
+	}
+	return false
+}

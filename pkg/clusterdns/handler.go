@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -107,20 +106,6 @@ func WithDelegations(zones []string) Option {
 	}
 }
 
-// delegated reports whether lname, a name of the cluster zone, is under
-// a delegated zone.
-func delegated[S ~string | ~[]byte](h *Handler, lname S) bool {
-	if h.fwd == nil {
-		return false
-	}
-	for _, z := range h.delegated {
-		if z != h.zoneName && inZone(lname, z) {
-			return true
-		}
-	}
-	return false
-}
-
 // WithReplyCache bounds the packed replies cached at bytes (default
 // DefaultReplyCacheBytes; 0 keeps the default). The replies in use stay
 // while a flood of one-off names churns the rest, and a new snapshot
@@ -214,28 +199,6 @@ func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
 
 // maxChase bounds CNAME chains followed inside the zone.
 const maxChase = 8
-
-// lowerFQDN returns name in lowercase with a trailing dot, without
-// allocating when it already is.
-func lowerFQDN(name string) string {
-	clean := len(name) > 0 && name[len(name)-1] == '.'
-	if clean {
-		for i := 0; i < len(name); i++ {
-			if c := name[i]; 'A' <= c && c <= 'Z' {
-				clean = false
-				break
-			}
-		}
-	}
-	if clean {
-		return name
-	}
-	name = strings.ToLower(name)
-	if !strings.HasSuffix(name, ".") {
-		name += "."
-	}
-	return name
-}
 
 // Synced reports whether the records have had their first full sync.
 func (h *Handler) Synced() bool { return h.records.Snapshot() != nil }

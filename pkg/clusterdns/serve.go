@@ -21,7 +21,8 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	_, tcp := w.RemoteAddr().(*net.TCPAddr)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	if h.ap != nil && h.ap.sourceIP {
+	opt, rcode := dnsmsg.Check(req) // once per query
+	if h.ap != nil && h.ap.sourceIP && rcode == dns.RcodeSuccess {
 		// Answers that depend on the source are never cached.
 		if m, ok := h.answerBySource(context.Background(), w.RemoteAddr(), req, tcp); ok {
 			h.limitUDP(m, tcp)
@@ -42,7 +43,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	}
 
-	key, cacheable := cacheKeyOf(req, tcp)
+	key, cacheable := checkedKey(req, opt, rcode, tcp)
 	var z *zone
 	if cacheable {
 		z = h.zone()
@@ -54,7 +55,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 		}
 	}
-	m, local, deps, ticket, cut := h.respond(context.Background(), req, tcp)
+	m, local, deps, ticket, cut := h.respond(context.Background(), req, rcode, tcp)
 	b, err := m.PackBuffer((*bp)[:cap(*bp)])
 	if err != nil {
 		h.log.Debug("pack reply", "err", err)
@@ -114,13 +115,13 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 // answer of the answer cache that nothing here changed per reply (no
 // rewrite, no rotation) comes with the cache's ticket, for Keep. A UDP
 // reply made here whose answer was cut to the UDP answer limit says how
-// (cut), for the reply cache.
-func (h *Handler) respond(ctx context.Context, req *dns.Msg, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
+// (cut), for the reply cache. rcode is dnsmsg.Check's for req.
+func (h *Handler) respond(ctx context.Context, req *dns.Msg, rcode int, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
 	asked := req
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
-	if _, rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
+	if rcode != dns.RcodeSuccess {
 		m.Rcode = rcode
 		return dnsmsg.Finish(asked, m, tcp), false, nil, t, nil
 	}
@@ -198,11 +199,8 @@ func (h *Handler) rewriteRequest(req *dns.Msg) (*dns.Msg, *reversal, error) {
 
 // answerBySource answers req from its source address when it is a first
 // search query of a known pod (WithAutopathBySource); false otherwise, and
-// the normal path answers.
+// the normal path answers. dnsmsg.Check has accepted req.
 func (h *Handler) answerBySource(ctx context.Context, src net.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
-	if _, rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
-		return nil, false
-	}
 	var ip netip.Addr
 	switch a := src.(type) {
 	case *net.UDPAddr:

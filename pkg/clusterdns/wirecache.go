@@ -303,11 +303,14 @@ func (c *wireCache) retireOne(name string) {
 // (not exactly one question, not a plain query, EDNS versions other than 0).
 // The size limit is dnsmsg.ReplySize, the size Finish truncates to.
 func cacheKeyOf(req *dns.Msg, tcp bool) (cacheKey, bool) {
-	if req.Response {
-		return cacheKey{}, false
-	}
 	opt, rcode := dnsmsg.Check(req)
-	if rcode != dns.RcodeSuccess {
+	return checkedKey(req, opt, rcode, tcp)
+}
+
+// checkedKey is cacheKeyOf for a request dnsmsg.Check has read: opt and
+// rcode are what it returned.
+func checkedKey(req *dns.Msg, opt *dns.OPT, rcode int, tcp bool) (cacheKey, bool) {
+	if req.Response || rcode != dns.RcodeSuccess {
 		return cacheKey{}, false
 	}
 	q := req.Question[0]
