@@ -114,6 +114,7 @@ func Parse(source string, data []byte, maxObjects int) ([]Object, error) {
 // doc is one document's JSON with its number and first line.
 type doc struct {
 	json    []byte
+	bad     error // not valid YAML; json is nil
 	index   int
 	line    int
 	raw     []byte

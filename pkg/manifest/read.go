@@ -143,6 +143,9 @@ func (r *Reader) parse(src string, in io.Reader) (int, error) {
 		if err != nil {
 			return r.lastDocs, &Error{Source: src, Err: err}
 		}
+		if dc.bad != nil {
+			return r.lastDocs, &Error{Source: src, Err: fmt.Errorf("document %d: invalid YAML: %s", dc.index, oneLine(dc.bad))}
+		}
 		r.lastDocs++
 		if err := r.keep(src, dc, decode(dc, lim.MaxObjectSize)); err != nil {
 			return r.lastDocs, err

@@ -98,7 +98,8 @@ func startsJSON(br *bufio.Reader) bool {
 }
 
 // next is the next document that is not empty (blank, only comments, or
-// null); io.EOF after the last.
+// null), or one that is not valid YAML (doc.bad); io.EOF after the last.
+// Any other error ends the source.
 func (d *docs) next() (doc, error) {
 	for {
 		d.b.reset()
@@ -109,7 +110,7 @@ func (d *docs) next() (doc, error) {
 		} else {
 			dc, err = d.nextYAML()
 		}
-		if err != nil || dc.json != nil {
+		if err != nil || dc.json != nil || dc.bad != nil {
 			return dc, err
 		}
 	}
@@ -150,7 +151,7 @@ func (d *docs) nextYAML() (doc, error) {
 	d.line += bytes.Count(raw, []byte("\n")) + 1
 	js, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return doc{}, fmt.Errorf("document %d: invalid YAML: %s", d.n, oneLine(err))
+		return doc{index: d.n, bad: err}, nil
 	}
 	if t := bytes.TrimSpace(js); bytes.Equal(t, []byte("null")) {
 		return doc{index: d.n}, nil // blank, only comments, or null
@@ -161,7 +162,50 @@ func (d *docs) nextYAML() (doc, error) {
 // fail names the document an error is in.
 func (d *docs) fail(err error, what string) error {
 	if errors.Is(err, errDocumentSize) {
-		return fmt.Errorf("document %d: larger than %d bytes: the reader holds one document at a time, at most that", d.n, d.b.max)
+		err = fmt.Errorf("larger than %d bytes: the reader holds one document at a time, at most that", d.b.max)
 	}
-	return fmt.Errorf("document %d: %s%w", d.n, what, err)
+	return &streamError{doc: d.n, err: fmt.Errorf("%s%w", what, err)}
+}
+
+// streamError ends a source: it cannot be split past document doc.
+type streamError struct {
+	doc int
+	err error
+}
+
+func (e *streamError) Error() string { return fmt.Sprintf("document %d: %v", e.doc, e.err) }
+func (e *streamError) Unwrap() error { return e.err }
+
+// Document is one document of a source that is not empty.
+type Document struct {
+	// Index counts the documents of the source from 1, empty ones too.
+	Index int
+	// Line is the 1-based line of its first content line.
+	Line int
+	// JSON is the document as JSON, nil when Err is set.
+	JSON []byte
+	// Err is why the document is not valid YAML. The next documents
+	// are still read.
+	Err error
+}
+
+// Documents reads the documents of in one at a time, each of at most
+// maxDocument bytes, and calls fn with each that is not empty. Lists are
+// not expanded. Any other problem ends the source: the error is an *Error
+// naming the document, and the stream cannot be split past it.
+func Documents(in io.Reader, maxDocument int64, fn func(Document)) error {
+	d := newDocs(in, maxDocument)
+	for {
+		dc, err := d.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if se, ok := err.(*streamError); ok {
+			return &Error{Document: se.doc, Err: se.err}
+		}
+		if err != nil {
+			return &Error{Document: d.n, Err: err}
+		}
+		fn(Document{Index: dc.index, Line: dc.line, JSON: dc.json, Err: dc.bad})
+	}
 }

@@ -1,7 +1,6 @@
 package feed
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,12 +16,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/manifest"
 )
 
 // MaxManifestSize caps the size of one manifest file.
@@ -169,49 +167,27 @@ func (l *loader) file(path string) *ManifestError {
 	if len(data) > MaxManifestSize {
 		return &ManifestError{File: path, Kind: KindFile, Reason: ReasonTooLarge, Err: fmt.Errorf("larger than %d bytes", MaxManifestSize)}
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for i := 1; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
+	// pkg/manifest splits the stream: YAML documents, or JSON values.
+	err = manifest.Documents(bytes.NewReader(data), MaxManifestSize, func(d manifest.Document) {
+		if d.Err != nil {
+			l.skipped = append(l.skipped, &ManifestError{File: path, Doc: d.Index, Kind: KindDocument, Reason: ReasonDecode, Err: fmt.Errorf("parse yaml: %w", d.Err)})
+			return
 		}
-		if err != nil {
-			// The stream cannot be split past here.
-			l.skipped = append(l.skipped, &ManifestError{File: path, Doc: i, Kind: KindDocument, Reason: ReasonDecode,
-				Err: fmt.Errorf("split the YAML stream: %w; the rest of the file is skipped", err)})
-			return nil
-		}
-		l.document(path, i, doc)
+		l.json(path, d.Index, "", d.JSON)
+	})
+	var me *manifest.Error
+	if errors.As(err, &me) {
+		// The stream cannot be split past here.
+		l.skipped = append(l.skipped, &ManifestError{File: path, Doc: me.Document, Kind: KindDocument, Reason: ReasonDecode,
+			Err: fmt.Errorf("split the YAML stream: %w; the rest of the file is skipped", me.Err)})
 	}
+	return nil
 }
 
 type typeMeta struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
 	Items      []json.RawMessage `json:"items"`
-}
-
-func isBlank(doc []byte) bool {
-	for _, l := range bytes.Split(doc, []byte("\n")) {
-		l = bytes.TrimSpace(l)
-		if len(l) > 0 && l[0] != '#' {
-			return false
-		}
-	}
-	return true
-}
-
-// document loads document doc (counted from 1) of file.
-func (l *loader) document(file string, doc int, data []byte) {
-	if isBlank(data) {
-		return
-	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		l.skipped = append(l.skipped, &ManifestError{File: file, Doc: doc, Kind: KindDocument, Reason: ReasonDecode, Err: fmt.Errorf("parse yaml: %w", err)})
-		return
-	}
-	l.json(file, doc, "", js)
 }
 
 // json loads the object js, item of document doc of file ("" for the
