@@ -1,6 +1,11 @@
 package store
 
-import "github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+)
 
 // The nodes and the Service records are packed without pointers (package
 // pack, svcrecord.go), and two arenas carve the long-lived ones from
@@ -39,4 +44,24 @@ type recordArena struct {
 func (a *recordArena) service(v *Service) (string, svcRecord) {
 	var tmp [256]byte
 	return a.strs.Copy(v.Name), svcRecord(a.strs.CopyBytes(appendService(tmp[:0], v)))
+}
+
+// concat returns the concatenation of parts, cut from the chunks when the
+// builder has them.
+func (b *builder) concat(parts ...string) string {
+	if b.arena == nil {
+		return strings.Join(parts, "")
+	}
+	return b.arena.names.Concat(parts...)
+}
+
+// reverseName is ReverseName(a), cut from the chunks when the builder has
+// them.
+func (b *builder) reverseName(a netip.Addr) string {
+	var buf [74]byte
+	name := appendReverseName(buf[:0], a)
+	if b.arena == nil {
+		return string(name)
+	}
+	return b.arena.names.CopyBytes(name)
 }

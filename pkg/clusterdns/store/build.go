@@ -40,7 +40,7 @@ type builder struct {
 	prev nodeSource
 	// published is the published index when the build makes what the unit
 	// contributed to it (prev is then that index too), else nil.
-	published *shardMap[string, *Node]
+	published *pack.Map[string, *Node]
 	// ownOnly leaves out the endpoint names and PTRs of a Service: the
 	// build makes what a delta makes again (delta.go). targets, when not
 	// nil, are SRV records sorted by target whose strings the endpoint
@@ -104,26 +104,6 @@ func keptList[T any](s []T) []T {
 		return nil
 	}
 	return s[:0]
-}
-
-// concat returns the concatenation of parts, cut from the chunks when the
-// builder has them.
-func (b *builder) concat(parts ...string) string {
-	if b.arena == nil {
-		return strings.Join(parts, "")
-	}
-	return b.arena.names.Concat(parts...)
-}
-
-// reverseName is ReverseName(a), cut from the chunks when the builder has
-// them.
-func (b *builder) reverseName(a netip.Addr) string {
-	var buf [74]byte
-	name := appendReverseName(buf[:0], a)
-	if b.arena == nil {
-		return string(name)
-	}
-	return b.arena.names.CopyBytes(name)
 }
 
 // podIP is a pod IP claimed by a pod of namespace ns (lowercase).

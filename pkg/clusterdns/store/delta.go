@@ -235,7 +235,7 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 		st.addName(t, ptrs[len(gone)+i], ptrNode(s.opts.TTL, host), d)
 	}
 	for name, n := range own {
-		t.set(name, n)
+		t.Set(name, n)
 	}
 	st.counts.Endpoints += len(is.eps) - len(was.eps)
 	s.deltas++
@@ -250,7 +250,7 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 // cost neither a lookup nor a copy. distinct is builder.distinct.
 func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t nameTable, distinct bool) map[string]*Node {
 	st := s.state
-	prev, ok := t.get(base)
+	prev, ok := t.Get(base)
 	if !ok || prev == st.ent {
 		return nil
 	}
@@ -270,7 +270,7 @@ func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t
 		if _, shared := st.shared[name]; shared {
 			return nil
 		}
-		p, ok := t.get(name)
+		p, ok := t.Get(name)
 		if !ok || p == st.ent {
 			return nil
 		}

@@ -47,7 +47,7 @@
 // 50k and 100k Services), its objects and the time of a collection on
 // one CPU (39 ms at 100k).
 //
-// The published index is sharded copy-on-write (shard.go): runs of about
+// The published index is sharded copy-on-write (pack.Map): runs of about
 // 32 names sorted by hash behind a two-level array; a Publish copies the
 // shards it touches, and a Snapshot shares the rest with the one before.
 // Lookup is one hash and a short walk of one shard: the persistent hash map

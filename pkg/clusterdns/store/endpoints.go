@@ -39,13 +39,13 @@ type epMemo struct {
 // nodeSource is where a build takes endpoint nodes from: a previous
 // contribution's names, or the published Snapshot's.
 type nodeSource interface {
-	get(name string) (*Node, bool)
+	Get(name string) (*Node, bool)
 }
 
 // contributed is a contribution's names as a nodeSource.
 type contributed map[string]*Node
 
-func (c contributed) get(name string) (*Node, bool) {
+func (c contributed) Get(name string) (*Node, bool) {
 	n, ok := c[name]
 	return n, ok
 }
@@ -59,7 +59,7 @@ func (c contributed) get(name string) (*Node, bool) {
 // the endpoint makes (takeEndpoint) is that contribution's node, or one
 // equal to it: an endpoint's host name is under its Service's name, and a
 // PTR name two units make holds both targets.
-func (b *builder) useMemo(prev *contribution, published *shardMap[string, *Node]) {
+func (b *builder) useMemo(prev *contribution, published *pack.Map[string, *Node]) {
 	switch {
 	case prev != nil:
 		b.prev, b.memo = contributed(prev.names), prev.eps
@@ -112,8 +112,8 @@ func (b *builder) newEndpointNames(ep Endpoint, a netip.Addr, base string) epNam
 
 // indexed is name as the index m holds it, or a copy of it when m does not
 // have it; name is not kept.
-func indexed(m *shardMap[string, *Node], name []byte) string {
-	if k, _, ok := m.entry(pack.Borrow(name)); ok {
+func indexed(m *pack.Map[string, *Node], name []byte) string {
+	if k, _, ok := m.Entry(pack.Borrow(name)); ok {
 		return k
 	}
 	return string(name)
@@ -165,11 +165,11 @@ func (b *builder) takeEndpoint(e served) bool {
 	if b.prev == nil || e.ptr == "" {
 		return false
 	}
-	hn, ok := b.prev.get(e.host)
+	hn, ok := b.prev.Get(e.host)
 	if !ok || !b.onlyAddr(hn, e.addr) {
 		return false
 	}
-	pn, ok := b.prev.get(e.ptr)
+	pn, ok := b.prev.Get(e.ptr)
 	if !ok || !b.onlyPTR(pn, e.host) {
 		return false
 	}

@@ -7,3 +7,6 @@ import "github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 // no answer) but holds no records. A build makes its nodes as drafts
 // (pack.Draft), which it packs when it finishes.
 type Node = pack.Node
+
+// SRV is the data of one SRV record.
+type SRV = pack.SRV

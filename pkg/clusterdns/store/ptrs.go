@@ -53,7 +53,7 @@ func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
 		if !isPTR {
 			return
 		}
-		if n, has := snap.names.get(name); has && n.NumPTR() > 0 {
+		if n, has := snap.names.Get(name); has && n.NumPTR() > 0 {
 			set = set.Set(a, struct{}{})
 		} else {
 			set = set.Delete(a)
@@ -80,7 +80,7 @@ func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
 // ptrsOf is the PTR set of snap, from every name of it.
 func ptrsOf(snap *Snapshot) *ptrSet {
 	var addrs []netip.Addr
-	snap.names.all(func(name string, n *Node) {
+	snap.names.All(func(name string, n *Node) {
 		if a, isPTR := reverseAddr(name); isPTR && n.NumPTR() > 0 {
 			addrs = append(addrs, a)
 		}

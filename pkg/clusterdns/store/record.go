@@ -214,3 +214,13 @@ func reverseAddr(name string) (netip.Addr, bool) {
 	}
 	return netip.AddrFrom16(b), true
 }
+
+// Counts are the sizes of a Snapshot, for metrics.
+type Counts struct {
+	Services       int
+	EndpointSlices int
+	Endpoints      int
+	Pods           int
+	Namespaces     int
+	Names          int
+}

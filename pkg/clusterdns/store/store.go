@@ -529,19 +529,6 @@ func (s *Store) Publish() *Snapshot {
 	return snap
 }
 
-// SRV is the data of one SRV record.
-type SRV = pack.SRV
-
-// Counts are the sizes of a Snapshot, for metrics.
-type Counts struct {
-	Services       int
-	EndpointSlices int
-	Endpoints      int
-	Pods           int
-	Namespaces     int
-	Names          int
-}
-
 // Snapshot is an immutable view of the records. Callers must not modify it or
 // anything reachable from it. Snapshots of one Store share what did not
 // change between them.
@@ -554,10 +541,10 @@ type Snapshot struct {
 	Serial uint32
 	Counts Counts
 
-	names      *shardMap[string, *Node]
+	names      *pack.Map[string, *Node]
 	namespaces map[string]struct{} // replaced, not modified, when it changes
 	exposed    map[string]struct{}
-	podNS      *shardMap[netip.Addr, string] // verified mode: pod IP → namespace, "" when two namespaces share the IP
+	podNS      *pack.Map[netip.Addr, string] // verified mode: pod IP → namespace, "" when two namespaces share the IP
 	ptrs       snapPTRs                      // made on first use (ptrs.go)
 
 	// seq numbers the Snapshots of a Store; log tells what changed
@@ -570,14 +557,14 @@ type Snapshot struct {
 // only). An IP that pods of two namespaces claim (a reused IP the watch has
 // not caught up with yet) is reported as unknown.
 func (s *Snapshot) PodNamespace(ip netip.Addr) (string, bool) {
-	ns, ok := s.podNS.get(ip.Unmap())
+	ns, ok := s.podNS.Get(ip.Unmap())
 	return ns, ok && ns != ""
 }
 
 // Lookup returns the node of a lowercase fully qualified name (with the
 // trailing dot).
 func (s *Snapshot) Lookup(name string) (*Node, bool) {
-	return s.names.get(name)
+	return s.names.Get(name)
 }
 
 // NamespaceExposed reports whether the namespace filter lets ns through.
@@ -603,5 +590,5 @@ func (s *Snapshot) HasPTRIn(p netip.Prefix) bool {
 
 // Names calls f for every name of the snapshot, in no particular order.
 func (s *Snapshot) Names(f func(name string, n *Node)) {
-	s.names.all(f)
+	s.names.All(f)
 }

@@ -114,7 +114,7 @@ func (s *Store) buildRecords(u unitKey, rec *oldRecords, prev *contribution) *co
 // published is the published name index when a build of a unit without
 // prev makes what the unit contributed to it (Store.touch), else nil.
 // s.mu is held.
-func (s *Store) published(prev *contribution) *shardMap[string, *Node] {
+func (s *Store) published(prev *contribution) *pack.Map[string, *Node] {
 	if prev != nil || s.full {
 		return nil
 	}
@@ -189,9 +189,9 @@ type nsCount struct {
 // nameTable is the name index a Publish writes: a new map (rebuild) or the
 // edit of the previous Snapshot's (apply).
 type nameTable interface {
-	get(name string) (*Node, bool)
-	set(name string, n *Node)
-	del(name string)
+	Get(name string) (*Node, bool)
+	Set(name string, n *Node)
+	Del(name string)
 }
 
 // delta is what one apply touched.
@@ -212,20 +212,20 @@ func newDelta() *delta {
 // previous Snapshot's, so that a name taken out and put back unchanged
 // costs no copy of its shard.
 type overlay struct {
-	base *shardMap[string, *Node]
+	base *pack.Map[string, *Node]
 	m    map[string]*Node // nil: deleted
 }
 
-func (o *overlay) get(name string) (*Node, bool) {
+func (o *overlay) Get(name string) (*Node, bool) {
 	if n, ok := o.m[name]; ok {
 		return n, n != nil
 	}
-	return o.base.get(name)
+	return o.base.Get(name)
 }
 
-func (o *overlay) set(name string, n *Node) { o.m[name] = n }
+func (o *overlay) Set(name string, n *Node) { o.m[name] = n }
 
-func (o *overlay) del(name string) { o.m[name] = nil }
+func (o *overlay) Del(name string) { o.m[name] = nil }
 
 // add (sign 1) or remove (sign -1) the contribution c to the names of t.
 // Shared names are merged by finish.
@@ -289,9 +289,9 @@ func (st *applied) refs(c *contribution, sign int, d *delta) {
 func (st *applied) addName(t nameTable, name string, n *Node, d *delta) {
 	sn, ok := st.shared[name]
 	if !ok {
-		only, had := t.get(name)
+		only, had := t.Get(name)
 		if !had {
-			t.set(name, n)
+			t.Set(name, n)
 			return
 		}
 		sn = &sharedName{}
@@ -323,12 +323,12 @@ func (st *applied) removeName(t nameTable, name string, n *Node, d *delta) {
 		}
 		return
 	}
-	only, had := t.get(name)
+	only, had := t.Get(name)
 	if !had || (only == st.ent) != (n == st.ent) || !pack.Equal(only, n) {
 		d.lost = true
 		return
 	}
-	t.del(name)
+	t.Del(name)
 }
 
 // finish publishes the shared names d touched: merged, or back to a single
@@ -339,16 +339,16 @@ func (st *applied) finish(t nameTable, d *delta) {
 		switch sn.count() {
 		case 0:
 			delete(st.shared, name)
-			t.del(name)
+			t.Del(name)
 		case 1:
 			delete(st.shared, name)
 			if len(sn.data) == 1 {
-				t.set(name, sn.data[0])
+				t.Set(name, sn.data[0])
 			} else {
-				t.set(name, st.ent)
+				t.Set(name, st.ent)
 			}
 		default:
-			t.set(name, st.merged(sn))
+			t.Set(name, st.merged(sn))
 		}
 	}
 }
@@ -471,19 +471,19 @@ func (s *Store) rebuild() *Snapshot {
 		nsRefs: map[string]int{}, known: map[string]struct{}{}, claims: map[netip.Addr][]nsCount{}}
 	s.state = st
 	d := newDelta()
-	names := newShardMap[string, *Node](s.sizeHint())
+	names := pack.NewMap[string, *Node](s.sizeHint())
 	s.buildAll(func(c *contribution) { st.add(names, c, 1, d) })
 	s.updateNamespaces(names, d)
 	st.finish(names, d)
 
 	snap := s.newSnapshot()
-	snap.names = names.compact().resized()
-	snap.podNS = newShardMap[netip.Addr, string](len(st.claims))
+	snap.names = names.Compact().Resized()
+	snap.podNS = pack.NewMap[netip.Addr, string](len(st.claims))
 	for ip := range st.claims {
 		v, _ := st.podNS(ip)
-		snap.podNS.set(ip, v)
+		snap.podNS.Set(ip, v)
 	}
-	snap.podNS.compact()
+	snap.podNS.Compact()
 	snap.namespaces = maps.Clone(st.known)
 	s.finishCounts(snap)
 	return snap
@@ -527,10 +527,10 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 	}
 
 	snap = s.newSnapshot()
-	names := prev.names.edit()
+	names := prev.names.Edit()
 	for name, n := range o.m {
 		has := n != nil
-		old, had := prev.names.get(name)
+		old, had := prev.names.Get(name)
 		if had && has && (old == n || pack.Equal(old, n)) {
 			continue
 		}
@@ -539,23 +539,23 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 		}
 		changed = append(changed, name)
 		if has {
-			names.set(name, n)
+			names.Set(name, n)
 		} else {
-			names.del(name)
+			names.Del(name)
 		}
 	}
-	snap.names = names.done()
+	snap.names = names.Done()
 	snap.podNS = prev.podNS
 	if len(d.ips) > 0 {
-		pe := prev.podNS.edit()
+		pe := prev.podNS.Edit()
 		for ip := range d.ips {
 			if v, ok := st.podNS(ip); ok {
-				pe.set(ip, v)
+				pe.Set(ip, v)
 			} else {
-				pe.del(ip)
+				pe.Del(ip)
 			}
 		}
-		snap.podNS = pe.done()
+		snap.podNS = pe.Done()
 	}
 	snap.namespaces = prev.namespaces
 	if nsChanged {
@@ -579,6 +579,6 @@ func (s *Store) finishCounts(snap *Snapshot) {
 		c.EndpointSlices = s.labelled
 	}
 	c.Namespaces = len(s.state.known)
-	c.Names = snap.names.len()
+	c.Names = snap.names.Len()
 	snap.Counts = c
 }

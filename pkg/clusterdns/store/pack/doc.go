@@ -2,8 +2,9 @@
 // never scans.
 //
 // It holds the packed nodes of a Snapshot (node.go), the drafts a build
-// packs them from (draft.go) and the chunk arenas that keep them and the
-// names together (chunk.go). The store's rules say what a Service
+// packs them from (draft.go), the chunk arenas that keep them and the
+// names together (chunk.go) and the sharded copy-on-write map that
+// indexes them (shard.go). The store's rules say what a Service
 // contributes; this package says only how it is laid out.
 //
 // It is the one package of the store that imports unsafe. Each use is a

@@ -1,4 +1,4 @@
-package store
+package pack
 
 import (
 	"fmt"
@@ -8,23 +8,23 @@ import (
 )
 
 // checkShardMap fails unless m holds exactly want, by get, len and all.
-func checkShardMap(t *testing.T, m *shardMap[string, int], want map[string]int) {
+func checkShardMap(t *testing.T, m *Map[string, int], want map[string]int) {
 	t.Helper()
-	if m.len() != len(want) {
-		t.Fatalf("len %d, want %d", m.len(), len(want))
+	if m.Len() != len(want) {
+		t.Fatalf("len %d, want %d", m.Len(), len(want))
 	}
 	got := map[string]int{}
-	m.all(func(k string, v int) { got[k] = v })
+	m.All(func(k string, v int) { got[k] = v })
 	if !maps.Equal(got, want) {
 		t.Fatalf("all: %d entries differ from the %d wanted", len(got), len(want))
 	}
 	for k, v := range want {
-		if g, ok := m.get(k); !ok || g != v {
+		if g, ok := m.Get(k); !ok || g != v {
 			t.Fatalf("get(%q) = %d, %v; want %d", k, g, ok, v)
 		}
 	}
 	for i := range 50 {
-		if _, ok := m.get(fmt.Sprint("absent-", i)); ok {
+		if _, ok := m.Get(fmt.Sprint("absent-", i)); ok {
 			t.Fatalf("get(absent-%d) found", i)
 		}
 	}
@@ -45,37 +45,37 @@ func checkShardMap(t *testing.T, m *shardMap[string, int], want map[string]int) 
 // resized on the way.
 func TestShardMapEdits(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	m := newShardMap[string, int](100)
+	m := NewMap[string, int](100)
 	want := map[string]int{}
 	for i := range 100 {
 		k := fmt.Sprint("k-", i)
-		m.set(k, i)
+		m.Set(k, i)
 		want[k] = i
 	}
-	m = m.compact().resized()
+	m = m.Compact().Resized()
 	checkShardMap(t, m, want)
 	type version struct {
-		m    *shardMap[string, int]
+		m    *Map[string, int]
 		want map[string]int
 	}
 	var published []version
 	for round := range 300 {
-		e := m.edit()
+		e := m.Edit()
 		for range 1 + r.IntN(200) {
 			k := fmt.Sprint("k-", r.IntN(20000))
 			if r.IntN(4) == 0 {
-				e.del(k)
+				e.Del(k)
 				delete(want, k)
 			} else {
-				e.set(k, round)
+				e.Set(k, round)
 				want[k] = round
 			}
 			wv, wok := want[k]
-			if v, ok := e.get(k); ok != wok || v != wv {
+			if v, ok := e.Get(k); ok != wok || v != wv {
 				t.Fatalf("edit get(%q) = %d, %v in round %d, after setting or deleting it", k, v, ok, round)
 			}
 		}
-		m = e.done()
+		m = e.Done()
 		checkShardMap(t, m, want)
 		if round%10 == 0 {
 			published = append(published, version{m, maps.Clone(want)})
@@ -86,7 +86,7 @@ func TestShardMapEdits(t *testing.T) {
 		checkShardMap(t, v.m, v.want)
 	}
 	if len(m.blocks) == 1 {
-		t.Fatalf("the map never resized: %d entries in %d block", m.len(), len(m.blocks))
+		t.Fatalf("the map never resized: %d entries in %d block", m.Len(), len(m.blocks))
 	}
 }
 

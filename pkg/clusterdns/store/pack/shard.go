@@ -1,20 +1,20 @@
-package store
+package pack
 
 import (
 	"hash/maphash"
 	"slices"
 )
 
-// shardMap is an immutable map split into shards: a lookup costs one hash
+// Map is an immutable map split into shards: a lookup costs one hash
 // and a short walk of one shard (find), and an update copies only the shards
-// it touches (see shardEdit), so a Snapshot shares every other shard with
+// it touches (see MapEdit), so a Snapshot shares every other shard with
 // the one before it.
 //
 // A shard is a slice of entries sorted by the key's hash, not a Go map: a
 // Go map would hash the name a second time, copying one rehashes every
 // entry, and its slots cost about half again the entries' size. Copying a
 // shard is one copy of its bytes.
-type shardMap[K comparable, V any] struct {
+type Map[K comparable, V any] struct {
 	seed maphash.Seed
 	// blocks hold the shards, blockSize each; their number is a power of
 	// two. Neither is modified once published.
@@ -39,12 +39,13 @@ type shardBlock[K comparable, V any] [blockSize][]entry[K, V]
 // at: small enough that copying a shard is cheap.
 const shardTarget = 32
 
-func newShardMap[K comparable, V any](size int) *shardMap[K, V] {
+// NewMap is an empty map with shards for about size entries.
+func NewMap[K comparable, V any](size int) *Map[K, V] {
 	n := 1
 	for n*blockSize*shardTarget < size {
 		n *= 2
 	}
-	m := &shardMap[K, V]{seed: maphash.MakeSeed(), blocks: make([]*shardBlock[K, V], n)}
+	m := &Map[K, V]{seed: maphash.MakeSeed(), blocks: make([]*shardBlock[K, V], n)}
 	// Each shard is made for its share of size, and a little more: a map
 	// filled to size then holds few slices that grew (compact trims
 	// those). Each is an object of its own, so that an edit's copy frees
@@ -60,7 +61,7 @@ func newShardMap[K comparable, V any](size int) *shardMap[K, V] {
 	return m
 }
 
-func (m *shardMap[K, V]) hash(k K) uint64 {
+func (m *Map[K, V]) hash(k K) uint64 {
 	if s, ok := any(k).(string); ok {
 		return maphash.String(m.seed, s) // the names: faster than Comparable
 	}
@@ -68,12 +69,12 @@ func (m *shardMap[K, V]) hash(k K) uint64 {
 }
 
 // shard is the index of the shard of hash h.
-func (m *shardMap[K, V]) shard(h uint64) int { return int(h & uint64(len(m.blocks)*blockSize-1)) }
+func (m *Map[K, V]) shard(h uint64) int { return int(h & uint64(len(m.blocks)*blockSize-1)) }
 
-func (m *shardMap[K, V]) at(i int) []entry[K, V] { return *m.slot(i) }
+func (m *Map[K, V]) at(i int) []entry[K, V] { return *m.slot(i) }
 
 // slot is where shard i is held, for a map or an edit that may replace it.
-func (m *shardMap[K, V]) slot(i int) *[]entry[K, V] { return &m.blocks[i/blockSize][i%blockSize] }
+func (m *Map[K, V]) slot(i int) *[]entry[K, V] { return &m.blocks[i/blockSize][i%blockSize] }
 
 // find returns the position of k (hash h) in shard s, or where it would go.
 // The hashes are uniform, so the search starts where h would sit if they
@@ -96,7 +97,8 @@ func find[K comparable, V any](s []entry[K, V], h uint64, k K) (int, bool) {
 	return i, false
 }
 
-func (m *shardMap[K, V]) get(k K) (V, bool) {
+// Get is the value of k.
+func (m *Map[K, V]) Get(k K) (V, bool) {
 	h := m.hash(k)
 	s := m.at(m.shard(h))
 	if i, ok := find(s, h, k); ok {
@@ -106,9 +108,9 @@ func (m *shardMap[K, V]) get(k K) (V, bool) {
 	return zero, false
 }
 
-// entry is get with the key as the map holds it: a name built again can
+// Entry is Get with the key as the map holds it: a name built again can
 // share the map's string instead of keeping a copy.
-func (m *shardMap[K, V]) entry(k K) (K, V, bool) {
+func (m *Map[K, V]) Entry(k K) (K, V, bool) {
 	h := m.hash(k)
 	s := m.at(m.shard(h))
 	if i, ok := find(s, h, k); ok {
@@ -119,9 +121,11 @@ func (m *shardMap[K, V]) entry(k K) (K, V, bool) {
 	return zk, zv, false
 }
 
-func (m *shardMap[K, V]) len() int { return m.n }
+// Len is the number of entries.
+func (m *Map[K, V]) Len() int { return m.n }
 
-func (m *shardMap[K, V]) all(f func(K, V)) {
+// All calls f with each entry, in no order.
+func (m *Map[K, V]) All(f func(K, V)) {
 	for _, b := range m.blocks {
 		for _, s := range b {
 			for _, e := range s {
@@ -131,10 +135,10 @@ func (m *shardMap[K, V]) all(f func(K, V)) {
 	}
 }
 
-// shardEdit makes the next version of a shardMap: it copies the block
+// MapEdit makes the next version of a Map: it copies the block
 // array once, and each block and shard at its first change.
-type shardEdit[K comparable, V any] struct {
-	m      *shardMap[K, V]
+type MapEdit[K comparable, V any] struct {
+	m      *Map[K, V]
 	blocks []bool // copied, by block
 	// shards has a bit per shard copied, a word per block (blockSize is
 	// 64): a change that touches every shard costs one test each, not a
@@ -142,14 +146,15 @@ type shardEdit[K comparable, V any] struct {
 	shards []uint64
 }
 
-func (m *shardMap[K, V]) edit() *shardEdit[K, V] {
-	next := &shardMap[K, V]{seed: m.seed, blocks: slices.Clone(m.blocks), n: m.n}
-	return &shardEdit[K, V]{m: next, blocks: make([]bool, len(m.blocks)), shards: make([]uint64, len(m.blocks))}
+// Edit starts the next version of m, which stays as it is.
+func (m *Map[K, V]) Edit() *MapEdit[K, V] {
+	next := &Map[K, V]{seed: m.seed, blocks: slices.Clone(m.blocks), n: m.n}
+	return &MapEdit[K, V]{m: next, blocks: make([]bool, len(m.blocks)), shards: make([]uint64, len(m.blocks))}
 }
 
 // own returns shard i of the edit, copied at its first change with room
 // for one more entry.
-func (e *shardEdit[K, V]) own(i int) *[]entry[K, V] {
+func (e *MapEdit[K, V]) own(i int) *[]entry[K, V] {
 	b := i / blockSize
 	if !e.blocks[b] {
 		c := *e.m.blocks[b]
@@ -166,7 +171,8 @@ func (e *shardEdit[K, V]) own(i int) *[]entry[K, V] {
 	return p
 }
 
-func (e *shardEdit[K, V]) set(k K, v V) {
+// Set adds or replaces the entry of k.
+func (e *MapEdit[K, V]) Set(k K, v V) {
 	h := e.m.hash(k)
 	i := e.m.shard(h)
 	j, ok := find(e.m.at(i), h, k)
@@ -179,7 +185,8 @@ func (e *shardEdit[K, V]) set(k K, v V) {
 	*p = slices.Insert(*p, j, entry[K, V]{h, k, v})
 }
 
-func (e *shardEdit[K, V]) del(k K) {
+// Del removes the entry of k.
+func (e *MapEdit[K, V]) Del(k K) {
 	h := e.m.hash(k)
 	i := e.m.shard(h)
 	j, ok := find(e.m.at(i), h, k)
@@ -191,25 +198,25 @@ func (e *shardEdit[K, V]) del(k K) {
 	e.m.n--
 }
 
-// done returns the new map, resized when it has outgrown its shards (a
+// Done returns the new map, resized when it has outgrown its shards (a
 // full copy, after the entries have grown fourfold).
-func (e *shardEdit[K, V]) done() *shardMap[K, V] {
-	return e.m.resized()
+func (e *MapEdit[K, V]) Done() *Map[K, V] {
+	return e.m.Resized()
 }
 
-// resized is m, or a copy of it with more shards when it has outgrown its
+// Resized is m, or a copy of it with more shards when it has outgrown its
 // shards fourfold.
-func (m *shardMap[K, V]) resized() *shardMap[K, V] {
+func (m *Map[K, V]) Resized() *Map[K, V] {
 	if m.n <= 4*shardTarget*blockSize*len(m.blocks) {
 		return m
 	}
-	r := newShardMap[K, V](m.n)
-	m.all(func(k K, v V) { r.set(k, v) })
-	return r.compact()
+	r := NewMap[K, V](m.n)
+	m.All(func(k K, v V) { r.Set(k, v) })
+	return r.Compact()
 }
 
-// set adds or replaces an entry of a map that is not published yet.
-func (m *shardMap[K, V]) set(k K, v V) {
+// Set adds or replaces an entry of a map that is not published yet.
+func (m *Map[K, V]) Set(k K, v V) {
 	h := m.hash(k)
 	p := m.slot(m.shard(h))
 	j, ok := find(*p, h, k)
@@ -221,8 +228,8 @@ func (m *shardMap[K, V]) set(k K, v V) {
 	*p = slices.Insert(*p, j, entry[K, V]{h, k, v})
 }
 
-// del removes an entry of a map that is not published yet.
-func (m *shardMap[K, V]) del(k K) {
+// Del removes an entry of a map that is not published yet.
+func (m *Map[K, V]) Del(k K) {
 	h := m.hash(k)
 	p := m.slot(m.shard(h))
 	if j, ok := find(*p, h, k); ok {
@@ -231,10 +238,10 @@ func (m *shardMap[K, V]) del(k K) {
 	}
 }
 
-// compact copies the shards of a map that is not published yet that grew
-// past the room newShardMap gave them: an append left up to twice their
+// Compact copies the shards of a map that is not published yet that grew
+// past the room NewMap gave them: an append left up to twice their
 // entries' room.
-func (m *shardMap[K, V]) compact() *shardMap[K, V] {
+func (m *Map[K, V]) Compact() *Map[K, V] {
 	for _, b := range m.blocks {
 		for i, s := range b {
 			if cap(s)-len(s) > len(s)/4+2 {
@@ -245,5 +252,5 @@ func (m *shardMap[K, V]) compact() *shardMap[K, V] {
 	return m
 }
 
-// get is the entry of k in the map being edited.
-func (e *shardEdit[K, V]) get(k K) (V, bool) { return e.m.get(k) }
+// Get is the value of k in the map being edited.
+func (e *MapEdit[K, V]) Get(k K) (V, bool) { return e.m.Get(k) }
