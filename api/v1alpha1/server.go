@@ -816,7 +816,7 @@ func (c *ServerConfiguration) validateSource(e *fieldErrors) {
 		}
 	}
 	for i, ns := range c.Namespaces {
-		if !isLabel(ns) {
+		if !IsDNSLabel(ns) {
 			e.add(fmt.Sprintf("namespaces[%d]", i), "%q: not a namespace name (a DNS label)", ns)
 		}
 	}
@@ -1370,12 +1370,6 @@ func normalizeName(s string) (string, error) {
 // inZone reports whether the FQDN name is zone or below it.
 func inZone(name, zone string) bool {
 	return zone == "." || name == zone || strings.HasSuffix(name, "."+zone)
-}
-
-// isLabel reports an RFC 1123 label: lowercase letters, digits and '-', at
-// most 63, starting and ending alphanumeric.
-func isLabel(s string) bool {
-	return len(s) <= 63 && dnsLabel.MatchString(s)
 }
 
 func oneOf(s string, allowed ...string) bool {

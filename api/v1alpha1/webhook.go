@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -187,8 +186,6 @@ func (w *WebhookConfiguration) SetDefaults() {
 	w.Cluster.ResolvConf = rc
 }
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-
 // Validate reports the first invalid field by its path. It does not require
 // the TLS files, which may come from flags: CheckComplete does.
 func (w *WebhookConfiguration) Validate() error {
@@ -229,7 +226,7 @@ func (w *WebhookConfiguration) Validate() error {
 	names := map[string]bool{}
 	for i, p := range w.NodePools {
 		prefix := fmt.Sprintf("nodePools[%d].", i)
-		if !dnsLabel.MatchString(p.Name) {
+		if !IsDNSLabel(p.Name) {
 			return fmt.Errorf("%sname: %q must be a DNS label (lowercase letters, digits and '-', at most 63)", prefix, p.Name)
 		}
 		if names[p.Name] {
