@@ -28,6 +28,8 @@ var core = []struct {
 	{"pkg/clusterdns/store", []string{"api/v1alpha1", "pkg/clusterdns/store/pack"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
 	// The store's packed layout: its only use of unsafe.
 	{"pkg/clusterdns/store/pack", nil, nil},
+	// The reply cache: bytes keyed by question, no DNS library.
+	{"pkg/clusterdns/replycache", nil, nil},
 	{"api/v1alpha1", nil, nil},
 	// The Corefile converter: CoreDNS's own parser, and YAML for a
 	// ConfigMap; it reads only the files an import names.

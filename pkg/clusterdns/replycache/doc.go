@@ -1,0 +1,17 @@
+// Package replycache keeps packed DNS replies across record snapshots.
+//
+// A reply is keyed by its question as asked (Key). Each reply names the
+// lowercase names it was made from. When a new snapshot comes, Advance
+// retires the replies of the names that changed, and only those.
+//
+// The cache holds two generations of at most half its bytes each. A hit in
+// the previous generation moves the reply to the current one. So the
+// replies in use stay, while a flood of one-off names only churns the
+// generations. A generation also ages out once it is idle long enough.
+//
+// Reads take no lock: a hit is a hash, a probe and a few atomic loads.
+// Writes take one mutex. The value a reply carries is the caller's (V).
+//
+// The package imports only the standard library. It knows nothing of DNS
+// messages: the caller packs, patches and rotates the bytes.
+package replycache
