@@ -76,10 +76,17 @@ type child struct {
 // startChild starts dnsconfigurer args in a child process; test is the
 // test (calling runChild first) that the child runs. The child gets this
 // process's environment without the Go runtime's memory settings (GOGC,
-// GOMEMLIMIT), as a pod does, and without an API server (KUBECONFIG,
+// GOMEMLIMIT) and without an API server (KUBECONFIG,
 // KUBERNETES_SERVICE_HOST). Cleanup kills it if it is still running and,
 // if the test failed, logs its stderr.
 func startChild(t *testing.T, test string, args ...string) *child {
+	t.Helper()
+	return startChildEnv(t, test, nil, args...)
+}
+
+// startChildEnv is startChild with env added to the child's environment:
+// what its Deployment sets (the webhook's GOMEMLIMIT).
+func startChildEnv(t *testing.T, test string, env []string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
@@ -89,7 +96,7 @@ func startChild(t *testing.T, test string, args ...string) *child {
 			}
 		}
 		return false
-	}), childEnv+"="+strings.Join(args, "\n"))
+	}), append(env, childEnv+"="+strings.Join(args, "\n"))...)
 	c := &child{lines: make(chan string, 64), stderr: &testkit.Buffer{}, exited: make(chan struct{})}
 	cmd.Stdout = &lineWriter{lines: c.lines}
 	cmd.Stderr = c.stderr

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,7 +116,8 @@ func startWebhookProcess(t *testing.T, cert, key string, pool *x509.CertPool) (*
 	if err := os.WriteFile(conf, []byte("apiVersion: dnsconfigurer.io/v1alpha1\nkind: WebhookConfiguration\nbodyProgressTimeout: 10s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := startChild(t, "TestWebhookProcess", "webhook", "--config", conf, "--listen", addr, "--tls-cert-file", cert, "--tls-private-key-file", key,
+	// GOMEMLIMIT as the Deployment sets it, from the memory limit.
+	c := startChildEnv(t, "TestWebhookProcess", []string{"GOMEMLIMIT=" + strconv.Itoa(webhookMemoryLimit)}, "webhook", "--config", conf, "--listen", addr, "--tls-cert-file", cert, "--tls-private-key-file", key,
 		"--cluster-dns", "10.96.0.10", "--log-format", "text")
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer tr.CloseIdleConnections()
