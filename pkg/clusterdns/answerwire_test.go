@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
@@ -264,34 +265,35 @@ func BenchmarkAnswerWire(b *testing.B) {
 
 // TestReplyCacheBound: WithReplyCache bounds the packed replies a snapshot
 // keeps: past the bound the oldest one-off replies are dropped (and asked
-// again go to ServeDNS), while the default keeps them all.
+// again go to ServeDNS), while the default keeps them all. A cache of the
+// same bound given by withReplies holds at most its bound.
 func TestReplyCacheBound(t *testing.T) {
 	const bound = 64 << 10
 	small := NewHandler("cluster.local", fuzzStore(t), WithReplyCache(bound))
+	rc := replycache.New[reply](bound, replyIdle)
+	given := NewHandler("cluster.local", fuzzStore(t), withReplies(rc))
 	def := NewHandler("cluster.local", fuzzStore(t))
 	name := func(i int) string { return fmt.Sprintf("n%d.ns.svc.cluster.local.", i) }
 	for i := range 2000 { // about 250 bytes each: 500 KB
 		req := wireQuery(name(i), dns.TypeA, true, false, 0, false)
 		serveUDP(t, small, req)
+		serveUDP(t, given, req)
 		serveUDP(t, def, req)
 	}
 	first := mustPack(t, wireQuery(name(0), dns.TypeA, true, false, 0, false))
 	last := mustPack(t, wireQuery(name(1999), dns.TypeA, true, false, 0, false))
-	if _, ok := small.AnswerWire(nil, first); ok {
-		t.Error("the first of 2000 replies is still cached under a 64 KiB bound")
-	}
-	if _, ok := small.AnswerWire(nil, last); !ok {
-		t.Error("the last reply is not cached under a 64 KiB bound")
+	for _, h := range []*Handler{small, given} {
+		if _, ok := h.AnswerWire(nil, first); ok {
+			t.Error("the first of 2000 replies is still cached under a 64 KiB bound")
+		}
+		if _, ok := h.AnswerWire(nil, last); !ok {
+			t.Error("the last reply is not cached under a 64 KiB bound")
+		}
 	}
 	if _, ok := def.AnswerWire(nil, first); !ok {
 		t.Error("the first of 2000 replies was dropped under the default bound")
 	}
-	g := small.cur.Load().wire.gens()
-	held := g.cur.size.Load()
-	if g.prev != nil {
-		held += g.prev.size.Load()
-	}
-	if held > bound+512 {
+	if held := rc.Bytes(); held > bound+512 {
 		t.Errorf("the cache holds %d bytes, bound %d", held, bound)
 	}
 }

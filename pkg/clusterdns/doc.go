@@ -50,7 +50,7 @@
 //     UDP it is found from the query's wire form (AnswerWire). The cache is
 //     bounded (WithReplyCache: 16 MiB by default, in two generations) and
 //     lives across snapshots. A new snapshot retires the replies made from
-//     the names that changed (see wireCache), so stale data is never
+//     the names that changed (package replycache), so stale data is never
 //     served.
 //   - A name that does not exist is NXDOMAIN. A name that exists (an empty
 //     non-terminal too) without the asked type is NOERROR with no answer.

@@ -149,7 +149,7 @@ func FuzzHandler(f *testing.F) {
 			if _, parsed := dnsmsg.ParseQuery(data); parsed && !ok {
 				if k, cacheable := cacheKeyOf(req, false); cacheable {
 					if z := h.zone(); z != nil {
-						if _, cached := z.wire.get(k); cached {
+						if _, cached := h.wire.Get(k); cached {
 							t.Fatalf("a cached reply not answered from the wire form")
 						}
 					}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 )
@@ -75,7 +76,8 @@ type Handler struct {
 	wireMisses bool
 	rw         *rewriter // nil: no rewrites
 	// wire caches packed replies across snapshots.
-	wire wireCache
+	wire       replyCache
+	replyBytes int64 // the bound of the default reply cache (WithReplyCache)
 
 	mu  sync.Mutex // serialises moving on to a new snapshot
 	cur atomic.Pointer[zone]
@@ -109,11 +111,11 @@ func WithDelegations(zones []string) Option {
 // WithReplyCache bounds the packed replies cached at bytes (default
 // DefaultReplyCacheBytes; 0 keeps the default). The replies in use stay
 // while a flood of one-off names churns the rest, and a new snapshot
-// retires only the replies made from names that changed (see wireCache).
+// retires only the replies made from names that changed (see replyCache).
 func WithReplyCache(bytes int64) Option {
 	return func(h *Handler) {
 		if bytes > 0 {
-			h.wire.max = bytes
+			h.replyBytes = bytes
 		}
 	}
 }
@@ -183,10 +185,12 @@ func WithReverseZones(prefixes []netip.Prefix) (Option, error) {
 // NewHandler returns a Handler for the cluster zone (e.g. "cluster.local")
 // reading records from r.
 func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
-	h := &Handler{zoneName: lowerFQDN(zoneName), records: r}
-	h.wire.max, h.wire.idle = DefaultReplyCacheBytes, replyIdle
+	h := &Handler{zoneName: lowerFQDN(zoneName), records: r, replyBytes: DefaultReplyCacheBytes}
 	for _, o := range opts {
 		o(h)
+	}
+	if h.wire == nil {
+		h.wire = replycache.New[reply](h.replyBytes, replyIdle)
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -220,12 +224,11 @@ func (h *Handler) zone() *zone {
 	if prev != nil && prev.snap == snap {
 		return prev
 	}
-	z := newZone(snap, &h.wire)
-	var prevSnap *store.Snapshot
+	z := newZone(snap)
 	if prev != nil {
-		prevSnap = prev.snap
+		z.epoch = prev.epoch + 1
 	}
-	h.wire.advance(prevSnap, snap, h.apexes(z))
+	h.wire.Advance(z.epoch, h.changes(prev, z))
 	h.cur.Store(z)
 	return z
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
@@ -15,7 +13,7 @@ import (
 )
 
 // ServeDNS implements dns.Handler. Replies answered from the zone are
-// cached in packed form per snapshot (see wireCache), so a repeated
+// cached in packed form per snapshot (see replyCache), so a repeated
 // question costs a map lookup, a copy and a write.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	_, tcp := w.RemoteAddr().(*net.TCPAddr)
@@ -81,27 +79,8 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		h.amp.observe(&ac)
 	}
 	// Cached before the reply leaves: the client's next query finds it.
-	if cacheable && local && z != nil && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError) {
-		e := wireEntry{rcode: m.Rcode}
-		if cut != nil {
-			// Kept whole, to hand out the next window on each hit.
-			e.wire, e.win = h.windowReply(m, cut, int(key.limit))
-		} else {
-			// The cached form has RD and CD clear; they are set per request.
-			e.wire = append([]byte(nil), b...)
-			e.wire[2] &^= 0x01
-			e.wire[3] &^= 0x10
-			if h.lb {
-				e.lb = planRotation(e.wire)
-			}
-		}
-		if ac.c != nil {
-			e.amp = new(ampCount)
-			*e.amp = ac
-		}
-		if e.wire != nil {
-			h.wire.put(key, e, z.snap, append(deps, lowerFQDN(key.name)))
-		}
+	if cacheable && local && z != nil {
+		h.keep(key, z, m, b, cut, &ac, deps)
 	}
 	if ticket != (dnscache.Ticket{}) && !tcp && ac.c == nil {
 		// Kept before the reply leaves, as the zone's: for AnswerWire.
@@ -231,38 +210,6 @@ func (h *Handler) answerBySource(ctx context.Context, src net.Addr, req *dns.Msg
 	return dnsmsg.Finish(req, m, tcp), true
 }
 
-// cached appends to dst the reply to a request with key k from z's reply
-// cache, with the request's id and RD and CD bits, and counts it in the
-// namespace metrics; false when z has no reply for k.
-func (h *Handler) cached(dst []byte, k cacheKey, id uint16, rd, cd bool) ([]byte, bool) {
-	e, ok := h.wire.get(k)
-	if !ok {
-		return dst, false
-	}
-	var b []byte
-	switch {
-	case e.win != nil:
-		b = e.win.apply(dst[:0], e.wire)
-	case e.lb != nil:
-		b = e.lb.apply(dst[:0], e.wire)
-	default:
-		b = append(dst[:0], e.wire...)
-	}
-	b[0], b[1] = byte(id>>8), byte(id)
-	if rd {
-		b[2] |= 0x01
-	}
-	if cd {
-		b[3] |= 0x10
-	}
-	if e.amp != nil {
-		// Counted before the reply leaves: a client that has its answer
-		// sees it in the metrics.
-		h.amp.observe(e.amp)
-	}
-	return b, true
-}
-
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {
 	if _, err := w.Write(b); err != nil {
 		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
@@ -270,47 +217,3 @@ func (h *Handler) write(w dns.ResponseWriter, b []byte) {
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// rotateAnswer returns rrs with each run of A, AAAA, or same-priority SRV
-// records of one owner rotated to start at its record c mod len, in a new
-// slice (rrs may be shared), or rrs itself when there is nothing to rotate.
-func rotateAnswer(rrs []dns.RR, c uint32) []dns.RR {
-	var out []dns.RR
-	for i := 0; i < len(rrs); {
-		j := i + 1
-		for j < len(rrs) && sameRun(rrs[i], rrs[j]) {
-			j++
-		}
-		if n := j - i; n >= 2 {
-			if out == nil {
-				out = slices.Clone(rrs)
-			}
-			k := int(c % uint32(n))
-			copy(out[i:], rrs[i+k:j])
-			copy(out[i+n-k:], rrs[i:i+k])
-		}
-		i = j
-	}
-	if out == nil {
-		return rrs
-	}
-	return out
-}
-
-// sameRun reports whether b continues a's run: same owner and type, A, AAAA
-// or SRV of the same priority.
-func sameRun(a, b dns.RR) bool {
-	ha, hb := a.Header(), b.Header()
-	if ha.Rrtype != hb.Rrtype || !strings.EqualFold(ha.Name, hb.Name) {
-		return false
-	}
-	switch ha.Rrtype {
-	case dns.TypeA, dns.TypeAAAA:
-		return true
-	case dns.TypeSRV:
-		sa, ok1 := a.(*dns.SRV)
-		sb, ok2 := b.(*dns.SRV)
-		return ok1 && ok2 && sa.Priority == sb.Priority
-	}
-	return false
-}

@@ -14,15 +14,15 @@ import (
 
 // zone is the view of one store.Snapshot the handler answers from: the
 // snapshot and the zone SOA. Records are built from the snapshot's nodes
-// when a reply is not cached (see wireCache), so the server holds the
+// when a reply is not cached (see replyCache), so the server holds the
 // record data once.
 type zone struct {
 	snap *store.Snapshot
 	name string // lowercase, trailing dot
 	ttl  uint32
 	soa  []dns.RR // the zone SOA, for the authority section of negatives
-	// wire is the handler's reply cache, shared by its zone views.
-	wire *wireCache
+	// epoch tells the reply cache which view a reply was made from.
+	epoch uint64
 }
 
 // nsName is the name server of the zone in its SOA and NS records, as
@@ -177,9 +177,10 @@ func (z *zone) srvExtra(srvs []store.SRV) []dns.RR {
 	return extra
 }
 
-// newZone is the zone view of snap, answering with the reply cache wire.
-func newZone(snap *store.Snapshot, wire *wireCache) *zone {
-	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, wire: wire}
+// newZone is the zone view of snap, of epoch 1 (the handler numbers the
+// views it makes).
+func newZone(snap *store.Snapshot) *zone {
+	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, epoch: 1}
 	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
 	return z
 }
