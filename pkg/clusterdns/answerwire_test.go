@@ -270,7 +270,7 @@ func BenchmarkAnswerWire(b *testing.B) {
 func TestReplyCacheBound(t *testing.T) {
 	const bound = 64 << 10
 	small := NewHandler("cluster.local", fuzzStore(t), WithReplyCache(bound))
-	rc := replycache.New[reply](bound, replyIdle)
+	rc := replycache.New[*reply](bound, replyIdle)
 	given := NewHandler("cluster.local", fuzzStore(t), withReplies(rc))
 	def := NewHandler("cluster.local", fuzzStore(t))
 	name := func(i int) string { return fmt.Sprintf("n%d.ns.svc.cluster.local.", i) }

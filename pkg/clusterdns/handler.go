@@ -190,7 +190,7 @@ func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
 		o(h)
 	}
 	if h.wire == nil {
-		h.wire = replycache.New[reply](h.replyBytes, replyIdle)
+		h.wire = replycache.New[*reply](h.replyBytes, replyIdle)
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

@@ -25,24 +25,25 @@ const replyIdle = time.Minute
 
 // replyCache keeps the zone's packed replies across snapshots, keyed by
 // the question as asked. A reply is served until a name it was made from
-// changes. *replycache.Cache[reply] implements it.
+// changes. *replycache.Cache[*reply] implements it.
 type replyCache interface {
 	// Get keeps no part of k.Name (wireKey borrows it).
-	Get(k replycache.Key) (reply, bool)
+	Get(k replycache.Key) (*reply, bool)
 	// Put drops r unless epoch is the one of the last Advance.
-	Put(k replycache.Key, r reply, size int, epoch uint64, deps []string)
+	Put(k replycache.Key, r *reply, size int, epoch uint64, deps []string)
 	// Advance moves on to the snapshot epoch; changed retires the names
 	// that changed, or returns false when it cannot tell.
 	Advance(epoch uint64, changed func(retire func(name string)) bool)
 }
 
-var _ replyCache = (*replycache.Cache[reply])(nil)
+var _ replyCache = (*replycache.Cache[*reply])(nil)
 
 // withReplies sets the reply cache; tests keep a typed handle on it.
 func withReplies(c replyCache) Option { return func(h *Handler) { h.wire = c } }
 
 // reply is what the reply cache keeps of one reply: its packed form, with
 // RD and CD clear (they are set per request), and what a hit does with it.
+// The cache holds a pointer: a hit gets it back in one register.
 type reply struct {
 	wire []byte
 	// lb rotates the answer's RRsets per hit (WithLoadBalance); nil when
@@ -52,8 +53,9 @@ type reply struct {
 	// limit per hit (WithUDPAnswerLimit); wire then holds them all.
 	win *window
 	// amp is what the query adds to the namespace metrics
-	// (WithAmplification); nil when they are off or do not count it.
-	amp *ampCount
+	// (WithAmplification); amp.c is nil when they are off or do not
+	// count it.
+	amp ampCount
 }
 
 // cacheKeyOf returns the cache key of a request, and false for requests
@@ -113,10 +115,10 @@ func (h *Handler) cached(dst []byte, k replycache.Key, id uint16, rd, cd bool) (
 	if cd {
 		b[3] |= 0x10
 	}
-	if r.amp != nil {
+	if r.amp.c != nil {
 		// Counted before the reply leaves: a client that has its answer
 		// sees it in the metrics.
-		h.amp.observe(r.amp)
+		h.amp.observe(&r.amp)
 	}
 	return b, true
 }
@@ -129,7 +131,7 @@ func (h *Handler) keep(k replycache.Key, z *zone, m *dns.Msg, b []byte, cut *udp
 	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError {
 		return
 	}
-	var r reply
+	r := &reply{amp: *ac}
 	if cut != nil {
 		// Kept whole, to hand out the next window on each hit.
 		r.wire, r.win = h.windowReply(m, cut, int(k.Limit))
@@ -143,10 +145,6 @@ func (h *Handler) keep(k replycache.Key, z *zone, m *dns.Msg, b []byte, cut *udp
 	}
 	if r.wire == nil {
 		return
-	}
-	if ac.c != nil {
-		r.amp = new(ampCount)
-		*r.amp = *ac
 	}
 	h.wire.Put(k, r, len(r.wire), z.epoch, append(deps, lowerFQDN(k.Name)))
 }
