@@ -226,13 +226,13 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 	// From here on the delta is applied.
 	for i, e := range gone {
 		host := was.host(e, base)
-		st.removeName(t, host, addrNode(s.opts.TTL, e.addr), d)
-		st.removeName(t, ptrs[i], ptrNode(s.opts.TTL, host), d)
+		st.removeName(t, host, pack.AddrNode(s.opts.TTL, e.addr), d)
+		st.removeName(t, ptrs[i], pack.PTRNode(s.opts.TTL, host), d)
 	}
 	for i, e := range came {
 		host := is.host(e, base)
-		st.addName(t, host, addrNode(s.opts.TTL, e.addr), d)
-		st.addName(t, ptrs[len(gone)+i], ptrNode(s.opts.TTL, host), d)
+		st.addName(t, host, pack.AddrNode(s.opts.TTL, e.addr), d)
+		st.addName(t, ptrs[len(gone)+i], pack.PTRNode(s.opts.TTL, host), d)
 	}
 	for name, n := range own {
 		t.Set(name, n)
@@ -315,18 +315,4 @@ func (b *builder) targetHost(ep Endpoint, a netip.Addr, base string) string {
 		return b.targets[lo].Target
 	}
 	return string(host)
-}
-
-// addrNode is the node of an endpoint name: its one address.
-func addrNode(ttl uint32, a netip.Addr) *Node {
-	d := pack.Draft{TTL: ttl}
-	d.AddAddr(a)
-	return d.Pack()
-}
-
-// ptrNode is the node of an endpoint's PTR name: its one target.
-func ptrNode(ttl uint32, target string) *Node {
-	d := pack.Draft{TTL: ttl}
-	d.AddPTR(target)
-	return d.Pack()
 }

@@ -271,3 +271,21 @@ func (p *DraftPool) Put(d *Draft) {
 	}
 	p.free = append(p.free, d)
 }
+
+// AddrNode is a packed node of ttl with the one address a: an
+// endpoint's name.
+func AddrNode(ttl uint32, a netip.Addr) *Node {
+	a = a.Unmap()
+	d := Draft{TTL: ttl, addrs: []netip.Addr{a}}
+	if a.Is4() {
+		d.nA = 1
+	}
+	return d.Pack()
+}
+
+// PTRNode is a packed node of ttl with the one PTR target: an
+// endpoint's PTR name.
+func PTRNode(ttl uint32, target string) *Node {
+	d := Draft{TTL: ttl, ptrs: []string{target}}
+	return d.Pack()
+}

@@ -231,3 +231,24 @@ func TestMergeNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleNodes: AddrNode and PTRNode equal the drafts of one record
+// packed.
+func TestSingleNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  *Node
+		add  func(d *Draft)
+	}{
+		{"v4", AddrNode(5, netip.MustParseAddr("10.0.0.1")), func(d *Draft) { d.AddAddr(netip.MustParseAddr("10.0.0.1")) }},
+		{"v4 in v6", AddrNode(5, netip.MustParseAddr("::ffff:10.0.0.1")), func(d *Draft) { d.AddAddr(netip.MustParseAddr("10.0.0.1")) }},
+		{"v6", AddrNode(5, netip.MustParseAddr("fd00::1")), func(d *Draft) { d.AddAddr(netip.MustParseAddr("fd00::1")) }},
+		{"ptr", PTRNode(5, "a.web.ns.svc.cluster.local."), func(d *Draft) { d.AddPTR("a.web.ns.svc.cluster.local.") }},
+	} {
+		d := Draft{TTL: 5}
+		tc.add(&d)
+		if want := d.Pack(); !Equal(tc.got, want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, tc.got, want)
+		}
+	}
+}
