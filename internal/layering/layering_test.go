@@ -30,6 +30,8 @@ var core = []struct {
 	{"pkg/clusterdns/store/pack", nil, nil},
 	// The reply cache: bytes keyed by question, no DNS library.
 	{"pkg/clusterdns/replycache", nil, nil},
+	// Packed-reply rotation: byte offsets only, no DNS library.
+	{"pkg/clusterdns/wirerotate", nil, nil},
 	{"api/v1alpha1", nil, nil},
 	// The Corefile converter: CoreDNS's own parser, and YAML for a
 	// ConfigMap; it reads only the files an import names.

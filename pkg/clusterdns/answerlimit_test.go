@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/wirerotate"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
@@ -215,15 +216,15 @@ func TestWindowMatchesLimitAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, wire := packedReply(t, tt.qname, tt.answer, nil)
 			const c0 = 5
-			w := planWindow(wire, limit, tt.size, c0)
+			w := wirerotate.PlanWindow(wire, limit, tt.size, c0)
 			if (w != nil) != tt.plan {
-				t.Fatalf("planWindow = %v, want a plan: %v", w, tt.plan)
+				t.Fatalf("PlanWindow = %v, want a plan: %v", w, tt.plan)
 			}
 			if w == nil {
 				return
 			}
 			for c := uint32(c0 + 1); c < c0+12; c++ {
-				got := w.apply(nil, wire)
+				got := w.Apply(nil, wire)
 				cut := m.Copy()
 				cut.Answer = dnsmsg.LimitAnswer(m.Answer, limit, c)
 				want, err := cut.Pack()

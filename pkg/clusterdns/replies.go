@@ -8,6 +8,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/wirerotate"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
@@ -48,10 +49,10 @@ type reply struct {
 	wire []byte
 	// lb rotates the answer's RRsets per hit (WithLoadBalance); nil when
 	// the reply has nothing to rotate or cannot be rotated in place.
-	lb *rotation
+	lb *wirerotate.Rotation
 	// win hands out the next records of an answer cut to the UDP answer
 	// limit per hit (WithUDPAnswerLimit); wire then holds them all.
-	win *window
+	win *wirerotate.Window
 	// amp is what the query adds to the namespace metrics
 	// (WithAmplification); amp.c is nil when they are off or do not
 	// count it.
@@ -102,9 +103,9 @@ func (h *Handler) cached(dst []byte, k replycache.Key, id uint16, rd, cd bool) (
 	var b []byte
 	switch {
 	case r.win != nil:
-		b = r.win.apply(dst[:0], r.wire)
+		b = r.win.Apply(dst[:0], r.wire)
 	case r.lb != nil:
-		b = r.lb.apply(dst[:0], r.wire)
+		b = r.lb.Apply(dst[:0], r.wire)
 	default:
 		b = append(dst[:0], r.wire...)
 	}
@@ -140,7 +141,7 @@ func (h *Handler) keep(k replycache.Key, z *zone, m *dns.Msg, b []byte, cut *udp
 		r.wire[2] &^= 0x01
 		r.wire[3] &^= 0x10
 		if h.lb {
-			r.lb = planRotation(r.wire)
+			r.lb = wirerotate.Plan(r.wire)
 		}
 	}
 	if r.wire == nil {
