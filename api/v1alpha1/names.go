@@ -19,8 +19,11 @@ const (
 // kubelet does not check its clusterDomain. kubeadm's dnsDomain, which
 // becomes that clusterDomain, must be a DNS-1123 subdomain: at most 253
 // characters; labels of 1 to 63 letters, digits and '-', starting and
-// ending with a letter or digit. That is the rule, with two spellings
-// of a valid domain accepted too. Upper case is allowed: DNS names are
+// ending with a letter or digit. That is the rule, with three spellings
+// that kubelet and CoreDNS serve accepted too. '_' counts as a letter:
+// DNS allows it (RFC 2181), kubelet writes it into search lists, and
+// CoreDNS serves such a zone (test/convert/corpus/27 runs in CoreDNS
+// 1.15). Upper case is allowed: DNS names are
 // case-insensitive (RFC 4343), and the zone is kept in lower case. One
 // trailing dot is allowed: it is a zone's fully qualified spelling, as
 // in a Corefile. It does not count in the 253 characters.
@@ -38,7 +41,7 @@ func ValidateClusterDomain(s string) error {
 }
 
 // subdomainProblem says why s is not a DNS-1123 subdomain in any case,
-// or returns "".
+// '_' taken for a letter, or returns "".
 func subdomainProblem(s string) string {
 	if s == "" {
 		return "the root has no cluster names"
@@ -52,8 +55,8 @@ func subdomainProblem(s string) string {
 			return "has an empty label"
 		case len(label) > MaxLabelLength:
 			return fmt.Sprintf("label %q is longer than %d characters", label, MaxLabelLength)
-		case !IsDNSLabel(strings.ToLower(label)):
-			return fmt.Sprintf("label %q must be letters, digits and '-', starting and ending with a letter or digit", label)
+		case !IsDNSLabel(strings.ToLower(strings.ReplaceAll(label, "_", "a"))):
+			return fmt.Sprintf("label %q must be letters, digits, '_' and '-', starting and ending with a letter, digit or '_'", label)
 		}
 	}
 	return ""
