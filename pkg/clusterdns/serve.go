@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -217,3 +218,244 @@ func (h *Handler) write(w dns.ResponseWriter, b []byte) {
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// route is how a question is answered.
+type route uint8
+
+const (
+	routeRefused     route = iota // REFUSED: a zone transfer, a class other than IN or ANY, no forwarder
+	routeServfail                 // SERVFAIL: a zone or reverse name before the first sync
+	routeZone                     // from the snapshot
+	routeReverseAuth              // an authoritative reverse name the snapshot does not know
+	routeStatic                   // from the Static records
+	routeAutopath                 // a name under the autopath suffix: the search list is tried here
+	routeForward                  // upstream (ANY too, as CoreDNS's forward)
+)
+
+// decision is how one question is answered. decide makes it; every path
+// (ServeDNS, Resolve and the wire paths) asks decide.
+type decision struct {
+	route route
+	z     *zone        // the current zone view; nil before the first sync
+	rrs   []dns.RR     // routeStatic: the static records of the asked type
+	ra    *reverseAuth // routeReverseAuth: the reverse zone
+	// rewrite: rewrites are configured, so the name may be renamed
+	// before it is answered. Only ServeDNS renames; the wire paths leave
+	// such a query to it.
+	rewrite bool
+}
+
+// refused is the rule for what is never answered: a class other than IN
+// or ANY, and a zone transfer (never a zone listing, whatever the name).
+func refused(qtype, qclass uint16) bool {
+	return (qclass != dns.ClassINET && qclass != dns.ClassANY) ||
+		qtype == dns.TypeAXFR || qtype == dns.TypeIXFR
+}
+
+// decide decides how a question of qtype and qclass for lname, its name
+// in lowercase (text, or bytes on the wire paths), is answered. It is the
+// only place that does.
+func decide[S ~string | ~[]byte](h *Handler, qtype, qclass uint16, lname S) decision {
+	if refused(qtype, qclass) {
+		return decision{route: routeRefused}
+	}
+	if h.ap != nil && inZone(lname, autopath.Suffix) {
+		// Never renamed: autopath renames each candidate instead.
+		return decision{route: routeAutopath}
+	}
+	d := decision{rewrite: h.rw != nil}
+	if inZone(lname, h.zoneName) {
+		if delegated(h, lname) {
+			return h.forwarded(d)
+		}
+		if d.z = h.zone(); d.z == nil {
+			d.route = routeServfail
+			return d
+		}
+		d.route = routeZone
+		return d
+	}
+	reverse := inZone(lname, reverse4) || inZone(lname, reverse6)
+	if reverse {
+		if d.z = h.zone(); d.z == nil {
+			d.route = routeServfail
+			return d
+		}
+		if _, ok := d.z.snap.Lookup(string(lname)); ok {
+			d.route = routeZone
+			return d
+		}
+	}
+	if h.static != nil {
+		if rrs, found := h.static.Lookup(string(lname), qtype); found {
+			d.route, d.rrs = routeStatic, rrs
+			return d
+		}
+	}
+	if reverse {
+		if d.ra = h.reverseAuthFor(string(lname)); d.ra != nil {
+			d.route = routeReverseAuth
+			return d
+		}
+		if h.fwd == nil {
+			d.route = routeZone
+			return d
+		}
+	}
+	// ANY for a name of no zone of ours is forwarded, as CoreDNS's forward
+	// does without the any plugin (kubeadm's Corefile has none): the
+	// upstream knows whether the name exists, and its RFC 8482 answer is
+	// bounded like any other by the UDP reply size.
+	return h.forwarded(d)
+}
+
+// forwarded is d forwarded, or refused without a forwarder.
+func (h *Handler) forwarded(d decision) decision {
+	d.route = routeForward
+	if h.fwd == nil {
+		d.route = routeRefused
+	}
+	return d
+}
+
+// decideQ is decide for a question as asked.
+func (h *Handler) decideQ(q dns.Question) decision {
+	return decide(h, q.Qtype, q.Qclass, lowerFQDN(q.Name))
+}
+
+// Resolve answers one question without writing to the wire: from the cluster
+// zone, from the reverse records of the store, from the static records, or
+// from upstream. It is the core the wire handler wraps (and what autopath
+// calls per search suffix).
+func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
+	return h.resolve(ctx, q, h.decideQ(q))
+}
+
+// resolve answers q as d says. A name under the autopath suffix is
+// answered as any other here: autopath itself asks per candidate.
+func (h *Handler) resolve(ctx context.Context, q dns.Question, d decision) Result {
+	lname := lowerFQDN(q.Name)
+	owner := q.Name
+	if !dns.IsFqdn(owner) {
+		owner += "."
+	}
+	switch d.route {
+	case routeRefused:
+		return Result{Rcode: dns.RcodeRefused}
+	case routeServfail:
+		return Result{Rcode: dns.RcodeServerFailure}
+	case routeZone:
+		return h.answer(ctx, d.z, q.Qtype, owner, lname, 0)
+	case routeReverseAuth:
+		return d.z.reverseAnswer(d.ra, q.Qtype, owner, lname)
+	case routeStatic:
+		return staticAnswer(q.Qtype, owner, lname, d.rrs)
+	}
+	return h.forwardQuestion(ctx, q)
+}
+
+// delegated reports whether lname, a name of the cluster zone, is under
+// a delegated zone.
+func delegated[S ~string | ~[]byte](h *Handler, lname S) bool {
+	if h.fwd == nil {
+		return false
+	}
+	for _, z := range h.delegated {
+		if z != h.zoneName && inZone(lname, z) {
+			return true
+		}
+	}
+	return false
+}
+
+// Exchanger sends a query upstream and returns the reply.
+// *forward.Forwarder, *forward.Router and *dnscache.Cache implement it.
+type Exchanger interface {
+	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
+}
+
+// AnswerCache is a forwarder that caches answers and lets the handler
+// keep its finished replies with them, for the wire. *dnscache.Cache
+// implements it.
+type AnswerCache interface {
+	Exchanger
+	// AnswerTicket is Exchange, with a ticket for Keep when the answer
+	// came from the cache.
+	AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, dnscache.Source, dnscache.Ticket, error)
+	// Keep keeps the finished reply made from a ticket's answer, for
+	// queries of shape.
+	Keep(t dnscache.Ticket, shape uint32, reply []byte)
+	// AnswerWire writes the kept reply to q, for its shape.
+	AnswerWire(dst []byte, q dnsmsg.WireQuery, shape uint32) ([]byte, bool)
+}
+
+// WithAnswerCache forwards through c, as WithForwarder, and answers from
+// its kept replies on the wire (forwardedWire).
+func WithAnswerCache(c AnswerCache) Option {
+	return func(h *Handler) { h.fwd, h.answers = c, c }
+}
+
+// forwardQuestion asks upstream a question of ours (an ExternalName's
+// target, an autopath candidate): REFUSED without a forwarder.
+func (h *Handler) forwardQuestion(ctx context.Context, q dns.Question) Result {
+	if h.fwd == nil {
+		return Result{Rcode: dns.RcodeRefused}
+	}
+	r, err := h.fwd.Exchange(ctx, dnsmsg.Query(q, false))
+	if err != nil {
+		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
+		return Result{Rcode: forward.Rcode(err), Forwarded: true}
+	}
+	return Result{Rcode: r.Rcode, Answer: clip(r.Answer), Ns: clip(r.Ns), Extra: clip(dnsmsg.WithoutOPT(r.Extra)), Forwarded: true}
+}
+
+// forwardMsg relays the client's query upstream as it is (keeping its EDNS0
+// options and DO bit) and returns the reply, ready for our OPT, and the
+// answer cache's ticket when it answered from its cache (WithAnswerCache).
+func (h *Handler) forwardMsg(ctx context.Context, req *dns.Msg) (*dns.Msg, dnscache.Ticket, error) {
+	// The question and the OPT only: records a client put in the other
+	// sections (TSIG included) are not relayed. The Forwarder rewrites the
+	// OPT (size, loop marker).
+	up := new(dns.Msg)
+	up.MsgHdr = req.MsgHdr
+	up.Id = dns.Id()
+	up.Response, up.Rcode = false, dns.RcodeSuccess
+	up.Question = req.Question
+	if opt := req.IsEdns0(); opt != nil {
+		up.Extra = []dns.RR{opt}
+	} else {
+		up.SetEdns0(dnsmsg.EDNSSize, false)
+	}
+	var r *dns.Msg
+	var t dnscache.Ticket
+	var err error
+	if h.answers != nil {
+		r, _, t, err = h.answers.AnswerTicket(ctx, up)
+	} else {
+		r, err = h.fwd.Exchange(ctx, up)
+	}
+	if err != nil {
+		q := req.Question[0]
+		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
+		return nil, dnscache.Ticket{}, err
+	}
+	r.Id = req.Id
+	r.Question = req.Question
+	r.Extra = dnsmsg.WithoutOPT(r.Extra)
+	r.RecursionAvailable = true
+	r.Compress = true
+	return r, t, nil
+}
+
+// forwardShape is the shape (dnsmsg.Shape) under which a finished forwarded
+// reply is kept in the answer cache: with load balancing on, only replies
+// with nothing to rotate are kept, so they are kept apart from those made
+// without it (a reload may switch it and keep the cache).
+func (h *Handler) forwardShape(opt *dns.OPT) uint32 { return shapeLB(dnsmsg.Shape(opt), h.lb) }
+
+func shapeLB(shape uint32, lb bool) uint32 {
+	if lb {
+		shape |= 1 << 17
+	}
+	return shape
+}
