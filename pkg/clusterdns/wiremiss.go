@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
-	"unsafe"
 
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
@@ -75,8 +75,9 @@ func soleAddr(n *store.Node, qtype uint16) (netip.Addr, bool) {
 }
 
 // borrowString is b as a string without a copy, for a lookup or a parse
-// that keeps no part of it while b is not written.
-func borrowString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// that keeps no part of it while b is not written (pack.Borrow: the
+// product's unsafe lives in package pack).
+func borrowString(b []byte) string { return pack.Borrow(b) }
 
 // appendNXDOMAIN appends to dst[:0] the NXDOMAIN reply to q with soa in
 // the authority section and, when q has EDNS0, dnsmsg.Finish's OPT: the
