@@ -92,7 +92,7 @@ func (m *migration) setUpKubeDNS(t *testing.T) {
 		"legacy.internal":    HostsA.String(),
 		"www.example.com":    ExternalA.String(),
 	}
-	if err := m.waitAnswered(ctx, "web."+m.ns+".svc.cluster.local.", m.want["web"]); err != nil {
+	if err := m.waitCoreDNSPods(ctx, "web."+m.ns+".svc.cluster.local.", m.want["web"]); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range resolvers {

@@ -200,6 +200,9 @@ func (m *migration) setUp(t *testing.T) {
 	if err := m.waitAnswered(ctx, "web."+m.ns+".svc.cluster.local.", m.want["web"]); err != nil {
 		t.Fatal(err)
 	}
+	if err := m.waitCoreDNSPods(ctx, "web."+m.ns+".svc.cluster.local.", m.want["web"]); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range resolvers {
 		runPod(t, c, m.ns, m.resolverPod(r.pod, r.binary, r.image))
 	}
@@ -222,11 +225,36 @@ func (m *migration) webService(t *testing.T, ctx context.Context) string {
 // waitAnswered waits until the cluster DNS address answers name, asked
 // from the node's network namespace, with the one address want.
 func (m *migration) waitAnswered(ctx context.Context, name, want string) error {
-	return waitFor(ctx, fmt.Sprintf("%s answered %s at %s", name, want, ClusterDNS), func(ctx context.Context) (bool, error) {
+	return m.waitAnsweredAt(ctx, ClusterDNS, name, want)
+}
+
+// waitCoreDNSPods waits until each CoreDNS pod, asked itself, answers
+// name with want: kubeadm's CoreDNS has no readiness probe for a new
+// Service, and kube-dns sends a lookup to either replica.
+func (m *migration) waitCoreDNSPods(ctx context.Context, name, want string) error {
+	pods, err := m.c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		ip, err := netip.ParseAddr(p.Status.PodIP)
+		if err != nil {
+			return fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+		if err := m.waitAnsweredAt(ctx, ip, name, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitAnsweredAt is waitAnswered at server.
+func (m *migration) waitAnsweredAt(ctx context.Context, server netip.Addr, name, want string) error {
+	return waitFor(ctx, fmt.Sprintf("%s answered %s at %s", name, want, server), func(ctx context.Context) (bool, error) {
 		var r *dns.Msg
 		err := testkit.InNetNS(m.c.Node.NetNSPath, func() error {
 			var err error
-			r, err = dns.ExchangeContext(ctx, new(dns.Msg).SetQuestion(name, dns.TypeA), netip.AddrPortFrom(ClusterDNS, 53).String())
+			r, err = dns.ExchangeContext(ctx, new(dns.Msg).SetQuestion(name, dns.TypeA), netip.AddrPortFrom(server, 53).String())
 			return err
 		})
 		if err != nil {
