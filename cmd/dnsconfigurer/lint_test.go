@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // lintCases run validate and render over testdata/lint: a corpus of bad
@@ -54,38 +55,12 @@ func TestLintGolden(t *testing.T) {
 // sarifSchema compiles the OASIS SARIF 2.1.0 schema (errata01, a copy in
 // testdata).
 func sarifSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open("testdata/lint/sarif-schema-2.1.0.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	const url = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-	if err := c.AddResource(url, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testkit.SARIFSchema(t, "testdata/lint/sarif-schema-2.1.0.json")
 }
 
 func checkSARIF(t *testing.T, schema *jsonschema.Schema, out string) {
 	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
-	if err != nil {
-		t.Fatalf("SARIF output is not JSON: %v", err)
-	}
-	if err := schema.Validate(v); err != nil {
-		t.Errorf("SARIF output does not match the SARIF 2.1.0 schema: %v", err)
-	}
+	testkit.CheckSARIF(t, schema, []byte(out))
 }
 
 // TestSARIFSchemaRejects keeps the schema check able to fail: a log

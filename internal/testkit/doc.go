@@ -18,6 +18,8 @@
 //     error; Holds: nothing happens for a while; Poll: a wait that may end
 //     unmet. No test sleeps to wait. WantErr: the want-an-error-or-none
 //     check of a table test.
+//   - SARIFSchema, CheckSARIF: the SARIF 2.1.0 schema and a log checked
+//     against it (validate -o sarif).
 //   - Go, Start, RunSynced: a run stopped and checked when the test ends.
 //     Every: the pace of a load or a sampler. Parallel: n calls at once,
 //     every error reported.

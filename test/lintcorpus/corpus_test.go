@@ -14,6 +14,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
@@ -194,37 +196,12 @@ func validate(t *testing.T, bin string, stdin []byte, args ...string) ([]byte, i
 // sarifSchema compiles the OASIS SARIF 2.1.0 schema (the copy
 // cmd/dnsconfigurer's tests check against).
 func sarifSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open("../../cmd/dnsconfigurer/testdata/lint/sarif-schema-2.1.0.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	const url = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-	if err := c.AddResource(url, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testkit.SARIFSchema(t, "../../cmd/dnsconfigurer/testdata/lint/sarif-schema-2.1.0.json")
 }
 
 func checkSARIF(t *testing.T, schema *jsonschema.Schema, out []byte, results int) {
 	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
-	if err != nil {
-		t.Fatalf("-o sarif is not JSON: %v\n%s", err, out)
-	}
-	if err := schema.Validate(v); err != nil {
-		t.Errorf("-o sarif is not a SARIF 2.1.0 log: %v", err)
-	}
+	testkit.CheckSARIF(t, schema, out)
 	var log struct {
 		Runs []struct {
 			Results []json.RawMessage `json:"results"`
