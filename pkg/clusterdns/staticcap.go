@@ -19,8 +19,12 @@ type cappedStatic struct {
 // Lookup is Static's, with TTLs over the cap copied and lowered.
 func (s cappedStatic) Lookup(name string, qtype uint16) ([]dns.RR, bool) {
 	rrs, found := s.Static.Lookup(name, qtype)
+	if len(rrs) == 0 {
+		// Most names have none: no cap to look up.
+		return rrs, found
+	}
 	d, ok := s.maxTTL(name)
-	if !ok || len(rrs) == 0 {
+	if !ok {
 		return rrs, found
 	}
 	limit := uint32(d / time.Second)
