@@ -194,6 +194,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	autopath: true
 //	autopathBySource: false             # needs pods: verified
 //	autopathOptionCode: 65001
+//	topologyOptionCode: 65002           # the client's topology zone and node, node-local to the cluster DNS
 //	namespaceMetrics: 20                # busiest namespaces with series of their own in dnsconfigurer_dnsserver_namespace_*; 0: off
 //	coreDNSMetrics: false               # also CoreDNS's metric names (coredns_dns_*, coredns_cache_*, coredns_forward_*, ...)
 //	forward:
@@ -254,6 +255,9 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	  setupNotrack: false               # nftables table taking DNS to localIPs out of conntrack
 //	  skipTeardown: false               # keep both when the last instance stops
 //	  lockFile: /run/dnsconfigurer/node-local.lock
+//	  preferZone: true                  # the node's topology zone's cluster DNS pods first (needs an API server)
+//	  upstreamService: kube-system/dnsconfigurer-dns-upstream   # the Service behind clusterUpstream
+//	  # nodeName: node-1                # default $NODE_NAME
 //
 // # Forwarding
 //
@@ -338,6 +342,11 @@ type ServerConfiguration struct {
 	// AutopathOptionCode is the EDNS0 local option code carrying the
 	// autopath search list, 65001-65534 (default 65001).
 	AutopathOptionCode int `json:"autopathOptionCode,omitempty"`
+	// TopologyOptionCode is the EDNS0 local option code carrying the
+	// client's topology zone and node from node-local to the cluster DNS
+	// (pkg/topology), 65001-65534 and not autopathOptionCode (default
+	// 65002). Both modes.
+	TopologyOptionCode int `json:"topologyOptionCode,omitempty"`
 	// NamespaceMetrics is how many namespaces, the busiest, get series of
 	// their own in the namespace query metrics
 	// (dnsconfigurer_dnsserver_namespace_*{namespace}, docs/amplification.md),
@@ -623,6 +632,20 @@ type NodeLocal struct {
 	// (default /run/dnsconfigurer/node-local.lock): an instance that stops
 	// while another runs (a surge) leaves the setup to it.
 	LockFile string `json:"lockFile,omitempty"`
+	// PreferZone forwards cluster queries to the ready endpoints of
+	// upstreamService in the node's topology zone first, then the other
+	// zones', then clusterUpstream (default true). It needs an API server
+	// (the in-cluster config, or kubeconfig) and nodeName; without them
+	// the stage asks clusterUpstream only. Mode node-local only.
+	PreferZone *bool `json:"preferZone,omitempty"`
+	// UpstreamService is the Service behind clusterUpstream, as
+	// namespace/name: its EndpointSlices are the cluster DNS pods (default
+	// kube-system/dnsconfigurer-dns-upstream). Mode node-local only.
+	UpstreamService string `json:"upstreamService,omitempty"`
+	// NodeName is this node's name (--node-name, default $NODE_NAME): its
+	// topology zone label picks the zone, and both go to the cluster DNS
+	// in the topology option. Mode node-local only.
+	NodeName string `json:"nodeName,omitempty"`
 }
 
 // SetDefaults fills unset fields.
@@ -642,6 +665,7 @@ func (c *ServerConfiguration) SetDefaults() {
 		c.Autopath = ptr(DefaultAutopath)
 	}
 	setInt(&c.AutopathOptionCode, DefaultOptionCode)
+	c.setTopologyDefaults()
 	if c.NamespaceMetrics == nil {
 		c.NamespaceMetrics = ptr(DefaultNamespaceMetrics)
 	}
@@ -734,6 +758,7 @@ func (c *ServerConfiguration) Validate() error {
 	c.validateLimits(&e)
 	c.NodeLocal.validate(&e, c.Mode)
 	c.validateNodeLocalAnswers(&e)
+	c.validateTopology(&e)
 	return e.join()
 }
 
@@ -810,9 +835,6 @@ func (c *ServerConfiguration) validateSource(e *fieldErrors) {
 	if c.Mode == ModeNodeLocal {
 		if c.Objects != "" {
 			e.add("objects", "not used in mode %q, which has no records", ModeNodeLocal)
-		}
-		if c.Kubeconfig != "" {
-			e.add("kubeconfig", "not used in mode %q, which has no records", ModeNodeLocal)
 		}
 	}
 	for i, ns := range c.Namespaces {

@@ -69,5 +69,6 @@ func (n *NodeLocal) equal(o *NodeLocal) bool {
 		n.InterfaceName == o.InterfaceName && n.SetupNotrack == o.SetupNotrack &&
 		n.SkipTeardown == o.SkipTeardown && n.LockFile == o.LockFile &&
 		n.ClusterTimeout.Duration() == o.ClusterTimeout.Duration() &&
-		n.ClusterConfig == o.ClusterConfig && n.ExternalMode() == o.ExternalMode()
+		n.ClusterConfig == o.ClusterConfig && n.ExternalMode() == o.ExternalMode() &&
+		n.PreferZoneOn() == o.PreferZoneOn() && n.UpstreamService == o.UpstreamService && n.NodeName == o.NodeName
 }

@@ -373,8 +373,8 @@ func TestServerValidate(t *testing.T) {
 			c.Mode, c.Objects, c.NodeLocal.ClusterUpstream = "node-local", "/objects", []string{"10.96.0.10:53"}
 		}, []string{`objects: not used in mode "node-local", which has no records`,
 			`forward: not used in mode "node-local", which forwards to nodeLocal.clusterUpstream: put stub domains in the cluster DNS's configuration and point nodeLocal.clusterConfig at that file`}},
-		{"node-local kubeconfig", func(c *ServerConfiguration) { c.Mode, c.Forward, c.Kubeconfig = "node-local", nil, "/kc" },
-			[]string{`kubeconfig: not used in mode "node-local", which has no records`}},
+		// Node-local reads its node's topology zone through it.
+		{"node-local kubeconfig", func(c *ServerConfiguration) { c.Mode, c.Forward, c.Kubeconfig = "node-local", nil, "/kc" }, nil},
 		{"node-local upstream", func(c *ServerConfiguration) {
 			c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = "node-local", nil, []string{"10.96.0.10:53000000"}
 		}, []string{`nodeLocal.clusterUpstream[0]: "10.96.0.10:53000000": invalid port`}},

@@ -17,6 +17,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 )
 
@@ -34,6 +35,7 @@ func TestFallbacksAreTheAPIDefaults(t *testing.T) {
 		{"autopath.DefaultOptionCode", autopath.DefaultOptionCode, v1alpha1.DefaultOptionCode},
 		{"autopath.MinOptionCode", autopath.MinOptionCode, v1alpha1.MinLocalOptionCode},
 		{"autopath.MaxOptionCode", autopath.MaxOptionCode, v1alpha1.MaxLocalOptionCode},
+		{"topology.DefaultOptionCode", topology.DefaultOptionCode, v1alpha1.DefaultTopologyOptionCode},
 		{"store.MaxTTL", store.MaxTTL, v1alpha1.MaxRecordTTL},
 
 		// Constants serve's flags add up (it may not call Bytes in a
