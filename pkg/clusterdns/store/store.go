@@ -195,6 +195,16 @@ func exposedSet(names []string) map[string]struct{} {
 	return set
 }
 
+// namespaceExposed reports whether the filter exposed (exposedSet's) lets
+// ns, lowercase, through.
+func namespaceExposed(exposed map[string]struct{}, ns string) bool {
+	if exposed == nil {
+		return true
+	}
+	_, ok := exposed[ns]
+	return ok
+}
+
 // Options returns the options the Store builds snapshots with.
 func (s *Store) Options() Options {
 	s.mu.Lock()
@@ -588,7 +598,12 @@ func (s *Snapshot) HasPTRIn(p netip.Prefix) bool {
 	return ok && p.Contains(a)
 }
 
-// Names calls f for every name of the snapshot, in no particular order.
+// Names calls f for every name of the snapshot, in no particular order,
+// without the variants (variant.go).
 func (s *Snapshot) Names(f func(name string, n *Node)) {
-	s.names.All(f)
+	s.names.All(func(name string, n *Node) {
+		if !isVariantKey(name) {
+			f(name, n)
+		}
+	})
 }
