@@ -57,6 +57,28 @@ func replySize(edns bool, size uint16, tcp bool) int {
 	return dns.MinMsgSize
 }
 
+// Shape is what makes Finish's UDP replies to the same answer and question
+// as sent differ besides the ID, the RD and CD bits and the TTLs: whether
+// the query has an OPT (the reply then has one) and ReplySize. A cache of
+// finished replies keys them by it (pkg/dnscache Keep). opt is the query's
+// OPT, nil without EDNS0.
+func Shape(opt *dns.OPT) uint32 {
+	if opt == nil {
+		return shape(false, 0)
+	}
+	return shape(true, opt.UDPSize())
+}
+
+// shape is Shape's rule, for a query with or without EDNS0 (edns)
+// advertising size.
+func shape(edns bool, size uint16) uint32 {
+	s := uint32(replySize(edns, size, false))
+	if edns {
+		s |= 1 << 16
+	}
+	return s
+}
+
 // Finish completes the reply m to req: an OPT advertising EDNSSize, with the
 // client's DO bit, when the client sent one (BADVERS needs it to carry its
 // extended rcode), then truncation to ReplySize with TC set when records

@@ -26,6 +26,9 @@ type WireQuery struct {
 // client can receive.
 func (q *WireQuery) ReplySize() int { return replySize(q.EDNS, q.UDPSize, false) }
 
+// Shape is Shape for the query read from the wire.
+func (q *WireQuery) Shape() uint32 { return shape(q.EDNS, q.UDPSize) }
+
 // ParseQuery reads a plain query from its wire form b: not a response,
 // opcode QUERY, one question, no answer nor authority records, and at most
 // one additional record, an OPT of EDNS version 0 owned by the root whose
@@ -138,29 +141,6 @@ func AppendName(dst, name []byte, lower bool) []byte {
 		off += 1 + n
 	}
 	return dst
-}
-
-// Shape is what makes Finish's UDP replies to the same answer and question
-// as sent differ besides the ID, the RD and CD bits and the TTLs: whether
-// the query has an OPT (the reply then has one) and ReplySize. A cache of
-// finished replies keys them by it (pkg/dnscache Keep). opt is the query's
-// OPT, nil without EDNS0.
-func Shape(opt *dns.OPT) uint32 {
-	if opt == nil {
-		return shape(false, 0)
-	}
-	return shape(true, opt.UDPSize())
-}
-
-// Shape is Shape for the query read from the wire.
-func (q *WireQuery) Shape() uint32 { return shape(q.EDNS, q.UDPSize) }
-
-func shape(edns bool, size uint16) uint32 {
-	s := uint32(replySize(edns, size, false))
-	if edns {
-		s |= 1 << 16
-	}
-	return s
 }
 
 // QuestionEnd is the offset past the name of the first question of the
