@@ -97,13 +97,20 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 // reply made here whose answer was cut to the UDP answer limit says how
 // (cut), for the reply cache. rcode is dnsmsg.Check's for req.
 func (h *Handler) respond(ctx context.Context, req *dns.Msg, rcode int, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
+	m, local, deps, t, cut := h.answerMsg(ctx, req, rcode, tcp)
+	return dnsmsg.Finish(req, m, tcp), local, deps, t, cut
+}
+
+// answerMsg is respond's reply before dnsmsg.Finish: every reply, an
+// error's too, is finished in one place.
+func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
 	asked := req
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
 	if rcode != dns.RcodeSuccess {
 		m.Rcode = rcode
-		return dnsmsg.Finish(asked, m, tcp), false, nil, t, nil
+		return m, false, nil, t, nil
 	}
 	d := h.decideQ(req.Question[0])
 	var rev *reversal
@@ -112,7 +119,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, rcode int, tcp bool
 		if req, rev, err = h.rewriteRequest(req); err != nil {
 			h.log.DebugContext(ctx, "rewrite", "name", asked.Question[0].Name, "err", err)
 			m.Rcode = dns.RcodeServerFailure
-			return dnsmsg.Finish(asked, m, tcp), false, nil, t, nil
+			return m, false, nil, t, nil
 		}
 		if rev != nil {
 			d = h.decideQ(req.Question[0])
@@ -161,7 +168,7 @@ func (h *Handler) respond(ctx context.Context, req *dns.Msg, rcode int, tcp bool
 	if d.rewrite || (h.ap != nil && h.ap.sourceIP) {
 		t = dnscache.Ticket{} // AnswerWire would not use it
 	}
-	return dnsmsg.Finish(asked, m, tcp), local, deps, t, cut
+	return m, local, deps, t, cut
 }
 
 // rewriteRequest is req, a query dnsmsg.Check accepts, with its question
