@@ -598,12 +598,7 @@ func (s *Snapshot) HasPTRIn(p netip.Prefix) bool {
 	return ok && p.Contains(a)
 }
 
-// Names calls f for every name of the snapshot, in no particular order,
-// without the variants (variant.go).
+// Names calls f for every name of the snapshot, in no particular order.
 func (s *Snapshot) Names(f func(name string, n *Node)) {
-	s.names.All(func(name string, n *Node) {
-		if !isVariantKey(name) {
-			f(name, n)
-		}
-	})
+	s.names.All(f)
 }
