@@ -12,10 +12,10 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -91,8 +91,8 @@ func demoServe(ctx context.Context, objects string, host policy.Host, stdout io.
 		return nil, nil, err
 	}
 	// What does not load is skipped, as serve skips it, and listed below.
-	objs, err := feed.LoadManifests(objects)
-	var skipped feed.ManifestErrors
+	objs, err := kubefeed.LoadManifests(objects)
+	var skipped kubefeed.ManifestErrors
 	if err != nil && !errors.As(err, &skipped) {
 		return nil, nil, usagef("--objects: %v", err)
 	}

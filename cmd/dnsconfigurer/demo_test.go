@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // TestDemo runs the README's first command on the embedded examples.
@@ -33,7 +33,7 @@ func TestDemo(t *testing.T) {
 // IPv6), and none takes the cluster DNS address the demo's pod gets: in a
 // cluster that address is the DNS Service's own.
 func TestDemoServiceIPs(t *testing.T) {
-	objs, err := feed.LoadManifests("../../examples/objects")
+	objs, err := kubefeed.LoadManifests("../../examples/objects")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,8 @@ var apart = []struct {
 	{"pkg/hostresolv", module + "pkg/policy", "podfacts.HostOf is the engine's view of a snapshot"},
 	{"pkg/explain", module + "pkg/cri", "explain reads an agent through pkg/nodesettings"},
 	{"pkg/explain", module + "pkg/nriplugin", "explain reads an agent through pkg/nodesettings"},
+	{"pkg/kubefeed", "github.com/miekg/dns", "the feed converts objects; the DNS server answers"},
+	{"pkg/clusterdns/store", "k8s.io", "the store takes slim records; pkg/kubefeed converts API objects"},
 }
 
 func TestApart(t *testing.T) {

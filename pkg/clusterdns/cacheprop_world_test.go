@@ -10,8 +10,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // The reply cache property's world (the objects the feed has seen, fed to
@@ -42,19 +42,19 @@ func feedSet(st *store.Store, obj metav1.Object) {
 	ns, name := obj.GetNamespace(), obj.GetName()
 	switch v := obj.(type) {
 	case *corev1.Service:
-		if rec, err := feed.ToService(v); err == nil {
+		if rec, err := kubefeed.ToService(v); err == nil {
 			st.SetService(rec)
 		} else {
 			st.DeleteService(ns, name)
 		}
 	case *discoveryv1.EndpointSlice:
-		if rec, err := feed.ToEndpointSlice(v); err == nil {
+		if rec, err := kubefeed.ToEndpointSlice(v); err == nil {
 			st.SetEndpointSlice(rec)
 		} else {
 			st.DeleteEndpointSlice(ns, name)
 		}
 	case *corev1.Pod:
-		if rec, ok, err := feed.ToPod(v); err == nil && ok {
+		if rec, ok, err := kubefeed.ToPod(v); err == nil && ok {
 			st.SetPod(rec)
 		} else {
 			st.DeletePod(ns, name)
@@ -84,15 +84,15 @@ func (w propWorld) objects() store.Objects {
 	for _, k := range slices.Sorted(mapsKeys(w)) {
 		switch v := w[k].(type) {
 		case *corev1.Service:
-			if rec, err := feed.ToService(v); err == nil {
+			if rec, err := kubefeed.ToService(v); err == nil {
 				o.Services = append(o.Services, rec)
 			}
 		case *discoveryv1.EndpointSlice:
-			if rec, err := feed.ToEndpointSlice(v); err == nil {
+			if rec, err := kubefeed.ToEndpointSlice(v); err == nil {
 				o.EndpointSlices = append(o.EndpointSlices, rec)
 			}
 		case *corev1.Pod:
-			if rec, ok, err := feed.ToPod(v); err == nil && ok {
+			if rec, ok, err := kubefeed.ToPod(v); err == nil && ok {
 				o.Pods = append(o.Pods, rec)
 			}
 		case *corev1.Namespace:

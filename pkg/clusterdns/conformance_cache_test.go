@@ -9,8 +9,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // TestWireCacheFollowsRequestsAndSnapshots checks the packed-reply cache:
@@ -53,7 +53,7 @@ func TestWireCacheFollowsRequestsAndSnapshots(t *testing.T) {
 		}
 	}
 	// A new snapshot replaces the cached answer.
-	objs, err := feed.LoadManifests(fixture)
+	objs, err := kubefeed.LoadManifests(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}

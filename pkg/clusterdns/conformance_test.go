@@ -16,9 +16,9 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 const fixture = "testdata/objects"
@@ -41,7 +41,7 @@ func start(t *testing.T, opts store.Options, dir string, hopts ...clusterdns.Opt
 		t.Fatalf("store.New: %v", err)
 	}
 	if dir != "" {
-		objs, err := feed.LoadManifests(dir)
+		objs, err := kubefeed.LoadManifests(dir)
 		if err != nil {
 			t.Fatalf("LoadManifests: %v", err)
 		}
@@ -245,7 +245,7 @@ func TestConformanceServfailBeforeSync(t *testing.T) {
 	if e.h.Synced() {
 		t.Errorf("Synced() before publish = true")
 	}
-	objs, err := feed.LoadManifests(fixture)
+	objs, err := kubefeed.LoadManifests(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func askRaw(t *testing.T, addr, name string, qtype uint16, edns uint16) (*dns.Ms
 
 func TestResolveWithoutWire(t *testing.T) {
 	st, _ := store.New(store.Options{Zone: "cluster.local", TTL: 5})
-	objs, err := feed.LoadManifests(fixture)
+	objs, err := kubefeed.LoadManifests(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	e := serve(t, st)
 	reg.MustRegister(e.srv)
 	ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 0) // SERVFAIL
-	objs, _ := feed.LoadManifests(fixture)
+	objs, _ := kubefeed.LoadManifests(fixture)
 	st.Replace(objs)
 	st.Publish()
 	ask(t, "udp", e.addr, "web.prod.svc.cluster.local.", dns.TypeA, 0)

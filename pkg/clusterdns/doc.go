@@ -128,7 +128,7 @@
 // zone left pkg/dnsserver. The listener counts the queries (requests,
 // responses, durations, sizes). RegisterRecordMetrics adds the snapshot's
 // _records{kind} and _synced; Server.Run adds the feed's
-// _objects_skipped_total{kind,reason} (feed.Skips). WithAutopath adds _autopath_expansions_total,
+// _objects_skipped_total{kind,reason} (kubefeed.Skips). WithAutopath adds _autopath_expansions_total,
 // _autopath_hits_total{position}, _autopath_misses_total,
 // _autopath_bad_options_total and _autopath_truncated_total.
 // WithAmplification adds the search-list amplification per namespace of

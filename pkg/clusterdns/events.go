@@ -7,7 +7,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // EventComponent is the source component of the cluster DNS's Events.
@@ -17,7 +17,7 @@ const EventComponent = "dnsconfigurer-dns"
 // client, as core/v1 Events that client-go's recorder aggregates and rate
 // limits, and returns the function that stops it. The ServiceAccount needs
 // create and patch on events (deploy/dnsserver/rbac.yaml).
-func NewEventRecorder(client kubernetes.Interface) (feed.EventRecorder, func()) {
+func NewEventRecorder(client kubernetes.Interface) (kubefeed.EventRecorder, func()) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent}), b.Shutdown

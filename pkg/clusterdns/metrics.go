@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // Metric names keep the dnsserver subsystem they had before the cluster
@@ -35,8 +35,8 @@ func RegisterRecordMetrics(reg prometheus.Registerer, records Records) error {
 // NewSkips is the feeds' report of the objects they cannot serve, its
 // counter dnsconfigurer_dnsserver_objects_skipped_total{kind,reason} on
 // reg. events (nil: none) posts the Warning Events.
-func NewSkips(reg prometheus.Registerer, log *slog.Logger, events feed.EventRecorder) (*feed.Skips, error) {
-	skips, err := prom.New(reg, metricSubsystem, func(s *prom.Set) *feed.Skips { return feed.NewSkips(s, log, events) })
+func NewSkips(reg prometheus.Registerer, log *slog.Logger, events kubefeed.EventRecorder) (*kubefeed.Skips, error) {
+	skips, err := prom.New(reg, metricSubsystem, func(s *prom.Set) *kubefeed.Skips { return kubefeed.NewSkips(s, log, events) })
 	if err != nil {
 		return nil, fmt.Errorf("register feed metrics: %w", err)
 	}

@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // storeOptions are the record options of cfg (the store's, changed by a
@@ -33,9 +33,9 @@ func storeOptions(cfg *v1alpha1.ServerConfiguration) (store.Options, error) {
 type recordFeed struct {
 	st        *store.Store
 	log       *slog.Logger
-	manifests *feed.Manifests      // or
+	manifests *kubefeed.Manifests  // or
 	client    kubernetes.Interface // the API server's
-	skips     *feed.Skips          // shared by each cluster feed started
+	skips     *kubefeed.Skips      // shared by each cluster feed started
 
 	watching feedWatch      // the reloader's: what the feed watches
 	rewatch  chan feedWatch // to run: watch this instead
@@ -56,12 +56,12 @@ func watchOf(cfg *v1alpha1.ServerConfiguration) feedWatch {
 
 // newRecordFeed is the feed of cfg's record source: its manifests, else
 // client. skips reports the objects it cannot serve.
-func newRecordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client kubernetes.Interface, skips *feed.Skips, log *slog.Logger) (*recordFeed, error) {
+func newRecordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client kubernetes.Interface, skips *kubefeed.Skips, log *slog.Logger) (*recordFeed, error) {
 	r := &recordFeed{st: st, log: log, skips: skips, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
 	if cfg.Objects != "" {
 		// Objects that do not load are skipped and reported; only a path
 		// that cannot be read refuses to start.
-		r.manifests = &feed.Manifests{Path: cfg.Objects, Store: st, Logger: log, Skips: skips}
+		r.manifests = &kubefeed.Manifests{Path: cfg.Objects, Store: st, Logger: log, Skips: skips}
 		if err := r.manifests.Load(); err != nil {
 			return nil, v1alpha1.ConfigErrorf("objects: %v", err)
 		}
@@ -89,7 +89,7 @@ func (r *recordFeed) run(ctx context.Context) error {
 	for {
 		fctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		c := &feed.Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints, Skips: r.skips}
+		c := &kubefeed.Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints, Skips: r.skips}
 		go func() { done <- c.Run(fctx) }()
 		select {
 		case err := <-done:

@@ -12,9 +12,9 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 func withRewrites(t *testing.T, rules ...v1alpha1.Rewrite) clusterdns.Option {
@@ -149,7 +149,7 @@ func TestRewriteCache(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "services.yaml"), []byte(moved), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := feed.LoadManifests(dir)
+	objs, err := kubefeed.LoadManifests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

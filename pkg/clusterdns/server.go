@@ -13,9 +13,9 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // Deps are what the cluster DNS server takes from its command besides its
@@ -108,7 +108,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { stack.stop() }()
-	var events feed.EventRecorder
+	var events kubefeed.EventRecorder
 	if s.cfg.Objects == "" && s.deps.Client != nil {
 		rec, stop := NewEventRecorder(s.deps.Client)
 		defer stop()

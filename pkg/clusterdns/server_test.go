@@ -17,7 +17,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // TestServerConfigErrors: a configuration the server cannot apply fails
@@ -105,7 +105,7 @@ func TestServerSkips(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := testkit.Go(t, "Run", srv.Run)
-	series := testkit.Key("dnsconfigurer_dnsserver_objects_skipped_total", "kind", feed.KindService, "reason", feed.ReasonInvalidField)
+	series := testkit.Key("dnsconfigurer_dnsserver_objects_skipped_total", "kind", kubefeed.KindService, "reason", kubefeed.ReasonInvalidField)
 	testkit.WaitFor(t, 10*time.Second, func() error {
 		if got := testkit.Gather(t, reg)[series]; got != 1 {
 			return fmt.Errorf("%s = %v, want 1", series, got)
@@ -121,7 +121,7 @@ func TestServerSkips(t *testing.T) {
 			return fmt.Errorf("%d events, want 1", len(list.Items))
 		}
 		e := list.Items[0]
-		if e.Type != corev1.EventTypeWarning || e.Reason != feed.EventReasonSkipped || e.InvolvedObject.Name != "ext" ||
+		if e.Type != corev1.EventTypeWarning || e.Reason != kubefeed.EventReasonSkipped || e.InvolvedObject.Name != "ext" ||
 			e.Source.Component != clusterdns.EventComponent || !strings.Contains(e.Message, "spec.externalName") {
 			return fmt.Errorf("event %+v", e)
 		}

@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // controlFileBytes is where dumpServices starts a new manifest file: under
-// the server's per-file cap (feed.MaxManifestSize, 64 MiB).
+// the server's per-file cap (kubefeed.MaxManifestSize, 64 MiB).
 const controlFileBytes = 32 << 20
 
 // startControl runs dnsconfigurer serve from a manifest of the cluster's
@@ -126,7 +126,7 @@ func TestDumpServices(t *testing.T) {
 	if err != nil || len(files) < 2 {
 		t.Fatalf("files %v (%v): want the Services split over several", files, err)
 	}
-	got, err := feed.LoadManifests(dir)
+	got, err := kubefeed.LoadManifests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ const (
 // ServiceAccount missing here fails the test: add it with the rules its
 // component's code needs.
 var wantRules = map[string][]string{
-	// pkg/clusterdns/feed: informers (list, watch) on Services, Namespaces,
+	// pkg/kubefeed: informers (list, watch) on Services, Namespaces,
 	// EndpointSlices and, with --pods verified, Pods; pkg/clusterdns
 	// events.go: a Warning Event on an object it cannot serve.
 	"dnsconfigurer-dns": {

@@ -36,9 +36,9 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
@@ -95,7 +95,7 @@ func checkGoroutines(t *testing.T) {
 // the objects it skips are counted on its registry and get their Events
 // through the same client. Every API request it makes is recorded. opts
 // change the feed, e.g. its Resync. It does not wait for the first sync.
-func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *server {
+func startServer(t *testing.T, cfg *rest.Config, opts ...func(*kubefeed.Cluster)) *server {
 	t.Helper()
 	log := &apiserver.RequestLog{}
 	cfg = rest.CopyConfig(cfg)
@@ -124,7 +124,7 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*feed.Cluster)) *s
 		stopEvents()
 		t.Fatalf("start dns server: %v", err)
 	}
-	c := &feed.Cluster{Client: client, Store: st, Pods: true, Skips: skips}
+	c := &kubefeed.Cluster{Client: client, Store: st, Pods: true, Skips: skips}
 	for _, o := range opts {
 		o(c)
 	}

@@ -30,7 +30,7 @@ func (g groupResource) String() string {
 	return g.resource + "." + g.group
 }
 
-// feedResources are what the feed (pkg/clusterdns/feed/cluster.go, with
+// feedResources are what the feed (pkg/kubefeed/cluster.go, with
 // --pods verified) lists and watches, and the path of their requests.
 var feedResources = map[groupResource]string{
 	{"", "services"}:                       "/api/v1/services",

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/feed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -100,7 +100,7 @@ func TestUnservableObject(t *testing.T) {
 	name := func(s string) string { return s + "." + ns + ".svc." + zone + "." }
 	long := strings.Repeat("a", 64) + ".example.com"
 	svcs := client.CoreV1().Services(ns)
-	skipped := skippedSeries(feed.KindService, feed.ReasonInvalidField)
+	skipped := skippedSeries(kubefeed.KindService, kubefeed.ReasonInvalidField)
 	// The control plane is shared: other tests' namespaces may hold
 	// objects the server skips. Those were counted by the first sync.
 	before := testkit.Gather(t, srv.reg)[skipped]
@@ -135,7 +135,7 @@ func TestUnservableObject(t *testing.T) {
 		event = list.Items[0]
 		return nil
 	})
-	if event.Type != corev1.EventTypeWarning || event.Reason != feed.EventReasonSkipped || event.InvolvedObject.Kind != "Service" ||
+	if event.Type != corev1.EventTypeWarning || event.Reason != kubefeed.EventReasonSkipped || event.InvolvedObject.Kind != "Service" ||
 		!strings.Contains(event.Message, `spec.externalName "`+long+`"`) || event.Source.Component != "dnsconfigurer-dns" {
 		t.Errorf("event %s %s on %s (%s): %q", event.Type, event.Reason, event.InvolvedObject.Kind, event.Source.Component, event.Message)
 	}

@@ -1,4 +1,5 @@
-// Package feed puts Kubernetes objects into the record store.
+// Package kubefeed puts Kubernetes objects and manifests into the record
+// store of pkg/clusterdns/store.
 //
 // Cluster runs client-go reflectors (Services, EndpointSlices unless
 // NoEndpoints, Namespaces, and Pods when Pods is set, which the command does
@@ -27,5 +28,5 @@
 // the API server.
 //
 // This is the only DNS package that imports client-go; it must not import
-// miekg/dns.
-package feed
+// miekg/dns (internal/layering checks it).
+package kubefeed

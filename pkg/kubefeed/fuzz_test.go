@@ -1,4 +1,4 @@
-package feed
+package kubefeed
 
 import (
 	"encoding/json"
@@ -150,7 +150,7 @@ func buildIngest(ns, name, externalName, clusterIP, hostname, addr1, addr2, port
 // its hostname, PTRs, each pod IP); and the snapshot's size is bounded by
 // its input.
 //
-//	go test -run '^$' -fuzz '^FuzzIngest$' -fuzztime 50000x ./pkg/clusterdns/feed/
+//	go test -run '^$' -fuzz '^FuzzIngest$' -fuzztime 50000x ./pkg/kubefeed/
 func FuzzIngest(f *testing.F) {
 	type seed struct {
 		ns, name, ext, cip, host, a1, a2, pname, proto string
@@ -359,9 +359,9 @@ func renderManifest(objs store.Objects) ([]byte, error) {
 // once published, and renders back to a manifest that loads to the same
 // records without a skip.
 //
-//	go test -run '^$' -fuzz '^FuzzManifest$' -fuzztime 50000x ./pkg/clusterdns/feed/
+//	go test -run '^$' -fuzz '^FuzzManifest$' -fuzztime 50000x ./pkg/kubefeed/
 func FuzzManifest(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "*", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "clusterdns", "testdata", "*", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		f.Fatalf("seed manifests: %v", err)
 	}
