@@ -281,8 +281,11 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 		}
 		svcNode.AddAddrs(addrs)
 		b.scratch.addrs = addrs
-		b.addHeadlessSRV(base, srvs)
+		b.addHeadlessSRV(base, "", srvs)
 		svcNode.TakeSRV(b.bareSRV(srvs))
+		if !b.ownOnly {
+			b.addVariants(svc, epSlices, base)
+		}
 	}
 	// Endpoint names and PTRs, for every Service with endpoints (as
 	// CoreDNS does).
@@ -462,7 +465,9 @@ func compareSRV(a, b SRV) int {
 
 // addHeadlessSRV adds the SRV records of a headless Service: one per
 // endpoint and named port, grouped by port, weight 100/N within a group.
-func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
+// A variant's (suffix, variant.go) go under the SRV names and suffix; it
+// returns those SRV names then.
+func (b *builder) addHeadlessSRV(base, suffix string, srvs []srvKey) (variantNames []string) {
 	// A Service has few named ports: the groups are found by a scan, and
 	// each owner name is made once.
 	type group struct {
@@ -504,8 +509,15 @@ func (b *builder) addHeadlessSRV(base string, srvs []srvKey) {
 	}
 	for _, g := range groups {
 		weighSRV(g.srv)
-		b.node(b.concat("_", g.name, "._", g.proto, ".", base)).TakeSRV(g.srv)
+		if suffix == "" {
+			b.node(b.concat("_", g.name, "._", g.proto, ".", base)).TakeSRV(g.srv)
+			continue
+		}
+		name := "_" + g.name + "._" + g.proto + "." + base
+		b.node(name + suffix).TakeSRV(g.srv)
+		variantNames = append(variantNames, name)
 	}
+	return variantNames
 }
 
 // addPod adds the pod names of the verified mode and the pod IPs of the

@@ -89,7 +89,7 @@ func (l *changeLog) changed(from, to uint64, f func(name string)) bool {
 	}
 	for _, names := range lists {
 		for _, n := range names {
-			f(n)
+			f(variantBase(n)) // a variant changes what its name answers
 		}
 	}
 	return true

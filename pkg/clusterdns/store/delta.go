@@ -159,7 +159,8 @@ func diffServed(was, is *servedSet) (gone, came []servedEP) {
 func sameService(a, b *Service) bool {
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.Type == b.Type &&
 		slices.Equal(a.ClusterIPs, b.ClusterIPs) && a.ExternalName == b.ExternalName &&
-		slices.Equal(a.Ports, b.Ports) && a.PublishNotReadyAddresses == b.PublishNotReadyAddresses
+		slices.Equal(a.Ports, b.Ports) && a.PublishNotReadyAddresses == b.PublishNotReadyAddresses &&
+		a.TrafficDistribution == b.TrafficDistribution
 }
 
 // sameShape reports whether two lists of a Service's slices have the same
@@ -184,6 +185,11 @@ func sameShape(svc *Service, was, is []*EndpointSlice) bool {
 func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bool {
 	st := s.state
 	svc, ok := s.service(u.nsName)
+	// A Service with variants is built again: a change of its endpoints
+	// may make or drop variant names, which the delta does not follow.
+	if zones, _ := variantKinds(svc.TrafficDistribution); zones && svc.Type == Headless {
+		return false
+	}
 	if !ok || !old.had || s.opts.NoEndpoints || (svc.Type != ClusterIP && svc.Type != Headless) ||
 		!sameService(&svc, &old.svc) || !namespaceExposed(s.exposed, strings.ToLower(svc.Namespace)) {
 		return false

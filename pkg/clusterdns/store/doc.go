@@ -83,6 +83,13 @@
 //     the pod-IP-to-namespace index of PodNamespace (autopath by source);
 //   - dns-version.<zone> TXT "1.1.0".
 //
+// A headless Service with spec.trafficDistribution PreferSameZone
+// (PreferClose) or PreferSameNode also keeps, for its name and its SRV
+// names, a variant per topology zone and (PreferSameNode) per node over
+// the ready endpoints there; Snapshot.VariantFor picks a client's,
+// pkg/topology's Prefer rule (variant.go). Such a Service's endpoint
+// changes are built again, not applied as a delta.
+//
 // Every ancestor of a name inside the zone exists as an empty non-terminal,
 // and so do <ns>.svc.<zone> (and <ns>.pod.<zone> unless pods are disabled)
 // for every known namespace: one with a Namespace object, a Service or a Pod

@@ -16,8 +16,11 @@ import (
 // of two namespaces on one IP, slices moving between Services, namespaces
 // kept alive by several objects.
 type world struct {
-	r   *rand.Rand
-	ips []netip.Addr
+	r *rand.Rand
+	// topo draws the topology fields, apart from r so that they do not
+	// change the worlds r draws.
+	topo *rand.Rand
+	ips  []netip.Addr
 }
 
 var (
@@ -27,14 +30,16 @@ var (
 )
 
 func newWorld(seed uint64) *world {
-	w := &world{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	w := &world{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), topo: rand.New(rand.NewPCG(seed, 59))}
 	for _, s := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.1.1", "10.96.0.1", "fd00::1", "fd00::2", "::ffff:10.0.0.2"} {
 		w.ips = append(w.ips, netip.MustParseAddr(s))
 	}
 	return w
 }
 
-func (w *world) pick(s []string) string { return s[w.r.IntN(len(s))] }
+func (w *world) pick(s []string) string { return pickFrom(w.r, s) }
+
+func pickFrom(r *rand.Rand, s []string) string { return s[r.IntN(len(s))] }
 
 func (w *world) addrs(max int) []netip.Addr {
 	var out []netip.Addr
@@ -58,7 +63,9 @@ func (w *world) ports() []Port {
 
 func (w *world) service() Service {
 	v := Service{Namespace: w.pick(worldNS), Name: w.pick(worldServices), Type: ServiceType(w.r.IntN(3)),
-		Ports: w.ports(), PublishNotReadyAddresses: w.r.IntN(3) == 0}
+		Ports: w.ports(), PublishNotReadyAddresses: w.r.IntN(3) == 0,
+		// A Service with variants is never a delta: a quarter have one.
+		TrafficDistribution: pickFrom(w.topo, []string{"", "", "", "", "", "", "", "", "", "PreferSameZone", "PreferClose", "PreferSameNode"})}
 	switch v.Type {
 	case ClusterIP:
 		v.ClusterIPs = w.addrs(2)
@@ -73,7 +80,8 @@ func (w *world) slice() EndpointSlice {
 		Service: w.pick(append([]string{""}, worldServices...)), Ports: w.ports()}
 	for range w.r.IntN(4) {
 		v.Endpoints = append(v.Endpoints, Endpoint{Addresses: w.addrs(2), Hostname: w.pick(worldHosts),
-			PodName: w.pick([]string{"", "pod-1", "pod-2"}), Ready: w.r.IntN(4) != 0})
+			PodName: w.pick([]string{"", "pod-1", "pod-2"}), Ready: w.r.IntN(4) != 0,
+			TopologyZone: pickFrom(w.topo, []string{"", "za", "Zb"}), NodeName: pickFrom(w.topo, []string{"", "n1", "n2"})})
 	}
 	return v
 }
@@ -266,7 +274,7 @@ func incrementalEqualsRebuild(t *testing.T, seeds int) {
 			reported := map[string]bool{}
 			if snap.ChangedSince(prev, func(n string) { reported[n] = true }) {
 				for _, n := range differing(prevView, want) {
-					if !reported[n] {
+					if !reported[variantBase(n)] { // a variant is reported as its name
 						t.Fatalf("seed %d step %d: %s changed but ChangedSince did not report it\nchanges:\n%s", seed, step, n, joinLines(history))
 					}
 				}
@@ -295,7 +303,7 @@ func compareView(snap *Snapshot, o *oracleView, ips []netip.Addr) string {
 		return fmt.Sprintf("counts %+v, want %+v", snap.Counts, o.counts)
 	}
 	var msg string
-	snap.Names(func(name string, n *Node) {
+	snap.names.All(func(name string, n *Node) { // the variants too
 		if msg != "" {
 			return
 		}

@@ -40,6 +40,10 @@ type Service struct {
 	Ports        []Port
 	// PublishNotReadyAddresses serves endpoints that are not ready.
 	PublishNotReadyAddresses bool
+	// TrafficDistribution is spec.trafficDistribution: a headless
+	// Service with PreferSameZone (PreferClose) or PreferSameNode answers
+	// each client its nearest ready endpoints (variant.go).
+	TrafficDistribution string
 }
 
 // Endpoint is one endpoint of an EndpointSlice.
@@ -50,6 +54,10 @@ type Endpoint struct {
 	PodName string
 	// Ready is the ready condition, true when the condition is absent.
 	Ready bool
+	// NodeName and TopologyZone are where the endpoint runs ("":
+	// unknown): its nodeName and zone.
+	NodeName     string
+	TopologyZone string
 }
 
 // EndpointSlice is the slim form of a discovery/v1 EndpointSlice.
@@ -223,4 +231,6 @@ type Counts struct {
 	Pods           int
 	Namespaces     int
 	Names          int
+	// Variants counts the names with answers per client (variant.go).
+	Variants int
 }

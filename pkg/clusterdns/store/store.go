@@ -598,7 +598,12 @@ func (s *Snapshot) HasPTRIn(p netip.Prefix) bool {
 	return ok && p.Contains(a)
 }
 
-// Names calls f for every name of the snapshot, in no particular order.
+// Names calls f for every name of the snapshot, in no particular order,
+// without the variants (variant.go).
 func (s *Snapshot) Names(f func(name string, n *Node)) {
-	s.names.All(f)
+	s.names.All(func(name string, n *Node) {
+		if !isVariantKey(name) {
+			f(name, n)
+		}
+	})
 }

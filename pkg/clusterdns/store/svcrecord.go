@@ -16,7 +16,8 @@ import (
 // gives it, after its uvarint length: 4 or 16 bytes, and the zone), the
 // ExternalName and the ports (a
 // uvarint count, then each port's name and protocol, then its number in
-// 2 bytes). Strings are a uvarint length and their bytes. The namespace
+// 2 bytes), then the TrafficDistribution. Strings are a uvarint length and
+// their bytes. The namespace
 // and the name are the map's key.
 type svcRecord string
 
@@ -39,7 +40,7 @@ func appendService(b []byte, v *Service) []byte {
 		b = appendStr(appendStr(b, p.Name), p.Protocol)
 		b = binary.BigEndian.AppendUint16(b, p.Port)
 	}
-	return b
+	return appendStr(b, v.TrafficDistribution)
 }
 
 func appendStr[S string | []byte](b []byte, s S) []byte {
@@ -79,6 +80,7 @@ func (r svcRecord) service(k nsName) Service {
 			off += 2
 		}
 	}
+	v.TrafficDistribution, _ = recStr(s, off)
 	return v
 }
 

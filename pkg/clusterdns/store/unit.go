@@ -240,6 +240,7 @@ func (st *applied) add(t nameTable, c *contribution, sign int, d *delta) {
 	st.counts.Services += sign * c.counts.Services
 	st.counts.Endpoints += sign * c.counts.Endpoints
 	st.counts.Pods += sign * c.counts.Pods
+	st.counts.Variants += sign * c.counts.Variants
 	st.refs(c, sign, d)
 }
 
@@ -252,6 +253,7 @@ func (st *applied) replace(t nameTable, old, c *contribution, d *delta) {
 	st.counts.Services += c.counts.Services - old.counts.Services
 	st.counts.Endpoints += c.counts.Endpoints - old.counts.Endpoints
 	st.counts.Pods += c.counts.Pods - old.counts.Pods
+	st.counts.Variants += c.counts.Variants - old.counts.Variants
 	same := func(name string, n *Node, other *contribution) bool {
 		m, ok := other.names[name]
 		return ok && (m == n || (m != st.ent && n != st.ent && pack.Equal(m, n)))
