@@ -148,7 +148,15 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 // cluster DNS with its record source and, with --config, its reload.
 func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, level *slog.LevelVar) error {
 	if cfg.Mode == v1alpha1.ModeNodeLocal {
-		stage, err := nodelocal.NewStage(cfg, nodelocal.Deps{Logger: log, Registry: newRegistry(), LoadConfig: loadServerConfig})
+		// The API server gives the node's topology zone and the cluster
+		// DNS pods' endpoints; without one the stage asks clusterUpstream,
+		// and a bad kubeconfig does not keep the node's DNS down.
+		klog.SetSlogLogger(log.With("component", "client-go"))
+		client, err := kubeClient(cfg.Kubeconfig, "node-local")
+		if err != nil {
+			log.Warn("no API server: the cluster DNS is asked at nodeLocal.clusterUpstream", "err", err)
+		}
+		stage, err := nodelocal.NewStage(cfg, nodelocal.Deps{Logger: log, Registry: newRegistry(), LoadConfig: loadServerConfig, Kube: client})
 		if err != nil {
 			return err
 		}

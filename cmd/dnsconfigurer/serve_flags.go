@@ -126,6 +126,11 @@ func registerNodeLocalFlags(l *flaglayer.Layer[serverConfig]) {
 	}
 	l.Bool(func(c *cfg) *bool { return &c.NodeLocal.SkipTeardown }, "skip-teardown", false, "node-local mode: leave the addresses and the notrack table in place on exit")
 	l.String(func(c *cfg) *string { return &c.NodeLocal.LockFile }, "lock-file", v1alpha1.DefaultNodeLocalLockFile, "node-local mode: the lock shared by the instances on the node; an instance stopping while another runs leaves the setup to it")
+	l.StringEnv(func(c *cfg) *string { return &c.NodeLocal.NodeName }, "node-name", "NODE_NAME", "node-local mode: this node's `NAME` (default $NODE_NAME): its topology zone label picks the cluster DNS pods to ask first, and both reach the cluster DNS in the topology option")
+	l.BoolPtr(func(c *cfg) **bool { return &c.NodeLocal.PreferZone }, "prefer-zone", v1alpha1.DefaultNodeLocalPreferZone, "node-local mode: ask the ready cluster DNS pods of the node's topology zone first, then the other zones', then --cluster-upstream (needs an API server and --node-name; get nodes, list/watch endpointslices)")
+	l.String(func(c *cfg) *string { return &c.NodeLocal.UpstreamService }, "upstream-service", v1alpha1.DefaultNodeLocalUpstreamService, "node-local mode: the `NAMESPACE/NAME` of the Service behind --cluster-upstream, whose EndpointSlices list the cluster DNS pods")
+	code := l.FlagSet().Uint("topology-option-code", v1alpha1.DefaultTopologyOptionCode, "EDNS0 local option code carrying the client's topology zone and node from node-local to the cluster DNS")
+	l.Defined("topology-option-code", "topologyOptionCode", func(c *cfg) { c.TopologyOptionCode = int(*code) })
 }
 
 // checkServeFlags rejects what the configuration cannot see: the log
@@ -141,7 +146,7 @@ func checkServeFlags(fs *flag.FlagSet) error {
 	if value("upstream") != "" && value("upstream-resolv-conf") != "" {
 		return errors.New("--upstream and --upstream-resolv-conf are exclusive")
 	}
-	for _, name := range []string{"autopath-option-code", "max-udp-in-flight", "max-tcp-conns"} {
+	for _, name := range []string{"autopath-option-code", "topology-option-code", "max-udp-in-flight", "max-tcp-conns"} {
 		if value(name) == "0" {
 			return fmt.Errorf("--%s 0: must be at least 1", name)
 		}

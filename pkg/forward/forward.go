@@ -271,6 +271,21 @@ func clientTCP(ctx context.Context) bool {
 	return v
 }
 
+type answeredKey struct{}
+
+// WithAnswered makes Exchange call fn with the upstream ("ip:port") whose
+// reply it returns, before it returns (node-local counts its answers by
+// the upstream's topology zone).
+func WithAnswered(ctx context.Context, fn func(upstream string)) context.Context {
+	return context.WithValue(ctx, answeredKey{}, fn)
+}
+
+func answered(ctx context.Context, upstream string) {
+	if fn, _ := ctx.Value(answeredKey{}).(func(string)); fn != nil && upstream != "" {
+		fn(upstream)
+	}
+}
+
 // Exchange sends m (which it does not modify) to the upstreams and returns
 // the first reply, or an error: ErrNoUpstream, ErrOverloaded,
 // ErrLoop, or the upstreams' errors (Rcode maps each to the rcode to
@@ -308,9 +323,10 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 			return nil, &shedError{rcode: f.cfg.ShedRcode}
 		}
 		defer f.domains.release(dom)
-		r, err := f.exchange(ctx, ups, up, mark, tcp)
+		r, from, err := f.exchange(ctx, ups, up, mark, tcp)
 		if r != nil {
 			r.Id = m.Id
+			answered(ctx, from)
 		}
 		return r, err
 	}
@@ -335,6 +351,7 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 		}
 		r := fl.reply.Copy()
 		r.Id = m.Id
+		answered(ctx, fl.from)
 		return r, nil
 	}
 	if !f.takeDomain(dom) {
@@ -346,14 +363,14 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 	f.flights[key] = fl
 	f.mu.Unlock()
 
-	r, err := f.exchange(ctx, ups, up, mark, tcp)
+	r, from, err := f.exchange(ctx, ups, up, mark, tcp)
 	f.mu.Lock()
 	if f.flights[key] == fl {
 		delete(f.flights, key)
 	}
 	shared := fl.waiters > 0
 	f.mu.Unlock()
-	fl.reply, fl.err = r, err
+	fl.reply, fl.from, fl.err = r, from, err
 	if shared && err == nil {
 		// The waiters copy fl.reply; the caller gets its own copy to
 		// modify.
@@ -362,6 +379,7 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 	close(fl.done)
 	if r != nil {
 		r.Id = m.Id
+		answered(ctx, from)
 	}
 	return r, err
 }
@@ -383,6 +401,7 @@ type flight struct {
 	done    chan struct{}
 	waiters int // under Forwarder.mu
 	reply   *dns.Msg
+	from    string // the upstream that answered
 	err     error
 }
 
@@ -425,18 +444,19 @@ func (f *Forwarder) pick() ([]*upstream, error) {
 }
 
 // exchange tries each upstream in turn (tryBudget shares the time left);
-// mark (m's loop marker) gets the upstream's.
-func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, mark *dns.EDNS0_LOCAL, tcp bool) (*dns.Msg, error) {
+// mark (m's loop marker) gets the upstream's. from is the upstream that
+// answered.
+func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, mark *dns.EDNS0_LOCAL, tcp bool) (r *dns.Msg, from string, err error) {
 	var errs []error
 	for i, u := range ups {
 		mark.Data = u.mark
 		r, err := f.attempt(ctx, u, m, tcp, len(ups)-i)
 		if err == nil {
-			return r, nil
+			return r, u.name, nil
 		}
 		if errors.Is(ctx.Err(), context.Canceled) {
 			// The client went away: not the upstream's fault.
-			return nil, ctx.Err()
+			return nil, "", ctx.Err()
 		}
 		f.failed(u, err)
 		errs = append(errs, fmt.Errorf("upstream %q: %w", u.name, err))
@@ -444,7 +464,7 @@ func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, m
 			break
 		}
 	}
-	return nil, errors.Join(errs...)
+	return nil, "", errors.Join(errs...)
 }
 
 // failed counts a failed exchange with u and asks for a health probe of it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
@@ -34,6 +35,10 @@ type Deps struct {
 	LoadConfig LoadFunc
 	// WatchOptions tune the watch of nodeLocal.clusterConfig (tests).
 	WatchOptions []filewatch.Option
+	// Kube is the API server client (nil: none). With it and
+	// nodeLocal.nodeName the stage reads the node's topology zone and,
+	// with nodeLocal.preferZone, asks that zone's cluster DNS pods first.
+	Kube kubernetes.Interface
 }
 
 // Stage is the node-local stage, `serve --mode node-local`: a caching
@@ -93,11 +98,19 @@ func (s *Stage) Run(ctx context.Context) error {
 		}
 		closers = append(closers, func() { _ = setup.Release() }) // when start-up fails
 	}
-	up, searches, err := upstreams(ctx, cfg, log, reg, &closers)
+	var ups []string
+	for _, a := range cfg.NodeLocal.ClusterUpstreamAddrs() {
+		ups = append(ups, a.String())
+	}
+	topo := newTopologySetup(cfg, s.deps.Kube, ups, log)
+	up, searches, err := upstreams(ctx, cfg, topo, log, reg, &closers)
 	if err != nil {
 		return err
 	}
 	var tasks []lifecycle.Task
+	if topo.watch != nil {
+		tasks = append(tasks, topo.watch.run)
+	}
 	if path := cfg.NodeLocal.ClusterConfig; path != "" {
 		f := &follower{path: path, load: s.deps.LoadConfig, domain: cfg.ClusterDomain, r: up, log: log.With("clusterConfig", path),
 			m: up.m, opts: s.deps.WatchOptions}
@@ -142,14 +155,12 @@ func (s *Stage) Run(ctx context.Context) error {
 // upstreams is the router of the stage's forwarders (cluster names to the
 // cluster DNS over TCP; others there too, or with external "direct" to the
 // watched resolv.conf's nameservers) and the node's search domains.
-func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (*router, func() []string, error) {
+func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, topo *topologySetup, log *slog.Logger, reg *prometheus.Registry, closers *[]func()) (*router, func() []string, error) {
 	nl := cfg.NodeLocal
-	var ups []string
-	for _, a := range nl.ClusterUpstreamAddrs() {
-		ups = append(ups, a.String())
-	}
+	ups := topo.ups.static
+	policy := ""
 	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool, timeout time.Duration, relay ...uint16) (*forward.Forwarder, error) {
-		fwd, err := forward.Start(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Timeout: timeout,
+		fwd, err := forward.Start(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Timeout: timeout, Policy: policy,
 			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), RelayOptions: relay,
 			Zone: zone, Logger: log.With("forward", zone)}, reg)
 		if err == nil {
@@ -157,11 +168,18 @@ func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog
 		}
 		return fwd, err
 	}
-	// Only the cluster DNS gets the autopath option (it reads the search
-	// list from it); no other client option leaves the node. Its timeout is
-	// longer than the cluster DNS's own forward timeout: a name it cannot
-	// resolve is its SERVFAIL, not a timeout here.
-	cluster, err := newForwarder("cluster", forward.StaticUpstreams(ups), true, nl.ClusterTimeout.Duration(), uint16(cfg.AutopathOptionCode))
+	// Only the cluster DNS gets the autopath and topology options (it reads
+	// the search list and the client's topology from them); no other
+	// client option leaves the node. Its timeout is longer than the
+	// cluster DNS's own forward timeout: a name it cannot resolve is its
+	// SERVFAIL, not a timeout here. Following the endpoints, it tries them
+	// in topology order: the node's zone first.
+	var src forward.UpstreamSource = forward.StaticUpstreams(ups)
+	if topo.watch != nil && topo.watch.follow {
+		src, policy = topo.ups, forward.PolicySequential
+	}
+	cluster, err := newForwarder("cluster", src, true, nl.ClusterTimeout.Duration(), uint16(cfg.AutopathOptionCode), uint16(cfg.TopologyOptionCode))
+	policy = ""
 	if err != nil {
 		return nil, nil, v1alpha1.ConfigErrorf("nodeLocal.clusterUpstream: %v", err)
 	}
@@ -175,7 +193,12 @@ func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, log *slog
 	if err != nil {
 		return nil, nil, err
 	}
-	r := &router{cluster: cluster, m: m}
+	tm, err := newTopologyMetrics(reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	topo.ups.local = tm.local
+	r := &router{cluster: &topologyCluster{fwd: cluster, ups: topo.ups, code: uint16(cfg.TopologyOptionCode), client: topo.client, m: tm}, m: m}
 	r.routes.Store(NewRoutes(cfg.ClusterDomain, nil, nil, nil))
 	searches := func() []string { return nil }
 	if path := nl.ResolvConfPath(); path != "" {
