@@ -8,7 +8,7 @@
 // dnsserver.Server and /metrics until its context ends. With Deps.Reload
 // it watches the config file and swaps in a new answer stack on a change.
 // It keeps the forwarders when their settings did not change (see reloader
-// in reload.go). It also returns start-up memory to the OS (rss.go).
+// in reload.go). It also returns start-up memory to the OS (internal/memrelease).
 // Errors of the configuration are marked v1alpha1.ErrConfig.
 //
 // The Handler answers the cluster zone (Kubernetes DNS-Based Service

@@ -12,6 +12,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/memrelease"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -126,7 +127,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// With manifests the records are loaded: compile them now, then give
 	// the loading garbage and the start-up pages back to the OS.
 	stack.handler.Warm()
-	releaseStartup()
+	memrelease.Startup()
 	log := s.log.With("zone", s.st.Zone())
 	srv := dnsserver.NewServer(s.cfg, log)
 	srv.SetHandler(dnsserver.QueryLogged(s.cfg, stack.handler, log))
@@ -157,5 +158,5 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// Stopped in reverse: the listener's lameduck runs while the feed and
 	// /readyz still do.
-	return lifecycle.Run(ctx, append(tasks, srv.Run, releaseAfterSync(synced, s.deps.AfterSync))...)
+	return lifecycle.Run(ctx, append(tasks, srv.Run, memrelease.AfterSync(synced, s.deps.AfterSync))...)
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package clusterdns
+package memrelease
 
 import (
 	"bufio"
@@ -10,14 +10,12 @@ import (
 	"syscall"
 )
 
-// releaseStartupPages drops the resident pages of the executable's
-// read-only mappings (code, read-only data, the function tables). The
-// binary holds every subcommand; process start-up (package init of
-// client-go, the API types, gRPC...) and the kernel's fault-around leave
-// tens of MiB of it resident that serving DNS never touches again. The
-// pages are clean and file-backed: what the server uses faults back in from
-// the page cache, one page at a time. It returns the bytes advised.
-func releaseStartupPages() int64 {
+// Pages drops the resident pages of the executable's read-only mappings
+// (code, read-only data, function tables). Package init (client-go, the API
+// types, gRPC) and the kernel's fault-around leave tens of MiB resident.
+// The pages are clean and file-backed: what the server uses faults back in
+// from the page cache, one page at a time. It returns the bytes advised.
+func Pages() int64 {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0

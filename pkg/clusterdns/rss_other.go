@@ -1,5 +1,0 @@
-//go:build !linux
-
-package clusterdns
-
-func releaseStartupPages() int64 { return 0 }
