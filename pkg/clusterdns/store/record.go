@@ -75,6 +75,8 @@ type Pod struct {
 	Namespace string
 	Name      string
 	IPs       []netip.Addr
+	// NodeName places a client by its source address (topology.go).
+	NodeName string
 }
 
 // Namespace is the slim form of a core/v1 Namespace.
@@ -88,6 +90,7 @@ type Objects struct {
 	EndpointSlices []EndpointSlice
 	Pods           []Pod
 	Namespaces     []Namespace
+	Nodes          []NodeTopology
 }
 
 // DashedIP is the label a pod or an endpoint without a hostname gets:

@@ -139,6 +139,8 @@ type Store struct {
 	// nodes the builds made and packed (package pack).
 	scratch buildScratch
 	drafts  pack.DraftPool
+	// topo is the pod-IP and node index (topology.go).
+	topo topoIndex
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -166,6 +168,7 @@ func New(opts Options) (*Store, error) {
 		olds:       map[unitKey]*oldRecords{},
 		log:        &changeLog{},
 		ptrIdx:     &ptrIndex{},
+		topo:       newTopoIndex(),
 	}
 	return s, nil
 }
@@ -354,10 +357,31 @@ func (s *Store) addSlice(v EndpointSlice) {
 }
 
 // SetPod adds or replaces a Pod.
-func (s *Store) SetPod(v Pod) { setObject(s, &s.pods, unitPod, v) }
+func (s *Store) SetPod(v Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := v.key()
+	if old, ok := s.pods[k]; ok {
+		s.topo.claim(old, -1)
+	}
+	s.topo.claim(v, 1)
+	s.touch(unitKey{kind: unitPod, nsName: k})
+	s.pods[k] = v
+}
 
 // DeletePod removes a Pod.
-func (s *Store) DeletePod(ns, name string) { deleteObject(s, &s.pods, unitPod, ns, name) }
+func (s *Store) DeletePod(ns, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := nsName{ns, name}
+	old, ok := s.pods[k]
+	if !ok {
+		return
+	}
+	s.topo.claim(old, -1)
+	s.touch(unitKey{kind: unitPod, nsName: k})
+	delete(s.pods, k)
+}
 
 // SetNamespace adds a Namespace.
 func (s *Store) SetNamespace(v Namespace) {
@@ -368,20 +392,6 @@ func (s *Store) SetNamespace(v Namespace) {
 func (s *Store) DeleteNamespace(name string) {
 	deleteIn(s, &s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}}, name)
 }
-
-// setObject stores an object that is a unit of its own under its
-// namespace and name in *m, after recording what it contributes now. It
-// takes s.mu; m points at a field of s because Replace swaps the maps.
-func setObject[V named](s *Store, m *map[nsName]V, kind unitKind, v V) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := v.key()
-	s.touch(unitKey{kind: kind, nsName: k})
-	(*m)[k] = v
-}
-
-// named is a record kept under its namespace and name.
-type named interface{ key() nsName }
 
 func (v Service) key() nsName { return nsName{v.Namespace, v.Name} }
 func (v Pod) key() nsName     { return nsName{v.Namespace, v.Name} }
@@ -405,7 +415,8 @@ func deleteObject[V any](s *Store, m *map[nsName]V, kind unitKind, ns, name stri
 }
 
 // setIn stores v under k in *m after recording what unit u contributes
-// now. It takes s.mu, as setObject does.
+// now. It takes s.mu; m points at a field of s because Replace swaps
+// the maps.
 func setIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K, v V) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -454,6 +465,7 @@ func (s *Store) Replace(o Objects) {
 	for _, v := range o.Namespaces {
 		s.namespaces[v.Name] = struct{}{}
 	}
+	s.topo.reset(s.pods, o.Nodes)
 }
 
 // ObjectKind is a kind of object the Store holds, for Keys.
@@ -465,6 +477,7 @@ const (
 	KindEndpointSlice
 	KindPod
 	KindNamespace
+	KindNode
 )
 
 // Key is an object's namespace ("" for a Namespace) and name.
@@ -486,6 +499,12 @@ func (s *Store) Keys(k ObjectKind) []Key {
 	case KindNamespace:
 		out := make([]Key, 0, len(s.namespaces))
 		for name := range s.namespaces {
+			out = append(out, Key{Name: name})
+		}
+		return out
+	case KindNode:
+		out := make([]Key, 0, len(s.topo.zones))
+		for name := range s.topo.zones {
 			out = append(out, Key{Name: name})
 		}
 		return out
@@ -531,6 +550,7 @@ func (s *Store) Publish() *Snapshot {
 		s.log.add(snap, nil, true)
 	}
 	snap.Serial = serial
+	s.topo.publish(prev, snap)
 	s.full = false
 	s.records = nil
 	clear(s.dirty)
@@ -555,6 +575,8 @@ type Snapshot struct {
 	namespaces map[string]struct{} // replaced, not modified, when it changes
 	exposed    map[string]struct{}
 	podNS      *pack.Map[netip.Addr, string] // verified mode: pod IP → namespace, "" when two namespaces share the IP
+	podNode    *pack.Map[netip.Addr, string] // pod IP → node, "" when two nodes share the IP (topology.go)
+	nodeZones  map[string]string             // node → topology zone; replaced, not modified
 	ptrs       snapPTRs                      // made on first use (ptrs.go)
 
 	// seq numbers the Snapshots of a Store; log tells what changed
