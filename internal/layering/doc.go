@@ -8,4 +8,7 @@
 // internal test helpers. Go already rejects cycles; this test rejects a core
 // package growing an adapter's dependency (client-go, gRPC, a DNS library, a
 // logger).
+//
+// Only internal/unsafeptr imports unsafe (tests aside). It is standard
+// library only; store/pack and udpbatch use its functions.
 package layering

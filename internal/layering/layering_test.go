@@ -19,15 +19,17 @@ var core = []struct {
 	libs    []string
 }{
 	{"internal/safefile", nil, nil},
+	// Every unsafe line of the product (TestUnsafeInOnePackage).
+	{"internal/unsafeptr", nil, nil},
 	{"pkg/resolvconf", []string{"internal/safefile"}, nil},
 	{"pkg/fqdn", nil, nil},
 	{"pkg/policy", []string{"api/v1alpha1", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
 	{"pkg/autopath", []string{"api/v1alpha1", "pkg/policy", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
 	// The sorted set of PTR addresses kept per change (a persistent
 	// sorted map, no I/O, no logger).
-	{"pkg/clusterdns/store", []string{"api/v1alpha1", "pkg/clusterdns/store/pack"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
-	// The store's packed layout: its only use of unsafe.
-	{"pkg/clusterdns/store/pack", nil, nil},
+	{"pkg/clusterdns/store", []string{"api/v1alpha1", "pkg/clusterdns/store/pack", "internal/unsafeptr"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
+	// The store's packed layout, over internal/unsafeptr's views.
+	{"pkg/clusterdns/store/pack", []string{"internal/unsafeptr"}, nil},
 	// The reply cache: bytes keyed by question, no DNS library.
 	{"pkg/clusterdns/replycache", nil, nil},
 	// Packed-reply rotation: byte offsets only, no DNS library.
@@ -91,6 +93,23 @@ func TestApart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnsafeInOnePackage keeps every unsafe line of the product in
+// internal/unsafeptr, where each is one documented pattern. Tests may
+// import unsafe.
+func TestUnsafeInOnePackage(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`,
+		"../../pkg/...", "../../internal/...", "../../cmd/...", "../../api/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && slices.Contains(f[1:], "unsafe") && f[0] != module+"internal/unsafeptr" {
+			t.Errorf("%s imports unsafe; only internal/unsafeptr may", f[0])
+		}
 	}
 }
 

@@ -8,9 +8,10 @@ import (
 	"os"
 	"strconv"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/unsafeptr"
 )
 
 // mmsghdr is struct mmsghdr: a msghdr and the length the call set (Go
@@ -88,7 +89,7 @@ func newBatchIO(conn *net.UDPConn, pktinf bool) packetIO {
 // side-by-side runs each).
 func (b *batchIO) call(fd uintptr) bool {
 	for {
-		n, _, e := unix.RawSyscall6(b.trap, fd, uintptr(unsafe.Pointer(&b.cur[0])), uintptr(len(b.cur)), 0, 0, 0)
+		n, e := unsafeptr.RawSyscallSlice(b.trap, fd, b.cur)
 		switch e {
 		case unix.EINTR:
 			continue

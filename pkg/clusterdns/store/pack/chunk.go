@@ -1,6 +1,6 @@
 package pack
 
-import "unsafe"
+import "github.com/dnsconfigurer/dnsconfigurer/internal/unsafeptr"
 
 // A store of 100k Services held a million objects: a node per name, each
 // record's name and lists. The collector marks them at every cycle, and
@@ -98,9 +98,9 @@ func (a *Strings) Concat(parts ...string) string {
 }
 
 // freeze is b as a string. The arena never writes b again: the bytes
-// unsafe.String borrows never change.
-func freeze(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// the string shares never change.
+func freeze(b []byte) string { return unsafeptr.String(b) }
 
 // Borrow is b as a string for a lookup: the caller must neither keep the
 // string nor change b while it uses it.
-func Borrow(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+func Borrow(b []byte) string { return unsafeptr.String(b) }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/unsafeptr"
 )
 
 // Draft is a node while a build makes it.
@@ -127,7 +129,7 @@ func (d *Draft) packInto(w []uint32) *Node {
 	if d.cname != "" {
 		n.flags = flagCNAME
 	}
-	b := wordBytes(w)[header:header]
+	b := unsafeptr.Words(w)[header:header]
 	for _, a := range d.A() {
 		x := a.As4()
 		b = append(b, x[:]...)

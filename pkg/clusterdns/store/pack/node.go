@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
-	"unsafe"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/unsafeptr"
 )
 
 // SRV is one SRV record of a node.
@@ -53,33 +54,16 @@ const (
 	header      = 4 * headerWords
 )
 
-// The header is [headerWords]uint32 exactly: both fail to compile if not.
-var (
-	_ [unsafe.Sizeof(Node{}) - header]byte
-	_ [header - unsafe.Sizeof(Node{})]byte
-)
-
-// nodeAt is the node whose header is w's first words. Node and
-// [headerWords]uint32 share one layout: converting *T1 to *T2 of the
-// same size and layout is pattern (1) of unsafe.Pointer.
+// nodeAt is the node whose header is w's first words: Node and
+// [headerWords]uint32 share one layout (unsafeptr.View panics if their
+// sizes differ, and TestHeader checks it).
 func nodeAt(w []uint32) *Node {
-	return (*Node)(unsafe.Pointer((*[headerWords]uint32)(w)))
-}
-
-// wordBytes is w's memory as bytes. *uint32 to *byte is pattern (1), and
-// the slice stays within w's allocation.
-func wordBytes(w []uint32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), 4*len(w))
+	return unsafeptr.View[Node]((*[headerWords]uint32)(w))
 }
 
 // data is the node's record bytes: they follow the header in the same
-// allocation (unsafe.Add within one object, pattern (3)).
-func (n *Node) data() []byte {
-	if n.size == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(n), header)), n.size)
-}
+// allocation.
+func (n *Node) data() []byte { return unsafeptr.Tail(n, int(n.size)) }
 
 // NumA is the number of the node's IPv4 addresses.
 func (n *Node) NumA() int { return int(n.nA) }
@@ -213,7 +197,7 @@ func (n *Node) str(off int) (string, int) {
 	if l == 0 {
 		return "", off
 	}
-	return unsafe.String(&d[off], int(l)), off + int(l)
+	return unsafeptr.String(d[off : off+int(l)]), off + int(l)
 }
 
 // strs is the count strings from offset off, in a new slice.

@@ -9,6 +9,17 @@ import (
 	"unsafe"
 )
 
+// TestHeader checks that a Node is its [headerWords]uint32 header: the
+// records follow it at byte header.
+func TestHeader(t *testing.T) {
+	if got := unsafe.Sizeof(Node{}); got != header {
+		t.Errorf("Node is %d bytes, want %d", got, header)
+	}
+	if got := unsafe.Alignof(Node{}); got > unsafe.Alignof(uint32(0)) {
+		t.Errorf("Node aligns on %d bytes, more than a uint32", got)
+	}
+}
+
 func TestCut(t *testing.T) {
 	cases := []struct {
 		name       string
