@@ -95,6 +95,16 @@
 // cannot choose another namespace's search list, and the upstream reply's OPT
 // (with any echo of the option) is dropped.
 //
+// Topology (issue 59). Every query to the cluster DNS carries the
+// topology option (pkg/topology, code topologyOptionCode, 65002): the
+// node's topology zone and name. No query to the node's nameservers does.
+// With an API server, nodeName and preferZone, the stage follows the
+// EndpointSlices of upstreamService and asks, in order, the ready pods in
+// the node's topology zone, the other ready pods, then clusterUpstream
+// (forward.PolicySequential): a killed zone-local pod costs one refused
+// try, and its health probe then skips it. Answers are counted by the
+// answering upstream's zone (dnsconfigurer_nodelocal_cluster_upstream_answers_total).
+//
 // The message rules are pkg/dnsmsg's, as in the cluster DNS: FORMERR,
 // NOTIMP and BADVERS for queries it does not answer, an OPT advertising
 // dnsmsg.EDNSSize (1232) in replies to EDNS0 clients and in forwarded
