@@ -21,7 +21,8 @@ import (
 
 // Cluster feeds the store from client-go reflectors on Services,
 // EndpointSlices (unless NoEndpoints), Namespaces and, when Pods is set,
-// Pods. There is no informer cache: each event is converted to the store's
+// Pods and Nodes (a client's place by its source address: the pod's node
+// and the node's topology zone label; a Node keeps nothing else). There is no informer cache: each event is converted to the store's
 // slim record at once, and a relist asks the store which keys it holds,
 // so the store's records are the only copy of the cluster. The store is
 // published after the first full sync and then right after each change
@@ -127,6 +128,7 @@ var (
 	serviceKind       = objectKind{KindService, "Service", "v1"}
 	endpointSliceKind = objectKind{KindEndpointSlice, "EndpointSlice", "discovery.k8s.io/v1"}
 	podKind           = objectKind{KindPod, "Pod", "v1"}
+	nodeKind          = objectKind{KindNode, "Node", "v1"}
 )
 
 // kinds lists the resources Run follows, each applying its events to the
@@ -175,6 +177,16 @@ func (c *Cluster) kinds(s sink) []kind {
 				return core.Pods("").List(ctx, o)
 			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				return core.Pods("").Watch(ctx, o)
+			}),
+		})
+		set, stage = setter(s, nodeKind, keepAll(ToNode), s.store.SetNodeTopology, s.deleteNode)
+		ks = append(ks, kind{
+			name: "nodes", example: &corev1.Node{}, transform: stage, set: set, del: s.deleter(nodeKind, s.deleteNode),
+			keys: s.keys(store.KindNode), relisted: s.relisted(nodeKind),
+			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return core.Nodes().List(ctx, o)
+			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return core.Nodes().Watch(ctx, o)
 			}),
 		})
 	}
@@ -396,6 +408,10 @@ func (s sink) deleteNamespace(obj any) {
 }
 
 func storeNamespace(name string) store.Namespace { return store.Namespace{Name: name} }
+
+// deleteNode removes a Node; the setter's namespace ("default" for a
+// cluster-scoped object) does not name it.
+func (s sink) deleteNode(_, name string) { s.store.DeleteNodeTopology(name) }
 
 // stripNamespace is the namespaces' transform: a streamed initial list
 // keeps only their names until it is applied.

@@ -58,6 +58,7 @@ const (
 	KindEndpointSlice = "endpointslice"
 	KindPod           = "pod"
 	KindNamespace     = "namespace"
+	KindNode          = "node"
 )
 
 // Reasons an object is skipped: the reason label of objects_skipped_total.
@@ -84,8 +85,8 @@ const (
 // ObjectError is why an object does not convert: the field and what is
 // wrong with it.
 type ObjectError struct {
-	Kind      string // KindService, KindEndpointSlice, KindPod or KindNamespace
-	Namespace string // "" for a Namespace
+	Kind      string // KindService, KindEndpointSlice, KindPod, KindNamespace or KindNode
+	Namespace string // "" for a Namespace or a Node
 	Name      string
 	UID       types.UID // the API server's, for an Event on the object
 	Field     string    // such as metadata.name or spec.ports[1].protocol
@@ -104,7 +105,7 @@ func (e *ObjectError) Object() string {
 	switch {
 	case e.Name == "":
 		return e.Kind
-	case e.Kind == KindNamespace:
+	case e.Kind == KindNamespace || e.Kind == KindNode:
 		return e.Kind + " " + e.Name
 	}
 	return e.Kind + " " + e.Namespace + "/" + e.Name
@@ -131,7 +132,7 @@ func (e *ObjectError) Reason() string {
 // objectErr returns the ObjectError of field of m, an object of kind.
 func objectErr(kind string, m metav1.Object, field string, err error) *ObjectError {
 	e := &ObjectError{Kind: kind, Name: m.GetName(), UID: m.GetUID(), Field: field, Err: err}
-	if kind != KindNamespace {
+	if kind != KindNamespace && kind != KindNode {
 		e.Namespace = namespaceOf(m)
 	}
 	return e
@@ -190,6 +191,9 @@ func ToService(s *corev1.Service) (store.Service, error) {
 		Namespace:                namespaceOf(s),
 		Name:                     s.Name,
 		PublishNotReadyAddresses: s.Spec.PublishNotReadyAddresses,
+	}
+	if td := s.Spec.TrafficDistribution; td != nil {
+		out.TrafficDistribution = intern(*td)
 	}
 	bad := func(field string, err error) (store.Service, error) {
 		return out, objectErr(KindService, s, field, err)
@@ -302,6 +306,13 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 	out.Endpoints = make([]store.Endpoint, 0, len(s.Endpoints))
 	for i, ep := range s.Endpoints {
 		e := store.Endpoint{Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready}
+		// Where it runs: a few names many endpoints repeat.
+		if ep.NodeName != nil {
+			e.NodeName = intern(*ep.NodeName)
+		}
+		if ep.Zone != nil {
+			e.TopologyZone = intern(*ep.Zone)
+		}
 		if ep.Hostname != nil && *ep.Hostname != "" {
 			if err := checkName(*ep.Hostname, fqdn.Label); err != nil {
 				return bad(fmt.Sprintf("endpoints[%d].hostname", i), err)
@@ -333,7 +344,7 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 // finished (Succeeded, Failed): their IPs may already belong to another pod.
 // Errors are *ObjectError.
 func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
-	pod = store.Pod{Namespace: namespaceOf(p), Name: p.Name}
+	pod = store.Pod{Namespace: namespaceOf(p), Name: p.Name, NodeName: intern(p.Spec.NodeName)}
 	bad := func(field string, err error) (store.Pod, bool, error) {
 		return pod, false, objectErr(KindPod, p, field, err)
 	}
@@ -362,6 +373,15 @@ func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
 		pod.IPs = append(pod.IPs, a)
 	}
 	return pod, true, nil
+}
+
+// ToNode converts a Node to what the store keeps of it: its name and its
+// topology zone label. Errors are *ObjectError.
+func ToNode(n *corev1.Node) (store.NodeTopology, error) {
+	if n.Name == "" {
+		return store.NodeTopology{}, objectErr(KindNode, n, "metadata.name", errEmpty)
+	}
+	return store.NodeTopology{Name: n.Name, TopologyZone: intern(n.Labels[corev1.LabelTopologyZone])}, nil
 }
 
 // ToNamespace converts a Namespace to its record. Errors are *ObjectError.

@@ -2,9 +2,10 @@
 // store of pkg/clusterdns/store.
 //
 // Cluster runs client-go reflectors (Services, EndpointSlices unless
-// NoEndpoints, Namespaces, and Pods when Pods is set, which the command does
-// for verified pod records) without informer caches: each event converts
-// the object to the store's slim record (ToService, ToEndpointSlice, ToPod)
+// NoEndpoints, Namespaces, and Pods and Nodes when Pods is set, which the
+// command does for verified pod records) without informer caches: each
+// event converts the object to the store's slim record (ToService,
+// ToEndpointSlice, ToPod, ToNode: a Node's name and topology zone label)
 // at once, and an object that does not convert is removed from the store
 // and reported. A reflector keeps nothing: a relist asks the store what it
 // holds (store.Keys). A streamed initial list (WatchList) holds stripped

@@ -208,7 +208,7 @@ func (l *loader) json(file string, doc int, item string, js []byte) {
 	objs := &l.objs
 	var err error
 	switch tm.Kind {
-	case "List", "ServiceList", "EndpointSliceList", "PodList", "NamespaceList":
+	case "List", "ServiceList", "EndpointSliceList", "PodList", "NamespaceList", "NodeList":
 		for i, it := range tm.Items {
 			l.json(file, doc, joinItem(item, i), it)
 		}
@@ -241,6 +241,11 @@ func (l *loader) json(file string, doc int, item string, js []byte) {
 		if v, err = decodeAs(js, tm, ToNamespace); err == nil {
 			objs.Namespaces = append(objs.Namespaces, v)
 		}
+	case "Node":
+		var v store.NodeTopology
+		if v, err = decodeAs(js, tm, ToNode); err == nil {
+			objs.Nodes = append(objs.Nodes, v)
+		}
 	case "":
 		skip(&ManifestError{Kind: KindDocument, Reason: ReasonDecode, Err: errors.New("kind is missing")})
 	}
@@ -270,7 +275,7 @@ func objectProblem(tm typeMeta, js []byte, err error) *ManifestError {
 	_ = json.Unmarshal(js, &m)
 	kind := strings.ToLower(tm.Kind)
 	ns := defaultNamespace(m.Metadata.Namespace)
-	if kind == KindNamespace {
+	if kind == KindNamespace || kind == KindNode {
 		ns = ""
 	}
 	return &ManifestError{Kind: kind, Namespace: ns, Name: m.Metadata.Name, Reason: ReasonDecode, Err: err}
@@ -310,6 +315,8 @@ type Publisher interface {
 	DeletePod(ns, name string)
 	SetNamespace(store.Namespace)
 	DeleteNamespace(name string)
+	SetNodeTopology(store.NodeTopology)
+	DeleteNodeTopology(name string)
 	// Keys are the objects of a kind the store holds (a relist deletes
 	// those it no longer lists).
 	Keys(store.ObjectKind) []store.Key
