@@ -3,8 +3,8 @@
 //
 // On Linux a Conn reads up to Batch datagrams a call (recvmmsg) and sends
 // the replies of a batch in one call (sendmmsg). It calls them on the
-// socket directly: x/net's ReadBatch allocates the client's address for
-// every datagram. Where batching is unavailable (a kernel or sandbox
+// socket directly (unsafeptr.RawSyscallSlice; x/sys/unix has no wrapper):
+// x/net's ReadBatch allocates the client's address for every datagram. Where batching is unavailable (a kernel or sandbox
 // without recvmmsg, another OS) a Conn reads and writes one datagram at a
 // time, the same way.
 //

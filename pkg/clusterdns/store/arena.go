@@ -2,7 +2,6 @@ package store
 
 import (
 	"net/netip"
-	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
@@ -46,22 +45,20 @@ func (a *recordArena) service(v *Service) (string, svcRecord) {
 	return a.strs.Copy(v.Name), svcRecord(a.strs.CopyBytes(appendService(tmp[:0], v)))
 }
 
-// concat returns the concatenation of parts, cut from the chunks when the
-// builder has them.
-func (b *builder) concat(parts ...string) string {
+// nameArena is the arena a build cuts its names from: nil outside a rebuild,
+// where each name is allocated alone.
+func (b *builder) nameArena() *pack.Strings {
 	if b.arena == nil {
-		return strings.Join(parts, "")
+		return nil
 	}
-	return b.arena.names.Concat(parts...)
+	return &b.arena.names
 }
 
-// reverseName is ReverseName(a), cut from the chunks when the builder has
-// them.
+// concat is the concatenation of parts, from the build's arena.
+func (b *builder) concat(parts ...string) string { return b.nameArena().Concat(parts...) }
+
+// reverseName is ReverseName(a), from the build's arena.
 func (b *builder) reverseName(a netip.Addr) string {
 	var buf [74]byte
-	name := appendReverseName(buf[:0], a)
-	if b.arena == nil {
-		return string(name)
-	}
-	return b.arena.names.CopyBytes(name)
+	return b.nameArena().CopyBytes(appendReverseName(buf[:0], a))
 }

@@ -39,9 +39,9 @@
 //
 // A published Node is packed: a header and its records in one allocation
 // that holds no pointer, so the collector marks it and never scans it.
-// Package pack lays it out, and is the store's only use of unsafe. A
-// build makes drafts of its nodes and packs them when it finishes; a
-// rebuild packs them in shared chunks (arena.go). The Service records are
+// Package pack lays it out (over internal/unsafeptr, the product's only
+// unsafe). A build makes drafts of its nodes and packs them when it
+// finishes; a rebuild packs them in shared chunks (arena.go). The Service records are
 // packed too, one string each (svcrecord.go).
 // BenchmarkHeap gives the live heap at rest (12, 53 and 105 MiB at 10k,
 // 50k and 100k Services), its objects and the time of a collection on
@@ -99,5 +99,5 @@
 //
 // This package must not import miekg/dns, client-go, k8s.io/api or a logger;
 // besides the standard library it imports github.com/benbjohnson/immutable
-// and its own package pack.
+// and its own package pack (with internal/unsafeptr).
 package store

@@ -1,6 +1,10 @@
 package pack
 
-import "github.com/dnsconfigurer/dnsconfigurer/internal/unsafeptr"
+import (
+	"strings"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/unsafeptr"
+)
 
 // A store of 100k Services held a million objects: a node per name, each
 // record's name and lists. The collector marks them at every cycle, and
@@ -62,7 +66,8 @@ func (a *Nodes) Pack(d *Draft) *Node {
 // Chunks is the arena's current chunks, stable and other, for tests.
 func (a *Nodes) Chunks() (stable, other []uint32) { return a.stable, a.other }
 
-// Strings is an arena of strings: names and packed records.
+// Strings is an arena of strings: names and packed records. A nil
+// *Strings allocates each string alone.
 type Strings struct {
 	buf []byte
 }
@@ -71,18 +76,29 @@ type Strings struct {
 func (a *Strings) Len() int { return len(a.buf) }
 
 // Copy is a copy of s cut from the arena.
-func (a *Strings) Copy(s string) string { return a.Concat(s) }
+func (a *Strings) Copy(s string) string {
+	if a == nil {
+		return strings.Clone(s)
+	}
+	return a.Concat(s)
+}
 
 // CopyBytes is a string of b's bytes cut from the arena.
 func (a *Strings) CopyBytes(b []byte) string {
-	if len(b) == 0 {
+	switch {
+	case len(b) == 0:
 		return ""
+	case a == nil:
+		return string(b)
 	}
 	return freeze(append(cut(&a.buf, len(b), byteChunk), b...))
 }
 
 // Concat is the concatenation of parts, cut from the arena.
 func (a *Strings) Concat(parts ...string) string {
+	if a == nil {
+		return strings.Join(parts, "")
+	}
 	n := 0
 	for _, p := range parts {
 		n += len(p)

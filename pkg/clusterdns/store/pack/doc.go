@@ -7,11 +7,13 @@
 // indexes them (shard.go). The store's rules say what a Service
 // contributes; this package says only how it is laid out.
 //
-// It is the one package of the store that imports unsafe. Each use is a
-// pattern the unsafe package documents: a *[8]uint32 read as the Node of
-// the same layout, a *uint32 read as a *byte, unsafe.Add within one
-// allocation, and unsafe.String over bytes that never change. go test
+// Its memory views come from internal/unsafeptr, which holds the
+// product's only unsafe: a Node read over its chunk's first words, the
+// records after it, and strings sharing bytes that never change. go test
 // -race turns checkptr on, which checks them (.ci/run's race stage).
 //
-// This package imports only the standard library.
+// A nil *Strings allocates each string alone, so a build outside a
+// rebuild cuts its names the same way.
+//
+// This package imports only the standard library and internal/unsafeptr.
 package pack

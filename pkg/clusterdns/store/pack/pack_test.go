@@ -263,3 +263,31 @@ func TestSingleNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestStrings checks that an arena's strings and a nil arena's are the
+// same, and that only the arena's share its chunk.
+func TestStrings(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(a *Strings) string
+		want string
+	}{
+		{"copy", func(a *Strings) string { return a.Copy("svc") }, "svc"},
+		{"copy empty", func(a *Strings) string { return a.Copy("") }, ""},
+		{"copy bytes", func(a *Strings) string { return a.CopyBytes([]byte("1.0.96.10.in-addr.arpa.")) }, "1.0.96.10.in-addr.arpa."},
+		{"copy no bytes", func(a *Strings) string { return a.CopyBytes(nil) }, ""},
+		{"concat", func(a *Strings) string { return a.Concat("web", ".", "prod", ".svc.", "cluster.local.") }, "web.prod.svc.cluster.local."},
+		{"concat empty", func(a *Strings) string { return a.Concat("", "") }, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var a Strings
+			if got := tc.make(&a); got != tc.want || a.Len() != len(tc.want) {
+				t.Errorf("arena: %q with %d bytes used, want %q", got, a.Len(), tc.want)
+			}
+			if got := tc.make(nil); got != tc.want {
+				t.Errorf("nil arena: %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
