@@ -75,8 +75,8 @@ func soleAddr(n *store.Node, qtype uint16) (netip.Addr, bool) {
 }
 
 // borrowString is b as a string without a copy, for a lookup or a parse
-// that keeps no part of it while b is not written (pack.Borrow: the
-// product's unsafe lives in package pack).
+// that keeps no part of it while b is not written (pack.Borrow; the
+// product's unsafe lives in internal/unsafeptr).
 func borrowString(b []byte) string { return pack.Borrow(b) }
 
 // appendNXDOMAIN appends to dst[:0] the NXDOMAIN reply to q with soa in
