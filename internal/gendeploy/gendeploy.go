@@ -65,7 +65,7 @@ var files = []file{
 	{"dnsserver/service.yaml", "base", []string{"Service/dnsconfigurer-dns"}},
 	{"dnsserver/service-upstream.yaml", "base", []string{"Service/dnsconfigurer-dns-upstream"}},
 	{"dnsserver/poddisruptionbudget.yaml", "base", []string{"PodDisruptionBudget/dnsconfigurer-dns"}},
-	{"nodelocal/serviceaccount.yaml", "base", []string{"ServiceAccount/dnsconfigurer-node-local-dns"}},
+	{"nodelocal/rbac.yaml", "base", []string{"ServiceAccount/dnsconfigurer-node-local-dns", "ClusterRole/dnsconfigurer-node-local-dns", "ClusterRoleBinding/dnsconfigurer-node-local-dns"}},
 	{"nodelocal/configmap-cluster.yaml", "nodelocal-placeholder", []string{"ConfigMap/dnsconfigurer-cluster-dns"}},
 	{"nodelocal/daemonset.yaml", "base", []string{"DaemonSet/dnsconfigurer-node-local-dns"}},
 	{"shim/rbac.yaml", "base", []string{"ServiceAccount/dnsconfigurer-shim", "ClusterRole/dnsconfigurer-shim", "ClusterRoleBinding/dnsconfigurer-shim"}},

@@ -52,7 +52,14 @@ func TestApply(t *testing.T) {
 		{"dnsconfigurer-shim", "list", "", "secrets", "", false},
 		{"dnsconfigurer-shim", "create", "events.k8s.io", "events", "default", false},
 		{"dnsconfigurer-webhook", "list", "", "pods", "", false},
+		{"dnsconfigurer-dns", "watch", "", "nodes", "", true},
+		{"dnsconfigurer-dns", "get", "", "nodes", "", false},
 		{"dnsconfigurer-node-local-dns", "list", "", "services", "", false},
+		{"dnsconfigurer-node-local-dns", "get", "", "nodes", "", true},
+		{"dnsconfigurer-node-local-dns", "list", "", "nodes", "", false},
+		{"dnsconfigurer-node-local-dns", "watch", "discovery.k8s.io", "endpointslices", namespace, true},
+		{"dnsconfigurer-node-local-dns", "get", "discovery.k8s.io", "endpointslices", namespace, false},
+		{"dnsconfigurer-node-local-dns", "list", "", "secrets", "", false},
 	} {
 		user, groups := apiserver.ServiceAccountUser(namespaceOf(a.sa), a.sa)
 		attrs := authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource}

@@ -63,6 +63,7 @@ var wantRules = map[string][]string{
 	"dnsconfigurer-dns": {
 		"/events create", "/events patch",
 		"/namespaces list", "/namespaces watch",
+		"/nodes list", "/nodes watch",
 		"/pods list", "/pods watch",
 		"/services list", "/services watch",
 		"discovery.k8s.io/endpointslices list", "discovery.k8s.io/endpointslices watch",
@@ -78,9 +79,14 @@ var wantRules = map[string][]string{
 		"/events create", "/events patch",
 		"/pods list", "/pods watch",
 	},
-	// Neither calls the API server.
-	"dnsconfigurer-webhook":        nil,
-	"dnsconfigurer-node-local-dns": nil,
+	// The node-local stage prefers its topology zone's cluster DNS pods:
+	// its Node's zone label, the upstream Service's EndpointSlices.
+	"dnsconfigurer-node-local-dns": {
+		"/nodes get",
+		"discovery.k8s.io/endpointslices list", "discovery.k8s.io/endpointslices watch",
+	},
+	// It never calls the API server.
+	"dnsconfigurer-webhook": nil,
 }
 
 // kustomization holds the kustomize fields deploy/ uses.
@@ -1136,8 +1142,14 @@ func checkNodeLocal(t *testing.T, o *objects) {
 	if sc := c.SecurityContext; sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_BIND_SERVICE"}) {
 		t.Error("node-local: capabilities: want add [NET_ADMIN, NET_BIND_SERVICE] only")
 	}
-	if w.spec.AutomountServiceAccountToken == nil || *w.spec.AutomountServiceAccountToken {
-		t.Error("node-local: automountServiceAccountToken not false")
+	// Its token reads its Node and the upstream EndpointSlices (checkRBAC).
+	if a := w.spec.AutomountServiceAccountToken; a != nil && !*a {
+		t.Error("node-local: automountServiceAccountToken false: it needs its token for its node's topology zone")
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	}) {
+		t.Error("node-local: no env NODE_NAME from spec.nodeName")
 	}
 	ms := mountsOf(t, w, c)
 	// The lock the instances of a node share: a host directory.

@@ -51,7 +51,7 @@ func TestGenerated(t *testing.T) {
 		line := 1 + bytes.Count(b[:bytes.Index(b, []byte("  - name: dns-tcp\n"))], []byte("\n"))
 		writeFile(t, filepath.Join(dir, "dnsserver"), "service.yaml", bytes.Replace(b, []byte("  - name: dns-tcp\n"), []byte("  - name: dns-tcp2\n"), 1))
 		writeFile(t, filepath.Join(dir, "monitoring"), "dashboard.json", append(bytes.Clone(files["monitoring/dashboard.json"]), ' '))
-		if err := os.Remove(filepath.Join(dir, "nodelocal", "serviceaccount.yaml")); err != nil {
+		if err := os.Remove(filepath.Join(dir, "nodelocal", "rbac.yaml")); err != nil {
 			t.Fatal(err)
 		}
 		writeFile(t, filepath.Join(dir, "shim"), "configmap.yaml", []byte(gendeploy.Header+"apiVersion: v1\nkind: ConfigMap\n"))
@@ -65,7 +65,7 @@ func TestGenerated(t *testing.T) {
 		for _, want := range []string{
 			"deploy/" + edited + ":" + strconv.Itoa(line) + `: have "  - name: dns-tcp2", want "  - name: dns-tcp"`,
 			"deploy/monitoring/dashboard.json:",
-			"deploy/nodelocal/serviceaccount.yaml: missing",
+			"deploy/nodelocal/rbac.yaml: missing",
 			"deploy/shim/configmap.yaml: has the generated header",
 			"regenerate: " + gendeploy.Command,
 		} {

@@ -36,6 +36,7 @@ var feedResources = map[groupResource]string{
 	{"", "services"}:                       "/api/v1/services",
 	{"", "namespaces"}:                     "/api/v1/namespaces",
 	{"", "pods"}:                           "/api/v1/pods",
+	{"", "nodes"}:                          "/api/v1/nodes",
 	{"discovery.k8s.io", "endpointslices"}: "/apis/discovery.k8s.io/v1/endpointslices",
 }
 
