@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 )
 
 // ampStore has a Service web in each of the namespaces, and api in the
@@ -67,9 +70,9 @@ type srcWriter struct {
 
 func (w *srcWriter) RemoteAddr() net.Addr { return w.src }
 
-func newAmpHandler(tb testing.TB, st Records, topN int) (*Handler, *Amplification) {
+func newAmpHandler(tb testing.TB, st Records, topN int) (*Handler, *nsmetrics.Metrics) {
 	tb.Helper()
-	a, err := NewAmplification(topN)
+	a, err := nsmetrics.New(topN, "cluster.local", st)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -96,7 +99,7 @@ func ampQuery(tb testing.TB, h *Handler, src, name string, qtype uint16) int {
 
 // ampCounts are a namespace's counters: queries, lookups, misses, hits,
 // external lookups.
-type ampCounts [numAmp]uint64
+type ampCounts [nsmetrics.Kinds]uint64
 
 func (c ampCounts) String() string {
 	return fmt.Sprintf("{queries %d lookups %d misses %d hits %d external %d}", c[0], c[1], c[2], c[3], c[4])
@@ -104,23 +107,7 @@ func (c ampCounts) String() string {
 
 // rawCounts reads the counters of namespace ns ("other": of the namespaces
 // the store does not know) as they are, whether or not they have a series.
-func rawCounts(a *Amplification, ns string) ampCounts {
-	var c *nsCounters
-	if ns == "other" {
-		c = &a.other
-	} else {
-		a.idxMu.RLock()
-		c = a.idx[ns]
-		a.idxMu.RUnlock()
-	}
-	var out ampCounts
-	if c != nil {
-		for i := range out {
-			out[i] = c.n[i].Load()
-		}
-	}
-	return out
-}
+func rawCounts(a *nsmetrics.Metrics, ns string) ampCounts { return a.Counts(ns) }
 
 // TestAmplificationSteps: each query shape, alone or as the steps of a
 // ClusterFirst walk (kubelet's search list "<ns>.svc.cluster.local
@@ -261,7 +248,7 @@ func TestAmplificationSteps(t *testing.T) {
 		}
 		st.SetPod(store.Pod{Namespace: "ns", Name: "client", IPs: []netip.Addr{netip.MustParseAddr("10.244.0.1")}})
 		st.Publish()
-		amp, _ := NewAmplification(20)
+		amp, _ := nsmetrics.New(20, "cluster.local", st)
 		ap, _ := WithAutopath(0, nil)
 		h := NewHandler("cluster.local", st, WithForwarder(ampUpstream{}), ap, WithAutopathBySource(), WithAmplification(amp))
 		for range 2 {
@@ -273,92 +260,6 @@ func TestAmplificationSteps(t *testing.T) {
 			t.Errorf("ns: %v, want %v", got, want)
 		}
 	})
-}
-
-// TestAmplificationClassify: what a query adds, from its name, its rcode
-// and the snapshot (nil before the first sync).
-func TestAmplificationClassify(t *testing.T) {
-	st := ampStore(t, "ns", "b")
-	cases := []struct {
-		name  string
-		rcode int
-		snap  *store.Snapshot
-		ns    string // "" for none
-		want  ampCounts
-	}{
-		{"web.ns.svc.cluster.local.", dns.RcodeSuccess, st.Snapshot(), "ns", ampCounts{1, 1, 0, 1, 0}},
-		{"web.ns.svc.cluster.local.", dns.RcodeServerFailure, st.Snapshot(), "ns", ampCounts{1, 1, 0, 0, 0}},
-		{"www.example.com.ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{3, 1, 3, 0, 1}},
-		{"web.b.ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{2, 1, 1, 1, 0}},
-		{"web.b.svc.ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{3, 1, 2, 1, 0}},
-		{"web.ghost.ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{3, 1, 3, 0, 1}},
-		{"x.ghost.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "other", ampCounts{1, 0, 1, 0, 0}},
-		{"x.search.ns.cluster.local.ap.k8s.io.", dns.RcodeNameError, st.Snapshot(), "ns", ampCounts{1, 1, 0, 0, 0}},
-		{"x.search.ns.cluster.local.ap.k8s.io.", dns.RcodeSuccess, st.Snapshot(), "ns", ampCounts{1, 1, 0, 1, 0}},
-		{"web.ns.svc.cluster.local.", dns.RcodeServerFailure, nil, "other", ampCounts{1, 0, 0, 0, 0}},
-		{"search.ns.cluster.local.ap.k8s.io.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
-		{"x.search.ns.other.zone.ap.k8s.io.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
-		{".ns.svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
-		{"x..svc.cluster.local.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
-		{"ns.svc.cluster.local.", dns.RcodeSuccess, st.Snapshot(), "", ampCounts{}},
-		{"www.example.com.svc.cluster.local.evil.", dns.RcodeNameError, st.Snapshot(), "", ampCounts{}},
-		{"4.3.2.1.in-addr.arpa.", dns.RcodeSuccess, st.Snapshot(), "", ampCounts{}},
-		{"www.example.com.", dns.RcodeSuccess, st.Snapshot(), "", ampCounts{}},
-		{".", dns.RcodeSuccess, st.Snapshot(), "", ampCounts{}},
-	}
-	for _, tc := range cases {
-		t.Run(fmt.Sprintf("%s %s", tc.name, dns.RcodeToString[tc.rcode]), func(t *testing.T) {
-			a, _ := NewAmplification(20)
-			a.bind("cluster.local.", st)
-			req := new(dns.Msg)
-			req.SetQuestion(tc.name, dns.TypeA)
-			ac := a.classify(req, tc.snap, tc.rcode, false, nil)
-			ns := ""
-			if ac.c != nil {
-				ns = ac.c.name
-			}
-			got := ampCounts{}
-			for i, v := range ac.d {
-				got[i] = uint64(v)
-			}
-			if ns != tc.ns || got != tc.want {
-				t.Errorf("%q %v, want %q %v", ns, got, tc.ns, tc.want)
-			}
-		})
-	}
-}
-
-// TestAmplificationExternal: a remainder is a cluster name when it is a
-// short name or ends like one.
-func TestAmplificationExternal(t *testing.T) {
-	st := ampStore(t, "ns", "b")
-	a, _ := NewAmplification(20)
-	a.bind("cluster.local", st)
-	cases := []struct {
-		p    string
-		want bool
-	}{
-		{"web", false},
-		{"metadata", false}, // a short name is taken for a Service
-		{"web.ns", false},
-		{"Web.NS", false},
-		{"web.ns.svc", false},
-		{"10-0-0-1.ns.pod", false},
-		{"web.ns.svc.cluster", false},
-		{"web.ns.svc.cluster.local", false},
-		{"web.ghost", true}, // no such namespace
-		{"www.example.com", true},
-		{"WWW.Example.COM", true},
-		{"printer.local", true},
-		{"api.github.com", true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.p, func(t *testing.T) {
-			if got := a.external(tc.p, st.Snapshot(), nil); got != tc.want {
-				t.Errorf("external(%q) = %v, want %v", tc.p, got, tc.want)
-			}
-		})
-	}
 }
 
 // TestAmplificationUDP: pods' ClusterFirst walks for an external name (A
@@ -382,12 +283,13 @@ func TestAmplificationUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fwd.Close() })
-	amp, err := NewAmplification(DefaultTopNamespaces)
+	st := ampStore(t, "ns", "b")
+	amp, err := nsmetrics.New(v1alpha1.DefaultNamespaceMetrics, "cluster.local", st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := testkit.Registry(t, amp)
-	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: NewHandler("cluster.local", ampStore(t, "ns", "b"), WithForwarder(fwd), WithAmplification(amp))}
+	srv := &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: NewHandler("cluster.local", st, WithForwarder(fwd), WithAmplification(amp))}
 	testkit.StartServer(t, srv)
 	clients := map[string]string{"127.0.0.1": "ns"}
 	if c, err := net.ListenPacket("udp", "127.0.0.2:0"); err == nil {
@@ -450,4 +352,47 @@ func TestAmplificationUDP(t *testing.T) {
 			t.Errorf("%s: series %v", f, second[f])
 		}
 	}
+}
+
+// ampSeries gathers reg's namespace families: family → namespace → value.
+func ampSeries(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := map[string]map[string]float64{}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "dnsconfigurer_dnsserver_namespace_") || mf.GetName() == "dnsconfigurer_dnsserver_namespace_series_changes_total" {
+			continue
+		}
+		m := map[string]float64{}
+		for _, s := range mf.GetMetric() {
+			m[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
+		}
+		out[mf.GetName()] = m
+	}
+	return out
+}
+
+var ampFamilies = []string{"dnsconfigurer_dnsserver_namespace_queries_total", "dnsconfigurer_dnsserver_namespace_lookups_total",
+	"dnsconfigurer_dnsserver_namespace_misses_total", "dnsconfigurer_dnsserver_namespace_hits_total",
+	"dnsconfigurer_dnsserver_namespace_external_lookups_total"}
+
+// BenchmarkServeDNSAmplification is BenchmarkServeDNS's A and NXDOMAIN
+// with the namespace metrics on (replies from the cache).
+func BenchmarkServeDNSAmplification(b *testing.B) {
+	run := func(b *testing.B, name string) {
+		h, _ := newAmpHandler(b, fuzzStore(b), v1alpha1.DefaultNamespaceMetrics)
+		h.Warm()
+		req := new(dns.Msg)
+		req.SetQuestion(name, dns.TypeA)
+		w := &benchWriter{}
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeDNS(w, req)
+		}
+	}
+	b.Run("A", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.") })
+	b.Run("NXDOMAIN", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.ns.svc.cluster.local.") })
 }

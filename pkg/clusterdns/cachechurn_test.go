@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
+
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
@@ -144,7 +146,7 @@ func churnHandler(t *testing.T, st *store.Store, amp bool) *Handler {
 	}
 	opts := []Option{rev}
 	if amp {
-		a, err := NewAmplification(10)
+		a, err := nsmetrics.New(10, "cluster.local", st)
 		if err != nil {
 			t.Fatal(err)
 		}

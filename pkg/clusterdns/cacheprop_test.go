@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
+
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,7 +126,7 @@ func (c propConfig) handler(tb testing.TB, st *store.Store) *Handler {
 		opts = append(opts, rw)
 	}
 	if c.amp {
-		a, err := NewAmplification(10)
+		a, err := nsmetrics.New(10, "cluster.local", st)
 		if err != nil {
 			tb.Fatal(err)
 		}

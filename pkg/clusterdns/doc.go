@@ -132,7 +132,7 @@
 // _autopath_hits_total{position}, _autopath_misses_total,
 // _autopath_bad_options_total and _autopath_truncated_total.
 // WithAmplification adds the search-list amplification per namespace of
-// the asking pods (Amplification: _namespace_queries_total{namespace},
+// the asking pods (pkg/nsmetrics: _namespace_queries_total{namespace},
 // _namespace_lookups_total, _namespace_misses_total, _namespace_hits_total,
 // _namespace_external_lookups_total for the N busiest namespaces and
 // "other"; docs/amplification.md).

@@ -12,6 +12,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 )
 
 // Records is what the handler reads: the current snapshot of the record
@@ -65,12 +66,12 @@ type Handler struct {
 	// delegated are zones inside the cluster zone whose names are
 	// forwarded, not answered from the zone.
 	delegated []string
-	reverse   []reverseAuth  // reverse zones answered authoritatively
-	lb        bool           // rotate A, AAAA and SRV RRsets per reply
-	lbN       atomic.Uint32  // replies rotated on the miss path
-	udpLimit  int            // A or AAAA records in a UDP reply; 0: all
-	cutN      atomic.Uint32  // replies cut to udpLimit on the miss path
-	amp       *Amplification // nil: no namespace metrics
+	reverse   []reverseAuth    // reverse zones answered authoritatively
+	lb        bool             // rotate A, AAAA and SRV RRsets per reply
+	lbN       atomic.Uint32    // replies rotated on the miss path
+	udpLimit  int              // A or AAAA records in a UDP reply; 0: all
+	cutN      atomic.Uint32    // replies cut to udpLimit on the miss path
+	amp       NamespaceMetrics // nil: no namespace metrics
 	// wireMisses answers the zone's NXDOMAINs and one-address replies
 	// from the wire (missWire).
 	wireMisses bool
@@ -126,6 +127,19 @@ func WithReplyCache(bytes int64) Option {
 // one address of the asked type, A or AAAA: the bytes ServeDNS sends
 // (missWire). Off by default; serve turns it on.
 func WithWireMisses() Option { return func(h *Handler) { h.wireMisses = true } }
+
+// NamespaceMetrics counts each query in the namespace of the pod asking.
+// *nsmetrics.Metrics implements it. Classify works out a query's count,
+// which the handler keeps with a cached reply and Observes on each hit.
+type NamespaceMetrics interface {
+	Classify(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) nsmetrics.Count
+	ClassifyName(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) nsmetrics.Count
+	Observe(c nsmetrics.Count)
+}
+
+// WithAmplification counts the handler's queries per namespace in m, made
+// for the handler's zone and records. m serves one handler.
+func WithAmplification(m NamespaceMetrics) Option { return func(h *Handler) { h.amp = m } }
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }

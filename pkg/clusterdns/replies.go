@@ -9,6 +9,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/wirerotate"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 	"github.com/miekg/dns"
 )
 
@@ -54,9 +55,9 @@ type reply struct {
 	// limit per hit (WithUDPAnswerLimit); wire then holds them all.
 	win *wirerotate.Window
 	// amp is what the query adds to the namespace metrics
-	// (WithAmplification); amp.c is nil when they are off or do not
+	// (WithAmplification); it is not Counted when they are off or do not
 	// count it.
-	amp ampCount
+	amp nsmetrics.Count
 }
 
 // cacheKeyOf returns the cache key of a request, and false for requests
@@ -116,10 +117,10 @@ func (h *Handler) cached(dst []byte, k replycache.Key, id uint16, rd, cd bool) (
 	if cd {
 		b[3] |= 0x10
 	}
-	if r.amp.c != nil {
+	if r.amp.Counted() {
 		// Counted before the reply leaves: a client that has its answer
 		// sees it in the metrics.
-		h.amp.observe(&r.amp)
+		h.amp.Observe(r.amp)
 	}
 	return b, true
 }
@@ -128,7 +129,7 @@ func (h *Handler) cached(dst []byte, k replycache.Key, id uint16, rd, cd bool) (
 // under k. deps are the names besides the question's it was made from;
 // cut is how its answer was cut (nil: not cut); ac is what it added to
 // the namespace metrics. Only NOERROR and NXDOMAIN replies are kept.
-func (h *Handler) keep(k replycache.Key, z *zone, m *dns.Msg, b []byte, cut *udpCut, ac *ampCount, deps []string) {
+func (h *Handler) keep(k replycache.Key, z *zone, m *dns.Msg, b []byte, cut *udpCut, ac *nsmetrics.Count, deps []string) {
 	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError {
 		return
 	}

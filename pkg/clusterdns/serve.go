@@ -10,6 +10,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 	"github.com/miekg/dns"
 )
 
@@ -33,8 +34,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 				// Counted before the reply leaves: a client that has its
 				// answer sees it in the metrics.
 				if h.amp != nil {
-					ac := h.amp.classify(req, h.records.Snapshot(), m.Rcode, true, nil)
-					h.amp.observe(&ac)
+					h.amp.Observe(h.amp.Classify(req, h.records.Snapshot(), m.Rcode, true, nil))
 				}
 				h.write(w, b)
 				return
@@ -66,7 +66,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	}
 	*bp = b
-	var ac ampCount
+	var ac nsmetrics.Count
 	if h.amp != nil {
 		snap := h.records.Snapshot()
 		if z != nil {
@@ -76,14 +76,14 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		if cacheable && local {
 			dep = func(n string) { deps = append(deps, n) }
 		}
-		ac = h.amp.classify(req, snap, m.Rcode, false, dep)
-		h.amp.observe(&ac)
+		ac = h.amp.Classify(req, snap, m.Rcode, false, dep)
+		h.amp.Observe(ac)
 	}
 	// Cached before the reply leaves: the client's next query finds it.
 	if cacheable && local && z != nil {
 		h.keep(key, z, m, b, cut, &ac, deps)
 	}
-	if ticket != (dnscache.Ticket{}) && !tcp && ac.c == nil {
+	if ticket != (dnscache.Ticket{}) && !tcp && !ac.Counted() {
 		// Kept before the reply leaves, as the zone's: for AnswerWire.
 		h.answers.Keep(ticket, h.forwardShape(req.IsEdns0()), b)
 	}

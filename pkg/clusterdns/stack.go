@@ -18,6 +18,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hosts"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 )
 
 // answerStack is what a reload of the config file replaces: the handler
@@ -139,7 +140,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 		}
 	}
 	if n := cfg.TopNamespaces(); n > 0 {
-		amp, err := NewAmplification(n)
+		amp, err := nsmetrics.New(n, cfg.ClusterDomain, st)
 		if err != nil {
 			return nil, v1alpha1.ConfigErrorf("namespaceMetrics: %v", err)
 		}

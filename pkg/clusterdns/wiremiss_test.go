@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
+
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -49,11 +51,11 @@ func wireIsServeDNS(t *testing.T, req *dns.Msg, fwd bool) {
 	if fwd {
 		opts = append(opts, WithForwarder(&upstreamStub{}))
 	}
-	ampA, _ := NewAmplification(5)
-	ampB, _ := NewAmplification(5)
 	// One store: two would differ in their SOA serials when built on
 	// either side of a second.
 	st := fuzzStore(t)
+	ampA, _ := nsmetrics.New(5, "cluster.local", st)
+	ampB, _ := nsmetrics.New(5, "cluster.local", st)
 	ha := NewHandler("cluster.local", st, append(opts, WithAmplification(ampA))...)
 	hb := NewHandler("cluster.local", st, append(opts, WithAmplification(ampB))...)
 	q := req.Question[0]
@@ -173,8 +175,9 @@ func TestMissWireLeftToServeDNS(t *testing.T) {
 // asks (allocations per answer), with the namespace metrics on, as serve
 // runs.
 func BenchmarkMissWire(b *testing.B) {
-	amp, _ := NewAmplification(20)
-	h := NewHandler("cluster.local", fuzzStore(b), WithAmplification(amp), WithWireMisses())
+	st := fuzzStore(b)
+	amp, _ := nsmetrics.New(20, "cluster.local", st)
+	h := NewHandler("cluster.local", st, WithAmplification(amp), WithWireMisses())
 	for _, name := range []string{"api.example.com.ns.svc.cluster.local.", "web.ns.svc.cluster.local."} {
 		b.Run(strings.SplitN(name, ".", 2)[0], func(b *testing.B) {
 			q, _ := wireQuery(name, dns.TypeA, true, false, 0, false).Pack()
@@ -201,9 +204,9 @@ func FuzzMissWire(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ampA, _ := NewAmplification(5)
-		ampB, _ := NewAmplification(5)
 		st := fuzzStore(t) // one store, one SOA serial
+		ampA, _ := nsmetrics.New(5, "cluster.local", st)
+		ampB, _ := nsmetrics.New(5, "cluster.local", st)
 		ha := NewHandler("cluster.local", st, WithWireMisses(), WithAmplification(ampA))
 		hb := NewHandler("cluster.local", st, WithAmplification(ampB))
 		got, ok := ha.AnswerWire(nil, q)
@@ -232,11 +235,12 @@ func FuzzMissWire(f *testing.F) {
 // a string conversion may keep on the stack), and an existing name's one
 // address, and counts them in the namespace metrics without allocating.
 func TestMissWireAllocs(t *testing.T) {
-	amp, err := NewAmplification(5)
+	st := fuzzStore(t)
+	amp, err := nsmetrics.New(5, "cluster.local", st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewHandler("cluster.local", fuzzStore(t), WithWireMisses(), WithAmplification(amp))
+	h := NewHandler("cluster.local", st, WithWireMisses(), WithAmplification(amp))
 	for _, name := range []string{"www.example.com.ns.svc.cluster.local.", "web.ns.svc.cluster.local.ns.svc.cluster.local.", "WEB.ns.svc.cluster.local."} {
 		q := mustPack(t, wireQuery(name, dns.TypeA, true, false, 1232, false))
 		dst := make([]byte, 0, 512)

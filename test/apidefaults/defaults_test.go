@@ -61,8 +61,6 @@ func TestFallbacksAreTheAPIDefaults(t *testing.T) {
 		{"dnsserver.DefaultUDPSockets", dnsserver.DefaultUDPSockets, v1alpha1.DefaultUDPSockets},
 		{"dnsserver.DefaultTCPIdleTimeout", dnsserver.DefaultTCPIdleTimeout, v1alpha1.DefaultTCPIdleTimeout.Duration()},
 		{"dnsserver.DefaultTCPWriteTimeout", dnsserver.DefaultTCPWriteTimeout, v1alpha1.DefaultTCPWriteTimeout.Duration()},
-		{"clusterdns.DefaultTopNamespaces", clusterdns.DefaultTopNamespaces, v1alpha1.DefaultNamespaceMetrics},
-		{"clusterdns.MaxTopNamespaces", clusterdns.MaxTopNamespaces, v1alpha1.MaxNamespaceMetrics},
 		{"hosts.DefaultTTL", hosts.DefaultTTL, v1alpha1.DefaultHostsTTL.Duration()},
 		{"hosts.DefaultInterval", hosts.DefaultInterval, v1alpha1.DefaultHostsReload.Duration()},
 		{"nodenet.DefaultInterface", nodenet.DefaultInterface, v1alpha1.DefaultNodeLocalInterface},

@@ -1,4 +1,4 @@
-package clusterdns
+package nsmetrics
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ import (
 // The namespace metrics as series: their families, their bound on
 // cardinality, and the cost of counting.
 
-// ampSeries gathers reg's namespace families: family → namespace → value.
-func ampSeries(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
+// seriesOf gathers reg's namespace families: family → namespace → value.
+func seriesOf(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -41,28 +41,28 @@ func ampSeries(t *testing.T, reg *prometheus.Registry) map[string]map[string]flo
 	return out
 }
 
-const ampQueriesFamily = "dnsconfigurer_dnsserver_namespace_queries_total"
+const queriesFamily = "dnsconfigurer_dnsserver_namespace_queries_total"
 
-var ampFamilies = []string{ampQueriesFamily, "dnsconfigurer_dnsserver_namespace_lookups_total",
+var families = []string{queriesFamily, "dnsconfigurer_dnsserver_namespace_lookups_total",
 	"dnsconfigurer_dnsserver_namespace_misses_total", "dnsconfigurer_dnsserver_namespace_hits_total",
 	"dnsconfigurer_dnsserver_namespace_external_lookups_total"}
 
-// TestAmplificationSeries: the namespaces with series, their monotonic
+// TestSeries: the namespaces with series, their monotonic
 // values, the swap rule, and deleted namespaces.
-func TestAmplificationSeries(t *testing.T) {
-	st := ampStore(t, "a", "b", "c", "other")
-	h, amp := newAmpHandler(t, st, 2)
+func TestSeries(t *testing.T) {
+	st := testStore(t, "a", "b", "c", "other")
+	amp, _ := New(2, "cluster.local", st)
 	clock := time.Unix(1e9, 0)
 	amp.now = func() time.Time { return clock }
 	reg := testkit.Registry(t, amp)
 	ask := func(ns string, n int) {
 		for range n {
-			ampQuery(t, h, "10.244.0.1", "web."+ns+".svc.cluster.local.", dns.TypeA)
+			query(amp, st, "web."+ns+".svc.cluster.local.", dns.RcodeSuccess)
 		}
 	}
 	check := func(step string, want map[string]float64) {
 		t.Helper()
-		got := ampSeries(t, reg)[ampQueriesFamily]
+		got := seriesOf(t, reg)[queriesFamily]
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%s: queries series %v, want %v", step, got, want)
 		}
@@ -75,14 +75,14 @@ func TestAmplificationSeries(t *testing.T) {
 	// The first choice is at the next scrape (the first one chose while
 	// nothing had been asked): a and b get series, from 0; what they
 	// counted before stays in other.
-	clock = clock.Add(ampInterval)
+	clock = clock.Add(interval)
 	check("first choice", map[string]float64{"a": 0, "b": 0, "other": 66})
 	ask("a", 3)
 	ask("c", 200)
 	check("within the minute", map[string]float64{"a": 3, "b": 0, "other": 266})
 	// Scores: a 10/2+3 = 8, b 5/2 = 2.5, c 1/2+200 = 200.5 (other: 25): c
 	// takes b's place; b's series ends at 0.
-	clock = clock.Add(ampInterval)
+	clock = clock.Add(interval)
 	check("c replaces b", map[string]float64{"a": 3, "c": 0, "other": 266})
 	ask("b", 7)
 	ask("c", 2)
@@ -90,16 +90,16 @@ func TestAmplificationSeries(t *testing.T) {
 	// c is deleted: its series ends, and b, the busiest without one,
 	// gets a series again, continuing from its last value (0).
 	amp.idxMu.RLock()
-	cached := ampCount{c: amp.idx["c"], d: [numAmp]uint8{ampQueries: 1}} // as kept with a cached reply
+	cached := Count{c: amp.idx["c"], d: [Kinds]uint8{Queries: 1}} // as kept with a cached reply
 	amp.idxMu.RUnlock()
 	st.DeleteService("c", "web")
 	st.DeleteNamespace("c")
-	clock = clock.Add(ampInterval)
+	clock = clock.Add(interval)
 	st.Publish()
 	check("c deleted", map[string]float64{"a": 3, "b": 0, "other": 273})
 	// c's names are other's, and so is a count kept for c before.
-	ampQuery(t, h, "10.244.0.1", "x.c.svc.cluster.local.", dns.TypeA)
-	amp.observe(&cached)
+	query(amp, st, "x.c.svc.cluster.local.", dns.RcodeNameError)
+	amp.Observe(cached)
 	check("c's names are other's", map[string]float64{"a": 3, "b": 0, "other": 275})
 	if got := testkit.Value(t, reg, "dnsconfigurer_dnsserver_namespace_series_changes_total"); got != 6 {
 		t.Errorf("series changes %v, want 6 (a, b, c given; b taken; c deleted; b given)", got)
@@ -109,12 +109,12 @@ func TestAmplificationSeries(t *testing.T) {
 	}
 }
 
-// TestAmplificationCardinality: 10,000 namespaces of the store, each with
+// TestCardinality: 10,000 namespaces of the store, each with
 // traffic, and a flood of names of namespaces that do not exist: every
 // family has at most N+1 series, every series only grows, the series
 // together count every attributed query, the counters exist for the
 // store's namespaces only, and their memory is bounded.
-func TestAmplificationCardinality(t *testing.T) {
+func TestCardinality(t *testing.T) {
 	const (
 		namespaces = 10000
 		topN       = 20
@@ -123,20 +123,19 @@ func TestAmplificationCardinality(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("team-%05d", i)
 	}
-	st := ampStore(t, names...)
+	st := testStore(t, names...)
 
 	t.Run("memory", func(t *testing.T) {
 		var m0, m1, m2 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
-		a, _ := NewAmplification(topN)
-		a.bind("cluster.local", st)
+		a, _ := New(topN, "cluster.local", st)
 		snap := st.Snapshot()
 		req := new(dns.Msg)
 		for _, ns := range names {
 			req.SetQuestion("www.example.com."+ns+".svc.cluster.local.", dns.TypeA)
-			ac := a.classify(req, snap, dns.RcodeNameError, false, nil)
-			a.observe(&ac)
+			ac := a.Classify(req, snap, dns.RcodeNameError, false, nil)
+			a.Observe(ac)
 		}
 		collect(a)
 		runtime.GC()
@@ -144,8 +143,8 @@ func TestAmplificationCardinality(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		for range 100000 {
 			req.SetQuestion(fmt.Sprintf("x.%x.svc.cluster.local.", rng.Uint64()), dns.TypeA)
-			ac := a.classify(req, snap, dns.RcodeNameError, false, nil)
-			a.observe(&ac)
+			ac := a.Classify(req, snap, dns.RcodeNameError, false, nil)
+			a.Observe(ac)
 		}
 		collect(a)
 		runtime.GC()
@@ -162,36 +161,36 @@ func TestAmplificationCardinality(t *testing.T) {
 		if flood > 256<<10 {
 			t.Errorf("the flood of unknown namespaces grew the heap by %d bytes", flood)
 		}
-		if got := rawCounts(a, "other")[ampQueries]; got != 100000 {
+		if got := a.Counts("other")[Queries]; got != 100000 {
 			t.Errorf("other counted %d queries, want 100000", got)
 		}
 		runtime.KeepAlive(a)
 	})
 
 	t.Run("series", func(t *testing.T) {
-		h, amp := newAmpHandler(t, st, topN)
+		amp, _ := New(topN, "cluster.local", st)
 		clock := time.Unix(1e9, 0)
 		amp.now = func() time.Time { return clock }
 		reg := testkit.Registry(t, amp)
-		ampSeries(t, reg) // the first choice, of nothing
+		seriesOf(t, reg) // the first choice, of nothing
 		// round: namespace i looks up www.example.com weight(i) times (3
 		// queries each in the zone), and 2,000 names of namespaces that do
 		// not exist are asked.
 		round := func(weight func(i int) int) {
 			for i, ns := range names {
 				for range weight(i) {
-					ampQuery(t, h, "10.244.0.1", "www.example.com."+ns+".svc.cluster.local.", dns.TypeA)
+					query(amp, st, "www.example.com."+ns+".svc.cluster.local.", dns.RcodeNameError)
 				}
 			}
 			for i := range 2000 {
-				ampQuery(t, h, "10.1.2.3", fmt.Sprintf("x.ghost-%d.svc.cluster.local.", i), dns.TypeA)
+				query(amp, st, fmt.Sprintf("x.ghost-%d.svc.cluster.local.", i), dns.RcodeNameError)
 			}
 		}
 		// total is every query counted, with a series or not.
 		total := func() uint64 {
-			n := rawCounts(amp, "other")[ampQueries]
+			n := amp.Counts("other")[Queries]
 			for _, ns := range names {
-				n += rawCounts(amp, ns)[ampQueries]
+				n += amp.Counts(ns)[Queries]
 			}
 			return n
 		}
@@ -199,9 +198,9 @@ func TestAmplificationCardinality(t *testing.T) {
 		seen := map[string]float64{} // the last value of every queries series seen
 		scrape := func(step string) map[string]map[string]float64 {
 			t.Helper()
-			clock = clock.Add(ampInterval)
-			s := ampSeries(t, reg)
-			for _, f := range ampFamilies {
+			clock = clock.Add(interval)
+			s := seriesOf(t, reg)
+			for _, f := range families {
 				if n := len(s[f]); n > topN+1 {
 					t.Errorf("%s: %s has %d series, want at most %d", step, f, n, topN+1)
 				}
@@ -213,7 +212,7 @@ func TestAmplificationCardinality(t *testing.T) {
 			}
 			// A series taken away ends at its value of the last scrape:
 			// the last values of every series seen count every query.
-			for ns, v := range s[ampQueriesFamily] {
+			for ns, v := range s[queriesFamily] {
 				seen[ns] = v
 			}
 			sum := 0.0
@@ -234,12 +233,12 @@ func TestAmplificationCardinality(t *testing.T) {
 			return 1
 		})
 		s := scrape("round 1")
-		if n := len(s[ampQueriesFamily]); n != topN+1 {
+		if n := len(s[queriesFamily]); n != topN+1 {
 			t.Errorf("round 1: %d queries series, want %d", n, topN+1)
 		}
 		for i := 10; i < 30; i++ {
-			if _, ok := s[ampQueriesFamily][names[i]]; !ok {
-				t.Errorf("round 1: %s (one of the %d busiest) has no series: %v", names[i], topN, s[ampQueriesFamily])
+			if _, ok := s[queriesFamily][names[i]]; !ok {
+				t.Errorf("round 1: %s (one of the %d busiest) has no series: %v", names[i], topN, s[queriesFamily])
 			}
 		}
 		// Round 2: another 30 become much busier; every namespace asks.
@@ -253,12 +252,12 @@ func TestAmplificationCardinality(t *testing.T) {
 		s = scrape("round 2, again")
 		busy := 0
 		for i := 5000; i < 5030; i++ {
-			if _, ok := s[ampQueriesFamily][names[i]]; ok {
+			if _, ok := s[queriesFamily][names[i]]; ok {
 				busy++
 			}
 		}
 		if busy != topN {
-			t.Errorf("round 2: %d of the new busiest namespaces have series, want %d: %v", busy, topN, s[ampQueriesFamily])
+			t.Errorf("round 2: %d of the new busiest namespaces have series, want %d: %v", busy, topN, s[queriesFamily])
 		}
 		if got := testkit.Value(t, reg, "dnsconfigurer_dnsserver_namespaces_tracked"); got != namespaces {
 			t.Errorf("namespaces tracked %v, want %d", got, namespaces)
@@ -266,8 +265,16 @@ func TestAmplificationCardinality(t *testing.T) {
 	})
 }
 
+// query counts a query for name answered rcode, as a handler does.
+func query(a *Metrics, st Snapshots, name string, rcode int) {
+	req := new(dns.Msg)
+	req.SetQuestion(name, dns.TypeA)
+	ac := a.Classify(req, st.Snapshot(), rcode, false, nil)
+	a.Observe(ac)
+}
+
 // collect runs a's Collect and drops the metrics.
-func collect(a *Amplification) {
+func collect(a *Metrics) {
 	ch := make(chan prometheus.Metric, 64)
 	go func() {
 		a.Collect(ch)
@@ -277,36 +284,17 @@ func collect(a *Amplification) {
 	}
 }
 
-// TestAmplificationCountAllocatesNothing: counting a query answered from
+// TestObserveAllocatesNothing: counting a query answered from
 // the reply cache allocates nothing.
-func TestAmplificationCountAllocatesNothing(t *testing.T) {
-	st := ampStore(t, "ns", "b")
-	a, _ := NewAmplification(20)
-	a.bind("cluster.local", st)
+func TestObserveAllocatesNothing(t *testing.T) {
+	st := testStore(t, "ns", "b")
+	a, _ := New(20, "cluster.local", st)
 	for _, name := range []string{"web.ns.svc.cluster.local.", "www.example.com.ns.svc.cluster.local.", "x.ghost.svc.cluster.local."} {
 		req := new(dns.Msg)
 		req.SetQuestion(name, dns.TypeA)
-		ac := a.classify(req, st.Snapshot(), dns.RcodeNameError, false, nil)
-		if allocs := testing.AllocsPerRun(100, func() { a.observe(&ac) }); allocs != 0 {
+		ac := a.Classify(req, st.Snapshot(), dns.RcodeNameError, false, nil)
+		if allocs := testing.AllocsPerRun(100, func() { a.Observe(ac) }); allocs != 0 {
 			t.Errorf("%s: %v allocations per query", name, allocs)
 		}
 	}
-}
-
-// BenchmarkServeDNSAmplification is BenchmarkServeDNS's A and NXDOMAIN
-// with the namespace metrics on (replies from the cache).
-func BenchmarkServeDNSAmplification(b *testing.B) {
-	run := func(b *testing.B, name string) {
-		h, _ := newAmpHandler(b, fuzzStore(b), DefaultTopNamespaces)
-		h.Warm()
-		req := new(dns.Msg)
-		req.SetQuestion(name, dns.TypeA)
-		w := &benchWriter{}
-		b.ReportAllocs()
-		for b.Loop() {
-			h.ServeDNS(w, req)
-		}
-	}
-	b.Run("A", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.") })
-	b.Run("NXDOMAIN", func(b *testing.B) { run(b, "web.ns.svc.cluster.local.ns.svc.cluster.local.") })
 }
