@@ -1,0 +1,146 @@
+package clusterdns
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
+)
+
+// A headless Service with a traffic distribution answers each client its
+// nearest ready endpoints (store.Snapshot.VariantFor, pkg/topology's rule).
+// The client is placed by the topology option node-local adds (taken off
+// the query before anything is forwarded, so it never leaves the
+// cluster), else by its source address: the pod with that IP, its node
+// and the node's topology zone label (pods verified watches them). A
+// reply made for a variant is cached under the question and the variant,
+// so one topology zone's answer is never served to another; a name
+// without variants keeps one entry. CoreDNS's zone-scoped names
+// (coredns#8388) read the same variants.
+
+// clientTopology is where the client of req is: the topology option of
+// code (removed from req, malformed or not), else the node and topology
+// zone of the pod with src's address. Unknown parts are "".
+func clientTopology(req *dns.Msg, code uint16, src net.Addr, snap *store.Snapshot) topology.Client {
+	if code != 0 {
+		if c, ok := topology.Take(req, code); ok && c.Known() {
+			return c
+		}
+	}
+	if snap == nil {
+		return topology.Client{}
+	}
+	ip, ok := addrOf(src)
+	if !ok {
+		return topology.Client{}
+	}
+	zone, node := snap.ClientTopology(ip)
+	return topology.Client{Zone: zone, Node: node}
+}
+
+// addrOf is the IP address of a UDP or TCP peer.
+func addrOf(a net.Addr) (netip.Addr, bool) {
+	switch v := a.(type) {
+	case *net.UDPAddr:
+		ip, ok := netip.AddrFromSlice(v.IP)
+		return ip.Unmap(), ok
+	case *net.TCPAddr:
+		ip, ok := netip.AddrFromSlice(v.IP)
+		return ip.Unmap(), ok
+	}
+	return netip.Addr{}, false
+}
+
+// variantKey is the reply cache key of a reply made for variant v of the
+// question of k: the name and the variant. A variant holds a 0x00 byte
+// and ends in an alphanumeric byte; a question name as either path keys
+// it ends in '.', so the two never meet.
+func variantKey(k replycache.Key, v store.Variant) replycache.Key {
+	if v != "" {
+		k.Name += string(v)
+	}
+	return k
+}
+
+// The labels of CoreDNS's zone-scoped names:
+// <topology zone>.<pin|prefer>._zone.<svc>.<ns>.svc.<zone>.
+const (
+	zoneScopeLabel = "_zone"
+	directivePin   = "pin"    // the topology zone's ready endpoints, NODATA if none
+	directivePref  = "prefer" // the topology zone's ready endpoints, else all
+)
+
+// zoneScoped is a parsed zone-scoped name.
+type zoneScoped struct {
+	topoZone string // lowercase; it may hold dots, as a label value may
+	prefer   bool
+	base     string // <svc>.<ns>.svc.<zone>.
+}
+
+// parseZoneScoped parses lname, a lowercase name of the cluster zone
+// zoneName (both with the trailing dot), as a zone-scoped name.
+func parseZoneScoped(lname, zoneName string) (zoneScoped, bool) {
+	rest, ok := strings.CutSuffix(lname, "."+zoneName)
+	if !ok {
+		return zoneScoped{}, false
+	}
+	labels := strings.Split(rest, ".")
+	n := len(labels)
+	// At least one topology zone label, the directive, _zone, svc, ns, svc.
+	if n < 6 || labels[n-1] != "svc" || labels[n-4] != zoneScopeLabel {
+		return zoneScoped{}, false
+	}
+	zs := zoneScoped{topoZone: strings.Join(labels[:n-5], "."),
+		base: labels[n-3] + "." + labels[n-2] + ".svc." + zoneName}
+	switch labels[n-5] {
+	case directivePin:
+	case directivePref:
+		zs.prefer = true
+	default:
+		return zoneScoped{}, false
+	}
+	return zs, zs.topoZone != "" && labels[n-3] != "" && labels[n-2] != ""
+}
+
+// zoneScopedAnswer answers lname when it is a zone-scoped name of a
+// Service with topology zone variants, as CoreDNS does: A, AAAA and SRV
+// (with the targets' addresses) of the topology zone's ready endpoints;
+// with prefer, of every endpoint when the topology zone has none; NODATA
+// for other types and for a pin with none. ok is false for any other
+// name (the caller answers NXDOMAIN): our store keeps topology zones only
+// for headless Services with a traffic distribution.
+func (z *zone) zoneScopedAnswer(qtype uint16, owner, lname string) (Result, bool) {
+	zs, ok := parseZoneScoped(lname, z.name)
+	if !ok || !z.snap.HasVariants(zs.base) {
+		return Result{}, false
+	}
+	n, found := z.snap.LookupVariant(zs.base, store.TopologyZoneVariant(zs.topoZone))
+	if !found && zs.prefer {
+		n, found = z.snap.Lookup(zs.base)
+	}
+	nodata := Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true, deps: []string{zs.base}}
+	if !found {
+		return nodata, true
+	}
+	var ans []dns.RR
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeSRV:
+		ans = z.records(owner, zs.base, n, qtype)
+	}
+	if len(ans) == 0 {
+		return nodata, true
+	}
+	r := Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Authoritative: true, deps: []string{zs.base}}
+	if qtype == dns.TypeSRV {
+		r.Extra = clip(z.srvExtra(n.SRV()))
+		for _, s := range n.SRV() {
+			r.deps = append(r.deps, s.Target)
+		}
+	}
+	return r, true
+}

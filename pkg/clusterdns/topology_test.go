@@ -1,0 +1,196 @@
+package clusterdns
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
+)
+
+// topoSnapshot is a headless Service web.ns (PreferSameZone) with two
+// ready endpoints in za, one in zb and a not-ready one in zc; db.ns is
+// headless without a traffic distribution. Pod 10.0.0.1 runs on n1 (za).
+func topoSnapshot(t *testing.T) *store.Snapshot {
+	t.Helper()
+	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := []store.Port{{Name: "http", Protocol: "tcp", Port: 80}}
+	st.SetService(store.Service{Namespace: "ns", Name: "web", Type: store.Headless, Ports: ports, TrafficDistribution: topology.PreferSameZone})
+	st.SetService(store.Service{Namespace: "ns", Name: "db", Type: store.Headless, Ports: ports})
+	for _, svc := range []string{"web", "db"} {
+		st.SetEndpointSlice(store.EndpointSlice{Namespace: "ns", Name: svc + "-1", Service: svc, Ports: ports, Endpoints: []store.Endpoint{
+			{Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.1")}, Hostname: svc + "-0", Ready: true, TopologyZone: "za", NodeName: "n1"},
+			{Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.2")}, Hostname: svc + "-1", Ready: true, TopologyZone: "za", NodeName: "n2"},
+			{Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.3")}, Hostname: svc + "-2", Ready: true, TopologyZone: "zb", NodeName: "n3"},
+			{Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.4")}, Hostname: svc + "-3", Ready: false, TopologyZone: "zc", NodeName: "n4"},
+		}})
+	}
+	st.SetNodeTopology(store.NodeTopology{Name: "n1", TopologyZone: "za"})
+	st.SetPod(store.Pod{Namespace: "ns", Name: "client", IPs: []netip.Addr{netip.MustParseAddr("10.0.0.9")}, NodeName: "n1"})
+	return st.Publish()
+}
+
+func TestParseZoneScoped(t *testing.T) {
+	const zone = "cluster.local."
+	tests := []struct {
+		name string
+		want zoneScoped
+		ok   bool
+	}{
+		{"za.pin._zone.web.ns.svc.cluster.local.", zoneScoped{topoZone: "za", base: "web.ns.svc.cluster.local."}, true},
+		{"za.prefer._zone.web.ns.svc.cluster.local.", zoneScoped{topoZone: "za", prefer: true, base: "web.ns.svc.cluster.local."}, true},
+		{"corp.example.com.pin._zone.web.ns.svc.cluster.local.", zoneScoped{topoZone: "corp.example.com", base: "web.ns.svc.cluster.local."}, true},
+		{"pin._zone.web.ns.svc.cluster.local.", zoneScoped{}, false},      // no topology zone
+		{"za.near._zone.web.ns.svc.cluster.local.", zoneScoped{}, false},  // unknown directive
+		{"za.pin.zone.web.ns.svc.cluster.local.", zoneScoped{}, false},    // no _zone
+		{"za.pin._zone.web.ns.pod.cluster.local.", zoneScoped{}, false},   // pods have none
+		{"za.pin._zone.web.ns.svc.cluster.example.", zoneScoped{}, false}, // another zone
+		{"web-0.web.ns.svc.cluster.local.", zoneScoped{}, false},          // an endpoint name
+		{"za.pin._zone.web.ns.svc.other.svc.cluster.local.", zoneScoped{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseZoneScoped(tt.name, zone)
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("parseZoneScoped(%s) = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestZoneScopedAnswer answers CoreDNS's zone-scoped names: pin answers
+// the topology zone's ready endpoints or NODATA, prefer falls back to
+// every endpoint; a Service without variants is not answered (NXDOMAIN).
+func TestZoneScopedAnswer(t *testing.T) {
+	z := newZone(topoSnapshot(t))
+	tests := []struct {
+		name  string
+		qtype uint16
+		ok    bool
+		rcode int
+		want  []string // answer data, sorted
+	}{
+		{"za.pin._zone.web.ns.svc.cluster.local.", dns.TypeA, true, dns.RcodeSuccess, []string{"10.0.0.1", "10.0.0.2"}},
+		{"ZB.pin._zone.web.ns.svc.cluster.local.", dns.TypeA, true, dns.RcodeSuccess, []string{"10.0.0.3"}},
+		{"zc.pin._zone.web.ns.svc.cluster.local.", dns.TypeA, true, dns.RcodeSuccess, nil}, // not ready: NODATA
+		{"zz.pin._zone.web.ns.svc.cluster.local.", dns.TypeA, true, dns.RcodeSuccess, nil},
+		{"zz.prefer._zone.web.ns.svc.cluster.local.", dns.TypeA, true, dns.RcodeSuccess, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},
+		{"zb.prefer._zone.web.ns.svc.cluster.local.", dns.TypeA, true, dns.RcodeSuccess, []string{"10.0.0.3"}},
+		{"za.pin._zone.web.ns.svc.cluster.local.", dns.TypeAAAA, true, dns.RcodeSuccess, nil},
+		{"za.pin._zone.web.ns.svc.cluster.local.", dns.TypeTXT, true, dns.RcodeSuccess, nil},
+		{"zb.pin._zone.web.ns.svc.cluster.local.", dns.TypeSRV, true, dns.RcodeSuccess, []string{"web-2.web.ns.svc.cluster.local."}},
+		{"za.pin._zone.db.ns.svc.cluster.local.", dns.TypeA, false, 0, nil},
+		{"za.pin._zone.none.ns.svc.cluster.local.", dns.TypeA, false, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+dns.TypeToString[tt.qtype], func(t *testing.T) {
+			r, ok := z.zoneScopedAnswer(tt.qtype, tt.name, strings.ToLower(tt.name))
+			if ok != tt.ok {
+				t.Fatalf("answered %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				return
+			}
+			var got []string
+			for _, rr := range r.Answer {
+				if rr.Header().Name != tt.name {
+					t.Errorf("owner %s, want %s", rr.Header().Name, tt.name)
+				}
+				switch v := rr.(type) {
+				case *dns.A:
+					got = append(got, v.A.String())
+				case *dns.SRV:
+					got = append(got, v.Target)
+				}
+			}
+			slices.Sort(got)
+			if r.Rcode != tt.rcode || !slices.Equal(got, tt.want) {
+				t.Errorf("rcode %d answer %v, want %d %v", r.Rcode, got, tt.rcode, tt.want)
+			}
+			if len(r.Answer) == 0 && len(r.Ns) == 0 {
+				t.Error("NODATA without the SOA")
+			}
+			if tt.qtype == dns.TypeSRV && len(r.Extra) != len(r.Answer) {
+				t.Errorf("SRV extra %v, want the targets' addresses", r.Extra)
+			}
+			if !slices.Contains(r.deps, "web.ns.svc.cluster.local.") {
+				t.Errorf("deps %v lack the Service name", r.deps)
+			}
+		})
+	}
+}
+
+// TestClientTopology places a client by the topology option (taken off
+// the query), else by its source address.
+func TestClientTopology(t *testing.T) {
+	snap := topoSnapshot(t)
+	const code = topology.DefaultOptionCode
+	withOption := func(c topology.Client) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+		topology.Add(m, code, c)
+		return m
+	}
+	plain := func() *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+		return m
+	}
+	pod := &net.UDPAddr{IP: net.ParseIP("10.0.0.9"), Port: 5353}
+	stranger := &net.TCPAddr{IP: net.ParseIP("10.9.9.9"), Port: 5353}
+	tests := []struct {
+		desc string
+		req  *dns.Msg
+		code uint16
+		src  net.Addr
+		want topology.Client
+	}{
+		{"option wins over the source", withOption(topology.Client{Zone: "zb", Node: "n3"}), code, pod, topology.Client{Zone: "zb", Node: "n3"}},
+		{"an empty option falls to the source", withOption(topology.Client{}), code, pod, topology.Client{Zone: "za", Node: "n1"}},
+		{"no option: the source pod's", plain(), code, pod, topology.Client{Zone: "za", Node: "n1"}},
+		{"unknown source", plain(), code, stranger, topology.Client{}},
+		{"option of another code is not read", withOption(topology.Client{Zone: "zb"}), code + 1, stranger, topology.Client{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := clientTopology(tt.req, tt.code, tt.src, snap)
+			if got != tt.want {
+				t.Errorf("clientTopology = %+v, want %+v", got, tt.want)
+			}
+			if opt := tt.req.IsEdns0(); tt.code == code && opt != nil {
+				for _, o := range opt.Option {
+					if o.Option() == code {
+						t.Error("the topology option is still in the query")
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestVariantKey keys a variant's reply apart from the name's, and a
+// name without variants once.
+func TestVariantKey(t *testing.T) {
+	snap := topoSnapshot(t)
+	k := replycache.Key{Name: "web.ns.svc.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
+	za := variantKey(k, snap.VariantFor("web.ns.svc.cluster.local.", "za", "n1"))
+	zb := variantKey(k, snap.VariantFor("web.ns.svc.cluster.local.", "zb", ""))
+	other := variantKey(k, snap.VariantFor("web.ns.svc.cluster.local.", "zz", ""))
+	if za == zb || za == k || zb == k {
+		t.Errorf("keys not apart: %q %q %q", za.Name, zb.Name, k.Name)
+	}
+	if other != k {
+		t.Errorf("a topology zone without endpoints keys %q, want the name's %q", other.Name, k.Name)
+	}
+	db := replycache.Key{Name: "db.ns.svc.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
+	if got := variantKey(db, snap.VariantFor(db.Name, "za", "n1")); got != db {
+		t.Errorf("a name without variants keys %q, want %q", got.Name, db.Name)
+	}
+}
