@@ -62,6 +62,7 @@ type Handler struct {
 	answers  AnswerCache // nil: forwarded replies are not kept (WithAnswerCache)
 	log      *slog.Logger
 	ap       *autopathExpander // nil: autopath off
+	topoCode uint16            // the topology option's code (WithTopology), 0: none
 	static   Static
 	// delegated are zones inside the cluster zone whose names are
 	// forwarded, not answered from the zone.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -22,6 +23,12 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	opt, rcode := dnsmsg.Check(req) // once per query
+	ctx := context.Background()
+	var v store.Variant // the client's answer of a name with variants
+	if rcode == dns.RcodeSuccess {
+		v = h.variant(w.RemoteAddr(), req)
+		ctx = withVariant(ctx, v)
+	}
 	if h.ap != nil && h.ap.sourceIP && rcode == dns.RcodeSuccess {
 		// Answers that depend on the source are never cached.
 		if m, ok := h.answerBySource(context.Background(), w.RemoteAddr(), req, tcp); ok {
@@ -43,6 +50,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 
 	key, cacheable := checkedKey(req, opt, rcode, tcp)
+	key = variantKey(key, v)
 	var z *zone
 	if cacheable {
 		z = h.zone()
@@ -54,7 +62,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 		}
 	}
-	m, local, deps, ticket, cut := h.respond(context.Background(), req, rcode, tcp)
+	m, local, deps, ticket, cut := h.respond(ctx, req, rcode, tcp)
 	b, err := m.PackBuffer((*bp)[:cap(*bp)])
 	if err != nil {
 		h.log.Debug("pack reply", "err", err)

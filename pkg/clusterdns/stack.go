@@ -139,6 +139,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 			opts = append(opts, WithAutopathBySource())
 		}
 	}
+	opts = append(opts, WithTopology(uint16(cfg.TopologyOptionCode)))
 	if n := cfg.TopNamespaces(); n > 0 {
 		amp, err := nsmetrics.New(n, cfg.ClusterDomain, st)
 		if err != nil {

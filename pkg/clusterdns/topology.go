@@ -1,6 +1,8 @@
 package clusterdns
 
 import (
+	"bytes"
+	"context"
 	"net"
 	"net/netip"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 
@@ -22,6 +25,77 @@ import (
 // so one topology zone's answer is never served to another; a name
 // without variants keeps one entry. CoreDNS's zone-scoped names
 // (coredns#8388) read the same variants.
+
+// WithTopology reads the client's topology from the EDNS0 local option of
+// code (api topologyOptionCode), which node-local adds, and takes it off
+// every query, so that it is never forwarded. 0 reads none.
+func WithTopology(code uint16) Option { return func(h *Handler) { h.topoCode = code } }
+
+// variant takes the topology option off req and returns the variant of
+// its question the client gets: "" but for a name with variants.
+func (h *Handler) variant(src net.Addr, req *dns.Msg) store.Variant {
+	z := h.zone()
+	if z == nil || z.snap.Counts.Variants == 0 {
+		h.takeTopology(req)
+		return ""
+	}
+	lname := lowerFQDN(req.Question[0].Name)
+	if !z.snap.HasVariants(lname) {
+		h.takeTopology(req)
+		return ""
+	}
+	c := clientTopology(req, h.topoCode, src, z.snap)
+	return z.snap.VariantFor(lname, c.Zone, c.Node)
+}
+
+// takeTopology removes the topology option from req.
+func (h *Handler) takeTopology(req *dns.Msg) {
+	if h.topoCode != 0 {
+		topology.Take(req, h.topoCode)
+	}
+}
+
+type variantCtxKey struct{}
+
+// withVariant is ctx carrying the variant of the question's name that
+// the reply is made for (and cached under).
+func withVariant(ctx context.Context, v store.Variant) context.Context {
+	if v == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, variantCtxKey{}, v)
+}
+
+// lookup is the node of lname: the variant of ctx for the question's
+// name (depth 0) when it has it, else the name's own. A CNAME's target is
+// answered with its own node: the reply is cached under the question.
+func (z *zone) lookup(ctx context.Context, lname string, depth int) (*store.Node, bool) {
+	if depth == 0 {
+		if v, _ := ctx.Value(variantCtxKey{}).(store.Variant); v != "" {
+			if n, ok := z.snap.LookupVariant(lname, v); ok {
+				return n, true
+			}
+		}
+	}
+	return z.snap.Lookup(lname)
+}
+
+// perClient reports whether the answer to the wire name (dnsmsg's form)
+// depends on the client: AnswerWire, which does not know the client,
+// leaves such a query to ServeDNS.
+func perClient(z *zone, wireName []byte) bool {
+	if z.snap.Counts.Variants == 0 {
+		return false
+	}
+	var buf [256]byte
+	return z.snap.HasVariants(borrowString(dnsmsg.AppendName(buf[:0], wireName, true)))
+}
+
+// zoneScopedShape reports whether lname may be a zone-scoped name, which
+// missWire leaves to ServeDNS.
+func zoneScopedShape(lname []byte) bool {
+	return bytes.Contains(lname, []byte("."+zoneScopeLabel+"."))
+}
 
 // clientTopology is where the client of req is: the topology option of
 // code (removed from req, malformed or not), else the node and topology
@@ -115,6 +189,9 @@ func parseZoneScoped(lname, zoneName string) (zoneScoped, bool) {
 // name (the caller answers NXDOMAIN): our store keeps topology zones only
 // for headless Services with a traffic distribution.
 func (z *zone) zoneScopedAnswer(qtype uint16, owner, lname string) (Result, bool) {
+	if z.snap.Counts.Variants == 0 || !strings.Contains(lname, "."+zoneScopeLabel+".") {
+		return Result{}, false
+	}
 	zs, ok := parseZoneScoped(lname, z.name)
 	if !ok || !z.snap.HasVariants(zs.base) {
 		return Result{}, false

@@ -31,6 +31,9 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	// would escape to the heap through the cache's map.
 	name := dnsmsg.AppendName(dst[:0], q.Name, false)
 	if z := h.zone(); z != nil {
+		if perClient(z, q.Name) {
+			return dst, false // the answer depends on the client's source
+		}
 		if b, ok := h.cached(dst, wireKey(&q, name), q.ID, q.RD, q.CD); ok {
 			return b, true
 		}
@@ -43,7 +46,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	}
 	switch d.route {
 	case routeZone:
-		if h.wireMisses && inZone(lname, h.zoneName) {
+		if h.wireMisses && inZone(lname, h.zoneName) && !zoneScopedShape(lname) {
 			return h.missWire(dst, d.z, &q, lname)
 		}
 	case routeForward:

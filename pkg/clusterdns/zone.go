@@ -438,9 +438,12 @@ func (z *zone) negative(name string) []dns.RR {
 // answer answers from the zone. owner is the name as asked (its case is
 // echoed), lname its lowercase form.
 func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lname string, depth int) Result {
-	n, ok := z.snap.Lookup(lname)
+	n, ok := z.lookup(ctx, lname, depth)
 	if !ok {
 		if r, ok := h.insecurePod(z, qtype, owner, lname); ok {
+			return r
+		}
+		if r, ok := z.zoneScopedAnswer(qtype, owner, lname); ok {
 			return r
 		}
 		return Result{Rcode: dns.RcodeNameError, Ns: z.negative(lname), Authoritative: true}
