@@ -86,6 +86,22 @@ func checkSettings(t *testing.T, r *objects, want settings, dnsService, agent st
 			t.Errorf("%s %s: --%s %q, want %q", c.kind, c.name, c.flag, got, c.want)
 		}
 	}
+	// Node-local watches the upstream Service where the render put it
+	// (kube-system in place of CoreDNS).
+	up := r.service(t, "dnsconfigurer-dns-upstream")
+	nl := args("DaemonSet", "dnsconfigurer-node-local-dns")
+	if got, want := flagSeparate(nl, "upstream-service"), up.Namespace+"/"+up.Name; got != want {
+		t.Errorf("DaemonSet dnsconfigurer-node-local-dns: --upstream-service %q, want %q", got, want)
+	}
+}
+
+// flagSeparate returns the value of a flag given as two arguments,
+// --name value.
+func flagSeparate(args []string, name string) string {
+	if i := slices.Index(args, "--"+name); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
 }
 
 // TestOverlays renders each overlay of deploy/overlays, decodes it strictly
