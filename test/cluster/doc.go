@@ -83,6 +83,14 @@
 //	multinode: e2e dns TOPOLOGY: passed N failed M skipped K
 //	multinode: event TOPOLOGY/NAME[/direct]: lookups N failed M longest-gap-ms G
 //
+// TestClusterZones (with $DNSCONFIGURER_ZONES=1) labels three nodes in two
+// topology zones, one cluster DNS replica in each, and proves issue 59:
+// headless answers by trafficDistribution, node-local asking its zone's
+// cluster DNS, a zone drained of its pods and a killed DNS pod, while
+// glibc, musl and Go resolvers on every node look up (zones_test.go):
+//
+//	zone: CASE: lookups N cross-zone M failed F
+//
 // Run it as root after test/e2e/setup.sh and test/testbin/build.sh:
 //
 //	sudo go test -timeout 60m ./test/cluster/
