@@ -194,3 +194,72 @@ func TestVariantKey(t *testing.T) {
 		t.Errorf("a name without variants keys %q, want %q", got.Name, db.Name)
 	}
 }
+
+// snapRecords serves one Snapshot.
+type snapRecords struct{ snap *store.Snapshot }
+
+func (r snapRecords) Snapshot() *store.Snapshot { return r.snap }
+
+// TestServeDNSTopology asks through ServeDNS with the reply cache on, in
+// an order where a cached reply made for one client would reach another:
+// each gets its own, and AnswerWire leaves the per-client name to
+// ServeDNS.
+func TestServeDNSTopology(t *testing.T) {
+	h := NewHandler("cluster.local", snapRecords{topoSnapshot(t)}, WithReplyCache(1<<20), WithTopology(topology.DefaultOptionCode))
+	pod := &net.UDPAddr{IP: net.ParseIP("10.0.0.9"), Port: 4000}      // on n1, za
+	stranger := &net.UDPAddr{IP: net.ParseIP("10.9.9.9"), Port: 4000} // no pod
+	const web, db = "web.ns.svc.cluster.local.", "db.ns.svc.cluster.local."
+	all := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}
+	tests := []struct {
+		desc   string
+		src    net.Addr
+		name   string
+		option topology.Client
+		want   []string
+	}{
+		{"pod in za", pod, web, topology.Client{}, []string{"10.0.0.1", "10.0.0.2"}},
+		{"stranger", stranger, web, topology.Client{}, all},
+		{"option zb", stranger, web, topology.Client{Zone: "zb"}, []string{"10.0.0.3"}},
+		{"pod in za again", pod, web, topology.Client{}, []string{"10.0.0.1", "10.0.0.2"}},
+		{"option over the pod", pod, web, topology.Client{Zone: "zb", Node: "n3"}, []string{"10.0.0.3"}},
+		{"stranger again", stranger, web, topology.Client{}, all},
+		{"no traffic distribution", pod, db, topology.Client{}, all},
+		{"no traffic distribution, option", stranger, db, topology.Client{Zone: "zb"}, all},
+		{"zone-scoped", stranger, "zb.pin._zone." + web, topology.Client{}, []string{"10.0.0.3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			req := new(dns.Msg).SetQuestion(tt.name, dns.TypeA)
+			if tt.option.Known() {
+				topology.Add(req, topology.DefaultOptionCode, tt.option)
+			}
+			w := &srcWriter{src: tt.src}
+			h.ServeDNS(w, req)
+			if w.err != nil || w.msg == nil {
+				t.Fatalf("reply %v, %v", w.msg, w.err)
+			}
+			var got []string
+			for _, rr := range w.msg.Answer {
+				if a, ok := rr.(*dns.A); ok {
+					got = append(got, a.A.String())
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("%s from %v = %v, want %v", tt.name, tt.src, got, tt.want)
+			}
+		})
+	}
+	q, err := new(dns.Msg).SetQuestion(web, dns.TypeA).Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.AnswerWire(nil, q); ok {
+		t.Error("AnswerWire answered a name whose answer depends on the client")
+	}
+	q, _ = new(dns.Msg).SetQuestion(db, dns.TypeA).Pack()
+	h.ServeDNS(&srcWriter{src: pod}, new(dns.Msg).SetQuestion(db, dns.TypeA))
+	if _, ok := h.AnswerWire(make([]byte, 0, 512), q); !ok {
+		t.Error("AnswerWire did not answer a cached name without variants")
+	}
+}
