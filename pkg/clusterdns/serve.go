@@ -63,6 +63,10 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	}
 	m, local, deps, ticket, cut := h.respond(ctx, req, rcode, tcp)
+	if v != "" {
+		// Retired with the name: its key holds the variant too.
+		deps = append(deps, lowerFQDN(req.Question[0].Name))
+	}
 	b, err := m.PackBuffer((*bp)[:cap(*bp)])
 	if err != nil {
 		h.log.Debug("pack reply", "err", err)

@@ -19,6 +19,12 @@ import (
 // headless without a traffic distribution. Pod 10.0.0.1 runs on n1 (za).
 func topoSnapshot(t *testing.T) *store.Snapshot {
 	t.Helper()
+	return topoStore(t).Snapshot()
+}
+
+// topoStore is topoSnapshot's Store, published.
+func topoStore(t *testing.T) *store.Store {
+	t.Helper()
 	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +42,8 @@ func topoSnapshot(t *testing.T) *store.Snapshot {
 	}
 	st.SetNodeTopology(store.NodeTopology{Name: "n1", TopologyZone: "za"})
 	st.SetPod(store.Pod{Namespace: "ns", Name: "client", IPs: []netip.Addr{netip.MustParseAddr("10.0.0.9")}, NodeName: "n1"})
-	return st.Publish()
+	st.Publish()
+	return st
 }
 
 func TestParseZoneScoped(t *testing.T) {
@@ -261,5 +268,49 @@ func TestServeDNSTopology(t *testing.T) {
 	h.ServeDNS(&srcWriter{src: pod}, new(dns.Msg).SetQuestion(db, dns.TypeA))
 	if _, ok := h.AnswerWire(make([]byte, 0, 512), q); !ok {
 		t.Error("AnswerWire did not answer a cached name without variants")
+	}
+}
+
+// TestServeDNSTopologyDrain drains the client's topology zone one
+// endpoint at a time: the cached reply made for it goes with each change.
+func TestServeDNSTopologyDrain(t *testing.T) {
+	st := topoStore(t)
+	h := NewHandler("cluster.local", st, WithReplyCache(1<<20), WithTopology(topology.DefaultOptionCode))
+	pod := &net.UDPAddr{IP: net.ParseIP("10.0.0.9"), Port: 4000} // on n1, za
+	ask := func() []string {
+		w := &srcWriter{src: pod}
+		h.ServeDNS(w, new(dns.Msg).SetQuestion("web.ns.svc.cluster.local.", dns.TypeA))
+		var got []string
+		for _, rr := range w.msg.Answer {
+			got = append(got, rr.(*dns.A).A.String())
+		}
+		slices.Sort(got)
+		return got
+	}
+	ports := []store.Port{{Name: "http", Protocol: "tcp", Port: 80}}
+	ep := func(ip, host, zone string, ready bool) store.Endpoint {
+		return store.Endpoint{Addresses: []netip.Addr{netip.MustParseAddr(ip)}, Hostname: host, Ready: ready, TopologyZone: zone}
+	}
+	steps := []struct {
+		desc string
+		eps  []store.Endpoint // nil: no change
+		want []string
+	}{
+		{"before", nil, []string{"10.0.0.1", "10.0.0.2"}},
+		{"one za endpoint goes", []store.Endpoint{ep("10.0.0.1", "web-0", "za", true), ep("10.0.0.3", "web-2", "zb", true)},
+			[]string{"10.0.0.1"}},
+		{"za drained", []store.Endpoint{ep("10.0.0.1", "web-0", "za", false), ep("10.0.0.3", "web-2", "zb", true)},
+			[]string{"10.0.0.3"}},
+	}
+	for _, s := range steps {
+		if s.eps != nil {
+			st.SetEndpointSlice(store.EndpointSlice{Namespace: "ns", Name: "web-1", Service: "web", Ports: ports, Endpoints: s.eps})
+			st.Publish()
+		}
+		for i := range 2 { // the second from the reply cache
+			if got := ask(); !slices.Equal(got, s.want) {
+				t.Errorf("%s (ask %d): %v, want %v", s.desc, i, got, s.want)
+			}
+		}
 	}
 }
