@@ -462,10 +462,11 @@ func (z *zoneRun) upstreamAnswers(ctx context.Context, n *Node) (map[string]int,
 }
 
 // dnsPodKilled deletes zone-a's cluster DNS pod at once (grace period 0)
-// while zone-a's clients resolve, until the Deployment has replaced it:
-// no lookup may fail, and no PreferSameZone or PreferSameNode answer may
-// hold zone-b's endpoints (the other zone's cluster DNS answers for the
-// client's zone).
+// while zone-a's clients resolve, with zone-a's nodes cordoned so that its
+// replacement runs in zone-b, and ends once zone-a's stages have forwarded
+// to zone-b's pods: no lookup may fail, and no PreferSameZone or
+// PreferSameNode answer may hold zone-b's endpoints (zone-b's cluster DNS
+// answers for the client's zone, which the topology option carries).
 func (z *zoneRun) dnsPodKilled(t *testing.T) {
 	c := z.c
 	ctx := testContext(t, 6*time.Minute)
@@ -490,6 +491,21 @@ func (z *zoneRun) dnsPodKilled(t *testing.T) {
 	if _, err := z.waitLookups(ctx, from, z.fqdn("pz"), 50, inA); err != nil {
 		t.Fatal(err)
 	}
+	// The replacement goes to zone-b: zone-a's stages must fall back.
+	for _, n := range c.Nodes {
+		if z.zone[n.Name] == zoneA {
+			if err := c.cordon(ctx, n.Name, true); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if err := c.cordon(ctx, n.Name, false); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
 	grace := int64(0)
 	if err := c.Client.CoreV1().Pods(DeployNamespace).Delete(ctx, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
@@ -502,8 +518,25 @@ func (z *zoneRun) dnsPodKilled(t *testing.T) {
 	back := time.Now()
 	nodes, _ := c.dnsPodNodes(ctx)
 	t.Logf("cluster DNS pods on %v again after %s", nodes, back.Sub(killed).Round(time.Millisecond))
+	// Zone-a's stages forward to zone-b's pods now: wait for some of
+	// those forwards (the cache holds answers for the record TTL).
+	err = waitFor(ctx, "forwards answered in "+zoneB+" for "+zoneA, func(ctx context.Context) (bool, error) {
+		for name, b := range before {
+			now, _, err := z.upstreamAnswers(ctx, c.NodeByName(name))
+			if err != nil {
+				return false, err
+			}
+			if now["other"]-b["other"] < 20 {
+				return false, fmt.Errorf("%s: %d", name, now["other"]-b["other"])
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 	// Lookups after the replacement is ready, in the window.
-	lines, err := z.waitLookups(ctx, back, z.fqdn("pz"), 50, inA)
+	lines, err := z.waitLookups(ctx, time.Now(), z.fqdn("pz"), 50, inA)
 	if err != nil {
 		t.Fatal(err)
 	}
