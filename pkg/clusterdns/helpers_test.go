@@ -43,6 +43,4 @@ func TestHTTPEndpoints(t *testing.T) {
 	}
 }
 
-type netipAddr = netip.Addr
-
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }

@@ -111,7 +111,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer func() { stack.stop() }()
 	var events kubefeed.EventRecorder
 	if s.cfg.Objects == "" && s.deps.Client != nil {
-		rec, stop := NewEventRecorder(s.deps.Client)
+		rec, stop := kubefeed.NewEventRecorder(s.deps.Client)
 		defer stop()
 		events = rec
 	}

@@ -122,7 +122,7 @@ func TestServerSkips(t *testing.T) {
 		}
 		e := list.Items[0]
 		if e.Type != corev1.EventTypeWarning || e.Reason != kubefeed.EventReasonSkipped || e.InvolvedObject.Name != "ext" ||
-			e.Source.Component != clusterdns.EventComponent || !strings.Contains(e.Message, "spec.externalName") {
+			e.Source.Component != kubefeed.EventComponent || !strings.Contains(e.Message, "spec.externalName") {
 			return fmt.Errorf("event %+v", e)
 		}
 		return nil

@@ -32,9 +32,6 @@ type answerStack struct {
 	fwd     *forwarding // nil without forward routes
 	cancel  context.CancelFunc
 	closers []func()
-	// watched is one watcher per resolv.conf path: routes that name the
-	// same file share it (and its metrics).
-	watched map[string]*hostresolv.Watcher
 }
 
 // forwarding is the forwarders of the routes behind the answer cache, their

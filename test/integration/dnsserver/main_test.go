@@ -109,7 +109,7 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*kubefeed.Cluster)
 	if err := clusterdns.RegisterRecordMetrics(reg, st); err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
-	events, stopEvents := clusterdns.NewEventRecorder(client)
+	events, stopEvents := kubefeed.NewEventRecorder(client)
 	skips, err := clusterdns.NewSkips(reg, testkit.Logger(t), events)
 	if err != nil {
 		stopEvents()

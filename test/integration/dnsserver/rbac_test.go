@@ -41,7 +41,7 @@ var feedResources = map[groupResource]string{
 }
 
 // eventsResource is what the server writes: Events on the objects it
-// skips (pkg/clusterdns/events.go), created and patched.
+// skips (pkg/kubefeed/events.go), created and patched.
 var eventsResource = groupResource{"", "events"}
 
 // sortedResources returns the keys of feedResources in a stable order.
