@@ -58,7 +58,7 @@ const (
 // component's code needs.
 var wantRules = map[string][]string{
 	// pkg/kubefeed: informers (list, watch) on Services, Namespaces,
-	// EndpointSlices and, with --pods verified, Pods;.pkg/kubefeed
+	// EndpointSlices and, with --pods verified, Pods; pkg/kubefeed
 	// events.go: a Warning Event on an object it cannot serve.
 	"dnsconfigurer-dns": {
 		"/events create", "/events patch",
