@@ -28,17 +28,22 @@ var explainAdapters = func(rc *rest.Config, client kubernetes.Interface) (explai
 }
 
 func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json|yaml] [--agent-namespace NS] [--timeout 30s] [--no-exec]\n\n"+
+	fs := newFlagSet("explain", stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json|yaml] [--agent-namespace NS] [--timeout 30s] [--no-exec] [--service NAME]\n\n"+
 		"Reads the pod, the node settings its node's agent publishes at "+nodesettings.Path+" (port-forward to the agent's\n"+
 		"metrics port), computes the pod's resolv.conf with its trace, and compares each running container's\n"+
-		"/etc/resolv.conf (exec cat). Needs: get pods, list pods in the agent namespace, create pods/portforward\n"+
-		"there, create pods/exec (unless --no-exec), get namespaces (with the agent's namespaceLabels).\n\nflags:")
+		"/etc/resolv.conf (exec cat). For each headless Service of the pod's namespace (or --service), it says\n"+
+		"which endpoints the pod gets by the Service's trafficDistribution, its node and that node's topology zone.\n"+
+		"Needs: get pods, list pods in the agent namespace, create pods/portforward there, create pods/exec (unless\n"+
+		"--no-exec), get namespaces (with the agent's namespaceLabels); for the topology part (reported, not fatal\n"+
+		"when refused): get nodes, list services, list endpointslices.\n\nflags:")
 	var kube kubectlFlags
 	kube.register(fs)
 	out := fs.String("o", "text", "output: text (a resolv.conf with # comments), json or yaml")
 	agentNS := fs.String("agent-namespace", explain.DefaultAgentNamespace, "namespace of the shim or nri DaemonSet's pods")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound of each API server step (get, list, port-forward, exec)")
 	noExec := fs.Bool("no-exec", false, "do not read the containers' /etc/resolv.conf (no pods/exec needed)")
+	var services serviceList
+	fs.Var(&services, "service", "`NAME` or NAMESPACE/NAME of a Service whose answers to the pod to explain, in place of the headless Services of the pod's namespace; repeatable")
 	pod, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -56,7 +61,7 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		return usageExit(stderr, "explain", err)
 	}
-	e := explain.Explainer{Client: client, AgentNamespace: *agentNS, Timeout: *timeout}
+	e := explain.Explainer{Client: client, AgentNamespace: *agentNS, Timeout: *timeout, Services: services}
 	e.Settings, e.Resolv = explainAdapters(rc, client)
 	if *noExec {
 		e.Resolv = nil
@@ -68,6 +73,23 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return exitFail
 	}
 	return writeExplain(stdout, stderr, *out, facts)
+}
+
+// serviceList is a repeatable --service.
+type serviceList []string
+
+func (l *serviceList) String() string { return strings.Join(*l, ",") }
+
+func (l *serviceList) Set(v string) error {
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok {
+		name = ns
+	}
+	if ns == "" || name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("%q: want NAME or NAMESPACE/NAME", v)
+	}
+	*l = append(*l, v)
+	return nil
 }
 
 // parseInterspersed parses fs with the one POD argument anywhere among

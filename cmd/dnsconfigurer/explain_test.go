@@ -68,6 +68,7 @@ func TestExplainGolden(t *testing.T) {
 		settings   nodesettings.Settings
 		nsPolicy   string
 		containers []explain.File
+		topo       *explain.Topology
 	}{
 		{name: "clusterfirst-matches", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
 			containers: []explain.File{{Name: "app", Data: []byte("# generated\n" + clusterFirstFile)}}},
@@ -92,17 +93,42 @@ func TestExplainGolden(t *testing.T) {
 		})},
 		{name: "json", pod: "autopath.yaml", out: "json", settings: explainSettings(nil),
 			containers: []explain.File{{Name: "app", Data: []byte(clusterFirstFile)}}},
+		{name: "topology", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil), topo: explainTopology("zone-a")},
+		{name: "topology-json", pod: "clusterfirst.yaml", out: "json", settings: explainSettings(nil), topo: explainTopology("zone-a")},
+		{name: "topology-yaml", pod: "clusterfirst.yaml", out: "yaml", settings: explainSettings(nil), topo: explainTopology("zone-c")},
+		{name: "topology-no-label", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil), topo: explainTopology("")},
+		{name: "topology-refused", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil),
+			topo: &explain.Topology{Node: "node-a", Err: `get node node-a: nodes "node-a" is forbidden (RBAC: explain needs get nodes)`}},
+		{name: "topology-none", pod: "clusterfirst.yaml", out: "text", settings: explainSettings(nil), topo: &explain.Topology{Node: "node-a", Zone: "zone-a"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			f := explain.Facts{Pod: explainPod(t, tc.pod), Agent: "dnsconfigurer-node/shim-x", Settings: tc.settings,
-				NamespacePolicy: tc.nsPolicy, Containers: tc.containers}
+				NamespacePolicy: tc.nsPolicy, Containers: tc.containers, Topology: tc.topo}
 			code := writeExplain(&stdout, &stderr, tc.out, f)
 			got := fmt.Sprintf("# explain %s (pod %s, -o %s)\nexit %d\n--- stdout\n%s--- stderr\n%s", tc.name, tc.pod, tc.out, code, stdout.String(), stderr.String())
 			compareGolden(t, filepath.Join("testdata", "golden", "explain-"+tc.name+".golden"), got)
 		})
 	}
+}
+
+// explainTopology is node-a in topology zone zone ("" unlabelled) with
+// headless Services of each traffic distribution: four endpoints, two
+// ready in zone-a (one on node-a), one in zone-b, one not ready.
+func explainTopology(zone string) *explain.Topology {
+	eps := []explain.Endpoint{
+		{Address: "10.0.1.1", Zone: "zone-a", Node: "node-a", Ready: true},
+		{Address: "10.0.1.2", Zone: "zone-a", Node: "node-b", Ready: true},
+		{Address: "10.0.2.1", Zone: "zone-b", Node: "node-c", Ready: true},
+		{Address: "10.0.2.2", Zone: "zone-b", Node: "node-c"},
+	}
+	return &explain.Topology{Node: "node-a", Zone: zone, Services: []explain.Service{
+		{Namespace: "shop", Name: "cassandra", Headless: true, Endpoints: eps},
+		{Namespace: "shop", Name: "kafka", Headless: true, TrafficDistribution: "PreferSameZone", Endpoints: eps},
+		{Namespace: "shop", Name: "redis", Headless: true, TrafficDistribution: "PreferSameNode", Endpoints: eps[1:]},
+		{Namespace: "shop", Name: "web", Headless: true, TrafficDistribution: "PreferSameNode", Endpoints: eps},
+	}}
 }
 
 func compareGolden(t *testing.T, path, got string) {
@@ -158,5 +184,18 @@ func TestExplainGetNodeSettings(t *testing.T) {
 	defer old.Close()
 	if _, err := explain.GetNodeSettings(t.Context(), old.URL+nodesettings.Path); !errors.Is(err, explain.ErrAgentTooOld) {
 		t.Errorf("an old agent: %v, want errAgentTooOld", err)
+	}
+}
+
+// TestExplainServiceFlag: --service takes NAME or NAMESPACE/NAME.
+func TestExplainServiceFlag(t *testing.T) {
+	for _, tc := range []struct {
+		v  string
+		ok bool
+	}{{"kafka", true}, {"db/pg", true}, {"", false}, {"a/", false}, {"/a", false}, {"a/b/c", false}} {
+		var l serviceList
+		if err := l.Set(tc.v); (err == nil) != tc.ok {
+			t.Errorf("--service %q: %v, want ok %v", tc.v, err, tc.ok)
+		}
 	}
 }

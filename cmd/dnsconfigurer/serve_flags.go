@@ -20,7 +20,7 @@ func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 	l := flaglayer.New[serverConfig](fs)
 	l.Repeated(func(c *serverConfig) *[]string { return &c.Listen }, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
 	l.String(func(c *serverConfig) *string { return &c.ClusterDomain }, "cluster-domain", v1alpha1.DefaultServerClusterDomain, "the cluster `zone`")
-	l.String(func(c *serverConfig) *string { return &c.Objects }, "objects", "", "serve the Services, EndpointSlices, Pods and Namespaces of this manifest file or directory (watched)")
+	l.String(func(c *serverConfig) *string { return &c.Objects }, "objects", "", "serve the Services, EndpointSlices, Pods, Namespaces and Nodes of this manifest file or directory (watched)")
 	l.String(func(c *serverConfig) *string { return &c.Kubeconfig }, "kubeconfig", "", "watch the cluster of this kubeconfig (default with neither: $KUBECONFIG, else the in-cluster config)")
 	l.String(func(c *serverConfig) *string { return &c.Pods }, "pods", v1alpha1.DefaultPodRecords, "pod records <a-b-c-d>.<ns>.pod.<zone>: verified, insecure or disabled")
 	ttl := fs.Uint("ttl", v1alpha1.DefaultRecordTTL, "TTL of the records and of negative answers, 0-3600")

@@ -12,5 +12,10 @@
 // engine and one JSON form. Everything from a container or an agent is
 // escaped for a terminal (EscapeTerminal).
 //
+// topology.go says which endpoints the pod gets for each headless
+// Service's name: Route applies pkg/topology's rule, the one the cluster
+// DNS's store follows, to the pod's node, its topology zone label and the
+// Service's EndpointSlices.
+//
 // It is an adapter: it imports client-go, not the other way round.
 package explain

@@ -49,6 +49,10 @@ type Explainer struct {
 	AgentNamespace string
 	// Timeout bounds each API server step.
 	Timeout time.Duration
+	// Services (NAME or NAMESPACE/NAME) are the Services whose answers
+	// the topology part explains; none is the headless ones of the pod's
+	// namespace.
+	Services []string
 }
 
 // Facts are what explain prints from: the pod, the agent, its settings,
@@ -59,6 +63,9 @@ type Facts struct {
 	Settings        nodesettings.Settings
 	NamespacePolicy string // the namespace's dns-policy label
 	Containers      []File
+	// Topology is the pod's node and the headless Services' endpoints;
+	// nil prints no topology part.
+	Topology *Topology
 }
 
 // File is a container's /etc/resolv.conf, or why it could not be read
@@ -75,7 +82,8 @@ func (e *Explainer) step(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // Gather reads the pod, finds its node's agent, gets its settings, the
-// namespace label when the agent reads labels, and the containers' files.
+// namespace label when the agent reads labels, the topology of its
+// headless names and the containers' files.
 func (e *Explainer) Gather(ctx context.Context, ns, name string) (Facts, error) {
 	sctx, cancel := e.step(ctx)
 	pod, err := e.Client.CoreV1().Pods(ns).Get(sctx, name, metav1.GetOptions{})
@@ -111,6 +119,7 @@ func (e *Explainer) Gather(ctx context.Context, ns, name string) (Facts, error) 
 		}
 		f.NamespacePolicy = n.Labels[v1alpha1.LabelDNSPolicy]
 	}
+	f.Topology = e.gatherTopology(ctx, pod, e.Services)
 	if e.Resolv != nil {
 		f.Containers = e.readContainers(ctx, pod)
 	}

@@ -33,8 +33,8 @@ type Computed struct {
 type Compute func(warn io.Writer, f Facts) (Computed, error)
 
 // Report is the -o json contract of explain: render's fields (spliced in
-// after Agent), the pod, its node's agent and the settings used, and the
-// containers.
+// after Agent), the pod, its node's agent and the settings used, the
+// containers and the topology of its headless names.
 type Report struct {
 	Pod        string                `json:"pod"`
 	NodeName   string                `json:"nodeName"`
@@ -42,6 +42,7 @@ type Report struct {
 	Render     any                   `json:"-"`
 	Node       nodesettings.Settings `json:"node"`
 	Containers []Container           `json:"containers,omitempty"`
+	Topology   *TopologyReport       `json:"topology,omitempty"`
 }
 
 // Container is what one container has: status "matches", "differs"
@@ -72,7 +73,8 @@ func Write(stdout, stderr io.Writer, format string, f Facts, compute Compute) er
 	name := f.Pod.Namespace + "/" + f.Pod.Name
 	containers := compareContainers(c.ResolvConf, f.Containers)
 	if format == FormatJSON {
-		r := Report{Pod: name, NodeName: f.Pod.Spec.NodeName, Agent: f.Agent, Render: c.Render, Node: f.Settings, Containers: containers}
+		r := Report{Pod: name, NodeName: f.Pod.Spec.NodeName, Agent: f.Agent, Render: c.Render, Node: f.Settings, Containers: containers,
+			Topology: f.Topology.Report()}
 		b, err := r.indent()
 		if err != nil {
 			fmt.Fprintf(&errb, "explain: %v\n", err)
@@ -87,6 +89,7 @@ func Write(stdout, stderr io.Writer, format string, f Facts, compute Compute) er
 	b.WriteString(c.ResolvConf)
 	b.WriteString(c.Trace)
 	writeContainers(&b, containers)
+	writeTopology(&b, f.Topology.Report())
 	io.WriteString(stdout, EscapeTerminal(b.String()))
 	return nil
 }
@@ -109,7 +112,8 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	tail, err := json.Marshal(struct {
 		Node       nodesettings.Settings `json:"node"`
 		Containers []Container           `json:"containers,omitempty"`
-	}{r.Node, r.Containers})
+		Topology   *TopologyReport       `json:"topology,omitempty"`
+	}{r.Node, r.Containers, r.Topology})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,298 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
+)
+
+// Topology is what the cluster DNS needs to answer the pod's headless
+// names: the pod's node, its topology zone label and the Services.
+type Topology struct {
+	Node     string
+	Zone     string // the node's topology.kubernetes.io/zone label
+	Services []Service
+	// Err says why the topology could not be read; the rest of the
+	// report does not need it.
+	Err string
+}
+
+// Service is a Service as the cluster DNS keeps it for topology.
+type Service struct {
+	Namespace, Name     string
+	Headless            bool
+	TrafficDistribution string
+	// Endpoints are the served addresses: ready ones, or all with
+	// publishNotReadyAddresses.
+	Endpoints []Endpoint
+}
+
+// Endpoint is one served address of a Service.
+type Endpoint struct {
+	Address    string
+	Zone, Node string
+	Ready      bool
+}
+
+// Answer is what the pod gets for a headless Service's name, and why:
+// the -o json form of one Service.
+type Answer struct {
+	Service             string   `json:"service"`
+	TrafficDistribution string   `json:"trafficDistribution,omitempty"`
+	Headless            bool     `json:"headless"`
+	Endpoints           int      `json:"endpoints"`
+	ReadyInZone         int      `json:"readyInZone"`
+	ReadyOnNode         int      `json:"readyOnNode"`
+	Tier                string   `json:"tier"` // node, zone, all or none
+	Answers             []string `json:"answers"`
+	Reason              string   `json:"reason"`
+}
+
+// TopologyReport is the -o json form of the topology part.
+type TopologyReport struct {
+	Node     string   `json:"node"`
+	Zone     string   `json:"zone"`
+	Services []Answer `json:"services"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// Route is what the pod on t.Node gets for svc's name, by pkg/topology's
+// rule, the one the cluster DNS's store follows. Node and topology zone
+// compare lowercase, as the store's variant keys do.
+func Route(t *Topology, svc Service) Answer {
+	a := Answer{Service: svc.Namespace + "/" + svc.Name, TrafficDistribution: svc.TrafficDistribution,
+		Headless: svc.Headless, Endpoints: len(svc.Endpoints), Answers: []string{}}
+	c := topology.Client{Zone: strings.ToLower(t.Zone), Node: strings.ToLower(t.Node)}
+	eps := make([]topology.Endpoint, len(svc.Endpoints))
+	for i, e := range svc.Endpoints {
+		eps[i] = topology.Endpoint{Zone: strings.ToLower(e.Zone), Node: strings.ToLower(e.Node), Ready: e.Ready}
+		if e.Ready && eps[i].Zone == c.Zone && c.Zone != "" {
+			a.ReadyInZone++
+		}
+		if e.Ready && eps[i].Node == c.Node && c.Node != "" {
+			a.ReadyOnNode++
+		}
+	}
+	if !svc.Headless {
+		a.Tier, a.Reason = "none", "not headless: the name answers the ClusterIP; kube-proxy routes by trafficDistribution"
+		return a
+	}
+	if len(eps) == 0 {
+		a.Tier, a.Reason = "none", "no served endpoint: NXDOMAIN"
+		return a
+	}
+	td := topologyRule(svc.TrafficDistribution)
+	for _, i := range topology.Prefer(td, c, eps) {
+		a.Answers = append(a.Answers, svc.Endpoints[i].Address)
+	}
+	a.Tier, a.Reason = reason(td, t, c, a)
+	return a
+}
+
+// topologyRule is td when the store makes variants for it, else "".
+func topologyRule(td string) string {
+	switch td {
+	case topology.PreferSameZone, topology.PreferClose, topology.PreferSameNode:
+		return td
+	}
+	return ""
+}
+
+// reason names the tier Prefer's answer came from, walking Tiers as
+// Prefer does, and why the tiers before it gave nothing.
+func reason(td string, t *Topology, c topology.Client, a Answer) (tier, why string) {
+	if td == "" {
+		if a.TrafficDistribution != "" {
+			return "all", fmt.Sprintf("trafficDistribution %q is not one the cluster DNS knows → all %d", a.TrafficDistribution, a.Endpoints)
+		}
+		return "all", fmt.Sprintf("trafficDistribution unset → all %d", a.Endpoints)
+	}
+	var steps []string
+	for _, tr := range topology.Tiers(td, c) {
+		n, where, kind := a.ReadyInZone, fmt.Sprintf("in topology zone %s (the pod's, node %s)", t.Zone, t.Node), "zone"
+		if tr.Node != "" {
+			n, where, kind = a.ReadyOnNode, fmt.Sprintf("on node %s (the pod's)", t.Node), "node"
+		}
+		if n > 0 {
+			steps = append(steps, fmt.Sprintf("%s %s → answers %s", count(n, "ready endpoint"), where, those(n)))
+			return kind, td + ": " + strings.Join(steps, "; ")
+		}
+		steps = append(steps, "none ready "+where)
+	}
+	if c.Zone == "" {
+		steps = append(steps, fmt.Sprintf("node %s has no %s label", t.Node, topology.ZoneLabel))
+	}
+	return "all", td + ": " + strings.Join(steps, "; ") + fmt.Sprintf(" → all %d", a.Endpoints)
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func those(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return fmt.Sprintf("those %d", n)
+}
+
+// Report is the topology's -o json form, each Service routed.
+func (t *Topology) Report() *TopologyReport {
+	if t == nil {
+		return nil
+	}
+	r := &TopologyReport{Node: t.Node, Zone: t.Zone, Services: []Answer{}, Error: t.Err}
+	for _, s := range t.Services {
+		r.Services = append(r.Services, Route(t, s))
+	}
+	return r
+}
+
+// writeTopology prints the topology report as # lines.
+func writeTopology(b *strings.Builder, r *TopologyReport) {
+	if r == nil {
+		return
+	}
+	if r.Error != "" {
+		fmt.Fprintf(b, "# headless names by topology: node %s\n#   unavailable: %s\n", r.Node, r.Error)
+		return
+	}
+	zone := r.Zone
+	if zone == "" {
+		zone = "(no " + topology.ZoneLabel + " label)"
+	}
+	fmt.Fprintf(b, "# headless names by topology: node %s, topology zone %s\n", r.Node, zone)
+	if len(r.Services) == 0 {
+		b.WriteString("#   no headless Service in the pod's namespace (--service NAME names one)\n")
+		return
+	}
+	for _, a := range r.Services {
+		fmt.Fprintf(b, "# %s: %s\n", a.Service, a.Reason)
+		if len(a.Answers) > 0 {
+			fmt.Fprintf(b, "#      = %s\n", strings.Join(a.Answers, " "))
+		}
+	}
+	b.WriteString("#   The same for SRV; an endpoint's own name (web-0.<service>) answers its pod. The cluster DNS places\n" +
+		"#   the pod by node-local's topology option, else by its IP with --pods verified; unplaced, it answers all.\n")
+}
+
+// gatherTopology reads the pod's node and the Services it asks about:
+// names (NAME or NAMESPACE/NAME), else the headless ones of its
+// namespace. A failure is recorded, not returned.
+func (e *Explainer) gatherTopology(ctx context.Context, pod *corev1.Pod, names []string) *Topology {
+	t := &Topology{Node: pod.Spec.NodeName}
+	sctx, cancel := e.step(ctx)
+	node, err := e.Client.CoreV1().Nodes().Get(sctx, pod.Spec.NodeName, metav1.GetOptions{})
+	cancel()
+	if err != nil {
+		t.Err = fmt.Sprintf("get node %s: %v", pod.Spec.NodeName, rbacHint(err, "get nodes"))
+		return t
+	}
+	t.Zone = node.Labels[topology.ZoneLabel]
+	var svcs []corev1.Service
+	if len(names) == 0 {
+		sctx, cancel := e.step(ctx)
+		list, err := e.Client.CoreV1().Services(pod.Namespace).List(sctx, metav1.ListOptions{})
+		cancel()
+		if err != nil {
+			t.Err = fmt.Sprintf("list services in namespace %q: %v", pod.Namespace, rbacHint(err, "list services"))
+			return t
+		}
+		for _, s := range list.Items {
+			if s.Spec.ClusterIP == corev1.ClusterIPNone {
+				svcs = append(svcs, s)
+			}
+		}
+	}
+	for _, n := range names {
+		ns, name, ok := strings.Cut(n, "/")
+		if !ok {
+			ns, name = pod.Namespace, n
+		}
+		sctx, cancel := e.step(ctx)
+		s, err := e.Client.CoreV1().Services(ns).Get(sctx, name, metav1.GetOptions{})
+		cancel()
+		if err != nil {
+			t.Err = fmt.Sprintf("get service %s/%s: %v", ns, name, rbacHint(err, "get services"))
+			return t
+		}
+		svcs = append(svcs, *s)
+	}
+	slices.SortFunc(svcs, func(a, b corev1.Service) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for i := range svcs {
+		s, err := e.service(ctx, &svcs[i])
+		if err != nil {
+			t.Err = err.Error()
+			return t
+		}
+		t.Services = append(t.Services, s)
+	}
+	return t
+}
+
+// service reads svc's EndpointSlices into its served endpoints, as the
+// cluster DNS's store serves them.
+func (e *Explainer) service(ctx context.Context, svc *corev1.Service) (Service, error) {
+	out := Service{Namespace: svc.Namespace, Name: svc.Name, Headless: svc.Spec.ClusterIP == corev1.ClusterIPNone}
+	if td := svc.Spec.TrafficDistribution; td != nil {
+		out.TrafficDistribution = *td
+	}
+	sctx, cancel := e.step(ctx)
+	list, err := e.Client.DiscoveryV1().EndpointSlices(svc.Namespace).List(sctx,
+		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
+	cancel()
+	if err != nil {
+		return out, fmt.Errorf("list endpointslices of service %s/%s: %w", svc.Namespace, svc.Name, rbacHint(err, "list endpointslices.discovery.k8s.io"))
+	}
+	out.Endpoints = servedEndpoints(list.Items, svc.Spec.PublishNotReadyAddresses)
+	return out, nil
+}
+
+// servedEndpoints are the slices' IP addresses the cluster DNS serves:
+// every address of a ready endpoint (no ready condition is ready), or of
+// any endpoint with publishNotReady; an address once, in slice order.
+func servedEndpoints(slices []discoveryv1.EndpointSlice, publishNotReady bool) []Endpoint {
+	var out []Endpoint
+	seen := map[netip.Addr]bool{}
+	for _, sl := range slices {
+		if sl.AddressType == discoveryv1.AddressTypeFQDN {
+			continue
+		}
+		for _, ep := range sl.Endpoints {
+			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
+			if !ready && !publishNotReady {
+				continue
+			}
+			e := Endpoint{Ready: ready}
+			if ep.Zone != nil {
+				e.Zone = *ep.Zone
+			}
+			if ep.NodeName != nil {
+				e.Node = *ep.NodeName
+			}
+			for _, s := range ep.Addresses {
+				a, err := netip.ParseAddr(s)
+				if err != nil || seen[a.Unmap()] {
+					continue
+				}
+				seen[a.Unmap()] = true
+				e.Address = a.Unmap().String()
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
