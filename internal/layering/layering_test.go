@@ -30,10 +30,9 @@ var core = []struct {
 	{"pkg/clusterdns/store", []string{"api/v1alpha1", "pkg/clusterdns/store/pack", "internal/unsafeptr"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
 	// The store's packed layout, over internal/unsafeptr's views.
 	{"pkg/clusterdns/store/pack", []string{"internal/unsafeptr"}, nil},
-	// The reply cache: bytes keyed by question, no DNS library.
+	// The reply cache and its packed replies' rotation: bytes keyed by
+	// question and byte offsets, no DNS library.
 	{"pkg/clusterdns/replycache", nil, nil},
-	// Packed-reply rotation: byte offsets only, no DNS library.
-	{"pkg/clusterdns/wirerotate", nil, nil},
 	// Start-up memory release: madvise on the executable's mappings.
 	{"internal/memrelease", nil, nil},
 	{"api/v1alpha1", nil, nil},

@@ -10,7 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/wirerotate"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
@@ -216,15 +216,15 @@ func TestWindowMatchesLimitAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, wire := packedReply(t, tt.qname, tt.answer, nil)
 			const c0 = 5
-			w := wirerotate.PlanWindow(wire, limit, tt.size, c0)
-			if (w != nil) != tt.plan {
-				t.Fatalf("PlanWindow = %v, want a plan: %v", w, tt.plan)
+			w, ok := replycache.NewWindow(slices.Clone(wire), limit, tt.size, c0)
+			if ok != tt.plan {
+				t.Fatalf("NewWindow ok = %v, want %v", ok, tt.plan)
 			}
-			if w == nil {
+			if !ok {
 				return
 			}
 			for c := uint32(c0 + 1); c < c0+12; c++ {
-				got := w.Apply(nil, wire)
+				got := w.AppendTo(nil, m.Id, m.RecursionDesired, m.CheckingDisabled)
 				cut := m.Copy()
 				cut.Answer = dnsmsg.LimitAnswer(m.Answer, limit, c)
 				want, err := cut.Pack()

@@ -79,7 +79,7 @@
 //     (zone, chase, autopath; not a relayed one) to the limit, TC clear
 //     (dnsmsg.LimitAnswer). The window moves by the limit each reply. A
 //     cached cut reply is kept whole, and each hit writes the next window
-//     of its packed run (wirerotate.PlanWindow); otherwise it is not cached.
+//     of its packed run (replycache.NewWindow); otherwise it is not cached.
 //   - Before the first full sync every zone and reverse name is SERVFAIL.
 //   - ExternalName Services answer with their CNAME, then the target's
 //     records. A target in the zone is looked up in the snapshot; any

@@ -1,11 +1,9 @@
 package clusterdns
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/wirerotate"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -317,135 +314,4 @@ func rrStrings(rrs []dns.RR) []string {
 		out[i] = rr.String()
 	}
 	return out
-}
-
-// plainNames reports whether every owner in rrs is plain text (no
-// escaped byte): only then do the packed rotation (lowercase bytes) and
-// the message rotation (case-insensitive text) group runs the same way.
-func plainNames(rrs []dns.RR) bool {
-	for _, rr := range rrs {
-		if strings.Contains(rr.Header().Name, `\`) {
-			return false
-		}
-	}
-	return true
-}
-
-// rotationSeeds are packed replies as the handler caches them: runs of A,
-// AAAA and SRV records, compression pointers into them from the question,
-// other records and the additional section, and a run behind a CNAME.
-func rotationSeeds(tb testing.TB) [][]byte {
-	const q = "_http._tcp.db.ns.svc.cluster.local."
-	msg := func(qname string, qtype uint16, answer, extra []string) []byte {
-		m := new(dns.Msg)
-		m.SetQuestion(qname, qtype)
-		m.Response, m.Authoritative, m.Compress = true, true, true
-		for _, s := range answer {
-			rr, err := dns.NewRR(s)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			m.Answer = append(m.Answer, rr)
-		}
-		for _, s := range extra {
-			rr, err := dns.NewRR(s)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			m.Extra = append(m.Extra, rr)
-		}
-		m.SetEdns0(1232, false)
-		b, err := m.Pack()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return b
-	}
-	return [][]byte{
-		msg("hl.ns.svc.cluster.local.", dns.TypeA, []string{"hl.ns.svc.cluster.local. 5 IN A 10.1.0.1", "hl.ns.svc.cluster.local. 5 IN A 10.1.0.2", "hl.ns.svc.cluster.local. 5 IN A 10.1.0.3"}, nil),
-		msg("HL.ns.svc.cluster.local.", dns.TypeAAAA, []string{"HL.ns.svc.cluster.local. 5 IN AAAA fd00::1", "HL.ns.svc.cluster.local. 5 IN AAAA fd00::2"}, nil),
-		msg("alias.ns.svc.cluster.local.", dns.TypeA, []string{"alias.ns.svc.cluster.local. 5 IN CNAME hl.ns.svc.cluster.local.",
-			"hl.ns.svc.cluster.local. 5 IN A 10.1.0.1", "hl.ns.svc.cluster.local. 5 IN A 10.1.0.2"}, nil),
-		msg(q, dns.TypeSRV, []string{q + " 5 IN SRV 0 33 80 a.db.ns.svc.cluster.local.", q + " 5 IN SRV 0 33 80 bb.db.ns.svc.cluster.local.",
-			q + " 5 IN SRV 10 33 80 ccc.db.ns.svc.cluster.local.", q + " 5 IN SRV 10 33 80 d.db.ns.svc.cluster.local."},
-			[]string{"a.db.ns.svc.cluster.local. 5 IN A 10.0.0.1", "bb.db.ns.svc.cluster.local. 5 IN A 10.0.0.2",
-				"ccc.db.ns.svc.cluster.local. 5 IN AAAA fd00::3", "d.db.ns.svc.cluster.local. 5 IN A 10.0.0.4"}),
-		msg("x.example.", dns.TypeA, []string{"x.example. 5 IN CNAME y.example.", "z.example. 5 IN A 10.0.0.1", "z.example. 5 IN A 10.0.0.2",
-			"z.example. 5 IN TXT \"a\" \"b\"", "z.example. 5 IN PTR z.example."}, []string{"y.example. 5 IN SOA ns.y.example. h.y.example. 1 2 3 4 5"}),
-		msg("db.ns.svc.cluster.local.", dns.TypeA, []string{"db.ns.svc.cluster.local. 5 IN A 10.0.0.1", "db.ns.svc.cluster.local. 5 IN A 10.0.0.2",
-			"db.ns.svc.cluster.local. 5 IN MX 10 mx.db.ns.svc.cluster.local."}, nil),
-	}
-}
-
-// FuzzRotation rotates arbitrary packed replies in place, as a cached reply
-// is rotated on every hit (WithLoadBalance). It must never panic or read
-// out of bounds; a rotated reply has the same length and header bytes; a
-// reply that miekg/dns unpacks still unpacks after each rotation, with the
-// same question, the same answer records in some order, and the authority
-// and additional sections unchanged; and for plain owner names the order
-// is the one the uncached path gives (rotateAnswer). A reply that unpacks
-// is also tried as miekg/dns packs it with compression, as the handler
-// caches replies.
-//
-//	go test -run '^$' -fuzz '^FuzzRotation$' -fuzztime 50000x ./pkg/clusterdns/
-func FuzzRotation(f *testing.F) {
-	for _, s := range rotationSeeds(f) {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		// The fuzzed bytes, and miekg/dns's own packing of them (canonical:
-		// pointers only to earlier names, as the handler's replies have).
-		wires, canonical := [][]byte{data}, []bool{false}
-		var orig dns.Msg
-		unpacked := orig.Unpack(data) == nil
-		if unpacked {
-			orig.Compress = true
-			if packed, err := orig.Pack(); err == nil {
-				if bytes.Equal(packed, data) {
-					canonical[0] = true
-				} else {
-					wires, canonical = append(wires, packed), append(canonical, true)
-				}
-			}
-		}
-		for i, w := range wires {
-			p := wirerotate.Plan(w)
-			if p == nil {
-				continue
-			}
-			dst := bytes.Repeat([]byte{0xa5}, len(w)/2) // a reused buffer
-			for c := uint32(1); c <= 32; c++ {
-				got := p.Apply(dst, w)
-				if len(got) != len(w) || !bytes.Equal(got[:12], w[:12]) {
-					t.Fatalf("wire %d hit %d: %d bytes, header %x; want %d bytes, header %x", i, c, len(got), got[:min(12, len(got))], len(w), w[:12])
-				}
-				if !unpacked {
-					continue
-				}
-				var m, r dns.Msg
-				if err := m.Unpack(w); err != nil {
-					continue // the bytes, not the message, were fuzzed: only the packed form must unpack
-				}
-				if err := r.Unpack(got); err != nil {
-					t.Fatalf("wire %d hit %d: rotated reply does not unpack: %v\n%x\n%x", i, c, err, w, got)
-				}
-				if !slices.Equal(rrStrings(r.Ns), rrStrings(m.Ns)) || !slices.Equal(rrStrings(r.Extra), rrStrings(m.Extra)) ||
-					!slices.Equal(r.Question, m.Question) {
-					t.Fatalf("wire %d hit %d: question, authority or additional changed:\n%v\n%v", i, c, &m, &r)
-				}
-				gotAns, wantAns := rrStrings(r.Answer), rrStrings(m.Answer)
-				if canonical[i] && plainNames(m.Answer) {
-					if want := rrStrings(rotateAnswer(m.Answer, c)); !slices.Equal(gotAns, want) {
-						t.Fatalf("wire %d hit %d: answer\n  %s\nwant (rotateAnswer)\n  %s", i, c, strings.Join(gotAns, "\n  "), strings.Join(want, "\n  "))
-					}
-				}
-				slices.Sort(gotAns)
-				slices.Sort(wantAns)
-				if !slices.Equal(gotAns, wantAns) {
-					t.Fatalf("wire %d hit %d: answer records changed:\n%v\n%v", i, c, &m, &r)
-				}
-				dst = got
-			}
-		}
-	})
 }

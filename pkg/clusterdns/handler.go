@@ -9,7 +9,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
@@ -205,7 +204,7 @@ func NewHandler(zoneName string, r Records, opts ...Option) *Handler {
 		o(h)
 	}
 	if h.wire == nil {
-		h.wire = replycache.New[*reply](h.replyBytes, replyIdle)
+		h.wire = newReplyCache(h.replyBytes)
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/wirerotate"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 	"github.com/miekg/dns"
@@ -40,23 +40,19 @@ type replyCache interface {
 
 var _ replyCache = (*replycache.Cache[*reply])(nil)
 
+// newReplyCache is the default reply cache, of at most bytes of replies.
+func newReplyCache(bytes int64) replyCache { return replycache.New[*reply](bytes, replyIdle) }
+
 // withReplies sets the reply cache; tests keep a typed handle on it.
 func withReplies(c replyCache) Option { return func(h *Handler) { h.wire = c } }
 
-// reply is what the reply cache keeps of one reply: its packed form, with
-// RD and CD clear (they are set per request), and what a hit does with it.
-// The cache holds a pointer: a hit gets it back in one register.
+// reply is what the reply cache keeps of one reply: its packed form,
+// rotated or cut per hit (WithLoadBalance, WithUDPAnswerLimit), and what
+// it adds to the namespace metrics (WithAmplification; not Counted when
+// they are off or do not count it). The cache holds a pointer: a hit gets
+// it back in one register.
 type reply struct {
-	wire []byte
-	// lb rotates the answer's RRsets per hit (WithLoadBalance); nil when
-	// the reply has nothing to rotate or cannot be rotated in place.
-	lb *wirerotate.Rotation
-	// win hands out the next records of an answer cut to the UDP answer
-	// limit per hit (WithUDPAnswerLimit); wire then holds them all.
-	win *wirerotate.Window
-	// amp is what the query adds to the namespace metrics
-	// (WithAmplification); it is not Counted when they are off or do not
-	// count it.
+	replycache.Reply
 	amp nsmetrics.Count
 }
 
@@ -93,6 +89,17 @@ func wireKey(q *dnsmsg.WireQuery, name []byte) replycache.Key {
 		EDNS: q.EDNS, DO: q.DO, Limit: uint16(q.ReplySize())}
 }
 
+// variantKey is the reply cache key of a reply made for variant v of the
+// question of k: the name and the variant. A variant holds a 0x00 byte
+// and ends in an alphanumeric byte; a question name as either path keys
+// it ends in '.', so the two never meet.
+func variantKey(k replycache.Key, v store.Variant) replycache.Key {
+	if v != "" {
+		k.Name += string(v)
+	}
+	return k
+}
+
 // cached appends to dst the reply to a request with key k from the reply
 // cache, with the request's id and RD and CD bits, and counts it in the
 // namespace metrics; false when the cache has no reply for k.
@@ -101,22 +108,7 @@ func (h *Handler) cached(dst []byte, k replycache.Key, id uint16, rd, cd bool) (
 	if !ok {
 		return dst, false
 	}
-	var b []byte
-	switch {
-	case r.win != nil:
-		b = r.win.Apply(dst[:0], r.wire)
-	case r.lb != nil:
-		b = r.lb.Apply(dst[:0], r.wire)
-	default:
-		b = append(dst[:0], r.wire...)
-	}
-	b[0], b[1] = byte(id>>8), byte(id)
-	if rd {
-		b[2] |= 0x01
-	}
-	if cd {
-		b[3] |= 0x10
-	}
+	b := r.AppendTo(dst, id, rd, cd)
 	if r.amp.Counted() {
 		// Counted before the reply leaves: a client that has its answer
 		// sees it in the metrics.
@@ -136,19 +128,15 @@ func (h *Handler) keep(k replycache.Key, z *zone, m *dns.Msg, b []byte, cut *udp
 	r := &reply{amp: *ac}
 	if cut != nil {
 		// Kept whole, to hand out the next window on each hit.
-		r.wire, r.win = h.windowReply(m, cut, int(k.Limit))
-	} else {
-		r.wire = append([]byte(nil), b...)
-		r.wire[2] &^= 0x01
-		r.wire[3] &^= 0x10
-		if h.lb {
-			r.lb = wirerotate.Plan(r.wire)
+		w, ok := h.windowReply(m, cut, int(k.Limit))
+		if !ok {
+			return
 		}
+		r.Reply = w
+	} else {
+		r.Reply = replycache.NewReply(append([]byte(nil), b...), h.lb)
 	}
-	if r.wire == nil {
-		return
-	}
-	h.wire.Put(k, r, len(r.wire), z.epoch, append(deps, lowerFQDN(k.Name)))
+	h.wire.Put(k, r, r.Len(), z.epoch, append(deps, lowerFQDN(k.Name)))
 }
 
 // changes is how the reply cache moves from prev to z: it retires the
@@ -221,33 +209,26 @@ func (h *Handler) limitUDP(m *dns.Msg, tcp bool) *udpCut {
 }
 
 // windowReply is what the reply cache keeps of m, a finished UDP reply
-// whose answer was cut: m packed with its whole answer and the window
-// that hands it out, the next records on each hit; nil when it cannot be
-// served that way (m truncated, or PlanWindow's reasons). Loadbalance
-// adds nothing: the window moves on every hit.
-func (h *Handler) windowReply(m *dns.Msg, cut *udpCut, size int) ([]byte, *wirerotate.Window) {
+// whose answer was cut: m packed with its whole answer, handing out the
+// next records on each hit; false when it cannot be served that way (m
+// truncated, or replycache.NewWindow's reasons). Loadbalance adds
+// nothing: the window moves on every hit.
+func (h *Handler) windowReply(m *dns.Msg, cut *udpCut, size int) (replycache.Reply, bool) {
 	if m.Truncated {
-		return nil, nil
+		return replycache.Reply{}, false
 	}
 	whole := *m
 	whole.Answer = cut.full
 	b, err := whole.Pack()
 	if err != nil {
-		return nil, nil
+		return replycache.Reply{}, false
 	}
-	// The cached form has RD and CD clear; they are set per request.
-	b[2] &^= 0x01
-	b[3] &^= 0x10
-	w := wirerotate.PlanWindow(b, h.udpLimit, size, cut.c)
-	if w == nil {
-		return nil, nil
-	}
-	return b, w
+	return replycache.NewWindow(b, h.udpLimit, size, cut.c)
 }
 
 // Load balancing (WithLoadBalance) rotates the answer's RRsets per reply:
 // a message before it is packed (rotateAnswer), and a cached reply in its
-// packed form, one step per hit (package wirerotate). Both give the same
+// packed form, one step per hit (replycache.NewReply). Both give the same
 // order.
 
 // rotateAnswer returns rrs with each run of A, AAAA, or same-priority SRV

@@ -9,7 +9,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
@@ -128,17 +127,6 @@ func addrOf(a net.Addr) (netip.Addr, bool) {
 		return ip.Unmap(), ok
 	}
 	return netip.Addr{}, false
-}
-
-// variantKey is the reply cache key of a reply made for variant v of the
-// question of k: the name and the variant. A variant holds a 0x00 byte
-// and ends in an alphanumeric byte; a question name as either path keys
-// it ends in '.', so the two never meet.
-func variantKey(k replycache.Key, v store.Variant) replycache.Key {
-	if v != "" {
-		k.Name += string(v)
-	}
-	return k
 }
 
 // The labels of CoreDNS's zone-scoped names:

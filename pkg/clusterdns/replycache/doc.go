@@ -12,6 +12,13 @@
 // Reads take no lock: a hit is a hash, a probe and a few atomic loads.
 // Writes take one mutex. The value a reply carries is the caller's (V).
 //
-// The package imports only the standard library. It knows nothing of DNS
-// messages: the caller packs, patches and rotates the bytes.
+// Reply is the packed form a hit hands out. It patches the request's ID,
+// RD and CD in, and may rotate the answer's RRsets or cut them to a
+// window, in place, one step per hit. It refuses a reply it cannot change
+// safely: a compression pointer that would read moved bytes, a record
+// type whose data may hold names it does not know, or bytes that do not
+// parse. Such a reply is served as it is.
+//
+// The package imports only the standard library: it reads the bytes of a
+// packed message, never a DNS library's types.
 package replycache
