@@ -6,6 +6,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // Check builds what Run builds from cfg before it serves (the record
@@ -26,7 +27,7 @@ func Check(ctx context.Context, cfg *v1alpha1.ServerConfiguration) error {
 		return err
 	}
 	defer stack.stop()
-	if _, err := NewSkips(s.reg, s.log, nil); err != nil {
+	if _, err := kubefeed.NewSkips(s.reg, s.log, nil); err != nil {
 		return err
 	}
 	if err := s.reg.Register(dnsserver.NewServer(s.cfg, s.log)); err != nil {

@@ -2,12 +2,8 @@ package clusterdns
 
 import (
 	"fmt"
-	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // Metric names keep the dnsserver subsystem they had before the cluster
@@ -30,17 +26,6 @@ func RegisterRecordMetrics(reg prometheus.Registerer, records Records) error {
 		return fmt.Errorf("register dnsserver metrics: %w", err)
 	}
 	return nil
-}
-
-// NewSkips is the feeds' report of the objects they cannot serve, its
-// counter dnsconfigurer_dnsserver_objects_skipped_total{kind,reason} on
-// reg. events (nil: none) posts the Warning Events.
-func NewSkips(reg prometheus.Registerer, log *slog.Logger, events kubefeed.EventRecorder) (*kubefeed.Skips, error) {
-	skips, err := prom.New(reg, metricSubsystem, func(s *prom.Set) *kubefeed.Skips { return kubefeed.NewSkips(s, log, events) })
-	if err != nil {
-		return nil, fmt.Errorf("register feed metrics: %w", err)
-	}
-	return skips, nil
 }
 
 var (

@@ -16,6 +16,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
 // DefaultReloadInterval is how often the config file is stat'ed besides
@@ -33,7 +34,7 @@ const maxConfigBytes = 1 << 20
 // answer stack is built and swapped into the server, and the old one is
 // stopped once the queries it may still be answering have had their
 // forwarding timeout. The records are published again with the new record
-// options (ttl, pods, namespaces, ...; recordFeed.apply), and the log level
+// options (ttl, pods, namespaces, ...; kubefeed.Feed.Apply), and the log level
 // and the lameduck are set. The new stack keeps the old one's forwarders
 // and cache when their settings are unchanged (forwardingKey). No query is
 // dropped (TestServeReloadUnderLoad). A file that does not load or validate
@@ -42,7 +43,7 @@ type reloader struct {
 	src     Reload
 	running *v1alpha1.ServerConfiguration
 	st      *store.Store
-	records *recordFeed
+	records *kubefeed.Feed
 	srv     *dnsserver.Server
 	gather  *stackGatherer
 	coredns *prom.CoreDNSNames
@@ -104,7 +105,7 @@ func (r *reloader) reload(ctx context.Context) error {
 	old := *r.stack
 	stack, err := buildStack(ctx, next, r.st, r.log, old.fwd)
 	if err == nil {
-		err = r.records.apply(next)
+		err = r.records.Apply(next)
 	}
 	if err != nil {
 		if stack != nil {

@@ -84,7 +84,7 @@ func New(cfg *v1alpha1.ServerConfiguration, deps Deps) (*Server, error) {
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 	}
-	opts, err := storeOptions(cfg)
+	opts, err := kubefeed.StoreOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -115,15 +115,15 @@ func (s *Server) Run(ctx context.Context) error {
 		defer stop()
 		events = rec
 	}
-	skips, err := NewSkips(s.reg, s.log, events)
+	skips, err := kubefeed.NewSkips(s.reg, s.log, events)
 	if err != nil {
 		return err
 	}
-	records, err := newRecordFeed(s.cfg, s.st, s.deps.Client, skips, s.log)
+	records, err := kubefeed.NewFeed(s.cfg, s.st, s.deps.Client, skips, s.log)
 	if err != nil {
 		return err
 	}
-	records.firstPublish = s.deps.FirstPublish
+	records.FirstPublish = s.deps.FirstPublish
 	// With manifests the records are loaded: compile them now, then give
 	// the loading garbage and the start-up pages back to the OS.
 	stack.handler.Warm()
@@ -147,7 +147,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if ops != nil {
 		tasks = append(tasks, ops.Run)
 	}
-	tasks = append(tasks, records.run)
+	tasks = append(tasks, records.Run)
 	if src := s.deps.Reload; src != nil {
 		r := &reloader{src: *src, running: s.cfg, st: s.st, records: records, srv: srv, gather: gather, coredns: metrics,
 			log: s.log, level: src.SetLogLevel, stack: &stack}

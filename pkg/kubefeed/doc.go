@@ -23,6 +23,10 @@
 // skipped and the rest is served; only a path that cannot be read keeps
 // the previous records.
 //
+// Feed picks the source a server configuration names (Manifests, else
+// Cluster) and follows its reloads: a change of what the cluster feed
+// watches starts it again from an empty store.
+//
 // Skips reports what is skipped: objects_skipped_total{kind,reason}, one
 // log record per object and problem (kept in a bounded record, dropped
 // when the object converts or goes), and a Warning Event on an object of

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
@@ -665,7 +664,7 @@ func newSkips(t *testing.T, rec EventRecorder) (*Skips, *prometheus.Registry, *t
 	reg := prometheus.NewRegistry()
 	var logs testkit.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	skips, err := prom.New(reg, "dnsserver", func(s *prom.Set) *Skips { return NewSkips(s, log, rec) })
+	skips, err := NewSkips(reg, log, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

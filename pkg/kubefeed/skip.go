@@ -2,6 +2,7 @@ package kubefeed
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"sync"
@@ -76,22 +77,29 @@ type skipKey struct {
 	ns, name   string
 }
 
-// NewSkips builds the report with its counter objects_skipped_total{kind,
-// reason} in set (prom.New registers it). events may be nil.
-func NewSkips(set *prom.Set, log *slog.Logger, events EventRecorder) *Skips {
+// NewSkips is the feeds' report of the objects they cannot serve, its
+// counter dnsconfigurer_dnsserver_objects_skipped_total{kind,reason} on
+// reg (nil: none). events (nil: none) posts the Warning Events.
+func NewSkips(reg prometheus.Registerer, log *slog.Logger, events EventRecorder) (*Skips, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Skips{
-		count: set.CounterVec("objects_skipped_total", skippedHelp, "kind", "reason"),
-		log:   log, events: events, seed: maphash.MakeSeed(), seen: map[skipKey]uint64{},
+	s, err := prom.New(reg, "dnsserver", func(set *prom.Set) *Skips {
+		return &Skips{
+			count: set.CounterVec("objects_skipped_total", skippedHelp, "kind", "reason"),
+			log:   log, events: events, seed: maphash.MakeSeed(), seen: map[skipKey]uint64{},
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("register feed metrics: %w", err)
 	}
+	return s, nil
 }
 
 // unregisteredSkips is the report of a feed given none: counted on no
 // registry, logged with log.
 func unregisteredSkips(log *slog.Logger) *Skips {
-	s, _ := prom.New(nil, "dnsserver", func(set *prom.Set) *Skips { return NewSkips(set, log, nil) })
+	s, _ := NewSkips(nil, log, nil)
 	return s
 }
 

@@ -110,7 +110,7 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*kubefeed.Cluster)
 		t.Fatalf("metrics: %v", err)
 	}
 	events, stopEvents := kubefeed.NewEventRecorder(client)
-	skips, err := clusterdns.NewSkips(reg, testkit.Logger(t), events)
+	skips, err := kubefeed.NewSkips(reg, testkit.Logger(t), events)
 	if err != nil {
 		stopEvents()
 		t.Fatalf("skips: %v", err)

@@ -1,4 +1,4 @@
-package clusterdns
+package kubefeed
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 )
 
-// TestRecordFeedRewatch: a reload to pods: verified starts the API
+// TestFeedRewatch: a reload to pods: verified starts the API
 // server's informers again with the pods; a reload away from it and back
 // starts from an empty store, so a pod deleted while the pods were not
 // watched does not come back; a reload that changes only the ttl
 // publishes the records again without a restart. Each start's first
-// publish, and only it, runs through firstPublish (Deps.FirstPublish).
-func TestRecordFeedRewatch(t *testing.T) {
+// publish, and only it, runs through FirstPublish.
+func TestFeedRewatch(t *testing.T) {
 	client := fake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}}},
@@ -34,7 +34,7 @@ func TestRecordFeedRewatch(t *testing.T) {
 		return c
 	}
 	cfg := config(v1alpha1.PodsDisabled, 5)
-	opts, err := storeOptions(cfg)
+	opts, err := StoreOptions(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,9 +42,9 @@ func TestRecordFeedRewatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recordFeed{st: st, log: slog.New(slog.DiscardHandler), client: client, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
+	r := &Feed{st: st, log: slog.New(slog.DiscardHandler), client: client, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
 	var firsts atomic.Int32
-	r.firstPublish = func(publish func()) {
+	r.FirstPublish = func(publish func()) {
 		firsts.Add(1)
 		publish()
 	}
@@ -56,7 +56,7 @@ func TestRecordFeedRewatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.run(ctx) }()
+	go func() { done <- r.Run(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -77,7 +77,7 @@ func TestRecordFeedRewatch(t *testing.T) {
 	wantFirsts("the first sync", 1)
 	step := func(name string, cfg *v1alpha1.ServerConfiguration, cond func() bool) {
 		t.Helper()
-		if err := r.apply(cfg); err != nil {
+		if err := r.Apply(cfg); err != nil {
 			t.Fatal(err)
 		}
 		testkit.WaitEqual(t, 10*time.Second, name+" applied", cond, true)

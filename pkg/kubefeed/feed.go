@@ -1,4 +1,4 @@
-package clusterdns
+package kubefeed
 
 import (
 	"context"
@@ -10,12 +10,11 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 )
 
-// storeOptions are the record options of cfg (the store's, changed by a
+// StoreOptions are the record options of cfg (the store's, changed by a
 // reload).
-func storeOptions(cfg *v1alpha1.ServerConfiguration) (store.Options, error) {
+func StoreOptions(cfg *v1alpha1.ServerConfiguration) (store.Options, error) {
 	podMode, err := store.ParsePodMode(cfg.Pods)
 	if err != nil {
 		return store.Options{}, v1alpha1.ConfigErrorf("pods: %v", err)
@@ -26,21 +25,23 @@ func storeOptions(cfg *v1alpha1.ServerConfiguration) (store.Options, error) {
 	}, nil
 }
 
-// recordFeed fills the store: from the manifests of objects (loaded now,
-// then watched), or from the cluster's API server, whose informers watch
-// pods only with pods: verified and endpoints only without noEndpoints. A
+// Feed fills the store: from the manifests of objects (loaded now, then
+// watched), or from the cluster's API server, whose informers watch pods
+// only with pods: verified and endpoints only without noEndpoints. A
 // reload that changes either starts the informers again (rewatch).
-type recordFeed struct {
+type Feed struct {
+	// FirstPublish, when set, runs each start's first publish (serve's
+	// Deps.FirstPublish).
+	FirstPublish func(publish func())
+
 	st        *store.Store
 	log       *slog.Logger
-	manifests *kubefeed.Manifests  // or
+	manifests *Manifests           // or
 	client    kubernetes.Interface // the API server's
-	skips     *kubefeed.Skips      // shared by each cluster feed started
+	skips     *Skips               // shared by each cluster feed started
 
 	watching feedWatch      // the reloader's: what the feed watches
 	rewatch  chan feedWatch // to run: watch this instead
-
-	firstPublish func(publish func()) // Deps.FirstPublish
 
 	mu     sync.Mutex
 	synced bool // the running feed has published its records
@@ -54,14 +55,14 @@ func watchOf(cfg *v1alpha1.ServerConfiguration) feedWatch {
 	return feedWatch{pods: cfg.Pods == v1alpha1.PodsVerified, endpoints: !cfg.NoEndpoints}
 }
 
-// newRecordFeed is the feed of cfg's record source: its manifests, else
-// client. skips reports the objects it cannot serve.
-func newRecordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client kubernetes.Interface, skips *kubefeed.Skips, log *slog.Logger) (*recordFeed, error) {
-	r := &recordFeed{st: st, log: log, skips: skips, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
+// NewFeed is the feed of cfg's record source: its manifests, else client.
+// skips reports the objects it cannot serve.
+func NewFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client kubernetes.Interface, skips *Skips, log *slog.Logger) (*Feed, error) {
+	r := &Feed{st: st, log: log, skips: skips, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
 	if cfg.Objects != "" {
 		// Objects that do not load are skipped and reported; only a path
 		// that cannot be read refuses to start.
-		r.manifests = &kubefeed.Manifests{Path: cfg.Objects, Store: st, Logger: log, Skips: skips}
+		r.manifests = &Manifests{Path: cfg.Objects, Store: st, Logger: log, Skips: skips}
 		if err := r.manifests.Load(); err != nil {
 			return nil, v1alpha1.ConfigErrorf("objects: %v", err)
 		}
@@ -75,10 +76,10 @@ func newRecordFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client ku
 	return r, nil
 }
 
-// run feeds the store until ctx is done. The cluster feed is started again
+// Run feeds the store until ctx is done. The cluster feed is started again
 // from an empty store when rewatch says so; the snapshot published before
 // keeps answering until the new informers have synced and published.
-func (r *recordFeed) run(ctx context.Context) error {
+func (r *Feed) Run(ctx context.Context) error {
 	if r.manifests != nil {
 		if err := r.manifests.Run(ctx); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("record feed stopped: %w", err)
@@ -89,7 +90,7 @@ func (r *recordFeed) run(ctx context.Context) error {
 	for {
 		fctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		c := &kubefeed.Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints, Skips: r.skips}
+		c := &Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints, Skips: r.skips}
 		go func() { done <- c.Run(fctx) }()
 		select {
 		case err := <-done:
@@ -114,12 +115,12 @@ func (r *recordFeed) run(ctx context.Context) error {
 	}
 }
 
-// apply makes the store's records follow cfg's options (a reload): the
+// Apply makes the store's records follow cfg's options (a reload): the
 // cluster feed starts again when what it must watch changed, and publishes
 // once synced; otherwise the records are published again now (once the
 // feed has published them: before, there is nothing to serve yet).
-func (r *recordFeed) apply(cfg *v1alpha1.ServerConfiguration) error {
-	opts, err := storeOptions(cfg)
+func (r *Feed) Apply(cfg *v1alpha1.ServerConfiguration) error {
+	opts, err := StoreOptions(cfg)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (r *recordFeed) apply(cfg *v1alpha1.ServerConfiguration) error {
 // marks the records as there.
 type syncedStore struct {
 	*store.Store
-	feed *recordFeed
+	feed *Feed
 }
 
 func (s syncedStore) Publish() *store.Snapshot {
@@ -155,8 +156,8 @@ func (s syncedStore) Publish() *store.Snapshot {
 	first := !s.feed.synced
 	s.feed.mu.Unlock()
 	var snap *store.Snapshot
-	if first && s.feed.firstPublish != nil {
-		s.feed.firstPublish(func() { snap = s.Store.Publish() })
+	if first && s.feed.FirstPublish != nil {
+		s.feed.FirstPublish(func() { snap = s.Store.Publish() })
 	} else {
 		snap = s.Store.Publish()
 	}
