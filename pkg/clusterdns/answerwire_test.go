@@ -326,3 +326,6 @@ func TestAnswerWireServer(t *testing.T) {
 		t.Fatalf("ServeDNS served %d queries, want 3 (TCP and a miss)", n)
 	}
 }
+
+// withReplies sets the reply cache; tests keep a typed handle on it.
+func withReplies(c replyCache) Option { return func(h *Handler) { h.wire = c } }

@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -314,4 +315,13 @@ func rrStrings(rrs []dns.RR) []string {
 		out[i] = rr.String()
 	}
 	return out
+}
+
+// cacheKeyOf returns the cache key of a request, and false for requests
+// whose reply is not cacheable: responses, and queries dnsmsg.Check rejects
+// (not exactly one question, not a plain query, EDNS versions other than 0).
+// The size limit is dnsmsg.ReplySize, the size Finish truncates to.
+func cacheKeyOf(req *dns.Msg, tcp bool) (replycache.Key, bool) {
+	opt, rcode := dnsmsg.Check(req)
+	return checkedKey(req, opt, rcode, tcp)
 }

@@ -43,9 +43,6 @@ var _ replyCache = (*replycache.Cache[*reply])(nil)
 // newReplyCache is the default reply cache, of at most bytes of replies.
 func newReplyCache(bytes int64) replyCache { return replycache.New[*reply](bytes, replyIdle) }
 
-// withReplies sets the reply cache; tests keep a typed handle on it.
-func withReplies(c replyCache) Option { return func(h *Handler) { h.wire = c } }
-
 // reply is what the reply cache keeps of one reply: its packed form,
 // rotated or cut per hit (WithLoadBalance, WithUDPAnswerLimit), and what
 // it adds to the namespace metrics (WithAmplification; not Counted when
@@ -56,17 +53,11 @@ type reply struct {
 	amp nsmetrics.Count
 }
 
-// cacheKeyOf returns the cache key of a request, and false for requests
-// whose reply is not cacheable: responses, and queries dnsmsg.Check rejects
-// (not exactly one question, not a plain query, EDNS versions other than 0).
-// The size limit is dnsmsg.ReplySize, the size Finish truncates to.
-func cacheKeyOf(req *dns.Msg, tcp bool) (replycache.Key, bool) {
-	opt, rcode := dnsmsg.Check(req)
-	return checkedKey(req, opt, rcode, tcp)
-}
-
-// checkedKey is cacheKeyOf for a request dnsmsg.Check has read: opt and
-// rcode are what it returned.
+// checkedKey returns the cache key of a request dnsmsg.Check has read (opt
+// and rcode are what it returned), and false for requests whose reply is
+// not cacheable: responses, and queries Check rejects (not exactly one
+// question, not a plain query, EDNS versions other than 0). The size limit
+// is dnsmsg.ReplySize, the size Finish truncates to.
 func checkedKey(req *dns.Msg, opt *dns.OPT, rcode int, tcp bool) (replycache.Key, bool) {
 	if req.Response || rcode != dns.RcodeSuccess {
 		return replycache.Key{}, false
@@ -79,7 +70,7 @@ func checkedKey(req *dns.Msg, opt *dns.OPT, rcode int, tcp bool) (replycache.Key
 	return k, true
 }
 
-// wireKey is cacheKeyOf for a UDP query read by dnsmsg.ParseQuery (which
+// wireKey is checkedKey for a UDP query read by dnsmsg.ParseQuery (which
 // reads only plain queries dnsmsg.Check accepts), name being its name as
 // dnsmsg.AppendName writes it: the same key as for the same query
 // unpacked. The key borrows name, so it is good for Get only, and only

@@ -7,7 +7,7 @@ import (
 // AnswerWire implements dnsserver.WireAnswerer: a UDP query is answered
 // from its wire form, on the socket's reading goroutine, without being
 // unpacked, when the reply is the one ServeDNS would send and is at hand:
-//   - a reply of the reply cache (its key, wireKey, is cacheKeyOf's for
+//   - a reply of the reply cache (its key, wireKey, is checkedKey's for
 //     the same query);
 //   - a forwarded reply the answer cache keeps for the query's shape
 //     (forwardedWire);

@@ -194,22 +194,6 @@ func inZone[S ~string | ~[]byte](name S, zone string) bool {
 		string(name[len(name)-len(zone):]) == zone)
 }
 
-// inZoneFold is inZone for a name in any case; zone is lowercase.
-func inZoneFold(name []byte, zone string) bool {
-	if len(name) < len(zone) || (len(name) > len(zone) && name[len(name)-len(zone)-1] != '.') {
-		return false
-	}
-	for i, c := range name[len(name)-len(zone):] {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != zone[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // reverse zones answered from the store (names not found are forwarded, as
 // CoreDNS's default "kubernetes cluster.local in-addr.arpa ip6.arpa {
 // fallthrough in-addr.arpa ip6.arpa }").

@@ -39,3 +39,19 @@ func asciiLower(s string) string {
 	}
 	return string(b)
 }
+
+// inZoneFold is inZone for a name in any case; zone is lowercase.
+func inZoneFold(name []byte, zone string) bool {
+	if len(name) < len(zone) || (len(name) > len(zone) && name[len(name)-len(zone)-1] != '.') {
+		return false
+	}
+	for i, c := range name[len(name)-len(zone):] {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != zone[i] {
+			return false
+		}
+	}
+	return true
+}

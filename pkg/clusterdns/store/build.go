@@ -230,13 +230,6 @@ func (b *builder) addFixedNames() {
 	b.ensure("pod." + b.zone)
 }
 
-func compareNsName(a, b nsName) int {
-	if c := strings.Compare(a.ns, b.ns); c != 0 {
-		return c
-	}
-	return strings.Compare(a.name, b.name)
-}
-
 // addService adds the names of one Service: its own, its SRV records, and
 // the names and PTRs of its endpoints (from its slices).
 func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {

@@ -75,3 +75,10 @@ func oracleSlicesByService(b *builder, all map[nsName]EndpointSlice) map[nsName]
 	}
 	return bySvc
 }
+
+func compareNsName(a, b nsName) int {
+	if c := strings.Compare(a.ns, b.ns); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
+}
