@@ -33,6 +33,10 @@ var core = []struct {
 	// The reply cache and its packed replies' rotation: bytes keyed by
 	// question and byte offsets, no DNS library.
 	{"pkg/clusterdns/replycache", nil, nil},
+	// A client's topology and CoreDNS's zone-scoped names: miekg/dns (with
+	// what it imports) for the EDNS0 option, no client-go, no logger.
+	{"pkg/topology", []string{"pkg/dnsmsg"}, []string{"github.com/miekg/dns", "golang.org/x/net/bpf", "golang.org/x/net/internal/iana",
+		"golang.org/x/net/internal/socket", "golang.org/x/net/ipv4", "golang.org/x/net/ipv6", "golang.org/x/sys/unix"}},
 	// Start-up memory release: madvise on the executable's mappings.
 	{"internal/memrelease", nil, nil},
 	{"api/v1alpha1", nil, nil},

@@ -1,11 +1,9 @@
 package clusterdns
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/netip"
-	"strings"
 
 	"github.com/miekg/dns"
 
@@ -90,12 +88,6 @@ func perClient(z *zone, wireName []byte) bool {
 	return z.snap.HasVariants(borrowString(dnsmsg.AppendName(buf[:0], wireName, true)))
 }
 
-// zoneScopedShape reports whether lname may be a zone-scoped name, which
-// missWire leaves to ServeDNS.
-func zoneScopedShape(lname []byte) bool {
-	return bytes.Contains(lname, []byte("."+zoneScopeLabel+"."))
-}
-
 // clientTopology is where the client of req is: the topology option of
 // code (removed from req, malformed or not), else the node and topology
 // zone of the pod with src's address. Unknown parts are "".
@@ -129,46 +121,6 @@ func addrOf(a net.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// The labels of CoreDNS's zone-scoped names:
-// <topology zone>.<pin|prefer>._zone.<svc>.<ns>.svc.<zone>.
-const (
-	zoneScopeLabel = "_zone"
-	directivePin   = "pin"    // the topology zone's ready endpoints, NODATA if none
-	directivePref  = "prefer" // the topology zone's ready endpoints, else all
-)
-
-// zoneScoped is a parsed zone-scoped name.
-type zoneScoped struct {
-	topoZone string // lowercase; it may hold dots, as a label value may
-	prefer   bool
-	base     string // <svc>.<ns>.svc.<zone>.
-}
-
-// parseZoneScoped parses lname, a lowercase name of the cluster zone
-// zoneName (both with the trailing dot), as a zone-scoped name.
-func parseZoneScoped(lname, zoneName string) (zoneScoped, bool) {
-	rest, ok := strings.CutSuffix(lname, "."+zoneName)
-	if !ok {
-		return zoneScoped{}, false
-	}
-	labels := strings.Split(rest, ".")
-	n := len(labels)
-	// At least one topology zone label, the directive, _zone, svc, ns, svc.
-	if n < 6 || labels[n-1] != "svc" || labels[n-4] != zoneScopeLabel {
-		return zoneScoped{}, false
-	}
-	zs := zoneScoped{topoZone: strings.Join(labels[:n-5], "."),
-		base: labels[n-3] + "." + labels[n-2] + ".svc." + zoneName}
-	switch labels[n-5] {
-	case directivePin:
-	case directivePref:
-		zs.prefer = true
-	default:
-		return zoneScoped{}, false
-	}
-	return zs, zs.topoZone != "" && labels[n-3] != "" && labels[n-2] != ""
-}
-
 // zoneScopedAnswer answers lname when it is a zone-scoped name of a
 // Service with topology zone variants, as CoreDNS does: A, AAAA and SRV
 // (with the targets' addresses) of the topology zone's ready endpoints;
@@ -177,30 +129,30 @@ func parseZoneScoped(lname, zoneName string) (zoneScoped, bool) {
 // name (the caller answers NXDOMAIN): our store keeps topology zones only
 // for headless Services with a traffic distribution.
 func (z *zone) zoneScopedAnswer(qtype uint16, owner, lname string) (Result, bool) {
-	if z.snap.Counts.Variants == 0 || !strings.Contains(lname, "."+zoneScopeLabel+".") {
+	if z.snap.Counts.Variants == 0 {
 		return Result{}, false
 	}
-	zs, ok := parseZoneScoped(lname, z.name)
-	if !ok || !z.snap.HasVariants(zs.base) {
+	zs, ok := topology.ParseScoped(lname, z.name)
+	if !ok || !z.snap.HasVariants(zs.Base) {
 		return Result{}, false
 	}
-	n, found := z.snap.LookupVariant(zs.base, store.TopologyZoneVariant(zs.topoZone))
-	if !found && zs.prefer {
-		n, found = z.snap.Lookup(zs.base)
+	n, found := z.snap.LookupVariant(zs.Base, store.TopologyZoneVariant(zs.Zone))
+	if !found && zs.Prefer {
+		n, found = z.snap.Lookup(zs.Base)
 	}
-	nodata := Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true, deps: []string{zs.base}}
+	nodata := Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true, deps: []string{zs.Base}}
 	if !found {
 		return nodata, true
 	}
 	var ans []dns.RR
 	switch qtype {
 	case dns.TypeA, dns.TypeAAAA, dns.TypeSRV:
-		ans = z.records(owner, zs.base, n, qtype)
+		ans = z.records(owner, zs.Base, n, qtype)
 	}
 	if len(ans) == 0 {
 		return nodata, true
 	}
-	r := Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Authoritative: true, deps: []string{zs.base}}
+	r := Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Authoritative: true, deps: []string{zs.Base}}
 	if qtype == dns.TypeSRV {
 		r.Extra = clip(z.srvExtra(n.SRV()))
 		for _, s := range n.SRV() {

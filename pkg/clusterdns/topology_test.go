@@ -46,32 +46,6 @@ func topoStore(t *testing.T) *store.Store {
 	return st
 }
 
-func TestParseZoneScoped(t *testing.T) {
-	const zone = "cluster.local."
-	tests := []struct {
-		name string
-		want zoneScoped
-		ok   bool
-	}{
-		{"za.pin._zone.web.ns.svc.cluster.local.", zoneScoped{topoZone: "za", base: "web.ns.svc.cluster.local."}, true},
-		{"za.prefer._zone.web.ns.svc.cluster.local.", zoneScoped{topoZone: "za", prefer: true, base: "web.ns.svc.cluster.local."}, true},
-		{"corp.example.com.pin._zone.web.ns.svc.cluster.local.", zoneScoped{topoZone: "corp.example.com", base: "web.ns.svc.cluster.local."}, true},
-		{"pin._zone.web.ns.svc.cluster.local.", zoneScoped{}, false},      // no topology zone
-		{"za.near._zone.web.ns.svc.cluster.local.", zoneScoped{}, false},  // unknown directive
-		{"za.pin.zone.web.ns.svc.cluster.local.", zoneScoped{}, false},    // no _zone
-		{"za.pin._zone.web.ns.pod.cluster.local.", zoneScoped{}, false},   // pods have none
-		{"za.pin._zone.web.ns.svc.cluster.example.", zoneScoped{}, false}, // another zone
-		{"web-0.web.ns.svc.cluster.local.", zoneScoped{}, false},          // an endpoint name
-		{"za.pin._zone.web.ns.svc.other.svc.cluster.local.", zoneScoped{}, false},
-	}
-	for _, tt := range tests {
-		got, ok := parseZoneScoped(tt.name, zone)
-		if ok != tt.ok || (ok && got != tt.want) {
-			t.Errorf("parseZoneScoped(%s) = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
 // TestZoneScopedAnswer answers CoreDNS's zone-scoped names: pin answers
 // the topology zone's ready endpoints or NODATA, prefer falls back to
 // every endpoint; a Service without variants is not answered (NXDOMAIN).

@@ -2,6 +2,7 @@ package clusterdns
 
 import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 
 // AnswerWire implements dnsserver.WireAnswerer: a UDP query is answered
@@ -46,7 +47,7 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	}
 	switch d.route {
 	case routeZone:
-		if h.wireMisses && inZone(lname, h.zoneName) && !zoneScopedShape(lname) {
+		if h.wireMisses && inZone(lname, h.zoneName) && !topology.MaybeScoped(lname) {
 			return h.missWire(dst, d.z, &q, lname)
 		}
 	case routeForward:

@@ -10,6 +10,10 @@
 // the node name. The cluster DNS takes it off (Take) before a query leaves
 // the cluster, so the option never reaches an upstream outside it.
 //
+// scoped.go parses CoreDNS's zone-scoped names,
+// <topology zone>.<pin|prefer>._zone.<svc>.<ns>.svc.<cluster zone>; the
+// cluster DNS answers them.
+//
 // The package is pure: the standard library, miekg/dns and pkg/dnsmsg (for
 // the EDNS0 size) only.
 package topology
