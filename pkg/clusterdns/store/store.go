@@ -1,88 +1,12 @@
 package store
 
 import (
-	"errors"
-	"fmt"
-	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
-
-// PodMode is how pod records (<dashed-ip>.<ns>.pod.<zone>) are answered, as
-// CoreDNS's "pods" option.
-type PodMode uint8
-
-// The pod modes.
-const (
-	// PodsDisabled answers no pod records (NXDOMAIN).
-	PodsDisabled PodMode = iota
-	// PodsInsecure answers any well-formed dashed IP in an exposed namespace
-	// without checking that such a pod exists (kube-dns behaviour).
-	PodsInsecure
-	// PodsVerified answers only IPs of pods that exist in that namespace.
-	PodsVerified
-)
-
-// ParsePodMode parses "disabled", "insecure" or "verified".
-func ParsePodMode(s string) (PodMode, error) {
-	switch s {
-	case "disabled":
-		return PodsDisabled, nil
-	case "insecure":
-		return PodsInsecure, nil
-	case "verified":
-		return PodsVerified, nil
-	}
-	return 0, fmt.Errorf("pods mode %q: want disabled, insecure or verified", s)
-}
-
-func (m PodMode) String() string {
-	switch m {
-	case PodsInsecure:
-		return "insecure"
-	case PodsVerified:
-		return "verified"
-	}
-	return "disabled"
-}
-
-// VersionTTL is the TTL of dns-version.<zone>, as CoreDNS.
-const VersionTTL = 28800
-
-// SchemaVersion is the version of the specification served.
-const SchemaVersion = "1.1.0"
-
-// MaxTTL is the largest --ttl accepted (CoreDNS's bound): a copy of
-// v1alpha1.MaxRecordTTL that test/apidefaults ties to it.
-const MaxTTL = 3600
-
-// Options shape what a Snapshot holds. They are the CoreDNS-parity options.
-type Options struct {
-	// Zone is the cluster domain, e.g. "cluster.local" (case and a trailing
-	// dot do not matter).
-	Zone string
-	// TTL of every record but dns-version, and the SOA minimum.
-	TTL uint32
-	// Pods is the pod record mode.
-	Pods PodMode
-	// Namespaces, when not empty, are the only namespaces served.
-	Namespaces []string
-	// IgnoreEmptyService makes Services without a ready endpoint NXDOMAIN.
-	IgnoreEmptyService bool
-	// EndpointPodNames names endpoints without a hostname after their pod.
-	EndpointPodNames bool
-	// NoEndpoints serves no endpoint records: headless Services and endpoint
-	// names are NXDOMAIN.
-	NoEndpoints bool
-}
-
-// ErrBadOptions is wrapped by New for invalid Options.
-var ErrBadOptions = errors.New("store: bad options")
 
 // Store holds the slim records and publishes Snapshots. Its methods are safe
 // for concurrent use. Mutations take effect for readers at the next Publish,
@@ -171,67 +95,6 @@ func New(opts Options) (*Store, error) {
 		topo:       newTopoIndex(),
 	}
 	return s, nil
-}
-
-// checkOptions validates opts and returns the lowercase zone with its
-// trailing dot.
-func checkOptions(opts Options) (string, error) {
-	if err := v1alpha1.ValidateClusterDomain(opts.Zone); err != nil {
-		return "", fmt.Errorf("%w: zone: %w", ErrBadOptions, err)
-	}
-	zone := strings.ToLower(strings.TrimSuffix(opts.Zone, "."))
-	if opts.TTL > MaxTTL {
-		return "", fmt.Errorf("%w: ttl %d above %d", ErrBadOptions, opts.TTL, MaxTTL)
-	}
-	return zone + ".", nil
-}
-
-// exposedSet is the namespace filter of names (nil: every namespace).
-func exposedSet(names []string) map[string]struct{} {
-	if len(names) == 0 {
-		return nil
-	}
-	set := make(map[string]struct{}, len(names))
-	for _, n := range names {
-		set[strings.ToLower(n)] = struct{}{}
-	}
-	return set
-}
-
-// namespaceExposed reports whether the filter exposed (exposedSet's) lets
-// ns, lowercase, through.
-func namespaceExposed(exposed map[string]struct{}, ns string) bool {
-	if exposed == nil {
-		return true
-	}
-	_, ok := exposed[ns]
-	return ok
-}
-
-// Options returns the options the Store builds snapshots with.
-func (s *Store) Options() Options {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.opts
-}
-
-// SetOptions changes the options of the snapshots built from now on (a
-// config reload): the next Publish applies them to the records the Store
-// holds, rebuilding everything. The zone cannot change: its names index the
-// records.
-func (s *Store) SetOptions(opts Options) error {
-	zone, err := checkOptions(opts)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if zone != s.zone {
-		return fmt.Errorf("%w: zone %q: the store serves %q", ErrBadOptions, opts.Zone, s.zone)
-	}
-	s.opts, s.exposed = opts, exposedSet(opts.Namespaces)
-	s.full = true
-	return nil
 }
 
 // Zone returns the lowercase cluster zone with its trailing dot.
@@ -557,75 +420,4 @@ func (s *Store) Publish() *Snapshot {
 	clear(s.olds)
 	s.snap.Store(snap)
 	return snap
-}
-
-// Snapshot is an immutable view of the records. Callers must not modify it or
-// anything reachable from it. Snapshots of one Store share what did not
-// change between them.
-type Snapshot struct {
-	// Zone is the lowercase cluster zone with its trailing dot.
-	Zone string
-	// Options the snapshot was built with.
-	Options Options
-	// Serial is the SOA serial: it grows with every Publish.
-	Serial uint32
-	Counts Counts
-
-	names      *pack.Map[string, *Node]
-	namespaces map[string]struct{} // replaced, not modified, when it changes
-	exposed    map[string]struct{}
-	podNS      *pack.Map[netip.Addr, string] // verified mode: pod IP → namespace, "" when two namespaces share the IP
-	podNode    *pack.Map[netip.Addr, string] // pod IP → node, "" when two nodes share the IP (topology.go)
-	nodeZones  map[string]string             // node → topology zone; replaced, not modified
-	ptrs       snapPTRs                      // made on first use (ptrs.go)
-
-	// seq numbers the Snapshots of a Store; log tells what changed
-	// between two of them (ChangedSince).
-	seq uint64
-	log *changeLog
-}
-
-// PodNamespace returns the namespace of the pod with IP ip (pods verified
-// only). An IP that pods of two namespaces claim (a reused IP the watch has
-// not caught up with yet) is reported as unknown.
-func (s *Snapshot) PodNamespace(ip netip.Addr) (string, bool) {
-	ns, ok := s.podNS.Get(ip.Unmap())
-	return ns, ok && ns != ""
-}
-
-// Lookup returns the node of a lowercase fully qualified name (with the
-// trailing dot).
-func (s *Snapshot) Lookup(name string) (*Node, bool) {
-	return s.names.Get(name)
-}
-
-// NamespaceExposed reports whether the namespace filter lets ns through.
-func (s *Snapshot) NamespaceExposed(ns string) bool {
-	return namespaceExposed(s.exposed, ns)
-}
-
-// HasNamespace reports whether ns is known (a Namespace object or any object
-// in it) and exposed.
-func (s *Snapshot) HasNamespace(ns string) bool {
-	_, ok := s.namespaces[ns]
-	return ok
-}
-
-// HasPTRIn reports whether the address of a PTR name of the snapshot lies
-// in p.
-func (s *Snapshot) HasPTRIn(p netip.Prefix) bool {
-	it := s.ptrs.idx.of(s).Iterator()
-	it.Seek(p.Masked().Addr())
-	a, _, ok := it.Next()
-	return ok && p.Contains(a)
-}
-
-// Names calls f for every name of the snapshot, in no particular order,
-// without the variants (variant.go).
-func (s *Snapshot) Names(f func(name string, n *Node)) {
-	s.names.All(func(name string, n *Node) {
-		if !isVariantKey(name) {
-			f(name, n)
-		}
-	})
 }
