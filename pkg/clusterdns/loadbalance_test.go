@@ -52,7 +52,7 @@ func rrLines(rrs []dns.RR) []string {
 
 // TestPackedRotationMatchesMessageRotation: rotating a packed reply in place
 // gives, hit after hit, exactly the bytes' meaning of rotating the message
-// before packing (rotateAnswer), compression pointers into moved records
+// before packing (dnsmsg.RotateAnswer), compression pointers into moved records
 // included; replies that cannot be rotated safely are served as they are.
 func TestPackedRotationMatchesMessageRotation(t *testing.T) {
 	const q = "_http._tcp.db.ns.svc.cluster.local."
@@ -106,7 +106,7 @@ func TestPackedRotationMatchesMessageRotation(t *testing.T) {
 				if err := r.Unpack(got); err != nil {
 					t.Fatalf("hit %d: rotated reply does not unpack: %v", c, err)
 				}
-				want := rrLines(rotateAnswer(m.Answer, c))
+				want := rrLines(dnsmsg.RotateAnswer(m.Answer, c))
 				if g := rrLines(r.Answer); !slices.Equal(g, want) {
 					t.Fatalf("hit %d: answer\n  %s\nwant\n  %s", c, strings.Join(g, "\n  "), strings.Join(want, "\n  "))
 				}

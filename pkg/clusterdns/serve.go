@@ -34,7 +34,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		if m, ok := h.answerBySource(context.Background(), w.RemoteAddr(), req, tcp); ok {
 			h.limitUDP(m, tcp)
 			if h.lb {
-				m.Answer = rotateAnswer(m.Answer, h.lbN.Add(1))
+				m.Answer = dnsmsg.RotateAnswer(m.Answer, h.lbN.Add(1))
 			}
 			if b, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
 				*bp = b
@@ -173,7 +173,7 @@ func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bo
 		cut = h.limitUDP(m, tcp)
 	}
 	if h.lb {
-		if r := rotateAnswer(m.Answer, h.lbN.Add(1)); len(r) > 0 && &r[0] != &m.Answer[0] {
+		if r := dnsmsg.RotateAnswer(m.Answer, h.lbN.Add(1)); len(r) > 0 && &r[0] != &m.Answer[0] {
 			m.Answer, t = r, dnscache.Ticket{}
 		}
 	}

@@ -317,17 +317,24 @@ func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base 
 		if svc.Type != Headless {
 			continue
 		}
-		for _, p := range sa.slice.Ports {
-			if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
-				continue
-			}
-			srvs = append(srvs, srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, e.host})
-		}
+		srvs = appendSRVKeys(srvs, sa.slice.Ports, e.host)
 	}
 	if b.distinct {
 		return eps, srvs // no repeats; addService sorts what it publishes
 	}
 	return dedup(eps, compareServed), dedup(srvs, compareSRVKey)
+}
+
+// appendSRVKeys appends an endpoint's srvKey per port of its slice: an
+// unnamed port's too, not one without a number or a named one without a
+// protocol.
+func appendSRVKeys(dst []srvKey, ports []Port, host string) []srvKey {
+	for _, p := range ports {
+		if p.Port != 0 && (p.Name == "" || p.Protocol != "") {
+			dst = append(dst, srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, host})
+		}
+	}
+	return dst
 }
 
 // servedAddr is one served address of an endpoint of a slice.

@@ -146,12 +146,7 @@ func (b *builder) addVariants(svc *Service, sls []*EndpointSlice, base string) {
 			groups[v] = g
 		}
 		g.addrs = append(g.addrs, sa.addr)
-		for _, p := range sa.slice.Ports {
-			if p.Port == 0 || (p.Name != "" && p.Protocol == "") {
-				continue
-			}
-			g.srvs = append(g.srvs, srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, host})
-		}
+		g.srvs = appendSRVKeys(g.srvs, sa.slice.Ports, host)
 	}
 	for sa := range servedAddrs(svc, sls) {
 		if !sa.ep.Ready {
