@@ -191,7 +191,7 @@ func WithReverseZones(prefixes []netip.Prefix) (Option, error) {
 		}
 		bits := p.Bits() / step * step
 		zp := netip.PrefixFrom(p.Addr(), bits).Masked()
-		auth = append(auth, reverseAuth{prefix: p, bits: bits, zone: reverseZoneName(zp)})
+		auth = append(auth, reverseAuth{prefix: p, bits: bits, zone: store.ReverseZone(zp)})
 	}
 	return func(h *Handler) { h.reverse = auth }, nil
 }

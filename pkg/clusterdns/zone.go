@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -212,86 +211,6 @@ func reverseZone(name string) string {
 	return ""
 }
 
-// reverseZoneName is the reverse zone of an octet-aligned (IPv4) or
-// nibble-aligned (IPv6) masked prefix: "10.in-addr.arpa." for 10.0.0.0/8.
-func reverseZoneName(p netip.Prefix) string {
-	var b strings.Builder
-	if p.Addr().Is4() {
-		a := p.Addr().As4()
-		for i := p.Bits()/8 - 1; i >= 0; i-- {
-			b.WriteString(strconv.Itoa(int(a[i])))
-			b.WriteByte('.')
-		}
-		b.WriteString(reverse4)
-		return b.String()
-	}
-	a := p.Addr().As16()
-	for i := p.Bits()/4 - 1; i >= 0; i-- {
-		nib := a[i/2] >> 4
-		if i%2 == 1 {
-			nib = a[i/2] & 0xf
-		}
-		b.WriteByte(hexDigit[nib])
-		b.WriteByte('.')
-	}
-	b.WriteString(reverse6)
-	return b.String()
-}
-
-const hexDigit = "0123456789abcdef"
-
-// parseReverse returns the prefix a lowercase reverse name stands for:
-// 96.10.in-addr.arpa. is 10.96.0.0/16, a nibble name under ip6.arpa. a
-// prefix of 4 bits per label. ok is false for names that stand for no
-// address (labels that are not octets or nibbles, too many labels).
-func parseReverse(name string) (p netip.Prefix, ok bool) {
-	var labels []string
-	var v6 bool
-	switch {
-	case inZone(name, reverse4):
-		labels = strings.Split(strings.TrimSuffix(name, reverse4), ".")
-	case inZone(name, reverse6):
-		labels, v6 = strings.Split(strings.TrimSuffix(name, reverse6), "."), true
-	default:
-		return p, false
-	}
-	labels = labels[:len(labels)-1] // the empty string after the last dot
-	if !v6 {
-		if len(labels) > 4 {
-			return p, false
-		}
-		var a [4]byte
-		for i, l := range labels {
-			n, err := strconv.Atoi(l)
-			if err != nil || n < 0 || n > 255 || strconv.Itoa(n) != l {
-				return p, false
-			}
-			a[len(labels)-1-i] = byte(n)
-		}
-		return netip.PrefixFrom(netip.AddrFrom4(a), 8*len(labels)), true
-	}
-	if len(labels) > 32 {
-		return p, false
-	}
-	var a [16]byte
-	for i, l := range labels {
-		if len(l) != 1 {
-			return p, false
-		}
-		nib := strings.IndexByte(hexDigit, l[0])
-		if nib < 0 {
-			return p, false
-		}
-		pos := len(labels) - 1 - i // nibble position from the left
-		if pos%2 == 0 {
-			a[pos/2] |= byte(nib) << 4
-		} else {
-			a[pos/2] |= byte(nib)
-		}
-	}
-	return netip.PrefixFrom(netip.AddrFrom16(a), 4*len(labels)), true
-}
-
 // reverseAuthFor returns the authoritative reverse zone a lowercase reverse
 // name belongs to: a name inside one of the WithReverseZones prefixes, or
 // between the prefix and its zone's apex. nil when there is none.
@@ -299,7 +218,7 @@ func (h *Handler) reverseAuthFor(lname string) *reverseAuth {
 	if len(h.reverse) == 0 {
 		return nil
 	}
-	p, ok := parseReverse(lname)
+	p, ok := store.ParseReverse(lname)
 	if !ok {
 		// Under a zone of ours but not an address (e.g. a letter label):
 		// the name cannot exist.
@@ -332,7 +251,7 @@ func (h *Handler) reverseAuthFor(lname string) *reverseAuth {
 func (z *zone) reverseAnswer(ra *reverseAuth, qtype uint16, owner, lname string) Result {
 	soa := soaRR(ra.zone, z.name, z.ttl, z.snap.Serial)
 	neg := []dns.RR{soa}
-	p, ok := parseReverse(lname)
+	p, ok := store.ParseReverse(lname)
 	exists := ok && (p.Bits() < ra.prefix.Bits() || z.hasAddrIn(p))
 	if !exists {
 		return Result{Rcode: dns.RcodeNameError, Ns: neg, Authoritative: true}

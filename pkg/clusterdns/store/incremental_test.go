@@ -381,3 +381,18 @@ func TestReverseAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestReverseZone: ParseReverse reads back the prefix of each reverse
+// zone name, octet or nibble aligned.
+func TestReverseZone(t *testing.T) {
+	for _, s := range []string{"10.0.0.0/8", "10.96.0.0/16", "0.0.0.0/0", "10.96.0.1/32", "fd00::/8", "2001:db8::/32", "::/0"} {
+		p := netip.MustParsePrefix(s)
+		name := ReverseZone(p)
+		if back, ok := ParseReverse(name); !ok || back != p {
+			t.Errorf("ParseReverse(%q) = %v %v, want %v", name, back, ok, p)
+		}
+	}
+	if p, ok := ParseReverse("10.xin-addr.arpa."); ok {
+		t.Errorf("ParseReverse read %v from a name outside the reverse zones", p)
+	}
+}

@@ -158,6 +158,12 @@ func ParseDashedIP(label string) (netip.Addr, bool) {
 
 const hexDigits = "0123456789abcdef"
 
+// The reverse zones of IPv4 and IPv6 addresses.
+const (
+	reverse4 = "in-addr.arpa."
+	reverse6 = "ip6.arpa."
+)
+
 // ReverseName is the PTR owner name of an address: d.c.b.a.in-addr.arpa. for
 // IPv4 and the 32-nibble form under ip6.arpa. for IPv6.
 func ReverseName(a netip.Addr) string {
@@ -165,65 +171,102 @@ func ReverseName(a netip.Addr) string {
 	return string(appendReverseName(buf[:0], a))
 }
 
+// ReverseZone is the reverse name of an octet-aligned (IPv4) or
+// nibble-aligned (IPv6) masked prefix: "10.in-addr.arpa." for 10.0.0.0/8.
+func ReverseZone(p netip.Prefix) string {
+	var buf [74]byte
+	return string(appendReverse(buf[:0], p.Addr(), p.Bits()))
+}
+
 // appendReverseName appends ReverseName(a) to dst.
 func appendReverseName(dst []byte, a netip.Addr) []byte {
 	a = a.Unmap()
+	return appendReverse(dst, a, a.BitLen())
+}
+
+// appendReverse appends the reverse name of the first bits of a, whole
+// octets (IPv4) or nibbles (IPv6).
+func appendReverse(dst []byte, a netip.Addr, bits int) []byte {
 	if a.Is4() {
 		b := a.As4()
-		for i := 3; i >= 0; i-- {
+		for i := bits/8 - 1; i >= 0; i-- {
 			dst = strconv.AppendUint(dst, uint64(b[i]), 10)
 			dst = append(dst, '.')
 		}
-		return append(dst, "in-addr.arpa."...)
+		return append(dst, reverse4...)
 	}
 	b := a.As16()
-	for i := 15; i >= 0; i-- {
-		dst = append(dst, hexDigits[b[i]&0xf], '.', hexDigits[b[i]>>4], '.')
+	for i := bits/4 - 1; i >= 0; i-- {
+		nib := b[i/2] >> 4
+		if i%2 == 1 {
+			nib = b[i/2] & 0xf
+		}
+		dst = append(dst, hexDigits[nib], '.')
 	}
-	return append(dst, "ip6.arpa."...)
+	return append(dst, reverse6...)
+}
+
+// ParseReverse is the inverse of ReverseZone: the prefix a lowercase
+// reverse name stands for, 96.10.in-addr.arpa. for 10.96.0.0/16, a nibble
+// name under ip6.arpa. for a prefix of 4 bits per label. ok is false for
+// names that stand for no address (labels that are not octets or nibbles,
+// too many labels).
+func ParseReverse(name string) (p netip.Prefix, ok bool) {
+	rest, v4 := strings.CutSuffix(name, reverse4)
+	if !v4 {
+		if rest, ok = strings.CutSuffix(name, reverse6); !ok {
+			return p, false
+		}
+	}
+	if rest != "" && rest[len(rest)-1] != '.' {
+		return p, false // not a label boundary: "xin-addr.arpa."
+	}
+	labels := strings.Split(rest, ".")
+	labels = labels[:len(labels)-1] // the empty string after the last dot
+	if v4 {
+		if len(labels) > 4 {
+			return p, false
+		}
+		var a [4]byte
+		for i, l := range labels {
+			n, err := strconv.ParseUint(l, 10, 8)
+			if err != nil || strconv.FormatUint(n, 10) != l {
+				return p, false
+			}
+			a[len(labels)-1-i] = byte(n)
+		}
+		return netip.PrefixFrom(netip.AddrFrom4(a), 8*len(labels)), true
+	}
+	if len(labels) > 32 {
+		return p, false
+	}
+	var a [16]byte
+	for i, l := range labels {
+		nib := -1
+		if len(l) == 1 {
+			nib = strings.IndexByte(hexDigits, l[0])
+		}
+		if nib < 0 {
+			return p, false
+		}
+		pos := len(labels) - 1 - i // nibble position from the left
+		if pos%2 == 0 {
+			a[pos/2] |= byte(nib) << 4
+		} else {
+			a[pos/2] |= byte(nib)
+		}
+	}
+	return netip.PrefixFrom(netip.AddrFrom16(a), 4*len(labels)), true
 }
 
 // reverseAddr is the inverse of ReverseName: the address of a full PTR owner
 // name, false for any other name.
 func reverseAddr(name string) (netip.Addr, bool) {
-	if rest, ok := strings.CutSuffix(name, ".in-addr.arpa."); ok {
-		labels := strings.Split(rest, ".")
-		if len(labels) != 4 {
-			return netip.Addr{}, false
-		}
-		var b [4]byte
-		for i, l := range labels {
-			n, err := strconv.ParseUint(l, 10, 8)
-			if err != nil || strconv.FormatUint(n, 10) != l {
-				return netip.Addr{}, false
-			}
-			b[3-i] = byte(n)
-		}
-		return netip.AddrFrom4(b), true
-	}
-	rest, ok := strings.CutSuffix(name, ".ip6.arpa.")
-	if !ok || len(rest) != 63 {
+	p, ok := ParseReverse(name)
+	if !ok || p.Bits() != p.Addr().BitLen() {
 		return netip.Addr{}, false
 	}
-	var b [16]byte
-	for i := range 32 {
-		c, dot := rest[2*i], byte('.')
-		if 2*i+1 < len(rest) {
-			dot = rest[2*i+1]
-		}
-		nib := strings.IndexByte(hexDigits, c)
-		if nib < 0 || dot != '.' {
-			return netip.Addr{}, false
-		}
-		// Nibble i counts from the end of the address.
-		pos := 31 - i
-		if pos%2 == 0 {
-			b[pos/2] |= byte(nib) << 4
-		} else {
-			b[pos/2] |= byte(nib)
-		}
-	}
-	return netip.AddrFrom16(b), true
+	return p.Addr(), true
 }
 
 // Counts are the sizes of a Snapshot, for metrics.
