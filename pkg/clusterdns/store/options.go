@@ -104,16 +104,6 @@ func exposedSet(names []string) map[string]struct{} {
 	return set
 }
 
-// namespaceExposed reports whether the filter exposed (exposedSet's) lets
-// ns, lowercase, through.
-func namespaceExposed(exposed map[string]struct{}, ns string) bool {
-	if exposed == nil {
-		return true
-	}
-	_, ok := exposed[ns]
-	return ok
-}
-
 // Options returns the options the Store builds snapshots with.
 func (s *Store) Options() Options {
 	s.mu.Lock()

@@ -143,17 +143,3 @@ func (s *Store) DeleteNodeTopology(name string) {
 		s.topo.zonesChanged = true
 	}
 }
-
-// ClientTopology returns the node and the topology zone of the pod with
-// IP ip, "" for what is unknown: no pod has ip (or pods of two nodes do),
-// or its node has no topology zone label.
-func (s *Snapshot) ClientTopology(ip netip.Addr) (zone, node string) {
-	if s.podNode == nil {
-		return "", ""
-	}
-	node, _ = s.podNode.Get(ip.Unmap())
-	if node == "" {
-		return "", ""
-	}
-	return s.nodeZones[node], node
-}

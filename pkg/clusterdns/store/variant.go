@@ -2,9 +2,6 @@ package store
 
 import (
 	"net/netip"
-	"strings"
-
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 )
 
 // A headless Service with a traffic distribution answers its name and its
@@ -15,24 +12,8 @@ import (
 // addresses and SRV records over those endpoints alone. An endpoint is in
 // at most one zone variant and one node variant, and a Service without a
 // traffic distribution has none. A client whose node and topology zone
-// have no variant gets the name's own node: every endpoint.
-//
-// A variant lives in the index under a key no query makes: the name, a
-// 0x00 byte and an uppercase letter (queries are lowercased), then the
-// lowercase topology zone (Z) or node (N). The name with 0x00 V marks a
-// name that has variants. An endpoint name (web-0.web.ns.svc) names one
-// pod and has none.
-
-// Variant names the answer a client got for a name: "" is the name's own
-// node, anything else a variant of it. It goes in the reply cache's key.
-type Variant string
-
-// The marks of the variant keys.
-const (
-	markVariants = "\x00V"
-	markZone     = "\x00Z"
-	markNode     = "\x00N"
-)
+// have no variant gets the name's own node: every endpoint. The variant
+// keys and their lookups are in snapshot.go.
 
 // The traffic distributions (spec.trafficDistribution) that make
 // variants; variant_test.go ties them to pkg/topology's Prefer.
@@ -51,77 +32,6 @@ func variantKinds(td string) (zones, nodes bool) {
 		return true, true
 	}
 	return false, false
-}
-
-// TopologyZoneVariant is the variant of the endpoints in a topology zone.
-func TopologyZoneVariant(zone string) Variant {
-	return Variant(markZone + strings.ToLower(zone))
-}
-
-// NodeVariant is the variant of the endpoints on a node.
-func NodeVariant(node string) Variant { return Variant(markNode + strings.ToLower(node)) }
-
-// isVariantKey reports whether an index key is a variant's or a mark's.
-func isVariantKey(name string) bool { return strings.IndexByte(name, 0) >= 0 }
-
-// variantBase is the name of a variant key, the key itself otherwise.
-func variantBase(key string) string {
-	if i := strings.IndexByte(key, 0); i >= 0 {
-		return key[:i]
-	}
-	return key
-}
-
-// getKey looks up name followed by suffix without building the key.
-func (s *Snapshot) getKey(name, suffix string) (*Node, bool) {
-	var buf [320]byte
-	k := append(append(buf[:0], name...), suffix...)
-	return s.names.Get(pack.Borrow(k))
-}
-
-// HasVariants reports whether name (lowercase, fully qualified) has
-// answers per client: the name or a SRV name of a headless Service with a
-// traffic distribution and a ready endpoint.
-func (s *Snapshot) HasVariants(name string) bool {
-	if s.Counts.Variants == 0 {
-		return false
-	}
-	_, ok := s.getKey(name, markVariants)
-	return ok
-}
-
-// VariantFor is the variant a client on node in topology zone zone ("":
-// unknown) gets for name: its node's when the name has one, else its
-// topology zone's, else "" (the name's own node).
-func (s *Snapshot) VariantFor(name, zone, node string) Variant {
-	if (zone == "" && node == "") || !s.HasVariants(name) {
-		return ""
-	}
-	if node != "" {
-		if v := NodeVariant(node); s.hasVariant(name, v) {
-			return v
-		}
-	}
-	if zone != "" {
-		if v := TopologyZoneVariant(zone); s.hasVariant(name, v) {
-			return v
-		}
-	}
-	return ""
-}
-
-func (s *Snapshot) hasVariant(name string, v Variant) bool {
-	_, ok := s.getKey(name, string(v))
-	return ok
-}
-
-// LookupVariant returns the node of variant v of name, which VariantFor
-// or TopologyZoneVariant gave; v "" is Lookup.
-func (s *Snapshot) LookupVariant(name string, v Variant) (*Node, bool) {
-	if v == "" {
-		return s.Lookup(name)
-	}
-	return s.getKey(name, string(v))
 }
 
 // variantGroup is what one variant of a Service holds: its endpoints'
