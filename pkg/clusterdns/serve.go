@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
@@ -24,14 +23,14 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	defer bufPool.Put(bp)
 	opt, rcode := dnsmsg.Check(req) // once per query
 	ctx := context.Background()
-	var v store.Variant // the client's answer of a name with variants
+	var a asker // the client: its address and its variant of the name
 	if rcode == dns.RcodeSuccess {
-		v = h.variant(w.RemoteAddr(), req)
-		ctx = withVariant(ctx, v)
+		a = h.askerOf(w.RemoteAddr(), req)
+		ctx = withVariant(ctx, a.variant)
 	}
 	if h.ap != nil && h.ap.sourceIP && rcode == dns.RcodeSuccess {
 		// Answers that depend on the source are never cached.
-		if m, ok := h.answerBySource(context.Background(), w.RemoteAddr(), req, tcp); ok {
+		if m, ok := h.answerBySource(context.Background(), a.ip, req, tcp); ok {
 			h.limitUDP(m, tcp)
 			if h.lb {
 				m.Answer = dnsmsg.RotateAnswer(m.Answer, h.lbN.Add(1))
@@ -50,7 +49,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 
 	key, cacheable := checkedKey(req, opt, rcode, tcp)
-	key = variantKey(key, v)
+	key = variantKey(key, a.variant)
 	var z *zone
 	if cacheable {
 		z = h.zone()
@@ -63,7 +62,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	}
 	m, local, deps, ticket, cut := h.respond(ctx, req, rcode, tcp)
-	if v != "" {
+	if a.variant != "" {
 		// Retired with the name: its key holds the variant too.
 		deps = append(deps, lowerFQDN(req.Question[0].Name))
 	}
@@ -196,17 +195,10 @@ func (h *Handler) rewriteRequest(req *dns.Msg) (*dns.Msg, *reversal, error) {
 	return &r, rev, nil
 }
 
-// answerBySource answers req from its source address when it is a first
+// answerBySource answers req from its source address ip when it is a first
 // search query of a known pod (WithAutopathBySource); false otherwise, and
 // the normal path answers. dnsmsg.Check has accepted req.
-func (h *Handler) answerBySource(ctx context.Context, src net.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
-	var ip netip.Addr
-	switch a := src.(type) {
-	case *net.UDPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
-	case *net.TCPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
-	}
+func (h *Handler) answerBySource(ctx context.Context, ip netip.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
 	z := h.zone()
 	if z == nil || !ip.IsValid() {
 		return nil, false

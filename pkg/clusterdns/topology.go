@@ -1,7 +1,6 @@
 package clusterdns
 
 import (
-	"context"
 	"net"
 	"net/netip"
 
@@ -21,60 +20,41 @@ import (
 // reply made for a variant is cached under the question and the variant,
 // so one topology zone's answer is never served to another; a name
 // without variants keeps one entry. CoreDNS's zone-scoped names
-// (coredns#8388) read the same variants.
+// (coredns#8388) read the same variants. askerOf places the client once
+// per query; zone.go answers with its variant.
 
 // WithTopology reads the client's topology from the EDNS0 local option of
 // code (api topologyOptionCode), which node-local adds, and takes it off
 // every query, so that it is never forwarded. 0 reads none.
 func WithTopology(code uint16) Option { return func(h *Handler) { h.topoCode = code } }
 
-// variant takes the topology option off req and returns the variant of
-// its question the client gets: "" but for a name with variants.
-func (h *Handler) variant(src net.Addr, req *dns.Msg) store.Variant {
-	z := h.zone()
-	if z == nil || z.snap.Counts.Variants == 0 {
-		h.takeTopology(req)
-		return ""
-	}
-	lname := lowerFQDN(req.Question[0].Name)
-	if !z.snap.HasVariants(lname) {
-		h.takeTopology(req)
-		return ""
-	}
-	c := clientTopology(req, h.topoCode, src, z.snap)
-	return z.snap.VariantFor(lname, c.Zone, c.Node)
+// asker is what a query's answer needs to know of its client: its
+// address (autopath by source) and the variant of the question's name it
+// gets ("" but for a name with variants).
+type asker struct {
+	ip      netip.Addr
+	variant store.Variant
 }
 
-// takeTopology removes the topology option from req.
-func (h *Handler) takeTopology(req *dns.Msg) {
-	if h.topoCode != 0 {
-		topology.Take(req, h.topoCode)
-	}
-}
-
-type variantCtxKey struct{}
-
-// withVariant is ctx carrying the variant of the question's name that
-// the reply is made for (and cached under).
-func withVariant(ctx context.Context, v store.Variant) context.Context {
-	if v == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, variantCtxKey{}, v)
-}
-
-// lookup is the node of lname: the variant of ctx for the question's
-// name (depth 0) when it has it, else the name's own. A CNAME's target is
-// answered with its own node: the reply is cached under the question.
-func (z *zone) lookup(ctx context.Context, lname string, depth int) (*store.Node, bool) {
-	if depth == 0 {
-		if v, _ := ctx.Value(variantCtxKey{}).(store.Variant); v != "" {
-			if n, ok := z.snap.LookupVariant(lname, v); ok {
-				return n, true
-			}
+// askerOf places the client of req, a query dnsmsg.Check accepts, once
+// per query. It takes the topology option off req, so that it is never
+// forwarded.
+func (h *Handler) askerOf(src net.Addr, req *dns.Msg) asker {
+	var a asker
+	a.ip, _ = addrOf(src)
+	var snap *store.Snapshot // set when the name has variants
+	var lname string
+	if z := h.zone(); z != nil && z.snap.Counts.Variants > 0 {
+		lname = lowerFQDN(req.Question[0].Name)
+		if z.snap.HasVariants(lname) {
+			snap = z.snap
 		}
 	}
-	return z.snap.Lookup(lname)
+	c := clientTopology(req, h.topoCode, a.ip, snap)
+	if snap != nil {
+		a.variant = snap.VariantFor(lname, c.Zone, c.Node)
+	}
+	return a
 }
 
 // perClient reports whether the answer to the wire name (dnsmsg's form)
@@ -90,18 +70,15 @@ func perClient(z *zone, wireName []byte) bool {
 
 // clientTopology is where the client of req is: the topology option of
 // code (removed from req, malformed or not), else the node and topology
-// zone of the pod with src's address. Unknown parts are "".
-func clientTopology(req *dns.Msg, code uint16, src net.Addr, snap *store.Snapshot) topology.Client {
+// zone of the pod with address ip (none without snap). Unknown parts are
+// "".
+func clientTopology(req *dns.Msg, code uint16, ip netip.Addr, snap *store.Snapshot) topology.Client {
 	if code != 0 {
 		if c, ok := topology.Take(req, code); ok && c.Known() {
 			return c
 		}
 	}
-	if snap == nil {
-		return topology.Client{}
-	}
-	ip, ok := addrOf(src)
-	if !ok {
+	if snap == nil || !ip.IsValid() {
 		return topology.Client{}
 	}
 	zone, node := snap.ClientTopology(ip)
@@ -119,45 +96,4 @@ func addrOf(a net.Addr) (netip.Addr, bool) {
 		return ip.Unmap(), ok
 	}
 	return netip.Addr{}, false
-}
-
-// zoneScopedAnswer answers lname when it is a zone-scoped name of a
-// Service with topology zone variants, as CoreDNS does: A, AAAA and SRV
-// (with the targets' addresses) of the topology zone's ready endpoints;
-// with prefer, of every endpoint when the topology zone has none; NODATA
-// for other types and for a pin with none. ok is false for any other
-// name (the caller answers NXDOMAIN): our store keeps topology zones only
-// for headless Services with a traffic distribution.
-func (z *zone) zoneScopedAnswer(qtype uint16, owner, lname string) (Result, bool) {
-	if z.snap.Counts.Variants == 0 {
-		return Result{}, false
-	}
-	zs, ok := topology.ParseScoped(lname, z.name)
-	if !ok || !z.snap.HasVariants(zs.Base) {
-		return Result{}, false
-	}
-	n, found := z.snap.LookupVariant(zs.Base, store.TopologyZoneVariant(zs.Zone))
-	if !found && zs.Prefer {
-		n, found = z.snap.Lookup(zs.Base)
-	}
-	nodata := Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true, deps: []string{zs.Base}}
-	if !found {
-		return nodata, true
-	}
-	var ans []dns.RR
-	switch qtype {
-	case dns.TypeA, dns.TypeAAAA, dns.TypeSRV:
-		ans = z.records(owner, zs.Base, n, qtype)
-	}
-	if len(ans) == 0 {
-		return nodata, true
-	}
-	r := Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Authoritative: true, deps: []string{zs.Base}}
-	if qtype == dns.TypeSRV {
-		r.Extra = clip(z.srvExtra(n.SRV()))
-		for _, s := range n.SRV() {
-			r.deps = append(r.deps, s.Target)
-		}
-	}
-	return r, true
 }

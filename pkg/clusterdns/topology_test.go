@@ -141,7 +141,8 @@ func TestClientTopology(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			got := clientTopology(tt.req, tt.code, tt.src, snap)
+			ip, _ := addrOf(tt.src)
+			got := clientTopology(tt.req, tt.code, ip, snap)
 			if got != tt.want {
 				t.Errorf("clientTopology = %+v, want %+v", got, tt.want)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 
 // zone is the view of one store.Snapshot the handler answers from: the
@@ -436,4 +437,73 @@ func fill(m *dns.Msg, r Result) {
 	m.Rcode = r.Rcode
 	m.Authoritative = r.Authoritative
 	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
+}
+
+// The answers per client: askerOf (topology.go) places the client once
+// per query, and the context carries its variant to the lookup.
+
+type variantCtxKey struct{}
+
+// withVariant is ctx carrying the variant of the question's name that
+// the reply is made for (and cached under).
+func withVariant(ctx context.Context, v store.Variant) context.Context {
+	if v == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, variantCtxKey{}, v)
+}
+
+// lookup is the node of lname: the variant of ctx for the question's
+// name (depth 0) when it has it, else the name's own. A CNAME's target is
+// answered with its own node: the reply is cached under the question.
+func (z *zone) lookup(ctx context.Context, lname string, depth int) (*store.Node, bool) {
+	if depth == 0 {
+		if v, _ := ctx.Value(variantCtxKey{}).(store.Variant); v != "" {
+			if n, ok := z.snap.LookupVariant(lname, v); ok {
+				return n, true
+			}
+		}
+	}
+	return z.snap.Lookup(lname)
+}
+
+// zoneScopedAnswer answers lname when it is a zone-scoped name of a
+// Service with topology zone variants, as CoreDNS does: A, AAAA and SRV
+// (with the targets' addresses) of the topology zone's ready endpoints;
+// with prefer, of every endpoint when the topology zone has none; NODATA
+// for other types and for a pin with none. ok is false for any other
+// name (the caller answers NXDOMAIN): our store keeps topology zones only
+// for headless Services with a traffic distribution.
+func (z *zone) zoneScopedAnswer(qtype uint16, owner, lname string) (Result, bool) {
+	if z.snap.Counts.Variants == 0 {
+		return Result{}, false
+	}
+	zs, ok := topology.ParseScoped(lname, z.name)
+	if !ok || !z.snap.HasVariants(zs.Base) {
+		return Result{}, false
+	}
+	n, found := z.snap.LookupVariant(zs.Base, store.TopologyZoneVariant(zs.Zone))
+	if !found && zs.Prefer {
+		n, found = z.snap.Lookup(zs.Base)
+	}
+	nodata := Result{Rcode: dns.RcodeSuccess, Ns: z.negative(lname), Authoritative: true, deps: []string{zs.Base}}
+	if !found {
+		return nodata, true
+	}
+	var ans []dns.RR
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeSRV:
+		ans = z.records(owner, zs.Base, n, qtype)
+	}
+	if len(ans) == 0 {
+		return nodata, true
+	}
+	r := Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Authoritative: true, deps: []string{zs.Base}}
+	if qtype == dns.TypeSRV {
+		r.Extra = clip(z.srvExtra(n.SRV()))
+		for _, s := range n.SRV() {
+			r.deps = append(r.deps, s.Target)
+		}
+	}
+	return r, true
 }
