@@ -129,11 +129,12 @@ func WithReplyCache(bytes int64) Option {
 func WithWireMisses() Option { return func(h *Handler) { h.wireMisses = true } }
 
 // NamespaceMetrics counts each query in the namespace of the pod asking.
-// *nsmetrics.Metrics implements it. Classify works out a query's count,
-// which the handler keeps with a cached reply and Observes on each hit.
+// *nsmetrics.Metrics implements it. Record counts a query once, at the
+// end; the handler keeps its count with a cached reply and Observes it on
+// each hit.
 type NamespaceMetrics interface {
-	Classify(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) nsmetrics.Count
-	ClassifyName(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) nsmetrics.Count
+	Record(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) nsmetrics.Count
+	RecordName(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) nsmetrics.Count
 	Observe(c nsmetrics.Count)
 }
 

@@ -28,27 +28,15 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		a = h.askerOf(w.RemoteAddr(), req)
 		ctx = withVariant(ctx, a.variant)
 	}
+	var m *dns.Msg // the reply
+	var b []byte   // m packed
 	if h.ap != nil && h.ap.sourceIP && rcode == dns.RcodeSuccess {
-		// Answers that depend on the source are never cached.
-		if m, ok := h.answerBySource(context.Background(), a.ip, req, tcp); ok {
-			h.limitUDP(m, tcp)
-			if h.lb {
-				m.Answer = dnsmsg.RotateAnswer(m.Answer, h.lbN.Add(1))
-			}
-			if b, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
-				*bp = b
-				// Counted before the reply leaves: a client that has its
-				// answer sees it in the metrics.
-				if h.amp != nil {
-					h.amp.Observe(h.amp.Classify(req, h.records.Snapshot(), m.Rcode, true, nil))
-				}
-				h.write(w, b)
-				return
-			}
-		}
+		m, b = h.answerBySource(context.Background(), a.ip, req, tcp, bp)
 	}
+	bySource := m != nil
 
 	key, cacheable := checkedKey(req, opt, rcode, tcp)
+	cacheable = cacheable && !bySource // answers that depend on the source are never cached
 	key = variantKey(key, a.variant)
 	var z *zone
 	if cacheable {
@@ -61,22 +49,30 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 		}
 	}
-	m, local, deps, ticket, cut := h.respond(ctx, req, rcode, tcp)
-	if a.variant != "" {
-		// Retired with the name: its key holds the variant too.
-		deps = append(deps, lowerFQDN(req.Question[0].Name))
-	}
-	b, err := m.PackBuffer((*bp)[:cap(*bp)])
-	if err != nil {
-		h.log.Debug("pack reply", "err", err)
-		ticket = dnscache.Ticket{}
-		m = new(dns.Msg)
-		m.SetRcode(req, dns.RcodeServerFailure)
-		if b, err = m.PackBuffer((*bp)[:cap(*bp)]); err != nil {
-			return
+	var local bool
+	var deps []string
+	var ticket dnscache.Ticket
+	var cut *udpCut
+	if !bySource {
+		m, local, deps, ticket, cut = h.respond(ctx, req, rcode, tcp)
+		if a.variant != "" {
+			// Retired with the name: its key holds the variant too.
+			deps = append(deps, lowerFQDN(req.Question[0].Name))
 		}
+		var err error
+		if b, err = m.PackBuffer((*bp)[:cap(*bp)]); err != nil {
+			h.log.Debug("pack reply", "err", err)
+			ticket = dnscache.Ticket{}
+			m = new(dns.Msg)
+			m.SetRcode(req, dns.RcodeServerFailure)
+			if b, err = m.PackBuffer((*bp)[:cap(*bp)]); err != nil {
+				return
+			}
+		}
+		*bp = b
 	}
-	*bp = b
+	// Counted once, before the reply leaves: a client that has its answer
+	// sees it in the metrics.
 	var ac nsmetrics.Count
 	if h.amp != nil {
 		snap := h.records.Snapshot()
@@ -87,8 +83,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		if cacheable && local {
 			dep = func(n string) { deps = append(deps, n) }
 		}
-		ac = h.amp.Classify(req, snap, m.Rcode, false, dep)
-		h.amp.Observe(ac)
+		ac = h.amp.Record(req, snap, m.Rcode, bySource, dep)
 	}
 	// Cached before the reply leaves: the client's next query finds it.
 	if cacheable && local && z != nil {
@@ -196,21 +191,22 @@ func (h *Handler) rewriteRequest(req *dns.Msg) (*dns.Msg, *reversal, error) {
 }
 
 // answerBySource answers req from its source address ip when it is a first
-// search query of a known pod (WithAutopathBySource); false otherwise, and
-// the normal path answers. dnsmsg.Check has accepted req.
-func (h *Handler) answerBySource(ctx context.Context, ip netip.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
+// search query of a known pod (WithAutopathBySource): the finished reply,
+// packed in bp. It is nil otherwise, and the normal path answers (so it
+// does when the reply does not pack). dnsmsg.Check has accepted req.
+func (h *Handler) answerBySource(ctx context.Context, ip netip.Addr, req *dns.Msg, tcp bool, bp *[]byte) (*dns.Msg, []byte) {
 	z := h.zone()
 	if z == nil || !ip.IsValid() {
-		return nil, false
+		return nil, nil
 	}
 	ns, ok := z.snap.PodNamespace(ip)
 	if !ok {
-		return nil, false
+		return nil, nil
 	}
 	q := req.Question[0]
 	r, ok := h.ap.bySource(ctx, h, q, ns, z.ttl)
 	if !ok {
-		return nil, false
+		return nil, nil
 	}
 	if r.Rcode == dns.RcodeNameError {
 		r.Ns = z.negative(lowerFQDN(q.Name))
@@ -219,7 +215,17 @@ func (h *Handler) answerBySource(ctx context.Context, ip netip.Addr, req *dns.Ms
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
 	fill(m, r)
-	return dnsmsg.Finish(req, m, tcp), true
+	m = dnsmsg.Finish(req, m, tcp)
+	h.limitUDP(m, tcp)
+	if h.lb {
+		m.Answer = dnsmsg.RotateAnswer(m.Answer, h.lbN.Add(1))
+	}
+	b, err := m.PackBuffer((*bp)[:cap(*bp)])
+	if err != nil {
+		return nil, nil
+	}
+	*bp = b
+	return m, b
 }
 
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {

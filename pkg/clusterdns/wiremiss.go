@@ -50,11 +50,11 @@ func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byt
 		return dst, false // a long name: truncation is ServeDNS's
 	}
 	if h.amp != nil {
-		// ClassifyName keeps no part of the name, so the name can borrow
+		// RecordName keeps no part of the name, so the name can borrow
 		// the reply's spare room (a local array would escape through the
 		// interface call).
 		nb := dnsmsg.AppendName(b[len(b):len(b):cap(b)], q.Name, false)
-		h.amp.Observe(h.amp.ClassifyName(borrowString(nb), z.snap, rcode, false, nil))
+		h.amp.RecordName(borrowString(nb), z.snap, rcode, false, nil)
 	}
 	return b, true
 }

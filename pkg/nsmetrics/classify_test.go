@@ -85,6 +85,38 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestRecord: Record adds what Classify works out, and returns it.
+func TestRecord(t *testing.T) {
+	st := testStore(t, "ns", "b")
+	cases := []struct {
+		name  string
+		rcode int
+		ns    string
+		want  counts // the namespace's counters after two queries
+	}{
+		{"web.ns.svc.cluster.local.", dns.RcodeSuccess, "ns", counts{2, 2, 0, 2, 0}},
+		{"web.b.ns.svc.cluster.local.", dns.RcodeNameError, "ns", counts{4, 2, 2, 2, 0}},
+		{"x.ghost.svc.cluster.local.", dns.RcodeNameError, "other", counts{2, 0, 2, 0, 0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := New(20, "cluster.local.", st)
+			req := new(dns.Msg)
+			req.SetQuestion(tc.name, dns.TypeA)
+			want := a.Classify(req, st.Snapshot(), tc.rcode, false, nil)
+			if got := a.Record(req, st.Snapshot(), tc.rcode, false, nil); got != want {
+				t.Errorf("Record = %+v, want Classify's %+v", got, want)
+			}
+			if got := a.RecordName(tc.name, st.Snapshot(), tc.rcode, false, nil); got != want {
+				t.Errorf("RecordName = %+v, want Classify's %+v", got, want)
+			}
+			if got := a.Counts(tc.ns); got != tc.want {
+				t.Errorf("counters of %s = %v, want %v", tc.ns, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestExternal: a remainder is a cluster name when it is a
 // short name or ends like one.
 func TestExternal(t *testing.T) {

@@ -281,6 +281,22 @@ func (a *Metrics) nsDep(ns []byte, dep func(string)) {
 	}
 }
 
+// Record is Classify, then Observe: what a query adds, added. It returns
+// the count, for a cached reply to observe on each hit.
+func (a *Metrics) Record(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) Count {
+	ac := a.Classify(req, snap, rcode, bySource, dep)
+	a.Observe(ac)
+	return ac
+}
+
+// RecordName is Record for a plain query for qname (as asked). It keeps
+// no part of qname.
+func (a *Metrics) RecordName(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) Count {
+	ac := a.ClassifyName(qname, snap, rcode, bySource, dep)
+	a.Observe(ac)
+	return ac
+}
+
 // Observe adds ac to its namespace's counters ("other"'s once the
 // namespace is deleted). It allocates nothing.
 func (a *Metrics) Observe(ac Count) {

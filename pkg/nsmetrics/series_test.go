@@ -269,8 +269,7 @@ func TestCardinality(t *testing.T) {
 func query(a *Metrics, st Snapshots, name string, rcode int) {
 	req := new(dns.Msg)
 	req.SetQuestion(name, dns.TypeA)
-	ac := a.Classify(req, st.Snapshot(), rcode, false, nil)
-	a.Observe(ac)
+	a.Record(req, st.Snapshot(), rcode, false, nil)
 }
 
 // collect runs a's Collect and drops the metrics.
