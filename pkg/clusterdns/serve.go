@@ -31,9 +31,18 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	var m *dns.Msg // the reply
 	var b []byte   // m packed
 	if h.ap != nil && h.ap.sourceIP && rcode == dns.RcodeSuccess {
-		m, b = h.answerBySource(context.Background(), a.ip, req, tcp, bp)
+		// A reply that does not pack is left to the normal path.
+		if sm, ok := h.answerBySource(context.Background(), a.ip, req, tcp); ok {
+			h.limitUDP(sm, tcp)
+			if h.lb {
+				sm.Answer = dnsmsg.RotateAnswer(sm.Answer, h.lbN.Add(1))
+			}
+			if sb, err := sm.PackBuffer((*bp)[:cap(*bp)]); err == nil {
+				m, b, *bp = sm, sb, sb
+			}
+		}
 	}
-	bySource := m != nil
+	bySource := m != nil // answered by source: the common tail counts it
 
 	key, cacheable := checkedKey(req, opt, rcode, tcp)
 	cacheable = cacheable && !bySource // answers that depend on the source are never cached
@@ -191,22 +200,21 @@ func (h *Handler) rewriteRequest(req *dns.Msg) (*dns.Msg, *reversal, error) {
 }
 
 // answerBySource answers req from its source address ip when it is a first
-// search query of a known pod (WithAutopathBySource): the finished reply,
-// packed in bp. It is nil otherwise, and the normal path answers (so it
-// does when the reply does not pack). dnsmsg.Check has accepted req.
-func (h *Handler) answerBySource(ctx context.Context, ip netip.Addr, req *dns.Msg, tcp bool, bp *[]byte) (*dns.Msg, []byte) {
+// search query of a known pod (WithAutopathBySource); false otherwise, and
+// the normal path answers. dnsmsg.Check has accepted req.
+func (h *Handler) answerBySource(ctx context.Context, ip netip.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
 	z := h.zone()
 	if z == nil || !ip.IsValid() {
-		return nil, nil
+		return nil, false
 	}
 	ns, ok := z.snap.PodNamespace(ip)
 	if !ok {
-		return nil, nil
+		return nil, false
 	}
 	q := req.Question[0]
 	r, ok := h.ap.bySource(ctx, h, q, ns, z.ttl)
 	if !ok {
-		return nil, nil
+		return nil, false
 	}
 	if r.Rcode == dns.RcodeNameError {
 		r.Ns = z.negative(lowerFQDN(q.Name))
@@ -215,17 +223,7 @@ func (h *Handler) answerBySource(ctx context.Context, ip netip.Addr, req *dns.Ms
 	m.SetReply(req)
 	m.RecursionAvailable = h.fwd != nil
 	fill(m, r)
-	m = dnsmsg.Finish(req, m, tcp)
-	h.limitUDP(m, tcp)
-	if h.lb {
-		m.Answer = dnsmsg.RotateAnswer(m.Answer, h.lbN.Add(1))
-	}
-	b, err := m.PackBuffer((*bp)[:cap(*bp)])
-	if err != nil {
-		return nil, nil
-	}
-	*bp = b
-	return m, b
+	return dnsmsg.Finish(req, m, tcp), true
 }
 
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {
