@@ -64,7 +64,9 @@ func (t *topoIndex) claim(p Pod, sign int32) {
 		} else {
 			t.claims[ip] = cl
 		}
-		t.dirty[ip] = struct{}{}
+		if !t.full { // a full publish reads every claim anyway
+			t.dirty[ip] = struct{}{}
+		}
 	}
 }
 
