@@ -18,14 +18,15 @@ import (
 // cached in packed form per snapshot (see replyCache), so a repeated
 // question costs a map lookup, a copy and a write.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	_, tcp := w.RemoteAddr().(*net.TCPAddr)
+	src := w.RemoteAddr() // once: a writer may build it per call
+	_, tcp := src.(*net.TCPAddr)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	opt, rcode := dnsmsg.Check(req) // once per query
 	ctx := context.Background()
 	var a asker // the client: its address and its variant of the name
 	if rcode == dns.RcodeSuccess {
-		a = h.askerOf(w.RemoteAddr(), req)
+		a = h.askerOf(src, req)
 		ctx = withVariant(ctx, a.variant)
 	}
 	var m *dns.Msg // the reply
