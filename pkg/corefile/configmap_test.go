@@ -240,11 +240,13 @@ func TestMountDir(t *testing.T) {
 			t.Errorf("%s changes the cluster DNS's mounts: check MountDir", f)
 		}
 	}
-	b, err = os.ReadFile("../../charts/dnsconfigurer/templates/dnsserver.yaml")
+	// The chart's pod template is shared by its Deployments (one, or one
+	// per topology zone).
+	b, err = os.ReadFile("../../charts/dnsconfigurer/templates/_dnsserver.tpl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), "mountPath: "+MountDir+"\n") || !strings.Contains(string(b), "--config="+path.Join(MountDir, ConfigKey)) {
-		t.Errorf("charts/dnsconfigurer/templates/dnsserver.yaml: want the ConfigMap at %s", MountDir)
+		t.Errorf("charts/dnsconfigurer/templates/_dnsserver.tpl: want the ConfigMap at %s", MountDir)
 	}
 }
