@@ -164,6 +164,7 @@ func FuzzIngest(f *testing.F) {
 		{"prod", "0", "1.example.com", "", "", "", "", "", "", 80, 0x03},
 		{"prod", "db", "", "fd00::10", "db-0", "fd00::1", "fd00::2", "pg", "", 5432, 0x05},
 		{"prod", "db", "", "None", "db-0", "10.1.1.1", "10.1.1.1", "", "UDP", 53, 0x12},
+		{"00000000", "00000000", "", "None", "", "::", "fd00::1", "", "", 80, 0x06},
 		{"prod", "hl", "", "", "web-1", "10.1.1.1", "fd00::1", "dns-tcp", "SCTP", 9000, 0x32},
 		{"prod", "ext", "Example.COM.", "", "", "", "", "", "", 80, 0x03},
 		{"prod", "ext", "db.prod.svc.cluster.local", "", "", "", "", "", "", 80, 0x03},
@@ -280,7 +281,7 @@ func checkService(t *testing.T, snap *store.Snapshot, svc store.Service, slice s
 			continue
 		}
 		for _, a := range ep.Addresses {
-			label := store.DashedIP(a)
+			label := store.EndpointDashedIP(a)
 			if ep.Hostname != "" {
 				label = ep.Hostname
 			} else if snap.Options.EndpointPodNames && ep.PodName != "" && len(ep.PodName) <= 63 {
