@@ -30,48 +30,6 @@ func CheckOptionCode(code uint) error {
 	return nil
 }
 
-// Name is a parsed autopath query name.
-type Name struct {
-	// Base is the name the application asked for, as an FQDN, in the case
-	// the question used.
-	Base string
-	// Namespace is the pod's namespace (lowercase).
-	Namespace string
-}
-
-// Parse recognises qname (an FQDN, any case) of the form
-// "<base>.search.<namespace>.<zone>.ap.k8s.io." for the cluster zone zone
-// (e.g. "cluster.local", with or without trailing dot). It works from the
-// right, so a base that itself contains a "search" label is kept whole. ok
-// is false for any other name, and for a base that already carries the
-// autopath suffix (never expand twice).
-func Parse(qname, zone string) (n Name, ok bool) {
-	zone = strings.TrimSuffix(strings.ToLower(zone), ".")
-	if zone == "" || !hasSuffixFold(qname, "."+Suffix) {
-		return Name{}, false
-	}
-	rest := qname[:len(qname)-len(Suffix)-1] // "<base>.search.<ns>.<zone>"
-	if !hasSuffixFold(rest, "."+zone) {
-		return Name{}, false
-	}
-	rest = rest[:len(rest)-len(zone)-1] // "<base>.search.<ns>"
-	i := strings.LastIndexByte(rest, '.')
-	if i <= 0 {
-		return Name{}, false
-	}
-	ns := strings.ToLower(rest[i+1:])
-	rest = rest[:i] // "<base>.search"
-	j := strings.LastIndexByte(rest, '.')
-	if j <= 0 || !strings.EqualFold(rest[j+1:], "search") || ns == "" {
-		return Name{}, false
-	}
-	base := rest[:j] + "."
-	if hasSuffixFold(base, "."+Suffix) || strings.EqualFold(base, Suffix) {
-		return Name{}, false
-	}
-	return Name{Base: base, Namespace: ns}, true
-}
-
 func hasSuffixFold(s, suffix string) bool {
 	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }

@@ -8,38 +8,6 @@ import (
 	"testing"
 )
 
-func TestParse(t *testing.T) {
-	tests := []struct {
-		qname, zone string
-		want        Name
-		ok          bool
-	}{
-		{"web.search.shop.cluster.local.ap.k8s.io.", "cluster.local", Name{"web.", "shop"}, true},
-		{"WWW.Example.COM.search.Shop.Cluster.Local.AP.K8S.IO.", "cluster.local.", Name{"WWW.Example.COM.", "shop"}, true},
-		{"a.search.search.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{"a.search.", "ns"}, true},
-		{"search.search.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{"search.", "ns"}, true},
-		{"_http._tcp.web.search.ns.k8s.example.ap.k8s.io.", "k8s.example", Name{"_http._tcp.web.", "ns"}, true},
-		// not autopath names
-		{"search.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{}, false},      // no base
-		{"web.find.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{}, false},    // no "search" label
-		{"web.search.ns.other.zone.ap.k8s.io.", "cluster.local", Name{}, false},     // another zone
-		{"web.search.ns.cluster.local.", "cluster.local", Name{}, false},            // no suffix
-		{"web.search.ns.xcluster.local.ap.k8s.io.", "cluster.local", Name{}, false}, // zone must be whole labels
-		{"ap.k8s.io.", "cluster.local", Name{}, false},
-		{"web.search.ns.cluster.local.ap.k8s.io.", "", Name{}, false},
-		// never expand a name that already carries the suffix
-		{"x.search.ns.cluster.local.ap.k8s.io.search.ns.cluster.local.ap.k8s.io.", "cluster.local", Name{}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.qname, func(t *testing.T) {
-			got, ok := Parse(tc.qname, tc.zone)
-			if ok != tc.ok || got != tc.want {
-				t.Errorf("Parse = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
-			}
-		})
-	}
-}
-
 func TestOption(t *testing.T) {
 	v := OptionValue("shop", "cluster.local.", []string{"corp.example", "cluster.local"})
 	if v != "shop.svc.cluster.local,svc.cluster.local,cluster.local,corp.example" {

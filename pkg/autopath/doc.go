@@ -1,10 +1,11 @@
 // Package autopath is the pure core of server-side search expansion (KEP
 // "DNS Autopath in PodSpec").
 //
-// It parses autopath query names
-// "<name>.search.<namespace>.<clusterDomain>.ap.k8s.io." from the right. It
-// builds and validates the EDNS0 option that carries a pod's search list. It
-// lists the names to try in order.
+// It builds and validates the EDNS0 option that carries a pod's search
+// list. It lists the names to try in order. The autopath names are
+// policy's: policy builds the search domain and parses a query name
+// "<name>.search.<namespace>.<clusterDomain>.ap.k8s.io." back
+// (policy.ParseAutopath).
 //
 // A ClusterFirstWithAutopath pod has the single search path
 // "search.<ns>.<clusterDomain>.ap.k8s.io" and ndots:5, so its stub resolver

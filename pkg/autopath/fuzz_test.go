@@ -63,34 +63,3 @@ func FuzzParseOption(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParse checks that an accepted autopath name rebuilds from its parts
-// and that its base never carries the suffix.
-func FuzzParse(f *testing.F) {
-	for _, s := range []string{
-		"web.search.shop.cluster.local.ap.k8s.io.",
-		"WWW.Example.COM.search.Shop.Cluster.Local.AP.K8S.IO.",
-		"search.search.ns.cluster.local.ap.k8s.io.",
-		"x.search.ns.cluster.local.ap.k8s.io.search.ns.cluster.local.ap.k8s.io.",
-		"ap.k8s.io.", ".", "",
-	} {
-		f.Add(s, "cluster.local")
-	}
-	f.Fuzz(func(t *testing.T, qname, zone string) {
-		n, ok := Parse(qname, zone)
-		if !ok {
-			return
-		}
-		z := strings.TrimSuffix(strings.ToLower(zone), ".")
-		want := strings.TrimSuffix(n.Base, ".") + ".search." + n.Namespace + "." + z + "." + Suffix
-		if !strings.EqualFold(qname, want) {
-			t.Fatalf("Parse(%q, %q) = %+v; rebuilt %q", qname, zone, n, want)
-		}
-		if n.Namespace != strings.ToLower(n.Namespace) || strings.Contains(n.Namespace, ".") {
-			t.Fatalf("namespace %q", n.Namespace)
-		}
-		if hasSuffixFold(n.Base, "."+Suffix) || strings.EqualFold(n.Base, Suffix) {
-			t.Fatalf("base %q carries the suffix", n.Base)
-		}
-	})
-}

@@ -119,7 +119,7 @@ func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q
 // the asked name. ttl is the zone's.
 func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req *dns.Msg, ttl uint32) Result {
 	q := req.Question[0]
-	n, ok := autopath.Parse(q.Name, a.zone)
+	n, ok := policy.ParseAutopath(q.Name, a.zone)
 	if !ok {
 		return a.negative(ttl)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
 // Exchanger sends a query upstream (forward.Forwarder implements it).
@@ -243,7 +244,7 @@ func (f forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error)
 		do = opt.Do()
 	}
 	m := dnsmsg.Query(q, do)
-	if n, ok := autopath.Parse(q.Name, h.cfg.ClusterDomain); ok {
+	if n, ok := policy.ParseAutopath(q.Name, h.cfg.ClusterDomain); ok {
 		opt := m.IsEdns0()
 		opt.Option = append(opt.Option, &dns.EDNS0_LOCAL{Code: h.cfg.OptionCode,
 			Data: []byte(autopath.OptionValue(n.Namespace, h.cfg.ClusterDomain, h.cfg.HostSearches()))})

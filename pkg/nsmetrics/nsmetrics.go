@@ -16,6 +16,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
 const (
@@ -156,7 +157,7 @@ func (a *Metrics) ClassifyName(qname string, snap *store.Snapshot, rcode int, by
 		hit = 1
 	}
 	if hasSuffixFold(name, apTail) {
-		p, ok := autopath.Parse(dns.Fqdn(qname), a.zone)
+		p, ok := policy.ParseAutopath(dns.Fqdn(qname), a.zone)
 		if !ok {
 			return ac
 		}

@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // searchShape is kubelet's ClusterFirst search shape for one cluster domain
 // (generateSearchesForDNSClusterFirst), and the autopath search domain that
 // replaces it, with the suffixes computed once.
@@ -60,4 +62,53 @@ func ClusterSearches(ns, domain string, hostSearches []string) []string {
 // "<ns>.svc.<domain>" (the name a stub resolver tries first).
 func NamespaceSearch(ns, domain string) string {
 	return ns + newSearchShape(domain).nsSuffix
+}
+
+// AutopathName is a parsed autopath query name: what searchShape.autopath
+// built, with the name the application asked for in front.
+type AutopathName struct {
+	// Base is the name the application asked for, as an FQDN, in the case
+	// the question used.
+	Base string
+	// Namespace is the pod's namespace (lowercase).
+	Namespace string
+}
+
+// ParseAutopath is the inverse of the autopath search domain. It
+// recognises qname (an FQDN, any case) of the form
+// "<base>.search.<namespace>.<domain>.ap.k8s.io." for the cluster domain
+// domain (with or without trailing dot). It works from the right, so a
+// base that holds a "search" label is kept whole. ok is false for any
+// other name, and for a base that already carries the autopath zone: a
+// name is never expanded twice.
+func ParseAutopath(qname, domain string) (n AutopathName, ok bool) {
+	const zone = "." + AutopathZone + "."
+	domain = strings.TrimSuffix(strings.ToLower(domain), ".")
+	if domain == "" || !hasSuffixFold(qname, zone) {
+		return AutopathName{}, false
+	}
+	rest := qname[:len(qname)-len(zone)] // "<base>.search.<ns>.<domain>"
+	if !hasSuffixFold(rest, "."+domain) {
+		return AutopathName{}, false
+	}
+	rest = rest[:len(rest)-len(domain)-1] // "<base>.search.<ns>"
+	i := strings.LastIndexByte(rest, '.')
+	if i <= 0 {
+		return AutopathName{}, false
+	}
+	ns := strings.ToLower(rest[i+1:])
+	rest = rest[:i] // "<base>.search"
+	j := strings.LastIndexByte(rest, '.')
+	if j <= 0 || !strings.EqualFold(rest[j+1:], "search") || ns == "" {
+		return AutopathName{}, false
+	}
+	base := rest[:j] + "."
+	if hasSuffixFold(base, zone) || strings.EqualFold(base, zone[1:]) {
+		return AutopathName{}, false
+	}
+	return AutopathName{Base: base, Namespace: ns}, true
+}
+
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }
