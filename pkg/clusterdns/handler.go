@@ -1,6 +1,7 @@
 package clusterdns
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -10,6 +11,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 )
@@ -262,3 +265,30 @@ func (h *Handler) apexes(z *zone) []string {
 
 // Warm makes the zone view of the current snapshot now.
 func (h *Handler) Warm() { h.zone() }
+
+// Exchanger sends a query upstream and returns the reply.
+// *forward.Forwarder, *forward.Router and *dnscache.Cache implement it.
+type Exchanger interface {
+	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
+}
+
+// AnswerCache is a forwarder that caches answers and lets the handler
+// keep its finished replies with them, for the wire. *dnscache.Cache
+// implements it.
+type AnswerCache interface {
+	Exchanger
+	// AnswerTicket is Exchange, with a ticket for Keep when the answer
+	// came from the cache.
+	AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, dnscache.Source, dnscache.Ticket, error)
+	// Keep keeps the finished reply made from a ticket's answer, for
+	// queries of shape.
+	Keep(t dnscache.Ticket, shape uint32, reply []byte)
+	// AnswerWire writes the kept reply to q, for its shape.
+	AnswerWire(dst []byte, q dnsmsg.WireQuery, shape uint32) ([]byte, bool)
+}
+
+// WithAnswerCache forwards through c, as WithForwarder, and answers from
+// its kept replies on the wire (forwardedWire).
+func WithAnswerCache(c AnswerCache) Option {
+	return func(h *Handler) { h.fwd, h.answers = c, c }
+}

@@ -254,10 +254,9 @@ func (rv *reversal) record(rr dns.RR) dns.RR {
 	return c
 }
 
-// msg undoes the rewrite on a reply whose question is the rewritten one:
-// the question as asked, every section's names back.
-func (rv *reversal) msg(m *dns.Msg, asked []dns.Question) {
-	m.Question = asked
+// msg undoes the rewrite on the records of a reply: every section's
+// names back. The question is the caller's to restore.
+func (rv *reversal) msg(m *dns.Msg) {
 	m.Answer = rv.section(m.Answer)
 	m.Ns = rv.section(m.Ns)
 	m.Extra = rv.section(m.Extra)

@@ -12,7 +12,7 @@ import (
 // it (validated), a question, and an upstream reply to the rewritten
 // question (an A record and a CNAME whose names the fuzzer chooses too).
 // Rewriting never panics and makes a valid name or an error; the reply
-// with its names rewritten back packs, with the question as asked.
+// with its names rewritten back packs.
 func FuzzRewriteReply(f *testing.F) {
 	f.Add("regex", `^(.+)\.corp\.internal\.$`, "{1}.svc.cluster.local", `^(.+)\.svc\.cluster\.local\.$`, "{1}.corp.internal", "db.prod.corp.internal.", "db.prod.svc.cluster.local.", "x.prod.svc.cluster.local.")
 	f.Add("exact", "db.example.com", "db.prod.svc.cluster.local", "", "", "DB.example.com.", "db.prod.svc.cluster.local.", "other.example.")
@@ -54,10 +54,7 @@ func FuzzRewriteReply(f *testing.F) {
 		if _, err := reply.Pack(); err != nil {
 			return // the upstream's reply itself does not pack
 		}
-		rev.msg(reply, asked)
-		if reply.Question[0].Name != asked[0].Name {
-			t.Fatalf("question %q, want %q", reply.Question[0].Name, asked[0].Name)
-		}
+		rev.msg(reply)
 		if _, err := reply.Pack(); err != nil {
 			t.Fatalf("the reply rewritten back does not pack: %v\n%v", err, reply)
 		}

@@ -7,10 +7,12 @@ import (
 	"sync"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 	"github.com/miekg/dns"
 )
 
@@ -106,6 +108,65 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	h.write(w, b)
 }
 
+// asker is what a query's answer needs to know of its client: its
+// address (autopath by source) and the variant of the question's name it
+// gets ("" but for a name with variants).
+type asker struct {
+	ip      netip.Addr
+	variant store.Variant
+}
+
+// askerOf places the client of req, a query dnsmsg.Check accepts, once
+// per query. It takes the topology option off req, so that it is never
+// forwarded.
+func (h *Handler) askerOf(src net.Addr, req *dns.Msg) asker {
+	var a asker
+	a.ip, _ = addrOf(src)
+	var snap *store.Snapshot // set when the name has variants
+	var lname string
+	if z := h.zone(); z != nil && z.snap.Counts.Variants > 0 {
+		lname = lowerFQDN(req.Question[0].Name)
+		if z.snap.HasVariants(lname) {
+			snap = z.snap
+		}
+	}
+	c := clientTopology(req, h.topoCode, a.ip, snap)
+	if snap != nil {
+		a.variant = snap.VariantFor(lname, c.Zone, c.Node)
+	}
+	return a
+}
+
+// clientTopology is where the client of req is: the topology option of
+// code (removed from req, malformed or not), else the node and topology
+// zone of the pod with address ip (none without snap). Unknown parts are
+// "".
+func clientTopology(req *dns.Msg, code uint16, ip netip.Addr, snap *store.Snapshot) topology.Client {
+	if code != 0 {
+		if c, ok := topology.Take(req, code); ok && c.Known() {
+			return c
+		}
+	}
+	if snap == nil || !ip.IsValid() {
+		return topology.Client{}
+	}
+	zone, node := snap.ClientTopology(ip)
+	return topology.Client{Zone: zone, Node: node}
+}
+
+// addrOf is the IP address of a UDP or TCP peer.
+func addrOf(a net.Addr) (netip.Addr, bool) {
+	switch v := a.(type) {
+	case *net.UDPAddr:
+		ip, ok := netip.AddrFromSlice(v.IP)
+		return ip.Unmap(), ok
+	case *net.TCPAddr:
+		ip, ok := netip.AddrFromSlice(v.IP)
+		return ip.Unmap(), ok
+	}
+	return netip.Addr{}, false
+}
+
 // respond builds the reply to req: the message that goes on the wire,
 // truncated to what the client can receive. A forwarded reply made from an
 // answer of the answer cache that nothing here changed per reply (no
@@ -170,7 +231,8 @@ func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bo
 		made = true
 	}
 	if rev != nil {
-		rev.msg(m, asked.Question)
+		m.Question = asked.Question // the question as asked
+		rev.msg(m)
 		deps = append(deps, rev.names...)
 	}
 	if made {
@@ -382,33 +444,6 @@ func delegated[S ~string | ~[]byte](h *Handler, lname S) bool {
 		}
 	}
 	return false
-}
-
-// Exchanger sends a query upstream and returns the reply.
-// *forward.Forwarder, *forward.Router and *dnscache.Cache implement it.
-type Exchanger interface {
-	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
-}
-
-// AnswerCache is a forwarder that caches answers and lets the handler
-// keep its finished replies with them, for the wire. *dnscache.Cache
-// implements it.
-type AnswerCache interface {
-	Exchanger
-	// AnswerTicket is Exchange, with a ticket for Keep when the answer
-	// came from the cache.
-	AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, dnscache.Source, dnscache.Ticket, error)
-	// Keep keeps the finished reply made from a ticket's answer, for
-	// queries of shape.
-	Keep(t dnscache.Ticket, shape uint32, reply []byte)
-	// AnswerWire writes the kept reply to q, for its shape.
-	AnswerWire(dst []byte, q dnsmsg.WireQuery, shape uint32) ([]byte, bool)
-}
-
-// WithAnswerCache forwards through c, as WithForwarder, and answers from
-// its kept replies on the wire (forwardedWire).
-func WithAnswerCache(c AnswerCache) Option {
-	return func(h *Handler) { h.fwd, h.answers = c, c }
 }
 
 // forwardQuestion asks upstream a question of ours (an ExternalName's
