@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
@@ -18,26 +17,8 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics/nsmetricstest"
 )
-
-// ampStore has a Service web in each of the namespaces, and api in the
-// first.
-func ampStore(tb testing.TB, namespaces ...string) *store.Store {
-	tb.Helper()
-	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for i, ns := range namespaces {
-		st.SetNamespace(store.Namespace{Name: ns})
-		if i < 100 {
-			st.SetService(store.Service{Namespace: ns, Name: "web", Type: store.ClusterIP,
-				ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i), 1})}})
-		}
-	}
-	st.Publish()
-	return st
-}
 
 // ampUpstream answers www.example.com. (A and AAAA), NXDOMAIN for every
 // other name.
@@ -206,7 +187,7 @@ func TestAmplificationSteps(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h, amp := newAmpHandler(t, ampStore(t, "ns", "b"), 20)
+			h, amp := newAmpHandler(t, nsmetricstest.Store(t, "ns", "b"), 20)
 			for _, s := range tc.steps {
 				if rc := ampQuery(t, h, "10.244.0.1", s.name, s.qtype); rc != s.rcode {
 					t.Fatalf("%s: rcode %s, want %s", s.name, dns.RcodeToString[rc], dns.RcodeToString[s.rcode])
@@ -220,7 +201,7 @@ func TestAmplificationSteps(t *testing.T) {
 		})
 	}
 	t.Run("malformed queries: not counted", func(t *testing.T) {
-		h, amp := newAmpHandler(t, ampStore(t, "ns", "b"), 20)
+		h, amp := newAmpHandler(t, nsmetricstest.Store(t, "ns", "b"), 20)
 		two := new(dns.Msg)
 		two.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
 		two.Question = append(two.Question, two.Question[0])
@@ -283,7 +264,7 @@ func TestAmplificationUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fwd.Close() })
-	st := ampStore(t, "ns", "b")
+	st := nsmetricstest.Store(t, "ns", "b")
 	amp, err := nsmetrics.New(v1alpha1.DefaultNamespaceMetrics, "cluster.local", st)
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +303,7 @@ func TestAmplificationUDP(t *testing.T) {
 	}
 	// The first scrape gives ns and b their series, from 0; the first
 	// round stays in other.
-	first := ampSeries(t, reg)
+	first := nsmetricstest.Series(t, reg)
 	n := float64(len(clients))
 	// Per walk and type: the 3 steps in the zone, all NXDOMAIN, one lookup
 	// of an external name, counted at the first step for the pod's
@@ -338,7 +319,7 @@ func TestAmplificationUDP(t *testing.T) {
 	for src, ns := range clients {
 		walk(src, ns)
 	}
-	second := ampSeries(t, reg)
+	second := nsmetricstest.Series(t, reg)
 	for f, v := range perWalk {
 		for _, ns := range clients {
 			if got := second[f][ns]; got != v {
@@ -352,27 +333,6 @@ func TestAmplificationUDP(t *testing.T) {
 			t.Errorf("%s: series %v", f, second[f])
 		}
 	}
-}
-
-// ampSeries gathers reg's namespace families: family → namespace → value.
-func ampSeries(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	out := map[string]map[string]float64{}
-	for _, mf := range mfs {
-		if !strings.HasPrefix(mf.GetName(), "dnsconfigurer_dnsserver_namespace_") || mf.GetName() == "dnsconfigurer_dnsserver_namespace_series_changes_total" {
-			continue
-		}
-		m := map[string]float64{}
-		for _, s := range mf.GetMetric() {
-			m[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
-		}
-		out[mf.GetName()] = m
-	}
-	return out
 }
 
 var ampFamilies = []string{"dnsconfigurer_dnsserver_namespace_queries_total", "dnsconfigurer_dnsserver_namespace_lookups_total",

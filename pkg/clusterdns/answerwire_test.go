@@ -12,6 +12,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics/nsmetricstest"
 )
 
 // wireQuery is a query for name/qtype with the given header bits and,
@@ -216,7 +217,7 @@ func TestAnswerWireLoadBalance(t *testing.T) {
 // TestAnswerWireAmplification: a wire answer counts in the namespace
 // metrics as the ServeDNS cache hit it replaces.
 func TestAnswerWireAmplification(t *testing.T) {
-	h, a := newAmpHandler(t, ampStore(t, "prod"), 10)
+	h, a := newAmpHandler(t, nsmetricstest.Store(t, "prod"), 10)
 	req := wireQuery("web.prod.svc.cluster.local.prod.svc.cluster.local.", dns.TypeA, true, false, 0, false)
 	serveUDP(t, h, req)
 	before := rawCounts(a, "prod")

@@ -2,32 +2,13 @@ package nsmetrics
 
 import (
 	"fmt"
-	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics/nsmetricstest"
 )
-
-// testStore has a Service web in each of the namespaces, and api in the
-// first.
-func testStore(tb testing.TB, namespaces ...string) *store.Store {
-	tb.Helper()
-	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for i, ns := range namespaces {
-		st.SetNamespace(store.Namespace{Name: ns})
-		if i < 100 {
-			st.SetService(store.Service{Namespace: ns, Name: "web", Type: store.ClusterIP,
-				ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i), 1})}})
-		}
-	}
-	st.Publish()
-	return st
-}
 
 // counts are a namespace's counters: queries, lookups, misses, hits,
 // external lookups.
@@ -36,7 +17,7 @@ type counts = [Kinds]uint64
 // TestClassify: what a query adds, from its name, its rcode
 // and the snapshot (nil before the first sync).
 func TestClassify(t *testing.T) {
-	st := testStore(t, "ns", "b")
+	st := nsmetricstest.Store(t, "ns", "b")
 	cases := []struct {
 		name  string
 		rcode int
@@ -87,7 +68,7 @@ func TestClassify(t *testing.T) {
 
 // TestRecord: Record adds what Classify works out, and returns it.
 func TestRecord(t *testing.T) {
-	st := testStore(t, "ns", "b")
+	st := nsmetricstest.Store(t, "ns", "b")
 	cases := []struct {
 		name  string
 		rcode int
@@ -120,7 +101,7 @@ func TestRecord(t *testing.T) {
 // TestExternal: a remainder is a cluster name when it is a
 // short name or ends like one.
 func TestExternal(t *testing.T) {
-	st := testStore(t, "ns", "b")
+	st := nsmetricstest.Store(t, "ns", "b")
 	a, _ := New(20, "cluster.local", st)
 	cases := []struct {
 		p    string

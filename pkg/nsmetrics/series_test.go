@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,34 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics/nsmetricstest"
 )
 
 // The namespace metrics as series: their families, their bound on
 // cardinality, and the cost of counting.
-
-// seriesOf gathers reg's namespace families: family → namespace → value.
-func seriesOf(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	out := map[string]map[string]float64{}
-	for _, mf := range mfs {
-		if !strings.HasPrefix(mf.GetName(), "dnsconfigurer_dnsserver_namespace_") || mf.GetName() == "dnsconfigurer_dnsserver_namespace_series_changes_total" {
-			continue
-		}
-		m := map[string]float64{}
-		for _, s := range mf.GetMetric() {
-			if len(s.GetLabel()) != 1 || s.GetLabel()[0].GetName() != "namespace" {
-				t.Fatalf("%s: labels %v", mf.GetName(), s.GetLabel())
-			}
-			m[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
-		}
-		out[mf.GetName()] = m
-	}
-	return out
-}
 
 const queriesFamily = "dnsconfigurer_dnsserver_namespace_queries_total"
 
@@ -50,7 +26,7 @@ var families = []string{queriesFamily, "dnsconfigurer_dnsserver_namespace_lookup
 // TestSeries: the namespaces with series, their monotonic
 // values, the swap rule, and deleted namespaces.
 func TestSeries(t *testing.T) {
-	st := testStore(t, "a", "b", "c", "other")
+	st := nsmetricstest.Store(t, "a", "b", "c", "other")
 	amp, _ := New(2, "cluster.local", st)
 	clock := time.Unix(1e9, 0)
 	amp.now = func() time.Time { return clock }
@@ -62,7 +38,7 @@ func TestSeries(t *testing.T) {
 	}
 	check := func(step string, want map[string]float64) {
 		t.Helper()
-		got := seriesOf(t, reg)[queriesFamily]
+		got := nsmetricstest.Series(t, reg)[queriesFamily]
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%s: queries series %v, want %v", step, got, want)
 		}
@@ -123,7 +99,7 @@ func TestCardinality(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("team-%05d", i)
 	}
-	st := testStore(t, names...)
+	st := nsmetricstest.Store(t, names...)
 
 	t.Run("memory", func(t *testing.T) {
 		var m0, m1, m2 runtime.MemStats
@@ -172,7 +148,7 @@ func TestCardinality(t *testing.T) {
 		clock := time.Unix(1e9, 0)
 		amp.now = func() time.Time { return clock }
 		reg := testkit.Registry(t, amp)
-		seriesOf(t, reg) // the first choice, of nothing
+		nsmetricstest.Series(t, reg) // the first choice, of nothing
 		// round: namespace i looks up www.example.com weight(i) times (3
 		// queries each in the zone), and 2,000 names of namespaces that do
 		// not exist are asked.
@@ -199,7 +175,7 @@ func TestCardinality(t *testing.T) {
 		scrape := func(step string) map[string]map[string]float64 {
 			t.Helper()
 			clock = clock.Add(interval)
-			s := seriesOf(t, reg)
+			s := nsmetricstest.Series(t, reg)
 			for _, f := range families {
 				if n := len(s[f]); n > topN+1 {
 					t.Errorf("%s: %s has %d series, want at most %d", step, f, n, topN+1)
@@ -286,7 +262,7 @@ func collect(a *Metrics) {
 // TestObserveAllocatesNothing: counting a query answered from
 // the reply cache allocates nothing.
 func TestObserveAllocatesNothing(t *testing.T) {
-	st := testStore(t, "ns", "b")
+	st := nsmetricstest.Store(t, "ns", "b")
 	a, _ := New(20, "cluster.local", st)
 	for _, name := range []string{"web.ns.svc.cluster.local.", "www.example.com.ns.svc.cluster.local.", "x.ghost.svc.cluster.local."} {
 		req := new(dns.Msg)
