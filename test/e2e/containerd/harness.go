@@ -604,8 +604,14 @@ func (h *Harness) Do(fn func() error) error { return testkit.InNetNS(h.NetNSPath
 // network namespace, for a server that pods reach through Options.Routes
 // (a cluster DNS Service IP such as 10.96.0.10/32, or a node-local
 // link-local address).
+// An IPv6 address skips duplicate address detection: it is usable at
+// once, not tentative until the kernel's DAD work runs.
 func (h *Harness) AddAddress(ctx context.Context, p netip.Prefix) error {
-	_, err := output(ctx, "ip", "-n", h.NetNS, "addr", "add", p.String(), "dev", "lo")
+	args := []string{"-n", h.NetNS, "addr", "add", p.String(), "dev", "lo"}
+	if p.Addr().Is6() {
+		args = append(args, "nodad")
+	}
+	_, err := output(ctx, "ip", args...)
 	return err
 }
 

@@ -63,8 +63,8 @@ func newDualNode(t *testing.T) *dualNode {
 	n.node.IP(t, "route", "add", "10.96.0.0/12", "dev", veth)
 	n.node.IP(t, "-6", "route", "add", "fd00:10:96::/108", "dev", veth)
 	n.node.AddAddress(t, dnsPod4+"/32")
-	n.node.IP(t, "addr", "add", dnsPod6+"/128", "dev", "lo")
-	n.node.IP(t, "addr", "add", upstream+"/128", "dev", "lo")
+	n.node.IP(t, "addr", "add", dnsPod6+"/128", "dev", "lo", "nodad")
+	n.node.IP(t, "addr", "add", upstream+"/128", "dev", "lo", "nodad")
 	// kube-proxy (iptables mode): the kube-dns ClusterIPs and the upstream
 	// Service DNAT to the cluster DNS pod, for pods (PREROUTING) and the
 	// node (OUTPUT).

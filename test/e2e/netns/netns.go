@@ -69,6 +69,11 @@ func (n *NS) ip(t testing.TB, args ...string) {
 // AddAddress adds an address (e.g. "10.96.0.10/32") to the namespace's lo.
 func (n *NS) AddAddress(t testing.TB, prefix string) {
 	t.Helper()
+	if strings.Contains(prefix, ":") {
+		// Usable at once: not tentative until the kernel's DAD work runs.
+		n.ip(t, "addr", "add", prefix, "dev", "lo", "nodad")
+		return
+	}
 	n.ip(t, "addr", "add", prefix, "dev", "lo")
 }
 
