@@ -15,6 +15,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 
 // Bounds of one autopath expansion, whatever the search list: at most
@@ -97,12 +98,14 @@ func WithAutopathBySource() Option {
 
 // bySource expands q, a query of a pod of namespace ns, when it is a first
 // search step "<name>.<ns>.svc.<zone>"; ok is false otherwise (the normal
-// path answers). ttl is the zone's.
-func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q dns.Question, ns string, ttl uint32) (Result, bool) {
+// path answers). Each candidate gets its variant for client. ttl is the
+// zone's.
+func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q dns.Question, ns string, client topology.Client, ttl uint32) (Result, bool) {
 	suffix := "." + policy.NamespaceSearch(ns, a.zone) + "."
 	if len(q.Name) <= len(suffix) || !strings.EqualFold(q.Name[len(q.Name)-len(suffix):], suffix) {
 		return Result{}, false
 	}
+	ctx = withCandidateClient(ctx, client)
 	base := q.Name[:len(q.Name)-len(suffix)] + "."
 	r := a.search(ctx, zr, q, base, policy.ClusterSearches(ns, a.zone, nil), ttl)
 	// The first candidate is the asked name itself: no CNAME to itself.
@@ -276,6 +279,9 @@ func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnl
 	}
 	if localOnly && h.costsUpstream(q, d) {
 		return Result{}, true
+	}
+	if d.route == routeZone {
+		ctx = forCandidate(ctx, d.z, lowerFQDN(q.Name))
 	}
 	r := h.resolve(ctx, q, d)
 	if rev != nil {

@@ -35,7 +35,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	var b []byte   // m packed
 	if h.ap != nil && h.ap.sourceIP && rcode == dns.RcodeSuccess {
 		// A reply that does not pack is left to the normal path.
-		if sm, ok := h.answerBySource(context.Background(), a.ip, req, tcp); ok {
+		if sm, ok := h.answerBySource(context.Background(), a, req, tcp); ok {
 			h.limitUDP(sm, tcp)
 			if h.lb {
 				sm.Answer = dnsmsg.RotateAnswer(sm.Answer, h.lbN.Add(1))
@@ -66,7 +66,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	var ticket dnscache.Ticket
 	var cut *udpCut
 	if !bySource {
-		m, local, deps, ticket, cut = h.respond(ctx, req, rcode, tcp)
+		m, local, deps, ticket, cut = h.respond(ctx, req, rcode, tcp, a.client)
 		if a.variant != "" {
 			// Retired with the name: its key holds the variant too.
 			deps = append(deps, lowerFQDN(req.Question[0].Name))
@@ -109,11 +109,13 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // asker is what a query's answer needs to know of its client: its
-// address (autopath by source) and the variant of the question's name it
-// gets ("" but for a name with variants).
+// address (autopath by source), the variant of the question's name it
+// gets ("" but for a name with variants), and where it is when autopath
+// may expand the question (for the candidates' variants).
 type asker struct {
 	ip      netip.Addr
 	variant store.Variant
+	client  topology.Client
 }
 
 // askerOf places the client of req, a query dnsmsg.Check accepts, once
@@ -122,17 +124,23 @@ type asker struct {
 func (h *Handler) askerOf(src net.Addr, req *dns.Msg) asker {
 	var a asker
 	a.ip, _ = addrOf(src)
-	var snap *store.Snapshot // set when the name has variants
+	var snap *store.Snapshot // set when the answer may have variants
 	var lname string
+	var named, expands bool
 	if z := h.zone(); z != nil && z.snap.Counts.Variants > 0 {
 		lname = lowerFQDN(req.Question[0].Name)
-		if z.snap.HasVariants(lname) {
+		named = z.snap.HasVariants(lname)
+		expands = h.ap != nil && (h.ap.sourceIP || inZone(lname, autopath.Suffix))
+		if named || expands {
 			snap = z.snap
 		}
 	}
 	c := clientTopology(req, h.topoCode, a.ip, snap)
-	if snap != nil {
+	if named {
 		a.variant = snap.VariantFor(lname, c.Zone, c.Node)
+	}
+	if expands {
+		a.client = c
 	}
 	return a
 }
@@ -173,14 +181,14 @@ func addrOf(a net.Addr) (netip.Addr, bool) {
 // rewrite, no rotation) comes with the cache's ticket, for Keep. A UDP
 // reply made here whose answer was cut to the UDP answer limit says how
 // (cut), for the reply cache. rcode is dnsmsg.Check's for req.
-func (h *Handler) respond(ctx context.Context, req *dns.Msg, rcode int, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
-	m, local, deps, t, cut := h.answerMsg(ctx, req, rcode, tcp)
+func (h *Handler) respond(ctx context.Context, req *dns.Msg, rcode int, tcp bool, client topology.Client) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
+	m, local, deps, t, cut := h.answerMsg(ctx, req, rcode, tcp, client)
 	return dnsmsg.Finish(req, m, tcp), local, deps, t, cut
 }
 
 // answerMsg is respond's reply before dnsmsg.Finish: every reply, an
 // error's too, is finished in one place.
-func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bool) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
+func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bool, client topology.Client) (reply *dns.Msg, local bool, deps []string, t dnscache.Ticket, cut *udpCut) {
 	asked := req
 	m := new(dns.Msg)
 	m.SetReply(req)
@@ -208,7 +216,7 @@ func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bo
 		// Never cached: the answer depends on the search-list option.
 		// Candidates outside the zone (host search domains) are each
 		// forwarded: together they get one forwarding timeout.
-		actx, cancel := context.WithTimeout(ctx, forward.DefaultTimeout)
+		actx, cancel := context.WithTimeout(withCandidateClient(ctx, client), forward.DefaultTimeout)
 		fill(m, h.ap.expand(actx, h, req, h.autopathTTL()))
 		cancel()
 		made = true
@@ -262,20 +270,21 @@ func (h *Handler) rewriteRequest(req *dns.Msg) (*dns.Msg, *reversal, error) {
 	return &r, rev, nil
 }
 
-// answerBySource answers req from its source address ip when it is a first
-// search query of a known pod (WithAutopathBySource); false otherwise, and
-// the normal path answers. dnsmsg.Check has accepted req.
-func (h *Handler) answerBySource(ctx context.Context, ip netip.Addr, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
+// answerBySource answers req from its client's source address when it is
+// a first search query of a known pod (WithAutopathBySource), each
+// candidate with its variant for the client; false otherwise, and the
+// normal path answers. dnsmsg.Check has accepted req.
+func (h *Handler) answerBySource(ctx context.Context, a asker, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
 	z := h.zone()
-	if z == nil || !ip.IsValid() {
+	if z == nil || !a.ip.IsValid() {
 		return nil, false
 	}
-	ns, ok := z.snap.PodNamespace(ip)
+	ns, ok := z.snap.PodNamespace(a.ip)
 	if !ok {
 		return nil, false
 	}
 	q := req.Question[0]
-	r, ok := h.ap.bySource(ctx, h, q, ns, z.ttl)
+	r, ok := h.ap.bySource(ctx, h, q, ns, a.client, z.ttl)
 	if !ok {
 		return nil, false
 	}

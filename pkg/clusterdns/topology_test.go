@@ -22,10 +22,11 @@ func topoSnapshot(t *testing.T) *store.Snapshot {
 	return topoStore(t).Snapshot()
 }
 
-// topoStore is topoSnapshot's Store, published.
+// topoStore is topoSnapshot's Store, published, with pods verified (as
+// autopath by source needs).
 func topoStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5})
+	st, err := store.New(store.Options{Zone: "cluster.local", TTL: 5, Pods: store.PodsVerified})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,5 +288,67 @@ func TestServeDNSTopologyDrain(t *testing.T) {
 				t.Errorf("%s (ask %d): %v, want %v", s.desc, i, got, s.want)
 			}
 		}
+	}
+}
+
+// TestAutopathTopology: autopath answers each candidate with its variant
+// for the client, placed by the option or by its pod, both for an
+// autopath name and for a first search step expanded by source. These
+// replies are never cached, so asking again gives the same.
+func TestAutopathTopology(t *testing.T) {
+	ap, err := WithAutopath(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler("cluster.local", snapRecords{topoSnapshot(t)}, WithReplyCache(1<<20),
+		WithTopology(topology.DefaultOptionCode), ap, WithAutopathBySource())
+	pod := &net.UDPAddr{IP: net.ParseIP("10.0.0.9"), Port: 4000}      // in ns, on n1, za
+	stranger := &net.UDPAddr{IP: net.ParseIP("10.9.9.9"), Port: 4000} // no pod
+	all := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}
+	za := []string{"10.0.0.1", "10.0.0.2"}
+	const apName = "web.search.ns.cluster.local.ap.k8s.io."
+	tests := []struct {
+		desc   string
+		src    net.Addr
+		name   string
+		option topology.Client
+		want   []string
+	}{
+		{"autopath, pod in za", pod, apName, topology.Client{}, za},
+		{"autopath, stranger", stranger, apName, topology.Client{}, all},
+		{"autopath, option zb", stranger, apName, topology.Client{Zone: "zb"}, []string{"10.0.0.3"}},
+		{"autopath, pod in za again", pod, apName, topology.Client{}, za},
+		// web.ns's first search step: its second candidate is web.ns.svc.cluster.local.
+		{"by source, pod in za", pod, "web.ns.ns.svc.cluster.local.", topology.Client{}, za},
+		{"by source, option zb", pod, "web.ns.ns.svc.cluster.local.", topology.Client{Zone: "zb"}, []string{"10.0.0.3"}},
+		{"by source, pod in za again", pod, "web.ns.ns.svc.cluster.local.", topology.Client{}, za},
+		{"no traffic distribution", pod, "db.search.ns.cluster.local.ap.k8s.io.", topology.Client{}, all},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			req := new(dns.Msg).SetQuestion(tt.name, dns.TypeA)
+			if tt.option.Known() {
+				topology.Add(req, topology.DefaultOptionCode, tt.option)
+			}
+			w := &srcWriter{src: tt.src}
+			h.ServeDNS(w, req)
+			if w.err != nil || w.msg == nil {
+				t.Fatalf("reply %v, %v", w.msg, w.err)
+			}
+			var got []string
+			cname := false
+			for _, rr := range w.msg.Answer {
+				switch v := rr.(type) {
+				case *dns.A:
+					got = append(got, v.A.String())
+				case *dns.CNAME:
+					cname = true
+				}
+			}
+			slices.Sort(got)
+			if !cname || !slices.Equal(got, tt.want) {
+				t.Errorf("%s from %v = %v (CNAME %v), want %v behind a CNAME", tt.name, tt.src, w.msg.Answer, cname, tt.want)
+			}
+		})
 	}
 }

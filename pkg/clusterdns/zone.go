@@ -439,15 +439,43 @@ func fill(m *dns.Msg, r Result) {
 	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
 }
 
-// The answers per client: askerOf (topology.go) places the client once
-// per query, and the context carries its variant to the lookup.
+// The answers per client: askerOf (serve.go) places the client once per
+// query, and the context carries its variant to the lookup. Autopath
+// answers each candidate with the candidate's variant: the context
+// carries the client for it (those replies are never cached).
 
-type variantCtxKey struct{}
+type (
+	variantCtxKey struct{}
+	clientCtxKey  struct{}
+)
 
 // withVariant is ctx carrying the variant of the question's name that
 // the reply is made for (and cached under).
 func withVariant(ctx context.Context, v store.Variant) context.Context {
 	if v == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, variantCtxKey{}, v)
+}
+
+// withCandidateClient is ctx carrying the client c for autopath's
+// candidates; ctx when c is unknown.
+func withCandidateClient(ctx context.Context, c topology.Client) context.Context {
+	if !c.Known() {
+		return ctx
+	}
+	return context.WithValue(ctx, clientCtxKey{}, c)
+}
+
+// forCandidate is ctx for answering an autopath candidate lname from z:
+// with the candidate's variant for the client of ctx, and never the
+// question's.
+func forCandidate(ctx context.Context, z *zone, lname string) context.Context {
+	var v store.Variant
+	if c, ok := ctx.Value(clientCtxKey{}).(topology.Client); ok && z != nil && z.snap.HasVariants(lname) {
+		v = z.snap.VariantFor(lname, c.Zone, c.Node)
+	}
+	if v == "" && ctx.Value(variantCtxKey{}) == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, variantCtxKey{}, v)
