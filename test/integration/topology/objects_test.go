@@ -2,7 +2,8 @@
 // on a manifest of Nodes in two topology zones, Pods, headless Services
 // and their EndpointSlices, and asks it over UDP on loopback from pod
 // addresses (a local bind to 127.0.0.x): each client gets its topology
-// zone's (or node's) endpoints, as spec.trafficDistribution says.
+// zone's (or node's) endpoints, as spec.trafficDistribution says, also
+// through autopath.
 package topology
 
 import (
@@ -179,6 +180,42 @@ func TestServeObjectsTopology(t *testing.T) {
 		}
 		if cross != 0 {
 			t.Errorf("from %s: %d cross-zone answers in 1000", c.from, cross)
+		}
+	}
+}
+
+// TestServeObjectsTopologyAutopath: autopath answers each candidate with
+// its variant for the client, for an autopath name (placed by its pod or
+// by the option) and for a first search step expanded by source.
+func TestServeObjectsTopologyAutopath(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := buildbin.StartServeArgs(t, "127.0.0.80:0", "--objects", dir, "--pods", "verified", "--autopath-by-source")
+	const clientA, clientB, stranger = "127.0.0.81", "127.0.0.82", "127.0.0.83"
+	const apName = "zonal.search.app.cluster.local.ap.k8s.io."
+	// zonal.app's first search step: its second candidate is zonal.app.svc.cluster.local.
+	const step = "zonal.app.app.svc.cluster.local."
+	za, zb := []string{"10.0.0.1"}, []string{"10.0.0.2", "10.0.0.3"}
+	tests := []struct {
+		desc, from, name string
+		option           topology.Client
+		want             []string
+	}{
+		{"autopath, zone a", clientA, apName, topology.Client{}, za},
+		{"autopath, zone b", clientB, apName, topology.Client{}, zb},
+		{"autopath, unknown client", stranger, apName, topology.Client{}, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},
+		{"autopath, the option", stranger, apName, topology.Client{Zone: "zb"}, zb},
+		{"by source, zone a", clientA, step, topology.Client{}, za},
+		{"by source, zone b", clientB, step, topology.Client{}, zb},
+		{"by source, the option wins", clientA, step, topology.Client{Zone: "zb"}, zb},
+	}
+	for round := range 2 {
+		for _, tt := range tests {
+			if got := ask(t, srv.DNS, tt.from, tt.name, dns.TypeA, tt.option); !slices.Equal(got, tt.want) {
+				t.Errorf("round %d, %s: %s from %s = %v, want %v", round, tt.desc, tt.name, tt.from, got, tt.want)
+			}
 		}
 	}
 }
