@@ -285,7 +285,11 @@ func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnl
 	}
 	r := h.resolve(ctx, q, d)
 	if rev != nil {
-		r = rev.result(r)
+		var err error
+		if r, err = rev.result(r); err != nil {
+			h.log.DebugContext(ctx, "rewrite", "name", q.Name, "err", err)
+			return Result{Rcode: dns.RcodeServerFailure}, false
+		}
 	}
 	return r, false
 }

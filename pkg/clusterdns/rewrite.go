@@ -208,10 +208,14 @@ func (s *revertStep) rewriteString(name string) string {
 
 // section returns rrs with the steps applied, in a new slice when a record
 // changed (rrs and its records may be shared: changed records are copies).
-func (rv *reversal) section(rrs []dns.RR) []dns.RR {
+func (rv *reversal) section(rrs []dns.RR) ([]dns.RR, error) {
 	var out []dns.RR
 	for i, rr := range rrs {
-		if c := rv.record(rr); c != rr {
+		c, err := rv.record(rr)
+		if err != nil {
+			return nil, err
+		}
+		if c != rr {
 			if out == nil {
 				out = slices.Clone(rrs)
 			}
@@ -219,16 +223,18 @@ func (rv *reversal) section(rrs []dns.RR) []dns.RR {
 		}
 	}
 	if out == nil {
-		return rrs
+		return rrs, nil
 	}
-	return out
+	return out, nil
 }
 
 // record applies the steps, last rule's first, to rr's owner and, for the
 // steps that do, to the name it points to; rr itself when nothing changed.
-func (rv *reversal) record(rr dns.RR) dns.RR {
+// A step that makes an invalid name is an error, as in rewrite: the
+// reply is SERVFAIL.
+func (rv *reversal) record(rr dns.RR) (dns.RR, error) {
 	if _, ok := rr.(*dns.OPT); ok {
-		return rr
+		return rr, nil
 	}
 	name, value := rr.Header().Name, ""
 	field := valueField(rr)
@@ -244,31 +250,46 @@ func (rv *reversal) record(rr dns.RR) dns.RR {
 		}
 	}
 	if newName == name && newValue == value {
-		return rr
+		return rr, nil
+	}
+	for _, n := range [...]string{newName, newValue} {
+		if _, valid := dns.IsDomainName(n); n != "" && !valid {
+			return nil, fmt.Errorf("invalid name after rewriting the answer back: %q", n)
+		}
 	}
 	c := dns.Copy(rr)
 	c.Header().Name = newName
 	if newValue != value {
 		*valueField(c) = newValue
 	}
-	return c
+	return c, nil
 }
 
 // msg undoes the rewrite on the records of a reply: every section's
-// names back. The question is the caller's to restore.
-func (rv *reversal) msg(m *dns.Msg) {
-	m.Answer = rv.section(m.Answer)
-	m.Ns = rv.section(m.Ns)
-	m.Extra = rv.section(m.Extra)
+// names back. The question is the caller's to restore. On an error m's
+// sections are not all done: the reply is SERVFAIL.
+func (rv *reversal) msg(m *dns.Msg) error {
+	for _, sec := range [...]*[]dns.RR{&m.Answer, &m.Ns, &m.Extra} {
+		rrs, err := rv.section(*sec)
+		if err != nil {
+			return err
+		}
+		*sec = rrs
+	}
+	return nil
 }
 
 // result undoes the rewrite on a Result.
-func (rv *reversal) result(r Result) Result {
-	r.Answer = clip(rv.section(r.Answer))
-	r.Ns = clip(rv.section(r.Ns))
-	r.Extra = clip(rv.section(r.Extra))
+func (rv *reversal) result(r Result) (Result, error) {
+	for _, sec := range [...]*[]dns.RR{&r.Answer, &r.Ns, &r.Extra} {
+		rrs, err := rv.section(*sec)
+		if err != nil {
+			return Result{}, err
+		}
+		*sec = clip(rrs)
+	}
 	r.deps = append(slices.Clip(r.deps), rv.names...)
-	return r
+	return r, nil
 }
 
 // valueField is the name rr points to, for the types CoreDNS's value

@@ -91,6 +91,9 @@ func TestRewrite(t *testing.T) {
 			"a.example.", dns.TypeA, dns.RcodeSuccess, []string{"a.example. 5 IN A " + web}, nil, nil},
 		{"an invalid name after the rewrite: SERVFAIL", []v1alpha1.Rewrite{{Match: "regex", From: `^(.+)$`, To: "{1}{1}{1}{1}{1}"}},
 			strings.Repeat("a", 60) + ".example.", dns.TypeA, dns.RcodeServerFailure, nil, nil, nil},
+		{"an invalid name after rewriting the answer back: SERVFAIL", []v1alpha1.Rewrite{{Match: "regex", From: `^(.+)\.corp\.$`, To: "{1}.prod.svc.cluster.local",
+			AnswerFrom: `^(.+)\.prod\.svc\.cluster\.local\.$`, AnswerTo: strings.Repeat("{1}", 22)}},
+			"web.corp.", dns.TypeA, dns.RcodeServerFailure, nil, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -240,7 +240,13 @@ func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bo
 	}
 	if rev != nil {
 		m.Question = asked.Question // the question as asked
-		rev.msg(m)
+		if err := rev.msg(m); err != nil {
+			h.log.DebugContext(ctx, "rewrite", "name", asked.Question[0].Name, "err", err)
+			m = new(dns.Msg)
+			m.SetRcode(asked, dns.RcodeServerFailure)
+			m.RecursionAvailable = h.fwd != nil
+			return m, false, nil, dnscache.Ticket{}, nil
+		}
 		deps = append(deps, rev.names...)
 	}
 	if made {
