@@ -212,22 +212,7 @@ func TestServeDNSTopology(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			req := new(dns.Msg).SetQuestion(tt.name, dns.TypeA)
-			if tt.option.Known() {
-				topology.Add(req, topology.DefaultOptionCode, tt.option)
-			}
-			w := &srcWriter{src: tt.src}
-			h.ServeDNS(w, req)
-			if w.err != nil || w.msg == nil {
-				t.Fatalf("reply %v, %v", w.msg, w.err)
-			}
-			var got []string
-			for _, rr := range w.msg.Answer {
-				if a, ok := rr.(*dns.A); ok {
-					got = append(got, a.A.String())
-				}
-			}
-			slices.Sort(got)
+			got, _ := serveA(t, h, tt.src, tt.name, tt.option)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("%s from %v = %v, want %v", tt.name, tt.src, got, tt.want)
 			}
@@ -326,29 +311,36 @@ func TestAutopathTopology(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			req := new(dns.Msg).SetQuestion(tt.name, dns.TypeA)
-			if tt.option.Known() {
-				topology.Add(req, topology.DefaultOptionCode, tt.option)
-			}
-			w := &srcWriter{src: tt.src}
-			h.ServeDNS(w, req)
-			if w.err != nil || w.msg == nil {
-				t.Fatalf("reply %v, %v", w.msg, w.err)
-			}
-			var got []string
-			cname := false
-			for _, rr := range w.msg.Answer {
-				switch v := rr.(type) {
-				case *dns.A:
-					got = append(got, v.A.String())
-				case *dns.CNAME:
-					cname = true
-				}
-			}
-			slices.Sort(got)
+			got, cname := serveA(t, h, tt.src, tt.name, tt.option)
 			if !cname || !slices.Equal(got, tt.want) {
-				t.Errorf("%s from %v = %v (CNAME %v), want %v behind a CNAME", tt.name, tt.src, w.msg.Answer, cname, tt.want)
+				t.Errorf("%s from %v = %v (CNAME %v), want %v behind a CNAME", tt.name, tt.src, got, cname, tt.want)
 			}
 		})
 	}
+}
+
+// serveA asks h for the A records of name from src, with the topology
+// option of c when it is known, and returns the sorted addresses of the
+// answer and whether it holds a CNAME.
+func serveA(t *testing.T, h *Handler, src net.Addr, name string, c topology.Client) (addrs []string, cname bool) {
+	t.Helper()
+	req := new(dns.Msg).SetQuestion(name, dns.TypeA)
+	if c.Known() {
+		topology.Add(req, topology.DefaultOptionCode, c)
+	}
+	w := &srcWriter{src: src}
+	h.ServeDNS(w, req)
+	if w.err != nil || w.msg == nil {
+		t.Fatalf("reply %v, %v", w.msg, w.err)
+	}
+	for _, rr := range w.msg.Answer {
+		switch v := rr.(type) {
+		case *dns.A:
+			addrs = append(addrs, v.A.String())
+		case *dns.CNAME:
+			cname = true
+		}
+	}
+	slices.Sort(addrs)
+	return addrs, cname
 }
