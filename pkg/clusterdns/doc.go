@@ -23,15 +23,11 @@
 // resolveCandidate (Resolve, or with localOnly only what needs no
 // upstream); the handler builds its messages.
 //
-// ServeDNS wraps Resolve with the message-level rules of pkg/dnsmsg, which
-// the node-local stage shares. A query without exactly one question is
-// FORMERR. An opcode other than QUERY is NOTIMP. An EDNS version other
-// than 0 is BADVERS. The server advertises dnsmsg.EDNSSize (1232 bytes).
-// A reply is truncated to 512 bytes without EDNS0. With EDNS0 it gets the
-// client's size, but never more than 1232 bytes over UDP (a claim of 65535
-// gets 1232). Over TCP the limit is 64 KiB. The TC bit is set when records
-// were left out. Resolve answers REFUSED for classes other than IN (and
-// ANY) and for AXFR and IXFR (never a zone listing).
+// ServeDNS wraps Resolve with pkg/dnsmsg's message rules (Check, Finish),
+// which the node-local stage shares: FORMERR, NOTIMP and BADVERS, replies
+// cut to the client's size (at most 1232 bytes over UDP) with TC set.
+// Resolve answers REFUSED for classes other than IN (and ANY) and for
+// AXFR and IXFR (never a zone listing).
 //
 // Answers:
 //
@@ -44,25 +40,25 @@
 //     candidates are.
 //   - Names in the zone come from the snapshot: one lookup of the
 //     lowercase name. The answer owners echo the question's case.
-//   - Replies made from the zone are cached packed. The key is the
-//     question as asked, EDNS0 presence, the DO bit and the size limit. A
-//     hit patches the ID and the RD and CD bits and writes the bytes; over
-//     UDP it is found from the query's wire form (AnswerWire). The cache is
-//     bounded (WithReplyCache: 16 MiB by default, in two generations) and
-//     lives across snapshots. A new snapshot retires the replies made from
-//     the names that changed (package replycache), so stale data is never
-//     served.
+//   - A headless Service with a traffic distribution answers each client
+//     its nearest ready endpoints (Snapshot.VariantFor, pkg/topology's
+//     rule). askerOf places the client once per query: by node-local's
+//     topology option (WithTopology; taken off, never forwarded), else by
+//     its source pod's node and zone. CoreDNS's zone-scoped names
+//     (coredns#8388) read the same variants.
+//   - Replies made from the zone are cached packed (package replycache),
+//     keyed by the question as asked, EDNS0, DO and the size limit, and by
+//     the client's topology variant where the name has them. A hit patches
+//     the ID, RD and CD; over UDP it is found from the wire (AnswerWire).
+//     The cache is bounded (WithReplyCache) and lives across snapshots: a
+//     new one retires the replies made from the names that changed.
 //   - A name that does not exist is NXDOMAIN. A name that exists (an empty
 //     non-terminal too) without the asked type is NOERROR with no answer.
 //     Both carry the SOA of the name's zone in the authority section, its
 //     minimum TTL equal to the record TTL.
-//   - WithWireMisses (serve sets it) answers two kinds of UDP reply cache
-//     misses from the query's wire form, before ServeDNS (missWire). They
-//     are NXDOMAIN with the SOA, and an A or AAAA query for a name with
-//     exactly one such address and no alias (a ClusterIP Service). The
-//     bytes are those miekg/dns packs, and the namespace metrics count
-//     them. They are not cached: the ndots:5 misses and the names of a
-//     large cluster outnumber the reply cache.
+//   - WithWireMisses (serve sets it) answers NXDOMAIN and a ClusterIP
+//     Service's A or AAAA from the query's wire form on a UDP reply cache
+//     miss (missWire), uncached: the ndots:5 misses outnumber the cache.
 //   - ANY is answered minimally (RFC 8482) for the names this server
 //     answers. A name that exists gets a synthesized HINFO "RFC8482" (an
 //     ExternalName: its CNAME). A zone name that does not exist gets
@@ -70,16 +66,12 @@
 //     other type, as CoreDNS's forward does (REFUSED without a forwarder).
 //   - A headless Service without a ready endpoint has no name (NXDOMAIN).
 //     SRV at the bare Service name lists every port, as in CoreDNS.
-//   - WithLoadBalance rotates by one step per reply each run of A or AAAA
-//     records, and of SRV records of one priority, of one owner in the
-//     answer section. A cached reply is rotated in its packed bytes: the
-//     runs' ranges and the compression pointers into them are recorded
-//     when it is cached. When that is not safe it is served unrotated.
+//   - WithLoadBalance rotates each run of A, AAAA or same-priority SRV
+//     records of one owner by one step per reply; a cached reply is
+//     rotated in its packed bytes, or served unrotated when that is unsafe.
 //   - WithUDPAnswerLimit cuts the A or AAAA RRset of a UDP reply made here
-//     (zone, chase, autopath; not a relayed one) to the limit, TC clear
-//     (dnsmsg.LimitAnswer). The window moves by the limit each reply. A
-//     cached cut reply is kept whole, and each hit writes the next window
-//     of its packed run (replycache.NewWindow); otherwise it is not cached.
+//     to the limit, TC clear, the window moving each reply; a cached cut
+//     reply hands out the next window per hit (replycache.NewWindow).
 //   - Before the first full sync every zone and reverse name is SERVFAIL.
 //   - ExternalName Services answer with their CNAME, then the target's
 //     records. A target in the zone is looked up in the snapshot; any
@@ -97,47 +89,28 @@
 //   - Names under the autopath suffix (search.<ns>.<zone>.ap.k8s.io) are
 //     never forwarded. Each candidate of the search list is tried: from
 //     the EDNS0 local option, else the namespace's cluster searches
-//     (pkg/autopath's rules). The first that is not NXDOMAIN, in
-//     search-list order, answers behind a CNAME from the asked name. Such
-//     answers are not cached. Zone candidates are free. At most 8
-//     candidates that need an upstream are asked, in parallel, the name
-//     itself always among them; the others are not tried. The expansion
-//     ends within 2 s, 2.5 s by source (v1alpha1.AutopathDeadline, below
-//     node-local's timeout toward this server).
+//     (policy.ClusterSearches). The first that is not NXDOMAIN, in
+//     search-list order, answers behind a CNAME from the asked name,
+//     uncached, each candidate with its topology variant for the client.
+//     At most 8 candidates that need an upstream are asked, in parallel;
+//     the expansion ends within v1alpha1.AutopathDeadline.
 //   - Every other name is forwarded through the Exchanger given to
-//     WithForwarder (REFUSED without one). That is a pkg/forward Forwarder
-//     or Router; see its README. It never sends to the server's own listen
-//     addresses, bounds each exchange in time and sheds beyond
-//     MaxConcurrent. It health-checks its upstreams, fails fast when all
-//     are down, and keeps forwarding loops from forming (a per-query EDNS0
-//     marker and loop probes). A TCP client's query goes upstream over TCP
-//     (forward.WithClientTCP). A failed forward answers forward.Rcode.
-//   - Given WithAnswerCache (serve's *dnscache.Cache) instead, a UDP
-//     reply made from a cache hit is kept with the cached answer in its
-//     finished wire form (dnscache.Keep). AnswerWire answers the next
-//     query of that shape from it, as the node-local stage does: ID, RD
-//     and CD set, TTLs aged, the hit counted. Replies that load balancing
-//     rotates are not kept, nor any reply while rewrites or autopath by
-//     source are on. AnswerWire serves a kept reply only for a name that
-//     decide routes upstream now, as ServeDNS would. A reload may keep
-//     the cache and change that.
+//     WithForwarder (REFUSED without one): a pkg/forward Forwarder or
+//     Router, whose README says how it bounds, sheds, health-checks and
+//     stops loops. A TCP client's query goes upstream over TCP. A failed
+//     forward answers forward.Rcode. Given WithAnswerCache (serve's
+//     *dnscache.Cache) instead, AnswerWire also answers a UDP query from
+//     the finished reply kept with a cached answer, for a name that
+//     decide routes upstream now.
 //
 // # Metrics
 //
-// The metrics keep the dnsconfigurer_dnsserver_ prefix they had before the
-// zone left pkg/dnsserver. The listener counts the queries (requests,
-// responses, durations, sizes). RegisterRecordMetrics adds the snapshot's
-// _records{kind} and _synced; Server.Run adds the feed's
-// _objects_skipped_total{kind,reason} (kubefeed.Skips). WithAutopath adds _autopath_expansions_total,
-// _autopath_hits_total{position}, _autopath_misses_total,
-// _autopath_bad_options_total and _autopath_truncated_total.
-// WithAmplification adds the search-list amplification per namespace of
-// the asking pods (pkg/nsmetrics: _namespace_queries_total{namespace},
-// _namespace_lookups_total, _namespace_misses_total, _namespace_hits_total,
-// _namespace_external_lookups_total for the N busiest namespaces and
-// "other"; docs/amplification.md).
+// The metrics keep the dnsconfigurer_dnsserver_ prefix. The listener
+// counts the queries; RegisterRecordMetrics (_records, _synced),
+// Server.Run (kubefeed.Skips), WithAutopath (_autopath_*) and
+// WithAmplification (pkg/nsmetrics, docs/amplification.md) add theirs.
 //
 // It imports miekg/dns; its store subpackage is pure and must not
-// (internal/layering checks it). Its feed subpackage is the only DNS
-// package that imports client-go.
+// (internal/layering checks it). It takes a client-go clientset in Deps;
+// pkg/kubefeed watches and converts the objects.
 package clusterdns

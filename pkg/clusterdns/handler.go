@@ -292,3 +292,8 @@ type AnswerCache interface {
 func WithAnswerCache(c AnswerCache) Option {
 	return func(h *Handler) { h.fwd, h.answers = c, c }
 }
+
+// WithTopology reads the client's topology from the EDNS0 local option of
+// code (api topologyOptionCode), which node-local adds, and takes it off
+// every query, so that it is never forwarded. 0 reads none.
+func WithTopology(code uint16) Option { return func(h *Handler) { h.topoCode = code } }

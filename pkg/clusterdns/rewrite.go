@@ -230,8 +230,7 @@ func (rv *reversal) section(rrs []dns.RR) ([]dns.RR, error) {
 
 // record applies the steps, last rule's first, to rr's owner and, for the
 // steps that do, to the name it points to; rr itself when nothing changed.
-// A step that makes an invalid name is an error, as in rewrite: the
-// reply is SERVFAIL.
+// An invalid name is an error, as in rewrite (the reply is SERVFAIL).
 func (rv *reversal) record(rr dns.RR) (dns.RR, error) {
 	if _, ok := rr.(*dns.OPT); ok {
 		return rr, nil
@@ -265,9 +264,8 @@ func (rv *reversal) record(rr dns.RR) (dns.RR, error) {
 	return c, nil
 }
 
-// msg undoes the rewrite on the records of a reply: every section's
-// names back. The question is the caller's to restore. On an error m's
-// sections are not all done: the reply is SERVFAIL.
+// msg undoes the rewrite on every section of a reply; the question is the
+// caller's to restore. After an error m is half done: SERVFAIL it.
 func (rv *reversal) msg(m *dns.Msg) error {
 	for _, sec := range [...]*[]dns.RR{&m.Answer, &m.Ns, &m.Extra} {
 		rrs, err := rv.section(*sec)

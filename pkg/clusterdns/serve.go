@@ -108,10 +108,9 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	h.write(w, b)
 }
 
-// asker is what a query's answer needs to know of its client: its
-// address (autopath by source), the variant of the question's name it
-// gets ("" but for a name with variants), and where it is when autopath
-// may expand the question (for the candidates' variants).
+// asker is what an answer needs to know of its client: its address
+// (autopath by source), its variant of the question's name ("" but for a
+// name with variants), and its place when autopath may expand the query.
 type asker struct {
 	ip      netip.Addr
 	variant store.Variant

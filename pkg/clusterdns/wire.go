@@ -57,3 +57,14 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 	}
 	return dst, false
 }
+
+// perClient reports whether the answer to the wire name (dnsmsg's form)
+// depends on the client: AnswerWire, which does not know the client,
+// leaves such a query to ServeDNS.
+func perClient(z *zone, wireName []byte) bool {
+	if z.snap.Counts.Variants == 0 {
+		return false
+	}
+	var buf [256]byte
+	return z.snap.HasVariants(borrowString(dnsmsg.AppendName(buf[:0], wireName, true)))
+}

@@ -439,10 +439,9 @@ func fill(m *dns.Msg, r Result) {
 	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
 }
 
-// The answers per client: askerOf (serve.go) places the client once per
-// query, and the context carries its variant to the lookup. Autopath
-// answers each candidate with the candidate's variant: the context
-// carries the client for it (those replies are never cached).
+// The answers per client: askerOf places the client once per query, and
+// the context carries its variant to the lookup, or the client itself to
+// autopath, whose candidates each get theirs (never cached).
 
 type (
 	variantCtxKey struct{}
@@ -458,8 +457,7 @@ func withVariant(ctx context.Context, v store.Variant) context.Context {
 	return context.WithValue(ctx, variantCtxKey{}, v)
 }
 
-// withCandidateClient is ctx carrying the client c for autopath's
-// candidates; ctx when c is unknown.
+// withCandidateClient is ctx carrying c, when known, for autopath.
 func withCandidateClient(ctx context.Context, c topology.Client) context.Context {
 	if !c.Known() {
 		return ctx
@@ -467,12 +465,11 @@ func withCandidateClient(ctx context.Context, c topology.Client) context.Context
 	return context.WithValue(ctx, clientCtxKey{}, c)
 }
 
-// forCandidate is ctx for answering an autopath candidate lname from z:
-// with the candidate's variant for the client of ctx, and never the
-// question's.
+// forCandidate is ctx for the autopath candidate lname of zone z: its
+// variant for the client of ctx, never the question's.
 func forCandidate(ctx context.Context, z *zone, lname string) context.Context {
 	var v store.Variant
-	if c, ok := ctx.Value(clientCtxKey{}).(topology.Client); ok && z != nil && z.snap.HasVariants(lname) {
+	if c, ok := ctx.Value(clientCtxKey{}).(topology.Client); ok && z.snap.HasVariants(lname) {
 		v = z.snap.VariantFor(lname, c.Zone, c.Node)
 	}
 	if v == "" && ctx.Value(variantCtxKey{}) == nil {
