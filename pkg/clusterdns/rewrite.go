@@ -228,9 +228,8 @@ func (rv *reversal) section(rrs []dns.RR) ([]dns.RR, error) {
 	return out, nil
 }
 
-// record applies the steps, last rule's first, to rr's owner and, for the
-// steps that do, to the name it points to; rr itself when nothing changed.
-// An invalid name is an error, as in rewrite (the reply is SERVFAIL).
+// record applies the steps, last rule's first, to rr's owner and, where
+// they do, to its target; rr when nothing changed; an invalid name errs.
 func (rv *reversal) record(rr dns.RR) (dns.RR, error) {
 	if _, ok := rr.(*dns.OPT); ok {
 		return rr, nil
@@ -267,7 +266,22 @@ func (rv *reversal) record(rr dns.RR) (dns.RR, error) {
 // msg undoes the rewrite on every section of a reply; the question is the
 // caller's to restore. After an error m is half done: SERVFAIL it.
 func (rv *reversal) msg(m *dns.Msg) error {
-	for _, sec := range [...]*[]dns.RR{&m.Answer, &m.Ns, &m.Extra} {
+	return rv.sections([...]*[]dns.RR{&m.Answer, &m.Ns, &m.Extra})
+}
+
+// result undoes the rewrite on a Result.
+func (rv *reversal) result(r Result) (Result, error) {
+	if err := rv.sections([...]*[]dns.RR{&r.Answer, &r.Ns, &r.Extra}); err != nil {
+		return Result{}, err
+	}
+	r.Answer, r.Ns, r.Extra = clip(r.Answer), clip(r.Ns), clip(r.Extra)
+	r.deps = append(slices.Clip(r.deps), rv.names...)
+	return r, nil
+}
+
+// sections applies section to each of secs in place.
+func (rv *reversal) sections(secs [3]*[]dns.RR) error {
+	for _, sec := range secs {
 		rrs, err := rv.section(*sec)
 		if err != nil {
 			return err
@@ -275,19 +289,6 @@ func (rv *reversal) msg(m *dns.Msg) error {
 		*sec = rrs
 	}
 	return nil
-}
-
-// result undoes the rewrite on a Result.
-func (rv *reversal) result(r Result) (Result, error) {
-	for _, sec := range [...]*[]dns.RR{&r.Answer, &r.Ns, &r.Extra} {
-		rrs, err := rv.section(*sec)
-		if err != nil {
-			return Result{}, err
-		}
-		*sec = clip(rrs)
-	}
-	r.deps = append(slices.Clip(r.deps), rv.names...)
-	return r, nil
 }
 
 // valueField is the name rr points to, for the types CoreDNS's value

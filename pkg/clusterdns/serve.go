@@ -117,9 +117,8 @@ type asker struct {
 	client  topology.Client
 }
 
-// askerOf places the client of req, a query dnsmsg.Check accepts, once
-// per query. It takes the topology option off req, so that it is never
-// forwarded.
+// askerOf places the client of req (Check accepted it) once per query,
+// and takes the topology option off req: it is never forwarded.
 func (h *Handler) askerOf(src net.Addr, req *dns.Msg) asker {
 	var a asker
 	a.ip, _ = addrOf(src)
@@ -144,10 +143,9 @@ func (h *Handler) askerOf(src net.Addr, req *dns.Msg) asker {
 	return a
 }
 
-// clientTopology is where the client of req is: the topology option of
-// code (removed from req, malformed or not), else the node and topology
-// zone of the pod with address ip (none without snap). Unknown parts are
-// "".
+// clientTopology is where the client of req is: the option of code
+// (removed, malformed or not), else the node and zone of the pod at ip
+// (none without snap). Unknown parts are "".
 func clientTopology(req *dns.Msg, code uint16, ip netip.Addr, snap *store.Snapshot) topology.Client {
 	if code != 0 {
 		if c, ok := topology.Take(req, code); ok && c.Known() {
@@ -201,9 +199,7 @@ func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bo
 	if d.rewrite {
 		var err error
 		if req, rev, err = h.rewriteRequest(req); err != nil {
-			h.log.DebugContext(ctx, "rewrite", "name", asked.Question[0].Name, "err", err)
-			m.Rcode = dns.RcodeServerFailure
-			return m, false, nil, t, nil
+			return h.rewriteFailed(ctx, asked, err), false, nil, t, nil
 		}
 		if rev != nil {
 			d = h.decideQ(req.Question[0])
@@ -240,11 +236,7 @@ func (h *Handler) answerMsg(ctx context.Context, req *dns.Msg, rcode int, tcp bo
 	if rev != nil {
 		m.Question = asked.Question // the question as asked
 		if err := rev.msg(m); err != nil {
-			h.log.DebugContext(ctx, "rewrite", "name", asked.Question[0].Name, "err", err)
-			m = new(dns.Msg)
-			m.SetRcode(asked, dns.RcodeServerFailure)
-			m.RecursionAvailable = h.fwd != nil
-			return m, false, nil, dnscache.Ticket{}, nil
+			return h.rewriteFailed(ctx, asked, err), false, nil, dnscache.Ticket{}, nil
 		}
 		deps = append(deps, rev.names...)
 	}
@@ -275,10 +267,18 @@ func (h *Handler) rewriteRequest(req *dns.Msg) (*dns.Msg, *reversal, error) {
 	return &r, rev, nil
 }
 
-// answerBySource answers req from its client's source address when it is
-// a first search query of a known pod (WithAutopathBySource), each
-// candidate with its variant for the client; false otherwise, and the
-// normal path answers. dnsmsg.Check has accepted req.
+// rewriteFailed is asked's SERVFAIL when a rewrite made an invalid name.
+func (h *Handler) rewriteFailed(ctx context.Context, asked *dns.Msg, err error) *dns.Msg {
+	h.log.DebugContext(ctx, "rewrite", "name", asked.Question[0].Name, "err", err)
+	m := new(dns.Msg)
+	m.SetRcode(asked, dns.RcodeServerFailure)
+	m.RecursionAvailable = h.fwd != nil
+	return m
+}
+
+// answerBySource answers req, which Check accepted, when it is a first
+// search query of a known pod (WithAutopathBySource), each candidate with
+// its variant for the client; false otherwise: the normal path answers.
 func (h *Handler) answerBySource(ctx context.Context, a asker, req *dns.Msg, tcp bool) (*dns.Msg, bool) {
 	z := h.zone()
 	if z == nil || !a.ip.IsValid() {
