@@ -9,7 +9,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
@@ -183,11 +182,14 @@ func TestUDPAnswerLimitCovers(t *testing.T) {
 	}
 }
 
-// TestWindowMatchesLimitAnswer: a cached reply's window gives, hit after
-// hit, the bytes of the reply made with dnsmsg.LimitAnswer at the same
-// counter; replies whose window cannot be served safely get none.
+// TestWindowMatchesLimitAnswer: a cached reply's window (windowReply)
+// gives, hit after hit, the bytes of the reply made with
+// dnsmsg.LimitAnswer at the same counter, never longer than MaxLen says;
+// replies whose window cannot be served safely or could outgrow the
+// client's size get none.
 func TestWindowMatchesLimitAnswer(t *testing.T) {
 	const limit = 3
+	h := NewHandler("cluster.local", limitStore(t), WithUDPAnswerLimit(limit))
 	run := func(owner string, n int) []string {
 		var out []string
 		for i := range n {
@@ -214,17 +216,26 @@ func TestWindowMatchesLimitAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, wire := packedReply(t, tt.qname, tt.answer, nil)
+			m, _ := packedReply(t, tt.qname, tt.answer, nil)
 			const c0 = 5
-			w, ok := replycache.NewWindow(slices.Clone(wire), limit, tt.size, c0)
+			cut := m.Copy()
+			cut.Answer = dnsmsg.LimitAnswer(m.Answer, limit, c0)
+			w, ok := h.windowReply(cut, &udpCut{full: m.Answer, c: c0}, tt.size)
 			if ok != tt.plan {
-				t.Fatalf("NewWindow ok = %v, want %v", ok, tt.plan)
+				t.Fatalf("windowReply ok = %v, want %v", ok, tt.plan)
 			}
 			if !ok {
 				return
 			}
+			longest := 0
+			defer func() {
+				if longest != w.MaxLen() {
+					t.Errorf("the longest hit is %d bytes, MaxLen %d", longest, w.MaxLen())
+				}
+			}()
 			for c := uint32(c0 + 1); c < c0+12; c++ {
 				got := w.AppendTo(nil, m.Id, m.RecursionDesired, m.CheckingDisabled)
+				longest = max(longest, len(got))
 				cut := m.Copy()
 				cut.Answer = dnsmsg.LimitAnswer(m.Answer, limit, c)
 				want, err := cut.Pack()

@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
@@ -297,3 +302,133 @@ func WithAnswerCache(c AnswerCache) Option {
 // code (api topologyOptionCode), which node-local adds, and takes it off
 // every query, so that it is never forwarded. 0 reads none.
 func WithTopology(code uint16) Option { return func(h *Handler) { h.topoCode = code } }
+
+// Resolve answers one question without writing to the wire: from the cluster
+// zone, from the reverse records of the store, from the static records, or
+// from upstream. It is the core the wire handler wraps (and what autopath
+// calls per search suffix).
+func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
+	return h.resolve(ctx, q, h.decideQ(q))
+}
+
+// addrOf is the IP address of a UDP or TCP peer.
+func addrOf(a net.Addr) (netip.Addr, bool) {
+	switch v := a.(type) {
+	case *net.UDPAddr:
+		ip, ok := netip.AddrFromSlice(v.IP)
+		return ip.Unmap(), ok
+	case *net.TCPAddr:
+		ip, ok := netip.AddrFromSlice(v.IP)
+		return ip.Unmap(), ok
+	}
+	return netip.Addr{}, false
+}
+
+// DefaultReplyCacheBytes bounds the packed replies a Handler caches
+// unless WithReplyCache says otherwise: about 60,000 replies of a cluster
+// zone (a reply with its key and overhead costs about 250 bytes), room for
+// the search-list misses of a busy cluster's working set. It is
+// v1alpha1's DefaultZoneBytes.
+var DefaultReplyCacheBytes = v1alpha1.DefaultZoneBytes.Bytes()
+
+// replyIdle is the age at which the reply cache's current generation
+// becomes the previous one: a reply unasked for one to two periods is
+// dropped.
+const replyIdle = time.Minute
+
+// replyCache keeps the zone's packed replies across snapshots, keyed by
+// the question as asked. A reply is served until a name it was made from
+// changes. *replycache.Cache[*reply] implements it.
+type replyCache interface {
+	// Get keeps no part of k.Name (wireKey borrows it).
+	Get(k replycache.Key) (*reply, bool)
+	// Put drops r unless epoch is the one of the last Advance.
+	Put(k replycache.Key, r *reply, size int, epoch uint64, deps []string)
+	// Advance moves on to the snapshot epoch; changed retires the names
+	// that changed, or returns false when it cannot tell.
+	Advance(epoch uint64, changed func(retire func(name string)) bool)
+}
+
+var _ replyCache = (*replycache.Cache[*reply])(nil)
+
+// newReplyCache is the default reply cache, of at most bytes of replies.
+func newReplyCache(bytes int64) replyCache { return replycache.New[*reply](bytes, replyIdle) }
+
+// reply is what the reply cache keeps of one reply: its packed form,
+// rotated or cut per hit (WithLoadBalance, WithUDPAnswerLimit), and what
+// it adds to the namespace metrics (WithAmplification; not Counted when
+// they are off or do not count it). The cache holds a pointer: a hit gets
+// it back in one register.
+type reply struct {
+	replycache.Reply
+	amp nsmetrics.Count
+}
+
+// changes is how the reply cache moves from prev to z: it retires the
+// names that changed between their snapshots and the apexes, whose SOA
+// serial moved. nil when there is no prev: nothing is cached yet.
+func (h *Handler) changes(prev, z *zone) func(retire func(string)) bool {
+	if prev == nil {
+		return nil
+	}
+	return func(retire func(string)) bool {
+		retire = withAncestors(retire)
+		if !z.snap.ChangedSince(prev.snap, retire) {
+			return false
+		}
+		for _, n := range h.apexes(z) {
+			retire(n)
+		}
+		return true
+	}
+}
+
+// withAncestors is retire that also retires a reverse name's ancestors:
+// whether they exist (authoritative reverse zones) depends on the
+// addresses below them.
+func withAncestors(retire func(string)) func(string) {
+	return func(name string) {
+		retire(name)
+		rz := reverseZone(name)
+		if rz == "" {
+			return
+		}
+		for rest := name; len(rest) > len(rz); {
+			i := strings.IndexByte(rest, '.')
+			if i < 0 {
+				return
+			}
+			rest = rest[i+1:]
+			retire(rest)
+		}
+	}
+}
+
+// WithUDPAnswerLimit cuts, in every UDP reply this server makes (the
+// zone's and autopath's, not a forwarded one), an A or AAAA RRset of more
+// than n records to n: dnsmsg.LimitAnswer, TC clear. Over TCP the reply
+// holds them all. 0 (default) is off.
+func WithUDPAnswerLimit(n int) Option { return func(h *Handler) { h.udpLimit = n } }
+
+// udpCut is how a UDP reply was cut to the answer limit: its answer
+// before the cut and the counter its window was taken at.
+type udpCut struct {
+	full []dns.RR
+	c    uint32
+}
+
+// limitUDP cuts m's answer to the UDP answer limit (a TCP reply is left
+// whole), and says how; nil when nothing was cut.
+func (h *Handler) limitUDP(m *dns.Msg, tcp bool) *udpCut {
+	if tcp || h.udpLimit <= 0 || len(m.Answer) <= h.udpLimit {
+		return nil
+	}
+	c := h.cutN.Add(1)
+	cut := dnsmsg.LimitAnswer(m.Answer, h.udpLimit, c)
+	if len(cut) == len(m.Answer) {
+		return nil
+	}
+	full := m.Answer
+	m.Answer = cut
+	return &udpCut{full: full, c: c}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
@@ -159,19 +160,6 @@ func clientTopology(req *dns.Msg, code uint16, ip netip.Addr, snap *store.Snapsh
 	return topology.Client{Zone: zone, Node: node}
 }
 
-// addrOf is the IP address of a UDP or TCP peer.
-func addrOf(a net.Addr) (netip.Addr, bool) {
-	switch v := a.(type) {
-	case *net.UDPAddr:
-		ip, ok := netip.AddrFromSlice(v.IP)
-		return ip.Unmap(), ok
-	case *net.TCPAddr:
-		ip, ok := netip.AddrFromSlice(v.IP)
-		return ip.Unmap(), ok
-	}
-	return netip.Addr{}, false
-}
-
 // respond builds the reply to req: the message that goes on the wire,
 // truncated to what the client can receive. A forwarded reply made from an
 // answer of the answer cache that nothing here changed per reply (no
@@ -303,6 +291,95 @@ func (h *Handler) answerBySource(ctx context.Context, a asker, req *dns.Msg, tcp
 	return dnsmsg.Finish(req, m, tcp), true
 }
 
+// checkedKey returns the cache key of a request dnsmsg.Check has read (opt
+// and rcode are what it returned), and false for requests whose reply is
+// not cacheable: responses, and queries Check rejects (not exactly one
+// question, not a plain query, EDNS versions other than 0). The size limit
+// is dnsmsg.ReplySize, the size Finish truncates to.
+func checkedKey(req *dns.Msg, opt *dns.OPT, rcode int, tcp bool) (replycache.Key, bool) {
+	if req.Response || rcode != dns.RcodeSuccess {
+		return replycache.Key{}, false
+	}
+	q := req.Question[0]
+	k := replycache.Key{Name: q.Name, Qtype: q.Qtype, Qclass: q.Qclass, Limit: uint16(dnsmsg.ReplySize(opt, tcp))}
+	if opt != nil {
+		k.EDNS, k.DO = true, opt.Do()
+	}
+	return k, true
+}
+
+// variantKey is the reply cache key of a reply made for variant v of the
+// question of k: the name and the variant. A variant holds a 0x00 byte
+// and ends in an alphanumeric byte; a question name as either path keys
+// it ends in '.', so the two never meet.
+func variantKey(k replycache.Key, v store.Variant) replycache.Key {
+	if v != "" {
+		k.Name += string(v)
+	}
+	return k
+}
+
+// cached appends to dst the reply to a request with key k from the reply
+// cache, with the request's id and RD and CD bits, and counts it in the
+// namespace metrics; false when the cache has no reply for k.
+func (h *Handler) cached(dst []byte, k replycache.Key, id uint16, rd, cd bool) ([]byte, bool) {
+	r, ok := h.wire.Get(k)
+	if !ok {
+		return dst, false
+	}
+	b := r.AppendTo(dst, id, rd, cd)
+	if r.amp.Counted() {
+		// Counted before the reply leaves: a client that has its answer
+		// sees it in the metrics.
+		h.amp.Observe(r.amp)
+	}
+	return b, true
+}
+
+// keep puts m, a reply made from z and packed as b, in the reply cache
+// under k. deps are the names besides the question's it was made from;
+// cut is how its answer was cut (nil: not cut); ac is what it added to
+// the namespace metrics. Only NOERROR and NXDOMAIN replies are kept.
+func (h *Handler) keep(k replycache.Key, z *zone, m *dns.Msg, b []byte, cut *udpCut, ac *nsmetrics.Count, deps []string) {
+	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError {
+		return
+	}
+	r := &reply{amp: *ac}
+	if cut != nil {
+		// Kept whole, to hand out the next window on each hit.
+		w, ok := h.windowReply(m, cut, int(k.Limit))
+		if !ok {
+			return
+		}
+		r.Reply = w
+	} else {
+		r.Reply = replycache.NewReply(append([]byte(nil), b...), h.lb)
+	}
+	h.wire.Put(k, r, r.Len(), z.epoch, append(deps, lowerFQDN(k.Name)))
+}
+
+// windowReply is what the reply cache keeps of m, a finished UDP reply
+// whose answer was cut: m packed with its whole answer, handing out the
+// next records on each hit. It is false when m was truncated, when
+// replycache.NewWindow refuses, or when a window could outgrow size.
+// Loadbalance adds nothing: the window moves on every hit.
+func (h *Handler) windowReply(m *dns.Msg, cut *udpCut, size int) (replycache.Reply, bool) {
+	if m.Truncated {
+		return replycache.Reply{}, false
+	}
+	whole := *m
+	whole.Answer = cut.full
+	b, err := whole.Pack()
+	if err != nil {
+		return replycache.Reply{}, false
+	}
+	r, ok := replycache.NewWindow(b, h.udpLimit, cut.c)
+	if !ok || r.MaxLen() > size {
+		return replycache.Reply{}, false
+	}
+	return r, true
+}
+
 func (h *Handler) write(w dns.ResponseWriter, b []byte) {
 	if _, err := w.Write(b); err != nil {
 		h.log.Debug("write reply", "remote", w.RemoteAddr().String(), "err", err)
@@ -413,14 +490,6 @@ func (h *Handler) forwarded(d decision) decision {
 // decideQ is decide for a question as asked.
 func (h *Handler) decideQ(q dns.Question) decision {
 	return decide(h, q.Qtype, q.Qclass, lowerFQDN(q.Name))
-}
-
-// Resolve answers one question without writing to the wire: from the cluster
-// zone, from the reverse records of the store, from the static records, or
-// from upstream. It is the core the wire handler wraps (and what autopath
-// calls per search suffix).
-func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
-	return h.resolve(ctx, q, h.decideQ(q))
 }
 
 // resolve answers q as d says. A name under the autopath suffix is

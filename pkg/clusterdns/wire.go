@@ -1,6 +1,7 @@
 package clusterdns
 
 import (
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
@@ -67,4 +68,14 @@ func perClient(z *zone, wireName []byte) bool {
 	}
 	var buf [256]byte
 	return z.snap.HasVariants(borrowString(dnsmsg.AppendName(buf[:0], wireName, true)))
+}
+
+// wireKey is checkedKey for a UDP query read by dnsmsg.ParseQuery (which
+// reads only plain queries dnsmsg.Check accepts), name being its name as
+// dnsmsg.AppendName writes it: the same key as for the same query
+// unpacked. The key borrows name, so it is good for Get only, and only
+// while name is.
+func wireKey(q *dnsmsg.WireQuery, name []byte) replycache.Key {
+	return replycache.Key{Name: borrowString(name), Qtype: q.Qtype, Qclass: q.Qclass,
+		EDNS: q.EDNS, DO: q.DO, Limit: uint16(q.ReplySize())}
 }

@@ -33,12 +33,12 @@ func NewReply(wire []byte, rotate bool) Reply {
 // holds its whole run of A or AAAA records, that each hit cuts to the next
 // limit records of the run: the window dnsmsg.LimitAnswer takes at hit
 // counter c+1, c+2, ... It keeps wire and clears RD and CD in it. ok is
-// false when the reply cannot be served so (planWindow), or a window could
-// make it larger than size.
-func NewWindow(wire []byte, limit, size int, c uint32) (r Reply, ok bool) {
+// false when the reply cannot be served so (planWindow). MaxLen says
+// whether every window fits the client.
+func NewWindow(wire []byte, limit int, c uint32) (r Reply, ok bool) {
 	wire[2] &^= 0x01
 	wire[3] &^= 0x10
-	w := planWindow(wire, limit, size, c)
+	w := planWindow(wire, limit, c)
 	if w == nil {
 		return Reply{}, false
 	}
@@ -47,6 +47,14 @@ func NewWindow(wire []byte, limit, size int, c uint32) (r Reply, ok bool) {
 
 // Len is the length of the cached form: what the reply costs the cache.
 func (r *Reply) Len() int { return len(r.wire) }
+
+// MaxLen is the length of the longest reply a hit writes.
+func (r *Reply) MaxLen() int {
+	if r.win == nil {
+		return len(r.wire)
+	}
+	return len(r.wire) - (r.win.end - r.win.start) + r.win.maxBytes()
+}
 
 // AppendTo writes the reply for a hit into dst (reused from its start):
 // rotated or cut as NewReply or NewWindow said, with the request's id and
@@ -276,10 +284,9 @@ type window struct {
 // planWindow returns the window of the packed reply b whose answer holds
 // exactly one run of A or AAAA records longer than limit, or nil: when it
 // holds none or more than one, when a compression pointer reads at or
-// after the run's start (the bytes there move), or when a window could
-// make the reply larger than size. c is the counter of the reply made
-// when b was (the first hit takes the next window).
-func planWindow(b []byte, limit, size int, c uint32) *window {
+// after the run's start (the bytes there move). c is the counter of the
+// reply made when b was (the first hit takes the next window).
+func planWindow(b []byte, limit int, c uint32) *window {
 	var ptrs [][2]int
 	counts, off, ok := walkQuestions(b, &ptrs)
 	if !ok {
@@ -328,9 +335,6 @@ func planWindow(b []byte, limit, size int, c uint32) *window {
 		if p[1] >= w.start {
 			return nil
 		}
-	}
-	if len(b)-(w.end-w.start)+w.maxBytes() > size {
-		return nil
 	}
 	w.n.Store(c)
 	return w
