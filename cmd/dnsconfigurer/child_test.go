@@ -81,14 +81,23 @@ type child struct {
 // if the test failed, logs its stderr.
 func startChild(t *testing.T, test string, args ...string) *child {
 	t.Helper()
-	return startChildEnv(t, test, nil, args...)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	return startCmd(t, cmd, []string{childEnv + "=" + strings.Join(args, "\n")}, args)
 }
 
-// startChildEnv is startChild with env added to the child's environment:
-// what its Deployment sets (the webhook's GOMEMLIMIT).
-func startChildEnv(t *testing.T, test string, env []string, args ...string) *child {
+// startBinary starts the dnsconfigurer binary bin (buildbin.Dnsconfigurer)
+// with args and env, for a test that measures the process: this test
+// binary, with every test's packages in it, weighs more than the product.
+func startBinary(t *testing.T, bin string, env []string, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	return startCmd(t, exec.Command(bin, args...), env, args)
+}
+
+// startCmd starts cmd, args being the dnsconfigurer command line it runs,
+// with env added to this process's environment without what a Deployment
+// or a developer's shell would set.
+func startCmd(t *testing.T, cmd *exec.Cmd, env, args []string) *child {
+	t.Helper()
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		for _, drop := range []string{"GOGC=", "GOMEMLIMIT=", "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", childEnv + "="} {
 			if strings.HasPrefix(kv, drop) {
@@ -96,7 +105,7 @@ func startChildEnv(t *testing.T, test string, env []string, args ...string) *chi
 			}
 		}
 		return false
-	}), append(env, childEnv+"="+strings.Join(args, "\n"))...)
+	}), env...)
 	c := &child{lines: make(chan string, 64), stderr: &testkit.Buffer{}, exited: make(chan struct{})}
 	cmd.Stdout = &lineWriter{lines: c.lines}
 	cmd.Stderr = c.stderr

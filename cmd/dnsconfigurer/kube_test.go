@@ -20,6 +20,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
 
 // TestMain keeps the developer's cluster out of the tests: a test that
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(noHome)
+	buildbin.Remove()
 	os.Exit(code)
 }
 

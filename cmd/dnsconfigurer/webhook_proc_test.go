@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,8 +43,8 @@ func raceBuild() bool {
 }
 
 // TestWebhookProcess runs `dnsconfigurer webhook` with its default limits
-// (this test binary re-executed into main: real HTTPS on loopback with a
-// self-signed certificate), sends it 50 parallel 6 MB reviews, each on a
+// (the built binary: real HTTPS on loopback with a self-signed
+// certificate), sends it 50 parallel 6 MB reviews, each on a
 // connection of its own, over HTTP/1.1 and then over HTTP/2 (a process
 // each, so that each peak is its own), and checks that every one is
 // answered as the server's contract says (200 with the review's answer, or
@@ -51,7 +52,6 @@ func raceBuild() bool {
 // share of the in-flight budget) and that the process's peak RSS (VmHWM)
 // stays under the Deployment's 128 MiB memory limit.
 func TestWebhookProcess(t *testing.T) {
-	runChild()
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the webhook's peak RSS from /proc/<pid>/status")
 	}
@@ -98,8 +98,8 @@ func largeWebhookReview(t *testing.T, size int) []byte {
 	return b
 }
 
-// startWebhookProcess starts the webhook in a child process on a free
-// loopback port and waits until /healthz answers.
+// startWebhookProcess starts the webhook, the binary as the image ships
+// it, on a free loopback port and waits until /healthz answers.
 func startWebhookProcess(t *testing.T, cert, key string, pool *x509.CertPool) (*child, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -117,7 +117,7 @@ func startWebhookProcess(t *testing.T, cert, key string, pool *x509.CertPool) (*
 		t.Fatal(err)
 	}
 	// GOMEMLIMIT as the Deployment sets it, from the memory limit.
-	c := startChildEnv(t, "TestWebhookProcess", []string{"GOMEMLIMIT=" + strconv.Itoa(webhookMemoryLimit)}, "webhook", "--config", conf, "--listen", addr, "--tls-cert-file", cert, "--tls-private-key-file", key,
+	c := startBinary(t, buildbin.Dnsconfigurer(t), []string{"GOMEMLIMIT=" + strconv.Itoa(webhookMemoryLimit)}, "webhook", "--config", conf, "--listen", addr, "--tls-cert-file", cert, "--tls-private-key-file", key,
 		"--cluster-dns", "10.96.0.10", "--log-format", "text")
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer tr.CloseIdleConnections()
