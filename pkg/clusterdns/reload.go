@@ -27,17 +27,14 @@ const DefaultReloadInterval = 2 * time.Second
 // command bounds the file it loads.
 const maxConfigBytes = 1 << 20
 
-// reloader watches the config file and, when its content changes,
-// applies it: Reload.Load reads it with the flags over it and validates it;
-// the fields that need a restart (v1alpha1.RestartFields) keep their
-// running values and, when they were changed, are named in the log; a new
-// answer stack is built and swapped into the server, and the old one is
-// stopped once the queries it may still be answering have had their
-// forwarding timeout. The records are published again with the new record
-// options (ttl, pods, namespaces, ...; kubefeed.Feed.Apply), and the log level
-// and the lameduck are set. The new stack keeps the old one's forwarders
-// and cache when their settings are unchanged (forwardingKey). No query is
-// dropped (TestServeReloadUnderLoad). A file that does not load or validate
+// reloader applies the config file when its content changes: Reload.Load
+// reads and validates it; fields that need a restart
+// (v1alpha1.RestartFields) keep their running values and are logged; a new
+// answer stack replaces the old one, which stops after the forwarding
+// timeout, keeping its forwarders and cache when their settings are
+// unchanged (forwardingKey). The records are published again with the new
+// options (kubefeed.Feed.Apply); the log level and lameduck are set. No
+// query is dropped (TestServeReloadUnderLoad). A file that does not load
 // keeps the running config and is logged with the reason.
 type reloader struct {
 	src     Reload
@@ -51,7 +48,7 @@ type reloader struct {
 	level   func(string) error // nil: the log level is not reloaded
 	stack   **answerStack
 
-	last    [32]byte
+	last    [32]byte // the fingerprint of the content applied: taken before the listener starts
 	applied atomic.Uint64
 	failed  atomic.Uint64
 }
@@ -68,19 +65,23 @@ func (r *reloader) run(ctx context.Context) error {
 		}
 		return err
 	}
-	r.last, _ = r.fingerprint()
+	// A change made after Run took r.last but before the watch began has
+	// no event of its own: look once now.
+	r.check(ctx)
 	for range changes {
-		sum, err := r.fingerprint()
-		if err != nil || sum == r.last {
-			if err != nil {
-				r.log.Warn("config file unreadable; keeping the running config", "path", r.src.Path, "err", err)
-			}
-			continue
-		}
+		r.check(ctx)
+	}
+	return nil
+}
+
+// check reloads the file when its content is not the one last applied.
+func (r *reloader) check(ctx context.Context) {
+	if sum, err := r.fingerprint(); err != nil {
+		r.log.Warn("config file unreadable; keeping the running config", "path", r.src.Path, "err", err)
+	} else if sum != r.last {
 		r.last = sum
 		_ = r.reload(ctx) // logged and counted
 	}
-	return nil
 }
 
 func (r *reloader) fingerprint() ([32]byte, error) {

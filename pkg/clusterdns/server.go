@@ -151,6 +151,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if src := s.deps.Reload; src != nil {
 		r := &reloader{src: *src, running: s.cfg, st: s.st, records: records, srv: srv, gather: gather, coredns: metrics,
 			log: s.log, level: src.SetLogLevel, stack: &stack}
+		r.last, _ = r.fingerprint() // before anyone is answered: an edit after it is applied
 		if err := s.reg.Register(r); err != nil {
 			return err
 		}
