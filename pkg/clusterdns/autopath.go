@@ -97,9 +97,8 @@ func WithAutopathBySource() Option {
 }
 
 // bySource expands q, a query of a pod of namespace ns, when it is a first
-// search step "<name>.<ns>.svc.<zone>"; ok is false otherwise (the normal
-// path answers). Each candidate gets its variant for client. ttl is the
-// zone's.
+// search step "<name>.<ns>.svc.<zone>" (else ok is false), each candidate
+// with its variant for client. ttl is the zone's.
 func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q dns.Question, ns string, client topology.Client, ttl uint32) (Result, bool) {
 	suffix := "." + policy.NamespaceSearch(ns, a.zone) + "."
 	if len(q.Name) <= len(suffix) || !strings.EqualFold(q.Name[len(q.Name)-len(suffix):], suffix) {
@@ -148,8 +147,7 @@ func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req
 	return a.search(ctx, zr, q, n.Base, searches, ttl)
 }
 
-// negative is the NXDOMAIN of an autopath name: the SOA of the autopath
-// suffix.
+// negative is an autopath name's NXDOMAIN: the autopath suffix's SOA.
 func (a *autopathExpander) negative(ttl uint32) Result {
 	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{soaRR(autopath.Suffix, a.zone+".", ttl, 1)}}
 }
@@ -260,17 +258,20 @@ func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q d
 }
 
 // resolveCandidate implements candidateResolver, autopath's one door to the
-// zone: Resolve, or with localOnly only what asks no upstream.
-// Each candidate is rewritten as the client's own question for it would
-// be: autopath gives the answer the client's search would.
+// zone: Resolve, or with localOnly only what asks no upstream. Each
+// candidate is rewritten as the client's own question for it would be.
 func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnly bool) (Result, bool) {
+	asked := q.Name
+	failed := func(err error) (Result, bool) { // a rewrite made an invalid name
+		h.log.DebugContext(ctx, "rewrite", "name", asked, "err", err)
+		return Result{Rcode: dns.RcodeServerFailure}, false
+	}
 	d := h.decideQ(q)
 	var rev *reversal
 	if d.rewrite {
 		name, rv, err := h.rw.rewrite(q.Name)
 		if err != nil {
-			h.log.DebugContext(ctx, "rewrite", "name", q.Name, "err", err)
-			return Result{Rcode: dns.RcodeServerFailure}, false
+			return failed(err)
 		}
 		if rv != nil {
 			q.Name, rev = name, rv
@@ -287,8 +288,7 @@ func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnl
 	if rev != nil {
 		var err error
 		if r, err = rev.result(r); err != nil {
-			h.log.DebugContext(ctx, "rewrite", "name", q.Name, "err", err)
-			return Result{Rcode: dns.RcodeServerFailure}, false
+			return failed(err)
 		}
 	}
 	return r, false
