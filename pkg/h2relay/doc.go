@@ -92,9 +92,12 @@
 // No lock is held while writing to a connection. Close closes both
 // connections before anything else, so it returns at once and ends every
 // write under way, whatever the peers do. Drain sends the client GOAWAY
-// (no new streams) without waiting for the write. It reports when the
-// streams in flight are done; the caller bounds that wait and then calls
-// Close. Idle reports whether a call is in flight and since when the relay
+// (no new streams) without waiting for the write. A stream the client
+// opens before it reads the GOAWAY is reset upstream right after its
+// HEADERS, so its call never runs, and the client retries it on a new
+// connection, as the GOAWAY's last stream tells it to. Drain reports when
+// the streams in flight are done; the caller bounds that wait and then
+// calls Close. Idle reports whether a call is in flight and since when the relay
 // has had none. Evict closes a relay with none (GOAWAY first). From the
 // moment Evict finds it idle, nothing more the client sends goes upstream.
 // So a call racing the eviction is never processed, and the GOAWAY's last

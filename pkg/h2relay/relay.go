@@ -114,6 +114,7 @@ type Relay struct {
 	upInit   int64 // the upstream's SETTINGS_INITIAL_WINDOW_SIZE
 	owed     int64 // connection-level bytes the relay sent on the client's behalf, withheld from the upstream's next grants
 	draining bool
+	goneAway uint32        // when draining, the last stream its GOAWAY let through
 	idle     chan struct{} // closed when draining and no stream is left
 	active   time.Time     // when the last call began or ended (or New ran)
 }
@@ -242,13 +243,16 @@ func (r *Relay) Close() {
 
 // Drain asks the client to open no more streams here (GOAWAY) and returns
 // a channel closed when the streams in flight are done, or the relay is
-// closed. It does not wait for the GOAWAY to be written.
+// closed. It does not wait for the GOAWAY to be written. A stream the
+// client opens before it reads the GOAWAY never reaches the upstream's
+// handler: the GOAWAY tells the client to retry that call elsewhere.
 func (r *Relay) Drain() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.idle == nil {
 		r.idle = make(chan struct{})
 		r.draining = true
+		r.goneAway = r.lastID
 		if !r.closed {
 			last := r.lastID
 			r.wg.Add(1)
@@ -364,7 +368,7 @@ func (r *Relay) fromClient() error {
 			if err != nil {
 				return fmt.Errorf("request headers on stream %d: %w", f.id, err)
 			}
-			st, release, refuse := r.requestHeaders(f, fields)
+			st, release, how := r.requestHeaders(f, fields)
 			if r.evicting.Load() {
 				continue // Evict found no call in flight: none goes upstream now
 			}
@@ -378,14 +382,20 @@ func (r *Relay) fromClient() error {
 					return err
 				}
 			}
-			if err := r.upstreamW.write(!fr.ready() && !refuse, raw); err != nil {
+			if err := r.upstreamW.write(!fr.ready() && how == accepted, raw); err != nil {
 				return err
 			}
-			if refuse {
-				// The upstream has the stream's HEADERS (its HPACK table
-				// follows them): reset the stream there.
+			// The upstream has a refused stream's HEADERS (its HPACK
+			// table follows them): reset the stream there, before its
+			// DATA, which the upstream then drops.
+			switch how {
+			case overHeld:
 				err := r.refuse(f.id, true, status.Newf(codes.ResourceExhausted, "%s: too many requests held at once (at most %d on a connection, or the shared slots are taken)", st.method, r.lim.MaxHeld))
 				if err != nil {
+					return err
+				}
+			case afterGoAway:
+				if err := r.upstreamW.frames(true, func(w *http2.Framer) error { return w.WriteRSTStream(f.id, http2.ErrCodeCancel) }); err != nil {
 					return err
 				}
 			}
@@ -453,24 +463,41 @@ func (r *Relay) paid(f frame) bool {
 	return r.fed.Swap(false)
 }
 
-// requestHeaders notes a new stream: its method, and whether its request
-// is held for rewriting (refuse: it should be, but MaxHeld requests are
-// held already). For trailers on a held stream whose request has not
-// been sent, it returns the request to send on first (release).
-func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) (st *stream, release []byte, refuse bool) {
+// refusal is what requestHeaders decides about a stream.
+type refusal int
+
+const (
+	accepted refusal = iota
+	// overHeld: its request should be held, but MaxHeld requests are
+	// held already. The client gets ResourceExhausted.
+	overHeld
+	// afterGoAway: opened after Drain's GOAWAY, so it is never processed.
+	// The client gets nothing: the GOAWAY tells it to retry the call on a
+	// new connection (RFC 9113 6.8), as gRPC does.
+	afterGoAway
+)
+
+// requestHeaders notes a new stream: its method, whether its request is
+// held for rewriting, and whether it is refused. For trailers on a held
+// stream whose request has not been sent, it returns the request to send
+// on first (release).
+func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) (st *stream, release []byte, how refusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st := r.streams[f.id]; st != nil {
 		if st.held && !st.sent {
 			st.sent = true
-			return st, st.body, false
+			return st, st.body, accepted
 		}
-		return st, nil, false
+		return st, nil, accepted
 	}
 	if f.id <= r.lastID || f.id%2 == 0 || r.closed || r.evicting.Load() {
-		return nil, nil, false // not a new client stream (the upstream will say so), or evicted: never sent on
+		return nil, nil, accepted // not a new client stream (the upstream will say so), or evicted: never sent on
 	}
 	r.lastID = f.id
+	if r.draining && f.id > r.goneAway {
+		return nil, nil, afterGoAway
+	}
 	r.active = time.Now()
 	st = &stream{start: r.active}
 	var timeout string
@@ -484,10 +511,10 @@ func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) (st *stream,
 	}
 	r.streams[f.id] = st
 	if r.rw == nil || st.method != r.method || f.flags.Has(http2.FlagHeadersEndStream) {
-		return st, nil, false
+		return st, nil, accepted
 	}
 	if r.held >= r.lim.MaxHeld || !r.slots.acquire() {
-		return st, nil, true
+		return st, nil, overHeld
 	}
 	r.held++
 	st.held, st.counted = true, true
@@ -497,7 +524,7 @@ func (r *Relay) requestHeaders(f frame, fields []hpack.HeaderField) (st *stream,
 	} else {
 		st.ctx, st.cancel = context.WithCancel(r.ctx)
 	}
-	return st, nil, false
+	return st, nil, accepted
 }
 
 // release lets go of a held stream's request: it no longer counts towards

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -371,7 +373,9 @@ func TestMaxHeldRequest(t *testing.T) {
 }
 
 // TestDrain: a drained relay sends GOAWAY; the client opens its next call
-// on a new connection, and the drain completes.
+// on a new connection, and the drain completes. The next call may leave
+// before the client reads the GOAWAY: it must still run once, upstream
+// of the new connection.
 func TestDrain(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
@@ -391,6 +395,118 @@ func TestDrain(t *testing.T) {
 	case <-e.relays:
 	case <-ctx.Done():
 		t.Fatal("the client did not reconnect after GOAWAY")
+	}
+	if got := e.up.requests(other); len(got) != 2 || string(got[0]) != "1" || string(got[1]) != "2" {
+		t.Errorf("the upstream got %q, want each request once", got)
+	}
+}
+
+// TestDrainLaterStream: a stream the client opens after Drain's GOAWAY,
+// before it has read it, never reaches the upstream's handler. The
+// upstream gets its HEADERS, which its HPACK table needs, then a
+// RST_STREAM before its DATA. The GOAWAY names the stream in flight as the
+// last, so a client retries the later one elsewhere: a relay that passed
+// it on would have the call run twice. The stream in flight goes on.
+func TestDrainLaterStream(t *testing.T) {
+	cc, rc := socketPair(t)
+	ru, uc := socketPair(t)
+	r := New(rc, ru, WithLogger(slog.New(slog.DiscardHandler)))
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.Run(context.Background()) }()
+	defer func() {
+		cc.Close()
+		uc.Close()
+		<-runErr
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	cc.SetDeadline(deadline)
+	uc.SetDeadline(deadline)
+
+	client := newScript(t)
+	client.raw([]byte(http2.ClientPreface)).settings().request(1, other, false).message(1, "first", true).
+		with(func(f *http2.Framer) error { return f.WritePing(false, [8]byte{1}) })
+	upFr := http2.NewFramer(nil, uc)
+	// upTo reads the upstream's side up to the PING marked n, and returns
+	// the frames on streams other than 0.
+	upTo := func(n byte) []string {
+		var got []string
+		for {
+			f, err := upFr.ReadFrame()
+			if err != nil {
+				t.Fatalf("the upstream's side: %v (got %v)", err, got)
+			}
+			if p, ok := f.(*http2.PingFrame); ok && p.Data[0] == n {
+				return got
+			}
+			if id := f.Header().StreamID; id != 0 {
+				s := fmt.Sprintf("%v %d", f.Header().Type, id)
+				if rst, ok := f.(*http2.RSTStreamFrame); ok {
+					s += " " + rst.ErrCode.String()
+				}
+				got = append(got, s)
+			}
+		}
+	}
+	if _, err := cc.Write(client.bytes()); err != nil {
+		t.Fatal(err)
+	}
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(uc, preface); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := upTo(1), []string{"HEADERS 1", "DATA 1"}; !slices.Equal(got, want) {
+		t.Fatalf("the upstream got %v before the drain, want %v", got, want)
+	}
+
+	drained := r.Drain()
+	sent := len(client.bytes())
+	client.request(3, other, false).message(3, "later", true).
+		with(func(f *http2.Framer) error { return f.WritePing(false, [8]byte{2}) })
+	if _, err := cc.Write(client.bytes()[sent:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := upTo(2), []string{"HEADERS 3", "RST_STREAM 3 CANCEL", "DATA 3"}; !slices.Equal(got, want) {
+		t.Errorf("the upstream got %v for the stream opened after GOAWAY, want %v", got, want)
+	}
+	select {
+	case <-drained:
+		t.Fatal("the drain ended with stream 1 in flight")
+	default:
+	}
+
+	if _, err := uc.Write(newScript(t).response(1, "echo", 0).bytes()); err != nil {
+		t.Fatal(err)
+	}
+	clientFr := http2.NewFramer(nil, cc)
+	clientFr.ReadMetaHeaders = hpack.NewDecoder(defaultHeaderTable, nil)
+	var goAway *http2.GoAwayFrame
+	var ended []uint32
+	for goAway == nil || len(ended) == 0 {
+		f, err := clientFr.ReadFrame()
+		if err != nil {
+			t.Fatalf("the client's side: %v (GOAWAY %v, streams ended %v)", err, goAway, ended)
+		}
+		switch f := f.(type) {
+		case *http2.GoAwayFrame:
+			goAway = f
+		case *http2.MetaHeadersFrame:
+			if f.StreamEnded() {
+				ended = append(ended, f.StreamID)
+			}
+		case *http2.RSTStreamFrame:
+			t.Errorf("the client got RST_STREAM %d %v", f.StreamID, f.ErrCode)
+		}
+	}
+	if goAway.LastStreamID != 1 || goAway.ErrCode != http2.ErrCodeNo {
+		t.Errorf("GOAWAY last stream %d %v, want 1 NO_ERROR", goAway.LastStreamID, goAway.ErrCode)
+	}
+	if !slices.Equal(ended, []uint32{1}) {
+		t.Errorf("streams ended for the client: %v, want [1]", ended)
+	}
+	select {
+	case <-drained:
+	case <-time.After(time.Until(deadline)):
+		t.Fatal("the drain did not end once stream 1 was answered")
 	}
 }
 
