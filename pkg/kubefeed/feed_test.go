@@ -753,6 +753,66 @@ func TestManifestsSingleFile(t *testing.T) {
 	run.Stop()
 }
 
+// TestManifestsLoadedBeforeRun: NewFeed loads the manifests, and Run
+// watches them later. A change made in between has no event: Run loads
+// again when the files differ from those loaded, and only then. Writes
+// are atomic, as a reload may read at any moment.
+func TestManifestsLoadedBeforeRun(t *testing.T) {
+	withIP := func(ip string) string { return strings.Replace(svcA, "10.96.0.1", ip, 1) }
+	tests := []struct {
+		name      string
+		before    func(dir string) // after Load, before Run
+		whileRun  func(dir string) // after Run began
+		name2, ip string           // what the first reload serves
+	}{
+		{"edited before the watch began", func(dir string) { testkit.WriteAtomic(t, filepath.Join(dir, "svc.yaml"), withIP("10.96.0.2")) }, nil,
+			"a", "10.96.0.2"},
+		{"a file added before the watch began", func(dir string) {
+			testkit.WriteAtomic(t, filepath.Join(dir, "b.yaml"), strings.Replace(svcA, "name: a", "name: b", 1))
+		}, nil, "b", "10.96.0.1"},
+		{"unchanged until an edit while watched", nil, func(dir string) { testkit.WriteAtomic(t, filepath.Join(dir, "svc.yaml"), withIP("10.96.0.3")) },
+			"a", "10.96.0.3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "svc.yaml")
+			writeFile(t, file, svcA)
+			// Settled: written long before it is read.
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(file, old, old); err != nil {
+				t.Fatal(err)
+			}
+			st := newStore(t, store.Options{})
+			reloads := make(chan error, 8)
+			m := &Manifests{Path: dir, Store: st, Debounce: 10 * time.Millisecond, OnReload: func(err error) { reloads <- err }}
+			if err := m.Load(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.before != nil {
+				tt.before(dir)
+			}
+			run := testkit.Go(t, "Run", m.Run)
+			if tt.whileRun != nil {
+				tt.whileRun(dir)
+			}
+			select {
+			case err := <-reloads:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no reload within 10s")
+			}
+			name := tt.name2 + ".prod.svc.cluster.local."
+			if got := addrs(st, name); !slices.Equal(got, []string{tt.ip}) {
+				t.Errorf("after the first reload %s = %v, want [%s]", name, got, tt.ip)
+			}
+			run.Stop()
+		})
+	}
+}
+
 // TestKeyedStoreRelist: a relist (Replace) sets every listed object and
 // deletes what the store holds that the list no longer has; a delete with
 // an unknown final state is applied; the store is synced from the first

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -346,6 +347,8 @@ type Manifests struct {
 	OnReload func(error)
 
 	loaded bool
+	read   map[string]filewatch.Stamp // the files the last load read, stamped before reading
+	readAt time.Time
 }
 
 // Load reads the manifests once and publishes them, skipping (and
@@ -359,6 +362,7 @@ func (m *Manifests) Load() error {
 // load is Load, returning how many files, documents and objects it
 // skipped.
 func (m *Manifests) load(ctx context.Context) (skipped int, err error) {
+	read, readAt := stamps(m.Path), time.Now()
 	objs, err := LoadManifests(m.Path)
 	var errs ManifestErrors
 	if err != nil && !errors.As(err, &errs) {
@@ -370,12 +374,38 @@ func (m *Manifests) load(ctx context.Context) (skipped int, err error) {
 	m.Skips.manifests(ctx, errs)
 	m.Store.Replace(objs)
 	m.Store.Publish()
-	m.loaded = true
+	m.loaded, m.read, m.readAt = true, read, readAt
 	return len(errs), nil
 }
 
-// Run loads the manifests (unless Load already did) and watches them until
-// ctx is done. It returns an error when the first load fails or the watch
+// stamps are the stamps of path's manifest files (none when it cannot be
+// listed).
+func stamps(path string) map[string]filewatch.Stamp {
+	files, _, _ := manifestFiles(path)
+	s := make(map[string]filewatch.Stamp, len(files))
+	for _, f := range files {
+		s[f] = filewatch.Stat(f)
+	}
+	return s
+}
+
+// unchanged reports whether the files are those the last load read: the
+// same names and stamps, each settled when read (a file written within
+// the same mtime tick as its read may have changed with the same stamp).
+func (m *Manifests) unchanged() bool {
+	if !maps.Equal(stamps(m.Path), m.read) {
+		return false
+	}
+	for _, st := range m.read {
+		if !st.Settled(m.readAt) {
+			return false
+		}
+	}
+	return true
+}
+
+// Run loads the manifests (unless Load already did, and the files have not
+// changed since) and watches them until ctx is done. It returns an error when the first load fails or the watch
 // cannot be set up.
 func (m *Manifests) Run(ctx context.Context) error {
 	log := m.Logger
@@ -400,10 +430,15 @@ func (m *Manifests) Run(ctx context.Context) error {
 		for range changes { // the watch stops with ctx
 		}
 	}()
-	if !m.loaded {
+	switch {
+	case !m.loaded:
 		if _, err := m.load(ctx); err != nil {
 			return err
 		}
+	case !m.unchanged():
+		// Load ran before the watch began: a change made in between has
+		// no event of its own.
+		m.reload(ctx, log)
 	}
 	log.InfoContext(ctx, "manifests loaded", "path", m.Path)
 	// The channel closes when ctx is done.
@@ -411,18 +446,23 @@ func (m *Manifests) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		skipped, err := m.load(ctx)
-		// Loading makes garbage several times the size of the records;
-		// give it back rather than keep it as RSS.
-		debug.FreeOSMemory()
-		if err != nil {
-			log.ErrorContext(ctx, "manifest reload failed, serving the previous records", "path", m.Path, "err", err)
-		} else {
-			log.InfoContext(ctx, "manifests reloaded", "path", m.Path, "skipped", skipped)
-		}
-		if m.OnReload != nil {
-			m.OnReload(err)
-		}
+		m.reload(ctx, log)
 	}
 	return nil
+}
+
+// reload loads the manifests again, logs how it went and tells OnReload.
+func (m *Manifests) reload(ctx context.Context, log *slog.Logger) {
+	skipped, err := m.load(ctx)
+	// Loading makes garbage several times the size of the records; give
+	// it back rather than keep it as RSS.
+	debug.FreeOSMemory()
+	if err != nil {
+		log.ErrorContext(ctx, "manifest reload failed, serving the previous records", "path", m.Path, "err", err)
+	} else {
+		log.InfoContext(ctx, "manifests reloaded", "path", m.Path, "skipped", skipped)
+	}
+	if m.OnReload != nil {
+		m.OnReload(err)
+	}
 }
