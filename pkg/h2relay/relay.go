@@ -254,7 +254,7 @@ func (r *Relay) Drain() <-chan struct{} {
 		r.draining = true
 		r.goneAway = r.lastID
 		if !r.closed {
-			last := r.lastID
+			last := r.goneAway
 			r.wg.Add(1)
 			go func() {
 				defer r.wg.Done()
