@@ -97,8 +97,8 @@
 // HEADERS, so its call never runs, and the client retries it on a new
 // connection, as the GOAWAY's last stream tells it to. Drain reports when
 // the streams in flight are done; the caller bounds that wait and then
-// calls Close. Idle reports whether a call is in flight and since when the relay
-// has had none. Evict closes a relay with none (GOAWAY first). From the
+// calls Close. Idle reports whether a call is in flight and since when
+// the relay has had none. Evict closes a relay with none (GOAWAY first). From the
 // moment Evict finds it idle, nothing more the client sends goes upstream.
 // So a call racing the eviction is never processed, and the GOAWAY's last
 // stream lets the client retry it.

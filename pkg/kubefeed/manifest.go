@@ -131,6 +131,11 @@ func LoadManifests(path string) (objs store.Objects, err error) {
 	if err != nil {
 		return objs, err
 	}
+	return loadFiles(files, dir)
+}
+
+// loadFiles is LoadManifests of the files manifestFiles listed.
+func loadFiles(files []string, dir bool) (objs store.Objects, err error) {
 	var l loader
 	for _, f := range files {
 		if fe := l.file(f); fe != nil {
@@ -346,9 +351,9 @@ type Manifests struct {
 	// error: nil when the records were replaced (skips included).
 	OnReload func(error)
 
-	loaded bool
-	read   map[string]filewatch.Stamp // the files the last load read, stamped before reading
-	readAt time.Time
+	loaded  bool
+	read    map[string]filewatch.Stamp // the files the last load read, stamped before reading
+	settled bool                       // no file was written within its mtime tick of the read
 }
 
 // Load reads the manifests once and publishes them, skipping (and
@@ -362,8 +367,12 @@ func (m *Manifests) Load() error {
 // load is Load, returning how many files, documents and objects it
 // skipped.
 func (m *Manifests) load(ctx context.Context) (skipped int, err error) {
-	read, readAt := stamps(m.Path), time.Now()
-	objs, err := LoadManifests(m.Path)
+	files, dir, err := manifestFiles(m.Path)
+	if err != nil {
+		return 0, err
+	}
+	read, settled := stamps(files, time.Now())
+	objs, err := loadFiles(files, dir)
 	var errs ManifestErrors
 	if err != nil && !errors.As(err, &errs) {
 		return 0, err
@@ -374,39 +383,33 @@ func (m *Manifests) load(ctx context.Context) (skipped int, err error) {
 	m.Skips.manifests(ctx, errs)
 	m.Store.Replace(objs)
 	m.Store.Publish()
-	m.loaded, m.read, m.readAt = true, read, readAt
+	m.loaded, m.read, m.settled = true, read, settled
 	return len(errs), nil
 }
 
-// stamps are the stamps of path's manifest files (none when it cannot be
-// listed).
-func stamps(path string) map[string]filewatch.Stamp {
-	files, _, _ := manifestFiles(path)
+// stamps are the stamps of files, and whether each is settled at now (a
+// file written within its mtime tick may change with the same stamp).
+func stamps(files []string, now time.Time) (map[string]filewatch.Stamp, bool) {
 	s := make(map[string]filewatch.Stamp, len(files))
+	settled := true
 	for _, f := range files {
 		s[f] = filewatch.Stat(f)
+		settled = settled && s[f].Settled(now)
 	}
-	return s
+	return s, settled
 }
 
-// unchanged reports whether the files are those the last load read: the
-// same names and stamps, each settled when read (a file written within
-// the same mtime tick as its read may have changed with the same stamp).
+// unchanged reports whether the files are those the last load read, with
+// the same stamps, all settled when read.
 func (m *Manifests) unchanged() bool {
-	if !maps.Equal(stamps(m.Path), m.read) {
-		return false
-	}
-	for _, st := range m.read {
-		if !st.Settled(m.readAt) {
-			return false
-		}
-	}
-	return true
+	files, _, err := manifestFiles(m.Path)
+	now, _ := stamps(files, time.Now())
+	return err == nil && m.settled && maps.Equal(now, m.read)
 }
 
 // Run loads the manifests (unless Load already did, and the files have not
-// changed since) and watches them until ctx is done. It returns an error when the first load fails or the watch
-// cannot be set up.
+// changed since) and watches them until ctx is done. It returns an error
+// when the first load fails or the watch cannot be set up.
 func (m *Manifests) Run(ctx context.Context) error {
 	log := m.Logger
 	if log == nil {
