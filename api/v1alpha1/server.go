@@ -211,7 +211,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	  forceTCP: false
 //	  preferUDP: false
 //	maxConcurrent: 1000
-//	maxConcurrentPerDomain: 100         # a tenth of maxConcurrent
+//	maxConcurrentPerDomain: 100         # deprecated, no effect
 //	failFastAllUnhealthy: false
 //	shedRcode: SERVFAIL                 # or REFUSED
 //	cache:
@@ -364,15 +364,18 @@ type ServerConfiguration struct {
 	// Forward are the forwarding routes, at most one per zone; zone "." is
 	// the default route. Mode cluster only.
 	Forward []ForwardRoute `json:"forward,omitempty"`
-	// MaxConcurrent bounds the forwarded queries in flight (default 1000);
-	// beyond it a query is answered ShedRcode at once.
+	// MaxConcurrent bounds the forwarded queries in flight (default 1000),
+	// shared per client address: when all are in flight, the oldest query
+	// of the client holding the most is answered ShedRcode at once and the
+	// new one takes its slot. A client asking names that are never answered
+	// thus never keeps another client's query out, however it spreads them
+	// (pkg/forward's README).
 	MaxConcurrent int `json:"maxConcurrent,omitempty"`
-	// MaxConcurrentPerDomain bounds those of one registrable domain (its
-	// public suffix and one label more: "example.com" for
-	// "a.b.example.com"; default a tenth of maxConcurrent, at most
-	// maxConcurrent): the names of a domain whose servers never answer
-	// cannot hold every slot. Beyond it that domain's queries are answered
-	// ShedRcode at once; every other name is still forwarded.
+	// MaxConcurrentPerDomain is deprecated and has no effect: it bounded the
+	// queries of one registrable domain, which names spread over many
+	// domains walked around (issue 66). maxConcurrent's share per client
+	// replaces it. It is still accepted and validated, so that a config
+	// that sets it keeps loading; a later version removes it.
 	MaxConcurrentPerDomain int `json:"maxConcurrentPerDomain,omitempty"`
 	// FailFastAllUnhealthy answers SERVFAIL at once when every upstream of
 	// a route is down by its health probes, instead of asking one of them
@@ -556,10 +559,11 @@ type ServerLimits struct {
 	// further datagrams are dropped and counted.
 	UDPInFlight int `json:"udpInFlight,omitempty"`
 	// TCPConnections bounds the open TCP connections (default 1000).
-	// When every one is taken, a new connection takes the place of an idle
-	// one (waiting for its next query) of the client holding the most,
-	// which is closed (RFC 7766 6.2.3: the client reconnects); only when
-	// none is idle is the new one closed at once. Both are counted.
+	// When every one is taken, a new connection takes the place of one of
+	// the client holding the most, idle or busy (the one with the oldest
+	// activity), which is closed (RFC 7766 6.2.3: the client reconnects);
+	// counted. A connection sending a message that does not parse is
+	// closed at once.
 	TCPConnections int `json:"tcpConnections,omitempty"`
 	// TCPConnectionsPerClient bounds the open TCP connections of one client
 	// address (default 250, or tcpConnections when lower); further ones

@@ -26,7 +26,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	opt, rcode := dnsmsg.Check(req) // once per query
-	ctx := context.Background()
+	ctx := forward.WithClient(context.Background(), forward.ClientOf(src))
 	var a asker // the client: its address and its variant of the name
 	if rcode == dns.RcodeSuccess {
 		a = h.askerOf(src, req)
@@ -36,7 +36,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	var b []byte   // m packed
 	if h.ap != nil && h.ap.sourceIP && rcode == dns.RcodeSuccess {
 		// A reply that does not pack is left to the normal path.
-		if sm, ok := h.answerBySource(context.Background(), a, req, tcp); ok {
+		if sm, ok := h.answerBySource(ctx, a, req, tcp); ok {
 			h.limitUDP(sm, tcp)
 			if h.lb {
 				sm.Answer = dnsmsg.RotateAnswer(sm.Answer, h.lbN.Add(1))

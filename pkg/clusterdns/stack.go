@@ -63,12 +63,11 @@ func forwardingKey(cfg *v1alpha1.ServerConfiguration) string {
 	b, err := json.Marshal(struct {
 		Forward       []v1alpha1.ForwardRoute
 		MaxConcurrent int
-		PerDomain     int
 		FailFast      bool
 		ShedRcode     string
 		Cache         v1alpha1.ServerCache
 		Listen        []string
-	}{cfg.Forward, cfg.MaxConcurrent, cfg.MaxConcurrentPerDomain, cfg.FailFastAllUnhealthy, cfg.ShedRcode, cfg.Cache, cfg.Listen})
+	}{cfg.Forward, cfg.MaxConcurrent, cfg.FailFastAllUnhealthy, cfg.ShedRcode, cfg.Cache, cfg.Listen})
 	if err != nil {
 		return "" // never equal to a running key: rebuilt
 	}
@@ -191,7 +190,7 @@ func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguratio
 			Timeout: r.Timeout.Duration(), Policy: r.Policy, MaxFails: maxFails,
 			HealthCheck: r.HealthCheck.Duration(), Expire: r.Expire.Duration(),
 			ForceTCP: r.ForceTCP, PreferUDP: r.PreferUDP, MaxConcurrent: cfg.MaxConcurrent,
-			MaxConcurrentPerDomain: cfg.MaxConcurrentPerDomain, FailFastAllUnhealthy: cfg.FailFastAllUnhealthy,
+			FailFastAllUnhealthy: cfg.FailFastAllUnhealthy,
 			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())}, f.reg)
 		if err != nil {
 			return v1alpha1.ConfigErrorf("forward[%d]: %v", i, err)

@@ -91,17 +91,17 @@ type Config struct {
 	// PreferUDP sends over UDP first even when the client asked over TCP
 	// (TCP still follows a truncated reply). Not with ForceTCP.
 	PreferUDP bool
+	// Pipeline: TCP queries share a few connections per upstream, many in
+	// flight on each, answered out of order; for upstreams known to answer
+	// pipelined queries concurrently — this project's cluster DNS. A
+	// server that answers one query of a connection at a time (CoreDNS,
+	// every miekg/dns server) would make each wait for the one before.
+	Pipeline bool
 	// MaxConcurrent is how many exchanges may wait for an upstream at once
-	// (default DefaultMaxConcurrent); beyond it Exchange fails at once with
-	// ErrOverloaded.
+	// (default DefaultMaxConcurrent), shared per client (WithClient): past
+	// it, the oldest exchange of the client holding the most fails at once
+	// with ErrOverloaded and the new one takes its place.
 	MaxConcurrent int
-	// MaxConcurrentPerDomain is how many of those may be for names of one
-	// registrable domain (its public suffix and one label more:
-	// "example.com" for "a.b.example.com"; DomainOf), so that the names of
-	// a domain whose servers never answer cannot hold every slot (default
-	// a tenth of MaxConcurrent, at least 1; at most MaxConcurrent). Beyond
-	// it Exchange fails at once with ErrOverloaded, for that domain only.
-	MaxConcurrentPerDomain int
 	// FailFastAllUnhealthy answers at once (ErrAllDown) when every usable
 	// upstream is down by its health probes, instead of asking one of them
 	// at random (CoreDNS's failfast_all_unhealthy_upstreams). Needs health
@@ -171,10 +171,6 @@ func (c Config) withDefaults() (Config, error) {
 		bad("PreferUDP", "not with ForceTCP")
 	}
 	orDefault(bad, "MaxConcurrent", &c.MaxConcurrent, DefaultMaxConcurrent)
-	orDefault(bad, "MaxConcurrentPerDomain", &c.MaxConcurrentPerDomain, max(c.MaxConcurrent/10, 1))
-	if c.MaxConcurrentPerDomain > c.MaxConcurrent && c.MaxConcurrent > 0 {
-		bad("MaxConcurrentPerDomain", "%d is over MaxConcurrent (%d)", c.MaxConcurrentPerDomain, c.MaxConcurrent)
-	}
 	if c.FailFastAllUnhealthy && c.MaxFails == 0 {
 		bad("FailFastAllUnhealthy", "needs health checks (MaxFails is NoHealthCheck)")
 	}

@@ -44,7 +44,7 @@ type Forwarder struct {
 	self   []netip.AddrPort
 	m      *metrics
 	log    *slog.Logger
-	slots  chan struct{}
+	shares *shares
 	next   atomic.Uint32
 	marker [8]byte
 	// strayLog limits the lines of loops that name no current upstream.
@@ -71,11 +71,7 @@ type Forwarder struct {
 	bgDone chan struct{}
 	closed bool
 
-	// domains counts the exchanges in flight per registrable domain
-	// (MaxConcurrentPerDomain).
-	domains domainSlots
-
-	shed, domainShed, loops, loopDetected, allDown, coalesced atomic.Uint64
+	shed, loops, loopDetected, allDown, coalesced atomic.Uint64
 }
 
 // upstreamList is the parsed upstream list of one source reading.
@@ -96,9 +92,8 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg:     cfg,
 		m:       newMetrics(cfg.Zone),
 		log:     cfg.Logger.With("zone", cfg.Zone),
-		slots:   make(chan struct{}, cfg.MaxConcurrent),
+		shares:  newShares(cfg.MaxConcurrent),
 		flights: map[string]*flight{},
-		domains: domainSlots{n: map[string]int{}},
 		kick:    make(chan struct{}, 1),
 		now:     time.Now,
 	}
@@ -287,9 +282,10 @@ func answered(ctx context.Context, upstream string) {
 }
 
 // Exchange sends m (which it does not modify) to the upstreams and returns
-// the first reply, or an error: ErrNoUpstream, ErrOverloaded,
-// ErrLoop, or the upstreams' errors (Rcode maps each to the rcode to
-// answer). It returns within Config.Timeout, or sooner when ctx ends.
+// the first reply, or an error: ErrNoUpstream, ErrOverloaded (its slot was
+// given to a newer query: shares), ErrLoop, or the upstreams' errors
+// (Rcode maps each to the rcode to answer). It returns within
+// Config.Timeout, or sooner when ctx ends.
 func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -302,33 +298,25 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 		return nil, err
 	}
 	up, mark, key := f.prepare(m)
-	select {
-	case f.slots <- struct{}{}:
-		defer func() { <-f.slots }()
-	default:
-		f.shed.Add(1)
-		return nil, &shedError{rcode: f.cfg.ShedRcode}
-	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	tcp := f.cfg.ForceTCP || (clientTCP(ctx) && !f.cfg.PreferUDP)
-	// Only an exchange of its own counts against the name's domain: a
-	// query that joins a flight asks no upstream.
-	dom := ""
-	if len(m.Question) > 0 {
-		dom = DomainOf(m.Question[0].Name)
+	r, err := f.coalesce(ctx, ups, up, mark, key)
+	if r != nil {
+		r.Id = m.Id
 	}
+	return r, err
+}
+
+// coalesce asks the upstreams for up, or joins the flight of an identical
+// question (key, "" for none) and shares its reply. Only a query that asks
+// the upstreams takes a slot; one that joins a flight waits on it.
+func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, mark *dns.EDNS0_LOCAL, key string) (*dns.Msg, error) {
+	tcp := f.cfg.ForceTCP || (clientTCP(ctx) && !f.cfg.PreferUDP)
 	if key == "" {
-		if !f.takeDomain(dom) {
-			return nil, &shedError{rcode: f.cfg.ShedRcode}
-		}
-		defer f.domains.release(dom)
+		ctx, release := f.take(ctx)
+		defer release()
 		r, from, err := f.exchange(ctx, ups, up, mark, tcp)
-		if r != nil {
-			r.Id = m.Id
-			answered(ctx, from)
-		}
-		return r, err
+		return f.outcome(ctx, r, from, err)
 	}
 	if tcp {
 		key += "\x00tcp"
@@ -336,7 +324,7 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 
 	f.mu.Lock()
 	// A flight whose caller has gone (an autopath candidate made useless
-	// by an earlier one) is ending: it is not joined.
+	// by an earlier one, a shed query) is ending: it is not joined.
 	if fl, ok := f.flights[key]; ok && fl.ctx.Err() == nil {
 		fl.waiters++
 		f.mu.Unlock()
@@ -349,21 +337,17 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 		if fl.err != nil {
 			return nil, fl.err
 		}
-		r := fl.reply.Copy()
-		r.Id = m.Id
 		answered(ctx, fl.from)
-		return r, nil
+		return fl.reply.Copy(), nil
 	}
-	if !f.takeDomain(dom) {
-		f.mu.Unlock()
-		return nil, &shedError{rcode: f.cfg.ShedRcode}
-	}
-	defer f.domains.release(dom)
+	ctx, release := f.take(ctx)
+	defer release()
 	fl := &flight{ctx: ctx, done: make(chan struct{})}
 	f.flights[key] = fl
 	f.mu.Unlock()
 
 	r, from, err := f.exchange(ctx, ups, up, mark, tcp)
+	r, err = f.outcome(ctx, r, from, err)
 	f.mu.Lock()
 	if f.flights[key] == fl {
 		delete(f.flights, key)
@@ -377,22 +361,35 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 		r = r.Copy()
 	}
 	close(fl.done)
-	if r != nil {
-		r.Id = m.Id
-		answered(ctx, from)
-	}
 	return r, err
 }
 
-// takeDomain counts an exchange against dom's MaxConcurrentPerDomain, or
-// counts it shed when that many are in flight.
-func (f *Forwarder) takeDomain(dom string) bool {
-	if f.domains.take(dom, f.cfg.MaxConcurrentPerDomain) {
-		return true
+// take takes a slot of the client's share (shares) for an exchange of
+// ctx. The context it returns ends when the slot is given to a newer
+// query; release frees the slot.
+func (f *Forwarder) take(ctx context.Context) (context.Context, func()) {
+	ctx, shed := context.WithCancelCause(ctx)
+	sl, took := f.shares.take(clientOf(ctx), shed)
+	if took {
+		f.shed.Add(1)
 	}
-	f.shed.Add(1)
-	f.domainShed.Add(1)
-	return false
+	return ctx, func() {
+		f.shares.release(sl)
+		shed(nil)
+	}
+}
+
+// outcome is an exchange's result: ErrOverloaded when its slot was given
+// to a newer query. An answer is reported to WithAnswered's function.
+func (f *Forwarder) outcome(ctx context.Context, r *dns.Msg, from string, err error) (*dns.Msg, error) {
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errShed) {
+			return nil, &shedError{rcode: f.cfg.ShedRcode}
+		}
+		return nil, err
+	}
+	answered(ctx, from)
+	return r, nil
 }
 
 // flight is an exchange in progress that identical queries wait for.

@@ -8,7 +8,7 @@ import (
 // metrics are a Forwarder's own, every one with the const label zone
 // (Config.Zone), so that one Forwarder per zone registers on one registry.
 type metrics struct {
-	inFlight, shed, domainShed, loops, loopDetected, looping, allDown, coalesced, healthy *prometheus.Desc
+	inFlight, clients, shed, loops, loopDetected, looping, allDown, coalesced, healthy *prometheus.Desc
 
 	requests      *prometheus.CounterVec   // upstream
 	responses     *prometheus.CounterVec   // upstream, rcode
@@ -31,9 +31,9 @@ func newMetrics(zone string) *metrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "dnsconfigurer", Subsystem: "forward", Name: name, Help: help, ConstLabels: cl}, labels)
 	}
 	m := &metrics{
-		inFlight:     desc("in_flight", "Forwarded queries waiting for an upstream (coalesced ones included)."),
-		shed:         desc("shed_total", "Queries not forwarded because MaxConcurrent were in flight, or MaxConcurrentPerDomain for their domain (ErrOverloaded)."),
-		domainShed:   desc("domain_shed_total", "Queries not forwarded because MaxConcurrentPerDomain were in flight for their registrable domain (also in shed_total)."),
+		inFlight:     desc("in_flight", "Forwarded queries waiting for an upstream (those waiting on an identical one not included)."),
+		shed:         desc("shed_total", "Queries in flight that gave their slot to a newer one because MaxConcurrent were in flight: the oldest of the client holding the most (ErrOverloaded)."),
+		clients:      desc("clients", "Clients (source addresses) with a query in flight; MaxConcurrent is shared between them."),
 		loops:        desc("loops_total", "Queries not forwarded because they carried this forwarder's loop marker or too many, or were its own loop probe."),
 		loopDetected: desc("loop_detected_total", "Upstreams found to forward queries back to this forwarder (a query or loop probe came back), once each until the upstream list changes."),
 		looping:      desc("looping_upstreams", "Upstreams not used because their loop probe came back without the loop marker."),
@@ -80,8 +80,8 @@ func (m *metrics) forget(addr string) {
 // registry of the other metrics; several Forwarders with distinct
 // Config.Zone register together). Every series has the label zone:
 //
-//   - dnsconfigurer_forward_in_flight
-//   - dnsconfigurer_forward_shed_total, _domain_shed_total
+//   - dnsconfigurer_forward_in_flight, _clients
+//   - dnsconfigurer_forward_shed_total
 //   - dnsconfigurer_forward_loops_total (per-query marker or own probe)
 //   - dnsconfigurer_forward_loop_detected_total, _looping_upstreams
 //   - dnsconfigurer_forward_all_down_total (every upstream down: one asked
@@ -101,7 +101,7 @@ var _ prometheus.Collector = (*Forwarder)(nil)
 // Describe implements prometheus.Collector.
 func (f *Forwarder) Describe(ch chan<- *prometheus.Desc) {
 	m := f.m
-	for _, d := range []*prometheus.Desc{m.inFlight, m.shed, m.domainShed, m.loops, m.loopDetected, m.looping, m.allDown, m.coalesced, m.healthy} {
+	for _, d := range []*prometheus.Desc{m.inFlight, m.clients, m.shed, m.loops, m.loopDetected, m.looping, m.allDown, m.coalesced, m.healthy} {
 		ch <- d
 	}
 	for _, c := range m.collectorsVec {
@@ -118,9 +118,9 @@ func (f *Forwarder) Collect(ch chan<- prometheus.Metric) {
 	count := func(d *prometheus.Desc, v uint64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
-	gauge(m.inFlight, float64(len(f.slots)))
+	gauge(m.inFlight, float64(f.shares.inFlight()))
+	gauge(m.clients, float64(f.shares.clientCount()))
 	count(m.shed, f.shed.Load())
-	count(m.domainShed, f.domainShed.Load())
 	count(m.loops, f.loops.Load())
 	count(m.loopDetected, f.loopDetected.Load())
 	count(m.allDown, f.allDown.Load())

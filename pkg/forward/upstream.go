@@ -47,11 +47,13 @@ type upstream struct {
 }
 
 // pool holds the idle connections to one upstream over one transport,
-// most recently used last.
+// most recently used last, and with Config.Pipeline the pipelined TCP
+// connections.
 type pool struct {
 	mu     sync.Mutex
 	idle   []idleConn
 	closed bool
+	pipe   pipeline
 }
 
 type idleConn struct {
@@ -100,6 +102,7 @@ func (p *pool) expire(expire time.Duration) {
 
 // close closes every idle connection; later ones are closed when released.
 func (p *pool) close() {
+	p.pipe.close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, ic := range p.idle {
@@ -124,8 +127,14 @@ var errTruncated = errors.New("truncated reply")
 // connection is used when there is one; when the upstream had closed it
 // (a TCP server ends connections after so many queries, often all the
 // pooled ones at about the same time), the query is asked once more on a
-// connection dialled for it, never on another pooled one.
+// connection dialled for it, never on another pooled one. With
+// Config.Pipeline a TCP query is pipelined instead (pipelined).
 func (f *Forwarder) query(ctx context.Context, u *upstream, m *dns.Msg, tcp bool) (*dns.Msg, error) {
+	if tcp && f.cfg.Pipeline {
+		if r, err, ok := f.pipelined(ctx, u, m); ok {
+			return r, err
+		}
+	}
 	r, err, reused := f.queryOnce(ctx, u, m, tcp, false)
 	if err != nil && reused && tcp && ctx.Err() == nil && staleConn(err) {
 		r, err, _ = f.queryOnce(ctx, u, m, tcp, true)

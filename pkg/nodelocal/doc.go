@@ -121,7 +121,9 @@
 // them.
 //
 // The Handler imports miekg/dns, Prometheus, api/v1alpha1 (its defaults),
-// pkg/autopath, pkg/dnscache and pkg/dnsmsg (Exchanger is declared here).
+// pkg/autopath, pkg/dnscache, pkg/dnsmsg and pkg/forward (WithClient marks
+// each query with its pod's address: the forwarders share their slots per
+// pod; Exchanger is declared here).
 // The Stage adds the listener (pkg/dnsserver), the forwarders, the node's
 // resolv.conf watcher, pkg/nodenet, and for the routes internal/filewatch,
 // internal/safefile and pkg/hosts (Table.Names); errors of its

@@ -17,6 +17,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 )
 
@@ -114,8 +115,10 @@ func New(up Exchanger, cfg Config) (*Handler, error) {
 // ServeDNS implements dns.Handler. A UDP reply made from a cached answer
 // is kept with it in its finished wire form (dnscache.Keep), for AnswerWire.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	_, tcp := w.RemoteAddr().(*net.TCPAddr)
-	reply, t := h.answer(context.Background(), req, tcp)
+	src := w.RemoteAddr()
+	_, tcp := src.(*net.TCPAddr)
+	// The pod's address: the forwarders share their slots per pod.
+	reply, t := h.answer(forward.WithClient(context.Background(), forward.ClientOf(src)), req, tcp)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b, err := reply.PackBuffer((*bp)[:cap(*bp)])
