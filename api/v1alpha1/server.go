@@ -142,6 +142,9 @@ const (
 	// the cluster DNS's. It stays under the 5s a glibc client waits by
 	// default.
 	DefaultNodeLocalClusterTimeout = Duration("3s")
+	// DefaultNodeLocalClusterPipeline pipelines node-local's queries to
+	// the cluster DNS (NodeLocal.ClusterPipeline).
+	DefaultNodeLocalClusterPipeline = true
 	// DefaultNodeLocalExternal sends every name to the cluster DNS, so that
 	// every answer is the cluster DNS's (its stub domains, hosts,
 	// overrides and rewrites included).
@@ -246,6 +249,7 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 //	nodeLocal:                          # read in mode node-local only
 //	  # clusterUpstream: [10.96.0.10]   # required in mode node-local
 //	  clusterTimeout: 3s                # above the cluster DNS's forward timeout (2s) and autopath deadline (2.5s)
+//	  clusterPipeline: true             # false when clusterUpstream is CoreDNS or kube-dns
 //	  # clusterConfig: /etc/dnsconfigurer/cluster/config.yaml   # the cluster DNS's own file (watched)
 //	  # external: cluster               # other names: cluster (to clusterUpstream) or direct (to resolvConf's nameservers)
 //	  resolvConf: /etc/resolv.conf      # nameservers for other names, search domains; "": none
@@ -596,6 +600,16 @@ type NodeLocal struct {
 	// DNS's own SERVFAIL, and a timeout here only asks for a health probe
 	// of the cluster DNS.
 	ClusterTimeout Duration `json:"clusterTimeout,omitempty"`
+	// ClusterPipeline sends the queries to clusterUpstream pipelined over
+	// a few TCP connections, many in flight on each (RFC 7766), instead of
+	// one connection per query in flight (default true). This project's
+	// cluster DNS answers each connection's queries concurrently, so the
+	// node is one client with a few connections there, never throttled by
+	// the cluster DNS's connections per client (a bound meant for one
+	// pod). Set false when clusterUpstream is a server that answers one
+	// query of a connection at a time (CoreDNS, kube-dns, a cluster DNS
+	// from before issue 66): each query would wait for the one before.
+	ClusterPipeline *bool `json:"clusterPipeline,omitempty"`
 	// ClusterConfig is the path of the cluster DNS's own
 	// ServerConfiguration (the same ConfigMap, mounted). The stage reads and
 	// watches it to learn which names the cluster DNS treats specially
@@ -652,6 +666,14 @@ type NodeLocal struct {
 	NodeName string `json:"nodeName,omitempty"`
 }
 
+// ClusterPipelineOn is clusterPipeline (the default when unset).
+func (n *NodeLocal) ClusterPipelineOn() bool {
+	if n.ClusterPipeline == nil {
+		return DefaultNodeLocalClusterPipeline
+	}
+	return *n.ClusterPipeline
+}
+
 // SetDefaults fills unset fields.
 func (c *ServerConfiguration) SetDefaults() {
 	setString(&c.Mode, DefaultServerMode)
@@ -703,6 +725,9 @@ func (c *ServerConfiguration) SetDefaults() {
 	setString(&c.NodeLocal.InterfaceName, DefaultNodeLocalInterface)
 	setString(&c.NodeLocal.LockFile, DefaultNodeLocalLockFile)
 	setString(&c.NodeLocal.ClusterTimeout, DefaultNodeLocalClusterTimeout)
+	if c.NodeLocal.ClusterPipeline == nil {
+		c.NodeLocal.ClusterPipeline = ptr(DefaultNodeLocalClusterPipeline)
+	}
 	if c.Mode == ModeNodeLocal {
 		setString(&c.NodeLocal.External, DefaultNodeLocalExternal)
 	}

@@ -70,5 +70,5 @@ func (n *NodeLocal) equal(o *NodeLocal) bool {
 		n.SkipTeardown == o.SkipTeardown && n.LockFile == o.LockFile &&
 		n.ClusterTimeout.Duration() == o.ClusterTimeout.Duration() &&
 		n.ClusterConfig == o.ClusterConfig && n.ExternalMode() == o.ExternalMode() &&
-		n.PreferZoneOn() == o.PreferZoneOn() && n.UpstreamService == o.UpstreamService && n.NodeName == o.NodeName
+		n.PreferZoneOn() == o.PreferZoneOn() && n.ClusterPipelineOn() == o.ClusterPipelineOn() && n.UpstreamService == o.UpstreamService && n.NodeName == o.NodeName
 }

@@ -160,7 +160,9 @@ func upstreams(ctx context.Context, cfg *v1alpha1.ServerConfiguration, topo *top
 	ups := topo.ups.static
 	policy := ""
 	newForwarder := func(zone string, src forward.UpstreamSource, tcp bool, timeout time.Duration, relay ...uint16) (*forward.Forwarder, error) {
-		fwd, err := forward.Start(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Timeout: timeout, Policy: policy,
+		// Only the cluster DNS answers pipelined queries concurrently.
+		pipeline := zone == "cluster" && nl.ClusterPipelineOn()
+		fwd, err := forward.Start(ctx, forward.Config{Upstreams: src, Self: cfg.ListenAddrs(), ForceTCP: tcp, Pipeline: pipeline, Timeout: timeout, Policy: policy,
 			MaxConcurrent: cfg.MaxConcurrent, ShedRcode: cfg.ShedRcodeValue(), RelayOptions: relay,
 			Zone: zone, Logger: log.With("forward", zone)}, reg)
 		if err == nil {
