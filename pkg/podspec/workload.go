@@ -1,7 +1,6 @@
 package podspec
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -55,15 +54,16 @@ func HasTemplate(kind string) bool {
 	return ok
 }
 
-// pathKeys holds the keys a template path goes through, undecoded.
+// pathKeys holds the keys a template path goes through, undecoded and
+// not copied.
 type pathKeys struct {
-	Metadata    Meta            `json:"metadata"`
-	Spec        json.RawMessage `json:"spec"`
-	Template    json.RawMessage `json:"template"`
-	JobTemplate json.RawMessage `json:"jobTemplate"`
+	Metadata    Meta    `json:"metadata"`
+	Spec        RawJSON `json:"spec"`
+	Template    RawJSON `json:"template"`
+	JobTemplate RawJSON `json:"jobTemplate"`
 }
 
-func (s pathKeys) get(key string) json.RawMessage {
+func (s pathKeys) get(key string) RawJSON {
 	switch key {
 	case "spec":
 		return s.Spec
@@ -78,7 +78,8 @@ func (s pathKeys) get(key string) json.RawMessage {
 // Templates returns the pod template of obj, the JSON of an object of the
 // given kind: one Template, or an error for a kind without templates or
 // JSON that does not hold one where the kind has it. Fields other than
-// the engine's are not read, so they are not checked either.
+// the engine's are not read, so they are not checked either; a key that
+// is read, repeated in its object, is an error (Unmarshal).
 func Templates(kind string, obj []byte) ([]Template, error) {
 	steps, ok := templatePaths[kind]
 	if !ok {
@@ -87,16 +88,16 @@ func Templates(kind string, obj []byte) ([]Template, error) {
 	// One decode per step, each reading only the keys a path uses: the
 	// object's JSON is scanned once, then each smaller part once.
 	var top pathKeys
-	if err := json.Unmarshal(obj, &top); err != nil {
+	if err := Unmarshal(obj, &top); err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
-	raw := json.RawMessage(obj)
+	raw := RawJSON(obj)
 	var path *field.Path
 	for i, s := range steps {
 		at := top
 		if i > 0 {
 			at = pathKeys{}
-			if err := json.Unmarshal(raw, &at); err != nil {
+			if err := Unmarshal(raw, &at); err != nil {
 				return nil, fmt.Errorf("%s %s: %w", kind, path, err)
 			}
 		}
@@ -118,7 +119,7 @@ func Templates(kind string, obj []byte) ([]Template, error) {
 			NodeSelector NodeSelector `json:"nodeSelector"`
 		} `json:"spec"`
 	}
-	if err := json.Unmarshal(raw, &f); err != nil {
+	if err := Unmarshal(raw, &f); err != nil {
 		at := kind
 		if path != nil {
 			at += " " + path.String()

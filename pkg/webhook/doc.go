@@ -39,7 +39,9 @@
 // required; 413 for a body over the cap. A body that found the in-flight
 // budget spent is 429 with Retry-After, and one that arrived too slowly is
 // 408. Anything that is not a well-formed AdmissionReview with a request is
-// 400 with the reason. The pod templates of workloads (podspec.Templates'
+// 400 with the reason. JSON is read as the API server writes it
+// (podspec.Unmarshal): a key repeated where the webhook reads is a 400, a
+// key in another case is not read. The pod templates of workloads (podspec.Templates'
 // kinds) are checked on CREATE and UPDATE on their full field paths; an
 // UPDATE that keeps a template's DNS fields only warns. An AdmissionReview
 // for anything else is allowed with a warning saying that nothing was

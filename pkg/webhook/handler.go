@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 )
 
 // Paths served: /validate, and internal/health's operational endpoints.
@@ -190,16 +191,17 @@ type wireReview struct {
 		Name        string                      `json:"name"`
 		Namespace   string                      `json:"namespace"`
 		Operation   admissionv1.Operation       `json:"operation"`
-		Object      runtime.RawExtension        `json:"object"`
-		OldObject   runtime.RawExtension        `json:"oldObject"`
+		Object      podspec.RawJSON             `json:"object"`
+		OldObject   podspec.RawJSON             `json:"oldObject"`
 	} `json:"request"`
 }
 
 // decodeReview checks that body is an admission.k8s.io/v1 AdmissionReview
-// and decodes the fields the reviewer reads.
+// and decodes the fields the reviewer reads, as the API server writes
+// them (podspec.Unmarshal: a repeated "request" or "object" is refused).
 func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	var w wireReview
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := podspec.Unmarshal(body, &w); err != nil {
 		return nil, badRequest("the body is not a JSON AdmissionReview: %s", oneLine(err))
 	}
 	if w.APIVersion != admissionv1.SchemeGroupVersion.String() || w.Kind != "AdmissionReview" {
@@ -208,7 +210,8 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	review := &admissionv1.AdmissionReview{TypeMeta: w.TypeMeta}
 	if r := w.Request; r != nil {
 		review.Request = &admissionv1.AdmissionRequest{UID: r.UID, Kind: r.Kind, Resource: r.Resource, SubResource: r.SubResource,
-			Name: r.Name, Namespace: r.Namespace, Operation: r.Operation, Object: r.Object, OldObject: r.OldObject}
+			Name: r.Name, Namespace: r.Namespace, Operation: r.Operation,
+			Object: runtime.RawExtension{Raw: r.Object}, OldObject: runtime.RawExtension{Raw: r.OldObject}}
 	}
 	return review, nil
 }

@@ -54,6 +54,9 @@ func FuzzReviewMemory(f *testing.F) {
 		{true, repeated(`"annotations":{`, `"a":""`, 2000, `}`)},
 		{false, repeated(`"nodeSelector":{`, `"k":"v"`, 900, `}`)},
 		{false, `"dnsPolicy":"None","dnsConfig":{"nameservers":["1.1.1.1"],"searches":["a.b"],"options":[{"name":"ndots","value":"1"}]}`},
+		{false, repeated(`"dnsConfig":{"options":[`, `{}`, 3000, `],"options":[]}`)},
+		{false, repeated(`"dnsConfig":{"Options":[`, `{}`, 3000, `],"options":[]}`)},
+		{false, repeated(`"nodeSelector":{`, `"k":"v"`, 900, `},"nodeSelector":{"j":"v"}`)},
 	} {
 		f.Add(shapedBody(s.meta, s.inner))
 	}
@@ -88,13 +91,20 @@ func TestReviewMemoryShapes(t *testing.T) {
 		{"options at the bound", false, repeated(`"dnsConfig":{"options":[`, `{"name":"a"}`, 1000, `]}`)},
 		{"empty options past the bound", false, repeated(`"dnsConfig":{"options":[`, `{}`, 300_000, `]}`)},
 		{"annotations past the API limit", true, repeated(`"annotations":{`, `"a":""`, 150_000, `}`)},
-		{"annotations at the API limit", true, repeated(`"annotations":{`, `"a`+strings.Repeat("x", 20)+`":""`, 10_000, `}`)},
+		{"annotations at the API limit", true, repeated(`"annotations":{`, `"a":"`+strings.Repeat("x", 20)+`"`, 10_000, `}`)},
 		{"node selector past the bound", false, repeated(`"nodeSelector":{`, `"k":"v"`, 120_000, `}`)},
+		// Repeated keys (issue 66 row 3): refused, or a case variant not read.
+		{"options past the bound, then empty under the same key", false, repeated(`"dnsConfig":{"options":[`, `{}`, 300_000, `],"options":[]}`)},
+		{"searches past the bound, then empty under the same key", false, repeated(`"dnsConfig":{"searches":[`, `"a"`, 250_000, `],"searches":[]}`)},
+		{"Options past the bound, then options", false, repeated(`"dnsConfig":{"Options":[`, `{}`, 300_000, `],"options":[]}`)},
+		{"dnsConfigs at the bound, repeated", false, repeated(`"dnsConfig":{"options":[`, `{"name":"a"}`, 1000, `]}`) + strings.Repeat(`,"dnsConfig":`+repeated(`{"options":[`, `{"name":"a"}`, 1000, `]}`), 70)},
+		{"node selectors at the bound, repeated", false, strings.Repeat(repeated(`"nodeSelector":{`, `"k":"v"`, 1000, `},`), 80) + `"nodeSelector":{}`},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			body := shapedBody(s.meta, s.inner)
-			// Unique keys: a map of one key costs nothing.
-			if strings.Contains(s.inner, `"a":""`) || strings.Contains(s.inner, `"k":"v"`) {
+			// Unique keys: a map of one key costs nothing, and a repeated
+			// key is refused.
+			if strings.Contains(s.inner, `"a":"`) || strings.Contains(s.inner, `"k":"v"`) {
 				body = uniqueKeys(body)
 			}
 			var before, after runtime.MemStats

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
@@ -312,10 +312,10 @@ type slimPod struct {
 }
 
 // decodePod decodes the fields of a Pod that podspec.Input and the node
-// pool choice read.
+// pool choice read, as the API server reads JSON (podspec.Unmarshal).
 func decodePod(raw []byte) (*corev1.Pod, error) {
 	var s slimPod
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := podspec.Unmarshal(raw, &s); err != nil {
 		return nil, err
 	}
 	pod := podspec.Fields{Metadata: s.Metadata, Spec: s.Spec.Spec}.Pod()
@@ -481,9 +481,10 @@ func shortenList(list string, keep int) string {
 }
 
 func oneLine(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if ok, off := kjson.SyntaxErrorOffset(e); ok {
+			return fmt.Sprintf("%s (at byte %d)", e.Error(), off)
+		}
 	}
 	return strings.Join(strings.Fields(err.Error()), " ")
 }

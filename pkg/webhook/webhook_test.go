@@ -299,6 +299,12 @@ func TestBadRequests(t *testing.T) {
 		{name: "missing uid", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"CREATE","object":{}}}`), code: 400, reason: "request.uid is empty"},
 		{name: "missing object", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"CREATE"}}`), code: 400, reason: "request.object is empty for a Pod CREATE"},
 		{name: "object not a pod", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"CREATE","object":{"spec":"nope"}}}`), code: 400, reason: "request.object is not a JSON Pod"},
+		{name: "repeated request", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"},"request":{"uid":"v"}}`), code: 400,
+			reason: "the body is not a JSON AdmissionReview: request: duplicate key"},
+		{name: "repeated object", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"CREATE","object":{"spec":{}},"object":{}}}`), code: 400,
+			reason: "the body is not a JSON AdmissionReview: request.object: duplicate key"},
+		{name: "repeated options", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"CREATE","object":{"spec":{"dnsConfig":{"options":[{},{}],"options":[]}}}}}`), code: 400,
+			reason: "request.object is not a JSON Pod: spec.dnsConfig.options: duplicate key"},
 		{name: "wrong type in review", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":7}}`), code: 400, reason: "the body is not a JSON AdmissionReview: json: cannot unmarshal number"},
 		{name: "oversized", body: big, code: 413, reason: "over the limit of 65536"},
 		{name: "oversized without a length", body: big, chunked: true, code: 413, reason: "request body is over the limit of 65536 bytes"},
@@ -360,8 +366,8 @@ func TestBadRequests(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("healthz after bad requests: %d", resp.StatusCode)
 	}
-	if got := testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(PathValidate, "400")); got != 11 {
-		t.Errorf("requests_total{path=/validate,code=400} = %v, want 11", got)
+	if got := testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(PathValidate, "400")); got != 14 {
+		t.Errorf("requests_total{path=/validate,code=400} = %v, want 14", got)
 	}
 }
 

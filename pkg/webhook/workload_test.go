@@ -132,6 +132,10 @@ func TestWorkloadReviewBadRequests(t *testing.T) {
 			"spec.template: Required value"},
 		{"wrong type", workloadRequest("Job", "batch", admissionv1.Create, []byte(`{"spec":{"template":{"spec":{"dnsConfig":[]}}}}`), nil),
 			"Job spec.template"},
+		{"repeated options", workloadRequest("Deployment", "apps", admissionv1.Create, []byte(`{"spec":{"template":{"spec":{"dnsConfig":{"options":[{}],"options":[]}}}}}`), nil),
+			"request.object: Deployment spec.template: spec.dnsConfig.options: duplicate key"},
+		{"repeated template", workloadRequest("StatefulSet", "apps", admissionv1.Create, []byte(`{"spec":{"template":{},"template":{}}}`), nil),
+			"request.object: StatefulSet spec: template: duplicate key"},
 		{"empty", workloadRequest("DaemonSet", "apps", admissionv1.Create, nil, nil), "request.object is empty for a DaemonSet CREATE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
