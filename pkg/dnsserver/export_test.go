@@ -42,3 +42,12 @@ func IdleWorkers(s *Server) int {
 	}
 	return int(s.udp.idle.Load())
 }
+
+// TCPPipelined bounds the queries of one TCP connection answered at once.
+const TCPPipelined = tcpPipelined
+
+// TCPLimits sets s's pipelining bounds before Start: per connection, in
+// total, per client, and the slots kept for clients under their share.
+func TCPLimits(s *Server, pipelined, inFlight, perClient, reserve int) {
+	s.tcpLimits = tcpLimits{pipelined, inFlight, perClient, reserve}
+}

@@ -36,7 +36,14 @@ type guard struct {
 	// MaxTCPConnsPerClient.
 	tcpClientLimited atomic.Uint64
 	tcpOpen          atomic.Int64
-	loggedOnce       atomic.Bool
+	// tcpMalformed: connections closed at once for a message that does
+	// not parse (or a response); tcpWaited: queries whose connection was
+	// not read until an in-flight slot freed; tcpInFlight: queries being
+	// answered.
+	tcpMalformed atomic.Uint64
+	tcpWaited    atomic.Uint64
+	tcpInFlight  atomic.Int64
+	loggedOnce   atomic.Bool
 
 	mu      sync.Mutex
 	listens []*listenCount // by listen address, in Start's order
@@ -128,6 +135,7 @@ func isUDP(w dns.ResponseWriter) bool {
 // listenerDescs are the descriptors of the listener metrics of a Server.
 type listenerDescs struct {
 	panics, udpDropped, tcpRefused, tcpEvicted, tcpClientLimited, tcpOpen, draining, listenQueries *prometheus.Desc
+	tcpMalformed, tcpWaited, tcpInFlight                                                           *prometheus.Desc
 }
 
 func newListenerDescs(labels prometheus.Labels) listenerDescs {
@@ -137,10 +145,13 @@ func newListenerDescs(labels prometheus.Labels) listenerDescs {
 	return listenerDescs{
 		panics:           d("panics_total", "Queries whose handler panicked (answered SERVFAIL)."),
 		udpDropped:       d("udp_dropped_total", "UDP queries dropped because MaxUDPInFlight queries were being answered."),
-		tcpRefused:       d("tcp_refused_total", "TCP connections closed at once because MaxTCPConns were open, none of them idle."),
-		tcpEvicted:       d("tcp_evicted_total", "Idle TCP connections closed to make room for a new one when MaxTCPConns were open (of the client holding the most)."),
+		tcpRefused:       d("tcp_refused_total", "TCP connections closed at once because MaxTCPConns were open and none could be evicted."),
+		tcpEvicted:       d("tcp_evicted_total", "TCP connections closed to make room for a new one when MaxTCPConns were open (of the client holding the most, busy or idle)."),
 		tcpClientLimited: d("tcp_client_limited_total", "TCP connections closed at once because their client address held MaxTCPConnsPerClient."),
 		tcpOpen:          d("tcp_connections", "Open TCP connections."),
+		tcpMalformed:     d("tcp_malformed_total", "TCP connections closed at once for a message whose header does not parse, or a response."),
+		tcpWaited:        d("tcp_waited_total", "TCP queries whose connection was not read until an in-flight slot freed (its own, or its client's share)."),
+		tcpInFlight:      d("tcp_queries_in_flight", "TCP queries being answered."),
 		draining:         d("lameduck", "1 while the server is in lameduck (still answering, /readyz failing)."),
 		listenQueries: prometheus.NewDesc(metricNamespace+"_"+metricSubsystem+"_listen_queries_total",
 			"Queries received on each listen address as configured (UDP and TCP, answered from the wire or not).", []string{"listen"}, labels),
@@ -153,13 +164,15 @@ func newListenerDescs(labels prometheus.Labels) listenerDescs {
 // _request_duration_seconds, _request_size_bytes, _response_size_bytes;
 // see Server.Zones), and dnsconfigurer_dnsserver_panics_total,
 // _udp_dropped_total, _tcp_refused_total, _tcp_evicted_total,
-// _tcp_client_limited_total, _tcp_connections, _lameduck and
+// _tcp_client_limited_total, _tcp_connections, _tcp_malformed_total,
+// _tcp_waited_total, _tcp_queries_in_flight, _lameduck and
 // _listen_queries_total{listen} (one series per Listen address once
 // started).
 func (s *Server) Describe(ch chan<- *prometheus.Desc) {
 	g := s.guard()
 	ds := g.descs
-	for _, d := range []*prometheus.Desc{ds.panics, ds.udpDropped, ds.tcpRefused, ds.tcpEvicted, ds.tcpClientLimited, ds.tcpOpen, ds.draining, ds.listenQueries} {
+	for _, d := range []*prometheus.Desc{ds.panics, ds.udpDropped, ds.tcpRefused, ds.tcpEvicted, ds.tcpClientLimited, ds.tcpOpen,
+		ds.tcpMalformed, ds.tcpWaited, ds.tcpInFlight, ds.draining, ds.listenQueries} {
 		ch <- d
 	}
 	g.req.describe(ch)
@@ -176,6 +189,9 @@ func (s *Server) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(d.tcpEvicted, prometheus.CounterValue, float64(g.tcpEvicted.Load()))
 	ch <- prometheus.MustNewConstMetric(d.tcpClientLimited, prometheus.CounterValue, float64(g.tcpClientLimited.Load()))
 	ch <- prometheus.MustNewConstMetric(d.tcpOpen, prometheus.GaugeValue, float64(g.tcpOpen.Load()))
+	ch <- prometheus.MustNewConstMetric(d.tcpMalformed, prometheus.CounterValue, float64(g.tcpMalformed.Load()))
+	ch <- prometheus.MustNewConstMetric(d.tcpWaited, prometheus.CounterValue, float64(g.tcpWaited.Load()))
+	ch <- prometheus.MustNewConstMetric(d.tcpInFlight, prometheus.GaugeValue, float64(g.tcpInFlight.Load()))
 	var draining float64
 	if s.draining.Load() {
 		draining = 1

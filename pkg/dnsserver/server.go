@@ -24,11 +24,15 @@ const readBuffer = 4096
 // Listener defaults, api/v1alpha1's (its limits section explains them).
 // A TCP connection is closed when its first query does not arrive within
 // tcpReadTimeout, after tcpMaxQueries queries, and as TCPIdleTimeout and
-// TCPWriteTimeout say. miekg/dns never sets a write deadline, so tcpConn
-// does (RFC 7766 6.2.3).
+// TCPWriteTimeout say (RFC 7766 6.2.3).
 const (
-	tcpReadTimeout        = 5 * time.Second
-	tcpMaxQueries         = 128
+	tcpReadTimeout = 5 * time.Second
+	// tcpMaxQueries ends a connection after that many queries (their
+	// replies written first), so that a long-lived connection moves to
+	// another replica now and then. It was miekg/dns's 128, which a
+	// client pipelining up to tcpPipelined would reach at once; at 1,000
+	// qps 4096 is a new connection every 4 s.
+	tcpMaxQueries         = 4096
 	DefaultMaxUDPInFlight = v1alpha1.DefaultUDPInFlight
 	DefaultMaxTCPConns    = v1alpha1.DefaultTCPConnections
 	// DefaultMaxTCPConnsPerClient is v1alpha1's.
@@ -59,9 +63,8 @@ type Server struct {
 	// datagrams are dropped and counted (default DefaultMaxUDPInFlight).
 	MaxUDPInFlight int
 	// MaxTCPConns bounds the open TCP connections (default
-	// DefaultMaxTCPConns): past it, a new connection takes the place of an
-	// idle one of the client holding the most (tcpSlots), or is closed at
-	// once when none is idle; both counted.
+	// DefaultMaxTCPConns): past it, a new connection takes the place of
+	// one of the client holding the most, busy or idle (tcpSlots); counted.
 	MaxTCPConns int
 	// MaxTCPConnsPerClient bounds the open TCP connections of one client
 	// address (default DefaultMaxTCPConnsPerClient, at most MaxTCPConns);
@@ -100,7 +103,7 @@ type Server struct {
 	Name string
 
 	mu       sync.Mutex
-	servers  []*dns.Server
+	tcp      *tcpServer
 	udp      *udpSet
 	addrs    []string
 	g        *guard
@@ -109,7 +112,8 @@ type Server struct {
 	lameduck atomic.Pointer[time.Duration] // SetLameduck's, over Lameduck
 	serving  chan struct{}                 // closed once Start has bound every address
 
-	perDatagram bool // tests: read and write one datagram at a time
+	perDatagram bool      // tests: read and write one datagram at a time
+	tcpLimits   tcpLimits // tests: the pipelining bounds (zero: the constants)
 }
 
 // guard returns the listeners' handler wrapper, made on first use.
@@ -190,19 +194,19 @@ func (s *Server) Start(ctx context.Context) error {
 	if perClient <= 0 {
 		perClient = DefaultMaxTCPConnsPerClient
 	}
-	conns := newTCPSlots(g, maxConns, perClient)
+	lim := s.tcpLimits.orDefaults()
+	tcp := &tcpServer{g: g, log: s.Logger, slots: newTCPSlots(g, maxConns, perClient),
+		share: newTCPShare(lim.inFlight, lim.perClient, lim.reserve), pipelined: lim.pipelined,
+		first: min(tcpReadTimeout, idle), idle: idle, write: write, maxQueries: tcpMaxQueries, work: make(chan tcpJob)}
 	nsock := s.UDPSockets
 	if nsock <= 0 {
 		nsock = runtime.GOMAXPROCS(0)
 	}
-	var servers []*dns.Server
 	var addrs []string
 	set := &udpSet{log: s.Logger, stopping: &s.stopping, work: make(chan udpJob)}
 	fail := func(err error) error {
 		set.close()
-		for _, srv := range servers {
-			srv.Listener.Close()
-		}
+		tcp.close()
 		return err
 	}
 	for i, a := range s.Listen {
@@ -211,8 +215,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return fail(fmt.Errorf("listen %q: %w", a, err))
 		}
 		lh := listenHandler{g: g, c: g.listen(a)}
-		servers = append(servers, &dns.Server{Listener: &tcpListener{Listener: ln, slots: conns, write: write}, Handler: lh,
-			ReadTimeout: min(tcpReadTimeout, idle), IdleTimeout: func() time.Duration { return idle }, MaxTCPQueries: tcpMaxQueries})
+		tcp.listeners, tcp.handlers = append(tcp.listeners, ln), append(tcp.handlers, lh)
 		for i, pc := range pcs {
 			u, err := newUDPSocket(pc, g, lh, set, s.perDatagram)
 			if err != nil {
@@ -226,20 +229,10 @@ func (s *Server) Start(ctx context.Context) error {
 		addrs = append(addrs, pcs[0].LocalAddr().String())
 	}
 	s.stopping.Store(false)
-	var wg sync.WaitGroup
-	for _, srv := range servers {
-		wg.Add(1)
-		srv.NotifyStartedFunc = wg.Done
-		go func() {
-			if err := srv.ActivateAndServe(); err != nil {
-				s.Logger.Error("dns server stopped", "err", err)
-			}
-		}()
-	}
+	tcp.start()
 	set.start()
-	wg.Wait()
 	s.mu.Lock()
-	s.servers, s.udp, s.addrs = servers, set, addrs
+	s.tcp, s.udp, s.addrs = tcp, set, addrs
 	if s.serving == nil {
 		s.serving = make(chan struct{})
 	}
@@ -264,8 +257,8 @@ func (s *Server) Addrs() []string {
 // by ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	servers, udp := s.servers, s.udp
-	s.servers, s.udp = nil, nil
+	tcp, udp := s.tcp, s.udp
+	s.tcp, s.udp = nil, nil
 	s.mu.Unlock()
 	s.stopping.Store(true)
 	var errs []error
@@ -274,8 +267,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, srv := range servers {
-		if err := srv.ShutdownContext(ctx); err != nil {
+	if tcp != nil {
+		if err := tcp.shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

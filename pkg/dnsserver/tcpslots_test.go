@@ -50,13 +50,14 @@ func closedByServer(c *dns.Conn) bool {
 	return err != nil && (errors.Is(err, io.EOF) || !errors.As(err, &ne) || !ne.Timeout())
 }
 
-// TestTCPSlots: past MaxTCPConns a new connection takes the place of the
-// idle connection of the client holding the most (its longest idle one),
-// which the server closes; with every connection busy the newcomer is
-// closed at once; past MaxTCPConnsPerClient a client's next connection
-// is closed at once. Each is counted, and the open count stays exact.
+// TestTCPSlots: past MaxTCPConns a new connection takes the place of a
+// connection of the client holding the most, idle or waiting for a reply
+// (the one with the oldest activity), which the server closes; the other
+// connections keep their replies; past MaxTCPConnsPerClient a client's
+// next connection is closed at once. Each is counted, and the open count
+// stays exact.
 func TestTCPSlots(t *testing.T) {
-	t.Run("newcomer evicts the busiest client's idle connection", func(t *testing.T) {
+	t.Run("newcomer evicts the busiest client's oldest idle connection", func(t *testing.T) {
 		srv := &dnsserver.Server{Handler: answerA, MaxTCPConns: 3, MaxTCPConnsPerClient: 3}
 		addr := startServer(t, srv)
 		quiet := dialFrom(t, "127.0.0.2", addr) // the longest idle, but its client holds one
@@ -90,35 +91,38 @@ func TestTCPSlots(t *testing.T) {
 		}
 	})
 
-	t.Run("newcomer refused when every connection is busy", func(t *testing.T) {
+	t.Run("newcomer evicts a busy connection of the busiest client", func(t *testing.T) {
 		release := make(chan struct{})
 		var held atomic.Int64
-		srv := &dnsserver.Server{Handler: holding(release, &held), MaxTCPConns: 2}
+		srv := &dnsserver.Server{Handler: holding(release, &held), MaxTCPConns: 3}
 		addr := startServer(t, srv)
-		busy := []*dns.Conn{dialFrom(t, "127.0.0.2", addr), dialFrom(t, "127.0.0.3", addr)}
-		for _, c := range busy {
+		heavy1, heavy2 := dialFrom(t, "127.0.0.3", addr), dialFrom(t, "127.0.0.3", addr)
+		other := dialFrom(t, "127.0.0.2", addr)
+		// Every connection waits for a reply; heavy1's query came first.
+		for i, c := range []*dns.Conn{heavy1, heavy2, other} {
 			if err := c.WriteMsg(new(dns.Msg).SetQuestion("hold.example.", dns.TypeA)); err != nil {
 				t.Fatal(err)
 			}
+			testkit.WaitEqual(t, 5*time.Second, "held", held.Load, int64(i+1))
 		}
-		testkit.WaitEqual(t, 5*time.Second, "held", held.Load, 2)
-		third := dialFrom(t, "127.0.0.4", addr)
-		if !closedByServer(third) {
-			t.Error("a third connection was kept open, want it closed at once")
+		if err := ask(dialFrom(t, "127.0.0.4", addr), "f.example."); err != nil {
+			t.Fatalf("the newcomer: %v", err)
 		}
-		if got := metric(t, srv, "dnsconfigurer_dnsserver_tcp_refused_total"); got != 1 {
-			t.Errorf("tcp_refused_total = %v, want 1", got)
+		if !closedByServer(heavy1) {
+			t.Error("the busiest client's oldest connection is still open")
 		}
 		close(release)
-		for _, c := range busy {
+		for name, c := range map[string]*dns.Conn{"the busiest client's other": heavy2, "the other client's": other} {
 			_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
 			if r, err := c.ReadMsg(); err != nil || len(r.Answer) != 1 {
-				t.Errorf("a held query: %v %v, want its answer", r, err)
+				t.Errorf("%s held query: %v %v, want its answer", name, r, err)
 			}
 		}
-		// Now idle: a newcomer gets a slot.
-		if err := ask(dialFrom(t, "127.0.0.4", addr), "after.example."); err != nil {
-			t.Errorf("after the held queries were answered: %v", err)
+		if got := metric(t, srv, "dnsconfigurer_dnsserver_tcp_evicted_total"); got != 1 {
+			t.Errorf("tcp_evicted_total = %v, want 1", got)
+		}
+		if got := metric(t, srv, "dnsconfigurer_dnsserver_tcp_refused_total"); got != 0 {
+			t.Errorf("tcp_refused_total = %v, want 0", got)
 		}
 	})
 

@@ -172,30 +172,40 @@ func (u *udpSocket) serveDNS(m *udpbatch.Msg) {
 	u.set.dispatch(udpJob{u: u, w: &udpResponse{u: u, peer: peer, dst: m.Dst}, q: q})
 }
 
-// serveQuery is miekg/dns's Server.serveDNS for one UDP datagram of at
-// least a header, with its default MsgAcceptFunc: a response is ignored;
-// an opcode other than QUERY and NOTIFY gets NOTIMP; a query with other
-// than one question, more than one answer or authority record or more
-// than two additional records, or that does not unpack, gets FORMERR with
-// its header (and its question, when that unpacked). Those replies are
-// written directly, as miekg/dns writes them: neither the handler nor the
-// metrics see them. Every other query goes to the listen address's
-// handler.
+// serveQuery serves one UDP datagram of at least a header, as miekg/dns's
+// Server.serveDNS (acceptQuery).
 func (u *udpSocket) serveQuery(w *udpResponse, q []byte) {
+	switch req, reply := acceptQuery(q); {
+	case req != nil:
+		u.lh.ServeDNS(w, req)
+	case reply != nil:
+		_ = w.WriteMsg(reply)
+	}
+}
+
+// acceptQuery is miekg/dns's Server.serveDNS for a message q of at least
+// a header, with its default MsgAcceptFunc, up to the handler: it returns
+// the query to serve, or the reply to write, or neither. A response is
+// ignored (neither); an opcode other than QUERY and NOTIFY gets NOTIMP; a
+// query with other than one question, more than one answer or authority
+// record or more than two additional records, or that does not unpack,
+// gets FORMERR with its header (and its question, when that unpacked).
+// Those replies are written directly, as miekg/dns writes them: neither
+// the handler nor the metrics see them.
+func acceptQuery(q []byte) (req, reply *dns.Msg) {
 	dh := dns.Header{Id: binary.BigEndian.Uint16(q), Bits: binary.BigEndian.Uint16(q[2:]),
 		Qdcount: binary.BigEndian.Uint16(q[4:]), Ancount: binary.BigEndian.Uint16(q[6:]),
 		Nscount: binary.BigEndian.Uint16(q[8:]), Arcount: binary.BigEndian.Uint16(q[10:])}
-	req := new(dns.Msg)
+	req = new(dns.Msg)
 	action := dns.DefaultMsgAcceptFunc(dh)
 	switch action {
 	case dns.MsgAccept:
 		if err := req.Unpack(q); err == nil {
-			u.lh.ServeDNS(w, req)
-			return
+			return req, nil
 		}
 		action = dns.MsgReject
 	case dns.MsgIgnore:
-		return
+		return nil, nil
 	default:
 		setHeader(req, dh)
 	}
@@ -207,7 +217,7 @@ func (u *udpSocket) serveQuery(w *udpResponse, q []byte) {
 		req.Rcode = dns.RcodeNotImplemented
 	}
 	req.Ns, req.Answer, req.Extra = nil, nil, nil
-	_ = w.WriteMsg(req)
+	return nil, req
 }
 
 // setHeader sets m's header from the packed one (miekg/dns's setHdr).
