@@ -916,8 +916,9 @@ func (c *ServerConfiguration) validateForward(e *fieldErrors) {
 	}
 	if c.MaxConcurrent < 1 {
 		e.add("maxConcurrent", "%d: must be > 0", c.MaxConcurrent)
-	} else if c.MaxConcurrentPerDomain < 1 || c.MaxConcurrentPerDomain > c.MaxConcurrent {
-		e.add("maxConcurrentPerDomain", "%d: must be between 1 and maxConcurrent (%d)", c.MaxConcurrentPerDomain, c.MaxConcurrent)
+	}
+	if c.MaxConcurrentPerDomain < 0 {
+		e.add("maxConcurrentPerDomain", "%d: must be >= 0 (deprecated, no effect: maxConcurrent is shared per client)", c.MaxConcurrentPerDomain)
 	}
 	if c.FailFastAllUnhealthy {
 		for i, r := range c.Forward {

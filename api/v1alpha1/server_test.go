@@ -281,8 +281,8 @@ func TestServerValidate(t *testing.T) {
 		{"tcp and udp", func(c *ServerConfiguration) { c.Forward[1].ForceTCP, c.Forward[1].PreferUDP = true, true },
 			[]string{`forward[1].forceTCP: excludes preferUDP`}},
 		{"max concurrent", func(c *ServerConfiguration) { c.MaxConcurrent = -1 }, []string{`maxConcurrent: -1: must be > 0`}},
-		{"max concurrent per domain over the total", func(c *ServerConfiguration) { c.MaxConcurrentPerDomain = 1001 },
-			[]string{`maxConcurrentPerDomain: 1001: must be between 1 and maxConcurrent (1000)`}},
+		{"max concurrent per domain negative", func(c *ServerConfiguration) { c.MaxConcurrentPerDomain = -1 },
+			[]string{`maxConcurrentPerDomain: -1: must be >= 0 (deprecated, no effect: maxConcurrent is shared per client)`}},
 		{"failfast without health checks", func(c *ServerConfiguration) {
 			c.FailFastAllUnhealthy, c.Forward = true, []ForwardRoute{{Zone: ".", Upstreams: []string{"10.0.0.53"}, MaxFails: ptr(0)}}
 		}, []string{`forward[0].maxFails: 0 (no health checks) does not go with failFastAllUnhealthy, which needs them`}},
