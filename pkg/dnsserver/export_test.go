@@ -40,7 +40,7 @@ func IdleWorkers(s *Server) int {
 	if s.udp == nil {
 		return 0
 	}
-	return int(s.udp.idle.Load())
+	return int(s.udp.work.idle.Load())
 }
 
 // TCPPipelined bounds the queries of one TCP connection answered at once.

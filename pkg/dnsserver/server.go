@@ -197,13 +197,15 @@ func (s *Server) Start(ctx context.Context) error {
 	lim := s.tcpLimits.orDefaults()
 	tcp := &tcpServer{g: g, log: s.Logger, slots: newTCPSlots(g, maxConns, perClient),
 		share: newTCPShare(lim.inFlight, lim.perClient, lim.reserve), pipelined: lim.pipelined,
-		first: min(tcpReadTimeout, idle), idle: idle, write: write, maxQueries: tcpMaxQueries, work: make(chan tcpJob)}
+		first: min(tcpReadTimeout, idle), idle: idle, write: write, maxQueries: tcpMaxQueries,
+		work: newWorkers(func(j tcpJob) { j.c.serveQuery(j.req) })}
 	nsock := s.UDPSockets
 	if nsock <= 0 {
 		nsock = runtime.GOMAXPROCS(0)
 	}
 	var addrs []string
-	set := &udpSet{log: s.Logger, stopping: &s.stopping, work: make(chan udpJob)}
+	set := &udpSet{log: s.Logger, stopping: &s.stopping}
+	set.work = newWorkers(set.serve)
 	fail := func(err error) error {
 		set.close()
 		tcp.close()

@@ -81,12 +81,9 @@ type tcpServer struct {
 	stopping    atomic.Bool
 	accepts     sync.WaitGroup
 	connections sync.WaitGroup // the connections' reading goroutines
-	// work hands a query to a goroutine that answered one and waits for
-	// the next (at most maxIdleWorkers wait; idle counts them), as the
-	// UDP path's: its stack has grown to what ServeDNS needs. Closed
-	// once every connection is done.
-	work      chan tcpJob
-	idleCount atomic.Int32
+	// work answers each query at once; closed once every connection is
+	// done.
+	work *workers[tcpJob]
 }
 
 // tcpJob is one query and its connection.
@@ -95,32 +92,8 @@ type tcpJob struct {
 	req *dns.Msg
 }
 
-// run answers j on a waiting goroutine, or on a new one when none waits.
-func (t *tcpServer) run(j tcpJob) {
-	select {
-	case t.work <- j:
-	default:
-		go t.worker(j)
-	}
-}
-
-// worker answers j, then waits for more while fewer than maxIdleWorkers
-// wait.
-func (t *tcpServer) worker(j tcpJob) {
-	for {
-		j.c.serveQuery(j.req)
-		if t.idleCount.Add(1) > maxIdleWorkers {
-			t.idleCount.Add(-1)
-			return
-		}
-		var ok bool
-		j, ok = <-t.work
-		t.idleCount.Add(-1)
-		if !ok {
-			return
-		}
-	}
-}
+// run answers j at once.
+func (t *tcpServer) run(j tcpJob) { t.work.run(j) }
 
 // start serves every listener.
 func (t *tcpServer) start() {
@@ -178,7 +151,7 @@ func (t *tcpServer) shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		t.connections.Wait()
-		close(t.work) // nothing sends any more: the waiting workers end
+		t.work.close() // nothing sends any more: the waiting workers end
 		close(done)
 	}()
 	select {

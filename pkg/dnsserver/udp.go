@@ -42,13 +42,9 @@ type udpSet struct {
 	inflight sync.WaitGroup // the queries being served by ServeDNS
 	log      *slog.Logger
 	stopping *atomic.Bool
-	// work hands a datagram to a goroutine that served one and waits for
-	// the next (at most maxIdleWorkers wait; idle counts them). Such a
-	// goroutine's stack has grown to what ServeDNS needs: a new goroutine
-	// per datagram grows a small stack again each time. Closed once the
-	// reading goroutines are done.
-	work chan udpJob
-	idle atomic.Int32
+	// work serves each datagram at once; closed once the reading
+	// goroutines are done.
+	work *workers[udpJob]
 }
 
 // udpJob is one datagram for ServeDNS and the writer of its reply.
@@ -58,37 +54,16 @@ type udpJob struct {
 	q []byte
 }
 
-// maxIdleWorkers bounds the goroutines kept waiting for datagrams.
-const maxIdleWorkers = 16
-
-// dispatch serves j on a waiting goroutine, or on a new one when none
-// waits: a datagram never waits for another.
+// dispatch serves j at once: a datagram never waits for another.
 func (set *udpSet) dispatch(j udpJob) {
 	set.inflight.Add(1)
-	select {
-	case set.work <- j:
-	default:
-		go set.worker(j)
-	}
+	set.work.run(j)
 }
 
-// worker serves j, then waits for more while fewer than maxIdleWorkers
-// wait.
-func (set *udpSet) worker(j udpJob) {
-	for {
-		j.u.serveQuery(j.w, j.q)
-		set.inflight.Done()
-		if set.idle.Add(1) > maxIdleWorkers {
-			set.idle.Add(-1)
-			return
-		}
-		var ok bool
-		j, ok = <-set.work
-		set.idle.Add(-1)
-		if !ok {
-			return
-		}
-	}
+// serve serves j (workers' function).
+func (set *udpSet) serve(j udpJob) {
+	j.u.serveQuery(j.w, j.q)
+	set.inflight.Done()
 }
 
 // newUDPSocket prepares conn to be served (one datagram at a time with
@@ -319,7 +294,7 @@ func (set *udpSet) shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		set.loops.Wait()
-		close(set.work) // nothing sends any more: the waiting workers end
+		set.work.close() // nothing sends any more: the waiting workers end
 		set.inflight.Wait()
 		close(done)
 	}()
