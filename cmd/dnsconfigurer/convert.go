@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -21,7 +22,7 @@ type convertFlags struct {
 	format, output, configMap, namespace, importDir string
 }
 
-const convertUsage = `usage: dnsconfigurer convert [-o yaml|json] [--output FILE] [--configmap NAME [--namespace NS]] [--import-dir DIR] FILE|-
+var convertUsage = fmt.Sprintf(`usage: dnsconfigurer convert [-o yaml|json] [--output FILE] [--configmap NAME [--namespace NS]] [--import-dir DIR] FILE|-
 
 FILE (- for stdin) is one of, as YAML or JSON where it is a ConfigMap:
   a Corefile;
@@ -33,11 +34,14 @@ FILE (- for stdin) is one of, as YAML or JSON where it is a ConfigMap:
   coredns is taken when there are several, and the report's first line says which;
   AKS's and k3s's coredns-custom ConfigMap, in the same input as the coredns one,
   for the files its imports read (alone it is refused).
+A ConfigMap is read in memory, nothing written to disk; an input is at most
+%d MiB and %d ConfigMap keys.
 The ServerConfiguration (with --configmap: the ConfigMap holding it) goes to
 stdout, or to --output FILE, as -o asks: yaml (the default) or json. The report
 goes to stderr, one line a directive. Exit 0: all converted (differences
-allowed); 3: something was dropped; 1: the input is invalid; 2: bad flags or
-unreadable input.`
+allowed); 3: something was dropped; 1: the input is invalid, or SIGTERM or
+SIGINT stopped convert (nothing written); 2: bad flags or unreadable input.`,
+	corefile.MaxInputBytes>>20, corefile.MaxKeys)
 
 func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("convert", stderr, convertUsage)
@@ -57,79 +61,128 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "convert: want one input file (or - for stdin)")
 		return exitUsage
 	}
-	name, text, err := readInput(fs.Arg(0), stdin)
-	if err != nil {
-		return usageExit(stderr, "convert", err)
+	c, stopped := convertStoppable(ctx, fs.Arg(0), f.importDir, f.configMap != "", stdin)
+	if stopped == nil {
+		stopped = checkStopped(ctx, &c)
 	}
-	r, err := convertInput(name, text, f.importDir, f.configMap != "")
-	if err != nil {
-		fmt.Fprintf(stderr, "convert: %v\n", err)
+	if stopped != nil {
+		fmt.Fprintf(stderr, "convert: stopped (%v): nothing written\n", stopped)
 		return exitFail
 	}
-	if err := checkStarts(ctx, r.Config); err != nil {
-		fmt.Fprintf(stderr, "convert: the converted configuration does not start (a bug of convert; please report it with the input): %v\n", err)
+	switch {
+	case c.readErr != nil:
+		return usageExit(stderr, "convert", c.readErr)
+	case c.err != nil:
+		fmt.Fprintf(stderr, "convert: %v\n", c.err)
+		return exitFail
+	case c.checkErr != nil:
+		fmt.Fprintf(stderr, "convert: the converted configuration does not start (a bug of convert; please report it with the input): %v\n", c.checkErr)
 		return exitFail
 	}
-	if err := f.write(r, name, stdout); err != nil {
+	if err := f.write(c.r, c.name, stdout); err != nil {
 		return usageExit(stderr, "convert", err)
 	}
-	if err := corefile.WriteReport(stderr, r.Findings); err != nil {
+	if err := corefile.WriteReport(stderr, c.r.Findings); err != nil {
 		return exitUsage
 	}
-	if corefile.AnyDropped(r.Findings) {
+	if corefile.AnyDropped(c.r.Findings) {
 		return exitDropped
 	}
 	return exitOK
 }
 
-func readInput(path string, stdin io.Reader) (string, []byte, error) {
-	if path == "-" {
-		b, err := io.ReadAll(io.LimitReader(stdin, 10<<20))
-		return "Corefile", b, err
+// conversion is what convert read and made of it.
+type conversion struct {
+	name string
+	r    corefile.Result
+	// readErr: the input is unreadable; err: it is invalid; checkErr: its
+	// conversion does not start (checkStarts).
+	readErr, err, checkErr error
+}
+
+// convertStoppable reads and converts the input, in memory, on its own
+// goroutine, so that SIGTERM or SIGINT (ctx) stops convert within a second
+// even inside a read of stdin or the decoding of one large document. The
+// work left behind writes nothing and ends with the process. stopped is
+// the cause when ctx ends first.
+func convertStoppable(ctx context.Context, path, importDir string, toConfigMap bool, stdin io.Reader) (c conversion, stopped error) {
+	done := make(chan conversion, 1)
+	go func() {
+		var c conversion
+		var text []byte
+		if c.name, text, c.readErr = readInput(path, stdin); c.readErr == nil {
+			c.r, c.err = convertInput(ctx, c.name, text, importDir, toConfigMap)
+		}
+		done <- c
+	}()
+	select {
+	case c := <-done:
+		if ctx.Err() != nil {
+			return conversion{}, context.Cause(ctx)
+		}
+		return c, nil
+	case <-ctx.Done():
+		return conversion{}, context.Cause(ctx)
 	}
-	b, err := os.ReadFile(path)
-	return path, b, err
+}
+
+// readInput reads the input file, or stdin for "-", up to one byte over
+// corefile.MaxInputBytes (ReadSource refuses more).
+func readInput(path string, stdin io.Reader) (string, []byte, error) {
+	name, in := "Corefile", stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return path, nil, err
+		}
+		defer f.Close()
+		name, in = path, f
+	}
+	b, err := io.ReadAll(io.LimitReader(in, corefile.MaxInputBytes+1))
+	return name, b, err
 }
 
 // convertInput converts a Corefile or the DNS ConfigMap of an input
 // (coredns, kube-dns; corefile.ReadSource finds it in a manifest, a List
 // or a fragment); toConfigMap carries a hosts file that is a key of the
 // input ConfigMap into the output ConfigMap.
-func convertInput(name string, text []byte, importDir string, toConfigMap bool) (corefile.Result, error) {
-	src, err := corefile.ReadSource(name, text)
+func convertInput(ctx context.Context, name string, text []byte, importDir string, toConfigMap bool) (corefile.Result, error) {
+	src, err := corefile.ReadSource(ctx, name, text)
 	if err != nil {
 		return corefile.Result{}, err
 	}
-	r, err := convertSource(name, src, importDir, toConfigMap)
+	r, err := convertSource(ctx, name, src, importDir, toConfigMap)
 	if err == nil && src.Taken != "" {
 		r.Findings = append([]corefile.Finding{{Where: name, Plugin: "input", Status: corefile.Converted, Reason: src.Taken}}, r.Findings...)
 	}
 	return r, err
 }
 
-func convertSource(name string, src corefile.Source, importDir string, toConfigMap bool) (corefile.Result, error) {
+// convertSource converts what ReadSource found. A ConfigMap's imports read
+// its other keys, in memory, or --import-dir's files.
+func convertSource(ctx context.Context, name string, src corefile.Source, importDir string, toConfigMap bool) (corefile.Result, error) {
+	var imports fs.FS
+	if importDir != "" {
+		imports = os.DirFS(importDir)
+	}
 	switch src.Form {
 	case corefile.FormCorefile:
-		return corefile.Run(corefile.Input{Name: name, Text: src.Text, ImportDir: importDir}, nil)
+		return corefile.Run(ctx, corefile.Input{Name: name, Text: src.Text, Imports: imports}, nil)
 	case corefile.FormKubeDNS:
 		return corefile.KubeDNS(src.Data)
-	case corefile.FormNodeLocal:
-		return corefile.NodeLocal(corefile.Input{Name: "Corefile", Text: []byte(src.Data["Corefile"])})
 	}
-	data := src.Data
-	if importDir == "" {
-		dir, err := os.MkdirTemp("", "dnsconfigurer-convert-")
+	if imports == nil {
+		keys, err := corefile.KeysFS(src.Data)
 		if err != nil {
 			return corefile.Result{}, err
 		}
-		defer os.RemoveAll(dir)
-		if err := corefile.WriteImports(dir, data); err != nil {
-			return corefile.Result{}, err
-		}
-		importDir = dir
+		imports = keys
 	}
-	return corefile.Run(corefile.Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: importDir},
-		&corefile.ConfigMapKeys{Data: data, Carry: toConfigMap, CheckKey: validation.IsConfigMapKey})
+	in := corefile.Input{Name: "Corefile", Text: []byte(src.Data["Corefile"]), Imports: imports}
+	if src.Form == corefile.FormNodeLocal {
+		return corefile.NodeLocal(ctx, in)
+	}
+	return corefile.Run(ctx, in, &corefile.ConfigMapKeys{Data: src.Data, Carry: toConfigMap, CheckKey: validation.IsConfigMapKey})
 }
 
 // checkConvertFormat checks -o. Before it was the format, -o was the

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
@@ -14,37 +16,22 @@ import (
 // no port bound, no cluster read), so that convert never writes a
 // configuration serve refuses or crashes on. The files cfg names are the
 // pod's, not this machine's: each resolv.conf and the hosts file are
-// stood in by files in a temporary directory, one per path, so routes that
-// share a file here share it there too. A node-local configuration is
-// validated only.
-func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration) error {
+// stood in by files, one per path (files), so routes that share a file
+// here share it there too. A node-local configuration is validated only.
+func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration, files *standIns) error {
 	c, err := cfg.Copy()
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "dnsconfigurer-convert-check-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	standIns := map[string]string{}
-	standIn := func(path, content string) (string, error) {
-		if p, ok := standIns[path]; ok {
-			return p, nil
-		}
-		p := filepath.Join(dir, fmt.Sprintf("file%d", len(standIns)))
-		standIns[path] = p
-		return p, os.WriteFile(p, []byte(content), 0o600)
-	}
 	for i := range c.Forward {
 		if path := c.Forward[i].ResolvConf(); path != "" {
-			if c.Forward[i].Upstreams[0], err = standIn(path, "nameserver 127.0.0.1\n"); err != nil {
+			if c.Forward[i].Upstreams[0], err = files.file(path, "nameserver 127.0.0.1\n"); err != nil {
 				return err
 			}
 		}
 	}
 	if c.Hosts.File != "" {
-		if c.Hosts.File, err = standIn(c.Hosts.File, ""); err != nil {
+		if c.Hosts.File, err = files.file(c.Hosts.File, ""); err != nil {
 			return err
 		}
 	}
@@ -58,4 +45,67 @@ func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration) error {
 		return nil
 	}
 	return clusterdns.Check(ctx, &c)
+}
+
+// standIns are checkStarts' stand-in files, in a temporary directory made
+// for the first one. close removes it; a stand-in asked for after that is
+// an error, so the directory is not made again.
+type standIns struct {
+	mu     sync.Mutex
+	dir    string
+	paths  map[string]string
+	closed bool
+}
+
+// file is the stand-in of path, holding content.
+func (s *standIns) file(path, content string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", errors.New("stand-in files: closed")
+	}
+	if p, ok := s.paths[path]; ok {
+		return p, nil
+	}
+	if s.dir == "" {
+		dir, err := os.MkdirTemp("", "dnsconfigurer-convert-check-")
+		if err != nil {
+			return "", err
+		}
+		s.dir, s.paths = dir, map[string]string{}
+	}
+	p := filepath.Join(s.dir, fmt.Sprintf("file%d", len(s.paths)))
+	s.paths[path] = p
+	return p, os.WriteFile(p, []byte(content), 0o600)
+}
+
+func (s *standIns) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// checkStopped runs checkStarts on a conversion on its own goroutine:
+// clusterdns.Check of tens of thousands of routes takes seconds and does
+// not stop at once with ctx. The stand-in files are removed before convert
+// returns, stopped or not; stopped is the cause when ctx ends first.
+func checkStopped(ctx context.Context, c *conversion) (stopped error) {
+	if c.readErr != nil || c.err != nil {
+		return nil
+	}
+	files := &standIns{}
+	defer files.close()
+	done := make(chan error, 1)
+	go func() { done <- checkStarts(ctx, c.r.Config, files) }()
+	select {
+	case c.checkErr = <-done:
+	case <-ctx.Done():
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
 }

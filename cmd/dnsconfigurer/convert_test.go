@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -53,6 +57,11 @@ func TestConvert(t *testing.T) {
 			args: []string{"-"}, code: exitOK, stdout: []string{"zone: corp.example"}, configFrom: "stdout"},
 		{name: "unknown directive", stdin: ".:53 {\n  errors\n  forwardd . 1.1.1.1\n}\n", args: []string{"-"}, code: exitFail,
 			stderr: []string{"Corefile:3", "Unknown directive 'forwardd'"}},
+		// Its imports read its keys, as a coredns ConfigMap's do (before,
+		// convert's working directory).
+		{name: "node-local imports a key", stdin: "kind: ConfigMap\nmetadata:\n  name: node-local-dns\ndata:\n  Corefile: |\n    cluster.local:53 {\n        forward . __PILLAR__CLUSTER__DNS__\n    }\n    import extra.server\n" +
+			"  extra.server: |\n    corp.example:53 {\n        forward . 10.0.0.9\n    }\n", args: []string{"-"}, code: exitOK,
+			stderr: []string{"Corefile:4      import   converted  extra.server: extra.server", "extra.server:1  server   differs    corp.example:53"}},
 		{name: "bad stub domains", stdin: "kind: ConfigMap\ndata:\n  stubDomains: '[1'\n", args: []string{"-"}, code: exitFail,
 			stderr: []string{"data.stubDomains: not a JSON object"}},
 		{name: "json", args: []string{"-o", "json", examples + "kubeadm/Corefile"}, code: exitOK,
@@ -206,5 +215,23 @@ func TestConvertFormats(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConvertStopped: once ctx ends (SIGTERM, SIGINT), convert returns
+// exit 1 saying so, even blocked in a read of stdin, and writes nothing.
+func TestConvertStopped(t *testing.T) {
+	stdin, w := io.Pipe() // never written: the read blocks
+	defer w.Close()
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(errors.New("terminated signal received"))
+	var out, errb bytes.Buffer
+	output := filepath.Join(t.TempDir(), "config.yaml")
+	code := dispatch(ctx, []string{"convert", "--output", output, "-"}, stdin, &out, &errb)
+	if code != exitFail || out.Len() != 0 || errb.String() != "convert: stopped (terminated signal received): nothing written\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	if _, err := os.Stat(output); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--output written: %v", err)
 	}
 }

@@ -70,7 +70,7 @@ func TestHostsConfigMapKey(t *testing.T) {
 			wantErr: []string{`ConfigMap key "config.yaml" cannot be carried`, "the converted ServerConfiguration is its key config.yaml"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			r, err := Run(Input{Name: "Corefile", Text: []byte(tc.text)}, tc.keys)
+			r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(tc.text)}, tc.keys)
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("no error; hosts.file %q", r.Config.Hosts.File)
@@ -122,7 +122,7 @@ func TestHostsConfigMapKeyInEveryBlock(t *testing.T) {
 	const text = "corp.example {\n  hosts /etc/coredns/hosts {\n    fallthrough\n  }\n  forward . 10.0.0.54\n}\n" +
 		".:53 {\n  hosts /etc/coredns/hosts {\n    fallthrough\n  }\n  forward . 10.0.0.53\n}\n"
 	keys := &ConfigMapKeys{Data: map[string]string{"hosts": "10.1.2.3 legacy.internal\n"}, Carry: true, CheckKey: checkKey}
-	r, err := Run(Input{Name: "Corefile", Text: []byte(text)}, keys)
+	r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(text)}, keys)
 	if err != nil {
 		t.Fatal(err)
 	}

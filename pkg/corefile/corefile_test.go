@@ -3,6 +3,7 @@ package corefile
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 func load(t *testing.T, dir string, carry bool) Result {
 	t.Helper()
 	if text, err := os.ReadFile(filepath.Join(dir, "Corefile")); err == nil {
-		r, err := Run(Input{Name: filepath.Join(dir, "Corefile"), Text: text}, nil)
+		r, err := Run(t.Context(), Input{Name: filepath.Join(dir, "Corefile"), Text: text}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,14 +43,14 @@ func load(t *testing.T, dir string, carry bool) Result {
 		}
 		return r
 	}
-	imports := filepath.Join(dir, "custom")
-	if _, err := os.Stat(imports); err != nil {
-		imports = t.TempDir()
-		if err := WriteImports(imports, data); err != nil {
-			t.Fatal(err)
-		}
+	imports, err := KeysFS(data)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r, err := Run(Input{Name: "Corefile", Text: []byte(data["Corefile"]), ImportDir: imports}, &ConfigMapKeys{Data: data, Carry: carry, CheckKey: checkKey})
+	if custom := filepath.Join(dir, "custom"); dirExists(custom) {
+		imports = os.DirFS(custom)
+	}
+	r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(data["Corefile"]), Imports: imports}, &ConfigMapKeys{Data: data, Carry: carry, CheckKey: checkKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,10 +141,24 @@ func TestParseErrors(t *testing.T) {
 		{"missing import", ".:53 {\n  import nonexistent/file.conf\n}\n", "Corefile:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Run(Input{Name: "Corefile", Text: []byte(tc.text)}, nil)
+			_, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(tc.text)}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
+}
+
+// dirExists reports a directory at path.
+func dirExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// dirFS is os.DirFS, or no file system for "".
+func dirFS(dir string) fs.FS {
+	if dir == "" {
+		return nil
+	}
+	return os.DirFS(dir)
 }

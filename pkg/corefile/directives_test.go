@@ -15,7 +15,7 @@ import (
 // convertText converts a Corefile and returns its YAML and report.
 func convertText(t *testing.T, text string) (string, string) {
 	t.Helper()
-	r, err := Run(Input{Name: "Corefile", Text: []byte(text)}, nil)
+	r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(text)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestEnv(t *testing.T) {
 		{"in an import", ".:53 {\n forward . 10.0.0.1\n}\nimport *.server\n", "a.server:2: {$UPSTREAM}: convert does not read environment variables"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Run(Input{Name: filepath.Join(dir, "Corefile"), Text: []byte(tc.text), ImportDir: dir}, nil)
+			r, err := Run(t.Context(), Input{Name: filepath.Join(dir, "Corefile"), Text: []byte(tc.text), Imports: os.DirFS(dir)}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("got %v (config %+v), want an error containing %q", err, r.Config, tc.err)
 			}
@@ -185,7 +185,7 @@ func TestImportsStayInTheirDirectory(t *testing.T) {
 			err: "self.server:4: import in an imported file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Run(Input{Name: filepath.Join(dir, "Corefile"), Text: []byte(tc.text), ImportDir: tc.importDir}, nil)
+			r, err := Run(t.Context(), Input{Name: filepath.Join(dir, "Corefile"), Text: []byte(tc.text), Imports: dirFS(tc.importDir)}, nil)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want an error containing %q", err, tc.err)
@@ -229,7 +229,7 @@ func TestInvalid(t *testing.T) {
 		{"policy", ".:53 {\n forward . 10.0.0.1 {\n  policy fastest\n }\n}\n", `forward[0].policy: "fastest"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Run(Input{Name: "Corefile", Text: []byte(tc.text)}, nil)
+			_, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(tc.text)}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}

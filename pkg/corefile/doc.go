@@ -2,8 +2,8 @@
 // into a dnsconfigurer ServerConfiguration with a finding per directive.
 //
 // Parse reads a Corefile with CoreDNS's own parser
-// (github.com/coredns/caddy/caddyfile): snippets, {$VAR} and import work
-// as in CoreDNS. Convert maps each plugin onto ServerConfiguration fields.
+// (github.com/coredns/caddy/caddyfile): snippets and import work as in
+// CoreDNS, within bounds; {$VAR} is refused. Convert maps each plugin onto ServerConfiguration fields.
 // Each directive gets one Finding: converted, differs (what differs) or
 // dropped (why, and the workaround). KubeDNS does the same for a kube-dns
 // ConfigMap's stubDomains and upstreamNameservers.
@@ -14,9 +14,12 @@
 // mounts that ConfigMap. ConfigMapKeys.CheckKey, Kubernetes' key rule,
 // comes from the caller.
 //
-// The package reads only the files an import names, and writes a
-// ConfigMap's keys only where WriteImports is told. It logs nothing. It
-// imports api/v1alpha1, the caddyfile parser and sigs.k8s.io/yaml (for a
-// ConfigMap), nothing of apimachinery. `dnsconfigurer convert`
-// (docs/convert.md) is its command.
+// The package reads only the files an import names, through Input.Imports
+// (a ConfigMap's keys in memory, KeysFS) or from the Corefile's directory;
+// caddy parses the Corefile with those files spliced in, and opens none.
+// It writes nothing. An input is bounded (MaxInputBytes, MaxKeys, the
+// import bounds), and ReadSource, Parse and Run stop when their context
+// ends. It logs nothing. It imports api/v1alpha1, the caddyfile parser,
+// sigs.k8s.io/yaml and go.yaml (for a ConfigMap), nothing of
+// apimachinery. `dnsconfigurer convert` (docs/convert.md) is its command.
 package corefile

@@ -25,7 +25,7 @@ func FuzzRun(f *testing.F) {
 		if strings.Contains(text, "import") {
 			t.Skip("imports read files")
 		}
-		r, err := Run(Input{Name: "Corefile", Text: []byte(text)}, nil)
+		r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(text)}, nil)
 		if err == nil {
 			checkResult(t, r)
 		}
@@ -73,7 +73,7 @@ func FuzzImports(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "x.server"), []byte(imported), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		r, err := Run(Input{Name: "Corefile", Text: []byte(corefile), ImportDir: dir}, nil)
+		r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(corefile), Imports: os.DirFS(dir)}, nil)
 		var out strings.Builder
 		if err != nil {
 			out.WriteString(err.Error())

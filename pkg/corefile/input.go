@@ -1,9 +1,8 @@
 package corefile
 
 import (
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -37,29 +36,13 @@ func IsKubeDNS(data map[string]string) bool {
 	return !ok
 }
 
-// WriteImports writes a ConfigMap's keys but Corefile into dir, where
-// imports find them (as the k3s and AKS mounts do).
-func WriteImports(dir string, data map[string]string) error {
-	for k, v := range data {
-		if k == "Corefile" {
-			continue
-		}
-		if strings.ContainsAny(k, `/\`) || k == "." || k == ".." {
-			return fmt.Errorf("configmap key %q: not a file name", k)
-		}
-		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
-			return fmt.Errorf("write configmap key %q: %w", k, err)
-		}
-	}
-	return nil
-}
-
 // Run parses and converts a Corefile. keys are the ConfigMap it came in
 // (nil for a file). A hosts file named after one of its keys is carried in
 // the output ConfigMap when keys.Carry is set (Result.Files), else it gets
-// a finding: the operator mounts it.
-func Run(in Input, keys *ConfigMapKeys) (Result, error) {
-	blocks, imports, err := Parse(in)
+// a finding: the operator mounts it. It stops with ctx's error when ctx
+// ends.
+func Run(ctx context.Context, in Input, keys *ConfigMapKeys) (Result, error) {
+	blocks, imports, err := Parse(ctx, in)
 	if err != nil {
 		return Result{}, err
 	}

@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"slices"
@@ -20,9 +21,9 @@ const (
 // addon and kubespray ship it) into a ServerConfiguration of mode
 // node-local: the cluster domain's block gives nodeLocal.clusterUpstream
 // and the cache, bind gives nodeLocal.localIPs, the root block's forward
-// gives nodeLocal.external.
-func NodeLocal(in Input) (Result, error) {
-	blocks, imports, err := Parse(in)
+// gives nodeLocal.external. It stops with ctx's error when ctx ends.
+func NodeLocal(ctx context.Context, in Input) (Result, error) {
+	blocks, imports, err := Parse(ctx, in)
 	if err != nil {
 		return Result{}, err
 	}

@@ -82,7 +82,7 @@ func TestNodeLocal(t *testing.T) {
 			if tc.mutate != nil {
 				text = tc.mutate(text)
 			}
-			r, err := NodeLocal(Input{Name: "Corefile", Text: []byte(text)})
+			r, err := NodeLocal(t.Context(), Input{Name: "Corefile", Text: []byte(text)})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want %q", err, tc.err)

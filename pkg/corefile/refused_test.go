@@ -38,7 +38,7 @@ func TestRefused(t *testing.T) {
 		{"kubernetes ttl", "kubernetes cluster.local {\n ttl 7200\n}", "ttl must be in range [0, 3600]: 7200"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Run(Input{Name: "Corefile", Text: []byte(".:53 {\n" + tc.body + "\n}\n")}, nil)
+			_, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(".:53 {\n" + tc.body + "\n}\n")}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("err %v, want %q", err, tc.err)
 			}

@@ -2,14 +2,13 @@ package corefile
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Form is what an input holds.
@@ -43,8 +42,15 @@ type Source struct {
 	Taken string
 }
 
-// maxObjects bounds the objects of one input read.
-const maxObjects = 1000
+// Bounds of one input: its bytes, its objects, and its ConfigMap keys
+// (over all its objects). The API server takes a ConfigMap of at most
+// 1 MiB; a kubectl List or a manifest holds several, so the bounds leave
+// room: a 10 MiB input of 450,000 keys converts in about a second.
+const (
+	MaxInputBytes = 16 << 20
+	MaxKeys       = 1_000_000
+	maxObjects    = 1000
+)
 
 // object is the part of a Kubernetes object ReadSource reads.
 type object struct {
@@ -78,15 +84,18 @@ func (o object) String() string {
 // YAML or JSON input with Kubernetes objects (kind:, or a kubectl edit
 // fragment starting at data:) is read as such: several documents and
 // kubectl's List are searched for the ConfigMap; anything else is a
-// Corefile. An empty or binary input is an error.
-func ReadSource(name string, text []byte) (Source, error) {
+// Corefile. An empty or binary input is an error, and so is one over
+// MaxInputBytes or MaxKeys. It stops with ctx's error when ctx ends.
+func ReadSource(ctx context.Context, name string, text []byte) (Source, error) {
 	switch {
+	case len(text) > MaxInputBytes:
+		return Source{}, fmt.Errorf("%s: over %d MiB: convert reads at most %d MiB (a ConfigMap is at most 1 MiB)", name, MaxInputBytes>>20, MaxInputBytes>>20)
 	case len(bytes.TrimSpace(text)) == 0:
 		return Source{}, fmt.Errorf("%s: empty input: want a Corefile or a ConfigMap", name)
 	case bytes.IndexByte(text, 0) >= 0 || !utf8.Valid(text):
 		return Source{}, fmt.Errorf("%s: binary input (not UTF-8 text): want a Corefile or a ConfigMap", name)
 	}
-	objs, isYAML, err := objects(text)
+	objs, isYAML, err := objects(ctx, text)
 	if !isYAML {
 		return Source{Form: FormCorefile, Text: text}, nil
 	}
@@ -99,53 +108,62 @@ func ReadSource(name string, text []byte) (Source, error) {
 // docSep is a YAML document separator line.
 var docSep = regexp.MustCompile(`(?m)^---[ \t]*(?:#.*)?$`)
 
+// documents splits text at its document separators.
+func documents(text []byte) [][]byte {
+	if !bytes.Contains(text, []byte("---")) {
+		return [][]byte{text}
+	}
+	var docs [][]byte
+	last := 0
+	for _, m := range docSep.FindAllIndex(text, -1) {
+		docs = append(docs, text[last:m[0]])
+		last = m[1]
+	}
+	return append(docs, text[last:])
+}
+
 // objects reads the Kubernetes objects of text; isYAML is false when its
 // first document is not a mapping with kind, apiVersion or data (a
-// Corefile).
-func objects(text []byte) (objs []object, isYAML bool, err error) {
+// Corefile). It stops with ctx's error between documents.
+func objects(ctx context.Context, text []byte) (objs []object, isYAML bool, err error) {
 	first := true
-	for i, d := range docSep.Split(string(text), -1) {
+	keys := 0
+	for i, d := range documents(text) {
+		if err := ctx.Err(); err != nil {
+			return nil, true, err
+		}
 		doc := i + 1
-		var v map[string]any
-		if err := yaml.Unmarshal([]byte(d), &v); err != nil {
+		dec, err := decodeDoc(d)
+		if err != nil {
 			if first {
 				return nil, false, nil
 			}
 			return nil, true, fmt.Errorf("document %d: %v", doc, err)
 		}
-		if v == nil {
-			continue // empty, or comments only
+		if dec.empty {
+			continue
 		}
-		_, hasKind := v["kind"]
-		_, hasAPI := v["apiVersion"]
-		_, hasData := v["data"]
-		if first && !hasKind && !hasAPI && !hasData {
+		if first && !dec.marked {
 			return nil, false, nil
 		}
 		first = false
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, true, fmt.Errorf("document %d: %v", doc, err)
+		if dec.err != nil {
+			return nil, true, fmt.Errorf("document %d: %v", doc, dec.err)
 		}
-		var o object
-		if err := json.Unmarshal(b, &o); err != nil {
-			return nil, true, fmt.Errorf("document %d: not a Kubernetes object: %v", doc, err)
+		found := []object{dec.obj}
+		if strings.HasSuffix(dec.obj.Kind, "List") {
+			found = dec.items
 		}
-		o.doc = doc
-		if strings.HasSuffix(o.Kind, "List") {
-			for k, raw := range o.Items {
-				var item object
-				if err := json.Unmarshal(raw, &item); err != nil {
-					return nil, true, fmt.Errorf("document %d: items[%d]: %v", doc, k, err)
-				}
-				item.doc = doc
-				objs = append(objs, item)
-			}
-		} else {
+		for _, o := range found {
+			o.doc = doc
+			keys += len(o.Data)
 			objs = append(objs, o)
 		}
 		if len(objs) > maxObjects {
 			return nil, true, fmt.Errorf("more than %d objects", maxObjects)
+		}
+		if keys > MaxKeys {
+			return nil, true, fmt.Errorf("more than %d ConfigMap keys: convert reads at most %d", MaxKeys, MaxKeys)
 		}
 	}
 	if first {

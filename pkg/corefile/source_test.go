@@ -43,7 +43,7 @@ func TestReadSource(t *testing.T) {
 		{name: "broken second document", text: cmCoreDNS + "---\nkind: [\n", err: "document 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := ReadSource("in.yaml", []byte(tc.text))
+			s, err := ReadSource(t.Context(), "in.yaml", []byte(tc.text))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want %q", err, tc.err)

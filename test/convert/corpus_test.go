@@ -201,7 +201,7 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 
 	// CoreDNS's Corefile, from the input as convert reads it.
 	corefileText := ""
-	src, srcErr := corefile.ReadSource(c.input, []byte(localize(raw, work)))
+	src, srcErr := corefile.ReadSource(t.Context(), c.input, []byte(localize(raw, work)))
 	if srcErr == nil {
 		switch src.Form {
 		case corefile.FormCorefile:
@@ -278,7 +278,7 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 	if len(custom) > 0 && c.input != "Corefile" {
 		importDir = filepath.Join(work, "custom")
 	}
-	blocks, _, _ := corefile.Parse(corefile.Input{Name: "Corefile", Text: []byte(corefileText), ImportDir: importDir})
+	blocks, _, _ := corefile.Parse(t.Context(), corefile.Input{Name: "Corefile", Text: []byte(corefileText), Imports: os.DirFS(importDir)})
 	for _, q := range append(questions(blocks, corefileText, webIP), extraQuestions(t, c.dir)...) {
 		want, err1 := cd.ask(cdAddr, q)
 		got, err2 := dc.ask(dcAddr, q)

@@ -6,4 +6,9 @@
 // etcd; see test/testbin/build.sh) and skips without it:
 //
 //	DNSCONFIGURER_TESTBIN=$(test/testbin/build.sh) go test -v ./test/convert/
+//
+// The hostile and large inputs (hostile_test.go, large_test.go) need the
+// built binary only: bounds, SIGTERM, SIGKILL and what is left in TMPDIR.
+// $DNSCONFIGURER_CONVERT_BIN runs large_test.go on another build, such as
+// an older commit's, to show what it catches.
 package convert
