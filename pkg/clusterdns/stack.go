@@ -189,9 +189,8 @@ func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguratio
 		fwd, err := forward.Start(ctx, forward.Config{Upstreams: source, Self: cfg.Listen,
 			Timeout: r.Timeout.Duration(), Policy: r.Policy, MaxFails: maxFails,
 			HealthCheck: r.HealthCheck.Duration(), Expire: r.Expire.Duration(),
-			ForceTCP: r.ForceTCP, PreferUDP: r.PreferUDP, MaxConcurrent: cfg.MaxConcurrent,
-			FailFastAllUnhealthy: cfg.FailFastAllUnhealthy,
-			ShedRcode:            cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())}, f.reg)
+			ForceTCP: r.ForceTCP, PreferUDP: r.PreferUDP, MaxConcurrent: cfg.MaxConcurrent, FailFastAllUnhealthy: cfg.FailFastAllUnhealthy,
+			ShedRcode: cfg.ShedRcodeValue(), Zone: r.ZoneName(), Logger: log.With("forward", r.ZoneName())}, f.reg)
 		if err != nil {
 			return v1alpha1.ConfigErrorf("forward[%d]: %v", i, err)
 		}
