@@ -370,10 +370,12 @@ type ServerConfiguration struct {
 	Forward []ForwardRoute `json:"forward,omitempty"`
 	// MaxConcurrent bounds the forwarded queries in flight (default 1000),
 	// shared per client address: when all are in flight, the oldest query
-	// of the client holding the most is answered ShedRcode at once and the
-	// new one takes its slot. A client asking names that are never answered
-	// thus never keeps another client's query out, however it spreads them
-	// (pkg/forward's README).
+	// of the client holding the most is answered ShedRcode at once and a
+	// new query of another client takes its slot; one of the same client
+	// does once that query has waited half the forward timeout, else it is
+	// answered ShedRcode at once. A client asking names that are never
+	// answered thus never keeps another client's query out, however it
+	// spreads them (pkg/forward's README).
 	MaxConcurrent int `json:"maxConcurrent,omitempty"`
 	// MaxConcurrentPerDomain is deprecated and has no effect: it bounded the
 	// queries of one registrable domain, which names spread over many

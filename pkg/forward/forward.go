@@ -92,7 +92,7 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg:     cfg,
 		m:       newMetrics(cfg.Zone),
 		log:     cfg.Logger.With("zone", cfg.Zone),
-		shares:  newShares(cfg.MaxConcurrent),
+		shares:  newShares(cfg.MaxConcurrent, cfg.Timeout/2),
 		flights: map[string]*flight{},
 		kick:    make(chan struct{}, 1),
 		now:     time.Now,
@@ -313,7 +313,10 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, mark *dns.EDNS0_LOCAL, key string) (*dns.Msg, error) {
 	tcp := f.cfg.ForceTCP || (clientTCP(ctx) && !f.cfg.PreferUDP)
 	if key == "" {
-		ctx, release := f.take(ctx)
+		ctx, release, ok := f.take(ctx)
+		if !ok {
+			return nil, &shedError{rcode: f.cfg.ShedRcode}
+		}
 		defer release()
 		r, from, err := f.exchange(ctx, ups, up, mark, tcp)
 		return f.outcome(ctx, r, from, err)
@@ -340,7 +343,11 @@ func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, 
 		answered(ctx, fl.from)
 		return fl.reply.Copy(), nil
 	}
-	ctx, release := f.take(ctx)
+	ctx, release, ok := f.take(ctx)
+	if !ok {
+		f.mu.Unlock()
+		return nil, &shedError{rcode: f.cfg.ShedRcode}
+	}
 	defer release()
 	fl := &flight{ctx: ctx, done: make(chan struct{})}
 	f.flights[key] = fl
@@ -366,17 +373,23 @@ func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, 
 
 // take takes a slot of the client's share (shares) for an exchange of
 // ctx. The context it returns ends when the slot is given to a newer
-// query; release frees the slot.
-func (f *Forwarder) take(ctx context.Context) (context.Context, func()) {
+// query; release frees the slot. ok is false when the client is over its
+// share and none of its exchanges has waited long enough to give way: the
+// query is shed at once.
+func (f *Forwarder) take(ctx context.Context) (_ context.Context, release func(), ok bool) {
 	ctx, shed := context.WithCancelCause(ctx)
 	sl, took := f.shares.take(clientOf(ctx), shed)
-	if took {
+	if sl == nil || took {
 		f.shed.Add(1)
+	}
+	if sl == nil {
+		shed(nil)
+		return nil, nil, false
 	}
 	return ctx, func() {
 		f.shares.release(sl)
 		shed(nil)
-	}
+	}, true
 }
 
 // outcome is an exchange's result: ErrOverloaded when its slot was given

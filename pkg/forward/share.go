@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 )
 
 // errShed is the cause of an exchange's context when its slot was taken
@@ -43,21 +44,32 @@ func clientOf(ctx context.Context) netip.Addr {
 }
 
 // shares are the MaxConcurrent slots of a Forwarder, shared per client
-// (unbound's answer to a resolver's queue: fairness per client, and the
-// oldest waiting query dropped). A query always gets a slot. When all are
-// taken, the oldest exchange of the client holding the most gives its
-// slot up: its context is cancelled with errShed and it fails at once
-// (ErrOverloaded). A client sending names that are never answered thus
-// holds at most what no one else asks for: every other client's query
-// gets in, and an answered query is young, so never the oldest. This holds
-// whatever the client sends (one domain or many, reverse zones, random
-// types) and whoever it is: a pod at node-local, node-local at the
-// cluster DNS.
+// (unbound's answer to a full request list: fairness per client, and the
+// oldest waiting query jostled out). When all are taken:
+//
+//   - a query of a client holding fewer than the client holding the most
+//     takes the slot of that client's oldest exchange, whatever its age;
+//   - a query of the client holding the most (it is over its share) takes
+//     the slot of its own oldest exchange when that one has waited jostle
+//     or longer (half the timeout), else it fails at once.
+//
+// The exchange that gives its slot up has its context cancelled with
+// errShed and fails at once (ErrOverloaded). Names that are never
+// answered hold their slots for the whole timeout, so they are the oldest,
+// while an answered query is young: a client asking such names, over one
+// domain or many, reverse zones or random types, keeps no other client's
+// query out, and its own answered names get in too as long as its
+// exchanges live past jostle (node-local at the cluster DNS is one
+// client for all its pods). A client flooding faster than the slots turn
+// over is refused at once, as with a plain cap, instead of having every
+// query sent: it gets at most max/jostle exchanges a second.
 //
 // The count may pass max for as long as a shed exchange takes to see its
 // context end (one read deadline); the slot is the newcomer's at once.
 type shares struct {
-	max int
+	max    int
+	jostle time.Duration
+	now    func() time.Time
 
 	mu      sync.Mutex
 	n       int
@@ -77,29 +89,41 @@ type slot struct {
 	c          *clientShare
 	prev, next *slot
 	seq        uint64 // order of take: lower is older
+	start      time.Time
 	cancel     context.CancelCauseFunc
 }
 
-func newShares(max int) *shares {
-	return &shares{max: max, clients: map[netip.Addr]*clientShare{}}
+func newShares(max int, jostle time.Duration) *shares {
+	return &shares{max: max, jostle: jostle, now: time.Now, clients: map[netip.Addr]*clientShare{}}
 }
 
-// take gives client a slot for an exchange whose context cancel ends. It
-// returns the slot and whether another exchange was shed for it.
+// take gives client a slot for an exchange whose context cancel ends, or
+// nil when the client is over its share and its oldest exchange is
+// younger than jostle. shed is whether another exchange gave its slot up.
 func (s *shares) take(client netip.Addr, cancel context.CancelCauseFunc) (sl *slot, shed bool) {
+	now := s.now()
 	s.mu.Lock()
+	c := s.clients[client]
 	var victim *slot
 	if s.n >= s.max {
-		victim = s.oldestOfLargest()
+		big := s.largest()
+		if c != nil && c.n >= big.n {
+			// Over its share: only its own exchange that has waited long.
+			if now.Sub(c.first.start) < s.jostle {
+				s.mu.Unlock()
+				return nil, false
+			}
+			big = c
+		}
+		victim = big.first
 		s.remove(victim)
 	}
-	c := s.clients[client]
-	if c == nil {
+	if c == nil || c.n == 0 {
 		c = &clientShare{addr: client}
 		s.clients[client] = c
 	}
 	s.seq++
-	sl = &slot{c: c, cancel: cancel, prev: c.last, seq: s.seq}
+	sl = &slot{c: c, cancel: cancel, prev: c.last, seq: s.seq, start: now}
 	if c.last != nil {
 		c.last.next = sl
 	} else {
@@ -115,17 +139,17 @@ func (s *shares) take(client netip.Addr, cancel context.CancelCauseFunc) (sl *sl
 	return sl, victim != nil
 }
 
-// oldestOfLargest is the oldest slot of the client holding the most (of
-// two holding as many, the one whose oldest is older). Called with mu held
-// when all slots are taken: a scan of at most max clients.
-func (s *shares) oldestOfLargest() *slot {
+// largest is the client holding the most (of two holding as many, the
+// one whose oldest is older). Called with mu held when all slots are
+// taken: a scan of at most max clients.
+func (s *shares) largest() *clientShare {
 	var big *clientShare
 	for _, c := range s.clients {
 		if big == nil || c.n > big.n || (c.n == big.n && c.first.seq < big.first.seq) {
 			big = c
 		}
 	}
-	return big.first
+	return big
 }
 
 // release frees sl, unless it was shed (its slot is gone already).
