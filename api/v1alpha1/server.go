@@ -372,8 +372,9 @@ type ServerConfiguration struct {
 	// shared per client address: when all are in flight, the oldest query
 	// of the client holding the most is answered ShedRcode at once and a
 	// new query of another client takes its slot; one of the same client
-	// does once that query has waited half the forward timeout, else it is
-	// answered ShedRcode at once. A client asking names that are never
+	// takes the slot of its own oldest of a registrable domain holding more
+	// of its queries than the new one's, else it is answered ShedRcode at
+	// once. A client asking names that are never
 	// answered thus never keeps another client's query out, however it
 	// spreads them (pkg/forward's README).
 	MaxConcurrent int `json:"maxConcurrent,omitempty"`

@@ -59,7 +59,7 @@ func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 			c.Forward = replaceRoute(c.Forward, r)
 		}
 	})
-	l.Int(func(c *serverConfig) *int { return &c.MaxConcurrent }, "max-concurrent", v1alpha1.DefaultMaxConcurrent, "forwarded queries in flight at once, shared per client address; beyond, the oldest of the client holding the most gives way to another client's query (to its own after half the timeout), else the new one is SERVFAIL at once (counted)")
+	l.Int(func(c *serverConfig) *int { return &c.MaxConcurrent }, "max-concurrent", v1alpha1.DefaultMaxConcurrent, "forwarded queries in flight at once, shared per client address; beyond, the oldest of the client holding the most gives way to another client's query (to its own of a less busy domain), else the new one is SERVFAIL at once (counted)")
 	l.Int(func(c *serverConfig) *int { return &c.MaxConcurrentPerDomain }, "max-concurrent-per-domain", 0, "deprecated, no effect: --max-concurrent is shared per client address instead")
 	l.Bool(func(c *serverConfig) *bool { return &c.FailFastAllUnhealthy }, "failfast-all-unhealthy-upstreams", false, "answer SERVFAIL at once while every upstream of a route is down by its health probes, instead of asking one anyway (CoreDNS's failfast_all_unhealthy_upstreams)")
 	l.Bool(func(c *serverConfig) *bool { return &c.ReusePort }, "reuse-port", false, "bind the listen addresses with SO_REUSEPORT, so that a new instance serves them before the old one stops (every instance must set it)")

@@ -100,9 +100,9 @@ type Config struct {
 	// MaxConcurrent is how many exchanges may wait for an upstream at once
 	// (default DefaultMaxConcurrent), shared per client (WithClient): past
 	// it, the oldest exchange of the client holding the most gives its
-	// place to a newcomer of another client, or of its own once it has
-	// waited half of Timeout; else the newcomer fails at once. Either way
-	// ErrOverloaded (README.md).
+	// place to a newcomer of another client, or of its own for a domain
+	// holding fewer of its exchanges; else the newcomer fails at once.
+	// Either way ErrOverloaded (README.md).
 	MaxConcurrent int
 	// FailFastAllUnhealthy answers at once (ErrAllDown) when every usable
 	// upstream is down by its health probes, instead of asking one of them

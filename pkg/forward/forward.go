@@ -92,7 +92,7 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg:     cfg,
 		m:       newMetrics(cfg.Zone),
 		log:     cfg.Logger.With("zone", cfg.Zone),
-		shares:  newShares(cfg.MaxConcurrent, cfg.Timeout/2),
+		shares:  newShares(cfg.MaxConcurrent),
 		flights: map[string]*flight{},
 		kick:    make(chan struct{}, 1),
 		now:     time.Now,
@@ -313,7 +313,7 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, mark *dns.EDNS0_LOCAL, key string) (*dns.Msg, error) {
 	tcp := f.cfg.ForceTCP || (clientTCP(ctx) && !f.cfg.PreferUDP)
 	if key == "" {
-		ctx, release, ok := f.take(ctx)
+		ctx, release, ok := f.take(ctx, up)
 		if !ok {
 			return nil, &shedError{rcode: f.cfg.ShedRcode}
 		}
@@ -343,7 +343,7 @@ func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, 
 		answered(ctx, fl.from)
 		return fl.reply.Copy(), nil
 	}
-	ctx, release, ok := f.take(ctx)
+	ctx, release, ok := f.take(ctx, up)
 	if !ok {
 		f.mu.Unlock()
 		return nil, &shedError{rcode: f.cfg.ShedRcode}
@@ -374,11 +374,15 @@ func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, 
 // take takes a slot of the client's share (shares) for an exchange of
 // ctx. The context it returns ends when the slot is given to a newer
 // query; release frees the slot. ok is false when the client is over its
-// share and none of its exchanges has waited long enough to give way: the
-// query is shed at once.
-func (f *Forwarder) take(ctx context.Context) (_ context.Context, release func(), ok bool) {
+// share and the domain of m's name holds the most of it: the query is shed
+// at once.
+func (f *Forwarder) take(ctx context.Context, m *dns.Msg) (_ context.Context, release func(), ok bool) {
+	dom := ""
+	if len(m.Question) > 0 {
+		dom = DomainOf(m.Question[0].Name)
+	}
 	ctx, shed := context.WithCancelCause(ctx)
-	sl, took := f.shares.take(clientOf(ctx), shed)
+	sl, took := f.shares.take(clientOf(ctx), dom, shed)
 	if sl == nil || took {
 		f.shed.Add(1)
 	}

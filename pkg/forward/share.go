@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"time"
 )
 
 // errShed is the cause of an exchange's context when its slot was taken
@@ -43,33 +42,33 @@ func clientOf(ctx context.Context) netip.Addr {
 	return c
 }
 
-// shares are the MaxConcurrent slots of a Forwarder, shared per client
-// (unbound's answer to a full request list: fairness per client, and the
-// oldest waiting query jostled out). When all are taken:
+// shares are the MaxConcurrent slots of a Forwarder, shared per client,
+// then per registrable domain within a client (unbound's answer to a full
+// request list: fairness per client, the oldest waiting query jostled
+// out). When all are taken:
 //
 //   - a query of a client holding fewer than the client holding the most
-//     takes the slot of that client's oldest exchange, whatever its age;
+//     takes the slot of that client's oldest exchange;
 //   - a query of the client holding the most (it is over its share) takes
-//     the slot of its own oldest exchange when that one has waited jostle
-//     or longer (half the timeout), else it fails at once.
+//     the slot of the oldest exchange of that client's largest domain
+//     (DomainOf) when its own domain holds fewer there, else it fails at
+//     once: a client flooding one domain is refused as by a plain cap,
+//     instead of having every query sent.
 //
 // The exchange that gives its slot up has its context cancelled with
 // errShed and fails at once (ErrOverloaded). Names that are never
-// answered hold their slots for the whole timeout, so they are the oldest,
-// while an answered query is young: a client asking such names, over one
-// domain or many, reverse zones or random types, keeps no other client's
-// query out, and its own answered names get in too as long as its
-// exchanges live past jostle (node-local at the cluster DNS is one
-// client for all its pods). A client flooding faster than the slots turn
-// over is refused at once, as with a plain cap, instead of having every
-// query sent: it gets at most max/jostle exchanges a second.
+// answered hold their slots for the whole timeout, so they are the oldest
+// and pile up in their domains, while an answered query is young and its
+// domain holds few: a client asking such names, over one domain or many,
+// reverse zones or random types, keeps no other client's query out, and
+// its own names of other domains get in too (node-local at the cluster DNS
+// is one client for all its pods). No bound names a domain: the domain
+// only orders whom a client's own query displaces.
 //
 // The count may pass max for as long as a shed exchange takes to see its
 // context end (one read deadline); the slot is the newcomer's at once.
 type shares struct {
-	max    int
-	jostle time.Duration
-	now    func() time.Time
+	max int
 
 	mu      sync.Mutex
 	n       int
@@ -77,60 +76,114 @@ type shares struct {
 	clients map[netip.Addr]*clientShare
 }
 
-// clientShare is one client's exchanges in flight, oldest first.
-type clientShare struct {
-	addr        netip.Addr
+// queue is exchanges in flight, oldest first, linked through their slots'
+// links[level].
+type queue struct {
 	n           int
 	first, last *slot
 }
 
+// The levels of a slot's links.
+const (
+	byClient = iota
+	byDomain
+)
+
+type link struct{ prev, next *slot }
+
+// clientShare is one client's exchanges in flight, and by domain.
+type clientShare struct {
+	addr netip.Addr
+	queue
+	domains map[string]*domainShare
+}
+
+// domainShare is one client's exchanges in flight for one domain.
+type domainShare struct {
+	name string
+	queue
+}
+
 // slot is one exchange in flight.
 type slot struct {
-	c          *clientShare
-	prev, next *slot
-	seq        uint64 // order of take: lower is older
-	start      time.Time
-	cancel     context.CancelCauseFunc
+	c      *clientShare
+	d      *domainShare
+	links  [2]link
+	seq    uint64 // order of take: lower is older
+	cancel context.CancelCauseFunc
 }
 
-func newShares(max int, jostle time.Duration) *shares {
-	return &shares{max: max, jostle: jostle, now: time.Now, clients: map[netip.Addr]*clientShare{}}
+func (q *queue) push(sl *slot, level int) {
+	sl.links[level] = link{prev: q.last}
+	if q.last != nil {
+		q.last.links[level].next = sl
+	} else {
+		q.first = sl
+	}
+	q.last = sl
+	q.n++
 }
 
-// take gives client a slot for an exchange whose context cancel ends, or
-// nil when the client is over its share and its oldest exchange is
-// younger than jostle. shed is whether another exchange gave its slot up.
-func (s *shares) take(client netip.Addr, cancel context.CancelCauseFunc) (sl *slot, shed bool) {
-	now := s.now()
+func (q *queue) unlink(sl *slot, level int) {
+	l := sl.links[level]
+	if l.prev != nil {
+		l.prev.links[level].next = l.next
+	} else {
+		q.first = l.next
+	}
+	if l.next != nil {
+		l.next.links[level].prev = l.prev
+	} else {
+		q.last = l.prev
+	}
+	sl.links[level] = link{}
+	q.n--
+}
+
+// older reports whether q's oldest is older than o's.
+func (q *queue) older(o *queue) bool { return q.first.seq < o.first.seq }
+
+func newShares(max int) *shares {
+	return &shares{max: max, clients: map[netip.Addr]*clientShare{}}
+}
+
+// take gives client a slot for an exchange of a name of domain whose
+// context cancel ends, or nil when the client is over its share and
+// domain holds the most of it. shed is whether another exchange gave its
+// slot up.
+func (s *shares) take(client netip.Addr, domain string, cancel context.CancelCauseFunc) (sl *slot, shed bool) {
 	s.mu.Lock()
 	c := s.clients[client]
 	var victim *slot
 	if s.n >= s.max {
 		big := s.largest()
-		if c != nil && c.n >= big.n {
-			// Over its share: only its own exchange that has waited long.
-			if now.Sub(c.first.start) < s.jostle {
+		if c == nil || c.n < big.n {
+			victim = big.first
+		} else {
+			// Over its share: room only from a larger domain of its own.
+			bd := c.largestDomain()
+			if d := c.domains[domain]; d != nil && d.n >= bd.n {
 				s.mu.Unlock()
 				return nil, false
 			}
-			big = c
+			victim = bd.first
 		}
-		victim = big.first
 		s.remove(victim)
+		c = s.clients[client]
 	}
-	if c == nil || c.n == 0 {
-		c = &clientShare{addr: client}
+	if c == nil {
+		c = &clientShare{addr: client, domains: map[string]*domainShare{}}
 		s.clients[client] = c
 	}
-	s.seq++
-	sl = &slot{c: c, cancel: cancel, prev: c.last, seq: s.seq, start: now}
-	if c.last != nil {
-		c.last.next = sl
-	} else {
-		c.first = sl
+	d := c.domains[domain]
+	if d == nil {
+		d = &domainShare{name: domain}
+		c.domains[domain] = d
 	}
-	c.last = sl
-	c.n++
+	s.seq++
+	sl = &slot{c: c, d: d, cancel: cancel, seq: s.seq}
+	c.push(sl, byClient)
+	d.push(sl, byDomain)
 	s.n++
 	s.mu.Unlock()
 	if victim != nil {
@@ -145,8 +198,20 @@ func (s *shares) take(client netip.Addr, cancel context.CancelCauseFunc) (sl *sl
 func (s *shares) largest() *clientShare {
 	var big *clientShare
 	for _, c := range s.clients {
-		if big == nil || c.n > big.n || (c.n == big.n && c.first.seq < big.first.seq) {
+		if big == nil || c.n > big.n || (c.n == big.n && c.older(&big.queue)) {
 			big = c
+		}
+	}
+	return big
+}
+
+// largestDomain is c's domain holding the most (of two, the one whose
+// oldest is older).
+func (c *clientShare) largestDomain() *domainShare {
+	var big *domainShare
+	for _, d := range c.domains {
+		if big == nil || d.n > big.n || (d.n == big.n && d.older(&big.queue)) {
+			big = d
 		}
 	}
 	return big
@@ -161,22 +226,16 @@ func (s *shares) release(sl *slot) {
 	s.mu.Unlock()
 }
 
-// remove unlinks sl from its client; called with mu held.
+// remove unlinks sl from its client and domain; called with mu held.
 func (s *shares) remove(sl *slot) {
-	c := sl.c
-	if sl.prev != nil {
-		sl.prev.next = sl.next
-	} else {
-		c.first = sl.next
-	}
-	if sl.next != nil {
-		sl.next.prev = sl.prev
-	} else {
-		c.last = sl.prev
-	}
-	sl.c, sl.prev, sl.next = nil, nil, nil
-	c.n--
+	c, d := sl.c, sl.d
+	c.unlink(sl, byClient)
+	d.unlink(sl, byDomain)
+	sl.c, sl.d = nil, nil
 	s.n--
+	if d.n == 0 {
+		delete(c.domains, d.name)
+	}
 	if c.n == 0 {
 		delete(s.clients, c.addr)
 	}

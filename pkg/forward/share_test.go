@@ -44,11 +44,11 @@ func silentName(shape string, i, spread int) string {
 // TestSharesPerClient (issue 66 row 4): names that are never answered,
 // spread over 1, 11 or 20 domains, reverse /16s or ip6.arpa /32s, asked
 // 1.5 times MaxConcurrent at once by one client, cost the answered names
-// of another client nothing: the 50 past the cap are shed at once (their
-// client holds every slot, none older than half the timeout), and each
-// answered name takes the slot of a silent one. The same client's own
-// answered names (shares' jostle rule) are TestTake's and
-// test/integration/forwardfair's.
+// of another client nothing: the 50 past the cap are shed (their client
+// holds every slot: each is refused, or displaces one of its own of a
+// busier domain), and each answered name takes the slot of a silent one.
+// The same client's own answered names (shares' rule by domain) are
+// TestTake's and test/integration/forwardfair's.
 // With the per-domain cap (8c15235) the spread names filled every slot:
 // 50-83 of 160 other names failed.
 func TestSharesPerClient(t *testing.T) {
@@ -180,5 +180,24 @@ func TestFailFastNeedsHealthChecks(t *testing.T) {
 	_, err := forward.New(forward.Config{Upstreams: forward.StaticUpstreams{"127.0.0.1"}, MaxFails: forward.NoHealthCheck, FailFastAllUnhealthy: true})
 	if err == nil || !strings.Contains(err.Error(), "FailFastAllUnhealthy: needs health checks") {
 		t.Errorf("got %v, want FailFastAllUnhealthy refused without health checks", err)
+	}
+}
+
+func TestDomainOf(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"A.b.Example.com.", "example.com"},
+		{"example.com.", "example.com"},
+		{"x.example.co.uk.", "example.co.uk"},
+		{"r1a2.silent.example.", "silent.example"},
+		{"com.", "com"},
+		{"localhost.", "localhost"},
+		{"4.3.2.1.in-addr.arpa.", "2.1.in-addr.arpa"},
+		{"1.in-addr.arpa.", "1.in-addr.arpa"},
+		{"b.a.9.8.7.6.5.0.4.0.0.0.3.0.0.0.2.0.0.0.1.0.0.0.0.0.0.0.1.2.3.4.ip6.arpa.", "0.0.0.0.1.2.3.4.ip6.arpa"},
+		{".", ""},
+	} {
+		if got := forward.DomainOf(tc.name); got != tc.want {
+			t.Errorf("DomainOf(%q) = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
