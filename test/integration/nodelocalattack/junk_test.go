@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
@@ -134,27 +132,7 @@ func TestJunkTCPConnections(t *testing.T) {
 		cluster.Metric(t, "dnsconfigurer_dnsserver_tcp_connections"))
 
 	var viaNL, direct tally
-	var lwg sync.WaitGroup
-	lctx, lcancel := context.WithTimeout(context.Background(), span)
-	defer lcancel()
-	load(lctx, &lwg, nl.DNS, queries/int(span/time.Second), ordinary, &viaNL)
-	lwg.Add(1)
-	go func() {
-		defer lwg.Done()
-		client := &dns.Client{Net: "tcp", Timeout: 5 * time.Second,
-			Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.84")}}}
-		i := 0
-		testkit.Every(lctx, span/fresh, func() bool {
-			m := new(dns.Msg).SetQuestion(fmt.Sprintf("svc-%d.prod.svc.cluster.local.", i%services), dns.TypeA)
-			begin := time.Now()
-			r, _, err := client.Exchange(m, cluster.DNS)
-			direct.add(r, err, time.Since(begin))
-			i++
-			return true
-		})
-	}()
-	<-lctx.Done()
-	lwg.Wait()
+	legitLoad(span, nl.DNS, queries, &viaNL, cluster.DNS, "127.0.0.84", fresh, &direct)
 
 	for _, name := range []string{"dnsconfigurer_dnsserver_tcp_connections", "dnsconfigurer_dnsserver_tcp_evicted_total",
 		"dnsconfigurer_dnsserver_tcp_refused_total", "dnsconfigurer_dnsserver_tcp_client_limited_total",

@@ -123,27 +123,7 @@ func TestHeldTCPConnections(t *testing.T) {
 	t.Logf("the tenant holds %v TCP connections", cluster.Metric(t, "dnsconfigurer_dnsserver_tcp_connections"))
 
 	var viaNL, direct tally
-	var lwg sync.WaitGroup
-	lctx, lcancel := context.WithTimeout(context.Background(), span)
-	defer lcancel()
-	load(lctx, &lwg, nl.DNS, queries/int(span/time.Second), ordinary, &viaNL)
-	lwg.Add(1)
-	go func() {
-		defer lwg.Done()
-		client := &dns.Client{Net: "tcp", Timeout: 5 * time.Second,
-			Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.66")}}}
-		i := 0
-		testkit.Every(lctx, span/fresh, func() bool {
-			m := new(dns.Msg).SetQuestion(fmt.Sprintf("svc-%d.prod.svc.cluster.local.", i%services), dns.TypeA)
-			begin := time.Now()
-			r, _, err := client.Exchange(m, cluster.DNS)
-			direct.add(r, err, time.Since(begin))
-			i++
-			return true
-		})
-	}()
-	<-lctx.Done()
-	lwg.Wait()
+	legitLoad(span, nl.DNS, queries, &viaNL, cluster.DNS, "127.0.0.66", fresh, &direct)
 
 	metrics := map[string]float64{}
 	for _, name := range []string{"dnsconfigurer_dnsserver_tcp_connections", "dnsconfigurer_dnsserver_tcp_evicted_total",
@@ -164,4 +144,30 @@ func TestHeldTCPConnections(t *testing.T) {
 	if metrics["dnsconfigurer_dnsserver_tcp_evicted_total"] == 0 {
 		t.Error("no idle connection was evicted: the test did not fill the pool")
 	}
+}
+
+// legitLoad asks, for span, queries ordinary names through node-local at
+// nl over UDP (counted in viaNL) and fresh cluster names of fresh TCP
+// clients from the address src straight to the cluster DNS at cluster
+// (counted in direct), and returns once every one is answered or given up.
+func legitLoad(span time.Duration, nl string, queries int, viaNL *tally, cluster, src string, fresh int, direct *tally) {
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), span)
+	defer cancel()
+	load(ctx, &wg, nl, queries/int(span/time.Second), ordinary, viaNL)
+	wg.Go(func() {
+		client := &dns.Client{Net: "tcp", Timeout: 5 * time.Second,
+			Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}}
+		i := 0
+		testkit.Every(ctx, span/time.Duration(fresh), func() bool {
+			m := new(dns.Msg).SetQuestion(fmt.Sprintf("svc-%d.prod.svc.cluster.local.", i%services), dns.TypeA)
+			begin := time.Now()
+			r, _, err := client.Exchange(m, cluster)
+			direct.add(r, err, time.Since(begin))
+			i++
+			return true
+		})
+	})
+	<-ctx.Done()
+	wg.Wait()
 }
