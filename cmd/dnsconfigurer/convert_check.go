@@ -47,12 +47,15 @@ func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration, files *s
 	return clusterdns.Check(ctx, &c)
 }
 
-// standIns are checkStarts' stand-in files, in a temporary directory made
-// for the first one. close removes it; a stand-in asked for after that is
-// an error, so the directory is not made again.
+// standIns are checkStarts' stand-in files: files in memory where the
+// system has them (memfd, named by /proc/self/fd), which vanish with the
+// process however it ends, else in a temporary directory made for the
+// first one. close removes them; a stand-in asked for after that is an
+// error.
 type standIns struct {
 	mu     sync.Mutex
 	dir    string
+	open   []*os.File
 	paths  map[string]string
 	closed bool
 }
@@ -67,12 +70,21 @@ func (s *standIns) file(path, content string) (string, error) {
 	if p, ok := s.paths[path]; ok {
 		return p, nil
 	}
+	if s.paths == nil {
+		s.paths = map[string]string{}
+	}
+	if f, err := memFile(content); err == nil {
+		s.open = append(s.open, f)
+		p := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+		s.paths[path] = p
+		return p, nil
+	}
 	if s.dir == "" {
 		dir, err := os.MkdirTemp("", "dnsconfigurer-convert-check-")
 		if err != nil {
 			return "", err
 		}
-		s.dir, s.paths = dir, map[string]string{}
+		s.dir = dir
 	}
 	p := filepath.Join(s.dir, fmt.Sprintf("file%d", len(s.paths)))
 	s.paths[path] = p
@@ -83,6 +95,9 @@ func (s *standIns) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	for _, f := range s.open {
+		f.Close()
+	}
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}

@@ -282,36 +282,10 @@ func TestConvertStopsOnSIGTERM(t *testing.T) {
 
 // TestConvertStopsInItsStartCheck: SIGTERM stops convert within a second
 // in its start check (clusterdns.Check, seconds for 20,000 routes), and
-// its stand-in files are gone.
+// its stand-in files are gone. They are files in memory (memfd): the
+// check has begun once the process holds one, and none is ever in TMPDIR.
 func TestConvertStopsInItsStartCheck(t *testing.T) {
-	bin := convertBin(t)
-	var text strings.Builder
-	for i := range 20_000 {
-		fmt.Fprintf(&text, "z%d.example:53 {\n    forward . /etc/resolv.conf\n}\n", i)
-	}
-	path := filepath.Join(t.TempDir(), "Corefile")
-	write(t, path, text.String())
-	tmp := t.TempDir()
-	cmd := exec.Command(bin, "convert", path)
-	var stderr bytes.Buffer
-	cmd.Stderr, cmd.Env = &stderr, append(os.Environ(), "TMPDIR="+tmp)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	testkit.WaitEvery(t, time.Minute, time.Millisecond, func() error {
-		select {
-		case err := <-exited:
-			t.Fatalf("ended (exit %d) before its start check was seen", exitCode(err))
-		default:
-		}
-		if len(left(t, tmp)) == 0 {
-			return errors.New("no stand-in file yet")
-		}
-		return nil
-	})
+	cmd, stderr, exited, tmp := startInCheck(t)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -328,6 +302,57 @@ func TestConvertStopsInItsStartCheck(t *testing.T) {
 	}
 	testkit.WantSubstrings(t, "stderr", stderr.String(), "convert: stopped (terminated signal received): nothing written")
 	wantEmpty(t, tmp)
+}
+
+// TestConvertKilledInItsStartCheck: SIGKILL in the start check leaves
+// nothing behind: its stand-ins were files in memory. Before, they were
+// files in a temporary directory, left there.
+func TestConvertKilledInItsStartCheck(t *testing.T) {
+	cmd, _, exited, tmp := startInCheck(t)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	wantEmpty(t, tmp)
+}
+
+// startInCheck starts convert on a Corefile of 20,000 routes (seconds of
+// start check) with TMPDIR a fresh directory, and returns once the start
+// check holds a stand-in file, checking that none is in TMPDIR.
+func startInCheck(t *testing.T) (*exec.Cmd, *bytes.Buffer, chan error, string) {
+	t.Helper()
+	bin := convertBin(t)
+	var text strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&text, "z%d.example:53 {\n    forward . /etc/resolv.conf\n}\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "Corefile")
+	write(t, path, text.String())
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "convert", path)
+	stderr := new(bytes.Buffer)
+	cmd.Stderr, cmd.Env = stderr, append(os.Environ(), "TMPDIR="+tmp)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	testkit.WaitEvery(t, time.Minute, time.Millisecond, func() error {
+		select {
+		case err := <-exited:
+			t.Fatalf("ended (exit %d) before its start check was seen", exitCode(err))
+		default:
+		}
+		if !holdsStandIn(cmd.Process.Pid) {
+			return errors.New("no stand-in file yet")
+		}
+		return nil
+	})
+	if l := left(t, tmp); len(l) != 0 {
+		t.Errorf("stand-in files in TMPDIR: %v", l)
+	}
+	return cmd, stderr, exited, tmp
 }
 
 // TestKilledConvertLeavesNothing (issue 66 row 5): convert killed with
@@ -401,4 +426,17 @@ func isSignal(err error, sig syscall.Signal) bool {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// holdsStandIn reports whether process pid holds a stand-in file of the
+// start check (a memfd named dnsconfigurer-stand-in).
+func holdsStandIn(pid int) bool {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, _ := os.ReadDir(dir)
+	for _, fd := range fds {
+		if l, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && strings.HasPrefix(l, "/memfd:dnsconfigurer-stand-in") {
+			return true
+		}
+	}
+	return false
 }
