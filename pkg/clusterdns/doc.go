@@ -42,7 +42,7 @@
 //     lowercase name. The answer owners echo the question's case.
 //   - A headless Service with a traffic distribution answers each client
 //     its nearest ready endpoints (Snapshot.VariantFor, pkg/topology's
-//     rule). askerOf places the client once per query: by node-local's
+//     rule). place puts the client once per query: by node-local's
 //     topology option (WithTopology; taken off, never forwarded), else by
 //     its source pod's node and zone. CoreDNS's zone-scoped names
 //     (coredns#8388) read the same variants.

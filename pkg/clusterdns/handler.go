@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -309,19 +308,6 @@ func WithTopology(code uint16) Option { return func(h *Handler) { h.topoCode = c
 // calls per search suffix).
 func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
 	return h.resolve(ctx, q, h.decideQ(q))
-}
-
-// addrOf is the IP address of a UDP or TCP peer.
-func addrOf(a net.Addr) (netip.Addr, bool) {
-	switch v := a.(type) {
-	case *net.UDPAddr:
-		ip, ok := netip.AddrFromSlice(v.IP)
-		return ip.Unmap(), ok
-	case *net.TCPAddr:
-		ip, ok := netip.AddrFromSlice(v.IP)
-		return ip.Unmap(), ok
-	}
-	return netip.Addr{}, false
 }
 
 // DefaultReplyCacheBytes bounds the packed replies a Handler caches

@@ -25,11 +25,11 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	_, tcp := src.(*net.TCPAddr)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	opt, rcode := dnsmsg.Check(req) // once per query
-	ctx := forward.WithClient(context.Background(), forward.ClientOf(src))
-	var a asker // the client: its address and its variant of the name
+	opt, rcode := dnsmsg.Check(req)        // once per query
+	a := asker{ip: dnsmsg.ClientAddr(src)} // the client: its address and its variant of the name
+	ctx := forward.WithClient(context.Background(), a.ip)
 	if rcode == dns.RcodeSuccess {
-		a = h.askerOf(src, req)
+		h.place(&a, req)
 		ctx = withVariant(ctx, a.variant)
 	}
 	var m *dns.Msg // the reply
@@ -118,11 +118,10 @@ type asker struct {
 	client  topology.Client
 }
 
-// askerOf places the client of req (Check accepted it) once per query,
-// and takes the topology option off req: it is never forwarded.
-func (h *Handler) askerOf(src net.Addr, req *dns.Msg) asker {
-	var a asker
-	a.ip, _ = addrOf(src)
+// place places the client of req (Check accepted it; a.ip is set) once
+// per query, and takes the topology option off req: it is never
+// forwarded.
+func (h *Handler) place(a *asker, req *dns.Msg) {
 	var snap *store.Snapshot // set when the answer may have variants
 	var lname string
 	var named, expands bool
@@ -141,7 +140,6 @@ func (h *Handler) askerOf(src net.Addr, req *dns.Msg) asker {
 	if expands {
 		a.client = c
 	}
-	return a
 }
 
 // clientTopology is where the client of req is: the option of code

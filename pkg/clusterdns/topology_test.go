@@ -11,6 +11,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 
@@ -142,7 +143,7 @@ func TestClientTopology(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			ip, _ := addrOf(tt.src)
+			ip := dnsmsg.ClientAddr(tt.src)
 			got := clientTopology(tt.req, tt.code, ip, snap)
 			if got != tt.want {
 				t.Errorf("clientTopology = %+v, want %+v", got, tt.want)

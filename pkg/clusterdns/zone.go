@@ -439,7 +439,7 @@ func fill(m *dns.Msg, r Result) {
 	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
 }
 
-// The answers per client: askerOf places the client once per query, and
+// The answers per client: place puts the client once per query, and
 // the context carries its variant to the lookup, or the client itself to
 // autopath, whose candidates each get theirs (never cached).
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/miekg/dns"
 )
 
@@ -126,7 +127,7 @@ func (t *tcpServer) accept(ln net.Listener, lh listenHandler) {
 			return
 		}
 		backoff = 0
-		c := &tcpConn{Conn: nc, t: t, lh: lh, client: clientAddr(nc.RemoteAddr()),
+		c := &tcpConn{Conn: nc, t: t, lh: lh, client: dnsmsg.ClientAddr(nc.RemoteAddr()),
 			pipe: make(chan struct{}, t.pipelined), quit: make(chan struct{})}
 		c.last.Store(time.Now().UnixNano())
 		if !t.slots.admit(c) {

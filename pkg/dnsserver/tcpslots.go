@@ -1,7 +1,6 @@
 package dnsserver
 
 import (
-	"net"
 	"net/netip"
 	"sync"
 )
@@ -104,14 +103,4 @@ func (s *tcpSlots) open() []*tcpConn {
 		cs = append(cs, c)
 	}
 	return cs
-}
-
-// clientAddr is the address of a connection's client, IPv4 unmapped.
-func clientAddr(a net.Addr) netip.Addr {
-	if t, ok := a.(*net.TCPAddr); ok {
-		if ip, ok := netip.AddrFromSlice(t.IP); ok {
-			return ip.Unmap()
-		}
-	}
-	return netip.Addr{}
 }

@@ -3,7 +3,6 @@ package forward
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"sync"
 )
@@ -15,26 +14,12 @@ var errShed = errors.New("shed for a newer query")
 type clientKey struct{}
 
 // WithClient marks ctx as the context of a query from client, the address
-// the query came from. Exchange shares Config.MaxConcurrent per client:
+// the query came from (dnsmsg.ClientAddr). Exchange shares Config.MaxConcurrent per client:
 // when every slot is taken, the oldest exchange of the client holding the
 // most makes room. A context without it is one client of its own (the
 // zero address).
 func WithClient(ctx context.Context, client netip.Addr) context.Context {
 	return context.WithValue(ctx, clientKey{}, client)
-}
-
-// ClientOf is the address of a query's client, IPv4 unmapped (the zero
-// address for a net.Addr that is neither UDP nor TCP).
-func ClientOf(a net.Addr) netip.Addr {
-	switch a := a.(type) {
-	case *net.UDPAddr:
-		ip, _ := netip.AddrFromSlice(a.IP)
-		return ip.Unmap()
-	case *net.TCPAddr:
-		ip, _ := netip.AddrFromSlice(a.IP)
-		return ip.Unmap()
-	}
-	return netip.Addr{}
 }
 
 func clientOf(ctx context.Context) netip.Addr {

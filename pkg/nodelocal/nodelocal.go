@@ -118,7 +118,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	src := w.RemoteAddr()
 	_, tcp := src.(*net.TCPAddr)
 	// The pod's address: the forwarders share their slots per pod.
-	reply, t := h.answer(forward.WithClient(context.Background(), forward.ClientOf(src)), req, tcp)
+	reply, t := h.answer(forward.WithClient(context.Background(), dnsmsg.ClientAddr(src)), req, tcp)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b, err := reply.PackBuffer((*bp)[:cap(*bp)])
