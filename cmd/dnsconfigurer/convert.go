@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/corefile"
 )
 
@@ -20,9 +22,11 @@ const exitDropped = 3
 
 type convertFlags struct {
 	format, output, configMap, namespace, importDir string
+	// helmValues: write the chart's values (dns.config, dns.files).
+	helmValues bool
 }
 
-var convertUsage = fmt.Sprintf(`usage: dnsconfigurer convert [-o yaml|json] [--output FILE] [--configmap NAME [--namespace NS]] [--import-dir DIR] FILE|-
+var convertUsage = fmt.Sprintf(`usage: dnsconfigurer convert [-o yaml|json] [--output FILE] [--configmap NAME [--namespace NS] | --helm-values] [--import-dir DIR] FILE|-
 
 FILE (- for stdin) is one of, as YAML or JSON where it is a ConfigMap:
   a Corefile;
@@ -36,12 +40,16 @@ FILE (- for stdin) is one of, as YAML or JSON where it is a ConfigMap:
   for the files its imports read (alone it is refused).
 A ConfigMap is read in memory, nothing written to disk; an input is at most
 %d MiB and %d ConfigMap keys.
-The ServerConfiguration (with --configmap: the ConfigMap holding it) goes to
-stdout, or to --output FILE, as -o asks: yaml (the default) or json. The report
-goes to stderr, one line a directive. Exit 0: all converted (differences
-allowed); 3: something was dropped; 1: the input is invalid, or SIGTERM or
-SIGINT stopped convert (nothing written); 2: bad flags or unreadable input.`,
-	corefile.MaxInputBytes>>20, corefile.MaxKeys)
+The ServerConfiguration goes to stdout, or to --output FILE, as -o asks: yaml
+(the default) or json; with --configmap, the ConfigMap holding it; with
+--helm-values, charts/dnsconfigurer's values dns.config and dns.files (helm
+install -f). Both carry a hosts file that is a key of the input ConfigMap
+(k3s's NodeHosts) and point hosts.file at %s/KEY, where the
+ConfigMap is mounted. The report goes to stderr, one line a directive.
+Exit 0: all converted (differences allowed); 3: something was dropped; 1: the
+input is invalid, or SIGTERM or SIGINT stopped convert (nothing written); 2:
+bad flags or unreadable input.`,
+	corefile.MaxInputBytes>>20, corefile.MaxKeys, corefile.MountDir)
 
 func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("convert", stderr, convertUsage)
@@ -50,18 +58,19 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&f.output, "output", "", "write the result to `FILE` instead of stdout")
 	fs.StringVar(&f.configMap, "configmap", "", "wrap it in a ConfigMap of this name, key "+corefile.ConfigKey)
 	fs.StringVar(&f.namespace, "namespace", "kube-system", "the ConfigMap's namespace (with --configmap)")
+	fs.BoolVar(&f.helmValues, "helm-values", false, "write charts/dnsconfigurer's values instead: dns.config and dns.files (helm install -f)")
 	fs.StringVar(&f.importDir, "import-dir", "", "directory of the files a Corefile imports (default: the import's own directory; for a ConfigMap, its other keys)")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
-	if err := checkConvertFormat(f.format); err != nil {
+	if err := f.check(); err != nil {
 		return usageExit(stderr, "convert", err)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "convert: want one input file (or - for stdin)")
 		return exitUsage
 	}
-	c, stopped := convertStoppable(ctx, fs.Arg(0), f.importDir, f.configMap != "", stdin)
+	c, stopped := convertStoppable(ctx, fs.Arg(0), &f, stdin)
 	if stopped == nil {
 		stopped = checkStopped(ctx, &c)
 	}
@@ -77,6 +86,9 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitFail
 	case c.checkErr != nil:
 		fmt.Fprintf(stderr, "convert: the converted configuration does not start (a bug of convert; please report it with the input): %v\n", c.checkErr)
+		return exitFail
+	case f.helmValues && c.r.Config.Mode == v1alpha1.ModeNodeLocal:
+		fmt.Fprintln(stderr, "convert: --helm-values: the input is NodeLocal DNSCache's, a node-local configuration; dns.config is the cluster DNS's: convert the coredns ConfigMap")
 		return exitFail
 	}
 	if err := f.write(c.r, c.name, stdout); err != nil {
@@ -105,13 +117,13 @@ type conversion struct {
 // even inside a read of stdin or the decoding of one large document. The
 // work left behind writes nothing and ends with the process. stopped is
 // the cause when ctx ends first.
-func convertStoppable(ctx context.Context, path, importDir string, toConfigMap bool, stdin io.Reader) (c conversion, stopped error) {
+func convertStoppable(ctx context.Context, path string, f *convertFlags, stdin io.Reader) (c conversion, stopped error) {
 	done := make(chan conversion, 1)
 	go func() {
 		var c conversion
 		var text []byte
 		if c.name, text, c.readErr = readInput(path, stdin); c.readErr == nil {
-			c.r, c.err = convertInput(ctx, c.name, text, importDir, toConfigMap)
+			c.r, c.err = convertInput(ctx, c.name, text, f)
 		}
 		done <- c
 	}()
@@ -144,14 +156,14 @@ func readInput(path string, stdin io.Reader) (string, []byte, error) {
 
 // convertInput converts a Corefile or the DNS ConfigMap of an input
 // (coredns, kube-dns; corefile.ReadSource finds it in a manifest, a List
-// or a fragment); toConfigMap carries a hosts file that is a key of the
-// input ConfigMap into the output ConfigMap.
-func convertInput(ctx context.Context, name string, text []byte, importDir string, toConfigMap bool) (corefile.Result, error) {
+// or a fragment); --configmap and --helm-values (f) carry a hosts file
+// that is a key of the input ConfigMap into the output.
+func convertInput(ctx context.Context, name string, text []byte, f *convertFlags) (corefile.Result, error) {
 	src, err := corefile.ReadSource(ctx, name, text)
 	if err != nil {
 		return corefile.Result{}, err
 	}
-	r, err := convertSource(ctx, name, src, importDir, toConfigMap)
+	r, err := convertSource(ctx, name, src, f)
 	if err == nil && src.Taken != "" {
 		r.Findings = append([]corefile.Finding{{Where: name, Plugin: "input", Status: corefile.Converted, Reason: src.Taken}}, r.Findings...)
 	}
@@ -160,10 +172,10 @@ func convertInput(ctx context.Context, name string, text []byte, importDir strin
 
 // convertSource converts what ReadSource found. A ConfigMap's imports read
 // its other keys, in memory, or --import-dir's files.
-func convertSource(ctx context.Context, name string, src corefile.Source, importDir string, toConfigMap bool) (corefile.Result, error) {
+func convertSource(ctx context.Context, name string, src corefile.Source, f *convertFlags) (corefile.Result, error) {
 	var imports fs.FS
-	if importDir != "" {
-		imports = os.DirFS(importDir)
+	if f.importDir != "" {
+		imports = os.DirFS(f.importDir)
 	}
 	switch src.Form {
 	case corefile.FormCorefile:
@@ -182,7 +194,16 @@ func convertSource(ctx context.Context, name string, src corefile.Source, import
 	if src.Form == corefile.FormNodeLocal {
 		return corefile.NodeLocal(ctx, in)
 	}
-	return corefile.Run(ctx, in, &corefile.ConfigMapKeys{Data: src.Data, Carry: toConfigMap, CheckKey: validation.IsConfigMapKey})
+	keys := &corefile.ConfigMapKeys{Data: src.Data, Carry: f.configMap != "" || f.helmValues, Helm: f.helmValues, CheckKey: validation.IsConfigMapKey}
+	return corefile.Run(ctx, in, keys)
+}
+
+// check checks the flags: -o, and one output form.
+func (f *convertFlags) check() error {
+	if f.configMap != "" && f.helmValues {
+		return errors.New("--configmap and --helm-values: pick one")
+	}
+	return checkConvertFormat(f.format)
 }
 
 // checkConvertFormat checks -o. Before it was the format, -o was the
@@ -200,7 +221,7 @@ func checkConvertFormat(format string) error {
 
 // write prints the result as -o asks, to --output or stdout. YAML starts
 // with a comment naming the input; JSON has no comments. The ConfigMap's
-// config.yaml is YAML either way.
+// config.yaml, and dns.config, are YAML either way.
 func (f *convertFlags) write(r corefile.Result, from string, stdout io.Writer) error {
 	var cfg bytes.Buffer
 	if err := writeOutput(&cfg, outYAML, r.Config); err != nil {
@@ -209,14 +230,12 @@ func (f *convertFlags) write(r corefile.Result, from string, stdout io.Writer) e
 	head := "# converted by `dnsconfigurer convert` from " + from + "\n"
 	var v any = r.Config
 	out := append([]byte(head), cfg.Bytes()...)
-	if f.configMap != "" {
-		cm, err := r.ConfigMap(f.configMap, f.namespace, string(out))
-		if err != nil {
-			return err
-		}
-		out = append([]byte(head), cm...)
-		if err := yaml.Unmarshal(cm, &v); err != nil {
-			return fmt.Errorf("decode the configmap: %w", err)
+	if wrapped, err := f.wrap(r, string(out)); err != nil {
+		return err
+	} else if wrapped != nil {
+		out = append([]byte(head), wrapped...)
+		if err := yaml.Unmarshal(wrapped, &v); err != nil {
+			return fmt.Errorf("decode the output: %w", err)
 		}
 	}
 	if f.format == outJSON {
@@ -231,4 +250,16 @@ func (f *convertFlags) write(r corefile.Result, from string, stdout io.Writer) e
 		return err
 	}
 	return os.WriteFile(f.output, out, 0o644)
+}
+
+// wrap is the ConfigMap (--configmap) or the chart's values
+// (--helm-values) holding config; nil for neither.
+func (f *convertFlags) wrap(r corefile.Result, config string) ([]byte, error) {
+	switch {
+	case f.configMap != "":
+		return r.ConfigMap(f.configMap, f.namespace, config)
+	case f.helmValues:
+		return r.HelmValues(config)
+	}
+	return nil, nil
 }

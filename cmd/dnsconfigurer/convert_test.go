@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/corefile"
 )
 
 const examples = "../../pkg/corefile/testdata/"
@@ -49,6 +51,21 @@ func TestConvert(t *testing.T) {
 			stderr: []string{`ConfigMap key "config.yaml" cannot be carried in the output ConfigMap: the converted ServerConfiguration is its key config.yaml`}},
 		{name: "hosts key config.yaml without --configmap", stdin: hostsKeyConfigMap("config.yaml"), args: []string{"-"}, code: exitOK,
 			stderr: []string{"is the ConfigMap key config.yaml: mount it there"}},
+		{name: "helm values carry the hosts key", args: []string{"--helm-values", examples + "k3s-kubectl/configmap.yaml"}, code: exitOK,
+			stdout: []string{"\ndns:\n  config: |\n    # converted by", "  files:\n    NodeHosts: |\n      192.168.1.10 k3s-server\n      192.168.1.11 k3s-agent-1\n", "      file: /etc/dnsconfigurer/NodeHosts\n"},
+			stderr: []string{"/etc/coredns/NodeHosts was the ConfigMap key NodeHosts: dns.files.NodeHosts carries it, mounted at /etc/dnsconfigurer/NodeHosts"}},
+		{name: "helm values without a hosts key", args: []string{"--helm-values", examples + "kubeadm/Corefile"}, code: exitOK,
+			stdout: []string{"\ndns:\n  config: |\n    # converted by", "    clusterDomain: cluster.local\n"}},
+		{name: "helm values json", args: []string{"-o", "json", "--helm-values", examples + "k3s-kubectl/configmap.yaml"}, code: exitOK,
+			stdout: []string{"{\n  \"dns\": {\n    \"config\": \"# converted by", `"NodeHosts": "192.168.1.10 k3s-server\n192.168.1.11 k3s-agent-1\n"`}},
+		{name: "helm values hosts key not a ConfigMap key", stdin: hostsKeyConfigMap("node:hosts"), args: []string{"--helm-values", "-"}, code: exitFail,
+			stderr: []string{`convert: hosts file /etc/coredns/node:hosts: ConfigMap key "node:hosts" cannot be carried in dns.files.node:hosts: a valid config key must consist of`}},
+		{name: "helm values hosts key config.yaml", stdin: hostsKeyConfigMap("config.yaml"), args: []string{"--helm-values", "-"}, code: exitFail,
+			stderr: []string{`cannot be carried in dns.files.config.yaml: the converted ServerConfiguration is its key config.yaml`}},
+		{name: "helm values of node-local", stdin: "kind: ConfigMap\nmetadata:\n  name: node-local-dns\ndata:\n  Corefile: |\n    cluster.local:53 {\n        forward . __PILLAR__CLUSTER__DNS__\n    }\n",
+			args: []string{"--helm-values", "-"}, code: exitFail, stderr: []string{"convert: --helm-values: the input is NodeLocal DNSCache's, a node-local configuration"}},
+		{name: "helm values and configmap", args: []string{"--helm-values", "--configmap", "x", examples + "k3s-kubectl/configmap.yaml"}, code: exitUsage,
+			stderr: []string{"convert: --configmap and --helm-values: pick one\n"}},
 		{name: "stdin", stdin: ".:53 {\n  forward . 10.0.0.53\n}\n", args: []string{"-"}, code: exitOK,
 			stdout: []string{"- 10.0.0.53"}, stderr: []string{"Corefile:2  forward"}},
 		// AKS's coredns-custom pattern: serve exited 2 on this output
@@ -141,6 +158,38 @@ func TestConvertConfigMapFile(t *testing.T) {
 	}
 }
 
+// TestConvertHelmValues: --helm-values on k3s's ConfigMap writes the
+// chart's values, as testdata/golden/convert-helm-values-k3s.golden has
+// them: dns.config a valid ServerConfiguration whose hosts.file is
+// dns.files' NodeHosts where the chart mounts it, and nothing else.
+func TestConvertHelmValues(t *testing.T) {
+	args := []string{"convert", "--helm-values", examples + "k3s-kubectl/configmap.yaml"}
+	code, out, errOut := run(t, "", args...)
+	got := fmt.Sprintf("$ dnsconfigurer %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(args, " "), code, out, errOut)
+	compareGolden(t, filepath.Join("testdata", "golden", "convert-helm-values-k3s.golden"), got)
+	var values struct {
+		DNS struct {
+			Config string            `json:"config"`
+			Files  map[string]string `json:"files"`
+		} `json:"dns"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(out), &values); err != nil {
+		t.Fatal(err)
+	}
+	var cfg v1alpha1.ServerConfiguration
+	if err := yaml.UnmarshalStrict([]byte(values.DNS.Config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("invalid dns.config: %v", err)
+	}
+	if cfg.Hosts.File != corefile.MountDir+"/NodeHosts" || len(values.DNS.Files) != 1 ||
+		values.DNS.Files["NodeHosts"] != "192.168.1.10 k3s-server\n192.168.1.11 k3s-agent-1\n" {
+		t.Errorf("hosts.file %q, dns.files %q", cfg.Hosts.File, values.DNS.Files)
+	}
+}
+
 // TestConvertOutputFile: --output writes the file and nothing to stdout.
 func TestConvertOutputFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
@@ -158,8 +207,8 @@ func TestConvertOutputFile(t *testing.T) {
 }
 
 // TestConvertFormats: -o json is the same object as -o yaml (the default),
-// the ServerConfiguration or the ConfigMap, indented, with a trailing
-// newline; --output writes the format asked.
+// the ServerConfiguration, the ConfigMap or the chart's values, indented,
+// with a trailing newline; --output writes the format asked.
 func TestConvertFormats(t *testing.T) {
 	formats := []struct {
 		name   string
@@ -179,6 +228,7 @@ func TestConvertFormats(t *testing.T) {
 		{"corefile", []string{examples + "kubeadm/Corefile"}},
 		{"kube-dns", []string{examples + "kubedns/configmap.yaml"}},
 		{"configmap", []string{"--configmap", "dnsconfigurer-dns", "--namespace", "dns", examples + "k3s-kubectl/configmap.yaml"}},
+		{"helm values", []string{"--helm-values", examples + "k3s-kubectl/configmap.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want any
@@ -199,7 +249,7 @@ func TestConvertFormats(t *testing.T) {
 					}
 					out = string(b)
 				}
-				isJSON := strings.HasPrefix(out, "{\n  \"apiVersion\": ") && strings.HasSuffix(out, "\n}\n")
+				isJSON := (strings.HasPrefix(out, "{\n  \"apiVersion\": ") || strings.HasPrefix(out, "{\n  \"dns\": ")) && strings.HasSuffix(out, "\n}\n")
 				isYAML := strings.HasPrefix(out, "# converted by `dnsconfigurer convert` from ")
 				if isJSON != f.json || isYAML == f.json {
 					t.Errorf("%v: not %s:\n%s", args, f.name, out)

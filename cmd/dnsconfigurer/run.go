@@ -18,8 +18,8 @@ import (
 )
 
 // usageError is a problem with the command line or its input files: exit
-// code exitUsage, as is a flaglayer.InvalidError. Any other error of a
-// command is exitFail.
+// code exitUsage, as is a flaglayer.InvalidError or WrongFileError. Any
+// other error of a command is exitFail.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
@@ -37,7 +37,8 @@ func exitCode(stderr io.Writer, prefix string, err error) int {
 	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
 	var u usageError
 	var invalid flaglayer.InvalidError
-	if errors.As(err, &u) || errors.As(err, &invalid) {
+	var wrong flaglayer.WrongFileError
+	if errors.As(err, &u) || errors.As(err, &invalid) || errors.As(err, &wrong) {
 		return exitUsage
 	}
 	return exitFail

@@ -2,13 +2,16 @@ package flaglayer
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/corefile"
 )
 
 // MaxFileBytes bounds a config file; a complete one is a few KiB.
@@ -39,6 +42,9 @@ func ReadFile(path, kind string, cfg File) error {
 		return fmt.Errorf("config %q is empty", path)
 	}
 	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		if werr := wrongFile(path, kind, data); werr != nil {
+			return werr
+		}
 		return fmt.Errorf("config %q: %v", path, err)
 	}
 	if err := cfg.CheckKind(kind); err != nil {
@@ -49,6 +55,41 @@ func ReadFile(path, kind string, cfg File) error {
 		return fmt.Errorf("config %q: %w", path, err)
 	}
 	return nil
+}
+
+// WrongFileError is a config file that holds a DNS configuration of
+// another program, which convert reads (a Corefile, a coredns ConfigMap):
+// the wrong file on the command line.
+type WrongFileError struct{ Err error }
+
+func (e WrongFileError) Error() string { return e.Err.Error() }
+func (e WrongFileError) Unwrap() error { return e.Err }
+
+// others say what each form convert reads is.
+var others = map[corefile.Form]string{
+	corefile.FormCorefile:  "a Corefile (a CoreDNS configuration)",
+	corefile.FormCoreDNS:   "a coredns ConfigMap (its data.Corefile is a CoreDNS configuration)",
+	corefile.FormNodeLocal: "a NodeLocal DNSCache ConfigMap (its data.Corefile is a CoreDNS configuration)",
+	corefile.FormKubeDNS:   "a kube-dns ConfigMap (a kube-dns configuration)",
+}
+
+// wrongFile is a WrongFileError when data, which does not decode as kind,
+// is what convert reads, with the command that converts it; else nil.
+func wrongFile(path, kind string, data []byte) error {
+	form := corefile.Recognize(context.Background(), path, data)
+	if form == "" {
+		return nil
+	}
+	err := fmt.Errorf("--config %s: this is %s, not a %s", path, others[form], kind)
+	switch {
+	case kind != v1alpha1.ServerKind:
+	case form == corefile.FormCorefile || form == corefile.FormNodeLocal:
+		err = fmt.Errorf("%w: run `dnsconfigurer convert %s > config.yaml` first (docs/convert.md)", err, path)
+	default:
+		err = fmt.Errorf("%w: run `dnsconfigurer convert %s > config.yaml` first, "+
+			"or `dnsconfigurer convert --configmap dnsconfigurer-dns %s` for the ConfigMap deploy/ mounts (docs/convert.md)", err, path, path)
+	}
+	return WrongFileError{err}
 }
 
 // InvalidError is a config that the flags make invalid: a problem with

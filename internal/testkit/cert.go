@@ -67,6 +67,28 @@ func (ca *CA) Serving(t testing.TB, cn string, dnsNames ...string) (certPEM, key
 	return pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", kder), tmpl.SerialNumber.Int64()
 }
 
+// ServingFor makes a server certificate named cn for hosts only: each an
+// IP address or a DNS name. It returns the PEM pair.
+func (ca *CA) ServingFor(t testing.TB, cn string, hosts ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key := newKey(t)
+	tmpl := ca.template(pkix.Name{CommonName: cn})
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der := ca.sign(t, tmpl, ca.Cert, key)
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", kder)
+}
+
 // Client makes a client certificate named cn.
 func (ca *CA) Client(t testing.TB, cn string) tls.Certificate {
 	t.Helper()

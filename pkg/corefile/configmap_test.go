@@ -50,6 +50,10 @@ func TestHostsConfigMapKey(t *testing.T) {
 			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true, CheckKey: checkKey},
 			file: "/etc/dnsconfigurer/NodeHosts", files: map[string]string{"NodeHosts": nodeHosts}, status: Differs,
 			reason: []string{"hosts.file /etc/dnsconfigurer/NodeHosts;", "the output ConfigMap carries it", "as with fallthrough"}},
+		{desc: "carried into the chart's values", text: corefile("/etc/coredns/NodeHosts"),
+			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}, Carry: true, Helm: true, CheckKey: checkKey},
+			file: "/etc/dnsconfigurer/NodeHosts", files: map[string]string{"NodeHosts": nodeHosts}, status: Converted,
+			reason: []string{"/etc/coredns/NodeHosts was the ConfigMap key NodeHosts: dns.files.NodeHosts carries it, mounted at /etc/dnsconfigurer/NodeHosts"}},
 		{desc: "not carried without --configmap", text: corefile("/etc/coredns/NodeHosts"),
 			keys: &ConfigMapKeys{Data: map[string]string{"NodeHosts": nodeHosts}},
 			file: "/etc/coredns/NodeHosts", status: Differs,
@@ -68,6 +72,9 @@ func TestHostsConfigMapKey(t *testing.T) {
 		{desc: "the key of the configuration", text: corefile("/etc/coredns/config.yaml"),
 			keys:    &ConfigMapKeys{Data: map[string]string{"config.yaml": nodeHosts}, Carry: true, CheckKey: checkKey},
 			wantErr: []string{`ConfigMap key "config.yaml" cannot be carried`, "the converted ServerConfiguration is its key config.yaml"}},
+		{desc: "not a valid key for the chart's values", text: corefile("/etc/coredns/node:hosts"),
+			keys:    &ConfigMapKeys{Data: map[string]string{"node:hosts": nodeHosts}, Carry: true, Helm: true, CheckKey: checkKey},
+			wantErr: []string{`ConfigMap key "node:hosts" cannot be carried in dns.files.node:hosts: no colon`}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(tc.text)}, tc.keys)
@@ -167,6 +174,35 @@ func TestResultConfigMap(t *testing.T) {
 	r.Files = map[string]string{ConfigKey: "x"}
 	if _, err := r.ConfigMap("n", "ns", "y"); err == nil || !strings.Contains(err.Error(), `"config.yaml"`) {
 		t.Errorf("a carried config.yaml: got %v, want an error naming it", err)
+	}
+}
+
+// TestResultHelmValues: the chart's values hold the configuration as
+// dns.config and each carried file in dns.files, none when there is none.
+func TestResultHelmValues(t *testing.T) {
+	for _, tc := range []struct {
+		desc  string
+		files map[string]string
+		want  string
+		err   string
+	}{
+		{desc: "a hosts file", files: map[string]string{"NodeHosts": "10.0.0.1 a\n"},
+			want: "dns:\n  config: |\n    kind: ServerConfiguration\n  files:\n    NodeHosts: |\n      10.0.0.1 a\n"},
+		{desc: "no file", want: "dns:\n  config: |\n    kind: ServerConfiguration\n"},
+		{desc: "config.yaml", files: map[string]string{ConfigKey: "x"}, err: `dns.files key "config.yaml": the key of dns.config`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			b, err := Result{Files: tc.files}.HelmValues("kind: ServerConfiguration\n")
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Errorf("got %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || string(b) != tc.want {
+				t.Errorf("got %v:\n%s\nwant:\n%s", err, b, tc.want)
+			}
+		})
 	}
 }
 

@@ -9,9 +9,10 @@
 // ConfigMap's stubDomains and upstreamNameservers.
 //
 // A coredns ConfigMap's hosts file that is one of its keys (k3s's
-// NodeHosts) is carried into the output ConfigMap when ConfigMapKeys.Carry
-// is set (Result.Files, Result.ConfigMap), at MountDir, where deploy/
-// mounts that ConfigMap. ConfigMapKeys.CheckKey, Kubernetes' key rule,
+// NodeHosts) is carried into the output ConfigMap, or the chart's
+// dns.files, when ConfigMapKeys.Carry is set (Result.Files,
+// Result.ConfigMap, Result.HelmValues), at MountDir, where deploy/ and the
+// chart mount that ConfigMap. ConfigMapKeys.CheckKey, Kubernetes' key rule,
 // comes from the caller.
 //
 // The package reads only the files an import names, through Input.Imports

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,7 +135,7 @@ func Start(ctx context.Context, opts ...Option) (_ *ControlPlane, retErr error) 
 	if err := os.WriteFile(filepath.Join(cp.dir, ownerFile), owner, 0o600); err != nil {
 		return nil, fmt.Errorf("write owner file: %w", err)
 	}
-	if cp.pki, err = newPKI(cp.dir, cp.opts.network.Address); err != nil {
+	if cp.pki, err = newPKI(cp.dir, append(kubernetesServiceIPs(cp.opts.args), cp.opts.network.Address)...); err != nil {
 		return nil, err
 	}
 	if err := cp.writeTokens(); err != nil {
@@ -573,4 +574,23 @@ func (cp *ControlPlane) Close() error {
 		errs = append(errs, fmt.Errorf("remove control plane directory: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// kubernetesServiceIPs are the "kubernetes" Service's addresses, the first
+// of each range, for the ranges a --service-cluster-ip-range in args
+// gives instead of ServiceCIDR: pods reach the API server there.
+func kubernetesServiceIPs(args []string) []netip.Addr {
+	var ips []netip.Addr
+	for _, a := range args {
+		ranges, ok := strings.CutPrefix(a, "--service-cluster-ip-range=")
+		if !ok {
+			continue
+		}
+		for _, r := range strings.Split(ranges, ",") {
+			if p, err := netip.ParsePrefix(r); err == nil {
+				ips = append(ips, p.Masked().Addr().Next())
+			}
+		}
+	}
+	return ips
 }

@@ -30,7 +30,7 @@ type pki struct {
 // extra, when valid) and the in-cluster names, and a service account
 // signing key, all ECDSA P-256 because it is fast to generate and every
 // component accepts it.
-func newPKI(dir string, extra netip.Addr) (*pki, error) {
+func newPKI(dir string, extra ...netip.Addr) (*pki, error) {
 	p := &pki{
 		caFile:    filepath.Join(dir, "ca.crt"),
 		certFile:  filepath.Join(dir, "apiserver.crt"),
@@ -42,8 +42,10 @@ func newPKI(dir string, extra netip.Addr) (*pki, error) {
 	// address of --service-cluster-ip-range; fd00:10:96::1 is it in
 	// test/cluster's IPv6-only clusters.
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1), net.ParseIP("fd00:10:96::1")}
-	if extra.IsValid() {
-		ips = append(ips, extra.AsSlice())
+	for _, a := range extra {
+		if a.IsValid() {
+			ips = append(ips, a.AsSlice())
+		}
 	}
 	serving, err := NewServingCert("kube-apiserver", []string{
 		"localhost",

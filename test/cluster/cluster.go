@@ -92,6 +92,11 @@ type Options struct {
 	// IPv6Only makes Services, pods and nodes IPv6 only (the nodes'
 	// bridges keep an IPv4 address for the node's own servers).
 	IPv6Only bool
+	// ServiceCIDR is the IPv4 Service range, ServiceCIDR (kubeadm's) when
+	// zero: another distribution's, 10.43.0.0/16 for k3s. kube-dns and
+	// kubelet's clusterDNS are then at its tenth address (KubeDNS), the
+	// kubernetes Service at its first.
+	ServiceCIDR netip.Prefix
 }
 
 // kube-proxy's modes.
@@ -139,14 +144,15 @@ type Cluster struct {
 	// is Node's.
 	Nodes []*Node
 
-	t         testing.TB
-	procs     map[string]*proc
-	order     []string
-	sysctls   map[string]string
-	proxyMode string
-	dualStack bool
-	ipv6Only  bool
-	fabric    string // the network namespace joining the nodes ("" for one node)
+	t           testing.TB
+	procs       map[string]*proc
+	order       []string
+	sysctls     map[string]string
+	proxyMode   string
+	dualStack   bool
+	ipv6Only    bool
+	serviceCIDR netip.Prefix
+	fabric      string // the network namespace joining the nodes ("" for one node)
 }
 
 // Start brings a cluster up and registers its teardown with t.Cleanup. It
@@ -208,7 +214,10 @@ func Start(t testing.TB, product string, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
-	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}, proxyMode: opts.ProxyMode, dualStack: opts.DualStack, ipv6Only: opts.IPv6Only}
+	c := &Cluster{Dir: dir, BinDir: binDir, Product: product, Agent: opts.Agent, t: t, procs: map[string]*proc{}, proxyMode: opts.ProxyMode, dualStack: opts.DualStack, ipv6Only: opts.IPv6Only, serviceCIDR: opts.ServiceCIDR}
+	if !c.serviceCIDR.IsValid() {
+		c.serviceCIDR = ServiceCIDR
+	}
 	t.Cleanup(func() {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("cluster: remove %s: %v", dir, err)
@@ -280,7 +289,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		// The node's name resolves nowhere: reach kubelet by its address.
 		apiserver.WithAPIServerArgs("--kubelet-preferred-address-types=InternalIP"),
 	}
-	if c.hasIPv6() {
+	if c.hasIPv6() || c.serviceCIDR != ServiceCIDR {
 		cpOpts = append(cpOpts, apiserver.WithAPIServerArgs("--service-cluster-ip-range="+c.serviceCIDRs()))
 	}
 	for _, n := range c.Nodes {
@@ -349,7 +358,7 @@ func (c *Cluster) startNode(ctx context.Context, n *Node) error {
 // bridged pod traffic through iptables (the reply of a pod reached through
 // a ClusterIP by another pod of the bridge), all inside the namespace only.
 func (c *Cluster) setupNetwork(ctx context.Context, n *Node) error {
-	if err := run(ctx, "ip", "-n", n.Harness.NetNS, "route", "add", ServiceCIDR.String(), "dev", containerd.BridgeName, "src", n.IP.String()); err != nil {
+	if err := run(ctx, "ip", "-n", n.Harness.NetNS, "route", "add", c.serviceCIDR.String(), "dev", containerd.BridgeName, "src", n.IP.String()); err != nil {
 		return err
 	}
 	if c.hasIPv6() {

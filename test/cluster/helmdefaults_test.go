@@ -13,12 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The chart's side-by-side defaults (charts/dnsconfigurer/values.yaml).
-const (
-	chartDNS      = "10.96.0.53"
-	chartLocalIP  = "169.254.20.10"
-	chartUpstream = "10.96.0.54"
-)
+// chartLocalIP is the chart's default nodeLocal.ip. Its Service addresses
+// are picked in the cluster's range: the 53rd and the 54th when free
+// (charts/dnsconfigurer/templates/_addresses.tpl).
+const chartLocalIP = "169.254.20.10"
 
 // defaultsNames are what the pods of TestClusterHelmDefaults look up
 // through kube-dns all along.
@@ -43,22 +41,23 @@ func TestClusterHelmDefaults(t *testing.T) {
 		if !st.run(t, "kubeadm's CoreDNS", m.setUpKubeDNS) {
 			return
 		}
-		d := &defaultsRun{m: m, helm: helm}
+		d := newDefaultsRun(m, helm)
 		if !st.run(t, "objects before", func(t *testing.T) { d.before = d.objects(t) }) {
 			return
 		}
-		for _, s := range []migrationStep{
-			{"kube-dns's address refused", d.refused},
-			{"helm install with the defaults", d.install},
-			{"helm test", d.test},
-			{"helm uninstall", d.uninstall},
-		} {
-			if !st.run(t, s.name, func(t *testing.T) { m.step(t, s) }) {
-				break
-			}
-		}
+		runSteps(t, st, m, d.steps())
 		st.run(t, "lookups", m.check)
 	})
+}
+
+// runSteps runs steps inside their windows, up to the first that fails.
+func runSteps(t *testing.T, st *steps, m *migration, steps []migrationStep) bool {
+	for _, s := range steps {
+		if !st.run(t, s.name, func(t *testing.T) { m.step(t, s) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // setUpKubeDNS applies kubeadm's CoreDNS of the operator's cluster
@@ -71,7 +70,7 @@ func (m *migration) setUpKubeDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	var docs []string
-	for _, d := range strings.Split(operatorManifests(), "\n---\n") {
+	for _, d := range strings.Split(operatorManifests(c.KubeDNS()), "\n---\n") {
 		if !strings.Contains(d, "node-local-dns") && !strings.Contains(d, "kube-dns-upstream") {
 			docs = append(docs, d)
 		}
@@ -88,7 +87,7 @@ func (m *migration) setUpKubeDNS(t *testing.T) {
 	}
 	m.want = map[string]string{
 		"web":                m.webService(t, ctx),
-		"kubernetes.default": kubernetesIP,
+		"kubernetes.default": c.KubernetesIP().String(),
 		"legacy.internal":    HostsA.String(),
 		"www.example.com":    ExternalA.String(),
 	}
@@ -105,6 +104,34 @@ type defaultsRun struct {
 	m      *migration
 	helm   string
 	before []string
+	// dns and upstream are the addresses the defaults take: the range's
+	// 53rd and 54th.
+	dns, upstream string
+	// image and tag are the chart's image values: the image imported on
+	// the node, or one a registry holds.
+	image, tag string
+	// coreDNSOnly are the names only the cluster's Corefile answers, not
+	// the chart's default configuration.
+	coreDNSOnly []string
+	// pulled is the digest pushed to the registry fromRegistry runs, ""
+	// when the image is the one imported on the node.
+	pulled string
+}
+
+func newDefaultsRun(m *migration, helm string) *defaultsRun {
+	image, tag, _ := strings.Cut(ProductImage, ":")
+	return &defaultsRun{m: m, helm: helm, dns: m.c.rangeAddr(53).String(), upstream: m.c.rangeAddr(54).String(), image: image, tag: tag, coreDNSOnly: []string{"legacy.internal"}}
+}
+
+// steps are the defaults' install, helm test and uninstall, after the
+// refusal of kube-dns's address.
+func (d *defaultsRun) steps() []migrationStep {
+	return []migrationStep{
+		{"kube-dns's address refused", d.refused},
+		{"helm install with the defaults", d.install},
+		{"helm test", d.test},
+		{"helm uninstall", d.uninstall},
+	}
 }
 
 // installArgs are helm install's arguments: the defaults, with this
@@ -118,9 +145,8 @@ func (d *defaultsRun) installArgs(t *testing.T, extra ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	image, tag, _ := strings.Cut(ProductImage, ":")
 	args := []string{"install", HelmRelease, chart, "-n", HelmNamespace,
-		"--set", "image.repository=" + image, "--set", "image.tag=" + tag,
+		"--set", "image.repository=" + d.image, "--set", "image.tag=" + d.tag,
 		"--set", "node.resolvConf=" + d.m.c.NodeResolvConfPath(), "--set", "node.systemdResolveDir=" + resolved, "--set", "node.runDir=" + run,
 		"--set", "shim.daemonSet.enabled=false", "--set", "test.image=" + DnsutilsImage,
 	}
@@ -132,12 +158,13 @@ func (d *defaultsRun) installArgs(t *testing.T, extra ...string) []string {
 
 // refused: kube-dns's address is refused before anything is made.
 func (d *defaultsRun) refused(t *testing.T, ctx context.Context) {
-	out, err := d.m.c.Helm(ctx, d.helm, d.installArgs(t, "cluster.dns=10.96.0.10")...)
+	kubeDNS := d.m.c.KubeDNS().String()
+	out, err := d.m.c.Helm(ctx, d.helm, d.installArgs(t, "cluster.dns="+kubeDNS)...)
 	if err == nil {
-		t.Fatalf("helm install --set cluster.dns=10.96.0.10 succeeded:\n%s", out)
+		t.Fatalf("helm install --set cluster.dns=%s succeeded:\n%s", kubeDNS, out)
 	}
-	if !strings.Contains(out, "cluster.dns 10.96.0.10 is the clusterIP of Service kube-system/kube-dns") {
-		t.Errorf("helm install --set cluster.dns=10.96.0.10: %v, want the reason:\n%s", err, out)
+	if !strings.Contains(out, "cluster.dns "+kubeDNS+" is the clusterIP of Service kube-system/kube-dns") {
+		t.Errorf("helm install --set cluster.dns=%s: %v, want the reason:\n%s", kubeDNS, err, out)
 	}
 	t.Logf("refused: %s", strings.TrimSpace(out))
 	if got := d.objects(t); !slices.Equal(got, d.before) {
@@ -153,6 +180,13 @@ func (d *defaultsRun) install(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	// NOTES say which addresses were taken and why.
+	for _, w := range []string{"The cluster DNS answers at " + d.dns, "node-local reaches it at " + d.upstream, "read from ServiceCIDR kubernetes"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("helm install's notes lack %q:\n%s", w, out)
+		}
+	}
+	t.Logf("helm install's notes:\n%s", out[strings.Index(out, "NOTES:")+1:])
 	for _, w := range []struct{ kind, ns, name string }{
 		{"deployment", DeployNamespace, DNSDeployment}, {"daemonset", NodeNamespace, NodeLocalDS}, {"deployment", DeployNamespace, WebhookName},
 	} {
@@ -161,7 +195,7 @@ func (d *defaultsRun) install(t *testing.T, ctx context.Context) {
 		}
 	}
 	for _, s := range []struct{ ns, name, ip string }{
-		{DeployNamespace, DNSService, chartDNS}, {DeployNamespace, DNSService + "-upstream", chartUpstream}, {"kube-system", "kube-dns", ClusterDNS.String()},
+		{DeployNamespace, DNSService, d.dns}, {DeployNamespace, DNSService + "-upstream", d.upstream}, {"kube-system", "kube-dns", c.KubeDNS().String()},
 	} {
 		svc, err := c.Client.CoreV1().Services(s.ns).Get(ctx, s.name, metav1.GetOptions{})
 		if err != nil {
@@ -174,13 +208,14 @@ func (d *defaultsRun) install(t *testing.T, ctx context.Context) {
 	if err := d.waitAddrs(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
+	d.checkPulled(t, ctx, DeployNamespace)
 	// dig in the glibc pod, at dnsconfigurer's Service address (node-local
 	// on the node) and at kube-dns: the same answers, but for the hosts
-	// entry, which only the operator's Corefile has (the chart's default
+	// entries, which only the cluster's Corefile has (the chart's default
 	// configuration is deploy/'s).
 	for _, name := range d.m.names {
-		servers := []string{chartDNS, chartLocalIP, ClusterDNS.String()}
-		if name == "legacy.internal" {
+		servers := []string{d.dns, chartLocalIP, c.KubeDNS().String()}
+		if slices.Contains(d.coreDNSOnly, name) {
 			servers = servers[2:]
 		}
 		for _, server := range servers {
@@ -229,13 +264,13 @@ func (d *defaultsRun) uninstall(t *testing.T, ctx context.Context) {
 // waitAddrs waits until the node holds n of node-local's two default
 // addresses.
 func (d *defaultsRun) waitAddrs(ctx context.Context, n int) error {
-	return waitFor(ctx, fmt.Sprintf("%d of %s and %s on the node", n, chartLocalIP, chartDNS), func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, fmt.Sprintf("%d of %s and %s on the node", n, chartLocalIP, d.dns), func(ctx context.Context) (bool, error) {
 		out, err := exec.CommandContext(ctx, "ip", "-n", d.m.c.Node.NetNS, "-o", "addr", "show").CombinedOutput()
 		if err != nil {
 			return false, fmt.Errorf("ip addr: %w: %s", err, out)
 		}
 		got := 0
-		for _, ip := range []string{chartLocalIP, chartDNS} {
+		for _, ip := range []string{chartLocalIP, d.dns} {
 			if strings.Contains(string(out), " "+ip+"/") {
 				got++
 			}

@@ -163,7 +163,7 @@ func (m *migration) setUp(t *testing.T) {
 	m.outer.Cleanup(stub.Close)
 
 	manifests := c.path("operator.yaml")
-	if err := os.WriteFile(manifests, []byte(operatorManifests()), 0o644); err != nil {
+	if err := os.WriteFile(manifests, []byte(operatorManifests(ClusterDNS)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := c.Kubectl(ctx, "apply", "-f", manifests); err != nil {
@@ -225,7 +225,7 @@ func (m *migration) webService(t *testing.T, ctx context.Context) string {
 // waitAnswered waits until the cluster DNS address answers name, asked
 // from the node's network namespace, with the one address want.
 func (m *migration) waitAnswered(ctx context.Context, name, want string) error {
-	return m.waitAnsweredAt(ctx, ClusterDNS, name, want)
+	return m.waitAnsweredAt(ctx, m.c.KubeDNS(), name, want)
 }
 
 // waitCoreDNSPods waits until each CoreDNS pod, asked itself, answers

@@ -148,9 +148,26 @@ func (c *Cluster) clusterDNS() string {
 		return `"` + ClusterDNS6.String() + `"`
 	}
 	if c.dualStack {
-		return `"` + ClusterDNS.String() + `", "` + ClusterDNS6.String() + `"`
+		return `"` + c.KubeDNS().String() + `", "` + ClusterDNS6.String() + `"`
 	}
-	return ClusterDNS.String()
+	return c.KubeDNS().String()
+}
+
+// KubeDNS is kubelet's clusterDNS, kube-dns's address: ClusterDNS, or the
+// tenth address of Options.ServiceCIDR.
+func (c *Cluster) KubeDNS() netip.Addr { return c.rangeAddr(10) }
+
+// KubernetesIP is Service default/kubernetes's address, the Service
+// range's first.
+func (c *Cluster) KubernetesIP() netip.Addr { return c.rangeAddr(1) }
+
+// rangeAddr is the IPv4 Service range's address number n.
+func (c *Cluster) rangeAddr(n int) netip.Addr {
+	a := c.serviceCIDR.Masked().Addr()
+	for range n {
+		a = a.Next()
+	}
+	return a
 }
 
 // firstClusterDNS is the cluster DNS address of the cluster's first
@@ -159,7 +176,7 @@ func (c *Cluster) firstClusterDNS() netip.Addr {
 	if c.ipv6Only {
 		return ClusterDNS6
 	}
-	return ClusterDNS
+	return c.KubeDNS()
 }
 
 // nodeLocalDNS is the node-local stage's address of the cluster's first
@@ -177,9 +194,9 @@ func (c *Cluster) serviceCIDRs() string {
 		return ServiceCIDR6.String()
 	}
 	if c.dualStack {
-		return ServiceCIDR.String() + "," + ServiceCIDR6.String()
+		return c.serviceCIDR.String() + "," + ServiceCIDR6.String()
 	}
-	return ServiceCIDR.String()
+	return c.serviceCIDR.String()
 }
 
 // clusterCIDRs is kube-proxy's clusterCIDR, IPv4 first.
@@ -209,15 +226,20 @@ func (c *Cluster) clusterCIDR() netip.Prefix {
 	return clusterPodCIDR
 }
 
+// registryConfigDir is the CRI plugin's registry config_path of every
+// node: a hosts.toml per registry (test/registry's WriteHostsTOML).
+func (c *Cluster) registryConfigDir() string { return c.path("certs.d") }
+
 // harnessOptions are node n's containerd harness options.
 func (c *Cluster) harnessOptions(n *Node) containerd.Options {
-	routes := []netip.Prefix{ServiceCIDR, netip.PrefixFrom(NodeLocalDNS, 32)}
+	routes := []netip.Prefix{c.serviceCIDR, netip.PrefixFrom(NodeLocalDNS, 32)}
 	o := containerd.Options{
-		HostResolvConf: c.nodeResolvConf(),
-		SharedDirs:     []string{n.kubeletRoot()},
-		Images:         c.Images,
-		StartTimeout:   2 * time.Minute,
-		PodSubnet:      nodeSubnet(n.index),
+		HostResolvConf:    c.nodeResolvConf(),
+		RegistryConfigDir: c.registryConfigDir(),
+		SharedDirs:        []string{n.kubeletRoot()},
+		Images:            c.Images,
+		StartTimeout:      2 * time.Minute,
+		PodSubnet:         nodeSubnet(n.index),
 	}
 	if len(c.Nodes) > 1 {
 		routes = append(routes, clusterPodCIDR)

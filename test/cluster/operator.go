@@ -69,7 +69,7 @@ func indent(s string, n int) string {
 }
 
 // operatorManifests are kubeadm's CoreDNS add-on objects (ServiceAccount,
-// RBAC, ConfigMap, Deployment, Service kube-dns at ClusterDNS), the
+// RBAC, ConfigMap, Deployment, Service kube-dns at kubeDNS), the
 // ConfigMap with kubespray's hosts key, the Service the rewrites point at, and NodeLocal DNSCache as its upstream manifest
 // (nodelocaldns.yaml) has it: Service kube-dns-upstream, ConfigMap
 // node-local-dns, DaemonSet node-local-dns.
@@ -84,8 +84,8 @@ func indent(s string, n int) string {
 // has stopped. The Corefile's "."
 // goes to the cluster DNS, as kops's forwardToKubeDNS has it, so that the
 // cluster DNS's stub domain, hosts and rewrite hold through it.
-func operatorManifests() string {
-	return fmt.Sprintf(operatorManifestsFormat, indent(operatorCorefile(), 4), NodeIP, NodeName, CoreDNSImage, ClusterDNS, NodeLocalDNS, NodeCacheImage, nodeCacheScript(), HostsA)
+func operatorManifests(kubeDNS netip.Addr) string {
+	return fmt.Sprintf(operatorManifestsFormat, indent(operatorCorefile(), 4), NodeIP, NodeName, CoreDNSImage, kubeDNS, NodeLocalDNS, NodeCacheImage, nodeCacheScript(kubeDNS), HostsA)
 }
 
 // nodeCacheScript is the node-cache stand-in's set-up (see
@@ -93,7 +93,7 @@ func operatorManifests() string {
 // NOTRACK both ways, for pods and for host-network clients, and filter
 // ACCEPT), its Corefile with the upstream Service's address put in from the
 // Service environment, and the teardown on SIGTERM.
-func nodeCacheScript() string {
+func nodeCacheScript(kubeDNS netip.Addr) string {
 	return fmt.Sprintf(`set -u
 ips="%s %s"
 rules() {
@@ -127,5 +127,5 @@ pid=$!
 trap teardown TERM INT
 wait "$pid"
 teardown
-`, NodeLocalDNS, ClusterDNS)
+`, NodeLocalDNS, kubeDNS)
 }

@@ -14,6 +14,13 @@
 // image's non-root user. It imports every platform to read the other
 // platform's config from containerd's content store.
 //
+// TestPushToRegistry pushes the archive with hack/push-image to a
+// distribution registry with TLS (test/registry) and reads back the same
+// bytes. As root it pulls the image by tag through containerd's CRI from a
+// registry in the harness's network namespace, trusting its CA through
+// hosts.toml. It skips without the registry binary
+// (test/testbin/registry.sh). The tests build the archive once.
+//
 // The image builder itself, and the Dockerfile's agreement with it, are
 // tested in internal/imagebuild.
 package image

@@ -59,19 +59,8 @@ func TestImage(t *testing.T) {
 		revision += "-dirty"
 	}
 
-	dir := t.TempDir()
-	first, second := filepath.Join(dir, "dc.tar"), filepath.Join(dir, "dc-again.tar")
-	for _, out := range []string{first, second} {
-		start := time.Now()
-		cmd := exec.Command(filepath.Join(root, "hack", "build-image"), out)
-		cmd.Dir = dir // OUT is relative to the caller, not to the module
-		cmd.Env = append(os.Environ(), "IMAGE="+imageName)
-		msg, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("hack/build-image: %v\n%s", err, msg)
-		}
-		t.Logf("%s(%v)", msg, time.Since(start).Round(100*time.Millisecond))
-	}
+	first, second := sharedArchive(t, root), filepath.Join(t.TempDir(), "dc-again.tar")
+	buildArchive(t, root, second)
 	for _, pair := range [][2]string{{first, second}, {sbomPath(first), sbomPath(second)}} {
 		if a, b := sha256File(t, pair[0]), sha256File(t, pair[1]); a != b {
 			t.Errorf("two builds differ: %s sha256 %x, %s %x", pair[0], a, pair[1], b)

@@ -225,3 +225,25 @@ spec:
       {{- end }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+dns.files as ConfigMap data, its keys checked: each is a file in
+/etc/dnsconfigurer of the cluster DNS and node-local pods, where `dnsconfigurer
+convert --helm-values` points hosts.file. Nothing when there are none.
+*/}}
+{{- define "dnsconfigurer.dnsFiles" -}}
+{{- range $k, $_ := .Values.dns.files -}}
+{{- if not (regexMatch "^[-._a-zA-Z0-9]+$" $k) -}}
+{{- fail (printf "dns.files.%s: not a ConfigMap key: use only letters, digits, '-', '_' and '.'" $k) -}}
+{{- else if gt (len $k) 253 -}}
+{{- fail (printf "dns.files.%s: not a ConfigMap key: longer than 253 characters" $k) -}}
+{{- else if or (eq $k ".") (hasPrefix ".." $k) -}}
+{{- fail (printf "dns.files.%s: not a ConfigMap key: must not be '.' or start with '..'" $k) -}}
+{{- else if eq $k "config.yaml" -}}
+{{- fail "dns.files.config.yaml: config.yaml is the ServerConfiguration's own key (dns.config); name the file otherwise and point hosts.file at /etc/dnsconfigurer/NAME" -}}
+{{- else if eq $k "cluster" -}}
+{{- fail "dns.files.cluster: node-local reads the cluster DNS's configuration from /etc/dnsconfigurer/cluster; name the file otherwise and point hosts.file at /etc/dnsconfigurer/NAME" -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.dns.files }}{{ toYaml . }}{{ end -}}
+{{- end -}}

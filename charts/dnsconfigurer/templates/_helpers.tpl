@@ -29,9 +29,14 @@
 {{- .Values.shim.config | default (.Files.Get "files/shim.yaml") -}}
 {{- end -}}
 
-{{/* The cluster DNS's ServerConfiguration: dns.config, else deploy/'s for the placement. */}}
+{{/*
+The cluster DNS's ServerConfiguration: dns.config (a YAML string as given,
+or a map as YAML), checked by dnsconfigurer.configCheck, else deploy/'s for
+the placement.
+*/}}
 {{- define "dnsconfigurer.dnsConfig" -}}
-{{- if .Values.dns.config }}{{ .Values.dns.config }}
+{{- if .Values.dns.config }}{{ $_ := include "dnsconfigurer.configCheck" . }}
+{{- if kindIs "string" .Values.dns.config }}{{ .Values.dns.config }}{{ else }}{{ toYaml .Values.dns.config }}{{ end }}
 {{- else if eq .Values.placement "replace-coredns" }}{{ .Files.Get "files/dns-kubeadm.yaml" }}
 {{- else }}{{ .Files.Get "files/dns.yaml" }}{{ end -}}
 {{- end -}}
@@ -68,22 +73,5 @@ it once per file: each call of a new one makes another.
 {{- $cert := genSignedCert $cn nil (list $cn "dnsconfigurer-webhook.dnsconfigurer.svc.cluster.local" "dnsconfigurer-webhook.dnsconfigurer" "dnsconfigurer-webhook") 3650 $ca -}}
 {{- dict "ca" ($ca.Cert | b64enc) "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc) | toJson -}}
 {{- end -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
-The cluster DNS Service's address: cluster.dns, else by placement:
-side-by-side 10.96.0.53 (free beside kubeadm's kube-dns), replace-coredns
-the address of kube-system/kube-dns (lookup; 10.96.0.10, kubeadm's, under
-helm template).
-*/}}
-{{- define "dnsconfigurer.clusterDNS" -}}
-{{- if .Values.cluster.dns -}}
-{{ .Values.cluster.dns }}
-{{- else if eq .Values.placement "replace-coredns" -}}
-{{- $s := lookup "v1" "Service" "kube-system" "kube-dns" -}}
-{{- if and $s $s.spec $s.spec.clusterIP -}}{{ $s.spec.clusterIP }}{{- else -}}10.96.0.10{{- end -}}
-{{- else -}}
-10.96.0.53
 {{- end -}}
 {{- end -}}
