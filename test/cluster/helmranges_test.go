@@ -205,6 +205,7 @@ func (k *k3sMove) steps() []migrationStep {
 		{"convert k3s's ConfigMap to Helm values", k.convert},
 		{"helm install with the converted values", k.install},
 		{"kube-dns handed over", k.handOver},
+		{"CoreDNS given a lameduck", k.lameduck},
 		{"helm upgrade to replace-coredns, CoreDNS scaled to 0", k.replace},
 		{"undo: CoreDNS back", k.coreDNSBack},
 		{"undo: helm uninstall", k.uninstall},
@@ -280,6 +281,40 @@ func (k *k3sMove) handOver(t *testing.T, ctx context.Context) {
 	}
 }
 
+// lameduck gives k3s's CoreDNS `health { lameduck 5s }`, which kubeadm's
+// Corefile has and k3s's has not: without it a CoreDNS pod stops answering
+// the moment it is told to stop, while kube-proxy still sends it queries
+// (2 of 991 lookups failed when it was scaled to 0). Its reload plugin
+// takes the new Corefile once the kubelet has updated the mounted file.
+func (k *k3sMove) lameduck(t *testing.T, ctx context.Context) {
+	c := k.d.m.c
+	cm, err := c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const health = "        health\n"
+	if !strings.Contains(cm.Data["Corefile"], health) {
+		t.Fatalf("k3s's Corefile has no bare health line:\n%s", cm.Data["Corefile"])
+	}
+	cm.Data["Corefile"] = strings.Replace(cm.Data["Corefile"], health, "        health {\n            lameduck 5s\n        }\n", 1)
+	if _, err := c.Client.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns,app.kubernetes.io/instance!=dnsconfigurer-dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		err := waitFor(ctx, "CoreDNS pod "+p.Name+" reloaded", func(ctx context.Context) (bool, error) {
+			out, err := c.Kubectl(ctx, "-n", "kube-system", "logs", p.Name)
+			return err == nil && strings.Contains(out, "Reloading complete"), fmt.Errorf("%v", err)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // replace upgrades the release to placement replace-coredns (its server
 // joins kube-dns, node-local takes kube-dns's address on the node), then
 // scales CoreDNS to 0.
@@ -288,6 +323,7 @@ func (k *k3sMove) replace(t *testing.T, ctx context.Context) {
 	c := d.m.c
 	args := append(d.installArgs(t, "placement=replace-coredns"), "-f", k.values)
 	args[0] = "upgrade"
+	t.Logf("%s helm upgrade --set placement=replace-coredns", time.Now().Format("15:04:05.000"))
 	if out, err := c.Helm(ctx, d.helm, args...); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -298,6 +334,16 @@ func (k *k3sMove) replace(t *testing.T, ctx context.Context) {
 		t.Fatalf("%v\n%s", err, c.describeNamespace(NodeNamespace))
 	}
 	d.checkPulled(t, ctx, "kube-system")
+	t.Logf("%s rolled out; kubectl scale deployment coredns --replicas=0", time.Now().Format("15:04:05.000"))
+	t.Cleanup(func() {
+		for _, q := range [][]string{
+			{"-n", NodeNamespace, "logs", "-l", "app.kubernetes.io/component=node-local-dns", "--timestamps", "--tail=60", "--prefix"},
+			{"-n", "kube-system", "logs", "-l", "app.kubernetes.io/instance=dnsconfigurer-dns", "--timestamps", "--tail=30", "--prefix"},
+		} {
+			out, _ := c.Kubectl(context.Background(), q...)
+			t.Logf("kubectl %s:\n%s", strings.Join(q, " "), out)
+		}
+	})
 	if out, err := c.Kubectl(ctx, "-n", "kube-system", "scale", "deployment", "coredns", "--replicas=0"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -34,9 +34,16 @@ func TestChartPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	install := func(t *testing.T, sets ...string) (string, error) {
+	install := func(t *testing.T, values string, sets ...string) (string, error) {
 		t.Helper()
 		args := []string{"install", "dnsconfigurer", chartDir, "-n", "kube-system", "--dry-run=server"}
+		if values != "" {
+			f := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(f, []byte(values), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, "-f", f)
+		}
 		for _, s := range sets {
 			args = append(args, "--set", s)
 		}
@@ -53,6 +60,7 @@ func TestChartPreflight(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		sets      []string
+		values    string // a values file's text
 		nodeCache bool
 		want      []string // substrings of the error; none: installs
 	}{
@@ -68,6 +76,12 @@ func TestChartPreflight(t *testing.T) {
 		// cluster.dns left empty takes kube-dns's address: only the hand-over is missing.
 		{name: "replace-coredns, kube-dns not handed over", sets: []string{"placement=replace-coredns"},
 			want: []string{"Service kube-system/kube-dns exists and is not this release's", "meta.helm.sh/release-name=dnsconfigurer meta.helm.sh/release-namespace=kube-system"}},
+		// A dns.config serve refuses (TestChartDNSConfigRefused has the
+		// table): refused at install, naming the field.
+		{name: "a dns.config serve refuses", values: "dns:\n  config: |\n    apiVersion: dnsconfigurer.io/v1alpha1\n    kind: ServerConfiguration\n    listen: [\"0.0.0.0:53\"]\n    cache:\n      maxTTL: 0s\n",
+			want: []string{"dns.config.cache.maxTTL"}},
+		{name: "a dns.config with a typo", values: "dns:\n  config:\n    apiVersion: dnsconfigurer.io/v1alpha1\n    kind: ServerConfiguration\n    listen: [\"0.0.0.0:53\"]\n    forwrd: []\n",
+			want: []string{"dns.config.forwrd"}},
 		{name: "replace-coredns at another address", sets: []string{"placement=replace-coredns", "cluster.dns=10.96.0.53"},
 			want: []string{"cluster.dns 10.96.0.53: placement replace-coredns keeps Service kube-system/kube-dns, which is at 10.96.0.10; set cluster.dns=10.96.0.10"}},
 	} {
@@ -82,7 +96,7 @@ func TestChartPreflight(t *testing.T) {
 					}
 				}()
 			}
-			out, err := install(t, tc.sets...)
+			out, err := install(t, tc.values, tc.sets...)
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatalf("helm install --dry-run=server: %v\n%s", err, out)
