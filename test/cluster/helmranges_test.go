@@ -292,11 +292,11 @@ func (k *k3sMove) lameduck(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const health = "        health\n"
+	const health = "\n    health\n"
 	if !strings.Contains(cm.Data["Corefile"], health) {
 		t.Fatalf("k3s's Corefile has no bare health line:\n%s", cm.Data["Corefile"])
 	}
-	cm.Data["Corefile"] = strings.Replace(cm.Data["Corefile"], health, "        health {\n            lameduck 5s\n        }\n", 1)
+	cm.Data["Corefile"] = strings.Replace(cm.Data["Corefile"], health, "\n    health {\n        lameduck 5s\n    }\n", 1)
 	if _, err := c.Client.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
