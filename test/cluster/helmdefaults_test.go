@@ -218,14 +218,21 @@ func (d *defaultsRun) install(t *testing.T, ctx context.Context) {
 		if slices.Contains(d.coreDNSOnly, name) {
 			servers = servers[2:]
 		}
-		for _, server := range servers {
-			got, err := c.exec(ctx, d.m.ns, "glibc", "dig", "+short", "+tries=2", "+time=2", "@"+server, d.m.absolute(name), "A")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got = strings.TrimSpace(got); got != d.m.want[name] {
-				t.Errorf("dig @%s %s: %q, want %s", server, d.m.absolute(name), got, d.m.want[name])
-			}
+		d.digAt(t, ctx, name, servers...)
+	}
+}
+
+// digAt asks each server for name's A record with dig in the glibc pod
+// and wants the answer the lookups want.
+func (d *defaultsRun) digAt(t *testing.T, ctx context.Context, name string, servers ...string) {
+	t.Helper()
+	for _, server := range servers {
+		got, err := d.m.c.exec(ctx, d.m.ns, "glibc", "dig", "+short", "+tries=2", "+time=2", "@"+server, d.m.absolute(name), "A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = strings.TrimSpace(got); got != d.m.want[name] {
+			t.Errorf("dig @%s %s: %q, want %s", server, d.m.absolute(name), got, d.m.want[name])
 		}
 	}
 }

@@ -257,15 +257,7 @@ func (k *k3sMove) install(t *testing.T, ctx context.Context) {
 	}
 	d.checkPulled(t, ctx, DeployNamespace)
 	for _, name := range d.m.names {
-		for _, server := range []string{d.dns, chartLocalIP} {
-			got, err := c.exec(ctx, d.m.ns, "glibc", "dig", "+short", "+tries=2", "+time=2", "@"+server, d.m.absolute(name), "A")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got = strings.TrimSpace(got); got != d.m.want[name] {
-				t.Errorf("dig @%s %s: %q, want %s", server, d.m.absolute(name), got, d.m.want[name])
-			}
-		}
+		d.digAt(t, ctx, name, d.dns, chartLocalIP)
 	}
 }
 
@@ -347,14 +339,7 @@ func (k *k3sMove) replace(t *testing.T, ctx context.Context) {
 	if out, err := c.Kubectl(ctx, "-n", "kube-system", "scale", "deployment", "coredns", "--replicas=0"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	err := waitFor(ctx, "no CoreDNS pod", func(ctx context.Context) (bool, error) {
-		pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns,app.kubernetes.io/instance!=dnsconfigurer-dns"})
-		if err != nil {
-			return false, err
-		}
-		return len(pods.Items) == 0, fmt.Errorf("%d CoreDNS pods", len(pods.Items))
-	})
-	if err != nil {
+	if err := c.waitNoCoreDNS(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -594,14 +594,7 @@ func (m *migration) replace(t *testing.T, ctx context.Context) {
 			t.Logf("kubectl %s:\n%s", strings.Join(q, " "), out)
 		}
 	})
-	err := waitFor(ctx, "no CoreDNS pod", func(ctx context.Context) (bool, error) {
-		pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns,app.kubernetes.io/instance!=dnsconfigurer-dns"})
-		if err != nil {
-			return false, err
-		}
-		return len(pods.Items) == 0, fmt.Errorf("%d CoreDNS pods", len(pods.Items))
-	})
-	if err != nil {
+	if err := c.waitNoCoreDNS(ctx); err != nil {
 		t.Fatal(err)
 	}
 	m.waitTakenOver(t, ctx)
@@ -811,4 +804,16 @@ func (m *migration) check(t *testing.T) {
 // podLines returns the lookup lines a resolver pod has printed.
 func (m *migration) podLines(ctx context.Context, pod string) ([]lookupLine, error) {
 	return m.c.lookupLines(ctx, m.ns, pod)
+}
+
+// waitNoCoreDNS waits until no CoreDNS pod is left behind kube-dns: the
+// pods labelled k8s-app: kube-dns that are not dnsconfigurer's.
+func (c *Cluster) waitNoCoreDNS(ctx context.Context) error {
+	return waitFor(ctx, "no CoreDNS pod", func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns,app.kubernetes.io/instance!=dnsconfigurer-dns"})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, fmt.Errorf("%d CoreDNS pods", len(pods.Items))
+	})
 }
