@@ -45,6 +45,20 @@ func sharedArchive(t *testing.T, root string) string {
 	return filepath.Join(shared.dir, "dc.tar")
 }
 
+// needBuildTools skips t when hack/build-image cannot run here: no go,
+// bash or git, or no CA bundle to copy into the image.
+func needBuildTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"go", "bash", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s command: %v", tool, err)
+		}
+	}
+	if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err != nil {
+		t.Skipf("no CA bundle to build the image with (apt-get install ca-certificates): %v", err)
+	}
+}
+
 // buildArchive runs hack/build-image OUT with IMAGE=imageName.
 func buildArchive(t *testing.T, root, out string) {
 	t.Helper()

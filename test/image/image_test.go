@@ -41,14 +41,7 @@ func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the image twice: skipped in -short mode")
 	}
-	for _, tool := range []string{"go", "bash", "git"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s command: %v", tool, err)
-		}
-	}
-	if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err != nil {
-		t.Skipf("no CA bundle to build the image with (apt-get install ca-certificates): %v", err)
-	}
+	needBuildTools(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -80,14 +80,7 @@ func TestPushToRegistry(t *testing.T) {
 		t.Skip("builds the image: skipped in -short mode")
 	}
 	registry.Binary(t) // skip before the slow build
-	for _, tool := range []string{"go", "bash", "git"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s command: %v", tool, err)
-		}
-	}
-	if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err != nil {
-		t.Skipf("no CA bundle to build the image with (apt-get install ca-certificates): %v", err)
-	}
+	needBuildTools(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -31,8 +31,9 @@ addresses were taken and why.
 
 {{/*
 The addresses as JSON: dns, upstream, their reasons (dnsWhy, upstreamWhy),
+the Service of another release holding each (dnsHeldBy, upstreamHeldBy),
 the range (a serviceRange), and full, the value no free address was left
-for. Worked out once per render: the result
+for. The Services are listed once, here. Worked out once per render: the result
 is kept in .Values.__addresses, since lookup asks the API server each time.
 */}}
 {{- define "dnsconfigurer.addresses" -}}
@@ -46,20 +47,26 @@ is kept in .Values.__addresses, since lookup asks the API server each time.
 {{- $r := include "dnsconfigurer.serviceRange" . | fromJson -}}
 {{- $ns := include "dnsconfigurer.dnsNamespace" . -}}
 {{- $ownDNS := printf "%s/dnsconfigurer-dns" $ns -}}
-{{- if eq .Values.placement "replace-coredns" }}{{ $ownDNS = "kube-system/kube-dns" }}{{ end -}}
 {{- $ownUp := printf "%s/dnsconfigurer-dns-upstream" $ns -}}
-{{- $taken := list -}}
+{{- $ours := list $ownDNS $ownUp -}}
+{{- if eq .Values.placement "replace-coredns" -}}
+{{- $ownDNS = "kube-system/kube-dns" -}}
+{{- $ours = append $ours $ownDNS -}}
+{{- end -}}
+{{- /* $own: our Services' addresses by name; $holder: the other Services' names by address. */ -}}
 {{- $own := dict -}}
+{{- $holder := dict -}}
 {{- $services := lookup "v1" "Service" "" "" -}}
 {{- range $svc := ($services.items | default list) -}}
 {{- $key := printf "%s/%s" $svc.metadata.namespace $svc.metadata.name -}}
 {{- $ips := $svc.spec.clusterIPs | default (list $svc.spec.clusterIP) -}}
-{{- if or (eq $key $ownDNS) (eq $key $ownUp) -}}
+{{- if has $key $ours -}}
 {{- $_ := set $own $key (first $ips) -}}
 {{- else -}}
-{{- $taken = concat $taken $ips -}}
+{{- range $ip := $ips }}{{ $_ := set $holder $ip $key }}{{ end -}}
 {{- end -}}
 {{- end -}}
+{{- $taken := keys $holder -}}
 {{- $out := dict "range" $r -}}
 {{- /* cluster.dns */ -}}
 {{- if .Values.cluster.dns -}}
@@ -90,6 +97,8 @@ is kept in .Values.__addresses, since lookup asks the API server each time.
 {{- $_ := set $out "upstreamWhy" (printf "the first free address from the 53rd of the Service range %s but %s (%s)" $r.cidr $out.dns $r.from) -}}
 {{- if and (not $ip) (not $out.full) }}{{ $_ := set $out "full" "cluster.dnsUpstream" }}{{ end -}}
 {{- end -}}
+{{- $_ := set $out "dnsHeldBy" (get $holder $out.dns) -}}
+{{- $_ := set $out "upstreamHeldBy" (get $holder $out.upstream) -}}
 {{- $out | toJson -}}
 {{- end -}}
 
@@ -103,12 +112,13 @@ guess), v6, and for IPv4 base, the network address as a number.
 {{- $from := "" -}}
 {{- $checked := false -}}
 {{- $sc := lookup "networking.k8s.io/v1" "ServiceCIDR" "" "kubernetes" -}}
-{{- $k := lookup "v1" "Service" "default" "kubernetes" -}}
 {{- if and $sc $sc.spec $sc.spec.cidrs -}}
 {{- $cidr = first $sc.spec.cidrs -}}
 {{- $from = "read from ServiceCIDR kubernetes" -}}
 {{- $checked = true -}}
-{{- else if and $k $k.spec $k.spec.clusterIP -}}
+{{- else -}}
+{{- $k := lookup "v1" "Service" "default" "kubernetes" -}}
+{{- if and $k $k.spec $k.spec.clusterIP -}}
 {{- $ip := $k.spec.clusterIP -}}
 {{- if contains ":" $ip -}}
 {{- $cidr = printf "%s/112" (trimSuffix "1" $ip) -}}
@@ -119,6 +129,7 @@ guess), v6, and for IPv4 base, the network address as a number.
 {{- else -}}
 {{- $cidr = "10.96.0.0/12" -}}
 {{- $from = "assumed: kubeadm's default, as no cluster was read (helm template); set cluster.dns and cluster.dnsUpstream for another range" -}}
+{{- end -}}
 {{- end -}}
 {{- $addr := first (splitList "/" $cidr) -}}
 {{- $bits := last (splitList "/" $cidr) | atoi -}}

@@ -31,11 +31,11 @@
 
 {{/*
 The cluster DNS's ServerConfiguration: dns.config (a YAML string as given,
-or a map as YAML), checked by dnsconfigurer.configCheck, else deploy/'s for
-the placement.
+or a map as YAML; preflight.yaml checks it), else deploy/'s for the
+placement.
 */}}
 {{- define "dnsconfigurer.dnsConfig" -}}
-{{- if .Values.dns.config }}{{ $_ := include "dnsconfigurer.configCheck" . }}
+{{- if .Values.dns.config }}
 {{- if kindIs "string" .Values.dns.config }}{{ .Values.dns.config }}{{ else }}{{ toYaml .Values.dns.config }}{{ end }}
 {{- else if eq .Values.placement "replace-coredns" }}{{ .Files.Get "files/dns-kubeadm.yaml" }}
 {{- else }}{{ .Files.Get "files/dns.yaml" }}{{ end -}}
