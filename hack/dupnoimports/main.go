@@ -55,12 +55,21 @@ func run(args []string) error {
 }
 
 // copyFile copies src to dst, blanking the import lines of a Go file.
+// A tracked link is left out, as duplicates leaves out a file behind a
+// link; so is a file deleted in the work tree.
 func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
+	fi, err := os.Lstat(src)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil // deleted in the work tree
+			return nil
 		}
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
 		return err
 	}
 	if strings.HasSuffix(src, ".go") {
