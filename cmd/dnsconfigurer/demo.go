@@ -12,7 +12,6 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
@@ -20,6 +19,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // demoClusterDNS is the demo node's kubelet clusterDNS, kubeadm's: the

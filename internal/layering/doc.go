@@ -1,6 +1,6 @@
 // Package layering holds the test that keeps the import graph layered.
 //
-// The pure core (resolvconf, fqdn, policy, autopath, clusterdns/store,
+// The pure core (resolvconf, fqdn, policy, autopath, store,
 // api/v1alpha1) imports only the standard library, internal/safefile and the
 // core below it. It may also use the pure data-structure libraries the test
 // names (store: immutable). internal/safefile does bounded non-blocking file

@@ -27,9 +27,9 @@ var core = []struct {
 	{"pkg/autopath", []string{"api/v1alpha1", "pkg/policy", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
 	// The sorted set of PTR addresses kept per change (a persistent
 	// sorted map, no I/O, no logger).
-	{"pkg/clusterdns/store", []string{"api/v1alpha1", "pkg/clusterdns/store/pack", "internal/unsafeptr"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
+	{"pkg/store", []string{"api/v1alpha1", "pkg/store/pack", "internal/unsafeptr"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
 	// The store's packed layout, over internal/unsafeptr's views.
-	{"pkg/clusterdns/store/pack", []string{"internal/unsafeptr"}, nil},
+	{"pkg/store/pack", []string{"internal/unsafeptr"}, nil},
 	// The reply cache and its packed replies' rotation: bytes keyed by
 	// question and byte offsets, no DNS library.
 	{"pkg/clusterdns/replycache", nil, nil},
@@ -80,7 +80,7 @@ var apart = []struct {
 	{"pkg/explain", module + "pkg/cri", "explain reads an agent through pkg/nodesettings"},
 	{"pkg/explain", module + "pkg/nriplugin", "explain reads an agent through pkg/nodesettings"},
 	{"pkg/kubefeed", "github.com/miekg/dns", "the feed converts objects; the DNS server answers"},
-	{"pkg/clusterdns/store", "k8s.io", "the store takes slim records; pkg/kubefeed converts API objects"},
+	{"pkg/store", "k8s.io", "the store takes slim records; pkg/kubefeed converts API objects"},
 }
 
 func TestApart(t *testing.T) {

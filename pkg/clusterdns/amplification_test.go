@@ -13,11 +13,11 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics/nsmetricstest"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // ampUpstream answers www.example.com. (A and AAAA), NXDOMAIN for every

@@ -9,8 +9,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // bigEndpoints is the endpoint count of the headless Service ns/big of

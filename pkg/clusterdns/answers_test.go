@@ -15,8 +15,8 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // withForwarder serves the fixture with a Forwarder to a counting upstream

@@ -10,9 +10,9 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics/nsmetricstest"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // wireQuery is a query for name/qtype with the given header bits and,

@@ -10,8 +10,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // The reply cache property's world (the objects the feed has seen, fed to

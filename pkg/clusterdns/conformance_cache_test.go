@@ -9,8 +9,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // TestWireCacheFollowsRequestsAndSnapshots checks the packed-reply cache:

@@ -13,9 +13,9 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // Conformance of forwarding: names outside the zone go upstream, never to

@@ -16,9 +16,9 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 const fixture = "testdata/objects"

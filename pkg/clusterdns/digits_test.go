@@ -9,7 +9,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // digits holds Services named with a digit first (a DNS-1123 label, the

@@ -12,10 +12,10 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // fuzzStore is a small store: a ClusterIP Service, a headless one with a

@@ -14,11 +14,11 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // Records is what the handler reads: the current snapshot of the record

@@ -12,7 +12,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // TestMain fails the run if a test leaves goroutines behind (servers not

@@ -13,10 +13,10 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // DefaultReloadInterval is how often the config file is stat'ed besides

@@ -12,9 +12,9 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 func withRewrites(t *testing.T, rules ...v1alpha1.Rewrite) clusterdns.Option {

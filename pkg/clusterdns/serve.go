@@ -8,11 +8,11 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 	"github.com/miekg/dns"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/memrelease"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // Deps are what the cluster DNS server takes from its command besides its

@@ -13,12 +13,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hosts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // answerStack is what a reload of the config file replaces: the handler

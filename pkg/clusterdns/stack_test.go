@@ -15,8 +15,8 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // loopAnswerBound is how long a looping query may take to be answered: one

@@ -10,8 +10,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/replycache"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 

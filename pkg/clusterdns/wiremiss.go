@@ -7,9 +7,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // missWire answers from the wire a UDP query for a name of the cluster

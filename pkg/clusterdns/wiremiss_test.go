@@ -13,7 +13,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // TestMissWireIsServeDNS: a query for a name of the zone that does not

@@ -8,7 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // runDNS serves h on 127.0.0.1:0 until the test ends and returns the address.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // Cluster feeds the store from client-go reflectors on Services,

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/fqdn"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // serviceNameLabel links an EndpointSlice to its Service.

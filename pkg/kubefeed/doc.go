@@ -1,5 +1,5 @@
 // Package kubefeed puts Kubernetes objects and manifests into the record
-// store of pkg/clusterdns/store.
+// store of pkg/store.
 //
 // Cluster runs client-go reflectors (Services, EndpointSlices unless
 // NoEndpoints, Namespaces, and Pods and Nodes when Pods is set, which the

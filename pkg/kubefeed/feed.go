@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // StoreOptions are the record options of cfg (the store's, changed by a

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 func newStore(t *testing.T, opts store.Options) *store.Store {

@@ -20,8 +20,8 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/manifest"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // MaxManifestSize caps the size of one manifest file.

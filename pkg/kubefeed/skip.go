@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // EventRecorder posts Events on objects; client-go's record.EventRecorder

@@ -6,8 +6,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics/nsmetricstest"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // counts are a namespace's counters: queries, lookups, misses, hits,

@@ -14,9 +14,9 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 const (

@@ -7,7 +7,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/cri"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
@@ -17,6 +16,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nriplugin"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 )

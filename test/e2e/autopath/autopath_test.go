@@ -30,13 +30,13 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/stubresolver"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/netns"
 	"github.com/dnsconfigurer/dnsconfigurer/test/e2e/stubresolver"

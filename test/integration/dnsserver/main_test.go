@@ -36,9 +36,9 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )

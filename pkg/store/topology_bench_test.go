@@ -39,7 +39,7 @@ func topologyPods(n, nodes, zones int, place bool) Objects {
 // pod-IP claims, the Snapshot's pod-IP index and the node map. store-B/pod
 // is the whole store with its pod records, for scale.
 //
-//	go test -run '^$' -bench BenchmarkTopologyHeap -benchtime 1x ./pkg/clusterdns/store/
+//	go test -run '^$' -bench BenchmarkTopologyHeap -benchtime 1x ./pkg/store/
 func BenchmarkTopologyHeap(b *testing.B) {
 	const pods, nodes, zones = 100000, 1000, 3
 	// heapOf is the live heap a published store of the pods adds, with

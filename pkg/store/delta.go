@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // A Service whose only change since the last Publish is in the endpoints

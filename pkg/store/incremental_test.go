@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // world draws random records from small pools, so that random changes

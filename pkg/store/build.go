@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // builder applies the record rules to records: the names they make, with

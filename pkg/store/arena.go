@@ -3,7 +3,7 @@ package store
 import (
 	"net/netip"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // The nodes and the Service records are packed without pointers (package

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // unitKind is what a unit of contribution is.

@@ -3,7 +3,7 @@ package store
 import (
 	"net/netip"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // A Service unit built again after a change costs what its changed

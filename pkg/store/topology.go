@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // A client without the node-local stage is placed by its source address:

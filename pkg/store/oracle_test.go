@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // oracleView is what one build over every record makes: the whole-snapshot

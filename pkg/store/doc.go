@@ -1,4 +1,5 @@
-// Package store is the pure record store of the cluster DNS server.
+// Package store is the record store: the model the Kubernetes feeds write
+// (pkg/kubefeed) and the DNS servers read (pkg/clusterdns, pkg/nsmetrics).
 //
 // It holds slim records (Service, EndpointSlice, Pod, Namespace) converted by
 // the feed from Kubernetes objects, and publishes from them an immutable
