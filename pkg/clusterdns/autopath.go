@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,10 +33,11 @@ const (
 // candidateResolver is the zone side of autopath: the one method the
 // expander calls. The Handler implements it.
 type candidateResolver interface {
-	// resolveCandidate answers q as Resolve does. With localOnly it answers
-	// only what needs no upstream, and reports upstream true, having asked
-	// nothing, for the rest.
-	resolveCandidate(ctx context.Context, q dns.Question, localOnly bool) (r Result, upstream bool)
+	// resolveCandidate answers q as Resolve does, with the variant of its
+	// name for client c. With localOnly it answers only what needs no
+	// upstream, and reports upstream true, having asked nothing, for the
+	// rest.
+	resolveCandidate(ctx context.Context, q dns.Question, c topology.Client, localOnly bool) (r Result, upstream bool)
 }
 
 // autopathExpander is server-side search expansion (KEP "DNS Autopath in
@@ -45,6 +47,7 @@ type autopathExpander struct {
 	code     uint16
 	sourceIP bool
 	zone     string // cluster zone without trailing dot
+	nsTail   string // what follows a namespace in a first search step: ".svc.<zone>."
 	log      *slog.Logger
 	exp      prometheus.Counter
 	hits     *prometheus.CounterVec
@@ -78,6 +81,7 @@ func WithAutopath(code uint16, reg prometheus.Registerer) (Option, error) {
 	}
 	return func(h *Handler) {
 		a.zone = strings.TrimSuffix(h.zoneName, ".")
+		a.nsTail = policy.NamespaceSearch("", a.zone) + "."
 		h.ap = a
 	}, nil
 }
@@ -96,30 +100,44 @@ func WithAutopathBySource() Option {
 	}
 }
 
-// bySource expands q, a query of a pod of namespace ns, when it is a first
-// search step "<name>.<ns>.svc.<zone>" (else ok is false), each candidate
-// with its variant for client. ttl is the zone's.
-func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q dns.Question, ns string, client topology.Client, ttl uint32) (Result, bool) {
-	suffix := "." + policy.NamespaceSearch(ns, a.zone) + "."
-	if len(q.Name) <= len(suffix) || !strings.EqualFold(q.Name[len(q.Name)-len(suffix):], suffix) {
-		return Result{}, false
+// firstStep returns the namespace of the pod at ip when lname, asked by
+// it, is a first search step "<name>.<ns>.svc.<zone>." that autopath
+// answers by source (WithAutopathBySource); false otherwise.
+func (a *autopathExpander) firstStep(z *zone, ip netip.Addr, lname string) (string, bool) {
+	if z == nil || !ip.IsValid() {
+		return "", false
 	}
-	ctx = withCandidateClient(ctx, client)
-	base := q.Name[:len(q.Name)-len(suffix)] + "."
-	r := a.search(ctx, zr, q, base, policy.ClusterSearches(ns, a.zone, nil), ttl)
+	ns, ok := z.snap.PodNamespace(ip)
+	if !ok {
+		return "", false
+	}
+	n := len(lname) - len(a.nsTail) - len(ns) // where "<ns>" starts
+	if n < 2 || !strings.HasSuffix(lname, a.nsTail) || lname[n-1] != '.' || lname[n:n+len(ns)] != ns {
+		return "", false
+	}
+	return ns, true
+}
+
+// bySource expands q, a first search step of a pod (firstStep), each
+// candidate with its variant for the pod c. ttl is the zone's.
+func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q dns.Question, c client, ttl uint32) Result {
+	cut := len(c.ns) + len(a.nsTail) // "<ns>.svc.<zone>." and the dot before
+	base := q.Name[:len(q.Name)-cut]
+	r := a.search(ctx, zr, q, base, policy.ClusterSearches(c.ns, a.zone, nil), c.topo, ttl)
 	// The first candidate is the asked name itself: no CNAME to itself.
 	if len(r.Answer) > 0 {
-		if c, isCNAME := r.Answer[0].(*dns.CNAME); isCNAME && strings.EqualFold(c.Target, q.Name) {
+		if cn, isCNAME := r.Answer[0].(*dns.CNAME); isCNAME && strings.EqualFold(cn.Target, q.Name) {
 			r.Answer = r.Answer[1:]
 		}
 	}
-	return r, true
+	return r
 }
 
 // expand answers an autopath question: the first name of the search list
 // (then the name itself) whose answer is not NXDOMAIN, behind a CNAME from
-// the asked name. ttl is the zone's.
-func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req *dns.Msg, ttl uint32) Result {
+// the asked name, each candidate with its variant for client c. ttl is
+// the zone's.
+func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req *dns.Msg, c topology.Client, ttl uint32) Result {
 	q := req.Question[0]
 	n, ok := policy.ParseAutopath(q.Name, a.zone)
 	if !ok {
@@ -144,7 +162,7 @@ func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req
 	if !found {
 		searches = policy.ClusterSearches(n.Namespace, a.zone, nil)
 	}
-	return a.search(ctx, zr, q, n.Base, searches, ttl)
+	return a.search(ctx, zr, q, n.Base, searches, c, ttl)
 }
 
 // negative is an autopath name's NXDOMAIN: the autopath suffix's SOA.
@@ -171,7 +189,7 @@ const (
 // then chosen in search-list order, so it is the one asking the same
 // candidates one after another gives. The whole expansion ends within
 // autopathDeadline; a candidate still unanswered then counts as SERVFAIL.
-func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q dns.Question, base string, searches []string, ttl uint32) Result {
+func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q dns.Question, base string, searches []string, client topology.Client, ttl uint32) Result {
 	a.exp.Inc()
 	ctx, cancel := context.WithTimeout(ctx, autopathDeadline)
 	defer cancel()
@@ -182,7 +200,7 @@ func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q d
 	end := len(cands) // candidates from end on are never needed
 	for i, c := range cands {
 		qs[i] = dns.Question{Name: c, Qtype: q.Qtype, Qclass: q.Qclass}
-		r, upstream := zr.resolveCandidate(ctx, qs[i], true)
+		r, upstream := zr.resolveCandidate(ctx, qs[i], client, true)
 		if upstream {
 			plan[i] = candForward
 			continue
@@ -212,7 +230,7 @@ func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q d
 		ch := make(chan Result, 1)
 		pending[i] = ch
 		go func(q dns.Question) {
-			r, _ := zr.resolveCandidate(ctx, q, false)
+			r, _ := zr.resolveCandidate(ctx, q, client, false)
 			ch <- r
 		}(qs[i])
 	}
@@ -260,31 +278,33 @@ func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q d
 // resolveCandidate implements candidateResolver, autopath's one door to the
 // zone: Resolve, or with localOnly only what asks no upstream. Each
 // candidate is rewritten as the client's own question for it would be.
-func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnly bool) (Result, bool) {
+func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, c topology.Client, localOnly bool) (Result, bool) {
 	asked := q.Name
 	failed := func(err error) (Result, bool) { // a rewrite made an invalid name
 		h.log.DebugContext(ctx, "rewrite", "name", asked, "err", err)
 		return Result{Rcode: dns.RcodeServerFailure}, false
 	}
-	d := h.decideQ(q)
+	z := h.zone()
+	a := question{Question: q, lname: lowerFQDN(q.Name)}
+	d := decide(h, z, q.Qtype, q.Qclass, a.lname)
 	var rev *reversal
 	if d.rewrite {
-		name, rv, err := h.rw.rewrite(q.Name)
+		rv, err := h.rw.rewrite(a.lname)
 		if err != nil {
 			return failed(err)
 		}
 		if rv != nil {
-			q.Name, rev = name, rv
-			d = h.decideQ(q)
+			a.Name, a.lname, rev = rv.name(), rv.name(), rv
+			d = decide(h, z, q.Qtype, q.Qclass, a.lname)
 		}
 	}
-	if localOnly && h.costsUpstream(q, d) {
+	if localOnly && h.costsUpstream(a, d) {
 		return Result{}, true
 	}
 	if d.route == routeZone {
-		ctx = forCandidate(ctx, d.z, lowerFQDN(q.Name))
+		a.variant = d.z.variantFor(a.lname, c)
 	}
-	r := h.resolve(ctx, q, d)
+	r := h.resolve(ctx, a, d)
 	if rev != nil {
 		var err error
 		if r, err = rev.result(r); err != nil {
@@ -297,7 +317,7 @@ func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, localOnl
 // costsUpstream reports whether resolving q as d says asks an upstream: a
 // name the handler forwards, or a zone name whose CNAME chain
 // (ExternalName) leaves the zone (Resolve's chase).
-func (h *Handler) costsUpstream(q dns.Question, d decision) bool {
+func (h *Handler) costsUpstream(q question, d decision) bool {
 	switch {
 	case h.fwd == nil:
 		return false
@@ -306,7 +326,7 @@ func (h *Handler) costsUpstream(q dns.Question, d decision) bool {
 	case d.route != routeZone || q.Qtype == dns.TypeCNAME || q.Qtype == dns.TypeANY:
 		return false
 	}
-	name := lowerFQDN(q.Name)
+	name := q.lname
 	for range maxChase + 1 {
 		n, ok := d.z.snap.Lookup(name)
 		if !ok || n.CNAME() == "" {

@@ -2,13 +2,15 @@ package clusterdns
 
 import (
 	"bytes"
+	"net"
 	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 
 // TestDecideAgrees: for each shape of query, the wire paths and ServeDNS
@@ -72,15 +74,20 @@ func TestDecideAgrees(t *testing.T) {
 			h, _, _, _ := forwardingHandler(t, opts...)
 			query := mustPack(t, tc.req)
 
-			// One decision: on the text as ServeDNS has it, on the bytes as
-			// the wire paths have them.
+			// One query: admit on the message as ServeDNS has it, admitWire
+			// on the bytes as AnswerWire has them, make the same lowercase
+			// name and cache key; decide on each makes one decision.
 			q := tc.req.Question[0]
-			text := h.decideQ(q)
-			wq, ok := dnsmsg.ParseQuery(query)
+			mq := h.admit(udpFrom, tc.req.Copy())
+			wq, ok := h.admitWire(make([]byte, 0, 512), query)
 			if !ok {
-				t.Fatal("ParseQuery refused the query")
+				t.Fatal("admitWire refused the query")
 			}
-			wire := decide(h, wq.Qtype, wq.Qclass, dnsmsg.AppendName(nil, wq.Name, true))
+			if mq.lname != wq.lname || mq.key != wq.key || !mq.cacheable || !wq.cacheable {
+				t.Fatalf("admitted apart: message %q %+v, wire %q %+v", mq.lname, mq.key, wq.lname, wq.key)
+			}
+			text := decide(h, mq.z, q.Qtype, q.Qclass, mq.lname)
+			wire := decide(h, wq.z, wq.wire.Qtype, wq.wire.Qclass, wq.lname)
 			if text.route != wire.route || text.rewrite != wire.rewrite || text.ra != wire.ra || len(text.rrs) != len(wire.rrs) {
 				t.Fatalf("decisions differ: text %+v, wire %+v", text, wire)
 			}
@@ -89,8 +96,8 @@ func TestDecideAgrees(t *testing.T) {
 			}
 			route := text.route
 			if text.rewrite {
-				if name, rv, _ := h.rw.rewrite(q.Name); rv != nil {
-					route = h.decideQ(dns.Question{Name: name, Qtype: q.Qtype, Qclass: q.Qclass}).route
+				if rv, _ := h.rw.rewrite(mq.lname); rv != nil {
+					route = decide(h, mq.z, q.Qtype, q.Qclass, rv.name()).route
 				}
 			}
 			if route != tc.route {
@@ -119,6 +126,76 @@ func TestDecideAgrees(t *testing.T) {
 				var m dns.Msg
 				_ = m.Unpack(b)
 				t.Fatalf("the wire's reply is not ServeDNS's:\nwire %x\nServeDNS %x\n%v", b, served, &m)
+			}
+		})
+	}
+}
+
+// udpFrom is a client address of the tests' queries.
+var udpFrom = &net.UDPAddr{IP: net.ParseIP("10.9.9.9"), Port: 5353}
+
+// TestDecideAgreesAdmit: admit places the client once and the other paths
+// agree with it. A name with variants gets the client's variant (by its
+// source, or by its topology option) in its cache key, and admitWire
+// leaves it to ServeDNS; a first search step of a known pod is answered
+// by source, never cached, and admitWire leaves every query to ServeDNS
+// while autopath answers by source; a name of neither is keyed as asked.
+func TestDecideAgreesAdmit(t *testing.T) {
+	ap, err := WithAutopath(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const web, db = "web.ns.svc.cluster.local.", "db.ns.svc.cluster.local."
+	pod := &net.UDPAddr{IP: net.ParseIP("10.0.0.9"), Port: 5353} // on n1, in za
+	withZone := func(name, zone string) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		m.SetEdns0(1232, false)
+		opt := m.IsEdns0()
+		opt.Option = append(opt.Option, &dns.EDNS0_LOCAL{Code: 65000, Data: topology.Encode(topology.Client{Zone: zone})})
+		return m
+	}
+	snap := topoSnapshot(t)
+	for _, tc := range []struct {
+		name      string
+		bySource  bool // the handler answers by source
+		src       net.Addr
+		req       *dns.Msg
+		variant   store.Variant // the client's variant of the name
+		answered  bool          // admit marks it answered by source
+		cacheable bool
+		wire      bool // admitWire takes it
+	}{
+		{"variants, by source", false, pod, wireQuery(web, dns.TypeA, true, false, 0, false), snap.VariantFor(web, "za", "n1"), false, true, false},
+		{"variants, by option", false, udpFrom, withZone(web, "zb"), snap.VariantFor(web, "zb", ""), false, true, false},
+		{"variants, unknown client", false, udpFrom, wireQuery(web, dns.TypeA, true, false, 0, false), "", false, true, false},
+		{"no variants", false, pod, wireQuery(db, dns.TypeA, true, false, 0, false), "", false, true, true},
+		{"first search step of a pod", true, pod, wireQuery("db.ns.ns.svc.cluster.local.", dns.TypeA, true, false, 0, false), "", true, false, false},
+		{"first search step, unknown client", true, udpFrom, wireQuery("db.ns.ns.svc.cluster.local.", dns.TypeA, true, false, 0, false), "", false, true, false},
+		{"another namespace's step", true, pod, wireQuery("db.other.svc.cluster.local.", dns.TypeA, true, false, 0, false), "", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []Option{ap, WithTopology(65000)}
+			if tc.bySource {
+				opts = append(opts, WithAutopathBySource())
+			}
+			h := NewHandler("cluster.local", snapRecords{snap}, opts...)
+			query := mustPack(t, tc.req)
+			q := h.admit(tc.src, tc.req.Copy())
+			if q.client.variant != tc.variant || q.bySource != tc.answered || q.cacheable != tc.cacheable {
+				t.Fatalf("admit: variant %q, by source %v, cacheable %v; want %q, %v, %v",
+					q.client.variant, q.bySource, q.cacheable, tc.variant, tc.answered, tc.cacheable)
+			}
+			if tc.cacheable && q.key.Name != tc.req.Question[0].Name+string(tc.variant) {
+				t.Errorf("key %q, want the name as asked and the variant", q.key.Name)
+			}
+			if _, ok := h.admitWire(make([]byte, 0, 512), query); ok != tc.wire {
+				t.Errorf("admitWire took it: %v, want %v", ok, tc.wire)
+			}
+			if tc.answered {
+				if ns, ok := h.ap.firstStep(q.z, q.client.ip, q.lname); !ok || ns != "ns" {
+					t.Errorf("firstStep: %q, %v", ns, ok)
+				}
 			}
 		})
 	}

@@ -322,6 +322,9 @@ func rrStrings(rrs []dns.RR) []string {
 // (not exactly one question, not a plain query, EDNS versions other than 0).
 // The size limit is dnsmsg.ReplySize, the size Finish truncates to.
 func cacheKeyOf(req *dns.Msg, tcp bool) (replycache.Key, bool) {
-	opt, rcode := dnsmsg.Check(req)
-	return checkedKey(req, opt, rcode, tcp)
+	q := query{req: req, tcp: tcp}
+	if q.opt, q.rcode = dnsmsg.Check(req); q.rcode != dns.RcodeSuccess || req.Response {
+		return replycache.Key{}, false
+	}
+	return q.cacheKey(), true
 }

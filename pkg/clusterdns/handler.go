@@ -17,7 +17,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnscache"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
@@ -53,8 +52,9 @@ type Result struct {
 // (an /etc/hosts file, per-name overrides). Lookup gets a lowercase fully
 // qualified name and returns its records of type qtype; found reports
 // whether the name has static records at all (of any type). It must be safe
-// for concurrent use and must not modify the returned records afterwards
-// (the handler does not modify them either).
+// for concurrent use, keep no part of name (the wire path lends it) and not
+// modify the returned records afterwards (the handler does not modify them
+// either).
 type Static interface {
 	Lookup(name string, qtype uint16) (rrs []dns.RR, found bool)
 }
@@ -136,13 +136,15 @@ func WithReplyCache(bytes int64) Option {
 func WithWireMisses() Option { return func(h *Handler) { h.wireMisses = true } }
 
 // NamespaceMetrics counts each query in the namespace of the pod asking.
-// *nsmetrics.Metrics implements it. Record counts a query once, at the
-// end; the handler keeps its count with a cached reply and Observes it on
-// each hit.
+// *nsmetrics.Metrics implements it. Record counts a plain query for qname
+// (as asked; kept by no part) once, at the end, answered rcode from snap;
+// bySource marks a first search step autopath answered by source, dep
+// (nil: none) gets the lowercase names the count depends on. It returns a
+// tally (0: counted nowhere) that the handler keeps with a cached reply and
+// Observes on each hit.
 type NamespaceMetrics interface {
-	Record(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) nsmetrics.Count
-	RecordName(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) nsmetrics.Count
-	Observe(c nsmetrics.Count)
+	Record(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) (tally uint64)
+	Observe(tally uint64)
 }
 
 // WithAmplification counts the handler's queries per namespace in m, made
@@ -283,7 +285,7 @@ type AnswerCache interface {
 	Exchanger
 	// AnswerTicket is Exchange, with a ticket for Keep when the answer
 	// came from the cache.
-	AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, dnscache.Source, dnscache.Ticket, error)
+	AnswerTicket(ctx context.Context, m *dns.Msg) (dnscache.Answered, error)
 	// Keep keeps the finished reply made from a ticket's answer, for
 	// queries of shape.
 	Keep(t dnscache.Ticket, shape uint32, reply []byte)
@@ -301,14 +303,6 @@ func WithAnswerCache(c AnswerCache) Option {
 // code (api topologyOptionCode), which node-local adds, and takes it off
 // every query, so that it is never forwarded. 0 reads none.
 func WithTopology(code uint16) Option { return func(h *Handler) { h.topoCode = code } }
-
-// Resolve answers one question without writing to the wire: from the cluster
-// zone, from the reverse records of the store, from the static records, or
-// from upstream. It is the core the wire handler wraps (and what autopath
-// calls per search suffix).
-func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
-	return h.resolve(ctx, q, h.decideQ(q))
-}
 
 // DefaultReplyCacheBytes bounds the packed replies a Handler caches
 // unless WithReplyCache says otherwise: about 60,000 replies of a cluster
@@ -342,12 +336,12 @@ func newReplyCache(bytes int64) replyCache { return replycache.New[*reply](bytes
 
 // reply is what the reply cache keeps of one reply: its packed form,
 // rotated or cut per hit (WithLoadBalance, WithUDPAnswerLimit), and what
-// it adds to the namespace metrics (WithAmplification; not Counted when
-// they are off or do not count it). The cache holds a pointer: a hit gets
+// it adds to the namespace metrics (WithAmplification; 0 when they are off
+// or do not count it). The cache holds a pointer: a hit gets
 // it back in one register.
 type reply struct {
 	replycache.Reply
-	amp nsmetrics.Count
+	tally uint64
 }
 
 // changes is how the reply cache moves from prev to z: it retires the

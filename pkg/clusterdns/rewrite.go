@@ -102,11 +102,12 @@ func newRewriter(rules []v1alpha1.Rewrite) (*rewriter, error) {
 	return rw, nil
 }
 
-// rewrite runs the rules on name. It returns the new name and how to
-// undo it, or a nil reversal when no rule matched. A rule that makes an
-// invalid name is an error (the query is SERVFAIL, as CoreDNS's).
-func (rw *rewriter) rewrite(name string) (string, *reversal, error) {
-	cur := strings.ToLower(name)
+// rewrite runs the rules on lname, a lowercase name with its dot. It
+// returns how to undo it, which holds the new name (reversal.name), or nil
+// when no rule matched. A rule that makes an invalid name is an error (the
+// query is SERVFAIL, as CoreDNS's).
+func (rw *rewriter) rewrite(lname string) (*reversal, error) {
+	cur := lname
 	var rev *reversal
 	for i := range rw.rules {
 		r := &rw.rules[i]
@@ -115,7 +116,7 @@ func (rw *rewriter) rewrite(name string) (string, *reversal, error) {
 			continue
 		}
 		if _, valid := dns.IsDomainName(next); !valid {
-			return "", nil, fmt.Errorf("invalid name after rewrite: %q", next)
+			return nil, fmt.Errorf("invalid name after rewrite: %q", next)
 		}
 		if rev == nil {
 			rev = &reversal{}
@@ -127,8 +128,11 @@ func (rw *rewriter) rewrite(name string) (string, *reversal, error) {
 			break
 		}
 	}
-	return cur, rev, nil
+	return rev, nil
 }
+
+// name is the name the rules made, lowercase with its dot.
+func (rv *reversal) name() string { return rv.names[len(rv.names)-1] }
 
 // apply rewrites the lowercase name; false when the rule does not match.
 func (r *rewriteRule) apply(name string) (string, bool) {

@@ -37,10 +37,11 @@ func FuzzRewriteReply(f *testing.F) {
 			return
 		}
 		asked := []dns.Question{{Name: dns.Fqdn(qname), Qtype: dns.TypeA, Qclass: dns.ClassINET}}
-		name, rev, err := rw.rewrite(asked[0].Name)
+		rev, err := rw.rewrite(lowerFQDN(asked[0].Name))
 		if err != nil || rev == nil {
 			return
 		}
+		name := rev.name()
 		if _, ok := dns.IsDomainName(name); !ok {
 			t.Fatalf("rewrite made %q of %q", name, qname)
 		}

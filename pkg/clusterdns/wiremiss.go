@@ -9,7 +9,6 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 // missWire answers from the wire a UDP query for a name of the cluster
@@ -26,13 +25,13 @@ import (
 // every other answer, and for an insecure pod name. decide has routed q
 // to the zone (routeZone); its name is in the zone (lname, lowercase).
 // Its reply is not cached (it costs less than a cache entry).
-func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byte) ([]byte, bool) {
+func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname string) ([]byte, bool) {
 	if z.snap.Options.Pods == store.PodsInsecure && inZone(lname, "pod."+z.name) {
 		return dst, false
 	}
 	var b []byte
 	rcode := dns.RcodeNameError
-	if n, ok := z.snap.Lookup(borrowString(lname)); ok {
+	if n, ok := z.snap.Lookup(lname); ok {
 		addr, ok := soleAddr(n, q.Qtype)
 		if !ok {
 			return dst, false
@@ -50,11 +49,11 @@ func (h *Handler) missWire(dst []byte, z *zone, q *dnsmsg.WireQuery, lname []byt
 		return dst, false // a long name: truncation is ServeDNS's
 	}
 	if h.amp != nil {
-		// RecordName keeps no part of the name, so the name can borrow
-		// the reply's spare room (a local array would escape through the
+		// Record keeps no part of the name, so the name can borrow the
+		// reply's spare room (a local array would escape through the
 		// interface call).
 		nb := dnsmsg.AppendName(b[len(b):len(b):cap(b)], q.Name, false)
-		h.amp.RecordName(borrowString(nb), z.snap, rcode, false, nil)
+		h.amp.Record(borrowString(nb), z.snap, rcode, false, nil)
 	}
 	return b, true
 }
@@ -73,11 +72,6 @@ func soleAddr(n *store.Node, qtype uint16) (netip.Addr, bool) {
 	}
 	return netip.Addr{}, false
 }
-
-// borrowString is b as a string without a copy, for a lookup or a parse
-// that keeps no part of it while b is not written (pack.Borrow; the
-// product's unsafe lives in internal/unsafeptr).
-func borrowString(b []byte) string { return pack.Borrow(b) }
 
 // appendNXDOMAIN appends to dst[:0] the NXDOMAIN reply to q with soa in
 // the authority section and, when q has EDNS0, dnsmsg.Finish's OPT: the

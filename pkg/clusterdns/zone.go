@@ -274,28 +274,6 @@ func (z *zone) reverseAnswer(ra *reverseAuth, qtype uint16, owner, lname string)
 // in p (p is then an empty non-terminal, or the PTR name itself).
 func (z *zone) hasAddrIn(p netip.Prefix) bool { return z.snap.HasPTRIn(p) }
 
-// lowerFQDN returns name in lowercase with a trailing dot, without
-// allocating when it already is.
-func lowerFQDN(name string) string {
-	clean := len(name) > 0 && name[len(name)-1] == '.'
-	if clean {
-		for i := 0; i < len(name); i++ {
-			if c := name[i]; 'A' <= c && c <= 'Z' {
-				clean = false
-				break
-			}
-		}
-	}
-	if clean {
-		return name
-	}
-	name = strings.ToLower(name)
-	if !strings.HasSuffix(name, ".") {
-		name += "."
-	}
-	return name
-}
-
 // anyRR is the minimal answer to ANY for an existing name (RFC 8482): the
 // CNAME of an alias, else a synthesized HINFO "RFC8482" "".
 func anyRR(owner, cname string, ttl uint32) dns.RR {
@@ -339,10 +317,12 @@ func (z *zone) negative(name string) []dns.RR {
 	return z.soa
 }
 
-// answer answers from the zone. owner is the name as asked (its case is
-// echoed), lname its lowercase form.
-func (h *Handler) answer(ctx context.Context, z *zone, qtype uint16, owner, lname string, depth int) Result {
-	n, ok := z.lookup(ctx, lname, depth)
+// answer answers a from the zone: its name as asked (its case is echoed,
+// with its dot), its lowercase form, and the client's variant of it.
+// depth counts the CNAMEs followed to get here.
+func (h *Handler) answer(ctx context.Context, z *zone, a question, depth int) Result {
+	qtype, owner, lname := a.Qtype, a.Name, a.lname
+	n, ok := z.lookup(lname, a.variant)
 	if !ok {
 		if r, ok := h.insecurePod(z, qtype, owner, lname); ok {
 			return r
@@ -380,7 +360,7 @@ func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, cname dns.RR
 		if depth >= maxChase {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
-		r := h.answer(ctx, z, qtype, target, target, depth+1)
+		r := h.answer(ctx, z, question{Question: dns.Question{Name: target, Qtype: qtype, Qclass: dns.ClassINET}, lname: target}, depth+1)
 		if r.Rcode == dns.RcodeServerFailure {
 			return r
 		}
@@ -439,57 +419,24 @@ func fill(m *dns.Msg, r Result) {
 	m.Answer, m.Ns, m.Extra = r.Answer, r.Ns, r.Extra
 }
 
-// The answers per client: place puts the client once per query, and
-// the context carries its variant to the lookup, or the client itself to
-// autopath, whose candidates each get theirs (never cached).
-
-type (
-	variantCtxKey struct{}
-	clientCtxKey  struct{}
-)
-
-// withVariant is ctx carrying the variant of the question's name that
-// the reply is made for (and cached under).
-func withVariant(ctx context.Context, v store.Variant) context.Context {
-	if v == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, variantCtxKey{}, v)
-}
-
-// withCandidateClient is ctx carrying c, when known, for autopath.
-func withCandidateClient(ctx context.Context, c topology.Client) context.Context {
-	if !c.Known() {
-		return ctx
-	}
-	return context.WithValue(ctx, clientCtxKey{}, c)
-}
-
-// forCandidate is ctx for the autopath candidate lname of zone z: its
-// variant for the client of ctx, never the question's.
-func forCandidate(ctx context.Context, z *zone, lname string) context.Context {
-	var v store.Variant
-	if c, ok := ctx.Value(clientCtxKey{}).(topology.Client); ok && z.snap.HasVariants(lname) {
-		v = z.snap.VariantFor(lname, c.Zone, c.Node)
-	}
-	if v == "" && ctx.Value(variantCtxKey{}) == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, variantCtxKey{}, v)
-}
-
-// lookup is the node of lname: the variant of ctx for the question's
-// name (depth 0) when it has it, else the name's own. A CNAME's target is
-// answered with its own node: the reply is cached under the question.
-func (z *zone) lookup(ctx context.Context, lname string, depth int) (*store.Node, bool) {
-	if depth == 0 {
-		if v, _ := ctx.Value(variantCtxKey{}).(store.Variant); v != "" {
-			if n, ok := z.snap.LookupVariant(lname, v); ok {
-				return n, true
-			}
+// lookup is the node of lname: its variant v when it has it, else the
+// name's own. A CNAME's target is answered with its own node (no
+// variant): the reply is cached under the question.
+func (z *zone) lookup(lname string, v store.Variant) (*store.Node, bool) {
+	if v != "" {
+		if n, ok := z.snap.LookupVariant(lname, v); ok {
+			return n, true
 		}
 	}
 	return z.snap.Lookup(lname)
+}
+
+// variantFor is the variant of lname, a name of z, for client c.
+func (z *zone) variantFor(lname string, c topology.Client) store.Variant {
+	if !c.Known() || !z.snap.HasVariants(lname) {
+		return ""
+	}
+	return z.snap.VariantFor(lname, c.Zone, c.Node)
 }
 
 // zoneScopedAnswer answers lname when it is a zone-scoped name of a

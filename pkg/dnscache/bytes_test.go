@@ -99,7 +99,8 @@ func cacheBytesBound(t *testing.T, limit int64, sizes []int, n int, keep bool) {
 		}
 		offered += r.Len()
 		if keep {
-			r, src, ticket, err := c.AnswerTicket(ctx, q)
+			ans, err := c.AnswerTicket(ctx, q)
+			r, src, ticket := ans.Msg, ans.Source, ans.Ticket
 			if err != nil || src != Hit {
 				t.Fatalf("answer %d again: %v, %v", i, src, err)
 			}

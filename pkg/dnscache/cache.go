@@ -420,20 +420,27 @@ func (c *Cache) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 
 // Answer is Exchange, and says where the reply came from.
 func (c *Cache) Answer(ctx context.Context, m *dns.Msg) (*dns.Msg, Source, error) {
-	r, src, _, err := c.AnswerTicket(ctx, m)
-	return r, src, err
+	a, err := c.AnswerTicket(ctx, m)
+	return a.Msg, a.Source, err
 }
 
-// AnswerTicket is Answer, and for a Hit also the Ticket with which the
-// caller may Keep the finished reply it makes of it (the zero Ticket
-// otherwise).
-func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source, Ticket, error) {
+// Answered is AnswerTicket's reply: the message, where it came from and,
+// for a Hit, the Ticket with which the caller may Keep the finished reply
+// it makes of it (the zero Ticket otherwise).
+type Answered struct {
+	Msg    *dns.Msg
+	Source Source
+	Ticket Ticket
+}
+
+// AnswerTicket is Answer, with the Ticket of a Hit.
+func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (Answered, error) {
 	if m == nil || len(m.Question) != 1 {
 		n := 0
 		if m != nil {
 			n = len(m.Question)
 		}
-		return nil, Miss, Ticket{}, fmt.Errorf("dnscache: query has %d questions, want 1", n)
+		return Answered{Source: Miss}, fmt.Errorf("dnscache: query has %d questions, want 1", n)
 	}
 	q := m.Question[0]
 	k := key{name: strings.ToLower(q.Name), qtype: q.Qtype, qclass: q.Qclass, cd: m.CheckingDisabled, rd: m.RecursionDesired}
@@ -458,13 +465,13 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source,
 				go c.refresh(k, m.Copy(), e)
 			}
 			r, err := c.reply(m, wire, age, -1)
-			return r, Hit, Ticket{e: e, age: age}, err
+			return Answered{Msg: r, Source: Hit, Ticket: Ticket{e: e, age: age}}, err
 		case now < e.expires+int64(e.pol.serveStale):
 			stale, stalePol = e.wire, e.pol
 			if now < e.retry {
 				c.mu.Unlock()
 				r, src, err := c.serveStale(m, stale, stalePol)
-				return r, src, Ticket{}, err
+				return Answered{Msg: r, Source: src}, err
 			}
 		default:
 			c.unlink(e)
@@ -487,18 +494,18 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (*dns.Msg, Source,
 		}
 		c.mu.Unlock()
 		r, src, err := c.serveStale(m, stale, stalePol)
-		return r, src, Ticket{}, err
+		return Answered{Msg: r, Source: src}, err
 	}
 	switch {
 	case res.err != nil:
-		return nil, src, Ticket{}, res.err
+		return Answered{Source: src}, res.err
 	case res.wire != nil:
 		r, err := c.reply(m, res.wire, 0, -1)
-		return r, src, Ticket{}, err
+		return Answered{Msg: r, Source: src}, err
 	}
 	r := res.msg.Copy()
 	r.Id = m.Id
-	return r, src, Ticket{}, nil
+	return Answered{Msg: r, Source: src}, nil
 }
 
 // checkLoop is next's LoopChecker's verdict on m (nil without one).

@@ -46,7 +46,8 @@ func FuzzCache(f *testing.F) {
 		}
 		for round := range 3 {
 			for _, q := range qs {
-				got, src, tk, err := c.AnswerTicket(context.Background(), q)
+				ans, err := c.AnswerTicket(context.Background(), q)
+				got, src, tk := ans.Msg, ans.Source, ans.Ticket
 				if err != nil {
 					continue
 				}

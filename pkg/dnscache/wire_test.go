@@ -16,7 +16,8 @@ import (
 // form of shape, and returns the packed reply.
 func keepHit(t *testing.T, c *Cache, q *dns.Msg, shape uint32) []byte {
 	t.Helper()
-	r, src, tk, err := c.AnswerTicket(context.Background(), q)
+	ans, err := c.AnswerTicket(context.Background(), q)
+	r, src, tk := ans.Msg, ans.Source, ans.Ticket
 	if err != nil || src != Hit {
 		t.Fatalf("AnswerTicket: %v, %v; want a hit", src, err)
 	}
@@ -45,7 +46,8 @@ func wireAnswer(t *testing.T, c *Cache, q *dns.Msg, shape uint32) ([]byte, bool)
 // replyPacked is AnswerTicket's reply to q, packed.
 func replyPacked(t *testing.T, c *Cache, q *dns.Msg) []byte {
 	t.Helper()
-	r, _, _, err := c.AnswerTicket(context.Background(), q)
+	ans, err := c.AnswerTicket(context.Background(), q)
+	r, _, _ := ans.Msg, ans.Source, ans.Ticket
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,8 @@ func TestKeepRefuses(t *testing.T) {
 	c, clk := newCache(t, answerNext(), Config{})
 	q := query("a.example.", dns.TypeA)
 	c.Exchange(context.Background(), q)
-	r, _, tk, _ := c.AnswerTicket(context.Background(), q)
+	ans, _ := c.AnswerTicket(context.Background(), q)
+	r, _, tk := ans.Msg, ans.Source, ans.Ticket
 	good, _ := r.Pack()
 
 	other := r.Copy()

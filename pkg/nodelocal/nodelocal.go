@@ -177,7 +177,8 @@ func (h *Handler) answer(ctx context.Context, req *dns.Msg, tcp bool) (*dns.Msg,
 	if _, rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
 		return h.fail(req, rcode, tcp), dnscache.Ticket{}
 	}
-	r, src, t, err := h.cache.AnswerTicket(ctx, req)
+	a, err := h.cache.AnswerTicket(ctx, req)
+	r, src, t := a.Msg, a.Source, a.Ticket
 	switch src {
 	case dnscache.Hit:
 		h.m.hits.inc(req.Question[0].Qtype)

@@ -56,6 +56,9 @@ type Metrics struct {
 
 	idxMu sync.RWMutex
 	idx   map[string]*counters // the store's namespaces seen in queries
+	// byID are the counters by their id ("other" is 0), for Observe. It
+	// grows under idxMu; readers see a prefix.
+	byID atomic.Pointer[[]*counters]
 
 	mu       sync.Mutex // the choice of the series, and collection
 	last     time.Time  // the last choice; zero before the first
@@ -78,6 +81,7 @@ type Snapshots interface {
 type counters struct {
 	n    [Kinds]atomic.Uint64
 	dead atomic.Bool // the namespace was deleted: counts go to "other"
+	id   uint32      // its place in Metrics.byID
 
 	// Under Metrics.mu.
 	name     string
@@ -99,6 +103,7 @@ func New(topN int, zone string, records Snapshots) (*Metrics, error) {
 	}
 	a := &Metrics{topN: topN, now: time.Now, idx: map[string]*counters{}, records: records}
 	a.other.name = "other"
+	a.byID.Store(&[]*counters{&a.other})
 	a.zone = strings.TrimSuffix(strings.ToLower(zone), ".")
 	labels := strings.Split(a.zone, ".")
 	for i := range labels {
@@ -270,6 +275,7 @@ func (a *Metrics) countersOf(ns string, snap *store.Snapshot, dep func(string)) 
 	if c = a.idx[string(b)]; c == nil {
 		c = &counters{name: string(b)}
 		a.idx[c.name] = c
+		a.number(c)
 	}
 	return c
 }
@@ -282,25 +288,52 @@ func (a *Metrics) nsDep(ns []byte, dep func(string)) {
 	}
 }
 
-// Record is Classify, then Observe: what a query adds, added. It returns
-// the count, for a cached reply to observe on each hit.
-func (a *Metrics) Record(req *dns.Msg, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) Count {
-	ac := a.Classify(req, snap, rcode, bySource, dep)
-	a.Observe(ac)
-	return ac
-}
-
-// RecordName is Record for a plain query for qname (as asked). It keeps
-// no part of qname.
-func (a *Metrics) RecordName(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) Count {
+// Record is ClassifyName, then add: what a plain query for qname (as
+// asked) adds, added. It returns it as a tally, for a cached reply to add
+// again on each hit with Observe: a number, so that neither call
+// allocates and the caller names no type of this package; 0 when the
+// query counts nowhere. It keeps no part of qname.
+func (a *Metrics) Record(qname string, snap *store.Snapshot, rcode int, bySource bool, dep func(string)) uint64 {
 	ac := a.ClassifyName(qname, snap, rcode, bySource, dep)
-	a.Observe(ac)
-	return ac
+	a.add(ac)
+	if ac.c == nil {
+		return 0
+	}
+	t := uint64(1)<<63 | uint64(ac.c.id)<<tallyBits
+	for i, v := range ac.d {
+		t |= uint64(v&0xf) << (4 * i)
+	}
+	return t
 }
 
-// Observe adds ac to its namespace's counters ("other"'s once the
-// namespace is deleted). It allocates nothing.
-func (a *Metrics) Observe(ac Count) {
+// tallyBits are the bits of a tally that hold a Count's d, 4 a counter.
+const tallyBits = 4 * Kinds
+
+// Observe adds again the tally t that Record returned ("other"'s counters
+// once the namespace is deleted). It allocates nothing.
+func (a *Metrics) Observe(t uint64) {
+	if t == 0 {
+		return
+	}
+	var ac Count
+	ac.c = (*a.byID.Load())[uint32(t>>tallyBits)]
+	for i := range ac.d {
+		ac.d[i] = uint8(t>>(4*i)) & 0xf
+	}
+	a.add(ac)
+}
+
+// number gives c, a counters new in idx, its id. Under idxMu.
+func (a *Metrics) number(c *counters) {
+	old := *a.byID.Load()
+	c.id = uint32(len(old))
+	ids := append(old, c)
+	a.byID.Store(&ids)
+}
+
+// add adds ac to its namespace's counters ("other"'s once the namespace
+// is deleted). It allocates nothing.
+func (a *Metrics) add(ac Count) {
 	c := ac.c
 	if c == nil {
 		return

@@ -170,7 +170,7 @@ const (
 )
 
 // scopeMark is how a zone-scoped name's _zone label reads inside it.
-var scopeMark = []byte("." + scopeLabel + ".")
+const scopeMark = "." + scopeLabel + "."
 
 // Scoped is a parsed zone-scoped name.
 type Scoped struct {
@@ -181,12 +181,12 @@ type Scoped struct {
 
 // MaybeScoped reports whether the lowercase name lname may be a
 // zone-scoped name: it holds a _zone label.
-func MaybeScoped(lname []byte) bool { return bytes.Contains(lname, scopeMark) }
+func MaybeScoped(lname string) bool { return strings.Contains(lname, scopeMark) }
 
 // ParseScoped parses lname, a lowercase name of the cluster zone
 // clusterZone (both with the trailing dot), as a zone-scoped name.
 func ParseScoped(lname, clusterZone string) (Scoped, bool) {
-	if !strings.Contains(lname, string(scopeMark)) {
+	if !strings.Contains(lname, scopeMark) {
 		return Scoped{}, false
 	}
 	rest, ok := strings.CutSuffix(lname, "."+clusterZone)

@@ -1,0 +1,36 @@
+package clusterdns
+
+import (
+	"context"
+
+	"github.com/miekg/dns"
+)
+
+// Resolve answers one question without writing to the wire: from the cluster
+// zone, from the reverse records of the store, from the static records, or
+// from upstream. It is the core the wire handler wraps.
+func (h *Handler) Resolve(ctx context.Context, q dns.Question) Result {
+	lname := lowerFQDN(q.Name)
+	return h.resolve(ctx, question{Question: q, lname: lname}, decide(h, h.zone(), q.Qtype, q.Qclass, lname))
+}
+
+// resolve answers a as d says. A name under the autopath suffix is
+// answered as any other here: autopath itself asks per candidate.
+func (h *Handler) resolve(ctx context.Context, a question, d decision) Result {
+	if !dns.IsFqdn(a.Name) {
+		a.Name += "."
+	}
+	switch d.route {
+	case routeRefused:
+		return Result{Rcode: dns.RcodeRefused}
+	case routeServfail:
+		return Result{Rcode: dns.RcodeServerFailure}
+	case routeZone:
+		return h.answer(ctx, d.z, a, 0)
+	case routeReverseAuth:
+		return d.z.reverseAnswer(d.ra, a.Qtype, a.Name, a.lname)
+	case routeStatic:
+		return staticAnswer(a.Qtype, a.Name, a.lname, d.rrs)
+	}
+	return h.forwardQuestion(ctx, a.Question)
+}
