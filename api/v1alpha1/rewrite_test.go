@@ -64,6 +64,26 @@ func TestRewriteValidate(t *testing.T) {
 	}
 }
 
+// mutation is a change to validServer and every line of the error
+// Validate gives after it, in order (none: valid).
+type mutation struct {
+	name   string
+	mutate func(*ServerConfiguration)
+	want   []string
+}
+
+// checkMutations runs each of ms as a subtest (checkValidate).
+func checkMutations(t *testing.T, ms []mutation) {
+	t.Helper()
+	for _, tt := range ms {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validServer()
+			tt.mutate(c)
+			checkValidate(t, c, tt.want)
+		})
+	}
+}
+
 // checkValidate sets c's defaults, validates it and fails t unless the
 // error lines are want, in order.
 func checkValidate(t *testing.T, c *ServerConfiguration, want []string) {

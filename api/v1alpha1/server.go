@@ -671,10 +671,7 @@ type NodeLocal struct {
 
 // ClusterPipelineOn is clusterPipeline (the default when unset).
 func (n *NodeLocal) ClusterPipelineOn() bool {
-	if n.ClusterPipeline == nil {
-		return DefaultNodeLocalClusterPipeline
-	}
-	return *n.ClusterPipeline
+	return deref(n.ClusterPipeline, DefaultNodeLocalClusterPipeline)
 }
 
 // SetDefaults fills unset fields.
@@ -687,17 +684,11 @@ func (c *ServerConfiguration) SetDefaults() {
 		c.Pods = PodsVerified
 	}
 	setString(&c.Pods, DefaultPodRecords)
-	if c.TTL == nil {
-		c.TTL = ptr(DefaultRecordTTL)
-	}
-	if c.Autopath == nil {
-		c.Autopath = ptr(DefaultAutopath)
-	}
+	setPtr(&c.TTL, DefaultRecordTTL)
+	setPtr(&c.Autopath, DefaultAutopath)
 	setInt(&c.AutopathOptionCode, DefaultOptionCode)
 	c.setTopologyDefaults()
-	if c.NamespaceMetrics == nil {
-		c.NamespaceMetrics = ptr(DefaultNamespaceMetrics)
-	}
+	setPtr(&c.NamespaceMetrics, DefaultNamespaceMetrics)
 	for i := range c.Forward {
 		c.Forward[i].setDefaults()
 	}
@@ -705,9 +696,7 @@ func (c *ServerConfiguration) SetDefaults() {
 	setInt(&c.MaxConcurrentPerDomain, max(c.MaxConcurrent/10, 1))
 	setString(&c.ShedRcode, ShedServfail)
 	c.Cache.setDefaults()
-	if c.Loadbalance == nil {
-		c.Loadbalance = ptr(DefaultLoadbalance)
-	}
+	setPtr(&c.Loadbalance, DefaultLoadbalance)
 	setString(&c.Hosts.TTL, DefaultHostsTTL)
 	setString(&c.Hosts.Reload, DefaultHostsReload)
 	for i := range c.Overrides {
@@ -722,15 +711,11 @@ func (c *ServerConfiguration) SetDefaults() {
 	setInt(&c.Limits.TCPConnectionsPerClient, min(DefaultTCPConnectionsPerClient, c.Limits.TCPConnections))
 	setString(&c.Limits.TCPIdleTimeout, DefaultTCPIdleTimeout)
 	setString(&c.Limits.TCPWriteTimeout, DefaultTCPWriteTimeout)
-	if c.NodeLocal.ResolvConf == nil {
-		c.NodeLocal.ResolvConf = ptr(DefaultNodeLocalResolvConf)
-	}
+	setPtr(&c.NodeLocal.ResolvConf, DefaultNodeLocalResolvConf)
 	setString(&c.NodeLocal.InterfaceName, DefaultNodeLocalInterface)
 	setString(&c.NodeLocal.LockFile, DefaultNodeLocalLockFile)
 	setString(&c.NodeLocal.ClusterTimeout, DefaultNodeLocalClusterTimeout)
-	if c.NodeLocal.ClusterPipeline == nil {
-		c.NodeLocal.ClusterPipeline = ptr(DefaultNodeLocalClusterPipeline)
-	}
+	setPtr(&c.NodeLocal.ClusterPipeline, DefaultNodeLocalClusterPipeline)
 	if c.Mode == ModeNodeLocal {
 		setString(&c.NodeLocal.External, DefaultNodeLocalExternal)
 	}
@@ -776,6 +761,21 @@ func setInt(p *int, def int) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// setPtr points an unset optional field at its default.
+func setPtr[T any](p **T, def T) {
+	if *p == nil {
+		*p = ptr(def)
+	}
+}
+
+// deref is an optional field's value: *p, def when p is unset.
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
 
 // Validate reports every invalid field by its path (see the type's doc);
 // call it after SetDefaults.
@@ -1153,19 +1153,13 @@ func (n *NodeLocal) validate(e *fieldErrors, mode string) {
 
 // AutopathEnabled reports autopath (true when unset).
 func (c *ServerConfiguration) AutopathEnabled() bool {
-	if c.Autopath == nil {
-		return DefaultAutopath
-	}
-	return *c.Autopath
+	return deref(c.Autopath, DefaultAutopath)
 }
 
 // TopNamespaces is NamespaceMetrics (DefaultNamespaceMetrics when unset; 0:
 // the namespace query metrics are off).
 func (c *ServerConfiguration) TopNamespaces() int {
-	if c.NamespaceMetrics == nil {
-		return DefaultNamespaceMetrics
-	}
-	return *c.NamespaceMetrics
+	return deref(c.NamespaceMetrics, DefaultNamespaceMetrics)
 }
 
 // CoreDNSServer is the value of the label server of the CoreDNS metrics
@@ -1199,18 +1193,12 @@ func (c *ServerConfiguration) CoreDNSServer() string {
 
 // LoadbalanceEnabled reports loadbalance (true when unset).
 func (c *ServerConfiguration) LoadbalanceEnabled() bool {
-	if c.Loadbalance == nil {
-		return DefaultLoadbalance
-	}
-	return *c.Loadbalance
+	return deref(c.Loadbalance, DefaultLoadbalance)
 }
 
 // RecordTTL is ttl in seconds (DefaultRecordTTL when unset).
 func (c *ServerConfiguration) RecordTTL() uint32 {
-	if c.TTL == nil {
-		return DefaultRecordTTL
-	}
-	return uint32(*c.TTL)
+	return uint32(deref(c.TTL, DefaultRecordTTL))
 }
 
 // ShedRcodeValue is shedRcode as a DNS rcode: 5 (REFUSED) or 2 (SERVFAIL).
@@ -1272,10 +1260,7 @@ func (r *ForwardRoute) UpstreamAddrs() []netip.AddrPort {
 
 // MaxFailsValue is maxFails (DefaultMaxFails when unset).
 func (r *ForwardRoute) MaxFailsValue() int {
-	if r.MaxFails == nil {
-		return DefaultMaxFails
-	}
-	return *r.MaxFails
+	return deref(r.MaxFails, DefaultMaxFails)
 }
 
 // IPs are the override's addresses, IPv4-mapped ones unmapped.
@@ -1334,10 +1319,7 @@ func (n *NodeLocal) ExternalMode() string {
 
 // ResolvConfPath is resolvConf ("" for none; the default when unset).
 func (n *NodeLocal) ResolvConfPath() string {
-	if n.ResolvConf == nil {
-		return DefaultNodeLocalResolvConf
-	}
-	return *n.ResolvConf
+	return deref(n.ResolvConf, DefaultNodeLocalResolvConf)
 }
 
 func parseUpstreams(us []string) []netip.AddrPort {

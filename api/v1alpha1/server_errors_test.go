@@ -9,11 +9,10 @@ import (
 
 func TestConfigErrorf(t *testing.T) {
 	tests := []struct {
-		name    string
-		err     error
-		msg     string
-		marked  bool
-		wrapsFS bool
+		name            string
+		err             error
+		msg             string
+		marked, wrapsFS bool
 	}{
 		{"alone", ConfigErrorf("hosts: %q missing", "/x"), `hosts: "/x" missing`, true, false},
 		{"wrapping a cause", ConfigErrorf("hosts: %w", fs.ErrNotExist), "hosts: file does not exist", true, true},

@@ -171,11 +171,7 @@ func validServer() *ServerConfiguration {
 }
 
 func TestServerValidate(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(*ServerConfiguration)
-		want   []string // every error line, in order
-	}{
+	checkMutations(t, []mutation{
 		{"valid", func(*ServerConfiguration) {}, nil},
 		{"mode", func(c *ServerConfiguration) { c.Mode = "edge" }, []string{`mode: "edge": must be "cluster" or "node-local"`}},
 		{"listen", func(c *ServerConfiguration) { c.Listen = []string{"127.0.0.1"} },
@@ -427,14 +423,7 @@ func TestServerValidate(t *testing.T) {
 		{"every error reported", func(c *ServerConfiguration) { c.Mode, c.LogLevel, c.Lameduck = "x", "y", "z" },
 			[]string{`mode: "x": must be "cluster" or "node-local"`, `logLevel: "y": must be debug, info, warn or error`,
 				`lameduck: "z": not a duration such as "5s" or "500ms"`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := validServer()
-			tt.mutate(c)
-			checkValidate(t, c, tt.want)
-		})
-	}
+	})
 }
 
 func TestServerCheckComplete(t *testing.T) {

@@ -23,9 +23,7 @@ const (
 // in mode node-local only, as the rest of its section).
 func (c *ServerConfiguration) setTopologyDefaults() {
 	setInt(&c.TopologyOptionCode, DefaultTopologyOptionCode)
-	if c.NodeLocal.PreferZone == nil {
-		c.NodeLocal.PreferZone = ptr(DefaultNodeLocalPreferZone)
-	}
+	setPtr(&c.NodeLocal.PreferZone, DefaultNodeLocalPreferZone)
 	setString(&c.NodeLocal.UpstreamService, DefaultNodeLocalUpstreamService)
 }
 
@@ -49,10 +47,7 @@ func (c *ServerConfiguration) validateTopology(e *fieldErrors) {
 
 // PreferZoneOn is preferZone (the default when unset).
 func (n *NodeLocal) PreferZoneOn() bool {
-	if n.PreferZone == nil {
-		return DefaultNodeLocalPreferZone
-	}
-	return *n.PreferZone
+	return deref(n.PreferZone, DefaultNodeLocalPreferZone)
 }
 
 // UpstreamServiceName is upstreamService's namespace and name (the

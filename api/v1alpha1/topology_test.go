@@ -26,11 +26,7 @@ func TestTopologyValidate(t *testing.T) {
 	nodeLocal := func(c *ServerConfiguration) {
 		c.Mode, c.Forward, c.NodeLocal.ClusterUpstream = ModeNodeLocal, nil, []string{"10.96.0.11"}
 	}
-	tests := []struct {
-		name   string
-		mutate func(c *ServerConfiguration)
-		want   []string
-	}{
+	checkMutations(t, []mutation{
 		{"defaults", func(*ServerConfiguration) {}, nil},
 		{"node-local", func(c *ServerConfiguration) {
 			nodeLocal(c)
@@ -53,14 +49,7 @@ func TestTopologyValidate(t *testing.T) {
 			[]string{`nodeLocal.upstreamService: "kube-system/": name "" is not a DNS label`}},
 		{"node name", func(c *ServerConfiguration) { nodeLocal(c); c.NodeLocal.NodeName = "Node 1" },
 			[]string{`nodeLocal.nodeName: "Node 1": not a node name (a DNS subdomain)`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := validServer()
-			tt.mutate(c)
-			checkValidate(t, c, tt.want)
-		})
-	}
+	})
 }
 
 func TestIsDNSSubdomain(t *testing.T) {

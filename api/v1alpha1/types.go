@@ -77,22 +77,13 @@ type NodeDNS struct {
 // Domain is the cluster domain: ClusterDomain, DefaultClusterDomain when
 // unset.
 func (n *NodeDNS) Domain() string {
-	if n.ClusterDomain == nil {
-		return DefaultClusterDomain
-	}
-	return *n.ClusterDomain
+	return deref(n.ClusterDomain, DefaultClusterDomain)
 }
 
 // SetDefaults fills unset fields; an empty clusterDomain stays empty.
 func (n *NodeDNS) SetDefaults() {
-	if n.ClusterDomain == nil {
-		d := DefaultClusterDomain
-		n.ClusterDomain = &d
-	}
-	if n.ResolvConf == nil {
-		s := DefaultResolvConf
-		n.ResolvConf = &s
-	}
+	setPtr(&n.ClusterDomain, DefaultClusterDomain)
+	setPtr(&n.ResolvConf, DefaultResolvConf)
 	setString(&n.NodeOS, DefaultNodeOS)
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/kubeclient"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/lifecycle"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
@@ -73,7 +75,7 @@ func (c agentCommand[T]) main(ctx context.Context, args []string, _ io.Reader, _
 		return exitCode(stderr, prefix, err)
 	}
 	logflags.Start(log, c.name)
-	return exitCode(stderr, prefix, boundShutdown(ctx, shutdownLimit, log, func() error {
+	return exitCode(stderr, prefix, lifecycle.Bounded(ctx, shutdownLimit, log, func() error {
 		return c.run(ctx, cfg, log, newRegistry())
 	}))
 }
@@ -83,28 +85,6 @@ func (c agentCommand[T]) main(ctx context.Context, args []string, _ io.Reader, _
 // is a backstop against a part that does not return; it stays under 10s,
 // well inside the pod's termination grace period (30s).
 const shutdownLimit = 8 * time.Second
-
-// boundShutdown runs run and returns its error, but once ctx is done waits
-// at most limit for it: a component that does not stop in time is left
-// behind (the process exits) with an error saying so.
-func boundShutdown(ctx context.Context, limit time.Duration, log *slog.Logger, run func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- run() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	t := time.NewTimer(limit)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		log.Error("shutdown did not complete in time; exiting anyway", "limit", limit.String())
-		return fmt.Errorf("shutdown did not complete within %s", limit)
-	}
-}
 
 // agentPart is the component a node agent runs (the shim's CRI server, the
 // NRI plugin): its task, its readiness check and, if set, what to close
@@ -190,7 +170,7 @@ type agentAPI struct {
 // User-Agent component, component its Events' source.
 func agentAPIServer(a *v1alpha1.NodeAgent, name, component string, log *slog.Logger, reg prometheus.Registerer) (agentAPI, error) {
 	none := agentAPI{stop: func() {}}
-	rc, client, err := kubeREST(a.Kubeconfig, name)
+	rc, client, err := kubeclient.NewREST(a.Kubeconfig, name)
 	if err != nil {
 		return none, usageError{err}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 )
 
 // The cluster pod policy fields (issue 18) decode strictly from both agents'
@@ -80,7 +81,7 @@ func TestWebhookPodPolicy(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := webhookReviewer(cfg)
+	r, _, err := webhook.NewReviewer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/webhook"
 )
 
 // TestEmptyClusterDomainAgrees: an empty cluster domain, as a flag or in a
@@ -58,7 +59,7 @@ func TestEmptyClusterDomainAgrees(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		r, _, err := webhookReviewer(cfg)
+		r, _, err := webhook.NewReviewer(cfg)
 		if err != nil {
 			return nil, err
 		}

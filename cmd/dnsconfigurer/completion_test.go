@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/completion"
 )
 
 // TestCompletion: the scripts come out for each shell, and anything else
@@ -49,7 +51,7 @@ func TestCompletionCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]completionCommand{}
+	byName := map[string]completion.Command{}
 	for _, c := range cmds {
 		byName[c.Name] = c
 	}
@@ -64,7 +66,7 @@ func TestCompletionCommands(t *testing.T) {
 		{"convert", "o", true}, {"convert", "output", true}, {"hostresolv", "watch", false},
 		{"render", "f", true}, {"render", "R", false}, {"serve", "listen", true},
 	} {
-		i := slices.IndexFunc(byName[tc.cmd].Flags, func(f completionFlag) bool { return f.Name == tc.flag })
+		i := slices.IndexFunc(byName[tc.cmd].Flags, func(f completion.Flag) bool { return f.Name == tc.flag })
 		if i < 0 || byName[tc.cmd].Flags[i].Value != tc.value {
 			t.Errorf("%s: flag %s missing or value %v: %+v", tc.cmd, tc.flag, !tc.value, byName[tc.cmd].Flags)
 		}
@@ -97,7 +99,7 @@ func TestCompletionShells(t *testing.T) {
 		{"dnsconfigurer convert --output nosuchfile", nil},
 	}
 	path := completionPath(t)
-	for _, shell := range shells {
+	for _, shell := range completion.Shells {
 		t.Run(shell, func(t *testing.T) {
 			if _, err := exec.LookPath(shell); err != nil {
 				t.Skipf("%s is not installed (apt-get install %s)", shell, shell)
@@ -112,7 +114,7 @@ func TestCompletionShells(t *testing.T) {
 	}
 }
 
-func mustCompletionCommands(t *testing.T) []completionCommand {
+func mustCompletionCommands(t *testing.T) []completion.Command {
 	t.Helper()
 	cmds, err := completionCommands(context.Background())
 	if err != nil {

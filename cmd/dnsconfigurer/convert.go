@@ -15,6 +15,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/corefile"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/startcheck"
 )
 
 // exitDropped is convert's exit code when a directive was dropped.
@@ -71,8 +72,8 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitUsage
 	}
 	c, stopped := convertStoppable(ctx, fs.Arg(0), &f, stdin)
-	if stopped == nil {
-		stopped = checkStopped(ctx, &c)
+	if stopped == nil && c.readErr == nil && c.err == nil {
+		c.checkErr, stopped = startcheck.Run(ctx, c.r.Config)
 	}
 	if stopped != nil {
 		fmt.Fprintf(stderr, "convert: stopped (%v): nothing written\n", stopped)
@@ -108,7 +109,7 @@ type conversion struct {
 	name string
 	r    corefile.Result
 	// readErr: the input is unreadable; err: it is invalid; checkErr: its
-	// conversion does not start (checkStarts).
+	// conversion does not start (startcheck.Run).
 	readErr, err, checkErr error
 }
 
@@ -155,47 +156,16 @@ func readInput(path string, stdin io.Reader) (string, []byte, error) {
 }
 
 // convertInput converts a Corefile or the DNS ConfigMap of an input
-// (coredns, kube-dns; corefile.ReadSource finds it in a manifest, a List
-// or a fragment); --configmap and --helm-values (f) carry a hosts file
-// that is a key of the input ConfigMap into the output.
+// (corefile.ConvertInput). --configmap and --helm-values (f) carry a hosts
+// file that is a key of the input ConfigMap into the output; with
+// --import-dir, imports read its files rather than the ConfigMap's keys.
 func convertInput(ctx context.Context, name string, text []byte, f *convertFlags) (corefile.Result, error) {
-	src, err := corefile.ReadSource(ctx, name, text)
-	if err != nil {
-		return corefile.Result{}, err
-	}
-	r, err := convertSource(ctx, name, src, f)
-	if err == nil && src.Taken != "" {
-		r.Findings = append([]corefile.Finding{{Where: name, Plugin: "input", Status: corefile.Converted, Reason: src.Taken}}, r.Findings...)
-	}
-	return r, err
-}
-
-// convertSource converts what ReadSource found. A ConfigMap's imports read
-// its other keys, in memory, or --import-dir's files.
-func convertSource(ctx context.Context, name string, src corefile.Source, f *convertFlags) (corefile.Result, error) {
 	var imports fs.FS
 	if f.importDir != "" {
 		imports = os.DirFS(f.importDir)
 	}
-	switch src.Form {
-	case corefile.FormCorefile:
-		return corefile.Run(ctx, corefile.Input{Name: name, Text: src.Text, Imports: imports}, nil)
-	case corefile.FormKubeDNS:
-		return corefile.KubeDNS(src.Data)
-	}
-	if imports == nil {
-		keys, err := corefile.KeysFS(src.Data)
-		if err != nil {
-			return corefile.Result{}, err
-		}
-		imports = keys
-	}
-	in := corefile.Input{Name: "Corefile", Text: []byte(src.Data["Corefile"]), Imports: imports}
-	if src.Form == corefile.FormNodeLocal {
-		return corefile.NodeLocal(ctx, in)
-	}
-	keys := &corefile.ConfigMapKeys{Data: src.Data, Carry: f.configMap != "" || f.helmValues, Helm: f.helmValues, CheckKey: validation.IsConfigMapKey}
-	return corefile.Run(ctx, in, keys)
+	keys := corefile.ConfigMapKeys{Carry: f.configMap != "" || f.helmValues, Helm: f.helmValues, CheckKey: validation.IsConfigMapKey}
+	return corefile.ConvertInput(ctx, name, text, imports, keys)
 }
 
 // check checks the flags: -o, and one output form.

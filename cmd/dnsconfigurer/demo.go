@@ -16,6 +16,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
@@ -40,7 +41,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
-	host := loadHost(*resolv, v1alpha1.DefaultNodeOS)
+	host := podfacts.ReadHost(*resolv, v1alpha1.DefaultNodeOS)
 	if err := demoRender(*podFile, *resolv, host, stdin, stdout); err != nil {
 		return exitCode(stderr, "demo", err)
 	}
@@ -59,7 +60,7 @@ func demoRender(podFile, resolv string, host policy.Host, stdin io.Reader, stdou
 	if err != nil {
 		return usageError{err}
 	}
-	eng, err := newEngine(demoNode, v1alpha1.PodPolicy{}, nil)
+	eng, err := policy.New(policy.NodeOf(demoNode, v1alpha1.PodPolicy{}, nil))
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/cmdline"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/kubeclient"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/explain"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/podspec"
@@ -36,8 +38,8 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		"Needs: get pods, list pods in the agent namespace, create pods/portforward there, create pods/exec (unless\n"+
 		"--no-exec), get namespaces (with the agent's namespaceLabels); for the topology part (reported, not fatal\n"+
 		"when refused): get nodes, list services, list endpointslices.\n\nflags:")
-	var kube kubectlFlags
-	kube.register(fs)
+	var kube kubeclient.Kubectl
+	registerKubectlFlags(fs, &kube)
 	out := fs.String("o", "text", "output: text (a resolv.conf with # comments), json or yaml")
 	agentNS := fs.String("agent-namespace", explain.DefaultAgentNamespace, "namespace of the shim or nri DaemonSet's pods")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound of each API server step (get, list, port-forward, exec)")
@@ -57,7 +59,7 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		return usageExit(stderr, "explain", err)
 	}
-	rc, client, ns, err := kube.client("explain")
+	rc, client, ns, err := kube.Client("explain")
 	if err != nil {
 		return usageExit(stderr, "explain", err)
 	}
@@ -73,6 +75,17 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return exitFail
 	}
 	return writeExplain(stdout, stderr, *out, facts)
+}
+
+// registerKubectlFlags binds kubectl's flags that choose the API server,
+// the credentials and the namespace.
+func registerKubectlFlags(fs *flag.FlagSet, k *kubeclient.Kubectl) {
+	fs.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubeconfig `PATH` (default: the files of $KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
+	fs.StringVar(&k.Context, "context", "", "the kubeconfig context to use (default: its current-context)")
+	fs.StringVar(&k.Cluster, "cluster", "", "the kubeconfig cluster to use (default: the context's)")
+	fs.StringVar(&k.User, "user", "", "the kubeconfig user to use (default: the context's)")
+	fs.StringVar(&k.Namespace, "n", "", "the pod's namespace (default: the context's, else default)")
+	fs.StringVar(&k.Namespace, "namespace", "", "the pod's namespace (same as -n)")
 }
 
 // serviceList is a repeatable --service.
@@ -95,15 +108,9 @@ func (l *serviceList) Set(v string) error {
 // parseInterspersed parses fs with the one POD argument anywhere among
 // the flags, as kubectl takes it.
 func parseInterspersed(fs *flag.FlagSet, args []string) (string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, err := cmdline.ParseInterspersed(fs, args)
+	if err != nil {
+		return "", err
 	}
 	if len(pos) != 1 {
 		return "", fmt.Errorf("want one POD argument, got %d", len(pos))
@@ -122,13 +129,11 @@ func explainCompute(warn io.Writer, f explain.Facts) (explain.Computed, error) {
 	in.NamespacePolicy = f.NamespacePolicy
 	res, trace, err := eng.ComputeExplained(in, f.Settings.Host.Policy())
 	warnings := printWarnings(warn, eng, res)
-	var tb strings.Builder
-	writeTrace(&tb, trace)
 	if err != nil {
-		return explain.Computed{Trace: tb.String()}, fmt.Errorf("the %s agent fails the sandbox of pod %q: %w",
+		return explain.Computed{Trace: trace.Comments()}, fmt.Errorf("the %s agent fails the sandbox of pod %q: %w",
 			f.Settings.Kind, f.Pod.Namespace+"/"+f.Pod.Name, err)
 	}
-	return explain.Computed{ResolvConf: resolvconf.Format(res.Config()), Trace: tb.String(), Render: newRenderJSON(res, warnings, trace)}, nil
+	return explain.Computed{ResolvConf: resolvconf.Format(res.Config()), Trace: trace.Comments(), Render: newRenderJSON(res, warnings, trace)}, nil
 }
 
 // writeExplain prints the facts as -o asks; it is explain's pure part.

@@ -5,18 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/cmdline"
 )
 
 // newFlagSet is the flag set of the command name: its errors and its usage
 // go to stderr, the usage text first, then the flags. A stderr that is a
 // flagRecorder is handed the flag set.
 func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs := cmdline.NewFlagSet(name, stderr, usage)
 	if r, ok := stderr.(flagRecorder); ok {
 		r.recordFlags(fs)
 	}

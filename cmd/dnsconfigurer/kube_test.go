@@ -53,51 +53,6 @@ func writeKubeconfig(t *testing.T, dir, name, server string) string {
 	return path
 }
 
-func TestRestConfig(t *testing.T) {
-	dir := t.TempDir()
-	a := writeKubeconfig(t, dir, "a", "https://a.example:6443")
-	b := writeKubeconfig(t, dir, "b", "https://b.example:6443")
-	missing := filepath.Join(dir, "missing")
-	tests := []struct {
-		name     string
-		path     string
-		env      string
-		wantHost string // "" with no wantErr: no API server
-		wantErr  string
-	}{
-		{name: "flag", path: a, wantHost: "https://a.example:6443"},
-		{name: "flag over $KUBECONFIG", path: a, env: b, wantHost: "https://a.example:6443"},
-		{name: "$KUBECONFIG", env: b, wantHost: "https://b.example:6443"},
-		{name: "$KUBECONFIG list", env: missing + string(os.PathListSeparator) + b, wantHost: "https://b.example:6443"},
-		{name: "$KUBECONFIG without a config", env: missing, wantErr: fmt.Sprintf("$KUBECONFIG %q: ", missing)},
-		{name: "missing flag file", path: missing, env: b, wantErr: fmt.Sprintf("kubeconfig %q: ", missing)},
-		{name: "neither, outside a pod", wantHost: ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("KUBECONFIG", tc.env)
-			t.Setenv("KUBERNETES_SERVICE_HOST", "")
-			rc, err := restConfig(tc.path)
-			if tc.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q...", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			host := "" // no API server
-			if rc != nil {
-				host = rc.Host
-			}
-			if host != tc.wantHost {
-				t.Errorf("host %q, want %q", host, tc.wantHost)
-			}
-		})
-	}
-}
-
 // TestKubeconfigEnv: the commands with --kubeconfig read $KUBECONFIG when
 // it is not given.
 func TestKubeconfigEnv(t *testing.T) {

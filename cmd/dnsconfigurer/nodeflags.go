@@ -1,16 +1,13 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/podfacts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // nodeConfig is the node render and validate assume: kubelet's settings,
@@ -79,39 +76,13 @@ func (n *nodeFlags) engine() (*policy.Engine, error) {
 		return nil, err
 	}
 	n.cfg = cfg
-	return newEngine(cfg.NodeDNS, cfg.PodPolicy, cfg.NodeIPs)
+	return policy.New(policy.NodeOf(cfg.NodeDNS, cfg.PodPolicy, cfg.NodeIPs))
 }
 
 // host is the node resolver config of the flags, named for a trace.
 func (n *nodeFlags) host() policy.Host {
 	path := *n.cfg.ResolvConf
-	h := loadHost(path, n.cfg.NodeOS)
+	h := podfacts.ReadHost(path, n.cfg.NodeOS)
 	h.Source = path
-	return h
-}
-
-// loadHost reads the node resolver config as kubelet's getHostDNSConfig does
-// for the node OS. Problems are returned in Host.Err, because kubelet turns
-// them into a failure of every pod rather than of its own start-up.
-func loadHost(path, nodeOS string) policy.Host {
-	if path == "" {
-		return policy.Host{Disabled: true}
-	}
-	if nodeOS == v1alpha1.NodeOSWindows {
-		st, err := os.Stat(path)
-		switch {
-		case err == nil && st.Mode().IsRegular():
-		case path == "Host":
-			return policy.Host{Err: errors.New(`resolvConf "Host" reads the Windows network settings (GetNetworkParams and the Tcpip SearchList registry values), which cannot be read here; pass the path of a file holding the node's nameservers and search suffixes instead`)}
-		default:
-			return policy.Host{Err: fmt.Errorf(`Unexpected resolver config value: %q. Expected "", "Host", or a path to an existing resolv.conf file.`, path)}
-		}
-	}
-	cfg, lines, err := resolvconf.ParseFileLines(path)
-	if err != nil {
-		return policy.Host{Err: err}
-	}
-	h := policy.HostOf(cfg)
-	h.Lines = lines
 	return h
 }

@@ -34,10 +34,7 @@ func TestNRIFlags(t *testing.T) {
 		t.Errorf("config with flags = %+v", cfg)
 	}
 
-	tests := []struct {
-		args []string
-		want string
-	}{
+	wantRefused(t, "nriCommand", func(args []string) error { _, _, err := nriCommand.parse(args, io.Discard); return err }, []refusedArgs{
 		{[]string{"--plugin-index", "1"}, `--plugin-index (pluginIndex): "1" must be two digits`},
 		{[]string{"--plugin-name", "a/b"}, "--plugin-name (pluginName)"},
 		{[]string{"--state-dir", "rel"}, "--state-dir (stateDir)"},
@@ -46,10 +43,22 @@ func TestNRIFlags(t *testing.T) {
 		{[]string{"--pod-lookup-timeout", "20s"}, "--pod-lookup-timeout (podLookupTimeout)"},
 		{[]string{"--cluster-dns", "x"}, "--cluster-dns (clusterDNS[0])"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
-	}
-	for _, tt := range tests {
-		if _, _, err := nriCommand.parse(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("nriCommand.parse(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+	})
+}
+
+// refusedArgs are arguments a command refuses, with a part of the error.
+type refusedArgs struct {
+	args []string
+	want string
+}
+
+// wantRefused fails t for each of refused that parse (a command's, named
+// name) accepts, or refuses with an error lacking its part.
+func wantRefused(t *testing.T, name string, parse func(args []string) error, refused []refusedArgs) {
+	t.Helper()
+	for _, r := range refused {
+		if err := parse(r.args); err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%s.parse(%q) = %v, want an error containing %q", name, r.args, err, r.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/completion"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/explain"
 )
 
@@ -32,7 +33,7 @@ func TestOutputFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cmds {
-		if _, ok := tests[c.Name]; ok != slices.ContainsFunc(c.Flags, func(f completionFlag) bool { return f.Name == "o" }) {
+		if _, ok := tests[c.Name]; ok != slices.ContainsFunc(c.Flags, func(f completion.Flag) bool { return f.Name == "o" }) {
 			t.Errorf("%s: -o flag and the table disagree", c.Name)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,27 +14,18 @@ import (
 
 // renderJSON is the -o json and -o yaml contract of render.
 type renderJSON struct {
-	Nameservers []string       `json:"nameservers"`
-	Searches    []string       `json:"searches"`
-	Options     []string       `json:"options"`
-	Hostname    string         `json:"hostname"`
-	FQDN        string         `json:"fqdn"`
-	Warnings    []warningJSON  `json:"warnings"`
-	Trace       []decisionJSON `json:"trace,omitempty"` // --explain only
+	Nameservers []string      `json:"nameservers"`
+	Searches    []string      `json:"searches"`
+	Options     []string      `json:"options"`
+	Hostname    string        `json:"hostname"`
+	FQDN        string        `json:"fqdn"`
+	Warnings    []warningJSON `json:"warnings"`
+	Trace       policy.Trace  `json:"trace,omitempty"` // --explain only
 }
 
 type warningJSON struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
-}
-
-// decisionJSON is one entry of the --explain trace of render and validate.
-type decisionJSON struct {
-	Step    string   `json:"step"`
-	Rule    string   `json:"rule"`
-	Detail  string   `json:"detail"`
-	Added   []string `json:"added"`
-	Removed []string `json:"removed"`
 }
 
 func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -75,7 +65,7 @@ func renderPod(pod *corev1.Pod, node *nodeFlags, eng *policy.Engine, explain boo
 	warnings := printWarnings(stderr, eng, res)
 	if err != nil {
 		fmt.Fprintf(stderr, "render: kubelet would fail the sandbox of pod %q: %v\n", pod.Namespace+"/"+pod.Name, err)
-		writeTrace(stderr, trace)
+		io.WriteString(stderr, trace.Comments())
 		return exitFail
 	}
 	return printRender(stdout, stderr, out, res, warnings, trace)
@@ -85,7 +75,7 @@ func renderPod(pod *corev1.Pod, node *nodeFlags, eng *policy.Engine, explain boo
 func printRender(stdout, stderr io.Writer, out string, res policy.Result, warnings []policy.Warning, trace policy.Trace) int {
 	if out == "resolv.conf" {
 		io.WriteString(stdout, resolvconf.Format(res.Config()))
-		writeTrace(stdout, trace)
+		io.WriteString(stdout, trace.Comments())
 		return exitOK
 	}
 	if err := writeOutput(stdout, out, newRenderJSON(res, warnings, trace)); err != nil {
@@ -108,40 +98,9 @@ func printWarnings(stderr io.Writer, eng *policy.Engine, res policy.Result) []po
 // newRenderJSON is the -o json|yaml form of a result.
 func newRenderJSON(res policy.Result, warnings []policy.Warning, trace policy.Trace) renderJSON {
 	j := renderJSON{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options,
-		Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}, Trace: traceJSON(trace)}
+		Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}, Trace: trace}
 	for _, w := range warnings {
 		j.Warnings = append(j.Warnings, warningJSON{Reason: w.Reason, Message: w.Message})
 	}
 	return j
-}
-
-// writeTrace prints a trace for a reader, as resolv.conf comments so that
-// render's output stays a resolv.conf: each decision numbered, with its
-// step, rule and detail, then the entries it added (+) and removed (-).
-func writeTrace(w io.Writer, trace policy.Trace) {
-	if len(trace) == 0 {
-		return
-	}
-	var b strings.Builder
-	b.WriteString("# explain\n")
-	for i, d := range trace {
-		fmt.Fprintf(&b, "# %d. %s (%s): %s\n", i+1, d.Step, d.Rule, d.Detail)
-		if len(d.Added) > 0 {
-			fmt.Fprintf(&b, "#      + %s\n", strings.Join(d.Added, " "))
-		}
-		if len(d.Removed) > 0 {
-			fmt.Fprintf(&b, "#      - %s\n", strings.Join(d.Removed, " "))
-		}
-	}
-	io.WriteString(w, b.String())
-}
-
-// traceJSON is the -o json|yaml form of a trace: nil without one, lists
-// never null.
-func traceJSON(trace policy.Trace) []decisionJSON {
-	var out []decisionJSON
-	for _, d := range trace {
-		out = append(out, decisionJSON{Step: d.Step, Rule: d.Rule, Detail: d.Detail, Added: nonNil(d.Added), Removed: nonNil(d.Removed)})
-	}
-	return out
 }

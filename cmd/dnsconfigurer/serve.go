@@ -6,15 +6,15 @@ import (
 	"flag"
 	"io"
 	"log/slog"
-	"os"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/gctarget"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/kubeclient"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodelocal"
@@ -48,68 +48,6 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveArgs, error) {
 // component's default); tests shorten it.
 var reloadInterval time.Duration
 
-// gcPercent is the GOGC of serve unless the GOGC variable is set, and
-// the node-local stage's throughout: its live heap is mostly its answer
-// cache, bounded by --cache-size, and a low target keeps its RSS within the
-// DaemonSet's 128 MiB (test/bench TestNodeLocalMemoryFill).
-const gcPercent = 75
-
-// clusterGCPercent is the cluster DNS's GOGC once its records synced, Go's
-// and CoreDNS's default. Its live heap is mostly the long-lived record
-// index, and the garbage is a change's: at 75 the collector took about a
-// seventh of the CPU of a change. At 50k Services, with 100 rather than 75:
-// CPU per change 0.98-1.00× CoreDNS 1.15's against 1.09×, RssAnon after
-// churn 0.81× against 0.77× (test/bench TestChurn).
-const clusterGCPercent = 100
-
-// startupGCPercent is the cluster DNS's GOGC until its records first
-// synced: the initial list allocates the whole index, and at
-// clusterGCPercent the collector would mark the growing heap several times
-// more often. At 100k Services, 200 rather than 100 saved about 0.25 s of
-// CPU in a 2 s start on 2 cores shared with the API server, for a
-// high-water mark of 350-420 MiB rather than 330-360 (CoreDNS's: 460-480).
-// The heap freed is given back a second after the sync.
-const startupGCPercent = 200
-
-// rebuildGCPercent is the GOGC of the first publish of the records: it
-// builds the whole index, and nearly all it allocates stays live, so a
-// collection in it marks a growing heap for little garbage (about 40 % of
-// its CPU). The heap still stays within 5× the live heap.
-const rebuildGCPercent = 400
-
-// startupGC moves the GC target through the cluster DNS's start:
-// startupGCPercent, rebuildGCPercent around each first publish, then
-// clusterGCPercent from the sync on. A first publish (the first, or one
-// after a rewatch) puts back the target of the phase it ends in.
-type startupGC struct {
-	mu     sync.Mutex
-	synced bool
-}
-
-func (g *startupGC) afterSync() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.synced = true
-	debug.SetGCPercent(clusterGCPercent)
-}
-
-func (g *startupGC) firstPublish(publish func()) {
-	debug.SetGCPercent(rebuildGCPercent)
-	defer func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.synced {
-			debug.SetGCPercent(clusterGCPercent)
-		} else {
-			debug.SetGCPercent(startupGCPercent)
-		}
-	}()
-	publish()
-}
-
-// tunedGC reports whether serve sets the GC target (GOGC is not set).
-func tunedGC() bool { return os.Getenv("GOGC") == "" }
-
 func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
 	f, err := parseServeFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -132,8 +70,8 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err != nil {
 		return exitCode(stderr, "dnsconfigurer serve", err)
 	}
-	if tunedGC() {
-		debug.SetGCPercent(gcPercent)
+	if gctarget.Tuned() {
+		debug.SetGCPercent(gctarget.Serve)
 	}
 	log = log.With("component", "dnsserver")
 	logflags.Start(log, "serve")
@@ -152,7 +90,7 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 		// DNS pods' endpoints; without one the stage asks clusterUpstream,
 		// and a bad kubeconfig does not keep the node's DNS down.
 		klog.SetSlogLogger(log.With("component", "client-go"))
-		client, err := kubeClient(cfg.Kubeconfig, "node-local")
+		client, err := kubeclient.New(cfg.Kubeconfig, "node-local")
 		if err != nil {
 			log.Warn("no API server: the cluster DNS is asked at nodeLocal.clusterUpstream", "err", err)
 		}
@@ -163,14 +101,13 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 		return stage.Run(ctx)
 	}
 	deps := clusterdns.Deps{Logger: log, Registry: newRegistry()}
-	if tunedGC() {
-		g := &startupGC{}
-		debug.SetGCPercent(startupGCPercent)
-		deps.AfterSync, deps.FirstPublish = g.afterSync, g.firstPublish
+	if gctarget.Tuned() {
+		g := gctarget.Start()
+		deps.AfterSync, deps.FirstPublish = g.AfterSync, g.FirstPublish
 	}
 	if cfg.Objects == "" {
 		klog.SetSlogLogger(log.With("component", "client-go"))
-		client, err := kubeClient(cfg.Kubeconfig, "serve")
+		client, err := kubeclient.New(cfg.Kubeconfig, "serve")
 		if err != nil {
 			return usageError{err}
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -160,27 +158,5 @@ func TestShimSIGTERMStalledRuntime(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("shim still running 30s after SIGTERM\n%s", stderr.String())
-	}
-}
-
-func TestBoundShutdown(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	stuck := make(chan struct{})
-	defer close(stuck)
-	got := make(chan error, 1)
-	go func() { got <- boundShutdown(ctx, 50*time.Millisecond, log, func() error { <-stuck; return nil }) }()
-	select {
-	case err := <-got:
-		t.Fatalf("returned %v before ctx was done", err)
-	default:
-	}
-	cancel()
-	if err := <-got; err == nil || !strings.Contains(err.Error(), "did not complete within 50ms") {
-		t.Errorf("stuck component: %v", err)
-	}
-	// A component that stops returns its own result.
-	if err := boundShutdown(context.Background(), time.Hour, log, func() error { return io.EOF }); err != io.EOF {
-		t.Errorf("boundShutdown = %v, want io.EOF", err)
 	}
 }

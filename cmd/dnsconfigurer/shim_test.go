@@ -46,10 +46,7 @@ func TestShimFlags(t *testing.T) {
 	os.WriteFile(unknown, []byte("apiVersion: dnsconfigurer.io/v1alpha1\nkind: ShimConfiguration\nlimit: trim\n"), 0o644)
 	kind := filepath.Join(dir, "kind.yaml")
 	os.WriteFile(kind, []byte("apiVersion: dnsconfigurer.io/v1alpha1\nkind: WebhookConfiguration\n"), 0o644)
-	tests := []struct {
-		args []string
-		want string
-	}{
+	wantRefused(t, "shimCommand", func(args []string) error { _, _, err := shimCommand.parse(args, io.Discard); return err }, []refusedArgs{
 		{[]string{"--config", bad}, "failurePolicy"},
 		{[]string{"--config", unknown}, `unknown field "limit"`},
 		{[]string{"--config", kind}, "kind"},
@@ -59,13 +56,7 @@ func TestShimFlags(t *testing.T) {
 		{[]string{"--listen", "relative.sock"}, "--listen (listen)"},
 		{[]string{"--runtime-endpoint", "tcp://1.2.3.4:5"}, "--runtime-endpoint"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
-	}
-	for _, tt := range tests {
-		_, _, err := shimCommand.parse(tt.args, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("shimCommand.parse(%q) = %v, want an error containing %q", tt.args, err, tt.want)
-		}
-	}
+	})
 }
 
 // sandboxRuntime is a runtime for the command test that records sandboxes.

@@ -20,7 +20,7 @@ type validateJSON struct {
 	Allowed  bool                `json:"allowed"`
 	Errors   []policy.FieldError `json:"errors"`
 	Warnings []string            `json:"warnings"`
-	Trace    []decisionJSON      `json:"trace,omitempty"` // --explain only
+	Trace    policy.Trace        `json:"trace,omitempty"` // --explain only
 }
 
 // validateUsage is validate's help text before its flags.
@@ -212,10 +212,10 @@ func printValidation(stdout, stderr io.Writer, out string, v policy.Validation, 
 		for _, e := range v.Errors {
 			fmt.Fprintf(stdout, "%s: %s\n", e.Field, e.Message)
 		}
-		writeTrace(stdout, trace)
+		io.WriteString(stdout, trace.Comments())
 		return nil
 	}
-	return writeOutput(stdout, out, validateJSON{Allowed: len(v.Errors) == 0, Errors: nonNil(v.Errors), Warnings: nonNil(v.Warnings), Trace: traceJSON(trace)})
+	return writeOutput(stdout, out, validateJSON{Allowed: len(v.Errors) == 0, Errors: nonNil(v.Errors), Warnings: nonNil(v.Warnings), Trace: trace})
 }
 
 // templatePaths is a repeatable --pod-template.

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -42,6 +41,20 @@ func raceBuild() bool {
 	return ok && slices.ContainsFunc(bi.Settings, func(s debug.BuildSetting) bool { return s.Key == "-race" && s.Value == "true" })
 }
 
+// webhookMemoryRun skips t unless it can measure the webhook process's
+// memory (on Linux, without -short and -race), naming what it sends, and
+// returns a serving certificate for the process.
+func webhookMemoryRun(t *testing.T, sends string) (cert, key string, pool *x509.CertPool) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the webhook's peak RSS from /proc/<pid>/status")
+	}
+	if testing.Short() || raceBuild() {
+		t.Skip("sends " + sends + " and measures the process's memory: run without -short and -race")
+	}
+	return whServingCert(t, t.TempDir())
+}
+
 // TestWebhookProcess runs `dnsconfigurer webhook` with its default limits
 // (the built binary: real HTTPS on loopback with a self-signed
 // certificate), sends it 50 parallel 6 MB reviews, each on a
@@ -52,14 +65,7 @@ func raceBuild() bool {
 // share of the in-flight budget) and that the process's peak RSS (VmHWM)
 // stays under the Deployment's 128 MiB memory limit.
 func TestWebhookProcess(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads the webhook's peak RSS from /proc/<pid>/status")
-	}
-	if testing.Short() || raceBuild() {
-		t.Skip("sends 600 MB and measures the process's memory: run without -short and -race")
-	}
-	dir := t.TempDir()
-	cert, key, pool := whServingCert(t, dir)
+	cert, key, pool := webhookMemoryRun(t, "600 MB")
 	body := largeWebhookReview(t, webhookBodySize)
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 		t.Run(proto, func(t *testing.T) { webhookLargeBodies(t, proto, cert, key, pool, body) })
@@ -102,12 +108,7 @@ func largeWebhookReview(t *testing.T, size int) []byte {
 // it, on a free loopback port and waits until /healthz answers.
 func startWebhookProcess(t *testing.T, cert, key string, pool *x509.CertPool) (*child, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t, "127.0.0.1")
 	// The progress limit is the read timeout here: this test measures
 	// memory under 50 parallel bodies, and on a loaded 2-core machine one
 	// client's TLS writer can stall past the 2 s default. TestSlowBodyCutOff

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,14 +170,7 @@ func legitReviews() []legitReview {
 // 2M options followed by "options":[] was allowed and took the peak
 // from 46 to 174 MiB alone.
 func TestWebhookProcessRepeatedKeys(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads the webhook's peak RSS from /proc/<pid>/status")
-	}
-	if testing.Short() || raceBuild() {
-		t.Skip("sends 1 GB and measures the process's memory: run without -short and -race")
-	}
-	dir := t.TempDir()
-	cert, key, pool := whServingCert(t, dir)
+	cert, key, pool := webhookMemoryRun(t, "1 GB")
 	shapes := webhookShapes(t)
 	repeated := repeatedKeyShapes()
 	for _, s := range repeated {

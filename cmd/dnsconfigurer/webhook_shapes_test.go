@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -83,14 +82,7 @@ func webhookShapes(t *testing.T) []webhookShape {
 // process's peak RSS stays under the Deployment's 128 MiB. On 66f333f one
 // review of 1.5M searches alone passed the limit.
 func TestWebhookProcessShapes(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads the webhook's peak RSS from /proc/<pid>/status")
-	}
-	if testing.Short() || raceBuild() {
-		t.Skip("sends 150 MB and measures the process's memory: run without -short and -race")
-	}
-	dir := t.TempDir()
-	cert, key, pool := whServingCert(t, dir)
+	cert, key, pool := webhookMemoryRun(t, "150 MB")
 	shapes := append(webhookShapes(t), webhookShape{"ordinary large review", largeWebhookReview(t, webhookBodySize), http.StatusOK})
 	c, addr := startWebhookProcess(t, cert, key, pool)
 	base := procHWM(t, c.pid)

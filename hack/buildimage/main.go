@@ -2,27 +2,23 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/cmdline"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/imagebuild"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cmdline.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("build-image", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("build-image", stderr, "usage: hack/build-image OUT.tar [--platform linux/amd64,linux/arm64] [--push REF [--ca FILE] [--plain-http]] | --print-version\n"+
+		"  writes one archive with an image index (OUT.tar) and its SPDX SBOM (OUT.spdx.json)\n"+
+		"  $IMAGE names the image (default dnsconfigurer:<version>: the semver tag on HEAD, else a Go pseudo-version);\n"+
+		"  $SOURCE_DATE_EPOCH sets its time (default: the HEAD commit's)")
 	dir := fs.String("dir", ".", "the module's root directory")
 	platforms := fs.String("platform", strings.Join(imagebuild.DefaultPlatforms, ","), "the image index's platforms, comma-separated: linux/amd64, linux/arm64")
 	caCerts := fs.String("ca-certificates", imagebuild.DefaultCACerts, "the CA bundle to copy into the image")
@@ -31,27 +27,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&pushOpts.CAFile, "ca", "", "with --push: a PEM CA bundle to trust for the registry's TLS")
 	fs.BoolVar(&pushOpts.PlainHTTP, "plain-http", false, "with --push: talk plain HTTP to a registry without TLS")
 	printVersion := fs.Bool("print-version", false, "print the version and revision the image would have, and build nothing")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hack/build-image OUT.tar [--platform linux/amd64,linux/arm64] [--push REF [--ca FILE] [--plain-http]] | --print-version")
-		fmt.Fprintln(stderr, "  writes one archive with an image index (OUT.tar) and its SPDX SBOM (OUT.spdx.json)")
-		fmt.Fprintln(stderr, "  $IMAGE names the image (default dnsconfigurer:<version>: the semver tag on HEAD, else a Go pseudo-version);")
-		fmt.Fprintln(stderr, "  $SOURCE_DATE_EPOCH sets its time (default: the HEAD commit's)")
-		fs.PrintDefaults()
-	}
 	// The archive may come before or after the flags.
+	pos, err := cmdline.ParseInterspersed(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 1 {
+		fmt.Fprintf(stderr, "build-image: unexpected argument %q\n", pos[1])
+		return 2
+	}
 	var out string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if out != "" {
-			fmt.Fprintf(stderr, "build-image: unexpected argument %q\n", fs.Arg(0))
-			return 2
-		}
-		out, args = fs.Arg(0), fs.Args()[1:]
+	if len(pos) == 1 {
+		out = pos[0]
 	}
 	if *printVersion {
 		v, r := imagebuild.GitVersion(ctx, *dir)

@@ -1,5 +1,6 @@
-// Command dupnoimports runs the duplicates tool over a copy of the
-// tracked tree whose Go import lines are blank.
+// Command dupnoimports runs the duplicates tool over a copy of the work
+// tree whose Go import lines are blank: the files duplicates reads in a
+// checkout, tracked ones and new ones git does not ignore.
 //
 //	go run ./hack/dupnoimports [duplicates flags]
 //
@@ -32,7 +33,9 @@ func main() {
 }
 
 func run(args []string) error {
-	out, err := exec.Command("git", "ls-files").Output()
+	// The files duplicates reads in a checkout: tracked ones and new ones
+	// git does not ignore.
+	out, err := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard").Output()
 	if err != nil {
 		return fmt.Errorf("git ls-files: %w", err)
 	}

@@ -11,28 +11,21 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/cmdline"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/gendeploy"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cmdline.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gendeploy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("gendeploy", stderr, "")
 	root := fs.String("root", ".", "the module's root directory")
 	out := fs.String("out", "", "write the files under this directory instead of ROOT/deploy")
 	check := fs.Bool("check", false, "compare with the directory instead of writing; exit 1 when it differs")

@@ -5,12 +5,16 @@
 // feed, the DNS listener, the metrics endpoint and the reloader are Tasks,
 // and Run starts them together. Run stops them one at a time from the last:
 // list what serves first and what feeds it last, so the feed stops before
-// the DNS listener and the listener before /readyz.
+// the DNS listener and the listener before /readyz. Bounded bounds how long
+// a whole component may take to stop after SIGTERM.
 package lifecycle
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 )
 
 // Task is one long-running part of a component. It returns when ctx is
@@ -47,4 +51,26 @@ func Run(ctx context.Context, tasks ...Task) error {
 		<-done[i]
 	}
 	return first
+}
+
+// Bounded runs run and returns its error, but once ctx is done waits
+// at most limit for it: a component that does not stop in time is left
+// behind (the process exits) with an error saying so.
+func Bounded(ctx context.Context, limit time.Duration, log *slog.Logger, run func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- run() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		log.Error("shutdown did not complete in time; exiting anyway", "limit", limit.String())
+		return fmt.Errorf("shutdown did not complete within %s", limit)
+	}
 }

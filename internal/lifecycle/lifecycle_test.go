@@ -3,9 +3,13 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestRun(t *testing.T) {
@@ -72,5 +76,29 @@ func TestRun(t *testing.T) {
 				t.Errorf("stopped %v, want %v", stopped, tc.wantStopped)
 			}
 		})
+	}
+}
+
+// TestBounded: a stuck run is left behind once ctx is done and the
+// limit has passed; one that stops returns its own result.
+func TestBounded(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	stuck := make(chan struct{})
+	defer close(stuck)
+	got := make(chan error, 1)
+	go func() { got <- Bounded(ctx, 50*time.Millisecond, log, func() error { <-stuck; return nil }) }()
+	select {
+	case err := <-got:
+		t.Fatalf("returned %v before ctx was done", err)
+	default:
+	}
+	cancel()
+	if err := <-got; err == nil || !strings.Contains(err.Error(), "did not complete within 50ms") {
+		t.Errorf("stuck component: %v", err)
+	}
+	// A component that stops returns its own result.
+	if err := Bounded(context.Background(), time.Hour, log, func() error { return io.EOF }); err != io.EOF {
+		t.Errorf("Bounded = %v, want io.EOF", err)
 	}
 }

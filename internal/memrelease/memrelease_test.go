@@ -17,10 +17,8 @@ func TestPages(t *testing.T) {
 
 func TestAfterSync(t *testing.T) {
 	tests := []struct {
-		name      string
-		synced    bool
-		cancel    bool
-		wantAfter bool
+		name                      string
+		synced, cancel, wantAfter bool
 	}{
 		{name: "stopped before sync", synced: false, cancel: true, wantAfter: false},
 		{name: "synced", synced: true, wantAfter: true},

@@ -51,3 +51,17 @@ func NewQuery(name string, qtype uint16, size uint16, opts ...dns.EDNS0) *dns.Ms
 	}
 	return m
 }
+
+// ThroughWire is m packed and unpacked again, as the other end reads it.
+func ThroughWire(t testing.TB, m *dns.Msg) *dns.Msg {
+	t.Helper()
+	b, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := new(dns.Msg)
+	if err := got.Unpack(b); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}

@@ -3,6 +3,7 @@ package testkit
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -43,5 +44,30 @@ func TestNewQuery(t *testing.T) {
 	o := NewQuery("a.example.", dns.TypeAAAA, 1232, opt).IsEdns0()
 	if o == nil || o.UDPSize() != 1232 || o.Do() || len(o.Option) != 1 || o.Option[0] != opt {
 		t.Errorf("OPT %v, want 1232 without DO, holding the option", o)
+	}
+}
+
+// TestAnswerA: A gets the address, another type no data, a silent name no
+// reply.
+func TestAnswerA(t *testing.T) {
+	u := NewUpstream(t, AnswerA(7, "192.0.2.9", func(name string) bool { return strings.HasPrefix(name, "quiet.") }), UDPOnly())
+	r := Ask(t, "udp", u.Addr, new(dns.Msg).SetQuestion("a.example.", dns.TypeA))
+	if len(r.Answer) != 1 || r.Answer[0].String() != "a.example.\t7\tIN\tA\t192.0.2.9" || !r.RecursionAvailable {
+		t.Errorf("A: %v", r)
+	}
+	if r := Ask(t, "udp", u.Addr, new(dns.Msg).SetQuestion("a.example.", dns.TypeAAAA)); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 {
+		t.Errorf("AAAA: %v, want no data", r)
+	}
+	quick := &dns.Client{Net: "udp", Timeout: 300 * time.Millisecond}
+	if r, _, err := quick.Exchange(NewQuery("quiet.example.", dns.TypeA, 0), u.Addr); err == nil {
+		t.Errorf("silent name answered: %v", r)
+	}
+}
+
+func TestThroughWire(t *testing.T) {
+	m := NewQuery("a.example.", dns.TypeAAAA, 1232)
+	got := ThroughWire(t, m)
+	if got == m || got.String() != m.String() {
+		t.Errorf("through the wire:\n%v\nwant a copy of\n%v", got, m)
 	}
 }

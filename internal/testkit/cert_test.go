@@ -9,14 +9,7 @@ import (
 func TestCA(t *testing.T) {
 	ca := NewCA(t)
 	certPEM, keyPEM, serial := ca.Serving(t, "web", "web.example")
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	leaf := leafOf(t, certPEM, keyPEM)
 	for _, host := range []string{"127.0.0.1", "::1", "localhost", "web.example"} {
 		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: host, Roots: ca.Pool()}); err != nil {
 			t.Errorf("serving certificate for %s: %v", host, err)
@@ -35,4 +28,18 @@ func TestCA(t *testing.T) {
 	if _, err := client.Verify(x509.VerifyOptions{Roots: NewCA(t).Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
 		t.Error("another CA trusts the client certificate")
 	}
+}
+
+// leafOf is the certificate of a PEM pair that goes together.
+func leafOf(t *testing.T, certPEM, keyPEM []byte) *x509.Certificate {
+	t.Helper()
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf
 }

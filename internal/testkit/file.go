@@ -18,3 +18,18 @@ func WriteAtomic(t testing.TB, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// EnvBin is the program $env names, when it is set: a file that is not
+// there fails t (CI sets the variable so that a lost binary fails, not
+// skips). ok is false when env is unset, for the caller's own search.
+func EnvBin(t testing.TB, env string) (path string, ok bool) {
+	t.Helper()
+	path = os.Getenv(env)
+	if path == "" {
+		return "", false
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("$%s: %v", env, err)
+	}
+	return path, true
+}

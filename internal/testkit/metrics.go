@@ -89,6 +89,17 @@ func (m Metrics) Sum(name string) float64 {
 	return sum
 }
 
+// Want fails t for each series of want that m lacks or holds with another
+// value.
+func (m Metrics) Want(t testing.TB, want map[string]float64) {
+	t.Helper()
+	for series, w := range want {
+		if got, ok := m[series]; !ok || got != w {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, w)
+		}
+	}
+}
+
 // Has reports whether m holds a series of name.
 func (m Metrics) Has(name string) bool {
 	for k := range m {

@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"slices"
 	"testing"
@@ -10,14 +9,7 @@ import (
 func TestNodeClient(t *testing.T) {
 	ca := NewCA(t)
 	certPEM, keyPEM := ca.NodeClient(t, "node-a")
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := leafOf(t, certPEM, keyPEM)
 	if cert.Subject.CommonName != "system:node:node-a" || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
 		t.Errorf("subject %v", cert.Subject)
 	}

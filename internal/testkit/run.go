@@ -77,3 +77,11 @@ func RunSynced(t testing.TB, run func(context.Context), synced func() bool) {
 		return nil
 	})
 }
+
+// WithFlag runs f as the subtest name with args, on, and as the subtest
+// "default" with none, off: a flag's test beside the default's.
+func WithFlag(t *testing.T, name string, args []string, f func(t *testing.T, args []string, on bool)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) { f(t, args, true) })
+	t.Run("default", func(t *testing.T) { f(t, nil, false) })
+}

@@ -3,6 +3,8 @@ package testkit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,5 +45,15 @@ func TestValue(t *testing.T) {
 	}()
 	if f.msg != "no series d_total" {
 		t.Errorf("failure %q", f.msg)
+	}
+}
+
+func TestWithFlag(t *testing.T) {
+	var got []string
+	WithFlag(t, "flag", []string{"--flag"}, func(t *testing.T, args []string, on bool) {
+		got = append(got, fmt.Sprintf("%s %q %v", t.Name(), args, on))
+	})
+	if want := []string{`TestWithFlag/flag ["--flag"] true`, `TestWithFlag/default [] false`}; !slices.Equal(got, want) {
+		t.Errorf("runs %q, want %q", got, want)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fatalTB records Fatalf instead of ending the test.
+// fatalTB records Fatalf (or Fatal) and panics instead of ending the test.
 type fatalTB struct {
 	testing.TB
 	msg string
@@ -28,6 +30,10 @@ type fatalTB struct {
 func (f *fatalTB) Helper() {}
 func (f *fatalTB) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
+	panic(f)
+}
+func (f *fatalTB) Fatal(args ...any) {
+	f.msg = fmt.Sprint(args...)
 	panic(f)
 }
 
@@ -316,12 +322,93 @@ func TestWantSubstrings(t *testing.T) {
 }
 
 // TestWantErr: no error wanted and none is "go on"; an error wanted and
-// got is "stop". The failing branches fail the test itself.
+// got is "stop"; every other case fails the test (a failed check does not
+// return here, so goOn is false).
 func TestWantErr(t *testing.T) {
-	if !WantErr(t, nil, "") {
-		t.Error("WantErr(nil, \"\") = false, want true")
+	broke := errors.New(`limits: "cut" must be trim or reject`)
+	for _, tc := range []struct {
+		name   string
+		check  func(testing.TB, error, string) bool
+		err    error
+		want   string
+		goOn   bool
+		failed string
+	}{
+		{"none wanted, none got", WantErr, nil, "", true, ""},
+		{"wanted and got", WantErr, broke, "must be", false, ""},
+		{"none wanted, one got", WantErr, broke, "", false, broke.Error()},
+		{"wanted, none got", WantErr, nil, "must be", false, `error <nil>, want one containing "must be"`},
+		{"wanted, another got", WantErr, broke, "ndots", false, `error limits: "cut" must be trim or reject, want one containing "ndots"`},
+		{"prefix got", WantErrPrefix, broke, "limits: ", false, ""},
+		{"prefix only inside", WantErrPrefix, broke, "must be", false, `error limits: "cut" must be trim or reject, want one starting with "must be"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fatalTB{TB: t}
+			goOn := func() bool {
+				defer func() { _ = recover() }()
+				return tc.check(f, tc.err, tc.want)
+			}()
+			if f.msg != tc.failed || goOn != tc.goOn {
+				t.Errorf("failed with %q, went on %v; want %q, %v", f.msg, goOn, tc.failed, tc.goOn)
+			}
+		})
 	}
-	if WantErr(t, errors.New("limits: \"cut\" must be trim or reject"), "must be") {
-		t.Error("WantErr(matching error) = true, want false")
+}
+
+// TestEnvBin: unset is the caller's search, set is that file, set to
+// nothing there fails the test.
+func TestEnvBin(t *testing.T) {
+	const env = "DNSCONFIGURER_TESTKIT_BIN"
+	bin := filepath.Join(t.TempDir(), "tool")
+	WriteFile(t, bin, "")
+	for _, tc := range []struct {
+		name, value, want string
+		ok                bool
+		failed            string
+	}{
+		{name: "unset"},
+		{name: "set", value: bin, want: bin, ok: true},
+		{name: "missing", value: bin + ".gone", failed: "$" + env + ": stat " + bin + ".gone: no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(env, tc.value)
+			f := &fatalTB{TB: t}
+			var got string
+			var ok bool
+			func() {
+				defer func() { _ = recover() }()
+				got, ok = EnvBin(f, env)
+			}()
+			if got != tc.want || ok != tc.ok || f.msg != tc.failed {
+				t.Errorf("EnvBin = %q, %v, failed %q; want %q, %v, %q", got, ok, f.msg, tc.want, tc.ok, tc.failed)
+			}
+		})
+	}
+}
+
+func TestClosed(t *testing.T) {
+	done := make(chan struct{})
+	if Closed(done) {
+		t.Error("Closed of an open channel = true")
+	}
+	close(done)
+	if !Closed(done) {
+		t.Error("Closed of a closed channel = false")
+	}
+}
+
+// TestMetricsWant: a series with the value passes; another value, or
+// none, is an error naming the series.
+func TestMetricsWant(t *testing.T) {
+	m := Metrics{`a_total{x="1"}`: 2, "b": 0}
+	rec := &errorTB{TB: t}
+	m.Want(rec, map[string]float64{`a_total{x="1"}`: 2, "b": 0})
+	if len(rec.errs) != 0 {
+		t.Errorf("matching series: %q", rec.errs)
+	}
+	m.Want(rec, map[string]float64{`a_total{x="1"}`: 3, "c": 0})
+	slices.Sort(rec.errs)
+	if want := []string{`a_total{x="1"} = 2 (present true), want 3`, "c = 0 (present false), want 0"}; !slices.Equal(rec.errs, want) {
+		t.Errorf("errors %q, want %q", rec.errs, want)
 	}
 }

@@ -238,6 +238,24 @@ func Reply(fill func(q dns.Question, r *dns.Msg)) dns.Handler {
 	})
 }
 
+// AnswerA is a handler of a recursive resolver's replies: A ip (ttl) to an
+// A query, no data to other types, and no reply at all to a query of one
+// question whose name silent reports (nil: none).
+func AnswerA(ttl uint32, ip string, silent func(name string) bool) dns.Handler {
+	return dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if len(req.Question) != 1 || silent != nil && silent(req.Question[0].Name) {
+			return
+		}
+		r := new(dns.Msg)
+		r.SetReply(req)
+		r.RecursionAvailable = true
+		if q := req.Question[0]; q.Qtype == dns.TypeA {
+			r.Answer = []dns.RR{A(q.Name, ttl, ip)}
+		}
+		_ = w.WriteMsg(r)
+	})
+}
+
 // Silent is a handler that never answers. Over UDP its queries are only
 // counted, not kept (Queries has none), and cost next to nothing: a
 // blackhole for floods.

@@ -107,14 +107,35 @@ func WantSubstrings(t testing.TB, what, s string, subs ...string) {
 // must contain want (t fails at once otherwise) and WantErr is false.
 func WantErr(t testing.TB, err error, want string) bool {
 	t.Helper()
+	return wantErr(t, err, want, strings.Contains, "containing")
+}
+
+// WantErrPrefix is WantErr for an error that must start with want.
+func WantErrPrefix(t testing.TB, err error, want string) bool {
+	t.Helper()
+	return wantErr(t, err, want, strings.HasPrefix, "starting with")
+}
+
+func wantErr(t testing.TB, err error, want string, match func(s, sub string) bool, how string) bool {
+	t.Helper()
 	if want == "" {
 		if err != nil {
 			t.Fatal(err)
 		}
 		return true
 	}
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %v, want one containing %q", err, want)
+	if err == nil || !match(err.Error(), want) {
+		t.Fatalf("error %v, want one %s %q", err, how, want)
 	}
 	return false
+}
+
+// Closed reports whether done is closed, without waiting.
+func Closed(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }

@@ -63,7 +63,7 @@ func (q *query) answerMsg() *dns.Msg {
 			q.d = decide(h, q.z, a.Qtype, a.Qclass, a.lname)
 		}
 	}
-	ctx := forward.WithClient(context.Background(), q.client.ip)
+	ctx := context.Background()
 	made := false // answered here, not relayed from upstream: cut to the UDP answer limit
 	switch q.d.route {
 	case routeAutopath:
@@ -71,14 +71,10 @@ func (q *query) answerMsg() *dns.Msg {
 		// Candidates outside the zone (host search domains) are each
 		// forwarded: together they get one forwarding timeout.
 		actx, cancel := context.WithTimeout(ctx, forward.DefaultTimeout)
-		fill(m, h.ap.expand(actx, h, q.req, q.client.topo, h.autopathTTL()))
+		fill(m, h.ap.expand(actx, h, q.req, a.from, q.client.topo, h.autopathTTL()))
 		cancel()
 		made = true
 	case routeForward:
-		if q.tcp {
-			// The client asked over TCP: so does the forwarder.
-			ctx = forward.WithClientTCP(ctx)
-		}
 		if r, err := q.forwardMsg(ctx, a.Question); err == nil {
 			m = r
 		} else {
@@ -119,8 +115,7 @@ func (q *query) answerMsg() *dns.Msg {
 // and packs the reply in buf. False when the reply does not pack.
 func (q *query) answerBySource(buf []byte) ([]byte, bool) {
 	h, z := q.h, q.z
-	ctx := forward.WithClient(context.Background(), q.client.ip)
-	r := h.ap.bySource(ctx, h, q.req.Question[0], q.client, z.ttl)
+	r := h.ap.bySource(context.Background(), h, q.asked(), q.client, z.ttl)
 	if r.Rcode == dns.RcodeNameError {
 		r.Ns = z.negative(q.lname)
 	}

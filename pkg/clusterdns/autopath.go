@@ -15,6 +15,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
@@ -33,11 +34,19 @@ const (
 // candidateResolver is the zone side of autopath: the one method the
 // expander calls. The Handler implements it.
 type candidateResolver interface {
-	// resolveCandidate answers q as Resolve does, with the variant of its
-	// name for client c. With localOnly it answers only what needs no
+	// resolveCandidate answers q as Resolve does, for the client at from
+	// placed at c: with the variant of its name for c, and asking upstream
+	// on behalf of from. With localOnly it answers only what needs no
 	// upstream, and reports upstream true, having asked nothing, for the
 	// rest.
-	resolveCandidate(ctx context.Context, q dns.Question, c topology.Client, localOnly bool) (r Result, upstream bool)
+	resolveCandidate(ctx context.Context, q dns.Question, from candidateClient, localOnly bool) (r Result, upstream bool)
+}
+
+// candidateClient is who autopath expands a query for: its Origin and its
+// place.
+type candidateClient struct {
+	from dnsmsg.Origin
+	topo topology.Client
 }
 
 // autopathExpander is server-side search expansion (KEP "DNS Autopath in
@@ -120,10 +129,11 @@ func (a *autopathExpander) firstStep(z *zone, ip netip.Addr, lname string) (stri
 
 // bySource expands q, a first search step of a pod (firstStep), each
 // candidate with its variant for the pod c. ttl is the zone's.
-func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q dns.Question, c client, ttl uint32) Result {
+func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, qq question, c client, ttl uint32) Result {
+	q := qq.Question
 	cut := len(c.ns) + len(a.nsTail) // "<ns>.svc.<zone>." and the dot before
 	base := q.Name[:len(q.Name)-cut]
-	r := a.search(ctx, zr, q, base, policy.ClusterSearches(c.ns, a.zone, nil), c.topo, ttl)
+	r := a.search(ctx, zr, q, base, policy.ClusterSearches(c.ns, a.zone, nil), candidateClient{qq.from, c.topo}, ttl)
 	// The first candidate is the asked name itself: no CNAME to itself.
 	if len(r.Answer) > 0 {
 		if cn, isCNAME := r.Answer[0].(*dns.CNAME); isCNAME && strings.EqualFold(cn.Target, q.Name) {
@@ -137,7 +147,7 @@ func (a *autopathExpander) bySource(ctx context.Context, zr candidateResolver, q
 // (then the name itself) whose answer is not NXDOMAIN, behind a CNAME from
 // the asked name, each candidate with its variant for client c. ttl is
 // the zone's.
-func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req *dns.Msg, c topology.Client, ttl uint32) Result {
+func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req *dns.Msg, from dnsmsg.Origin, c topology.Client, ttl uint32) Result {
 	q := req.Question[0]
 	n, ok := policy.ParseAutopath(q.Name, a.zone)
 	if !ok {
@@ -162,7 +172,7 @@ func (a *autopathExpander) expand(ctx context.Context, zr candidateResolver, req
 	if !found {
 		searches = policy.ClusterSearches(n.Namespace, a.zone, nil)
 	}
-	return a.search(ctx, zr, q, n.Base, searches, c, ttl)
+	return a.search(ctx, zr, q, n.Base, searches, candidateClient{from, c}, ttl)
 }
 
 // negative is an autopath name's NXDOMAIN: the autopath suffix's SOA.
@@ -189,7 +199,7 @@ const (
 // then chosen in search-list order, so it is the one asking the same
 // candidates one after another gives. The whole expansion ends within
 // autopathDeadline; a candidate still unanswered then counts as SERVFAIL.
-func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q dns.Question, base string, searches []string, client topology.Client, ttl uint32) Result {
+func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q dns.Question, base string, searches []string, client candidateClient, ttl uint32) Result {
 	a.exp.Inc()
 	ctx, cancel := context.WithTimeout(ctx, autopathDeadline)
 	defer cancel()
@@ -278,14 +288,14 @@ func (a *autopathExpander) search(ctx context.Context, zr candidateResolver, q d
 // resolveCandidate implements candidateResolver, autopath's one door to the
 // zone: Resolve, or with localOnly only what asks no upstream. Each
 // candidate is rewritten as the client's own question for it would be.
-func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, c topology.Client, localOnly bool) (Result, bool) {
+func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, c candidateClient, localOnly bool) (Result, bool) {
 	asked := q.Name
 	failed := func(err error) (Result, bool) { // a rewrite made an invalid name
 		h.log.DebugContext(ctx, "rewrite", "name", asked, "err", err)
 		return Result{Rcode: dns.RcodeServerFailure}, false
 	}
 	z := h.zone()
-	a := question{Question: q, lname: lowerFQDN(q.Name)}
+	a := question{Question: q, lname: lowerFQDN(q.Name), from: c.from}
 	d := decide(h, z, q.Qtype, q.Qclass, a.lname)
 	var rev *reversal
 	if d.rewrite {
@@ -302,7 +312,7 @@ func (h *Handler) resolveCandidate(ctx context.Context, q dns.Question, c topolo
 		return Result{}, true
 	}
 	if d.route == routeZone {
-		a.variant = d.z.variantFor(a.lname, c)
+		a.variant = d.z.variantFor(a.lname, c.topo)
 	}
 	r := h.resolve(ctx, a, d)
 	if rev != nil {

@@ -23,9 +23,14 @@
 // resolveCandidate (Resolve, or with localOnly only what needs no
 // upstream); the handler builds its messages.
 //
-// ServeDNS wraps Resolve with pkg/dnsmsg's message rules (Check, Finish),
-// which the node-local stage shares: FORMERR, NOTIMP and BADVERS, replies
-// cut to the client's size (at most 1232 bytes over UDP) with TC set.
+// ServeDNS runs the stages of one query value (query.go): admit makes it
+// once (the checked message, its lowercase name, its client and the reply
+// cache key), then fromCache, answer and account read it in turn, each in
+// its file; AnswerWire runs the same stages with a byte-level admit
+// (admitWire). Nothing of a query travels in a context. ServeDNS wraps
+// Resolve with pkg/dnsmsg's message rules (Check, Finish), which the
+// node-local stage shares: FORMERR, NOTIMP and BADVERS, replies cut to the
+// client's size (at most 1232 bytes over UDP) with TC set.
 // Resolve answers REFUSED for classes other than IN (and ANY) and for
 // AXFR and IXFR (never a zone listing).
 //
@@ -42,7 +47,7 @@
 //     lowercase name. The answer owners echo the question's case.
 //   - A headless Service with a traffic distribution answers each client
 //     its nearest ready endpoints (Snapshot.VariantFor, pkg/topology's
-//     rule). place puts the client once per query: by node-local's
+//     rule). admit places the client once per query: by node-local's
 //     topology option (WithTopology; taken off, never forwarded), else by
 //     its source pod's node and zone. CoreDNS's zone-scoped names
 //     (coredns#8388) read the same variants.

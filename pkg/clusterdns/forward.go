@@ -12,8 +12,10 @@ import (
 
 // forwardMsg relays the client's query upstream, asking qn (its question,
 // or the question a rewrite renamed it to), keeping its EDNS0 options and
-// DO bit, and returns the reply, ready for our OPT. When the answer cache
-// answered from its cache (WithAnswerCache), its ticket is noted in q.
+// DO bit, and returns the reply, ready for our OPT. It is asked with the
+// client's address and transport: over TCP when the client asked over TCP.
+// When the answer cache answered from its cache (WithAnswerCache), its
+// ticket is noted in q.
 func (q *query) forwardMsg(ctx context.Context, qn dns.Question) (*dns.Msg, error) {
 	h, req := q.h, q.req
 	// The question and the OPT only: records a client put in the other
@@ -32,14 +34,15 @@ func (q *query) forwardMsg(ctx context.Context, qn dns.Question) (*dns.Msg, erro
 	} else {
 		up.SetEdns0(dnsmsg.EDNSSize, false)
 	}
+	o := dnsmsg.Origin{Client: q.client.ip, TCP: q.tcp}
 	var r *dns.Msg
 	var err error
 	if h.answers != nil {
 		var a dnscache.Answered
-		a, err = h.answers.AnswerTicket(ctx, up)
+		a, err = h.answers.AnswerTicket(ctx, up, o)
 		r, q.ticket = a.Msg, a.Ticket
 	} else {
-		r, err = h.fwd.Exchange(ctx, up)
+		r, err = forward.Ask(ctx, h.fwd, up, o)
 	}
 	if err != nil {
 		h.log.DebugContext(ctx, "forward failed", "name", qn.Name, "type", dns.TypeToString[qn.Qtype], "err", err)
@@ -54,12 +57,14 @@ func (q *query) forwardMsg(ctx context.Context, qn dns.Question) (*dns.Msg, erro
 }
 
 // forwardQuestion asks upstream a question of ours (an ExternalName's
-// target, an autopath candidate): REFUSED without a forwarder.
-func (h *Handler) forwardQuestion(ctx context.Context, q dns.Question) Result {
+// target, an autopath candidate) on behalf of q.from: REFUSED without a
+// forwarder.
+func (h *Handler) forwardQuestion(ctx context.Context, qq question) Result {
 	if h.fwd == nil {
 		return Result{Rcode: dns.RcodeRefused}
 	}
-	r, err := h.fwd.Exchange(ctx, dnsmsg.Query(q, false))
+	q := qq.Question
+	r, err := forward.Ask(ctx, h.fwd, dnsmsg.Query(q, false), qq.from)
 	if err != nil {
 		h.log.DebugContext(ctx, "forward failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
 		return Result{Rcode: forward.Rcode(err), Forwarded: true}

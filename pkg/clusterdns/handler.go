@@ -273,7 +273,9 @@ func (h *Handler) apexes(z *zone) []string {
 func (h *Handler) Warm() { h.zone() }
 
 // Exchanger sends a query upstream and returns the reply.
-// *forward.Forwarder, *forward.Router and *dnscache.Cache implement it.
+// *forward.Forwarder, *forward.Router and *dnscache.Cache implement it,
+// and forward.Forwarding too: the handler then asks on behalf of its
+// client (forward.Ask), for the client's share of the forwarder's slots.
 type Exchanger interface {
 	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
 }
@@ -285,7 +287,7 @@ type AnswerCache interface {
 	Exchanger
 	// AnswerTicket is Exchange, with a ticket for Keep when the answer
 	// came from the cache.
-	AnswerTicket(ctx context.Context, m *dns.Msg) (dnscache.Answered, error)
+	AnswerTicket(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (dnscache.Answered, error)
 	// Keep keeps the finished reply made from a ticket's answer, for
 	// queries of shape.
 	Keep(t dnscache.Ticket, shape uint32, reply []byte)

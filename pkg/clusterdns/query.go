@@ -61,17 +61,22 @@ type client struct {
 }
 
 // question is one question as the zone answers it: the question as asked (its
-// name's case is echoed), that name in lowercase with its dot, and the
-// client's variant of it ("" for none).
+// name's case is echoed), that name in lowercase with its dot, the
+// client's variant of it ("" for none), and who asks, for what is asked
+// upstream on its behalf.
 type question struct {
 	dns.Question
 	lname   string
 	variant store.Variant
+	from    dnsmsg.Origin
 }
 
-// asked is the question of q as the zone answers it.
+// asked is the question of q as the zone answers it. What the zone asks
+// upstream for it (an ExternalName's target, an autopath candidate) goes
+// over UDP, whatever the client's transport.
 func (q *query) asked() question {
-	return question{Question: q.req.Question[0], lname: q.lname, variant: q.client.variant}
+	return question{Question: q.req.Question[0], lname: q.lname, variant: q.client.variant,
+		from: dnsmsg.Origin{Client: q.client.ip}}
 }
 
 // plain reports whether q is a plain query: one question, opcode QUERY,

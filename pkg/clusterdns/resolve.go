@@ -32,5 +32,5 @@ func (h *Handler) resolve(ctx context.Context, a question, d decision) Result {
 	case routeStatic:
 		return staticAnswer(a.Qtype, a.Name, a.lname, d.rrs)
 	}
-	return h.forwardQuestion(ctx, a.Question)
+	return h.forwardQuestion(ctx, a)
 }

@@ -336,7 +336,8 @@ func (h *Handler) answer(ctx context.Context, z *zone, a question, depth int) Re
 		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{anyRR(owner, n.CNAME(), n.TTL)}, Authoritative: true}
 	}
 	if n.CNAME() != "" && qtype != dns.TypeCNAME {
-		return h.chase(ctx, z, qtype, cnameRR(owner, n.CNAME(), n.TTL), n.CNAME(), depth)
+		t := question{Question: dns.Question{Name: n.CNAME(), Qtype: qtype, Qclass: dns.ClassINET}, lname: n.CNAME(), from: a.from}
+		return h.chase(ctx, z, t, cnameRR(owner, n.CNAME(), n.TTL), depth)
 	}
 	ans := z.records(owner, lname, n, qtype)
 	if len(ans) == 0 {
@@ -353,14 +354,16 @@ func (h *Handler) answer(ctx context.Context, z *zone, a question, depth int) Re
 	return Result{Rcode: dns.RcodeSuccess, Answer: clip(ans), Extra: clip(extra), Authoritative: true, deps: deps}
 }
 
-// chase answers for an ExternalName: the CNAME, then the target's records,
-// followed inside the zone or asked upstream.
-func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, cname dns.RR, target string, depth int) Result {
+// chase answers for an ExternalName: the CNAME, then the records of its
+// target t (a lowercase name, no variant), followed inside the zone or
+// asked upstream.
+func (h *Handler) chase(ctx context.Context, z *zone, t question, cname dns.RR, depth int) Result {
+	target := t.lname
 	if inZone(target, z.name) && !delegated(h, target) {
 		if depth >= maxChase {
 			return Result{Rcode: dns.RcodeServerFailure}
 		}
-		r := h.answer(ctx, z, question{Question: dns.Question{Name: target, Qtype: qtype, Qclass: dns.ClassINET}, lname: target}, depth+1)
+		r := h.answer(ctx, z, t, depth+1)
 		if r.Rcode == dns.RcodeServerFailure {
 			return r
 		}
@@ -371,7 +374,7 @@ func (h *Handler) chase(ctx context.Context, z *zone, qtype uint16, cname dns.RR
 	if h.fwd == nil {
 		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{cname}, Authoritative: true}
 	}
-	r := h.forwardQuestion(ctx, dns.Question{Name: target, Qtype: qtype, Qclass: dns.ClassINET})
+	r := h.forwardQuestion(ctx, t)
 	if r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused {
 		// The client can still chase the CNAME itself.
 		return Result{Rcode: dns.RcodeSuccess, Answer: []dns.RR{cname}, Authoritative: true, Forwarded: true}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
 
 // checkKey stands in for validation.IsConfigMapKey, which the command
@@ -284,5 +286,50 @@ func TestMountDir(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "mountPath: "+MountDir+"\n") || !strings.Contains(string(b), "--config="+path.Join(MountDir, ConfigKey)) {
 		t.Errorf("charts/dnsconfigurer/templates/_dnsserver.tpl: want the ConfigMap at %s", MountDir)
+	}
+}
+
+// TestConvertInput: a Corefile, a kube-dns ConfigMap and the coredns
+// ConfigMap of a manifest each convert; the report opens with the object
+// taken, and the ConfigMap's import reads its other key.
+func TestConvertInput(t *testing.T) {
+	const manifest = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: other, namespace: kube-system}
+data: {Corefile: ".:53 {\n  forward . 10.9.9.9\n}\n"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: coredns, namespace: kube-system}
+data:
+  Corefile: |
+    .:53 {
+      import upstream.conf
+    }
+  upstream.conf: |
+    forward . 10.0.0.53
+`
+	for _, tc := range []struct {
+		name, text string
+		upstream   string // the default route's first upstream
+		taken      bool   // the report opens with an input finding
+	}{
+		{"Corefile", ".:53 {\n  forward . 10.0.0.53\n}\n", "10.0.0.53", false},
+		{"kube-dns", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kube-dns}\ndata: {upstreamNameservers: '[\"10.0.0.53\"]'}\n", "10.0.0.53", false},
+		{"manifest", manifest, "10.0.0.53", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ConvertInput(t.Context(), tc.name, []byte(tc.text), nil, ConfigMapKeys{CheckKey: checkKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(r.Config.Forward, func(f v1alpha1.ForwardRoute) bool { return f.Zone == "." })
+			if i < 0 || r.Config.Forward[i].Upstreams[0] != tc.upstream {
+				t.Errorf("forward %+v, want . to %s", r.Config.Forward, tc.upstream)
+			}
+			if taken := len(r.Findings) > 0 && r.Findings[0].Plugin == "input"; taken != tc.taken {
+				t.Errorf("findings %+v: an input finding first %v, want %v", r.Findings, taken, tc.taken)
+			}
+		})
 	}
 }

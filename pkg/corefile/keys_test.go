@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // TestKeysFS: a ConfigMap's keys but Corefile are the files of a root, as
@@ -68,14 +70,8 @@ func TestConfigMapImportsInMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(corefile), Imports: keys}, &ConfigMapKeys{Data: tc.data})
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("got %v, want %q", err, tc.err)
-				}
+			if !testkit.WantErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var all []string
 			for _, f := range r.Findings {

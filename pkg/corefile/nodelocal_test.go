@@ -83,14 +83,8 @@ func TestNodeLocal(t *testing.T) {
 				text = tc.mutate(text)
 			}
 			r, err := NodeLocal(t.Context(), Input{Name: "Corefile", Text: []byte(text)})
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err %v, want %q", err, tc.err)
-				}
+			if !testkit.WantErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			y, rep := render(t, r)
 			testkit.WantSubstrings(t, "config", y, tc.config...)

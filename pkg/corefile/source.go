@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"sort"
 	"strings"
@@ -103,6 +104,48 @@ func ReadSource(ctx context.Context, name string, text []byte) (Source, error) {
 		return Source{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return pick(name, objs)
+}
+
+// ConvertInput converts the input text named name, as ReadSource finds it: a
+// Corefile, or a coredns, kube-dns or NodeLocal DNSCache ConfigMap.
+// Imports are imports' files when set (a directory); else a ConfigMap's
+// imports read its other keys, in memory, and a Corefile's its own
+// directory. keys says what a coredns ConfigMap carries into the output
+// (its Data is set here). The report opens with the object taken of
+// several.
+func ConvertInput(ctx context.Context, name string, text []byte, imports fs.FS, keys ConfigMapKeys) (Result, error) {
+	src, err := ReadSource(ctx, name, text)
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := convertSource(ctx, name, src, imports, keys)
+	if err == nil && src.Taken != "" {
+		r.Findings = append([]Finding{{Where: name, Plugin: "input", Status: Converted, Reason: src.Taken}}, r.Findings...)
+	}
+	return r, err
+}
+
+// convertSource converts what ReadSource found.
+func convertSource(ctx context.Context, name string, src Source, imports fs.FS, keys ConfigMapKeys) (Result, error) {
+	switch src.Form {
+	case FormCorefile:
+		return Run(ctx, Input{Name: name, Text: src.Text, Imports: imports}, nil)
+	case FormKubeDNS:
+		return KubeDNS(src.Data)
+	}
+	if imports == nil {
+		k, err := KeysFS(src.Data)
+		if err != nil {
+			return Result{}, err
+		}
+		imports = k
+	}
+	in := Input{Name: "Corefile", Text: []byte(src.Data["Corefile"]), Imports: imports}
+	if src.Form == FormNodeLocal {
+		return NodeLocal(ctx, in)
+	}
+	keys.Data = src.Data
+	return Run(ctx, in, &keys)
 }
 
 // docSep is a YAML document separator line.

@@ -3,6 +3,8 @@ package corefile
 import (
 	"strings"
 	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 const (
@@ -44,14 +46,8 @@ func TestReadSource(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := ReadSource(t.Context(), "in.yaml", []byte(tc.text))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err %v, want %q", err, tc.err)
-				}
+			if !testkit.WantErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if s.Form != tc.form {
 				t.Errorf("form %q, want %q", s.Form, tc.form)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // sizedNext answers "<anything>-<size>.example." TXT with about size bytes
@@ -99,7 +101,7 @@ func cacheBytesBound(t *testing.T, limit int64, sizes []int, n int, keep bool) {
 		}
 		offered += r.Len()
 		if keep {
-			ans, err := c.AnswerTicket(ctx, q)
+			ans, err := c.AnswerTicket(ctx, q, dnsmsg.Origin{})
 			r, src, ticket := ans.Msg, ans.Source, ans.Ticket
 			if err != nil || src != Hit {
 				t.Fatalf("answer %d again: %v, %v", i, src, err)

@@ -14,11 +14,19 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // Exchanger answers a query: the step after the cache (a forwarder).
 type Exchanger interface {
 	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
+}
+
+// forwarding is a next step that takes the Origin of a query (a
+// forward.Router or Forwarder does): the cache asks it with the Origin of
+// the query that missed.
+type forwarding interface {
+	Forward(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error)
 }
 
 // LoopChecker is implemented by a next step that recognises a query that
@@ -414,13 +422,19 @@ func (cfg *Config) defaults() error {
 // TTLs aged by the time the answer has been cached, and no OPT: the caller
 // adds its own.
 func (c *Cache) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
-	r, _, err := c.Answer(ctx, m)
-	return r, err
+	return c.Forward(ctx, m, dnsmsg.Origin{})
+}
+
+// Forward is Exchange for a query asked by o: what next asks for it, it
+// asks with o when next takes it (forward.Forwarding).
+func (c *Cache) Forward(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error) {
+	a, err := c.AnswerTicket(ctx, m, o)
+	return a.Msg, err
 }
 
 // Answer is Exchange, and says where the reply came from.
 func (c *Cache) Answer(ctx context.Context, m *dns.Msg) (*dns.Msg, Source, error) {
-	a, err := c.AnswerTicket(ctx, m)
+	a, err := c.AnswerTicket(ctx, m, dnsmsg.Origin{})
 	return a.Msg, a.Source, err
 }
 
@@ -433,8 +447,9 @@ type Answered struct {
 	Ticket Ticket
 }
 
-// AnswerTicket is Answer, with the Ticket of a Hit.
-func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (Answered, error) {
+// AnswerTicket is Forward, saying where the reply came from, with the
+// Ticket of a Hit.
+func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (Answered, error) {
 	if m == nil || len(m.Question) != 1 {
 		n := 0
 		if m != nil {
@@ -470,8 +485,7 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (Answered, error) 
 			stale, stalePol = e.wire, e.pol
 			if now < e.retry {
 				c.mu.Unlock()
-				r, src, err := c.serveStale(m, stale, stalePol)
-				return Answered{Msg: r, Source: src}, err
+				return c.serveStale(m, stale, stalePol)
 			}
 		default:
 			c.unlink(e)
@@ -484,7 +498,7 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (Answered, error) 
 	if err := c.checkLoop(m); err != nil {
 		res = result{err: err, kind: Uncached, failed: true}
 	} else {
-		res, src = c.resolve(ctx, k, m)
+		res, src = c.resolve(ctx, o, k, m)
 	}
 	c.misses[res.kind].Add(1)
 	if res.failed && stale != nil {
@@ -493,8 +507,7 @@ func (c *Cache) AnswerTicket(ctx context.Context, m *dns.Msg) (Answered, error) 
 			e.retry = now + int64(e.pol.staleTTL)
 		}
 		c.mu.Unlock()
-		r, src, err := c.serveStale(m, stale, stalePol)
-		return Answered{Msg: r, Source: src}, err
+		return c.serveStale(m, stale, stalePol)
 	}
 	switch {
 	case res.err != nil:
@@ -516,10 +529,10 @@ func (c *Cache) checkLoop(m *dns.Msg) error {
 	return c.loops.CheckLoop(m)
 }
 
-func (c *Cache) serveStale(m *dns.Msg, wire []byte, pol *policy) (*dns.Msg, Source, error) {
+func (c *Cache) serveStale(m *dns.Msg, wire []byte, pol *policy) (Answered, error) {
 	c.stale.Add(1)
 	r, err := c.reply(m, wire, 0, int64(pol.staleTTL/time.Second))
-	return r, Stale, err
+	return Answered{Msg: r, Source: Stale}, err
 }
 
 func (c *Cache) nanos() int64 { return int64(c.now().Sub(c.epoch)) }
@@ -560,7 +573,7 @@ func (c *Cache) reply(m *dns.Msg, wire []byte, age uint32, fixed int64) (*dns.Ms
 }
 
 // resolve asks next once for all concurrent askers of k.
-func (c *Cache) resolve(ctx context.Context, k key, m *dns.Msg) (result, Source) {
+func (c *Cache) resolve(ctx context.Context, o dnsmsg.Origin, k key, m *dns.Msg) (result, Source) {
 	c.mu.Lock()
 	f, ok := c.flights[k]
 	if ok && f.ctx.Err() == nil {
@@ -575,17 +588,17 @@ func (c *Cache) resolve(ctx context.Context, k key, m *dns.Msg) (result, Source)
 			return f.res, Coalesced
 		}
 		// The leader's caller went away before next answered: ask again.
-		return c.fetch(ctx, k, m), Miss
+		return c.fetch(ctx, o, k, m), Miss
 	}
 	if len(c.flights) >= MaxFlights {
 		c.mu.Unlock()
-		return c.fetch(ctx, k, m), Miss
+		return c.fetch(ctx, o, k, m), Miss
 	}
 	f = &flight{ctx: ctx, done: make(chan struct{})}
 	c.flights[k] = f
 	c.mu.Unlock()
 
-	f.res = c.fetch(ctx, k, m)
+	f.res = c.fetch(ctx, o, k, m)
 	c.mu.Lock()
 	if c.flights[k] == f {
 		delete(c.flights, k)
@@ -596,8 +609,14 @@ func (c *Cache) resolve(ctx context.Context, k key, m *dns.Msg) (result, Source)
 }
 
 // fetch asks next and caches what it may.
-func (c *Cache) fetch(ctx context.Context, k key, m *dns.Msg) result {
-	r, err := c.next.Exchange(ctx, m)
+func (c *Cache) fetch(ctx context.Context, o dnsmsg.Origin, k key, m *dns.Msg) result {
+	var r *dns.Msg
+	var err error
+	if f, ok := c.next.(forwarding); ok {
+		r, err = f.Forward(ctx, m, o)
+	} else {
+		r, err = c.next.Exchange(ctx, m)
+	}
 	if err == nil && r == nil {
 		err = errors.New("dnscache: next returned no reply and no error")
 	}
@@ -758,7 +777,7 @@ func (c *Cache) refresh(k key, m *dns.Msg, e *entry) {
 	defer c.wg.Done()
 	c.prefetches.Add(1)
 	ctx, cancel := context.WithTimeout(c.base, prefetchTimeout)
-	res, _ := c.resolve(ctx, k, m)
+	res, _ := c.resolve(ctx, dnsmsg.Origin{}, k, m) // a prefetch: no client
 	cancel()
 	if res.err != nil {
 		c.log.Debug("prefetch failed", "name", m.Question[0].Name, "err", res.err)

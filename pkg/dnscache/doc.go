@@ -8,7 +8,8 @@
 // time the answer has been cached. It has no OPT: the caller adds its own,
 // and an upstream's OPT, cookies and echoed options are never kept. Answer
 // is Exchange that also says where the reply came from (Hit, Miss,
-// Coalesced, Stale). AnswerTicket is Answer with a Ticket for a hit (see
+// Coalesced, Stale). AnswerTicket is Answer for a
+// query of a client (dnsmsg.Origin), with a Ticket for a hit (see
 // Wire answers in README.md).
 //
 // README.md is the manual: the cache key, wire answers, what is cached,

@@ -46,7 +46,7 @@ func FuzzCache(f *testing.F) {
 		}
 		for round := range 3 {
 			for _, q := range qs {
-				ans, err := c.AnswerTicket(context.Background(), q)
+				ans, err := c.AnswerTicket(context.Background(), q, dnsmsg.Origin{})
 				got, src, tk := ans.Msg, ans.Source, ans.Ticket
 				if err != nil {
 					continue

@@ -16,7 +16,7 @@ import (
 // form of shape, and returns the packed reply.
 func keepHit(t *testing.T, c *Cache, q *dns.Msg, shape uint32) []byte {
 	t.Helper()
-	ans, err := c.AnswerTicket(context.Background(), q)
+	ans, err := c.AnswerTicket(context.Background(), q, dnsmsg.Origin{})
 	r, src, tk := ans.Msg, ans.Source, ans.Ticket
 	if err != nil || src != Hit {
 		t.Fatalf("AnswerTicket: %v, %v; want a hit", src, err)
@@ -46,7 +46,7 @@ func wireAnswer(t *testing.T, c *Cache, q *dns.Msg, shape uint32) ([]byte, bool)
 // replyPacked is AnswerTicket's reply to q, packed.
 func replyPacked(t *testing.T, c *Cache, q *dns.Msg) []byte {
 	t.Helper()
-	ans, err := c.AnswerTicket(context.Background(), q)
+	ans, err := c.AnswerTicket(context.Background(), q, dnsmsg.Origin{})
 	r, _, _ := ans.Msg, ans.Source, ans.Ticket
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestKeepRefuses(t *testing.T) {
 	c, clk := newCache(t, answerNext(), Config{})
 	q := query("a.example.", dns.TypeA)
 	c.Exchange(context.Background(), q)
-	ans, _ := c.AnswerTicket(context.Background(), q)
+	ans, _ := c.AnswerTicket(context.Background(), q, dnsmsg.Origin{})
 	r, _, tk := ans.Msg, ans.Source, ans.Ticket
 	good, _ := r.Pack()
 

@@ -22,3 +22,12 @@ func ClientAddr(a net.Addr) netip.Addr {
 	addr, _ := netip.AddrFromSlice(ip)
 	return addr.Unmap()
 }
+
+// Origin is who asked a query: its client's address (ClientAddr) and
+// whether it came over TCP. A forwarder shares its slots per client and
+// asks upstream over TCP what came over TCP. The zero Origin is one
+// client of its own, over UDP.
+type Origin struct {
+	Client netip.Addr
+	TCP    bool
+}

@@ -100,14 +100,7 @@ var (
 // familyOf is the slot of the client's address family: 0 for IPv4
 // (IPv4-mapped IPv6 included), 1 for IPv6.
 func familyOf(a net.Addr) int {
-	var ip net.IP
-	switch a := a.(type) {
-	case *net.UDPAddr:
-		ip = a.IP
-	case *net.TCPAddr:
-		ip = a.IP
-	}
-	if ip != nil && ip.To4() == nil {
+	if dnsmsg.ClientAddr(a).Is6() {
 		return 1
 	}
 	return 0

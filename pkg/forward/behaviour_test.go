@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,56 +153,26 @@ func runTCPStub(t *testing.T, reply func(req *dns.Msg) *dns.Msg) *tcpStub {
 // (none: it hangs) on the connection of each query.
 func runTCPStubReplies(t *testing.T, replies func(req *dns.Msg) []*dns.Msg) *tcpStub {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testkit.ListenTCP(t)
 	s := &tcpStub{addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	testkit.Accept(t, ln, func(c net.Conn) {
+		s.accepted.Add(1)
+		dc := &dns.Conn{Conn: c}
 		for {
-			c, err := ln.Accept()
+			req, err := dc.ReadMsg()
 			if err != nil {
+				if errors.Is(err, io.EOF) {
+					s.closed.Add(1)
+				}
 				return
 			}
-			s.accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				dc := &dns.Conn{Conn: c}
-				for {
-					req, err := dc.ReadMsg()
-					if err != nil {
-						if errors.Is(err, io.EOF) {
-							s.closed.Add(1)
-						}
-						return
-					}
-					if len(req.Question) == 1 && !strings.HasSuffix(req.Question[0].Name, ".loop-probe.dnsconfigurer.") {
-						s.queries.Add(1)
-					}
-					for _, r := range replies(req) {
-						_ = dc.WriteMsg(r)
-					}
-				}
-			}()
+			if len(req.Question) == 1 && !strings.HasSuffix(req.Question[0].Name, ".loop-probe.dnsconfigurer.") {
+				s.queries.Add(1)
+			}
+			for _, r := range replies(req) {
+				_ = dc.WriteMsg(r)
+			}
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
 	})
 	return s
 }

@@ -98,7 +98,7 @@ type Config struct {
 	// every miekg/dns server) would make each wait for the one before.
 	Pipeline bool
 	// MaxConcurrent is how many exchanges may wait for an upstream at once
-	// (default DefaultMaxConcurrent), shared per client (WithClient): past
+	// (default DefaultMaxConcurrent), shared per client (Forward's Origin): past
 	// it, the oldest exchange of the client holding the most gives its
 	// place to a newcomer of another client, or of its own for a domain
 	// holding fewer of its exchanges; else the newcomer fails at once.

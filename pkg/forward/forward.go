@@ -253,19 +253,6 @@ func (f *Forwarder) Upstreams() []string {
 	return out
 }
 
-type clientTCPKey struct{}
-
-// WithClientTCP marks ctx as the context of a query that came over TCP:
-// Exchange then asks the upstream over TCP too (unless Config.PreferUDP).
-func WithClientTCP(ctx context.Context) context.Context {
-	return context.WithValue(ctx, clientTCPKey{}, true)
-}
-
-func clientTCP(ctx context.Context) bool {
-	v, _ := ctx.Value(clientTCPKey{}).(bool)
-	return v
-}
-
 type answeredKey struct{}
 
 // WithAnswered makes Exchange call fn with the upstream ("ip:port") whose
@@ -281,12 +268,18 @@ func answered(ctx context.Context, upstream string) {
 	}
 }
 
-// Exchange sends m (which it does not modify) to the upstreams and returns
-// the first reply, or an error: ErrNoUpstream, ErrOverloaded (its slot was
-// given to a newer query: shares), ErrLoop, or the upstreams' errors
-// (Rcode maps each to the rcode to answer). It returns within
-// Config.Timeout, or sooner when ctx ends.
+// Exchange is Forward for the zero Origin.
 func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+	return f.Forward(ctx, m, dnsmsg.Origin{})
+}
+
+// Forward sends m (which it does not modify), asked by o, to the upstreams
+// and returns the first reply, or an error: ErrNoUpstream, ErrOverloaded
+// (its slot was given to a newer query: shares), ErrLoop, or the
+// upstreams' errors (Rcode maps each to the rcode to answer). The slots
+// are shared per o.Client; o.TCP asks over TCP (unless Config.PreferUDP).
+// It returns within Config.Timeout, or sooner when ctx ends.
+func (f *Forwarder) Forward(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -297,29 +290,30 @@ func (f *Forwarder) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) 
 	if err != nil {
 		return nil, err
 	}
-	up, mark, key := f.prepare(m)
+	ob := f.prepare(m)
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	r, err := f.coalesce(ctx, ups, up, mark, key)
+	r, err := f.coalesce(ctx, o, ups, ob)
 	if r != nil {
 		r.Id = m.Id
 	}
 	return r, err
 }
 
-// coalesce asks the upstreams for up, or joins the flight of an identical
-// question (key, "" for none) and shares its reply. Only a query that asks
-// the upstreams takes a slot; one that joins a flight waits on it.
-func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, mark *dns.EDNS0_LOCAL, key string) (*dns.Msg, error) {
-	tcp := f.cfg.ForceTCP || (clientTCP(ctx) && !f.cfg.PreferUDP)
+// coalesce asks the upstreams for ob, or joins the flight of an identical
+// question (ob.key, "" for none) and shares its reply. Only a query that
+// asks the upstreams takes a slot; one that joins a flight waits on it.
+func (f *Forwarder) coalesce(ctx context.Context, o dnsmsg.Origin, ups []*upstream, ob outbound) (*dns.Msg, error) {
+	tcp := f.cfg.ForceTCP || (o.TCP && !f.cfg.PreferUDP)
+	key := ob.key
 	if key == "" {
-		ctx, release, ok := f.take(ctx, up)
+		l, ok := f.take(ctx, o.Client, ob.msg)
 		if !ok {
 			return nil, &shedError{rcode: f.cfg.ShedRcode}
 		}
-		defer release()
-		r, from, err := f.exchange(ctx, ups, up, mark, tcp)
-		return f.outcome(ctx, r, from, err)
+		defer l.release()
+		a, err := f.exchange(l.ctx, ups, ob, tcp)
+		return f.outcome(l.ctx, a, err)
 	}
 	if tcp {
 		key += "\x00tcp"
@@ -343,18 +337,19 @@ func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, 
 		answered(ctx, fl.from)
 		return fl.reply.Copy(), nil
 	}
-	ctx, release, ok := f.take(ctx, up)
+	l, ok := f.take(ctx, o.Client, ob.msg)
 	if !ok {
 		f.mu.Unlock()
 		return nil, &shedError{rcode: f.cfg.ShedRcode}
 	}
-	defer release()
-	fl := &flight{ctx: ctx, done: make(chan struct{})}
+	defer l.release()
+	fl := &flight{ctx: l.ctx, done: make(chan struct{})}
 	f.flights[key] = fl
 	f.mu.Unlock()
 
-	r, from, err := f.exchange(ctx, ups, up, mark, tcp)
-	r, err = f.outcome(ctx, r, from, err)
+	a, err := f.exchange(l.ctx, ups, ob, tcp)
+	r, err := f.outcome(l.ctx, a, err)
+	from := a.from
 	f.mu.Lock()
 	if f.flights[key] == fl {
 		delete(f.flights, key)
@@ -371,42 +366,53 @@ func (f *Forwarder) coalesce(ctx context.Context, ups []*upstream, up *dns.Msg, 
 	return r, err
 }
 
+// lease is a slot taken for an exchange: its context ends when the slot
+// is given to a newer query; release frees the slot.
+type lease struct {
+	ctx     context.Context
+	release func()
+}
+
 // take takes a slot of the client's share (shares) for an exchange of
-// ctx. The context it returns ends when the slot is given to a newer
-// query; release frees the slot. ok is false when the client is over its
-// share and the domain of m's name holds the most of it: the query is shed
-// at once.
-func (f *Forwarder) take(ctx context.Context, m *dns.Msg) (_ context.Context, release func(), ok bool) {
+// ctx. ok is false when the client is over its share and the domain of m's
+// name holds the most of it: the query is shed at once.
+func (f *Forwarder) take(ctx context.Context, client netip.Addr, m *dns.Msg) (_ lease, ok bool) {
 	dom := ""
 	if len(m.Question) > 0 {
 		dom = DomainOf(m.Question[0].Name)
 	}
 	ctx, shed := context.WithCancelCause(ctx)
-	sl, took := f.shares.take(clientOf(ctx), dom, shed)
+	sl, took := f.shares.take(client, dom, shed)
 	if sl == nil || took {
 		f.shed.Add(1)
 	}
 	if sl == nil {
 		shed(nil)
-		return nil, nil, false
+		return lease{}, false
 	}
-	return ctx, func() {
+	return lease{ctx: ctx, release: func() {
 		f.shares.release(sl)
 		shed(nil)
-	}, true
+	}}, true
 }
 
 // outcome is an exchange's result: ErrOverloaded when its slot was given
 // to a newer query. An answer is reported to WithAnswered's function.
-func (f *Forwarder) outcome(ctx context.Context, r *dns.Msg, from string, err error) (*dns.Msg, error) {
+func (f *Forwarder) outcome(ctx context.Context, a upAnswer, err error) (*dns.Msg, error) {
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errShed) {
 			return nil, &shedError{rcode: f.cfg.ShedRcode}
 		}
 		return nil, err
 	}
-	answered(ctx, from)
-	return r, nil
+	answered(ctx, a.from)
+	return a.msg, nil
+}
+
+// upAnswer is an upstream's reply and the upstream ("ip:port").
+type upAnswer struct {
+	msg  *dns.Msg
+	from string
 }
 
 // flight is an exchange in progress that identical queries wait for.
@@ -458,19 +464,18 @@ func (f *Forwarder) pick() ([]*upstream, error) {
 }
 
 // exchange tries each upstream in turn (tryBudget shares the time left);
-// mark (m's loop marker) gets the upstream's. from is the upstream that
-// answered.
-func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, mark *dns.EDNS0_LOCAL, tcp bool) (r *dns.Msg, from string, err error) {
+// ob's loop marker gets the upstream's.
+func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, ob outbound, tcp bool) (upAnswer, error) {
 	var errs []error
 	for i, u := range ups {
-		mark.Data = u.mark
-		r, err := f.attempt(ctx, u, m, tcp, len(ups)-i)
+		ob.mark.Data = u.mark
+		r, err := f.attempt(ctx, u, ob.msg, tcp, len(ups)-i)
 		if err == nil {
-			return r, u.name, nil
+			return upAnswer{msg: r, from: u.name}, nil
 		}
 		if errors.Is(ctx.Err(), context.Canceled) {
 			// The client went away: not the upstream's fault.
-			return nil, "", ctx.Err()
+			return upAnswer{}, ctx.Err()
 		}
 		f.failed(u, err)
 		errs = append(errs, fmt.Errorf("upstream %q: %w", u.name, err))
@@ -478,7 +483,7 @@ func (f *Forwarder) exchange(ctx context.Context, ups []*upstream, m *dns.Msg, m
 			break
 		}
 	}
-	return nil, "", errors.Join(errs...)
+	return upAnswer{}, errors.Join(errs...)
 }
 
 // failed counts a failed exchange with u and asks for a health probe of it
@@ -528,13 +533,20 @@ func (f *Forwarder) attempt(ctx context.Context, u *upstream, m *dns.Msg, tcp bo
 	return f.query(ctx, u, m, true)
 }
 
+// outbound is the query the forwarder sends for a client's: prepare's.
+type outbound struct {
+	msg  *dns.Msg
+	mark *dns.EDNS0_LOCAL
+	key  string
+}
+
 // prepare returns the query to send for m: a shallow copy whose OPT
 // advertises dnsmsg.EDNSSize and carries, of m's options, only the loop
 // markers and Config.RelayOptions (relayed), then our loop marker, mark
 // (its Data is set per upstream). key identifies the question and the
 // relayed options for coalescing ("" for a query with other than one
 // question).
-func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, mark *dns.EDNS0_LOCAL, key string) {
+func (f *Forwarder) prepare(m *dns.Msg) outbound {
 	code := f.cfg.LoopOptionCode
 	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 	opt.SetUDPSize(dnsmsg.EDNSSize)
@@ -572,15 +584,15 @@ func (f *Forwarder) prepare(m *dns.Msg) (up *dns.Msg, mark *dns.EDNS0_LOCAL, key
 	if k != nil {
 		k = append(k, 0xff, byte(opt.Hdr.Ttl>>24), byte(opt.Hdr.Ttl>>16), byte(opt.Hdr.Ttl>>8), byte(opt.Hdr.Ttl))
 	}
-	mark = &dns.EDNS0_LOCAL{Code: code}
+	mark := &dns.EDNS0_LOCAL{Code: code}
 	opt.Option = append(opt.Option, mark)
-	up = new(dns.Msg)
+	up := new(dns.Msg)
 	*up = *m
 	// A random ID of our own: a reply that guessed the client's does not
 	// match, and neither does a late reply on a pooled socket.
 	up.Id = dns.Id()
 	up.Extra = append(extra, opt)
-	return up, mark, string(k)
+	return outbound{msg: up, mark: mark, key: string(k)}
 }
 
 // relayed reports whether a client's EDNS0 option of this code is sent

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
@@ -433,12 +434,12 @@ func TestForwardAdvertisesEDNSSize(t *testing.T) {
 		}
 	})
 	for _, tc := range []struct {
-		name string
-		ctx  context.Context
-		want []string
+		name   string
+		origin dnsmsg.Origin
+		want   []string
 	}{
-		{"udp client", context.Background(), []string{"udp", "tcp"}},
-		{"tcp client", forward.WithClientTCP(context.Background()), []string{"tcp"}},
+		{"udp client", dnsmsg.Origin{}, []string{"udp", "tcp"}},
+		{"tcp client", dnsmsg.Origin{TCP: true}, []string{"tcp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := testkit.NewUpstream(t, big)
@@ -446,7 +447,7 @@ func TestForwardAdvertisesEDNSSize(t *testing.T) {
 			m := new(dns.Msg)
 			m.SetQuestion("big.example.org.", dns.TypeA)
 			m.SetEdns0(65535, false)
-			r, err := fwd.Exchange(tc.ctx, m)
+			r, err := fwd.Forward(context.Background(), m, tc.origin)
 			if err != nil || len(r.Answer) != 200 || r.Id != m.Id {
 				t.Fatalf("%v %v, want 200 answers", r, err)
 			}

@@ -40,7 +40,7 @@ func startRawUpstream(tb testing.TB) *rawUpstream {
 	pc, ln := testkit.ListenBoth(tb, "127.0.0.1:0")
 	u.addr = pc.LocalAddr().String()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		buf := make([]byte, 4096)
@@ -62,34 +62,22 @@ func startRawUpstream(tb testing.TB) *rawUpstream {
 			}
 		}
 	}()
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-				var l [2]byte
-				if _, err := io.ReadFull(c, l[:]); err != nil {
-					return
-				}
-				b := make([]byte, binary.BigEndian.Uint16(l[:]))
-				if _, err := io.ReadFull(c, b); err != nil || len(b) < 2 {
-					return
-				}
-				p := u.payload.Load()
-				_, _ = c.Write(withID(p.tcp, binary.BigEndian.Uint16(b), p.patchID, 2))
-			}()
+	testkit.Accept(tb, ln, func(c net.Conn) {
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		var l [2]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			return
 		}
-	}()
+		b := make([]byte, binary.BigEndian.Uint16(l[:]))
+		if _, err := io.ReadFull(c, b); err != nil || len(b) < 2 {
+			return
+		}
+		p := u.payload.Load()
+		_, _ = c.Write(withID(p.tcp, binary.BigEndian.Uint16(b), p.patchID, 2))
+	})
 	tb.Cleanup(func() {
 		pc.Close()
-		ln.Close()
 		wg.Wait()
 	})
 	return u
@@ -121,12 +109,12 @@ func FuzzUpstreamReply(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer fwd.Close()
-		for _, ctx := range []context.Context{context.Background(), WithClientTCP(context.Background())} {
+		for _, o := range []dnsmsg.Origin{{}, {TCP: true}} {
 			m := new(dns.Msg)
 			m.SetQuestion("fuzz.example.", dns.TypeA)
 			m.Id = 0x1234
 			start := time.Now()
-			r, err := fwd.Exchange(ctx, m)
+			r, err := fwd.Forward(context.Background(), m, o)
 			if took := time.Since(start); took > 3*time.Second {
 				t.Fatalf("Exchange took %v, over its 2s timeout", took)
 			}
@@ -199,7 +187,8 @@ func FuzzPrepare(f *testing.F) {
 			return
 		}
 		before := m.String()
-		up, mark, key := fwd.prepare(m)
+		ob := fwd.prepare(m)
+		up, mark, key := ob.msg, ob.mark, ob.key
 		if m.String() != before {
 			t.Fatalf("prepare modified the query:\n%v\nwas\n%v", m, before)
 		}
@@ -240,7 +229,7 @@ func FuzzPrepare(f *testing.F) {
 		m2 := m.Copy()
 		o := m2.IsEdns0()
 		o.Option = append(o.Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.IPv4(203, 0, 113, 0).To4()})
-		if _, _, key2 := fwd.prepare(m2); key2 != key {
+		if key2 := fwd.prepare(m2).key; key2 != key {
 			t.Fatalf("a Client Subnet option changed the coalescing key:\n%q\n%q", key, key2)
 		}
 	})

@@ -168,9 +168,9 @@ func (f *Forwarder) healthProbe(ctx context.Context, ups []*upstream) {
 func (f *Forwarder) probeOne(ctx context.Context, u *upstream, m *dns.Msg) (*dns.Msg, error) {
 	ctx, cancel := context.WithTimeout(ctx, max(probeTimeout, f.cfg.Timeout))
 	defer cancel()
-	up, mark, _ := f.prepare(m)
-	mark.Data = u.mark
-	return f.attempt(ctx, u, up, f.cfg.ForceTCP, 1)
+	ob := f.prepare(m)
+	ob.mark.Data = u.mark
+	return f.attempt(ctx, u, ob.msg, f.cfg.ForceTCP, 1)
 }
 
 // loopProbe starts a round: each upstream is asked a name of its own. One

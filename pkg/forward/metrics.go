@@ -118,8 +118,9 @@ func (f *Forwarder) Collect(ch chan<- prometheus.Metric) {
 	count := func(d *prometheus.Desc, v uint64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
-	gauge(m.inFlight, float64(f.shares.inFlight()))
-	gauge(m.clients, float64(f.shares.clientCount()))
+	slots, clients := f.shares.usage()
+	gauge(m.inFlight, float64(slots))
+	gauge(m.clients, float64(clients))
 	count(m.shed, f.shed.Load())
 	count(m.loops, f.loops.Load())
 	count(m.loopDetected, f.loopDetected.Load())

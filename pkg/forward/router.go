@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
 // Exchanger sends a query and returns the reply (*Forwarder implements it).
@@ -103,8 +105,14 @@ func (r *Router) CheckLoop(m *dns.Msg) error {
 	return nil
 }
 
-// Exchange sends m to the upstream of its question's route.
+// Exchange is Forward for the zero Origin.
 func (r *Router) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+	return r.Forward(ctx, m, dnsmsg.Origin{})
+}
+
+// Forward sends m, asked by o, to the upstream of its question's route:
+// with o when the upstream takes it (a *Forwarder does).
+func (r *Router) Forward(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error) {
 	if len(m.Question) != 1 {
 		return nil, ErrNoUpstream
 	}
@@ -112,5 +120,20 @@ func (r *Router) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 	if up == nil {
 		return nil, ErrNoUpstream
 	}
-	return up.Exchange(ctx, m)
+	return Ask(ctx, up, m, o)
+}
+
+// Ask asks e for m on behalf of o: e.Forward when e takes an Origin
+// (Forwarding), else e.Exchange.
+func Ask(ctx context.Context, e Exchanger, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error) {
+	if f, ok := e.(Forwarding); ok {
+		return f.Forward(ctx, m, o)
+	}
+	return e.Exchange(ctx, m)
+}
+
+// Forwarding is an upstream that takes the Origin of a query (*Forwarder
+// and *Router do): its client's share of the slots, its transport.
+type Forwarding interface {
+	Forward(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error)
 }

@@ -11,22 +11,6 @@ import (
 // for a newer query (shares.take).
 var errShed = errors.New("shed for a newer query")
 
-type clientKey struct{}
-
-// WithClient marks ctx as the context of a query from client, the address
-// the query came from (dnsmsg.ClientAddr). Exchange shares Config.MaxConcurrent per client:
-// when every slot is taken, the oldest exchange of the client holding the
-// most makes room. A context without it is one client of its own (the
-// zero address).
-func WithClient(ctx context.Context, client netip.Addr) context.Context {
-	return context.WithValue(ctx, clientKey{}, client)
-}
-
-func clientOf(ctx context.Context) netip.Addr {
-	c, _ := ctx.Value(clientKey{}).(netip.Addr)
-	return c
-}
-
 // shares are the MaxConcurrent slots of a Forwarder, shared per client,
 // then per registrable domain within a client (unbound's answer to a full
 // request list: fairness per client, the oldest waiting query jostled
@@ -141,12 +125,12 @@ func (s *shares) take(client netip.Addr, domain string, cancel context.CancelCau
 	c := s.clients[client]
 	var victim *slot
 	if s.n >= s.max {
-		big := s.largest()
+		big := largest(s.clients)
 		if c == nil || c.n < big.n {
 			victim = big.first
 		} else {
 			// Over its share: room only from a larger domain of its own.
-			bd := c.largestDomain()
+			bd := largest(c.domains)
 			if d := c.domains[domain]; d != nil && d.n >= bd.n {
 				s.mu.Unlock()
 				return nil, false
@@ -177,26 +161,22 @@ func (s *shares) take(client netip.Addr, domain string, cancel context.CancelCau
 	return sl, victim != nil
 }
 
-// largest is the client holding the most (of two holding as many, the
-// one whose oldest is older). Called with mu held when all slots are
-// taken: a scan of at most max clients.
-func (s *shares) largest() *clientShare {
-	var big *clientShare
-	for _, c := range s.clients {
-		if big == nil || c.n > big.n || (c.n == big.n && c.older(&big.queue)) {
-			big = c
-		}
-	}
-	return big
-}
+// queued is a clientShare or a domainShare: its queue.
+type queued interface{ queued() *queue }
 
-// largestDomain is c's domain holding the most (of two, the one whose
-// oldest is older).
-func (c *clientShare) largestDomain() *domainShare {
-	var big *domainShare
-	for _, d := range c.domains {
-		if big == nil || d.n > big.n || (d.n == big.n && d.older(&big.queue)) {
-			big = d
+func (q *queue) queued() *queue { return q }
+
+// largest is the share of m holding the most (of two holding as many, the
+// one whose oldest is older): among the clients, the one whose exchange
+// gives way; among a client's domains, the one its own gives way in.
+// Called with mu held when all slots are taken: a scan of at most max
+// clients.
+func largest[K comparable, S queued](m map[K]S) S {
+	var big S
+	var bq *queue
+	for _, s := range m {
+		if q := s.queued(); bq == nil || q.n > bq.n || (q.n == bq.n && q.older(bq)) {
+			big, bq = s, q
 		}
 	}
 	return big
@@ -226,16 +206,10 @@ func (s *shares) remove(sl *slot) {
 	}
 }
 
-// inFlight is the number of slots taken.
-func (s *shares) inFlight() int {
+// usage is the number of slots taken and of clients with an exchange in
+// flight, read together.
+func (s *shares) usage() (slots, clients int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.n
-}
-
-// clientCount is the number of clients with an exchange in flight.
-func (s *shares) clientCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.clients)
+	return s.n, len(s.clients)
 }

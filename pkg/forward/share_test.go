@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
@@ -69,13 +70,13 @@ func TestSharesPerClient(t *testing.T) {
 			metric := func(name string) float64 { return testkit.Gather(t, reg).Sum("dnsconfigurer_forward_" + name) }
 			attacker := netip.MustParseAddr("10.0.0.66")
 			legit := netip.MustParseAddr("10.0.0.7")
-			actx, stop := context.WithCancel(forward.WithClient(context.Background(), attacker))
+			actx, stop := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			var silentShed atomic.Int64
 			for i := range 150 {
 				wg.Go(func() {
 					m := new(dns.Msg).SetQuestion(silentName(tc.shape, i, tc.spread), dns.TypeA)
-					if _, err := fwd.Exchange(actx, m); errors.Is(err, forward.ErrOverloaded) {
+					if _, err := fwd.Forward(actx, m, dnsmsg.Origin{Client: attacker}); errors.Is(err, forward.ErrOverloaded) {
 						silentShed.Add(1)
 					}
 				})
@@ -83,10 +84,9 @@ func TestSharesPerClient(t *testing.T) {
 			// 150 asked, 100 slots: the 50 oldest gave way.
 			testkit.WaitEqual(t, 5*time.Second, "shed", func() float64 { return metric("shed_total") }, 50)
 			failed := 0
-			lctx := forward.WithClient(context.Background(), legit)
 			for i := range 160 {
 				m := new(dns.Msg).SetQuestion(fmt.Sprintf("n%d.example%d.org.", i, i%7), dns.TypeA)
-				if r, err := fwd.Exchange(lctx, m); err != nil || len(r.Answer) != 1 {
+				if r, err := fwd.Forward(context.Background(), m, dnsmsg.Origin{Client: legit}); err != nil || len(r.Answer) != 1 {
 					failed++
 				}
 			}
@@ -120,9 +120,9 @@ func TestSharesTwoClients(t *testing.T) {
 	var shed [2]atomic.Int64
 	ask := func(c, i int) {
 		wg.Go(func() {
-			cctx := forward.WithClient(ctx, netip.AddrFrom4([4]byte{10, 0, 0, byte(c + 1)}))
+			o := dnsmsg.Origin{Client: netip.AddrFrom4([4]byte{10, 0, 0, byte(c + 1)})}
 			m := new(dns.Msg).SetQuestion(fmt.Sprintf("q%d.c%d.example.", i, c), dns.TypeA)
-			if _, err := fwd.Exchange(cctx, m); errors.Is(err, forward.ErrOverloaded) {
+			if _, err := fwd.Forward(ctx, m, o); errors.Is(err, forward.ErrOverloaded) {
 				shed[c].Add(1)
 			}
 		})

@@ -24,6 +24,8 @@ import (
 	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -120,9 +122,7 @@ func newEnv(t *testing.T, rw Rewriter, opts ...Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); l.Close(); wg.Wait() })
+	ctx := t.Context() // done before the relays are waited for
 	opts = append([]Option{WithLogger(slog.New(slog.DiscardHandler)), WithObserver(func(method string, code codes.Code, _ time.Duration) {
 		select {
 		case e.calls <- call{method, code}:
@@ -132,31 +132,19 @@ func newEnv(t *testing.T, rw Rewriter, opts ...Option) *env {
 	if rw != nil {
 		opts = append(opts, WithRewrite(rewritten, rw))
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("unix", e.up.path)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			r := New(c, up, opts...)
-			select {
-			case e.relays <- r:
-			default:
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = r.Run(ctx)
-			}()
+	testkit.Accept(t, l, func(c net.Conn) {
+		up, err := net.Dial("unix", e.up.path)
+		if err != nil {
+			c.Close()
+			return
 		}
-	}()
+		r := New(c, up, opts...)
+		select {
+		case e.relays <- r:
+		default:
+		}
+		_ = r.Run(ctx)
+	})
 	e.conn, err = grpc.NewClient("unix://"+e.path, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {

@@ -163,10 +163,32 @@ func checkHostname(name string) error {
 	return nil
 }
 
+// checkMeta returns the metadata field of a namespaced object that is
+// refused, and why: no name, a name that is not a DNS-1123 label (when
+// nameLabel: a Service's), or a namespace that is not one.
+func checkMeta(name, namespace string, nameLabel bool) (field string, err error) {
+	if name == "" {
+		return "metadata.name", errEmpty
+	}
+	if nameLabel {
+		if err := checkName(name, fqdn.Label); err != nil {
+			return "metadata.name", err
+		}
+	}
+	if err := checkName(namespace, fqdn.Label); err != nil {
+		return "metadata.namespace", err
+	}
+	return "", nil
+}
+
 // checkPort returns the lowercase protocol of port i of a list (list, e.g.
-// "spec.ports"), or the field (list[i].name or list[i].protocol) and why
-// its name (empty or a DNS-1123 label) or protocol is refused.
-func checkPort(list string, i int, name string, p corev1.Protocol) (proto, field string, err error) {
+// "spec.ports"), or the field (list[i].port, list[i].name or
+// list[i].protocol) and why its number (1-65535), name (empty or a
+// DNS-1123 label) or protocol is refused.
+func checkPort(list string, i int, port int32, name string, p corev1.Protocol) (proto, field string, err error) {
+	if port <= 0 || port > 65535 {
+		return "", fmt.Sprintf("%s[%d].port", list, i), fmt.Errorf("%d out of range", port)
+	}
 	if name != "" {
 		if err := checkName(name, fqdn.Label); err != nil {
 			return "", fmt.Sprintf("%s[%d].name", list, i), err
@@ -198,20 +220,11 @@ func ToService(s *corev1.Service) (store.Service, error) {
 	bad := func(field string, err error) (store.Service, error) {
 		return out, objectErr(KindService, s, field, err)
 	}
-	if s.Name == "" {
-		return bad("metadata.name", errEmpty)
-	}
-	if err := checkName(s.Name, fqdn.Label); err != nil {
-		return bad("metadata.name", err)
-	}
-	if err := checkName(out.Namespace, fqdn.Label); err != nil {
-		return bad("metadata.namespace", err)
+	if field, err := checkMeta(s.Name, out.Namespace, true); err != nil {
+		return bad(field, err)
 	}
 	for i, p := range s.Spec.Ports {
-		if p.Port <= 0 || p.Port > 65535 {
-			return bad(fmt.Sprintf("spec.ports[%d].port", i), fmt.Errorf("%d out of range", p.Port))
-		}
-		proto, field, err := checkPort("spec.ports", i, p.Name, p.Protocol)
+		proto, field, err := checkPort("spec.ports", i, p.Port, p.Name, p.Protocol)
 		if err != nil {
 			return bad(field, err)
 		}
@@ -266,18 +279,12 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 	bad := func(field string, err error) (store.EndpointSlice, error) {
 		return out, objectErr(KindEndpointSlice, s, field, err)
 	}
-	if s.Name == "" {
-		return bad("metadata.name", errEmpty)
-	}
-	if err := checkName(out.Namespace, fqdn.Label); err != nil {
-		return bad("metadata.namespace", err)
+	if field, err := checkMeta(s.Name, out.Namespace, false); err != nil {
+		return bad(field, err)
 	}
 	for i, p := range s.Ports {
 		if p.Port == nil {
 			continue
-		}
-		if *p.Port <= 0 || *p.Port > 65535 {
-			return bad(fmt.Sprintf("ports[%d].port", i), fmt.Errorf("%d out of range", *p.Port))
 		}
 		sp := store.Port{Port: uint16(*p.Port)}
 		var proto corev1.Protocol
@@ -289,7 +296,7 @@ func ToEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) 
 		}
 		var field string
 		var err error
-		if sp.Protocol, field, err = checkPort("ports", i, sp.Name, proto); err != nil {
+		if sp.Protocol, field, err = checkPort("ports", i, *p.Port, sp.Name, proto); err != nil {
 			return bad(field, err)
 		}
 		out.Ports = append(out.Ports, sp)
@@ -348,11 +355,8 @@ func ToPod(p *corev1.Pod) (pod store.Pod, ok bool, err error) {
 	bad := func(field string, err error) (store.Pod, bool, error) {
 		return pod, false, objectErr(KindPod, p, field, err)
 	}
-	if p.Name == "" {
-		return bad("metadata.name", errEmpty)
-	}
-	if err := checkName(pod.Namespace, fqdn.Label); err != nil {
-		return bad("metadata.namespace", err)
+	if field, err := checkMeta(p.Name, pod.Namespace, false); err != nil {
+		return bad(field, err)
 	}
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return pod, false, nil

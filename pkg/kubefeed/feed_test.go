@@ -404,11 +404,9 @@ func TestServiceNames(t *testing.T) {
 // whose reason label follows its field.
 func TestObjectErrorReasons(t *testing.T) {
 	cases := []struct {
-		name   string
-		err    error
-		kind   string
-		field  string
-		reason string
+		name                string
+		err                 error
+		kind, field, reason string
 	}{
 		{"empty service name", func() error { _, err := ToService(&corev1.Service{}); return err }(), KindService, "metadata.name", ReasonInvalidName},
 		{"service namespace", func() error {
@@ -836,7 +834,7 @@ func TestKeyedStoreRelist(t *testing.T) {
 	svc := func(ns, name string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
-	if closed(k.synced) {
+	if testkit.Closed(k.synced) {
 		t.Fatal("synced before the first list")
 	}
 	steps := []struct {
@@ -866,7 +864,7 @@ func TestKeyedStoreRelist(t *testing.T) {
 		if !slices.Equal(got, st.want) {
 			t.Errorf("step %d: %v, want %v", i, got, st.want)
 		}
-		if !closed(k.synced) {
+		if !testkit.Closed(k.synced) {
 			t.Errorf("step %d: not synced", i)
 		}
 	}
@@ -875,16 +873,6 @@ func TestKeyedStoreRelist(t *testing.T) {
 	}
 	if err := k.Add("not an object"); err == nil {
 		t.Error("Add of a non-object: no error")
-	}
-}
-
-// closed reports whether ch is closed.
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }
 

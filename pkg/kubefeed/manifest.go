@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/filewatch"
@@ -220,19 +221,9 @@ func (l *loader) json(file string, doc int, item string, js []byte) {
 		}
 		return
 	case "Service":
-		var v store.Service
-		if v, err = decodeAs(js, tm, ToService); err == nil {
-			objs.Services = append(objs.Services, v)
-		}
+		err = appendAs(&objs.Services, js, tm, ToService)
 	case "EndpointSlice":
-		var v store.EndpointSlice
-		if v, err = decodeAs(js, tm, ToEndpointSlice); err == nil && v.Service == "" {
-			err = &ObjectError{Kind: KindEndpointSlice, Namespace: v.Namespace, Name: v.Name,
-				Field: fmt.Sprintf("metadata.labels[%q]", serviceNameLabel), Err: errors.New("is missing")}
-		}
-		if err == nil {
-			objs.EndpointSlices = append(objs.EndpointSlices, v)
-		}
+		err = appendAs(&objs.EndpointSlices, js, tm, manifestSlice)
 	case "Pod":
 		var p corev1.Pod
 		if err = strictJSON(js, &p, tm); err == nil {
@@ -243,15 +234,9 @@ func (l *loader) json(file string, doc int, item string, js []byte) {
 			}
 		}
 	case "Namespace":
-		var v store.Namespace
-		if v, err = decodeAs(js, tm, ToNamespace); err == nil {
-			objs.Namespaces = append(objs.Namespaces, v)
-		}
+		err = appendAs(&objs.Namespaces, js, tm, ToNamespace)
 	case "Node":
-		var v store.NodeTopology
-		if v, err = decodeAs(js, tm, ToNode); err == nil {
-			objs.Nodes = append(objs.Nodes, v)
-		}
+		err = appendAs(&objs.Nodes, js, tm, ToNode)
 	case "":
 		skip(&ManifestError{Kind: KindDocument, Reason: ReasonDecode, Err: errors.New("kind is missing")})
 	}
@@ -287,15 +272,29 @@ func objectProblem(tm typeMeta, js []byte, err error) *ManifestError {
 	return &ManifestError{Kind: kind, Namespace: ns, Name: m.Metadata.Name, Reason: ReasonDecode, Err: err}
 }
 
-// decodeAs decodes js strictly as a T (strictJSON) and converts it to its
-// store record.
-func decodeAs[T, V any](js []byte, tm typeMeta, conv func(*T) (V, error)) (V, error) {
+// appendAs decodes js strictly as a T (strictJSON), converts it to its
+// store record and appends that to list.
+func appendAs[T, V any](list *[]V, js []byte, tm typeMeta, conv func(*T) (V, error)) error {
 	var obj T
 	if err := strictJSON(js, &obj, tm); err != nil {
-		var none V
-		return none, err
+		return err
 	}
-	return conv(&obj)
+	v, err := conv(&obj)
+	if err == nil {
+		*list = append(*list, v)
+	}
+	return err
+}
+
+// manifestSlice is ToEndpointSlice for a manifest, which refuses a slice
+// that names no Service.
+func manifestSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) {
+	v, err := ToEndpointSlice(s)
+	if err == nil && v.Service == "" {
+		err = &ObjectError{Kind: KindEndpointSlice, Namespace: v.Namespace, Name: v.Name,
+			Field: fmt.Sprintf("metadata.labels[%q]", serviceNameLabel), Err: errors.New("is missing")}
+	}
+	return v, err
 }
 
 func strictJSON(js []byte, v any, tm typeMeta) error {

@@ -31,19 +31,8 @@ func kubeletField(in policy.Input, w policy.Warning) (field, alt string) {
 	switch w.Reason {
 	case policy.ReasonClusterFirstOnHostNetwork:
 		return "spec.dnsPolicy", "spec.hostNetwork"
-	case policy.ReasonInvalidDNSPolicy:
-		return "spec.dnsPolicy", ""
 	case policy.ReasonDNSConfigForming:
-		switch w.Limit {
-		case policy.LimitNameservers:
-			return "spec.dnsConfig.nameservers", ""
-		case policy.LimitSearches:
-			return "spec.dnsConfig.searches", ""
-		}
-	case policy.ReasonWindowsOptionsIgnored:
-		return "spec.dnsConfig.options", ""
-	case policy.ReasonHostnameOverrideIgnored:
-		return "spec.hostnameOverride", ""
+		return limitFields[w.Limit], ""
 	case policy.ReasonHostnameTruncated:
 		if in.Hostname != "" {
 			return "spec.hostname", ""
@@ -53,6 +42,22 @@ func kubeletField(in policy.Input, w policy.Warning) (field, alt string) {
 		if in.PolicyAnnotation != "" {
 			return "metadata.annotations[" + policy.AnnotationDNSPolicy + "]", ""
 		}
+		return "", ""
 	}
-	return "", "" // the node's settings or resolver file
+	return reasonFields[w.Reason], ""
 }
+
+// reasonFields are the fields of the warnings that always name one, by
+// reason, and limitFields those of kubelet's limits (DNSConfigForming);
+// any other is about the node's settings or resolver file ("").
+var (
+	reasonFields = map[string]string{
+		policy.ReasonInvalidDNSPolicy:        "spec.dnsPolicy",
+		policy.ReasonWindowsOptionsIgnored:   "spec.dnsConfig.options",
+		policy.ReasonHostnameOverrideIgnored: "spec.hostnameOverride",
+	}
+	limitFields = map[string]string{
+		policy.LimitNameservers: "spec.dnsConfig.nameservers",
+		policy.LimitSearches:    "spec.dnsConfig.searches",
+	}
+)

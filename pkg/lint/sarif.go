@@ -33,6 +33,8 @@ type sarifInvocation struct {
 	Notifications       []sarifNotification `json:"toolExecutionNotifications,omitempty"`
 }
 
+// sarifNotification is a level, a message and where: a notification of
+// the run, and the body of each result.
 type sarifNotification struct {
 	Level     string          `json:"level"`
 	Message   sarifText       `json:"message"`
@@ -65,12 +67,12 @@ type sarifRuleLevel struct {
 	Level string `json:"level"`
 }
 
+// sarifResult is a finding: its rule, then its level, message and
+// location (one, so "locations" is never left out).
 type sarifResult struct {
-	RuleID    string          `json:"ruleId"`
-	RuleIndex int             `json:"ruleIndex"`
-	Level     string          `json:"level"`
-	Message   sarifText       `json:"message"`
-	Locations []sarifLocation `json:"locations"`
+	RuleID    string `json:"ruleId"`
+	RuleIndex int    `json:"ruleIndex"`
+	sarifNotification
 }
 
 type sarifLocation struct {
@@ -175,8 +177,8 @@ func sarifFinding(res Result, f Finding) sarifResult {
 	} else if res.Line > 0 {
 		loc.Physical.Region = &sarifRegion{StartLine: res.Line}
 	}
-	return sarifResult{RuleID: f.Rule, RuleIndex: ruleIndex(f.Rule), Level: level,
-		Message: sarifText{kind + " " + res.Namespace + "/" + res.Name + ": " + msg}, Locations: []sarifLocation{loc}}
+	return sarifResult{RuleID: f.Rule, RuleIndex: ruleIndex(f.Rule), sarifNotification: sarifNotification{Level: level,
+		Message: sarifText{kind + " " + res.Namespace + "/" + res.Name + ": " + msg}, Locations: []sarifLocation{loc}}}
 }
 
 // fileURI is a relative URI for a relative path, a file URI for an

@@ -19,11 +19,7 @@ func TestFieldLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := Parse("f", []byte(tc.in), 10)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := objs[len(objs)-1]
+			o := lastParsed(t, "f", tc.in, 10)
 			if got := o.Locator().FieldLine(tc.field); got != tc.want {
 				t.Errorf("FieldLine(%q) = %d, want %d", tc.field, got, tc.want)
 			}

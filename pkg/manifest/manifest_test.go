@@ -105,11 +105,7 @@ func TestParseObjectErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := Parse("f.yaml", []byte(tc.in), 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := objs[len(objs)-1]
+			o := lastParsed(t, "f.yaml", tc.in, 3)
 			if o.Err == nil || *o.Err != tc.want || o.JSON != nil || o.Line != tc.line {
 				t.Fatalf("got line %d, JSON %q, problem %+v; want line %d, no JSON, %+v", o.Line, o.JSON, o.Err, tc.line, tc.want)
 			}
@@ -294,4 +290,14 @@ func TestReadKeep(t *testing.T) {
 	if len(objs) != 2 || objs[0].JSON == nil || objs[1].JSON != nil || objs[1].Kind != "ConfigMap" || objs[1].Name != "c" {
 		t.Errorf("got %+v; want the Pod with its JSON, the ConfigMap named without it", objs)
 	}
+}
+
+// lastParsed is the last object Parse reads from in.
+func lastParsed(t *testing.T, source, in string, maxObjects int) Object {
+	t.Helper()
+	objs, err := Parse(source, []byte(in), maxObjects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs[len(objs)-1]
 }

@@ -116,18 +116,28 @@ func (d *docs) next() (doc, error) {
 	}
 }
 
-func (d *docs) nextJSON() (doc, error) {
-	var raw json.RawMessage
-	err := d.json.Decode(&raw)
+// take counts a document just read (raw, or the read's err) and checks
+// it: io.EOF after the last; a read error (prefixed by what) or a document
+// over the size bound ends the source.
+func (d *docs) take(raw []byte, err error, what string) error {
 	if errors.Is(err, io.EOF) {
-		return doc{}, io.EOF
+		return io.EOF
 	}
 	d.n++
 	if err != nil {
-		return doc{}, d.fail(err, "invalid JSON: ")
+		return d.fail(err, what)
 	}
 	if int64(len(raw)) > d.b.max {
-		return doc{}, d.fail(errDocumentSize, "")
+		return d.fail(errDocumentSize, "")
+	}
+	return nil
+}
+
+func (d *docs) nextJSON() (doc, error) {
+	var raw json.RawMessage
+	err := d.json.Decode(&raw)
+	if err := d.take(raw, err, "invalid JSON: "); err != nil {
+		return doc{}, err
 	}
 	line := d.b.lineAt(d.json.InputOffset() - int64(len(raw)))
 	return doc{json: raw, index: d.n, line: line, raw: raw, rawLine: line}, nil
@@ -135,15 +145,8 @@ func (d *docs) nextJSON() (doc, error) {
 
 func (d *docs) nextYAML() (doc, error) {
 	raw, err := d.yaml.Read()
-	if errors.Is(err, io.EOF) {
-		return doc{}, io.EOF
-	}
-	d.n++
-	if err != nil {
-		return doc{}, d.fail(err, "")
-	}
-	if int64(len(raw)) > d.b.max {
-		return doc{}, d.fail(errDocumentSize, "")
+	if err := d.take(raw, err, ""); err != nil {
+		return doc{}, err
 	}
 	// Each line of raw ends in '\n'; the separator that ends it is one
 	// more line (none at the end of the input, where it does not matter).

@@ -121,8 +121,8 @@
 // them.
 //
 // The Handler imports miekg/dns, Prometheus, api/v1alpha1 (its defaults),
-// pkg/autopath, pkg/dnscache, pkg/dnsmsg and pkg/forward (WithClient marks
-// each query with its pod's address: the forwarders share their slots per
+// pkg/autopath, pkg/dnscache, pkg/dnsmsg and pkg/forward (each query is asked
+// on behalf of its pod, a dnsmsg.Origin: the forwarders share their slots per
 // pod; Exchanger is declared here).
 // The Stage adds the listener (pkg/dnsserver), the forwarders, the node's
 // resolv.conf watcher, pkg/nodenet, and for the routes internal/filewatch,

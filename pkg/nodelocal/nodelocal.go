@@ -118,7 +118,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	src := w.RemoteAddr()
 	_, tcp := src.(*net.TCPAddr)
 	// The pod's address: the forwarders share their slots per pod.
-	reply, t := h.answer(forward.WithClient(context.Background(), dnsmsg.ClientAddr(src)), req, tcp)
+	reply, t := h.answer(context.Background(), req, tcp, dnsmsg.Origin{Client: dnsmsg.ClientAddr(src)})
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b, err := reply.PackBuffer((*bp)[:cap(*bp)])
@@ -167,17 +167,18 @@ func (h *Handler) AnswerWire(dst, query []byte) ([]byte, bool) {
 // Answer builds the reply to req, truncated to what the client can receive
 // (dnsmsg.Finish; tcp is whether it came over TCP).
 func (h *Handler) Answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
-	r, _ := h.answer(ctx, req, tcp)
+	r, _ := h.answer(ctx, req, tcp, dnsmsg.Origin{})
 	return r
 }
 
-// answer is Answer, with the cache's ticket for a reply made from a cached
-// answer.
-func (h *Handler) answer(ctx context.Context, req *dns.Msg, tcp bool) (*dns.Msg, dnscache.Ticket) {
+// answer is Answer for a query of client o (the forwarders share their
+// slots by o.Client), with the cache's ticket for a reply made from a
+// cached answer.
+func (h *Handler) answer(ctx context.Context, req *dns.Msg, tcp bool, o dnsmsg.Origin) (*dns.Msg, dnscache.Ticket) {
 	if _, rcode := dnsmsg.Check(req); rcode != dns.RcodeSuccess {
 		return h.fail(req, rcode, tcp), dnscache.Ticket{}
 	}
-	a, err := h.cache.AnswerTicket(ctx, req)
+	a, err := h.cache.AnswerTicket(ctx, req, o)
 	r, src, t := a.Msg, a.Source, a.Ticket
 	switch src {
 	case dnscache.Hit:
@@ -239,6 +240,11 @@ func (h *Handler) fail(req *dns.Msg, rcode int, tcp bool) *dns.Msg {
 type forwarder struct{ h *Handler }
 
 func (f forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error) {
+	return f.Forward(ctx, req, dnsmsg.Origin{})
+}
+
+// Forward is Exchange on behalf of o (forward.Forwarding).
+func (f forwarder) Forward(ctx context.Context, req *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error) {
 	h := f.h
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
@@ -256,7 +262,7 @@ func (f forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error)
 	}
 	// The reply's OPT (and with it any echo of the option) is dropped by
 	// the cache; the client gets its own OPT from Answer.
-	return h.up.Exchange(ctx, m)
+	return forward.Ask(ctx, h.up, m, o)
 }
 
 // CheckLoop lets the cache ask h.up whether req came back round a

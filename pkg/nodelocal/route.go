@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
@@ -170,8 +171,13 @@ func (r *router) pick(m *dns.Msg) (Exchanger, bool) {
 	return r.external, false
 }
 
-// Exchange sends m to its question's upstream.
+// Exchange is Forward for the zero Origin.
 func (r *router) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+	return r.Forward(ctx, m, dnsmsg.Origin{})
+}
+
+// Forward sends m, asked by o, to its question's upstream.
+func (r *router) Forward(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error) {
 	up, cluster := r.pick(m)
 	if up == nil {
 		return nil, forward.ErrNoUpstream
@@ -181,7 +187,7 @@ func (r *router) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 	} else {
 		r.m.toDirect.Inc()
 	}
-	return up.Exchange(ctx, m)
+	return forward.Ask(ctx, up, m, o)
 }
 
 // CheckLoop is the CheckLoop of m's upstream, when it has one.

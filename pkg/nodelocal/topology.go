@@ -16,6 +16,7 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/prom"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
@@ -162,12 +163,17 @@ type topologyCluster struct {
 }
 
 func (t *topologyCluster) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+	return t.Forward(ctx, m, dnsmsg.Origin{})
+}
+
+// Forward is Exchange on behalf of o (forward.Forwarding).
+func (t *topologyCluster) Forward(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error) {
 	if c := t.client(); c.Known() {
 		m = withTopology(m, t.code, c)
 		t.m.options.Inc()
 	}
 	ctx = forward.WithAnswered(ctx, func(up string) { t.m.answers[t.ups.relation(up)].Inc() })
-	return t.fwd.Exchange(ctx, m)
+	return forward.Ask(ctx, t.fwd, m, o)
 }
 
 // CheckLoop passes the cache's loop check on (dnscache.LoopChecker).

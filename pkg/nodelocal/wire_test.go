@@ -122,15 +122,7 @@ func wireHandler(t testing.TB, up Exchanger, cc dnscache.Config) (*Handler, *tes
 // slow is the reply ServeDNS writes for req over UDP (or TCP).
 func slow(t *testing.T, h *Handler, req *dns.Msg, tcp bool) []byte {
 	t.Helper()
-	b, err := req.Pack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As the server gets it: unpacked from the wire.
-	m := new(dns.Msg)
-	if err := m.Unpack(b); err != nil {
-		t.Fatal(err)
-	}
+	m := testkit.ThroughWire(t, req) // as the server gets it
 	w := &recorder{tcp: tcp}
 	h.ServeDNS(w, m)
 	if w.out == nil {

@@ -199,15 +199,7 @@ func TestForeignInterface(t *testing.T) {
 	if err := links.Delete(DefaultInterface); err == nil {
 		t.Fatal("Delete removed an interface without the mark")
 	}
-	if _, err := m.EnsureNotrack(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.RemoveNotrack(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Release(); err != nil {
-		t.Fatal(err)
-	}
+	stopNotrack(t, m)
 	found, _, err := links.Lookup(DefaultInterface)
 	if err != nil || !found {
 		t.Fatalf("the foreign interface was deleted (%v)", err)
@@ -291,15 +283,7 @@ func TestRestartAfterKill(t *testing.T) {
 	if ok, _ := nt.Present(ips, 53); ok {
 		t.Error("the killed instance's notrack table still there after the next one's Prepare")
 	}
-	if _, err := next.EnsureNotrack(); err != nil {
-		t.Fatal(err)
-	}
-	if err := next.RemoveNotrack(); err != nil {
-		t.Fatal(err)
-	}
-	if err := next.Release(); err != nil {
-		t.Fatal(err)
-	}
+	stopNotrack(t, next)
 	ours, others := addrsOf(t, links, "lo")
 	if found, _, _ := links.Lookup(DefaultInterface); found || len(ours) > 0 {
 		t.Errorf("after the next instance stopped: interface %v, our addresses on lo %v", found, ours)
@@ -335,5 +319,20 @@ func TestIPv6AddrBindsAtOnce(t *testing.T) {
 	}
 	if failed > 0 {
 		t.Errorf("%d of 200 IPv6 addresses could not be bound right after AddAddr", failed)
+	}
+}
+
+// stopNotrack sets up m's notrack rules, then removes them and releases m,
+// as an instance that stops does.
+func stopNotrack(t *testing.T, m *Manager) {
+	t.Helper()
+	if _, err := m.EnsureNotrack(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemoveNotrack(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Release(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -36,6 +36,8 @@
 // HostOf is the engine's view of a hostresolv.Snapshot: the file as
 // kubelet reads it, or why it is unusable. It lives here, not in
 // pkg/hostresolv, so that the watcher does not import the engine.
+// ReadHost reads the file once, for the commands that assume a node
+// (render, validate, demo).
 //
 // # Events and limits
 //

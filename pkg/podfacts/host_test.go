@@ -2,7 +2,10 @@ package podfacts
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
@@ -41,5 +44,32 @@ func TestHostOf(t *testing.T) {
 				t.Errorf("HostOf = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestReadHost: the file as kubelet reads it, with its lines; "" switches
+// it off; on Windows only a file will do, and "Host" says why.
+func TestReadHost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(path, []byte("# node\nnameserver 10.0.0.2\nsearch corp.example.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, nodeOS := range []string{"linux", "windows"} {
+		got := ReadHost(path, nodeOS)
+		if got.Err != nil || !reflect.DeepEqual(got.Nameservers, []string{"10.0.0.2"}) || !reflect.DeepEqual(got.Searches, []string{"corp.example"}) ||
+			!reflect.DeepEqual(got.Lines.Nameservers, []int{2}) || got.Lines.Search != 3 {
+			t.Errorf("%s: %+v, want nameserver 10.0.0.2 (line 2), search corp.example (line 3)", nodeOS, got)
+		}
+	}
+	if got := ReadHost("", "linux"); !got.Disabled {
+		t.Errorf(`"": %+v, want disabled`, got)
+	}
+	for path, want := range map[string]string{"Host": "GetNetworkParams", filepath.Dir(path): "Unexpected resolver config value"} {
+		if got := ReadHost(path, "windows"); got.Err == nil || !strings.Contains(got.Err.Error(), want) {
+			t.Errorf("windows %q: err %v, want one with %q", path, got.Err, want)
+		}
+	}
+	if got := ReadHost(filepath.Join(path, "missing"), "linux"); got.Err == nil {
+		t.Error("a missing file: no error")
 	}
 }

@@ -27,14 +27,13 @@ func clusterSearches(ns string, extra ...string) []string {
 
 func TestCompute(t *testing.T) {
 	tests := []struct {
-		name     string
-		node     Node
-		host     Host
-		in       Input
-		want     Result // Warnings compared by reason only
-		reasons  []string
-		wantErr  string
-		errIsFQD bool
+		name, wantErr string
+		node          Node
+		host          Host
+		in            Input
+		want          Result // Warnings compared by reason only
+		reasons       []string
+		errIsFQD      bool
 	}{
 		{
 			name: "ClusterFirst gets cluster DNS, cluster searches before host searches, ndots:5",

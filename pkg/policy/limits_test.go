@@ -29,10 +29,7 @@ func TestNameserverLimit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := e.Compute(Input{Name: "p", Namespace: "ns", Policy: ClusterFirst, DNSConfig: &DNSConfig{Nameservers: tc.pod}}, Host{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := computePod(t, e, ClusterFirst, &DNSConfig{Nameservers: tc.pod})
 			if !reflect.DeepEqual(r.Nameservers, tc.want) {
 				t.Errorf("nameservers = %v, want %v", r.Nameservers, tc.want)
 			}
@@ -81,10 +78,7 @@ func TestSearchLimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := e.Compute(Input{Name: "p", Namespace: "ns", Policy: Default, DNSConfig: &DNSConfig{Searches: tc.searches}}, Host{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := computePod(t, e, Default, &DNSConfig{Searches: tc.searches})
 			if !reflect.DeepEqual(r.Searches, tc.want) {
 				t.Errorf("searches = %d entries, want %d", len(r.Searches), len(tc.want))
 			}
@@ -218,4 +212,15 @@ func TestDualStackNameservers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// computePod is e's result for pod p of namespace ns with policy and the
+// pod's dnsConfig dc, on a node without a host config.
+func computePod(t *testing.T, e *Engine, policy Policy, dc *DNSConfig) Result {
+	t.Helper()
+	r, err := e.Compute(Input{Name: "p", Namespace: "ns", Policy: policy, DNSConfig: dc}, Host{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

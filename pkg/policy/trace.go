@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,16 +12,29 @@ import (
 type Decision struct {
 	// Step is the part of the result decided: "node", "policy",
 	// "nameservers", "searches", "options", "hostname" or "fqdn".
-	Step string
+	Step string `json:"step"`
 	// Rule is the rule applied, a stable identifier (the package doc lists
 	// them all).
-	Rule string
+	Rule string `json:"rule"`
 	// Detail says what the rule meant for this pod, for a reader.
-	Detail string
+	Detail string `json:"detail"`
 	// Added and Removed are the entries the step added and removed, in
 	// order; nil when none.
-	Added   []string
-	Removed []string
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+}
+
+// MarshalJSON writes d with its lists as [], never null: the --explain
+// trace of render, validate and explain.
+func (d Decision) MarshalJSON() ([]byte, error) {
+	type plain Decision
+	if d.Added == nil {
+		d.Added = []string{}
+	}
+	if d.Removed == nil {
+		d.Removed = []string{}
+	}
+	return json.Marshal(plain(d))
 }
 
 // Trace is the decisions behind one result, in the order they were taken.
@@ -82,6 +96,28 @@ type Decision struct {
 //	hostname.fqdn.nodomain          setHostnameAsFQDN without an FQDN: no effect
 //	hostname.fqdn.toolong           setHostnameAsFQDN with an FQDN over 64 characters: the sandbox fails
 type Trace []Decision
+
+// Comments is the trace for a reader, as resolv.conf comments so that
+// the output stays a resolv.conf: each decision numbered, with its step,
+// rule and detail, then the entries it added (+) and removed (-). It is
+// "" without decisions.
+func (t Trace) Comments() string {
+	if len(t) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("# explain\n")
+	for i, d := range t {
+		fmt.Fprintf(&b, "# %d. %s (%s): %s\n", i+1, d.Step, d.Rule, d.Detail)
+		if len(d.Added) > 0 {
+			fmt.Fprintf(&b, "#      + %s\n", strings.Join(d.Added, " "))
+		}
+		if len(d.Removed) > 0 {
+			fmt.Fprintf(&b, "#      - %s\n", strings.Join(d.Removed, " "))
+		}
+	}
+	return b.String()
+}
 
 // The parts of a result a Decision is about.
 const (

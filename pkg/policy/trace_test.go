@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
@@ -463,5 +464,29 @@ func TestTraceHostLines(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTraceForms: the comment form numbers each decision with its lists;
+// the JSON form writes missing lists as [].
+func TestTraceForms(t *testing.T) {
+	trace := Trace{
+		{Step: "policy", Rule: "policy.clusterfirst", Detail: "the cluster DNS"},
+		{Step: "searches", Rule: "limit.searches.count", Detail: "kept", Added: []string{"a", "b"}, Removed: []string{"c"}},
+	}
+	want := "# explain\n# 1. policy (policy.clusterfirst): the cluster DNS\n" +
+		"# 2. searches (limit.searches.count): kept\n#      + a b\n#      - c\n"
+	if got := trace.Comments(); got != want {
+		t.Errorf("Comments:\n%s\nwant:\n%s", got, want)
+	}
+	if got := Trace(nil).Comments(); got != "" {
+		t.Errorf("no trace: %q", got)
+	}
+	b, err := json.Marshal(trace[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"step":"policy","rule":"policy.clusterfirst","detail":"the cluster DNS","added":[],"removed":[]}`; string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
 	}
 }

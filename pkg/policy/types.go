@@ -1,6 +1,9 @@
 package policy
 
-import "github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
+import (
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
+)
 
 // Policy is a pod's spec.dnsPolicy, or the autopath policy selected by
 // annotation.
@@ -119,6 +122,19 @@ type Node struct {
 	// pod's dnsConfig.options ndots still wins. Host-type and None pods
 	// keep their options.
 	Ndots *int
+}
+
+// NodeOf is the engine's view of a node's DNS settings, the cluster's pod
+// policy and the node IPs. It is the one conversion from the api types:
+// the shim, the NRI plugin, the webhook, render, validate, explain and
+// demo all build their engine through it.
+func NodeOf(n v1alpha1.NodeDNS, p v1alpha1.PodPolicy, nodeIPs []string) Node {
+	node := Node{ClusterDNS: n.ClusterDNS, ClusterDomain: n.Domain(), NodeLocalDNS: n.NodeLocalDNS,
+		NodeIPs: nodeIPs, OS: n.NodeOS, Ndots: p.Ndots, KubeletVersion: n.KubeletVersion}
+	if p.DefaultDNSPolicy == v1alpha1.DNSPolicyClusterFirstWithAutopath {
+		node.DefaultPolicy = ClusterFirstWithAutopath
+	}
+	return node
 }
 
 // Host is the node's resolver config (kubelet's resolvConf file), as

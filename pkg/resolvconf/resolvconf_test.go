@@ -13,10 +13,9 @@ import (
 
 func TestParse(t *testing.T) {
 	tests := []struct {
-		name    string
-		in      string
-		want    Config
-		wantErr error
+		name, in string
+		want     Config
+		wantErr  error
 	}{
 		{name: "empty file", in: "", want: Config{Nameservers: []string{}, Searches: []string{}, Options: []string{}}},
 		{name: "typical", in: "nameserver 10.0.0.1\nnameserver 10.0.0.2\nsearch a.example b.example\noptions ndots:2 rotate\n",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
 )
 
@@ -41,14 +42,11 @@ func TestDecode(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			got, err := Decode(tc.in)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Decode(%q) = %+v, %v; want an error naming %q", tc.in, got, err, tc.wantErr)
-				}
+			if !testkit.WantErr(t, err, tc.wantErr) {
 				return
 			}
-			if err != nil || got != tc.want {
-				t.Fatalf("Decode(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			if got != tc.want {
+				t.Fatalf("Decode(%q) = %+v; want %+v", tc.in, got, tc.want)
 			}
 			if enc := Encode(got); !bytes.Equal(enc, tc.in) {
 				t.Errorf("Encode(%+v) = %q, want %q", got, enc, tc.in)
@@ -128,25 +126,18 @@ func TestAddTake(t *testing.T) {
 				t.Fatalf("%d topology options after Add, want 1", n)
 			}
 			// Through the wire, as the cluster DNS receives it.
-			b, err := m.Pack()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got dns.Msg
-			if err := got.Unpack(b); err != nil {
-				t.Fatal(err)
-			}
-			taken, ok := Take(&got, DefaultOptionCode)
+			got := testkit.ThroughWire(t, m)
+			taken, ok := Take(got, DefaultOptionCode)
 			if !ok || taken != c {
 				t.Fatalf("Take = %+v, %v; want %+v", taken, ok, c)
 			}
-			if n := countCode(&got, DefaultOptionCode); n != 0 {
+			if n := countCode(got, DefaultOptionCode); n != 0 {
 				t.Errorf("%d topology options after Take", n)
 			}
 			if n := len(got.IsEdns0().Option); n != tc.others {
 				t.Errorf("%d options left after Take, want %d", n, tc.others)
 			}
-			if _, ok := Take(&got, DefaultOptionCode); ok {
+			if _, ok := Take(got, DefaultOptionCode); ok {
 				t.Error("second Take found an option")
 			}
 		})
@@ -225,15 +216,7 @@ func FuzzDecode(f *testing.F) {
 			// What Decode accepts survives Add, the wire and Take.
 			q := new(dns.Msg).SetQuestion("a.example.", dns.TypeA)
 			Add(q, DefaultOptionCode, c)
-			w, err := q.Pack()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back dns.Msg
-			if err := back.Unpack(w); err != nil {
-				t.Fatal(err)
-			}
-			if got, ok := Take(&back, DefaultOptionCode); !ok || got != c {
+			if got, ok := Take(testkit.ThroughWire(t, q), DefaultOptionCode); !ok || got != c {
 				t.Fatalf("round trip of %+v: %+v, %v", c, got, ok)
 			}
 		}

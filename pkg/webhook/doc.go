@@ -8,7 +8,8 @@
 //
 // The decisions are pkg/policy's, the engine of `dnsconfigurer validate
 // --strict`: Engine.ValidateNode with the node settings the webhook is
-// configured to assume, per node pool (Reviewer). Errors deny the pod with
+// configured to assume, per node pool (Reviewer, built from a
+// WebhookConfiguration by NewReviewer). Errors deny the pod with
 // one status cause per violation, carrying its field path; trims are
 // AdmissionResponse warnings, or denials when the Reviewer says so. With a
 // cluster policy in the engines (Reviewer.ClusterPolicy), an allowed pod the

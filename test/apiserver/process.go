@@ -58,14 +58,7 @@ func startProcess(name, bin string, args []string, logPath string, out io.Writer
 }
 
 // exited reports whether the process has exited.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *process) exited() bool { return testkit.Closed(p.done) }
 
 // stop sends SIGTERM to the process group, waits up to grace for the
 // process to exit, then kills the group. It is safe to call more than once.

@@ -124,31 +124,34 @@ func (r RBAC) Apply(t testing.TB, client kubernetes.Interface) {
 	if _, err := client.CoreV1().ServiceAccounts(r.Account.Namespace).Create(ctx, r.Account, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create service account: %v", err)
 	}
-	roles := client.RbacV1().ClusterRoles()
-	if _, err := roles.Create(ctx, r.Role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		old, err := roles.Get(ctx, r.Role.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		old.Rules = r.Role.Rules
-		if _, err := roles.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	} else if err != nil {
-		t.Fatalf("create cluster role: %v", err)
+	createOrUpdate(t, ctx, client.RbacV1().ClusterRoles(), r.Role, r.Role.Name, "cluster role",
+		func(old *rbacv1.ClusterRole) { old.Rules = r.Role.Rules })
+	createOrUpdate(t, ctx, client.RbacV1().ClusterRoleBindings(), r.Binding, r.Binding.Name, "cluster role binding",
+		func(old *rbacv1.ClusterRoleBinding) { old.Subjects = r.Binding.Subjects })
+}
+
+// createOrUpdate creates obj (named name, a what) through c; when it is
+// there already, it updates the one there with set.
+func createOrUpdate[T any](t testing.TB, ctx context.Context, c interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+}, obj T, name, what string, set func(old T)) {
+	t.Helper()
+	_, err := c.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create %s: %v", what, err)
 	}
-	bindings := client.RbacV1().ClusterRoleBindings()
-	if _, err := bindings.Create(ctx, r.Binding, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		old, err := bindings.Get(ctx, r.Binding.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		old.Subjects = r.Binding.Subjects
-		if _, err := bindings.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	} else if err != nil {
-		t.Fatalf("create cluster role binding: %v", err)
+	if err == nil {
+		return
+	}
+	old, err := c.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(old)
+	if _, err := c.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

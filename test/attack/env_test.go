@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/miekg/dns"
-
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
@@ -84,7 +82,9 @@ func (e *env) addr(tg target) string {
 func startEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{bin: buildbin.Dnsconfigurer(t)}
-	e.stub = testkit.NewUpstream(t, dns.HandlerFunc(stubAnswer), testkit.CountOnly(), testkit.At(stubIP+":0"))
+	// A 192.0.2.1 (other types: no data) but for silent names, which it
+	// never answers.
+	e.stub = testkit.NewUpstream(t, testkit.AnswerA(30, "192.0.2.1", silent), testkit.CountOnly(), testkit.At(stubIP+":0"))
 	args := append([]string{"--objects", writeObjects(t), "--upstream", e.stub.Addr}, boundFlags...)
 	e.cluster = buildbin.StartServeArgs(t, clusterIP+":0", args...)
 	args = append([]string{"--mode", "node-local", "--cluster-upstream", e.cluster.DNS, "--resolv-conf", ""}, boundFlags...)
@@ -100,40 +100,11 @@ func silent(name string) bool {
 	return strings.Contains(name, "silent") || strings.HasSuffix(name, ".arpa.")
 }
 
-// stubAnswer answers A 192.0.2.1 (other types: no data) but for silent
-// names, which it never answers.
-func stubAnswer(w dns.ResponseWriter, req *dns.Msg) {
-	if len(req.Question) != 1 || silent(req.Question[0].Name) {
-		return
-	}
-	r := new(dns.Msg).SetReply(req)
-	r.RecursionAvailable = true
-	if q := req.Question[0]; q.Qtype == dns.TypeA {
-		r.Answer = []dns.RR{testkit.A(q.Name, 30, "192.0.2.1")}
-	}
-	_ = w.WriteMsg(r)
-}
-
 // writeObjects writes the cluster DNS's manifests and returns their
 // directory.
 func writeObjects(t *testing.T) string {
 	t.Helper()
-	var b strings.Builder
-	for _, ns := range []string{"prod", "tenant"} {
-		fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n---\n", ns)
-	}
-	for k := range services {
-		ip := fmt.Sprintf("10.97.%d.%d", k/250, k%250+1)
-		fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc-%d\n  namespace: prod\nspec:\n  clusterIP: %s\n  clusterIPs: [%s]\n  ports:\n  - port: 80\n    protocol: TCP\n---\n", k, ip, ip)
-	}
-	for k := range externalNames {
-		fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata:\n  name: ext-%d\n  namespace: tenant\nspec:\n  type: ExternalName\n  externalName: %s\n---\n", k, externalTarget(k))
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return buildbin.Objects(t, buildbin.ClusterIPServices("prod", services)+buildbin.ExternalNames("tenant", externalNames, externalTarget))
 }
 
 // externalTarget is ExternalName k's target: one of 16 silent domains.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // maxRate bounds each attack: queries, messages, dials or requests a
@@ -179,22 +181,14 @@ func (s *attackStats) String() string {
 // attack's dials or sends.
 func pace(ctx context.Context, rate int) <-chan struct{} {
 	ch := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(time.Second / time.Duration(rate))
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			select {
-			case ch <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
+	go testkit.Every(ctx, time.Second/time.Duration(rate), func() bool {
+		select {
+		case ch <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
 		}
-	}()
+	})
 	return ch
 }
 

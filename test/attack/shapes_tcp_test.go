@@ -24,6 +24,30 @@ import (
 func tcpConns(ctx context.Context, a *attack, addr string, n int, drain bool,
 	use func(ctx context.Context, c net.Conn, closed <-chan struct{}, tokens <-chan struct{}, r *rand.Rand)) {
 	tokens := pace(ctx, maxRate)
+	dialEach(ctx, a, addr, n, tokens, func(c net.Conn, r *rand.Rand) {
+		var closed chan struct{}
+		if drain {
+			closed = make(chan struct{})
+			go func() {
+				_, _ = io.Copy(io.Discard, c)
+				close(closed)
+			}()
+		}
+		use(ctx, c, closed, tokens, r)
+		c.Close()
+		if closed != nil {
+			<-closed
+		}
+		if ctx.Err() == nil {
+			a.st.closed.Add(1)
+		}
+	})
+}
+
+// dialEach runs n dialers from a's addresses to addr, each dialing once
+// for each token of tokens it takes until ctx ends, and hands each
+// connection to use, which closes it.
+func dialEach(ctx context.Context, a *attack, addr string, n int, tokens <-chan struct{}, use func(c net.Conn, r *rand.Rand)) {
 	var wg sync.WaitGroup
 	for i := range n {
 		src, r := a.from[i%len(a.from)], a.rand(i)
@@ -36,22 +60,7 @@ func tcpConns(ctx context.Context, a *attack, addr string, n int, drain bool,
 					continue
 				}
 				a.st.dials.Add(1)
-				var closed chan struct{}
-				if drain {
-					closed = make(chan struct{})
-					go func() {
-						_, _ = io.Copy(io.Discard, c)
-						close(closed)
-					}()
-				}
-				use(ctx, c, closed, tokens, r)
-				c.Close()
-				if closed != nil {
-					<-closed
-				}
-				if ctx.Err() == nil {
-					a.st.closed.Add(1)
-				}
+				use(c, r)
 			}
 		})
 	}
@@ -251,35 +260,19 @@ func (p tcpChurn) String() string {
 }
 
 func (p tcpChurn) run(ctx context.Context, e *env, a *attack) {
-	tokens := pace(ctx, p.rate)
-	addr := e.addr(p.to)
-	var wg sync.WaitGroup
-	for i := range 8 {
-		src, r := a.from[i%len(a.from)], a.rand(i)
-		wg.Go(func() {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src.AsSlice()}, Timeout: 2 * time.Second}
-			for take(ctx, tokens) {
-				c, err := d.DialContext(ctx, "tcp", addr)
-				if err != nil {
-					a.st.failed.Add(1)
-					continue
-				}
-				a.st.dials.Add(1)
-				_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-				switch p.how {
-				case "query-close":
-					_, _ = c.Write(framed(packed(r, clusterName(r), dns.TypeA)))
-				case "byte-close":
-					_, _ = c.Write([]byte{0})
-				case "reset":
-					_ = c.(*net.TCPConn).SetLinger(0)
-				}
-				c.Close()
-				a.st.sent.Add(1)
-			}
-		})
-	}
-	wg.Wait()
+	dialEach(ctx, a, e.addr(p.to), 8, pace(ctx, p.rate), func(c net.Conn, r *rand.Rand) {
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		switch p.how {
+		case "query-close":
+			_, _ = c.Write(framed(packed(r, clusterName(r), dns.TypeA)))
+		case "byte-close":
+			_, _ = c.Write([]byte{0})
+		case "reset":
+			_ = c.(*net.TCPConn).SetLinger(0)
+		}
+		c.Close()
+		a.st.sent.Add(1)
+	})
 }
 
 // tcpPipeline: one to four connections, each a stream of queries written

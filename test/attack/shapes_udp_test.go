@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // The UDP shapes fill a forwarder's slots with names that are slow to
@@ -53,14 +55,7 @@ func udpFlood(ctx context.Context, a *attack, addr string, rate int, next func(r
 		return
 	}
 	r, i := a.rand(0), 0
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	testkit.Every(ctx, time.Second/time.Duration(rate), func() bool {
 		name, qtype := next(r)
 		if _, err := conns[i%len(conns)].Write(packed(r, name, qtype)); err != nil {
 			a.st.failed.Add(1)
@@ -68,7 +63,8 @@ func udpFlood(ctx context.Context, a *attack, addr string, rate int, next func(r
 			a.st.sent.Add(1)
 		}
 		i++
-	}
+		return true
+	})
 }
 
 // isRefused reports an ICMP port unreachable read back on a UDP socket.

@@ -82,33 +82,30 @@ type churnSettings struct {
 	pinCPU int
 }
 
+// envSetting is v, the value of the variable name, parsed: def when v is
+// empty, and def with an error added to errs (naming kind, what it wants)
+// when v does not parse or is outside lo..hi.
+func envSetting[T int | time.Duration](v, name, kind string, parse func(string) (T, error), def, lo, hi T, errs *[]error) T {
+	if v == "" {
+		return def
+	}
+	n, err := parse(strings.TrimSpace(v))
+	if err != nil || n < lo || n > hi {
+		*errs = append(*errs, fmt.Errorf("%s=%q: want %s from %v to %v", name, v, kind, lo, hi))
+		return def
+	}
+	return n
+}
+
 // parseChurnSettings reads the knobs through getenv (os.Getenv), with
 // their defaults; an error names every bad variable.
 func parseChurnSettings(getenv func(string) string) (churnSettings, error) {
 	var errs []error
 	whole := func(name string, def, lo, hi int) int {
-		v := getenv(name)
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < lo || n > hi {
-			errs = append(errs, fmt.Errorf("%s=%q: want a whole number from %d to %d", name, v, lo, hi))
-			return def
-		}
-		return n
+		return envSetting(getenv(name), name, "a whole number", strconv.Atoi, def, lo, hi, &errs)
 	}
 	duration := func(name string, def, lo, hi time.Duration) time.Duration {
-		v := getenv(name)
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(strings.TrimSpace(v))
-		if err != nil || d < lo || d > hi {
-			errs = append(errs, fmt.Errorf("%s=%q: want a duration from %v to %v", name, v, lo, hi))
-			return def
-		}
-		return d
+		return envSetting(getenv(name), name, "a duration", time.ParseDuration, def, lo, hi, &errs)
 	}
 	s := churnSettings{
 		services:    whole(envChurnServices, 10000, 1, 500000),

@@ -1,9 +1,13 @@
 package buildbin
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -81,14 +85,7 @@ func StartCommand(t testing.TB, name string, cmd *exec.Cmd, grace time.Duration)
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
 
 // HasExited reports whether the process has exited.
-func (p *Proc) HasExited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
+func (p *Proc) HasExited() bool { return testkit.Closed(p.exited) }
 
 // Wait waits up to d for the exit and returns cmd.Wait's error; it fails t
 // when the process still runs after d.
@@ -131,6 +128,41 @@ type Serve struct {
 func StartServe(t *testing.T, objects, listen, upstream string) *Serve {
 	t.Helper()
 	return StartServeArgs(t, listen, "--objects", objects, "--upstream", upstream)
+}
+
+// Objects writes manifest as objects.yaml in a new directory of t's and
+// returns the directory, for serve's --objects.
+func Objects(t testing.TB, manifest string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// ClusterIPServices is the manifest of namespace ns and of n Services
+// svc-0 ... svc-(n-1) in it, with port 80/TCP and cluster IPs from
+// 10.97.0.1 on, 250 to a /24.
+func ClusterIPServices(ns string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n---\n", ns)
+	for k := range n {
+		ip := fmt.Sprintf("10.97.%d.%d", k/250, k%250+1)
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc-%d\n  namespace: %s\nspec:\n  clusterIP: %s\n  clusterIPs: [%s]\n  ports:\n  - port: 80\n    protocol: TCP\n---\n", k, ns, ip, ip)
+	}
+	return b.String()
+}
+
+// ExternalNames is the manifest of namespace ns and of n ExternalName
+// Services ext-0 ... ext-(n-1) in it, ext-k to target(k).
+func ExternalNames(ns string, n int, target func(k int) string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n---\n", ns)
+	for k := range n {
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata:\n  name: ext-%d\n  namespace: %s\nspec:\n  type: ExternalName\n  externalName: %s\n---\n", k, ns, target(k))
+	}
+	return b.String()
 }
 
 // StartServeArgs runs `dnsconfigurer serve` listening on listen (metrics

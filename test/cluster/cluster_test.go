@@ -27,10 +27,9 @@ func TestCluster(t *testing.T) {
 			t.Log("deploy/ failed: the DNS proofs are skipped")
 			return
 		}
-		st.run(t, "resolve", func(t *testing.T) { testResolve(t, c) })
-		st.run(t, "autopath", func(t *testing.T) { testAutopath(t, c) })
-		st.run(t, "transparent", func(t *testing.T) { testTransparent(t, c) })
-		st.run(t, "conformance", func(t *testing.T) { testConformance(t, c) })
+		st.proofs(t, c, proof{"resolve", testResolve}, proof{"autopath", testAutopath},
+			proof{"transparent", testTransparent},
+			proof{"conformance", func(t *testing.T, c *Cluster) { testConformance(t, c) }})
 	})
 }
 
@@ -88,6 +87,20 @@ func (s *steps) run(t *testing.T, name string, f func(*testing.T)) bool {
 		s.mu.Unlock()
 	}
 	return ok
+}
+
+// proof is a check of a running cluster, run as the step name.
+type proof struct {
+	name string
+	run  func(*testing.T, *Cluster)
+}
+
+// proofs runs each of ps on c as a step, whether the ones before passed
+// or not.
+func (s *steps) proofs(t *testing.T, c *Cluster, ps ...proof) {
+	for _, p := range ps {
+		s.run(t, p.name, func(t *testing.T) { p.run(t, c) })
+	}
 }
 
 // checkTeardown asserts that the cluster left nothing behind: no process

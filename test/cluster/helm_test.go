@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // helmBin is the helm CLI: $DNSCONFIGURER_HELM, else the one
@@ -17,10 +18,7 @@ import (
 // without one unless the variable is set.
 func helmBin(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv(HelmEnv); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("$%s: %v", HelmEnv, err)
-		}
+	if p, ok := testkit.EnvBin(t, HelmEnv); ok {
 		return p
 	}
 	out, err := exec.CommandContext(t.Context(), "bash", "../testbin/helm.sh").Output()
@@ -66,8 +64,7 @@ func testClusterHelm(t *testing.T, agent string) {
 				t.Errorf("helm test did not report success:\n%s", out)
 			}
 		})
-		st.run(t, "resolve", func(t *testing.T) { testResolve(t, c) })
-		st.run(t, "conformance", func(t *testing.T) { testConformance(t, c) })
+		st.proofs(t, c, proof{"resolve", testResolve}, proof{"conformance", func(t *testing.T, c *Cluster) { testConformance(t, c) }})
 		st.run(t, "uninstall", func(t *testing.T) {
 			ctx := testContext(t, 3*time.Minute)
 			out, err := c.Helm(ctx, helm, "uninstall", HelmRelease, "-n", HelmNamespace, "--wait")

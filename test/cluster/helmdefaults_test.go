@@ -35,17 +35,44 @@ var defaultsNames = []string{"web", "kubernetes.default", "legacy.internal", "ww
 //
 //	migration: step NAME: lookups N failed M changed K longest-ms L
 func TestClusterHelmDefaults(t *testing.T) {
+	helmDefaults{desc: "kubeadm's CoreDNS at kube-dns; the chart with its defaults", names: defaultsNames,
+		setUpName: "kubeadm's CoreDNS", setUp: (*migration).setUpKubeDNS}.run(t)
+}
+
+// helmDefaults is a run of TestClusterHelmDefaults's steps on the cluster
+// of opts, after setUp (the step setUpName), with the image pulled from a
+// registry when fromRegistry, and then's steps once the defaults' passed.
+type helmDefaults struct {
+	opts         Options
+	desc         string
+	names        []string // looked up all along
+	setUpName    string
+	setUp        func(*migration, *testing.T)
+	fromRegistry bool
+	coreDNSOnly  []string // when set, for defaultsRun.coreDNSOnly
+	then         func(*defaultsRun) []migrationStep
+}
+
+func (h helmDefaults) run(t *testing.T) {
 	helm := helmBin(t)
-	withCluster(t, Options{}, "kubeadm's CoreDNS at kube-dns; the chart with its defaults", func(t *testing.T, c *Cluster, st *steps) {
-		m := &migration{c: c, outer: t, names: defaultsNames}
-		if !st.run(t, "kubeadm's CoreDNS", m.setUpKubeDNS) {
+	withCluster(t, h.opts, h.desc, func(t *testing.T, c *Cluster, st *steps) {
+		m := &migration{c: c, outer: t, names: h.names}
+		if !st.run(t, h.setUpName, func(t *testing.T) { h.setUp(m, t) }) {
 			return
 		}
 		d := newDefaultsRun(m, helm)
+		if h.coreDNSOnly != nil {
+			d.coreDNSOnly = h.coreDNSOnly
+		}
+		if h.fromRegistry && !st.run(t, "the image in a registry", d.fromRegistry) {
+			return
+		}
 		if !st.run(t, "objects before", func(t *testing.T) { d.before = d.objects(t) }) {
 			return
 		}
-		runSteps(t, st, m, d.steps())
+		if runSteps(t, st, m, d.steps()) && h.then != nil {
+			runSteps(t, st, m, h.then(d))
+		}
 		st.run(t, "lookups", m.check)
 	})
 }
@@ -58,6 +85,23 @@ func runSteps(t *testing.T, st *steps, m *migration, steps []migrationStep) bool
 		}
 	}
 	return true
+}
+
+// applyCoreDNS applies manifest, kept in the cluster's file name, and waits
+// for CoreDNS's rollout.
+func (m *migration) applyCoreDNS(t *testing.T, ctx context.Context, name, manifest string) {
+	t.Helper()
+	c := m.c
+	p := c.path(name)
+	if err := os.WriteFile(p, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Kubectl(ctx, "apply", "-f", p); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if err := c.WaitRollout(ctx, "deployment", "kube-system", "coredns"); err != nil {
+		t.Fatalf("%v\n%s", err, c.logTails(20))
+	}
 }
 
 // setUpKubeDNS applies kubeadm's CoreDNS of the operator's cluster
@@ -75,16 +119,7 @@ func (m *migration) setUpKubeDNS(t *testing.T) {
 			docs = append(docs, d)
 		}
 	}
-	manifests := c.path("kube-dns.yaml")
-	if err := os.WriteFile(manifests, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := c.Kubectl(ctx, "apply", "-f", manifests); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if err := c.WaitRollout(ctx, "deployment", "kube-system", "coredns"); err != nil {
-		t.Fatalf("%v\n%s", err, c.logTails(20))
-	}
+	m.applyCoreDNS(t, ctx, "kube-dns.yaml", strings.Join(docs, "\n---\n"))
 	m.want = map[string]string{
 		"web":                m.webService(t, ctx),
 		"kubernetes.default": c.KubernetesIP().String(),

@@ -22,23 +22,8 @@ import (
 // outside it, and the defaults take 172.20.0.53 and 172.20.0.54. It
 // prints the same lines.
 func TestClusterHelmEKS(t *testing.T) {
-	helm := helmBin(t)
-	opts := Options{ServiceCIDR: netip.MustParsePrefix("172.20.0.0/16")}
-	withCluster(t, opts, "EKS's Service range; the chart from a registry", func(t *testing.T, c *Cluster, st *steps) {
-		m := &migration{c: c, outer: t, names: defaultsNames}
-		if !st.run(t, "kubeadm's CoreDNS", m.setUpKubeDNS) {
-			return
-		}
-		d := newDefaultsRun(m, helm)
-		if !st.run(t, "the image in a registry", d.fromRegistry) {
-			return
-		}
-		if !st.run(t, "objects before", func(t *testing.T) { d.before = d.objects(t) }) {
-			return
-		}
-		runSteps(t, st, m, d.steps())
-		st.run(t, "lookups", m.check)
-	})
+	helmDefaults{opts: Options{ServiceCIDR: netip.MustParsePrefix("172.20.0.0/16")}, desc: "EKS's Service range; the chart from a registry",
+		names: defaultsNames, setUpName: "kubeadm's CoreDNS", setUp: (*migration).setUpKubeDNS, fromRegistry: true}.run(t)
 }
 
 // k3sHost is a name of k3s's NodeHosts, and k3sHostA its address.
@@ -67,27 +52,10 @@ var k3sNames = []string{"web", "kubernetes.default", k3sHost, "www.example.com"}
 //
 //	migration: step NAME: lookups N failed M changed K longest-ms L
 func TestClusterHelmK3s(t *testing.T) {
-	helm := helmBin(t)
-	opts := Options{ServiceCIDR: netip.MustParsePrefix("10.43.0.0/16")}
-	withCluster(t, opts, "k3s's Service range and CoreDNS; the chart from a registry, then k3s's ConfigMap moved with Helm", func(t *testing.T, c *Cluster, st *steps) {
-		m := &migration{c: c, outer: t, names: k3sNames}
-		if !st.run(t, "k3s's CoreDNS", m.setUpK3s) {
-			return
-		}
-		d := newDefaultsRun(m, helm)
-		d.coreDNSOnly = []string{k3sHost}
-		if !st.run(t, "the image in a registry", d.fromRegistry) {
-			return
-		}
-		if !st.run(t, "objects before", func(t *testing.T) { d.before = d.objects(t) }) {
-			return
-		}
-		if runSteps(t, st, m, d.steps()) {
-			k := &k3sMove{d: d}
-			runSteps(t, st, m, k.steps())
-		}
-		st.run(t, "lookups", m.check)
-	})
+	helmDefaults{opts: Options{ServiceCIDR: netip.MustParsePrefix("10.43.0.0/16")},
+		desc:  "k3s's Service range and CoreDNS; the chart from a registry, then k3s's ConfigMap moved with Helm",
+		names: k3sNames, setUpName: "k3s's CoreDNS", setUp: (*migration).setUpK3s, fromRegistry: true, coreDNSOnly: []string{k3sHost},
+		then: func(d *defaultsRun) []migrationStep { return (&k3sMove{d: d}).steps() }}.run(t)
 }
 
 // k3sManifest is k3s's CoreDNS manifest from the convert corpus, with the
@@ -128,16 +96,7 @@ func (m *migration) setUpK3s(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := c.path("k3s-coredns.yaml")
-	if err := os.WriteFile(p, []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := c.Kubectl(ctx, "apply", "-f", p); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if err := c.WaitRollout(ctx, "deployment", "kube-system", "coredns"); err != nil {
-		t.Fatalf("%v\n%s", err, c.logTails(20))
-	}
+	m.applyCoreDNS(t, ctx, "k3s-coredns.yaml", manifest)
 	m.want = map[string]string{
 		"web":                m.webService(t, ctx),
 		"kubernetes.default": c.KubernetesIP().String(),

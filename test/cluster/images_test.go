@@ -53,12 +53,8 @@ func TestImgToolsRootfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := containerd.WriteImage(&buf, containerd.Image{Ref: "dnsconfigurer.test/tools:test", Files: files, Cmd: []string{"sh"}}); err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
-	img := imgUnpack(t, buf.Bytes(), root)
+	img := imgUnpack(t, imgShell(t, "dnsconfigurer.test/tools:test", files), root)
 	t.Logf("tools layer: %d files, %d MB uncompressed, %d MB compressed", len(files), img.layerSize>>20, img.blobSize>>20)
 	if err := os.WriteFile(filepath.Join(root, "etc/hosts"), []byte("127.0.0.1 localhost\n192.0.2.7 from-hosts.test\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -114,12 +110,8 @@ func TestBusyboxRootfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := containerd.WriteImage(&buf, containerd.Image{Ref: "dnsconfigurer.test/busybox:test", Files: files, Cmd: []string{"sh"}}); err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
-	img := imgUnpack(t, buf.Bytes(), root)
+	img := imgUnpack(t, imgShell(t, "dnsconfigurer.test/busybox:test", files), root)
 	t.Logf("busybox layer: %d files, %d MB uncompressed", len(files), img.layerSize>>20)
 	imgChrootCases(t, root, []chrootCase{
 		{"echo hello", "hello\n"},
@@ -368,6 +360,17 @@ func imgChrootCases(t *testing.T, root string, cases []chrootCase) {
 			t.Errorf("%s: got %q, want %q", tc.cmd, out, tc.want)
 		}
 	}
+}
+
+// imgShell is the image tarball of files named ref, with sh as its
+// command.
+func imgShell(t *testing.T, ref string, files []containerd.ImageFile) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := containerd.WriteImage(&buf, containerd.Image{Ref: ref, Files: files, Cmd: []string{"sh"}}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // imgUnpacked is what imgUnpack read from an image tarball.

@@ -34,12 +34,8 @@ func TestClusterNRI(t *testing.T) {
 			t.Log("deploy/overlays/nri failed: the NRI proofs are skipped")
 			return
 		}
-		st.run(t, "policies", func(t *testing.T) { testPolicies(t, c) })
-		st.run(t, "limits", func(t *testing.T) { testNRILimits(t, c) })
-		st.run(t, "live-update", func(t *testing.T) { testNRILiveUpdate(t, c) })
-		st.run(t, "resolve", func(t *testing.T) { testResolve(t, c) })
-		st.run(t, "explain", func(t *testing.T) { testNRIExplain(t, c) })
-		st.run(t, "cleanup", func(t *testing.T) { testNRICleanup(t, c) })
+		st.proofs(t, c, proof{"policies", testPolicies}, proof{"limits", testNRILimits}, proof{"live-update", testNRILiveUpdate},
+			proof{"resolve", testResolve}, proof{"explain", testNRIExplain}, proof{"cleanup", testNRICleanup})
 	})
 }
 

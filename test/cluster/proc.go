@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // proc is one long-running child of the cluster (kubelet, kube-proxy, the
@@ -25,7 +26,7 @@ type proc struct {
 
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	release chan struct{}
+	release func() // of the thread the child was started from
 }
 
 // start runs the command. The child gets a parent-death signal, which the
@@ -44,16 +45,8 @@ func (p *proc) start() error {
 	cmd := exec.Command("nsenter", append([]string{"--net=" + p.netns, "--", p.bin}, p.args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	release := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		started <- cmd.Start()
-		<-release
-	}()
-	if err := <-started; err != nil {
-		close(release)
+	release, err := testkit.StartLocked(cmd)
+	if err != nil {
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
@@ -68,17 +61,7 @@ func (p *proc) start() error {
 }
 
 // running reports whether the process is started and has not exited.
-func (p *proc) running() bool {
-	if p.cmd == nil {
-		return false
-	}
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *proc) running() bool { return p.cmd != nil && !testkit.Closed(p.exited) }
 
 // stop sends SIGTERM to the process group, then SIGKILL after grace, and
 // waits for the exit. Stopping a stopped process does nothing.
@@ -87,7 +70,7 @@ func (p *proc) stop(grace time.Duration) error {
 		return nil
 	}
 	defer func() {
-		close(p.release)
+		p.release()
 		p.cmd = nil
 	}()
 	pgid := p.cmd.Process.Pid
@@ -118,7 +101,7 @@ func (p *proc) kill() error {
 		return nil
 	}
 	defer func() {
-		close(p.release)
+		p.release()
 		p.cmd = nil
 	}()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)

@@ -2,7 +2,6 @@ package convert_test
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -109,39 +107,14 @@ func (w *world) forward(t *testing.T, addr string) {
 	}); err != nil {
 		t.Fatalf("listen %s in the namespace: %v", addr, err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
+	testkit.Accept(t, l, func(in net.Conn) {
+		out, err := net.Dial("tcp", addr)
+		if err != nil {
+			in.Close()
+			return
 		}
-		mu.Unlock()
-		wg.Wait()
+		testkit.Pipe(in, out)
 	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", addr)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, in, out)
-			mu.Unlock()
-			wg.Add(2)
-			go func() { defer wg.Done(); _, _ = io.Copy(out, in); out.Close() }()
-			go func() { defer wg.Done(); _, _ = io.Copy(in, out); in.Close() }()
-		}
-	}()
 }
 
 // ask sends q over UDP to addr inside the world's namespace and returns

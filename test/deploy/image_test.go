@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // kustomizeVersion is the kustomize CLI test/testbin/kustomize.sh builds.
@@ -23,10 +25,7 @@ const envKustomize = "DNSCONFIGURER_KUSTOMIZE"
 // the test without one.
 func kustomizeBin(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv(envKustomize); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("$%s: %v", envKustomize, err)
-		}
+	if p, ok := testkit.EnvBin(t, envKustomize); ok {
 		return p
 	}
 	cache := os.Getenv("XDG_CACHE_HOME")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 	"github.com/dnsconfigurer/dnsconfigurer/test/buildbin"
 )
@@ -185,10 +186,7 @@ func stderrOf(err error) string {
 // It skips the test only when none can be had (no module proxy).
 func helmBin(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv(envHelm); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("$%s: %v", envHelm, err)
-		}
+	if p, ok := testkit.EnvBin(t, envHelm); ok {
 		return p
 	}
 	out, err := exec.CommandContext(t.Context(), "bash", "../testbin/helm.sh").Output()

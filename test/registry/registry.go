@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +59,7 @@ type Registry struct {
 	pool   *x509.CertPool
 	cmd    *exec.Cmd
 	exited chan struct{}
-	log    *lockedBuffer
+	log    *testkit.Buffer // written by exec's copier, read by the test
 }
 
 // Binary returns the registry binary: $DNSCONFIGURER_REGISTRY, else the
@@ -208,7 +206,7 @@ func (r *Registry) start(t testing.TB, bin string) error {
 	if r.NetNS != "" {
 		args = append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", r.NetNS), "--"}, args...)
 	}
-	r.log = &lockedBuffer{}
+	r.log = &testkit.Buffer{}
 	r.cmd = exec.Command(args[0], args[1:]...)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	// No tracing exporter: the registry would try to reach a collector.
@@ -348,23 +346,4 @@ func (r *Registry) WriteHostsTOML(t testing.TB, configPath string) string {
 		t.Fatalf("registry: %v", err)
 	}
 	return p
-}
-
-// lockedBuffer is the registry's log, written by exec's copier and read
-// by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -548,12 +548,7 @@ func startShim(t *testing.T, h *containerd.Harness, dir string) *proc {
 // /readyz says it registered.
 func startNRI(t *testing.T, h *containerd.Harness, dir string) *proc {
 	t.Helper()
-	ml, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics := ml.Addr().String()
-	ml.Close()
+	metrics := testkit.FreeAddr(t, "127.0.0.1")
 	p := &proc{}
 	p.start(t, append([]string{"nri", "--socket", h.NRISocket, "--state-dir", filepath.Join(dir, "nri-state"), "--metrics-listen", metrics}, nodeArgs(t, dir)...)...)
 	testkit.WaitFor(t, 20*time.Second, func() error {

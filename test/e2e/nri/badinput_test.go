@@ -95,15 +95,11 @@ func TestCorruptSandboxFile(t *testing.T) {
 	}
 
 	m := scrape(t, plugin.Metrics)
-	for series, want := range map[string]float64{
+	m.Want(t, map[string]float64{
 		`dnsconfigurer_nri_errors_total{stage="facts"}`:          float64(len(tests)),
 		`dnsconfigurer_nri_containers_total{result="unchanged"}`: float64(len(tests)),
 		`dnsconfigurer_nri_containers_total{result="adjusted"}`:  1,
-	} {
-		if got, ok := m[series]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
-		}
-	}
+	})
 }
 
 // TestUnreachableAPIServer starts the plugin with a kubeconfig whose
@@ -167,17 +163,13 @@ func TestUnreachableAPIServer(t *testing.T) {
 	}
 
 	m := scrape(t, plugin.Metrics)
-	for series, want := range map[string]float64{
+	m.Want(t, map[string]float64{
 		`dnsconfigurer_nri_pod_lookups_total{result="miss"}`:    2,
 		`dnsconfigurer_nri_pod_lookups_total{result="hit"}`:     0,
 		`dnsconfigurer_nri_containers_total{result="adjusted"}`: 2,
 		`dnsconfigurer_nri_errors_total{stage="facts"}`:         0,
 		`dnsconfigurer_nri_connected`:                           1,
-	} {
-		if got, ok := m[series]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
-		}
-	}
+	})
 }
 
 // sandboxResolvConf is the sandbox's resolv.conf under the harness's

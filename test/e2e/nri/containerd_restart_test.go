@@ -121,17 +121,13 @@ func TestContainerdRestart(t *testing.T) {
 	r.check(t, "container of a pod run after the restart", ctr.ID, adjusted(t, after))
 
 	m = scrape(t, plugin.Metrics)
-	for series, want := range map[string]float64{
+	m.Want(t, map[string]float64{
 		`dnsconfigurer_nri_containers_total{result="adjusted"}`:  5, // 2 before, 3 after: the same process
 		`dnsconfigurer_nri_containers_total{result="unchanged"}`: 0,
 		`dnsconfigurer_nri_errors_total{stage="prune"}`:          0,
 		`dnsconfigurer_nri_errors_total{stage="facts"}`:          0,
 		`dnsconfigurer_nri_connected`:                            1,
-	} {
-		if got, ok := m[series]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
-		}
-	}
+	})
 }
 
 // readyChange is when /readyz first failed and then first passed again.

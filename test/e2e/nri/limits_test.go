@@ -82,12 +82,8 @@ func TestLimitsReject(t *testing.T) {
 	})
 
 	m := scrape(t, plugin.Metrics)
-	for series, want := range map[string]float64{
+	m.Want(t, map[string]float64{
 		`dnsconfigurer_nri_containers_total{result="rejected"}`: 2,
 		`dnsconfigurer_nri_containers_total{result="adjusted"}`: 1,
-	} {
-		if got, ok := m[series]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
-		}
-	}
+	})
 }

@@ -60,7 +60,7 @@ func TestLiveUpdate(t *testing.T) {
 	}
 
 	m := scrape(t, plugin.Metrics)
-	for series, wantV := range map[string]float64{
+	m.Want(t, map[string]float64{
 		`dnsconfigurer_nri_containers_total{result="adjusted"}`:  3,
 		`dnsconfigurer_nri_containers_total{result="rejected"}`:  0,
 		`dnsconfigurer_nri_containers_total{result="unchanged"}`: 0,
@@ -68,11 +68,7 @@ func TestLiveUpdate(t *testing.T) {
 		`dnsconfigurer_nri_live_updates_total`:                   2,
 		`dnsconfigurer_nri_adjust_duration_seconds_count`:        3,
 		`dnsconfigurer_nri_connected`:                            1,
-	} {
-		if got, ok := m[series]; !ok || got != wantV {
-			t.Errorf("%s = %v (present %v), want %v", series, got, ok, wantV)
-		}
-	}
+	})
 }
 
 // scrape reads the plugin's /metrics.

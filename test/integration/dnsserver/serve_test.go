@@ -141,95 +141,28 @@ func answerTTL(t *testing.T, addr, name string) uint32 {
 // proxy passes TCP connections on to the API server and counts those it
 // could not pass on.
 type proxy struct {
-	addr, target string
-	ln           net.Listener
-	wg           sync.WaitGroup
+	addr string
 
 	mu       sync.Mutex
 	failures int
-	conns    map[net.Conn]struct{}
 }
 
 func startProxy(t *testing.T, target string) *proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for c := range p.conns {
-			c.Close()
-		}
-		p.conns = nil
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
+	ln := testkit.ListenTCP(t)
+	p := &proxy{addr: ln.Addr().String()}
+	testkit.Accept(t, ln, func(c net.Conn) {
+		up, err := net.DialTimeout("tcp", target, 5*time.Second)
 		if err != nil {
+			c.Close()
+			p.mu.Lock()
+			p.failures++
+			p.mu.Unlock()
 			return
 		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.pass(c)
-		}()
-	}
-}
-
-// pass copies between c and a new connection to the target until either
-// side closes.
-func (p *proxy) pass(c net.Conn) {
-	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-	if err != nil {
-		c.Close()
-		p.mu.Lock()
-		p.failures++
-		p.mu.Unlock()
-		return
-	}
-	if !p.track(c, up) {
-		return
-	}
-	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		done <- struct{}{}
-	}
-	go cp(up, c)
-	go cp(c, up)
-	<-done
-	c.Close()
-	up.Close()
-	<-done
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, up)
-	p.mu.Unlock()
-}
-
-// track remembers c and up for the cleanup, or closes them if the proxy
-// is closed.
-func (p *proxy) track(c, up net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conns == nil {
-		c.Close()
-		up.Close()
-		return false
-	}
-	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-	return true
+		testkit.Pipe(c, up)
+	})
+	return p
 }
 
 func (p *proxy) refused() int {

@@ -38,17 +38,8 @@ const objects = "../../../examples/objects"
 // stub answers every name with 192.0.2.1, but never a name under silent.
 func stub(t *testing.T, at, silent string) *testkit.Upstream {
 	t.Helper()
-	return testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		if silent != "" && strings.HasSuffix(strings.ToLower(req.Question[0].Name), silent) {
-			return
-		}
-		r := new(dns.Msg)
-		r.SetReply(req)
-		r.RecursionAvailable = true
-		if req.Question[0].Qtype == dns.TypeA {
-			r.Answer = []dns.RR{testkit.A(req.Question[0].Name, 1, "192.0.2.1")}
-		}
-		_ = w.WriteMsg(r)
+	return testkit.NewUpstream(t, testkit.AnswerA(1, "192.0.2.1", func(name string) bool {
+		return silent != "" && strings.HasSuffix(strings.ToLower(name), silent)
 	}), testkit.UDPOnly(), testkit.At(at))
 }
 
@@ -115,18 +106,8 @@ func from(src string) *dns.Client {
 // the ordinary names fail. With the per-domain cap (8c15235) the spread
 // shapes filled the cap: 50-83 of 160 ordinary names failed.
 func TestSilentNamesKeepTheirShare(t *testing.T) {
-	up := testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		if silentFor(strings.ToLower(req.Question[0].Name)) {
-			return
-		}
-		r := new(dns.Msg)
-		r.SetReply(req)
-		r.RecursionAvailable = true
-		if req.Question[0].Qtype == dns.TypeA {
-			r.Answer = []dns.RR{testkit.A(req.Question[0].Name, 1, "192.0.2.1")}
-		}
-		_ = w.WriteMsg(r)
-	}), testkit.UDPOnly(), testkit.At("127.0.0.71:0"))
+	up := testkit.NewUpstream(t, testkit.AnswerA(1, "192.0.2.1", func(name string) bool { return silentFor(strings.ToLower(name)) }),
+		testkit.UDPOnly(), testkit.At("127.0.0.71:0"))
 	srv := buildbin.StartServeArgs(t, "127.0.0.72:0", "--objects", objects, "--upstream", up.Addr, "--max-concurrent", "100")
 	for _, tc := range []struct {
 		shape  string
@@ -190,43 +171,34 @@ func TestSilentNamesKeepTheirShare(t *testing.T) {
 // with --failfast-all-unhealthy-upstreams, and waits the forward timeout
 // (2 s) without.
 func TestFailFastAllUnhealthy(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		fast bool
-	}{
-		{"failfast", []string{"--failfast-all-unhealthy-upstreams"}, true},
-		{"default", nil, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			up := testkit.NewUpstream(t, testkit.Silent, testkit.UDPOnly(), testkit.At("127.0.0.73:0"))
-			srv := buildbin.StartServeArgs(t, "127.0.0.74:0", append([]string{"--objects", objects, "--upstream", up.Addr}, tc.args...)...)
-			client := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
-			// A failed query asks for the health probes, which decide.
-			if r, _, err := client.Exchange(new(dns.Msg).SetQuestion("first.example.org.", dns.TypeA), srv.DNS); err == nil && r.Rcode == dns.RcodeSuccess {
-				t.Fatal("the silent upstream answered")
+	testkit.WithFlag(t, "failfast", []string{"--failfast-all-unhealthy-upstreams"}, func(t *testing.T, args []string, fast bool) {
+		up := testkit.NewUpstream(t, testkit.Silent, testkit.UDPOnly(), testkit.At("127.0.0.73:0"))
+		srv := buildbin.StartServeArgs(t, "127.0.0.74:0", append([]string{"--objects", objects, "--upstream", up.Addr}, args...)...)
+		client := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
+		// A failed query asks for the health probes, which decide.
+		if r, _, err := client.Exchange(new(dns.Msg).SetQuestion("first.example.org.", dns.TypeA), srv.DNS); err == nil && r.Rcode == dns.RcodeSuccess {
+			t.Fatal("the silent upstream answered")
+		}
+		testkit.WaitEqual(t, 15*time.Second, "upstream healthy", func() float64 {
+			return srv.Metric(t, "dnsconfigurer_forward_upstream_healthy")
+		}, 0)
+		for i := range 5 {
+			begin := time.Now()
+			r, _, err := client.Exchange(new(dns.Msg).SetQuestion(fmt.Sprintf("new%d.example.org.", i), dns.TypeA), srv.DNS)
+			took := time.Since(begin)
+			if err != nil {
+				t.Fatalf("new name %d: %v", i, err)
 			}
-			testkit.WaitEqual(t, 15*time.Second, "upstream healthy", func() float64 {
-				return srv.Metric(t, "dnsconfigurer_forward_upstream_healthy")
-			}, 0)
-			for i := range 5 {
-				begin := time.Now()
-				r, _, err := client.Exchange(new(dns.Msg).SetQuestion(fmt.Sprintf("new%d.example.org.", i), dns.TypeA), srv.DNS)
-				took := time.Since(begin)
-				if err != nil {
-					t.Fatalf("new name %d: %v", i, err)
-				}
-				t.Logf("new name %d: %s after %v", i, dns.RcodeToString[r.Rcode], took.Round(time.Millisecond))
-				if r.Rcode != dns.RcodeServerFailure {
-					t.Errorf("new name %d: %s, want SERVFAIL", i, dns.RcodeToString[r.Rcode])
-				}
-				if tc.fast && took > 300*time.Millisecond {
-					t.Errorf("new name %d: answered after %v, want within 300 ms", i, took)
-				}
-				if !tc.fast && took < time.Second {
-					t.Errorf("new name %d: answered after %v, want the upstream asked until its timeout", i, took)
-				}
+			t.Logf("new name %d: %s after %v", i, dns.RcodeToString[r.Rcode], took.Round(time.Millisecond))
+			if r.Rcode != dns.RcodeServerFailure {
+				t.Errorf("new name %d: %s, want SERVFAIL", i, dns.RcodeToString[r.Rcode])
 			}
-		})
-	}
+			if fast && took > 300*time.Millisecond {
+				t.Errorf("new name %d: answered after %v, want within 300 ms", i, took)
+			}
+			if !fast && took < time.Second {
+				t.Errorf("new name %d: answered after %v, want the upstream asked until its timeout", i, took)
+			}
+		}
+	})
 }

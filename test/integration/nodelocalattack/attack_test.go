@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -47,22 +46,8 @@ const (
 // directory.
 func writeObjects(t *testing.T) string {
 	t.Helper()
-	var b strings.Builder
-	for _, ns := range []string{"prod", "attack"} {
-		fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n---\n", ns)
-	}
-	for k := range services {
-		ip := fmt.Sprintf("10.97.%d.%d", k/250, k%250+1)
-		fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc-%d\n  namespace: prod\nspec:\n  clusterIP: %s\n  clusterIPs: [%s]\n  ports:\n  - port: 80\n    protocol: TCP\n---\n", k, ip, ip)
-	}
-	for k := range externalNames {
-		fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata:\n  name: ext-%d\n  namespace: attack\nspec:\n  type: ExternalName\n  externalName: t%d.%s\n---\n", k, k, strings.TrimSuffix(silentZone, "."))
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	target := func(k int) string { return fmt.Sprintf("t%d.%s", k, strings.TrimSuffix(silentZone, ".")) }
+	return buildbin.Objects(t, buildbin.ClusterIPServices("prod", services)+buildbin.ExternalNames("attack", externalNames, target))
 }
 
 // silentUpstream is a UDP upstream on ip that answers no query: the

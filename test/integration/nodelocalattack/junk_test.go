@@ -140,13 +140,5 @@ func TestJunkTCPConnections(t *testing.T) {
 		t.Logf("cluster DNS %s %v", name, cluster.Metric(t, name))
 	}
 	t.Logf("the tenant: %d dials", dials.Load())
-	t.Logf("through node-local: %s", &viaNL)
-	t.Logf("fresh TCP clients: %s", &direct)
-	for name, c := range map[string]*tally{"through node-local": &viaNL, "fresh TCP clients": &direct} {
-		f, n := c.failed()
-		t.Logf("%s: %d/%d failed (%.1f %%)", name, f, n, 100*float64(f)/float64(max(n, 1)))
-		if n == 0 || 100*f > n {
-			t.Errorf("%s: %d of %d failed, want at most 1 %%", name, f, n)
-		}
-	}
+	wantLegitServed(t, &viaNL, &direct)
 }

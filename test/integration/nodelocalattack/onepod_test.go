@@ -22,17 +22,8 @@ import (
 // answers.
 func partlySilent(t *testing.T, ip string) string {
 	t.Helper()
-	up := testkit.NewUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		if strings.HasSuffix(strings.ToLower(req.Question[0].Name), "silent.example.") {
-			return
-		}
-		r := new(dns.Msg)
-		r.SetReply(req)
-		r.RecursionAvailable = true
-		if req.Question[0].Qtype == dns.TypeA {
-			r.Answer = []dns.RR{testkit.A(req.Question[0].Name, 1, "192.0.2.1")}
-		}
-		_ = w.WriteMsg(r)
+	up := testkit.NewUpstream(t, testkit.AnswerA(1, "192.0.2.1", func(name string) bool {
+		return strings.HasSuffix(strings.ToLower(name), "silent.example.")
 	}), testkit.At(ip+":0"))
 	return up.Addr
 }

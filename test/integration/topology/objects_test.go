@@ -7,10 +7,11 @@
 package topology
 
 import (
+	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) { os.Exit(buildbin.Main(m)) }
 
 // manifest: nodes n1 (za), n2 and n3 (zb); client pods on n1 and n2;
 // three headless Services over the same endpoints on n1, n2 and n3.
-const manifest = `apiVersion: v1
+var manifest = `apiVersion: v1
 kind: Node
 metadata: {name: n1, labels: {topology.kubernetes.io/zone: za}}
 ---
@@ -35,21 +36,20 @@ metadata: {name: n2, labels: {topology.kubernetes.io/zone: zb}}
 apiVersion: v1
 kind: Node
 metadata: {name: n3, labels: {topology.kubernetes.io/zone: zb}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client-a, namespace: app}
-spec: {nodeName: n1, containers: [{name: c, image: busybox}]}
-status: {phase: Running, podIP: 127.0.0.81}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client-b, namespace: app}
-spec: {nodeName: n2, containers: [{name: c, image: busybox}]}
-status: {phase: Running, podIP: 127.0.0.82}
-` + services
+` + clientPod("client-a", "n1", "127.0.0.81") + clientPod("client-b", "n2", "127.0.0.82") + services
 
-const services = `---
+// clientPod is the manifest of a running pod of namespace app.
+func clientPod(name, node, ip string) string {
+	return fmt.Sprintf(`---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: app}
+spec: {nodeName: %s, containers: [{name: c, image: busybox}]}
+status: {phase: Running, podIP: %s}
+`, name, node, ip)
+}
+
+var services = `---
 apiVersion: v1
 kind: Service
 metadata: {name: zonal, namespace: app}
@@ -66,37 +66,24 @@ metadata: {name: plain, namespace: app}
 spec: {clusterIP: None, ports: [{name: http, port: 80}]}
 ` + slices3
 
-const slices3 = `---
+// slices3 are the three Services' EndpointSlices, over the same endpoints.
+var slices3 = func() string {
+	var b strings.Builder
+	for _, svc := range []string{"zonal", "nodal", "plain"} {
+		fmt.Fprintf(&b, `---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
-metadata: {name: zonal-1, namespace: app, labels: {kubernetes.io/service-name: zonal}}
+metadata: {name: %[1]s-1, namespace: app, labels: {kubernetes.io/service-name: %[1]s}}
 addressType: IPv4
 ports: [{name: http, port: 80, protocol: TCP}]
 endpoints:
 - {addresses: [10.0.0.1], hostname: e1, nodeName: n1, zone: za}
 - {addresses: [10.0.0.2], hostname: e2, nodeName: n2, zone: zb}
 - {addresses: [10.0.0.3], hostname: e3, nodeName: n3, zone: zb}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: nodal-1, namespace: app, labels: {kubernetes.io/service-name: nodal}}
-addressType: IPv4
-ports: [{name: http, port: 80, protocol: TCP}]
-endpoints:
-- {addresses: [10.0.0.1], hostname: e1, nodeName: n1, zone: za}
-- {addresses: [10.0.0.2], hostname: e2, nodeName: n2, zone: zb}
-- {addresses: [10.0.0.3], hostname: e3, nodeName: n3, zone: zb}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: plain-1, namespace: app, labels: {kubernetes.io/service-name: plain}}
-addressType: IPv4
-ports: [{name: http, port: 80, protocol: TCP}]
-endpoints:
-- {addresses: [10.0.0.1], hostname: e1, nodeName: n1, zone: za}
-- {addresses: [10.0.0.2], hostname: e2, nodeName: n2, zone: zb}
-- {addresses: [10.0.0.3], hostname: e3, nodeName: n3, zone: zb}
-`
+`, svc)
+	}
+	return b.String()
+}()
 
 // ask sends a query for name from the local address from (with the
 // topology option of c when it is known) and returns the sorted A
@@ -127,11 +114,7 @@ func ask(t *testing.T, server, from, name string, qtype uint16, c topology.Clien
 }
 
 func TestServeObjectsTopology(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := buildbin.StartServeArgs(t, "127.0.0.80:0", "--objects", dir, "--pods", "verified")
+	srv := buildbin.StartServeArgs(t, "127.0.0.80:0", "--objects", buildbin.Objects(t, manifest), "--pods", "verified")
 	const (
 		clientA  = "127.0.0.81" // pod client-a on n1, za
 		clientB  = "127.0.0.82" // pod client-b on n2, zb
@@ -188,11 +171,7 @@ func TestServeObjectsTopology(t *testing.T) {
 // its variant for the client, for an autopath name (placed by its pod or
 // by the option) and for a first search step expanded by source.
 func TestServeObjectsTopologyAutopath(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := buildbin.StartServeArgs(t, "127.0.0.80:0", "--objects", dir, "--pods", "verified", "--autopath-by-source")
+	srv := buildbin.StartServeArgs(t, "127.0.0.80:0", "--objects", buildbin.Objects(t, manifest), "--pods", "verified", "--autopath-by-source")
 	const clientA, clientB, stranger = "127.0.0.81", "127.0.0.82", "127.0.0.83"
 	const apName = "zonal.search.app.cluster.local.ap.k8s.io."
 	// zonal.app's first search step: its second candidate is zonal.app.svc.cluster.local.

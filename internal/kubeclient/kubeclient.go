@@ -1,8 +1,14 @@
-package main
+// Package kubeclient makes the API server clients of dnsconfigurer's
+// components and commands.
+//
+// A component's config comes from its kubeconfig, $KUBECONFIG or the
+// in-cluster config (New); a person's command loads it as kubectl does
+// (Kubectl). The User-Agent names the component and the build, and the
+// typed client speaks protobuf.
+package kubeclient
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,32 +21,32 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 )
 
-// kubeClient is the API server client of a component, with the component
+// New is the API server client of a component, with the component
 // and the build in its User-Agent ("dnsconfigurer-shim/v0.2.0 ..."): from
 // the kubeconfig at path (--kubeconfig, or the config file's kubeconfig),
 // else from $KUBECONFIG (a list of files, as kubectl reads it), else the
 // in-cluster config when running in a pod. Nil when none applies.
-func kubeClient(path, component string) (kubernetes.Interface, error) {
-	_, c, err := kubeREST(path, component)
+func New(path, component string) (kubernetes.Interface, error) {
+	_, c, err := NewREST(path, component)
 	return c, err
 }
 
-// kubeREST is kubeClient with the config it was made from (the User-Agent
+// NewREST is New with the config it was made from (the User-Agent
 // set), for the clients of other kinds a component makes; both nil when
 // no config applies.
-func kubeREST(path, component string) (*rest.Config, kubernetes.Interface, error) {
+func NewREST(path, component string) (*rest.Config, kubernetes.Interface, error) {
 	rc, err := restConfig(path)
 	if err != nil || rc == nil {
 		return nil, nil, err
 	}
-	return kubeFor(rc, component)
+	return For(rc, component)
 }
 
-// kubeFor is the client of rc, rc with the component's User-Agent. The
+// For is the client of rc, rc with the component's User-Agent. The
 // typed client speaks protobuf, as kubelet and CoreDNS do: a watch event
 // decodes in a fraction of JSON's CPU. rc itself stays JSON, for the
 // clients of other kinds (CRDs have no protobuf form).
-func kubeFor(rc *rest.Config, component string) (*rest.Config, kubernetes.Interface, error) {
+func For(rc *rest.Config, component string) (*rest.Config, kubernetes.Interface, error) {
 	rc.UserAgent = version.Get().UserAgent(component)
 	pc := rest.CopyConfig(rc)
 	pc.ContentType = runtime.ContentTypeProtobuf
@@ -52,7 +58,7 @@ func kubeFor(rc *rest.Config, component string) (*rest.Config, kubernetes.Interf
 	return rc, c, nil
 }
 
-// restConfig is kubeClient's choice of config.
+// restConfig is New's choice of config.
 func restConfig(path string) (*rest.Config, error) {
 	if rules, what := kubeconfigRules(path); rules != nil {
 		rc, err := loadKubeconfig(rules)
@@ -88,37 +94,28 @@ func loadKubeconfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, er
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 }
 
-// kubectlFlags are kubectl's flags that choose the API server, the
+// Kubectl is what kubectl's flags choose: the API server, the
 // credentials and the namespace, for a command run by a person (explain).
-type kubectlFlags struct {
-	kubeconfig, context, cluster, user, namespace string
-}
-
-func (k *kubectlFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig `PATH` (default: the files of $KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
-	fs.StringVar(&k.context, "context", "", "the kubeconfig context to use (default: its current-context)")
-	fs.StringVar(&k.cluster, "cluster", "", "the kubeconfig cluster to use (default: the context's)")
-	fs.StringVar(&k.user, "user", "", "the kubeconfig user to use (default: the context's)")
-	fs.StringVar(&k.namespace, "n", "", "the pod's namespace (default: the context's, else default)")
-	fs.StringVar(&k.namespace, "namespace", "", "the pod's namespace (same as -n)")
+type Kubectl struct {
+	Kubeconfig, Context, Cluster, User, Namespace string
 }
 
 // clientConfig loads the kubeconfig as kubectl does, with client-go's
-// default loading rules: --kubeconfig, else $KUBECONFIG's files merged,
+// default loading rules: Kubeconfig, else $KUBECONFIG's files merged,
 // else ~/.kube/config; the in-cluster config when none of them exists.
-// --context, --cluster, --user and -n override what the files say.
-func (k kubectlFlags) clientConfig() clientcmd.ClientConfig {
+// Context, Cluster, User and Namespace override what the files say.
+func (k Kubectl) clientConfig() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = k.kubeconfig
-	o := &clientcmd.ConfigOverrides{CurrentContext: k.context}
-	o.Context.Cluster, o.Context.AuthInfo, o.Context.Namespace = k.cluster, k.user, k.namespace
+	rules.ExplicitPath = k.Kubeconfig
+	o := &clientcmd.ConfigOverrides{CurrentContext: k.Context}
+	o.Context.Cluster, o.Context.AuthInfo, o.Context.Namespace = k.Cluster, k.User, k.Namespace
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, o)
 }
 
-// client is the API server client of component with its config, and the
-// namespace: -n, else the context's, else the pod's own in a cluster, else
-// "default".
-func (k kubectlFlags) client(component string) (*rest.Config, kubernetes.Interface, string, error) {
+// Client is the API server client of component with its config, and the
+// namespace: Namespace, else the context's, else the pod's own in a
+// cluster, else "default".
+func (k Kubectl) Client(component string) (*rest.Config, kubernetes.Interface, string, error) {
 	cc := k.clientConfig()
 	rc, err := cc.ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
@@ -131,6 +128,6 @@ func (k kubectlFlags) client(component string) (*rest.Config, kubernetes.Interfa
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
-	rc, c, err := kubeFor(rc, component)
+	rc, c, err := For(rc, component)
 	return rc, c, ns, err
 }

@@ -1,18 +1,74 @@
-package main
+package kubeclient
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
+
+// writeKubeconfig writes a kubeconfig for server, with a token, into
+// dir/name.
+func writeKubeconfig(t *testing.T, dir, name, server string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := apiserver.WriteKubeconfig(path, &rest.Config{Host: server, BearerToken: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRestConfig(t *testing.T) {
+	dir := t.TempDir()
+	a := writeKubeconfig(t, dir, "a", "https://a.example:6443")
+	b := writeKubeconfig(t, dir, "b", "https://b.example:6443")
+	missing := filepath.Join(dir, "missing")
+	tests := []struct {
+		name     string
+		path     string
+		env      string
+		wantHost string // "" with no wantErr: no API server
+		wantErr  string
+	}{
+		{name: "flag", path: a, wantHost: "https://a.example:6443"},
+		{name: "flag over $KUBECONFIG", path: a, env: b, wantHost: "https://a.example:6443"},
+		{name: "$KUBECONFIG", env: b, wantHost: "https://b.example:6443"},
+		{name: "$KUBECONFIG list", env: missing + string(os.PathListSeparator) + b, wantHost: "https://b.example:6443"},
+		{name: "$KUBECONFIG without a config", env: missing, wantErr: fmt.Sprintf("$KUBECONFIG %q: ", missing)},
+		{name: "missing flag file", path: missing, env: b, wantErr: fmt.Sprintf("kubeconfig %q: ", missing)},
+		{name: "neither, outside a pod", wantHost: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tc.env)
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			rc, err := restConfig(tc.path)
+			if !testkit.WantErrPrefix(t, err, tc.wantErr) {
+				return
+			}
+			host := "" // no API server
+			if rc != nil {
+				host = rc.Host
+			}
+			if host != tc.wantHost {
+				t.Errorf("host %q, want %q", host, tc.wantHost)
+			}
+		})
+	}
+}
 
 // TestKubeClientUserAgent: the API server sees the component and the
 // version in the User-Agent.
@@ -31,7 +87,7 @@ func TestKubeClientUserAgent(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("KUBECONFIG", writeKubeconfig(t, t.TempDir(), "kubeconfig", srv.URL))
 	for _, component := range []string{"serve", "shim"} {
-		client, err := kubeClient("", component)
+		client, err := New("", component)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +118,7 @@ func TestKubeClientProtobuf(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("KUBECONFIG", writeKubeconfig(t, t.TempDir(), "kubeconfig", srv.URL))
-	rc, client, err := kubeREST("", "serve")
+	rc, client, err := NewREST("", "serve")
 	if err != nil {
 		t.Fatal(err)
 	}

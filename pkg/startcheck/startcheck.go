@@ -1,4 +1,4 @@
-package main
+package startcheck
 
 import (
 	"context"
@@ -12,13 +12,31 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/clusterdns"
 )
 
-// checkStarts builds the server serve would run from cfg (clusterdns.Check:
-// no port bound, no cluster read), so that convert never writes a
-// configuration serve refuses or crashes on. The files cfg names are the
-// pod's, not this machine's: each resolv.conf and the hosts file are
-// stood in by files, one per path (files), so routes that share a file
-// here share it there too. A node-local configuration is validated only.
-func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration, files *standIns) error {
+// Run checks that serve starts on cfg, on its own goroutine:
+// clusterdns.Check of tens of thousands of routes takes seconds and does
+// not stop at once with ctx. err is the check's; stopped is ctx's cause
+// when ctx ends first. The stand-in files are removed before Run returns,
+// stopped or not.
+func Run(ctx context.Context, cfg v1alpha1.ServerConfiguration) (err, stopped error) {
+	files := &standIns{}
+	defer files.close()
+	done := make(chan error, 1)
+	go func() { done <- check(ctx, cfg, files) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+	}
+	if ctx.Err() != nil {
+		return err, context.Cause(ctx)
+	}
+	return err, nil
+}
+
+// check builds the server serve would run from cfg, each resolv.conf and
+// the hosts file stood in by files, one per path, so that routes that
+// share a file here share it there too. A node-local configuration is
+// validated only.
+func check(ctx context.Context, cfg v1alpha1.ServerConfiguration, files *standIns) error {
 	c, err := cfg.Copy()
 	if err != nil {
 		return err
@@ -47,7 +65,7 @@ func checkStarts(ctx context.Context, cfg v1alpha1.ServerConfiguration, files *s
 	return clusterdns.Check(ctx, &c)
 }
 
-// standIns are checkStarts' stand-in files: files in memory where the
+// standIns are check's stand-in files: files in memory where the
 // system has them (memfd, named by /proc/self/fd), which vanish with the
 // process however it ends, else in a temporary directory made for the
 // first one. close removes them; a stand-in asked for after that is an
@@ -101,26 +119,4 @@ func (s *standIns) close() {
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}
-}
-
-// checkStopped runs checkStarts on a conversion on its own goroutine:
-// clusterdns.Check of tens of thousands of routes takes seconds and does
-// not stop at once with ctx. The stand-in files are removed before convert
-// returns, stopped or not; stopped is the cause when ctx ends first.
-func checkStopped(ctx context.Context, c *conversion) (stopped error) {
-	if c.readErr != nil || c.err != nil {
-		return nil
-	}
-	files := &standIns{}
-	defer files.close()
-	done := make(chan error, 1)
-	go func() { done <- checkStarts(ctx, c.r.Config, files) }()
-	select {
-	case c.checkErr = <-done:
-	case <-ctx.Done():
-	}
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	return nil
 }
