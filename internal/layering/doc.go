@@ -10,5 +10,6 @@
 // logger).
 //
 // Only internal/unsafeptr imports unsafe (tests aside). It is standard
-// library only; store/pack and udpbatch use its functions.
+// library only; store/internal/pack, clusterdns and udpbatch use its
+// functions.
 package layering

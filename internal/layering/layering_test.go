@@ -27,9 +27,9 @@ var core = []struct {
 	{"pkg/autopath", []string{"api/v1alpha1", "pkg/policy", "pkg/fqdn", "pkg/resolvconf", "internal/safefile"}, nil},
 	// The sorted set of PTR addresses kept per change (a persistent
 	// sorted map, no I/O, no logger).
-	{"pkg/store", []string{"api/v1alpha1", "pkg/store/pack", "internal/unsafeptr"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
+	{"pkg/store", []string{"api/v1alpha1", "pkg/store/internal/pack", "internal/unsafeptr"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
 	// The store's packed layout, over internal/unsafeptr's views.
-	{"pkg/store/pack", []string{"internal/unsafeptr"}, nil},
+	{"pkg/store/internal/pack", []string{"internal/unsafeptr"}, nil},
 	// The reply cache and its packed replies' rotation: bytes keyed by
 	// question and byte offsets, no DNS library.
 	{"pkg/clusterdns/replycache", nil, nil},

@@ -16,7 +16,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/policy"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
 )
 
 const (
@@ -221,7 +220,7 @@ func (a *Metrics) exists(snap *store.Snapshot, x, sep string, dep func(string)) 
 	if dep != nil {
 		dep(string(b))
 	}
-	_, ok := snap.Lookup(pack.Borrow(b))
+	_, ok := snap.LookupBytes(b)
 	return ok
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 func TestRecordArena(t *testing.T) {

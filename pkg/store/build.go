@@ -1,19 +1,18 @@
 package store
 
 import (
-	"cmp"
-	"iter"
 	"net/netip"
-	"slices"
 	"strings"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 // builder applies the record rules to records: the names they make, with
-// their nodes, the namespaces they make known, their counts and the pod
-// IPs of the verified mode. One builder makes the contribution of one unit
+// their nodes, the namespaces they make known, their counts and the pods'
+// claims on their IPs. One builder makes the contribution of one unit
 // (see unit.go); the tests' oracle runs one over every record at once.
+// This file holds its tools and the small units' rules; a Service's are
+// in service.go, srv.go and endpoints.go.
 type builder struct {
 	zone    string
 	ttl     uint32
@@ -30,7 +29,7 @@ type builder struct {
 
 	counts     Counts
 	namespaces map[string]struct{} // known and exposed, lowercase
-	podIPs     []podIP             // verified mode
+	claims     []podClaim
 
 	// memo keeps the endpoint names of a Service built after a change
 	// (nil: not kept); prev is the unit's previous contribution's names,
@@ -56,7 +55,7 @@ type builder struct {
 	// stable is set while the build makes the names a Service object
 	// alone changes: those of a ClusterIP or ExternalName Service but
 	// its endpoints'. Their nodes are cut from chunks of their own
-	// (arena.go): a change of endpoints makes the others again.
+	// (rebuildArena): a change of endpoints makes the others again.
 	stable bool
 	// scratch holds the lists a build makes and drops; reuse says whether
 	// it came from the Store's previous build (one runs at a time).
@@ -106,10 +105,27 @@ func keptList[T any](s []T) []T {
 	return s[:0]
 }
 
-// podIP is a pod IP claimed by a pod of namespace ns (lowercase).
-type podIP struct {
-	ip netip.Addr
-	ns string
+// nodeSource is where a build takes endpoint nodes from: a previous
+// contribution's names, or the published Snapshot's.
+type nodeSource interface {
+	Get(name string) (*Node, bool)
+}
+
+// rebuildArena is what the builds of one rebuild share: the names they
+// keep, their packed nodes (those of builder.stable apart), the drafts
+// they make them from and the lists they drop. A rebuild is the bulk (the
+// start-up's first Publish, a Replace, new options); its builds run one
+// at a time, and the arena is dropped after (pack.Nodes says why).
+// Changes after the bulk allocate their own. What changes only with a
+// Service object (the names of a ClusterIP or ExternalName Service but
+// its endpoints') is kept apart from what endpoints make: endpoints come
+// and go all day, and a chunk of both kinds would keep the dead
+// endpoints' nodes as long as the Services live.
+type rebuildArena struct {
+	names   pack.Strings
+	nodes   pack.Nodes
+	drafts  pack.DraftPool
+	scratch buildScratch
 }
 
 func newBuilder(zone string, opts Options, exposed map[string]struct{}, ent *Node, size int) *builder {
@@ -230,307 +246,25 @@ func (b *builder) addFixedNames() {
 	b.ensure("pod." + b.zone)
 }
 
-// addService adds the names of one Service: its own, its SRV records, and
-// the names and PTRs of its endpoints (from its slices).
-func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
-	ns := strings.ToLower(svc.Namespace)
-	name := strings.ToLower(svc.Name)
-	if !b.expose(ns) {
-		return
-	}
-	if svc.Type == Headless && b.opts.NoEndpoints {
-		return
-	}
-	base := b.concat(name, ".", ns, ".svc.", b.zone)
-	b.stable = svc.Type != Headless
-	defer func() { b.stable = false }()
-	if svc.Type == ExternalName {
-		b.ensure(ns + ".svc." + b.zone)
-		b.node(base).SetCNAME(svc.ExternalName)
-		b.counts.Services++
-		return
-	}
-	eps, srvs := b.servedEndpoints(svc, epSlices, base)
-	if b.opts.IgnoreEmptyService && len(eps) == 0 {
-		return
-	}
-	b.counts.Services++
-	if svc.Type == Headless && len(eps) == 0 {
-		// A headless Service without a served endpoint has no name (as
-		// CoreDNS: NXDOMAIN, not NODATA); its namespace still exists.
-		b.ensure(ns + ".svc." + b.zone)
-		return
-	}
-	b.counts.Endpoints += len(eps)
-	b.ensure(ns + ".svc." + b.zone)
-	svcNode := b.node(base)
-	switch svc.Type {
-	case ClusterIP:
-		b.addClusterIP(svc, svcNode, base)
-	case Headless:
-		addrs := scratchList(b.reuse, b.scratch.addrs, len(eps))
-		for _, e := range eps {
-			addrs = append(addrs, e.addr)
-		}
-		svcNode.AddAddrs(addrs)
-		b.scratch.addrs = addrs
-		b.addHeadlessSRV(base, "", srvs)
-		svcNode.TakeSRV(b.bareSRV(srvs))
-		if !b.ownOnly {
-			b.addVariants(svc, epSlices, base)
-		}
-	}
-	// Endpoint names and PTRs, for every Service with endpoints (as
-	// CoreDNS does).
-	if !b.ownOnly {
-		b.stable = false
-		b.addEndpointNames(eps)
-	}
-}
-
-// servedEndpoints collects the endpoints served under a Service (ready ones,
-// or all with PublishNotReadyAddresses), deduplicated, and for a headless
-// Service one srvKey per endpoint and port (name empty for unnamed ports).
-func (b *builder) servedEndpoints(svc *Service, epSlices []*EndpointSlice, base string) ([]served, []srvKey) {
-	n, ports := 0, 0
-	for _, sl := range epSlices {
-		n += len(sl.Endpoints)
-		ports = max(ports, len(sl.Ports))
-	}
-	if b.memo != nil && b.memo.m == nil {
-		b.memo.m = make(map[epKey]epNames, n)
-	}
-	eps := scratchList(b.reuse, b.scratch.eps, n)
-	var srvs []srvKey
-	if svc.Type == Headless {
-		srvs = scratchList(b.reuse, b.scratch.srvs, n*ports)
-	}
-	defer func() {
-		b.scratch.eps = eps
-		if srvs != nil { // a ClusterIP Service makes none: keep the list
-			b.scratch.srvs = srvs
-		}
-	}()
-	for sa := range servedAddrs(svc, epSlices) {
-		e := b.endpointNames(*sa.ep, sa.addr, base)
-		eps = append(eps, e)
-		if svc.Type != Headless {
-			continue
-		}
-		srvs = appendSRVKeys(srvs, sa.slice.Ports, e.host)
-	}
-	if b.distinct {
-		return eps, srvs // no repeats; addService sorts what it publishes
-	}
-	return dedup(eps, compareServed), dedup(srvs, compareSRVKey)
-}
-
-// appendSRVKeys appends an endpoint's srvKey per port of its slice: an
-// unnamed port's too, not one without a number or a named one without a
-// protocol.
-func appendSRVKeys(dst []srvKey, ports []Port, host string) []srvKey {
-	for _, p := range ports {
-		if p.Port != 0 && (p.Name == "" || p.Protocol != "") {
-			dst = append(dst, srvKey{strings.ToLower(p.Name), p.Protocol, p.Port, host})
-		}
-	}
-	return dst
-}
-
-// servedAddr is one served address of an endpoint of a slice.
-type servedAddr struct {
-	slice *EndpointSlice
-	ep    *Endpoint
-	addr  netip.Addr // unmapped
-}
-
-// servedAddrs yields the served endpoint addresses of svc's slices sls, in
-// their order: every address of a ready endpoint, or of any endpoint with
-// PublishNotReadyAddresses.
-func servedAddrs(svc *Service, sls []*EndpointSlice) iter.Seq[servedAddr] {
-	return func(yield func(servedAddr) bool) {
-		for _, sl := range sls {
-			for i := range sl.Endpoints {
-				ep := &sl.Endpoints[i]
-				if !ep.Ready && !svc.PublishNotReadyAddresses {
-					continue
-				}
-				for _, a := range ep.Addresses {
-					if !yield(servedAddr{sl, ep, a.Unmap()}) {
-						return
-					}
-				}
-			}
-		}
-	}
-}
-
-// dedupScan is the longest list dedup scans for repeats; a longer one is
-// sorted, so that a Service of thousands of endpoints costs a build of
-// O(n log n), not O(n²). A variable for the tests only.
-var dedupScan = 32
-
-// dedup removes the repeats of s in place: in its order when short, else
-// sorted by cmp. The builds do not depend on the order.
-func dedup[T comparable](s []T, cmp func(a, b T) int) []T {
-	if len(s) > dedupScan {
-		slices.SortFunc(s, cmp)
-		return slices.Compact(s)
-	}
-	out := s[:0]
-	for _, v := range s {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// compareServed orders served endpoints by address, then name (the PTR
-// name follows from the address).
-func compareServed(a, b served) int {
-	if c := a.addr.Compare(b.addr); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.host, b.host); c != 0 {
-		return c
-	}
-	return strings.Compare(a.ptr, b.ptr)
-}
-
-func compareSRVKey(a, b srvKey) int {
-	return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.proto, b.proto),
-		cmp.Compare(a.port, b.port), strings.Compare(a.target, b.target))
-}
-
-// addClusterIP adds the addresses, PTRs and named-port SRV records of a
-// ClusterIP Service.
-func (b *builder) addClusterIP(svc *Service, svcNode *pack.Draft, base string) {
-	for _, ip := range svc.ClusterIPs {
-		svcNode.AddAddr(ip)
-		b.node(b.reverseName(ip)).AddPTR(base)
-	}
-	var bare []srvKey
-	for _, p := range svc.Ports {
-		if p.Port != 0 {
-			bare = append(bare, srvKey{port: p.Port, target: base})
-		}
-		if p.Name == "" || p.Protocol == "" {
-			continue
-		}
-		n := b.node(b.concat("_", strings.ToLower(p.Name), "._", p.Protocol, ".", base))
-		n.AddSRV(SRV{Priority: 0, Weight: 100, Port: p.Port, Target: base})
-	}
-	svcNode.TakeSRV(b.bareSRV(bare))
-}
-
-// bareSRV is the SRV RRset at the bare Service name (a CoreDNS extension to
-// the specification): one record per target and port number, named or not,
-// whatever the protocol (CoreDNS keys its duplicates on target and port),
-// weight 100/N, sorted by target and port.
-func (b *builder) bareSRV(keys []srvKey) []SRV {
-	if len(keys) == 0 {
-		return nil
-	}
-	out := scratchList(b.reuse, b.scratch.bare, len(keys))
-	for _, k := range keys {
-		out = append(out, SRV{Port: k.port, Target: k.target})
-	}
-	b.scratch.bare = out
-	// The keys differ by port name too: sorted, the repeats of a port
-	// and target are neighbours.
-	slices.SortFunc(out, compareSRV)
-	out = slices.Compact(out)
-	weighSRV(out)
-	return out
-}
-
-// weighSRV gives each record of one RRset weight 100/N (at least 1) and
-// sorts the set by target and port.
-func weighSRV(g []SRV) {
-	w := uint16(max(1, 100/len(g)))
-	for i := range g {
-		g[i].Weight = w
-	}
-	slices.SortFunc(g, compareSRV)
-}
-
-// compareSRV orders SRV records by target, then port.
-func compareSRV(a, b SRV) int {
-	if c := strings.Compare(a.Target, b.Target); c != 0 {
-		return c
-	}
-	return int(a.Port) - int(b.Port)
-}
-
-// addHeadlessSRV adds the SRV records of a headless Service: one per
-// endpoint and named port, grouped by port, weight 100/N within a group.
-// A variant's (suffix, variant.go) go under the SRV names and suffix; it
-// returns those SRV names then.
-func (b *builder) addHeadlessSRV(base, suffix string, srvs []srvKey) (variantNames []string) {
-	// A Service has few named ports: the groups are found by a scan, and
-	// each owner name is made once.
-	type group struct {
-		name, proto string
-		n           int // its records, to size srv
-		srv         []SRV
-	}
-	var groups []group
-	find := func(k srvKey) int {
-		return slices.IndexFunc(groups, func(g group) bool { return g.name == k.name && g.proto == k.proto })
-	}
-	for _, k := range srvs {
-		if k.name == "" {
-			continue
-		}
-		i := find(k)
-		if i < 0 {
-			i = len(groups)
-			groups = append(groups, group{name: k.name, proto: k.proto})
-		}
-		groups[i].n++
-	}
-	total := 0
-	for _, g := range groups {
-		total += g.n
-	}
-	all := scratchList(b.reuse, b.scratch.named, total)[:total]
-	b.scratch.named = all
-	for i, off := 0, 0; i < len(groups); i++ {
-		groups[i].srv = all[off : off : off+groups[i].n]
-		off += groups[i].n
-	}
-	for _, k := range srvs {
-		if k.name == "" {
-			continue
-		}
-		g := &groups[find(k)]
-		g.srv = append(g.srv, SRV{Port: k.port, Target: k.target})
-	}
-	for _, g := range groups {
-		weighSRV(g.srv)
-		if suffix == "" {
-			b.node(b.concat("_", g.name, "._", g.proto, ".", base)).TakeSRV(g.srv)
-			continue
-		}
-		name := "_" + g.name + "._" + g.proto + "." + base
-		b.node(name + suffix).TakeSRV(g.srv)
-		variantNames = append(variantNames, name)
-	}
-	return variantNames
-}
-
-// addPod adds the pod names of the verified mode and the pod IPs of the
-// pod-by-IP index; in the other modes a pod only makes its namespace known.
+// addPod makes the pod's namespace known and claims its IPs for the
+// pod-IP index (podindex.go): with its node, and in the verified mode
+// with its namespace, whose pod names it adds too.
 func (b *builder) addPod(p *Pod) {
 	ns := strings.ToLower(p.Namespace)
-	if !b.expose(ns) || b.opts.Pods != PodsVerified {
+	verified := b.expose(ns) && b.opts.Pods == PodsVerified
+	if verified {
+		b.counts.Pods++
+	} else {
+		ns = ""
+	}
+	if ns == "" && p.NodeName == "" {
 		return
 	}
-	b.counts.Pods++
 	for _, ip := range p.IPs {
-		b.node(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone)).AddAddr(ip)
-		b.podIPs = append(b.podIPs, podIP{ip.Unmap(), ns})
+		if verified {
+			b.node(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone)).AddAddr(ip)
+		}
+		b.claims = append(b.claims, podClaim{ip.Unmap(), ns, p.NodeName})
 	}
 }
 
@@ -543,44 +277,20 @@ func (b *builder) addNamespaceNames(ns string) {
 	}
 }
 
-// maxLabel is the longest DNS label.
-const maxLabel = 63
-
-// appendEndpointLabel appends endpointLabel(ep, a, podNames) to dst.
-func appendEndpointLabel(dst []byte, ep Endpoint, a netip.Addr, podNames bool) []byte {
-	switch {
-	case ep.Hostname != "" && len(ep.Hostname) <= maxLabel:
-		return appendLower(dst, ep.Hostname)
-	case podNames && ep.PodName != "" && len(ep.PodName) <= maxLabel:
-		return appendLower(dst, ep.PodName)
+// nameArena is the arena a build cuts its names from: nil outside a rebuild,
+// where each name is allocated alone.
+func (b *builder) nameArena() *pack.Strings {
+	if b.arena == nil {
+		return nil
 	}
-	return appendEndpointDashedIP(dst, a)
+	return &b.arena.names
 }
 
-// appendLower appends strings.ToLower(s) to dst, without a copy of s when
-// it is ASCII.
-func appendLower(dst []byte, s string) []byte {
-	for i := range len(s) {
-		if s[i] >= 0x80 {
-			return append(dst, strings.ToLower(s)...)
-		}
-	}
-	for i := range len(s) {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
+// concat is the concatenation of parts, from the build's arena.
+func (b *builder) concat(parts ...string) string { return b.nameArena().Concat(parts...) }
 
-func endpointLabel(ep Endpoint, a netip.Addr, podNames bool) string {
-	if ep.Hostname != "" && len(ep.Hostname) <= maxLabel {
-		return strings.ToLower(ep.Hostname)
-	}
-	if podNames && ep.PodName != "" && len(ep.PodName) <= maxLabel {
-		return strings.ToLower(ep.PodName)
-	}
-	return EndpointDashedIP(a)
+// reverseName is ReverseName(a), from the build's arena.
+func (b *builder) reverseName(a netip.Addr) string {
+	var buf [74]byte
+	return b.nameArena().CopyBytes(appendReverseName(buf[:0], a))
 }

@@ -23,12 +23,12 @@ const (
 	maxLogNames   = 1 << 16
 )
 
-// add numbers snap and records what changed since the Snapshot before it.
-func (l *changeLog) add(snap *Snapshot, names []string, all bool) {
+// add records what changed since the Snapshot before the next one, and
+// returns the next one's number.
+func (l *changeLog) add(names []string, all bool) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
-	snap.seq, snap.log = l.seq, l
 	l.entries = append(l.entries, logEntry{seq: l.seq, names: names, all: all})
 	l.names += len(names)
 	drop := 0
@@ -44,19 +44,7 @@ func (l *changeLog) add(snap *Snapshot, names []string, all bool) {
 		clear(l.entries[:drop])
 		l.entries = l.entries[drop:]
 	}
-}
-
-// ChangedSince calls f with every lowercase name whose node or existence
-// may differ between old and s (a name may come more than once), and
-// reports whether it could tell: false when old is not an earlier Snapshot
-// of the same Store, when the log no longer reaches back to it, or when a
-// rebuild (SetOptions, Replace) came between; then anything may have
-// changed. Names outside the cluster zone are PTR owner names.
-func (s *Snapshot) ChangedSince(old *Snapshot, f func(name string)) bool {
-	if old == nil || old.log != s.log {
-		return false
-	}
-	return s.log.changed(old.seq, s.seq, f)
+	return l.seq
 }
 
 // changed calls f with every name that may have changed from the Snapshot

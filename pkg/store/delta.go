@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bytes"
-	"cmp"
 	"net/netip"
 	"slices"
 	"strings"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 // A Service whose only change since the last Publish is in the endpoints
@@ -26,134 +24,7 @@ import (
 // endpoint that changed (each endpoint name holds one address, each PTR
 // of the Service one target); and no label or PTR name makes an empty
 // non-terminal. Anything else is built as before, from the records the
-// Service had at its first change (oldRecords).
-
-// oldRecords are a Service unit's records at its first change since the
-// last Publish, kept until the Publish decides how to apply the change.
-type oldRecords struct {
-	svc    Service
-	had    bool
-	slices []*EndpointSlice
-	// kept is the unit's published contribution when recentUnits had it.
-	kept *contribution
-}
-
-// servedEP is one served endpoint address of a Service and its label, a
-// range of its servedSet's text.
-type servedEP struct {
-	addr   netip.Addr
-	lo, hi int32
-}
-
-// servedSet is the served endpoint addresses of a Service, sorted by
-// address, each once.
-type servedSet struct {
-	eps  []servedEP
-	text []byte
-	// repeats says that an address was served more than once with the
-	// same label (by two slices, or twice in one).
-	repeats bool
-}
-
-func (s *servedSet) label(e servedEP) []byte { return s.text[e.lo:e.hi] }
-
-// host is the endpoint name of e under the Service name base.
-func (s *servedSet) host(e servedEP, base string) string {
-	return string(s.label(e)) + "." + base
-}
-
-// deltaScratch is the lists a delta makes and drops, for the next one.
-type deltaScratch struct {
-	sets   [2]servedSet
-	labels []servedEP
-}
-
-// trim drops the lists a Service of thousands of endpoints made, as
-// buildScratch.kept does.
-func (sc *deltaScratch) trim() {
-	for i := range sc.sets {
-		if cap(sc.sets[i].eps) > scratchKeep {
-			sc.sets[i] = servedSet{}
-		}
-	}
-	if cap(sc.labels) > scratchKeep {
-		sc.labels = nil
-	}
-}
-
-// servedOf fills set with the served endpoints of svc with slices sls, and
-// reports whether each of its addresses and labels is its own and every
-// label is one label. labels is scratch space; it returns it.
-func (s *Store) servedOf(set *servedSet, labels []servedEP, svc *Service, sls []*EndpointSlice) ([]servedEP, bool) {
-	n := 0
-	for _, sl := range sls {
-		n += len(sl.Endpoints)
-	}
-	set.eps, set.text = slices.Grow(set.eps[:0], n), slices.Grow(set.text[:0], 16*n)
-	named := false // a label other than the dashed address
-	for sa := range servedAddrs(svc, sls) {
-		lo := len(set.text)
-		set.text = appendEndpointLabel(set.text, *sa.ep, sa.addr, s.opts.EndpointPodNames)
-		named = named || sa.ep.Hostname != "" || (s.opts.EndpointPodNames && sa.ep.PodName != "")
-		if bytes.IndexByte(set.text[lo:], '.') >= 0 {
-			return labels, false
-		}
-		set.eps = append(set.eps, servedEP{addr: sa.addr, lo: int32(lo), hi: int32(len(set.text))})
-	}
-	slices.SortFunc(set.eps, func(a, b servedEP) int {
-		return cmp.Or(a.addr.Compare(b.addr), bytes.Compare(set.label(a), set.label(b)))
-	})
-	n = len(set.eps)
-	set.eps = slices.CompactFunc(set.eps, func(a, b servedEP) bool {
-		return a.addr == b.addr && bytes.Equal(set.label(a), set.label(b))
-	})
-	set.repeats = len(set.eps) < n
-	for i := 1; i < len(set.eps); i++ {
-		if set.eps[i].addr == set.eps[i-1].addr {
-			return labels, false
-		}
-	}
-	if !named {
-		return labels, true // the dashed addresses differ as the addresses do
-	}
-	labels = append(labels[:0], set.eps...)
-	slices.SortFunc(labels, func(a, b servedEP) int { return bytes.Compare(set.label(a), set.label(b)) })
-	for i := 1; i < len(labels); i++ {
-		if bytes.Equal(set.label(labels[i]), set.label(labels[i-1])) {
-			return labels, false
-		}
-	}
-	return labels, true
-}
-
-// diffServed returns the endpoints of was that is has not, and those of is
-// that was has not.
-func diffServed(was, is *servedSet) (gone, came []servedEP) {
-	i, j := 0, 0
-	for i < len(was.eps) || j < len(is.eps) {
-		c := 0
-		switch {
-		case i == len(was.eps):
-			c = 1
-		case j == len(is.eps):
-			c = -1
-		default:
-			c = cmp.Or(was.eps[i].addr.Compare(is.eps[j].addr), bytes.Compare(was.label(was.eps[i]), is.label(is.eps[j])))
-		}
-		switch {
-		case c < 0:
-			gone = append(gone, was.eps[i])
-			i++
-		case c > 0:
-			came = append(came, is.eps[j])
-			j++
-		default:
-			i++
-			j++
-		}
-	}
-	return gone, came
-}
+// Service had at its first change (unitRecords).
 
 // sameService reports whether a and b are the same record.
 func sameService(a, b *Service) bool {
@@ -182,7 +53,7 @@ func sameShape(svc *Service, was, is []*EndpointSlice) bool {
 // old, as a delta of its endpoints when it is one (see above), and
 // reports whether it did. It changes nothing when it does not. s.mu is
 // held.
-func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bool {
+func (s *Store) applyDelta(t nameTable, u unitKey, old *unitRecords, d *delta) bool {
 	st := s.state
 	svc, ok := s.service(u.nsName)
 	// A Service with variants is built again: a change of its endpoints
@@ -199,13 +70,14 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *oldRecords, d *delta) bo
 		return false
 	}
 	sc := &s.deltaScratch
-	defer sc.trim()
+	defer sc.trim(scratchKeep)
 	was, is := &sc.sets[0], &sc.sets[1]
 	// With the same slices serving, is has endpoints when was has.
-	if sc.labels, ok = s.servedOf(was, sc.labels, &svc, old.slices); !ok || len(was.eps) == 0 {
+	podNames := s.opts.EndpointPodNames
+	if sc.labels, ok = was.fill(sc.labels, &svc, old.slices, podNames); !ok || len(was.eps) == 0 {
 		return false
 	}
-	if sc.labels, ok = s.servedOf(is, sc.labels, &svc, sls); !ok {
+	if sc.labels, ok = is.fill(sc.labels, &svc, sls, podNames); !ok {
 		return false
 	}
 	gone, came := diffServed(was, is)
@@ -260,9 +132,8 @@ func (s *Store) headlessNames(svc *Service, sls []*EndpointSlice, base string, t
 	if !ok || prev == st.ent {
 		return nil
 	}
-	b := newBuilder(s.zone, s.opts, s.exposed, st.ent, 8)
-	b.scratch, b.reuse, b.pool = s.scratch, true, &s.drafts
-	defer func() { s.scratch = b.scratch.kept() }()
+	b := s.startBuild(8)
+	defer s.endBuild(b)
 	b.ownOnly, b.distinct = true, distinct
 	b.targets = prev.AppendSRV(b.scratch.targets[:0])
 	b.scratch.targets = b.targets
@@ -300,25 +171,4 @@ func portsDistinct(sls []*EndpointSlice) bool {
 		}
 	}
 	return true
-}
-
-// targetHost is the name of endpoint address a of ep under base, the
-// string of b.targets when one of them is that name.
-func (b *builder) targetHost(ep Endpoint, a netip.Addr, base string) string {
-	var buf [320]byte
-	host := append(appendEndpointLabel(buf[:0], ep, a, b.opts.EndpointPodNames), '.')
-	host = append(host, base...)
-	lo, hi := 0, len(b.targets)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if b.targets[m].Target < string(host) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(b.targets) && b.targets[lo].Target == string(host) {
-		return b.targets[lo].Target
-	}
-	return string(host)
 }

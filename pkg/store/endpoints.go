@@ -3,44 +3,12 @@ package store
 import (
 	"net/netip"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
-// A Service unit built again after a change costs what its changed
-// endpoints make, not all of them: the build keeps each endpoint's names
-// for the next one (epMemo), and takes an endpoint's two nodes, its name's
-// and its PTR's, from the unit's previous contribution when they are the
-// same. A moved endpoint of a 50-endpoint Service then makes its own two
-// names and the Service's aggregate ones (the Service name, the SRV
-// records), not 100 names more.
-
-// epKey is an endpoint address of a Service as its records give it. With
-// the Service and the options, which do not change while a memo lives
-// (SetOptions rebuilds everything), it decides the endpoint's names.
-type epKey struct {
-	addr              netip.Addr
-	hostname, podName string
-}
-
-// epNames are the names one endpoint address makes.
-type epNames struct {
-	host, ptr string
-	seen      uint32 // the build that last used them
-}
-
-// epMemo keeps a Service unit's endpoint names from one build to the next.
-// It passes from a unit's contribution to the next one; the earlier one is
-// dropped by then.
-type epMemo struct {
-	m   map[epKey]epNames
-	gen uint32 // the current build
-}
-
-// nodeSource is where a build takes endpoint nodes from: a previous
-// contribution's names, or the published Snapshot's.
-type nodeSource interface {
-	Get(name string) (*Node, bool)
-}
+// A Service's endpoint names: each served endpoint address makes a name
+// under the Service's and its PTR. A build after a change takes them from
+// the memo and their nodes from the last build where it can (epmemo.go).
 
 // contributed is a contribution's names as a nodeSource.
 type contributed map[string]*Node
@@ -79,7 +47,8 @@ func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
 		return served{addr: a, host: b.targetHost(ep, a, base)}
 	}
 	if b.memo == nil {
-		return served{addr: a, host: b.concat(endpointLabel(ep, a, b.opts.EndpointPodNames), ".", base)}
+		var buf [320]byte
+		return served{addr: a, host: b.nameArena().CopyBytes(b.appendHost(buf[:0], ep, a, base))}
 	}
 	k := epKey{a, ep.Hostname, ep.PodName}
 	n, ok := b.memo.m[k]
@@ -94,17 +63,23 @@ func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
 	return served{addr: a, host: n.host, ptr: n.ptr}
 }
 
+// appendHost appends to dst the name of endpoint address a of ep under
+// the Service name base.
+func (b *builder) appendHost(dst []byte, ep Endpoint, a netip.Addr, base string) []byte {
+	dst = append(appendEndpointLabel(dst, ep, a, b.opts.EndpointPodNames), '.')
+	return append(dst, base...)
+}
+
 // newEndpointNames makes the names of endpoint address a of ep under base.
 // A build of what a unit published shares the published index's strings
 // of the names it has, which are most: the names the memo keeps then cost
 // nothing but the memo.
 func (b *builder) newEndpointNames(ep Endpoint, a netip.Addr, base string) epNames {
-	if b.published == nil {
-		return epNames{host: b.concat(endpointLabel(ep, a, b.opts.EndpointPodNames), ".", base), ptr: b.reverseName(a)}
-	}
 	var buf [320]byte
-	host := appendEndpointLabel(buf[:0], ep, a, b.opts.EndpointPodNames)
-	host = append(append(host, '.'), base...)
+	host := b.appendHost(buf[:0], ep, a, base)
+	if b.published == nil {
+		return epNames{host: b.nameArena().CopyBytes(host), ptr: b.reverseName(a)}
+	}
 	n := epNames{host: indexed(b.published, host)}
 	n.ptr = indexed(b.published, appendReverseName(buf[:0], a))
 	return n
@@ -117,28 +92,6 @@ func indexed(m *pack.Map[string, *Node], name []byte) string {
 		return k
 	}
 	return string(name)
-}
-
-// prune forgets the names of endpoints the last build did not see, once
-// they are many.
-func (m *epMemo) prune() {
-	if m == nil {
-		return
-	}
-	stale := 0
-	for _, n := range m.m {
-		if n.seen != m.gen {
-			stale++
-		}
-	}
-	if stale <= 16+len(m.m)/4 {
-		return
-	}
-	for k, n := range m.m {
-		if n.seen != m.gen {
-			delete(m.m, k)
-		}
-	}
 }
 
 // addEndpointNames adds each served endpoint's name (its address) and its
@@ -206,4 +159,24 @@ func (b *builder) onlyPTR(n *Node, target string) bool {
 		return false
 	}
 	return n.FirstPTR() == target
+}
+
+// targetHost is the name of endpoint address a of ep under base, the
+// string of b.targets when one of them is that name.
+func (b *builder) targetHost(ep Endpoint, a netip.Addr, base string) string {
+	var buf [320]byte
+	host := b.appendHost(buf[:0], ep, a, base)
+	lo, hi := 0, len(b.targets)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if b.targets[m].Target < string(host) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(b.targets) && b.targets[lo].Target == string(host) {
+		return b.targets[lo].Target
+	}
+	return string(host)
 }

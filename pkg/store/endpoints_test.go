@@ -193,9 +193,9 @@ func TestLargeService(t *testing.T) {
 	}
 }
 
-// TestAppendEndpointLabel: the label a build of published names appends is
-// endpointLabel's, for hostnames and pod names of any case and for both
-// families' dashed addresses.
+// TestAppendEndpointLabel: the label of an endpoint is its hostname, else
+// (with pod names) its pod name, lowercase and at most 63 bytes, else its
+// dashed address, for both families.
 func TestAppendEndpointLabel(t *testing.T) {
 	v4, v6, v6end, mapped := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("fd00::1"),
 		netip.MustParseAddr("fd00::"), netip.MustParseAddr("::ffff:10.0.0.2")
@@ -215,10 +215,8 @@ func TestAppendEndpointLabel(t *testing.T) {
 		{Endpoint{}, v6end, false, "fd00--0"},
 		{Endpoint{}, mapped, false, "10-0-0-2"},
 	} {
-		got := string(appendEndpointLabel([]byte("x."), tc.ep, tc.a, tc.podNames))
-		if got != "x."+tc.want || endpointLabel(tc.ep, tc.a, tc.podNames) != tc.want {
-			t.Errorf("%+v %v: appended %q, endpointLabel %q; want %q", tc.ep, tc.a, got,
-				endpointLabel(tc.ep, tc.a, tc.podNames), tc.want)
+		if got := string(appendEndpointLabel([]byte("x."), tc.ep, tc.a, tc.podNames)); got != "x."+tc.want {
+			t.Errorf("%+v %v: appended %q, want %q", tc.ep, tc.a, got, "x."+tc.want)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 // world draws random records from small pools, so that random changes
@@ -27,6 +27,8 @@ var (
 	worldNS       = []string{"a", "b", "C"}
 	worldServices = []string{"web", "db", "x"}
 	worldHosts    = []string{"", "", "h1", "h2"}
+	worldSlices   = []string{"s1", "s2", "s3"}
+	worldPods     = []string{"p1", "p2", "p3"}
 )
 
 func newWorld(seed uint64) *world {
@@ -76,7 +78,7 @@ func (w *world) service() Service {
 }
 
 func (w *world) slice() EndpointSlice {
-	v := EndpointSlice{Namespace: w.pick(worldNS), Name: w.pick([]string{"s1", "s2", "s3"}),
+	v := EndpointSlice{Namespace: w.pick(worldNS), Name: w.pick(worldSlices),
 		Service: w.pick(append([]string{""}, worldServices...)), Ports: w.ports()}
 	for range w.r.IntN(4) {
 		v.Endpoints = append(v.Endpoints, Endpoint{Addresses: w.addrs(2), Hostname: w.pick(worldHosts),
@@ -87,7 +89,8 @@ func (w *world) slice() EndpointSlice {
 }
 
 func (w *world) pod() Pod {
-	return Pod{Namespace: w.pick(worldNS), Name: w.pick([]string{"p1", "p2", "p3"}), IPs: w.addrs(2)}
+	return Pod{Namespace: w.pick(worldNS), Name: w.pick(worldPods), IPs: w.addrs(2),
+		NodeName: pickFrom(w.topo, []string{"", "n1", "n2"})}
 }
 
 func (w *world) options() Options {
@@ -148,6 +151,12 @@ func (w *world) move(st *Store) string {
 	return fmt.Sprintf("SetEndpointSlice (moved) %+v", v)
 }
 
+// did applies v with f and says so.
+func did[V any](what string, v V, f func(V)) string {
+	f(v)
+	return fmt.Sprintf("%s %+v", what, v)
+}
+
 // change applies one random change to st and says what it was.
 func (w *world) change(st *Store) string {
 	if w.r.IntN(2) == 0 {
@@ -155,39 +164,29 @@ func (w *world) change(st *Store) string {
 			return what
 		}
 	}
+	// del deletes a random object named one of names.
+	del := func(what string, names []string, f func(ns, name string)) string {
+		ns, name := w.pick(worldNS), w.pick(names)
+		f(ns, name)
+		return what + " " + ns + "/" + name
+	}
 	switch k := w.r.IntN(20); {
 	case k < 4:
-		v := w.service()
-		st.SetService(v)
-		return fmt.Sprintf("SetService %+v", v)
+		return did("SetService", w.service(), st.SetService)
 	case k < 6:
-		ns, name := w.pick(worldNS), w.pick(worldServices)
-		st.DeleteService(ns, name)
-		return "DeleteService " + ns + "/" + name
+		return del("DeleteService", worldServices, st.DeleteService)
 	case k < 10:
-		v := w.slice()
-		st.SetEndpointSlice(v)
-		return fmt.Sprintf("SetEndpointSlice %+v", v)
+		return did("SetEndpointSlice", w.slice(), st.SetEndpointSlice)
 	case k < 12:
-		ns, name := w.pick(worldNS), w.pick([]string{"s1", "s2", "s3"})
-		st.DeleteEndpointSlice(ns, name)
-		return "DeleteEndpointSlice " + ns + "/" + name
+		return del("DeleteEndpointSlice", worldSlices, st.DeleteEndpointSlice)
 	case k < 14:
-		v := w.pod()
-		st.SetPod(v)
-		return fmt.Sprintf("SetPod %+v", v)
+		return did("SetPod", w.pod(), st.SetPod)
 	case k < 15:
-		ns, name := w.pick(worldNS), w.pick([]string{"p1", "p2", "p3"})
-		st.DeletePod(ns, name)
-		return "DeletePod " + ns + "/" + name
+		return del("DeletePod", worldPods, st.DeletePod)
 	case k < 16:
-		ns := w.pick(worldNS)
-		st.SetNamespace(Namespace{Name: ns})
-		return "SetNamespace " + ns
+		return did("SetNamespace", Namespace{Name: w.pick(worldNS)}, st.SetNamespace)
 	case k < 18:
-		ns := w.pick(worldNS)
-		st.DeleteNamespace(ns)
-		return "DeleteNamespace " + ns
+		return did("DeleteNamespace", w.pick(worldNS), st.DeleteNamespace)
 	case k < 19:
 		o := w.options()
 		if err := st.SetOptions(o); err != nil {
@@ -204,10 +203,10 @@ func (w *world) change(st *Store) string {
 // TestIncrementalEqualsRebuild: after every Publish of a random sequence of
 // changes (several per publish, options changes and reloads among them),
 // the Snapshot equals a build of all records from scratch: every name with
-// its node and no other name, the counts, the pod-by-IP index, the known
-// namespaces and the PTR addresses; ChangedSince reports at least every
-// name that differs from the previous Snapshot; and the previous Snapshot
-// still answers as it did.
+// its node and no other name, the counts, the pod-IP index (namespaces and
+// nodes), the known namespaces and the PTR addresses; ChangedSince reports
+// at least every name that differs from the previous Snapshot; and the
+// previous Snapshot still answers as it did.
 func TestIncrementalEqualsRebuild(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
@@ -331,6 +330,9 @@ func compareView(snap *Snapshot, o *oracleView, ips []netip.Addr) string {
 		}
 		if ns != wns || ok != wok {
 			return fmt.Sprintf("PodNamespace(%s) = %q %v, want %q %v", ip, ns, ok, wns, wok)
+		}
+		if _, node := snap.ClientTopology(ip); node != o.podNode[ip.Unmap()] {
+			return fmt.Sprintf("ClientTopology(%s) node %q, want %q", ip, node, o.podNode[ip.Unmap()])
 		}
 		var ptr bool
 		if n, ok := o.names[ReverseName(ip)]; ok && len(n.PTR()) > 0 {

@@ -1,6 +1,6 @@
 package store
 
-import "github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+import "github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 
 // Node is one name of a Snapshot: its records, packed (package pack). A
 // Node without data is an empty non-terminal: the name exists (NOERROR,

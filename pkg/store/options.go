@@ -104,28 +104,12 @@ func exposedSet(names []string) map[string]struct{} {
 	return set
 }
 
-// Options returns the options the Store builds snapshots with.
-func (s *Store) Options() Options {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.opts
-}
-
-// SetOptions changes the options of the snapshots built from now on (a
-// config reload): the next Publish applies them to the records the Store
-// holds, rebuilding everything. The zone cannot change: its names index the
-// records.
-func (s *Store) SetOptions(opts Options) error {
-	zone, err := checkOptions(opts)
-	if err != nil {
-		return err
+// namespaceExposed reports whether the filter exposed (exposedSet's) lets
+// ns, lowercase, through.
+func namespaceExposed(exposed map[string]struct{}, ns string) bool {
+	if exposed == nil {
+		return true
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if zone != s.zone {
-		return fmt.Errorf("%w: zone %q: the store serves %q", ErrBadOptions, opts.Zone, s.zone)
-	}
-	s.opts, s.exposed = opts, exposedSet(opts.Namespaces)
-	s.full = true
-	return nil
+	_, ok := exposed[ns]
+	return ok
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 // oracleView is what one build over every record makes: the whole-snapshot
@@ -15,7 +15,8 @@ import (
 type oracleView struct {
 	names      map[string]*Node
 	counts     Counts
-	podNS      map[netip.Addr]string
+	podNS      map[netip.Addr]string // "" when two namespaces claim the IP
+	podNode    map[netip.Addr]string // "" when two nodes claim the IP
 	namespaces map[string]struct{}
 }
 
@@ -36,12 +37,18 @@ func (s *Store) oracle() *oracleView {
 	for _, p := range s.pods {
 		b.addPod(&p)
 	}
-	o := &oracleView{podNS: map[netip.Addr]string{}}
-	for _, p := range b.podIPs {
-		if have, dup := o.podNS[p.ip]; dup && have != p.ns {
-			o.podNS[p.ip] = ""
-		} else {
-			o.podNS[p.ip] = p.ns
+	o := &oracleView{podNS: map[netip.Addr]string{}, podNode: map[netip.Addr]string{}}
+	for _, c := range b.claims {
+		if c.ns != "" {
+			putAgreed(o.podNS, c.ip, c.ns)
+		}
+	}
+	// The nodes come from the records, not from the build's claims.
+	for _, p := range s.pods {
+		for _, ip := range p.IPs {
+			if p.NodeName != "" {
+				putAgreed(o.podNode, ip.Unmap(), p.NodeName)
+			}
 		}
 	}
 	for ns := range b.namespaces {
@@ -54,6 +61,14 @@ func (s *Store) oracle() *oracleView {
 	o.counts.Namespaces = len(b.namespaces)
 	o.counts.Names = len(b.names)
 	return o
+}
+
+// putAgreed sets m[ip] to v, or to "" when it holds another value.
+func putAgreed(m map[netip.Addr]string, ip netip.Addr, v string) {
+	if have, dup := m[ip]; dup && have != v {
+		v = ""
+	}
+	m[ip] = v
 }
 
 // oracleSlicesByService groups the endpoint slices by Service, in the order

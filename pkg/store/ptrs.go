@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/benbjohnson/immutable"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 // ptrSet is a sorted set of the addresses that have a PTR name, for
@@ -37,14 +39,16 @@ type snapPTRs struct {
 	set atomic.Pointer[ptrSet]
 }
 
-// of returns snap's set, making it when needed.
-func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
-	if set := snap.ptrs.set.Load(); set != nil {
+// get returns the set of the Snapshot numbered seq in log, whose names are
+// names, making it when needed.
+func (p *snapPTRs) get(names *pack.Map[string, *Node], log *changeLog, seq uint64) *ptrSet {
+	if set := p.set.Load(); set != nil {
 		return set
 	}
+	x := p.idx
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if set := snap.ptrs.set.Load(); set != nil {
+	if set := p.set.Load(); set != nil {
 		return set
 	}
 	set := x.set
@@ -53,7 +57,7 @@ func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
 		if !isPTR {
 			return
 		}
-		if n, has := snap.names.Get(name); has && n.NumPTR() > 0 {
+		if n, has := names.Get(name); has && n.NumPTR() > 0 {
 			set = set.Set(a, struct{}{})
 		} else {
 			set = set.Delete(a)
@@ -62,25 +66,25 @@ func (x *ptrIndex) of(snap *Snapshot) *ptrSet {
 	var ok bool
 	switch {
 	case x.set == nil:
-	case x.seq <= snap.seq:
-		ok = snap.log.changed(x.seq, snap.seq, update)
+	case x.seq <= seq:
+		ok = log.changed(x.seq, seq, update)
 	default:
-		ok = snap.log.changed(snap.seq, x.seq, update)
+		ok = log.changed(seq, x.seq, update)
 	}
 	if !ok {
-		set = ptrsOf(snap)
+		set = ptrsOf(names)
 	}
-	snap.ptrs.set.Store(set)
-	if snap.seq > x.seq {
-		x.seq, x.set = snap.seq, set
+	p.set.Store(set)
+	if seq > x.seq {
+		x.seq, x.set = seq, set
 	}
 	return set
 }
 
-// ptrsOf is the PTR set of snap, from every name of it.
-func ptrsOf(snap *Snapshot) *ptrSet {
+// ptrsOf is the PTR set of the names, from every one of them.
+func ptrsOf(names *pack.Map[string, *Node]) *ptrSet {
 	var addrs []netip.Addr
-	snap.names.All(func(name string, n *Node) {
+	names.All(func(name string, n *Node) {
 		if a, isPTR := reverseAddr(name); isPTR && n.NumPTR() > 0 {
 			addrs = append(addrs, a)
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 // TestRecentBound: the kept contributions never hold more than recentNames

@@ -73,8 +73,15 @@ type Pod struct {
 	Namespace string
 	Name      string
 	IPs       []netip.Addr
-	// NodeName places a client by its source address (topology.go).
+	// NodeName places a client by its source address (podindex.go).
 	NodeName string
+}
+
+// NodeTopology is the slim form of a core/v1 Node: its name and its
+// topology.kubernetes.io/zone label ("" when absent).
+type NodeTopology struct {
+	Name         string
+	TopologyZone string
 }
 
 // Namespace is the slim form of a core/v1 Namespace.
@@ -90,3 +97,9 @@ type Objects struct {
 	Namespaces     []Namespace
 	Nodes          []NodeTopology
 }
+
+// nsName is an object's namespace and name, as the records have them.
+type nsName struct{ ns, name string }
+
+func (v Service) key() nsName { return nsName{v.Namespace, v.Name} }
+func (v Pod) key() nsName     { return nsName{v.Namespace, v.Name} }

@@ -1,16 +1,17 @@
 package store
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/pack"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 // Store holds the slim records and publishes Snapshots. Its methods are safe
 // for concurrent use. Mutations take effect for readers at the next Publish,
-// which applies only the units they touched (see unit.go).
+// which applies only the units they touched (publish.go).
 type Store struct {
 	zone string // lowercase, trailing dot
 
@@ -22,25 +23,26 @@ type Store struct {
 	pods       map[nsName]Pod
 	namespaces map[string]struct{}
 	// bySvc indexes the slices by the Service of their label.
-	bySvc  map[nsName]map[string]struct{}
-	serial uint32
+	bySvc map[nsName]map[string]struct{}
 	// labelled counts the slices with a Service label.
 	labelled int
+	// zones places the nodes of the pod-IP index (topology.go).
+	zones  nodeZones
+	serial uint32
 
 	// full is set until the next Publish rebuilds everything: before the
 	// first one, after SetOptions and Replace.
 	full bool
-	// dirty holds, for each unit touched since the last Publish, what it
-	// contributed then (built from the records before the first touch),
-	// or nil for a Service unit, whose records then are in olds.
-	dirty map[unitKey]*contribution
-	olds  map[unitKey]*oldRecords
+	// olds holds, for each unit touched since the last Publish, its
+	// records then: the Publish builds what it contributed from them, or
+	// applies a Service's change as a delta.
+	olds map[unitKey]*unitRecords
 	// deltas counts the Service changes applied as deltas (delta.go).
 	deltas       int
 	deltaScratch deltaScratch
 	// recent keeps the published contributions of recently changed units
 	// of many names, so that their next change does not build what they
-	// contribute again (see keepRecent).
+	// contribute again (recent.go).
 	recent recentUnits
 	// state is what the last Publish applied (nil before the first).
 	state *applied
@@ -53,23 +55,19 @@ type Store struct {
 	// ptrIdx makes the PTR sets of the Snapshots (ptrs.go).
 	ptrIdx *ptrIndex
 	// arena is what the builds of a rebuild share while it runs
-	// (arena.go).
+	// (build.go).
 	arena *rebuildArena
 	// records is where the Services set while full is set keep their
-	// names and lists (arena.go); nil otherwise.
+	// names and lists (svcrecord.go); nil otherwise.
 	records *recordArena
 	// scratch is the lists the last build outside a rebuild made and
 	// dropped, for the next one (build.go), and drafts the drafts of
 	// nodes the builds made and packed (package pack).
 	scratch buildScratch
 	drafts  pack.DraftPool
-	// topo is the pod-IP and node index (topology.go).
-	topo topoIndex
 
 	snap atomic.Pointer[Snapshot]
 }
-
-type nsName struct{ ns, name string }
 
 // New returns an empty Store. Snapshot returns nil until the first Publish,
 // which is how the wire layer knows the first sync has not happened.
@@ -87,12 +85,11 @@ func New(opts Options) (*Store, error) {
 		pods:       map[nsName]Pod{},
 		namespaces: map[string]struct{}{},
 		bySvc:      map[nsName]map[string]struct{}{},
+		zones:      newNodeZones(nil),
 		full:       true,
-		dirty:      map[unitKey]*contribution{},
-		olds:       map[unitKey]*oldRecords{},
+		olds:       map[unitKey]*unitRecords{},
 		log:        &changeLog{},
 		ptrIdx:     &ptrIndex{},
-		topo:       newTopoIndex(),
 	}
 	return s, nil
 }
@@ -100,38 +97,45 @@ func New(opts Options) (*Store, error) {
 // Zone returns the lowercase cluster zone with its trailing dot.
 func (s *Store) Zone() string { return s.zone }
 
-// touch records what unit u contributes now, before its first change since
-// the last Publish: a Service unit's records, which the Publish applies as
-// a delta when it can (delta.go), else the contribution. s.mu is held.
+// touch records unit u's records before its first change since the last
+// Publish, with its published contribution when recentUnits keeps it.
+// s.mu is held.
 func (s *Store) touch(u unitKey) {
 	if s.full {
 		return
 	}
-	if _, ok := s.dirty[u]; ok {
+	if _, ok := s.olds[u]; ok {
 		return
 	}
-	if len(s.dirty) >= s.wideChange() {
+	if len(s.olds) >= s.wideChange() {
 		// A wide change (a resync, a drain that moves every endpoint):
 		// applying each unit would cost several rebuilds (issue 55 row 7:
 		// 21.9 s against 2.9 s at 80k Services), so the next Publish
 		// rebuilds, and no unit keeps what it contributed.
 		s.full = true
 		s.wide++
-		clear(s.dirty)
 		clear(s.olds)
 		return
 	}
-	kept, _ := s.recent.take(u)
-	if u.kind == unitService {
-		svc, had := s.service(u.nsName)
-		s.olds[u] = &oldRecords{svc: svc, had: had, slices: s.serviceSlices(u.nsName), kept: kept}
-		s.dirty[u] = nil
-		return
+	rec := s.recordsOf(u)
+	rec.kept, _ = s.recent.take(u)
+	s.olds[u] = &rec
+}
+
+// recordsOf is unit u's records as they are. s.mu is held.
+func (s *Store) recordsOf(u unitKey) unitRecords {
+	var r unitRecords
+	switch u.kind {
+	case unitService:
+		if r.svc, r.had = s.service(u.nsName); r.had {
+			r.slices = s.serviceSlices(u.nsName)
+		}
+	case unitPod:
+		r.pod, r.had = s.pods[u.nsName]
+	case unitNamespaceObject:
+		_, r.had = s.namespaces[u.name]
 	}
-	if kept == nil {
-		kept = s.buildUnit(u, nil)
-	}
-	s.dirty[u] = kept
+	return r
 }
 
 // wideChange is how many units a change may touch before the next Publish
@@ -219,32 +223,33 @@ func (s *Store) addSlice(v EndpointSlice) {
 	s.slices[nsName{v.Namespace, v.Name}] = v
 }
 
+// serviceSlices returns the slices labelled with Service k in the order of
+// their names (none with NoEndpoints). s.mu is held.
+func (s *Store) serviceSlices(k nsName) []*EndpointSlice {
+	if s.opts.NoEndpoints || len(s.bySvc[k]) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(s.bySvc[k]))
+	for n := range s.bySvc[k] {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]*EndpointSlice, len(names))
+	for i, n := range names {
+		sl := s.slices[nsName{k.ns, n}]
+		out[i] = &sl
+	}
+	return out
+}
+
 // SetPod adds or replaces a Pod.
 func (s *Store) SetPod(v Pod) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := v.key()
-	if old, ok := s.pods[k]; ok {
-		s.topo.claim(old, -1)
-	}
-	s.topo.claim(v, 1)
-	s.touch(unitKey{kind: unitPod, nsName: k})
-	s.pods[k] = v
+	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, v)
 }
 
 // DeletePod removes a Pod.
-func (s *Store) DeletePod(ns, name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := nsName{ns, name}
-	old, ok := s.pods[k]
-	if !ok {
-		return
-	}
-	s.topo.claim(old, -1)
-	s.touch(unitKey{kind: unitPod, nsName: k})
-	delete(s.pods, k)
-}
+func (s *Store) DeletePod(ns, name string) { deleteObject(s, &s.pods, unitPod, ns, name) }
 
 // SetNamespace adds a Namespace.
 func (s *Store) SetNamespace(v Namespace) {
@@ -256,8 +261,19 @@ func (s *Store) DeleteNamespace(name string) {
 	deleteIn(s, &s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: name}}, name)
 }
 
-func (v Service) key() nsName { return nsName{v.Namespace, v.Name} }
-func (v Pod) key() nsName     { return nsName{v.Namespace, v.Name} }
+// SetNodeTopology adds or replaces a node's topology zone.
+func (s *Store) SetNodeTopology(v NodeTopology) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.zones.set(v)
+}
+
+// DeleteNodeTopology removes a node.
+func (s *Store) DeleteNodeTopology(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.zones.remove(name)
+}
 
 // recordArena is the record arena while a full Publish is pending, else
 // nil. s.mu is held.
@@ -277,9 +293,8 @@ func deleteObject[V any](s *Store, m *map[nsName]V, kind unitKind, ns, name stri
 	deleteIn(s, m, unitKey{kind: kind, nsName: k}, k)
 }
 
-// setIn stores v under k in *m after recording what unit u contributes
-// now. It takes s.mu; m points at a field of s because Replace swaps
-// the maps.
+// setIn stores v under k in *m after touch keeps unit u's records. It
+// takes s.mu; m points at a field of s because Replace swaps the maps.
 func setIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K, v V) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -287,8 +302,8 @@ func setIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K, v V) {
 	(*m)[k] = v
 }
 
-// deleteIn deletes k from *m, if there, after recording what unit u
-// contributes now. It takes s.mu, as setIn does.
+// deleteIn deletes k from *m, if there, after touch keeps unit u's
+// records. It takes s.mu, as setIn does.
 func deleteIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -328,7 +343,7 @@ func (s *Store) Replace(o Objects) {
 	for _, v := range o.Namespaces {
 		s.namespaces[v.Name] = struct{}{}
 	}
-	s.topo.reset(s.pods, o.Nodes)
+	s.zones = newNodeZones(o.Nodes)
 }
 
 // ObjectKind is a kind of object the Store holds, for Keys.
@@ -366,8 +381,8 @@ func (s *Store) Keys(k ObjectKind) []Key {
 		}
 		return out
 	case KindNode:
-		out := make([]Key, 0, len(s.topo.zones))
-		for name := range s.topo.zones {
+		out := make([]Key, 0, len(s.zones.m))
+		for name := range s.zones.m {
 			out = append(out, Key{Name: name})
 		}
 		return out
@@ -386,38 +401,51 @@ func keysOf[V any](m map[nsName]V) []Key {
 // Snapshot returns the current Snapshot, nil before the first Publish.
 func (s *Store) Snapshot() *Snapshot { return s.snap.Load() }
 
-// Publish applies the changes since the last Publish and swaps in a new
-// Snapshot. The first Publish, and the first after SetOptions or Replace,
-// builds everything; the others cost what the changed records contribute.
-func (s *Store) Publish() *Snapshot {
+// Options returns the options the Store builds snapshots with.
+func (s *Store) Options() Options {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	serial := uint32(time.Now().Unix())
-	if serial <= s.serial {
-		serial = s.serial + 1
+	return s.opts
+}
+
+// SetOptions changes the options of the snapshots built from now on (a
+// config reload): the next Publish applies them to the records the Store
+// holds, rebuilding everything. The zone cannot change: its names index the
+// records.
+func (s *Store) SetOptions(opts Options) error {
+	zone, err := checkOptions(opts)
+	if err != nil {
+		return err
 	}
-	s.serial = serial
-	prev := s.snap.Load()
-	var snap *Snapshot
-	if s.full || s.state == nil {
-		s.recent.clear()
-		snap = s.rebuild()
-		s.log.add(snap, nil, true)
-	} else if next, changed, ok := s.apply(prev); ok {
-		snap = next
-		s.log.add(snap, changed, false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if zone != s.zone {
+		return fmt.Errorf("%w: zone %q: the store serves %q", ErrBadOptions, opts.Zone, s.zone)
+	}
+	s.opts, s.exposed = opts, exposedSet(opts.Namespaces)
+	s.full = true
+	return nil
+}
+
+// startBuild is a builder of the Store's options over its lists and
+// drafts, or over the rebuild's while one runs; endBuild takes the lists
+// back for the next build. s.mu is held and s.state is set.
+func (s *Store) startBuild(size int) *builder {
+	b := newBuilder(s.zone, s.opts, s.exposed, s.state.ent, size)
+	b.arena, b.reuse = s.arena, true
+	if s.arena == nil {
+		b.pool, b.scratch = &s.drafts, s.scratch
 	} else {
-		s.lost++
-		s.recent.clear()
-		snap = s.rebuild()
-		s.log.add(snap, nil, true)
+		b.pool, b.scratch = &s.arena.drafts, s.arena.scratch
 	}
-	snap.Serial = serial
-	s.topo.publish(prev, snap)
-	s.full = false
-	s.records = nil
-	clear(s.dirty)
-	clear(s.olds)
-	s.snap.Store(snap)
-	return snap
+	return b
+}
+
+// endBuild keeps the lists of b's build for the next one.
+func (s *Store) endBuild(b *builder) {
+	if s.arena == nil {
+		s.scratch = b.scratch.kept()
+	} else {
+		s.arena.scratch = b.scratch.kept()
+	}
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
 
 // svcRecord is a Service record as the Store keeps it: packed in one
@@ -20,6 +22,21 @@ import (
 // their bytes. The namespace
 // and the name are the map's key.
 type svcRecord string
+
+// recordArena is where the Services set while a full Publish is pending
+// keep their names and packed records: the bulk is a start's first lists
+// (or a Replace), cut from shared chunks (pack.Strings). A change after
+// the bulk packs its record alone. Namespaces are not copied: the feed
+// interns them. The EndpointSlice and Pod records are not packed.
+type recordArena struct {
+	strs pack.Strings
+}
+
+// service is v's name and record, cut from the arena.
+func (a *recordArena) service(v *Service) (string, svcRecord) {
+	var tmp [256]byte
+	return a.strs.Copy(v.Name), svcRecord(a.strs.CopyBytes(appendService(tmp[:0], v)))
+}
 
 // appendService appends v packed to b.
 func appendService(b []byte, v *Service) []byte {

@@ -1,8 +1,6 @@
 package store
 
-import (
-	"net/netip"
-)
+import "strings"
 
 // A headless Service with a traffic distribution answers its name and its
 // SRV names per client (pkg/topology's Prefer): the ready endpoints on the
@@ -12,8 +10,8 @@ import (
 // addresses and SRV records over those endpoints alone. An endpoint is in
 // at most one zone variant and one node variant, and a Service without a
 // traffic distribution has none. A client whose node and topology zone
-// have no variant gets the name's own node: every endpoint. The variant
-// keys and their lookups are in snapshot.go.
+// have no variant gets the name's own node: every endpoint. The build
+// makes them (service.go); Snapshot.VariantFor picks a client's.
 
 // The traffic distributions (spec.trafficDistribution) that make
 // variants; variant_test.go ties them to pkg/topology's Prefer.
@@ -34,57 +32,38 @@ func variantKinds(td string) (zones, nodes bool) {
 	return false, false
 }
 
-// variantGroup is what one variant of a Service holds: its endpoints'
-// addresses and SRV keys.
-type variantGroup struct {
-	addrs []netip.Addr
-	srvs  []srvKey
+// A variant lives in the index under a key no query makes: the name, a
+// 0x00 byte and an uppercase letter (queries are lowercased), then the
+// lowercase topology zone (Z) or node (N). The name with 0x00 V marks a
+// name that has variants. An endpoint name (web-0.web.ns.svc) names one
+// pod and has none.
+
+// Variant names the answer a client got for a name: "" is the name's own
+// node, anything else a variant of it. It goes in the reply cache's key.
+type Variant string
+
+// The marks of the variant keys.
+const (
+	markVariants = "\x00V"
+	markZone     = "\x00Z"
+	markNode     = "\x00N"
+)
+
+// TopologyZoneVariant is the variant of the endpoints in a topology zone.
+func TopologyZoneVariant(zone string) Variant {
+	return Variant(markZone + strings.ToLower(zone))
 }
 
-// addVariants adds the variants of a headless Service's name and SRV
-// names, when its traffic distribution makes them.
-func (b *builder) addVariants(svc *Service, sls []*EndpointSlice, base string) {
-	zones, nodes := variantKinds(svc.TrafficDistribution)
-	if !zones && !nodes {
-		return
+// NodeVariant is the variant of the endpoints on a node.
+func NodeVariant(node string) Variant { return Variant(markNode + strings.ToLower(node)) }
+
+// isVariantKey reports whether an index key is a variant's or a mark's.
+func isVariantKey(name string) bool { return strings.IndexByte(name, 0) >= 0 }
+
+// variantBase is the name of a variant key, the key itself otherwise.
+func variantBase(key string) string {
+	if i := strings.IndexByte(key, 0); i >= 0 {
+		return key[:i]
 	}
-	groups := map[Variant]*variantGroup{}
-	add := func(v Variant, sa servedAddr, host string) {
-		g := groups[v]
-		if g == nil {
-			g = &variantGroup{}
-			groups[v] = g
-		}
-		g.addrs = append(g.addrs, sa.addr)
-		g.srvs = appendSRVKeys(g.srvs, sa.slice.Ports, host)
-	}
-	for sa := range servedAddrs(svc, sls) {
-		if !sa.ep.Ready {
-			continue
-		}
-		host := b.endpointNames(*sa.ep, sa.addr, base).host
-		if zones && sa.ep.TopologyZone != "" {
-			add(TopologyZoneVariant(sa.ep.TopologyZone), sa, host)
-		}
-		if nodes && sa.ep.NodeName != "" {
-			add(NodeVariant(sa.ep.NodeName), sa, host)
-		}
-	}
-	if len(groups) == 0 {
-		return
-	}
-	marked := map[string]struct{}{base: {}}
-	for v, g := range groups {
-		srvs := dedup(g.srvs, compareSRVKey)
-		n := b.node(base + string(v))
-		n.AddAddrs(g.addrs)
-		for _, name := range b.addHeadlessSRV(base, string(v), srvs) {
-			marked[name] = struct{}{}
-		}
-		n.TakeSRV(b.bareSRV(srvs))
-	}
-	for name := range marked {
-		b.names[name+markVariants] = b.ent
-	}
-	b.counts.Variants += len(marked)
+	return key
 }

@@ -15,5 +15,7 @@
 // A nil *Strings allocates each string alone, so a build outside a
 // rebuild cuts its names the same way.
 //
-// This package imports only the standard library and internal/unsafeptr.
+// It is internal to the store: readers outside it see Nodes through
+// pkg/store's aliases and methods, never the layout. It imports only the
+// standard library and internal/unsafeptr.
 package pack

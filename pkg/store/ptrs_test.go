@@ -43,7 +43,7 @@ func TestRebuildPTRSet(t *testing.T) {
 	})
 	slices.SortFunc(want, netip.Addr.Compare)
 	var got []netip.Addr
-	for it := snap.ptrs.idx.of(snap).Iterator(); !it.Done(); {
+	for it := snap.ptrSet().Iterator(); !it.Done(); {
 		a, _, _ := it.Next()
 		got = append(got, a)
 	}
