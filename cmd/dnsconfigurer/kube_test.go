@@ -15,7 +15,6 @@ import (
 	"sync"
 	"testing"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
@@ -42,22 +41,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// writeKubeconfig writes a kubeconfig for server, with a token, into
-// dir/name.
-func writeKubeconfig(t *testing.T, dir, name, server string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := apiserver.WriteKubeconfig(path, &rest.Config{Host: server, BearerToken: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestKubeconfigEnv: the commands with --kubeconfig read $KUBECONFIG when
 // it is not given.
 func TestKubeconfigEnv(t *testing.T) {
 	dir := t.TempDir()
-	good := writeKubeconfig(t, dir, "kubeconfig", "https://127.0.0.1:1")
+	good := apiserver.TokenKubeconfig(t, dir, "kubeconfig", "https://127.0.0.1:1")
 	tests := []struct {
 		name string
 		env  string

@@ -13,28 +13,16 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/version"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
-// writeKubeconfig writes a kubeconfig for server, with a token, into
-// dir/name.
-func writeKubeconfig(t *testing.T, dir, name, server string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := apiserver.WriteKubeconfig(path, &rest.Config{Host: server, BearerToken: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestRestConfig(t *testing.T) {
 	dir := t.TempDir()
-	a := writeKubeconfig(t, dir, "a", "https://a.example:6443")
-	b := writeKubeconfig(t, dir, "b", "https://b.example:6443")
+	a := apiserver.TokenKubeconfig(t, dir, "a", "https://a.example:6443")
+	b := apiserver.TokenKubeconfig(t, dir, "b", "https://b.example:6443")
 	missing := filepath.Join(dir, "missing")
 	tests := []struct {
 		name     string
@@ -85,7 +73,7 @@ func TestKubeClientUserAgent(t *testing.T) {
 		io.WriteString(w, `{"major":"1","minor":"33","gitVersion":"v1.33.0"}`)
 	}))
 	defer srv.Close()
-	t.Setenv("KUBECONFIG", writeKubeconfig(t, t.TempDir(), "kubeconfig", srv.URL))
+	t.Setenv("KUBECONFIG", apiserver.TokenKubeconfig(t, t.TempDir(), "kubeconfig", srv.URL))
 	for _, component := range []string{"serve", "shim"} {
 		client, err := New("", component)
 		if err != nil {
@@ -117,7 +105,7 @@ func TestKubeClientProtobuf(t *testing.T) {
 		io.WriteString(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"prod"}}`)
 	}))
 	defer srv.Close()
-	t.Setenv("KUBECONFIG", writeKubeconfig(t, t.TempDir(), "kubeconfig", srv.URL))
+	t.Setenv("KUBECONFIG", apiserver.TokenKubeconfig(t, t.TempDir(), "kubeconfig", srv.URL))
 	rc, client, err := NewREST("", "serve")
 	if err != nil {
 		t.Fatal(err)

@@ -63,13 +63,13 @@ func (p *Plugin) followHost(ctx context.Context) {
 	defer cancel()
 	for {
 		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-ch:
-			if !ok {
+		case _, open := <-ch:
+			if !open {
 				return
 			}
 			p.update()
+		case <-ctx.Done():
+			return
 		}
 	}
 }

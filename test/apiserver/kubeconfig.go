@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"testing"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -44,4 +46,16 @@ func WriteKubeconfig(path string, cfg *rest.Config) error {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil
+}
+
+// TokenKubeconfig writes a kubeconfig for server with a bearer token into
+// dir/name and returns its path: for tests of how a command finds and reads
+// one, with no API server behind it.
+func TokenKubeconfig(t testing.TB, dir, name, server string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := WriteKubeconfig(path, &rest.Config{Host: server, BearerToken: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
