@@ -58,7 +58,7 @@ func (h *Handler) keep(q *query, b []byte, tally uint64) {
 	} else {
 		r.Reply = replycache.NewReply(append([]byte(nil), b...), h.lb)
 	}
-	h.wire.Put(q.key, r, r.Len(), q.z.epoch, append(q.deps, q.lname))
+	h.wire.Put(q.key, r, r.Len(), q.z.epoch, append(q.deps, q.lower()))
 }
 
 // windowReply is what the reply cache keeps of m, a finished UDP reply

@@ -15,27 +15,36 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 
-// admit makes the query of req, asked from src: checked once
-// (dnsmsg.Check), its name lowercased once, its client placed once, its
-// reply cache key made. The topology option is taken off req here: it is
-// never forwarded.
-func (h *Handler) admit(src net.Addr, req *dns.Msg) query {
-	_, tcp := src.(*net.TCPAddr)
-	q := query{h: h, req: req, tcp: tcp, client: client{ip: dnsmsg.ClientAddr(src)}, z: h.zone()}
+// admit fills q, a zero query, with the query of req asked from src:
+// checked once (dnsmsg.Check), its client placed once, its reply cache key
+// made. Its name is lowercased here when the client's answer depends on it
+// (a name with variants, autopath by source), else by the answer stage: a
+// reply cache hit needs none. The topology option is taken off req here:
+// it is never forwarded.
+func (h *Handler) admit(q *query, src net.Addr, req *dns.Msg) {
+	_, q.tcp = src.(*net.TCPAddr)
+	q.h, q.req, q.client.ip, q.z = h, req, dnsmsg.ClientAddr(src), h.zone()
 	q.opt, q.rcode = dnsmsg.Check(req)
 	if q.rcode != dns.RcodeSuccess {
-		return q
+		return
 	}
-	q.lname = lowerFQDN(req.Question[0].Name)
 	q.place()
 	if h.ap != nil && h.ap.sourceIP {
-		q.client.ns, q.bySource = h.ap.firstStep(q.z, q.client.ip, q.lname)
+		q.client.ns, q.bySource = h.ap.firstStep(q.z, q.client.ip, q.lower())
 	}
 	if !req.Response && !q.bySource {
 		// Answers that depend on the source are never cached.
 		q.key, q.cacheable = q.cacheKey(), true
 	}
-	return q
+}
+
+// lower is the question's name in lowercase with its dot, made on first
+// use: once per query. On the wire path admitWire or answerWire makes it.
+func (q *query) lower() string {
+	if q.lname == "" {
+		q.lname = lowerFQDN(q.req.Question[0].Name)
+	}
+	return q.lname
 }
 
 // place places the client of q once: its topology option (removed from
@@ -46,7 +55,7 @@ func (q *query) place() {
 	var snap *store.Snapshot // set when the answer may have variants
 	var named, expands bool
 	if z := q.z; z != nil && z.snap.Counts.Variants > 0 {
-		named = z.snap.HasVariants(q.lname)
+		named = z.snap.HasVariants(q.lower())
 		expands = h.ap != nil && (h.ap.sourceIP || inZone(q.lname, autopath.Suffix))
 		if named || expands {
 			snap = z.snap
@@ -100,31 +109,38 @@ func variantKey(k replycache.Key, v store.Variant) replycache.Key {
 	return k
 }
 
-// admitWire makes the query of a UDP query read from its wire form, the
-// same query admit makes of it unpacked, or false when ServeDNS must take
-// it: a query dnsmsg.ParseQuery leaves to miekg/dns, any query while
-// autopath answers by source, a name whose answer depends on the client.
-// The name as asked (the reply cache's key) and the lowercase name are
-// written in dst, which the reply overwrites only once they are used: on
-// the stack they would escape to the heap through the cache's map.
-func (h *Handler) admitWire(dst, msg []byte) (query, bool) {
+// admitWire fills q, a zero query, with the query of a UDP query read from
+// its wire form msg: the query admit makes of it unpacked. It is false when ServeDNS
+// must take it: a query dnsmsg.ParseQuery leaves to miekg/dns, any query
+// while autopath answers by source, a name whose answer depends on the
+// client. The name as asked (the reply cache's key), then the lowercase
+// name (lowerWire), are written in dst, which the reply overwrites only
+// once they are used: on the stack they would escape to the heap through
+// the cache's map.
+func (h *Handler) admitWire(q *query, dst, msg []byte) bool {
 	if h.ap != nil && h.ap.sourceIP {
-		return query{}, false
+		return false
 	}
-	wq, ok := dnsmsg.ParseQuery(msg)
-	if !ok {
-		return query{}, false
+	q.h, q.rcode, q.z = h, dns.RcodeSuccess, h.zone()
+	if !q.wire.Parse(msg) {
+		return false
 	}
-	name := dnsmsg.AppendName(dst[:0], wq.Name, false)
-	lname := dnsmsg.AppendName(name[len(name):], wq.Name, true)
-	q := query{h: h, wire: wq, rcode: dns.RcodeSuccess, z: h.zone(), lname: borrowString(lname)}
-	if q.z != nil && q.z.snap.HasVariants(q.lname) {
-		return query{}, false // the answer depends on the client's source
-	}
-	q.key = replycache.Key{Name: borrowString(name), Qtype: wq.Qtype, Qclass: wq.Qclass,
-		EDNS: wq.EDNS, DO: wq.DO, Limit: uint16(wq.ReplySize())}
+	q.asWire = dnsmsg.AppendName(dst[:0], q.wire.Name, false)
+	q.key = replycache.Key{Name: borrowString(q.asWire), Qtype: q.wire.Qtype, Qclass: q.wire.Qclass,
+		EDNS: q.wire.EDNS, DO: q.wire.DO, Limit: uint16(q.wire.ReplySize())}
 	q.cacheable = true
-	return q, true
+	// The answer depends on the client's source: ServeDNS's.
+	return q.z == nil || q.z.snap.Counts.Variants == 0 || !q.z.snap.HasVariants(q.lowerWire())
+}
+
+// lowerWire is lower on the wire path: the name written after the name as
+// asked, in the same buffer.
+func (q *query) lowerWire() string {
+	if q.lname == "" {
+		n := len(q.asWire)
+		q.lname = borrowString(dnsmsg.AppendName(q.asWire[n:n], q.wire.Name, true))
+	}
+	return q.lname
 }
 
 // borrowString is b as a string without a copy, for a lookup or a parse

@@ -117,7 +117,7 @@ func (q *query) answerBySource(buf []byte) ([]byte, bool) {
 	h, z := q.h, q.z
 	r := h.ap.bySource(context.Background(), h, q.asked(), q.client, z.ttl)
 	if r.Rcode == dns.RcodeNameError {
-		r.Ns = z.negative(q.lname)
+		r.Ns = z.negative(q.lower())
 	}
 	m := new(dns.Msg)
 	m.SetReply(q.req)

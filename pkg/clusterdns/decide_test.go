@@ -72,18 +72,19 @@ func TestDecideAgrees(t *testing.T) {
 				opts = append(opts[:len(opts):len(opts)], rw)
 			}
 			h, _, _, _ := forwardingHandler(t, opts...)
-			query := mustPack(t, tc.req)
+			packed := mustPack(t, tc.req)
 
 			// One query: admit on the message as ServeDNS has it, admitWire
 			// on the bytes as AnswerWire has them, make the same lowercase
 			// name and cache key; decide on each makes one decision.
 			q := tc.req.Question[0]
-			mq := h.admit(udpFrom, tc.req.Copy())
-			wq, ok := h.admitWire(make([]byte, 0, 512), query)
-			if !ok {
+			var mq, wq query
+			h.admit(&mq, udpFrom, tc.req.Copy())
+			dst := make([]byte, 0, 512)
+			if !h.admitWire(&wq, dst, packed) {
 				t.Fatal("admitWire refused the query")
 			}
-			if mq.lname != wq.lname || mq.key != wq.key || !mq.cacheable || !wq.cacheable {
+			if mq.lower() != wq.lowerWire() || mq.key != wq.key || !mq.cacheable || !wq.cacheable {
 				t.Fatalf("admitted apart: message %q %+v, wire %q %+v", mq.lname, mq.key, wq.lname, wq.key)
 			}
 			text := decide(h, mq.z, q.Qtype, q.Qclass, mq.lname)
@@ -118,7 +119,7 @@ func TestDecideAgrees(t *testing.T) {
 						w.msg.Rcode, len(w.msg.Answer), w.msg.Authoritative, tc.rcode, tc.answer, tc.aa, w.msg)
 				}
 			}
-			b, ok := h.AnswerWire(make([]byte, 0, 512), query)
+			b, ok := h.AnswerWire(make([]byte, 0, 512), packed)
 			if ok != tc.wire {
 				t.Fatalf("answered from the wire: %v, want %v", ok, tc.wire)
 			}
@@ -180,8 +181,9 @@ func TestDecideAgreesAdmit(t *testing.T) {
 				opts = append(opts, WithAutopathBySource())
 			}
 			h := NewHandler("cluster.local", snapRecords{snap}, opts...)
-			query := mustPack(t, tc.req)
-			q := h.admit(tc.src, tc.req.Copy())
+			packed := mustPack(t, tc.req)
+			var q query
+			h.admit(&q, tc.src, tc.req.Copy())
 			if q.client.variant != tc.variant || q.bySource != tc.answered || q.cacheable != tc.cacheable {
 				t.Fatalf("admit: variant %q, by source %v, cacheable %v; want %q, %v, %v",
 					q.client.variant, q.bySource, q.cacheable, tc.variant, tc.answered, tc.cacheable)
@@ -189,11 +191,12 @@ func TestDecideAgreesAdmit(t *testing.T) {
 			if tc.cacheable && q.key.Name != tc.req.Question[0].Name+string(tc.variant) {
 				t.Errorf("key %q, want the name as asked and the variant", q.key.Name)
 			}
-			if _, ok := h.admitWire(make([]byte, 0, 512), query); ok != tc.wire {
+			var wq query
+			if ok := h.admitWire(&wq, make([]byte, 0, 512), packed); ok != tc.wire {
 				t.Errorf("admitWire took it: %v, want %v", ok, tc.wire)
 			}
 			if tc.answered {
-				if ns, ok := h.ap.firstStep(q.z, q.client.ip, q.lname); !ok || ns != "ns" {
+				if ns, ok := h.ap.firstStep(q.z, q.client.ip, q.lower()); !ok || ns != "ns" {
 					t.Errorf("firstStep: %q, %v", ns, ok)
 				}
 			}

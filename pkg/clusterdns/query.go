@@ -13,7 +13,8 @@ import (
 )
 
 // query is one query as every stage reads it. admit makes it from the
-// message, admitWire from its bytes; then the stages take it in turn:
+// message, admitWire from its bytes; then the stages, its methods, take it
+// in turn (ServeDNS and AnswerWire are the two pipelines):
 //
 //	admit      admit.go    the checked query, its lowercase name, its client, its cache key
 //	fromCache  cached.go   the reply cache
@@ -28,10 +29,11 @@ type query struct {
 	// Written by admit.
 	req    *dns.Msg         // the message path's query; nil on the wire path
 	wire   dnsmsg.WireQuery // the wire path's query, when req is nil
+	asWire []byte           // the wire path's name as asked, in the caller's buffer (key.Name borrows it)
 	opt    *dns.OPT         // req's OPT, nil without EDNS0
 	rcode  int              // dnsmsg.Check's: a query it refuses is answered with it
 	tcp    bool             // asked over TCP
-	lname  string           // the question's name in lowercase with its dot, made once
+	lname  string           // the question's name in lowercase with its dot, made once (lower)
 	client client
 	z      *zone // the zone view the query is answered from; nil before the first sync
 	// key is the reply cache's key, when cacheable.
@@ -75,7 +77,7 @@ type question struct {
 // upstream for it (an ExternalName's target, an autopath candidate) goes
 // over UDP, whatever the client's transport.
 func (q *query) asked() question {
-	return question{Question: q.req.Question[0], lname: q.lname, variant: q.client.variant,
+	return question{Question: q.req.Question[0], lname: q.lower(), variant: q.client.variant,
 		from: dnsmsg.Origin{Client: q.client.ip}}
 }
 

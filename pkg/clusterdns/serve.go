@@ -13,7 +13,8 @@ import (
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	q := h.admit(w.RemoteAddr(), req)
+	var q query
+	h.admit(&q, w.RemoteAddr(), req)
 	b, hit := q.fromCache((*bp)[:0])
 	if !hit {
 		if b = q.answer((*bp)[:cap(*bp)]); b == nil {

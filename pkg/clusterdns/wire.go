@@ -19,8 +19,8 @@ import (
 // to miekg/dns, a name rewrites may rename, and every query while autopath
 // answers by source) is left to ServeDNS.
 func (h *Handler) AnswerWire(dst, msg []byte) ([]byte, bool) {
-	q, ok := h.admitWire(dst, msg)
-	if !ok {
+	var q query
+	if !h.admitWire(&q, dst, msg) {
 		return dst, false
 	}
 	if b, ok := q.fromCache(dst); ok {
@@ -33,7 +33,7 @@ func (h *Handler) AnswerWire(dst, msg []byte) ([]byte, bool) {
 // write without a dns.Msg, else false.
 func (q *query) answerWire(dst []byte) ([]byte, bool) {
 	h := q.h
-	q.d = decide(h, q.z, q.wire.Qtype, q.wire.Qclass, q.lname)
+	q.d = decide(h, q.z, q.wire.Qtype, q.wire.Qclass, q.lowerWire())
 	if q.d.rewrite {
 		return dst, false
 	}

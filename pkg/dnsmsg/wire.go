@@ -42,23 +42,32 @@ func (q *WireQuery) Shape() uint32 { return shape(q.EDNS, q.UDPSize) }
 // the same question, header bits and OPT.
 func ParseQuery(b []byte) (WireQuery, bool) {
 	var q WireQuery
+	ok := q.Parse(b)
+	return q, ok
+}
+
+// Parse is ParseQuery into q, which it sets whole: a caller keeping the
+// query in a larger value reads it in place. q is not to be used when it
+// is false.
+func (q *WireQuery) Parse(b []byte) bool {
+	*q = WireQuery{}
 	if len(b) < 12 {
-		return q, false
+		return false
 	}
 	flags := binary.BigEndian.Uint16(b[2:])
 	if flags&0x8000 != 0 || (flags>>11)&0xf != dns.OpcodeQuery {
-		return q, false
+		return false
 	}
 	qd, an, ns, ar := binary.BigEndian.Uint16(b[4:]), binary.BigEndian.Uint16(b[6:]), binary.BigEndian.Uint16(b[8:]), binary.BigEndian.Uint16(b[10:])
 	if qd != 1 || an != 0 || ns != 0 || ar > 1 {
-		return q, false
+		return false
 	}
 	q.ID = binary.BigEndian.Uint16(b)
 	q.RD = flags&0x0100 != 0
 	q.CD = flags&0x0010 != 0
 	end, ok := PlainName(b, 12)
 	if !ok || end+4 > len(b) {
-		return q, false
+		return false
 	}
 	q.Name = b[12:end]
 	q.Qtype = binary.BigEndian.Uint16(b[end:])
@@ -68,7 +77,7 @@ func ParseQuery(b []byte) (WireQuery, bool) {
 		// The OPT: root owner, type, payload size, extended rcode,
 		// version, flags, data length, options.
 		if off+11 > len(b) || b[off] != 0 || binary.BigEndian.Uint16(b[off+1:]) != dns.TypeOPT || b[off+6] != 0 {
-			return q, false
+			return false
 		}
 		q.EDNS = true
 		q.UDPSize = binary.BigEndian.Uint16(b[off+3:])
@@ -76,24 +85,24 @@ func ParseQuery(b []byte) (WireQuery, bool) {
 		rdlen := int(binary.BigEndian.Uint16(b[off+9:]))
 		off += 11
 		if off+rdlen > len(b) {
-			return q, false
+			return false
 		}
 		for o, data := 0, b[off:off+rdlen]; o < len(data); {
 			if o+4 > len(data) {
-				return q, false
+				return false
 			}
 			code, n := binary.BigEndian.Uint16(data[o:]), int(binary.BigEndian.Uint16(data[o+2:]))
 			if (code != dns.EDNS0COOKIE && code != dns.EDNS0PADDING) || o+4+n > len(data) {
-				return q, false
+				return false
 			}
 			o += 4 + n
 		}
 		off += rdlen
 	}
 	if off != len(b) {
-		return q, false
+		return false
 	}
-	return q, true
+	return true
 }
 
 // PlainName returns the end of the name at off in b when it is a name
