@@ -425,6 +425,10 @@ type ServerConfiguration struct {
 	// Rewrites rename a question before it is answered and the answer's
 	// names back, as CoreDNS's "rewrite name". Rules run in order.
 	Rewrites []Rewrite `json:"rewrites,omitempty"`
+	// Templates answer names of their zones from Go templates or with an
+	// rcode, before the cluster zone, hosts and forwarders, as CoreDNS's
+	// template plugin. Tried in order.
+	Templates []Template `json:"templates,omitempty"`
 
 	// Lameduck is how long the server keeps answering after SIGTERM with
 	// /readyz failing, 0s-1m (default 5s).
@@ -454,10 +458,15 @@ type ForwardRoute struct {
 	// Except are names under Zone (and their subdomains) this route does
 	// not take.
 	Except []string `json:"except,omitempty"`
-	// Upstreams are "ip", "ip:port" or "[ipv6]:port" (port 53 by default),
-	// or a single absolute path of a resolv.conf file whose nameservers are
-	// used (watched; the last good file is kept).
+	// Upstreams are "ip", "ip:port" or "[ipv6]:port" (port 53 by default);
+	// "tls://" before one of these asks it over TLS (RFC 7858; port 853 by
+	// default; see tls). One of them may be the absolute path of a
+	// resolv.conf file, whose nameservers take its place in the list
+	// (watched; the last good file is kept).
 	Upstreams []string `json:"upstreams"`
+	// TLS is how the tls:// upstreams are verified, and the client
+	// certificate shown to them.
+	TLS *ForwardTLS `json:"tls,omitempty"`
 	// Policy is random (default), round_robin or sequential.
 	Policy string `json:"policy,omitempty"`
 	// MaxFails is how many consecutive failures take an upstream out of
@@ -478,6 +487,21 @@ type ForwardRoute struct {
 	// Cache is the route's own cache policy (RouteCache); unset, its
 	// answers follow cache:.
 	Cache *RouteCache `json:"cache,omitempty"`
+}
+
+// ForwardTLS is the TLS of a route's tls:// upstreams (CoreDNS's tls and
+// tls_servername). The files are read when the route starts.
+type ForwardTLS struct {
+	// ServerName is the name sent (SNI) and verified in the upstreams'
+	// certificates; unset, each upstream's IP address is verified.
+	ServerName string `json:"serverName,omitempty"`
+	// CAFile is a PEM file of the roots the certificates are verified
+	// against; unset, the system's roots.
+	CAFile string `json:"caFile,omitempty"`
+	// CertFile and KeyFile are a PEM client certificate and its key, both
+	// or neither; unset, no client certificate.
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
 }
 
 // ServerCache bounds the cache of forwarded answers, and the size of the
@@ -705,6 +729,9 @@ func (c *ServerConfiguration) SetDefaults() {
 	for i := range c.Rewrites {
 		c.Rewrites[i].setDefaults()
 	}
+	for i := range c.Templates {
+		c.Templates[i].setDefaults()
+	}
 	setString(&c.Lameduck, DefaultLameduck)
 	setInt(&c.Limits.UDPInFlight, DefaultUDPInFlight)
 	setInt(&c.Limits.TCPConnections, DefaultTCPConnections)
@@ -787,6 +814,7 @@ func (c *ServerConfiguration) Validate() error {
 	c.Cache.validate(&e, "cache.")
 	c.validateStatic(&e)
 	c.validateRewrites(&e)
+	c.validateTemplates(&e)
 	c.validateLimits(&e)
 	c.NodeLocal.validate(&e, c.Mode)
 	c.validateNodeLocalAnswers(&e)
@@ -956,26 +984,7 @@ func (r *ForwardRoute) validate(e *fieldErrors, prefix string) {
 	if len(r.Upstreams) == 0 {
 		e.add(prefix+"upstreams", "required: at least one address, or the path of a resolv.conf")
 	}
-	seen := map[netip.AddrPort]int{}
-	for j, u := range r.Upstreams {
-		path := fmt.Sprintf("%supstreams[%d]", prefix, j)
-		if strings.HasPrefix(u, "/") {
-			if len(r.Upstreams) > 1 {
-				e.add(path, "%q: a resolv.conf path must be the only upstream", u)
-			}
-			continue
-		}
-		ap, err := parseUpstream(u)
-		if err != nil {
-			e.add(path, "%q: %v", u, err)
-			continue
-		}
-		if k, dup := seen[ap]; dup {
-			e.add(path, "%q: the same upstream as upstreams[%d]", u, k)
-			continue
-		}
-		seen[ap] = j
-	}
+	r.validateUpstreams(e, prefix)
 	if !oneOf(r.Policy, PolicyRandom, PolicyRoundRobin, PolicySequential) {
 		e.add(prefix+"policy", "%q: must be %q, %q or %q", r.Policy, PolicyRandom, PolicyRoundRobin, PolicySequential)
 	}
@@ -988,6 +997,73 @@ func (r *ForwardRoute) validate(e *fieldErrors, prefix string) {
 	if r.ForceTCP && r.PreferUDP {
 		e.add(prefix+"forceTCP", "excludes preferUDP")
 	}
+}
+
+// validateUpstreams checks the upstreams (addresses, tls:// addresses, at
+// most one resolv.conf path) and the TLS settings.
+func (r *ForwardRoute) validateUpstreams(e *fieldErrors, prefix string) {
+	seen := map[netip.AddrPort]int{} // over TLS or not: one upstream per address
+	file, tlsUps := -1, 0
+	for j, u := range r.Upstreams {
+		path := fmt.Sprintf("%supstreams[%d]", prefix, j)
+		if strings.HasPrefix(u, "/") {
+			if file >= 0 {
+				e.add(path, "%q: a second resolv.conf path (upstreams[%d] is one): one file per route", u, file)
+			}
+			file = j
+			continue
+		}
+		ap, isTLS, err := parseForwardUpstream(u)
+		if err != nil {
+			e.add(path, "%q: %v", u, err)
+			continue
+		}
+		if isTLS {
+			tlsUps++
+		}
+		if k, dup := seen[ap]; dup {
+			e.add(path, "%q: the same upstream as upstreams[%d]", u, k)
+			continue
+		}
+		seen[ap] = j
+	}
+	t := r.TLS
+	if t == nil {
+		return
+	}
+	if tlsUps == 0 {
+		e.add(prefix+"tls", "set, but no upstream is tls://")
+	}
+	if t.ServerName != "" {
+		if _, err := normalizeName(t.ServerName); err != nil || strings.HasSuffix(t.ServerName, ".") {
+			e.add(prefix+"tls.serverName", "%q: not a host name", t.ServerName)
+		}
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		if t.CertFile == "" {
+			e.add(prefix+"tls.certFile", "required with keyFile")
+		} else {
+			e.add(prefix+"tls.keyFile", "required with certFile")
+		}
+	}
+}
+
+// TLSPrefix marks an upstream asked over TLS; DefaultTLSPort is its port
+// when it names none (RFC 7858).
+const (
+	TLSPrefix      = "tls://"
+	DefaultTLSPort = 853
+)
+
+// parseForwardUpstream reads a route's upstream: parseUpstream's forms,
+// alone or after TLSPrefix (port 853 by default; tls).
+func parseForwardUpstream(s string) (ap netip.AddrPort, tls bool, err error) {
+	rest, tls := strings.CutPrefix(s, TLSPrefix)
+	if a, err := netip.ParseAddr(strings.Trim(rest, "[]")); err == nil && tls {
+		return netip.AddrPortFrom(a.Unmap(), DefaultTLSPort), true, nil
+	}
+	ap, err = parseUpstream(rest)
+	return ap, tls, err
 }
 
 func (c *ServerCache) validate(e *fieldErrors, prefix string) {
@@ -1243,17 +1319,19 @@ func (r *ForwardRoute) ExceptNames() []string {
 	return ns
 }
 
-// ResolvConf is the path of the resolv.conf whose nameservers are the
-// route's upstreams, or "" when the upstreams are addresses.
+// ResolvConf is the path of the resolv.conf whose nameservers are among
+// the route's upstreams, or "" when the upstreams are all addresses.
 func (r *ForwardRoute) ResolvConf() string {
-	if len(r.Upstreams) == 1 && strings.HasPrefix(r.Upstreams[0], "/") {
-		return r.Upstreams[0]
+	for _, u := range r.Upstreams {
+		if strings.HasPrefix(u, "/") {
+			return u
+		}
 	}
 	return ""
 }
 
-// UpstreamAddrs are the upstream addresses with port 53 where none is given
-// (nil when the upstreams come from a resolv.conf).
+// UpstreamAddrs are the plain (not tls://) upstream addresses with port 53
+// where none is given; a resolv.conf path adds none.
 func (r *ForwardRoute) UpstreamAddrs() []netip.AddrPort {
 	return parseUpstreams(r.Upstreams)
 }

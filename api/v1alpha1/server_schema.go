@@ -145,7 +145,7 @@ var ServerFieldRules = func() map[string]FieldRule {
 		"forward[].zone":        nameRule,
 		"forward[].except[]":    nameRule,
 		"forward[].upstreams":   {MinItems: 1},
-		"forward[].upstreams[]": pattern(anyPath+"|"+upstreamRE, upstreamSay+", nor a resolv.conf path"),
+		"forward[].upstreams[]": pattern(anyPath+"|"+upstreamRE+"|"+TLSPrefix+"("+upstreamRE+`|\[`+ipRE+`\])`, upstreamSay+", nor one after tls://, nor a resolv.conf path"),
 		"forward[].policy":      oneOfOrDefault(PolicyRandom, PolicyRoundRobin, PolicySequential),
 		"forward[].maxFails":    atLeast(0),
 		"forward[].healthCheck": durations(time.Millisecond, time.Minute),

@@ -83,7 +83,7 @@ var stringSamples = []string{
 	longName(253), longName(253) + ".", longName(254), longName(254) + ".",
 	"kube-system", "Kube-System", "a/b", "kube-system/dnsconfigurer-dns-upstream", "ns/", "/name", "a/b/c",
 	"node-1", "node-1.example", "-node", "eth0", "nodelocaldns", "a:b", "sixteen-chars-xx", "fifteen-chars-x",
-	"5s", "32Mi", "0", "abc", "é",
+	"5s", "32Mi", "0", "abc", "é", "tls://10.0.0.53", "tls://[fd00::53]:853", "tls://fd00::53", "tls://10.0.0.53:0", "tls://dns.example",
 }
 
 // longName is a dotted name of n characters.

@@ -253,8 +253,7 @@ func TestServerValidate(t *testing.T) {
 			[]string{`forward[1].upstreams[1]: "fd00::53]:53": not an address such as "10.0.0.53", "10.0.0.53:53" or "[fd00::53]:53"`}},
 		{"upstream twice", func(c *ServerConfiguration) { c.Forward[1].Upstreams = []string{"10.0.0.53", "10.0.0.53:53"} },
 			[]string{`forward[1].upstreams[1]: "10.0.0.53:53": the same upstream as upstreams[0]`}},
-		{"resolv.conf with addresses", func(c *ServerConfiguration) { c.Forward[0].Upstreams = []string{"10.0.0.53", "/etc/resolv.conf"} },
-			[]string{`forward[0].upstreams[1]: "/etc/resolv.conf": a resolv.conf path must be the only upstream`}},
+		{"resolv.conf with addresses", func(c *ServerConfiguration) { c.Forward[0].Upstreams = []string{"10.0.0.53", "/etc/resolv.conf"} }, nil},
 		{"relative resolv.conf", func(c *ServerConfiguration) { c.Forward[0].Upstreams = []string{"resolv.conf"} },
 			[]string{`forward[0].upstreams[0]: "resolv.conf": not an address such as "10.0.0.53", "10.0.0.53:53" or "[fd00::53]:53"`}},
 		{"route cache", func(c *ServerConfiguration) {

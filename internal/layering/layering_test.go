@@ -30,6 +30,10 @@ var core = []struct {
 	{"pkg/store", []string{"api/v1alpha1", "pkg/store/internal/pack", "internal/unsafeptr"}, []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}},
 	// The store's packed layout, over internal/unsafeptr's views.
 	{"pkg/store/internal/pack", []string{"internal/unsafeptr"}, nil},
+	// Template answers (CoreDNS's template plugin): compiled once from
+	// api/v1alpha1, records built with miekg/dns and text/template.
+	{"pkg/template", []string{"api/v1alpha1"}, []string{"github.com/miekg/dns", "golang.org/x/net/bpf", "golang.org/x/net/internal/iana",
+		"golang.org/x/net/internal/socket", "golang.org/x/net/ipv4", "golang.org/x/net/ipv6", "golang.org/x/sys/unix"}},
 	// The reply cache and its packed replies' rotation: bytes keyed by
 	// question and byte offsets, no DNS library.
 	{"pkg/clusterdns/replycache", nil, nil},

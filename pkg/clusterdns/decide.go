@@ -4,6 +4,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/template"
 )
 
 // route is how a question is answered.
@@ -17,15 +18,17 @@ const (
 	routeStatic                   // from the Static records
 	routeAutopath                 // a name under the autopath suffix: the search list is tried here
 	routeForward                  // upstream (ANY too, as CoreDNS's forward)
+	routeTemplate                 // from a template (WithTemplates)
 )
 
 // decision is how one question is answered. decide makes it; every path
 // (ServeDNS, Resolve and the wire paths) asks decide.
 type decision struct {
 	route route
-	z     *zone        // the current zone view; nil before the first sync
-	rrs   []dns.RR     // routeStatic: the static records of the asked type
-	ra    *reverseAuth // routeReverseAuth: the reverse zone
+	z     *zone           // the current zone view; nil before the first sync
+	rrs   []dns.RR        // routeStatic: the static records of the asked type
+	ra    *reverseAuth    // routeReverseAuth: the reverse zone
+	tm    *template.Match // routeTemplate: the template and its groups
 	// rewrite: rewrites are configured, so the name may be renamed
 	// before it is answered. Only ServeDNS renames; the wire paths leave
 	// such a query to it.
@@ -52,6 +55,17 @@ func decide(h *Handler, z *zone, qtype, qclass uint16, lname string) decision {
 		return decision{route: routeAutopath}
 	}
 	d := decision{rewrite: h.rw != nil}
+	if h.tpl != nil {
+		// Before the zone, hosts and forward, as CoreDNS's plugin order.
+		switch tm, o := h.tpl.match(lname, qtype, qclass); o {
+		case template.Answered:
+			d.route, d.tm = routeTemplate, &tm
+			return d
+		case template.Servfail:
+			d.route = routeServfail
+			return d
+		}
+	}
 	if inZone(lname, h.zoneName) {
 		if delegated(h, lname) {
 			return h.forwarded(d)

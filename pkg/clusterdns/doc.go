@@ -36,6 +36,10 @@
 //
 // Answers:
 //
+//   - WithTemplates answers the names of CoreDNS template blocks (package
+//     template: zones, class, type, regexes, records built from Go
+//     templates, rcode, fallthrough) after a rewrite and before the zone,
+//     hosts and forwarding, in CoreDNS's plugin order.
 //   - WithRewrites renames the question before everything below, as
 //     CoreDNS's "rewrite name" does (exact, prefix, suffix, substring,
 //     regex). The rules run in order, and the first match is the last

@@ -82,7 +82,8 @@ type Handler struct {
 	// wireMisses answers the zone's NXDOMAINs and one-address replies
 	// from the wire (missWire).
 	wireMisses bool
-	rw         *rewriter // nil: no rewrites
+	rw         *rewriter  // nil: no rewrites
+	tpl        *templates // nil: no templates
 	// wire caches packed replies across snapshots.
 	wire       replyCache
 	replyBytes int64 // the bound of the default reply cache (WithReplyCache)

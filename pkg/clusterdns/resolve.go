@@ -31,6 +31,8 @@ func (h *Handler) resolve(ctx context.Context, a question, d decision) Result {
 		return d.z.reverseAnswer(d.ra, a.Qtype, a.Name, a.lname)
 	case routeStatic:
 		return staticAnswer(a.Qtype, a.Name, a.lname, d.rrs)
+	case routeTemplate:
+		return h.templateAnswer(ctx, a, d, true)
 	}
 	return h.forwardQuestion(ctx, a)
 }

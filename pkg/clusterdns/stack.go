@@ -2,10 +2,12 @@ package clusterdns
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hosts"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nsmetrics"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/template"
 )
 
 // answerStack is what a reload of the config file replaces: the handler
@@ -169,6 +172,17 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 		}
 		opts = append(opts, WithStatic(static))
 	}
+	if len(cfg.Templates) > 0 {
+		ts, err := template.Compile(cfg.Templates)
+		if err != nil {
+			return nil, v1alpha1.ConfigErrorf("%v", err)
+		}
+		var maxTTL func(string) (time.Duration, bool)
+		if s.fwd != nil {
+			maxTTL = s.fwd.cache.MaxTTL
+		}
+		opts = append(opts, WithTemplates(ts, maxTTL))
+	}
 	s.handler = NewHandler(cfg.ClusterDomain, st, opts...)
 	return s, nil
 }
@@ -186,7 +200,13 @@ func (f *forwarding) build(ctx context.Context, cfg *v1alpha1.ServerConfiguratio
 		if maxFails == 0 { // the file's "never out of rotation"
 			maxFails = forward.NoHealthCheck
 		}
-		fwd, err := forward.Start(ctx, forward.Config{Upstreams: source, Self: cfg.Listen,
+		var tc *tls.Config
+		if t := r.TLS; t != nil {
+			if tc, err = forward.LoadTLS(forward.TLSFiles{ServerName: t.ServerName, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}); err != nil {
+				return v1alpha1.ConfigErrorf("forward[%d].tls.%v", i, err)
+			}
+		}
+		fwd, err := forward.Start(ctx, forward.Config{Upstreams: source, Self: cfg.Listen, TLS: tc,
 			Timeout: r.Timeout.Duration(), Policy: r.Policy, MaxFails: maxFails,
 			HealthCheck: r.HealthCheck.Duration(), Expire: r.Expire.Duration(),
 			ForceTCP: r.ForceTCP, PreferUDP: r.PreferUDP, MaxConcurrent: cfg.MaxConcurrent, FailFastAllUnhealthy: cfg.FailFastAllUnhealthy,
@@ -229,7 +249,7 @@ func unusableUpstreams(raw, listen []string) []string {
 	}
 	var out []string
 	for _, s := range raw {
-		up, err := forward.ParseAddrPort(s)
+		up, _, err := forward.ParseUpstream(s)
 		if err != nil {
 			out = append(out, fmt.Sprintf("%s: not an address: %v", s, err))
 			continue
@@ -243,18 +263,15 @@ func unusableUpstreams(raw, listen []string) []string {
 	return out
 }
 
-// upstreams is a route's upstream source: its addresses, or the
-// nameservers of its watched resolv.conf (the last good file is kept while
-// it is broken; loopback nameservers stay: the Forwarder drops only the
-// server's own addresses).
+// upstreams is a route's upstream source: its addresses (plain or
+// tls://), with the nameservers of its watched resolv.conf in the place of
+// its path, as CoreDNS lists them (the last good file is kept while it is
+// broken; loopback nameservers stay: the Forwarder drops only the server's
+// own addresses).
 func (f *forwarding) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log *slog.Logger) (forward.UpstreamSource, error) {
 	path := r.ResolvConf()
 	if path == "" {
-		var addrs []string
-		for _, a := range r.UpstreamAddrs() {
-			addrs = append(addrs, a.String())
-		}
-		return forward.StaticUpstreams(addrs), nil
+		return forward.StaticUpstreams(slices.Clone(r.Upstreams)), nil
 	}
 	w, ok := f.watched[path]
 	if !ok {
@@ -272,7 +289,32 @@ func (f *forwarding) upstreams(ctx context.Context, r v1alpha1.ForwardRoute, log
 	if snap := w.Current(); snap.Err != nil {
 		return nil, fmt.Errorf("%q: %w", path, snap.Err)
 	}
-	return forward.UpstreamFunc(func() []string { return w.Current().Raw.Nameservers }), nil
+	if len(r.Upstreams) == 1 {
+		return forward.UpstreamFunc(func() []string { return w.Current().Raw.Nameservers }), nil
+	}
+	at := slices.Index(r.Upstreams, path)
+	return &mixedUpstreams{w: w, before: r.Upstreams[:at], after: r.Upstreams[at+1:]}, nil
+}
+
+// mixedUpstreams are a route's addresses around the nameservers of its
+// resolv.conf; the list is built again only when the file changed.
+type mixedUpstreams struct {
+	w             *hostresolv.Watcher
+	before, after []string
+	cur           atomic.Pointer[mixedList]
+}
+
+type mixedList struct{ ns, all []string }
+
+// Upstreams implements forward.UpstreamSource.
+func (m *mixedUpstreams) Upstreams() []string {
+	ns := m.w.Current().Raw.Nameservers
+	if l := m.cur.Load(); l != nil && slices.Equal(l.ns, ns) {
+		return l.all
+	}
+	l := &mixedList{ns: ns, all: slices.Concat(m.before, ns, m.after)}
+	m.cur.Store(l)
+	return l.all
 }
 
 // static is the hosts file (watched) and the overrides.

@@ -43,6 +43,9 @@ type converter struct {
 	blockRoutes map[string]bool
 	// pillars: node-cache's __PILLAR__ placeholders stand for addresses.
 	pillars bool
+	// entryAt is where each list entry of the configuration came from
+	// ("forward[0]", "rewrites[1]"), for the errors of its fields.
+	entryAt map[string]string
 }
 
 // scope is the server block a directive is in.
@@ -54,6 +57,12 @@ type scope struct {
 
 // Convert maps the server blocks of a Corefile onto a ServerConfiguration.
 func Convert(blocks []Block) Result {
+	r, _ := convert(blocks)
+	return r
+}
+
+// convert is Convert, with the converter for where its fields came from.
+func convert(blocks []Block) (Result, *converter) {
 	c := newConverter()
 	c.cfg.APIVersion = v1alpha1.GroupVersion
 	c.cfg.Kind = v1alpha1.ServerKind
@@ -73,7 +82,10 @@ func Convert(blocks []Block) Result {
 		c.block(b, i == mainIdx)
 	}
 	c.finish()
-	return Result{Config: c.cfg, Findings: c.out, refused: errors.Join(c.refused...)}
+	for i, r := range c.cfg.Forward {
+		c.entryAt[fmt.Sprintf("forward[%d]", i)] = c.routeWhere[r.Zone]
+	}
+	return Result{Config: c.cfg, Findings: c.out, refused: errors.Join(c.refused...)}, c
 }
 
 // refuse records a directive CoreDNS refuses, with the reason its setup
@@ -83,7 +95,7 @@ func (c *converter) refuse(where, plugin, format string, args ...any) {
 }
 
 func newConverter() *converter {
-	return &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53",
+	return &converter{routes: map[string]int{}, routeWhere: map[string]string{}, port: "53", entryAt: map[string]string{},
 		zoneCaches: map[string]zoneCache{}, blockRoutes: map[string]bool{}}
 }
 
@@ -126,6 +138,11 @@ func (c *converter) block(b Block, main bool) {
 			c.add(b.Where, "server", Dropped, "%s: %v", k, err)
 			return
 		}
+		if atoi(p) < 0 || p == "" {
+			// CoreDNS reads a port that is no number as part of the zone.
+			c.refuse(b.Where, "server", "zone is not a valid domain name: %s", k)
+			return
+		}
 		s.zones, s.port = append(s.zones, z), p
 	}
 	switch {
@@ -145,11 +162,14 @@ func (c *converter) block(b Block, main bool) {
 			continue
 		}
 		seen[d.Name] = true
+		if !c.refuseBare(d) {
+			continue
+		}
 		if h, ok := handlers[d.Name]; ok {
 			h(c, s, d)
 			continue
 		}
-		c.add(d.Where, d.Name, Dropped, "no such feature in dnsconfigurer serve; workaround: keep a CoreDNS for these names and forward them to it")
+		c.add(d.Where, d.Name, Dropped, "%s", droppedReason(d.Name))
 	}
 }
 
@@ -198,16 +218,15 @@ var simple = map[string]struct {
 	s      Status
 	reason string
 }{
-	"errors":   {Converted, "errors are always logged"},
-	"reload":   {Converted, "serve --config reloads its file when it changes"},
-	"loop":     {Converted, "forwarding loops are detected and broken (pkg/forward)"},
-	"cancel":   {Converted, "every query has a deadline"},
-	"ready":    {Differs, "readiness is /readyz on metricsListen, not :8181/ready"},
-	"debug":    {Differs, "no debug mode; logLevel: debug logs more"},
-	"whoami":   {Dropped, "no whoami answers; workaround: none needed for Kubernetes DNS"},
-	"template": {Dropped, "no template answers; workaround: overrides for fixed names, or keep a CoreDNS for the zone and forward it there"},
-	"any":      {Differs, "ANY is answered minimally (RFC 8482) for the cluster's names only; other ANY queries are forwarded"},
-	"tls":      {Dropped, "no DNS over TLS server; workaround: a TLS-terminating proxy in front"},
+	"errors": {Converted, "errors are always logged"},
+	"reload": {Converted, "serve --config reloads its file when it changes"},
+	"loop":   {Converted, "forwarding loops are detected and broken (pkg/forward)"},
+	"cancel": {Converted, "every query has a deadline"},
+	"ready":  {Differs, "readiness is /readyz on metricsListen, not :8181/ready"},
+	"debug":  {Differs, "no debug mode; logLevel: debug logs more"},
+	"whoami": {Dropped, "no whoami answers; workaround: none needed for Kubernetes DNS"},
+	"any":    {Differs, "ANY is answered minimally (RFC 8482) for the cluster's names only; other ANY queries are forwarded"},
+	"tls":    {Dropped, "no DNS over TLS server; workaround: a TLS-terminating proxy in front"},
 }
 
 // handlers map a plugin to its conversion.
@@ -220,6 +239,7 @@ func init() {
 		"cache":       (*converter).cacheDirective,
 		"hosts":       (*converter).hostsDirective,
 		"rewrite":     (*converter).rewrite,
+		"template":    (*converter).templateDirective,
 		"log":         (*converter).log,
 		"health":      (*converter).health,
 		"prometheus":  (*converter).prometheus,

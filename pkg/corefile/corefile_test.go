@@ -136,7 +136,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{"unknown plugin", ".:53 {\n  forwardd . 1.1.1.1\n}\n", "Corefile:2 - Error during parsing: Unknown directive 'forwardd'"},
+		{"unknown plugin", ".:53 {\n  forwardd . 1.1.1.1\n}\n", "Corefile:2: Error during parsing: Unknown directive 'forwardd'"},
 		{"open block", ".:53 {\n  errors\n", "Corefile:2"},
 		{"missing import", ".:53 {\n  import nonexistent/file.conf\n}\n", "Corefile:2"},
 	} {

@@ -51,7 +51,7 @@ func TestDirectives(t *testing.T) {
 			config: []string{"- 10.0.0.1\n", "- 10.0.0.2:5353", "except:\n  - corp.example", "forceTCP: true", "expire: 20s", "maxFails: 3", "healthCheck: 1s", "policy: sequential", "maxConcurrent: 500"},
 			report: []string{"converted  forward route .: upstreams 10.0.0.1 10.0.0.2:5353"}},
 		{name: "forward tls", body: "forward . tls://9.9.9.9 {\n tls_servername dns.quad9.net\n}",
-			report: []string{"Corefile:2  forward  dropped    tls://9.9.9.9: no DNS over TLS"}},
+			config: []string{"- tls://9.9.9.9\n", "serverName: dns.quad9.net"}, report: []string{"Corefile:2  forward  converted  forward route .: upstreams tls://9.9.9.9, tls serverName dns.quad9.net"}},
 		{name: "forward next", body: "forward . 10.0.0.1 {\n next NXDOMAIN\n}", report: []string{"Corefile:3  forward  dropped    next NXDOMAIN"}},
 		{name: "prefer udp", body: "forward . 10.0.0.1 {\n prefer_udp\n}", config: []string{"preferUDP: true"}},
 		{name: "failfast", body: "forward . 10.0.0.1 {\n failfast_all_unhealthy_upstreams\n}", config: []string{"failFastAllUnhealthy: true"},

@@ -3,7 +3,10 @@
 //
 // Parse reads a Corefile with CoreDNS's own parser
 // (github.com/coredns/caddy/caddyfile): snippets and import work as in
-// CoreDNS, within bounds; {$VAR} is refused. Convert maps each plugin onto ServerConfiguration fields.
+// CoreDNS, within bounds; {$VAR} is refused, and so is an unrendered
+// template's placeholder (k3s's %{…}%, Helm's {{ }}). Every error opens
+// with the FILE:LINE it is about. Convert maps each plugin onto
+// ServerConfiguration fields.
 // Each directive gets one Finding: converted, differs (what differs) or
 // dropped (why, and the workaround). KubeDNS does the same for a kube-dns
 // ConfigMap's stubDomains and upstreamNameservers.

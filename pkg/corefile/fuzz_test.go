@@ -36,7 +36,7 @@ func FuzzRun(f *testing.F) {
 // configuration serve accepts with complete findings.
 func checkResult(t *testing.T, r Result) {
 	t.Helper()
-	if err := check(r.Config); err != nil {
+	if err := check(r.Config, func(string) string { return "Corefile:1" }); err != nil {
 		t.Fatalf("converted without an error but invalid: %v", err)
 	}
 	for _, fd := range r.Findings {

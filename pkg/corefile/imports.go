@@ -82,14 +82,19 @@ func (sp *spliced) where(n int) string {
 	return fmt.Sprintf("%s:%d", p.file, p.line)
 }
 
-// relabel gives a caddy error the file and line its place has.
+// relabel gives a caddy error the file and line its place has, in front
+// ("Corefile:3: Error during parsing: ..."): caddy puts "FILE:LINE - "
+// there, for the spliced text.
 func (sp *spliced) relabel(msg string) string {
 	m := caddyWhere.FindStringSubmatch(msg)
-	if m == nil || m[1] != sp.name {
-		return msg
+	switch {
+	case m == nil:
+		return sp.name + ":1: " + msg
+	case m[1] != sp.name:
+		return m[1] + ":" + m[2] + ": " + msg[len(m[0]):]
 	}
 	n, _ := strconv.Atoi(m[2])
-	return sp.where(n) + " - " + msg[len(m[0]):]
+	return sp.where(n) + ": " + msg[len(m[0]):]
 }
 
 // importRoot is where in's imports read files: Imports, else the
@@ -100,7 +105,7 @@ func (in Input) importRoot() (fsys fs.FS, base string, err error) {
 	}
 	base, err = filepath.Abs(filepath.Dir(in.Name))
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", in.Name, err)
+		return nil, "", fmt.Errorf("%s:1: the directory of its imports: %w", in.Name, err)
 	}
 	return os.DirFS(base), base, nil
 }
@@ -178,7 +183,7 @@ func splice(ctx context.Context, in Input) (*spliced, []Finding, error) {
 				return nil, nil, fmt.Errorf("%s: import %s: more than %d files imported", where, m[2], maxImportedFiles)
 			}
 			names[j] = label(f)
-			text, err := readImported(fsys, f, names[j])
+			text, err := readImported(fsys, f, names[j], where)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -218,18 +223,19 @@ func (in Input) importPattern(arg, base string) (pattern string, label func(stri
 
 // readImported reads an imported file, at most maxImportBytes, without
 // the byte order mark caddy's lexer drops.
-func readImported(fsys fs.FS, name, label string) (string, error) {
+// where is the import line's place.
+func readImported(fsys fs.FS, name, label, where string) (string, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
-		return "", fmt.Errorf("import %s: %w", label, err)
+		return "", fmt.Errorf("%s: import %s: %w", where, label, err)
 	}
 	defer f.Close()
 	text, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
 	if err != nil {
-		return "", fmt.Errorf("import %s: %w", label, err)
+		return "", fmt.Errorf("%s: import %s: %w", where, label, err)
 	}
 	if len(text) > maxImportBytes {
-		return "", fmt.Errorf("import %s: over %d bytes", label, maxImportBytes)
+		return "", fmt.Errorf("%s: import %s: over %d bytes", where, label, maxImportBytes)
 	}
 	return string(bytes.TrimPrefix(text, bom)), nil
 }

@@ -2,6 +2,7 @@ package corefile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -46,7 +47,7 @@ func Run(ctx context.Context, in Input, keys *ConfigMapKeys) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r := Convert(blocks)
+	r, c := convert(blocks)
 	if r.refused != nil {
 		return Result{}, r.refused
 	}
@@ -65,7 +66,7 @@ func Run(ctx context.Context, in Input, keys *ConfigMapKeys) (Result, error) {
 		return lessWhere(r.Findings[i].Where, r.Findings[j].Where, in.Name)
 	})
 	r.Findings = merge(r.Findings)
-	return r, check(r.Config)
+	return r, check(r.Config, c.fieldWhere(in.Name))
 }
 
 // hostsWhere is where the hosts file was named: its finding's place, else
@@ -82,15 +83,58 @@ func hostsWhere(fs []Finding, name string) string {
 
 // check validates a copy of cfg with the defaults filled in: a value
 // CoreDNS accepts but serve does not (a duration without a unit, a
-// policy) is an error of the input.
-func check(cfg v1alpha1.ServerConfiguration) error {
+// policy) is an error of the input, one per field, each at the place
+// at gives for its field (the directive that set it).
+func check(cfg v1alpha1.ServerConfiguration, at func(field string) string) error {
 	c, err := cfg.Copy()
 	if err != nil {
 		return err
 	}
 	c.SetDefaults()
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("the converted configuration is not valid: %w", err)
+	err = c.Validate()
+	if err == nil {
+		return nil
 	}
-	return nil
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		field, _, _ := strings.Cut(e.Error(), ": ")
+		out[i] = fmt.Errorf("%s: %w (serve's configuration refuses it)", at(field), e)
+	}
+	return errors.Join(out...)
+}
+
+// fieldPlugins are the plugins that set each ServerConfiguration field
+// (its first name) convert fills.
+var fieldPlugins = map[string]string{
+	"forward": "forward", "maxConcurrent": "forward", "failFastAllUnhealthy": "forward",
+	"cache": "cache", "hosts": "hosts", "overrides": "hosts", "rewrites": "rewrite", "templates": "template",
+	"clusterDomain": "kubernetes", "pods": "kubernetes", "ttl": "kubernetes", "namespaces": "kubernetes",
+	"kubeconfig": "kubernetes", "reverseZones": "kubernetes", "lameduck": "health", "metricsListen": "prometheus",
+	"listen": "bind", "logQueries": "log", "autopathBySource": "autopath", "nodeLocal": "bind",
+}
+
+// fieldWhere is where the field a validation error names was set: the
+// directive of its list entry (forward[1], rewrites[0]), else the first
+// of its plugin, else the root zone's block, else name's first line.
+func (c *converter) fieldWhere(name string) func(string) string {
+	return func(field string) string {
+		entry, _, _ := strings.Cut(field, ".")
+		if w := c.entryAt[entry]; w != "" {
+			return w
+		}
+		root, _, _ := strings.Cut(entry, "[")
+		for _, f := range c.out {
+			if f.Plugin == fieldPlugins[root] {
+				return f.Where
+			}
+		}
+		if c.main != "" {
+			return c.main
+		}
+		return name + ":1"
+	}
 }

@@ -18,7 +18,7 @@ import (
 func KeysFS(data map[string]string) (fs.FS, error) {
 	for k := range data {
 		if strings.ContainsAny(k, `/\`) || k == "." || k == ".." || k == "" {
-			return nil, fmt.Errorf("configmap key %q: not a file name", k)
+			return nil, keyError{fmt.Errorf("configmap key %q: not a file name", k)}
 		}
 	}
 	return &keysFS{data: data}, nil

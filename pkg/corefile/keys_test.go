@@ -59,7 +59,7 @@ func TestConfigMapImportsInMemory(t *testing.T) {
 		{name: "keys", data: map[string]string{"a.server": "\n# a comment\nkey.example {\n forward . 10.0.0.2\n}\n", "b.txt": "not imported"},
 			finding: []string{"Corefile:4 import: /etc/coredns/custom/*.server: a.server", "a.server:3 server: key.example: its names", "a.server:4 forward: route key.example"}, notFound: "10.9.9.9"},
 		{name: "a caddy error in a key", data: map[string]string{"a.server": "x.example {\n forwardd . 10.0.0.2\n}\n"},
-			err: "parse Corefile: a.server:2 - Error during parsing: Unknown directive 'forwardd'"},
+			err: "a.server:2: Error during parsing: Unknown directive 'forwardd'"},
 		{name: "a key with a byte order mark", data: map[string]string{"a.server": "\uFEFFbom.example {\n forward . 10.0.0.2\n}\n"},
 			finding: []string{"a.server:1 server: bom.example: its names"}},
 	} {

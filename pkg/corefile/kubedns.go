@@ -14,7 +14,7 @@ const kubeDNSTTL = 30
 // KubeDNS converts the data of a kube-dns ConfigMap: stubDomains (JSON,
 // zone → [ip]) and upstreamNameservers (JSON, [ip]).
 func KubeDNS(data map[string]string) (Result, error) {
-	c := &converter{routes: map[string]int{}}
+	c := &converter{routes: map[string]int{}, entryAt: map[string]string{}}
 	c.cfg.APIVersion, c.cfg.Kind = v1alpha1.GroupVersion, v1alpha1.ServerKind
 	c.cfg.Listen = []string{":53"}
 	c.cfg.Pods = v1alpha1.PodsInsecure
@@ -56,5 +56,5 @@ func KubeDNS(data map[string]string) (Result, error) {
 		}
 	}
 	c.cfg.Forward = append([]v1alpha1.ForwardRoute{{Zone: ".", Upstreams: upstream}}, c.cfg.Forward...)
-	return Result{Config: c.cfg, Findings: c.out}, check(c.cfg)
+	return Result{Config: c.cfg, Findings: c.out}, check(c.cfg, func(string) string { return "data" })
 }

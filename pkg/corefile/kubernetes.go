@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,14 +25,25 @@ func (c *converter) kubernetes(s scope, d Directive) {
 		zones = s.zones
 	}
 	var cluster string
-	var reverse, extra []string
+	var reverse, extra, ignored []string
+	var cidrs []netip.Prefix
 	for _, z := range zones {
+		if p, ok, bad := cidrZone(z); ok {
+			if bad {
+				ignored = append(ignored, z)
+			} else if !slices.Contains(cidrs, p) {
+				cidrs = append(cidrs, p)
+			}
+			continue
+		}
 		z = fqdn(z)
 		switch {
 		case isReverse(z):
 			reverse = append(reverse, z)
 		case cluster == "" && z != ".":
 			cluster = z
+		case z == ".":
+			extra = append(extra, z)
 		default:
 			extra = append(extra, strings.TrimSuffix(z, "."))
 		}
@@ -41,7 +53,18 @@ func (c *converter) kubernetes(s scope, d Directive) {
 		c.cfg.ClusterDomain = strings.TrimSuffix(cluster, ".")
 		done = append(done, "clusterDomain "+c.cfg.ClusterDomain)
 	}
-	if len(extra) > 0 {
+	if cluster == "" && len(extra) == 0 {
+		c.refuse(d.Where, d.Name, "non-reverse zone name must be used")
+		return
+	}
+	if len(ignored) > 0 {
+		c.add(d.Where, d.Name, Converted, "%s: an invalid CIDR, which CoreDNS ignores: no zone", strings.Join(ignored, " "))
+	}
+	switch {
+	case len(extra) > 0 && cluster == "":
+		c.add(d.Where, d.Name, Dropped, "zones %s: the cluster's names under the root; serve answers them under clusterDomain %s; workaround: kubernetes with the cluster domain as its zone",
+			strings.Join(extra, " "), v1alpha1.DefaultServerClusterDomain)
+	case len(extra) > 0:
 		c.add(d.Where, d.Name, Dropped, "zones %s: one cluster domain (%s); workaround: rewrite name suffix %s %s",
 			strings.Join(extra, " "), c.cfg.ClusterDomain, extra[0], c.cfg.ClusterDomain)
 	}
@@ -53,7 +76,10 @@ func (c *converter) kubernetes(s scope, d Directive) {
 			last = i
 		}
 	}
-	fell := false
+	fell, fall := false, []string(nil)
+	if last >= 0 {
+		fall = fallZones(d.Options[last].Args)
+	}
 	for i, o := range d.Options {
 		if o.Name == "fallthrough" && i != last {
 			c.add(o.Where, d.Name, Differs, "fallthrough %s: replaced by the fallthrough at %s, as in CoreDNS, which keeps the last", strings.Join(o.Args, " "), d.Options[last].Where)
@@ -63,10 +89,19 @@ func (c *converter) kubernetes(s scope, d Directive) {
 			done = append(done, note)
 		}
 	}
+	if len(cidrs) > 0 {
+		done = append(done, c.reverseCIDRs(d, cidrs, fall, len(reverse) > 0)...)
+	}
 	if len(reverse) > 0 && !fell {
 		c.add(d.Where, d.Name, Differs, "reverse names of no Service or pod are forwarded; CoreDNS answers them NXDOMAIN without fallthrough")
 	}
 	c.add(d.Where, d.Name, Converted, "%s", strings.Join(done, ", "))
+}
+
+// reverseArg: a zone argument that is reverse, by name or as a CIDR.
+func reverseArg(z string) bool {
+	_, cidr, _ := cidrZone(z)
+	return cidr || isReverse(fqdn(z))
 }
 
 // kubeOption converts one option; ok false when it got a finding of its own.
@@ -121,10 +156,10 @@ func (c *converter) kubeOption(o Option, reverse []string, fell *bool) (string, 
 	case "fallthrough":
 		*fell = len(o.Args) == 0
 		for _, z := range o.Args {
-			*fell = *fell || isReverse(fqdn(z))
+			*fell = *fell || reverseArg(z)
 		}
 		for _, z := range o.Args {
-			if !isReverse(fqdn(z)) {
+			if !reverseArg(z) {
 				c.add(o.Where, "kubernetes", Differs, "fallthrough %s: names of the cluster domain that do not exist are NXDOMAIN, never passed on", z)
 				return "", false
 			}

@@ -200,6 +200,7 @@ func (c *converter) nameRule(d Directive, cont bool, args []string) {
 	if r.Match == "regex" && r.AnswerFrom == "" {
 		status, note = Differs, note+"; the answer gets the question's name back (CoreDNS needs answer name for that)"
 	}
+	c.entryAt[fmt.Sprintf("rewrites[%d]", len(c.cfg.Rewrites))] = d.Where
 	c.cfg.Rewrites = append(c.cfg.Rewrites, r)
 	c.add(d.Where, d.Name, status, "%s", note)
 }

@@ -48,7 +48,7 @@ func NodeLocal(ctx context.Context, in Input) (Result, error) {
 	out := append(imports, c.out...)
 	sort.SliceStable(out, func(i, j int) bool { return lessWhere(out[i].Where, out[j].Where, in.Name) })
 	r := Result{Config: c.cfg, Findings: merge(out)}
-	return r, check(r.Config)
+	return r, check(r.Config, c.fieldWhere(in.Name))
 }
 
 // clusterBlock is the index of the cluster domain's block: among the

@@ -3,6 +3,7 @@ package corefile
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -48,16 +49,16 @@ type Option struct {
 	Args  []string
 }
 
-// plugins are CoreDNS's directives (plugin.cfg); any other name is a
+// plugins are CoreDNS 1.15's directives (plugin.cfg, in its order); any other name is a
 // syntax error, as in CoreDNS.
 var plugins = []string{
-	"root", "metadata", "geoip", "cancel", "tls", "quic", "grpc_server", "https", "https3",
+	"root", "metadata", "geoip", "cancel", "proxyproto", "quic", "grpc_server", "https", "https3",
 	"timeouts", "multisocket", "reload", "nsid", "bufsize", "bind", "debug", "trace", "ready",
-	"health", "pprof", "prometheus", "errors", "log", "dnstap", "local", "dns64", "acl", "any",
-	"chaos", "loadbalance", "tsig", "cache", "rewrite", "header", "dnssec", "autopath",
-	"minimal", "template", "transfer", "hosts", "route53", "azure", "clouddns", "k8s_external",
-	"kubernetes", "file", "auto", "secondary", "etcd", "loop", "forward", "grpc", "erratic",
-	"whoami", "on", "sign", "view", "nomad",
+	"health", "pprof", "shed", "prometheus", "errors", "log", "dnstap", "local", "dns64", "siit",
+	"any", "chaos", "loadbalance", "tsig", "rewrite", "autopath", "acl", "cache", "header",
+	"dnssec", "tls", "minimal", "template", "transfer", "dynupdate", "hosts", "route53", "azure",
+	"clouddns", "k8s_external", "kubernetes", "file", "auto", "secondary", "etcd", "loop",
+	"forward", "grpc", "erratic", "whoami", "on", "sign", "view", "nomad",
 }
 
 // Parse reads the server blocks of in. The findings are the file imports.
@@ -77,7 +78,7 @@ func Parse(ctx context.Context, in Input) ([]Block, []Finding, error) {
 	}
 	sbs, err := caddyfile.Parse(in.Name, bytes.NewReader(sp.text), plugins)
 	if err != nil {
-		return nil, nil, fmt.Errorf("parse %s: %s", in.Name, sp.relabel(err.Error()))
+		return nil, nil, errors.New(sp.relabel(err.Error()))
 	}
 	blocks := make([]Block, 0, len(sbs))
 	for _, sb := range sbs {

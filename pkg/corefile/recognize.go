@@ -18,6 +18,10 @@ import (
 // blocks with CoreDNS's plugins. A broken YAML file is then not one.
 func Recognize(ctx context.Context, name string, text []byte) Form {
 	src, err := ReadSource(ctx, name, text)
+	if _, unrendered := err.(*placeholderError); unrendered {
+		// What it would be rendered: convert names the placeholder.
+		src, err = ReadSource(ctx, name, unplaceheld(text))
+	}
 	switch {
 	case err != nil:
 		return ""

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -41,7 +43,18 @@ type Source struct {
 	// Taken says which object of several was taken, and what else was
 	// used ("" for a Corefile or a lone ConfigMap).
 	Taken string
+	// line is where the ConfigMap taken starts in the input.
+	line int
 }
+
+// lineError is an error of the input at a line of it.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("%d: %v", e.line, e.err) }
+func (e *lineError) Unwrap() error { return e.err }
 
 // Bounds of one input: its bytes, its objects, and its ConfigMap keys
 // (over all its objects). The API server takes a ConfigMap of at most
@@ -62,8 +75,9 @@ type object struct {
 	} `json:"metadata"`
 	Data  map[string]string `json:"data"`
 	Items []json.RawMessage `json:"items"`
-	// doc is the document's number (1-based) in the input.
-	doc int
+	// doc is the document's number (1-based) in the input, line the
+	// line it starts on.
+	doc, line int
 }
 
 func (o object) String() string {
@@ -90,20 +104,64 @@ func (o object) String() string {
 func ReadSource(ctx context.Context, name string, text []byte) (Source, error) {
 	switch {
 	case len(text) > MaxInputBytes:
-		return Source{}, fmt.Errorf("%s: over %d MiB: convert reads at most %d MiB (a ConfigMap is at most 1 MiB)", name, MaxInputBytes>>20, MaxInputBytes>>20)
+		return Source{}, fmt.Errorf("%s:1: over %d MiB: convert reads at most %d MiB (a ConfigMap is at most 1 MiB)", name, MaxInputBytes>>20, MaxInputBytes>>20)
 	case len(bytes.TrimSpace(text)) == 0:
-		return Source{}, fmt.Errorf("%s: empty input: want a Corefile or a ConfigMap", name)
+		return Source{}, fmt.Errorf("%s:1: empty input: want a Corefile or a ConfigMap", name)
 	case bytes.IndexByte(text, 0) >= 0 || !utf8.Valid(text):
-		return Source{}, fmt.Errorf("%s: binary input (not UTF-8 text): want a Corefile or a ConfigMap", name)
+		return Source{}, fmt.Errorf("%s:%d: binary input (not UTF-8 text): want a Corefile or a ConfigMap", name, badLine(text))
 	}
 	objs, isYAML, err := objects(ctx, text)
+	if !isYAML || err != nil && ctx.Err() == nil {
+		// A template's placeholder may be why it is no YAML (k3s's
+		// %{CLUSTER_DNS}%); a Corefile has no __PILLAR__ node-cache fills.
+		if err := findPlaceholder(name, text, 1, isYAML); err != nil {
+			return Source{}, err
+		}
+	}
 	if !isYAML {
 		return Source{Form: FormCorefile, Text: text}, nil
 	}
 	if err != nil {
-		return Source{}, fmt.Errorf("%s: %w", name, err)
+		var le *lineError
+		if errors.As(err, &le) {
+			return Source{}, fmt.Errorf("%s:%d: %w", name, le.line, le.err)
+		}
+		return Source{}, fmt.Errorf("%s:1: %w", name, err)
 	}
-	return pick(name, objs)
+	src, err := pick(name, objs)
+	if err != nil {
+		return src, err
+	}
+	return src, dataPlaceholder(name, text, src)
+}
+
+// dataPlaceholder finds an unrendered placeholder in the data of the
+// ConfigMap taken, placed at its line in text.
+func dataPlaceholder(name string, text []byte, src Source) error {
+	var held []string
+	for k, v := range src.Data {
+		if mayHold(v) {
+			held = append(held, k)
+		}
+	}
+	sort.Strings(held)
+	for _, k := range held {
+		err := findPlaceholder(name, []byte(src.Data[k]), 1, src.Form == FormNodeLocal)
+		pe, ok := err.(*placeholderError)
+		if !ok {
+			continue
+		}
+		pe.line = src.line
+		lines := strings.Split(string(text), "\n")
+		for i := max(src.line, 1) - 1; i < len(lines); i++ {
+			if strings.Contains(lines[i], pe.text) {
+				pe.line = i + 1
+				break
+			}
+		}
+		return pe
+	}
+	return nil
 }
 
 // ConvertInput converts the input text named name, as ReadSource finds it: a
@@ -119,6 +177,9 @@ func ConvertInput(ctx context.Context, name string, text []byte, imports fs.FS, 
 		return Result{}, err
 	}
 	r, err := convertSource(ctx, name, src, imports, keys)
+	if ke := (keyError{}); err != nil && (src.Form == FormKubeDNS || errors.As(err, &ke)) {
+		err = placeData(name, text, src.line, err)
+	}
 	if err == nil && src.Taken != "" {
 		r.Findings = append([]Finding{{Where: name, Plugin: "input", Status: Converted, Reason: src.Taken}}, r.Findings...)
 	}
@@ -148,21 +209,74 @@ func convertSource(ctx context.Context, name string, src Source, imports fs.FS, 
 	return Run(ctx, in, &keys)
 }
 
+// badLine is the first line of text that is not UTF-8 or holds a NUL.
+func badLine(text []byte) int {
+	for i, l := range bytes.Split(text, []byte("\n")) {
+		if bytes.IndexByte(l, 0) >= 0 || !utf8.Valid(l) {
+			return i + 1
+		}
+	}
+	return 1
+}
+
+// yamlLine is the line a YAML error names ("yaml: line 4: ...").
+var yamlLine = regexp.MustCompile(`yaml: line (\d+): `)
+
+// docError places err, of the document starting at line first: at the
+// line it names, if any, else at the document's first.
+func docError(first, doc int, err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
+		n, _ := strconv.Atoi(msg[m[2]:m[3]])
+		return &lineError{first + n - 1, fmt.Errorf("document %d: %s", doc, msg[:m[0]]+"yaml: "+msg[m[1]:])}
+	}
+	return &lineError{first, fmt.Errorf("document %d: %s", doc, msg)}
+}
+
+// keyError is a ConfigMap key's error, placed by placeData.
+type keyError struct{ error }
+
+// dataKey is the ConfigMap key an error names first: "data.KEY: ..." of
+// KubeDNS, or KeysFS's "configmap key "KEY": ...".
+var dataKey = regexp.MustCompile(`^data\.([^:.\s]+)|^configmap key "([^"]+)"`)
+
+// placeData puts a ConfigMap key's error at the key's line in the
+// document starting at line first of text, else at that line.
+func placeData(name string, text []byte, first int, err error) error {
+	line := max(first, 1)
+	if m := dataKey.FindStringSubmatch(err.Error()); m != nil {
+		key := m[1] + m[2]
+		re := regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(key) + `"?\s*:`)
+		for i, l := range strings.Split(string(text), "\n")[line-1:] {
+			if re.MatchString(l) {
+				line += i
+				break
+			}
+		}
+	}
+	return fmt.Errorf("%s:%d: %w", name, line, err)
+}
+
 // docSep is a YAML document separator line.
 var docSep = regexp.MustCompile(`(?m)^---[ \t]*(?:#.*)?$`)
 
-// documents splits text at its document separators.
-func documents(text []byte) [][]byte {
+// documents splits text at its document separators; lines are the
+// lines each starts on.
+func documents(text []byte) (docs [][]byte, lines []int) {
 	if !bytes.Contains(text, []byte("---")) {
-		return [][]byte{text}
+		return [][]byte{text}, []int{1}
 	}
-	var docs [][]byte
-	last := 0
+	last, line := 0, 1
 	for _, m := range docSep.FindAllIndex(text, -1) {
-		docs = append(docs, text[last:m[0]])
-		last = m[1]
+		docs, lines = append(docs, text[last:m[0]]), append(lines, line)
+		end := m[1]
+		if end < len(text) && text[end] == '\n' {
+			end++ // the next document starts on the line after
+		}
+		line += bytes.Count(text[last:end], []byte("\n"))
+		last = end
 	}
-	return append(docs, text[last:])
+	return append(docs, text[last:]), append(lines, line)
 }
 
 // objects reads the Kubernetes objects of text; isYAML is false when its
@@ -171,7 +285,8 @@ func documents(text []byte) [][]byte {
 func objects(ctx context.Context, text []byte) (objs []object, isYAML bool, err error) {
 	first := true
 	keys := 0
-	for i, d := range documents(text) {
+	docs, lines := documents(text)
+	for i, d := range docs {
 		if err := ctx.Err(); err != nil {
 			return nil, true, err
 		}
@@ -181,7 +296,7 @@ func objects(ctx context.Context, text []byte) (objs []object, isYAML bool, err 
 			if first {
 				return nil, false, nil
 			}
-			return nil, true, fmt.Errorf("document %d: %v", doc, err)
+			return nil, true, docError(lines[i], doc, err)
 		}
 		if dec.empty {
 			continue
@@ -191,22 +306,22 @@ func objects(ctx context.Context, text []byte) (objs []object, isYAML bool, err 
 		}
 		first = false
 		if dec.err != nil {
-			return nil, true, fmt.Errorf("document %d: %v", doc, dec.err)
+			return nil, true, docError(lines[i], doc, dec.err)
 		}
 		found := []object{dec.obj}
 		if strings.HasSuffix(dec.obj.Kind, "List") {
 			found = dec.items
 		}
 		for _, o := range found {
-			o.doc = doc
+			o.doc, o.line = doc, lines[i]
 			keys += len(o.Data)
 			objs = append(objs, o)
 		}
 		if len(objs) > maxObjects {
-			return nil, true, fmt.Errorf("more than %d objects", maxObjects)
+			return nil, true, &lineError{lines[i], fmt.Errorf("more than %d objects", maxObjects)}
 		}
 		if keys > MaxKeys {
-			return nil, true, fmt.Errorf("more than %d ConfigMap keys: convert reads at most %d", MaxKeys, MaxKeys)
+			return nil, true, &lineError{lines[i], fmt.Errorf("more than %d ConfigMap keys: convert reads at most %d", MaxKeys, MaxKeys)}
 		}
 	}
 	if first {
@@ -281,28 +396,28 @@ func pick(name string, objs []object) (Source, error) {
 		if len(named) != 1 {
 			var list []string
 			for _, o := range found {
-				list = append(list, fmt.Sprintf("%s (document %d, %s)", o, o.doc, role(o)))
+				list = append(list, fmt.Sprintf("%s (document %d, line %d, %s)", o, o.doc, o.line, role(o)))
 			}
-			return Source{}, fmt.Errorf("%s: %d DNS ConfigMaps and none named coredns: %s; give one of them", name, len(found), strings.Join(list, ", "))
+			return Source{}, fmt.Errorf("%s:%d: %d DNS ConfigMaps and none named coredns: %s; give one of them", name, found[1].line, len(found), strings.Join(list, ", "))
 		}
 		found = named
 	}
 	if len(found) == 0 {
 		if len(custom) > 0 {
-			return Source{}, fmt.Errorf("%s: %s is a coredns-custom ConfigMap (keys %s): it only adds server blocks and overrides to a coredns ConfigMap; "+
+			return Source{}, fmt.Errorf("%s:%d: %s is a coredns-custom ConfigMap (keys %s): it only adds server blocks and overrides to a coredns ConfigMap; "+
 				"give the coredns ConfigMap with it (both in one file, or the coredns ConfigMap with --import-dir holding these keys)",
-				name, custom[0], strings.Join(keys(custom[0].Data), ", "))
+				name, custom[0].line, custom[0], strings.Join(keys(custom[0].Data), ", "))
 		}
 		var list []string
 		for k, n := range kinds {
 			list = append(list, fmt.Sprintf("%d %s", n, k))
 		}
 		sort.Strings(list)
-		return Source{}, fmt.Errorf("%s: no ConfigMap with data.Corefile (coredns, NodeLocal DNSCache) or data.stubDomains or data.upstreamNameservers (kube-dns) among its objects (%s)",
+		return Source{}, fmt.Errorf("%s:1: no ConfigMap with data.Corefile (coredns, NodeLocal DNSCache) or data.stubDomains or data.upstreamNameservers (kube-dns) among its objects (%s)",
 			name, strings.Join(list, ", "))
 	}
 	o := found[0]
-	s := Source{Form: role(o), Data: o.Data}
+	s := Source{Form: role(o), Data: o.Data, line: o.line}
 	var used []string
 	if len(objs) > 1 {
 		used = append(used, fmt.Sprintf("%s (document %d of the input)", o, o.doc))
@@ -315,7 +430,7 @@ func pick(name string, objs []object) (Source, error) {
 		for _, c := range custom {
 			for k, v := range c.Data {
 				if _, dup := s.Data[k]; dup {
-					return Source{}, fmt.Errorf("%s: key %s is in %s and in %s", name, k, c, o)
+					return Source{}, fmt.Errorf("%s:%d: key %s is in %s and in %s (line %d)", name, c.line, k, c, o, o.line)
 				}
 				s.Data[k] = v
 			}

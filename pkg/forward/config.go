@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,8 +62,9 @@ const (
 // default.
 type Config struct {
 	// Upstreams gives the current upstream servers, "ip", "ip:port" or
-	// "[ip]:port" (port 53 by default), read at every query; entries that do
-	// not parse are skipped. Required.
+	// "[ip]:port" (port 53 by default), or one of these after TLSPrefix
+	// for DNS over TLS (port 853 by default), read at every query; entries
+	// that do not parse are skipped (ParseUpstream). Required.
 	Upstreams UpstreamSource
 	// Self are the server's own listen addresses ("ip:port", or ":port" for
 	// every address), never forwarded to: the same address and port, or a
@@ -86,6 +88,10 @@ type Config struct {
 	// Expire is how long an idle pooled connection is kept (default
 	// DefaultExpire).
 	Expire time.Duration
+	// TLS is the client config of the tls:// upstreams: roots (nil: the
+	// system's), client certificate, server name ("" verifies the
+	// upstream's IP address). LoadTLS reads one from files.
+	TLS *tls.Config
 	// ForceTCP sends every query over TCP.
 	ForceTCP bool
 	// PreferUDP sends over UDP first even when the client asked over TCP

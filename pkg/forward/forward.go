@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,7 @@ import (
 )
 
 // UpstreamSource gives the current upstream servers, as "host:port" or bare
-// addresses (port 53).
+// addresses (port 53), plain or after TLSPrefix (ParseUpstream).
 type UpstreamSource interface {
 	Upstreams() []string
 }
@@ -45,8 +46,10 @@ type Forwarder struct {
 	m      *metrics
 	log    *slog.Logger
 	shares *shares
-	next   atomic.Uint32
-	marker [8]byte
+	// sessions resumes the TLS sessions of tls:// upstreams.
+	sessions tls.ClientSessionCache
+	next     atomic.Uint32
+	marker   [8]byte
 	// strayLog limits the lines of loops that name no current upstream.
 	strayLog rateLimit
 	now      func() time.Time // the clock of the log rate limits
@@ -89,13 +92,14 @@ func New(cfg Config) (*Forwarder, error) {
 		return nil, err
 	}
 	f := &Forwarder{
-		cfg:     cfg,
-		m:       newMetrics(cfg.Zone),
-		log:     cfg.Logger.With("zone", cfg.Zone),
-		shares:  newShares(cfg.MaxConcurrent),
-		flights: map[string]*flight{},
-		kick:    make(chan struct{}, 1),
-		now:     time.Now,
+		cfg:      cfg,
+		m:        newMetrics(cfg.Zone),
+		log:      cfg.Logger.With("zone", cfg.Zone),
+		shares:   newShares(cfg.MaxConcurrent),
+		sessions: tls.NewLRUClientSessionCache(64),
+		flights:  map[string]*flight{},
+		kick:     make(chan struct{}, 1),
+		now:      time.Now,
 	}
 	for i, l := range cfg.Self {
 		ap, err := parseListen(l)
@@ -197,33 +201,45 @@ func (f *Forwarder) list() *upstreamList {
 	if slices.Equal(old.raw, raw) {
 		return old
 	}
-	byName := map[string]*upstream{}
+	byKey := map[string]*upstream{}
 	for _, u := range old.ups {
-		byName[u.name] = u
+		byKey[u.key()] = u
 	}
 	nl := &upstreamList{raw: slices.Clone(raw)}
+	// seen: one upstream per address and port, over TLS or not.
 	seen := map[string]bool{}
+	kept := map[*upstream]bool{}
 	for _, s := range raw {
-		ap, err := ParseAddrPort(s)
+		ap, isTLS, err := ParseUpstream(s)
 		if err != nil || f.isSelf(ap) || seen[ap.String()] {
 			continue
 		}
 		name := ap.String()
 		seen[name] = true
-		u := byName[name]
+		key := name
+		if isTLS {
+			key = TLSPrefix + name
+		}
+		u := byKey[key]
 		if u == nil {
 			u = &upstream{name: name, mark: f.newMark()}
+			if isTLS {
+				u.tls = f.upstreamTLS(ap)
+			}
 		}
+		kept[u] = true
 		// A new list is probed again for loops.
 		u.looping.Store(false)
 		u.loopSeen.Store(false)
 		nl.ups = append(nl.ups, u)
 	}
 	for _, u := range old.ups {
-		if !seen[u.name] {
+		if !kept[u] {
 			u.udp.close()
 			u.tcp.close()
-			f.m.forget(u.name)
+			if !seen[u.name] {
+				f.m.forget(u.name)
+			}
 		}
 	}
 	f.bgMu.Lock()
@@ -243,8 +259,9 @@ func (f *Forwarder) list() *upstreamList {
 	return nl
 }
 
-// Upstreams returns the usable upstreams, "ip:port", self excluded, in the
-// configured order (the ones found to loop back included).
+// Upstreams returns the usable upstreams, "ip:port" (over TLS or not, as
+// CoreDNS names them), self excluded, in the configured order (the ones
+// found to loop back included).
 func (f *Forwarder) Upstreams() []string {
 	var out []string
 	for _, u := range f.list().ups {
@@ -517,14 +534,15 @@ func tryBudget(remaining time.Duration, left int) time.Duration {
 }
 
 // attempt asks one upstream within tryBudget of the time left in ctx: over
-// TCP when tcp, else over UDP and then TCP when the reply was truncated.
+// TLS when it is a tls:// upstream, over TCP when tcp, else over UDP and
+// then TCP when the reply was truncated.
 func (f *Forwarder) attempt(ctx context.Context, u *upstream, m *dns.Msg, tcp bool, left int) (*dns.Msg, error) {
 	if d, ok := ctx.Deadline(); ok && left > 1 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, tryBudget(time.Until(d), left))
 		defer cancel()
 	}
-	if !tcp {
+	if !tcp && u.tls == nil {
 		r, err := f.query(ctx, u, m, false)
 		if !errors.Is(err, errTruncated) {
 			return r, err

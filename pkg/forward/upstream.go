@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,9 @@ import (
 // upstream is one upstream server: its health and its idle connections.
 type upstream struct {
 	name string // "ip:port"
+	// tls is the config of an upstream asked over TLS (nil: plain DNS);
+	// it is asked over TCP only, never pipelined.
+	tls *tls.Config
 	// mark is the loop marker of the queries sent to it: the Forwarder's
 	// marker and a random tag of this upstream, which names it when a
 	// query comes back.
@@ -118,6 +122,29 @@ func (p *pool) idleCount() int {
 	return len(p.idle)
 }
 
+// dial connects to u: over TLS when u.tls is set (the handshake within
+// ctx), else over TCP or UDP.
+func dial(ctx context.Context, u *upstream, tcp bool) (net.Conn, error) {
+	if u.tls != nil {
+		d := tls.Dialer{Config: u.tls}
+		return d.DialContext(ctx, "tcp", u.name)
+	}
+	var d net.Dialer
+	if tcp {
+		return d.DialContext(ctx, "tcp", u.name)
+	}
+	return d.DialContext(ctx, "udp", u.name)
+}
+
+// key tells u from an upstream of the same address over the other
+// transport.
+func (u *upstream) key() string {
+	if u.tls != nil {
+		return TLSPrefix + u.name
+	}
+	return u.name
+}
+
 // errTruncated: the UDP reply had TC set, did not fit dnsmsg.EDNSSize or
 // did not parse; the query is asked again over TCP.
 var errTruncated = errors.New("truncated reply")
@@ -130,7 +157,7 @@ var errTruncated = errors.New("truncated reply")
 // connection dialled for it, never on another pooled one. With
 // Config.Pipeline a TCP query is pipelined instead (pipelined).
 func (f *Forwarder) query(ctx context.Context, u *upstream, m *dns.Msg, tcp bool) (*dns.Msg, error) {
-	if tcp && f.cfg.Pipeline {
+	if tcp && f.cfg.Pipeline && u.tls == nil {
 		if r, err, ok := f.pipelined(ctx, u, m); ok {
 			return r, err
 		}
@@ -150,8 +177,12 @@ func staleConn(err error) bool {
 
 // queryOnce is one exchange, on a pooled connection unless fresh.
 func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp, fresh bool) (r *dns.Msg, err error, reused bool) {
+	tcp = tcp || u.tls != nil
 	proto, p := "udp", &u.udp
-	if tcp {
+	switch {
+	case u.tls != nil:
+		proto, p = "tcp-tls", &u.tcp
+	case tcp:
 		proto, p = "tcp", &u.tcp
 	}
 	// A UDP query gets a socket of its own, on a fresh random source port
@@ -167,8 +198,7 @@ func (f *Forwarder) queryOnce(ctx context.Context, u *upstream, m *dns.Msg, tcp,
 		f.m.cacheHits.WithLabelValues(u.name, proto).Inc()
 	} else {
 		f.m.cacheMisses.WithLabelValues(u.name, proto).Inc()
-		var d net.Dialer
-		nc, err := d.DialContext(ctx, proto, u.name)
+		nc, err := dial(ctx, u, tcp)
 		if err != nil {
 			return nil, err, false
 		}

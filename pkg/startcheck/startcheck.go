@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
@@ -42,10 +43,18 @@ func check(ctx context.Context, cfg v1alpha1.ServerConfiguration, files *standIn
 		return err
 	}
 	for i := range c.Forward {
-		if path := c.Forward[i].ResolvConf(); path != "" {
-			if c.Forward[i].Upstreams[0], err = files.file(path, "nameserver 127.0.0.1\n"); err != nil {
+		r := &c.Forward[i]
+		if path := r.ResolvConf(); path != "" {
+			// The path may stand among addresses (forward . 8.8.8.8 /etc/resolv.conf).
+			j := slices.Index(r.Upstreams, path)
+			if r.Upstreams[j], err = files.file(path, "nameserver 127.0.0.1\n"); err != nil {
 				return err
 			}
+		}
+		if t := r.TLS; t != nil {
+			// The CA and client certificate files are the node's, as its
+			// resolv.conf: serve reads them at start.
+			r.TLS = &v1alpha1.ForwardTLS{ServerName: t.ServerName}
 		}
 	}
 	if c.Hosts.File != "" {

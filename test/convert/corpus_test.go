@@ -61,7 +61,8 @@ func list(s []string) string {
 // CoreDNS 1.15 with the original and `dnsconfigurer serve` with what
 // `dnsconfigurer convert` made of it, each in a network namespace of its
 // own with the same fake upstreams on the addresses the configuration
-// forwards to, the same API server, the same questions. It fails when
+// forwards to (DNS over TLS for tls:// targets, with a test CA both
+// trust), the same API server, the same questions. It fails when
 // convert accepts what CoreDNS refuses, when serve does not start on a
 // converted configuration, or when the table of outcomes
 // (corpus/RESULTS.md: verdicts, answers the same, answers that differ
@@ -79,9 +80,10 @@ func TestCorpus(t *testing.T) {
 		t.Fatal("no 127.0.0.1 server in the kubeconfig")
 	}
 	cases := corpusCases(t)
-	if len(cases) < 30 {
-		t.Fatalf("%d configurations in %s, want at least 30", len(cases), corpusDir)
+	if len(cases) < 55 {
+		t.Fatalf("%d configurations in %s, want at least 55", len(cases), corpusDir)
 	}
+	dot := newDoTCA(t, servernames(t))
 	var mu sync.Mutex
 	rows := map[string]string{}
 	sem := make(chan struct{}, 3)
@@ -91,7 +93,7 @@ func TestCorpus(t *testing.T) {
 				t.Parallel()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				r := c.run(t, corednsBin, cp.Kubeconfig(), api[1], webIP)
+				r := c.run(t, corednsBin, cp.Kubeconfig(), api[1], webIP, dot)
 				mu.Lock()
 				rows[c.name] = r.row()
 				mu.Unlock()
@@ -122,6 +124,13 @@ Each row: the configuration (its SOURCE says where it comes from); CoreDNS 1.15'
 questions both servers answered the same; the questions answered differently where convert's
 report has a differs or dropped line for the block the name belongs to (reported); and those
 where it has none (silent).
+
+The fake upstreams answer plain DNS on each address:port a configuration forwards to, and DNS over
+TLS on each tls:// target (port 853 unless given) with a certificate from a test CA, valid for every
+tls_servername of the corpus; both servers trust that CA through SSL_CERT_FILE, and a forward's
+"tls CAFILE" (a file of the machine the configuration was written for) is rewritten to the test CA's
+file before either server reads it. Both run with POD_IP=127.0.0.1 (for {$POD_IP}). IPv6 upstreams
+get no fake (no IPv6 route), nor do loopback targets on a port the configuration serves itself.
 
 | configuration | CoreDNS 1.15 | convert | same | differ, reported | differ, silent |
 |---|---|---|---|---|---|
@@ -155,9 +164,43 @@ func corpusCases(t *testing.T) []corpusCase {
 	return cases
 }
 
+// servernames are the tls_servername names and the tls:// addresses of
+// every file of the corpus: the DNS-over-TLS fakes' certificate is valid
+// for them.
+func servernames(t *testing.T) []string {
+	var names []string
+	err := filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		text := readFile(t, path)
+		for _, m := range append(tlsServernameRe.FindAllStringSubmatch(text, -1), tlsTargetRe.FindAllStringSubmatch(text, -1)...) {
+			if !slices.Contains(names, m[1]) {
+				names = append(names, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+var tlsTargetRe = regexp.MustCompile(`tls://((?:\d{1,3}\.){3}\d{1,3})\b`)
+
+// caFileRe is a forward's "tls CAFILE" line: the CA the configuration
+// trusts for its TLS upstreams, a file of the machine it was written for.
+var caFileRe = regexp.MustCompile(`(?m)^([ \t]*tls[ \t]+)(/\S+)[ \t]*$`)
+
+// caFile is where the harness puts the test CA in work.
+const caFile = "corpus-test-ca.pem"
+
 // localize points the configuration's files at work: the keys of a
-// ConfigMap and custom/ are there.
+// ConfigMap and custom/ are there, and a lone "tls CAFILE" names the test
+// CA that the DNS-over-TLS fakes' certificate comes from.
 func localize(text, work string) string {
+	text = caFileRe.ReplaceAllString(text, "${1}"+work+"/"+caFile)
 	text = strings.ReplaceAll(text, "/etc/coredns/custom/", work+"/custom/")
 	text = strings.ReplaceAll(text, "/etc/coredns/", work+"/")
 	return strings.ReplaceAll(text, "import custom/", "import "+work+"/custom/")
@@ -178,9 +221,15 @@ func withKubeconfig(text, kubeconfig string) string {
 }
 
 // run converts c, runs both servers and compares their answers.
-func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string) result {
+func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string, dot *dotCA) result {
 	res := result{name: c.name}
 	work := t.TempDir()
+	// Both servers trust the test CA: bare "tls" through SSL_CERT_FILE,
+	// "tls CAFILE" through localize.
+	write(t, filepath.Join(work, caFile), dot.pem)
+	// POD_IP is what a pod's {$POD_IP} reads (CCE's bind {$POD_IP}):
+	// the namespace's loopback here.
+	env := append(os.Environ(), "SSL_CERT_FILE="+filepath.Join(work, caFile), "POD_IP=127.0.0.1")
 	raw := readFile(t, filepath.Join(c.dir, c.input))
 	// The files next to the input (a zone file) and custom/ go to work.
 	files, _ := filepath.Glob(filepath.Join(c.dir, "*"))
@@ -229,6 +278,7 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 	}
 	cmd := exec.Command(buildbin.Dnsconfigurer(t), append(args, input)...)
 	cmd.Dir = work
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	code := exitCode(err)
 	report := string(out)
@@ -240,11 +290,11 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 	if corefileText == "" {
 		res.coredns = "not a Corefile (" + formOf(src, srcErr) + ")"
 	} else {
-		cd = newWorld(t, ips, targets, api)
+		cd = newWorld(t, ips, targets, api, dot)
 		cdAddr = queryAddr(corefileText)
 		path := filepath.Join(work, "Corefile.coredns")
 		write(t, path, withKubeconfig(corefileText, kubeconfig))
-		res.coredns = startCoreDNSIn(t, cd, corednsBin, path, work, cdAddr)
+		res.coredns = startCoreDNSIn(t, cd, corednsBin, path, work, cdAddr, env)
 	}
 	refused := strings.HasPrefix(res.coredns, "refused")
 	// A file the configuration names that is missing here (a CA bundle)
@@ -255,13 +305,14 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string)
 	if code != 0 && code != 3 {
 		return res
 	}
-	dc = newWorld(t, ips, targets, api)
+	dc = newWorld(t, ips, targets, api, dot)
 	serveArgs := []string{"serve", "--config", config, "--log-format", "text", "--lameduck", "0s"}
 	if !strings.Contains(readFile(t, config), "mode: node-local") {
 		serveArgs = append(serveArgs, "--kubeconfig", kubeconfig)
 	}
 	scmd := dc.ns.Exec(t.Context(), buildbin.Dnsconfigurer(t), serveArgs...)
 	scmd.Dir = work
+	scmd.Env = env
 	serve := buildbin.StartCommand(t, "serve "+c.name, scmd, 0)
 	dcAddr := cdAddr
 	if dcAddr == "" {
@@ -330,10 +381,11 @@ func verdict(code int, report string) string {
 
 // startCoreDNSIn starts CoreDNS in w and returns its verdict: "runs" once it
 // answers at addr, or "refused: REASON" when it exits first.
-func startCoreDNSIn(t *testing.T, w *world, bin, corefilePath, work, addr string) string {
+func startCoreDNSIn(t *testing.T, w *world, bin, corefilePath, work, addr string, env []string) string {
 	t.Helper()
 	cmd := w.ns.Exec(t.Context(), bin, "-conf", corefilePath)
 	cmd.Dir = work
+	cmd.Env = env
 	out, exited := runCoreDNS(t, cmd, "")
 	if waitAnswering(w, addr, exited, startBound) {
 		return "runs"

@@ -1,6 +1,7 @@
 package convert_test
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/netip"
@@ -24,7 +25,33 @@ const hostResolver = "10.255.0.53"
 // upstreamTarget is one address a configuration forwards to.
 type upstreamTarget struct {
 	addr netip.AddrPort
-	n    int // the fake's number: it answers A 192.0.2.<n>
+	n    int  // the fake's number: it answers A 192.0.2.<n>
+	tls  bool // DNS over TLS (a tls:// target): served with dotCert
+}
+
+// dotCA is the test CA whose certificate the DNS-over-TLS fakes present;
+// both servers trust it (SSL_CERT_FILE, or a forward's own "tls CAFILE"
+// rewritten to it). The certificate is valid for every tls_servername of
+// the corpus and every tls:// address.
+type dotCA struct {
+	ca     *testkit.CA
+	pem    string
+	config *tls.Config
+}
+
+var tlsServernameRe = regexp.MustCompile(`(?m)^\s*tls_servername\s+(\S+)`)
+
+// newDoTCA makes the CA and one serving certificate for hosts (names and
+// IP addresses).
+func newDoTCA(t *testing.T, hosts []string) *dotCA {
+	t.Helper()
+	ca := testkit.NewCA(t)
+	certPEM, keyPEM := ca.ServingFor(t, "corpus DoT upstream", hosts...)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &dotCA{ca: ca, pem: string(ca.PEM), config: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 }
 
 // world is what one server of a side-by-side pair runs in: a network
@@ -41,7 +68,7 @@ type world struct {
 // newWorld builds a world. ips are the addresses the configuration names;
 // targets the ones it forwards to; api the API server's host:port (on
 // 127.0.0.1).
-func newWorld(t *testing.T, ips []netip.Addr, targets []upstreamTarget, api string) *world {
+func newWorld(t *testing.T, ips []netip.Addr, targets []upstreamTarget, api string, dot *dotCA) *world {
 	t.Helper()
 	w := &world{ns: netns.New(t)}
 	up := netns.New(t)
@@ -57,8 +84,19 @@ func newWorld(t *testing.T, ips []netip.Addr, targets []upstreamTarget, api stri
 	upstreamIPs := map[netip.Addr]bool{}
 	for _, u := range targets {
 		ip := u.addr.Addr()
+		opts := []testkit.UpstreamOption{testkit.At(u.addr.String())}
+		if u.tls {
+			// DNS over TLS: the TCP listener speaks TLS with a
+			// certificate from the test CA.
+			opts = append(opts, testkit.Tune(func(s *dns.Server) {
+				if s.Listener != nil {
+					s.Net = "tcp-tls"
+					s.Listener = tls.NewListener(s.Listener, dot.config)
+				}
+			}))
+		}
 		if ip.IsLoopback() {
-			testkit.NewUpstream(t, fakeAnswers(u.n), testkit.At(u.addr.String()), testkit.ListenIn(w.ns.Do))
+			testkit.NewUpstream(t, fakeAnswers(u.n), append(opts, testkit.ListenIn(w.ns.Do))...)
 			continue
 		}
 		if !upstreamIPs[ip] {
@@ -66,7 +104,7 @@ func newWorld(t *testing.T, ips []netip.Addr, targets []upstreamTarget, api stri
 			up.AddAddress(t, netip.PrefixFrom(ip, 32).String())
 			w.ns.IP(t, "route", "add", netip.PrefixFrom(ip, 32).String(), "via", "10.254.0.2")
 		}
-		testkit.NewUpstream(t, fakeAnswers(u.n), testkit.At(u.addr.String()), testkit.ListenIn(up.Do))
+		testkit.NewUpstream(t, fakeAnswers(u.n), append(opts, testkit.ListenIn(up.Do))...)
 	}
 	for _, ip := range ips {
 		if !upstreamIPs[ip] {
@@ -148,10 +186,12 @@ var (
 )
 
 // addresses are the IPv4 addresses text names, to put on the loopback
-// (none of 0.0.0.0, 127/8), and the addresses it forwards to (port 53
-// unless given), numbered by forward directive in order of appearance:
-// the upstreams of one directive answer alike, since either server may
-// pick any of them.
+// (none of 0.0.0.0, 127/8), and the IPv4 addresses it forwards to (port 53
+// unless given; tls:// targets port 853 unless given, served over TLS),
+// numbered by forward directive in order of appearance: the upstreams of
+// one directive answer alike, since either server may pick any of them.
+// IPv6 targets get no fake (the worlds have no IPv6 route): both servers
+// find them unreachable alike.
 func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 	var ips []netip.Addr
 	var targets []upstreamTarget
@@ -162,17 +202,35 @@ func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 		ips = append(ips, ip)
 	}
 	group := 2
-	target := func(ap netip.AddrPort) {
+	target := func(ap netip.AddrPort, overTLS bool) {
+		if !ap.Addr().Is4() {
+			return
+		}
 		for _, u := range targets {
 			if u.addr == ap {
 				return
 			}
 		}
-		targets = append(targets, upstreamTarget{addr: ap, n: group})
+		targets = append(targets, upstreamTarget{addr: ap, n: group, tls: overTLS})
+	}
+	// A loopback target on a port the configuration serves itself (a
+	// server block forwarding to another of its own) is no upstream.
+	own := map[uint16]bool{}
+	for _, text := range texts {
+		for k := range ownPorts(text) {
+			own[k] = true
+		}
+	}
+	plain := target
+	target = func(ap netip.AddrPort, overTLS bool) {
+		if ap.Addr().IsLoopback() && own[ap.Port()] {
+			return
+		}
+		plain(ap, overTLS)
 	}
 	resolver := netip.MustParseAddr(hostResolver)
 	add(resolver)
-	target(netip.AddrPortFrom(resolver, 53))
+	target(netip.AddrPortFrom(resolver, 53), false)
 	for _, text := range texts {
 		for _, m := range ipRe.FindAllStringSubmatch(text, -1) {
 			if ip, err := netip.ParseAddr(m[1]); err == nil {
@@ -183,15 +241,50 @@ func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 			group++
 			for _, to := range strings.Fields(m[1]) {
 				to = strings.TrimPrefix(to, "dns://")
+				port, overTLS := uint16(53), false
+				if rest, ok := strings.CutPrefix(to, "tls://"); ok {
+					to, port, overTLS = rest, 853, true
+				}
 				if ap, err := netip.ParseAddrPort(to); err == nil {
-					target(ap)
-				} else if ip, err := netip.ParseAddr(to); err == nil {
-					target(netip.AddrPortFrom(ip, 53))
+					target(ap, overTLS)
+				} else if ip, err := netip.ParseAddr(strings.Trim(to, "[]")); err == nil {
+					target(netip.AddrPortFrom(ip, port), overTLS)
 				}
 			}
 		}
 	}
 	return ips, targets
+}
+
+// ownPorts are the ports of text's server block keys: the lines made only
+// of ZONE:PORT words (".:5301 {", ".:53{").
+func ownPorts(text string) map[uint16]bool {
+	ports := map[uint16]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(line), "{"))
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		var found []uint16
+		for _, w := range f {
+			i := strings.LastIndexByte(w, ':')
+			if i < 0 || strings.HasSuffix(w, ":") {
+				found = nil
+				break
+			}
+			var p uint16
+			if _, err := fmt.Sscanf(w[i+1:], "%d", &p); err != nil || fmt.Sprint(p) != w[i+1:] {
+				found = nil
+				break
+			}
+			found = append(found, p)
+		}
+		for _, p := range found {
+			ports[p] = true
+		}
+	}
+	return ports
 }
 
 func readFile(t *testing.T, path string) string {
