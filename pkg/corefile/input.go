@@ -55,7 +55,7 @@ func Run(ctx context.Context, in Input, keys *ConfigMapKeys) (Result, error) {
 	if key, ok := keys.key(r.Config.Hosts.File); ok {
 		if keys.Carry {
 			if err := carryHosts(&r, keys, key); err != nil {
-				return Result{}, err
+				return Result{}, fmt.Errorf("%s: %w", hostsWhere(r.Findings, in.Name+":1"), err)
 			}
 		} else {
 			r.Findings = append(r.Findings, Finding{Where: hostsWhere(r.Findings, in.Name), Plugin: "hosts", Status: Differs,
