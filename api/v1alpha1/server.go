@@ -429,6 +429,9 @@ type ServerConfiguration struct {
 	// rcode, before the cluster zone, hosts and forwarders, as CoreDNS's
 	// template plugin. Tried in order.
 	Templates []Template `json:"templates,omitempty"`
+	// External answers Services' external IPs under outside zones, as
+	// CoreDNS's k8s_external plugin.
+	External *External `json:"external,omitempty"`
 
 	// Lameduck is how long the server keeps answering after SIGTERM with
 	// /readyz failing, 0s-1m (default 5s).
@@ -732,6 +735,7 @@ func (c *ServerConfiguration) SetDefaults() {
 	for i := range c.Templates {
 		c.Templates[i].setDefaults()
 	}
+	c.External.setDefaults()
 	setString(&c.Lameduck, DefaultLameduck)
 	setInt(&c.Limits.UDPInFlight, DefaultUDPInFlight)
 	setInt(&c.Limits.TCPConnections, DefaultTCPConnections)
@@ -815,6 +819,7 @@ func (c *ServerConfiguration) Validate() error {
 	c.validateStatic(&e)
 	c.validateRewrites(&e)
 	c.validateTemplates(&e)
+	c.External.validate(&e, c.Mode)
 	c.validateLimits(&e)
 	c.NodeLocal.validate(&e, c.Mode)
 	c.validateNodeLocalAnswers(&e)

@@ -19,6 +19,7 @@ const (
 	routeAutopath                 // a name under the autopath suffix: the search list is tried here
 	routeForward                  // upstream (ANY too, as CoreDNS's forward)
 	routeTemplate                 // from a template (WithTemplates)
+	routeExternal                 // an external zone's name (WithExternal)
 )
 
 // decision is how one question is answered. decide makes it; every path
@@ -29,6 +30,7 @@ type decision struct {
 	rrs   []dns.RR        // routeStatic: the static records of the asked type
 	ra    *reverseAuth    // routeReverseAuth: the reverse zone
 	tm    *template.Match // routeTemplate: the template and its groups
+	ext   string          // routeExternal: the external zone
 	// rewrite: rewrites are configured, so the name may be renamed
 	// before it is answered. Only ServeDNS renames; the wire paths leave
 	// such a query to it.
@@ -63,6 +65,17 @@ func decide(h *Handler, z *zone, qtype, qclass uint16, lname string) decision {
 			return d
 		case template.Servfail:
 			d.route = routeServfail
+			return d
+		}
+	}
+	if h.ext != nil {
+		// Before the cluster zone, as CoreDNS's plugin order.
+		if d.ext = h.ext.zoneOf(lname); d.ext != "" {
+			if d.z = z; d.z == nil {
+				d.route = routeServfail
+			} else {
+				d.route = routeExternal
+			}
 			return d
 		}
 	}

@@ -31,7 +31,7 @@ func TestDecideAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := []Option{ap, rev, WithWireMisses(), WithStatic(staticMap{"hosts.example.com.": true}),
-		WithDelegations([]string{"paris.svc.cluster.local"})}
+		WithDelegations([]string{"paris.svc.cluster.local"}), WithExternal([]string{"example.org"}, "dns", 5, false)}
 	const web = "web.ns.svc.cluster.local."
 	for _, tc := range []struct {
 		name   string
@@ -63,6 +63,8 @@ func TestDecideAgrees(t *testing.T) {
 		{"forwarded, with rewrites", wireQuery("www.example.com.", dns.TypeA, true, false, 0, false), true, routeForward, dns.RcodeSuccess, 1, false, false},
 		{"upper case", wireQuery("WEB.NS.svc.Cluster.LOCAL.", dns.TypeA, true, false, 0, false), false, routeZone, dns.RcodeSuccess, 1, true, true},
 		{"upper case, missing", wireQuery("NOPE.ns.SVC.cluster.local.", dns.TypeAAAA, true, false, 0, false), false, routeZone, dns.RcodeNameError, 0, true, true},
+		{"external zone, missing", wireQuery("web.ns.example.org.", dns.TypeA, true, false, 0, false), false, routeExternal, dns.RcodeNameError, 0, true, false},
+		{"external apex", wireQuery("EXAMPLE.org.", dns.TypeSOA, true, false, 0, false), false, routeExternal, dns.RcodeSuccess, 1, true, false},
 		{"EDNS, DO", wireQuery(web, dns.TypeA, true, true, 1232, true), false, routeZone, dns.RcodeSuccess, 1, true, true},
 		{"EDNS, forwarded", wireQuery("www.example.com.", dns.TypeA, false, false, 1232, false), false, routeForward, dns.RcodeSuccess, 1, false, true},
 	} {

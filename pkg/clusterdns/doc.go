@@ -40,6 +40,9 @@
 //     template: zones, class, type, regexes, records built from Go
 //     templates, rcode, fallthrough) after a rewrite and before the zone,
 //     hosts and forwarding, in CoreDNS's plugin order.
+//   - WithExternal answers Services' external IPs and LoadBalancer
+//     ingress IPs under outside zones, as CoreDNS's k8s_external
+//     (external.go), before the cluster zone. Its answers are not cached.
 //   - WithRewrites renames the question before everything below, as
 //     CoreDNS's "rewrite name" does (exact, prefix, suffix, substring,
 //     regex). The rules run in order, and the first match is the last

@@ -84,6 +84,7 @@ type Handler struct {
 	wireMisses bool
 	rw         *rewriter  // nil: no rewrites
 	tpl        *templates // nil: no templates
+	ext        *external  // nil: no external zones
 	// wire caches packed replies across snapshots.
 	wire       replyCache
 	replyBytes int64 // the bound of the default reply cache (WithReplyCache)

@@ -33,6 +33,8 @@ func (h *Handler) resolve(ctx context.Context, a question, d decision) Result {
 		return staticAnswer(a.Qtype, a.Name, a.lname, d.rrs)
 	case routeTemplate:
 		return h.templateAnswer(ctx, a, d, true)
+	case routeExternal:
+		return h.externalAnswer(ctx, d.z, a, d.ext)
 	}
 	return h.forwardQuestion(ctx, a)
 }

@@ -183,6 +183,9 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 		}
 		opts = append(opts, WithTemplates(ts, maxTTL))
 	}
+	if x := cfg.External; x != nil && len(x.Zones) > 0 {
+		opts = append(opts, WithExternal(x.Zones, x.Apex, uint32(x.TTLValue()), x.Fallthrough))
+	}
 	s.handler = NewHandler(cfg.ClusterDomain, st, opts...)
 	return s, nil
 }

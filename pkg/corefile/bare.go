@@ -5,7 +5,8 @@ package corefile
 // binary prints them for ". { PLUGIN }" (TestBareRefused;
 // test/convert's TestBarePlugins runs CoreDNS on each). kubernetes,
 // route53 and clouddns are refused there for want of credentials, not of
-// arguments; k8s_external for want of a kubernetes in its block.
+// arguments; k8s_external for want of a kubernetes in its block, which
+// k8sexternal.go checks.
 var bareRefused = map[string]string{
 	"autopath":  "no resolv-conf specified",
 	"bind":      "at least one address or interface name is expected",

@@ -9,8 +9,7 @@ import (
 // each plugin of its plugin.cfg alone (recorded 2026-11-29 with
 // test/testbin's coredns; test/convert's TestBarePlugins runs it again):
 // the plugins it refuses and its words. Those not listed start, but
-// kubernetes, route53 and clouddns, refused for want of credentials,
-// and k8s_external, for want of a kubernetes in its block.
+// kubernetes, route53 and clouddns, refused for want of credentials.
 var coreDNSBare = map[string]string{
 	"autopath":  "plugin/autopath: no resolv-conf specified",
 	"bind":      "plugin/bind: at least one address or interface name is expected",
@@ -19,18 +18,21 @@ var coreDNSBare = map[string]string{
 	"file":      "plugin/file: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'file'",
 	"forward":   "plugin/forward: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'forward'",
 	"geoip":     "plugin/geoip: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'geoip'",
-	"grpc":      "plugin/grpc: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'grpc'",
-	"header":    "plugin/header: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'header'",
-	"on":        "Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'on'",
-	"rewrite":   "plugin/rewrite: no rule type specified for rewrite",
-	"root":      "plugin/root: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'root'",
-	"secondary": "plugin/secondary: Corefile:2 - Error during parsing: secondary zones require a transfer from property",
-	"sign":      "plugin/sign: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'sign'",
-	"template":  "plugin/template: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'template'",
-	"timeouts":  "plugin/timeouts: plugin/timeouts: Corefile:2 - Error during parsing: timeouts block with no timeouts specified",
-	"tls":       "plugin/tls: ACME requires at least one domain",
-	"transfer":  "plugin/transfer: plugin/transfer: Corefile:2 - Error during parsing: 'to' is required",
-	"view":      "plugin/view: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'view'",
+	// Refused at startup, for want of a kubernetes plugin in the block
+	// (k8sexternal.go).
+	"k8s_external": "plugin/k8s_external: kubernetes plugin not loaded",
+	"grpc":         "plugin/grpc: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'grpc'",
+	"header":       "plugin/header: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'header'",
+	"on":           "Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'on'",
+	"rewrite":      "plugin/rewrite: no rule type specified for rewrite",
+	"root":         "plugin/root: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'root'",
+	"secondary":    "plugin/secondary: Corefile:2 - Error during parsing: secondary zones require a transfer from property",
+	"sign":         "plugin/sign: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'sign'",
+	"template":     "plugin/template: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'template'",
+	"timeouts":     "plugin/timeouts: plugin/timeouts: Corefile:2 - Error during parsing: timeouts block with no timeouts specified",
+	"tls":          "plugin/tls: ACME requires at least one domain",
+	"transfer":     "plugin/transfer: plugin/transfer: Corefile:2 - Error during parsing: 'to' is required",
+	"view":         "plugin/view: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'view'",
 }
 
 // coreDNSReason is CoreDNS's reason without its plugin and place.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
@@ -53,6 +54,9 @@ type scope struct {
 	main  bool     // the root zone's block
 	zones []string // its zones, FQDN
 	port  string
+	// kubernetes: the block has a kubernetes plugin (k8s_external needs
+	// one).
+	kubernetes bool
 }
 
 // Convert maps the server blocks of a Corefile onto a ServerConfiguration.
@@ -128,7 +132,7 @@ func fqdn(z string) string {
 }
 
 func (c *converter) block(b Block, main bool) {
-	s := scope{main: main}
+	s := scope{main: main, kubernetes: slices.ContainsFunc(b.Directives, func(d Directive) bool { return d.Name == "kubernetes" })}
 	if main || c.main == "" {
 		c.main = b.Where
 	}
@@ -234,18 +238,19 @@ var handlers map[string]func(*converter, scope, Directive)
 
 func init() {
 	handlers = map[string]func(*converter, scope, Directive){
-		"kubernetes":  (*converter).kubernetes,
-		"forward":     (*converter).forward,
-		"cache":       (*converter).cacheDirective,
-		"hosts":       (*converter).hostsDirective,
-		"rewrite":     (*converter).rewrite,
-		"template":    (*converter).templateDirective,
-		"log":         (*converter).log,
-		"health":      (*converter).health,
-		"prometheus":  (*converter).prometheus,
-		"loadbalance": (*converter).loadbalance,
-		"autopath":    (*converter).autopathDirective,
-		"bind":        (*converter).bind,
+		"kubernetes":   (*converter).kubernetes,
+		"forward":      (*converter).forward,
+		"cache":        (*converter).cacheDirective,
+		"hosts":        (*converter).hostsDirective,
+		"rewrite":      (*converter).rewrite,
+		"template":     (*converter).templateDirective,
+		"k8s_external": (*converter).k8sExternal,
+		"log":          (*converter).log,
+		"health":       (*converter).health,
+		"prometheus":   (*converter).prometheus,
+		"loadbalance":  (*converter).loadbalance,
+		"autopath":     (*converter).autopathDirective,
+		"bind":         (*converter).bind,
 	}
 	for name, f := range simple {
 		handlers[name] = func(c *converter, _ scope, d Directive) { c.add(d.Where, d.Name, f.s, "%s", f.reason) }

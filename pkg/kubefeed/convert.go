@@ -264,7 +264,33 @@ func ToService(s *corev1.Service) (store.Service, error) {
 			out.ClusterIPs = append(out.ClusterIPs, a)
 		}
 	}
+	if out.Type != store.ExternalName {
+		out.ExternalIPs = externalIPs(s)
+	}
 	return out, nil
+}
+
+// externalIPs are a Service's spec.externalIPs, then its LoadBalancer
+// ingress IPs: the addresses CoreDNS's k8s_external answers. One that
+// does not parse is left out (the API server checks spec.externalIPs; a
+// controller writes the status), not the whole Service. A hostname
+// ingress is left out too: CoreDNS answers it with a CNAME.
+func externalIPs(s *corev1.Service) []netip.Addr {
+	var out []netip.Addr
+	add := func(ip string) {
+		if a, err := parseIP(ip); err == nil {
+			out = append(out, a)
+		}
+	}
+	for _, ip := range s.Spec.ExternalIPs {
+		add(ip)
+	}
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			add(in.IP)
+		}
+	}
+	return out
 }
 
 // ToEndpointSlice converts an EndpointSlice to its slim record. FQDN slices

@@ -31,7 +31,7 @@ func sameService(a, b *Service) bool {
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.Type == b.Type &&
 		slices.Equal(a.ClusterIPs, b.ClusterIPs) && a.ExternalName == b.ExternalName &&
 		slices.Equal(a.Ports, b.Ports) && a.PublishNotReadyAddresses == b.PublishNotReadyAddresses &&
-		a.TrafficDistribution == b.TrafficDistribution
+		a.TrafficDistribution == b.TrafficDistribution && slices.Equal(a.ExternalIPs, b.ExternalIPs)
 }
 
 // sameShape reports whether two lists of a Service's slices have the same

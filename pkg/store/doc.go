@@ -92,7 +92,10 @@
 //   - <dashed-ip>.<ns>.pod.<zone> for pods in the verified mode (the
 //     insecure mode is answered by the wire layer without the store), and
 //     the pod IPs' namespaces of PodNamespace (autopath by source);
-//   - dns-version.<zone> TXT "1.1.0".
+//   - dns-version.<zone> TXT "1.1.0";
+//   - for a Service with external IPs and ports, its external node
+//     (external.go), which the external zones of CoreDNS's k8s_external
+//     read (Snapshot.External); no query name reaches it.
 //
 // A headless Service with spec.trafficDistribution PreferSameZone
 // (PreferClose) or PreferSameNode also keeps, for its name and its SRV

@@ -42,6 +42,9 @@ type Service struct {
 	// Service with PreferSameZone (PreferClose) or PreferSameNode answers
 	// each client its nearest ready endpoints (variant.go).
 	TrafficDistribution string
+	// ExternalIPs are spec.externalIPs, then status.loadBalancer.ingress
+	// IPs, unmapped: the addresses of the external zones (external.go).
+	ExternalIPs []netip.Addr
 }
 
 // Endpoint is one endpoint of an EndpointSlice.

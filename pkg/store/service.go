@@ -20,10 +20,11 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	if !b.expose(ns) {
 		return
 	}
+	base := b.concat(name, ".", ns, ".svc.", b.zone)
+	b.addExternal(svc, base)
 	if svc.Type == Headless && b.opts.NoEndpoints {
 		return
 	}
-	base := b.concat(name, ".", ns, ".svc.", b.zone)
 	b.stable = svc.Type != Headless
 	defer func() { b.stable = false }()
 	if svc.Type == ExternalName {

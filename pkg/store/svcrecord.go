@@ -18,7 +18,8 @@ import (
 // gives it, after its uvarint length: 4 or 16 bytes, and the zone), the
 // ExternalName and the ports (a
 // uvarint count, then each port's name and protocol, then its number in
-// 2 bytes), then the TrafficDistribution. Strings are a uvarint length and
+// 2 bytes), then the TrafficDistribution, then the ExternalIPs (as the
+// ClusterIPs). Strings are a uvarint length and
 // their bytes. The namespace
 // and the name are the map's key.
 type svcRecord string
@@ -57,7 +58,14 @@ func appendService(b []byte, v *Service) []byte {
 		b = appendStr(appendStr(b, p.Name), p.Protocol)
 		b = binary.BigEndian.AppendUint16(b, p.Port)
 	}
-	return appendStr(b, v.TrafficDistribution)
+	b = appendStr(b, v.TrafficDistribution)
+	b = binary.AppendUvarint(b, uint64(len(v.ExternalIPs)))
+	for _, a := range v.ExternalIPs {
+		var tmp [64]byte
+		ab, _ := a.AppendBinary(tmp[:0]) // it does not fail
+		b = appendStr(b, ab)
+	}
+	return b
 }
 
 func appendStr[S string | []byte](b []byte, s S) []byte {
@@ -97,7 +105,16 @@ func (r svcRecord) service(k nsName) Service {
 			off += 2
 		}
 	}
-	v.TrafficDistribution, _ = recStr(s, off)
+	v.TrafficDistribution, off = recStr(s, off)
+	n, off = recUvarint(s, off)
+	if n > 0 {
+		v.ExternalIPs = make([]netip.Addr, n)
+		for i := range v.ExternalIPs {
+			var a string
+			a, off = recStr(s, off)
+			v.ExternalIPs[i] = recAddr(a)
+		}
+	}
 	return v
 }
 

@@ -44,6 +44,10 @@ type result struct {
 	name, coredns, convert string
 	same                   int
 	reported, silent       []string
+	// answers are each question's answers by its label: CoreDNS's and
+	// serve's (not in the row).
+	answers map[string][2]string
+	report  string // convert's output
 }
 
 func (r result) row() string {
@@ -283,6 +287,7 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string,
 	code := exitCode(err)
 	report := string(out)
 	res.convert = verdict(code, report)
+	res.report = report
 
 	// CoreDNS
 	var cd, dc *world
@@ -343,6 +348,10 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string,
 		if q.name == reverseName(webIP) {
 			label = "(web's ClusterIP).in-addr.arpa. PTR" // the address differs run to run
 		}
+		if res.answers == nil {
+			res.answers = map[string][2]string{}
+		}
+		res.answers[label] = [2]string{want, got}
 		switch {
 		case want == got:
 			res.same++

@@ -202,6 +202,7 @@ func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 		ips = append(ips, ip)
 	}
 	group := 2
+	cur := group // the number of the targets being added
 	target := func(ap netip.AddrPort, overTLS bool) {
 		if !ap.Addr().Is4() {
 			return
@@ -211,7 +212,7 @@ func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 				return
 			}
 		}
-		targets = append(targets, upstreamTarget{addr: ap, n: group, tls: overTLS})
+		targets = append(targets, upstreamTarget{addr: ap, n: cur, tls: overTLS})
 	}
 	// A loopback target on a port the configuration serves itself (a
 	// server block forwarding to another of its own) is no upstream.
@@ -239,6 +240,13 @@ func addresses(texts ...string) ([]netip.Addr, []upstreamTarget) {
 		}
 		for _, m := range forwardRe.FindAllStringSubmatch(text, -1) {
 			group++
+			cur = group
+			if slices.ContainsFunc(strings.Fields(m[1]), func(to string) bool { return strings.HasPrefix(to, "/") }) {
+				// A resolv.conf path with addresses: CoreDNS picks among
+				// its nameservers and the addresses alike, so they answer
+				// as the resolv.conf's nameserver does.
+				cur = 2
+			}
 			for _, to := range strings.Fields(m[1]) {
 				to = strings.TrimPrefix(to, "dns://")
 				port, overTLS := uint16(53), false
