@@ -33,18 +33,23 @@ func TestExternalValidate(t *testing.T) {
 			c.SetDefaults()
 			var e fieldErrors
 			c.External.validate(&e, c.Mode)
-			err := e.join()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("err %v, want it to name %s", err, tc.want)
-			}
+			wantFieldError(t, e.join(), tc.want)
 		})
 	}
 	c := ServerConfiguration{External: &External{Zones: []string{"example.org"}}}
 	c.SetDefaults()
 	if c.External.Apex != DefaultExternalApex || c.External.TTLValue() != DefaultExternalTTL {
 		t.Fatalf("defaults %+v", c.External)
+	}
+}
+
+// wantFieldError fails t unless err is nil when want is "", or names want.
+func wantFieldError(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err %v, want an error containing %q", err, want)
 	}
 }

@@ -38,18 +38,9 @@ func (r *Rewrite) setDefaults() {
 // validateRewrites checks the rules, each field by its path
 // (rewrites[i].from).
 func (c *ServerConfiguration) validateRewrites(e *fieldErrors) {
-	if len(c.Rewrites) == 0 {
-		return
-	}
-	if c.Mode == ModeNodeLocal {
-		e.add("rewrites", "not used in mode %q: the cluster DNS rewrites (nodeLocal.clusterConfig)", ModeNodeLocal)
-	}
-	if len(c.Rewrites) > MaxRewrites {
-		e.add("rewrites", "%d rules: at most %d", len(c.Rewrites), MaxRewrites)
-	}
-	for i := range c.Rewrites {
-		c.Rewrites[i].validate(e, fmt.Sprintf("rewrites[%d].", i))
-	}
+	c.validateClusterList(e, "rewrites", len(c.Rewrites), MaxRewrites, "rules", "the cluster DNS rewrites", func(i int, prefix string) {
+		c.Rewrites[i].validate(e, prefix)
+	})
 }
 
 func (r *Rewrite) validate(e *fieldErrors, prefix string) {

@@ -1018,7 +1018,7 @@ func (r *ForwardRoute) validateUpstreams(e *fieldErrors, prefix string) {
 			file = j
 			continue
 		}
-		ap, isTLS, err := parseForwardUpstream(u)
+		ap, isTLS, err := ParseTLSUpstream(u, parseUpstream)
 		if err != nil {
 			e.add(path, "%q: %v", u, err)
 			continue
@@ -1060,14 +1060,14 @@ const (
 	DefaultTLSPort = 853
 )
 
-// parseForwardUpstream reads a route's upstream: parseUpstream's forms,
-// alone or after TLSPrefix (port 853 by default; tls).
-func parseForwardUpstream(s string) (ap netip.AddrPort, tls bool, err error) {
+// ParseTLSUpstream reads an upstream: parse's forms, alone or after
+// TLSPrefix (port DefaultTLSPort by default). tls says which.
+func ParseTLSUpstream(s string, parse func(string) (netip.AddrPort, error)) (ap netip.AddrPort, tls bool, err error) {
 	rest, tls := strings.CutPrefix(s, TLSPrefix)
 	if a, err := netip.ParseAddr(strings.Trim(rest, "[]")); err == nil && tls {
 		return netip.AddrPortFrom(a.Unmap(), DefaultTLSPort), true, nil
 	}
-	ap, err = parseUpstream(rest)
+	ap, err = parse(rest)
 	return ap, tls, err
 }
 

@@ -333,19 +333,6 @@ func TestServerValidate(t *testing.T) {
 		{"reverse zone twice", func(c *ServerConfiguration) { c.ReverseZones = []string{"10.96.0.0/12", "10.100.0.1/12"} },
 			[]string{`reverseZones[1]: "10.100.0.1/12": the same network as reverseZones[0]`}},
 		{"lameduck", func(c *ServerConfiguration) { c.Lameduck = "2m" }, []string{`lameduck: "2m": must be between 0s and 1m0s`}},
-		{"udp answer limit", func(c *ServerConfiguration) { c.UDPAnswerLimit = 24 }, nil},
-		{"udp answer limit most", func(c *ServerConfiguration) { c.UDPAnswerLimit = 100 }, nil},
-		{"udp answer limit negative", func(c *ServerConfiguration) { c.UDPAnswerLimit = -1 },
-			[]string{`udpAnswerLimit: -1: must be between 0 (off) and 100`}},
-		{"udp answer limit too big", func(c *ServerConfiguration) { c.UDPAnswerLimit = 101 },
-			[]string{`udpAnswerLimit: 101: must be between 0 (off) and 100`}},
-		{"udp sockets GOMAXPROCS", func(c *ServerConfiguration) { c.UDPSockets = 0 }, nil},
-		{"udp sockets one", func(c *ServerConfiguration) { c.UDPSockets = 1 }, nil},
-		{"udp sockets most", func(c *ServerConfiguration) { c.UDPSockets = 1024 }, nil},
-		{"udp sockets negative", func(c *ServerConfiguration) { c.UDPSockets = -1 },
-			[]string{`udpSockets: -1: must be between 0 (GOMAXPROCS) and 1024`}},
-		{"udp sockets too many", func(c *ServerConfiguration) { c.UDPSockets = 1025 },
-			[]string{`udpSockets: 1025: must be between 0 (GOMAXPROCS) and 1024`}},
 		{"udp in flight", func(c *ServerConfiguration) { c.Limits.UDPInFlight = -1 }, []string{`limits.udpInFlight: -1: must be > 0`}},
 		{"udp in flight under max concurrent", func(c *ServerConfiguration) { c.Limits.UDPInFlight = 1000 },
 			[]string{`limits.udpInFlight: 1000: must be over maxConcurrent (1000), or queries waiting on upstreams can hold every slot and in-cluster names go unanswered`}},
@@ -737,4 +724,35 @@ func TestBindFamily(t *testing.T) {
 			t.Errorf("BindFamily of %v = %q, want %q", tt.listen, got, tt.want)
 		}
 	}
+}
+
+// TestServerValidateCounts: udpAnswerLimit and udpSockets, each within
+// its bounds or refused with them.
+func TestServerValidateCounts(t *testing.T) {
+	answer := func(c *ServerConfiguration, v int) { c.UDPAnswerLimit = v }
+	sockets := func(c *ServerConfiguration, v int) { c.UDPSockets = v }
+	var ms []mutation
+	for _, tc := range []struct {
+		name string
+		set  func(*ServerConfiguration, int)
+		v    int
+		want string // "": valid
+	}{
+		{"udp answer limit", answer, 24, ""},
+		{"udp answer limit most", answer, 100, ""},
+		{"udp answer limit negative", answer, -1, `udpAnswerLimit: -1: must be between 0 (off) and 100`},
+		{"udp answer limit too big", answer, 101, `udpAnswerLimit: 101: must be between 0 (off) and 100`},
+		{"udp sockets GOMAXPROCS", sockets, 0, ""},
+		{"udp sockets one", sockets, 1, ""},
+		{"udp sockets most", sockets, 1024, ""},
+		{"udp sockets negative", sockets, -1, `udpSockets: -1: must be between 0 (GOMAXPROCS) and 1024`},
+		{"udp sockets too many", sockets, 1025, `udpSockets: 1025: must be between 0 (GOMAXPROCS) and 1024`},
+	} {
+		m := mutation{name: tc.name, mutate: func(c *ServerConfiguration) { tc.set(c, tc.v) }}
+		if tc.want != "" {
+			m.want = []string{tc.want}
+		}
+		ms = append(ms, m)
+	}
+	checkMutations(t, ms)
 }

@@ -93,17 +93,27 @@ func (t *Template) setDefaults() {
 // (templates[i].match[j]). That each record parses for a name is
 // pkg/template's check, which the server runs at load.
 func (c *ServerConfiguration) validateTemplates(e *fieldErrors) {
-	if len(c.Templates) == 0 {
+	c.validateClusterList(e, "templates", len(c.Templates), MaxTemplates, "templates", "the cluster DNS answers templates", func(i int, prefix string) {
+		c.Templates[i].validate(e, prefix)
+	})
+}
+
+// validateClusterList checks a list of n items at field that only the
+// cluster DNS uses (role says how): none in mode NodeLocal, at most limit
+// (counted in unit), and each item by validate with its path prefix
+// (field[i].).
+func (c *ServerConfiguration) validateClusterList(e *fieldErrors, field string, n, limit int, unit, role string, validate func(i int, prefix string)) {
+	if n == 0 {
 		return
 	}
 	if c.Mode == ModeNodeLocal {
-		e.add("templates", "not used in mode %q: the cluster DNS answers templates (nodeLocal.clusterConfig)", ModeNodeLocal)
+		e.add(field, "not used in mode %q: %s (nodeLocal.clusterConfig)", ModeNodeLocal, role)
 	}
-	if len(c.Templates) > MaxTemplates {
-		e.add("templates", "%d templates: at most %d", len(c.Templates), MaxTemplates)
+	if n > limit {
+		e.add(field, "%d %s: at most %d", n, unit, limit)
 	}
-	for i := range c.Templates {
-		c.Templates[i].validate(e, fmt.Sprintf("templates[%d].", i))
+	for i := 0; i < n; i++ {
+		validate(i, fmt.Sprintf("%s[%d].", field, i))
 	}
 }
 

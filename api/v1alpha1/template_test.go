@@ -1,9 +1,6 @@
 package v1alpha1
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 func init() {
 	// TestServerFieldRules' sample item and the templates' rule that
@@ -40,13 +37,7 @@ func TestTemplateValidate(t *testing.T) {
 			c.SetDefaults()
 			var e fieldErrors
 			c.validateTemplates(&e)
-			err := e.join()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("err %v, want it to name %s", err, tc.want)
-			}
+			wantFieldError(t, e.join(), tc.want)
 		})
 	}
 	c := ServerConfiguration{Mode: ModeNodeLocal, Templates: []Template{{}}}

@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -89,13 +88,7 @@ func TestWebhookValidate(t *testing.T) {
 			w := WebhookConfiguration{TypeMeta: TypeMeta{APIVersion: GroupVersion, Kind: WebhookKind}}
 			tc.mod(&w)
 			w.SetDefaults()
-			err := w.Validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("Validate: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("Validate: %v, want an error containing %q", err, tc.want)
-			}
+			wantFieldError(t, w.Validate(), tc.want)
 		})
 	}
 }

@@ -88,6 +88,16 @@ type tcase struct {
 	soa bool
 }
 
+// answers is a case answered with answer.
+func answers(name, qname string, qtype uint16, answer ...string) tcase {
+	return tcase{name: name, qname: qname, qtype: qtype, answer: answer}
+}
+
+// nxdomain is a case answered NXDOMAIN with the zone's SOA.
+func nxdomain(name, qname string, qtype uint16) tcase {
+	return tcase{name: name, qname: qname, qtype: qtype, rcode: dns.RcodeNameError, soa: true}
+}
+
 func check(t *testing.T, e *env, network string, ttl uint32, tc tcase) {
 	t.Helper()
 	r := ask(t, network, e.addr, tc.qname, tc.qtype, 0)
@@ -128,37 +138,23 @@ func check(t *testing.T, e *env, network string, ttl uint32, tc tcase) {
 func TestConformanceRecords(t *testing.T) {
 	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, fixture)
 	cases := []tcase{
-		{name: "schema version", qname: "dns-version.cluster.local.", qtype: dns.TypeTXT,
-			answer: []string{`dns-version.cluster.local. 28800 IN TXT "1.1.0"`}},
-		{name: "clusterip A", qname: "web.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"web.prod.svc.cluster.local. 5 IN A 10.96.0.10"}},
-		{name: "clusterip AAAA dual-stack", qname: "web.prod.svc.cluster.local.", qtype: dns.TypeAAAA,
-			answer: []string{"web.prod.svc.cluster.local. 5 IN AAAA fd00::10"}},
+		answers("schema version", "dns-version.cluster.local.", dns.TypeTXT, `dns-version.cluster.local. 28800 IN TXT "1.1.0"`),
+		answers("clusterip A", "web.prod.svc.cluster.local.", dns.TypeA, "web.prod.svc.cluster.local. 5 IN A 10.96.0.10"),
+		answers("clusterip AAAA dual-stack", "web.prod.svc.cluster.local.", dns.TypeAAAA, "web.prod.svc.cluster.local. 5 IN AAAA fd00::10"),
 		{name: "clusterip SRV named port with additional", qname: "_http._tcp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV,
 			answer: []string{"_http._tcp.web.prod.svc.cluster.local. 5 IN SRV 0 100 80 web.prod.svc.cluster.local."},
 			extra:  []string{"web.prod.svc.cluster.local. 5 IN A 10.96.0.10", "web.prod.svc.cluster.local. 5 IN AAAA fd00::10"}},
-		{name: "clusterip SRV udp port", qname: "_dns._udp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV,
-			answer: []string{"_dns._udp.web.prod.svc.cluster.local. 5 IN SRV 0 100 53 web.prod.svc.cluster.local."}},
-		{name: "no SRV for an unnamed port", qname: "_8080._tcp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV,
-			rcode: dns.RcodeNameError, soa: true},
-		{name: "SRV wrong protocol", qname: "_http._udp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV,
-			rcode: dns.RcodeNameError, soa: true},
-		{name: "PTR clusterip v4", qname: "10.0.96.10.in-addr.arpa.", qtype: dns.TypePTR,
-			answer: []string{"10.0.96.10.in-addr.arpa. 5 IN PTR web.prod.svc.cluster.local."}},
-		{name: "PTR clusterip v6 nibbles", qname: "0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", qtype: dns.TypePTR,
-			answer: []string{"0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR web.prod.svc.cluster.local."}},
-		{name: "headless A ready endpoints deduplicated", qname: "db.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"db.prod.svc.cluster.local. 5 IN A 10.1.1.1", "db.prod.svc.cluster.local. 5 IN A 10.1.1.2", "db.prod.svc.cluster.local. 5 IN A 10.1.1.4"}},
-		{name: "headless AAAA", qname: "db.prod.svc.cluster.local.", qtype: dns.TypeAAAA,
-			answer: []string{"db.prod.svc.cluster.local. 5 IN AAAA fd00::1:1"}},
-		{name: "headless hostname", qname: "db-0.db.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"db-0.db.prod.svc.cluster.local. 5 IN A 10.1.1.1"}},
-		{name: "headless dashed label", qname: "10-1-1-2.db.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-1-1-2.db.prod.svc.cluster.local. 5 IN A 10.1.1.2"}},
-		{name: "headless dashed v6 label", qname: "fd00--1-1.db.prod.svc.cluster.local.", qtype: dns.TypeAAAA,
-			answer: []string{"fd00--1-1.db.prod.svc.cluster.local. 5 IN AAAA fd00::1:1"}},
-		{name: "not ready endpoint has no name", qname: "10-1-1-3.db.prod.svc.cluster.local.", qtype: dns.TypeA,
-			rcode: dns.RcodeNameError, soa: true},
+		answers("clusterip SRV udp port", "_dns._udp.web.prod.svc.cluster.local.", dns.TypeSRV, "_dns._udp.web.prod.svc.cluster.local. 5 IN SRV 0 100 53 web.prod.svc.cluster.local."),
+		nxdomain("no SRV for an unnamed port", "_8080._tcp.web.prod.svc.cluster.local.", dns.TypeSRV),
+		nxdomain("SRV wrong protocol", "_http._udp.web.prod.svc.cluster.local.", dns.TypeSRV),
+		answers("PTR clusterip v4", "10.0.96.10.in-addr.arpa.", dns.TypePTR, "10.0.96.10.in-addr.arpa. 5 IN PTR web.prod.svc.cluster.local."),
+		answers("PTR clusterip v6 nibbles", "0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR, "0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR web.prod.svc.cluster.local."),
+		answers("headless A ready endpoints deduplicated", "db.prod.svc.cluster.local.", dns.TypeA, "db.prod.svc.cluster.local. 5 IN A 10.1.1.1", "db.prod.svc.cluster.local. 5 IN A 10.1.1.2", "db.prod.svc.cluster.local. 5 IN A 10.1.1.4"),
+		answers("headless AAAA", "db.prod.svc.cluster.local.", dns.TypeAAAA, "db.prod.svc.cluster.local. 5 IN AAAA fd00::1:1"),
+		answers("headless hostname", "db-0.db.prod.svc.cluster.local.", dns.TypeA, "db-0.db.prod.svc.cluster.local. 5 IN A 10.1.1.1"),
+		answers("headless dashed label", "10-1-1-2.db.prod.svc.cluster.local.", dns.TypeA, "10-1-1-2.db.prod.svc.cluster.local. 5 IN A 10.1.1.2"),
+		answers("headless dashed v6 label", "fd00--1-1.db.prod.svc.cluster.local.", dns.TypeAAAA, "fd00--1-1.db.prod.svc.cluster.local. 5 IN AAAA fd00::1:1"),
+		nxdomain("not ready endpoint has no name", "10-1-1-3.db.prod.svc.cluster.local.", dns.TypeA),
 		{name: "headless SRV NxM", qname: "_postgres._tcp.db.prod.svc.cluster.local.", qtype: dns.TypeSRV,
 			answer: []string{
 				"_postgres._tcp.db.prod.svc.cluster.local. 5 IN SRV 0 25 5432 10-1-1-2.db.prod.svc.cluster.local.",
@@ -172,45 +168,29 @@ func TestConformanceRecords(t *testing.T) {
 				"db-0.db.prod.svc.cluster.local. 5 IN A 10.1.1.1",
 				"fd00--1-1.db.prod.svc.cluster.local. 5 IN AAAA fd00::1:1",
 			}},
-		{name: "PTR endpoint with hostname", qname: "1.1.1.10.in-addr.arpa.", qtype: dns.TypePTR,
-			answer: []string{"1.1.1.10.in-addr.arpa. 5 IN PTR db-0.db.prod.svc.cluster.local."}},
-		{name: "PTR endpoint v6", qname: "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", qtype: dns.TypePTR,
-			answer: []string{"1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR fd00--1-1.db.prod.svc.cluster.local."}},
-		{name: "publishNotReadyAddresses", qname: "peer-0.peers.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"peer-0.peers.prod.svc.cluster.local. 5 IN A 10.1.2.1"}},
-		{name: "externalname CNAME", qname: "ext.prod.svc.cluster.local.", qtype: dns.TypeCNAME,
-			answer: []string{"ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."}},
-		{name: "externalname A without upstream is the CNAME", qname: "ext.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."}},
-		{name: "externalname in zone followed", qname: "alias.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"alias.prod.svc.cluster.local. 5 IN CNAME web.prod.svc.cluster.local.", "web.prod.svc.cluster.local. 5 IN A 10.96.0.10"}},
-		{name: "externalname in zone followed AAAA", qname: "alias.prod.svc.cluster.local.", qtype: dns.TypeAAAA,
-			answer: []string{"alias.prod.svc.cluster.local. 5 IN CNAME web.prod.svc.cluster.local.", "web.prod.svc.cluster.local. 5 IN AAAA fd00::10"}},
-		{name: "pod verified", qname: "10-1-0-1.prod.pod.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-1-0-1.prod.pod.cluster.local. 5 IN A 10.1.0.1"}},
-		{name: "pod verified v6", qname: "fd00--1-5.prod.pod.cluster.local.", qtype: dns.TypeAAAA,
-			answer: []string{"fd00--1-5.prod.pod.cluster.local. 5 IN AAAA fd00::1:5"}},
-		{name: "pod verified wrong namespace", qname: "10-1-0-1.default.pod.cluster.local.", qtype: dns.TypeA,
-			rcode: dns.RcodeNameError, soa: true},
-		{name: "pod verified unknown IP", qname: "10-9-9-9.prod.pod.cluster.local.", qtype: dns.TypeA,
-			rcode: dns.RcodeNameError, soa: true},
-		{name: "finished pod has no record", qname: "10-1-9-9.prod.pod.cluster.local.", qtype: dns.TypeA,
-			rcode: dns.RcodeNameError, soa: true},
-		{name: "NXDOMAIN service", qname: "nosuch.prod.svc.cluster.local.", qtype: dns.TypeA,
-			rcode: dns.RcodeNameError, soa: true},
-		{name: "NXDOMAIN namespace", qname: "web.nosuch.svc.cluster.local.", qtype: dns.TypeA,
-			rcode: dns.RcodeNameError, soa: true},
+		answers("PTR endpoint with hostname", "1.1.1.10.in-addr.arpa.", dns.TypePTR, "1.1.1.10.in-addr.arpa. 5 IN PTR db-0.db.prod.svc.cluster.local."),
+		answers("PTR endpoint v6", "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR, "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR fd00--1-1.db.prod.svc.cluster.local."),
+		answers("publishNotReadyAddresses", "peer-0.peers.prod.svc.cluster.local.", dns.TypeA, "peer-0.peers.prod.svc.cluster.local. 5 IN A 10.1.2.1"),
+		answers("externalname CNAME", "ext.prod.svc.cluster.local.", dns.TypeCNAME, "ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."),
+		answers("externalname A without upstream is the CNAME", "ext.prod.svc.cluster.local.", dns.TypeA, "ext.prod.svc.cluster.local. 5 IN CNAME api.example.com."),
+		answers("externalname in zone followed", "alias.prod.svc.cluster.local.", dns.TypeA, "alias.prod.svc.cluster.local. 5 IN CNAME web.prod.svc.cluster.local.", "web.prod.svc.cluster.local. 5 IN A 10.96.0.10"),
+		answers("externalname in zone followed AAAA", "alias.prod.svc.cluster.local.", dns.TypeAAAA, "alias.prod.svc.cluster.local. 5 IN CNAME web.prod.svc.cluster.local.", "web.prod.svc.cluster.local. 5 IN AAAA fd00::10"),
+		answers("pod verified", "10-1-0-1.prod.pod.cluster.local.", dns.TypeA, "10-1-0-1.prod.pod.cluster.local. 5 IN A 10.1.0.1"),
+		answers("pod verified v6", "fd00--1-5.prod.pod.cluster.local.", dns.TypeAAAA, "fd00--1-5.prod.pod.cluster.local. 5 IN AAAA fd00::1:5"),
+		nxdomain("pod verified wrong namespace", "10-1-0-1.default.pod.cluster.local.", dns.TypeA),
+		nxdomain("pod verified unknown IP", "10-9-9-9.prod.pod.cluster.local.", dns.TypeA),
+		nxdomain("finished pod has no record", "10-1-9-9.prod.pod.cluster.local.", dns.TypeA),
+		nxdomain("NXDOMAIN service", "nosuch.prod.svc.cluster.local.", dns.TypeA),
+		nxdomain("NXDOMAIN namespace", "web.nosuch.svc.cluster.local.", dns.TypeA),
 		{name: "NODATA other type", qname: "web.prod.svc.cluster.local.", qtype: dns.TypeTXT, soa: true},
 		{name: "NODATA MX", qname: "kubernetes.default.svc.cluster.local.", qtype: dns.TypeMX, soa: true},
 		{name: "empty non-terminal namespace", qname: "prod.svc.cluster.local.", qtype: dns.TypeA, soa: true},
 		{name: "empty non-terminal namespace without services", qname: "quiet.svc.cluster.local.", qtype: dns.TypeA, soa: true},
 		{name: "empty non-terminal svc", qname: "svc.cluster.local.", qtype: dns.TypeA, soa: true},
 		{name: "empty non-terminal _proto", qname: "_tcp.web.prod.svc.cluster.local.", qtype: dns.TypeSRV, soa: true},
-		{name: "NXDOMAIN search miss", qname: "web.prod.svc.cluster.local.prod.svc.cluster.local.", qtype: dns.TypeA,
-			rcode: dns.RcodeNameError, soa: true},
+		nxdomain("NXDOMAIN search miss", "web.prod.svc.cluster.local.prod.svc.cluster.local.", dns.TypeA),
 		{name: "apex SOA", qname: "cluster.local.", qtype: dns.TypeSOA},
-		{name: "case echoed", qname: "WeB.PrOd.SvC.Cluster.Local.", qtype: dns.TypeA,
-			answer: []string{"WeB.PrOd.SvC.Cluster.Local. 5 IN A 10.96.0.10"}},
+		answers("case echoed", "WeB.PrOd.SvC.Cluster.Local.", dns.TypeA, "WeB.PrOd.SvC.Cluster.Local. 5 IN A 10.96.0.10"),
 	}
 	for _, network := range []string{"udp", "tcp"} {
 		t.Run(network, func(t *testing.T) {

@@ -28,8 +28,7 @@ func TestDigitFirstNames(t *testing.T) {
 	cases := []tcase{
 		{name: "clusterip A", qname: svc, qtype: dns.TypeA, answer: []string{svc + " 5 IN A 10.96.1.1"}},
 		{name: "clusterip AAAA", qname: svc, qtype: dns.TypeAAAA, answer: []string{svc + " 5 IN AAAA fd00::1:1"}},
-		{name: "case echoed", qname: "1KUBERNETES.Prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"1KUBERNETES.Prod.svc.cluster.local. 5 IN A 10.96.1.1"}},
+		answers("case echoed", "1KUBERNETES.Prod.svc.cluster.local.", dns.TypeA, "1KUBERNETES.Prod.svc.cluster.local. 5 IN A 10.96.1.1"),
 		{name: "SRV named port", qname: "_https._tcp." + svc, qtype: dns.TypeSRV,
 			answer: []string{"_https._tcp." + svc + " 5 IN SRV 0 100 443 " + svc},
 			extra:  []string{svc + " 5 IN A 10.96.1.1", svc + " 5 IN AAAA fd00::1:1"}},
@@ -37,10 +36,8 @@ func TestDigitFirstNames(t *testing.T) {
 			answer: []string{"_dns._udp." + svc + " 5 IN SRV 0 100 53 " + svc}},
 		{name: "SRV of the Service name", qname: svc, qtype: dns.TypeSRV,
 			answer: []string{svc + " 5 IN SRV 0 50 443 " + svc, svc + " 5 IN SRV 0 50 53 " + svc}}, // weight 100/N
-		{name: "PTR clusterip", qname: "1.1.96.10.in-addr.arpa.", qtype: dns.TypePTR,
-			answer: []string{"1.1.96.10.in-addr.arpa. 5 IN PTR " + svc}},
-		{name: "PTR clusterip v6", qname: "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", qtype: dns.TypePTR,
-			answer: []string{"1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR " + svc}},
+		answers("PTR clusterip", "1.1.96.10.in-addr.arpa.", dns.TypePTR, "1.1.96.10.in-addr.arpa. 5 IN PTR "+svc),
+		answers("PTR clusterip v6", "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR, "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR "+svc),
 		{name: "headless A", qname: db, qtype: dns.TypeA, answer: []string{db + " 5 IN A 10.1.3.1", db + " 5 IN A 10.1.3.2"}},
 		{name: "headless AAAA", qname: db, qtype: dns.TypeAAAA, answer: []string{db + " 5 IN AAAA fd00::3:3"}},
 		{name: "endpoint hostname with a digit first", qname: "0-db." + db, qtype: dns.TypeA, answer: []string{"0-db." + db + " 5 IN A 10.1.3.1"}},
@@ -55,23 +52,15 @@ func TestDigitFirstNames(t *testing.T) {
 			extra: []string{"0-db." + db + " 5 IN A 10.1.3.1", "10-1-3-2." + db + " 5 IN A 10.1.3.2", "fd00--3-3." + db + " 5 IN AAAA fd00::3:3"}},
 		{name: "PTR endpoint hostname", qname: "1.3.1.10.in-addr.arpa.", qtype: dns.TypePTR, answer: []string{"1.3.1.10.in-addr.arpa. 5 IN PTR 0-db." + db}},
 		{name: "PTR endpoint dashed IP", qname: "2.3.1.10.in-addr.arpa.", qtype: dns.TypePTR, answer: []string{"2.3.1.10.in-addr.arpa. 5 IN PTR 10-1-3-2." + db}},
-		{name: "ExternalName to a digit-first Service, followed", qname: "3ext.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"3ext.prod.svc.cluster.local. 5 IN CNAME " + svc, svc + " 5 IN A 10.96.1.1"}},
-		{name: "ExternalName to a digit-first host", qname: "4ext.prod.svc.cluster.local.", qtype: dns.TypeCNAME,
-			answer: []string{"4ext.prod.svc.cluster.local. 5 IN CNAME 1.example.com."}},
-		{name: "Service named like a pod's dashed IP", qname: "10-1-0-5.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-1-0-5.prod.svc.cluster.local. 5 IN A 10.96.1.5"}},
-		{name: "the pod of that IP", qname: "10-1-0-5.prod.pod.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-1-0-5.prod.pod.cluster.local. 5 IN A 10.1.0.5"}},
-		{name: "namespace named like a dashed IP", qname: "10-1-0-5.10-1-0-1.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-1-0-5.10-1-0-1.svc.cluster.local. 5 IN A 10.96.1.6"}},
-		{name: "no pod of that IP in that namespace", qname: "10-1-0-5.10-1-0-1.pod.cluster.local.", qtype: dns.TypeA,
-			rcode: dns.RcodeNameError, soa: true},
+		answers("ExternalName to a digit-first Service, followed", "3ext.prod.svc.cluster.local.", dns.TypeA, "3ext.prod.svc.cluster.local. 5 IN CNAME "+svc, svc+" 5 IN A 10.96.1.1"),
+		answers("ExternalName to a digit-first host", "4ext.prod.svc.cluster.local.", dns.TypeCNAME, "4ext.prod.svc.cluster.local. 5 IN CNAME 1.example.com."),
+		answers("Service named like a pod's dashed IP", "10-1-0-5.prod.svc.cluster.local.", dns.TypeA, "10-1-0-5.prod.svc.cluster.local. 5 IN A 10.96.1.5"),
+		answers("the pod of that IP", "10-1-0-5.prod.pod.cluster.local.", dns.TypeA, "10-1-0-5.prod.pod.cluster.local. 5 IN A 10.1.0.5"),
+		answers("namespace named like a dashed IP", "10-1-0-5.10-1-0-1.svc.cluster.local.", dns.TypeA, "10-1-0-5.10-1-0-1.svc.cluster.local. 5 IN A 10.96.1.6"),
+		nxdomain("no pod of that IP in that namespace", "10-1-0-5.10-1-0-1.pod.cluster.local.", dns.TypeA),
 		{name: "its empty non-terminal", qname: "10-1-0-1.svc.cluster.local.", qtype: dns.TypeA, soa: true},
-		{name: "headless Service named like a dashed IP", qname: "10-1-3-2.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-1-3-2.prod.svc.cluster.local. 5 IN A 10.1.3.9"}},
-		{name: "its endpoint by dashed IP", qname: "10-1-3-9.10-1-3-2.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-1-3-9.10-1-3-2.prod.svc.cluster.local. 5 IN A 10.1.3.9"}},
+		answers("headless Service named like a dashed IP", "10-1-3-2.prod.svc.cluster.local.", dns.TypeA, "10-1-3-2.prod.svc.cluster.local. 5 IN A 10.1.3.9"),
+		answers("its endpoint by dashed IP", "10-1-3-9.10-1-3-2.prod.svc.cluster.local.", dns.TypeA, "10-1-3-9.10-1-3-2.prod.svc.cluster.local. 5 IN A 10.1.3.9"),
 		{name: "NXDOMAIN digit-first", qname: "1nosuch.prod.svc.cluster.local.", qtype: dns.TypeA, rcode: dns.RcodeNameError, soa: true},
 	}
 	e := start(t, store.Options{TTL: 5, Pods: store.PodsVerified}, digits)
@@ -91,12 +80,9 @@ func TestDigitFirstNames(t *testing.T) {
 func TestDigitFirstNamesPodModes(t *testing.T) {
 	e := start(t, store.Options{TTL: 5, Pods: store.PodsInsecure}, digits)
 	for _, tc := range []tcase{
-		{name: "insecure pod in a namespace named like a dashed IP", qname: "10-9-9-9.10-1-0-1.pod.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-9-9-9.10-1-0-1.pod.cluster.local. 5 IN A 10.9.9.9"}},
-		{name: "a Service named like a dashed IP", qname: "10-1-0-5.10-1-0-1.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"10-1-0-5.10-1-0-1.svc.cluster.local. 5 IN A 10.96.1.6"}},
-		{name: "digit-first Service", qname: "1kubernetes.prod.svc.cluster.local.", qtype: dns.TypeA,
-			answer: []string{"1kubernetes.prod.svc.cluster.local. 5 IN A 10.96.1.1"}},
+		answers("insecure pod in a namespace named like a dashed IP", "10-9-9-9.10-1-0-1.pod.cluster.local.", dns.TypeA, "10-9-9-9.10-1-0-1.pod.cluster.local. 5 IN A 10.9.9.9"),
+		answers("a Service named like a dashed IP", "10-1-0-5.10-1-0-1.svc.cluster.local.", dns.TypeA, "10-1-0-5.10-1-0-1.svc.cluster.local. 5 IN A 10.96.1.6"),
+		answers("digit-first Service", "1kubernetes.prod.svc.cluster.local.", dns.TypeA, "1kubernetes.prod.svc.cluster.local. 5 IN A 10.96.1.1"),
 	} {
 		t.Run(tc.name, func(t *testing.T) { check(t, e, "udp", 5, tc) })
 	}

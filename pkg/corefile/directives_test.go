@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,53 @@ func convertText(t *testing.T, text string) (string, string) {
 		t.Fatal(err)
 	}
 	return render(t, r)
+}
+
+// wantConvertedText converts a Corefile and checks that its YAML has
+// each of config and none of absent, and its report each of report.
+func wantConvertedText(t *testing.T, text string, config, report, absent []string) {
+	t.Helper()
+	cfg, rep := convertText(t, text)
+	testkit.WantSubstrings(t, "config", cfg, config...)
+	testkit.WantSubstrings(t, "report", rep, report...)
+	for _, a := range absent {
+		if strings.Contains(cfg, a) {
+			t.Errorf("config has %q:\n%s", a, cfg)
+		}
+	}
+}
+
+// wantRefused: convert refuses the Corefile ".:53 { body }" with an error
+// containing want.
+func wantRefused(t *testing.T, body, want string) {
+	t.Helper()
+	_, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(".:53 {\n" + body + "\n}\n")}, nil)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want an error with %q", err, want)
+	}
+}
+
+// convertField converts a Corefile, checks that the field field picks
+// from its configuration marshals as want does (named what in failures)
+// and that the configuration, with defaults, validates; it returns the
+// findings for the caller's checks.
+func convertField(t *testing.T, corefile, what string, field func(Result) any, want any) []Finding {
+	t.Helper()
+	r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(corefile)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(field(r))
+	w, _ := json.Marshal(want)
+	if string(got) != string(w) {
+		t.Fatalf("%s\n %s\nwant\n %s", what, got, w)
+	}
+	cfg := r.Config
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the converted configuration does not validate: %v", err)
+	}
+	return r.Findings
 }
 
 // render is a result's configuration as YAML and its report.
@@ -111,14 +159,7 @@ func TestDirectives(t *testing.T) {
 		{name: "snippet", extra: "(common) {\n errors\n}\nx.example {\n import common\n forward . 10.0.0.9\n}", config: []string{"zone: x.example"}, report: []string{"errors"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, rep := convertText(t, ".:53 {\n"+tc.body+"\n}\n"+tc.extra)
-			testkit.WantSubstrings(t, "config", cfg, tc.config...)
-			testkit.WantSubstrings(t, "report", rep, tc.report...)
-			for _, a := range tc.absent {
-				if strings.Contains(cfg, a) {
-					t.Errorf("config has %q:\n%s", a, cfg)
-				}
-			}
+			wantConvertedText(t, ".:53 {\n"+tc.body+"\n}\n"+tc.extra, tc.config, tc.report, tc.absent)
 		})
 	}
 }

@@ -14,23 +14,13 @@ func (c *converter) forward(s scope, d Directive) {
 		return
 	}
 	from := fqdn(d.Args[0])
-	zones := []string{from}
-	if !s.main {
-		// The names it takes are in both FROM and the block's zones: a
-		// stub domain ("zone { forward . ip }"), or the narrower of the two.
-		zones = nil
-		for _, z := range s.zones {
-			switch {
-			case inZone(from, z):
-				zones = append(zones, from)
-			case inZone(z, from):
-				zones = append(zones, z)
-			}
-		}
-		if len(zones) == 0 {
-			c.add(d.Where, d.Name, Dropped, "forward %s in the %s block takes no name: the block serves none of %s; CoreDNS never uses it either", d.Args[0], strings.Join(s.zones, " "), d.Args[0])
-			return
-		}
+	// The names it takes are in both FROM and the block's zones: a stub
+	// domain ("zone { forward . ip }"), or the narrower of the two.
+	var zones []string
+	eachBlockZone([]string{from}, s, func(z string) { zones = append(zones, z) })
+	if len(zones) == 0 {
+		c.add(d.Where, d.Name, Dropped, "forward %s in the %s block takes no name: the block serves none of %s; CoreDNS never uses it either", d.Args[0], strings.Join(s.zones, " "), d.Args[0])
+		return
 	}
 	r := v1alpha1.ForwardRoute{}
 	t := forwardTLS{}

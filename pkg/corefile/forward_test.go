@@ -1,11 +1,6 @@
 package corefile
 
-import (
-	"strings"
-	"testing"
-
-	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
-)
+import "testing"
 
 // TestForwardTLS: tls:// targets, tls and tls_servername map onto the
 // route's upstreams and tls (issue 69).
@@ -55,14 +50,7 @@ func TestForwardTLS(t *testing.T) {
 			report: []string{"Corefile:2  forward  dropped    forward route .: upstreams /etc/resolv.conf 8.8.8.8; /run/resolv.conf: a second resolv.conf (/etc/resolv.conf is the route's)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, rep := convertText(t, ".:53 {\n"+tc.body+"\n}\n")
-			testkit.WantSubstrings(t, "config", cfg, tc.config...)
-			testkit.WantSubstrings(t, "report", rep, tc.report...)
-			for _, a := range tc.absent {
-				if strings.Contains(cfg, a) {
-					t.Errorf("config has %q:\n%s", a, cfg)
-				}
-			}
+			wantConvertedText(t, ".:53 {\n"+tc.body+"\n}\n", tc.config, tc.report, tc.absent)
 		})
 	}
 }
@@ -73,11 +61,6 @@ func TestForwardTLSRefused(t *testing.T) {
 		{"tls with four arguments", "forward . tls://1.1.1.1 {\n tls /a /b /c /d\n}", "Corefile:3: forward: tls takes at most three arguments"},
 		{"two kinds of server name", "forward . tls://1.1.1.1%a.example {\n tls_servername b.example\n}", "Corefile:2: forward: both forward"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(".:53 {\n" + tc.body + "\n}\n")}, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v; want an error with %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantRefused(t, tc.body, tc.want) })
 	}
 }

@@ -1,7 +1,6 @@
 package corefile
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -30,17 +29,9 @@ func TestK8sExternal(t *testing.T) {
 			&v1alpha1.External{Zones: []string{"example.org."}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(tc.corefile)}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := json.Marshal(r.Config.External)
-			want, _ := json.Marshal(tc.want)
-			if string(got) != string(want) {
-				t.Fatalf("external\n %s\nwant\n %s", got, want)
-			}
+			findings := convertField(t, tc.corefile, "external", func(r Result) any { return r.Config.External }, tc.want)
 			var reason string
-			for _, f := range r.Findings {
+			for _, f := range findings {
 				if f.Plugin == "k8s_external" {
 					reason = f.Reason
 					if f.Status != Differs {
@@ -52,11 +43,6 @@ func TestK8sExternal(t *testing.T) {
 				if !strings.Contains(reason, d) {
 					t.Errorf("reason %q does not name %q", reason, d)
 				}
-			}
-			cfg := r.Config
-			cfg.SetDefaults()
-			if err := cfg.Validate(); err != nil {
-				t.Fatalf("the converted configuration does not validate: %v", err)
 			}
 		})
 	}
@@ -72,11 +58,6 @@ func TestK8sExternalRefused(t *testing.T) {
 		{"apex without value", "k8s_external example.org {\n apex\n}\nkubernetes", "Wrong argument count or unexpected line ending after 'apex'"},
 		{"unknown property", "k8s_external example.org {\n nope\n}\nkubernetes", "unknown property 'nope'"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(".:53 {\n" + tc.body + "\n}\n")}, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Fatalf("err %v, want %q", err, tc.err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantRefused(t, tc.body, tc.err) })
 	}
 }

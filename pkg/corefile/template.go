@@ -186,17 +186,28 @@ func blockZones(zones []string, s scope) []string {
 		return zones
 	}
 	var out []string
+	eachBlockZone(zones, s, func(z string) { out = appendNew(out, z) })
+	return out
+}
+
+// eachBlockZone calls f with each part of zones that reaches a block of
+// zones s, repeats included: in the root block each zone; otherwise, for
+// each zone and block zone that meet, the narrower of the two.
+func eachBlockZone(zones []string, s scope, f func(string)) {
 	for _, z := range zones {
+		if s.main {
+			f(z)
+			continue
+		}
 		for _, b := range s.zones {
 			switch {
 			case under(z, b):
-				out = appendNew(out, z)
+				f(z)
 			case under(b, z):
-				out = appendNew(out, b)
+				f(b)
 			}
 		}
 	}
-	return out
 }
 
 // under reports whether name is zone or below it (both FQDN, lowercase).

@@ -229,10 +229,9 @@ func pipeGoroutines() int {
 // their own waiters. Without Pipeline each query has a connection.
 func TestPipelineInFlight(t *testing.T) {
 	cases := []struct {
-		name      string
-		pipeline  bool
-		inFlight  int
-		wantConns int
+		name                string
+		pipeline            bool
+		inFlight, wantConns int
 	}{
 		{"one", true, 1, 1},
 		{"a full connection", true, pipelineDepth, 1},

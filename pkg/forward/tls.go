@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 )
@@ -21,12 +20,7 @@ const DefaultTLSPort = v1alpha1.DefaultTLSPort
 // ParseUpstream parses an upstream of Config.Upstreams: ParseAddrPort's
 // forms, alone or after TLSPrefix (port 853 by default). tls says which.
 func ParseUpstream(s string) (ap netip.AddrPort, tls bool, err error) {
-	rest, tls := strings.CutPrefix(s, TLSPrefix)
-	if a, err := netip.ParseAddr(strings.Trim(rest, "[]")); err == nil && tls {
-		return netip.AddrPortFrom(a.Unmap(), DefaultTLSPort), true, nil
-	}
-	ap, err = ParseAddrPort(rest)
-	return ap, tls, err
+	return v1alpha1.ParseTLSUpstream(s, ParseAddrPort)
 }
 
 // TLSFiles are the files and name of a route's TLS settings, as CoreDNS's

@@ -84,17 +84,9 @@ func (r svcRecord) service(k nsName) Service {
 	s := string(r)
 	v := Service{Namespace: k.ns, Name: k.name, Type: ServiceType(s[0]), PublishNotReadyAddresses: s[1]&1 != 0}
 	off := 2
-	n, off := recUvarint(s, off)
-	if n > 0 {
-		v.ClusterIPs = make([]netip.Addr, n)
-		for i := range v.ClusterIPs {
-			var a string
-			a, off = recStr(s, off)
-			v.ClusterIPs[i] = recAddr(a)
-		}
-	}
+	v.ClusterIPs, off = recAddrs(s, off)
 	v.ExternalName, off = recStr(s, off)
-	n, off = recUvarint(s, off)
+	n, off := recUvarint(s, off)
 	if n > 0 {
 		v.Ports = make([]Port, n)
 		for i := range v.Ports {
@@ -106,16 +98,24 @@ func (r svcRecord) service(k nsName) Service {
 		}
 	}
 	v.TrafficDistribution, off = recStr(s, off)
-	n, off = recUvarint(s, off)
-	if n > 0 {
-		v.ExternalIPs = make([]netip.Addr, n)
-		for i := range v.ExternalIPs {
-			var a string
-			a, off = recStr(s, off)
-			v.ExternalIPs[i] = recAddr(a)
-		}
-	}
+	v.ExternalIPs, _ = recAddrs(s, off)
 	return v
+}
+
+// recAddrs reads a list of addresses at off (nil when empty), and the
+// offset after it.
+func recAddrs(s string, off int) ([]netip.Addr, int) {
+	n, off := recUvarint(s, off)
+	if n == 0 {
+		return nil, off
+	}
+	as := make([]netip.Addr, n)
+	for i := range as {
+		var a string
+		a, off = recStr(s, off)
+		as[i] = recAddr(a)
+	}
+	return as, off
 }
 
 // recAddr is the address a, as netip.Addr.AppendBinary made it: 4 or 16

@@ -61,6 +61,22 @@ func list(s []string) string {
 	return fmt.Sprintf("%d: %s", len(s), strings.Join(s, ", "))
 }
 
+// corednsAndAPI is the coredns binary of $DNSCONFIGURER_TESTBIN (the
+// test is skipped without it) and the 127.0.0.1 address of the API
+// server kubeconfig names.
+func corednsAndAPI(t *testing.T, kubeconfig string) (string, string) {
+	t.Helper()
+	corednsBin := filepath.Join(os.Getenv(apiserver.EnvBinDir), "coredns")
+	if _, err := os.Stat(corednsBin); err != nil {
+		t.Skipf("no coredns in $%s: %v", apiserver.EnvBinDir, err)
+	}
+	api := regexp.MustCompile(`server: https://(127\.0\.0\.1:\d+)`).FindStringSubmatch(readFile(t, kubeconfig))
+	if api == nil {
+		t.Fatal("no 127.0.0.1 server in the kubeconfig")
+	}
+	return corednsBin, api[1]
+}
+
 // TestCorpus runs every real configuration of corpus/ side by side:
 // CoreDNS 1.15 with the original and `dnsconfigurer serve` with what
 // `dnsconfigurer convert` made of it, each in a network namespace of its
@@ -75,14 +91,7 @@ func TestCorpus(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	netns.Require(t)
 	webIP := objects(t, cp.Client())
-	corednsBin := filepath.Join(os.Getenv(apiserver.EnvBinDir), "coredns")
-	if _, err := os.Stat(corednsBin); err != nil {
-		t.Skipf("no coredns in $%s: %v", apiserver.EnvBinDir, err)
-	}
-	api := regexp.MustCompile(`server: https://(127\.0\.0\.1:\d+)`).FindStringSubmatch(readFile(t, cp.Kubeconfig()))
-	if api == nil {
-		t.Fatal("no 127.0.0.1 server in the kubeconfig")
-	}
+	corednsBin, api := corednsAndAPI(t, cp.Kubeconfig())
 	cases := corpusCases(t)
 	if len(cases) < 55 {
 		t.Fatalf("%d configurations in %s, want at least 55", len(cases), corpusDir)
@@ -97,7 +106,7 @@ func TestCorpus(t *testing.T) {
 				t.Parallel()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				r := c.run(t, corednsBin, cp.Kubeconfig(), api[1], webIP, dot)
+				r := c.run(t, corednsBin, cp.Kubeconfig(), api, webIP, dot)
 				mu.Lock()
 				rows[c.name] = r.row()
 				mu.Unlock()

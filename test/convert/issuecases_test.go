@@ -2,9 +2,7 @@ package convert_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -153,18 +151,13 @@ func issueCases(t *testing.T, client kubernetes.Interface) []issueCase {
 				"10-1-2-3.default.pod.cluster.local. A",
 				"(web's ClusterIP).in-addr.arpa. PTR"),
 		},
-		{
-			name:      "forward-tls-servername",
-			corefile:  strings.Replace(issueBase, "    forward . /etc/resolv.conf\n", "    forward . tls://9.9.9.9 {\n       tls_servername dns.quad9.net\n    }\n", 1),
-			questions: []string{"www.example.net. A"},
-			expect: map[string]string{
+		forwardIssueCase("forward-tls-servername", "    forward . tls://9.9.9.9 {\n       tls_servername dns.quad9.net\n    }\n",
+			"upstreams tls://9.9.9.9, tls serverName dns.quad9.net", map[string]string{
 				"www.example.net. A":          issueFirstForward,
 				"example.org. A":              issueFirstForward,
 				"nx.example.org. A":           "NXDOMAIN",
 				"1.2.0.192.in-addr.arpa. PTR": "ext3.example.",
-			},
-			reportHas: []string{"upstreams tls://9.9.9.9, tls serverName dns.quad9.net"},
-		},
+			}),
 		{
 			name:      "k8s-external",
 			corefile:  strings.Replace(issueBase, "    prometheus :9153\n", "    k8s_external example.org\n    prometheus :9153\n", 1),
@@ -197,17 +190,25 @@ func issueCases(t *testing.T, client kubernetes.Interface) []issueCase {
 				"(web's ClusterIP).in-addr.arpa. PTR",
 				"3.2.1.10.in-addr.arpa. PTR"),
 		},
-		{
-			name:      "forward-resolvconf-and-address",
-			corefile:  strings.Replace(issueBase, "    forward . /etc/resolv.conf\n", "    forward . /etc/resolv.conf 8.8.8.8\n", 1),
-			questions: []string{"www.example.net. A"},
-			expect: map[string]string{
+		forwardIssueCase("forward-resolvconf-and-address", "    forward . /etc/resolv.conf 8.8.8.8\n",
+			"upstreams /etc/resolv.conf 8.8.8.8", map[string]string{
 				"www.example.net. A": issueResolverAnswer,
 				"example.org. A":     issueResolverAnswer,
 				"nx.example.org. A":  "NXDOMAIN",
-			},
-			reportHas: []string{"upstreams /etc/resolv.conf 8.8.8.8"},
-		},
+			}),
+	}
+}
+
+// forwardIssueCase is kubeadm's Corefile with forward for its forward
+// line, asked www.example.net., CoreDNS answering as expect says and
+// convert's report having report.
+func forwardIssueCase(name, forward, report string, expect map[string]string) issueCase {
+	return issueCase{
+		name:      name,
+		corefile:  strings.Replace(issueBase, "    forward . /etc/resolv.conf\n", forward, 1),
+		questions: []string{"www.example.net. A"},
+		expect:    expect,
+		reportHas: []string{report},
 	}
 }
 
@@ -230,14 +231,7 @@ func TestIssue69Cases(t *testing.T) {
 	netns.Require(t)
 	webIP := objects(t, cp.Client())
 	issueObjects(t, cp.Client())
-	corednsBin := filepath.Join(os.Getenv(apiserver.EnvBinDir), "coredns")
-	if _, err := os.Stat(corednsBin); err != nil {
-		t.Skipf("no coredns in $%s: %v", apiserver.EnvBinDir, err)
-	}
-	api := regexp.MustCompile(`server: https://(127\.0\.0\.1:\d+)`).FindStringSubmatch(readFile(t, cp.Kubeconfig()))
-	if api == nil {
-		t.Fatal("no 127.0.0.1 server in the kubeconfig")
-	}
+	corednsBin, api := corednsAndAPI(t, cp.Kubeconfig())
 	cases := issueCases(t, cp.Client())
 	var texts []string
 	for _, ic := range cases {
@@ -258,7 +252,7 @@ func TestIssue69Cases(t *testing.T) {
 					write(t, filepath.Join(c.dir, "QUESTIONS"), strings.Join(ic.questions, "\n")+"\n")
 				}
 			}
-			r := c.run(t, corednsBin, cp.Kubeconfig(), api[1], webIP, dot)
+			r := c.run(t, corednsBin, cp.Kubeconfig(), api, webIP, dot)
 			t.Logf("%s: CoreDNS %s; convert %s; %d same, %d differ reported, %d differ silent", ic.name, r.coredns, r.convert, r.same, len(r.reported), len(r.silent))
 			if ic.pending != "" && !strings.HasPrefix(r.convert, "exit 0:") {
 				t.Skipf("convert does not exit 0 yet (%s): %s", ic.pending, r.convert)
