@@ -308,15 +308,6 @@ func TestChaseLoop(t *testing.T) {
 	}
 }
 
-// rrStrings is each record's text, for comparing sections.
-func rrStrings(rrs []dns.RR) []string {
-	out := make([]string, len(rrs))
-	for i, rr := range rrs {
-		out[i] = rr.String()
-	}
-	return out
-}
-
 // cacheKeyOf returns the cache key of a request, and false for requests
 // whose reply is not cacheable: responses, and queries dnsmsg.Check rejects
 // (not exactly one question, not a plain query, EDNS versions other than 0).

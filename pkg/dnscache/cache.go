@@ -15,18 +15,12 @@ import (
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsmsg"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 )
 
 // Exchanger answers a query: the step after the cache (a forwarder).
 type Exchanger interface {
 	Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error)
-}
-
-// forwarding is a next step that takes the Origin of a query (a
-// forward.Router or Forwarder does): the cache asks it with the Origin of
-// the query that missed.
-type forwarding interface {
-	Forward(ctx context.Context, m *dns.Msg, o dnsmsg.Origin) (*dns.Msg, error)
 }
 
 // LoopChecker is implemented by a next step that recognises a query that
@@ -610,13 +604,8 @@ func (c *Cache) resolve(ctx context.Context, o dnsmsg.Origin, k key, m *dns.Msg)
 
 // fetch asks next and caches what it may.
 func (c *Cache) fetch(ctx context.Context, o dnsmsg.Origin, k key, m *dns.Msg) result {
-	var r *dns.Msg
-	var err error
-	if f, ok := c.next.(forwarding); ok {
-		r, err = f.Forward(ctx, m, o)
-	} else {
-		r, err = c.next.Exchange(ctx, m)
-	}
+	// On behalf of the query that missed, when next takes an Origin.
+	r, err := forward.Ask(ctx, c.next, m, o)
 	if err == nil && r == nil {
 		err = errors.New("dnscache: next returned no reply and no error")
 	}

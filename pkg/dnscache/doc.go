@@ -15,7 +15,8 @@
 // README.md is the manual: the cache key, wire answers, what is cached,
 // memory, misses, loops, serve-stale, prefetch and metrics.
 //
-// It imports miekg/dns, Prometheus, pkg/dnsmsg (the wire query) and
+// It imports miekg/dns, Prometheus, pkg/dnsmsg (the wire query, the
+// Origin), pkg/forward (Ask: a miss is asked on behalf of its client) and
 // api/v1alpha1 (its defaults: the cluster DNS and node-local caches'
 // defaults are one).
 package dnscache
