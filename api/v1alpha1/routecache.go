@@ -18,23 +18,16 @@ import "strings"
 type RouteCache struct {
 	// Disabled: the route's answers are not cached.
 	Disabled bool `json:"disabled,omitempty"`
-	// MaxTTL, MinTTL, MaxNegativeTTL, MinNegativeTTL, ServeStale,
-	// StaleTTL and Prefetch are cache's fields of the same names.
-	MaxTTL         Duration  `json:"maxTTL,omitempty"`
-	MinTTL         Duration  `json:"minTTL,omitempty"`
-	MaxNegativeTTL Duration  `json:"maxNegativeTTL,omitempty"`
-	MinNegativeTTL Duration  `json:"minNegativeTTL,omitempty"`
-	ServeStale     Duration  `json:"serveStale,omitempty"`
-	StaleTTL       Duration  `json:"staleTTL,omitempty"`
-	Prefetch       *Prefetch `json:"prefetch,omitempty"`
+	// CacheTTLs and Prefetch are cache's fields of the same names.
+	CacheTTLs
+	Prefetch *Prefetch `json:"prefetch,omitempty"`
 }
 
 // policy is r as a ServerCache with cache's capacities, which shares
 // ServerCache's defaults and checks.
 func (r *RouteCache) policy(cache ServerCache) ServerCache {
 	p := ServerCache{SuccessBytes: cache.SuccessBytes, DenialBytes: cache.DenialBytes, ZoneBytes: cache.ZoneBytes,
-		MaxTTL: r.MaxTTL, MinTTL: r.MinTTL, MaxNegativeTTL: r.MaxNegativeTTL, MinNegativeTTL: r.MinNegativeTTL,
-		ServeStale: r.ServeStale, StaleTTL: r.StaleTTL}
+		CacheTTLs: r.CacheTTLs}
 	if r.Prefetch != nil {
 		p.Prefetch = *r.Prefetch
 	}
@@ -44,8 +37,7 @@ func (r *RouteCache) policy(cache ServerCache) ServerCache {
 func (r *RouteCache) setDefaults() {
 	p := r.policy(ServerCache{})
 	p.setDefaults()
-	r.MaxTTL, r.MinTTL, r.MaxNegativeTTL, r.MinNegativeTTL = p.MaxTTL, p.MinTTL, p.MaxNegativeTTL, p.MinNegativeTTL
-	r.ServeStale, r.StaleTTL = p.ServeStale, p.StaleTTL
+	r.CacheTTLs = p.CacheTTLs
 	if r.Prefetch != nil {
 		*r.Prefetch = p.Prefetch
 	}

@@ -519,6 +519,14 @@ type ServerCache struct {
 	// about 250 bytes a reply). They are never stale: a new snapshot starts
 	// an empty cache.
 	ZoneBytes ByteSize `json:"zoneBytes,omitempty"`
+	CacheTTLs
+	// Prefetch refreshes popular answers before they expire.
+	Prefetch Prefetch `json:"prefetch"`
+}
+
+// CacheTTLs bound how long answers are kept, and served stale: the cache's
+// and a route's (RouteCache).
+type CacheTTLs struct {
 	// MaxTTL (default 30s, as kubeadm's `cache 30`) and MinTTL (default 0s)
 	// bound how long a positive answer is cached.
 	MaxTTL Duration `json:"maxTTL,omitempty"`
@@ -532,8 +540,6 @@ type ServerCache struct {
 	// its TTLs set to StaleTTL (default 30s).
 	ServeStale Duration `json:"serveStale,omitempty"`
 	StaleTTL   Duration `json:"staleTTL,omitempty"`
-	// Prefetch refreshes popular answers before they expire.
-	Prefetch Prefetch `json:"prefetch"`
 }
 
 // Prefetch refreshes an answer asked Amount times within Window once its

@@ -257,12 +257,12 @@ func TestServerValidate(t *testing.T) {
 		{"relative resolv.conf", func(c *ServerConfiguration) { c.Forward[0].Upstreams = []string{"resolv.conf"} },
 			[]string{`forward[0].upstreams[0]: "resolv.conf": not an address such as "10.0.0.53", "10.0.0.53:53" or "[fd00::53]:53"`}},
 		{"route cache", func(c *ServerConfiguration) {
-			c.Forward[1].Cache = &RouteCache{MaxTTL: "3600s", Prefetch: &Prefetch{Amount: 2}}
+			c.Forward[1].Cache = &RouteCache{CacheTTLs: CacheTTLs{MaxTTL: "3600s"}, Prefetch: &Prefetch{Amount: 2}}
 		}, nil},
 		{"route cache off", func(c *ServerConfiguration) { c.Forward[1].Cache = &RouteCache{Disabled: true} }, nil},
-		{"route cache bounds", func(c *ServerConfiguration) { c.Forward[1].Cache = &RouteCache{MinTTL: "2h"} },
+		{"route cache bounds", func(c *ServerConfiguration) { c.Forward[1].Cache = &RouteCache{CacheTTLs: CacheTTLs{MinTTL: "2h"}} },
 			[]string{`forward[1].cache.minTTL: "2h": over maxTTL "30s"`}},
-		{"route cache for the root", func(c *ServerConfiguration) { c.Forward[0].Cache = &RouteCache{MaxTTL: "60s"} },
+		{"route cache for the root", func(c *ServerConfiguration) { c.Forward[0].Cache = &RouteCache{CacheTTLs: CacheTTLs{MaxTTL: "60s"}} },
 			[]string{`forward[0].cache: not for zone ".": its answers follow cache:`}},
 		{"policy", func(c *ServerConfiguration) { c.Forward[1].Policy = "round-robin" },
 			[]string{`forward[1].policy: "round-robin": must be "random", "round_robin" or "sequential"`}},

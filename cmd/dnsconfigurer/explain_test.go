@@ -25,8 +25,8 @@ func explainSettings(mod func(*nodesettings.Settings)) nodesettings.Settings {
 		ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeLocalDNS: []string{}, NodeOS: "linux",
 		Limits: v1alpha1.LimitsTrim, PodPolicy: v1alpha1.PodPolicy{DefaultDNSPolicy: v1alpha1.DNSPolicyClusterFirst},
 		Host: nodesettings.Host{Path: "/etc/resolv.conf", Generation: 3, Healthy: true,
-			Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example.com"}, Options: []string{"timeout:2"},
-			Lines: resolvconf.Lines{Nameservers: []int{2}, Search: 3, Options: []int{4}}}}
+			Config: resolvconf.Config{Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example.com"}, Options: []string{"timeout:2"}},
+			Lines:  resolvconf.Lines{Nameservers: []int{2}, Search: 3, Options: []int{4}}}}
 	if mod != nil {
 		mod(&s)
 	}

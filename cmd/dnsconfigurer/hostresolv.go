@@ -9,17 +9,16 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/logflags"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/hostresolv"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/resolvconf"
 )
 
 // snapshotJSON is one line of `hostresolv` output.
 type snapshotJSON struct {
-	Path            string   `json:"path"`
-	Disabled        bool     `json:"disabled,omitempty"`
-	Generation      uint64   `json:"generation"`
-	Hash            string   `json:"hash"`
-	Nameservers     []string `json:"nameservers"`
-	Searches        []string `json:"searches"`
-	Options         []string `json:"options"`
+	Path       string `json:"path"`
+	Disabled   bool   `json:"disabled,omitempty"`
+	Generation uint64 `json:"generation"`
+	Hash       string `json:"hash"`
+	resolvconf.Config
 	DroppedLoopback []string `json:"droppedLoopback,omitempty"`
 	Problem         string   `json:"problem,omitempty"`
 	Error           string   `json:"error,omitempty"`
@@ -27,14 +26,8 @@ type snapshotJSON struct {
 
 func toJSON(s hostresolv.Snapshot) snapshotJSON {
 	j := snapshotJSON{Path: s.Path, Disabled: s.Disabled, Generation: s.Generation, Hash: s.Hash,
-		Nameservers: nonNil(s.Config.Nameservers), Searches: nonNil(s.Config.Searches), Options: nonNil(s.Config.Options),
-		DroppedLoopback: s.DroppedLoopback}
-	if s.Problem != nil {
-		j.Problem = s.Problem.Error()
-	}
-	if s.Err != nil {
-		j.Error = s.Err.Error()
-	}
+		Config: s.Config.Filled(), DroppedLoopback: s.DroppedLoopback}
+	j.Problem, j.Error = s.Messages()
 	return j
 }
 

@@ -14,13 +14,11 @@ import (
 
 // renderJSON is the -o json and -o yaml contract of render.
 type renderJSON struct {
-	Nameservers []string      `json:"nameservers"`
-	Searches    []string      `json:"searches"`
-	Options     []string      `json:"options"`
-	Hostname    string        `json:"hostname"`
-	FQDN        string        `json:"fqdn"`
-	Warnings    []warningJSON `json:"warnings"`
-	Trace       policy.Trace  `json:"trace,omitempty"` // --explain only
+	resolvconf.Config
+	Hostname string        `json:"hostname"`
+	FQDN     string        `json:"fqdn"`
+	Warnings []warningJSON `json:"warnings"`
+	Trace    policy.Trace  `json:"trace,omitempty"` // --explain only
 }
 
 type warningJSON struct {
@@ -97,7 +95,7 @@ func printWarnings(stderr io.Writer, eng *policy.Engine, res policy.Result) []po
 
 // newRenderJSON is the -o json|yaml form of a result.
 func newRenderJSON(res policy.Result, warnings []policy.Warning, trace policy.Trace) renderJSON {
-	j := renderJSON{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options,
+	j := renderJSON{Config: resolvconf.Config{Nameservers: res.Nameservers, Searches: res.Searches, Options: res.Options},
 		Hostname: res.Hostname, FQDN: res.FQDN, Warnings: []warningJSON{}, Trace: trace}
 	for _, w := range warnings {
 		j.Warnings = append(j.Warnings, warningJSON{Reason: w.Reason, Message: w.Message})

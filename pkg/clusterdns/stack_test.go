@@ -260,10 +260,10 @@ func TestStackSharedResolvConf(t *testing.T) {
 // answer of its block; a route without a cache leaves them.
 func TestStackStaticTTLCap(t *testing.T) {
 	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.2:0"}, Objects: "x",
-		Cache: v1alpha1.ServerCache{MaxTTL: "30s"},
+		Cache: v1alpha1.ServerCache{CacheTTLs: v1alpha1.CacheTTLs{MaxTTL: "30s"}},
 		Forward: []v1alpha1.ForwardRoute{
 			{Zone: ".", Upstreams: []string{"127.0.0.7"}},
-			{Zone: "corp.example", Upstreams: []string{"127.0.0.7"}, Cache: &v1alpha1.RouteCache{MaxTTL: "5s"}},
+			{Zone: "corp.example", Upstreams: []string{"127.0.0.7"}, Cache: &v1alpha1.RouteCache{CacheTTLs: v1alpha1.CacheTTLs{MaxTTL: "5s"}}},
 			{Zone: "off.example", Upstreams: []string{"127.0.0.7"}, Cache: &v1alpha1.RouteCache{Disabled: true}},
 		},
 		Overrides: []v1alpha1.Override{

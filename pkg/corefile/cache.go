@@ -74,8 +74,7 @@ func (c *converter) zoneCache(s scope, d Directive) {
 	if cc.SuccessBytes != "" || cc.DenialBytes != "" {
 		c.add(d.Where, d.Name, Differs, "in the %s block: the capacities are shared with the main block's cache (cache.successBytes, cache.denialBytes)", strings.Join(s.zones, " "))
 	}
-	rc := &v1alpha1.RouteCache{MaxTTL: cc.MaxTTL, MinTTL: cc.MinTTL, MaxNegativeTTL: cc.MaxNegativeTTL, MinNegativeTTL: cc.MinNegativeTTL,
-		ServeStale: cc.ServeStale, StaleTTL: cc.StaleTTL}
+	rc := &v1alpha1.RouteCache{CacheTTLs: cc.CacheTTLs}
 	if cc.Prefetch.Amount > 0 {
 		p := cc.Prefetch
 		rc.Prefetch = &p

@@ -30,7 +30,7 @@ func TestConfigOf(t *testing.T) {
 func TestConfigOfRoutes(t *testing.T) {
 	c := v1alpha1.ServerConfiguration{Forward: []v1alpha1.ForwardRoute{
 		{Zone: ".", Upstreams: []string{"10.0.0.1"}},
-		{Zone: "corp.example", Upstreams: []string{"10.0.0.2"}, Cache: &v1alpha1.RouteCache{MaxTTL: "3600s", Prefetch: &v1alpha1.Prefetch{Amount: 5}}},
+		{Zone: "corp.example", Upstreams: []string{"10.0.0.2"}, Cache: &v1alpha1.RouteCache{CacheTTLs: v1alpha1.CacheTTLs{MaxTTL: "3600s"}, Prefetch: &v1alpha1.Prefetch{Amount: 5}}},
 		{Zone: "off.example", Upstreams: []string{"10.0.0.3"}, Cache: &v1alpha1.RouteCache{Disabled: true}},
 	}}
 	c.SetDefaults()

@@ -93,6 +93,18 @@ type Snapshot struct {
 	Time time.Time
 }
 
+// Messages are Problem's and Err's texts, "" for nil: the snapshot as
+// the node agents and the hostresolv command show it.
+func (s Snapshot) Messages() (problem, err string) {
+	if s.Problem != nil {
+		problem = s.Problem.Error()
+	}
+	if s.Err != nil {
+		err = s.Err.Error()
+	}
+	return problem, err
+}
+
 type options struct {
 	log      *slog.Logger
 	reg      prometheus.Registerer

@@ -54,10 +54,8 @@ type Host struct {
 	Generation uint64 `json:"generation"`
 	// Healthy is false while the file has a problem (Problem), also when
 	// the last good config is still served.
-	Healthy     bool     `json:"healthy"`
-	Nameservers []string `json:"nameservers"`
-	Searches    []string `json:"searches"`
-	Options     []string `json:"options"`
+	Healthy bool `json:"healthy"`
+	resolvconf.Config
 	// Lines are where in the file each part was read.
 	Lines   resolvconf.Lines `json:"lines"`
 	Problem string           `json:"problem,omitempty"`
@@ -68,13 +66,8 @@ type Host struct {
 // HostOf is the Host of a watcher snapshot.
 func HostOf(s hostresolv.Snapshot) Host {
 	h := Host{Path: s.Path, Disabled: s.Disabled, Generation: s.Generation, Healthy: s.Problem == nil && s.Err == nil,
-		Nameservers: nonNil(s.Raw.Nameservers), Searches: nonNil(s.Raw.Searches), Options: nonNil(s.Raw.Options), Lines: s.Lines}
-	if s.Problem != nil {
-		h.Problem = s.Problem.Error()
-	}
-	if s.Err != nil {
-		h.Error = s.Err.Error()
-	}
+		Config: s.Raw.Filled(), Lines: s.Lines}
+	h.Problem, h.Error = s.Messages()
 	return h
 }
 

@@ -262,3 +262,16 @@ func WithoutLoopback(cfg Config) (Config, []string) {
 	}
 	return out, dropped
 }
+
+// Filled is c with empty slices for nil ones, so that JSON shows [] and
+// not null.
+func (c Config) Filled() Config {
+	return Config{Nameservers: filled(c.Nameservers), Searches: filled(c.Searches), Options: filled(c.Options)}
+}
+
+func filled(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
