@@ -271,7 +271,8 @@ const maxDNSTTL = (1<<31 - 1) * time.Second
 // takes is not forwarded. A route for a zone inside the cluster domain
 // ("paris.svc.cluster.local", another cluster's namespace) takes its names
 // before the cluster zone answers them, as a CoreDNS server block for that
-// zone does; a route for the cluster domain itself is an error. Zones are compared case-insensitively
+// zone does; a route for the cluster domain itself is an error (but with
+// noClusterZone). Zones are compared case-insensitively
 // with a trailing dot, so "Corp.Example" and "corp.example." are one zone.
 //
 // # Reload
@@ -321,6 +322,13 @@ type ServerConfiguration struct {
 	// Objects is a manifest file or directory (watched) served instead of
 	// an API server's objects. Mode cluster only; excludes Kubeconfig.
 	Objects string `json:"objects,omitempty"`
+	// NoClusterZone serves no cluster: no API server and no objects are
+	// read, and the names of the cluster domain and the reverse names go
+	// to the templates, hosts and forwarders like any other, as a CoreDNS
+	// without its kubernetes plugin (OpenShift's node DNS). Mode cluster
+	// only; excludes kubeconfig, objects, autopath, reverseZones,
+	// reverseScope and external.
+	NoClusterZone bool `json:"noClusterZone,omitempty"`
 	// Namespaces limits the records to these namespaces (empty: all).
 	Namespaces []string `json:"namespaces,omitempty"`
 	// Pods is verified, insecure or disabled (default; verified when
@@ -422,6 +430,12 @@ type ServerConfiguration struct {
 	// ReverseZones are CIDRs (the Service and Pod CIDRs) whose reverse names
 	// are answered authoritatively instead of forwarded.
 	ReverseZones []string `json:"reverseZones,omitempty"`
+	// ReverseScope, when set, limits the reverse names answered from the
+	// cluster to the addresses inside these CIDRs; the others are
+	// forwarded, as CoreDNS's kubernetes plugin with CIDR zones and no
+	// in-addr.arpa or ip6.arpa zone. Unset (default): every address of the
+	// cluster, as kubeadm's Corefile. reverseZones must lie inside it.
+	ReverseScope []string `json:"reverseScope,omitempty"`
 	// Rewrites rename a question before it is answered and the answer's
 	// names back, as CoreDNS's "rewrite name". Rules run in order.
 	Rewrites []Rewrite `json:"rewrites,omitempty"`
@@ -718,7 +732,7 @@ func (c *ServerConfiguration) SetDefaults() {
 	}
 	setString(&c.Pods, DefaultPodRecords)
 	setPtr(&c.TTL, DefaultRecordTTL)
-	setPtr(&c.Autopath, DefaultAutopath)
+	setPtr(&c.Autopath, DefaultAutopath && !c.NoClusterZone) // no cluster, no search paths to walk
 	setInt(&c.AutopathOptionCode, DefaultOptionCode)
 	c.setTopologyDefaults()
 	setPtr(&c.NamespaceMetrics, DefaultNamespaceMetrics)
@@ -907,6 +921,21 @@ func (c *ServerConfiguration) validateSource(e *fieldErrors) {
 		if c.Objects != "" {
 			e.add("objects", "not used in mode %q, which has no records", ModeNodeLocal)
 		}
+		if c.NoClusterZone {
+			e.add("noClusterZone", "not used in mode %q, which has no records", ModeNodeLocal)
+		}
+	}
+	if c.NoClusterZone {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"kubeconfig", c.Kubeconfig != ""}, {"objects", c.Objects != ""}, {"autopath", c.Autopath != nil && *c.Autopath},
+			{"autopathBySource", c.AutopathBySource}, {"reverseZones", len(c.ReverseZones) > 0},
+			{"reverseScope", len(c.ReverseScope) > 0}, {"external", c.External != nil}} {
+			if f.set {
+				e.add(f.name, "not used with noClusterZone: there are no cluster records")
+			}
+		}
 	}
 	for i, ns := range c.Namespaces {
 		if !IsDNSLabel(ns) {
@@ -945,7 +974,7 @@ func (c *ServerConfiguration) validateForward(e *fieldErrors) {
 			z, _ := normalizeName(r.Zone)
 			r.Cache.validate(e, prefix+"cache.", z, c.Cache)
 		}
-		if z, err := normalizeName(r.Zone); err == nil && z != "." && z == c.ClusterZone() {
+		if z, err := normalizeName(r.Zone); err == nil && z != "." && z == c.ClusterZone() && !c.NoClusterZone {
 			e.add(prefix+"zone", "%q: the cluster domain itself, whose names come from the cluster; forward a zone inside it instead", r.Zone)
 		}
 		if z, err := normalizeName(r.Zone); err == nil {
@@ -1135,20 +1164,18 @@ func (c *ServerConfiguration) validateStatic(e *fieldErrors) {
 		}
 		o.TTL.check(e, prefix+"ttl", 0, maxDNSTTL)
 	}
+	scope := c.validateReverseScope(e)
 	seen := map[netip.Prefix]int{}
 	for i, z := range c.ReverseZones {
 		path := fmt.Sprintf("reverseZones[%d]", i)
-		p, err := netip.ParsePrefix(z)
-		switch {
-		case err != nil:
-			e.add(path, "%q: not a CIDR such as \"10.96.0.0/12\"", z)
-		case p.Addr().Is4In6():
-			e.add(path, "%q: IPv4-mapped; use the IPv4 form", z)
-		default:
+		if p, ok := checkCIDR(e, path, z); ok {
 			if j, dup := seen[p.Masked()]; dup {
 				e.add(path, "%q: the same network as reverseZones[%d]", z, j)
 			}
 			seen[p.Masked()] = i
+			if len(scope) > 0 && !Within(scope, p.Masked()) {
+				e.add(path, "%q: outside reverseScope, whose reverse names are forwarded", z)
+			}
 		}
 	}
 	c.Lameduck.check(e, "lameduck", 0, time.Minute)
@@ -1303,9 +1330,15 @@ func (c *ServerConfiguration) ClusterZone() string {
 }
 
 // ReverseZonePrefixes are reverseZones parsed and masked.
-func (c *ServerConfiguration) ReverseZonePrefixes() []netip.Prefix {
+func (c *ServerConfiguration) ReverseZonePrefixes() []netip.Prefix { return masked(c.ReverseZones) }
+
+// ReverseScopePrefixes are reverseScope parsed and masked.
+func (c *ServerConfiguration) ReverseScopePrefixes() []netip.Prefix { return masked(c.ReverseScope) }
+
+// masked are the valid CIDRs of cidrs, masked.
+func masked(cidrs []string) []netip.Prefix {
 	var ps []netip.Prefix
-	for _, z := range c.ReverseZones {
+	for _, z := range cidrs {
 		if p, err := netip.ParsePrefix(z); err == nil {
 			ps = append(ps, p.Masked())
 		}
@@ -1606,4 +1639,40 @@ func (c *ServerConfiguration) Copy() (ServerConfiguration, error) {
 	}
 	err = json.Unmarshal(b, &out)
 	return out, err
+}
+
+// validateReverseScope checks reverseScope and returns its CIDRs.
+func (c *ServerConfiguration) validateReverseScope(e *fieldErrors) []netip.Prefix {
+	var scope []netip.Prefix
+	for i, z := range c.ReverseScope {
+		if p, ok := checkCIDR(e, fmt.Sprintf("reverseScope[%d]", i), z); ok {
+			scope = append(scope, p.Masked())
+		}
+	}
+	return scope
+}
+
+// checkCIDR parses z, a CIDR of the field at path, and adds its error.
+func checkCIDR(e *fieldErrors, path, z string) (netip.Prefix, bool) {
+	p, err := netip.ParsePrefix(z)
+	switch {
+	case err != nil:
+		e.add(path, "%q: not a CIDR such as \"10.96.0.0/12\"", z)
+	case p.Addr().Is4In6():
+		e.add(path, "%q: IPv4-mapped; use the IPv4 form", z)
+	default:
+		return p, true
+	}
+	return netip.Prefix{}, false
+}
+
+// Within says whether the network p lies inside one of scope: a
+// reverseZone inside reverseScope, a reverse name's address inside it.
+func Within(scope []netip.Prefix, p netip.Prefix) bool {
+	for _, s := range scope {
+		if s.Addr().Is4() == p.Addr().Is4() && s.Bits() <= p.Bits() && s.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
 }

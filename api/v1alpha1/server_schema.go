@@ -125,6 +125,7 @@ var (
 // ("forward[].timeout": every route's). TestServerFieldRules proves each
 // agrees with Validate; ServerSchema puts them in the chart's schema.
 var ServerFieldRules = func() map[string]FieldRule {
+	cidr := pattern(ipv4+`/(3[0-2]|[12]?[0-9])|`+ipv6+`/(12[0-8]|1[01][0-9]|[1-9]?[0-9])`, `not a CIDR such as "10.96.0.0/12"`)
 	r := map[string]FieldRule{
 		"apiVersion":         {Enum: []string{GroupVersion}},
 		"kind":               {Enum: []string{ServerKind}},
@@ -156,15 +157,15 @@ var ServerFieldRules = func() map[string]FieldRule {
 		"maxConcurrentPerDomain": atLeast(0),
 		"shedRcode":              oneOfOrDefault(ShedServfail, ShedRefused),
 
-		"hosts.ttl":               durations(0, maxDNSTTL),
-		"hosts.reload":            durations(0, time.Hour),
-		"overrides[]":             {Required: []string{"name", "addresses"}},
-		"overrides[].name":        pattern(label+`(\.`+label+`)*\.?`, "not a host name"),
-		"overrides[].addresses":   {MinItems: 1},
-		"overrides[].addresses[]": pattern(ipRE, "not an IP address"),
-		"overrides[].ttl":         durations(0, maxDNSTTL),
-		"reverseZones[]": pattern(ipv4+`/(3[0-2]|[12]?[0-9])|`+ipv6+`/(12[0-8]|1[01][0-9]|[1-9]?[0-9])`,
-			`not a CIDR such as "10.96.0.0/12"`),
+		"hosts.ttl":                      durations(0, maxDNSTTL),
+		"hosts.reload":                   durations(0, time.Hour),
+		"overrides[]":                    {Required: []string{"name", "addresses"}},
+		"overrides[].name":               pattern(label+`(\.`+label+`)*\.?`, "not a host name"),
+		"overrides[].addresses":          {MinItems: 1},
+		"overrides[].addresses[]":        pattern(ipRE, "not an IP address"),
+		"overrides[].ttl":                durations(0, maxDNSTTL),
+		"reverseZones[]":                 cidr,
+		"reverseScope[]":                 cidr,
 		"rewrites":                       {MaxItems: MaxRewrites},
 		"rewrites[]":                     {Required: []string{"from", "to"}},
 		"rewrites[].match":               oneOfOrDefault(RewriteExact, RewritePrefix, RewriteSuffix, RewriteSubstring, RewriteRegex),

@@ -46,6 +46,7 @@ var serveOnly = map[string][]string{
 	"nodeLocal.localIPs[]": {"::1", "::", "127.0.0.1", "fe80::10", "0.0.0.0", "224.0.0.1"},
 	// IPv4-mapped.
 	"reverseZones[]": {"::ffff:10.0.0.0/104"},
+	"reverseScope[]": {"::ffff:10.0.0.0/104"},
 	// Not a whole number of bytes, over int64, under 1Mi.
 	"cache.successBytes": {"0.5", "9223372036854775808", "10Ei"},
 	"cache.denialBytes":  {"0.5", "9223372036854775808", "10Ei"},

@@ -332,6 +332,16 @@ func TestServerValidate(t *testing.T) {
 			[]string{`reverseZones[0]: "::ffff:10.96.0.0/108": IPv4-mapped; use the IPv4 form`}},
 		{"reverse zone twice", func(c *ServerConfiguration) { c.ReverseZones = []string{"10.96.0.0/12", "10.100.0.1/12"} },
 			[]string{`reverseZones[1]: "10.100.0.1/12": the same network as reverseZones[0]`}},
+		{"reverse scope", func(c *ServerConfiguration) { c.ReverseScope = []string{"10.0.0.0/24", "fd00::"} },
+			[]string{`reverseScope[1]: "fd00::": not a CIDR such as "10.96.0.0/12"`}},
+		{"reverse zone inside the scope", func(c *ServerConfiguration) {
+			c.ReverseScope, c.ReverseZones = []string{"10.0.0.0/16", "fd00::/64"}, []string{"10.0.1.0/24", "fd00::/96"}
+		}, nil},
+		{"reverse zone outside the scope", func(c *ServerConfiguration) {
+			c.ReverseScope, c.ReverseZones = []string{"10.0.0.0/24"}, []string{"10.0.0.0/16", "10.0.1.0/24", "fd00::/64"}
+		}, []string{`reverseZones[0]: "10.0.0.0/16": outside reverseScope, whose reverse names are forwarded`,
+			`reverseZones[1]: "10.0.1.0/24": outside reverseScope, whose reverse names are forwarded`,
+			`reverseZones[2]: "fd00::/64": outside reverseScope, whose reverse names are forwarded`}},
 		{"lameduck", func(c *ServerConfiguration) { c.Lameduck = "2m" }, []string{`lameduck: "2m": must be between 0s and 1m0s`}},
 		{"udp in flight", func(c *ServerConfiguration) { c.Limits.UDPInFlight = -1 }, []string{`limits.udpInFlight: -1: must be > 0`}},
 		{"udp in flight under max concurrent", func(c *ServerConfiguration) { c.Limits.UDPInFlight = 1000 },

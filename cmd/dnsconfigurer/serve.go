@@ -105,7 +105,7 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 		g := gctarget.Start()
 		deps.AfterSync, deps.FirstPublish = g.AfterSync, g.FirstPublish
 	}
-	if cfg.Objects == "" {
+	if cfg.Objects == "" && !cfg.NoClusterZone {
 		klog.SetSlogLogger(log.With("component", "client-go"))
 		client, err := kubeclient.New(cfg.Kubeconfig, "serve")
 		if err != nil {

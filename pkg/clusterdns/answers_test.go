@@ -280,6 +280,89 @@ func TestReverseZones(t *testing.T) {
 	}
 }
 
+// TestReverseScope: with WithReverseScope the reverse names of the
+// cluster's addresses outside the scope are forwarded, as CoreDNS's
+// kubernetes plugin with CIDR zones alone; without it they are answered.
+// Inside the scope nothing changes, with or without a reverse zone.
+func TestReverseScope(t *testing.T) {
+	const (
+		outside = "1.0.1.10.in-addr.arpa."   // an endpoint, 10.1.0.1
+		inside  = "10.0.96.10.in-addr.arpa." // a ClusterIP, 10.96.0.10
+		unknown = "99.0.96.10.in-addr.arpa."
+	)
+	scope := clusterdns.WithReverseScope([]netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")})
+	rz, err := clusterdns.WithReverseZones([]netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		opts      []clusterdns.Option
+		qname     string
+		rcode     int
+		forwarded bool
+	}{
+		{"no scope", nil, outside, dns.RcodeSuccess, false},
+		{"outside", []clusterdns.Option{scope}, outside, dns.RcodeSuccess, true},
+		{"outside, upper case", []clusterdns.Option{scope}, strings.ToUpper(outside), dns.RcodeSuccess, true},
+		{"outside, a network", []clusterdns.Option{scope}, "1.10.in-addr.arpa.", dns.RcodeSuccess, true},
+		{"inside", []clusterdns.Option{scope}, inside, dns.RcodeSuccess, false},
+		{"inside, unknown: forwarded", []clusterdns.Option{scope}, unknown, dns.RcodeSuccess, true},
+		{"reverse zone, inside", []clusterdns.Option{scope, rz}, inside, dns.RcodeSuccess, false},
+		{"reverse zone, unknown", []clusterdns.Option{scope, rz}, unknown, dns.RcodeNameError, false},
+		{"reverse zone, outside", []clusterdns.Option{scope, rz}, outside, dns.RcodeSuccess, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			e, up := withForwarder(t, fixture, opts...)
+			for _, network := range []string{"udp", "tcp"} {
+				before := up.Count()
+				r := ask(t, network, e.addr, tc.qname, dns.TypePTR, 0)
+				if r.Rcode != tc.rcode {
+					t.Errorf("%s: rcode %s, want %s", network, dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode])
+				}
+				if went := up.Count() != before; went != tc.forwarded {
+					t.Errorf("%s: forwarded %v, want %v (answer %v)", network, went, tc.forwarded, r.Answer)
+				}
+				if !tc.forwarded && tc.rcode == dns.RcodeSuccess && len(r.Answer) != 1 {
+					t.Errorf("%s: answer %v, want the PTR", network, r.Answer)
+				}
+			}
+		})
+	}
+}
+
+// TestWithoutClusterZone: a handler without the cluster zone answers none
+// of the snapshot's names, cluster domain and reverse alike: they are
+// forwarded, as by a CoreDNS without its kubernetes plugin.
+func TestWithoutClusterZone(t *testing.T) {
+	for _, tc := range []struct {
+		qname string
+		qtype uint16
+	}{
+		{"web.prod.svc.cluster.local.", dns.TypeA},
+		{"nope.prod.svc.cluster.local.", dns.TypeA},
+		{"cluster.local.", dns.TypeSOA},
+		{"1.0.1.10.in-addr.arpa.", dns.TypePTR},
+		{"www.example.com.", dns.TypeA},
+	} {
+		for _, without := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/without=%v", tc.qname, without), func(t *testing.T) {
+				var opts []clusterdns.Option
+				if without {
+					opts = append(opts, clusterdns.WithoutClusterZone())
+				}
+				e, up := withForwarder(t, fixture, opts...)
+				r := ask(t, "udp", e.addr, tc.qname, tc.qtype, 0)
+				want := without || tc.qname == "www.example.com."
+				if went := up.Count() > 0; went != want {
+					t.Errorf("forwarded %v, want %v (rcode %s, answer %v)", went, want, dns.RcodeToString[r.Rcode], r.Answer)
+				}
+			})
+		}
+	}
+}
+
 // TestHeadlessAndBareSRV matches CoreDNS 1.15's kubernetes plugin: a
 // headless Service without a ready endpoint is NXDOMAIN for every type (its
 // namespace stays); SRV at the bare Service name lists every port.

@@ -1,9 +1,13 @@
 package clusterdns
 
 import (
+	"net/netip"
+
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/autopath"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/template"
 )
 
@@ -79,7 +83,7 @@ func decide(h *Handler, z *zone, qtype, qclass uint16, lname string) decision {
 			return d
 		}
 	}
-	if inZone(lname, h.zoneName) {
+	if !h.noZone && inZone(lname, h.zoneName) {
 		if delegated(h, lname) {
 			return h.forwarded(d)
 		}
@@ -90,7 +94,13 @@ func decide(h *Handler, z *zone, qtype, qclass uint16, lname string) decision {
 		d.route = routeZone
 		return d
 	}
-	reverse := inZone(lname, reverse4) || inZone(lname, reverse6)
+	reverse := !h.noZone && (inZone(lname, reverse4) || inZone(lname, reverse6))
+	if reverse && h.scope != nil {
+		// Outside the scope a reverse name is any other name.
+		if d.ra = h.reverseAuthFor(lname); d.ra == nil {
+			reverse = inScope(h.scope, lname)
+		}
+	}
 	if reverse {
 		if d.z = z; d.z == nil {
 			d.route = routeServfail
@@ -108,7 +118,10 @@ func decide(h *Handler, z *zone, qtype, qclass uint16, lname string) decision {
 		}
 	}
 	if reverse {
-		if d.ra = h.reverseAuthFor(lname); d.ra != nil {
+		if d.ra == nil {
+			d.ra = h.reverseAuthFor(lname)
+		}
+		if d.ra != nil {
 			d.route = routeReverseAuth
 			return d
 		}
@@ -145,4 +158,11 @@ func delegated(h *Handler, lname string) bool {
 		}
 	}
 	return false
+}
+
+// inScope says whether the reverse name lname is an address, or a network
+// of addresses, inside one of scope.
+func inScope(scope []netip.Prefix, lname string) bool {
+	p, ok := store.ParseReverse(lname)
+	return ok && v1alpha1.Within(scope, p)
 }

@@ -74,6 +74,8 @@ type Handler struct {
 	// forwarded, not answered from the zone.
 	delegated []string
 	reverse   []reverseAuth    // reverse zones answered authoritatively
+	scope     []netip.Prefix   // WithReverseScope
+	noZone    bool             // WithoutClusterZone
 	lb        bool             // rotate A, AAAA and SRV RRsets per reply
 	lbN       atomic.Uint32    // replies rotated on the miss path
 	udpLimit  int              // A or AAAA records in a UDP reply; 0: all
@@ -206,6 +208,23 @@ func WithReverseZones(prefixes []netip.Prefix) (Option, error) {
 		auth = append(auth, reverseAuth{prefix: p, bits: bits, zone: store.ReverseZone(zp)})
 	}
 	return func(h *Handler) { h.reverse = auth }, nil
+}
+
+// WithoutClusterZone answers no name from the snapshot: the names of the
+// cluster domain and the reverse names go on to the templates, static
+// records and forwarders like any other, as a CoreDNS without its
+// kubernetes plugin.
+func WithoutClusterZone() Option {
+	return func(h *Handler) { h.noZone = true }
+}
+
+// WithReverseScope answers from the snapshot only the reverse names of
+// addresses inside scope (and those of the WithReverseZones zones): the
+// other reverse names go on to the static records and the forwarders, as
+// CoreDNS's kubernetes plugin with CIDR zones alone. Without it every
+// address of the snapshot is answered.
+func WithReverseScope(scope []netip.Prefix) Option {
+	return func(h *Handler) { h.scope = scope }
 }
 
 // NewHandler returns a Handler for the cluster zone (e.g. "cluster.local")

@@ -121,6 +121,12 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 		}
 		opts = append(opts, rz)
 	}
+	if cfg.NoClusterZone {
+		opts = append(opts, WithoutClusterZone())
+	}
+	if scope := cfg.ReverseScopePrefixes(); len(scope) > 0 {
+		opts = append(opts, WithReverseScope(scope))
+	}
 	if len(cfg.Rewrites) > 0 {
 		rw, err := WithRewrites(cfg.Rewrites)
 		if err != nil {

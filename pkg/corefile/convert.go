@@ -183,9 +183,12 @@ func (c *converter) finish() {
 		c.cfg.Pods = v1alpha1.PodsVerified
 	}
 	cluster := fqdn(c.clusterDomain())
+	// Without a kubernetes plugin CoreDNS answers no cluster: its names
+	// go where any other name goes.
+	c.cfg.NoClusterZone = c.kube == ""
 	kept := c.cfg.Forward[:0]
 	for _, r := range c.cfg.Forward {
-		if fqdn(r.Zone) == cluster {
+		if fqdn(r.Zone) == cluster && !c.cfg.NoClusterZone {
 			c.add(c.routeWhere[r.Zone], "forward", Dropped, "a route for the cluster domain %s itself: its names come from the cluster; workaround: forward a zone inside it", r.Zone)
 			continue
 		}
@@ -199,7 +202,7 @@ func (c *converter) finish() {
 		c.add(c.main, "server", Differs, "no forward: names outside the cluster domain are answered REFUSED, where CoreDNS answers SERVFAIL (no next plugin)")
 	}
 	if c.kube == "" {
-		c.add(c.main, "server", Differs, "no kubernetes plugin: serve answers the names of the cluster domain %s from the API server, where CoreDNS sent them on", cluster)
+		c.add(c.main, "server", Converted, "no kubernetes plugin: noClusterZone (no API server read; the names of %s and the reverse names answered as any other, as CoreDNS does)", cluster)
 	}
 	c.routeCaches()
 	inherit := false

@@ -113,7 +113,7 @@ var fieldPlugins = map[string]string{
 	"forward": "forward", "maxConcurrent": "forward", "failFastAllUnhealthy": "forward",
 	"cache": "cache", "hosts": "hosts", "overrides": "hosts", "rewrites": "rewrite", "templates": "template",
 	"clusterDomain": "kubernetes", "pods": "kubernetes", "ttl": "kubernetes", "namespaces": "kubernetes",
-	"kubeconfig": "kubernetes", "reverseZones": "kubernetes", "lameduck": "health", "metricsListen": "prometheus",
+	"kubeconfig": "kubernetes", "reverseZones": "kubernetes", "reverseScope": "kubernetes", "external": "k8s_external", "lameduck": "health", "metricsListen": "prometheus",
 	"listen": "bind", "logQueries": "log", "autopathBySource": "autopath", "nodeLocal": "bind",
 }
 

@@ -139,7 +139,14 @@ func (c *converter) reverseCIDRs(d Directive, cidrs []netip.Prefix, fall []strin
 		done = append(done, fmt.Sprintf("reverse zones %s: names of no Service or pod forwarded, as its fallthrough passes them on", span(passed)))
 	}
 	if !whole {
-		c.add(d.Where, d.Name, Differs, "the reverse names of Services and pods outside %s are answered too, where CoreDNS forwards them (no in-addr.arpa or ip6.arpa zone)", prefixList(cidrs))
+		// No in-addr.arpa or ip6.arpa zone: CoreDNS forwards the reverse
+		// names outside its CIDR zones.
+		for _, p := range cidrs {
+			if !contains(c.cfg.ReverseScope, p.Masked().String()) {
+				c.cfg.ReverseScope = append(c.cfg.ReverseScope, p.Masked().String())
+			}
+		}
+		done = append(done, fmt.Sprintf("reverseScope %s (the reverse names of Services and pods outside it forwarded, as CoreDNS has no in-addr.arpa or ip6.arpa zone)", prefixList(cidrs)))
 	}
 	return done
 }

@@ -56,28 +56,29 @@ func TestReverseZoneNames(t *testing.T) {
 // TestKubernetesCIDRZones: a kubernetes plugin's CIDR zones (kubernetes
 // cluster.local 10.0.0.0/24; RKE1's reverse CIDRs, coredns/deployment's
 // REVERSE_CIDRS) are reverse zones: reverseZones, unless its fallthrough
-// passes their names on. Exit 0.
+// passes their names on; without an in-addr.arpa or ip6.arpa zone they
+// are the reverseScope too. Exit 0.
 func TestKubernetesCIDRZones(t *testing.T) {
 	for _, tc := range []struct {
-		name, kube string
-		zones      []string
-		report     []string
+		name, kube   string
+		zones, scope []string
+		report       []string
 	}{
-		{"one", "kubernetes cluster.local 10.0.0.0/24", []string{"10.0.0.0/24"},
-			[]string{"differs    clusterDomain cluster.local, 10.0.0.0/24: reverseZones 10.0.0.0/24 (CoreDNS's zones 0.0.10.in-addr.arpa.; their unknown names NXDOMAIN)",
-				"the reverse names of Services and pods outside 10.0.0.0/24 are answered too, where CoreDNS forwards them"}},
+		{"one", "kubernetes cluster.local 10.0.0.0/24", []string{"10.0.0.0/24"}, []string{"10.0.0.0/24"},
+			[]string{"converted  clusterDomain cluster.local, 10.0.0.0/24: reverseZones 10.0.0.0/24 (CoreDNS's zones 0.0.10.in-addr.arpa.; their unknown names NXDOMAIN)",
+				"reverseScope 10.0.0.0/24 (the reverse names of Services and pods outside it forwarded"}},
 		{"not octet aligned", "kubernetes cluster.local 10.96.0.0/12", []string{"10.96.0.0/16", "10.97.0.0/16", "10.98.0.0/16", "10.99.0.0/16",
 			"10.100.0.0/16", "10.101.0.0/16", "10.102.0.0/16", "10.103.0.0/16", "10.104.0.0/16", "10.105.0.0/16", "10.106.0.0/16",
-			"10.107.0.0/16", "10.108.0.0/16", "10.109.0.0/16", "10.110.0.0/16", "10.111.0.0/16"},
+			"10.107.0.0/16", "10.108.0.0/16", "10.109.0.0/16", "10.110.0.0/16", "10.111.0.0/16"}, []string{"10.96.0.0/12"},
 			[]string{"10.96.0.0/12: reverseZones 10.96.0.0/16 … 10.111.0.0/16 (16) (CoreDNS's zones 96.10.in-addr.arpa. … 111.10.in-addr.arpa. (16)"}},
-		{"ipv6 and whole zones", "kubernetes cluster.local fd00:10:96::/112 10.0.0.0/24 in-addr.arpa ip6.arpa", []string{"fd00:10:96::/112", "10.0.0.0/24"},
+		{"ipv6 and whole zones", "kubernetes cluster.local fd00:10:96::/112 10.0.0.0/24 in-addr.arpa ip6.arpa", []string{"fd00:10:96::/112", "10.0.0.0/24"}, nil,
 			[]string{"reverse names of no Service or pod are forwarded; CoreDNS answers them NXDOMAIN without fallthrough"}},
 		// coredns/deployment's template with REVERSE_CIDRS and its fallthrough.
-		{"fallthrough", "kubernetes cluster.local 10.96.0.0/16 172.16.0.0/16 {\n fallthrough in-addr.arpa ip6.arpa\n}", nil,
+		{"fallthrough", "kubernetes cluster.local 10.96.0.0/16 172.16.0.0/16 {\n fallthrough in-addr.arpa ip6.arpa\n}", nil, []string{"10.96.0.0/16", "172.16.0.0/16"},
 			[]string{"reverse zones 96.10.in-addr.arpa. 16.172.in-addr.arpa.: names of no Service or pod forwarded, as its fallthrough passes them on"}},
-		{"fallthrough a CIDR", "kubernetes cluster.local 10.96.0.0/16 172.16.0.0/16 {\n fallthrough 10.96.0.0/16\n}", []string{"172.16.0.0/16"}, nil},
-		{"twice", "kubernetes cluster.local 10.0.0.0/24 10.0.0.9/24", []string{"10.0.0.0/24"}, nil},
-		{"ignored", "kubernetes cluster.local 0::/64", nil, []string{"0::/64: an invalid CIDR, which CoreDNS ignores: no zone"}},
+		{"fallthrough a CIDR", "kubernetes cluster.local 10.96.0.0/16 172.16.0.0/16 {\n fallthrough 10.96.0.0/16\n}", []string{"172.16.0.0/16"}, []string{"10.96.0.0/16", "172.16.0.0/16"}, nil},
+		{"twice", "kubernetes cluster.local 10.0.0.0/24 10.0.0.9/24", []string{"10.0.0.0/24"}, []string{"10.0.0.0/24"}, nil},
+		{"ignored", "kubernetes cluster.local 0::/64", nil, nil, []string{"0::/64: an invalid CIDR, which CoreDNS ignores: no zone"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Run(t.Context(), Input{Name: "Corefile", Text: []byte(".:53 {\n" + tc.kube + "\nforward . 192.0.2.1\n}\n")}, nil)
@@ -86,6 +87,9 @@ func TestKubernetesCIDRZones(t *testing.T) {
 			}
 			if !slices.Equal(r.Config.ReverseZones, tc.zones) {
 				t.Errorf("reverseZones %v, want %v", r.Config.ReverseZones, tc.zones)
+			}
+			if !slices.Equal(r.Config.ReverseScope, tc.scope) {
+				t.Errorf("reverseScope %v, want %v", r.Config.ReverseScope, tc.scope)
 			}
 			if r.Config.ClusterDomain != "cluster.local" || AnyDropped(r.Findings) {
 				t.Errorf("clusterDomain %q, dropped %v", r.Config.ClusterDomain, AnyDropped(r.Findings))

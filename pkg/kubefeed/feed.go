@@ -37,7 +37,8 @@ type Feed struct {
 	st        *store.Store
 	log       *slog.Logger
 	manifests *Manifests           // or
-	client    kubernetes.Interface // the API server's
+	client    kubernetes.Interface // the API server's, or
+	none      bool                 // noClusterZone: no source
 	skips     *Skips               // shared by each cluster feed started
 
 	watching feedWatch      // the reloader's: what the feed watches
@@ -59,6 +60,12 @@ func watchOf(cfg *v1alpha1.ServerConfiguration) feedWatch {
 // skips reports the objects it cannot serve.
 func NewFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client kubernetes.Interface, skips *Skips, log *slog.Logger) (*Feed, error) {
 	r := &Feed{st: st, log: log, skips: skips, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
+	if cfg.NoClusterZone {
+		// No source: one empty snapshot, published at once.
+		r.synced, r.none = true, true
+		st.Publish()
+		return r, nil
+	}
 	if cfg.Objects != "" {
 		// Objects that do not load are skipped and reported; only a path
 		// that cannot be read refuses to start.
@@ -80,6 +87,10 @@ func NewFeed(cfg *v1alpha1.ServerConfiguration, st *store.Store, client kubernet
 // from an empty store when rewatch says so; the snapshot published before
 // keeps answering until the new informers have synced and published.
 func (r *Feed) Run(ctx context.Context) error {
+	if r.none {
+		<-ctx.Done()
+		return nil
+	}
 	if r.manifests != nil {
 		if err := r.manifests.Run(ctx); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("record feed stopped: %w", err)

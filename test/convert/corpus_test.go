@@ -321,7 +321,8 @@ func (c corpusCase) run(t *testing.T, corednsBin, kubeconfig, api, webIP string,
 	}
 	dc = newWorld(t, ips, targets, api, dot)
 	serveArgs := []string{"serve", "--config", config, "--log-format", "text", "--lameduck", "0s"}
-	if !strings.Contains(readFile(t, config), "mode: node-local") {
+	// The cluster's API server, for configurations that read one.
+	if text := readFile(t, config); !strings.Contains(text, "mode: node-local") && !strings.Contains(text, "noClusterZone: true") {
 		serveArgs = append(serveArgs, "--kubeconfig", kubeconfig)
 	}
 	scmd := dc.ns.Exec(t.Context(), buildbin.Dnsconfigurer(t), serveArgs...)

@@ -48,14 +48,8 @@ type issueCase struct {
 	// questions, "NAME TYPE", besides the common ones.
 	questions []string
 	expect    map[string]string // question label → in CoreDNS's answer
-	// known are the differences accepted, by question label, each with
-	// the words of convert's report that tell the operator of it.
-	known map[string]string
 	// reportHas are words convert's report must have.
 	reportHas []string
-	// pending: skip the case while convert does not exit 0 on it (a
-	// plugin under construction).
-	pending string
 }
 
 // The fake upstreams answer A 192.0.2.N (PTR extN.example.): 2 is the
@@ -76,24 +70,6 @@ const (
 	issueLBIngress  = "203.0.113.69"
 	issueExternalIP = "203.0.113.70"
 )
-
-// The report's words for the differences the cases accept.
-const (
-	// 60's Corefile has no kubernetes plugin: CoreDNS forwards the
-	// cluster's names, serve answers them.
-	issueNoKubernetes = "no kubernetes plugin: serve answers the names of the cluster domain cluster.local. from the API server, where CoreDNS sent them on"
-	// kubernetes cluster.local 10.0.0.0/24: CoreDNS forwards the reverse
-	// names outside 10.0.0.0/24, serve answers those of Services and pods.
-	issueOutsideCIDR = "the reverse names of Services and pods outside 10.0.0.0/24 are answered too, where CoreDNS forwards them"
-)
-
-func issueKnown(why string, labels ...string) map[string]string {
-	m := map[string]string{}
-	for _, l := range labels {
-		m[l] = why
-	}
-	return m
-}
 
 func issueCases(t *testing.T, client kubernetes.Interface) []issueCase {
 	// k8s_external answers a Service's external IPs and LoadBalancer
@@ -142,14 +118,6 @@ func issueCases(t *testing.T, client kubernetes.Interface) []issueCase {
 				"master-0.ostest.test.metalkube.org. A":                          issueFirstForward,
 				"apps.ostest.test.metalkube.org. A":                              issueFirstForward,
 			},
-			known: issueKnown(issueNoKubernetes,
-				"web.default.svc.cluster.local. A",
-				"db.default.svc.cluster.local. A",
-				"_http._tcp.web.default.svc.cluster.local. SRV",
-				"_http._tcp.db.default.svc.cluster.local. SRV",
-				"nope.default.svc.cluster.local. A",
-				"10-1-2-3.default.pod.cluster.local. A",
-				"(web's ClusterIP).in-addr.arpa. PTR"),
 		},
 		forwardIssueCase("forward-tls-servername", "    forward . tls://9.9.9.9 {\n       tls_servername dns.quad9.net\n    }\n",
 			"upstreams tls://9.9.9.9, tls serverName dns.quad9.net", map[string]string{
@@ -169,7 +137,6 @@ func issueCases(t *testing.T, client kubernetes.Interface) []issueCase {
 				"lb." + issueNamespace + ".example.org. A":  issueLBIngress,
 				"ext." + issueNamespace + ".example.org. A": issueExternalIP,
 			},
-			pending: "k8s_external is being built (issue 69)",
 		},
 		{
 			name:     "kubernetes-cidr-zone",
@@ -186,9 +153,6 @@ func issueCases(t *testing.T, client kubernetes.Interface) []issueCase {
 				"(web's ClusterIP).in-addr.arpa. PTR":   "ext2.example.",
 				"web.default.svc.cluster.local. A":      "NOERROR [web.default.svc.cluster.local.",
 			},
-			known: issueKnown(issueOutsideCIDR,
-				"(web's ClusterIP).in-addr.arpa. PTR",
-				"3.2.1.10.in-addr.arpa. PTR"),
 		},
 		forwardIssueCase("forward-resolvconf-and-address", "    forward . /etc/resolv.conf 8.8.8.8\n",
 			"upstreams /etc/resolv.conf 8.8.8.8", map[string]string{
@@ -214,18 +178,15 @@ func forwardIssueCase(name, forward, report string, expect map[string]string) is
 
 // TestIssue69Cases runs the configurations issue 69's "Done when" names
 // side by side, as TestCorpus runs the corpus (corpusCase.run): convert
-// must exit 0 (a pending case is skipped until it does), CoreDNS 1.15
+// must exit 0, CoreDNS 1.15
 // must run the configuration, CoreDNS's answers must be what the case is
-// about (expect), and serve must answer every question as CoreDNS does,
-// but for the differences the case lists as known, each only where the
-// harness finds it reported and the report has the words naming it.
+// about (expect), and serve must answer every question as CoreDNS does.
 //
 // TestCorpus's rule, a difference is allowed where the block has any
 // differs or dropped line, is too weak here: kubeadm's block always has
 // its health and ready "differs" lines, so every name it serves would
-// count as reported. The issue asks for the answers CoreDNS gives; a
-// known difference is one convert tells of in so many words, and the
-// test prints it, so that it stays in sight.
+// count as reported. The issue asks for the answers CoreDNS gives: every
+// difference fails.
 func TestIssue69Cases(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	netns.Require(t)
@@ -254,9 +215,6 @@ func TestIssue69Cases(t *testing.T) {
 			}
 			r := c.run(t, corednsBin, cp.Kubeconfig(), api, webIP, dot)
 			t.Logf("%s: CoreDNS %s; convert %s; %d same, %d differ reported, %d differ silent", ic.name, r.coredns, r.convert, r.same, len(r.reported), len(r.silent))
-			if ic.pending != "" && !strings.HasPrefix(r.convert, "exit 0:") {
-				t.Skipf("convert does not exit 0 yet (%s): %s", ic.pending, r.convert)
-			}
 			if !strings.HasPrefix(r.convert, "exit 0:") {
 				t.Errorf("convert: %s, want exit 0:\n%s", r.convert, r.report)
 			}
@@ -270,15 +228,8 @@ func TestIssue69Cases(t *testing.T) {
 			slices.Sort(labels)
 			for _, l := range labels {
 				a := r.answers[l]
-				why, isKnown := ic.known[l]
 				verdict := "same"
-				switch {
-				case a[0] == a[1] && isKnown:
-					verdict = "same (known as different: drop it from known)"
-				case a[0] == a[1]:
-				case isKnown && slices.Contains(r.reported, l) && strings.Contains(r.report, why):
-					verdict = "DIFFERENT, known and reported (" + why + "); serve: " + a[1]
-				default:
+				if a[0] != a[1] {
 					verdict = "DIFFERENT; serve: " + a[1]
 					t.Errorf("%s: %s (reported: %v):\n  coredns:       %s\n  dnsconfigurer: %s", ic.name, l, slices.Contains(r.reported, l), a[0], a[1])
 				}
