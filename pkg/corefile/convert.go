@@ -42,6 +42,9 @@ type converter struct {
 	// blockRoutes the zones whose route such a block made.
 	zoneCaches  map[string]zoneCache
 	blockRoutes map[string]bool
+	// blocks are the zones of every server block, which CoreDNS routes
+	// their names to.
+	blocks []string
 	// pillars: node-cache's __PILLAR__ placeholders stand for addresses.
 	pillars bool
 	// entryAt is where each list entry of the configuration came from
@@ -79,6 +82,13 @@ func convert(blocks []Block) (Result, *converter) {
 		}
 	}
 	c.cfg.Listen = []string{":" + c.port}
+	for _, b := range blocks {
+		for _, k := range b.Keys {
+			if z, _, err := splitKey(k); err == nil {
+				c.blocks = appendNew(c.blocks, z)
+			}
+		}
+	}
 	if mainIdx >= 0 {
 		c.mainHosts = hostsFile(blocks[mainIdx])
 	}

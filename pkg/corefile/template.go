@@ -143,29 +143,16 @@ func (c *converter) templateOption(t *v1alpha1.Template, o Option) bool {
 	return true
 }
 
-// carveBlocks keeps the names of more specific server blocks from the
-// templates of less specific ones, as CoreDNS routes a name to its most
-// specific block: t, of block s, leaves alone the zone blocks seen before
-// that forward (their routes), and the templates before t leave alone s's
-// zones when s is more specific than their zones.
+// carveBlocks keeps the names of more specific server blocks, before or
+// after t's block s, from t, as CoreDNS routes a name to its most
+// specific block.
 func (c *converter) carveBlocks(t *v1alpha1.Template, s scope) {
-	for z := range c.blockRoutes {
+	for _, z := range c.blocks {
 		if belowAny(z, t.Zones) && !slices.Contains(s.zones, z) {
 			t.Except = appendNew(t.Except, z)
 		}
 	}
 	slices.Sort(t.Except)
-	if s.main {
-		return
-	}
-	for i := range c.cfg.Templates {
-		e := &c.cfg.Templates[i]
-		for _, b := range s.zones {
-			if belowAny(b, e.Zones) {
-				e.Except = appendNew(e.Except, b)
-			}
-		}
-	}
 }
 
 // belowAny reports whether name is strictly below one of zones.

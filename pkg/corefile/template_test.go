@@ -26,7 +26,7 @@ func TestTemplate(t *testing.T) {
 		{"zone block cuts the zones", "hap.py:53 {\n template IN A {\n  answer \"{{ .Name }} 0 IN A 127.0.0.1\"\n }\n}\n.:53 {\n forward . 8.8.8.8\n}\n",
 			[]v1alpha1.Template{{Zones: []string{"hap.py."}, Class: "IN", Type: "A", Answer: []string{"{{ .Name }} 0 IN A 127.0.0.1"}}}, Converted},
 		{"more specific blocks carved out", ".:53 {\n template ANY AAAA {\n  rcode NXDOMAIN\n }\n forward . 8.8.8.8\n}\nhap.py:53 {\n template IN A {\n  answer \"{{ .Name }} 0 IN A 127.0.0.1\"\n }\n}\nsearx.hap.py:53 {\n template IN A {\n  answer \"{{ .Name }} 0 IN A 100.22.0.1\"\n }\n}\nstub.example:53 {\n forward . 10.0.0.53\n}\nlast.example:53 {\n forward . 10.0.0.53\n}\n",
-			[]v1alpha1.Template{{Zones: []string{"."}, Class: "ANY", Type: "AAAA", Rcode: "NXDOMAIN", Except: []string{"hap.py.", "searx.hap.py."}},
+			[]v1alpha1.Template{{Zones: []string{"."}, Class: "ANY", Type: "AAAA", Rcode: "NXDOMAIN", Except: []string{"hap.py.", "last.example.", "searx.hap.py.", "stub.example."}},
 				{Zones: []string{"hap.py."}, Class: "IN", Type: "A", Answer: []string{"{{ .Name }} 0 IN A 127.0.0.1"}, Except: []string{"searx.hap.py."}},
 				{Zones: []string{"searx.hap.py."}, Class: "IN", Type: "A", Answer: []string{"{{ .Name }} 0 IN A 100.22.0.1"}}}, Converted},
 		{"after a forwarding zone block", "stub.example:53 {\n forward . 10.0.0.53\n}\n.:53 {\n template ANY AAAA {\n  rcode NXDOMAIN\n }\n forward . 8.8.8.8\n}\n",
