@@ -322,6 +322,14 @@ type ServerConfiguration struct {
 	// Objects is a manifest file or directory (watched) served instead of
 	// an API server's objects. Mode cluster only; excludes Kubeconfig.
 	Objects string `json:"objects,omitempty"`
+	// ClustersetZone, when set (e.g. "clusterset.local"), answers the
+	// Multi-Cluster Services zone of KEP-1645 from the cluster's
+	// ServiceImports (multicluster.x-k8s.io v1beta1, else v1alpha1) and
+	// the EndpointSlices labelled multicluster.kubernetes.io/service-name,
+	// as CoreDNS's kubernetes plugin with `multicluster ZONE`
+	// (docs/multicluster.md). Empty (default): off, and ServiceImports are
+	// not read. Mode cluster only; not inside clusterDomain.
+	ClustersetZone string `json:"clustersetZone,omitempty"`
 	// NoClusterZone serves no cluster: no API server and no objects are
 	// read, and the names of the cluster domain and the reverse names go
 	// to the templates, hosts and forwarders like any other, as a CoreDNS
@@ -900,6 +908,7 @@ func (c *ServerConfiguration) validateTop(e *fieldErrors) {
 	if err := ValidateClusterDomain(c.ClusterDomain); err != nil {
 		e.add("clusterDomain", "%v", err)
 	}
+	c.validateClusterset(e)
 	if c.MetricsListen != "" {
 		if err := checkListen(c.MetricsListen); err != nil {
 			e.add("metricsListen", "%q: %v", c.MetricsListen, err)
@@ -1675,4 +1684,34 @@ func Within(scope []netip.Prefix, p netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// validateClusterset checks clustersetZone: a domain apart from the
+// cluster domain, in mode cluster, with a cluster to read.
+func (c *ServerConfiguration) validateClusterset(e *fieldErrors) {
+	if c.ClustersetZone == "" {
+		return
+	}
+	if err := ValidateClusterDomain(c.ClustersetZone); err != nil {
+		e.add("clustersetZone", "%v", err)
+		return
+	}
+	z, cz := c.ClustersetZoneName(), c.ClusterZone()
+	switch {
+	case c.Mode == ModeNodeLocal:
+		e.add("clustersetZone", "not used in mode %q: its names go to the cluster DNS with the cluster domain's; set it in the cluster DNS's configuration", ModeNodeLocal)
+	case c.NoClusterZone:
+		e.add("clustersetZone", "not used with noClusterZone: there are no cluster records")
+	case cz != "" && (z == cz || strings.HasSuffix(z, "."+cz) || strings.HasSuffix(cz, "."+z)):
+		e.add("clustersetZone", "%q: overlaps clusterDomain %q; give a zone of its own such as \"clusterset.local\"", c.ClustersetZone, c.ClusterDomain)
+	}
+}
+
+// ClustersetZoneName is clustersetZone as a lowercase FQDN, "" when off.
+func (c *ServerConfiguration) ClustersetZoneName() string {
+	if c.ClustersetZone == "" {
+		return ""
+	}
+	n, _ := normalizeName(c.ClustersetZone)
+	return n
 }

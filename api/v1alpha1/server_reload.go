@@ -16,7 +16,8 @@ import "slices"
 //     names it: a live change would answer none of the names pods ask.
 //   - logFormat: every component's logger is derived from the one handler
 //     made at start; a switch would leave one stream in two formats.
-//   - kubeconfig, objects, noClusterZone: the record source; its informers or its
+//   - kubeconfig, objects, noClusterZone, clustersetZone: the record
+//     source and what it watches; its informers or its
 //     manifest watch fill the store, and another source would start from
 //     an empty one.
 //   - limits: the UDP slots, the TCP connection bound and the connections'
@@ -32,7 +33,7 @@ import "slices"
 // published again with them), namespaceMetrics, coreDNSMetrics,
 // logQueries, logLevel and lameduck.
 var RestartFields = []string{"mode", "listen", "reusePort", "udpSockets", "metricsListen", "clusterDomain", "logFormat",
-	"kubeconfig", "objects", "noClusterZone", "limits", "nodeLocal"}
+	"kubeconfig", "objects", "noClusterZone", "clustersetZone", "limits", "nodeLocal"}
 
 // KeepRestartFields sets the RestartFields of c (the file just read) to
 // running's, and names those whose value differed, in RestartFields order.
@@ -57,6 +58,7 @@ func (c *ServerConfiguration) KeepRestartFields(running *ServerConfiguration) []
 	keep("kubeconfig", c.Kubeconfig != running.Kubeconfig, func() { c.Kubeconfig = running.Kubeconfig })
 	keep("objects", c.Objects != running.Objects, func() { c.Objects = running.Objects })
 	keep("noClusterZone", c.NoClusterZone != running.NoClusterZone, func() { c.NoClusterZone = running.NoClusterZone })
+	keep("clustersetZone", c.ClustersetZoneName() != running.ClustersetZoneName(), func() { c.ClustersetZone = running.ClustersetZone })
 	keep("limits", c.Limits != running.Limits, func() { c.Limits = running.Limits })
 	keep("nodeLocal", running.Mode == ModeNodeLocal && !c.NodeLocal.equal(&running.NodeLocal),
 		func() { c.NodeLocal = running.NodeLocal })

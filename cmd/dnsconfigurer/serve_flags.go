@@ -21,6 +21,7 @@ func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 	l.Repeated(func(c *serverConfig) *[]string { return &c.Listen }, "listen", "`ADDR` (ip:port) to serve DNS on, UDP and TCP; repeatable")
 	l.String(func(c *serverConfig) *string { return &c.ClusterDomain }, "cluster-domain", v1alpha1.DefaultServerClusterDomain, "the cluster `zone`")
 	l.String(func(c *serverConfig) *string { return &c.Objects }, "objects", "", "serve the Services, EndpointSlices, Pods, Namespaces and Nodes of this manifest file or directory (watched)")
+	l.String(func(c *serverConfig) *string { return &c.ClustersetZone }, "clusterset-zone", "", "answer the Multi-Cluster Services `zone` (e.g. clusterset.local) from the cluster's ServiceImports and their EndpointSlices (KEP-1645); default: off")
 	l.Bool(func(c *serverConfig) *bool { return &c.NoClusterZone }, "no-cluster-zone", false, "serve no cluster: read no API server or objects, and answer the cluster domain's names and the reverse names from the templates, hosts and forwarders (a CoreDNS without its kubernetes plugin)")
 	l.String(func(c *serverConfig) *string { return &c.Kubeconfig }, "kubeconfig", "", "watch the cluster of this kubeconfig (default with neither: $KUBECONFIG, else the in-cluster config)")
 	l.String(func(c *serverConfig) *string { return &c.Pods }, "pods", v1alpha1.DefaultPodRecords, "pod records <a-b-c-d>.<ns>.pod.<zone>: verified, insecure or disabled")
@@ -54,7 +55,7 @@ func serveFlags(fs *flag.FlagSet) *flaglayer.Layer[serverConfig] {
 	l.Int(func(c *serverConfig) *int { return &c.UDPSockets }, "udp-sockets", v1alpha1.DefaultUDPSockets, "UDP sockets bound on each listen address with SO_REUSEPORT, each read by its own goroutine (CoreDNS's multisocket); 0: GOMAXPROCS")
 	l.Int(func(c *serverConfig) *int { return &c.Limits.TCPConnections }, "max-tcp-conns", v1alpha1.DefaultTCPConnections, "open TCP connections; past it a new one takes the place of one of the client holding the most, busy or idle; counted")
 	l.Int(func(c *serverConfig) *int { return &c.Limits.TCPConnectionsPerClient }, "max-tcp-conns-per-client", v1alpha1.DefaultTCPConnectionsPerClient, "open TCP connections of one client address (at most --max-tcp-conns); further ones are closed at once and counted")
-	fs.String("config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes, but for the fields that need a restart: mode, listen, reusePort, udpSockets, metricsListen, clusterDomain, logFormat, kubeconfig, objects, noClusterZone, limits and nodeLocal (logged when changed)")
+	fs.String("config", "", "ServerConfiguration `FILE` (api/v1alpha1); flags given override it; reloaded when it changes, but for the fields that need a restart: mode, listen, reusePort, udpSockets, metricsListen, clusterDomain, logFormat, kubeconfig, objects, noClusterZone, clustersetZone, limits and nodeLocal (logged when changed)")
 	var routes routeFlag
 	l.Var(&routes, "forward", "forward", "forward names under `ZONE=ADDR[,ADDR...]` to these upstreams (stub domains; \".\" is the default route); repeatable", func(c *serverConfig) {
 		for _, r := range routes {
