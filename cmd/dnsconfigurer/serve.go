@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
 	"time"
 
 	"k8s.io/klog/v2"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/flaglayer"
@@ -107,7 +109,7 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	}
 	if cfg.Objects == "" && !cfg.NoClusterZone {
 		klog.SetSlogLogger(log.With("component", "client-go"))
-		client, err := kubeclient.New(cfg.Kubeconfig, "serve")
+		rc, client, err := kubeclient.NewREST(cfg.Kubeconfig, "serve")
 		if err != nil {
 			return usageError{err}
 		}
@@ -115,6 +117,11 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 			return usagef("no records to serve: give --kubeconfig or --objects, set $KUBECONFIG, or run in a pod (the in-cluster config)")
 		}
 		deps.Client = client
+		if cfg.ClustersetZone != "" {
+			if deps.MCS, err = mcsclient.NewForConfig(rc); err != nil {
+				return fmt.Errorf("multi-cluster services client: %w", err)
+			}
+		}
 	}
 	if f.config != "" {
 		deps.Reload = &clusterdns.Reload{Path: f.config, Load: f.serverConfig, Interval: reloadInterval,

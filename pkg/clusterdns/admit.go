@@ -52,6 +52,10 @@ func (q *query) lower() string {
 // address, when the answer may depend on them. Unknown parts are "".
 func (q *query) place() {
 	h := q.h
+	if cs := h.cset; cs != nil && inZone(q.lower(), cs.name) {
+		q.placeClusterset(cs)
+		return
+	}
 	var snap *store.Snapshot // set when the answer may have variants
 	var named, expands bool
 	if z := q.z; z != nil && z.snap.Counts.Variants > 0 {
@@ -68,6 +72,22 @@ func (q *query) place() {
 	if expands {
 		q.client.topo = c
 	}
+}
+
+// placeClusterset is place for a name of the clusterset zone: the
+// client's variant of an import with a trafficDistribution, the client
+// placed by the cluster's records.
+func (q *query) placeClusterset(cs *clusterset) {
+	z := cs.zone()
+	if z == nil || z.snap.Counts.Variants == 0 || !z.snap.HasVariants(q.lname) {
+		return
+	}
+	var cluster *store.Snapshot
+	if q.z != nil {
+		cluster = q.z.snap
+	}
+	c := clientTopology(q.req, q.h.topoCode, q.client.ip, cluster)
+	q.client.variant = z.snap.VariantFor(q.lname, c.Zone, c.Node)
 }
 
 // clientTopology is where the client of req is: the option of code

@@ -22,7 +22,7 @@ func Check(ctx context.Context, cfg *v1alpha1.ServerConfiguration) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stack, err := buildStack(ctx, s.cfg, s.st, s.log, nil)
+	stack, err := buildStack(ctx, s.cfg, s.stores(), s.log, nil)
 	if err != nil {
 		return err
 	}

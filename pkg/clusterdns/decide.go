@@ -24,6 +24,7 @@ const (
 	routeForward                  // upstream (ANY too, as CoreDNS's forward)
 	routeTemplate                 // from a template (WithTemplates)
 	routeExternal                 // an external zone's name (WithExternal)
+	routeClusterset               // the clusterset zone's name (WithClusterset), from its view in z
 )
 
 // decision is how one question is answered. decide makes it; every path
@@ -82,6 +83,16 @@ func decide(h *Handler, z *zone, qtype, qclass uint16, lname string) decision {
 			}
 			return d
 		}
+	}
+	if h.cset != nil && inZone(lname, h.cset.name) {
+		// Before the cluster zone: a clusterset zone inside it (refused
+		// by the configuration) would still be its own.
+		if d.z = h.cset.zone(); d.z == nil {
+			d.route = routeServfail
+		} else {
+			d.route = routeClusterset
+		}
+		return d
 	}
 	if !h.noZone && inZone(lname, h.zoneName) {
 		if delegated(h, lname) {

@@ -76,6 +76,7 @@ type Handler struct {
 	reverse   []reverseAuth    // reverse zones answered authoritatively
 	scope     []netip.Prefix   // WithReverseScope
 	noZone    bool             // WithoutClusterZone
+	cset      *clusterset      // WithClusterset; nil: off
 	lb        bool             // rotate A, AAAA and SRV RRsets per reply
 	lbN       atomic.Uint32    // replies rotated on the miss path
 	udpLimit  int              // A or AAAA records in a UDP reply; 0: all

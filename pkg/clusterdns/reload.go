@@ -16,7 +16,6 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/forward"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
-	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
 // DefaultReloadInterval is how often the config file is stat'ed besides
@@ -39,7 +38,7 @@ const maxConfigBytes = 1 << 20
 type reloader struct {
 	src     Reload
 	running *v1alpha1.ServerConfiguration
-	st      *store.Store
+	st      stores
 	records *kubefeed.Feed
 	srv     *dnsserver.Server
 	gather  *stackGatherer

@@ -33,6 +33,10 @@ func (h *Handler) resolve(ctx context.Context, a question, d decision) Result {
 		return staticAnswer(a.Qtype, a.Name, a.lname, d.rrs)
 	case routeTemplate:
 		return h.templateAnswer(ctx, a, d, true)
+	case routeClusterset:
+		r := h.answer(ctx, d.z, a, 0)
+		r.volatile = true // not in the reply cache: see clusterset
+		return r
 	case routeExternal:
 		return h.externalAnswer(ctx, d.z, a, d.ext)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
@@ -31,6 +32,9 @@ type Deps struct {
 	// Client is the API server's: the record source when the
 	// configuration names no objects.
 	Client kubernetes.Interface
+	// MCS reads the ServiceImports of the API server, for the clusterset
+	// zone (clustersetZone); nil: the zone is not served.
+	MCS mcsclient.Interface
 	// Reload watches the config file (nil: no reload).
 	Reload *Reload
 	// AfterSync, when set, is called once, a second after the records
@@ -69,7 +73,11 @@ type Server struct {
 	log  *slog.Logger
 	reg  *prometheus.Registry
 	st   *store.Store
+	cs   *store.Store // the clusterset zone's; nil when it is off
 }
+
+// stores are the server's record stores.
+func (s *Server) stores() stores { return stores{cluster: s.st, clusterset: s.cs} }
 
 // New returns the server of cfg, a defaulted and validated configuration
 // of mode cluster. Errors of cfg are marked v1alpha1.ErrConfig.
@@ -94,6 +102,12 @@ func New(cfg *v1alpha1.ServerConfiguration, deps Deps) (*Server, error) {
 	if err := RegisterRecordMetrics(s.reg, s.st); err != nil {
 		return nil, err
 	}
+	if z := cfg.ClustersetZoneName(); z != "" && cfg.Objects == "" {
+		// The records an MCS implementation imports: no pods.
+		if s.cs, err = store.New(store.Options{Zone: z, TTL: opts.TTL, Namespaces: opts.Namespaces}); err != nil {
+			return nil, v1alpha1.ConfigErrorf("clustersetZone %q: %v", cfg.ClustersetZone, err)
+		}
+	}
 	return s, nil
 }
 
@@ -104,7 +118,7 @@ func New(cfg *v1alpha1.ServerConfiguration, deps Deps) (*Server, error) {
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stack, err := buildStack(ctx, s.cfg, s.st, s.log, nil)
+	stack, err := buildStack(ctx, s.cfg, s.stores(), s.log, nil)
 	if err != nil {
 		return err
 	}
@@ -148,8 +162,12 @@ func (s *Server) Run(ctx context.Context) error {
 		tasks = append(tasks, ops.Run)
 	}
 	tasks = append(tasks, records.Run)
+	if s.cs != nil && s.deps.Client != nil && s.deps.MCS != nil {
+		cs := &kubefeed.Clusterset{Client: s.deps.Client, MCS: s.deps.MCS, Store: s.cs, Logger: s.log.With("zone", s.cs.Zone()), Skips: skips}
+		tasks = append(tasks, cs.Run)
+	}
 	if src := s.deps.Reload; src != nil {
-		r := &reloader{src: *src, running: s.cfg, st: s.st, records: records, srv: srv, gather: gather, coredns: metrics,
+		r := &reloader{src: *src, running: s.cfg, st: s.stores(), records: records, srv: srv, gather: gather, coredns: metrics,
 			log: s.log, level: src.SetLogLevel, stack: &stack}
 		r.last, _ = r.fingerprint() // before anyone is answered: an edit after it is applied
 		if err := s.reg.Register(r); err != nil {

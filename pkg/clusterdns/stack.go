@@ -100,11 +100,15 @@ func (s *answerStack) gatherers() prometheus.Gatherers {
 	return prometheus.Gatherers{s.reg, s.fwd.reg}
 }
 
+// stores are the record stores a stack answers from: the cluster's, and
+// the clusterset zone's (nil when clustersetZone is off).
+type stores struct{ cluster, clusterset *store.Store }
+
 // buildStack makes the answer stack of cfg over the record store, with
 // prev's forwarding part when cfg's forwarding settings are those prev was
 // built from (a reload; nil at start). On error everything it started is
 // stopped (prev's forwarding part excepted).
-func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *store.Store, log *slog.Logger, prev *forwarding) (_ *answerStack, err error) {
+func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st stores, log *slog.Logger, prev *forwarding) (_ *answerStack, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &answerStack{reg: prometheus.NewRegistry(), cancel: cancel}
 	defer func() {
@@ -146,7 +150,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 	}
 	opts = append(opts, WithTopology(uint16(cfg.TopologyOptionCode)))
 	if n := cfg.TopNamespaces(); n > 0 {
-		amp, err := nsmetrics.New(n, cfg.ClusterDomain, st)
+		amp, err := nsmetrics.New(n, cfg.ClusterDomain, st.cluster)
 		if err != nil {
 			return nil, v1alpha1.ConfigErrorf("namespaceMetrics: %v", err)
 		}
@@ -192,7 +196,10 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st *stor
 	if x := cfg.External; x != nil && len(x.Zones) > 0 {
 		opts = append(opts, WithExternal(x.Zones, x.Apex, uint32(x.TTLValue()), x.Fallthrough))
 	}
-	s.handler = NewHandler(cfg.ClusterDomain, st, opts...)
+	if st.clusterset != nil {
+		opts = append(opts, WithClusterset(st.clusterset))
+	}
+	s.handler = NewHandler(cfg.ClusterDomain, st.cluster, opts...)
 	return s, nil
 }
 

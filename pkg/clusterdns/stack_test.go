@@ -69,7 +69,7 @@ func startStackServers(t *testing.T, listen []string, upstreams func(addrs []str
 			Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{ups[i]}}}}
 		st := emptyStore(t, cfg)
 		var logs testkit.Buffer
-		stack, err := buildStack(ctx, cfg, st, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+		stack, err := buildStack(ctx, cfg, stores{cluster: st}, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestStackSharedResolvConf(t *testing.T) {
 	testkit.WriteFile(t, resolv, "nameserver 127.0.0.7\n")
 	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.2:0"}, Objects: "x",
 		Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{resolv}}, {Zone: "corp.example", Upstreams: []string{resolv}}}}
-	stack, err := buildStack(context.Background(), cfg, emptyStore(t, cfg), slog.New(slog.DiscardHandler), nil)
+	stack, err := buildStack(context.Background(), cfg, stores{cluster: emptyStore(t, cfg)}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatalf("two routes to one resolv.conf: %v", err)
 	}
@@ -272,7 +272,7 @@ func TestStackStaticTTLCap(t *testing.T) {
 			{Name: "c.off.example", Addresses: []string{"10.1.2.5"}},
 			{Name: "d.example", Addresses: []string{"10.1.2.6"}, TTL: "10s"},
 		}}
-	stack, err := buildStack(context.Background(), cfg, emptyStore(t, cfg), slog.New(slog.DiscardHandler), nil)
+	stack, err := buildStack(context.Background(), cfg, stores{cluster: emptyStore(t, cfg)}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

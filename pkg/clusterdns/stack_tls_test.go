@@ -47,7 +47,7 @@ func TestStackTLSUpstream(t *testing.T) {
 	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.1:0"}, Objects: "x",
 		Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{"tls://" + up},
 			TLS: &v1alpha1.ForwardTLS{ServerName: "dns.test", CAFile: caFile}}}}
-	stack, err := buildStack(context.Background(), cfg, emptyStore(t, cfg), slog.New(slog.DiscardHandler), nil)
+	stack, err := buildStack(context.Background(), cfg, stores{cluster: emptyStore(t, cfg)}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestStackTLSFiles(t *testing.T) {
 	} {
 		cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.1:0"}, Objects: "x",
 			Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{"tls://127.0.0.7"}, TLS: &tc.tls}}}
-		_, err := buildStack(context.Background(), cfg, emptyStore(t, cfg), slog.New(slog.DiscardHandler), nil)
+		_, err := buildStack(context.Background(), cfg, stores{cluster: emptyStore(t, cfg)}, slog.New(slog.DiscardHandler), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v; want an error with %q", err, tc.want)
 		}
@@ -92,7 +92,7 @@ func TestStackResolvConfWithAddresses(t *testing.T) {
 	testkit.WriteFile(t, resolv, "nameserver 127.0.0.7\n")
 	cfg := &v1alpha1.ServerConfiguration{Listen: []string{"127.0.0.2:0"}, Objects: "x",
 		Forward: []v1alpha1.ForwardRoute{{Zone: ".", Upstreams: []string{"127.0.0.5", resolv, "tls://127.0.0.9"}}}}
-	stack, err := buildStack(context.Background(), cfg, emptyStore(t, cfg), slog.New(slog.DiscardHandler), nil)
+	stack, err := buildStack(context.Background(), cfg, stores{cluster: emptyStore(t, cfg)}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,18 @@ func (c *Cluster) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	skips := c.Skips
+	if skips == nil {
+		skips = unregisteredSkips(log)
+	}
+	return runKinds(ctx, c.Client, c.Store, log, "kubernetes records synced", c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}))
+}
+
+// runKinds runs a reflector for each of kinds into st, publishes st after
+// the first sync (logging synced) and then after each change, until ctx
+// is done. It returns ctx's error if ctx ends before the first sync, nil
+// on a later cancel.
+func runKinds(ctx context.Context, client kubernetes.Interface, st Publisher, log *slog.Logger, synced string, kinds []kind) error {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (deferred below): the reflectors have stopped when Run returns
 	ctx, cancel := context.WithCancel(ctx)
@@ -60,21 +72,17 @@ func (c *Cluster) Run(ctx context.Context) error {
 		default:
 		}
 	}
-	skips := c.Skips
-	if skips == nil {
-		skips = unregisteredSkips(log)
-	}
-	var synced []<-chan struct{}
-	for _, k := range c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}) {
+	var first []<-chan struct{}
+	for _, k := range kinds {
 		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{})}
-		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, c.Client), k.example, ks,
+		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, client), k.example, ks,
 			cache.ReflectorOptions{Name: k.name})
-		synced = append(synced, ks.synced)
+		first = append(first, ks.synced)
 		wg.Go(func() { r.RunWithContext(ctx) })
 	}
 	// Wait on each kind's first list itself: cache.WaitForCacheSync polls
 	// every 100 ms, which would add 50 ms to a start on average.
-	for _, ch := range synced {
+	for _, ch := range first {
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -86,9 +94,9 @@ func (c *Cluster) Run(ctx context.Context) error {
 	case <-changed:
 	default:
 	}
-	c.Store.Publish()
-	log.InfoContext(ctx, "kubernetes records synced")
-	c.publishChanges(ctx, changed)
+	st.Publish()
+	log.InfoContext(ctx, synced)
+	publishChanges(ctx, st, changed)
 	return nil
 }
 
@@ -96,13 +104,13 @@ func (c *Cluster) Run(ctx context.Context) error {
 // A publish costs what changed (see store.Store.Publish), so there is no
 // window: the changes that arrive while one runs are covered by the next,
 // which starts as soon as it ends (changed holds one pending signal).
-func (c *Cluster) publishChanges(ctx context.Context, changed <-chan struct{}) {
+func publishChanges(ctx context.Context, st Publisher, changed <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			c.Store.Publish()
+			st.Publish()
 		}
 	}
 }

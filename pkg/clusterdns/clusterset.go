@@ -1,0 +1,61 @@
+package clusterdns
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// clusterset is the Multi-Cluster Services zone (KEP-1645), answered
+// from a record store of its own that the clusterset feed fills from the
+// ServiceImports (kubefeed.Clusterset): the same rules as the cluster
+// zone's over other records. Its replies are not kept in the reply cache,
+// whose retirement follows the cluster store's changes only.
+type clusterset struct {
+	name    string // lowercase FQDN
+	records Records
+	mu      sync.Mutex
+	cur     atomic.Pointer[zone]
+}
+
+// WithClusterset answers the zone of records (e.g. clusterset.local.)
+// from it, before the cluster zone; SERVFAIL until its first sync.
+func WithClusterset(records Records) Option {
+	return func(h *Handler) {
+		if snap := records.Snapshot(); snap != nil {
+			h.cset = &clusterset{name: snap.Zone, records: records}
+			return
+		}
+		h.cset = &clusterset{name: zoneOf(records), records: records}
+	}
+}
+
+// zoneNamer is a Records that knows its zone before its first snapshot
+// (store.Store).
+type zoneNamer interface{ Zone() string }
+
+// zoneOf is the zone of records.
+func zoneOf(records Records) string {
+	if n, ok := records.(zoneNamer); ok {
+		return n.Zone()
+	}
+	return ""
+}
+
+// zone is the view of the current snapshot, nil before the first.
+func (c *clusterset) zone() *zone {
+	snap := c.records.Snapshot()
+	if snap == nil {
+		return nil
+	}
+	if z := c.cur.Load(); z != nil && z.snap == snap {
+		return z
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if z := c.cur.Load(); z != nil && z.snap == snap {
+		return z
+	}
+	z := newZone(snap)
+	c.cur.Store(z)
+	return z
+}
