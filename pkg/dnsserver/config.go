@@ -33,11 +33,15 @@ func NewServer(cfg *v1alpha1.ServerConfiguration, log *slog.Logger) *Server {
 
 // metricZones are the zones the request metrics of cfg's listener are
 // labelled with: the cluster domain, ClusterZones and, in cluster mode,
-// the zones of the forward routes (stub domains) as the file starts with;
+// the clusterset zone and the zones of the forward routes (stub domains)
+// as the file starts with;
 // every other name is ".".
 func metricZones(cfg *v1alpha1.ServerConfiguration) []string {
 	zones := append([]string{cfg.ClusterDomain}, ClusterZones...)
 	if cfg.Mode != v1alpha1.ModeNodeLocal {
+		if z := cfg.ClustersetZoneName(); z != "" {
+			zones = append(zones, z)
+		}
 		for _, r := range cfg.Forward {
 			zones = append(zones, r.ZoneName())
 		}

@@ -79,8 +79,8 @@ func (r *Routes) Unbounded() []string { return r.unbounded }
 
 // NewRoutes computes the routes of the cluster zone clusterDomain and of
 // cl, the cluster DNS's validated configuration (nil: none): the cluster
-// zone, ap.k8s.io and the reverse zones; then cl's cluster zone, the zone
-// of every forward route but ".", the names "." excepts, every override
+// zone, ap.k8s.io and the reverse zones; then cl's cluster zone, its
+// clusterset zone, the zone of every forward route but ".", the names "." excepts, every override
 // name, every name of hosts (the cluster DNS's hosts file, read by the
 // caller; hostsErr when it could not be read), and the names rewrites
 // match: an exact rule's name, a suffix rule's zone, and for prefix,
@@ -101,6 +101,9 @@ func NewRoutes(clusterDomain string, cl *v1alpha1.ServerConfiguration, hosts ite
 		return r
 	}
 	zone(cl.ClusterZone())
+	if z := cl.ClustersetZoneName(); z != "" {
+		zone(z) // the Multi-Cluster Services zone the cluster DNS answers
+	}
 	for i := range cl.Forward {
 		f := &cl.Forward[i]
 		if z := f.ZoneName(); z != "." {

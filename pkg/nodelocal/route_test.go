@@ -29,6 +29,7 @@ import (
 // rewrites of every bounded kind.
 func clusterConfig() *v1alpha1.ServerConfiguration {
 	c := &v1alpha1.ServerConfiguration{
+		ClustersetZone: "clusterset.local",
 		Forward: []v1alpha1.ForwardRoute{
 			{Zone: ".", Upstreams: []string{"10.0.0.53"}, Except: []string{"Blocked.Example"}},
 			{Zone: "Corp.Example.", Upstreams: []string{"10.0.1.53"}},
@@ -66,8 +67,8 @@ func TestRoutes(t *testing.T) {
 		{"stub domains, excepts, overrides, hosts, rewrites", withHosts(clusterConfig()),
 			[]string{"corp.example.", "db.CORP.example.", "blocked.example.", "www.blocked.example.", "host.minikube.internal.",
 				"nas.home.", "old.example.org.", "a.b.legacy.internal.", "legacy.internal.", "shop.example.net.", "myshop.example.net.",
-				"web.prod.svc.cluster.local."},
-			[]string{"www.example.com.", "example.", "xcorp.example.", "www.host.minikube.internal.", "other.home.",
+				"web.prod.svc.cluster.local.", "web.prod.svc.clusterset.local.", "ClusterSet.Local."},
+			[]string{"www.example.com.", "example.", "xcorp.example.", "other.clusterset.example.", "www.host.minikube.internal.", "other.home.",
 				"www.old.example.org.", "example.org.", "legacyinternal.", "example.com."}},
 	}
 	for _, tt := range tests {
