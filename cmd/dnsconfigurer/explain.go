@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/cmdline"
@@ -30,14 +31,14 @@ var explainAdapters = func(rc *rest.Config, client kubernetes.Interface) (explai
 }
 
 func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json|yaml] [--agent-namespace NS] [--timeout 30s] [--no-exec] [--service NAME]\n\n"+
+	fs := newFlagSet("explain", stderr, "usage: dnsconfigurer explain POD [-n NAMESPACE] [--kubeconfig PATH] [--context NAME] [--cluster NAME] [--user NAME] [-o text|json|yaml] [--agent-namespace NS] [--timeout 30s] [--no-exec] [--service NAME] [--service-import NAME]\n\n"+
 		"Reads the pod, the node settings its node's agent publishes at "+nodesettings.Path+" (port-forward to the agent's\n"+
 		"metrics port), computes the pod's resolv.conf with its trace, and compares each running container's\n"+
 		"/etc/resolv.conf (exec cat). For each headless Service of the pod's namespace (or --service), it says\n"+
 		"which endpoints the pod gets by the Service's trafficDistribution, its node and that node's topology zone.\n"+
 		"Needs: get pods, list pods in the agent namespace, create pods/portforward there, create pods/exec (unless\n"+
 		"--no-exec), get namespaces (with the agent's namespaceLabels); for the topology part (reported, not fatal\n"+
-		"when refused): get nodes, list services, list endpointslices.\n\nflags:")
+		"when refused): get nodes, list services, list endpointslices, and get serviceimports for --service-import.\n\nflags:")
 	var kube kubeclient.Kubectl
 	registerKubectlFlags(fs, &kube)
 	out := fs.String("o", "text", "output: text (a resolv.conf with # comments), json or yaml")
@@ -46,6 +47,8 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	noExec := fs.Bool("no-exec", false, "do not read the containers' /etc/resolv.conf (no pods/exec needed)")
 	var services serviceList
 	fs.Var(&services, "service", "`NAME` or NAMESPACE/NAME of a Service whose answers to the pod to explain, in place of the headless Services of the pod's namespace; repeatable")
+	var imports serviceList
+	fs.Var(&imports, "service-import", "`NAME` or NAMESPACE/NAME of a ServiceImport (Multi-Cluster Services) whose clusterset answers to the pod to explain, besides the Services; repeatable")
 	pod, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -63,7 +66,12 @@ func runExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		return usageExit(stderr, "explain", err)
 	}
-	e := explain.Explainer{Client: client, AgentNamespace: *agentNS, Timeout: *timeout, Services: services}
+	e := explain.Explainer{Client: client, AgentNamespace: *agentNS, Timeout: *timeout, Services: services, Imports: imports}
+	if len(imports) > 0 {
+		if e.MCS, err = mcsclient.NewForConfig(rc); err != nil {
+			return usageExit(stderr, "explain", fmt.Errorf("multi-cluster services client: %w", err))
+		}
+	}
 	e.Settings, e.Resolv = explainAdapters(rc, client)
 	if *noExec {
 		e.Resolv = nil

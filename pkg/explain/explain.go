@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodesettings"
@@ -53,6 +54,11 @@ type Explainer struct {
 	// the topology part explains; none is the headless ones of the pod's
 	// namespace.
 	Services []string
+	// Imports (NAME or NAMESPACE/NAME) are ServiceImports of the
+	// Multi-Cluster Services API whose clusterset answers the topology
+	// part explains too, read with MCS.
+	Imports []string
+	MCS     mcsclient.Interface
 }
 
 // Facts are what explain prints from: the pod, the agent, its settings,

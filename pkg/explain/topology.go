@@ -2,6 +2,7 @@ package explain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -10,7 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
 
@@ -25,9 +29,11 @@ type Topology struct {
 	Err string
 }
 
-// Service is a Service as the cluster DNS keeps it for topology.
+// Service is a Service as the cluster DNS keeps it for topology, or a
+// ServiceImport (Clusterset) as it keeps it for the clusterset zone.
 type Service struct {
 	Namespace, Name     string
+	Clusterset          bool
 	Headless            bool
 	TrafficDistribution string
 	// Endpoints are the served addresses: ready ones, or all with
@@ -46,6 +52,7 @@ type Endpoint struct {
 // the -o json form of one Service.
 type Answer struct {
 	Service             string   `json:"service"`
+	Clusterset          bool     `json:"clusterset,omitempty"` // a ServiceImport's clusterset name
 	TrafficDistribution string   `json:"trafficDistribution,omitempty"`
 	Headless            bool     `json:"headless"`
 	Endpoints           int      `json:"endpoints"`
@@ -68,7 +75,7 @@ type TopologyReport struct {
 // rule, the one the cluster DNS's store follows. Node and topology zone
 // compare lowercase, as the store's variant keys do.
 func Route(t *Topology, svc Service) Answer {
-	a := Answer{Service: svc.Namespace + "/" + svc.Name, TrafficDistribution: svc.TrafficDistribution,
+	a := Answer{Service: svc.Namespace + "/" + svc.Name, Clusterset: svc.Clusterset, TrafficDistribution: svc.TrafficDistribution,
 		Headless: svc.Headless, Endpoints: len(svc.Endpoints), Answers: []string{}}
 	c := topology.Client{Zone: strings.ToLower(t.Zone), Node: strings.ToLower(t.Node)}
 	eps := make([]topology.Endpoint, len(svc.Endpoints))
@@ -178,7 +185,11 @@ func writeTopology(b *strings.Builder, r *TopologyReport) {
 		return
 	}
 	for _, a := range r.Services {
-		fmt.Fprintf(b, "# %s: %s\n", a.Service, a.Reason)
+		if a.Clusterset {
+			fmt.Fprintf(b, "# %s (ServiceImport, its clusterset name): %s\n", a.Service, a.Reason)
+		} else {
+			fmt.Fprintf(b, "# %s: %s\n", a.Service, a.Reason)
+		}
 		if len(a.Answers) > 0 {
 			fmt.Fprintf(b, "#      = %s\n", strings.Join(a.Answers, " "))
 		}
@@ -240,7 +251,61 @@ func (e *Explainer) gatherTopology(ctx context.Context, pod *corev1.Pod, names [
 		}
 		t.Services = append(t.Services, s)
 	}
+	for _, n := range e.Imports {
+		ns, name, ok := strings.Cut(n, "/")
+		if !ok {
+			ns, name = pod.Namespace, n
+		}
+		s, err := e.serviceImport(ctx, ns, name)
+		if err != nil {
+			t.Err = err.Error()
+			return t
+		}
+		t.Services = append(t.Services, s)
+	}
 	return t
+}
+
+// serviceImport reads the ServiceImport ns/name, at the version the
+// cluster DNS reads (kubefeed.ServiceImportVersion), and its imported
+// EndpointSlices into the endpoints the clusterset zone serves.
+func (e *Explainer) serviceImport(ctx context.Context, ns, name string) (Service, error) {
+	out := Service{Namespace: ns, Name: name, Clusterset: true}
+	if e.MCS == nil {
+		return out, fmt.Errorf("service import %s/%s: no Multi-Cluster Services client", ns, name)
+	}
+	v, err := kubefeed.ServiceImportVersion(e.Client.Discovery())
+	if err == nil && v == "" {
+		err = errors.New("the API server serves no ServiceImports (multicluster.x-k8s.io)")
+	}
+	if err != nil {
+		return out, fmt.Errorf("service import %s/%s: %w", ns, name, err)
+	}
+	sctx, cancel := e.step(ctx)
+	defer cancel()
+	if v == "v1beta1" {
+		si, err := e.MCS.MulticlusterV1beta1().ServiceImports(ns).Get(sctx, name, metav1.GetOptions{})
+		if err != nil {
+			return out, fmt.Errorf("get serviceimport %s/%s: %w", ns, name, rbacHint(err, "get serviceimports.multicluster.x-k8s.io"))
+		}
+		out.Headless = si.Spec.Type == mcsv1beta1.Headless
+		if td := si.Spec.TrafficDistribution; td != nil {
+			out.TrafficDistribution = *td
+		}
+	} else {
+		si, err := e.MCS.MulticlusterV1alpha1().ServiceImports(ns).Get(sctx, name, metav1.GetOptions{})
+		if err != nil {
+			return out, fmt.Errorf("get serviceimport %s/%s: %w", ns, name, rbacHint(err, "get serviceimports.multicluster.x-k8s.io"))
+		}
+		out.Headless = si.Spec.Type == mcsv1alpha1.Headless
+	}
+	list, err := e.Client.DiscoveryV1().EndpointSlices(ns).List(sctx,
+		metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName + "=" + name})
+	if err != nil {
+		return out, fmt.Errorf("list endpointslices of service import %s/%s: %w", ns, name, rbacHint(err, "list endpointslices.discovery.k8s.io"))
+	}
+	out.Endpoints = servedEndpoints(list.Items, false)
+	return out, nil
 }
 
 // service reads svc's EndpointSlices into its served endpoints, as the

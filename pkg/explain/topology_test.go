@@ -12,8 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsfake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
 )
@@ -158,5 +161,57 @@ func TestGatherTopology(t *testing.T) {
 	got = e.gatherTopology(context.Background(), pod, nil)
 	if !strings.Contains(got.Err, "RBAC: explain needs get nodes") || got.Services != nil {
 		t.Errorf("refused nodes: %+v", got)
+	}
+}
+
+// TestGatherServiceImport: --service-import reads the ServiceImport at the
+// version the cluster DNS reads and its imported slices, as the
+// clusterset zone serves them: every ready endpoint of every cluster,
+// routed by the import's trafficDistribution.
+func TestGatherServiceImport(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1", Labels: map[string]string{topology.ZoneLabel: "zone-a"}}}
+	imported := func(name, cluster string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name,
+			Labels: map[string]string{mcsv1beta1.LabelServiceName: "kafka", mcsv1beta1.LabelSourceCluster: cluster}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: eps}
+	}
+	ep := func(addr, zone string, ready bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{addr}, Zone: ptr(zone), Conditions: discoveryv1.EndpointConditions{Ready: ptr(ready)}}
+	}
+	client := fake.NewClientset(node,
+		imported("kafka-east", "east", ep("10.1.0.1", "zone-a", true), ep("10.1.0.2", "zone-a", false)),
+		imported("kafka-west", "west", ep("10.2.0.1", "zone-b", true)))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.PodSpec{NodeName: "w1"}}
+	e := Explainer{Client: client, Timeout: time.Minute, Imports: []string{"kafka"},
+		MCS: mcsfake.NewSimpleClientset(&mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "kafka"},
+			Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, TrafficDistribution: ptr("PreferSameZone")}})}
+
+	got := e.gatherTopology(t.Context(), pod, []string{"none"})
+	if !strings.Contains(got.Err, "shop/none") {
+		t.Fatalf("a missing Service first: %q", got.Err)
+	}
+	e.Client = client
+	got = e.gatherTopology(t.Context(), pod, nil)
+	if !strings.Contains(got.Err, "serves no ServiceImports") {
+		t.Errorf("without the API: %q", got.Err)
+	}
+	client.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{{GroupVersion: "multicluster.x-k8s.io/v1beta1",
+		APIResources: []metav1.APIResource{{Name: "serviceimports", Namespaced: true, Kind: "ServiceImport"}}}}
+	got = e.gatherTopology(t.Context(), pod, nil)
+	if got.Err != "" || len(got.Services) != 1 {
+		t.Fatalf("gatherTopology: %+v", got)
+	}
+	a := Route(got, got.Services[0])
+	if !a.Clusterset || !a.Headless || a.Endpoints != 2 || !slices.Equal(a.Answers, []string{"10.1.0.1"}) || a.Tier != "zone" {
+		t.Errorf("route: %+v, want the import's zone-a endpoint of 2 ready ones", a)
+	}
+	var b strings.Builder
+	writeTopology(&b, got.Report())
+	if !strings.Contains(b.String(), "# shop/kafka (ServiceImport, its clusterset name): PreferSameZone") {
+		t.Errorf("report:\n%s", b.String())
+	}
+	e.Imports = []string{"shop/gone"}
+	if got = e.gatherTopology(t.Context(), pod, nil); !strings.Contains(got.Err, "get serviceimport shop/gone") {
+		t.Errorf("a missing import: %q", got.Err)
 	}
 }

@@ -11,10 +11,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -97,7 +99,7 @@ func (c *Clusterset) Run(ctx context.Context) error {
 		retry = 30 * time.Second
 	}
 	for {
-		v, err := c.discover()
+		v, err := ServiceImportVersion(c.Client.Discovery())
 		if err == nil && v != "" {
 			c.mu.Lock()
 			c.version = v
@@ -119,12 +121,12 @@ func (c *Clusterset) Run(ctx context.Context) error {
 	return runKinds(ctx, c.Client, c.Store, log, "clusterset records synced", c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}))
 }
 
-// discover returns the newest ServiceImport version the API server
-// serves, "" when it serves none.
-func (c *Clusterset) discover() (string, error) {
+// ServiceImportVersion is the newest ServiceImport version the API
+// server serves ("v1beta1", else "v1alpha1"), "" when it serves none.
+func ServiceImportVersion(d discovery.DiscoveryInterface) (string, error) {
 	var errs []error
 	for _, v := range []string{"v1beta1", "v1alpha1"} {
-		rl, err := c.Client.Discovery().ServerResourcesForGroupVersion(mcsGroup + "/" + v)
+		rl, err := d.ServerResourcesForGroupVersion(mcsGroup + "/" + v)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -135,7 +137,7 @@ func (c *Clusterset) discover() (string, error) {
 			}
 		}
 	}
-	if len(errs) == 2 {
+	if len(errs) == 2 && !apierrors.IsNotFound(errs[0]) {
 		return "", errs[0]
 	}
 	return "", nil
