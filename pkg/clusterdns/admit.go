@@ -76,7 +76,8 @@ func (q *query) place() {
 
 // placeClusterset is place for a name of the clusterset zone: the
 // client's variant of an import with a trafficDistribution, the client
-// placed by the cluster's records.
+// placed by the cluster's records: its topology zone, then this cluster
+// (WithClusterset).
 func (q *query) placeClusterset(cs *clusterset) {
 	z := cs.zone()
 	if z == nil || z.snap.Counts.Variants == 0 || !z.snap.HasVariants(q.lname) {
@@ -87,7 +88,7 @@ func (q *query) placeClusterset(cs *clusterset) {
 		cluster = q.z.snap
 	}
 	c := clientTopology(q.req, q.h.topoCode, q.client.ip, cluster)
-	q.client.variant = z.snap.VariantFor(q.lname, c.Zone, c.Node)
+	q.client.variant = z.snap.VariantFor(q.lname, cs.local(), c.Zone)
 }
 
 // clientTopology is where the client of req is: the option of code

@@ -13,19 +13,26 @@ import (
 type clusterset struct {
 	name    string // lowercase FQDN
 	records Records
+	local   func() string // this cluster's ID, "" unknown
 	mu      sync.Mutex
 	cur     atomic.Pointer[zone]
 }
 
 // WithClusterset answers the zone of records (e.g. clusterset.local.)
-// from it, before the cluster zone; SERVFAIL until its first sync.
-func WithClusterset(records Records) Option {
+// from it, before the cluster zone; SERVFAIL until its first sync. An
+// import with a traffic distribution answers a client the ready
+// endpoints of its topology zone, else those of local (this cluster's ID;
+// nil or "": skipped), else all, as kubefeed.Clusterset keeps them.
+func WithClusterset(records Records, local func() string) Option {
 	return func(h *Handler) {
+		name := zoneOf(records)
 		if snap := records.Snapshot(); snap != nil {
-			h.cset = &clusterset{name: snap.Zone, records: records}
-			return
+			name = snap.Zone
 		}
-		h.cset = &clusterset{name: zoneOf(records), records: records}
+		if local == nil {
+			local = func() string { return "" }
+		}
+		h.cset = &clusterset{name: name, records: records, local: local}
 	}
 }
 

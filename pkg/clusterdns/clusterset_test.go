@@ -38,7 +38,7 @@ func clustersetRecords(t *testing.T) *store.Store {
 // (its replies are not kept); the cluster zone is untouched.
 func TestClusterset(t *testing.T) {
 	st := clustersetRecords(t)
-	e, up := withForwarder(t, fixture, clusterdns.WithClusterset(st))
+	e, up := withForwarder(t, fixture, clusterdns.WithClusterset(st, nil))
 	for _, network := range []string{"udp", "tcp"} {
 		if r := ask(t, network, e.addr, "web.prod.svc.clusterset.local.", dns.TypeA, 0); r.Rcode != dns.RcodeServerFailure {
 			t.Fatalf("%s before the first sync: %s, want SERVFAIL", network, dns.RcodeToString[r.Rcode])

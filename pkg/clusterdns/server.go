@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,10 +75,20 @@ type Server struct {
 	reg  *prometheus.Registry
 	st   *store.Store
 	cs   *store.Store // the clusterset zone's; nil when it is off
+	// clusterID is this cluster's ID in its clusterset, once the
+	// clusterset feed read it.
+	clusterID atomic.Pointer[string]
 }
 
 // stores are the server's record stores.
-func (s *Server) stores() stores { return stores{cluster: s.st, clusterset: s.cs} }
+func (s *Server) stores() stores {
+	return stores{cluster: s.st, clusterset: s.cs, localCluster: func() string {
+		if id := s.clusterID.Load(); id != nil {
+			return *id
+		}
+		return ""
+	}}
+}
 
 // New returns the server of cfg, a defaulted and validated configuration
 // of mode cluster. Errors of cfg are marked v1alpha1.ErrConfig.
@@ -163,7 +174,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	tasks = append(tasks, records.Run)
 	if s.cs != nil && s.deps.Client != nil && s.deps.MCS != nil {
-		cs := &kubefeed.Clusterset{Client: s.deps.Client, MCS: s.deps.MCS, Store: s.cs, Logger: s.log.With("zone", s.cs.Zone()), Skips: skips}
+		cs := &kubefeed.Clusterset{Client: s.deps.Client, MCS: s.deps.MCS, Store: s.cs, Logger: s.log.With("zone", s.cs.Zone()), Skips: skips,
+			LocalCluster: func(id string) { s.clusterID.Store(&id) }}
 		tasks = append(tasks, cs.Run)
 	}
 	if src := s.deps.Reload; src != nil {

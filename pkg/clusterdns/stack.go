@@ -102,7 +102,10 @@ func (s *answerStack) gatherers() prometheus.Gatherers {
 
 // stores are the record stores a stack answers from: the cluster's, and
 // the clusterset zone's (nil when clustersetZone is off).
-type stores struct{ cluster, clusterset *store.Store }
+type stores struct {
+	cluster, clusterset *store.Store
+	localCluster        func() string // the clusterset feed's: this cluster's ID
+}
 
 // buildStack makes the answer stack of cfg over the record store, with
 // prev's forwarding part when cfg's forwarding settings are those prev was
@@ -197,7 +200,7 @@ func buildStack(ctx context.Context, cfg *v1alpha1.ServerConfiguration, st store
 		opts = append(opts, WithExternal(x.Zones, x.Apex, uint32(x.TTLValue()), x.Fallthrough))
 	}
 	if st.clusterset != nil {
-		opts = append(opts, WithClusterset(st.clusterset))
+		opts = append(opts, WithClusterset(st.clusterset, st.localCluster))
 	}
 	s.handler = NewHandler(cfg.ClusterDomain, st.cluster, opts...)
 	return s, nil

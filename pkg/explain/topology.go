@@ -21,8 +21,11 @@ import (
 // Topology is what the cluster DNS needs to answer the pod's headless
 // names: the pod's node, its topology zone label and the Services.
 type Topology struct {
-	Node     string
-	Zone     string // the node's topology.kubernetes.io/zone label
+	Node string
+	Zone string // the node's topology.kubernetes.io/zone label
+	// Cluster is this cluster's ID in its clusterset (the ClusterProperty
+	// cluster.clusterset.k8s.io), read for --service-import; "" unknown.
+	Cluster  string
 	Services []Service
 	// Err says why the topology could not be read; the rest of the
 	// report does not need it.
@@ -45,6 +48,7 @@ type Service struct {
 type Endpoint struct {
 	Address    string
 	Zone, Node string
+	Cluster    string // an imported endpoint's source cluster
 	Ready      bool
 }
 
@@ -58,7 +62,7 @@ type Answer struct {
 	Endpoints           int      `json:"endpoints"`
 	ReadyInZone         int      `json:"readyInZone"`
 	ReadyOnNode         int      `json:"readyOnNode"`
-	Tier                string   `json:"tier"` // node, zone, all or none
+	Tier                string   `json:"tier"` // node, zone, cluster (an import), all or none
 	Answers             []string `json:"answers"`
 	Reason              string   `json:"reason"`
 }
@@ -75,6 +79,9 @@ type TopologyReport struct {
 // rule, the one the cluster DNS's store follows. Node and topology zone
 // compare lowercase, as the store's variant keys do.
 func Route(t *Topology, svc Service) Answer {
+	if svc.Clusterset {
+		return routeImport(t, svc)
+	}
 	a := Answer{Service: svc.Namespace + "/" + svc.Name, Clusterset: svc.Clusterset, TrafficDistribution: svc.TrafficDistribution,
 		Headless: svc.Headless, Endpoints: len(svc.Endpoints), Answers: []string{}}
 	c := topology.Client{Zone: strings.ToLower(t.Zone), Node: strings.ToLower(t.Node)}
@@ -101,6 +108,59 @@ func Route(t *Topology, svc Service) Answer {
 		a.Answers = append(a.Answers, svc.Endpoints[i].Address)
 	}
 	a.Tier, a.Reason = reason(td, t, c, a)
+	return a
+}
+
+// routeImport is Route for a ServiceImport's clusterset name: the ready
+// endpoints of the pod's topology zone, else those of this cluster
+// (t.Cluster), else all, as the clusterset zone answers
+// (kubefeed.Clusterset); the tiers of pkg/topology with the zone as the
+// "node" and the cluster as the "zone".
+func routeImport(t *Topology, svc Service) Answer {
+	a := Answer{Service: svc.Namespace + "/" + svc.Name, Clusterset: true, TrafficDistribution: svc.TrafficDistribution,
+		Headless: svc.Headless, Endpoints: len(svc.Endpoints), Answers: []string{}}
+	zone, cluster := strings.ToLower(t.Zone), strings.ToLower(t.Cluster)
+	eps := make([]topology.Endpoint, len(svc.Endpoints))
+	inCluster := 0
+	for i, e := range svc.Endpoints {
+		eps[i] = topology.Endpoint{Node: strings.ToLower(e.Zone), Zone: strings.ToLower(e.Cluster), Ready: e.Ready}
+		if e.Ready && eps[i].Node == zone && zone != "" {
+			a.ReadyInZone++
+		}
+		if e.Ready && eps[i].Zone == cluster && cluster != "" {
+			inCluster++
+		}
+	}
+	switch {
+	case !svc.Headless:
+		a.Tier, a.Reason = "none", "not headless: the name answers the clusterset IPs"
+		return a
+	case len(eps) == 0:
+		a.Tier, a.Reason = "none", "no served endpoint: NXDOMAIN"
+		return a
+	case topologyRule(svc.TrafficDistribution) == "":
+		a.Tier, a.Reason = "all", fmt.Sprintf("trafficDistribution %q → all %d of every cluster", svc.TrafficDistribution, a.Endpoints)
+		for _, e := range svc.Endpoints {
+			a.Answers = append(a.Answers, e.Address)
+		}
+		return a
+	}
+	for _, i := range topology.Prefer(topology.PreferSameNode, topology.Client{Node: zone, Zone: cluster}, eps) {
+		a.Answers = append(a.Answers, svc.Endpoints[i].Address)
+	}
+	where := fmt.Sprintf("in topology zone %s (the pod's)", t.Zone)
+	home := fmt.Sprintf("in cluster %s (this one)", t.Cluster)
+	if t.Cluster == "" {
+		home = "in this cluster (its ID unknown: no ClusterProperty " + "cluster.clusterset.k8s.io)"
+	}
+	switch {
+	case a.ReadyInZone > 0:
+		a.Tier, a.Reason = "zone", fmt.Sprintf("%s: %s %s → answers %s", svc.TrafficDistribution, count(a.ReadyInZone, "ready endpoint"), where, those(a.ReadyInZone))
+	case inCluster > 0:
+		a.Tier, a.Reason = "cluster", fmt.Sprintf("%s: none ready %s; %s %s → answers %s", svc.TrafficDistribution, where, count(inCluster, "ready endpoint"), home, those(inCluster))
+	default:
+		a.Tier, a.Reason = "all", fmt.Sprintf("%s: none ready %s; none %s → all %d of every cluster", svc.TrafficDistribution, where, home, a.Endpoints)
+	}
 	return a
 }
 
@@ -251,6 +311,11 @@ func (e *Explainer) gatherTopology(ctx context.Context, pod *corev1.Pod, names [
 		}
 		t.Services = append(t.Services, s)
 	}
+	if len(e.Imports) > 0 {
+		if id, err := kubefeed.ClusterID(ctx, e.Client); err == nil {
+			t.Cluster = id
+		}
+	}
 	for _, n := range e.Imports {
 		ns, name, ok := strings.Cut(n, "/")
 		if !ok {
@@ -304,7 +369,13 @@ func (e *Explainer) serviceImport(ctx context.Context, ns, name string) (Service
 	if err != nil {
 		return out, fmt.Errorf("list endpointslices of service import %s/%s: %w", ns, name, rbacHint(err, "list endpointslices.discovery.k8s.io"))
 	}
-	out.Endpoints = servedEndpoints(list.Items, false)
+	for _, sl := range list.Items {
+		eps := servedEndpoints([]discoveryv1.EndpointSlice{sl}, false)
+		for i := range eps {
+			eps[i].Cluster = sl.Labels[mcsv1beta1.LabelSourceCluster]
+		}
+		out.Endpoints = append(out.Endpoints, eps...)
+	}
 	return out, nil
 }
 

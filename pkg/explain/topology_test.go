@@ -205,6 +205,16 @@ func TestGatherServiceImport(t *testing.T) {
 	if !a.Clusterset || !a.Headless || a.Endpoints != 2 || !slices.Equal(a.Answers, []string{"10.1.0.1"}) || a.Tier != "zone" {
 		t.Errorf("route: %+v, want the import's zone-a endpoint of 2 ready ones", a)
 	}
+	// A pod in a zone without endpoints: this cluster's, else all.
+	other := *got
+	other.Zone, other.Cluster = "zone-c", "west"
+	if a := Route(&other, other.Services[0]); a.Tier != "cluster" || !slices.Equal(a.Answers, []string{"10.2.0.1"}) {
+		t.Errorf("zone-c in west: %+v", a)
+	}
+	other.Cluster = "north"
+	if a := Route(&other, other.Services[0]); a.Tier != "all" || len(a.Answers) != 2 {
+		t.Errorf("zone-c in north: %+v", a)
+	}
 	var b strings.Builder
 	writeTopology(&b, got.Report())
 	if !strings.Contains(b.String(), "# shop/kafka (ServiceImport, its clusterset name): PreferSameZone") {

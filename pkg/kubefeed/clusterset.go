@@ -2,6 +2,8 @@ package kubefeed
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -58,6 +60,16 @@ var (
 // every cluster, and <hostname>.<clusterid>.<svc>.<ns>.svc.<zone> for
 // each.
 //
+// An import's trafficDistribution (PreferSameZone, PreferClose,
+// PreferSameNode) answers a client the ready endpoints of its topology
+// zone, else those of its own cluster, else all. The store's two tiers
+// carry them: an imported endpoint's NodeName holds its topology zone and
+// its TopologyZone its cluster, and the import prefers the "node"
+// (store.Snapshot.VariantFor(name, this cluster, the client's zone)).
+// This cluster's ID is the ClusterProperty cluster.clusterset.k8s.io
+// (about.k8s.io, KEP-2149), read at start (LocalCluster); without it the
+// cluster tier is skipped.
+//
 // The ServiceImports are read at the newest version the API server
 // serves: v1beta1, else v1alpha1 (what CoreDNS reads). Until the API
 // server serves either (the CRDs are not installed) the feed asks again
@@ -71,6 +83,9 @@ type Clusterset struct {
 	// Retry is how long to wait before asking again for the ServiceImport
 	// API (default 30s).
 	Retry time.Duration
+
+	// LocalCluster receives this cluster's ID when it is read.
+	LocalCluster func(id string)
 
 	mu         sync.Mutex
 	imports    map[store.Key]struct{} // the imports held
@@ -114,11 +129,46 @@ func (c *Clusterset) Run(ctx context.Context) error {
 		case <-time.After(retry):
 		}
 	}
+	if id, err := ClusterID(ctx, c.Client); err != nil {
+		log.WarnContext(ctx, "clusterset: this cluster's ID is unknown (ClusterProperty "+clusterIDProperty+"): trafficDistribution skips the cluster tier", "err", err)
+	} else if c.LocalCluster != nil {
+		log.InfoContext(ctx, "clusterset: this cluster", "id", id)
+		c.LocalCluster(id)
+	}
 	skips := c.Skips
 	if skips == nil {
 		skips = unregisteredSkips(log)
 	}
 	return runKinds(ctx, c.Client, c.Store, log, "clusterset records synced", c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}))
+}
+
+// clusterIDProperty is the ClusterProperty that holds a cluster's ID in
+// its clusterset (KEP-2149).
+const clusterIDProperty = "cluster.clusterset.k8s.io"
+
+// ClusterID reads this cluster's ID: the value of the ClusterProperty
+// cluster.clusterset.k8s.io (about.k8s.io/v1alpha1).
+func ClusterID(ctx context.Context, client kubernetes.Interface) (string, error) {
+	rc := client.Discovery().RESTClient()
+	if rc == nil {
+		return "", errors.New("no REST client")
+	}
+	b, err := rc.Get().AbsPath("/apis/about.k8s.io/v1alpha1/clusterproperties/" + clusterIDProperty).DoRaw(ctx)
+	if err != nil {
+		return "", err
+	}
+	var p struct {
+		Spec struct {
+			Value string `json:"value"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return "", fmt.Errorf("clusterproperty %s: %w", clusterIDProperty, err)
+	}
+	if err := checkName(p.Spec.Value, fqdn.Label); err != nil {
+		return "", fmt.Errorf("clusterproperty %s: spec.value: %w", clusterIDProperty, err)
+	}
+	return p.Spec.Value, nil
 }
 
 // ServiceImportVersion is the newest ServiceImport version the API
@@ -268,6 +318,11 @@ func (in mcsImport) service(m metav1.Object) (store.Service, bool, error) {
 	}
 	if in.traffic != nil {
 		out.TrafficDistribution = intern(*in.traffic)
+		switch *in.traffic {
+		case corev1.ServiceTrafficDistributionPreferSameZone, corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameNode:
+			// The zone, then the cluster: the store's node, then its zone.
+			out.TrafficDistribution = corev1.ServiceTrafficDistributionPreferSameNode
+		}
 	}
 	if in.headless {
 		out.Type = store.Headless
@@ -329,6 +384,8 @@ func ImportedEndpointSlice(s *discoveryv1.EndpointSlice) (store.EndpointSlice, b
 			}
 			one.Hostname = intern(strings.ToLower(label) + "." + cluster)
 			one.PodName = ""
+			// The tiers of an import: its zone, then its cluster (Clusterset).
+			one.NodeName, one.TopologyZone = ep.TopologyZone, intern(cluster)
 			named = append(named, one)
 		}
 	}

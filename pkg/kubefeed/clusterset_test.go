@@ -3,7 +3,11 @@ package kubefeed
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +16,9 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsfake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
@@ -179,5 +185,43 @@ func TestImportedEndpointSliceErrors(t *testing.T) {
 		Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.ClusterSetIP, IPs: []string{"10.200.0.1", "nope"}}}
 	if _, _, err := ImportV1beta1(bad); err == nil || err.(*ObjectError).Field != "spec.ips[1]" {
 		t.Errorf("a bad clusterset IP: %v, want spec.ips[1]", err)
+	}
+}
+
+// TestClusterID reads this cluster's ID from the ClusterProperty
+// cluster.clusterset.k8s.io, a DNS label as KEP-2149 requires; a missing
+// or invalid one is an error that names it.
+func TestClusterID(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		want, err  string
+	}{
+		{"set", `{"apiVersion":"about.k8s.io/v1alpha1","kind":"ClusterProperty","metadata":{"name":"cluster.clusterset.k8s.io"},"spec":{"value":"east-1"}}`, 200, "east-1", ""},
+		{"upper case", `{"spec":{"value":"East-1"}}`, 200, "", "spec.value"},
+		{"missing", `{"kind":"Status","code":404}`, 404, "", "could not find"},
+		{"not a label", `{"spec":{"value":"east_1"}}`, 200, "", "spec.value"},
+		{"not json", `nope`, 200, "", "clusterproperty cluster.clusterset.k8s.io"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/apis/about.k8s.io/v1alpha1/clusterproperties/cluster.clusterset.k8s.io" {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			}))
+			defer srv.Close()
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ClusterID(t.Context(), client)
+			if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("ClusterID = %q, %v; want %q, an error with %q", got, err, tc.want, tc.err)
+			}
+		})
 	}
 }
