@@ -1,6 +1,7 @@
 package clusterdns
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -65,4 +66,14 @@ func (c *clusterset) zone() *zone {
 	z := newZone(snap)
 	c.cur.Store(z)
 	return z
+}
+
+// reserved says whether lname is <label>.<svc>.<ns>.svc.<zone> in the
+// clusterset zone: the spec reserves <clusterid>.<svc> and names no other
+// name of that depth (an endpoint is <hostname>.<clusterid>.<svc>), so it
+// is NXDOMAIN, not the empty non-terminal the store has above an
+// endpoint's name, as in CoreDNS.
+func reserved(lname, zone string) bool {
+	base, ok := strings.CutSuffix(lname, ".svc."+zone)
+	return ok && strings.Count(base, ".") == 2
 }

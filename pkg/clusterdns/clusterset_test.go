@@ -60,6 +60,12 @@ func TestClusterset(t *testing.T) {
 		{"_http._tcp.db.prod.svc.clusterset.local.", dns.TypeSRV, dns.RcodeSuccess,
 			[]string{"0 50 80 db-0.east.db.prod.svc.clusterset.local.", "0 50 80 db-0.west.db.prod.svc.clusterset.local."}},
 		{"nope.prod.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, nil},
+		// Reserved (<clusterid>.<svc>) and never an endpoint (<hostname>.<svc>):
+		// NXDOMAIN, though the store has the first above db-0.east.
+		{"east.db.prod.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{"db-0.db.prod.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{"_tcp.db.prod.svc.clusterset.local.", dns.TypeSRV, dns.RcodeNameError, nil},
+		{"prod.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, nil},
 		{"web.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"10.96.0.10"}}, // the cluster's own web
 		{"clusterset.local.", dns.TypeSOA, dns.RcodeSuccess, []string{"ns.dns.clusterset.local. hostmaster.clusterset.local."}},
 	}

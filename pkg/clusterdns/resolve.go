@@ -34,6 +34,9 @@ func (h *Handler) resolve(ctx context.Context, a question, d decision) Result {
 	case routeTemplate:
 		return h.templateAnswer(ctx, a, d, true)
 	case routeClusterset:
+		if reserved(a.lname, d.z.name) {
+			return Result{Rcode: dns.RcodeNameError, Ns: d.z.negative(a.lname), Authoritative: true, volatile: true}
+		}
 		r := h.answer(ctx, d.z, a, 0)
 		r.volatile = true // not in the reply cache: see clusterset
 		return r

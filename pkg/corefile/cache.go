@@ -177,12 +177,17 @@ func (c *converter) cacheOption(cc *v1alpha1.ServerCache, o Option) string {
 	return ""
 }
 
-// cacheDisable: the cluster zone's answers are never in the cache of
-// forwarded answers, so disabling the cache there is what serve does.
+// cacheDisable: the cluster zone's and the clusterset zone's answers are
+// never in the cache of forwarded answers, so disabling the cache there is
+// what serve does.
 func (c *converter) cacheDisable(o Option) string {
 	cluster := fqdn(c.clusterDomain())
+	set := c.cfg.ClustersetZone
+	inside := func(z, zone string) bool {
+		return zone != "" && (z == fqdn(zone) || strings.HasSuffix(z, "."+fqdn(zone)))
+	}
 	for _, z := range o.Args[min(1, len(o.Args)):] {
-		if z := fqdn(z); z != cluster && !strings.HasSuffix(z, "."+cluster) {
+		if z := fqdn(z); !inside(z, cluster) && !inside(z, set) {
 			c.add(o.Where, "cache", Differs, "disable %s: answers of %s are cached like any forwarded answer", strings.Join(o.Args, " "), z)
 			return ""
 		}

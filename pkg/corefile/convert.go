@@ -265,6 +265,9 @@ func init() {
 		"autopath":     (*converter).autopathDirective,
 		"bind":         (*converter).bind,
 	}
+	for _, name := range outOfTree {
+		handlers[name] = func(c *converter, s scope, d Directive) { c.add(d.Where, d.Name, Dropped, "%s", outOfTreeReason(s, d)) }
+	}
 	for name, f := range simple {
 		handlers[name] = func(c *converter, _ scope, d Directive) { c.add(d.Where, d.Name, f.s, "%s", f.reason) }
 	}

@@ -24,6 +24,11 @@ func (c *converter) kubernetes(s scope, d Directive) {
 	if len(zones) == 0 {
 		zones = s.zones
 	}
+	nrefused := len(c.refused)
+	mc := c.kubeMulticluster(d, zones)
+	if len(c.refused) > nrefused {
+		return
+	}
 	var cluster string
 	var reverse, extra, ignored []string
 	var cidrs []netip.Prefix
@@ -38,6 +43,8 @@ func (c *converter) kubernetes(s scope, d Directive) {
 		}
 		z = fqdn(z)
 		switch {
+		case slices.Contains(mc, z):
+			// The clusterset zone, no cluster domain: c.clusterset.
 		case isReverse(z):
 			reverse = append(reverse, z)
 		case cluster == "" && z != ".":
@@ -53,10 +60,14 @@ func (c *converter) kubernetes(s scope, d Directive) {
 		c.cfg.ClusterDomain = strings.TrimSuffix(cluster, ".")
 		done = append(done, "clusterDomain "+c.cfg.ClusterDomain)
 	}
-	if cluster == "" && len(extra) == 0 {
+	if cluster == "" && len(extra) == 0 && len(mc) == 0 {
 		c.refuse(d.Where, d.Name, "non-reverse zone name must be used")
 		return
 	}
+	if cluster == "" && len(extra) == 0 {
+		c.add(d.Where, d.Name, Differs, "no zone besides the multicluster zone: serve answers the cluster's Services and pods under clusterDomain %s too, where CoreDNS has no such zone", c.clusterDomain())
+	}
+	c.clusterset(d, mc)
 	if len(ignored) > 0 {
 		c.add(d.Where, d.Name, Converted, "%s: an invalid CIDR, which CoreDNS ignores: no zone", strings.Join(ignored, " "))
 	}
@@ -67,6 +78,11 @@ func (c *converter) kubernetes(s scope, d Directive) {
 	case len(extra) > 0:
 		c.add(d.Where, d.Name, Dropped, "zones %s: one cluster domain (%s); workaround: rewrite name suffix %s %s",
 			strings.Join(extra, " "), c.cfg.ClusterDomain, extra[0], c.cfg.ClusterDomain)
+		if slices.Contains(extra, kepZone) {
+			// CoreDNS answers the cluster's own Services there, as the
+			// rewrite does; the imports need the multicluster option.
+			c.add(d.Where, d.Name, Dropped, "for the Multi-Cluster Services' imports, add multicluster %s to this kubernetes block: it becomes clustersetZone", kepZone)
+		}
 	}
 	// CoreDNS keeps the last fallthrough line: each replaces the zones of
 	// the one before.
@@ -175,6 +191,8 @@ func (c *converter) kubeOption(o Option, reverse []string, fell *bool) (string, 
 	case "labels", "namespace_labels":
 		c.add(o.Where, "kubernetes", Dropped, "%s: no label selectors; workaround: namespaces: lists the namespaces served", o.Name)
 		return "", false
+	case "multicluster":
+		return "", false // kubeMulticluster
 	case "startup_timeout":
 		c.add(o.Where, "kubernetes", Differs, "startup_timeout: serve is not ready and answers the zone SERVFAIL until its first sync")
 		return "", false

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,7 +51,7 @@ type Option struct {
 }
 
 // plugins are CoreDNS 1.15's directives (plugin.cfg, in its order); any other name is a
-// syntax error, as in CoreDNS.
+// syntax error, as in CoreDNS, but for the out-of-tree plugins convert knows (outOfTree).
 var plugins = []string{
 	"root", "metadata", "geoip", "cancel", "proxyproto", "quic", "grpc_server", "https", "https3",
 	"timeouts", "multisocket", "reload", "nsid", "bufsize", "bind", "debug", "trace", "ready",
@@ -76,7 +77,7 @@ func Parse(ctx context.Context, in Input) ([]Block, []Finding, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	sbs, err := caddyfile.Parse(in.Name, bytes.NewReader(sp.text), plugins)
+	sbs, err := caddyfile.Parse(in.Name, bytes.NewReader(sp.text), append(slices.Clip(plugins), outOfTree...))
 	if err != nil {
 		return nil, nil, errors.New(sp.relabel(err.Error()))
 	}
