@@ -1346,13 +1346,22 @@ func (c *ServerConfiguration) ReverseScopePrefixes() []netip.Prefix { return mas
 
 // masked are the valid CIDRs of cidrs, masked.
 func masked(cidrs []string) []netip.Prefix {
-	var ps []netip.Prefix
-	for _, z := range cidrs {
-		if p, err := netip.ParsePrefix(z); err == nil {
-			ps = append(ps, p.Masked())
+	return valid(cidrs, func(s string) (netip.Prefix, error) {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	})
+}
+
+// valid are what parse makes of each of in that it parses (the fields'
+// values are validated before they are read: nothing is lost).
+func valid[T any](in []string, parse func(string) (T, error)) []T {
+	var out []T
+	for _, s := range in {
+		if v, err := parse(s); err == nil {
+			out = append(out, v)
 		}
 	}
-	return ps
+	return out
 }
 
 // ZoneName is the route's zone as a lowercase FQDN ("." or "corp.example.").
@@ -1362,15 +1371,7 @@ func (r *ForwardRoute) ZoneName() string {
 }
 
 // ExceptNames are the route's except names as lowercase FQDNs.
-func (r *ForwardRoute) ExceptNames() []string {
-	var ns []string
-	for _, x := range r.Except {
-		if n, err := normalizeName(x); err == nil {
-			ns = append(ns, n)
-		}
-	}
-	return ns
-}
+func (r *ForwardRoute) ExceptNames() []string { return valid(r.Except, normalizeName) }
 
 // ResolvConf is the path of the resolv.conf whose nameservers are among
 // the route's upstreams, or "" when the upstreams are all addresses.
@@ -1396,13 +1397,10 @@ func (r *ForwardRoute) MaxFailsValue() int {
 
 // IPs are the override's addresses, IPv4-mapped ones unmapped.
 func (o *Override) IPs() []netip.Addr {
-	var as []netip.Addr
-	for _, a := range o.Addresses {
-		if ip, err := netip.ParseAddr(a); err == nil {
-			as = append(as, ip.Unmap())
-		}
-	}
-	return as
+	return valid(o.Addresses, func(s string) (netip.Addr, error) {
+		a, err := netip.ParseAddr(s)
+		return a.Unmap(), err
+	})
 }
 
 // NameFQDN is the override's name as a lowercase FQDN.

@@ -1,10 +1,6 @@
 package clusterdns
 
-import (
-	"strings"
-	"sync"
-	"sync/atomic"
-)
+import "strings"
 
 // clusterset is the Multi-Cluster Services zone (KEP-1645), answered
 // from a record store of its own that the clusterset feed fills from the
@@ -15,8 +11,7 @@ type clusterset struct {
 	name    string // lowercase FQDN
 	records Records
 	local   func() string // this cluster's ID, "" unknown
-	mu      sync.Mutex
-	cur     atomic.Pointer[zone]
+	views   views
 }
 
 // WithClusterset answers the zone of records (e.g. clusterset.local.)
@@ -50,23 +45,7 @@ func zoneOf(records Records) string {
 }
 
 // zone is the view of the current snapshot, nil before the first.
-func (c *clusterset) zone() *zone {
-	snap := c.records.Snapshot()
-	if snap == nil {
-		return nil
-	}
-	if z := c.cur.Load(); z != nil && z.snap == snap {
-		return z
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if z := c.cur.Load(); z != nil && z.snap == snap {
-		return z
-	}
-	z := newZone(snap)
-	c.cur.Store(z)
-	return z
-}
+func (c *clusterset) zone() *zone { return c.views.current(c.records, nil) }
 
 // reserved says whether lname is <label>.<svc>.<ns>.svc.<zone> in the
 // clusterset zone: the spec reserves <clusterid>.<svc> and names no other

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,8 +91,7 @@ type Handler struct {
 	wire       replyCache
 	replyBytes int64 // the bound of the default reply cache (WithReplyCache)
 
-	mu  sync.Mutex // serialises moving on to a new snapshot
-	cur atomic.Pointer[zone]
+	views views // of h.records
 }
 
 var (
@@ -257,26 +255,12 @@ func (h *Handler) Synced() bool { return h.records.Snapshot() != nil }
 // use: the reply cache then retires the replies made from names that
 // changed since the view before.
 func (h *Handler) zone() *zone {
-	snap := h.records.Snapshot()
-	if snap == nil {
-		return nil
-	}
-	if z := h.cur.Load(); z != nil && z.snap == snap {
-		return z
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	prev := h.cur.Load()
-	if prev != nil && prev.snap == snap {
-		return prev
-	}
-	z := newZone(snap)
-	if prev != nil {
-		z.epoch = prev.epoch + 1
-	}
-	h.wire.Advance(z.epoch, h.changes(prev, z))
-	h.cur.Store(z)
-	return z
+	return h.views.current(h.records, func(prev, z *zone) {
+		if prev != nil {
+			z.epoch = prev.epoch + 1
+		}
+		h.wire.Advance(z.epoch, h.changes(prev, z))
+	})
 }
 
 // apexes are the names whose replies carry the SOA serial as an answer:

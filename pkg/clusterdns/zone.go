@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 
@@ -182,6 +184,38 @@ func (z *zone) srvExtra(srvs []store.SRV) []dns.RR {
 func newZone(snap *store.Snapshot) *zone {
 	z := &zone{snap: snap, name: snap.Zone, ttl: snap.Options.TTL, epoch: 1}
 	z.soa = []dns.RR{soaRR(z.name, z.name, z.ttl, snap.Serial)}
+	return z
+}
+
+// views makes the zone view of a Records' current snapshot, once per
+// snapshot.
+type views struct {
+	mu  sync.Mutex // serialises moving on to a new snapshot
+	cur atomic.Pointer[zone]
+}
+
+// current is the view of records' current snapshot, nil before the first.
+// A new view is passed to made (when set) with the one before it (nil at
+// first), under the lock, before any query sees it.
+func (v *views) current(records Records, made func(prev, z *zone)) *zone {
+	snap := records.Snapshot()
+	if snap == nil {
+		return nil
+	}
+	if z := v.cur.Load(); z != nil && z.snap == snap {
+		return z
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	prev := v.cur.Load()
+	if prev != nil && prev.snap == snap {
+		return prev
+	}
+	z := newZone(snap)
+	if made != nil {
+		made(prev, z)
+	}
+	v.cur.Store(z)
 	return z
 }
 

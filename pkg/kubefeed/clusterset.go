@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
@@ -199,23 +200,11 @@ func (c *Clusterset) kinds(s sink) []kind {
 	imp := kind{name: "serviceimports", del: s.deleter(serviceImportKind, c.deleteImport),
 		keys: s.keys(store.KindService), relisted: s.relisted(serviceImportKind)}
 	if c.version == "v1alpha1" {
-		api := c.MCS.MulticlusterV1alpha1()
-		imp.example = &mcsv1alpha1.ServiceImport{}
+		imp.example, imp.lw = &mcsv1alpha1.ServiceImport{}, lwOf(c.MCS.MulticlusterV1alpha1().ServiceImports(""))
 		imp.set, imp.transform = setter(s, serviceImportKind, ImportV1alpha1, c.setImport, c.deleteImport)
-		imp.lw = listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return api.ServiceImports("").List(ctx, o)
-		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return api.ServiceImports("").Watch(ctx, o)
-		})
 	} else {
-		api := c.MCS.MulticlusterV1beta1()
-		imp.example = &mcsv1beta1.ServiceImport{}
+		imp.example, imp.lw = &mcsv1beta1.ServiceImport{}, lwOf(c.MCS.MulticlusterV1beta1().ServiceImports(""))
 		imp.set, imp.transform = setter(s, serviceImportKind, ImportV1beta1, c.setImport, c.deleteImport)
-		imp.lw = listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return api.ServiceImports("").List(ctx, o)
-		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return api.ServiceImports("").Watch(ctx, o)
-		})
 	}
 	disc := c.Client.DiscoveryV1()
 	byLabel := func(o metav1.ListOptions) metav1.ListOptions {
@@ -232,6 +221,17 @@ func (c *Clusterset) kinds(s sink) []kind {
 		})}
 	eps.set, eps.transform = setter(s, importedEndpointKind, ImportedEndpointSlice, s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
 	return []kind{imp, eps}
+}
+
+// listWatcher is a typed client of one resource and version.
+type listWatcher[L runtime.Object] interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
+
+// lwOf lists and watches with c.
+func lwOf[L runtime.Object](c listWatcher[L]) *cache.ListWatch {
+	return listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }, c.Watch)
 }
 
 // setImport stores an import; the zone knows a namespace while it holds
