@@ -56,3 +56,15 @@ func reserved(lname, zone string) bool {
 	base, ok := strings.CutSuffix(lname, ".svc."+zone)
 	return ok && strings.Count(base, ".") == 2
 }
+
+// clusterNamespace says whether lname is <ns>.svc.<zone> of the
+// clusterset zone for a namespace the cluster has (the cluster zone's
+// records).
+func (h *Handler) clusterNamespace(lname, zone string) bool {
+	ns, ok := strings.CutSuffix(lname, ".svc."+zone)
+	if !ok || strings.Contains(ns, ".") {
+		return false
+	}
+	z := h.zone()
+	return z != nil && z.snap.HasNamespace(ns)
+}

@@ -66,6 +66,9 @@ func TestClusterset(t *testing.T) {
 		{"db-0.db.prod.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, nil},
 		{"_tcp.db.prod.svc.clusterset.local.", dns.TypeSRV, dns.RcodeNameError, nil},
 		{"prod.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, nil},
+		// A namespace of the cluster without imports; one it lacks.
+		{"quiet.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, nil},
+		{"nons.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, nil},
 		{"web.prod.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"10.96.0.10"}}, // the cluster's own web
 		{"clusterset.local.", dns.TypeSOA, dns.RcodeSuccess, []string{"ns.dns.clusterset.local. hostmaster.clusterset.local."}},
 	}

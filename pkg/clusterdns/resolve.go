@@ -38,6 +38,11 @@ func (h *Handler) resolve(ctx context.Context, a question, d decision) Result {
 			return Result{Rcode: dns.RcodeNameError, Ns: d.z.negative(a.lname), Authoritative: true, volatile: true}
 		}
 		r := h.answer(ctx, d.z, a, 0)
+		if r.Rcode == dns.RcodeNameError && h.clusterNamespace(a.lname, d.z.name) {
+			// A namespace of the cluster is a name of the zone, imports
+			// or not, as CoreDNS has it.
+			r.Rcode = dns.RcodeSuccess
+		}
 		r.volatile = true // not in the reply cache: see clusterset
 		return r
 	case routeExternal:

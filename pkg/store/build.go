@@ -236,7 +236,9 @@ func (b *builder) expose(ns string) bool {
 	return false
 }
 
-// addFixedNames adds the apex, dns-version and the svc and pod subtrees.
+// addFixedNames adds the apex, dns-version, the svc and pod subtrees and
+// ns.dns, the name server the zone's SOA and NS name (NODATA: it has no
+// address of its own, as CoreDNS bound to loopback).
 func (b *builder) addFixedNames() {
 	b.node(b.zone)
 	v := b.node("dns-version." + b.zone)
@@ -244,6 +246,7 @@ func (b *builder) addFixedNames() {
 	v.TTL = VersionTTL
 	b.ensure("svc." + b.zone)
 	b.ensure("pod." + b.zone)
+	b.ensure("ns.dns." + b.zone)
 }
 
 // addPod makes the pod's namespace known and claims its IPs for the

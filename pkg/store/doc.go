@@ -93,6 +93,7 @@
 //     insecure mode is answered by the wire layer without the store), and
 //     the pod IPs' namespaces of PodNamespace (autopath by source);
 //   - dns-version.<zone> TXT "1.1.0";
+//   - ns.dns.<zone>, the SOA's and NS's name server, with no record;
 //   - for a Service with external IPs and ports, its external node
 //     (external.go), which the external zones of CoreDNS's k8s_external
 //     read (Snapshot.External); no query name reaches it.
