@@ -150,7 +150,7 @@ summarize_cluster() {
 		tail -n 400 "$log"
 		return 1
 	fi
-	grep -E '^(multinode:|zone:|ok|PASS)|--- (PASS|FAIL|SKIP)|upstream DNS specs|cluster up in|  (passed|skipped): ' "$log"
+	grep -E '^(multinode:|zone:|clusterset:|ok|PASS)|--- (PASS|FAIL|SKIP)|upstream DNS specs|cluster up in|  (passed|skipped): ' "$log"
 }
 
 # ci_kill_tree PID ends a process and everything it started.

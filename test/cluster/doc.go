@@ -91,6 +91,17 @@
 //
 //	zone: CASE: lookups N cross-zone M failed F
 //
+// TestClusterClusterset (with $DNSCONFIGURER_CLUSTERSET=1) proves issue
+// 70 on two clusters at once, A and B, each started by Start in its own
+// network namespace (their addresses overlap; nothing joins them). Both
+// get the mcs-api CRDs and deploy/ with clustersetZone: clusterset.local;
+// A exports a ClusterIP and a headless Service, the test plays the MCS
+// controller importing them into both, and glibc, musl and Go resolvers
+// in B look the clusterset names up through node-local while A's
+// endpoints roll (clusterset_test.go):
+//
+//	clusterset: RESOLVER: lookups N failed M wrong K
+//
 // Run it as root after test/e2e/setup.sh and test/testbin/build.sh:
 //
 //	sudo go test -timeout 60m ./test/cluster/
