@@ -2,6 +2,7 @@ package store
 
 import (
 	"net/netip"
+	"slices"
 )
 
 // ServiceType is how a Service is published in DNS.
@@ -106,3 +107,18 @@ type nsName struct{ ns, name string }
 
 func (v Service) key() nsName { return nsName{v.Namespace, v.Name} }
 func (v Pod) key() nsName     { return nsName{v.Namespace, v.Name} }
+
+// equal says whether s and o are the same slice: a relist's copy of a
+// stored one touches nothing.
+func (s *EndpointSlice) equal(o *EndpointSlice) bool {
+	return s.Namespace == o.Namespace && s.Name == o.Name && s.Service == o.Service && slices.Equal(s.Ports, o.Ports) &&
+		slices.EqualFunc(s.Endpoints, o.Endpoints, func(a, b Endpoint) bool {
+			return slices.Equal(a.Addresses, b.Addresses) && a.Hostname == b.Hostname && a.PodName == b.PodName &&
+				a.Ready == b.Ready && a.NodeName == b.NodeName && a.TopologyZone == b.TopologyZone
+		})
+}
+
+// equal says whether p and o are the same pod record.
+func (p *Pod) equal(o *Pod) bool {
+	return p.Namespace == o.Namespace && p.Name == o.Name && p.NodeName == o.NodeName && slices.Equal(p.IPs, o.IPs)
+}

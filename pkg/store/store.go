@@ -160,6 +160,9 @@ func (s *Store) SetService(v Service) {
 	} else {
 		r = newSvcRecord(&v)
 	}
+	if old, ok := s.services[k]; ok && old == r {
+		return // a relist's copy, or a change of nothing the records read
+	}
 	s.touch(unitKey{kind: unitService, nsName: k})
 	s.services[k] = r
 }
@@ -180,6 +183,9 @@ func (s *Store) DeleteService(ns, name string) { deleteObject(s, &s.services, un
 func (s *Store) SetEndpointSlice(v EndpointSlice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old, ok := s.slices[nsName{v.Namespace, v.Name}]; ok && old.equal(&v) {
+		return // a relist's copy: no unit is touched
+	}
 	s.removeSlice(nsName{v.Namespace, v.Name})
 	s.addSlice(v)
 }
@@ -245,7 +251,7 @@ func (s *Store) serviceSlices(k nsName) []*EndpointSlice {
 // SetPod adds or replaces a Pod.
 func (s *Store) SetPod(v Pod) {
 	k := v.key()
-	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, v)
+	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, v, (*Pod).equal)
 }
 
 // DeletePod removes a Pod.
@@ -253,7 +259,8 @@ func (s *Store) DeletePod(ns, name string) { deleteObject(s, &s.pods, unitPod, n
 
 // SetNamespace adds a Namespace.
 func (s *Store) SetNamespace(v Namespace) {
-	setIn(s, &s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: v.Name}}, v.Name, struct{}{})
+	setIn(s, &s.namespaces, unitKey{kind: unitNamespaceObject, nsName: nsName{name: v.Name}}, v.Name, struct{}{},
+		func(*struct{}, *struct{}) bool { return true })
 }
 
 // DeleteNamespace removes a Namespace (not the objects in it).
@@ -295,9 +302,12 @@ func deleteObject[V any](s *Store, m *map[nsName]V, kind unitKind, ns, name stri
 
 // setIn stores v under k in *m after touch keeps unit u's records. It
 // takes s.mu; m points at a field of s because Replace swaps the maps.
-func setIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K, v V) {
+func setIn[K comparable, V any](s *Store, m *map[K]V, u unitKey, k K, v V, equal func(a, b *V) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old, ok := (*m)[k]; ok && equal(&old, &v) {
+		return // a relist's copy: unit u is not touched
+	}
 	s.touch(u)
 	(*m)[k] = v
 }
