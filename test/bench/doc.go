@@ -34,6 +34,15 @@
 //     reports write→answer percentiles, CPU per 100 changes, RssAnon and
 //     the query p99 under a fixed load with and without churn. It asserts
 //     that every change is answered.
+//   - TestScale (issue 71; DNSCONFIGURER_SCALE=1 as well): the 5,000-node
+//     load (Nodes, 150,000 Pods, 10,000 Services and EndpointSlices) written
+//     into a real API server's etcd; serve with the deployed settings and
+//     CoreDNS with kubeadm's Corefile under a steady lookup load while the
+//     API server is restarted twice and objects change; steady and relist
+//     memory, failed lookups, the outage's change, relist CPU, and OOM kills
+//     under a 170 Mi memory cgroup, one `scale: MEASURE: ours X coredns Y`
+//     line each; then node-local stages' cost to the API server and their
+//     restart storm.
 //
 // TestRewriteSideBySide (issue 30) is a correctness test of about a
 // minute: the same rewrite rules in dnsconfigurer's rewrites and CoreDNS's
