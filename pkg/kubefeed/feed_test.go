@@ -1060,3 +1060,20 @@ func TestSkipsRecord(t *testing.T) {
 		t.Errorf("remembers %d problems after a relist of none", len(skips.seen))
 	}
 }
+
+// TestRetryBackoff: a reflector of the cluster DNS waits at most 4 s
+// between tries however long the API server is away, and at least the
+// base wait, so that a change made during an outage is answered soon
+// after the return.
+func TestRetryBackoff(t *testing.T) {
+	b := retryBackoff()
+	for i := range 50 {
+		d := b.Step()
+		if d < 500*time.Millisecond || d >= 4*time.Second {
+			t.Fatalf("wait %d: %s, want within [0.5s, 4s)", i, d)
+		}
+	}
+	if b.Cap != 2*time.Second || b.Jitter != 1 {
+		t.Errorf("cap %s jitter %v", b.Cap, b.Jitter)
+	}
+}
