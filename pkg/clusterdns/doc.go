@@ -43,6 +43,12 @@
 //   - WithExternal answers Services' external IPs and LoadBalancer
 //     ingress IPs under outside zones, as CoreDNS's k8s_external
 //     (external.go), before the cluster zone. Its answers are not cached.
+//   - WithClusterset answers the Multi-Cluster Services zone (e.g.
+//     clusterset.local) from a store of its own that kubefeed.Clusterset
+//     fills from the ServiceImports (clusterset.go), before the cluster
+//     zone and with its rules; the reserved <clusterid>.<svc> is
+//     NXDOMAIN, a namespace of the cluster is a name of it, and its
+//     replies are not cached. docs/multicluster.md.
 //   - WithRewrites renames the question before everything below, as
 //     CoreDNS's "rewrite name" does (exact, prefix, suffix, substring,
 //     regex). The rules run in order, and the first match is the last
