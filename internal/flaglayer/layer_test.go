@@ -156,4 +156,11 @@ func TestReadFile(t *testing.T) {
 	if err := flaglayer.ReadFile(filepath.Join(dir, "missing.yaml"), v1alpha1.ShimKind, &v1alpha1.ShimConfiguration{}); err == nil || !strings.HasPrefix(err.Error(), "--config: ") {
 		t.Errorf("missing file: %v", err)
 	}
+	// A field of an embedded struct (cache's CacheTTLs) is named as the
+	// file names it.
+	path := write("server.yaml", "apiVersion: dnsconfigurer.io/v1alpha1\nkind: ServerConfiguration\ncache:\n  maxTTL: 30\n")
+	err := flaglayer.ReadFile(path, v1alpha1.ServerKind, &v1alpha1.ServerConfiguration{})
+	if err == nil || !strings.Contains(err.Error(), "field ServerCache.cache.maxTTL of type") {
+		t.Errorf("a number for cache.maxTTL: %v, want the field cache.maxTTL named", err)
+	}
 }

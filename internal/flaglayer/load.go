@@ -3,6 +3,8 @@ package flaglayer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/safefile"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/corefile"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/manifest"
 )
 
 // MaxFileBytes bounds a config file; a complete one is a few KiB.
@@ -45,7 +48,12 @@ func ReadFile(path, kind string, cfg File) error {
 		if werr := wrongFile(path, kind, data); werr != nil {
 			return werr
 		}
-		return fmt.Errorf("config %q: %v", path, err)
+		msg := err.Error()
+		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) && te.Field != "" {
+			// The field as the file names it, without embedded Go names.
+			msg = strings.Replace(msg, te.Field, manifest.JSONKeys(te.Field), 1)
+		}
+		return fmt.Errorf("config %q: %s", path, msg)
 	}
 	if err := cfg.CheckKind(kind); err != nil {
 		return fmt.Errorf("config %q: %w", path, err)

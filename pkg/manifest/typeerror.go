@@ -25,10 +25,10 @@ func TypeError(js []byte, err error) (*FieldError, bool) {
 	path, lit, ok := findValue(js, te.Field, got)
 	if !ok {
 		// An embedded struct adds its Go name ("spec.Spec.dnsConfig").
-		path, lit, ok = findValue(js, jsonKeys(te.Field), got)
+		path, lit, ok = findValue(js, JSONKeys(te.Field), got)
 	}
 	if !ok {
-		path, lit = jsonKeys(te.Field), got
+		path, lit = JSONKeys(te.Field), got
 	}
 	msg := fmt.Sprintf("Invalid value: %s: must be %s, not %s: the API server refuses the object", lit, typeName(te.Type), article(got))
 	if te.Type != nil && te.Type.Kind() == reflect.String && (got == "number" || got == "bool") {
@@ -37,8 +37,9 @@ func TypeError(js []byte, err error) (*FieldError, bool) {
 	return &FieldError{Field: path, Message: msg}, true
 }
 
-// jsonKeys drops the Go names of embedded structs from a field path.
-func jsonKeys(field string) string {
+// JSONKeys drops the Go names of embedded structs from a field path of
+// encoding/json ("spec.Spec.dnsConfig", "cache.CacheTTLs.maxTTL").
+func JSONKeys(field string) string {
 	var keep []string
 	for _, k := range strings.Split(field, ".") {
 		if k != "" && !unicode.IsUpper(rune(k[0])) {
