@@ -328,7 +328,8 @@ type ServerConfiguration struct {
 	// the EndpointSlices labelled multicluster.kubernetes.io/service-name,
 	// as CoreDNS's kubernetes plugin with `multicluster ZONE`
 	// (docs/multicluster.md). Empty (default): off, and ServiceImports are
-	// not read. Mode cluster only; not inside clusterDomain.
+	// not read. Mode cluster only, with an API server (not objects); not
+	// inside clusterDomain.
 	ClustersetZone string `json:"clustersetZone,omitempty"`
 	// NoClusterZone serves no cluster: no API server and no objects are
 	// read, and the names of the cluster domain and the reverse names go
@@ -1700,6 +1701,8 @@ func (c *ServerConfiguration) validateClusterset(e *fieldErrors) {
 		e.add("clustersetZone", "not used in mode %q: its names go to the cluster DNS with the cluster domain's; set it in the cluster DNS's configuration", ModeNodeLocal)
 	case c.NoClusterZone:
 		e.add("clustersetZone", "not used with noClusterZone: there are no cluster records")
+	case c.Objects != "":
+		e.add("clustersetZone", "not used with objects: the ServiceImports are read from an API server (kubeconfig)")
 	case cz != "" && (z == cz || strings.HasSuffix(z, "."+cz) || strings.HasSuffix(cz, "."+z)):
 		e.add("clustersetZone", "%q: overlaps clusterDomain %q; give a zone of its own such as \"clusterset.local\"", c.ClustersetZone, c.ClusterDomain)
 	}

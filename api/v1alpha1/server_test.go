@@ -337,6 +337,19 @@ func TestServerValidate(t *testing.T) {
 		{"reverse zone inside the scope", func(c *ServerConfiguration) {
 			c.ReverseScope, c.ReverseZones = []string{"10.0.0.0/16", "fd00::/64"}, []string{"10.0.1.0/24", "fd00::/96"}
 		}, nil},
+		{"clusterset zone", func(c *ServerConfiguration) { c.ClustersetZone = "ClusterSet.Local." }, nil},
+		{"clusterset zone, the cluster domain's", func(c *ServerConfiguration) { c.ClustersetZone = "cluster.local" },
+			[]string{`clustersetZone: "cluster.local": overlaps clusterDomain "cluster.local"; give a zone of its own such as "clusterset.local"`}},
+		{"clusterset zone inside the cluster domain", func(c *ServerConfiguration) { c.ClustersetZone = "set.cluster.local" },
+			[]string{`clustersetZone: "set.cluster.local": overlaps clusterDomain "cluster.local"; give a zone of its own such as "clusterset.local"`}},
+		{"clusterset zone with objects", func(c *ServerConfiguration) { c.ClustersetZone, c.Objects = "clusterset.local", "/objects" },
+			[]string{`clustersetZone: not used with objects: the ServiceImports are read from an API server (kubeconfig)`}},
+		{"clusterset zone, no cluster", func(c *ServerConfiguration) { c.ClustersetZone, c.NoClusterZone = "clusterset.local", true },
+			[]string{`clustersetZone: not used with noClusterZone: there are no cluster records`}},
+		{"clusterset zone, not a domain", func(c *ServerConfiguration) { c.ClustersetZone = "a..b" },
+			[]string{`clustersetZone: "a..b" is not a domain such as "cluster.local": has an empty label`}},
+		{"no cluster zone with a kubeconfig", func(c *ServerConfiguration) { c.NoClusterZone, c.Kubeconfig = true, "/k" },
+			[]string{`kubeconfig: not used with noClusterZone: there are no cluster records`}},
 		{"reverse zone outside the scope", func(c *ServerConfiguration) {
 			c.ReverseScope, c.ReverseZones = []string{"10.0.0.0/24"}, []string{"10.0.0.0/16", "10.0.1.0/24", "fd00::/64"}
 		}, []string{`reverseZones[0]: "10.0.0.0/16": outside reverseScope, whose reverse names are forwarded`,
