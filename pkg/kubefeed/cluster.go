@@ -136,7 +136,7 @@ type kind struct {
 	name      string
 	example   runtime.Object
 	lw        *cache.ListWatch
-	transform cache.TransformFunc // what a streamed initial list holds of an object until its Replace
+	transform cache.TransformFunc // stores an object of a streamed initial list and leaves its key
 	set, del  func(obj any)
 	keys      func() []store.Key // what the store holds of the kind
 	// relisted, when set, learns the keys of a full list.
@@ -245,9 +245,12 @@ func (k *keyedStore) Delete(obj any) error {
 // Resync has nothing to resend: the store holds the records.
 func (k *keyedStore) Resync() error { return nil }
 
-// Transformer converts the objects of a streamed initial list as they
-// arrive: the list holds records, not API objects, until its Replace, and
-// the Replace at its end only stores them.
+// Transformer stores the objects of a streamed initial list as they
+// arrive: the list holds their keys, not the objects, until its Replace,
+// which deletes what it no longer has and publishes. The store holds a
+// relist's copy of an object once, and one the relist changed is newer;
+// nothing is published from it before the Replace but by another kind's
+// change.
 func (k *keyedStore) Transformer() cache.TransformFunc { return k.kind.transform }
 
 // keyOf is the namespace and name of a listed object.
@@ -319,31 +322,28 @@ type sink struct {
 	skips *Skips
 }
 
-// staged is what a kind's transform makes of an object of a streamed
-// initial list: its record, converted while the list streams, so that
-// the Replace at the list's end only stores it. The reflector's temporary
-// store files it under the object's namespace and name.
-type staged[R any] struct {
-	ns, name string
-	rec      R
-	keep     bool
-	err      error
-}
+// stored is what a kind's transform leaves of an object of a streamed
+// initial list, which it stored: its namespace and name, which the
+// reflector's temporary store files it under and the Replace at the
+// list's end lists. The list keeps neither objects nor records, so a
+// relist of 150,000 Pods holds their keys alone (test/bench TestScale).
+type stored struct{ ns, name string }
 
 // GetObjectMeta names the object, for the reflector's key function.
-func (s *staged[R]) GetObjectMeta() metav1.Object {
+func (s *stored) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Namespace: s.ns, Name: s.name}
 }
 
-func (s *staged[R]) key() store.Key { return store.Key{Namespace: s.ns, Name: s.name} }
+func (s *stored) key() store.Key { return store.Key{Namespace: s.ns, Name: s.name} }
 
-// keyed is an object that names itself without an ObjectMeta (staged).
+// keyed is an object that names itself without an ObjectMeta (stored).
 type keyed interface{ key() store.Key }
 
 // setter returns the handler that stores what conv keeps of a T and
 // removes a T it does not keep (a pod that ToPod drops, say), and the
-// transform that converts a streamed T ahead of it. A T that does not
-// convert is removed and reported (once per problem) as an object of k.
+// transform that does so for a streamed T as it arrives (Transformer). A
+// T that does not convert is removed and reported (once per problem) as
+// an object of k.
 func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool, error), set func(R), del func(ns, name string)) (func(obj any), cache.TransformFunc) {
 	apply := func(ns, name string, rec R, keep bool, err error) {
 		ns = defaultNamespace(ns)
@@ -360,10 +360,7 @@ func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool,
 		set(rec)
 	}
 	setFn := func(obj any) {
-		switch v := obj.(type) {
-		case *staged[R]:
-			apply(v.ns, v.name, v.rec, v.keep, v.err)
-		case T:
+		if v, ok := obj.(T); ok { // a stored one is in the store already
 			rec, keep, err := conv(v)
 			apply(v.GetNamespace(), v.GetName(), rec, keep, err)
 		}
@@ -373,9 +370,8 @@ func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool,
 		if !ok {
 			return obj, nil // a tombstone
 		}
-		st := &staged[R]{ns: v.GetNamespace(), name: v.GetName()}
-		st.rec, st.keep, st.err = conv(v)
-		return st, nil
+		setFn(v)
+		return &stored{ns: v.GetNamespace(), name: v.GetName()}, nil
 	}
 	return setFn, transform
 }

@@ -8,8 +8,9 @@
 // ToEndpointSlice, ToPod, ToNode: a Node's name and topology zone label)
 // at once, and an object that does not convert is removed from the store
 // and reported. A reflector keeps nothing: a relist asks the store what it
-// holds (store.Keys). A streamed initial list (WatchList) holds stripped
-// objects (the fields DNS reads) until it is applied. Conversion refuses the
+// holds (store.Keys). A streamed initial list (WatchList) is stored as it
+// arrives and holds the objects' keys until its end deletes what it no
+// longer has (namespaces are stripped to their names). Conversion refuses the
 // names the newest API server refuses (a Service name is a DNS-1123 label
 // since Kubernetes 1.36) and the few it stores that DNS cannot carry, so
 // every name the store holds fits a DNS message. The store is published

@@ -158,10 +158,11 @@ func TestClusterFeedCancelBeforeSync(t *testing.T) {
 	}
 }
 
-// TestStagedEqualsDirect: a streamed initial list converts its objects in
-// the reflector's transform (staged) and stores them at its Replace. The
-// store must then hold what the same objects give through the watch path,
-// a bad one skipped (and counted) and a dropped pod removed in both.
+// TestStagedEqualsDirect: a streamed initial list stores its objects in
+// the reflector's transform, leaving their keys, and its Replace deletes
+// what it no longer has. The store must then hold what the same objects
+// give through the watch path, a bad one skipped (and counted) and a
+// dropped pod removed in both.
 func TestStagedEqualsDirect(t *testing.T) {
 	objs := map[string][]any{
 		"services": {
@@ -197,7 +198,7 @@ func TestStagedEqualsDirect(t *testing.T) {
 						t.Fatal(err)
 					}
 					if _, ok := obj.(keyed); !ok {
-						t.Fatalf("%s: transform gave %T, not a staged record", k.name, obj)
+						t.Fatalf("%s: transform gave %T, not a key", k.name, obj)
 					}
 				}
 				list = append(list, obj)
