@@ -137,12 +137,23 @@ type server struct {
 // ends.
 func startServer(t *testing.T, name, dir, dnsAddr, metricsURL, bin string, args ...string) *server {
 	t.Helper()
+	return startScaleServer(t, name, dir, dnsAddr, metricsURL, nil, "", bin, args...)
+}
+
+// startScaleServer is startServer with an environment added to this
+// process's and, when procs is set, in a memory cgroup (inCgroup).
+func startScaleServer(t *testing.T, name, dir, dnsAddr, metricsURL string, env []string, procs, bin string, args ...string) *server {
+	t.Helper()
 	s := &server{name: name, dns: dnsAddr, metrics: metricsURL, logPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
-	logFile, err := os.Create(s.logPath)
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cmd = exec.Command(bin, args...)
+	quiet := slices.Contains(env, quietEnv)
+	env = slices.DeleteFunc(slices.Clone(env), func(e string) bool { return e == quietEnv })
+	path, argv := inCgroup(procs, bin, args...)
+	s.cmd = exec.Command(path, argv...)
+	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		logFile.Close()
@@ -155,7 +166,7 @@ func startServer(t *testing.T, name, dir, dnsAddr, metricsURL, bin string, args 
 	}()
 	t.Cleanup(func() {
 		s.stop()
-		if t.Failed() {
+		if t.Failed() && !quiet {
 			t.Logf("%s output (last 4 KiB):\n%s", name, tail(s.logPath, 4096))
 		}
 	})

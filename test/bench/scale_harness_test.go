@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -240,39 +239,6 @@ func inCgroup(procs, bin string, args ...string) (string, []string) {
 // quietEnv in startScaleServer's env is not passed on: it keeps the
 // process's output out of a failed test's log (the many node-local stages).
 const quietEnv = "DNSCONFIGURER_SCALE_QUIET=1"
-
-// startScaleServer is startServer with an environment added to this
-// process's and, when procs is set, in a memory cgroup (inCgroup).
-func startScaleServer(t *testing.T, name, dir, dnsAddr, metricsURL string, env []string, procs, bin string, args ...string) *server {
-	t.Helper()
-	s := &server{name: name, dns: dnsAddr, metrics: metricsURL, logPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
-	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slices.Contains(env, quietEnv)
-	env = slices.DeleteFunc(slices.Clone(env), func(e string) bool { return e == quietEnv })
-	path, argv := inCgroup(procs, bin, args...)
-	s.cmd = exec.Command(path, argv...)
-	s.cmd.Env = append(os.Environ(), env...)
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		s.waitErr = s.cmd.Wait()
-		logFile.Close()
-		close(s.exited)
-	}()
-	t.Cleanup(func() {
-		s.stop()
-		if t.Failed() && !quiet {
-			t.Logf("%s output (last 4 KiB):\n%s", name, tail(s.logPath, 4096))
-		}
-	})
-	return s
-}
 
 // hasExited reports whether s's process has ended.
 func (s *server) hasExited() bool {
