@@ -398,6 +398,8 @@ func namespaceNamed(t *testing.T, c *Cluster, name string) {
 		defer cancel()
 		_ = c.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
+	// Pods need the namespace's default ServiceAccount, which the
+	// controller-manager creates.
 	err := waitFor(ctx, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
 		_, err := c.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, err

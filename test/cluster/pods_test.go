@@ -20,24 +20,7 @@ import (
 func namespace(t *testing.T, c *Cluster) string {
 	t.Helper()
 	name := "t-" + strings.ToLower(rand.String(6))
-	ctx := testContext(t, time.Minute)
-	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = c.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
-	})
-	// Pods need the namespace's default ServiceAccount, which the
-	// controller-manager creates.
-	err := waitFor(ctx, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
-		_, err := c.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	namespaceNamed(t, c, name)
 	return name
 }
 
