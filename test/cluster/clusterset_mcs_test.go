@@ -19,16 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/mcs-api/config/crd"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
 // The Multi-Cluster Services side of TestClusterClusterset: the mcs-api
@@ -43,33 +41,14 @@ const mcsManagedBy = "mcs-controller.test.dnsconfigurer.io"
 // sigs.k8s.io/mcs-api (the module's version: v1alpha1 and v1beta1
 // served) in c, and waits until ServiceImports can be listed at v1beta1.
 func installMCSCRDs(ctx context.Context, c *Cluster) (mcsclient.Interface, error) {
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
+	if err := apiserver.InstallMCSCRDs(ctx, c.Config); err != nil {
 		return nil, err
-	}
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	for _, manifest := range [][]byte{crd.ServiceImportCRD, crd.ServiceExportCRD} {
-		var obj map[string]any
-		if err := yaml.Unmarshal(manifest, &obj); err != nil {
-			return nil, fmt.Errorf("decode CRD: %w", err)
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("create CRD %s: %w", u.GetName(), err)
-		}
 	}
 	mcs, err := mcsclient.NewForConfig(c.Config)
 	if err != nil {
 		return nil, err
 	}
-	err = waitFor(ctx, "ServiceImports and ServiceExports served at v1beta1", func(ctx context.Context) (bool, error) {
-		if _, err := mcs.MulticlusterV1beta1().ServiceImports("default").List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			return false, err
-		}
-		_, err := mcs.MulticlusterV1beta1().ServiceExports("default").List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, err
-	})
-	return mcs, err
+	return mcs, nil
 }
 
 // deployClusterset applies deploy/ as DeployDNS does, through an overlay

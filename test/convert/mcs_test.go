@@ -1,7 +1,6 @@
 package convert_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -13,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/mcs-api/config/crd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
@@ -30,7 +27,6 @@ const (
 )
 
 var (
-	crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	// CoreDNS 1.15 watches v1alpha1; mcs-api v0.5.2 serves it beside
 	// v1beta1, its storage version.
 	serviceImportGVR = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "serviceimports"}
@@ -56,15 +52,8 @@ func createMCS(t *testing.T, cp *apiserver.ControlPlane) error {
 	if err != nil {
 		return err
 	}
-	for _, text := range [][]byte{crd.ServiceImportCRD, crd.ServiceExportCRD} {
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal(text, &obj.Object); err != nil {
-			return fmt.Errorf("read the CRD: %w", err)
-		}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, &obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create CRD %s: %w", obj.GetName(), err)
-		}
-		testkit.WaitFor(t, 30*time.Second, func() error { return established(t, dyn, obj.GetName()) })
+	if err := apiserver.InstallMCSCRDs(ctx, cp.Config()); err != nil {
+		return err
 	}
 	imports := []map[string]any{
 		{"name": "web", "spec": map[string]any{"type": "ClusterSetIP", "ips": []any{mcsWebIP},
@@ -101,19 +90,4 @@ func createMCS(t *testing.T, cp *apiserver.ControlPlane) error {
 		return fmt.Errorf("create the EndpointSlice of db from %s: %w", mcsCluster, err)
 	}
 	return nil
-}
-
-// established: the CRD name is served.
-func established(t *testing.T, dyn dynamic.Interface, name string) error {
-	got, err := dyn.Resource(crdGVR).Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-			return nil
-		}
-	}
-	return errors.New("CRD " + name + " not established yet")
 }

@@ -58,7 +58,7 @@ const (
 func TestConformanceDNS(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	client, dyn := clients(t, cp)
-	installCRDs(t, dyn)
+	installCRDs(t)
 	if v := storageVersion(t, dyn); v != "v1beta1" {
 		t.Fatalf("serviceimports are stored as %q, want v1beta1", v)
 	}

@@ -37,7 +37,6 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,9 +44,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/mcs-api/config/crd"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
@@ -77,7 +74,6 @@ const (
 )
 
 var (
-	crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	// importsV1alpha1 and importsV1beta1 are the ServiceImports of the two
 	// versions the CRD serves.
 	importsV1alpha1 = schema.GroupVersionResource{Group: mcsv1beta1.GroupName, Version: "v1alpha1", Resource: "serviceimports"}
@@ -90,41 +86,23 @@ var installOnce sync.Once
 // installCRDs creates the ServiceImport and ServiceExport CRDs of mcs-api
 // v0.5.2 (v1alpha1 and v1beta1 served, v1beta1 the storage version) and
 // waits until both versions of serviceimports can be listed.
-func installCRDs(t *testing.T, dyn dynamic.Interface) {
+func installCRDs(t *testing.T) {
 	t.Helper()
 	var err error
-	installOnce.Do(func() { err = createCRDs(t.Context(), dyn) })
+	installOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(t.Context(), startBound)
+		defer cancel()
+		err = apiserver.InstallMCSCRDs(ctx, controlPlane.Config())
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, startBound, func() error {
-		for _, gvr := range []schema.GroupVersionResource{importsV1alpha1, importsV1beta1} {
-			if _, err := dyn.Resource(gvr).List(t.Context(), metav1.ListOptions{Limit: 1}); err != nil {
-				return fmt.Errorf("list %s: %w", gvr, err)
-			}
-		}
-		return nil
-	})
-}
-
-func createCRDs(ctx context.Context, dyn dynamic.Interface) error {
-	for _, manifest := range [][]byte{crd.ServiceImportCRD, crd.ServiceExportCRD} {
-		var obj map[string]any
-		if err := yaml.Unmarshal(manifest, &obj); err != nil {
-			return fmt.Errorf("decode CRD: %w", err)
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create CRD %s: %w", u.GetName(), err)
-		}
-	}
-	return nil
 }
 
 // storageVersion is the storage version of the serviceimports CRD.
 func storageVersion(t *testing.T, dyn dynamic.Interface) string {
 	t.Helper()
-	u, err := dyn.Resource(crdGVR).Get(t.Context(), "serviceimports."+mcsv1beta1.GroupName, metav1.GetOptions{})
+	u, err := dyn.Resource(apiserver.CRDs).Get(t.Context(), "serviceimports."+mcsv1beta1.GroupName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestSideBySideCoreDNS(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
 	bin := corednsBin(t)
 	client, dyn := clients(t, cp)
-	installCRDs(t, dyn)
+	installCRDs(t)
 	ns := cp.Namespace(t)
 
 	// The local cluster's Services, named as the imports.
