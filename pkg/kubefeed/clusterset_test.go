@@ -98,6 +98,7 @@ func TestClustersetFeed(t *testing.T) {
 						Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.Headless, Ports: []mcsv1alpha1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}},
 				)
 			}
+			slicesWatched, importsWatched := watchOpened(client, "endpointslices"), watchOpened(mcs, "serviceimports")
 			st := clustersetStore(t)
 			feed := &Clusterset{Client: client, MCS: mcs, Store: st}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -125,12 +126,14 @@ func TestClustersetFeed(t *testing.T) {
 
 			// A change arrives through the watch; the last import takes its
 			// namespace with it.
+			slicesWatched(t)
 			if err := client.DiscoveryV1().EndpointSlices("prod").Delete(ctx, "db-b", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			testkit.WaitEqual(t, 10*time.Second, "west gone", func() bool {
 				return slices.Equal(addrs(st, "db.prod.svc.clusterset.local."), []string{"10.1.0.1", "10.1.0.2"})
 			}, true)
+			importsWatched(t)
 			var err error
 			if version == "v1beta1" {
 				for _, n := range []string{"web", "db", "pending"} {
