@@ -32,12 +32,13 @@ run_stage() {
 	local name="$1" rc
 	shift
 	stage "$name"
+	ci_bg_n=$((ci_bg_n + 1))
 	set +e
 	(
 		set -e
 		"$@"
-	)
-	rc=$?
+	) 2>&1 | tee "$ci_tmp/stage-$ci_bg_n.log"
+	rc=${PIPESTATUS[0]}
 	set -e
 	if [ "$rc" -ne 0 ]; then
 		ci_failed+=("$name")
@@ -81,6 +82,19 @@ wait_stage() {
 	fi
 }
 
+# fail_details prints, again at the end, what every failed Go test printed (the 30 lines after
+# each "--- FAIL") of every stage's output: the summary of a long run shows its end.
+fail_details() {
+	local f
+	for f in "$ci_tmp"/stage-*.log; do
+		[ -e "$f" ] || continue
+		if grep -qE '^[[:space:]]*--- FAIL' "$f"; then
+			echo "== failures in $(basename "$f")"
+			grep -E -A 30 '^[[:space:]]*--- FAIL' "$f" | grep -vE '^[[:space:]]+(/|k8s\.io|github\.com|sync\.|created by|runtime\.)' | head -200
+		fi
+	done
+}
+
 # stage_summary ends the last stage, prints every stage's time and the total, and fails when a
 # stage failed.
 stage_summary() {
@@ -92,6 +106,7 @@ stage_summary() {
 		echo "ci: background build $name took ${ci_build_took[$name]}s"
 	done
 	if [ "${#ci_failed[@]}" -gt 0 ]; then
+		fail_details
 		printf 'ci: FAILED: %s\n' "${ci_failed[@]}"
 		return 1
 	fi

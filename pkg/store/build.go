@@ -251,7 +251,7 @@ func (b *builder) addFixedNames() {
 
 // addPod makes the pod's namespace known and claims its IPs for the
 // pod-IP index (podindex.go): with its node, and in the verified mode
-// with its namespace, whose pod names it adds too.
+// with its namespace, which makes its pod names (Snapshot.podName).
 func (b *builder) addPod(p *Pod) {
 	ns := strings.ToLower(p.Namespace)
 	verified := b.expose(ns) && b.opts.Pods == PodsVerified
@@ -264,9 +264,6 @@ func (b *builder) addPod(p *Pod) {
 		return
 	}
 	for _, ip := range p.IPs {
-		if verified {
-			b.node(b.concat(DashedIP(ip), ".", ns, ".pod.", b.zone)).AddAddr(ip)
-		}
 		b.claims = append(b.claims, podClaim{ip.Unmap(), ns, p.NodeName})
 	}
 }

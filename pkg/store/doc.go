@@ -89,9 +89,10 @@
 //     else (with EndpointPodNames) the pod name, else the dashed IP
 //     (10-1-2-3, fd00--1; fd00--0 for fd00::, as CoreDNS);
 //   - PTR for ClusterIPs and for served endpoints (in-addr.arpa, ip6.arpa);
-//   - <dashed-ip>.<ns>.pod.<zone> for pods in the verified mode (the
-//     insecure mode is answered by the wire layer without the store), and
-//     the pod IPs' namespaces of PodNamespace (autopath by source);
+//   - <dashed-ip>.<ns>.pod.<zone> for pods in the verified mode, made by
+//     Lookup from the pod-IP index rather than kept as names (the insecure
+//     mode is answered by the wire layer without the store), and the pod
+//     IPs' namespaces of PodNamespace (autopath by source);
 //   - dns-version.<zone> TXT "1.1.0";
 //   - ns.dns.<zone>, the SOA's and NS's name server, with no record;
 //   - for a Service with external IPs and ports, its external node

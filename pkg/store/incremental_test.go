@@ -317,9 +317,13 @@ func compareView(snap *Snapshot, o *oracleView, ips []netip.Addr) string {
 	if msg != "" {
 		return msg
 	}
-	for name := range o.names {
-		if _, ok := snap.Lookup(name); !ok {
+	for name, want := range o.names {
+		n, ok := snap.Lookup(name)
+		switch {
+		case !ok:
 			return "missing name " + name
+		case !pack.Equal(n, want):
+			return fmt.Sprintf("%s = %+v, want %+v", name, n, want)
 		}
 	}
 	for _, ip := range ips {

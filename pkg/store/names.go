@@ -184,3 +184,9 @@ func reverseAddr(name string) (netip.Addr, bool) {
 	}
 	return p.Addr(), true
 }
+
+// podNameOf is the verified pod name of ip in namespace ns (lowercase)
+// under zone: <dashed-ip>.<ns>.pod.<zone>.
+func podNameOf(ip netip.Addr, ns, zone string) string {
+	return string(appendDashedIP(nil, ip)) + "." + ns + ".pod." + zone
+}

@@ -55,11 +55,18 @@ func (s *Store) oracle() *oracleView {
 		b.addNamespaceNames(ns)
 	}
 	b.finish()
-	o.names = b.names
+	o.names = maps.Clone(b.names)
 	o.namespaces = maps.Clone(b.namespaces)
 	o.counts = b.counts
 	o.counts.Namespaces = len(b.namespaces)
 	o.counts.Names = len(b.names)
+	// A verified pod's names are not in the name index: the Snapshot
+	// answers them from the pod-IP index, as these nodes.
+	for _, c := range b.claims {
+		if c.ns != "" {
+			o.names[podNameOf(c.ip, c.ns, b.zone)] = pack.AddrNode(b.ttl, c.ip)
+		}
+	}
 	return o
 }
 

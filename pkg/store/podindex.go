@@ -1,7 +1,9 @@
 package store
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
@@ -91,26 +93,102 @@ func agree(have, v string, split bool) (string, bool) {
 	return "", true
 }
 
-// publish returns a Snapshot's index: prev edited at ips, or, when prev is
-// nil, made from every claim. It holds no IP that it knows nothing of.
-func (x *podIndex) publish(prev *pack.Map[netip.Addr, podFacts], ips map[netip.Addr]struct{}) *pack.Map[netip.Addr, podFacts] {
-	if prev == nil {
+// podView is what a Snapshot holds of the pod-IP index: the facts of
+// each IP, and the namespaces of the IPs that pods of two or more
+// namespaces claim (nil when none; replaced, not modified, when it
+// changes). A verified pod name, <dashed-ip>.<ns>.pod.<zone>, is answered
+// from it (Snapshot.podName) rather than kept as a name: at 150,000 pods
+// the names cost 15 MB (issue 71).
+type podView struct {
+	facts  *pack.Map[netip.Addr, podFacts]
+	splits map[netip.Addr][]string
+}
+
+// hasName reports whether a pod of namespace ns (lowercase) claims ip.
+func (v *podView) hasName(ip netip.Addr, ns string) bool {
+	if v.facts == nil {
+		return false
+	}
+	if f, _ := v.facts.Get(ip); f.ns != "" {
+		return f.ns == ns
+	}
+	return slices.Contains(v.splits[ip], ns)
+}
+
+// namespaces returns the namespaces of the pods claiming ip, sorted.
+func (x *podIndex) namespaces(ip netip.Addr) []string {
+	var out []string
+	for _, c := range x.claims[ip] {
+		if c.ns != "" && !slices.Contains(out, c.ns) {
+			out = append(out, c.ns)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// publish returns a Snapshot's view: prev edited at ips, or, when prev is
+// empty, made from every claim. Its facts hold no IP that they know
+// nothing of. changed, when not nil, is called with every IP and
+// namespace whose pod name came or went.
+func (x *podIndex) publish(prev podView, ips map[netip.Addr]struct{}, changed func(ip netip.Addr, ns string)) podView {
+	if prev.facts == nil {
 		m := pack.NewMap[netip.Addr, podFacts](len(x.claims))
+		var splits map[netip.Addr][]string
 		for ip := range x.claims {
 			if f := x.facts(ip); f != (podFacts{}) {
 				m.Set(ip, f)
 			}
+			if nss := x.namespaces(ip); len(nss) > 1 {
+				if splits == nil {
+					splits = map[netip.Addr][]string{}
+				}
+				splits[ip] = nss
+			}
 		}
-		return m.Compact()
+		return podView{facts: m.Compact(), splits: splits}
 	}
+	next := prev
 	var e *pack.MapEdit[netip.Addr, podFacts]
+	cloned := false
 	for ip := range ips {
 		f := x.facts(ip)
-		if old, _ := prev.Get(ip); old == f {
+		old, _ := prev.facts.Get(ip)
+		nss := x.namespaces(ip)
+		if len(nss) > 1 || prev.splits[ip] != nil {
+			if !cloned {
+				next.splits, cloned = maps.Clone(prev.splits), true
+				if next.splits == nil {
+					next.splits = map[netip.Addr][]string{}
+				}
+			}
+			if len(nss) > 1 {
+				next.splits[ip] = nss
+			} else {
+				delete(next.splits, ip)
+			}
+		}
+		if changed != nil {
+			was := prev.splits[ip]
+			if old.ns != "" {
+				was = []string{old.ns}
+			}
+			for _, ns := range was {
+				if !slices.Contains(nss, ns) {
+					changed(ip, ns)
+				}
+			}
+			for _, ns := range nss {
+				if !slices.Contains(was, ns) {
+					changed(ip, ns)
+				}
+			}
+		}
+		if old == f {
 			continue // a pod changed, not what its IPs say
 		}
 		if e == nil {
-			e = prev.Edit()
+			e = prev.facts.Edit()
 		}
 		if f == (podFacts{}) {
 			e.Del(ip)
@@ -118,8 +196,11 @@ func (x *podIndex) publish(prev *pack.Map[netip.Addr, podFacts], ips map[netip.A
 			e.Set(ip, f)
 		}
 	}
-	if e == nil {
-		return prev
+	if cloned && len(next.splits) == 0 {
+		next.splits = nil
 	}
-	return e.Done()
+	if e != nil {
+		next.facts = e.Done()
+	}
+	return next
 }

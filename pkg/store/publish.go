@@ -2,6 +2,7 @@ package store
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -109,7 +110,7 @@ func (s *Store) rebuild() *Snapshot {
 
 	snap := s.newSnapshot()
 	snap.names = names.Compact().Resized()
-	snap.pods = st.pods.publish(nil, nil)
+	snap.pods = st.pods.publish(podView{}, nil, nil)
 	snap.namespaces = maps.Clone(st.known)
 	s.finishCounts(snap)
 	return snap
@@ -117,7 +118,7 @@ func (s *Store) rebuild() *Snapshot {
 
 // sizeHint is about the number of names the records make. s.mu is held.
 func (s *Store) sizeHint() int {
-	n := 4*len(s.services) + 2*len(s.pods) + 16
+	n := 4*len(s.services) + 16
 	for _, sl := range s.slices {
 		n += 2 * len(sl.Endpoints)
 	}
@@ -169,7 +170,9 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 		}
 	}
 	snap.names = names.Done()
-	snap.pods = st.pods.publish(prev.pods, d.ips)
+	snap.pods = st.pods.publish(prev.pods, d.ips, func(ip netip.Addr, ns string) {
+		changed = append(changed, podNameOf(ip, ns, s.zone))
+	})
 	snap.namespaces = prev.namespaces
 	if nsChanged {
 		snap.namespaces = maps.Clone(st.known)

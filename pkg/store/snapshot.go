@@ -2,6 +2,7 @@ package store
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store/internal/pack"
 )
@@ -21,8 +22,8 @@ type Snapshot struct {
 	names      *pack.Map[string, *Node]
 	namespaces map[string]struct{} // replaced, not modified, when it changes
 	exposed    map[string]struct{}
-	pods       *pack.Map[netip.Addr, podFacts] // pod IP → namespace and node (podindex.go)
-	nodeZones  map[string]string               // node → topology zone; replaced, not modified
+	pods       podView           // pod IP → namespace and node (podindex.go)
+	nodeZones  map[string]string // node → topology zone; replaced, not modified
 	ptrs       snapPTRs                        // made on first use (ptrs.go)
 
 	// seq numbers the Snapshots of a Store; log tells what changed
@@ -35,7 +36,7 @@ type Snapshot struct {
 // only). An IP that pods of two namespaces claim (a reused IP the watch has
 // not caught up with yet) is reported as unknown.
 func (s *Snapshot) PodNamespace(ip netip.Addr) (string, bool) {
-	f, _ := s.pods.Get(ip.Unmap())
+	f, _ := s.pods.facts.Get(ip.Unmap())
 	return f.ns, f.ns != ""
 }
 
@@ -43,7 +44,7 @@ func (s *Snapshot) PodNamespace(ip netip.Addr) (string, bool) {
 // IP ip, "" for what is unknown: no pod has ip (or pods of two nodes do),
 // or its node has no topology zone label.
 func (s *Snapshot) ClientTopology(ip netip.Addr) (zone, node string) {
-	f, _ := s.pods.Get(ip.Unmap())
+	f, _ := s.pods.facts.Get(ip.Unmap())
 	if f.node == "" {
 		return "", ""
 	}
@@ -53,13 +54,46 @@ func (s *Snapshot) ClientTopology(ip netip.Addr) (zone, node string) {
 // Lookup returns the node of a lowercase fully qualified name (with the
 // trailing dot).
 func (s *Snapshot) Lookup(name string) (*Node, bool) {
-	return s.names.Get(name)
+	if n, ok := s.names.Get(name); ok {
+		return n, true
+	}
+	return s.podName(name)
 }
 
 // LookupBytes is Lookup of a name held in bytes, without a copy: a name
 // read from the wire, lowercased in place.
 func (s *Snapshot) LookupBytes(name []byte) (*Node, bool) {
-	return s.names.Get(pack.Borrow(name))
+	return s.Lookup(pack.Borrow(name))
+}
+
+// podName is the node of a verified pod name, <dashed-ip>.<ns>.pod.<zone>,
+// made from the pod-IP index (podindex.go): the IP's canonical dashed form
+// in a namespace whose pods claim it. It keeps no part of name.
+func (s *Snapshot) podName(name string) (*Node, bool) {
+	if s.Options.Pods != PodsVerified {
+		return nil, false
+	}
+	head, ok := strings.CutSuffix(name, s.Zone)
+	if !ok {
+		return nil, false
+	}
+	if head, ok = strings.CutSuffix(head, ".pod."); !ok {
+		return nil, false
+	}
+	dashed, ns, ok := strings.Cut(head, ".")
+	if !ok || strings.IndexByte(ns, '.') >= 0 {
+		return nil, false
+	}
+	// A copy: name may be borrowed (LookupBytes), and the parse keeps it.
+	ip, ok := ParseDashedIP(strings.Clone(dashed))
+	if !ok || !s.pods.hasName(ip.Unmap(), ns) {
+		return nil, false
+	}
+	var buf [64]byte
+	if string(appendDashedIP(buf[:0], ip)) != dashed {
+		return nil, false // not the canonical form: not the pod's name
+	}
+	return pack.AddrNode(s.Options.TTL, ip), true
 }
 
 // NamespaceExposed reports whether the namespace filter lets ns through.
@@ -107,6 +141,20 @@ func (s *Snapshot) Names(f func(name string, n *Node)) {
 			f(name, n)
 		}
 	})
+	if s.Options.Pods != PodsVerified || s.pods.facts == nil {
+		return
+	}
+	pod := func(ip netip.Addr, ns string) { f(podNameOf(ip, ns, s.Zone), pack.AddrNode(s.Options.TTL, ip)) }
+	s.pods.facts.All(func(ip netip.Addr, pf podFacts) {
+		if pf.ns != "" {
+			pod(ip, pf.ns)
+		}
+	})
+	for ip, nss := range s.pods.splits {
+		for _, ns := range nss {
+			pod(ip, ns)
+		}
+	}
 }
 
 // What a query reads of a name with variants (variant.go).
