@@ -24,7 +24,7 @@ type Snapshot struct {
 	exposed    map[string]struct{}
 	pods       podView           // pod IP → namespace and node (podindex.go)
 	nodeZones  map[string]string // node → topology zone; replaced, not modified
-	ptrs       snapPTRs                        // made on first use (ptrs.go)
+	ptrs       snapPTRs          // made on first use (ptrs.go)
 
 	// seq numbers the Snapshots of a Store; log tells what changed
 	// between two of them (ChangedSince).
