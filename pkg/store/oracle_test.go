@@ -34,7 +34,8 @@ func (s *Store) oracle() *oracleView {
 		svc := r.service(k)
 		b.addService(&svc, bySvc[k])
 	}
-	for _, p := range s.pods {
+	for k, r := range s.pods {
+		p := r.pod(k)
 		b.addPod(&p)
 	}
 	o := &oracleView{podNS: map[netip.Addr]string{}, podNode: map[netip.Addr]string{}}
@@ -45,9 +46,9 @@ func (s *Store) oracle() *oracleView {
 	}
 	// The nodes come from the records, not from the build's claims.
 	for _, p := range s.pods {
-		for _, ip := range p.IPs {
-			if p.NodeName != "" {
-				putAgreed(o.podNode, ip.Unmap(), p.NodeName)
+		for _, ip := range p.ips {
+			if p.node != "" {
+				putAgreed(o.podNode, ip.Unmap(), p.node)
 			}
 		}
 	}

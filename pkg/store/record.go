@@ -118,7 +118,15 @@ func (s *EndpointSlice) equal(o *EndpointSlice) bool {
 		})
 }
 
-// equal says whether p and o are the same pod record.
-func (p *Pod) equal(o *Pod) bool {
-	return p.Namespace == o.Namespace && p.Name == o.Name && p.NodeName == o.NodeName && slices.Equal(p.IPs, o.IPs)
+// podRecord is what the Store keeps of a Pod beside its key: the key
+// holds its namespace and name once (issue 71: 150,000 pods).
+type podRecord struct {
+	ips  []netip.Addr
+	node string
 }
+
+// pod is the Pod of key k with the record r.
+func (r podRecord) pod(k nsName) Pod { return Pod{Namespace: k.ns, Name: k.name, IPs: r.ips, NodeName: r.node} }
+
+// equal says whether r and o are the same pod record.
+func (r *podRecord) equal(o *podRecord) bool { return r.node == o.node && slices.Equal(r.ips, o.ips) }

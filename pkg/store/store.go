@@ -20,7 +20,7 @@ type Store struct {
 	exposed    map[string]struct{}
 	services   map[nsName]svcRecord
 	slices     map[nsName]EndpointSlice
-	pods       map[nsName]Pod
+	pods       map[nsName]podRecord
 	namespaces map[string]struct{}
 	// bySvc indexes the slices by the Service of their label.
 	bySvc map[nsName]map[string]struct{}
@@ -82,7 +82,7 @@ func New(opts Options) (*Store, error) {
 		exposed:    exposedSet(opts.Namespaces),
 		services:   map[nsName]svcRecord{},
 		slices:     map[nsName]EndpointSlice{},
-		pods:       map[nsName]Pod{},
+		pods:       map[nsName]podRecord{},
 		namespaces: map[string]struct{}{},
 		bySvc:      map[nsName]map[string]struct{}{},
 		zones:      newNodeZones(nil),
@@ -131,7 +131,10 @@ func (s *Store) recordsOf(u unitKey) unitRecords {
 			r.slices = s.serviceSlices(u.nsName)
 		}
 	case unitPod:
-		r.pod, r.had = s.pods[u.nsName]
+		var p podRecord
+		if p, r.had = s.pods[u.nsName]; r.had {
+			r.pod = p.pod(u.nsName)
+		}
 	case unitNamespaceObject:
 		_, r.had = s.namespaces[u.name]
 	}
@@ -251,7 +254,7 @@ func (s *Store) serviceSlices(k nsName) []*EndpointSlice {
 // SetPod adds or replaces a Pod.
 func (s *Store) SetPod(v Pod) {
 	k := v.key()
-	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, v, (*Pod).equal)
+	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, podRecord{v.IPs, v.NodeName}, (*podRecord).equal)
 }
 
 // DeletePod removes a Pod.
@@ -345,9 +348,9 @@ func (s *Store) Replace(o Objects) {
 		s.removeSlice(nsName{v.Namespace, v.Name})
 		s.addSlice(v)
 	}
-	s.pods = make(map[nsName]Pod, len(o.Pods))
+	s.pods = make(map[nsName]podRecord, len(o.Pods))
 	for _, v := range o.Pods {
-		s.pods[v.key()] = v
+		s.pods[v.key()] = podRecord{v.IPs, v.NodeName}
 	}
 	s.namespaces = make(map[string]struct{}, len(o.Namespaces))
 	for _, v := range o.Namespaces {
