@@ -126,7 +126,9 @@ type podRecord struct {
 }
 
 // pod is the Pod of key k with the record r.
-func (r podRecord) pod(k nsName) Pod { return Pod{Namespace: k.ns, Name: k.name, IPs: r.ips, NodeName: r.node} }
+func (r podRecord) pod(k nsName) Pod {
+	return Pod{Namespace: k.ns, Name: k.name, IPs: r.ips, NodeName: r.node}
+}
 
 // equal says whether r and o are the same pod record.
 func (r *podRecord) equal(o *podRecord) bool { return r.node == o.node && slices.Equal(r.ips, o.ips) }
