@@ -1,6 +1,7 @@
 package gctarget
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
 )
@@ -32,7 +33,43 @@ func TestPhases(t *testing.T) {
 	g.FirstPublish(func() { want("during a rewatch's first publish", Rebuild) })
 	want("after a rewatch's first publish", Cluster)
 
+	g.Relisting(true)
+	want("during a relist", Relist)
+	g.FirstPublish(func() { want("during a first publish in a relist", Rebuild) })
+	want("after a first publish in a relist", Relist)
+	g.Relisting(false)
+	want("after the relist", Cluster)
+
 	g = Start()
 	g.FirstPublish(func() { g.AfterSync() })
 	want("a sync during the first publish", Cluster)
+
+	g = Start()
+	g.Relisting(true)
+	want("a list before the sync", Startup)
+	g.AfterSync()
+	want("a sync while a kind relists", Relist)
+	g.Relisting(false)
+	want("that relist's end", Cluster)
+}
+
+// TestHeadroom: Start leaves Headroom percent of a memory limit set to
+// the runtime, and sets none where there is none.
+func TestHeadroom(t *testing.T) {
+	orig := debug.SetMemoryLimit(-1)
+	gc := debug.SetGCPercent(100)
+	t.Cleanup(func() {
+		debug.SetMemoryLimit(orig)
+		debug.SetGCPercent(gc)
+	})
+	debug.SetMemoryLimit(math.MaxInt64)
+	Start()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("no limit: Start set %d", got)
+	}
+	debug.SetMemoryLimit(170 << 20)
+	Start()
+	if got, want := debug.SetMemoryLimit(-1), int64(170<<20)*(100-Headroom)/100; got != want {
+		t.Errorf("GOMEMLIMIT 170MiB: limit %d, want %d", got, want)
+	}
 }
