@@ -71,7 +71,7 @@ func (n *NodeLocal) equal(o *NodeLocal) bool {
 		slices.Equal(n.LocalIPs, o.LocalIPs) && n.SetupInterface == o.SetupInterface &&
 		n.InterfaceName == o.InterfaceName && n.SetupNotrack == o.SetupNotrack &&
 		n.SkipTeardown == o.SkipTeardown && n.LockFile == o.LockFile &&
-		n.ClusterTimeout.Duration() == o.ClusterTimeout.Duration() &&
+		n.ClusterTimeout.Duration() == o.ClusterTimeout.Duration() && n.WatchJitter.Duration() == o.WatchJitter.Duration() &&
 		n.ClusterConfig == o.ClusterConfig && n.ExternalMode() == o.ExternalMode() &&
 		n.PreferZoneOn() == o.PreferZoneOn() && n.ClusterPipelineOn() == o.ClusterPipelineOn() && n.UpstreamService == o.UpstreamService && n.NodeName == o.NodeName
 }

@@ -70,8 +70,8 @@ func (c *Cluster) Run(ctx context.Context) error {
 // tries again within 4 s of the API server's return, where client-go's
 // default (0.8 s doubling to 30 s) left a change made during an outage
 // unanswered for up to a minute (test/bench TestScale). The node-local
-// stages, one a node, keep client-go's default, which spreads their
-// return over tens of seconds.
+// stages, one a node, keep client-go's default, and wait up to
+// nodeLocal.watchJitter at random on top, so that they come back spread.
 func retryBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 3, Cap: 2 * time.Second}
 }

@@ -230,7 +230,7 @@ func newTopologySetup(cfg *v1alpha1.ServerConfiguration, kube kubernetes.Interfa
 	}
 	ns, svc := nl.UpstreamServiceName()
 	t.watch = &zoneWatch{client: kube, node: nl.NodeName, namespace: ns, service: svc, ups: t.ups,
-		follow: nl.PreferZoneOn(), log: log.With("upstreamService", ns+"/"+svc)}
+		follow: nl.PreferZoneOn(), jitter: nl.WatchJitter.Duration(), log: log.With("upstreamService", ns+"/"+svc)}
 	t.client = t.watch.topoClient
 	return t
 }

@@ -3,6 +3,7 @@ package nodelocal
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,8 @@ type zoneWatch struct {
 	namespace  string
 	service    string
 	ups        *clusterUpstreams
-	follow     bool // follow the EndpointSlices (preferZone); else the zone only
+	follow     bool          // follow the EndpointSlices (preferZone); else the zone only
+	jitter     time.Duration // the longest wait before a relist after a failed watch (watchJitter)
 	log        *slog.Logger
 	zone       atomic.Pointer[string] // nil until the Node was read
 	nodeRetry  time.Duration          // first delay between Node reads (default 1s)
@@ -60,6 +62,11 @@ func (w *zoneWatch) run(ctx context.Context) error {
 		select {
 		case changed <- struct{}{}:
 		default:
+		}
+	}
+	if w.jitter > 0 {
+		if err := inf.Informer().SetWatchErrorHandlerWithContext(w.watchFailed); err != nil {
+			return err
 		}
 	}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -105,6 +112,26 @@ func (w *zoneWatch) run(ctx context.Context) error {
 		first = false
 	}
 }
+
+// watchFailed is the informer's watch error handler: client-go's, then a
+// wait of up to w.jitter at random before the reflector lists again, so
+// that the stages of every node do not list together after an API server
+// restart. The reflector calls it on its own goroutine; the answers go on
+// from the last order meanwhile.
+func (w *zoneWatch) watchFailed(ctx context.Context, r *cache.Reflector, err error) {
+	cache.DefaultWatchErrorHandler(ctx, r, err)
+	d := w.relistWait()
+	w.log.Debug("watch failed: listing again after a random wait", "err", err, "wait", d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// relistWait is a wait of watchFailed: uniform in [0, w.jitter).
+func (w *zoneWatch) relistWait() time.Duration { return rand.N(w.jitter) }
 
 // readZone reads the Node's topology zone label until it succeeds or ctx
 // is done, then kicks a new ordering.
