@@ -118,3 +118,73 @@ func BenchmarkHeapPods(b *testing.B) {
 		b.ReportMetric(float64(rest-base)/float64(nodes*per), "B/pod")
 	}
 }
+
+// BenchmarkHeapSizing reports the live heap each kind of object costs a
+// store, per 1,000 objects, in the shape of issue 71's load (test/bench
+// TestScale): Services (every fifth headless), their endpoints (one
+// EndpointSlice of 15 ready endpoints each, with node, zone and pod
+// name), Pods with one IP and a node (pods verified) and Nodes with a
+// zone. The records' own strings are included. docs/sizing.md is made
+// from it and from TestScale's process figures.
+func BenchmarkHeapSizing(b *testing.B) {
+	const services, perSlice, pods, nodes = 10000, 15, 150000, 5000
+	zones := []string{"za", "zb", "zc"}
+	nodeName := func(n int) string { return fmt.Sprintf("node-%d", n) }
+	service := func(st *Store, i int) {
+		svc := Service{Namespace: fmt.Sprintf("scale-%d", i%300), Name: fmt.Sprintf("svc-%d", i), Type: ClusterIP,
+			Ports:      []Port{{Name: "http", Protocol: "tcp", Port: 80}},
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96 + byte(i>>16), byte(i >> 8), byte(i)})}}
+		if i%5 == 0 {
+			svc.Type, svc.ClusterIPs = Headless, nil
+		}
+		st.SetService(svc)
+	}
+	slice := func(st *Store, i int) {
+		ns, name := fmt.Sprintf("scale-%d", i%300), fmt.Sprintf("svc-%d", i)
+		eps := make([]Endpoint, perSlice)
+		for k := range eps {
+			pod := i*perSlice + k
+			eps[k] = Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 128 + byte(pod>>16), byte(pod >> 8), byte(pod)})},
+				PodName: fmt.Sprintf("%s-5d4f8b7c9-%05d", name, k), Ready: true, NodeName: nodeName(pod / 30), TopologyZone: zones[pod%3]}
+		}
+		st.SetEndpointSlice(EndpointSlice{Namespace: ns, Name: name + "-abcde", Service: name, Endpoints: eps,
+			Ports: []Port{{Name: "http", Protocol: "tcp", Port: 8080}}})
+	}
+	pod := func(st *Store, k int) {
+		st.SetPod(Pod{Namespace: fmt.Sprintf("scale-%d", k%300), Name: fmt.Sprintf("svc-%d-5d4f8b7c9-%05d", k%services, k),
+			IPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 128 + byte(k>>16), byte(k >> 8), byte(k)})}, NodeName: nodeName(k / 30)})
+	}
+	node := func(st *Store, n int) { st.SetNodeTopology(NodeTopology{Name: nodeName(n), TopologyZone: zones[n%3]}) }
+	// heapOf is the live heap a store adds with fill, and the store.
+	heapOf := func(b *testing.B, fill func(st *Store)) float64 {
+		base := liveHeap()
+		st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fill(st)
+		st.Publish()
+		rest := liveHeap()
+		runtime.KeepAlive(st)
+		return float64(rest - base)
+	}
+	each := func(n int, add func(*Store, int)) func(st *Store) {
+		return func(st *Store) {
+			for i := range n {
+				add(st, i)
+			}
+		}
+	}
+	perK := func(bytes float64, n int) float64 { return bytes / float64(n) * 1000 / (1 << 20) }
+	for b.Loop() {
+		bare := heapOf(b, each(services, service))
+		withSlices := heapOf(b, func(st *Store) {
+			each(services, service)(st)
+			each(services, slice)(st)
+		})
+		b.ReportMetric(perK(bare, services), "MiB/1000-services")
+		b.ReportMetric(perK(withSlices-bare, services*perSlice), "MiB/1000-endpoints")
+		b.ReportMetric(perK(heapOf(b, each(pods, pod)), pods), "MiB/1000-pods")
+		b.ReportMetric(perK(heapOf(b, each(nodes, node)), nodes), "MiB/1000-nodes")
+	}
+}

@@ -49,7 +49,7 @@ var (
 	scaleOutage    = flag.Duration("scale-outage", 10*time.Second, "TestScale: from the API server's stop to its start again")
 	scaleRelist    = flag.Duration("scale-relist-window", 30*time.Second, "TestScale: the relist window after the API server's return")
 	scaleMemLimit  = flag.String("scale-memory-limit", "170Mi", "TestScale: the memory cgroup of the last phase (CoreDNS's limit)")
-	scaleGoMemLim  = flag.String("scale-gomemlimit", "256MiB", "TestScale: GOMEMLIMIT of serve outside the cgroup (the Deployment's: its memory limit, 256Mi); inside it, the cgroup's limit")
+	scaleGoMemLim  = flag.String("scale-gomemlimit", "288MiB", "TestScale: GOMEMLIMIT of serve outside the cgroup (the Deployment's: its memory limit, 288Mi); inside it, the cgroup's limit")
 	scaleBetween   = flag.Duration("scale-between", 2*time.Minute+15*time.Second, "TestScale: from the first restart's return to the second's stop: longer than client-go's 2 min backoff reset, so the second restart does not start with the first one's backoff")
 	scaleServers   = flag.Bool("scale-servers", true, "TestScale: run the cluster DNS part (false: the node-local part only)")
 	scaleNodeLocal = flag.Int("scale-nodelocal", 300, "TestScale: node-local watchers run against the API server (0: skip that part)")
