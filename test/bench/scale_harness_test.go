@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -437,14 +438,18 @@ type storm struct {
 	peakPer100 int             // most requests in any 100 ms
 	p50, p90   time.Duration   // of firsts
 	last       time.Duration
-	missing    int // clients not back
+	// lastP50, lastP90 and lastMax are of each client's last request:
+	// its relist, when the resumed watch failed (nodeLocal.watchJitter
+	// spreads them).
+	lastP50, lastP90, lastMax time.Duration
+	missing                   int // clients not back
 }
 
 // stormOf reads requests (client, time since the return), keeping those
 // at or after 0.
 func stormOf(clients int, reqs []stormRequest) storm {
 	s := storm{clients: clients}
-	first := map[string]time.Duration{}
+	first, last := map[string]time.Duration{}, map[string]time.Duration{}
 	for _, r := range reqs {
 		if r.at < 0 {
 			continue
@@ -453,9 +458,14 @@ func stormOf(clients int, reqs []stormRequest) storm {
 		if f, ok := first[r.client]; !ok || r.at < f {
 			first[r.client] = r.at
 		}
+		last[r.client] = max(last[r.client], r.at)
 	}
 	for _, f := range first {
 		s.firsts = append(s.firsts, f)
+	}
+	lasts := slices.Sorted(maps.Values(last))
+	if n := len(lasts); n > 0 {
+		s.lastP50, s.lastP90, s.lastMax = lasts[(n-1)/2], lasts[(n*9-1)/10], lasts[n-1]
 	}
 	slices.Sort(s.firsts)
 	slices.Sort(s.requests)
@@ -490,7 +500,8 @@ func peakIn(sorted []time.Duration, w time.Duration) int {
 }
 
 func (s storm) String() string {
-	return fmt.Sprintf("%d of %d watchers back, first requests after the return p50 %v, p90 %v, last %v; %d requests, peak %d/s (%d in 100 ms)",
+	return fmt.Sprintf("%d of %d watchers back, first requests after the return p50 %v, p90 %v, last %v; each watcher's last request p50 %v, p90 %v, last %v; %d requests, peak %d/s (%d in 100 ms)",
 		len(s.firsts), s.clients, s.p50.Round(time.Millisecond), s.p90.Round(time.Millisecond), s.last.Round(time.Millisecond),
+		s.lastP50.Round(time.Millisecond), s.lastP90.Round(time.Millisecond), s.lastMax.Round(time.Millisecond),
 		len(s.requests), s.peakPerSec, s.peakPer100)
 }

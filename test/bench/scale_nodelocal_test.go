@@ -277,10 +277,13 @@ func nodeLocalPhase(ctx context.Context, t *testing.T, cp *apiserver.ControlPlan
 		}
 		addr := testkit.FreeAddr(t, "127.0.0.1")
 		tries[i]++
-		procs[i] = startScaleServer(t, fmt.Sprintf("%s-%d", nl.name(i), tries[i]), dir, addr, "", []string{"GOMAXPROCS=1", quietEnv}, "", bin,
-			"serve", "--mode", "node-local", "--listen", addr, "--cluster-upstream", stubAddr, "--cluster-domain", "cluster.local",
-			"--resolv-conf", "", "--node-name", c.nodeName(i%c.nodes), "--kubeconfig", kc, "--udp-sockets", "1",
-			"--lock-file", filepath.Join(dir, nl.name(i)+".lock"))
+		args := []string{"serve", "--mode", "node-local", "--listen", addr, "--cluster-upstream", stubAddr, "--cluster-domain", "cluster.local",
+			"--resolv-conf", "", "--node-name", c.nodeName(i % c.nodes), "--kubeconfig", kc, "--udp-sockets", "1",
+			"--lock-file", filepath.Join(dir, nl.name(i)+".lock")}
+		if *scaleNLJitter != "" {
+			args = append(args, "--watch-jitter", *scaleNLJitter)
+		}
+		procs[i] = startScaleServer(t, fmt.Sprintf("%s-%d", nl.name(i), tries[i]), dir, addr, "", []string{"GOMAXPROCS=1", quietEnv}, "", bin, args...)
 	}
 	for i := range nl.n {
 		start(i)
@@ -368,6 +371,8 @@ func nodeLocalPhase(ctx context.Context, t *testing.T, cp *apiserver.ControlPlan
 		scaleLine("node-local restart storm spread (first request after the API server process start, p50/p90/last)",
 			fmt.Sprintf("%.2f s / %.2f s / %.2f s, %d of %d back, ready at %.2f s", st.p50.Seconds(), st.p90.Seconds(), st.last.Seconds(),
 				len(st.firsts), st.clients, back.Sub(startAt).Seconds()), "n/a"),
+		scaleLine("node-local restart storm spread (each watcher's last request, its relist, p50/p90/last)",
+			fmt.Sprintf("%.2f s / %.2f s / %.2f s", st.lastP50.Seconds(), st.lastP90.Seconds(), st.lastMax.Seconds()), "n/a"),
 		scaleLine("node-local restart storm requests", fmt.Sprintf("%d requests (%s)", len(st.requests), kinds(verbs)), "n/a"),
 	}
 }

@@ -53,6 +53,7 @@ var (
 	scaleBetween   = flag.Duration("scale-between", 2*time.Minute+15*time.Second, "TestScale: from the first restart's return to the second's stop: longer than client-go's 2 min backoff reset, so the second restart does not start with the first one's backoff")
 	scaleServers   = flag.Bool("scale-servers", true, "TestScale: run the cluster DNS part (false: the node-local part only)")
 	scaleNodeLocal = flag.Int("scale-nodelocal", 300, "TestScale: node-local watchers run against the API server (0: skip that part)")
+	scaleNLJitter  = flag.String("scale-nodelocal-jitter", "", "TestScale: the node-local stages' --watch-jitter (\"\": the stage's default)")
 )
 
 // requireScale skips t unless both DNSCONFIGURER_BENCH=1 and

@@ -246,6 +246,10 @@ func TestStormOf(t *testing.T) {
 	if s.peakPer100 != 4 || s.peakPerSec != 4 || s.last != ms(2000) || s.p50 != ms(120) || s.p90 != ms(2000) {
 		t.Errorf("peak %d/100 ms, %d/s, p50 %v, p90 %v, last %v", s.peakPer100, s.peakPerSec, s.p50, s.p90, s.last)
 	}
+	// The last requests: a 150, b 120, c 130, d 2050.
+	if s.lastP50 != ms(130) || s.lastP90 != ms(2050) || s.lastMax != ms(2050) {
+		t.Errorf("last requests p50 %v, p90 %v, last %v; want 130ms, 2.05s, 2.05s", s.lastP50, s.lastP90, s.lastMax)
+	}
 	if !strings.Contains(s.String(), "4 of 5 watchers back") {
 		t.Errorf("String: %s", s)
 	}
