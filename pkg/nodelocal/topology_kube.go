@@ -5,14 +5,17 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/topology"
@@ -27,7 +30,7 @@ type zoneWatch struct {
 	service    string
 	ups        *clusterUpstreams
 	follow     bool          // follow the EndpointSlices (preferZone); else the zone only
-	jitter     time.Duration // the longest wait before a relist after a failed watch (watchJitter)
+	jitter     time.Duration // the longest wait before a relist (watchJitter)
 	log        *slog.Logger
 	zone       atomic.Pointer[string] // nil until the Node was read
 	nodeRetry  time.Duration          // first delay between Node reads (default 1s)
@@ -51,12 +54,13 @@ func (w *zoneWatch) run(ctx context.Context) error {
 		w.readZone(ctx, func() {})
 		return nil
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(w.namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = labels.Set{discoveryv1.LabelServiceName: w.service}.String()
-		}))
-	inf := f.Discovery().V1().EndpointSlices()
-	lister := inf.Lister()
+	// Once the informer synced, its next listing is a relist. Its
+	// reflector, which calls listWatch's functions, starts after inf is set.
+	var inf cache.SharedIndexInformer
+	relist := func() bool { return inf.HasSynced() }
+	inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(w.listWatch(relist), w.client),
+		&discoveryv1.EndpointSlice{}, cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	lister := discoverylisters.NewEndpointSliceLister(inf.GetIndexer())
 	changed := make(chan struct{}, 1)
 	kick := func() {
 		select {
@@ -64,22 +68,20 @@ func (w *zoneWatch) run(ctx context.Context) error {
 		default:
 		}
 	}
-	if w.jitter > 0 {
-		if err := inf.Informer().SetWatchErrorHandlerWithContext(w.watchFailed); err != nil {
-			return err
-		}
-	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { kick() },
 		UpdateFunc: func(any, any) { kick() },
 		DeleteFunc: func(any) { kick() },
 	}); err != nil {
 		return err
 	}
-	f.Start(ctx.Done())
-	defer f.Shutdown()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { inf.RunWithContext(ctx) })
 	go w.readZone(ctx, kick)
-	synced := inf.Informer().HasSynced
+	synced := inf.HasSynced
 	first := true
 	for {
 		select {
@@ -113,25 +115,53 @@ func (w *zoneWatch) run(ctx context.Context) error {
 	}
 }
 
-// watchFailed is the informer's watch error handler: client-go's, then a
-// wait of up to w.jitter at random before the reflector lists again, so
-// that the stages of every node do not list together after an API server
-// restart. The reflector calls it on its own goroutine; the answers go on
-// from the last order meanwhile.
-func (w *zoneWatch) watchFailed(ctx context.Context, r *cache.Reflector, err error) {
-	cache.DefaultWatchErrorHandler(ctx, r, err)
-	d := w.relistWait()
-	w.log.Debug("watch failed: listing again after a random wait", "err", err, "wait", d)
+// listWatch lists and watches the EndpointSlices of the upstream Service.
+// Once relist reports that the first listing is done, a list, or a
+// watch that starts with the current objects (a watch-list stream), is a
+// relist after the watch failed (an API server restart): it waits up to
+// w.jitter at random first, so that the stages of every node do not list
+// together. The answers go on from the last order meanwhile.
+func (w *zoneWatch) listWatch(relist func() bool) *cache.ListWatch {
+	selector := labels.Set{discoveryv1.LabelServiceName: w.service}.String()
+	slices := w.client.DiscoveryV1().EndpointSlices(w.namespace)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			if relist() {
+				if err := w.relistWait(ctx); err != nil {
+					return nil, err
+				}
+			}
+			return slices.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			if relist() && o.SendInitialEvents != nil && *o.SendInitialEvents {
+				if err := w.relistWait(ctx); err != nil {
+					return nil, err
+				}
+			}
+			return slices.Watch(ctx, o)
+		},
+	}
+}
+
+// relistWait waits a random time in [0, w.jitter), or until ctx ends.
+func (w *zoneWatch) relistWait(ctx context.Context) error {
+	if w.jitter <= 0 {
+		return nil
+	}
+	d := rand.N(w.jitter)
+	w.log.Debug("listing the cluster DNS endpoints again after a random wait", "wait", d)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return ctx.Err()
 	case <-t.C:
+		return nil
 	}
 }
-
-// relistWait is a wait of watchFailed: uniform in [0, w.jitter).
-func (w *zoneWatch) relistWait() time.Duration { return rand.N(w.jitter) }
 
 // readZone reads the Node's topology zone label until it succeeds or ctx
 // is done, then kicks a new ordering.
