@@ -38,20 +38,11 @@ const Startup = 200
 // its CPU). The heap still stays within 5× the live heap.
 const Rebuild = 400
 
-// Relist is the cluster DNS's GOGC while a reflector lists again after
-// its first sync (the API server restarted): each listed object is
-// garbage once it is stored, and at Cluster the heap would grow to twice
-// the records while 150,000 Pods stream (a peak of 1.40× the steady RSS,
-// test/bench TestScale). At 25 the heap stays within a quarter over
-// them, for more collections during the relist.
-const Relist = 25
-
 // Headroom is the share, in percent, of GOMEMLIMIT that serve leaves to
 // memory the Go runtime does not count (the binary's pages, the kernel's
 // socket buffers, the page tables): with GOMEMLIMIT at a container's
 // memory limit, as the Deployment sets it, the collector would let the
-// heap reach the limit and the container be OOM-killed (test/bench
-// TestScale at 170Mi).
+// heap reach the limit and the container be OOM-killed.
 const Headroom = 10
 
 // Tuned reports whether serve sets the GC target (GOGC is not set).
@@ -59,12 +50,11 @@ func Tuned() bool { return os.Getenv("GOGC") == "" }
 
 // Phases moves the GC target through the cluster DNS's start:
 // Startup, Rebuild around each first publish, then Cluster from the sync
-// on, and Relist while a relist streams. A first publish (the first, or
-// one after a rewatch) puts back the target of the phase it ends in.
+// on. A first publish (the first, or one after a rewatch) puts back the
+// target of the phase it ends in.
 type Phases struct {
-	mu        sync.Mutex
-	synced    bool
-	relisting bool
+	mu     sync.Mutex
+	synced bool
 }
 
 // Start sets the Startup target, lowers a memory limit set by GOMEMLIMIT
@@ -77,32 +67,12 @@ func Start() *Phases {
 	return &Phases{}
 }
 
-// target is the GOGC of the phase. g.mu is held.
-func (g *Phases) target() int {
-	switch {
-	case !g.synced:
-		return Startup
-	case g.relisting:
-		return Relist
-	}
-	return Cluster
-}
-
 // AfterSync is the records' first sync.
 func (g *Phases) AfterSync() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.synced = true
-	debug.SetGCPercent(g.target())
-}
-
-// Relisting is a relist after the first sync starting (on) or ending;
-// before the sync, the start's lists are Startup's.
-func (g *Phases) Relisting(on bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.relisting = on
-	debug.SetGCPercent(g.target())
+	debug.SetGCPercent(Cluster)
 }
 
 // FirstPublish runs publish, a first publish of the records.
@@ -111,7 +81,11 @@ func (g *Phases) FirstPublish(publish func()) {
 	defer func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		debug.SetGCPercent(g.target())
+		if g.synced {
+			debug.SetGCPercent(Cluster)
+		} else {
+			debug.SetGCPercent(Startup)
+		}
 	}()
 	publish()
 }

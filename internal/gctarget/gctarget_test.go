@@ -33,24 +33,9 @@ func TestPhases(t *testing.T) {
 	g.FirstPublish(func() { want("during a rewatch's first publish", Rebuild) })
 	want("after a rewatch's first publish", Cluster)
 
-	g.Relisting(true)
-	want("during a relist", Relist)
-	g.FirstPublish(func() { want("during a first publish in a relist", Rebuild) })
-	want("after a first publish in a relist", Relist)
-	g.Relisting(false)
-	want("after the relist", Cluster)
-
 	g = Start()
 	g.FirstPublish(func() { g.AfterSync() })
 	want("a sync during the first publish", Cluster)
-
-	g = Start()
-	g.Relisting(true)
-	want("a list before the sync", Startup)
-	g.AfterSync()
-	want("a sync while a kind relists", Relist)
-	g.Relisting(false)
-	want("that relist's end", Cluster)
 }
 
 // TestHeadroom: Start leaves Headroom percent of a memory limit set to

@@ -46,10 +46,6 @@ type Deps struct {
 	// records, which builds the whole index at once (serve raises its GC
 	// target around it).
 	FirstPublish func(publish func())
-	// Relisting, when set, is told when the API server's records are
-	// listed again after their first sync (kubefeed.Cluster.Relisting;
-	// serve lowers its GC target while they stream).
-	Relisting func(on bool)
 }
 
 // Reload is the config file a running server watches, and how it is
@@ -152,7 +148,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	records.FirstPublish, records.Relisting = s.deps.FirstPublish, s.deps.Relisting
+	records.FirstPublish = s.deps.FirstPublish
 	// With manifests the records are loaded: compile them now, then give
 	// the loading garbage and the start-up pages back to the OS.
 	stack.handler.Warm()

@@ -33,8 +33,6 @@ type Feed struct {
 	// FirstPublish, when set, runs each start's first publish (serve's
 	// Deps.FirstPublish).
 	FirstPublish func(publish func())
-	// Relisting, when set, is each cluster feed's Cluster.Relisting.
-	Relisting func(on bool)
 
 	st        *store.Store
 	log       *slog.Logger
@@ -103,7 +101,7 @@ func (r *Feed) Run(ctx context.Context) error {
 	for {
 		fctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		c := &Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints, Skips: r.skips, Relisting: r.Relisting}
+		c := &Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints, Skips: r.skips}
 		go func() { done <- c.Run(fctx) }()
 		select {
 		case err := <-done:
