@@ -208,7 +208,7 @@ func TestChartCoreDNSValues(t *testing.T) {
 		}},
 		{"replicaCount", []string{"replicaCount=3"}, []at{{cDep, "spec.replicas", 3}}},
 		{"resources merge with the default", []string{"resources.requests.cpu=250m", "resources.limits.cpu=1"}, []at{
-			{cDep, ctr + "resources", map[string]any{"limits": map[string]any{"cpu": 1, "memory": "256Mi"}, "requests": map[string]any{"cpu": "250m", "memory": "64Mi"}}},
+			{cDep, ctr + "resources", map[string]any{"limits": map[string]any{"cpu": 1, "memory": "288Mi"}, "requests": map[string]any{"cpu": "250m", "memory": "72Mi"}}},
 		}},
 		{"rollingUpdate", []string{"rollingUpdate.maxSurge=25%", "rollingUpdate.maxUnavailable=1"}, []at{
 			{cDep, "spec.strategy", map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25%", "maxUnavailable": 1}}},
