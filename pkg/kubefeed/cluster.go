@@ -255,8 +255,8 @@ func (k *keyedStore) Transformer() cache.TransformFunc { return k.kind.transform
 
 // keyOf is the namespace and name of a listed object.
 func keyOf(obj any) (store.Key, error) {
-	if s, ok := obj.(keyed); ok {
-		return s.key(), nil
+	if k, ok := obj.(cache.ExplicitKey); ok {
+		return keyOfStored(k)
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -322,22 +322,18 @@ type sink struct {
 	skips *Skips
 }
 
-// stored is what a kind's transform leaves of an object of a streamed
-// initial list, which it stored: its namespace and name, which the
-// reflector's temporary store files it under and the Replace at the
-// list's end lists. The list keeps neither objects nor records, so a
-// relist of 150,000 Pods holds their keys alone (test/bench TestScale).
-type stored struct{ ns, name string }
+// A kind's transform stores an object of a streamed initial list as it
+// arrives and leaves its key, "namespace/name" (or "name"), as a
+// cache.ExplicitKey: the reflector's temporary store files the key under
+// itself, and the Replace at the list's end lists the keys. The list keeps
+// neither objects nor records, and each key once, so a relist of 150,000
+// Pods holds their keys alone (test/bench TestScale).
 
-// GetObjectMeta names the object, for the reflector's key function.
-func (s *stored) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: s.ns, Name: s.name}
+// keyOfStored is the namespace and name of a stored object's key.
+func keyOfStored(k cache.ExplicitKey) (store.Key, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(string(k))
+	return store.Key{Namespace: ns, Name: name}, err
 }
-
-func (s *stored) key() store.Key { return store.Key{Namespace: s.ns, Name: s.name} }
-
-// keyed is an object that names itself without an ObjectMeta (stored).
-type keyed interface{ key() store.Key }
 
 // setter returns the handler that stores what conv keeps of a T and
 // removes a T it does not keep (a pod that ToPod drops, say), and the
@@ -371,7 +367,7 @@ func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool,
 			return obj, nil // a tombstone
 		}
 		setFn(v)
-		return &stored{ns: v.GetNamespace(), name: v.GetName()}, nil
+		return cache.ExplicitKey(cache.NewObjectName(v.GetNamespace(), v.GetName()).String()), nil
 	}
 	return setFn, transform
 }
@@ -390,8 +386,11 @@ func (s sink) deleter(k objectKind, del func(ns, name string)) func(obj any) {
 	return func(obj any) {
 		var ns, name string
 		switch m := obj.(type) {
-		case keyed:
-			key := m.key()
+		case cache.ExplicitKey:
+			key, err := keyOfStored(m)
+			if err != nil {
+				return
+			}
 			ns, name = defaultNamespace(key.Namespace), key.Name
 		case metav1.Object:
 			ns, name = namespaceOf(m), m.GetName()

@@ -197,7 +197,7 @@ func TestStagedEqualsDirect(t *testing.T) {
 					if obj, err = ks.Transformer()(obj); err != nil {
 						t.Fatal(err)
 					}
-					if _, ok := obj.(keyed); !ok {
+					if _, ok := obj.(cache.ExplicitKey); !ok {
 						t.Fatalf("%s: transform gave %T, not a key", k.name, obj)
 					}
 				}
