@@ -88,103 +88,114 @@ func churn(st *Store, n, count int) {
 	}
 }
 
-// BenchmarkHeapPods reports the live heap a pod costs in a store holding
-// 5,000 nodes in 3 zones with 30 pods each, pods verified (issue 71's
-// load), the records' own strings included, and the time to publish them.
-func BenchmarkHeapPods(b *testing.B) {
-	for b.Loop() {
-		base := liveHeap()
-		st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
-		if err != nil {
-			b.Fatal(err)
+// scaleLoad makes the objects of issue 71's load (test/bench TestScale)
+// into a store: 10,000 Services (every fifth headless) in 300
+// namespaces, each with one EndpointSlice of 15 ready endpoints (node,
+// zone and pod name set), 150,000 Pods with one IP on 5,000 Nodes in 3
+// zones. The namespace and node names are shared, as the feed interns
+// them; each object's own name is its own string.
+type scaleLoad struct {
+	namespaces, nodes []string
+}
+
+const (
+	scaleServices, scalePerSlice, scalePods, scaleNodes = 10000, 15, 150000, 5000
+)
+
+var scaleZones = []string{"za", "zb", "zc"}
+
+func newScaleLoad() *scaleLoad {
+	l := &scaleLoad{namespaces: make([]string, 300), nodes: make([]string, scaleNodes)}
+	for i := range l.namespaces {
+		l.namespaces[i] = fmt.Sprintf("scale-%d", i)
+	}
+	for n := range l.nodes {
+		l.nodes[n] = fmt.Sprintf("node-%d", n)
+	}
+	return l
+}
+
+func (l *scaleLoad) service(st *Store, i int) {
+	svc := Service{Namespace: l.namespaces[i%len(l.namespaces)], Name: fmt.Sprintf("svc-%d", i), Type: ClusterIP,
+		Ports:      []Port{{Name: "http", Protocol: "tcp", Port: 80}},
+		ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96 + byte(i>>16), byte(i >> 8), byte(i)})}}
+	if i%5 == 0 {
+		svc.Type, svc.ClusterIPs = Headless, nil
+	}
+	st.SetService(svc)
+}
+
+func (l *scaleLoad) slice(st *Store, i int) {
+	name := fmt.Sprintf("svc-%d", i)
+	eps := make([]Endpoint, scalePerSlice)
+	for k := range eps {
+		pod := i*scalePerSlice + k
+		eps[k] = Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 128 + byte(pod>>16), byte(pod >> 8), byte(pod)})},
+			PodName: fmt.Sprintf("%s-5d4f8b7c9-%05d", name, k), Ready: true, NodeName: l.nodes[pod/30%scaleNodes], TopologyZone: scaleZones[pod%3]}
+	}
+	st.SetEndpointSlice(EndpointSlice{Namespace: l.namespaces[i%len(l.namespaces)], Name: name + "-abcde", Service: name, Endpoints: eps,
+		Ports: []Port{{Name: "http", Protocol: "tcp", Port: 8080}}})
+}
+
+func (l *scaleLoad) pod(st *Store, k int) {
+	st.SetPod(Pod{Namespace: l.namespaces[k%len(l.namespaces)], Name: fmt.Sprintf("svc-%d-5d4f8b7c9-%05d", k%scaleServices, k),
+		IPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 128 + byte(k>>16), byte(k >> 8), byte(k)})}, NodeName: l.nodes[k/30%scaleNodes]})
+}
+
+func (l *scaleLoad) node(st *Store, n int) {
+	st.SetNodeTopology(NodeTopology{Name: l.nodes[n], TopologyZone: scaleZones[n%3]})
+}
+
+// each is a fill of n objects made by add.
+func each(n int, add func(*Store, int)) func(*Store) {
+	return func(st *Store) {
+		for i := range n {
+			add(st, i)
 		}
-		const nodes, per = 5000, 30
-		nodeNames := make([]string, nodes)
-		for n := range nodes {
-			nodeNames[n] = fmt.Sprintf("node-%d", n)
-			st.SetNodeTopology(NodeTopology{Name: nodeNames[n], TopologyZone: []string{"za", "zb", "zc"}[n%3]})
-		}
-		nss := make([]string, 300)
-		for i := range nss {
-			nss[i] = fmt.Sprintf("scale-%d", i)
-		}
-		for k := range nodes * per {
-			st.SetPod(Pod{Namespace: nss[k%300], Name: fmt.Sprintf("svc-%d-5d4f8b7c9-%05d", k%10000, k),
-				IPs: []netip.Addr{netip.AddrFrom4([4]byte{10, byte(k >> 16), byte(k >> 8), byte(k)})}, NodeName: nodeNames[k/per]})
-		}
-		st.Publish()
-		rest := liveHeap()
-		runtime.KeepAlive(st)
-		b.ReportMetric(float64(rest-base)/float64(nodes*per), "B/pod")
 	}
 }
 
-// BenchmarkHeapSizing reports the live heap each kind of object costs a
-// store, per 1,000 objects, in the shape of issue 71's load (test/bench
-// TestScale): Services (every fifth headless), their endpoints (one
-// EndpointSlice of 15 ready endpoints each, with node, zone and pod
-// name), Pods with one IP and a node (pods verified) and Nodes with a
-// zone. The records' own strings are included. docs/sizing.md is made
-// from it and from TestScale's process figures.
-func BenchmarkHeapSizing(b *testing.B) {
-	const services, perSlice, pods, nodes = 10000, 15, 150000, 5000
-	zones := []string{"za", "zb", "zc"}
-	nodeName := func(n int) string { return fmt.Sprintf("node-%d", n) }
-	service := func(st *Store, i int) {
-		svc := Service{Namespace: fmt.Sprintf("scale-%d", i%300), Name: fmt.Sprintf("svc-%d", i), Type: ClusterIP,
-			Ports:      []Port{{Name: "http", Protocol: "tcp", Port: 80}},
-			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96 + byte(i>>16), byte(i >> 8), byte(i)})}}
-		if i%5 == 0 {
-			svc.Type, svc.ClusterIPs = Headless, nil
-		}
-		st.SetService(svc)
+// heapOf is the live heap a store pods verified adds once fill's objects
+// are published.
+func heapOf(b *testing.B, fills ...func(*Store)) float64 {
+	base := liveHeap()
+	st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
+	if err != nil {
+		b.Fatal(err)
 	}
-	slice := func(st *Store, i int) {
-		ns, name := fmt.Sprintf("scale-%d", i%300), fmt.Sprintf("svc-%d", i)
-		eps := make([]Endpoint, perSlice)
-		for k := range eps {
-			pod := i*perSlice + k
-			eps[k] = Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 128 + byte(pod>>16), byte(pod >> 8), byte(pod)})},
-				PodName: fmt.Sprintf("%s-5d4f8b7c9-%05d", name, k), Ready: true, NodeName: nodeName(pod / 30), TopologyZone: zones[pod%3]}
-		}
-		st.SetEndpointSlice(EndpointSlice{Namespace: ns, Name: name + "-abcde", Service: name, Endpoints: eps,
-			Ports: []Port{{Name: "http", Protocol: "tcp", Port: 8080}}})
-	}
-	pod := func(st *Store, k int) {
-		st.SetPod(Pod{Namespace: fmt.Sprintf("scale-%d", k%300), Name: fmt.Sprintf("svc-%d-5d4f8b7c9-%05d", k%services, k),
-			IPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 128 + byte(k>>16), byte(k >> 8), byte(k)})}, NodeName: nodeName(k / 30)})
-	}
-	node := func(st *Store, n int) { st.SetNodeTopology(NodeTopology{Name: nodeName(n), TopologyZone: zones[n%3]}) }
-	// heapOf is the live heap a store adds with fill, and the store.
-	heapOf := func(b *testing.B, fill func(st *Store)) float64 {
-		base := liveHeap()
-		st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, fill := range fills {
 		fill(st)
-		st.Publish()
-		rest := liveHeap()
-		runtime.KeepAlive(st)
-		return float64(rest - base)
 	}
-	each := func(n int, add func(*Store, int)) func(st *Store) {
-		return func(st *Store) {
-			for i := range n {
-				add(st, i)
-			}
-		}
+	st.Publish()
+	rest := liveHeap()
+	runtime.KeepAlive(st)
+	return float64(rest - base)
+}
+
+// BenchmarkHeapPods reports the live heap a pod costs in a store holding
+// issue 71's Nodes and Pods (scaleLoad), pods verified, the records' own
+// strings included, and the time to publish them.
+func BenchmarkHeapPods(b *testing.B) {
+	l := newScaleLoad()
+	for b.Loop() {
+		b.ReportMetric(heapOf(b, each(scaleNodes, l.node), each(scalePods, l.pod))/scalePods, "B/pod")
 	}
+}
+
+// BenchmarkHeapSizing reports the live heap each kind of object of issue
+// 71's load (scaleLoad) costs a store, per 1,000 objects: Services, their
+// endpoints, Pods (pods verified) and Nodes. The records' own strings are
+// included. docs/sizing.md is made from it and from TestScale's process
+// figures.
+func BenchmarkHeapSizing(b *testing.B) {
+	l := newScaleLoad()
 	perK := func(bytes float64, n int) float64 { return bytes / float64(n) * 1000 / (1 << 20) }
 	for b.Loop() {
-		bare := heapOf(b, each(services, service))
-		withSlices := heapOf(b, func(st *Store) {
-			each(services, service)(st)
-			each(services, slice)(st)
-		})
-		b.ReportMetric(perK(bare, services), "MiB/1000-services")
-		b.ReportMetric(perK(withSlices-bare, services*perSlice), "MiB/1000-endpoints")
-		b.ReportMetric(perK(heapOf(b, each(pods, pod)), pods), "MiB/1000-pods")
-		b.ReportMetric(perK(heapOf(b, each(nodes, node)), nodes), "MiB/1000-nodes")
+		bare := heapOf(b, each(scaleServices, l.service))
+		withSlices := heapOf(b, each(scaleServices, l.service), each(scaleServices, l.slice))
+		b.ReportMetric(perK(bare, scaleServices), "MiB/1000-services")
+		b.ReportMetric(perK(withSlices-bare, scaleServices*scalePerSlice), "MiB/1000-endpoints")
+		b.ReportMetric(perK(heapOf(b, each(scalePods, l.pod)), scalePods), "MiB/1000-pods")
+		b.ReportMetric(perK(heapOf(b, each(scaleNodes, l.node)), scaleNodes), "MiB/1000-nodes")
 	}
 }
