@@ -438,19 +438,32 @@ func TestUDPWorkers(t *testing.T) {
 	testkit.WaitEqual(t, 5*time.Second, "idle workers", func() int { return dnsserver.IdleWorkers(srv) }, dnsserver.MaxIdleWorkers)
 
 	// The next datagram goes to one of them: one fewer waits while it is
-	// served, and it waits again after.
-	release2 := make(chan struct{})
-	srv.SetHandler(holding(release2, &held))
-	go ask("hold.example.")
-	testkit.WaitEqual(t, 5*time.Second, "held", held.Load, burst+1)
-	if n := dnsserver.IdleWorkers(srv); n != dnsserver.MaxIdleWorkers-1 {
-		t.Errorf("%d goroutines wait while one serves, want %d", n, dnsserver.MaxIdleWorkers-1)
+	// served, and it waits again after. A goroutine counts itself idle a
+	// moment before it waits on the channel; a datagram that comes in that
+	// moment gets a new goroutine, which is right. So a few tries are
+	// allowed; a server that never hands one to a waiting goroutine fails
+	// them all.
+	reused := false
+	for try := 0; try < 5 && !reused; try++ {
+		release2 := make(chan struct{})
+		srv.SetHandler(holding(release2, &held))
+		before := held.Load()
+		go ask("hold.example.")
+		testkit.WaitEqual(t, 5*time.Second, "held", held.Load, before+1)
+		n := dnsserver.IdleWorkers(srv)
+		reused = n == dnsserver.MaxIdleWorkers-1
+		if !reused {
+			t.Logf("try %d: %d goroutines wait while one serves, want %d", try, n, dnsserver.MaxIdleWorkers-1)
+		}
+		close(release2)
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitEqual(t, 5*time.Second, "idle workers", func() int { return dnsserver.IdleWorkers(srv) }, dnsserver.MaxIdleWorkers)
 	}
-	close(release2)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
+	if !reused {
+		t.Errorf("no datagram of 5 went to a waiting goroutine")
 	}
-	testkit.WaitEqual(t, 5*time.Second, "idle workers", func() int { return dnsserver.IdleWorkers(srv) }, dnsserver.MaxIdleWorkers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
