@@ -25,9 +25,10 @@ type applied struct {
 	counts Counts
 }
 
-func newApplied(ttl uint32) *applied {
+// newApplied is an empty state for about pods pod IPs.
+func newApplied(ttl uint32, pods int) *applied {
 	return &applied{ent: pack.Empty(ttl), shared: map[string]*sharedName{}, nsRefs: map[string]int{},
-		known: map[string]struct{}{}, pods: newPodIndex()}
+		known: map[string]struct{}{}, pods: newPodIndex(pods)}
 }
 
 // sharedName is a name two or more contributions make: ents of them make

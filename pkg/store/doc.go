@@ -43,6 +43,8 @@
 // One index keeps what the pods say of their IPs (podindex.go): each
 // pod's claim holds its namespace (pods verified) and its node, with one
 // count, so PodNamespace and ClientTopology always follow the same pods.
+// The counts live in the map a Snapshot publishes, edited copy-on-write,
+// not in a second, mutable one.
 // A node's topology zone is kept beside it (topology.go); nodes make no
 // name.
 //

@@ -35,39 +35,82 @@ type claimCount struct {
 	n        int32
 }
 
-// podIndex counts the claims on each pod IP. An IP nearly always has one
-// claim (one pod, or the pods of one namespace and node): it is held in
-// first, and only the others in more, so that the common IP costs one map
-// slot and no slice (issue 71: 150,000 pods). s.mu guards it.
-type podIndex struct {
-	first map[netip.Addr]claimCount
-	more  map[netip.Addr][]claimCount
+// podEntry is what the index holds of a pod IP: the facts its claimers
+// agree on and, when they all have one namespace and node (nearly every
+// IP: one pod, or the pods of one namespace and node), their count. n is
+// 0 when they differ; their counts are then in podIndex.more.
+type podEntry struct {
+	podFacts
+	n int32
 }
 
-func newPodIndex() podIndex {
-	return podIndex{first: map[netip.Addr]claimCount{}, more: map[netip.Addr][]claimCount{}}
+// podIndex counts the claims on each pod IP. Its map is the one the last
+// Snapshot published, edited copy-on-write by the claims since, so the
+// common IP costs one entry, not a mutable map's slot beside the
+// published one (issue 71: 150,000 pods). s.mu guards it.
+type podIndex struct {
+	m *pack.Map[netip.Addr, podEntry]
+	// edit is the next version of m, from the first claim after a
+	// Publish; nil while m is not published yet (a rebuild sets m in
+	// place).
+	edit      *pack.MapEdit[netip.Addr, podEntry]
+	published bool
+	more      map[netip.Addr][]claimCount
+}
+
+// newPodIndex is an empty index for about size pod IPs.
+func newPodIndex(size int) podIndex {
+	return podIndex{m: pack.NewMap[netip.Addr, podEntry](size), more: map[netip.Addr][]claimCount{}}
+}
+
+func (x *podIndex) get(ip netip.Addr) (podEntry, bool) {
+	if x.edit != nil {
+		return x.edit.Get(ip)
+	}
+	return x.m.Get(ip)
+}
+
+func (x *podIndex) set(ip netip.Addr, e podEntry) {
+	switch {
+	case !x.published:
+		x.m.Set(ip, e)
+	case x.edit == nil:
+		x.edit = x.m.Edit()
+		fallthrough
+	default:
+		x.edit.Set(ip, e)
+	}
+}
+
+func (x *podIndex) del(ip netip.Addr) {
+	switch {
+	case !x.published:
+		x.m.Del(ip)
+	case x.edit == nil:
+		x.edit = x.m.Edit()
+		fallthrough
+	default:
+		x.edit.Del(ip)
+	}
 }
 
 // claim counts (sign 1) or uncounts (sign -1) the claim c.
 func (x *podIndex) claim(c podClaim, sign int32) {
-	f, ok := x.first[c.ip]
+	e, ok := x.get(c.ip)
 	switch {
 	case !ok:
-		x.first[c.ip] = claimCount{c.ns, c.node, sign}
+		x.set(c.ip, podEntry{podFacts{c.ns, c.node}, sign})
 		return
-	case f.ns == c.ns && f.node == c.node:
-		if f.n += sign; f.n != 0 {
-			x.first[c.ip] = f
-			return
+	case e.n != 0 && e.ns == c.ns && e.node == c.node:
+		if e.n += sign; e.n == 0 {
+			x.del(c.ip)
+		} else {
+			x.set(c.ip, e)
 		}
-		// The first claim is gone: the last of the others takes its place.
-		cl := x.more[c.ip]
-		if len(cl) == 0 {
-			delete(x.first, c.ip)
-			return
-		}
-		x.first[c.ip] = cl[len(cl)-1]
-		x.setMore(c.ip, cl[:len(cl)-1])
+		return
+	case e.n != 0:
+		// A second claim that differs: the counts move to more.
+		x.setMore(c.ip, []claimCount{{e.ns, e.node, e.n}, {c.ns, c.node, sign}})
 		return
 	}
 	cl := x.more[c.ip]
@@ -83,21 +126,25 @@ func (x *podIndex) claim(c podClaim, sign int32) {
 	x.setMore(c.ip, cl)
 }
 
+// setMore records the claim counts cl of ip: in its entry when there is
+// one, in more when they differ.
 func (x *podIndex) setMore(ip netip.Addr, cl []claimCount) {
-	if len(cl) == 0 {
+	switch len(cl) {
+	case 0:
 		delete(x.more, ip)
-	} else {
+		x.del(ip)
+	case 1:
+		delete(x.more, ip)
+		x.set(ip, podEntry{podFacts{cl[0].ns, cl[0].node}, cl[0].n})
+	default:
 		x.more[ip] = cl
-	}
-}
-
-// each calls f with every claim count on ip.
-func (x *podIndex) each(ip netip.Addr, f func(claimCount)) {
-	if c, ok := x.first[ip]; ok {
-		f(c)
-		for _, c := range x.more[ip] {
-			f(c)
+		var f podFacts
+		nsSplit, nodeSplit := false, false
+		for _, c := range cl {
+			f.ns, nsSplit = agree(f.ns, c.ns, nsSplit)
+			f.node, nodeSplit = agree(f.node, c.node, nodeSplit)
 		}
+		x.set(ip, podEntry{f, 0})
 	}
 }
 
@@ -108,17 +155,6 @@ func indexClaim(cl []claimCount, c podClaim) int {
 		}
 	}
 	return -1
-}
-
-// facts is what the claims on ip agree on.
-func (x *podIndex) facts(ip netip.Addr) podFacts {
-	var f podFacts
-	nsSplit, nodeSplit := false, false
-	x.each(ip, func(c claimCount) {
-		f.ns, nsSplit = agree(f.ns, c.ns, nsSplit)
-		f.node, nodeSplit = agree(f.node, c.node, nodeSplit)
-	})
-	return f
 }
 
 // agree folds v into the value have that the claims so far agree on
@@ -140,7 +176,7 @@ func agree(have, v string, split bool) (string, bool) {
 // from it (Snapshot.podName) rather than kept as a name: at 150,000 pods
 // the names cost 15 MB (issue 71).
 type podView struct {
-	facts  *pack.Map[netip.Addr, podFacts]
+	facts  *pack.Map[netip.Addr, podEntry]
 	splits map[netip.Addr][]string
 }
 
@@ -157,31 +193,39 @@ func (v *podView) hasName(ip netip.Addr, ns string) bool {
 
 // namespaces returns the namespaces of the pods claiming ip, sorted.
 func (x *podIndex) namespaces(ip netip.Addr) []string {
+	e, ok := x.get(ip)
+	switch {
+	case !ok:
+		return nil
+	case e.n != 0:
+		if e.ns == "" {
+			return nil
+		}
+		return []string{e.ns}
+	}
 	var out []string
-	x.each(ip, func(c claimCount) {
+	for _, c := range x.more[ip] {
 		if c.ns != "" && !slices.Contains(out, c.ns) {
 			out = append(out, c.ns)
 		}
-	})
+	}
 	slices.Sort(out)
 	return out
 }
 
-// publish returns a Snapshot's view: prev edited at ips, or, when prev is
-// empty, made from every claim. Its facts hold no IP that they know
-// nothing of. changed, when not nil, is called with every IP and
-// namespace whose pod name came or went.
+// publish returns a Snapshot's view: prev with the claims since at ips,
+// or, when prev is empty, of every claim. changed, when not nil, is
+// called with every IP and namespace whose pod name came or went.
 func (x *podIndex) publish(prev podView, ips map[netip.Addr]struct{}, changed func(ip netip.Addr, ns string)) podView {
+	if x.edit != nil {
+		x.m, x.edit = x.edit.Done(), nil
+	}
+	if !x.published {
+		x.m, x.published = x.m.Compact().Resized(), true
+	}
 	if prev.facts == nil {
-		m := pack.NewMap[netip.Addr, podFacts](len(x.first))
 		var splits map[netip.Addr][]string
-		for ip := range x.first {
-			if f := x.facts(ip); f != (podFacts{}) {
-				m.Set(ip, f)
-			}
-			if len(x.more[ip]) == 0 {
-				continue // one claim: one namespace at most
-			}
+		for ip := range x.more {
 			if nss := x.namespaces(ip); len(nss) > 1 {
 				if splits == nil {
 					splits = map[netip.Addr][]string{}
@@ -189,13 +233,12 @@ func (x *podIndex) publish(prev podView, ips map[netip.Addr]struct{}, changed fu
 				splits[ip] = nss
 			}
 		}
-		return podView{facts: m.Compact(), splits: splits}
+		return podView{facts: x.m, splits: splits}
 	}
 	next := prev
-	var e *pack.MapEdit[netip.Addr, podFacts]
+	next.facts = x.m
 	cloned := false
 	for ip := range ips {
-		f := x.facts(ip)
 		old, _ := prev.facts.Get(ip)
 		nss := x.namespaces(ip)
 		if len(nss) > 1 || prev.splits[ip] != nil {
@@ -227,23 +270,9 @@ func (x *podIndex) publish(prev podView, ips map[netip.Addr]struct{}, changed fu
 				}
 			}
 		}
-		if old == f {
-			continue // a pod changed, not what its IPs say
-		}
-		if e == nil {
-			e = prev.facts.Edit()
-		}
-		if f == (podFacts{}) {
-			e.Del(ip)
-		} else {
-			e.Set(ip, f)
-		}
 	}
 	if cloned && len(next.splits) == 0 {
 		next.splits = nil
-	}
-	if e != nil {
-		next.facts = e.Done()
 	}
 	return next
 }

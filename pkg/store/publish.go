@@ -100,7 +100,7 @@ func (s *Store) buildAll(add func(*contribution)) {
 // rebuild applies every unit to a new state and makes a Snapshot of it
 // from scratch. s.mu is held.
 func (s *Store) rebuild() *Snapshot {
-	st := newApplied(s.opts.TTL)
+	st := newApplied(s.opts.TTL, len(s.pods))
 	s.state = st
 	d := newDelta()
 	names := pack.NewMap[string, *Node](s.sizeHint())

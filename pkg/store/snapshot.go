@@ -145,7 +145,7 @@ func (s *Snapshot) Names(f func(name string, n *Node)) {
 		return
 	}
 	pod := func(ip netip.Addr, ns string) { f(podNameOf(ip, ns, s.Zone), pack.AddrNode(s.Options.TTL, ip)) }
-	s.pods.facts.All(func(ip netip.Addr, pf podFacts) {
+	s.pods.facts.All(func(ip netip.Addr, pf podEntry) {
 		if pf.ns != "" {
 			pod(ip, pf.ns)
 		}
