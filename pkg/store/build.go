@@ -46,6 +46,10 @@ type builder struct {
 	// names are taken from (targetHost).
 	ownOnly bool
 	targets []SRV
+	// implicit says that the endpoint names of the Service being built
+	// that are their dashed address are left to Lookup (implicitHost);
+	// allNames keeps them all (the tests' oracle).
+	implicit, allNames bool
 	// distinct says that the served endpoints differ in address and label
 	// and each slice's ports in name, protocol and number (a delta checked
 	// them): the build does not deduplicate its endpoints and SRV keys.

@@ -7,7 +7,9 @@ type Counts struct {
 	Endpoints      int
 	Pods           int
 	Namespaces     int
-	Names          int
+	// Names counts the names the index holds: not those Lookup makes
+	// (verified pods', endpoints' dashed names).
+	Names int
 	// Variants counts the names with answers per client (variant.go).
 	Variants int
 }

@@ -104,12 +104,16 @@ func (s *Store) applyDelta(t nameTable, u unitKey, old *unitRecords, d *delta) b
 	// From here on the delta is applied.
 	for i, e := range gone {
 		host := was.host(e, base)
-		st.removeName(t, host, pack.AddrNode(s.opts.TTL, e.addr), d)
+		if !implicitHost(host, e.addr, base) {
+			st.removeName(t, host, pack.AddrNode(s.opts.TTL, e.addr), d)
+		}
 		st.removeName(t, ptrs[i], pack.PTRNode(s.opts.TTL, host), d)
 	}
 	for i, e := range came {
 		host := is.host(e, base)
-		st.addName(t, host, pack.AddrNode(s.opts.TTL, e.addr), d)
+		if !implicitHost(host, e.addr, base) {
+			st.addName(t, host, pack.AddrNode(s.opts.TTL, e.addr), d)
+		}
 		st.addName(t, ptrs[len(gone)+i], pack.PTRNode(s.opts.TTL, host), d)
 	}
 	for name, n := range own {

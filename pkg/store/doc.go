@@ -89,7 +89,9 @@
 //   - <host>.<svc>.<ns>.svc.<zone>: the served endpoints of ClusterIP and
 //     headless Services (as CoreDNS), <host> being the endpoint hostname,
 //     else (with EndpointPodNames) the pod name, else the dashed IP
-//     (10-1-2-3, fd00--1; fd00--0 for fd00::, as CoreDNS);
+//     (10-1-2-3, fd00--1; fd00--0 for fd00::, as CoreDNS); a dashed name
+//     is made by Lookup from its address's PTR rather than kept, unless
+//     a hostname of its Service spells another address (endpoints.go);
 //   - PTR for ClusterIPs and for served endpoints (in-addr.arpa, ip6.arpa);
 //   - <dashed-ip>.<ns>.pod.<zone> for pods in the verified mode, made by
 //     Lookup from the pod-IP index rather than kept as names (the insecure

@@ -48,7 +48,12 @@ func (b *builder) endpointNames(ep Endpoint, a netip.Addr, base string) served {
 	}
 	if b.memo == nil {
 		var buf [320]byte
-		return served{addr: a, host: b.nameArena().CopyBytes(b.appendHost(buf[:0], ep, a, base))}
+		host := b.appendHost(buf[:0], ep, a, base)
+		if b.implicit && implicitHost(pack.Borrow(host), a, base) {
+			// Not kept: a string of its own, not one to pin the arena.
+			return served{addr: a, host: string(host)}
+		}
+		return served{addr: a, host: b.nameArena().CopyBytes(host)}
 	}
 	k := epKey{a, ep.Hostname, ep.PodName}
 	n, ok := b.memo.m[k]
@@ -95,28 +100,86 @@ func indexed(m *pack.Map[string, *Node], name []byte) string {
 }
 
 // addEndpointNames adds each served endpoint's name (its address) and its
-// PTR (the name).
-func (b *builder) addEndpointNames(eps []served) {
+// PTR (the name), under the Service name base. A name that is the endpoint's dashed address is not
+// kept when the build may leave it implicit: its PTR says it exists, and
+// Lookup makes its node (Snapshot.endpointName). At 150,000 endpoints
+// the names cost 20 MB (issue 71).
+func (b *builder) addEndpointNames(eps []served, base string) {
 	for _, e := range eps {
-		if b.takeEndpoint(e) {
+		implicit := b.implicit && implicitHost(e.host, e.addr, base)
+		if b.takeEndpoint(e, implicit) {
 			continue
 		}
 		ptr := e.ptr
 		if ptr == "" {
 			ptr = b.reverseName(e.addr)
 		}
-		b.node(e.host).AddAddr(e.addr)
+		if !implicit {
+			b.node(e.host).AddAddr(e.addr)
+		}
 		b.node(ptr).AddPTR(e.host)
 	}
 }
 
+// implicitHost reports whether the endpoint name host of address a is
+// its dashed address, one label, under the Service name base: a name
+// Lookup can make from the address's PTR.
+func implicitHost(host string, a netip.Addr, base string) bool {
+	var buf [64]byte
+	d := appendEndpointDashedIP(buf[:0], a)
+	return len(host) == len(d)+1+len(base) && host[len(d)] == '.' && host[:len(d)] == string(d) && host[len(d)+1:] == base
+}
+
+// foreignDashed reports whether label, the hostname or pod name of an
+// endpoint of address a, is the dashed form of another address: that
+// endpoint's name is the implicit name of the other's, so the Service
+// keeps every endpoint name (see addEndpointNames).
+func foreignDashed(label []byte, a netip.Addr) bool {
+	for _, c := range label {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	ip, ok := ParseDashedIP(string(label))
+	return ok && ip.Unmap() != a.Unmap()
+}
+
+// implicitAllowed reports whether svc's served endpoints (of sls) may
+// leave their dashed names implicit: no hostname or pod name that names
+// them is another address's dashed form.
+func implicitAllowed(svc *Service, sls []*EndpointSlice, podNames bool) bool {
+	var buf [maxLabel + 1]byte
+	for sa := range servedAddrs(svc, sls) {
+		ep := sa.ep
+		if ep.Hostname == "" && (!podNames || ep.PodName == "") {
+			continue
+		}
+		if foreignDashed(appendEndpointLabel(buf[:0], *ep, sa.addr, podNames), sa.addr) {
+			return false
+		}
+	}
+	return true
+}
+
 // takeEndpoint puts in the build the previous contribution's nodes of
-// endpoint e when they hold just what e makes: its address, its name. It
-// reports whether it did. Neither name may hold data of this build yet; a
-// later endpoint that adds to one gets a copy (builder.node).
-func (b *builder) takeEndpoint(e served) bool {
+// endpoint e when they hold just what e makes: its address, its name (its
+// PTR's alone when its name is implicit). It reports whether it did.
+// Neither name may hold data of this build yet; a later endpoint that
+// adds to one gets a copy (builder.node).
+func (b *builder) takeEndpoint(e served, implicit bool) bool {
 	if b.prev == nil || e.ptr == "" {
 		return false
+	}
+	if implicit {
+		pn, ok := b.prev.Get(e.ptr)
+		if !ok || !b.onlyPTR(pn, e.host) {
+			return false
+		}
+		if _, ok := b.names[e.ptr]; ok {
+			return false
+		}
+		b.names[e.ptr] = pn
+		return true
 	}
 	hn, ok := b.prev.Get(e.host)
 	if !ok || !b.onlyAddr(hn, e.addr) {

@@ -220,3 +220,69 @@ func TestAppendEndpointLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestImplicitEndpointNames: an endpoint named by its dashed address is
+// not kept in the index, yet answers as a kept name would: under its own
+// Service only, in its canonical form only, with every address a name
+// holds when a hostname of the Service spells another address; and
+// ChangedSince reports it when it goes.
+func TestImplicitEndpointNames(t *testing.T) {
+	ip := netip.MustParseAddr
+	ep := func(a, host string) Endpoint {
+		return Endpoint{Addresses: []netip.Addr{ip(a)}, Hostname: host, Ready: true}
+	}
+	st, err := New(Options{Zone: "cluster.local", TTL: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range []string{"web", "db", "odd"} {
+		st.SetService(Service{Namespace: "a", Name: svc, Type: ClusterIP, ClusterIPs: []netip.Addr{ip("10.96.0." + fmt.Sprint(len(svc)))}})
+	}
+	st.SetEndpointSlice(EndpointSlice{Namespace: "a", Name: "web-1", Service: "web", Endpoints: []Endpoint{ep("10.0.0.2", ""), ep("fd00::", "")}})
+	// A clusterset endpoint's hostname is two labels, the first its dashed address.
+	st.SetEndpointSlice(EndpointSlice{Namespace: "a", Name: "db-1", Service: "db", Endpoints: []Endpoint{ep("10.0.0.3", ""), ep("10.0.0.6", "10-0-0-6.east")}})
+	// odd: a hostname that is the dashed form of the other endpoint's address.
+	st.SetEndpointSlice(EndpointSlice{Namespace: "a", Name: "odd-1", Service: "odd", Endpoints: []Endpoint{ep("10.0.0.4", "10-0-0-5"), ep("10.0.0.5", "")}})
+	snap := st.Publish()
+	if _, kept := snap.names.Get("10-0-0-2.web.a.svc.cluster.local."); kept {
+		t.Error("the dashed endpoint name is kept in the index")
+	}
+	for _, c := range []struct {
+		name  string
+		addrs []netip.Addr // nil: no such name
+	}{
+		{"10-0-0-2.web.a.svc.cluster.local.", []netip.Addr{ip("10.0.0.2")}},
+		{"fd00--0.web.a.svc.cluster.local.", []netip.Addr{ip("fd00::")}},
+		{"10-0-0-3.db.a.svc.cluster.local.", []netip.Addr{ip("10.0.0.3")}},
+		{"10-0-0-6.east.db.a.svc.cluster.local.", []netip.Addr{ip("10.0.0.6")}},
+		{"10-0-0-6.db.a.svc.cluster.local.", nil},
+		{"10-0-0-2.db.a.svc.cluster.local.", nil},    // another Service's endpoint
+		{"10-0-0-02.web.a.svc.cluster.local.", nil},  // not canonical
+		{"fd00--.web.a.svc.cluster.local.", nil},     // not canonical
+		{"10-0-0-2.web.b.svc.cluster.local.", nil},   // another namespace
+		{"10-0-0-2.x.web.a.svc.cluster.local.", nil}, // below the name
+		{"10-0-0-5.odd.a.svc.cluster.local.", []netip.Addr{ip("10.0.0.4"), ip("10.0.0.5")}},
+	} {
+		n, ok := snap.Lookup(c.name)
+		if ok != (c.addrs != nil) {
+			t.Errorf("Lookup(%s) found %v, want %v", c.name, ok, c.addrs != nil)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if got := slices.Concat(n.A(), n.AAAA()); !slices.Equal(got, c.addrs) || n.TTL != 7 {
+			t.Errorf("Lookup(%s) = %v TTL %d, want %v TTL 7", c.name, got, n.TTL, c.addrs)
+		}
+	}
+	st.SetEndpointSlice(EndpointSlice{Namespace: "a", Name: "web-1", Service: "web", Endpoints: []Endpoint{ep("fd00::", "")}})
+	next := st.Publish()
+	if _, ok := next.Lookup("10-0-0-2.web.a.svc.cluster.local."); ok {
+		t.Error("the endpoint's name outlives the endpoint")
+	}
+	reported := false
+	next.ChangedSince(snap, func(name string) { reported = reported || name == "10-0-0-2.web.a.svc.cluster.local." })
+	if !reported {
+		t.Error("ChangedSince does not report the gone endpoint's name")
+	}
+}

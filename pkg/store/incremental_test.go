@@ -317,6 +317,24 @@ func compareView(snap *Snapshot, o *oracleView, ips []netip.Addr) string {
 	if msg != "" {
 		return msg
 	}
+	listed, want := 0, 0
+	snap.Names(func(name string, n *Node) {
+		listed++
+		if w, ok := o.names[name]; msg == "" && (!ok || !pack.Equal(n, w)) {
+			msg = fmt.Sprintf("Names lists %s = %+v, want %+v", name, n, w)
+		}
+	})
+	for name := range o.names {
+		if !isVariantKey(name) {
+			want++
+		}
+	}
+	if msg == "" && listed != want {
+		msg = fmt.Sprintf("Names lists %d names, want %d", listed, want)
+	}
+	if msg != "" {
+		return msg
+	}
 	for name, want := range o.names {
 		n, ok := snap.Lookup(name)
 		switch {

@@ -20,11 +20,21 @@ type oracleView struct {
 	namespaces map[string]struct{}
 }
 
-// oracle builds the records of s from scratch, in one builder.
+// oracle builds the records of s from scratch, in one builder, with every
+// name a name of its own: the names a Snapshot makes at Lookup (verified
+// pods', implicit endpoints') too. Counts.Names counts those of the
+// index, as a second build without allNames gives them.
 func (s *Store) oracle() *oracleView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	o := s.oracleBuild(true)
+	o.counts.Names = s.oracleBuild(false).counts.Names
+	return o
+}
+
+func (s *Store) oracleBuild(allNames bool) *oracleView {
 	b := newBuilder(s.zone, s.opts, s.exposed, pack.Empty(s.opts.TTL), 16)
+	b.allNames = allNames
 	for ns := range s.namespaces {
 		b.expose(strings.ToLower(ns))
 	}

@@ -163,7 +163,14 @@ func (s *Store) apply(prev *Snapshot) (snap *Snapshot, changed []string, ok bool
 			continue
 		}
 		changed = append(changed, name)
+		// The implicit endpoint names a PTR names come and go with it.
+		if had && old.NumPTR() > 0 {
+			changed = append(changed, old.PTR()...)
+		}
 		if has {
+			if n.NumPTR() > 0 {
+				changed = append(changed, n.PTR()...)
+			}
 			names.Set(name, n)
 		} else {
 			names.Del(name)

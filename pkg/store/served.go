@@ -120,8 +120,8 @@ func (sc *deltaScratch) trim(keep int) {
 }
 
 // fill makes set the served endpoints of svc with slices sls, and reports
-// whether each of its addresses and labels is its own and every label is
-// one label. labels is scratch space; it returns it.
+// whether each of its addresses and labels is its own, every label is
+// one label and none is another address's dashed form (implicitAllowed). labels is scratch space; it returns it.
 func (set *servedSet) fill(labels []servedEP, svc *Service, sls []*EndpointSlice, podNames bool) ([]servedEP, bool) {
 	n := 0
 	for _, sl := range sls {
@@ -132,9 +132,10 @@ func (set *servedSet) fill(labels []servedEP, svc *Service, sls []*EndpointSlice
 	for sa := range servedAddrs(svc, sls) {
 		lo := len(set.text)
 		set.text = appendEndpointLabel(set.text, *sa.ep, sa.addr, podNames)
-		named = named || sa.ep.Hostname != "" || (podNames && sa.ep.PodName != "")
-		if bytes.IndexByte(set.text[lo:], '.') >= 0 {
-			return labels, false
+		explicit := sa.ep.Hostname != "" || (podNames && sa.ep.PodName != "")
+		named = named || explicit
+		if bytes.IndexByte(set.text[lo:], '.') >= 0 || (explicit && foreignDashed(set.text[lo:], sa.addr)) {
+			return labels, false // see implicitAllowed
 		}
 		set.eps = append(set.eps, servedEP{addr: sa.addr, lo: int32(lo), hi: int32(len(set.text))})
 	}

@@ -33,6 +33,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 		b.counts.Services++
 		return
 	}
+	b.implicit = !b.allNames && implicitAllowed(svc, epSlices, b.opts.EndpointPodNames)
 	eps, srvs := b.servedEndpoints(svc, epSlices, base)
 	if b.opts.IgnoreEmptyService && len(eps) == 0 {
 		return
@@ -67,7 +68,7 @@ func (b *builder) addService(svc *Service, epSlices []*EndpointSlice) {
 	// CoreDNS does).
 	if !b.ownOnly {
 		b.stable = false
-		b.addEndpointNames(eps)
+		b.addEndpointNames(eps, base)
 	}
 }
 

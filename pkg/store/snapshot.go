@@ -57,6 +57,9 @@ func (s *Snapshot) Lookup(name string) (*Node, bool) {
 	if n, ok := s.names.Get(name); ok {
 		return n, true
 	}
+	if n, ok := s.endpointName(name); ok {
+		return n, true
+	}
 	return s.podName(name)
 }
 
@@ -94,6 +97,52 @@ func (s *Snapshot) podName(name string) (*Node, bool) {
 		return nil, false // not the canonical form: not the pod's name
 	}
 	return pack.AddrNode(s.Options.TTL, ip), true
+}
+
+// endpointName is the node of an implicit endpoint name,
+// <dashed-ip>.<svc>.<ns>.svc.<zone> (addEndpointNames): the address's PTR
+// names it. It keeps no part of name.
+func (s *Snapshot) endpointName(name string) (*Node, bool) {
+	head, ok := strings.CutSuffix(name, s.Zone)
+	if !ok {
+		return nil, false
+	}
+	if head, ok = strings.CutSuffix(head, ".svc."); !ok || strings.Count(head, ".") != 2 {
+		return nil, false
+	}
+	dashed, _, _ := strings.Cut(head, ".")
+	for i := range len(dashed) {
+		if c := dashed[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return nil, false
+		}
+	}
+	// A copy: name may be borrowed (LookupBytes), and the parse keeps it.
+	ip, ok := ParseDashedIP(strings.Clone(dashed))
+	if !ok {
+		return nil, false
+	}
+	var buf [80]byte
+	if string(appendEndpointDashedIP(buf[:0], ip)) != dashed {
+		return nil, false // not the canonical form: not the endpoint's name
+	}
+	ptr, ok := s.names.Get(pack.Borrow(appendReverseName(buf[:0], ip)))
+	if !ok || !ptr.HasPTR(name) {
+		return nil, false
+	}
+	return pack.AddrNode(s.Options.TTL, ip.Unmap()), true
+}
+
+// implicitNames calls f with the implicit endpoint names n's PTR targets
+// name (n is the node of a PTR name).
+func (s *Snapshot) implicitNames(n *Node, f func(name string, n *Node)) {
+	for _, t := range n.PTR() {
+		if _, ok := s.names.Get(t); ok {
+			continue
+		}
+		if en, ok := s.endpointName(t); ok {
+			f(t, en)
+		}
+	}
 }
 
 // NamespaceExposed reports whether the namespace filter lets ns through.
@@ -139,6 +188,9 @@ func (s *Snapshot) Names(f func(name string, n *Node)) {
 	s.names.All(func(name string, n *Node) {
 		if !isVariantKey(name) {
 			f(name, n)
+		}
+		if n.NumPTR() > 0 {
+			s.implicitNames(n, f)
 		}
 	})
 	if s.Options.Pods != PodsVerified || s.pods.facts == nil {

@@ -143,6 +143,22 @@ func (n *Node) FirstPTR() string {
 	return s
 }
 
+// HasPTR reports whether target is one of the node's PTR targets.
+func (n *Node) HasPTR(target string) bool {
+	off := n.strStart()
+	if n.HasCNAME() {
+		_, off = n.str(off)
+	}
+	for range n.nPTR {
+		var t string
+		t, off = n.str(off)
+		if t == target {
+			return true
+		}
+	}
+	return false
+}
+
 // TXT is the node's TXT strings, in a new slice.
 func (n *Node) TXT() []string {
 	off := n.strStart()
