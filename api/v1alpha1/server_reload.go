@@ -30,7 +30,8 @@ import "slices"
 // cache, hosts, overrides, rewrites, autopath, reverse zones, loadbalance
 // and udpAnswerLimit (the answer stack is rebuilt), ttl, pods, namespaces,
 // ignoreEmptyService, endpointPodNames and noEndpoints (the records are
-// published again with them), namespaceMetrics, coreDNSMetrics,
+// published again with them; pods, endpointPodNames and noEndpoints
+// change what the feed watches or keeps, and it lists again), namespaceMetrics, coreDNSMetrics,
 // logQueries, logLevel and lameduck.
 var RestartFields = []string{"mode", "listen", "reusePort", "udpSockets", "metricsListen", "clusterDomain", "logFormat",
 	"kubeconfig", "objects", "noClusterZone", "clustersetZone", "limits", "nodeLocal"}

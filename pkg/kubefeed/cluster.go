@@ -37,6 +37,9 @@ type Cluster struct {
 	Logger      *slog.Logger
 	Pods        bool
 	NoEndpoints bool
+	// EndpointPodNames keeps the endpoints' pod names (targetRef.name),
+	// which only the option of that name reads.
+	EndpointPodNames bool
 	// Skips reports the objects that do not convert (default: logged
 	// with Logger, counted on no registry, no Events). Share one across
 	// the feeds of a server so that each problem is reported once.
@@ -170,7 +173,7 @@ func (c *Cluster) kinds(s sink) []kind {
 		}),
 	}}
 	if !c.NoEndpoints {
-		set, stage := setter(s, endpointSliceKind, keepAll(ToEndpointSlice), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
+		set, stage := setter(s, endpointSliceKind, keepAll(slimSlice(c.EndpointPodNames)), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
 		ks = append(ks, kind{
 			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stage, set: set,
 			del: s.deleter(endpointSliceKind, s.store.DeleteEndpointSlice), keys: s.keys(store.KindEndpointSlice),
@@ -370,6 +373,22 @@ func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool,
 		return cache.ExplicitKey(cache.NewObjectName(v.GetNamespace(), v.GetName()).String()), nil
 	}
 	return setFn, transform
+}
+
+// slimSlice is ToEndpointSlice, without the endpoints' pod names unless
+// podNames: at 150,000 endpoints they cost 5 MB (issue 71). A reload that
+// turns endpointPodNames on watches again (watchOf).
+func slimSlice(podNames bool) func(*discoveryv1.EndpointSlice) (store.EndpointSlice, error) {
+	if podNames {
+		return ToEndpointSlice
+	}
+	return func(s *discoveryv1.EndpointSlice) (store.EndpointSlice, error) {
+		v, err := ToEndpointSlice(s)
+		for i := range v.Endpoints {
+			v.Endpoints[i].PodName = ""
+		}
+		return v, err
+	}
 }
 
 // keepAll adapts a converter that keeps every object that converts.

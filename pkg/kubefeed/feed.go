@@ -49,11 +49,11 @@ type Feed struct {
 }
 
 // feedWatch is what the cluster feed watches besides Services and
-// Namespaces.
-type feedWatch struct{ pods, endpoints bool }
+// Namespaces, and whether it keeps the endpoints' pod names.
+type feedWatch struct{ pods, endpoints, podNames bool }
 
 func watchOf(cfg *v1alpha1.ServerConfiguration) feedWatch {
-	return feedWatch{pods: cfg.Pods == v1alpha1.PodsVerified, endpoints: !cfg.NoEndpoints}
+	return feedWatch{pods: cfg.Pods == v1alpha1.PodsVerified, endpoints: !cfg.NoEndpoints, podNames: cfg.EndpointPodNames}
 }
 
 // NewFeed is the feed of cfg's record source: its manifests, else client.
@@ -101,7 +101,8 @@ func (r *Feed) Run(ctx context.Context) error {
 	for {
 		fctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		c := &Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints, Skips: r.skips}
+		c := &Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints,
+			EndpointPodNames: w.podNames, Skips: r.skips}
 		go func() { done <- c.Run(fctx) }()
 		select {
 		case err := <-done:
@@ -121,7 +122,7 @@ func (r *Feed) Run(ctx context.Context) error {
 			r.synced = false
 			r.st.Replace(store.Objects{})
 			r.mu.Unlock()
-			r.log.Info("watching the API server again", "pods", w.pods, "endpoints", w.endpoints)
+			r.log.Info("watching the API server again", "pods", w.pods, "endpoints", w.endpoints, "endpointPodNames", w.podNames)
 		}
 	}
 }

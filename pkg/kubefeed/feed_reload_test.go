@@ -2,12 +2,14 @@ package kubefeed
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -96,4 +98,64 @@ func TestFeedRewatch(t *testing.T) {
 	wantFirsts("pods verified again", 4)
 	step("ttl only", config(v1alpha1.PodsVerified, 9), func() bool { n, ok := lookup(web); return ok && n.TTL == 9 })
 	wantFirsts("ttl only", 4)
+}
+
+// TestFeedRewatchPodNames: the feed keeps no endpoint pod names while
+// endpointPodNames is off, so a reload that turns it on watches again,
+// and the endpoint is then named after its pod; turned off again, it is
+// named by its address.
+func TestFeedRewatchPodNames(t *testing.T) {
+	ready := true
+	client := fake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}}},
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "prod", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "web-0", Namespace: "prod"}}}},
+	)
+	config := func(podNames bool) *v1alpha1.ServerConfiguration {
+		c := &v1alpha1.ServerConfiguration{EndpointPodNames: podNames}
+		c.SetDefaults()
+		return c
+	}
+	cfg := config(false)
+	opts, err := StoreOptions(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Feed{st: st, log: slog.New(slog.DiscardHandler), client: client, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	has := func(name string) func() bool {
+		return func() bool {
+			if s := st.Snapshot(); s != nil {
+				_, ok := s.Lookup(name)
+				return ok
+			}
+			return false
+		}
+	}
+	const byIP, byPod = "10-1-0-9.web.prod.svc.cluster.local.", "web-0.web.prod.svc.cluster.local."
+	testkit.WaitEqual(t, 10*time.Second, "the endpoint by its address", has(byIP), true)
+	for _, on := range []bool{true, false} {
+		if err := r.Apply(config(on)); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitEqual(t, 10*time.Second, fmt.Sprintf("endpointPodNames %v: the endpoint by its pod", on), has(byPod), on)
+		if got := has(byIP)(); got == on {
+			t.Errorf("endpointPodNames %v: the name by address served %v", on, got)
+		}
+	}
 }
