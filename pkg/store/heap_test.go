@@ -90,8 +90,9 @@ func churn(st *Store, n, count int) {
 
 // scaleLoad makes the objects of issue 71's load (test/bench TestScale)
 // into a store: 10,000 Services (every fifth headless) in 300
-// namespaces, each with one EndpointSlice of 15 ready endpoints (node,
-// zone and pod name set), 150,000 Pods with one IP on 5,000 Nodes in 3
+// namespaces, each with one EndpointSlice of 15 ready endpoints (node
+// and zone set; no pod name, which the feed keeps only with
+// EndpointPodNames), 150,000 Pods with one IP on 5,000 Nodes in 3
 // zones. The namespace and node names are shared, as the feed interns
 // them; each object's own name is its own string.
 type scaleLoad struct {
@@ -131,7 +132,7 @@ func (l *scaleLoad) slice(st *Store, i int) {
 	for k := range eps {
 		pod := i*scalePerSlice + k
 		eps[k] = Endpoint{Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 128 + byte(pod>>16), byte(pod >> 8), byte(pod)})},
-			PodName: fmt.Sprintf("%s-5d4f8b7c9-%05d", name, k), Ready: true, NodeName: l.nodes[pod/30%scaleNodes], TopologyZone: scaleZones[pod%3]}
+			Ready: true, NodeName: l.nodes[pod/30%scaleNodes], TopologyZone: scaleZones[pod%3]}
 	}
 	st.SetEndpointSlice(EndpointSlice{Namespace: l.namespaces[i%len(l.namespaces)], Name: name + "-abcde", Service: name, Endpoints: eps,
 		Ports: []Port{{Name: "http", Protocol: "tcp", Port: 8080}}})
