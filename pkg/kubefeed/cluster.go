@@ -1,10 +1,14 @@
 package kubefeed
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,9 +145,9 @@ type kind struct {
 	lw        *cache.ListWatch
 	transform cache.TransformFunc // stores an object of a streamed initial list and leaves its key
 	set, del  func(obj any)
-	keys      func() []store.Key // what the store holds of the kind
-	// relisted, when set, learns the keys of a full list.
-	relisted func(listed map[store.Key]struct{})
+	keys      func() iter.Seq[store.Key] // what the store holds of the kind (the loop must not call the store)
+	// relisted, when set, learns which keys a full list has.
+	relisted func(listed func(store.Key) bool)
 }
 
 // objectKind is a kind of object the feed converts: its label (KindService,
@@ -283,23 +287,39 @@ func (k *keyedStore) apply(obj any, set bool) error {
 
 // Replace applies a full list: every object in it, then a delete for each
 // object the store holds that the list no longer has; the skipped objects
-// the list no longer has are forgotten.
+// the list no longer has are forgotten. The list, left as keys and sorted,
+// is the set of what it has: a relist of 150,000 Pods makes no map of
+// them (issue 71).
 func (k *keyedStore) Replace(list []any, _ string) error {
-	listed := make(map[store.Key]struct{}, len(list))
 	var errs []error
+	keys := list[:0] // the list is the reflector's to give: its keys replace it
 	for _, obj := range list {
-		key, err := keyOf(obj)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		if _, ok := obj.(cache.ExplicitKey); !ok {
+			key, err := cache.MetaNamespaceKeyFunc(obj)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			k.kind.set(obj)
+			obj = cache.ExplicitKey(key)
 		}
-		k.kind.set(obj)
-		listed[key] = struct{}{}
+		keys = append(keys, obj)
 	}
-	for _, key := range k.kind.keys() {
-		if _, ok := listed[key]; !ok {
-			k.kind.del(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	slices.SortFunc(keys, func(a, b any) int { return strings.Compare(string(a.(cache.ExplicitKey)), string(b.(cache.ExplicitKey))) })
+	listed := func(key store.Key) bool {
+		_, ok := slices.BinarySearchFunc(keys, key, func(e any, key store.Key) int {
+			return compareKey(string(e.(cache.ExplicitKey)), key)
+		})
+		return ok
+	}
+	var gone []store.Key
+	for key := range k.kind.keys() {
+		if !listed(key) {
+			gone = append(gone, key)
 		}
+	}
+	for _, key := range gone {
+		k.kind.del(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	}
 	if k.kind.relisted != nil {
 		k.kind.relisted(listed)
@@ -314,6 +334,26 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 		return fmt.Errorf("%s: %w", k.kind.name, errors.Join(errs...))
 	}
 	return nil
+}
+
+// compareKey compares the object key e, "namespace/name" or "name", with
+// key's, without making key's.
+func compareKey(e string, key store.Key) int {
+	if key.Namespace == "" {
+		return strings.Compare(e, key.Name)
+	}
+	ns := key.Namespace
+	n := min(len(e), len(ns))
+	if c := strings.Compare(e[:n], ns[:n]); c != 0 {
+		return c
+	}
+	if len(e) <= len(ns) {
+		return -1 // a prefix of the namespace, or it: shorter
+	}
+	if e[n] != '/' {
+		return cmp.Compare(e[n], '/')
+	}
+	return strings.Compare(e[n+1:], key.Name)
 }
 
 // sink applies watch events to the store: objects are converted to slim
@@ -423,13 +463,13 @@ func (s sink) deleter(k objectKind, del func(ns, name string)) func(obj any) {
 
 // relisted returns what forgets the problems of the objects of k that a
 // full list no longer has.
-func (s sink) relisted(k objectKind) func(map[store.Key]struct{}) {
-	return func(listed map[store.Key]struct{}) { s.skips.relisted(k.label, listed) }
+func (s sink) relisted(k objectKind) func(func(store.Key) bool) {
+	return func(listed func(store.Key) bool) { s.skips.relisted(k.label, listed) }
 }
 
 // keys returns what the store holds of kind k.
-func (s sink) keys(k store.ObjectKind) func() []store.Key {
-	return func() []store.Key { return s.store.Keys(k) }
+func (s sink) keys(k store.ObjectKind) func() iter.Seq[store.Key] {
+	return func() iter.Seq[store.Key] { return s.store.Keys(k) }
 }
 
 func (s sink) setNamespace(obj any) {

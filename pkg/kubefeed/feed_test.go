@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"net/netip"
@@ -219,7 +220,7 @@ func TestStagedEqualsDirect(t *testing.T) {
 		})
 		slices.Sort(out)
 		for _, k := range []store.ObjectKind{store.KindService, store.KindEndpointSlice, store.KindPod} {
-			keys := st.Keys(k)
+			keys := slices.Collect(st.Keys(k))
 			slices.SortFunc(keys, func(a, b store.Key) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
 			out = append(out, fmt.Sprint(k, keys))
 		}
@@ -828,7 +829,7 @@ func TestKeyedStoreRelist(t *testing.T) {
 		kind: kind{name: "services",
 			set:  func(obj any) { held[key(obj)] = true; log = append(log, "set "+key(obj).Namespace+"/"+key(obj).Name) },
 			del:  func(obj any) { delete(held, key(obj)); log = append(log, "del "+key(obj).Namespace+"/"+key(obj).Name) },
-			keys: func() []store.Key { return slices.Collect(maps.Keys(held)) }},
+			keys: func() iter.Seq[store.Key] { return maps.Keys(held) }},
 		notify: func() { notified++ },
 		synced: make(chan struct{}),
 	}
@@ -1026,14 +1027,14 @@ func TestSkipsRecord(t *testing.T) {
 	count := func() float64 { return skipCount(t, reg, KindService, ReasonInvalidField) }
 	skips.object(ctx, serviceKind, bad("a"))
 	skips.object(ctx, serviceKind, bad("a"))
-	skips.relisted(KindService, map[store.Key]struct{}{{Namespace: "prod", Name: "a"}: {}})
+	skips.relisted(KindService, func(k store.Key) bool { return k == store.Key{Namespace: "prod", Name: "a"} })
 	skips.object(ctx, serviceKind, bad("a"))
 	if got := count(); got != 1 {
 		t.Fatalf("counted %v, want 1: still listed, the same problem", got)
 	}
-	skips.relisted(KindEndpointSlice, nil) // another kind
+	skips.relisted(KindEndpointSlice, func(store.Key) bool { return false }) // another kind
 	skips.object(ctx, serviceKind, bad("a"))
-	skips.relisted(KindService, nil)
+	skips.relisted(KindService, func(store.Key) bool { return false })
 	skips.object(ctx, serviceKind, bad("a"))
 	if got := count(); got != 2 {
 		t.Fatalf("counted %v, want 2: the relist forgot it", got)
@@ -1056,7 +1057,7 @@ func TestSkipsRecord(t *testing.T) {
 	if got := len(skips.seen); got != maxSkipsRemembered {
 		t.Errorf("remembers %d problems, want %d", got, maxSkipsRemembered)
 	}
-	skips.relisted(KindService, nil)
+	skips.relisted(KindService, func(store.Key) bool { return false })
 	if len(skips.seen) != 0 {
 		t.Errorf("remembers %d problems after a relist of none", len(skips.seen))
 	}
@@ -1076,5 +1077,25 @@ func TestRetryBackoff(t *testing.T) {
 	}
 	if b.Cap != 2*time.Second || b.Jitter != 1 {
 		t.Errorf("cap %s jitter %v", b.Cap, b.Jitter)
+	}
+}
+
+// TestCompareKey: compareKey orders an object key as the string of the
+// other key would, namespaces that are prefixes of others included, so a
+// relist's sorted keys find every object they list.
+func TestCompareKey(t *testing.T) {
+	keys := []store.Key{{"", "a"}, {"", "a-b"}, {"a", "x"}, {"a", "x-1"}, {"a-b", "y"}, {"ab", "z"}, {"a", ""}, {"b", "a"}, {"", "a/x"}}
+	str := func(k store.Key) string {
+		if k.Namespace == "" {
+			return k.Name
+		}
+		return k.Namespace + "/" + k.Name
+	}
+	for _, e := range keys {
+		for _, k := range keys {
+			if got, want := compareKey(str(e), k), strings.Compare(str(e), str(k)); got != want {
+				t.Errorf("compareKey(%q, %v) = %d, want %d", str(e), k, got, want)
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"maps"
 	"os"
@@ -322,9 +323,9 @@ type Publisher interface {
 	DeleteNamespace(name string)
 	SetNodeTopology(store.NodeTopology)
 	DeleteNodeTopology(name string)
-	// Keys are the objects of a kind the store holds (a relist deletes
-	// those it no longer lists).
-	Keys(store.ObjectKind) []store.Key
+	// Keys yields the objects of a kind the store holds (a relist deletes
+	// those it no longer lists); the loop must not call the store.
+	Keys(store.ObjectKind) iter.Seq[store.Key]
 	Publish() *store.Snapshot
 }
 

@@ -185,7 +185,7 @@ func (s *Skips) served(kind, ns, name string) {
 
 // relisted forgets the problems of the API server's objects of kind that a
 // full list no longer has (deleted while the watch was down).
-func (s *Skips) relisted(kind string, listed map[store.Key]struct{}) {
+func (s *Skips) relisted(kind string, listed func(store.Key) bool) {
 	if s.n.Load() == 0 {
 		return
 	}
@@ -193,8 +193,7 @@ func (s *Skips) relisted(kind string, listed map[store.Key]struct{}) {
 		if k.kind != kind || k.file != "" {
 			return false
 		}
-		_, ok := listed[store.Key{Namespace: k.ns, Name: k.name}]
-		return !ok
+		return !listed(store.Key{Namespace: k.ns, Name: k.name})
 	})
 }
 

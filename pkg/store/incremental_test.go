@@ -123,7 +123,7 @@ func (w *world) objects() Objects {
 // address, readiness or hostname, or an endpoint more or less; the slice's
 // name, Service and ports stay. It returns "" when st holds no slice.
 func (w *world) move(st *Store) string {
-	keys := st.Keys(KindEndpointSlice)
+	keys := slices.Collect(st.Keys(KindEndpointSlice))
 	if len(keys) == 0 {
 		return ""
 	}

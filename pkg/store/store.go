@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -374,41 +375,43 @@ const (
 // Key is an object's namespace ("" for a Namespace) and name.
 type Key struct{ Namespace, Name string }
 
-// Keys returns the keys of the objects of kind k the Store holds, in no
+// Keys yields the keys of the objects of kind k the Store holds, in no
 // order: a relist deletes those its list no longer has, and the feed keeps
-// no copy of them.
-func (s *Store) Keys(k ObjectKind) []Key {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch k {
-	case KindService:
-		return keysOf(s.services)
-	case KindEndpointSlice:
-		return keysOf(s.slices)
-	case KindPod:
-		return keysOf(s.pods)
-	case KindNamespace:
-		out := make([]Key, 0, len(s.namespaces))
-		for name := range s.namespaces {
-			out = append(out, Key{Name: name})
+// no copy of them. The Store is locked while it yields: the loop must not
+// call it.
+func (s *Store) Keys(k ObjectKind) iter.Seq[Key] {
+	return func(yield func(Key) bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch k {
+		case KindService:
+			yieldKeys(s.services, yield)
+		case KindEndpointSlice:
+			yieldKeys(s.slices, yield)
+		case KindPod:
+			yieldKeys(s.pods, yield)
+		case KindNamespace:
+			for name := range s.namespaces {
+				if !yield(Key{Name: name}) {
+					return
+				}
+			}
+		case KindNode:
+			for name := range s.zones.m {
+				if !yield(Key{Name: name}) {
+					return
+				}
+			}
 		}
-		return out
-	case KindNode:
-		out := make([]Key, 0, len(s.zones.m))
-		for name := range s.zones.m {
-			out = append(out, Key{Name: name})
-		}
-		return out
 	}
-	return nil
 }
 
-func keysOf[V any](m map[nsName]V) []Key {
-	out := make([]Key, 0, len(m))
+func yieldKeys[V any](m map[nsName]V, yield func(Key) bool) {
 	for k := range m {
-		out = append(out, Key{k.ns, k.name})
+		if !yield(Key{k.ns, k.name}) {
+			return
+		}
 	}
-	return out
 }
 
 // Snapshot returns the current Snapshot, nil before the first Publish.

@@ -214,7 +214,7 @@ func TestKeys(t *testing.T) {
 		{KindPod, []Key{{"a", "p"}}},
 		{KindNamespace, []Key{{"", "a"}, {"", "b"}}},
 	} {
-		got := st.Keys(tc.kind)
+		got := slices.Collect(st.Keys(tc.kind))
 		slices.SortFunc(got, func(x, y Key) int { return strings.Compare(x.Namespace+"/"+x.Name, y.Namespace+"/"+y.Name) })
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("Keys(%d) = %v, want %v", tc.kind, got, tc.want)
