@@ -305,7 +305,9 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 		}
 		keys = append(keys, obj)
 	}
-	slices.SortFunc(keys, func(a, b any) int { return strings.Compare(string(a.(cache.ExplicitKey)), string(b.(cache.ExplicitKey))) })
+	slices.SortFunc(keys, func(a, b any) int {
+		return strings.Compare(string(a.(cache.ExplicitKey)), string(b.(cache.ExplicitKey)))
+	})
 	listed := func(key store.Key) bool {
 		_, ok := slices.BinarySearchFunc(keys, key, func(e any, key store.Key) int {
 			return compareKey(string(e.(cache.ExplicitKey)), key)
