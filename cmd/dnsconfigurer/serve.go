@@ -105,7 +105,7 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	deps := clusterdns.Deps{Logger: log, Registry: newRegistry()}
 	if gctarget.Tuned() {
 		g := gctarget.Start()
-		deps.AfterSync, deps.FirstPublish = g.AfterSync, g.FirstPublish
+		deps.AfterSync, deps.FirstPublish, deps.Relisting = g.AfterSync, g.FirstPublish, g.Relisting
 	}
 	if cfg.Objects == "" && !cfg.NoClusterZone {
 		klog.SetSlogLogger(log.With("component", "client-go"))

@@ -58,3 +58,33 @@ func TestHeadroom(t *testing.T) {
 		t.Errorf("GOMEMLIMIT 170MiB: limit %d, want %d", got, want)
 	}
 }
+
+// TestRelisting: a relist lowers the memory limit to RelistBound percent
+// over the runtime's memory, never raises it, and puts it back at its
+// end; a second start or end changes nothing.
+func TestRelisting(t *testing.T) {
+	orig := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
+	for _, limit := range []int64{math.MaxInt64, 1 << 40, 1 << 20} {
+		debug.SetMemoryLimit(limit)
+		g := &Phases{}
+		g.Relisting(true)
+		bound := goMemory() * (100 + RelistBound) / 100
+		got := debug.SetMemoryLimit(-1)
+		if want := min(limit, bound); got > want+want/20 || got < min(limit, goMemory()) {
+			t.Errorf("limit %d: %d while relisting, want about %d", limit, got, want)
+		}
+		g.Relisting(true)
+		if again := debug.SetMemoryLimit(-1); again != got {
+			t.Errorf("limit %d: a second start moved it from %d to %d", limit, got, again)
+		}
+		g.Relisting(false)
+		if got := debug.SetMemoryLimit(-1); got != limit {
+			t.Errorf("limit %d: %d after the relist", limit, got)
+		}
+		g.Relisting(false)
+		if got := debug.SetMemoryLimit(-1); got != limit {
+			t.Errorf("limit %d: %d after a second end", limit, got)
+		}
+	}
+}

@@ -46,6 +46,10 @@ type Deps struct {
 	// records, which builds the whole index at once (serve raises its GC
 	// target around it).
 	FirstPublish func(publish func())
+	// Relisting, when set, is told when the API server's records are
+	// listed again after their first sync (kubefeed.Cluster.Relisting;
+	// serve bounds its memory while they stream: gctarget.RelistBound).
+	Relisting func(on bool)
 }
 
 // Reload is the config file a running server watches, and how it is
@@ -148,7 +152,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	records.FirstPublish = s.deps.FirstPublish
+	records.FirstPublish, records.Relisting = s.deps.FirstPublish, s.deps.Relisting
 	// With manifests the records are loaded: compile them now, then give
 	// the loading garbage and the start-up pages back to the OS.
 	stack.handler.Warm()

@@ -48,6 +48,11 @@ type Cluster struct {
 	// with Logger, counted on no registry, no Events). Share one across
 	// the feeds of a server so that each problem is reported once.
 	Skips *Skips
+	// Relisting, when set, is told when a relist after the first sync
+	// starts streaming (true: the first kind's) and when it is whole
+	// (false: the last kind's), so that serve can bound the heap the
+	// relist's garbage takes (gctarget.RelistBound).
+	Relisting func(on bool)
 }
 
 // Run starts the reflectors, publishes after the first sync and keeps the
@@ -62,7 +67,7 @@ func (c *Cluster) Run(ctx context.Context) error {
 	if skips == nil {
 		skips = unregisteredSkips(log)
 	}
-	return runKinds(ctx, c.Client, c.Store, log, "kubernetes records synced", c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}))
+	return runKinds(ctx, c.Client, c.Store, log, "kubernetes records synced", c.Relisting, c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}))
 }
 
 // retryBackoff is how a reflector of the cluster DNS waits before it
@@ -82,7 +87,9 @@ func retryBackoff() *wait.Backoff {
 // the first sync (logging synced) and then after each change, until ctx
 // is done. It returns ctx's error if ctx ends before the first sync, nil
 // on a later cancel.
-func runKinds(ctx context.Context, client kubernetes.Interface, st Publisher, log *slog.Logger, synced string, kinds []kind) error {
+func runKinds(ctx context.Context, client kubernetes.Interface, st Publisher, log *slog.Logger, synced string, relisting func(bool), kinds []kind) error {
+	rl := &relists{tell: relisting}
+	defer rl.stop()
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (deferred below): the reflectors have stopped when Run returns
 	ctx, cancel := context.WithCancel(ctx)
@@ -96,7 +103,7 @@ func runKinds(ctx context.Context, client kubernetes.Interface, st Publisher, lo
 	}
 	var first []<-chan struct{}
 	for _, k := range kinds {
-		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{})}
+		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{}), relists: rl}
 		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, client), k.example, ks,
 			cache.ReflectorOptions{Name: k.name, Backoff: retryBackoff()})
 		first = append(first, ks.synced)
@@ -236,6 +243,44 @@ type keyedStore struct {
 	kind   kind
 	notify func()
 	synced chan struct{} // closed by the first Replace
+	// relists counts the kinds relisting; relisting is set from this
+	// kind's first streamed object after its first sync to its Replace.
+	relists   *relists
+	relisting bool
+}
+
+// relists counts the kinds whose relist streams, and tells when the first
+// starts and the last ends (Cluster.Relisting).
+type relists struct {
+	mu   sync.Mutex
+	n    int
+	tell func(on bool)
+}
+
+func (r *relists) add(d int) {
+	if r.tell == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := r.n
+	r.n += d
+	if (was == 0) != (r.n == 0) {
+		r.tell(r.n > 0)
+	}
+}
+
+// stop ends the relists still streaming when the reflectors stop.
+func (r *relists) stop() {
+	if r.tell == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n > 0 {
+		r.n = 0
+		r.tell(false)
+	}
 }
 
 var _ cache.TransformingStore = (*keyedStore)(nil)
@@ -258,7 +303,27 @@ func (k *keyedStore) Resync() error { return nil }
 // relist's copy of an object once, and one the relist changed is newer;
 // nothing is published from it before the Replace but by another kind's
 // change.
-func (k *keyedStore) Transformer() cache.TransformFunc { return k.kind.transform }
+func (k *keyedStore) Transformer() cache.TransformFunc {
+	if k.kind.transform == nil {
+		return nil
+	}
+	return func(obj any) (any, error) {
+		if !k.relisting && k.isSynced() {
+			k.relisting = true
+			k.relists.add(1)
+		}
+		return k.kind.transform(obj)
+	}
+}
+
+func (k *keyedStore) isSynced() bool {
+	select {
+	case <-k.synced:
+		return true
+	default:
+		return false
+	}
+}
 
 // keyOf is the namespace and name of a listed object.
 func keyOf(obj any) (store.Key, error) {
@@ -326,9 +391,12 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 	if k.kind.relisted != nil {
 		k.kind.relisted(listed)
 	}
-	select {
-	case <-k.synced:
-	default:
+	if k.isSynced() {
+		if k.relisting {
+			k.relisting = false
+			k.relists.add(-1)
+		}
+	} else {
 		close(k.synced)
 	}
 	k.notify()

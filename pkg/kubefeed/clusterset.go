@@ -140,7 +140,7 @@ func (c *Clusterset) Run(ctx context.Context) error {
 	if skips == nil {
 		skips = unregisteredSkips(log)
 	}
-	return runKinds(ctx, c.Client, c.Store, log, "clusterset records synced", c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}))
+	return runKinds(ctx, c.Client, c.Store, log, "clusterset records synced", nil, c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}))
 }
 
 // clusterIDProperty is the ClusterProperty that holds a cluster's ID in

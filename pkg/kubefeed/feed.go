@@ -33,6 +33,8 @@ type Feed struct {
 	// FirstPublish, when set, runs each start's first publish (serve's
 	// Deps.FirstPublish).
 	FirstPublish func(publish func())
+	// Relisting, when set, is each cluster feed's Cluster.Relisting.
+	Relisting func(on bool)
 
 	st        *store.Store
 	log       *slog.Logger
@@ -102,7 +104,7 @@ func (r *Feed) Run(ctx context.Context) error {
 		fctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		c := &Cluster{Client: r.client, Store: syncedStore{r.st, r}, Logger: r.log, Pods: w.pods, NoEndpoints: !w.endpoints,
-			EndpointPodNames: w.podNames, Skips: r.skips}
+			EndpointPodNames: w.podNames, Skips: r.skips, Relisting: r.Relisting}
 		go func() { done <- c.Run(fctx) }()
 		select {
 		case err := <-done:

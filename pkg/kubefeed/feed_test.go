@@ -1084,7 +1084,10 @@ func TestRetryBackoff(t *testing.T) {
 // other key would, namespaces that are prefixes of others included, so a
 // relist's sorted keys find every object they list.
 func TestCompareKey(t *testing.T) {
-	keys := []store.Key{{"", "a"}, {"", "a-b"}, {"a", "x"}, {"a", "x-1"}, {"a-b", "y"}, {"ab", "z"}, {"a", ""}, {"b", "a"}, {"", "a/x"}}
+	var keys []store.Key
+	for _, nn := range [][2]string{{"", "a"}, {"", "a-b"}, {"a", "x"}, {"a", "x-1"}, {"a-b", "y"}, {"ab", "z"}, {"a", ""}, {"b", "a"}, {"", "a/x"}} {
+		keys = append(keys, store.Key{Namespace: nn[0], Name: nn[1]})
+	}
 	str := func(k store.Key) string {
 		if k.Namespace == "" {
 			return k.Name

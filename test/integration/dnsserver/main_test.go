@@ -147,12 +147,12 @@ func startServer(t *testing.T, cfg *rest.Config, opts ...func(*kubefeed.Cluster)
 
 // syncedServer is the frame of most tests: a namespace, the goroutine
 // check, an admin client and a synced server with the admin credentials.
-func syncedServer(t *testing.T, cp *apiserver.ControlPlane) (ns string, client kubernetes.Interface, srv *server) {
+func syncedServer(t *testing.T, cp *apiserver.ControlPlane, opts ...func(*kubefeed.Cluster)) (ns string, client kubernetes.Interface, srv *server) {
 	t.Helper()
 	ns = cp.Namespace(t)
 	checkGoroutines(t)
 	client = newClient(t, cp.Config())
-	srv = startServer(t, cp.Config())
+	srv = startServer(t, cp.Config(), opts...)
 	srv.waitSynced(t)
 	return ns, client, srv
 }

@@ -2,7 +2,10 @@ package dnsserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/kubefeed"
 	"github.com/dnsconfigurer/dnsconfigurer/test/apiserver"
 )
 
@@ -19,13 +24,37 @@ import (
 // the first retry after it can be.
 const catchUpBound = 45 * time.Second
 
+// relistLog records what a feed tells Cluster.Relisting.
+type relistLog struct {
+	mu   sync.Mutex
+	told []bool
+}
+
+func (l *relistLog) tell(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.told = append(l.told, on)
+}
+
+func (l *relistLog) get() []bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.told)
+}
+
 // TestAPIServerRestart stops the kube-apiserver under a synced server: the
 // server keeps answering from its last state and stays ready while its
 // informers fail to reach the API; after the restart it catches up with
-// objects written, changed and deleted then.
+// objects written, changed and deleted then. The relist after the restart
+// is told to Cluster.Relisting (serve bounds its memory by it) from its
+// start to its end, and the first sync's lists are not.
 func TestAPIServerRestart(t *testing.T) {
 	cp := apiserver.Require(t, controlPlane)
-	ns, client, srv := syncedServer(t, cp)
+	var relists relistLog
+	ns, client, srv := syncedServer(t, cp, func(c *kubefeed.Cluster) { c.Relisting = relists.tell })
+	if got := relists.get(); len(got) != 0 {
+		t.Errorf("the first sync told Relisting %v, want nothing", got)
+	}
 	ctx := t.Context()
 	name := func(s string) string { return s + "." + ns + ".svc." + zone + "." }
 
@@ -100,4 +129,18 @@ func TestAPIServerRestart(t *testing.T) {
 		waitAnswerWithin(t, catchUpBound, srv.addr, n, dns.TypeA, want)
 		t.Logf("%s caught up %v after the API server was back", n, time.Since(up).Round(time.Millisecond))
 	}
+	// The relist streamed and ended: on, then off (once per relist).
+	testkit.WaitFor(t, catchUpBound, func() error {
+		got := relists.get()
+		if len(got) < 2 || len(got)%2 != 0 || got[len(got)-1] {
+			return fmt.Errorf("Relisting told %v, want true, false (a relist, whole)", got)
+		}
+		for i, on := range got {
+			if on != (i%2 == 0) {
+				return fmt.Errorf("Relisting told %v, want true and false in turn", got)
+			}
+		}
+		return nil
+	})
+	t.Logf("Relisting told %v", relists.get())
 }
