@@ -105,7 +105,11 @@ func (f *serveArgs) run(ctx context.Context, cfg *v1alpha1.ServerConfiguration, 
 	deps := clusterdns.Deps{Logger: log, Registry: newRegistry()}
 	if gctarget.Tuned() {
 		g := gctarget.Start()
-		deps.AfterSync, deps.FirstPublish, deps.Relisting = g.AfterSync, g.FirstPublish, g.Relisting
+		deps.AfterSync, deps.FirstPublish = g.AfterSync, g.FirstPublish
+		deps.Relisting = func(on bool) {
+			held, limit := g.Relisting(on)
+			log.Info("records relisting", "relisting", on, "goMemoryMiB", held>>20, "memoryLimitMiB", limit>>20)
+		}
 	}
 	if cfg.Objects == "" && !cfg.NoClusterZone {
 		klog.SetSlogLogger(log.With("component", "client-go"))

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"time"
 )
 
 // Serve is the GOGC of serve unless the GOGC variable is set, and
@@ -57,8 +58,11 @@ type Phases struct {
 	mu     sync.Mutex
 	synced bool
 	// limit is the memory limit a relist lowered, to put back at its end
-	// (0: no relist streams).
-	limit int64
+	// (0: no relist streams); base is the runtime's memory the bound is
+	// made from, and ended when the last relist ended.
+	limit, base int64
+	ended       time.Time
+	now         func() time.Time // time.Now; tests set it
 }
 
 // RelistBound is how much, in percent, a relist after the first sync (the
@@ -70,20 +74,35 @@ type Phases struct {
 // its CPU pays for it.
 const RelistBound = 20
 
-// Relisting is a relist after the first sync starting (on) or ending.
-func (g *Phases) Relisting(on bool) {
+// relistSettle is how long after a relist the memory it left counts as
+// the relist's: the kinds relist one after the other, seconds apart, and
+// the next one's bound is made from the memory before the first.
+const relistSettle = 30 * time.Second
+
+// Relisting is a relist after the first sync starting (on) or ending. It
+// returns the runtime's memory and the memory limit then in force.
+func (g *Phases) Relisting(on bool) (held, limit int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	held = goMemory()
+	now := time.Now
+	if g.now != nil {
+		now = g.now
+	}
 	switch {
 	case on && g.limit == 0:
+		if g.base == 0 || now().Sub(g.ended) > relistSettle {
+			g.base = held
+		}
 		g.limit = debug.SetMemoryLimit(-1)
-		if bound := goMemory() * (100 + RelistBound) / 100; bound < g.limit {
+		if bound := g.base * (100 + RelistBound) / 100; bound < g.limit {
 			debug.SetMemoryLimit(bound)
 		}
 	case !on && g.limit != 0:
 		debug.SetMemoryLimit(g.limit)
-		g.limit = 0
+		g.limit, g.ended = 0, now()
 	}
+	return held, debug.SetMemoryLimit(-1)
 }
 
 // goMemory is the memory the Go runtime holds that its memory limit

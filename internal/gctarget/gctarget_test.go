@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // readGCPercent reads the GC target.
@@ -87,4 +88,30 @@ func TestRelisting(t *testing.T) {
 			t.Errorf("limit %d: %d after a second end", limit, got)
 		}
 	}
+}
+
+// TestRelistSettle: a relist that starts within relistSettle of the last
+// one's end is bounded by the memory before that one, not by what that
+// one left; one that starts later is bounded by the memory then.
+func TestRelistSettle(t *testing.T) {
+	orig := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
+	debug.SetMemoryLimit(math.MaxInt64)
+	clock := time.Unix(1000, 0)
+	g := &Phases{now: func() time.Time { return clock }}
+	g.Relisting(true)
+	g.Relisting(false)
+	g.base = 7 << 20 // as if the first relist began at 7 MiB
+	clock = clock.Add(relistSettle / 2)
+	g.Relisting(true)
+	if got, want := debug.SetMemoryLimit(-1), int64(7<<20)*(100+RelistBound)/100; got != want {
+		t.Errorf("a relist soon after: limit %d, want %d (from the base before)", got, want)
+	}
+	g.Relisting(false)
+	clock = clock.Add(2 * relistSettle)
+	g.Relisting(true)
+	if g.base == 7<<20 {
+		t.Error("a relist after the settle kept the old base")
+	}
+	g.Relisting(false)
 }
