@@ -57,12 +57,13 @@ func Tuned() bool { return os.Getenv("GOGC") == "" }
 type Phases struct {
 	mu     sync.Mutex
 	synced bool
-	// limit is the memory limit a relist lowered, to put back at its end
-	// (0: no relist streams); base is the runtime's memory the bound is
-	// made from, and ended when the last relist ended.
-	limit, base int64
-	ended       time.Time
-	now         func() time.Time // time.Now; tests set it
+	// limit is the memory limit a relist lowered, to put back once it
+	// has ended (0: not lowered); relisting is set while one streams.
+	limit      int64
+	relisting  bool
+	restoreGen int
+	// after runs f after d (time.AfterFunc; tests set it).
+	after func(d time.Duration, f func())
 }
 
 // RelistBound is how much, in percent, a relist after the first sync (the
@@ -74,9 +75,9 @@ type Phases struct {
 // its CPU pays for it.
 const RelistBound = 20
 
-// relistSettle is how long after a relist the memory it left counts as
-// the relist's: the kinds relist one after the other, seconds apart, and
-// the next one's bound is made from the memory before the first.
+// relistSettle is how long the bound stays after a relist ends: the
+// kinds relist one after the other, seconds apart, and what one leaves
+// is not the next one's to grow from.
 const relistSettle = 30 * time.Second
 
 // Relisting is a relist after the first sync starting (on) or ending. It
@@ -85,24 +86,51 @@ func (g *Phases) Relisting(on bool) (held, limit int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	held = goMemory()
-	now := time.Now
-	if g.now != nil {
-		now = g.now
-	}
 	switch {
-	case on && g.limit == 0:
-		if g.base == 0 || now().Sub(g.ended) > relistSettle {
-			g.base = held
+	case on && !g.relisting:
+		g.relisting = true
+		g.restoreGen++ // a restore scheduled before does nothing
+		if g.limit == 0 {
+			g.limit = debug.SetMemoryLimit(-1)
+			if bound := restingMemory() * (100 + RelistBound) / 100; bound < g.limit {
+				debug.SetMemoryLimit(bound)
+			}
 		}
-		g.limit = debug.SetMemoryLimit(-1)
-		if bound := g.base * (100 + RelistBound) / 100; bound < g.limit {
-			debug.SetMemoryLimit(bound)
+	case !on && g.relisting:
+		g.relisting = false
+		g.restoreGen++
+		gen := g.restoreGen
+		after := g.after
+		if after == nil {
+			after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
 		}
-	case !on && g.limit != 0:
-		debug.SetMemoryLimit(g.limit)
-		g.limit, g.ended = 0, now()
+		after(relistSettle, func() { g.restore(gen) })
 	}
 	return held, debug.SetMemoryLimit(-1)
+}
+
+// restore puts back the memory limit a relist lowered, unless a relist
+// started (or ended again) since the end that scheduled it (gen).
+func (g *Phases) restore(gen int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gen == g.restoreGen && !g.relisting && g.limit != 0 {
+		debug.SetMemoryLimit(g.limit)
+		g.limit = 0
+	}
+}
+
+// restingMemory is the runtime's memory as it is at rest: what it holds,
+// but no more than the live heap with the collector's usual third over it
+// and the memory besides the heap (a relist right after a burst of
+// changes starts with their garbage).
+func restingMemory() int64 {
+	m := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(m)
+	held := goMemory()
+	heap := int64(m[1].Value.Uint64() + m[2].Value.Uint64() + m[3].Value.Uint64())
+	return min(held, int64(m[0].Value.Uint64())*4/3+max(held-heap, 0))
 }
 
 // goMemory is the memory the Go runtime holds that its memory limit

@@ -61,57 +61,45 @@ func TestHeadroom(t *testing.T) {
 }
 
 // TestRelisting: a relist lowers the memory limit to RelistBound percent
-// over the runtime's memory, never raises it, and puts it back at its
-// end; a second start or end changes nothing.
+// over the runtime's memory, never raises it, keeps it relistSettle after
+// its end, through a relist that starts in that time, and then puts it
+// back; a second start or end changes nothing.
 func TestRelisting(t *testing.T) {
 	orig := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
 	for _, limit := range []int64{math.MaxInt64, 1 << 40, 1 << 20} {
 		debug.SetMemoryLimit(limit)
-		g := &Phases{}
+		var pending []func()
+		g := &Phases{after: func(d time.Duration, f func()) {
+			if d != relistSettle {
+				t.Errorf("restore after %v, want %v", d, relistSettle)
+			}
+			pending = append(pending, f)
+		}}
+		read := func() int64 { return debug.SetMemoryLimit(-1) }
 		g.Relisting(true)
-		bound := goMemory() * (100 + RelistBound) / 100
-		got := debug.SetMemoryLimit(-1)
-		if want := min(limit, bound); got > want+want/20 || got < min(limit, goMemory()) {
-			t.Errorf("limit %d: %d while relisting, want about %d", limit, got, want)
+		bound := read()
+		if want := min(limit, restingMemory()*(100+RelistBound)/100); bound > want+want/20 || bound < min(limit, restingMemory()) {
+			t.Errorf("limit %d: %d while relisting, want about %d", limit, bound, want)
 		}
 		g.Relisting(true)
-		if again := debug.SetMemoryLimit(-1); again != got {
-			t.Errorf("limit %d: a second start moved it from %d to %d", limit, got, again)
+		if got := read(); got != bound {
+			t.Errorf("limit %d: a second start moved it from %d to %d", limit, bound, got)
 		}
 		g.Relisting(false)
-		if got := debug.SetMemoryLimit(-1); got != limit {
-			t.Errorf("limit %d: %d after the relist", limit, got)
+		g.Relisting(false)
+		if got := read(); got != bound || len(pending) != 1 {
+			t.Errorf("limit %d: %d just after the relist (%d restores), want %d (1)", limit, got, len(pending), bound)
+		}
+		g.Relisting(true) // the next kind, within relistSettle
+		pending[0]()
+		if got := read(); got != bound {
+			t.Errorf("limit %d: %d after the first end's restore with a relist streaming, want %d", limit, got, bound)
 		}
 		g.Relisting(false)
-		if got := debug.SetMemoryLimit(-1); got != limit {
-			t.Errorf("limit %d: %d after a second end", limit, got)
+		pending[1]()
+		if got := read(); got != limit {
+			t.Errorf("limit %d: %d after the last relist settled", limit, got)
 		}
 	}
-}
-
-// TestRelistSettle: a relist that starts within relistSettle of the last
-// one's end is bounded by the memory before that one, not by what that
-// one left; one that starts later is bounded by the memory then.
-func TestRelistSettle(t *testing.T) {
-	orig := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
-	debug.SetMemoryLimit(math.MaxInt64)
-	clock := time.Unix(1000, 0)
-	g := &Phases{now: func() time.Time { return clock }}
-	g.Relisting(true)
-	g.Relisting(false)
-	g.base = 7 << 20 // as if the first relist began at 7 MiB
-	clock = clock.Add(relistSettle / 2)
-	g.Relisting(true)
-	if got, want := debug.SetMemoryLimit(-1), int64(7<<20)*(100+RelistBound)/100; got != want {
-		t.Errorf("a relist soon after: limit %d, want %d (from the base before)", got, want)
-	}
-	g.Relisting(false)
-	clock = clock.Add(2 * relistSettle)
-	g.Relisting(true)
-	if g.base == 7<<20 {
-		t.Error("a relist after the settle kept the old base")
-	}
-	g.Relisting(false)
 }
