@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
@@ -36,15 +37,7 @@ func TestFeedRewatch(t *testing.T) {
 		return c
 	}
 	cfg := config(v1alpha1.PodsDisabled, 5)
-	opts, err := StoreOptions(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Feed{st: st, log: slog.New(slog.DiscardHandler), client: client, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
+	r, st := newTestFeed(t, client, cfg)
 	var firsts atomic.Int32
 	r.FirstPublish = func(publish func()) {
 		firsts.Add(1)
@@ -56,15 +49,7 @@ func TestFeedRewatch(t *testing.T) {
 			t.Errorf("after %s: %d first publishes, want %d", step, got, n)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	ctx := runFeed(t, r)
 	lookup := func(name string) (*store.Node, bool) {
 		if s := st.Snapshot(); s != nil {
 			return s.Lookup(name)
@@ -120,24 +105,8 @@ func TestFeedRewatchPodNames(t *testing.T) {
 		return c
 	}
 	cfg := config(false)
-	opts, err := StoreOptions(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Feed{st: st, log: slog.New(slog.DiscardHandler), client: client, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	r, st := newTestFeed(t, client, cfg)
+	runFeed(t, r)
 	has := func(name string) func() bool {
 		return func() bool {
 			if s := st.Snapshot(); s != nil {
@@ -158,4 +127,33 @@ func TestFeedRewatchPodNames(t *testing.T) {
 			t.Errorf("endpointPodNames %v: the name by address served %v", on, got)
 		}
 	}
+}
+
+// newTestFeed is a feed of client's records into a new store, as cfg says.
+func newTestFeed(t *testing.T, client kubernetes.Interface, cfg *v1alpha1.ServerConfiguration) (*Feed, *store.Store) {
+	t.Helper()
+	opts, err := StoreOptions(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Feed{st: st, log: slog.New(slog.DiscardHandler), client: client, watching: watchOf(cfg), rewatch: make(chan feedWatch, 1)}, st
+}
+
+// runFeed runs r until the test ends, and fails it if Run fails; the
+// context is Run's.
+func runFeed(t *testing.T, r *Feed) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	return ctx
 }
