@@ -121,46 +121,6 @@ func (b *builder) addEndpointNames(eps []served, base string) {
 	}
 }
 
-// implicitHost reports whether the endpoint name host of address a is
-// its dashed address, one label, under the Service name base: a name
-// Lookup can make from the address's PTR.
-func implicitHost(host string, a netip.Addr, base string) bool {
-	var buf [64]byte
-	d := appendEndpointDashedIP(buf[:0], a)
-	return len(host) == len(d)+1+len(base) && host[len(d)] == '.' && host[:len(d)] == string(d) && host[len(d)+1:] == base
-}
-
-// foreignDashed reports whether label, the hostname or pod name of an
-// endpoint of address a, is the dashed form of another address: that
-// endpoint's name is the implicit name of the other's, so the Service
-// keeps every endpoint name (see addEndpointNames).
-func foreignDashed(label []byte, a netip.Addr) bool {
-	for _, c := range label {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
-			return false
-		}
-	}
-	ip, ok := ParseDashedIP(string(label))
-	return ok && ip.Unmap() != a.Unmap()
-}
-
-// implicitAllowed reports whether svc's served endpoints (of sls) may
-// leave their dashed names implicit: no hostname or pod name that names
-// them is another address's dashed form.
-func implicitAllowed(svc *Service, sls []*EndpointSlice, podNames bool) bool {
-	var buf [maxLabel + 1]byte
-	for sa := range servedAddrs(svc, sls) {
-		ep := sa.ep
-		if ep.Hostname == "" && (!podNames || ep.PodName == "") {
-			continue
-		}
-		if foreignDashed(appendEndpointLabel(buf[:0], *ep, sa.addr, podNames), sa.addr) {
-			return false
-		}
-	}
-	return true
-}
-
 // takeEndpoint puts in the build the previous contribution's nodes of
 // endpoint e when they hold just what e makes: its address, its name (its
 // PTR's alone when its name is implicit). It reports whether it did.

@@ -190,3 +190,26 @@ func reverseAddr(name string) (netip.Addr, bool) {
 func podNameOf(ip netip.Addr, ns, zone string) string {
 	return string(appendDashedIP(nil, ip)) + "." + ns + ".pod." + zone
 }
+
+// implicitHost reports whether the endpoint name host of address a is
+// its dashed address, one label, under the Service name base: a name
+// Lookup can make from the address's PTR.
+func implicitHost(host string, a netip.Addr, base string) bool {
+	var buf [64]byte
+	d := appendEndpointDashedIP(buf[:0], a)
+	return len(host) == len(d)+1+len(base) && host[len(d)] == '.' && host[:len(d)] == string(d) && host[len(d)+1:] == base
+}
+
+// foreignDashed reports whether label, the hostname or pod name of an
+// endpoint of address a, is the dashed form of another address: that
+// endpoint's name is the implicit name of the other's, so the Service
+// keeps every endpoint name (see addEndpointNames).
+func foreignDashed(label []byte, a netip.Addr) bool {
+	for _, c := range label {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	ip, ok := ParseDashedIP(string(label))
+	return ok && ip.Unmap() != a.Unmap()
+}

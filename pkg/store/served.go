@@ -193,3 +193,20 @@ func diffServed(was, is *servedSet) (gone, came []servedEP) {
 	}
 	return gone, came
 }
+
+// implicitAllowed reports whether svc's served endpoints (of sls) may
+// leave their dashed names implicit: no hostname or pod name that names
+// them is another address's dashed form.
+func implicitAllowed(svc *Service, sls []*EndpointSlice, podNames bool) bool {
+	var buf [maxLabel + 1]byte
+	for sa := range servedAddrs(svc, sls) {
+		ep := sa.ep
+		if ep.Hostname == "" && (!podNames || ep.PodName == "") {
+			continue
+		}
+		if foreignDashed(appendEndpointLabel(buf[:0], *ep, sa.addr, podNames), sa.addr) {
+			return false
+		}
+	}
+	return true
+}
