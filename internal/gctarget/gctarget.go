@@ -62,8 +62,10 @@ type Phases struct {
 	limit      int64
 	relisting  bool
 	restoreGen int
-	// after runs f after d (time.AfterFunc; tests set it).
-	after func(d time.Duration, f func())
+	// after runs f after d (time.AfterFunc), and resting is the memory
+	// at rest (restingMemory); tests set them.
+	after   func(d time.Duration, f func())
+	resting func() int64
 }
 
 // RelistBound is how much, in percent, a relist after the first sync (the
@@ -95,7 +97,11 @@ func (g *Phases) Relisting(on bool) (held, limit int64) {
 		g.restoreGen++ // a restore scheduled before does nothing
 		if g.limit == 0 {
 			g.limit = debug.SetMemoryLimit(-1)
-			if bound := restingMemory() * (100 + RelistBound) / 100; bound < g.limit {
+			resting := restingMemory
+			if g.resting != nil {
+				resting = g.resting
+			}
+			if bound := resting() * (100 + RelistBound) / 100; bound < g.limit {
 				debug.SetMemoryLimit(bound)
 			}
 		}

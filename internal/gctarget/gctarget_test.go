@@ -2,6 +2,7 @@ package gctarget
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -61,26 +62,27 @@ func TestHeadroom(t *testing.T) {
 }
 
 // TestRelisting: a relist lowers the memory limit to RelistBound percent
-// over the runtime's memory, never raises it, keeps it relistSettle after
+// over the runtime's memory at rest, never raises it, keeps it relistSettle after
 // its end, through a relist that starts in that time, and then puts it
 // back; a second start or end changes nothing.
 func TestRelisting(t *testing.T) {
 	orig := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
-	for _, limit := range []int64{math.MaxInt64, 1 << 40, 1 << 20} {
+	for _, limit := range []int64{math.MaxInt64, 1 << 40, 120 << 20} {
 		debug.SetMemoryLimit(limit)
 		var pending []func()
+		const resting = 100 << 20
 		g := &Phases{after: func(d time.Duration, f func()) {
 			if d != relistSettle {
 				t.Errorf("restore after %v, want %v", d, relistSettle)
 			}
 			pending = append(pending, f)
-		}}
+		}, resting: func() int64 { return resting }}
 		read := func() int64 { return debug.SetMemoryLimit(-1) }
 		g.Relisting(true)
 		bound := read()
-		if want := min(limit, restingMemory()*(100+RelistBound)/100); bound > want+want/20 || bound < min(limit, restingMemory()) {
-			t.Errorf("limit %d: %d while relisting, want about %d", limit, bound, want)
+		if want := min(limit, resting*(100+RelistBound)/100); bound != want {
+			t.Errorf("limit %d: %d while relisting, want %d", limit, bound, want)
 		}
 		g.Relisting(true)
 		if got := read(); got != bound {
@@ -102,4 +104,16 @@ func TestRelisting(t *testing.T) {
 			t.Errorf("limit %d: %d after the last relist settled", limit, got)
 		}
 	}
+}
+
+// TestRestingMemory: the memory at rest is at most what the runtime holds
+// and covers the live heap.
+func TestRestingMemory(t *testing.T) {
+	keep := make([]byte, 8<<20) // a live heap of 8 MiB at least
+	runtime.GC()
+	r, held := restingMemory(), goMemory()
+	if r > held || r < 8<<20 {
+		t.Errorf("resting memory %d, want at least 8 MiB and at most the %d held", r, held)
+	}
+	runtime.KeepAlive(keep)
 }
