@@ -111,7 +111,9 @@ func TestRelisting(t *testing.T) {
 func TestRestingMemory(t *testing.T) {
 	keep := make([]byte, 8<<20) // a live heap of 8 MiB at least
 	runtime.GC()
-	r, held := restingMemory(), goMemory()
+	before := goMemory()
+	r := restingMemory()
+	held := max(before, goMemory()) + 1<<20 // the scavenger may give pages back between the reads
 	if r > held || r < 8<<20 {
 		t.Errorf("resting memory %d, want at least 8 MiB and at most the %d held", r, held)
 	}
