@@ -205,11 +205,39 @@ func implicitHost(host string, a netip.Addr, base string) bool {
 // endpoint's name is the implicit name of the other's, so the Service
 // keeps every endpoint name (see addEndpointNames).
 func foreignDashed(label []byte, a netip.Addr) bool {
-	for _, c := range label {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
-			return false
-		}
+	if !dashedChars(label) {
+		return false
 	}
 	ip, ok := ParseDashedIP(string(label))
 	return ok && ip.Unmap() != a.Unmap()
+}
+
+// dashedChars reports whether label holds only what a dashed address
+// spells: lowercase hex digits and dashes.
+func dashedChars[T string | []byte](label T) bool {
+	for i := range len(label) {
+		if c := label[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSpelled is the address label spells in the canonical form spell
+// appends (appendDashedIP for pods, appendEndpointDashedIP for endpoints);
+// false when it spells none, or not in that form. It keeps no part of
+// label (which may be borrowed: LookupBytes).
+func parseSpelled(label string, spell func([]byte, netip.Addr) []byte) (netip.Addr, bool) {
+	if !dashedChars(label) {
+		return netip.Addr{}, false
+	}
+	ip, ok := ParseDashedIP(strings.Clone(label))
+	if !ok {
+		return netip.Addr{}, false
+	}
+	var buf [80]byte
+	if string(spell(buf[:0], ip)) != label {
+		return netip.Addr{}, false // not the canonical form
+	}
+	return ip, true
 }

@@ -57,10 +57,7 @@ func (s *Snapshot) Lookup(name string) (*Node, bool) {
 	if n, ok := s.names.Get(name); ok {
 		return n, true
 	}
-	if n, ok := s.endpointName(name); ok {
-		return n, true
-	}
-	return s.podName(name)
+	return s.made(name)
 }
 
 // LookupBytes is Lookup of a name held in bytes, without a copy: a name
@@ -69,62 +66,53 @@ func (s *Snapshot) LookupBytes(name []byte) (*Node, bool) {
 	return s.Lookup(pack.Borrow(name))
 }
 
-// podName is the node of a verified pod name, <dashed-ip>.<ns>.pod.<zone>,
-// made from the pod-IP index (podindex.go): the IP's canonical dashed form
-// in a namespace whose pods claim it. It keeps no part of name.
-func (s *Snapshot) podName(name string) (*Node, bool) {
-	if s.Options.Pods != PodsVerified {
-		return nil, false
-	}
+// made is the node of a name the index does not keep but Lookup makes: an
+// implicit endpoint name or a verified pod name. It keeps no part of name.
+func (s *Snapshot) made(name string) (*Node, bool) {
 	head, ok := strings.CutSuffix(name, s.Zone)
 	if !ok {
 		return nil, false
 	}
-	if head, ok = strings.CutSuffix(head, ".pod."); !ok {
+	if svc, ok := strings.CutSuffix(head, ".svc."); ok {
+		return s.endpointName(svc, name)
+	}
+	if pod, ok := strings.CutSuffix(head, ".pod."); ok {
+		return s.podName(pod)
+	}
+	return nil, false
+}
+
+// podName is the node of a verified pod name, <dashed-ip>.<ns>.pod.<zone>
+// (head is <dashed-ip>.<ns>), made from the pod-IP index (podindex.go):
+// the IP's canonical dashed form in a namespace whose pods claim it.
+func (s *Snapshot) podName(head string) (*Node, bool) {
+	if s.Options.Pods != PodsVerified {
 		return nil, false
 	}
 	dashed, ns, ok := strings.Cut(head, ".")
 	if !ok || strings.IndexByte(ns, '.') >= 0 {
 		return nil, false
 	}
-	// A copy: name may be borrowed (LookupBytes), and the parse keeps it.
-	ip, ok := ParseDashedIP(strings.Clone(dashed))
+	ip, ok := parseSpelled(dashed, appendDashedIP)
 	if !ok || !s.pods.hasName(ip.Unmap(), ns) {
 		return nil, false
-	}
-	var buf [64]byte
-	if string(appendDashedIP(buf[:0], ip)) != dashed {
-		return nil, false // not the canonical form: not the pod's name
 	}
 	return pack.AddrNode(s.Options.TTL, ip), true
 }
 
 // endpointName is the node of an implicit endpoint name,
-// <dashed-ip>.<svc>.<ns>.svc.<zone> (addEndpointNames): the address's PTR
-// names it. It keeps no part of name.
-func (s *Snapshot) endpointName(name string) (*Node, bool) {
-	head, ok := strings.CutSuffix(name, s.Zone)
-	if !ok {
-		return nil, false
-	}
-	if head, ok = strings.CutSuffix(head, ".svc."); !ok || strings.Count(head, ".") != 2 {
+// <dashed-ip>.<svc>.<ns>.svc.<zone> (head is <dashed-ip>.<svc>.<ns>;
+// addEndpointNames): the address's PTR names it.
+func (s *Snapshot) endpointName(head, name string) (*Node, bool) {
+	if strings.Count(head, ".") != 2 {
 		return nil, false
 	}
 	dashed, _, _ := strings.Cut(head, ".")
-	for i := range len(dashed) {
-		if c := dashed[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
-			return nil, false
-		}
-	}
-	// A copy: name may be borrowed (LookupBytes), and the parse keeps it.
-	ip, ok := ParseDashedIP(strings.Clone(dashed))
+	ip, ok := parseSpelled(dashed, appendEndpointDashedIP)
 	if !ok {
 		return nil, false
 	}
 	var buf [80]byte
-	if string(appendEndpointDashedIP(buf[:0], ip)) != dashed {
-		return nil, false // not the canonical form: not the endpoint's name
-	}
 	ptr, ok := s.names.Get(pack.Borrow(appendReverseName(buf[:0], ip)))
 	if !ok || !ptr.HasPTR(name) {
 		return nil, false
@@ -139,7 +127,7 @@ func (s *Snapshot) implicitNames(n *Node, f func(name string, n *Node)) {
 		if _, ok := s.names.Get(t); ok {
 			continue
 		}
-		if en, ok := s.endpointName(t); ok {
+		if en, ok := s.made(t); ok {
 			f(t, en)
 		}
 	}
