@@ -267,8 +267,9 @@ func (b *builder) addPod(p *Pod) {
 	if ns == "" && p.NodeName == "" {
 		return
 	}
+	podNS, podNode := intern(ns), intern(p.NodeName)
 	for _, ip := range p.IPs {
-		b.claims = append(b.claims, podClaim{ip.Unmap(), ns, p.NodeName})
+		b.claims = append(b.claims, podClaim{ip.Unmap(), podNS, podNode})
 	}
 }
 

@@ -50,15 +50,15 @@ func (s *Store) oracleBuild(allNames bool) *oracleView {
 	}
 	o := &oracleView{podNS: map[netip.Addr]string{}, podNode: map[netip.Addr]string{}}
 	for _, c := range b.claims {
-		if c.ns != "" {
-			putAgreed(o.podNS, c.ip, c.ns)
+		if c.ns != (interned{}) {
+			putAgreed(o.podNS, c.ip, c.ns.String())
 		}
 	}
 	// The nodes come from the records, not from the build's claims.
 	for _, p := range s.pods {
-		for _, ip := range p.ips {
-			if p.node != "" {
-				putAgreed(o.podNode, ip.Unmap(), p.node)
+		for _, ip := range p.ips.addrs() {
+			if p.node != (interned{}) {
+				putAgreed(o.podNode, ip.Unmap(), p.node.String())
 			}
 		}
 	}
@@ -74,8 +74,8 @@ func (s *Store) oracleBuild(allNames bool) *oracleView {
 	// A verified pod's names are not in the name index: the Snapshot
 	// answers them from the pod-IP index, as these nodes.
 	for _, c := range b.claims {
-		if c.ns != "" {
-			o.names[podNameOf(c.ip, c.ns, b.zone)] = pack.AddrNode(b.ttl, c.ip)
+		if c.ns != (interned{}) {
+			o.names[podNameOf(c.ip, c.ns.String(), b.zone)] = pack.AddrNode(b.ttl, c.ip)
 		}
 	}
 	return o

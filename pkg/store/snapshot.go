@@ -37,7 +37,7 @@ type Snapshot struct {
 // not caught up with yet) is reported as unknown.
 func (s *Snapshot) PodNamespace(ip netip.Addr) (string, bool) {
 	f, _ := s.pods.facts.Get(ip.Unmap())
-	return f.ns, f.ns != ""
+	return f.ns.String(), f.ns != (interned{})
 }
 
 // ClientTopology returns the node and the topology zone of the pod with
@@ -45,10 +45,11 @@ func (s *Snapshot) PodNamespace(ip netip.Addr) (string, bool) {
 // or its node has no topology zone label.
 func (s *Snapshot) ClientTopology(ip netip.Addr) (zone, node string) {
 	f, _ := s.pods.facts.Get(ip.Unmap())
-	if f.node == "" {
+	if f.node == (interned{}) {
 		return "", ""
 	}
-	return s.nodeZones[f.node], f.node
+	node = f.node.String()
+	return s.nodeZones[node], node
 }
 
 // Lookup returns the node of a lowercase fully qualified name (with the
@@ -186,8 +187,8 @@ func (s *Snapshot) Names(f func(name string, n *Node)) {
 	}
 	pod := func(ip netip.Addr, ns string) { f(podNameOf(ip, ns, s.Zone), pack.AddrNode(s.Options.TTL, ip)) }
 	s.pods.facts.All(func(ip netip.Addr, pf podEntry) {
-		if pf.ns != "" {
-			pod(ip, pf.ns)
+		if pf.ns != (interned{}) {
+			pod(ip, pf.ns.String())
 		}
 	})
 	for ip, nss := range s.pods.splits {

@@ -255,7 +255,7 @@ func (s *Store) serviceSlices(k nsName) []*EndpointSlice {
 // SetPod adds or replaces a Pod.
 func (s *Store) SetPod(v Pod) {
 	k := v.key()
-	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, podRecord{v.IPs, v.NodeName}, (*podRecord).equal)
+	setIn(s, &s.pods, unitKey{kind: unitPod, nsName: k}, k, newPodRecord(v), (*podRecord).equal)
 }
 
 // DeletePod removes a Pod.
@@ -351,7 +351,7 @@ func (s *Store) Replace(o Objects) {
 	}
 	s.pods = make(map[nsName]podRecord, len(o.Pods))
 	for _, v := range o.Pods {
-		s.pods[v.key()] = podRecord{v.IPs, v.NodeName}
+		s.pods[v.key()] = newPodRecord(v)
 	}
 	s.namespaces = make(map[string]struct{}, len(o.Namespaces))
 	for _, v := range o.Namespaces {
