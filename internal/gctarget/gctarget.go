@@ -5,6 +5,7 @@ package gctarget
 import (
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -18,12 +19,34 @@ import (
 const Serve = 75
 
 // Cluster is the cluster DNS's GOGC once its records synced, Go's
-// and CoreDNS's default. Its live heap is mostly the long-lived record
-// index, and the garbage is a change's: at 75 the collector took about a
-// seventh of the CPU of a change. At 50k Services, with 100 rather than 75:
-// CPU per change 0.98-1.00× CoreDNS 1.15's against 1.09×, RssAnon after
-// churn 0.81× against 0.77× (test/bench TestChurn).
+// and CoreDNS's default, for a live heap up to restFloor (Rest). Its live
+// heap is mostly the long-lived record index, and the garbage is a
+// change's: at 75 the collector took about a seventh of the CPU of a
+// change. At 50k Services, with 100 rather than 75: CPU per change
+// 0.98-1.00× CoreDNS 1.15's against 1.09×, RssAnon after churn 0.81×
+// against 0.77× (test/bench TestChurn).
 const Cluster = 100
+
+// Rest is the lowest GOGC of the synced cluster DNS: over a live heap of
+// restFloor, the garbage allowed between two collections stays restFloor
+// until it is Rest percent of the live heap. At Cluster the records of
+// 150,000 Pods (a live heap of about 90 MiB) let the heap grow by 90 MiB
+// at rest, where the garbage of the steady changes and queries is under a
+// megabyte a second; at 25 a collection comes every half minute or so and
+// costs about 0.2 s of CPU (test/bench TestScale).
+const Rest = 25
+
+// restFloor is the garbage, in bytes, that the collector always allows a
+// synced cluster DNS (Rest).
+const restFloor = 24 << 20
+
+// restPercent is the GOGC for a live heap of live bytes (Rest).
+func restPercent(live int64) int {
+	if live <= restFloor {
+		return Cluster
+	}
+	return max(Rest, int(restFloor*100/live))
+}
 
 // Startup is the cluster DNS's GOGC until its records first
 // synced: the initial list allocates the whole index, and at
@@ -66,6 +89,15 @@ type Phases struct {
 	// at rest (restingMemory); tests set them.
 	after   func(d time.Duration, f func())
 	resting func() int64
+	// live is the live heap (liveHeap); tests set it. publishing is set
+	// during a first publish, watching once the collections set the
+	// target (watchRest), and percent is the target they set last.
+	live       func() int64
+	publishing bool
+	watching   bool
+	percent    int
+	unwatched  bool // the collections no longer set the target (tests)
+	rests      int  // the collections that set it
 }
 
 // RelistBound is how much, in percent, a relist after the first sync (the
@@ -74,11 +106,12 @@ type Phases struct {
 // that, and the collector runs more often instead of letting the listed
 // objects' garbage grow the heap to the container's limit (test/bench
 // TestScale, 150,000 Pods, a 288 MiB limit: a peak of 1.97× the resting
-// RSS without it). The relist's own live heap is about a third over the
-// records, so at 20 the collector ran without a pause and the relist took
-// twice the CPU (22 s against 10) for a peak still 1.4× the resting RSS;
-// at 50 it has room.
-const RelistBound = 50
+// RSS without it). The relist's own live heap is 10-40 MB over the
+// records (the listed keys, held until the list is whole), so the bound
+// costs CPU: at 30 the relist took 20-21 s of CPU against 15 s at 50, for
+// a peak of 1.40× the resting RSS against 1.56-1.68×, and a process in a
+// 170 Mi cgroup peaked at 159 MiB against 167-170 MiB.
+const RelistBound = 30
 
 // relistSettle is how long the bound stays after a relist ends: the
 // kinds relist one after the other, seconds apart, and what one leaves
@@ -105,6 +138,7 @@ func (g *Phases) Relisting(on bool) (held, limit int64) {
 				debug.SetMemoryLimit(bound)
 			}
 		}
+		g.setRest()
 	case !on && g.relisting:
 		g.relisting = false
 		g.restoreGen++
@@ -126,20 +160,23 @@ func (g *Phases) restore(gen int) {
 	if gen == g.restoreGen && !g.relisting && g.limit != 0 {
 		debug.SetMemoryLimit(g.limit)
 		g.limit = 0
+		g.setRest()
 	}
 }
 
 // restingMemory is the runtime's memory as it is at rest: what it holds,
-// but no more than the live heap with the collector's usual third over it
-// and the memory besides the heap (a relist right after a burst of
-// changes starts with their garbage).
+// but no more than the live heap with the garbage the collector lets
+// build up at rest on average (half of restPercent's) and the memory
+// besides the heap (a relist right after a burst of changes starts with
+// their garbage).
 func restingMemory() int64 {
 	m := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	metrics.Read(m)
 	held := goMemory()
 	heap := int64(m[1].Value.Uint64() + m[2].Value.Uint64() + m[3].Value.Uint64())
-	return min(held, int64(m[0].Value.Uint64())*4/3+max(held-heap, 0))
+	live := int64(m[0].Value.Uint64())
+	return min(held, live+live*int64(restPercent(live))/200+max(held-heap, 0))
 }
 
 // goMemory is the memory the Go runtime holds that its memory limit
@@ -160,25 +197,85 @@ func Start() *Phases {
 	return &Phases{}
 }
 
-// AfterSync is the records' first sync.
+// AfterSync is the records' first sync: from it, the target follows the
+// live heap after each collection (restPercent).
 func (g *Phases) AfterSync() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.synced = true
-	debug.SetGCPercent(Cluster)
+	g.setRest()
+	if !g.watching {
+		g.watching = true
+		watchRest(g)
+	}
 }
 
 // FirstPublish runs publish, a first publish of the records.
 func (g *Phases) FirstPublish(publish func()) {
+	g.mu.Lock()
+	g.publishing, g.percent = true, Rebuild
+	g.mu.Unlock()
 	debug.SetGCPercent(Rebuild)
 	defer func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		g.publishing = false
 		if g.synced {
-			debug.SetGCPercent(Cluster)
+			g.setRest()
 		} else {
 			debug.SetGCPercent(Startup)
 		}
 	}()
 	publish()
+}
+
+// setRest sets the target for the live heap, after the sync and outside a
+// first publish. While a relist's bound holds, the target is Cluster: the
+// bound, not Rest, decides when the relist's garbage is collected (at Rest
+// the collector ran twice as often, for twice the relist's CPU). g.mu is
+// held.
+func (g *Phases) setRest() {
+	if !g.synced || g.publishing {
+		return
+	}
+	live := liveHeap
+	if g.live != nil {
+		live = g.live
+	}
+	p := Cluster
+	if g.limit == 0 {
+		p = restPercent(live())
+	}
+	if p != g.percent {
+		debug.SetGCPercent(p)
+		g.percent = p
+	}
+}
+
+// watchRest sets g's target after each collection, for the process's
+// life: a finalizer runs once an object is found unreachable, so once a
+// collection for an object dropped at once, and it drops the next.
+func watchRest(g *Phases) {
+	s := &restSentinel{g: g}
+	runtime.SetFinalizer(s, func(s *restSentinel) {
+		s.g.mu.Lock()
+		defer s.g.mu.Unlock()
+		if s.g.unwatched {
+			return
+		}
+		s.g.setRest()
+		s.g.rests++
+		watchRest(s.g)
+	})
+}
+
+// restSentinel is watchRest's object; its pointer keeps it out of the
+// tiny allocator, whose objects may never be finalized.
+type restSentinel struct{ g *Phases }
+
+// liveHeap is the heap the last collection marked live.
+func liveHeap() int64 {
+	m := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(m)
+	return int64(m[0].Value.Uint64())
 }

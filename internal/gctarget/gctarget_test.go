@@ -1,18 +1,23 @@
 package gctarget
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // readGCPercent reads the GC target.
 func readGCPercent() int {
-	v := debug.SetGCPercent(100)
-	debug.SetGCPercent(v)
-	return v
+	m := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(m)
+	return int(m[0].Value.Uint64())
 }
 
 // TestPhases: the GC target through a start, a rewatch, and a sync
@@ -27,6 +32,7 @@ func TestPhases(t *testing.T) {
 		}
 	}
 	g := Start()
+	unwatch(t, g)
 	want("at the start", Startup)
 	g.FirstPublish(func() { want("during the first publish", Rebuild) })
 	want("after the first publish", Startup)
@@ -36,6 +42,7 @@ func TestPhases(t *testing.T) {
 	want("after a rewatch's first publish", Cluster)
 
 	g = Start()
+	unwatch(t, g)
 	g.FirstPublish(func() { g.AfterSync() })
 	want("a sync during the first publish", Cluster)
 }
@@ -118,4 +125,98 @@ func TestRestingMemory(t *testing.T) {
 		t.Errorf("resting memory %d, want at least 8 MiB and at most the %d held", r, held)
 	}
 	runtime.KeepAlive(keep)
+}
+
+// TestRestPercent: the target of a synced cluster DNS keeps restFloor of
+// garbage over the live heap until that is Rest percent of it.
+func TestRestPercent(t *testing.T) {
+	for _, c := range []struct {
+		live int64
+		want int
+	}{{0, Cluster}, {restFloor, Cluster}, {2 * restFloor, 50}, {3 * restFloor, 33}, {4 * restFloor, Rest}, {1 << 40, Rest}} {
+		if got := restPercent(c.live); got != c.want {
+			t.Errorf("live %d MiB: GOGC %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
+
+// TestRest: from the sync, the collections set the target from the live
+// heap, but not during a first publish, whose Rebuild stays.
+func TestRest(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	var live atomic.Int64
+	live.Store(restFloor / 2)
+	g := Start()
+	g.live = live.Load
+	unwatch(t, g)
+	rests := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.rests
+	}
+	// collected waits until a collection has set the target.
+	collected := func() {
+		t.Helper()
+		n := rests()
+		testkit.WaitFor(t, 10*time.Second, func() error {
+			runtime.GC()
+			if rests() == n {
+				return fmt.Errorf("no collection set the target")
+			}
+			return nil
+		})
+	}
+	g.AfterSync()
+	if got := readGCPercent(); got != Cluster {
+		t.Errorf("synced, a small live heap: GOGC %d, want %d", got, Cluster)
+	}
+	live.Store(4 * restFloor)
+	collected()
+	if got := readGCPercent(); got != Rest {
+		t.Errorf("the live heap grew: GOGC %d, want %d", got, Rest)
+	}
+	g.FirstPublish(func() {
+		collected()
+		if got := readGCPercent(); got != Rebuild {
+			t.Errorf("a collection during a first publish: GOGC %d, want %d", got, Rebuild)
+		}
+	})
+	if got := readGCPercent(); got != Rest {
+		t.Errorf("after the first publish: GOGC %d, want %d", got, Rest)
+	}
+	live.Store(2 * restFloor)
+	collected()
+	if got := readGCPercent(); got != 50 {
+		t.Errorf("the live heap shrank: GOGC %d, want 50", got)
+	}
+	// A relist's bound decides the collections while it holds.
+	limit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(limit) })
+	var restore func()
+	g.after = func(_ time.Duration, f func()) { restore = f }
+	g.resting = func() int64 { return 1 << 30 }
+	g.Relisting(true)
+	collected()
+	if got := readGCPercent(); got != Cluster {
+		t.Errorf("relisting: GOGC %d, want %d", got, Cluster)
+	}
+	g.Relisting(false)
+	collected()
+	if got := readGCPercent(); got != Cluster {
+		t.Errorf("after the relist, within its settling: GOGC %d, want %d", got, Cluster)
+	}
+	restore()
+	if got := readGCPercent(); got != 50 {
+		t.Errorf("the bound restored: GOGC %d, want 50", got)
+	}
+}
+
+// unwatch ends the collections' setting of g's target when t ends.
+func unwatch(t *testing.T, g *Phases) {
+	t.Cleanup(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.unwatched = true
+	})
 }
