@@ -40,6 +40,17 @@ const Rest = 25
 // synced cluster DNS (Rest).
 const restFloor = 24 << 20
 
+// busyInterval and quietInterval follow the changes: when two collections
+// come less than busyInterval apart (a churn of Services: megabytes of
+// garbage a second), the target doubles, up to Cluster, so that the
+// collector costs a change what it did at Cluster (test/bench TestChurn at
+// 50k Services); when they come over quietInterval apart, it halves, down
+// to restPercent.
+const (
+	busyInterval  = 10 * time.Second
+	quietInterval = time.Minute
+)
+
 // restPercent is the GOGC for a live heap of live bytes (Rest).
 func restPercent(live int64) int {
 	if live <= restFloor {
@@ -98,6 +109,11 @@ type Phases struct {
 	percent    int
 	unwatched  bool // the collections no longer set the target (tests)
 	rests      int  // the collections that set it
+	// busy is the target the collections' pace asks for (0: none), from
+	// the last one's time, lastGC; now is time.Now (tests set it).
+	busy   int
+	lastGC time.Time
+	now    func() time.Time
 }
 
 // RelistBound is how much, in percent, a relist after the first sync (the
@@ -160,7 +176,7 @@ func (g *Phases) restore(gen int) {
 	if gen == g.restoreGen && !g.relisting && g.limit != 0 {
 		debug.SetMemoryLimit(g.limit)
 		g.limit = 0
-		g.setRest()
+		g.rest()
 	}
 }
 
@@ -203,7 +219,7 @@ func (g *Phases) AfterSync() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.synced = true
-	g.setRest()
+	g.rest()
 	if !g.watching {
 		g.watching = true
 		watchRest(g)
@@ -221,7 +237,7 @@ func (g *Phases) FirstPublish(publish func()) {
 		defer g.mu.Unlock()
 		g.publishing = false
 		if g.synced {
-			g.setRest()
+			g.rest()
 		} else {
 			debug.SetGCPercent(Startup)
 		}
@@ -244,7 +260,7 @@ func (g *Phases) setRest() {
 	}
 	p := Cluster
 	if g.limit == 0 {
-		p = restPercent(live())
+		p = min(Cluster, max(restPercent(live()), g.busy))
 	}
 	if p != g.percent {
 		debug.SetGCPercent(p)
@@ -263,10 +279,47 @@ func watchRest(g *Phases) {
 		if s.g.unwatched {
 			return
 		}
+		s.g.paced()
 		s.g.setRest()
 		s.g.rests++
 		watchRest(s.g)
 	})
+}
+
+// paced moves busy by the time since the last collection (busyInterval),
+// at rest only: the collections of a start, a first publish or a relist
+// come fast and say nothing of the changes after. g.mu is held.
+func (g *Phases) paced() {
+	if !g.atRest() {
+		return
+	}
+	t := g.clock()
+	since := t.Sub(g.lastGC)
+	g.lastGC = t
+	switch {
+	case since < busyInterval:
+		g.busy = min(Cluster, 2*max(g.busy, g.percent, 1))
+	case since > quietInterval:
+		g.busy /= 2
+	}
+}
+
+// atRest reports whether g is at rest: synced, outside a first publish
+// and a relist's bound. g.mu is held.
+func (g *Phases) atRest() bool { return g.synced && !g.publishing && g.limit == 0 }
+
+// rest enters the rest: the pace starts afresh, and the target follows
+// the live heap. g.mu is held.
+func (g *Phases) rest() {
+	g.busy, g.lastGC = 0, g.clock()
+	g.setRest()
+}
+
+func (g *Phases) clock() time.Time {
+	if g.now != nil {
+		return g.now()
+	}
+	return time.Now()
 }
 
 // restSentinel is watchRest's object; its pointer keeps it out of the

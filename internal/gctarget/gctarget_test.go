@@ -149,6 +149,10 @@ func TestRest(t *testing.T) {
 	live.Store(restFloor / 2)
 	g := Start()
 	g.live = live.Load
+	// Each collection is step after the one before.
+	var at, step atomic.Int64
+	step.Store(int64(2 * quietInterval))
+	g.now = func() time.Time { return time.Unix(0, at.Add(step.Load())) }
 	unwatch(t, g)
 	rests := func() int {
 		g.mu.Lock()
@@ -190,6 +194,24 @@ func TestRest(t *testing.T) {
 	if got := readGCPercent(); got != 50 {
 		t.Errorf("the live heap shrank: GOGC %d, want 50", got)
 	}
+	// Collections in quick succession (a churn) raise the target to
+	// Cluster; slow ones bring it back.
+	step.Store(int64(busyInterval / 5))
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		collected()
+		if got := readGCPercent(); got != Cluster {
+			return fmt.Errorf("collections %v apart: GOGC %d, want %d", busyInterval/5, got, Cluster)
+		}
+		return nil
+	})
+	step.Store(int64(2 * quietInterval))
+	testkit.WaitFor(t, 10*time.Second, func() error {
+		collected()
+		if got := readGCPercent(); got != 50 {
+			return fmt.Errorf("collections %v apart again: GOGC %d, want 50", 2*quietInterval, got)
+		}
+		return nil
+	})
 	// A relist's bound decides the collections while it holds.
 	limit := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(limit) })
