@@ -55,7 +55,7 @@ func TestDelta(t *testing.T) {
 				return sl
 			}()},
 			change: func(st *Store) {
-				sl := st.slices[nsName{"ns", "s1"}]
+				sl := st.storedSlice(nsName{"ns", "s1"})
 				st.SetEndpointSlice(moved(sl, 1, netip.MustParseAddr("fd00::7")))
 			}},
 		{name: "pod names, one with a dot", opts: Options{EndpointPodNames: true}, svc: headless,

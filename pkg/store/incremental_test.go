@@ -129,7 +129,7 @@ func (w *world) move(st *Store) string {
 	}
 	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
 	k := keys[w.r.IntN(len(keys))]
-	v := st.slices[nsName{k.Namespace, k.Name}]
+	v := st.storedSlice(nsName{k.Namespace, k.Name})
 	v.Endpoints = slices.Clone(v.Endpoints)
 	i := -1
 	if len(v.Endpoints) > 0 {

@@ -39,7 +39,11 @@ func (s *Store) oracleBuild(allNames bool) *oracleView {
 		b.expose(strings.ToLower(ns))
 	}
 	b.addFixedNames()
-	bySvc := oracleSlicesByService(b, s.slices)
+	stored := map[nsName]EndpointSlice{}
+	for k := range s.slices {
+		stored[k] = s.storedSlice(k)
+	}
+	bySvc := oracleSlicesByService(b, stored)
 	for k, r := range s.services {
 		svc := r.service(k)
 		b.addService(&svc, bySvc[k])
@@ -114,4 +118,10 @@ func compareNsName(a, b nsName) int {
 		return c
 	}
 	return strings.Compare(a.name, b.name)
+}
+
+// storedSlice is the slice the Store holds under k, as it was set.
+func (s *Store) storedSlice(k nsName) EndpointSlice {
+	r := s.slices[k]
+	return r.slice(k)
 }

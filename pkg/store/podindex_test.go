@@ -3,8 +3,6 @@ package store
 import (
 	"fmt"
 	"net/netip"
-	"slices"
-	"strings"
 	"testing"
 )
 
@@ -129,35 +127,5 @@ func TestPodAnswersAgree(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestPackedAddrs: a pod's addresses come back from their packed form as
-// they were, a zone and a v4-in-v6 form included, and two lists pack
-// equal only when they are.
-func TestPackedAddrs(t *testing.T) {
-	long := netip.MustParseAddr("fe80::1").WithZone(strings.Repeat("z", 200)) // a length over one byte
-	lists := [][]netip.Addr{
-		nil,
-		{netip.MustParseAddr("10.1.2.3")},
-		{netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("fd00::3")},
-		{netip.MustParseAddr("fd00::3"), netip.MustParseAddr("10.1.2.3")},
-		{netip.MustParseAddr("::ffff:10.1.2.3")},
-		{netip.MustParseAddr("fe80::1%eth0"), long},
-		{{}},
-	}
-	for i, ips := range lists {
-		p := packAddrs(ips)
-		if got := p.addrs(); !slices.Equal(got, ips) {
-			t.Errorf("%v packed and unpacked: %v", ips, got)
-		}
-		for j, other := range lists {
-			if (packAddrs(other) == p) != (i == j) {
-				t.Errorf("%v and %v: packed equal %v", ips, other, i != j)
-			}
-		}
-	}
-	if intern("") != (interned{}) || intern("a").String() != "a" || (interned{}).String() != "" || intern("a") != intern(strings.Clone("a")) {
-		t.Error("intern: the zero value is not \"\", or two equal names differ")
 	}
 }

@@ -120,7 +120,7 @@ func (s *Store) rebuild() *Snapshot {
 func (s *Store) sizeHint() int {
 	n := 4*len(s.services) + 16
 	for _, sl := range s.slices {
-		n += 2 * len(sl.Endpoints)
+		n += 2 * len(sl.eps)
 	}
 	return n
 }

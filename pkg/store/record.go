@@ -119,6 +119,78 @@ func (s *EndpointSlice) equal(o *EndpointSlice) bool {
 		})
 }
 
+// sliceRecord is what the Store keeps of an EndpointSlice beside its key
+// (its namespace and name): its Service and ports, and its endpoints with
+// their addresses packed in one string and their node and zone interned.
+// At 150,000 endpoints (issue 71) an endpoint costs 56 bytes and its
+// addresses' share of the string, where an Endpoint took 96 and an
+// address slice beside it. The builds read it as the EndpointSlice it was
+// made from (slice).
+type sliceRecord struct {
+	service string
+	ports   []Port
+	addrs   packedAddrs
+	eps     []endpointRecord
+}
+
+// endpointRecord is an endpoint of a sliceRecord: n is the number of its
+// addresses in the record's string, after those of the endpoints before.
+type endpointRecord struct {
+	host, pod  string
+	node, zone interned
+	n          uint32
+	ready      bool
+}
+
+func newSliceRecord(v *EndpointSlice) sliceRecord {
+	r := sliceRecord{service: v.Service, ports: v.Ports, eps: make([]endpointRecord, len(v.Endpoints))}
+	var all []netip.Addr
+	for i, ep := range v.Endpoints {
+		r.eps[i] = endpointRecord{host: ep.Hostname, pod: ep.PodName, node: intern(ep.NodeName), zone: intern(ep.TopologyZone),
+			n: uint32(len(ep.Addresses)), ready: ep.Ready}
+		all = append(all, ep.Addresses...)
+	}
+	r.addrs = packAddrs(all)
+	return r
+}
+
+// slice is the EndpointSlice of key k that r was made from.
+func (r *sliceRecord) slice(k nsName) EndpointSlice {
+	v := EndpointSlice{Namespace: k.ns, Name: k.name, Service: r.service, Ports: r.ports}
+	if len(r.eps) == 0 {
+		return v
+	}
+	all := r.addrs.addrs()
+	v.Endpoints = make([]Endpoint, len(r.eps))
+	for i, e := range r.eps {
+		var addrs []netip.Addr
+		if e.n > 0 {
+			addrs, all = all[:e.n:e.n], all[e.n:]
+		}
+		v.Endpoints[i] = Endpoint{Addresses: addrs, Hostname: e.host, PodName: e.pod, Ready: e.ready,
+			NodeName: e.node.String(), TopologyZone: e.zone.String()}
+	}
+	return v
+}
+
+// equal says whether r was made from a slice equal to v (of r's key).
+func (r *sliceRecord) equal(v *EndpointSlice) bool {
+	if r.service != v.Service || !slices.Equal(r.ports, v.Ports) || len(r.eps) != len(v.Endpoints) {
+		return false
+	}
+	all := r.addrs.addrs()
+	for i, ep := range v.Endpoints {
+		e := &r.eps[i]
+		if e.host != ep.Hostname || e.pod != ep.PodName || e.ready != ep.Ready || e.n != uint32(len(ep.Addresses)) ||
+			e.node.String() != ep.NodeName || e.zone.String() != ep.TopologyZone ||
+			len(all) < len(ep.Addresses) || !slices.Equal(all[:len(ep.Addresses)], ep.Addresses) {
+			return false
+		}
+		all = all[len(ep.Addresses):]
+	}
+	return len(all) == 0
+}
+
 // podRecord is what the Store keeps of a Pod beside its key: the key
 // holds its namespace and name once, its addresses are packed in a string
 // and its node is interned. At 150,000 pods (issue 71) a map slot is 56
@@ -145,18 +217,25 @@ func (r *podRecord) equal(o *podRecord) bool { return *r == *o }
 type packedAddrs string
 
 func packAddrs(ips []netip.Addr) packedAddrs {
-	var b []byte
+	if len(ips) == 0 {
+		return ""
+	}
+	var buf [64]byte // a few addresses: the string is the one allocation
+	b := buf[:0]
 	for _, ip := range ips {
-		bin, _ := ip.MarshalBinary() // never fails
-		b = binary.AppendUvarint(b, uint64(len(bin)))
-		b = append(b, bin...)
+		n := len(b)
+		b, _ = ip.AppendBinary(append(b, 0)) // never fails
+		if size := len(b) - n - 1; size < 0x80 {
+			b[n] = byte(size)
+		} else { // a zone over 111 bytes: a longer length
+			b, _ = ip.AppendBinary(binary.AppendUvarint(b[:n], uint64(size)))
+		}
 	}
 	return packedAddrs(b)
 }
 
-// addrs is the list p packs, nil when it is empty.
-func (p packedAddrs) addrs() []netip.Addr {
-	var out []netip.Addr
+// all yields the addresses p packs, in order.
+func (p packedAddrs) all(yield func(netip.Addr) bool) {
 	for s := string(p); s != ""; {
 		n, w := uint64(0), 0
 		for shift := 0; w < len(s); shift += 7 {
@@ -169,8 +248,12 @@ func (p packedAddrs) addrs() []netip.Addr {
 		}
 		var ip netip.Addr
 		_ = ip.UnmarshalBinary([]byte(s[w : w+int(n)])) // packAddrs made it
-		out = append(out, ip)
+		if !yield(ip) {
+			return
+		}
 		s = s[w+int(n):]
 	}
-	return out
 }
+
+// addrs is the list p packs, nil when it is empty.
+func (p packedAddrs) addrs() []netip.Addr { return slices.Collect(p.all) }

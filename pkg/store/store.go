@@ -20,7 +20,7 @@ type Store struct {
 	opts       Options
 	exposed    map[string]struct{}
 	services   map[nsName]svcRecord
-	slices     map[nsName]EndpointSlice
+	slices     map[nsName]sliceRecord
 	pods       map[nsName]podRecord
 	namespaces map[string]struct{}
 	// bySvc indexes the slices by the Service of their label.
@@ -82,7 +82,7 @@ func New(opts Options) (*Store, error) {
 		zone:       zone,
 		exposed:    exposedSet(opts.Namespaces),
 		services:   map[nsName]svcRecord{},
-		slices:     map[nsName]EndpointSlice{},
+		slices:     map[nsName]sliceRecord{},
 		pods:       map[nsName]podRecord{},
 		namespaces: map[string]struct{}{},
 		bySvc:      map[nsName]map[string]struct{}{},
@@ -207,10 +207,10 @@ func (s *Store) removeSlice(k nsName) {
 	if !ok {
 		return
 	}
-	if old.Service != "" {
-		svc := nsName{old.Namespace, old.Service}
+	if old.service != "" {
+		svc := nsName{k.ns, old.service}
 		s.touch(unitKey{kind: unitService, nsName: svc})
-		delete(s.bySvc[svc], old.Name)
+		delete(s.bySvc[svc], k.name)
 		if len(s.bySvc[svc]) == 0 {
 			delete(s.bySvc, svc)
 		}
@@ -230,7 +230,7 @@ func (s *Store) addSlice(v EndpointSlice) {
 		s.bySvc[svc][v.Name] = struct{}{}
 		s.labelled++
 	}
-	s.slices[nsName{v.Namespace, v.Name}] = v
+	s.slices[nsName{v.Namespace, v.Name}] = newSliceRecord(&v)
 }
 
 // serviceSlices returns the slices labelled with Service k in the order of
@@ -246,7 +246,9 @@ func (s *Store) serviceSlices(k nsName) []*EndpointSlice {
 	slices.Sort(names)
 	out := make([]*EndpointSlice, len(names))
 	for i, n := range names {
-		sl := s.slices[nsName{k.ns, n}]
+		key := nsName{k.ns, n}
+		rec := s.slices[key]
+		sl := rec.slice(key)
 		out[i] = &sl
 	}
 	return out
@@ -342,7 +344,7 @@ func (s *Store) Replace(o Objects) {
 		k.name, r = a.service(&v)
 		s.services[k] = r
 	}
-	s.slices = make(map[nsName]EndpointSlice, len(o.EndpointSlices))
+	s.slices = make(map[nsName]sliceRecord, len(o.EndpointSlices))
 	s.bySvc = map[nsName]map[string]struct{}{}
 	s.labelled = 0
 	for _, v := range o.EndpointSlices {
