@@ -30,10 +30,10 @@ const Cluster = 100
 // Rest is the lowest GOGC of the synced cluster DNS: over a live heap of
 // restFloor, the garbage allowed between two collections stays restFloor
 // until it is Rest percent of the live heap. At Cluster the records of
-// 150,000 Pods (a live heap of about 90 MiB) let the heap grow by 90 MiB
-// at rest, where the garbage of the steady changes and queries is under a
-// megabyte a second; at 25 a collection comes every half minute or so and
-// costs about 0.2 s of CPU (test/bench TestScale).
+// 150,000 Pods (a live heap of 80-90 MiB) let the heap grow by as much at
+// rest, where the garbage of the steady changes and queries is under a
+// megabyte a second; at 25-27 the collections come a minute or more apart
+// (test/bench TestScale, gctrace).
 const Rest = 25
 
 // restFloor is the garbage, in bytes, that the collector always allows a
@@ -124,9 +124,9 @@ type Phases struct {
 // TestScale, 150,000 Pods, a 288 MiB limit: a peak of 1.97× the resting
 // RSS without it). The relist's own live heap is 10-40 MB over the
 // records (the listed keys, held until the list is whole), so the bound
-// costs CPU: at 30 the relist took 20-21 s of CPU against 15 s at 50, for
-// a peak of 1.40× the resting RSS against 1.56-1.68×, and a process in a
-// 170 Mi cgroup peaked at 159 MiB against 167-170 MiB.
+// costs CPU: at 30 the relist took 20-29 s of CPU against 15-16 s at 50,
+// for a peak of 1.40-1.52× the resting RSS against 1.56-1.68×, and a
+// process in a 170 Mi cgroup peaked at 150-160 MiB against 167-170 MiB.
 const RelistBound = 30
 
 // relistSettle is how long the bound stays after a relist ends: the
