@@ -211,7 +211,7 @@ func (r podRecord) pod(k nsName) Pod {
 func (r *podRecord) equal(o *podRecord) bool { return *r == *o }
 
 // packedAddrs is a list of addresses in one string: each one's binary
-// form (netip.Addr.MarshalBinary: 4 or 16 bytes, and an IPv6 zone after
+// form (netip.Addr.AppendBinary: 4 or 16 bytes, and an IPv6 zone after
 // them) after its length as a uvarint. Two lists are equal when their
 // packed forms are.
 type packedAddrs string
@@ -237,15 +237,7 @@ func packAddrs(ips []netip.Addr) packedAddrs {
 // all yields the addresses p packs, in order.
 func (p packedAddrs) all(yield func(netip.Addr) bool) {
 	for s := string(p); s != ""; {
-		n, w := uint64(0), 0
-		for shift := 0; w < len(s); shift += 7 {
-			c := s[w]
-			w++
-			n |= uint64(c&0x7f) << shift
-			if c < 0x80 {
-				break
-			}
-		}
+		n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
 		var ip netip.Addr
 		_ = ip.UnmarshalBinary([]byte(s[w : w+int(n)])) // packAddrs made it
 		if !yield(ip) {
