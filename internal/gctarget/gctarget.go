@@ -298,7 +298,7 @@ func (g *Phases) paced() {
 	g.lastGC = t
 	switch {
 	case since < busyInterval:
-		g.busy = min(Cluster, 2*max(g.busy, g.percent, 1))
+		g.busy = min(Cluster, 2*g.percent) // at rest the target is at least busy and Rest
 	case since > quietInterval:
 		g.busy /= 2
 	}
