@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/kubewire"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
@@ -67,7 +68,11 @@ func (c *Cluster) Run(ctx context.Context) error {
 	if skips == nil {
 		skips = unregisteredSkips(log)
 	}
-	return runKinds(ctx, c.Client, c.Store, log, "kubernetes records synced", c.Relisting, c.kinds(sink{ctx: ctx, store: c.Store, skips: skips}))
+	kinds, err := c.kinds(sink{ctx: ctx, store: c.Store, skips: skips})
+	if err != nil {
+		return err
+	}
+	return runKinds(ctx, c.Client, c.Store, log, "kubernetes records synced", c.Relisting, kinds)
 }
 
 // retryBackoff is how a reflector of the cluster DNS waits before it
@@ -169,9 +174,17 @@ var (
 )
 
 // kinds lists the resources Run follows, each applying its events to the
-// store through s.
-func (c *Cluster) kinds(s sink) []kind {
-	core, disc := c.Client.CoreV1(), c.Client.DiscoveryV1()
+// store through s. Their clients decode Pods and Nodes to what the
+// converters read, and watch events in place (kubewire).
+func (c *Cluster) kinds(s sink) ([]kind, error) {
+	core, err := kubewire.CoreV1(c.Client)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := kubewire.DiscoveryV1(c.Client)
+	if err != nil {
+		return nil, err
+	}
 	setService, stageService := setter(s, serviceKind, keepAll(ToService), s.store.SetService, s.store.DeleteService)
 	ks := []kind{{
 		name: "services", example: &corev1.Service{}, transform: stageService,
@@ -227,7 +240,7 @@ func (c *Cluster) kinds(s sink) []kind {
 			}),
 		})
 	}
-	return ks
+	return ks, nil
 }
 
 func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),

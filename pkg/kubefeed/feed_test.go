@@ -189,7 +189,11 @@ func TestStagedEqualsDirect(t *testing.T) {
 		st.SetPod(store.Pod{Namespace: "prod", Name: "done", IPs: []netip.Addr{netip.MustParseAddr("10.1.0.8")}})
 		c := &Cluster{Client: fake.NewClientset(), Store: st, Pods: true}
 		skips, reg, _ := newSkips(t, nil)
-		for _, k := range c.kinds(sink{ctx: t.Context(), store: st, skips: skips}) {
+		kinds, err := c.kinds(sink{ctx: t.Context(), store: st, skips: skips})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range kinds {
 			ks := &keyedStore{kind: k, notify: func() {}, synced: make(chan struct{})}
 			var list []any
 			for _, obj := range objs[k.name] {

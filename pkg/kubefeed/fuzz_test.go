@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/kubewire"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
@@ -132,7 +133,8 @@ func buildIngest(ns, name, externalName, clusterIP, hostname, addr1, addr2, port
 	if hostname != "" {
 		slice.Endpoints[0].Hostname = &hostname
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: hostname + "-pod", Namespace: ns}, Status: corev1.PodStatus{
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: hostname + "-pod", Namespace: ns, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{NodeName: portName, Hostname: hostname}, Status: corev1.PodStatus{
 		Phase:  []corev1.PodPhase{corev1.PodRunning, corev1.PodPending, corev1.PodSucceeded, ""}[mode>>6],
 		PodIPs: []corev1.PodIP{{IP: addr1}, {IP: addr2}}}}
 	return ingest{svc: svc, slice: slice, pod: pod}
@@ -220,6 +222,7 @@ func FuzzIngest(f *testing.F) {
 			}
 		}
 		pod, keep, podErr := ToPod(in.pod)
+		checkSlimPod(t, in.pod, pod, keep, podErr)
 		if podErr != nil {
 			checkError(t, podErr, "pod", "metadata.name", "metadata.namespace", "status.podIPs")
 		} else if keep {
@@ -437,4 +440,23 @@ func FuzzManifest(f *testing.F) {
 			t.Fatalf("rendered manifest loads to\n%+v\nwant\n%+v\n%s", l.objs, objs, out)
 		}
 	})
+}
+
+// checkSlimPod fails unless ToPod of p as kubewire decodes it (what the
+// cluster feed's client gives) returns what ToPod of p returned: ToPod
+// reads only the fields kubewire keeps.
+func checkSlimPod(t *testing.T, p *corev1.Pod, want store.Pod, wantKeep bool, wantErr error) {
+	t.Helper()
+	raw, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim, err := kubewire.Pod(raw)
+	if err != nil {
+		t.Fatalf("kubewire.Pod: %v", err)
+	}
+	got, keep, err := ToPod(slim)
+	if fmt.Sprint(err) != fmt.Sprint(wantErr) || keep != wantKeep || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ToPod of the decoded pod = %+v, %v, %v; of the pod %+v, %v, %v", got, keep, err, want, wantKeep, wantErr)
+	}
 }
