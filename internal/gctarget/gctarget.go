@@ -10,6 +10,8 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/memrelease"
 )
 
 // Serve is the GOGC of serve unless the GOGC variable is set, and
@@ -97,9 +99,11 @@ type Phases struct {
 	relisting  bool
 	restoreGen int
 	// after runs f after d (time.AfterFunc), and resting is the memory
-	// at rest (restingMemory); tests set them.
+	// at rest (restingMemory); tests set them. release gives memory back
+	// once a relist settled (Start sets it).
 	after   func(d time.Duration, f func())
 	resting func() int64
+	release func()
 	// live is the live heap (liveHeap); tests set it. publishing is set
 	// during a first publish, watching once the collections set the
 	// target (watchRest), and percent is the target they set last.
@@ -169,14 +173,22 @@ func (g *Phases) Relisting(on bool) (held, limit int64) {
 }
 
 // restore puts back the memory limit a relist lowered, unless a relist
-// started (or ended again) since the end that scheduled it (gen).
+// started (or ended again) since the end that scheduled it (gen), and
+// then runs release: the relist's freed heap and the binary's pages it
+// touched (its connections, its errors) go back to the OS, as the
+// start's do after the sync.
 func (g *Phases) restore(gen int) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if gen == g.restoreGen && !g.relisting && g.limit != 0 {
+	done := gen == g.restoreGen && !g.relisting && g.limit != 0
+	if done {
 		debug.SetMemoryLimit(g.limit)
 		g.limit = 0
 		g.rest()
+	}
+	release := g.release
+	g.mu.Unlock()
+	if done && release != nil {
+		release() // a collection: outside g.mu, which its finalizer takes
 	}
 }
 
@@ -210,7 +222,10 @@ func Start() *Phases {
 	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
 		debug.SetMemoryLimit(limit - limit*Headroom/100)
 	}
-	return &Phases{}
+	return &Phases{release: func() {
+		debug.FreeOSMemory()
+		memrelease.Pages()
+	}}
 }
 
 // AfterSync is the records' first sync: from it, the target follows the

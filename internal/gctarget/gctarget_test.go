@@ -71,7 +71,8 @@ func TestHeadroom(t *testing.T) {
 // TestRelisting: a relist lowers the memory limit to RelistBound percent
 // over the runtime's memory at rest, never raises it, keeps it relistSettle after
 // its end, through a relist that starts in that time, and then puts it
-// back; a second start or end changes nothing.
+// back and gives the memory back once; a second start or end changes
+// nothing.
 func TestRelisting(t *testing.T) {
 	orig := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
@@ -79,12 +80,13 @@ func TestRelisting(t *testing.T) {
 		debug.SetMemoryLimit(limit)
 		var pending []func()
 		const resting = 100 << 20
+		released := 0
 		g := &Phases{after: func(d time.Duration, f func()) {
 			if d != relistSettle {
 				t.Errorf("restore after %v, want %v", d, relistSettle)
 			}
 			pending = append(pending, f)
-		}, resting: func() int64 { return resting }}
+		}, resting: func() int64 { return resting }, release: func() { released++ }}
 		read := func() int64 { return debug.SetMemoryLimit(-1) }
 		g.Relisting(true)
 		bound := read()
@@ -102,13 +104,17 @@ func TestRelisting(t *testing.T) {
 		}
 		g.Relisting(true) // the next kind, within relistSettle
 		pending[0]()
-		if got := read(); got != bound {
-			t.Errorf("limit %d: %d after the first end's restore with a relist streaming, want %d", limit, got, bound)
+		if got := read(); got != bound || released != 0 {
+			t.Errorf("limit %d: %d after the first end's restore with a relist streaming (released %d times), want %d (0)", limit, got, released, bound)
 		}
 		g.Relisting(false)
 		pending[1]()
-		if got := read(); got != limit {
-			t.Errorf("limit %d: %d after the last relist settled", limit, got)
+		if got := read(); got != limit || released != 1 {
+			t.Errorf("limit %d: %d after the last relist settled (released %d times), want %d (once)", limit, got, released, limit)
+		}
+		pending[1]() // a restore that ran already
+		if released != 1 {
+			t.Errorf("limit %d: released %d times after a second restore, want once", limit, released)
 		}
 	}
 }

@@ -135,8 +135,8 @@ func buildIngest(ns, name, externalName, clusterIP, hostname, addr1, addr2, port
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: hostname + "-pod", Namespace: ns, Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{NodeName: portName, Hostname: hostname}, Status: corev1.PodStatus{
-		Phase:  []corev1.PodPhase{corev1.PodRunning, corev1.PodPending, corev1.PodSucceeded, ""}[mode>>6],
-		PodIPs: []corev1.PodIP{{IP: addr1}, {IP: addr2}}}}
+			Phase:  []corev1.PodPhase{corev1.PodRunning, corev1.PodPending, corev1.PodSucceeded, ""}[mode>>6],
+			PodIPs: []corev1.PodIP{{IP: addr1}, {IP: addr2}}}}
 	return ingest{svc: svc, slice: slice, pod: pod}
 }
 
