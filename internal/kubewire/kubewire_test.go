@@ -315,3 +315,25 @@ func FuzzPod(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodePod decodes a watch event's Pod (fullPod) as client-go
+// does and as the cluster feed's client does:
+//
+//	go test -run '^$' -bench BenchmarkDecodePod -benchmem ./internal/kubewire/
+func BenchmarkDecodePod(b *testing.B) {
+	slim, full := decoders(b)
+	data := encode(b, fullPod())
+	for _, bc := range []struct {
+		name string
+		dec  runtime.Decoder
+	}{{"client-go", full}, {"kubewire", slim}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := runtime.Decode(bc.dec, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
