@@ -205,12 +205,9 @@ func (e events) Decode(data []byte, defaults *schema.GroupVersionKind, into runt
 		case 1:
 			ev.Type = eventType(v)
 		case 2:
-			return fields(v, func(num protowire.Number, v []byte) error {
-				if num == 1 {
-					ev.Object.Raw = v
-				}
-				return nil
-			})
+			raw, err := field(v, 1) // RawExtension.raw
+			ev.Object.Raw = raw
+			return err
 		}
 		return nil
 	})
@@ -228,6 +225,20 @@ func eventType(v []byte) string {
 		}
 	}
 	return string(v)
+}
+
+// field is the last length-delimited field num of the protobuf message
+// b, as a decoder reads a repeated scalar's last value; nil when b has
+// none.
+func field(b []byte, num protowire.Number) ([]byte, error) {
+	var v []byte
+	err := fields(b, func(n protowire.Number, x []byte) error {
+		if n == num {
+			v = x
+		}
+		return nil
+	})
+	return v, err
 }
 
 // fields calls f with the number and the bytes of each length-delimited

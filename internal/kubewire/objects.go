@@ -32,12 +32,9 @@ func Pod(raw []byte) (*corev1.Pod, error) {
 		case objMetadata:
 			return objectMeta(&p.ObjectMeta, v, "")
 		case objSpec:
-			return within("spec", fields(v, func(num protowire.Number, v []byte) error {
-				if num == podSpecNodeName {
-					p.Spec.NodeName = string(v)
-				}
-				return nil
-			}))
+			node, err := field(v, podSpecNodeName)
+			p.Spec.NodeName = string(node)
+			return within("spec", err)
 		case objStatus:
 			return within("status", podStatus(&p.Status, v))
 		}
@@ -57,17 +54,11 @@ func podStatus(s *corev1.PodStatus, b []byte) error {
 		case podStatusPodIP:
 			s.PodIP = string(v)
 		case podStatusPodIPs:
-			var ip corev1.PodIP
-			err := fields(v, func(num protowire.Number, v []byte) error {
-				if num == podIPIP {
-					ip.IP = string(v)
-				}
-				return nil
-			})
+			ip, err := field(v, podIPIP)
 			if err != nil {
 				return within(fmt.Sprintf("podIPs[%d]", len(s.PodIPs)), err)
 			}
-			s.PodIPs = append(s.PodIPs, ip)
+			s.PodIPs = append(s.PodIPs, corev1.PodIP{IP: string(ip)})
 		}
 		return nil
 	})
