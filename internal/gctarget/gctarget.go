@@ -126,11 +126,12 @@ type Phases struct {
 // that, and the collector runs more often instead of letting the listed
 // objects' garbage grow the heap to the container's limit (test/bench
 // TestScale, 150,000 Pods, a 288 MiB limit: a peak of 1.97× the resting
-// RSS without it). The relist's own live heap is 10-40 MB over the
-// records (the listed keys, held until the list is whole), so the bound
-// costs CPU: at 30 the relist took 20-29 s of CPU against 15-16 s at 50,
-// for a peak of 1.40-1.52× the resting RSS against 1.56-1.68×, and a
-// process in a 170 Mi cgroup peaked at 150-160 MiB against 167-170 MiB.
+// RSS without it). The relist's own live heap is about 10 MB over the
+// records (the listed keys, held until the list is whole). At 30 a
+// process in a 170 Mi cgroup peaked at 150-152 MiB against 167-170 MiB at
+// 50. Since the Pods decode to what the feed reads (internal/kubewire)
+// the relist takes 8-15 s of CPU at 30, for a peak of 1.26-1.44× the
+// resting RSS; 15 took 15-20 s and peaked no lower.
 const RelistBound = 30
 
 // relistSettle is how long the bound stays after a relist ends: the
@@ -222,10 +223,7 @@ func Start() *Phases {
 	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
 		debug.SetMemoryLimit(limit - limit*Headroom/100)
 	}
-	return &Phases{release: func() {
-		debug.FreeOSMemory()
-		memrelease.Pages()
-	}}
+	return &Phases{release: memrelease.Startup}
 }
 
 // AfterSync is the records' first sync: from it, the target follows the

@@ -203,7 +203,7 @@ func (e events) Decode(data []byte, defaults *schema.GroupVersionKind, into runt
 	err := fields(data, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
-			ev.Type = eventType(v)
+			ev.Type = constant(v, "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
 		case 2:
 			raw, err := field(v, 1) // RawExtension.raw
 			ev.Object.Raw = raw
@@ -217,14 +217,15 @@ func (e events) Decode(data []byte, defaults *schema.GroupVersionKind, into runt
 	return ev, &watchEventKind, nil
 }
 
-// eventType is v as a string, the watch package's constant when it is one.
-func eventType(v []byte) string {
-	for _, t := range [...]string{"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"} {
-		if string(v) == t {
-			return t
+// constant is v as a T: the one of known it equals, without an
+// allocation, else a copy.
+func constant[T ~string](v []byte, known ...T) T {
+	for _, k := range known {
+		if string(v) == string(k) {
+			return k
 		}
 	}
-	return string(v)
+	return T(v)
 }
 
 // field is the last length-delimited field num of the protobuf message

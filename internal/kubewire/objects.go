@@ -50,7 +50,7 @@ func podStatus(s *corev1.PodStatus, b []byte) error {
 	return fields(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case podStatusPhase:
-			s.Phase = phase(v)
+			s.Phase = constant(v, corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown)
 		case podStatusPodIP:
 			s.PodIP = string(v)
 		case podStatusPodIPs:
@@ -62,16 +62,6 @@ func podStatus(s *corev1.PodStatus, b []byte) error {
 		}
 		return nil
 	})
-}
-
-// phase is v, the corev1 constant when it is one.
-func phase(v []byte) corev1.PodPhase {
-	for _, p := range [...]corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
-		if string(v) == string(p) {
-			return p
-		}
-	}
-	return corev1.PodPhase(v)
 }
 
 // Node decodes a protobuf Node to the fields Keep lists. An error names

@@ -11,7 +11,8 @@ import (
 )
 
 // Startup returns the freed heap and the executable's start-up pages
-// (Pages) to the OS.
+// (Pages) to the OS: after the start, and after a relist settled
+// (internal/gctarget).
 func Startup() {
 	debug.FreeOSMemory()
 	Pages()

@@ -178,17 +178,29 @@ func (r *sliceRecord) equal(v *EndpointSlice) bool {
 	if r.service != v.Service || !slices.Equal(r.ports, v.Ports) || len(r.eps) != len(v.Endpoints) {
 		return false
 	}
-	all := r.addrs.addrs()
 	for i, ep := range v.Endpoints {
 		e := &r.eps[i]
 		if e.host != ep.Hostname || e.pod != ep.PodName || e.ready != ep.Ready || e.n != uint32(len(ep.Addresses)) ||
-			e.node.String() != ep.NodeName || e.zone.String() != ep.TopologyZone ||
-			len(all) < len(ep.Addresses) || !slices.Equal(all[:len(ep.Addresses)], ep.Addresses) {
+			e.node.String() != ep.NodeName || e.zone.String() != ep.TopologyZone {
 			return false
 		}
-		all = all[len(ep.Addresses):]
 	}
-	return len(all) == 0
+	// The packed addresses against v's, endpoint after endpoint, read in
+	// place: a relist compares every slice it lists.
+	i, k := 0, 0 // v's endpoint, and its address next
+	for ip := range r.addrs.all {
+		for i < len(v.Endpoints) && k == len(v.Endpoints[i].Addresses) {
+			i, k = i+1, 0
+		}
+		if i == len(v.Endpoints) || v.Endpoints[i].Addresses[k] != ip {
+			return false
+		}
+		k++
+	}
+	for i < len(v.Endpoints) && k == len(v.Endpoints[i].Addresses) {
+		i, k = i+1, 0
+	}
+	return i == len(v.Endpoints)
 }
 
 // podRecord is what the Store keeps of a Pod beside its key: the key
