@@ -1,14 +1,11 @@
 package kubefeed
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -108,8 +105,15 @@ func runKinds(ctx context.Context, client kubernetes.Interface, st Publisher, lo
 	}
 	var first []<-chan struct{}
 	for _, k := range kinds {
-		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{}), relists: rl}
-		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(k.lw, client), k.example, ks,
+		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{}), relists: rl, placeholder: placeholderOf(k.example)}
+		lw := listWatch(k.lw.ListWithContextFunc, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := k.lw.WatchFuncWithContext(ctx, o)
+			if err != nil || o.SendInitialEvents == nil || !*o.SendInitialEvents {
+				return w, err
+			}
+			return ks.stream(w), nil
+		})
+		r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), k.example, ks,
 			cache.ReflectorOptions{Name: k.name, Backoff: retryBackoff()})
 		first = append(first, ks.synced)
 		wg.Go(func() { r.RunWithContext(ctx) })
@@ -152,12 +156,11 @@ func publishChanges(ctx context.Context, st Publisher, changed <-chan struct{}) 
 // kind is one resource a reflector follows: how to list and watch it, and
 // what an event does to the store.
 type kind struct {
-	name      string
-	example   runtime.Object
-	lw        *cache.ListWatch
-	transform cache.TransformFunc // stores an object of a streamed initial list and leaves its key
-	set, del  func(obj any)
-	keys      func() iter.Seq[store.Key] // what the store holds of the kind (the loop must not call the store)
+	name     string
+	example  runtime.Object
+	lw       *cache.ListWatch
+	set, del func(obj any)
+	keys     func() iter.Seq[store.Key] // what the store holds of the kind (the loop must not call the store)
 	// relisted, when set, learns which keys a full list has.
 	relisted func(listed func(store.Key) bool)
 }
@@ -185,9 +188,9 @@ func (c *Cluster) kinds(s sink) ([]kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	setService, stageService := setter(s, serviceKind, keepAll(ToService), s.store.SetService, s.store.DeleteService)
+	setService := setter(s, serviceKind, keepAll(ToService), s.store.SetService, s.store.DeleteService)
 	ks := []kind{{
-		name: "services", example: &corev1.Service{}, transform: stageService,
+		name: "services", example: &corev1.Service{},
 		set: setService, del: s.deleter(serviceKind, s.store.DeleteService),
 		keys: s.keys(store.KindService), relisted: s.relisted(serviceKind),
 		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -197,9 +200,9 @@ func (c *Cluster) kinds(s sink) ([]kind, error) {
 		}),
 	}}
 	if !c.NoEndpoints {
-		set, stage := setter(s, endpointSliceKind, keepAll(slimSlice(c.EndpointPodNames)), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
+		set := setter(s, endpointSliceKind, keepAll(slimSlice(c.EndpointPodNames)), s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
 		ks = append(ks, kind{
-			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, transform: stage, set: set,
+			name: "endpointslices", example: &discoveryv1.EndpointSlice{}, set: set,
 			del: s.deleter(endpointSliceKind, s.store.DeleteEndpointSlice), keys: s.keys(store.KindEndpointSlice),
 			relisted: s.relisted(endpointSliceKind),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -210,7 +213,7 @@ func (c *Cluster) kinds(s sink) ([]kind, error) {
 		})
 	}
 	ks = append(ks, kind{
-		name: "namespaces", example: &corev1.Namespace{}, transform: stripNamespace, set: s.setNamespace, del: s.deleteNamespace,
+		name: "namespaces", example: &corev1.Namespace{}, set: s.setNamespace, del: s.deleteNamespace,
 		keys: s.keys(store.KindNamespace),
 		lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return core.Namespaces().List(ctx, o)
@@ -219,9 +222,9 @@ func (c *Cluster) kinds(s sink) ([]kind, error) {
 		}),
 	})
 	if c.Pods {
-		set, stage := setter(s, podKind, ToPod, s.store.SetPod, s.store.DeletePod)
+		set := setter(s, podKind, ToPod, s.store.SetPod, s.store.DeletePod)
 		ks = append(ks, kind{
-			name: "pods", example: &corev1.Pod{}, transform: stage, set: set, del: s.deleter(podKind, s.store.DeletePod),
+			name: "pods", example: &corev1.Pod{}, set: set, del: s.deleter(podKind, s.store.DeletePod),
 			keys: s.keys(store.KindPod), relisted: s.relisted(podKind),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Pods("").List(ctx, o)
@@ -229,9 +232,9 @@ func (c *Cluster) kinds(s sink) ([]kind, error) {
 				return core.Pods("").Watch(ctx, o)
 			}),
 		})
-		set, stage = setter(s, nodeKind, keepAll(ToNode), s.store.SetNodeTopology, s.deleteNode)
+		set = setter(s, nodeKind, keepAll(ToNode), s.store.SetNodeTopology, s.deleteNode)
 		ks = append(ks, kind{
-			name: "nodes", example: &corev1.Node{}, transform: stage, set: set, del: s.deleter(nodeKind, s.deleteNode),
+			name: "nodes", example: &corev1.Node{}, set: set, del: s.deleter(nodeKind, s.deleteNode),
 			keys: s.keys(store.KindNode), relisted: s.relisted(nodeKind),
 			lw: listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Nodes().List(ctx, o)
@@ -251,15 +254,23 @@ func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, e
 // keyedStore is a reflector's store that holds no objects: it applies each
 // event through its kind's set and del, then notifies. A relist (Replace)
 // deletes what the store holds and the list no longer has. A reflector
-// calls it from one goroutine; synced may be waited on from any.
+// calls it from one goroutine, and its streamed lists' watches from one
+// more each (stream); synced may be waited on from any.
 type keyedStore struct {
 	kind   kind
 	notify func()
 	synced chan struct{} // closed by the first Replace
 	// relists counts the kinds relisting; relisting is set from this
 	// kind's first streamed object after its first sync to its Replace.
-	relists   *relists
+	relists *relists
+	// placeholder is what the reflector gets for each object a stream
+	// applied (stream).
+	placeholder runtime.Object
+
+	mu        sync.Mutex // the fields below
 	relisting bool
+	attempt   int      // the streamed lists started (stream)
+	listed    *listing // the last streamed list's, once whole, for its Replace
 }
 
 // relists counts the kinds whose relist streams, and tells when the first
@@ -296,8 +307,6 @@ func (r *relists) stop() {
 	}
 }
 
-var _ cache.TransformingStore = (*keyedStore)(nil)
-
 func (k *keyedStore) Add(obj any) error    { return k.Update(obj) }
 func (k *keyedStore) Update(obj any) error { return k.apply(obj, true) }
 func (k *keyedStore) Delete(obj any) error {
@@ -310,25 +319,6 @@ func (k *keyedStore) Delete(obj any) error {
 // Resync has nothing to resend: the store holds the records.
 func (k *keyedStore) Resync() error { return nil }
 
-// Transformer stores the objects of a streamed initial list as they
-// arrive: the list holds their keys, not the objects, until its Replace,
-// which deletes what it no longer has and publishes. The store holds a
-// relist's copy of an object once, and one the relist changed is newer;
-// nothing is published from it before the Replace but by another kind's
-// change.
-func (k *keyedStore) Transformer() cache.TransformFunc {
-	if k.kind.transform == nil {
-		return nil
-	}
-	return func(obj any) (any, error) {
-		if !k.relisting && k.isSynced() {
-			k.relisting = true
-			k.relists.add(1)
-		}
-		return k.kind.transform(obj)
-	}
-}
-
 func (k *keyedStore) isSynced() bool {
 	select {
 	case <-k.synced:
@@ -336,18 +326,6 @@ func (k *keyedStore) isSynced() bool {
 	default:
 		return false
 	}
-}
-
-// keyOf is the namespace and name of a listed object.
-func keyOf(obj any) (store.Key, error) {
-	if k, ok := obj.(cache.ExplicitKey); ok {
-		return keyOfStored(k)
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return store.Key{}, err
-	}
-	return store.Key{Namespace: m.GetNamespace(), Name: m.GetName()}, nil
 }
 
 func (k *keyedStore) apply(obj any, set bool) error {
@@ -365,36 +343,37 @@ func (k *keyedStore) apply(obj any, set bool) error {
 
 // Replace applies a full list: every object in it, then a delete for each
 // object the store holds that the list no longer has; the skipped objects
-// the list no longer has are forgotten. The list, left as keys and sorted,
-// is the set of what it has: a relist of 150,000 Pods makes no map of
-// them (issue 71).
+// the list no longer has are forgotten. A streamed list was applied as it
+// arrived: its list is placeholders, and its keys are the listing its
+// stream handed over. A relist of 150,000 Pods makes no map of them
+// (issue 71).
 func (k *keyedStore) Replace(list []any, _ string) error {
-	var errs []error
-	keys := list[:0] // the list is the reflector's to give: its keys replace it
-	for _, obj := range list {
-		if _, ok := obj.(cache.ExplicitKey); !ok {
-			key, err := cache.MetaNamespaceKeyFunc(obj)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			k.kind.set(obj)
-			obj = cache.ExplicitKey(key)
-		}
-		keys = append(keys, obj)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	l := k.listed
+	k.listed = nil
+	if l == nil {
+		l = newListing()
 	}
-	slices.SortFunc(keys, func(a, b any) int {
-		return strings.Compare(string(a.(cache.ExplicitKey)), string(b.(cache.ExplicitKey)))
-	})
-	listed := func(key store.Key) bool {
-		_, ok := slices.BinarySearchFunc(keys, key, func(e any, key store.Key) int {
-			return compareKey(string(e.(cache.ExplicitKey)), key)
-		})
-		return ok
+	var errs []error
+	for _, obj := range list {
+		if obj == any(k.placeholder) {
+			continue
+		}
+		m, err := meta.Accessor(obj)
+		if err == nil && m.GetName() == "" {
+			err = errors.New("object has no name")
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		k.kind.set(obj)
+		l.add(m.GetNamespace(), m.GetName())
 	}
 	var gone []store.Key
 	for key := range k.kind.keys() {
-		if !listed(key) {
+		if !l.has(key.Namespace, key.Name) {
 			gone = append(gone, key)
 		}
 	}
@@ -402,7 +381,7 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 		k.kind.del(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	}
 	if k.kind.relisted != nil {
-		k.kind.relisted(listed)
+		k.kind.relisted(func(key store.Key) bool { return l.has(key.Namespace, key.Name) })
 	}
 	if k.isSynced() {
 		if k.relisting {
@@ -419,26 +398,6 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 	return nil
 }
 
-// compareKey compares the object key e, "namespace/name" or "name", with
-// key's, without making key's.
-func compareKey(e string, key store.Key) int {
-	if key.Namespace == "" {
-		return strings.Compare(e, key.Name)
-	}
-	ns := key.Namespace
-	n := min(len(e), len(ns))
-	if c := strings.Compare(e[:n], ns[:n]); c != 0 {
-		return c
-	}
-	if len(e) <= len(ns) {
-		return -1 // a prefix of the namespace, or it: shorter
-	}
-	if e[n] != '/' {
-		return cmp.Compare(e[n], '/')
-	}
-	return strings.Compare(e[n+1:], key.Name)
-}
-
 // sink applies watch events to the store: objects are converted to slim
 // records, and one that does not convert is removed and reported through
 // skips. ctx is Run's, for the log records only.
@@ -448,25 +407,11 @@ type sink struct {
 	skips *Skips
 }
 
-// A kind's transform stores an object of a streamed initial list as it
-// arrives and leaves its key, "namespace/name" (or "name"), as a
-// cache.ExplicitKey: the reflector's temporary store files the key under
-// itself, and the Replace at the list's end lists the keys. The list keeps
-// neither objects nor records, and each key once, so a relist of 150,000
-// Pods holds their keys alone (test/bench TestScale).
-
-// keyOfStored is the namespace and name of a stored object's key.
-func keyOfStored(k cache.ExplicitKey) (store.Key, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(string(k))
-	return store.Key{Namespace: ns, Name: name}, err
-}
-
 // setter returns the handler that stores what conv keeps of a T and
-// removes a T it does not keep (a pod that ToPod drops, say), and the
-// transform that does so for a streamed T as it arrives (Transformer). A
-// T that does not convert is removed and reported (once per problem) as
-// an object of k.
-func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool, error), set func(R), del func(ns, name string)) (func(obj any), cache.TransformFunc) {
+// removes a T it does not keep (a pod that ToPod drops, say). A T that
+// does not convert is removed and reported (once per problem) as an
+// object of k.
+func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool, error), set func(R), del func(ns, name string)) func(obj any) {
 	apply := func(ns, name string, rec R, keep bool, err error) {
 		ns = defaultNamespace(ns)
 		if err != nil {
@@ -487,15 +432,7 @@ func setter[T metav1.Object, R any](s sink, k objectKind, conv func(T) (R, bool,
 			apply(v.GetNamespace(), v.GetName(), rec, keep, err)
 		}
 	}
-	transform := func(obj any) (any, error) {
-		v, ok := obj.(T)
-		if !ok {
-			return obj, nil // a tombstone
-		}
-		setFn(v)
-		return cache.ExplicitKey(cache.NewObjectName(v.GetNamespace(), v.GetName()).String()), nil
-	}
-	return setFn, transform
+	return setFn
 }
 
 // slimSlice is ToEndpointSlice, without the endpoints' pod names unless
@@ -527,18 +464,11 @@ func keepAll[T, R any](conv func(T) (R, error)) func(T) (R, bool, error) {
 func (s sink) deleter(k objectKind, del func(ns, name string)) func(obj any) {
 	return func(obj any) {
 		var ns, name string
-		switch m := obj.(type) {
-		case cache.ExplicitKey:
-			key, err := keyOfStored(m)
-			if err != nil {
-				return
-			}
-			ns, name = defaultNamespace(key.Namespace), key.Name
-		case metav1.Object:
-			ns, name = namespaceOf(m), m.GetName()
-		default:
+		m, ok := obj.(metav1.Object)
+		if !ok {
 			return
 		}
+		ns, name = namespaceOf(m), m.GetName()
 		del(ns, name)
 		s.skips.served(k.label, ns, name)
 	}
@@ -572,12 +502,3 @@ func storeNamespace(name string) store.Namespace { return store.Namespace{Name: 
 // deleteNode removes a Node; the setter's namespace ("default" for a
 // cluster-scoped object) does not name it.
 func (s sink) deleteNode(_, name string) { s.store.DeleteNodeTopology(name) }
-
-// stripNamespace is the namespaces' transform: a streamed initial list
-// keeps only their names until it is applied.
-func stripNamespace(obj any) (any, error) {
-	if n, ok := obj.(*corev1.Namespace); ok {
-		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}, nil
-	}
-	return obj, nil // a tombstone
-}

@@ -201,10 +201,10 @@ func (c *Clusterset) kinds(s sink) []kind {
 		keys: s.keys(store.KindService), relisted: s.relisted(serviceImportKind)}
 	if c.version == "v1alpha1" {
 		imp.example, imp.lw = &mcsv1alpha1.ServiceImport{}, lwOf(c.MCS.MulticlusterV1alpha1().ServiceImports(""))
-		imp.set, imp.transform = setter(s, serviceImportKind, ImportV1alpha1, c.setImport, c.deleteImport)
+		imp.set = setter(s, serviceImportKind, ImportV1alpha1, c.setImport, c.deleteImport)
 	} else {
 		imp.example, imp.lw = &mcsv1beta1.ServiceImport{}, lwOf(c.MCS.MulticlusterV1beta1().ServiceImports(""))
-		imp.set, imp.transform = setter(s, serviceImportKind, ImportV1beta1, c.setImport, c.deleteImport)
+		imp.set = setter(s, serviceImportKind, ImportV1beta1, c.setImport, c.deleteImport)
 	}
 	disc := c.Client.DiscoveryV1()
 	byLabel := func(o metav1.ListOptions) metav1.ListOptions {
@@ -219,7 +219,7 @@ func (c *Clusterset) kinds(s sink) []kind {
 		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return disc.EndpointSlices("").Watch(ctx, byLabel(o))
 		})}
-	eps.set, eps.transform = setter(s, importedEndpointKind, ImportedEndpointSlice, s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
+	eps.set = setter(s, importedEndpointKind, ImportedEndpointSlice, s.store.SetEndpointSlice, s.store.DeleteEndpointSlice)
 	return []kind{imp, eps}
 }
 

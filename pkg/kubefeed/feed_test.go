@@ -22,6 +22,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
@@ -159,11 +160,11 @@ func TestClusterFeedCancelBeforeSync(t *testing.T) {
 	}
 }
 
-// TestStagedEqualsDirect: a streamed initial list stores its objects in
-// the reflector's transform, leaving their keys, and its Replace deletes
-// what it no longer has. The store must then hold what the same objects
-// give through the watch path, a bad one skipped (and counted) and a
-// dropped pod removed in both.
+// TestStagedEqualsDirect: a streamed initial list is stored by its watch
+// as it arrives, each object passed on as a placeholder, and the Replace
+// after its end deletes what it no longer has. The store must then hold
+// what the same objects give through a plain list, a bad one skipped (and
+// counted) and a dropped pod removed in both.
 func TestStagedEqualsDirect(t *testing.T) {
 	objs := map[string][]any{
 		"services": {
@@ -194,19 +195,19 @@ func TestStagedEqualsDirect(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range kinds {
-			ks := &keyedStore{kind: k, notify: func() {}, synced: make(chan struct{})}
-			var list []any
-			for _, obj := range objs[k.name] {
-				if staged {
-					var err error
-					if obj, err = ks.Transformer()(obj); err != nil {
-						t.Fatal(err)
-					}
-					if _, ok := obj.(cache.ExplicitKey); !ok {
-						t.Fatalf("%s: transform gave %T, not a key", k.name, obj)
+			ks := &keyedStore{kind: k, notify: func() {}, synced: make(chan struct{}), placeholder: placeholderOf(k.example)}
+			list := objs[k.name]
+			if staged {
+				var evs []watch.Event
+				for _, obj := range list {
+					evs = append(evs, watch.Event{Type: watch.Added, Object: obj.(runtime.Object)})
+				}
+				list = streamed(t, ks, evs)
+				for _, obj := range list {
+					if obj != any(ks.placeholder) {
+						t.Fatalf("%s: the stream passed on %T, not the placeholder", k.name, obj)
 					}
 				}
-				list = append(list, obj)
 			}
 			// The bad service and the dropped pod stay listed: Replace
 			// keeps their keys, the set removes them.
@@ -1081,28 +1082,5 @@ func TestRetryBackoff(t *testing.T) {
 	}
 	if b.Cap != 2*time.Second || b.Jitter != 1 {
 		t.Errorf("cap %s jitter %v", b.Cap, b.Jitter)
-	}
-}
-
-// TestCompareKey: compareKey orders an object key as the string of the
-// other key would, namespaces that are prefixes of others included, so a
-// relist's sorted keys find every object they list.
-func TestCompareKey(t *testing.T) {
-	var keys []store.Key
-	for _, nn := range [][2]string{{"", "a"}, {"", "a-b"}, {"a", "x"}, {"a", "x-1"}, {"a-b", "y"}, {"ab", "z"}, {"a", ""}, {"b", "a"}, {"", "a/x"}} {
-		keys = append(keys, store.Key{Namespace: nn[0], Name: nn[1]})
-	}
-	str := func(k store.Key) string {
-		if k.Namespace == "" {
-			return k.Name
-		}
-		return k.Namespace + "/" + k.Name
-	}
-	for _, e := range keys {
-		for _, k := range keys {
-			if got, want := compareKey(str(e), k), strings.Compare(str(e), str(k)); got != want {
-				t.Errorf("compareKey(%q, %v) = %d, want %d", str(e), k, got, want)
-			}
-		}
 	}
 }
