@@ -118,6 +118,10 @@ type Phases struct {
 	busy   int
 	lastGC time.Time
 	now    func() time.Time
+	// forced counts the forced collections (forcedCycles; tests set it),
+	// and forcedSeen is its count at the last collection.
+	forced     func() uint64
+	forcedSeen uint64
 }
 
 // RelistBound is how much, in percent, a relist after the first sync (the
@@ -126,13 +130,13 @@ type Phases struct {
 // that, and the collector runs more often instead of letting the listed
 // objects' garbage grow the heap to the container's limit (test/bench
 // TestScale, 150,000 Pods, a 288 MiB limit: a peak of 1.97× the resting
-// RSS without it). The relist's own live heap is about 10 MB over the
-// records (the listed keys, held until the list is whole). At 30 a
-// process in a 170 Mi cgroup peaked at 150-152 MiB against 167-170 MiB at
-// 50. Since the Pods decode to what the feed reads (internal/kubewire)
-// the relist takes 8-15 s of CPU at 30, for a peak of 1.26-1.44× the
-// resting RSS; 15 took 15-20 s and peaked no lower.
-const RelistBound = 30
+// RSS without it). The relist's own live heap is a few MB over the
+// records (an 8-byte hash of each listed key, kubefeed's listing). At 15
+// the relist takes 7-12 s of CPU for a peak of 1.15-1.18× the resting
+// RSS (at 30: 6-7 s, 1.26-1.28×). Before the streamed objects' keys left
+// the reflector's temporary store (21 MiB at 150,000 Pods), 15 left the
+// collector no room: 15-20 s of CPU, and no lower a peak than at 30.
+const RelistBound = 15
 
 // relistSettle is how long the bound stays after a relist ends: the
 // kinds relist one after the other, seconds apart, and what one leaves
@@ -301,7 +305,12 @@ func watchRest(g *Phases) {
 
 // paced moves busy by the time since the last collection (busyInterval),
 // at rest only: the collections of a start, a first publish or a relist
-// come fast and say nothing of the changes after. g.mu is held.
+// come fast and say nothing of the changes after. Nor does a forced one:
+// the release a second after the sync and after a settled relist forced
+// one within 10 s of the last, which doubled the target at rest for the
+// minutes until the collections came a minute apart (test/bench
+// TestScale: GOGC 50-56 instead of 25-29 through its steady window).
+// g.mu is held.
 func (g *Phases) paced() {
 	if !g.atRest() {
 		return
@@ -309,6 +318,14 @@ func (g *Phases) paced() {
 	t := g.clock()
 	since := t.Sub(g.lastGC)
 	g.lastGC = t
+	forced := forcedCycles
+	if g.forced != nil {
+		forced = g.forced
+	}
+	if n := forced(); n != g.forcedSeen {
+		g.forcedSeen = n
+		return // a release's (memrelease): it says nothing of the changes
+	}
 	switch {
 	case since < busyInterval:
 		g.busy = min(Cluster, 2*g.percent) // at rest the target is at least busy and Rest
@@ -338,6 +355,14 @@ func (g *Phases) clock() time.Time {
 // restSentinel is watchRest's object; its pointer keeps it out of the
 // tiny allocator, whose objects may never be finalized.
 type restSentinel struct{ g *Phases }
+
+// forcedCycles is the count of collections forced so far (runtime.GC,
+// debug.FreeOSMemory).
+func forcedCycles() uint64 {
+	m := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
+}
 
 // liveHeap is the heap the last collection marked live.
 func liveHeap() int64 {

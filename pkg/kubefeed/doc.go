@@ -8,12 +8,14 @@
 // ToEndpointSlice, ToPod, ToNode: a Node's name and topology zone label)
 // at once, and an object that does not convert is removed from the store
 // and reported. A reflector keeps nothing: a relist asks the store what it
-// holds (store.Keys). A streamed initial list (WatchList) is stored as it
-// arrives and holds the objects' keys until its end deletes what it no
-// longer has (namespaces are stripped to their names). The reflectors'
-// clients decode a Pod or a Node to the fields the converters read, and a
-// watch event's object in place (internal/kubewire): ToPod and ToNode read
-// nothing else (FuzzIngest checks ToPod). Conversion refuses the
+// holds (store.Keys). A streamed initial list (WatchList) is stored by
+// its watch as it arrives, before the reflector sees it (stream): the
+// reflector gets a placeholder for each object, and the list keeps an
+// 8-byte hash of each key until its end deletes what it no longer has.
+// The reflectors' clients decode a Pod or a Node to the fields the
+// converters read, and a watch event's object in place
+// (internal/kubewire): ToPod and ToNode read nothing else (FuzzIngest
+// checks ToPod). Conversion refuses the
 // names the newest API server refuses (a Service name is a DNS-1123 label
 // since Kubernetes 1.36) and the few it stores that DNS cannot carry, so
 // every name the store holds fits a DNS message. The store is published
