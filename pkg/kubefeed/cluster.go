@@ -398,6 +398,64 @@ func (k *keyedStore) Replace(list []any, _ string) error {
 	return nil
 }
 
+// stream wraps the watch of a streamed initial list (the reflector asks
+// for one with sendInitialEvents): until the initial-events-end bookmark,
+// each object event is applied to the store here and passed on as the
+// kind's placeholder, and the bookmark hands the list's listing to the
+// Replace it triggers. Later events pass through. A newer stream (the
+// reflector's next try after a failed one) ends what an older one
+// applies.
+func (k *keyedStore) stream(w watch.Interface) watch.Interface {
+	k.mu.Lock()
+	k.attempt++
+	attempt := k.attempt
+	k.listed = nil
+	k.mu.Unlock()
+	l := newListing()
+	ended := false
+	return relay(w, func(ev watch.Event) watch.Event {
+		if ended {
+			return ev
+		}
+		switch ev.Type {
+		case watch.Added, watch.Modified, watch.Deleted:
+		case watch.Bookmark:
+			if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				ended = true
+				k.mu.Lock()
+				if k.attempt == attempt {
+					k.listed = l
+				}
+				k.mu.Unlock()
+			}
+			return ev
+		default:
+			return ev // an error: the reflector reports it and tries again
+		}
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			return ev // the reflector reports it
+		}
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if k.attempt != attempt {
+			return watch.Event{Type: watch.Added, Object: k.placeholder}
+		}
+		if !k.relisting && k.isSynced() {
+			k.relisting = true
+			k.relists.add(1)
+		}
+		if ev.Type == watch.Deleted {
+			k.kind.del(ev.Object)
+			l.drop(m.GetNamespace(), m.GetName())
+		} else {
+			k.kind.set(ev.Object)
+			l.add(m.GetNamespace(), m.GetName())
+		}
+		return watch.Event{Type: watch.Added, Object: k.placeholder}
+	})
+}
+
 // sink applies watch events to the store: objects are converted to slim
 // records, and one that does not convert is removed and reported through
 // skips. ctx is Run's, for the log records only.

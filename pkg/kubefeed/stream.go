@@ -5,14 +5,13 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
 // A streamed initial list (a watch with sendInitialEvents) is applied to
-// the store as it arrives, by the watch that carries it (keyedStore.stream),
+// the store as it arrives, by the watch that carries it (keyedStore.stream
+// in cluster.go, through relay),
 // before the reflector sees it. The reflector gets one placeholder object
 // for each event: its temporary store files them all under one key, so a
 // relist of 150,000 Pods holds no map of their keys (test/bench TestScale).
@@ -71,64 +70,6 @@ func (l *listing) has(ns, name string) bool {
 	}
 	_, gone := l.gone[h]
 	return !gone
-}
-
-// stream wraps the watch of a streamed initial list (the reflector asks
-// for one with sendInitialEvents): until the initial-events-end bookmark,
-// each object event is applied to the store here and passed on as the
-// kind's placeholder, and the bookmark hands the list's listing to the
-// Replace it triggers. Later events pass through. A newer stream (the
-// reflector's next try after a failed one) ends what an older one
-// applies.
-func (k *keyedStore) stream(w watch.Interface) watch.Interface {
-	k.mu.Lock()
-	k.attempt++
-	attempt := k.attempt
-	k.listed = nil
-	k.mu.Unlock()
-	l := newListing()
-	ended := false
-	return relay(w, func(ev watch.Event) watch.Event {
-		if ended {
-			return ev
-		}
-		switch ev.Type {
-		case watch.Added, watch.Modified, watch.Deleted:
-		case watch.Bookmark:
-			if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-				ended = true
-				k.mu.Lock()
-				if k.attempt == attempt {
-					k.listed = l
-				}
-				k.mu.Unlock()
-			}
-			return ev
-		default:
-			return ev // an error: the reflector reports it and tries again
-		}
-		m, err := meta.Accessor(ev.Object)
-		if err != nil {
-			return ev // the reflector reports it
-		}
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		if k.attempt != attempt {
-			return watch.Event{Type: watch.Added, Object: k.placeholder}
-		}
-		if !k.relisting && k.isSynced() {
-			k.relisting = true
-			k.relists.add(1)
-		}
-		if ev.Type == watch.Deleted {
-			k.kind.del(ev.Object)
-			l.drop(m.GetNamespace(), m.GetName())
-		} else {
-			k.kind.set(ev.Object)
-			l.add(m.GetNamespace(), m.GetName())
-		}
-		return watch.Event{Type: watch.Added, Object: k.placeholder}
-	})
 }
 
 // relayed is a watch whose events pass through f, in a goroutine of its
