@@ -105,7 +105,7 @@ func runKinds(ctx context.Context, client kubernetes.Interface, st Publisher, lo
 	}
 	var first []<-chan struct{}
 	for _, k := range kinds {
-		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{}), relists: rl, placeholder: placeholderOf(k.example)}
+		ks := &keyedStore{kind: k, notify: notify, synced: make(chan struct{}), relists: rl, placeholder: k.example.DeepCopyObject()}
 		lw := listWatch(k.lw.ListWithContextFunc, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			w, err := k.lw.WatchFuncWithContext(ctx, o)
 			if err != nil || o.SendInitialEvents == nil || !*o.SendInitialEvents {
@@ -264,7 +264,8 @@ type keyedStore struct {
 	// kind's first streamed object after its first sync to its Replace.
 	relists *relists
 	// placeholder is what the reflector gets for each object a stream
-	// applied (stream).
+	// applied (stream): an empty object of the kind's type, which the
+	// reflector expects.
 	placeholder runtime.Object
 
 	mu        sync.Mutex // the fields below
@@ -329,7 +330,7 @@ func (k *keyedStore) isSynced() bool {
 }
 
 func (k *keyedStore) apply(obj any, set bool) error {
-	if _, err := cache.MetaNamespaceKeyFunc(obj); err != nil {
+	if _, err := meta.Accessor(obj); err != nil { // not an object: the key's check, without the key
 		return fmt.Errorf("%s: %w", k.kind.name, err)
 	}
 	if set {

@@ -195,7 +195,7 @@ func TestStagedEqualsDirect(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range kinds {
-			ks := &keyedStore{kind: k, notify: func() {}, synced: make(chan struct{}), placeholder: placeholderOf(k.example)}
+			ks := &keyedStore{kind: k, notify: func() {}, synced: make(chan struct{}), placeholder: k.example.DeepCopyObject()}
 			list := objs[k.name]
 			if staged {
 				var evs []watch.Event

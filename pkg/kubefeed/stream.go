@@ -5,16 +5,15 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
 // A streamed initial list (a watch with sendInitialEvents) is applied to
 // the store as it arrives, by the watch that carries it (keyedStore.stream
-// in cluster.go, through relay),
-// before the reflector sees it. The reflector gets one placeholder object
-// for each event: its temporary store files them all under one key, so a
-// relist of 150,000 Pods holds no map of their keys (test/bench TestScale).
+// in cluster.go, through relay), before the reflector sees it. The
+// reflector gets one placeholder object for each event: its temporary
+// store files them all under one key, so a relist of 150,000 Pods holds
+// no map of their keys (test/bench TestScale).
 // What the list had is kept as a hash of each key (a listing), which the
 // initial-events-end bookmark hands to the Replace that follows it.
 
@@ -25,7 +24,7 @@ import (
 // the next list.
 type listing struct {
 	seed   maphash.Seed
-	hashes []uint64            // sorted by sort
+	hashes []uint64            // sorted and compacted by the first has after an add
 	gone   map[uint64]struct{} // deleted in the stream after they were listed
 	sorted bool
 }
@@ -116,7 +115,3 @@ func (r *relayed) loop(f func(watch.Event) watch.Event) {
 		}
 	}
 }
-
-// placeholderOf is a kind's stand-in for a streamed object: an empty one
-// of its type, which the reflector expects.
-func placeholderOf(example runtime.Object) runtime.Object { return example.DeepCopyObject() }

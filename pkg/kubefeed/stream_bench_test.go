@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 	"github.com/dnsconfigurer/dnsconfigurer/pkg/store"
 )
 
@@ -35,7 +36,7 @@ func BenchmarkStreamedListHeld(b *testing.B) {
 		fill func(b *testing.B) any // what stays live until the Replace
 	}{
 		{"stream", func(b *testing.B) any {
-			ks := &keyedStore{kind: noop, notify: func() {}, synced: make(chan struct{}), placeholder: placeholderOf(noop.example)}
+			ks := &keyedStore{kind: noop, notify: func() {}, synced: make(chan struct{}), placeholder: noop.example.DeepCopyObject()}
 			fw := watch.NewFakeWithChanSize(64, false)
 			w := ks.stream(fw)
 			defer w.Stop()
@@ -74,21 +75,13 @@ func BenchmarkStreamedListHeld(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var held float64
 			for b.Loop() {
-				before := liveBytes()
+				before := testkit.LiveHeap()
 				kept := c.fill(b)
-				held = float64(liveBytes() - before)
+				held = float64(testkit.LiveHeap()) - float64(before)
 				runtime.KeepAlive(kept)
 			}
 			b.ReportMetric(held/n, "B-held/pod")
 			b.ReportMetric(held/(1<<20), "MiB-held")
 		})
 	}
-}
-
-// liveBytes is the heap live after a collection.
-func liveBytes() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }

@@ -75,7 +75,7 @@ func TestStream(t *testing.T) {
 	synced := make(chan struct{})
 	close(synced) // a relist
 	ks := &keyedStore{kind: heldStore(held, &log), notify: func() {}, synced: synced,
-		relists: &relists{tell: func(on bool) { told = append(told, on) }}, placeholder: placeholderOf(&corev1.Pod{})}
+		relists: &relists{tell: func(on bool) { told = append(told, on) }}, placeholder: &corev1.Pod{}}
 	fw := watch.NewFakeWithChanSize(16, false)
 	w := ks.stream(fw)
 	defer w.Stop()
@@ -149,7 +149,7 @@ func TestStream(t *testing.T) {
 func TestStreamRetried(t *testing.T) {
 	var log []string
 	held := map[store.Key]bool{}
-	ks := &keyedStore{kind: heldStore(held, &log), notify: func() {}, synced: make(chan struct{}), placeholder: placeholderOf(&corev1.Pod{})}
+	ks := &keyedStore{kind: heldStore(held, &log), notify: func() {}, synced: make(chan struct{}), placeholder: &corev1.Pod{}}
 	first := watch.NewFakeWithChanSize(4, false)
 	w1 := ks.stream(first)
 	first.Add(pod("a", "gone"))

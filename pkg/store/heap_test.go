@@ -8,16 +8,9 @@ import (
 	"slices"
 	"testing"
 	"time"
-)
 
-// liveHeap is the live heap after a collection (/gc/heap/live:bytes), in
-// bytes.
-func liveHeap() uint64 {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+)
 
 // heapObjects is the number of objects on the heap after a collection.
 func heapObjects() uint64 {
@@ -48,11 +41,11 @@ func BenchmarkHeap(b *testing.B) {
 	for _, n := range append(benchSizes, 100000) {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				base, baseObjs := liveHeap(), heapObjects()
+				base, baseObjs := testkit.LiveHeap(), heapObjects()
 				st := populate(b, n)
-				rest, restObjs := liveHeap(), heapObjects()
+				rest, restObjs := testkit.LiveHeap(), heapObjects()
 				churn(st, n, 1000)
-				after := liveHeap()
+				after := testkit.LiveHeap()
 				gc := markTime()
 				runtime.KeepAlive(st)
 				b.ReportMetric(float64(base)/1e6, "base-MB")
@@ -167,7 +160,7 @@ func each(n int, add func(*Store, int)) func(*Store) {
 // heapOf is the live heap a store pods verified adds once fill's objects
 // are published.
 func heapOf(b *testing.B, fills ...func(*Store)) float64 {
-	base := liveHeap()
+	base := testkit.LiveHeap()
 	st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
 	if err != nil {
 		b.Fatal(err)
@@ -176,7 +169,7 @@ func heapOf(b *testing.B, fills ...func(*Store)) float64 {
 		fill(st)
 	}
 	st.Publish()
-	rest := liveHeap()
+	rest := testkit.LiveHeap()
 	runtime.KeepAlive(st)
 	return float64(rest - base)
 }

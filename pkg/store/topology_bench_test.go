@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"runtime"
 	"testing"
+
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
 )
 
 // topologyPods are n pods spread over nodes nodes in zones topology
@@ -45,7 +47,7 @@ func BenchmarkTopologyHeap(b *testing.B) {
 	// heapOf is the live heap a published store of the pods adds, with
 	// what it keeps of the input (names, addresses) and not the rest.
 	heapOf := func(place bool) (uint64, *Snapshot) {
-		base := liveHeap()
+		base := testkit.LiveHeap()
 		o := topologyPods(pods, nodes, zones, place)
 		st, err := New(Options{Zone: "cluster.local", TTL: 5, Pods: PodsVerified})
 		if err != nil {
@@ -54,7 +56,7 @@ func BenchmarkTopologyHeap(b *testing.B) {
 		st.Replace(o)
 		snap := st.Publish()
 		o.Pods, o.Nodes = nil, nil
-		used := liveHeap() - base
+		used := testkit.LiveHeap() - base
 		runtime.KeepAlive(st)
 		return used, snap
 	}
