@@ -185,6 +185,32 @@ func (cg *memCgroup) peakBytes() int64 {
 	return n
 }
 
+// pageCacheBytes is the page cache the cgroup is charged for now
+// (memory.stat: file in v2, cache in v1), -1 when unread. The kernel
+// reclaims it at the limit: a peak at the limit with page cache charged is
+// not a near OOM kill. A server that reads its binary back after a release
+// (memrelease) is charged for those pages, as a pod that starts first on
+// its node is.
+func (cg *memCgroup) pageCacheBytes() int64 {
+	key := "cache"
+	if cg.v2 {
+		key = "file"
+	}
+	f, err := os.Open(filepath.Join(cg.dir, "memory.stat"))
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	st, err := parseCgroupEvents(f)
+	if err != nil {
+		return -1
+	}
+	if n, ok := st[key]; ok {
+		return n
+	}
+	return -1
+}
+
 // remove kills what is left in the cgroup and removes it.
 func (cg *memCgroup) remove() {
 	if b, err := os.ReadFile(cg.procsFile()); err == nil {

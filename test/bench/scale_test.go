@@ -712,7 +712,11 @@ func cgroupPhase(ctx context.Context, t *testing.T, cp *apiserver.ControlPlane, 
 			t.Errorf("%s: %v", s.name, err)
 		}
 		s.oomKills = n
-		s.oomNote += fmt.Sprintf("; cgroup peak %s", fmtMiB(cgs[i].peakBytes()/1024))
+		cache := "unread"
+		if n := cgs[i].pageCacheBytes(); n >= 0 {
+			cache = fmtMiB(n / 1024)
+		}
+		s.oomNote += fmt.Sprintf("; cgroup peak %s, page cache charged at the end %s", fmtMiB(cgs[i].peakBytes()/1024), cache)
 		s.s.stop()
 	}
 }

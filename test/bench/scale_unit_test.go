@@ -100,6 +100,32 @@ func TestMemCgroupOOMKills(t *testing.T) {
 	}
 }
 
+// TestMemCgroupPageCache: the page cache charged is v2's file and v1's
+// cache in memory.stat; -1 without the file or the key.
+func TestMemCgroupPageCache(t *testing.T) {
+	for _, c := range []struct {
+		v2   bool
+		stat string
+		want int64
+	}{
+		{v2: true, stat: "anon 1000\nfile 4096\nkernel 12\n", want: 4096},
+		{v2: false, stat: "cache 8192\nrss 1000\ntotal_cache 9000\n", want: 8192},
+		{v2: true, stat: "anon 1000\n", want: -1},
+		{v2: false, stat: "", want: -1},
+	} {
+		cg := &memCgroup{dir: t.TempDir(), v2: c.v2}
+		if got := cg.pageCacheBytes(); got != -1 {
+			t.Errorf("v2 %v: %d without memory.stat, want -1", c.v2, got)
+		}
+		if err := os.WriteFile(filepath.Join(cg.dir, "memory.stat"), []byte(c.stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := cg.pageCacheBytes(); got != c.want {
+			t.Errorf("v2 %v, memory.stat %q: %d, want %d", c.v2, c.stat, got, c.want)
+		}
+	}
+}
+
 func TestParseProcCgroup(t *testing.T) {
 	for _, c := range []struct{ in, v2, v1 string }{
 		{in: "0::/user.slice/session-1.scope\n", v2: "/user.slice/session-1.scope"},
