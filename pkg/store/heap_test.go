@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -13,12 +12,7 @@ import (
 )
 
 // heapObjects is the number of objects on the heap after a collection.
-func heapObjects() uint64 {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/objects:objects"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
+func heapObjects() uint64 { return testkit.AfterGC("/gc/heap/objects:objects") }
 
 // markTime is the wall time of a collection on one CPU (GOMAXPROCS 1, as
 // a DNS pod of one CPU runs): it grows with the objects and pointers the
