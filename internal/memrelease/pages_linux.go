@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // Pages drops the resident pages of the executable's read-only mappings
@@ -64,14 +62,4 @@ func Pages() int64 {
 		evict("/proc/self/exe")
 	}
 	return total
-}
-
-// evict drops the file's pages from the page cache that no process maps.
-func evict(path string) {
-	f, err := os.Open(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
