@@ -132,9 +132,10 @@ type Phases struct {
 // TestScale, 150,000 Pods, a 288 MiB limit: a peak of 1.97× the resting
 // RSS without it). The relist's own live heap is a few MB over the
 // records (an 8-byte hash of each listed key, kubefeed's listing). At 15
-// the relist takes 7-20 s of CPU for a peak of 1.14-1.29× the resting
-// RSS, the most in a restart during a burst of changes (at 30: 6-7 s,
-// 1.26-1.28×). Before the streamed objects' keys left
+// the relist takes 4.7-12.2 s of CPU, the most in a restart during a
+// burst of changes, for a peak of 1.16-1.17× the resting RSS once the
+// binary's pages are evicted (memrelease; 1.14-1.29× before, and 1.26-1.28×
+// at 30). Before the streamed objects' keys left
 // the reflector's temporary store (21 MiB at 150,000 Pods), 15 left the
 // collector no room: 15-20 s of CPU, and no lower a peak than at 30.
 const RelistBound = 15
