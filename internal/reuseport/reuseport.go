@@ -102,3 +102,75 @@ func listenUDP(ctx context.Context, lc *net.ListenConfig, network, addr string, 
 	}
 	return pcs, nil
 }
+
+// Detach connects a bound UDP socket to its own address (loopback for a
+// wildcard one), so that the kernel gives it no more datagrams from
+// clients: those go to the other sockets sharing the address (a new
+// instance's), or are refused when there is none. What the socket had
+// queued stays there to be read, and replies can still be sent to any
+// client: Go does not know the socket is connected. A server that stops
+// detaches its sockets first, so that no datagram waits in a socket that
+// is about to close.
+func Detach(conn *net.UDPConn) error {
+	la, ok := conn.LocalAddr().(*net.UDPAddr)
+	if !ok {
+		return fmt.Errorf("detach: local address %v", conn.LocalAddr())
+	}
+	ip := la.AddrPort().Addr()
+	var zone uint32
+	if la.Zone != "" {
+		ifi, err := net.InterfaceByName(la.Zone)
+		if err != nil {
+			return fmt.Errorf("detach: %w", err)
+		}
+		zone = uint32(ifi.Index)
+	}
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("detach: %w", err)
+	}
+	var cerr error
+	err = rc.Control(func(fd uintptr) {
+		dom, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
+		if err != nil {
+			cerr = err
+			return
+		}
+		var sa unix.Sockaddr
+		if dom == unix.AF_INET {
+			a := [4]byte{127, 0, 0, 1}
+			if !ip.IsUnspecified() {
+				a = ip.Unmap().As4()
+			}
+			sa = &unix.SockaddrInet4{Port: la.Port, Addr: a}
+		} else {
+			a := [16]byte{15: 1} // ::1
+			if !ip.IsUnspecified() {
+				a = ip.As16()
+			}
+			sa = &unix.SockaddrInet6{Port: la.Port, Addr: a, ZoneId: zone}
+		}
+		cerr = unix.Connect(int(fd), sa)
+	})
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("detach %v: %w", la, err)
+	}
+	return nil
+}
+
+// Pending reports whether a datagram waits to be read from conn (a
+// detached socket's reader reads until none does).
+func Pending(conn *net.UDPConn) bool {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	if err := rc.Control(func(fd uintptr) { n, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ) }); err != nil {
+		return false
+	}
+	return err == nil && n > 0
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/dnsconfigurer/dnsconfigurer/internal/reuseport"
 )
@@ -62,4 +63,83 @@ func TestListenTwice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDetach: two sockets share an address; once one is detached, it
+// keeps what it had queued and can still reply, and every new datagram
+// goes to the other. A wildcard socket of each family detaches too.
+func TestDetach(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		t.Run(addr, func(t *testing.T) {
+			pcs, _, err := listen(t, addr, 2, true)
+			if err != nil {
+				t.Skipf("listen %s: %v", addr, err)
+			}
+			old, next := pcs[0], pcs[1]
+			to := old.LocalAddr().(*net.UDPAddr)
+			send := func(n int) {
+				for i := range n {
+					c, err := net.DialUDP("udp", nil, to)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := c.Write([]byte{byte(i)}); err != nil {
+						t.Fatal(err)
+					}
+					c.Close()
+				}
+			}
+			// Queued counts what is waiting in u, answering the first.
+			queued := func(u *net.UDPConn, reply bool) int {
+				n := 0
+				buf := make([]byte, 16)
+				for {
+					if err := u.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+						t.Fatal(err)
+					}
+					_, peer, err := u.ReadFromUDP(buf)
+					if err != nil {
+						return n
+					}
+					if n == 0 && reply {
+						if _, err := u.WriteToUDP([]byte("reply"), peer); err != nil {
+							t.Errorf("reply from the detached socket: %v", err)
+						}
+					}
+					n++
+				}
+			}
+			send(64)
+			if err := reuseport.Detach(old); err != nil {
+				t.Fatal(err)
+			}
+			a, b := queued(old, true), queued(next, false)
+			if a == 0 || a+b != 64 {
+				t.Errorf("before Detach: %d datagrams queued in the detached socket, %d in the other; want some in each, 64 in all", a, b)
+			}
+			send(64)
+			if a, b := queued(old, false), queued(next, false); a != 0 || b != 64 {
+				t.Errorf("after Detach: %d datagrams to the detached socket, %d to the other; want 0 and 64", a, b)
+			}
+		})
+	}
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0"} {
+		pc, err := net.ListenUDP("udp", mustUDPAddr(t, addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reuseport.Detach(pc); err != nil {
+			t.Errorf("detach %s: %v", addr, err)
+		}
+		pc.Close()
+	}
+}
+
+func mustUDPAddr(t *testing.T, s string) *net.UDPAddr {
+	t.Helper()
+	a, err := net.ResolveUDPAddr("udp", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

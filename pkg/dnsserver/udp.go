@@ -9,9 +9,11 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnsconfigurer/dnsconfigurer/internal/reuseport"
 	"github.com/dnsconfigurer/dnsconfigurer/internal/udpbatch"
 )
 
@@ -32,6 +34,9 @@ type udpSocket struct {
 	// Tests: the datagrams of a header or more read (how the kernel spread
 	// them), and the reads that returned any.
 	read, batches atomic.Uint64
+	// drain is set once shutdown detached the socket: its reader reads
+	// until nothing is queued.
+	drain atomic.Bool
 }
 
 // udpSet are the UDP sockets of one Start and the goroutines serving
@@ -82,6 +87,11 @@ func (u *udpSocket) serve(stopping *atomic.Bool) {
 	for {
 		ms, err := u.conn.Read()
 		if err != nil {
+			if u.drain.Load() && reuseport.Pending(u.conn.UDPConn()) {
+				// Detached (shutdown): read what it had queued.
+				_ = u.conn.UDPConn().SetReadDeadline(time.Now().Add(time.Second))
+				continue
+			}
 			if stopping.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -91,6 +101,10 @@ func (u *udpSocket) serve(stopping *atomic.Bool) {
 			}
 			u.set.log.Error("dns server stopped", "err", err)
 			return
+		}
+		if u.drain.Load() {
+			// The next read only takes what is still queued.
+			_ = u.conn.UDPConn().SetReadDeadline(aLongTimeAgo)
 		}
 		u.handle(ms)
 	}
@@ -284,11 +298,20 @@ func (set *udpSet) start() {
 	}
 }
 
-// shutdown stops reading (the reads in progress end at once), waits for
+// shutdown detaches the sockets and reads what they had queued, waits for
 // the queries being served, bounded by ctx, and closes the sockets. The
 // caller has set stopping.
 func (set *udpSet) shutdown(ctx context.Context) error {
+	// Detached, a socket gets no new datagram: a new instance sharing the
+	// address (SO_REUSEPORT) gets them all. What it had queued is still
+	// read and answered (serve); were it closed with them, those clients
+	// would wait for a retry.
 	for _, u := range set.socks {
+		if err := reuseport.Detach(u.conn.UDPConn()); err != nil {
+			set.log.Warn("stop: detach the UDP socket", "err", err)
+		} else {
+			u.drain.Store(true)
+		}
 		_ = u.conn.UDPConn().SetReadDeadline(aLongTimeAgo)
 	}
 	done := make(chan struct{})

@@ -139,7 +139,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	// The node-local stage has no records to sync: ready once it serves,
 	// until its lameduck. It reads its file once: coreDNSMetrics is fixed.
 	metrics := prom.NewCoreDNSNames(reg, cfg.CoreDNSServer(), cfg.CoreDNSMetrics)
-	ops, err := health.Bind(cfg.MetricsListen, cfg.ReusePort, health.Handler(metrics, health.Condition(srv.Ready, "lameduck")), log)
+	ops, err := health.Bind(cfg.MetricsListen, cfg.ReusePort, health.Handler(metrics, readiness(srv, setup)...), log)
 	if err != nil {
 		return fmt.Errorf("metricsListen: %w", err)
 	}
@@ -150,6 +150,29 @@ func (s *Stage) Run(ctx context.Context) error {
 	// back to the cluster DNS), then the server's lameduck, then the
 	// addresses.
 	return lifecycle.Run(ctx, append(tasks, releaseTask(setup, log), srv.Run, keepTask(setup, srv, log))...)
+}
+
+// readiness is the stage's /readyz: it serves DNS, is not in its
+// lameduck, and no newer instance runs on the node. A surge pod's probes
+// reach whichever instance the kernel picks for the shared port, the old
+// one too: the old one must not report the new one ready before it
+// serves, or the DaemonSet stops the old one first. An old instance that
+// a newer one supersedes stays not ready, still serving, until it is
+// stopped.
+func readiness(srv *dnsserver.Server, setup *nodenet.Manager) []health.Check {
+	serving := func() bool {
+		select {
+		case <-srv.Serving():
+			return true
+		default:
+			return false
+		}
+	}
+	checks := []health.Check{health.Condition(serving, "not serving DNS yet"), health.Condition(srv.Ready, "lameduck")}
+	if setup != nil {
+		checks = append(checks, health.Condition(func() bool { return !setup.Superseded() }, "a newer instance runs on this node: it takes over once it serves"))
+	}
+	return checks
 }
 
 // upstreams is the router of the stage's forwarders (cluster names to the

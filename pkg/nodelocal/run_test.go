@@ -3,10 +3,19 @@ package nodelocal
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/dnsconfigurer/dnsconfigurer/api/v1alpha1"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/health"
+	"github.com/dnsconfigurer/dnsconfigurer/internal/testkit"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/dnsserver"
+	"github.com/dnsconfigurer/dnsconfigurer/pkg/nodenet"
 )
 
 // TestStageConfigErrors: a configuration the stage cannot apply fails
@@ -49,5 +58,79 @@ func TestStageConfigErrors(t *testing.T) {
 				t.Errorf("err %q, want %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+// TestReadiness: the stage is ready once it serves DNS, and not while a
+// newer instance runs on the node (a surge pod, whose probes may reach
+// this one's port), nor in its lameduck.
+func TestReadiness(t *testing.T) {
+	ctx := context.Background()
+	lock := filepath.Join(t.TempDir(), "nl.lock")
+	setup := func() *nodenet.Manager {
+		m, err := nodenet.New(nodenet.Config{IPs: []netip.Addr{netip.MustParseAddr("169.254.20.10")}, LockFile: lock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ready := func(checks []health.Check) error {
+		for _, c := range checks {
+			if err := c(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	newServer := func() *dnsserver.Server {
+		return &dnsserver.Server{Listen: []string{"127.0.0.1:0"}, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {}), Lameduck: 300 * time.Millisecond}
+	}
+	oldSrv, oldSetup := newServer(), setup()
+	defer oldSetup.Release()
+	old := readiness(oldSrv, oldSetup)
+	if err := ready(old); err == nil || !strings.Contains(err.Error(), "not serving DNS yet") {
+		t.Errorf("before it serves: %v", err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan struct{})
+	go func() { _ = oldSrv.Run(runCtx); close(ran) }()
+	defer func() { <-ran }()
+	<-oldSrv.Serving()
+	if err := ready(old); err != nil {
+		t.Errorf("serving: %v", err)
+	}
+
+	newSrv, newSetup := newServer(), setup()
+	next := readiness(newSrv, newSetup)
+	if err := ready(old); err == nil || !strings.Contains(err.Error(), "a newer instance runs on this node") {
+		t.Errorf("the old instance, a newer one starting: %v", err)
+	}
+	if err := ready(next); err == nil || !strings.Contains(err.Error(), "not serving DNS yet") {
+		t.Errorf("the new instance before it serves: %v", err)
+	}
+	if err := newSrv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer newSrv.Shutdown(ctx)
+	if err := ready(next); err != nil {
+		t.Errorf("the new instance serving: %v", err)
+	}
+	if err := ready(old); err == nil {
+		t.Error("the old instance ready while the new one serves")
+	}
+	// The new one goes (a failed rollout, undone): the old one is ready again.
+	if err := newSetup.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ready(old); err != nil {
+		t.Errorf("the old instance, the new one gone: %v", err)
+	}
+	stop()
+	if !testkit.Poll(5*time.Second, time.Millisecond, func() bool { err := ready(old); return err != nil && strings.Contains(err.Error(), "lameduck") }) {
+		t.Errorf("the old instance in its lameduck: %v", ready(old))
 	}
 }

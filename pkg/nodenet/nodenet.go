@@ -143,7 +143,9 @@ func (m *Manager) Prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
 	m.lease = l
+	m.mu.Unlock()
 	if m.cfg.SetupNotrack && !m.cfg.SkipTeardown && l.Alone() {
 		removed, err := m.cfg.Notrack.Remove()
 		if err != nil {
@@ -322,6 +324,15 @@ func (m *Manager) teardown() bool {
 		}
 	}
 	return *m.last
+}
+
+// Superseded reports whether an instance that started after this one runs
+// on the node (Lease.Newer): the one that takes over once it serves.
+func (m *Manager) Superseded() bool {
+	m.mu.Lock()
+	l := m.lease
+	m.mu.Unlock()
+	return l != nil && l.Newer()
 }
 
 // RemoveNotrack removes the notrack table when this instance tears down,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -329,5 +330,67 @@ func TestLeaseAlone(t *testing.T) {
 	// b's failed check did not drop its lock: a is not last.
 	if a.Last() {
 		t.Fatal("a is last while b holds the lease")
+	}
+}
+
+// TestLeaseNewer: an instance sees a newer one while that one runs, the
+// newer one sees none, and the entry of an instance killed without
+// removing it counts as gone (and is removed).
+func TestLeaseNewer(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "nl.lock")
+	a, err := Acquire(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Newer() {
+		t.Fatal("a sees a newer instance while alone")
+	}
+	b, err := Acquire(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Newer() {
+		t.Error("a does not see b, which started after it")
+	}
+	if b.Newer() {
+		t.Error("b sees a newer instance than itself")
+	}
+	b.Close()
+	if a.Newer() {
+		t.Error("a sees b after b closed its lease")
+	}
+	// c is killed: its entry stays, but nobody holds its lock.
+	c, err := Acquire(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.entry.Close()
+	c.f.Close()
+	entry := filepath.Join(c.dir, c.name)
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("the killed instance's entry: %v", err)
+	}
+	if a.Newer() {
+		t.Error("a sees the killed instance c")
+	}
+	if _, err := os.Stat(entry); !os.IsNotExist(err) {
+		t.Errorf("the killed instance's entry is still there: %v", err)
+	}
+	// A new instance sweeps what a killed older one left.
+	d, err := Acquire(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.entry.Close()
+	d.f.Close()
+	e, err := Acquire(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	left, _ := os.ReadDir(a.dir)
+	if len(left) != 2 {
+		t.Errorf("entries after e started: %v, want a's and e's", left)
 	}
 }

@@ -37,7 +37,7 @@ import (
 //	migration: step NAME: lookups N failed M changed K longest-ms L
 func TestClusterMigration(t *testing.T) {
 	withCluster(t, Options{}, "kubelet Ready through the shim; kubeadm's CoreDNS and a NodeLocal DNSCache stand-in", func(t *testing.T, c *Cluster, st *steps) {
-		m := &migration{c: c, outer: t}
+		m := &migration{c: c, outer: t, logs: c.keepDNSLogs(t.Context())}
 		if !st.run(t, "operator's cluster", m.setUp) {
 			return
 		}
@@ -65,6 +65,9 @@ type migration struct {
 	// not lookupNames.
 	want  map[string]string
 	names []string
+
+	// logs keeps the DNS components' logs, for failed lookups.
+	logs *dnsLogs
 
 	mu      sync.Mutex
 	windows []window
@@ -549,6 +552,10 @@ func (m *migration) replace(t *testing.T, ctx context.Context) {
 			t.Fatalf("%s: %v\n%s", e, err, out)
 		}
 	}
+	oldNodeLocal, err := c.nodeLocalPods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("%s kubectl apply -k (the replace form)", time.Now().Format("15:04:05.000"))
 	if out, err := c.Kubectl(ctx, "apply", "-k", m.overlay); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -584,6 +591,9 @@ func (m *migration) replace(t *testing.T, ctx context.Context) {
 			t.Fatalf("%v\n%s", err, out)
 		}
 	}
+	// The new node-local pod waits for its new upstream to answer before
+	// it serves; the old one must serve until then.
+	checkHandover(t, m.logs, oldNodeLocal, c)
 	t.Cleanup(func() {
 		// What the node-local stage and the cluster DNS said meanwhile.
 		for _, q := range [][]string{
@@ -741,6 +751,8 @@ func parseLookup(s string) (lookupLine, bool) {
 type stepFigures struct {
 	lookups, failed, changed, longestMS int
 	bad, slow                           []string
+	// spans are the failed and slow lookups' times.
+	spans []span
 }
 
 // check reads the pods' logs and reports each step's lookups, failures,
@@ -768,6 +780,9 @@ func (m *migration) check(t *testing.T) {
 			f := &figures[i]
 			f.lookups++
 			f.longestMS = max(f.longestMS, l.tookMS)
+			if !l.ok || l.tookMS >= 1000 {
+				f.spans = append(f.spans, span{l.at.Add(-time.Duration(l.tookMS) * time.Millisecond), l.at})
+			}
 			if l.tookMS >= 1000 {
 				f.slow = append(f.slow, fmt.Sprintf("%s %s %s: %d ms", l.at.Format("15:04:05.000"), r.pod, l.name, l.tookMS))
 			}
@@ -796,6 +811,9 @@ func (m *migration) check(t *testing.T) {
 		}
 		if len(f.bad) > 0 {
 			t.Errorf("step %s: %d failed, %d changed:\n%s", w.name, f.failed, f.changed, strings.Join(f.bad[:min(len(f.bad), 30)], "\n"))
+		}
+		if len(f.spans) > 0 {
+			t.Logf("step %s: the DNS components' logs within a second of those lookups:\n%s", w.name, m.logs.around(f.spans, time.Second, 150))
 		}
 	}
 	t.Logf("migration: %d lookups, %d failed, %d changed, over %d steps", total.lookups, total.failed, total.changed, len(windows))

@@ -161,6 +161,7 @@ done`
 	if err != nil {
 		t.Fatal(err)
 	}
+	logs := c.keepDNSLogs(ctx)
 	if out, err := c.Kubectl(ctx, "-n", NodeNamespace, "rollout", "restart", "daemonset/"+NodeLocalDS); err != nil {
 		t.Fatalf("rollout restart: %v\n%s", err, out)
 	}
@@ -188,6 +189,7 @@ done`
 	if !surged {
 		t.Error("never saw the new pod next to the old one: no surge (maxSurge)")
 	}
+	checkHandover(t, logs, old, c)
 	if err := c.WaitRollout(ctx, "daemonset", NodeNamespace, NodeLocalDS); err != nil {
 		t.Fatal(err)
 	}
@@ -211,6 +213,37 @@ done`
 	}
 	if present, err := c.nodeLocalSetup(); err != nil || !present {
 		t.Errorf("after the restart, node-local's set-up present %v (%v)", present, err)
+	}
+}
+
+// checkHandover checks from the node-local pods' logs that the old pods
+// were stopped (their lameduck began) only after the new pod served DNS.
+// Both pods' probes reach whichever instance the kernel picks for the
+// shared health port: were the old instance to answer the new pod's
+// readiness, the DaemonSet would stop it while the new one still waits
+// for the cluster DNS.
+func checkHandover(t *testing.T, logs *dnsLogs, old []types.UID, c *Cluster) {
+	t.Helper()
+	now, err := c.nodeLocalPods(context.Background())
+	if err != nil || len(now) != 1 {
+		t.Errorf("node-local pods after the restart: %v (%v)", now, err)
+		return
+	}
+	served, ok := logs.first(string(now[0]), `msg="serving DNS"`)
+	if !ok {
+		t.Errorf("the new pod %s never logged serving DNS", now[0])
+		return
+	}
+	for _, o := range old {
+		stopped, ok := logs.first(string(o), `msg="lameduck`)
+		switch {
+		case !ok:
+			t.Errorf("the old pod %s never logged its lameduck", o)
+		case stopped.Before(served):
+			t.Errorf("the old pod %s was stopped at %s, before the new one served DNS at %s", o, stopped.Format("15:04:05.000"), served.Format("15:04:05.000"))
+		default:
+			t.Logf("rolling restart of node-local: the new pod served DNS %.2f s before the old one was stopped", stopped.Sub(served).Seconds())
+		}
 	}
 }
 
