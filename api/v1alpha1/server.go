@@ -718,7 +718,9 @@ type NodeLocal struct {
 	SkipTeardown bool `json:"skipTeardown,omitempty"`
 	// LockFile is the file whose lock tells instances on the node apart
 	// (default /run/dnsconfigurer/node-local.lock): an instance that stops
-	// while another runs (a surge) leaves the setup to it.
+	// while another runs (a surge) leaves the setup to it, and one that a
+	// newer instance supersedes is not ready. Each instance's entry is in
+	// the directory beside it (LockFile with ".d").
 	LockFile string `json:"lockFile,omitempty"`
 	// PreferZone forwards cluster queries to the ready endpoints of
 	// upstreamService in the node's topology zone first, then the other
