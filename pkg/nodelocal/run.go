@@ -2,6 +2,7 @@ package nodelocal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -152,13 +153,12 @@ func (s *Stage) Run(ctx context.Context) error {
 	return lifecycle.Run(ctx, append(tasks, releaseTask(setup, log), srv.Run, keepTask(setup, srv, log))...)
 }
 
-// readiness is the stage's /readyz: it serves DNS, is not in its
-// lameduck, and no newer instance runs on the node. A surge pod's probes
-// reach whichever instance the kernel picks for the shared port, the old
-// one too: the old one must not report the new one ready before it
-// serves, or the DaemonSet stops the old one first. An old instance that
-// a newer one supersedes stays not ready, still serving, until it is
-// stopped.
+// readiness is the stage's /readyz: it serves DNS and is not in its
+// lameduck. A surge pod's probes reach whichever instance the kernel picks
+// for the shared port, the old one too: while a newer instance runs on the
+// node, the newest one's state answers, so the DaemonSet stops the old pod
+// only once the new one serves. Without the node set-up there is no lease
+// to tell instances apart.
 func readiness(srv *dnsserver.Server, setup *nodenet.Manager) []health.Check {
 	serving := func() bool {
 		select {
@@ -168,11 +168,24 @@ func readiness(srv *dnsserver.Server, setup *nodenet.Manager) []health.Check {
 			return false
 		}
 	}
-	checks := []health.Check{health.Condition(serving, "not serving DNS yet"), health.Condition(srv.Ready, "lameduck")}
-	if setup != nil {
-		checks = append(checks, health.Condition(func() bool { return !setup.Superseded() }, "a newer instance runs on this node: it takes over once it serves"))
+	own := []health.Check{health.Condition(serving, "not serving DNS yet"), health.Condition(srv.Ready, "lameduck")}
+	if setup == nil {
+		return own
 	}
-	return checks
+	return []health.Check{func() error {
+		switch newer, serves := setup.Superseded(); {
+		case newer && serves:
+			return nil
+		case newer:
+			return errors.New("a newer instance runs on this node: it takes over once it serves")
+		}
+		for _, c := range own {
+			if err := c(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
 }
 
 // upstreams is the router of the stage's forwarders (cluster names to the
@@ -272,7 +285,8 @@ func nodeSetup(cfg *v1alpha1.ServerConfiguration, log *slog.Logger, reg *prometh
 }
 
 // keepTask installs the notrack table once srv serves, keeps the setup in
-// place, and removes the table first when stopped.
+// place, and removes the table first when stopped. Its lease entry says it
+// serves meanwhile.
 func keepTask(setup *nodenet.Manager, srv *dnsserver.Server, log *slog.Logger) lifecycle.Task {
 	return func(ctx context.Context) error {
 		if setup == nil {
@@ -283,7 +297,9 @@ func keepTask(setup *nodenet.Manager, srv *dnsserver.Server, log *slog.Logger) l
 			return nil
 		case <-srv.Serving():
 		}
+		setup.Serving(true)
 		_ = setup.Keep(ctx)
+		setup.Serving(false)
 		if err := setup.RemoveNotrack(); err != nil {
 			log.Error("remove the notrack table", "err", err)
 		}

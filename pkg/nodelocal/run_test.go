@@ -61,9 +61,9 @@ func TestStageConfigErrors(t *testing.T) {
 	}
 }
 
-// TestReadiness: the stage is ready once it serves DNS, and not while a
-// newer instance runs on the node (a surge pod, whose probes may reach
-// this one's port), nor in its lameduck.
+// TestReadiness: the stage is ready once it serves DNS and until its
+// lameduck; while a newer instance runs on the node (a surge pod, whose
+// probes may reach this one's port) the newest one's state answers.
 func TestReadiness(t *testing.T) {
 	ctx := context.Background()
 	lock := filepath.Join(t.TempDir(), "nl.lock")
@@ -100,29 +100,34 @@ func TestReadiness(t *testing.T) {
 	go func() { _ = oldSrv.Run(runCtx); close(ran) }()
 	defer func() { <-ran }()
 	<-oldSrv.Serving()
+	oldSetup.Serving(true)
 	if err := ready(old); err != nil {
 		t.Errorf("serving: %v", err)
 	}
 
 	newSrv, newSetup := newServer(), setup()
 	next := readiness(newSrv, newSetup)
-	if err := ready(old); err == nil || !strings.Contains(err.Error(), "a newer instance runs on this node") {
-		t.Errorf("the old instance, a newer one starting: %v", err)
-	}
-	if err := ready(next); err == nil || !strings.Contains(err.Error(), "not serving DNS yet") {
-		t.Errorf("the new instance before it serves: %v", err)
+	for name, checks := range map[string][]health.Check{"the old instance": old, "the new instance": next} {
+		if err := ready(checks); err == nil {
+			t.Errorf("%s ready while the new one does not serve yet", name)
+		}
 	}
 	if err := newSrv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer newSrv.Shutdown(ctx)
-	if err := ready(next); err != nil {
-		t.Errorf("the new instance serving: %v", err)
+	newSetup.Serving(true)
+	for name, checks := range map[string][]health.Check{"the old instance": old, "the new instance": next} {
+		if err := ready(checks); err != nil {
+			t.Errorf("%s, the new one serving: %v", name, err)
+		}
 	}
-	if err := ready(old); err == nil {
-		t.Error("the old instance ready while the new one serves")
+	// The new one stops (a failed rollout, undone): the old one answers for
+	// itself again.
+	newSetup.Serving(false)
+	if err := ready(old); err == nil || !strings.Contains(err.Error(), "a newer instance runs on this node") {
+		t.Errorf("the old instance, the new one stopping: %v", err)
 	}
-	// The new one goes (a failed rollout, undone): the old one is ready again.
 	if err := newSetup.Release(); err != nil {
 		t.Fatal(err)
 	}

@@ -125,16 +125,41 @@ func (l *Lease) enter() error {
 }
 
 // Newer reports whether an instance that started after this one runs on
-// the node. It removes the entries after this one's of instances that
-// ended without removing theirs (killed).
-func (l *Lease) Newer() bool {
-	newer := false
+// the node, and whether the newest such instance serves (Serving). It
+// removes the entries after this one's of instances that ended without
+// removing theirs (killed).
+func (l *Lease) Newer() (newer, serving bool) {
+	newest := ""
 	for _, n := range l.entries() {
 		if n > l.name && live(filepath.Join(l.dir, n)) {
-			newer = true
+			newest = max(newest, n)
 		}
 	}
-	return newer
+	if newest == "" {
+		return false, false
+	}
+	b, _ := os.ReadFile(filepath.Join(l.dir, newest))
+	return true, string(b) == stateServing
+}
+
+// stateServing is an entry's content while its instance serves.
+const stateServing = "serving\n"
+
+// Serving records in this instance's entry whether it serves: an older
+// instance's Newer tells it.
+func (l *Lease) Serving(on bool) error {
+	if l.entry == nil {
+		return nil
+	}
+	state := ""
+	if on {
+		state = stateServing
+	}
+	if err := l.entry.Truncate(0); err != nil {
+		return err
+	}
+	_, err := l.entry.WriteAt([]byte(state), 0)
+	return err
 }
 
 // sweep removes the entries of instances that ended without removing

@@ -327,12 +327,31 @@ func (m *Manager) teardown() bool {
 }
 
 // Superseded reports whether an instance that started after this one runs
-// on the node (Lease.Newer): the one that takes over once it serves.
-func (m *Manager) Superseded() bool {
+// on the node, the one that takes over, and whether the newest serves
+// (Lease.Newer).
+func (m *Manager) Superseded() (newer, serving bool) {
 	m.mu.Lock()
 	l := m.lease
 	m.mu.Unlock()
-	return l != nil && l.Newer()
+	if l == nil {
+		return false, false
+	}
+	return l.Newer()
+}
+
+// Serving records whether this instance serves, for an older one's
+// Superseded.
+func (m *Manager) Serving(on bool) {
+	m.mu.Lock()
+	l := m.lease
+	m.mu.Unlock()
+	if l == nil {
+		return
+	}
+	if err := l.Serving(on); err != nil {
+		m.errs.Add(1)
+		m.log.Error("lease entry", "err", err)
+	}
 }
 
 // RemoveNotrack removes the notrack table when this instance tears down,

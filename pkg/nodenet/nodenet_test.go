@@ -333,64 +333,67 @@ func TestLeaseAlone(t *testing.T) {
 	}
 }
 
-// TestLeaseNewer: an instance sees a newer one while that one runs, the
-// newer one sees none, and the entry of an instance killed without
-// removing it counts as gone (and is removed).
+// TestLeaseNewer: an instance sees a newer one while that one runs, and
+// whether the newest one serves; the newer one sees none; the entry of an
+// instance killed without removing it counts as gone (and is removed).
 func TestLeaseNewer(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "nl.lock")
-	a, err := Acquire(context.Background(), lock)
-	if err != nil {
-		t.Fatal(err)
+	acquire := func() *Lease {
+		l, err := Acquire(context.Background(), lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
 	}
+	check := func(what string, l *Lease, newer, serving bool) {
+		t.Helper()
+		if n, s := l.Newer(); n != newer || s != serving {
+			t.Errorf("%s: Newer() = %v, %v; want %v, %v", what, n, s, newer, serving)
+		}
+	}
+	a := acquire()
 	defer a.Close()
-	if a.Newer() {
-		t.Fatal("a sees a newer instance while alone")
-	}
-	b, err := Acquire(context.Background(), lock)
-	if err != nil {
+	if err := a.Serving(true); err != nil {
 		t.Fatal(err)
 	}
-	if !a.Newer() {
-		t.Error("a does not see b, which started after it")
+	check("a alone", a, false, false)
+	b := acquire()
+	check("a, b starting", a, true, false)
+	check("b", b, false, false)
+	if err := b.Serving(true); err != nil {
+		t.Fatal(err)
 	}
-	if b.Newer() {
-		t.Error("b sees a newer instance than itself")
+	check("a, b serving", a, true, true)
+	c := acquire() // the newest decides
+	check("a, c starting after b", a, true, false)
+	c.Close()
+	check("a, c gone", a, true, true)
+	if err := b.Serving(false); err != nil {
+		t.Fatal(err)
 	}
+	check("a, b stopping", a, true, false)
 	b.Close()
-	if a.Newer() {
-		t.Error("a sees b after b closed its lease")
-	}
-	// c is killed: its entry stays, but nobody holds its lock.
-	c, err := Acquire(context.Background(), lock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.entry.Close()
-	c.f.Close()
-	entry := filepath.Join(c.dir, c.name)
+	check("a, b gone", a, false, false)
+	// d is killed: its entry stays, but nobody holds its lock.
+	d := acquire()
+	d.entry.Close()
+	d.f.Close()
+	entry := filepath.Join(d.dir, d.name)
 	if _, err := os.Stat(entry); err != nil {
 		t.Fatalf("the killed instance's entry: %v", err)
 	}
-	if a.Newer() {
-		t.Error("a sees the killed instance c")
-	}
+	check("a, d killed", a, false, false)
 	if _, err := os.Stat(entry); !os.IsNotExist(err) {
 		t.Errorf("the killed instance's entry is still there: %v", err)
 	}
 	// A new instance sweeps what a killed older one left.
-	d, err := Acquire(context.Background(), lock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.entry.Close()
-	d.f.Close()
-	e, err := Acquire(context.Background(), lock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := acquire()
+	e.entry.Close()
+	e.f.Close()
+	f := acquire()
+	defer f.Close()
 	left, _ := os.ReadDir(a.dir)
 	if len(left) != 2 {
-		t.Errorf("entries after e started: %v, want a's and e's", left)
+		t.Errorf("entries after f started: %v, want a's and f's", left)
 	}
 }
