@@ -2,7 +2,9 @@
 // bind the addresses an old one still serves.
 //
 // A rolling restart with surge then has no gap. The DNS listeners (Listen)
-// and the metrics/health listener of `serve` share it.
+// and the metrics/health listener of `serve` share it. A stopping server
+// hands its share of an address's datagrams over with Detach, and reads
+// what it had queued until Pending says none is left.
 package reuseport
 
 import (

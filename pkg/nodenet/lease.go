@@ -142,8 +142,12 @@ func (l *Lease) Newer() (newer, serving bool) {
 	return true, string(b) == stateServing
 }
 
-// stateServing is an entry's content while its instance serves.
-const stateServing = "serving\n"
+// An entry's content: empty until its instance serves, then one of these,
+// of one length, each written over the other in one write.
+const (
+	stateServing  = "serving\n"
+	stateStopping = "stopped\n"
+)
 
 // Serving records in this instance's entry whether it serves: an older
 // instance's Newer tells it.
@@ -151,12 +155,9 @@ func (l *Lease) Serving(on bool) error {
 	if l.entry == nil {
 		return nil
 	}
-	state := ""
+	state := stateStopping
 	if on {
 		state = stateServing
-	}
-	if err := l.entry.Truncate(0); err != nil {
-		return err
 	}
 	_, err := l.entry.WriteAt([]byte(state), 0)
 	return err
