@@ -56,7 +56,7 @@ type helmDefaults struct {
 func (h helmDefaults) run(t *testing.T) {
 	helm := helmBin(t)
 	withCluster(t, h.opts, h.desc, func(t *testing.T, c *Cluster, st *steps) {
-		m := &migration{c: c, outer: t, names: h.names}
+		m := &migration{c: c, outer: t, names: h.names, logs: c.keepDNSLogs(t.Context())}
 		if !st.run(t, h.setUpName, func(t *testing.T) { h.setUp(m, t) }) {
 			return
 		}
