@@ -813,7 +813,7 @@ func (m *migration) check(t *testing.T) {
 			t.Errorf("step %s: %d failed, %d changed:\n%s", w.name, f.failed, f.changed, strings.Join(f.bad[:min(len(f.bad), 30)], "\n"))
 		}
 		if len(f.spans) > 0 {
-			t.Logf("step %s: the DNS components' logs within a second of those lookups:\n%s", w.name, m.logs.around(f.spans, time.Second, 150))
+			t.Logf("step %s: the DNS components' logs within 6 s of those lookups:\n%s", w.name, m.logs.around(f.spans, 6*time.Second, 200))
 		}
 	}
 	t.Logf("migration: %d lookups, %d failed, %d changed, over %d steps", total.lookups, total.failed, total.changed, len(windows))
