@@ -326,13 +326,18 @@ func (m *Manager) teardown() bool {
 	return *m.last
 }
 
+// currentLease is the lease Prepare took, or nil before it.
+func (m *Manager) currentLease() *Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lease
+}
+
 // Superseded reports whether an instance that started after this one runs
 // on the node, the one that takes over, and whether the newest serves
 // (Lease.Newer).
 func (m *Manager) Superseded() (newer, serving bool) {
-	m.mu.Lock()
-	l := m.lease
-	m.mu.Unlock()
+	l := m.currentLease()
 	if l == nil {
 		return false, false
 	}
@@ -342,9 +347,7 @@ func (m *Manager) Superseded() (newer, serving bool) {
 // Serving records whether this instance serves, for an older one's
 // Superseded.
 func (m *Manager) Serving(on bool) {
-	m.mu.Lock()
-	l := m.lease
-	m.mu.Unlock()
+	l := m.currentLease()
 	if l == nil {
 		return
 	}

@@ -593,7 +593,7 @@ func (m *migration) replace(t *testing.T, ctx context.Context) {
 	}
 	// The new node-local pod waits for its new upstream to answer before
 	// it serves; the old one must serve until then.
-	checkHandover(t, m.logs, oldNodeLocal, c)
+	c.checkHandover(t, m.logs, oldNodeLocal)
 	t.Cleanup(func() {
 		// What the node-local stage and the cluster DNS said meanwhile.
 		for _, q := range [][]string{

@@ -189,7 +189,7 @@ done`
 	if !surged {
 		t.Error("never saw the new pod next to the old one: no surge (maxSurge)")
 	}
-	checkHandover(t, logs, old, c)
+	c.checkHandover(t, logs, old)
 	if err := c.WaitRollout(ctx, "daemonset", NodeNamespace, NodeLocalDS); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ done`
 // shared health port: were the old instance to answer the new pod's
 // readiness, the DaemonSet would stop it while the new one still waits
 // for the cluster DNS.
-func checkHandover(t *testing.T, logs *dnsLogs, old []types.UID, c *Cluster) {
+func (c *Cluster) checkHandover(t *testing.T, logs *dnsLogs, old []types.UID) {
 	t.Helper()
 	now, err := c.nodeLocalPods(context.Background())
 	if err != nil || len(now) != 1 {
